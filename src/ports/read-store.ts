@@ -1,0 +1,68 @@
+/**
+ * The read store port: named collections of JSON documents keyed by `id`, shaped after what MongoDB does
+ * natively (equality filters, sort, skip, limit, count, case-insensitive substring search) so that the same
+ * projection and query code runs on the embedded SQLite adapter and on MongoDB unchanged.
+ */
+
+export type Document = { id: string } & Record<string, unknown>;
+
+export interface CollectionDefinition {
+  name: string;
+  /** Each entry is one index over these fields (dot paths), compound when several. */
+  indexes?: string[][];
+  /** Fields that `search` may match. */
+  searchFields?: string[];
+}
+
+export type Scalar = string | number | boolean | null;
+
+export interface FindQuery {
+  /** Equality on fields (dot paths); every condition must hold. */
+  where?: Record<string, Scalar>;
+  /**
+   * Case-insensitive substring match of `text` in any of `fields` (which must be declared searchFields).
+   * The text is matched literally: no pattern or operator syntax is interpreted.
+   */
+  search?: { text: string; fields: string[] };
+  /** Applied in order; ties after the last key keep no particular order, so end with a unique field. */
+  sort?: Array<[field: string, direction: 'asc' | 'desc']>;
+  skip?: number;
+  limit?: number;
+}
+
+export type Write =
+  | { op: 'upsert'; collection: string; doc: Document }
+  /** Shallow merge into an existing document; a missing document is left missing. */
+  | { op: 'patch'; collection: string; id: string; patch: Record<string, unknown> }
+  | { op: 'delete'; collection: string; id: string };
+
+export interface Checkpoint {
+  projection: string;
+  position: number;
+}
+
+export interface ReadStore {
+  /** Creates collections and their indexes when missing; safe to call at every start. */
+  defineCollections(definitions: CollectionDefinition[]): Promise<void>;
+  get<T extends Document = Document>(collection: string, id: string): Promise<T | null>;
+  find<T extends Document = Document>(collection: string, query?: FindQuery): Promise<T[]>;
+  /** Counts what `find` would return without skip and limit. */
+  count(collection: string, query?: Pick<FindQuery, 'where' | 'search'>): Promise<number>;
+  /**
+   * Applies the writes in order and, when given, moves the projection's checkpoint, all atomically: a crash
+   * leaves either everything or nothing, so a projection neither loses nor doubles an event.
+   */
+  commit(writes: Write[], checkpoint?: Checkpoint): Promise<void>;
+  /** The last committed position of a projection, or null when it has never committed. */
+  getCheckpoint(projection: string): Promise<number | null>;
+  close(): Promise<void>;
+}
+
+/** A query named a field that the collection did not declare for that use, or a collection that is unknown. */
+export class ReadStoreQueryError extends Error {
+  readonly code = 'READ_STORE_QUERY';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReadStoreQueryError';
+  }
+}
