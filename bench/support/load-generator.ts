@@ -1,0 +1,47 @@
+/**
+ * The load generator, run in its own process so that it does not share an event loop with the server it
+ * measures: `node --import tsx bench/support/load-generator.ts '<json spec>'` prints one JSON result.
+ */
+import autocannon from 'autocannon';
+
+export interface LoadSpec {
+  url: string;
+  connections: number;
+  durationSeconds: number;
+  /** Requests cycled in order across all connections. */
+  requests: Array<{ method: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string }>;
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+}
+
+const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
+let next = 0;
+const result = await autocannon({
+  url: spec.url,
+  connections: spec.connections,
+  duration: spec.durationSeconds,
+  requests: [
+    {
+      setupRequest: (request) => {
+        const chosen = spec.requests[next++ % spec.requests.length]!;
+        return { ...request, method: chosen.method, path: chosen.path, headers: chosen.headers ?? {}, ...(chosen.body === undefined ? {} : { body: chosen.body }) };
+      },
+    },
+  ],
+});
+const output: LoadResult = {
+  requestsPerSecond: result.requests.average,
+  p50Ms: result.latency.p50,
+  p99Ms: result.latency.p99,
+  total: result.requests.total,
+  non2xx: result.non2xx,
+  errors: result.errors,
+};
+process.stdout.write(`${JSON.stringify(output)}\n`);

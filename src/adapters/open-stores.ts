@@ -1,0 +1,34 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { EventStore } from '../ports/event-store.ts';
+import type { ReadStore } from '../ports/read-store.ts';
+import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
+import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
+
+export interface Stores {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  close(): Promise<void>;
+}
+
+/**
+ * The composition of storage: today the embedded SQLite adapters, each in its own file under the data
+ * directory so that event appends and read-model writes never wait for each other's write lock.
+ */
+export function openStores(options: { dataDir: string }): Stores {
+  mkdirSync(options.dataDir, { recursive: true });
+  const eventStore = openSqliteEventStore({ file: join(options.dataDir, 'events.sqlite') });
+  const readStore = openSqliteReadStore({ file: join(options.dataDir, 'read-models.sqlite') });
+  return {
+    eventStore,
+    readStore,
+    async close() {
+      await Promise.all([eventStore.close(), readStore.close()]);
+    },
+  };
+}
+
+export function openEventStore(options: { dataDir: string }): EventStore {
+  mkdirSync(options.dataDir, { recursive: true });
+  return openSqliteEventStore({ file: join(options.dataDir, 'events.sqlite') });
+}

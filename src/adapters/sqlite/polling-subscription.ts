@@ -1,0 +1,118 @@
+import type { RecordedEvent } from '../../ports/event-store.ts';
+
+/** What one read of the store returned to a subscription. */
+export interface Page {
+  /** Matching events after the cursor, in position order. */
+  events: RecordedEvent[];
+  /** Every position up to here has been examined: the next read starts after it. */
+  scannedTo: number;
+  /** True when nothing committed beyond `scannedTo` was visible: wait before reading again. */
+  caughtUp: boolean;
+}
+
+export interface PollingSubscriptionOptions {
+  /** The checkpoint: delivery starts with the first event after it (0 for every event). */
+  after: number;
+  /** Reads the page after a position; synchronous, so no append can interleave with it. */
+  readPage: (after: number) => Page;
+  pollIntervalMs: number;
+  /** Called once when the subscription ends, whoever ended it. */
+  onStop: () => void;
+}
+
+const DONE: IteratorResult<RecordedEvent> = { done: true, value: undefined };
+
+/**
+ * A catch-up subscription over a store that is only ever read by position: read pages after a cursor until
+ * caught up, then wait for a wake-up (an append through the same store instance) or the poll interval (to see
+ * other processes' appends), then read again. The same loop does catch-up and live delivery, so there is no
+ * hand-over between them where an event could be missed or delivered twice.
+ *
+ * A timer exists only while a `next()` is waiting, and stop() clears it, so a stopped subscription never keeps
+ * the process alive.
+ */
+export class PollingSubscription implements AsyncIterableIterator<RecordedEvent> {
+  private cursor: number;
+  private buffer: RecordedEvent[] = [];
+  private index = 0;
+  private stopped = false;
+  /** The pull in progress: next() calls are chained so concurrent callers cannot reorder or share events. */
+  private tail: Promise<unknown> = Promise.resolve();
+  /** next() calls queued or running on the slow path; the fast path must not overtake them. */
+  private pulls = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private wakeWaiter: (() => void) | undefined;
+
+  constructor(private readonly options: PollingSubscriptionOptions) {
+    this.cursor = options.after;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<RecordedEvent>> {
+    // Fast path for catch-up: an event already buffered needs no read and no chaining.
+    if (this.pulls === 0 && !this.stopped && this.index < this.buffer.length) {
+      return Promise.resolve({ done: false, value: this.buffer[this.index++]! });
+    }
+    this.pulls += 1;
+    const result = this.tail.then(() => this.pull()).finally(() => (this.pulls -= 1));
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** `break` out of for-await calls this: the subscription stops. */
+  async return(): Promise<IteratorResult<RecordedEvent>> {
+    await this.stop();
+    return DONE;
+  }
+
+  /** Ends the subscription: a waiting next() resolves done at once, and every later one too. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.buffer = [];
+    this.index = 0;
+    this.wake();
+    this.options.onStop();
+  }
+
+  /** New events may be committed: cut the current wait short. */
+  wake(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const waiter = this.wakeWaiter;
+    this.wakeWaiter = undefined;
+    waiter?.();
+  }
+
+  private async pull(): Promise<IteratorResult<RecordedEvent>> {
+    while (!this.stopped) {
+      if (this.index < this.buffer.length) return { done: false, value: this.buffer[this.index++]! };
+      const page = this.readPage();
+      this.buffer = page.events;
+      this.index = 0;
+      this.cursor = page.scannedTo;
+      if (page.events.length === 0 && page.caughtUp) await this.sleep();
+    }
+    return DONE;
+  }
+
+  private readPage(): Page {
+    try {
+      return this.options.readPage(this.cursor);
+    } catch (error) {
+      // A failed read ends the subscription: the consumer's for-await throws and must resubscribe from its checkpoint.
+      void this.stop();
+      throw error;
+    }
+  }
+
+  private sleep(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wakeWaiter = resolve;
+      this.timer = setTimeout(() => this.wake(), this.options.pollIntervalMs);
+    });
+  }
+}

@@ -1,0 +1,195 @@
+import type Database from 'better-sqlite3';
+import {
+  type AppendResult,
+  type EventStore,
+  EventStoreUnavailableError,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+} from '../../ports/event-store.ts';
+import { AppendWriter, type PreparedAppend, isAppendRequestError, prepareAppends } from './sqlite-append.ts';
+import { openSqliteDatabase } from './sqlite-database.ts';
+import {
+  EVENT_COLUMNS,
+  type EventRow,
+  StatementCache,
+  ensureEventSchema,
+  filterSql,
+  toRecordedEvent,
+} from './sqlite-event-schema.ts';
+import { GroupCommitter } from './sqlite-group-commit.ts';
+import { type Page, PollingSubscription } from './polling-subscription.ts';
+
+export interface SqliteEventStoreOptions {
+  file: string;
+  /** How often a caught-up subscription looks for events appended by other processes. Default 15 ms. */
+  pollIntervalMs?: number;
+}
+
+const DEFAULT_POLL_INTERVAL_MS = 15;
+/** Events a subscription holds in memory per read. */
+const SUBSCRIPTION_PAGE_SIZE = 1000;
+/** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
+const SUBSCRIPTION_SCAN_WINDOW = 10_000;
+
+/** SQLite's LIMIT for "no limit". */
+const NO_LIMIT = -1;
+
+/**
+ * The embedded event store: one SQLite file, safe to share between processes (the server and the operator CLI).
+ * See sqlite-database.ts for the pragmas, sqlite-group-commit.ts for how appends are batched, and
+ * polling-subscription.ts for subscriptions.
+ */
+export function openSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
+  const db = openSqliteDatabase(options.file);
+  try {
+    ensureEventSchema(db);
+    return new SqliteEventStore(db, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+class SqliteEventStore implements EventStore {
+  private readonly statements: StatementCache;
+  private readonly headStatement: Database.Statement<[], number>;
+  private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
+  private readonly subscriptions = new Set<PollingSubscription>();
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly pollIntervalMs: number,
+  ) {
+    this.statements = new StatementCache(db);
+    this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
+    const writer = new AppendWriter(db);
+    this.committer = new GroupCommitter({
+      db,
+      apply: (requests) => writer.write(requests),
+      isRequestError: isAppendRequestError,
+      // In-process notifier: local subscribers read right after our own commits instead of at their next poll.
+      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake()),
+    });
+  }
+
+  async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    const [result] = await this.appendMulti([{ stream, events, expectedRevision }]);
+    return result!;
+  }
+
+  async appendMulti(requests: StreamAppend[]): Promise<AppendResult[]> {
+    // Validation and JSON serialization happen here, outside the write transaction.
+    return this.committer.submit(prepareAppends(requests));
+  }
+
+  /** A stream that does not exist reads as []. (KurrentDB answers StreamNotFound; its adapter translates.) */
+  async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const backwards = options.direction === 'backwards';
+    const from = options.fromRevision ?? (backwards ? Number.MAX_SAFE_INTEGER : 0);
+    checkNonNegativeInteger('fromRevision', from);
+    const sql = backwards
+      ? `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`
+      : `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`;
+    return this.query(sql, [stream, from, limitOf(options.maxCount)]);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const from = options.fromPosition ?? 0;
+    const to = options.toPosition ?? Number.MAX_SAFE_INTEGER;
+    checkNonNegativeInteger('fromPosition', from);
+    checkNonNegativeInteger('toPosition', to);
+    const filter = filterSql(options.filter);
+    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ?${filter.sql} ORDER BY position LIMIT ?`;
+    return this.query(sql, [from, to, ...filter.params, limitOf(options.maxCount)]);
+  }
+
+  async headPosition(): Promise<number> {
+    this.assertOpen();
+    return unavailableOnError(() => this.headStatement.get()!);
+  }
+
+  subscribeToAll(options: SubscribeOptions): Subscription {
+    this.assertOpen();
+    const after = options.from === 'start' ? 0 : options.from;
+    checkNonNegativeInteger('from', after);
+    const filter = filterSql(options.filter);
+    const pageSql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position LIMIT ${SUBSCRIPTION_PAGE_SIZE}`;
+    const subscription = new PollingSubscription({
+      after,
+      readPage: (cursor) => this.readPage(pageSql, filter.params, cursor),
+      pollIntervalMs: this.pollIntervalMs,
+      onStop: () => this.subscriptions.delete(subscription),
+    });
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /** Stops subscriptions, lets queued appends commit, then closes the file. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+      await this.committer.close();
+      this.db.close();
+    })();
+    return this.closing;
+  }
+
+  /**
+   * One subscription read. Gap-free without any locking of ours: positions are assigned inside the write
+   * transaction and SQLite admits one writer at a time (across processes too), so transactions commit in
+   * position order and every committed state holds all positions up to its head. Having seen head H, every
+   * event at or below H is committed and visible, and none can appear there later: reading (cursor, H] misses
+   * nothing. (A database whose sequence numbers are taken outside the write lock, like PostgreSQL's, does not
+   * have this property: a lower number can commit after a higher one is read.)
+   */
+  private readPage(sql: string, filterParams: string[], cursor: number): Page {
+    return unavailableOnError(() => this.readPageUnchecked(sql, filterParams, cursor));
+  }
+
+  private readPageUnchecked(sql: string, filterParams: string[], cursor: number): Page {
+    const head = this.headStatement.get()!;
+    if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
+    const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
+    const rows = this.statements.get(sql).all(cursor, upTo, ...filterParams) as EventRow[];
+    const full = rows.length === SUBSCRIPTION_PAGE_SIZE;
+    // A full page may stop short of upTo; otherwise everything up to upTo was examined, matched or not.
+    const scannedTo = full ? rows[rows.length - 1]!.position : upTo;
+    return { events: rows.map(toRecordedEvent), scannedTo, caughtUp: scannedTo >= head };
+  }
+
+  private query(sql: string, params: unknown[]): RecordedEvent[] {
+    return unavailableOnError(() => (this.statements.get(sql).all(...params) as EventRow[]).map(toRecordedEvent));
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new EventStoreUnavailableError('the event store is closed');
+  }
+}
+
+/** A failed read is the store's problem, not the caller's: report it as the port's unavailable error. */
+function unavailableOnError<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    throw new EventStoreUnavailableError('could not read the event store', { cause: error });
+  }
+}
+
+function limitOf(maxCount: number | undefined): number {
+  if (maxCount === undefined) return NO_LIMIT;
+  checkNonNegativeInteger('maxCount', maxCount);
+  return maxCount;
+}
+
+function checkNonNegativeInteger(name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
+}

@@ -1,0 +1,236 @@
+/**
+ * The embedded read store: one SQLite table per collection (`id TEXT PRIMARY KEY, doc TEXT NOT NULL`, the
+ * document as JSON), fields reached with `json_extract(doc, '$.path')`, declared indexes as expression indexes
+ * on exactly those expressions so that the planner uses them for `where` + `sort`.
+ *
+ * How it matches MongoDB for the values projections store:
+ * - where: equality that also checks the JSON type, so `true` never matches `1` nor `"5"` matches `5`;
+ *   `null` matches a null or a missing field, as `{ field: null }` does in MongoDB.
+ * - sort: SQLite orders NULL < numbers < text, numbers numerically and text by UTF-8 bytes (= code point
+ *   order), which is MongoDB's order for null/missing, numbers and strings. Null and missing are equal: first
+ *   ascending, last descending. Booleans sort as 0/1 among numbers and objects/arrays as JSON text, unlike
+ *   MongoDB: do not sort on them.
+ * - search: substring match after JavaScript `toLowerCase()` on both sides (Unicode-aware, unlike SQLite's
+ *   ASCII-only lower(); MongoDB's /i folds case per character, which differs only for rare letters such as
+ *   the Greek final sigma), in a registered function, so the text is never a LIKE or regex pattern. Search
+ *   fields are expected to hold strings; other values never match.
+ *
+ * Collection definitions live in memory: every handle, including a reader in another process, calls
+ * `defineCollections` at start (it is idempotent) before querying.
+ */
+import type Database from 'better-sqlite3';
+import type { CollectionDefinition, Checkpoint, Document, FindQuery, ReadStore, Scalar, Write } from '../../ports/read-store.ts';
+import { ReadStoreQueryError } from '../../ports/read-store.ts';
+import { openSqliteDatabase } from './sqlite-database.ts';
+
+const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
+const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+const CHECKPOINTS = 'checkpoints';
+const CONTAINS_CI = 'wallet_ops_contains_ci';
+
+interface Compiled {
+  sql: string;
+  params: unknown[];
+}
+
+export function openSqliteReadStore(options: { file: string }): ReadStore {
+  const db = openSqliteDatabase(options.file);
+  db.function(CONTAINS_CI, { deterministic: true }, (value: unknown, needle: unknown) =>
+    typeof value === 'string' && typeof needle === 'string' && value.toLowerCase().includes(needle) ? 1 : 0,
+  );
+  db.exec(`CREATE TABLE IF NOT EXISTS ${CHECKPOINTS} (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)`);
+
+  const definitions = new Map<string, CollectionDefinition>();
+  const statements = new Map<string, Database.Statement>();
+
+  // Statements are compiled once per SQL text; parameters never change the text, so the cache stays small.
+  function statement(sql: string): Database.Statement {
+    let prepared = statements.get(sql);
+    if (!prepared) {
+      prepared = db.prepare(sql);
+      statements.set(sql, prepared);
+    }
+    return prepared;
+  }
+
+  function definition(collection: string): CollectionDefinition {
+    const found = definitions.get(collection);
+    if (!found) throw new ReadStoreQueryError(`unknown collection ${JSON.stringify(collection)}`);
+    return found;
+  }
+
+  function applyWrite(write: Write): void {
+    const table = quote(definition(write.collection).name);
+    switch (write.op) {
+      case 'upsert': {
+        if (typeof write.doc?.id !== 'string') throw new TypeError(`upsert into ${table}: the document needs a string id`);
+        statement(`INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`).run(
+          write.doc.id,
+          JSON.stringify(write.doc),
+        );
+        return;
+      }
+      case 'patch': {
+        if ('id' in write.patch && write.patch.id !== write.id) throw new TypeError(`patch of ${table}: cannot change an id`);
+        // Merged in JS rather than with json_patch, whose RFC 7386 semantics would delete fields set to null.
+        const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(write.id) as { doc: string } | undefined;
+        if (!row) return;
+        const merged = { ...(JSON.parse(row.doc) as Document), ...write.patch };
+        statement(`UPDATE ${table} SET doc = ? WHERE id = ?`).run(JSON.stringify(merged), write.id);
+        return;
+      }
+      case 'delete':
+        statement(`DELETE FROM ${table} WHERE id = ?`).run(write.id);
+        return;
+      default:
+        throw new TypeError(`unknown write ${JSON.stringify((write as { op?: unknown }).op)}`);
+    }
+  }
+
+  // IMMEDIATE takes the write lock up front, so a concurrent writer makes us wait (busy_timeout) instead of
+  // failing when a deferred read transaction tries to upgrade.
+  const commitAll = db.transaction((writes: Write[], checkpoint?: Checkpoint) => {
+    for (const write of writes) applyWrite(write);
+    if (checkpoint) {
+      if (typeof checkpoint.projection !== 'string' || !Number.isFinite(checkpoint.position)) {
+        throw new TypeError('a checkpoint needs a projection name and a finite position');
+      }
+      statement(
+        `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`,
+      ).run(checkpoint.projection, checkpoint.position);
+    }
+  });
+
+  const defineAll = db.transaction((list: CollectionDefinition[]) => {
+    for (const def of list) {
+      db.exec(`CREATE TABLE IF NOT EXISTS ${quote(def.name)} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+      for (const fields of def.indexes ?? []) {
+        const index = quote(`${def.name}:${fields.join(',')}`);
+        db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quote(def.name)} (${fields.map(fieldExpr).join(', ')})`);
+      }
+    }
+  });
+
+  return {
+    async defineCollections(list) {
+      list.forEach(validateDefinition);
+      defineAll.immediate(list);
+      for (const def of list) definitions.set(def.name, { ...def, searchFields: [...(def.searchFields ?? [])] });
+    },
+    async get<T extends Document = Document>(collection: string, id: string) {
+      const table = quote(definition(collection).name);
+      const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+      return row ? (JSON.parse(row.doc) as T) : null;
+    },
+    async find<T extends Document = Document>(collection: string, query: FindQuery = {}) {
+      const { sql, params } = compileFind(definition(collection), query);
+      const rows = statement(sql).all(...params) as Array<{ doc: string }>;
+      return rows.map((row) => JSON.parse(row.doc) as T);
+    },
+    async count(collection, query = {}) {
+      const def = definition(collection);
+      const filter = compileFilter(def, query);
+      const row = statement(`SELECT count(*) AS n FROM ${quote(def.name)}${filter.sql}`).get(...filter.params);
+      return (row as { n: number }).n;
+    },
+    async commit(writes, checkpoint) {
+      commitAll.immediate(writes, checkpoint);
+    },
+    async getCheckpoint(projection) {
+      const row = statement(`SELECT position FROM ${CHECKPOINTS} WHERE projection = ?`).get(projection);
+      return row ? (row as { position: number }).position : null;
+    },
+    async close() {
+      statements.clear();
+      if (db.open) db.close();
+    },
+  };
+}
+
+/** The SQL `find` runs; exported so tests can check its query plan. */
+export function compileFind(def: CollectionDefinition, query: FindQuery): Compiled {
+  const filter = compileFilter(def, query);
+  const order = (query.sort ?? []).map(([field, direction]) => {
+    if (direction !== 'asc' && direction !== 'desc') throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
+    return `${fieldExpr(field)} ${direction.toUpperCase()}`;
+  });
+  // LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
+  const limit = query.limit === undefined ? -1 : nonNegativeInteger('limit', query.limit);
+  const skip = query.skip === undefined ? 0 : nonNegativeInteger('skip', query.skip);
+  const orderBy = order.length ? ` ORDER BY ${order.join(', ')}` : '';
+  return {
+    sql: `SELECT doc FROM ${quote(def.name)}${filter.sql}${orderBy} LIMIT ? OFFSET ?`,
+    params: [...filter.params, limit, skip],
+  };
+}
+
+/** The WHERE clause (with its leading space) for `where` and `search`, or an empty string. */
+function compileFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search'>): Compiled {
+  const parts = Object.entries(query.where ?? {}).map(([field, value]) => equals(field, value));
+  if (query.search) parts.push(contains(def, query.search));
+  if (parts.length === 0) return { sql: '', params: [] };
+  return { sql: ` WHERE ${parts.map((p) => p.sql).join(' AND ')}`, params: parts.flatMap((p) => p.params) };
+}
+
+function equals(field: string, value: Scalar): Compiled {
+  const expr = fieldExpr(field);
+  if (value === null) return { sql: `${expr} IS NULL`, params: [] };
+  // json_extract returns true/false as 1/0 and objects as JSON text: the type check keeps them apart. It comes
+  // after the indexed comparison and does not stop the planner from using the index.
+  const type = `json_type(doc, '$.${field}')`;
+  switch (typeof value) {
+    case 'string':
+      return { sql: `${expr} = ? AND ${type} = 'text'`, params: [value] };
+    case 'number':
+      if (!Number.isFinite(value)) throw new ReadStoreQueryError(`where ${field}: not a finite number`);
+      return { sql: `${expr} = ? AND ${type} IN ('integer', 'real')`, params: [value] };
+    case 'boolean':
+      return { sql: `${expr} = ? AND ${type} = ?`, params: [value ? 1 : 0, String(value)] };
+    default:
+      throw new ReadStoreQueryError(`where ${field}: only strings, numbers, booleans and null are allowed`);
+  }
+}
+
+function contains(def: CollectionDefinition, search: NonNullable<FindQuery['search']>): Compiled {
+  if (typeof search.text !== 'string') throw new ReadStoreQueryError('search text must be a string');
+  if (search.fields.length === 0) throw new ReadStoreQueryError('search needs at least one field');
+  for (const field of search.fields) {
+    if (!def.searchFields?.includes(field)) {
+      throw new ReadStoreQueryError(`${def.name}.${field} is not declared in searchFields`);
+    }
+  }
+  const needle = search.text.toLowerCase();
+  return {
+    sql: `(${search.fields.map((field) => `${CONTAINS_CI}(${fieldExpr(field)}, ?)`).join(' OR ')})`,
+    params: search.fields.map(() => needle),
+  };
+}
+
+/** The one expression for a field, used alike by indexes and queries so the planner can match them. */
+function fieldExpr(field: string): string {
+  // The path is spliced into the SQL (an index cannot hold a bound parameter): the pattern admits no quote.
+  if (typeof field !== 'string' || !FIELD_PATH.test(field)) throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
+  return `json_extract(doc, '$.${field}')`;
+}
+
+function validateDefinition(def: CollectionDefinition): void {
+  if (typeof def.name !== 'string' || !COLLECTION_NAME.test(def.name)) {
+    throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(def.name)}`);
+  }
+  if (def.name === CHECKPOINTS || def.name.startsWith('sqlite_')) throw new ReadStoreQueryError(`reserved collection name ${def.name}`);
+  for (const fields of def.indexes ?? []) {
+    if (fields.length === 0) throw new ReadStoreQueryError(`${def.name}: an index needs at least one field`);
+    fields.forEach(fieldExpr);
+  }
+  (def.searchFields ?? []).forEach(fieldExpr);
+}
+
+function nonNegativeInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new ReadStoreQueryError(`${name} must be a non-negative integer`);
+  return value;
+}
+
+/** Names are validated first; quoting keeps keywords (e.g. a collection called `order`) usable. */
+function quote(identifier: string): string {
+  return `"${identifier}"`;
+}

@@ -1,0 +1,211 @@
+import { randomUUID } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { Command, CommanderError } from 'commander';
+import { openEventStore } from '../adapters/open-stores.ts';
+import { loadConfig } from '../config.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { PartyRef } from '../domain/parties.ts';
+import {
+  addUser,
+  approveApiKey,
+  decideOnApiKey,
+  findUserByEmail,
+  onboardParty,
+  registerIndividual,
+  requestApiKey,
+  requireParty,
+  type BackOfficeDeps,
+  type KeyDecision,
+  actingUser,
+  userContext,
+} from '../commands/back-office.ts';
+import { decideOperation } from '../commands/operation-handlers.ts';
+import { requiredText } from '../domain/text.ts';
+import type { CommandContext } from '../commands/pipeline.ts';
+import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
+
+/**
+ * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
+ * `--data-dir` and `--json`; with `--json` it prints exactly one JSON value on stdout. A refusal exits 1
+ * with one line on stderr; a usage error exits 2.
+ */
+interface CommonOptions {
+  dataDir?: string;
+  json?: boolean;
+}
+
+class UsageError extends Error {}
+
+function parsePartyRef(value: string): PartyRef {
+  const match = /^(distributor|merchant):(.+)$/.exec(value);
+  if (!match) throw new UsageError(`--party must be distributor:ID or merchant:ID, got "${value.slice(0, 60)}"`);
+  return { type: match[1] as PartyRef['type'], id: match[2]! };
+}
+
+/** Runs one action against the event store named by the options, prints its result, and closes the store. */
+async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOfficeDeps) => Promise<T>, human: (result: T) => string): Promise<void> {
+  const config = loadConfig(process.env);
+  const store = openEventStore({ dataDir: options.dataDir ?? config.DATA_DIR });
+  try {
+    const result = await action({ store, clock: () => new Date(), assetScale: config.ASSET_SCALE });
+    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+const operatorContext = (): CommandContext => ({ actor: `operator:${userInfo().username}`, correlationId: randomUUID() });
+
+function common(command: Command): Command {
+  return command
+    .option('--data-dir <dir>', 'data directory of the embedded stores (default: $DATA_DIR, else ./data)')
+    .option('--json', 'print exactly one JSON value on stdout');
+}
+
+export function buildCli(): Command {
+  const program = new Command('wallet-ops')
+    .description('Operator CLI of wallet-ops: parties, console users and API keys, straight on the store.')
+    .showHelpAfterError()
+    .exitOverride();
+
+  const party = program.command('party').description('onboard distributors, merchants and individuals');
+  for (const partyType of ['distributor', 'merchant'] as const) {
+    common(party.command(`add-${partyType}`))
+      .description(`onboard a ${partyType}`)
+      .requiredOption('--name <name>', `the ${partyType}'s name`)
+      .requiredOption('--short-code <code>', 'short code, unique among ' + partyType + 's (1 to 9 digits)')
+      .action(async (opts: CommonOptions & { name: string; shortCode: string }) =>
+        withBackOffice(opts, async (deps) => {
+          const { partyID } = await onboardParty(deps, { partyType, name: opts.name, shortCode: opts.shortCode }, operatorContext());
+          return partyType === 'distributor' ? { distributorID: partyID } : { merchantID: partyID };
+        }, (result) => `${partyType} onboarded: ${Object.values(result)[0]}`),
+      );
+  }
+  common(party.command('add-individual'))
+    .description('register an individual wallet holder')
+    .requiredOption('--phone <phone>', 'phone in international format, e.g. +2348123456781')
+    .requiredOption('--name <name>', 'the individual’s name')
+    .action(async (opts: CommonOptions & { phone: string; name: string }) =>
+      withBackOffice(opts, (deps) => registerIndividual(deps, { phone: opts.phone, name: opts.name }, operatorContext()), (r) => `individual registered: ${r.phone}`),
+    );
+
+  const user = program.command('user').description('console users');
+  common(user.command('add'))
+    .description('add a console user to a party, or a platform administrator')
+    .option('--party <party>', 'distributor:ID or merchant:ID')
+    .option('--platform-admin', 'a platform administrator, who belongs to no party')
+    .requiredOption('--email <email>', 'login email, unique')
+    .requiredOption('--password <password>', 'password (at least 10 characters); stored as an scrypt hash')
+    .option('--roles <roles>', 'maker, checker or maker,checker', '')
+    .action(async (opts: CommonOptions & { party?: string; platformAdmin?: boolean; email: string; password: string; roles: string }) => {
+      if (Boolean(opts.party) === Boolean(opts.platformAdmin)) throw new UsageError('give exactly one of --party or --platform-admin');
+      const partyRef = opts.party ? parsePartyRef(opts.party) : null;
+      await withBackOffice(opts, (deps) =>
+        addUser(deps, { party: partyRef, email: opts.email, password: opts.password, roles: opts.roles, platformAdmin: opts.platformAdmin ?? false }, operatorContext()),
+      (r) => `user added: ${r.userID}`);
+    });
+
+  const key = program.command('key').description('the API-key lifecycle (maker-checker)');
+  common(key.command('request'))
+    .description('a maker requests an API key for their party')
+    .requiredOption('--as <email>', 'the maker')
+    .requiredOption('--label <label>', 'descriptive name')
+    .requiredOption('--permissions <list>', 'read-balance,read-transactions,perform-operations')
+    .option('--max-transaction-amount <amount>', 'maximum per operation')
+    .option('--max-daily-volume <amount>', 'maximum total per day')
+    .option('--allowed-ips <list>', 'comma-separated addresses or CIDR ranges')
+    .option('--expires-in-days <days>', 'days from approval until expiry', '365')
+    .action(async (opts: CommonOptions & { as: string; label: string; permissions: string; maxTransactionAmount?: string; maxDailyVolume?: string; allowedIps?: string; expiresInDays: string }) =>
+      withBackOffice(opts, async (deps) => {
+        const maker = await findUserByEmail(deps, opts.as);
+        return requestApiKey(deps, maker, {
+          label: opts.label,
+          permissions: opts.permissions,
+          maxTransactionAmount: opts.maxTransactionAmount,
+          maxDailyVolume: opts.maxDailyVolume,
+          allowedIPs: opts.allowedIps,
+          expiresInDays: opts.expiresInDays,
+        }, randomUUID());
+      }, (r) => `key requested: ${r.keyID} (pending approval by a checker)`),
+    );
+  common(key.command('approve'))
+    .description('a checker approves a pending key; its secret is printed once')
+    .argument('<keyID>')
+    .requiredOption('--as <email>', 'the checker')
+    .action(async (keyID: string, opts: CommonOptions & { as: string }) =>
+      withBackOffice(opts, async (deps) => approveApiKey(deps, await findUserByEmail(deps, opts.as), keyID, randomUUID()),
+        (r) => `key approved: ${r.keyID}\nAPI key (shown once, store it now): ${r.apiKey}`),
+    );
+
+  const decisions: Array<[name: string, description: string, reason: 'required' | 'optional' | 'none', toDecision: (reason?: string) => KeyDecision]> = [
+    ['reject', 'a checker rejects a pending key', 'optional', (reason) => ({ type: 'RejectApiKey', reason: reason ?? null })],
+    ['revoke', 'a maker asks for an active key to be revoked', 'required', (reason) => ({ type: 'RequestApiKeyRevocation', reason })],
+    ['approve-revocation', 'a checker approves a revocation: the key stops working for good', 'none', () => ({ type: 'ApproveApiKeyRevocation' })],
+    ['reject-revocation', 'a checker rejects a revocation: the key stays active', 'optional', (reason) => ({ type: 'RejectApiKeyRevocation', reason: reason ?? null })],
+  ];
+  for (const [name, description, reason, toDecision] of decisions) {
+    const command = common(key.command(name)).description(description).argument('<keyID>').requiredOption('--as <email>', 'the acting user');
+    if (reason === 'required') command.requiredOption('--reason <text>', 'why');
+    if (reason === 'optional') command.option('--reason <text>', 'why');
+    command.action(async (keyID: string, opts: CommonOptions & { as: string; reason?: string }) =>
+      withBackOffice(opts, async (deps) => decideOnApiKey(deps, await findUserByEmail(deps, opts.as), keyID, toDecision(opts.reason), randomUUID()),
+        (r) => `key ${r.keyID}: ${r.state}`),
+    );
+  }
+  common(key.command('list'))
+    .description("a party's keys (never a secret nor its hash)")
+    .requiredOption('--party <party>', 'distributor:ID or merchant:ID')
+    .action(async (opts: CommonOptions & { party: string }) =>
+      withBackOffice(opts, async (deps) => {
+        const partyRef = parsePartyRef(opts.party);
+        await requireParty(deps, partyRef);
+        const directory = new ApiKeyDirectory();
+        await catchUpApiKeyDirectory(deps.store, directory);
+        return directory.listByParty(partyRef, deps.clock().toISOString());
+      }, (keys) => keys.map((k) => `${k.keyID}  ${k.state.padEnd(18)} ${k.label}  [${k.permissions.join(', ')}]  expires ${k.expiresAt ?? '-'}`).join('\n') || '(no keys)'),
+    );
+  const operation = program.command('operation').description("a checker's decisions on pending operations");
+  const operationDeps = (deps: BackOfficeDeps) => ({ store: deps.store, clock: deps.clock, assetScale: deps.assetScale });
+  common(operation.command('approve'))
+    .description('a checker approves a pending operation of their party; the executor then carries it out')
+    .argument('<operationID>')
+    .requiredOption('--as <email>', 'the checker')
+    .action(async (operationID: string, opts: CommonOptions & { as: string }) =>
+      withBackOffice(opts, async (deps) => {
+        const checker = await findUserByEmail(deps, opts.as);
+        return decideOperation(operationDeps(deps), actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
+      }, (r) => `operation ${r.operationID}: ${r.state}`),
+    );
+  common(operation.command('reject'))
+    .description('a checker rejects a pending operation; what it held is released')
+    .argument('<operationID>')
+    .requiredOption('--as <email>', 'the checker')
+    .requiredOption('--reason <text>', 'why')
+    .action(async (operationID: string, opts: CommonOptions & { as: string; reason: string }) =>
+      withBackOffice(opts, async (deps) => {
+        const checker = await findUserByEmail(deps, opts.as);
+        const reason = requiredText('reason', opts.reason, 500);
+        return decideOperation(operationDeps(deps), actingUser(checker), operationID, { type: 'reject', reason }, userContext(checker, randomUUID()));
+      }, (r) => `operation ${r.operationID}: ${r.state}`),
+    );
+  return program;
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  try {
+    await buildCli().parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    if (error instanceof UsageError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof DomainError) {
+      process.stderr.write(`refused (${error.code}): ${error.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}

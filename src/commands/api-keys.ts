@@ -1,0 +1,160 @@
+import type { ApiKeyEvent, ApiKeyRequested, Permission, UserRole } from '../domain/events.ts';
+import { DomainError } from '../domain/errors.ts';
+import { samePartyRef, type PartyRef } from '../domain/parties.ts';
+import { assertNever, type Decider } from './decider.ts';
+
+/**
+ * The API-key lifecycle of the contract, with maker-checker on both ends:
+ *   (none) -request-> pending -approve-> active -request revocation-> revocation_pending -approve-> revoked
+ *                     pending -reject-> rejected          revocation_pending -reject revocation-> active
+ *   active -(approval time + expiresInDays)-> expired, derived from the clock, never stored.
+ * Rejected, revoked and expired are final.
+ */
+
+/** The console user acting, as the handler loaded them. */
+export interface ActingUser {
+  userID: string;
+  party: PartyRef | null;
+  roles: UserRole[];
+}
+
+type KeyTerms = Omit<ApiKeyRequested['data'], 'requestedBy' | 'requestedAt'>;
+
+export type ApiKeyCommand =
+  | { type: 'RequestApiKey'; data: KeyTerms & { by: ActingUser; now: string } }
+  | { type: 'ApproveApiKey'; data: { keyID: string; by: ActingUser; secretHash: string; now: string } }
+  | { type: 'RejectApiKey'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } }
+  | { type: 'RequestApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string; now: string } }
+  | { type: 'ApproveApiKeyRevocation'; data: { keyID: string; by: ActingUser; now: string } }
+  | { type: 'RejectApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } };
+
+export type ApiKeyStatus = 'pending' | 'active' | 'revocation_pending' | 'rejected' | 'revoked';
+
+export type ApiKeyState =
+  | { status: 'none' }
+  | (KeyTerms & {
+      status: ApiKeyStatus;
+      requestedBy: string;
+      requestedAt: string;
+      approvedBy: string | null;
+      expiresAt: string | null;
+      secretHash: string | null;
+      revocationRequestedBy: string | null;
+      revocationReason: string | null;
+    });
+
+type ExistingKey = Exclude<ApiKeyState, { status: 'none' }>;
+
+export const isExpired = (key: { expiresAt: string | null }, now: string) => key.expiresAt !== null && now >= key.expiresAt;
+
+/** What the contract calls the key's state, with expiry applied at `now`. */
+export function effectiveStatus(key: ExistingKey, now: string): ApiKeyStatus | 'expired' {
+  return (key.status === 'active' || key.status === 'revocation_pending') && isExpired(key, now) ? 'expired' : key.status;
+}
+
+export function expiryFrom(approvedAt: string, days: number): string {
+  return new Date(Date.parse(approvedAt) + days * 86_400_000).toISOString();
+}
+
+function requireKey(state: ApiKeyState, keyID: string): ExistingKey {
+  if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
+  return state;
+}
+
+function requireRole(by: ActingUser, role: UserRole, action: string): void {
+  if (!by.roles.includes(role)) throw new DomainError('ROLE_REQUIRED', `${action} needs the ${role} role`);
+}
+
+function requireSameParty(by: ActingUser, key: ExistingKey): void {
+  if (!samePartyRef(by.party, key.party)) throw new DomainError('OTHER_PARTY', `API key ${key.keyID} belongs to another party`);
+}
+
+function requireStatus(key: ExistingKey, expected: ApiKeyStatus, now: string, action: string): void {
+  const actual = effectiveStatus(key, now);
+  if (actual === 'expired') throw new DomainError('KEY_EXPIRED', `cannot ${action}: API key ${key.keyID} has expired`);
+  if (actual !== expected) throw new DomainError('WRONG_STATE', `cannot ${action}: API key ${key.keyID} is ${actual}, not ${expected}`);
+}
+
+/** A checker's decision on a maker's request: same party, checker role, and never the maker themself. */
+function requireChecker(by: ActingUser, key: ExistingKey, makerUserID: string | null, action: string): void {
+  requireRole(by, 'checker', action);
+  requireSameParty(by, key);
+  if (by.userID === makerUserID) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
+}
+
+function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
+  const { data } = command;
+  switch (command.type) {
+    case 'RequestApiKey': {
+      const { by, now, ...terms } = command.data;
+      if (state.status !== 'none') throw new DomainError('ALREADY_EXISTS', `API key ${terms.keyID} already exists`);
+      requireRole(by, 'maker', 'requesting an API key');
+      if (!samePartyRef(by.party, terms.party)) throw new DomainError('OTHER_PARTY', 'a key can only be requested for the maker’s own party');
+      return [{ type: 'ApiKeyRequested', data: { ...terms, requestedBy: by.userID, requestedAt: now } }];
+    }
+    case 'ApproveApiKey': {
+      const key = requireKey(state, data.keyID);
+      requireChecker(data.by, key, key.requestedBy, 'approve the key');
+      requireStatus(key, 'pending', data.now, 'approve the key');
+      const { secretHash, now } = command.data;
+      return [{ type: 'ApiKeyApproved', data: { keyID: key.keyID, approvedBy: data.by.userID, approvedAt: now, expiresAt: expiryFrom(now, key.expiresInDays), secretHash } }];
+    }
+    case 'RejectApiKey': {
+      const key = requireKey(state, data.keyID);
+      requireChecker(data.by, key, key.requestedBy, 'reject the key');
+      requireStatus(key, 'pending', data.now, 'reject the key');
+      return [{ type: 'ApiKeyRejected', data: { keyID: key.keyID, rejectedBy: data.by.userID, reason: command.data.reason, rejectedAt: data.now } }];
+    }
+    case 'RequestApiKeyRevocation': {
+      const key = requireKey(state, data.keyID);
+      requireRole(data.by, 'maker', 'requesting a revocation');
+      requireSameParty(data.by, key);
+      requireStatus(key, 'active', data.now, 'request a revocation');
+      return [{ type: 'ApiKeyRevocationRequested', data: { keyID: key.keyID, requestedBy: data.by.userID, reason: command.data.reason, requestedAt: data.now } }];
+    }
+    case 'ApproveApiKeyRevocation': {
+      const key = requireKey(state, data.keyID);
+      requireChecker(data.by, key, key.revocationRequestedBy, 'approve the revocation');
+      // An expired key can still be revoked, so that its final state says why it stopped.
+      if (key.status !== 'revocation_pending') throw new DomainError('WRONG_STATE', `cannot approve the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`);
+      return [{ type: 'ApiKeyRevoked', data: { keyID: key.keyID, approvedBy: data.by.userID, revokedAt: data.now } }];
+    }
+    case 'RejectApiKeyRevocation': {
+      const key = requireKey(state, data.keyID);
+      requireChecker(data.by, key, key.revocationRequestedBy, 'reject the revocation');
+      if (key.status !== 'revocation_pending') throw new DomainError('WRONG_STATE', `cannot reject the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`);
+      return [{ type: 'ApiKeyRevocationRejected', data: { keyID: key.keyID, rejectedBy: data.by.userID, reason: command.data.reason, rejectedAt: data.now } }];
+    }
+    default:
+      return assertNever(command);
+  }
+}
+
+function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
+  if (event.type === 'ApiKeyRequested') {
+    return { ...event.data, status: 'pending', approvedBy: null, expiresAt: null, secretHash: null, revocationRequestedBy: null, revocationReason: null };
+  }
+  if (state.status === 'none') return state; // a stream always starts with ApiKeyRequested
+  switch (event.type) {
+    case 'ApiKeyApproved':
+      return { ...state, status: 'active', approvedBy: event.data.approvedBy, expiresAt: event.data.expiresAt, secretHash: event.data.secretHash };
+    case 'ApiKeyRejected':
+      return { ...state, status: 'rejected' };
+    case 'ApiKeyRevocationRequested':
+      return { ...state, status: 'revocation_pending', revocationRequestedBy: event.data.requestedBy, revocationReason: event.data.reason };
+    case 'ApiKeyRevocationRejected':
+      return { ...state, status: 'active', revocationRequestedBy: null, revocationReason: null };
+    case 'ApiKeyRevoked':
+      return { ...state, status: 'revoked', secretHash: null };
+    default:
+      return assertNever(event);
+  }
+}
+
+export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyState, ApiKeyEvent> = {
+  initialState: () => ({ status: 'none' }),
+  decide,
+  evolve,
+};
+
+export type { Permission };

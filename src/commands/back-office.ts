@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import type { EventStore } from '../ports/event-store.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { UserRole } from '../domain/events.ts';
+import { formatPartyRef, type PartyRef, type PartyType } from '../domain/parties.ts';
+import { streams } from '../domain/streams.ts';
+import { email as parseEmail, requiredText, shortCode as parseShortCode } from '../domain/text.ts';
+import { normalizePhone } from '../domain/phone.ts';
+import { hashPassword, MIN_PASSWORD_LENGTH } from '../domain/passwords.ts';
+import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
+import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret } from '../domain/api-key-secrets.ts';
+import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand } from './api-keys.ts';
+import { individualDecider, partyDecider, type PartyState } from './parties.ts';
+import { userDecider, type UserState } from './users.ts';
+import { loadState, runCommand, type CommandContext, type StateCache } from './pipeline.ts';
+
+/**
+ * The back-office commands: onboarding parties and users, and the API-key lifecycle. Each validates its
+ * input, makes the ids, time and secrets the pure deciders must not make, and runs the one pipeline. The
+ * CLI and the web console call these; they never append events themselves.
+ */
+export interface BackOfficeDeps {
+  store: EventStore;
+  cache?: StateCache;
+  clock: () => Date;
+  /** Decimal places of the asset: amounts with more are refused. */
+  assetScale: number;
+}
+
+const now = (deps: BackOfficeDeps) => deps.clock().toISOString();
+
+export async function onboardParty(
+  deps: BackOfficeDeps,
+  input: { partyType: PartyType; name: unknown; shortCode: unknown },
+  context: CommandContext,
+): Promise<{ partyID: string }> {
+  const name = requiredText('name', input.name, 100);
+  const shortCode = parseShortCode('shortCode', input.shortCode);
+  const partyID = randomUUID();
+  await runCommand(deps, {
+    stream: streams[input.partyType](partyID),
+    decider: partyDecider,
+    command: { type: 'OnboardParty', data: { partyType: input.partyType, partyID, name, shortCode, now: now(deps) } },
+    context,
+    // The claim stream can be created once only: that is what keeps short codes unique across processes.
+    alsoAppend: () => [{
+      stream: streams.shortCode(input.partyType, shortCode),
+      expectedRevision: 'no_stream',
+      events: [{ type: 'ShortCodeClaimed', data: { partyType: input.partyType, shortCode, partyID } }],
+    }],
+    onConflict: () => new DomainError('SHORT_CODE_TAKEN', `short code ${shortCode} is already used by another ${input.partyType}`, 'shortCode'),
+  });
+  return { partyID };
+}
+
+export async function registerIndividual(
+  deps: BackOfficeDeps,
+  input: { phone: unknown; name: unknown },
+  context: CommandContext,
+): Promise<{ phone: string }> {
+  const phone = normalizePhone('phone', input.phone);
+  const name = requiredText('name', input.name, 100);
+  await runCommand(deps, {
+    stream: streams.individual(phone),
+    decider: individualDecider,
+    command: { type: 'RegisterIndividual', data: { phone, name, now: now(deps) } },
+    context,
+  });
+  return { phone };
+}
+
+export async function requireParty(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, party: PartyRef) {
+  const { state } = await loadState<PartyState, never>(deps, streams[party.type](party.id), partyDecider);
+  if (state.status !== 'onboarded') throw new DomainError('NOT_FOUND', `${formatPartyRef(party)} does not exist`, 'party');
+  return state;
+}
+
+const ROLES: UserRole[] = ['maker', 'checker'];
+
+export async function addUser(
+  deps: BackOfficeDeps,
+  input: { party: PartyRef | null; email: unknown; password: unknown; roles: unknown; platformAdmin?: boolean },
+  context: CommandContext,
+): Promise<{ userID: string }> {
+  const email = parseEmail('email', input.email);
+  if (typeof input.password !== 'string' || input.password.length < MIN_PASSWORD_LENGTH || input.password.length > 1024) {
+    throw new DomainError('INVALID_INPUT', `password must be ${MIN_PASSWORD_LENGTH} to 1024 characters`, 'password');
+  }
+  const rawRoles = typeof input.roles === 'string' ? input.roles.split(',').map((r) => r.trim()).filter(Boolean) : input.roles;
+  if (!Array.isArray(rawRoles) || !rawRoles.every((role): role is UserRole => ROLES.includes(role as UserRole))) {
+    throw new DomainError('INVALID_INPUT', 'roles must be maker, checker, or both', 'roles');
+  }
+  if (input.party) await requireParty(deps, input.party);
+  const userID = randomUUID();
+  const passwordHash = await hashPassword(input.password);
+  await runCommand(deps, {
+    stream: streams.user(userID),
+    decider: userDecider,
+    command: { type: 'AddUser', data: { userID, party: input.party, email, passwordHash, roles: rawRoles, platformAdmin: input.platformAdmin ?? false, now: now(deps) } },
+    context,
+    alsoAppend: () => [{ stream: streams.userEmail(email), expectedRevision: 'no_stream', events: [{ type: 'EmailClaimed', data: { email, userID } }] }],
+    onConflict: () => new DomainError('EMAIL_TAKEN', `a user with email ${email} already exists`, 'email'),
+  });
+  return { userID };
+}
+
+export type ActiveUser = Extract<UserState, { status: 'active' }>;
+
+/** Finds a console user by email through the email's claim stream. */
+export async function findUserByEmail(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, rawEmail: unknown): Promise<ActiveUser> {
+  const email = parseEmail('email', rawEmail);
+  const [claim] = await deps.store.readStream(streams.userEmail(email), { maxCount: 1 });
+  if (!claim) throw new DomainError('NOT_FOUND', `no user with email ${email}`, 'email');
+  const { state } = await loadState(deps, streams.user((claim.data as { userID: string }).userID), userDecider);
+  if (state.status !== 'active') throw new DomainError('NOT_FOUND', `no user with email ${email}`, 'email');
+  return state;
+}
+
+export const actingUser = (user: ActiveUser): ActingUser => ({ userID: user.userID, party: user.party, roles: user.roles });
+export const userContext = (user: ActiveUser, correlationId: string): CommandContext => ({ actor: `user:${user.userID}`, correlationId });
+
+export async function requestApiKey(deps: BackOfficeDeps, user: ActiveUser, input: KeyTermsInput, correlationId: string): Promise<{ keyID: string }> {
+  if (!user.party) throw new DomainError('OTHER_PARTY', 'a platform administrator has no party to request a key for');
+  const terms = parseKeyTerms(input, deps.assetScale);
+  const keyID = newKeyID();
+  await runApiKeyCommand(deps, keyID, { type: 'RequestApiKey', data: { ...terms, keyID, party: user.party, by: actingUser(user), now: now(deps) } }, userContext(user, correlationId));
+  return { keyID };
+}
+
+/** Approves a pending key and returns its secret: the one and only time it exists outside the client. */
+export async function approveApiKey(deps: BackOfficeDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; apiKey: string }> {
+  const secret = newSecret();
+  await runApiKeyCommand(deps, keyID, { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } }, userContext(user, correlationId));
+  return { keyID, apiKey: formatApiKey(keyID, secret) };
+}
+
+export type KeyDecision =
+  | { type: 'RejectApiKey'; reason: string | null }
+  | { type: 'RequestApiKeyRevocation'; reason: unknown }
+  | { type: 'ApproveApiKeyRevocation' }
+  | { type: 'RejectApiKeyRevocation'; reason: string | null };
+
+/** Every other step of the lifecycle: returns the key's state after it. */
+export async function decideOnApiKey(deps: BackOfficeDeps, user: ActiveUser, keyID: string, decision: KeyDecision, correlationId: string): Promise<{ keyID: string; state: string }> {
+  const base = { keyID, by: actingUser(user), now: now(deps) };
+  const command: ApiKeyCommand =
+    decision.type === 'RequestApiKeyRevocation'
+      ? { type: decision.type, data: { ...base, reason: requiredText('reason', decision.reason, 500) } }
+      : decision.type === 'ApproveApiKeyRevocation'
+        ? { type: decision.type, data: base }
+        : { type: decision.type, data: { ...base, reason: decision.reason === null ? null : requiredText('reason', decision.reason, 500) } };
+  const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
+  return { keyID, state: state.status === 'none' ? 'none' : effectiveStatus(state, base.now) };
+}
+
+function runApiKeyCommand(deps: BackOfficeDeps, keyID: string, command: ApiKeyCommand, context: CommandContext) {
+  if (!isKeyID(keyID)) throw new DomainError('NOT_FOUND', `API key ${keyID.slice(0, 40)} does not exist`);
+  return runCommand(deps, { stream: streams.apiKey(keyID), decider: apiKeyDecider, command, context });
+}

@@ -1,0 +1,87 @@
+import type { OperationRequested, WalletEvent } from '../domain/events.ts';
+import { DomainError } from '../domain/errors.ts';
+import { Decimal } from '../domain/money.ts';
+import { streams } from '../domain/streams.ts';
+import type { Decision, StreamWrite } from './pipeline.ts';
+import { availableBalance, type IdempotencyState, type KeyVolumeState, type WalletState } from './wallet-state.ts';
+
+/** How long an idempotency key holds its first response. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export interface CreateOperation {
+  /** The operation, fully validated and resolved by the handler (counterparty names, fee, payer, day). */
+  operation: OperationRequested['data'];
+  limits: { maxTransactionAmount: string | null; maxDailyVolume: string | null };
+  idempotency: { stream: string; requestHash: string } | null;
+  assetScale: number;
+}
+
+export interface CreateOperationStates {
+  wallet: WalletState;
+  volume?: KeyVolumeState;
+  idempotency?: IdempotencyState;
+}
+
+export type CreateOperationOutcome =
+  | { kind: 'created'; response: { status: 200; body: { operationID: string } } }
+  | { kind: 'replayed'; response: { status: number; body: Record<string, unknown> } };
+
+/** A recorded idempotent request that still answers for its key, or null. */
+export function liveIdempotencyRecord(state: IdempotencyState | undefined, now: string) {
+  if (!state || state.status !== 'recorded') return null;
+  return Date.parse(now) - Date.parse(state.recordedAt) < IDEMPOTENCY_WINDOW_MS ? state : null;
+}
+
+/**
+ * The decision behind the create-operation endpoints, pure: the contract's rules 2 to 4 checked against
+ * the states read, and every stream they touch written together, so that no two concurrent creates can
+ * both pass a limit that only one of them fits:
+ *   operation-<id>            OperationRequested (the stream must not exist)
+ *   wallet-<payer>            FundsHeld: amount + fee set aside from the available balance
+ *   keyVolume-<key>_<day>     VolumeReserved (only for a key with a max daily volume)
+ *   idempotency-<key>_<hash>  IdempotentRequestRecorded (only with an Idempotency-Key)
+ */
+export function decideCreateOperation(command: CreateOperation, states: CreateOperationStates): Decision<CreateOperationOutcome> {
+  const { operation, limits } = command;
+  const replay = command.idempotency && liveIdempotencyRecord(states.idempotency, operation.createdAt);
+  if (replay && command.idempotency) {
+    if (replay.requestHash !== command.idempotency.requestHash) {
+      throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request in the last 24 hours');
+    }
+    return { writes: [], result: { kind: 'replayed', response: replay.response } };
+  }
+
+  const amount = new Decimal(operation.amount);
+  if (limits.maxTransactionAmount !== null && amount.gt(limits.maxTransactionAmount)) {
+    throw new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${operation.amount} exceeds this key's max transaction amount of ${limits.maxTransactionAmount}`);
+  }
+  if (limits.maxDailyVolume !== null && states.volume && amount.plus(states.volume.total).gt(limits.maxDailyVolume)) {
+    const left = Decimal.max(0, new Decimal(limits.maxDailyVolume).minus(states.volume.total));
+    throw new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${limits.maxDailyVolume} (${left.toFixed()} left for ${operation.volumeDay})`);
+  }
+  const debit = amount.plus(operation.fee);
+  if (availableBalance(states.wallet).lt(debit)) {
+    throw new DomainError('INSUFFICIENT_BALANCE', 'the payer’s available balance does not cover the amount and its fee');
+  }
+
+  const { operationID } = operation;
+  const held: WalletEvent = { type: 'FundsHeld', data: { wallet: operation.payer, operationID, amount: debit.toFixed(command.assetScale) } };
+  const response = { status: 200 as const, body: { operationID } };
+  const writes: StreamWrite[] = [
+    { stream: streams.operation(operationID), events: [{ type: 'OperationRequested', data: operation }], expectedRevision: 'no_stream' },
+    { stream: streams.wallet(operation.payer), events: [held] },
+  ];
+  if (limits.maxDailyVolume !== null && operation.volumeDay !== null) {
+    writes.push({
+      stream: streams.keyVolume(operation.keyID, operation.volumeDay),
+      events: [{ type: 'VolumeReserved', data: { keyID: operation.keyID, day: operation.volumeDay, operationID, amount: operation.amount } }],
+    });
+  }
+  if (command.idempotency) {
+    writes.push({
+      stream: command.idempotency.stream,
+      events: [{ type: 'IdempotentRequestRecorded', data: { keyID: operation.keyID, requestHash: command.idempotency.requestHash, response, recordedAt: operation.createdAt } }],
+    });
+  }
+  return { writes, result: { kind: 'created', response } };
+}

@@ -1,0 +1,183 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { EventStore } from '../ports/event-store.ts';
+import type { ApiKeyRecord } from '../projections/api-key-directory.ts';
+import { DomainError, invalidInput } from '../domain/errors.ts';
+import type { Counterparty, OperationRequested, WalletRef } from '../domain/events.ts';
+import { feeFor, type FeeSchedule } from '../domain/fees.ts';
+import { formatAmount } from '../domain/money.ts';
+import type { PartyRef } from '../domain/parties.ts';
+import { streams } from '../domain/streams.ts';
+import { volumeDayOf } from '../domain/volume-day.ts';
+import { KeyedMutex } from '../shared/keyed-mutex.ts';
+import type { ActingUser } from './api-keys.ts';
+import { decideCreateOperation, liveIdempotencyRecord, type CreateOperationOutcome } from './create-operation.ts';
+import { decideOnOperation, operationState } from './operations.ts';
+import { PartyLookup, type PartyInfo } from './party-lookup.ts';
+import { loadState, runDecision, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
+import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
+
+/** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
+export type CreateOperationInput =
+  | { operationType: 'cash-in'; amount: string; phoneTo?: string | undefined; merchantToShortCode?: string | undefined; memo?: string | undefined }
+  | { operationType: 'cash-out-fulfillment'; amount: string; phoneFrom: string; cashOutFulfillmentType: 'cash'; cashOutFulfillmentID: string; memo?: string | undefined }
+  | { operationType: 'cash-out'; amount: string; distributorToShortCode: string; memo?: string | undefined }
+  | { operationType: 'pay-merchant'; amount: string; merchantToShortCode: string; memo?: string | undefined }
+  | { operationType: 'pay-individual'; amount: string; phoneTo: string; memo?: string | undefined };
+
+export interface OperationDeps {
+  store: EventStore;
+  cache?: StateCache;
+  lookup: PartyLookup;
+  clock: () => Date;
+  assetScale: number;
+  feeSchedule: FeeSchedule;
+  /** IANA zone whose calendar day bounds a key's max daily volume. */
+  volumeTimeZone: string;
+  /** Creates for one payer (and one key's volume) are decided one at a time in this process, committed together. */
+  serialize: { mutex: KeyedMutex; inFlight: InFlightStates };
+}
+
+export interface IdempotencyRequest {
+  /** The client's Idempotency-Key header value. */
+  key: string;
+  /** SHA-256 over method, path and body. */
+  requestHash: string;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+const walletOfParty = (party: PartyRef | PartyInfo): WalletRef => ({ kind: party.type, id: party.id });
+const counterpartyOf = (party: PartyInfo): Counterparty => ({ kind: party.type, id: party.id, name: party.name, shortCode: party.shortCode });
+
+async function requireIndividual(deps: OperationDeps, field: string, phone: string): Promise<Counterparty> {
+  const individual = await deps.lookup.individual(phone);
+  if (!individual) throw invalidInput(field, `${field} ${phone} is not a registered individual wallet`);
+  return { kind: 'individual', id: individual.phone, name: individual.name };
+}
+
+async function requireShortCode(deps: OperationDeps, field: string, type: 'distributor' | 'merchant', code: string): Promise<PartyInfo> {
+  const party = await deps.lookup.byShortCode(type, code);
+  if (!party) throw invalidInput(field, `${field} ${code} is not the short code of any ${type}`);
+  return party;
+}
+
+/** Who pays, who receives, and who the other side is, resolved from the body's phones and short codes. */
+async function resolveParties(deps: OperationDeps, party: PartyRef, input: CreateOperationInput) {
+  const own = walletOfParty(party);
+  switch (input.operationType) {
+    case 'cash-in': {
+      if (input.phoneTo !== undefined) {
+        const counterparty = await requireIndividual(deps, 'phoneTo', input.phoneTo);
+        return { payer: own, payee: { kind: 'individual', id: counterparty.id } as WalletRef, counterparty };
+      }
+      const merchant = await requireShortCode(deps, 'merchantToShortCode', 'merchant', input.merchantToShortCode ?? '');
+      return { payer: own, payee: walletOfParty(merchant), counterparty: counterpartyOf(merchant) };
+    }
+    case 'cash-out-fulfillment': {
+      const counterparty = await requireIndividual(deps, 'phoneFrom', input.phoneFrom);
+      return { payer: { kind: 'individual', id: counterparty.id } as WalletRef, payee: own, counterparty };
+    }
+    case 'cash-out': {
+      const distributor = await requireShortCode(deps, 'distributorToShortCode', 'distributor', input.distributorToShortCode);
+      return { payer: own, payee: walletOfParty(distributor), counterparty: counterpartyOf(distributor) };
+    }
+    case 'pay-merchant': {
+      const merchant = await requireShortCode(deps, 'merchantToShortCode', 'merchant', input.merchantToShortCode);
+      if (merchant.id === party.id) throw invalidInput('merchantToShortCode', 'a merchant cannot pay itself');
+      return { payer: own, payee: walletOfParty(merchant), counterparty: counterpartyOf(merchant) };
+    }
+    case 'pay-individual': {
+      const counterparty = await requireIndividual(deps, 'phoneTo', input.phoneTo);
+      return { payer: own, payee: { kind: 'individual', id: counterparty.id } as WalletRef, counterparty };
+    }
+  }
+}
+
+/**
+ * Creates a pending operation for the key's party, with every rule of the contract checked atomically with
+ * the append (see decideCreateOperation). A repeat of an idempotent request returns its first response.
+ */
+export async function createOperation(
+  deps: OperationDeps,
+  key: ApiKeyRecord,
+  input: CreateOperationInput,
+  idempotency: IdempotencyRequest | null,
+  context: CommandContext,
+): Promise<CreateOperationOutcome> {
+  const now = deps.clock();
+  const createdAt = now.toISOString();
+  const idempotencyStream = idempotency ? streams.idempotency(key.keyID, sha256(idempotency.key)) : null;
+
+  // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.
+  if (idempotencyStream && idempotency) {
+    const { state } = await loadState(deps, idempotencyStream, idempotencyState);
+    const record = liveIdempotencyRecord(state, createdAt);
+    if (record && record.requestHash === idempotency.requestHash) return { kind: 'replayed', response: record.response };
+    if (record) throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request in the last 24 hours');
+  }
+
+  const { payer, payee, counterparty } = await resolveParties(deps, key.party, input);
+  const fee = key.party.type === 'merchant' && input.operationType !== 'cash-in' && input.operationType !== 'cash-out-fulfillment'
+    ? feeFor(deps.feeSchedule, input.operationType, input.amount, deps.assetScale)
+    : formatAmount(0, deps.assetScale);
+  const volumeDay = key.maxDailyVolume !== null ? volumeDayOf(now, deps.volumeTimeZone) : null;
+  const operation: OperationRequested['data'] = {
+    operationID: `op_${randomUUID().replaceAll('-', '')}`,
+    party: key.party,
+    keyID: key.keyID,
+    operationType: input.operationType,
+    amount: input.amount,
+    fee,
+    payer,
+    payee,
+    counterparty,
+    memo: input.memo ?? null,
+    cashOutFulfillmentType: input.operationType === 'cash-out-fulfillment' ? input.cashOutFulfillmentType : null,
+    cashOutFulfillmentID: input.operationType === 'cash-out-fulfillment' ? input.cashOutFulfillmentID : null,
+    volumeDay,
+    createdAt,
+  };
+
+  const read: Record<string, StreamRead<any>> = { wallet: { stream: streams.wallet(payer), ...walletState } };
+  if (volumeDay !== null) read.volume = { stream: streams.keyVolume(key.keyID, volumeDay), ...keyVolumeState };
+  if (idempotencyStream) read.idempotency = { stream: idempotencyStream, ...idempotencyState };
+
+  return runDecision(deps, {
+      read,
+      decide: (states) => decideCreateOperation(
+        {
+          operation,
+          limits: { maxTransactionAmount: key.maxTransactionAmount, maxDailyVolume: key.maxDailyVolume },
+          idempotency: idempotencyStream && idempotency ? { stream: idempotencyStream, requestHash: idempotency.requestHash } : null,
+          assetScale: deps.assetScale,
+        },
+        states as Parameters<typeof decideCreateOperation>[1],
+      ),
+      context,
+    });
+}
+
+/** A checker approves or rejects a pending operation of their own party. */
+export async function decideOperation(
+  deps: Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale'>,
+  user: ActingUser,
+  operationID: string,
+  decision: { type: 'approve' } | { type: 'reject'; reason: string },
+  context: CommandContext,
+): Promise<{ operationID: string; state: string }> {
+  if (!/^op_[0-9a-f]{32}$/.test(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
+  const now = deps.clock().toISOString();
+  return runDecision(deps, {
+    read: { operation: { stream: streams.operation(operationID), ...operationState } },
+    decide: ({ operation }) =>
+      decideOnOperation(
+        decision.type === 'approve'
+          ? { type: 'ApproveOperation', data: { operationID, by: user, now } }
+          : { type: 'RejectOperation', data: { operationID, by: user, reason: decision.reason, now } },
+        operation,
+        deps.assetScale,
+      ),
+    context,
+  });
+}
+

@@ -1,0 +1,68 @@
+import type { EventStore } from '../ports/event-store.ts';
+import type { DistributorOnboarded, IndividualRegistered, MerchantOnboarded, ShortCodeClaimed } from '../domain/events.ts';
+import type { PartyRef, PartyType } from '../domain/parties.ts';
+import { streams } from '../domain/streams.ts';
+
+export interface PartyInfo {
+  type: PartyType;
+  id: string;
+  name: string;
+  shortCode: string;
+}
+
+export interface IndividualInfo {
+  phone: string;
+  name: string;
+}
+
+/**
+ * Finds parties and individuals by the keys the API uses (short code, phone, id) straight from their
+ * streams. Onboarding facts never change, so what is found is cached for good; what is not found is not
+ * cached, so a party onboarded a moment ago is found on the next request.
+ */
+export class PartyLookup {
+  private readonly parties = new Map<string, PartyInfo>();
+  private readonly shortCodes = new Map<string, string>();
+  private readonly individuals = new Map<string, IndividualInfo>();
+
+  constructor(private readonly store: EventStore) {}
+
+  async party(ref: PartyRef): Promise<PartyInfo | null> {
+    const cacheKey = `${ref.type}:${ref.id}`;
+    const cached = this.parties.get(cacheKey);
+    if (cached) return cached;
+    const [first] = await this.store.readStream(streams[ref.type](ref.id), { maxCount: 1 });
+    if (!first) return null;
+    const event = first as unknown as DistributorOnboarded | MerchantOnboarded;
+    const info: PartyInfo = {
+      type: ref.type,
+      id: ref.id,
+      name: event.data.name,
+      shortCode: event.data.shortCode,
+    };
+    this.parties.set(cacheKey, info);
+    return info;
+  }
+
+  async byShortCode(type: PartyType, shortCode: string): Promise<PartyInfo | null> {
+    const cacheKey = `${type}:${shortCode}`;
+    let partyID = this.shortCodes.get(cacheKey);
+    if (!partyID) {
+      const [claim] = await this.store.readStream(streams.shortCode(type, shortCode), { maxCount: 1 });
+      if (!claim) return null;
+      partyID = (claim as unknown as ShortCodeClaimed).data.partyID;
+      this.shortCodes.set(cacheKey, partyID);
+    }
+    return this.party({ type, id: partyID });
+  }
+
+  async individual(phone: string): Promise<IndividualInfo | null> {
+    const cached = this.individuals.get(phone);
+    if (cached) return cached;
+    const [first] = await this.store.readStream(streams.individual(phone), { maxCount: 1 });
+    if (!first) return null;
+    const info = { phone, name: (first as unknown as IndividualRegistered).data.name };
+    this.individuals.set(phone, info);
+    return info;
+  }
+}

@@ -1,0 +1,229 @@
+import type { EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
+import { WrongExpectedVersionError } from '../ports/event-store.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { KeyedMutex } from '../shared/keyed-mutex.ts';
+import type { Decider } from './decider.ts';
+
+/** Who runs a command and in which request: becomes the metadata of every event it appends. */
+export interface CommandContext {
+  actor: string;
+  correlationId: string;
+  causationId?: string;
+}
+
+interface CachedState {
+  revision: number;
+  state: unknown;
+}
+
+/**
+ * Folded states by stream, keyed by the revision they include, so that a command on a long stream reads
+ * only the events appended since. States are immutable values (evolve returns new objects), so sharing
+ * them is safe. Bounded: the oldest entries go first.
+ */
+export class StateCache {
+  private readonly entries = new Map<string, CachedState>();
+  constructor(private readonly maxEntries = 10_000) {}
+
+  get(stream: string): CachedState | undefined {
+    return this.entries.get(stream);
+  }
+
+  set(stream: string, entry: CachedState): void {
+    const current = this.entries.get(stream);
+    if (current && current.revision > entry.revision) return; // a newer state got here first
+    this.entries.delete(stream);
+    this.entries.set(stream, entry);
+    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+  }
+}
+
+/**
+ * States that decisions of this process have appended but whose commit has not returned yet. A decision on
+ * the same stream may build on them at once, with the expected revision that follows, instead of waiting
+ * for the commit: both appends then share one group commit. Should the first fail, the second's expected
+ * revision fails too and it is decided again, so nothing is ever decided on a state that did not happen.
+ */
+export class InFlightStates {
+  private readonly entries = new Map<string, CachedState>();
+
+  get(stream: string): CachedState | undefined {
+    return this.entries.get(stream);
+  }
+
+  track(stream: string, entry: CachedState, committed: Promise<unknown>, cache: StateCache | undefined): void {
+    this.entries.set(stream, entry);
+    const forget = () => {
+      if (this.entries.get(stream) === entry) this.entries.delete(stream);
+    };
+    committed.then(() => {
+      cache?.set(stream, entry);
+      forget();
+    }, forget);
+  }
+}
+
+export interface CommandPipelineDeps {
+  store: EventStore;
+  cache?: StateCache;
+  /**
+   * With a mutex, decisions that read the same stream are taken one at a time in this process (the mutex is
+   * held while deciding, not while committing), and may build on each other's uncommitted states.
+   */
+  serialize?: { mutex: KeyedMutex; inFlight: InFlightStates };
+}
+
+export interface RunCommandOptions<Command, State, Event extends { type: string; data: unknown }> {
+  stream: string;
+  decider: Decider<Command, State, Event>;
+  command: Command;
+  context: CommandContext;
+  /**
+   * Other streams appended atomically with the decision, such as a claim stream that makes a short code
+   * unique. A conflict on one of them is final (the claim is taken) and is reported by `onConflict`.
+   */
+  alsoAppend?: (events: Event[]) => StreamWrite[];
+  onConflict?: (conflict: WrongExpectedVersionError) => Error;
+  maxAttempts?: number;
+}
+
+export interface CommandResult<State, Event> {
+  events: Event[];
+  /** The state after the events. */
+  state: State;
+}
+
+/** Reads a stream's current state through the cache; also used by handlers that only need to look. */
+export async function loadState<State, Event>(
+  deps: CommandPipelineDeps,
+  stream: string,
+  decider: Pick<Decider<unknown, State, Event>, 'evolve' | 'initialState'>,
+): Promise<{ state: State; revision: number }> {
+  const cached = deps.cache?.get(stream);
+  let state = (cached?.state as State | undefined) ?? decider.initialState();
+  let revision = cached?.revision ?? -1;
+  const newer = await deps.store.readStream(stream, { fromRevision: revision + 1 });
+  for (const recorded of newer) {
+    state = decider.evolve(state, { type: recorded.type, data: recorded.data } as Event);
+    revision = recorded.revision;
+  }
+  if (newer.length > 0) deps.cache?.set(stream, { revision, state });
+  return { state, revision };
+}
+
+/** A stream a decision reads: its name and how to fold it. */
+export interface StreamRead<State> {
+  stream: string;
+  evolve: (state: State, event: any) => State;
+  initialState: () => State;
+}
+
+export interface StreamWrite {
+  stream: string;
+  events: Array<{ type: string; data: unknown }>;
+  /** Defaults to the revision the decision read (for a stream it read) or 'any'. */
+  expectedRevision?: ExpectedRevision;
+}
+
+export interface Decision<Result> {
+  writes: StreamWrite[];
+  result: Result;
+}
+
+export interface RunDecisionOptions<States extends Record<string, unknown>, Result> {
+  read: { [K in keyof States]: StreamRead<States[K]> };
+  decide: (states: States) => Decision<Result>;
+  context: CommandContext;
+  /** A conflict that deciding again cannot mend (a claim already taken): the error to throw, or undefined to retry. */
+  finalConflict?: (conflict: WrongExpectedVersionError) => Error | undefined;
+  maxAttempts?: number;
+}
+
+/**
+ * The one command pipeline: read the streams the decision needs, fold them, decide, and append every write
+ * in one atomic multi-stream append, each stream at the revision the decision read. When another writer
+ * got there first the whole decision is taken again from the newer states, a few times at most.
+ */
+export async function runDecision<States extends Record<string, unknown>, Result>(
+  deps: CommandPipelineDeps,
+  options: RunDecisionOptions<States, Result>,
+): Promise<Result> {
+  const maxAttempts = options.maxAttempts ?? 8;
+  const readStreams = Object.values(options.read).map((read) => (read as StreamRead<unknown>).stream);
+  for (let attempt = 1; ; attempt++) {
+    const issue = () => decideAndAppend(deps, options);
+    const issued = deps.serialize ? await deps.serialize.mutex.run(readStreams, issue) : await issue();
+    try {
+      await issued.committed;
+      return issued.result;
+    } catch (error) {
+      if (!(error instanceof WrongExpectedVersionError)) throw error;
+      const final = options.finalConflict?.(error);
+      if (final) throw final;
+      if (attempt >= maxAttempts) {
+        throw new DomainError('CONCURRENCY_CONFLICT', `${error.stream} kept changing under concurrent commands; try again`);
+      }
+    }
+  }
+}
+
+/** One attempt: read (or build on in-flight states), decide, and start the append without waiting for it. */
+async function decideAndAppend<States extends Record<string, unknown>, Result>(
+  deps: CommandPipelineDeps,
+  options: RunDecisionOptions<States, Result>,
+): Promise<{ result: Result; committed: Promise<unknown> }> {
+  const names = Object.keys(options.read) as Array<keyof States>;
+  const reads = names.map((name) => options.read[name] as StreamRead<unknown>);
+  const loaded = await Promise.all(reads.map((read) => deps.serialize?.inFlight.get(read.stream) ?? loadState(deps, read.stream, read)));
+  const states = Object.fromEntries(names.map((name, i) => [name, loaded[i]!.state])) as States;
+  const { writes, result } = options.decide(states);
+  const appends = writes.filter((write) => write.events.length > 0);
+  if (appends.length === 0) return { result, committed: Promise.resolve() };
+
+  const metadata: EventMetadata = { ...options.context };
+  const readIndex = new Map(reads.map((read, i) => [read.stream, i]));
+  const requests: StreamAppend[] = appends.map((write) => {
+    const index = readIndex.get(write.stream);
+    const read = index === undefined ? undefined : loaded[index]!.revision;
+    return {
+      stream: write.stream,
+      events: write.events.map((event): NewEvent => ({ type: event.type, data: event.data, metadata })),
+      expectedRevision: write.expectedRevision ?? (read === undefined ? 'any' : read < 0 ? 'no_stream' : read),
+    };
+  });
+  const committed = deps.store.appendMulti(requests);
+  if (deps.serialize) {
+    // What the next decision on these streams may build on before this commit returns.
+    for (const write of appends) {
+      const index = readIndex.get(write.stream);
+      if (index === undefined) continue;
+      const { state, revision } = loaded[index]!;
+      const next = { state: write.events.reduce(reads[index]!.evolve, state), revision: revision + write.events.length };
+      deps.serialize.inFlight.track(write.stream, next, committed, deps.cache);
+    }
+  }
+  return { result, committed };
+}
+
+/** A decision on a single aggregate: the common case, through the same pipeline. */
+export async function runCommand<Command, State, Event extends { type: string; data: unknown }>(
+  deps: CommandPipelineDeps,
+  options: RunCommandOptions<Command, State, Event>,
+): Promise<CommandResult<State, Event>> {
+  const { stream, decider, command } = options;
+  return runDecision<{ own: State }, CommandResult<State, Event>>(deps, {
+    read: { own: { stream, evolve: decider.evolve, initialState: decider.initialState } },
+    decide: ({ own }) => {
+      const events = decider.decide(command, own);
+      return {
+        writes: [{ stream, events }, ...(options.alsoAppend?.(events) ?? [])],
+        result: { events, state: events.reduce(decider.evolve, own) },
+      };
+    },
+    context: options.context,
+    finalConflict: (conflict) => (conflict.stream === stream ? undefined : options.onConflict?.(conflict) ?? conflict),
+    ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
+  });
+}
+
+export type { RecordedEvent };

@@ -1,0 +1,77 @@
+import type { IdempotentRequestRecorded, KeyVolumeEvent, WalletEvent } from '../domain/events.ts';
+import { Decimal } from '../domain/money.ts';
+import { assertNever } from './decider.ts';
+
+/**
+ * The states that a create-operation decision reads besides the operation itself: the payer's wallet (what
+ * it holds for pending operations), the key's volume of the day, and an idempotency record. Amounts are
+ * kept as decimal strings so that states stay plain, immutable, cacheable values.
+ */
+
+export interface WalletState {
+  /** Executed balance: credits minus debits that really happened on the ledger. */
+  balance: string;
+  /** Sum of the holds below. */
+  held: string;
+  holds: Readonly<Record<string, string>>;
+}
+
+export const walletState = {
+  initialState: (): WalletState => ({ balance: '0', held: '0', holds: {} }),
+  evolve(state: WalletState, event: WalletEvent): WalletState {
+    const { operationID, amount } = event.data;
+    switch (event.type) {
+      case 'FundsHeld':
+        return { ...state, held: new Decimal(state.held).plus(amount).toString(), holds: { ...state.holds, [operationID]: amount } };
+      case 'HoldReleased':
+        return withoutHold(state, operationID);
+      case 'WalletCredited':
+        return { ...state, balance: new Decimal(state.balance).plus(amount).toString() };
+      case 'WalletDebited':
+        return { ...withoutHold(state, operationID), balance: new Decimal(state.balance).minus(amount).toString() };
+      default:
+        return assertNever(event);
+    }
+  },
+};
+
+function withoutHold(state: WalletState, operationID: string): WalletState {
+  const hold = state.holds[operationID];
+  if (hold === undefined) return state;
+  const { [operationID]: _released, ...holds } = state.holds;
+  return { ...state, held: new Decimal(state.held).minus(hold).toString(), holds };
+}
+
+/** What the payer can still commit: the executed balance less what pending and approved operations hold. */
+export const availableBalance = (wallet: WalletState) => new Decimal(wallet.balance).minus(wallet.held);
+
+export interface KeyVolumeState {
+  total: string;
+  reservations: Readonly<Record<string, string>>;
+}
+
+export const keyVolumeState = {
+  initialState: (): KeyVolumeState => ({ total: '0', reservations: {} }),
+  evolve(state: KeyVolumeState, event: KeyVolumeEvent): KeyVolumeState {
+    const { operationID, amount } = event.data;
+    switch (event.type) {
+      case 'VolumeReserved':
+        return { total: new Decimal(state.total).plus(amount).toString(), reservations: { ...state.reservations, [operationID]: amount } };
+      case 'VolumeReleased': {
+        const reserved = state.reservations[operationID];
+        if (reserved === undefined) return state;
+        const { [operationID]: _released, ...reservations } = state.reservations;
+        return { total: new Decimal(state.total).minus(reserved).toString(), reservations };
+      }
+      default:
+        return assertNever(event);
+    }
+  },
+};
+
+export type IdempotencyState = { status: 'none' } | ({ status: 'recorded' } & IdempotentRequestRecorded['data']);
+
+export const idempotencyState = {
+  initialState: (): IdempotencyState => ({ status: 'none' }),
+  evolve: (_state: IdempotencyState, event: IdempotentRequestRecorded): IdempotencyState => ({ status: 'recorded', ...event.data }),
+};

@@ -1,0 +1,46 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/**
+ * An API key as a client sends it: `<keyID>.<secret>`. The keyID is public and finds the key in O(1); the
+ * secret is 256 random bits, shown once and stored only as its SHA-256. A slow hash (scrypt) protects
+ * guessable passwords; a 256-bit random secret cannot be guessed, so a fast hash keeps every request cheap
+ * without weakening anything.
+ */
+const KEY_ID_PATTERN = /^key_[A-Za-z0-9_-]{16}$/;
+const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+export function newKeyID(): string {
+  return `key_${randomBytes(12).toString('base64url')}`;
+}
+
+export function isKeyID(value: string): boolean {
+  return KEY_ID_PATTERN.test(value);
+}
+
+export function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export function formatApiKey(keyID: string, secret: string): string {
+  return `${keyID}.${secret}`;
+}
+
+/** Splits a presented key; null when it cannot be one of ours (no lookup is made for those). */
+export function parseApiKey(presented: string): { keyID: string; secret: string } | null {
+  const dot = presented.indexOf('.');
+  if (dot < 0) return null;
+  const keyID = presented.slice(0, dot);
+  const secret = presented.slice(dot + 1);
+  return KEY_ID_PATTERN.test(keyID) && SECRET_PATTERN.test(secret) ? { keyID, secret } : null;
+}
+
+/** Constant-time comparison of a presented secret with the stored hash. */
+export function secretMatches(secret: string, storedHashHex: string): boolean {
+  const presented = createHash('sha256').update(secret, 'utf8').digest();
+  const stored = Buffer.from(storedHashHex, 'hex');
+  return stored.length === presented.length && timingSafeEqual(presented, stored);
+}

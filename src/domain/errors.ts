@@ -1,0 +1,36 @@
+/**
+ * Refusals of the domain: every one has a stable code, so that the HTTP layer, the CLI and the console map
+ * them once (to a problem response, an exit status, a message) instead of parsing messages.
+ */
+export type DomainErrorCode =
+  | 'INVALID_INPUT'
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'SHORT_CODE_TAKEN'
+  | 'EMAIL_TAKEN'
+  | 'PHONE_TAKEN'
+  | 'ROLE_REQUIRED'
+  | 'OTHER_PARTY'
+  | 'SAME_USER'
+  | 'WRONG_STATE'
+  | 'KEY_EXPIRED'
+  | 'CONCURRENCY_CONFLICT'
+  | 'TRANSACTION_LIMIT_EXCEEDED'
+  | 'DAILY_VOLUME_EXCEEDED'
+  | 'INSUFFICIENT_BALANCE'
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'IDEMPOTENCY_KEY_IN_FLIGHT';
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: DomainErrorCode,
+    message: string,
+    /** The input field at fault, for validation refusals. */
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const invalidInput = (field: string, message: string) => new DomainError('INVALID_INPUT', message, field);

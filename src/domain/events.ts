@@ -1,0 +1,145 @@
+/**
+ * The event catalog. Events are facts in the past tense; their data carries everything a read model needs,
+ * so projections never query back. Amounts are decimal strings at the asset scale; times are ISO 8601.
+ * docs/architecture.md lists the same catalog with its streams.
+ */
+import type { PartyRef, PartyType } from './parties.ts';
+
+export interface Event<Type extends string, Data> {
+  type: Type;
+  data: Data;
+}
+
+// Parties --------------------------------------------------------------------------------------------------
+export type DistributorOnboarded = Event<'DistributorOnboarded', { distributorID: string; name: string; shortCode: string; onboardedAt: string }>;
+export type MerchantOnboarded = Event<'MerchantOnboarded', { merchantID: string; name: string; shortCode: string; onboardedAt: string }>;
+export type IndividualRegistered = Event<'IndividualRegistered', { phone: string; name: string; registeredAt: string }>;
+/** Written to a claim stream in the same atomic append as the onboarding it belongs to. */
+export type ShortCodeClaimed = Event<'ShortCodeClaimed', { partyType: PartyType; shortCode: string; partyID: string }>;
+export type PartyEvent = DistributorOnboarded | MerchantOnboarded | IndividualRegistered;
+
+// Console users --------------------------------------------------------------------------------------------
+export type UserRole = 'maker' | 'checker';
+export type UserAdded = Event<'UserAdded', {
+  userID: string;
+  /** null for a platform administrator, who belongs to no party. */
+  party: PartyRef | null;
+  email: string;
+  /** scrypt, self-describing (see domain/passwords.ts). */
+  passwordHash: string;
+  roles: UserRole[];
+  platformAdmin: boolean;
+  addedAt: string;
+}>;
+export type EmailClaimed = Event<'EmailClaimed', { email: string; userID: string }>;
+export type UserEvent = UserAdded;
+
+// API keys -------------------------------------------------------------------------------------------------
+export type Permission = 'Read Balance' | 'Read Transactions' | 'Perform Operations';
+export const PERMISSIONS: readonly Permission[] = ['Read Balance', 'Read Transactions', 'Perform Operations'];
+
+export type ApiKeyRequested = Event<'ApiKeyRequested', {
+  keyID: string;
+  party: PartyRef;
+  label: string;
+  permissions: Permission[];
+  maxTransactionAmount: string | null;
+  maxDailyVolume: string | null;
+  /** Normalized addresses and CIDR ranges; empty means any address. */
+  allowedIPs: string[];
+  expiresInDays: number;
+  requestedBy: string;
+  requestedAt: string;
+}>;
+export type ApiKeyApproved = Event<'ApiKeyApproved', {
+  keyID: string;
+  approvedBy: string;
+  approvedAt: string;
+  expiresAt: string;
+  /** SHA-256 of the secret, hex. The secret itself is never stored. */
+  secretHash: string;
+}>;
+export type ApiKeyRejected = Event<'ApiKeyRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+export type ApiKeyRevocationRequested = Event<'ApiKeyRevocationRequested', { keyID: string; requestedBy: string; reason: string; requestedAt: string }>;
+export type ApiKeyRevocationRejected = Event<'ApiKeyRevocationRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+export type ApiKeyRevoked = Event<'ApiKeyRevoked', { keyID: string; approvedBy: string; revokedAt: string }>;
+export type ApiKeyEvent =
+  | ApiKeyRequested
+  | ApiKeyApproved
+  | ApiKeyRejected
+  | ApiKeyRevocationRequested
+  | ApiKeyRevocationRejected
+  | ApiKeyRevoked;
+
+export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | ApiKeyEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded;
+
+// Operations -----------------------------------------------------------------------------------------------
+export type DistributorOperationType = 'cash-in' | 'cash-out-fulfillment';
+export type MerchantOperationType = 'cash-out' | 'pay-merchant' | 'pay-individual';
+export type OperationType = DistributorOperationType | MerchantOperationType;
+
+/** A wallet the ledger knows: a party's, an individual's (by phone), or the platform's fee wallet. */
+export type WalletRef =
+  | { kind: 'distributor'; id: string }
+  | { kind: 'merchant'; id: string }
+  | { kind: 'individual'; id: string }
+  | { kind: 'platform'; id: 'fees' };
+
+/** The other side of an operation, resolved at creation so read models never look it up. */
+export interface Counterparty {
+  kind: 'distributor' | 'merchant' | 'individual';
+  /** distributorID, merchantID, or the E.164 phone of an individual. */
+  id: string;
+  name: string;
+  /** Distributors and merchants only. */
+  shortCode?: string;
+}
+
+export type OperationRequested = Event<'OperationRequested', {
+  operationID: string;
+  /** The party that created the operation with its key. */
+  party: PartyRef;
+  keyID: string;
+  operationType: OperationType;
+  amount: string;
+  fee: string;
+  /** Who pays amount + fee, and who receives amount. */
+  payer: WalletRef;
+  payee: WalletRef;
+  counterparty: Counterparty;
+  memo: string | null;
+  /** cash-out-fulfillment only. */
+  cashOutFulfillmentType: 'cash' | null;
+  cashOutFulfillmentID: string | null;
+  /** The key's volume day (in the configured time zone) the amount counts against, when the key has a limit. */
+  volumeDay: string | null;
+  createdAt: string;
+}>;
+export type OperationApproved = Event<'OperationApproved', { operationID: string; approvedBy: string; approvedAt: string }>;
+export type OperationRejected = Event<'OperationRejected', { operationID: string; rejectedBy: string; reason: string; rejectedAt: string }>;
+export type OperationEvent = OperationRequested | OperationApproved | OperationRejected;
+
+// Wallets (what the write side needs to keep pending operations from overdrawing a payer) --------------------
+/** Funds set aside for a pending or approved operation: they no longer count as available. */
+export type FundsHeld = Event<'FundsHeld', { wallet: WalletRef; operationID: string; amount: string }>;
+/** A hold given back because its operation was rejected or failed. */
+export type HoldReleased = Event<'HoldReleased', { wallet: WalletRef; operationID: string; amount: string; reason: 'rejected' | 'failed' }>;
+/** Money that really moved on the ledger (written when an operation completes, or when funds are issued). */
+export type WalletCredited = Event<'WalletCredited', { wallet: WalletRef; operationID: string; amount: string }>;
+/** A completed debit; it settles the operation's hold, if it had one. */
+export type WalletDebited = Event<'WalletDebited', { wallet: WalletRef; operationID: string; amount: string }>;
+export type WalletEvent = FundsHeld | HoldReleased | WalletCredited | WalletDebited;
+
+// A key's daily volume ---------------------------------------------------------------------------------------
+export type VolumeReserved = Event<'VolumeReserved', { keyID: string; day: string; operationID: string; amount: string }>;
+export type VolumeReleased = Event<'VolumeReleased', { keyID: string; day: string; operationID: string; amount: string }>;
+export type KeyVolumeEvent = VolumeReserved | VolumeReleased;
+
+// Idempotency ------------------------------------------------------------------------------------------------
+export type IdempotentRequestRecorded = Event<'IdempotentRequestRecorded', {
+  keyID: string;
+  /** SHA-256 of the method, path and canonical body: a repeat must match it. */
+  requestHash: string;
+  response: { status: number; body: Record<string, unknown> };
+  recordedAt: string;
+}>;

@@ -1,0 +1,32 @@
+import { Decimal } from 'decimal.js';
+import { invalidInput } from './errors.ts';
+
+// Amounts are decimal strings on the wire and decimals in memory; a float never touches money.
+// Precision is ample for any realistic amount (the largest accepted has 18 integer digits).
+Decimal.set({ precision: 40, rounding: Decimal.ROUND_HALF_EVEN });
+
+export { Decimal };
+
+export const DEFAULT_ASSET_SCALE = 2;
+const MAX_INTEGER_DIGITS = 18;
+
+/**
+ * Parses a positive amount written as plain digits with an optional fraction: no sign, no exponent, no
+ * spaces, no more decimal places than the asset's scale. Returns it formatted at the scale ("5" -> "5.00").
+ */
+export function parsePositiveAmount(field: string, input: unknown, scale = DEFAULT_ASSET_SCALE): string {
+  if (typeof input !== 'string') throw invalidInput(field, `${field} must be a decimal string such as "100.00"`);
+  const match = /^(\d+)(?:\.(\d+))?$/.exec(input);
+  if (!match) throw invalidInput(field, `${field} must be a decimal string of digits with an optional fraction, such as "100.00"`);
+  const [, integerPart = '', fraction = ''] = match;
+  if (fraction.length > scale) throw invalidInput(field, `${field} has more than ${scale} decimal places`);
+  if (integerPart.replace(/^0+/, '').length > MAX_INTEGER_DIGITS) throw invalidInput(field, `${field} is too large`);
+  const amount = new Decimal(input);
+  if (amount.lte(0)) throw invalidInput(field, `${field} must be greater than 0`);
+  return amount.toFixed(scale);
+}
+
+/** Formats a decimal amount at the asset's scale, the one form amounts take on the wire and in events. */
+export function formatAmount(amount: Decimal.Value, scale = DEFAULT_ASSET_SCALE): string {
+  return new Decimal(amount).toFixed(scale);
+}

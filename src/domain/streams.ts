@@ -1,0 +1,32 @@
+import type { WalletRef } from './events.ts';
+import type { PartyType } from './parties.ts';
+
+/**
+ * Stream names follow EventStoreDB's `category-id` convention, so that KurrentDB's by-category system
+ * projections and stream-prefix filters work on them. Claim streams hold one event each and exist only to
+ * make a unique value (a short code, an email) unique under concurrency: they are appended with `no_stream`.
+ */
+export const streams = {
+  distributor: (distributorID: string) => `distributor-${distributorID}`,
+  merchant: (merchantID: string) => `merchant-${merchantID}`,
+  individual: (phone: string) => `individual-${phone}`,
+  shortCode: (partyType: PartyType, shortCode: string) => `${partyType}ShortCode-${shortCode}`,
+  user: (userID: string) => `user-${userID}`,
+  userEmail: (email: string) => `userEmail-${email}`,
+  apiKey: (keyID: string) => `apikey-${keyID}`,
+  operation: (operationID: string) => `operation-${operationID}`,
+  wallet: (wallet: WalletRef) => `wallet-${wallet.kind}_${wallet.id}`,
+  keyVolume: (keyID: string, day: string) => `keyVolume-${keyID}_${day}`,
+  /** The idempotency key is hashed: clients choose it, and it must not shape our stream names. */
+  idempotency: (keyID: string, idempotencyKeyHash: string) => `idempotency-${keyID}_${idempotencyKeyHash}`,
+} as const;
+
+export const streamPrefixes = {
+  apiKey: 'apikey-',
+  distributor: 'distributor-',
+  merchant: 'merchant-',
+  individual: 'individual-',
+  user: 'user-',
+  operation: 'operation-',
+  wallet: 'wallet-',
+} as const;

@@ -1,0 +1,36 @@
+import express, { type Express } from 'express';
+import type { Logger } from '../logger.ts';
+import { fieldError, ProblemError, problemHandler, validationProblem } from './problems.ts';
+import { requestContext } from './request-context.ts';
+
+export interface AppDeps {
+  logger: Logger;
+  clock: () => Date;
+  /** Express's trust proxy setting: whether X-Forwarded-For names the client. */
+  trustProxy: boolean | number | string[];
+  /** The API's routers, mounted in order. */
+  routers: express.Router[];
+}
+
+/** The HTTP application, without `listen` and without reading the environment: tests start it on port 0. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', deps.trustProxy);
+  // Flat query strings only: no nested objects or arrays built from "a[b]=c".
+  app.set('query parser', 'simple');
+  app.use(requestContext(deps.logger));
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok', time: deps.clock().toISOString() });
+  });
+  for (const router of deps.routers) app.use(router);
+  // The contract answers a wrong endpoint URL with a validation problem.
+  app.use('/api', (req) => {
+    throw validationProblem([fieldError('url', `${req.method} ${req.baseUrl}${req.path} is not an endpoint of this API`)], 'No such endpoint.');
+  });
+  app.use(() => {
+    throw new ProblemError({ type: '/problems/not-found', status: 404, title: 'Not Found', detail: 'Nothing is served at this address.' });
+  });
+  app.use(problemHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,117 @@
+import type { ErrorRequestHandler, Response } from 'express';
+import { DomainError, type DomainErrorCode } from '../domain/errors.ts';
+import { EventStoreUnavailableError } from '../ports/event-store.ts';
+import type { Logger } from '../logger.ts';
+
+/**
+ * Problem details (RFC 9457) with the contract's types and titles. Every error of the HTTP layer becomes one
+ * of these here, in one place; routes throw and never write error responses themselves.
+ */
+export interface FieldError {
+  type: '/problems/input-validation-problems/invalid-field';
+  field: string;
+  detail: string;
+}
+
+export interface Problem {
+  type: string;
+  status: number;
+  title: string;
+  detail: string;
+  errors?: FieldError[];
+}
+
+export class ProblemError extends Error {
+  constructor(
+    readonly problem: Problem,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(problem.detail);
+    this.name = 'ProblemError';
+  }
+}
+
+export const fieldError = (field: string, detail: string): FieldError => ({ type: '/problems/input-validation-problems/invalid-field', field, detail });
+
+export function validationProblem(errors: FieldError[], detail = 'The request has invalid fields; see errors.'): ProblemError {
+  return new ProblemError({ type: '/problems/input-validation-problems', status: 400, title: 'There are some validation errors', detail, errors });
+}
+
+export function unauthorized(detail: string, invalidToken: boolean): ProblemError {
+  // RFC 6750: a request without credentials gets the bare challenge; a bad token gets error="invalid_token".
+  const challenge = invalidToken ? 'Bearer realm="wallet-ops", error="invalid_token"' : 'Bearer realm="wallet-ops"';
+  return new ProblemError({ type: '/problems/unauthorized', status: 401, title: 'Unauthorized', detail }, { 'WWW-Authenticate': challenge });
+}
+
+export const accessForbidden = (detail: string) =>
+  new ProblemError({ type: '/problems/access-forbidden', status: 403, title: 'Access Forbidden', detail });
+
+const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; type: string; title: string }> = {
+  INVALID_INPUT: { status: 400, type: '/problems/input-validation-problems', title: 'There are some validation errors' },
+  TRANSACTION_LIMIT_EXCEEDED: { status: 403, type: '/problems/transaction-limit-exceeded', title: 'Transaction Limit Exceeded' },
+  DAILY_VOLUME_EXCEEDED: { status: 403, type: '/problems/daily-volume-exceeded', title: 'Daily Volume Limit Exceeded' },
+  INSUFFICIENT_BALANCE: { status: 403, type: '/problems/insufficient-balance', title: 'Insufficient Balance' },
+  OTHER_PARTY: { status: 403, type: '/problems/access-forbidden', title: 'Access Forbidden' },
+  ROLE_REQUIRED: { status: 403, type: '/problems/access-forbidden', title: 'Access Forbidden' },
+  SAME_USER: { status: 403, type: '/problems/access-forbidden', title: 'Access Forbidden' },
+  NOT_FOUND: { status: 404, type: '/problems/not-found', title: 'Not Found' },
+  ALREADY_EXISTS: { status: 409, type: '/problems/conflict', title: 'Conflict' },
+  SHORT_CODE_TAKEN: { status: 409, type: '/problems/conflict', title: 'Conflict' },
+  EMAIL_TAKEN: { status: 409, type: '/problems/conflict', title: 'Conflict' },
+  PHONE_TAKEN: { status: 409, type: '/problems/conflict', title: 'Conflict' },
+  WRONG_STATE: { status: 409, type: '/problems/wrong-state', title: 'Not Allowed in This State' },
+  KEY_EXPIRED: { status: 409, type: '/problems/wrong-state', title: 'Not Allowed in This State' },
+  CONCURRENCY_CONFLICT: { status: 409, type: '/problems/concurrency-conflict', title: 'Concurrent Update' },
+  IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, type: '/problems/idempotency-key-in-flight', title: 'Request In Progress' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, type: '/problems/idempotency-key-reused', title: 'Idempotency Key Reused' },
+};
+
+export function problemOfDomainError(error: DomainError): Problem {
+  const mapped = DOMAIN_PROBLEMS[error.code];
+  const problem: Problem = { ...mapped, detail: error.message };
+  if (error.code === 'INVALID_INPUT') problem.errors = [fieldError(error.field ?? 'body', error.message)];
+  return problem;
+}
+
+/** body-parser's errors carry `type` and `status`; they are the client's fault, never a 5xx. */
+function problemOfBodyParserError(error: { type?: unknown; status?: unknown; message?: string }): Problem | null {
+  switch (error.type) {
+    case 'entity.parse.failed':
+      return validationProblem([fieldError('body', 'the body is not valid JSON')], 'The body is not valid JSON.').problem;
+    case 'entity.too.large':
+      return { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' };
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return validationProblem([fieldError('Content-Type', 'only UTF-8 JSON is accepted')], 'Unsupported body encoding.').problem;
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return validationProblem([fieldError('body', 'the body could not be read')], 'The body could not be read.').problem;
+    default:
+      return typeof error.status === 'number' && error.status >= 400 && error.status < 500
+        ? validationProblem([fieldError('body', 'the request could not be read')], 'The request could not be read.').problem
+        : null;
+  }
+}
+
+export function sendProblem(res: Response, problem: Problem, headers: Record<string, string> = {}): void {
+  res.status(problem.status).set(headers).type('application/problem+json').send(JSON.stringify(problem));
+}
+
+/** The one error middleware: known errors become their problem; anything else is logged and answered generically. */
+export function problemHandler(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    if (res.headersSent) return;
+    if (error instanceof ProblemError) return sendProblem(res, error.problem, error.headers);
+    if (error instanceof DomainError) return sendProblem(res, problemOfDomainError(error));
+    const parserProblem = typeof error === 'object' && error !== null && 'type' in error ? problemOfBodyParserError(error) : null;
+    if (parserProblem) return sendProblem(res, parserProblem);
+    const requestId = res.getHeader('X-Request-Id');
+    if (error instanceof EventStoreUnavailableError) {
+      logger.error({ err: error, requestId }, 'event store unavailable');
+      return sendProblem(res, { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: `The service cannot reach its store; retry later. Request id ${String(requestId)}.` }, { 'Retry-After': '1' });
+    }
+    logger.error({ err: error, requestId, method: req.method, path: req.path }, 'unexpected error');
+    sendProblem(res, { type: '/problems/internal-error', status: 500, title: 'Internal Server Error', detail: `Something went wrong on our side. Request id ${String(requestId)}.` });
+  };
+}

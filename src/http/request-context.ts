@@ -1,0 +1,25 @@
+import { randomUUID } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import type { Logger } from '../logger.ts';
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * Every response carries an X-Request-Id (the client's, when it is a sane token, else a new uuid), and every
+ * request is logged once when it ends: method, path without the query, status, duration, key id. Never a
+ * header value or a body: the Authorization header holds a secret.
+ */
+export function requestContext(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get('x-request-id');
+    const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const keyID = (res.locals.apiKey as { keyID?: string } | undefined)?.keyID;
+      logger.info({ requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(durationMs * 100) / 100, keyID }, 'request');
+    });
+    next();
+  };
+}

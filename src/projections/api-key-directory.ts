@@ -1,0 +1,120 @@
+import { apiKeyDecider, effectiveStatus, type ApiKeyState } from '../commands/api-keys.ts';
+import type { ApiKeyEvent } from '../domain/events.ts';
+import { formatPartyRef, type PartyRef } from '../domain/parties.ts';
+import { streamPrefixes } from '../domain/streams.ts';
+import type { EventStore } from '../ports/event-store.ts';
+
+export type ApiKeyRecord = Exclude<ApiKeyState, { status: 'none' }>;
+
+export const API_KEY_EVENT_TYPES: ReadonlyArray<ApiKeyEvent['type']> = [
+  'ApiKeyRequested',
+  'ApiKeyApproved',
+  'ApiKeyRejected',
+  'ApiKeyRevocationRequested',
+  'ApiKeyRevocationRejected',
+  'ApiKeyRevoked',
+];
+
+/**
+ * Every API key by id, in memory: the O(1) lookup that authentication needs on each request, and the
+ * listing that makers and operators see. Fed in order from the event store (readAll, or a live
+ * subscription so that a revocation approved elsewhere takes effect at once). Applying an event the
+ * directory has already seen (by position) changes nothing.
+ */
+export class ApiKeyDirectory {
+  private readonly keys = new Map<string, ApiKeyRecord>();
+  private lastPosition = 0;
+
+  get position(): number {
+    return this.lastPosition;
+  }
+
+  apply(event: { type: string; data: unknown; position: number }): void {
+    if (event.position <= this.lastPosition) return;
+    this.lastPosition = event.position;
+    if (!(API_KEY_EVENT_TYPES as string[]).includes(event.type)) return;
+    const keyEvent = event as unknown as ApiKeyEvent;
+    const current = this.keys.get(keyEvent.data.keyID) ?? apiKeyDecider.initialState();
+    const next = apiKeyDecider.evolve(current, keyEvent);
+    if (next.status !== 'none') this.keys.set(next.keyID, next);
+  }
+
+  get(keyID: string): ApiKeyRecord | undefined {
+    return this.keys.get(keyID);
+  }
+
+  /** Keys of one party, oldest request first, as listings show them: no secret and no hash. */
+  listByParty(party: PartyRef, now: string): PublicApiKey[] {
+    const ref = formatPartyRef(party);
+    return [...this.keys.values()]
+      .filter((key) => formatPartyRef(key.party) === ref)
+      .map((key) => toPublicApiKey(key, now));
+  }
+}
+
+export interface PublicApiKey {
+  keyID: string;
+  party: string;
+  label: string;
+  permissions: string[];
+  state: string;
+  maxTransactionAmount: string | null;
+  maxDailyVolume: string | null;
+  allowedIPs: string[];
+  expiresInDays: number;
+  expiresAt: string | null;
+  requestedBy: string;
+  requestedAt: string;
+  approvedBy: string | null;
+  revocationReason: string | null;
+}
+
+/** The only shape in which a key leaves the system: built field by field so a secret hash cannot slip out. */
+export function toPublicApiKey(key: ApiKeyRecord, now: string): PublicApiKey {
+  return {
+    keyID: key.keyID,
+    party: formatPartyRef(key.party),
+    label: key.label,
+    permissions: key.permissions,
+    state: effectiveStatus(key, now),
+    maxTransactionAmount: key.maxTransactionAmount,
+    maxDailyVolume: key.maxDailyVolume,
+    allowedIPs: key.allowedIPs,
+    expiresInDays: key.expiresInDays,
+    expiresAt: key.expiresAt,
+    requestedBy: key.requestedBy,
+    requestedAt: key.requestedAt,
+    approvedBy: key.approvedBy,
+    revocationReason: key.revocationReason,
+  };
+}
+
+/** Reads every API-key event from the store into the directory, page by page, up to the head. */
+export async function catchUpApiKeyDirectory(store: EventStore, directory: ApiKeyDirectory, pageSize = 1000): Promise<void> {
+  for (;;) {
+    const page = await store.readAll({ fromPosition: directory.position + 1, maxCount: pageSize, filter: { streamPrefixes: [streamPrefixes.apiKey] } });
+    for (const event of page) directory.apply(event);
+    if (page.length < pageSize) return;
+  }
+}
+
+/**
+ * Keeps the directory current with a live subscription, so that a key approved or revoked by another
+ * process (the CLI, the console) takes effect within the store's polling interval. Catch up first.
+ */
+export function followApiKeys(store: EventStore, directory: ApiKeyDirectory, onError: (error: unknown) => void): { stop(): Promise<void> } {
+  const subscription = store.subscribeToAll({ from: directory.position, filter: { streamPrefixes: [streamPrefixes.apiKey] } });
+  const done = (async () => {
+    try {
+      for await (const event of subscription) directory.apply(event);
+    } catch (error) {
+      onError(error);
+    }
+  })();
+  return {
+    async stop() {
+      await subscription.stop();
+      await done;
+    },
+  };
+}

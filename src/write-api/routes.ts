@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+import express, { Router, type Request, type RequestHandler, type Response } from 'express';
+import { createOperation, type OperationDeps } from '../commands/operation-handlers.ts';
+import { authenticate, authenticatedKey, authorize } from '../http/authenticate.ts';
+import { fieldError, validationProblem } from '../http/problems.ts';
+import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
+
+export interface WriteApiDeps {
+  operations: OperationDeps;
+  directory: ApiKeyDirectory;
+  schemas: OperationSchemas;
+  clock: () => Date;
+}
+
+export const BODY_LIMIT = '16kb';
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** JSON only: anything else is a validation problem naming the Content-Type, before the body is read. */
+const requireJson: RequestHandler = (req, _res, next) => {
+  if (req.is('application/json') !== 'application/json') {
+    throw validationProblem([fieldError('Content-Type', 'the body must be sent as Content-Type: application/json')], 'The request must carry a JSON body.');
+  }
+  next();
+};
+
+/** Keys sorted at every level, so that the same body hashes the same whatever its key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function idempotencyOf(req: Request) {
+  const key = req.get('idempotency-key');
+  if (key === undefined) return null;
+  if (!IDEMPOTENCY_KEY.test(key)) throw validationProblem([fieldError('Idempotency-Key', 'the Idempotency-Key header must be 1 to 255 visible ASCII characters')]);
+  const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`).digest('hex');
+  return { key, requestHash };
+}
+
+/** POST /api/v1/distributors/{distributorID}/operations and POST /api/v1/merchants/{merchantID}/operations. */
+export function writeRoutes(deps: WriteApiDeps): Router {
+  const router = Router();
+  const auth = authenticate(deps.directory, deps.clock);
+  const json = express.json({ limit: BODY_LIMIT, strict: true, type: () => true });
+  // Requests with the same API key and Idempotency-Key that are running now: a duplicate waits for the first.
+  const inFlight = new Map<string, Promise<unknown>>();
+
+  for (const partyType of ['distributor', 'merchant'] as const) {
+    const path = `/api/v1/${partyType}s/:${partyType}ID/operations`;
+    router.post(path, auth, authorize('Perform Operations', partyType, `${partyType}ID`), requireJson, json, async (req: Request, res: Response) => {
+      const key = authenticatedKey(res);
+      const parsed = parseCreateOperation(deps.schemas, partyType, req.body);
+      if (!parsed.ok) throw validationProblem(parsed.errors);
+      const idempotency = idempotencyOf(req);
+      const context = { actor: `apikey:${key.keyID}`, correlationId: String(res.getHeader('X-Request-Id')) };
+      const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context);
+
+      let outcome;
+      if (idempotency) {
+        const slot = `${key.keyID}\u0000${idempotency.key}`;
+        const earlier = inFlight.get(slot);
+        if (earlier) await earlier.catch(() => undefined);
+        const current = run();
+        inFlight.set(slot, current);
+        try {
+          outcome = await current;
+        } finally {
+          if (inFlight.get(slot) === current) inFlight.delete(slot);
+        }
+      } else {
+        outcome = await run();
+      }
+      if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
+      res.status(outcome.response.status).json(outcome.response.body);
+    });
+  }
+  return router;
+}

@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { apiKeyDecider, effectiveStatus, expiryFrom, type ActingUser } from '../../src/commands/api-keys.ts';
+import type { ApiKeyEvent, ApiKeyRequested } from '../../src/domain/events.ts';
+import { deciderSpec } from '../support/decider-spec.ts';
+
+const given = deciderSpec(apiKeyDecider);
+const acme = { type: 'distributor', id: 'd-acme' } as const;
+const other = { type: 'merchant', id: 'm-other' } as const;
+
+const maker: ActingUser = { userID: 'u-maker', party: acme, roles: ['maker'] };
+const checker: ActingUser = { userID: 'u-checker', party: acme, roles: ['checker'] };
+const makerChecker: ActingUser = { userID: 'u-both', party: acme, roles: ['maker', 'checker'] };
+const foreignChecker: ActingUser = { userID: 'u-foreign', party: other, roles: ['maker', 'checker'] };
+const admin: ActingUser = { userID: 'u-admin', party: null, roles: [] };
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const T1 = '2026-01-02T00:00:00.000Z';
+const T2 = '2026-01-03T00:00:00.000Z';
+const AFTER_EXPIRY = '2026-02-05T00:00:00.000Z';
+
+const terms = {
+  keyID: 'key_AAAAAAAAAAAAAAAA',
+  party: acme,
+  label: 'till 1',
+  permissions: ['Read Balance' as const, 'Perform Operations' as const],
+  maxTransactionAmount: '500.00',
+  maxDailyVolume: '10000.00',
+  allowedIPs: ['10.0.0.0/8'],
+  expiresInDays: 30,
+};
+const keyID = terms.keyID;
+
+const requested: ApiKeyRequested = { type: 'ApiKeyRequested', data: { ...terms, requestedBy: maker.userID, requestedAt: T0 } };
+const approved: ApiKeyEvent = { type: 'ApiKeyApproved', data: { keyID, approvedBy: checker.userID, approvedAt: T1, expiresAt: expiryFrom(T1, 30), secretHash: 'ab'.repeat(32) } };
+const revocationRequested: ApiKeyEvent = { type: 'ApiKeyRevocationRequested', data: { keyID, requestedBy: maker.userID, reason: 'till stolen', requestedAt: T2 } };
+
+describe('API key lifecycle', () => {
+  describe('requesting a key', () => {
+    it('when a maker requests a key for their party, then it is pending with the terms and the maker recorded', () =>
+      given([]).when({ type: 'RequestApiKey', data: { ...terms, by: maker, now: T0 } }).then([requested]));
+
+    it('when a user without the maker role requests a key, then it is refused', () =>
+      given([]).when({ type: 'RequestApiKey', data: { ...terms, by: checker, now: T0 } }).thenRefused('ROLE_REQUIRED'));
+
+    it("when a maker requests a key for another party, then it is refused", () =>
+      given([]).when({ type: 'RequestApiKey', data: { ...terms, by: foreignChecker, now: T0 } }).thenRefused('OTHER_PARTY'));
+
+    it('when a platform administrator without a party requests a key, then it is refused', () =>
+      given([]).when({ type: 'RequestApiKey', data: { ...terms, by: { ...admin, roles: ['maker'] }, now: T0 } }).thenRefused('OTHER_PARTY'));
+
+    it('when the key id is already used, then the request is refused', () =>
+      given([requested]).when({ type: 'RequestApiKey', data: { ...terms, by: maker, now: T1 } }).thenRefused('ALREADY_EXISTS'));
+  });
+
+  describe('approving a key', () => {
+    const approve = (by: ActingUser, now = T1) => ({ type: 'ApproveApiKey' as const, data: { keyID, by, secretHash: 'ab'.repeat(32), now } });
+
+    it('when a different checker of the party approves, then the key is active and expires after its days', () =>
+      given([requested]).when(approve(checker)).then([
+        { type: 'ApiKeyApproved', data: { keyID, approvedBy: 'u-checker', approvedAt: T1, expiresAt: '2026-02-01T00:00:00.000Z', secretHash: 'ab'.repeat(32) } },
+      ]));
+
+    it('when the maker approves their own request, then it is refused even with the checker role', () =>
+      given([{ ...requested, data: { ...requested.data, requestedBy: makerChecker.userID } }]).when(approve(makerChecker)).thenRefused('SAME_USER'));
+
+    it('when a user without the checker role approves, then it is refused', () =>
+      given([requested]).when(approve({ ...maker, userID: 'u-maker-2' })).thenRefused('ROLE_REQUIRED'));
+
+    it('when a checker of another party approves, then it is refused', () =>
+      given([requested]).when(approve(foreignChecker)).thenRefused('OTHER_PARTY'));
+
+    it('when the key does not exist, then approval is refused as not found', () =>
+      given([]).when(approve(checker)).thenRefused('NOT_FOUND'));
+
+    it('when the key is already active, then a second approval is refused', () =>
+      given([requested, approved]).when(approve(checker, T2)).thenRefused('WRONG_STATE'));
+
+    it('when the key was rejected, then it can never be approved', () =>
+      given([requested, { type: 'ApiKeyRejected', data: { keyID, rejectedBy: checker.userID, reason: null, rejectedAt: T1 } }])
+        .when(approve(checker, T2)).thenRefused('WRONG_STATE'));
+  });
+
+  describe('rejecting a key', () => {
+    const reject = (by: ActingUser) => ({ type: 'RejectApiKey' as const, data: { keyID, by, reason: 'too broad', now: T1 } });
+
+    it('when a different checker rejects a pending key, then it is rejected with the reason', () =>
+      given([requested]).when(reject(checker)).then([{ type: 'ApiKeyRejected', data: { keyID, rejectedBy: 'u-checker', reason: 'too broad', rejectedAt: T1 } }]));
+
+    it('when the maker rejects their own request, then it is refused', () =>
+      given([{ ...requested, data: { ...requested.data, requestedBy: makerChecker.userID } }]).when(reject(makerChecker)).thenRefused('SAME_USER'));
+
+    it('when a maker without the checker role rejects, then it is refused', () =>
+      given([requested]).when(reject(maker)).thenRefused('ROLE_REQUIRED'));
+
+    it('when the key is already active, then rejecting it is refused', () =>
+      given([requested, approved]).when(reject(checker)).thenRefused('WRONG_STATE'));
+  });
+
+  describe('revoking a key', () => {
+    const askRevocation = (by: ActingUser, now = T2) => ({ type: 'RequestApiKeyRevocation' as const, data: { keyID, by, reason: 'till stolen', now } });
+    const approveRevocation = (by: ActingUser) => ({ type: 'ApproveApiKeyRevocation' as const, data: { keyID, by, now: T2 } });
+    const rejectRevocation = (by: ActingUser) => ({ type: 'RejectApiKeyRevocation' as const, data: { keyID, by, reason: 'false alarm', now: T2 } });
+
+    it('when a maker asks to revoke an active key, then a revocation is pending with the reason', () =>
+      given([requested, approved]).when(askRevocation(maker)).then([revocationRequested]));
+
+    it('when a checker without the maker role asks for a revocation, then it is refused', () =>
+      given([requested, approved]).when(askRevocation(checker)).thenRefused('ROLE_REQUIRED'));
+
+    it('when a maker of another party asks for a revocation, then it is refused', () =>
+      given([requested, approved]).when(askRevocation(foreignChecker)).thenRefused('OTHER_PARTY'));
+
+    it('when the key is still pending, then a revocation request is refused', () =>
+      given([requested]).when(askRevocation(maker)).thenRefused('WRONG_STATE'));
+
+    it('when the key has expired, then a revocation request is refused as expired', () =>
+      given([requested, approved]).when(askRevocation(maker, AFTER_EXPIRY)).thenRefused('KEY_EXPIRED'));
+
+    it('when a revocation is already pending, then another request is refused', () =>
+      given([requested, approved, revocationRequested]).when(askRevocation(maker)).thenRefused('WRONG_STATE'));
+
+    it('when a different checker approves the revocation, then the key is revoked', () =>
+      given([requested, approved, revocationRequested]).when(approveRevocation(checker)).then([
+        { type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'u-checker', revokedAt: T2 } },
+      ]));
+
+    it('when the user who asked for the revocation approves it, then it is refused', () =>
+      given([requested, approved, { ...revocationRequested, data: { ...revocationRequested.data, requestedBy: makerChecker.userID } }])
+        .when(approveRevocation(makerChecker)).thenRefused('SAME_USER'));
+
+    it('when no revocation was asked for, then approving one is refused', () =>
+      given([requested, approved]).when(approveRevocation(checker)).thenRefused('WRONG_STATE'));
+
+    it('when a checker rejects the revocation, then the key is active again', () => {
+      given([requested, approved, revocationRequested]).when(rejectRevocation(checker)).then([
+        { type: 'ApiKeyRevocationRejected', data: { keyID, rejectedBy: 'u-checker', reason: 'false alarm', rejectedAt: T2 } },
+      ]);
+      const state = [requested, approved, revocationRequested, { type: 'ApiKeyRevocationRejected', data: { keyID, rejectedBy: 'u-checker', reason: 'false alarm', rejectedAt: T2 } } as ApiKeyEvent]
+        .reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
+      expect(state.status).toBe('active');
+    });
+
+    it('when a checker of another party rejects the revocation, then it is refused', () =>
+      given([requested, approved, revocationRequested]).when(rejectRevocation(foreignChecker)).thenRefused('OTHER_PARTY'));
+
+    it('when the key is revoked, then it can never be revoked, reactivated or approved again', () => {
+      const revoked: ApiKeyEvent = { type: 'ApiKeyRevoked', data: { keyID, approvedBy: checker.userID, revokedAt: T2 } };
+      const history = [requested, approved, revocationRequested, revoked];
+      given(history).when(askRevocation(maker)).thenRefused('WRONG_STATE');
+      given(history).when(rejectRevocation(checker)).thenRefused('WRONG_STATE');
+      given(history).when({ type: 'ApproveApiKey', data: { keyID, by: checker, secretHash: 'cd'.repeat(32), now: T2 } }).thenRefused('WRONG_STATE');
+    });
+  });
+
+  describe('expiry, derived from the clock', () => {
+    const state = () => [requested, approved].reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
+
+    it('when the expiry time has not come, then the key is active', () => {
+      const key = state();
+      if (key.status === 'none') throw new Error('key missing');
+      expect(effectiveStatus(key, '2026-01-31T23:59:59.999Z')).toBe('active');
+    });
+
+    it('when the expiry time is reached, then the key is expired', () => {
+      const key = state();
+      if (key.status === 'none') throw new Error('key missing');
+      expect(effectiveStatus(key, '2026-02-01T00:00:00.000Z')).toBe('expired');
+    });
+
+    it('when a revoked key is folded, then its secret hash is forgotten', () => {
+      const revoked = [requested, approved, revocationRequested, { type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'u-checker', revokedAt: T2 } } as ApiKeyEvent]
+        .reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
+      expect(revoked).toMatchObject({ status: 'revoked', secretHash: null });
+    });
+  });
+});

@@ -1,0 +1,366 @@
+/**
+ * The ReadStore port's behaviour, written once and run against every adapter (embedded SQLite, MongoDB).
+ * Only what the port promises is tested here; adapter internals (indexes used, files) belong to adapter tests.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CollectionDefinition, Document, FindQuery, ReadStore, Write } from '../../src/ports/read-store.ts';
+import { ReadStoreQueryError } from '../../src/ports/read-store.ts';
+
+const WALLETS: CollectionDefinition = {
+  name: 'wallets',
+  indexes: [['ownerType', 'balance', 'id'], ['owner.msisdn'], ['status']],
+  searchFields: ['phone', 'memo'],
+};
+const ENTRIES: CollectionDefinition = { name: 'entries', indexes: [['group', 'id']] };
+const COLLECTIONS = [WALLETS, ENTRIES];
+
+export function describeReadStoreContract(
+  adapterName: string,
+  open: () => Promise<{ store: ReadStore; cleanup: () => Promise<void> }>,
+): void {
+  describe(`ReadStore contract: ${adapterName}`, () => {
+    let store: ReadStore;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await open());
+      await store.defineCollections(COLLECTIONS);
+    });
+    afterEach(async () => {
+      await cleanup();
+    });
+
+    const upsert = (collection: string, ...docs: Document[]) =>
+      store.commit(docs.map((doc): Write => ({ op: 'upsert', collection, doc })));
+    const findIds = async (collection: string, query?: FindQuery) => (await store.find(collection, query)).map((d) => d.id);
+    const sortedIds = async (collection: string, query?: FindQuery) => (await findIds(collection, query)).sort();
+
+    describe('collections', () => {
+      it('given defined collections holding data, when they are defined again, then data and queries are unaffected', async () => {
+        await upsert('wallets', { id: 'w1', ownerType: 'agent', balance: 5, phone: '+254700000001' });
+        await store.defineCollections(COLLECTIONS);
+        await store.defineCollections(COLLECTIONS);
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', ownerType: 'agent', balance: 5, phone: '+254700000001' });
+        expect(await findIds('wallets', { where: { ownerType: 'agent' }, sort: [['balance', 'asc'], ['id', 'asc']] })).toEqual(['w1']);
+        expect(await store.count('wallets', { search: { text: '0001', fields: ['phone'] } })).toBe(1);
+      });
+
+      it('given a collection, when it is redefined with another index and search field, then the new search field is usable', async () => {
+        await upsert('entries', { id: 'e1', group: 1, label: 'Opening float' });
+        await store.defineCollections([{ ...ENTRIES, indexes: [...ENTRIES.indexes!, ['label']], searchFields: ['label'] }]);
+        expect(await findIds('entries', { search: { text: 'FLOAT', fields: ['label'] } })).toEqual(['e1']);
+      });
+
+      it('given an undeclared collection, when it is read or written, then a ReadStoreQueryError is raised', async () => {
+        await expect(store.get('nope', 'x')).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.find('nope')).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.count('nope')).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(upsert('nope', { id: 'x' })).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+    });
+
+    describe('upsert, get, patch, delete', () => {
+      it('given an upserted document, when it is read, then every value comes back as stored', async () => {
+        const doc = {
+          id: 'w1',
+          owner: { msisdn: '+254700000001', names: ['Amina', 'Wanjiru'] },
+          balance: -12.5,
+          count: 0,
+          active: true,
+          closedAt: null,
+          memo: 'Zoë 😀 \'quoted\' \\ back',
+        };
+        await upsert('wallets', doc);
+        expect(await store.get('wallets', 'w1')).toEqual(doc);
+      });
+
+      it('given no such document, when it is read, then null is returned', async () => {
+        expect(await store.get('wallets', 'missing')).toBeNull();
+      });
+
+      it('given a document, when another with the same id is upserted, then it replaces the whole document', async () => {
+        await upsert('wallets', { id: 'w1', ownerType: 'agent', balance: 5 });
+        await upsert('wallets', { id: 'w1', status: 'frozen' });
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', status: 'frozen' });
+        expect(await store.count('wallets')).toBe(1);
+      });
+
+      it('given a document, when it is patched, then top-level fields are merged shallowly and null is stored as null', async () => {
+        await upsert('wallets', { id: 'w1', balance: 5, owner: { msisdn: '+1', name: 'A' }, memo: 'x', status: 'open' });
+        await store.commit([{ op: 'patch', collection: 'wallets', id: 'w1', patch: { balance: 7, owner: { msisdn: '+2' }, memo: null } }]);
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 7, owner: { msisdn: '+2' }, memo: null, status: 'open' });
+        expect(await findIds('wallets', { where: { memo: null } })).toEqual(['w1']);
+      });
+
+      it('given no such document, when it is patched, then it stays missing', async () => {
+        await store.commit([{ op: 'patch', collection: 'wallets', id: 'ghost', patch: { balance: 1 } }]);
+        expect(await store.get('wallets', 'ghost')).toBeNull();
+        expect(await store.count('wallets')).toBe(0);
+      });
+
+      it('given documents, when one is deleted, then only it is gone, and deleting a missing one is a no-op', async () => {
+        await upsert('wallets', { id: 'w1' }, { id: 'w2' });
+        await store.commit([
+          { op: 'delete', collection: 'wallets', id: 'w1' },
+          { op: 'delete', collection: 'wallets', id: 'never' },
+        ]);
+        expect(await store.get('wallets', 'w1')).toBeNull();
+        expect(await sortedIds('wallets')).toEqual(['w2']);
+      });
+
+      it('given one batch, when it upserts, patches then deletes, then the writes apply in order', async () => {
+        await store.commit([
+          { op: 'upsert', collection: 'wallets', doc: { id: 'w1', balance: 1 } },
+          { op: 'patch', collection: 'wallets', id: 'w1', patch: { balance: 2 } },
+          { op: 'upsert', collection: 'wallets', doc: { id: 'w2', balance: 1 } },
+          { op: 'delete', collection: 'wallets', id: 'w2' },
+          { op: 'upsert', collection: 'entries', doc: { id: 'e1', group: 1 } },
+        ]);
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 2 });
+        expect(await store.get('wallets', 'w2')).toBeNull();
+        expect(await store.get('entries', 'e1')).toEqual({ id: 'e1', group: 1 });
+      });
+    });
+
+    describe('find with where', () => {
+      beforeEach(async () => {
+        await upsert(
+          'wallets',
+          { id: 'w1', ownerType: 'agent', status: 'open', balance: 10, owner: { msisdn: '+254700000001' }, active: true },
+          { id: 'w2', ownerType: 'merchant', status: 'open', balance: 10, owner: { msisdn: '+254700000002' }, active: 1 },
+          { id: 'w3', ownerType: 'agent', status: 'frozen', balance: 3, owner: { msisdn: '+254700000003' }, active: false },
+          { id: 'w4', ownerType: 'agent', status: null, balance: '10' },
+          { id: 'w5', ownerType: 'agent' },
+        );
+      });
+
+      it('given no query, when finding, then every document is returned', async () => {
+        expect(await sortedIds('wallets')).toEqual(['w1', 'w2', 'w3', 'w4', 'w5']);
+      });
+
+      it('given an equality on one field, when finding, then only matching documents are returned', async () => {
+        expect(await sortedIds('wallets', { where: { status: 'open' } })).toEqual(['w1', 'w2']);
+      });
+
+      it('given equalities on several fields, when finding, then all of them must hold', async () => {
+        expect(await sortedIds('wallets', { where: { ownerType: 'agent', status: 'open' } })).toEqual(['w1']);
+        expect(await sortedIds('wallets', { where: { ownerType: 'merchant', status: 'frozen' } })).toEqual([]);
+      });
+
+      it('given a nested dot path, when finding, then the nested field is matched', async () => {
+        expect(await findIds('wallets', { where: { 'owner.msisdn': '+254700000003' } })).toEqual(['w3']);
+      });
+
+      it('given values of different types, when finding, then a number, a string and a boolean match only their own type', async () => {
+        expect(await sortedIds('wallets', { where: { balance: 10 } })).toEqual(['w1', 'w2']);
+        expect(await sortedIds('wallets', { where: { balance: '10' } })).toEqual(['w4']);
+        expect(await sortedIds('wallets', { where: { active: true } })).toEqual(['w1']);
+        expect(await sortedIds('wallets', { where: { active: 1 } })).toEqual(['w2']);
+        expect(await sortedIds('wallets', { where: { active: false } })).toEqual(['w3']);
+      });
+
+      it('given a null equality, when finding, then documents where the field is null or missing match', async () => {
+        expect(await sortedIds('wallets', { where: { status: null } })).toEqual(['w4', 'w5']);
+      });
+    });
+
+    describe('sort, skip and limit', () => {
+      beforeEach(async () => {
+        await upsert(
+          'wallets',
+          { id: 'w1', ownerType: 'merchant', balance: 2 },
+          { id: 'w2', ownerType: 'agent', balance: 10 },
+          { id: 'w3', ownerType: 'agent', balance: 2 },
+          { id: 'w4', ownerType: 'merchant', balance: 2 },
+          { id: 'w5', ownerType: 'agent', balance: 10 },
+          { id: 'w6', ownerType: 'agent', balance: -1.5 },
+        );
+      });
+
+      it('given several sort keys and a unique tie-break, when finding, then each key applies in order and direction', async () => {
+        const sort: FindQuery['sort'] = [['ownerType', 'asc'], ['balance', 'desc'], ['id', 'asc']];
+        expect(await findIds('wallets', { sort })).toEqual(['w2', 'w5', 'w3', 'w6', 'w1', 'w4']);
+        const reversed: FindQuery['sort'] = [['ownerType', 'desc'], ['balance', 'asc'], ['id', 'desc']];
+        expect(await findIds('wallets', { sort: reversed })).toEqual(['w4', 'w1', 'w6', 'w3', 'w5', 'w2']);
+      });
+
+      it('given a where and a sort on an index, when finding, then only matching documents come back in order', async () => {
+        const query: FindQuery = { where: { ownerType: 'agent' }, sort: [['balance', 'asc'], ['id', 'desc']] };
+        expect(await findIds('wallets', query)).toEqual(['w6', 'w3', 'w5', 'w2']);
+      });
+
+      it('given numbers, when sorting, then they are ordered numerically', async () => {
+        await upsert('entries', ...[10, 2, -1.5, 100, 0, 2.25].map((n, i) => ({ id: `e${i}`, n })));
+        const docs = await store.find('entries', { sort: [['n', 'asc']] });
+        expect(docs.map((d) => d.n)).toEqual([-1.5, 0, 2, 2.25, 10, 100]);
+      });
+
+      it('given strings, when sorting, then they are ordered by code point (upper before lower case, astral last)', async () => {
+        const labels = ['b', '😀', 'B', 'ｚ', 'a', 'é', 'aa', 'Z'];
+        await upsert('entries', ...labels.map((label, i) => ({ id: `e${i}`, label })));
+        const asc = (await store.find('entries', { sort: [['label', 'asc']] })).map((d) => d.label);
+        expect(asc).toEqual(['B', 'Z', 'a', 'aa', 'b', 'é', 'ｚ', '😀']);
+        const desc = (await store.find('entries', { sort: [['label', 'desc']] })).map((d) => d.label);
+        expect(desc).toEqual([...asc].reverse());
+      });
+
+      it('given null and missing values, when sorting, then they come first ascending and last descending', async () => {
+        await upsert('entries', { id: 'e1', n: 1 }, { id: 'e2', n: null }, { id: 'e3' }, { id: 'e4', n: -5 });
+        expect(await findIds('entries', { sort: [['n', 'asc'], ['id', 'asc']] })).toEqual(['e2', 'e3', 'e4', 'e1']);
+        expect(await findIds('entries', { sort: [['n', 'desc'], ['id', 'asc']] })).toEqual(['e1', 'e4', 'e2', 'e3']);
+      });
+
+      it('given skip and limit, when finding, then the window of the sorted result is returned', async () => {
+        const sort: FindQuery['sort'] = [['id', 'asc']];
+        expect(await findIds('wallets', { sort, skip: 1, limit: 2 })).toEqual(['w2', 'w3']);
+        expect(await findIds('wallets', { sort, skip: 4 })).toEqual(['w5', 'w6']);
+        expect(await findIds('wallets', { sort, limit: 3 })).toEqual(['w1', 'w2', 'w3']);
+        expect(await findIds('wallets', { sort, skip: 5, limit: 10 })).toEqual(['w6']);
+      });
+
+      it('given a skip past the end or a zero limit, when finding, then nothing is returned', async () => {
+        expect(await findIds('wallets', { sort: [['id', 'asc']], skip: 6 })).toEqual([]);
+        expect(await findIds('wallets', { sort: [['id', 'asc']], skip: 1000, limit: 5 })).toEqual([]);
+        expect(await findIds('wallets', { sort: [['id', 'asc']], limit: 0 })).toEqual([]);
+      });
+
+      it('given a 2,500-document collection with many sort ties, when paging by offset with a stable sort, then each id is seen exactly once', async () => {
+        const total = 2_500;
+        const docs = Array.from({ length: total }, (_, i) => ({ id: `e${String(i).padStart(5, '0')}`, group: (i * 7919) % 13 }));
+        await upsert('entries', ...docs);
+        expect(await store.count('entries')).toBe(total);
+
+        const seen = new Map<string, number>();
+        const pageSize = 100;
+        for (let skip = 0; ; skip += pageSize) {
+          const page = await findIds('entries', { sort: [['group', 'asc'], ['id', 'asc']], skip, limit: pageSize });
+          for (const id of page) seen.set(id, (seen.get(id) ?? 0) + 1);
+          if (page.length < pageSize) break;
+        }
+        expect(seen.size).toBe(total);
+        expect([...seen.values()].every((times) => times === 1)).toBe(true);
+      });
+    });
+
+    describe('search and count', () => {
+      beforeEach(async () => {
+        await upsert(
+          'wallets',
+          { id: 'w1', status: 'open', phone: '+254 700 111 222', memo: 'Rent for ALICE' },
+          { id: 'w2', status: 'open', phone: '+254 700 333 444', memo: '100% cashback' },
+          { id: 'w3', status: 'frozen', phone: '+254 711 555 666', memo: '100 percent cashback' },
+          { id: 'w4', status: 'open', phone: '+254 722 alice', memo: 'a_b' },
+          { id: 'w5', status: 'frozen', memo: 'axb' },
+          { id: 'w6', status: 'open', memo: "O'Brien paid C:\\temp (x+y).* [1]" },
+          { id: 'w7', status: 'open', memo: 'École Ünïcode façade' },
+          { id: 'w8', status: 'open', memo: 'ecole' },
+        );
+      });
+      const search = (text: string, fields = ['phone', 'memo']) => sortedIds('wallets', { search: { text, fields } });
+
+      it('given text in another case, when searching, then it matches case-insensitively', async () => {
+        expect(await search('alice', ['memo'])).toEqual(['w1']);
+        expect(await search('RENT FOR', ['memo'])).toEqual(['w1']);
+      });
+
+      it('given non-ASCII text, when searching, then it matches literally and case-insensitively', async () => {
+        expect(await search('école')).toEqual(['w7']);
+        expect(await search('ÜNÏCODE FAÇADE')).toEqual(['w7']);
+      });
+
+      it('given wildcard characters % and _, when searching, then they match only themselves', async () => {
+        expect(await search('100%')).toEqual(['w2']);
+        expect(await search('%')).toEqual(['w2']);
+        expect(await search('a_b')).toEqual(['w4']);
+        expect(await search('_')).toEqual(['w4']);
+      });
+
+      it("given quotes, backslashes and regex syntax, when searching, then they match only themselves", async () => {
+        expect(await search("o'brien")).toEqual(['w6']);
+        expect(await search('C:\\temp')).toEqual(['w6']);
+        expect(await search('\\')).toEqual(['w6']);
+        expect(await search('(x+y).*')).toEqual(['w6']);
+        expect(await search('[1]')).toEqual(['w6']);
+        expect(await search('.*')).toEqual(['w6']);
+        expect(await search('^+254')).toEqual([]);
+      });
+
+      it('given several fields, when searching, then a match in any of them counts', async () => {
+        expect(await search('alice')).toEqual(['w1', 'w4']);
+        expect(await search('700')).toEqual(['w1', 'w2']);
+      });
+
+      it('given fields to search, when the text is only in another field, then it does not match', async () => {
+        expect(await search('alice', ['phone'])).toEqual(['w4']);
+        expect(await search('cashback', ['phone'])).toEqual([]);
+      });
+
+      it('given a search and a where, when finding, then both must hold', async () => {
+        expect(await sortedIds('wallets', { where: { status: 'open' }, search: { text: 'cashback', fields: ['memo'] } })).toEqual(['w2']);
+      });
+
+      it('given a field not declared in searchFields, when searching it, then a ReadStoreQueryError is raised', async () => {
+        await expect(store.find('wallets', { search: { text: 'open', fields: ['status'] } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.find('wallets', { search: { text: 'x', fields: ['memo', 'nope'] } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.count('entries', { search: { text: 'x', fields: ['memo'] } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+
+      it('given where and search, when counting, then the count is what find returns', async () => {
+        expect(await store.count('wallets')).toBe(8);
+        expect(await store.count('wallets', { where: { status: 'frozen' } })).toBe(2);
+        expect(await store.count('wallets', { search: { text: 'CASHBACK', fields: ['memo'] } })).toBe(2);
+        expect(await store.count('wallets', { where: { status: 'open' }, search: { text: '100', fields: ['phone', 'memo'] } })).toBe(1);
+        expect(await store.count('wallets', { where: { status: 'closed' } })).toBe(0);
+      });
+    });
+
+    describe('commit and checkpoints', () => {
+      it('given a projection that never committed, when reading its checkpoint, then it is null', async () => {
+        expect(await store.getCheckpoint('balances')).toBeNull();
+      });
+
+      it('given commits with checkpoints, when reading them, then each projection has its last position', async () => {
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1' } }], { projection: 'balances', position: 3 });
+        await store.commit([], { projection: 'balances', position: 42 });
+        await store.commit([], { projection: 'statements', position: 7 });
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w2' } }]);
+        expect(await store.getCheckpoint('balances')).toBe(42);
+        expect(await store.getCheckpoint('statements')).toBe(7);
+        expect(await store.get('wallets', 'w2')).toEqual({ id: 'w2' });
+      });
+
+      it('given a batch whose last write has no string id, when committed, then nothing is written and the checkpoint stays', async () => {
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1', balance: 1 } }], { projection: 'balances', position: 5 });
+        const bad = { id: 42 } as unknown as Document;
+        await expect(
+          store.commit(
+            [
+              { op: 'upsert', collection: 'wallets', doc: { id: 'w2' } },
+              { op: 'patch', collection: 'wallets', id: 'w1', patch: { balance: 2 } },
+              { op: 'delete', collection: 'wallets', id: 'w1' },
+              { op: 'upsert', collection: 'wallets', doc: bad },
+            ],
+            { projection: 'balances', position: 6 },
+          ),
+        ).rejects.toThrow();
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 1 });
+        expect(await store.get('wallets', 'w2')).toBeNull();
+        expect(await store.getCheckpoint('balances')).toBe(5);
+      });
+
+      it('given a batch writing to an unknown collection, when committed, then nothing is written and the checkpoint stays', async () => {
+        await expect(
+          store.commit(
+            [
+              { op: 'upsert', collection: 'wallets', doc: { id: 'w1' } },
+              { op: 'upsert', collection: 'unknown', doc: { id: 'u1' } },
+            ],
+            { projection: 'balances', position: 1 },
+          ),
+        ).rejects.toBeInstanceOf(ReadStoreQueryError);
+        expect(await store.get('wallets', 'w1')).toBeNull();
+        expect(await store.getCheckpoint('balances')).toBeNull();
+      });
+    });
+  });
+}

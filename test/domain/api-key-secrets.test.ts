@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret, parseApiKey, secretMatches } from '../../src/domain/api-key-secrets.ts';
+
+const KEY_ID = 'key_AbCdEfGh12_-34Xy';
+const SECRET = 'A'.repeat(20) + '-_' + 'z9'.repeat(10) + 'q';
+
+describe('api key ids and secrets', () => {
+  it('when the fixtures are checked, then they have the documented shapes', () => {
+    expect(KEY_ID).toHaveLength(20);
+    expect(SECRET).toHaveLength(43);
+  });
+
+  it('when a key id is generated, then it is key_ and 16 url-safe characters, and ids differ', () => {
+    const first = newKeyID();
+    expect(first).toMatch(/^key_[A-Za-z0-9_-]{16}$/);
+    expect(isKeyID(first)).toBe(true);
+    expect(newKeyID()).not.toBe(first);
+  });
+
+  it('when a secret is generated, then it is 43 url-safe characters (256 bits), and secrets differ', () => {
+    const first = newSecret();
+    expect(first).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(Buffer.from(first, 'base64url')).toHaveLength(32);
+    expect(newSecret()).not.toBe(first);
+  });
+
+  it.each(['key_short', 'KEY_AbCdEfGh12_-34Xy', 'kex_AbCdEfGh12_-34Xy', 'key_AbCdEfGh12_-34X!', 'key_AbCdEfGh12_-34XyZ', ''])(
+    'when "%s" is checked, then it is not a key id',
+    (value) => {
+      expect(isKeyID(value)).toBe(false);
+    },
+  );
+
+  it('when a secret is hashed, then it is the hex SHA-256 of the secret', () => {
+    expect(hashSecret('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('formatApiKey and parseApiKey', () => {
+  it('when a key is formatted, then it is the key id, a dot and the secret', () => {
+    expect(formatApiKey(KEY_ID, SECRET)).toBe(`${KEY_ID}.${SECRET}`);
+  });
+
+  it('when a formatted key is parsed, then the key id and the secret come back', () => {
+    expect(parseApiKey(formatApiKey(KEY_ID, SECRET))).toEqual({ keyID: KEY_ID, secret: SECRET });
+  });
+
+  it('when a freshly generated key is formatted and parsed, then it round-trips', () => {
+    const keyID = newKeyID();
+    const secret = newSecret();
+    expect(parseApiKey(formatApiKey(keyID, secret))).toEqual({ keyID, secret });
+  });
+
+  it.each([
+    ['has no dot', `${KEY_ID}${SECRET}`],
+    ['is empty', ''],
+    ['has a bad key id prefix', `kex_AbCdEfGh12_-34Xy.${SECRET}`],
+    ['has a key id that is too short', `key_AbCdEfGh12.${SECRET}`],
+    ['has a key id that is too long', `${KEY_ID}Z.${SECRET}`],
+    ['has a secret that is too short', `${KEY_ID}.${SECRET.slice(1)}`],
+    ['has a secret that is too long', `${KEY_ID}.${SECRET}A`],
+    ['has a second dot in the secret', `${KEY_ID}.${SECRET.slice(0, 20)}.${SECRET.slice(21)}`],
+    ['has a character outside base64url in the secret', `${KEY_ID}.${SECRET.slice(1)}+`],
+    ['has padding', `${KEY_ID}.${SECRET.slice(1)}=`],
+    ['has a trailing newline', `${KEY_ID}.${SECRET}\n`],
+    ['has a leading space', ` ${KEY_ID}.${SECRET}`],
+    ['is a bearer header value', `Bearer ${KEY_ID}.${SECRET}`],
+    ['has the parts swapped', `${SECRET}.${KEY_ID}`],
+  ])('when the presented key %s, then it is not parsed', (_label, presented) => {
+    expect(parseApiKey(presented)).toBeNull();
+  });
+});
+
+describe('secretMatches', () => {
+  it('when the secret is the one whose hash is stored, then it matches', () => {
+    expect(secretMatches(SECRET, hashSecret(SECRET))).toBe(true);
+  });
+
+  it('when the secret differs by one character, then it does not match', () => {
+    expect(secretMatches(`${SECRET.slice(0, -1)}r`, hashSecret(SECRET))).toBe(false);
+  });
+
+  it('when the stored hash has the wrong length, then it does not match (and does not throw)', () => {
+    const stored = hashSecret(SECRET);
+    expect(secretMatches(SECRET, stored.slice(0, -2))).toBe(false);
+    expect(secretMatches(SECRET, `${stored}00`)).toBe(false);
+    expect(secretMatches(SECRET, '')).toBe(false);
+  });
+
+  it('when the stored hash is not hex, then it does not match', () => {
+    expect(secretMatches(SECRET, 'z'.repeat(64))).toBe(false);
+  });
+});

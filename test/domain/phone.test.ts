@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { normalizePhone } from '../../src/domain/phone.ts';
+
+const refusedNaming = (field: string) => expect.objectContaining({ name: 'DomainError', code: 'INVALID_INPUT', field });
+
+describe('normalizePhone', () => {
+  it.each([
+    ['+234 8123456781', '+2348123456781'],
+    ['+2348123456781', '+2348123456781'],
+    ['+234 812 345 6781', '+2348123456781'],
+    ['+234-812-345-6781', '+2348123456781'],
+    ['  +2348123456781  ', '+2348123456781'],
+  ])('when a Nigerian mobile is given as "%s", then it is stored in E.164 as "%s"', (input, expected) => {
+    expect(normalizePhone('phone', input)).toBe(expected);
+  });
+
+  it('when a US number is given with spaces, then it is stored in E.164', () => {
+    expect(normalizePhone('phone', '+1 650 253 0000')).toBe('+16502530000');
+  });
+
+  it('when a UK number is given with spaces, then it is stored in E.164', () => {
+    expect(normalizePhone('phone', '+44 20 7946 0958')).toBe('+442079460958');
+  });
+
+  it('when the same number is written two ways, then both normalize to the same value', () => {
+    expect(normalizePhone('phone', '+234 8123456781')).toBe(normalizePhone('phone', '+2348123456781'));
+  });
+
+  it.each([
+    ['without the leading +', '2348123456781'],
+    ['in national format', '08123456781'],
+    ['with 00 instead of +', '002348123456781'],
+    ['with a letter in place of a digit', '+234 812345678a'],
+    ['with trailing letters', '+2348123456781abc'],
+    ['with a trailing extension', '+2348123456781 ext 5'],
+    ['as a vanity number', '+1 800 FLOWERS'],
+    ['too short for its country', '+234 81'],
+    ['too long for its country', '+234812345678123'],
+    ['with an unknown country code', '+999 8123456781'],
+    ['longer than 40 characters', `+2348123456781${' '.repeat(27)}`],
+    ['longer than 40 characters of digits', `+${'1'.repeat(40)}`],
+    ['empty', ''],
+    ['just a plus sign', '+'],
+  ])('when the phone is %s, then it is refused naming the field', (_label, input) => {
+    expect(() => normalizePhone('contactPhone', input)).toThrow(refusedNaming('contactPhone'));
+  });
+
+  it.each([
+    ['a number', 2348123456781],
+    ['null', null],
+    ['undefined', undefined],
+    ['an array', ['+2348123456781']],
+  ])('when the phone is %s rather than a string, then it is refused naming the field', (_label, input) => {
+    expect(() => normalizePhone('phone', input)).toThrow(refusedNaming('phone'));
+  });
+});

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
+import {
+  addUser,
+  approveApiKey,
+  findUserByEmail,
+  onboardParty,
+  registerIndividual,
+  requestApiKey,
+  type BackOfficeDeps,
+} from '../../src/commands/back-office.ts';
+import type { KeyTermsInput } from '../../src/domain/api-key-terms.ts';
+import type { WalletRef } from '../../src/domain/events.ts';
+import type { PartyRef } from '../../src/domain/parties.ts';
+import { streams } from '../../src/domain/streams.ts';
+import { tempDir } from './temp-dir.ts';
+
+/**
+ * The whole system in this process on a temporary data directory, listening on a free port: what the
+ * HTTP tests drive. Parties, users and keys are made through the same back-office commands the CLI uses.
+ */
+export interface TestSystem {
+  baseUrl: string;
+  config: Config;
+  system: WalletOps;
+  backOffice: BackOfficeDeps;
+  /** A distributor or merchant with a maker and a checker. */
+  party(type: PartyRef['type'], options?: { name?: string; shortCode?: string }): Promise<TestParty>;
+  individual(phone: string, name?: string): Promise<string>;
+  /** Given money that really moved on the ledger: a WalletCredited event, as the executor records it. */
+  credit(wallet: WalletRef, amount: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface TestParty {
+  ref: PartyRef;
+  shortCode: string;
+  name: string;
+  makerEmail: string;
+  checkerEmail: string;
+  /** Requests and approves a key; returns the API key as clients send it. */
+  key(terms?: Partial<KeyTermsInput>): Promise<{ keyID: string; apiKey: string }>;
+  wallet: WalletRef;
+}
+
+let shortCodeSeed = 100_000 + Math.floor(Math.random() * 100_000);
+
+export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date): Promise<TestSystem> {
+  const dir = tempDir();
+  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', ...env });
+  const logger = createLogger(config.LOG_LEVEL);
+  const system = await buildWalletOps(config, logger, clock);
+  const server: Server = await new Promise((resolve) => {
+    const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  const backOffice: BackOfficeDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE };
+  const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    config,
+    system,
+    backOffice,
+    async party(type, options = {}) {
+      const shortCode = options.shortCode ?? String(shortCodeSeed++);
+      const name = options.name ?? `${type} ${shortCode}`;
+      const { partyID } = await onboardParty(backOffice, { partyType: type, name, shortCode }, operator());
+      const ref = { type, id: partyID };
+      const makerEmail = `maker-${shortCode}@test.example`;
+      const checkerEmail = `checker-${shortCode}@test.example`;
+      await addUser(backOffice, { party: ref, email: makerEmail, password: 'maker password 1', roles: ['maker'] }, operator());
+      await addUser(backOffice, { party: ref, email: checkerEmail, password: 'checker password 1', roles: ['checker'] }, operator());
+      return {
+        ref,
+        shortCode,
+        name,
+        makerEmail,
+        checkerEmail,
+        wallet: { kind: type, id: partyID },
+        async key(terms = {}) {
+          const maker = await findUserByEmail(backOffice, makerEmail);
+          const { keyID } = await requestApiKey(backOffice, maker, {
+            label: 'test key',
+            permissions: 'read-balance,read-transactions,perform-operations',
+            ...terms,
+          }, randomUUID());
+          const checker = await findUserByEmail(backOffice, checkerEmail);
+          const { apiKey } = await approveApiKey(backOffice, checker, keyID, randomUUID());
+          await waitFor(() => system.directory.get(keyID)?.status === 'active');
+          return { keyID, apiKey };
+        },
+      };
+    },
+    async individual(phone, name = 'Test Individual') {
+      return (await registerIndividual(backOffice, { phone, name }, operator())).phone;
+    },
+    async credit(wallet, amount) {
+      await system.stores.eventStore.append(streams.wallet(wallet), [
+        { type: 'WalletCredited', data: { wallet, operationID: `test_${randomUUID()}`, amount }, metadata: { actor: 'operator:test' } },
+      ], 'any');
+    },
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections?.();
+      await system.close();
+      dir.cleanup();
+    },
+  };
+}
+
+/** Polls until the condition holds (the live subscriptions are asynchronous), or fails after a while. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** A JSON request to the system; returns status, headers and the parsed body. */
+export async function call(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { apiKey?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`;
+  let body: string | undefined;
+  if (options.rawBody !== undefined) body = options.rawBody;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
