@@ -9,6 +9,13 @@ import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from './projec
 import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
+import { readRoutes } from './read-api/routes.ts';
+import { allProjections } from './projections/index.ts';
+import { ProjectionRunner } from './projections/projection-runner.ts';
+import { projectionStatus } from './projections/rebuild.ts';
+
+/** /ready fails while a projection has more events than this still to apply. */
+const READY_MAX_LAG = 1000;
 
 export interface WalletOps {
   app: Express;
@@ -38,17 +45,32 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     volumeTimeZone: config.VOLUME_TIME_ZONE,
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
   };
+  const projections = allProjections(config.ASSET_SCALE);
+  await stores.readStore.defineCollections(projections.map((projection) => projection.collection));
+  const runners = projections.map(
+    (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, onError: (error) => logger.error({ err: error, projection: projection.name }, 'projection failed; retrying') }),
+  );
+  runners.forEach((runner) => runner.start());
+
   const app = createApp({
     logger,
     clock,
     trustProxy: config.TRUST_PROXY,
-    routers: [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock })],
+    readiness: async () => {
+      const status = await projectionStatus(stores, projections, READY_MAX_LAG + 1);
+      return { ready: status.every((s) => s.lagEvents <= READY_MAX_LAG), projections: status };
+    },
+    routers: [
+      writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock }),
+      readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE }),
+    ],
   });
   return {
     app,
     stores,
     directory,
     async close() {
+      await Promise.all(runners.map((runner) => runner.stop()));
       await following.stop();
       await stores.close();
     },

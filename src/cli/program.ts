@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { Command, CommanderError } from 'commander';
-import { openEventStore } from '../adapters/open-stores.ts';
-import { loadConfig } from '../config.ts';
+import { SingleBar, Presets } from 'cli-progress';
+import { openEventStore, openStores, type Stores } from '../adapters/open-stores.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { allProjections } from '../projections/index.ts';
+import { projectionStatus, rebuildProjection } from '../projections/rebuild.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import {
@@ -52,6 +55,34 @@ async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOffi
   } finally {
     await store.close();
   }
+}
+
+/** Like withBackOffice, for commands that need both stores. */
+async function withStores<T>(options: CommonOptions, action: (stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
+  const config = loadConfig(process.env);
+  const stores = openStores({ dataDir: options.dataDir ?? config.DATA_DIR });
+  try {
+    const result = await action(stores, config);
+    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
+  } finally {
+    await stores.close();
+  }
+}
+
+/** A progress bar on a terminal (stderr, so stdout stays one JSON value); nothing when not a terminal. */
+function progressBar(label: string): { update(value: number, total: number): void; stop(): void } {
+  if (!process.stderr.isTTY) return { update() {}, stop() {} };
+  const bar = new SingleBar({ format: `${label.padEnd(24)} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`, stream: process.stderr }, Presets.shades_classic);
+  let started = false;
+  return {
+    update(value, total) {
+      if (!started) bar.start(total, value);
+      started = true;
+      bar.setTotal(total);
+      bar.update(value);
+    },
+    stop: () => bar.stop(),
+  };
 }
 
 const operatorContext = (): CommandContext => ({ actor: `operator:${userInfo().username}`, correlationId: randomUUID() });
@@ -164,6 +195,35 @@ export function buildCli(): Command {
         return directory.listByParty(partyRef, deps.clock().toISOString());
       }, (keys) => keys.map((k) => `${k.keyID}  ${k.state.padEnd(18)} ${k.label}  [${k.permissions.join(', ')}]  expires ${k.expiresAt ?? '-'}`).join('\n') || '(no keys)'),
     );
+  const projections = program.command('projections').description('read models: status and rebuild from the event history');
+  common(projections.command('status'))
+    .description("each projection's checkpoint and lag behind the head of the event store")
+    .action(async (opts: CommonOptions) =>
+      withStores(opts, async ({ eventStore, readStore }, config) => {
+        const all = allProjections(config.ASSET_SCALE);
+        await readStore.defineCollections(all.map((p) => p.collection));
+        return projectionStatus({ eventStore, readStore }, all);
+      }, (rows) => rows.map((r) => `${r.projection.padEnd(24)} position ${String(r.position ?? '-').padStart(10)}  head ${r.head}  lag ${r.lagEvents}${r.lagEvents >= 1000 ? '+' : ''} events`).join('\n')),
+    );
+  common(projections.command('rebuild'))
+    .description('replay the whole history into fresh read models and swap them in atomically, while the API keeps serving')
+    .option('--only <name>', 'rebuild only this projection')
+    .action(async (opts: CommonOptions & { only?: string }) =>
+      withStores(opts, async ({ eventStore, readStore }, config) => {
+        const all = allProjections(config.ASSET_SCALE);
+        const chosen = opts.only ? all.filter((p) => p.name === opts.only) : all;
+        if (chosen.length === 0) throw new UsageError(`unknown projection "${opts.only}"; one of ${all.map((p) => p.name).join(', ')}`);
+        await readStore.defineCollections(all.map((p) => p.collection));
+        const results = [];
+        for (const projection of chosen) {
+          const bar = progressBar(projection.name);
+          results.push(await rebuildProjection({ eventStore, readStore }, projection, (p) => bar.update(p.position, p.head)));
+          bar.stop();
+        }
+        return results.map((r) => ({ ...r, seconds: Math.round(r.seconds * 1000) / 1000, eventsPerSecond: Math.round(r.eventsPerSecond) }));
+      }, (rows) => rows.map((r) => `${r.projection}: ${r.events} events in ${r.seconds} s (${r.eventsPerSecond} events/s), now at position ${r.position}`).join('\n')),
+    );
+
   const operation = program.command('operation').description("a checker's decisions on pending operations");
   const operationDeps = (deps: BackOfficeDeps) => ({ store: deps.store, clock: deps.clock, assetScale: deps.assetScale });
   common(operation.command('approve'))

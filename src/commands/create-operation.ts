@@ -71,7 +71,7 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
     { stream: streams.operation(operationID), events: [{ type: 'OperationRequested', data: operation }], expectedRevision: 'no_stream' },
     { stream: streams.wallet(operation.payer), events: [held] },
   ];
-  if (limits.maxDailyVolume !== null && operation.volumeDay !== null) {
+  if (limits.maxDailyVolume !== null && operation.volumeDay !== null && operation.keyID !== null) {
     writes.push({
       stream: streams.keyVolume(operation.keyID, operation.volumeDay),
       events: [{ type: 'VolumeReserved', data: { keyID: operation.keyID, day: operation.volumeDay, operationID, amount: operation.amount } }],

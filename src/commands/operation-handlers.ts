@@ -18,11 +18,11 @@ import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
 export type CreateOperationInput =
-  | { operationType: 'cash-in'; amount: string; phoneTo?: string | undefined; merchantToShortCode?: string | undefined; memo?: string | undefined }
-  | { operationType: 'cash-out-fulfillment'; amount: string; phoneFrom: string; cashOutFulfillmentType: 'cash'; cashOutFulfillmentID: string; memo?: string | undefined }
-  | { operationType: 'cash-out'; amount: string; distributorToShortCode: string; memo?: string | undefined }
-  | { operationType: 'pay-merchant'; amount: string; merchantToShortCode: string; memo?: string | undefined }
-  | { operationType: 'pay-individual'; amount: string; phoneTo: string; memo?: string | undefined };
+  | { operationType: 'cash-in'; amount: string; phoneTo?: string | undefined; merchantToShortCode?: string | undefined; memo?: string | null | undefined }
+  | { operationType: 'cash-out-fulfillment'; amount: string; phoneFrom: string; cashOutFulfillmentType: 'cash'; cashOutFulfillmentID: string; memo?: string | null | undefined }
+  | { operationType: 'cash-out'; amount: string; distributorToShortCode: string; memo?: string | null | undefined }
+  | { operationType: 'pay-merchant'; amount: string; merchantToShortCode: string; memo?: string | null | undefined }
+  | { operationType: 'pay-individual'; amount: string; phoneTo: string; memo?: string | null | undefined };
 
 export interface OperationDeps {
   store: EventStore;
@@ -117,6 +117,9 @@ export async function createOperation(
   }
 
   const { payer, payee, counterparty } = await resolveParties(deps, key.party, input);
+  const own = await deps.lookup.party(key.party);
+  if (!own) throw new DomainError('NOT_FOUND', 'the API key’s party no longer exists');
+  const payerIsOwn = payer.kind === key.party.type && payer.id === key.party.id;
   const fee = key.party.type === 'merchant' && input.operationType !== 'cash-in' && input.operationType !== 'cash-out-fulfillment'
     ? feeFor(deps.feeSchedule, input.operationType, input.amount, deps.assetScale)
     : formatAmount(0, deps.assetScale);
@@ -130,6 +133,8 @@ export async function createOperation(
     fee,
     payer,
     payee,
+    payerName: payerIsOwn ? own.name : counterparty.name,
+    payerShortCode: payerIsOwn ? own.shortCode : null,
     counterparty,
     memo: input.memo ?? null,
     cashOutFulfillmentType: input.operationType === 'cash-out-fulfillment' ? input.cashOutFulfillmentType : null,

@@ -11,22 +11,38 @@ import type { Decision, StreamWrite } from './pipeline.ts';
  * An operation's lifecycle after its creation: a checker of the operation's party approves it (the executor
  * then carries it out) or rejects it, which gives back what it held: the payer's funds and the key's volume.
  */
-export type OperationStatus = 'pending' | 'approved' | 'rejected';
+export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'submitted' | 'completed' | 'failed';
 
 export type OperationState =
   | { status: 'none' }
-  | { status: OperationStatus; operation: OperationRequested['data']; decidedBy: string | null };
+  | {
+      status: OperationStatus;
+      operation: OperationRequested['data'];
+      decidedBy: string | null;
+      sequenceNumber: number | null;
+      blockchainID: string | null;
+      lastError: string | null;
+    };
 
 export const operationState = {
   initialState: (): OperationState => ({ status: 'none' }),
   evolve(state: OperationState, event: OperationEvent): OperationState {
     switch (event.type) {
       case 'OperationRequested':
-        return { status: 'pending', operation: event.data, decidedBy: null };
+        return { status: 'pending', operation: event.data, decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null };
+    }
+    if (state.status === 'none') return state; // every operation stream starts with OperationRequested
+    switch (event.type) {
       case 'OperationApproved':
-        return state.status === 'none' ? state : { ...state, status: 'approved', decidedBy: event.data.approvedBy };
+        return { ...state, status: 'approved', decidedBy: event.data.approvedBy };
       case 'OperationRejected':
-        return state.status === 'none' ? state : { ...state, status: 'rejected', decidedBy: event.data.rejectedBy };
+        return { ...state, status: 'rejected', decidedBy: event.data.rejectedBy };
+      case 'OperationSubmitted':
+        return { ...state, status: 'submitted', sequenceNumber: event.data.sequenceNumber };
+      case 'OperationCompleted':
+        return { ...state, status: 'completed', sequenceNumber: event.data.sequenceNumber, blockchainID: event.data.blockchainID };
+      case 'OperationFailed':
+        return { ...state, status: 'failed', lastError: event.data.lastError };
       default:
         return assertNever(event);
     }
@@ -53,7 +69,7 @@ export function releaseWrites(operation: OperationRequested['data'], reason: 're
   const writes: StreamWrite[] = [
     { stream: streams.wallet(payer), events: [{ type: 'HoldReleased', data: { wallet: payer, operationID, amount: held, reason } }], expectedRevision: 'any' },
   ];
-  if (volumeDay !== null) {
+  if (volumeDay !== null && keyID !== null) {
     writes.push({
       stream: streams.keyVolume(keyID, volumeDay),
       events: [{ type: 'VolumeReleased', data: { keyID, day: volumeDay, operationID, amount: operation.amount } }],

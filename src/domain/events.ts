@@ -76,14 +76,20 @@ export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailCl
 // Operations -----------------------------------------------------------------------------------------------
 export type DistributorOperationType = 'cash-in' | 'cash-out-fulfillment';
 export type MerchantOperationType = 'cash-out' | 'pay-merchant' | 'pay-individual';
-export type OperationType = DistributorOperationType | MerchantOperationType;
+/**
+ * Operations from other channels, executed like the others but without a checker: e-money issued to a
+ * distributor's float by an operator (treasury), and a payment an individual made in the wallet app.
+ */
+export type ChannelOperationType = 'issue' | 'individual-payment';
+export type OperationType = DistributorOperationType | MerchantOperationType | ChannelOperationType;
 
 /** A wallet the ledger knows: a party's, an individual's (by phone), or the platform's fee wallet. */
 export type WalletRef =
   | { kind: 'distributor'; id: string }
   | { kind: 'merchant'; id: string }
   | { kind: 'individual'; id: string }
-  | { kind: 'platform'; id: 'fees' };
+  /** The platform's fee wallet, and the issuing account that e-money is issued from. */
+  | { kind: 'platform'; id: 'fees' | 'issuance' };
 
 /** The other side of an operation, resolved at creation so read models never look it up. */
 export interface Counterparty {
@@ -97,15 +103,20 @@ export interface Counterparty {
 
 export type OperationRequested = Event<'OperationRequested', {
   operationID: string;
-  /** The party that created the operation with its key. */
-  party: PartyRef;
-  keyID: string;
+  /** The party that created the operation with its key; null for treasury issuance and individual payments. */
+  party: PartyRef | null;
+  /** The API key that created it; null for operations from other channels. */
+  keyID: string | null;
   operationType: OperationType;
   amount: string;
   fee: string;
   /** Who pays amount + fee, and who receives amount. */
   payer: WalletRef;
   payee: WalletRef;
+  /** The payer's name, and short code when the payer is a distributor or merchant (what a payee's lists show). */
+  payerName: string;
+  payerShortCode: string | null;
+  /** The other side as the creating party sees it: the payee, or for cash-out-fulfillment the paying individual. */
   counterparty: Counterparty;
   memo: string | null;
   /** cash-out-fulfillment only. */
@@ -115,9 +126,26 @@ export type OperationRequested = Event<'OperationRequested', {
   volumeDay: string | null;
   createdAt: string;
 }>;
+/** Ready for the executor. `approvedBy` is a checker's user id, or the actor of a channel without a checker. */
 export type OperationApproved = Event<'OperationApproved', { operationID: string; approvedBy: string; approvedAt: string }>;
 export type OperationRejected = Event<'OperationRejected', { operationID: string; rejectedBy: string; reason: string; rejectedAt: string }>;
-export type OperationEvent = OperationRequested | OperationApproved | OperationRejected;
+/** The ledger accepted the transaction under this sequence number; completion follows. */
+export type OperationSubmitted = Event<'OperationSubmitted', { operationID: string; sequenceNumber: number; submittedAt: string }>;
+/**
+ * Executed on the ledger. Appended atomically with the WalletDebited and WalletCredited events that move the
+ * money in the write side's wallets (payer: amount + fee; payee: amount; platform fee wallet: fee).
+ */
+export type OperationCompleted = Event<'OperationCompleted', {
+  operationID: string;
+  blockchainID: string;
+  /** The ledger-side wallet operation, `wo_...`. */
+  walletOperationID: string;
+  sequenceNumber: number;
+  completedAt: string;
+}>;
+/** Not executed; appended atomically with the releases of what the operation held. */
+export type OperationFailed = Event<'OperationFailed', { operationID: string; lastError: string; failedAt: string }>;
+export type OperationEvent = OperationRequested | OperationApproved | OperationRejected | OperationSubmitted | OperationCompleted | OperationFailed;
 
 // Wallets (what the write side needs to keep pending operations from overdrawing a payer) --------------------
 /** Funds set aside for a pending or approved operation: they no longer count as available. */
@@ -126,8 +154,8 @@ export type FundsHeld = Event<'FundsHeld', { wallet: WalletRef; operationID: str
 export type HoldReleased = Event<'HoldReleased', { wallet: WalletRef; operationID: string; amount: string; reason: 'rejected' | 'failed' }>;
 /** Money that really moved on the ledger (written when an operation completes, or when funds are issued). */
 export type WalletCredited = Event<'WalletCredited', { wallet: WalletRef; operationID: string; amount: string }>;
-/** A completed debit; it settles the operation's hold, if it had one. */
-export type WalletDebited = Event<'WalletDebited', { wallet: WalletRef; operationID: string; amount: string }>;
+/** A completed debit. `heldAmount` is the operation's hold that it settles ("0" when there was none). */
+export type WalletDebited = Event<'WalletDebited', { wallet: WalletRef; operationID: string; amount: string; heldAmount: string }>;
 export type WalletEvent = FundsHeld | HoldReleased | WalletCredited | WalletDebited;
 
 // A key's daily volume ---------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ export interface AppDeps {
   trustProxy: boolean | number | string[];
   /** The API's routers, mounted in order. */
   routers: express.Router[];
+  /** Whether the process can serve current data (for orchestrators' readiness probes). */
+  readiness: () => Promise<{ ready: boolean } & Record<string, unknown>>;
 }
 
 /** The HTTP application, without `listen` and without reading the environment: tests start it on port 0. */
@@ -20,8 +22,13 @@ export function createApp(deps: AppDeps): Express {
   // Flat query strings only: no nested objects or arrays built from "a[b]=c".
   app.set('query parser', 'simple');
   app.use(requestContext(deps.logger));
+  // Liveness: the process answers. Readiness: its read models are close enough to the head of the store.
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok', time: deps.clock().toISOString() });
+  });
+  app.get('/ready', async (_req, res) => {
+    const readiness = await deps.readiness();
+    res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'catching up', ...readiness });
   });
   for (const router of deps.routers) app.use(router);
   // The contract answers a wrong endpoint URL with a validation problem.

@@ -73,24 +73,39 @@ export function problemOfDomainError(error: DomainError): Problem {
   return problem;
 }
 
-/** body-parser's errors carry `type` and `status`; they are the client's fault, never a 5xx. */
-function problemOfBodyParserError(error: { type?: unknown; status?: unknown; message?: string }): Problem | null {
+/**
+ * Errors raised by express and body-parser for a bad request carry a 4xx `status` (and body-parser's a
+ * `type`): they are the client's fault, never a 5xx.
+ */
+function problemOfRequestError(error: { type?: unknown; status?: unknown; statusCode?: unknown }): Problem | null {
+  const status = typeof error.status === 'number' ? error.status : error.statusCode;
+  if (typeof status !== 'number' || status < 400 || status >= 500) return null;
+  return (
+    problemOfBodyParserError(error) ??
+    (error instanceof URIError
+      ? validationProblem([fieldError('url', 'the path has a malformed percent-encoding')], 'The URL cannot be decoded.').problem
+      : validationProblem([fieldError('body', 'the request could not be read')], 'The request could not be read.').problem)
+  );
+}
+
+function problemOfBodyParserError(error: { type?: unknown }): Problem | null {
   switch (error.type) {
     case 'entity.parse.failed':
       return validationProblem([fieldError('body', 'the body is not valid JSON')], 'The body is not valid JSON.').problem;
     case 'entity.too.large':
       return { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' };
     case 'encoding.unsupported':
+      return validationProblem([fieldError('Content-Encoding', 'bodies are accepted uncompressed only')], 'Unsupported content encoding.').problem;
     case 'charset.unsupported':
       return validationProblem([fieldError('Content-Type', 'only UTF-8 JSON is accepted')], 'Unsupported body encoding.').problem;
+    case 'entity.verify.failed':
+      return validationProblem([fieldError('body', 'the body is not valid UTF-8')], 'The body is not valid UTF-8.').problem;
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':
       return validationProblem([fieldError('body', 'the body could not be read')], 'The body could not be read.').problem;
     default:
-      return typeof error.status === 'number' && error.status >= 400 && error.status < 500
-        ? validationProblem([fieldError('body', 'the request could not be read')], 'The request could not be read.').problem
-        : null;
+      return null;
   }
 }
 
@@ -104,7 +119,7 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
     if (res.headersSent) return;
     if (error instanceof ProblemError) return sendProblem(res, error.problem, error.headers);
     if (error instanceof DomainError) return sendProblem(res, problemOfDomainError(error));
-    const parserProblem = typeof error === 'object' && error !== null && 'type' in error ? problemOfBodyParserError(error) : null;
+    const parserProblem = typeof error === 'object' && error !== null ? problemOfRequestError(error) : null;
     if (parserProblem) return sendProblem(res, parserProblem);
     const requestId = res.getHeader('X-Request-Id');
     if (error instanceof EventStoreUnavailableError) {

@@ -16,14 +16,20 @@ export interface CollectionDefinition {
 
 export type Scalar = string | number | boolean | null;
 
+export interface SearchClause {
+  text: string;
+  fields: string[];
+}
+
 export interface FindQuery {
   /** Equality on fields (dot paths); every condition must hold. */
   where?: Record<string, Scalar>;
   /**
    * Case-insensitive substring match of `text` in any of `fields` (which must be declared searchFields).
-   * The text is matched literally: no pattern or operator syntax is interpreted.
+   * The text is matched literally: no pattern or operator syntax is interpreted. Several clauses match when
+   * any of them does (each clause may search its own text, e.g. digits in a phone field, words in a memo).
    */
-  search?: { text: string; fields: string[] };
+  search?: SearchClause | SearchClause[];
   /** Applied in order; ties after the last key keep no particular order, so end with a unique field. */
   sort?: Array<[field: string, direction: 'asc' | 'desc']>;
   skip?: number;
@@ -39,6 +45,12 @@ export type Write =
 export interface Checkpoint {
   projection: string;
   position: number;
+  /**
+   * When given, the commit happens only if the projection's checkpoint is still this (null: none yet);
+   * otherwise nothing is written and CheckpointConflictError is thrown. It keeps a projection that was
+   * rebuilt and swapped in meanwhile, or a second runner of the same projection, from writing stale data.
+   */
+  expected?: number | null;
 }
 
 export interface ReadStore {
@@ -53,9 +65,32 @@ export interface ReadStore {
    * leaves either everything or nothing, so a projection neither loses nor doubles an event.
    */
   commit(writes: Write[], checkpoint?: Checkpoint): Promise<void>;
+  /** The documents with these ids that exist, in no particular order. */
+  getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]>;
   /** The last committed position of a projection, or null when it has never committed. */
   getCheckpoint(projection: string): Promise<number | null>;
+  /**
+   * Replaces collection `target` by collection `source` (built aside, e.g. by a rebuild), gives `target` its
+   * declared indexes, moves the checkpoint of `from.projection` to `to.projection`, and removes `source` and
+   * the old checkpoint. Readers see the old collection or the new one, never a mix. `target` must be defined.
+   */
+  promote(source: string, target: string, checkpoints: { from: string; to: string }): Promise<void>;
+  /** Removes a collection and its documents (for an abandoned rebuild); a missing one is fine. */
+  dropCollection(name: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The projection's checkpoint was not the expected one: someone else moved it. */
+export class CheckpointConflictError extends Error {
+  readonly code = 'CHECKPOINT_CONFLICT';
+  constructor(
+    readonly projection: string,
+    readonly expected: number | null,
+    readonly actual: number | null,
+  ) {
+    super(`checkpoint of ${projection}: expected ${String(expected)}, found ${String(actual)}`);
+    this.name = 'CheckpointConflictError';
+  }
 }
 
 /** A query named a field that the collection did not declare for that use, or a collection that is unknown. */

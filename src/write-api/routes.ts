@@ -45,7 +45,10 @@ function idempotencyOf(req: Request) {
 export function writeRoutes(deps: WriteApiDeps): Router {
   const router = Router();
   const auth = authenticate(deps.directory, deps.clock);
-  const json = express.json({ limit: BODY_LIMIT, strict: true, type: () => true });
+  // Uncompressed only (no zip bombs), and strictly UTF-8: a bad byte inside a string must not be turned into
+  // U+FFFD and stored as if the client had sent it.
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const json = express.json({ limit: BODY_LIMIT, strict: true, inflate: false, type: () => true, verify: (_req, _res, buffer) => void utf8.decode(buffer) });
   // Requests with the same API key and Idempotency-Key that are running now: a duplicate waits for the first.
   const inFlight = new Map<string, Promise<unknown>>();
 

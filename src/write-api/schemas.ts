@@ -12,57 +12,54 @@ import { fieldError, type FieldError } from '../http/problems.ts';
  * field. Unknown fields are refused: in a payments API a misspelt optional field ("memmo") must not be
  * silently dropped.
  */
-function domainRule<T>(field: string, parse: (value: unknown) => T) {
-  return z.unknown().transform((value, ctx): T => {
-    if (value === undefined) {
-      ctx.addIssue({ code: 'custom', message: `${field} is required` });
-      return z.NEVER;
-    }
-    try {
-      return parse(value);
-    } catch (error) {
-      ctx.addIssue({ code: 'custom', message: error instanceof DomainError ? error.message : `${field} is invalid` });
-      return z.NEVER;
-    }
-  });
+/**
+ * A string field checked by a domain rule: the zod type describes it (and the OpenAPI document shows it),
+ * the domain function decides, and either refusal becomes one errors[] item for the field.
+ */
+function rule<T>(field: string, meta: { description: string; example: string }, parse: (value: string) => T) {
+  return z
+    .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be a string`) })
+    .meta(meta)
+    .transform((value, ctx): T => {
+      try {
+        return parse(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: error instanceof DomainError ? error.message : `${field} is invalid` });
+        return z.NEVER;
+      }
+    });
 }
 
 const MEMO_MAX = 256;
 
 function buildSchemas(assetScale: number) {
-  const amount = domainRule('amount', (v) => parsePositiveAmount('amount', v, assetScale));
-  const phone = (field: string) => domainRule(field, (v) => normalizePhone(field, v));
-  const code = (field: string) => domainRule(field, (v) => {
-    if (typeof v !== 'string') throw new DomainError('INVALID_INPUT', `${field} must be a string of digits`, field);
-    return shortCode(field, v);
-  });
-  const memo = domainRule('memo', (v) => (v === null ? undefined : requiredText('memo', v, MEMO_MAX))).optional();
+  const amount = rule('amount', { description: `Decimal amount greater than 0, at most ${assetScale} decimal places, no sign or exponent.`, example: '150.00' }, (v) =>
+    parsePositiveAmount('amount', v, assetScale));
+  const phone = (field: string, description: string) =>
+    rule(field, { description: `${description}, in international format.`, example: '+2348123456781' }, (v) => normalizePhone(field, v));
+  const code = (field: string, description: string) => rule(field, { description, example: '4521' }, (v) => shortCode(field, v));
+  const memo = rule('memo', { description: `Optional reference note, at most ${MEMO_MAX} characters.`, example: 'invoice 1042' }, (v) =>
+    requiredText('memo', v, MEMO_MAX)).nullish();
 
   const cashIn = z.strictObject({
     operationType: z.literal('cash-in'),
     amount,
-    phoneTo: phone('phoneTo').optional(),
-    merchantToShortCode: code('merchantToShortCode').optional(),
+    phoneTo: phone('phoneTo', 'Registered individual to credit; not with merchantToShortCode').optional(),
+    merchantToShortCode: code('merchantToShortCode', 'Short code of the merchant to credit; not with phoneTo').optional(),
     memo,
-  }).superRefine((body, ctx) => {
-    // The contract: exactly one destination, and the error names phoneTo in both cases.
-    if (body.phoneTo !== undefined && body.merchantToShortCode !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['phoneTo'], message: 'give either phoneTo or merchantToShortCode, not both' });
-    } else if (body.phoneTo === undefined && body.merchantToShortCode === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['phoneTo'], message: 'one of phoneTo or merchantToShortCode is required' });
-    }
   });
   const cashOutFulfillment = z.strictObject({
     operationType: z.literal('cash-out-fulfillment'),
     amount,
-    phoneFrom: phone('phoneFrom'),
+    phoneFrom: phone('phoneFrom', 'The individual whose wallet is debited'),
     cashOutFulfillmentType: z.literal('cash', { error: 'cashOutFulfillmentType must be "cash", the only type supported' }),
-    cashOutFulfillmentID: domainRule('cashOutFulfillmentID', (v) => requiredText('cashOutFulfillmentID', v, 100)),
+    cashOutFulfillmentID: rule('cashOutFulfillmentID', { description: 'Receipt or reference of the cash handed over.', example: 'RCPT-0091' }, (v) =>
+      requiredText('cashOutFulfillmentID', v, 100)),
     memo,
   });
-  const cashOut = z.strictObject({ operationType: z.literal('cash-out'), amount, distributorToShortCode: code('distributorToShortCode'), memo });
-  const payMerchant = z.strictObject({ operationType: z.literal('pay-merchant'), amount, merchantToShortCode: code('merchantToShortCode'), memo });
-  const payIndividual = z.strictObject({ operationType: z.literal('pay-individual'), amount, phoneTo: phone('phoneTo'), memo });
+  const cashOut = z.strictObject({ operationType: z.literal('cash-out'), amount, distributorToShortCode: code('distributorToShortCode', 'Short code of the distributor to withdraw to'), memo });
+  const payMerchant = z.strictObject({ operationType: z.literal('pay-merchant'), amount, merchantToShortCode: code('merchantToShortCode', 'Short code of the merchant to pay'), memo });
+  const payIndividual = z.strictObject({ operationType: z.literal('pay-individual'), amount, phoneTo: phone('phoneTo', 'Registered individual to pay'), memo });
 
   return {
     distributor: { 'cash-in': cashIn, 'cash-out-fulfillment': cashOutFulfillment },
@@ -107,6 +104,23 @@ export function parseCreateOperation(
     const allowed = Object.keys(forParty).join(', ');
     return { ok: false, errors: [fieldError('operationType', `operationType must be one of ${allowed} for a ${partyType}`)] };
   }
+  const crossField = operationType === 'cash-in' ? cashInDestinationErrors(body as Record<string, unknown>) : [];
   const result = schema.safeParse(body);
-  return result.success ? { ok: true, input: result.data } : { ok: false, errors: issuesToFieldErrors(result.error.issues) };
+  if (result.success && crossField.length === 0) return { ok: true, input: result.data };
+  const errors = [...crossField, ...(result.success ? [] : issuesToFieldErrors(result.error.issues))];
+  // One item per field: the rule across fields speaks first for the field it names.
+  return { ok: false, errors: errors.filter((error, i) => errors.findIndex((other) => other.field === error.field) === i) };
+}
+
+/**
+ * The contract's rule 5, checked on the raw body beside the field rules (a zod refinement would run only
+ * once every field is valid, and a client would learn of its errors one at a time): exactly one destination,
+ * and the error names phoneTo in both cases.
+ */
+function cashInDestinationErrors(body: Record<string, unknown>): FieldError[] {
+  const hasPhone = body.phoneTo !== undefined && body.phoneTo !== null;
+  const hasMerchant = body.merchantToShortCode !== undefined && body.merchantToShortCode !== null;
+  if (hasPhone && hasMerchant) return [fieldError('phoneTo', 'give either phoneTo or merchantToShortCode, not both')];
+  if (!hasPhone && !hasMerchant) return [fieldError('phoneTo', 'one of phoneTo or merchantToShortCode is required')];
+  return [];
 }

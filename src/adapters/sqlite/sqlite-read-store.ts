@@ -19,8 +19,8 @@
  * `defineCollections` at start (it is idempotent) before querying.
  */
 import type Database from 'better-sqlite3';
-import type { CollectionDefinition, Checkpoint, Document, FindQuery, ReadStore, Scalar, Write } from '../../ports/read-store.ts';
-import { ReadStoreQueryError } from '../../ports/read-store.ts';
+import type { CollectionDefinition, Checkpoint, Document, FindQuery, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
+import { CheckpointConflictError, ReadStoreQueryError } from '../../ports/read-store.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
 
 const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
@@ -95,20 +95,53 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
       if (typeof checkpoint.projection !== 'string' || !Number.isFinite(checkpoint.position)) {
         throw new TypeError('a checkpoint needs a projection name and a finite position');
       }
+      if (checkpoint.expected !== undefined) {
+        const actual = checkpointOf(checkpoint.projection);
+        if (actual !== checkpoint.expected) throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, actual);
+      }
       statement(
         `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`,
       ).run(checkpoint.projection, checkpoint.position);
     }
   });
 
+  function checkpointOf(projection: string): number | null {
+    const row = statement(`SELECT position FROM ${CHECKPOINTS} WHERE projection = ?`).get(projection);
+    return row ? (row as { position: number }).position : null;
+  }
+
+  function createIndexes(def: CollectionDefinition): void {
+    for (const fields of def.indexes ?? []) {
+      const index = quote(`${def.name}:${fields.join(',')}`);
+      db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quote(def.name)} (${fields.map(fieldExpr).join(', ')})`);
+    }
+  }
+
   const defineAll = db.transaction((list: CollectionDefinition[]) => {
     for (const def of list) {
       db.exec(`CREATE TABLE IF NOT EXISTS ${quote(def.name)} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
-      for (const fields of def.indexes ?? []) {
-        const index = quote(`${def.name}:${fields.join(',')}`);
-        db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quote(def.name)} (${fields.map(fieldExpr).join(', ')})`);
-      }
+      createIndexes(def);
     }
+  });
+
+  // The source's own indexes go with the rename under the source's names; they are dropped and the target's
+  // declared indexes built inside the same transaction, so readers switch to a complete, indexed table.
+  const promoteAll = db.transaction((source: CollectionDefinition, target: CollectionDefinition, checkpoints: { from: string; to: string }) => {
+    const sourceIndexes = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
+      .pluck()
+      .all(source.name) as string[];
+    db.exec(`DROP TABLE IF EXISTS ${quote(target.name)}`);
+    db.exec(`ALTER TABLE ${quote(source.name)} RENAME TO ${quote(target.name)}`);
+    for (const index of sourceIndexes) db.exec(`DROP INDEX ${quote(index)}`);
+    createIndexes(target);
+    const position = checkpointOf(checkpoints.from);
+    statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.from);
+    if (position === null) statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.to);
+    else {
+      statement(`INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`).run(checkpoints.to, position);
+    }
+    statements.clear(); // statements on the replaced table are stale
   });
 
   return {
@@ -136,9 +169,29 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
     async commit(writes, checkpoint) {
       commitAll.immediate(writes, checkpoint);
     },
+    async getMany<T extends Document = Document>(collection: string, ids: string[]) {
+      const table = quote(definition(collection).name);
+      const found: T[] = [];
+      // Bounded IN lists: SQLite caps bound parameters, and one statement per chunk size stays cached.
+      for (let i = 0; i < ids.length; i += 500) {
+        const chunk = ids.slice(i, i + 500);
+        const rows = statement(`SELECT doc FROM ${table} WHERE id IN (${chunk.map(() => '?').join(',')})`).all(...chunk) as Array<{ doc: string }>;
+        for (const row of rows) found.push(JSON.parse(row.doc) as T);
+      }
+      return found;
+    },
     async getCheckpoint(projection) {
-      const row = statement(`SELECT position FROM ${CHECKPOINTS} WHERE projection = ?`).get(projection);
-      return row ? (row as { position: number }).position : null;
+      return checkpointOf(projection);
+    },
+    async promote(source, target, checkpoints) {
+      promoteAll.immediate(definition(source), definition(target), checkpoints);
+      definitions.delete(source);
+    },
+    async dropCollection(name) {
+      if (!COLLECTION_NAME.test(name)) throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)}`);
+      db.exec(`DROP TABLE IF EXISTS ${quote(name)}`);
+      statements.clear();
+      definitions.delete(name);
     },
     async close() {
       statements.clear();
@@ -167,7 +220,11 @@ export function compileFind(def: CollectionDefinition, query: FindQuery): Compil
 /** The WHERE clause (with its leading space) for `where` and `search`, or an empty string. */
 function compileFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search'>): Compiled {
   const parts = Object.entries(query.where ?? {}).map(([field, value]) => equals(field, value));
-  if (query.search) parts.push(contains(def, query.search));
+  if (query.search) {
+    const clauses = (Array.isArray(query.search) ? query.search : [query.search]).map((clause) => contains(def, clause));
+    if (clauses.length === 0) throw new ReadStoreQueryError('search needs at least one clause');
+    parts.push({ sql: `(${clauses.map((c) => c.sql).join(' OR ')})`, params: clauses.flatMap((c) => c.params) });
+  }
   if (parts.length === 0) return { sql: '', params: [] };
   return { sql: ` WHERE ${parts.map((p) => p.sql).join(' AND ')}`, params: parts.flatMap((p) => p.params) };
 }
@@ -191,7 +248,7 @@ function equals(field: string, value: Scalar): Compiled {
   }
 }
 
-function contains(def: CollectionDefinition, search: NonNullable<FindQuery['search']>): Compiled {
+function contains(def: CollectionDefinition, search: SearchClause): Compiled {
   if (typeof search.text !== 'string') throw new ReadStoreQueryError('search text must be a string');
   if (search.fields.length === 0) throw new ReadStoreQueryError('search needs at least one field');
   for (const field of search.fields) {

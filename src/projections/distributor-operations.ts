@@ -1,0 +1,170 @@
+import type { DistributorOperationType, OperationEvent, OperationRequested } from '../domain/events.ts';
+import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
+import type { ProjectedEvent, Projection } from './projection.ts';
+
+/**
+ * The operations a distributor created with its keys (cash-in, cash-out-fulfillment), for
+ * GET /api/v1/distributors/{distributorID}/operations, newest creation first.
+ */
+export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'completed' | 'failed';
+
+export type DistributorOperationDoc = {
+  /** The operationID. */
+  id: string;
+  operationID: string;
+  distributorID: string;
+  operationType: DistributorOperationType;
+  amount: string;
+  /** cash-in to an individual. */
+  phoneTo?: string;
+  /** cash-in to a merchant. */
+  merchantTo?: string;
+  merchantName?: string;
+  merchantShortCode?: number;
+  /** Absent when the operation has none. */
+  memo?: string;
+  /** cash-out-fulfillment. */
+  phoneFrom?: string;
+  /** `wo_...`; empty until completed. */
+  walletOperationID: string;
+  /** cash-out-fulfillment only. */
+  cashOutFulfillmentType?: string | null;
+  cashOutFulfillmentID?: string | null;
+  sequenceNumber: number | null;
+  /** Empty until completed. */
+  blockchainID: string;
+  lastError: string | null;
+  status: OperationStatus;
+  createdAt: string;
+  /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
+  updatedAt: string;
+  position: number;
+};
+
+/** The contract's Distributor operation object: the document without its internal fields. */
+export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'position'>;
+
+export const DISTRIBUTOR_OPERATIONS_COLLECTION: CollectionDefinition = {
+  name: 'distributor_operations',
+  indexes: [['distributorID', 'createdAt', 'id']],
+};
+
+/** The list's filter: one distributor's operations. */
+export const distributorOperationsWhere = (distributorID: string): NonNullable<FindQuery['where']> => ({ distributorID });
+/** Newest creation first; the id breaks ties. */
+export const DISTRIBUTOR_OPERATIONS_SORT: NonNullable<FindQuery['sort']> = [
+  ['createdAt', 'desc'],
+  ['id', 'desc'],
+];
+
+const EVENT_TYPES = [
+  'OperationRequested',
+  'OperationApproved',
+  'OperationRejected',
+  'OperationSubmitted',
+  'OperationCompleted',
+  'OperationFailed',
+] as const;
+
+type Event = ProjectedEvent & OperationEvent;
+const isOperationEvent = (event: ProjectedEvent): event is Event => (EVENT_TYPES as readonly string[]).includes(event.type);
+
+const isDistributorOperation = (data: OperationRequested['data']): boolean =>
+  data.party?.type === 'distributor' && (data.operationType === 'cash-in' || data.operationType === 'cash-out-fulfillment');
+
+const shortCodeNumber = (code: string | undefined): number | undefined => {
+  const value = code === undefined || code.trim() === '' ? NaN : Number(code);
+  return Number.isSafeInteger(value) ? value : undefined;
+};
+
+function requested(data: OperationRequested['data'], id: string, position: number): DistributorOperationDoc {
+  const { counterparty } = data;
+  const toMerchant = data.operationType === 'cash-in' && data.payee.kind === 'merchant';
+  const shortCode = toMerchant ? shortCodeNumber(counterparty.shortCode) : undefined;
+  return {
+    id,
+    operationID: data.operationID,
+    distributorID: data.party?.id ?? '',
+    operationType: data.operationType as DistributorOperationType,
+    amount: data.amount,
+    ...(data.operationType === 'cash-in' && !toMerchant ? { phoneTo: counterparty.id } : {}),
+    ...(toMerchant ? { merchantTo: counterparty.id, merchantName: counterparty.name } : {}),
+    ...(shortCode !== undefined ? { merchantShortCode: shortCode } : {}),
+    ...(data.memo !== null ? { memo: data.memo } : {}),
+    ...(data.operationType === 'cash-out-fulfillment'
+      ? { phoneFrom: counterparty.id, cashOutFulfillmentType: data.cashOutFulfillmentType, cashOutFulfillmentID: data.cashOutFulfillmentID }
+      : {}),
+    walletOperationID: '',
+    sequenceNumber: null,
+    blockchainID: '',
+    lastError: null,
+    status: 'pending',
+    createdAt: data.createdAt,
+    updatedAt: data.createdAt,
+    position,
+  };
+}
+
+/** What a later event of the operation's stream changes. */
+function progressed(doc: DistributorOperationDoc, event: Exclude<OperationEvent, { type: 'OperationRequested' }>): DistributorOperationDoc {
+  switch (event.type) {
+    case 'OperationApproved':
+      return { ...doc, status: 'approved', updatedAt: event.data.approvedAt };
+    case 'OperationRejected':
+      return { ...doc, status: 'rejected', updatedAt: event.data.rejectedAt };
+    case 'OperationSubmitted':
+      return { ...doc, sequenceNumber: event.data.sequenceNumber, updatedAt: event.data.submittedAt };
+    case 'OperationCompleted': {
+      const { blockchainID, walletOperationID, sequenceNumber, completedAt } = event.data;
+      return { ...doc, status: 'completed', blockchainID, walletOperationID, sequenceNumber, updatedAt: completedAt };
+    }
+    case 'OperationFailed':
+      return { ...doc, status: 'failed', lastError: event.data.lastError, updatedAt: event.data.failedAt };
+  }
+}
+
+export function distributorOperationsProjection(_options: { assetScale?: number } = {}): Projection<DistributorOperationDoc> {
+  return {
+    name: 'distributor-operations',
+    collection: DISTRIBUTOR_OPERATIONS_COLLECTION,
+    eventTypes: EVENT_TYPES,
+    documentIds(event) {
+      if (!isOperationEvent(event)) return [];
+      if (event.type === 'OperationRequested' && !isDistributorOperation(event.data)) return [];
+      return [event.data.operationID];
+    },
+    evolve(doc, event, id) {
+      if (!isOperationEvent(event)) return doc;
+      if (event.type === 'OperationRequested') return isDistributorOperation(event.data) ? requested(event.data, id, event.position) : doc;
+      // A later event of an operation that is not a distributor's: no document, none made.
+      return doc ? { ...progressed(doc, event), position: event.position } : null;
+    },
+  };
+}
+
+/** The contract's object, field by field: internal fields and fields of other kinds never leave. */
+export function toApi(doc: DistributorOperationDoc): DistributorOperation {
+  return {
+    operationID: doc.operationID,
+    distributorID: doc.distributorID,
+    operationType: doc.operationType,
+    amount: doc.amount,
+    ...present(doc, 'phoneTo', 'merchantTo', 'merchantName', 'merchantShortCode', 'memo', 'phoneFrom'),
+    walletOperationID: doc.walletOperationID,
+    ...present(doc, 'cashOutFulfillmentType', 'cashOutFulfillmentID'),
+    sequenceNumber: doc.sequenceNumber,
+    blockchainID: doc.blockchainID,
+    lastError: doc.lastError,
+    // The contract leaves the status field unnamed; ours is `status` (see the README).
+    status: doc.status,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+  };
+}
+
+/** The fields among `keys` that the document has: a kind's fields are absent from documents of other kinds. */
+function present<K extends keyof DistributorOperation>(doc: DistributorOperationDoc, ...keys: K[]): Partial<Pick<DistributorOperation, K>> {
+  const picked: Partial<Pick<DistributorOperation, K>> = {};
+  for (const key of keys) if (doc[key] !== undefined) picked[key] = doc[key];
+  return picked;
+}

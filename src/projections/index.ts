@@ -1,0 +1,15 @@
+import type { Projection } from './projection.ts';
+import { balancesProjection } from './balances.ts';
+import { distributorOperationsProjection } from './distributor-operations.ts';
+import { merchantOperationsProjection } from './merchant-operations.ts';
+import { merchantPaymentsProjection } from './merchant-payments.ts';
+
+/** Every read model, by the name ops use (`projections rebuild --only NAME`). */
+export function allProjections(assetScale: number): Projection[] {
+  return [
+    balancesProjection({ assetScale }),
+    distributorOperationsProjection({ assetScale }),
+    merchantOperationsProjection({ assetScale }),
+    merchantPaymentsProjection({ assetScale }),
+  ] as unknown as Projection[];
+}

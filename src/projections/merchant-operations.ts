@@ -1,0 +1,169 @@
+import type { OperationEvent, OperationRequested } from '../domain/events.ts';
+import { DEFAULT_ASSET_SCALE, formatAmount } from '../domain/money.ts';
+import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
+import type { OperationStatus } from './distributor-operations.ts';
+import type { ProjectedEvent, Projection } from './projection.ts';
+
+/**
+ * A merchant's operations for GET /api/v1/merchants/{merchantID}/operations, newest creation first: the ones
+ * it created (cash-out, pay-merchant, pay-individual; listed from creation) and the cash-ins a distributor
+ * sent it (kept hidden until completed, so a rejected or failed cash-in never shows).
+ */
+export type ListedMerchantOperationType = 'cash-in' | 'cash-out' | 'pay-merchant' | 'pay-individual';
+
+export type MerchantOperationDoc = {
+  /** The operationID (a cash-in is never the receiving merchant's own operation, so one id suffices). */
+  id: string;
+  operationID: string;
+  merchantID: string;
+  operationType: ListedMerchantOperationType;
+  amount: string;
+  /** "0.00" (at the asset scale) for a cash-in. */
+  fee: string;
+  /** cash-out: the destination; cash-in: the source distributor. */
+  distributorTo?: string;
+  distributorName?: string;
+  /** pay-merchant. */
+  merchantTo?: string;
+  merchantName?: string;
+  /** pay-individual. */
+  phoneTo?: string;
+  /** Absent when the operation has none. */
+  memo?: string;
+  /** Empty while processing. */
+  blockchainID: string;
+  sequenceNumber: number | null;
+  lastError: string | null;
+  status: OperationStatus;
+  createdAt: string;
+  /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
+  updatedAt: string;
+  /** Whether the merchant's list shows it. */
+  visible: boolean;
+  position: number;
+};
+
+/** The contract's Merchant operation object: the document without its internal fields. */
+export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'position'>;
+
+export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
+  name: 'merchant_operations',
+  indexes: [['merchantID', 'visible', 'createdAt', 'id']],
+};
+
+/** The list's filter: one merchant's visible operations. */
+export const merchantOperationsWhere = (merchantID: string): NonNullable<FindQuery['where']> => ({ merchantID, visible: true });
+/** Newest creation first; the id breaks ties. */
+export const MERCHANT_OPERATIONS_SORT: NonNullable<FindQuery['sort']> = [
+  ['createdAt', 'desc'],
+  ['id', 'desc'],
+];
+
+const EVENT_TYPES = [
+  'OperationRequested',
+  'OperationApproved',
+  'OperationRejected',
+  'OperationSubmitted',
+  'OperationCompleted',
+  'OperationFailed',
+] as const;
+
+/** For a received cash-in the counterparty is the merchant paid: the distributor is the payer (`payerName`). */
+type RequestedData = OperationRequested['data'];
+type Event = ProjectedEvent & OperationEvent;
+const isOperationEvent = (event: ProjectedEvent): event is Event => (EVENT_TYPES as readonly string[]).includes(event.type);
+
+const isOwnOperation = (data: RequestedData): boolean =>
+  data.party?.type === 'merchant' && ['cash-out', 'pay-merchant', 'pay-individual'].includes(data.operationType);
+const isReceivedCashIn = (data: RequestedData): boolean => data.operationType === 'cash-in' && data.payee.kind === 'merchant';
+
+function requested(data: RequestedData, id: string, position: number, scale: number): MerchantOperationDoc {
+  const { counterparty, operationType } = data;
+  const cashIn = operationType === 'cash-in';
+  return {
+    id,
+    operationID: data.operationID,
+    merchantID: cashIn ? data.payee.id : (data.party?.id ?? ''),
+    operationType: operationType as ListedMerchantOperationType,
+    amount: data.amount,
+    fee: cashIn ? formatAmount(0, scale) : data.fee,
+    ...(cashIn ? { distributorTo: data.payer.id, distributorName: data.payerName ?? '' } : {}),
+    ...(operationType === 'cash-out' ? { distributorTo: counterparty.id, distributorName: counterparty.name } : {}),
+    ...(operationType === 'pay-merchant' ? { merchantTo: counterparty.id, merchantName: counterparty.name } : {}),
+    ...(operationType === 'pay-individual' ? { phoneTo: counterparty.id } : {}),
+    ...(data.memo !== null ? { memo: data.memo } : {}),
+    blockchainID: '',
+    sequenceNumber: null,
+    lastError: null,
+    status: 'pending',
+    createdAt: data.createdAt,
+    updatedAt: data.createdAt,
+    visible: !cashIn,
+    position,
+  };
+}
+
+/** What a later event of the operation's stream changes; a completion shows a received cash-in. */
+function progressed(doc: MerchantOperationDoc, event: Exclude<OperationEvent, { type: 'OperationRequested' }>): MerchantOperationDoc {
+  switch (event.type) {
+    case 'OperationApproved':
+      return { ...doc, status: 'approved', updatedAt: event.data.approvedAt };
+    case 'OperationRejected':
+      return { ...doc, status: 'rejected', updatedAt: event.data.rejectedAt };
+    case 'OperationSubmitted':
+      return { ...doc, sequenceNumber: event.data.sequenceNumber, updatedAt: event.data.submittedAt };
+    case 'OperationCompleted': {
+      const { blockchainID, sequenceNumber, completedAt } = event.data;
+      return { ...doc, status: 'completed', blockchainID, sequenceNumber, updatedAt: completedAt, visible: true };
+    }
+    case 'OperationFailed':
+      return { ...doc, status: 'failed', lastError: event.data.lastError, updatedAt: event.data.failedAt };
+  }
+}
+
+export function merchantOperationsProjection(options: { assetScale?: number } = {}): Projection<MerchantOperationDoc> {
+  const scale = options.assetScale ?? DEFAULT_ASSET_SCALE;
+  const concerns = (data: RequestedData) => isOwnOperation(data) || isReceivedCashIn(data);
+  return {
+    name: 'merchant-operations',
+    collection: MERCHANT_OPERATIONS_COLLECTION,
+    eventTypes: EVENT_TYPES,
+    documentIds(event) {
+      if (!isOperationEvent(event)) return [];
+      if (event.type === 'OperationRequested' && !concerns(event.data)) return [];
+      return [event.data.operationID];
+    },
+    evolve(doc, event, id) {
+      if (!isOperationEvent(event)) return doc;
+      if (event.type === 'OperationRequested') return concerns(event.data) ? requested(event.data, id, event.position, scale) : doc;
+      // A later event of an operation that concerns no merchant here: no document, none made.
+      return doc ? { ...progressed(doc, event), position: event.position } : null;
+    },
+  };
+}
+
+/** The contract's object, field by field: internal fields and fields of other kinds never leave. */
+export function toApi(doc: MerchantOperationDoc): MerchantOperation {
+  return {
+    operationID: doc.operationID,
+    merchantID: doc.merchantID,
+    operationType: doc.operationType,
+    amount: doc.amount,
+    fee: doc.fee,
+    ...present(doc, 'distributorTo', 'distributorName', 'merchantTo', 'merchantName', 'phoneTo', 'memo'),
+    blockchainID: doc.blockchainID,
+    sequenceNumber: doc.sequenceNumber,
+    lastError: doc.lastError,
+    // The contract leaves the status field unnamed; ours is `status` (see the README).
+    status: doc.status,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+  };
+}
+
+/** The fields among `keys` that the document has: a kind's fields are absent from documents of other kinds. */
+function present<K extends keyof MerchantOperation>(doc: MerchantOperationDoc, ...keys: K[]): Partial<Pick<MerchantOperation, K>> {
+  const picked: Partial<Pick<MerchantOperation, K>> = {};
+  for (const key of keys) if (doc[key] !== undefined) picked[key] = doc[key];
+  return picked;
+}

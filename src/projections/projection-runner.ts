@@ -1,0 +1,135 @@
+import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import { CheckpointConflictError, type Document, type ReadStore, type Write } from '../ports/read-store.ts';
+import type { Positioned, Projection, ProjectedEvent } from './projection.ts';
+
+type Doc = Document & Positioned;
+
+/**
+ * Applies a batch of events (in position order) to a projection's documents and commits the changed
+ * documents with the new checkpoint in one atomic commit. A document that has already seen an event's
+ * position ignores it, so a replayed batch changes nothing. Several events on one document in a batch are
+ * folded in memory and written once.
+ */
+export async function applyBatch(
+  readStore: ReadStore,
+  projection: Projection,
+  events: ProjectedEvent[],
+  target: { collection: string; checkpoint: string; expected?: number | null },
+): Promise<number> {
+  const last = events.at(-1);
+  if (!last) return target.expected ?? 0;
+  const ids = new Set<string>();
+  for (const event of events) for (const id of projection.documentIds(event)) ids.add(id);
+  const docs = new Map<string, Doc | null>();
+  for (const doc of await readStore.getMany<Doc>(target.collection, [...ids])) docs.set(doc.id, doc);
+  const dirty = new Set<string>();
+
+  for (const event of events) {
+    for (const id of projection.documentIds(event)) {
+      const doc = docs.get(id) ?? null;
+      if (doc && doc.position >= event.position) continue;
+      const next = projection.evolve(doc, event, id) as Doc | null;
+      if (next === null && doc === null) continue;
+      docs.set(id, next === null ? null : { ...next, id, position: event.position });
+      dirty.add(id);
+    }
+  }
+
+  const writes: Write[] = [...dirty].map((id) => {
+    const doc = docs.get(id);
+    return doc ? { op: 'upsert', collection: target.collection, doc } : { op: 'delete', collection: target.collection, id };
+  });
+  const checkpoint = { projection: target.checkpoint, position: last.position, ...(target.expected === undefined ? {} : { expected: target.expected }) };
+  await readStore.commit(writes, checkpoint);
+  return last.position;
+}
+
+export interface RunnerOptions {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  projection: Projection;
+  /** Most events per commit. */
+  batchSize?: number;
+  onError: (error: unknown) => void;
+}
+
+/**
+ * Keeps one projection current: a subscription from its checkpoint, events taken in batches of whatever has
+ * arrived, each batch committed with the checkpoint it reached. The checkpoint is compared on every commit,
+ * so when a rebuild swaps in a new model (and its checkpoint) the runner notices and resumes from there.
+ */
+export class ProjectionRunner {
+  private stopped = false;
+  private subscription: { stop(): Promise<void> } | undefined;
+  private done: Promise<void> | undefined;
+  private checkpoint: number | null = null;
+
+  constructor(private readonly options: RunnerOptions) {}
+
+  get position(): number | null {
+    return this.checkpoint;
+  }
+
+  start(): void {
+    this.done = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.subscription?.stop();
+    await this.done;
+  }
+
+  private async loop(): Promise<void> {
+    const { eventStore, readStore, projection } = this.options;
+    while (!this.stopped) {
+      this.checkpoint = await readStore.getCheckpoint(projection.name);
+      const subscription = eventStore.subscribeToAll({ from: this.checkpoint ?? 'start', filter: { eventTypes: [...projection.eventTypes] } });
+      this.subscription = subscription;
+      try {
+        for await (const batch of batches(subscription, this.options.batchSize ?? 1000)) {
+          this.checkpoint = await applyBatch(readStore, projection, batch.map(projected), {
+            collection: projection.collection.name,
+            checkpoint: projection.name,
+            expected: this.checkpoint,
+          });
+        }
+      } catch (error) {
+        await subscription.stop();
+        if (error instanceof CheckpointConflictError) continue; // a rebuild was swapped in: resume from its checkpoint
+        if (this.stopped) return;
+        this.options.onError(error);
+        await new Promise((resolve) => setTimeout(resolve, 1000)); // then retry from the last committed checkpoint
+      }
+    }
+  }
+}
+
+const projected = (event: RecordedEvent): ProjectedEvent => ({ type: event.type, data: event.data, position: event.position, createdAt: event.createdAt });
+
+/**
+ * Groups a subscription's events into batches of what is already available: the first event is awaited,
+ * then more are taken as long as they arrive without yielding to the event loop.
+ */
+async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: number): AsyncGenerator<RecordedEvent[]> {
+  const iterator = source[Symbol.asyncIterator]();
+  const idle = Symbol('idle');
+  let pending = iterator.next();
+  for (;;) {
+    const first = await pending;
+    if (first.done) return;
+    const batch = [first.value];
+    pending = iterator.next();
+    while (batch.length < maxSize) {
+      const next = await Promise.race([pending, new Promise<typeof idle>((resolve) => setImmediate(() => resolve(idle)))]);
+      if (next === idle) break;
+      if (next.done) {
+        yield batch;
+        return;
+      }
+      batch.push(next.value);
+      pending = iterator.next();
+    }
+    yield batch;
+  }
+}

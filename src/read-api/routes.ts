@@ -1,0 +1,70 @@
+import { Router, type Request, type Response } from 'express';
+import type { z } from 'zod';
+import type { Document, FindQuery, ReadStore } from '../ports/read-store.ts';
+import type { PartyType } from '../domain/parties.ts';
+import { authenticate, authorize } from '../http/authenticate.ts';
+import { validationProblem } from '../http/problems.ts';
+import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import * as balances from '../projections/balances.ts';
+import * as distributorOperations from '../projections/distributor-operations.ts';
+import * as merchantOperations from '../projections/merchant-operations.ts';
+import * as merchantPayments from '../projections/merchant-payments.ts';
+import { listQuery, parseQuery, paymentsQuery } from './schemas.ts';
+
+export interface ReadApiDeps {
+  readStore: ReadStore;
+  directory: ApiKeyDirectory;
+  clock: () => Date;
+  assetScale: number;
+}
+
+function query<T>(schema: z.ZodType<T>, req: Request): T {
+  const parsed = parseQuery(schema, req.query);
+  if (!parsed.ok) throw validationProblem(parsed.errors);
+  return parsed.value;
+}
+
+/**
+ * The five GET endpoints. They read documents the projections built; they never fold events. Lists are
+ * newest creation first with the id as tie-break, so paging by offset neither repeats nor skips an item
+ * while nothing new arrives.
+ */
+export function readRoutes(deps: ReadApiDeps): Router {
+  const router = Router();
+  const auth = authenticate(deps.directory, deps.clock);
+  const { readStore } = deps;
+
+  for (const partyType of ['distributor', 'merchant'] as const satisfies PartyType[]) {
+    const id = `${partyType}ID`;
+    router.get(`/api/v1/${partyType}s/:${id}/balance`, auth, authorize('Read Balance', partyType, id), async (req: Request, res: Response) => {
+      query(listQuery.pick({}), req);
+      const doc = await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, balances.balanceDocId({ kind: partyType, id: String(req.params[id]) }));
+      res.json(balances.toApi(doc, deps.assetScale));
+    });
+  }
+
+  const list = <Doc extends Document, Item>(collection: string, where: FindQuery['where'], sort: FindQuery['sort'], toApi: (doc: Doc) => Item, page: { limit: number; offset: number }, search?: FindQuery['search']) =>
+    readStore
+      .find<Doc>(collection, { where, sort, skip: page.offset, limit: page.limit, ...(search ? { search } : {}) })
+      .then((docs) => docs.map(toApi));
+
+  router.get('/api/v1/distributors/:distributorID/operations', auth, authorize('Read Transactions', 'distributor', 'distributorID'), async (req, res) => {
+    const page = query(listQuery, req);
+    const id = String(req.params.distributorID);
+    res.json(await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, distributorOperations.toApi, page));
+  });
+
+  router.get('/api/v1/merchants/:merchantID/operations', auth, authorize('Read Transactions', 'merchant', 'merchantID'), async (req, res) => {
+    const page = query(listQuery, req);
+    const id = String(req.params.merchantID);
+    res.json(await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, merchantOperations.toApi, page));
+  });
+
+  router.get('/api/v1/merchants/:merchantID/payments', auth, authorize('Read Transactions', 'merchant', 'merchantID'), async (req, res) => {
+    const { search, ...page } = query(paymentsQuery, req);
+    const id = String(req.params.merchantID);
+    const clauses = search !== undefined && search.trim() !== '' ? merchantPayments.paymentSearch(search) : undefined;
+    res.json(await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, merchantPayments.toApi, page, clauses));
+  });
+  return router;
+}

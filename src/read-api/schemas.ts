@@ -1,0 +1,109 @@
+import { z } from 'zod';
+import { fieldError, type FieldError } from '../http/problems.ts';
+
+/**
+ * Query strings of the list endpoints, and the response objects of the contract, as zod schemas: the server
+ * validates queries with the first and the OpenAPI document is generated from both.
+ */
+export const MAX_LIMIT = 1000;
+export const DEFAULT_LIMIT = 100;
+const MAX_OFFSET = 10_000_000;
+
+// Query values arrive as strings; a repeated parameter arrives as an array and is refused by z.string().
+const wholeNumber = (field: string, min: number, max: number, fallback: number, description: string) =>
+  z
+    .string({ error: `${field} must appear at most once` })
+    .regex(/^\d{1,9}$/, `${field} must be a whole number`)
+    .transform(Number)
+    .pipe(z.number().min(min, `${field} must be at least ${min}`).max(max, `${field} must be at most ${max}`))
+    .optional()
+    .transform((value) => value ?? fallback)
+    .meta({ description });
+
+const limit = wholeNumber('limit', 1, MAX_LIMIT, DEFAULT_LIMIT, `Page size, 1 to ${MAX_LIMIT}; default ${DEFAULT_LIMIT}.`);
+const offset = wholeNumber('offset', 0, MAX_OFFSET, 0, 'Items to skip; default 0. Page by adding limit to offset.');
+
+export const listQuery = z.strictObject({ limit, offset });
+export const paymentsQuery = z.strictObject({
+  limit,
+  offset,
+  search: z
+    .string({ error: 'search must appear at most once' })
+    .max(100, 'search must be at most 100 characters')
+    .optional()
+    .meta({ description: 'Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively.' }),
+});
+
+export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): { ok: true; value: T } | { ok: false; errors: FieldError[] } {
+  const result = schema.safeParse(query ?? {});
+  if (result.success) return { ok: true, value: result.data };
+  const errors = result.error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => fieldError(key, `${key} is not a query parameter of this endpoint`))
+      : [fieldError(issue.path.map(String).join('.') || 'query', issue.message)],
+  );
+  return { ok: false, errors };
+}
+
+// Responses ------------------------------------------------------------------------------------------------
+const amount = z.string().meta({ description: 'Decimal string at the asset scale.', example: '150.00' });
+const status = z.enum(['pending', 'approved', 'rejected', 'completed', 'failed']).meta({
+  description: 'Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).',
+});
+const timestamp = z.string().meta({ description: 'ISO 8601.', example: '2026-11-21T10:15:00.000Z' });
+
+export const balanceResponse = z.object({ balance: amount });
+
+export const distributorOperationResponse = z.object({
+  operationID: z.string().meta({ example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),
+  distributorID: z.string(),
+  operationType: z.enum(['cash-in', 'cash-out-fulfillment']),
+  amount,
+  phoneTo: z.string().optional().meta({ description: 'cash-in to an individual.' }),
+  merchantTo: z.string().optional().meta({ description: 'cash-in to a merchant: its merchantID.' }),
+  merchantName: z.string().optional(),
+  merchantShortCode: z.number().int().optional(),
+  memo: z.string().optional(),
+  phoneFrom: z.string().optional().meta({ description: 'cash-out-fulfillment.' }),
+  walletOperationID: z.string().meta({ description: 'wo_…; empty until completed.' }),
+  cashOutFulfillmentType: z.string().nullable().optional(),
+  cashOutFulfillmentID: z.string().nullable().optional(),
+  sequenceNumber: z.number().int().nullable(),
+  blockchainID: z.string().meta({ description: 'Empty until completed.' }),
+  lastError: z.string().nullable(),
+  status,
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+export const merchantOperationResponse = z.object({
+  operationID: z.string(),
+  merchantID: z.string(),
+  operationType: z.enum(['cash-in', 'cash-out', 'pay-merchant', 'pay-individual']),
+  amount,
+  fee: amount,
+  distributorTo: z.string().optional(),
+  distributorName: z.string().optional(),
+  merchantTo: z.string().optional(),
+  merchantName: z.string().optional(),
+  phoneTo: z.string().optional(),
+  memo: z.string().optional(),
+  blockchainID: z.string(),
+  sequenceNumber: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  status,
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+export const paymentResponse = z.object({
+  operationID: z.string().meta({ description: 'The wallet operation, wo_….' }),
+  type: z.enum(['payment', 'cash-in']),
+  amount,
+  from: z.string(),
+  fromType: z.enum(['individual', 'merchant', 'distributor']),
+  fromShortCode: z.number().int().optional(),
+  memo: z.string().nullable(),
+  blockchainID: z.string(),
+  createdAt: timestamp,
+});

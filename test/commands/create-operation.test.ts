@@ -1,0 +1,324 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decideCreateOperation,
+  IDEMPOTENCY_WINDOW_MS,
+  type CreateOperation,
+  type CreateOperationOutcome,
+  type CreateOperationStates,
+} from '../../src/commands/create-operation.ts';
+import type { Decision, StreamWrite } from '../../src/commands/pipeline.ts';
+import { idempotencyState, keyVolumeState, walletState, type IdempotencyState } from '../../src/commands/wallet-state.ts';
+import { DomainError, type DomainErrorCode } from '../../src/domain/errors.ts';
+import type { IdempotentRequestRecorded, KeyVolumeEvent, OperationRequested, WalletEvent, WalletRef } from '../../src/domain/events.ts';
+import { streams } from '../../src/domain/streams.ts';
+
+/**
+ * decideCreateOperation, pure: given the states folded from past events, when an operation is to be
+ * created, then exactly these streams are written (or it is refused with this code).
+ */
+
+const NOW = '2026-03-10T09:00:00.000Z';
+const DAY = '2026-03-10';
+const KEY = 'key_AAAAAAAAAAAAAAAA';
+const PAYER: WalletRef = { kind: 'distributor', id: 'd-acme' };
+const IDEMPOTENCY_STREAM = streams.idempotency(KEY, 'a'.repeat(64));
+const HASH = 'b'.repeat(64);
+const OTHER_HASH = 'c'.repeat(64);
+
+function operation(change: Partial<OperationRequested['data']> = {}): OperationRequested['data'] {
+  return {
+    operationID: 'op_new',
+    party: { type: 'distributor', id: 'd-acme' },
+    keyID: KEY,
+    operationType: 'cash-in',
+    amount: '100.00',
+    fee: '0.00',
+    payer: PAYER,
+    payee: { kind: 'individual', id: '+2348123456781' },
+    payerName: 'Acme',
+    payerShortCode: '1234',
+    counterparty: { kind: 'individual', id: '+2348123456781', name: 'Ada' },
+    memo: null,
+    cashOutFulfillmentType: null,
+    cashOutFulfillmentID: null,
+    volumeDay: DAY,
+    createdAt: NOW,
+    ...change,
+  };
+}
+
+interface Given {
+  wallet?: WalletEvent[];
+  volume?: KeyVolumeEvent[];
+  idempotency?: IdempotentRequestRecorded[];
+}
+
+interface When {
+  operation?: Partial<OperationRequested['data']>;
+  maxTransactionAmount?: string | null;
+  maxDailyVolume?: string | null;
+  idempotency?: { stream: string; requestHash: string } | null;
+  assetScale?: number;
+}
+
+// Past events of the payer's wallet, the key's volume and an idempotency record.
+const credited = (amount: string, operationID = 'op_funding'): WalletEvent => ({ type: 'WalletCredited', data: { wallet: PAYER, operationID, amount } });
+const held = (operationID: string, amount: string): WalletEvent => ({ type: 'FundsHeld', data: { wallet: PAYER, operationID, amount } });
+const holdReleased = (operationID: string, amount: string): WalletEvent => ({ type: 'HoldReleased', data: { wallet: PAYER, operationID, amount, reason: 'rejected' } });
+const reserved = (operationID: string, amount: string): KeyVolumeEvent => ({ type: 'VolumeReserved', data: { keyID: KEY, day: DAY, operationID, amount } });
+const released = (operationID: string, amount: string): KeyVolumeEvent => ({ type: 'VolumeReleased', data: { keyID: KEY, day: DAY, operationID, amount } });
+const recorded = (requestHash: string, recordedAt: string, operationID = 'op_first'): IdempotentRequestRecorded => ({
+  type: 'IdempotentRequestRecorded',
+  data: { keyID: KEY, requestHash, response: { status: 200, body: { operationID } }, recordedAt },
+});
+
+function given(past: Given) {
+  const states: CreateOperationStates = { wallet: (past.wallet ?? []).reduce(walletState.evolve, walletState.initialState()) };
+  if (past.volume) states.volume = past.volume.reduce(keyVolumeState.evolve, keyVolumeState.initialState());
+  if (past.idempotency) states.idempotency = past.idempotency.reduce<IdempotencyState>(idempotencyState.evolve, idempotencyState.initialState());
+
+  const command = (when: When): CreateOperation => ({
+    operation: operation(when.operation),
+    limits: { maxTransactionAmount: when.maxTransactionAmount ?? null, maxDailyVolume: when.maxDailyVolume ?? null },
+    idempotency: when.idempotency ?? null,
+    assetScale: when.assetScale ?? 2,
+  });
+  return {
+    when: (when: When = {}) => {
+      const decide = () => decideCreateOperation(command(when), states);
+      return {
+        decide,
+        /** The decision, when it is not refused. */
+        then: (): Decision<CreateOperationOutcome> => decide(),
+        thenRefused: (code: DomainErrorCode, message?: RegExp) => {
+          let caught: unknown;
+          try {
+            decide();
+          } catch (error) {
+            caught = error;
+          }
+          expect(caught, 'the operation was accepted, not refused').toBeInstanceOf(DomainError);
+          expect((caught as DomainError).code).toBe(code);
+          if (message) expect((caught as DomainError).message).toMatch(message);
+        },
+      };
+    },
+  };
+}
+
+/** The writes keyed by stream: a decision writes each stream at most once. */
+function byStream(writes: StreamWrite[]): Record<string, StreamWrite> {
+  const map: Record<string, StreamWrite> = {};
+  for (const write of writes) {
+    expect(map[write.stream], `${write.stream} is written twice`).toBeUndefined();
+    map[write.stream] = write;
+  }
+  return map;
+}
+
+const funded = (amount = '1000.00') => ({ wallet: [credited(amount)] });
+const OPERATION_STREAM = streams.operation('op_new');
+const WALLET_STREAM = streams.wallet(PAYER);
+const VOLUME_STREAM = streams.keyVolume(KEY, DAY);
+
+describe('deciding to create an operation', () => {
+  describe('when it is created', () => {
+    it('when the key has no limits and no Idempotency-Key is given, then exactly the operation and the payer\'s wallet are written', () => {
+      const { writes, result } = given(funded()).when().then();
+      expect(Object.keys(byStream(writes)).sort()).toEqual([OPERATION_STREAM, WALLET_STREAM].sort());
+      expect(result).toEqual({ kind: 'created', response: { status: 200, body: { operationID: 'op_new' } } });
+    });
+
+    it('when it is created, then the operation stream gets OperationRequested with the whole operation and must not exist yet', () => {
+      const { writes } = given(funded()).when().then();
+      expect(byStream(writes)[OPERATION_STREAM]).toEqual({
+        stream: OPERATION_STREAM,
+        events: [{ type: 'OperationRequested', data: operation() }],
+        expectedRevision: 'no_stream',
+      });
+    });
+
+    it('when it is created, then the wallet gets FundsHeld of amount plus fee at the revision read (no explicit revision)', () => {
+      const { writes } = given(funded()).when({ operation: { amount: '100.50', fee: '0.25' } }).then();
+      const wallet = byStream(writes)[WALLET_STREAM]!;
+      expect(wallet.events).toEqual([{ type: 'FundsHeld', data: { wallet: PAYER, operationID: 'op_new', amount: '100.75' } }]);
+      expect(wallet.expectedRevision).toBeUndefined();
+    });
+
+    it.each([
+      [0, '7', '0', '7'],
+      [2, '7', '0', '7.00'],
+      [2, '7.5', '0.25', '7.75'],
+      [4, '1', '0.0001', '1.0001'],
+      [8, '12.3', '0', '12.30000000'],
+    ])('when the asset scale is %i and amount %s with fee %s, then FundsHeld is formatted as %s', (assetScale, amount, fee, expected) => {
+      const { writes } = given(funded()).when({ operation: { amount, fee }, assetScale }).then();
+      expect(byStream(writes)[WALLET_STREAM]!.events[0]!.data).toMatchObject({ amount: expected });
+    });
+
+    it('when the key has a max daily volume and the operation has a volume day, then the key\'s volume of the day reserves the amount (without the fee)', () => {
+      const { writes } = given({ ...funded(), volume: [] }).when({ maxDailyVolume: '5000.00', operation: { fee: '1.50' } }).then();
+      expect(Object.keys(byStream(writes)).sort()).toEqual([OPERATION_STREAM, WALLET_STREAM, VOLUME_STREAM].sort());
+      const volume = byStream(writes)[VOLUME_STREAM]!;
+      expect(volume.events).toEqual([{ type: 'VolumeReserved', data: { keyID: KEY, day: DAY, operationID: 'op_new', amount: '100.00' } }]);
+      expect(volume.expectedRevision).toBeUndefined();
+    });
+
+    it('when the key has no max daily volume, then no volume is written even though the operation has a volume day', () => {
+      const { writes } = given(funded()).when({ maxDailyVolume: null, operation: { volumeDay: DAY } }).then();
+      expect(byStream(writes)[VOLUME_STREAM]).toBeUndefined();
+      expect(writes).toHaveLength(2);
+    });
+
+    it('when the operation has no volume day, then no volume is written even though the key has a max daily volume', () => {
+      const { writes } = given(funded()).when({ maxDailyVolume: '5000.00', operation: { volumeDay: null } }).then();
+      expect(writes.map((w) => w.stream).some((s) => s.startsWith('keyVolume-'))).toBe(false);
+      expect(writes).toHaveLength(2);
+    });
+
+    it('when an Idempotency-Key is given, then its stream records the request hash, the response and the time', () => {
+      const { writes, result } = given({ ...funded(), idempotency: [] }).when({ idempotency: { stream: IDEMPOTENCY_STREAM, requestHash: HASH } }).then();
+      expect(Object.keys(byStream(writes)).sort()).toEqual([OPERATION_STREAM, WALLET_STREAM, IDEMPOTENCY_STREAM].sort());
+      expect(byStream(writes)[IDEMPOTENCY_STREAM]!.events).toEqual([
+        { type: 'IdempotentRequestRecorded', data: { keyID: KEY, requestHash: HASH, response: { status: 200, body: { operationID: 'op_new' } }, recordedAt: NOW } },
+      ]);
+      expect(result).toEqual({ kind: 'created', response: { status: 200, body: { operationID: 'op_new' } } });
+    });
+
+    it('when no Idempotency-Key is given, then no idempotency stream is written', () => {
+      const { writes } = given(funded()).when({ idempotency: null }).then();
+      expect(writes.some((w) => w.stream.startsWith('idempotency-'))).toBe(false);
+    });
+
+    it('when every option applies, then the four streams are written, each once', () => {
+      const { writes } = given({ ...funded(), volume: [], idempotency: [] })
+        .when({ maxDailyVolume: '5000.00', maxTransactionAmount: '500.00', idempotency: { stream: IDEMPOTENCY_STREAM, requestHash: HASH } })
+        .then();
+      expect(Object.keys(byStream(writes)).sort()).toEqual([OPERATION_STREAM, WALLET_STREAM, VOLUME_STREAM, IDEMPOTENCY_STREAM].sort());
+      for (const write of writes) expect(write.events).toHaveLength(1);
+    });
+  });
+
+  describe('the key\'s max transaction amount', () => {
+    it('when the amount is above it, then the operation is refused', () =>
+      given(funded()).when({ maxTransactionAmount: '100.00', operation: { amount: '100.01' } }).thenRefused('TRANSACTION_LIMIT_EXCEEDED', /100\.00/));
+
+    it('when the amount equals it, then the operation is created', () =>
+      expect(given(funded()).when({ maxTransactionAmount: '100', operation: { amount: '100.00' } }).then().result.kind).toBe('created'));
+
+    it('when the amount is below it but amount plus fee is above, then it is created (the limit is on the amount)', () =>
+      expect(given(funded()).when({ maxTransactionAmount: '100.00', operation: { amount: '100.00', fee: '5.00' } }).then().result.kind).toBe('created'));
+
+    it('when none is set, then any amount the balance covers is created', () =>
+      expect(given(funded('999999999999.00')).when({ maxTransactionAmount: null, operation: { amount: '999999999999.00' } }).then().result.kind).toBe('created'));
+
+    it('when the amount is above it and the balance is short too, then the transaction limit is reported first (rule 2 before rule 4)', () =>
+      given({ wallet: [] }).when({ maxTransactionAmount: '10.00', operation: { amount: '20.00' } }).thenRefused('TRANSACTION_LIMIT_EXCEEDED'));
+  });
+
+  describe('the key\'s max daily volume', () => {
+    it('when the day\'s reservations plus the amount exactly reach it, then the operation is created', () => {
+      const { writes } = given({ ...funded(), volume: [reserved('op_a', '600.00'), reserved('op_b', '300.00')] })
+        .when({ maxDailyVolume: '1000.00', operation: { amount: '100.00' } }).then();
+      expect(byStream(writes)[VOLUME_STREAM]).toBeDefined();
+    });
+
+    it('when the day\'s reservations plus the amount pass it by a cent, then the operation is refused', () =>
+      given({ ...funded(), volume: [reserved('op_a', '900.01')] })
+        .when({ maxDailyVolume: '1000.00', operation: { amount: '100.00' } }).thenRefused('DAILY_VOLUME_EXCEEDED', /1000\.00/));
+
+    it('when the amount alone passes it on a fresh day, then the operation is refused', () =>
+      given({ ...funded('5000.00'), volume: [] }).when({ maxDailyVolume: '1000.00', operation: { amount: '1000.01' } }).thenRefused('DAILY_VOLUME_EXCEEDED'));
+
+    it('when a reservation was released (its operation rejected), then it no longer counts', () => {
+      const volume = [reserved('op_a', '500.00'), reserved('op_b', '450.00'), released('op_b', '450.00')];
+      expect(given({ ...funded(), volume }).when({ maxDailyVolume: '1000.00', operation: { amount: '500.00' } }).then().result.kind).toBe('created');
+    });
+
+    it('when the same reservations were not released, then the same operation is refused', () =>
+      given({ ...funded(), volume: [reserved('op_a', '500.00'), reserved('op_b', '450.00')] })
+        .when({ maxDailyVolume: '1000.00', operation: { amount: '500.00' } }).thenRefused('DAILY_VOLUME_EXCEEDED'));
+
+    it('when the operation has a fee, then only the amount counts against the volume', () =>
+      expect(given({ ...funded(), volume: [reserved('op_a', '900.00')] })
+        .when({ maxDailyVolume: '1000.00', operation: { amount: '100.00', fee: '10.00' } }).then().result.kind).toBe('created'));
+  });
+
+  describe('the payer\'s balance', () => {
+    it('when the balance covers the amount but pending holds leave too little available, then the operation is refused', () =>
+      given({ wallet: [credited('1000.00'), held('op_pending', '950.00')] }).when({ operation: { amount: '100.00' } }).thenRefused('INSUFFICIENT_BALANCE'));
+
+    it('when the available balance (balance less holds) exactly covers the amount, then it is created', () =>
+      expect(given({ wallet: [credited('1000.00'), held('op_pending', '900.00')] }).when({ operation: { amount: '100.00' } }).then().result.kind).toBe('created'));
+
+    it('when the available balance covers the amount but not amount plus fee, then the operation is refused', () =>
+      given({ wallet: [credited('100.00')] }).when({ operation: { amount: '100.00', fee: '0.01' } }).thenRefused('INSUFFICIENT_BALANCE'));
+
+    it('when amount plus fee exactly equals the available balance, then it is created', () => {
+      const { writes } = given({ wallet: [credited('100.00')] }).when({ operation: { amount: '99.50', fee: '0.50' } }).then();
+      expect(byStream(writes)[WALLET_STREAM]!.events[0]!.data).toMatchObject({ amount: '100.00' });
+    });
+
+    it('when a hold was released, then its funds are available again', () =>
+      expect(given({ wallet: [credited('1000.00'), held('op_x', '950.00'), holdReleased('op_x', '950.00')] })
+        .when({ operation: { amount: '1000.00' } }).then().result.kind).toBe('created'));
+
+    it('when a settled debit took the funds, then they are not available', () =>
+      given({ wallet: [credited('1000.00'), held('op_x', '950.00'), { type: 'WalletDebited', data: { wallet: PAYER, operationID: 'op_x', amount: '950.00', heldAmount: '950.00' } }] })
+        .when({ operation: { amount: '100.00' } }).thenRefused('INSUFFICIENT_BALANCE'));
+
+    it('when the wallet has never been credited, then the operation is refused', () =>
+      given({ wallet: [] }).when({ operation: { amount: '0.01' } }).thenRefused('INSUFFICIENT_BALANCE'));
+  });
+
+  describe('idempotency', () => {
+    const withKey = (requestHash = HASH) => ({ idempotency: { stream: IDEMPOTENCY_STREAM, requestHash } });
+    const hoursBefore = (hours: number, extraMs = 0) => new Date(Date.parse(NOW) - hours * 3600_000 - extraMs).toISOString();
+
+    it('when the same request was recorded within 24 hours, then its response is replayed and nothing is written', () => {
+      const decision = given({ ...funded(), idempotency: [recorded(HASH, hoursBefore(1))] }).when(withKey()).then();
+      expect(decision).toEqual({ writes: [], result: { kind: 'replayed', response: { status: 200, body: { operationID: 'op_first' } } } });
+    });
+
+    it('when the same request was recorded 1 ms less than 24 hours ago, then it is still replayed', () => {
+      const recordedAt = new Date(Date.parse(NOW) - IDEMPOTENCY_WINDOW_MS + 1).toISOString();
+      expect(given({ ...funded(), idempotency: [recorded(HASH, recordedAt)] }).when(withKey()).then().result.kind).toBe('replayed');
+    });
+
+    it('when the same request is replayed, then no limit or balance is checked again (the first answer stands)', () => {
+      const decision = given({ wallet: [], volume: [reserved('op_first', '1000.00')], idempotency: [recorded(HASH, hoursBefore(2))] })
+        .when({ ...withKey(), maxTransactionAmount: '1.00', maxDailyVolume: '1000.00' }).then();
+      expect(decision.writes).toEqual([]);
+      expect(decision.result.kind).toBe('replayed');
+    });
+
+    it('when the key was used with a different request within 24 hours, then it is refused as reused', () =>
+      given({ ...funded(), idempotency: [recorded(HASH, hoursBefore(23))] }).when(withKey(OTHER_HASH)).thenRefused('IDEMPOTENCY_KEY_REUSED'));
+
+    it('when the record is older than 24 hours, then a new operation and a new record are written', () => {
+      const { writes, result } = given({ ...funded(), idempotency: [recorded(HASH, hoursBefore(24, 60_000))] }).when(withKey()).then();
+      expect(result).toEqual({ kind: 'created', response: { status: 200, body: { operationID: 'op_new' } } });
+      expect(byStream(writes)[OPERATION_STREAM]).toBeDefined();
+      expect(byStream(writes)[IDEMPOTENCY_STREAM]!.events).toEqual([
+        { type: 'IdempotentRequestRecorded', data: { keyID: KEY, requestHash: HASH, response: { status: 200, body: { operationID: 'op_new' } }, recordedAt: NOW } },
+      ]);
+    });
+
+    it('when a record older than 24 hours had a different request, then the key is free again and the new request is created', () => {
+      const { writes, result } = given({ ...funded(), idempotency: [recorded(OTHER_HASH, hoursBefore(48))] }).when(withKey(HASH)).then();
+      expect(result.kind).toBe('created');
+      expect(byStream(writes)[IDEMPOTENCY_STREAM]!.events[0]!.data).toMatchObject({ requestHash: HASH, recordedAt: NOW });
+    });
+
+    it('when the key has no record yet, then the operation is created and recorded', () => {
+      const { writes } = given({ ...funded(), idempotency: [] }).when(withKey()).then();
+      expect(byStream(writes)[IDEMPOTENCY_STREAM]).toBeDefined();
+    });
+
+    it('when a record exists but the request carries no Idempotency-Key, then the record is ignored and a new operation is created', () => {
+      const { writes, result } = given({ ...funded(), idempotency: [recorded(HASH, hoursBefore(1))] }).when({ idempotency: null }).then();
+      expect(result.kind).toBe('created');
+      expect(writes).toHaveLength(2);
+    });
+  });
+});

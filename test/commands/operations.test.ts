@@ -1,0 +1,227 @@
+import { describe, expect, it } from 'vitest';
+import type { ActingUser } from '../../src/commands/api-keys.ts';
+import { decideOnOperation, operationState, releaseWrites, type OperationDecision, type OperationState } from '../../src/commands/operations.ts';
+import { DomainError, type DomainErrorCode } from '../../src/domain/errors.ts';
+import type { OperationEvent, OperationRequested } from '../../src/domain/events.ts';
+import { streams } from '../../src/domain/streams.ts';
+
+/**
+ * A pending operation's fate, pure: given the operation's past events, when a checker approves or rejects it,
+ * then these writes (or this refusal).
+ */
+
+const acme = { type: 'merchant', id: 'm-acme' } as const;
+const other = { type: 'merchant', id: 'm-other' } as const;
+const T0 = '2026-03-10T09:00:00.000Z';
+const T1 = '2026-03-10T10:00:00.000Z';
+const OP = 'op_0123456789abcdef0123456789abcdef';
+const KEY = 'key_AAAAAAAAAAAAAAAA';
+
+const checker: ActingUser = { userID: 'u-checker', party: acme, roles: ['checker'] };
+const maker: ActingUser = { userID: 'u-maker', party: acme, roles: ['maker'] };
+const foreignChecker: ActingUser = { userID: 'u-foreign', party: other, roles: ['maker', 'checker'] };
+const sameIdOtherType: ActingUser = { userID: 'u-distributor', party: { type: 'distributor', id: 'm-acme' }, roles: ['checker'] };
+const admin: ActingUser = { userID: 'u-admin', party: null, roles: ['checker'] };
+
+function requestedData(change: Partial<OperationRequested['data']> = {}): OperationRequested['data'] {
+  return {
+    operationID: OP,
+    party: acme,
+    keyID: KEY,
+    operationType: 'pay-merchant',
+    amount: '100.50',
+    fee: '1.25',
+    payer: { kind: 'merchant', id: 'm-acme' },
+    payee: { kind: 'merchant', id: 'm-shop' },
+    payerName: 'Acme',
+    payerShortCode: '1234',
+    counterparty: { kind: 'merchant', id: 'm-shop', name: 'Shop', shortCode: '4242' },
+    memo: 'invoice 7',
+    cashOutFulfillmentType: null,
+    cashOutFulfillmentID: null,
+    volumeDay: '2026-03-10',
+    createdAt: T0,
+    ...change,
+  };
+}
+
+const requested = (change: Partial<OperationRequested['data']> = {}): OperationEvent => ({ type: 'OperationRequested', data: requestedData(change) });
+const approved: OperationEvent = { type: 'OperationApproved', data: { operationID: OP, approvedBy: 'u-checker', approvedAt: T1 } };
+const rejected: OperationEvent = { type: 'OperationRejected', data: { operationID: OP, rejectedBy: 'u-checker', reason: 'wrong payee', rejectedAt: T1 } };
+const submitted: OperationEvent = { type: 'OperationSubmitted', data: { operationID: OP, sequenceNumber: 7, submittedAt: T1 } };
+const completed: OperationEvent = { type: 'OperationCompleted', data: { operationID: OP, blockchainID: 'tx_1', walletOperationID: 'wo_1', sequenceNumber: 7, completedAt: T1 } };
+const failed: OperationEvent = { type: 'OperationFailed', data: { operationID: OP, lastError: 'ledger down', failedAt: T1 } };
+
+const approve = (by: ActingUser): OperationDecision => ({ type: 'ApproveOperation', data: { operationID: OP, by, now: T1 } });
+const reject = (by: ActingUser, reason = 'not ours'): OperationDecision => ({ type: 'RejectOperation', data: { operationID: OP, by, reason, now: T1 } });
+
+function given(events: OperationEvent[], assetScale = 2) {
+  const state = events.reduce(operationState.evolve, operationState.initialState());
+  return {
+    when: (command: OperationDecision) => ({
+      then: () => decideOnOperation(command, state, assetScale),
+      thenRefused: (code: DomainErrorCode) => {
+        let caught: unknown;
+        try {
+          decideOnOperation(command, state, assetScale);
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught, 'the decision was accepted, not refused').toBeInstanceOf(DomainError);
+        expect((caught as DomainError).code).toBe(code);
+      },
+    }),
+  };
+}
+
+describe('operation state', () => {
+  const fold = (events: OperationEvent[]): OperationState => events.reduce(operationState.evolve, operationState.initialState());
+
+  it('when nothing happened, then the operation does not exist', () => {
+    expect(fold([])).toEqual({ status: 'none' });
+  });
+
+  it('when it was requested, then it is pending with its data and no decider', () => {
+    expect(fold([requested()])).toMatchObject({ status: 'pending', operation: requestedData(), decidedBy: null });
+  });
+
+  it('when it was approved, then it is approved by the checker and keeps its data', () => {
+    expect(fold([requested(), approved])).toMatchObject({ status: 'approved', operation: requestedData(), decidedBy: 'u-checker' });
+  });
+
+  it('when it was rejected, then it is rejected by the checker and keeps its data', () => {
+    expect(fold([requested(), rejected])).toMatchObject({ status: 'rejected', operation: requestedData(), decidedBy: 'u-checker' });
+  });
+
+  it('when an approval or a rejection arrives for an operation never requested, then it still does not exist', () => {
+    expect(fold([approved])).toEqual({ status: 'none' });
+    expect(fold([rejected])).toEqual({ status: 'none' });
+  });
+
+  it('when the same events are folded twice, then the states are equal', () => {
+    expect(fold([requested(), approved])).toEqual(fold([requested(), approved]));
+  });
+});
+
+describe('deciding on an operation', () => {
+  describe('approving', () => {
+    it('when a checker of the operation\'s party approves a pending operation, then OperationApproved is written to its stream only', () => {
+      const { writes, result } = given([requested()]).when(approve(checker)).then();
+      expect(writes).toEqual([
+        { stream: streams.operation(OP), events: [{ type: 'OperationApproved', data: { operationID: OP, approvedBy: 'u-checker', approvedAt: T1 } }] },
+      ]);
+      // No explicit revision: the pipeline expects the revision the decision read.
+      expect(writes[0]!.expectedRevision).toBeUndefined();
+      expect(result).toEqual({ operationID: OP, state: 'approved' });
+    });
+
+    it('when a user with both roles approves, then it is approved', () =>
+      expect(given([requested()]).when(approve({ ...checker, roles: ['maker', 'checker'] })).then().result.state).toBe('approved'));
+
+    it('when the operation does not exist, then it is refused as not found', () =>
+      given([]).when(approve(checker)).thenRefused('NOT_FOUND'));
+
+    it('when a checker of another party approves, then it is refused', () =>
+      given([requested()]).when(approve(foreignChecker)).thenRefused('OTHER_PARTY'));
+
+    it('when a checker of a distributor with the same ID approves a merchant\'s operation, then it is refused', () =>
+      given([requested()]).when(approve(sameIdOtherType)).thenRefused('OTHER_PARTY'));
+
+    it('when a platform administrator without a party approves, then it is refused', () =>
+      given([requested()]).when(approve(admin)).thenRefused('OTHER_PARTY'));
+
+    it('when a user of the party without the checker role approves, then it is refused', () =>
+      given([requested()]).when(approve(maker)).thenRefused('ROLE_REQUIRED'));
+
+    it('when a user of another party without the checker role approves, then the party is reported (nothing about the operation is revealed)', () =>
+      given([requested()]).when(approve({ ...foreignChecker, roles: ['maker'] })).thenRefused('OTHER_PARTY'));
+
+    it('when the operation is already approved, then a second approval is refused', () =>
+      given([requested(), approved]).when(approve(checker)).thenRefused('WRONG_STATE'));
+
+    it('when the operation was rejected, then it cannot be approved', () =>
+      given([requested(), rejected]).when(approve(checker)).thenRefused('WRONG_STATE'));
+
+    it.each([
+      ['submitted', [approved, submitted]],
+      ['completed', [approved, submitted, completed]],
+      ['failed', [approved, failed]],
+    ] as const)('when the operation is %s, then it can be neither approved nor rejected', (_status, after) => {
+      given([requested(), ...after]).when(approve(checker)).thenRefused('WRONG_STATE');
+      given([requested(), ...after]).when(reject(checker)).thenRefused('WRONG_STATE');
+    });
+
+    it('when the operation came from another channel (no party), then no party\'s checker can approve it', () =>
+      given([requested({ party: null, keyID: null })]).when(approve(checker)).thenRefused('OTHER_PARTY'));
+  });
+
+  describe('rejecting', () => {
+    it('when a checker rejects a pending operation, then OperationRejected is written with HoldReleased (amount + fee) and VolumeReleased, the releases at any revision', () => {
+      const { writes, result } = given([requested()]).when(reject(checker, 'wrong payee')).then();
+      expect(writes).toEqual([
+        { stream: streams.operation(OP), events: [{ type: 'OperationRejected', data: { operationID: OP, rejectedBy: 'u-checker', reason: 'wrong payee', rejectedAt: T1 } }] },
+        {
+          stream: streams.wallet({ kind: 'merchant', id: 'm-acme' }),
+          events: [{ type: 'HoldReleased', data: { wallet: { kind: 'merchant', id: 'm-acme' }, operationID: OP, amount: '101.75', reason: 'rejected' } }],
+          expectedRevision: 'any',
+        },
+        {
+          stream: streams.keyVolume(KEY, '2026-03-10'),
+          events: [{ type: 'VolumeReleased', data: { keyID: KEY, day: '2026-03-10', operationID: OP, amount: '100.50' } }],
+          expectedRevision: 'any',
+        },
+      ]);
+      expect(writes[0]!.expectedRevision).toBeUndefined();
+      expect(result).toEqual({ operationID: OP, state: 'rejected' });
+    });
+
+    it('when the operation has no volume day (its key had no daily limit), then no VolumeReleased is written', () => {
+      const { writes } = given([requested({ volumeDay: null })]).when(reject(checker)).then();
+      expect(writes.map((w) => w.stream)).toEqual([streams.operation(OP), streams.wallet({ kind: 'merchant', id: 'm-acme' })]);
+      expect(writes.flatMap((w) => w.events).map((e) => e.type)).toEqual(['OperationRejected', 'HoldReleased']);
+    });
+
+    it('when the payer is an individual (a cash-out-fulfillment), then the hold is released on the individual\'s wallet', () => {
+      const individual = { kind: 'individual', id: '+2348123456781' } as const;
+      const { writes } = given([requested({ operationType: 'cash-out-fulfillment', payer: individual, fee: '0.00', volumeDay: null })]).when(reject(checker)).then();
+      expect(writes[1]).toEqual({
+        stream: streams.wallet(individual),
+        events: [{ type: 'HoldReleased', data: { wallet: individual, operationID: OP, amount: '100.50', reason: 'rejected' } }],
+        expectedRevision: 'any',
+      });
+    });
+
+    it('when the asset scale is 3, then the released hold is formatted at 3 places', () => {
+      const { writes } = given([requested()], 3).when(reject(checker)).then();
+      expect(writes[1]!.events[0]!.data).toMatchObject({ amount: '101.750' });
+    });
+
+    it('when the operation does not exist, then rejecting is refused as not found', () =>
+      given([]).when(reject(checker)).thenRefused('NOT_FOUND'));
+
+    it('when a checker of another party rejects, then it is refused', () =>
+      given([requested()]).when(reject(foreignChecker)).thenRefused('OTHER_PARTY'));
+
+    it('when a maker rejects, then it is refused', () =>
+      given([requested()]).when(reject(maker)).thenRefused('ROLE_REQUIRED'));
+
+    it('when the operation is approved, then it cannot be rejected', () =>
+      given([requested(), approved]).when(reject(checker)).thenRefused('WRONG_STATE'));
+
+    it('when the operation is already rejected, then a second rejection is refused (holds are not released twice)', () =>
+      given([requested(), rejected]).when(reject(checker)).thenRefused('WRONG_STATE'));
+  });
+
+  describe('release writes', () => {
+    it('when an operation failed, then the same releases are written with the reason failed', () => {
+      const writes = releaseWrites(requestedData(), 'failed', 2);
+      expect(writes.map((w) => w.expectedRevision)).toEqual(['any', 'any']);
+      expect(writes[0]!.events[0]).toEqual({ type: 'HoldReleased', data: { wallet: { kind: 'merchant', id: 'm-acme' }, operationID: OP, amount: '101.75', reason: 'failed' } });
+      expect(writes[1]!.events[0]!.type).toBe('VolumeReleased');
+    });
+
+    it('when the operation has no key (another channel), then only the hold is released', () => {
+      expect(releaseWrites(requestedData({ keyID: null }), 'failed', 2).map((w) => w.events[0]!.type)).toEqual(['HoldReleased']);
+    });
+  });
+});

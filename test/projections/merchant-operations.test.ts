@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import {
+  MERCHANT_OPERATIONS_COLLECTION,
+  MERCHANT_OPERATIONS_SORT,
+  merchantOperationsProjection,
+  merchantOperationsWhere,
+  toApi,
+  type MerchantOperationDoc,
+} from '../../src/projections/merchant-operations.ts';
+import {
+  DISTRIBUTOR, MERCHANT, OTHER_MERCHANT, PHONE, T0, approved, at, completed, credited, failed, projectionSpec, rejected, request, stored, submitted,
+} from '../support/projection-spec.ts';
+
+const spec = projectionSpec(merchantOperationsProjection());
+const ID = 'op_00000000000000000000000000000002';
+const built = (...events: Parameters<typeof stored>[0]) => spec.fold(stored(events));
+const only = (docs: Record<string, MerchantOperationDoc>) => {
+  expect(Object.keys(docs)).toEqual([ID]);
+  return docs[ID]!;
+};
+const common = { operationID: ID, merchantID: MERCHANT.id, amount: '100.00', blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: T0, updatedAt: T0 };
+
+const pendingCashOut: MerchantOperationDoc = {
+  id: ID,
+  ...common,
+  operationType: 'cash-out',
+  fee: '1.50',
+  distributorTo: DISTRIBUTOR.id,
+  distributorName: DISTRIBUTOR.name,
+  status: 'pending',
+  visible: true,
+  position: 1,
+};
+
+describe('merchant operations projection', () => {
+  it('when a merchant requests a cash-out, then a visible pending document is made at once', () => {
+    spec.given().when(request.cashOut(ID)).then({ [ID]: pendingCashOut });
+  });
+
+  it('when a cash-out is read, then it has the fee and the destination distributor', () => {
+    expect(toApi(only(built(request.cashOut(ID, { memo: 'weekly sweep' }))))).toEqual({
+      ...common, operationType: 'cash-out', fee: '1.50', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'weekly sweep',
+    });
+  });
+
+  it('when a pay-merchant is read, then it has merchantTo and merchantName and no distributor or phone', () => {
+    expect(toApi(only(built(request.payMerchant(ID))))).toEqual({
+      ...common, operationType: 'pay-merchant', fee: '0.50', merchantTo: OTHER_MERCHANT.id, merchantName: OTHER_MERCHANT.name,
+    });
+  });
+
+  it('when a pay-individual is read, then it has phoneTo only', () => {
+    expect(toApi(only(built(request.payIndividual(ID))))).toEqual({ ...common, operationType: 'pay-individual', fee: '0.25', phoneTo: PHONE });
+  });
+
+  it('when a distributor requests a cash-in to the merchant, then a hidden document is made for the merchant paid', () => {
+    const doc = only(built(request.cashInToMerchant(ID)));
+    expect(doc).toMatchObject({ merchantID: MERCHANT.id, operationType: 'cash-in', visible: false, status: 'pending' });
+  });
+
+  it('when a received cash-in completes, then it is visible, from the source distributor (payerName), with a zero fee', () => {
+    const doc = only(built(request.cashInToMerchant(ID, { memo: 'float' }), approved(ID), submitted(ID), completed(ID, { blockchainID: 'tx-9', completedAt: at(3) })));
+    expect(doc.visible).toBe(true);
+    expect(toApi(doc)).toEqual({
+      ...common, operationType: 'cash-in', fee: '0.00', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'float',
+      blockchainID: 'tx-9', sequenceNumber: 7001, status: 'completed', updatedAt: at(3),
+    });
+  });
+
+  it('when a cash-in stored before payerName existed is read, then distributorName is empty', () => {
+    const legacy = request.cashInToMerchant(ID);
+    const { payerName: _omitted, ...data } = legacy.data;
+    expect(toApi(only(built({ type: legacy.type, data })))).toMatchObject({ distributorTo: DISTRIBUTOR.id, distributorName: '' });
+  });
+
+  it('when the asset scale is 3, then a cash-in fee is 0.000', () => {
+    const docs = projectionSpec(merchantOperationsProjection({ assetScale: 3 })).fold(stored([request.cashInToMerchant(ID)]));
+    expect(docs[ID]!.fee).toBe('0.000');
+  });
+
+  it('when a received cash-in is approved or submitted, then it stays hidden', () => {
+    expect(only(built(request.cashInToMerchant(ID), approved(ID), submitted(ID))).visible).toBe(false);
+  });
+
+  it('when a received cash-in is rejected or fails, then it never shows', () => {
+    expect(only(built(request.cashInToMerchant(ID), rejected(ID)))).toMatchObject({ status: 'rejected', visible: false });
+    expect(only(built(request.cashInToMerchant(ID), approved(ID), submitted(ID), failed(ID)))).toMatchObject({ status: 'failed', visible: false });
+  });
+
+  it('when its own operation goes through approval, submission and completion, then status and fields follow', () => {
+    spec.given(request.cashOut(ID)).when(approved(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'approved', updatedAt: at(1), position: 2 } });
+    spec.given(request.cashOut(ID), approved(ID)).when(submitted(ID, 42, at(2))).then({
+      [ID]: { ...pendingCashOut, status: 'approved', sequenceNumber: 42, updatedAt: at(2), position: 3 },
+    });
+    spec.given(request.cashOut(ID), approved(ID), submitted(ID, 42)).when(completed(ID, { blockchainID: 'tx-1', sequenceNumber: 42, completedAt: at(3) })).then({
+      [ID]: { ...pendingCashOut, status: 'completed', blockchainID: 'tx-1', sequenceNumber: 42, updatedAt: at(3), position: 4 },
+    });
+  });
+
+  it('when its own operation is rejected or fails, then it stays listed with its status and lastError', () => {
+    spec.given(request.cashOut(ID)).when(rejected(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'rejected', updatedAt: at(1), position: 2 } });
+    spec.given(request.cashOut(ID), approved(ID)).when(failed(ID, 'no route', at(5))).then({
+      [ID]: { ...pendingCashOut, status: 'failed', lastError: 'no route', updatedAt: at(5), position: 3 },
+    });
+  });
+
+  it('when a document is read, then it carries its status, and visible, id and position never leave', () => {
+    const api = toApi(only(built(request.cashOut(ID))));
+    expect(api).toHaveProperty('status', 'pending');
+    for (const field of ['visible', 'id', 'position']) expect(api).not.toHaveProperty(field);
+  });
+
+  it('when operations concern no merchant list, then no document is made', () => {
+    spec
+      .given()
+      .when(
+        request.cashInToIndividual('op_a'), approved('op_a'), completed('op_a'),
+        request.cashOutFulfillment('op_b'), rejected('op_b'),
+        request.issue('op_c'), completed('op_c'), request.individualPayment('op_d'), completed('op_d'),
+        credited({ kind: 'merchant', id: MERCHANT.id }, '5.00'),
+      )
+      .then({});
+  });
+
+  it('when the history is applied twice, or replayed onto the built documents, then the documents are equal', () => {
+    const history = stored([
+      request.cashOut(ID), request.cashInToMerchant('op_2'), request.payMerchant('op_3'), request.payIndividual('op_4'), request.cashInToMerchant('op_5'),
+      approved(ID), approved('op_2'), rejected('op_3'), approved('op_4'), approved('op_5'),
+      submitted(ID), submitted('op_2'), submitted('op_5'), completed(ID), completed('op_2'), failed('op_4'), failed('op_5'),
+    ]);
+    const docs = spec.fold(history);
+    expect(Object.values(docs).map((doc) => [doc.status, doc.visible])).toEqual([
+      ['completed', true], ['completed', true], ['rejected', true], ['failed', true], ['failed', false],
+    ]);
+    expect(spec.fold(history.flatMap((event) => [event, event]))).toEqual(docs);
+    expect(spec.fold(history, docs)).toEqual(docs);
+  });
+
+  it('when the list is queried, then it shows one merchant\'s visible operations, newest creation first', () => {
+    expect(MERCHANT_OPERATIONS_COLLECTION).toEqual({ name: 'merchant_operations', indexes: [['merchantID', 'visible', 'createdAt', 'id']] });
+    expect(merchantOperationsWhere(MERCHANT.id)).toEqual({ merchantID: MERCHANT.id, visible: true });
+    expect(MERCHANT_OPERATIONS_SORT).toEqual([['createdAt', 'desc'], ['id', 'desc']]);
+  });
+});
