@@ -45,6 +45,14 @@ const schema = z.object({
       }
     })
     .describe('Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; default none.'),
+  LEDGER_LATENCY_MS: z.coerce.number().int().min(0).max(60_000).default(0).describe('Embedded ledger: milliseconds added to each transaction, like a chain’s confirmation time.'),
+  LEDGER_TRANSIENT_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0).describe('Embedded ledger fault injection: share of submits that fail transiently (retried).'),
+  LEDGER_REJECTION_RATE: z.coerce.number().min(0).max(1).default(0).describe('Embedded ledger fault injection: share of submits refused for good (the operation fails).'),
+  LEDGER_CRASH_AFTER_ACCEPT: z.enum(['true', 'false']).default('false').transform((v) => v === 'true').describe('Embedded ledger fault injection: kill the process right after the ledger accepts a transaction (crash tests).'),
+  EXECUTOR_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional().describe('Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. Default: random per process.'),
+  EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
+  EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
+  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor carries out at once.'),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -1,27 +1,8 @@
-import type { Server } from 'node:http';
-import { ConfigError, loadConfig } from './config.ts';
-import { createLogger } from './logger.ts';
-import { buildWalletOps } from './wallet-ops.ts';
+import { ConfigError } from './config.ts';
+import { serve } from './server.ts';
 
-/** The composition root: reads the configuration, builds the system, serves, and stops cleanly. */
-async function main(): Promise<void> {
-  const config = loadConfig(process.env);
-  const logger = createLogger(config.LOG_LEVEL);
-  const system = await buildWalletOps(config, logger);
-  const server: Server = system.app.listen(config.PORT, config.HOST, () => {
-    logger.info({ port: config.PORT, host: config.HOST, dataDir: config.DATA_DIR }, 'wallet-ops listening');
-  });
-
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    server.close(() => void system.close().then(() => process.exit(0)));
-    setTimeout(() => process.exit(1), 10_000).unref();
-  };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-}
-
-main().catch((error: unknown) => {
+/** `npm start`: the API, the projections and the executor in one process; `npm start -- --demo` seeds a demo. */
+serve(undefined, { demo: process.argv.includes('--demo') }).catch((error: unknown) => {
   process.stderr.write(`${error instanceof ConfigError ? error.message : error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

@@ -1,5 +1,8 @@
 import type { Express } from 'express';
-import { openStores, type Stores } from './adapters/open-stores.ts';
+import { randomBytes } from 'node:crypto';
+import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
+import type { Ledger } from './ports/ledger.ts';
+import { Executor } from './executor/executor.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { InFlightStates, StateCache } from './commands/pipeline.ts';
 import type { Config } from './config.ts';
@@ -10,6 +13,7 @@ import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
+import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus } from './projections/rebuild.ts';
@@ -20,16 +24,30 @@ const READY_MAX_LAG = 1000;
 export interface WalletOps {
   app: Express;
   stores: Stores;
+  ledger: Ledger;
   directory: ApiKeyDirectory;
   close(): Promise<void>;
 }
+
+/** The parts one process runs; `npm start` runs them all, `wallet-ops serve PART` one of them. */
+export type Part = 'write-api' | 'read-api' | 'projections' | 'executor';
+export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections', 'executor'];
 
 /**
  * Builds the running system from its configuration: stores, the live API-key directory, the command
  * dependencies and the HTTP app. `main.ts` listens with it; tests build it on a temporary data directory.
  */
-export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date()): Promise<WalletOps> {
+export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS): Promise<WalletOps> {
   const stores = openStores({ dataDir: config.DATA_DIR });
+  const ledger = openLedger({
+    dataDir: config.DATA_DIR,
+    faults: {
+      latencyMs: config.LEDGER_LATENCY_MS,
+      transientFailureRate: config.LEDGER_TRANSIENT_FAILURE_RATE,
+      rejectionRate: config.LEDGER_REJECTION_RATE,
+      crashAfterAccept: config.LEDGER_CRASH_AFTER_ACCEPT,
+    },
+  });
   const directory = new ApiKeyDirectory();
   await catchUpApiKeyDirectory(stores.eventStore, directory);
   const following = followApiKeys(stores.eventStore, directory, (error) => logger.error({ err: error }, 'API key subscription failed'));
@@ -50,10 +68,28 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const runners = projections.map(
     (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, onError: (error) => logger.error({ err: error, projection: projection.name }, 'projection failed; retrying') }),
   );
-  runners.forEach((runner) => runner.start());
+  if (parts.includes('projections')) runners.forEach((runner) => runner.start());
 
+  const executor = new Executor({
+    eventStore: stores.eventStore,
+    readStore: stores.readStore,
+    ledger,
+    executorID: config.EXECUTOR_ID ?? `executor-${randomBytes(4).toString('hex')}`,
+    leaseMs: config.EXECUTOR_LEASE_MS,
+    maxAttempts: config.EXECUTOR_MAX_ATTEMPTS,
+    retryBaseMs: 100,
+    retryMaxMs: 5_000,
+    concurrency: config.EXECUTOR_CONCURRENCY,
+    assetScale: config.ASSET_SCALE,
+    clock,
+    logger,
+  });
+  if (parts.includes('executor')) executor.start();
+
+  const document = buildOpenApiDocument(config.ASSET_SCALE);
   const app = createApp({
     logger,
+    openApi: () => document,
     clock,
     trustProxy: config.TRUST_PROXY,
     readiness: async () => {
@@ -61,18 +97,20 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       return { ready: status.every((s) => s.lagEvents <= READY_MAX_LAG), projections: status };
     },
     routers: [
-      writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock }),
-      readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE }),
+      ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock })] : []),
+      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE })] : []),
     ],
   });
   return {
     app,
     stores,
+    ledger,
     directory,
     async close() {
-      await Promise.all(runners.map((runner) => runner.stop()));
+      await Promise.all([...runners.map((runner) => runner.stop()), executor.stop()]);
       await following.stop();
       await stores.close();
+      await ledger.close();
     },
   };
 }

@@ -4,6 +4,8 @@ import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
+import type { Ledger } from '../ports/ledger.ts';
+import { openEmbeddedLedger, type LedgerFaults } from './ledger/embedded-ledger.ts';
 
 export interface Stores {
   eventStore: EventStore;
@@ -26,6 +28,12 @@ export function openStores(options: { dataDir: string }): Stores {
       await Promise.all([eventStore.close(), readStore.close()]);
     },
   };
+}
+
+/** The embedded ledger, in its own file: it stands for the blockchain, which keeps its own records. */
+export function openLedger(options: { dataDir: string; faults?: LedgerFaults }): Ledger {
+  mkdirSync(options.dataDir, { recursive: true });
+  return openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(options.faults ? { faults: options.faults } : {}) });
 }
 
 export function openEventStore(options: { dataDir: string }): EventStore {

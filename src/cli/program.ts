@@ -1,13 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { userInfo } from 'node:os';
 import { Command, CommanderError } from 'commander';
-import { SingleBar, Presets } from 'cli-progress';
-import { openEventStore, openStores, type Stores } from '../adapters/open-stores.ts';
-import { loadConfig, type Config } from '../config.ts';
 import { allProjections } from '../projections/index.ts';
 import { projectionStatus, rebuildProjection } from '../projections/rebuild.ts';
 import { DomainError } from '../domain/errors.ts';
-import type { PartyRef } from '../domain/parties.ts';
 import {
   addUser,
   approveApiKey,
@@ -24,78 +19,14 @@ import {
 } from '../commands/back-office.ts';
 import { decideOperation } from '../commands/operation-handlers.ts';
 import { requiredText } from '../domain/text.ts';
-import type { CommandContext } from '../commands/pipeline.ts';
+import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
+import { registerMoneyCommands } from './money-commands.ts';
+import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
-
-/**
- * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
- * `--data-dir` and `--json`; with `--json` it prints exactly one JSON value on stdout. A refusal exits 1
- * with one line on stderr; a usage error exits 2.
- */
-interface CommonOptions {
-  dataDir?: string;
-  json?: boolean;
-}
-
-class UsageError extends Error {}
-
-function parsePartyRef(value: string): PartyRef {
-  const match = /^(distributor|merchant):(.+)$/.exec(value);
-  if (!match) throw new UsageError(`--party must be distributor:ID or merchant:ID, got "${value.slice(0, 60)}"`);
-  return { type: match[1] as PartyRef['type'], id: match[2]! };
-}
-
-/** Runs one action against the event store named by the options, prints its result, and closes the store. */
-async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOfficeDeps) => Promise<T>, human: (result: T) => string): Promise<void> {
-  const config = loadConfig(process.env);
-  const store = openEventStore({ dataDir: options.dataDir ?? config.DATA_DIR });
-  try {
-    const result = await action({ store, clock: () => new Date(), assetScale: config.ASSET_SCALE });
-    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
-  } finally {
-    await store.close();
-  }
-}
-
-/** Like withBackOffice, for commands that need both stores. */
-async function withStores<T>(options: CommonOptions, action: (stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
-  const config = loadConfig(process.env);
-  const stores = openStores({ dataDir: options.dataDir ?? config.DATA_DIR });
-  try {
-    const result = await action(stores, config);
-    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
-  } finally {
-    await stores.close();
-  }
-}
-
-/** A progress bar on a terminal (stderr, so stdout stays one JSON value); nothing when not a terminal. */
-function progressBar(label: string): { update(value: number, total: number): void; stop(): void } {
-  if (!process.stderr.isTTY) return { update() {}, stop() {} };
-  const bar = new SingleBar({ format: `${label.padEnd(24)} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`, stream: process.stderr }, Presets.shades_classic);
-  let started = false;
-  return {
-    update(value, total) {
-      if (!started) bar.start(total, value);
-      started = true;
-      bar.setTotal(total);
-      bar.update(value);
-    },
-    stop: () => bar.stop(),
-  };
-}
-
-const operatorContext = (): CommandContext => ({ actor: `operator:${userInfo().username}`, correlationId: randomUUID() });
-
-function common(command: Command): Command {
-  return command
-    .option('--data-dir <dir>', 'data directory of the embedded stores (default: $DATA_DIR, else ./data)')
-    .option('--json', 'print exactly one JSON value on stdout');
-}
 
 export function buildCli(): Command {
   const program = new Command('wallet-ops')
-    .description('Operator CLI of wallet-ops: parties, console users and API keys, straight on the store.')
+    .description('Operator CLI of wallet-ops, straight on the stores: parties, users, API keys, operations, money, read models, servers.')
     .showHelpAfterError()
     .exitOverride();
 
@@ -248,9 +179,28 @@ export function buildCli(): Command {
         return decideOperation(operationDeps(deps), actingUser(checker), operationID, { type: 'reject', reason }, userContext(checker, randomUUID()));
       }, (r) => `operation ${r.operationID}: ${r.state}`),
     );
+  registerMoneyCommands(program);
+  common(program.command('serve'))
+    .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
+    .argument('[parts...]', 'write-api | read-api | projections | executor')
+    .option('--demo', 'seed demo data and print ready-to-paste curl commands')
+    .action(async (parts: string[], opts: CommonOptions & { demo?: boolean }) => {
+      // Loaded on demand: the other commands should not pay for starting the HTTP stack.
+      const [{ serve }, { ALL_PARTS }] = await Promise.all([import('../server.ts'), import('../wallet-ops.ts')]);
+      const unknown = parts.filter((part) => !(ALL_PARTS as readonly string[]).includes(part));
+      if (unknown.length > 0) throw new UsageError(`unknown part ${unknown.join(', ')}; use ${ALL_PARTS.join(', ')}`);
+      if (opts.dataDir) process.env.DATA_DIR = opts.dataDir;
+      await serve(parts.length > 0 ? (parts as Part[]) : ALL_PARTS, { demo: opts.demo ?? false });
+      await new Promise(() => {}); // serves until a signal ends the process
+    });
   return program;
 }
 
+/**
+ * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
+ * `--data-dir` and `--json`; with `--json` it prints exactly one JSON value on stdout. A refusal exits 1
+ * with one line on stderr; a usage error exits 2.
+ */
 export async function runCli(argv: string[]): Promise<number> {
   try {
     await buildCli().parseAsync(argv, { from: 'user' });

@@ -11,7 +11,7 @@ import type { Decision, StreamWrite } from './pipeline.ts';
  * An operation's lifecycle after its creation: a checker of the operation's party approves it (the executor
  * then carries it out) or rejects it, which gives back what it held: the payer's funds and the key's volume.
  */
-export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'submitted' | 'completed' | 'failed';
+export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
 
 export type OperationState =
   | { status: 'none' }
@@ -22,6 +22,8 @@ export type OperationState =
       sequenceNumber: number | null;
       blockchainID: string | null;
       lastError: string | null;
+      /** The executor's claim while executing. */
+      claim: { executorID: string; attempt: number; leaseUntil: string } | null;
     };
 
 export const operationState = {
@@ -29,7 +31,7 @@ export const operationState = {
   evolve(state: OperationState, event: OperationEvent): OperationState {
     switch (event.type) {
       case 'OperationRequested':
-        return { status: 'pending', operation: event.data, decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null };
+        return { status: 'pending', operation: event.data, decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null };
     }
     if (state.status === 'none') return state; // every operation stream starts with OperationRequested
     switch (event.type) {
@@ -37,6 +39,8 @@ export const operationState = {
         return { ...state, status: 'approved', decidedBy: event.data.approvedBy };
       case 'OperationRejected':
         return { ...state, status: 'rejected', decidedBy: event.data.rejectedBy };
+      case 'OperationExecutionStarted':
+        return { ...state, status: 'executing', claim: { executorID: event.data.executorID, attempt: event.data.attempt, leaseUntil: event.data.leaseUntil } };
       case 'OperationSubmitted':
         return { ...state, status: 'submitted', sequenceNumber: event.data.sequenceNumber };
       case 'OperationCompleted':

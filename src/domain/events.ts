@@ -129,6 +129,12 @@ export type OperationRequested = Event<'OperationRequested', {
 /** Ready for the executor. `approvedBy` is a checker's user id, or the actor of a channel without a checker. */
 export type OperationApproved = Event<'OperationApproved', { operationID: string; approvedBy: string; approvedAt: string }>;
 export type OperationRejected = Event<'OperationRejected', { operationID: string; rejectedBy: string; reason: string; rejectedAt: string }>;
+/**
+ * An executor claimed the approved operation and is about to submit it to the ledger. Appended at the
+ * operation's current revision, so only one executor wins a claim; it holds until `leaseUntil`, after which
+ * another executor may take over (and first asks the ledger whether the transaction already happened).
+ */
+export type OperationExecutionStarted = Event<'OperationExecutionStarted', { operationID: string; executorID: string; attempt: number; leaseUntil: string; startedAt: string }>;
 /** The ledger accepted the transaction under this sequence number; completion follows. */
 export type OperationSubmitted = Event<'OperationSubmitted', { operationID: string; sequenceNumber: number; submittedAt: string }>;
 /**
@@ -145,7 +151,7 @@ export type OperationCompleted = Event<'OperationCompleted', {
 }>;
 /** Not executed; appended atomically with the releases of what the operation held. */
 export type OperationFailed = Event<'OperationFailed', { operationID: string; lastError: string; failedAt: string }>;
-export type OperationEvent = OperationRequested | OperationApproved | OperationRejected | OperationSubmitted | OperationCompleted | OperationFailed;
+export type OperationEvent = OperationRequested | OperationApproved | OperationRejected | OperationExecutionStarted | OperationSubmitted | OperationCompleted | OperationFailed;
 
 // Wallets (what the write side needs to keep pending operations from overdrawing a payer) --------------------
 /** Funds set aside for a pending or approved operation: they no longer count as available. */

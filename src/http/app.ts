@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import type { Logger } from '../logger.ts';
+import { renderDocsPage } from '../read-api/openapi.ts';
 import { fieldError, ProblemError, problemHandler, validationProblem } from './problems.ts';
 import { requestContext } from './request-context.ts';
 
@@ -12,6 +13,8 @@ export interface AppDeps {
   routers: express.Router[];
   /** Whether the process can serve current data (for orchestrators' readiness probes). */
   readiness: () => Promise<{ ready: boolean } & Record<string, unknown>>;
+  /** The OpenAPI document, served without authentication at /api/v1/openapi.json and as a page at /api/v1/docs. */
+  openApi?: () => unknown;
 }
 
 /** The HTTP application, without `listen` and without reading the environment: tests start it on port 0. */
@@ -30,6 +33,7 @@ export function createApp(deps: AppDeps): Express {
     const readiness = await deps.readiness();
     res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'catching up', ...readiness });
   });
+  if (deps.openApi) serveApiDescription(app, deps.openApi);
   for (const router of deps.routers) app.use(router);
   // The contract answers a wrong endpoint URL with a validation problem.
   app.use('/api', (req) => {
@@ -40,4 +44,24 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use(problemHandler(deps.logger));
   return app;
+}
+
+/** The document is rendered once, at the first request: it does not change while the process runs. */
+function serveApiDescription(app: Express, openApi: () => unknown): void {
+  let rendered: { json: string; html: string } | undefined;
+  const render = () => {
+    if (!rendered) {
+      const document = openApi();
+      rendered = { json: JSON.stringify(document), html: renderDocsPage(document) };
+    }
+    return rendered;
+  };
+  app.get('/api/v1/openapi.json', (_req, res) => {
+    res.type('application/json').send(render().json);
+  });
+  app.get('/api/v1/docs', (_req, res) => {
+    // No script and nothing fetched from elsewhere: the page needs only its own inline style.
+    res.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    res.type('html').send(render().html);
+  });
 }

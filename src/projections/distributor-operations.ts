@@ -112,6 +112,8 @@ function progressed(doc: DistributorOperationDoc, event: Exclude<OperationEvent,
       return { ...doc, status: 'approved', updatedAt: event.data.approvedAt };
     case 'OperationRejected':
       return { ...doc, status: 'rejected', updatedAt: event.data.rejectedAt };
+    case 'OperationExecutionStarted':
+      return doc; // an executor's claim: the contract's status stays approved (not subscribed to)
     case 'OperationSubmitted':
       return { ...doc, sequenceNumber: event.data.sequenceNumber, updatedAt: event.data.submittedAt };
     case 'OperationCompleted': {

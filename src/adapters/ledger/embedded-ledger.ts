@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import { Decimal } from '../../domain/money.ts';
+import {
+  ISSUANCE_ADDRESS,
+  LedgerDuplicateError,
+  LedgerRejectedError,
+  LedgerUnavailableError,
+  type Ledger,
+  type LedgerLeg,
+  type LedgerTransaction,
+} from '../../ports/ledger.ts';
+import { isSqliteBusy, openSqliteDatabase } from '../sqlite/sqlite-database.ts';
+
+/**
+ * The embedded ledger: an honest stand-in for a blockchain, for development, tests and demos. A durable,
+ * append-only, hash-chained log of transactions in SQLite (its own file), with per-wallet balances kept in
+ * the same transaction. Each transaction's id (its blockchainID) is the SHA-256 of the previous id and its
+ * own canonical content, so altering or removing one breaks every id after it. It refuses overdrafts
+ * (except on the issuing account) and a second transaction for the same operation id.
+ */
+export interface LedgerFaults {
+  /** Milliseconds added to every submit, as a chain's confirmation time would. */
+  latencyMs?: number;
+  /** Probability (0..1) that a submit fails with LedgerUnavailableError before touching anything. */
+  transientFailureRate?: number;
+  /** Probability (0..1) that a submit is refused for good. */
+  rejectionRate?: number;
+  /** Kill the process (SIGKILL) right after the ledger committed a transaction: the crash to recover from. */
+  crashAfterAccept?: boolean;
+}
+
+const GENESIS = '0'.repeat(64);
+
+function canonical(tx: Omit<LedgerTransaction, 'blockchainID'>): string {
+  const legs = tx.legs.map((leg) => [leg.from, leg.to, leg.amount]);
+  return JSON.stringify([tx.sequenceNumber, tx.operationID, legs, tx.createdAt]);
+}
+
+export function chainID(previous: string, tx: Omit<LedgerTransaction, 'blockchainID'>): string {
+  return createHash('sha256').update(previous).update('\n').update(canonical(tx)).digest('hex');
+}
+
+interface Row {
+  sequence: number;
+  blockchain_id: string;
+  operation_id: string;
+  legs: string;
+  created_at: string;
+}
+
+const toTransaction = (row: Row): LedgerTransaction => ({
+  blockchainID: row.blockchain_id,
+  sequenceNumber: row.sequence,
+  operationID: row.operation_id,
+  legs: JSON.parse(row.legs) as LedgerLeg[],
+  createdAt: row.created_at,
+});
+
+export function openEmbeddedLedger(options: { file: string; faults?: LedgerFaults; clock?: () => Date; random?: () => number }): Ledger {
+  const db: Database.Database = openSqliteDatabase(options.file);
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS transactions (
+      sequence INTEGER PRIMARY KEY,
+      blockchain_id TEXT NOT NULL UNIQUE,
+      previous_id TEXT NOT NULL,
+      operation_id TEXT NOT NULL UNIQUE,
+      legs TEXT NOT NULL,
+      created_at TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS balances (wallet TEXT PRIMARY KEY, balance TEXT NOT NULL);
+  `);
+  const faults = options.faults ?? {};
+  const clock = options.clock ?? (() => new Date());
+  const random = options.random ?? Math.random;
+  const byOperation = db.prepare<[string], Row>('SELECT * FROM transactions WHERE operation_id = ?');
+  const last = db.prepare<[], Row>('SELECT * FROM transactions ORDER BY sequence DESC LIMIT 1');
+  const balanceOf = db.prepare<[string], { balance: string }>('SELECT balance FROM balances WHERE wallet = ?');
+  const setBalance = db.prepare('INSERT INTO balances (wallet, balance) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET balance = excluded.balance');
+  const insert = db.prepare('INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+  const page = db.prepare<[number, number], Row>('SELECT * FROM transactions WHERE sequence >= ? ORDER BY sequence LIMIT ?');
+
+  const execute = db.transaction((operationID: string, legs: LedgerLeg[]): LedgerTransaction => {
+    const existing = byOperation.get(operationID);
+    if (existing) throw new LedgerDuplicateError(toTransaction(existing));
+    const balances = new Map<string, Decimal>();
+    const current = (wallet: string) => balances.get(wallet) ?? new Decimal(balanceOf.get(wallet)?.balance ?? 0);
+    for (const leg of legs) {
+      balances.set(leg.from, current(leg.from).minus(leg.amount));
+      balances.set(leg.to, current(leg.to).plus(leg.amount));
+    }
+    for (const [wallet, balance] of balances) {
+      if (balance.isNegative() && wallet !== ISSUANCE_ADDRESS) throw new LedgerRejectedError(`insufficient funds in ${wallet}`);
+    }
+    const previous = last.get();
+    const tx = { sequenceNumber: (previous?.sequence ?? 0) + 1, operationID, legs, createdAt: clock().toISOString() };
+    const blockchainID = chainID(previous?.blockchain_id ?? GENESIS, tx);
+    insert.run(tx.sequenceNumber, blockchainID, previous?.blockchain_id ?? GENESIS, operationID, JSON.stringify(legs), tx.createdAt);
+    for (const [wallet, balance] of balances) setBalance.run(wallet, balance.toFixed());
+    return { blockchainID, ...tx };
+  });
+
+  return {
+    async submit({ operationID, legs }) {
+      if (faults.latencyMs) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
+      if (faults.transientFailureRate && random() < faults.transientFailureRate) throw new LedgerUnavailableError('ledger temporarily unavailable (injected)');
+      if (faults.rejectionRate && random() < faults.rejectionRate) throw new LedgerRejectedError('transaction rejected by the ledger (injected)');
+      for (const leg of legs) {
+        if (!new Decimal(leg.amount).isPositive() || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
+      }
+      let tx: LedgerTransaction;
+      try {
+        tx = execute.immediate(operationID, legs);
+      } catch (error) {
+        if (isSqliteBusy(error)) throw new LedgerUnavailableError('ledger busy', { cause: error });
+        throw error;
+      }
+      // The worst moment to die: the ledger has the transaction, the event store does not know yet.
+      if (faults.crashAfterAccept) process.kill(process.pid, 'SIGKILL');
+      return tx;
+    },
+    async findByOperationID(operationID) {
+      const row = byOperation.get(operationID);
+      return row ? toTransaction(row) : null;
+    },
+    async balance(wallet) {
+      return new Decimal(balanceOf.get(wallet)?.balance ?? 0).toFixed();
+    },
+    async transactions({ fromSequence = 1, maxCount = 1000 } = {}) {
+      return page.all(fromSequence, maxCount).map(toTransaction);
+    },
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}

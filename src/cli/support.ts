@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import { userInfo } from 'node:os';
+import type { Command } from 'commander';
+import { SingleBar, Presets } from 'cli-progress';
+import { openEventStore, openLedger, openStores, type Stores } from '../adapters/open-stores.ts';
+import { loadConfig, type Config } from '../config.ts';
+import type { PartyRef } from '../domain/parties.ts';
+import type { BackOfficeDeps } from '../commands/back-office.ts';
+import type { CommandContext } from '../commands/pipeline.ts';
+import type { Ledger } from '../ports/ledger.ts';
+
+/**
+ * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
+ * `--data-dir` and `--json`; with `--json` it prints exactly one JSON value on stdout. A refusal exits 1
+ * with one line on stderr; a usage error exits 2.
+ */
+export interface CommonOptions {
+  dataDir?: string;
+  json?: boolean;
+}
+
+export class UsageError extends Error {}
+
+export function parsePartyRef(value: string): PartyRef {
+  const match = /^(distributor|merchant):(.+)$/.exec(value);
+  if (!match) throw new UsageError(`--party must be distributor:ID or merchant:ID, got "${value.slice(0, 60)}"`);
+  return { type: match[1] as PartyRef['type'], id: match[2]! };
+}
+
+/** Runs one action against the event store named by the options, prints its result, and closes the store. */
+export async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOfficeDeps) => Promise<T>, human: (result: T) => string): Promise<void> {
+  const config = loadConfig(process.env);
+  const store = openEventStore({ dataDir: options.dataDir ?? config.DATA_DIR });
+  try {
+    const result = await action({ store, clock: () => new Date(), assetScale: config.ASSET_SCALE });
+    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Like withBackOffice, for commands that need both stores. */
+export async function withStores<T>(options: CommonOptions, action: (stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
+  const config = loadConfig(process.env);
+  const stores = openStores({ dataDir: options.dataDir ?? config.DATA_DIR });
+  try {
+    const result = await action(stores, config);
+    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
+  } finally {
+    await stores.close();
+  }
+}
+
+/** A progress bar on a terminal (stderr, so stdout stays one JSON value); nothing when not a terminal. */
+export function progressBar(label: string): { update(value: number, total: number): void; stop(): void } {
+  if (!process.stderr.isTTY) return { update() {}, stop() {} };
+  const bar = new SingleBar({ format: `${label.padEnd(24)} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`, stream: process.stderr }, Presets.shades_classic);
+  let started = false;
+  return {
+    update(value, total) {
+      if (!started) bar.start(total, value);
+      started = true;
+      bar.setTotal(total);
+      bar.update(value);
+    },
+    stop: () => bar.stop(),
+  };
+}
+
+export const operatorContext = (): CommandContext => ({ actor: `operator:${userInfo().username}`, correlationId: randomUUID() });
+
+export function common(command: Command): Command {
+  return command
+    .option('--data-dir <dir>', 'data directory of the embedded stores (default: $DATA_DIR, else ./data)')
+    .option('--json', 'print exactly one JSON value on stdout');
+}
+
+
+/** Like withStores, with the ledger too. */
+export async function withLedger<T>(options: CommonOptions, action: (stores: Stores, ledger: Ledger, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
+  await withStores(options, async (stores, config) => {
+    const ledger = openLedger({ dataDir: options.dataDir ?? config.DATA_DIR });
+    try {
+      return await action(stores, ledger, config);
+    } finally {
+      await ledger.close();
+    }
+  }, human);
+}
+
+/** distributor:ID, merchant:ID or individual:PHONE, as a wallet. */
+export function parseWalletRef(value: string): { kind: 'distributor' | 'merchant' | 'individual'; id: string } {
+  const match = /^(distributor|merchant|individual):(.+)$/.exec(value);
+  if (!match) throw new UsageError(`--party must be distributor:ID, merchant:ID or individual:PHONE, got "${value.slice(0, 60)}"`);
+  return { kind: match[1] as 'distributor' | 'merchant' | 'individual', id: match[2]! };
+}

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import type { EventStore } from './ports/event-store.ts';
+import { addUser, approveApiKey, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type BackOfficeDeps } from './commands/back-office.ts';
+import { issueFloat } from './commands/channel-operations.ts';
+import { PartyLookup } from './commands/party-lookup.ts';
+import { DomainError } from './domain/errors.ts';
+import type { PartyRef } from './domain/parties.ts';
+
+/**
+ * `npm start -- --demo`: a distributor with float, two merchants, two individuals, a maker and a
+ * checker per party, and a fresh API key for the distributor and for a merchant. Seeding twice reuses the
+ * parties and issues new keys (a key's secret is shown once, so old ones cannot be printed again).
+ */
+export interface DemoSeed {
+  distributor: PartyRef;
+  merchant: PartyRef;
+  distributorKey: string;
+  merchantKey: string;
+  phones: string[];
+}
+
+const operator = () => ({ actor: 'operator:demo', correlationId: randomUUID() });
+const DEMO_PASSWORD = 'demo password 1';
+
+async function partyByShortCode(lookup: PartyLookup, type: 'distributor' | 'merchant', code: string, name: string, deps: BackOfficeDeps): Promise<{ ref: PartyRef; created: boolean }> {
+  const found = await lookup.byShortCode(type, code);
+  if (found) return { ref: { type, id: found.id }, created: false };
+  const { partyID } = await onboardParty(deps, { partyType: type, name, shortCode: code }, operator());
+  return { ref: { type, id: partyID }, created: true };
+}
+
+async function ensure<T>(action: () => Promise<T>): Promise<T | null> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof DomainError && ['EMAIL_TAKEN', 'PHONE_TAKEN', 'ALREADY_EXISTS'].includes(error.code)) return null;
+    throw error;
+  }
+}
+
+async function freshKey(deps: BackOfficeDeps, makerEmail: string, checkerEmail: string, label: string): Promise<string> {
+  const maker = await findUserByEmail(deps, makerEmail);
+  const { keyID } = await requestApiKey(deps, maker, { label, permissions: 'read-balance,read-transactions,perform-operations', maxTransactionAmount: '5000', maxDailyVolume: '50000' }, randomUUID());
+  return (await approveApiKey(deps, await findUserByEmail(deps, checkerEmail), keyID, randomUUID())).apiKey;
+}
+
+export async function seedDemo(store: EventStore, assetScale: number): Promise<DemoSeed> {
+  const deps: BackOfficeDeps = { store, clock: () => new Date(), assetScale };
+  const lookup = new PartyLookup(store);
+  const distributor = await partyByShortCode(lookup, 'distributor', '1001', 'Demo Agents Ltd', deps);
+  const merchant = await partyByShortCode(lookup, 'merchant', '2001', 'Corner Shop', deps);
+  await partyByShortCode(lookup, 'merchant', '2002', 'Market Stall', deps);
+  const phones = ['+2348123456781', '+2348123456782'];
+  for (const [i, phone] of phones.entries()) await ensure(() => registerIndividual(deps, { phone, name: `Demo Customer ${i + 1}` }, operator()));
+  for (const [party, slug] of [[distributor.ref, 'agents'], [merchant.ref, 'shop']] as const) {
+    await ensure(() => addUser(deps, { party, email: `maker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['maker'] }, operator()));
+    await ensure(() => addUser(deps, { party, email: `checker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['checker'] }, operator()));
+  }
+  const channel = { store, lookup, clock: () => new Date(), assetScale };
+  // The float; individuals get money the way they would, by cash-in from the distributor (see the curl lines).
+  if (distributor.created) await issueFloat(channel, { to: distributor.ref, amount: '100000' }, operator());
+  return {
+    distributor: distributor.ref,
+    merchant: merchant.ref,
+    distributorKey: await freshKey(deps, 'maker@agents.demo', 'checker@agents.demo', 'demo distributor key'),
+    merchantKey: await freshKey(deps, 'maker@shop.demo', 'checker@shop.demo', 'demo merchant key'),
+    phones,
+  };
+}
+
+/** Ready-to-paste commands for the seeded demo. */
+export function demoInstructions(seed: DemoSeed, baseUrl: string, dataDir: string): string {
+  const d = `${baseUrl}/api/v1/distributors/${seed.distributor.id}`;
+  const m = `${baseUrl}/api/v1/merchants/${seed.merchant.id}`;
+  const json = `-H 'Content-Type: application/json'`;
+  return [
+    '',
+    'Demo data is ready. API keys (shown once):',
+    `  DKEY='${seed.distributorKey}'`,
+    `  MKEY='${seed.merchantKey}'`,
+    '',
+    'Try:',
+    `  curl -s ${d}/balance -H "Authorization: Bearer $DKEY"`,
+    `  curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"250.00","phoneTo":"${seed.phones[0]}","memo":"demo"}'`,
+    `  curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"300.00","merchantToShortCode":"2001"}'`,
+    `  curl -s ${d}/operations -H "Authorization: Bearer $DKEY"`,
+    `  npx wallet-ops operation approve <operationID> --as checker@agents.demo --data-dir ${dataDir}`,
+    `  curl -s ${m}/operations -H "Authorization: Bearer $MKEY"`,
+    `  curl -s -X POST ${m}/operations -H "Authorization: Bearer $MKEY" ${json} -d '{"operationType":"pay-merchant","amount":"20.00","merchantToShortCode":"2002"}'`,
+    `  npx wallet-ops individual pay --from ${seed.phones[0]} --to-merchant 2001 --amount 15 --memo "coffee" --data-dir ${dataDir}`,
+    `  curl -s "${m}/payments?search=8123" -H "Authorization: Bearer $MKEY"`,
+    `  curl -s ${baseUrl}/api/v1/docs    # the API reference`,
+    '',
+  ].join('\n');
+}
+

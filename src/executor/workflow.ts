@@ -1,0 +1,109 @@
+import type { OperationExecutionStarted, OperationRequested, WalletEvent } from '../domain/events.ts';
+import { Decimal } from '../domain/money.ts';
+import { streams } from '../domain/streams.ts';
+import { walletAddress, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
+import type { OperationState } from '../commands/operations.ts';
+import { releaseWrites } from '../commands/operations.ts';
+import type { StreamWrite } from '../commands/pipeline.ts';
+
+/**
+ * The executor's workflow, as pure decisions on an operation's state (the runner in executor.ts does the
+ * I/O). Exactly-once effect rests on three things: an executor claims an operation by appending at the
+ * revision it read, so one claim wins; before submitting again after any interruption it asks the ledger
+ * whether the operation's transaction already exists; and the ledger accepts one transaction per operation.
+ */
+export type ExecutionStep =
+  /** Nothing to do: not approved, or already settled. */
+  | { kind: 'ignore' }
+  /** Approved and unclaimed: claim it, then submit. */
+  | { kind: 'claim'; attempt: number }
+  /** Claimed before, by us (a restart or a retry) or by an executor whose lease ran out: claim again, ask the ledger first. */
+  | { kind: 'recover'; attempt: number }
+  /** Another executor holds a live claim: look again when it runs out. */
+  | { kind: 'wait'; until: string }
+  /** The attempts are spent: unless the ledger has the transaction, the operation fails. */
+  | { kind: 'give-up'; attempt: number };
+
+export interface WorkflowSettings {
+  executorID: string;
+  maxAttempts: number;
+}
+
+export function nextStep(state: OperationState, settings: WorkflowSettings, now: string): ExecutionStep {
+  switch (state.status) {
+    case 'approved':
+      return { kind: 'claim', attempt: 1 };
+    case 'executing': {
+      const claim = state.claim!;
+      const mine = claim.executorID === settings.executorID;
+      if (!mine && now < claim.leaseUntil) return { kind: 'wait', until: claim.leaseUntil };
+      const attempt = claim.attempt + 1;
+      return attempt > settings.maxAttempts ? { kind: 'give-up', attempt } : { kind: 'recover', attempt };
+    }
+    default:
+      return { kind: 'ignore' };
+  }
+}
+
+export function claimEvent(operationID: string, executorID: string, attempt: number, now: Date, leaseMs: number): OperationExecutionStarted {
+  return {
+    type: 'OperationExecutionStarted',
+    data: { operationID, executorID, attempt, leaseUntil: new Date(now.getTime() + leaseMs).toISOString(), startedAt: now.toISOString() },
+  };
+}
+
+/** The payer pays amount + fee: the amount to the payee, the fee to the platform's fee wallet. */
+export function legsOf(operation: OperationRequested['data']): LedgerLeg[] {
+  const legs: LedgerLeg[] = [{ from: walletAddress(operation.payer), to: walletAddress(operation.payee), amount: operation.amount }];
+  if (new Decimal(operation.fee).gt(0)) legs.push({ from: walletAddress(operation.payer), to: 'platform:fees', amount: operation.fee });
+  return legs;
+}
+
+/** Channels whose payer holds no funds for the operation: the issuing account is not held against. */
+const holdsFunds = (operation: OperationRequested['data']) => operation.payer.kind !== 'platform';
+
+/**
+ * What a completion writes, in one atomic append: the submission and the completion on the operation's
+ * stream (at the claim's revision), and the money movements on the wallets, which settle the payer's hold.
+ */
+export function completionWrites(operation: OperationRequested['data'], tx: LedgerTransaction, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
+  const { operationID } = operation;
+  const debit = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
+  const walletOperationID = `wo_${tx.blockchainID.slice(0, 32)}`;
+  const credit = (wallet: OperationRequested['data']['payee'], amount: string): StreamWrite => ({
+    stream: streams.wallet(wallet),
+    events: [{ type: 'WalletCredited', data: { wallet, operationID, amount } } satisfies WalletEvent],
+    expectedRevision: 'any',
+  });
+  const writes: StreamWrite[] = [
+    {
+      stream: streams.operation(operationID),
+      expectedRevision: claimRevision,
+      events: [
+        { type: 'OperationSubmitted', data: { operationID, sequenceNumber: tx.sequenceNumber, submittedAt: tx.createdAt } },
+        { type: 'OperationCompleted', data: { operationID, blockchainID: tx.blockchainID, walletOperationID, sequenceNumber: tx.sequenceNumber, completedAt: now } },
+      ],
+    },
+    {
+      stream: streams.wallet(operation.payer),
+      events: [{ type: 'WalletDebited', data: { wallet: operation.payer, operationID, amount: debit, heldAmount: holdsFunds(operation) ? debit : new Decimal(0).toFixed(assetScale) } } satisfies WalletEvent],
+      expectedRevision: 'any',
+    },
+    credit(operation.payee, operation.amount),
+  ];
+  if (new Decimal(operation.fee).gt(0)) writes.push(credit({ kind: 'platform', id: 'fees' }, operation.fee));
+  return writes;
+}
+
+/** What a failure writes, in one atomic append: the failure (at the claim's revision) and the releases of what it held. */
+export function failureWrites(operation: OperationRequested['data'], lastError: string, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
+  const releases = releaseWrites(operation, 'failed', assetScale).filter((write) => holdsFunds(operation) || !write.stream.startsWith('wallet-'));
+  return [
+    {
+      stream: streams.operation(operation.operationID),
+      expectedRevision: claimRevision,
+      events: [{ type: 'OperationFailed', data: { operationID: operation.operationID, lastError, failedAt: now } }],
+    },
+    ...releases,
+  ];
+}

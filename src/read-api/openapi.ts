@@ -1,0 +1,505 @@
+import { z } from 'zod';
+import { DomainError, invalidInput } from '../domain/errors.ts';
+import { formatAmount } from '../domain/money.ts';
+import { accessForbidden, problemOfDomainError, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
+import { BODY_LIMIT } from '../write-api/routes.ts';
+import { operationSchemas, parseCreateOperation } from '../write-api/schemas.ts';
+import {
+  balanceResponse,
+  DEFAULT_LIMIT,
+  distributorOperationResponse,
+  listQuery,
+  MAX_LIMIT,
+  merchantOperationResponse,
+  parseQuery,
+  paymentResponse,
+  paymentsQuery,
+} from './schemas.ts';
+
+/**
+ * The OpenAPI 3.1 description of the seven endpoints, generated from the zod schemas the server validates
+ * with (request bodies and query strings as the client sends them, `io: 'input'`; responses as the server
+ * writes them, `io: 'output'`), so that the document cannot drift from the validation. The problem examples
+ * are made by the same functions that make the real responses. Served as JSON and as an HTML page
+ * (renderDocsPage) by the app.
+ */
+export type JsonSchema = { [key: string]: unknown };
+type Example = { summary?: string; value: unknown };
+type Content = Record<string, { schema: JsonSchema; examples?: Record<string, Example> }>;
+
+export interface OpenApiParameter {
+  name: string;
+  in: 'path' | 'query' | 'header';
+  required: boolean;
+  description?: string;
+  schema: JsonSchema;
+  example?: unknown;
+}
+
+export interface OpenApiResponse {
+  description: string;
+  headers?: Record<string, { description: string; schema: JsonSchema }>;
+  content?: Content;
+}
+
+export interface OpenApiOperation {
+  operationId: string;
+  tags: string[];
+  summary: string;
+  description: string;
+  'x-permission': string;
+  security: Array<Record<string, string[]>>;
+  parameters: OpenApiParameter[];
+  requestBody?: { required: boolean; description: string; content: Content };
+  responses: Record<string, OpenApiResponse>;
+}
+
+export interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string; description: string };
+  servers: Array<{ url: string; description: string; variables?: Record<string, { default: string; description: string }> }>;
+  security: Array<Record<string, string[]>>;
+  tags: Array<{ name: string; description: string }>;
+  paths: Record<string, Partial<Record<'get' | 'post', OpenApiOperation>>>;
+  components: { securitySchemes: Record<string, JsonSchema>; schemas: Record<string, JsonSchema> };
+}
+
+/** A zod schema as JSON Schema 2020-12, without `$schema` (OpenAPI 3.1's dialect is a superset). */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, target: 'draft-2020-12' }) as JsonSchema;
+  return rest;
+}
+
+const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+
+// Schemas of the HTTP layer itself (problems.ts and the create response), as zod like the others.
+const fieldErrorSchema = z.object({
+  type: z.literal('/problems/input-validation-problems/invalid-field'),
+  field: z.string().meta({ description: 'The field at fault: a body field, a query parameter, a header, `body` or `url`.' }),
+  detail: z.string(),
+});
+const problemSchema = z.object({
+  type: z.string().meta({ description: 'Problem type path, e.g. `/problems/access-forbidden`.' }),
+  status: z.int().min(400).max(599).meta({ description: 'The HTTP status.' }),
+  title: z.string().meta({ description: 'Short title of the problem type.' }),
+  detail: z.string().meta({ description: 'Explanation of this occurrence.' }),
+  errors: z.array(fieldErrorSchema).optional().meta({ description: 'Only for validation problems: one item per field at fault.' }),
+}) satisfies z.ZodType<Problem>;
+const operationCreatedSchema = z.object({
+  operationID: z.string().meta({ description: 'The new operation, pending until a checker approves it.', example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),
+});
+
+const PHONE = '+2348123456781';
+const OPERATION_ID = 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f';
+const DISTRIBUTOR_ID = '0b6f4f5e-7a51-4c6d-9a43-2d1f0f6c8e21';
+const MERCHANT_ID = '5d2c7e90-18b4-4f3a-b6a1-7c9e0d4f2b13';
+const AT = '2026-11-21T10:15:00.000Z';
+const LATER = '2026-11-21T10:17:42.000Z';
+
+function requestExamples(amount: string) {
+  return {
+    distributor: {
+      cashInToIndividual: { summary: 'cash-in to an individual', value: { operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042' } },
+      cashInToMerchant: { summary: 'cash-in to a merchant', value: { operationType: 'cash-in', amount, merchantToShortCode: '4521' } },
+      cashOutFulfillment: {
+        summary: 'cash-out-fulfillment',
+        value: { operationType: 'cash-out-fulfillment', amount, phoneFrom: PHONE, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'RCPT-0091' },
+      },
+    },
+    merchant: {
+      cashOut: { summary: 'cash-out to a distributor', value: { operationType: 'cash-out', amount, distributorToShortCode: '1001' } },
+      payMerchant: { summary: 'pay a merchant', value: { operationType: 'pay-merchant', amount, merchantToShortCode: '4521', memo: 'supplies' } },
+      payIndividual: { summary: 'pay an individual', value: { operationType: 'pay-individual', amount, phoneTo: PHONE } },
+    },
+  } as const;
+}
+
+function responseExamples(amount: string, zero: string) {
+  const distributorOperation: z.input<typeof distributorOperationResponse> = {
+    operationID: OPERATION_ID, distributorID: DISTRIBUTOR_ID, operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042',
+    walletOperationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', sequenceNumber: 48213, blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
+    lastError: null, status: 'completed', createdAt: AT, updatedAt: LATER,
+  };
+  const merchantOperation: z.input<typeof merchantOperationResponse> = {
+    operationID: OPERATION_ID, merchantID: MERCHANT_ID, operationType: 'pay-individual', amount, fee: zero, phoneTo: PHONE,
+    blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: AT, updatedAt: AT,
+  };
+  const payment: z.input<typeof paymentResponse> = {
+    operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,
+    memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: LATER,
+  };
+  const balance: z.input<typeof balanceResponse> = { balance: amount };
+  return { distributorOperation, merchantOperation, payment, balance };
+}
+
+/** The field errors the server gives for a body, by the server's own parser. */
+function bodyProblem(assetScale: number, partyType: 'distributor' | 'merchant', body: Record<string, unknown>): Problem {
+  const parsed = parseCreateOperation(operationSchemas(assetScale), partyType, body);
+  if (parsed.ok) throw new Error('an invalid-body example parsed: the examples are out of date');
+  return validationProblem(parsed.errors).problem;
+}
+
+function queryProblem(schema: z.ZodType, query: Record<string, string>): Problem {
+  const parsed = parseQuery(schema, query);
+  if (parsed.ok) throw new Error('an invalid-query example parsed: the examples are out of date');
+  return validationProblem(parsed.errors).problem;
+}
+
+const domainProblem = (error: DomainError) => problemOfDomainError(error);
+const problemContent = (examples: Record<string, Example>): Content => ({ 'application/problem+json': { schema: ref('Problem'), examples } });
+
+const UNAUTHORIZED: OpenApiResponse = {
+  description: 'The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved.',
+  headers: { 'WWW-Authenticate': { description: 'The Bearer challenge (RFC 6750).', schema: { type: 'string' } } },
+  content: problemContent({
+    invalidKey: { summary: 'wrong, revoked or unknown key', value: unauthorized('The API key is not valid, or has been revoked.', true).problem },
+    expired: { summary: 'expired key', value: unauthorized('The API key has expired.', true).problem },
+  }),
+};
+
+function forbidden(permission: string, partyType: string, extra: Record<string, Example> = {}): OpenApiResponse {
+  return {
+    description: `The key lacks ${permission}, is bound to another ${partyType}, or the request comes from an address the key does not allow.${Object.keys(extra).length ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.' : ''}`,
+    content: problemContent({
+      missingPermission: { summary: `key lacks ${permission}`, value: accessForbidden(`This API key lacks the ${permission} permission.`).problem },
+      otherParty: { summary: `path ${partyType}ID is not the key's`, value: accessForbidden(`This API key is not bound to this ${partyType}.`).problem },
+      addressNotAllowed: { summary: 'source IP not allowed', value: accessForbidden('Requests from this source address are not allowed for this API key.').problem },
+      ...extra,
+    }),
+  };
+}
+
+const CONTRACT_SUMMARY = [
+  'Distributors and merchants read their wallet balance, list their operations and payments, and create operations, with an API key bound to exactly one distributor or one merchant.',
+  'Operations created through the API are not executed at once: they are saved as `pending`, a checker approves them in the web interface, and then they are executed on the blockchain (`completed`, or `failed` with `lastError`).',
+  'Amounts are decimal strings at the asset scale; phone numbers are in international format; times are ISO 8601. Every response carries an `X-Request-Id` header (the client\'s, when it sent a sane one).',
+  'API keys are created, approved and revoked in the web interface (Settings, API Keys), with maker-checker; no endpoint manages them.',
+].join('\n\n');
+
+export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
+  const schemas = operationSchemas(assetScale);
+  const amount = formatAmount(150, assetScale);
+  const zero = formatAmount(0, assetScale);
+  const requests = requestExamples(amount);
+  const responses = responseExamples(amount, zero);
+
+  const cashIn = jsonSchema(schemas.distributor['cash-in'], 'input');
+  // The contract's rule 5 is checked beside the field rules (schemas.ts); stated here as JSON Schema.
+  cashIn.oneOf = [{ required: ['phoneTo'] }, { required: ['merchantToShortCode'] }];
+  cashIn.description = 'Exactly one of phoneTo and merchantToShortCode.';
+
+  const components: OpenApiDocument['components'] = {
+    securitySchemes: {
+      apiKey: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: '<keyID>.<secret>',
+        description: 'The API key as shown once after approval, `<keyID>.<secret>`, sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
+      },
+    },
+    schemas: {
+      DistributorCashIn: cashIn,
+      DistributorCashOutFulfillment: jsonSchema(schemas.distributor['cash-out-fulfillment'], 'input'),
+      MerchantCashOut: jsonSchema(schemas.merchant['cash-out'], 'input'),
+      MerchantPayMerchant: jsonSchema(schemas.merchant['pay-merchant'], 'input'),
+      MerchantPayIndividual: jsonSchema(schemas.merchant['pay-individual'], 'input'),
+      OperationCreated: jsonSchema(operationCreatedSchema, 'output'),
+      DistributorOperation: jsonSchema(distributorOperationResponse, 'output'),
+      MerchantOperation: jsonSchema(merchantOperationResponse, 'output'),
+      Payment: jsonSchema(paymentResponse, 'output'),
+      Balance: jsonSchema(balanceResponse, 'output'),
+      Problem: jsonSchema(problemSchema, 'output'),
+    },
+  };
+
+  const pathParameter = (partyType: 'distributor' | 'merchant'): OpenApiParameter => ({
+    name: `${partyType}ID`,
+    in: 'path',
+    required: true,
+    description: `The ${partyType} the API key is bound to; any other is refused with 403.`,
+    schema: { type: 'string' },
+    example: partyType === 'distributor' ? DISTRIBUTOR_ID : MERCHANT_ID,
+  });
+  const queryParameters = (schema: z.ZodType, examples: Record<string, string>): OpenApiParameter[] => {
+    const json = jsonSchema(schema, 'input');
+    const required = new Set((json.required ?? []) as string[]);
+    return Object.entries((json.properties ?? {}) as Record<string, JsonSchema>).map(([name, { description, ...rest }]) => ({
+      name,
+      in: 'query' as const,
+      required: required.has(name),
+      ...(typeof description === 'string' ? { description } : {}),
+      schema: rest,
+      ...(examples[name] !== undefined ? { example: examples[name] } : {}),
+    }));
+  };
+  const idempotencyKey: OpenApiParameter = {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description: 'Optional, 1 to 255 visible ASCII characters. A repeat with the same key and the same request within 24 hours is answered with the first response and `Idempotent-Replayed: true`, and creates nothing; the same key with a different request is refused with 422.',
+    schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+    example: 'c0a8f3e2-5b1d-4e7a-9f00-1d2e3f4a5b6c',
+  };
+  const security = [{ apiKey: [] }];
+
+  function createOperation(partyType: 'distributor' | 'merchant'): OpenApiOperation {
+    const variants = partyType === 'distributor'
+      ? { 'cash-in': 'DistributorCashIn', 'cash-out-fulfillment': 'DistributorCashOutFulfillment' }
+      : { 'cash-out': 'MerchantCashOut', 'pay-merchant': 'MerchantPayMerchant', 'pay-individual': 'MerchantPayIndividual' };
+    const description = partyType === 'distributor'
+      ? 'A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, with merchantToShortCode) or a cash-out-fulfillment (debit an individual\'s wallet when cash is handed over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid decimal greater than 0 and not above the key\'s max transaction amount; the day\'s operations plus this one do not exceed the key\'s max daily volume; the payer (the distributor for cash-in, the individual for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and merchantToShortCode.'
+      : 'A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant (by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
+    return {
+      operationId: `create${partyType === 'distributor' ? 'Distributor' : 'Merchant'}Operation`,
+      tags: [partyType === 'distributor' ? 'Distributors' : 'Merchants'],
+      summary: `Create a ${partyType} operation`,
+      description: `${description} The operation is saved as pending; a checker approves it in the web interface before it is executed.`,
+      'x-permission': 'Perform Operations',
+      security,
+      parameters: [pathParameter(partyType), idempotencyKey],
+      requestBody: {
+        required: true,
+        description: `JSON (\`Content-Type: application/json\`, UTF-8, at most ${BODY_LIMIT}). Unknown fields are refused.`,
+        content: {
+          'application/json': {
+            schema: {
+              oneOf: Object.values(variants).map(ref),
+              discriminator: { propertyName: 'operationType', mapping: Object.fromEntries(Object.entries(variants).map(([type, name]) => [type, `#/components/schemas/${name}`])) },
+            },
+            examples: requests[partyType],
+          },
+        },
+      },
+      responses: {
+        '200': {
+          description: 'Created, pending approval; or the first response again for a repeated Idempotency-Key.',
+          headers: { 'Idempotent-Replayed': { description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', const: 'true' } } },
+          content: { 'application/json': { schema: ref('OperationCreated'), examples: { created: { value: { operationID: OPERATION_ID } } } } },
+        },
+        '400': {
+          description: 'Validation errors: a field is missing or invalid (amount not a valid decimal, unknown short code, both phoneTo and merchantToShortCode), the body is not a JSON object, the Content-Type is not application/json, or the URL is not an endpoint.',
+          content: problemContent(partyType === 'distributor'
+            ? {
+                invalidAmount: { summary: 'amount not a valid decimal', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount: '12,50', phoneTo: PHONE }) },
+                bothDestinations: { summary: 'both phoneTo and merchantToShortCode', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount, phoneTo: PHONE, merchantToShortCode: '4521' }) },
+                unknownShortCode: { summary: 'unknown merchant short code', value: domainProblem(invalidInput('merchantToShortCode', 'merchantToShortCode 9999 is not the short code of any merchant')) },
+                unknownField: { summary: 'a field the operation type does not have', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount, phoneTo: PHONE, memmo: 'x' }) },
+              }
+            : {
+                missingField: { summary: 'a required field missing', value: bodyProblem(assetScale, 'merchant', { operationType: 'pay-merchant', amount }) },
+                wrongType: { summary: 'an operation type of distributors', value: bodyProblem(assetScale, 'merchant', { operationType: 'cash-in', amount, phoneTo: PHONE }) },
+              }),
+        },
+        '401': UNAUTHORIZED,
+        '403': forbidden('Perform Operations', partyType, {
+          transactionLimit: { summary: 'above the key\'s max transaction amount', value: domainProblem(new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`)) },
+          dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21)`)) },
+          insufficientBalance: { summary: 'payer balance too low', value: domainProblem(new DomainError('INSUFFICIENT_BALANCE', 'the payer’s available balance does not cover the amount and its fee')) },
+        }),
+        '409': {
+          description: 'The payer\'s wallet kept changing under concurrent requests; nothing was created. Retry (with the same Idempotency-Key).',
+          content: problemContent({ concurrentUpdate: { value: domainProblem(new DomainError('CONCURRENCY_CONFLICT', 'wallet-distributor_… kept changing under concurrent commands; try again')) } }),
+        },
+        '413': {
+          description: `The body is larger than ${BODY_LIMIT}.`,
+          content: problemContent({ tooLarge: { value: { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' } } }),
+        },
+        '422': {
+          description: 'The Idempotency-Key was used in the last 24 hours with a different request.',
+          content: problemContent({ keyReused: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request in the last 24 hours')) } }),
+        },
+      },
+    };
+  }
+
+  function read(spec: {
+    operationId: string; partyType: 'distributor' | 'merchant'; summary: string; description: string; permission: string;
+    query?: z.ZodType; queryExamples?: Record<string, string>; schema: JsonSchema; example: unknown;
+  }): OpenApiOperation {
+    const badQuery: Record<string, Example> = spec.query
+      ? { tooLarge: { summary: `limit above ${MAX_LIMIT}`, value: queryProblem(spec.query, { limit: String(MAX_LIMIT + 1) }) }, unknownParameter: { summary: 'a parameter the endpoint does not have', value: queryProblem(spec.query, { status: 'pending' }) } }
+      : { unknownParameter: { summary: 'any query parameter', value: queryProblem(listQuery.pick({}), { limit: '10' }) } };
+    return {
+      operationId: spec.operationId,
+      tags: [spec.partyType === 'distributor' ? 'Distributors' : 'Merchants'],
+      summary: spec.summary,
+      description: spec.description,
+      'x-permission': spec.permission,
+      security,
+      parameters: [pathParameter(spec.partyType), ...(spec.query ? queryParameters(spec.query, spec.queryExamples ?? {}) : [])],
+      responses: {
+        '200': { description: 'OK.', content: { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } } },
+        '400': { description: spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.', content: problemContent(badQuery) },
+        '401': UNAUTHORIZED,
+        '403': forbidden(spec.permission, spec.partyType),
+      },
+    };
+  }
+
+  const paging = `Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to ${DEFAULT_LIMIT} (at most ${MAX_LIMIT}), offset to 0.`;
+  const pageExamples = { limit: String(DEFAULT_LIMIT), offset: '0' };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Wallet Operations Programmatic API', version: '1.0.0', description: CONTRACT_SUMMARY },
+    servers: [{ url: '{baseUrl}', description: 'The service\'s base address; every path carries the version (/api/v1).', variables: { baseUrl: { default: 'http://localhost:3000', description: 'Base address of the deployment.' } } }],
+    security,
+    tags: [
+      { name: 'Distributors', description: 'Endpoints for an API key bound to a distributor.' },
+      { name: 'Merchants', description: 'Endpoints for an API key bound to a merchant.' },
+    ],
+    paths: {
+      '/api/v1/distributors/{distributorID}/operations': {
+        post: createOperation('distributor'),
+        get: read({
+          operationId: 'listDistributorOperations', partyType: 'distributor', permission: 'Read Transactions', summary: 'List a distributor\'s operations',
+          description: `The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do not apply to an operation's kind are omitted. No filtering parameters exist. ${paging}`,
+          query: listQuery, queryExamples: pageExamples, schema: { type: 'array', items: ref('DistributorOperation') }, example: [responses.distributorOperation],
+        }),
+      },
+      '/api/v1/merchants/{merchantID}/operations': {
+        post: createOperation('merchant'),
+        get: read({
+          operationId: 'listMerchantOperations', partyType: 'merchant', permission: 'Read Transactions', summary: 'List a merchant\'s operations',
+          description: `The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed once completed), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. No filtering parameters exist. ${paging}`,
+          query: listQuery, queryExamples: pageExamples, schema: { type: 'array', items: ref('MerchantOperation') }, example: [responses.merchantOperation],
+        }),
+      },
+      '/api/v1/merchants/{merchantID}/payments': {
+        get: read({
+          operationId: 'listMerchantPayments', partyType: 'merchant', permission: 'Read Transactions', summary: 'List payments a merchant received',
+          description: `Completed payments the merchant received, newest first: \`payment\` (from an individual or a merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the payment memo. ${paging}`,
+          query: paymentsQuery, queryExamples: { ...pageExamples, search: 'invoice' }, schema: { type: 'array', items: ref('Payment') }, example: [responses.payment],
+        }),
+      },
+      '/api/v1/distributors/{distributorID}/balance': {
+        get: read({
+          operationId: 'getDistributorBalance', partyType: 'distributor', permission: 'Read Balance', summary: 'Read a distributor\'s balance',
+          description: 'The current balance of the distributor\'s wallet, as a decimal string.', schema: ref('Balance'), example: responses.balance,
+        }),
+      },
+      '/api/v1/merchants/{merchantID}/balance': {
+        get: read({
+          operationId: 'getMerchantBalance', partyType: 'merchant', permission: 'Read Balance', summary: 'Read a merchant\'s balance',
+          description: 'The current balance of the merchant\'s wallet, as a decimal string.', schema: ref('Balance'), example: responses.balance,
+        }),
+      },
+    },
+    components,
+  };
+}
+
+// The HTML page ----------------------------------------------------------------------------------------------
+
+/** Markup whose text parts were escaped when it was built: the only thing `html` inserts without escaping. */
+class Html {
+  constructor(readonly value: string) {}
+}
+
+export const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+const renderValue = (value: unknown): string =>
+  value instanceof Html ? value.value : Array.isArray(value) ? value.map(renderValue).join('') : value === undefined || value === null || value === false ? '' : escapeHtml(String(value));
+
+function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
+  let out = strings[0]!;
+  values.forEach((value, i) => (out += renderValue(value) + strings[i + 1]!));
+  return new Html(out);
+}
+
+type Obj = Record<string, unknown>;
+const obj = (value: unknown): Obj => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Obj) : {});
+const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+const text = (value: unknown): string => (typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value));
+const refName = (value: unknown): string | null => (typeof value === 'string' ? value.split('/').at(-1) ?? null : null);
+
+/** Backticks in descriptions become <code>. */
+const prose = (value: unknown) => text(value).split('\n\n').filter(Boolean).map((paragraph) => html`<p>${paragraph.split(/`([^`]*)`/).map((part, i) => (i % 2 ? html`<code>${part}</code>` : part))}</p>`);
+
+function typeOf(schema: Obj): Html {
+  const target = refName(schema.$ref);
+  if (target) return html`<a href="#schema-${target}">${target}</a>`;
+  if (schema.const !== undefined) return html`<code>${JSON.stringify(schema.const)}</code>`;
+  if (Array.isArray(schema.enum)) return html`one of ${schema.enum.map((v, i) => html`${i ? ', ' : ''}<code>${JSON.stringify(v)}</code>`)}`;
+  const variants = list(schema.anyOf ?? schema.oneOf);
+  if (variants.length) return html`${variants.map((v, i) => html`${i ? ' or ' : ''}${typeOf(obj(v))}`)}`;
+  if (schema.type === 'array') return html`array of ${typeOf(obj(schema.items))}`;
+  return html`${Array.isArray(schema.type) ? schema.type.join(' or ') : text(schema.type) || 'any'}`;
+}
+
+function constraints(schema: Obj): string {
+  const variant = list(schema.anyOf).map(obj).find((v) => v.type !== 'null') ?? schema;
+  const parts = [
+    variant.pattern !== undefined ? `pattern ${text(variant.pattern)}` : '',
+    variant.maxLength !== undefined ? `at most ${text(variant.maxLength)} characters` : '',
+    variant.example !== undefined ? `e.g. ${text(variant.example)}` : '',
+  ];
+  return parts.filter(Boolean).join('; ');
+}
+
+function fieldsTable(schema: Obj): Html {
+  const required = new Set(list(schema.required).map(String));
+  const rows = Object.entries(obj(schema.properties)).map(([name, value]) => {
+    const property = obj(value);
+    const description = text(property.description ?? list(property.anyOf).map(obj).find((v) => v.description)?.description);
+    return html`<tr><td><code>${name}</code></td><td>${typeOf(property)}</td><td>${required.has(name) ? 'yes' : 'no'}</td><td>${description}${constraints(property) ? html` <span class="muted">(${constraints(property)})</span>` : ''}</td></tr>`;
+  });
+  return html`<table><tr><th>field</th><th>type</th><th>required</th><th>notes</th></tr>${rows}</table>${schema.additionalProperties === false ? html`<p class="muted">No other fields.</p>` : ''}`;
+}
+
+function examplesOf(media: Obj): Html[] {
+  return Object.entries(obj(media.examples)).map(([name, example]) => {
+    const { summary, value } = obj(example);
+    return html`<details><summary>Example: ${text(summary) || name}</summary><pre>${JSON.stringify(value, null, 2)}</pre></details>`;
+  });
+}
+
+function operationSection(path: string, method: string, operation: Obj): Html {
+  const parameters = list(operation.parameters).map(obj);
+  const body = obj(operation.requestBody);
+  const bodyMedia = obj(obj(body.content)['application/json']);
+  const responses = Object.entries(obj(operation.responses)).map(([status, response]) => {
+    const r = obj(response);
+    const [mediaType, media] = Object.entries(obj(r.content))[0] ?? ['', {}];
+    const headers = Object.entries(obj(r.headers)).map(([name, h]) => html`<br><span class="muted">header <code>${name}</code>: ${text(obj(h).description)}</span>`);
+    return html`<tr><td><b>${status}</b></td><td>${prose(r.description)}${headers}</td><td>${mediaType ? html`${typeOf(obj(obj(media).schema))} <span class="muted">${mediaType}</span>` : ''}${examplesOf(obj(media))}</td></tr>`;
+  });
+  return html`<section id="${text(operation.operationId)}">
+<h2><span class="method ${method}">${method.toUpperCase()}</span> <code>${path}</code></h2>
+<p><b>${text(operation.summary)}</b>. Permission: ${text(operation['x-permission'])}.</p>${prose(operation.description)}
+${parameters.length ? html`<h3>Parameters</h3><table><tr><th>name</th><th>in</th><th>required</th><th>type</th><th>notes</th></tr>${parameters.map((p) => html`<tr><td><code>${text(p.name)}</code></td><td>${text(p.in)}</td><td>${p.required ? 'yes' : 'no'}</td><td>${typeOf(obj(p.schema))}</td><td>${text(p.description)}${constraints(obj(p.schema)) ? html` <span class="muted">(${constraints(obj(p.schema))})</span>` : ''}</td></tr>`)}</table>` : ''}
+${operation.requestBody ? html`<h3>Request body</h3>${prose(body.description)}<p>One of: ${typeOf(obj(bodyMedia.schema))}</p>${examplesOf(bodyMedia)}` : ''}
+<h3>Responses</h3><table><tr><th>status</th><th>when</th><th>body</th></tr>${responses}</table>
+</section>`;
+}
+
+/** A self-contained page (no script, no external resource) describing the document, rendered on the server. */
+export function renderDocsPage(document: unknown): string {
+  const doc = obj(document);
+  const info = obj(doc.info);
+  const operations = Object.entries(obj(doc.paths)).flatMap(([path, item]) => Object.entries(obj(item)).map(([method, operation]) => ({ path, method, operation: obj(operation) })));
+  const schemes = Object.entries(obj(obj(doc.components).securitySchemes));
+  const schemas = Object.entries(obj(obj(doc.components).schemas)).map(([name, schema]) => {
+    const s = obj(schema);
+    return html`<section id="schema-${name}"><h3>${name}</h3>${prose(s.description)}${s.type === 'object' ? fieldsTable(s) : html`<p>${typeOf(s)}</p>`}</section>`;
+  });
+  const page = html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${text(info.title)}</title>
+<style>
+body{font:15px/1.5 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}td,th{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f5f5f7}code,pre{font:13px ui-monospace,monospace}pre{background:#f5f5f7;padding:.5rem;overflow:auto}
+.method{display:inline-block;min-width:3.5rem;text-align:center;color:#fff;border-radius:4px;padding:0 .3rem}.get{background:#1f6feb}.post{background:#2da44e}
+.muted{color:#666}section{border-top:1px solid #ddd;margin-top:1.5rem}
+</style></head><body>
+<h1>${text(info.title)} <span class="muted">${text(info.version)}</span></h1>${prose(info.description)}
+<p>Machine-readable: <a href="openapi.json">openapi.json</a> (OpenAPI ${text(doc.openapi)}).</p>
+<h2>Authentication</h2>${schemes.map(([name, scheme]) => html`<p><b>${name}</b>: ${text(obj(scheme).type)} ${text(obj(scheme).scheme)}, format <code>${text(obj(scheme).bearerFormat)}</code>.</p>${prose(obj(scheme).description)}`)}
+<h2>Endpoints</h2><ul>${operations.map(({ path, method, operation }) => html`<li><a href="#${text(operation.operationId)}">${method.toUpperCase()} ${path}</a>: ${text(operation.summary)}</li>`)}</ul>
+${operations.map(({ path, method, operation }) => operationSection(path, method, operation))}
+<section><h2>Schemas</h2>${schemas}</section>
+</body></html>
+`;
+  return page.value;
+}
