@@ -70,7 +70,8 @@ async function expressWithInsert(): Promise<LoadResult> {
 }
 
 async function walletOps(parties: number): Promise<LoadResult & { created: number }> {
-  const sys = await startTestSystem();
+  // The write API alone, as it runs behind a load balancer in production; projections and executor elsewhere.
+  const sys = await startTestSystem({}, undefined, ['write-api']);
   try {
     const phone = await sys.individual('+2348123456781', 'Bench Customer');
     const requests: LoadSpec['requests'] = [];

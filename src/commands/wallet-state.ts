@@ -11,36 +11,33 @@ import { assertNever } from './decider.ts';
 export interface WalletState {
   /** Executed balance: credits minus debits that really happened on the ledger. */
   balance: string;
-  /** Sum of the holds below. */
+  /** What pending and approved operations hold. */
   held: string;
-  holds: Readonly<Record<string, string>>;
 }
 
+// Sums only, no per-operation map: each hold is released or settled exactly once (the operation's own
+// state machine guarantees it), and the releasing event carries the amount. A payer with thousands of
+// pending operations thus costs O(1) per event, not a copy of all its holds.
 export const walletState = {
-  initialState: (): WalletState => ({ balance: '0', held: '0', holds: {} }),
+  initialState: (): WalletState => ({ balance: '0', held: '0' }),
   evolve(state: WalletState, event: WalletEvent): WalletState {
-    const { operationID, amount } = event.data;
     switch (event.type) {
       case 'FundsHeld':
-        return { ...state, held: new Decimal(state.held).plus(amount).toString(), holds: { ...state.holds, [operationID]: amount } };
+        return { ...state, held: new Decimal(state.held).plus(event.data.amount).toString() };
       case 'HoldReleased':
-        return withoutHold(state, operationID);
+        return { ...state, held: new Decimal(state.held).minus(event.data.amount).toString() };
       case 'WalletCredited':
-        return { ...state, balance: new Decimal(state.balance).plus(amount).toString() };
+        return { ...state, balance: new Decimal(state.balance).plus(event.data.amount).toString() };
       case 'WalletDebited':
-        return { ...withoutHold(state, operationID), balance: new Decimal(state.balance).minus(amount).toString() };
+        return {
+          balance: new Decimal(state.balance).minus(event.data.amount).toString(),
+          held: new Decimal(state.held).minus(event.data.heldAmount ?? '0').toString(),
+        };
       default:
         return assertNever(event);
     }
   },
 };
-
-function withoutHold(state: WalletState, operationID: string): WalletState {
-  const hold = state.holds[operationID];
-  if (hold === undefined) return state;
-  const { [operationID]: _released, ...holds } = state.holds;
-  return { ...state, held: new Decimal(state.held).minus(hold).toString(), holds };
-}
 
 /** What the payer can still commit: the executed balance less what pending and approved operations hold. */
 export const availableBalance = (wallet: WalletState) => new Decimal(wallet.balance).minus(wallet.held);

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps } from '../../src/wallet-ops.ts';
 import { runCliJson } from '../support/cli.ts';
-import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
+import { call, startTestSystem, waitFor, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /**
@@ -72,7 +72,7 @@ describe('authentication', () => {
   let distributorKey: { keyID: string; apiKey: string };
 
   beforeAll(async () => {
-    sys = await startTestSystem();
+    sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
     f = await fixture(sys);
     distributorKey = await f.distributor.key();
   });
@@ -294,7 +294,7 @@ describe('authentication: key expiry, with a fake clock', () => {
   let f: Awaited<ReturnType<typeof fixture>>;
 
   beforeAll(async () => {
-    sys = await startTestSystem({}, () => now);
+    sys = await startTestSystem({}, () => now, WITHOUT_EXECUTOR);
     f = await fixture(sys);
   });
   afterAll(async () => sys.close());
@@ -328,7 +328,7 @@ describe('authentication: TRUST_PROXY=127.0.0.1', () => {
   let tenKey: string;
 
   beforeAll(async () => {
-    sys = await startTestSystem({ TRUST_PROXY: '127.0.0.1' });
+    sys = await startTestSystem({ TRUST_PROXY: '127.0.0.1' }, undefined, WITHOUT_EXECUTOR);
     f = await fixture(sys);
     tenKey = (await f.distributor.key({ allowedIPs: '10.0.0.0/8' })).apiKey;
   });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
+import { ALL_PARTS, buildWalletOps, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
   addUser,
   approveApiKey,
@@ -31,7 +31,10 @@ export interface TestSystem {
   /** A distributor or merchant with a maker and a checker. */
   party(type: PartyRef['type'], options?: { name?: string; shortCode?: string }): Promise<TestParty>;
   individual(phone: string, name?: string): Promise<string>;
-  /** Given money that really moved on the ledger: a WalletCredited event, as the executor records it. */
+  /**
+   * Given money on the write side's wallet: a WalletCredited event as the executor records it, but with no
+   * ledger transfer behind it, so only for systems without the executor (WITHOUT_EXECUTOR).
+   */
   credit(wallet: WalletRef, amount: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -49,11 +52,17 @@ export interface TestParty {
 
 let shortCodeSeed = 100_000 + Math.floor(Math.random() * 100_000);
 
-export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date): Promise<TestSystem> {
+/**
+ * The write side's tests fund wallets with `credit()` (WalletCredited events without a ledger transfer) and
+ * look at operations as the checker left them: they run every part but the executor.
+ */
+export const WITHOUT_EXECUTOR: readonly Part[] = ALL_PARTS.filter((part) => part !== 'executor');
+
+export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS): Promise<TestSystem> {
   const dir = tempDir();
   const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', ...env });
   const logger = createLogger(config.LOG_LEVEL);
-  const system = await buildWalletOps(config, logger, clock);
+  const system = await buildWalletOps(config, logger, clock, parts);
   const server: Server = await new Promise((resolve) => {
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
   });

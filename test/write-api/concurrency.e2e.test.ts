@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streams } from '../../src/domain/streams.ts';
 import { runCli } from '../support/cli.ts';
-import { call, startTestSystem, type TestParty, type TestSystem } from '../support/system.ts';
+import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 
 /**
  * Limits under concurrency, over HTTP: no interleaving of concurrent creates may let two of them share
@@ -38,7 +38,7 @@ describe('concurrent creates', () => {
   let phone: string;
 
   beforeAll(async () => {
-    sys = await startTestSystem();
+    sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
     phone = await sys.individual(newPhone());
   });
   afterAll(async () => sys.close());

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streams } from '../../src/domain/streams.ts';
 import { runCli } from '../support/cli.ts';
-import { call, startTestSystem, type TestParty, type TestSystem } from '../support/system.ts';
+import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 
 /**
  * The two create-operation endpoints of the contract (POST /api/v1/distributors/{id}/operations and
@@ -63,7 +63,7 @@ describe('create-operation endpoints', () => {
   let data: string[];
 
   beforeAll(async () => {
-    sys = await startTestSystem();
+    sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
     data = ['--data-dir', sys.config.DATA_DIR];
   });
   afterAll(async () => sys.close());
@@ -668,7 +668,7 @@ describe('create-operation with a fee schedule', () => {
   let phone: string;
 
   beforeAll(async () => {
-    sys = await startTestSystem({ FEE_SCHEDULE: '{"pay-merchant":{"flat":"1.00","percent":"0"}}' });
+    sys = await startTestSystem({ FEE_SCHEDULE: '{"pay-merchant":{"flat":"1.00","percent":"0"}}' }, undefined, WITHOUT_EXECUTOR);
     payee = await sys.party('merchant');
     phone = await sys.individual('+2348123999001');
   });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadState } from '../../src/commands/pipeline.ts';
 import { walletState } from '../../src/commands/wallet-state.ts';
 import { streams } from '../../src/domain/streams.ts';
-import { startTestSystem, type TestParty, type TestSystem } from '../support/system.ts';
+import { startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 
 /**
  * Hostile and sloppy clients: a table of malformed requests against one running system. Every one must be
@@ -491,7 +491,7 @@ describe('malformed requests to the create-operation endpoints', () => {
   const prototypeKeysBefore = Object.getOwnPropertyNames(Object.prototype).sort();
 
   beforeAll(async () => {
-    const sys = await startTestSystem();
+    const sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
     const d = await sys.party('distributor');
     const m = await sys.party('merchant');
     const m2 = await sys.party('merchant');
@@ -538,7 +538,7 @@ describe('malformed requests to the create-operation endpoints', () => {
       for (const wallet of [c.d.wallet, c.m.wallet]) {
         const { state } = await loadState(deps, streams.wallet(wallet), walletState);
         expect(state.balance).toBe('1000000');
-        for (const held of Object.keys(state.holds)) expect(acceptedByMistake).toContain(held);
+        if (acceptedByMistake.length === 0) expect(Number(state.held)).toBe(0);
       }
     });
 
