@@ -1,0 +1,81 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, relative, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The layer rules of docs/architecture.md, checked on the import statements of src/: a folder may import
+ * only what its row allows. A rule broken here is a design decision to take consciously, not by accident.
+ */
+const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Every import of a file: the folder under src/ it reaches (or the package name). */
+function importsOf(file: string): Array<{ target: string; typeOnly: boolean }> {
+  const text = readFileSync(file, 'utf8');
+  const found: Array<{ target: string; typeOnly: boolean }> = [];
+  for (const match of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'";]*?from\s+'([^']+)'/gm)) {
+    const [, , typeOnly, specifier] = match;
+    if (!specifier!.startsWith('.')) {
+      found.push({ target: specifier!.startsWith('node:') ? 'node' : specifier!, typeOnly: Boolean(typeOnly) });
+      continue;
+    }
+    const path = relative(SRC, resolve(dirname(file), specifier!));
+    found.push({ target: path.split('/')[0]!.replace(/\.ts$/, ''), typeOnly: Boolean(typeOnly) });
+  }
+  for (const match of text.matchAll(/import\(\s*'([^']+)'\s*\)/g)) {
+    found.push({ target: relative(SRC, resolve(dirname(file), match[1]!)).split('/')[0]!.replace(/\.ts$/, ''), typeOnly: false });
+  }
+  return found;
+}
+
+const folder = (file: string) => relative(SRC, file).split('/')[0]!.replace(/\.ts$/, '');
+
+// What each folder may import (besides itself and node built-ins).
+const allowed: Record<string, { src: string[]; packages: string[] }> = {
+  domain: { src: [], packages: ['decimal.js', 'libphonenumber-js/max', 'ipaddr.js', 'zod'] },
+  ports: { src: [], packages: [] },
+  shared: { src: [], packages: [] },
+  commands: { src: ['domain', 'ports', 'shared', 'projections'], packages: [] },
+  projections: { src: ['domain', 'ports', 'commands'], packages: [] },
+  executor: { src: ['domain', 'ports', 'commands', 'logger'], packages: [] },
+  adapters: { src: ['domain', 'ports'], packages: ['better-sqlite3'] },
+};
+
+describe('layer rules', () => {
+  const files = filesUnder(SRC);
+
+  for (const [layer, rule] of Object.entries(allowed)) {
+    it(`when a file of src/${layer} imports, then only ${[...rule.src, ...rule.packages].join(', ') || 'its own layer'} are reached`, () => {
+      const broken = files
+        .filter((file) => folder(file) === layer)
+        .flatMap((file) =>
+          importsOf(file)
+            .filter(({ target }) => target !== layer && target !== 'node' && !rule.src.includes(target) && !rule.packages.includes(target))
+            .map(({ target }) => `${relative(SRC, file)} -> ${target}`),
+        );
+      expect(broken).toEqual([]);
+    });
+  }
+
+  it('when src/commands or src/projections import, then never express, a store adapter or an API layer', () => {
+    const broken = files
+      .filter((file) => ['commands', 'projections'].includes(folder(file)))
+      .flatMap((file) => importsOf(file).filter(({ target }) => ['express', 'better-sqlite3', 'adapters', 'http', 'write-api', 'read-api'].includes(target)).map(({ target }) => `${relative(SRC, file)} -> ${target}`));
+    expect(broken).toEqual([]);
+  });
+
+  it('when the projections reach into src/commands, then only for the evolve of a state they share (the API-key directory)', () => {
+    const reaching = files
+      .filter((file) => folder(file) === 'projections')
+      .filter((file) => importsOf(file).some(({ target }) => target === 'commands'))
+      .map((file) => relative(SRC, file));
+    expect(reaching).toEqual(['projections/api-key-directory.ts']);
+  });
+});
