@@ -5,7 +5,6 @@
  *   npm run bench:store        (writes the "Event store" section of docs/benchmarks.md)
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { arch, cpus, platform } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,8 +13,8 @@ import { ensureEventSchema } from '../src/adapters/sqlite/sqlite-event-schema.ts
 import { openSqliteEventStore } from '../src/adapters/sqlite/sqlite-event-store.ts';
 import type { EventStore, NewEvent } from '../src/ports/event-store.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
+import { BENCHMARKS_DOC, writeBenchSection } from './support/report.ts';
 
-const DOC = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 const HEADING = '## Event store (npm run bench:store)';
 /** Each figure is the median of this many runs, store and baseline alternating, to damp a noisy machine. */
 const RUNS = 5;
@@ -245,8 +244,8 @@ async function main(): Promise<void> {
   const seconds = (performance.now() - benchStarted) / 1000;
   const section = renderSection(rows, seconds);
   console.log(section);
-  writeSection(section);
-  console.error(`wrote ${DOC} in ${seconds.toFixed(0)} s`);
+  writeBenchSection(HEADING, section);
+  console.error(`wrote ${BENCHMARKS_DOC} in ${seconds.toFixed(0)} s`);
 }
 
 function renderSection(rows: Row[], seconds: number): string {
@@ -272,24 +271,6 @@ function renderSection(rows: Row[], seconds: number): string {
     `Whole run: ${seconds.toFixed(0)} s.`,
     '',
   ].join('\n');
-}
-
-/** Replaces this benchmark's section of docs/benchmarks.md (up to the next `## ` heading), keeping the others. */
-function writeSection(section: string): void {
-  mkdirSync(dirname(DOC), { recursive: true });
-  const current = existsSync(DOC) ? readFileSync(DOC, 'utf8') : '# Benchmarks\n';
-  const lines = current.split('\n');
-  const start = lines.findIndex((line) => line.trim() === HEADING);
-  let next: string;
-  if (start === -1) {
-    next = `${current.trimEnd()}\n\n${section}`;
-  } else {
-    const end = lines.findIndex((line, i) => i > start && line.startsWith('## '));
-    const after = end === -1 ? '' : `\n${lines.slice(end).join('\n')}`;
-    const before = lines.slice(0, start).join('\n');
-    next = `${before === '' ? '' : `${before}\n`}${section}${after}`;
-  }
-  writeFileSync(DOC, `${next.trimEnd()}\n`);
 }
 
 function rate(count: number, startedMs: number): number {

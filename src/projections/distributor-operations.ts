@@ -1,12 +1,13 @@
 import type { DistributorOperationType, OperationEvent, OperationRequested } from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
+import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent, type OperationStatus } from './operation-lifecycle.ts';
 
 /**
  * The operations a distributor created with its keys (cash-in, cash-out-fulfillment), for
  * GET /api/v1/distributors/{distributorID}/operations, newest creation first.
  */
-export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'completed' | 'failed';
+export type { OperationStatus };
 
 export type DistributorOperationDoc = {
   /** The operationID. */
@@ -57,17 +58,6 @@ export const DISTRIBUTOR_OPERATIONS_SORT: NonNullable<FindQuery['sort']> = [
   ['id', 'desc'],
 ];
 
-const EVENT_TYPES = [
-  'OperationRequested',
-  'OperationApproved',
-  'OperationRejected',
-  'OperationSubmitted',
-  'OperationCompleted',
-  'OperationFailed',
-] as const;
-
-type Event = ProjectedEvent & OperationEvent;
-const isOperationEvent = (event: ProjectedEvent): event is Event => (EVENT_TYPES as readonly string[]).includes(event.type);
 
 const isDistributorOperation = (data: OperationRequested['data']): boolean =>
   data.party?.type === 'distributor' && (data.operationType === 'cash-in' || data.operationType === 'cash-out-fulfillment');
@@ -106,30 +96,15 @@ function requested(data: OperationRequested['data'], id: string, position: numbe
 }
 
 /** What a later event of the operation's stream changes. */
-function progressed(doc: DistributorOperationDoc, event: Exclude<OperationEvent, { type: 'OperationRequested' }>): DistributorOperationDoc {
-  switch (event.type) {
-    case 'OperationApproved':
-      return { ...doc, status: 'approved', updatedAt: event.data.approvedAt };
-    case 'OperationRejected':
-      return { ...doc, status: 'rejected', updatedAt: event.data.rejectedAt };
-    case 'OperationExecutionStarted':
-      return doc; // an executor's claim: the contract's status stays approved (not subscribed to)
-    case 'OperationSubmitted':
-      return { ...doc, sequenceNumber: event.data.sequenceNumber, updatedAt: event.data.submittedAt };
-    case 'OperationCompleted': {
-      const { blockchainID, walletOperationID, sequenceNumber, completedAt } = event.data;
-      return { ...doc, status: 'completed', blockchainID, walletOperationID, sequenceNumber, updatedAt: completedAt };
-    }
-    case 'OperationFailed':
-      return { ...doc, status: 'failed', lastError: event.data.lastError, updatedAt: event.data.failedAt };
-  }
+function progressed(doc: DistributorOperationDoc, event: LaterOperationEvent): DistributorOperationDoc {
+  return { ...doc, ...lifecycleChange(event) };
 }
 
 export function distributorOperationsProjection(_options: { assetScale?: number } = {}): Projection<DistributorOperationDoc> {
   return {
     name: 'distributor-operations',
     collection: DISTRIBUTOR_OPERATIONS_COLLECTION,
-    eventTypes: EVENT_TYPES,
+    eventTypes: OPERATION_EVENT_TYPES,
     documentIds(event) {
       if (!isOperationEvent(event)) return [];
       if (event.type === 'OperationRequested' && !isDistributorOperation(event.data)) return [];

@@ -1,8 +1,8 @@
 import type { OperationEvent, OperationRequested } from '../domain/events.ts';
 import { DEFAULT_ASSET_SCALE, formatAmount } from '../domain/money.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
-import type { OperationStatus } from './distributor-operations.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
+import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent, type OperationStatus } from './operation-lifecycle.ts';
 
 /**
  * A merchant's operations for GET /api/v1/merchants/{merchantID}/operations, newest creation first: the ones
@@ -59,19 +59,8 @@ export const MERCHANT_OPERATIONS_SORT: NonNullable<FindQuery['sort']> = [
   ['id', 'desc'],
 ];
 
-const EVENT_TYPES = [
-  'OperationRequested',
-  'OperationApproved',
-  'OperationRejected',
-  'OperationSubmitted',
-  'OperationCompleted',
-  'OperationFailed',
-] as const;
-
 /** For a received cash-in the counterparty is the merchant paid: the distributor is the payer (`payerName`). */
 type RequestedData = OperationRequested['data'];
-type Event = ProjectedEvent & OperationEvent;
-const isOperationEvent = (event: ProjectedEvent): event is Event => (EVENT_TYPES as readonly string[]).includes(event.type);
 
 const isOwnOperation = (data: RequestedData): boolean =>
   data.party?.type === 'merchant' && ['cash-out', 'pay-merchant', 'pay-individual'].includes(data.operationType);
@@ -104,23 +93,10 @@ function requested(data: RequestedData, id: string, position: number, scale: num
 }
 
 /** What a later event of the operation's stream changes; a completion shows a received cash-in. */
-function progressed(doc: MerchantOperationDoc, event: Exclude<OperationEvent, { type: 'OperationRequested' }>): MerchantOperationDoc {
-  switch (event.type) {
-    case 'OperationApproved':
-      return { ...doc, status: 'approved', updatedAt: event.data.approvedAt };
-    case 'OperationRejected':
-      return { ...doc, status: 'rejected', updatedAt: event.data.rejectedAt };
-    case 'OperationExecutionStarted':
-      return doc; // an executor's claim: the contract's status stays approved (not subscribed to)
-    case 'OperationSubmitted':
-      return { ...doc, sequenceNumber: event.data.sequenceNumber, updatedAt: event.data.submittedAt };
-    case 'OperationCompleted': {
-      const { blockchainID, sequenceNumber, completedAt } = event.data;
-      return { ...doc, status: 'completed', blockchainID, sequenceNumber, updatedAt: completedAt, visible: true };
-    }
-    case 'OperationFailed':
-      return { ...doc, status: 'failed', lastError: event.data.lastError, updatedAt: event.data.failedAt };
-  }
+function progressed(doc: MerchantOperationDoc, event: LaterOperationEvent): MerchantOperationDoc {
+  // The merchant's list has no walletOperationID.
+  const { walletOperationID: _notListed, ...change } = lifecycleChange(event);
+  return { ...doc, ...change, ...(event.type === 'OperationCompleted' ? { visible: true } : {}) };
 }
 
 export function merchantOperationsProjection(options: { assetScale?: number } = {}): Projection<MerchantOperationDoc> {
@@ -129,7 +105,7 @@ export function merchantOperationsProjection(options: { assetScale?: number } = 
   return {
     name: 'merchant-operations',
     collection: MERCHANT_OPERATIONS_COLLECTION,
-    eventTypes: EVENT_TYPES,
+    eventTypes: OPERATION_EVENT_TYPES,
     documentIds(event) {
       if (!isOperationEvent(event)) return [];
       if (event.type === 'OperationRequested' && !concerns(event.data)) return [];
