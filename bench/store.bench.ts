@@ -6,8 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { arch, cpus, platform } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
 import { ensureEventSchema } from '../src/adapters/sqlite/sqlite-event-schema.ts';
 import { openSqliteEventStore } from '../src/adapters/sqlite/sqlite-event-store.ts';

@@ -98,6 +98,72 @@ describe('SQLite read store, embedded specifics', () => {
     expect(latest.map((d) => d.id).slice(0, 3)).toEqual(['p1999', 'p1996', 'p1993']);
   });
 
+  describe('promote', () => {
+    const SHADOW: CollectionDefinition = { ...PAYMENTS, name: 'payments__rebuild', indexes: [] };
+    const indexNames = (inspector: Database.Database, table: string) =>
+      (inspector.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name`).pluck().all(table) as string[]);
+
+    async function promoted(source: CollectionDefinition): Promise<ReadStore> {
+      const store = await open();
+      await store.defineCollections([source]);
+      await store.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'old', status: 'settled', createdAt: 1 } }], { projection: 'payments', position: 1 });
+      const writes = Array.from({ length: 2_000 }, (_, i) => ({
+        op: 'upsert' as const,
+        collection: source.name,
+        doc: { id: `p${i}`, status: ['pending', 'settled', 'failed'][i % 3]!, createdAt: 1_700_000_000 + i, payer: { msisdn: `+2547${i}` } },
+      }));
+      await store.commit(writes, { projection: source.name, position: 2_000 });
+      await store.promote(source.name, 'payments', { from: source.name, to: 'payments' });
+      return store;
+    }
+
+    it('given a source built without indexes, when promoted, then where + sort queries on the target search its declared index without a scan or a temp b-tree', async () => {
+      const store = await promoted(SHADOW);
+      const queries: FindQuery[] = [
+        { where: { status: 'settled' }, sort: [['createdAt', 'desc'], ['id', 'desc']], skip: 10, limit: 50 },
+        { where: { 'payer.msisdn': '+25477' } },
+      ];
+      const inspector = new Database(file, { readonly: true });
+      try {
+        expect(indexNames(inspector, 'payments')).toEqual(['payments:payer.msisdn', 'payments:status,createdAt,id']);
+        expect(indexNames(inspector, SHADOW.name)).toEqual([]);
+        for (const query of queries) {
+          const { sql, params } = compileFind(PAYMENTS, query);
+          const plan = (inspector.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join('\n');
+          expect(plan).toMatch(/^SEARCH payments USING INDEX "?payments:/);
+          expect(plan).not.toMatch(/SCAN|TEMP B-TREE/);
+        }
+      } finally {
+        inspector.close();
+      }
+      expect((await store.find('payments', queries[0])).map((d) => d.id).slice(0, 2)).toEqual(['p1969', 'p1966']);
+    });
+
+    it('given a source with indexes of its own, when promoted, then the target keeps only its declared indexes', async () => {
+      await promoted({ ...PAYMENTS, name: 'payments__rebuild', indexes: [['createdAt'], ['status', 'createdAt', 'id']] });
+      const inspector = new Database(file, { readonly: true });
+      try {
+        expect(indexNames(inspector, 'payments')).toEqual(['payments:payer.msisdn', 'payments:status,createdAt,id']);
+        expect((inspector.prepare(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'payments__rebuild%'`).pluck().get() as number)).toBe(0);
+      } finally {
+        inspector.close();
+      }
+    });
+
+    it('given a second handle that has read the target, when another handle promotes a source over it, then the second handle reads the promoted documents', async () => {
+      const reader = await open();
+      const writer = await open();
+      await writer.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'old', status: 'settled', createdAt: 1 } }]);
+      expect((await reader.find('payments', { where: { status: 'settled' }, sort: [['createdAt', 'desc'], ['id', 'desc']] })).map((d) => d.id)).toEqual(['old']);
+      await writer.defineCollections([SHADOW]);
+      await writer.commit([{ op: 'upsert', collection: SHADOW.name, doc: { id: 'new', status: 'settled', createdAt: 2 } }], { projection: SHADOW.name, position: 7 });
+      await writer.promote(SHADOW.name, 'payments', { from: SHADOW.name, to: 'payments' });
+      expect((await reader.find('payments', { where: { status: 'settled' }, sort: [['createdAt', 'desc'], ['id', 'desc']] })).map((d) => d.id)).toEqual(['new']);
+      expect(await reader.get('payments', 'old')).toBeNull();
+      expect(await reader.getCheckpoint('payments')).toBe(7);
+    });
+  });
+
   it('given a collection or field name carrying SQL, when defined or queried, then it is refused', async () => {
     const store = await open();
     await expect(store.defineCollections([{ name: 'x"; DROP TABLE payments; --' }])).rejects.toThrow(/collection name/);

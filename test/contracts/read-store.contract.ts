@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CollectionDefinition, Document, FindQuery, ReadStore, Write } from '../../src/ports/read-store.ts';
-import { ReadStoreQueryError } from '../../src/ports/read-store.ts';
+import { CheckpointConflictError, ReadStoreQueryError } from '../../src/ports/read-store.ts';
 
 const WALLETS: CollectionDefinition = {
   name: 'wallets',
@@ -360,6 +360,202 @@ export function describeReadStoreContract(
         ).rejects.toBeInstanceOf(ReadStoreQueryError);
         expect(await store.get('wallets', 'w1')).toBeNull();
         expect(await store.getCheckpoint('balances')).toBeNull();
+      });
+    });
+
+    describe('search with several clauses', () => {
+      beforeEach(async () => {
+        await upsert(
+          'wallets',
+          { id: 'w1', status: 'open', phone: '+254 700 111 222', memo: 'Rent for ALICE' },
+          { id: 'w2', status: 'open', phone: '+254 700 333 444', memo: 'groceries' },
+          { id: 'w3', status: 'frozen', phone: '+254 711 555 666', memo: 'Paid by Alice' },
+          { id: 'w4', status: 'open', phone: '+254 722 alice', memo: '333 percent' },
+          { id: 'w5', status: 'open', memo: 'nothing here' },
+        );
+      });
+
+      it('given clauses with their own texts and fields, when searching, then a document matching any clause is found', async () => {
+        const search = [{ text: 'alice', fields: ['memo'] }, { text: '333', fields: ['phone'] }];
+        expect(await sortedIds('wallets', { search })).toEqual(['w1', 'w2', 'w3']);
+        expect(await store.count('wallets', { search })).toBe(3);
+      });
+
+      it('given clauses, when a text is only in a field of another clause, then that clause does not match it', async () => {
+        // 'alice' is in w4's phone and '333' in w4's memo: neither clause searches there.
+        expect(await sortedIds('wallets', { search: [{ text: 'ALICE', fields: ['memo'] }, { text: '333', fields: ['phone'] }] })).not.toContain('w4');
+      });
+
+      it('given one clause in an array, when searching, then it matches as the clause alone does', async () => {
+        for (const clause of [{ text: 'alice', fields: ['memo'] }, { text: '700', fields: ['phone', 'memo'] }]) {
+          expect(await sortedIds('wallets', { search: [clause] })).toEqual(await sortedIds('wallets', { search: clause }));
+        }
+      });
+
+      it('given clauses and a where, when finding and counting, then the where holds and any clause may match', async () => {
+        const query = { where: { status: 'open' }, search: [{ text: 'alice', fields: ['memo'] }, { text: '333', fields: ['phone'] }] };
+        expect(await sortedIds('wallets', query)).toEqual(['w1', 'w2']);
+        expect(await store.count('wallets', query)).toBe(2);
+      });
+
+      it('given clauses with %, _ and regex syntax, when searching, then each text matches literally', async () => {
+        await upsert('wallets', { id: 'w6', memo: '50% off_all (x+y)' });
+        expect(await sortedIds('wallets', { search: [{ text: '%', fields: ['memo'] }, { text: '(x+y)', fields: ['phone'] }] })).toEqual(['w6']);
+        expect(await sortedIds('wallets', { search: [{ text: 'f_a', fields: ['phone'] }, { text: '.*', fields: ['memo'] }] })).toEqual([]);
+      });
+
+      it('given a clause naming a field not declared in searchFields, when searching, then a ReadStoreQueryError is raised', async () => {
+        const search = [{ text: 'alice', fields: ['memo'] }, { text: 'open', fields: ['status'] }];
+        await expect(store.find('wallets', { search })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.count('wallets', { search })).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+    });
+
+    describe('commit with an expected checkpoint', () => {
+      const w = (id: string, extra: Record<string, unknown> = {}): Write => ({ op: 'upsert', collection: 'wallets', doc: { id, ...extra } });
+
+      it('given a projection with no checkpoint, when a commit expects null, then it commits and sets the checkpoint', async () => {
+        await store.commit([w('w1')], { projection: 'balances', position: 4, expected: null });
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1' });
+        expect(await store.getCheckpoint('balances')).toBe(4);
+      });
+
+      it('given a checkpoint, when a commit expects exactly it, then it commits and moves the checkpoint', async () => {
+        await store.commit([w('w1', { balance: 1 })], { projection: 'balances', position: 4 });
+        await store.commit([w('w1', { balance: 2 }), w('w2')], { projection: 'balances', position: 9, expected: 4 });
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 2 });
+        expect(await store.get('wallets', 'w2')).toEqual({ id: 'w2' });
+        expect(await store.getCheckpoint('balances')).toBe(9);
+      });
+
+      it('given a checkpoint, when a commit expects another one or null, then CheckpointConflictError is thrown and nothing is written', async () => {
+        await store.commit([w('w1', { balance: 1 }), w('w2', { balance: 1 })], { projection: 'balances', position: 4 });
+        for (const expected of [3, 5, 0, null]) {
+          const writes: Write[] = [
+            w('w1', { balance: 99 }),
+            { op: 'patch', collection: 'wallets', id: 'w2', patch: { balance: 99 } },
+            { op: 'delete', collection: 'wallets', id: 'w2' },
+            w('w3'),
+          ];
+          const refused = store.commit(writes, { projection: 'balances', position: 10, expected });
+          await expect(refused).rejects.toBeInstanceOf(CheckpointConflictError);
+          await expect(refused).rejects.toMatchObject({ code: 'CHECKPOINT_CONFLICT', projection: 'balances', expected, actual: 4 });
+        }
+        expect(await sortedIds('wallets')).toEqual(['w1', 'w2']);
+        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 1 });
+        expect(await store.get('wallets', 'w2')).toEqual({ id: 'w2', balance: 1 });
+        expect(await store.getCheckpoint('balances')).toBe(4);
+      });
+
+      it('given no checkpoint, when a commit expects a position, then CheckpointConflictError reports null and nothing is written', async () => {
+        await expect(store.commit([w('w1')], { projection: 'balances', position: 1, expected: 0 })).rejects.toMatchObject({ expected: 0, actual: null });
+        expect(await store.get('wallets', 'w1')).toBeNull();
+        expect(await store.getCheckpoint('balances')).toBeNull();
+      });
+
+      it('given two projections, when one commits with an expectation, then only its own checkpoint is compared and moved', async () => {
+        await store.commit([], { projection: 'balances', position: 4 });
+        await store.commit([], { projection: 'statements', position: 7 });
+        await store.commit([], { projection: 'statements', position: 8, expected: 7 });
+        await expect(store.commit([], { projection: 'balances', position: 8, expected: 7 })).rejects.toBeInstanceOf(CheckpointConflictError);
+        expect(await store.getCheckpoint('balances')).toBe(4);
+        expect(await store.getCheckpoint('statements')).toBe(8);
+      });
+    });
+
+    describe('getMany', () => {
+      it('given some of the ids exist, when they are fetched, then the existing documents come back once each and missing ids are skipped', async () => {
+        await upsert('wallets', { id: 'w1', balance: 1 }, { id: 'w2', balance: 2 }, { id: 'w3', balance: 3 });
+        const docs = await store.getMany('wallets', ['w3', 'missing', 'w1']);
+        expect(docs.sort((a, b) => a.id.localeCompare(b.id))).toEqual([{ id: 'w1', balance: 1 }, { id: 'w3', balance: 3 }]);
+        expect(await store.getMany('wallets', [])).toEqual([]);
+        expect(await store.getMany('wallets', ['nope'])).toEqual([]);
+      });
+
+      it('given more than 500 ids, when they are fetched, then every existing document comes back exactly once', async () => {
+        await upsert('entries', ...Array.from({ length: 1_200 }, (_, i) => ({ id: `e${i}`, group: i % 7 })));
+        const ids = [...Array.from({ length: 1_150 }, (_, i) => `e${i}`), ...Array.from({ length: 100 }, (_, i) => `missing${i}`)];
+        const docs = await store.getMany('entries', ids);
+        expect(docs).toHaveLength(1_150);
+        expect(new Set(docs.map((d) => d.id))).toEqual(new Set(ids.filter((id) => id.startsWith('e'))));
+        expect(docs.find((d) => d.id === 'e1000')).toEqual({ id: 'e1000', group: 1000 % 7 });
+      });
+
+      it('given an undeclared collection, when fetching many, then a ReadStoreQueryError is raised', async () => {
+        await expect(store.getMany('nope', ['x'])).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+    });
+
+    describe('promote and dropCollection', () => {
+      const SHADOW: CollectionDefinition = { ...WALLETS, name: 'wallets__rebuild', indexes: [] };
+
+      beforeEach(async () => {
+        await store.defineCollections([SHADOW]);
+        await upsert('wallets', { id: 'old1', ownerType: 'agent', balance: 1, memo: 'old' }, { id: 'shared', ownerType: 'agent', balance: 1, memo: 'old' });
+        await store.commit([], { projection: 'wallets', position: 40 });
+        await store.commit(
+          [
+            { op: 'upsert', collection: SHADOW.name, doc: { id: 'shared', ownerType: 'agent', balance: 2, memo: 'Rebuilt ONE' } },
+            { op: 'upsert', collection: SHADOW.name, doc: { id: 'new1', ownerType: 'merchant', balance: 5, memo: 'rebuilt two' } },
+            { op: 'upsert', collection: SHADOW.name, doc: { id: 'new2', ownerType: 'agent', balance: 3, phone: '+254 700 000 001' } },
+          ],
+          { projection: 'wallets__rebuild', position: 42 },
+        );
+      });
+
+      it('when a source is promoted, then the target holds exactly the source documents and the checkpoint moved from the source to the target', async () => {
+        await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
+        expect(await store.find('wallets', { sort: [['id', 'asc']] })).toEqual([
+          { id: 'new1', ownerType: 'merchant', balance: 5, memo: 'rebuilt two' },
+          { id: 'new2', ownerType: 'agent', balance: 3, phone: '+254 700 000 001' },
+          { id: 'shared', ownerType: 'agent', balance: 2, memo: 'Rebuilt ONE' },
+        ]);
+        expect(await store.get('wallets', 'old1')).toBeNull();
+        expect(await store.getCheckpoint('wallets')).toBe(42);
+        expect(await store.getCheckpoint('wallets__rebuild')).toBeNull();
+      });
+
+      it('when a source is promoted, then the source is gone: defined again it is empty', async () => {
+        await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
+        await store.defineCollections([SHADOW]);
+        expect(await store.count(SHADOW.name)).toBe(0);
+        expect(await store.count('wallets')).toBe(3);
+      });
+
+      it('when a source is promoted, then the target answers where, sort, search and writes as its definition declares', async () => {
+        await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
+        expect(await findIds('wallets', { where: { ownerType: 'agent' }, sort: [['balance', 'desc'], ['id', 'asc']] })).toEqual(['new2', 'shared']);
+        expect(await sortedIds('wallets', { search: [{ text: 'rebuilt', fields: ['memo'] }, { text: '000 001', fields: ['phone'] }] })).toEqual(['new1', 'new2', 'shared']);
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'later', ownerType: 'agent', balance: 9 } }], { projection: 'wallets', position: 43, expected: 42 });
+        expect(await findIds('wallets', { where: { ownerType: 'agent' }, sort: [['balance', 'desc'], ['id', 'asc']], limit: 1 })).toEqual(['later']);
+      });
+
+      it('when a source without a checkpoint is promoted, then the target has no checkpoint either', async () => {
+        await store.dropCollection(SHADOW.name);
+        await store.defineCollections([SHADOW]);
+        const other = { projection: 'other__rebuild', to: 'wallets' };
+        await store.promote(SHADOW.name, 'wallets', { from: other.projection, to: other.to });
+        expect(await store.getCheckpoint('wallets')).toBeNull();
+        expect(await store.count('wallets')).toBe(0);
+      });
+
+      it('given a promoted collection, when it is rebuilt aside and promoted again, then the second promote replaces the first', async () => {
+        await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
+        await store.defineCollections([SHADOW]);
+        await store.commit([{ op: 'upsert', collection: SHADOW.name, doc: { id: 'third', ownerType: 'agent' } }], { projection: 'wallets__rebuild', position: 50 });
+        await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
+        expect(await findIds('wallets')).toEqual(['third']);
+        expect(await store.getCheckpoint('wallets')).toBe(50);
+      });
+
+      it('when a collection is dropped, then its documents are gone, and dropping a missing collection is fine', async () => {
+        await store.dropCollection(SHADOW.name);
+        await store.dropCollection(SHADOW.name);
+        await store.dropCollection('never_defined');
+        await store.defineCollections([SHADOW]);
+        expect(await store.count(SHADOW.name)).toBe(0);
+        expect(await store.count('wallets')).toBe(2);
+        expect(await store.getCheckpoint('wallets')).toBe(40);
       });
     });
   });
