@@ -51,6 +51,12 @@ export interface Checkpoint {
    * rebuilt and swapped in meanwhile, or a second runner of the same projection, from writing stale data.
    */
   expected?: number | null;
+  /**
+   * When given, the commit also requires the projection's generation to be this: `promote` raises it, so a
+   * runner that read documents of the model that was just replaced cannot write them back, even when the
+   * new model's checkpoint happens to equal the old one's.
+   */
+  generation?: number;
 }
 
 export interface ReadStore {
@@ -69,10 +75,13 @@ export interface ReadStore {
   getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]>;
   /** The last committed position of a projection, or null when it has never committed. */
   getCheckpoint(projection: string): Promise<number | null>;
+  /** How many times a rebuilt model was promoted to be this projection's (0 at first). */
+  getGeneration(projection: string): Promise<number>;
   /**
    * Replaces collection `target` by collection `source` (built aside, e.g. by a rebuild), gives `target` its
    * declared indexes, moves the checkpoint of `from.projection` to `to.projection`, and removes `source` and
-   * the old checkpoint. Readers see the old collection or the new one, never a mix. `target` must be defined.
+   * the old checkpoint, and raises the generation of `to`. Readers see the old collection or the new one,
+   * never a mix. `target` must be defined.
    */
   promote(source: string, target: string, checkpoints: { from: string; to: string }): Promise<void>;
   /** Removes a collection and its documents (for an abandoned rebuild); a missing one is fine. */
@@ -80,15 +89,16 @@ export interface ReadStore {
   close(): Promise<void>;
 }
 
-/** The projection's checkpoint was not the expected one: someone else moved it. */
+/** The projection's checkpoint (or generation) was not the expected one: someone else moved it. */
 export class CheckpointConflictError extends Error {
   readonly code = 'CHECKPOINT_CONFLICT';
   constructor(
     readonly projection: string,
     readonly expected: number | null,
     readonly actual: number | null,
+    what = 'checkpoint',
   ) {
-    super(`checkpoint of ${projection}: expected ${String(expected)}, found ${String(actual)}`);
+    super(`${what} of ${projection}: expected ${String(expected)}, found ${String(actual)}`);
     this.name = 'CheckpointConflictError';
   }
 }

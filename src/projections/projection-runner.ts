@@ -14,7 +14,7 @@ export async function applyBatch(
   readStore: ReadStore,
   projection: Projection,
   events: ProjectedEvent[],
-  target: { collection: string; checkpoint: string; expected?: number | null },
+  target: { collection: string; checkpoint: string; expected?: number | null; generation?: number },
 ): Promise<number> {
   const last = events.at(-1);
   if (!last) return target.expected ?? 0;
@@ -39,7 +39,12 @@ export async function applyBatch(
     const doc = docs.get(id);
     return doc ? { op: 'upsert', collection: target.collection, doc } : { op: 'delete', collection: target.collection, id };
   });
-  const checkpoint = { projection: target.checkpoint, position: last.position, ...(target.expected === undefined ? {} : { expected: target.expected }) };
+  const checkpoint = {
+    projection: target.checkpoint,
+    position: last.position,
+    ...(target.expected === undefined ? {} : { expected: target.expected }),
+    ...(target.generation === undefined ? {} : { generation: target.generation }),
+  };
   await readStore.commit(writes, checkpoint);
   return last.position;
 }
@@ -83,6 +88,8 @@ export class ProjectionRunner {
   private async loop(): Promise<void> {
     const { eventStore, readStore, projection } = this.options;
     while (!this.stopped) {
+      // The generation first: a promote between the two reads then fails our first commit, never the reverse.
+      const generation = await readStore.getGeneration(projection.name);
       this.checkpoint = await readStore.getCheckpoint(projection.name);
       const subscription = eventStore.subscribeToAll({ from: this.checkpoint ?? 'start', filter: { eventTypes: [...projection.eventTypes] } });
       this.subscription = subscription;
@@ -92,6 +99,7 @@ export class ProjectionRunner {
             collection: projection.collection.name,
             checkpoint: projection.name,
             expected: this.checkpoint,
+            generation,
           });
         }
       } catch (error) {

@@ -539,6 +539,19 @@ export function describeReadStoreContract(
         expect(await store.count('wallets')).toBe(0);
       });
 
+      it('when a source is promoted, then the target projection\'s generation rises and a commit expecting the old generation is refused', async () => {
+        const before = await store.getGeneration('wallets');
+        await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
+        expect(await store.getGeneration('wallets')).toBe(before + 1);
+        const checkpoint = await store.getCheckpoint('wallets');
+        await expect(
+          store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'stale', ownerType: 'agent' } }], { projection: 'wallets', position: (checkpoint ?? 0) + 1, expected: checkpoint, generation: before }),
+        ).rejects.toBeInstanceOf(CheckpointConflictError);
+        expect(await store.get('wallets', 'stale')).toBeNull();
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'fresh', ownerType: 'agent' } }], { projection: 'wallets', position: (checkpoint ?? 0) + 1, expected: checkpoint, generation: before + 1 });
+        expect(await store.get('wallets', 'fresh')).not.toBeNull();
+      });
+
       it('given a promoted collection, when it is rebuilt aside and promoted again, then the second promote replaces the first', async () => {
         await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
         await store.defineCollections([SHADOW]);

@@ -26,6 +26,7 @@ import { openSqliteDatabase } from './sqlite-database.ts';
 const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
 const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 const CHECKPOINTS = 'checkpoints';
+const GENERATIONS = 'checkpoint_generations';
 const CONTAINS_CI = 'wallet_ops_contains_ci';
 
 interface Compiled {
@@ -39,6 +40,7 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
     typeof value === 'string' && typeof needle === 'string' && value.toLowerCase().includes(needle) ? 1 : 0,
   );
   db.exec(`CREATE TABLE IF NOT EXISTS ${CHECKPOINTS} (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)`);
+  db.exec(`CREATE TABLE IF NOT EXISTS ${GENERATIONS} (projection TEXT PRIMARY KEY, generation INTEGER NOT NULL)`);
 
   const definitions = new Map<string, CollectionDefinition>();
   const statements = new Map<string, Database.Statement>();
@@ -95,6 +97,10 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
       if (typeof checkpoint.projection !== 'string' || !Number.isFinite(checkpoint.position)) {
         throw new TypeError('a checkpoint needs a projection name and a finite position');
       }
+      if (checkpoint.generation !== undefined) {
+        const actual = generationOf(checkpoint.projection);
+        if (actual !== checkpoint.generation) throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, actual, 'generation');
+      }
       if (checkpoint.expected !== undefined) {
         const actual = checkpointOf(checkpoint.projection);
         if (actual !== checkpoint.expected) throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, actual);
@@ -108,6 +114,11 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
   function checkpointOf(projection: string): number | null {
     const row = statement(`SELECT position FROM ${CHECKPOINTS} WHERE projection = ?`).get(projection);
     return row ? (row as { position: number }).position : null;
+  }
+
+  function generationOf(projection: string): number {
+    const row = statement(`SELECT generation FROM ${GENERATIONS} WHERE projection = ?`).get(projection);
+    return row ? (row as { generation: number }).generation : 0;
   }
 
   function createIndexes(def: CollectionDefinition): void {
@@ -141,6 +152,7 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
     else {
       statement(`INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`).run(checkpoints.to, position);
     }
+    statement(`INSERT INTO ${GENERATIONS} (projection, generation) VALUES (?, 1) ON CONFLICT (projection) DO UPDATE SET generation = generation + 1`).run(checkpoints.to);
     statements.clear(); // statements on the replaced table are stale
   });
 
@@ -182,6 +194,9 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
     },
     async getCheckpoint(projection) {
       return checkpointOf(projection);
+    },
+    async getGeneration(projection) {
+      return generationOf(projection);
     },
     async promote(source, target, checkpoints) {
       promoteAll.immediate(definition(source), definition(target), checkpoints);
@@ -274,7 +289,7 @@ function validateDefinition(def: CollectionDefinition): void {
   if (typeof def.name !== 'string' || !COLLECTION_NAME.test(def.name)) {
     throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(def.name)}`);
   }
-  if (def.name === CHECKPOINTS || def.name.startsWith('sqlite_')) throw new ReadStoreQueryError(`reserved collection name ${def.name}`);
+  if (def.name === CHECKPOINTS || def.name === GENERATIONS || def.name.startsWith('sqlite_')) throw new ReadStoreQueryError(`reserved collection name ${def.name}`);
   for (const fields of def.indexes ?? []) {
     if (fields.length === 0) throw new ReadStoreQueryError(`${def.name}: an index needs at least one field`);
     fields.forEach(fieldExpr);

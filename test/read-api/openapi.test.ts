@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { buildOpenApiDocument, renderDocsPage, type JsonSchema, type OpenApiDocument, type OpenApiOperation } from '../../src/read-api/openapi.ts';
+import {
+  balanceResponse,
+  distributorOperationResponse,
+  listQuery,
+  merchantOperationResponse,
+  parseQuery,
+  paymentResponse,
+  paymentsQuery,
+} from '../../src/read-api/schemas.ts';
+import { operationSchemas, parseCreateOperation } from '../../src/write-api/schemas.ts';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
+
+const SCALE = 2;
+const doc: OpenApiDocument = buildOpenApiDocument(SCALE);
+
+const operations = (): Array<{ path: string; method: string; operation: OpenApiOperation }> =>
+  Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, operation: operation! })));
+
+/** Follows a local $ref ("#/components/schemas/X") in the document. */
+function resolve(schema: JsonSchema): JsonSchema {
+  if (typeof schema.$ref !== 'string') return schema;
+  const found = schema.$ref.replace(/^#\//, '').split('/').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], doc);
+  if (!found) throw new Error(`unresolved ${schema.$ref}`);
+  return found as JsonSchema;
+}
+
+function allRefs(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) node.forEach((child) => allRefs(child, found));
+  else if (node && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.push(value);
+      else allRefs(value, found);
+    }
+  }
+  return found;
+}
+
+describe('the OpenAPI document', () => {
+  it('is OpenAPI 3.1 with the seven operations of the contract, each with a unique operationId', () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(doc.info.title).toBeTruthy();
+    const ops = operations();
+    expect(ops.map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
+      'GET /api/v1/distributors/{distributorID}/balance',
+      'GET /api/v1/distributors/{distributorID}/operations',
+      'GET /api/v1/merchants/{merchantID}/balance',
+      'GET /api/v1/merchants/{merchantID}/operations',
+      'GET /api/v1/merchants/{merchantID}/payments',
+      'POST /api/v1/distributors/{distributorID}/operations',
+      'POST /api/v1/merchants/{merchantID}/operations',
+    ]);
+    expect(new Set(ops.map(({ operation }) => operation.operationId)).size).toBe(7);
+  });
+
+  it('declares every path parameter of every path, as required, and no path parameter the path lacks', () => {
+    for (const { path, operation } of operations()) {
+      const inPath = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+      const declared = operation.parameters.filter((p) => p.in === 'path');
+      expect(declared.map((p) => p.name).sort(), path).toEqual(inPath.sort());
+      for (const parameter of declared) expect(parameter.required).toBe(true);
+    }
+  });
+
+  it('requires the bearer API key on every operation, and every $ref resolves', () => {
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: '<keyID>.<secret>' });
+    for (const { operation } of operations()) expect(operation.security).toEqual([{ apiKey: [] }]);
+    for (const target of allRefs(doc)) expect(() => resolve({ $ref: target }), target).not.toThrow();
+  });
+
+  it('names every status of the contract: 200, 400, 401, 403, 409, 413, 422 for POST, 200, 400, 401, 403 for GET', () => {
+    for (const { method, operation } of operations()) {
+      const expected = method === 'post' ? ['200', '400', '401', '403', '409', '413', '422'] : ['200', '400', '401', '403'];
+      expect(Object.keys(operation.responses).sort()).toEqual(expected);
+      for (const [status, response] of Object.entries(operation.responses)) {
+        expect(response.description, `${operation.operationId} ${status}`).toBeTruthy();
+        if (status === '200') continue;
+        const media = response.content?.['application/problem+json'];
+        expect(media?.schema).toEqual({ $ref: '#/components/schemas/Problem' });
+        for (const example of Object.values(media?.examples ?? {})) expect((example.value as { status: number }).status).toBe(Number(status));
+      }
+    }
+  });
+
+  it('gives the POST 403 an example of each problem type of the contract', () => {
+    for (const { method, operation } of operations()) {
+      if (method !== 'post') continue;
+      const types = Object.values(operation.responses['403']!.content!['application/problem+json']!.examples!).map((e) => (e.value as { type: string }).type);
+      expect(new Set(types)).toEqual(new Set(['/problems/access-forbidden', '/problems/transaction-limit-exceeded', '/problems/daily-volume-exceeded', '/problems/insufficient-balance']));
+    }
+  });
+
+  it('describes the cash-in body from the server schema: its fields, and no other field', () => {
+    const body = doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema;
+    const variants = (body.oneOf as JsonSchema[]).map(resolve);
+    const cashIn = variants.find((v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-in')!;
+    expect(Object.keys(cashIn.properties as object).sort()).toEqual(['amount', 'memo', 'merchantToShortCode', 'operationType', 'phoneTo']);
+    expect(cashIn.additionalProperties).toBe(false);
+    expect(cashIn.required).toEqual(['operationType', 'amount']);
+    expect(doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.parameters.map((p) => p.name)).toContain('Idempotency-Key');
+  });
+
+  it('has request examples that the server accepts', () => {
+    const schemas = operationSchemas(SCALE);
+    for (const partyType of ['distributor', 'merchant'] as const) {
+      const examples = doc.paths[`/api/v1/${partyType}s/{${partyType}ID}/operations`]!.post!.requestBody!.content['application/json']!.examples!;
+      expect(Object.keys(examples).length).toBeGreaterThan(1);
+      for (const [name, example] of Object.entries(examples)) expect(parseCreateOperation(schemas, partyType, example.value), name).toMatchObject({ ok: true });
+    }
+    for (const { operation } of operations()) {
+      const query = Object.fromEntries(operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.example]));
+      const schema = operation.operationId === 'listMerchantPayments' ? paymentsQuery : listQuery;
+      if (Object.keys(query).length) expect(parseQuery(schema, query), operation.operationId).toMatchObject({ ok: true });
+    }
+  });
+
+  it('has response examples that the response schemas accept', () => {
+    const bodies: Record<string, z.ZodType> = {
+      listDistributorOperations: z.array(distributorOperationResponse.strict()),
+      listMerchantOperations: z.array(merchantOperationResponse.strict()),
+      listMerchantPayments: z.array(paymentResponse.strict()),
+      getDistributorBalance: balanceResponse.strict(),
+      getMerchantBalance: balanceResponse.strict(),
+    };
+    for (const { method, operation } of operations()) {
+      if (method !== 'get') continue;
+      for (const example of Object.values(operation.responses['200']!.content!['application/json']!.examples!)) {
+        expect(bodies[operation.operationId]!.safeParse(example.value).success, operation.operationId).toBe(true);
+      }
+    }
+  });
+
+  it('shows amounts at the configured asset scale in its examples', () => {
+    const zeroScale = buildOpenApiDocument(0);
+    const example = zeroScale.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.examples!.cashInToIndividual!;
+    expect(parseCreateOperation(operationSchemas(0), 'distributor', example.value)).toMatchObject({ ok: true });
+  });
+});
+
+describe('the docs page', () => {
+  it('escapes the text of the document', () => {
+    const page = renderDocsPage({ openapi: '3.1.0', info: { title: '<script>alert(1)</script>', description: 'a & b "c"' }, paths: { '/x/{id}': { get: { operationId: '"><img src=x>', summary: '<b>' } } } });
+    expect(page).not.toContain('<script>alert');
+    expect(page).not.toContain('<img');
+    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page).toContain('a &amp; b &quot;c&quot;');
+  });
+});
+
+describe('when the system serves its description', () => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    sys = await startTestSystem();
+  });
+  afterAll(async () => {
+    await sys?.close();
+  });
+
+  it('then GET /api/v1/openapi.json, without a key, is the document of buildOpenApiDocument', async () => {
+    const response = await fetch(`${sys.baseUrl}/api/v1/openapi.json`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await response.json()).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(sys.config.ASSET_SCALE))));
+  });
+
+  it('then GET /api/v1/docs, without a key, is a self-contained HTML page naming every path', async () => {
+    const response = await fetch(`${sys.baseUrl}/api/v1/docs`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(response.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const page = await response.text();
+    expect(page).toMatch(/^<!doctype html>/i);
+    expect(page).not.toMatch(/<script|<link|src=/i);
+    for (const path of Object.keys(doc.paths)) expect(page).toContain(path);
+    for (const { operation } of operations()) expect(page).toContain(`id="${operation.operationId}"`);
+  });
+});
