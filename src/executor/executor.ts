@@ -43,6 +43,8 @@ export class Executor {
   private subscription: { stop(): Promise<void> } | undefined;
   private done: Promise<void> | undefined;
   private readonly inFlight = new Map<number, Promise<void>>();
+  /** Operations another executor holds a live claim on: looked at again when the claim runs out, outside the concurrency slots. */
+  private readonly deferred = new Map<number, NodeJS.Timeout>();
   private lastSeen = 0;
   private readonly settings: WorkflowSettings;
   private readonly pipeline: CommandPipelineDeps;
@@ -60,6 +62,7 @@ export class Executor {
     this.stopped = true;
     await this.subscription?.stop();
     await this.done;
+    for (const timer of this.deferred.values()) clearTimeout(timer);
     await Promise.allSettled(this.inFlight.values());
     await this.saveCheckpoint();
   }
@@ -86,16 +89,27 @@ export class Executor {
 
   private track(event: RecordedEvent): void {
     this.lastSeen = event.position;
-    const { operationID } = (event as unknown as OperationApproved).data;
+    this.run(event.position, (event as unknown as OperationApproved).data.operationID);
+  }
+
+  private run(position: number, operationID: string): void {
     const task = this.execute(operationID)
+      .then((outcome) => {
+        if (outcome?.deferUntil === undefined || this.stopped) return;
+        const timer = setTimeout(() => {
+          this.deferred.delete(position);
+          if (!this.stopped) this.run(position, operationID);
+        }, Math.max(0, outcome.deferUntil - Date.now()) + 10);
+        this.deferred.set(position, timer);
+      })
       .catch((error: unknown) => this.options.logger.error({ err: error, operationID }, 'operation execution failed; it will be retried at the next start'))
-      .finally(() => this.inFlight.delete(event.position));
-    this.inFlight.set(event.position, task);
+      .finally(() => this.inFlight.delete(position));
+    this.inFlight.set(position, task);
   }
 
   /** The checkpoint may pass an approval only once its operation is settled: up to the oldest one in flight. */
   private async saveCheckpoint(): Promise<void> {
-    const pending = [...this.inFlight.keys()];
+    const pending = [...this.inFlight.keys(), ...this.deferred.keys()];
     const safe = pending.length > 0 ? Math.min(...pending) - 1 : this.lastSeen;
     const { readStore } = this.options;
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -110,26 +124,23 @@ export class Executor {
     }
   }
 
-  /** Carries one operation through the workflow until it is settled, or another executor has it. */
-  async execute(operationID: string): Promise<void> {
+  /** Carries one operation through the workflow until it is settled, or says when to look again (another executor has it). */
+  async execute(operationID: string): Promise<{ deferUntil: number } | undefined> {
     const { ledger, clock, leaseMs, assetScale } = this.options;
     const stream = streams.operation(operationID);
     for (;;) {
-      if (this.stopped) return;
+      if (this.stopped) return undefined;
       const { state, revision } = await loadState(this.pipeline, stream, operationState);
       const now = clock();
       const step = nextStep(state, this.settings, now.toISOString());
-      if (step.kind === 'ignore' || state.status === 'none') return;
-      if (step.kind === 'wait') {
-        await sleep(Math.max(0, Date.parse(step.until) - now.getTime()) + 10);
-        continue;
-      }
+      if (step.kind === 'ignore' || state.status === 'none') return undefined;
+      if (step.kind === 'wait') return { deferUntil: Date.parse(step.until) };
       const operation = state.operation;
       if (step.kind === 'give-up') {
         const found = await ledger.findByOperationID(operationID);
         if (found) await this.record(completionWrites(operation, found, revision, now.toISOString(), assetScale));
         else await this.record(failureWrites(operation, `the ledger stayed unavailable after ${step.attempt - 1} attempts`, revision, now.toISOString(), assetScale));
-        return;
+        return undefined;
       }
 
       // The claim: appended at the revision just read, so of two executors only one gets here.
@@ -151,7 +162,7 @@ export class Executor {
         ? completionWrites(operation, outcome.tx, claimRevision, at, assetScale)
         : failureWrites(operation, outcome.reason, claimRevision, at, assetScale);
       // A conflict means another executor took over meanwhile: look again; the ledger keeps it exactly-once.
-      if (await this.record(writes)) return;
+      if (await this.record(writes)) return undefined;
     }
   }
 

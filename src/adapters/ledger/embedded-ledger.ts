@@ -106,7 +106,7 @@ export function openEmbeddedLedger(options: { file: string; faults?: LedgerFault
       if (faults.transientFailureRate && random() < faults.transientFailureRate) throw new LedgerUnavailableError('ledger temporarily unavailable (injected)');
       if (faults.rejectionRate && random() < faults.rejectionRate) throw new LedgerRejectedError('transaction rejected by the ledger (injected)');
       for (const leg of legs) {
-        if (!new Decimal(leg.amount).isPositive() || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
+        if (!new Decimal(leg.amount).gt(0) || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
       }
       let tx: LedgerTransaction;
       try {

@@ -1,0 +1,319 @@
+import { describe, expect, it } from 'vitest';
+import type { OperationRequested } from '../../src/domain/events.ts';
+import { operationState, type OperationState, type OperationStatus } from '../../src/commands/operations.ts';
+import { claimEvent, completionWrites, failureWrites, legsOf, nextStep, type WorkflowSettings } from '../../src/executor/workflow.ts';
+import type { LedgerTransaction } from '../../src/ports/ledger.ts';
+
+/**
+ * The executor's pure workflow, given / when / then: the next step from an operation's state, the legs of
+ * its ledger transaction, and what a completion or a failure writes.
+ */
+
+const SCALE = 2;
+const NOW = '2026-03-01T12:00:00.000Z';
+const EARLIER = '2026-03-01T11:59:59.000Z';
+const LATER = '2026-03-01T12:00:05.000Z';
+const settings: WorkflowSettings = { executorID: 'exec-A', maxAttempts: 3 };
+
+const merchantOp = (overrides: Partial<OperationRequested['data']> = {}): OperationRequested['data'] => ({
+  operationID: 'op_0123456789abcdef0123456789abcdef',
+  party: { type: 'merchant', id: 'm-1' },
+  keyID: 'key-1',
+  operationType: 'pay-merchant',
+  amount: '100.00',
+  fee: '1.50',
+  payer: { kind: 'merchant', id: 'm-1' },
+  payee: { kind: 'merchant', id: 'm-2' },
+  payerName: 'Shop One',
+  payerShortCode: '111',
+  counterparty: { kind: 'merchant', id: 'm-2', name: 'Shop Two', shortCode: '222' },
+  memo: null,
+  cashOutFulfillmentType: null,
+  cashOutFulfillmentID: null,
+  volumeDay: null,
+  createdAt: EARLIER,
+  ...overrides,
+});
+
+const issueOp = (overrides: Partial<OperationRequested['data']> = {}): OperationRequested['data'] => ({
+  operationID: 'op_fedcba9876543210fedcba9876543210',
+  party: null,
+  keyID: null,
+  operationType: 'issue',
+  amount: '500.00',
+  fee: '0.00',
+  payer: { kind: 'platform', id: 'issuance' },
+  payee: { kind: 'distributor', id: 'd-1' },
+  payerName: 'Platform issuance',
+  payerShortCode: null,
+  counterparty: { kind: 'distributor', id: 'd-1', name: 'Dist', shortCode: '333' },
+  memo: null,
+  cashOutFulfillmentType: null,
+  cashOutFulfillmentID: null,
+  volumeDay: null,
+  createdAt: EARLIER,
+  ...overrides,
+});
+
+const tx = (operationID: string, overrides: Partial<LedgerTransaction> = {}): LedgerTransaction => ({
+  blockchainID: 'ab'.repeat(32),
+  sequenceNumber: 42,
+  operationID,
+  legs: [],
+  createdAt: '2026-03-01T12:00:01.000Z',
+  ...overrides,
+});
+
+/** The state after these events, folded by the real evolve. */
+function given(...events: Parameters<typeof operationState.evolve>[1][]): OperationState {
+  return events.reduce(operationState.evolve, operationState.initialState());
+}
+
+const requested = (data = merchantOp()) => ({ type: 'OperationRequested' as const, data });
+const approved = (operationID = merchantOp().operationID) => ({ type: 'OperationApproved' as const, data: { operationID, approvedBy: 'user-c', approvedAt: EARLIER } });
+const claimed = (executorID: string, attempt: number, leaseUntil: string, operationID = merchantOp().operationID) =>
+  ({ type: 'OperationExecutionStarted' as const, data: { operationID, executorID, attempt, leaseUntil, startedAt: EARLIER } });
+
+/** A state with the given status, folded from a plausible history. */
+function stateWithStatus(status: OperationStatus): OperationState {
+  const id = merchantOp().operationID;
+  switch (status) {
+    case 'pending':
+      return given(requested());
+    case 'approved':
+      return given(requested(), approved());
+    case 'rejected':
+      return given(requested(), { type: 'OperationRejected', data: { operationID: id, rejectedBy: 'user-c', reason: 'no', rejectedAt: EARLIER } });
+    case 'executing':
+      return given(requested(), approved(), claimed('exec-A', 1, LATER));
+    case 'submitted':
+      return given(requested(), approved(), claimed('exec-A', 1, LATER), { type: 'OperationSubmitted', data: { operationID: id, sequenceNumber: 7, submittedAt: NOW } });
+    case 'completed':
+      return given(requested(), approved(), claimed('exec-A', 1, LATER), { type: 'OperationSubmitted', data: { operationID: id, sequenceNumber: 7, submittedAt: NOW } },
+        { type: 'OperationCompleted', data: { operationID: id, blockchainID: 'ab'.repeat(32), walletOperationID: `wo_${'ab'.repeat(16)}`, sequenceNumber: 7, completedAt: NOW } });
+    case 'failed':
+      return given(requested(), approved(), claimed('exec-A', 1, LATER), { type: 'OperationFailed', data: { operationID: id, lastError: 'boom', failedAt: NOW } });
+  }
+}
+
+describe('nextStep', () => {
+  it('an operation that does not exist: ignore', () => {
+    expect(nextStep(operationState.initialState(), settings, NOW)).toEqual({ kind: 'ignore' });
+  });
+
+  it.each<[OperationStatus, string]>([
+    ['pending', 'not approved yet'],
+    ['rejected', 'a checker refused it'],
+    ['submitted', 'the ledger has it and completion follows'],
+    ['completed', 'already settled'],
+    ['failed', 'already settled'],
+  ])('%s (%s): ignore', (status) => {
+    const state = stateWithStatus(status);
+    expect(state.status).toBe(status);
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'ignore' });
+  });
+
+  it('approved and unclaimed: claim, attempt 1', () => {
+    expect(nextStep(stateWithStatus('approved'), settings, NOW)).toEqual({ kind: 'claim', attempt: 1 });
+  });
+
+  it('our own claim with its lease still running (a restart or a retry): recover with the next attempt at once', () => {
+    const state = given(requested(), approved(), claimed('exec-A', 1, LATER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 2 });
+  });
+
+  it('our own claim with its lease expired: recover', () => {
+    const state = given(requested(), approved(), claimed('exec-A', 2, EARLIER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 3 });
+  });
+
+  it("another executor's live lease: wait until it runs out", () => {
+    const state = given(requested(), approved(), claimed('exec-B', 1, LATER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'wait', until: LATER });
+  });
+
+  it("another executor's expired lease: take over with the next attempt (recover asks the ledger first)", () => {
+    const state = given(requested(), approved(), claimed('exec-B', 1, EARLIER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 2 });
+  });
+
+  it('a lease ending exactly now has run out', () => {
+    const state = given(requested(), approved(), claimed('exec-B', 1, NOW));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 2 });
+  });
+
+  it('the latest claim counts: a takeover of our claim by another executor makes us wait for its lease', () => {
+    const state = given(requested(), approved(), claimed('exec-A', 1, EARLIER), claimed('exec-B', 2, LATER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'wait', until: LATER });
+  });
+
+  it('attempts spent on our own claim: give up', () => {
+    const state = given(requested(), approved(), claimed('exec-A', 3, LATER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'give-up', attempt: 4 });
+  });
+
+  it("attempts spent on another executor's expired claim: give up", () => {
+    const state = given(requested(), approved(), claimed('exec-B', 3, EARLIER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'give-up', attempt: 4 });
+  });
+
+  it("attempts spent but another executor's lease still live: wait for it first", () => {
+    const state = given(requested(), approved(), claimed('exec-B', 3, LATER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'wait', until: LATER });
+  });
+
+  it('the last allowed attempt is still a recover', () => {
+    const state = given(requested(), approved(), claimed('exec-A', 2, LATER));
+    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 3 });
+  });
+
+  it('maxAttempts 1: after the first claim there is no other attempt', () => {
+    const state = given(requested(), approved(), claimed('exec-A', 1, LATER));
+    expect(nextStep(state, { ...settings, maxAttempts: 1 }, NOW)).toEqual({ kind: 'give-up', attempt: 2 });
+  });
+});
+
+describe('claimEvent', () => {
+  it('claims for this executor, with the lease from now', () => {
+    expect(claimEvent('op_1', 'exec-A', 2, new Date(NOW), 1500)).toEqual({
+      type: 'OperationExecutionStarted',
+      data: { operationID: 'op_1', executorID: 'exec-A', attempt: 2, leaseUntil: '2026-03-01T12:00:01.500Z', startedAt: NOW },
+    });
+  });
+});
+
+describe('legsOf', () => {
+  it('without a fee: one leg, payer to payee, for the amount', () => {
+    expect(legsOf(merchantOp({ fee: '0.00' }))).toEqual([{ from: 'merchant:m-1', to: 'merchant:m-2', amount: '100.00' }]);
+  });
+
+  it('a fee written without decimals that is zero: still one leg', () => {
+    expect(legsOf(merchantOp({ fee: '0' }))).toHaveLength(1);
+  });
+
+  it('with a fee: a second leg from the payer to platform:fees', () => {
+    expect(legsOf(merchantOp())).toEqual([
+      { from: 'merchant:m-1', to: 'merchant:m-2', amount: '100.00' },
+      { from: 'merchant:m-1', to: 'platform:fees', amount: '1.50' },
+    ]);
+  });
+
+  it('issuance: from the issuing account', () => {
+    expect(legsOf(issueOp())).toEqual([{ from: 'platform:issuance', to: 'distributor:d-1', amount: '500.00' }]);
+  });
+
+  it('an individual payer and payee are addressed by phone', () => {
+    const op = merchantOp({ payer: { kind: 'individual', id: '+2348123456781' }, payee: { kind: 'distributor', id: 'd-1' }, fee: '0.00', operationType: 'cash-out-fulfillment' });
+    expect(legsOf(op)).toEqual([{ from: 'individual:+2348123456781', to: 'distributor:d-1', amount: '100.00' }]);
+  });
+});
+
+describe('completionWrites', () => {
+  it('a held payer with a fee: completion on the operation stream at the claim revision, debit of amount + fee settling the hold, credits to the payee and the fee wallet', () => {
+    const op = merchantOp();
+    const ledgerTx = tx(op.operationID, { blockchainID: `${'0123456789abcdef'.repeat(2)}${'f'.repeat(32)}`, sequenceNumber: 9 });
+
+    const writes = completionWrites(op, ledgerTx, 3, NOW, SCALE);
+
+    expect(writes).toEqual([
+      {
+        stream: `operation-${op.operationID}`,
+        expectedRevision: 3,
+        events: [
+          { type: 'OperationSubmitted', data: { operationID: op.operationID, sequenceNumber: 9, submittedAt: ledgerTx.createdAt } },
+          {
+            type: 'OperationCompleted',
+            data: { operationID: op.operationID, blockchainID: ledgerTx.blockchainID, walletOperationID: `wo_${'0123456789abcdef'.repeat(2)}`, sequenceNumber: 9, completedAt: NOW },
+          },
+        ],
+      },
+      {
+        stream: 'wallet-merchant_m-1',
+        expectedRevision: 'any',
+        events: [{ type: 'WalletDebited', data: { wallet: op.payer, operationID: op.operationID, amount: '101.50', heldAmount: '101.50' } }],
+      },
+      {
+        stream: 'wallet-merchant_m-2',
+        expectedRevision: 'any',
+        events: [{ type: 'WalletCredited', data: { wallet: op.payee, operationID: op.operationID, amount: '100.00' } }],
+      },
+      {
+        stream: 'wallet-platform_fees',
+        expectedRevision: 'any',
+        events: [{ type: 'WalletCredited', data: { wallet: { kind: 'platform', id: 'fees' }, operationID: op.operationID, amount: '1.50' } }],
+      },
+    ]);
+  });
+
+  it('no fee: no credit to the fee wallet, and the debit is the amount', () => {
+    const op = merchantOp({ fee: '0.00', operationType: 'pay-individual', payee: { kind: 'individual', id: '+2348123456781' } });
+    const writes = completionWrites(op, tx(op.operationID), 0, NOW, SCALE);
+    expect(writes.map((w) => w.stream)).toEqual([`operation-${op.operationID}`, 'wallet-merchant_m-1', 'wallet-individual_+2348123456781']);
+    expect(writes[1]!.events[0]!.data).toMatchObject({ amount: '100.00', heldAmount: '100.00' });
+  });
+
+  it('issuance: the issuing account is debited with heldAmount "0.00" (it held nothing)', () => {
+    const op = issueOp();
+    const writes = completionWrites(op, tx(op.operationID), 2, NOW, SCALE);
+    expect(writes.map((w) => w.stream)).toEqual([`operation-${op.operationID}`, 'wallet-platform_issuance', 'wallet-distributor_d-1']);
+    expect(writes[1]!.events).toEqual([{ type: 'WalletDebited', data: { wallet: op.payer, operationID: op.operationID, amount: '500.00', heldAmount: '0.00' } }]);
+    expect(writes[2]!.events).toEqual([{ type: 'WalletCredited', data: { wallet: op.payee, operationID: op.operationID, amount: '500.00' } }]);
+  });
+
+  it('amounts at the asset scale', () => {
+    const op = merchantOp({ amount: '7.000', fee: '0.125' });
+    const writes = completionWrites(op, tx(op.operationID), 0, NOW, 3);
+    expect(writes[1]!.events[0]!.data).toMatchObject({ amount: '7.125', heldAmount: '7.125' });
+    const issued = completionWrites(issueOp({ amount: '1.000', fee: '0.000' }), tx('op_x'), 0, NOW, 3);
+    expect(issued[1]!.events[0]!.data).toMatchObject({ heldAmount: '0.000' });
+  });
+
+  it('the walletOperationID is derived from the blockchainID: wo_ and its first 32 characters', () => {
+    const op = merchantOp();
+    const blockchainID = 'c0ffee'.padEnd(64, '9');
+    const completed = completionWrites(op, tx(op.operationID, { blockchainID }), 0, NOW, SCALE)[0]!.events[1]!.data as { walletOperationID: string };
+    expect(completed.walletOperationID).toBe(`wo_${blockchainID.slice(0, 32)}`);
+  });
+
+  it('takes sequence number and submission time from the ledger transaction, completion time from now', () => {
+    const op = merchantOp();
+    const [submitted, completed] = completionWrites(op, tx(op.operationID, { sequenceNumber: 1234, createdAt: EARLIER }), 0, NOW, SCALE)[0]!.events;
+    expect(submitted!.data).toMatchObject({ sequenceNumber: 1234, submittedAt: EARLIER });
+    expect(completed!.data).toMatchObject({ sequenceNumber: 1234, completedAt: NOW });
+  });
+});
+
+describe('failureWrites', () => {
+  it('a held payer: the failure at the claim revision and the release of amount + fee', () => {
+    const op = merchantOp();
+    expect(failureWrites(op, 'insufficient funds', 4, NOW, SCALE)).toEqual([
+      { stream: `operation-${op.operationID}`, expectedRevision: 4, events: [{ type: 'OperationFailed', data: { operationID: op.operationID, lastError: 'insufficient funds', failedAt: NOW } }] },
+      {
+        stream: 'wallet-merchant_m-1',
+        expectedRevision: 'any',
+        events: [{ type: 'HoldReleased', data: { wallet: op.payer, operationID: op.operationID, amount: '101.50', reason: 'failed' } }],
+      },
+    ]);
+  });
+
+  it("a key with a daily volume: its volume is released too", () => {
+    const op = merchantOp({ volumeDay: '2026-03-01' });
+    const writes = failureWrites(op, 'rejected', 4, NOW, SCALE);
+    expect(writes.map((w) => w.stream)).toEqual([`operation-${op.operationID}`, 'wallet-merchant_m-1', 'keyVolume-key-1_2026-03-01']);
+    expect(writes[2]!.events).toEqual([{ type: 'VolumeReleased', data: { keyID: 'key-1', day: '2026-03-01', operationID: op.operationID, amount: '100.00' } }]);
+  });
+
+  it('an individual payer (wallet-app payment) is released like any payer', () => {
+    const op = merchantOp({ operationType: 'individual-payment', party: null, keyID: null, fee: '0.00', payer: { kind: 'individual', id: '+2348123456781' } });
+    const writes = failureWrites(op, 'x', 1, NOW, SCALE);
+    expect(writes.map((w) => w.stream)).toEqual([`operation-${op.operationID}`, 'wallet-individual_+2348123456781']);
+    expect(writes[1]!.events[0]!.data).toMatchObject({ amount: '100.00', reason: 'failed' });
+  });
+
+  it('issuance: no release for the issuing account, which held nothing', () => {
+    const op = issueOp();
+    expect(failureWrites(op, 'ledger down', 2, NOW, SCALE)).toEqual([
+      { stream: `operation-${op.operationID}`, expectedRevision: 2, events: [{ type: 'OperationFailed', data: { operationID: op.operationID, lastError: 'ledger down', failedAt: NOW } }] },
+    ]);
+  });
+});
