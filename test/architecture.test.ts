@@ -45,7 +45,7 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   commands: { src: ['domain', 'ports', 'shared', 'projections'], packages: [] },
   projections: { src: ['domain', 'ports', 'commands'], packages: [] },
   executor: { src: ['domain', 'ports', 'commands', 'logger'], packages: [] },
-  adapters: { src: ['domain', 'ports'], packages: ['better-sqlite3'] },
+  adapters: { src: ['domain', 'ports'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb'] },
 };
 
 describe('layer rules', () => {
