@@ -56,6 +56,7 @@ export async function seedDemo(store: EventStore, assetScale: number): Promise<D
     await ensure(() => addUser(deps, { party, email: `maker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['maker'] }, operator()));
     await ensure(() => addUser(deps, { party, email: `checker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['checker'] }, operator()));
   }
+  await ensure(() => addUser(deps, { party: null, email: 'admin@platform.demo', password: DEMO_PASSWORD, roles: [], platformAdmin: true }, operator()));
   const channel = { store, lookup, clock: () => new Date(), assetScale };
   // The float; individuals get money the way they would, by cash-in from the distributor (see the curl lines).
   if (distributor.created) await issueFloat(channel, { to: distributor.ref, amount: '100000' }, operator());
@@ -90,6 +91,7 @@ export function demoInstructions(seed: DemoSeed, baseUrl: string, dataDir: strin
     `  npx wallet-ops individual pay --from ${seed.phones[0]} --to-merchant 2001 --amount 15 --memo "coffee" --data-dir ${dataDir}`,
     `  curl -s "${m}/payments?search=8123" -H "Authorization: Bearer $MKEY"`,
     `  curl -s ${baseUrl}/api/v1/docs    # the API reference`,
+    `  ${baseUrl}/console    # the web console: maker@agents.demo, checker@agents.demo, admin@platform.demo, password '${DEMO_PASSWORD}'`,
     '',
   ].join('\n');
 }

@@ -17,6 +17,7 @@ import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus } from './projections/rebuild.ts';
+import { consoleRouter } from './console/router.ts';
 
 /** /ready fails while a projection has more events than this still to apply. */
 const READY_MAX_LAG = 1000;
@@ -99,6 +100,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     routers: [
       ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock })] : []),
       ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE })] : []),
+      // The back-office web console (/console) runs commands like the write API does: it goes with that part.
+      ...(parts.includes('write-api') ? [consoleRouter({ store: stores.eventStore, readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, logger })] : []),
     ],
   });
   return {
