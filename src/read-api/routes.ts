@@ -11,6 +11,9 @@ import * as merchantOperations from '../projections/merchant-operations.ts';
 import * as merchantPayments from '../projections/merchant-payments.ts';
 import { listQuery, parseQuery, paymentsQuery } from './schemas.ts';
 
+/** The balance endpoints take no query parameters; built once, not per request. */
+const NO_QUERY = listQuery.pick({});
+
 export interface ReadApiDeps {
   readStore: ReadStore;
   directory: ApiKeyDirectory;
@@ -37,7 +40,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
   for (const partyType of ['distributor', 'merchant'] as const satisfies PartyType[]) {
     const id = `${partyType}ID`;
     router.get(`/api/v1/${partyType}s/:${id}/balance`, auth, authorize('Read Balance', partyType, id), async (req: Request, res: Response) => {
-      query(listQuery.pick({}), req);
+      query(NO_QUERY, req);
       const doc = await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, balances.balanceDocId({ kind: partyType, id: String(req.params[id]) }));
       res.json(balances.toApi(doc, deps.assetScale));
     });

@@ -77,7 +77,11 @@ export function filterSql(filter: EventFilter | undefined): { sql: string; param
   }
   const types = filter?.eventTypes;
   if (types) {
-    clauses.push(types.length === 0 ? '0' : `type IN (${types.map(() => '?').join(', ')})`);
+    // One type reads the (type, position) index in position order. Several would make SQLite search the index
+    // once per type and sort the union: the unary + keeps it on the position-ordered scan instead (3x faster
+    // for the projections' filters on a 1M-event store, bench:rebuild).
+    const column = types.length > 1 ? '+type' : 'type';
+    clauses.push(types.length === 0 ? '0' : `${column} IN (${types.map(() => '?').join(', ')})`);
     params.push(...types);
   }
   return { sql: clauses.map((clause) => ` AND ${clause}`).join(''), params };
