@@ -3,6 +3,9 @@ import { feeScheduleSchema } from './domain/fees.ts';
 import { parseAllowedIps } from './domain/ip-allowlist.ts';
 import { isValidTimeZone } from './domain/volume-day.ts';
 
+/** An empty variable (`KURRENTDB_URL=` in a shell or a compose file) counts as unset. */
+const unsetWhenEmpty = (value: unknown) => (value === '' ? undefined : value);
+
 /**
  * All configuration, from the environment, validated once at start. Each key has a doc and a default;
  * a bad value stops the process with a message naming the variable. The README's table mirrors this.
@@ -53,9 +56,48 @@ const schema = z.object({
   EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
   EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor carries out at once.'),
+  EVENT_STORE: z
+    .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb']).optional())
+    .describe('Event store: embedded (SQLite under DATA_DIR) or kurrentdb (KURRENTDB_URL). Default: kurrentdb when KURRENTDB_URL is set, else embedded.'),
+  KURRENTDB_URL: z
+    .preprocess(
+      unsetWhenEmpty,
+      z
+        .string()
+        .regex(/^(kurrentdb|kurrent|kdb|esdb)(\+discover)?:\/\/\S+$/, 'a KurrentDB connection string such as kurrentdb://host:2113?tls=false')
+        .optional(),
+    )
+    .describe('KurrentDB connection string, e.g. kurrentdb://kurrentdb:2113?tls=false; selects the KurrentDB event store unless EVENT_STORE says otherwise.'),
+  READ_STORE: z
+    .preprocess(unsetWhenEmpty, z.enum(['embedded', 'mongodb']).optional())
+    .describe('Read-model store: embedded (SQLite under DATA_DIR) or mongodb (MONGODB_URL). Default: mongodb when MONGODB_URL is set, else embedded.'),
+  MONGODB_URL: z
+    .preprocess(unsetWhenEmpty, z.string().regex(/^mongodb(\+srv)?:\/\/\S+$/, 'a MongoDB connection string such as mongodb://mongodb:27017/?replicaSet=rs0').optional())
+    .describe('MongoDB connection string (a replica set: the read store commits in transactions); selects the MongoDB read store unless READ_STORE says otherwise.'),
+  MONGODB_DATABASE: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,63}$/, 'a MongoDB database name: letters, digits, _ and -')
+    .default('wallet_ops')
+    .describe('MongoDB database holding the read models and their checkpoints.'),
 });
 
-export type Config = z.infer<typeof schema>;
+/** The stores follow the URLs unless chosen explicitly; a chosen store without its URL is a configuration error. */
+const configSchema = schema
+  .superRefine((config, ctx) => {
+    if (config.EVENT_STORE === 'kurrentdb' && !config.KURRENTDB_URL) {
+      ctx.addIssue({ code: 'custom', path: ['KURRENTDB_URL'], message: 'required when EVENT_STORE is kurrentdb' });
+    }
+    if (config.READ_STORE === 'mongodb' && !config.MONGODB_URL) {
+      ctx.addIssue({ code: 'custom', path: ['MONGODB_URL'], message: 'required when READ_STORE is mongodb' });
+    }
+  })
+  .transform((config) => ({
+    ...config,
+    EVENT_STORE: config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded'),
+    READ_STORE: config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded'),
+  }));
+
+export type Config = z.infer<typeof configSchema>;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -65,10 +107,15 @@ export class ConfigError extends Error {
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const result = schema.safeParse(env);
+  const result = configSchema.safeParse(env);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (got ${JSON.stringify(env[String(issue.path[0])])})`);
+  const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (got ${redact(JSON.stringify(env[String(issue.path[0])]))})`);
   throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+}
+
+/** A connection string's password stays out of error messages and logs. */
+function redact(text: string | undefined): string | undefined {
+  return text?.replace(/(\/\/[^:/@\s]*:)[^@/\s]*@/g, '$1***@');
 }
 
 /** Variable, default and doc of every setting, for the README and `--help`. */

@@ -4,6 +4,8 @@ import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
+import { openKurrentDbEventStore } from './kurrentdb/kurrentdb-event-store.ts';
+import { openMongoReadStore } from './mongodb/mongodb-read-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { openEmbeddedLedger, type LedgerFaults } from './ledger/embedded-ledger.ts';
 
@@ -14,13 +16,36 @@ export interface Stores {
 }
 
 /**
- * The composition of storage: today the embedded SQLite adapters, each in its own file under the data
- * directory so that event appends and read-model writes never wait for each other's write lock.
+ * Which stores to open: the configuration's keys of the same names (src/config.ts validates them, including
+ * that a chosen server store has its URL), so a Config can be passed as it is.
  */
-export function openStores(options: { dataDir: string }): Stores {
-  mkdirSync(options.dataDir, { recursive: true });
-  const eventStore = openSqliteEventStore({ file: join(options.dataDir, 'events.sqlite') });
-  const readStore = openSqliteReadStore({ file: join(options.dataDir, 'read-models.sqlite') });
+export interface StoreSelection {
+  DATA_DIR: string;
+  EVENT_STORE: 'embedded' | 'kurrentdb';
+  KURRENTDB_URL?: string | undefined;
+  READ_STORE: 'embedded' | 'mongodb';
+  MONGODB_URL?: string | undefined;
+  MONGODB_DATABASE: string;
+}
+
+/** The embedded stores in a data directory (what benchmarks and tools that never use a server pass). */
+export interface EmbeddedOnly {
+  dataDir: string;
+}
+
+export function embedded(dataDir: string): StoreSelection {
+  return { DATA_DIR: dataDir, EVENT_STORE: 'embedded', READ_STORE: 'embedded', MONGODB_DATABASE: 'wallet_ops' };
+}
+
+/**
+ * The composition of storage, chosen by configuration alone: the embedded SQLite adapters (each in its own
+ * file under the data directory, so that event appends and read-model writes never wait for each other's
+ * write lock), or KurrentDB for the events and MongoDB for the read models, in any combination.
+ */
+export function openStores(options: StoreSelection | EmbeddedOnly): Stores {
+  const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
+  const eventStore = openEventStore(selection);
+  const readStore = openReadStore(selection);
   return {
     eventStore,
     readStore,
@@ -30,13 +55,27 @@ export function openStores(options: { dataDir: string }): Stores {
   };
 }
 
+export function openEventStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>): EventStore {
+  if (selection.EVENT_STORE === 'kurrentdb') return openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') });
+  mkdirSync(selection.DATA_DIR, { recursive: true });
+  return openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') });
+}
+
+export function openReadStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE'>): ReadStore {
+  if (selection.READ_STORE === 'mongodb') {
+    return openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE });
+  }
+  mkdirSync(selection.DATA_DIR, { recursive: true });
+  return openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite') });
+}
+
 /** The embedded ledger, in its own file: it stands for the blockchain, which keeps its own records. */
 export function openLedger(options: { dataDir: string; faults?: LedgerFaults }): Ledger {
   mkdirSync(options.dataDir, { recursive: true });
   return openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(options.faults ? { faults: options.faults } : {}) });
 }
 
-export function openEventStore(options: { dataDir: string }): EventStore {
-  mkdirSync(options.dataDir, { recursive: true });
-  return openSqliteEventStore({ file: join(options.dataDir, 'events.sqlite') });
+function required(value: string | undefined, name: string, because: string): string {
+  if (!value) throw new Error(`${name} is required when ${because}`);
+  return value;
 }

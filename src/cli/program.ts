@@ -21,6 +21,7 @@ import { decideOperation } from '../commands/operation-handlers.ts';
 import { requiredText } from '../domain/text.ts';
 import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
 import { registerMoneyCommands } from './money-commands.ts';
+import { registerEventCommands } from './event-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 
@@ -180,6 +181,7 @@ export function buildCli(): Command {
       }, (r) => `operation ${r.operationID}: ${r.state}`),
     );
   registerMoneyCommands(program);
+  registerEventCommands(program);
   common(program.command('serve'))
     .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
     .argument('[parts...]', 'write-api | read-api | projections | executor')

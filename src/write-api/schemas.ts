@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DomainError } from '../domain/errors.ts';
-import { parsePositiveAmount } from '../domain/money.ts';
+import { formatAmount, parsePositiveAmount } from '../domain/money.ts';
 import { normalizePhone } from '../domain/phone.ts';
 import { requiredText, shortCode } from '../domain/text.ts';
 import type { CreateOperationInput } from '../commands/operation-handlers.ts';
@@ -33,7 +33,7 @@ function rule<T>(field: string, meta: { description: string; example: string }, 
 const MEMO_MAX = 256;
 
 function buildSchemas(assetScale: number) {
-  const amount = rule('amount', { description: `Decimal amount greater than 0, at most ${assetScale} decimal places, no sign or exponent.`, example: '150.00' }, (v) =>
+  const amount = rule('amount', { description: `Decimal amount greater than 0, at most ${assetScale} decimal places, no sign or exponent.`, example: formatAmount(150, assetScale) }, (v) =>
     parsePositiveAmount('amount', v, assetScale));
   const phone = (field: string, description: string) =>
     rule(field, { description: `${description}, in international format.`, example: '+2348123456781' }, (v) => normalizePhone(field, v));
