@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
 import { allProjections } from '../projections/index.ts';
-import { projectionStatus, rebuildProjection } from '../projections/rebuild.ts';
+import { projectionStatus, rebuildProjections } from '../projections/rebuild.ts';
 import { DomainError } from '../domain/errors.ts';
 import {
   addUser,
@@ -146,12 +146,9 @@ export function buildCli(): Command {
         const chosen = opts.only ? all.filter((p) => p.name === opts.only) : all;
         if (chosen.length === 0) throw new UsageError(`unknown projection "${opts.only}"; one of ${all.map((p) => p.name).join(', ')}`);
         await readStore.defineCollections(all.map((p) => p.collection));
-        const results = [];
-        for (const projection of chosen) {
-          const bar = progressBar(projection.name);
-          results.push(await rebuildProjection({ eventStore, readStore }, projection, (p) => bar.update(p.position, p.head)));
-          bar.stop();
-        }
+        const bar = progressBar(chosen.length === 1 ? chosen[0]!.name : 'all read models');
+        const results = await rebuildProjections({ eventStore, readStore }, chosen, (p) => bar.update(p.position, p.head));
+        bar.stop();
         return results.map((r) => ({ ...r, seconds: Math.round(r.seconds * 1000) / 1000, eventsPerSecond: Math.round(r.eventsPerSecond) }));
       }, (rows) => rows.map((r) => `${r.projection}: ${r.events} events in ${r.seconds} s (${r.eventsPerSecond} events/s), now at position ${r.position}`).join('\n')),
     );

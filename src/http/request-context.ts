@@ -18,7 +18,7 @@ export function requestContext(logger: Logger): RequestHandler {
     res.on('finish', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       const keyID = (res.locals.apiKey as { keyID?: string } | undefined)?.keyID;
-      logger.info({ requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(durationMs * 100) / 100, keyID }, 'request');
+      logger.info({ requestId, method: req.method, path: req.baseUrl + req.path, status: res.statusCode, durationMs: Math.round(durationMs * 100) / 100, keyID }, 'request');
     });
     next();
   };

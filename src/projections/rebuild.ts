@@ -23,45 +23,78 @@ const SHADOW_SUFFIX = '__rebuild';
 const PAGE_SIZE = 20_000;
 
 /**
- * Rebuilds one read model from the whole history while the old one keeps serving: the events are replayed
- * from position 0 into a shadow collection with its own checkpoint, caught up to the head, then swapped in
- * atomically with its checkpoint (ReadStore.promote). Readers see the old model or the new one, never a
- * half-built one; a live runner of the projection notices the new checkpoint and carries on from there.
+ * Rebuilds read models from the whole history while the old ones keep serving: the events are replayed
+ * from position 0 into shadow collections with their own checkpoints, caught up to the head, then each is
+ * swapped in atomically with its checkpoint (ReadStore.promote). Readers see an old model or its new one,
+ * never a half-built one; a live runner of a projection notices the new generation and carries on from
+ * its checkpoint. Several projections are rebuilt in one pass over the history: each page of events is read
+ * once and given to every projection that wants some of it.
  */
-export async function rebuildProjection(
+export async function rebuildProjections(
   deps: { eventStore: EventStore; readStore: ReadStore },
-  projection: Projection,
+  projections: Projection[],
   onProgress: (progress: RebuildProgress) => void = () => {},
-): Promise<RebuildResult> {
+): Promise<RebuildResult[]> {
   const started = performance.now();
-  const shadow = { ...projection.collection, name: `${projection.collection.name}${SHADOW_SUFFIX}`, indexes: [] };
-  const shadowCheckpoint = `${projection.name}${SHADOW_SUFFIX}`;
-  // A shadow left by an interrupted rebuild is discarded: a rebuild always starts from position 0.
-  await deps.readStore.dropCollection(shadow.name);
-  await deps.readStore.commit([], { projection: shadowCheckpoint, position: 0 });
-  await deps.readStore.defineCollections([shadow, projection.collection]);
+  const targets = projections.map((projection) => ({
+    projection,
+    shadow: { ...projection.collection, name: `${projection.collection.name}${SHADOW_SUFFIX}`, indexes: [] },
+    checkpoint: `${projection.name}${SHADOW_SUFFIX}`,
+    types: new Set(projection.eventTypes),
+    position: 0,
+    events: 0,
+  }));
+  for (const target of targets) {
+    // A shadow left by an interrupted rebuild is discarded: a rebuild always starts from position 0.
+    await deps.readStore.dropCollection(target.shadow.name);
+    await deps.readStore.commit([], { projection: target.checkpoint, position: 0 });
+    await deps.readStore.defineCollections([target.shadow, target.projection.collection]);
+  }
 
-  const filter = { eventTypes: [...projection.eventTypes] };
-  let position = 0;
+  const filter = { eventTypes: [...new Set(projections.flatMap((projection) => projection.eventTypes))] };
+  const label = projections.map((projection) => projection.name).join(', ');
+  let read = 0;
   let events = 0;
   for (let round = 0; ; round++) {
     const head = await deps.eventStore.headPosition();
     let caughtUp = false;
     while (!caughtUp) {
-      const page = await deps.eventStore.readAll({ fromPosition: position + 1, toPosition: head, maxCount: PAGE_SIZE, filter });
-      if (page.length > 0) {
-        position = await applyBatch(deps.readStore, projection, page, { collection: shadow.name, checkpoint: shadowCheckpoint, expected: position });
-        events += page.length;
+      const page = await deps.eventStore.readAll({ fromPosition: read + 1, toPosition: head, maxCount: PAGE_SIZE, filter });
+      for (const target of targets) {
+        const wanted = targets.length === 1 ? page : page.filter((event) => target.types.has(event.type));
+        if (wanted.length === 0) continue;
+        target.position = await applyBatch(deps.readStore, target.projection, wanted, { collection: target.shadow.name, checkpoint: target.checkpoint, expected: target.position });
+        target.events += wanted.length;
       }
+      read = page.at(-1)?.position ?? read;
+      events += page.length;
       caughtUp = page.length < PAGE_SIZE;
-      onProgress({ projection: projection.name, position, head, events });
+      onProgress({ projection: label, position: read, head, events });
     }
-    // Events appended during the replay are taken too; what arrives after the swap is the live runner's.
+    // Events appended during the replay are taken too; what arrives after the swap is the live runners'.
     if ((await deps.eventStore.headPosition()) === head || round >= 3) break;
   }
-  await deps.readStore.promote(shadow.name, projection.collection.name, { from: shadowCheckpoint, to: projection.name });
   const seconds = (performance.now() - started) / 1000;
-  return { projection: projection.name, events, seconds, eventsPerSecond: events / Math.max(seconds, 1e-9), position };
+  for (const target of targets) {
+    await deps.readStore.promote(target.shadow.name, target.projection.collection.name, { from: target.checkpoint, to: target.projection.name });
+  }
+  return targets.map((target) => ({
+    projection: target.projection.name,
+    events: target.events,
+    seconds,
+    eventsPerSecond: target.events / Math.max(seconds, 1e-9),
+    position: target.position,
+  }));
+}
+
+/** Rebuilds one read model (see rebuildProjections). */
+export async function rebuildProjection(
+  deps: { eventStore: EventStore; readStore: ReadStore },
+  projection: Projection,
+  onProgress?: (progress: RebuildProgress) => void,
+): Promise<RebuildResult> {
+  const [result] = await rebuildProjections(deps, [projection], onProgress);
+  return result!;
 }
 
 export interface ProjectionStatus {

@@ -1,0 +1,129 @@
+import type { Request, Response, Router } from 'express';
+import { addUser, onboardParty, registerIndividual } from '../commands/back-office.ts';
+import { DomainError, invalidInput } from '../domain/errors.ts';
+import type { PartyRef } from '../domain/parties.ts';
+import { shortCode as parseShortCode } from '../domain/text.ts';
+import { commandContext, field, fields, requireAdmin, viewer, type ConsoleServices } from './context.ts';
+import { html, type Html } from './html.ts';
+import { csrfField } from './layout.ts';
+import { redirectWith, renderPage } from './render.ts';
+import type { SessionDoc } from './sessions.ts';
+
+/**
+ * Platform administrators set up parties without a terminal: the same back-office commands as the CLI's
+ * `party add-*` and `user add`. A refusal is shown next to the field it names, in the form that was sent.
+ */
+type FormName = 'party' | 'individual' | 'user';
+
+interface FormState {
+  form: FormName;
+  values: Record<string, string | string[]>;
+  errors: Record<string, string>;
+}
+
+const sentence = (message: string) => message.charAt(0).toUpperCase() + message.slice(1) + '.';
+
+function input(state: FormState | null, form: FormName, name: string, label: string, options: { type?: string; autocomplete?: string; hint?: string } = {}): Html {
+  const mine = state?.form === form ? state : null;
+  const id = `${form}-${name}`;
+  const error = mine?.errors[name];
+  const value = options.type === 'password' ? '' : String(mine?.values[name] ?? '');
+  const describedBy = [options.hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ');
+  return html`<div class="field${error ? ' invalid' : ''}">
+    <label for="${id}">${label}</label>
+    ${options.hint ? html`<p class="hint" id="${id}-hint">${options.hint}</p>` : ''}
+    ${error ? html`<p class="field-error" id="${id}-error">${error}</p>` : ''}
+    <input id="${id}" name="${name}" type="${options.type ?? 'text'}" value="${value}" autocomplete="${options.autocomplete ?? 'off'}"${describedBy ? html` aria-describedby="${describedBy}"` : ''}${error ? html` aria-invalid="true"` : ''}>
+  </div>`;
+}
+
+function partyTypeSelect(state: FormState | null, form: FormName, withAdmin: boolean): Html {
+  const chosen = state?.form === form ? String(state.values.partyType ?? '') : '';
+  const options: Array<[string, string]> = [['distributor', 'Distributor'], ['merchant', 'Merchant'], ...(withAdmin ? [['platform', 'Platform administrator (no party)'] as [string, string]] : [])];
+  return html`<div class="field"><label for="${form}-partyType">${withAdmin ? 'Belongs to' : 'Type'}</label>
+    <select id="${form}-partyType" name="partyType">${options.map(([value, label]) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${label}</option>`)}</select></div>`;
+}
+
+function adminPage(session: SessionDoc, state: FormState | null): Html {
+  const roles = state?.form === 'user' ? (state.values.roles as string[] | undefined) ?? [] : [];
+  const rolesError = state?.form === 'user' ? state.errors.roles : undefined;
+  return html`<h1>Administration</h1>
+    <p>Set up distributors, merchants, individuals and console users: the same commands as the operator CLI.</p>
+    <div class="cards top">
+    <section class="card" aria-labelledby="party-title"><h2 id="party-title">Onboard a distributor or merchant</h2>
+      <form method="post" action="/console/admin/parties" class="stack">${csrfField(session)}
+        ${partyTypeSelect(state, 'party', false)}
+        ${input(state, 'party', 'name', 'Name')}
+        ${input(state, 'party', 'shortCode', 'Short code', { hint: '1 to 9 digits, not starting with 0; unique per type.' })}
+        <button type="submit">Onboard</button></form></section>
+    <section class="card" aria-labelledby="individual-title"><h2 id="individual-title">Register an individual</h2>
+      <form method="post" action="/console/admin/individuals" class="stack">${csrfField(session)}
+        ${input(state, 'individual', 'phone', 'Phone', { type: 'tel', hint: 'International format, e.g. +234 812 345 6781.' })}
+        ${input(state, 'individual', 'name', 'Name')}
+        <button type="submit">Register</button></form></section>
+    <section class="card" aria-labelledby="user-title"><h2 id="user-title">Add a console user</h2>
+      <form method="post" action="/console/admin/users" class="stack">${csrfField(session)}
+        ${partyTypeSelect(state, 'user', true)}
+        ${input(state, 'user', 'shortCode', 'Party short code', { hint: 'The distributor’s or merchant’s short code; empty for an administrator.' })}
+        ${input(state, 'user', 'email', 'Email', { type: 'email' })}
+        ${input(state, 'user', 'password', 'Initial password', { type: 'password', autocomplete: 'new-password', hint: 'At least 10 characters.' })}
+        <fieldset class="field${rolesError ? ' invalid' : ''}"><legend>Roles</legend>
+          ${rolesError ? html`<p class="field-error" id="user-roles-error">${rolesError}</p>` : ''}
+          ${(['maker', 'checker'] as const).map((role) => html`<div class="check"><input type="checkbox" id="user-role-${role}" name="roles" value="${role}"${roles.includes(role) ? html` checked` : ''}><label for="user-role-${role}">${role === 'maker' ? 'Maker — requests keys and revocations' : 'Checker — approves keys and operations'}</label></div>`)}
+        </fieldset>
+        <button type="submit">Add user</button></form></section>
+    </div>`;
+}
+
+export function adminRoutes(router: Router, services: ConsoleServices): void {
+  const { backOffice, lookup } = services;
+
+  const show = (res: Response, state: FormState | null, status = 200) =>
+    renderPage(services, res, { title: 'Administration', section: 'admin', status, body: adminPage(viewer(res).session, state) });
+
+  /** Runs a form's command; a domain refusal re-renders the form with the message beside its field. */
+  const handle = (path: string, form: FormName, names: string[], run: (req: Request, res: Response) => Promise<string>) =>
+    router.post(path, async (req, res) => {
+      requireAdmin(res);
+      try {
+        const done = await run(req, res);
+        await redirectWith(services, res, '/console/admin', { kind: 'ok', text: done });
+      } catch (error) {
+        if (!(error instanceof DomainError) || ['ROLE_REQUIRED', 'OTHER_PARTY', 'SAME_USER'].includes(error.code)) throw error;
+        const values = Object.fromEntries(names.map((n) => [n, n === 'roles' ? fields(req, n) : (field(req, n) ?? '')]));
+        const name = error.field && names.includes(error.field) ? error.field : names[names.length - 1]!;
+        await show(res, { form, values, errors: { [name]: sentence(error.message) } }, error.code === 'INVALID_INPUT' ? 400 : 409);
+      }
+    });
+
+  router.get('/admin', async (_req, res) => {
+    requireAdmin(res);
+    await show(res, null);
+  });
+
+  handle('/admin/parties', 'party', ['partyType', 'name', 'shortCode'], async (req, res) => {
+    const partyType = field(req, 'partyType') === 'merchant' ? 'merchant' : field(req, 'partyType') === 'distributor' ? 'distributor' : null;
+    if (!partyType) throw invalidInput('partyType', 'choose distributor or merchant');
+    const { partyID } = await onboardParty(backOffice, { partyType, name: field(req, 'name'), shortCode: field(req, 'shortCode')?.trim() }, commandContext(res));
+    return `${partyType === 'distributor' ? 'Distributor' : 'Merchant'} “${(field(req, 'name') ?? '').trim()}” onboarded with short code ${field(req, 'shortCode')?.trim()} (id ${partyID}).`;
+  });
+
+  handle('/admin/individuals', 'individual', ['phone', 'name'], async (req, res) => {
+    const { phone } = await registerIndividual(backOffice, { phone: field(req, 'phone'), name: field(req, 'name') }, commandContext(res));
+    return `Individual ${phone} registered.`;
+  });
+
+  handle('/admin/users', 'user', ['partyType', 'shortCode', 'email', 'password', 'roles'], async (req, res) => {
+    const type = field(req, 'partyType');
+    let party: PartyRef | null = null;
+    if (type === 'distributor' || type === 'merchant') {
+      const code = parseShortCode('shortCode', field(req, 'shortCode')?.trim());
+      const found = await lookup.byShortCode(type, code);
+      if (!found) throw invalidInput('shortCode', `no ${type} has the short code ${code}`);
+      party = { type, id: found.id };
+    } else if (type !== 'platform') throw invalidInput('partyType', 'choose a distributor, a merchant or a platform administrator');
+    const roles = fields(req, 'roles');
+    const { userID } = await addUser(backOffice, { party, email: field(req, 'email'), password: field(req, 'password'), roles, platformAdmin: party === null }, commandContext(res));
+    return `User ${(field(req, 'email') ?? '').trim().toLowerCase()} added (id ${userID}).`;
+  });
+}

@@ -1,0 +1,97 @@
+import type { Request, Response } from 'express';
+import type { ActiveUser, BackOfficeDeps } from '../commands/back-office.ts';
+import { userContext } from '../commands/back-office.ts';
+import type { PartyLookup } from '../commands/party-lookup.ts';
+import type { StateCache } from '../commands/pipeline.ts';
+import type { CommandContext } from '../commands/pipeline.ts';
+import type { UserRole } from '../domain/events.ts';
+import type { Logger } from '../logger.ts';
+import type { EventStore } from '../ports/event-store.ts';
+import type { ReadStore } from '../ports/read-store.ts';
+import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import type { LoginThrottle, ThrottleLimits } from './login-throttle.ts';
+import type { OneTimeSecrets } from './one-time-secrets.ts';
+import type { ConsoleSessions, SessionDoc, SessionTimes } from './sessions.ts';
+
+/** What the console needs from the composition root. It calls the back-office commands; it never appends events. */
+export interface ConsoleDeps {
+  store: EventStore;
+  readStore: ReadStore;
+  directory: ApiKeyDirectory;
+  clock: () => Date;
+  assetScale: number;
+  logger: Logger;
+  cache?: StateCache;
+  sessionTimes?: Partial<SessionTimes>;
+  throttle?: Partial<ThrottleLimits>;
+  /** How long an approved key's secret waits for its maker (default 24 h). */
+  secretTtlMs?: number;
+}
+
+/** The console's parts, built once per router. */
+export interface ConsoleServices {
+  deps: ConsoleDeps;
+  backOffice: BackOfficeDeps;
+  lookup: PartyLookup;
+  sessions: ConsoleSessions;
+  throttle: LoginThrottle;
+  secrets: OneTimeSecrets;
+}
+
+/** The logged-in user of a request, set by the session middleware. */
+export interface Viewer {
+  user: ActiveUser;
+  session: SessionDoc;
+}
+
+export class ConsoleError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConsoleError';
+  }
+}
+
+export function viewer(res: Response): Viewer {
+  const found = res.locals.consoleViewer as Viewer | undefined;
+  if (!found) throw new Error('console route used without a session');
+  return found;
+}
+
+/** The viewer's party; platform administrators have none and get 403 on party pages. */
+export function partyOf(res: Response) {
+  const { user } = viewer(res);
+  if (!user.party) throw new ConsoleError(403, 'Platform administrators have no party: API keys and operations belong to party users.');
+  return user.party;
+}
+
+export function requireRole(res: Response, role: UserRole): void {
+  partyOf(res);
+  if (!viewer(res).user.roles.includes(role)) throw new ConsoleError(403, `This needs the ${role} role.`);
+}
+
+export function requireAdmin(res: Response): void {
+  if (!viewer(res).user.platformAdmin) throw new ConsoleError(403, 'This needs a platform administrator.');
+}
+
+/** The request id as the command's correlation id: events and the request log line share it. */
+export function commandContext(res: Response): CommandContext {
+  return userContext(viewer(res).user, String(res.getHeader('X-Request-Id') ?? ''));
+}
+
+export const correlationId = (res: Response): string => String(res.getHeader('X-Request-Id') ?? '');
+
+/** One text field of a urlencoded body; a repeated field is refused rather than guessed at. */
+export function field(req: Request, name: string): string | undefined {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A field that may repeat (checkboxes). */
+export function fields(req: Request, name: string): string[] {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name];
+  if (typeof value === 'string') return [value];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}

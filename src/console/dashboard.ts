@@ -1,0 +1,48 @@
+import type { Router } from 'express';
+import * as balances from '../projections/balances.ts';
+import { viewer, type ConsoleServices } from './context.ts';
+import { html } from './html.ts';
+import { countPending } from './operations.ts';
+import { renderPage } from './render.ts';
+
+/** The first page after login: the party, its balance from the balances read model, and what waits for the viewer. */
+export function dashboardRoute(router: Router, services: ConsoleServices): void {
+  const { readStore, directory, clock, assetScale } = services.deps;
+
+  router.get('/', async (_req, res) => {
+    const { user } = viewer(res);
+    if (!user.party) {
+      await renderPage(services, res, {
+        title: 'Dashboard',
+        section: 'dashboard',
+        body: html`<h1>Platform administration</h1>
+          <p>You are a platform administrator: you belong to no party, so you see no keys, balances or operations.</p>
+          <p><a class="button" href="/console/admin">Onboard parties and add users</a></p>`,
+      });
+      return;
+    }
+    const party = user.party;
+    const info = await services.lookup.party(party);
+    const doc = await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, balances.balanceDocId({ kind: party.type, id: party.id }));
+    const balance = balances.toApi(doc, assetScale).balance;
+    const pendingOperations = await countPending(services, party);
+    const keys = directory.listByParty(party, clock().toISOString());
+    const pendingKeys = keys.filter((k) => k.state === 'pending' || k.state === 'revocation_pending').length;
+    const activeKeys = keys.filter((k) => k.state === 'active' || k.state === 'revocation_pending').length;
+    const checker = user.roles.includes('checker');
+    await renderPage(services, res, {
+      title: 'Dashboard',
+      section: 'dashboard',
+      body: html`<h1>${info?.name ?? 'Your party'}</h1>
+        <p class="muted">${party.type === 'distributor' ? 'Distributor' : 'Merchant'} · short code ${info?.shortCode ?? ''} · id <code>${party.id}</code></p>
+        <div class="cards">
+          <section class="card" aria-labelledby="balance-title"><h2 id="balance-title">Balance</h2>
+            <p class="big" data-balance>${balance}</p><p class="hint">Executed operations only; pending ones are not counted yet.</p></section>
+          <section class="card" aria-labelledby="ops-title"><h2 id="ops-title">Operations</h2>
+            <p class="big">${pendingOperations}</p><p>${checker ? 'waiting for your approval' : 'waiting for a checker'} · <a href="/console/operations">${checker ? 'Review' : 'View'}</a></p></section>
+          <section class="card" aria-labelledby="keys-title"><h2 id="keys-title">API keys</h2>
+            <p class="big">${activeKeys}</p><p>active · ${pendingKeys} request${pendingKeys === 1 ? '' : 's'} pending · <a href="/console/keys">Manage</a></p></section>
+        </div>`,
+    });
+  });
+}

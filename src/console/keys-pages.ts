@@ -1,0 +1,195 @@
+import type { PublicApiKey } from '../projections/api-key-directory.ts';
+import { html, seg, time, type Html } from './html.ts';
+import { csrfField } from './layout.ts';
+import type { SessionDoc } from './sessions.ts';
+
+/** The markup of Settings › API keys: tabs, the three lists, the request form and the revocation form. */
+export type KeyTab = 'pending' | 'active' | 'inactive';
+
+export interface KeyRow extends PublicApiKey {
+  requestedByEmail: string;
+  /** Who asked for the revocation, while one is pending. */
+  revocationRequestedBy: string | null;
+  revocationRequestedByEmail: string;
+}
+
+export interface KeysView {
+  tab: KeyTab;
+  rows: Record<KeyTab, KeyRow[]>;
+  userID: string;
+  maker: boolean;
+  checker: boolean;
+  session: SessionDoc;
+}
+
+const TAB_LABELS: Record<KeyTab, string> = { pending: 'Pending', active: 'Active', inactive: 'Inactive' };
+const TAB_HEADINGS: Record<KeyTab, string> = { pending: 'Requests awaiting a checker', active: 'Active keys', inactive: 'Rejected, revoked and expired keys' };
+const STATE_LABELS: Record<string, string> = {
+  pending: 'Awaiting approval',
+  active: 'Active',
+  revocation_pending: 'Revocation requested',
+  rejected: 'Rejected',
+  revoked: 'Revoked',
+  expired: 'Expired',
+};
+
+const limits = (key: KeyRow) => html`<dl class="limits">
+    <dt>Max per operation</dt><dd>${key.maxTransactionAmount ?? 'no limit'}</dd>
+    <dt>Max per day</dt><dd>${key.maxDailyVolume ?? 'no limit'}</dd>
+    <dt>Allowed IPs</dt><dd>${key.allowedIPs.length ? key.allowedIPs.join(', ') : 'any'}</dd>
+  </dl>`;
+
+const permissions = (key: KeyRow) => html`<ul class="plain">${key.permissions.map((p) => html`<li>${p}</li>`)}</ul>`;
+
+const badge = (state: string) => html`<span class="badge badge-${state}">${STATE_LABELS[state] ?? state}</span>`;
+
+function postButton(view: KeysView, action: string, label: string, options: { danger?: boolean; reasonLabel?: string } = {}): Html {
+  return html`<form method="post" action="${action}" class="inline">${csrfField(view.session)}
+    ${options.reasonLabel ? html`<label class="compact"><span class="visually-hidden">${options.reasonLabel}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>` : ''}
+    <button type="submit"${options.danger ? html` class="danger"` : ''}>${label}</button></form>`;
+}
+
+function pendingActions(view: KeysView, key: KeyRow): Html {
+  const revocation = key.state === 'revocation_pending';
+  const ownRequest = (revocation ? key.revocationRequestedBy : key.requestedBy) === view.userID;
+  if (!view.checker) return html`<span class="muted">Waiting for a checker</span>`;
+  if (ownRequest) {
+    const note = `own-${key.keyID}`;
+    return html`<button type="button" disabled aria-describedby="${note}">Approve</button>
+      <p class="hint" id="${note}">You made this request: another checker must decide on it.</p>`;
+  }
+  const base = `/console/keys/${seg(key.keyID)}`;
+  return revocation
+    ? html`${postButton(view, `${base}/revocation/approve`, 'Approve revocation', { danger: true })}
+        ${postButton(view, `${base}/revocation/reject`, 'Keep the key', { reasonLabel: `Reason for keeping ${key.label}` })}`
+    : html`${postButton(view, `${base}/approve`, 'Approve')}
+        ${postButton(view, `${base}/reject`, 'Reject', { danger: true, reasonLabel: `Reason for rejecting ${key.label}` })}`;
+}
+
+function pendingTable(view: KeysView): Html {
+  const rows = view.rows.pending;
+  if (rows.length === 0) return html`<p class="empty">No key request or revocation request is waiting.</p>`;
+  return html`<table>
+    <caption class="visually-hidden">Requests awaiting a checker</caption>
+    <thead><tr><th scope="col">Label</th><th scope="col">Request</th><th scope="col">Permissions</th><th scope="col">Limits</th><th scope="col">Requested by</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${rows.map((key) => {
+      const revocation = key.state === 'revocation_pending';
+      return html`<tr data-key-id="${key.keyID}">
+        <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code></th>
+        <td>${revocation ? html`Revocation<br><span class="muted">Reason: ${key.revocationReason ?? ''}</span>` : html`New key<br><span class="muted">expires ${key.expiresInDays} days after approval</span>`}</td>
+        <td>${permissions(key)}</td>
+        <td>${limits(key)}</td>
+        <td>${revocation ? key.revocationRequestedByEmail : html`${key.requestedByEmail}<br>${time(key.requestedAt)}`}</td>
+        <td class="actions">${pendingActions(view, key)}</td>
+      </tr>`;
+    })}</tbody></table>`;
+}
+
+function activeTable(view: KeysView): Html {
+  const rows = view.rows.active;
+  if (rows.length === 0) return html`<p class="empty">No active key.</p>`;
+  return html`<table>
+    <caption class="visually-hidden">Active keys</caption>
+    <thead><tr><th scope="col">Label</th><th scope="col">Permissions</th><th scope="col">Limits</th><th scope="col">Expires</th><th scope="col">Requested by</th><th scope="col">Actions</th></tr></thead>
+    <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
+      <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code>${key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''}</th>
+      <td>${permissions(key)}</td>
+      <td>${limits(key)}</td>
+      <td>${time(key.expiresAt)}</td>
+      <td>${key.requestedByEmail}</td>
+      <td class="actions">${view.maker && key.state === 'active' ? html`<a class="button danger" href="/console/keys/${seg(key.keyID)}/revoke">Request revocation</a>` : ''}</td>
+    </tr>`)}</tbody></table>`;
+}
+
+function inactiveTable(view: KeysView): Html {
+  const rows = view.rows.inactive;
+  if (rows.length === 0) return html`<p class="empty">No rejected, revoked or expired key.</p>`;
+  return html`<table>
+    <caption class="visually-hidden">Rejected, revoked and expired keys</caption>
+    <thead><tr><th scope="col">Label</th><th scope="col">State</th><th scope="col">Permissions</th><th scope="col">Requested</th><th scope="col">Expiry</th><th scope="col">Revocation reason</th></tr></thead>
+    <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
+      <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code></th>
+      <td>${badge(key.state)}</td>
+      <td>${permissions(key)}</td>
+      <td>${key.requestedByEmail}<br>${time(key.requestedAt)}</td>
+      <td>${time(key.expiresAt)}</td>
+      <td>${key.revocationReason ?? ''}</td>
+    </tr>`)}</tbody></table>`;
+}
+
+export function keysPage(view: KeysView): Html {
+  const tabs = (['pending', 'active', 'inactive'] as const).map(
+    (tab) => html`<li><a href="/console/keys?tab=${tab}"${tab === view.tab ? html` aria-current="page"` : ''}>${TAB_LABELS[tab]} <span class="count">${view.rows[tab].length}</span></a></li>`,
+  );
+  const table = view.tab === 'pending' ? pendingTable(view) : view.tab === 'active' ? activeTable(view) : inactiveTable(view);
+  return html`<div class="page-head"><h1>API keys</h1>${view.maker ? html`<a class="button" href="/console/keys/new">New API key</a>` : ''}</div>
+    <nav class="tabs" aria-label="API key lists"><ul>${tabs}</ul></nav>
+    <section aria-labelledby="list-title"><h2 id="list-title">${TAB_HEADINGS[view.tab]}</h2>${table}</section>`;
+}
+
+export interface KeyFormValues {
+  label: string;
+  permissions: string[];
+  maxTransactionAmount: string;
+  maxDailyVolume: string;
+  allowedIPs: string;
+  expiresInDays: string;
+}
+
+export const EMPTY_KEY_FORM: KeyFormValues = { label: '', permissions: [], maxTransactionAmount: '', maxDailyVolume: '', allowedIPs: '', expiresInDays: '365' };
+
+const PERMISSION_CHOICES = [
+  ['read-balance', 'Read Balance', 'read the wallet balance'],
+  ['read-transactions', 'Read Transactions', 'list operations and payments'],
+  ['perform-operations', 'Perform Operations', 'create operations (a checker still approves each one)'],
+] as const;
+
+function textField(name: keyof KeyFormValues, label: string, values: KeyFormValues, errors: Record<string, string>, extra: { hint?: string; inputmode?: string; type?: string; required?: boolean } = {}): Html {
+  const error = errors[name];
+  const describedBy = [extra.hint ? `${name}-hint` : '', error ? `${name}-error` : ''].filter(Boolean).join(' ');
+  return html`<div class="field${error ? ' invalid' : ''}">
+    <label for="${name}">${label}</label>
+    ${extra.hint ? html`<p class="hint" id="${name}-hint">${extra.hint}</p>` : ''}
+    ${error ? html`<p class="field-error" id="${name}-error">${error}</p>` : ''}
+    <input id="${name}" name="${name}" type="${extra.type ?? 'text'}" value="${values[name] as string}"${extra.inputmode ? html` inputmode="${extra.inputmode}"` : ''}${extra.required ? html` required` : ''}${describedBy ? html` aria-describedby="${describedBy}"` : ''}${error ? html` aria-invalid="true"` : ''}>
+  </div>`;
+}
+
+export function newKeyPage(session: SessionDoc, values: KeyFormValues, errors: Record<string, string>): Html {
+  const errorList = Object.entries(errors);
+  const permissionError = errors.permissions;
+  return html`<h1>New API key</h1>
+    <p>A checker of your party approves the request. You will then see the key once, on your next page.</p>
+    ${errorList.length ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${errorList.length === 1 ? 'a problem' : `${errorList.length} problems`}</h2>
+      <ul>${errorList.map(([name, message]) => html`<li><a href="#${name === 'permissions' ? 'perm-read-balance' : name}">${message}</a></li>`)}</ul></div>` : ''}
+    <form method="post" action="/console/keys" class="stack" novalidate>
+      ${csrfField(session)}
+      ${textField('label', 'Label', values, errors, { hint: 'What the key is for, e.g. "till 3" or "ERP integration".', required: true })}
+      <fieldset class="field${permissionError ? ' invalid' : ''}"${permissionError ? html` aria-describedby="permissions-error"` : ''}>
+        <legend>Permissions</legend>
+        ${permissionError ? html`<p class="field-error" id="permissions-error">${permissionError}</p>` : ''}
+        ${PERMISSION_CHOICES.map(([value, label, help]) => html`<div class="check">
+          <input type="checkbox" id="perm-${value}" name="permissions" value="${value}"${values.permissions.includes(value) ? html` checked` : ''}>
+          <label for="perm-${value}">${label} <span class="muted">— ${help}</span></label></div>`)}
+      </fieldset>
+      ${textField('maxTransactionAmount', 'Max transaction amount (optional)', values, errors, { hint: 'The largest amount of one operation. Empty: no limit.', inputmode: 'decimal' })}
+      ${textField('maxDailyVolume', 'Max daily volume (optional)', values, errors, { hint: 'The total of one day’s operations. Empty: no limit.', inputmode: 'decimal' })}
+      ${textField('allowedIPs', 'Allowed IPs (optional)', values, errors, { hint: 'Comma-separated addresses or CIDR ranges, e.g. 203.0.113.7, 10.0.0.0/8. Empty: any address.' })}
+      ${textField('expiresInDays', 'Expires in (days)', values, errors, { hint: 'Counted from the approval; 1 to 3650.', inputmode: 'numeric' })}
+      <div class="actions"><button type="submit">Request key</button> <a href="/console/keys">Cancel</a></div>
+    </form>`;
+}
+
+export function revokePage(session: SessionDoc, key: PublicApiKey, error?: string): Html {
+  return html`<h1>Request revocation of “${key.label}”</h1>
+    <p>A checker of your party approves the revocation; the key keeps working until then, and never works again after.</p>
+    <form method="post" action="/console/keys/${seg(key.keyID)}/revoke" class="stack">
+      ${csrfField(session)}
+      <div class="field${error ? ' invalid' : ''}">
+        <label for="reason">Reason</label>
+        ${error ? html`<p class="field-error" id="reason-error">${error}</p>` : ''}
+        <textarea id="reason" name="reason" rows="3" maxlength="500" required${error ? html` aria-invalid="true" aria-describedby="reason-error"` : ''}></textarea>
+      </div>
+      <div class="actions"><button type="submit" class="danger">Request revocation</button> <a href="/console/keys?tab=active">Cancel</a></div>
+    </form>`;
+}

@@ -1,0 +1,166 @@
+import type { Request, Response, Router } from 'express';
+import { approveApiKey, decideOnApiKey, requestApiKey, type KeyDecision } from '../commands/back-office.ts';
+import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
+import { DomainError } from '../domain/errors.ts';
+import { samePartyRef } from '../domain/parties.ts';
+import { catchUpApiKeyDirectory, toPublicApiKey, type ApiKeyRecord } from '../projections/api-key-directory.ts';
+import { ConsoleError, correlationId, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
+import { EMPTY_KEY_FORM, keysPage, newKeyPage, revokePage, type KeyFormValues, type KeyRow, type KeyTab } from './keys-pages.ts';
+import { emailOf, redirectWith, renderPage } from './render.ts';
+
+/**
+ * Settings › API keys. Every action checks the viewer's role and that the key is their party's here, and
+ * the back-office command checks both again (and that a checker never decides on their own request).
+ */
+const TABS: KeyTab[] = ['pending', 'active', 'inactive'];
+const INACTIVE = ['rejected', 'revoked', 'expired'];
+
+/** Placeholders that pass validation, put in place of a field already found wrong, to find the next one. */
+const VALID_PLACEHOLDER: Record<keyof KeyTermsInput, unknown> = {
+  label: 'x',
+  permissions: ['read-balance'],
+  maxTransactionAmount: '',
+  maxDailyVolume: '',
+  allowedIPs: '',
+  expiresInDays: '',
+};
+
+const FIELD_NAMES: Record<string, string> = {
+  maxTransactionAmount: 'the max transaction amount',
+  maxDailyVolume: 'the max daily volume',
+  allowedIPs: 'allowed IPs',
+  expiresInDays: 'the expiry',
+  label: 'the label',
+};
+
+/** The domain's message with people's words for the field names, as a sentence. */
+export function humanize(message: string): string {
+  const text = message.replace(/\b(maxTransactionAmount|maxDailyVolume|allowedIPs|expiresInDays|label)\b/g, (name) => FIELD_NAMES[name] ?? name);
+  return text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.');
+}
+
+/** Every field's problem at once, found by the domain's own parseKeyTerms: no rule is repeated here. */
+export function keyFormErrors(input: KeyTermsInput, assetScale: number): Record<string, string> {
+  const errors: Record<string, string> = {};
+  let candidate: KeyTermsInput = { ...input };
+  for (let i = 0; i < 6; i += 1) {
+    try {
+      parseKeyTerms(candidate, assetScale);
+      return errors;
+    } catch (error) {
+      if (!(error instanceof DomainError) || !error.field || !(error.field in VALID_PLACEHOLDER) || errors[error.field]) throw error;
+      errors[error.field] = humanize(error.message);
+      candidate = { ...candidate, [error.field]: VALID_PLACEHOLDER[error.field as keyof KeyTermsInput] };
+    }
+  }
+  return errors;
+}
+
+export function keyRoutes(router: Router, services: ConsoleServices): void {
+  const { directory, clock, store, assetScale } = services.deps;
+
+  /** The key, if it is the viewer's party's; anything else is "not found", so other parties' ids reveal nothing. */
+  async function ownKey(res: Response, keyID: string): Promise<ApiKeyRecord> {
+    const party = partyOf(res);
+    let key = directory.get(keyID);
+    if (!key) {
+      await catchUpApiKeyDirectory(store, directory); // created a moment ago by another process
+      key = directory.get(keyID);
+    }
+    if (!key || !samePartyRef(key.party, party)) throw new ConsoleError(404, 'There is no such API key in your party.');
+    return key;
+  }
+
+  /** Read-your-writes: the directory follows the store asynchronously; the next page must show the change. */
+  const settle = () => catchUpApiKeyDirectory(store, directory);
+
+  router.get('/keys', async (req, res) => {
+    const party = partyOf(res);
+    const { user, session } = viewer(res);
+    const tab = TABS.find((t) => t === req.query.tab) ?? 'pending';
+    const now = clock().toISOString();
+    const rows: Record<KeyTab, KeyRow[]> = { pending: [], active: [], inactive: [] };
+    for (const key of directory.listByParty(party, now).reverse()) {
+      const record = directory.get(key.keyID);
+      const revocationRequestedBy = key.state === 'revocation_pending' ? (record?.revocationRequestedBy ?? null) : null;
+      const row: KeyRow = { ...key, requestedByEmail: await emailOf(services, key.requestedBy), revocationRequestedBy, revocationRequestedByEmail: await emailOf(services, revocationRequestedBy) };
+      if (key.state === 'pending' || key.state === 'revocation_pending') rows.pending.push(row);
+      if (key.state === 'active' || key.state === 'revocation_pending') rows.active.push(row);
+      if (INACTIVE.includes(key.state)) rows.inactive.push(row);
+    }
+    const view = { tab, rows, userID: user.userID, maker: user.roles.includes('maker'), checker: user.roles.includes('checker'), session };
+    await renderPage(services, res, { title: 'API keys', section: 'keys', body: keysPage(view) });
+  });
+
+  router.get('/keys/new', async (_req, res) => {
+    requireRole(res, 'maker');
+    await renderPage(services, res, { title: 'New API key', section: 'keys', body: newKeyPage(viewer(res).session, EMPTY_KEY_FORM, {}) });
+  });
+
+  router.post('/keys', async (req, res) => {
+    requireRole(res, 'maker');
+    const values: KeyFormValues = {
+      label: field(req, 'label') ?? '',
+      permissions: fields(req, 'permissions'),
+      maxTransactionAmount: (field(req, 'maxTransactionAmount') ?? '').trim(),
+      maxDailyVolume: (field(req, 'maxDailyVolume') ?? '').trim(),
+      allowedIPs: field(req, 'allowedIPs') ?? '',
+      expiresInDays: (field(req, 'expiresInDays') ?? '').trim(),
+    };
+    const input: KeyTermsInput = { ...values };
+    const errors = keyFormErrors(input, assetScale);
+    if (Object.keys(errors).length > 0) {
+      return renderPage(services, res, { title: 'New API key', section: 'keys', status: 400, body: newKeyPage(viewer(res).session, values, errors) });
+    }
+    const { keyID } = await requestApiKey(services.backOffice, viewer(res).user, input, correlationId(res));
+    await settle();
+    await redirectWith(services, res, '/console/keys?tab=pending', { kind: 'ok', text: `Key “${values.label.trim()}” requested (${keyID}). A checker of your party approves it.` });
+  });
+
+  router.post('/keys/:keyID/approve', async (req, res) => {
+    requireRole(res, 'checker');
+    const key = await ownKey(res, String(req.params.keyID));
+    const { apiKey } = await approveApiKey(services.backOffice, viewer(res).user, key.keyID, correlationId(res));
+    // The secret goes to the maker, once; the checker who approved never sees it.
+    services.secrets.hold(key.requestedBy, { keyID: key.keyID, label: key.label, apiKey });
+    await settle();
+    const maker = await emailOf(services, key.requestedBy);
+    await redirectWith(services, res, '/console/keys?tab=active', { kind: 'ok', text: `Key “${key.label}” approved. ${maker} will see it once, on their next page in the console.` });
+  });
+
+  const decision = (path: string, role: 'maker' | 'checker', make: (req: Request) => KeyDecision, done: (label: string) => string, tab: KeyTab) =>
+    router.post(`/keys/:keyID/${path}`, async (req, res) => {
+      requireRole(res, role);
+      const key = await ownKey(res, String(req.params.keyID));
+      await decideOnApiKey(services.backOffice, viewer(res).user, key.keyID, make(req), correlationId(res));
+      await settle();
+      await redirectWith(services, res, `/console/keys?tab=${tab}`, { kind: 'ok', text: done(key.label) });
+    });
+  const optionalReason = (req: Request) => {
+    const reason = (field(req, 'reason') ?? '').trim();
+    return reason === '' ? null : reason;
+  };
+  decision('reject', 'checker', (req) => ({ type: 'RejectApiKey', reason: optionalReason(req) }), (l) => `Key request “${l}” rejected.`, 'inactive');
+  decision('revocation/approve', 'checker', () => ({ type: 'ApproveApiKeyRevocation' }), (l) => `Key “${l}” revoked. It no longer works.`, 'inactive');
+  decision('revocation/reject', 'checker', (req) => ({ type: 'RejectApiKeyRevocation', reason: optionalReason(req) }), (l) => `Revocation of “${l}” rejected: the key stays active.`, 'active');
+
+  router.get('/keys/:keyID/revoke', async (req, res) => {
+    requireRole(res, 'maker');
+    const key = await ownKey(res, String(req.params.keyID));
+    await renderPage(services, res, { title: 'Request revocation', section: 'keys', body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())) });
+  });
+
+  router.post('/keys/:keyID/revoke', async (req, res) => {
+    requireRole(res, 'maker');
+    const key = await ownKey(res, String(req.params.keyID));
+    try {
+      await decideOnApiKey(services.backOffice, viewer(res).user, key.keyID, { type: 'RequestApiKeyRevocation', reason: field(req, 'reason') }, correlationId(res));
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+      const message = humanize(error.message);
+      return renderPage(services, res, { title: 'Request revocation', section: 'keys', status: 400, body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), message) });
+    }
+    await settle();
+    await redirectWith(services, res, '/console/keys?tab=pending', { kind: 'ok', text: `Revocation of “${key.label}” requested. A checker of your party approves it.` });
+  });
+}

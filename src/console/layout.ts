@@ -1,0 +1,94 @@
+import type { ActiveUser } from '../commands/back-office.ts';
+import { html, type Html, type Renderable } from './html.ts';
+import type { DeliveredSecret } from './one-time-secrets.ts';
+import type { SessionDoc } from './sessions.ts';
+
+export type Section = 'dashboard' | 'operations' | 'keys' | 'admin' | 'login' | 'none';
+
+export interface PageOptions {
+  title: string;
+  section: Section;
+  body: Renderable;
+  /** Absent on the login page. */
+  viewer?: { user: ActiveUser; session: SessionDoc; partyName: string | null };
+  flash?: SessionDoc['flash'];
+  /** Secrets shown once, in a dialog, on this page view. */
+  secrets?: DeliveredSecret[];
+}
+
+export const csrfField = (session: SessionDoc): Html => html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
+
+function navLink(href: string, label: string, current: boolean): Html {
+  return html`<li><a href="${href}"${current ? html` aria-current="page"` : ''}>${label}</a></li>`;
+}
+
+function navigation(user: ActiveUser, section: Section): Html {
+  const links = user.party
+    ? [
+        navLink('/console/', 'Dashboard', section === 'dashboard'),
+        navLink('/console/operations', 'Operations', section === 'operations'),
+        navLink('/console/keys', 'Settings › API keys', section === 'keys'),
+      ]
+    : [navLink('/console/', 'Dashboard', section === 'dashboard'), navLink('/console/admin', 'Administration', section === 'admin')];
+  return html`<nav aria-label="Main"><ul>${links}</ul></nav>`;
+}
+
+function who(options: NonNullable<PageOptions['viewer']>): Html {
+  const { user, session, partyName } = options;
+  const role = user.platformAdmin ? 'platform administrator' : (['maker', 'checker'] as const).filter((r) => user.roles.includes(r)).join(' and ');
+  return html`<div class="who">
+      <span><span class="email">${user.email}</span> <span class="muted">· ${partyName ? html`${partyName} · ` : ''}${role}</span></span>
+      <form method="post" action="/console/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>
+    </div>`;
+}
+
+function flashMessage(flash: PageOptions['flash']): Html {
+  if (!flash) return html``;
+  return flash.kind === 'ok'
+    ? html`<p class="notice ok" role="status">${flash.text}</p>`
+    : html`<p class="notice error" role="alert">${flash.text}</p>`;
+}
+
+/** The one-time secret: opened as a modal by console.js (focus inside, Escape closes), plain and open without it. */
+function secretDialog(secret: DeliveredSecret, index: number): Html {
+  const id = `secret-${index}`;
+  return html`<dialog class="secret" open data-modal aria-labelledby="${id}-title" aria-describedby="${id}-help">
+      <h2 id="${id}-title">API key “${secret.label}” is ready</h2>
+      <p id="${id}-help">This is the only time the key is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>
+      <label for="${id}">API key</label>
+      <input id="${id}" class="secret-value" type="text" readonly value="${secret.apiKey}" autocomplete="off" spellcheck="false" data-secret>
+      <div class="actions">
+        <button type="button" data-copy="${id}" hidden>Copy to clipboard</button>
+        <form method="dialog"><button type="submit" class="secondary">I have stored it</button></form>
+        <span class="copy-status" role="status" data-copy-status></span>
+      </div>
+    </dialog>`;
+}
+
+export function page(options: PageOptions): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>${options.title} · wallet-ops console</title>
+<link rel="stylesheet" href="/console/assets/console.css">
+<script src="/console/assets/console.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+  <a class="brand" href="/console/">wallet-ops <span>console</span></a>
+  ${options.viewer ? navigation(options.viewer.user, options.section) : ''}
+  ${options.viewer ? who(options.viewer) : ''}
+</header>
+<main id="main" tabindex="-1">
+${flashMessage(options.flash)}
+${options.body}
+${(options.secrets ?? []).map(secretDialog)}
+</main>
+</body>
+</html>
+`;
+}

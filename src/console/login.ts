@@ -1,0 +1,124 @@
+import type { Request, RequestHandler, Response, Router } from 'express';
+import { findUserByEmail, type ActiveUser } from '../commands/back-office.ts';
+import { hashPassword, verifyPassword } from '../domain/passwords.ts';
+import { ConsoleError, field, type ConsoleServices } from './context.ts';
+import { html } from './html.ts';
+import { clearCookie, isSameOrigin, LOGIN_CSRF_COOKIE, readCookie, SESSION_COOKIE, setCookie, tokensEqual } from './http-security.ts';
+import { loadUser, renderPage } from './render.ts';
+import { newToken } from './sessions.ts';
+
+/**
+ * Login and logout, and the middleware that admits every other console request: a live session, and for a
+ * state-changing request a same-origin source and the session's synchronizer token.
+ */
+const LOGIN_FORM_MS = 60 * 60_000;
+
+function loginForm(token: string, options: { email?: string; error?: string; notice?: string } = {}) {
+  const error = options.error;
+  return html`<div class="login">
+    <h1>Log in to the console</h1>
+    ${options.notice ? html`<p class="notice ok" role="status">${options.notice}</p>` : ''}
+    ${error ? html`<p class="notice error" role="alert" id="login-error">${error}</p>` : ''}
+    <form method="post" action="/console/login" class="stack">
+      <input type="hidden" name="_csrf" value="${token}">
+      <div class="field">
+        <label for="email">Email</label>
+        <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${options.email ?? ''}"${error ? html` aria-describedby="login-error"` : ''}>
+      </div>
+      <div class="field">
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+      </div>
+      <button type="submit">Log in</button>
+    </form>
+  </div>`;
+}
+
+async function showLogin(services: ConsoleServices, req: Request, res: Response, status: number, options: Parameters<typeof loginForm>[1] = {}) {
+  // Login CSRF: a double-submit token, so no other site can log a browser into an account of its choosing.
+  const token = newToken();
+  setCookie(req, res, LOGIN_CSRF_COOKIE, token, LOGIN_FORM_MS);
+  await renderPage(services, res, { title: 'Log in', section: 'login', status, body: loginForm(token, options) });
+}
+
+export function loginRoutes(router: Router, services: ConsoleServices): void {
+  const { sessions, throttle, deps } = services;
+  // Unknown emails cost one scrypt too, against this hash, so timing does not tell which emails exist.
+  let dummyHash: Promise<string> | undefined;
+  const dummy = () => (dummyHash ??= hashPassword(newToken()));
+
+  router.get('/login', async (req, res) => {
+    const token = readCookie(req, SESSION_COOKIE);
+    if (token && (await sessions.resume(token))) return res.redirect(303, '/console/');
+    const notice = req.query.ended === '1' ? 'Your session has ended. Please log in again.' : req.query.out === '1' ? 'You have logged out.' : undefined;
+    await showLogin(services, req, res, 200, notice ? { notice } : {});
+  });
+
+  router.post('/login', async (req, res) => {
+    if (!isSameOrigin(req) || !tokensEqual(field(req, '_csrf'), readCookie(req, LOGIN_CSRF_COOKIE) ?? '')) {
+      throw new ConsoleError(403, 'The login form was not sent from this console, or it has expired. Reload the page and try again.');
+    }
+    const email = (field(req, 'email') ?? '').trim().toLowerCase().slice(0, 254);
+    const password = field(req, 'password') ?? '';
+    const address = req.ip ?? '';
+    const wait = throttle.retryAfterSeconds(email, address);
+    if (wait > 0) {
+      res.set('Retry-After', String(wait));
+      deps.logger.warn({ ip: address }, 'console: login throttled');
+      return showLogin(services, req, res, 429, { email, error: `Too many failed attempts. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? 's' : ''}.` });
+    }
+    let user: ActiveUser | null = null;
+    try {
+      user = await findUserByEmail(services.backOffice, email);
+    } catch {
+      user = null; // unknown or malformed: answered exactly like a wrong password
+    }
+    const valid = password.length > 0 && password.length <= 1024 && (await verifyPassword(password, user?.passwordHash ?? (await dummy())));
+    if (!user || !valid) {
+      throttle.recordFailure(email, address);
+      deps.logger.warn({ ip: address }, 'console: login failed');
+      return showLogin(services, req, res, 401, { email, error: 'The email or the password is wrong.' });
+    }
+    throttle.recordSuccess(email);
+    // A session this browser had is ended, not kept beside the new one.
+    const previous = readCookie(req, SESSION_COOKIE);
+    const old = previous ? await sessions.resume(previous) : null;
+    if (old) await sessions.destroy(old);
+    const { token } = await sessions.create(user.userID);
+    setCookie(req, res, SESSION_COOKIE, token, sessions.times.absoluteMs);
+    clearCookie(req, res, LOGIN_CSRF_COOKIE);
+    deps.logger.info({ userID: user.userID }, 'console: logged in');
+    res.redirect(303, '/console/');
+  });
+}
+
+/** Admits a request with a live session; refuses a state-changing one without the same origin and the session's token. */
+export function requireSession(services: ConsoleServices): RequestHandler {
+  return async (req, res, next) => {
+    const token = readCookie(req, SESSION_COOKIE);
+    const session = token ? await services.sessions.resume(token) : null;
+    const user = session ? await loadUser(services, session.userID) : null;
+    if (!session || !user) {
+      if (token) clearCookie(req, res, SESSION_COOKIE);
+      if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, token ? '/console/login?ended=1' : '/console/login');
+      throw new ConsoleError(401, 'Your session has ended. Log in again, then repeat what you were doing.');
+    }
+    res.locals.consoleViewer = { user, session };
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      if (!isSameOrigin(req)) throw new ConsoleError(403, 'This request did not come from a console page, so it was refused.');
+      if (!tokensEqual(field(req, '_csrf'), session.csrfToken)) {
+        throw new ConsoleError(403, 'The form has expired or did not come from this console. Reload the page and try again.');
+      }
+    }
+    next();
+  };
+}
+
+export function logoutRoute(router: Router, services: ConsoleServices): void {
+  router.post('/logout', async (req, res) => {
+    const current = res.locals.consoleViewer as { session: { id: string } };
+    await services.sessions.destroy(current.session);
+    clearCookie(req, res, SESSION_COOKIE);
+    res.redirect(303, '/console/login?out=1');
+  });
+}

@@ -1,0 +1,67 @@
+import { readFileSync } from 'node:fs';
+import express, { Router } from 'express';
+import { PartyLookup } from '../commands/party-lookup.ts';
+import { StateCache } from '../commands/pipeline.ts';
+import { adminRoutes } from './admin.ts';
+import { ConsoleError, type ConsoleDeps, type ConsoleServices } from './context.ts';
+import { dashboardRoute } from './dashboard.ts';
+import { securityHeaders } from './http-security.ts';
+import { keyRoutes } from './keys.ts';
+import { LoginThrottle, DEFAULT_THROTTLE } from './login-throttle.ts';
+import { loginRoutes, logoutRoute, requireSession } from './login.ts';
+import { OneTimeSecrets } from './one-time-secrets.ts';
+import { operationRoutes } from './operations.ts';
+import { consoleErrorHandler } from './render.ts';
+import { ConsoleSessions, DEFAULT_SESSION_TIMES, SESSIONS_COLLECTION } from './sessions.ts';
+
+export type { ConsoleDeps } from './context.ts';
+
+/**
+ * The back-office web console under /console: server-rendered pages, one stylesheet and one small script for
+ * progressive enhancement. Served by wallet-ops itself. See docs/console.md.
+ */
+const ASSETS: Record<string, { type: string; body: Buffer }> = {
+  'console.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/console.css', import.meta.url)) },
+  'console.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/console.js', import.meta.url)) },
+};
+
+export function consoleRouter(deps: ConsoleDeps): Router {
+  const services: ConsoleServices = {
+    deps,
+    backOffice: { store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale },
+    lookup: new PartyLookup(deps.store),
+    sessions: new ConsoleSessions(deps.readStore, deps.clock, { ...DEFAULT_SESSION_TIMES, ...deps.sessionTimes }),
+    throttle: new LoginThrottle(deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
+    secrets: new OneTimeSecrets(deps.clock, deps.secretTtlMs),
+  };
+  let collections: Promise<void> | undefined;
+
+  const pages = Router();
+  pages.use(securityHeaders);
+  pages.get('/assets/:name', (req, res) => {
+    const asset = ASSETS[String(req.params.name)];
+    if (!asset) throw new ConsoleError(404, 'No such file.');
+    res.set('Cache-Control', 'public, max-age=300').type(asset.type).send(asset.body);
+  });
+  pages.use(async (_req, _res, next) => {
+    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION]));
+    next();
+  });
+  // Form bodies on the console's own routes only; the API keeps its strict JSON parser.
+  pages.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
+  loginRoutes(pages, services);
+  pages.use(requireSession(services));
+  logoutRoute(pages, services);
+  dashboardRoute(pages, services);
+  keyRoutes(pages, services);
+  operationRoutes(pages, services);
+  adminRoutes(pages, services);
+  pages.use(() => {
+    throw new ConsoleError(404, 'There is no console page at this address.');
+  });
+  pages.use(consoleErrorHandler(services));
+
+  const router = Router();
+  router.use('/console', pages);
+  return router;
+}

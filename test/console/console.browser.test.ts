@@ -1,0 +1,264 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
+import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
+
+/**
+ * The console in a real browser: Debian's chromium driven by playwright-core (never a downloaded browser).
+ * Each test saves screenshots to test-artifacts/console/; the pages docs/console.md shows are written to
+ * docs/console/ by the same runs. `launch` gives every run a fresh temporary --user-data-dir of its own, and
+ * each user gets their own browser context (their own cookies).
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
+const DOCS = new URL('../../docs/console/', import.meta.url);
+
+const available = existsSync(CHROMIUM);
+const suite = available ? describe : describe.skip;
+const title = available ? 'console in a browser' : `console in a browser (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium)`;
+
+let sys: TestSystem;
+let browser: Browser;
+let dist: TestParty;
+let other: TestParty;
+let leadEmail: string;
+let adminEmail: string;
+let phone: string;
+let keyID: string;
+let secret: string;
+
+async function shot(page: Page, name: string, options: { doc?: string; mask?: Locator[] } = {}): Promise<void> {
+  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
+  if (options.doc) await page.screenshot({ path: new URL(`${options.doc}.png`, DOCS).pathname, fullPage: true, mask: options.mask ?? [], maskColor: '#374151' });
+}
+
+async function loginAs(email: string, password: string, options: { screenshot?: string } = {}): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: sys.baseUrl });
+  const page = await context.newPage();
+  await page.goto('/console/');
+  await expect(page.url()).toMatch(/\/console\/login$/);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  if (options.screenshot) await shot(page, options.screenshot, { doc: 'login' });
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL(/\/console\/$/);
+  return page;
+}
+
+/** Reloads until the locator is there: the read models follow the event store asynchronously. */
+async function reloadUntil(page: Page, locator: Locator, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await locator.count()) === 0) {
+    if (Date.now() > deadline) throw new Error('not shown in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await page.reload();
+  }
+}
+
+const balanceWith = (apiKey: string, distributorID: string) => call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributorID}/balance`, { apiKey });
+
+suite(title, () => {
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    mkdirSync(DOCS, { recursive: true });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    sys = await startTestSystem();
+    dist = await sys.party('distributor', { name: 'Demo Agents Ltd', shortCode: '1001' });
+    other = await sys.party('distributor', { name: 'Rival Agents', shortCode: '1002' });
+    leadEmail = await extraUser(sys.backOffice, dist.ref, ['maker', 'checker'], 'lead', 'lead-1001@test.example');
+    adminEmail = await extraUser(sys.backOffice, null, [], 'admin', 'admin@test.example');
+    phone = await sys.individual('+2348123456781', 'Ada Obi');
+    await fund(sys, dist.ref, '25000');
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await sys?.close();
+  });
+
+  it('when a maker requests a key, then they cannot approve it, a checker can, and the maker sees the secret once, which works against the API', async () => {
+    const lead = await loginAs(leadEmail, OTHER_PASSWORD, { screenshot: 'key-1-login' });
+    await expect(await lead.locator('[data-balance]').textContent()).toBe('25000.00');
+    await shot(lead, 'key-2-dashboard', { doc: 'dashboard' });
+
+    await lead.getByRole('link', { name: 'Settings › API keys' }).click();
+    await lead.getByRole('link', { name: 'New API key' }).click();
+    await lead.getByLabel('Max transaction amount (optional)').fill('12.345');
+    await lead.getByLabel('Allowed IPs (optional)').fill('10.0.0.300');
+    await lead.getByLabel('Expires in (days)').fill('0');
+    await lead.getByRole('button', { name: 'Request key' }).click();
+    await lead.locator('#form-errors').waitFor();
+    await expect(await lead.locator('.field-error').count()).toBe(5);
+    await expect(await lead.locator('#label').getAttribute('aria-invalid')).toBe('true');
+    await shot(lead, 'key-3-new-key-errors', { doc: 'new-key-errors' });
+
+    await lead.getByLabel('Label').fill('Till 1');
+    for (const permission of ['Read Balance', 'Read Transactions', 'Perform Operations']) await lead.getByLabel(permission, { exact: false }).check();
+    await lead.getByLabel('Max transaction amount (optional)').fill('500');
+    await lead.getByLabel('Max daily volume (optional)').fill('10000');
+    await lead.getByLabel('Allowed IPs (optional)').fill('127.0.0.1, 10.0.0.0/8');
+    await lead.getByLabel('Expires in (days)').fill('365');
+    await lead.getByRole('button', { name: 'Request key' }).click();
+    await lead.waitForURL(/tab=pending/);
+    const row = lead.locator('tr', { hasText: 'Till 1' });
+    keyID = (await row.getAttribute('data-key-id'))!;
+    expect(keyID).toMatch(/^key_/);
+    // The maker's own request: the control is there but disabled, with the reason beside it.
+    await expect(await row.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
+    await expect(await row.textContent()).toContain('You made this request');
+    await shot(lead, 'key-4-own-request', { doc: 'keys-pending-own-request' });
+
+    // Forcing it anyway: a real form POST from the page, with the session's token.
+    const refusal = lead.waitForURL(`**/console/keys/${keyID}/approve`);
+    await lead.evaluate((id) => {
+      const form = document.createElement('form');
+      form.method = 'post';
+      form.action = `/console/keys/${id}/approve`;
+      const token = document.createElement('input');
+      token.type = 'hidden';
+      token.name = '_csrf';
+      token.value = (document.querySelector('input[name="_csrf"]') as HTMLInputElement).value;
+      form.append(token);
+      document.body.append(form);
+      form.submit();
+    }, keyID);
+    await refusal;
+    await expect(await lead.locator('main').textContent()).toContain('the maker of a request cannot also check it');
+    await shot(lead, 'key-5-self-approval-refused');
+    expect(sys.system.directory.get(keyID)?.status).toBe('pending');
+
+    const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD);
+    await checker.goto('/console/keys?tab=pending');
+    await shot(checker, 'key-6-checker-pending', { doc: 'keys-pending' });
+    const checkerRow = checker.locator(`tr[data-key-id="${keyID}"]`);
+    await checkerRow.getByRole('button', { name: 'Approve' }).click();
+    await checker.waitForURL(/tab=active/);
+    await expect(await checker.locator('.notice.ok').textContent()).toContain(`${leadEmail} will see it once`);
+    await expect(await checker.content()).not.toContain(`${keyID}.`);
+    await shot(checker, 'key-7-checker-approved');
+
+    await lead.goto('/console/keys?tab=active');
+    const dialog = lead.getByRole('dialog');
+    await expect(await dialog.isVisible()).toBe(true);
+    // A modal: focus is inside it, on its first control.
+    await expect(await lead.evaluate(() => document.activeElement?.id)).toBe('secret-0');
+    secret = await lead.locator('[data-secret]').inputValue();
+    expect(secret.startsWith(`${keyID}.`)).toBe(true);
+    await lead.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await dialog.getByRole('button', { name: 'Copy to clipboard' }).click();
+    await lead.locator('[data-copy-status]').filter({ hasText: /Copied|Selected/ }).waitFor();
+    await shot(lead, 'key-8-secret-dialog', { doc: 'secret-dialog', mask: [lead.locator('[data-secret]')] });
+    await lead.keyboard.press('Escape');
+    await lead.locator('dialog').waitFor({ state: 'detached' });
+
+    const response = await balanceWith(secret, dist.ref.id);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ balance: '25000.00' });
+
+    await lead.reload();
+    await expect(await lead.locator('dialog').count()).toBe(0);
+    await expect(await lead.content()).not.toContain(secret);
+    await shot(lead, 'key-9-active-after-reload', { doc: 'keys-active' });
+  });
+
+  it('when a maker asks for a revocation and a checker approves it, then the key gets 401 from the API', async () => {
+    expect((await balanceWith(secret, dist.ref.id)).status).toBe(200);
+    const maker = await loginAs(dist.makerEmail, MAKER_PASSWORD);
+    await maker.goto('/console/keys?tab=active');
+    await maker.locator(`tr[data-key-id="${keyID}"]`).getByRole('link', { name: 'Request revocation' }).click();
+    await maker.getByLabel('Reason').fill('Till 1 was replaced');
+    await shot(maker, 'revoke-1-request');
+    await maker.getByRole('button', { name: 'Request revocation' }).click();
+    await maker.waitForURL(/tab=pending/);
+    await expect(await maker.locator(`tr[data-key-id="${keyID}"]`).textContent()).toContain('Till 1 was replaced');
+    await shot(maker, 'revoke-2-pending');
+
+    const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD);
+    await checker.goto('/console/keys?tab=pending');
+    await checker.locator(`tr[data-key-id="${keyID}"]`).getByRole('button', { name: 'Approve revocation' }).click();
+    await checker.waitForURL(/tab=inactive/);
+    await expect(await checker.locator(`tr[data-key-id="${keyID}"]`).textContent()).toContain('Revoked');
+    await shot(checker, 'revoke-3-inactive', { doc: 'keys-inactive' });
+
+    await waitFor(async () => (await balanceWith(secret, dist.ref.id)).status === 401);
+  });
+
+  it('when an operation created through the API is approved in the console, then it shows completed with its blockchainID', async () => {
+    const { apiKey } = await dist.key({ label: 'ERP integration' });
+    const approved = await createCashIn(sys, dist.ref.id, apiKey, phone, '250.00', 'Invoice 1042');
+    const rejected = await createCashIn(sys, dist.ref.id, apiKey, phone, '9999.00', 'Typo in amount');
+    const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD);
+    await checker.goto('/console/operations');
+    await reloadUntil(checker, checker.locator(`tr[data-operation-id="${rejected}"]`));
+    const row = checker.locator(`tr[data-operation-id="${approved}"]`);
+    const text = (await row.textContent())!;
+    for (const detail of ['cash-in', '250.00', '0.00', 'Ada Obi (+2348123456781)', 'Invoice 1042', 'ERP integration']) expect(text).toContain(detail);
+    await shot(checker, 'op-1-pending', { doc: 'operations-pending' });
+
+    await row.getByRole('button', { name: 'Approve' }).click();
+    await checker.locator('.notice.ok', { hasText: 'approved' }).waitFor();
+    await checker.locator(`tr[data-operation-id="${rejected}"]`).getByRole('link', { name: 'Reject…' }).click();
+    await checker.getByLabel('Reason').fill('Amount does not match the invoice');
+    await checker.getByRole('button', { name: 'Reject operation' }).click();
+    await checker.locator('.notice.ok', { hasText: 'rejected' }).waitFor();
+    await expect(await checker.locator(`tr[data-operation-id="${rejected}"]`).count()).toBe(0);
+
+    await waitForStatus(sys, approved, 'completed');
+    await checker.getByRole('link', { name: 'History' }).click();
+    const done = checker.locator(`tr[data-operation-id="${approved}"]`);
+    await reloadUntil(checker, done.filter({ hasText: 'Completed' }));
+    const doc = await sys.system.stores.readStore.get<{ id: string; blockchainID: string; sequenceNumber: number }>('distributor_operations', approved);
+    expect(doc?.blockchainID).toMatch(/\S/);
+    await expect(await done.locator('[data-blockchain-id]').textContent()).toBe(doc!.blockchainID);
+    await expect(await done.textContent()).toContain(`sequence ${doc!.sequenceNumber}`);
+    await reloadUntil(checker, checker.locator(`tr[data-operation-id="${rejected}"]`).filter({ hasText: 'Rejected' }));
+    await shot(checker, 'op-2-history', { doc: 'operations-history' });
+  });
+
+  it('when a user of another party logs in, then they get nothing of this party’s', async () => {
+    const { keyID: distKey, apiKey } = await dist.key({ label: 'Demo only' });
+    const pending = await createCashIn(sys, dist.ref.id, apiKey, phone, '10.00', 'not for rivals');
+    await waitForStatus(sys, pending, 'pending');
+    const rival = await loginAs(other.checkerEmail, CHECKER_PASSWORD);
+    for (const path of ['/console/', '/console/keys?tab=pending', '/console/keys?tab=active', '/console/keys?tab=inactive', '/console/operations', '/console/operations/history']) {
+      await rival.goto(path);
+      const html = await rival.content();
+      for (const id of [distKey, keyID, pending, dist.ref.id, 'Demo Agents Ltd']) expect(html, `${path} shows ${id}`).not.toContain(id);
+    }
+    await shot(rival, 'party-1-rival-history');
+    const response = await rival.goto(`/console/operations/${pending}/reject`);
+    expect(response?.status()).toBe(404);
+    await shot(rival, 'party-2-rival-not-found');
+  });
+
+  it('when a platform administrator onboards a merchant and its user, then that user can log in', async () => {
+    const admin = await loginAs(adminEmail, OTHER_PASSWORD);
+    await admin.getByRole('link', { name: 'Administration' }).click();
+    const partyForm = admin.locator('form[action="/console/admin/parties"]');
+    await partyForm.getByLabel('Type').selectOption('merchant');
+    await partyForm.getByLabel('Name').fill('Corner Shop');
+    await partyForm.getByLabel('Short code').fill('2001');
+    await partyForm.getByRole('button', { name: 'Onboard' }).click();
+    await admin.locator('.notice.ok', { hasText: 'Merchant “Corner Shop” onboarded' }).waitFor();
+    const userForm = admin.locator('form[action="/console/admin/users"]');
+    await userForm.getByLabel('Belongs to').selectOption('merchant');
+    await userForm.getByLabel('Party short code').fill('2001');
+    await userForm.getByLabel('Email').fill('owner@corner.example');
+    await userForm.getByLabel('Initial password').fill('short');
+    await userForm.getByLabel(/^Maker/).check();
+    await userForm.getByRole('button', { name: 'Add user' }).click();
+    await expect(await admin.locator('#user-password-error').textContent()).toContain('Password must be');
+    await shot(admin, 'admin-1-error');
+    await userForm.getByLabel('Initial password').fill('corner password 1');
+    await userForm.getByLabel(/^Maker/).check();
+    await userForm.getByLabel(/^Checker/).check();
+    await userForm.getByRole('button', { name: 'Add user' }).click();
+    await admin.locator('.notice.ok', { hasText: 'owner@corner.example added' }).waitFor();
+    await shot(admin, 'admin-2-done', { doc: 'admin' });
+
+    const owner = await loginAs('owner@corner.example', 'corner password 1');
+    await expect(await owner.locator('h1').textContent()).toBe('Corner Shop');
+  });
+});
