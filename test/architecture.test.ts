@@ -45,6 +45,8 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   commands: { src: ['domain', 'ports', 'shared', 'projections'], packages: [] },
   projections: { src: ['domain', 'ports', 'commands'], packages: [] },
   executor: { src: ['domain', 'ports', 'commands', 'logger'], packages: [] },
+  // The console is an edge like the APIs: it calls the back-office commands and reads models through ports.
+  console: { src: ['domain', 'ports', 'commands', 'projections', 'http', 'logger'], packages: ['express'] },
   adapters: { src: ['domain', 'ports'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb'] },
 };
 
