@@ -214,7 +214,7 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 async function main(): Promise<void> {
   const started = performance.now();
   const dir = tempDir('rebuild-bench-');
-  const stores = openStores({ dataDir: dir.path });
+  const stores = await openStores({ dataDir: dir.path });
   try {
     console.log(`bench:rebuild: generating ${fmt(TARGET_EVENTS)} events`);
     const generated = await generate(stores.eventStore, TARGET_EVENTS);

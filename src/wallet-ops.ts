@@ -39,7 +39,7 @@ export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections
  * dependencies and the HTTP app. `main.ts` listens with it; tests build it on a temporary data directory.
  */
 export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS): Promise<WalletOps> {
-  const stores = openStores(config);
+  const stores = await openStores(config);
   const ledger = openLedger({
     dataDir: config.DATA_DIR,
     faults: {

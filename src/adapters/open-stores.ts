@@ -4,8 +4,6 @@ import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
-import { openKurrentDbEventStore } from './kurrentdb/kurrentdb-event-store.ts';
-import { openMongoReadStore } from './mongodb/mongodb-read-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { openEmbeddedLedger, type LedgerFaults } from './ledger/embedded-ledger.ts';
 
@@ -42,10 +40,10 @@ export function embedded(dataDir: string): StoreSelection {
  * file under the data directory, so that event appends and read-model writes never wait for each other's
  * write lock), or KurrentDB for the events and MongoDB for the read models, in any combination.
  */
-export function openStores(options: StoreSelection | EmbeddedOnly): Stores {
+export async function openStores(options: StoreSelection | EmbeddedOnly): Promise<Stores> {
   const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
-  const eventStore = openEventStore(selection);
-  const readStore = openReadStore(selection);
+  const eventStore = await openEventStore(selection);
+  const readStore = await openReadStore(selection);
   return {
     eventStore,
     readStore,
@@ -55,14 +53,19 @@ export function openStores(options: StoreSelection | EmbeddedOnly): Stores {
   };
 }
 
-export function openEventStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>): EventStore {
-  if (selection.EVENT_STORE === 'kurrentdb') return openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') });
+// The server adapters are loaded only when chosen: their clients cost every CLI start a third of a second.
+export async function openEventStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>): Promise<EventStore> {
+  if (selection.EVENT_STORE === 'kurrentdb') {
+    const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
+    return openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') });
+  }
   mkdirSync(selection.DATA_DIR, { recursive: true });
   return openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') });
 }
 
-export function openReadStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE'>): ReadStore {
+export async function openReadStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE'>): Promise<ReadStore> {
   if (selection.READ_STORE === 'mongodb') {
+    const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');
     return openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE });
   }
   mkdirSync(selection.DATA_DIR, { recursive: true });

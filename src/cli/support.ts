@@ -30,7 +30,7 @@ export function parsePartyRef(value: string): PartyRef {
 /** Runs one action against the event store named by the options, prints its result, and closes the store. */
 export async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOfficeDeps) => Promise<T>, human: (result: T) => string): Promise<void> {
   const config = loadConfig(process.env);
-  const store = openEventStore({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
+  const store = await openEventStore({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
   try {
     const result = await action({ store, clock: () => new Date(), assetScale: config.ASSET_SCALE });
     process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
@@ -42,7 +42,7 @@ export async function withBackOffice<T>(options: CommonOptions, action: (deps: B
 /** Like withBackOffice, for commands that need both stores. */
 export async function withStores<T>(options: CommonOptions, action: (stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
   const config = loadConfig(process.env);
-  const stores = openStores({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
+  const stores = await openStores({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
   try {
     const result = await action(stores, config);
     process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);

@@ -1,0 +1,343 @@
+/**
+ * The EventStore port on KurrentDB (formerly EventStoreDB), through its maintained Node client
+ * @kurrent/kurrentdb-client (the successor of @eventstore/db-client, same API). The value mapping lives in
+ * kurrentdb-mapping.ts (positions, revisions, filters, errors); this file makes the calls.
+ *
+ * - append: `appendToStream` with the expected revision as the client's stream state.
+ * - appendMulti over several streams: `multiStreamAppend`, KurrentDB 25.1+, all or nothing. On an older server
+ *   the client answers "unsupported" and the adapter refuses with EventStoreUnavailableError saying which
+ *   version is needed. It never falls back to appending stream by stream: the callers rely on appendMulti
+ *   being atomic (an operation, its hold and its volume reservation are written together or not at all), and
+ *   a partial write would break exactly the invariants it protects.
+ * - Each append's result position is read back (the stream's event at the new revision), since neither
+ *   append answer carries the position of the last event of every stream: one extra read per stream written.
+ * - readStream of a missing stream is [] (the client's StreamNotFoundError).
+ * - readAll, headPosition and subscriptions leave out system events (`$`-prefixed streams or types).
+ * - subscribeToAll: a catch-up subscription on the server (catch-up then live, in order, gap-free); the port's
+ *   filter is sent as the server filter KurrentDB supports and applied again here.
+ */
+import { BACKWARDS, END, FORWARDS, KurrentDBClient, START, excludeSystemEvents, type AllStreamResolvedEvent, type AllStreamSubscription, type ReadPosition } from '@kurrent/kurrentdb-client';
+import {
+  type AppendResult,
+  type EventFilter,
+  type EventStore,
+  EventStoreUnavailableError,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+} from '../../ports/event-store.ts';
+import {
+  isStreamNotFound,
+  isSystemEvent,
+  keep,
+  matchesNothing,
+  prepareAppends,
+  readAllStart,
+  subscriptionStart,
+  toMultiStreamRequests,
+  toPortPosition,
+  toRecordedEvent,
+  toSafeNumber,
+  toServerFilter,
+  toStreamState,
+  translateError,
+} from './kurrentdb-mapping.ts';
+
+export interface KurrentDbEventStoreOptions {
+  /** e.g. `kurrentdb://localhost:2113?tls=false` (KURRENTDB_URL). */
+  connectionString: string;
+}
+
+/** Opens the adapter; the client connects on first use, so an unreachable server shows on the first call. */
+export function openKurrentDbEventStore(options: KurrentDbEventStoreOptions): EventStore {
+  return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString));
+}
+
+class KurrentDbEventStore implements EventStore {
+  private readonly subscriptions = new Set<KurrentSubscription>();
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly client: KurrentDBClient) {}
+
+  async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    const [result] = await this.appendMulti([{ stream, events, expectedRevision }]);
+    return result!;
+  }
+
+  async appendMulti(requests: StreamAppend[]): Promise<AppendResult[]> {
+    this.assertOpen();
+    // Validation errors are the caller's and leave before anything is sent.
+    const prepared = prepareAppends(requests);
+    const multi = prepared.length > 1 ? toMultiStreamRequests(prepared) : undefined;
+    const expected = new Map(prepared.map((request) => [request.stream, request.expectedRevision]));
+    let revisions: Array<{ stream: string; revision: number }>;
+    try {
+      if (multi) {
+        const result = await this.client.multiStreamAppend(multi);
+        const byStream = new Map(result.responses.map((response) => [response.streamName, response.revision]));
+        revisions = prepared.map(({ stream }) => {
+          const revision = byStream.get(stream);
+          if (revision === undefined) throw new EventStoreUnavailableError(`KurrentDB's answer to a multi-stream append did not name stream ${stream}`);
+          return { stream, revision: toSafeNumber(revision, 'revision') };
+        });
+      } else {
+        const [one] = prepared;
+        const result = await this.client.appendToStream(one!.stream, one!.events, { streamState: toStreamState(one!.expectedRevision) });
+        revisions = [{ stream: one!.stream, revision: toSafeNumber(result.nextExpectedRevision, 'revision') }];
+      }
+    } catch (error) {
+      throw translateError(error, expected);
+    }
+    return Promise.all(revisions.map(async ({ stream, revision }) => ({ nextExpectedRevision: revision, position: await this.positionOf(stream, revision) })));
+  }
+
+  async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const backwards = options.direction === 'backwards';
+    if (options.fromRevision !== undefined) checkNonNegativeInteger('fromRevision', options.fromRevision);
+    if (options.maxCount !== undefined) checkNonNegativeInteger('maxCount', options.maxCount);
+    if (options.maxCount === 0) return [];
+    const events: RecordedEvent[] = [];
+    try {
+      const reading = this.client.readStream(stream, {
+        direction: backwards ? BACKWARDS : FORWARDS,
+        fromRevision: options.fromRevision === undefined ? (backwards ? END : START) : BigInt(options.fromRevision),
+        ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
+      });
+      for await (const resolved of reading) {
+        const event = toRecordedEvent(resolved);
+        if (event) events.push(event);
+      }
+    } catch (error) {
+      if (isStreamNotFound(error)) return [];
+      throw translateError(error);
+    }
+    return events;
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const start = readAllStart(options.fromPosition ?? 0);
+    const to = options.toPosition ?? Number.MAX_SAFE_INTEGER;
+    checkNonNegativeInteger('toPosition', to);
+    const maxCount = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    checkNonNegativeInteger('maxCount', maxCount);
+    if (maxCount === 0 || matchesNothing(options.filter) || to < start.minimum) return [];
+    const events: RecordedEvent[] = [];
+    try {
+      // Unbounded on the server: events are dropped here (system events, the other half of the filter), so
+      // the read goes on until enough are kept; leaving the loop cancels the rest of the read.
+      const reading = this.client.readAll({ direction: FORWARDS, fromPosition: start.from, filter: toServerFilter(options.filter) });
+      for await (const resolved of reading) {
+        const event = mapAllEvent(resolved);
+        if (!event) continue;
+        if (event.position > to) break;
+        if (!keep(event, options.filter, start.minimum)) continue;
+        events.push(event);
+        if (events.length >= maxCount) break;
+      }
+    } catch (error) {
+      throw translateError(error);
+    }
+    return events;
+  }
+
+  async headPosition(): Promise<number> {
+    this.assertOpen();
+    try {
+      for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: END, filter: excludeSystemEvents() })) {
+        const event = mapAllEvent(resolved);
+        if (event) return event.position;
+      }
+    } catch (error) {
+      throw translateError(error);
+    }
+    return 0;
+  }
+
+  subscribeToAll(options: SubscribeOptions): Subscription {
+    this.assertOpen();
+    const start = subscriptionStart(options.from);
+    const open = async () => {
+      const from = start.from ?? (await this.positionBefore(start.includeFrom!));
+      return this.client.subscribeToAll({ fromPosition: from, filter: toServerFilter(options.filter) });
+    };
+    const subscription: KurrentSubscription = new KurrentSubscription({
+      open: matchesNothing(options.filter) ? null : open,
+      filter: options.filter,
+      minimum: start.minimum,
+      onStop: () => this.subscriptions.delete(subscription),
+    });
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /** Stops the subscriptions and closes the client's connections. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+      await this.client.dispose();
+    })();
+    return this.closing;
+  }
+
+  /** The global position of a stream's event at a revision: read back from the leader, which just wrote it. */
+  private async positionOf(stream: string, revision: number): Promise<number> {
+    try {
+      for await (const resolved of this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true })) {
+        if (resolved.event) return toPortPosition(resolved.event.position);
+      }
+    } catch (error) {
+      throw translateError(error);
+    }
+    throw new EventStoreUnavailableError(`the event just appended to ${stream} at revision ${revision} could not be read back`);
+  }
+
+  /** The position of the event just before a log position (any event, system ones too), or the start. */
+  private async positionBefore(log: bigint): Promise<ReadPosition> {
+    try {
+      for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 })) {
+        if (resolved.event?.position) return resolved.event.position;
+      }
+    } catch (error) {
+      throw translateError(error);
+    }
+    return START;
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new EventStoreUnavailableError('the event store is closed');
+  }
+}
+
+/** An event read from $all, or null for what the port never shows (system events, links to nothing). */
+function mapAllEvent(resolved: AllStreamResolvedEvent): RecordedEvent | null {
+  const event = resolved.event;
+  if (!event || isSystemEvent(event.streamId, event.type)) return null;
+  return toRecordedEvent(resolved);
+}
+
+interface KurrentSubscriptionOptions {
+  /** Opens the server subscription; null when the filter matches nothing (then nothing ever arrives). */
+  open: (() => Promise<AllStreamSubscription>) | null;
+  filter: EventFilter | undefined;
+  /** Events below this port position are not delivered (the checkpoint itself and before). */
+  minimum: number;
+  onStop: () => void;
+}
+
+type Ending = { kind: 'stopped' } | { kind: 'failed'; error: unknown };
+
+const DONE: IteratorResult<RecordedEvent> = { done: true, value: undefined };
+const noop = () => {};
+
+/**
+ * The port's Subscription over the client's: events mapped and filtered, `stop()` ending a waiting next() at
+ * once, errors delivered to the consumer's next() (after which the subscription is stopped: the consumer
+ * resubscribes from its checkpoint). The client's subscription is a stream that emits 'error' events; they are
+ * captured here from the start, so an error before the first next() is not lost (nor thrown as uncaught).
+ */
+class KurrentSubscription implements Subscription, AsyncIterableIterator<RecordedEvent> {
+  private source: AllStreamSubscription | null = null;
+  /** The client's iterator once the server subscription is open (null: it never will be). */
+  private readonly ready: Promise<AsyncIterator<AllStreamResolvedEvent> | null>;
+  private readonly ending: Promise<Ending>;
+  private end!: (ending: Ending) => void;
+  private stopped = false;
+  private failure: unknown;
+  private lastPosition = -1;
+  /** next() calls are chained so concurrent callers cannot reorder or share events. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: KurrentSubscriptionOptions) {
+    this.ending = new Promise((resolve) => (this.end = resolve));
+    const opening = options.open ? options.open() : new Promise<never>(noop);
+    this.ready = opening.then(
+      (source) => {
+        if (this.stopped) {
+          void cancel(source);
+          return null;
+        }
+        source.on('error', (error: unknown) => this.end({ kind: 'failed', error }));
+        this.source = source;
+        return source[Symbol.asyncIterator]();
+      },
+      (error: unknown) => {
+        this.end({ kind: 'failed', error });
+        return null;
+      },
+    );
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<RecordedEvent>> {
+    const result = this.tail.then(() => this.pull());
+    this.tail = result.catch(noop);
+    return result;
+  }
+
+  async return(): Promise<IteratorResult<RecordedEvent>> {
+    await this.stop();
+    return DONE;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.end({ kind: 'stopped' });
+    this.options.onStop();
+    // A subscription still opening is cancelled when it arrives (see the constructor).
+    if (this.source) await cancel(this.source);
+  }
+
+  private async pull(): Promise<IteratorResult<RecordedEvent>> {
+    if (this.failure !== undefined) throw this.failure;
+    const opened = await Promise.race([this.ready, this.ending]);
+    const iterator = opened && 'next' in opened ? opened : null;
+    while (!this.stopped) {
+      const pending = iterator ? iterator.next() : new Promise<never>(noop);
+      pending.catch(noop); // settled after a stop or a captured error: nobody is waiting for it any more
+      const next = await Promise.race([pending.then((result) => ({ kind: 'next' as const, result })), this.ending]).catch((error: unknown) => ({ kind: 'failed' as const, error }));
+      if (next.kind === 'stopped') return DONE;
+      if (next.kind === 'failed') return this.fail(next.error);
+      if (next.result.done) return this.fail(new EventStoreUnavailableError('the KurrentDB subscription ended unexpectedly'));
+      let event: RecordedEvent | null;
+      try {
+        event = mapAllEvent(next.result.value);
+      } catch (error) {
+        return this.fail(error);
+      }
+      // Positions only grow; the guard drops a repeat should the server ever send one.
+      if (!event || event.position <= this.lastPosition || !keep(event, this.options.filter, this.options.minimum)) continue;
+      this.lastPosition = event.position;
+      return { done: false, value: event };
+    }
+    return DONE;
+  }
+
+  /** An error ends the subscription; the consumer's next() gets it (unless it had stopped: then it is done). */
+  private async fail(error: unknown): Promise<IteratorResult<RecordedEvent>> {
+    if (this.stopped) return DONE;
+    this.failure = translateError(error);
+    await this.stop();
+    throw this.failure;
+  }
+}
+
+/** Ends a client subscription: cancels the gRPC call, then ends the stream. */
+async function cancel(source: AllStreamSubscription): Promise<void> {
+  await source.unsubscribe().catch(noop);
+  source.destroy();
+}
+
+function checkNonNegativeInteger(name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
+}

@@ -1,0 +1,249 @@
+/**
+ * The ReadStore port on MongoDB, with the official driver. One MongoDB collection per read-store collection,
+ * documents stored with `_id` = id; the query building is in mongodb-query.ts (pure, unit-tested).
+ *
+ * - defineCollections creates the collections and their declared indexes (idempotent; every process does it
+ *   at start, and keeps the definitions in memory like the embedded adapter).
+ * - commit runs in a transaction (so MongoDB must be a replica set; docker-compose.yml runs a one-member one):
+ *   the projection's checkpoint and generation are compared, then the writes are applied as ordered bulk
+ *   writes and the checkpoint moved, all or nothing. Two concurrent commits on one checkpoint collide on its
+ *   document; the driver retries the loser's transaction, which then sees the new checkpoint and refuses.
+ * - promote renames the rebuilt collection over the target (`renameCollection` with `dropTarget`, atomic for
+ *   readers: they see the old collection or the new one), after giving it the target's declared indexes, and
+ *   then moves the checkpoint. A rename cannot be part of a transaction, so collection and checkpoint do not
+ *   change together; see `promote` below for the window this leaves and why it is safe.
+ */
+import { MongoClient, MongoServerError, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
+import type { Checkpoint, CollectionDefinition, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
+import { CheckpointConflictError, ReadStoreQueryError } from '../../ports/read-store.ts';
+import {
+  CHECKPOINTS,
+  type StoredDocument,
+  buildFilter,
+  buildFind,
+  checkCollectionName,
+  fromStored,
+  indexKey,
+  isDeclaredIndex,
+  planWrites,
+  promotedCheckpoint,
+  validateDefinition,
+} from './mongodb-query.ts';
+
+export interface MongoReadStoreOptions {
+  /** e.g. `mongodb://localhost:27017/?replicaSet=rs0` (MONGODB_URL). */
+  url: string;
+  /** Default `wallet_ops` (MONGODB_DATABASE). */
+  database?: string;
+}
+
+interface CheckpointDocument {
+  _id: string;
+  position?: number;
+  generation?: number;
+}
+
+/** MongoDB's error codes the adapter expects. */
+const NAMESPACE_NOT_FOUND = 26;
+const NAMESPACE_EXISTS = 48;
+const ILLEGAL_OPERATION = 20;
+
+const TRANSACTION: TransactionOptions = { readConcern: { level: 'snapshot' }, writeConcern: { w: 'majority' }, readPreference: 'primary' };
+const GET_MANY_CHUNK = 1000;
+const WITHOUT_ID = { projection: { _id: 0 } };
+
+/** Opens the adapter; the driver connects on first use. */
+export function openMongoReadStore(options: MongoReadStoreOptions): ReadStore {
+  // ignoreUndefined: an undefined value is left out, as JSON (and so the embedded adapter) leaves it out.
+  const client = new MongoClient(options.url, { ignoreUndefined: true });
+  return new MongoReadStore(client, client.db(options.database ?? 'wallet_ops'));
+}
+
+class MongoReadStore implements ReadStore {
+  private readonly definitions = new Map<string, CollectionDefinition>();
+  private readonly checkpoints: Collection<CheckpointDocument>;
+
+  constructor(
+    private readonly client: MongoClient,
+    private readonly db: Db,
+  ) {
+    this.checkpoints = db.collection<CheckpointDocument>(CHECKPOINTS);
+  }
+
+  async defineCollections(list: CollectionDefinition[]): Promise<void> {
+    list.forEach(validateDefinition);
+    const existing = new Set((await this.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+    // Collections exist before any transaction uses them (older servers cannot create them inside one).
+    for (const name of [CHECKPOINTS, ...list.map((def) => def.name)]) {
+      if (!existing.has(name)) await this.createCollection(name);
+      existing.add(name);
+    }
+    for (const def of list) {
+      for (const fields of def.indexes ?? []) await this.db.collection(def.name).createIndex(indexKey(fields));
+      this.definitions.set(def.name, { ...def, searchFields: [...(def.searchFields ?? [])] });
+    }
+  }
+
+  async get<T extends Document = Document>(collection: string, id: string): Promise<T | null> {
+    const found = await this.collection(collection).findOne({ _id: id }, WITHOUT_ID);
+    return found ? fromStored<T>(found) : null;
+  }
+
+  async find<T extends Document = Document>(collection: string, query: FindQuery = {}): Promise<T[]> {
+    const plan = buildFind(this.definition(collection), query);
+    if (plan.empty) return [];
+    const cursor = this.collection(collection).find(plan.filter, {
+      ...WITHOUT_ID,
+      ...(plan.sort.length > 0 ? { sort: plan.sort } : {}),
+      ...(plan.skip > 0 ? { skip: plan.skip } : {}),
+      ...(plan.limit === undefined ? {} : { limit: plan.limit }),
+    });
+    return (await cursor.toArray()).map((doc) => fromStored<T>(doc));
+  }
+
+  async count(collection: string, query: Pick<FindQuery, 'where' | 'search'> = {}): Promise<number> {
+    return this.collection(collection).countDocuments(buildFilter(this.definition(collection), query));
+  }
+
+  async commit(writes: Write[], checkpoint?: Checkpoint): Promise<void> {
+    // Everything is checked before the transaction starts: a bad write leaves nothing behind.
+    const groups = planWrites(writes, (name) => this.definition(name));
+    if (checkpoint) checkCheckpoint(checkpoint);
+    if (groups.length === 0 && !checkpoint) return;
+    await this.transaction(async (session) => {
+      if (checkpoint) {
+        const current = await this.checkpoints.findOne({ _id: checkpoint.projection }, { session });
+        if (checkpoint.generation !== undefined && (current?.generation ?? 0) !== checkpoint.generation) {
+          throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, current?.generation ?? 0, 'generation');
+        }
+        if (checkpoint.expected !== undefined && (current?.position ?? null) !== checkpoint.expected) {
+          throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, current?.position ?? null);
+        }
+      }
+      for (const group of groups) await this.db.collection<StoredDocument>(group.collection).bulkWrite(group.operations, { session, ordered: true });
+      if (checkpoint) await this.checkpoints.updateOne({ _id: checkpoint.projection }, { $set: { position: checkpoint.position } }, { session, upsert: true });
+    });
+  }
+
+  async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]> {
+    const target = this.collection(collection);
+    const found: T[] = [];
+    for (let i = 0; i < ids.length; i += GET_MANY_CHUNK) {
+      const chunk = ids.slice(i, i + GET_MANY_CHUNK);
+      for (const doc of await target.find({ _id: { $in: chunk } }, WITHOUT_ID).toArray()) found.push(fromStored<T>(doc));
+    }
+    return found;
+  }
+
+  async getCheckpoint(projection: string): Promise<number | null> {
+    return (await this.checkpoints.findOne({ _id: projection }))?.position ?? null;
+  }
+
+  async getGeneration(projection: string): Promise<number> {
+    return (await this.checkpoints.findOne({ _id: projection }))?.generation ?? 0;
+  }
+
+  /**
+   * 1. The source gets the target's declared indexes (built while nobody reads it) and loses any other.
+   * 2. Fence: the target projection's checkpoint is removed. A runner of the old model commits with the
+   *    checkpoint it expects, so every commit it tries from now on is refused (CheckpointConflictError) and it
+   *    restarts: from the beginning, since there is no checkpoint.
+   * 3. `renameCollection(source, target, {dropTarget: true})`: readers switch to the rebuilt documents at once.
+   * 4. In one transaction: the target's checkpoint becomes the source's (or the lower of it and whatever a
+   *    restarted runner committed in between), its generation rises, the source's checkpoint goes.
+   *
+   * The window is between 2 and 4. What makes it safe is that every projected document carries the position
+   * of the last event applied to it and the runner skips events at or before it, so replaying is harmless and
+   * only a checkpoint that is too high can lose events. A runner that restarted in the window replays from the
+   * start, so whatever it writes (into the old collection, then dropped, or into the new one) is a complete
+   * fold of the events up to its checkpoint; step 4 then keeps the lower checkpoint, and its generation bump
+   * refuses that runner's next commit, so it restarts once more from the promoted checkpoint. A crash inside
+   * the window leaves no checkpoint for the target: its runner replays the whole history, slow but correct;
+   * re-run the rebuild to finish. Readers may see `/ready` report lag while the checkpoint is absent.
+   * Commits that pass no expected checkpoint (none of the runners) are not fenced.
+   */
+  async promote(source: string, target: string, checkpoints: { from: string; to: string }): Promise<void> {
+    const sourceDef = this.definition(source);
+    const targetDef = this.definition(target);
+    if (sourceDef.name === targetDef.name) throw new ReadStoreQueryError(`cannot promote ${source} over itself`);
+    const declared = targetDef.indexes ?? [];
+    const sourceCollection = this.db.collection(sourceDef.name);
+    for (const fields of declared) await sourceCollection.createIndex(indexKey(fields));
+    for (const index of await sourceCollection.listIndexes().toArray()) {
+      if (index.name !== '_id_' && !isDeclaredIndex(index.key as Record<string, unknown>, declared)) await sourceCollection.dropIndex(index.name as string);
+    }
+    // When both names are one projection, its checkpoint is the one to keep: read it before the fence.
+    const sameProjection = checkpoints.from === checkpoints.to;
+    const kept = sameProjection ? await this.getCheckpoint(checkpoints.from) : null;
+    await this.checkpoints.updateOne({ _id: checkpoints.to }, { $unset: { position: '' } });
+    await this.db.renameCollection(sourceDef.name, targetDef.name, { dropTarget: true });
+    await this.transaction(async (session) => {
+      const from = sameProjection ? kept : ((await this.checkpoints.findOne({ _id: checkpoints.from }, { session }))?.position ?? null);
+      const window = sameProjection ? null : ((await this.checkpoints.findOne({ _id: checkpoints.to }, { session }))?.position ?? null);
+      const position = promotedCheckpoint(from, window);
+      await this.checkpoints.updateOne(
+        { _id: checkpoints.to },
+        { ...(position === null ? { $unset: { position: '' } } : { $set: { position } }), $inc: { generation: 1 } },
+        { session, upsert: true },
+      );
+      if (!sameProjection) await this.checkpoints.updateOne({ _id: checkpoints.from }, { $unset: { position: '' } }, { session });
+    });
+    this.definitions.delete(sourceDef.name);
+  }
+
+  async dropCollection(name: string): Promise<void> {
+    checkCollectionName(name);
+    if (name === CHECKPOINTS) throw new ReadStoreQueryError(`reserved collection name ${name}`);
+    try {
+      await this.db.collection(name).drop();
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND)) throw error;
+    }
+    this.definitions.delete(name);
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  private definition(collection: string): CollectionDefinition {
+    const found = this.definitions.get(collection);
+    if (!found) throw new ReadStoreQueryError(`unknown collection ${JSON.stringify(collection)}`);
+    return found;
+  }
+
+  private collection(collection: string): Collection<StoredDocument> {
+    return this.db.collection<StoredDocument>(this.definition(collection).name);
+  }
+
+  private async createCollection(name: string): Promise<void> {
+    try {
+      await this.db.createCollection(name);
+    } catch (error) {
+      // Another process created it meanwhile.
+      if (!(error instanceof MongoServerError && error.code === NAMESPACE_EXISTS)) throw error;
+    }
+  }
+
+  /** Runs `work` in a transaction, retried by the driver on transient errors (e.g. a write conflict). */
+  private async transaction(work: (session: ClientSession) => Promise<void>): Promise<void> {
+    const session = this.client.startSession();
+    try {
+      await session.withTransaction(() => work(session), TRANSACTION);
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === ILLEGAL_OPERATION && /replica set|Transaction numbers/i.test(error.message)) {
+        throw new Error('the MongoDB read store needs transactions, so a replica set (a one-member one will do; see docker-compose.yml)', { cause: error });
+      }
+      throw error;
+    } finally {
+      await session.endSession();
+    }
+  }
+}
+
+function checkCheckpoint(checkpoint: Checkpoint): void {
+  if (typeof checkpoint.projection !== 'string' || !Number.isFinite(checkpoint.position)) {
+    throw new TypeError('a checkpoint needs a projection name and a finite position');
+  }
+}
+

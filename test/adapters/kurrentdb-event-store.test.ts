@@ -1,0 +1,80 @@
+/**
+ * The EventStore contract suite, unchanged, against a real KurrentDB (25.1 or newer: appendMulti needs its
+ * multi-stream append). It runs when KURRENTDB_URL is set, e.g.
+ *   KURRENTDB_URL='kurrentdb://localhost:2113?tls=false' npx vitest run test/adapters/kurrentdb-event-store.test.ts
+ * and is reported as skipped otherwise (test/adapters/server-contracts.test.ts prints why). No fake of the
+ * server stands in for it. Every test writes under its own random stream prefix, so a shared server is fine.
+ */
+import { describe, expect, it } from 'vitest';
+import { openKurrentDbEventStore } from '../../src/adapters/kurrentdb/kurrentdb-event-store.ts';
+import { EventStoreUnavailableError } from '../../src/ports/event-store.ts';
+import { describeEventStoreContract } from '../contracts/event-store.contract.ts';
+
+const url = process.env.KURRENTDB_URL;
+
+if (url) {
+  describeEventStoreContract('KurrentDB', async () => {
+    const store = openKurrentDbEventStore({ connectionString: url });
+    return {
+      store,
+      cleanup: () => store.close(),
+      openSecondHandle: async () => openKurrentDbEventStore({ connectionString: url }),
+    };
+  });
+} else {
+  describe.skip('EventStore contract: KurrentDB (skipped: KURRENTDB_URL is not set)', () => {
+    it('runs against the KurrentDB named by KURRENTDB_URL', () => {});
+  });
+}
+
+/** Needs no server: nothing listens on port 1, and the client fails fast there. */
+describe('KurrentDB event store, no server at the address', () => {
+  const closed = 'kurrentdb://127.0.0.1:1?tls=false';
+
+  it('when appending, reading or asking the head, then each call fails with EventStoreUnavailableError', async () => {
+    const store = openKurrentDbEventStore({ connectionString: closed });
+    try {
+      await expect(store.append('s', [{ type: 'X', data: {} }], 'any')).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.appendMulti([{ stream: 'a', events: [{ type: 'X', data: {} }], expectedRevision: 'any' }, { stream: 'b', events: [{ type: 'X', data: {} }], expectedRevision: 'any' }])).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.readStream('s')).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.readAll({ maxCount: 1 })).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.headPosition()).rejects.toBeInstanceOf(EventStoreUnavailableError);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('when subscribed, then next() fails with EventStoreUnavailableError and the subscription is over', async () => {
+    const store = openKurrentDbEventStore({ connectionString: closed });
+    try {
+      // From the start, and from just before an event (which first reads the event before it).
+      for (const from of ['start', 5999] as const) {
+        const iterator = store.subscribeToAll({ from })[Symbol.asyncIterator]();
+        await expect(iterator.next()).rejects.toBeInstanceOf(EventStoreUnavailableError);
+        await expect(iterator.next()).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('when an append is invalid, then it is refused before any call: the message is the embedded store\'s', async () => {
+    const store = openKurrentDbEventStore({ connectionString: closed });
+    try {
+      await expect(store.append('s', [], 'any')).rejects.toThrow(/zero events/);
+      await expect(store.appendMulti([])).rejects.toThrow(/at least one stream/);
+    } finally {
+      await store.close();
+    }
+    await expect(store.readAll()).rejects.toThrow(/closed/);
+  });
+
+  it('given a filter that matches nothing, when subscribed and stopped, then a waiting next() ends at once without a server', async () => {
+    const store = openKurrentDbEventStore({ connectionString: closed });
+    const subscription = store.subscribeToAll({ from: 'start', filter: { eventTypes: [] } });
+    const pending = subscription[Symbol.asyncIterator]().next();
+    await subscription.stop();
+    expect(await pending).toEqual({ done: true, value: undefined });
+    await store.close();
+  });
+});

