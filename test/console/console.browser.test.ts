@@ -7,13 +7,15 @@ import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_
 /**
  * The console in a real browser: Debian's chromium driven by playwright-core (never a downloaded browser).
  * Each test saves screenshots to test-artifacts/console/; the pages docs/console.md shows are written to
- * docs/console/ by the same runs. `launch` gives every run a fresh temporary --user-data-dir of its own, and
+ * docs/console/ by the same runs when UPDATE_DOCS_SCREENSHOTS=1. `launch` gives every run a fresh temporary --user-data-dir of its own, and
  * each user gets their own browser context (their own cookies).
  */
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
 const DOCS = new URL('../../docs/console/', import.meta.url);
+/** docs/console/ is rewritten only on request (`UPDATE_DOCS_SCREENSHOTS=1 npm test`), so a test run leaves the tree clean. */
+const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
 
 const available = existsSync(CHROMIUM);
 const suite = available ? describe : describe.skip;
@@ -31,7 +33,7 @@ let secret: string;
 
 async function shot(page: Page, name: string, options: { doc?: string; mask?: Locator[] } = {}): Promise<void> {
   await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
-  if (options.doc) await page.screenshot({ path: new URL(`${options.doc}.png`, DOCS).pathname, fullPage: true, mask: options.mask ?? [], maskColor: '#374151' });
+  if (options.doc && UPDATE_DOCS) await page.screenshot({ path: new URL(`${options.doc}.png`, DOCS).pathname, fullPage: true, mask: options.mask ?? [], maskColor: '#374151' });
 }
 
 async function loginAs(email: string, password: string, options: { screenshot?: string } = {}): Promise<Page> {
