@@ -22,7 +22,7 @@ import { projectionStatus } from '../src/projections/rebuild.ts';
 import { startTestSystem, type TestSystem } from '../test/support/system.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
-import { runLoad } from './support/run-load.ts';
+import { listen, runLoad } from './support/run-load.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 
 const CONNECTIONS = 64;
@@ -33,16 +33,6 @@ const OPERATIONS = Number(process.env.BENCH_OPERATIONS ?? 5000);
 const APPEND_BATCH = 500;
 const PAGE = 100;
 const HEADING = '## Read side (npm run bench:read)';
-
-async function listen(app: express.Express): Promise<{ url: string; close: () => Promise<void> }> {
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
 
 async function measure(url: string, requests: LoadSpec['requests']): Promise<LoadResult> {
   await runLoad({ url, connections: CONNECTIONS, durationSeconds: WARMUP_SECONDS, requests });

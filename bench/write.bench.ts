@@ -13,22 +13,12 @@ import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
 import { startTestSystem } from '../test/support/system.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
-import { runLoad } from './support/run-load.ts';
+import { listen, runLoad } from './support/run-load.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 
 const CONNECTIONS = 64;
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const PARTIES = 100;
-
-async function listen(app: express.Express): Promise<{ url: string; close: () => Promise<void> }> {
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
 
 const sampleBody = JSON.stringify({ operationType: 'cash-in', amount: '1.00', phoneTo: '+2348123456781', memo: 'bench' });
 const baselineRequests = (): LoadSpec['requests'] => [

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type express from 'express';
 import { fileURLToPath } from 'node:url';
 import type { LoadResult, LoadSpec } from './load-generator.ts';
 
@@ -12,4 +15,15 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
       resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as LoadResult);
     });
   });
+}
+
+/** Serves an express app on a free loopback port for a benchmark. */
+export async function listen(app: express.Express): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
 }

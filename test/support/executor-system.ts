@@ -1,17 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
   actingUser,
-  addUser,
-  approveApiKey,
   findUserByEmail,
-  onboardParty,
-  registerIndividual,
-  requestApiKey,
   userContext,
 } from '../../src/commands/back-office.ts';
 import { issueFloat, type ChannelDeps } from '../../src/commands/channel-operations.ts';
@@ -24,8 +17,7 @@ import type { WalletRef } from '../../src/domain/events.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { runCliJson } from './cli.ts';
-import { waitFor, type TestParty, type TestSystem } from './system.ts';
-import { tempDir } from './temp-dir.ts';
+import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from './system.ts';
 
 /**
  * Like startTestSystem (system.ts), with the parts chosen: typically everything but the executor, so that
@@ -43,59 +35,15 @@ export interface RunningExecutor {
   stop(): Promise<void>;
 }
 
-let shortCodeSeed = 300_000 + Math.floor(Math.random() * 300_000);
-
-export async function startPartsSystem(env: Record<string, string> = {}, parts: readonly Part[] = ['write-api', 'read-api', 'projections']): Promise<PartsTestSystem> {
-  const dir = tempDir('wallet-ops-exec-');
-  const baseEnv = { DATA_DIR: dir.path, LOG_LEVEL: 'silent', ...env };
-  const config = loadConfig(baseEnv);
-  const logger = createLogger(config.LOG_LEVEL);
-  const system = await buildWalletOps(config, logger, undefined, parts);
-  const server: Server = await new Promise((resolve) => {
-    const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const { port } = server.address() as AddressInfo;
-  const backOffice = { store: system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
-  const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
+export async function startPartsSystem(env: Record<string, string> = {}, parts: readonly Part[] = WITHOUT_EXECUTOR): Promise<PartsTestSystem> {
+  const sys = await startTestSystem(env, undefined, parts);
   const executors = new Set<RunningExecutor>();
-
+  const { credit: _noCredit, close: closeSystem, ...rest } = sys;
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    config,
-    system,
-    backOffice,
+    ...rest,
     parts,
-    async party(type, options = {}) {
-      const shortCode = options.shortCode ?? String(shortCodeSeed++);
-      const name = options.name ?? `${type} ${shortCode}`;
-      const { partyID } = await onboardParty(backOffice, { partyType: type, name, shortCode }, operator());
-      const ref = { type, id: partyID };
-      const makerEmail = `maker-${shortCode}@test.example`;
-      const checkerEmail = `checker-${shortCode}@test.example`;
-      await addUser(backOffice, { party: ref, email: makerEmail, password: 'maker password 1', roles: ['maker'] }, operator());
-      await addUser(backOffice, { party: ref, email: checkerEmail, password: 'checker password 1', roles: ['checker'] }, operator());
-      return {
-        ref,
-        shortCode,
-        name,
-        makerEmail,
-        checkerEmail,
-        wallet: { kind: type, id: partyID },
-        async key(terms = {}) {
-          const maker = await findUserByEmail(backOffice, makerEmail);
-          const { keyID } = await requestApiKey(backOffice, maker, { label: 'test key', permissions: 'read-balance,read-transactions,perform-operations', ...terms }, randomUUID());
-          const checker = await findUserByEmail(backOffice, checkerEmail);
-          const { apiKey } = await approveApiKey(backOffice, checker, keyID, randomUUID());
-          await waitFor(() => system.directory.get(keyID)?.status === 'active');
-          return { keyID, apiKey };
-        },
-      } satisfies TestParty;
-    },
-    async individual(phone, name = 'Test Individual') {
-      return (await registerIndividual(backOffice, { phone, name }, operator())).phone;
-    },
     async startExecutor(overrides = {}) {
-      const executorConfig = loadConfig({ ...baseEnv, ...overrides });
+      const executorConfig = loadConfig({ LOG_LEVEL: 'silent', ...env, DATA_DIR: sys.config.DATA_DIR, ...overrides });
       const ops = await buildWalletOps(executorConfig, createLogger(executorConfig.LOG_LEVEL), undefined, ['executor']);
       let stopped = false;
       const running: RunningExecutor = {
@@ -112,10 +60,7 @@ export async function startPartsSystem(env: Record<string, string> = {}, parts: 
     },
     async close() {
       await Promise.all([...executors].map((executor) => executor.stop()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections?.();
-      await system.close();
-      dir.cleanup();
+      await closeSystem();
     },
   };
 }
