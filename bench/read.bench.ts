@@ -8,8 +8,6 @@
  * for the balance.
  */
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import express from 'express';
 import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
 import type { OperationRequested, WalletRef } from '../src/domain/events.ts';

@@ -6,8 +6,6 @@
  * (WAL, synchronous=FULL).
  */
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import express from 'express';
 import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
 import { startTestSystem } from '../test/support/system.ts';
