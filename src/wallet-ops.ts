@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
 import type { Ledger } from './ports/ledger.ts';
 import { Executor } from './executor/executor.ts';
+import { startSealer } from './audit/sealer.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { InFlightStates, StateCache } from './commands/pipeline.ts';
 import type { Config } from './config.ts';
@@ -70,6 +71,10 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, onError: (error) => logger.error({ err: error, projection: projection.name }, 'projection failed; retrying') }),
   );
   if (parts.includes('projections')) runners.forEach((runner) => runner.start());
+  // Seals of the history (src/audit) are taken where the projections run: one reader of $all in order.
+  const sealer = parts.includes('projections')
+    ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, onError: (error) => logger.error({ err: error }, 'sealer failed; retrying') })
+    : undefined;
 
   const executor = new Executor({
     eventStore: stores.eventStore,
@@ -110,7 +115,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     ledger,
     directory,
     async close() {
-      await Promise.all([...runners.map((runner) => runner.stop()), executor.stop()]);
+      await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop()]);
       await following.stop();
       await stores.close();
       await ledger.close();

@@ -47,7 +47,9 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   executor: { src: ['domain', 'ports', 'commands', 'logger'], packages: [] },
   // The console is an edge like the APIs: it calls the back-office commands and reads models through ports.
   console: { src: ['domain', 'ports', 'commands', 'projections', 'http', 'logger'], packages: ['express'] },
-  adapters: { src: ['domain', 'ports'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb'] },
+  audit: { src: ['domain', 'ports'], packages: [] },
+  // open-stores wraps every event store in the audit hash chain.
+  adapters: { src: ['domain', 'ports', 'audit'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb'] },
 };
 
 describe('layer rules', () => {

@@ -5,6 +5,7 @@ import type { ReadStore } from '../ports/read-store.ts';
 import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
+import { withHashChain } from '../audit/hash-chain.ts';
 import { openEmbeddedLedger, type LedgerFaults } from './ledger/embedded-ledger.ts';
 
 export interface Stores {
@@ -53,14 +54,15 @@ export async function openStores(options: StoreSelection | EmbeddedOnly): Promis
   };
 }
 
+// Every event store is wrapped in the hash chain (src/audit): tamper evidence computed by wallet-ops itself.
 // The server adapters are loaded only when chosen: their clients cost every CLI start a third of a second.
 export async function openEventStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>): Promise<EventStore> {
   if (selection.EVENT_STORE === 'kurrentdb') {
     const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
-    return openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') });
+    return withHashChain(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') }));
   }
   mkdirSync(selection.DATA_DIR, { recursive: true });
-  return openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') });
+  return withHashChain(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') }));
 }
 
 export async function openReadStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE'>): Promise<ReadStore> {

@@ -22,6 +22,7 @@ import { requiredText } from '../domain/text.ts';
 import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
 import { registerMoneyCommands } from './money-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
+import { registerAuditCommands } from './audit-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 
@@ -179,6 +180,7 @@ export function buildCli(): Command {
     );
   registerMoneyCommands(program);
   registerEventCommands(program);
+  registerAuditCommands(program);
   common(program.command('serve'))
     .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
     .argument('[parts...]', 'write-api | read-api | projections | executor')

@@ -1,0 +1,200 @@
+import { createReadStream, closeSync, openSync, writeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { EventStore, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
+import { ChainChecker, type AuditProblem } from './verify.ts';
+import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker } from './seals.ts';
+
+/**
+ * `events export` and `events import`: the history as JSON Lines, one event per line in global order:
+ *   {"id","stream","revision","type","data","metadata","position","createdAt"}
+ * An export of the whole history imported into an empty store (embedded or KurrentDB) gives the same
+ * streams, revisions, ids, types, data and metadata, hence the same hashes and seals; positions and
+ * commit times are the new store's (the port cannot set them).
+ */
+export interface ExportOptions {
+  fromPosition?: number;
+  toPosition?: number;
+  streamPrefix?: string;
+  pageSize?: number;
+  onProgress?: (position: number, head: number) => void;
+}
+
+export interface ExportResult {
+  events: number;
+  file: string;
+  firstPosition: number | null;
+  lastPosition: number | null;
+}
+
+export async function exportEvents(store: EventStore, file: string, options: ExportOptions = {}): Promise<ExportResult> {
+  const head = await store.headPosition();
+  const to = Math.min(options.toPosition ?? head, head);
+  const pageSize = options.pageSize ?? 5000;
+  const filter = options.streamPrefix !== undefined ? { streamPrefixes: [options.streamPrefix] } : undefined;
+  const fd = openSync(file, 'w');
+  const result: ExportResult = { events: 0, file, firstPosition: null, lastPosition: null };
+  try {
+    let from = options.fromPosition ?? 0;
+    while (from <= to) {
+      const page = await store.readAll({ fromPosition: from, toPosition: to, maxCount: pageSize, ...(filter ? { filter } : {}) });
+      if (page.length === 0) break;
+      let chunk = '';
+      for (const event of page) chunk += `${exportLine(event)}\n`;
+      writeSync(fd, chunk);
+      result.events += page.length;
+      result.firstPosition ??= page[0]!.position;
+      result.lastPosition = page[page.length - 1]!.position;
+      from = result.lastPosition + 1;
+      options.onProgress?.(result.lastPosition, to);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return result;
+}
+
+export function exportLine(event: RecordedEvent): string {
+  const { id, stream, revision, type, data, metadata, position, createdAt } = event;
+  return JSON.stringify({ id, stream, revision, type, data, metadata, position, createdAt });
+}
+
+/** The file cannot be imported: what is wrong with it, or with the target. */
+export class ImportRefusedError extends Error {
+  constructor(
+    message: string,
+    readonly problems: AuditProblem[] = [],
+  ) {
+    super(message);
+    this.name = 'ImportRefusedError';
+  }
+}
+
+async function* readLines(file: string): AsyncGenerator<{ line: string; number: number }> {
+  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 }), crlfDelay: Infinity });
+  let number = 0;
+  for await (const line of lines) {
+    number += 1;
+    if (line.trim() !== '') yield { line, number };
+  }
+}
+
+function parseLine(line: string, number: number): RecordedEvent {
+  let value: Partial<RecordedEvent>;
+  try {
+    value = JSON.parse(line) as Partial<RecordedEvent>;
+  } catch {
+    throw new ImportRefusedError(`line ${number} is not JSON`);
+  }
+  if (typeof value.id !== 'string' || typeof value.stream !== 'string' || typeof value.type !== 'string' || !Number.isSafeInteger(value.revision)
+    || !Number.isSafeInteger(value.position) || value.data === undefined || typeof value.metadata !== 'object' || value.metadata === null) {
+    throw new ImportRefusedError(`line ${number} is not an exported event (id, stream, revision, type, data, metadata, position)`);
+  }
+  return value as RecordedEvent;
+}
+
+export interface ImportCheck {
+  events: number;
+  streams: number;
+  seals: number;
+  problems: AuditProblem[];
+  problemCount: number;
+}
+
+/**
+ * Checks an export before anything is written: global order (increasing positions), contiguous revisions
+ * from 0 in every stream, every hash and previousHash, and every seal of the file over the events it covers.
+ */
+export async function checkExportFile(file: string, maxProblems = 20): Promise<ImportCheck> {
+  const problems: AuditProblem[] = [];
+  let problemCount = 0;
+  const log = {
+    add(problem: AuditProblem) {
+      problemCount += 1;
+      if (problems.length < maxProblems) problems.push(problem);
+    },
+  };
+  // The seals first (few lines): the check of each range needs its seal before the range's events.
+  const seals: RecordedSeal[] = [];
+  for await (const { line, number } of readLines(file)) {
+    if (!line.includes(`"${SEALS_STREAM}"`)) continue;
+    const event = parseLine(line, number);
+    if (event.stream === SEALS_STREAM) seals.push({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
+  }
+  let served = false;
+  const sealChecker = new SealChecker('ids', async () => {
+    if (served) return [];
+    served = true;
+    return seals;
+  }, (problem) => log.add(problem));
+  await sealChecker.prepare(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  const chains = new ChainChecker(log);
+  let events = 0;
+  let lastPosition = -1;
+  for await (const { line, number } of readLines(file)) {
+    const event = parseLine(line, number);
+    if (event.position <= lastPosition) log.add({ check: 'chain', position: event.position, stream: event.stream, detail: `line ${number}: position ${event.position} after ${lastPosition} (not in global order)` });
+    lastPosition = event.position;
+    sealChecker.feed(event, chains.check(event));
+    events += 1;
+  }
+  await sealChecker.finish();
+  return { events, streams: chains.streams, seals: seals.length, problems, problemCount };
+}
+
+export interface ImportResult {
+  events: number;
+  streams: number;
+  seals: number;
+  appends: number;
+}
+
+const MAX_EVENTS_PER_APPEND = 1000;
+
+/**
+ * Loads an export into an EMPTY store, refusing a file that does not verify (checkExportFile) before
+ * writing anything. Each event is appended with its original id at its original revision (the expected
+ * revision is the one before it), consecutive events grouped into atomic multi-stream appends that keep
+ * the file's order. Pass the raw store, not the hash-chaining decorator: the events carry their hashes.
+ */
+export async function importEvents(store: EventStore, file: string, options: { onProgress?: (events: number, total: number) => void } = {}): Promise<ImportResult> {
+  if ((await store.headPosition()) !== 0) throw new ImportRefusedError('the target event store is not empty: an import only goes into an empty store');
+  const check = await checkExportFile(file);
+  if (check.problemCount > 0) {
+    const first = check.problems[0]!;
+    throw new ImportRefusedError(
+      `the file does not verify (${check.problemCount} problem${check.problemCount === 1 ? '' : 's'}); first: ${first.check} at position ${first.position ?? '-'}${first.stream ? ` (${first.stream})` : ''}: ${first.detail}`,
+      check.problems,
+    );
+  }
+  if ((await store.headPosition()) !== 0) throw new ImportRefusedError('the target event store is not empty any more');
+  let batch: StreamAppend[] = [];
+  let inBatch = new Set<string>();
+  let batchEvents = 0;
+  const result: ImportResult = { events: 0, streams: check.streams, seals: check.seals, appends: 0 };
+  const flush = async () => {
+    if (batch.length === 0) return;
+    await store.appendMulti(batch);
+    result.appends += 1;
+    result.events += batchEvents;
+    options.onProgress?.(result.events, check.events);
+    batch = [];
+    inBatch = new Set();
+    batchEvents = 0;
+  };
+  for await (const { line, number } of readLines(file)) {
+    const event = parseLine(line, number);
+    const newEvent: NewEvent = { id: event.id, type: event.type, data: event.data, metadata: event.metadata };
+    const last = batch[batch.length - 1];
+    if (last && last.stream === event.stream) {
+      last.events.push(newEvent);
+    } else {
+      if (inBatch.has(event.stream)) await flush();
+      batch.push({ stream: event.stream, events: [newEvent], expectedRevision: event.revision === 0 ? 'no_stream' : event.revision - 1 });
+      inBatch.add(event.stream);
+    }
+    batchEvents += 1;
+    if (batchEvents >= MAX_EVENTS_PER_APPEND) await flush();
+  }
+  await flush();
+  return result;
+}

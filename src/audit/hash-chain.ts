@@ -1,0 +1,356 @@
+import * as crypto from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import {
+  type AppendResult,
+  type EventMetadata,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+  WrongExpectedVersionError,
+} from '../ports/event-store.ts';
+import { canonicalJson, canonicalJsonWithout } from './canonical.ts';
+
+/**
+ * Tamper evidence computed by wallet-ops itself, so that it is the same on every event store adapter.
+ *
+ * Every appended event gets two metadata fields:
+ *   - `hash`: SHA-256 (hex) of the canonical JSON (canonical.ts) of {id, stream, revision, type, data,
+ *     metadata without `hash`}: the event's whole content except what the store assigns at commit
+ *     (position, createdAt). The id is included so that an export/import, which keeps ids, keeps hashes.
+ *   - `previousHash`: the hash of the previous event OF ITS STREAM (64 zeros for revision 0). It is part of
+ *     the hashed metadata, so each event commits to its predecessor.
+ *
+ * Why per stream and not one chain over the whole history ($all): a global chain needs, at every append,
+ * the hash of the event that will end up just before it in $all, i.e. an atomic compare-and-set on the
+ * head of $all. The port offers compare-and-set only per stream (the expected revision); positions are
+ * assigned by the store at commit, across processes (the CLI beside the server, several executors, and
+ * KurrentDB clients anywhere). A global chain would need a global lock (a single writer) or a store-side
+ * feature we do not have. Per-stream chains only need what every append already has: the expected
+ * revision of the stream it writes. What per-stream chains cannot see (a stream's last event or a whole
+ * stream removed, events reordered across streams) is covered by the seals (sealer.ts), which digest
+ * $all in order after the fact and are themselves appended with compare-and-set on their own stream.
+ *
+ * Knowing the previous hash: a small cache {stream -> (revision, hash)} is filled when an append is
+ * submitted, so back-to-back appends on one stream chain without reading, and dropped for a stream when
+ * an append on it fails. On a miss the event at the expected revision is read (one indexed read).
+ * `any` and `stream_exists` are turned into the exact revision of the stream's last event (cache or read),
+ * and retried a few times on a conflict (`any` allows it: the caller did not care where the events land).
+ *
+ * Appends chained on an append that is still in flight (the command pipeline's speculative decisions):
+ * such an append is submitted once the one it builds on has committed. Submitting it at once would share
+ * a group commit, but is unsafe: should the first fail because another process wrote the same number of
+ * events to the stream meanwhile, the second's expected revision would match that other process's events
+ * and it would commit with a `previousHash` naming an event that was never stored, a chain that breaks
+ * for good on an honest history. When the first fails, the second fails with WrongExpectedVersionError
+ * (its premise did not happen; the pipeline decides again), which also keeps the pipeline from committing
+ * a decision taken on a state that never was.
+ */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** The parts of an event that its hash covers. */
+export interface HashedContent {
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  data: unknown;
+  metadata?: EventMetadata | undefined;
+}
+
+/** The hash an event should carry: SHA-256 over its canonical content, `metadata.hash` left out. */
+export function eventHash(event: HashedContent): string {
+  // canonicalJson({data, id, metadata, revision, stream, type}), keys in their sorted order, built without copies.
+  const content =
+    `{"data":${canonicalJson(event.data)},"id":${canonicalJson(event.id)},"metadata":${canonicalJsonWithout(event.metadata ?? {}, 'hash')},` +
+    `"revision":${canonicalJson(event.revision)},"stream":${canonicalJson(event.stream)},"type":${canonicalJson(event.type)}}`;
+  return sha256(content);
+}
+
+/** SHA-256 in hex; the one-shot crypto.hash where Node has it (>= 20.12), which is faster. */
+export const sha256: (text: string) => string = typeof (crypto as { hash?: unknown }).hash === 'function'
+  ? (text) => crypto.hash('sha256', text, 'hex')
+  : (text) => crypto.createHash('sha256').update(text).digest('hex');
+
+/** The hash an event carries, or for an event stored before the chain existed, the hash it would carry. */
+export function storedHash(event: RecordedEvent): string {
+  const hash = event.metadata?.hash;
+  return typeof hash === 'string' ? hash : eventHash(event);
+}
+
+export const hasHash = (event: RecordedEvent): boolean => typeof event.metadata?.hash === 'string';
+
+export interface HashChainOptions {
+  /** Streams whose last (revision, hash) is remembered. Default 10,000; in-flight entries are never evicted. */
+  maxCachedStreams?: number;
+  /** Attempts of an append with `any` or `stream_exists` that keeps meeting concurrent writers. Default 5. */
+  looseAttempts?: number;
+}
+
+const INNER = Symbol.for('wallet-ops.audit.hashChain.inner');
+
+/** Wraps an event store so that every append is hash-chained per stream. Idempotent: a wrapped store is returned as is. */
+export function withHashChain(store: EventStore, options: HashChainOptions = {}): EventStore {
+  if (isHashChained(store)) return store;
+  return new HashChainedStore(store, options);
+}
+
+export function isHashChained(store: EventStore): boolean {
+  return INNER in store;
+}
+
+/** The store under the decorator (for an import, which must keep the hashes it brings), or the store itself. */
+export function unwrapHashChain(store: EventStore): EventStore {
+  return isHashChained(store) ? (store as unknown as { [INNER]: EventStore })[INNER] : store;
+}
+
+interface Head {
+  revision: number;
+  hash: string;
+  /** Settles with whether the append that wrote this head committed; null once it has. */
+  pending: Promise<boolean> | null;
+}
+
+/** Where a request's events go: the revision to expect from the inner store, and the chain to extend. */
+interface Base {
+  expected: number | 'no_stream';
+  revision: number;
+  hash: string;
+  /** The caller said `any` or `stream_exists`: a conflict may be retried. */
+  loose: boolean;
+}
+
+/** A call's turn on its streams: the calls after it on one of them plan once it has submitted (or given up). */
+interface Turn {
+  streams: string[];
+  done: boolean;
+  waiters: Array<() => void> | null;
+}
+
+const GENESIS_BASE: Base = { expected: 'no_stream', revision: -1, hash: GENESIS_HASH, loose: false };
+
+function wellFormed(requests: StreamAppend[]): boolean {
+  if (requests.length === 0) return false;
+  if (requests.length > 16) return requests.every((request) => request.events.length > 0) && new Set(requests.map((request) => request.stream)).size === requests.length;
+  for (let i = 0; i < requests.length; i++) {
+    if (requests[i]!.events.length === 0) return false;
+    for (let j = 0; j < i; j++) if (requests[j]!.stream === requests[i]!.stream) return false;
+  }
+  return true;
+}
+
+class HashChainedStore implements EventStore {
+  readonly [INNER]: EventStore;
+  private readonly heads = new Map<string, Head>();
+  private readonly turns = new Map<string, Turn>();
+  private readonly maxCached: number;
+  private readonly looseAttempts: number;
+
+  constructor(
+    private readonly inner: EventStore,
+    options: HashChainOptions,
+  ) {
+    this[INNER] = inner;
+    this.maxCached = options.maxCachedStreams ?? 10_000;
+    this.looseAttempts = options.looseAttempts ?? 5;
+  }
+
+  async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    const [result] = await this.appendMulti([{ stream, events, expectedRevision }]);
+    return result!;
+  }
+
+  appendMulti(requests: StreamAppend[]): Promise<AppendResult[]> {
+    // Malformed calls are the inner store's to refuse, with its own messages.
+    if (!wellFormed(requests)) return this.inner.appendMulti(requests);
+    // Taken synchronously, in call order: a call plans its streams' chains once the calls before it on the
+    // same streams have submitted (and so recorded their heads), whatever their planning had to await.
+    const { turn, before } = this.takeTurn(requests);
+    if (before === null) {
+      // The common case, without a single await: every base is known (a committed head, or a new stream).
+      const bases = this.knownBases(requests);
+      if (bases) {
+        let committed: Promise<AppendResult[]>;
+        try {
+          committed = this.submit(requests, bases);
+        } catch (error) {
+          return Promise.reject(error); // e.g. data JSON cannot represent
+        } finally {
+          this.release(turn);
+        }
+        return this.settle(committed, requests, bases, 1);
+      }
+    }
+    return this.plan(requests, turn, before);
+  }
+
+  private async plan(requests: StreamAppend[], turn: Turn, before: Array<Promise<void>> | null): Promise<AppendResult[]> {
+    try {
+      if (before) await Promise.all(before);
+      const bases = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
+      const committed = this.submit(requests, bases);
+      this.release(turn);
+      return await this.settle(committed, requests, bases, 1);
+    } finally {
+      this.release(turn);
+    }
+  }
+
+  /** The commit's result; a conflict on a stream the caller did not pin (`any`, `stream_exists`) is tried again. */
+  private async settle(committed: Promise<AppendResult[]>, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
+    try {
+      return await committed;
+    } catch (error) {
+      if (!(error instanceof WrongExpectedVersionError)) throw error;
+      const index = requests.findIndex((request) => request.stream === error.stream);
+      if (index === -1 || !bases[index]!.loose) throw error;
+      if (attempt >= this.looseAttempts) throw new WrongExpectedVersionError(error.stream, requests[index]!.expectedRevision, error.actual);
+      const again = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
+      return this.settle(this.submit(requests, again), requests, again, attempt + 1);
+    }
+  }
+
+  readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
+    return this.inner.readStream(stream, options);
+  }
+
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
+    return this.inner.readAll(options);
+  }
+
+  headPosition(): Promise<number> {
+    return this.inner.headPosition();
+  }
+
+  subscribeToAll(options: SubscribeOptions): Subscription {
+    return this.inner.subscribeToAll(options);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  /** Hashes every event, submits one inner appendMulti (atomic as before), and records the new heads. */
+  private submit(requests: StreamAppend[], bases: Base[]): Promise<AppendResult[]> {
+    const inner: StreamAppend[] = new Array(requests.length);
+    const heads: Head[] = new Array(requests.length);
+    for (let i = 0; i < requests.length; i++) {
+      const request = requests[i]!;
+      const base = bases[i]!;
+      let revision = base.revision;
+      let previousHash = base.hash;
+      const events: NewEvent[] = new Array(request.events.length);
+      for (let j = 0; j < request.events.length; j++) {
+        const event = request.events[j]!;
+        revision += 1;
+        const id = event.id ?? randomUUID();
+        const { hash: _ignored, previousHash: _replaced, ...rest } = event.metadata ?? {};
+        const metadata: EventMetadata = rest;
+        metadata.previousHash = previousHash;
+        previousHash = eventHash({ id, stream: request.stream, revision, type: event.type, data: event.data, metadata });
+        metadata.hash = previousHash;
+        events[j] = { id, type: event.type, data: event.data, metadata };
+      }
+      heads[i] = { revision, hash: previousHash, pending: null };
+      inner[i] = { stream: request.stream, events, expectedRevision: base.expected };
+    }
+    const committed = this.inner.appendMulti(inner);
+    const outcome = committed.then(
+      () => {
+        for (const head of heads) head.pending = null;
+        return true;
+      },
+      () => {
+        for (let i = 0; i < heads.length; i++) if (this.heads.get(requests[i]!.stream) === heads[i]) this.heads.delete(requests[i]!.stream);
+        return false;
+      },
+    );
+    for (let i = 0; i < heads.length; i++) {
+      heads[i]!.pending = outcome;
+      this.remember(requests[i]!.stream, heads[i]!);
+    }
+    return committed;
+  }
+
+  /** The bases of every request when all are known without reading or waiting, else null. */
+  private knownBases(requests: StreamAppend[]): Base[] | null {
+    const bases: Base[] = new Array(requests.length);
+    for (let i = 0; i < requests.length; i++) {
+      const { stream, expectedRevision } = requests[i]!;
+      if (expectedRevision === 'no_stream') {
+        bases[i] = GENESIS_BASE;
+        continue;
+      }
+      const head = this.heads.get(stream);
+      const loose = expectedRevision === 'any' || expectedRevision === 'stream_exists';
+      if (!head || head.pending !== null || !(loose || head.revision === expectedRevision)) return null;
+      bases[i] = { expected: head.revision, revision: head.revision, hash: head.hash, loose };
+    }
+    return bases;
+  }
+
+  /** The base a request extends, from the cache (waiting for an in-flight head to commit) or from the store. */
+  private async baseOf(stream: string, expected: ExpectedRevision): Promise<Base> {
+    if (expected === 'no_stream') return GENESIS_BASE;
+    const loose = expected === 'any' || expected === 'stream_exists';
+    const head = this.heads.get(stream);
+    if (head && (loose || head.revision === expected)) {
+      const committed = head.pending ? await head.pending : true;
+      if (committed) return { expected: head.revision, revision: head.revision, hash: head.hash, loose };
+      // The append this one builds on failed: an exact expectation rested on a state that never was.
+      if (!loose) throw new WrongExpectedVersionError(stream, expected, await this.actualRevision(stream));
+    }
+    if (!loose) {
+      const [event] = await this.inner.readStream(stream, { fromRevision: expected as number, maxCount: 1 });
+      // Not there: the store is not at that revision, and the append would fail the same way.
+      if (!event || event.revision !== expected) throw new WrongExpectedVersionError(stream, expected, await this.actualRevision(stream));
+      return { expected: event.revision, revision: event.revision, hash: storedHash(event), loose };
+    }
+    const [last] = await this.inner.readStream(stream, { direction: 'backwards', maxCount: 1 });
+    if (last) return { expected: last.revision, revision: last.revision, hash: storedHash(last), loose };
+    if (expected === 'stream_exists') throw new WrongExpectedVersionError(stream, expected, 'no_stream');
+    return { expected: 'no_stream', revision: -1, hash: GENESIS_HASH, loose };
+  }
+
+  private async actualRevision(stream: string): Promise<number | 'no_stream'> {
+    const [last] = await this.inner.readStream(stream, { direction: 'backwards', maxCount: 1 });
+    return last ? last.revision : 'no_stream';
+  }
+
+  private takeTurn(requests: StreamAppend[]): { turn: Turn; before: Array<Promise<void>> | null } {
+    let before: Array<Promise<void>> | null = null;
+    const turn: Turn = { streams: requests.map((request) => request.stream), done: false, waiters: null };
+    for (const stream of turn.streams) {
+      const previous = this.turns.get(stream);
+      if (previous && !previous.done) (before ??= []).push(new Promise<void>((resolve) => (previous.waiters ??= []).push(resolve)));
+      this.turns.set(stream, turn);
+    }
+    return { turn, before };
+  }
+
+  private release(turn: Turn): void {
+    if (turn.done) return;
+    turn.done = true;
+    for (const stream of turn.streams) if (this.turns.get(stream) === turn) this.turns.delete(stream);
+    if (turn.waiters) for (const resolve of turn.waiters) resolve();
+  }
+
+  private remember(stream: string, entry: Head): void {
+    const current = this.heads.get(stream);
+    // An append planned on an older state (it will fail: that revision is taken) does not hide a newer head.
+    if (current && current.revision >= entry.revision) return;
+    this.heads.delete(stream);
+    this.heads.set(stream, entry);
+    if (this.heads.size <= this.maxCached) return;
+    for (const [name, head] of this.heads) {
+      if (head.pending) continue;
+      this.heads.delete(name);
+      if (this.heads.size <= this.maxCached) return;
+    }
+  }
+}

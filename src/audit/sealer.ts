@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { type EventStore, type RecordedEvent, WrongExpectedVersionError } from '../ports/event-store.ts';
+import { GENESIS_DIGEST, type HistorySealedData, type RecordedSeal, SEAL_EVENT_TYPE, SEALS_STREAM, SealAccumulator, isSealEvent } from './seals.ts';
+
+/**
+ * The sealer: a runner like a projection runner, that follows $all in order and every `every` events
+ * (default 1000) appends a `HistorySealed` seal (seals.ts) to `audit-seals` at the revision it expects.
+ * Several sealers may run (one per process running projections): each seal is won by exactly one, and
+ * the others notice the new seal and carry on from it. Its checkpoint is the last seal itself, so it needs
+ * no read store. With `idleMs`, the events after the last seal are also sealed once nothing has arrived
+ * for that long (the tail of a quiet system is then covered too, at the price of smaller seals).
+ */
+export interface SealerOptions {
+  eventStore: EventStore;
+  /** Events per seal. Default 1000. */
+  every?: number;
+  /** Seal a partial range after this long without new events. Default: only full ranges. */
+  idleMs?: number;
+  /** The actor in the seals' metadata. Default `system:sealer`. */
+  actor?: string;
+  onError?: (error: unknown) => void;
+  /** Called after each seal this sealer appended. */
+  onSeal?: (seal: HistorySealedData) => void;
+}
+
+export interface RunningSealer {
+  stop(): Promise<void>;
+}
+
+const RETRY_MS = 1000;
+
+export function startSealer(options: SealerOptions): RunningSealer {
+  const sealer = new Sealer(options);
+  sealer.start();
+  return sealer;
+}
+
+/** The last seal, or null when nothing was sealed yet. */
+export async function lastSeal(store: EventStore): Promise<RecordedSeal | null> {
+  const [event] = await store.readStream(SEALS_STREAM, { direction: 'backwards', maxCount: 1 });
+  return event ? toRecordedSeal(event) : null;
+}
+
+/**
+ * Where the last sealed event is in this store: at its sealed position in the store that sealed it, else
+ * (a history imported elsewhere, other positions) found by its stream and revision.
+ */
+export async function resumePosition(store: EventStore, seal: HistorySealedData): Promise<number> {
+  const [atSealed] = await store.readAll({ fromPosition: seal.toPosition, toPosition: seal.toPosition, maxCount: 1 });
+  if (atSealed?.id === seal.lastEventID) return atSealed.position;
+  if (typeof seal.lastEventStream === 'string') {
+    const [byStream] = await store.readStream(seal.lastEventStream, { fromRevision: seal.lastEventRevision, maxCount: 1 });
+    if (byStream?.id === seal.lastEventID) return byStream.position;
+  }
+  throw new Error(`the last sealed event ${seal.lastEventID} is not in the history any more: run audit verify`);
+}
+
+export const toRecordedSeal = (event: RecordedEvent): RecordedSeal => ({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
+
+const IDLE = Symbol('idle');
+
+class Sealer implements RunningSealer {
+  private stopped = false;
+  private subscription: { stop(): Promise<void> } | undefined;
+  private done: Promise<void> | undefined;
+  private readonly every: number;
+
+  constructor(private readonly options: SealerOptions) {
+    this.every = options.every ?? 1000;
+    if (!Number.isSafeInteger(this.every) || this.every < 1) throw new Error('a seal covers at least one event');
+  }
+
+  start(): void {
+    this.done = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.subscription?.stop();
+    await this.done;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.follow();
+      } catch (error) {
+        if (this.stopped) return;
+        if (!(error instanceof WrongExpectedVersionError)) {
+          this.options.onError?.(error);
+          await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+        }
+        // A conflict: another sealer sealed first. Carry on from its seal.
+      }
+    }
+  }
+
+  /** From the last seal: accumulate, seal every N events; returns when another sealer sealed first. */
+  private async follow(): Promise<void> {
+    const { eventStore: store } = this.options;
+    const last = await lastSeal(store);
+    const after = last ? await resumePosition(store, last.data) : null;
+    let revision = last?.revision ?? -1;
+    let range = new SealAccumulator(last?.data.digest ?? GENESIS_DIGEST, after);
+    const subscription = store.subscribeToAll({ from: after ?? 'start' });
+    this.subscription = subscription;
+    if (this.stopped) await subscription.stop();
+    const iterator = subscription[Symbol.asyncIterator]();
+    const seal = async () => {
+      const data = range.seal();
+      await store.append(SEALS_STREAM, [{ type: SEAL_EVENT_TYPE, data, metadata: { actor: this.options.actor ?? 'system:sealer', correlationId: randomUUID() } }], revision < 0 ? 'no_stream' : revision);
+      revision += 1;
+      range = new SealAccumulator(data.digest, range.lastSeen);
+      this.options.onSeal?.(data);
+    };
+    try {
+      let next = iterator.next();
+      for (;;) {
+        const result = range.count > 0 && this.options.idleMs !== undefined ? await raceIdle(next, this.options.idleMs) : await next;
+        if (result === IDLE) {
+          await seal();
+          continue;
+        }
+        if (result.done) return;
+        const event = result.value;
+        if (isSealEvent(event)) {
+          if (event.revision > revision) return; // another sealer's seal: start again from it
+          range.seePosition(event.position);
+        } else {
+          range.add(event);
+          if (range.count >= this.every) await seal();
+        }
+        next = iterator.next();
+      }
+    } finally {
+      await subscription.stop();
+    }
+  }
+}
+
+async function raceIdle<T>(next: Promise<T>, idleMs: number): Promise<T | typeof IDLE> {
+  let timer: NodeJS.Timeout | undefined;
+  const idle = new Promise<typeof IDLE>((resolve) => {
+    timer = setTimeout(() => resolve(IDLE), idleMs);
+  });
+  try {
+    return await Promise.race([next, idle]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

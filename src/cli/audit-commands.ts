@@ -1,0 +1,140 @@
+import type { Command } from 'commander';
+import { chainID } from '../adapters/ledger/embedded-ledger.ts';
+import { exportEvents, importEvents } from '../audit/export-import.ts';
+import { unwrapHashChain } from '../audit/hash-chain.ts';
+import { balanceAsOf, keyHistory, operationHistory } from '../audit/queries.ts';
+import { verifyHistory, type AuditReport } from '../audit/verify.ts';
+import { normalizePhone } from '../domain/phone.ts';
+import { common, parseWalletRef, progressBar, UsageError, withBackOffice, withLedger, type CommonOptions } from './support.ts';
+
+/**
+ * `wallet-ops audit ...` (verify the history, reconstruct balances, tell an operation's or a key's story) and
+ * `wallet-ops events export|import` (the history as JSON Lines). The `events` group is shared with `events
+ * copy` (event-commands.ts): register these after it, and they join it.
+ */
+export function registerAuditCommands(program: Command): void {
+  const audit = program.command('audit').description('auditors: prove the history untampered, reconcile it with the ledger, reconstruct balances and decisions');
+
+  common(audit.command('verify'))
+    .description(
+      'replay the whole history and check the hash chains, the seals, every operation and key lifecycle (maker-checker), ' +
+        'wallets never negative, total supply = issued - redeemed, and the reconciliation with the ledger; exit 1 on any problem',
+    )
+    .action(async (opts: CommonOptions) => {
+      let report: AuditReport | undefined;
+      await withLedger(opts, async ({ eventStore }, ledger, config) => {
+        const bar = progressBar('audit verify');
+        try {
+          report = await verifyHistory({ eventStore, ledger, ledgerChainID: chainID, assetScale: config.ASSET_SCALE, onProgress: (position, head) => bar.update(position, head) });
+        } finally {
+          bar.stop();
+        }
+        return report;
+      }, humanReport);
+      if (report && !report.ok) {
+        throw new Error(`audit verify found ${report.problemCount} problem${report.problemCount === 1 ? '' : 's'}${report.firstBrokenPosition !== null ? `; the history is first broken at position ${report.firstBrokenPosition}` : ''}`);
+      }
+    });
+
+  common(audit.command('balance'))
+    .description("a wallet's balance at a moment, from the history alone (its money movements committed at or before --as-of)")
+    .requiredOption('--party <party>', 'distributor:ID, merchant:ID or individual:PHONE')
+    .requiredOption('--as-of <time>', 'ISO 8601 time, e.g. 2025-06-30T23:59:59Z')
+    .action(async (opts: CommonOptions & { party: string; asOf: string }) => {
+      const wallet = parseWalletRef(opts.party);
+      if (wallet.kind === 'individual') wallet.id = normalizePhone('party', wallet.id);
+      if (!wallet.id) throw new UsageError('--party needs an id');
+      const asOf = parseTime(opts.asOf);
+      await withBackOffice(opts, ({ store, assetScale }) => balanceAsOf(store, wallet, asOf, assetScale), (r) => `${r.balance} as of ${r.asOf} (history position ${r.position})`);
+    });
+
+  common(audit.command('operation'))
+    .description("an operation's whole history: each event with its time, actor (API key and label, console user) and what changed")
+    .argument('<operationID>')
+    .action(async (operationID: string, opts: CommonOptions) =>
+      withBackOffice(opts, ({ store }) => operationHistory(store, operationID), (h) =>
+        [`${h.operationID}: ${h.operationType} of ${h.amount} (fee ${h.fee}) from ${h.payer} to ${h.payee}, ${h.status}`,
+          ...h.events.map((e) => `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${actorText(e.actor)}  ${e.change}`)].join('\n')),
+    );
+
+  common(audit.command('key'))
+    .description("an API key's lifecycle with its makers and checkers, and the operations it created")
+    .argument('<keyID>')
+    .action(async (keyID: string, opts: CommonOptions) =>
+      withBackOffice(opts, ({ store }) => keyHistory(store, keyID), (k) =>
+        [`${k.keyID} "${k.label}" of ${k.party}: ${k.status}; makers ${k.makers.join(', ')}; checkers ${k.checkers.join(', ') || '-'}`,
+          ...k.lifecycle.map((e) => `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${e.change}`),
+          `  ${k.operations.length} operation(s) created:`,
+          ...k.operations.map((o) => `    ${o.createdAt}  ${o.operationID}  ${o.operationType} ${o.amount} (fee ${o.fee})  ${o.status}`)].join('\n')),
+    );
+
+  const events = program.commands.find((command) => command.name() === 'events') ?? program.command('events').description('the event history');
+  common(events.command('export'))
+    .description('write events in global order to a JSON Lines file (one event per line: id, stream, revision, type, data, metadata, position, createdAt)')
+    .requiredOption('--out <file>', 'the file to write (replaced)')
+    .option('--from-position <position>', 'first position (inclusive)')
+    .option('--to-position <position>', 'last position (inclusive)')
+    .option('--stream-prefix <prefix>', 'only streams whose name starts with this, e.g. operation-')
+    .action(async (opts: CommonOptions & { out: string; fromPosition?: string; toPosition?: string; streamPrefix?: string }) => {
+      const fromPosition = opts.fromPosition === undefined ? undefined : wholeNumber('--from-position', opts.fromPosition);
+      const toPosition = opts.toPosition === undefined ? undefined : wholeNumber('--to-position', opts.toPosition);
+      await withBackOffice(opts, async ({ store }) => {
+        const bar = progressBar('events export');
+        try {
+          return await exportEvents(store, opts.out, {
+            ...(fromPosition !== undefined ? { fromPosition } : {}),
+            ...(toPosition !== undefined ? { toPosition } : {}),
+            ...(opts.streamPrefix !== undefined ? { streamPrefix: opts.streamPrefix } : {}),
+            onProgress: (position, head) => bar.update(position, head),
+          });
+        } finally {
+          bar.stop();
+        }
+      }, (r) => `exported ${r.events} events (positions ${r.firstPosition ?? '-'} to ${r.lastPosition ?? '-'}) to ${r.file}`);
+    });
+  common(events.command('import'))
+    .description('load an export into an EMPTY event store, keeping ids, revisions and hashes; refuses a file whose chains or seals do not verify, before writing anything')
+    .requiredOption('--in <file>', 'a file written by events export (the whole history)')
+    .action(async (opts: CommonOptions & { in: string }) =>
+      withBackOffice(opts, async ({ store }) => {
+        const bar = progressBar('events import');
+        try {
+          // The raw store: the events carry their hashes, which must be kept exactly as they are.
+          return await importEvents(unwrapHashChain(store), opts.in, { onProgress: (done, total) => bar.update(done, total) });
+        } finally {
+          bar.stop();
+        }
+      }, (r) => `imported ${r.events} events in ${r.streams} streams (${r.seals} seals); now rebuild the read models: wallet-ops projections rebuild`),
+    );
+}
+
+function parseTime(value: string): Date {
+  const time = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}(T|$)/.test(value) || Number.isNaN(time.getTime())) throw new UsageError(`--as-of must be an ISO 8601 time such as 2025-06-30T23:59:59Z, got "${value.slice(0, 40)}"`);
+  return time;
+}
+
+function wholeNumber(option: string, value: string): number {
+  if (!/^\d{1,15}$/.test(value)) throw new UsageError(`${option} must be a whole number`);
+  return Number(value);
+}
+
+function actorText(actor: { actor: string; label?: string; email?: string }): string {
+  return actor.email ?? (actor.label ? `${actor.actor} ("${actor.label}")` : actor.actor);
+}
+
+function humanReport(report: AuditReport | undefined): string {
+  if (!report) return '';
+  const c = report.checked;
+  const lines = [
+    `${report.ok ? 'OK' : 'PROBLEMS FOUND'}: ${c.events} events in ${c.streams} streams (${c.seals} seals over ${c.sealedEvents} events, ${c.unsealedEvents} after the last seal), ` +
+      `${c.operations} operations, ${c.wallets} wallets, ${c.ledgerTransactions} ledger transactions, in ${report.seconds} s (${report.eventsPerSecond} events/s)`,
+    `supply ${report.supply.supply} = issued ${report.supply.issued} - redeemed ${report.supply.redeemed}`,
+  ];
+  if (report.inFlight.length > 0) lines.push(`${report.inFlight.length} execution(s) in flight (on the ledger, not yet completed in the history read): ${report.inFlight.slice(0, 5).join(', ')}`);
+  if (!report.ok) {
+    lines.push(`${report.problemCount} problem(s)${report.firstBrokenPosition !== null ? `; history first broken at position ${report.firstBrokenPosition}` : ''}:`);
+    for (const p of report.problems) lines.push(`  [${p.check}]${p.position !== undefined ? ` position ${p.position}` : ''}${p.stream ? ` ${p.stream}` : ''}: ${p.detail}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,171 @@
+/**
+ * audit verify's business checks on small hand-written histories (appended through the hash chain, so that
+ * only the rule under test fails): operation state machines, maker-checker, wallets, supply, the ledger.
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chainID, openEmbeddedLedger } from '../../src/adapters/ledger/embedded-ledger.ts';
+import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
+import { withHashChain } from '../../src/audit/hash-chain.ts';
+import { type AuditReport, verifyHistory } from '../../src/audit/verify.ts';
+import type { OperationRequested } from '../../src/domain/events.ts';
+import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
+import type { Ledger } from '../../src/ports/ledger.ts';
+import { tempDir } from '../support/temp-dir.ts';
+
+const party = { type: 'distributor' as const, id: 'd1' };
+const users = { maker: 'u-maker', checker: 'u-checker', other: 'u-other-party', noRole: 'u-maker-2' };
+
+describe('audit verify: the rules of the history', () => {
+  let dir: ReturnType<typeof tempDir>;
+  let store: EventStore;
+  let ledger: Ledger;
+
+  beforeEach(async () => {
+    dir = tempDir('verify-');
+    store = withHashChain(openSqliteEventStore({ file: join(dir.path, 'events.sqlite') }));
+    ledger = openEmbeddedLedger({ file: join(dir.path, 'ledger.sqlite') });
+    const user = (userID: string, roles: string[], of: typeof party | null = party): NewEvent => ({
+      type: 'UserAdded', data: { userID, party: of, email: `${userID}@x.test`, passwordHash: 'x', roles, platformAdmin: false, addedAt: '2026-01-01T00:00:00Z' }, metadata: { actor: 'operator:test' },
+    });
+    await store.append(`user-${users.maker}`, [user(users.maker, ['maker'])], 'no_stream');
+    await store.append(`user-${users.checker}`, [user(users.checker, ['checker'])], 'no_stream');
+    await store.append(`user-${users.other}`, [user(users.other, ['checker'], { type: 'distributor', id: 'd2' })], 'no_stream');
+    await store.append(`user-${users.noRole}`, [user(users.noRole, ['maker'])], 'no_stream');
+    await store.append('apikey-k1', [
+      { type: 'ApiKeyRequested', data: { keyID: 'k1', party, label: 'till', permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 30, requestedBy: users.maker, requestedAt: '2026-01-01T00:00:00Z' } },
+      { type: 'ApiKeyApproved', data: { keyID: 'k1', approvedBy: users.checker, approvedAt: '2026-01-01T00:00:00Z', expiresAt: '2099-01-01T00:00:00Z', secretHash: 'x' } },
+    ], 'no_stream');
+  });
+  afterEach(async () => {
+    await store.close();
+    await ledger.close();
+    dir.cleanup();
+  });
+
+  const verify = (): Promise<AuditReport> => verifyHistory({ eventStore: store, ledger, ledgerChainID: chainID, assetScale: 2 });
+
+  function operation(amount: string, payer = { kind: 'platform', id: 'issuance' }, keyID: string | null = null): OperationRequested['data'] {
+    const issue = keyID === null;
+    return {
+      operationID: `op_${randomUUID().replaceAll('-', '')}`, party: issue ? null : party, keyID, operationType: issue ? 'issue' : 'cash-in', amount, fee: '0.00',
+      payer: payer as never, payee: issue ? { kind: 'distributor', id: 'd1' } : { kind: 'individual', id: '+2348000000001' }, payerName: 'p', payerShortCode: null,
+      counterparty: { kind: 'individual', id: '+2348000000001', name: 'n' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: '2026-01-02T00:00:00Z',
+    };
+  }
+
+  async function request(op: OperationRequested['data'], actor = op.keyID ? `apikey:${op.keyID}` : 'operator:treasury'): Promise<void> {
+    await store.append(`operation-${op.operationID}`, [{ type: 'OperationRequested', data: op, metadata: { actor } }], 'no_stream');
+  }
+  async function decide(op: OperationRequested['data'], type: 'OperationApproved' | 'OperationRejected', by: string): Promise<void> {
+    const data = type === 'OperationApproved' ? { operationID: op.operationID, approvedBy: by, approvedAt: 'now' } : { operationID: op.operationID, rejectedBy: by, reason: 'no', rejectedAt: 'now' };
+    await store.append(`operation-${op.operationID}`, [{ type, data }], 'any');
+  }
+  async function claim(op: OperationRequested['data']): Promise<void> {
+    await store.append(`operation-${op.operationID}`, [{ type: 'OperationExecutionStarted', data: { operationID: op.operationID, executorID: 'e', attempt: 1, leaseUntil: 'x', startedAt: 'x' } }], 'any');
+  }
+  /** The ledger transaction and the completion with its money movements, as the executor writes them. */
+  async function complete(op: OperationRequested['data'], options: { skipLedger?: boolean; credit?: string } = {}): Promise<void> {
+    const from = `${op.payer.kind}:${op.payer.id}`;
+    const to = `${op.payee.kind}:${op.payee.id}`;
+    const tx = options.skipLedger
+      ? { blockchainID: 'f'.repeat(64), sequenceNumber: 999 }
+      : await ledger.submit({ operationID: op.operationID, legs: [{ from, to, amount: op.amount }] });
+    const correlation = { actor: 'system:executor:e', correlationId: op.operationID };
+    await store.appendMulti([
+      {
+        stream: `operation-${op.operationID}`, expectedRevision: 'any', events: [
+          { type: 'OperationSubmitted', data: { operationID: op.operationID, sequenceNumber: tx.sequenceNumber, submittedAt: 'x' }, metadata: correlation },
+          { type: 'OperationCompleted', data: { operationID: op.operationID, blockchainID: tx.blockchainID, walletOperationID: 'wo_x', sequenceNumber: tx.sequenceNumber, completedAt: 'x' }, metadata: correlation },
+        ],
+      },
+      { stream: `wallet-${op.payer.kind}_${op.payer.id}`, expectedRevision: 'any', events: [{ type: 'WalletDebited', data: { wallet: op.payer, operationID: op.operationID, amount: op.amount, heldAmount: '0.00' }, metadata: correlation }] },
+      { stream: `wallet-${op.payee.kind}_${op.payee.id}`, expectedRevision: 'any', events: [{ type: 'WalletCredited', data: { wallet: op.payee, operationID: op.operationID, amount: options.credit ?? op.amount }, metadata: correlation }] },
+    ]);
+  }
+  async function issueAndCashIn(): Promise<OperationRequested['data']> {
+    const issued = operation('100.00');
+    await request(issued);
+    await decide(issued, 'OperationApproved', 'operator:treasury');
+    await claim(issued);
+    await complete(issued);
+    const cashIn = operation('40.00', { kind: 'distributor', id: 'd1' }, 'k1');
+    await request(cashIn);
+    return cashIn;
+  }
+  const checks = (report: AuditReport) => report.problems.map((p) => p.check);
+
+  it('given a clean history, when verified, then no problem and supply = issued - redeemed', async () => {
+    const cashIn = await issueAndCashIn();
+    await decide(cashIn, 'OperationApproved', users.checker);
+    await claim(cashIn);
+    await complete(cashIn);
+    const report = await verify();
+    expect(report.problems).toEqual([]);
+    expect(report.supply).toMatchObject({ issued: '100.00', redeemed: '0.00', supply: '100.00' });
+    expect(report.checked).toMatchObject({ operations: 2, users: 4, apiKeys: 1, ledgerTransactions: 2 });
+  });
+
+  it('when the maker approves, or a user without the checker role, or of another party, then maker-checker fails for each', async () => {
+    for (const by of [users.noRole, users.other, 'u-nobody']) {
+      const op = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k1');
+      await request(op, `user:${users.noRole}`);
+      await decide(op, 'OperationApproved', by);
+    }
+    const report = await verify();
+    const details = report.problems.filter((p) => p.check === 'maker-checker').map((p) => p.detail);
+    expect(details.some((d) => d.includes('who requested it'))).toBe(true);
+    expect(details.some((d) => d.includes('does not have the checker role'))).toBe(true);
+    expect(details.some((d) => d.includes('not of distributor:d1'))).toBe(true);
+    expect(details.some((d) => d.includes('not a user at that point'))).toBe(true);
+  });
+
+  it('when an operation is completed twice, without approval, or after a rejection, then the state machine fails', async () => {
+    const cashIn = await issueAndCashIn();
+    await claim(cashIn); // not approved
+    const rejected = operation('2.00', { kind: 'distributor', id: 'd1' }, 'k1');
+    await request(rejected);
+    await decide(rejected, 'OperationRejected', users.checker);
+    await decide(rejected, 'OperationApproved', users.checker);
+    const report = await verify();
+    const details = report.problems.filter((p) => p.check === 'operation').map((p) => p.detail);
+    expect(details).toEqual(expect.arrayContaining([expect.stringContaining('claimed while pending'), expect.stringContaining('it is rejected, not pending')]));
+  });
+
+  it('when money moves that no operation moved, or more than it should, then the supply check names it', async () => {
+    const cashIn = await issueAndCashIn();
+    await decide(cashIn, 'OperationApproved', users.checker);
+    await claim(cashIn);
+    await complete(cashIn, { credit: '41.00' });
+    await store.append('wallet-distributor_d1', [{ type: 'WalletCredited', data: { wallet: { kind: 'distributor', id: 'd1' }, operationID: 'test_x', amount: '5.00' } }], 'any');
+    const report = await verify();
+    expect(report.problems.filter((p) => p.check === 'supply').map((p) => p.detail)).toEqual([
+      expect.stringContaining('all wallets sum to 1.00 instead of 0'),
+      expect.stringContaining('are not what it requested'),
+      expect.stringContaining('all wallets sum to 6.00 instead of 0'),
+      expect.stringContaining('money moved for operation test_x, which does not exist'),
+    ]);
+  });
+
+  it('when a wallet is debited below zero, then the wallet check names it', async () => {
+    const op = operation('10.00', { kind: 'distributor', id: 'd1' }, 'k1');
+    await request(op);
+    await decide(op, 'OperationApproved', users.checker);
+    await claim(op);
+    await complete(op, { skipLedger: true });
+    const report = await verify();
+    expect(report.problems).toContainEqual(expect.objectContaining({ check: 'wallet', detail: expect.stringContaining('distributor:d1 goes below zero: -10.00') }));
+    expect(report.problems).toContainEqual(expect.objectContaining({ check: 'ledger', detail: expect.stringContaining('has no ledger transaction') }));
+  });
+
+  it('given an execution in flight (on the ledger, not yet completed in the history), when verified, then it is listed, not a problem', async () => {
+    const cashIn = await issueAndCashIn();
+    await decide(cashIn, 'OperationApproved', users.checker);
+    await claim(cashIn);
+    await ledger.submit({ operationID: cashIn.operationID, legs: [{ from: 'distributor:d1', to: 'individual:+2348000000001', amount: '40.00' }] });
+    const report = await verify();
+    expect(report.problems).toEqual([]);
+    expect(report.inFlight).toEqual([cashIn.operationID]);
+  });
+});
