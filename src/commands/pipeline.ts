@@ -39,25 +39,60 @@ export class StateCache {
 }
 
 /**
- * States that decisions of this process have appended but whose commit has not returned yet. A decision on
- * the same stream may build on them at once, with the expected revision that follows, instead of waiting
- * for the commit: both appends then share one group commit. Should the first fail, the second's expected
- * revision fails too and it is decided again, so nothing is ever decided on a state that did not happen.
+ * States that decisions of this process have appended but whose commit has not returned yet. The next
+ * decision on the same stream builds on them at once (no read, no waiting for a commit), and must never
+ * commit without them: had the first append failed, another writer took those revisions, and a decision
+ * taken on a state that never happened must not commit on top of theirs. So the second decision's writes
+ * join the first one's append while it is still being gathered (one atomic append: both or neither, one
+ * commit for both), or else are submitted only once the first committed. On a failure both are decided again.
  */
-export class InFlightStates {
-  private readonly entries = new Map<string, CachedState>();
+interface InFlightState extends CachedState {
+  committed: Promise<unknown>;
+  batch: PendingAppend;
+}
 
-  get(stream: string): CachedState | undefined {
+/** An atomic append being gathered during the current turn of the event loop, submitted on the next. */
+class PendingAppend {
+  readonly requests = new Map<string, StreamAppend>();
+  submitted = false;
+  readonly committed: Promise<unknown>;
+
+  constructor(store: EventStore, first: StreamAppend[]) {
+    this.add(first);
+    this.committed = new Promise((resolve, reject) => {
+      setImmediate(() => {
+        this.submitted = true;
+        store.appendMulti([...this.requests.values()]).then(resolve, reject);
+      });
+    });
+    this.committed.catch(() => undefined); // observed by every decision in it; keeps a failure from being unhandled
+  }
+
+  /** Adds writes that build on this append's own (their expected revisions follow its events). */
+  add(requests: StreamAppend[]): void {
+    for (const request of requests) {
+      const joined = this.requests.get(request.stream);
+      this.requests.set(request.stream, joined ? { ...joined, events: [...joined.events, ...request.events] } : request);
+    }
+  }
+}
+
+export class InFlightStates {
+  private readonly entries = new Map<string, InFlightState>();
+
+  get(stream: string): InFlightState | undefined {
     return this.entries.get(stream);
   }
 
-  track(stream: string, entry: CachedState, committed: Promise<unknown>, cache: StateCache | undefined): void {
+  track(stream: string, state: CachedState, batch: PendingAppend, cache: StateCache | undefined): void {
+    const { committed } = batch;
+    const entry = { ...state, committed, batch };
     this.entries.set(stream, entry);
     const forget = () => {
       if (this.entries.get(stream) === entry) this.entries.delete(stream);
     };
     committed.then(() => {
-      cache?.set(stream, entry);
+      cache?.set(stream, state);
       forget();
     }, forget);
   }
@@ -152,8 +187,8 @@ export async function runDecision<States extends Record<string, unknown>, Result
   const readStreams = Object.values(options.read).map((read) => (read as StreamRead<unknown>).stream);
   for (let attempt = 1; ; attempt++) {
     const issue = () => decideAndAppend(deps, options);
-    const issued = deps.serialize ? await deps.serialize.mutex.run(readStreams, issue) : await issue();
     try {
+      const issued = deps.serialize ? await deps.serialize.mutex.run(readStreams, issue) : await issue();
       await issued.committed;
       return issued.result;
     } catch (error) {
@@ -174,7 +209,8 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
 ): Promise<{ result: Result; committed: Promise<unknown> }> {
   const names = Object.keys(options.read) as Array<keyof States>;
   const reads = names.map((name) => options.read[name] as StreamRead<unknown>);
-  const loaded = await Promise.all(reads.map((read) => deps.serialize?.inFlight.get(read.stream) ?? loadState(deps, read.stream, read)));
+  const inFlight = reads.map((read) => deps.serialize?.inFlight.get(read.stream));
+  const loaded = await Promise.all(reads.map((read, i) => inFlight[i] ?? loadState(deps, read.stream, read)));
   const states = Object.fromEntries(names.map((name, i) => [name, loaded[i]!.state])) as States;
   const { writes, result } = options.decide(states);
   const appends = writes.filter((write) => write.events.length > 0);
@@ -191,7 +227,32 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
       expectedRevision: write.expectedRevision ?? (read === undefined ? 'any' : read < 0 ? 'no_stream' : read),
     };
   });
-  const committed = deps.store.appendMulti(requests);
+  const predecessors = inFlight.flatMap((entry, i) => (entry ? [{ entry, stream: reads[i]!.stream }] : []));
+  const batches = new Set(predecessors.map(({ entry }) => entry.batch));
+  let batch: PendingAppend;
+  const [only] = batches;
+  // Joining is sound only where this decision built on the batch's own state (or accepts any revision).
+  const builtOn = new Set(predecessors.map(({ stream }) => stream));
+  const joinable = (pending: PendingAppend) =>
+    requests.every((request) => !pending.requests.has(request.stream) || builtOn.has(request.stream) || request.expectedRevision === 'any');
+  if (batches.size === 1 && !only!.submitted && joinable(only!)) {
+    only!.add(requests); // built on it: commit with it
+    batch = only!;
+  } else if (predecessors.length === 0) {
+    batch = new PendingAppend(deps.store, requests);
+  } else {
+    // Built on appends already submitted (or on several): submit once they have all committed.
+    await Promise.all(
+      predecessors.map(({ entry, stream }) =>
+        entry.committed.catch(() => {
+          // The predecessor lost its revisions to another writer (the actual revision is not known here).
+          throw new WrongExpectedVersionError(stream, entry.revision, 'no_stream');
+        }),
+      ),
+    );
+    batch = new PendingAppend(deps.store, requests);
+  }
+  const { committed } = batch;
   if (deps.serialize) {
     // What the next decision on these streams may build on before this commit returns.
     for (const write of appends) {
@@ -199,7 +260,7 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
       if (index === undefined) continue;
       const { state, revision } = loaded[index]!;
       const next = { state: write.events.reduce(reads[index]!.evolve, state), revision: revision + write.events.length };
-      deps.serialize.inFlight.track(write.stream, next, committed, deps.cache);
+      deps.serialize.inFlight.track(write.stream, next, batch, deps.cache);
     }
   }
   return { result, committed };

@@ -513,7 +513,7 @@ describe('the command pipeline', () => {
   });
 
   describe('serialized decisions in one process', () => {
-    it('when two decisions on the same stream run at once, then the second builds on the first and neither is retried', async () => {
+    it('when two decisions on the same stream run at once, then the second builds on the first, both commit in one atomic append, and neither is retried', async () => {
       const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache(), serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() } };
       let decisions = 0;
       const add = (by: number) => runDecision(deps, {
@@ -528,7 +528,8 @@ describe('the command pipeline', () => {
       expect(results).toEqual([1, 11]);
       expect(decisions).toBe(2);
       expect(await totalsOf('counter-a')).toEqual([1, 11]);
-      expect(rec.appends.map((requests) => requests[0]!.expectedRevision)).toEqual(['no_stream', 0]);
+      // One append: the second decision's event joined the first's, so it cannot commit without it.
+      expect(rec.appends.map((requests) => [requests[0]!.expectedRevision, requests[0]!.events.length])).toEqual([['no_stream', 2]]);
     });
 
     it('when the first of two serialized decisions fails to commit, then the second is decided again on what really happened', async () => {
