@@ -1,6 +1,6 @@
 import type { PublicApiKey } from '../projections/api-key-directory.ts';
 import { html, seg, time, type Html } from './html.ts';
-import { csrfField } from './layout.ts';
+import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
 /** The markup of Settings › API keys: tabs, the three lists, the request form and the revocation form. */
@@ -185,11 +185,7 @@ export function revokePage(session: SessionDoc, key: PublicApiKey, error?: strin
     <p>A checker of your party approves the revocation; the key keeps working until then, and never works again after.</p>
     <form method="post" action="/console/keys/${seg(key.keyID)}/revoke" class="stack">
       ${csrfField(session)}
-      <div class="field${error ? ' invalid' : ''}">
-        <label for="reason">Reason</label>
-        ${error ? html`<p class="field-error" id="reason-error">${error}</p>` : ''}
-        <textarea id="reason" name="reason" rows="3" maxlength="500" required${error ? html` aria-invalid="true" aria-describedby="reason-error"` : ''}></textarea>
-      </div>
+      ${reasonField(error)}
       <div class="actions"><button type="submit" class="danger">Request revocation</button> <a href="/console/keys?tab=active">Cancel</a></div>
     </form>`;
 }

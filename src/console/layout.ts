@@ -18,6 +18,13 @@ export interface PageOptions {
 
 export const csrfField = (session: SessionDoc): Html => html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
 
+/** The required "Reason" text area of a rejection or revocation, with its inline error. */
+export const reasonField = (error?: string): Html => html`<div class="field${error ? ' invalid' : ''}">
+        <label for="reason">Reason</label>
+        ${error ? html`<p class="field-error" id="reason-error">${error}</p>` : ''}
+        <textarea id="reason" name="reason" rows="3" maxlength="500" required${error ? html` aria-invalid="true" aria-describedby="reason-error"` : ''}></textarea>
+      </div>`;
+
 function navLink(href: string, label: string, current: boolean): Html {
   return html`<li><a href="${href}"${current ? html` aria-current="page"` : ''}>${label}</a></li>`;
 }

@@ -1,6 +1,6 @@
 import type { Counterparty, OperationRequested } from '../domain/events.ts';
 import { html, seg, time, type Html } from './html.ts';
-import { csrfField } from './layout.ts';
+import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
 /** Markup of the operations pages: pending approvals, the reject form, and the history. */
@@ -70,11 +70,7 @@ export function rejectPage(session: SessionDoc, pending: PendingOperation, error
     </dl>
     <form method="post" action="/console/operations/${seg(op.operationID)}/reject" class="stack">
       ${csrfField(session)}
-      <div class="field${error ? ' invalid' : ''}">
-        <label for="reason">Reason</label>
-        ${error ? html`<p class="field-error" id="reason-error">${error}</p>` : ''}
-        <textarea id="reason" name="reason" rows="3" maxlength="500" required${error ? html` aria-invalid="true" aria-describedby="reason-error"` : ''}></textarea>
-      </div>
+      ${reasonField(error)}
       <div class="actions"><button type="submit" class="danger">Reject operation</button> <a href="/console/operations">Cancel</a></div>
     </form>`;
 }

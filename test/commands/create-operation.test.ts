@@ -1,3 +1,4 @@
+import { expectRefused } from '../support/decider-spec.ts';
 import { describe, expect, it } from 'vitest';
 import {
   decideCreateOperation,
@@ -90,17 +91,7 @@ function given(past: Given) {
         decide,
         /** The decision, when it is not refused. */
         then: (): Decision<CreateOperationOutcome> => decide(),
-        thenRefused: (code: DomainErrorCode, message?: RegExp) => {
-          let caught: unknown;
-          try {
-            decide();
-          } catch (error) {
-            caught = error;
-          }
-          expect(caught, 'the operation was accepted, not refused').toBeInstanceOf(DomainError);
-          expect((caught as DomainError).code).toBe(code);
-          if (message) expect((caught as DomainError).message).toMatch(message);
-        },
+        thenRefused: (code: DomainErrorCode, message?: RegExp) => expectRefused(decide, code, message),
       };
     },
   };
