@@ -134,6 +134,11 @@ export function describeReadStoreContract(
         );
       });
 
+      it('given a field holding an object, when where names a string equal to its JSON text, then nothing matches', async () => {
+        expect(await store.find('wallets', { where: { owner: '{"msisdn":"+254700000001"}' } })).toEqual([]);
+        expect(await store.find('wallets', { where: { balance: '10' } }).then((docs) => docs.map((d) => d.id))).toEqual(['w4']);
+      });
+
       it('given no query, when finding, then every document is returned', async () => {
         expect(await sortedIds('wallets')).toEqual(['w1', 'w2', 'w3', 'w4', 'w5']);
       });

@@ -252,7 +252,10 @@ function equals(field: string, value: Scalar): Compiled {
   const type = `json_type(doc, '$.${field}')`;
   switch (typeof value) {
     case 'string':
-      return { sql: `${expr} = ? AND ${type} = 'text'`, params: [value] };
+      // json_extract gives JSON strings as TEXT and numbers as INTEGER/REAL, which never equal a TEXT
+      // parameter; only an object or array (given as its JSON text) could. The type check, which parses each
+      // candidate document again, is therefore kept for values that look like JSON objects or arrays only.
+      return /^[[{]/.test(value) ? { sql: `${expr} = ? AND ${type} = 'text'`, params: [value] } : { sql: `${expr} = ?`, params: [value] };
     case 'number':
       if (!Number.isFinite(value)) throw new ReadStoreQueryError(`where ${field}: not a finite number`);
       return { sql: `${expr} = ? AND ${type} IN ('integer', 'real')`, params: [value] };
