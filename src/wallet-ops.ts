@@ -4,6 +4,7 @@ import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
 import type { Ledger } from './ports/ledger.ts';
 import { Executor } from './executor/executor.ts';
 import { startSealer } from './audit/sealer.ts';
+import { KEY_USAGE_COLLECTION, KeyUsageRecorder } from './http/key-usage.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { InFlightStates, StateCache } from './commands/pipeline.ts';
 import type { Config } from './config.ts';
@@ -66,7 +67,9 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
   };
   const projections = allProjections(config.ASSET_SCALE);
-  await stores.readStore.defineCollections(projections.map((projection) => projection.collection));
+  await stores.readStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]);
+  const usage = new KeyUsageRecorder(stores.readStore, logger);
+  const onAuthenticated = (keyID: string, at: Date) => usage.record(keyID, at);
   const runners = projections.map(
     (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, onError: (error) => logger.error({ err: error, projection: projection.name }, 'projection failed; retrying') }),
   );
@@ -103,8 +106,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       return { ready: status.every((s) => s.lagEvents <= READY_MAX_LAG), projections: status };
     },
     routers: [
-      ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock })] : []),
-      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE })] : []),
+      ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock, onAuthenticated })] : []),
+      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
       ...(parts.includes('write-api') ? [consoleRouter({ store: stores.eventStore, readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, logger })] : []),
     ],
@@ -115,7 +118,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     ledger,
     directory,
     async close() {
-      await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop()]);
+      await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop(), usage.close()]);
       await following.stop();
       await stores.close();
       await ledger.close();

@@ -1,3 +1,4 @@
+import type { KeyUsage } from '../http/key-usage.ts';
 import type { PublicApiKey } from '../projections/api-key-directory.ts';
 import { html, seg, time, type Html } from './html.ts';
 import { csrfField, reasonField } from './layout.ts';
@@ -11,6 +12,8 @@ export interface KeyRow extends PublicApiKey {
   /** Who asked for the revocation, while one is pending. */
   revocationRequestedBy: string | null;
   revocationRequestedByEmail: string;
+  /** Requests made with the key (active keys only). */
+  usage: KeyUsage | null;
 }
 
 export interface KeysView {
@@ -90,11 +93,12 @@ function activeTable(view: KeysView): Html {
   if (rows.length === 0) return html`<p class="empty">No active key.</p>`;
   return html`<table>
     <caption class="visually-hidden">Active keys</caption>
-    <thead><tr><th scope="col">Label</th><th scope="col">Permissions</th><th scope="col">Limits</th><th scope="col">Expires</th><th scope="col">Requested by</th><th scope="col">Actions</th></tr></thead>
+    <thead><tr><th scope="col">Label</th><th scope="col">Permissions</th><th scope="col">Limits</th><th scope="col">Used</th><th scope="col">Expires</th><th scope="col">Requested by</th><th scope="col">Actions</th></tr></thead>
     <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
       <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code>${key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''}</th>
       <td>${permissions(key)}</td>
       <td>${limits(key)}</td>
+      <td class="usage">${String(key.usage?.count ?? 0)} requests${key.usage?.lastUsedAt ? html`<br><span class="muted">last ${time(key.usage.lastUsedAt)}</span>` : html`<br><span class="muted">never used</span>`}</td>
       <td>${time(key.expiresAt)}</td>
       <td>${key.requestedByEmail}</td>
       <td class="actions">${view.maker && key.state === 'active' ? html`<a class="button danger" href="/console/keys/${seg(key.keyID)}/revoke">Request revocation</a>` : ''}</td>

@@ -3,6 +3,7 @@ import { approveApiKey, decideOnApiKey, requestApiKey, type KeyDecision } from '
 import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
+import { keyUsage } from '../http/key-usage.ts';
 import { catchUpApiKeyDirectory, toPublicApiKey, type ApiKeyRecord } from '../projections/api-key-directory.ts';
 import { ConsoleError, correlationId, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
 import { EMPTY_KEY_FORM, keysPage, newKeyPage, revokePage, type KeyFormValues, type KeyRow, type KeyTab } from './keys-pages.ts';
@@ -83,7 +84,13 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     for (const key of directory.listByParty(party, now).reverse()) {
       const record = directory.get(key.keyID);
       const revocationRequestedBy = key.state === 'revocation_pending' ? (record?.revocationRequestedBy ?? null) : null;
-      const row: KeyRow = { ...key, requestedByEmail: await emailOf(services, key.requestedBy), revocationRequestedBy, revocationRequestedByEmail: await emailOf(services, revocationRequestedBy) };
+      const row: KeyRow = {
+        ...key,
+        requestedByEmail: await emailOf(services, key.requestedBy),
+        revocationRequestedBy,
+        revocationRequestedByEmail: await emailOf(services, revocationRequestedBy),
+        usage: key.state === 'active' || key.state === 'revocation_pending' ? await keyUsage(services.deps.readStore, key.keyID) : null,
+      };
       if (key.state === 'pending' || key.state === 'revocation_pending') rows.pending.push(row);
       if (key.state === 'active' || key.state === 'revocation_pending') rows.active.push(row);
       if (INACTIVE.includes(key.state)) rows.inactive.push(row);

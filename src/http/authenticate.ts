@@ -20,7 +20,7 @@ export function authenticatedKey(res: Response): ApiKeyRecord {
   return key;
 }
 
-export function authenticate(directory: ApiKeyDirectory, clock: () => Date): RequestHandler {
+export function authenticate(directory: ApiKeyDirectory, clock: () => Date, onAuthenticated?: (keyID: string, at: Date) => void): RequestHandler {
   // Allow-lists are compiled once per key version, not once per request.
   const allowLists = new WeakMap<ApiKeyRecord, (ip: string) => boolean>();
   return (req: Request, res: Response, next: NextFunction) => {
@@ -34,7 +34,8 @@ export function authenticate(directory: ApiKeyDirectory, clock: () => Date): Req
     if (!presented || !key || key.secretHash === null || !secretMatches(presented.secret, key.secretHash)) {
       throw unauthorized('The API key is not valid, or has been revoked.', true);
     }
-    const status = effectiveStatus(key, clock().toISOString());
+    const now = clock();
+    const status = effectiveStatus(key, now.toISOString());
     if (status === 'expired') throw unauthorized('The API key has expired.', true);
     if (status !== 'active' && status !== 'revocation_pending') throw unauthorized('The API key is not active.', true);
 
@@ -42,6 +43,7 @@ export function authenticate(directory: ApiKeyDirectory, clock: () => Date): Req
     if (!allowed) allowLists.set(key, (allowed = compileAllowList(key.allowedIPs)));
     if (!allowed(req.ip ?? '')) throw accessForbidden('Requests from this source address are not allowed for this API key.');
     res.locals.apiKey = key;
+    onAuthenticated?.(key.keyID, now);
     next();
   };
 }

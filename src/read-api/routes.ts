@@ -15,6 +15,8 @@ import { listQuery, parseQuery, paymentsQuery } from './schemas.ts';
 const NO_QUERY = listQuery.pick({});
 
 export interface ReadApiDeps {
+  /** Told of every authenticated request (the key-usage recorder). */
+  onAuthenticated?: (keyID: string, at: Date) => void;
   readStore: ReadStore;
   directory: ApiKeyDirectory;
   clock: () => Date;
@@ -34,7 +36,7 @@ function query<T>(schema: z.ZodType<T>, req: Request): T {
  */
 export function readRoutes(deps: ReadApiDeps): Router {
   const router = Router();
-  const auth = authenticate(deps.directory, deps.clock);
+  const auth = authenticate(deps.directory, deps.clock, deps.onAuthenticated);
   const { readStore } = deps;
 
   for (const partyType of ['distributor', 'merchant'] as const satisfies PartyType[]) {

@@ -7,6 +7,8 @@ import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
 export interface WriteApiDeps {
+  /** Told of every authenticated request (the key-usage recorder). */
+  onAuthenticated?: (keyID: string, at: Date) => void;
   operations: OperationDeps;
   directory: ApiKeyDirectory;
   schemas: OperationSchemas;
@@ -44,7 +46,7 @@ function idempotencyOf(req: Request) {
 /** POST /api/v1/distributors/{distributorID}/operations and POST /api/v1/merchants/{merchantID}/operations. */
 export function writeRoutes(deps: WriteApiDeps): Router {
   const router = Router();
-  const auth = authenticate(deps.directory, deps.clock);
+  const auth = authenticate(deps.directory, deps.clock, deps.onAuthenticated);
   // Uncompressed only (no zip bombs), and strictly UTF-8: a bad byte inside a string must not be turned into
   // U+FFFD and stored as if the client had sent it.
   const utf8 = new TextDecoder('utf-8', { fatal: true });
