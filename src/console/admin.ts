@@ -4,7 +4,7 @@ import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import { shortCode as parseShortCode } from '../domain/text.ts';
 import { commandContext, field, fields, requireAdmin, viewer, type ConsoleServices } from './context.ts';
-import { html, type Html } from './html.ts';
+import { html, type Html } from '../http/html.ts';
 import { csrfField } from './layout.ts';
 import { redirectWith, renderPage } from './render.ts';
 import type { SessionDoc } from './sessions.ts';

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import * as balances from '../projections/balances.ts';
 import { viewer, type ConsoleServices } from './context.ts';
-import { html } from './html.ts';
+import { html } from '../http/html.ts';
 import { countPending } from './operations.ts';
 import { renderPage } from './render.ts';
 

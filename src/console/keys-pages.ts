@@ -1,6 +1,6 @@
 import type { KeyUsage } from '../http/key-usage.ts';
 import type { PublicApiKey } from '../projections/api-key-directory.ts';
-import { html, seg, time, type Html } from './html.ts';
+import { html, seg, time, type Html } from '../http/html.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 

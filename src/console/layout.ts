@@ -1,5 +1,5 @@
 import type { ActiveUser } from '../commands/back-office.ts';
-import { html, type Html, type Renderable } from './html.ts';
+import { html, type Html, type Renderable } from '../http/html.ts';
 import type { DeliveredSecret } from './one-time-secrets.ts';
 import type { SessionDoc } from './sessions.ts';
 

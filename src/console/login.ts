@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import { findUserByEmail, type ActiveUser } from '../commands/back-office.ts';
 import { hashPassword, verifyPassword } from '../domain/passwords.ts';
 import { ConsoleError, field, type ConsoleServices } from './context.ts';
-import { html } from './html.ts';
+import { html } from '../http/html.ts';
 import { clearCookie, isSameOrigin, LOGIN_CSRF_COOKIE, readCookie, SESSION_COOKIE, setCookie, tokensEqual } from './http-security.ts';
 import { loadUser, renderPage } from './render.ts';
 import { newToken } from './sessions.ts';

@@ -1,5 +1,5 @@
 import type { Counterparty, OperationRequested } from '../domain/events.ts';
-import { html, seg, time, type Html } from './html.ts';
+import { html, seg, time, type Html } from '../http/html.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 

@@ -5,7 +5,7 @@ import type { ActiveUser } from '../commands/back-office.ts';
 import { DomainError, type DomainErrorCode } from '../domain/errors.ts';
 import { streams } from '../domain/streams.ts';
 import { ConsoleError, type ConsoleServices, type Viewer } from './context.ts';
-import { html, type Renderable } from './html.ts';
+import { html, type Renderable } from '../http/html.ts';
 import { noStore } from './http-security.ts';
 import { page, type Section } from './layout.ts';
 

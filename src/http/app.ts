@@ -1,6 +1,6 @@
 import express, { type Express } from 'express';
 import type { Logger } from '../logger.ts';
-import { renderDocsPage } from '../read-api/openapi.ts';
+import { renderDocsPage } from '../read-api/docs-page.ts';
 import { fieldError, ProblemError, problemHandler, validationProblem } from './problems.ts';
 import { requestContext } from './request-context.ts';
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { buildOpenApiDocument, renderDocsPage, type JsonSchema, type OpenApiDocument, type OpenApiOperation } from '../../src/read-api/openapi.ts';
+import { renderDocsPage } from '../../src/read-api/docs-page.ts';
+import { buildOpenApiDocument, type JsonSchema, type OpenApiDocument, type OpenApiOperation } from '../../src/read-api/openapi.ts';
 import {
   balanceResponse,
   distributorOperationResponse,
