@@ -1,0 +1,319 @@
+import type { RecordedEvent } from '../ports/event-store.ts';
+import { ISSUANCE_ADDRESS } from '../ports/ledger.ts';
+import { fromUnits, toUnits } from './amounts.ts';
+import { ProblemLog, type AuditCheck } from './verify-report.ts';
+
+// ---- operations, keys, users, wallets ---------------------------------------------------------------------
+
+type OpStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
+const CHANNEL_TYPES = new Set(['issue', 'individual-payment']);
+
+export interface OpState {
+  status: OpStatus;
+  channel: boolean;
+  party: string | null;
+  requester: string;
+  payer: string;
+  payee: string;
+  amount: string;
+  fee: string;
+  claimed: boolean;
+  completedPosition: number;
+  blockchainID: string | null;
+  sequenceNumber: number | null;
+  moved: boolean;
+  ledgerSequence: number | null;
+}
+
+interface UserInfo {
+  roles: string[];
+  party: string | null;
+}
+
+interface KeyInfo {
+  status: 'pending' | 'active' | 'rejected' | 'revocation_pending' | 'revoked';
+  party: string;
+  requestedBy: string;
+  revocationRequestedBy: string | null;
+  expiresAt: string | null;
+}
+
+const partyOf = (party: { type: string; id: string } | null | undefined): string | null => (party ? `${party.type}:${party.id}` : null);
+const addressOf = (wallet: { kind: string; id: string }): string => `${wallet.kind}:${wallet.id}`;
+export const FEES_ADDRESS = 'platform:fees';
+
+interface MovementGroup {
+  operationID: string;
+  position: number;
+  deltas: Map<string, bigint>;
+}
+
+export class BusinessChecker {
+  readonly users = new Map<string, UserInfo>();
+  readonly keys = new Map<string, KeyInfo>();
+  readonly operations = new Map<string, OpState>();
+  readonly balances = new Map<string, bigint>();
+  private readonly negative = new Set<string>();
+  private total = 0n;
+  private expectedTotal = 0n;
+  issued = 0n;
+  redeemed = 0n;
+  completed = 0;
+  private group: MovementGroup | null = null;
+
+  constructor(
+    private readonly problems: ProblemLog,
+    private readonly scale: number,
+  ) {}
+
+  /** Every wallet but the issuing account. */
+  get supply(): bigint {
+    return this.total - (this.balances.get(ISSUANCE_ADDRESS) ?? 0n);
+  }
+
+  feed(event: RecordedEvent): void {
+    const { type } = event;
+    if (type === 'WalletCredited' || type === 'WalletDebited') {
+      this.movement(event, type === 'WalletCredited');
+      return;
+    }
+    if (this.group) this.closeGroup();
+    if (type.startsWith('Operation')) this.operation(event);
+    else if (type.startsWith('ApiKey')) this.apiKey(event);
+    else if (type === 'UserAdded') {
+      const data = event.data as { userID: string; roles: string[]; party: { type: string; id: string } | null };
+      this.users.set(data.userID, { roles: data.roles ?? [], party: partyOf(data.party) });
+    }
+  }
+
+  finish(): void {
+    if (this.group) this.closeGroup();
+  }
+
+  private problem(check: AuditCheck, event: RecordedEvent, detail: string, operationID?: string): void {
+    this.problems.add({ check, position: event.position, stream: event.stream, ...(operationID ? { operationID } : {}), detail });
+  }
+
+  /** A user's decision as a checker: an existing user with the checker role, of the party, not the requester. */
+  private checker(event: RecordedEvent, userID: string, party: string | null, requester: string | null, describe: () => string, operationID?: string): void {
+    const user = this.users.get(userID);
+    if (user && user.roles.includes('checker') && user.party === party && userID !== requester) return;
+    const what = describe();
+    if (!user) {
+      this.problem('maker-checker', event, `${what} by ${userID}, who is not a user at that point`, operationID);
+      return;
+    }
+    if (!user.roles.includes('checker')) this.problem('maker-checker', event, `${what} by user ${userID}, who does not have the checker role`, operationID);
+    if (user.party !== party) this.problem('maker-checker', event, `${what} by user ${userID} of ${user.party ?? 'the platform'}, not of ${party ?? 'the platform'}`, operationID);
+    if (requester !== null && userID === requester) this.problem('maker-checker', event, `${what} by user ${userID}, who requested it (maker and checker must differ)`, operationID);
+  }
+
+  private apiKey(event: RecordedEvent): void {
+    const data = event.data as Record<string, unknown> & { keyID: string };
+    const key = this.keys.get(data.keyID);
+    const what = `${event.type.replace('ApiKey', 'key ').toLowerCase()} of ${data.keyID}`;
+    if (event.type === 'ApiKeyRequested') {
+      if (key) this.problem('operation', event, `API key ${data.keyID} requested twice`);
+      const party = partyOf(data.party as { type: string; id: string });
+      const maker = this.users.get(data.requestedBy as string);
+      if (!maker) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, who is not a user at that point`);
+      else {
+        if (!maker.roles.includes('maker')) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)}, who does not have the maker role`);
+        if (maker.party !== party) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`);
+      }
+      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, expiresAt: null });
+      return;
+    }
+    if (!key) {
+      this.problem('operation', event, `${event.type} of API key ${data.keyID}, which was never requested`);
+      return;
+    }
+    const expect = (status: KeyInfo['status']) => {
+      if (key.status !== status) this.problem('operation', event, `${event.type} of API key ${data.keyID} while it is ${key.status}, not ${status}`);
+    };
+    switch (event.type) {
+      case 'ApiKeyApproved':
+        expect('pending');
+        this.checker(event, data.approvedBy as string, key.party, key.requestedBy, () => what);
+        key.status = 'active';
+        key.expiresAt = data.expiresAt as string;
+        break;
+      case 'ApiKeyRejected':
+        expect('pending');
+        this.checker(event, data.rejectedBy as string, key.party, key.requestedBy, () => what);
+        key.status = 'rejected';
+        break;
+      case 'ApiKeyRevocationRequested': {
+        expect('active');
+        const maker = this.users.get(data.requestedBy as string);
+        if (!maker?.roles.includes('maker') || maker.party !== key.party) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${key.party}`);
+        key.status = 'revocation_pending';
+        key.revocationRequestedBy = data.requestedBy as string;
+        break;
+      }
+      case 'ApiKeyRevocationRejected':
+        expect('revocation_pending');
+        this.checker(event, data.rejectedBy as string, key.party, key.revocationRequestedBy, () => what);
+        key.status = 'active';
+        key.revocationRequestedBy = null;
+        break;
+      case 'ApiKeyRevoked':
+        expect('revocation_pending');
+        this.checker(event, data.approvedBy as string, key.party, key.revocationRequestedBy, () => what);
+        key.status = 'revoked';
+        break;
+      default:
+        this.problem('operation', event, `unknown API-key event ${event.type}`);
+    }
+  }
+
+  private operation(event: RecordedEvent): void {
+    const data = event.data as Record<string, unknown> & { operationID: string };
+    const { operationID } = data;
+    if (event.stream !== `operation-${operationID}`) this.problem('operation', event, `${event.type} of ${operationID} in stream ${event.stream}`, operationID);
+    const op = this.operations.get(operationID);
+    if (event.type === 'OperationRequested') {
+      if (op) {
+        this.problem('operation', event, `operation ${operationID} requested twice`, operationID);
+        return;
+      }
+      const requested = data as unknown as {
+        keyID: string | null; party: { type: string; id: string } | null; operationType: string; amount: string; fee: string;
+        payer: { kind: string; id: string }; payee: { kind: string; id: string }; createdAt: string;
+      };
+      const party = partyOf(requested.party);
+      if (requested.keyID !== null && requested.keyID !== undefined) {
+        const key = this.keys.get(requested.keyID);
+        if (!key) this.problem('operation', event, `operation ${operationID} created with API key ${requested.keyID}, which does not exist`, operationID);
+        else {
+          if (key.status !== 'active' && key.status !== 'revocation_pending') this.problem('operation', event, `operation ${operationID} created with API key ${requested.keyID} while it was ${key.status}`, operationID);
+          else if (key.expiresAt !== null && requested.createdAt >= key.expiresAt) this.problem('operation', event, `operation ${operationID} created with API key ${requested.keyID} after it expired (${key.expiresAt})`, operationID);
+          if (key.party !== party) this.problem('operation', event, `operation ${operationID} of ${party ?? 'no party'} created with a key of ${key.party}`, operationID);
+        }
+      }
+      this.operations.set(operationID, {
+        status: 'pending',
+        channel: CHANNEL_TYPES.has(requested.operationType),
+        party,
+        requester: String(event.metadata?.actor ?? ''),
+        payer: addressOf(requested.payer),
+        payee: addressOf(requested.payee),
+        amount: requested.amount,
+        fee: requested.fee,
+        claimed: false,
+        completedPosition: 0,
+        blockchainID: null,
+        sequenceNumber: null,
+        moved: false,
+        ledgerSequence: null,
+      });
+      return;
+    }
+    if (!op) {
+      this.problem('operation', event, `${event.type} of operation ${operationID}, which was never requested`, operationID);
+      return;
+    }
+    switch (event.type) {
+      case 'OperationApproved':
+      case 'OperationRejected': {
+        if (op.status !== 'pending') this.refuse(event, operationID, `it is ${op.status}, not pending`);
+        const by = String(event.type === 'OperationApproved' ? data.approvedBy : data.rejectedBy);
+        if (op.channel) {
+          if (by !== op.requester) this.problem('maker-checker', event, `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ${op.requester}`, operationID);
+        } else {
+          const requesterUser = op.requester.startsWith('user:') ? op.requester.slice(5) : null;
+          this.checker(event, by, op.party, requesterUser, () => `${event.type === 'OperationApproved' ? 'approval' : 'rejection'} of operation ${operationID}`, operationID);
+        }
+        op.status = event.type === 'OperationApproved' ? 'approved' : 'rejected';
+        break;
+      }
+      case 'OperationExecutionStarted':
+        if (op.status !== 'approved' && op.status !== 'executing') this.refuse(event, operationID, `claimed while ${op.status}`);
+        op.claimed = true;
+        if (op.status === 'approved' || op.status === 'executing') op.status = 'executing';
+        break;
+      case 'OperationSubmitted':
+        if (op.status !== 'executing') this.refuse(event, operationID, `submitted while ${op.status}${op.claimed ? '' : ' and never claimed'}`);
+        if (op.status === 'executing') op.status = 'submitted';
+        op.sequenceNumber = data.sequenceNumber as number;
+        break;
+      case 'OperationCompleted':
+        if (op.status === 'completed') this.refuse(event, operationID, 'completed twice');
+        else if (op.status === 'failed' || op.status === 'rejected') this.refuse(event, operationID, `completed after it ${op.status === 'failed' ? 'failed' : 'was rejected'}`);
+        else if (op.status !== 'submitted') this.refuse(event, operationID, `completed while ${op.status}${op.claimed ? '' : ', never claimed by an executor'}`);
+        if (op.status !== 'completed') this.completed += 1;
+        op.status = 'completed';
+        op.completedPosition = event.position;
+        op.blockchainID = data.blockchainID as string;
+        op.sequenceNumber = data.sequenceNumber as number;
+        break;
+      case 'OperationFailed':
+        if (op.status === 'completed' || op.status === 'rejected' || op.status === 'failed' || op.status === 'pending') this.refuse(event, operationID, `failed while ${op.status}`);
+        if (op.status !== 'completed') op.status = 'failed';
+        break;
+      default:
+        this.refuse(event, operationID, 'unknown operation event');
+    }
+  }
+
+  private refuse(event: RecordedEvent, operationID: string, detail: string): void {
+    this.problem('operation', event, `${event.type} of ${operationID}: ${detail}`, operationID);
+  }
+
+  private movement(event: RecordedEvent, credit: boolean): void {
+    const data = event.data as { wallet: { kind: string; id: string }; operationID: string; amount: string };
+    if (this.group && this.group.operationID !== data.operationID) this.closeGroup();
+    this.group ??= { operationID: data.operationID, position: event.position, deltas: new Map() };
+    const address = addressOf(data.wallet);
+    let units: bigint;
+    try {
+      units = toUnits(data.amount);
+    } catch {
+      this.problem('wallet', event, `${event.type} of ${address}: amount ${JSON.stringify(data.amount)} is not a decimal`, data.operationID);
+      return;
+    }
+    const delta = credit ? units : -units;
+    const balance = (this.balances.get(address) ?? 0n) + delta;
+    this.balances.set(address, balance);
+    this.total += delta;
+    if (address === ISSUANCE_ADDRESS) {
+      if (credit) this.redeemed += units;
+      else this.issued += units;
+    } else if (balance < 0n && !this.negative.has(address)) {
+      this.negative.add(address);
+      this.problem('wallet', event, `wallet ${address} goes below zero: ${fromUnits(balance, this.scale)} after ${event.type} of ${data.amount}`, data.operationID);
+    }
+    this.group.deltas.set(address, (this.group.deltas.get(address) ?? 0n) + delta);
+  }
+
+  private closeGroup(): void {
+    const group = this.group!;
+    this.group = null;
+    const report = (check: AuditCheck, detail: string) => this.problems.add({ check, position: group.position, operationID: group.operationID, detail });
+    const money = (units: bigint) => fromUnits(units, this.scale);
+    if (this.total !== this.expectedTotal) {
+      report('supply', `after the money movements of ${group.operationID}, all wallets sum to ${money(this.total)} instead of 0: supply ${money(this.supply)} != issued ${money(this.issued)} - redeemed ${money(this.redeemed)}`);
+      this.expectedTotal = this.total; // report each change once, not every step after it
+    }
+    const op = this.operations.get(group.operationID);
+    if (!op || op.status !== 'completed' || op.moved) {
+      report('supply', `money moved for operation ${group.operationID}, which ${!op ? 'does not exist' : op.moved ? 'had already moved its money' : `is ${op.status}, not completed`}`);
+      if (op) op.moved = true;
+      return;
+    }
+    op.moved = true;
+    const amount = toUnits(op.amount);
+    const fee = toUnits(op.fee);
+    const expected = new Map<string, bigint>();
+    const add = (address: string, delta: bigint) => expected.set(address, (expected.get(address) ?? 0n) + delta);
+    add(op.payer, -(amount + fee));
+    add(op.payee, amount);
+    if (fee > 0n) add(FEES_ADDRESS, fee);
+    const same = expected.size === group.deltas.size && [...expected].every(([address, delta]) => group.deltas.get(address) === delta);
+    if (!same) {
+      const show = (map: Map<string, bigint>) => [...map].map(([address, delta]) => `${address} ${delta > 0n ? '+' : ''}${money(delta)}`).join(', ');
+      report('supply', `the money movements of ${group.operationID} (${show(group.deltas)}) are not what it requested (${show(expected)})`);
+    }
+  }
+}
+
