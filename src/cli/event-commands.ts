@@ -134,7 +134,7 @@ async function targetRevision(target: EventStore, stream: string): Promise<Targe
 
 /** `wallet-ops events ...`: the event history itself. */
 export function registerEventCommands(program: Command): void {
-  const events = program.command('events').description('the event history: copy it from the embedded store into KurrentDB');
+  const events = program.command('events').description('the event history: export, import, and copy it from the embedded store into KurrentDB');
   common(events.command('copy'))
     .description(
       "copy the embedded store's history (--data-dir) into the KurrentDB of KURRENTDB_URL, keeping event ids, types, data, metadata and " +
