@@ -6,6 +6,11 @@ import { isValidTimeZone } from './domain/volume-day.ts';
 /** An empty variable (`KURRENTDB_URL=` in a shell or a compose file) counts as unset. */
 const unsetWhenEmpty = (value: unknown) => (value === '' ? undefined : value);
 
+/** A fault-injection share of calls, 0..1, off by default. */
+const faultRate = (doc: string) => z.coerce.number().min(0).max(1).default(0).describe(doc);
+/** A fault-injection latency bound in milliseconds, off by default. */
+const faultLatency = (doc: string) => z.coerce.number().int().min(0).max(60_000).default(0).describe(doc);
+
 /**
  * All configuration, from the environment, validated once at start. Each key has a doc and a default;
  * a bad value stops the process with a message naming the variable. The README's table mirrors this.
@@ -56,6 +61,19 @@ const schema = z.object({
   EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
   EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor carries out at once.'),
+  EXECUTOR_SWEEP_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(3_600_000)
+    .default(30_000)
+    .describe('How often the executor’s reconciliation sweep looks for approved operations that no executor holds and carries them out.'),
+  CONSUMER_UNHEALTHY_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(60_000)
+    .describe('How long a background consumer (projection, executor, API-key directory, sealer) may be unable to run before /health fails so that an orchestrator restarts the process.'),
   EVENT_STORE: z
     .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb']).optional())
     .describe('Event store: embedded (SQLite under DATA_DIR) or kurrentdb (KURRENTDB_URL). Default: kurrentdb when KURRENTDB_URL is set, else embedded.'),
@@ -79,6 +97,17 @@ const schema = z.object({
     .regex(/^[A-Za-z0-9_-]{1,63}$/, 'a MongoDB database name: letters, digits, _ and -')
     .default('wallet_ops')
     .describe('MongoDB database holding the read models and their checkpoints.'),
+  // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak runs only.
+  FAULT_EVENT_STORE_ERROR_RATE: faultRate('Fault injection: share of event store calls that fail transiently (appends half before, half after writing; subscriptions break).'),
+  FAULT_EVENT_STORE_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each event store call (a tenth of it per subscription event).'),
+  FAULT_EVENT_STORE_HANG_RATE: faultRate('Fault injection: share of event store calls that hang FAULT_HANG_MS, then fail.'),
+  FAULT_READ_STORE_ERROR_RATE: faultRate('Fault injection: share of read store calls that fail transiently (commits and promotes half before, half after writing).'),
+  FAULT_READ_STORE_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each read store call.'),
+  FAULT_READ_STORE_HANG_RATE: faultRate('Fault injection: share of read store calls that hang FAULT_HANG_MS, then fail.'),
+  FAULT_LEDGER_ERROR_RATE: faultRate('Fault injection: share of ledger calls that fail transiently (submits half before, half after the ledger executed them).'),
+  FAULT_LEDGER_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each ledger call.'),
+  FAULT_LEDGER_HANG_RATE: faultRate('Fault injection: share of ledger calls that hang FAULT_HANG_MS, then fail.'),
+  FAULT_HANG_MS: z.coerce.number().int().min(1).max(600_000).default(30_000).describe('Fault injection: how long a hung call waits before it fails.'),
 });
 
 /** The stores follow the URLs unless chosen explicitly; a chosen store without its URL is a configuration error. */

@@ -1,20 +1,61 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { loadConfig } from './config.ts';
 import { demoInstructions, seedDemo } from './demo.ts';
 import { createLogger } from './logger.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
 
+/** The HTTP server could not listen (port in use, not permitted, no such address): the process cannot serve. */
+export class ListenError extends Error {
+  readonly code: string | undefined;
+  constructor(host: string, port: number, cause: NodeJS.ErrnoException) {
+    const where = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+    const why = cause.code && LISTEN_ERRORS[cause.code] ? LISTEN_ERRORS[cause.code] : cause.message;
+    super(`cannot listen on ${where}: ${why}${cause.code ? ` (${cause.code})` : ''}`, { cause });
+    this.name = 'ListenError';
+    this.code = cause.code;
+  }
+}
+
+const LISTEN_ERRORS: Record<string, string> = {
+  EADDRINUSE: 'address already in use',
+  EACCES: 'permission denied',
+  EADDRNOTAVAIL: 'address not available on this host',
+  EAFNOSUPPORT: 'address family not supported',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+};
+
+/** Resolves once the server listens; rejects with the server's error (EADDRINUSE, EACCES…) if it cannot. */
+function listen(handler: Parameters<typeof createServer>[1], port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer(handler);
+    const failed = (error: Error) => reject(error);
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      resolve(server);
+    });
+  });
+}
+
 /**
  * Runs the chosen parts of wallet-ops in this process until SIGINT or SIGTERM. With an API part it listens
- * on PORT; the projections and the executor need no port but still answer /health and /ready on it.
+ * on PORT; the projections and the executor need no port but still answer /health and /ready on it. If it
+ * cannot listen, it closes what it opened and rejects with a ListenError (logging "wallet-ops started" only
+ * once it listens).
  */
 export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?: boolean } = {}): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.LOG_LEVEL);
   const system = await buildWalletOps(config, logger, () => new Date(), parts);
-  const server: Server = await new Promise((resolve) => {
-    const s = system.app.listen(config.PORT, config.HOST, () => resolve(s));
-  });
+  let server: Server;
+  try {
+    server = await listen(system.app, config.PORT, config.HOST);
+  } catch (error) {
+    // Nothing runs without the port: close what was opened (stores, ledger, projections, executor) and say why.
+    await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
+    throw new ListenError(config.HOST, config.PORT, error as NodeJS.ErrnoException);
+  }
   logger.info({ port: config.PORT, host: config.HOST, dataDir: config.DATA_DIR, parts }, 'wallet-ops started');
   if (options.demo) {
     const seed = await seedDemo(system.stores.eventStore, config.ASSET_SCALE);

@@ -20,6 +20,10 @@ import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
+import { consumerReports, liveness, type WatchedConsumer } from './health.ts';
+import { describeError } from './shared/supervised-consumer.ts';
+import { streamPrefixes } from './domain/streams.ts';
+import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
 
 /** /ready fails while a projection has more events than this still to apply. */
 const READY_MAX_LAG = 1000;
@@ -29,6 +33,9 @@ export interface WalletOps {
   stores: Stores;
   ledger: Ledger;
   directory: ApiKeyDirectory;
+  executor: Executor;
+  /** The supervised consumers this process runs. */
+  consumers: WatchedConsumer[];
   close(): Promise<void>;
 }
 
@@ -41,7 +48,8 @@ export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections
  * dependencies and the HTTP app. `main.ts` listens with it; tests build it on a temporary data directory.
  */
 export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS): Promise<WalletOps> {
-  const stores = await openStores(config);
+  const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
+  const stores = await openStores(config, faults);
   const ledger = openLedger({
     dataDir: config.DATA_DIR,
     faults: {
@@ -50,10 +58,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       rejectionRate: config.LEDGER_REJECTION_RATE,
       crashAfterAccept: config.LEDGER_CRASH_AFTER_ACCEPT,
     },
+    decorate: faults.ledger,
   });
   const directory = new ApiKeyDirectory();
   await catchUpApiKeyDirectory(stores.eventStore, directory);
-  const following = followApiKeys(stores.eventStore, directory, (error) => logger.error({ err: error }, 'API key subscription failed'));
+  const following = followApiKeys(stores.eventStore, directory, logger);
+  const watched: WatchedConsumer[] = [{ consumer: following, filter: { streamPrefixes: [streamPrefixes.apiKey] } }];
 
   const cache = new StateCache();
   const operations = {
@@ -71,13 +81,15 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const usage = new KeyUsageRecorder(stores.readStore, logger);
   const onAuthenticated = (keyID: string, at: Date) => usage.record(keyID, at);
   const runners = projections.map(
-    (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, onError: (error) => logger.error({ err: error, projection: projection.name }, 'projection failed; retrying') }),
+    (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, logger }),
   );
-  if (parts.includes('projections')) runners.forEach((runner) => runner.start());
+  if (parts.includes('projections')) {
+    runners.forEach((runner) => runner.start());
+    watched.push(...runners.map((runner, i) => ({ consumer: runner.consumer, filter: { eventTypes: [...projections[i]!.eventTypes] } })));
+  }
   // Seals of the history (src/audit) are taken where the projections run: one reader of $all in order.
-  const sealer = parts.includes('projections')
-    ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, onError: (error) => logger.error({ err: error }, 'sealer failed; retrying') })
-    : undefined;
+  const sealer = parts.includes('projections') ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, logger }) : undefined;
+  if (sealer) watched.push({ consumer: sealer.consumer });
 
   const executor = new Executor({
     eventStore: stores.eventStore,
@@ -89,11 +101,15 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     retryBaseMs: 100,
     retryMaxMs: 5_000,
     concurrency: config.EXECUTOR_CONCURRENCY,
+    sweepIntervalMs: config.EXECUTOR_SWEEP_INTERVAL_MS,
     assetScale: config.ASSET_SCALE,
     clock,
     logger,
   });
-  if (parts.includes('executor')) executor.start();
+  if (parts.includes('executor')) {
+    executor.start();
+    watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
+  }
 
   const document = buildOpenApiDocument(config.ASSET_SCALE);
   const app = createApp({
@@ -101,9 +117,16 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     openApi: () => document,
     clock,
     trustProxy: config.TRUST_PROXY,
+    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS),
     readiness: async () => {
-      const status = await projectionStatus(stores, projections, READY_MAX_LAG + 1);
-      return { ready: status.every((s) => s.lagEvents <= READY_MAX_LAG), projections: status };
+      const consumers = await consumerReports(stores.eventStore, watched, clock());
+      try {
+        const status = await projectionStatus(stores, projections, READY_MAX_LAG + 1);
+        return { ready: status.every((s) => s.lagEvents <= READY_MAX_LAG), projections: status, consumers };
+      } catch (error) {
+        // A store that cannot be read: not ready, and say why (the consumers' states tell the rest).
+        return { ready: false, error: describeError(error), consumers };
+      }
     },
     routers: [
       ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock, onAuthenticated })] : []),
@@ -117,6 +140,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     stores,
     ledger,
     directory,
+    executor,
+    consumers: watched,
     async close() {
       await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop(), usage.close()]);
       await following.stop();

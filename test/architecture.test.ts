@@ -43,11 +43,12 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   ports: { src: [], packages: [] },
   shared: { src: [], packages: [] },
   commands: { src: ['domain', 'ports', 'shared', 'projections'], packages: [] },
-  projections: { src: ['domain', 'ports', 'commands'], packages: [] },
-  executor: { src: ['domain', 'ports', 'commands', 'logger'], packages: [] },
+  projections: { src: ['domain', 'ports', 'commands', 'shared'], packages: [] },
+  // The executor's sweep reads the unsettled-operations read model.
+  executor: { src: ['domain', 'ports', 'commands', 'projections', 'logger', 'shared'], packages: [] },
   // The console is an edge like the APIs: it calls the back-office commands and reads models through ports.
   console: { src: ['domain', 'ports', 'commands', 'projections', 'http', 'logger'], packages: ['express'] },
-  audit: { src: ['domain', 'ports'], packages: [] },
+  audit: { src: ['domain', 'ports', 'shared'], packages: [] },
   // open-stores wraps every event store in the audit hash chain.
   adapters: { src: ['domain', 'ports', 'audit'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb'] },
 };

@@ -27,6 +27,19 @@ export interface StoreSelection {
   MONGODB_DATABASE: string;
 }
 
+/**
+ * Decorators applied to the raw stores and ledger when they are opened: fault injection (src/faults, which
+ * builds them from the FAULT_* configuration; this layer may not import it). The event store's goes inside
+ * the hash chain, so that what it injects looks like the store's own behaviour.
+ */
+export interface StoreDecorators {
+  eventStore?: (store: EventStore) => EventStore;
+  readStore?: (store: ReadStore) => ReadStore;
+  ledger?: (ledger: Ledger) => Ledger;
+}
+
+const same = <T>(store: T) => store;
+
 /** The embedded stores in a data directory (what benchmarks and tools that never use a server pass). */
 export interface EmbeddedOnly {
   dataDir: string;
@@ -41,10 +54,10 @@ export function embedded(dataDir: string): StoreSelection {
  * file under the data directory, so that event appends and read-model writes never wait for each other's
  * write lock), or KurrentDB for the events and MongoDB for the read models, in any combination.
  */
-export async function openStores(options: StoreSelection | EmbeddedOnly): Promise<Stores> {
+export async function openStores(options: StoreSelection | EmbeddedOnly, decorators: StoreDecorators = {}): Promise<Stores> {
   const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
-  const eventStore = await openEventStore(selection);
-  const readStore = await openReadStore(selection);
+  const eventStore = await openEventStore(selection, decorators.eventStore);
+  const readStore = await openReadStore(selection, decorators.readStore);
   return {
     eventStore,
     readStore,
@@ -56,28 +69,38 @@ export async function openStores(options: StoreSelection | EmbeddedOnly): Promis
 
 // Every event store is wrapped in the hash chain (src/audit): tamper evidence computed by wallet-ops itself.
 // The server adapters are loaded only when chosen: their clients cost every CLI start a third of a second.
-export async function openEventStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>): Promise<EventStore> {
+export async function openEventStore(
+  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>,
+  decorate: (store: EventStore) => EventStore = same,
+): Promise<EventStore> {
   if (selection.EVENT_STORE === 'kurrentdb') {
     const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
-    return withHashChain(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') }));
+    return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
   }
   mkdirSync(selection.DATA_DIR, { recursive: true });
-  return withHashChain(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') }));
+  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') })));
 }
 
-export async function openReadStore(selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE'>): Promise<ReadStore> {
+export async function openReadStore(
+  selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE'>,
+  decorate: (store: ReadStore) => ReadStore = same,
+): Promise<ReadStore> {
   if (selection.READ_STORE === 'mongodb') {
     const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');
-    return openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE });
+    return decorate(openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE }));
   }
   mkdirSync(selection.DATA_DIR, { recursive: true });
-  return openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite') });
+  return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite') }));
 }
 
-/** The embedded ledger, in its own file: it stands for the blockchain, which keeps its own records. */
-export function openLedger(options: { dataDir: string; faults?: LedgerFaults }): Ledger {
+/**
+ * The embedded ledger, in its own file: it stands for the blockchain, which keeps its own records. `faults` are
+ * the embedded ledger's own (LEDGER_*); `decorate` wraps any ledger (FAULT_LEDGER_*).
+ */
+export function openLedger(options: { dataDir: string; faults?: LedgerFaults; decorate?: ((ledger: Ledger) => Ledger) | undefined }): Ledger {
   mkdirSync(options.dataDir, { recursive: true });
-  return openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(options.faults ? { faults: options.faults } : {}) });
+  const decorate = options.decorate ?? same;
+  return decorate(openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(options.faults ? { faults: options.faults } : {}) }));
 }
 
 function required(value: string | undefined, name: string, because: string): string {

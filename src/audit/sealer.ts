@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type EventStore, type RecordedEvent, WrongExpectedVersionError } from '../ports/event-store.ts';
+import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 import { GENESIS_DIGEST, type HistorySealedData, type RecordedSeal, SEAL_EVENT_TYPE, SEALS_STREAM, SealAccumulator, isSealEvent } from './seals.ts';
 
 /**
@@ -18,16 +19,20 @@ export interface SealerOptions {
   idleMs?: number;
   /** The actor in the seals' metadata. Default `system:sealer`. */
   actor?: string;
+  /** Told of each failure (the supervisor also logs it and resubscribes). */
   onError?: (error: unknown) => void;
+  logger?: ConsumerLogger;
+  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
   /** Called after each seal this sealer appended. */
   onSeal?: (seal: HistorySealedData) => void;
 }
 
 export interface RunningSealer {
+  readonly consumer: SupervisedConsumer;
   stop(): Promise<void>;
 }
 
-const RETRY_MS = 1000;
+const SILENT: ConsumerLogger = { info() {}, warn() {} };
 
 export function startSealer(options: SealerOptions): RunningSealer {
   const sealer = new Sealer(options);
@@ -60,51 +65,45 @@ export const toRecordedSeal = (event: RecordedEvent): RecordedSeal => ({ data: e
 const IDLE = Symbol('idle');
 
 class Sealer implements RunningSealer {
-  private stopped = false;
-  private subscription: { stop(): Promise<void> } | undefined;
-  private done: Promise<void> | undefined;
+  readonly consumer: SupervisedConsumer;
   private readonly every: number;
 
   constructor(private readonly options: SealerOptions) {
     this.every = options.every ?? 1000;
     if (!Number.isSafeInteger(this.every) || this.every < 1) throw new Error('a seal covers at least one event');
+    this.consumer = new SupervisedConsumer({ name: 'sealer', logger: options.logger ?? SILENT, ...options.supervision, session: (context) => this.session(context) });
   }
 
   start(): void {
-    this.done = this.loop();
+    this.consumer.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.subscription?.stop();
-    await this.done;
+  stop(): Promise<void> {
+    return this.consumer.stop();
   }
 
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
+  private async session(context: SessionContext): Promise<void> {
+    while (!context.stopping()) {
       try {
-        await this.follow();
+        await this.follow(context);
       } catch (error) {
-        if (this.stopped) return;
-        if (!(error instanceof WrongExpectedVersionError)) {
-          this.options.onError?.(error);
-          await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
-        }
-        // A conflict: another sealer sealed first. Carry on from its seal.
+        // A conflict: another sealer sealed first. Carry on from its seal. Anything else ends the session.
+        if (error instanceof WrongExpectedVersionError) continue;
+        if (!context.stopping()) this.options.onError?.(error);
+        throw error;
       }
     }
   }
 
   /** From the last seal: accumulate, seal every N events; returns when another sealer sealed first. */
-  private async follow(): Promise<void> {
+  private async follow(context: SessionContext): Promise<void> {
     const { eventStore: store } = this.options;
     const last = await lastSeal(store);
     const after = last ? await resumePosition(store, last.data) : null;
     let revision = last?.revision ?? -1;
     let range = new SealAccumulator(last?.data.digest ?? GENESIS_DIGEST, after);
-    const subscription = store.subscribeToAll({ from: after ?? 'start' });
-    this.subscription = subscription;
-    if (this.stopped) await subscription.stop();
+    const subscription = context.own(store.subscribeToAll({ from: after ?? 'start' }));
+    if (after !== null) context.progress(after);
     const iterator = subscription[Symbol.asyncIterator]();
     const seal = async () => {
       const data = range.seal();
@@ -123,6 +122,7 @@ class Sealer implements RunningSealer {
         }
         if (result.done) return;
         const event = result.value;
+        context.progress(event.position);
         if (isSealEvent(event)) {
           if (event.revision > revision) return; // another sealer's seal: start again from it
           range.seePosition(event.position);

@@ -1,8 +1,8 @@
-import type { EventStore } from '../ports/event-store.ts';
+import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { type Ledger, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
 import { toUnits } from './amounts.ts';
 import { GENESIS_HASH } from './hash-chain.ts';
-import { ProblemLog } from './verify-report.ts';
+import { ProblemLog, type StuckOperation } from './verify-report.ts';
 import { FEES_ADDRESS, type BusinessChecker, type OpState } from './verify-business.ts';
 
 // ---- the ledger --------------------------------------------------------------------------------------------
@@ -18,7 +18,8 @@ const sameLegs = (a: LedgerLeg[], b: LedgerLeg[]) =>
 
 /**
  * The history is read up to the head it had when verify started, the ledger after that: a transaction whose
- * operation was approved and not yet completed at that head (or requested after it) is an execution in
+ * operation was approved and has no outcome yet at that head is set aside in `executed` and judged by
+ * `reportStuckOperations` (in flight, or stuck); one whose operation was requested after that head is in
  * flight, listed as such, not a discrepancy.
  */
 export type LedgerChainID = (previousID: string, transaction: Omit<LedgerTransaction, 'blockchainID'>) => string;
@@ -30,7 +31,7 @@ export async function reconcileLedger(
   business: BusinessChecker,
   problems: ProblemLog,
   pageSize: number,
-  history: { store: EventStore; head: number; inFlight: string[] },
+  history: { store: EventStore; head: number; inFlight: string[]; executed: Map<string, LedgerTransaction> },
   chainID: LedgerChainID | undefined,
 ): Promise<number> {
   let previous = GENESIS_HASH;
@@ -50,7 +51,11 @@ export async function reconcileLedger(
       const op = business.operations.get(tx.operationID);
       const what = `ledger transaction ${tx.sequenceNumber} (${tx.operationID})`;
       if (op && IN_FLIGHT.has(op.status)) {
-        history.inFlight.push(tx.operationID);
+        if (history.executed.has(tx.operationID)) {
+          problems.add({ check: 'ledger', operationID: tx.operationID, detail: `${what} is a second ledger transaction for the operation (the first is ${history.executed.get(tx.operationID)!.sequenceNumber})` });
+        } else {
+          history.executed.set(tx.operationID, tx);
+        }
         continue;
       }
       if (!op) {
@@ -90,3 +95,137 @@ export async function reconcileLedger(
   return count;
 }
 
+
+// ---- operations without an outcome ----------------------------------------------------------------------
+
+/** Since when an operation waits for its outcome, and its executor's last claim; only until the outcome. */
+interface Awaiting {
+  /** When it was approved (approvedAt, else the commit time), ms since the epoch; null if neither parses. */
+  approvedAt: number | null;
+  approvedPosition: number;
+  claim: { executorID: string; attempt: number; leaseUntil: number | null; leaseText: string } | null;
+}
+
+const parseTime = (value: unknown): number | null => {
+  if (typeof value !== 'string') return null;
+  const time = Date.parse(value);
+  return Number.isNaN(time) ? null : time;
+};
+
+/**
+ * Fed every event of the history (with the business checker), it keeps for each approved operation without
+ * an outcome yet when it was approved and the lease of its last executor claim (OperationExecutionStarted's
+ * leaseUntil); an outcome (OperationCompleted, OperationFailed) or a rejection forgets the operation, so
+ * memory holds the operations still open only.
+ */
+export class OutcomeWatch {
+  readonly awaiting = new Map<string, Awaiting>();
+
+  feed(event: RecordedEvent): void {
+    switch (event.type) {
+      case 'OperationApproved': {
+        const data = event.data as { operationID: string; approvedAt?: unknown };
+        this.awaiting.set(data.operationID, { approvedAt: parseTime(data.approvedAt) ?? parseTime(event.createdAt), approvedPosition: event.position, claim: null });
+        break;
+      }
+      case 'OperationExecutionStarted': {
+        const data = event.data as { operationID: string; executorID?: unknown; attempt?: unknown; leaseUntil?: unknown };
+        const entry = this.awaiting.get(data.operationID);
+        if (entry) entry.claim = { executorID: String(data.executorID), attempt: Number(data.attempt), leaseUntil: parseTime(data.leaseUntil), leaseText: String(data.leaseUntil) };
+        break;
+      }
+      case 'OperationCompleted':
+      case 'OperationFailed':
+      case 'OperationRejected':
+        this.awaiting.delete((event.data as { operationID: string }).operationID);
+        break;
+      default:
+    }
+  }
+}
+
+/** 15 minutes: an approved operation without an outcome for longer is stuck (`audit verify --max-approved-age`). */
+export const DEFAULT_MAX_APPROVED_AGE_MS = 15 * 60_000;
+
+/** "45 seconds", "20 minutes", "3 hours 5 minutes", "2 days 4 hours". */
+export function formatAge(ms: number): string {
+  const unit = (n: number, name: string) => `${n} ${name}${n === 1 ? '' : 's'}`;
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  if (seconds < 120) return unit(seconds, 'second');
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 120) return unit(minutes, 'minute');
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return minutes % 60 === 0 ? unit(hours, 'hour') : `${unit(hours, 'hour')} ${unit(minutes % 60, 'minute')}`;
+  const days = Math.floor(hours / 24);
+  return hours % 24 === 0 ? unit(days, 'day') : `${unit(days, 'day')} ${unit(hours % 24, 'hour')}`;
+}
+
+/**
+ * Every operation approved and without an outcome in the history read, judged at `now`:
+ *  - executed on the ledger (a transaction in `executed`): stuck once its last claim's lease has run out, or,
+ *    with no claim (or a lease that does not parse), once the transaction is older than `maxApprovedAgeMs`;
+ *    until then an execution in flight (added to `inFlight`, not a problem);
+ *  - in any case stuck once approved longer than `maxApprovedAgeMs` ago.
+ * Each stuck operation is an `outcome` problem naming it, its age and its ledger transaction, and is returned.
+ */
+export function reportStuckOperations(
+  business: BusinessChecker,
+  watch: OutcomeWatch,
+  executed: ReadonlyMap<string, LedgerTransaction>,
+  problems: ProblemLog,
+  inFlight: string[],
+  options: { now: Date; maxApprovedAgeMs: number },
+): StuckOperation[] {
+  const now = options.now.getTime();
+  const maxAge = options.maxApprovedAgeMs;
+  const stuck: StuckOperation[] = [];
+  const judge = (operationID: string, tx: LedgerTransaction | undefined) => {
+    const op = business.operations.get(operationID);
+    if (!op || !IN_FLIGHT.has(op.status)) return;
+    const waiting = watch.awaiting.get(operationID);
+    const approvedAgo = waiting?.approvedAt != null ? now - waiting.approvedAt : null;
+    const claim = waiting?.claim ?? null;
+    const reasons: string[] = [];
+    let problem = approvedAgo !== null && approvedAgo > maxAge;
+    let executedText = '';
+    if (tx) {
+      const txAt = parseTime(tx.createdAt);
+      const txAgo = txAt === null ? null : now - txAt;
+      executedText = `executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ${tx.blockchainID.slice(0, 16)}…)${txAgo === null ? '' : ` ${formatAge(txAgo)} ago`}`;
+      if (claim && claim.leaseUntil !== null) {
+        if (now >= claim.leaseUntil) {
+          problem = true;
+          reasons.push(`the lease of its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ran out ${formatAge(now - claim.leaseUntil)} ago`);
+        } else if (problem) {
+          reasons.push(`its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) holds until ${claim.leaseText}`);
+        }
+      } else {
+        if (txAgo !== null && txAgo > maxAge) problem = true;
+        reasons.push(claim ? `its last claim (executor ${claim.executorID}) has an unreadable lease ${JSON.stringify(claim.leaseText.slice(0, 40))}` : 'no executor ever claimed it');
+      }
+    } else if (problem) {
+      reasons.push(claim
+        ? `not on the ledger; its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ${claim.leaseUntil !== null && now >= claim.leaseUntil ? `ran out ${formatAge(now - claim.leaseUntil)} ago` : `holds until ${claim.leaseText}`}`
+        : 'not on the ledger; no executor ever claimed it');
+    }
+    if (!problem) {
+      if (tx) inFlight.push(operationID);
+      return;
+    }
+    const ago = approvedAgo === null ? 'approved (time unknown)' : `approved ${formatAge(approvedAgo)} ago`;
+    const detail = `operation ${operationID} ${ago}, no outcome (it is ${op.status})${executedText ? `, yet ${executedText}` : ''}${reasons.length > 0 ? `; ${reasons.join('; ')}` : ''}`;
+    problems.add({ check: 'outcome', operationID, stream: `operation-${operationID}`, ...(waiting ? { position: waiting.approvedPosition } : {}), detail });
+    stuck.push({
+      operationID,
+      status: op.status,
+      approvedAt: waiting?.approvedAt != null ? new Date(waiting.approvedAt).toISOString() : null,
+      approvedMsAgo: approvedAgo,
+      lastClaim: claim ? { executorID: claim.executorID, attempt: claim.attempt, leaseUntil: claim.leaseText } : null,
+      ledgerTransaction: tx ? { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt } : null,
+      detail,
+    });
+  };
+  for (const [operationID, tx] of executed) judge(operationID, tx);
+  for (const operationID of watch.awaiting.keys()) if (!executed.has(operationID)) judge(operationID, undefined);
+  return stuck;
+}

@@ -1,11 +1,28 @@
 /** What `audit verify` reports, and how problems are collected. */
-export type AuditCheck = 'hash' | 'chain' | 'seal' | 'operation' | 'maker-checker' | 'wallet' | 'supply' | 'ledger' | 'ledger-chain';
+export type AuditCheck = 'hash' | 'chain' | 'seal' | 'operation' | 'maker-checker' | 'wallet' | 'supply' | 'ledger' | 'ledger-chain' | 'outcome';
 
 export interface AuditProblem {
   check: AuditCheck;
   position?: number;
   stream?: string;
   operationID?: string;
+  detail: string;
+}
+
+/** An approved operation without an outcome past its time (see `outcome` in verify.ts): what an operator acts on. */
+export interface StuckOperation {
+  operationID: string;
+  /** approved, executing or submitted. */
+  status: string;
+  /** ISO 8601; null when the approval carries no readable time. */
+  approvedAt: string | null;
+  /** How long ago it was approved, at the report's `asOf`. */
+  approvedMsAgo: number | null;
+  /** The last OperationExecutionStarted: its executor, attempt and leaseUntil (as recorded). */
+  lastClaim: { executorID: string; attempt: number; leaseUntil: string } | null;
+  /** The ledger's transaction for it, when the ledger executed it (money moved, the history does not say so). */
+  ledgerTransaction: { sequenceNumber: number; blockchainID: string; createdAt: string } | null;
+  /** The problem's text. */
   detail: string;
 }
 
@@ -35,6 +52,15 @@ export interface AuditReport {
    * in flight on a running system; the first 100). On a quiet system, one that stays here was never recorded.
    */
   inFlight: string[];
+  /**
+   * Approved operations without an outcome past their time, judged at `asOf` (the first 1000; each is also an
+   * `outcome` problem): approved more than `maxApprovedAgeMs` ago, or executed on the ledger with their last
+   * claim's lease run out (with no claim: the ledger transaction older than `maxApprovedAgeMs`).
+   */
+  stuck: StuckOperation[];
+  /** The moment operations' ages are measured at (the verify clock), ISO 8601. */
+  asOf: string;
+  maxApprovedAgeMs: number;
   problems: AuditProblem[];
   /** All problems found; `problems` lists the first `maxProblems`. */
   problemCount: number;

@@ -2,13 +2,14 @@ import type { EventStore } from '../ports/event-store.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
 import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker } from './seals.ts';
-import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type AuditReport } from './verify-report.ts';
+import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type AuditReport, type StuckOperation } from './verify-report.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
-import { reconcileLedger, type LedgerChainID } from './verify-ledger.ts';
+import { DEFAULT_MAX_APPROVED_AGE_MS, formatAge, OutcomeWatch, reconcileLedger, reportStuckOperations, type LedgerChainID } from './verify-ledger.ts';
+import type { LedgerTransaction } from '../ports/ledger.ts';
 
-export type { AuditCheck, AuditProblem, AuditReport, LedgerChainID };
-export { ChainChecker };
+export type { AuditCheck, AuditProblem, AuditReport, LedgerChainID, StuckOperation };
+export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
 
 /**
  * `audit verify`: one pass over the whole history in position order (readAll pages), then one pass over
@@ -36,6 +37,11 @@ export { ChainChecker };
  *    ledger transaction lacks a completed operation.
  *  - ledger-chain: sequence numbers 1, 2, 3... and each blockchainID = chainID(previous id, content), with
  *    the ledger's own chainID given by the caller (the embedded ledger's for `audit verify`).
+ *  - outcome: an operation approved and without an outcome (OperationCompleted / OperationFailed) is stuck
+ *    once approved longer than `maxApprovedAgeMs` ago, or, when the ledger has its transaction (money
+ *    moved), once the lease of its last executor claim (OperationExecutionStarted's leaseUntil) has run out,
+ *    or with no claim once the transaction is older than `maxApprovedAgeMs`; before that it is an execution
+ *    in flight (`inFlight`), not a problem. Ages are measured at `clock()`.
  */
 export interface VerifyOptions {
   eventStore: EventStore;
@@ -49,6 +55,13 @@ export interface VerifyOptions {
   assetScale: number;
   pageSize?: number;
   maxProblems?: number;
+  /**
+   * How long an approved operation may go without an outcome before it is a problem, and how old a ledger
+   * transaction whose operation was never claimed may be; default DEFAULT_MAX_APPROVED_AGE_MS (15 minutes).
+   */
+  maxApprovedAgeMs?: number;
+  /** "Now", for the ages of operations without an outcome; default the wall clock. */
+  clock?: () => Date;
   onProgress?: (position: number, head: number) => void;
 }
 
@@ -88,6 +101,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   const problems = new ProblemLog(options.maxProblems ?? 1000);
   const chains = new ChainChecker(problems);
   const business = new BusinessChecker(problems, options.assetScale);
+  const watch = new OutcomeWatch();
   const head = await store.headPosition();
   const seals = new SealChecker(await sealMode(store), sealLoader(store, head), (problem) => problems.add(problem));
   let events = 0;
@@ -100,6 +114,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
       const hash = chains.check(event);
       seals.feed(event, hash);
       business.feed(event);
+      watch.feed(event);
     }
     events += page.length;
     from = page[page.length - 1]!.position + 1;
@@ -108,7 +123,11 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   await seals.finish();
   business.finish();
   const inFlight: string[] = [];
-  const ledgerTransactions = options.ledger ? await reconcileLedger(options.ledger, business, problems, 1000, { store, head, inFlight }, options.ledgerChainID) : 0;
+  const executed = new Map<string, LedgerTransaction>();
+  const ledgerTransactions = options.ledger ? await reconcileLedger(options.ledger, business, problems, 1000, { store, head, inFlight, executed }, options.ledgerChainID) : 0;
+  const now = (options.clock ?? (() => new Date()))();
+  const maxApprovedAgeMs = options.maxApprovedAgeMs ?? DEFAULT_MAX_APPROVED_AGE_MS;
+  const stuck = reportStuckOperations(business, watch, executed, problems, inFlight, { now, maxApprovedAgeMs });
   const seconds = (performance.now() - started) / 1000;
   const scale = options.assetScale;
   return {
@@ -135,6 +154,9 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
     },
     firstBrokenPosition: problems.firstBroken,
     inFlight: inFlight.slice(0, 100),
+    stuck: stuck.slice(0, 1000),
+    asOf: now.toISOString(),
+    maxApprovedAgeMs,
     problems: problems.list,
     problemCount: problems.count,
     seconds: Math.round(seconds * 1000) / 1000,

@@ -3,7 +3,7 @@ import { chainID } from '../adapters/ledger/embedded-ledger.ts';
 import { exportEvents, importEvents } from '../audit/export-import.ts';
 import { unwrapHashChain } from '../audit/hash-chain.ts';
 import { balanceAsOf, keyHistory, operationHistory } from '../audit/queries.ts';
-import { verifyHistory, type AuditReport } from '../audit/verify.ts';
+import { formatAge, verifyHistory, type AuditReport } from '../audit/verify.ts';
 import { normalizePhone } from '../domain/phone.ts';
 import { common, parseWalletRef, progressBar, UsageError, withBackOffice, withLedger, type CommonOptions } from './support.ts';
 
@@ -18,14 +18,25 @@ export function registerAuditCommands(program: Command): void {
   common(audit.command('verify'))
     .description(
       'replay the whole history and check the hash chains, the seals, every operation and key lifecycle (maker-checker), ' +
-        'wallets never negative, total supply = issued - redeemed, and the reconciliation with the ledger; exit 1 on any problem',
+        'wallets never negative, total supply = issued - redeemed, the reconciliation with the ledger, and operations stuck without an outcome ' +
+        '(approved longer than --max-approved-age ago, or executed on the ledger after their executor\'s lease ran out); exit 1 on any problem',
     )
-    .action(async (opts: CommonOptions) => {
+    .option(
+      '--max-approved-age <duration>',
+      'an approved operation with no outcome (completed or failed) for longer is a problem, and so is a ledger transaction this old whose operation ' +
+        'no executor claimed: e.g. 900s, 15m, 2h, 1d, or milliseconds',
+      '15m',
+    )
+    .action(async (opts: CommonOptions & { maxApprovedAge: string }) => {
+      const maxApprovedAgeMs = parseDuration('--max-approved-age', opts.maxApprovedAge);
       let report: AuditReport | undefined;
       await withLedger(opts, async ({ eventStore }, ledger, config) => {
         const bar = progressBar('audit verify');
         try {
-          report = await verifyHistory({ eventStore, ledger, ledgerChainID: chainID, assetScale: config.ASSET_SCALE, onProgress: (position, head) => bar.update(position, head) });
+          report = await verifyHistory({
+            eventStore, ledger, ledgerChainID: chainID, assetScale: config.ASSET_SCALE, maxApprovedAgeMs, clock: () => new Date(),
+            onProgress: (position, head) => bar.update(position, head),
+          });
         } finally {
           bar.stop();
         }
@@ -114,6 +125,16 @@ function parseTime(value: string): Date {
   return time;
 }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `15m`, `2h`, `900s`, `1d`, `250ms`, or plain milliseconds (`900000`), as milliseconds > 0. */
+export function parseDuration(option: string, value: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(value);
+  const ms = match ? Math.round(Number(match[1]) * DURATION_UNITS[(match[2] ?? 'ms').toLowerCase()]!) : NaN;
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new UsageError(`${option} must be a duration such as 15m, 2h, 900s or milliseconds, got "${value.slice(0, 40)}"`);
+  return ms;
+}
+
 function wholeNumber(option: string, value: string): number {
   if (!/^\d{1,15}$/.test(value)) throw new UsageError(`${option} must be a whole number`);
   return Number(value);
@@ -131,6 +152,9 @@ function humanReport(report: AuditReport | undefined): string {
       `${c.operations} operations, ${c.wallets} wallets, ${c.ledgerTransactions} ledger transactions, in ${report.seconds} s (${report.eventsPerSecond} events/s)`,
     `supply ${report.supply.supply} = issued ${report.supply.issued} - redeemed ${report.supply.redeemed}`,
   ];
+  const stuck = report.stuck.length;
+  lines.push(`operations stuck without an outcome as of ${report.asOf} (approved over ${formatAge(report.maxApprovedAgeMs)} ago, or on the ledger past their claim's lease): ` +
+    `${stuck === 0 ? 'none' : `${stuck} (see the [outcome] problems)`}`);
   if (report.inFlight.length > 0) lines.push(`${report.inFlight.length} execution(s) in flight (on the ledger, not yet completed in the history read): ${report.inFlight.slice(0, 5).join(', ')}`);
   if (!report.ok) {
     lines.push(`${report.problemCount} problem(s)${report.firstBrokenPosition !== null ? `; history first broken at position ${report.firstBrokenPosition}` : ''}:`);

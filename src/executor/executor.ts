@@ -7,121 +7,265 @@ import { streams } from '../domain/streams.ts';
 import { operationState } from '../commands/operations.ts';
 import { loadState, runDecision, type CommandPipelineDeps } from '../commands/pipeline.ts';
 import type { Logger } from '../logger.ts';
+import { describeError, SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
 import { claimEvent, completionWrites, failureWrites, legsOf, nextStep, type WorkflowSettings } from './workflow.ts';
 
 export interface ExecutorOptions {
   eventStore: EventStore;
-  /** Holds the executors' shared checkpoint. */
+  /** Holds the executors' shared checkpoint and the unsettled-operations read model the sweep reads. */
   readStore: ReadStore;
   ledger: Ledger;
   executorID: string;
   /** How long a claim protects an operation from other executors. */
   leaseMs: number;
   maxAttempts: number;
-  /** Backoff between attempts after a transient ledger error: base * 2^(attempt-1), capped. */
+  /** Backoff between attempts after a transient error: base * 2^(attempt-1), capped. */
   retryBaseMs: number;
   retryMaxMs: number;
   /** Operations executed at once. */
   concurrency: number;
+  /** How often the reconciliation sweep looks for approved operations no executor carries out. */
+  sweepIntervalMs: number;
   assetScale: number;
   clock: () => Date;
   logger: Logger;
+  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
 }
+
+/** Appends of an outcome retried when only a wallet stream (written at `any`) conflicted. */
+const WALLET_CONFLICT_RETRIES = 50;
 
 /** Every approval before this position has been settled (completed, failed), whichever executor did it. */
 export const EXECUTOR_CHECKPOINT = 'executor';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** An operation this executor is responsible for until it is settled: running, or waiting to run again. */
+interface Assignment {
+  /** The position of its approval: the checkpoint may not pass it while the operation is here. */
+  position: number;
+  timer: NodeJS.Timeout | undefined;
+  running: boolean;
+  /** Consecutive unexpected errors, for the backoff. */
+  errors: number;
+}
 
 /**
- * The executor's runner: follows approvals from the shared checkpoint, carries each operation through the
- * workflow (claim, ask the ledger, submit, record the outcome), and advances the checkpoint over what is
- * settled. Several executors may run at once: claims make them competing consumers.
+ * The executor's runner: a supervised consumer that follows approvals from the shared checkpoint, carries each
+ * operation through the workflow (claim, ask the ledger, submit, record the outcome), and advances the
+ * checkpoint over what is settled. Several executors may run at once: claims make them competing consumers.
+ *
+ * It never abandons an operation: an operation stays assigned until it is completed or failed (or seen to be
+ * another executor's live claim, then looked at again when the lease runs out); any error while executing it
+ * is retried with backoff, and every retry after a claim counts as an attempt, so that an operation that keeps
+ * failing ends as OperationFailed naming the cause after maxAttempts, releasing its hold. A periodic sweep over
+ * the unsettled-operations read model picks up approvals the subscription never brought (a lost checkpoint,
+ * a dead executor whose lease ran out, an approval appended while every executor was down).
  */
 export class Executor {
   private stopped = false;
-  private subscription: { stop(): Promise<void> } | undefined;
-  private done: Promise<void> | undefined;
-  private readonly inFlight = new Map<number, Promise<void>>();
-  /** Operations another executor holds a live claim on: looked at again when the claim runs out, outside the concurrency slots. */
-  private readonly deferred = new Map<number, NodeJS.Timeout>();
+  private readonly assignments = new Map<string, Assignment>();
+  private running = 0;
+  private readonly slotWaiters: Array<() => void> = [];
+  /** Every approval at or below this position has been assigned (or was settled when seen). */
   private lastSeen = 0;
+  private started = false;
+  /** The cause of the last failure per operation, for the lastError of an operation that runs out of attempts. */
+  private readonly lastErrors = new Map<string, string>();
+  private readonly sleepers = new Set<() => void>();
+  private timers: NodeJS.Timeout[] = [];
+  private saving = false;
+  private sweeping = false;
   private readonly settings: WorkflowSettings;
   private readonly pipeline: CommandPipelineDeps;
+  readonly consumer: SupervisedConsumer;
 
   constructor(private readonly options: ExecutorOptions) {
     this.settings = { executorID: options.executorID, maxAttempts: options.maxAttempts };
     this.pipeline = { store: options.eventStore };
+    this.consumer = new SupervisedConsumer({ name: 'executor', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
   }
 
   start(): void {
-    this.done = this.loop();
+    this.consumer.start();
+    // Background timers never let a rejection escape: each failure is logged and the next tick tries again.
+    this.timers = [
+      setInterval(() => void this.saveCheckpoint().catch((error: unknown) => this.options.logger.warn({ err: error }, 'executor checkpoint not saved; retrying')), 200),
+      setInterval(() => void this.sweep().catch((error: unknown) => this.options.logger.warn({ err: error }, 'executor sweep failed; retrying at the next one')), this.options.sweepIntervalMs),
+    ];
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.subscription?.stop();
-    await this.done;
-    for (const timer of this.deferred.values()) clearTimeout(timer);
-    await Promise.allSettled(this.inFlight.values());
-    await this.saveCheckpoint();
+    this.timers.forEach(clearInterval);
+    await this.consumer.stop();
+    for (const assignment of this.assignments.values()) clearTimeout(assignment.timer);
+    for (const wake of this.sleepers) wake();
+    this.slotWaiters.splice(0).forEach((wake) => wake());
+    while (this.running > 0) await this.sleep(5, true);
+    await this.saveCheckpoint().catch((error: unknown) => this.options.logger.warn({ err: error }, 'executor checkpoint not saved at stop'));
   }
 
-  private async loop(): Promise<void> {
+  /** Operations assigned to this executor and not yet settled. */
+  get assigned(): number {
+    return this.assignments.size;
+  }
+
+  /** The checkpoint this executor can vouch for: every approval at or below it is settled. */
+  get safePosition(): number {
+    let safe = this.lastSeen;
+    for (const { position } of this.assignments.values()) safe = Math.min(safe, position - 1);
+    return safe;
+  }
+
+  private async session(context: SessionContext): Promise<void> {
     const { eventStore, readStore } = this.options;
-    const from = (await readStore.getCheckpoint(EXECUTOR_CHECKPOINT)) ?? 0;
-    this.lastSeen = from;
-    const subscription = eventStore.subscribeToAll({ from, filter: { eventTypes: ['OperationApproved'] } });
-    this.subscription = subscription;
-    const saver = setInterval(() => void this.saveCheckpoint(), 200);
+    // The first session starts from the shared checkpoint; a resubscription from what this process has seen.
+    if (!this.started) {
+      this.lastSeen = (await readStore.getCheckpoint(EXECUTOR_CHECKPOINT)) ?? 0;
+      this.started = true;
+    }
+    context.progress(this.safePosition);
+    const subscription = context.own(eventStore.subscribeToAll({ from: this.lastSeen, filter: { eventTypes: ['OperationApproved'] } }));
+    for await (const event of subscription) {
+      await this.acquireSlot();
+      if (this.stopped) {
+        this.releaseSlot();
+        return;
+      }
+      this.lastSeen = event.position;
+      this.assign((event as unknown as OperationApproved).data.operationID, event.position, true);
+      context.progress(this.safePosition);
+    }
+  }
+
+  /** Takes responsibility for an operation until it is settled. `holdingSlot`: the caller acquired a slot for it. */
+  private assign(operationID: string, position: number, holdingSlot = false): void {
+    if (this.assignments.has(operationID)) {
+      if (holdingSlot) this.releaseSlot();
+      return;
+    }
+    const assignment: Assignment = { position, timer: undefined, running: false, errors: 0 };
+    this.assignments.set(operationID, assignment);
+    void this.attempt(operationID, assignment, holdingSlot);
+  }
+
+  private later(operationID: string, assignment: Assignment, delayMs: number): void {
+    if (this.stopped) return;
+    assignment.timer = setTimeout(() => {
+      assignment.timer = undefined;
+      void this.attempt(operationID, assignment, false);
+    }, Math.max(0, delayMs));
+  }
+
+  /** One pass of the workflow on an operation; never rejects: an error schedules the next pass. */
+  private async attempt(operationID: string, assignment: Assignment, holdingSlot: boolean): Promise<void> {
+    if (!holdingSlot) await this.acquireSlot();
+    if (this.stopped) return this.releaseSlot();
+    assignment.running = true;
     try {
-      for await (const event of subscription) {
-        while (this.inFlight.size >= this.options.concurrency) await Promise.race(this.inFlight.values());
-        if (this.stopped) break;
-        this.track(event);
+      const outcome = await this.execute(operationID);
+      if (outcome?.deferUntil !== undefined) {
+        // Another executor holds a live claim: look again when it runs out, outside the concurrency slots.
+        this.later(operationID, assignment, outcome.deferUntil - this.options.clock().getTime() + 10);
+      } else if (!this.stopped) {
+        this.assignments.delete(operationID);
+        this.lastErrors.delete(operationID);
       }
     } catch (error) {
-      if (!this.stopped) this.options.logger.error({ err: error }, 'executor subscription failed');
+      assignment.errors += 1;
+      const cause = describeError(error);
+      this.lastErrors.set(operationID, cause);
+      const delay = this.backoff(assignment.errors);
+      this.options.logger.warn({ err: error, operationID, errors: assignment.errors, retryInMs: Math.round(delay) }, 'operation execution failed; retrying');
+      this.later(operationID, assignment, delay);
     } finally {
-      clearInterval(saver);
+      assignment.running = false;
+      this.releaseSlot();
     }
   }
 
-  private track(event: RecordedEvent): void {
-    this.lastSeen = event.position;
-    this.run(event.position, (event as unknown as OperationApproved).data.operationID);
-  }
-
-  private run(position: number, operationID: string): void {
-    const task = this.execute(operationID)
-      .then((outcome) => {
-        if (outcome?.deferUntil === undefined || this.stopped) return;
-        const timer = setTimeout(() => {
-          this.deferred.delete(position);
-          if (!this.stopped) this.run(position, operationID);
-        }, Math.max(0, outcome.deferUntil - Date.now()) + 10);
-        this.deferred.set(position, timer);
-      })
-      .catch((error: unknown) => this.options.logger.error({ err: error, operationID }, 'operation execution failed; it will be retried at the next start'))
-      .finally(() => this.inFlight.delete(position));
-    this.inFlight.set(position, task);
-  }
-
-  /** The checkpoint may pass an approval only once its operation is settled: up to the oldest one in flight. */
-  private async saveCheckpoint(): Promise<void> {
-    const pending = [...this.inFlight.keys(), ...this.deferred.keys()];
-    const safe = pending.length > 0 ? Math.min(...pending) - 1 : this.lastSeen;
-    const { readStore } = this.options;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const current = await readStore.getCheckpoint(EXECUTOR_CHECKPOINT);
-      if (current !== null && current >= safe) return;
-      try {
-        await readStore.commit([], { projection: EXECUTOR_CHECKPOINT, position: safe, expected: current });
-        return;
-      } catch (error) {
-        if (!(error instanceof CheckpointConflictError)) throw error;
+  /**
+   * The reconciliation sweep: approved operations without an outcome, from the read model, that this
+   * executor does not hold and whose approval is older than a lease, are assigned (execute() reads the
+   * operation's stream, so one settled meanwhile, or claimed by a live executor, is handled as usual).
+   */
+  async sweep(): Promise<number> {
+    if (this.sweeping || this.stopped) return 0;
+    this.sweeping = true;
+    try {
+      const cutoff = this.options.clock().getTime() - this.options.leaseMs;
+      const unsettled = await this.options.readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, { sort: [['approvalPosition', 'asc']], limit: 1000 });
+      let found = 0;
+      for (const doc of unsettled) {
+        if (this.stopped || this.assignments.has(doc.id) || Date.parse(doc.approvedAt) > cutoff) continue;
+        found += 1;
+        this.assign(doc.id, doc.approvalPosition);
       }
+      if (found > 0) this.options.logger.info({ operations: found }, 'sweep: executing approved operations that no executor of this process held');
+      return found;
+    } finally {
+      this.sweeping = false;
     }
+  }
+
+  /** The checkpoint may pass an approval only once its operation is settled: up to the oldest one assigned. */
+  private async saveCheckpoint(): Promise<void> {
+    if (this.saving || !this.started) return;
+    this.saving = true;
+    try {
+      const safe = this.safePosition;
+      const { readStore } = this.options;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const current = await readStore.getCheckpoint(EXECUTOR_CHECKPOINT);
+        if (current !== null && current >= safe) return;
+        try {
+          await readStore.commit([], { projection: EXECUTOR_CHECKPOINT, position: safe, expected: current });
+          return;
+        } catch (error) {
+          if (!(error instanceof CheckpointConflictError)) throw error;
+        }
+      }
+    } finally {
+      this.saving = false;
+    }
+  }
+
+  private backoff(attempt: number): number {
+    const capped = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** Math.min(attempt - 1, 20));
+    return capped / 2 + Math.random() * (capped / 2);
+  }
+
+  private acquireSlot(): Promise<void> {
+    if (this.running < this.options.concurrency || this.stopped) {
+      this.running += 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) =>
+      this.slotWaiters.push(() => {
+        this.running += 1;
+        resolve();
+      }),
+    );
+  }
+
+  private releaseSlot(): void {
+    this.running -= 1;
+    const next = this.slotWaiters.shift();
+    next?.();
+  }
+
+  /** A wait that stop() cuts short. */
+  private sleep(ms: number, evenWhenStopped = false): Promise<void> {
+    if (this.stopped && !evenWhenStopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.sleepers.add(wake);
+    });
   }
 
   /** Carries one operation through the workflow until it is settled, or says when to look again (another executor has it). */
@@ -137,10 +281,15 @@ export class Executor {
       if (step.kind === 'wait') return { deferUntil: Date.parse(step.until) };
       const operation = state.operation;
       if (step.kind === 'give-up') {
+        // Out of attempts: the ledger decides. Its transaction, if any, completes the operation; else it fails
+        // with the cause of the last failure, and its hold is released.
         const found = await ledger.findByOperationID(operationID);
-        if (found) await this.record(completionWrites(operation, found, revision, now.toISOString(), assetScale));
-        else await this.record(failureWrites(operation, `the ledger stayed unavailable after ${step.attempt - 1} attempts`, revision, now.toISOString(), assetScale));
-        return undefined;
+        const cause = this.lastErrors.get(operationID) ?? 'the ledger stayed unavailable';
+        const writes = found
+          ? completionWrites(operation, found, revision, now.toISOString(), assetScale)
+          : failureWrites(operation, `gave up after ${step.attempt - 1} attempts: ${cause}`, revision, now.toISOString(), assetScale);
+        if (await this.record(writes)) return undefined;
+        continue; // someone else moved the operation meanwhile: look again
       }
 
       // The claim: appended at the revision just read, so of two executors only one gets here.
@@ -154,8 +303,9 @@ export class Executor {
       const outcome = await this.submit(operation, step.kind === 'recover');
       const at = clock().toISOString();
       if (outcome.kind === 'transient') {
+        this.lastErrors.set(operationID, describeError(outcome.error));
         this.options.logger.warn({ operationID, attempt: step.attempt, err: outcome.error }, 'ledger unavailable; retrying');
-        await sleep(Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (step.attempt - 1)));
+        await this.sleep(this.backoff(step.attempt));
         continue;
       }
       const writes = outcome.kind === 'executed'
@@ -183,14 +333,25 @@ export class Executor {
     }
   }
 
+  /**
+   * Appends an outcome. False when the operation's stream moved (another executor took over: look again).
+   * A conflict on a wallet stream is not that: wallets are written at `any`, and only a burst of other writers
+   * on the same wallet (e.g. the issuance account, from several executors) exhausts the store's own retries;
+   * the outcome is then appended again after a short random pause, under the same claim.
+   */
   private async record(writes: ReturnType<typeof completionWrites>): Promise<boolean> {
-    const operationID = writes[0]!.stream.slice('operation-'.length);
-    try {
-      await runDecision(this.pipeline, { read: {}, decide: () => ({ writes, result: true }), context: this.metadata(operationID), maxAttempts: 1, finalConflict: (conflict) => conflict });
-      return true;
-    } catch (error) {
-      if (error instanceof WrongExpectedVersionError) return false;
-      throw error;
+    const operationStream = writes[0]!.stream;
+    const operationID = operationStream.slice('operation-'.length);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await runDecision(this.pipeline, { read: {}, decide: () => ({ writes, result: true }), context: this.metadata(operationID), maxAttempts: 1, finalConflict: (conflict) => conflict });
+        return true;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedVersionError)) throw error;
+        if (error.stream === operationStream) return false;
+        if (attempt >= WALLET_CONFLICT_RETRIES || this.stopped) throw error;
+        await this.sleep(Math.random() * 20 * attempt);
+      }
     }
   }
 

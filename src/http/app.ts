@@ -11,6 +11,8 @@ export interface AppDeps {
   trustProxy: boolean | number | string[];
   /** The API's routers, mounted in order. */
   routers: express.Router[];
+  /** Whether the process is alive: its background consumers have not been down past their grace. Reads no store. */
+  liveness?: () => { alive: boolean } & Record<string, unknown>;
   /** Whether the process can serve current data (for orchestrators' readiness probes). */
   readiness: () => Promise<{ ready: boolean } & Record<string, unknown>>;
   /** The OpenAPI document, served without authentication at /api/v1/openapi.json and as a page at /api/v1/docs. */
@@ -25,13 +27,15 @@ export function createApp(deps: AppDeps): Express {
   // Flat query strings only: no nested objects or arrays built from "a[b]=c".
   app.set('query parser', 'simple');
   app.use(requestContext(deps.logger));
-  // Liveness: the process answers. Readiness: its read models are close enough to the head of the store.
+  // Liveness: the process answers and its consumers run (503 tells an orchestrator to restart it). Readiness:
+  // its read models are close enough to the head of the store; it also reports each consumer's state and lag.
   app.get('/health', (_req, res) => {
-    res.json({ status: 'ok', time: deps.clock().toISOString() });
+    const { alive, ...details } = deps.liveness?.() ?? { alive: true };
+    res.status(alive ? 200 : 503).json({ status: alive ? 'ok' : 'failing', time: deps.clock().toISOString(), ...details });
   });
   app.get('/ready', async (_req, res) => {
     const readiness = await deps.readiness();
-    res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'catching up', ...readiness });
+    res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not ready', ...readiness });
   });
   if (deps.openApi) serveApiDescription(app, deps.openApi);
   for (const router of deps.routers) app.use(router);

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { DomainError, type DomainErrorCode } from '../domain/errors.ts';
 import { EventStoreUnavailableError } from '../ports/event-store.ts';
+import { ReadStoreUnavailableError } from '../ports/read-store.ts';
 import type { Logger } from '../logger.ts';
 
 /**
@@ -122,8 +123,8 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
     const parserProblem = typeof error === 'object' && error !== null ? problemOfRequestError(error) : null;
     if (parserProblem) return sendProblem(res, parserProblem);
     const requestId = res.getHeader('X-Request-Id');
-    if (error instanceof EventStoreUnavailableError) {
-      logger.error({ err: error, requestId }, 'event store unavailable');
+    if (error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError) {
+      logger.error({ err: error, requestId }, 'store unavailable');
       return sendProblem(res, { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: `The service cannot reach its store; retry later. Request id ${String(requestId)}.` }, { 'Retry-After': '1' });
     }
     logger.error({ err: error, requestId, method: req.method, path: req.path }, 'unexpected error');

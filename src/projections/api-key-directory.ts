@@ -3,6 +3,7 @@ import type { ApiKeyEvent } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef } from '../domain/parties.ts';
 import { streamPrefixes } from '../domain/streams.ts';
 import type { EventStore } from '../ports/event-store.ts';
+import { SupervisedConsumer, type ConsumerLogger, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 
 export type ApiKeyRecord = Exclude<ApiKeyState, { status: 'none' }>;
 
@@ -99,22 +100,31 @@ export async function catchUpApiKeyDirectory(store: EventStore, directory: ApiKe
 }
 
 /**
- * Keeps the directory current with a live subscription, so that a key approved or revoked by another
- * process (the CLI, the console) takes effect within the store's polling interval. Catch up first.
+ * Keeps the directory current, so that a key approved or revoked by another process (the CLI, the console)
+ * takes effect within the store's polling interval: a supervised consumer that catches up by reading pages
+ * and then follows a live subscription, both from the directory's own position. After a failed read it
+ * resubscribes from that position (applying an event twice changes nothing), so a revocation is never missed.
  */
-export function followApiKeys(store: EventStore, directory: ApiKeyDirectory, onError: (error: unknown) => void): { stop(): Promise<void> } {
-  const subscription = store.subscribeToAll({ from: directory.position, filter: { streamPrefixes: [streamPrefixes.apiKey] } });
-  const done = (async () => {
-    try {
-      for await (const event of subscription) directory.apply(event);
-    } catch (error) {
-      onError(error);
-    }
-  })();
-  return {
-    async stop() {
-      await subscription.stop();
-      await done;
+export function followApiKeys(
+  store: EventStore,
+  directory: ApiKeyDirectory,
+  logger: ConsumerLogger,
+  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>,
+): SupervisedConsumer {
+  const consumer = new SupervisedConsumer({
+    name: 'api-key-directory',
+    logger,
+    ...supervision,
+    async session(context) {
+      await catchUpApiKeyDirectory(store, directory);
+      context.progress(directory.position);
+      const subscription = context.own(store.subscribeToAll({ from: directory.position, filter: { streamPrefixes: [streamPrefixes.apiKey] } }));
+      for await (const event of subscription) {
+        directory.apply(event);
+        context.progress(directory.position);
+      }
     },
-  };
+  });
+  consumer.start();
+  return consumer;
 }

@@ -3,6 +3,7 @@ import { balancesProjection } from './balances.ts';
 import { distributorOperationsProjection } from './distributor-operations.ts';
 import { merchantOperationsProjection } from './merchant-operations.ts';
 import { merchantPaymentsProjection } from './merchant-payments.ts';
+import { unsettledOperationsProjection } from './unsettled-operations.ts';
 
 /** Every read model, by the name ops use (`projections rebuild --only NAME`). */
 export function allProjections(assetScale: number): Projection[] {
@@ -11,5 +12,6 @@ export function allProjections(assetScale: number): Projection[] {
     distributorOperationsProjection({ assetScale }),
     merchantOperationsProjection({ assetScale }),
     merchantPaymentsProjection({ assetScale }),
+    unsettledOperationsProjection(),
   ] as unknown as Projection[];
 }

@@ -1,6 +1,7 @@
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { CheckpointConflictError, type Document, type ReadStore, type Write } from '../ports/read-store.ts';
 import type { Positioned, Projection, ProjectedEvent } from './projection.ts';
+import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 
 type Doc = Document & Positioned;
 
@@ -55,44 +56,46 @@ export interface RunnerOptions {
   projection: Projection;
   /** Most events per commit. */
   batchSize?: number;
-  onError: (error: unknown) => void;
+  logger: ConsumerLogger;
+  /** Supervisor settings (tests shorten the backoff). */
+  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
 }
 
 /**
- * Keeps one projection current: a subscription from its checkpoint, events taken in batches of whatever has
- * arrived, each batch committed with the checkpoint it reached. The checkpoint is compared on every commit,
- * so when a rebuild swaps in a new model (and its checkpoint) the runner notices and resumes from there.
+ * Keeps one projection current: a supervised subscription from its checkpoint, events taken in batches of
+ * whatever has arrived, each batch committed with the checkpoint it reached. The checkpoint is compared on
+ * every commit, so when a rebuild swaps in a new model (and its checkpoint) the runner notices and resumes
+ * from there. Any other failure (a store outage) ends the session; the supervisor resubscribes from the last
+ * committed checkpoint.
  */
 export class ProjectionRunner {
-  private stopped = false;
-  private subscription: { stop(): Promise<void> } | undefined;
-  private done: Promise<void> | undefined;
   private checkpoint: number | null = null;
+  readonly consumer: SupervisedConsumer;
 
-  constructor(private readonly options: RunnerOptions) {}
+  constructor(private readonly options: RunnerOptions) {
+    this.consumer = new SupervisedConsumer({ name: `projection:${options.projection.name}`, logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+  }
 
   get position(): number | null {
     return this.checkpoint;
   }
 
   start(): void {
-    this.done = this.loop();
+    this.consumer.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.subscription?.stop();
-    await this.done;
+  stop(): Promise<void> {
+    return this.consumer.stop();
   }
 
-  private async loop(): Promise<void> {
+  private async session(context: SessionContext): Promise<void> {
     const { eventStore, readStore, projection } = this.options;
-    while (!this.stopped) {
+    while (!context.stopping()) {
       // The generation first: a promote between the two reads then fails our first commit, never the reverse.
       const generation = await readStore.getGeneration(projection.name);
       this.checkpoint = await readStore.getCheckpoint(projection.name);
-      const subscription = eventStore.subscribeToAll({ from: this.checkpoint ?? 'start', filter: { eventTypes: [...projection.eventTypes] } });
-      this.subscription = subscription;
+      if (this.checkpoint !== null) context.progress(this.checkpoint);
+      const subscription = context.own(eventStore.subscribeToAll({ from: this.checkpoint ?? 'start', filter: { eventTypes: [...projection.eventTypes] } }));
       try {
         for await (const batch of batches(subscription, this.options.batchSize ?? 1000)) {
           this.checkpoint = await applyBatch(readStore, projection, batch.map(projected), {
@@ -101,13 +104,13 @@ export class ProjectionRunner {
             expected: this.checkpoint,
             generation,
           });
+          context.progress(this.checkpoint);
         }
       } catch (error) {
+        if (!(error instanceof CheckpointConflictError)) throw error;
+        // A rebuild was swapped in: resume from its checkpoint.
+      } finally {
         await subscription.stop();
-        if (error instanceof CheckpointConflictError) continue; // a rebuild was swapped in: resume from its checkpoint
-        if (this.stopped) return;
-        this.options.onError(error);
-        await new Promise((resolve) => setTimeout(resolve, 1000)); // then retry from the last committed checkpoint
       }
     }
   }

@@ -17,15 +17,23 @@ import { tempDir } from '../support/temp-dir.ts';
 const party = { type: 'distributor' as const, id: 'd1' };
 const users = { maker: 'u-maker', checker: 'u-checker', other: 'u-other-party', noRole: 'u-maker-2' };
 
+const MINUTE = 60_000;
+
 describe('audit verify: the rules of the history', () => {
   let dir: ReturnType<typeof tempDir>;
   let store: EventStore;
   let ledger: Ledger;
+  /** The clock of the history's times, the ledger's and verify's "now": tests move it, never the wall clock. */
+  let now: Date;
+  const advance = (ms: number) => {
+    now = new Date(now.getTime() + ms);
+  };
 
   beforeEach(async () => {
+    now = new Date('2026-01-02T10:00:00Z');
     dir = tempDir('verify-');
     store = withHashChain(openSqliteEventStore({ file: join(dir.path, 'events.sqlite') }));
-    ledger = openEmbeddedLedger({ file: join(dir.path, 'ledger.sqlite') });
+    ledger = openEmbeddedLedger({ file: join(dir.path, 'ledger.sqlite'), clock: () => now });
     const user = (userID: string, roles: string[], of: typeof party | null = party): NewEvent => ({
       type: 'UserAdded', data: { userID, party: of, email: `${userID}@x.test`, passwordHash: 'x', roles, platformAdmin: false, addedAt: '2026-01-01T00:00:00Z' }, metadata: { actor: 'operator:test' },
     });
@@ -44,7 +52,8 @@ describe('audit verify: the rules of the history', () => {
     dir.cleanup();
   });
 
-  const verify = (): Promise<AuditReport> => verifyHistory({ eventStore: store, ledger, ledgerChainID: chainID, assetScale: 2 });
+  const verify = (options: { maxApprovedAgeMs?: number } = {}): Promise<AuditReport> =>
+    verifyHistory({ eventStore: store, ledger, ledgerChainID: chainID, assetScale: 2, clock: () => now, ...options });
 
   function operation(amount: string, payer = { kind: 'platform', id: 'issuance' }, keyID: string | null = null): OperationRequested['data'] {
     const issue = keyID === null;
@@ -59,12 +68,20 @@ describe('audit verify: the rules of the history', () => {
     await store.append(`operation-${op.operationID}`, [{ type: 'OperationRequested', data: op, metadata: { actor } }], 'no_stream');
   }
   async function decide(op: OperationRequested['data'], type: 'OperationApproved' | 'OperationRejected', by: string): Promise<void> {
-    const data = type === 'OperationApproved' ? { operationID: op.operationID, approvedBy: by, approvedAt: 'now' } : { operationID: op.operationID, rejectedBy: by, reason: 'no', rejectedAt: 'now' };
+    const at = now.toISOString();
+    const data = type === 'OperationApproved' ? { operationID: op.operationID, approvedBy: by, approvedAt: at } : { operationID: op.operationID, rejectedBy: by, reason: 'no', rejectedAt: at };
     await store.append(`operation-${op.operationID}`, [{ type, data }], 'any');
   }
-  async function claim(op: OperationRequested['data']): Promise<void> {
-    await store.append(`operation-${op.operationID}`, [{ type: 'OperationExecutionStarted', data: { operationID: op.operationID, executorID: 'e', attempt: 1, leaseUntil: 'x', startedAt: 'x' } }], 'any');
+  /** An executor's claim, now, with a lease of `leaseMs` (10 s, the default EXECUTOR_LEASE_MS). */
+  async function claim(op: OperationRequested['data'], leaseMs = 10_000): Promise<void> {
+    const data = { operationID: op.operationID, executorID: 'e', attempt: 1, leaseUntil: new Date(now.getTime() + leaseMs).toISOString(), startedAt: now.toISOString() };
+    await store.append(`operation-${op.operationID}`, [{ type: 'OperationExecutionStarted', data }], 'any');
   }
+  /** What the executor does on the ledger before it records the completion. */
+  async function executeOnLedger(op: OperationRequested['data']) {
+    return ledger.submit({ operationID: op.operationID, legs: [{ from: `${op.payer.kind}:${op.payer.id}`, to: `${op.payee.kind}:${op.payee.id}`, amount: op.amount }] });
+  }
+  const outcomes = (report: AuditReport) => report.problems.filter((p) => p.check === 'outcome');
   /** The ledger transaction and the completion with its money movements, as the executor writes them. */
   async function complete(op: OperationRequested['data'], options: { skipLedger?: boolean; credit?: string } = {}): Promise<void> {
     const from = `${op.payer.kind}:${op.payer.id}`;
@@ -167,5 +184,107 @@ describe('audit verify: the rules of the history', () => {
     const report = await verify();
     expect(report.problems).toEqual([]);
     expect(report.inFlight).toEqual([cashIn.operationID]);
+  });
+
+  describe('operations stuck without an outcome', () => {
+    it('given an operation executed on the ledger whose outcome is missing, when its claim\'s lease has run out, then it is a problem naming the operation, the delay and the transaction', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await claim(cashIn, 10_000);
+      advance(1_000);
+      const tx = await executeOnLedger(cashIn);
+      advance(2 * MINUTE); // the executor died before recording the completion; its lease ran out long ago
+
+      const report = await verify();
+
+      expect(report.ok).toBe(false);
+      expect(report.inFlight).toEqual([]);
+      expect(outcomes(report)).toEqual([expect.objectContaining({ operationID: cashIn.operationID, stream: `operation-${cashIn.operationID}` })]);
+      const [problem] = outcomes(report);
+      expect(problem!.detail).toContain(`operation ${cashIn.operationID} approved 2 minutes ago, no outcome (it is executing)`);
+      expect(problem!.detail).toContain(`executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ${tx.blockchainID.slice(0, 16)}…)`);
+      expect(problem!.detail).toContain('the lease of its last claim (executor e, attempt 1) ran out 111 seconds ago');
+      expect(report.stuck).toEqual([expect.objectContaining({
+        operationID: cashIn.operationID, status: 'executing', approvedMsAgo: 2 * MINUTE + 1_000,
+        ledgerTransaction: { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt },
+        lastClaim: expect.objectContaining({ executorID: 'e', attempt: 1 }),
+      })]);
+      expect(report.problems.filter((p) => p.check !== 'outcome')).toEqual([]);
+    });
+
+    it('given an operation executed on the ledger whose outcome is missing, when its claim\'s lease is still live, then it is in flight, not a problem', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await claim(cashIn, 10_000);
+      advance(1_000);
+      await executeOnLedger(cashIn);
+      advance(2_000); // the executor is about to record the completion
+
+      const report = await verify();
+
+      expect(report.problems).toEqual([]);
+      expect(report.ok).toBe(true);
+      expect(report.inFlight).toEqual([cashIn.operationID]);
+      expect(report.stuck).toEqual([]);
+    });
+
+    it('given an operation on the ledger that no executor claimed, when the transaction is older than the max age, then it is a problem; younger, in flight', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await executeOnLedger(cashIn);
+      advance(MINUTE);
+      expect((await verify()).inFlight).toEqual([cashIn.operationID]);
+
+      const report = await verify({ maxApprovedAgeMs: 30_000 });
+
+      expect(outcomes(report)).toEqual([expect.objectContaining({ operationID: cashIn.operationID, detail: expect.stringContaining('no executor ever claimed it') })]);
+      expect(report.inFlight).toEqual([]);
+    });
+
+    it('given an operation approved 20 minutes ago, never claimed, with no outcome, when verified with the default max age, then it is a problem', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      advance(20 * MINUTE);
+
+      const report = await verify();
+
+      expect(report.ok).toBe(false);
+      expect(report.maxApprovedAgeMs).toBe(15 * MINUTE);
+      expect(report.asOf).toBe(now.toISOString());
+      expect(outcomes(report)).toEqual([expect.objectContaining({
+        operationID: cashIn.operationID,
+        detail: `operation ${cashIn.operationID} approved 20 minutes ago, no outcome (it is approved); not on the ledger; no executor ever claimed it`,
+      })]);
+      expect(report.stuck).toEqual([expect.objectContaining({ operationID: cashIn.operationID, status: 'approved', approvedMsAgo: 20 * MINUTE, ledgerTransaction: null, lastClaim: null })]);
+      // A larger max age lets it wait.
+      expect(outcomes(await verify({ maxApprovedAgeMs: 30 * MINUTE }))).toEqual([]);
+    });
+
+    it('given an operation approved 1 minute ago with no outcome, when verified, then it is not a problem', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      advance(MINUTE);
+
+      const report = await verify();
+
+      expect(report.problems).toEqual([]);
+      expect(report.ok).toBe(true);
+      expect(report.stuck).toEqual([]);
+    });
+
+    it('given a completed operation, when verified long after, then it is fine', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await claim(cashIn);
+      await complete(cashIn);
+      advance(24 * 60 * MINUTE);
+
+      const report = await verify();
+
+      expect(report.problems).toEqual([]);
+      expect(report.ok).toBe(true);
+      expect(report.inFlight).toEqual([]);
+      expect(report.stuck).toEqual([]);
+    });
   });
 });

@@ -33,7 +33,7 @@ const children = new Set<ExecutorProcess>();
 
 function spawnExecutor(dataDir: string, env: Record<string, string>): ExecutorProcess {
   const child = spawn(process.execPath, [BIN, 'serve', 'executor', '--data-dir', dataDir], {
-    env: { ...process.env, LOG_LEVEL: 'silent', PORT: '0', ...env },
+    env: { ...process.env, LOG_LEVEL: process.env.EXECUTOR_TEST_LOG_LEVEL ?? 'silent', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -196,7 +196,11 @@ describe('executor crash recovery (real processes)', () => {
     const deadline = Date.now() + 45_000;
     while ((await completedCount()) < N) {
       for (const executor of executors) expect(running(executor), `an executor died: ${executor.output()}`).toBe(true);
-      if (Date.now() > deadline) throw new Error(`only ${await completedCount()} of ${N} operations completed in time`);
+      if (Date.now() > deadline) {
+        const done = new Set((await allEvents(ops.stores.eventStore, ['OperationCompleted'])).map((e) => (e.data as { operationID: string }).operationID));
+        for (const id of seeded.filter((s) => !done.has(s))) console.log('STUCK', id, JSON.stringify(await operationEvents(ops, id)), 'checkpoint', await ops.stores.readStore.getCheckpoint('executor'), 'ledger', JSON.stringify(await ops.ledger.findByOperationID(id)));
+      }
+      if (Date.now() > deadline) throw new Error(`${executors.map((e) => e.output()).join('\n').slice(-20000)}\nonly ${await completedCount()} of ${N} operations completed in time`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     // No more come: a late duplicate would show up here.

@@ -364,7 +364,7 @@ describe('executor end to end: failures', () => {
     try {
       const state = await waitUntilSettled(sys, operationID);
       expect(state.status).toBe('failed');
-      expect(state.status === 'failed' && state.lastError).toBe('the ledger stayed unavailable after 2 attempts');
+      expect(state.status === 'failed' && state.lastError).toBe('gave up after 2 attempts: ledger temporarily unavailable (injected)');
       expect(await walletOf(sys, merchant.wallet)).toMatchObject({ held: '0', available: '100' });
       await assertLedgerMatchesProjections(sys);
     } finally {

@@ -66,7 +66,7 @@ const model = (collection: string) => readStore.find(collection, { sort: [['id',
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 function start(projection: Projection, store: EventStore = eventStore): ProjectionRunner {
-  const runner = new ProjectionRunner({ eventStore: store, readStore, projection, onError: (error) => runnerErrors.push(error) });
+  const runner = new ProjectionRunner({ eventStore: store, readStore, projection, logger: { info() {}, warn: (details: { err?: unknown }) => runnerErrors.push(details.err) }, supervision: { baseDelayMs: 10 } });
   runners.push(runner);
   runner.start();
   return runner;

@@ -1,0 +1,2 @@
+export * from './fault-injection.ts';
+export * from './fault-config.ts';
