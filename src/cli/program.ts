@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
 import { allProjections } from '../projections/index.ts';
 import { projectionStatus, rebuildProjections } from '../projections/rebuild.ts';
+import { EXECUTOR_CHECKPOINT } from '../executor/executor.ts';
 import { DomainError } from '../domain/errors.ts';
 import {
   addUser,
@@ -130,13 +131,22 @@ export function buildCli(): Command {
     );
   const projections = program.command('projections').description('read models: status and rebuild from the event history');
   common(projections.command('status'))
-    .description("each projection's checkpoint and lag behind the head of the event store")
-    .action(async (opts: CommonOptions) =>
+    .description("each projection's and the executor's checkpoint and lag behind the head of the event store; with a running server, each consumer's live state")
+    .option('--server <url>', 'a running wallet-ops process whose /ready reports its consumers (default: http://HOST:PORT of the configuration)')
+    .action(async (opts: CommonOptions & { server?: string }) =>
       withStores(opts, async ({ eventStore, readStore }, config) => {
         const all = allProjections(config.ASSET_SCALE);
         await readStore.defineCollections(all.map((p) => p.collection));
-        return projectionStatus({ eventStore, readStore }, all);
-      }, (rows) => rows.map((r) => `${r.projection.padEnd(24)} position ${String(r.position ?? '-').padStart(10)}  head ${r.head}  lag ${r.lagEvents}${r.lagEvents >= 1000 ? '+' : ''} events`).join('\n')),
+        const followers = [...all.map((p) => ({ name: p.name, eventTypes: p.eventTypes })), { name: EXECUTOR_CHECKPOINT, eventTypes: ['OperationApproved'] }];
+        const checkpoints = await projectionStatus({ eventStore, readStore }, followers);
+        const server = opts.server ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+        return { checkpoints, server: await liveConsumers(server) };
+      }, ({ checkpoints, server }) => [
+        ...checkpoints.map((r) => `${r.projection.padEnd(24)} position ${String(r.position ?? '-').padStart(10)}  head ${r.head}  lag ${r.lagEvents}${r.lagEvents >= 1000 ? '+' : ''} events, ${r.lagSeconds} s`),
+        server.consumers
+          ? `consumers of ${server.url}:\n${server.consumers.map((c) => `  ${c.name.padEnd(34)} ${c.state.padEnd(9)}${c.failingSince ? ` failing since ${c.failingSince}: ${c.lastError ?? ''}` : ''}`).join('\n')}`
+          : `no live consumer states: ${server.url} did not answer (${server.error})`,
+      ].join('\n')),
     );
   common(projections.command('rebuild'))
     .description('replay the whole history into fresh read models and swap them in atomically, while the API keeps serving')
@@ -218,5 +228,16 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     process.stderr.write(`failed: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
+  }
+}
+
+/** The consumers' live states, from a running process's /ready (they live in that process's memory). */
+async function liveConsumers(url: string): Promise<{ url: string; consumers?: Array<{ name: string; state: string; failingSince: string | null; lastError: string | null; lagEvents: number | null }>; error?: string }> {
+  try {
+    const response = await fetch(new URL('/ready', url), { signal: AbortSignal.timeout(2000) });
+    const body = (await response.json()) as { consumers?: Array<{ name: string; state: string; failingSince: string | null; lastError: string | null; lagEvents: number | null }> };
+    return { url, consumers: body.consumers ?? [] };
+  } catch (error) {
+    return { url, error: error instanceof Error ? error.message : String(error) };
   }
 }

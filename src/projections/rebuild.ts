@@ -103,16 +103,26 @@ export interface ProjectionStatus {
   head: number;
   /** Events of interest to the projection after its checkpoint, counted up to `cap`. */
   lagEvents: number;
+  /** Age in seconds of the oldest of those events: how far behind in time the projection is (0 when caught up). */
+  lagSeconds: number;
 }
 
-/** Where each projection stands against the head of the store. */
-export async function projectionStatus(deps: { eventStore: EventStore; readStore: ReadStore }, projections: Projection[], cap = 1000): Promise<ProjectionStatus[]> {
+/** A checkpointed follower of the history: a projection, or the executor (whose checkpoint passes only settled approvals). */
+export interface Checkpointed {
+  name: string;
+  eventTypes: readonly string[];
+}
+
+/** Where each projection (or other checkpointed follower) stands against the head of the store. */
+export async function projectionStatus(deps: { eventStore: EventStore; readStore: ReadStore }, projections: Checkpointed[], cap = 1000, now = new Date()): Promise<ProjectionStatus[]> {
   const head = await deps.eventStore.headPosition();
   return Promise.all(
     projections.map(async (projection) => {
       const position = await deps.readStore.getCheckpoint(projection.name);
       const pending = await deps.eventStore.readAll({ fromPosition: (position ?? 0) + 1, toPosition: head, maxCount: cap, filter: { eventTypes: [...projection.eventTypes] } });
-      return { projection: projection.name, position, head, lagEvents: pending.length };
+      const oldest = pending[0];
+      const lagSeconds = oldest ? Math.max(0, Math.round((now.getTime() - Date.parse(oldest.createdAt)) / 100) / 10) : 0;
+      return { projection: projection.name, position, head, lagEvents: pending.length, lagSeconds };
     }),
   );
 }

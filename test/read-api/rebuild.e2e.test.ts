@@ -238,16 +238,22 @@ describe('projections rebuild while the API serves reads', () => {
     await waitFor(async () => (await get(`${m}/balance`, merchant.apiKey)).body.balance === (balanceBefore + 123.45).toFixed(2));
   });
 
-  it('when the status is asked once caught up, then every projection reports its position and a lag of 0', async () => {
+  it('when the status is asked once caught up, then every projection reports its position and a lag of 0, and the running process its consumers', async () => {
     await caughtUp();
     const head = await store.headPosition();
-    const status = await runCliJson<Array<{ projection: string; position: number | null; head: number; lagEvents: number }>>(['projections', 'status', '--data-dir', sys.config.DATA_DIR]);
+    type Status = { checkpoints: Array<{ projection: string; position: number | null; head: number; lagEvents: number; lagSeconds: number }>; server: { url: string; consumers?: Array<{ name: string; state: string }> } };
+    const { checkpoints: rows, server } = await runCliJson<Status>(['projections', 'status', '--server', sys.baseUrl, '--data-dir', sys.config.DATA_DIR]);
+    const status = rows.filter((s) => s.projection !== 'executor');
     expect(status.map((s) => s.projection).sort()).toEqual(NAMES);
     const current = await checkpoints();
     for (const s of status) {
-      expect(s).toEqual({ projection: s.projection, position: current[s.projection], head, lagEvents: 0 });
+      expect(s).toEqual({ projection: s.projection, position: current[s.projection], head, lagEvents: 0, lagSeconds: 0 });
       expect(s.position).toEqual(expect.any(Number));
     }
+    expect(rows.map((s) => s.projection)).toContain('executor');
+    const names = server.consumers!.map((c) => c.name);
+    expect(names).toEqual(expect.arrayContaining(['api-key-directory', 'sealer', ...NAMES.map((name) => `projection:${name}`)]));
+    for (const consumer of server.consumers!) expect(consumer.state, consumer.name).toBe('running');
   });
 });
 

@@ -10,7 +10,8 @@ import {
   type LedgerLeg,
   type LedgerTransaction,
 } from '../../ports/ledger.ts';
-import { isSqliteBusy, openSqliteDatabase } from '../sqlite/sqlite-database.ts';
+import { openSqliteDatabase } from '../sqlite/sqlite-database.ts';
+import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from '../sqlite/sqlite-retry.ts';
 
 /**
  * The embedded ledger: an honest stand-in for a blockchain, for development, tests and demos. A durable,
@@ -57,19 +58,31 @@ const toTransaction = (row: Row): LedgerTransaction => ({
   createdAt: row.created_at,
 });
 
-export function openEmbeddedLedger(options: { file: string; faults?: LedgerFaults; clock?: () => Date; random?: () => number }): Ledger {
-  const db: Database.Database = openSqliteDatabase(options.file);
-  db.exec(`
-    CREATE TABLE IF NOT EXISTS transactions (
-      sequence INTEGER PRIMARY KEY,
-      blockchain_id TEXT NOT NULL UNIQUE,
-      previous_id TEXT NOT NULL,
-      operation_id TEXT NOT NULL UNIQUE,
-      legs TEXT NOT NULL,
-      created_at TEXT NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS balances (wallet TEXT PRIMARY KEY, balance TEXT NOT NULL);
-  `);
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS transactions (
+    sequence INTEGER PRIMARY KEY,
+    blockchain_id TEXT NOT NULL UNIQUE,
+    previous_id TEXT NOT NULL,
+    operation_id TEXT NOT NULL UNIQUE,
+    legs TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS balances (wallet TEXT PRIMARY KEY, balance TEXT NOT NULL);
+`;
+
+export interface EmbeddedLedgerOptions {
+  file: string;
+  faults?: LedgerFaults;
+  clock?: () => Date;
+  random?: () => number;
+  /** How long a call may wait for another process's lock before LedgerUnavailableError. Default BUSY_BUDGET_MS. */
+  busyBudgetMs?: number;
+}
+
+export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
+  const busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
+  const db: Database.Database = openSqliteDatabase(options.file, (setup) => setup.exec(SCHEMA), busyBudgetMs);
+  const closed = new AbortController();
   const faults = options.faults ?? {};
   const clock = options.clock ?? (() => new Date());
   const random = options.random ?? Math.random;
@@ -100,6 +113,21 @@ export function openEmbeddedLedger(options: { file: string; faults?: LedgerFault
     return { blockchainID, ...tx };
   });
 
+  /**
+   * Runs one synchronous attempt (a whole transaction or a read), retried on timers while another process holds
+   * the lock. Busy past the budget, a full disk or an I/O error become LedgerUnavailableError (worth retrying);
+   * LedgerDuplicateError and LedgerRejectedError pass through, the transaction rolled back by better-sqlite3.
+   */
+  async function run<T>(fn: () => T): Promise<T> {
+    try {
+      return await retryWhileBusy(fn, { budgetMs: busyBudgetMs, signal: closed.signal });
+    } catch (error) {
+      const fault = sqliteFault(error);
+      if (fault) throw new LedgerUnavailableError(fault === 'busy' ? 'ledger busy' : `ledger unavailable (${fault})`, { cause: error });
+      throw error;
+    }
+  }
+
   return {
     async submit({ operationID, legs }) {
       if (faults.latencyMs) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
@@ -108,28 +136,23 @@ export function openEmbeddedLedger(options: { file: string; faults?: LedgerFault
       for (const leg of legs) {
         if (!new Decimal(leg.amount).gt(0) || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
       }
-      let tx: LedgerTransaction;
-      try {
-        tx = execute.immediate(operationID, legs);
-      } catch (error) {
-        if (isSqliteBusy(error)) throw new LedgerUnavailableError('ledger busy', { cause: error });
-        throw error;
-      }
+      const tx = await run(() => execute.immediate(operationID, legs));
       // The worst moment to die: the ledger has the transaction, the event store does not know yet.
       if (faults.crashAfterAccept) process.kill(process.pid, 'SIGKILL');
       return tx;
     },
     async findByOperationID(operationID) {
-      const row = byOperation.get(operationID);
+      const row = await run(() => byOperation.get(operationID));
       return row ? toTransaction(row) : null;
     },
     async balance(wallet) {
-      return new Decimal(balanceOf.get(wallet)?.balance ?? 0).toFixed();
+      return new Decimal((await run(() => balanceOf.get(wallet)))?.balance ?? 0).toFixed();
     },
     async transactions({ fromSequence = 1, maxCount = 1000 } = {}) {
-      return page.all(fromSequence, maxCount).map(toTransaction);
+      return (await run(() => page.all(fromSequence, maxCount))).map(toTransaction);
     },
     async close() {
+      closed.abort(new LedgerUnavailableError('the ledger is closed'));
       if (db.open) db.close();
     },
   };

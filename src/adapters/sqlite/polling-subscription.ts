@@ -13,8 +13,12 @@ export interface Page {
 export interface PollingSubscriptionOptions {
   /** The checkpoint: delivery starts with the first event after it (0 for every event). */
   after: number;
-  /** Reads the page after a position; synchronous, so no append can interleave with it. */
-  readPage: (after: number) => Page;
+  /**
+   * Reads the page after a position. It may wait (a busy database is retried on timers) and should stop waiting
+   * when `signal` aborts (the subscription stopped). Each read must see one consistent state: the SQLite store
+   * reads head and page in one synchronous attempt, so nothing can interleave with them.
+   */
+  readPage: (after: number, signal: AbortSignal) => Promise<Page>;
   pollIntervalMs: number;
   /** Called once when the subscription ends, whoever ended it. */
   onStop: () => void;
@@ -42,6 +46,10 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   private pulls = 0;
   private timer: NodeJS.Timeout | undefined;
   private wakeWaiter: (() => void) | undefined;
+  /** Counts wake-ups, so one that comes while a read is in flight is not lost by the sleep after it. */
+  private wakeups = 0;
+  /** Aborted by stop(): a read waiting out a busy database gives up at once. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly options: PollingSubscriptionOptions) {
     this.cursor = options.after;
@@ -74,12 +82,14 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     this.stopped = true;
     this.buffer = [];
     this.index = 0;
+    this.stopping.abort();
     this.wake();
     this.options.onStop();
   }
 
   /** New events may be committed: cut the current wait short. */
   wake(): void {
+    this.wakeups += 1;
     clearTimeout(this.timer);
     this.timer = undefined;
     const waiter = this.wakeWaiter;
@@ -90,19 +100,24 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   private async pull(): Promise<IteratorResult<RecordedEvent>> {
     while (!this.stopped) {
       if (this.index < this.buffer.length) return { done: false, value: this.buffer[this.index++]! };
-      const page = this.readPage();
+      const wakeups = this.wakeups;
+      const page = await this.readPage();
+      if (!page) break; // stopped while reading
       this.buffer = page.events;
       this.index = 0;
       this.cursor = page.scannedTo;
-      if (page.events.length === 0 && page.caughtUp) await this.sleep();
+      if (page.events.length === 0 && page.caughtUp && wakeups === this.wakeups) await this.sleep();
     }
     return DONE;
   }
 
-  private readPage(): Page {
+  /** The next page, or undefined when the subscription was stopped meanwhile (its events are not wanted). */
+  private async readPage(): Promise<Page | undefined> {
     try {
-      return this.options.readPage(this.cursor);
+      const page = await this.options.readPage(this.cursor, this.stopping.signal);
+      return this.stopped ? undefined : page;
     } catch (error) {
+      if (this.stopped) return undefined;
       // A failed read ends the subscription: the consumer's for-await throws and must resubscribe from its checkpoint.
       void this.stop();
       throw error;

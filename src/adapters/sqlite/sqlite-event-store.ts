@@ -14,6 +14,7 @@ import {
 } from '../../ports/event-store.ts';
 import { AppendWriter, type PreparedAppend, isAppendRequestError, prepareAppends } from './sqlite-append.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
+import { BUSY_BUDGET_MS, retryWhileBusy } from './sqlite-retry.ts';
 import {
   EVENT_COLUMNS,
   type EventRow,
@@ -29,6 +30,8 @@ export interface SqliteEventStoreOptions {
   file: string;
   /** How often a caught-up subscription looks for events appended by other processes. Default 15 ms. */
   pollIntervalMs?: number;
+  /** How long an append or read may wait for another process's lock before failing. Default BUSY_BUDGET_MS. */
+  busyBudgetMs?: number;
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 15;
@@ -46,14 +49,9 @@ const NO_LIMIT = -1;
  * polling-subscription.ts for subscriptions.
  */
 export function openSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
-  const db = openSqliteDatabase(options.file);
-  try {
-    ensureEventSchema(db);
-    return new SqliteEventStore(db, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
-  } catch (error) {
-    db.close();
-    throw error;
-  }
+  const busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
+  const db = openSqliteDatabase(options.file, ensureEventSchema, busyBudgetMs);
+  return new SqliteEventStore(db, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, busyBudgetMs);
 }
 
 class SqliteEventStore implements EventStore {
@@ -62,10 +60,13 @@ class SqliteEventStore implements EventStore {
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
+  /** Aborted by close(): reads waiting out a lock stop waiting. (Subscriptions' reads use their own, see stop().) */
+  private readonly closed = new AbortController();
 
   constructor(
     private readonly db: Database.Database,
     private readonly pollIntervalMs: number,
+    private readonly busyBudgetMs: number,
   ) {
     this.statements = new StatementCache(db);
     this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
@@ -76,6 +77,7 @@ class SqliteEventStore implements EventStore {
       isRequestError: isAppendRequestError,
       // In-process notifier: local subscribers read right after our own commits instead of at their next poll.
       onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake()),
+      busyBudgetMs,
     });
   }
 
@@ -114,7 +116,7 @@ class SqliteEventStore implements EventStore {
 
   async headPosition(): Promise<number> {
     this.assertOpen();
-    return unavailableOnError(() => this.headStatement.get()!);
+    return this.read(() => this.headStatement.get()!);
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
@@ -125,7 +127,7 @@ class SqliteEventStore implements EventStore {
     const pageSql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position LIMIT ${SUBSCRIPTION_PAGE_SIZE}`;
     const subscription = new PollingSubscription({
       after,
-      readPage: (cursor) => this.readPage(pageSql, filter.params, cursor),
+      readPage: (cursor, signal) => this.read(() => this.readPage(pageSql, filter.params, cursor), signal),
       pollIntervalMs: this.pollIntervalMs,
       onStop: () => this.subscriptions.delete(subscription),
     });
@@ -136,6 +138,7 @@ class SqliteEventStore implements EventStore {
   /** Stops subscriptions, lets queued appends commit, then closes the file. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.closed.abort(new EventStoreUnavailableError('the event store is closed'));
       await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
       await this.committer.close();
       this.db.close();
@@ -150,12 +153,9 @@ class SqliteEventStore implements EventStore {
    * event at or below H is committed and visible, and none can appear there later: reading (cursor, H] misses
    * nothing. (A database whose sequence numbers are taken outside the write lock, like PostgreSQL's, does not
    * have this property: a lower number can commit after a higher one is read.)
+   * Both reads run in one synchronous attempt; a busy retry repeats both.
    */
   private readPage(sql: string, filterParams: string[], cursor: number): Page {
-    return unavailableOnError(() => this.readPageUnchecked(sql, filterParams, cursor));
-  }
-
-  private readPageUnchecked(sql: string, filterParams: string[], cursor: number): Page {
     const head = this.headStatement.get()!;
     if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
     const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
@@ -166,21 +166,26 @@ class SqliteEventStore implements EventStore {
     return { events: rows.map(toRecordedEvent), scannedTo, caughtUp: scannedTo >= head };
   }
 
-  private query(sql: string, params: unknown[]): RecordedEvent[] {
-    return unavailableOnError(() => (this.statements.get(sql).all(...params) as EventRow[]).map(toRecordedEvent));
+  private query(sql: string, params: unknown[]): Promise<RecordedEvent[]> {
+    return this.read(() => (this.statements.get(sql).all(...params) as EventRow[]).map(toRecordedEvent));
+  }
+
+  /**
+   * A read, retried on timers while another connection holds a lock it needs (rare in WAL mode, but a short
+   * busy_timeout makes it possible). A failed read is the store's problem, not the caller's: whatever the cause,
+   * it is reported as the port's unavailable error.
+   */
+  private async read<T>(fn: () => T, signal = this.closed.signal): Promise<T> {
+    try {
+      return await retryWhileBusy(fn, { budgetMs: this.busyBudgetMs, signal });
+    } catch (error) {
+      if (error instanceof EventStoreUnavailableError) throw error;
+      throw new EventStoreUnavailableError('could not read the event store', { cause: error });
+    }
   }
 
   private assertOpen(): void {
     if (this.closing) throw new EventStoreUnavailableError('the event store is closed');
-  }
-}
-
-/** A failed read is the store's problem, not the caller's: report it as the port's unavailable error. */
-function unavailableOnError<T>(read: () => T): T {
-  try {
-    return read();
-  } catch (error) {
-    throw new EventStoreUnavailableError('could not read the event store', { cause: error });
   }
 }
 

@@ -1,15 +1,9 @@
 import type Database from 'better-sqlite3';
 import { EventStoreUnavailableError } from '../../ports/event-store.ts';
-import { isSqliteBusy } from './sqlite-database.ts';
+import { BUSY_BUDGET_MS, busyBackoffMs, isSqliteBusy } from './sqlite-retry.ts';
 
 /** Requests per transaction: bounds how long one batch holds the write lock other processes wait for. */
 const MAX_BATCH_REQUESTS = 1000;
-/**
- * BEGIN IMMEDIATE already waits busy_timeout (5 s) inside SQLite. These retries cover a lock held longer than
- * that (a long operator transaction) without blocking the event loop between attempts.
- */
-const MAX_BUSY_RETRIES = 4;
-const BUSY_BACKOFF_MS = 25;
 
 export interface GroupCommitOptions<Request, Result> {
   db: Database.Database;
@@ -19,12 +13,16 @@ export interface GroupCommitOptions<Request, Result> {
   isRequestError: (error: unknown) => boolean;
   /** Called after every COMMIT that wrote something, e.g. to wake local subscribers. */
   onCommit: () => void;
+  /** How long a request may wait for another connection's write lock before it fails. Default BUSY_BUDGET_MS. */
+  busyBudgetMs?: number;
 }
 
 type Outcome<Result> = { ok: true; result: Result } | { ok: false; error: unknown };
 
 interface Pending<Request, Result> {
   request: Request;
+  /** performance.now() after which a busy database fails this request instead of retrying it. */
+  deadline: number;
   resolve: (result: Result) => void;
   reject: (error: unknown) => void;
 }
@@ -35,6 +33,10 @@ interface Pending<Request, Result> {
  * single transaction on the next setImmediate: one fsync for all of them. Each request runs in its own SAVEPOINT
  * so a request that fails (wrong expected revision, duplicate id) is rolled back alone while the others commit.
  * Promises are settled only after COMMIT returns, so a resolved append is durable.
+ *
+ * A busy database (another process holds the write lock) is retried on a timer with backoff, the requests that
+ * arrived meanwhile joining the batch, until each request's own budget runs out. Any other failure of the batch
+ * (disk full, I/O error) rolls it back and fails its requests; the next batch starts afresh.
  */
 export class GroupCommitter<Request, Result> {
   private readonly db: Database.Database;
@@ -42,11 +44,13 @@ export class GroupCommitter<Request, Result> {
   private queue: Array<Pending<Request, Result>> = [];
   private scheduled = false;
   private busyRetries = 0;
+  private readonly busyBudgetMs: number;
   private closed = false;
   private idleWaiters: Array<() => void> = [];
 
   constructor(private readonly options: GroupCommitOptions<Request, Result>) {
     this.db = options.db;
+    this.busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
     this.statements = {
       // IMMEDIATE takes the write lock at BEGIN: a busy database shows up here, before any work is done, and a
       // deferred transaction cannot later fail to upgrade its read snapshot to a write (SQLITE_BUSY_SNAPSHOT).
@@ -62,7 +66,7 @@ export class GroupCommitter<Request, Result> {
   submit(request: Request): Promise<Result> {
     if (this.closed) return Promise.reject(new EventStoreUnavailableError('the event store is closed'));
     return new Promise<Result>((resolve, reject) => {
-      this.queue.push({ request, resolve, reject });
+      this.queue.push({ request, deadline: performance.now() + this.busyBudgetMs, resolve, reject });
       this.schedule(0);
     });
   }
@@ -91,32 +95,57 @@ export class GroupCommitter<Request, Result> {
     try {
       outcomes = this.commitBatch(batch);
     } catch (error) {
-      if (isSqliteBusy(error) && this.busyRetries < MAX_BUSY_RETRIES) {
-        // Nothing was written (the transaction was rolled back); try the same batch again a little later.
-        this.queue.unshift(...batch);
-        this.schedule(BUSY_BACKOFF_MS * 2 ** this.busyRetries++);
-        return;
-      }
+      if (isSqliteBusy(error)) return this.retryLater(batch, error);
       const failure = new EventStoreUnavailableError('could not commit to the event store', { cause: error });
       outcomes = batch.map(() => ({ ok: false, error: failure }));
     }
-    this.busyRetries = 0;
     batch.forEach((pending, i) => settle(pending, outcomes[i]!));
     if (outcomes.some((outcome) => outcome.ok)) this.options.onCommit();
+    this.next();
+  }
+
+  /** Nothing was written (the transaction was rolled back): fail the requests out of budget, retry the rest. */
+  private retryLater(batch: Array<Pending<Request, Result>>, error: unknown): void {
+    const now = performance.now();
+    const failure = new EventStoreUnavailableError('the event store stayed locked by another connection', { cause: error });
+    for (const pending of batch) if (pending.deadline <= now) pending.reject(failure);
+    this.queue.unshift(...batch.filter((pending) => pending.deadline > now));
+    if (this.queue.length === 0) return this.next();
+    // The queue is in submission order, so its head has the nearest deadline: retry no later than that.
+    this.schedule(Math.max(1, Math.min(busyBackoffMs(this.busyRetries++), this.queue[0]!.deadline - now)));
+  }
+
+  /** The busy streak, if any, is over: go on with the queue or tell close() we are idle. */
+  private next(): void {
+    this.busyRetries = 0;
     if (this.queue.length > 0) this.schedule(0);
     else this.notifyIdle();
   }
 
   /** Runs the batch in one transaction; throws (after rolling back) only if the batch as a whole failed. */
   private commitBatch(batch: Array<Pending<Request, Result>>): Array<Outcome<Result>> {
+    if (this.db.inTransaction) this.rollback(); // left open by an earlier ROLLBACK that failed
     this.statements.begin.run();
     try {
       const outcomes = batch.map((pending) => this.applyInSavepoint(pending.request));
       this.statements.commit.run();
       return outcomes;
     } catch (error) {
-      if (this.db.inTransaction) this.statements.rollback.run();
+      this.rollback();
       throw error;
+    }
+  }
+
+  /**
+   * After a failed statement or COMMIT (disk full, I/O error) SQLite may have ended the transaction itself or
+   * left it open; roll back whatever is open so the next batch can BEGIN. A failing ROLLBACK is not reported:
+   * the error that caused it is the one the requests get.
+   */
+  private rollback(): void {
+    try {
+      if (this.db.inTransaction) this.statements.rollback.run();
+    } catch {
+      // Left as it is: the next batch tries the ROLLBACK again before its BEGIN.
     }
   }
 

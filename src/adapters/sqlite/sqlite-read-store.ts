@@ -20,8 +20,9 @@
  */
 import type Database from 'better-sqlite3';
 import type { CollectionDefinition, Checkpoint, Document, FindQuery, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
-import { CheckpointConflictError, ReadStoreQueryError } from '../../ports/read-store.ts';
+import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
+import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from './sqlite-retry.ts';
 
 const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
 const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -34,13 +35,43 @@ interface Compiled {
   params: unknown[];
 }
 
-export function openSqliteReadStore(options: { file: string }): ReadStore {
-  const db = openSqliteDatabase(options.file);
+export interface SqliteReadStoreOptions {
+  file: string;
+  /** How long a call may wait for another process's lock before failing. Default BUSY_BUDGET_MS. */
+  busyBudgetMs?: number;
+}
+
+export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore {
+  const busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
+  const db = openSqliteDatabase(
+    options.file,
+    (setup) => {
+      setup.exec(`CREATE TABLE IF NOT EXISTS ${CHECKPOINTS} (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)`);
+      setup.exec(`CREATE TABLE IF NOT EXISTS ${GENERATIONS} (projection TEXT PRIMARY KEY, generation INTEGER NOT NULL)`);
+    },
+    busyBudgetMs,
+  );
   db.function(CONTAINS_CI, { deterministic: true }, (value: unknown, needle: unknown) =>
     typeof value === 'string' && typeof needle === 'string' && value.toLowerCase().includes(needle) ? 1 : 0,
   );
-  db.exec(`CREATE TABLE IF NOT EXISTS ${CHECKPOINTS} (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)`);
-  db.exec(`CREATE TABLE IF NOT EXISTS ${GENERATIONS} (projection TEXT PRIMARY KEY, generation INTEGER NOT NULL)`);
+  const closed = new AbortController();
+
+  /**
+   * Every call runs its SQLite work through here: one synchronous attempt at a time (a whole transaction or a
+   * read), retried on timers while another connection holds the lock. A busy database past the budget, a full
+   * disk or an I/O error is the store's problem and becomes ReadStoreUnavailableError; the caller's errors
+   * (ReadStoreQueryError, CheckpointConflictError, TypeError for a bad write) keep their type. A failed
+   * transaction has been rolled back by better-sqlite3 before the error reaches us.
+   */
+  async function run<T>(fn: () => T): Promise<T> {
+    try {
+      return await retryWhileBusy(fn, { budgetMs: busyBudgetMs, signal: closed.signal });
+    } catch (error) {
+      const fault = sqliteFault(error);
+      if (fault) throw new ReadStoreUnavailableError(`the read store is unavailable (${fault})`, { cause: error });
+      throw error;
+    }
+  }
 
   const definitions = new Map<string, CollectionDefinition>();
   const statements = new Map<string, Database.Statement>();
@@ -89,8 +120,8 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
     }
   }
 
-  // IMMEDIATE takes the write lock up front, so a concurrent writer makes us wait (busy_timeout) instead of
-  // failing when a deferred read transaction tries to upgrade.
+  // IMMEDIATE takes the write lock up front, so a concurrent writer shows up as SQLITE_BUSY at BEGIN (retried by
+  // run) instead of failing when a deferred read transaction tries to upgrade.
   const commitAll = db.transaction((writes: Write[], checkpoint?: Checkpoint) => {
     for (const write of writes) applyWrite(write);
     if (checkpoint) {
@@ -159,56 +190,62 @@ export function openSqliteReadStore(options: { file: string }): ReadStore {
   return {
     async defineCollections(list) {
       list.forEach(validateDefinition);
-      defineAll.immediate(list);
+      await run(() => defineAll.immediate(list));
       for (const def of list) definitions.set(def.name, { ...def, searchFields: [...(def.searchFields ?? [])] });
     },
     async get<T extends Document = Document>(collection: string, id: string) {
       const table = quote(definition(collection).name);
-      const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+      const row = (await run(() => statement(`SELECT doc FROM ${table} WHERE id = ?`).get(id))) as { doc: string } | undefined;
       return row ? (JSON.parse(row.doc) as T) : null;
     },
     async find<T extends Document = Document>(collection: string, query: FindQuery = {}) {
       const { sql, params } = compileFind(definition(collection), query);
-      const rows = statement(sql).all(...params) as Array<{ doc: string }>;
+      const rows = (await run(() => statement(sql).all(...params))) as Array<{ doc: string }>;
       return rows.map((row) => JSON.parse(row.doc) as T);
     },
     async count(collection, query = {}) {
       const def = definition(collection);
       const filter = compileFilter(def, query);
-      const row = statement(`SELECT count(*) AS n FROM ${quote(def.name)}${filter.sql}`).get(...filter.params);
+      const row = await run(() => statement(`SELECT count(*) AS n FROM ${quote(def.name)}${filter.sql}`).get(...filter.params));
       return (row as { n: number }).n;
     },
     async commit(writes, checkpoint) {
-      commitAll.immediate(writes, checkpoint);
+      await run(() => commitAll.immediate(writes, checkpoint));
     },
     async getMany<T extends Document = Document>(collection: string, ids: string[]) {
       const table = quote(definition(collection).name);
-      const found: T[] = [];
-      // Bounded IN lists: SQLite caps bound parameters, and one statement per chunk size stays cached.
-      for (let i = 0; i < ids.length; i += 500) {
-        const chunk = ids.slice(i, i + 500);
-        const rows = statement(`SELECT doc FROM ${table} WHERE id IN (${chunk.map(() => '?').join(',')})`).all(...chunk) as Array<{ doc: string }>;
-        for (const row of rows) found.push(JSON.parse(row.doc) as T);
-      }
-      return found;
+      // Bounded IN lists: SQLite caps bound parameters, and one statement per chunk size stays cached. All chunks
+      // are read in one attempt, so no write of this process lands between them.
+      const rows = await run(() => {
+        const found: Array<{ doc: string }> = [];
+        for (let i = 0; i < ids.length; i += 500) {
+          const chunk = ids.slice(i, i + 500);
+          found.push(...(statement(`SELECT doc FROM ${table} WHERE id IN (${chunk.map(() => '?').join(',')})`).all(...chunk) as Array<{ doc: string }>));
+        }
+        return found;
+      });
+      return rows.map((row) => JSON.parse(row.doc) as T);
     },
     async getCheckpoint(projection) {
-      return checkpointOf(projection);
+      return run(() => checkpointOf(projection));
     },
     async getGeneration(projection) {
-      return generationOf(projection);
+      return run(() => generationOf(projection));
     },
     async promote(source, target, checkpoints) {
-      promoteAll.immediate(definition(source), definition(target), checkpoints);
+      const from = definition(source);
+      const to = definition(target);
+      await run(() => promoteAll.immediate(from, to, checkpoints));
       definitions.delete(source);
     },
     async dropCollection(name) {
       if (!COLLECTION_NAME.test(name)) throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)}`);
-      db.exec(`DROP TABLE IF EXISTS ${quote(name)}`);
+      await run(() => db.exec(`DROP TABLE IF EXISTS ${quote(name)}`));
       statements.clear();
       definitions.delete(name);
     },
     async close() {
+      closed.abort(new ReadStoreUnavailableError('the read store is closed'));
       statements.clear();
       if (db.open) db.close();
     },
