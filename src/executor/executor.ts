@@ -1,4 +1,4 @@
-import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import type { EventStore } from '../ports/event-store.ts';
 import { WrongExpectedVersionError } from '../ports/event-store.ts';
 import { LedgerDuplicateError, LedgerRejectedError, type Ledger, type LedgerTransaction } from '../ports/ledger.ts';
 import { CheckpointConflictError, type ReadStore } from '../ports/read-store.ts';
@@ -78,8 +78,12 @@ export class Executor {
   private readonly settings: WorkflowSettings;
   private readonly pipeline: CommandPipelineDeps;
   readonly consumer: SupervisedConsumer;
+  private readonly checkpointing: FailureStreak;
+  private readonly sweeps: FailureStreak;
 
   constructor(private readonly options: ExecutorOptions) {
+    this.checkpointing = new FailureStreak(options.logger, 'executor checkpoint not saved; retrying every 200 ms', 'executor checkpoint saved again');
+    this.sweeps = new FailureStreak(options.logger, 'executor sweep failed; retrying at the next one', 'executor sweep works again');
     this.settings = { executorID: options.executorID, maxAttempts: options.maxAttempts };
     this.pipeline = { store: options.eventStore };
     this.consumer = new SupervisedConsumer({ name: 'executor', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
@@ -89,8 +93,8 @@ export class Executor {
     this.consumer.start();
     // Background timers never let a rejection escape: each failure is logged and the next tick tries again.
     this.timers = [
-      setInterval(() => void this.saveCheckpoint().catch((error: unknown) => this.options.logger.warn({ err: error }, 'executor checkpoint not saved; retrying')), 200),
-      setInterval(() => void this.sweep().catch((error: unknown) => this.options.logger.warn({ err: error }, 'executor sweep failed; retrying at the next one')), this.options.sweepIntervalMs),
+      setInterval(() => void this.checkpointing.track(this.saveCheckpoint()), 200),
+      setInterval(() => void this.sweeps.track(this.sweep()), this.options.sweepIntervalMs),
     ];
   }
 
@@ -357,5 +361,29 @@ export class Executor {
 
   private metadata(operationID: string) {
     return { actor: `system:executor:${this.settings.executorID}`, correlationId: operationID };
+  }
+}
+
+/**
+ * A periodic task's failures, logged once per streak (the first failure with its cause, then the recovery),
+ * so that a store outage does not write five lines a second. The task's rejection never escapes.
+ */
+class FailureStreak {
+  private failures = 0;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly failed: string,
+    private readonly recovered: string,
+  ) {}
+
+  async track(task: Promise<unknown>): Promise<void> {
+    try {
+      await task;
+      if (this.failures > 0) this.logger.info({ failures: this.failures }, this.recovered);
+      this.failures = 0;
+    } catch (error) {
+      if (this.failures++ === 0) this.logger.warn({ err: error }, this.failed);
+    }
   }
 }

@@ -3,12 +3,10 @@
  * call waits on timers, never by freezing the event loop, fails with its port's "unavailable" error once its
  * budget is spent or the disk is full, and the adapter works again once the cause is gone.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, rmdirSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openEmbeddedLedger } from '../../src/adapters/ledger/embedded-ledger.ts';
@@ -19,6 +17,7 @@ import { EventStoreUnavailableError, type RecordedEvent } from '../../src/ports/
 import { ISSUANCE_ADDRESS, LedgerRejectedError, LedgerUnavailableError } from '../../src/ports/ledger.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../src/ports/read-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { holdWriteLock, killLockers } from '../support/processes.ts';
 
 // Every connection the adapters open, so a test can set a per-connection pragma (max_page_count) on it.
 const connections = vi.hoisted(() => [] as Database.Database[]);
@@ -34,7 +33,6 @@ vi.mock('../../src/adapters/sqlite/sqlite-database.ts', async (importOriginal) =
   };
 });
 
-const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** A short budget, so that "held past the budget" takes a fraction of a second. */
 const SHORT_BUDGET_MS = 300;
 /** A gap this long between 10 ms ticks means something blocked the event loop. */
@@ -99,31 +97,6 @@ const targets: Target[] = [
   },
 ];
 
-/** Another process that takes the database's write lock (BEGIN EXCLUSIVE) and holds it until released. */
-const HOLD_LOCK = `
-  const db = new (require('better-sqlite3'))(process.argv[1]);
-  db.exec('BEGIN EXCLUSIVE');
-  const release = () => { db.exec('COMMIT'); db.close(); process.exit(0); };
-  process.stdin.once('data', release);
-  if (process.argv[2]) setTimeout(release, Number(process.argv[2]));
-  process.stdout.write('locked\\n');`;
-
-const children: ChildProcess[] = [];
-
-async function holdWriteLock(file: string): Promise<{ release: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['-e', HOLD_LOCK, file], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(child);
-  await once(child.stdout!, 'data');
-  return {
-    async release() {
-      if (child.exitCode !== null) return;
-      const exited = once(child, 'exit');
-      child.stdin!.write('release\n');
-      await exited;
-    },
-  };
-}
-
 /** Ticks every 10 ms and remembers the longest time between two ticks. */
 function watchEventLoop(): { worstGapMs: () => number; stop: () => void } {
   let last = performance.now();
@@ -169,7 +142,7 @@ describe.each(targets)('$name, with another process holding the write lock', (ta
     file = join(dir.path, 'db.sqlite');
   });
   afterEach(async () => {
-    for (const child of children.splice(0)) if (child.exitCode === null) child.kill();
+    killLockers();
     await Promise.all(adapters.splice(0).map((adapter) => adapter.close()));
     dir.cleanup();
   });

@@ -1,6 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -14,6 +12,7 @@ import { allEvents, allLedgerTransactions, assertLedgerMatchesProjections, type 
 import { issue } from '../support/executor-system.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { killAllChildren, running, spawnWalletOps, stopProcess, within, type WalletOpsProcess } from '../support/processes.ts';
 
 /**
  * Crash recovery and competing executors with real processes: `wallet-ops serve executor` on a data
@@ -21,61 +20,20 @@ import { tempDir } from '../support/temp-dir.ts';
  * running the projections for the invariants).
  */
 
-const BIN = fileURLToPath(new URL('../../bin/wallet-ops.js', import.meta.url));
-
-interface ExecutorProcess {
-  child: ChildProcess;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  output: () => string;
-}
-
-const children = new Set<ExecutorProcess>();
-
-function spawnExecutor(dataDir: string, env: Record<string, string>): ExecutorProcess {
-  const child = spawn(process.execPath, [BIN, 'serve', 'executor', '--data-dir', dataDir], {
-    env: { ...process.env, LOG_LEVEL: process.env.EXECUTOR_TEST_LOG_LEVEL ?? 'silent', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
-  const handle = { child, exited, output: () => output };
-  children.add(handle);
-  void exited.then(() => children.delete(handle));
-  return handle;
-}
-
-const running = (p: ExecutorProcess) => p.child.exitCode === null && p.child.signalCode === null;
-
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+type ExecutorProcess = WalletOpsProcess;
+const spawnExecutor = (dataDir: string, env: Record<string, string>) => spawnWalletOps(dataDir, ['executor'], env);
 
 /** A graceful stop (SIGTERM), which must end with exit code 0. */
 async function stop(p: ExecutorProcess): Promise<void> {
   if (!running(p)) return;
-  p.child.kill('SIGTERM');
-  const exit = await within(p.exited, 15_000, 'executor shutdown');
+  const exit = await stopProcess(p);
   expect(exit, p.output()).toEqual({ code: 0, signal: null });
 }
 
-afterAll(async () => {
-  // Whatever happened: no executor outlives the file.
-  const left = [...children].filter(running);
-  for (const p of left) p.child.kill('SIGKILL');
-  await Promise.all(left.map((p) => p.exited));
-});
+afterAll(killAllChildren);
+
+/** No operation settling for this long is a stall (a stuck operation), whatever the machine's load. */
+const STALL_MS = 30_000;
 
 /** This process's view of a data directory: the stores, the ledger and the projections (no executor, no API). */
 async function observe(dataDir: string): Promise<{ ops: WalletOps; subject: InvariantSubject & { system: WalletOps }; distributor: (name?: string) => Promise<PartyRef> }> {
@@ -178,10 +136,9 @@ describe('executor crash recovery (real processes)', () => {
     const seedOne = async () => seeded.push(await issue(subject, distributors[seeded.length % distributors.length]!, '1.00'));
     const claimants = async () => new Set((await allEvents(ops.stores.eventStore, ['OperationExecutionStarted'])).map((e) => (e as unknown as OperationExecutionStarted).data.executorID));
 
-    // Approvals trickle in while the processes start, until both executors have claimed something (so both
-    // are up and following), then the rest arrive at once, 50 appends in flight at a time, for both to race on.
-    const trickleUntil = Date.now() + 20_000;
-    while (seeded.length < N && (await claimants()).size < 2 && Date.now() < trickleUntil) {
+    // Approvals trickle in until both executors have claimed something (so both are up and following, however
+    // long a loaded machine takes to start them), then the rest arrive at once, 50 appends in flight at a time.
+    while (seeded.length < N / 2 && (await claimants()).size < 2) {
       await seedOne();
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -192,15 +149,18 @@ describe('executor crash recovery (real processes)', () => {
     }
     expect(new Set(seeded).size).toBe(N);
 
+    // Bounded by progress, not by the clock: it fails only when no operation settles for a long while (a stall).
     const completedCount = async () => (await allEvents(ops.stores.eventStore, ['OperationCompleted'])).length;
-    const deadline = Date.now() + 45_000;
-    while ((await completedCount()) < N) {
+    let last = -1;
+    let lastProgress = Date.now();
+    for (let count = await completedCount(); count < N; count = await completedCount()) {
       for (const executor of executors) expect(running(executor), `an executor died: ${executor.output()}`).toBe(true);
-      if (Date.now() > deadline) {
+      if (count > last) [last, lastProgress] = [count, Date.now()];
+      if (Date.now() - lastProgress > STALL_MS) {
         const done = new Set((await allEvents(ops.stores.eventStore, ['OperationCompleted'])).map((e) => (e.data as { operationID: string }).operationID));
-        for (const id of seeded.filter((s) => !done.has(s))) console.log('STUCK', id, JSON.stringify(await operationEvents(ops, id)), 'checkpoint', await ops.stores.readStore.getCheckpoint('executor'), 'ledger', JSON.stringify(await ops.ledger.findByOperationID(id)));
+        const stuck = await Promise.all(seeded.filter((id) => !done.has(id)).slice(0, 3).map(async (id) => ({ id, events: (await operationEvents(ops, id)).map((e) => e.type), ledger: await ops.ledger.findByOperationID(id) })));
+        throw new Error(`stalled at ${count} of ${N} completed; e.g. ${JSON.stringify(stuck)}\n${executors.map((e) => e.output()).join('\n').slice(-5000)}`);
       }
-      if (Date.now() > deadline) throw new Error(`${executors.map((e) => e.output()).join('\n').slice(-20000)}\nonly ${await completedCount()} of ${N} operations completed in time`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     // No more come: a late duplicate would show up here.
@@ -223,5 +183,5 @@ describe('executor crash recovery (real processes)', () => {
 
     await assertLedgerMatchesProjections(subject, { timeoutMs: 30_000 });
     for (const d of distributors) expect(new Decimal(await ops.ledger.balance(`distributor:${d.id}`)).toFixed(2)).toBe((N / distributors.length).toFixed(2));
-  }, 90_000);
+  }, 300_000);
 });
