@@ -69,7 +69,13 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     logger.info({ signal }, 'shutting down');
     server.close();
     server.closeIdleConnections();
-    void system.close().then(() => process.exit(0));
+    void system.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
     setTimeout(() => process.exit(1), 10_000).unref();
   };
   process.once('SIGINT', () => shutdown('SIGINT'));

@@ -13,9 +13,9 @@
  *   then moves the checkpoint. A rename cannot be part of a transaction, so collection and checkpoint do not
  *   change together; see `promote` below for the window this leaves and why it is safe.
  */
-import { MongoClient, MongoServerError, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
+import { MongoClient, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
 import type { Checkpoint, CollectionDefinition, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
-import { CheckpointConflictError, ReadStoreQueryError } from '../../ports/read-store.ts';
+import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import {
   CHECKPOINTS,
   type StoredDocument,
@@ -56,7 +56,37 @@ const WITHOUT_ID = { projection: { _id: 0 } };
 export function openMongoReadStore(options: MongoReadStoreOptions): ReadStore {
   // ignoreUndefined: an undefined value is left out, as JSON (and so the embedded adapter) leaves it out.
   const client = new MongoClient(options.url, { ignoreUndefined: true });
-  return new MongoReadStore(client, client.db(options.database ?? 'wallet_ops'));
+  return withUnavailableErrors(new MongoReadStore(client, client.db(options.database ?? 'wallet_ops')));
+}
+
+/** The driver's errors that mean "the server could not be reached or is electing": worth retrying later. */
+export function isMongoUnavailable(error: unknown): boolean {
+  return (
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoTopologyClosedError ||
+    error instanceof MongoNotConnectedError ||
+    error instanceof MongoOperationTimeoutError ||
+    (error instanceof MongoError && (error.hasErrorLabel('TransientTransactionError') || error.hasErrorLabel('RetryableWriteError')))
+  );
+}
+
+/**
+ * An outage is the port's ReadStoreUnavailableError (a 503 for requests, a retry for consumers), not a raw
+ * driver error (a 500). Every other error keeps its type.
+ */
+function withUnavailableErrors(store: ReadStore): ReadStore {
+  const translate = (error: unknown): never => {
+    if (isMongoUnavailable(error)) throw new ReadStoreUnavailableError(`MongoDB is unavailable: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw error;
+  };
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function' || property === 'close') return value;
+      return (...args: unknown[]) => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch(translate);
+    },
+  });
 }
 
 class MongoReadStore implements ReadStore {
