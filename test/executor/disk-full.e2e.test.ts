@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, rmdirSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSystem, call, waitFor, type TestSystem } from '../support/system.ts';
 import { issue, operationOf, waitUntilSettled } from '../support/executor-system.ts';
 import { assertLedgerMatchesProjections } from '../support/invariants.ts';
+import { fillDisk, mountTmpfs } from '../support/tmpfs.ts';
 
 /**
  * The disk fills up while an approval executes: the whole system (API, projections, executor) runs on a
@@ -14,54 +13,17 @@ import { assertLedgerMatchesProjections } from '../support/invariants.ts';
  * impossible, the test is skipped with the reason (SQLITE_FULL itself is covered for every adapter by
  * test/adapters/sqlite-faults.test.ts through max_page_count).
  */
-let mountPoint: string | undefined;
-let skipReason = '';
-
+let tmpfs: ReturnType<typeof mountTmpfs> = { mountPoint: undefined, skipReason: '', unmount() {} };
 beforeAll(() => {
-  const dir = mkdtempSync(join(tmpdir(), 'wallet-ops-full-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir], { stdio: 'pipe' });
-    mountPoint = dir;
-  } catch (error) {
-    rmdirSync(dir);
-    skipReason = `cannot mount a tmpfs here: ${String((error as Error).message).split('\n')[0]}`;
-  }
+  tmpfs = mountTmpfs('wallet-ops-full-', '24m');
 });
-
-afterAll(() => {
-  if (!mountPoint) return;
-  execFileSync('umount', ['-l', mountPoint]);
-  rmdirSync(mountPoint);
-});
-
-/** Writes until the file system is full; returns the filler's path (delete it to free the space). */
-function fillDisk(dir: string): string {
-  const path = join(dir, 'filler');
-  const fd = openSync(path, 'w');
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-  } finally {
-    closeSync(fd);
-  }
-  // The last few bytes too: nothing is left for SQLite to grow into.
-  const tail = openSync(join(dir, 'filler-tail'), 'w');
-  try {
-    for (;;) writeSync(tail, Buffer.alloc(512, 1));
-  } catch {
-    // ENOSPC: full
-  } finally {
-    closeSync(tail);
-  }
-  return path;
-}
+afterAll(() => tmpfs.unmount());
 
 describe('disk full while an approval executes', () => {
   it('when the data directory\'s disk fills up, then the process stays up, creates answer 503 (never 500), and the approval completes once space is back', async (context) => {
-    context.skip(!mountPoint, skipReason);
-    const dataDir = join(mountPoint!, 'data');
+    context.skip(!tmpfs.mountPoint, tmpfs.skipReason);
+    const mountPoint = tmpfs.mountPoint!;
+    const dataDir = join(mountPoint, 'data');
     let sys: TestSystem | undefined;
     try {
       sys = await startTestSystem({ DATA_DIR: dataDir, LEDGER_LATENCY_MS: '500', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '1000' });
@@ -73,7 +35,8 @@ describe('disk full while an approval executes', () => {
 
       const operationID = await issue(subject, distributor.ref, '250');
       await waitFor(async () => (await operationOf(subject, operationID)).status === 'executing', 15_000);
-      const filler = fillDisk(mountPoint!);
+      const filler = join(mountPoint, 'filler');
+      fillDisk(filler);
 
       // Creates while full: each is either recorded (200: SQLite still had room in its write-ahead log) or
       // refused with a retryable 503, never a 500; with the disk full, the log soon cannot grow and they fail.
@@ -92,7 +55,6 @@ describe('disk full while an approval executes', () => {
       expect([200, 503]).toContain(health.status);
 
       rmSync(filler);
-      rmSync(join(mountPoint!, 'filler-tail'));
       expect((await waitUntilSettled(subject, operationID, 60_000)).status).toBe('completed');
       const after = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone } });
       expect(after.status).toBe(200);
