@@ -10,7 +10,7 @@ import { allEvents, allLedgerTransactions, assertLedgerMatchesProjections, type 
 import { issue, operationOf } from '../support/executor-system.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
-import { freePort, holdWriteLock, killAllChildren, killLockers, running, spawnWalletOps, stopProcess } from '../support/processes.ts';
+import { freePort, prepareWriteLock, killAllChildren, killLockers, running, spawnWalletOps, stopProcess } from '../support/processes.ts';
 
 /**
  * The executor on its worst day, with real processes: `wallet-ops serve` in a child process on a data
@@ -65,17 +65,18 @@ describe('executor under store faults (real processes)', () => {
     const { ops, subject, distributor } = await observe(dir.path);
     cleanups.push(() => ops.close());
     const port = await freePort();
-    const server = spawnWalletOps(dir.path, [], { PORT: String(port), LEDGER_LATENCY_MS: '300', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '1000' });
+    const server = spawnWalletOps(dir.path, [], { PORT: String(port), LEDGER_LATENCY_MS: '2000', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '1000' });
     cleanups.push(() => stopProcess(server));
     const baseUrl = `http://127.0.0.1:${port}`;
     await waitFor(async () => (await probeHealth(baseUrl)).status === 200, 60_000);
 
+    const locker = await prepareWriteLock(join(dir.path, 'events.sqlite'));
     const to = await distributor('Lock Distributor');
     const ids = [await issue(subject, to, '10'), await issue(subject, to, '20'), await issue(subject, to, '30')];
-    // Every one claimed: the ledger is working on them (300 ms each) when the lock comes.
+    // Every one claimed: the ledger is working on them (2 s each) when the lock comes, so their outcomes
+    // cannot be recorded.
     await waitFor(async () => (await Promise.all(ids.map((id) => operationOf(subject, id)))).every((s) => s.status === 'executing'), 30_000);
-
-    const lock = await holdWriteLock(join(dir.path, 'events.sqlite'));
+    await locker.lock();
     const probes: Array<{ status: number; ms: number }> = [];
     // Held for longer than the adapters' busy budget (10 s): appends fail, and are retried by the executor.
     const lockedUntil = Date.now() + 12_000;
@@ -84,7 +85,7 @@ describe('executor under store faults (real processes)', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(await settled(ops, ids), 'nothing can be recorded while the store is locked').toBe(false);
-    await lock.release();
+    await locker.release();
 
     await waitFor(() => settled(ops, ids), 60_000);
     expect(running(server), server.output()).toBe(true);

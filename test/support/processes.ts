@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -19,7 +20,7 @@ const children = new Set<WalletOpsProcess>();
 
 export function spawnWalletOps(dataDir: string, parts: string[], env: Record<string, string>): WalletOpsProcess {
   const child = spawn(process.execPath, [BIN, 'serve', ...parts, '--data-dir', dataDir], {
-    env: { ...process.env, LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'silent', PORT: '0', ...env },
+    env: { ...process.env, LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'silent', PORT: '0', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -72,23 +73,40 @@ export async function freePort(): Promise<number> {
 
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Another process that takes a database's write lock (BEGIN EXCLUSIVE) and holds it until released. */
+/**
+ * Another process that takes a database's write lock (BEGIN EXCLUSIVE) when told ("lock" on stdin) and holds
+ * it until told again ("release"). Started ahead, so the lock comes within milliseconds of the test's cue.
+ */
 const HOLD_LOCK = `
   const db = new (require('better-sqlite3'))(process.argv[1]);
-  db.exec('BEGIN EXCLUSIVE');
-  const release = () => { db.exec('COMMIT'); db.close(); process.exit(0); };
-  process.stdin.once('data', release);
-  if (process.argv[2]) setTimeout(release, Number(process.argv[2]));
-  process.stdout.write('locked\\n');`;
+  const lines = require('readline').createInterface({ input: process.stdin });
+  lines.on('line', (line) => {
+    if (line === 'lock') { db.exec('BEGIN EXCLUSIVE'); process.stdout.write('locked\\n'); }
+    if (line === 'release') { db.exec('COMMIT'); db.close(); process.exit(0); }
+  });
+  process.stdout.write('ready\\n');`;
 
 const lockers = new Set<ChildProcess>();
 
-export async function holdWriteLock(file: string): Promise<{ release: () => Promise<void> }> {
+export interface WriteLock {
+  lock(): Promise<void>;
+  release(): Promise<void>;
+}
+
+/** A lock-holding process, started and ready, not holding the lock yet. */
+export async function prepareWriteLock(file: string): Promise<WriteLock> {
   const child = spawn(process.execPath, ['-e', HOLD_LOCK, file], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
   lockers.add(child);
   child.once('exit', () => lockers.delete(child));
-  await once(child.stdout!, 'data');
+  const lines = createInterface({ input: child.stdout! });
+  const next = () => once(lines, 'line') as Promise<[string]>;
+  await next(); // ready
   return {
+    async lock() {
+      const locked = next();
+      child.stdin!.write('lock\n');
+      await locked;
+    },
     async release() {
       if (child.exitCode !== null) return;
       const exited = once(child, 'exit');
@@ -96,6 +114,13 @@ export async function holdWriteLock(file: string): Promise<{ release: () => Prom
       await exited;
     },
   };
+}
+
+/** Another process takes the database's write lock now and holds it until released. */
+export async function holdWriteLock(file: string): Promise<{ release: () => Promise<void> }> {
+  const lock = await prepareWriteLock(file);
+  await lock.lock();
+  return lock;
 }
 
 /** Lock holders left by a failed test. */
