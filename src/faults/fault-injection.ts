@@ -151,6 +151,12 @@ class FaultySubscription implements Subscription, AsyncIterableIterator<Recorded
     return { done: true, value: undefined };
   }
 
+  onCaughtUp(listener: () => void): void {
+    this.inner.onCaughtUp?.(() => {
+      if (!this.broken) listener();
+    });
+  }
+
   async stop(): Promise<void> {
     this.broken = true;
     await this.inner.stop();

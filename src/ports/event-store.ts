@@ -92,6 +92,11 @@ export interface SubscribeOptions {
  */
 export interface Subscription extends AsyncIterable<RecordedEvent> {
   stop(): Promise<void>;
+  /**
+   * Calls the listener whenever the subscription has read up to the head of the store (caught up, live): proof
+   * that the store answers, even when no event comes. Optional: an adapter that cannot tell leaves it out.
+   */
+  onCaughtUp?(listener: () => void): void;
 }
 
 export interface EventStore {

@@ -29,11 +29,17 @@ export interface ConsumerStatus {
   position: number | null;
 }
 
+/** What the supervisor needs of a subscription (the event store port's Subscription is one). */
+export interface OwnedSubscription {
+  stop(): Promise<void>;
+  onCaughtUp?(listener: () => void): void;
+}
+
 export interface SessionContext {
   /** True once the consumer is being stopped: a session that sees it returns. */
   stopping(): boolean;
   /** Registers the session's subscription: stop() stops it, which ends the session's for-await; returns it. */
-  own<S extends { stop(): Promise<void> }>(subscription: S): S;
+  own<S extends OwnedSubscription>(subscription: S): S;
   /** Reports the checkpoint the session has reached; progress also proves the consumer is running again. */
   progress(position: number): void;
 }
@@ -53,7 +59,7 @@ export interface SupervisedConsumerOptions {
   baseDelayMs?: number;
   /** Default 10 s. */
   maxDelayMs?: number;
-  /** A session that has run this long without failing has recovered, even with no event to apply. Default 2 s. */
+  /** A session that has run this long without failing has recovered, even with no event to apply. Default 15 s. */
   stableAfterMs?: number;
   random?: () => number;
   now?: () => number;
@@ -63,7 +69,11 @@ export class SupervisedConsumer {
   private state: ConsumerState = 'starting';
   private stopped = false;
   /** The current session's subscriptions, stopped by stop(). */
-  private owned = new Set<{ stop(): Promise<void> }>();
+  private owned = new Set<OwnedSubscription>();
+  /** Sessions started so far: a late signal of an ended session is ignored. */
+  private session = 0;
+  /** The first position the current session reported (after a failure, recovery must go beyond it). */
+  private baseline: number | null = null;
   private done: Promise<void> | undefined;
   private failingSince: number | null = null;
   private consecutiveFailures = 0;
@@ -112,8 +122,12 @@ export class SupervisedConsumer {
 
   private async supervise(): Promise<void> {
     while (!this.stopped) {
-      // A session that stays up for a while has recovered even if nothing happened to prove it.
-      const stable = setTimeout(() => this.recovered(), this.options.stableAfterMs ?? 2000);
+      this.session += 1;
+      this.baseline = null;
+      // A session that stays up for a while has recovered even if nothing happened to prove it (a fallback for
+      // subscriptions that cannot say they caught up; longer than a store's own retry budget, so that a session
+      // stuck in a call that will fail is not taken for a healthy one).
+      const stable = setTimeout(() => this.recovered(), this.options.stableAfterMs ?? 15_000);
       try {
         await this.options.session({ stopping: () => this.stopped, own: (subscription) => this.own(subscription), progress: (position) => this.progressed(position) });
         if (this.stopped) break;
@@ -121,26 +135,41 @@ export class SupervisedConsumer {
       } catch (error) {
         if (this.stopped) break;
         this.failed(error);
-        await this.sleep(this.delayMs());
       } finally {
+        this.session += 1; // signals of the session that just ended are stale from here on
         clearTimeout(stable);
         // Whatever the session left open ends with it.
         await Promise.allSettled([...this.owned].map((subscription) => subscription.stop()));
         this.owned.clear();
       }
+      // Only a failed session gets here. The wait comes after the finally: during it the failed session's stable timer must not run (it would declare a recovery) and its subscriptions must not stay open.
+      if (!this.stopped) await this.sleep(this.delayMs());
     }
     this.state = 'stopped';
   }
 
-  private own<S extends { stop(): Promise<void> }>(subscription: S): S {
+  private own<S extends OwnedSubscription>(subscription: S): S {
     this.owned.add(subscription);
     if (this.stopped) void subscription.stop();
+    // Caught up: the store answered a read at the head, the proof of health an idle consumer can give.
+    const session = this.session;
+    subscription.onCaughtUp?.(() => {
+      if (session === this.session && this.state !== 'running') this.recovered();
+    });
     return subscription;
   }
 
+  /**
+   * Progress proves a recovery only when it goes beyond where the session started: a session that reads its
+   * checkpoint and then fails at once has proved nothing (else a dead subscription would look healthy at every
+   * retry, and the streak would never grow).
+   */
   private progressed(position: number): void {
     this.position = position;
-    if (this.state !== 'running') this.recovered();
+    if (this.state === 'running') return;
+    if (this.state === 'starting') return this.recovered();
+    if (this.baseline === null) this.baseline = position;
+    else if (position > this.baseline) this.recovered();
   }
 
   private recovered(): void {

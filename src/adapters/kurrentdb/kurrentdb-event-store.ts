@@ -251,6 +251,7 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
   private stopped = false;
   private failure: unknown;
   private lastPosition = -1;
+  private readonly caughtUpListeners: Array<() => void> = [];
   /** next() calls are chained so concurrent callers cannot reorder or share events. */
   private tail: Promise<unknown> = Promise.resolve();
 
@@ -264,6 +265,8 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
           return null;
         }
         source.on('error', (error: unknown) => this.end({ kind: 'failed', error }));
+        // The server says when the subscription has caught up and gone live (KurrentDB 23.10 and later).
+        source.on('caughtUp', () => this.caughtUpListeners.forEach((listener) => listener()));
         this.source = source;
         return source[Symbol.asyncIterator]();
       },
@@ -287,6 +290,10 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
   async return(): Promise<IteratorResult<RecordedEvent>> {
     await this.stop();
     return DONE;
+  }
+
+  onCaughtUp(listener: () => void): void {
+    this.caughtUpListeners.push(listener);
   }
 
   async stop(): Promise<void> {

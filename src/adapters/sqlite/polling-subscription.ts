@@ -45,6 +45,7 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   /** next() calls queued or running on the slow path; the fast path must not overtake them. */
   private pulls = 0;
   private timer: NodeJS.Timeout | undefined;
+  private readonly caughtUpListeners: Array<() => void> = [];
   private wakeWaiter: (() => void) | undefined;
   /** Counts wake-ups, so one that comes while a read is in flight is not lost by the sleep after it. */
   private wakeups = 0;
@@ -97,6 +98,10 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     waiter?.();
   }
 
+  onCaughtUp(listener: () => void): void {
+    this.caughtUpListeners.push(listener);
+  }
+
   private async pull(): Promise<IteratorResult<RecordedEvent>> {
     while (!this.stopped) {
       if (this.index < this.buffer.length) return { done: false, value: this.buffer[this.index++]! };
@@ -106,6 +111,7 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
       this.buffer = page.events;
       this.index = 0;
       this.cursor = page.scannedTo;
+      if (page.caughtUp) this.caughtUpListeners.forEach((listener) => listener());
       if (page.events.length === 0 && page.caughtUp && wakeups === this.wakeups) await this.sleep();
     }
     return DONE;
