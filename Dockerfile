@@ -25,8 +25,9 @@ COPY package.json package-lock.json tsconfig.json ./
 COPY bin ./bin
 COPY src ./src
 # The data directory holds the embedded ledger (and the embedded stores when they are chosen); it belongs
-# to the unprivileged `node` user of the base image, who runs everything.
-RUN mkdir -p /data && chown node:node /data
+# to the unprivileged `node` user of the base image, who runs everything, and to no one else (wallet-ops
+# writes its files there 0600).
+RUN mkdir -p /data && chown node:node /data && chmod 700 /data
 USER node
 VOLUME ["/data"]
 EXPOSE 3000

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { feeScheduleSchema } from './domain/fees.ts';
 import { parseAllowedIps } from './domain/ip-allowlist.ts';
 import { isValidTimeZone } from './domain/volume-day.ts';
+import { setPasswordHashCost } from './domain/passwords.ts';
 
 /** An empty variable (`KURRENTDB_URL=` in a shell or a compose file) counts as unset. */
 const unsetWhenEmpty = (value: unknown) => (value === '' ? undefined : value);
@@ -24,18 +25,30 @@ const schema = z.object({
   TRUST_PROXY: z
     .string()
     .default('false')
-    .transform((value, ctx): boolean | number | string[] => {
+    .transform((value, ctx): false | number | string[] => {
       if (value === 'false' || value === '') return false;
-      if (value === 'true') return true;
+      // Trusting every hop lets any client write its own address first in X-Forwarded-For and be believed.
+      if (value.trim().toLowerCase() === 'true') {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'true would trust every X-Forwarded-For hop, so any client could choose its own address and pass API-key allow-lists and ' +
+            'the per-address limits; give the number of proxies in front of wallet-ops (a hop count such as 1) or their addresses/CIDR ranges',
+        });
+        return z.NEVER;
+      }
       if (/^\d{1,2}$/.test(value)) return Number(value);
       try {
         return parseAllowedIps('TRUST_PROXY', value);
       } catch {
-        ctx.addIssue({ code: 'custom', message: 'use false, true, a hop count, or a comma-separated list of proxy addresses or CIDR ranges' });
+        ctx.addIssue({ code: 'custom', message: 'use false, a hop count (the number of proxies in front of wallet-ops), or a comma-separated list of the proxies\' addresses or CIDR ranges' });
         return z.NEVER;
       }
     })
-    .describe('Whether to take the client address from X-Forwarded-For: false (default), true, a hop count, or the proxies\' addresses/CIDRs.'),
+    .describe('Whom to believe in X-Forwarded-For: false (default: nobody), a hop count (the number of proxies in front), or the proxies\' addresses/CIDRs. true is refused.'),
+  API_KEY_RATE_LIMIT: z.coerce.number().int().min(0).max(100_000).default(20).describe('Requests per second one API key may make, sustained, in each API process (token bucket, in memory); 0 turns the limit off.'),
+  API_KEY_RATE_BURST: z.coerce.number().int().min(1).max(1_000_000).default(40).describe('Requests one API key may make at once after a quiet spell: the size of its token bucket.'),
+  AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).max(100_000).default(30).describe('Failed authentications per client address (IPv6: per /64) per minute, in each API process, before further failures are answered 429; 0 turns the limit off.'),
   VOLUME_TIME_ZONE: z
     .string()
     .default('UTC')
@@ -97,6 +110,24 @@ const schema = z.object({
     .regex(/^[A-Za-z0-9_-]{1,63}$/, 'a MongoDB database name: letters, digits, _ and -')
     .default('wallet_ops')
     .describe('MongoDB database holding the read models and their checkpoints.'),
+  LOGIN_ATTEMPTS_PER_EMAIL: z.coerce.number().int().min(1).max(1000).default(5).describe('Console logins tried for one email, counted before the password is checked, before it is locked for LOGIN_LOCKOUT_MS.'),
+  LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20).describe('Failed console logins from one client address before every login from it is locked for LOGIN_LOCKOUT_MS.'),
+  LOGIN_LOCKOUT_MS: z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(15 * 60_000).describe('How long console login attempts are counted, and how long a lockout lasts from the attempt that reached a limit.'),
+  SECRETS_KEY: z
+    .preprocess(
+      unsetWhenEmpty,
+      z
+        .string()
+        .transform((value, ctx) => {
+          const text = value.trim();
+          const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(text) ? Buffer.from(text, 'base64') : null;
+          if (bytes?.length === 32) return bytes;
+          ctx.addIssue({ code: 'custom', message: '32 random bytes as 64 hex digits or in base64, e.g. from `openssl rand -base64 32`' });
+          return z.NEVER;
+        })
+        .optional(),
+    )
+    .describe('Key (32 bytes, base64 or hex) that encrypts API-key secrets waiting for their maker in the read store. Required with server stores; embedded default: generated once into DATA_DIR/secrets.key (0600).'),
   // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak runs only.
   FAULT_EVENT_STORE_ERROR_RATE: faultRate('Fault injection: share of event store calls that fail transiently (appends half before, half after writing; subscriptions break).'),
   FAULT_EVENT_STORE_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each event store call (a tenth of it per subscription event).'),
@@ -107,6 +138,13 @@ const schema = z.object({
   FAULT_LEDGER_ERROR_RATE: faultRate('Fault injection: share of ledger calls that fail transiently (submits half before, half after the ledger executed them).'),
   FAULT_LEDGER_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each ledger call.'),
   FAULT_LEDGER_HANG_RATE: faultRate('Fault injection: share of ledger calls that hang FAULT_HANG_MS, then fail.'),
+  PASSWORD_HASH_COST: z.coerce
+    .number()
+    .int()
+    .min(14)
+    .max(20)
+    .optional()
+    .describe('log2 of scrypt’s N for new password hashes; default 17 (N = 2^17, 128 MiB, OWASP’s cost). Lower only for test runs.'),
   FAULT_HANG_MS: z.coerce.number().int().min(1).max(600_000).default(30_000).describe('Fault injection: how long a hung call waits before it fails.'),
 });
 
@@ -118,6 +156,11 @@ const configSchema = schema
     }
     if (config.READ_STORE === 'mongodb' && !config.MONGODB_URL) {
       ctx.addIssue({ code: 'custom', path: ['MONGODB_URL'], message: 'required when READ_STORE is mongodb' });
+    }
+    // Server stores are shared by processes on several machines: each needs the same key, so none can make its own.
+    const servers = (config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded')) !== 'embedded' || (config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded')) !== 'embedded';
+    if (servers && !config.SECRETS_KEY) {
+      ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB or MongoDB): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });
     }
   })
   .transform((config) => ({
@@ -137,8 +180,12 @@ export class ConfigError extends Error {
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const result = configSchema.safeParse(env);
-  if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (got ${redact(JSON.stringify(env[String(issue.path[0])]))})`);
+  if (result.success) {
+    // The one process-wide setting that is not passed around: the cost of the password hashes it makes.
+    if (result.data.PASSWORD_HASH_COST !== undefined) setPasswordHashCost(result.data.PASSWORD_HASH_COST);
+    return result.data;
+  }
+  const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message} (got ${String(issue.path[0]) === 'SECRETS_KEY' ? (env.SECRETS_KEY ? 'a value not shown' : 'none') : redact(JSON.stringify(env[String(issue.path[0])]))})`);
   throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
 }
 

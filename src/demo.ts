@@ -56,7 +56,10 @@ export async function seedDemo(store: EventStore, assetScale: number): Promise<D
     await ensure(() => addUser(deps, { party, email: `maker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['maker'] }, operator()));
     await ensure(() => addUser(deps, { party, email: `checker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['checker'] }, operator()));
   }
-  await ensure(() => addUser(deps, { party: null, email: 'admin@platform.demo', password: DEMO_PASSWORD, roles: [], platformAdmin: true }, operator()));
+  // Two administrators: every change that widens access is requested by one and approved by the other.
+  for (const email of ['admin@platform.demo', 'admin2@platform.demo']) {
+    await ensure(() => addUser(deps, { party: null, email, password: DEMO_PASSWORD, roles: [], platformAdmin: true }, operator()));
+  }
   const channel = { store, lookup, clock: () => new Date(), assetScale };
   // The float; individuals get money the way they would, by cash-in from the distributor (see the curl lines).
   if (distributor.created) await issueFloat(channel, { to: distributor.ref, amount: '100000' }, operator());

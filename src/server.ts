@@ -4,6 +4,12 @@ import { demoInstructions, seedDemo } from './demo.ts';
 import { createLogger } from './logger.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
 
+/**
+ * How long a stopping process may take to finish its requests and close its stores before it exits anyway.
+ * An orchestrator must wait longer than this before it kills the process (docker-compose.yml's stop_grace_period).
+ */
+export const SHUTDOWN_TIMEOUT_MS = 10_000;
+
 /** The HTTP server could not listen (port in use, not permitted, no such address): the process cannot serve. */
 export class ListenError extends Error {
   readonly code: string | undefined;
@@ -76,7 +82,7 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
         process.exit(1);
       },
     );
-    setTimeout(() => process.exit(1), 10_000).unref();
+    setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref();
   };
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));

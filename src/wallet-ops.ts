@@ -1,10 +1,15 @@
 import type { Express } from 'express';
 import { randomBytes } from 'node:crypto';
 import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
+import { embeddedSecretsKey } from './adapters/secrets-key-file.ts';
 import type { Ledger } from './ports/ledger.ts';
+import { EventStoreUnavailableError } from './ports/event-store.ts';
+import { ReadStoreUnavailableError } from './ports/read-store.ts';
 import { Executor } from './executor/executor.ts';
+import { KEY_REVOCATION_EVENT_TYPES, KeyRevocations } from './executor/key-revocation.ts';
 import { startSealer } from './audit/sealer.ts';
 import { KEY_USAGE_COLLECTION, KeyUsageRecorder } from './http/key-usage.ts';
+import { ApiRateLimits } from './http/rate-limit.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { InFlightStates, StateCache } from './commands/pipeline.ts';
 import type { Config } from './config.ts';
@@ -61,7 +66,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     decorate: faults.ledger,
   });
   const directory = new ApiKeyDirectory();
-  await catchUpApiKeyDirectory(stores.eventStore, directory);
+  // A store that blinks while the process starts is waited for, as the consumers would: not a crash loop.
+  await untilAvailable(() => catchUpApiKeyDirectory(stores.eventStore, directory), 'reading the API keys', logger);
   const following = followApiKeys(stores.eventStore, directory, logger);
   const watched: WatchedConsumer[] = [{ consumer: following, filter: { streamPrefixes: [streamPrefixes.apiKey] } }];
 
@@ -77,9 +83,11 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
   };
   const projections = allProjections(config.ASSET_SCALE);
-  await stores.readStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]);
+  await untilAvailable(() => stores.readStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]), 'defining the read models', logger);
   const usage = new KeyUsageRecorder(stores.readStore, logger);
   const onAuthenticated = (keyID: string, at: Date) => usage.record(keyID, at);
+  // One set of buckets per process, shared by the write and read APIs: a key's rate counts both.
+  const limits = new ApiRateLimits({ keyRatePerSecond: config.API_KEY_RATE_LIMIT, keyBurst: config.API_KEY_RATE_BURST, failedAuthenticationsPerMinute: config.AUTH_FAILURE_LIMIT }, clock);
   const runners = projections.map(
     (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, logger }),
   );
@@ -110,6 +118,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     executor.start();
     watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
   }
+  // Rejects the pending operations of revoked keys (src/executor/key-revocation.ts); runs with the executor.
+  const keyRevocations = new KeyRevocations({ eventStore: stores.eventStore, readStore: stores.readStore, clock, assetScale: config.ASSET_SCALE, logger });
+  if (parts.includes('executor')) {
+    keyRevocations.start();
+    watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });
+  }
 
   const document = buildOpenApiDocument(config.ASSET_SCALE);
   const app = createApp({
@@ -129,10 +143,20 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       }
     },
     routers: [
-      ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock, onAuthenticated })] : []),
-      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated })] : []),
+      ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock, onAuthenticated, limits })] : []),
+      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
-      ...(parts.includes('write-api') ? [consoleRouter({ store: stores.eventStore, readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, logger })] : []),
+      ...(parts.includes('write-api') ? [consoleRouter({
+        store: stores.eventStore,
+        readStore: stores.readStore,
+        directory,
+        clock,
+        assetScale: config.ASSET_SCALE,
+        logger,
+        throttle: { perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL, perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS, lockoutMs: config.LOGIN_LOCKOUT_MS },
+        // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key of their own in DATA_DIR.
+        secretsKey: config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR),
+      })] : []),
     ],
   });
   return {
@@ -144,9 +168,31 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     consumers: watched,
     async close() {
       await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop(), usage.close()]);
+      await keyRevocations.stop();
       await following.stop();
       await stores.close();
       await ledger.close();
     },
   };
+}
+
+/** How long a start waits for its stores before giving up (and letting the orchestrator restart it). */
+const START_PATIENCE_MS = 60_000;
+
+/**
+ * Runs a start-up step again while its store is unavailable (transiently: busy, down, an injected fault),
+ * with backoff, for up to START_PATIENCE_MS; any other error, or a store still down by then, fails the start.
+ */
+async function untilAvailable<T>(step: () => Promise<T>, what: string, logger: Logger): Promise<T> {
+  const deadline = Date.now() + START_PATIENCE_MS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (error) {
+      const transient = error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError;
+      if (!transient || Date.now() > deadline) throw error;
+      logger.warn({ err: error, attempt }, `${what}: store unavailable at start; retrying`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 50 * 2 ** attempt)));
+    }
+  }
 }

@@ -40,6 +40,9 @@ export interface StoreDecorators {
 
 const same = <T>(store: T) => store;
 
+/** A data directory wallet-ops creates is its owner's alone (an existing one keeps its mode; its files are 0600). */
+const OWNER_ONLY_DIRECTORY = { recursive: true, mode: 0o700 } as const;
+
 /** The embedded stores in a data directory (what benchmarks and tools that never use a server pass). */
 export interface EmbeddedOnly {
   dataDir: string;
@@ -77,7 +80,7 @@ export async function openEventStore(
     const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
     return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
   }
-  mkdirSync(selection.DATA_DIR, { recursive: true });
+  mkdirSync(selection.DATA_DIR, OWNER_ONLY_DIRECTORY);
   return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') })));
 }
 
@@ -89,7 +92,7 @@ export async function openReadStore(
     const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');
     return decorate(openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE }));
   }
-  mkdirSync(selection.DATA_DIR, { recursive: true });
+  mkdirSync(selection.DATA_DIR, OWNER_ONLY_DIRECTORY);
   return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite') }));
 }
 
@@ -98,7 +101,7 @@ export async function openReadStore(
  * the embedded ledger's own (LEDGER_*); `decorate` wraps any ledger (FAULT_LEDGER_*).
  */
 export function openLedger(options: { dataDir: string; faults?: LedgerFaults; decorate?: ((ledger: Ledger) => Ledger) | undefined }): Ledger {
-  mkdirSync(options.dataDir, { recursive: true });
+  mkdirSync(options.dataDir, OWNER_ONLY_DIRECTORY);
   const decorate = options.decorate ?? same;
   return decorate(openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(options.faults ? { faults: options.faults } : {}) }));
 }

@@ -1,4 +1,4 @@
-import { createReadStream, closeSync, openSync, writeSync } from 'node:fs';
+import { createReadStream, closeSync, fchmodSync, openSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { EventStore, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
 import { ChainChecker, type AuditProblem } from './verify.ts';
@@ -31,7 +31,9 @@ export async function exportEvents(store: EventStore, file: string, options: Exp
   const to = Math.min(options.toPosition ?? head, head);
   const pageSize = options.pageSize ?? 5000;
   const filter = options.streamPrefix !== undefined ? { streamPrefixes: [options.streamPrefix] } : undefined;
-  const fd = openSync(file, 'w');
+  // The history is the owner's alone: created 0600, and a file it replaces is narrowed to 0600 before a byte is written.
+  const fd = openSync(file, 'w', 0o600);
+  fchmodSync(fd, 0o600);
   const result: ExportResult = { events: 0, file, firstPosition: null, lastPosition: null };
   try {
     let from = options.fromPosition ?? 0;

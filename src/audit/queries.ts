@@ -119,7 +119,10 @@ export interface HistoryEntry {
   revision: number;
   time: string;
   type: string;
+  /** Whose authority the event was taken under. */
   actor: ActorInfo;
+  /** The operator (`operator:<os user>`) who ran the CLI command behind the event; absent for the console and the API. */
+  operator?: string;
   change: string;
 }
 
@@ -195,6 +198,7 @@ async function entry(event: RecordedEvent, directory: Directory): Promise<Histor
     time: event.createdAt,
     type: event.type,
     actor: await directory.actor(event.metadata?.actor),
+    ...(typeof event.metadata?.operator === 'string' ? { operator: event.metadata.operator } : {}),
     change: await describe(event, directory),
   };
 }

@@ -2,17 +2,21 @@ import type { RecordedEvent } from '../ports/event-store.ts';
 import { ISSUANCE_ADDRESS } from '../ports/ledger.ts';
 import { fromUnits, toUnits } from './amounts.ts';
 import { ProblemLog, type AuditCheck } from './verify-report.ts';
+import { AccessChecker, type UserInfo } from './verify-access.ts';
 
 // ---- operations, keys, users, wallets ---------------------------------------------------------------------
 
 type OpStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
 const CHANNEL_TYPES = new Set(['issue', 'individual-payment']);
+/** Who rejects the pending operations of a revoked key (src/commands/operations.ts KEY_REVOCATION_ACTOR). */
+const KEY_REVOCATION_ACTOR = 'system:key-revocation';
 
 export interface OpState {
   status: OpStatus;
   channel: boolean;
   party: string | null;
   requester: string;
+  keyID: string | null;
   payer: string;
   payee: string;
   amount: string;
@@ -25,10 +29,6 @@ export interface OpState {
   ledgerSequence: number | null;
 }
 
-interface UserInfo {
-  roles: string[];
-  party: string | null;
-}
 
 interface KeyInfo {
   status: 'pending' | 'active' | 'rejected' | 'revocation_pending' | 'revoked';
@@ -60,6 +60,8 @@ export class BusinessChecker {
   redeemed = 0n;
   completed = 0;
   private group: MovementGroup | null = null;
+  /** Users and access requests (verify-access.ts); it keeps `users` current for the checks below. */
+  private access: AccessChecker | undefined;
 
   constructor(
     private readonly problems: ProblemLog,
@@ -80,10 +82,7 @@ export class BusinessChecker {
     if (this.group) this.closeGroup();
     if (type.startsWith('Operation')) this.operation(event);
     else if (type.startsWith('ApiKey')) this.apiKey(event);
-    else if (type === 'UserAdded') {
-      const data = event.data as { userID: string; roles: string[]; party: { type: string; id: string } | null };
-      this.users.set(data.userID, { roles: data.roles ?? [], party: partyOf(data.party) });
-    }
+    else (this.access ??= new AccessChecker(this.users, (e, detail) => this.problem('maker-checker', e, detail))).feed(event);
   }
 
   finish(): void {
@@ -97,7 +96,7 @@ export class BusinessChecker {
   /** A user's decision as a checker: an existing user with the checker role, of the party, not the requester. */
   private checker(event: RecordedEvent, userID: string, party: string | null, requester: string | null, describe: () => string, operationID?: string): void {
     const user = this.users.get(userID);
-    if (user && user.roles.includes('checker') && user.party === party && userID !== requester) return;
+    if (user && user.roles.includes('checker') && user.party === party && userID !== requester && !user.disabled) return;
     const what = describe();
     if (!user) {
       this.problem('maker-checker', event, `${what} by ${userID}, who is not a user at that point`, operationID);
@@ -106,6 +105,7 @@ export class BusinessChecker {
     if (!user.roles.includes('checker')) this.problem('maker-checker', event, `${what} by user ${userID}, who does not have the checker role`, operationID);
     if (user.party !== party) this.problem('maker-checker', event, `${what} by user ${userID} of ${user.party ?? 'the platform'}, not of ${party ?? 'the platform'}`, operationID);
     if (requester !== null && userID === requester) this.problem('maker-checker', event, `${what} by user ${userID}, who requested it (maker and checker must differ)`, operationID);
+    if (user.disabled) this.problem('maker-checker', event, `${what} by user ${userID}, who is disabled`, operationID);
   }
 
   private apiKey(event: RecordedEvent): void {
@@ -196,6 +196,7 @@ export class BusinessChecker {
         channel: CHANNEL_TYPES.has(requested.operationType),
         party,
         requester: String(event.metadata?.actor ?? ''),
+        keyID: requested.keyID ?? null,
         payer: addressOf(requested.payer),
         payee: addressOf(requested.payee),
         amount: requested.amount,
@@ -218,11 +219,19 @@ export class BusinessChecker {
       case 'OperationRejected': {
         if (op.status !== 'pending') this.refuse(event, operationID, `it is ${op.status}, not pending`);
         const by = String(event.type === 'OperationApproved' ? data.approvedBy : data.rejectedBy);
+        const key = op.keyID === null ? undefined : this.keys.get(op.keyID);
         if (op.channel) {
           if (by !== op.requester) this.problem('maker-checker', event, `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ${op.requester}`, operationID);
+        } else if (event.type === 'OperationRejected' && by === KEY_REVOCATION_ACTOR) {
+          // The system rejects only the pending operations of a key already revoked.
+          if (key?.status !== 'revoked') this.problem('maker-checker', event, `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked`, operationID);
         } else {
           const requesterUser = op.requester.startsWith('user:') ? op.requester.slice(5) : null;
           this.checker(event, by, op.party, requesterUser, () => `${event.type === 'OperationApproved' ? 'approval' : 'rejection'} of operation ${operationID}`, operationID);
+          // Segregation of duties: whoever requested the key saw its secret, so could have made the operation.
+          if (event.type === 'OperationApproved' && key && by === key.requestedBy) {
+            this.problem('maker-checker', event, `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that created it`, operationID);
+          }
         }
         op.status = event.type === 'OperationApproved' ? 'approved' : 'rejected';
         break;

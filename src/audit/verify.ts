@@ -25,8 +25,10 @@ export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
  *    failed; no approval without request, no completion without approval and claim, no double completion,
  *    nothing after a rejection or a failure), and the key that created an operation was active then.
  *  - maker-checker: approvals and rejections of keys and operations by a user other than the requester,
- *    with the checker role (roles from UserAdded) and of the same party; key requests by makers; channel
- *    operations (issue, individual-payment) approved by their own requesting actor.
+ *    with the checker role (roles from UserAdded, UserRoleAdded and UserRoleRemoved), not disabled, and of
+ *    the same party; key requests by makers; channel operations (issue, individual-payment) approved by their
+ *    own requesting actor. Access requests (verify-access.ts): requested by a platform administrator,
+ *    approved by another who is not the subject; every widening of a user under an approved request for it.
  *  - wallet: no wallet but platform:issuance ever below zero (WalletCredited/WalletDebited folded).
  *  - supply: the write side's money moves only with a completed operation, in its completion's append, as
  *    it requested (payer -amount-fee, payee +amount, platform:fees +fee), and after each such append the

@@ -5,6 +5,7 @@ import { unwrapHashChain } from '../audit/hash-chain.ts';
 import { balanceAsOf, keyHistory, operationHistory } from '../audit/queries.ts';
 import { formatAge, verifyHistory, type AuditReport } from '../audit/verify.ts';
 import { normalizePhone } from '../domain/phone.ts';
+import { withoutOperatorAttribution } from './operator-attribution.ts';
 import { common, parseWalletRef, progressBar, UsageError, withBackOffice, withLedger, type CommonOptions } from './support.ts';
 
 /**
@@ -65,7 +66,7 @@ export function registerAuditCommands(program: Command): void {
     .action(async (operationID: string, opts: CommonOptions) =>
       withBackOffice(opts, ({ store }) => operationHistory(store, operationID), (h) =>
         [`${h.operationID}: ${h.operationType} of ${h.amount} (fee ${h.fee}) from ${h.payer} to ${h.payee}, ${h.status}`,
-          ...h.events.map((e) => `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${actorText(e.actor)}  ${e.change}`)].join('\n')),
+          ...h.events.map((e) => `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${actorText(e.actor)}${operatorText(e.actor.actor, e.operator)}  ${e.change}`)].join('\n')),
     );
 
   common(audit.command('key'))
@@ -74,7 +75,7 @@ export function registerAuditCommands(program: Command): void {
     .action(async (keyID: string, opts: CommonOptions) =>
       withBackOffice(opts, ({ store }) => keyHistory(store, keyID), (k) =>
         [`${k.keyID} "${k.label}" of ${k.party}: ${k.status}; makers ${k.makers.join(', ')}; checkers ${k.checkers.join(', ') || '-'}`,
-          ...k.lifecycle.map((e) => `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${e.change}`),
+          ...k.lifecycle.map((e) => `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${e.by}${operatorText(e.actor.actor, e.operator)}  ${e.change}`),
           `  ${k.operations.length} operation(s) created:`,
           ...k.operations.map((o) => `    ${o.createdAt}  ${o.operationID}  ${o.operationType} ${o.amount} (fee ${o.fee})  ${o.status}`)].join('\n')),
     );
@@ -111,7 +112,7 @@ export function registerAuditCommands(program: Command): void {
         const bar = progressBar('events import');
         try {
           // The raw store: the events carry their hashes, which must be kept exactly as they are.
-          return await importEvents(unwrapHashChain(store), opts.in, { onProgress: (done, total) => bar.update(done, total) });
+          return await importEvents(unwrapHashChain(withoutOperatorAttribution(store)), opts.in, { onProgress: (done, total) => bar.update(done, total) });
         } finally {
           bar.stop();
         }
@@ -142,6 +143,12 @@ function wholeNumber(option: string, value: string): number {
 
 function actorText(actor: { actor: string; label?: string; email?: string }): string {
   return actor.email ?? (actor.label ? `${actor.actor} ("${actor.label}")` : actor.actor);
+}
+
+/** Who typed the CLI command, when it was not the actor themselves: `(by operator:alice at the CLI)`. */
+function operatorText(actor: string, operator: string | undefined): string {
+  if (operator === undefined) return '';
+  return operator === actor ? ' (at the CLI)' : ` (by ${operator} at the CLI)`;
 }
 
 function humanReport(report: AuditReport | undefined): string {

@@ -3,9 +3,9 @@ import { Command, CommanderError } from 'commander';
 import { allProjections } from '../projections/index.ts';
 import { projectionStatus, rebuildProjections } from '../projections/rebuild.ts';
 import { EXECUTOR_CHECKPOINT } from '../executor/executor.ts';
+import { KEY_REVOCATION_CHECKPOINT, KEY_REVOCATION_EVENT_TYPES } from '../executor/key-revocation.ts';
 import { DomainError } from '../domain/errors.ts';
 import {
-  addUser,
   approveApiKey,
   decideOnApiKey,
   findUserByEmail,
@@ -22,8 +22,10 @@ import { decideOperation } from '../commands/operation-handlers.ts';
 import { requiredText } from '../domain/text.ts';
 import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
 import { registerMoneyCommands } from './money-commands.ts';
+import { registerUserCommands } from './user-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerAuditCommands } from './audit-commands.ts';
+import { registerDemoCommands } from './demo-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 
@@ -54,21 +56,7 @@ export function buildCli(): Command {
       withBackOffice(opts, (deps) => registerIndividual(deps, { phone: opts.phone, name: opts.name }, operatorContext()), (r) => `individual registered: ${r.phone}`),
     );
 
-  const user = program.command('user').description('console users');
-  common(user.command('add'))
-    .description('add a console user to a party, or a platform administrator')
-    .option('--party <party>', 'distributor:ID or merchant:ID')
-    .option('--platform-admin', 'a platform administrator, who belongs to no party')
-    .requiredOption('--email <email>', 'login email, unique')
-    .requiredOption('--password <password>', 'password (at least 10 characters); stored as an scrypt hash')
-    .option('--roles <roles>', 'maker, checker or maker,checker', '')
-    .action(async (opts: CommonOptions & { party?: string; platformAdmin?: boolean; email: string; password: string; roles: string }) => {
-      if (Boolean(opts.party) === Boolean(opts.platformAdmin)) throw new UsageError('give exactly one of --party or --platform-admin');
-      const partyRef = opts.party ? parsePartyRef(opts.party) : null;
-      await withBackOffice(opts, (deps) =>
-        addUser(deps, { party: partyRef, email: opts.email, password: opts.password, roles: opts.roles, platformAdmin: opts.platformAdmin ?? false }, operatorContext()),
-      (r) => `user added: ${r.userID}`);
-    });
+  registerUserCommands(program);
 
   const key = program.command('key').description('the API-key lifecycle (maker-checker)');
   common(key.command('request'))
@@ -131,13 +119,13 @@ export function buildCli(): Command {
     );
   const projections = program.command('projections').description('read models: status and rebuild from the event history');
   common(projections.command('status'))
-    .description("each projection's and the executor's checkpoint and lag behind the head of the event store; with a running server, each consumer's live state")
+    .description("each projection's, the executor's and the key-revocation consumer's checkpoint and lag behind the head of the event store; with a running server, each consumer's live state")
     .option('--server <url>', 'a running wallet-ops process whose /ready reports its consumers (default: http://HOST:PORT of the configuration)')
     .action(async (opts: CommonOptions & { server?: string }) =>
       withStores(opts, async ({ eventStore, readStore }, config) => {
         const all = allProjections(config.ASSET_SCALE);
         await readStore.defineCollections(all.map((p) => p.collection));
-        const followers = [...all.map((p) => ({ name: p.name, eventTypes: p.eventTypes })), { name: EXECUTOR_CHECKPOINT, eventTypes: ['OperationApproved'] }];
+        const followers = [...all.map((p) => ({ name: p.name, eventTypes: p.eventTypes })), { name: EXECUTOR_CHECKPOINT, eventTypes: ['OperationApproved'] }, { name: KEY_REVOCATION_CHECKPOINT, eventTypes: KEY_REVOCATION_EVENT_TYPES }];
         const checkpoints = await projectionStatus({ eventStore, readStore }, followers);
         const server = opts.server ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
         return { checkpoints, server: await liveConsumers(server) };
@@ -191,6 +179,7 @@ export function buildCli(): Command {
   registerMoneyCommands(program);
   registerEventCommands(program);
   registerAuditCommands(program);
+  registerDemoCommands(program);
   common(program.command('serve'))
     .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
     .argument('[parts...]', 'write-api | read-api | projections | executor')

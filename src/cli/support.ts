@@ -8,6 +8,7 @@ import type { PartyRef } from '../domain/parties.ts';
 import type { BackOfficeDeps } from '../commands/back-office.ts';
 import type { CommandContext } from '../commands/pipeline.ts';
 import type { Ledger } from '../ports/ledger.ts';
+import { attributeToOperator } from './operator-attribution.ts';
 
 /**
  * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
@@ -30,7 +31,7 @@ export function parsePartyRef(value: string): PartyRef {
 /** Runs one action against the event store named by the options, prints its result, and closes the store. */
 export async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOfficeDeps) => Promise<T>, human: (result: T) => string): Promise<void> {
   const config = loadConfig(process.env);
-  const store = await openEventStore({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
+  const store = attributeToOperator(await openEventStore({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR }), operatorActor());
   try {
     const result = await action({ store, clock: () => new Date(), assetScale: config.ASSET_SCALE });
     process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
@@ -42,7 +43,8 @@ export async function withBackOffice<T>(options: CommonOptions, action: (deps: B
 /** Like withBackOffice, for commands that need both stores. */
 export async function withStores<T>(options: CommonOptions, action: (stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
   const config = loadConfig(process.env);
-  const stores = await openStores({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
+  const opened = await openStores({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
+  const stores: Stores = { ...opened, eventStore: attributeToOperator(opened.eventStore, operatorActor()) };
   try {
     const result = await action(stores, config);
     process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
@@ -67,7 +69,18 @@ export function progressBar(label: string): { update(value: number, total: numbe
   };
 }
 
-export const operatorContext = (): CommandContext => ({ actor: `operator:${userInfo().username}`, correlationId: randomUUID() });
+/** The operator running the CLI: the OS user (in a container without a passwd entry, $USER or the uid). */
+export function operatorActor(): string {
+  let name: string;
+  try {
+    name = userInfo().username;
+  } catch {
+    name = process.env.USER ?? `uid-${process.getuid?.() ?? 'unknown'}`;
+  }
+  return `operator:${name}`;
+}
+
+export const operatorContext = (): CommandContext => ({ actor: operatorActor(), correlationId: randomUUID() });
 
 export function common(command: Command): Command {
   return command

@@ -77,26 +77,42 @@ export async function requireParty(deps: Pick<BackOfficeDeps, 'store' | 'cache'>
 
 const ROLES: UserRole[] = ['maker', 'checker'];
 
+export function parsePassword(field: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length < MIN_PASSWORD_LENGTH || value.length > 1024) {
+    throw new DomainError('INVALID_INPUT', `password must be ${MIN_PASSWORD_LENGTH} to 1024 characters`, field);
+  }
+  return value;
+}
+
+/** `maker`, `checker`, `maker,checker` or an array of them. */
+export function parseRoles(field: string, value: unknown): UserRole[] {
+  const raw = typeof value === 'string' ? value.split(',').map((r) => r.trim()).filter(Boolean) : value;
+  if (!Array.isArray(raw) || !raw.every((role): role is UserRole => ROLES.includes(role as UserRole))) {
+    throw new DomainError('INVALID_INPUT', `${field} must be maker, checker, or both`, field);
+  }
+  return raw;
+}
+
+/**
+ * Adds a user at once. Only the operator CLI (break-glass, direct store access: the first administrator,
+ * scripts) and the demo seed call this; in the console a user is added through an access request that
+ * another administrator approves (src/commands/user-admin.ts).
+ */
 export async function addUser(
   deps: BackOfficeDeps,
   input: { party: PartyRef | null; email: unknown; password: unknown; roles: unknown; platformAdmin?: boolean },
   context: CommandContext,
 ): Promise<{ userID: string }> {
   const email = parseEmail('email', input.email);
-  if (typeof input.password !== 'string' || input.password.length < MIN_PASSWORD_LENGTH || input.password.length > 1024) {
-    throw new DomainError('INVALID_INPUT', `password must be ${MIN_PASSWORD_LENGTH} to 1024 characters`, 'password');
-  }
-  const rawRoles = typeof input.roles === 'string' ? input.roles.split(',').map((r) => r.trim()).filter(Boolean) : input.roles;
-  if (!Array.isArray(rawRoles) || !rawRoles.every((role): role is UserRole => ROLES.includes(role as UserRole))) {
-    throw new DomainError('INVALID_INPUT', 'roles must be maker, checker, or both', 'roles');
-  }
+  const password = parsePassword('password', input.password);
+  const roles = parseRoles('roles', input.roles);
   if (input.party) await requireParty(deps, input.party);
   const userID = randomUUID();
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await hashPassword(password);
   await runCommand(deps, {
     stream: streams.user(userID),
     decider: userDecider,
-    command: { type: 'AddUser', data: { userID, party: input.party, email, passwordHash, roles: rawRoles, platformAdmin: input.platformAdmin ?? false, now: now(deps) } },
+    command: { type: 'AddUser', data: { userID, party: input.party, email, passwordHash, roles, platformAdmin: input.platformAdmin ?? false, mustChangePassword: false, now: now(deps) } },
     context,
     alsoAppend: () => [{ stream: streams.userEmail(email), expectedRevision: 'no_stream', events: [{ type: 'EmailClaimed', data: { email, userID } }] }],
     onConflict: () => new DomainError('EMAIL_TAKEN', `a user with email ${email} already exists`, 'email'),
@@ -105,15 +121,23 @@ export async function addUser(
 }
 
 export type ActiveUser = Extract<UserState, { status: 'active' }>;
+export type ExistingUser = Exclude<UserState, { status: 'none' }>;
 
-/** Finds a console user by email through the email's claim stream. */
-export async function findUserByEmail(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, rawEmail: unknown): Promise<ActiveUser> {
+/** Finds a console user by email through the email's claim stream, whether active or disabled. */
+export async function findAnyUserByEmail(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, rawEmail: unknown): Promise<ExistingUser> {
   const email = parseEmail('email', rawEmail);
   const [claim] = await deps.store.readStream(streams.userEmail(email), { maxCount: 1 });
   if (!claim) throw new DomainError('NOT_FOUND', `no user with email ${email}`, 'email');
   const { state } = await loadState(deps, streams.user((claim.data as { userID: string }).userID), userDecider);
-  if (state.status !== 'active') throw new DomainError('NOT_FOUND', `no user with email ${email}`, 'email');
+  if (state.status === 'none') throw new DomainError('NOT_FOUND', `no user with email ${email}`, 'email');
   return state;
+}
+
+/** Finds a console user who may act: a disabled user is refused (and cannot log in). */
+export async function findUserByEmail(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, rawEmail: unknown): Promise<ActiveUser> {
+  const user = await findAnyUserByEmail(deps, rawEmail);
+  if (user.status !== 'active') throw new DomainError('WRONG_STATE', `user ${user.email} is disabled`, 'email');
+  return user;
 }
 
 export const actingUser = (user: ActiveUser): ActingUser => ({ userID: user.userID, party: user.party, roles: user.roles });

@@ -9,9 +9,9 @@ import type { PartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
-import type { ActingUser } from './api-keys.ts';
+import { apiKeyDecider, type ActingUser, type ApiKeyState } from './api-keys.ts';
 import { decideCreateOperation, liveIdempotencyRecord, type CreateOperationOutcome } from './create-operation.ts';
-import { decideOnOperation, operationState } from './operations.ts';
+import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { loadState, runDecision, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
@@ -162,27 +162,62 @@ export async function createOperation(
     });
 }
 
-/** A checker approves or rejects a pending operation of their own party. */
+type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale'>;
+
+/**
+ * Decides on an operation with the state of the key that created it read in the same decision: who requested
+ * the key (for segregation of duties) and whether it is revoked. The key an operation was created with never
+ * changes, so it is looked up first to know which key stream to read.
+ */
+async function decideWithKey(deps: DecisionDeps, operationID: string, command: OperationDecision, context: CommandContext) {
+  const operationStream = streams.operation(operationID);
+  const { state } = await loadState(deps, operationStream, operationState);
+  const keyID = state.status === 'none' ? null : state.operation.keyID;
+  const read = {
+    operation: { stream: operationStream, ...operationState },
+    ...(keyID === null ? {} : { key: { stream: streams.apiKey(keyID), evolve: apiKeyDecider.evolve, initialState: apiKeyDecider.initialState } }),
+  };
+  return runDecision(deps, {
+    read: read as { operation: StreamRead<OperationState>; key: StreamRead<ApiKeyState> },
+    decide: ({ operation, key }) => decideOnOperation(command, { operation, key: key ?? apiKeyDecider.initialState() }, deps.assetScale),
+    context,
+  });
+}
+
+const checkOperationID = (operationID: string) => {
+  if (!/^op_[0-9a-f]{32}$/.test(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
+};
+
+/**
+ * A checker approves or rejects a pending operation of their own party. The approver may not be the user who
+ * requested the operation's key (nor its requester through another channel), and an operation whose key is
+ * revoked cannot be approved.
+ */
 export async function decideOperation(
-  deps: Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale'>,
+  deps: DecisionDeps,
   user: ActingUser,
   operationID: string,
   decision: { type: 'approve' } | { type: 'reject'; reason: string },
   context: CommandContext,
 ): Promise<{ operationID: string; state: string }> {
-  if (!/^op_[0-9a-f]{32}$/.test(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
+  checkOperationID(operationID);
   const now = deps.clock().toISOString();
-  return runDecision(deps, {
-    read: { operation: { stream: streams.operation(operationID), ...operationState } },
-    decide: ({ operation }) =>
-      decideOnOperation(
-        decision.type === 'approve'
-          ? { type: 'ApproveOperation', data: { operationID, by: user, now } }
-          : { type: 'RejectOperation', data: { operationID, by: user, reason: decision.reason, now } },
-        operation,
-        deps.assetScale,
-      ),
+  return decideWithKey(
+    deps,
+    operationID,
+    decision.type === 'approve'
+      ? { type: 'ApproveOperation', data: { operationID, by: user, now } }
+      : { type: 'RejectOperation', data: { operationID, by: user, reason: decision.reason, now } },
     context,
-  });
+  );
+}
+
+/**
+ * The key-revocation consumer's command: rejects the operation, releasing what it holds, if it is still
+ * pending and its key is revoked (both read in the decision); otherwise changes nothing and says what it is.
+ */
+export async function rejectOperationOfRevokedKey(deps: DecisionDeps, operationID: string, context: CommandContext): Promise<{ operationID: string; state: string }> {
+  checkOperationID(operationID);
+  return decideWithKey(deps, operationID, { type: 'RejectOperationOfRevokedKey', data: { operationID, now: deps.clock().toISOString() } }, context);
 }
 

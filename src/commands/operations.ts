@@ -1,15 +1,21 @@
+import type { EventMetadata } from '../ports/event-store.ts';
 import type { OperationEvent, OperationRequested } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
-import type { ActingUser } from './api-keys.ts';
+import type { ActingUser, ApiKeyState } from './api-keys.ts';
 import { assertNever } from './decider.ts';
 import type { Decision, StreamWrite } from './pipeline.ts';
 
 /**
  * An operation's lifecycle after its creation: a checker of the operation's party approves it (the executor
  * then carries it out) or rejects it, which gives back what it held: the payer's funds and the key's volume.
+ *
+ * Segregation of duties: the checker who approves is never the person who could have created the operation,
+ * i.e. the user who requested the API key that created it (the only person who has seen its secret) or,
+ * through another channel, the user who requested the operation. And an operation whose key has been revoked
+ * is never approved: the key-revocation consumer rejects it (RejectOperationOfRevokedKey).
  */
 export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
 
@@ -18,6 +24,8 @@ export type OperationState =
   | {
       status: OperationStatus;
       operation: OperationRequested['data'];
+      /** The user who requested it through a channel without a key (`user:<id>` actor); null for key-created operations. */
+      requestedBy: string | null;
       decidedBy: string | null;
       sequenceNumber: number | null;
       blockchainID: string | null;
@@ -28,10 +36,10 @@ export type OperationState =
 
 export const operationState = {
   initialState: (): OperationState => ({ status: 'none' }),
-  evolve(state: OperationState, event: OperationEvent): OperationState {
+  evolve(state: OperationState, event: OperationEvent & { metadata?: EventMetadata }): OperationState {
     switch (event.type) {
       case 'OperationRequested':
-        return { status: 'pending', operation: event.data, decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null };
+        return { status: 'pending', operation: event.data, requestedBy: requestingUser(event.metadata), decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null };
     }
     if (state.status === 'none') return state; // every operation stream starts with OperationRequested
     switch (event.type) {
@@ -53,11 +61,32 @@ export const operationState = {
   },
 };
 
+/** A console user named as the actor of an event: `user:<id>`. */
+function requestingUser(metadata: EventMetadata | undefined): string | null {
+  const actor = metadata?.actor;
+  return typeof actor === 'string' && actor.startsWith('user:') ? actor.slice('user:'.length) : null;
+}
+
+/** Who rejects, and why, the pending operations of a revoked key. */
+export const KEY_REVOCATION_ACTOR = 'system:key-revocation';
+export const KEY_REVOKED_REASON = 'API key revoked';
+
 export type OperationDecision =
   | { type: 'ApproveOperation'; data: { operationID: string; by: ActingUser; now: string } }
-  | { type: 'RejectOperation'; data: { operationID: string; by: ActingUser; reason: string; now: string } };
+  | { type: 'RejectOperation'; data: { operationID: string; by: ActingUser; reason: string; now: string } }
+  /** The key-revocation consumer's: rejects the operation if it is pending and its key revoked, else does nothing. */
+  | { type: 'RejectOperationOfRevokedKey'; data: { operationID: string; now: string } };
 
-function requireCheckerOf(state: OperationState, command: OperationDecision, action: string) {
+/**
+ * What a decision on an operation reads, in the same decision: the operation's stream, and the stream of the
+ * key that created it (`{ status: 'none' }` for an operation of another channel, which has no key).
+ */
+export interface OperationDecisionStates {
+  operation: OperationState;
+  key: ApiKeyState;
+}
+
+function requireCheckerOf(state: OperationState, command: Extract<OperationDecision, { data: { by: ActingUser } }>, action: string) {
   const { operationID, by } = command.data;
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `operation ${operationID} does not exist`);
   if (!samePartyRef(by.party, state.operation.party)) throw new DomainError('OTHER_PARTY', `operation ${operationID} belongs to another party`);
@@ -83,24 +112,72 @@ export function releaseWrites(operation: OperationRequested['data'], reason: 're
   return writes;
 }
 
+/** The key that created the operation, as the decision read it; null for an operation of another channel. */
+function keyOf(operation: OperationRequested['data'], key: ApiKeyState): Exclude<ApiKeyState, { status: 'none' }> | null {
+  if (operation.keyID === null) return null;
+  // The handler reads the key's stream with the operation's: anything else is a bug, not a refusal.
+  if (key.status === 'none' || key.keyID !== operation.keyID) throw new Error(`a decision on operation ${operation.operationID} needs the state of API key ${operation.keyID}`);
+  return key;
+}
+
+/**
+ * Approval needs a checker independent of whoever could have created the operation, and a key still standing.
+ * Both facts are read in the decision itself (the key's requester never changes; its revocation is read from
+ * its stream), not from a read model that may lag.
+ */
+function requireApprovable(states: OperationDecisionStates, by: ActingUser, operationID: string): void {
+  const { operation: state } = states;
+  if (state.status === 'none') return;
+  const key = keyOf(state.operation, states.key);
+  if (key && key.requestedBy === by.userID) {
+    throw new DomainError('SAME_USER', `cannot approve operation ${operationID}: you requested the API key that created it, and only you have seen its secret; another checker must approve it`);
+  }
+  if (state.requestedBy !== null && state.requestedBy === by.userID) {
+    throw new DomainError('SAME_USER', `cannot approve operation ${operationID}: you requested it; another checker must approve it`);
+  }
+  if (key?.status === 'revoked') {
+    throw new DomainError('WRONG_STATE', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`);
+  }
+}
+
 /** A checker's decision, pure: the events for the operation stream and, for a rejection, the releases. */
-export function decideOnOperation(command: OperationDecision, state: OperationState, assetScale: number): Decision<{ operationID: string; state: OperationStatus }> {
-  const { operationID, by, now } = command.data;
+export function decideOnOperation(
+  command: OperationDecision,
+  states: OperationDecisionStates,
+  assetScale: number,
+): Decision<{ operationID: string; state: OperationStatus | 'none' }> {
+  const { operationID, now } = command.data;
+  const { operation: state } = states;
   const stream = streams.operation(operationID);
   switch (command.type) {
     case 'ApproveOperation': {
       requireCheckerOf(state, command, 'approve');
+      requireApprovable(states, command.data.by, operationID);
       return {
-        writes: [{ stream, events: [{ type: 'OperationApproved', data: { operationID, approvedBy: by.userID, approvedAt: now } }] }],
+        writes: [{ stream, events: [{ type: 'OperationApproved', data: { operationID, approvedBy: command.data.by.userID, approvedAt: now } }] }],
         result: { operationID, state: 'approved' },
       };
     }
     case 'RejectOperation': {
+      // Anyone who may check may reject, the key's requester included: a rejection moves no money.
       const operation = requireCheckerOf(state, command, 'reject');
       return {
         writes: [
-          { stream, events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: by.userID, reason: command.data.reason, rejectedAt: now } }] },
+          { stream, events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: command.data.by.userID, reason: command.data.reason, rejectedAt: now } }] },
           ...releaseWrites(operation, 'rejected', assetScale),
+        ],
+        result: { operationID, state: 'rejected' },
+      };
+    }
+    case 'RejectOperationOfRevokedKey': {
+      // Idempotent: an operation already decided, or whose key stands, is left as it is (no writes).
+      if (state.status !== 'pending') return { writes: [], result: { operationID, state: state.status } };
+      const key = keyOf(state.operation, states.key);
+      if (key?.status !== 'revoked') return { writes: [], result: { operationID, state: state.status } };
+      return {
+        writes: [
+          { stream, events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: KEY_REVOCATION_ACTOR, reason: KEY_REVOKED_REASON, rejectedAt: now } }] },
+          ...releaseWrites(state.operation, 'rejected', assetScale),
         ],
         result: { operationID, state: 'rejected' },
       };

@@ -139,7 +139,8 @@ export async function loadState<State, Event>(
   let revision = cached?.revision ?? -1;
   const newer = await deps.store.readStream(stream, { fromRevision: revision + 1 });
   for (const recorded of newer) {
-    state = decider.evolve(state, { type: recorded.type, data: recorded.data } as Event);
+    // Metadata too: a state may need to know who caused an event (an operation's requester, for segregation of duties).
+    state = decider.evolve(state, { type: recorded.type, data: recorded.data, metadata: recorded.metadata } as Event);
     revision = recorded.revision;
   }
   if (newer.length > 0) deps.cache?.set(stream, { revision, state });
@@ -259,7 +260,7 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
       const index = readIndex.get(write.stream);
       if (index === undefined) continue;
       const { state, revision } = loaded[index]!;
-      const next = { state: write.events.reduce(reads[index]!.evolve, state), revision: revision + write.events.length };
+      const next = { state: write.events.map((event) => ({ ...event, metadata })).reduce(reads[index]!.evolve, state), revision: revision + write.events.length };
       deps.serialize.inFlight.track(write.stream, next, batch, deps.cache);
     }
   }

@@ -1,5 +1,6 @@
 import type { Request, Response, Router } from 'express';
-import { addUser, onboardParty, registerIndividual } from '../commands/back-office.ts';
+import { onboardParty, registerIndividual } from '../commands/back-office.ts';
+import { requestAccessChange } from '../commands/user-admin.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import { shortCode as parseShortCode } from '../domain/text.ts';
@@ -11,7 +12,9 @@ import type { SessionDoc } from './sessions.ts';
 
 /**
  * Platform administrators set up parties without a terminal: the same back-office commands as the CLI's
- * `party add-*` and `user add`. A refusal is shown next to the field it names, in the form that was sent.
+ * `party add-*`. A console user is not added at once but requested: another administrator approves it on
+ * the Access requests page (src/console/access-requests.ts). A refusal is shown next to the field it names,
+ * in the form that was sent.
  */
 type FormName = 'party' | 'individual' | 'user';
 
@@ -48,8 +51,9 @@ function adminPage(session: SessionDoc, state: FormState | null): Html {
   const roles = state?.form === 'user' ? (state.values.roles as string[] | undefined) ?? [] : [];
   const rolesError = state?.form === 'user' ? state.errors.roles : undefined;
   return html`<h1>Administration</h1>
-    <p>Set up distributors, merchants, individuals and console users: the same commands as the operator CLI.</p>
-    <div class="cards top">
+    <p>Set up distributors, merchants and individuals, and request console users. A new user, like every change that
+      widens someone’s access, takes effect only when another administrator approves it.</p>
+    <div class="cards align-start">
     <section class="card" aria-labelledby="party-title"><h2 id="party-title">Onboard a distributor or merchant</h2>
       <form method="post" action="/console/admin/parties" class="stack">${csrfField(session)}
         ${partyTypeSelect(state, 'party', false)}
@@ -61,17 +65,18 @@ function adminPage(session: SessionDoc, state: FormState | null): Html {
         ${input(state, 'individual', 'phone', 'Phone', { type: 'tel', hint: 'International format, e.g. +234 812 345 6781.' })}
         ${input(state, 'individual', 'name', 'Name')}
         <button type="submit">Register</button></form></section>
-    <section class="card" aria-labelledby="user-title"><h2 id="user-title">Add a console user</h2>
+    <section class="card" aria-labelledby="user-title"><h2 id="user-title">Request a console user</h2>
+      <p class="hint">Another administrator approves the request; the approval shows them a one-time temporary password to hand to the user, who chooses their own at the first login.</p>
       <form method="post" action="/console/admin/users" class="stack">${csrfField(session)}
         ${partyTypeSelect(state, 'user', true)}
         ${input(state, 'user', 'shortCode', 'Party short code', { hint: 'The distributor’s or merchant’s short code; empty for an administrator.' })}
         ${input(state, 'user', 'email', 'Email', { type: 'email' })}
-        ${input(state, 'user', 'password', 'Initial password', { type: 'password', autocomplete: 'new-password', hint: 'At least 10 characters.' })}
         <fieldset class="field${rolesError ? ' invalid' : ''}"><legend>Roles</legend>
           ${rolesError ? html`<p class="field-error" id="user-roles-error">${rolesError}</p>` : ''}
           ${(['maker', 'checker'] as const).map((role) => html`<div class="check"><input type="checkbox" id="user-role-${role}" name="roles" value="${role}"${roles.includes(role) ? html` checked` : ''}><label for="user-role-${role}">${role === 'maker' ? 'Maker — requests keys and revocations' : 'Checker — approves keys and operations'}</label></div>`)}
         </fieldset>
-        <button type="submit">Add user</button></form></section>
+        ${input(state, 'user', 'reason', 'Reason (optional)', { hint: 'For the approving administrator, e.g. “new cashier at branch 3”.' })}
+        <button type="submit">Request user</button></form></section>
     </div>`;
 }
 
@@ -82,12 +87,13 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
     renderPage(services, res, { title: 'Administration', section: 'admin', status, body: adminPage(viewer(res).session, state) });
 
   /** Runs a form's command; a domain refusal re-renders the form with the message beside its field. */
-  const handle = (path: string, form: FormName, names: string[], run: (req: Request, res: Response) => Promise<string>) =>
+  const handle = (path: string, form: FormName, names: string[], run: (req: Request, res: Response) => Promise<string | { text: string; location: string }>) =>
     router.post(path, async (req, res) => {
       requireAdmin(res);
       try {
         const done = await run(req, res);
-        await redirectWith(services, res, '/console/admin', { kind: 'ok', text: done });
+        const { text, location } = typeof done === 'string' ? { text: done, location: '/console/admin' } : done;
+        await redirectWith(services, res, location, { kind: 'ok', text });
       } catch (error) {
         if (!(error instanceof DomainError) || ['ROLE_REQUIRED', 'OTHER_PARTY', 'SAME_USER'].includes(error.code)) throw error;
         const values = Object.fromEntries(names.map((n) => [n, n === 'roles' ? fields(req, n) : (field(req, n) ?? '')]));
@@ -113,7 +119,7 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
     return `Individual ${phone} registered.`;
   });
 
-  handle('/admin/users', 'user', ['partyType', 'shortCode', 'email', 'password', 'roles'], async (req, res) => {
+  handle('/admin/users', 'user', ['partyType', 'shortCode', 'email', 'roles', 'reason'], async (req, res) => {
     const type = field(req, 'partyType');
     let party: PartyRef | null = null;
     if (type === 'distributor' || type === 'merchant') {
@@ -122,8 +128,8 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
       if (!found) throw invalidInput('shortCode', `no ${type} has the short code ${code}`);
       party = { type, id: found.id };
     } else if (type !== 'platform') throw invalidInput('partyType', 'choose a distributor, a merchant or a platform administrator');
-    const roles = fields(req, 'roles');
-    const { userID } = await addUser(backOffice, { party, email: field(req, 'email'), password: field(req, 'password'), roles, platformAdmin: party === null }, commandContext(res));
-    return `User ${(field(req, 'email') ?? '').trim().toLowerCase()} added (id ${userID}).`;
+    const { requestID, change } = await requestAccessChange(backOffice, viewer(res).user, { kind: 'add-user', party, email: field(req, 'email'), roles: fields(req, 'roles') }, field(req, 'reason'), commandContext(res));
+    const email = change.kind === 'add-user' ? change.email : '';
+    return { text: `User ${email} requested (${requestID}). Another administrator must approve it before it exists.`, location: '/console/admin/access' };
   });
 }

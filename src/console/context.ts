@@ -24,6 +24,8 @@ export interface ConsoleDeps {
   cache?: StateCache;
   sessionTimes?: Partial<SessionTimes>;
   throttle?: Partial<ThrottleLimits>;
+  /** The 32-byte key that encrypts approved keys' secrets while they wait for their maker in the read store. */
+  secretsKey: Buffer;
   /** How long an approved key's secret waits for its maker (default 24 h). */
   secretTtlMs?: number;
 }

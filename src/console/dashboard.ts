@@ -17,7 +17,10 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
         section: 'dashboard',
         body: html`<h1>Platform administration</h1>
           <p>You are a platform administrator: you belong to no party, so you see no keys, balances or operations.</p>
-          <p><a class="button" href="/console/admin">Onboard parties and add users</a></p>`,
+          <p>You onboard parties and manage console users. Every change that grants or widens someone’s access takes effect
+            only when another administrator approves it.</p>
+          <p><a class="button" href="/console/admin">Onboard parties and request users</a> <a class="button secondary" href="/console/admin/users">Users</a>
+            <a class="button secondary" href="/console/admin/access">Access requests</a></p>`,
       });
       return;
     }

@@ -16,7 +16,12 @@ export const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
 ].join('; ');
 
-export const securityHeaders: RequestHandler = (_req, res, next) => {
+/** One year. Sent only over HTTPS (a browser ignores it over HTTP); includeSubDomains is the operator's call, at the proxy. */
+export const STRICT_TRANSPORT_SECURITY = 'max-age=31536000';
+
+export const securityHeaders: RequestHandler = (req, res, next) => {
+  // req.secure follows TRUST_PROXY: the scheme the browser used, as the trusted proxy reports it.
+  if (req.secure) res.set('Strict-Transport-Security', STRICT_TRANSPORT_SECURITY);
   res.set({
     'Content-Security-Policy': CONTENT_SECURITY_POLICY,
     'X-Content-Type-Options': 'nosniff',
@@ -37,22 +42,31 @@ export const SESSION_COOKIE = 'wo_console';
 export const LOGIN_CSRF_COOKIE = 'wo_console_login';
 export const COOKIE_PATH = '/console';
 
-/** HttpOnly, SameSite=Strict, Path=/console; Secure when the request came over TLS (req.secure follows TRUST_PROXY). */
+/**
+ * Over HTTPS (req.secure follows TRUST_PROXY) a cookie is a `__Host-` cookie: the browser accepts it only with
+ * Secure, Path=/ and no Domain, so neither a sibling subdomain nor a plain-HTTP response can set or shadow it.
+ * Over plain HTTP (local use) it keeps its name and Path=/console.
+ */
+const cookieName = (req: Request, name: string) => (req.secure ? `__Host-${name}` : name);
+const cookieOptions = (req: Request) => ({ httpOnly: true, sameSite: 'strict' as const, path: req.secure ? '/' : COOKIE_PATH, secure: req.secure });
+
+/** HttpOnly, SameSite=Strict; `__Host-`, Secure and Path=/ over HTTPS, Path=/console over HTTP. */
 export function setCookie(req: Request, res: Response, name: string, value: string, maxAgeMs: number): void {
-  res.cookie(name, value, { httpOnly: true, sameSite: 'strict', path: COOKIE_PATH, secure: req.secure, maxAge: maxAgeMs });
+  res.cookie(cookieName(req, name), value, { ...cookieOptions(req), maxAge: maxAgeMs });
 }
 
 export function clearCookie(req: Request, res: Response, name: string): void {
-  res.clearCookie(name, { httpOnly: true, sameSite: 'strict', path: COOKIE_PATH, secure: req.secure });
+  res.clearCookie(cookieName(req, name), cookieOptions(req));
 }
 
-/** One cookie's value from the Cookie header; a malformed header gives nothing. */
+/** One cookie's value from the Cookie header (its `__Host-` name over HTTPS); a malformed header gives nothing. */
 export function readCookie(req: Request, name: string): string | undefined {
   const header = req.get('cookie');
   if (!header) return undefined;
+  const wanted = cookieName(req, name);
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
+    if (eq < 0 || part.slice(0, eq).trim() !== wanted) continue;
     const value = part.slice(eq + 1).trim();
     return /^[A-Za-z0-9_-]{16,128}$/.test(value) ? value : undefined;
   }

@@ -3,7 +3,7 @@ import { html, type Html, type Renderable } from '../http/html.ts';
 import type { DeliveredSecret } from './one-time-secrets.ts';
 import type { SessionDoc } from './sessions.ts';
 
-export type Section = 'dashboard' | 'operations' | 'keys' | 'admin' | 'login' | 'none';
+export type Section = 'dashboard' | 'operations' | 'keys' | 'admin' | 'users' | 'access' | 'password' | 'login' | 'none';
 
 export interface PageOptions {
   title: string;
@@ -36,15 +36,21 @@ function navigation(user: ActiveUser, section: Section): Html {
         navLink('/console/operations', 'Operations', section === 'operations'),
         navLink('/console/keys', 'Settings › API keys', section === 'keys'),
       ]
-    : [navLink('/console/', 'Dashboard', section === 'dashboard'), navLink('/console/admin', 'Administration', section === 'admin')];
+    : [
+        navLink('/console/', 'Dashboard', section === 'dashboard'),
+        navLink('/console/admin', 'Administration', section === 'admin'),
+        navLink('/console/admin/users', 'Users', section === 'users'),
+        navLink('/console/admin/access', 'Access requests', section === 'access'),
+      ];
   return html`<nav aria-label="Main"><ul>${links}</ul></nav>`;
 }
 
-function who(options: NonNullable<PageOptions['viewer']>): Html {
+function who(options: NonNullable<PageOptions['viewer']> & { section: Section }): Html {
   const { user, session, partyName } = options;
   const role = user.platformAdmin ? 'platform administrator' : (['maker', 'checker'] as const).filter((r) => user.roles.includes(r)).join(' and ');
   return html`<div class="who">
       <span><span class="email">${user.email}</span> <span class="muted">· ${partyName ? html`${partyName} · ` : ''}${role}</span></span>
+      <a href="/console/password"${options.section === 'password' ? html` aria-current="page"` : ''}>Password</a>
       <form method="post" action="/console/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>
     </div>`;
 }
@@ -88,7 +94,7 @@ export function page(options: PageOptions): Html {
 <header class="top">
   <a class="brand" href="/console/">wallet-ops <span>console</span></a>
   ${options.viewer ? navigation(options.viewer.user, options.section) : ''}
-  ${options.viewer ? who(options.viewer) : ''}
+  ${options.viewer ? who({ ...options.viewer, section: options.section }) : ''}
 </header>
 <main id="main" tabindex="-1">
 ${flashMessage(options.flash)}

@@ -1,60 +1,79 @@
+import { createHash } from 'node:crypto';
+import type { CollectionDefinition, Counter, ReadStore } from '../ports/read-store.ts';
+
 /**
- * Login throttling against password guessing: failures are counted per email and per client address in a
- * sliding window. Once either count reaches its limit, every login for that email or from that address is
- * refused (429 with Retry-After) until the oldest failure leaves the window, even with the right password,
- * so that a guesser learns nothing from the answers. A success clears the email's failures, not the address's.
+ * Login throttling against password guessing. Every attempt is counted, per email and per client address,
+ * before its password is checked, with the read store's atomic `incrementCounter`: of any number of attempts
+ * sent at once, to one process or to several on the same store, only the first `perEmail` for an email (and
+ * `perAddress` from an address) are checked at all; the others are refused (429 with Retry-After) whatever
+ * their password, so that a guesser learns nothing from the answers.
  *
- * In memory: a restart forgets the counts (the window is short), and each process counts its own.
+ * Counts live `lockoutMs` from an email's or address's first attempt; the attempt that reaches a limit starts
+ * the lockout, which lasts `lockoutMs` from then. A successful login clears the email's count and gives the
+ * address its attempt back (an office behind one address is charged for failures, not for its logins).
+ * Counters are keyed by the SHA-256 of the email or address, so the store holds no list of guessed emails.
  */
+export const LOGIN_ATTEMPTS_COLLECTION: CollectionDefinition = { name: 'console_login_attempts', indexes: [['expiresAt']] };
+
 export interface ThrottleLimits {
-  windowMs: number;
   perEmail: number;
   perAddress: number;
-  /** Bound on the tracked emails and addresses together, so a flood of names cannot exhaust memory. */
-  maxTracked: number;
+  lockoutMs: number;
 }
 
-export const DEFAULT_THROTTLE: ThrottleLimits = { windowMs: 15 * 60_000, perEmail: 5, perAddress: 20, maxTracked: 50_000 };
+export const DEFAULT_THROTTLE: ThrottleLimits = { perEmail: 5, perAddress: 20, lockoutMs: 15 * 60_000 };
+
+/** What the throttle says of one attempt: refused unchecked, or checked with so many attempts left after it. */
+export type Admission =
+  | { admitted: false; retryAfterSeconds: number }
+  | { admitted: true; attemptsLeft: number; limitedBy: 'email' | 'address' };
+
+type Subject = 'email' | 'address';
+
+const counterID = (subject: Subject, value: string) => `${subject}:${createHash('sha256').update(value).digest('hex')}`;
 
 export class LoginThrottle {
-  private readonly failures = new Map<string, number[]>();
-
   constructor(
+    private readonly store: ReadStore,
     private readonly clock: () => Date,
     readonly limits: ThrottleLimits = DEFAULT_THROTTLE,
   ) {}
 
-  /** Seconds to wait before trying again, or 0 when a login may be tried now. */
-  retryAfterSeconds(email: string, address: string): number {
+  /** Counts the attempt, then says whether its password may be checked. */
+  async admit(email: string, address: string): Promise<Admission> {
     const now = this.clock().getTime();
-    const wait = Math.max(this.waitFor(`email:${email}`, this.limits.perEmail, now), this.waitFor(`ip:${address}`, this.limits.perAddress, now));
-    return wait === 0 ? 0 : Math.max(1, Math.ceil(wait / 1000));
-  }
-
-  recordFailure(email: string, address: string): void {
-    const now = this.clock().getTime();
-    for (const key of [`email:${email}`, `ip:${address}`]) {
-      const times = this.recent(key, now);
-      times.push(now);
-      this.failures.delete(key); // re-inserted last: the map's order is the eviction order
-      this.failures.set(key, times);
+    const counted = await Promise.all(
+      (['email', 'address'] as const).map(async (subject) => {
+        const limit = subject === 'email' ? this.limits.perEmail : this.limits.perAddress;
+        const counter = await this.count(subject, subject === 'email' ? email : address, 1, now);
+        if (counter.count === limit) await this.lockFrom(counter, now);
+        return { subject, counter, left: limit - counter.count };
+      }),
+    );
+    const over = counted.filter(({ left }) => left < 0);
+    if (over.length > 0) {
+      const waitMs = Math.max(...over.map(({ counter }) => counter.expiresAt - now));
+      return { admitted: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
     }
-    while (this.failures.size > this.limits.maxTracked) this.failures.delete(this.failures.keys().next().value as string);
+    const tightest = counted.reduce((a, b) => (b.left < a.left ? b : a));
+    return { admitted: true, attemptsLeft: tightest.left, limitedBy: tightest.subject };
   }
 
-  recordSuccess(email: string): void {
-    this.failures.delete(`email:${email}`);
+  async succeeded(email: string, address: string): Promise<void> {
+    const now = this.clock().getTime();
+    await Promise.all([
+      this.store.commit([{ op: 'delete', collection: LOGIN_ATTEMPTS_COLLECTION.name, id: counterID('email', email) }]),
+      this.count('address', address, -1, now),
+    ]);
   }
 
-  private recent(key: string, now: number): number[] {
-    return (this.failures.get(key) ?? []).filter((t) => now - t < this.limits.windowMs);
+  private count(subject: Subject, value: string, by: number, now: number): Promise<Counter> {
+    return this.store.incrementCounter(LOGIN_ATTEMPTS_COLLECTION.name, counterID(subject, value), { by, now, expiresAt: now + this.limits.lockoutMs });
   }
 
-  private waitFor(key: string, limit: number, now: number): number {
-    const times = this.recent(key, now);
-    if (times.length < limit) return 0;
-    // Allowed again when enough failures have left the window to be below the limit.
-    const releasing = times[times.length - limit]!;
-    return releasing + this.limits.windowMs - now;
+  /** The attempt that used the last one: the counter now lasts a whole lockout from this moment. */
+  private async lockFrom(counter: Counter, now: number): Promise<void> {
+    counter.expiresAt = now + this.limits.lockoutMs;
+    await this.store.commit([{ op: 'patch', collection: LOGIN_ATTEMPTS_COLLECTION.name, id: counter.id, patch: { expiresAt: counter.expiresAt } }]);
   }
 }

@@ -6,6 +6,7 @@ import { html } from '../http/html.ts';
 import { clearCookie, isSameOrigin, LOGIN_CSRF_COOKIE, readCookie, SESSION_COOKIE, setCookie, tokensEqual } from './http-security.ts';
 import { loadUser, renderPage } from './render.ts';
 import { newToken } from './sessions.ts';
+import { upgradeHashAfterLogin } from './hash-upgrade.ts';
 
 /**
  * Login and logout, and the middleware that admits every other console request: a live session, and for a
@@ -61,11 +62,12 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     const email = (field(req, 'email') ?? '').trim().toLowerCase().slice(0, 254);
     const password = field(req, 'password') ?? '';
     const address = req.ip ?? '';
-    const wait = throttle.retryAfterSeconds(email, address);
-    if (wait > 0) {
-      res.set('Retry-After', String(wait));
+    // Counted before the password is checked: parallel guesses cannot get more checks than the limit.
+    const admission = await throttle.admit(email, address);
+    if (!admission.admitted) {
+      res.set('Retry-After', String(admission.retryAfterSeconds));
       deps.logger.warn({ ip: address }, 'console: login throttled');
-      return showLogin(services, req, res, 429, { email, error: `Too many failed attempts. Try again in ${Math.ceil(wait / 60)} minute${wait > 60 ? 's' : ''}.` });
+      return showLogin(services, req, res, 429, { email, error: `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.` });
     }
     let user: ActiveUser | null = null;
     try {
@@ -75,11 +77,11 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     }
     const valid = password.length > 0 && password.length <= 1024 && (await verifyPassword(password, user?.passwordHash ?? (await dummy())));
     if (!user || !valid) {
-      throttle.recordFailure(email, address);
       deps.logger.warn({ ip: address }, 'console: login failed');
-      return showLogin(services, req, res, 401, { email, error: 'The email or the password is wrong.' });
+      return showLogin(services, req, res, 401, { email, error: `The email or the password is wrong. ${attemptsLeft(admission, throttle.limits.lockoutMs)}` });
     }
-    throttle.recordSuccess(email);
+    await throttle.succeeded(email, address);
+    await upgradeHashAfterLogin(services, user, password, res);
     // A session this browser had is ended, not kept beside the new one.
     const previous = readCookie(req, SESSION_COOKIE);
     const old = previous ? await sessions.resume(previous) : null;
@@ -90,6 +92,19 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     deps.logger.info({ userID: user.userID }, 'console: logged in');
     res.redirect(303, '/console/');
   });
+}
+
+/** What a failed login leaves: said on the page, so that a user who mistyped knows where they stand. */
+function attemptsLeft(admission: { attemptsLeft: number; limitedBy: 'email' | 'address' }, lockoutMs: number): string {
+  const lockout = duration(lockoutMs);
+  if (admission.attemptsLeft > 0) return `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ${lockout.adjective} lockout.`;
+  return `No attempts left: logins ${admission.limitedBy === 'email' ? 'for this email' : 'from this address'} are locked for ${lockout.noun}.`;
+}
+
+/** "15 minutes" and "15-minute"; whole hours as hours, under a minute in seconds. */
+function duration(ms: number): { noun: string; adjective: string } {
+  const [count, unit] = ms >= 3_600_000 && ms % 3_600_000 === 0 ? [ms / 3_600_000, 'hour'] : ms >= 60_000 ? [Math.ceil(ms / 60_000), 'minute'] : [Math.ceil(ms / 1000), 'second'];
+  return { noun: `${count} ${unit}${count === 1 ? '' : 's'}`, adjective: `${count}-${unit}` };
 }
 
 /** Admits a request with a live session; refuses a state-changing one without the same origin and the session's token. */

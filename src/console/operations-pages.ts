@@ -7,6 +7,8 @@ import type { SessionDoc } from './sessions.ts';
 export interface PendingOperation {
   operation: OperationRequested['data'];
   keyLabel: string | null;
+  /** The viewer requested the key that created it (and saw its secret): another checker must approve it. */
+  viewerRequestedKey?: boolean;
 }
 
 export interface HistoryRow {
@@ -40,7 +42,7 @@ export function pendingPage(session: SessionDoc, items: PendingOperation[], chec
     : html`<table>
       <caption class="visually-hidden">Operations awaiting a checker</caption>
       <thead><tr><th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
-      <tbody>${items.map(({ operation: op, keyLabel }) => html`<tr data-operation-id="${op.operationID}">
+      <tbody>${items.map(({ operation: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
         <th scope="row">${op.operationType}<br><code class="muted">${op.operationID}</code></th>
         <td class="num">${op.amount}</td>
         <td class="num">${op.fee}</td>
@@ -49,7 +51,10 @@ export function pendingPage(session: SessionDoc, items: PendingOperation[], chec
         <td>${keyLabel ?? ''}<br><code class="muted">${op.keyID ?? ''}</code></td>
         <td>${time(op.createdAt)}</td>
         ${checker ? html`<td class="actions">
-          <form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">${csrfField(session)}<button type="submit">Approve</button></form>
+          ${viewerRequestedKey
+            ? html`<button type="button" disabled aria-describedby="own-${op.operationID}">Approve</button>
+              <p class="hint" id="own-${op.operationID}">You requested the key that created it: another checker must approve it.</p>`
+            : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">${csrfField(session)}<button type="submit">Approve</button></form>`}
           <a class="button danger" href="/console/operations/${seg(op.operationID)}/reject">Reject…</a>
         </td>` : ''}
       </tr>`)}</tbody></table>`;

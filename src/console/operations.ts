@@ -68,10 +68,10 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     return state.status !== 'none' && samePartyRef(state.operation.party, party) ? state : null;
   }
 
-  const withKeyLabel = (operation: PendingOperation['operation']): PendingOperation => ({
-    operation,
-    keyLabel: operation.keyID ? (directory.get(operation.keyID)?.label ?? null) : null,
-  });
+  const withKeyLabel = (operation: PendingOperation['operation'], viewerID?: string): PendingOperation => {
+    const key = operation.keyID ? directory.get(operation.keyID) : undefined;
+    return { operation, keyLabel: key?.label ?? null, viewerRequestedKey: viewerID !== undefined && key?.requestedBy === viewerID };
+  };
 
   async function ownPendingOperation(res: Response, operationID: string): Promise<PendingOperation> {
     const state = await partyOperation(partyOf(res), operationID);
@@ -87,7 +87,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     const items: PendingOperation[] = [];
     for (const doc of docs) {
       const state = await partyOperation(party, doc.operationID);
-      if (state?.status === 'pending') items.push(withKeyLabel(state.operation));
+      if (state?.status === 'pending') items.push(withKeyLabel(state.operation, viewer(res).user.userID));
     }
     const checker = viewer(res).user.roles.includes('checker');
     await renderPage(services, res, { title: 'Operations', section: 'operations', body: pendingPage(viewer(res).session, items, checker) });

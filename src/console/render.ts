@@ -26,7 +26,7 @@ export async function renderPage(
   const flash = await services.sessions.takeFlash(session);
   // Taken as the page is rendered: the next view, a reload included, will not have it. Only a GET shows it
   // (a HEAD would take it and send no body).
-  const secrets = res.req.method === 'GET' ? services.secrets.take(user.userID) : [];
+  const secrets = res.req.method === 'GET' ? await services.secrets.take(user.userID) : [];
   const body = page({ ...options, viewer: { user, session, partyName }, flash, secrets });
   res.status(options.status ?? 200).type('html').send(body.value);
 }
@@ -47,7 +47,9 @@ export async function loadUser(services: ConsoleServices, userID: string): Promi
 export async function emailOf(services: ConsoleServices, userID: string | null): Promise<string> {
   if (!userID) return '';
   if (!/^[0-9a-f-]{36}$/.test(userID)) return userID; // an operator or a system actor
-  return (await loadUser(services, userID))?.email ?? userID;
+  // Also a disabled user's: lists still say who requested or approved what.
+  const { state } = await loadState(services.backOffice, streams.user(userID), userDecider);
+  return state.status === 'none' ? userID : state.email;
 }
 
 const STATUS_OF: Partial<Record<DomainErrorCode, number>> = {

@@ -3,14 +3,16 @@ import express, { Router } from 'express';
 import { PartyLookup } from '../commands/party-lookup.ts';
 import { StateCache } from '../commands/pipeline.ts';
 import { adminRoutes } from './admin.ts';
+import { userAdminRoutes } from './admin-users.ts';
 import { ConsoleError, type ConsoleDeps, type ConsoleServices } from './context.ts';
 import { dashboardRoute } from './dashboard.ts';
 import { securityHeaders } from './http-security.ts';
 import { keyRoutes } from './keys.ts';
-import { LoginThrottle, DEFAULT_THROTTLE } from './login-throttle.ts';
+import { DEFAULT_THROTTLE, LOGIN_ATTEMPTS_COLLECTION, LoginThrottle } from './login-throttle.ts';
 import { loginRoutes, logoutRoute, requireSession } from './login.ts';
-import { OneTimeSecrets } from './one-time-secrets.ts';
+import { OneTimeSecrets, SECRETS_COLLECTION } from './one-time-secrets.ts';
 import { operationRoutes } from './operations.ts';
+import { passwordRoutes } from './password.ts';
 import { consoleErrorHandler } from './render.ts';
 import { ConsoleSessions, DEFAULT_SESSION_TIMES, SESSIONS_COLLECTION } from './sessions.ts';
 
@@ -20,10 +22,11 @@ export type { ConsoleDeps } from './context.ts';
  * The back-office web console under /console: server-rendered pages, one stylesheet and one small script for
  * progressive enhancement. Served by wallet-ops itself. See docs/console.md.
  */
-const ASSETS: Record<string, { type: string; body: Buffer }> = {
-  'console.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/console.css', import.meta.url)) },
-  'console.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/console.js', import.meta.url)) },
-};
+// A Map, not an object literal: `__proto__`, `constructor` or `toString` must find nothing, not Object's own.
+const ASSETS = new Map<string, { type: string; body: Buffer }>([
+  ['console.css', { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/console.css', import.meta.url)) }],
+  ['console.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/console.js', import.meta.url)) }],
+]);
 
 export function consoleRouter(deps: ConsoleDeps): Router {
   const services: ConsoleServices = {
@@ -31,20 +34,20 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     backOffice: { store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale },
     lookup: new PartyLookup(deps.store),
     sessions: new ConsoleSessions(deps.readStore, deps.clock, { ...DEFAULT_SESSION_TIMES, ...deps.sessionTimes }),
-    throttle: new LoginThrottle(deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
-    secrets: new OneTimeSecrets(deps.clock, deps.secretTtlMs),
+    throttle: new LoginThrottle(deps.readStore, deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
+    secrets: new OneTimeSecrets({ store: deps.readStore, key: deps.secretsKey, clock: deps.clock, logger: deps.logger, ...(deps.secretTtlMs === undefined ? {} : { ttlMs: deps.secretTtlMs }) }),
   };
   let collections: Promise<void> | undefined;
 
   const pages = Router();
   pages.use(securityHeaders);
   pages.get('/assets/:name', (req, res) => {
-    const asset = ASSETS[String(req.params.name)];
+    const asset = ASSETS.get(String(req.params.name));
     if (!asset) throw new ConsoleError(404, 'No such file.');
     res.set('Cache-Control', 'public, max-age=300').type(asset.type).send(asset.body);
   });
   pages.use(async (_req, _res, next) => {
-    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION]));
+    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION, LOGIN_ATTEMPTS_COLLECTION, SECRETS_COLLECTION]));
     next();
   });
   // Form bodies on the console's own routes only; the API keeps its strict JSON parser.
@@ -52,10 +55,13 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   loginRoutes(pages, services);
   pages.use(requireSession(services));
   logoutRoute(pages, services);
+  // Also the gate that keeps a user with a temporary password on the password page.
+  passwordRoutes(pages, services);
   dashboardRoute(pages, services);
   keyRoutes(pages, services);
   operationRoutes(pages, services);
   adminRoutes(pages, services);
+  userAdminRoutes(pages, services);
   pages.use(() => {
     throw new ConsoleError(404, 'There is no console page at this address.');
   });

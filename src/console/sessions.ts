@@ -71,6 +71,11 @@ export class ConsoleSessions {
     return session;
   }
 
+  /** Ends every session of a user (disabled, or their password reset or changed), but `except` one. */
+  async endAllFor(userID: string, except?: string): Promise<number> {
+    return endSessionsOf(this.store, userID, except);
+  }
+
   async destroy(session: Pick<SessionDoc, 'id'>): Promise<void> {
     await this.store.commit([{ op: 'delete', collection: SESSIONS_COLLECTION.name, id: session.id }]);
   }
@@ -91,4 +96,11 @@ export class ConsoleSessions {
     const now = this.clock().getTime();
     return now - Date.parse(session.lastSeenAt) > this.times.idleMs || now - Date.parse(session.createdAt) > this.times.absoluteMs;
   }
+}
+
+/** Ends a user's console sessions at once; also used by the operator CLI, which has no ConsoleSessions. */
+export async function endSessionsOf(store: ReadStore, userID: string, except?: string): Promise<number> {
+  const ended = (await store.find<SessionDoc>(SESSIONS_COLLECTION.name, { where: { userID } })).filter((s) => s.id !== except);
+  if (ended.length > 0) await store.commit(ended.map((s) => ({ op: 'delete' as const, collection: SESSIONS_COLLECTION.name, id: s.id })));
+  return ended.length;
 }

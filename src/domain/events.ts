@@ -29,10 +29,40 @@ export type UserAdded = Event<'UserAdded', {
   passwordHash: string;
   roles: UserRole[];
   platformAdmin: boolean;
+  /**
+   * True when the password is a one-time temporary password (a user added through an approved access
+   * request), which must be changed at the first login. Absent (false) in events written before it existed.
+   */
+  mustChangePassword: boolean;
   addedAt: string;
 }>;
 export type EmailClaimed = Event<'EmailClaimed', { email: string; userID: string }>;
-export type UserEvent = UserAdded;
+/** Narrowing takes effect at once: a disabled user cannot log in, and their sessions end. */
+export type UserDisabled = Event<'UserDisabled', { userID: string; disabledBy: string; reason: string; disabledAt: string }>;
+/** Widening takes effect only through an approved access request, named by `requestID`. */
+export type UserEnabled = Event<'UserEnabled', { userID: string; requestID: string; approvedBy: string; enabledAt: string }>;
+export type UserRoleAdded = Event<'UserRoleAdded', { userID: string; role: UserRole; requestID: string; approvedBy: string; addedAt: string }>;
+export type UserRoleRemoved = Event<'UserRoleRemoved', { userID: string; role: UserRole; removedBy: string; removedAt: string }>;
+/** An administrator's reset: a one-time temporary password (scrypt hash) that must be changed at the next login. */
+export type UserPasswordReset = Event<'UserPasswordReset', { userID: string; passwordHash: string; requestID: string; approvedBy: string; resetAt: string }>;
+/** The user changed their own password (the current one was checked). */
+export type UserPasswordChanged = Event<'UserPasswordChanged', { userID: string; passwordHash: string; changedAt: string }>;
+/** The same password, hashed again with today's scrypt cost at a successful login (the old hash had a lower one). */
+export type UserPasswordHashUpgraded = Event<'UserPasswordHashUpgraded', { userID: string; passwordHash: string; upgradedAt: string }>;
+export type UserEvent = UserAdded | UserDisabled | UserEnabled | UserRoleAdded | UserRoleRemoved | UserPasswordReset | UserPasswordChanged | UserPasswordHashUpgraded;
+
+// Access requests: maker-checker on access itself ------------------------------------------------------------
+/** What an access request asks for: every change that grants or widens a console user's access. */
+export type AccessChange =
+  | { kind: 'add-user'; userID: string; party: PartyRef | null; email: string; roles: UserRole[]; platformAdmin: boolean }
+  | { kind: 'add-role'; userID: string; email: string; role: UserRole }
+  | { kind: 'enable-user'; userID: string; email: string }
+  | { kind: 'reset-password'; userID: string; email: string };
+export type AccessRequested = Event<'AccessRequested', { requestID: string; change: AccessChange; reason: string | null; requestedBy: string; requestedAt: string }>;
+/** Appended atomically with the change's own events on the user's stream. */
+export type AccessRequestApproved = Event<'AccessRequestApproved', { requestID: string; approvedBy: string; approvedAt: string }>;
+export type AccessRequestRejected = Event<'AccessRequestRejected', { requestID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+export type AccessRequestEvent = AccessRequested | AccessRequestApproved | AccessRequestRejected;
 
 // API keys -------------------------------------------------------------------------------------------------
 export type Permission = 'Read Balance' | 'Read Transactions' | 'Perform Operations';
@@ -71,7 +101,7 @@ export type ApiKeyEvent =
   | ApiKeyRevocationRejected
   | ApiKeyRevoked;
 
-export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | ApiKeyEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded;
+export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded;
 
 // Operations -----------------------------------------------------------------------------------------------
 export type DistributorOperationType = 'cash-in' | 'cash-out-fulfillment';

@@ -1,13 +1,29 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
-// scrypt from node:crypto, parameters stored with the hash so they can be raised later without a migration.
-const PARAMS = { N: 16384, r: 8, p: 1 } as const;
+// scrypt from node:crypto, parameters stored with the hash so they can be raised without a migration: a hash
+// with a lower cost still verifies, and is replaced at the user's next successful login (needsRehash).
+// N = 2^17, r = 8 takes 128 MiB and a few hundred milliseconds a hash: the cost OWASP names for scrypt.
+export const DEFAULT_HASH_COST = 17;
+let PARAMS = { N: 2 ** DEFAULT_HASH_COST, r: 8, p: 1 };
+
+/**
+ * The cost of new hashes, as log2 of N (PASSWORD_HASH_COST). Production keeps the default; the test suite
+ * lowers it (test/support/fast-passwords.ts), as hashing thousands of test users at 128 MiB each would
+ * dominate its run time. Hashes record their own parameters, so any stored hash still verifies.
+ */
+export function setPasswordHashCost(log2N: number): void {
+  if (!Number.isInteger(log2N) || log2N < 14 || log2N > 20) throw new RangeError(`scrypt cost must be 14..20 (log2 N), got ${log2N}`);
+  PARAMS = { N: 2 ** log2N, r: 8, p: 1 };
+}
 const KEY_LENGTH = 64;
 export const MIN_PASSWORD_LENGTH = 10;
+// scrypt needs 128·r·(N + p + 2) bytes, just over 128 MiB for PARAMS. The bound also keeps a damaged stored
+// hash with a huge N from allocating gigabytes: it fails instead, and verifies nothing.
+const MAX_MEMORY = 256 * 1024 * 1024;
 
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, { ...options, maxmem: 64 * 1024 * 1024 }, (error, key) =>
+    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, { ...options, maxmem: MAX_MEMORY }, (error, key) =>
       error ? reject(error) : resolve(key),
     ),
   );
@@ -30,4 +46,11 @@ export async function verifyPassword(password: string, stored: string): Promise<
   } catch {
     return false; // a damaged stored hash (impossible parameters) verifies nothing
   }
+}
+
+/** Whether a stored scrypt hash was made with a lower cost than today's: then the next login replaces it. */
+export function needsRehash(stored: string): boolean {
+  const [scheme, n, r, p] = stored.split('$');
+  if (scheme !== 'scrypt' || !/^\d+$/.test(n ?? '') || !/^\d+$/.test(r ?? '') || !/^\d+$/.test(p ?? '')) return false;
+  return Number(n) < PARAMS.N || Number(r) < PARAMS.r || Number(p) < PARAMS.p;
 }

@@ -13,6 +13,8 @@ export const streams = {
   shortCode: (partyType: PartyType, shortCode: string) => `${partyType}ShortCode-${shortCode}`,
   user: (userID: string) => `user-${userID}`,
   userEmail: (email: string) => `userEmail-${email}`,
+  /** One request to grant or widen a console user's access, approved or rejected by another administrator. */
+  accessRequest: (requestID: string) => `accessRequest-${requestID}`,
   apiKey: (keyID: string) => `apikey-${keyID}`,
   operation: (operationID: string) => `operation-${operationID}`,
   wallet: (wallet: WalletRef) => `wallet-${wallet.kind}_${wallet.id}`,
@@ -27,6 +29,7 @@ export const streamPrefixes = {
   merchant: 'merchant-',
   individual: 'individual-',
   user: 'user-',
+  accessRequest: 'accessRequest-',
   operation: 'operation-',
   wallet: 'wallet-',
 } as const;

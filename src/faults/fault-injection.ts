@@ -187,6 +187,8 @@ export function withReadStoreFaults(store: ReadStore, plan: FaultPlan, counters:
     getGeneration: (projection) => faults.call('getGeneration', () => store.getGeneration(projection)),
     promote: (source, target, checkpoints) => faults.call('promote', () => store.promote(source, target, checkpoints), 'before-or-after'),
     dropCollection: (name) => faults.call('dropCollection', () => store.dropCollection(name)),
+    incrementCounter: (collection, id, change) => faults.call('incrementCounter', () => store.incrementCounter(collection, id, change), 'before-or-after'),
+    take: <T extends Document>(collection: string, id: string) => faults.call('take', () => store.take<T>(collection, id), 'before-or-after'),
     close: () => store.close(),
   };
 }

@@ -5,12 +5,17 @@ import type { Permission } from '../domain/events.ts';
 import { compileAllowList } from '../domain/ip-allowlist.ts';
 import type { PartyType } from '../domain/parties.ts';
 import type { ApiKeyDirectory, ApiKeyRecord } from '../projections/api-key-directory.ts';
-import { accessForbidden, unauthorized } from './problems.ts';
+import { accessForbidden, ProblemError, rateLimited, unauthorized } from './problems.ts';
+import type { ApiRateLimits } from './rate-limit.ts';
 
 /**
  * Authentication and authorization exactly as the contract's Authentication section:
  *  401 for a missing or malformed header, an unknown key, a wrong secret, a key not (or no longer) active;
  *  403 for a missing permission, a path ID other than the key's party, or a source address not allowed.
+ * With rate limits (src/http/rate-limit.ts): 429 once a key exceeds its rate, and once an address has failed
+ * authentication too often (a 401, or a 403 for an address outside the key's allow-list). A valid key from an
+ * allowed address is never refused for its address's failures: a 256-bit secret cannot be guessed, and a
+ * client must not be locked out by a neighbour behind the same NAT.
  */
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
@@ -20,10 +25,15 @@ export function authenticatedKey(res: Response): ApiKeyRecord {
   return key;
 }
 
-export function authenticate(directory: ApiKeyDirectory, clock: () => Date, onAuthenticated?: (keyID: string, at: Date) => void): RequestHandler {
+export function authenticate(
+  directory: ApiKeyDirectory,
+  clock: () => Date,
+  onAuthenticated?: (keyID: string, at: Date) => void,
+  limits?: ApiRateLimits,
+): RequestHandler {
   // Allow-lists are compiled once per key version, not once per request.
   const allowLists = new WeakMap<ApiKeyRecord, (ip: string) => boolean>();
-  return (req: Request, res: Response, next: NextFunction) => {
+  const check = (req: Request, now: Date): ApiKeyRecord => {
     const header = req.get('authorization');
     if (!header) throw unauthorized('An Authorization header with a Bearer API key is required.', false);
     const token = BEARER.exec(header)?.[1];
@@ -34,7 +44,6 @@ export function authenticate(directory: ApiKeyDirectory, clock: () => Date, onAu
     if (!presented || !key || key.secretHash === null || !secretMatches(presented.secret, key.secretHash)) {
       throw unauthorized('The API key is not valid, or has been revoked.', true);
     }
-    const now = clock();
     const status = effectiveStatus(key, now.toISOString());
     if (status === 'expired') throw unauthorized('The API key has expired.', true);
     if (status !== 'active' && status !== 'revocation_pending') throw unauthorized('The API key is not active.', true);
@@ -42,10 +51,38 @@ export function authenticate(directory: ApiKeyDirectory, clock: () => Date, onAu
     let allowed = allowLists.get(key);
     if (!allowed) allowLists.set(key, (allowed = compileAllowList(key.allowedIPs)));
     if (!allowed(req.ip ?? '')) throw accessForbidden('Requests from this source address are not allowed for this API key.');
+    return key;
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    const now = clock();
+    let key: ApiKeyRecord;
+    try {
+      key = check(req, now);
+    } catch (error) {
+      throw limits && error instanceof ProblemError ? countFailure(limits, req.ip ?? '', error) : error;
+    }
+    const admitted = limits?.admitKey(key.keyID);
+    if (admitted) {
+      if (!admitted.verdict.allowed) {
+        res.locals.apiKey = key; // the request log names the key that was held back
+        throw rateLimited(`This API key has made more requests than its limit allows; retry after ${admitted.headers['Retry-After']} s.`, 'per-key', admitted.headers);
+      }
+      res.set(admitted.headers);
+    }
     res.locals.apiKey = key;
     onAuthenticated?.(key.keyID, now);
     next();
   };
+}
+
+/** A failed authentication counts against its address: the refusal it earned, or 429 once there were too many. */
+function countFailure(limits: ApiRateLimits, address: string, refusal: ProblemError): ProblemError {
+  const counted = limits.recordFailure(address);
+  if (!counted) return refusal;
+  if (!counted.verdict.allowed) {
+    return rateLimited(`Too many failed authentications from this address; retry after ${counted.headers['Retry-After']} s.`, 'failed-auth', counted.headers);
+  }
+  return new ProblemError(refusal.problem, { ...refusal.headers, ...counted.headers });
 }
 
 /** The key must carry the permission and be bound to the party named by the path parameter. */

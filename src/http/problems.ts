@@ -20,6 +20,8 @@ export interface Problem {
   title: string;
   detail: string;
   errors?: FieldError[];
+  /** On a 429: the names of the limits that were exceeded (the extension member of the ratelimit-headers draft). */
+  'violated-policies'?: string[];
 }
 
 export class ProblemError extends Error {
@@ -46,6 +48,10 @@ export function unauthorized(detail: string, invalidToken: boolean): ProblemErro
 
 export const accessForbidden = (detail: string) =>
   new ProblemError({ type: '/problems/access-forbidden', status: 403, title: 'Access Forbidden', detail });
+
+/** 429: a limit of the request rate was reached; the headers (Retry-After, RateLimit-Policy, RateLimit) say until when. */
+export const rateLimited = (detail: string, policy: string, headers: Record<string, string>) =>
+  new ProblemError({ type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail, 'violated-policies': [policy] }, headers);
 
 const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; type: string; title: string }> = {
   INVALID_INPUT: { status: 400, type: '/problems/input-validation-problems', title: 'There are some validation errors' },

@@ -86,7 +86,38 @@ export interface ReadStore {
   promote(source: string, target: string, checkpoints: { from: string; to: string }): Promise<void>;
   /** Removes a collection and its documents (for an abandoned rebuild); a missing one is fine. */
   dropCollection(name: string): Promise<void>;
+  /**
+   * Adds `change.by` (which may be negative) to the counter `id` of `collection` and returns the counter, as one
+   * atomic step across every process on the store: concurrent calls each see a different count. A counter that
+   * is missing or has expired (`expiresAt <= change.now`) starts afresh from `by`, expiring at `change.expiresAt`;
+   * a live one keeps its expiry (a `patch` of `expiresAt` moves it). The count never goes below 0. Times are
+   * epoch milliseconds from the caller's clock. Expired counters are deleted as the store goes (each handle
+   * sweeps a collection at most once a minute, during an increment): declare an index on `expiresAt`.
+   */
+  incrementCounter(collection: string, id: string, change: CounterChange): Promise<Counter>;
+  /**
+   * Removes the document and returns it, as one atomic step across every process on the store: of concurrent
+   * takes of one document exactly one gets it, the others get null (as for a missing document).
+   */
+  take<T extends Document = Document>(collection: string, id: string): Promise<T | null>;
   close(): Promise<void>;
+}
+
+/** A counter document as `incrementCounter` keeps it. */
+export interface Counter {
+  id: string;
+  count: number;
+  /** Epoch milliseconds. */
+  expiresAt: number;
+  [field: string]: unknown;
+}
+
+export interface CounterChange {
+  by: number;
+  /** The caller's time (epoch ms): a counter with `expiresAt` at or before it has expired. */
+  now: number;
+  /** The expiry (epoch ms) of a counter that starts afresh. */
+  expiresAt: number;
 }
 
 /** The projection's checkpoint (or generation) was not the expected one: someone else moved it. */

@@ -3,6 +3,7 @@ import { balancesProjection } from './balances.ts';
 import { distributorOperationsProjection } from './distributor-operations.ts';
 import { merchantOperationsProjection } from './merchant-operations.ts';
 import { merchantPaymentsProjection } from './merchant-payments.ts';
+import { pendingOperationsProjection } from './pending-operations.ts';
 import { unsettledOperationsProjection } from './unsettled-operations.ts';
 
 /** Every read model, by the name ops use (`projections rebuild --only NAME`). */
@@ -13,5 +14,6 @@ export function allProjections(assetScale: number): Projection[] {
     merchantOperationsProjection({ assetScale }),
     merchantPaymentsProjection({ assetScale }),
     unsettledOperationsProjection(),
+    pendingOperationsProjection(),
   ] as unknown as Projection[];
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import { formatAmount } from '../domain/money.ts';
-import { accessForbidden, problemOfDomainError, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
+import { accessForbidden, problemOfDomainError, rateLimited, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
 import { BODY_LIMIT } from '../write-api/routes.ts';
 import { operationSchemas, parseCreateOperation } from '../write-api/schemas.ts';
 import {
@@ -84,6 +84,7 @@ const problemSchema = z.object({
   title: z.string().meta({ description: 'Short title of the problem type.' }),
   detail: z.string().meta({ description: 'Explanation of this occurrence.' }),
   errors: z.array(fieldErrorSchema).optional().meta({ description: 'Only for validation problems: one item per field at fault.' }),
+  'violated-policies': z.array(z.string()).optional().meta({ description: 'Only for 429: the limits exceeded, `per-key` or `failed-auth`.' }),
 }) satisfies z.ZodType<Problem>;
 const operationCreatedSchema = z.object({
   operationID: z.string().meta({ description: 'The new operation, pending until a checker approves it.', example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),
@@ -154,6 +155,20 @@ const UNAUTHORIZED: OpenApiResponse = {
   content: problemContent({
     invalidKey: { summary: 'wrong, revoked or unknown key', value: unauthorized('The API key is not valid, or has been revoked.', true).problem },
     expired: { summary: 'expired key', value: unauthorized('The API key has expired.', true).problem },
+  }),
+};
+
+const RATE_LIMIT_HEADERS: OpenApiResponse['headers'] = {
+  'RateLimit-Policy': { description: 'The limit (draft-ietf-httpapi-ratelimit-headers): `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address.', schema: { type: 'string' } },
+  RateLimit: { description: 'What is left of it: `"per-key";r=<remaining>;t=<seconds until more>`. Also on successful responses.', schema: { type: 'string' } },
+};
+
+const TOO_MANY_REQUESTS: OpenApiResponse = {
+  description: 'The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done.',
+  headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string' } }, ...RATE_LIMIT_HEADERS },
+  content: problemContent({
+    perKey: { summary: 'the key is over its rate', value: rateLimited('This API key has made more requests than its limit allows; retry after 1 s.', 'per-key', {}).problem },
+    failedAuthentication: { summary: 'too many failed authentications from this address', value: rateLimited('Too many failed authentications from this address; retry after 2 s.', 'failed-auth', {}).problem },
   }),
 };
 
@@ -308,6 +323,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           description: 'The Idempotency-Key was used in the last 24 hours with a different request.',
           content: problemContent({ keyReused: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request in the last 24 hours')) } }),
         },
+        '429': TOO_MANY_REQUESTS,
       },
     };
   }
@@ -332,6 +348,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '400': { description: spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.', content: problemContent(badQuery) },
         '401': UNAUTHORIZED,
         '403': forbidden(spec.permission, spec.partyType),
+        '429': TOO_MANY_REQUESTS,
       },
     };
   }

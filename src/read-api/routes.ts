@@ -4,6 +4,7 @@ import type { Document, FindQuery, ReadStore } from '../ports/read-store.ts';
 import type { PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
 import { validationProblem } from '../http/problems.ts';
+import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import * as balances from '../projections/balances.ts';
 import * as distributorOperations from '../projections/distributor-operations.ts';
@@ -17,6 +18,8 @@ const NO_QUERY = listQuery.pick({});
 export interface ReadApiDeps {
   /** Told of every authenticated request (the key-usage recorder). */
   onAuthenticated?: (keyID: string, at: Date) => void;
+  /** The process's rate limits (per key, and failed authentications per address); none when absent. */
+  limits?: ApiRateLimits;
   readStore: ReadStore;
   directory: ApiKeyDirectory;
   clock: () => Date;
@@ -36,7 +39,7 @@ function query<T>(schema: z.ZodType<T>, req: Request): T {
  */
 export function readRoutes(deps: ReadApiDeps): Router {
   const router = Router();
-  const auth = authenticate(deps.directory, deps.clock, deps.onAuthenticated);
+  const auth = authenticate(deps.directory, deps.clock, deps.onAuthenticated, deps.limits);
   const { readStore } = deps;
 
   for (const partyType of ['distributor', 'merchant'] as const satisfies PartyType[]) {

@@ -3,12 +3,15 @@ import express, { Router, type Request, type RequestHandler, type Response } fro
 import { createOperation, type OperationDeps } from '../commands/operation-handlers.ts';
 import { authenticate, authenticatedKey, authorize } from '../http/authenticate.ts';
 import { fieldError, validationProblem } from '../http/problems.ts';
+import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
 export interface WriteApiDeps {
   /** Told of every authenticated request (the key-usage recorder). */
   onAuthenticated?: (keyID: string, at: Date) => void;
+  /** The process's rate limits (per key, and failed authentications per address); none when absent. */
+  limits?: ApiRateLimits;
   operations: OperationDeps;
   directory: ApiKeyDirectory;
   schemas: OperationSchemas;
@@ -46,7 +49,7 @@ function idempotencyOf(req: Request) {
 /** POST /api/v1/distributors/{distributorID}/operations and POST /api/v1/merchants/{merchantID}/operations. */
 export function writeRoutes(deps: WriteApiDeps): Router {
   const router = Router();
-  const auth = authenticate(deps.directory, deps.clock, deps.onAuthenticated);
+  const auth = authenticate(deps.directory, deps.clock, deps.onAuthenticated, deps.limits);
   // Uncompressed only (no zip bombs), and strictly UTF-8: a bad byte inside a string must not be turned into
   // U+FFFD and stored as if the client had sent it.
   const utf8 = new TextDecoder('utf-8', { fatal: true });

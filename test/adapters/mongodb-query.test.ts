@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   buildFilter,
   buildFind,
+  counterUpdate,
   escapeRegex,
   fromStored,
   indexKey,
@@ -194,5 +195,27 @@ describe('MongoDB query: the checkpoint of a promote', () => {
     expect(promotedCheckpoint(42, 30)).toBe(30);
     expect(promotedCheckpoint(42, 50)).toBe(42);
     expect(promotedCheckpoint(null, 50)).toBeNull();
+  });
+});
+
+describe('counterUpdate', () => {
+  it('given a change, then one $set stage decides count and expiry on the stored expiresAt, with the id as a literal and the count floored at 0', () => {
+    const live = { $gt: ['$expiresAt', 1000] };
+    expect(counterUpdate('$where', { by: -1, now: 1000, expiresAt: 61_000 })).toEqual([
+      {
+        $set: {
+          id: { $literal: '$where' },
+          count: { $cond: [live, { $max: [0, { $add: ['$count', -1] }] }, 0] },
+          expiresAt: { $cond: [live, '$expiresAt', 61_000] },
+        },
+      },
+    ]);
+    expect(counterUpdate('a', { by: 2, now: 0, expiresAt: 5 })[0]!.$set.count.$cond[2]).toBe(2);
+  });
+
+  it('given a change that is not finite numbers, then it is refused before anything is sent', () => {
+    expect(() => counterUpdate('a', { by: Number.POSITIVE_INFINITY, now: 0, expiresAt: 1 })).toThrow(TypeError);
+    expect(() => counterUpdate('a', { by: 1, now: Number.NaN, expiresAt: 1 })).toThrow(TypeError);
+    expect(() => counterUpdate(7 as unknown as string, { by: 1, now: 0, expiresAt: 1 })).toThrow(TypeError);
   });
 });

@@ -1,10 +1,14 @@
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { compileFind, openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
 import type { CollectionDefinition, FindQuery, ReadStore } from '../../src/ports/read-store.ts';
 import { describeReadStoreContract } from '../contracts/read-store.contract.ts';
 import { tempDir } from '../support/temp-dir.ts';
+
+const COUNTER_CHILD = fileURLToPath(new URL('../support/counter-and-take.child.ts', import.meta.url));
 
 describeReadStoreContract('embedded SQLite', async () => {
   const dir = tempDir('read-store-');
@@ -66,6 +70,24 @@ describe('SQLite read store, embedded specifics', () => {
       { id: 'p1', status: 'pending', memo: 'Lunch' },
     ]);
     expect(await reader.getCheckpoint('payments')).toBe(1);
+  });
+
+  it('given two processes on one file, when both increment one counter and take the same documents at once, then every count is seen once and every document taken once', async () => {
+    const store = openSqliteReadStore({ file });
+    opened.push(store);
+    await store.defineCollections([{ name: 'counters', indexes: [['expiresAt']] }, { name: 'held' }]);
+    await store.commit(Array.from({ length: 20 }, (_, i) => ({ op: 'upsert' as const, collection: 'held', doc: { id: `doc-${i}` } })));
+    const run = () =>
+      new Promise<{ counts: number[]; taken: string[] }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', COUNTER_CHILD, file, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`))));
+      });
+    const [a, b] = await Promise.all([run(), run()]);
+    expect([...a.counts, ...b.counts].sort((x, y) => x - y)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+    expect([...a.taken, ...b.taken].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `doc-${i}`).sort());
+    expect(await store.count('held')).toBe(0);
   });
 
   it('given a declared compound index, when a where + sort query runs, then SQLite searches the index without a scan or a temp b-tree', async () => {

@@ -8,6 +8,8 @@ import { tempDir } from '../support/temp-dir.ts';
 
 const KURRENTDB_URL = 'kurrentdb://kurrentdb:2113?tls=false';
 const MONGODB_URL = 'mongodb://mongodb:27017/?replicaSet=rs0';
+/** Server stores need the secrets key (src/config.ts). */
+const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
 describe('store selection', () => {
   it('given no store variables, when loaded, then both stores are embedded and the database name has its default', () => {
@@ -15,8 +17,8 @@ describe('store selection', () => {
   });
 
   it('given only the URLs, when loaded, then their stores are chosen', () => {
-    expect(loadConfig({ KURRENTDB_URL })).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'embedded' });
-    expect(loadConfig({ MONGODB_URL })).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'mongodb' });
+    expect(loadConfig({ KURRENTDB_URL, SECRETS_KEY })).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'embedded' });
+    expect(loadConfig({ MONGODB_URL, SECRETS_KEY })).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'mongodb' });
   });
 
   it('given a URL and an explicit embedded store, when loaded, then the explicit choice wins', () => {

@@ -138,6 +138,37 @@ describe('audit verify: the rules of the history', () => {
     expect(details.some((d) => d.includes('not a user at that point'))).toBe(true);
   });
 
+  it('when the user who requested the operation’s API key approves it, then maker-checker fails: they saw its secret', async () => {
+    await store.append('user-u-both', [{ type: 'UserAdded', data: { userID: 'u-both', party, email: 'both@x.test', passwordHash: 'x', roles: ['maker', 'checker'], platformAdmin: false, addedAt: '2026-01-01T00:00:00Z' }, metadata: { actor: 'operator:test' } }], 'no_stream');
+    await store.append('apikey-k2', [
+      { type: 'ApiKeyRequested', data: { keyID: 'k2', party, label: 'own', permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 30, requestedBy: 'u-both', requestedAt: '2026-01-01T00:00:00Z' } },
+      { type: 'ApiKeyApproved', data: { keyID: 'k2', approvedBy: users.checker, approvedAt: '2026-01-01T00:00:00Z', expiresAt: '2099-01-01T00:00:00Z', secretHash: 'x' } },
+    ], 'no_stream');
+    const op = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k2');
+    await request(op);
+    await decide(op, 'OperationApproved', 'u-both');
+    const report = await verify();
+    expect(report.problems.filter((p) => p.check === 'maker-checker').map((p) => p.detail)).toEqual([
+      `approval of operation ${op.operationID} by user u-both, who requested the API key k2 that created it`,
+    ]);
+  });
+
+  it('when system:key-revocation rejects a pending operation of a revoked key, then it is fine; of a key still active, then maker-checker fails', async () => {
+    const ofActiveKey = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k1');
+    const ofRevokedKey = operation('2.00', { kind: 'distributor', id: 'd1' }, 'k1');
+    await request(ofActiveKey);
+    await request(ofRevokedKey);
+    await decide(ofActiveKey, 'OperationRejected', 'system:key-revocation');
+    await store.append('apikey-k1', [
+      { type: 'ApiKeyRevocationRequested', data: { keyID: 'k1', requestedBy: users.maker, reason: 'lost', requestedAt: '2026-01-02T00:00:00Z' } },
+      { type: 'ApiKeyRevoked', data: { keyID: 'k1', approvedBy: users.checker, revokedAt: '2026-01-02T00:00:00Z' } },
+    ], 'any');
+    await decide(ofRevokedKey, 'OperationRejected', 'system:key-revocation');
+    const report = await verify();
+    const details = report.problems.filter((p) => p.check === 'maker-checker').map((p) => p.detail);
+    expect(details).toEqual([`rejection of operation ${ofActiveKey.operationID} by system:key-revocation, but its API key k1 is active, not revoked`]);
+  });
+
   it('when an operation is completed twice, without approval, or after a rejection, then the state machine fails', async () => {
     const cashIn = await issueAndCashIn();
     await claim(cashIn); // not approved

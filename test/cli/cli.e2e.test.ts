@@ -1,5 +1,8 @@
+import { userInfo } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { streams } from '../../src/domain/streams.ts';
 import { runCli, runCliJson } from '../support/cli.ts';
+import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 // The operator CLI end to end, each command in its own process on one data directory.
@@ -12,7 +15,7 @@ describe('wallet-ops CLI', () => {
     ({ distributorID } = await runCliJson<{ distributorID: string }>(['party', 'add-distributor', '--name', 'Acme Agents', '--short-code', '1001', ...data]));
     await runCliJson(['user', 'add', '--party', `distributor:${distributorID}`, '--email', 'Maker@Acme.test', '--password', 'correct horse 1', '--roles', 'maker', ...data]);
     await runCliJson(['user', 'add', '--party', `distributor:${distributorID}`, '--email', 'checker@acme.test', '--password', 'correct horse 2', '--roles', 'checker', ...data]);
-  });
+  }, 120_000); // three processes, two of them hashing a password (scrypt at N = 2^17)
   afterAll(() => dir.cleanup());
 
   it('when a key is requested and approved, then its secret is printed once and key list never shows it', async () => {
@@ -109,4 +112,70 @@ describe('wallet-ops CLI', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/party[\s\S]*user[\s\S]*key/);
   });
+});
+
+// Who acted, when an operator at the CLI acts for a user (`--as EMAIL`): the events say both.
+describe('wallet-ops CLI: attribution', () => {
+  const operator = `operator:${userInfo().username}`;
+  let sys: TestSystem;
+  let distributor: TestParty;
+  let data: string[];
+  let checkerID: string;
+
+  beforeAll(async () => {
+    sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
+    distributor = await sys.party('distributor');
+    data = ['--data-dir', sys.config.DATA_DIR];
+    const [claim] = await sys.system.stores.eventStore.readStream(streams.userEmail(distributor.checkerEmail));
+    checkerID = (claim!.data as { userID: string }).userID;
+  }, 120_000);
+  afterAll(async () => sys?.close());
+
+  it('when a checker approves an operation through the CLI, then its events name the user as actor and the OS user as operator, and audit operation shows both', async () => {
+    const { apiKey } = await distributor.key();
+    await sys.credit(distributor.wallet, '100');
+    const phone = await sys.individual('+2348129990001');
+    const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '5', phoneTo: phone } });
+    expect(created.status).toBe(200);
+    const operationID = created.body.operationID as string;
+
+    expect(await runCliJson(['operation', 'approve', operationID, '--as', distributor.checkerEmail, ...data])).toEqual({ operationID, state: 'approved' });
+
+    const events = await sys.system.stores.eventStore.readStream(streams.operation(operationID));
+    const approved = events.find((e) => e.type === 'OperationApproved')!;
+    expect(approved.metadata).toMatchObject({ actor: `user:${checkerID}`, operator });
+    // Through the API (or the console) there is no operator: nobody stood in for anyone.
+    expect(events[0]!.metadata.operator).toBeUndefined();
+
+    const history = await runCliJson<{ events: Array<{ type: string; actor: { actor: string; email?: string }; operator?: string }> }>(['audit', 'operation', operationID, ...data]);
+    const entry = history.events.find((e) => e.type === 'OperationApproved')!;
+    expect(entry.actor).toMatchObject({ actor: `user:${checkerID}`, email: distributor.checkerEmail });
+    expect(entry.operator).toBe(operator);
+    expect(history.events.find((e) => e.type === 'OperationRequested')!.operator).toBeUndefined();
+
+    const human = await runCli(['audit', 'operation', operationID, ...data]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`OperationApproved\\s+${distributor.checkerEmail.replace(/[.]/g, '\\.')} \\(by ${operator} at the CLI\\)`));
+  }, 120_000);
+
+  it('when a key is requested and approved through the CLI, then audit key shows each step\'s user and the operator who acted for them', async () => {
+    const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', distributor.makerEmail, '--label', 'attributed', '--permissions', 'read-balance', ...data]);
+    await runCliJson(['key', 'approve', keyID, '--as', distributor.checkerEmail, ...data]);
+
+    const key = await runCliJson<{ lifecycle: Array<{ type: string; by: string; role: string; operator?: string; actor: { actor: string } }> }>(['audit', 'key', keyID, ...data]);
+    expect(key.lifecycle.map((e) => [e.type, e.by, e.role, e.operator])).toEqual([
+      ['ApiKeyRequested', distributor.makerEmail, 'maker', operator],
+      ['ApiKeyApproved', distributor.checkerEmail, 'checker', operator],
+    ]);
+    expect(key.lifecycle[1]!.actor.actor).toBe(`user:${checkerID}`);
+
+    const human = await runCli(['audit', 'key', keyID, ...data]);
+    expect(human.stdout).toContain(`${distributor.checkerEmail} (by ${operator} at the CLI)`);
+  }, 120_000);
+
+  it('when the operator acts on their own (break-glass user add), then the actor is the operator and so is the operator field', async () => {
+    const { userID } = await runCliJson<{ userID: string }>(['user', 'add', '--party', `distributor:${distributor.ref.id}`, '--email', 'glass@test.example', '--password', 'break glass 123', '--roles', 'maker', ...data]);
+    const [added] = await sys.system.stores.eventStore.readStream(streams.user(userID));
+    expect(added!.metadata).toMatchObject({ actor: operator, operator });
+  }, 120_000);
 });

@@ -1,13 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import type { ActingUser } from '../../src/commands/api-keys.ts';
-import { decideOnOperation, operationState, releaseWrites, type OperationDecision, type OperationState } from '../../src/commands/operations.ts';
+import { apiKeyDecider, type ActingUser } from '../../src/commands/api-keys.ts';
+import {
+  decideOnOperation,
+  KEY_REVOCATION_ACTOR,
+  KEY_REVOKED_REASON,
+  operationState,
+  releaseWrites,
+  type OperationDecision,
+  type OperationState,
+} from '../../src/commands/operations.ts';
 import { DomainError, type DomainErrorCode } from '../../src/domain/errors.ts';
-import type { OperationEvent, OperationRequested } from '../../src/domain/events.ts';
+import type { ApiKeyEvent, OperationEvent, OperationRequested } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 
 /**
- * A pending operation's fate, pure: given the operation's past events, when a checker approves or rejects it,
- * then these writes (or this refusal).
+ * A pending operation's fate, pure: given the operation's past events and those of the key that created it,
+ * when a checker approves or rejects it (or the key-revocation consumer rejects it), then these writes (or
+ * this refusal).
  */
 
 const acme = { type: 'merchant', id: 'm-acme' } as const;
@@ -22,6 +31,8 @@ const maker: ActingUser = { userID: 'u-maker', party: acme, roles: ['maker'] };
 const foreignChecker: ActingUser = { userID: 'u-foreign', party: other, roles: ['maker', 'checker'] };
 const sameIdOtherType: ActingUser = { userID: 'u-distributor', party: { type: 'distributor', id: 'm-acme' }, roles: ['checker'] };
 const admin: ActingUser = { userID: 'u-admin', party: null, roles: ['checker'] };
+/** Both roles: requested the key in some tests, and so has seen its secret. */
+const both: ActingUser = { userID: 'u-both', party: acme, roles: ['maker', 'checker'] };
 
 function requestedData(change: Partial<OperationRequested['data']> = {}): OperationRequested['data'] {
   return {
@@ -46,6 +57,12 @@ function requestedData(change: Partial<OperationRequested['data']> = {}): Operat
 }
 
 const requested = (change: Partial<OperationRequested['data']> = {}): OperationEvent => ({ type: 'OperationRequested', data: requestedData(change) });
+/** Requested with this actor in the metadata, as the store hands the event to a fold. */
+const requestedAs = (actor: string, change: Partial<OperationRequested['data']> = {}): OperationRequested & { metadata: { actor: string } } => ({
+  type: 'OperationRequested',
+  data: requestedData(change),
+  metadata: { actor },
+});
 const approved: OperationEvent = { type: 'OperationApproved', data: { operationID: OP, approvedBy: 'u-checker', approvedAt: T1 } };
 const rejected: OperationEvent = { type: 'OperationRejected', data: { operationID: OP, rejectedBy: 'u-checker', reason: 'wrong payee', rejectedAt: T1 } };
 const submitted: OperationEvent = { type: 'OperationSubmitted', data: { operationID: OP, sequenceNumber: 7, submittedAt: T1 } };
@@ -55,20 +72,39 @@ const failed: OperationEvent = { type: 'OperationFailed', data: { operationID: O
 const approve = (by: ActingUser): OperationDecision => ({ type: 'ApproveOperation', data: { operationID: OP, by, now: T1 } });
 const reject = (by: ActingUser, reason = 'not ours'): OperationDecision => ({ type: 'RejectOperation', data: { operationID: OP, by, reason, now: T1 } });
 
-function given(events: OperationEvent[], assetScale = 2) {
-  const state = events.reduce(operationState.evolve, operationState.initialState());
+const rejectForRevokedKey: OperationDecision = { type: 'RejectOperationOfRevokedKey', data: { operationID: OP, now: T1 } };
+
+// The key's lifecycle, as its stream holds it.
+const keyRequested = (requestedBy: string): ApiKeyEvent => ({
+  type: 'ApiKeyRequested',
+  data: { keyID: KEY, party: acme, label: 'till', permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 365, requestedBy, requestedAt: T0 },
+});
+const keyApproved: ApiKeyEvent = { type: 'ApiKeyApproved', data: { keyID: KEY, approvedBy: 'u-checker', approvedAt: T0, expiresAt: '2027-03-10T09:00:00.000Z', secretHash: 'ab'.repeat(32) } };
+const revocationRequested: ApiKeyEvent = { type: 'ApiKeyRevocationRequested', data: { keyID: KEY, requestedBy: 'u-maker', reason: 'leaked', requestedAt: T0 } };
+const keyRevoked: ApiKeyEvent = { type: 'ApiKeyRevoked', data: { keyID: KEY, approvedBy: 'u-checker', revokedAt: T0 } };
+/** The key the operations of these tests were created with: requested by the maker, approved by the checker. */
+const activeKey = [keyRequested('u-maker'), keyApproved];
+const revokedKey = [...activeKey, revocationRequested, keyRevoked];
+/** A key that the user with both roles requested. */
+const keyOfBoth = [keyRequested('u-both'), keyApproved];
+
+function given(events: OperationEvent[], options: { key?: ApiKeyEvent[]; assetScale?: number } = {}) {
+  const operation = events.reduce(operationState.evolve, operationState.initialState());
+  const key = (options.key ?? activeKey).reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
+  const decide = (command: OperationDecision) => decideOnOperation(command, { operation, key }, options.assetScale ?? 2);
   return {
     when: (command: OperationDecision) => ({
-      then: () => decideOnOperation(command, state, assetScale),
-      thenRefused: (code: DomainErrorCode) => {
+      then: () => decide(command),
+      thenRefused: (code: DomainErrorCode, message?: RegExp) => {
         let caught: unknown;
         try {
-          decideOnOperation(command, state, assetScale);
+          decide(command);
         } catch (error) {
           caught = error;
         }
         expect(caught, 'the decision was accepted, not refused').toBeInstanceOf(DomainError);
         expect((caught as DomainError).code).toBe(code);
+        if (message) expect((caught as DomainError).message).toMatch(message);
       },
     }),
   };
@@ -100,6 +136,13 @@ describe('operation state', () => {
 
   it('when the same events are folded twice, then the states are equal', () => {
     expect(fold([requested(), approved])).toEqual(fold([requested(), approved]));
+  });
+
+  it('when a console user requested it (actor user:<id>), then they are its requester; when a key or an operator did, then no user is', () => {
+    expect(fold([requestedAs('user:u-maker', { keyID: null })])).toMatchObject({ requestedBy: 'u-maker' });
+    expect(fold([requestedAs(`apikey:${KEY}`)])).toMatchObject({ requestedBy: null });
+    expect(fold([requestedAs('operator:ops', { party: null, keyID: null })])).toMatchObject({ requestedBy: null });
+    expect(fold([requested()])).toMatchObject({ requestedBy: null });
   });
 });
 
@@ -155,6 +198,74 @@ describe('deciding on an operation', () => {
       given([requested({ party: null, keyID: null })]).when(approve(checker)).thenRefused('OTHER_PARTY'));
   });
 
+  describe('segregation of duties', () => {
+    it('when the user who requested the key that created it approves, then it is refused: only they have seen the key\'s secret', () =>
+      given([requested()], { key: keyOfBoth }).when(approve(both)).thenRefused('SAME_USER', /you requested the API key that created it/));
+
+    it('when another checker approves an operation of that key, then it is approved', () =>
+      expect(given([requested()], { key: keyOfBoth }).when(approve(checker)).then().result.state).toBe('approved'));
+
+    it('when the checker who approved the key approves its operation, then it is approved (they never saw the secret)', () =>
+      expect(given([requested()], { key: activeKey }).when(approve(checker)).then().result.state).toBe('approved'));
+
+    it('when the user who requested the key rejects its operation, then it is rejected: a rejection moves no money', () =>
+      expect(given([requested()], { key: keyOfBoth }).when(reject(both)).then().result.state).toBe('rejected'));
+
+    it('when a user requested the operation through a channel without a key, then they cannot approve it, and another checker can', () => {
+      const byChecker = requestedAs('user:u-checker', { keyID: null, volumeDay: null });
+      given([byChecker]).when(approve(checker)).thenRefused('SAME_USER', /you requested it/);
+      expect(given([byChecker]).when(approve(both)).then().result.state).toBe('approved');
+    });
+
+    it('when the key has been revoked, then the operation cannot be approved', () =>
+      given([requested()], { key: revokedKey }).when(approve(checker)).thenRefused('WRONG_STATE', /has been revoked/));
+
+    it('when the key\'s revocation is only requested (the key still works), then the operation can be approved', () =>
+      expect(given([requested()], { key: [...activeKey, revocationRequested] }).when(approve(checker)).then().result.state).toBe('approved'));
+
+    it('when the key has been revoked, then a checker can still reject the operation', () =>
+      expect(given([requested()], { key: revokedKey }).when(reject(checker)).then().result.state).toBe('rejected'));
+
+    it('when the decision is not given the state of the operation\'s key, then it fails as a bug, not as a refusal', () => {
+      expect(() => given([requested()], { key: [] }).when(approve(checker)).then()).toThrow(/needs the state of API key/);
+      expect(() => given([requested()], { key: [] }).when(approve(checker)).then()).not.toThrow(DomainError);
+    });
+  });
+
+  describe('rejecting for a revoked key (the key-revocation consumer)', () => {
+    it('when the operation is pending and its key revoked, then it is rejected by system:key-revocation with "API key revoked", and its hold and volume are released', () => {
+      const { writes, result } = given([requested()], { key: revokedKey }).when(rejectForRevokedKey).then();
+      expect(writes).toEqual([
+        { stream: streams.operation(OP), events: [{ type: 'OperationRejected', data: { operationID: OP, rejectedBy: KEY_REVOCATION_ACTOR, reason: KEY_REVOKED_REASON, rejectedAt: T1 } }] },
+        ...releaseWrites(requestedData(), 'rejected', 2),
+      ]);
+      expect(KEY_REVOCATION_ACTOR).toBe('system:key-revocation');
+      expect(KEY_REVOKED_REASON).toBe('API key revoked');
+      expect(result).toEqual({ operationID: OP, state: 'rejected' });
+    });
+
+    it.each([
+      ['active', activeKey],
+      ['waiting for its revocation', [...activeKey, revocationRequested]],
+    ] as const)('when the key is %s, then nothing is written and the operation stays pending', (_status, key) => {
+      expect(given([requested()], { key: [...key] }).when(rejectForRevokedKey).then()).toEqual({ writes: [], result: { operationID: OP, state: 'pending' } });
+    });
+
+    it.each([
+      ['approved', [approved]],
+      ['rejected', [rejected]],
+      ['failed', [approved, failed]],
+    ] as const)('when the operation is already %s, then nothing is written (holds are never released twice)', (status, after) => {
+      expect(given([requested(), ...after], { key: revokedKey }).when(rejectForRevokedKey).then()).toEqual({ writes: [], result: { operationID: OP, state: status } });
+    });
+
+    it('when the operation does not exist, then nothing is written', () =>
+      expect(given([], { key: revokedKey }).when(rejectForRevokedKey).then()).toEqual({ writes: [], result: { operationID: OP, state: 'none' } }));
+
+    it('when the operation has no key (another channel), then nothing is written', () =>
+      expect(given([requested({ keyID: null })], { key: revokedKey }).when(rejectForRevokedKey).then().writes).toEqual([]));
+  });
+
   describe('rejecting', () => {
     it('when a checker rejects a pending operation, then OperationRejected is written with HoldReleased (amount + fee) and VolumeReleased, the releases at any revision', () => {
       const { writes, result } = given([requested()]).when(reject(checker, 'wrong payee')).then();
@@ -192,7 +303,7 @@ describe('deciding on an operation', () => {
     });
 
     it('when the asset scale is 3, then the released hold is formatted at 3 places', () => {
-      const { writes } = given([requested()], 3).when(reject(checker)).then();
+      const { writes } = given([requested()], { assetScale: 3 }).when(reject(checker)).then();
       expect(writes[1]!.events[0]!.data).toMatchObject({ amount: '101.750' });
     });
 

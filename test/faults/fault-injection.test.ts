@@ -247,6 +247,25 @@ describe('fault injection', () => {
       const store = withReadStoreFaults(reads, plan({ errorRate: 1, random: scripted() }));
       await expect(store.defineCollections([{ name: 'others' }])).resolves.toBeUndefined();
     });
+
+    it('given an error after the call, when a counter is incremented or a document taken, then the caller gets ReadStoreUnavailableError but the count and the removal happened', async () => {
+      const store = withReadStoreFaults(reads, plan({ errorRate: 0.5, random: scripted(FAIL, AFTER, FAIL, AFTER) }));
+      await reads.commit([doc]);
+      expect(await failure(store.incrementCounter('things', 'c-1', { by: 1, now: 0, expiresAt: 60_000 }))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(await reads.get('things', 'c-1')).toMatchObject({ count: 1 });
+      expect(await failure(store.take('things', 't-1'))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(await reads.get('things', 't-1')).toBeNull();
+    });
+
+    it('given an error before the call, when a counter is incremented or a document taken, then nothing changed; without a fault they pass through', async () => {
+      const store = withReadStoreFaults(reads, plan({ errorRate: 0.5, random: scripted(FAIL, BEFORE, FAIL, BEFORE, PASS, PASS) }));
+      await reads.commit([doc]);
+      expect(await failure(store.incrementCounter('things', 'c-1', { by: 1, now: 0, expiresAt: 60_000 }))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(await reads.get('things', 'c-1')).toBeNull();
+      expect(await failure(store.take('things', 't-1'))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(await store.incrementCounter('things', 'c-1', { by: 2, now: 0, expiresAt: 60_000 })).toEqual({ id: 'c-1', count: 2, expiresAt: 60_000 });
+      expect(await store.take('things', 't-1')).toEqual(doc.doc);
+    });
   });
 
   describe('ledger', () => {

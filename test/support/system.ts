@@ -60,7 +60,8 @@ export const WITHOUT_EXECUTOR: readonly Part[] = ALL_PARTS.filter((part) => part
 
 export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS): Promise<TestSystem> {
   const dir = tempDir();
-  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', ...env });
+  // Rate limits off unless a test asks for them: most tests send far more than a client would.
+  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...env });
   const logger = createLogger(config.LOG_LEVEL);
   const system = await buildWalletOps(config, logger, clock, parts);
   const server: Server = await new Promise((resolve) => {

@@ -22,7 +22,7 @@
  * - limit 0 returns nothing (MongoDB's limit(0) would mean "no limit": the adapter does not ask).
  */
 import type { AnyBulkWriteOperation, Document as MongoDocument, Filter } from 'mongodb';
-import type { CollectionDefinition, Document, FindQuery, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
+import type { CollectionDefinition, CounterChange, Document, FindQuery, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
 import { ReadStoreQueryError } from '../../ports/read-store.ts';
 
 export const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
@@ -206,4 +206,32 @@ export function fromStored<T extends Document>(stored: MongoDocument): T {
 export function promotedCheckpoint(source: number | null, window: number | null): number | null {
   if (source === null) return null;
   return window === null ? source : Math.min(source, window);
+}
+
+/**
+ * The update pipeline of `incrementCounter`, for findOneAndUpdate with upsert: a counter that is live (its
+ * `expiresAt` after `now`) gets `by` added, floored at 0, and keeps its expiry; a missing one (the upsert sees
+ * only `_id`, so `$expiresAt` is missing, which compares below any number) or an expired one starts afresh.
+ * Every expression of a `$set` stage reads the document as it entered the stage, so `count` and `expiresAt`
+ * decide on the same `$expiresAt`. The id goes in as a `$literal`, so an id starting with `$` is never a path.
+ */
+export function counterUpdate(id: string, change: CounterChange): MongoDocument[] {
+  checkCounterChange(id, change);
+  const live = { $gt: ['$expiresAt', change.now] };
+  return [
+    {
+      $set: {
+        id: { $literal: id },
+        count: { $cond: [live, { $max: [0, { $add: ['$count', change.by] }] }, Math.max(0, change.by)] },
+        expiresAt: { $cond: [live, '$expiresAt', change.expiresAt] },
+      },
+    },
+  ];
+}
+
+export function checkCounterChange(id: string, change: CounterChange): void {
+  if (typeof id !== 'string') throw new TypeError('a counter needs a string id');
+  for (const name of ['by', 'now', 'expiresAt'] as const) {
+    if (!Number.isFinite(change?.[name])) throw new TypeError(`incrementCounter: ${name} must be a finite number`);
+  }
 }

@@ -14,7 +14,7 @@
  *   change together; see `promote` below for the window this leaves and why it is safe.
  */
 import { MongoClient, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
-import type { Checkpoint, CollectionDefinition, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
+import type { Checkpoint, CollectionDefinition, Counter, CounterChange, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import {
   CHECKPOINTS,
@@ -22,6 +22,7 @@ import {
   buildFilter,
   buildFind,
   checkCollectionName,
+  counterUpdate,
   fromStored,
   indexKey,
   isDeclaredIndex,
@@ -47,6 +48,9 @@ interface CheckpointDocument {
 const NAMESPACE_NOT_FOUND = 26;
 const NAMESPACE_EXISTS = 48;
 const ILLEGAL_OPERATION = 20;
+const DUPLICATE_KEY = 11000;
+/** How often one handle deletes a counter collection's expired counters (during an increment). */
+const COUNTER_SWEEP_EVERY_MS = 60_000;
 
 const TRANSACTION: TransactionOptions = { readConcern: { level: 'snapshot' }, writeConcern: { w: 'majority' }, readPreference: 'primary' };
 const GET_MANY_CHUNK = 1000;
@@ -92,6 +96,7 @@ function withUnavailableErrors(store: ReadStore): ReadStore {
 class MongoReadStore implements ReadStore {
   private readonly definitions = new Map<string, CollectionDefinition>();
   private readonly checkpoints: Collection<CheckpointDocument>;
+  private readonly lastSweep = new Map<string, number>();
 
   constructor(
     private readonly client: MongoClient,
@@ -230,6 +235,37 @@ class MongoReadStore implements ReadStore {
       if (!(error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND)) throw error;
     }
     this.definitions.delete(name);
+  }
+
+  /**
+   * One findOneAndUpdate with an update pipeline (mongodb-query.ts `counterUpdate`) and upsert: atomic on the
+   * document, and a retryable write, so a retry after a lost answer does not count twice. Two upserts of a
+   * missing counter at once can collide on `_id`; the server (4.2+) retries such an upsert itself, and the
+   * adapter once more for older servers.
+   */
+  async incrementCounter(collection: string, id: string, change: CounterChange): Promise<Counter> {
+    const update = counterUpdate(id, change);
+    const target = this.collection(collection);
+    if (change.now - (this.lastSweep.get(collection) ?? -Infinity) >= COUNTER_SWEEP_EVERY_MS) {
+      this.lastSweep.set(collection, change.now);
+      await target.deleteMany({ expiresAt: { $lte: change.now } });
+    }
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const counter = await target.findOneAndUpdate({ _id: id }, update, { upsert: true, returnDocument: 'after', ...WITHOUT_ID });
+        if (!counter) throw new Error(`incrementCounter ${collection}/${id}: the upsert returned no document`);
+        return fromStored<Counter>(counter);
+      } catch (error) {
+        if (attempt === 0 && error instanceof MongoServerError && error.code === DUPLICATE_KEY) continue;
+        throw error;
+      }
+    }
+  }
+
+  /** findOneAndDelete: the server removes and returns the document in one step, so one caller gets it. */
+  async take<T extends Document = Document>(collection: string, id: string): Promise<T | null> {
+    const found = await this.collection(collection).findOneAndDelete({ _id: id }, WITHOUT_ID);
+    return found ? fromStored<T>(found) : null;
   }
 
   async close(): Promise<void> {

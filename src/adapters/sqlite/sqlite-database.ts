@@ -1,3 +1,4 @@
+import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { BUSY_BUDGET_MS } from './sqlite-retry.ts';
 
@@ -28,6 +29,7 @@ export function openSqliteDatabase(
   setup: (db: Database.Database) => void = () => {},
   openBusyTimeoutMs = BUSY_BUDGET_MS,
 ): Database.Database {
+  ownerOnly(file);
   // The timeout is set at construction: switching to WAL needs a lock another process may briefly hold.
   const db = new Database(file, { timeout: openBusyTimeoutMs });
   try {
@@ -39,5 +41,32 @@ export function openSqliteDatabase(
   } catch (error) {
     db.close();
     throw error;
+  }
+}
+
+/**
+ * The files hold the whole history (password hashes, key hashes, every payment): the owner's alone, 0600,
+ * whatever the umask. The database file is created 0600 before SQLite opens it, and SQLite gives the WAL and
+ * shared-memory files it creates the database file's mode; files an older version left readable by others
+ * are narrowed. A file of another user (the CLI run by someone else) is left as it is, and SQLite says
+ * whether it can be opened.
+ */
+const COMPANIONS = ['', '-wal', '-shm', '-journal'];
+
+function ownerOnly(file: string): void {
+  if (file === '' || file === ':memory:' || file.startsWith('file:')) return;
+  try {
+    closeSync(openSync(file, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  for (const suffix of COMPANIONS) {
+    const path = `${file}${suffix}`;
+    if (!existsSync(path)) continue;
+    try {
+      chmodSync(path, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EPERM' && (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
   }
 }

@@ -19,7 +19,7 @@
  * `defineCollections` at start (it is idempotent) before querying.
  */
 import type Database from 'better-sqlite3';
-import type { CollectionDefinition, Checkpoint, Document, FindQuery, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
+import type { CollectionDefinition, Checkpoint, Counter, CounterChange, Document, FindQuery, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
 import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from './sqlite-retry.ts';
@@ -29,6 +29,8 @@ const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 const CHECKPOINTS = 'checkpoints';
 const GENERATIONS = 'checkpoint_generations';
 const CONTAINS_CI = 'wallet_ops_contains_ci';
+/** How often one handle deletes a counter collection's expired counters (during an increment). */
+const COUNTER_SWEEP_EVERY_MS = 60_000;
 
 interface Compiled {
   sql: string;
@@ -142,6 +144,29 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     }
   });
 
+  /** Read, add, write in one IMMEDIATE transaction: the write lock is held from the read on, so no increment is lost. */
+  const lastSweep = new Map<string, number>();
+  const incrementOne = db.transaction((collection: string, id: string, change: CounterChange): Counter => {
+    const table = quote(definition(collection).name);
+    const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+    const current = row ? (JSON.parse(row.doc) as Partial<Counter>) : null;
+    const live = current !== null && typeof current.count === 'number' && typeof current.expiresAt === 'number' && current.expiresAt > change.now;
+    const counter: Counter = live
+      ? { ...(current as Counter), count: Math.max(0, current.count! + change.by) }
+      : { id, count: Math.max(0, change.by), expiresAt: change.expiresAt };
+    statement(`INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`).run(id, JSON.stringify(counter));
+    if (change.now - (lastSweep.get(collection) ?? -Infinity) >= COUNTER_SWEEP_EVERY_MS) {
+      statement(`DELETE FROM ${table} WHERE ${fieldExpr('expiresAt')} <= ?`).run(change.now);
+      lastSweep.set(collection, change.now);
+    }
+    return counter;
+  });
+
+  const takeOne = db.transaction((collection: string, id: string): string | undefined => {
+    const table = quote(definition(collection).name);
+    return (statement(`DELETE FROM ${table} WHERE id = ? RETURNING doc`).get(id) as { doc: string } | undefined)?.doc;
+  });
+
   function checkpointOf(projection: string): number | null {
     const row = statement(`SELECT position FROM ${CHECKPOINTS} WHERE projection = ?`).get(projection);
     return row ? (row as { position: number }).position : null;
@@ -244,6 +269,14 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       statements.clear();
       definitions.delete(name);
     },
+    async incrementCounter(collection, id, change) {
+      checkCounterChange(id, change);
+      return run(() => incrementOne.immediate(collection, id, change));
+    },
+    async take<T extends Document = Document>(collection: string, id: string) {
+      const doc = await run(() => takeOne.immediate(collection, id));
+      return doc === undefined ? null : (JSON.parse(doc) as T);
+    },
     async close() {
       closed.abort(new ReadStoreUnavailableError('the read store is closed'));
       statements.clear();
@@ -335,6 +368,13 @@ function validateDefinition(def: CollectionDefinition): void {
     fields.forEach(fieldExpr);
   }
   (def.searchFields ?? []).forEach(fieldExpr);
+}
+
+function checkCounterChange(id: string, change: CounterChange): void {
+  if (typeof id !== 'string') throw new TypeError('a counter needs a string id');
+  for (const name of ['by', 'now', 'expiresAt'] as const) {
+    if (!Number.isFinite(change?.[name])) throw new TypeError(`incrementCounter: ${name} must be a finite number`);
+  }
 }
 
 function nonNegativeInteger(name: string, value: number): number {

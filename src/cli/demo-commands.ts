@@ -1,0 +1,25 @@
+import type { Command } from 'commander';
+import { demoInstructions, seedDemo } from '../demo.ts';
+import { common, withBackOffice, type CommonOptions } from './support.ts';
+
+/**
+ * `wallet-ops demo`: seeds the demo (parties, float, makers, checkers and an administrator, all with a
+ * published password, and fresh API keys) into the configured stores and prints how to try it. For a
+ * demonstration only: docker-compose.yml runs it in its `demo` profile, never by default.
+ */
+export function registerDemoCommands(program: Command): void {
+  common(program.command('demo'))
+    .description('seed demo parties, users (published password) and fresh API keys into the stores, print curl lines, and exit; never on a real system')
+    .option('--api-url <url>', 'where the API answers, for the printed commands', 'http://127.0.0.1:3000')
+    .action(async (opts: CommonOptions & { apiUrl: string }) => {
+      let dataDir = '';
+      await withBackOffice(
+        opts,
+        async ({ store, assetScale }) => {
+          dataDir = opts.dataDir ?? process.env.DATA_DIR ?? './data';
+          return seedDemo(store, assetScale);
+        },
+        (seed) => demoInstructions(seed, opts.apiUrl.replace(/\/+$/, ''), dataDir),
+      );
+    });
+}

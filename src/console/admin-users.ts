@@ -1,0 +1,107 @@
+import type { Response, Router } from 'express';
+import { disableUser, removeUserRole, requestAccessChange, type AccessChangeInput } from '../commands/user-admin.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { PartyRef } from '../domain/parties.ts';
+import { catchUpUserDirectory, toPublicUser, UserDirectory } from '../projections/user-directory.ts';
+import { accessRoutes, describeChange } from './access-requests.ts';
+import { userPage, usersPage } from './admin-users-pages.ts';
+import { commandContext, ConsoleError, field, requireAdmin, viewer, type ConsoleServices } from './context.ts';
+import { redirectWith, renderPage } from './render.ts';
+
+/**
+ * Users (platform administrators): every party with its users, and one user's page. Narrowing (disable,
+ * remove a role) happens here at once; widening (enable, add a role, reset a password) is filed as an
+ * access request for another administrator. One directory serves this page and the access requests.
+ */
+const sentence = (message: string) => message.charAt(0).toUpperCase() + message.slice(1) + '.';
+
+function parsePartyFilter(value: unknown): PartyRef | undefined {
+  const match = typeof value === 'string' ? /^(distributor|merchant):([0-9a-f-]{36})$/.exec(value) : null;
+  return match ? { type: match[1] as PartyRef['type'], id: match[2]! } : undefined;
+}
+
+export function userAdminRoutes(router: Router, services: ConsoleServices): void {
+  const directory = new UserDirectory();
+  const { store } = services.deps;
+  const settle = () => catchUpUserDirectory(store, directory);
+
+  async function subject(userID: string) {
+    await settle();
+    const user = directory.user(userID);
+    if (!user) throw new ConsoleError(404, 'There is no such user.');
+    return user;
+  }
+
+  async function showUser(res: Response, userID: string, error?: { form: string; message: string }) {
+    const user = await subject(userID);
+    const me = viewer(res);
+    const pending = directory.requests('pending').filter((r) => r.change.userID === userID);
+    await renderPage(services, res, {
+      title: user.email,
+      section: 'users',
+      status: error ? 400 : 200,
+      body: userPage(
+        { user: toPublicUser(user), party: user.party ? (directory.party(user.party) ?? null) : null, self: user.userID === me.user.userID, pending, session: me.session, ...(error ? { error } : {}) },
+        (request) => describeChange(directory, request.change),
+      ),
+    });
+  }
+
+  router.get('/admin/users', async (req, res) => {
+    requireAdmin(res);
+    await settle();
+    const only = parsePartyFilter(req.query.party);
+    await renderPage(services, res, {
+      title: 'Users',
+      section: 'users',
+      body: usersPage({ administrators: only ? null : directory.administrators(), parties: directory.partiesWithUsers(only), filtered: Boolean(only) }),
+    });
+  });
+
+  router.get('/admin/users/:userID', async (req, res) => {
+    requireAdmin(res);
+    await showUser(res, String(req.params.userID));
+  });
+
+  router.post('/admin/users/:userID/disable', async (req, res) => {
+    requireAdmin(res);
+    const user = await subject(String(req.params.userID));
+    try {
+      await disableUser(services.backOffice, viewer(res).user, user.userID, field(req, 'reason'), commandContext(res));
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+      return showUser(res, user.userID, { form: 'disable', message: sentence(error.message) });
+    }
+    // The session check refuses a disabled user on their next request anyway; this also empties the store.
+    await services.sessions.endAllFor(user.userID);
+    services.deps.logger.info({ userID: user.userID }, 'console: user disabled');
+    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} is disabled: their sessions have ended and they cannot log in.` });
+  });
+
+  router.post('/admin/users/:userID/roles/remove', async (req, res) => {
+    requireAdmin(res);
+    const user = await subject(String(req.params.userID));
+    const { role } = await removeUserRole(services.backOffice, viewer(res).user, user.userID, field(req, 'role'), commandContext(res));
+    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} no longer has the ${role} role.` });
+  });
+
+  const request = (path: string, form: string, change: (userID: string, role: string | undefined) => AccessChangeInput) =>
+    router.post(`/admin/users/:userID/${path}`, async (req, res) => {
+      requireAdmin(res);
+      const user = await subject(String(req.params.userID));
+      let requestID: string;
+      try {
+        ({ requestID } = await requestAccessChange(services.backOffice, viewer(res).user, change(user.userID, field(req, 'role')), field(req, 'reason'), commandContext(res)));
+      } catch (error) {
+        if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+        return showUser(res, user.userID, { form, message: sentence(error.message) });
+      }
+      await settle();
+      await redirectWith(services, res, '/console/admin/access', { kind: 'ok', text: `Requested (${requestID}): ${describeChange(directory, directory.request(requestID)!.change)}. Another administrator must approve it.` });
+    });
+  request('enable', 'enable', (userID) => ({ kind: 'enable-user', userID }));
+  request('roles/add', 'add-role', (userID, role) => ({ kind: 'add-role', userID, role }));
+  request('reset-password', 'reset', (userID) => ({ kind: 'reset-password', userID }));
+
+  accessRoutes(router, services, directory);
+}

@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import { CheckpointConflictError, type ReadStore } from '../ports/read-store.ts';
+import type { ApiKeyRevoked, OperationRequested } from '../domain/events.ts';
+import { streams } from '../domain/streams.ts';
+import { apiKeyDecider } from '../commands/api-keys.ts';
+import { rejectOperationOfRevokedKey } from '../commands/operation-handlers.ts';
+import { KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON } from '../commands/operations.ts';
+import { loadState, StateCache, type CommandContext } from '../commands/pipeline.ts';
+import { PENDING_OPERATIONS_PROJECTION, pendingOperationsOfKey } from '../projections/pending-operations.ts';
+import type { Logger } from '../logger.ts';
+import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+
+export { KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON };
+
+/** The consumer's own checkpoint in the read store: every event at or below it has been handled. */
+export const KEY_REVOCATION_CHECKPOINT = 'key-revocations';
+export const KEY_REVOCATION_EVENT_TYPES = ['ApiKeyRevoked', 'OperationRequested'] as const;
+
+/** What one event asks of the consumer: decisions as data, the runner does the I/O. */
+export type RevocationStep =
+  /** A key was revoked: reject every pending operation it created. */
+  | { kind: 'reject-pending-of-key'; keyID: string }
+  /** An operation was created with a key: reject it if that key is already revoked (a process that had not heard yet). */
+  | { kind: 'check-key'; keyID: string; operationID: string }
+  | { kind: 'ignore' };
+
+export function revocationStep(event: { type: string; data: unknown }): RevocationStep {
+  switch (event.type) {
+    case 'ApiKeyRevoked':
+      return { kind: 'reject-pending-of-key', keyID: (event.data as ApiKeyRevoked['data']).keyID };
+    case 'OperationRequested': {
+      const { keyID, operationID } = event.data as OperationRequested['data'];
+      return keyID === null ? { kind: 'ignore' } : { kind: 'check-key', keyID, operationID };
+    }
+    default:
+      return { kind: 'ignore' };
+  }
+}
+
+export interface KeyRevocationOptions {
+  eventStore: EventStore;
+  /** Holds the consumer's checkpoint and the pending-operations read model it reads. */
+  readStore: ReadStore;
+  clock: () => Date;
+  assetScale: number;
+  logger: Logger;
+  /** A revocation waits for the pending-operations read model to reach it; the session fails once it has not moved for this long. Default 30 s. */
+  readModelStallMs?: number;
+  /** While only operations are requested, the checkpoint is saved at most this often (a replay is harmless). Default 1 s. */
+  checkpointEveryMs?: number;
+  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+}
+
+/**
+ * When a key is revoked, its pending operations are rejected by `system:key-revocation` with the reason
+ * "API key revoked", and what they held (the payer's funds, the key's daily volume) is released, exactly as a
+ * checker's rejection does. A supervised consumer of `ApiKeyRevoked` and `OperationRequested`, from its own
+ * checkpoint; several processes may run it at once (a second rejection of the same operation changes nothing).
+ *
+ * Nothing is missed:
+ *  - an operation requested before the revocation is in the pending-operations read model once that model has
+ *    reached the revocation's position (the consumer waits for it; the model's checkpoint passes revocations);
+ *  - an operation requested after it (with a key directory that had not heard yet) is seen as an
+ *    OperationRequested whose key's stream, read on the write side, says revoked;
+ *  - and the approval decision itself refuses an operation whose key is revoked, whatever this consumer does.
+ */
+export class KeyRevocations {
+  readonly consumer: SupervisedConsumer;
+  private readonly deps: { store: EventStore; cache: StateCache; clock: () => Date; assetScale: number };
+  private position: number | null = null;
+  private lastSavedAt = 0;
+
+  constructor(private readonly options: KeyRevocationOptions) {
+    this.deps = { store: options.eventStore, cache: new StateCache(), clock: options.clock, assetScale: options.assetScale };
+    this.consumer = new SupervisedConsumer({ name: 'key-revocations', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+  }
+
+  start(): void {
+    this.consumer.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.stop();
+    await this.saveCheckpoint().catch((error: unknown) => this.options.logger.warn({ err: error }, 'key-revocations checkpoint not saved at stop'));
+  }
+
+  private async session(context: SessionContext): Promise<void> {
+    const { eventStore, readStore } = this.options;
+    this.position = (await readStore.getCheckpoint(KEY_REVOCATION_CHECKPOINT)) ?? 0;
+    context.progress(this.position);
+    const subscription = context.own(eventStore.subscribeToAll({ from: this.position, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } }));
+    for await (const event of subscription) {
+      const step = revocationStep(event);
+      let acted = false;
+      if (step.kind === 'reject-pending-of-key') {
+        if (!(await this.untilReadModelReaches(event.position, context))) return; // stopping: the event stays unhandled
+        acted = await this.rejectPendingOf(step.keyID, event);
+      } else if (step.kind === 'check-key') {
+        acted = await this.rejectIfRevoked(step.keyID, step.operationID, event);
+      }
+      this.position = event.position;
+      context.progress(event.position);
+      if (acted || step.kind === 'reject-pending-of-key' || this.now() - this.lastSavedAt >= (this.options.checkpointEveryMs ?? 1000)) await this.saveCheckpoint();
+    }
+  }
+
+  /** Waits until the pending-operations read model has applied everything up to the revocation; false when stopping. */
+  private async untilReadModelReaches(position: number, context: SessionContext): Promise<boolean> {
+    const stallMs = this.options.readModelStallMs ?? 30_000;
+    let last: number | null = null;
+    let movedAt = this.now();
+    for (;;) {
+      if (context.stopping()) return false;
+      const checkpoint = await this.options.readStore.getCheckpoint(PENDING_OPERATIONS_PROJECTION);
+      if (checkpoint !== null && checkpoint >= position) return true;
+      if (checkpoint !== last) {
+        last = checkpoint;
+        movedAt = this.now();
+      } else if (this.now() - movedAt > stallMs) {
+        throw new Error(`the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, before the revocation at position ${position}, for ${stallMs} ms: are the projections running?`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Every pending operation of the key, from one query of the read model (caught up to the revocation). */
+  private async rejectPendingOf(keyID: string, event: RecordedEvent): Promise<boolean> {
+    const pending = await pendingOperationsOfKey(this.options.readStore, keyID);
+    let rejected = 0;
+    for (const doc of pending) if (await this.reject(doc.id, event)) rejected += 1;
+    if (rejected > 0) this.options.logger.info({ keyID, operations: rejected }, 'pending operations of a revoked API key rejected');
+    return rejected > 0;
+  }
+
+  private async rejectIfRevoked(keyID: string, operationID: string, event: RecordedEvent): Promise<boolean> {
+    const { state } = await loadState(this.deps, streams.apiKey(keyID), apiKeyDecider);
+    if (state.status !== 'revoked') return false;
+    const rejected = await this.reject(operationID, event);
+    if (rejected) this.options.logger.info({ keyID, operationID }, 'operation created with a revoked API key rejected');
+    return rejected;
+  }
+
+  /** The decision reads the operation and its key again on the write side: it rejects only what is still pending (true: it is rejected now). */
+  private async reject(operationID: string, cause: RecordedEvent): Promise<boolean> {
+    const context: CommandContext = { actor: KEY_REVOCATION_ACTOR, correlationId: randomUUID(), causationId: cause.id };
+    const result = await rejectOperationOfRevokedKey(this.deps, operationID, context);
+    return result.state === 'rejected';
+  }
+
+  /** Moves the shared checkpoint forward only (another process may be further). */
+  private async saveCheckpoint(): Promise<void> {
+    const position = this.position;
+    if (position === null) return;
+    const { readStore } = this.options;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await readStore.getCheckpoint(KEY_REVOCATION_CHECKPOINT);
+      if (current !== null && current >= position) break;
+      try {
+        await readStore.commit([], { projection: KEY_REVOCATION_CHECKPOINT, position, expected: current });
+        break;
+      } catch (error) {
+        if (!(error instanceof CheckpointConflictError)) throw error;
+      }
+    }
+    this.lastSavedAt = this.now();
+  }
+
+  private now(): number {
+    return this.options.clock().getTime();
+  }
+}

@@ -1,0 +1,141 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
+import { startTestSystem, type TestParty, type TestSystem } from '../support/system.ts';
+import { CHECKER_PASSWORD, ConsoleClient, MAKER_PASSWORD } from './console-client.ts';
+
+/**
+ * Login throttling that holds: every attempt is counted in the shared read store before its password is
+ * checked, so neither parallel requests nor a second server on the same data get past the limit.
+ * Limits here: 5 attempts per email, 20 per address (the defaults), a lockout of 10 minutes.
+ */
+let offsetMs = 0;
+const clock = () => new Date(Date.now() + offsetMs);
+const LOCKOUT_MS = 10 * 60_000;
+
+let sys: TestSystem;
+let second: { system: WalletOps; server: Server; baseUrl: string };
+
+async function startSecondServer(): Promise<typeof second> {
+  // Another wallet-ops serving the console on the same data directory, as behind a load balancer.
+  const system = await buildWalletOps(sys.config, createLogger('silent'), clock, ['write-api']);
+  const server = await new Promise<Server>((resolve) => {
+    const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return { system, server, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** A login with a fresh browser: its login form first (CSRF cookie and token), then the post. */
+async function attempt(baseUrl: string, email: string, password: string) {
+  return new ConsoleClient(baseUrl).login(email, password);
+}
+
+/** Fresh login forms, fetched first, so that the posts themselves leave at the same moment. */
+async function readyClients(count: number, baseUrls: string[]): Promise<ConsoleClient[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const client = new ConsoleClient(baseUrls[i % baseUrls.length]!);
+      await client.get('/console/login');
+      return client;
+    }),
+  );
+}
+
+beforeAll(async () => {
+  sys = await startTestSystem({ LOGIN_LOCKOUT_MS: String(LOCKOUT_MS) }, clock);
+  second = await startSecondServer();
+}, 60_000);
+
+afterAll(async () => {
+  if (second) {
+    await new Promise<void>((resolve) => second.server.close(() => resolve()));
+    second.server.closeAllConnections();
+    await second.system.close();
+  }
+  await sys?.close();
+});
+
+describe('login throttling across parallel requests and processes', () => {
+  let party: TestParty;
+  beforeAll(async () => {
+    party = await sys.party('distributor');
+  });
+
+  it('given 30 wrong logins for one email sent at once to two servers on the same data, when they are answered and the right password follows, then at most 5 were checked and the right one is refused while locked', async () => {
+    const clients = await readyClients(30, [sys.baseUrl, second.baseUrl]);
+    const answers = await Promise.all(clients.map((client, i) => client.post('/console/login', { email: party.makerEmail, password: `wrong password ${i}` })));
+    const statuses = answers.map((page) => page.status);
+    // 401 is answered only after a password check; 429 before any.
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
+    expect(statuses.filter((s) => s === 401).length).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([]);
+
+    for (const baseUrl of [sys.baseUrl, second.baseUrl]) {
+      const right = new ConsoleClient(baseUrl);
+      const refused = await right.login(party.makerEmail, MAKER_PASSWORD);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(LOCKOUT_MS / 1000);
+      expect(right.cookies.has('wo_console')).toBe(false);
+    }
+  }, 120_000);
+
+  it('given a locked email, when the lockout has passed, then the right password logs in on either server', async () => {
+    offsetMs += LOCKOUT_MS + 1000;
+    expect((await attempt(second.baseUrl, party.makerEmail, MAKER_PASSWORD)).status).toBe(303);
+    expect((await attempt(sys.baseUrl, party.makerEmail, MAKER_PASSWORD)).status).toBe(303);
+  });
+});
+
+describe('what the login page says', () => {
+  let party: TestParty;
+  beforeAll(async () => {
+    offsetMs += LOCKOUT_MS + 1000; // whatever the address counted before has expired
+    party = await sys.party('merchant');
+  });
+
+  it('when a login fails, then the page says how many attempts are left before a lockout, counted across both servers', async () => {
+    const first = await attempt(sys.baseUrl, party.makerEmail, 'wrong password 1');
+    expect(first.status).toBe(401);
+    expect(first.text).toContain('The email or the password is wrong.');
+    expect(first.text).toContain('4 attempts left before a 10-minute lockout.');
+    const next = await attempt(second.baseUrl, party.makerEmail, 'wrong password 2');
+    expect(next.text).toContain('3 attempts left before a 10-minute lockout.');
+    await attempt(sys.baseUrl, party.makerEmail, 'wrong password 3');
+    const last = await attempt(second.baseUrl, party.makerEmail, 'wrong password 4');
+    expect(last.text).toContain('1 attempt left before a 10-minute lockout.');
+    const locking = await attempt(sys.baseUrl, party.makerEmail, 'wrong password 5');
+    expect(locking.status).toBe(401);
+    expect(locking.text).toContain('No attempts left: logins for this email are locked for 10 minutes.');
+    const locked = await attempt(second.baseUrl, party.makerEmail, MAKER_PASSWORD);
+    expect(locked.status).toBe(429);
+    expect(locked.text).toContain('Too many failed attempts. Try again in 10 minutes.');
+  }, 60_000);
+
+  it('when a user logs in, then their email starts again with every attempt, and their address is not charged for the success', async () => {
+    const other = await attempt(sys.baseUrl, party.checkerEmail, 'wrong password 1');
+    expect(other.text).toContain('4 attempts left');
+    expect((await attempt(second.baseUrl, party.checkerEmail, CHECKER_PASSWORD)).status).toBe(303);
+    const after = await attempt(sys.baseUrl, party.checkerEmail, 'wrong password 2');
+    expect(after.text).toContain('4 attempts left');
+  });
+});
+
+describe('limits from the configuration', () => {
+  it('given LOGIN_ATTEMPTS_PER_EMAIL=2 and LOGIN_ATTEMPTS_PER_ADDRESS=3, when logins fail, then the email locks after 2 and the address after 3', async () => {
+    const strict = await startTestSystem({ LOGIN_ATTEMPTS_PER_EMAIL: '2', LOGIN_ATTEMPTS_PER_ADDRESS: '3', LOGIN_LOCKOUT_MS: '60000' });
+    try {
+      const party = await strict.party('merchant');
+      expect((await attempt(strict.baseUrl, party.makerEmail, 'wrong 1')).text).toContain('1 attempt left before a 1-minute lockout.');
+      expect((await attempt(strict.baseUrl, party.makerEmail, 'wrong 2')).status).toBe(401);
+      expect((await attempt(strict.baseUrl, party.makerEmail, MAKER_PASSWORD)).status).toBe(429);
+      // The address has had 3 attempts now: every email is refused from it.
+      const fromAddress = await attempt(strict.baseUrl, party.checkerEmail, CHECKER_PASSWORD);
+      expect(fromAddress.status).toBe(429);
+    } finally {
+      await strict.close();
+    }
+  }, 60_000);
+});
