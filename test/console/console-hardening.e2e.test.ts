@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID, scryptSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { needsRehash, verifyPassword } from '../../src/domain/passwords.ts';
+import { DEFAULT_HASH_COST, needsRehash, setPasswordHashCost, verifyPassword } from '../../src/domain/passwords.ts';
+import { TEST_HASH_COST } from '../support/fast-passwords.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { startTestSystem, type TestParty, type TestSystem } from '../support/system.ts';
 import { ConsoleClient, MAKER_PASSWORD } from './console-client.ts';
@@ -96,6 +97,9 @@ describe('the console over HTTPS', () => {
 });
 
 describe('password hashes of the old cost', () => {
+  // This process hashes at production's cost here (the suite runs at 2^14, see test/support/fast-passwords.ts).
+  beforeAll(() => setPasswordHashCost(DEFAULT_HASH_COST));
+  afterAll(() => setPasswordHashCost(TEST_HASH_COST));
   /** A user as wallet-ops stored it before the scrypt cost was raised: N = 2^14. */
   async function legacyUser(password: string): Promise<{ userID: string; email: string }> {
     const userID = randomUUID();
