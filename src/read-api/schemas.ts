@@ -9,10 +9,14 @@ export const MAX_LIMIT = 1000;
 export const DEFAULT_LIMIT = 100;
 const MAX_OFFSET = 10_000_000;
 
+/** A query value that is not one string: repeated (an array) or bracketed (`limit[a]=1`, an object). */
+const notOneString = (field: string) => (issue: { input?: unknown }) =>
+  Array.isArray(issue.input) ? `${field} must appear at most once` : `${field} must be a single plain value`;
+
 // Query values arrive as strings; a repeated parameter arrives as an array and is refused by z.string().
 const wholeNumber = (field: string, min: number, max: number, fallback: number, description: string) =>
   z
-    .string({ error: `${field} must appear at most once` })
+    .string({ error: notOneString(field) })
     .regex(/^\d{1,9}$/, `${field} must be a whole number`)
     .transform(Number)
     .pipe(z.number().min(min, `${field} must be at least ${min}`).max(max, `${field} must be at most ${max}`))
@@ -28,7 +32,7 @@ export const paymentsQuery = z.strictObject({
   limit,
   offset,
   search: z
-    .string({ error: 'search must appear at most once' })
+    .string({ error: notOneString('search') })
     .max(100, 'search must be at most 100 characters')
     .optional()
     .meta({ description: 'Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively.' }),

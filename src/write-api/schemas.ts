@@ -16,9 +16,9 @@ import { fieldError, type FieldError } from '../http/problems.ts';
  * A string field checked by a domain rule: the zod type describes it (and the OpenAPI document shows it),
  * the domain function decides, and either refusal becomes one errors[] item for the field.
  */
-function rule<T>(field: string, meta: { description: string; example: string }, parse: (value: string) => T) {
+function rule<T>(field: string, meta: { description: string; example: string }, parse: (value: string) => T, kind = 'a string') {
   return z
-    .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be a string`) })
+    .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be ${kind}, not ${jsonType(issue.input)}`) })
     .meta(meta)
     .transform((value, ctx): T => {
       try {
@@ -30,22 +30,36 @@ function rule<T>(field: string, meta: { description: string; example: string }, 
     });
 }
 
+/** The JSON name of a value's type, for "must be a string, not a number". */
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'number') return 'a number';
+  if (typeof value === 'boolean') return 'a boolean';
+  return typeof value;
+}
+
+/** An optional field: absent, or `null` (what Jackson, System.Text.Json and Go send for an unset field), both mean absent. */
+const absentOrNull = <S extends z.ZodType>(schema: S) => schema.nullish().transform((value) => value ?? undefined);
+
 const MEMO_MAX = 256;
 
 function buildSchemas(assetScale: number) {
   const amount = rule('amount', { description: `Decimal amount greater than 0, at most ${assetScale} decimal places, no sign or exponent.`, example: formatAmount(150, assetScale) }, (v) =>
-    parsePositiveAmount('amount', v, assetScale));
+    parsePositiveAmount('amount', v, assetScale), `a string (a decimal in quotes, e.g. "${formatAmount(10, assetScale)}")`);
   const phone = (field: string, description: string) =>
-    rule(field, { description: `${description}, in international format.`, example: '+2348123456781' }, (v) => normalizePhone(field, v));
-  const code = (field: string, description: string) => rule(field, { description, example: '4521' }, (v) => shortCode(field, v));
+    rule(field, { description: `${description}, in international format.`, example: '+2348123456781' }, (v) => normalizePhone(field, v),
+      'a string of digits in international format (e.g. "+2348123456781")');
+  const code = (field: string, description: string) => rule(field, { description, example: '4521' }, (v) => shortCode(field, v), 'a string of digits (e.g. "4521")');
   const memo = rule('memo', { description: `Optional reference note, at most ${MEMO_MAX} characters.`, example: 'invoice 1042' }, (v) =>
     requiredText('memo', v, MEMO_MAX)).nullish();
 
   const cashIn = z.strictObject({
     operationType: z.literal('cash-in'),
     amount,
-    phoneTo: phone('phoneTo', 'Registered individual to credit; not with merchantToShortCode').optional(),
-    merchantToShortCode: code('merchantToShortCode', 'Short code of the merchant to credit; not with phoneTo').optional(),
+    phoneTo: absentOrNull(phone('phoneTo', 'Registered individual to credit; not with merchantToShortCode; null means absent')),
+    merchantToShortCode: absentOrNull(code('merchantToShortCode', 'Short code of the merchant to credit; not with phoneTo; null means absent')),
     memo,
   });
   const cashOutFulfillment = z.strictObject({
@@ -70,7 +84,11 @@ function buildSchemas(assetScale: number) {
 export type OperationSchemas = ReturnType<typeof buildSchemas>;
 export const operationSchemas = buildSchemas;
 
-function issuesToFieldErrors(issues: z.core.$ZodIssue[]): FieldError[] {
+/**
+ * zod issues to errors[] items. Whether a field is missing is read from the body itself (zod's final issues
+ * do not carry the input): "is required" only for a field that is really absent, never for a wrong type.
+ */
+function issuesToFieldErrors(issues: z.core.$ZodIssue[], body: Record<string, unknown>): FieldError[] {
   const errors: FieldError[] = [];
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
@@ -78,7 +96,7 @@ function issuesToFieldErrors(issues: z.core.$ZodIssue[]): FieldError[] {
       continue;
     }
     const field = issue.path.map(String).join('.') || 'body';
-    const missing = issue.code === 'invalid_type' && issue.input === undefined;
+    const missing = issue.path.length === 1 && !Object.hasOwn(body, issue.path[0] as PropertyKey);
     errors.push(fieldError(field, missing ? `${field} is required` : issue.message));
   }
   return errors;
@@ -99,6 +117,10 @@ export function parseCreateOperation(
   const forParty = schemas[partyType] as Record<string, z.ZodType<CreateOperationInput>>;
   const operationType = (body as Record<string, unknown>).operationType;
   if (operationType === undefined) return { ok: false, errors: [fieldError('operationType', 'operationType is required')] };
+  if (typeof operationType !== 'string') {
+    const allowed = Object.keys(forParty).join(', ');
+    return { ok: false, errors: [fieldError('operationType', `operationType must be a string, one of ${allowed}, not ${jsonType(operationType)}`)] };
+  }
   const schema = typeof operationType === 'string' && Object.hasOwn(forParty, operationType) ? forParty[operationType] : undefined;
   if (!schema) {
     const allowed = Object.keys(forParty).join(', ');
@@ -107,7 +129,7 @@ export function parseCreateOperation(
   const crossField = operationType === 'cash-in' ? cashInDestinationErrors(body as Record<string, unknown>) : [];
   const result = schema.safeParse(body);
   if (result.success && crossField.length === 0) return { ok: true, input: result.data };
-  const errors = [...crossField, ...(result.success ? [] : issuesToFieldErrors(result.error.issues))];
+  const errors = [...crossField, ...(result.success ? [] : issuesToFieldErrors(result.error.issues, body as Record<string, unknown>))];
   // One item per field: the rule across fields speaks first for the field it names.
   return { ok: false, errors: errors.filter((error, i) => errors.findIndex((other) => other.field === error.field) === i) };
 }
