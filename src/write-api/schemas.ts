@@ -58,8 +58,8 @@ function buildSchemas(assetScale: number) {
   const cashIn = z.strictObject({
     operationType: z.literal('cash-in'),
     amount,
-    phoneTo: absentOrNull(phone('phoneTo', 'Registered individual to credit; not with merchantToShortCode; null means absent')),
-    merchantToShortCode: absentOrNull(code('merchantToShortCode', 'Short code of the merchant to credit; not with phoneTo; null means absent')),
+    phoneTo: absentOrNull(phone('phoneTo', 'Registered individual to credit (not with merchantToShortCode; null is absent)')),
+    merchantToShortCode: absentOrNull(code('merchantToShortCode', 'Short code of the merchant to credit (not with phoneTo; null is absent)')),
     memo,
   });
   const cashOutFulfillment = z.strictObject({

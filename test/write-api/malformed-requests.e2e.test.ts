@@ -201,9 +201,10 @@ const bodyRows: Row[] = [
     ['a boolean', true],
     ['an array', []],
     ['an object', {}],
-    ['null', null],
     ['a short code no merchant has', '999999999'],
   ].map(([what, value]) => row(`a cash-in merchantToShortCode is ${what as string}`, post('distributor', (c) => cashIn(c, { phoneTo: undefined, merchantToShortCode: value })), invalid('merchantToShortCode'))),
+  // null is absent (issue 18): with no phoneTo either, the cash-in has no destination, which the contract's rule 5 names on phoneTo.
+  row('a cash-in merchantToShortCode is null and phoneTo absent', post('distributor', (c) => cashIn(c, { phoneTo: undefined, merchantToShortCode: null })), invalid('phoneTo')),
   row('a cash-in merchantToShortCode is a distributor\'s short code', post('distributor', (c) => cashIn(c, { phoneTo: undefined, merchantToShortCode: c.d.shortCode })), invalid('merchantToShortCode')),
   row('a cash-out distributorToShortCode is "abc"', post('merchant', (c) => cashOut(c, { distributorToShortCode: 'abc' })), invalid('distributorToShortCode')),
   row('a cash-out distributorToShortCode is missing', post('merchant', (c) => cashOut(c, { distributorToShortCode: undefined })), invalid('distributorToShortCode')),
