@@ -5,7 +5,8 @@ const FORBIDDEN = /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff
 
 /** A required one-line text: trimmed, NFC-normalized, 1..maxLength characters. */
 export function requiredText(field: string, input: unknown, maxLength: number): string {
-  if (typeof input !== 'string') throw invalidInput(field, `${field} is required`);
+  if (input === undefined || input === null) throw invalidInput(field, `${field} is required`);
+  if (typeof input !== 'string') throw invalidInput(field, `${field} must be a string`);
   const value = input.trim().normalize('NFC');
   if (value.length === 0) throw invalidInput(field, `${field} must not be empty`);
   if (value.length > maxLength) throw invalidInput(field, `${field} must be at most ${maxLength} characters`);

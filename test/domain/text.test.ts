@@ -4,6 +4,12 @@ import { email, requiredText, shortCode } from '../../src/domain/text.ts';
 const refusedNaming = (field: string) => expect.objectContaining({ name: 'DomainError', code: 'INVALID_INPUT', field });
 
 describe('requiredText', () => {
+  it('says "is required" only for an absent value, and "must be a string" for another type (issue 18)', () => {
+    expect(() => requiredText('label', undefined, 10)).toThrow('label is required');
+    expect(() => requiredText('label', null, 10)).toThrow('label is required');
+    for (const value of [5, true, {}, []]) expect(() => requiredText('label', value, 10)).toThrow('label must be a string');
+  });
+
   it('when the text has surrounding whitespace, then it is trimmed', () => {
     expect(requiredText('name', '  Acme Distribution \n', 100)).toBe('Acme Distribution');
   });
