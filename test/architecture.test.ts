@@ -76,11 +76,11 @@ describe('layer rules', () => {
     expect(broken).toEqual([]);
   });
 
-  it('when the projections reach into src/commands, then only for the evolve of a state they share (the API-key and user directories)', () => {
+  it('when the projections reach into src/commands, then only for the evolve of a state they share (the API-key and user directories, the wallet balances and holds)', () => {
     const reaching = files
       .filter((file) => folder(file) === 'projections')
       .filter((file) => importsOf(file).some(({ target }) => target === 'commands'))
       .map((file) => relative(SRC, file));
-    expect(reaching).toEqual(['projections/api-key-directory.ts', 'projections/user-directory.ts']);
+    expect(reaching).toEqual(['projections/api-key-directory.ts', 'projections/balances.ts', 'projections/user-directory.ts']);
   });
 });

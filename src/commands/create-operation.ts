@@ -51,17 +51,21 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
     return { writes: [], result: { kind: 'replayed', response: replay.response } };
   }
 
+  // Amounts in a refusal's detail are printed at the asset scale, as every amount the API shows.
+  const scaled = (value: Decimal.Value) => new Decimal(value).toFixed(command.assetScale);
   const amount = new Decimal(operation.amount);
   if (limits.maxTransactionAmount !== null && amount.gt(limits.maxTransactionAmount)) {
-    throw new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${operation.amount} exceeds this key's max transaction amount of ${limits.maxTransactionAmount}`);
+    throw new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${scaled(amount)} exceeds this key's max transaction amount of ${scaled(limits.maxTransactionAmount)}`);
   }
   if (limits.maxDailyVolume !== null && states.volume && amount.plus(states.volume.total).gt(limits.maxDailyVolume)) {
     const left = Decimal.max(0, new Decimal(limits.maxDailyVolume).minus(states.volume.total));
-    throw new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${limits.maxDailyVolume} (${left.toFixed()} left for ${operation.volumeDay})`);
+    throw new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${scaled(limits.maxDailyVolume)} (${scaled(left)} left for ${operation.volumeDay})`);
   }
   const debit = amount.plus(operation.fee);
-  if (availableBalance(states.wallet).lt(debit)) {
-    throw new DomainError('INSUFFICIENT_BALANCE', 'the payer’s available balance does not cover the amount and its fee');
+  const available = availableBalance(states.wallet);
+  if (available.lt(debit)) {
+    // Names the available amount (the balance endpoints' `available`), which is what a client can compare.
+    throw new DomainError('INSUFFICIENT_BALANCE', `the payer’s available balance of ${scaled(available)} does not cover the amount and its fee (${scaled(debit)})`);
   }
 
   const { operationID } = operation;

@@ -115,7 +115,7 @@ function requestExamples(amount: string) {
   } as const;
 }
 
-function responseExamples(amount: string, zero: string) {
+function responseExamples(amount: string, zero: string, assetScale: number) {
   const distributorOperation: z.input<typeof distributorOperationResponse> = {
     operationID: OPERATION_ID, distributorID: DISTRIBUTOR_ID, operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042',
     walletOperationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', sequenceNumber: 48213, blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
@@ -129,7 +129,7 @@ function responseExamples(amount: string, zero: string) {
     operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,
     memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: LATER,
   };
-  const balance: z.input<typeof balanceResponse> = { balance: amount };
+  const balance: z.input<typeof balanceResponse> = { balance: amount, available: formatAmount(120, assetScale), held: formatAmount(30, assetScale) };
   return { distributorOperation, merchantOperation, payment, balance };
 }
 
@@ -196,7 +196,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   const amount = formatAmount(150, assetScale);
   const zero = formatAmount(0, assetScale);
   const requests = requestExamples(amount);
-  const responses = responseExamples(amount, zero);
+  const responses = responseExamples(amount, zero, assetScale);
 
   const cashIn = jsonSchema(schemas.distributor['cash-in'], 'input');
   // The contract's rule 5 is checked beside the field rules (schemas.ts); stated here as JSON Schema.
@@ -309,7 +309,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '403': forbidden('Perform Operations', partyType, {
           transactionLimit: { summary: 'above the key\'s max transaction amount', value: domainProblem(new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`)) },
           dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21)`)) },
-          insufficientBalance: { summary: 'payer balance too low', value: domainProblem(new DomainError('INSUFFICIENT_BALANCE', 'the payer’s available balance does not cover the amount and its fee')) },
+          insufficientBalance: { summary: 'payer balance too low', value: domainProblem(new DomainError('INSUFFICIENT_BALANCE', `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and its fee (${amount})`)) },
         }),
         '409': {
           description: 'The payer\'s wallet kept changing under concurrent requests; nothing was created. Retry (with the same Idempotency-Key).',
@@ -345,7 +345,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       parameters: [pathParameter(spec.partyType), ...(spec.query ? queryParameters(spec.query, spec.queryExamples ?? {}) : [])],
       responses: {
         '200': { description: 'OK.', content: { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } } },
-        '400': { description: spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.', content: problemContent(badQuery) },
+        '400': { description: `${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored.`, content: problemContent(badQuery) },
         '401': UNAUTHORIZED,
         '403': forbidden(spec.permission, spec.partyType),
         '429': TOO_MANY_REQUESTS,
@@ -391,13 +391,13 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       '/api/v1/distributors/{distributorID}/balance': {
         get: read({
           operationId: 'getDistributorBalance', partyType: 'distributor', permission: 'Read Balance', summary: 'Read a distributor\'s balance',
-          description: 'The current balance of the distributor\'s wallet, as a decimal string.', schema: ref('Balance'), example: responses.balance,
+          description: `The balance of the distributor's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the distributor's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`, schema: ref('Balance'), example: responses.balance,
         }),
       },
       '/api/v1/merchants/{merchantID}/balance': {
         get: read({
           operationId: 'getMerchantBalance', partyType: 'merchant', permission: 'Read Balance', summary: 'Read a merchant\'s balance',
-          description: 'The current balance of the merchant\'s wallet, as a decimal string.', schema: ref('Balance'), example: responses.balance,
+          description: `The balance of the merchant's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the merchant's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`, schema: ref('Balance'), example: responses.balance,
         }),
       },
     },

@@ -38,8 +38,20 @@ export const paymentsQuery = z.strictObject({
     .meta({ description: 'Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively.' }),
 });
 
+/**
+ * Query parameters whose name starts with `_` are cache busters (`?_=1732312345678`, as jQuery's `cache:
+ * false` and many HTTP libraries add them): ignored on every GET, whatever their value or count. Any other
+ * unknown parameter is still refused, so that a misspelt `limt` or `ofset` is never silently dropped.
+ */
+export const isCacheBuster = (name: string) => name.startsWith('_');
+
+const withoutCacheBusters = (query: unknown): unknown =>
+  query && typeof query === 'object' && !Array.isArray(query)
+    ? Object.fromEntries(Object.entries(query).filter(([name]) => !isCacheBuster(name)))
+    : query;
+
 export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): { ok: true; value: T } | { ok: false; errors: FieldError[] } {
-  const result = schema.safeParse(query ?? {});
+  const result = schema.safeParse(withoutCacheBusters(query ?? {}));
   if (result.success) return { ok: true, value: result.data };
   const errors = result.error.issues.flatMap((issue) =>
     issue.code === 'unrecognized_keys'
@@ -56,7 +68,20 @@ const status = z.enum(['pending', 'approved', 'rejected', 'completed', 'failed']
 });
 const timestamp = z.string().meta({ description: 'ISO 8601.', example: '2026-11-21T10:15:00.000Z' });
 
-export const balanceResponse = z.object({ balance: amount });
+export const balanceResponse = z.object({
+  balance: z.string().meta({
+    description: 'The contract\'s field: the current (executed) balance, credits minus debits that happened on the ledger; a decimal string at the asset scale.',
+    example: '150.00',
+  }),
+  available: z.string().meta({
+    description: 'Extension (not in the contract): what a create can spend now, `balance` minus `held`. A create whose amount plus fee is above it is refused with 403 insufficient-balance, whose detail names this amount.',
+    example: '120.00',
+  }),
+  held: z.string().meta({
+    description: 'Extension (not in the contract): what pending and approved operations hold (amount plus fee each) until they complete, are rejected or fail.',
+    example: '30.00',
+  }),
+});
 
 export const distributorOperationResponse = z.object({
   operationID: z.string().meta({ example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),

@@ -262,6 +262,29 @@ describe('deciding to create an operation', () => {
       given({ wallet: [] }).when({ operation: { amount: '0.01' } }).thenRefused('INSUFFICIENT_BALANCE'));
   });
 
+  describe('amounts in a refusal\'s detail, at the asset scale', () => {
+    it('when the daily volume refuses, then the limit and what is left are printed at the scale (4289.50 left, never 4289.5)', () =>
+      given({ ...funded('9000.00'), volume: [reserved('op_a', '710.5')] })
+        .when({ maxDailyVolume: '5000', operation: { amount: '4300.00' } })
+        .thenRefused('DAILY_VOLUME_EXCEEDED', /^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for 2026-03-10\)$/));
+
+    it('when nothing is left of the day\'s volume, then it says 0.00 left', () =>
+      given({ ...funded(), volume: [reserved('op_a', '1000')] })
+        .when({ maxDailyVolume: '1000', operation: { amount: '1.00' } }).thenRefused('DAILY_VOLUME_EXCEEDED', /\(0\.00 left for /));
+
+    it('when the transaction limit refuses, then the amount and the limit are printed at the scale', () =>
+      given(funded()).when({ maxTransactionAmount: '100', operation: { amount: '100.5' } })
+        .thenRefused('TRANSACTION_LIMIT_EXCEEDED', /^amount 100\.50 exceeds this key's max transaction amount of 100\.00$/));
+
+    it('when the balance refuses, then the detail names the available amount (balance less holds) and what was needed (amount + fee)', () =>
+      given({ wallet: [credited('235.00'), held('op_pending', '225')] }).when({ operation: { amount: '14.5', fee: '0.5' } })
+        .thenRefused('INSUFFICIENT_BALANCE', /^the payer’s available balance of 10\.00 does not cover the amount and its fee \(15\.00\)$/));
+
+    it('when the asset scale is 4, then the amounts have 4 decimals', () =>
+      given({ wallet: [credited('1')] }).when({ operation: { amount: '2', fee: '0' }, assetScale: 4 })
+        .thenRefused('INSUFFICIENT_BALANCE', /available balance of 1\.0000 does not cover the amount and its fee \(2\.0000\)/));
+  });
+
   describe('idempotency', () => {
     const withKey = (requestHash = HASH) => ({ idempotency: { stream: IDEMPOTENCY_STREAM, requestHash } });
     const hoursBefore = (hours: number, extraMs = 0) => new Date(Date.parse(NOW) - hours * 3600_000 - extraMs).toISOString();

@@ -138,6 +138,49 @@ describe('the OpenAPI document', () => {
     const example = zeroScale.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.examples!.cashInToIndividual!;
     expect(parseCreateOperation(operationSchemas(0), 'distributor', example.value)).toMatchObject({ ok: true });
   });
+  it('describes the Balance with the contract\'s balance and the documented extension fields available and held, all required strings', () => {
+    const balance = resolve(doc.components.schemas.Balance as JsonSchema);
+    expect(Object.keys(balance.properties as object).sort()).toEqual(['available', 'balance', 'held']);
+    expect([...(balance.required as string[])].sort()).toEqual(['available', 'balance', 'held']);
+    const properties = balance.properties as Record<string, JsonSchema>;
+    for (const name of ['balance', 'available', 'held']) expect(properties[name]!.type, name).toBe('string');
+    expect(properties.available!.description).toMatch(/^Extension/);
+    expect(properties.held!.description).toMatch(/^Extension/);
+    for (const path of ['/api/v1/distributors/{distributorID}/balance', '/api/v1/merchants/{merchantID}/balance']) {
+      const get = doc.paths[path]!.get!;
+      expect(get.description).toMatch(/extension fields/);
+      expect(get.responses['200']!.content!['application/json']!.examples!.example!.value).toEqual({ balance: '150.00', available: '120.00', held: '30.00' });
+    }
+  });
+
+  it('names the available amount in the insufficient-balance example, at the asset scale', () => {
+    const examples = doc.paths['/api/v1/merchants/{merchantID}/operations']!.post!.responses['403']!.content!['application/problem+json']!.examples!;
+    expect((examples.insufficientBalance!.value as { detail: string }).detail).toBe('the payer’s available balance of 120.00 does not cover the amount and its fee (150.00)');
+  });
+
+  it('says on every GET that parameters starting with _ (cache busters) are ignored', () => {
+    const gets = operations().filter(({ method }) => method === 'get');
+    expect(gets).toHaveLength(5);
+    for (const { operation } of gets) expect(operation.responses['400']!.description, operation.operationId).toMatch(/starts with `_`.*ignored/);
+  });
+});
+
+describe('query parameters', () => {
+  const noQuery = listQuery.pick({});
+  it.each([
+    ['_', '1732312345678'],
+    ['_ts', 'abc'],
+    ['__', ''],
+  ])('when a cache buster %s=%s is sent, then every query schema ignores it', (name, value) => {
+    expect(parseQuery(noQuery, { [name]: value })).toEqual({ ok: true, value: {} });
+    expect(parseQuery(listQuery, { [name]: value, limit: '5' })).toEqual({ ok: true, value: { limit: 5, offset: 0 } });
+    expect(parseQuery(paymentsQuery, { [name]: [value, value], search: 'x' })).toEqual({ ok: true, value: { limit: 100, offset: 0, search: 'x' } });
+  });
+
+  it('when an unknown parameter does not start with _, then it is still refused, naming it', () => {
+    expect(parseQuery(noQuery, { limit: '1', cb: '1', _: '2' })).toMatchObject({ ok: false, errors: [{ field: 'limit' }, { field: 'cb' }] });
+    expect(parseQuery(listQuery, { limt: '5' })).toMatchObject({ ok: false, errors: [{ field: 'limt', detail: 'limt is not a query parameter of this endpoint' }] });
+  });
 });
 
 describe('the docs page', () => {

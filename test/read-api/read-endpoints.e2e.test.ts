@@ -47,6 +47,8 @@ const get = (path: string, apiKey?: string): Promise<Response> => call(sys.baseU
 const balancePath = (party: TestParty) => `/api/v1/${party.ref.type}s/${party.ref.id}/balance`;
 const operationsPath = (party: TestParty) => `/api/v1/${party.ref.type}s/${party.ref.id}/operations`;
 const paymentsPath = (party: TestParty) => `/api/v1/merchants/${party.ref.id}/payments`;
+/** A balance body with nothing held: the contract's `balance` and the extensions `available` (= balance) and `held` (0.00). */
+const unheld = (balance: string) => ({ balance, available: balance, held: '0.00' });
 
 async function keyed(type: 'distributor' | 'merchant', balance?: string, permissions?: string): Promise<Keyed> {
   const party = await sys.party(type);
@@ -143,12 +145,13 @@ function expectValidation(r: Response, fields: string[]): void {
 
 // ---------------------------------------------------------------------------------------------------------
 describe('GET .../balance', () => {
-  it('given a distributor and a merchant credited 5000, when each reads its balance, then it is {"balance":"5000.00"} at the asset scale', async () => {
+  it('given a distributor and a merchant credited 5000, when each reads its balance, then it is {"balance":"5000.00"} at the asset scale, with the extensions available and held', async () => {
     const distributor = await keyed('distributor', '5000');
     const merchant = await keyed('merchant', '5000');
     for (const party of [distributor, merchant]) {
       const body = await until(balancePath(party), party.apiKey, (b) => b.balance !== '0.00');
-      expect(body).toEqual({ balance: '5000.00' });
+      expect(body).toEqual(unheld('5000.00'));
+      expect(Object.keys(body)).toEqual(['balance', 'available', 'held']);
     }
   });
 
@@ -158,11 +161,11 @@ describe('GET .../balance', () => {
       await caughtUp();
       const r = await get(balancePath(party), party.apiKey);
       expect(r.status).toBe(200);
-      expect(r.body).toEqual({ balance: '0.00' });
+      expect(r.body).toEqual(unheld('0.00'));
     }
   });
 
-  it('when a cash-in is created, then no balance moves; when it completes, then the distributor is debited and the merchant credited', async () => {
+  it('when a cash-in is created, then no balance moves but the distributor holds it; when it completes, then the distributor is debited and the merchant credited', async () => {
     const distributor = await keyed('distributor', '5000');
     const merchant = await keyed('merchant', '250.50');
     await until(balancePath(distributor), distributor.apiKey, (b) => b.balance === '5000.00');
@@ -171,12 +174,12 @@ describe('GET .../balance', () => {
     const id = await create(distributor, { operationType: 'cash-in', amount: '1200.25', merchantToShortCode: merchant.shortCode });
     await until(operationsPath(distributor), distributor.apiKey, (items: any[]) => items.some((i) => i.operationID === id));
     await caughtUp();
-    expect((await get(balancePath(distributor), distributor.apiKey)).body).toEqual({ balance: '5000.00' });
-    expect((await get(balancePath(merchant), merchant.apiKey)).body).toEqual({ balance: '250.50' });
+    expect((await get(balancePath(distributor), distributor.apiKey)).body).toEqual({ balance: '5000.00', available: '3799.75', held: '1200.25' });
+    expect((await get(balancePath(merchant), merchant.apiKey)).body).toEqual(unheld('250.50'));
 
     await completeOperation(store, id);
-    expect(await until(balancePath(distributor), distributor.apiKey, (b) => b.balance !== '5000.00')).toEqual({ balance: '3799.75' });
-    expect(await until(balancePath(merchant), merchant.apiKey, (b) => b.balance !== '250.50')).toEqual({ balance: '1450.75' });
+    expect(await until(balancePath(distributor), distributor.apiKey, (b) => b.balance !== '5000.00')).toEqual(unheld('3799.75'));
+    expect(await until(balancePath(merchant), merchant.apiKey, (b) => b.balance !== '250.50')).toEqual(unheld('1450.75'));
   });
 
   it('when a pay-merchant with a fee completes, then the payer pays amount and fee and the payee receives the amount', async () => {
@@ -184,23 +187,44 @@ describe('GET .../balance', () => {
     const payee = await keyed('merchant');
     const id = await create(payer, { operationType: 'pay-merchant', amount: '100', merchantToShortCode: payee.shortCode });
     await completeOperation(store, id);
-    expect(await until(balancePath(payer), payer.apiKey, (b) => b.balance !== '0.00' && b.balance !== '1000.00')).toEqual({ balance: '899.50' });
-    expect(await until(balancePath(payee), payee.apiKey, (b) => b.balance !== '0.00')).toEqual({ balance: '100.00' });
+    expect(await until(balancePath(payer), payer.apiKey, (b) => b.balance !== '0.00' && b.balance !== '1000.00')).toEqual(unheld('899.50'));
+    expect(await until(balancePath(payee), payee.apiKey, (b) => b.balance !== '0.00')).toEqual(unheld('100.00'));
   });
 
-  it('when a failed operation released its hold, then the balance is unchanged', async () => {
+  it('when a failed operation released its hold, then the balance is unchanged and nothing is held', async () => {
     const distributor = await keyed('distributor', '300');
     const phone = await sys.individual(newPhone());
     const id = await create(distributor, { operationType: 'cash-in', amount: '200', phoneTo: phone });
     await failOperation(store, id, 'ledger timeout');
     await until(operationsPath(distributor), distributor.apiKey, (items: any[]) => items[0]?.status === 'failed');
     await caughtUp();
-    expect((await get(balancePath(distributor), distributor.apiKey)).body).toEqual({ balance: '300.00' });
+    expect((await get(balancePath(distributor), distributor.apiKey)).body).toEqual(unheld('300.00'));
   });
 
   it('when the balance is read with a query parameter, then it is refused with 400 naming it', async () => {
     const merchant = await keyed('merchant');
     expectValidation(await get(`${balancePath(merchant)}?limit=1`, merchant.apiKey), ['limit']);
+  });
+
+  it('when pending operations hold most of the balance, then available explains the insufficient-balance refusal, whose detail names it; a rejection gives it back', async () => {
+    const distributor = await keyed('distributor', '235');
+    const merchant = await keyed('merchant', '40');
+    const phone = await sys.individual(newPhone());
+    const first = await create(distributor, { operationType: 'cash-in', amount: '200', phoneTo: phone });
+    await create(distributor, { operationType: 'cash-in', amount: '25', merchantToShortCode: merchant.shortCode });
+    const read = await until(balancePath(distributor), distributor.apiKey, (b) => b.held === '225.00');
+    expect(read).toEqual({ balance: '235.00', available: '10.00', held: '225.00' });
+
+    const refused = await call(sys.baseUrl, 'POST', operationsPath(distributor), { apiKey: distributor.apiKey, body: { operationType: 'cash-in', amount: '15', phoneTo: phone } });
+    expectProblem(refused, 403, '/problems/insufficient-balance');
+    expect(refused.body.detail).toBe(`the payer’s available balance of ${read.available} does not cover the amount and its fee (15.00)`);
+
+    // A merchant's hold includes the fee (pay-individual: 0.25).
+    await create(merchant, { operationType: 'pay-individual', amount: '10', phoneTo: phone });
+    expect(await until(balancePath(merchant), merchant.apiKey, (b) => b.held !== '0.00')).toEqual({ balance: '40.00', available: '29.75', held: '10.25' });
+
+    await decide(distributor, first, { type: 'reject', reason: 'not today' });
+    expect(await until(balancePath(distributor), distributor.apiKey, (b) => b.held !== '225.00')).toEqual({ balance: '235.00', available: '210.00', held: '25.00' });
   });
 });
 
@@ -262,6 +286,28 @@ describe('authentication and permissions', () => {
       [`/api/v1/distributors/${merchant.ref.id}/operations`, keys.merchant],
     ] as const;
     for (const [path, key] of paths) expectProblem(await get(path, key), 403, FORBIDDEN);
+  });
+
+  it('when a cache buster (a parameter starting with _) is sent to any of the five endpoints, then it is ignored; any other unknown parameter is refused with 400', async () => {
+    const all = 'read-balance,read-transactions';
+    const keys = { distributor: await keyFor(distributor, all), merchant: await keyFor(merchant, all) };
+    const { balance, lists } = fivePaths();
+    for (const path of [...balance, ...lists]) {
+      const key = keyOf(path, keys);
+      const plain = await get(path, key);
+      expect(plain.status, path).toBe(200);
+      for (const query of ['_=1732312345678', '_=1&_=2', '_ts=x&__cb=']) {
+        const r = await get(`${path}?${query}`, key);
+        expect(r.status, `${path}?${query}: ${JSON.stringify(r.body)}`).toBe(200);
+        expect(r.body).toEqual(plain.body);
+      }
+      expectValidation(await get(`${path}?cb=1&_=1`, key), ['cb']);
+    }
+    for (const path of lists) {
+      const r = await get(`${path}?limit=1&_=1732312345678`, keyOf(path, keys));
+      expect(r.status).toBe(200);
+      expectValidation(await get(`${path}?limit=0&_=1`, keyOf(path, keys)), ['limit']);
+    }
   });
 
   it('when there is no key, a wrong key or no Bearer prefix, then every endpoint answers 401', async () => {

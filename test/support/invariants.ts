@@ -189,6 +189,11 @@ export async function ledgerProblems(subject: InvariantSubject, options: Invaria
     const { state } = await loadState({ store: stores.eventStore }, streams.wallet(walletOfAddress(wallet)), walletState);
     if (!new Decimal(state.balance).eq(inProjection)) problems.push(`wallet ${wallet}: write-side balance ${state.balance}, projected ${inProjection.toFixed()}`);
   }
+  // 3. Holds: what the balance endpoints show as held (and so available) is what the write side checks creates against.
+  for (const doc of docs) {
+    const { state } = await loadState({ store: stores.eventStore }, streams.wallet(doc.wallet), walletState);
+    if (!new Decimal(state.held).eq(doc.held ?? 0)) problems.push(`wallet ${doc.id}: write-side held ${state.held}, projected ${doc.held}`);
+  }
   return problems;
 }
 

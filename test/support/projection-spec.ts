@@ -142,7 +142,8 @@ export const failed = (operationID: string, lastError = 'ledger refused: insuffi
   data: { operationID, lastError, failedAt },
 });
 export const credited = (wallet: WalletRef, amount: string, operationID = 'op_x'): WalletCredited => ({ type: 'WalletCredited', data: { wallet, operationID, amount } });
-export const debited = (wallet: WalletRef, amount: string, operationID = 'op_x'): WalletDebited => ({
+/** A completed debit; by default it settles a hold of the same amount (pass "0" for a debit that held nothing, e.g. issuance). */
+export const debited = (wallet: WalletRef, amount: string, operationID = 'op_x', heldAmount = amount): WalletDebited => ({
   type: 'WalletDebited',
-  data: { wallet, operationID, amount, heldAmount: amount },
+  data: { wallet, operationID, amount, heldAmount },
 });

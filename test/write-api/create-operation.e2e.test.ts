@@ -417,6 +417,17 @@ describe('create-operation endpoints', () => {
       expectProblem(await post(d, cashIn('400.01')), 403, '/problems/daily-volume-exceeded', 'Daily Volume Limit Exceeded');
     });
 
+    it('when a limit refuses, then the problem detail prints every amount at the asset scale (4289.50 left, never 4289.5)', async () => {
+      const d = await withKey('distributor', '10000', { maxDailyVolume: '5000', maxTransactionAmount: '4500' });
+      expectOperationCreated(await post(d, cashIn('710.5')));
+      const volume = await post(d, cashIn('4300'));
+      expectProblem(volume, 403, '/problems/daily-volume-exceeded');
+      expect(volume.body.detail).toMatch(/^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for \d{4}-\d{2}-\d{2}\)$/);
+      const limit = await post(d, cashIn('4500.5'));
+      expectProblem(limit, 403, '/problems/transaction-limit-exceeded');
+      expect(limit.body.detail).toBe('amount 4500.50 exceeds this key\'s max transaction amount of 4500.00');
+    });
+
     it('when the day\'s operations plus this one exactly reach the max daily volume, then it is allowed, and the next cent is refused', async () => {
       const d = await withKey('distributor', '10000', { maxDailyVolume: '1000' });
       expectOperationCreated(await post(d, cashIn('600')));
