@@ -6,8 +6,10 @@ import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOpe
 
 /**
  * A merchant's operations for GET /api/v1/merchants/{merchantID}/operations, newest creation first: the ones
- * it created (cash-out, pay-merchant, pay-individual; listed from creation) and the cash-ins a distributor
- * sent it (kept hidden until completed, so a rejected or failed cash-in never shows).
+ * it created (cash-out, pay-merchant, pay-individual) and the cash-ins a distributor sent it. Every one is
+ * listed from its request, with its status (a received cash-in too, since issue 18: pending, then completed,
+ * rejected or failed), so an item enters the list once, at its creation, and its place never changes.
+ * Ordered by `listedPosition` (the log position of the request), newest first: newest creation first.
  */
 export type ListedMerchantOperationType = 'cash-in' | 'cash-out' | 'pay-merchant' | 'pay-individual';
 
@@ -38,24 +40,30 @@ export type MerchantOperationDoc = {
   createdAt: string;
   /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
   updatedAt: string;
-  /** Whether the merchant's list shows it. */
+  /** Whether the merchant's list shows it: always, from the request (kept for the index and older documents). */
   visible: boolean;
+  /** The log position of the request that listed it: the list's ordering key; never changes. */
+  listedPosition: number;
   position: number;
 };
 
 /** The contract's Merchant operation object: the document without its internal fields. */
-export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'position'>;
+export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position'>;
 
 export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'merchant_operations',
-  indexes: [['merchantID', 'visible', 'createdAt', 'id']],
+  indexes: [['merchantID', 'visible', 'listedPosition', 'id']],
 };
 
 /** The list's filter: one merchant's visible operations. */
 export const merchantOperationsWhere = (merchantID: string): NonNullable<FindQuery['where']> => ({ merchantID, visible: true });
-/** Newest creation first; the id breaks ties. */
+/**
+ * Newest creation first, by the log position of the request (the order of `createdAt`, free of clock skew
+ * between writers): every item enters the list at its request and always on top, so a client polling the
+ * first page never misses one. The id breaks ties (there are none: one request per position).
+ */
 export const MERCHANT_OPERATIONS_SORT: NonNullable<FindQuery['sort']> = [
-  ['createdAt', 'desc'],
+  ['listedPosition', 'desc'],
   ['id', 'desc'],
 ];
 
@@ -87,16 +95,17 @@ function requested(data: RequestedData, id: string, position: number, scale: num
     status: 'pending',
     createdAt: data.createdAt,
     updatedAt: data.createdAt,
-    visible: !cashIn,
+    visible: true,
+    listedPosition: position,
     position,
   };
 }
 
-/** What a later event of the operation's stream changes; a completion shows a received cash-in. */
+/** What a later event of the operation's stream changes: status and its fields, never the list position. */
 function progressed(doc: MerchantOperationDoc, event: LaterOperationEvent): MerchantOperationDoc {
   // The merchant's list has no walletOperationID.
   const { walletOperationID: _notListed, ...change } = lifecycleChange(event);
-  return { ...doc, ...change, ...(event.type === 'OperationCompleted' ? { visible: true } : {}) };
+  return { ...doc, ...change };
 }
 
 export function merchantOperationsProjection(options: { assetScale?: number } = {}): Projection<MerchantOperationDoc> {

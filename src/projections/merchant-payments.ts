@@ -5,7 +5,10 @@ import type { ProjectedEvent, Projection } from './projection.ts';
 /**
  * Payments a merchant received, for GET /api/v1/merchants/{merchantID}/payments, newest first: another
  * merchant's pay-merchant, an individual's payment from the wallet app, and a distributor's cash-in. A
- * payment is listed only once completed, under its wallet operation (`wo_...`) and completion time.
+ * payment is listed only once completed, under its wallet operation (`wo_...`). Its `createdAt` is the
+ * request's time, as in every other list (issue 18); the completion time is the extension `completedAt`.
+ * The list is ordered by when each payment entered it (`listedPosition`, the log position of its
+ * completion), newest first, so that a payment completed later always lands above the ones a client saw.
  */
 export type PaymentFromType = 'individual' | 'merchant' | 'distributor';
 
@@ -29,28 +32,36 @@ export type MerchantPaymentDoc = {
   memo: string | null;
   /** Empty until completed. */
   blockchainID: string;
-  /** The completion time once completed; the request's time before. */
+  /** The request's time (the operation's creation), the same instant every list shows. */
   createdAt: string;
   requestedAt: string;
+  /** Extension field: the completion time; null until completed. */
+  completedAt: string | null;
+  /** The log position of the completion that listed it: the list's ordering key; null until listed. */
+  listedPosition: number | null;
   /** Digits of an individual sender's phone, without `+`, for search; null for other senders. */
   searchPhone: string | null;
   position: number;
 };
 
-/** The contract's Payment object. */
-export type Payment = Pick<MerchantPaymentDoc, 'operationID' | 'type' | 'amount' | 'from' | 'fromType' | 'fromShortCode' | 'memo' | 'blockchainID' | 'createdAt'>;
+/** The contract's Payment object, with the extension field `completedAt` (a listed payment is completed). */
+export type Payment = Pick<MerchantPaymentDoc, 'operationID' | 'type' | 'amount' | 'from' | 'fromType' | 'fromShortCode' | 'memo' | 'blockchainID' | 'createdAt'> & { completedAt: string };
 
 export const MERCHANT_PAYMENTS_COLLECTION: CollectionDefinition = {
   name: 'merchant_payments',
-  indexes: [['merchantID', 'visible', 'createdAt', 'id']],
+  indexes: [['merchantID', 'visible', 'listedPosition', 'id']],
   searchFields: ['searchPhone', 'memo'],
 };
 
 /** The list's filter: one merchant's completed payments. */
 export const merchantPaymentsWhere = (merchantID: string): NonNullable<FindQuery['where']> => ({ merchantID, visible: true });
-/** Newest first; the id breaks ties. */
+/**
+ * Newest first by the moment a payment entered the list (the log position of its completion, which is also
+ * the order of `completedAt`): a payment that completes later always lands on top, never below items a
+ * client already saw. The id breaks ties (there are none: one completion per position).
+ */
 export const MERCHANT_PAYMENTS_SORT: NonNullable<FindQuery['sort']> = [
-  ['createdAt', 'desc'],
+  ['listedPosition', 'desc'],
   ['id', 'desc'],
 ];
 
@@ -108,6 +119,8 @@ function requested(data: RequestedData, id: string, position: number): MerchantP
     blockchainID: '',
     createdAt: data.createdAt,
     requestedAt: data.createdAt,
+    completedAt: null,
+    listedPosition: null,
     position,
   };
 }
@@ -131,7 +144,7 @@ export function merchantPaymentsProjection(_options: { assetScale?: number } = {
       switch (event.type) {
         case 'OperationCompleted': {
           const { walletOperationID, blockchainID, completedAt } = event.data;
-          return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, createdAt: completedAt, position };
+          return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt, listedPosition: position, position };
         }
         case 'OperationRejected':
           return { ...doc, status: 'rejected', position };
@@ -154,5 +167,7 @@ export function toApi(doc: MerchantPaymentDoc): Payment {
     memo: doc.memo,
     blockchainID: doc.blockchainID,
     createdAt: doc.createdAt,
+    // Extension field (issue 18): when the payment was received; a listed payment is always completed.
+    completedAt: doc.completedAt ?? doc.createdAt,
   };
 }

@@ -127,7 +127,7 @@ function responseExamples(amount: string, zero: string, assetScale: number) {
   };
   const payment: z.input<typeof paymentResponse> = {
     operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,
-    memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: LATER,
+    memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: AT, completedAt: LATER,
   };
   const balance: z.input<typeof balanceResponse> = { balance: amount, available: formatAmount(120, assetScale), held: formatAmount(30, assetScale) };
   return { distributorOperation, merchantOperation, payment, balance };
@@ -377,14 +377,14 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         post: createOperation('merchant'),
         get: read({
           operationId: 'listMerchantOperations', partyType: 'merchant', permission: 'Read Transactions', summary: 'List a merchant\'s operations',
-          description: `The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed once completed), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. No filtering parameters exist. ${paging}`,
+          description: `The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed from its request with its status, like the merchant's own operations), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. No filtering parameters exist. Every operation enters the list at its request and keeps its place (ordered by the order of the requests, which is the order of createdAt), so a new one always appears on the first page, above the ones already seen. ${paging}`,
           query: listQuery, queryExamples: pageExamples, schema: { type: 'array', items: ref('MerchantOperation') }, example: [responses.merchantOperation],
         }),
       },
       '/api/v1/merchants/{merchantID}/payments': {
         get: read({
           operationId: 'listMerchantPayments', partyType: 'merchant', permission: 'Read Transactions', summary: 'List payments a merchant received',
-          description: `Completed payments the merchant received, newest first: \`payment\` (from an individual or a merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the payment memo. ${paging}`,
+          description: `Completed payments the merchant received, newest first: \`payment\` (from an individual or a merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the payment memo. \`createdAt\` is the request's time, as in the operation lists; the extension field \`completedAt\` is when the payment was received. The list is ordered by when each payment entered it (its completion, the order of completedAt), so a payment that completes later always appears on the first page, above the ones already seen, even if it was requested earlier. ${paging}`,
           query: paymentsQuery, queryExamples: { ...pageExamples, search: 'invoice' }, schema: { type: 'array', items: ref('Payment') }, example: [responses.payment],
         }),
       },

@@ -134,5 +134,8 @@ export const paymentResponse = z.object({
   fromShortCode: z.number().int().optional(),
   memo: z.string().nullable(),
   blockchainID: z.string(),
-  createdAt: timestamp,
+  createdAt: timestamp.meta({ description: 'When the payment was requested (the operation\'s creation): the same instant as the operation\'s createdAt in every other list.' }),
+  completedAt: timestamp.meta({
+    description: 'Extension field (not in the contract): when the payment completed, i.e. when it was received and entered this list. The list is ordered by it, newest first.',
+  }),
 });

@@ -29,6 +29,7 @@ const pendingCashOut: MerchantOperationDoc = {
   distributorName: DISTRIBUTOR.name,
   status: 'pending',
   visible: true,
+  listedPosition: 1,
   position: 1,
 };
 
@@ -53,9 +54,10 @@ describe('merchant operations projection', () => {
     expect(toApi(only(built(request.payIndividual(ID))))).toEqual({ ...common, operationType: 'pay-individual', fee: '0.25', phoneTo: PHONE });
   });
 
-  it('when a distributor requests a cash-in to the merchant, then a hidden document is made for the merchant paid', () => {
+  it('when a distributor requests a cash-in to the merchant, then the merchant paid lists it at once, pending, at its request', () => {
     const doc = only(built(request.cashInToMerchant(ID)));
-    expect(doc).toMatchObject({ merchantID: MERCHANT.id, operationType: 'cash-in', visible: false, status: 'pending' });
+    expect(doc).toMatchObject({ merchantID: MERCHANT.id, operationType: 'cash-in', visible: true, status: 'pending', listedPosition: 1, createdAt: T0 });
+    expect(toApi(doc)).toMatchObject({ status: 'pending', createdAt: T0, blockchainID: '' });
   });
 
   it('when a received cash-in completes, then it is visible, from the source distributor (payerName), with a zero fee', () => {
@@ -78,13 +80,16 @@ describe('merchant operations projection', () => {
     expect(docs[ID]!.fee).toBe('0.000');
   });
 
-  it('when a received cash-in is approved or submitted, then it stays hidden', () => {
-    expect(only(built(request.cashInToMerchant(ID), approved(ID), submitted(ID))).visible).toBe(false);
+  it('when a received cash-in is approved, submitted or completed, then it stays listed where it was, its createdAt the request time', () => {
+    expect(only(built(request.cashInToMerchant(ID), approved(ID), submitted(ID)))).toMatchObject({ status: 'approved', visible: true, listedPosition: 1, createdAt: T0 });
+    expect(only(built(request.cashInToMerchant(ID), approved(ID), submitted(ID), completed(ID, { completedAt: at(3) })))).toMatchObject({
+      status: 'completed', visible: true, listedPosition: 1, createdAt: T0, updatedAt: at(3), position: 4,
+    });
   });
 
-  it('when a received cash-in is rejected or fails, then it never shows', () => {
-    expect(only(built(request.cashInToMerchant(ID), rejected(ID)))).toMatchObject({ status: 'rejected', visible: false });
-    expect(only(built(request.cashInToMerchant(ID), approved(ID), submitted(ID), failed(ID)))).toMatchObject({ status: 'failed', visible: false });
+  it('when a received cash-in is rejected or fails, then it stays listed with its status', () => {
+    expect(only(built(request.cashInToMerchant(ID), rejected(ID)))).toMatchObject({ status: 'rejected', visible: true, listedPosition: 1 });
+    expect(only(built(request.cashInToMerchant(ID), approved(ID), submitted(ID), failed(ID)))).toMatchObject({ status: 'failed', visible: true, listedPosition: 1 });
   });
 
   it('when its own operation goes through approval, submission and completion, then status and fields follow', () => {
@@ -104,10 +109,10 @@ describe('merchant operations projection', () => {
     });
   });
 
-  it('when a document is read, then it carries its status, and visible, id and position never leave', () => {
+  it('when a document is read, then it carries its status, and visible, id, listedPosition and position never leave', () => {
     const api = toApi(only(built(request.cashOut(ID))));
     expect(api).toHaveProperty('status', 'pending');
-    for (const field of ['visible', 'id', 'position']) expect(api).not.toHaveProperty(field);
+    for (const field of ['visible', 'id', 'listedPosition', 'position']) expect(api).not.toHaveProperty(field);
   });
 
   it('when operations concern no merchant list, then no document is made', () => {
@@ -130,15 +135,20 @@ describe('merchant operations projection', () => {
     ]);
     const docs = spec.fold(history);
     expect(Object.values(docs).map((doc) => [doc.status, doc.visible])).toEqual([
-      ['completed', true], ['completed', true], ['rejected', true], ['failed', true], ['failed', false],
+      ['completed', true], ['completed', true], ['rejected', true], ['failed', true], ['failed', true],
     ]);
     expect(spec.fold(history.flatMap((event) => [event, event]))).toEqual(docs);
     expect(spec.fold(history, docs)).toEqual(docs);
   });
 
-  it('when the list is queried, then it shows one merchant\'s visible operations, newest creation first', () => {
-    expect(MERCHANT_OPERATIONS_COLLECTION).toEqual({ name: 'merchant_operations', indexes: [['merchantID', 'visible', 'createdAt', 'id']] });
+  it('when the list is queried, then it shows one merchant\'s operations, newest creation (request position) first', () => {
+    expect(MERCHANT_OPERATIONS_COLLECTION).toEqual({ name: 'merchant_operations', indexes: [['merchantID', 'visible', 'listedPosition', 'id']] });
     expect(merchantOperationsWhere(MERCHANT.id)).toEqual({ merchantID: MERCHANT.id, visible: true });
-    expect(MERCHANT_OPERATIONS_SORT).toEqual([['createdAt', 'desc'], ['id', 'desc']]);
+    expect(MERCHANT_OPERATIONS_SORT).toEqual([['listedPosition', 'desc'], ['id', 'desc']]);
+  });
+
+  it('when operations are requested, then each one\'s listedPosition is its request\'s and never moves, so a later one always sorts above', () => {
+    const docs = built(request.cashOut('op_a'), request.cashInToMerchant('op_b'), completed('op_b', { completedAt: at(9) }), request.payMerchant('op_c'), completed('op_a'));
+    expect(Object.fromEntries(Object.values(docs).map((doc) => [doc.id, doc.listedPosition]))).toEqual({ op_a: 1, op_b: 2, op_c: 4 });
   });
 });

@@ -35,6 +35,8 @@ const pendingIndividualPayment: MerchantPaymentDoc = {
   blockchainID: '',
   createdAt: T0,
   requestedAt: T0,
+  completedAt: null,
+  listedPosition: null,
   searchPhone: '2348012345678',
   position: 1,
 };
@@ -44,15 +46,15 @@ describe('merchant payments projection', () => {
     spec.given().when(request.individualPayment(ID)).then({ [ID]: pendingIndividualPayment });
   });
 
-  it('when the payment completes, then it is visible under its wallet operation and completion time', () => {
+  it('when the payment completes, then it is listed under its wallet operation at the completion\'s position, createdAt staying the request time', () => {
     spec.given(request.individualPayment(ID), approved(ID), submitted(ID)).when(completed(ID, done)).then({
-      [ID]: { ...pendingIndividualPayment, visible: true, status: 'completed', operationID: 'wo_77', blockchainID: 'tx-77', createdAt: at(3), position: 4 },
+      [ID]: { ...pendingIndividualPayment, visible: true, status: 'completed', operationID: 'wo_77', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3), listedPosition: 4, position: 4 },
     });
   });
 
   it('when an individual payment is read, then from is the phone, with no fromShortCode and a null memo', () => {
     expect(toApi(only(built(request.individualPayment(ID), completed(ID, done))))).toEqual({
-      operationID: 'wo_77', type: 'payment', amount: '100.00', from: PHONE, fromType: 'individual', memo: null, blockchainID: 'tx-77', createdAt: at(3),
+      operationID: 'wo_77', type: 'payment', amount: '100.00', from: PHONE, fromType: 'individual', memo: null, blockchainID: 'tx-77', createdAt: T0, completedAt: at(3),
     });
   });
 
@@ -65,7 +67,7 @@ describe('merchant payments projection', () => {
     expect(doc).toMatchObject({ merchantID: MERCHANT.id, searchPhone: null, visible: true });
     expect(toApi(doc)).toEqual({
       operationID: 'wo_77', type: 'payment', amount: '100.00', from: OTHER_MERCHANT.name, fromType: 'merchant', fromShortCode: 5002,
-      memo: 'Invoice 12', blockchainID: 'tx-77', createdAt: at(3),
+      memo: 'Invoice 12', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3),
     });
   });
 
@@ -76,7 +78,7 @@ describe('merchant payments projection', () => {
 
   it('when a distributor\'s cash-in to the merchant completes, then it is a cash-in from the distributor\'s name', () => {
     expect(toApi(only(built(request.cashInToMerchant(ID, { memo: 'float' }), approved(ID), completed(ID, done))))).toEqual({
-      operationID: 'wo_77', type: 'cash-in', amount: '100.00', from: DISTRIBUTOR.name, fromType: 'distributor', memo: 'float', blockchainID: 'tx-77', createdAt: at(3),
+      operationID: 'wo_77', type: 'cash-in', amount: '100.00', from: DISTRIBUTOR.name, fromType: 'distributor', memo: 'float', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3),
     });
   });
 
@@ -118,10 +120,16 @@ describe('merchant payments projection', () => {
 
   it('when the list is queried, then it shows one merchant\'s completed payments, newest first, searchable by phone and memo', () => {
     expect(MERCHANT_PAYMENTS_COLLECTION).toEqual({
-      name: 'merchant_payments', indexes: [['merchantID', 'visible', 'createdAt', 'id']], searchFields: ['searchPhone', 'memo'],
+      name: 'merchant_payments', indexes: [['merchantID', 'visible', 'listedPosition', 'id']], searchFields: ['searchPhone', 'memo'],
     });
     expect(merchantPaymentsWhere(MERCHANT.id)).toEqual({ merchantID: MERCHANT.id, visible: true });
-    expect(MERCHANT_PAYMENTS_SORT).toEqual([['createdAt', 'desc'], ['id', 'desc']]);
+    expect(MERCHANT_PAYMENTS_SORT).toEqual([['listedPosition', 'desc'], ['id', 'desc']]);
+  });
+
+  it('when a payment requested earlier completes later, then it is listed above the ones completed before it (ordered by listing, not request)', () => {
+    const docs = built(request.individualPayment('op_a'), request.cashInToMerchant('op_b'), completed('op_b', { completedAt: at(3) }), completed('op_a', { completedAt: at(4) }));
+    expect(docs.op_a).toMatchObject({ createdAt: T0, completedAt: at(4), listedPosition: 4 });
+    expect(docs.op_b).toMatchObject({ createdAt: T0, completedAt: at(3), listedPosition: 3 });
   });
 
   it('when the search is a phone with + and spaces, then the phone digits are matched and the memo with the text as given', () => {

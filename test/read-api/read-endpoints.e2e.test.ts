@@ -452,37 +452,40 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     for (const id of own) await listed(id);
   });
 
-  it('when a distributor cashes in to the merchant, then it is not listed while pending or approved, and is listed once the executor completed it, with fee 0.00 and the distributor as source', async () => {
+  it('when a distributor cashes in to the merchant, then it is listed at once, pending, at its request, and keeps its place and createdAt through approval and completion, with fee 0.00 and the distributor as source', async () => {
     const id = await create(distributor, { operationType: 'cash-in', amount: '300', merchantToShortCode: merchant.shortCode, memo: 'float top-up' });
-    await until(operationsPath(distributor), distributor.apiKey, (items: any[]) => items.some((i) => i.operationID === id));
-    await caughtUp();
-    expect(await listedIDs()).not.toContain(id);
-    await decide(distributor, id, { type: 'approve' });
-    // Approved, and the executor still waiting on the ledger: the merchant's model has it, hidden.
-    await waitFor(async () => (await sys.system.stores.readStore.get('merchant_operations', id))?.status === 'approved');
-    expect(await listedIDs()).not.toContain(id);
-
-    const done = (await settled(id)).data;
     const { createdAt } = await requestedOf(id);
     expected[id] = {
       operationID: id, merchantID: merchant.ref.id, operationType: 'cash-in', amount: '300.00', fee: '0.00', distributorTo: distributor.ref.id, distributorName: distributor.name,
-      memo: 'float top-up', blockchainID: done.blockchainID, sequenceNumber: done.sequenceNumber, lastError: null, status: 'completed', createdAt, updatedAt: done.completedAt,
+      memo: 'float top-up', ...pending, createdAt, updatedAt: createdAt,
     };
+    const order = () => [id, ...own].map((x) => expected[x]!).sort(newestCreationFirst).map((i) => i.operationID);
+    expect((await listed(id)).map((i: any) => i.operationID)).toEqual(order());
+    await decide(distributor, id, { type: 'approve' });
+    // Approved (the executor waits on the ledger a moment): still listed, in the same place, with the same createdAt.
+    const approved = await until(operationsPath(merchant), merchant.apiKey, (items: any[]) => items.some((i) => i.operationID === id && i.status !== 'pending'));
+    expect(approved.map((i: any) => i.operationID)).toEqual(order());
+    expect(approved.find((i: any) => i.operationID === id).createdAt).toBe(createdAt);
+
+    const done = (await settled(id)).data;
+    expected[id] = { ...expected[id], blockchainID: done.blockchainID, sequenceNumber: done.sequenceNumber, status: 'completed', updatedAt: done.completedAt };
     const items = await listed(id);
-    expect(items.map((i: any) => i.operationID)).toEqual([id, ...own].map((x) => expected[x]!).sort(newestCreationFirst).map((i) => i.operationID));
+    expect(items.map((i: any) => i.operationID)).toEqual(order());
+    own.push(id);
   });
 
-  it('when a cash-in to the merchant is rejected or fails, then it is never listed', async () => {
+  it('when a cash-in to the merchant is rejected or fails, then it stays listed with its status (rejected, or failed with lastError)', async () => {
     const rejected = await create(distributor, { operationType: 'cash-in', amount: '5', merchantToShortCode: merchant.shortCode });
     const failed = await create(distributor, { operationType: 'cash-in', amount: '6', merchantToShortCode: merchant.shortCode });
     await decide(distributor, rejected, { type: 'reject', reason: 'no' });
     await failOperation(store, failed, 'ledger down');
     await until(operationsPath(distributor), distributor.apiKey, (items: any[]) => items.filter((i) => i.status === 'rejected' || i.status === 'failed').length === 2);
     await caughtUp();
-    const ids = await listedIDs();
-    expect(ids).toHaveLength(4);
-    expect(ids).not.toContain(rejected);
-    expect(ids).not.toContain(failed);
+    const items = (await get(operationsPath(merchant), merchant.apiKey)).body as any[];
+    expect(items).toHaveLength(6);
+    expect(items.find((i) => i.operationID === rejected)).toMatchObject({ operationType: 'cash-in', status: 'rejected', blockchainID: '' });
+    expect(items.find((i) => i.operationID === failed)).toMatchObject({ operationType: 'cash-in', status: 'failed', lastError: 'ledger down' });
+    expect(items.map((i) => i.operationID).slice(0, 2)).toEqual([failed, rejected]);
   });
 });
 
@@ -516,7 +519,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     const done = await completeOperation(store, id);
     const payment = {
       operationID: done.walletOperationID, type: 'payment', amount: '42.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode),
-      memo: 'Invoice ABC-42', blockchainID: done.blockchainID, createdAt: done.completedAt,
+      memo: 'Invoice ABC-42', blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt,
     };
     payments[id] = payment;
     expect(await until(paymentsPath(payee), payee.apiKey, (items: any[]) => items.length === 1)).toEqual([payment]);
@@ -527,7 +530,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
   it('when a distributor cash-in to it completes, then it is listed as a cash-in from the distributor by name', async () => {
     const id = await create(distributor, { operationType: 'cash-in', amount: '250', merchantToShortCode: payee.shortCode });
     const done = await completeOperation(store, id);
-    payments[id] = { operationID: done.walletOperationID, type: 'cash-in', amount: '250.00', from: distributor.name, fromType: 'distributor', memo: null, blockchainID: done.blockchainID, createdAt: done.completedAt };
+    payments[id] = { operationID: done.walletOperationID, type: 'cash-in', amount: '250.00', from: distributor.name, fromType: 'distributor', memo: null, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
     await untilListed(paymentsPath(payee), payee.apiKey, payments[id]!);
   });
 
@@ -537,7 +540,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
       await caughtUp();
       expect((await list()).body).toHaveLength(Object.keys(payments).length); // not listed while pending
       const done = await completeOperation(store, id);
-      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '9.99', from: phone, fromType: 'individual', memo, blockchainID: done.blockchainID, createdAt: done.completedAt };
+      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '9.99', from: phone, fromType: 'individual', memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
       await untilListed(paymentsPath(payee), payee.apiKey, payments[id]!);
     }
   });
@@ -546,7 +549,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     for (const memo of ['100% off_sale (x+y).*[1]', 'percent offXsale xxy ab1']) {
       const id = await create(payer, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: payee.shortCode, memo });
       const done = await completeOperation(store, id);
-      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '1.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode), memo, blockchainID: done.blockchainID, createdAt: done.completedAt };
+      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '1.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode), memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
     }
     await create(payer, { operationType: 'pay-merchant', amount: '2', merchantToShortCode: payee.shortCode, memo: 'still pending' });
     await failOperation(store, await create(payer, { operationType: 'pay-merchant', amount: '3', merchantToShortCode: payee.shortCode, memo: 'failed one' }), 'no');
@@ -556,11 +559,11 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     const final = (await list()).body;
     expect(final).toEqual(items);
     const newestFirst = [...all].sort((a, b) => {
-      const [x, y] = [a.createdAt as string, b.createdAt as string];
+      const [x, y] = [a.completedAt as string, b.completedAt as string];
       return x === y ? 0 : x < y ? 1 : -1;
     });
     expect(final).toHaveLength(all.length);
-    expect(final.map((p: any) => p.createdAt)).toEqual(newestFirst.map((p) => p.createdAt));
+    expect(final.map((p: any) => p.completedAt)).toEqual(newestFirst.map((p) => p.completedAt));
     const byID = (a: any, b: any) => (a.operationID < b.operationID ? -1 : 1);
     expect([...final].sort(byID)).toEqual([...all].sort(byID));
   });
@@ -601,6 +604,95 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     const pages = [];
     for (let offset = 0; offset < all.length + 2; offset += 2) pages.push(...(await list(`?limit=2&offset=${offset}`)).body);
     expect(pages).toEqual(all);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+describe('one movement, one createdAt; a poller of the first page never misses an item (issue 18)', () => {
+  let merchant: Keyed;
+  let payer: Keyed;
+  let distributor: Keyed;
+  const firstPage = (path: string, apiKey: string) => get(`${path}?limit=2`, apiKey).then((r) => {
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return (r.body as Array<Record<string, any>>).map((i) => i.operationID as string);
+  });
+
+  beforeAll(async () => {
+    merchant = await keyed('merchant', '10000');
+    payer = await keyed('merchant', '10000');
+    distributor = await keyed('distributor', '10000');
+  });
+
+  it('when a distributor\'s cash-in to a merchant completes, then /operations, /payments and the distributor\'s list carry the same createdAt (the request time), and /payments its completion as completedAt', async () => {
+    const id = await create(distributor, { operationType: 'cash-in', amount: '70', merchantToShortCode: merchant.shortCode });
+    const { createdAt } = await requestedOf(id);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the completion is visibly later than the request
+    const done = await completeOperation(store, id);
+    expect(done.completedAt > createdAt).toBe(true);
+    const operation = (await until(operationsPath(merchant), merchant.apiKey, (items: any[]) => items.some((i) => i.operationID === id && i.status === 'completed'))).find((i: any) => i.operationID === id);
+    const payment = (await until(paymentsPath(merchant), merchant.apiKey, (items: any[]) => items.some((i) => i.operationID === done.walletOperationID))).find((i: any) => i.operationID === done.walletOperationID);
+    const sent = (await until(operationsPath(distributor), distributor.apiKey, (items: any[]) => items.some((i) => i.operationID === id && i.status === 'completed'))).find((i: any) => i.operationID === id);
+    expect(operation.createdAt).toBe(createdAt);
+    expect(payment.createdAt).toBe(createdAt);
+    expect(sent.createdAt).toBe(createdAt);
+    expect(payment.completedAt).toBe(done.completedAt);
+    expect(operation).not.toHaveProperty('completedAt'); // the operation lists keep the contract's fields; updatedAt tells the completion
+    expect(operation.updatedAt).toBe(done.completedAt);
+  });
+
+  it('given a poller of page 1 of /operations (limit 2), when a cash-in requested before the merchant\'s own operations completes after them, then the poller has seen every item', async () => {
+    const path = operationsPath(merchant);
+    const seen = new Set<string>();
+    const poll = async () => {
+      await caughtUp();
+      for (const id of await firstPage(path, merchant.apiKey)) seen.add(id);
+    };
+    await poll();
+    const cashIn = await create(distributor, { operationType: 'cash-in', amount: '11', merchantToShortCode: merchant.shortCode });
+    await poll();
+    expect(seen).toContain(cashIn); // listed from its request, pending
+    const a = await create(merchant, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: payer.shortCode });
+    await poll();
+    const b = await create(merchant, { operationType: 'pay-merchant', amount: '2', merchantToShortCode: payer.shortCode });
+    await poll();
+    expect(await firstPage(path, merchant.apiKey)).toEqual([b, a]);
+    await completeOperation(store, cashIn);
+    await poll();
+    const later = await create(distributor, { operationType: 'cash-in', amount: '12', merchantToShortCode: merchant.shortCode });
+    await poll();
+    await completeOperation(store, later);
+    await poll();
+    const all = (await get(path, merchant.apiKey)).body.map((i: any) => i.operationID);
+    expect([...seen].sort()).toEqual([...all].sort());
+  });
+
+  it('given a poller of page 1 of /payments (limit 2), when a payment requested before two others completes after them, then it lands on top and the poller has seen every payment', async () => {
+    const path = paymentsPath(merchant);
+    const before = new Set<string>((await get(path, merchant.apiKey)).body.map((i: any) => i.operationID));
+    const seen = new Set<string>();
+    const poll = async () => {
+      await caughtUp();
+      for (const id of await firstPage(path, merchant.apiKey)) seen.add(id);
+    };
+    await poll();
+    const early = await create(payer, { operationType: 'pay-merchant', amount: '5', merchantToShortCode: merchant.shortCode, memo: 'early' });
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the others are requested visibly later
+    const wo: string[] = [];
+    for (const amount of ['6', '7']) {
+      const id = await create(payer, { operationType: 'pay-merchant', amount, merchantToShortCode: merchant.shortCode });
+      wo.push((await completeOperation(store, id)).walletOperationID);
+      await poll();
+    }
+    expect(await firstPage(path, merchant.apiKey)).toEqual([wo[1], wo[0]]);
+    const done = await completeOperation(store, early);
+    await poll();
+    const page = (await get(`${path}?limit=2`, merchant.apiKey)).body as any[];
+    expect(page.map((p) => p.operationID)).toEqual([done.walletOperationID, wo[1]]);
+    // Requested first, so an order by createdAt would have put it below the two others.
+    expect(page[0].createdAt < page[1].createdAt).toBe(true);
+    expect(page[0].completedAt >= page[1].completedAt).toBe(true);
+    const all = ((await get(path, merchant.apiKey)).body as any[]).map((i) => i.operationID).filter((id: string) => !before.has(id));
+    expect(all.filter((id: string) => !seen.has(id))).toEqual([]);
   });
 });
 
