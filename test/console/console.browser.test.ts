@@ -159,7 +159,7 @@ suite(title, () => {
 
     const response = await balanceWith(secret, dist.ref.id);
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ balance: '25000.00' });
+    expect(response.body).toEqual({ balance: '25000.00', available: '25000.00', held: '0.00' });
 
     await lead.reload();
     await expect(await lead.locator('dialog').count()).toBe(0);

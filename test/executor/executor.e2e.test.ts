@@ -159,6 +159,7 @@ describe('executor end to end: every operation type', () => {
       memo: null,
       blockchainID: item.blockchainID,
       createdAt: expect.any(String),
+      completedAt: expect.any(String),
     });
     await assertLedgerMatchesProjections(sys);
   });
@@ -214,6 +215,7 @@ describe('executor end to end: every operation type', () => {
       memo: 'invoice 7',
       blockchainID: item.blockchainID,
       createdAt: expect.any(String),
+      completedAt: expect.any(String),
     });
     // A payment made is not a payment received.
     expect((await list(sys, merchant, 'payments')).some((p) => p.blockchainID === item.blockchainID)).toBe(false);
@@ -253,6 +255,7 @@ describe('executor end to end: every operation type', () => {
       memo: 'lunch',
       blockchainID: tx!.blockchainID,
       createdAt: expect.any(String),
+      completedAt: expect.any(String),
     });
     // The merchant's own operations list does not show payments it received from individuals.
     expect((await list(sys, merchant, 'operations')).some((op) => op.operationID === operationID)).toBe(false);
