@@ -1,3 +1,4 @@
+import { DomainError } from '../domain/errors.ts';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { findUserByEmail, type ActiveUser } from '../commands/back-office.ts';
 import { hashPassword, verifyPassword } from '../domain/passwords.ts';
@@ -72,8 +73,11 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     let user: ActiveUser | null = null;
     try {
       user = await findUserByEmail(services.backOffice, email);
-    } catch {
-      user = null; // unknown or malformed: answered exactly like a wrong password
+    } catch (error) {
+      // Unknown, disabled or malformed: answered exactly like a wrong password. A store that cannot be read is
+      // not a refusal of this user: it answers 503 (the problem handler), not a misleading 401.
+      if (!(error instanceof DomainError)) throw error;
+      user = null;
     }
     const valid = password.length > 0 && password.length <= 1024 && (await verifyPassword(password, user?.passwordHash ?? (await dummy())));
     if (!user || !valid) {

@@ -1,7 +1,8 @@
 import type { EventStore } from '../ports/event-store.ts';
 import { WrongExpectedVersionError } from '../ports/event-store.ts';
 import { LedgerDuplicateError, LedgerRejectedError, type Ledger, type LedgerTransaction } from '../ports/ledger.ts';
-import { CheckpointConflictError, type ReadStore } from '../ports/read-store.ts';
+import type { ReadStore } from '../ports/read-store.ts';
+import { advanceSharedCheckpoint } from './shared-checkpoint.ts';
 import type { OperationApproved, OperationRequested } from '../domain/events.ts';
 import { streams } from '../domain/streams.ts';
 import { operationState } from '../commands/operations.ts';
@@ -217,18 +218,7 @@ export class Executor {
     if (this.saving || !this.started) return;
     this.saving = true;
     try {
-      const safe = this.safePosition;
-      const { readStore } = this.options;
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const current = await readStore.getCheckpoint(EXECUTOR_CHECKPOINT);
-        if (current !== null && current >= safe) return;
-        try {
-          await readStore.commit([], { projection: EXECUTOR_CHECKPOINT, position: safe, expected: current });
-          return;
-        } catch (error) {
-          if (!(error instanceof CheckpointConflictError)) throw error;
-        }
-      }
+      await advanceSharedCheckpoint(this.options.readStore, EXECUTOR_CHECKPOINT, this.safePosition);
     } finally {
       this.saving = false;
     }

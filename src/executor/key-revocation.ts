@@ -1,6 +1,7 @@
+import { advanceSharedCheckpoint } from './shared-checkpoint.ts';
 import { randomUUID } from 'node:crypto';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
-import { CheckpointConflictError, type ReadStore } from '../ports/read-store.ts';
+import type { ReadStore } from '../ports/read-store.ts';
 import type { ApiKeyRevoked, OperationRequested } from '../domain/events.ts';
 import { streams } from '../domain/streams.ts';
 import { apiKeyDecider } from '../commands/api-keys.ts';
@@ -152,17 +153,7 @@ export class KeyRevocations {
   private async saveCheckpoint(): Promise<void> {
     const position = this.position;
     if (position === null) return;
-    const { readStore } = this.options;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const current = await readStore.getCheckpoint(KEY_REVOCATION_CHECKPOINT);
-      if (current !== null && current >= position) break;
-      try {
-        await readStore.commit([], { projection: KEY_REVOCATION_CHECKPOINT, position, expected: current });
-        break;
-      } catch (error) {
-        if (!(error instanceof CheckpointConflictError)) throw error;
-      }
-    }
+    await advanceSharedCheckpoint(this.options.readStore, KEY_REVOCATION_CHECKPOINT, position);
     this.lastSavedAt = this.now();
   }
 
