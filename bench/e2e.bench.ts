@@ -10,6 +10,7 @@
  * around every submit). Latency is from the OperationApproved event's stored createdAt to the
  * OperationCompleted event's, so it includes the time an approval waits in the executor's queue.
  */
+import { inParallel } from './support/in-parallel.ts';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { openEmbeddedLedger } from '../src/adapters/ledger/embedded-ledger.ts';
@@ -48,18 +49,6 @@ function summarize(latencies: number[], seconds: number): Result {
   return { operations: latencies.length, seconds, perSecond: latencies.length / seconds, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN };
 }
 
-/** Runs `task` over the items with at most `limit` in flight. */
-async function pool<T, R>(items: T[], limit: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await task(items[index]!, index);
-    }
-  }));
-  return results;
-}
 
 /** Waits until these operations are completed; then approved -> completed from the stored events' times. */
 async function measure(sys: TestSystem, operationIDs: string[]): Promise<Result> {
@@ -88,8 +77,8 @@ async function measure(sys: TestSystem, operationIDs: string[]): Promise<Result>
 async function issuances(): Promise<{ burst: Result; oneAtATime: Result }> {
   const sys = await startTestSystem();
   try {
-    const distributors = await pool(Array.from({ length: PARTIES }), 4, () => sys.party('distributor'));
-    const operationIDs = await pool(Array.from({ length: N_ISSUE }), IN_FLIGHT, (_, i) => issue(sys, distributors[i % PARTIES]!.ref, '1.00'));
+    const distributors = await inParallel(Array.from({ length: PARTIES }), 4, () => sys.party('distributor'));
+    const operationIDs = await inParallel(Array.from({ length: N_ISSUE }), IN_FLIGHT, (_, i) => issue(sys, distributors[i % PARTIES]!.ref, '1.00'));
     const burst = await measure(sys, operationIDs);
     // Then one at a time, each awaited until completed: the latency of an approval that finds the executor idle.
     const single: string[] = [];
@@ -114,11 +103,11 @@ async function cashIns(): Promise<Result & { createSeconds: number }> {
       const party = await sys.party('distributor');
       distributors.push({ ...party, apiKey: (await party.key()).apiKey });
     }
-    const phones = await pool(Array.from({ length: PARTIES }), 4, (_, i) => sys.individual(`+2348125${String(100_000 + i)}`, `Bench ${i}`));
-    await measure(sys, await pool(distributors, PARTIES, (d) => issue(sys, d.ref, '1000000')));
+    const phones = await inParallel(Array.from({ length: PARTIES }), 4, (_, i) => sys.individual(`+2348125${String(100_000 + i)}`, `Bench ${i}`));
+    await measure(sys, await inParallel(distributors, PARTIES, (d) => issue(sys, d.ref, '1000000')));
 
     const createStarted = performance.now();
-    const operationIDs = await pool(Array.from({ length: N_CASH_IN }), IN_FLIGHT, async (_, i) => {
+    const operationIDs = await inParallel(Array.from({ length: N_CASH_IN }), IN_FLIGHT, async (_, i) => {
       const d = distributors[i % PARTIES]!;
       const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${d.ref.id}/operations`, { apiKey: d.apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: phones[i % PARTIES] } });
       if (r.status !== 200) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
@@ -127,7 +116,7 @@ async function cashIns(): Promise<Result & { createSeconds: number }> {
     const createSeconds = (performance.now() - createStarted) / 1000;
 
     const checkers = new Map(await Promise.all(distributors.map(async (d) => [d.ref.id, await findUserByEmail(sys.backOffice, d.checkerEmail)] as const)));
-    await pool(operationIDs, IN_FLIGHT, async ({ operationID, distributor }) => {
+    await inParallel(operationIDs, IN_FLIGHT, async ({ operationID, distributor }) => {
       const checker = checkers.get(distributor.ref.id)!;
       await decideOperation(sys.backOffice, actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
     });
