@@ -115,7 +115,7 @@ export async function startDevChain(options: DevChainOptions = {}): Promise<DevC
   );
 
   let closed = false;
-  async function answer(request: { params?: unknown }): Promise<string> {
+  async function answer(request: { params?: unknown; [field: string]: unknown }): Promise<string> {
     if (closed) throw new Error('the development chain is stopped');
     // EDR wants `params` even where JSON-RPC makes it optional (viem leaves it out of eth_gasPrice).
     const response = await provider.handleRequest(JSON.stringify({ params: [], ...request }));
@@ -129,7 +129,7 @@ export async function startDevChain(options: DevChainOptions = {}): Promise<DevC
     req.on('end', () => {
       // A JSON-RPC batch is an array: answer each, in order.
       const answered = Promise.resolve()
-        .then(() => JSON.parse(Buffer.concat(chunks).toString('utf8')) as { params?: unknown } | { params?: unknown }[])
+        .then(() => JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> | Record<string, unknown>[])
         .then((body) => (Array.isArray(body) ? Promise.all(body.map(answer)).then((parts) => `[${parts.join(',')}]`) : answer(body)));
       answered.then(
         (text) => {

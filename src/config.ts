@@ -66,10 +66,29 @@ const schema = z.object({
       }
     })
     .describe('Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; default none.'),
-  LEDGER_LATENCY_MS: z.coerce.number().int().min(0).max(60_000).default(0).describe('Embedded ledger: milliseconds added to each transaction, like a chain’s confirmation time.'),
-  LEDGER_TRANSIENT_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0).describe('Embedded ledger fault injection: share of submits that fail transiently (retried).'),
-  LEDGER_REJECTION_RATE: z.coerce.number().min(0).max(1).default(0).describe('Embedded ledger fault injection: share of submits refused for good (the operation fails).'),
-  LEDGER_CRASH_AFTER_ACCEPT: z.enum(['true', 'false']).default('false').transform((v) => v === 'true').describe('Embedded ledger fault injection: kill the process right after the ledger accepts a transaction (crash tests).'),
+  LEDGER: z
+    .enum(['embedded', 'evm'])
+    .default('embedded')
+    .describe('Ledger the executor settles on: embedded (a hash-chained SQLite log under DATA_DIR) or evm (a WalletLedger contract on an EVM chain, EVM_*).'),
+  EVM_RPC_URL: z
+    .preprocess(unsetWhenEmpty, z.string().regex(/^https?:\/\/\S+$/, 'an http(s) JSON-RPC URL such as http://127.0.0.1:8545').optional())
+    .describe('JSON-RPC endpoint of the EVM node (LEDGER=evm).'),
+  EVM_CHAIN_ID: z
+    .preprocess(unsetWhenEmpty, z.coerce.number().int().min(1).max(2 ** 53 - 1).optional())
+    .describe('Chain id the node must report before wallet-ops signs anything for it (LEDGER=evm); 31337 for the development chain.'),
+  EVM_OPERATOR_KEY_FILE: z
+    .preprocess(unsetWhenEmpty, z.string().min(1).optional())
+    .describe('File holding the operator account\'s private key (0x + 64 hex), the only account the contract obeys (LEDGER=evm). Never logged, never in an event.'),
+  EVM_LEDGER_ADDRESS: z
+    .preprocess(unsetWhenEmpty, z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a contract address: 0x and 40 hex digits').optional())
+    .describe('Address of the WalletLedger contract (LEDGER=evm), as `wallet-ops ledger deploy` prints it.'),
+  EVM_CONFIRMATIONS: z.coerce.number().int().min(1).max(256).default(1).describe('Blocks a ledger transaction must be deep before its operation completes (LEDGER=evm).'),
+  EVM_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000).describe('How long one submit waits for its receipt and confirmations before the attempt counts as transient and is retried (LEDGER=evm).'),
+  EVM_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250).describe('How often receipts and new blocks are polled (LEDGER=evm).'),
+  LEDGER_LATENCY_MS: z.coerce.number().int().min(0).max(60_000).default(0).describe('Ledger fault injection (any ledger): milliseconds added to each transaction, like a chain’s confirmation time.'),
+  LEDGER_TRANSIENT_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0).describe('Ledger fault injection (any ledger): share of submits that fail transiently before reaching the ledger (retried).'),
+  LEDGER_REJECTION_RATE: z.coerce.number().min(0).max(1).default(0).describe('Ledger fault injection (any ledger): share of submits refused for good before reaching the ledger (the operation fails).'),
+  LEDGER_CRASH_AFTER_ACCEPT: z.enum(['true', 'false']).default('false').transform((v) => v === 'true').describe('Ledger fault injection (any ledger): kill the process right after the ledger accepts a transaction (crash tests).'),
   EXECUTOR_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional().describe('Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. Default: random per process.'),
   EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),

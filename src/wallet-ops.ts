@@ -57,6 +57,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const stores = await openStores(config, faults);
   const ledger = openLedger({
     dataDir: config.DATA_DIR,
+    selection: config,
     faults: {
       latencyMs: config.LEDGER_LATENCY_MS,
       transientFailureRate: config.LEDGER_TRANSIENT_FAILURE_RATE,

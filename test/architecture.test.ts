@@ -49,8 +49,8 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // The console is an edge like the APIs: it calls the back-office commands and reads models through ports.
   console: { src: ['domain', 'ports', 'commands', 'projections', 'http', 'logger'], packages: ['express'] },
   audit: { src: ['domain', 'ports', 'shared'], packages: [] },
-  // open-stores wraps every event store in the audit hash chain.
-  adapters: { src: ['domain', 'ports', 'audit'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb'] },
+  // open-stores wraps every event store in the audit hash chain; the EVM ledger speaks to its chain through viem.
+  adapters: { src: ['domain', 'ports', 'audit'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'viem', 'viem/accounts'] },
 };
 
 describe('layer rules', () => {

@@ -6,7 +6,9 @@ import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { withHashChain } from '../audit/hash-chain.ts';
-import { openEmbeddedLedger, type LedgerFaults } from './ledger/embedded-ledger.ts';
+import { openEmbeddedLedger } from './ledger/embedded-ledger.ts';
+import { withSimulatedLedgerFaults, type LedgerFaults } from './ledger/ledger-faults.ts';
+import { openEvmLedger, readOperatorKey } from './evm/evm-ledger.ts';
 
 export interface Stores {
   eventStore: EventStore;
@@ -96,17 +98,49 @@ export async function openReadStore(
   return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite') }));
 }
 
-/**
- * The embedded ledger, in its own file: it stands for the blockchain, which keeps its own records. `faults` are
- * the embedded ledger's own (LEDGER_*); `decorate` wraps any ledger (FAULT_LEDGER_*).
- */
-export function openLedger(options: { dataDir: string; faults?: LedgerFaults; decorate?: ((ledger: Ledger) => Ledger) | undefined }): Ledger {
-  mkdirSync(options.dataDir, OWNER_ONLY_DIRECTORY);
-  const decorate = options.decorate ?? same;
-  return decorate(openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(options.faults ? { faults: options.faults } : {}) }));
+/** Which ledger to open and how to reach it: the configuration's keys of the same names (src/config.ts). */
+export interface LedgerSelection {
+  LEDGER: 'embedded' | 'evm';
+  ASSET_SCALE: number;
+  EVM_RPC_URL?: string | undefined;
+  EVM_CHAIN_ID?: number | undefined;
+  EVM_OPERATOR_KEY_FILE?: string | undefined;
+  EVM_LEDGER_ADDRESS?: string | undefined;
+  EVM_CONFIRMATIONS: number;
+  EVM_RECEIPT_TIMEOUT_MS: number;
+  EVM_POLL_INTERVAL_MS: number;
 }
 
-function required(value: string | undefined, name: string, because: string): string {
+/**
+ * The ledger the configuration names: the embedded one in its own file under the data directory (it stands
+ * for the blockchain, which keeps its own records), or a WalletLedger contract on an EVM chain. `faults` are
+ * the LEDGER_* knobs and `decorate` the FAULT_LEDGER_* injection, both around either ledger. Without a
+ * selection, the embedded ledger.
+ */
+export function openLedger(options: { dataDir: string; selection?: LedgerSelection | undefined; faults?: LedgerFaults; decorate?: ((ledger: Ledger) => Ledger) | undefined }): Ledger {
+  const decorate = options.decorate ?? same;
+  const selection = options.selection;
+  let ledger: Ledger;
+  if (selection?.LEDGER === 'evm') {
+    const because = 'LEDGER=evm';
+    ledger = openEvmLedger({
+      rpcUrl: required(selection.EVM_RPC_URL, 'EVM_RPC_URL', because),
+      chainId: required(selection.EVM_CHAIN_ID, 'EVM_CHAIN_ID', because),
+      operatorKey: readOperatorKey(required(selection.EVM_OPERATOR_KEY_FILE, 'EVM_OPERATOR_KEY_FILE', because)),
+      contract: required(selection.EVM_LEDGER_ADDRESS, 'EVM_LEDGER_ADDRESS', because) as `0x${string}`,
+      scale: selection.ASSET_SCALE,
+      confirmations: selection.EVM_CONFIRMATIONS,
+      receiptTimeoutMs: selection.EVM_RECEIPT_TIMEOUT_MS,
+      pollingIntervalMs: selection.EVM_POLL_INTERVAL_MS,
+    });
+  } else {
+    mkdirSync(options.dataDir, OWNER_ONLY_DIRECTORY);
+    ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite') });
+  }
+  return decorate(withSimulatedLedgerFaults(ledger, options.faults ?? {}));
+}
+
+function required<T extends string | number>(value: T | undefined, name: string, because: string): T {
   if (!value) throw new Error(`${name} is required when ${because}`);
   return value;
 }

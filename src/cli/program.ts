@@ -26,6 +26,7 @@ import { registerUserCommands } from './user-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerAuditCommands } from './audit-commands.ts';
 import { registerDemoCommands } from './demo-commands.ts';
+import { registerLedgerCommands } from './ledger-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 
@@ -57,6 +58,7 @@ export function buildCli(): Command {
     );
 
   registerUserCommands(program);
+  registerLedgerCommands(program);
 
   const key = program.command('key').description('the API-key lifecycle (maker-checker)');
   common(key.command('request'))

@@ -69,7 +69,8 @@ const holdsFunds = (operation: OperationRequested['data']) => operation.payer.ki
 export function completionWrites(operation: OperationRequested['data'], tx: LedgerTransaction, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
   const { operationID } = operation;
   const debit = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
-  const walletOperationID = `wo_${tx.blockchainID.slice(0, 32)}`;
+  // A chain's transaction hash comes as 0x…; the embedded ledger's id as bare hex.
+  const walletOperationID = `wo_${tx.blockchainID.replace(/^0x/, '').slice(0, 32)}`;
   const credit = (wallet: OperationRequested['data']['payee'], amount: string): StreamWrite => ({
     stream: streams.wallet(wallet),
     events: [{ type: 'WalletCredited', data: { wallet, operationID, amount } } satisfies WalletEvent],

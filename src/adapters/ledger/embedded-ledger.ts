@@ -20,17 +20,6 @@ import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from '../sqlite/sqlite-re
  * own canonical content, so altering or removing one breaks every id after it. It refuses overdrafts
  * (except on the issuing account) and a second transaction for the same operation id.
  */
-export interface LedgerFaults {
-  /** Milliseconds added to every submit, as a chain's confirmation time would. */
-  latencyMs?: number;
-  /** Probability (0..1) that a submit fails with LedgerUnavailableError before touching anything. */
-  transientFailureRate?: number;
-  /** Probability (0..1) that a submit is refused for good. */
-  rejectionRate?: number;
-  /** Kill the process (SIGKILL) right after the ledger committed a transaction: the crash to recover from. */
-  crashAfterAccept?: boolean;
-}
-
 const GENESIS = '0'.repeat(64);
 
 function canonical(tx: Omit<LedgerTransaction, 'blockchainID'>): string {
@@ -72,9 +61,7 @@ const SCHEMA = `
 
 export interface EmbeddedLedgerOptions {
   file: string;
-  faults?: LedgerFaults;
   clock?: () => Date;
-  random?: () => number;
   /** How long a call may wait for another process's lock before LedgerUnavailableError. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
 }
@@ -83,9 +70,7 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
   const busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
   const db: Database.Database = openSqliteDatabase(options.file, (setup) => setup.exec(SCHEMA), busyBudgetMs);
   const closed = new AbortController();
-  const faults = options.faults ?? {};
   const clock = options.clock ?? (() => new Date());
-  const random = options.random ?? Math.random;
   const byOperation = db.prepare<[string], Row>('SELECT * FROM transactions WHERE operation_id = ?');
   const last = db.prepare<[], Row>('SELECT * FROM transactions ORDER BY sequence DESC LIMIT 1');
   const balanceOf = db.prepare<[string], { balance: string }>('SELECT balance FROM balances WHERE wallet = ?');
@@ -130,16 +115,10 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
 
   return {
     async submit({ operationID, legs }) {
-      if (faults.latencyMs) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
-      if (faults.transientFailureRate && random() < faults.transientFailureRate) throw new LedgerUnavailableError('ledger temporarily unavailable (injected)');
-      if (faults.rejectionRate && random() < faults.rejectionRate) throw new LedgerRejectedError('transaction rejected by the ledger (injected)');
       for (const leg of legs) {
         if (!new Decimal(leg.amount).gt(0) || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
       }
-      const tx = await run(() => execute.immediate(operationID, legs));
-      // The worst moment to die: the ledger has the transaction, the event store does not know yet.
-      if (faults.crashAfterAccept) process.kill(process.pid, 'SIGKILL');
-      return tx;
+      return run(() => execute.immediate(operationID, legs));
     },
     async findByOperationID(operationID) {
       const row = await run(() => byOperation.get(operationID));

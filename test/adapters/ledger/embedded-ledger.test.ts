@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chainID, openEmbeddedLedger, type LedgerFaults } from '../../../src/adapters/ledger/embedded-ledger.ts';
+import { chainID, openEmbeddedLedger } from '../../../src/adapters/ledger/embedded-ledger.ts';
+import { withSimulatedLedgerFaults, type LedgerFaults } from '../../../src/adapters/ledger/ledger-faults.ts';
 import { Decimal } from '../../../src/domain/money.ts';
 import {
   ISSUANCE_ADDRESS,
@@ -37,7 +38,8 @@ describe('embedded ledger', () => {
 
   /** A ledger on the test's file, with a fixed clock by default so that content is predictable. */
   function ledgerOn(options: { faults?: LedgerFaults; random?: () => number; clock?: () => Date } = {}): Ledger {
-    const ledger = openEmbeddedLedger({ file, clock: options.clock ?? (() => new Date('2026-01-02T03:04:05.000Z')), ...options });
+    const embedded = openEmbeddedLedger({ file, clock: options.clock ?? (() => new Date('2026-01-02T03:04:05.000Z')) });
+    const ledger = withSimulatedLedgerFaults(embedded, options.faults ?? {}, options.random);
     open.push(ledger);
     return ledger;
   }

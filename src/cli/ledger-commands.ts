@@ -1,0 +1,70 @@
+import type { Command } from 'commander';
+import { formatEther } from 'viem';
+import { deployWalletLedger, openEvmLedger, readOperatorKey } from '../adapters/evm/evm-ledger.ts';
+import { openLedger } from '../adapters/open-stores.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { formatAmount } from '../domain/money.ts';
+import { ISSUANCE_ADDRESS } from '../ports/ledger.ts';
+import { common, UsageError, type CommonOptions } from './support.ts';
+
+function print<T>(options: CommonOptions, result: T, human: (result: T) => string): void {
+  process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
+}
+
+function evmSettings(config: Config, needAddress: boolean) {
+  const names: (keyof Config)[] = ['EVM_RPC_URL', 'EVM_CHAIN_ID', 'EVM_OPERATOR_KEY_FILE', ...(needAddress ? (['EVM_LEDGER_ADDRESS'] as const) : [])];
+  const missing = names.filter((name) => config[name] === undefined);
+  if (missing.length > 0) throw new UsageError(`set ${missing.join(', ')} (see the README's EVM ledger section)`);
+  return {
+    rpcUrl: config.EVM_RPC_URL!,
+    chainId: config.EVM_CHAIN_ID!,
+    // Read from its file here and handed to viem only: never printed, never logged, never in an event.
+    operatorKey: readOperatorKey(config.EVM_OPERATOR_KEY_FILE!),
+    confirmations: config.EVM_CONFIRMATIONS,
+    pollingIntervalMs: config.EVM_POLL_INTERVAL_MS,
+  };
+}
+
+/** The ledger: deploying the WalletLedger contract and looking at whichever ledger is configured. */
+export function registerLedgerCommands(program: Command): void {
+  const ledger = program.command('ledger').description('the ledger the executor settles on (LEDGER=embedded|evm)');
+
+  common(ledger.command('deploy'))
+    .description('deploy the WalletLedger contract with the operator account as its only writer (EVM_RPC_URL, EVM_CHAIN_ID, EVM_OPERATOR_KEY_FILE); prints its address for EVM_LEDGER_ADDRESS')
+    .action(async (opts: CommonOptions) => {
+      const config = loadConfig(process.env);
+      const deployed = await deployWalletLedger(evmSettings(config, false));
+      print(opts, { chainId: config.EVM_CHAIN_ID, ...deployed }, (r) => `WalletLedger deployed at ${r.address} (transaction ${r.transactionHash}, block ${r.blockNumber}); set EVM_LEDGER_ADDRESS=${r.address}`);
+    });
+
+  common(ledger.command('status'))
+    .description('the configured ledger: on a chain its id, block height, the operator’s balance for gas and the contract’s supply; embedded, its transactions and supply')
+    .action(async (opts: CommonOptions) => {
+      const config = loadConfig(process.env);
+      if (config.LEDGER === 'evm') {
+        const evm = openEvmLedger({ ...evmSettings(config, true), contract: config.EVM_LEDGER_ADDRESS as `0x${string}`, scale: config.ASSET_SCALE });
+        try {
+          const status = await evm.status();
+          const result = { ledger: 'evm' as const, ...status, operatorBalance: formatEther(BigInt(status.operatorBalanceWei)), supply: formatAmount(status.supply, config.ASSET_SCALE) };
+          print(opts, result, (r) =>
+            [`chain ${r.chainId} at block ${r.blockNumber}`, `contract ${r.contract}: ${r.sequence} operations executed, supply ${r.supply}`, `operator ${r.operator}: ${r.operatorBalance} for gas`].join('\n'),
+          );
+        } finally {
+          await evm.close();
+        }
+        return;
+      }
+      const embedded = openLedger({ dataDir: opts.dataDir ?? config.DATA_DIR, selection: config });
+      try {
+        let sequence = 0;
+        for (let page = await embedded.transactions({ fromSequence: 1, maxCount: 1000 }); page.length > 0; page = await embedded.transactions({ fromSequence: sequence + 1, maxCount: 1000 })) {
+          sequence = page.at(-1)!.sequenceNumber;
+        }
+        const issuance = await embedded.balance(ISSUANCE_ADDRESS);
+        const supply = formatAmount(issuance.startsWith('-') ? issuance.slice(1) : '0', config.ASSET_SCALE);
+        print(opts, { ledger: 'embedded' as const, sequence, supply }, (r) => `embedded ledger: ${r.sequence} operations executed, supply ${r.supply}`);
+      } finally {
+        await embedded.close();
+      }
+    });
+}
