@@ -2,10 +2,23 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
     setupFiles: ['test/support/fast-passwords.ts'],
+    projects: [
+      { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'] } },
+      {
+        // The executor's whole suite again, settling on a WalletLedger contract on an in-process EVM chain
+        // (Hardhat's EDR) instead of the embedded ledger: the same end-to-end, crash, race and fault tests.
+        extends: true,
+        test: {
+          name: 'executor-on-evm',
+          include: ['test/executor/*.e2e.test.ts'],
+          env: { TEST_LEDGER: 'evm' },
+          globalSetup: ['test/support/evm-chain.global.ts'],
+        },
+      },
+    ],
   },
 });

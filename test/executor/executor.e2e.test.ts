@@ -7,6 +7,7 @@ import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from 
 import { approve, approveViaCli, issue, operationOf, startPartsSystem, waitUntilSettled, walletOf, type PartsTestSystem } from '../support/executor-system.ts';
 import type { OperationExecutionStarted } from '../../src/domain/events.ts';
 import { walletAddress } from '../../src/ports/ledger.ts';
+import { onEvm } from '../support/test-ledger.ts';
 
 /**
  * The executor end to end: operations created over HTTP, approved by a checker through the real CLI (another
@@ -15,7 +16,8 @@ import { walletAddress } from '../../src/ports/ledger.ts';
  */
 
 const FEE_SCHEDULE = JSON.stringify({ 'pay-merchant': { flat: '1.00', percent: '0' }, 'cash-out': { flat: '0', percent: '1' } });
-const HEX64 = /^[0-9a-f]{64}$/;
+/** The embedded ledger's ids are bare SHA-256 hex; a chain's transaction hashes 0x-prefixed. */
+const HEX64 = onEvm ? /^0x[0-9a-f]{64}$/ : /^[0-9a-f]{64}$/;
 const WALLET_OPERATION = /^wo_[0-9a-f]+$/;
 
 let phoneSeq = 0;

@@ -11,6 +11,10 @@ import { issue, operationOf } from '../support/executor-system.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { freePort, prepareWriteLock, killAllChildren, killLockers, running, spawnWalletOps, stopProcess } from '../support/processes.ts';
+import { onEvm, testLedgerEnv } from '../support/test-ledger.ts';
+
+/** On the EVM chain every operation is a real signed transaction: fewer of them keep the suite within its time. */
+const APPROVALS = onEvm ? 250 : 1000;
 
 /**
  * The executor on its worst day, with real processes: `wallet-ops serve` in a child process on a data
@@ -25,7 +29,7 @@ afterAll(async () => {
 
 /** This process's view of the data directory: stores and ledger only (the child runs projections and executor). */
 async function observe(dataDir: string): Promise<{ ops: WalletOps; subject: InvariantSubject & { system: WalletOps }; distributor: (name: string) => Promise<PartyRef> }> {
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(await testLedgerEnv(dataDir)) });
   const ops = await buildWalletOps(config, createLogger('silent'), undefined, []);
   let code = 800_000 + Math.floor(Math.random() * 100_000);
   return {
@@ -107,8 +111,8 @@ describe('executor under store faults (real processes)', () => {
     expect((await stopProcess(server)).code).toBe(0);
   }, 180_000);
 
-  it('given 10% transient errors injected on every port, when 1,000 approvals arrive, then each settles exactly once and nothing stays approved', async () => {
-    const N = 1000;
+  it(`given 10% transient errors injected on every port, when ${APPROVALS} approvals arrive, then each settles exactly once and nothing stays approved`, async () => {
+    const N = APPROVALS;
     const dir = tempDir('wallet-ops-flaky-');
     cleanups.push(() => dir.cleanup());
     const { ops, subject, distributor } = await observe(dir.path);
@@ -139,7 +143,7 @@ describe('executor under store faults (real processes)', () => {
     // The faults were real: the process logged each one it recovered from.
     const injected = executor.output().match(/\(injected\)/g)?.length ?? 0;
     expect(injected).toBeGreaterThan(100);
-    console.log(`${injected} injected faults logged while 1,000 approvals settled`);
+    console.log(`${injected} injected faults logged while ${N} approvals settled`);
 
     const completions = await allEvents(ops.stores.eventStore, ['OperationCompleted']);
     const failures = await allEvents(ops.stores.eventStore, ['OperationFailed']);

@@ -6,6 +6,7 @@ import { streams } from '../../src/domain/streams.ts';
 import { assertLedgerMatchesProjections, ledgerProblems } from '../support/invariants.ts';
 import { issue, waitUntilSettled } from '../support/executor-system.ts';
 import { startTestSystem, type TestParty, type TestSystem } from '../support/system.ts';
+import { onEvm } from '../support/test-ledger.ts';
 
 /**
  * The invariant check itself: it holds on a healthy system and catches each kind of disagreement it is
@@ -53,7 +54,8 @@ describe('assertLedgerMatchesProjections', () => {
     expect(await problemsNow()).toContain(`operation ${operationID} has 2 OperationCompleted events`);
   });
 
-  it('catches an altered ledger row: the chain no longer verifies', async () => {
+  // The embedded ledger's own file, altered under it; a chain's history is the chain's to protect.
+  it.skipIf(onEvm)('catches an altered ledger row: the chain no longer verifies', async () => {
     const raw = new Database(join(sys.config.DATA_DIR, 'ledger.sqlite'));
     try {
       raw.prepare("UPDATE transactions SET created_at = '2000-01-01T00:00:00.000Z' WHERE sequence = 1").run();

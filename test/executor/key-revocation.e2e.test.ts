@@ -16,6 +16,7 @@ import { runCliJson } from '../support/cli.ts';
 import { approve, operationOf, waitUntilSettled, walletOf } from '../support/executor-system.ts';
 import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
 import { CHECKER_PASSWORD, ConsoleClient, createCashIn, fund, MAKER_PASSWORD, newPhone, waitForStatus } from '../console/console-client.ts';
+import { testLedgerEnv } from '../support/test-ledger.ts';
 
 /**
  * A revoked key leaves no traps: once its revocation is approved (in the console over HTTP, or with the CLI
@@ -173,7 +174,7 @@ describe('the consumer keeps its own checkpoint', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await operationOf(quiet, pending[0]!)).status).toBe('pending'); // nobody follows revocations yet
 
-      const config = loadConfig({ DATA_DIR: quiet.config.DATA_DIR, LOG_LEVEL: 'silent' });
+      const config = loadConfig({ DATA_DIR: quiet.config.DATA_DIR, LOG_LEVEL: 'silent', ...(await testLedgerEnv(quiet.config.DATA_DIR)) });
       const first = await buildWalletOps(config, createLogger('silent'), undefined, ['executor']);
       try {
         await waitUntilRejected(quiet, pending);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { testLedgerEnv } from './test-ledger.ts';
 import { createLogger } from '../../src/logger.ts';
 import { ALL_PARTS, buildWalletOps, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
@@ -61,7 +62,8 @@ export const WITHOUT_EXECUTOR: readonly Part[] = ALL_PARTS.filter((part) => part
 export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS): Promise<TestSystem> {
   const dir = tempDir();
   // Rate limits off unless a test asks for them: most tests send far more than a client would.
-  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...env });
+  const ledgerEnv = await testLedgerEnv(env.DATA_DIR ?? dir.path);
+  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...ledgerEnv, ...env });
   const logger = createLogger(config.LOG_LEVEL);
   const system = await buildWalletOps(config, logger, clock, parts);
   const server: Server = await new Promise((resolve) => {

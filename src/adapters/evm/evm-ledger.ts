@@ -5,18 +5,20 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
+  encodeFunctionData,
   http,
   keccak256,
+  parseEventLogs,
   toBytes,
   type Address,
   type Hex,
+  type Log,
   type PublicClient,
   type WalletClient,
-  type Account,
   type Chain,
   type Transport,
 } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { Decimal } from '../../domain/money.ts';
 import {
   ISSUANCE_ADDRESS,
@@ -98,9 +100,9 @@ export function evmChain(chainId: number, rpcUrl: string): Chain {
 
 interface Clients {
   chain: Chain;
-  account: Account;
+  account: PrivateKeyAccount;
   publicClient: PublicClient<Transport, Chain>;
-  walletClient: WalletClient<Transport, Chain, Account>;
+  walletClient: WalletClient<Transport, Chain, PrivateKeyAccount>;
 }
 
 function clients(options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'requestTimeoutMs' | 'pollingIntervalMs'>): Clients {
@@ -154,7 +156,7 @@ function unavailable(what: string, error: unknown): LedgerUnavailableError {
 }
 
 export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
-  const { publicClient, walletClient, account } = clients(options);
+  const { publicClient, account } = clients(options);
   const confirmations = options.confirmations ?? 1;
   const receiptTimeoutMs = options.receiptTimeoutMs ?? 60_000;
   const unit = new Decimal(10).pow(options.scale);
@@ -212,13 +214,19 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       toBlock: filter.toBlock,
       strict: true,
     });
+    return fromMovements(logs);
+  }
+
+  /** Transactions from Movement logs (one per leg), their createdAt the time of their block. */
+  async function fromMovements(logs: readonly Log[]): Promise<LedgerTransaction[]> {
+    const movements = parseEventLogs({ abi: walletLedgerAbi, eventName: 'Movement', logs: logs as Log[], strict: true }).filter((log) => log.address.toLowerCase() === address.toLowerCase());
     const bySequence = new Map<bigint, LedgerTransaction & { block: bigint }>();
-    for (const log of logs) {
+    for (const log of movements) {
       const { sequence, operationId, from, to, amount } = log.args;
       const leg = { from, to, amount: fromUnits(amount) };
       const known = bySequence.get(sequence);
       if (known) known.legs.push(leg);
-      else bySequence.set(sequence, { blockchainID: log.transactionHash, sequenceNumber: Number(sequence), operationID: operationId, legs: [leg], createdAt: '', block: log.blockNumber });
+      else bySequence.set(sequence, { blockchainID: log.transactionHash!, sequenceNumber: Number(sequence), operationID: operationId, legs: [leg], createdAt: '', block: log.blockNumber! });
     }
     const timestamps = new Map<bigint, string>();
     for (const block of new Set([...bySequence.values()].map((tx) => tx.block))) {
@@ -228,6 +236,25 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
     return [...bySequence.values()]
       .sort((a, b) => a.sequenceNumber - b.sequenceNumber)
       .map(({ block, ...tx }) => ({ ...tx, createdAt: timestamps.get(block)! }));
+  }
+
+  /** Fee caps, asked of the node at most every two seconds rather than before every transaction. */
+  let feeCache: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | null = null;
+  function fees() {
+    if (!feeCache || Date.now() - feeCache.at > 2_000) {
+      const fees = publicClient.estimateFeesPerGas();
+      feeCache = { at: Date.now(), fees };
+      fees.catch(() => (feeCache = null));
+    }
+    return feeCache.fees;
+  }
+
+  /** Signs here and hands the node the raw transaction: one request, and the key never leaves the process. */
+  async function send(call: Call, gas: bigint, nonce: number): Promise<Hex> {
+    const data = encodeFunctionData({ abi: walletLedgerAbi, ...call } as Parameters<typeof encodeFunctionData>[0]);
+    const { maxFeePerGas, maxPriorityFeePerGas } = await fees();
+    const serializedTransaction = await account.signTransaction({ type: 'eip1559', chainId: options.chainId, to: address, data, gas, nonce, maxFeePerGas, maxPriorityFeePerGas });
+    return publicClient.sendRawTransaction({ serializedTransaction });
   }
 
   /** A revert's reason as the port's outcome: the operation executed already, or refused for good. */
@@ -259,7 +286,7 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       let hash: Hex;
       try {
         // A fifth more than estimated: the estimate is exact for the state it ran on, which may move.
-        hash = await nonces.send((nonce) => walletClient.writeContract({ address, abi: walletLedgerAbi, ...call, gas: (gas * 6n) / 5n, nonce } as Parameters<typeof walletClient.writeContract>[0]));
+        hash = await nonces.send((nonce) => send(call, (gas * 6n) / 5n, nonce));
       } catch (error) {
         const reason = revertReason(error);
         if (reason !== null) return refused(operationID, reason);
@@ -284,8 +311,10 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
         }
         throw new LedgerUnavailableError(`transaction ${hash} reverted in block ${receipt.blockNumber} and would not revert now: retrying`);
       }
-      const mined = await findByOperationID(operationID);
-      if (!mined || mined.blockchainID !== hash) throw new LedgerUnavailableError(`transaction ${hash} was mined but the contract does not show it for ${operationID}`);
+      const [mined] = await fromMovements(receipt.logs).catch((error: unknown) => {
+        throw unavailable('read failed', error);
+      });
+      if (!mined || mined.operationID !== operationID) throw new LedgerUnavailableError(`transaction ${hash} was mined without a movement for ${operationID}`);
       return mined;
     },
     findByOperationID,

@@ -1,0 +1,17 @@
+import { startDevChain, type DevChain } from '../../contracts/dev-chain.ts';
+
+/**
+ * Global setup of the `executor-on-evm` project: one development chain (Hardhat's EDR, in this process) for
+ * every test file, reached over JSON-RPC like any node. Each test system deploys its own contract on it.
+ */
+let chain: DevChain | undefined;
+
+export async function setup(): Promise<void> {
+  chain = await startDevChain();
+  // The test workers are forked after global setup, with this environment.
+  process.env.TEST_EVM_RPC_URL = chain.url;
+}
+
+export async function teardown(): Promise<void> {
+  await chain?.close();
+}
