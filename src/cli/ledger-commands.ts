@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { formatEther } from 'viem';
-import { deployWalletLedger, openEvmLedger, readOperatorKey } from '../adapters/evm/evm-ledger.ts';
+import { deployWalletLedger, findWalletLedger, openEvmLedger, readOperatorKey } from '../adapters/evm/evm-ledger.ts';
 import { openLedger } from '../adapters/open-stores.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { formatAmount } from '../domain/money.ts';
@@ -31,10 +31,19 @@ export function registerLedgerCommands(program: Command): void {
 
   common(ledger.command('deploy'))
     .description('deploy the WalletLedger contract with the operator account as its only writer (EVM_RPC_URL, EVM_CHAIN_ID, EVM_OPERATOR_KEY_FILE); prints its address for EVM_LEDGER_ADDRESS')
-    .action(async (opts: CommonOptions) => {
+    .option('--unless-deployed', 'do nothing when EVM_LEDGER_ADDRESS already holds a WalletLedger whose operator is this key (idempotent setups)')
+    .action(async (opts: CommonOptions & { unlessDeployed?: boolean }) => {
       const config = loadConfig(process.env);
-      const deployed = await deployWalletLedger(evmSettings(config, false));
-      print(opts, { chainId: config.EVM_CHAIN_ID, ...deployed }, (r) => `WalletLedger deployed at ${r.address} (transaction ${r.transactionHash}, block ${r.blockNumber}); set EVM_LEDGER_ADDRESS=${r.address}`);
+      const settings = evmSettings(config, false);
+      if (opts.unlessDeployed && config.EVM_LEDGER_ADDRESS) {
+        const existing = await findWalletLedger({ ...settings, contract: config.EVM_LEDGER_ADDRESS as `0x${string}` });
+        if (existing) {
+          print(opts, { chainId: config.EVM_CHAIN_ID, address: config.EVM_LEDGER_ADDRESS, alreadyDeployed: true }, (r) => `WalletLedger already deployed at ${r.address}`);
+          return;
+        }
+      }
+      const deployed = await deployWalletLedger(settings);
+      print(opts, { chainId: config.EVM_CHAIN_ID, ...deployed, alreadyDeployed: false }, (r) => `WalletLedger deployed at ${r.address} (transaction ${r.transactionHash}, block ${r.blockNumber}); set EVM_LEDGER_ADDRESS=${r.address}`);
     });
 
   common(ledger.command('status'))

@@ -78,7 +78,10 @@ function environmentOf(service: Service): Record<string, string> {
   const entries: Array<[string, string]> = Array.isArray(environment)
     ? environment.map((entry) => [entry.split('=')[0]!, entry.slice(entry.indexOf('=') + 1)])
     : Object.entries(environment).map(([key, value]) => [key, value === null ? '' : String(value)]);
-  return Object.fromEntries(entries.map(([key, value]) => [key, value.replace(/^\$\{(\w+)(?::?[?-][^}]*)?\}$/, (_, name: string) => HOST_ENVIRONMENT[name] ?? '')]));
+  // `${NAME:-default}` takes the default when the host does not set NAME; `${NAME:?message}` must be set.
+  return Object.fromEntries(
+    entries.map(([key, value]) => [key, value.replace(/^\$\{(\w+)(?::?([?-])([^}]*))?\}$/, (_, name: string, kind?: string, rest?: string) => HOST_ENVIRONMENT[name] ?? (kind === '-' ? rest! : ''))]),
+  );
 }
 
 /** The CLI arguments of a command that runs the wallet-ops CLI. */
@@ -207,7 +210,8 @@ describe('docker-compose.yml', () => {
         expect(service.restart, `${name} runs once`).toBe('no');
         expect(Object.keys(service.depends_on ?? {}), name).toContain('write-api');
       }
-      for (const [name, service] of Object.entries(compose.services).filter((entry) => !seeding(entry))) expect(service.profiles, name).toBeUndefined();
+      // Everything else runs without a profile, or in an opt-in profile that seeds nothing (the development chain).
+      for (const [name, service] of Object.entries(compose.services).filter((entry) => !seeding(entry))) expect([undefined, ['chain']], name).toContainEqual(service.profiles);
     });
 
     it(`when a wallet-ops server is stopped, then compose waits longer than its own shutdown timeout (${SHUTDOWN_TIMEOUT_MS} ms) before killing it`, () => {

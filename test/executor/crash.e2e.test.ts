@@ -34,7 +34,7 @@ async function stop(p: ExecutorProcess): Promise<void> {
 afterAll(killAllChildren);
 
 /** On the EVM chain every operation is a real signed transaction: fewer of them keep the suite within its time. */
-const APPROVALS = onEvm ? 250 : 1000;
+const APPROVALS = onEvm ? 240 : 1000;
 
 /** No operation settling for this long is a stall (a stuck operation), whatever the machine's load. */
 const STALL_MS = 30_000;

@@ -14,7 +14,7 @@ import { freePort, prepareWriteLock, killAllChildren, killLockers, running, spaw
 import { onEvm, testLedgerEnv } from '../support/test-ledger.ts';
 
 /** On the EVM chain every operation is a real signed transaction: fewer of them keep the suite within its time. */
-const APPROVALS = onEvm ? 250 : 1000;
+const APPROVALS = onEvm ? 240 : 1000;
 
 /**
  * The executor on its worst day, with real processes: `wallet-ops serve` in a child process on a data

@@ -129,6 +129,20 @@ export async function deployWalletLedger(options: Pick<EvmLedgerOptions, 'rpcUrl
   return { address: receipt.contractAddress, transactionHash: hash, blockNumber: receipt.blockNumber.toString(), gasUsed: receipt.gasUsed.toString() };
 }
 
+/** Whether a WalletLedger whose operator is this key's account is at the address (any other code, or none: false). */
+export async function findWalletLedger(options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'contract'>): Promise<boolean> {
+  const { publicClient, account } = clients(options);
+  await checkChainId(publicClient, options.chainId);
+  const code = await publicClient.getCode({ address: options.contract });
+  if (!code || code === '0x') return false;
+  try {
+    const operator = await publicClient.readContract({ address: options.contract, abi: walletLedgerAbi, functionName: 'operator' });
+    return operator.toLowerCase() === account.address.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
 async function checkChainId(publicClient: PublicClient, expected: number): Promise<void> {
   const actual = await publicClient.getChainId();
   if (actual !== expected) throw new Error(`the node at EVM_RPC_URL is chain ${actual}, not EVM_CHAIN_ID ${expected}: refusing to sign for the wrong chain`);
