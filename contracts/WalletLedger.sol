@@ -16,6 +16,8 @@ contract WalletLedger {
     string public constant ISSUANCE = "platform:issuance";
 
     address public immutable operator;
+    /// The block of the deployment: where a reader of the Movement events starts.
+    uint256 public immutable deployedIn;
     uint256 public totalSupply;
     /// The sequence number of the last executed operation; the first is 1.
     uint64 public sequence;
@@ -39,6 +41,7 @@ contract WalletLedger {
     constructor(address operator_) {
         require(operator_ != address(0), "operator required");
         operator = operator_;
+        deployedIn = block.number;
     }
 
     modifier onlyOperator() {

@@ -177,6 +177,7 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
   const address = options.contract;
   const nonces = new OperatorNonces({ pendingNonce: () => publicClient.getTransactionCount({ address: account.address, blockTag: 'pending' }) });
   let chainChecked: Promise<void> | null = null;
+  let deployedIn: Promise<bigint> | undefined;
 
   /** Once per ledger (again after a failure): a node of another chain must never get our signatures. */
   function ready(): Promise<void> {
@@ -352,7 +353,11 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
         const to = Math.min(Number(last), fromSequence + maxCount - 1);
         if (to < fromSequence) return [];
         const sequences = Array.from({ length: to - fromSequence + 1 }, (_, i) => BigInt(fromSequence + i));
-        return await transactionsFrom({ fromBlock: 0n, toBlock: 'latest', sequences });
+        if (!deployedIn) {
+          deployedIn = publicClient.readContract({ address, abi: walletLedgerAbi, functionName: 'deployedIn' });
+          deployedIn.catch(() => (deployedIn = undefined));
+        }
+        return await transactionsFrom({ fromBlock: await deployedIn, toBlock: 'latest', sequences });
       } catch (error) {
         throw unavailable('read failed', error);
       }
