@@ -9,9 +9,21 @@
  * at a time on a fresh ledger file (what the executor cannot beat: it adds a claim and a completion append
  * around every submit). Latency is from the OperationApproved event's stored createdAt to the
  * OperationCompleted event's, so it includes the time an approval waits in the executor's queue.
+ *
+ * Then the same on a real EVM (unless BENCH_EVM=0), LEDGER=evm with 1 confirmation: the development chain
+ * (contracts/dev-chain.ts, Hardhat's EDR, automine) in a child process of its own, a fresh WalletLedger per
+ * scenario. Beside it, the chain's own floor in the same run: the same cash-in transfers sent straight
+ * through the adapter (openEvmLedger().submit), one at a time and BENCH_EVM_IN_FLIGHT at once; the gas per
+ * operation type from the receipts; and where a submit's time goes (JSON-RPC calls by method, CPU of this
+ * process and of the chain's). Sizes: BENCH_EVM_OPS (burst and pipelined floor, default 300),
+ * BENCH_EVM_SEQUENTIAL (default 100), BENCH_EVM_SINGLE (default 30).
  */
+// Users' passwords hashed at the test suite's scrypt cost: setting up the parties' makers and checkers is not what
+// is measured, and at production's 2^17 it took longer than the executions (no measured path hashes a password).
+import '../test/support/fast-passwords.ts';
 import { inParallel } from './support/in-parallel.ts';
 import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { openEmbeddedLedger } from '../src/adapters/ledger/embedded-ledger.ts';
 import { actingUser, findUserByEmail, userContext } from '../src/commands/back-office.ts';
@@ -23,6 +35,9 @@ import { issue, waitUntilSettled } from '../test/support/executor-system.ts';
 import { call, startTestSystem, type TestParty, type TestSystem } from '../test/support/system.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
+import { gasUsed, RpcMeter, startChainProcess, type ChainProcess, type MethodStats } from './support/evm-chain.ts';
+import { openEvmLedger } from '../src/adapters/evm/evm-ledger.ts';
+import { loadConfig } from '../src/config.ts';
 
 const N_ISSUE = Number(process.env.BENCH_ISSUES ?? 5000);
 const N_CASH_IN = Number(process.env.BENCH_CASH_INS ?? 2000);
@@ -30,12 +45,20 @@ const N_SINGLE = Number(process.env.BENCH_SINGLE ?? 200);
 const PARTIES = 10;
 const IN_FLIGHT = 64;
 const HEADING = '## Execution (npm run bench:e2e)';
+const WITH_EVM = process.env.BENCH_EVM !== '0';
+const N_EVM = Number(process.env.BENCH_EVM_OPS ?? 300);
+const N_EVM_SEQUENTIAL = Number(process.env.BENCH_EVM_SEQUENTIAL ?? 100);
+const N_EVM_SINGLE = Number(process.env.BENCH_EVM_SINGLE ?? 30);
+const EVM_IN_FLIGHT = Number(process.env.BENCH_EVM_IN_FLIGHT ?? 16);
+/** The executor's defaults, which the floor uses too. */
+const DEFAULTS = loadConfig({ LOG_LEVEL: 'silent' });
 
 interface Result {
   operations: number;
   seconds: number;
   perSecond: number;
   p50Ms: number;
+  p95Ms: number;
   p99Ms: number;
   maxMs: number;
 }
@@ -46,7 +69,7 @@ function percentile(sorted: number[], q: number): number {
 
 function summarize(latencies: number[], seconds: number): Result {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { operations: latencies.length, seconds, perSecond: latencies.length / seconds, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN };
+  return { operations: latencies.length, seconds, perSecond: latencies.length / seconds, p50Ms: percentile(sorted, 0.5), p95Ms: percentile(sorted, 0.95), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN };
 }
 
 
@@ -95,8 +118,20 @@ async function issuances(): Promise<{ burst: Result; oneAtATime: Result }> {
   }
 }
 
-async function cashIns(): Promise<Result & { createSeconds: number }> {
-  const sys = await startTestSystem();
+interface CashInRun extends Result {
+  createSeconds: number;
+  /** The burst's completions' blockchainIDs (the chain's transaction hashes on the EVM). */
+  blockchainIDs: string[];
+  /** BENCH_EVM_SINGLE more, each approved once the previous one completed: the latency with an idle executor. */
+  oneAtATime?: Result;
+}
+
+/**
+ * N cash-ins created over HTTP, then approved in bulk by checkers, on the ledger `env` selects (the
+ * embedded one by default). `around` brackets the burst (approvals until the last completion).
+ */
+async function cashIns(options: { n: number; env?: Record<string, string>; single?: number; around?: { start(): void; end(operations: number): void } }): Promise<CashInRun> {
+  const sys = await startTestSystem(options.env ?? {});
   try {
     const distributors: Array<TestParty & { apiKey: string }> = [];
     for (let i = 0; i < PARTIES; i++) {
@@ -106,23 +141,43 @@ async function cashIns(): Promise<Result & { createSeconds: number }> {
     const phones = await inParallel(Array.from({ length: PARTIES }), 4, (_, i) => sys.individual(`+2348125${String(100_000 + i)}`, `Bench ${i}`));
     await measure(sys, await inParallel(distributors, PARTIES, (d) => issue(sys, d.ref, '1000000')));
 
-    const createStarted = performance.now();
-    const operationIDs = await inParallel(Array.from({ length: N_CASH_IN }), IN_FLIGHT, async (_, i) => {
+    const create = async (i: number) => {
       const d = distributors[i % PARTIES]!;
       const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${d.ref.id}/operations`, { apiKey: d.apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: phones[i % PARTIES] } });
       if (r.status !== 200) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
       return { operationID: r.body.operationID as string, distributor: d };
-    });
+    };
+    const createStarted = performance.now();
+    const operationIDs = await inParallel(Array.from({ length: options.n }), IN_FLIGHT, (_, i) => create(i));
     const createSeconds = (performance.now() - createStarted) / 1000;
 
     const checkers = new Map(await Promise.all(distributors.map(async (d) => [d.ref.id, await findUserByEmail(sys.backOffice, d.checkerEmail)] as const)));
-    await inParallel(operationIDs, IN_FLIGHT, async ({ operationID, distributor }) => {
+    const approve = async ({ operationID, distributor }: { operationID: string; distributor: TestParty }) => {
       const checker = checkers.get(distributor.ref.id)!;
       await decideOperation(sys.backOffice, actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
-    });
+    };
+    options.around?.start();
+    await inParallel(operationIDs, IN_FLIGHT, approve);
     const result = await measure(sys, operationIDs.map((o) => o.operationID));
+    options.around?.end(operationIDs.length);
+
+    let oneAtATime: Result | undefined;
+    if (options.single) {
+      const single: string[] = [];
+      for (let i = 0; i < options.single; i++) {
+        const created = await create(i);
+        await approve(created);
+        await waitUntilSettled(sys, created.operationID, 30_000);
+        single.push(created.operationID);
+      }
+      oneAtATime = await measure(sys, single);
+    }
+    const wanted = new Set(operationIDs.map((o) => o.operationID));
+    const blockchainIDs = ((await allEvents(sys.system.stores.eventStore, ['OperationCompleted'])) as unknown as OperationCompleted[])
+      .filter((e) => wanted.has(e.data.operationID))
+      .map((e) => e.data.blockchainID);
     await assertLedgerMatchesProjections(sys, { timeoutMs: 120_000 });
-    return { ...result, createSeconds };
+    return { ...result, createSeconds, blockchainIDs, ...(oneAtATime ? { oneAtATime } : {}) };
   } finally {
     await sys.close();
   }
@@ -148,10 +203,271 @@ async function ledgerFloor(transfers: LedgerLeg[][], funding: LedgerLeg[][] = []
   }
 }
 
+/** What one phase of the EVM runs cost: JSON-RPC calls by method, and CPU here and in the chain's process. */
+interface Phase {
+  operations: number;
+  rpc: Map<string, MethodStats>;
+  benchCpuMs: number;
+  chainCpuMs: number;
+  /** The bench process's event-loop delay meanwhile (ms): how long an answer can sit before it is read. */
+  loopDelayMeanMs: number;
+  loopDelayP99Ms: number;
+}
+
+function phaseMeter(meter: RpcMeter, chain: ChainProcess): { start(): void; end(operations: number): void; result(): Phase } {
+  let cpu = process.cpuUsage();
+  let chainCpu = 0;
+  let phase: Phase | undefined;
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  return {
+    start() {
+      meter.reset();
+      cpu = process.cpuUsage();
+      chainCpu = chain.cpuMs();
+      loop.reset();
+      loop.enable();
+    },
+    end(operations) {
+      const used = process.cpuUsage(cpu);
+      loop.disable();
+      phase = {
+        operations,
+        rpc: meter.snapshot(),
+        benchCpuMs: (used.user + used.system) / 1000,
+        chainCpuMs: chain.cpuMs() - chainCpu,
+        loopDelayMeanMs: loop.mean / 1e6,
+        loopDelayP99Ms: loop.percentile(99) / 1e6,
+      };
+    },
+    result() {
+      if (!phase) throw new Error('phase not ended');
+      return phase;
+    },
+  };
+}
+
+interface EvmFloor {
+  sequential: Result;
+  pipelined: Result;
+  sequentialPhase: Phase;
+  pipelinedPhase: Phase;
+  /** Gas used by one call of each kind, on wallets that hold a balance already (and one first credit). */
+  gas: Array<{ operation: string; call: string; gas: bigint }>;
+}
+
+const newOperationID = () => `op_${randomUUID().replaceAll('-', '')}`;
+
+/**
+ * The chain's floor: the same cash-in transfers sent straight through the adapter on a fresh contract, the
+ * payers funded first; one at a time, then EVM_IN_FLIGHT at once (the adapter's nonce queue orders them).
+ * Then one call of each kind, for its gas.
+ */
+async function evmFloor(chain: ChainProcess, meter: RpcMeter, payers: string[], transfers: LedgerLeg[][]): Promise<EvmFloor> {
+  const ledger = openEvmLedger({
+    rpcUrl: chain.url,
+    chainId: chain.chainId,
+    operatorKey: chain.operatorKey,
+    contract: await chain.deploy(),
+    scale: DEFAULTS.ASSET_SCALE,
+    confirmations: 1,
+    receiptTimeoutMs: DEFAULTS.EVM_RECEIPT_TIMEOUT_MS,
+    pollingIntervalMs: DEFAULTS.EVM_POLL_INTERVAL_MS,
+  });
+  try {
+    for (const payer of payers) await ledger.submit({ operationID: newOperationID(), legs: [{ from: ISSUANCE_ADDRESS, to: payer, amount: '1000000.00' }] });
+    const run = async (legs: LedgerLeg[][], inFlight: number) => {
+      const phase = phaseMeter(meter, chain);
+      const latencies: number[] = [];
+      phase.start();
+      const started = performance.now();
+      await inParallel(legs, inFlight, async (transfer) => {
+        const t = performance.now();
+        await ledger.submit({ operationID: newOperationID(), legs: transfer });
+        latencies.push(performance.now() - t);
+      });
+      const seconds = (performance.now() - started) / 1000;
+      phase.end(legs.length);
+      return { result: summarize(latencies, seconds), phase: phase.result() };
+    };
+    const sequential = await run(transfers.slice(0, N_EVM_SEQUENTIAL), 1);
+    const pipelined = await run(transfers, EVM_IN_FLIGHT);
+
+    const [payer] = payers;
+    const payee = transfers[0]![0]!.to;
+    const probes: Array<{ operation: string; call: string; legs: LedgerLeg[] }> = [
+      { operation: 'issuance', call: 'issue', legs: [{ from: ISSUANCE_ADDRESS, to: payer!, amount: '10.00' }] },
+      { operation: 'transfer without fee (cash-in)', call: 'transfer', legs: [{ from: payer!, to: payee, amount: '1.00' }] },
+      { operation: 'transfer with fee (e.g. pay-merchant)', call: 'transfer', legs: [{ from: payer!, to: payee, amount: '1.00' }, { from: payer!, to: 'platform:fees', amount: '0.02' }] },
+      { operation: 'transfer with fee, again (fee wallet holds a balance)', call: 'transfer', legs: [{ from: payer!, to: payee, amount: '1.00' }, { from: payer!, to: 'platform:fees', amount: '0.02' }] },
+      { operation: 'redemption', call: 'redeem', legs: [{ from: payer!, to: ISSUANCE_ADDRESS, amount: '1.00' }] },
+      { operation: 'transfer to a wallet never credited (first credit)', call: 'transfer', legs: [{ from: payer!, to: 'individual:+2348125999999', amount: '1.00' }] },
+    ];
+    const hashes: string[] = [];
+    for (const probe of probes) hashes.push((await ledger.submit({ operationID: newOperationID(), legs: probe.legs })).blockchainID);
+    const gas = await gasUsed(chain, hashes);
+    return {
+      sequential: sequential.result,
+      pipelined: pipelined.result,
+      sequentialPhase: sequential.phase,
+      pipelinedPhase: pipelined.phase,
+      gas: probes.map((probe, i) => ({ operation: probe.operation, call: probe.call, gas: gas[i]! })),
+    };
+  } finally {
+    await ledger.close();
+  }
+}
+
+interface EvmRun {
+  floor: EvmFloor;
+  executor: CashInRun;
+  executorPhase: Phase;
+  /** Gas of the executor's burst transactions (all cash-ins: transfers without fee). */
+  executorGas: { mean: number; min: bigint; max: bigint };
+  startSeconds: number;
+  seconds: number;
+}
+
+async function evm(): Promise<EvmRun> {
+  const started = performance.now();
+  const chain = await startChainProcess();
+  const startSeconds = (performance.now() - started) / 1000;
+  const meter = new RpcMeter();
+  meter.install(chain.url);
+  try {
+    // The same shape as the executor's cash-ins: a distributor's uuid pays an individual's phone, 1.00, no fee.
+    const payers = Array.from({ length: PARTIES }, () => `distributor:${randomUUID()}`);
+    const transfers = Array.from({ length: N_EVM }, (_, i): LedgerLeg[] => [
+      { from: payers[i % PARTIES]!, to: walletAddress({ kind: 'individual', id: `+2348125${String(100_000 + (i % PARTIES))}` }), amount: '1.00' },
+    ]);
+    const floor = await evmFloor(chain, meter, payers, transfers);
+    console.log('EVM floor, one at a time', floor.sequential);
+    console.log(`EVM floor, ${EVM_IN_FLIGHT} in flight`, floor.pipelined);
+
+    const phase = phaseMeter(meter, chain);
+    const executor = await cashIns({
+      n: N_EVM,
+      single: N_EVM_SINGLE,
+      around: phase,
+      env: {
+        LEDGER: 'evm',
+        EVM_RPC_URL: chain.url,
+        EVM_CHAIN_ID: String(chain.chainId),
+        EVM_OPERATOR_KEY_FILE: chain.operatorKeyFile,
+        EVM_LEDGER_ADDRESS: await chain.deploy(),
+        EVM_CONFIRMATIONS: '1',
+      },
+    });
+    const { blockchainIDs: _ids, ...shown } = executor;
+    console.log('executor on the EVM, cash-ins', shown);
+    const gas = await gasUsed(chain, executor.blockchainIDs);
+    const executorGas = {
+      mean: Number(gas.reduce((sum, g) => sum + g, 0n)) / gas.length,
+      min: gas.reduce((a, b) => (b < a ? b : a)),
+      max: gas.reduce((a, b) => (b > a ? b : a)),
+    };
+    return { floor, executor, executorPhase: phase.result(), executorGas, startSeconds, seconds: (performance.now() - started) / 1000 };
+  } finally {
+    meter.uninstall();
+    await chain.close();
+  }
+}
+
+/** What each JSON-RPC method is for in a submit (evm-ledger.ts and the viem actions it calls). */
+const RPC_PURPOSE: Record<string, string> = {
+  eth_estimateGas: 'the adapter\'s estimate (a revert is answered without spending gas)',
+  eth_getTransactionCount: 'viem\'s estimateGas prepares a whole transaction for a local account first: a pending nonce it does not use',
+  eth_fillTransaction: 'the same preparation, first asked of the node once (EDR does not have it)',
+  eth_getBlockByNumber: 'the same preparation (base fee); the block\'s timestamp for createdAt; the adapter\'s fee cache (every 2 s)',
+  eth_maxPriorityFeePerGas: 'the same preparation; the adapter\'s fee cache (every 2 s)',
+  eth_sendRawTransaction: 'the send, signed in process, inside the nonce queue (automine: mined before it answers)',
+  eth_getTransactionReceipt: 'waitForTransactionReceipt: there at the first ask, so no polling at EVM_POLL_INTERVAL_MS',
+  eth_call: 'contract reads: findByOperationID (executed)',
+  eth_getLogs: 'findByOperationID: the Movement events',
+  eth_chainId: 'the chain id check, once per ledger',
+};
+
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function row(name: string, r: Result, floor: Result, note = ''): string {
   return `| ${name} | ${fmt(r.operations)} | ${fmt(r.perSecond)} | ${fmt(r.p50Ms, 1)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.maxMs, 1)} | ${((r.perSecond / floor.perSecond) * 100).toFixed(0)}% | ${note} |`;
+}
+
+const pct = (part: number, whole: number) => `${((part / whole) * 100).toFixed(0)}%`;
+
+function evmRow(name: string, r: Result, floor: Result, embedded: Result | undefined, note: string): string {
+  return `| ${name} | ${fmt(r.operations)} | ${fmt(r.perSecond, 1)} | ${fmt(r.p50Ms, 1)} | ${fmt(r.p95Ms, 1)} | ${fmt(r.maxMs, 1)} | ${pct(r.perSecond, floor.perSecond)} | ${embedded ? pct(r.perSecond, embedded.perSecond) : ''} | ${note} |`;
+}
+
+/** The EVM part of the section: throughput and latency, gas, and where a submit's time goes. */
+function evmSection(run: EvmRun, embedded: Result): string[] {
+  const { floor, executor, executorPhase } = run;
+  const phases = [floor.sequentialPhase, floor.pipelinedPhase, executorPhase];
+  const methods = [...new Set(phases.flatMap((p) => [...p.rpc.keys()]))].sort((a, b) => (floor.sequentialPhase.rpc.get(b)?.calls ?? 0) - (floor.sequentialPhase.rpc.get(a)?.calls ?? 0) || a.localeCompare(b));
+  const perOp = (p: Phase, method: string) => fmt((p.rpc.get(method)?.calls ?? 0) / p.operations, 2);
+  const meanMs = (p: Phase, method: string) => {
+    const s = p.rpc.get(method);
+    return s ? fmt(s.totalMs / s.calls, 1) : '';
+  };
+  const loopDelay = (p: Phase) => `${fmt(p.loopDelayMeanMs, 1)} / ${fmt(p.loopDelayP99Ms, 1)}`;
+  const sendMs = (p: Phase) => {
+    const send = p.rpc.get('eth_sendRawTransaction');
+    return send ? send.totalMs / send.calls : NaN;
+  };
+  const totalCalls = (p: Phase) => [...p.rpc.values()].reduce((sum, s) => sum + s.calls, 0) / p.operations;
+  const rpcMsPerOp = (p: Phase) => [...p.rpc.values()].reduce((sum, s) => sum + s.totalMs, 0) / p.operations;
+  return [
+    '',
+    '### On an EVM chain (LEDGER=evm, 1 confirmation)',
+    '',
+    `The development chain (contracts/dev-chain.ts: Hardhat's EDR, automine, so every transaction is mined in a block of its own before`,
+    '`eth_sendRawTransaction` answers, and 1 confirmation means mined) in a child process of its own, reached over JSON-RPC on 127.0.0.1;',
+    `a fresh WalletLedger for each scenario; started in ${run.startSeconds.toFixed(1)} s. The executor runs in the bench process with the whole system, as above,`,
+    `with LEDGER=evm and the defaults (EXECUTOR_CONCURRENCY ${DEFAULTS.EXECUTOR_CONCURRENCY}, EVM_POLL_INTERVAL_MS ${DEFAULTS.EVM_POLL_INTERVAL_MS}). The chain floor is the same cash-in`,
+    'transfers sent straight through the adapter (openEvmLedger().submit: estimate; sign and send through the nonce queue; receipt),',
+    `one at a time and ${EVM_IN_FLIGHT} at once; "vs chain floor" is a throughput as a share of the ${EVM_IN_FLIGHT}-in-flight floor, "vs embedded" as a share of`,
+    'the embedded executor\'s cash-ins above. Latency as above (approved -> completed); for the floor, per submit.',
+    '',
+    `| scenario | operations | ops/s | p50 ms | p95 ms | max ms | vs chain floor | vs embedded | note |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
+    evmRow('chain floor: adapter submits one at a time', floor.sequential, floor.pipelined, undefined, 'per-submit latency'),
+    evmRow(`chain floor: adapter submits, ${EVM_IN_FLIGHT} in flight`, floor.pipelined, floor.pipelined, undefined, 'per-submit latency, with the wait in the nonce queue'),
+    evmRow('executor on the EVM: cash-ins created over HTTP, then approved in bulk', executor, floor.pipelined, embedded, `${fmt(executor.operations)} creates took ${executor.createSeconds.toFixed(1)} s before; approvals 64 in flight`),
+    ...(executor.oneAtATime ? [evmRow('executor on the EVM: cash-ins one at a time', executor.oneAtATime, floor.pipelined, undefined, 'each approved once the previous completed (5 ms poll): latency with an idle executor; ops/s not a capacity')] : []),
+    '',
+    'Gas used per operation type (the receipts\' gasUsed; wallet names and operation ids as the system makes them; wallets that hold a',
+    'balance already unless said):',
+    '',
+    '| operation | contract call | gas used |',
+    '|---|---|---:|',
+    ...floor.gas.map((g) => `| ${g.operation} | ${g.call} | ${fmt(Number(g.gas))} |`),
+    `| the executor's ${fmt(executor.blockchainIDs.length)} cash-ins above | transfer | mean ${fmt(run.executorGas.mean)} (${fmt(Number(run.executorGas.min))} to ${fmt(Number(run.executorGas.max))}) |`,
+    '',
+    'Where a submit\'s time goes: the JSON-RPC requests per operation by method, and the mean time each took from request to answer',
+    '(with the node\'s queueing when requests overlap), one at a time, in flight and under the executor; then the CPU per operation of the',
+    'bench process (the executor and the system; viem encodes, signs and decodes) and of the chain\'s process.',
+    '',
+    `| JSON-RPC method | calls/op | ms each, one at a time | ms each, ${EVM_IN_FLIGHT} in flight | calls/op, executor | ms each, executor | what for |`,
+    '|---|---:|---:|---:|---:|---:|---|',
+    ...methods.map((m) => `| ${m} | ${perOp(floor.sequentialPhase, m)} | ${meanMs(floor.sequentialPhase, m)} | ${meanMs(floor.pipelinedPhase, m)} | ${perOp(executorPhase, m)} | ${meanMs(executorPhase, m)} | ${RPC_PURPOSE[m] ?? ''} |`),
+    `| all requests | ${fmt(totalCalls(floor.sequentialPhase), 2)} | ${fmt(rpcMsPerOp(floor.sequentialPhase), 1)} per op | ${fmt(rpcMsPerOp(floor.pipelinedPhase), 1)} per op | ${fmt(totalCalls(executorPhase), 2)} | ${fmt(rpcMsPerOp(executorPhase), 1)} per op | summed request times (overlapping when in flight) |`,
+    `| CPU ms/op, bench process | | ${fmt(floor.sequentialPhase.benchCpuMs / floor.sequentialPhase.operations, 1)} | ${fmt(floor.pipelinedPhase.benchCpuMs / floor.pipelinedPhase.operations, 1)} | | ${fmt(executorPhase.benchCpuMs / executorPhase.operations, 1)} | |`,
+    `| event-loop delay of the bench process, mean / p99 ms | | ${loopDelay(floor.sequentialPhase)} | ${loopDelay(floor.pipelinedPhase)} | | ${loopDelay(executorPhase)} | how long an answer may wait to be read |`,
+    `| CPU ms/op, chain process | | ${fmt(floor.sequentialPhase.chainCpuMs / floor.sequentialPhase.operations, 1)} | ${fmt(floor.pipelinedPhase.chainCpuMs / floor.pipelinedPhase.operations, 1)} | | ${fmt(executorPhase.chainCpuMs / executorPhase.operations, 1)} | |`,
+    '',
+    `The nonce queue lets one send out at a time, and a send lasts its eth_sendRawTransaction round trip (the block is mined inside it`,
+    `here), so 1000 / that time in ms bounds the throughput of one operator account whatever the concurrency: ${fmt(1000 / sendMs(floor.pipelinedPhase), 1)}/s`,
+    `with ${EVM_IN_FLIGHT} in flight (measured ${fmt(floor.pipelined.perSecond, 1)}/s), ${fmt(1000 / sendMs(executorPhase), 1)}/s under the executor (measured ${fmt(executor.perSecond, 1)}/s). Under the executor every`,
+    `request takes longer because its answer waits for the bench process's event loop, which also runs the executor's synchronous SQLite`,
+    `commits, the projections and the APIs: a mean delay of ${fmt(executorPhase.loopDelayMeanMs, 1)} ms there against ${fmt(floor.pipelinedPhase.loopDelayMeanMs, 1)} ms for the floor.`,
+    ...(((executorPhase.rpc.get('eth_getTransactionCount')?.calls ?? 0) / executorPhase.operations) > 0.5
+      ? [
+          'eth_getTransactionCount and one each of eth_getBlockByNumber and eth_maxPriorityFeePerGas per operation come from viem preparing a',
+          'whole transaction for the estimate (a local account); estimating with `prepare: false` sends eth_estimateGas alone and still sees',
+          'reverts with their reason.',
+        ]
+      : []),
+    '',
+  ];
 }
 
 async function main(): Promise<void> {
@@ -170,8 +486,10 @@ async function main(): Promise<void> {
   ]);
   const cashInFloor = await ledgerFloor(cashInLegs, fundLegs);
   console.log('ledger floor, cash-ins', cashInFloor);
-  const cashedIn = await cashIns();
+  const { blockchainIDs: _embeddedIDs, ...cashedIn } = await cashIns({ n: N_CASH_IN });
   console.log('executor, cash-ins', cashedIn);
+  const embeddedSeconds = (performance.now() - started) / 1000;
+  const onChain = WITH_EVM ? await evm() : undefined;
 
   const section = [
     HEADING,
@@ -196,7 +514,8 @@ async function main(): Promise<void> {
     'append: two synced event-store commits and one synced ledger commit per operation, against the floor\'s one. Concurrent',
     'executions share event-store commits (group commit); ledger submits are serialized. After each scenario the ledger was checked',
     'against the event store and the read models (test/support/invariants.ts): one transaction per completed operation, balances, chain.',
-    `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
+    ...(onChain ? evmSection(onChain, cashedIn) : []),
+    `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s${onChain ? ` (embedded ${embeddedSeconds.toFixed(0)} s, EVM ${onChain.seconds.toFixed(0)} s)` : ''}.`,
     '',
   ].join('\n');
   writeBenchSection(HEADING, section);
