@@ -55,7 +55,7 @@ export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections
 export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS): Promise<WalletOps> {
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
   const stores = await openStores(config, faults);
-  const ledger = openLedger({
+  const ledger = await openLedger({
     dataDir: config.DATA_DIR,
     selection: config,
     faults: {

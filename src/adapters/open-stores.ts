@@ -8,7 +8,6 @@ import type { Ledger } from '../ports/ledger.ts';
 import { withHashChain } from '../audit/hash-chain.ts';
 import { openEmbeddedLedger } from './ledger/embedded-ledger.ts';
 import { withSimulatedLedgerFaults, type LedgerFaults } from './ledger/ledger-faults.ts';
-import { openEvmLedger, readOperatorKey } from './evm/evm-ledger.ts';
 
 export interface Stores {
   eventStore: EventStore;
@@ -117,12 +116,14 @@ export interface LedgerSelection {
  * the LEDGER_* knobs and `decorate` the FAULT_LEDGER_* injection, both around either ledger. Without a
  * selection, the embedded ledger.
  */
-export function openLedger(options: { dataDir: string; selection?: LedgerSelection | undefined; faults?: LedgerFaults; decorate?: ((ledger: Ledger) => Ledger) | undefined }): Ledger {
+export async function openLedger(options: { dataDir: string; selection?: LedgerSelection | undefined; faults?: LedgerFaults; decorate?: ((ledger: Ledger) => Ledger) | undefined }): Promise<Ledger> {
   const decorate = options.decorate ?? same;
   const selection = options.selection;
   let ledger: Ledger;
   if (selection?.LEDGER === 'evm') {
     const because = 'LEDGER=evm';
+    // Loaded only when chosen, like the server stores: viem is no cost to a process on the embedded ledger.
+    const { openEvmLedger, readOperatorKey } = await import('./evm/evm-ledger.ts');
     ledger = openEvmLedger({
       rpcUrl: required(selection.EVM_RPC_URL, 'EVM_RPC_URL', because),
       chainId: required(selection.EVM_CHAIN_ID, 'EVM_CHAIN_ID', because),

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { formatEther } from 'viem';
-import { deployWalletLedger, findWalletLedger, openEvmLedger, readOperatorKey } from '../adapters/evm/evm-ledger.ts';
 import { openLedger } from '../adapters/open-stores.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { formatAmount } from '../domain/money.ts';
@@ -11,7 +9,11 @@ function print<T>(options: CommonOptions, result: T, human: (result: T) => strin
   process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
 }
 
-function evmSettings(config: Config, needAddress: boolean) {
+/** The EVM adapter and viem, loaded only by the commands that need them (every CLI start would pay for them). */
+const evm = () => import('../adapters/evm/evm-ledger.ts');
+
+async function evmSettings(config: Config, needAddress: boolean) {
+  const { readOperatorKey } = await evm();
   const names: (keyof Config)[] = ['EVM_RPC_URL', 'EVM_CHAIN_ID', 'EVM_OPERATOR_KEY_FILE', ...(needAddress ? (['EVM_LEDGER_ADDRESS'] as const) : [])];
   const missing = names.filter((name) => config[name] === undefined);
   if (missing.length > 0) throw new UsageError(`set ${missing.join(', ')} (see the README's EVM ledger section)`);
@@ -34,7 +36,8 @@ export function registerLedgerCommands(program: Command): void {
     .option('--unless-deployed', 'do nothing when EVM_LEDGER_ADDRESS already holds a WalletLedger whose operator is this key (idempotent setups)')
     .action(async (opts: CommonOptions & { unlessDeployed?: boolean }) => {
       const config = loadConfig(process.env);
-      const settings = evmSettings(config, false);
+      const settings = await evmSettings(config, false);
+      const { deployWalletLedger, findWalletLedger } = await evm();
       if (opts.unlessDeployed && config.EVM_LEDGER_ADDRESS) {
         const existing = await findWalletLedger({ ...settings, contract: config.EVM_LEDGER_ADDRESS as `0x${string}` });
         if (existing) {
@@ -51,19 +54,21 @@ export function registerLedgerCommands(program: Command): void {
     .action(async (opts: CommonOptions) => {
       const config = loadConfig(process.env);
       if (config.LEDGER === 'evm') {
-        const evm = openEvmLedger({ ...evmSettings(config, true), contract: config.EVM_LEDGER_ADDRESS as `0x${string}`, scale: config.ASSET_SCALE });
+        const { openEvmLedger } = await evm();
+        const { formatEther } = await import('viem');
+        const chain = openEvmLedger({ ...(await evmSettings(config, true)), contract: config.EVM_LEDGER_ADDRESS as `0x${string}`, scale: config.ASSET_SCALE });
         try {
-          const status = await evm.status();
+          const status = await chain.status();
           const result = { ledger: 'evm' as const, ...status, operatorBalance: formatEther(BigInt(status.operatorBalanceWei)), supply: formatAmount(status.supply, config.ASSET_SCALE) };
           print(opts, result, (r) =>
             [`chain ${r.chainId} at block ${r.blockNumber}`, `contract ${r.contract}: ${r.sequence} operations executed, supply ${r.supply}`, `operator ${r.operator}: ${r.operatorBalance} for gas`].join('\n'),
           );
         } finally {
-          await evm.close();
+          await chain.close();
         }
         return;
       }
-      const embedded = openLedger({ dataDir: opts.dataDir ?? config.DATA_DIR, selection: config });
+      const embedded = await openLedger({ dataDir: opts.dataDir ?? config.DATA_DIR, selection: config });
       try {
         let sequence = 0;
         for (let page = await embedded.transactions({ fromSequence: 1, maxCount: 1000 }); page.length > 0; page = await embedded.transactions({ fromSequence: sequence + 1, maxCount: 1000 })) {

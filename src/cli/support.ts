@@ -92,7 +92,7 @@ export function common(command: Command): Command {
 /** Like withStores, with the ledger too. */
 export async function withLedger<T>(options: CommonOptions, action: (stores: Stores, ledger: Ledger, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
   await withStores(options, async (stores, config) => {
-    const ledger = openLedger({ dataDir: options.dataDir ?? config.DATA_DIR, selection: config });
+    const ledger = await openLedger({ dataDir: options.dataDir ?? config.DATA_DIR, selection: config });
     try {
       return await action(stores, ledger, config);
     } finally {

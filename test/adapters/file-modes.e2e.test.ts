@@ -20,7 +20,7 @@ describe('owner-only files', () => {
   it('when the embedded stores and ledger create their files, then every file is 0600 and the data directory 0700', async () => {
     const dataDir = join(root.path, 'fresh', 'data');
     const stores = await openStores({ dataDir });
-    const ledger = openLedger({ dataDir });
+    const ledger = await openLedger({ dataDir });
     try {
       await stores.eventStore.append('test-1', [{ type: 'Tested', data: {} }], 'no_stream');
       await stores.readStore.defineCollections([{ name: 'things' }]);
