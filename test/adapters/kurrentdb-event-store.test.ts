@@ -21,6 +21,18 @@ if (url) {
       openSecondHandle: async () => openKurrentDbEventStore({ connectionString: url }),
     };
   });
+  // Again with reads of $all paged two events at a time: every readAll and headPosition of the contract then
+  // crosses page boundaries, which proves on the server what the mocked client cannot: a page may start at the
+  // previous page's last event (a real event boundary, no InvalidPosition), forward reads include it, backward
+  // reads exclude it, and the server's maxCount bounds a filtered read.
+  describeEventStoreContract('KurrentDB, $all read in pages of 2', async () => {
+    const store = openKurrentDbEventStore({ connectionString: url, readPageSize: 2 });
+    return {
+      store,
+      cleanup: () => store.close(),
+      openSecondHandle: async () => openKurrentDbEventStore({ connectionString: url, readPageSize: 2 }),
+    };
+  });
 } else {
   describe.skip('EventStore contract: KurrentDB (skipped: KURRENTDB_URL is not set)', () => {
     it('runs against the KurrentDB named by KURRENTDB_URL', () => {});
