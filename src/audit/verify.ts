@@ -1,7 +1,7 @@
 import type { EventStore } from '../ports/event-store.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
-import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker } from './seals.ts';
+import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker, findSealedEvent } from './seals.ts';
 import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type AuditReport, type StuckOperation } from './verify-report.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
@@ -70,14 +70,18 @@ export interface VerifyOptions {
 
 // ---- the run -------------------------------------------------------------------------------------------------
 
-/** Seals are delimited by position when the store numbers events as the sealer saw them, else by event id. */
+/**
+ * Seals are delimited by position when the store numbers events as the sealer saw them (the sealed last event,
+ * found by stream and revision, is at the sealed position), else by event id: a history copied or imported
+ * into another store keeps streams, revisions and ids, not positions.
+ */
 async function sealMode(store: EventStore): Promise<'positions' | 'ids'> {
   const first = await store.readStream(SEALS_STREAM, { maxCount: 3 });
   if (first.length === 0) return 'positions';
   for (const seal of first) {
     const data = seal.data as HistorySealedData;
-    const [event] = await store.readAll({ fromPosition: data.toPosition, toPosition: data.toPosition, maxCount: 1 });
-    if (event && event.id === data.lastEventID) return 'positions';
+    const event = await findSealedEvent(store, data);
+    if (event && event.position === data.toPosition) return 'positions';
   }
   return 'ids';
 }
