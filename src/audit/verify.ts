@@ -47,8 +47,12 @@ export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
  */
 export interface VerifyOptions {
   eventStore: EventStore;
-  /** The ledger to reconcile with; null skips the ledger checks. */
+  /** The ledger to reconcile with; null skips the ledger checks (the report says so, with `ledgerSkipped`). */
   ledger: Ledger | null;
+  /** Which ledger it is, for the report (e.g. "configured", "embedded"). */
+  ledgerName?: string;
+  /** Why there is no ledger, for the report. */
+  ledgerSkipped?: string;
   /**
    * How the ledger chains its transactions (the embedded ledger's chainID); without it the ledger's own chain
    * is not checked. Given by the caller: the chain is the ledger's, and src/audit depends on ports only.
@@ -158,6 +162,9 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
       redeemed: fromUnits(business.redeemed, scale),
       supply: fromUnits(business.supply, scale),
     },
+    ledger: options.ledger
+      ? { reconciled: true, ledger: options.ledgerName ?? 'given' }
+      : { reconciled: false, reason: options.ledgerSkipped ?? 'no ledger was given' },
     firstBrokenPosition: problems.firstBroken,
     inFlight: inFlight.slice(0, 100),
     stuck: stuck.slice(0, 1000),
