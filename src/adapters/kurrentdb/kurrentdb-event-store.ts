@@ -47,6 +47,7 @@ import {
   toMultiStreamRequests,
   toPortPosition,
   toRecordedEvent,
+  toLogPosition,
   toSafeNumber,
   toServerFilter,
   toStreamState,
@@ -151,6 +152,7 @@ class KurrentDbEventStore implements EventStore {
     checkNonNegativeInteger('maxCount', maxCount);
     if (maxCount === 0 || matchesNothing(options.filter) || to < start.minimum) return [];
     const filter = toServerFilter(options.filter);
+    const lastLog = toLogPosition(to);
     const events: RecordedEvent[] = [];
     let from: ReadPosition = start.from;
     /** The log position of the last event of the previous page: the next page starts with it again (reads are inclusive). */
@@ -166,6 +168,8 @@ class KurrentDbEventStore implements EventStore {
           const position = resolved.event?.position;
           if (position) {
             if (seen !== null && position.commit <= seen) continue;
+            // Past the end, system events included: no further page is read for events the caller cannot get.
+            if (position.commit > lastLog) return events;
             last = position;
           }
           const event = mapAllEvent(resolved);
