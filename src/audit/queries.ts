@@ -1,5 +1,5 @@
 import { DomainError } from '../domain/errors.ts';
-import type { WalletRef } from '../domain/events.ts';
+import type { OperationRequested, WalletRef } from '../domain/events.ts';
 import { streams } from '../domain/streams.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { fromUnits, toUnits } from './amounts.ts';
@@ -213,26 +213,68 @@ const STATUS: Record<string, string> = {
   OperationFailed: 'failed',
 };
 
-/** Events appended together with an operation's own (holds, money, volume, idempotency) sit right beside them. */
-const NEIGHBOURHOOD = 8;
+/**
+ * The streams an operation's commands write besides its own, named by the operation itself: the payer's hold,
+ * releases and debit, the payee's and the fee account's credits, the key's daily volume.
+ */
+function companionStreams(data: OperationRequested['data']): string[] {
+  const names = [streams.wallet(data.payer), streams.wallet(data.payee), streams.wallet({ kind: 'platform', id: 'fees' })];
+  if (data.keyID !== null && data.volumeDay !== null) names.push(streams.keyVolume(data.keyID, data.volumeDay));
+  return [...new Set(names)];
+}
+
+/** An append writes a few events to a stream at most; the window read on each side of an event in a companion stream. */
+const BESIDE = 3;
+
+/**
+ * A stream's events on either side of a global position: the revision where the stream passes the position
+ * is found by bisection (positions only compared, never computed: on KurrentDB a number next to a position
+ * is not necessarily one a read may start at), then BESIDE events before and after it are read.
+ */
+async function streamEventsBeside(store: EventStore, stream: string, length: number, position: number, read: (revision: number) => Promise<RecordedEvent | undefined>): Promise<RecordedEvent[]> {
+  let lo = 0;
+  let hi = length;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    const event = await read(mid);
+    if (event === undefined || event.position > position) hi = mid;
+    else lo = mid + 1;
+  }
+  const from = Math.max(0, lo - BESIDE);
+  return store.readStream(stream, { fromRevision: from, maxCount: lo + BESIDE - from });
+}
 
 /**
  * The operation's events in order: those of its stream, and those of other streams written in the same
- * appends (the payer's hold, the money movements, the key's volume, the idempotency record, the releases),
- * found beside each of its events by operation id, correlation id and commit time.
+ * appends (the payer's hold, the money movements, the key's volume, the releases). Those are found by stream
+ * and correlation id, not by position arithmetic: in each stream the operation names (companionStreams),
+ * beside each of its own events, the events that carry its operation id and were written by the same command
+ * (the correlation id of one of its own events).
  */
 export async function operationHistory(store: EventStore, operationID: string): Promise<OperationHistory> {
   const own = await store.readStream(streams.operation(operationID));
   const requested = own[0];
   if (!requested || requested.type !== 'OperationRequested') throw new DomainError('NOT_FOUND', `operation ${operationID} does not exist`);
+  const correlations = new Set(own.map((event) => event.metadata?.correlationId));
   const related = new Map<number, RecordedEvent>();
-  for (const event of own) {
-    const around = await store.readAll({ fromPosition: Math.max(0, event.position - NEIGHBOURHOOD), toPosition: event.position + NEIGHBOURHOOD });
-    for (const other of around) {
-      if (other.stream === event.stream) continue;
-      if ((other.data as { operationID?: unknown })?.operationID !== operationID) continue;
-      if (other.createdAt !== event.createdAt || other.metadata?.correlationId !== event.metadata?.correlationId) continue;
-      related.set(other.position, other);
+  for (const stream of companionStreams(requested.data as OperationRequested['data'])) {
+    const [last] = await store.readStream(stream, { direction: 'backwards', maxCount: 1 });
+    if (!last) continue;
+    const byRevision = new Map<number, Promise<RecordedEvent | undefined>>();
+    const read = (revision: number) => {
+      let found = byRevision.get(revision);
+      if (!found) {
+        found = store.readStream(stream, { fromRevision: revision, maxCount: 1 }).then(([event]) => event);
+        byRevision.set(revision, found);
+      }
+      return found;
+    };
+    for (const event of own) {
+      for (const other of await streamEventsBeside(store, stream, last.revision + 1, event.position, read)) {
+        if ((other.data as { operationID?: unknown })?.operationID !== operationID) continue;
+        if (!correlations.has(other.metadata?.correlationId)) continue;
+        related.set(other.position, other);
+      }
     }
   }
   const directory = new Directory(store);

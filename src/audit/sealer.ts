@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type EventStore, type RecordedEvent, WrongExpectedVersionError } from '../ports/event-store.ts';
 import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
-import { GENESIS_DIGEST, type HistorySealedData, type RecordedSeal, SEAL_EVENT_TYPE, SEALS_STREAM, SealAccumulator, isSealEvent } from './seals.ts';
+import { GENESIS_DIGEST, type HistorySealedData, type RecordedSeal, SEAL_EVENT_TYPE, SEALS_STREAM, SealAccumulator, findSealedEvent, isSealEvent } from './seals.ts';
 
 /**
  * The sealer: a runner like a projection runner, that follows $all in order and every `every` events
@@ -47,16 +47,12 @@ export async function lastSeal(store: EventStore): Promise<RecordedSeal | null> 
 }
 
 /**
- * Where the last sealed event is in this store: at its sealed position in the store that sealed it, else
- * (a history imported elsewhere, other positions) found by its stream and revision.
+ * Where the last sealed event is in this store: found by its stream and revision (findSealedEvent), so that a
+ * sealer resumes in the store that sealed it and in one the history was copied or imported into alike.
  */
 export async function resumePosition(store: EventStore, seal: HistorySealedData): Promise<number> {
-  const [atSealed] = await store.readAll({ fromPosition: seal.toPosition, toPosition: seal.toPosition, maxCount: 1 });
-  if (atSealed?.id === seal.lastEventID) return atSealed.position;
-  if (typeof seal.lastEventStream === 'string') {
-    const [byStream] = await store.readStream(seal.lastEventStream, { fromRevision: seal.lastEventRevision, maxCount: 1 });
-    if (byStream?.id === seal.lastEventID) return byStream.position;
-  }
+  const event = await findSealedEvent(store, seal);
+  if (event) return event.position;
   throw new Error(`the last sealed event ${seal.lastEventID} is not in the history any more: run audit verify`);
 }
 

@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import type { RecordedEvent } from '../ports/event-store.ts';
+import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { GENESIS_HASH, storedHash } from './hash-chain.ts';
 
 /**
@@ -45,6 +45,26 @@ export interface HistorySealedData {
 }
 
 export const isSealEvent = (event: Pick<RecordedEvent, 'stream'>): boolean => event.stream === SEALS_STREAM;
+
+/**
+ * The last event a seal covers, as it is in this store, or null when it is not here. Looked up by its stream
+ * and revision, which every store the history is copied or imported into keeps: a seal's positions are the
+ * sealing store's numbers, which after `events copy` into KurrentDB name no event (KurrentDB then refuses the
+ * read with InvalidPosition). Only a seal without a stream (none is written so any more) is looked up by
+ * position, and a failed lookup there means "not here", not an error.
+ */
+export async function findSealedEvent(store: EventStore, seal: HistorySealedData): Promise<RecordedEvent | null> {
+  if (typeof seal.lastEventStream === 'string' && Number.isSafeInteger(seal.lastEventRevision) && seal.lastEventRevision >= 0) {
+    const [event] = await store.readStream(seal.lastEventStream, { fromRevision: seal.lastEventRevision, maxCount: 1 });
+    return event?.id === seal.lastEventID ? event : null;
+  }
+  try {
+    const [event] = await store.readAll({ fromPosition: seal.toPosition, toPosition: seal.toPosition, maxCount: 1 });
+    return event?.id === seal.lastEventID ? event : null;
+  } catch {
+    return null;
+  }
+}
 
 /** Accumulates a seal's range as events are seen in order; used by the sealer to write and by verify to recompute. */
 export class SealAccumulator {

@@ -45,6 +45,12 @@ export interface AuditReport {
     headPosition: number;
   };
   supply: { definition: string; issued: string; redeemed: string; supply: string };
+  /**
+   * The reconciliation with the ledger: done against the named ledger, or not done (`audit verify --ledger
+   * skip`, e.g. for a history imported without its ledger). When not done, neither the ledger checks nor the
+   * ledger's own chain ran, and `checked.ledgerTransactions` is 0 for that reason only.
+   */
+  ledger: { reconciled: true; ledger: string } | { reconciled: false; reason: string };
   /** The smallest position named by a hash, chain or seal problem: where the history was first changed. */
   firstBrokenPosition: number | null;
   /**

@@ -1,7 +1,7 @@
 import type { EventStore } from '../ports/event-store.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
-import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker } from './seals.ts';
+import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker, findSealedEvent } from './seals.ts';
 import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type AuditReport, type StuckOperation } from './verify-report.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
@@ -47,8 +47,12 @@ export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
  */
 export interface VerifyOptions {
   eventStore: EventStore;
-  /** The ledger to reconcile with; null skips the ledger checks. */
+  /** The ledger to reconcile with; null skips the ledger checks (the report says so, with `ledgerSkipped`). */
   ledger: Ledger | null;
+  /** Which ledger it is, for the report (e.g. "configured", "embedded"). */
+  ledgerName?: string;
+  /** Why there is no ledger, for the report. */
+  ledgerSkipped?: string;
   /**
    * How the ledger chains its transactions (the embedded ledger's chainID); without it the ledger's own chain
    * is not checked. Given by the caller: the chain is the ledger's, and src/audit depends on ports only.
@@ -70,14 +74,18 @@ export interface VerifyOptions {
 
 // ---- the run -------------------------------------------------------------------------------------------------
 
-/** Seals are delimited by position when the store numbers events as the sealer saw them, else by event id. */
+/**
+ * Seals are delimited by position when the store numbers events as the sealer saw them (the sealed last event,
+ * found by stream and revision, is at the sealed position), else by event id: a history copied or imported
+ * into another store keeps streams, revisions and ids, not positions.
+ */
 async function sealMode(store: EventStore): Promise<'positions' | 'ids'> {
   const first = await store.readStream(SEALS_STREAM, { maxCount: 3 });
   if (first.length === 0) return 'positions';
   for (const seal of first) {
     const data = seal.data as HistorySealedData;
-    const [event] = await store.readAll({ fromPosition: data.toPosition, toPosition: data.toPosition, maxCount: 1 });
-    if (event && event.id === data.lastEventID) return 'positions';
+    const event = await findSealedEvent(store, data);
+    if (event && event.position === data.toPosition) return 'positions';
   }
   return 'ids';
 }
@@ -154,6 +162,9 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
       redeemed: fromUnits(business.redeemed, scale),
       supply: fromUnits(business.supply, scale),
     },
+    ledger: options.ledger
+      ? { reconciled: true, ledger: options.ledgerName ?? 'given' }
+      : { reconciled: false, reason: options.ledgerSkipped ?? 'no ledger was given' },
     firstBrokenPosition: problems.firstBroken,
     inFlight: inFlight.slice(0, 100),
     stuck: stuck.slice(0, 1000),

@@ -1,12 +1,17 @@
-import type { Command } from 'commander';
-import { chainID } from '../adapters/ledger/embedded-ledger.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Option, type Command } from 'commander';
+import type { Stores } from '../adapters/open-stores.ts';
+import { chainID, openEmbeddedLedger } from '../adapters/ledger/embedded-ledger.ts';
+import type { Config } from '../config.ts';
+import type { Ledger } from '../ports/ledger.ts';
 import { exportEvents, importEvents } from '../audit/export-import.ts';
 import { unwrapHashChain } from '../audit/hash-chain.ts';
 import { balanceAsOf, keyHistory, operationHistory } from '../audit/queries.ts';
 import { formatAge, verifyHistory, type AuditReport } from '../audit/verify.ts';
 import { normalizePhone } from '../domain/phone.ts';
 import { withoutOperatorAttribution } from './operator-attribution.ts';
-import { common, parseWalletRef, progressBar, UsageError, withBackOffice, withLedger, type CommonOptions } from './support.ts';
+import { common, parseWalletRef, progressBar, UsageError, withBackOffice, withLedger, withStores, type CommonOptions } from './support.ts';
 
 /**
  * `wallet-ops audit ...` (verify the history, reconstruct balances, tell an operation's or a key's story) and
@@ -28,22 +33,45 @@ export function registerAuditCommands(program: Command): void {
         'no executor claimed: e.g. 900s, 15m, 2h, 1d, or milliseconds',
       '15m',
     )
-    .action(async (opts: CommonOptions & { maxApprovedAge: string }) => {
+    .addOption(
+      new Option(
+        '--ledger <ledger>',
+        'the ledger to reconcile the history with: configured (what the configuration opens), embedded (the embedded ledger of --data-dir), ' +
+          'or skip (no reconciliation, reported as not done: for a history imported without its ledger, which an export does not carry)',
+      ).choices(LEDGER_CHOICES).default('configured'),
+    )
+    .action(async (opts: CommonOptions & { maxApprovedAge: string; ledger: LedgerChoice }) => {
       const maxApprovedAgeMs = parseDuration('--max-approved-age', opts.maxApprovedAge);
       let report: AuditReport | undefined;
-      await withLedger(opts, async ({ eventStore }, ledger, config) => {
+      const run = async ({ eventStore }: Stores, ledger: Ledger | null, config: Config) => {
         const bar = progressBar('audit verify');
         try {
           report = await verifyHistory({
+            eventStore, ledger, assetScale: config.ASSET_SCALE, maxApprovedAgeMs, clock: () => new Date(),
             // The embedded ledger's ids chain its transactions; a chain's transaction hashes are the chain's own affair.
-            eventStore, ledger, ledgerChainID: config.LEDGER === 'embedded' ? chainID : undefined, assetScale: config.ASSET_SCALE, maxApprovedAgeMs, clock: () => new Date(),
+            ...(ledger
+              ? { ledgerChainID: opts.ledger === 'embedded' || config.LEDGER === 'embedded' ? chainID : undefined, ledgerName: opts.ledger }
+              : { ledgerSkipped: 'audit verify --ledger skip: the ledger was not reconciled' }),
             onProgress: (position, head) => bar.update(position, head),
           });
         } finally {
           bar.stop();
         }
         return report;
-      }, humanReport);
+      };
+      if (opts.ledger === 'configured') {
+        await withLedger(opts, run, humanReport);
+      } else {
+        await withStores(opts, async (stores, config) => {
+          // The explicit choice opens the embedded ledger's file itself, whatever the configuration's ledger is.
+          const ledger = opts.ledger === 'embedded' ? openExistingEmbeddedLedger(opts.dataDir ?? config.DATA_DIR) : null;
+          try {
+            return await run(stores, ledger, config);
+          } finally {
+            await ledger?.close();
+          }
+        }, humanReport);
+      }
       if (report && !report.ok) {
         throw new Error(`audit verify found ${report.problemCount} problem${report.problemCount === 1 ? '' : 's'}${report.firstBrokenPosition !== null ? `; the history is first broken at position ${report.firstBrokenPosition}` : ''}`);
       }
@@ -113,12 +141,28 @@ export function registerAuditCommands(program: Command): void {
         const bar = progressBar('events import');
         try {
           // The raw store: the events carry their hashes, which must be kept exactly as they are.
-          return await importEvents(unwrapHashChain(withoutOperatorAttribution(store)), opts.in, { onProgress: (done, total) => bar.update(done, total) });
+          const result = await importEvents(unwrapHashChain(withoutOperatorAttribution(store)), opts.in, { onProgress: (done, total) => bar.update(done, total) });
+          return { ...result, ledger: IMPORT_LEDGER_NOTE };
         } finally {
           bar.stop();
         }
-      }, (r) => `imported ${r.events} events in ${r.streams} streams (${r.seals} seals); now rebuild the read models: wallet-ops projections rebuild`),
+      }, (r) => `imported ${r.events} events in ${r.streams} streams (${r.seals} seals); ${IMPORT_LEDGER_NOTE}; now rebuild the read models: wallet-ops projections rebuild`),
     );
+}
+
+const LEDGER_CHOICES = ['configured', 'embedded', 'skip'] as const;
+type LedgerChoice = (typeof LEDGER_CHOICES)[number];
+
+/** What `events import` says of the ledger: an export is the event history only. */
+export const IMPORT_LEDGER_NOTE =
+  'the ledger is not part of an export and was not imported (it is the chain\'s own record): ' +
+  'verify this history with audit verify --ledger skip, or against the ledger it was executed on';
+
+/** The embedded ledger of a data directory, refused when there is none (opening it would create an empty one). */
+function openExistingEmbeddedLedger(dataDir: string): Ledger {
+  const file = join(dataDir, 'ledger.sqlite');
+  if (!existsSync(file)) throw new UsageError(`--ledger embedded: there is no embedded ledger in ${dataDir} (${file})`);
+  return openEmbeddedLedger({ file });
 }
 
 function parseTime(value: string): Date {
@@ -157,8 +201,11 @@ function humanReport(report: AuditReport | undefined): string {
   const c = report.checked;
   const lines = [
     `${report.ok ? 'OK' : 'PROBLEMS FOUND'}: ${c.events} events in ${c.streams} streams (${c.seals} seals over ${c.sealedEvents} events, ${c.unsealedEvents} after the last seal), ` +
-      `${c.operations} operations, ${c.wallets} wallets, ${c.ledgerTransactions} ledger transactions, in ${report.seconds} s (${report.eventsPerSecond} events/s)`,
+      `${c.operations} operations, ${c.wallets} wallets, ${report.ledger.reconciled ? `${c.ledgerTransactions} ledger transactions` : 'no ledger'}, in ${report.seconds} s (${report.eventsPerSecond} events/s)`,
     `supply ${report.supply.supply} = issued ${report.supply.issued} - redeemed ${report.supply.redeemed}`,
+    report.ledger.reconciled
+      ? `ledger reconciliation: done (${report.ledger.ledger} ledger)`
+      : `ledger reconciliation: NOT DONE (${report.ledger.reason}): no completed operation was matched with a ledger transaction, and the ledger's chain was not checked`,
   ];
   const stuck = report.stuck.length;
   lines.push(`operations stuck without an outcome as of ${report.asOf} (approved over ${formatAge(report.maxApprovedAgeMs)} ago, or on the ledger past their claim's lease): ` +

@@ -38,14 +38,14 @@ export class KeyUsageRecorder {
     this.timer.unref();
   }
 
-  record(keyID: string, at: Date): void {
+  record(keyID: string, at: Date, count = 1): void {
     const entry = this.pending.get(keyID);
     const iso = at.toISOString();
     if (entry) {
-      entry.count += 1;
+      entry.count += count;
       if (iso > entry.lastUsedAt) entry.lastUsedAt = iso;
     } else {
-      this.pending.set(keyID, { count: 1, lastUsedAt: iso });
+      this.pending.set(keyID, { count, lastUsedAt: iso });
     }
   }
 
@@ -70,7 +70,11 @@ export class KeyUsageRecorder {
         });
         await this.readStore.commit(writes);
       } catch (error) {
-        this.logger.warn({ err: error }, 'could not record API key usage');
+        // Kept for the next flush rather than lost: a read-store outage (a MongoDB election, a network cut)
+        // must not erase the counts of the requests served meanwhile. Should the commit have happened with only
+        // its answer lost, those requests are counted twice: telemetry, which errs on the side of use.
+        for (const [keyID, used] of batch) this.record(keyID, new Date(used.lastUsedAt), used.count);
+        this.logger.warn({ err: error }, 'could not record API key usage; kept for the next flush');
       }
     });
     return this.flushing;

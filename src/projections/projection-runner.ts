@@ -92,6 +92,8 @@ export class ProjectionRunner {
     const { eventStore, readStore, projection } = this.options;
     while (!context.stopping()) {
       // The generation first: a promote between the two reads then fails our first commit, never the reverse.
+      // Outside the try below on purpose: a store error here (a MongoDB outage) ends the session like any other,
+      // and the supervisor retries it with backoff (test/faults/read-store-outage.test.ts).
       const generation = await readStore.getGeneration(projection.name);
       this.checkpoint = await readStore.getCheckpoint(projection.name);
       if (this.checkpoint !== null) context.progress(this.checkpoint);

@@ -6,12 +6,13 @@
  * an operation's and a key's story, export and import.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEmbeddedLedger } from '../../src/adapters/ledger/embedded-ledger.ts';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
+import { eventHash } from '../../src/audit/hash-chain.ts';
 import { balanceAsOf } from '../../src/audit/queries.ts';
 import { startSealer, type RunningSealer } from '../../src/audit/sealer.ts';
 import { actingUser, decideOnApiKey, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
@@ -19,6 +20,7 @@ import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { BALANCES_COLLECTION, type BalanceDoc } from '../../src/projections/balances.ts';
 import { allProjections } from '../../src/projections/index.ts';
 import { projectionStatus } from '../../src/projections/rebuild.ts';
+import type { AuditReport } from '../../src/audit/verify.ts';
 import { runCli, runCliJson } from '../support/cli.ts';
 import { approve, issue, waitUntilSettled } from '../support/executor-system.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
@@ -361,6 +363,93 @@ describe('audit end to end', () => {
       expect(await store.headPosition()).toBe(0);
       await store.close();
     });
+
+    it('given a history imported without its ledger, when verified with --ledger skip, then it passes with the reconciliation reported as not done; the default still reconciles and fails', async () => {
+      const file = join(work.path, 'history-no-ledger.jsonl');
+      const fresh = join(work.path, 'fresh-no-ledger');
+      await runCliJson(['events', 'export', '--out', file, '--data-dir', pristine]);
+      const imported = await runCli(['events', 'import', '--in', file, '--data-dir', fresh]);
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(imported.stdout).toMatch(/the ledger is not part of an export and was not imported/);
+      expect(existsSync(join(fresh, 'ledger.sqlite'))).toBe(false);
+      const checkedCopy = join(work.path, 'fresh-no-ledger-configured');
+      copyDataDir(fresh, checkedCopy); // before any verify: the configured ledger opens (creates) a ledger file
+
+      // Independent runs, in parallel (each CLI process takes seconds on a loaded machine).
+      const [skipped, text, configured, none, withEmbedded, bad] = await Promise.all([
+        runCli(['audit', 'verify', '--ledger', 'skip', '--json', '--data-dir', fresh]),
+        runCli(['audit', 'verify', '--ledger', 'skip', '--data-dir', fresh]),
+        // Without --ledger skip the reconciliation runs (on an empty ledger here), and says what is missing.
+        verifyViaCli(checkedCopy),
+        // The explicit embedded ledger: refused where there is none, reconciled where there is.
+        runCli(['audit', 'verify', '--ledger', 'embedded', '--json', '--data-dir', fresh]),
+        runCli(['audit', 'verify', '--ledger', 'embedded', '--json', '--data-dir', pristine]),
+        runCli(['audit', 'verify', '--ledger', 'chain', '--data-dir', fresh]),
+      ]);
+      const report = JSON.parse(skipped.stdout) as AuditReport;
+      expect(report.problems).toEqual([]);
+      expect(skipped.code, skipped.stderr).toBe(0);
+      expect(report.ledger).toEqual({ reconciled: false, reason: expect.stringContaining('--ledger skip') });
+      expect(report.checked).toMatchObject({ operations: 6, ledgerTransactions: 0, unhashedEvents: 0 });
+      expect(report.checked.seals).toBeGreaterThan(3);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toMatch(/^OK: .*no ledger/);
+      expect(text.stdout).toContain('ledger reconciliation: NOT DONE');
+      expect(existsSync(join(fresh, 'ledger.sqlite'))).toBe(false);
+
+      expect(configured.code).toBe(1);
+      expect(configured.report.ledger).toEqual({ reconciled: true, ledger: 'configured' });
+      expect(configured.report.problems).toContainEqual(expect.objectContaining({ check: 'ledger', detail: expect.stringContaining('has no ledger transaction') }));
+      expect(none.code).toBe(2);
+      expect(none.stderr).toContain('no embedded ledger');
+      expect(withEmbedded.code, withEmbedded.stderr).toBe(0);
+      expect(JSON.parse(withEmbedded.stdout)).toMatchObject({ ok: true, ledger: { reconciled: true, ledger: 'embedded' }, checked: { ledgerTransactions: 5 } });
+      expect(bad.code).toBe(2);
+    }, 120_000);
+
+    it('given an export tampered with, when imported and verified with --ledger skip, then it still fails: an altered event is refused at import, and a forgery re-hashed to pass the import fails verify', async () => {
+      const file = join(work.path, 'history-tampered.jsonl');
+      await runCliJson(['events', 'export', '--out', file, '--data-dir', pristine]);
+      const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { stream: string; revision: number; type: string; data: any; metadata: any; id: string });
+      const credit = lines.find((l) => l.type === 'WalletCredited' && l.data.operationID === ops.cashIn)!;
+      expect(credit.data.amount).toBe('100.00');
+
+      // An event altered in place: its hash no longer matches, and the import refuses the file.
+      const altered = join(work.path, 'altered.jsonl');
+      writeFileSync(altered, lines.map((l) => JSON.stringify(l === credit ? { ...l, data: { ...l.data, amount: '900.00' } } : l)).join('\n') + '\n');
+      const refusedDir = join(work.path, 'altered-import');
+
+      // A forgery that passes the import: the seals dropped, the wallet's chain re-hashed after the change.
+      // Only the history's own rules are left to catch it, and with --ledger skip they must.
+      let previous: string | null = null;
+      const forgedLines = lines.filter((l) => l.stream !== 'audit-seals').map((l) => {
+        if (l.stream !== credit.stream) return l;
+        let event = l;
+        if (l === credit) event = { ...l, data: { ...l.data, amount: '900.00' } };
+        if (previous !== null || l === credit) {
+          const metadata = { ...event.metadata, previousHash: event.revision === 0 ? '0'.repeat(64) : (previous ?? event.metadata.previousHash) };
+          event = { ...event, metadata: { ...metadata, hash: eventHash({ ...event, metadata }) } };
+          previous = event.metadata.hash as string;
+        }
+        return event;
+      });
+      const forged = join(work.path, 'forged-rehashed.jsonl');
+      writeFileSync(forged, forgedLines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+      const forgedDir = join(work.path, 'forged-import');
+      const [refused, accepted] = await Promise.all([
+        runCli(['events', 'import', '--in', altered, '--data-dir', refusedDir]),
+        runCli(['events', 'import', '--in', forged, '--data-dir', forgedDir]),
+      ]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/does not verify.*hash/);
+      expect(accepted.code, accepted.stderr).toBe(0);
+      const verified = await runCli(['audit', 'verify', '--ledger', 'skip', '--json', '--data-dir', forgedDir]);
+      expect(verified.code).toBe(1);
+      const report = JSON.parse(verified.stdout) as AuditReport;
+      expect(report.ok).toBe(false);
+      expect(report.ledger.reconciled).toBe(false);
+      expect(report.problems).toContainEqual(expect.objectContaining({ check: 'supply', operationID: ops.cashIn }));
+    }, 120_000);
 
     it('when exporting a position range of one stream category, then only those events are written, in order', async () => {
       const file = join(work.path, 'operations.jsonl');

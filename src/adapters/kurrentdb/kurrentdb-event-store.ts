@@ -13,10 +13,15 @@
  *   append answer carries the position of the last event of every stream: one extra read per stream written.
  * - readStream of a missing stream is [] (the client's StreamNotFoundError).
  * - readAll, headPosition and subscriptions leave out system events (`$`-prefixed streams or types).
+ * - Every read carries a `maxCount` and is read to its end (`drain`): client 1.3 reads go through a Rust bridge
+ *   (@kurrent/bridge) whose iterator has no `return()`, and the client exposes no way to cancel a read, so
+ *   leaving a `for await` early would leave the gRPC read open on the server until the bridge's stream is
+ *   garbage-collected. readAll and headPosition page explicitly: each page is one bounded read, drained, and
+ *   the next starts at the last event of the previous one (a real event position, which the server accepts).
  * - subscribeToAll: a catch-up subscription on the server (catch-up then live, in order, gap-free); the port's
  *   filter is sent as the server filter KurrentDB supports and applied again here.
  */
-import { BACKWARDS, END, FORWARDS, KurrentDBClient, START, excludeSystemEvents, type AllStreamResolvedEvent, type AllStreamSubscription, type ReadPosition } from '@kurrent/kurrentdb-client';
+import { BACKWARDS, END, FORWARDS, KurrentDBClient, START, excludeSystemEvents, type AllStreamResolvedEvent, type AllStreamSubscription, type Position, type ReadPosition, type ResolvedEvent } from '@kurrent/kurrentdb-client';
 import {
   type AppendResult,
   type EventFilter,
@@ -42,6 +47,7 @@ import {
   toMultiStreamRequests,
   toPortPosition,
   toRecordedEvent,
+  toLogPosition,
   toSafeNumber,
   toServerFilter,
   toStreamState,
@@ -51,18 +57,34 @@ import {
 export interface KurrentDbEventStoreOptions {
   /** e.g. `kurrentdb://localhost:2113?tls=false` (KURRENTDB_URL). */
   connectionString: string;
+  /**
+   * Most events one server read of $all asks for (its maxCount) when the caller's own maxCount does not bound
+   * it lower; at least 2 (a page after the first repeats the previous page's last event). Default 500. The
+   * contract suite runs with a tiny page as well, so that every read crosses page boundaries on a real server.
+   */
+  readPageSize?: number;
 }
+
+/** See KurrentDbEventStoreOptions.readPageSize. */
+export const DEFAULT_READ_PAGE_SIZE = 500;
+/** headPosition reads backwards in pages this small: the newest non-system event is almost always the first. */
+const HEAD_PAGE_SIZE = 16;
 
 /** Opens the adapter; the client connects on first use, so an unreachable server shows on the first call. */
 export function openKurrentDbEventStore(options: KurrentDbEventStoreOptions): EventStore {
-  return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString));
+  const pageSize = options.readPageSize ?? DEFAULT_READ_PAGE_SIZE;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 2) throw new Error(`readPageSize must be an integer >= 2, got ${String(pageSize)}`);
+  return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString), pageSize);
 }
 
 class KurrentDbEventStore implements EventStore {
   private readonly subscriptions = new Set<KurrentSubscription>();
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly client: KurrentDBClient) {}
+  constructor(
+    private readonly client: KurrentDBClient,
+    private readonly pageSize: number,
+  ) {}
 
   async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
     const [result] = await this.appendMulti([{ stream, events, expectedRevision }]);
@@ -102,22 +124,23 @@ class KurrentDbEventStore implements EventStore {
     if (options.fromRevision !== undefined) checkNonNegativeInteger('fromRevision', options.fromRevision);
     if (options.maxCount !== undefined) checkNonNegativeInteger('maxCount', options.maxCount);
     if (options.maxCount === 0) return [];
-    const events: RecordedEvent[] = [];
+    let read: ResolvedEvent[];
     try {
-      const reading = this.client.readStream(stream, {
+      // Unbounded when the caller gives no maxCount, but read to its end either way: nothing is left open.
+      read = await drain(this.client.readStream(stream, {
         direction: backwards ? BACKWARDS : FORWARDS,
         fromRevision: options.fromRevision === undefined ? (backwards ? END : START) : BigInt(options.fromRevision),
         ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
-      });
-      for await (const resolved of reading) {
-        const event = toRecordedEvent(resolved);
-        if (event) events.push(event);
-      }
+      }));
     } catch (error) {
       if (isStreamNotFound(error)) return [];
       throw translateError(error);
     }
-    return events;
+    try {
+      return read.map(toRecordedEvent).filter((event): event is RecordedEvent => event !== null);
+    } catch (error) {
+      throw translateError(error);
+    }
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
@@ -128,36 +151,71 @@ class KurrentDbEventStore implements EventStore {
     const maxCount = options.maxCount ?? Number.MAX_SAFE_INTEGER;
     checkNonNegativeInteger('maxCount', maxCount);
     if (maxCount === 0 || matchesNothing(options.filter) || to < start.minimum) return [];
+    const filter = toServerFilter(options.filter);
+    const lastLog = toLogPosition(to);
     const events: RecordedEvent[] = [];
+    let from: ReadPosition = start.from;
+    /** The log position of the last event of the previous page: the next page starts with it again (reads are inclusive). */
+    let seen: bigint | null = null;
     try {
-      // Unbounded on the server: events are dropped here (system events, the other half of the filter), so
-      // the read goes on until enough are kept; leaving the loop cancels the rest of the read.
-      const reading = this.client.readAll({ direction: FORWARDS, fromPosition: start.from, filter: toServerFilter(options.filter) });
-      for await (const resolved of reading) {
-        const event = mapAllEvent(resolved);
-        if (!event) continue;
-        if (event.position > to) break;
-        if (!keep(event, options.filter, start.minimum)) continue;
-        events.push(event);
-        if (events.length >= maxCount) break;
+      for (;;) {
+        // Events are dropped here (system events, the other half of the filter, the one repeated or before the
+        // start), so a page cannot be sized to the answer exactly: one more than still wanted, at most a page.
+        const pageSize = Math.min(this.pageSize, maxCount - events.length + 1);
+        const page = await drain(this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: pageSize, filter }));
+        let last: Position | undefined;
+        for (const resolved of page) {
+          const position = resolved.event?.position;
+          if (position) {
+            if (seen !== null && position.commit <= seen) continue;
+            // Past the end, system events included: no further page is read for events the caller cannot get.
+            if (position.commit > lastLog) return events;
+            last = position;
+          }
+          const event = mapAllEvent(resolved);
+          if (!event) continue;
+          if (event.position > to) return events;
+          if (!keep(event, options.filter, start.minimum)) continue;
+          events.push(event);
+          if (events.length >= maxCount) return events;
+        }
+        // A short page is the end of $all; a page that brought nothing new cannot happen with pages of 2 or more.
+        if (page.length < pageSize || !last) return events;
+        from = { commit: last.commit, prepare: last.prepare };
+        seen = last.commit;
       }
     } catch (error) {
       throw translateError(error);
     }
-    return events;
   }
 
   async headPosition(): Promise<number> {
     this.assertOpen();
+    const pageSize = Math.min(this.pageSize, HEAD_PAGE_SIZE);
+    let from: ReadPosition = END;
+    let seen: bigint | null = null;
     try {
-      for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: END, filter: excludeSystemEvents() })) {
-        const event = mapAllEvent(resolved);
-        if (event) return event.position;
+      for (;;) {
+        // The server leaves out system event types; an event of a system stream with an ordinary type is left out
+        // here, and when a whole page is such events the read goes on backwards from the oldest of them.
+        const page = await drain(this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, filter: excludeSystemEvents() }));
+        let last: Position | undefined;
+        for (const resolved of page) {
+          const position = resolved.event?.position;
+          if (position) {
+            if (seen !== null && position.commit >= seen) continue;
+            last = position;
+          }
+          const event = mapAllEvent(resolved);
+          if (event) return event.position;
+        }
+        if (page.length < pageSize || !last) return 0;
+        from = { commit: last.commit, prepare: last.prepare };
+        seen = last.commit;
       }
     } catch (error) {
       throw translateError(error);
     }
-    return 0;
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
@@ -189,9 +247,8 @@ class KurrentDbEventStore implements EventStore {
   /** The global position of a stream's event at a revision: read back from the leader, which just wrote it. */
   private async positionOf(stream: string, revision: number): Promise<number> {
     try {
-      for await (const resolved of this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true })) {
-        if (resolved.event) return toPortPosition(resolved.event.position);
-      }
+      const [resolved] = await drain(this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true }));
+      if (resolved?.event) return toPortPosition(resolved.event.position);
     } catch (error) {
       throw translateError(error);
     }
@@ -201,9 +258,8 @@ class KurrentDbEventStore implements EventStore {
   /** The position of the event just before a log position (any event, system ones too), or the start. */
   private async positionBefore(log: bigint): Promise<ReadPosition> {
     try {
-      for await (const resolved of this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 })) {
-        if (resolved.event?.position) return resolved.event.position;
-      }
+      const [resolved] = await drain(this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 }));
+      if (resolved?.event?.position) return resolved.event.position;
     } catch (error) {
       throw translateError(error);
     }
@@ -213,6 +269,18 @@ class KurrentDbEventStore implements EventStore {
   private assertOpen(): void {
     if (this.closing) throw new EventStoreUnavailableError('the event store is closed');
   }
+}
+
+/**
+ * Reads a client read to its end and returns what it delivered. Never leave a client read early: in client 1.3
+ * the iterator under it (the Rust bridge's) has no `return()`, and the client offers no cancel for reads, so
+ * an abandoned read stays open on the server. Callers bound every read with maxCount; draining then costs at
+ * most the rest of one page, and the server completes the call.
+ */
+async function drain<T>(reading: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of reading) items.push(item);
+  return items;
 }
 
 /** An event read from $all, or null for what the port never shows (system events, links to nothing). */
