@@ -283,7 +283,8 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
   }
 
   async function estimate(call: Call): Promise<bigint> {
-    return publicClient.estimateContractGas({ address, abi: walletLedgerAbi, account, ...call } as Parameters<typeof publicClient.estimateContractGas>[0]);
+    // prepare: false: the estimate needs no nonce, block or fee, which viem would otherwise fetch first.
+    return publicClient.estimateContractGas({ address, abi: walletLedgerAbi, account, prepare: false, ...call } as Parameters<typeof publicClient.estimateContractGas>[0]);
   }
 
   return {
