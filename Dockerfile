@@ -4,17 +4,20 @@
 #
 # The image runs compiled JavaScript (dist/, from `npm run build`) on Node 24 as the unprivileged `node` user,
 # with production dependencies only: no TypeScript, no tsx, no test tools, no compiler. Three stages build it:
-#   build                    all dependencies, without install scripts (compiling needs only TypeScript), and tsc
-#   production-dependencies  `npm ci --omit=dev`, with the toolchain better-sqlite3 may need to compile
+#   build                    all dependencies and tsc
+#   production-dependencies  `npm ci --omit=dev`, slimmed (scripts/slim-node-modules.js)
 #   (final)                  node:24-slim + those node_modules + dist/ + bin/ + package.json
+# No stage runs an install script (--ignore-scripts), so none needs Python or a compiler: better-sqlite3 13
+# ships its addon prebuilt for Node-API (any Node >= 22.14; linux x64 and arm64, glibc and musl), and the only
+# other scripts are the `node` devDependency's (a Node 24 for machines whose system Node is older; this image
+# has its own), esbuild's and protobufjs's, which nothing here needs (package.json's allowScripts says the same
+# for npm >= 11.19; the flag also holds on the npm this base image bundles, whatever its version).
 # test/deploy/dockerfile.test.ts checks this file: Node 24, multi-stage, --omit=dev, compiled entry point,
 # non-root user, health check.
 
 FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: tsc is all this stage runs, so neither better-sqlite3 (compiled in the next stage) nor the
-# `node` devDependency (a Node 24 for machines whose system Node is older; this image has its own) is installed.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
@@ -23,16 +26,11 @@ RUN npm run build
 
 FROM node:24-slim AS production-dependencies
 WORKDIR /app
-# better-sqlite3 (the embedded stores and the embedded ledger) is compiled when no prebuilt binary fits.
-RUN apt-get update \
-  && apt-get install -y --no-install-recommends python3 make g++ \
-  && rm -rf /var/lib/apt/lists/*
-# Compile against this image's own Node headers, offline. (The project's .npmrc, not copied here, names the
-# headers of the `node` devDependency instead; an environment variable would take precedence over it anyway.)
-ENV npm_config_nodedir=/usr/local
 COPY package.json package-lock.json ./
-# package.json's allowScripts lets better-sqlite3's install script run (and no other).
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY scripts/slim-node-modules.js ./scripts/
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && node scripts/slim-node-modules.js node_modules \
+  && npm cache clean --force
 
 FROM node:24-slim
 WORKDIR /app
