@@ -20,6 +20,27 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('./data').describe('Directory of the embedded stores (event store, read models).'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000).describe('HTTP port of the API.'),
   HOST: z.string().min(1).default('127.0.0.1').describe('Address the HTTP server binds to (0.0.0.0 in containers).'),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(3_600_000)
+    .default(65_000)
+    .describe('How long an idle keep-alive connection stays open. Longer than the idle timeout of the load balancer in front (60 s on most), so that the balancer, never wallet-ops, closes an idle connection: otherwise it may send a request on a connection wallet-ops is closing (a 502 for the client).'),
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(3_600_000)
+    .optional()
+    .describe('How long a client may take to send a request\'s headers. Default: HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000 (above the keep-alive timeout, so that the headers timer never ends a connection the keep-alive timeout means to keep).'),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(3_600_000)
+    .default(120_000)
+    .describe('How long a client may take to send a whole request (headers and body); a slower one gets 408. At least HTTP_HEADERS_TIMEOUT_MS.'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   ASSET_SCALE: z.coerce.number().int().min(0).max(8).default(2).describe('Decimal places of the currency; amounts with more are refused.'),
   TRUST_PROXY: z
@@ -178,6 +199,11 @@ const configSchema = schema
     }
     // Server stores are shared by processes on several machines: each needs the same key, so none can make its own.
     const servers = (config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded')) !== 'embedded' || (config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded')) !== 'embedded';
+    // Node refuses a headers timeout longer than the request timeout when it creates the server: say it here, by name.
+    const headersTimeout = config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000;
+    if (headersTimeout > config.HTTP_REQUEST_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['HTTP_REQUEST_TIMEOUT_MS'], message: `must be at least the headers timeout (${headersTimeout} ms: HTTP_HEADERS_TIMEOUT_MS, by default HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000)` });
+    }
     if (servers && !config.SECRETS_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB or MongoDB): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });
     }
@@ -186,6 +212,7 @@ const configSchema = schema
     ...config,
     EVENT_STORE: config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded'),
     READ_STORE: config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded'),
+    HTTP_HEADERS_TIMEOUT_MS: config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000,
   }));
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,5 +1,6 @@
-import { createServer, type Server } from 'node:http';
-import { loadConfig } from './config.ts';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadConfig, type Config } from './config.ts';
 import { demoInstructions, seedDemo } from './demo.ts';
 import { createLogger } from './logger.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
@@ -31,10 +32,52 @@ const LISTEN_ERRORS: Record<string, string> = {
   EAI_AGAIN: 'host name lookup failed',
 };
 
+/** The HTTP timeouts of a production server, from the configuration (src/config.ts says why each value). */
+export type HttpTimeouts = Pick<Config, 'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS'>;
+
+/**
+ * An HTTP server for the app that can drain: `drain()` stops accepting connections, lets the requests in
+ * flight finish, closes keep-alive connections as soon as they are idle, and resolves once the last connection
+ * is gone. Node's default keep-alive timeout (5 s) is shorter than a load balancer's idle timeout (60 s), which
+ * then sends requests on connections the server is closing: hence the configured timeouts.
+ */
+export function createHttpServer(handler: RequestListener, timeouts: HttpTimeouts): { server: Server; drain: () => Promise<void> } {
+  let draining = false;
+  const inFlight = new Set<ServerResponse>();
+  const server = createServer(
+    {
+      keepAliveTimeout: timeouts.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      headersTimeout: timeouts.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: timeouts.HTTP_REQUEST_TIMEOUT_MS,
+    },
+    (req, res) => {
+      // A request that arrives on a kept-alive connection while draining is still served, but its connection
+      // closes after the response, or server.close() would wait for it until the keep-alive timeout.
+      if (draining) res.setHeader('Connection', 'close');
+      inFlight.add(res);
+      res.once('close', () => {
+        inFlight.delete(res);
+        // Its connection is now idle (unless the client pipelined another request): close it.
+        if (draining) server.closeIdleConnections();
+      });
+      handler(req, res);
+    },
+  );
+  let drained: Promise<void> | undefined;
+  const drain = () =>
+    (drained ??= new Promise<void>((resolve) => {
+      draining = true;
+      // Stops listening at once (new connections are refused) and resolves when every connection has ended.
+      server.close(() => resolve());
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+      server.closeIdleConnections();
+    }));
+  return { server, drain };
+}
+
 /** Resolves once the server listens; rejects with the server's error (EADDRINUSE, EACCES…) if it cannot. */
-function listen(handler: Parameters<typeof createServer>[1], port: number, host: string): Promise<Server> {
+function listen(server: Server, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = createServer(handler);
     const failed = (error: Error) => reject(error);
     server.once('error', failed);
     server.listen(port, host, () => {
@@ -54,35 +97,42 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
   const config = loadConfig(process.env);
   const logger = createLogger(config.LOG_LEVEL);
   const system = await buildWalletOps(config, logger, () => new Date(), parts);
-  let server: Server;
+  const http = createHttpServer(system.app, config);
   try {
-    server = await listen(system.app, config.PORT, config.HOST);
+    await listen(http.server, config.PORT, config.HOST);
   } catch (error) {
     // Nothing runs without the port: close what was opened (stores, ledger, projections, executor) and say why.
     await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
     throw new ListenError(config.HOST, config.PORT, error as NodeJS.ErrnoException);
   }
-  logger.info({ port: config.PORT, host: config.HOST, dataDir: config.DATA_DIR, parts }, 'wallet-ops started');
+  // The port it got, which PORT=0 leaves to the system.
+  const { port } = http.server.address() as AddressInfo;
+  logger.info({ port, host: config.HOST, dataDir: config.DATA_DIR, parts }, 'wallet-ops started');
   if (options.demo) {
     const seed = await seedDemo(system.stores.eventStore, config.ASSET_SCALE);
-    process.stdout.write(demoInstructions(seed, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`, config.DATA_DIR));
+    process.stdout.write(demoInstructions(seed, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, config.DATA_DIR));
   }
 
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
-    server.close();
-    server.closeIdleConnections();
-    void system.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-    setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS).unref();
+    setTimeout(() => {
+      logger.error({ signal, timeoutMs: SHUTDOWN_TIMEOUT_MS }, 'shutdown took too long; exiting anyway');
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS).unref();
+    // The stores close only once the last request has been answered: a request in flight still uses them.
+    const drained = http.drain();
+    logger.info({ signal }, 'shutting down: no new connections; finishing the requests in flight');
+    void drained
+      .then(() => system.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));

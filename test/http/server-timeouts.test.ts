@@ -1,0 +1,164 @@
+/**
+ * The production HTTP server (src/server.ts, createHttpServer): its timeouts come from the configuration,
+ * and draining lets the requests in flight finish while it refuses new connections and closes idle
+ * keep-alive connections at once (with a 65 s keep-alive timeout, a drain that waited for them would outlast
+ * any orchestrator's grace period). Each request here is held open by the test until it says so: no timing.
+ */
+import { Agent, request, type IncomingMessage, type Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { createHttpServer } from '../../src/server.ts';
+
+const servers: Server[] = [];
+const agents: Agent[] = [];
+afterEach(async () => {
+  for (const agent of agents.splice(0)) agent.destroy();
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+/** A server whose /slow requests wait until the test releases them; every other request is answered at once. */
+async function startServer() {
+  const releases: Array<() => void> = [];
+  const arrived: Array<() => void> = [];
+  const { server, drain } = createHttpServer((req, res) => {
+    if (req.url === '/slow') {
+      releases.push(() => res.end('slow done'));
+      arrived.shift()?.();
+      return;
+    }
+    if (req.url === '/streaming') {
+      // Its headers (keep-alive) are on their way before the drain begins: only closing the connection once
+      // the response ends can keep the drain from waiting for the keep-alive timeout.
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('streaming…');
+      releases.push(() => res.end('streaming done'));
+      arrived.shift()?.();
+      return;
+    }
+    res.end('ok');
+  }, loadConfig({}));
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  /** Resolves when the next /slow or /streaming request has reached the handler. */
+  const nextSlowArrival = () => new Promise<void>((resolve) => arrived.push(resolve));
+  return { server, drain, port, releaseAll: () => releases.splice(0).forEach((release) => release()), nextSlowArrival };
+}
+
+/** A GET on a kept-alive connection of its own (a keep-alive agent per request: the test watches each socket). */
+function get(port: number, path: string): Promise<{ response: IncomingMessage; body: string; socket: Socket }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  agents.push(agent);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, agent });
+    req.once('error', reject);
+    req.once('response', (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.once('end', () => resolve({ response, body, socket: req.socket! }));
+    });
+    req.end();
+  });
+}
+
+/** Whether a new TCP connection to the port is accepted or refused. */
+function tryConnect(port: number): Promise<'accepted' | 'refused'> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('accepted');
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNREFUSED' ? resolve('refused') : reject(error)));
+  });
+}
+
+const closed = (socket: Socket) => (socket.closed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve())));
+
+describe('HTTP server timeouts', () => {
+  it('given the default configuration, when the server is created, then idle keep-alive connections outlive a load balancer\'s 60 s idle timeout, and the headers timeout is above them', () => {
+    const { server } = createHttpServer(() => {}, loadConfig({}));
+    expect(server.keepAliveTimeout).toBe(65_000);
+    expect(server.headersTimeout).toBe(66_000);
+    expect(server.requestTimeout).toBe(120_000);
+  });
+
+  it('given HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_HEADERS_TIMEOUT_MS and HTTP_REQUEST_TIMEOUT_MS, when the server is created, then it has those timeouts', () => {
+    const config = loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '620000', HTTP_HEADERS_TIMEOUT_MS: '621000', HTTP_REQUEST_TIMEOUT_MS: '700000' });
+    const { server } = createHttpServer(() => {}, config);
+    expect([server.keepAliveTimeout, server.headersTimeout, server.requestTimeout]).toEqual([620_000, 621_000, 700_000]);
+  });
+
+  it('given only a longer keep-alive timeout, when loaded, then the headers timeout follows it', () => {
+    expect(loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '90000' }).HTTP_HEADERS_TIMEOUT_MS).toBe(91_000);
+  });
+
+  it('given a request timeout shorter than the headers timeout, when loaded, then it is refused naming the variable (Node would refuse the server later, less clearly)', () => {
+    expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '130000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '130000' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS: must be at least the headers timeout \(131000 ms/);
+    expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: 'soon' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS/);
+  });
+});
+
+describe('draining the HTTP server', () => {
+  it('given a request in flight, when the server drains, then new connections are refused, the request completes (closing its connection), and only then is the drain done', async () => {
+    const { drain, port, releaseAll, nextSlowArrival } = await startServer();
+    const arrived = nextSlowArrival();
+    const slow = get(port, '/slow');
+    await arrived;
+
+    let drained = false;
+    const draining = drain().then(() => (drained = true));
+    expect(await tryConnect(port)).toBe('refused');
+    expect(drained).toBe(false);
+
+    releaseAll();
+    const { response, body, socket } = await slow;
+    expect(response.statusCode).toBe(200);
+    expect(body).toBe('slow done');
+    expect(response.headers.connection).toBe('close');
+    await closed(socket);
+    await draining;
+    expect(drained).toBe(true);
+  });
+
+  it('given an idle keep-alive connection, when the server drains, then the connection is closed at once and the drain completes (not after the 65 s keep-alive timeout)', async () => {
+    const { drain, port } = await startServer();
+    const { response, socket } = await get(port, '/');
+    expect(response.headers.connection).toBe('keep-alive');
+    expect(socket.destroyed).toBe(false);
+
+    await drain();
+    await closed(socket);
+  });
+
+  for (const [path, headers] of [
+    ['/slow', 'not yet sent'],
+    ['/streaming', 'already sent'],
+  ] as const) {
+    it(`given a keep-alive connection whose request is in flight (headers ${headers}), when the server drains and the request then completes, then its now idle connection is closed and the drain completes`, async () => {
+      const { drain, port, releaseAll, nextSlowArrival } = await startServer();
+      // The connection has served one request already and is kept alive; its second request is in flight.
+      const socket = connect(port, '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let received = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (received += chunk));
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      const arrived = nextSlowArrival();
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await arrived;
+
+      const draining = drain();
+      releaseAll();
+      await closed(socket);
+      await draining;
+      expect(received).toContain(`${path.slice(1)} done`);
+    });
+  }
+});
