@@ -62,7 +62,26 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
     throw new ListenError(config.HOST, config.PORT, error as NodeJS.ErrnoException);
   }
-  logger.info({ port: config.PORT, host: config.HOST, dataDir: config.DATA_DIR, parts }, 'wallet-ops started');
+  // METRICS_PORT: the scrape on a port of its own (src/metrics), which a failed listen stops like the API's.
+  let metricsServer: Server | undefined;
+  if (system.metricsApp && config.METRICS_PORT !== undefined) {
+    const metricsHost = config.METRICS_HOST ?? config.HOST;
+    try {
+      metricsServer = await listen(system.metricsApp, config.METRICS_PORT, metricsHost);
+    } catch (error) {
+      server.close();
+      await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
+      throw new ListenError(metricsHost, config.METRICS_PORT, error as NodeJS.ErrnoException);
+    }
+  }
+  const metricsAddress = metricsServer?.address();
+  logger.info({
+    port: config.PORT,
+    host: config.HOST,
+    dataDir: config.DATA_DIR,
+    parts,
+    ...(metricsAddress && typeof metricsAddress === 'object' ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address } : {}),
+  }, 'wallet-ops started');
   if (options.demo) {
     const seed = await seedDemo(system.stores.eventStore, config.ASSET_SCALE);
     process.stdout.write(demoInstructions(seed, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`, config.DATA_DIR));
@@ -75,6 +94,8 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     logger.info({ signal }, 'shutting down');
     server.close();
     server.closeIdleConnections();
+    metricsServer?.close();
+    metricsServer?.closeIdleConnections();
     void system.close().then(
       () => process.exit(0),
       (error: unknown) => {

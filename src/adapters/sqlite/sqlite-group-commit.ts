@@ -15,6 +15,8 @@ export interface GroupCommitOptions<Request, Result> {
   onCommit: () => void;
   /** How long a request may wait for another connection's write lock before it fails. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
+  /** Told the number of requests of every transaction that committed (the group-commit batch size metric). */
+  onBatch?: (requests: number) => void;
 }
 
 type Outcome<Result> = { ok: true; result: Result } | { ok: false; error: unknown };
@@ -94,6 +96,7 @@ export class GroupCommitter<Request, Result> {
     let outcomes: Array<Outcome<Result>>;
     try {
       outcomes = this.commitBatch(batch);
+      this.options.onBatch?.(batch.length);
     } catch (error) {
       if (isSqliteBusy(error)) return this.retryLater(batch, error);
       const failure = new EventStoreUnavailableError('could not commit to the event store', { cause: error });
