@@ -55,6 +55,8 @@ function processMetrics(): Registry {
 export class WalletOpsMetrics {
   readonly registry = new Registry();
   private readonly collectTimeoutMs: number;
+  /** The scrape-time collections (watchConsumers, watchRebuilds). */
+  private readonly snapshots: Array<BoundedSnapshot<unknown>> = [];
 
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly creates: Counter<'party_type' | 'outcome' | 'problem_type'>;
@@ -132,11 +134,17 @@ export class WalletOpsMetrics {
       labelNames: ['reason'],
       registers,
     });
+    const snapshots = this.snapshots;
     this.collectFailures = new Counter({
       name: 'wallet_ops_metrics_collect_failures_total',
       help: 'Scrape-time collections that timed out or failed (their families are left out of that scrape), by collector and reason.',
       labelNames: ['collector', 'reason'],
       registers,
+      // Rendered after this scrape's collections have ended (joining them: one read each per scrape), so that a
+      // scrape that lacks a family also counts why.
+      async collect() {
+        await Promise.all(snapshots.map((snapshot) => snapshot.get()));
+      },
     });
   }
 
@@ -237,6 +245,8 @@ export class WalletOpsMetrics {
 
   /** A scrape-time source shared by the gauges of one family group, bounded and counted when it fails. */
   private bounded<T>(collector: string, load: () => Promise<T>): BoundedSnapshot<T> {
-    return new BoundedSnapshot(load, this.collectTimeoutMs, (reason) => this.collectFailures.inc({ collector, reason }));
+    const snapshot = new BoundedSnapshot(load, this.collectTimeoutMs, (reason) => this.collectFailures.inc({ collector, reason }));
+    this.snapshots.push(snapshot);
+    return snapshot;
   }
 }

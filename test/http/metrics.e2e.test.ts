@@ -93,10 +93,17 @@ describe('GET /metrics after traffic', () => {
     expect([...routes].filter((route) => route.includes('metrics'))).toEqual([]);
   });
 
-  it('when a URL matches no route, then it is counted as "unmatched", not under its raw path', async () => {
+  it('when a URL matches no route, then it is counted as "unmatched", not under its raw path; a console page under its mount path and pattern', async () => {
     expect((await call(sys.baseUrl, 'GET', `/no/such/${distributor.ref.id}`)).status).toBe(404);
+    expect((await fetch(`${sys.baseUrl}/console/login`)).status).toBe(200);
+    // Answered by the console's own fallback, inside its router: counted under the mount path, not the URL.
+    expect((await fetch(`${sys.baseUrl}/console/operations/op_${'0'.repeat(32)}/nowhere`, { redirect: 'manual' })).status).toBeGreaterThanOrEqual(300);
     const { families } = await scrape(sys.baseUrl);
     expect(value(families, 'wallet_ops_http_request_duration_seconds_count', { method: 'GET', route: 'unmatched', status: '404' })).toBeGreaterThanOrEqual(1);
+    expect(value(families, 'wallet_ops_http_request_duration_seconds_count', { method: 'GET', route: '/console/login', status: '200' })).toBe(1);
+    const consoleRoutes = families.get('wallet_ops_http_request_duration_seconds')!.samples.map((s) => s.labels.route!).filter((route) => route.startsWith('/console'));
+    expect(consoleRoutes.filter((route) => route.includes('op_'))).toEqual([]);
+    expect(consoleRoutes).toContain('/console/*');
   });
 
   it('then event-store appends are timed and the group commit\'s batch sizes observed', async () => {
