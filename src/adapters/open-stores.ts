@@ -29,8 +29,9 @@ export interface StoreSelection {
 
 /**
  * Decorators applied to the raw stores and ledger when they are opened: fault injection (src/faults, which
- * builds them from the FAULT_* configuration; this layer may not import it). The event store's goes inside
- * the hash chain, so that what it injects looks like the store's own behaviour.
+ * builds them from the FAULT_* configuration; this layer may not import it) and, around it, the metrics
+ * (src/metrics; composed in src/wallet-ops.ts). The event store's goes inside the hash chain, so that what it
+ * injects looks like the store's own behaviour, and what the metrics time is the store's append itself.
  */
 export interface StoreDecorators {
   eventStore?: (store: EventStore) => EventStore;
