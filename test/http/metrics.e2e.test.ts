@@ -50,9 +50,17 @@ describe('GET /metrics after traffic', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       created.push(r.body.operationID as string);
     }
+    // An idempotent create, then its repeat: created once, replayed once.
+    for (let i = 0; i < 2; i++) {
+      const r = await call(sys.baseUrl, 'POST', path, { apiKey, body: { operationType: 'cash-in', amount: '5', phoneTo: phone }, headers: { 'idempotency-key': 'metrics-test-1' } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.headers.get('idempotent-replayed')).toBe(i === 0 ? null : 'true');
+    }
     const refused = await call(sys.baseUrl, 'POST', path, { apiKey, body: { operationType: 'cash-in', amount: '500', phoneTo: phone } });
     expect(refused.status).toBe(403);
     expect(refused.body.type).toBe('/problems/transaction-limit-exceeded');
+    const invalid = await call(sys.baseUrl, 'POST', path, { apiKey, body: { operationType: 'cash-in', amount: 'ten', phoneTo: phone } });
+    expect(invalid.status).toBe(400);
     for (let i = 0; i < 3; i++) expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey })).status).toBe(200);
     // The checker approves one of them; the executor carries it out (claim 2, completion 2).
     await approve(sys, distributor, created[0]!);
@@ -69,9 +77,11 @@ describe('GET /metrics after traffic', () => {
   it('then creates are counted by outcome and problem type, exactly as many as were made, with no conflict retry', async () => {
     const { families } = await scrape(sys.baseUrl);
     expect(families.get('wallet_ops_creates_total')?.type).toBe('counter');
-    expect(value(families, 'wallet_ops_creates_total', { party_type: 'distributor', outcome: 'created', problem_type: '' })).toBe(2);
+    expect(value(families, 'wallet_ops_creates_total', { party_type: 'distributor', outcome: 'created', problem_type: '' })).toBe(3);
+    expect(value(families, 'wallet_ops_creates_total', { party_type: 'distributor', outcome: 'replayed', problem_type: '' })).toBe(1);
     expect(value(families, 'wallet_ops_creates_total', { party_type: 'distributor', outcome: 'refused', problem_type: '/problems/transaction-limit-exceeded' })).toBe(1);
-    expect(families.get('wallet_ops_creates_total')!.samples.reduce((sum, s) => sum + s.value, 0)).toBe(3);
+    expect(value(families, 'wallet_ops_creates_total', { party_type: 'distributor', outcome: 'refused', problem_type: '/problems/input-validation-problems' })).toBe(1);
+    expect(families.get('wallet_ops_creates_total')!.samples.reduce((sum, s) => sum + s.value, 0)).toBe(6);
     expect(value(families, 'wallet_ops_create_conflict_retries_total')).toBe(0);
   });
 
@@ -79,8 +89,9 @@ describe('GET /metrics after traffic', () => {
     const { families } = await scrape(sys.baseUrl);
     const http = families.get('wallet_ops_http_request_duration_seconds')!;
     expect(http.type).toBe('histogram');
-    expect(value(families, 'wallet_ops_http_request_duration_seconds_count', { method: 'POST', route: OPERATIONS_ROUTE, status: '200' })).toBe(2);
+    expect(value(families, 'wallet_ops_http_request_duration_seconds_count', { method: 'POST', route: OPERATIONS_ROUTE, status: '200' })).toBe(4);
     expect(value(families, 'wallet_ops_http_request_duration_seconds_count', { method: 'POST', route: OPERATIONS_ROUTE, status: '403' })).toBe(1);
+    expect(value(families, 'wallet_ops_http_request_duration_seconds_count', { method: 'POST', route: OPERATIONS_ROUTE, status: '400' })).toBe(1);
     expect(value(families, 'wallet_ops_http_request_duration_seconds_count', { method: 'GET', route: BALANCE_ROUTE, status: '200' })).toBe(3);
     expect(value(families, 'wallet_ops_http_request_duration_seconds_sum', { method: 'GET', route: BALANCE_ROUTE, status: '200' })).toBeGreaterThan(0);
     const routes = new Set(http.samples.map((s) => s.labels.route!));
