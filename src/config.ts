@@ -127,6 +127,14 @@ const schema = z.object({
     .min(1000)
     .default(60_000)
     .describe('How long a background consumer (projection, executor, API-key directory, sealer) may be unable to run before /health fails so that an orchestrator restarts the process.'),
+  // Metrics (src/metrics, docs/operations.md "Metrics"): Prometheus text format at GET /metrics, without an API key.
+  METRICS_ENABLED: z.enum(['true', 'false']).default('true').transform((v) => v === 'true').describe('Serve Prometheus metrics at GET /metrics (no API key: never expose it publicly). false: no /metrics and no metrics kept.'),
+  METRICS_PORT: z
+    .preprocess(unsetWhenEmpty, z.coerce.number().int().min(0).max(65535).optional())
+    .describe('Serve /metrics on this port instead of the API port (then the API port has no /metrics). Default: unset, on the API port.'),
+  METRICS_HOST: z
+    .preprocess(unsetWhenEmpty, z.string().min(1).optional())
+    .describe('Address the METRICS_PORT server binds to, e.g. an internal interface. Default: HOST.'),
   EVENT_STORE: z
     .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb']).optional())
     .describe('Event store: embedded (SQLite under DATA_DIR) or kurrentdb (KURRENTDB_URL). Default: kurrentdb when KURRENTDB_URL is set, else embedded.'),
@@ -203,6 +211,12 @@ const configSchema = schema
     const headersTimeout = config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000;
     if (headersTimeout > config.HTTP_REQUEST_TIMEOUT_MS) {
       ctx.addIssue({ code: 'custom', path: ['HTTP_REQUEST_TIMEOUT_MS'], message: `must be at least the headers timeout (${headersTimeout} ms: HTTP_HEADERS_TIMEOUT_MS, by default HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000)` });
+    }
+    if (config.METRICS_PORT !== undefined && !config.METRICS_ENABLED) {
+      ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'set, but METRICS_ENABLED is false: unset one of them' });
+    }
+    if (config.METRICS_PORT !== undefined && config.METRICS_PORT !== 0 && config.METRICS_PORT === config.PORT) {
+      ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'the same as PORT: leave METRICS_PORT unset to serve /metrics on the API port' });
     }
     if (servers && !config.SECRETS_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB or MongoDB): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });

@@ -105,9 +105,28 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
     throw new ListenError(config.HOST, config.PORT, error as NodeJS.ErrnoException);
   }
-  // The port it got, which PORT=0 leaves to the system.
+  // METRICS_PORT: the scrape on a port of its own (src/metrics), which a failed listen stops like the API's.
+  let metricsServer: Server | undefined;
+  if (system.metricsApp && config.METRICS_PORT !== undefined) {
+    const metricsHost = config.METRICS_HOST ?? config.HOST;
+    try {
+      metricsServer = await listen(createServer(system.metricsApp), config.METRICS_PORT, metricsHost);
+    } catch (error) {
+      http.server.close();
+      await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
+      throw new ListenError(metricsHost, config.METRICS_PORT, error as NodeJS.ErrnoException);
+    }
+  }
+  // The ports it got, which PORT=0 (or METRICS_PORT=0) leaves to the system.
   const { port } = http.server.address() as AddressInfo;
-  logger.info({ port, host: config.HOST, dataDir: config.DATA_DIR, parts }, 'wallet-ops started');
+  const metricsAddress = metricsServer?.address();
+  logger.info({
+    port,
+    host: config.HOST,
+    dataDir: config.DATA_DIR,
+    parts,
+    ...(metricsAddress && typeof metricsAddress === 'object' ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address } : {}),
+  }, 'wallet-ops started');
   if (options.demo) {
     const seed = await seedDemo(system.stores.eventStore, config.ASSET_SCALE);
     process.stdout.write(demoInstructions(seed, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, config.DATA_DIR));
@@ -123,6 +142,8 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     }, SHUTDOWN_TIMEOUT_MS).unref();
     // The stores close only once the last request has been answered: a request in flight still uses them.
     const drained = http.drain();
+    metricsServer?.close();
+    metricsServer?.closeIdleConnections();
     logger.info({ signal }, 'shutting down: no new connections; finishing the requests in flight');
     void drained
       .then(() => system.close())

@@ -23,12 +23,13 @@ import { readRoutes } from './read-api/routes.ts';
 import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
-import { projectionStatus } from './projections/rebuild.ts';
+import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
 import { consumerReports, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import { streamPrefixes } from './domain/streams.ts';
 import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
+import { httpMetrics, METRICS_PATH, metricsApp, metricsEndpoint, withEventStoreMetrics, withLedgerMetrics, WalletOpsMetrics } from './metrics/index.ts';
 
 /** /ready fails while a projection has more events than this still to apply. */
 const READY_MAX_LAG = 1000;
@@ -41,6 +42,10 @@ export interface WalletOps {
   executor: Executor;
   /** The supervised consumers this process runs. */
   consumers: WatchedConsumer[];
+  /** This system's metrics (absent with METRICS_ENABLED=false). */
+  metrics?: WalletOpsMetrics;
+  /** With METRICS_PORT: the app that serves /metrics alone, for the server to listen on that port. */
+  metricsApp?: Express;
   close(): Promise<void>;
 }
 
@@ -54,7 +59,13 @@ export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections
  */
 export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS): Promise<WalletOps> {
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
-  const stores = await openStores(config, faults);
+  // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
+  const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
+  const stores = await openStores(config, metrics ? {
+    ...faults,
+    eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
+    onGroupCommit: (requests) => metrics.groupCommitBatchSize.observe(requests),
+  } : faults);
   const ledger = await openLedger({
     dataDir: config.DATA_DIR,
     selection: config,
@@ -64,7 +75,10 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       rejectionRate: config.LEDGER_REJECTION_RATE,
       crashAfterAccept: config.LEDGER_CRASH_AFTER_ACCEPT,
     },
-    decorate: faults.ledger,
+    decorate: (raw) => {
+      const faulty = faults.ledger?.(raw) ?? raw;
+      return metrics ? withLedgerMetrics(faulty, metrics) : faulty;
+    },
   });
   const directory = new ApiKeyDirectory();
   // A store that blinks while the process starts is waited for, as the consumers would: not a crash loop.
@@ -82,6 +96,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     feeSchedule: config.FEE_SCHEDULE,
     volumeTimeZone: config.VOLUME_TIME_ZONE,
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+    ...(metrics ? { onConflictRetry: () => metrics.createConflictRetries.inc() } : {}),
   };
   const projections = allProjections(config.ASSET_SCALE);
   await untilAvailable(() => stores.readStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]), 'defining the read models', logger);
@@ -95,6 +110,11 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   if (parts.includes('projections')) {
     runners.forEach((runner) => runner.start());
     watched.push(...runners.map((runner, i) => ({ consumer: runner.consumer, filter: { eventTypes: [...projections[i]!.eventTypes] } })));
+  }
+  // Where the projections run, so do their rebuilds' metrics: read from the read store, whichever process rebuilds.
+  if (metrics && parts.includes('projections')) {
+    const names = projections.map((projection) => projection.name);
+    metrics.watchRebuilds(names, () => rebuildsInProgress(stores, names));
   }
   // Seals of the history (src/audit) are taken where the projections run: one reader of $all in order.
   const sealer = parts.includes('projections') ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, logger }) : undefined;
@@ -114,8 +134,16 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     assetScale: config.ASSET_SCALE,
     clock,
     logger,
+    ...(metrics ? {
+      observer: {
+        claimed: (attempt: number) => metrics.executorClaims.inc({ attempt: attempt === 1 ? 'first' : 'retry' }),
+        completed: () => metrics.executorCompletions.inc(),
+        failed: (reason: 'rejected' | 'gave_up') => metrics.executorFailures.inc({ reason }),
+      },
+    } : {}),
   });
   if (parts.includes('executor')) {
+    metrics?.watchExecutorQueue(() => executor.assigned);
     executor.start();
     watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
   }
@@ -126,12 +154,22 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });
   }
 
+  // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
+  metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));
+  const onThisPort = config.METRICS_PORT === undefined;
+
   const document = buildOpenApiDocument(config.ASSET_SCALE);
   const app = createApp({
     logger,
     openApi: () => document,
     clock,
     trustProxy: config.TRUST_PROXY,
+    ...(metrics ? {
+      metrics: {
+        observe: httpMetrics(metrics, onThisPort ? METRICS_PATH : undefined),
+        ...(onThisPort ? { endpoint: { path: METRICS_PATH, handler: metricsEndpoint(metrics) } } : {}),
+      },
+    } : {}),
     liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS),
     readiness: async () => {
       const consumers = await consumerReports(stores.eventStore, watched, clock());
@@ -144,7 +182,15 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       }
     },
     routers: [
-      ...(parts.includes('write-api') ? [writeRoutes({ operations, directory, schemas: operationSchemas(config.ASSET_SCALE), clock, onAuthenticated, limits })] : []),
+      ...(parts.includes('write-api') ? [writeRoutes({
+        operations,
+        directory,
+        schemas: operationSchemas(config.ASSET_SCALE),
+        clock,
+        onAuthenticated,
+        limits,
+        ...(metrics ? { onCreate: (partyType, outcome, problemType) => metrics.creates.inc({ party_type: partyType, outcome, problem_type: problemType }) } : {}),
+      })] : []),
       ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
       ...(parts.includes('write-api') ? [consoleRouter({
@@ -167,6 +213,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     directory,
     executor,
     consumers: watched,
+    ...(metrics ? { metrics } : {}),
+    ...(metrics && !onThisPort ? { metricsApp: metricsApp(metrics) } : {}),
     async close() {
       await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop(), usage.close()]);
       await keyRevocations.stop();

@@ -51,6 +51,8 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   audit: { src: ['domain', 'ports', 'shared'], packages: [] },
   // open-stores wraps every event store in the audit hash chain; the EVM ledger speaks to its chain through viem.
   adapters: { src: ['domain', 'ports', 'audit'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'viem', 'viem/accounts'] },
+  // Metrics decorate the ports and observe HTTP; what they read at scrape time is handed to them as callbacks.
+  metrics: { src: ['ports'], packages: ['prom-client', 'express'] },
 };
 
 describe('layer rules', () => {

@@ -30,13 +30,16 @@ export interface StoreSelection {
 
 /**
  * Decorators applied to the raw stores and ledger when they are opened: fault injection (src/faults, which
- * builds them from the FAULT_* configuration; this layer may not import it). The event store's goes inside
- * the hash chain, so that what it injects looks like the store's own behaviour.
+ * builds them from the FAULT_* configuration; this layer may not import it) and, around it, the metrics
+ * (src/metrics; composed in src/wallet-ops.ts). The event store's goes inside the hash chain, so that what it
+ * injects looks like the store's own behaviour, and what the metrics time is the store's append itself.
  */
 export interface StoreDecorators {
   eventStore?: (store: EventStore) => EventStore;
   readStore?: (store: ReadStore) => ReadStore;
   ledger?: (ledger: Ledger) => Ledger;
+  /** Not a decorator: told the size of each group commit of the embedded event store (src/metrics). */
+  onGroupCommit?: (requests: number) => void;
 }
 
 const same = <T>(store: T) => store;
@@ -60,7 +63,7 @@ export function embedded(dataDir: string): StoreSelection {
  */
 export async function openStores(options: StoreSelection | EmbeddedOnly, decorators: StoreDecorators = {}): Promise<Stores> {
   const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
-  const eventStore = await openEventStore(selection, decorators.eventStore);
+  const eventStore = await openEventStore(selection, decorators.eventStore, decorators.onGroupCommit);
   const readStore = await openReadStore(selection, decorators.readStore);
   return {
     eventStore,
@@ -76,13 +79,14 @@ export async function openStores(options: StoreSelection | EmbeddedOnly, decorat
 export async function openEventStore(
   selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>,
   decorate: (store: EventStore) => EventStore = same,
+  onGroupCommit?: (requests: number) => void,
 ): Promise<EventStore> {
   if (selection.EVENT_STORE === 'kurrentdb') {
     const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
     return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
   }
   mkdirSync(selection.DATA_DIR, OWNER_ONLY_DIRECTORY);
-  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite') })));
+  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), ...(onGroupCommit ? { onGroupCommit } : {}) })));
 }
 
 export async function openReadStore(

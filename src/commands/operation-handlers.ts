@@ -35,6 +35,8 @@ export interface OperationDeps {
   volumeTimeZone: string;
   /** Creates for one payer (and one key's volume) are decided one at a time in this process, committed together. */
   serialize: { mutex: KeyedMutex; inFlight: InFlightStates };
+  /** Told each time a create is decided again after a conflict with another writer (metrics). */
+  onConflictRetry?: () => void;
 }
 
 export interface IdempotencyRequest {
@@ -159,6 +161,7 @@ export async function createOperation(
         states as Parameters<typeof decideCreateOperation>[1],
       ),
       context,
+      ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
     });
 }
 

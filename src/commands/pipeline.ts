@@ -173,6 +173,8 @@ export interface RunDecisionOptions<States extends Record<string, unknown>, Resu
   /** A conflict that deciding again cannot mend (a claim already taken): the error to throw, or undefined to retry. */
   finalConflict?: (conflict: WrongExpectedVersionError) => Error | undefined;
   maxAttempts?: number;
+  /** Told each time a conflict makes the decision be taken again (the create-operation metrics count them). */
+  onConflictRetry?: (conflict: WrongExpectedVersionError) => void;
 }
 
 /**
@@ -199,6 +201,7 @@ export async function runDecision<States extends Record<string, unknown>, Result
       if (attempt >= maxAttempts) {
         throw new DomainError('CONCURRENCY_CONFLICT', `${error.stream} kept changing under concurrent commands; try again`);
       }
+      options.onConflictRetry?.(error);
     }
   }
 }

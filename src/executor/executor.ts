@@ -32,6 +32,17 @@ export interface ExecutorOptions {
   clock: () => Date;
   logger: Logger;
   supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+  /** Told of claims and recorded outcomes (the metrics); nothing when absent. */
+  observer?: ExecutorObserver;
+}
+
+/** What the executor tells its observer: each claim it wins, and each outcome it records. */
+export interface ExecutorObserver {
+  /** A claim appended: attempt 1 for a first claim, more for a retry, a recovery or a takeover. */
+  claimed(attempt: number): void;
+  completed(): void;
+  /** `rejected`: the ledger refused the transaction; `gave_up`: out of attempts, and the ledger has none. */
+  failed(reason: 'rejected' | 'gave_up'): void;
 }
 
 /** Appends of an outcome retried when only a wallet stream (written at `any`) conflicted. */
@@ -282,7 +293,11 @@ export class Executor {
         const writes = found
           ? completionWrites(operation, found, revision, now.toISOString(), assetScale)
           : failureWrites(operation, `gave up after ${step.attempt - 1} attempts: ${cause}`, revision, now.toISOString(), assetScale);
-        if (await this.record(writes)) return undefined;
+        if (await this.record(writes)) {
+          if (found) this.options.observer?.completed();
+          else this.options.observer?.failed('gave_up');
+          return undefined;
+        }
         continue; // someone else moved the operation meanwhile: look again
       }
 
@@ -293,6 +308,7 @@ export class Executor {
         if (error instanceof WrongExpectedVersionError) continue;
         throw error;
       }
+      this.options.observer?.claimed(step.attempt);
       const claimRevision = revision + 1;
       const outcome = await this.submit(operation, step.kind === 'recover');
       const at = clock().toISOString();
@@ -306,7 +322,11 @@ export class Executor {
         ? completionWrites(operation, outcome.tx, claimRevision, at, assetScale)
         : failureWrites(operation, outcome.reason, claimRevision, at, assetScale);
       // A conflict means another executor took over meanwhile: look again; the ledger keeps it exactly-once.
-      if (await this.record(writes)) return undefined;
+      if (await this.record(writes)) {
+        if (outcome.kind === 'executed') this.options.observer?.completed();
+        else this.options.observer?.failed('rejected');
+        return undefined;
+      }
     }
   }
 

@@ -17,6 +17,11 @@ export interface AppDeps {
   readiness: () => Promise<{ ready: boolean } & Record<string, unknown>>;
   /** The OpenAPI document, served without authentication at /api/v1/openapi.json and as a page at /api/v1/docs. */
   openApi?: () => unknown;
+  /**
+   * Metrics (src/metrics): `observe` sees every request first (the HTTP histogram); `endpoint`, when the scrape
+   * is served on this port, is mounted before the API's routers, without authentication.
+   */
+  metrics?: { observe: express.RequestHandler; endpoint?: { path: string; handler: express.RequestHandler } };
 }
 
 /** The HTTP application, without `listen` and without reading the environment: tests start it on port 0. */
@@ -26,6 +31,7 @@ export function createApp(deps: AppDeps): Express {
   app.set('trust proxy', deps.trustProxy);
   // Flat query strings only: no nested objects or arrays built from "a[b]=c".
   app.set('query parser', 'simple');
+  if (deps.metrics) app.use(deps.metrics.observe);
   app.use(requestContext(deps.logger));
   // Liveness: the process answers and its consumers run (503 tells an orchestrator to restart it). Readiness:
   // its read models are close enough to the head of the store; it also reports each consumer's state and lag.
@@ -37,6 +43,7 @@ export function createApp(deps: AppDeps): Express {
     const readiness = await deps.readiness();
     res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not ready', ...readiness });
   });
+  if (deps.metrics?.endpoint) app.get(deps.metrics.endpoint.path, deps.metrics.endpoint.handler);
   if (deps.openApi) serveApiDescription(app, deps.openApi);
   for (const router of deps.routers) app.use(router);
   // The contract answers a wrong endpoint URL with a validation problem.

@@ -116,7 +116,11 @@ function problemOfBodyParserError(error: { type?: unknown }): Problem | null {
   }
 }
 
+/** The problem type a response was answered with, as sendProblem left it (for metrics); undefined for a success. */
+export const problemTypeOf = (res: Response): string | undefined => res.locals.problemType as string | undefined;
+
 export function sendProblem(res: Response, problem: Problem, headers: Record<string, string> = {}): void {
+  res.locals.problemType = problem.type;
   res.status(problem.status).set(headers).type('application/problem+json').send(JSON.stringify(problem));
 }
 

@@ -39,7 +39,7 @@ export async function rebuildProjections(
   const targets = projections.map((projection) => ({
     projection,
     shadow: { ...projection.collection, name: `${projection.collection.name}${SHADOW_SUFFIX}`, indexes: [] },
-    checkpoint: `${projection.name}${SHADOW_SUFFIX}`,
+    checkpoint: shadowCheckpoint(projection.name),
     types: new Set(projection.eventTypes),
     position: 0,
     events: 0,
@@ -85,6 +85,23 @@ export async function rebuildProjections(
     eventsPerSecond: target.events / Math.max(seconds, 1e-9),
     position: target.position,
   }));
+}
+
+/** The checkpoint of a projection's shadow: present from the start of its rebuild until the promote removes it. */
+const shadowCheckpoint = (projection: string) => `${projection}${SHADOW_SUFFIX}`;
+
+/**
+ * The rebuilds under way, seen from any process: a shadow checkpoint exists from the moment a rebuild starts
+ * (at position 0) until its promote removes it, and moves with every page replayed. So a server can report
+ * the progress of a rebuild that the CLI runs in another process (the metrics read this at scrape time). A
+ * rebuild that was interrupted leaves its shadow checkpoint behind and shows as under way, not moving, until
+ * it is run again.
+ */
+export async function rebuildsInProgress(deps: { eventStore: EventStore; readStore: ReadStore }, projections: readonly string[]): Promise<Array<{ projection: string; position: number; head: number }>> {
+  const positions = await Promise.all(projections.map((projection) => deps.readStore.getCheckpoint(shadowCheckpoint(projection))));
+  if (positions.every((position) => position === null)) return [];
+  const head = await deps.eventStore.headPosition();
+  return projections.flatMap((projection, i) => (positions[i] === null || positions[i] === undefined ? [] : [{ projection, position: positions[i]!, head }]));
 }
 
 /** Rebuilds one read model (see rebuildProjections). */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import { createOperation, type OperationDeps } from '../commands/operation-handlers.ts';
 import { authenticate, authenticatedKey, authorize } from '../http/authenticate.ts';
-import { fieldError, validationProblem } from '../http/problems.ts';
+import { fieldError, problemTypeOf, validationProblem } from '../http/problems.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
@@ -12,6 +12,12 @@ export interface WriteApiDeps {
   onAuthenticated?: (keyID: string, at: Date) => void;
   /** The process's rate limits (per key, and failed authentications per address); none when absent. */
   limits?: ApiRateLimits;
+  /**
+   * Told how each create of an authenticated, authorized key ended (the metrics): created, replayed (an
+   * idempotent repeat), refused (a 4xx: a rule, a bad body, a reused idempotency key; with its problem type)
+   * or error (a 5xx, with its problem type).
+   */
+  onCreate?: (partyType: 'distributor' | 'merchant', outcome: 'created' | 'replayed' | 'refused' | 'error', problemType: string) => void;
   operations: OperationDeps;
   directory: ApiKeyDirectory;
   schemas: OperationSchemas;
@@ -59,7 +65,19 @@ export function writeRoutes(deps: WriteApiDeps): Router {
 
   for (const partyType of ['distributor', 'merchant'] as const) {
     const path = `/api/v1/${partyType}s/:${partyType}ID/operations`;
-    router.post(path, auth, authorize('Perform Operations', partyType, `${partyType}ID`), requireJson, json, async (req: Request, res: Response) => {
+    // Counted when the response is finished, whichever middleware answered it (the body parser, the handler, the problem handler).
+    const countCreate: RequestHandler = (_req, res, next) => {
+      const onCreate = deps.onCreate;
+      if (onCreate) {
+        res.once('finish', () => {
+          const status = res.statusCode;
+          const outcome = status >= 500 ? 'error' : status >= 400 ? 'refused' : res.getHeader('Idempotent-Replayed') === 'true' ? 'replayed' : 'created';
+          onCreate(partyType, outcome, status >= 400 ? (problemTypeOf(res) ?? 'unknown') : '');
+        });
+      }
+      next();
+    };
+    router.post(path, auth, authorize('Perform Operations', partyType, `${partyType}ID`), countCreate, requireJson, json, async (req: Request, res: Response) => {
       const key = authenticatedKey(res);
       const parsed = parseCreateOperation(deps.schemas, partyType, req.body);
       if (!parsed.ok) throw validationProblem(parsed.errors);

@@ -95,6 +95,9 @@ function runHelp(args: string[]): { status: number | null; output: string } {
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
+/** The optional monitoring services: only with `docker compose --profile monitoring up`. */
+const MONITORING = ['prometheus', 'grafana'];
+
 describe('docker-compose.yml', () => {
   it('when validated against the Compose specification JSON schema, then it is valid', () => {
     const validate = compileSchema(FORMATS);
@@ -214,8 +217,27 @@ describe('docker-compose.yml', () => {
         expect(service.restart, `${name} runs once`).toBe('no');
         expect(Object.keys(service.depends_on ?? {}), name).toContain('write-api');
       }
-      // Everything else runs without a profile, or in an opt-in profile that seeds nothing (the development chain).
-      for (const [name, service] of Object.entries(compose.services).filter((entry) => !seeding(entry))) expect([undefined, ['chain']], name).toContainEqual(service.profiles);
+      // Everything else starts with a plain `up`, except the optional monitoring (its own test below) and the
+      // opt-in development chain, which seed nothing.
+      for (const [name, service] of Object.entries(compose.services).filter((entry) => !seeding(entry) && !MONITORING.includes(entry[0]))) expect([undefined, ['chain']], name).toContainEqual(service.profiles);
+    });
+
+    it('when the monitoring services publish ports, then only on 127.0.0.1 (Prometheus has no authentication, Grafana anonymous viewers)', () => {
+      for (const name of MONITORING) {
+        const ports = compose.services[name]?.ports ?? [];
+        expect(ports.length, name).toBeGreaterThan(0);
+        for (const port of ports) expect(hostIp(port), `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
+      }
+    });
+
+    it('when a wallet-ops server runs in the file, then /metrics is on METRICS_PORT, which no service publishes (it has no API key)', () => {
+      const servers = walletOpsServices.filter(([, service]) => (service.command as string[])[2] === 'serve');
+      for (const [name, service] of servers) {
+        const config = loadConfig(environmentOf(service));
+        expect(config.METRICS_PORT, name).toBeDefined();
+        const published = (service.ports ?? []).map((port) => (typeof port === 'object' ? String(port.published) : String(port).split(':').at(-1)));
+        expect(published, name).not.toContain(String(config.METRICS_PORT));
+      }
     });
 
     it(`when a wallet-ops server is stopped, then compose waits longer than its own shutdown timeout (${SHUTDOWN_TIMEOUT_MS} ms) before killing it`, () => {

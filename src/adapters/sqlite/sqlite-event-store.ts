@@ -32,6 +32,8 @@ export interface SqliteEventStoreOptions {
   pollIntervalMs?: number;
   /** How long an append or read may wait for another process's lock before failing. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
+  /** Told the size (appends) of every group-commit transaction that committed: for metrics. */
+  onGroupCommit?: (requests: number) => void;
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 15;
@@ -51,7 +53,7 @@ const NO_LIMIT = -1;
 export function openSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
   const busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
   const db = openSqliteDatabase(options.file, ensureEventSchema, busyBudgetMs);
-  return new SqliteEventStore(db, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, busyBudgetMs);
+  return new SqliteEventStore(db, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, busyBudgetMs, options.onGroupCommit);
 }
 
 class SqliteEventStore implements EventStore {
@@ -67,6 +69,7 @@ class SqliteEventStore implements EventStore {
     private readonly db: Database.Database,
     private readonly pollIntervalMs: number,
     private readonly busyBudgetMs: number,
+    onGroupCommit?: (requests: number) => void,
   ) {
     this.statements = new StatementCache(db);
     this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
@@ -78,6 +81,7 @@ class SqliteEventStore implements EventStore {
       // In-process notifier: local subscribers read right after our own commits instead of at their next poll.
       onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake()),
       busyBudgetMs,
+      ...(onGroupCommit ? { onBatch: onGroupCommit } : {}),
     });
   }
 

@@ -15,6 +15,8 @@ export interface GroupCommitOptions<Request, Result> {
   onCommit: () => void;
   /** How long a request may wait for another connection's write lock before it fails. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
+  /** Told the number of requests of every transaction that committed (the group-commit batch size metric). */
+  onBatch?: (requests: number) => void;
 }
 
 type Outcome<Result> = { ok: true; result: Result } | { ok: false; error: unknown };
@@ -92,8 +94,10 @@ export class GroupCommitter<Request, Result> {
   private flush(): void {
     const batch = this.queue.splice(0, MAX_BATCH_REQUESTS);
     let outcomes: Array<Outcome<Result>>;
+    let committed = false;
     try {
       outcomes = this.commitBatch(batch);
+      committed = true;
     } catch (error) {
       if (isSqliteBusy(error)) return this.retryLater(batch, error);
       const failure = new EventStoreUnavailableError('could not commit to the event store', { cause: error });
@@ -101,6 +105,7 @@ export class GroupCommitter<Request, Result> {
     }
     batch.forEach((pending, i) => settle(pending, outcomes[i]!));
     if (outcomes.some((outcome) => outcome.ok)) this.options.onCommit();
+    if (committed) observeBatch(this.options.onBatch, batch.length);
     this.next();
   }
 
@@ -168,6 +173,15 @@ export class GroupCommitter<Request, Result> {
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const resolve of waiters) resolve();
+  }
+}
+
+/** Told after the requests are settled, and never allowed to throw: an observer (metrics) cannot fail a commit. */
+function observeBatch(onBatch: ((requests: number) => void) | undefined, requests: number): void {
+  try {
+    onBatch?.(requests);
+  } catch {
+    // Nothing to do: the batch is committed and its requests answered.
   }
 }
 
