@@ -25,8 +25,14 @@ interface Service {
 }
 const compose = parse(readFileSync(`${ROOT}/docker-compose.yml`, 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const servers = Object.entries(compose.services).filter(([, service]) => service.build !== undefined && service.command?.[2] === 'serve');
+/** A service's environment as compose interpolates it: SECRETS_KEY from the host, `${NAME:-default}` as its default. */
 const environmentOf = (service: Service) =>
-  Object.fromEntries(Object.entries(service.environment ?? {}).map(([key, value]) => [key, key === 'SECRETS_KEY' ? '00'.repeat(32) : String(value ?? '')]));
+  Object.fromEntries(
+    Object.entries(service.environment ?? {}).map(([key, value]) => [
+      key,
+      key === 'SECRETS_KEY' ? '00'.repeat(32) : String(value ?? '').replace(/^\$\{\w+:-([^}]*)\}$/, '$1'),
+    ]),
+  );
 
 /** Bind mounts of a service: host path (relative to the repository) to container path. */
 const bindMounts = (service: Service) =>
