@@ -375,10 +375,10 @@ async function evm(): Promise<EvmRun> {
 /** What each JSON-RPC method is for in a submit (evm-ledger.ts and the viem actions it calls). */
 const RPC_PURPOSE: Record<string, string> = {
   eth_estimateGas: 'the adapter\'s estimate (a revert is answered without spending gas)',
-  eth_getTransactionCount: 'viem\'s estimateGas prepares a whole transaction for a local account first: a pending nonce it does not use',
+  eth_getTransactionCount: 'the nonce queue\'s pending count: at the first send and after a send that failed (or, before `prepare: false`, viem preparing the estimate)',
   eth_fillTransaction: 'the same preparation, first asked of the node once (EDR does not have it)',
-  eth_getBlockByNumber: 'the same preparation (base fee); the block\'s timestamp for createdAt; the adapter\'s fee cache (every 2 s)',
-  eth_maxPriorityFeePerGas: 'the same preparation; the adapter\'s fee cache (every 2 s)',
+  eth_getBlockByNumber: 'the block\'s timestamp for createdAt; the adapter\'s fee cache (base fee, every 2 s)',
+  eth_maxPriorityFeePerGas: 'the adapter\'s fee cache (every 2 s)',
   eth_sendRawTransaction: 'the send, signed in process, inside the nonce queue (automine: mined before it answers)',
   eth_getTransactionReceipt: 'waitForTransactionReceipt: there at the first ask, so no polling at EVM_POLL_INTERVAL_MS',
   eth_call: 'contract reads: findByOperationID (executed)',
