@@ -1,5 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
 import { resolveAllowedAddress, RefusedAddressError, type AddressRules, type Resolver } from './address-guard.ts';
 
 /**
@@ -62,7 +63,8 @@ export async function attemptDelivery(attempt: AttemptRequest, now: () => number
       path: `${url.pathname}${url.search}`,
       method: 'POST',
       headers: { ...attempt.headers, host: url.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(attempt.body)) },
-      ...(secure ? { servername: hostname } : {}),
+      // SNI may not carry an IP address (RFC 6066); for an IP literal the certificate is checked against the address.
+      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
       agent: false,
     }, (response: IncomingMessage) => {
       const chunks: Buffer[] = [];
