@@ -44,6 +44,7 @@ afterAll(async () => {
 
 const dev = { allowLoopback: true };
 const body = JSON.stringify({ id: 'evt_1', type: 'operation.completed', data: { operationID: 'op_1' } });
+const lastAt = (path: string): Received => [...received].reverse().find((r) => r.path === path)!;
 const hits = (path: string) => received.filter((r) => r.path === path).length;
 
 describe('a webhook delivery attempt', () => {
@@ -52,7 +53,7 @@ describe('a webhook delivery attempt', () => {
     const t = Math.floor(Date.now() / 1000);
     const result = await attemptDelivery({ url: `${base}/ok`, body, headers: { 'webhook-id': 'evt_1', 'webhook-timestamp': String(t), 'webhook-signature': signWebhook(secret, t, body) }, timeoutMs: 5000, rules: dev });
     expect(result).toMatchObject({ ok: true, statusCode: 204, error: null });
-    const got = received.findLast((r) => r.path === '/ok')!;
+    const got = lastAt('/ok');
     expect(got.body).toBe(body);
     expect(got.headers['content-type']).toBe('application/json');
     expect(got.headers['webhook-id']).toBe('evt_1');
@@ -95,6 +96,6 @@ describe('a webhook delivery attempt', () => {
     const resolver: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
     const result = await attemptDelivery({ url: `http://receiver.test:${port}/ok`, body, headers: {}, timeoutMs: 5000, rules: dev, resolve: resolver });
     expect(result.ok).toBe(true);
-    expect(received.findLast((r) => r.path === '/ok')!.headers.host).toBe(`receiver.test:${port}`);
+    expect(lastAt('/ok').headers.host).toBe(`receiver.test:${port}`);
   });
 });
