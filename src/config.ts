@@ -176,6 +176,11 @@ const schema = z.object({
         .optional(),
     )
     .describe('Key (32 bytes, base64 or hex) that encrypts API-key secrets waiting for their maker in the read store. Required with server stores; embedded default: generated once into DATA_DIR/secrets.key (0600).'),
+  WEBHOOK_ALLOW_INSECURE_LOCALHOST: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true')
+    .describe('Development and tests only: webhook endpoints may be http://127.0.0.1, http://localhost or http://[::1]. Never in production: endpoints must be https.'),
   // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak runs only.
   FAULT_EVENT_STORE_ERROR_RATE: faultRate('Fault injection: share of event store calls that fail transiently (appends half before, half after writing; subscriptions break).'),
   FAULT_EVENT_STORE_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each event store call (a tenth of it per subscription event).'),

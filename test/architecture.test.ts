@@ -49,6 +49,8 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // The console is an edge like the APIs: it calls the back-office commands and reads models through ports.
   console: { src: ['domain', 'ports', 'commands', 'projections', 'http', 'logger'], packages: ['express'] },
   audit: { src: ['domain', 'ports', 'shared'], packages: [] },
+  // Webhook deliveries: the SSRF guard classifies addresses with ipaddr.js.
+  webhooks: { src: ['domain', 'ports', 'commands', 'projections', 'shared', 'logger'], packages: ['ipaddr.js'] },
   // open-stores wraps every event store in the audit hash chain; the EVM ledger speaks to its chain through viem.
   adapters: { src: ['domain', 'ports', 'audit'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'viem', 'viem/accounts'] },
   // Metrics decorate the ports and observe HTTP; what they read at scrape time is handed to them as callbacks.

@@ -53,3 +53,14 @@ describe('login limits', () => {
     expect(refusal({ LOGIN_LOCKOUT_MS: '10' })).toMatch(/LOGIN_LOCKOUT_MS/);
   });
 });
+
+describe('WEBHOOK_ALLOW_INSECURE_LOCALHOST', () => {
+  it('given nothing, when loaded, then http webhook endpoints are not allowed; given true, they are on the loopback host', () => {
+    expect(loadConfig({}).WEBHOOK_ALLOW_INSECURE_LOCALHOST).toBe(false);
+    expect(loadConfig({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true' }).WEBHOOK_ALLOW_INSECURE_LOCALHOST).toBe(true);
+  });
+
+  it('given a value other than true or false, when loaded, then it is refused naming the variable', () => {
+    expect(refusal({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'yes' })).toMatch(/WEBHOOK_ALLOW_INSECURE_LOCALHOST/);
+  });
+});

@@ -51,6 +51,7 @@ interface MovementGroup {
 export class BusinessChecker {
   readonly users = new Map<string, UserInfo>();
   readonly keys = new Map<string, KeyInfo>();
+  readonly webhookEndpoints = new Map<string, { status: 'pending' | 'active' | 'rejected' | 'disabled'; party: string; requestedBy: string }>();
   readonly operations = new Map<string, OpState>();
   readonly balances = new Map<string, bigint>();
   private readonly negative = new Set<string>();
@@ -82,6 +83,7 @@ export class BusinessChecker {
     if (this.group) this.closeGroup();
     if (type.startsWith('Operation')) this.operation(event);
     else if (type.startsWith('ApiKey')) this.apiKey(event);
+    else if (type.startsWith('WebhookEndpoint')) this.webhookEndpoint(event);
     else (this.access ??= new AccessChecker(this.users, (e, detail) => this.problem('maker-checker', e, detail))).feed(event);
   }
 
@@ -164,6 +166,52 @@ export class BusinessChecker {
         break;
       default:
         this.problem('operation', event, `unknown API-key event ${event.type}`);
+    }
+  }
+
+  /** The same maker-checker as API keys: a maker of the party registers, another checker of it decides. */
+  private webhookEndpoint(event: RecordedEvent): void {
+    const data = event.data as Record<string, unknown> & { endpointID: string };
+    const endpoint = this.webhookEndpoints.get(data.endpointID);
+    const what = `${event.type.replace('WebhookEndpoint', 'webhook endpoint ').toLowerCase()} of ${data.endpointID}`;
+    if (event.type === 'WebhookEndpointRequested') {
+      if (endpoint) this.problem('operation', event, `webhook endpoint ${data.endpointID} requested twice`);
+      const party = partyOf(data.party as { type: string; id: string }) ?? '';
+      const maker = this.users.get(data.requestedBy as string);
+      if (!maker?.roles.includes('maker') || maker.party !== party) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${party}`);
+      this.webhookEndpoints.set(data.endpointID, { status: 'pending', party, requestedBy: data.requestedBy as string });
+      return;
+    }
+    if (!endpoint) {
+      this.problem('operation', event, `${event.type} of webhook endpoint ${data.endpointID}, which was never requested`);
+      return;
+    }
+    const expect = (status: 'pending' | 'active') => {
+      if (endpoint.status !== status) this.problem('operation', event, `${event.type} of webhook endpoint ${data.endpointID} while it is ${endpoint.status}, not ${status}`);
+    };
+    switch (event.type) {
+      case 'WebhookEndpointApproved':
+        expect('pending');
+        this.checker(event, data.approvedBy as string, endpoint.party, endpoint.requestedBy, () => what);
+        endpoint.status = 'active';
+        break;
+      case 'WebhookEndpointRejected':
+        expect('pending');
+        this.checker(event, data.rejectedBy as string, endpoint.party, endpoint.requestedBy, () => what);
+        endpoint.status = 'rejected';
+        break;
+      case 'WebhookEndpointDisabled': {
+        expect('active');
+        const by = data.disabledBy as string;
+        const user = this.users.get(by);
+        if (by !== 'system' && (!user || user.party !== endpoint.party || !(user.roles.includes('maker') || user.roles.includes('checker')))) {
+          this.problem('maker-checker', event, `${what} by ${by}, neither the system nor a maker or checker of ${endpoint.party}`);
+        }
+        endpoint.status = 'disabled';
+        break;
+      }
+      default:
+        this.problem('operation', event, `unknown webhook-endpoint event ${event.type}`);
     }
   }
 

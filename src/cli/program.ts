@@ -23,6 +23,7 @@ import { requiredText } from '../domain/text.ts';
 import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
 import { registerMoneyCommands } from './money-commands.ts';
 import { registerUserCommands } from './user-commands.ts';
+import { registerWebhookCommands } from './webhook-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerAuditCommands } from './audit-commands.ts';
 import { registerDemoCommands } from './demo-commands.ts';
@@ -119,6 +120,8 @@ export function buildCli(): Command {
         return directory.listByParty(partyRef, deps.clock().toISOString());
       }, (keys) => keys.map((k) => `${k.keyID}  ${k.state.padEnd(18)} ${k.label}  [${k.permissions.join(', ')}]  expires ${k.expiresAt ?? '-'}`).join('\n') || '(no keys)'),
     );
+  registerWebhookCommands(program);
+
   const projections = program.command('projections').description('read models: status and rebuild from the event history');
   common(projections.command('status'))
     .description("each projection's, the executor's and the key-revocation consumer's checkpoint and lag behind the head of the event store; with a running server, each consumer's live state")

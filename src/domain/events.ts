@@ -101,7 +101,37 @@ export type ApiKeyEvent =
   | ApiKeyRevocationRejected
   | ApiKeyRevoked;
 
-export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded;
+// Webhook endpoints: maker-checker, like API keys ------------------------------------------------------------
+/** What a client can subscribe an endpoint to (docs/webhooks.md). */
+export type WebhookEventType = 'operation.approved' | 'operation.rejected' | 'operation.completed' | 'operation.failed' | 'payment.received' | 'api_key.revoked';
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['operation.approved', 'operation.rejected', 'operation.completed', 'operation.failed', 'payment.received', 'api_key.revoked'];
+
+/** A signing secret sealed with AES-256-GCM under the secrets key (src/domain/webhook-secrets.ts): never in clear. */
+export interface SealedWebhookSecret {
+  /** Which secrets key sealed it: the first 16 hex digits of its SHA-256. */
+  sealedWith: string;
+  iv: string;
+  tag: string;
+  data: string;
+}
+
+export type WebhookEndpointRequested = Event<'WebhookEndpointRequested', {
+  endpointID: string;
+  party: PartyRef;
+  /** Validated: https, or http to the loopback host only where the configuration allowed it. */
+  url: string;
+  eventTypes: WebhookEventType[];
+  requestedBy: string;
+  requestedAt: string;
+}>;
+/** The signing secret is made at approval, shown once to the maker, and kept sealed here for signing. */
+export type WebhookEndpointApproved = Event<'WebhookEndpointApproved', { endpointID: string; approvedBy: string; approvedAt: string; secret: SealedWebhookSecret }>;
+export type WebhookEndpointRejected = Event<'WebhookEndpointRejected', { endpointID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+/** Final. `disabledBy` is a user id, or `system` when deliveries kept failing for a day. */
+export type WebhookEndpointDisabled = Event<'WebhookEndpointDisabled', { endpointID: string; disabledBy: string; reason: string; disabledAt: string }>;
+export type WebhookEndpointEvent = WebhookEndpointRequested | WebhookEndpointApproved | WebhookEndpointRejected | WebhookEndpointDisabled;
+
+export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded;
 
 // Operations -----------------------------------------------------------------------------------------------
 export type DistributorOperationType = 'cash-in' | 'cash-out-fulfillment';

@@ -16,6 +16,7 @@ export const streams = {
   /** One request to grant or widen a console user's access, approved or rejected by another administrator. */
   accessRequest: (requestID: string) => `accessRequest-${requestID}`,
   apiKey: (keyID: string) => `apikey-${keyID}`,
+  webhookEndpoint: (endpointID: string) => `webhookEndpoint-${endpointID}`,
   operation: (operationID: string) => `operation-${operationID}`,
   wallet: (wallet: WalletRef) => `wallet-${wallet.kind}_${wallet.id}`,
   keyVolume: (keyID: string, day: string) => `keyVolume-${keyID}_${day}`,
@@ -25,6 +26,7 @@ export const streams = {
 
 export const streamPrefixes = {
   apiKey: 'apikey-',
+  webhookEndpoint: 'webhookEndpoint-',
   distributor: 'distributor-',
   merchant: 'merchant-',
   individual: 'individual-',

@@ -5,6 +5,7 @@ import { merchantOperationsProjection } from './merchant-operations.ts';
 import { merchantPaymentsProjection } from './merchant-payments.ts';
 import { pendingOperationsProjection } from './pending-operations.ts';
 import { unsettledOperationsProjection } from './unsettled-operations.ts';
+import { webhookEndpointsProjection } from './webhook-endpoints.ts';
 
 /** Every read model, by the name ops use (`projections rebuild --only NAME`). */
 export function allProjections(assetScale: number): Projection[] {
@@ -15,5 +16,6 @@ export function allProjections(assetScale: number): Projection[] {
     merchantPaymentsProjection({ assetScale }),
     unsettledOperationsProjection(),
     pendingOperationsProjection(),
+    webhookEndpointsProjection(),
   ] as unknown as Projection[];
 }

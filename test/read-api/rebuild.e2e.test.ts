@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findUserByEmail } from '../../src/commands/back-office.ts';
 import { releaseWrites } from '../../src/commands/operations.ts';
+import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import type { OperationRequested } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 import type { EventStore, StreamAppend } from '../../src/ports/event-store.ts';
@@ -138,6 +140,10 @@ beforeAll(async () => {
   await sys.credit(payer.wallet, '1000000');
   for (const phone of phones) await sys.credit({ kind: 'individual', id: phone }, '1000000');
   seeded = await seed();
+  // Every read model has something to rebuild: a webhook endpoint, registered and approved.
+  const webhooks = { ...sys.backOffice, secretsKey: Buffer.alloc(32, 7), allowInsecureLocalhost: false };
+  const { endpointID } = await requestWebhookEndpoint(webhooks, await findUserByEmail(sys.backOffice, merchant.makerEmail), { url: 'https://shop.example/hooks', eventTypes: 'payment.received' }, 'seed');
+  await approveWebhookEndpoint(webhooks, await findUserByEmail(sys.backOffice, merchant.checkerEmail), endpointID, 'seed');
   await caughtUp();
 
   const d = `/api/v1/distributors/${distributor.ref.id}`;

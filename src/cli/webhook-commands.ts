@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import type { Command } from 'commander';
+import { embeddedSecretsKey } from '../adapters/secrets-key-file.ts';
+import { findUserByEmail, requireParty } from '../commands/back-office.ts';
+import { approveWebhookEndpoint, disableWebhookEndpoint, rejectWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../commands/webhooks.ts';
+import { loadConfig } from '../config.ts';
+import type { RecordedEvent } from '../ports/event-store.ts';
+import { streamPrefixes } from '../domain/streams.ts';
+import { WEBHOOK_EVENT_TYPES } from '../domain/events.ts';
+import { foldWebhookEndpoints, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
+import { common, parsePartyRef, withBackOffice, type CommonOptions } from './support.ts';
+
+/**
+ * `webhook`: the webhook-endpoint lifecycle under maker-checker, acting `--as` a console user under the same
+ * rules as the console: a maker adds, another checker of the party approves (the signing secret is printed
+ * once) or rejects, a maker or checker disables at once.
+ */
+type AsOptions = CommonOptions & { as: string };
+const PAGE = 1000;
+
+/** withBackOffice, plus what the webhook commands need of the configuration. */
+function withWebhooks<T>(opts: CommonOptions, action: (deps: WebhookCommandDeps) => Promise<T>, human: (result: T) => string) {
+  const config = loadConfig(process.env);
+  const dataDir = opts.dataDir ?? config.DATA_DIR;
+  return withBackOffice(opts, (deps) => action({
+    ...deps,
+    secretsKey: config.SECRETS_KEY ?? embeddedSecretsKey(dataDir),
+    allowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
+  }), human);
+}
+
+const endpointLine = (e: WebhookEndpointDoc) =>
+  `${e.id}  ${e.status.padEnd(8)} ${e.url}  [${e.eventTypes.join(', ')}]${e.status === 'disabled' ? `  disabled by ${e.disabledBy}: ${e.reason}` : ''}`;
+
+export function registerWebhookCommands(program: Command): void {
+  const webhook = program.command('webhook').description('webhook endpoints of a party (maker-checker)');
+  common(webhook.command('add'))
+    .description('a maker registers a webhook endpoint for their party (pending approval by a checker)')
+    .requiredOption('--as <email>', 'the maker')
+    .requiredOption('--url <url>', 'https URL that receives the deliveries')
+    .requiredOption('--events <list>', `comma-separated: ${WEBHOOK_EVENT_TYPES.join(',')}`)
+    .action(async (opts: AsOptions & { url: string; events: string }) =>
+      withWebhooks(opts, async (deps) => requestWebhookEndpoint(deps, await findUserByEmail(deps, opts.as), { url: opts.url, eventTypes: opts.events }, randomUUID()),
+        (r) => `webhook endpoint requested: ${r.endpointID} (pending approval by a checker)`),
+    );
+  common(webhook.command('approve'))
+    .description('a checker approves a pending endpoint; its signing secret is printed once')
+    .argument('<endpointID>')
+    .requiredOption('--as <email>', 'the checker')
+    .action(async (endpointID: string, opts: AsOptions) =>
+      withWebhooks(opts, async (deps) => approveWebhookEndpoint(deps, await findUserByEmail(deps, opts.as), endpointID, randomUUID()),
+        (r) => `webhook endpoint approved: ${r.endpointID}\nsigning secret (shown once, store it now): ${r.secret}`),
+    );
+  common(webhook.command('reject'))
+    .description('a checker rejects a pending endpoint')
+    .argument('<endpointID>')
+    .requiredOption('--as <email>', 'the checker')
+    .option('--reason <text>', 'why')
+    .action(async (endpointID: string, opts: AsOptions & { reason?: string }) =>
+      withWebhooks(opts, async (deps) => rejectWebhookEndpoint(deps, await findUserByEmail(deps, opts.as), endpointID, opts.reason ?? null, randomUUID()),
+        (r) => `webhook endpoint ${r.endpointID}: rejected`),
+    );
+  common(webhook.command('disable'))
+    .description('a maker or checker of the party disables an active endpoint at once (final)')
+    .argument('<endpointID>')
+    .requiredOption('--as <email>', 'the acting user')
+    .requiredOption('--reason <text>', 'why')
+    .action(async (endpointID: string, opts: AsOptions & { reason: string }) =>
+      withWebhooks(opts, async (deps) => disableWebhookEndpoint(deps, await findUserByEmail(deps, opts.as), endpointID, opts.reason, randomUUID()),
+        (r) => `webhook endpoint ${r.endpointID}: disabled`),
+    );
+  common(webhook.command('list'))
+    .description("a party's webhook endpoints, newest first (never a secret)")
+    .requiredOption('--party <party>', 'distributor:ID or merchant:ID')
+    .action(async (opts: CommonOptions & { party: string }) =>
+      withBackOffice(opts, async (deps) => {
+        const party = parsePartyRef(opts.party);
+        await requireParty(deps, party);
+        const events: RecordedEvent[] = [];
+        for (let from = 1; ; ) {
+          const page = await deps.store.readAll({ fromPosition: from, maxCount: PAGE, filter: { streamPrefixes: [streamPrefixes.webhookEndpoint] } });
+          events.push(...page);
+          if (page.length < PAGE) break;
+          from = page.at(-1)!.position + 1;
+        }
+        return foldWebhookEndpoints(events).filter((e) => e.partyType === party.type && e.partyID === party.id).map(({ position: _position, ...e }) => e);
+      }, (endpoints) => endpoints.map((e) => endpointLine({ ...e, position: 0 })).join('\n') || '(no webhook endpoints)'),
+    );
+}

@@ -1,0 +1,124 @@
+import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested } from '../domain/events.ts';
+import { DomainError } from '../domain/errors.ts';
+import { samePartyRef } from '../domain/parties.ts';
+import type { ActingUser } from './api-keys.ts';
+import { assertNever, type Decider } from './decider.ts';
+
+/**
+ * A webhook endpoint's lifecycle, with maker-checker like an API key's:
+ *   (none) -request-> pending -approve-> active -disable-> disabled
+ *                     pending -reject-> rejected
+ * A maker requests; a checker of the same party, never the maker, approves or rejects. Disabling narrows what
+ * the party receives, so any maker or checker of the party does it at once, and so does the system when
+ * deliveries kept failing for a day. Rejected and disabled are final: a party registers a new endpoint.
+ */
+type EndpointTerms = Omit<WebhookEndpointRequested['data'], 'requestedBy' | 'requestedAt'>;
+
+/** Who disables: a user, or the delivery consumer giving up on an endpoint. */
+export type Disabler = ActingUser | 'system';
+export const SYSTEM_DISABLER = 'system';
+
+export type WebhookEndpointCommand =
+  | { type: 'RequestWebhookEndpoint'; data: EndpointTerms & { by: ActingUser; now: string } }
+  | { type: 'ApproveWebhookEndpoint'; data: { endpointID: string; by: ActingUser; secret: SealedWebhookSecret; now: string } }
+  | { type: 'RejectWebhookEndpoint'; data: { endpointID: string; by: ActingUser; reason: string | null; now: string } }
+  | { type: 'DisableWebhookEndpoint'; data: { endpointID: string; by: Disabler; reason: string; now: string } };
+
+export type WebhookEndpointStatus = 'pending' | 'active' | 'rejected' | 'disabled';
+
+export type WebhookEndpointState =
+  | { status: 'none' }
+  | (EndpointTerms & {
+      status: WebhookEndpointStatus;
+      requestedBy: string;
+      requestedAt: string;
+      approvedBy: string | null;
+      secret: SealedWebhookSecret | null;
+      disabledBy: string | null;
+    });
+
+type ExistingEndpoint = Exclude<WebhookEndpointState, { status: 'none' }>;
+
+function requireEndpoint(state: WebhookEndpointState, endpointID: string): ExistingEndpoint {
+  if (state.status === 'none') throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID} does not exist`);
+  return state;
+}
+
+function requireStatus(endpoint: ExistingEndpoint, expected: WebhookEndpointStatus, action: string): void {
+  if (endpoint.status !== expected) {
+    throw new DomainError('WRONG_STATE', `cannot ${action}: webhook endpoint ${endpoint.endpointID} is ${endpoint.status}, not ${expected}`);
+  }
+}
+
+function requireSameParty(by: ActingUser, endpoint: ExistingEndpoint): void {
+  if (!samePartyRef(by.party, endpoint.party)) throw new DomainError('OTHER_PARTY', `webhook endpoint ${endpoint.endpointID} belongs to another party`);
+}
+
+/** The segregation rule of API keys: same party, checker role, never the maker of the request. */
+function requireChecker(by: ActingUser, endpoint: ExistingEndpoint, action: string): void {
+  if (!by.roles.includes('checker')) throw new DomainError('ROLE_REQUIRED', `${action} needs the checker role`);
+  requireSameParty(by, endpoint);
+  if (by.userID === endpoint.requestedBy) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
+}
+
+function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): WebhookEndpointEvent[] {
+  switch (command.type) {
+    case 'RequestWebhookEndpoint': {
+      const { by, now, ...terms } = command.data;
+      if (state.status !== 'none') throw new DomainError('ALREADY_EXISTS', `webhook endpoint ${terms.endpointID} already exists`);
+      if (!by.roles.includes('maker')) throw new DomainError('ROLE_REQUIRED', 'registering a webhook endpoint needs the maker role');
+      if (!samePartyRef(by.party, terms.party)) throw new DomainError('OTHER_PARTY', 'a webhook endpoint can only be registered for the maker’s own party');
+      return [{ type: 'WebhookEndpointRequested', data: { ...terms, requestedBy: by.userID, requestedAt: now } }];
+    }
+    case 'ApproveWebhookEndpoint': {
+      const { endpointID, by, secret, now } = command.data;
+      const endpoint = requireEndpoint(state, endpointID);
+      requireChecker(by, endpoint, 'approve the webhook endpoint');
+      requireStatus(endpoint, 'pending', 'approve the webhook endpoint');
+      return [{ type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: by.userID, approvedAt: now, secret } }];
+    }
+    case 'RejectWebhookEndpoint': {
+      const { endpointID, by, reason, now } = command.data;
+      const endpoint = requireEndpoint(state, endpointID);
+      requireChecker(by, endpoint, 'reject the webhook endpoint');
+      requireStatus(endpoint, 'pending', 'reject the webhook endpoint');
+      return [{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: by.userID, reason, rejectedAt: now } }];
+    }
+    case 'DisableWebhookEndpoint': {
+      const { endpointID, by, reason, now } = command.data;
+      const endpoint = requireEndpoint(state, endpointID);
+      if (by !== SYSTEM_DISABLER) {
+        if (!by.roles.includes('maker') && !by.roles.includes('checker')) throw new DomainError('ROLE_REQUIRED', 'disabling a webhook endpoint needs the maker or checker role');
+        requireSameParty(by, endpoint);
+      }
+      requireStatus(endpoint, 'active', 'disable the webhook endpoint');
+      return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: by === SYSTEM_DISABLER ? SYSTEM_DISABLER : by.userID, reason, disabledAt: now } }];
+    }
+    default:
+      return assertNever(command);
+  }
+}
+
+function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): WebhookEndpointState {
+  if (event.type === 'WebhookEndpointRequested') {
+    const { requestedBy, requestedAt, ...terms } = event.data;
+    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, disabledBy: null };
+  }
+  if (state.status === 'none') return state; // a stream always starts with WebhookEndpointRequested
+  switch (event.type) {
+    case 'WebhookEndpointApproved':
+      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret };
+    case 'WebhookEndpointRejected':
+      return { ...state, status: 'rejected' };
+    case 'WebhookEndpointDisabled':
+      return { ...state, status: 'disabled', disabledBy: event.data.disabledBy };
+    default:
+      return assertNever(event);
+  }
+}
+
+export const webhookEndpointDecider: Decider<WebhookEndpointCommand, WebhookEndpointState, WebhookEndpointEvent> = {
+  initialState: () => ({ status: 'none' }),
+  decide,
+  evolve,
+};

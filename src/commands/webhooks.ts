@@ -1,0 +1,68 @@
+import { DomainError } from '../domain/errors.ts';
+import { streams } from '../domain/streams.ts';
+import { requiredText } from '../domain/text.ts';
+import { isEndpointID, newEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
+import { newWebhookSecret, sealWebhookSecret } from '../domain/webhook-secrets.ts';
+import { actingUser, userContext, type ActiveUser, type BackOfficeDeps } from './back-office.ts';
+import { runCommand, type CommandContext } from './pipeline.ts';
+import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand } from './webhook-endpoints.ts';
+
+/**
+ * The webhook-endpoint commands for the CLI (and later the console): validate the input, make the id, the
+ * time and the signing secret the decider must not make, and run the one pipeline.
+ */
+export interface WebhookCommandDeps extends BackOfficeDeps {
+  /** 32 bytes: seals each endpoint's signing secret in its approval event. */
+  secretsKey: Buffer;
+  /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: http:// to the loopback host is accepted (development and tests). */
+  allowInsecureLocalhost: boolean;
+}
+
+const now = (deps: BackOfficeDeps) => deps.clock().toISOString();
+
+export async function requestWebhookEndpoint(
+  deps: WebhookCommandDeps,
+  user: ActiveUser,
+  input: { url: unknown; eventTypes: unknown },
+  correlationId: string,
+): Promise<{ endpointID: string }> {
+  if (!user.party) throw new DomainError('OTHER_PARTY', 'a platform administrator has no party to register a webhook endpoint for');
+  const url = parseWebhookUrl('url', input.url, { allowInsecureLocalhost: deps.allowInsecureLocalhost });
+  const eventTypes = parseWebhookEventTypes('eventTypes', input.eventTypes);
+  const endpointID = newEndpointID();
+  await run(deps, endpointID, { type: 'RequestWebhookEndpoint', data: { endpointID, party: user.party, url, eventTypes, by: actingUser(user), now: now(deps) } }, userContext(user, correlationId));
+  return { endpointID };
+}
+
+/**
+ * Approves a pending endpoint and returns its signing secret: the caller shows it to the maker once (the
+ * CLI prints it; the console would hold it for the maker as it does an API key's). Kept only sealed.
+ */
+export async function approveWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, correlationId: string): Promise<{ endpointID: string; secret: string }> {
+  const secret = newWebhookSecret();
+  const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
+  await run(deps, endpointID, { type: 'ApproveWebhookEndpoint', data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) } }, userContext(user, correlationId));
+  return { endpointID, secret };
+}
+
+export async function rejectWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, reason: unknown, correlationId: string): Promise<{ endpointID: string }> {
+  const text = reason === undefined || reason === null ? null : requiredText('reason', reason, 500);
+  await run(deps, endpointID, { type: 'RejectWebhookEndpoint', data: { endpointID, by: actingUser(user), reason: text, now: now(deps) } }, userContext(user, correlationId));
+  return { endpointID };
+}
+
+export async function disableWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, reason: unknown, correlationId: string): Promise<{ endpointID: string }> {
+  const text = requiredText('reason', reason, 500);
+  await run(deps, endpointID, { type: 'DisableWebhookEndpoint', data: { endpointID, by: actingUser(user), reason: text, now: now(deps) } }, userContext(user, correlationId));
+  return { endpointID };
+}
+
+/** The delivery consumer's verdict on an endpoint that kept failing. */
+export async function disableWebhookEndpointBySystem(deps: BackOfficeDeps, endpointID: string, reason: string, context: CommandContext): Promise<void> {
+  await run(deps, endpointID, { type: 'DisableWebhookEndpoint', data: { endpointID, by: SYSTEM_DISABLER, reason, now: now(deps) } }, context);
+}
+
+function run(deps: BackOfficeDeps, endpointID: string, command: WebhookEndpointCommand, context: CommandContext) {
+  if (!isEndpointID(endpointID)) throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID.slice(0, 40)} does not exist`);
+  return runCommand(deps, { stream: streams.webhookEndpoint(endpointID), decider: webhookEndpointDecider, command, context });
+}

@@ -1,0 +1,87 @@
+import type { WebhookEndpointEvent, WebhookEventType } from '../domain/events.ts';
+import type { PartyRef } from '../domain/parties.ts';
+import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
+import type { ProjectedEvent, Projection } from './projection.ts';
+
+/**
+ * Webhook endpoints, one document each, as `webhook list` (and later the console) shows them. The signing
+ * secret is not here: it stays sealed in the approval event on the write side, and only the delivery
+ * consumer opens it.
+ */
+export type WebhookEndpointDoc = {
+  /** The endpoint id. */
+  id: string;
+  partyType: PartyRef['type'];
+  partyID: string;
+  url: string;
+  eventTypes: WebhookEventType[];
+  status: 'pending' | 'active' | 'rejected' | 'disabled';
+  requestedBy: string;
+  requestedAt: string;
+  /** The checker who approved or rejected it. */
+  decidedBy: string | null;
+  decidedAt: string | null;
+  /** The rejection's or the disabling's reason. */
+  reason: string | null;
+  /** A user id, or `system` after a day of failed deliveries. */
+  disabledBy: string | null;
+  disabledAt: string | null;
+  position: number;
+};
+
+export const WEBHOOK_ENDPOINTS_PROJECTION = 'webhook-endpoints';
+export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionDefinition = { name: 'webhook_endpoints', indexes: [['partyType', 'partyID', 'requestedAt']] };
+
+const EVENT_TYPES = ['WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled'] as const;
+const isEndpointEvent = (event: ProjectedEvent): event is ProjectedEvent & WebhookEndpointEvent => (EVENT_TYPES as readonly string[]).includes(event.type);
+
+export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
+  return {
+    name: WEBHOOK_ENDPOINTS_PROJECTION,
+    collection: WEBHOOK_ENDPOINTS_COLLECTION,
+    eventTypes: EVENT_TYPES,
+    documentIds: (event) => (isEndpointEvent(event) ? [event.data.endpointID] : []),
+    evolve(doc, event, id) {
+      if (!isEndpointEvent(event)) return doc;
+      if (event.type === 'WebhookEndpointRequested') {
+        const { party, url, eventTypes, requestedBy, requestedAt } = event.data;
+        return { id, partyType: party.type, partyID: party.id, url, eventTypes, status: 'pending', requestedBy, requestedAt, decidedBy: null, decidedAt: null, reason: null, disabledBy: null, disabledAt: null, position: event.position };
+      }
+      if (doc === null) return null; // a stream always starts with the request
+      switch (event.type) {
+        case 'WebhookEndpointApproved':
+          return { ...doc, status: 'active', decidedBy: event.data.approvedBy, decidedAt: event.data.approvedAt };
+        case 'WebhookEndpointRejected':
+          return { ...doc, status: 'rejected', decidedBy: event.data.rejectedBy, decidedAt: event.data.rejectedAt, reason: event.data.reason };
+        case 'WebhookEndpointDisabled':
+          return { ...doc, status: 'disabled', disabledBy: event.data.disabledBy, disabledAt: event.data.disabledAt, reason: event.data.reason };
+      }
+    },
+  };
+}
+
+/** A party's endpoints, newest registration first (a party has few). */
+export function webhookEndpointsOfParty(readStore: ReadStore, party: PartyRef): Promise<WebhookEndpointDoc[]> {
+  return readStore.find<WebhookEndpointDoc>(WEBHOOK_ENDPOINTS_COLLECTION.name, {
+    where: { partyType: party.type, partyID: party.id },
+    sort: [['requestedAt', 'desc'], ['id', 'asc']],
+  });
+}
+
+/**
+ * The same documents folded in memory from the endpoints' events (the operator CLI, which may run without a
+ * server keeping the read model current): what the runner would store, in the order of `webhookEndpointsOfParty`.
+ */
+export function foldWebhookEndpoints(events: Iterable<ProjectedEvent>): WebhookEndpointDoc[] {
+  const projection = webhookEndpointsProjection();
+  const docs = new Map<string, WebhookEndpointDoc>();
+  for (const event of events) {
+    if (!projection.eventTypes.includes(event.type)) continue;
+    for (const id of projection.documentIds(event)) {
+      const next = projection.evolve(docs.get(id) ?? null, event, id);
+      if (next === null) docs.delete(id);
+      else docs.set(id, { ...next, id, position: event.position });
+    }
+  }
+  return [...docs.values()].sort((a, b) => (a.requestedAt === b.requestedAt ? (a.id < b.id ? -1 : 1) : a.requestedAt < b.requestedAt ? 1 : -1));
+}

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, runCliJson } from '../support/cli.ts';
+import { tempDir } from '../support/temp-dir.ts';
+
+/** `wallet-ops webhook`: the endpoint lifecycle under maker-checker, each command in its own process. */
+describe('wallet-ops webhook', () => {
+  const dir = tempDir();
+  const data = ['--data-dir', dir.path];
+  let party: string;
+
+  beforeAll(async () => {
+    const { merchantID } = await runCliJson<{ merchantID: string }>(['party', 'add-merchant', '--name', 'Hook Shop', '--short-code', '7001', ...data]);
+    party = `merchant:${merchantID}`;
+    await runCliJson(['user', 'add', '--party', party, '--email', 'maker@hooks.test', '--password', 'correct horse 1', '--roles', 'maker', ...data]);
+    await runCliJson(['user', 'add', '--party', party, '--email', 'checker@hooks.test', '--password', 'correct horse 2', '--roles', 'checker', ...data]);
+  }, 60_000);
+  afterAll(() => dir.cleanup());
+
+  const add = (url: string, events = 'operation.completed,payment.received', env?: Record<string, string>) =>
+    runCliJson<{ endpointID: string }>(['webhook', 'add', '--as', 'maker@hooks.test', '--url', url, '--events', events, ...data], env);
+
+  it('when a maker adds and a checker approves, then the secret is printed once and list shows the endpoint active without it', async () => {
+    const { endpointID } = await add('https://shop.example/hooks');
+    expect(endpointID).toMatch(/^whe_/);
+    const pending = await runCliJson<Array<Record<string, unknown>>>(['webhook', 'list', '--party', party, ...data]);
+    expect(pending.find((e) => e.id === endpointID)).toMatchObject({ status: 'pending', url: 'https://shop.example/hooks', eventTypes: ['operation.completed', 'payment.received'] });
+
+    const { secret } = await runCliJson<{ secret: string }>(['webhook', 'approve', endpointID, '--as', 'checker@hooks.test', ...data]);
+    expect(secret).toMatch(/^whsec_/);
+    const list = await runCli(['webhook', 'list', '--party', party, '--json', ...data]);
+    expect(list.stdout).not.toContain(secret.slice(6));
+    expect((JSON.parse(list.stdout) as Array<Record<string, unknown>>).find((e) => e.id === endpointID)).toMatchObject({ status: 'active', decidedBy: expect.any(String) });
+
+    const again = await runCli(['webhook', 'approve', endpointID, '--as', 'checker@hooks.test', '--json', ...data]);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('when the maker approves their own endpoint, then it is refused with exit 1', async () => {
+    const { endpointID } = await add('https://shop.example/own');
+    const result = await runCli(['webhook', 'approve', endpointID, '--as', 'maker@hooks.test', '--json', ...data]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/checker/);
+  });
+
+  it('when a checker rejects, or a maker disables an active endpoint, then list says so', async () => {
+    const rejected = await add('https://shop.example/rejected');
+    await runCliJson(['webhook', 'reject', rejected.endpointID, '--as', 'checker@hooks.test', '--reason', 'not ours', ...data]);
+    const active = await add('https://shop.example/disabled');
+    await runCliJson(['webhook', 'approve', active.endpointID, '--as', 'checker@hooks.test', ...data]);
+    await runCliJson(['webhook', 'disable', active.endpointID, '--as', 'maker@hooks.test', '--reason', 'moved', ...data]);
+    const list = await runCliJson<Array<Record<string, unknown>>>(['webhook', 'list', '--party', party, ...data]);
+    expect(list.find((e) => e.id === rejected.endpointID)).toMatchObject({ status: 'rejected', reason: 'not ours' });
+    expect(list.find((e) => e.id === active.endpointID)).toMatchObject({ status: 'disabled', reason: 'moved', disabledBy: expect.any(String) });
+  });
+
+  it('when the URL is http://127.0.0.1, then it is refused unless WEBHOOK_ALLOW_INSECURE_LOCALHOST=true', async () => {
+    const refused = await runCli(['webhook', 'add', '--as', 'maker@hooks.test', '--url', 'http://127.0.0.1:9/h', '--events', 'operation.failed', '--json', ...data]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/https/);
+    await expect(add('http://127.0.0.1:9/h', 'operation.failed', { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true' })).resolves.toMatchObject({ endpointID: expect.stringMatching(/^whe_/) });
+  });
+
+  it('when an event type is unknown, then it is refused naming the known ones', async () => {
+    const result = await runCli(['webhook', 'add', '--as', 'maker@hooks.test', '--url', 'https://shop.example/h', '--events', 'operation.created', '--json', ...data]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/unknown event type/);
+  });
+});

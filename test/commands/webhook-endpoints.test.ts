@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import type { ActingUser } from '../../src/commands/api-keys.ts';
+import { fold } from '../../src/commands/decider.ts';
+import { webhookEndpointDecider } from '../../src/commands/webhook-endpoints.ts';
+import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested } from '../../src/domain/events.ts';
+import { deciderSpec } from '../support/decider-spec.ts';
+
+const given = deciderSpec(webhookEndpointDecider);
+const acme = { type: 'merchant', id: 'm-acme' } as const;
+const other = { type: 'distributor', id: 'd-other' } as const;
+
+const maker: ActingUser = { userID: 'u-maker', party: acme, roles: ['maker'] };
+const checker: ActingUser = { userID: 'u-checker', party: acme, roles: ['checker'] };
+const makerChecker: ActingUser = { userID: 'u-both', party: acme, roles: ['maker', 'checker'] };
+const foreign: ActingUser = { userID: 'u-foreign', party: other, roles: ['maker', 'checker'] };
+const nobody: ActingUser = { userID: 'u-none', party: acme, roles: [] };
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const T1 = '2026-01-02T00:00:00.000Z';
+const T2 = '2026-01-03T00:00:00.000Z';
+
+const endpointID = 'whe_AAAAAAAAAAAAAAAA';
+const terms = { endpointID, party: acme, url: 'https://shop.example/hooks', eventTypes: ['operation.completed' as const, 'payment.received' as const] };
+const sealed: SealedWebhookSecret = { sealedWith: '0123456789abcdef', iv: 'aXY=', tag: 'dGFn', data: 'ZGF0YQ==' };
+
+const requested: WebhookEndpointRequested = { type: 'WebhookEndpointRequested', data: { ...terms, requestedBy: maker.userID, requestedAt: T0 } };
+const approved: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: checker.userID, approvedAt: T1, secret: sealed } };
+const rejected: WebhookEndpointEvent = { type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: checker.userID, reason: 'unknown host', rejectedAt: T1 } };
+const disabled: WebhookEndpointEvent = { type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: maker.userID, reason: 'shop closed', disabledAt: T2 } };
+
+const approve = (by: ActingUser) => ({ type: 'ApproveWebhookEndpoint' as const, data: { endpointID, by, secret: sealed, now: T1 } });
+const reject = (by: ActingUser) => ({ type: 'RejectWebhookEndpoint' as const, data: { endpointID, by, reason: 'unknown host', now: T1 } });
+const disable = (by: ActingUser | 'system') => ({ type: 'DisableWebhookEndpoint' as const, data: { endpointID, by, reason: 'shop closed', now: T2 } });
+
+describe('webhook endpoint lifecycle', () => {
+  describe('registering an endpoint', () => {
+    it('when a maker registers an endpoint for their party, then it is pending with the url, the event types and the maker', () =>
+      given([]).when({ type: 'RequestWebhookEndpoint', data: { ...terms, by: maker, now: T0 } }).then([requested]));
+
+    it('when a user without the maker role registers an endpoint, then it is refused', () =>
+      given([]).when({ type: 'RequestWebhookEndpoint', data: { ...terms, by: checker, now: T0 } }).thenRefused('ROLE_REQUIRED'));
+
+    it('when a maker registers an endpoint for another party, then it is refused', () =>
+      given([]).when({ type: 'RequestWebhookEndpoint', data: { ...terms, by: foreign, now: T0 } }).thenRefused('OTHER_PARTY'));
+
+    it('when the endpoint id is already used, then the registration is refused', () =>
+      given([requested]).when({ type: 'RequestWebhookEndpoint', data: { ...terms, by: maker, now: T1 } }).thenRefused('ALREADY_EXISTS'));
+  });
+
+  describe('approving an endpoint', () => {
+    it('when a different checker of the party approves, then it is active with the sealed secret', () =>
+      given([requested]).when(approve(checker)).then([approved]));
+
+    it('when the maker approves their own request, then it is refused even with the checker role', () =>
+      given([{ ...requested, data: { ...requested.data, requestedBy: makerChecker.userID } }]).when(approve(makerChecker)).thenRefused('SAME_USER'));
+
+    it('when a user without the checker role approves, then it is refused', () =>
+      given([requested]).when(approve({ ...maker, userID: 'u-maker-2' })).thenRefused('ROLE_REQUIRED'));
+
+    it('when a checker of another party approves, then it is refused', () =>
+      given([requested]).when(approve(foreign)).thenRefused('OTHER_PARTY'));
+
+    it('when the endpoint does not exist, then approval is refused as not found', () =>
+      given([]).when(approve(checker)).thenRefused('NOT_FOUND'));
+
+    it('when the endpoint is already active, then a second approval is refused', () =>
+      given([requested, approved]).when(approve(checker)).thenRefused('WRONG_STATE'));
+
+    it('when the endpoint was rejected, then it can never be approved', () =>
+      given([requested, rejected]).when(approve(checker)).thenRefused('WRONG_STATE'));
+  });
+
+  describe('rejecting an endpoint', () => {
+    it('when a different checker rejects a pending endpoint, then it is rejected with the reason', () =>
+      given([requested]).when(reject(checker)).then([rejected]));
+
+    it('when the maker rejects their own request, then it is refused', () =>
+      given([{ ...requested, data: { ...requested.data, requestedBy: makerChecker.userID } }]).when(reject(makerChecker)).thenRefused('SAME_USER'));
+
+    it('when the endpoint is active, then it cannot be rejected (it is disabled instead)', () =>
+      given([requested, approved]).when(reject(checker)).thenRefused('WRONG_STATE'));
+
+    it('when the endpoint does not exist, then rejection is refused as not found', () =>
+      given([]).when(reject(checker)).thenRefused('NOT_FOUND'));
+  });
+
+  describe('disabling an endpoint', () => {
+    it('when a maker of the party disables an active endpoint, then it is disabled at once, without a checker', () =>
+      given([requested, approved]).when(disable(maker)).then([disabled]));
+
+    it('when a checker of the party disables it, then it is disabled too', () =>
+      given([requested, approved]).when(disable(checker)).then([{ ...disabled, data: { ...disabled.data, disabledBy: checker.userID } } as WebhookEndpointEvent]));
+
+    it('when the system disables it after a day of failures, then the event says system', () =>
+      given([requested, approved]).when(disable('system')).then([{ ...disabled, data: { ...disabled.data, disabledBy: 'system' } } as WebhookEndpointEvent]));
+
+    it('when a user of another party disables it, then it is refused', () =>
+      given([requested, approved]).when(disable(foreign)).thenRefused('OTHER_PARTY'));
+
+    it('when a user with neither role disables it, then it is refused', () =>
+      given([requested, approved]).when(disable(nobody)).thenRefused('ROLE_REQUIRED'));
+
+    it('when the endpoint is still pending, then it cannot be disabled (it is rejected instead)', () =>
+      given([requested]).when(disable(maker)).thenRefused('WRONG_STATE'));
+
+    it('when the endpoint is already disabled, then disabling again is refused', () =>
+      given([requested, approved, disabled]).when(disable('system')).thenRefused('WRONG_STATE'));
+
+    it('when the endpoint does not exist, then disabling is refused as not found', () =>
+      given([]).when(disable(maker)).thenRefused('NOT_FOUND'));
+  });
+
+  describe('evolving the state', () => {
+    const state = (events: WebhookEndpointEvent[]) => fold(webhookEndpointDecider, webhookEndpointDecider.initialState(), events);
+
+    it('given a registration, then the state is pending with no secret', () =>
+      expect(state([requested])).toEqual({ ...terms, status: 'pending', requestedBy: maker.userID, requestedAt: T0, approvedBy: null, secret: null, disabledBy: null }));
+
+    it('given an approval, then the state is active with the approver and the sealed secret', () =>
+      expect(state([requested, approved])).toMatchObject({ status: 'active', approvedBy: checker.userID, secret: sealed }));
+
+    it('given a rejection, then the state is rejected', () => expect(state([requested, rejected])).toMatchObject({ status: 'rejected', secret: null }));
+
+    it('given a disabling, then the state is disabled and says by whom', () =>
+      expect(state([requested, approved, disabled])).toMatchObject({ status: 'disabled', disabledBy: maker.userID }));
+
+    it('given an event before any registration, then the state stays none', () => expect(state([approved])).toEqual({ status: 'none' }));
+  });
+});

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import type { WebhookEndpointEvent } from '../../src/domain/events.ts';
+import { WEBHOOK_ENDPOINTS_PROJECTION, webhookEndpointsProjection, type WebhookEndpointDoc } from '../../src/projections/webhook-endpoints.ts';
+import { projectionSpec, stored } from '../support/projection-spec.ts';
+
+/** The webhook-endpoints read model: one document per endpoint, what `webhook list` shows; never the secret. */
+const spec = projectionSpec(webhookEndpointsProjection());
+const ID = 'whe_AAAAAAAAAAAAAAAA';
+const T0 = '2026-01-01T00:00:00.000Z';
+const T1 = '2026-01-02T00:00:00.000Z';
+
+const requested: WebhookEndpointEvent = {
+  type: 'WebhookEndpointRequested',
+  data: { endpointID: ID, party: { type: 'merchant', id: 'm-1' }, url: 'https://shop.example/h', eventTypes: ['payment.received'], requestedBy: 'u-maker', requestedAt: T0 },
+};
+const approved: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: { endpointID: ID, approvedBy: 'u-checker', approvedAt: T1, secret: { sealedWith: 'f'.repeat(16), iv: 'aXY=', tag: 'dGFn', data: 'c2VjcmV0' } } };
+const rejected: WebhookEndpointEvent = { type: 'WebhookEndpointRejected', data: { endpointID: ID, rejectedBy: 'u-checker', reason: 'unknown host', rejectedAt: T1 } };
+const disabled: WebhookEndpointEvent = { type: 'WebhookEndpointDisabled', data: { endpointID: ID, disabledBy: 'system', reason: 'deliveries failed for a day', disabledAt: T1 } };
+
+const pending = (position: number): WebhookEndpointDoc => ({
+  id: ID, partyType: 'merchant', partyID: 'm-1', url: 'https://shop.example/h', eventTypes: ['payment.received'], status: 'pending',
+  requestedBy: 'u-maker', requestedAt: T0, decidedBy: null, decidedAt: null, reason: null, disabledBy: null, disabledAt: null, position,
+});
+
+describe('webhook-endpoints projection', () => {
+  it('when an endpoint is registered, then it is pending with its party, url and event types', () => {
+    spec.given().when(requested).then({ [ID]: pending(1) });
+  });
+
+  it('when it is approved, then it is active with the checker, and the sealed secret is not copied', () => {
+    const { docs } = spec.given(requested).when(approved);
+    expect(docs).toEqual({ [ID]: { ...pending(2), status: 'active', decidedBy: 'u-checker', decidedAt: T1 } });
+    expect(JSON.stringify(docs)).not.toContain('c2VjcmV0');
+  });
+
+  it('when it is rejected, then it is rejected with the checker and the reason', () => {
+    spec.given(requested).when(rejected).then({ [ID]: { ...pending(2), status: 'rejected', decidedBy: 'u-checker', decidedAt: T1, reason: 'unknown host' } });
+  });
+
+  it('when it is disabled, then it says by whom, when and why', () => {
+    spec.given(requested, approved).when(disabled).then({
+      [ID]: { ...pending(3), status: 'disabled', decidedBy: 'u-checker', decidedAt: T1, disabledBy: 'system', disabledAt: T1, reason: 'deliveries failed for a day' },
+    });
+  });
+
+  it('when a decision arrives without its registration, then there is no document', () => {
+    spec.given().when(approved).then({});
+  });
+
+  it('when the same events are applied twice, then the documents are the same (replay)', () => {
+    const events = stored([requested, approved, disabled]);
+    const once = spec.fold(events);
+    expect(spec.fold(events, once)).toEqual(once);
+  });
+
+  it('then its name is webhook-endpoints', () => expect(WEBHOOK_ENDPOINTS_PROJECTION).toBe('webhook-endpoints'));
+});
