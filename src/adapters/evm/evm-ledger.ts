@@ -129,18 +129,26 @@ export async function deployWalletLedger(options: Pick<EvmLedgerOptions, 'rpcUrl
   return { address: receipt.contractAddress, transactionHash: hash, blockNumber: receipt.blockNumber.toString(), gasUsed: receipt.gasUsed.toString() };
 }
 
-/** Whether a WalletLedger whose operator is this key's account is at the address (any other code, or none: false). */
+/**
+ * Whether this key's WalletLedger is at the address: false only when the address holds no code at all. Other
+ * code there, another operator's ledger, or a read that fails is an error, never "absent": `deploy
+ * --unless-deployed` must not deploy a second ledger beside the one the configuration names.
+ */
 export async function findWalletLedger(options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'contract'>): Promise<boolean> {
   const { publicClient, account } = clients(options);
   await checkChainId(publicClient, options.chainId);
   const code = await publicClient.getCode({ address: options.contract });
   if (!code || code === '0x') return false;
+  let operator: Address;
   try {
-    const operator = await publicClient.readContract({ address: options.contract, abi: walletLedgerAbi, functionName: 'operator' });
-    return operator.toLowerCase() === account.address.toLowerCase();
-  } catch {
-    return false;
+    operator = await publicClient.readContract({ address: options.contract, abi: walletLedgerAbi, functionName: 'operator' });
+  } catch (error) {
+    throw new Error(`${options.contract} holds a contract that does not answer as a WalletLedger: ${error instanceof BaseError ? error.shortMessage : String(error)}`, { cause: error });
   }
+  if (operator.toLowerCase() !== account.address.toLowerCase()) {
+    throw new Error(`the WalletLedger at ${options.contract} obeys ${operator}, not this operator key's account ${account.address}`);
+  }
+  return true;
 }
 
 async function checkChainId(publicClient: PublicClient, expected: number): Promise<void> {
@@ -287,18 +295,22 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
     return publicClient.estimateContractGas({ address, abi: walletLedgerAbi, account, prepare: false, ...call } as Parameters<typeof publicClient.estimateContractGas>[0]);
   }
 
+  /** The call's gas; a revert becomes the port's outcome (duplicate or rejection), anything else is transient. */
+  async function estimateOrRefuse(operationID: string, call: Call): Promise<bigint> {
+    try {
+      return await estimate(call);
+    } catch (error) {
+      const reason = revertReason(error);
+      if (reason !== null) return refused(operationID, reason);
+      throw unavailable('estimate failed', error);
+    }
+  }
+
   return {
     async submit({ operationID, legs }) {
       const call = callFor(operationID, legs);
       await ready();
-      let gas: bigint;
-      try {
-        gas = await estimate(call);
-      } catch (error) {
-        const reason = revertReason(error);
-        if (reason !== null) return refused(operationID, reason);
-        throw unavailable('estimate failed', error);
-      }
+      const gas = await estimateOrRefuse(operationID, call);
       let hash: Hex;
       try {
         // A fifth more than estimated: the estimate is exact for the state it ran on, which may move.
@@ -318,13 +330,7 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
         // Mined but reverted: another executor got there first, or the state moved between estimate and block.
         const existing = await findByOperationID(operationID);
         if (existing) throw new LedgerDuplicateError(existing);
-        try {
-          await estimate(call);
-        } catch (error) {
-          const reason = revertReason(error);
-          if (reason !== null) return refused(operationID, reason);
-          throw unavailable('estimate failed', error);
-        }
+        await estimateOrRefuse(operationID, call);
         throw new LedgerUnavailableError(`transaction ${hash} reverted in block ${receipt.blockNumber} and would not revert now: retrying`);
       }
       const [mined] = await fromMovements(receipt.logs).catch((error: unknown) => {

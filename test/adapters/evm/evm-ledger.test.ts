@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { DEV_OPERATOR_ADDRESS, DEV_OPERATOR_KEY, startDevChain, type DevChain } from '../../../contracts/dev-chain.ts';
-import { deployWalletLedger, openEvmLedger, readOperatorKey, type EvmLedger } from '../../../src/adapters/evm/evm-ledger.ts';
+import { deployWalletLedger, findWalletLedger, openEvmLedger, readOperatorKey, type EvmLedger } from '../../../src/adapters/evm/evm-ledger.ts';
 import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError } from '../../../src/ports/ledger.ts';
 
 // A real EVM (Hardhat's EDR, in process) behind a real JSON-RPC endpoint: nothing here is mocked.
@@ -118,6 +118,14 @@ describe('the EVM ledger on a WalletLedger contract', () => {
     await expect(down.submit({ operationID: opID(), legs: [{ from: 'platform:issuance', to: 'distributor:x', amount: '1.00' }] })).rejects.toBeInstanceOf(LedgerUnavailableError);
     await expect(down.findByOperationID('op_x')).rejects.toBeInstanceOf(LedgerUnavailableError);
     await expect(down.balance('distributor:x')).rejects.toBeInstanceOf(LedgerUnavailableError);
+  });
+});
+
+describe('finding a deployed WalletLedger (ledger deploy --unless-deployed)', () => {
+  it('answers absent only for an address without code; another operator’s ledger is an error, never a reason to deploy again', async () => {
+    expect(await findWalletLedger(options())).toBe(true);
+    expect(await findWalletLedger({ ...options(), contract: '0x000000000000000000000000000000000000dEaD' })).toBe(false);
+    await expect(findWalletLedger({ ...options(), operatorKey: stranger })).rejects.toThrow(/obeys 0x/);
   });
 });
 
