@@ -9,6 +9,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createHttpServer } from '../../src/server.ts';
+import { tryConnect } from '../support/tcp.ts';
 
 const servers: Server[] = [];
 const agents: Agent[] = [];
@@ -66,17 +67,6 @@ function get(port: number, path: string): Promise<{ response: IncomingMessage; b
   });
 }
 
-/** Whether a new TCP connection to the port is accepted or refused. */
-function tryConnect(port: number): Promise<'accepted' | 'refused'> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('accepted');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNREFUSED' ? resolve('refused') : reject(error)));
-  });
-}
 
 const closed = (socket: Socket) => (socket.closed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve())));
 

@@ -10,6 +10,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { killAllChildren, running, spawnWalletOps, within, type WalletOpsProcess } from '../support/processes.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { tryConnect } from '../support/tcp.ts';
 
 afterAll(killAllChildren);
 
@@ -32,17 +33,6 @@ function logLine(process: WalletOpsProcess, text: string): Promise<Record<string
   );
 }
 
-/** Whether a new TCP connection to the port is accepted or refused. */
-function tryConnect(port: number): Promise<'accepted' | 'refused'> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('accepted');
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNREFUSED' ? resolve('refused') : reject(error)));
-  });
-}
 
 /** Everything the server sends on the socket until it closes the connection. */
 function received(socket: Socket): { text: () => string; untilClosed: Promise<void> } {
