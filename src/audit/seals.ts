@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import { EventStoreUnavailableError, type EventStore, type RecordedEvent } from '../ports/event-store.ts';
 import { GENESIS_HASH, storedHash } from './hash-chain.ts';
 
 /**
@@ -51,7 +51,7 @@ export const isSealEvent = (event: Pick<RecordedEvent, 'stream'>): boolean => ev
  * and revision, which every store the history is copied or imported into keeps: a seal's positions are the
  * sealing store's numbers, which after `events copy` into KurrentDB name no event (KurrentDB then refuses the
  * read with InvalidPosition). Only a seal without a stream (none is written so any more) is looked up by
- * position, and a failed lookup there means "not here", not an error.
+ * position, and a position the store refuses there means "not here", not an error (an outage still is one).
  */
 export async function findSealedEvent(store: EventStore, seal: HistorySealedData): Promise<RecordedEvent | null> {
   if (typeof seal.lastEventStream === 'string' && Number.isSafeInteger(seal.lastEventRevision) && seal.lastEventRevision >= 0) {
@@ -61,7 +61,9 @@ export async function findSealedEvent(store: EventStore, seal: HistorySealedData
   try {
     const [event] = await store.readAll({ fromPosition: seal.toPosition, toPosition: seal.toPosition, maxCount: 1 });
     return event?.id === seal.lastEventID ? event : null;
-  } catch {
+  } catch (error) {
+    // A store that is down is not an answer: only a position the store refuses means "not here".
+    if (error instanceof EventStoreUnavailableError) throw error;
     return null;
   }
 }
