@@ -8,7 +8,9 @@ import type { RecordedEvent } from '../ports/event-store.ts';
 import { streamPrefixes } from '../domain/streams.ts';
 import { WEBHOOK_EVENT_TYPES } from '../domain/events.ts';
 import { foldWebhookEndpoints, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
-import { common, parsePartyRef, withBackOffice, type CommonOptions } from './support.ts';
+import { common, parsePartyRef, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
+import { attemptsOfDelivery, deliveriesOfEndpoint, WEBHOOK_COLLECTIONS, type AttemptDoc, type DeliveryDoc } from '../webhooks/deliveries.ts';
+import { parseRedeliveryTarget, requestRedelivery } from '../webhooks/redelivery.ts';
 
 /**
  * `webhook`: the webhook-endpoint lifecycle under maker-checker, acting `--as` a console user under the same
@@ -86,4 +88,38 @@ export function registerWebhookCommands(program: Command): void {
         return foldWebhookEndpoints(events).filter((e) => e.partyType === party.type && e.partyID === party.id).map(({ position: _position, ...e }) => e);
       }, (endpoints) => endpoints.map((e) => endpointLine({ ...e, position: 0 })).join('\n') || '(no webhook endpoints)'),
     );
+  common(webhook.command('deliveries'))
+    .description("an endpoint's delivery log, newest event first: status, attempts, the receiver's answers")
+    .argument('<endpointID>')
+    .option('--limit <n>', 'deliveries to show', '20')
+    .option('--attempts', 'every attempt of each delivery too')
+    .action(async (endpointID: string, opts: CommonOptions & { limit: string; attempts?: boolean }) =>
+      withStores(opts, async ({ readStore }) => {
+        const limit = Number(opts.limit);
+        if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be a whole number from 1 to 1000');
+        await readStore.defineCollections(WEBHOOK_COLLECTIONS);
+        const { deliveries, total } = await deliveriesOfEndpoint(readStore, endpointID, { limit });
+        const withAttempts = await Promise.all(deliveries.map(async ({ body: _body, ...delivery }) => ({ ...delivery, ...(opts.attempts ? { attemptLog: await attemptsOfDelivery(readStore, delivery.id) } : {}) })));
+        return { endpointID, total, deliveries: withAttempts };
+      }, (r) => [`${r.total} deliveries to ${r.endpointID}`, ...r.deliveries.map((d) => deliveryLines(d, d.attemptLog))].join('\n')),
+    );
+  common(webhook.command('redeliver'))
+    .description('a maker sends one event again (--event), or every event since a time (--since): same event ids, same bodies')
+    .argument('<endpointID>')
+    .requiredOption('--as <email>', 'the maker')
+    .option('--event <eventID>', 'the event to send again (evt_…)')
+    .option('--since <time>', 'ISO 8601: every event of the endpoint at or after it')
+    .action(async (endpointID: string, opts: AsOptions & { event?: string; since?: string }) =>
+      withStores(opts, async ({ eventStore, readStore }) => {
+        const target = parseRedeliveryTarget({ eventID: opts.event, since: opts.since });
+        await readStore.defineCollections(WEBHOOK_COLLECTIONS);
+        return requestRedelivery(readStore, await findUserByEmail({ store: eventStore }, opts.as), endpointID, target, new Date());
+      }, (r) => `${r.queued} ${r.queued === 1 ? 'delivery' : 'deliveries'} of ${r.endpointID} queued again`),
+    );
+}
+
+function deliveryLines(d: Omit<DeliveryDoc, 'body'>, attempts: AttemptDoc[] | undefined): string {
+  const state = d.status === 'pending' && d.attempts > 0 ? `pending, next attempt ${new Date(d.nextAttemptAt).toISOString()}` : d.status;
+  const head = `${d.eventID}  ${d.eventType.padEnd(19)} ${d.createdAt}  ${state}  attempts ${d.attempts}${d.lastStatusCode === null ? '' : `  last HTTP ${d.lastStatusCode}`}${d.lastError && d.status !== 'delivered' ? `  ${d.lastError}` : ''}`;
+  return [head, ...(attempts ?? []).map((a) => `    #${a.attempt} ${a.at} ${a.ok ? 'ok' : 'failed'} ${a.statusCode ?? '-'} ${a.durationMs} ms${a.error ? ` ${a.error}` : ''}`)].join('\n');
 }

@@ -201,14 +201,14 @@ export class WebhookDispatcher {
     ]);
     this.options.onAttempt?.({ ...delivery, ...patch }, result);
     if (outcome.kind === 'retry') this.wakeAt(outcome.nextAttemptAt);
-    if (outcome.kind === 'give-up') await this.disable(route, delivery);
+    if (outcome.kind === 'give-up') await this.disable(route, delivery, result.error);
     return outcome.kind;
   }
 
   /** A day of failures: the endpoint is disabled by the system, with the reason its users see. */
-  private async disable(route: RouteDoc, delivery: DeliveryDoc): Promise<void> {
+  private async disable(route: RouteDoc, delivery: DeliveryDoc, lastError: string | null): Promise<void> {
     const hours = Math.round(this.options.policy.giveUpAfterMs / 3_600_000);
-    const reason = `deliveries failed for ${hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`}; last error: ${delivery.lastError ?? 'unknown'}`.slice(0, 500);
+    const reason = `deliveries failed for ${hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`}; last error: ${lastError ?? 'unknown'}`.slice(0, 500);
     try {
       await disableWebhookEndpointBySystem({ store: this.options.eventStore, cache: this.cache, clock: this.options.clock, assetScale: this.options.assetScale }, route.id, reason, {
         actor: 'system:webhooks',

@@ -8,6 +8,7 @@ import type { WebhookEventType } from '../../src/domain/events.ts';
 import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { attemptsOfDelivery, deliveriesOfEndpoint, getRoute } from '../../src/webhooks/deliveries.ts';
 import { approve, issue, startPartsSystem, waitUntilSettled, type PartsTestSystem, type RunningExecutor } from '../support/executor-system.ts';
+import { runCli, runCliJson } from '../support/cli.ts';
 import { call, waitFor, type TestParty } from '../support/system.ts';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -236,4 +237,76 @@ describe('webhook deliveries', () => {
     const { deliveries } = await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 10 });
     expect(deliveries.map((d) => d.eventType)).toEqual(['operation.completed']);
   }, 30_000);
+
+  it('when a maker redelivers one event, or every event since a time, through the CLI, then the receiver gets them again with the same ids; a checker may not', async () => {
+    const r = await receiver();
+    const { endpointID } = await endpoint(distributor, r.url, ['operation.approved', 'operation.completed']);
+    const start = new Date().toISOString();
+    await completedCashIn();
+    await r.waitForRequests(2);
+    const [approved, completed] = r.received.map((x) => x.json.id);
+    const data = ['--data-dir', sys.config.DATA_DIR];
+
+    const log = await runCliJson<{ total: number; deliveries: Array<{ eventID: string; status: string; attemptLog: Array<{ statusCode: number }> }> }>(['webhook', 'deliveries', endpointID, '--attempts', ...data]);
+    expect(log.total).toBe(2);
+    expect(log.deliveries.map((d) => [d.eventID, d.status, d.attemptLog.map((a) => a.statusCode)])).toEqual([[completed, 'delivered', [200]], [approved, 'delivered', [200]]]);
+
+    const refused = await runCli(['webhook', 'redeliver', endpointID, '--as', distributor.checkerEmail, '--event', approved!, '--json', ...data]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/maker role/);
+
+    expect(await runCliJson(['webhook', 'redeliver', endpointID, '--as', distributor.makerEmail, '--event', approved!, ...data])).toEqual({ endpointID, queued: 1 });
+    await r.waitForRequests(3);
+    expect(r.received[2]!.json.id).toBe(approved);
+    expect(r.received[2]!.body).toBe(r.received[0]!.body);
+
+    expect(await runCliJson(['webhook', 'redeliver', endpointID, '--as', distributor.makerEmail, '--since', start, ...data])).toEqual({ endpointID, queued: 2 });
+    await r.waitForRequests(5);
+    expect(r.received.slice(3).map((x) => x.json.id)).toEqual([approved, completed]);
+    const [latest] = (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 1 })).deliveries;
+    expect(latest).toMatchObject({ status: 'delivered', attempts: 2, redeliveredBy: (await findUserByEmail(sys.backOffice, distributor.makerEmail)).userID });
+  }, 60_000);
+});
+
+describe('webhook deliveries that keep failing', () => {
+  it('when an endpoint fails for the whole give-up time, then the delivery is given up and the system disables the endpoint, saying why', async () => {
+    const sys = await startPartsSystem({ ...ENV, WEBHOOK_DISABLE_AFTER_MS: '300' });
+    const r = await startWebhookReceiver();
+    try {
+      const executor = await sys.startExecutor();
+      const distributor = await sys.party('distributor');
+      const { apiKey } = await distributor.key();
+      const phone = await sys.individual('+2348125100002');
+      await waitUntilSettled(sys, await issue(sys, distributor.ref, '100'));
+      r.respond(() => 503);
+      const deps: WebhookCommandDeps = { ...sys.backOffice, secretsKey: embeddedSecretsKey(sys.config.DATA_DIR), allowInsecureLocalhost: true };
+      const { endpointID } = await requestWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.makerEmail), { url: r.url, eventTypes: ['operation.approved'] }, randomUUID());
+      await approveWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.checkerEmail), endpointID, randomUUID());
+      const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
+      await approve(sys, distributor, created.body.operationID);
+
+      await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.status === 'disabled', 15_000);
+      const [delivery] = (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 1 })).deliveries;
+      expect(delivery).toMatchObject({ status: 'failed', lastStatusCode: 503 });
+      expect(delivery!.attempts).toBeGreaterThanOrEqual(2);
+      // What the console and `webhook list` show, once the read model has caught up
+      let shown: Record<string, unknown> | null = null;
+      await waitFor(async () => (shown = await sys.system.stores.readStore.get('webhook_endpoints', endpointID))?.status === 'disabled');
+      expect(shown).toMatchObject({ status: 'disabled', disabledBy: 'system', reason: expect.stringMatching(/^deliveries failed for 300 ms; last error: HTTP 503/) });
+      const attemptsBefore = r.received.length;
+      // Nothing more is tried: a new event for it is not even queued.
+      const second = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
+      await approve(sys, distributor, second.body.operationID);
+      await waitUntilSettled(sys, second.body.operationID);
+      const approval = (await sys.system.stores.eventStore.readStream(`operation-${second.body.operationID}`)).find((e) => e.type === 'OperationApproved')!;
+      const outbox = sys.system.consumers.find((c) => c.consumer.name === 'webhook-outbox')!.consumer;
+      await waitFor(() => (outbox.status().position ?? 0) >= approval.position);
+      expect((await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 5 })).total).toBe(1);
+      expect(r.received.length).toBe(attemptsBefore);
+      await executor.stop();
+    } finally {
+      await r.close();
+      await sys.close();
+    }
+  }, 60_000);
 });

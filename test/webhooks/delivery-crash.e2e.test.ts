@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, expect, it } from 'vitest';
+import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
+import { findUserByEmail } from '../../src/commands/back-office.ts';
+import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
+import { approve, issue, startPartsSystem, waitUntilSettled } from '../support/executor-system.ts';
+import { killAllChildren, running, spawnWalletOps, stopProcess, within } from '../support/processes.ts';
+import { call } from '../support/system.ts';
+import { tempDir } from '../support/temp-dir.ts';
+import { startWebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * kill -9 of the process that delivers webhooks, in the middle of a backlog: `wallet-ops serve webhooks` in a
+ * child process on a data directory this process fills (operations created over HTTP, approved, executed).
+ * The restarted process must deliver every event (at least once, in order), the one in flight at the kill again
+ * with the same id.
+ */
+afterAll(killAllChildren);
+
+const ENV = { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_RETRY_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_LEASE_MS: '4000' };
+const BACKLOG = 10;
+
+it('when the delivering process is killed mid-backlog and restarted, then every event arrives, in order, the one in flight again with its id', async () => {
+  const dir = tempDir('wallet-ops-webhook-crash-');
+  const sys = await startPartsSystem({ ...ENV, DATA_DIR: dir.path }, ['write-api', 'read-api', 'projections']);
+  const receiver = await startWebhookReceiver();
+  try {
+    const executor = await sys.startExecutor();
+    const distributor = await sys.party('distributor');
+    const { apiKey } = await distributor.key();
+    const phone = await sys.individual('+2348126100001');
+    await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'));
+    const deps = { ...sys.backOffice, secretsKey: embeddedSecretsKey(dir.path), allowInsecureLocalhost: true };
+    const { endpointID } = await requestWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.makerEmail), { url: receiver.url, eventTypes: ['operation.completed'] }, randomUUID());
+    await approveWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.checkerEmail), endpointID, randomUUID());
+
+    // Given a backlog of completed operations that no process has delivered yet
+    const operations: string[] = [];
+    for (let i = 0; i < BACKLOG; i++) {
+      const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      await approve(sys, distributor, r.body.operationID);
+      expect((await waitUntilSettled(sys, r.body.operationID)).status).toBe('completed');
+      operations.push(r.body.operationID);
+    }
+    await executor.stop();
+
+    // When the receiver takes three, holds the fourth, and the delivering process is killed meanwhile
+    receiver.respond((_request, index) => (index < 3 ? 200 : new Promise<number>(() => {})));
+    const first = spawnWalletOps(dir.path, ['webhooks'], ENV);
+    await receiver.waitForRequests(4, 60_000);
+    first.child.kill('SIGKILL');
+    expect(await within(first.exited, 10_000, 'the killed process to exit')).toEqual({ code: null, signal: 'SIGKILL' });
+    const inFlight = receiver.received[3]!.json.id;
+
+    // Then a restarted process delivers the rest, once its dead predecessor's lease on the queue has run out
+    receiver.respond(() => 200);
+    const second = spawnWalletOps(dir.path, ['webhooks'], ENV);
+    try {
+      await receiver.waitForRequests(BACKLOG + 1, 60_000);
+      const arrived = receiver.received.map((r) => r.json.data.operation.operationID as string);
+      expect([...new Set(arrived)]).toEqual(operations);
+      const repeated = receiver.eventIDs().filter((id) => receiver.received.filter((r) => r.json.id === id).length > 1);
+      expect(repeated).toEqual([inFlight]);
+    } finally {
+      if (running(second)) expect(await stopProcess(second), second.output()).toEqual({ code: 0, signal: null });
+    }
+  } finally {
+    await receiver.close();
+    await sys.close();
+    dir.cleanup();
+  }
+}, 120_000);
