@@ -5,6 +5,11 @@ import type { ConsumerStatus, SupervisedConsumer } from './shared/supervised-con
 export interface WatchedConsumer {
   consumer: SupervisedConsumer;
   filter?: EventFilter;
+  /**
+   * For a consumer that does not read the event log itself but works on what another one queued (the webhook
+   * dispatcher sends what the outbox queued): its lag is that consumer's.
+   */
+  lagOf?: SupervisedConsumer;
 }
 
 export interface ConsumerReport extends ConsumerStatus {
@@ -34,11 +39,12 @@ export async function consumerReports(eventStore: EventStore, watched: WatchedCo
     // Reported as unknown lag: the state and last error say why.
   }
   return Promise.all(
-    watched.map(async ({ consumer, filter }) => {
+    watched.map(async ({ consumer, filter, lagOf }) => {
       const status = consumer.status();
       if (head === null) return { ...status, lagEvents: null, lagSeconds: null };
+      const position = (lagOf ?? consumer).status().position;
       try {
-        const pending = await eventStore.readAll({ fromPosition: (status.position ?? 0) + 1, toPosition: head, maxCount: cap, ...(filter ? { filter } : {}) });
+        const pending = await eventStore.readAll({ fromPosition: (position ?? 0) + 1, toPosition: head, maxCount: cap, ...(filter ? { filter } : {}) });
         const oldest = pending[0];
         return { ...status, lagEvents: pending.length, lagSeconds: oldest ? Math.max(0, (now.getTime() - Date.parse(oldest.createdAt)) / 1000) : 0 };
       } catch {

@@ -188,7 +188,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, onQueued: () => dispatcher.wake() });
     outbox.start();
     dispatcher.start();
-    watched.push({ consumer: outbox.consumer, filter: { eventTypes: [...OUTBOX_EVENT_TYPES] } }, { consumer: dispatcher.consumer });
+    const outboxFilter = { eventTypes: [...OUTBOX_EVENT_TYPES] };
+    watched.push({ consumer: outbox.consumer, filter: outboxFilter }, { consumer: dispatcher.consumer, filter: outboxFilter, lagOf: outbox.consumer });
     webhooks = { outbox, dispatcher };
   }
 
