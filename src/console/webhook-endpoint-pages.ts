@@ -28,7 +28,7 @@ const deliveryPath = (endpointID: string, eventID: string) => `/console/webhooks
 
 function redeliverButton(viewer: WebhookViewer, delivery: DeliveryDoc, from: 'log' | 'delivery'): Html {
   return html`<form method="post" action="${deliveryPath(delivery.endpointID, delivery.eventID)}/redeliver" class="inline">${csrfField(viewer.session)}
-    <input type="hidden" name="from" value="${from}"><button type="submit" class="secondary">Redeliver<span class="visually-hidden"> ${delivery.eventID}</span></button></form>`;
+    <input type="hidden" name="from" value="${from}"><button type="submit" class="secondary" aria-label="Redeliver ${delivery.eventID}">Redeliver</button></form>`;
 }
 
 function lastResponse(delivery: DeliveryDoc): Html {
@@ -39,16 +39,16 @@ function lastResponse(delivery: DeliveryDoc): Html {
 function deliveryTable(view: EndpointPageView): Html {
   if (view.deliveries.length === 0) return html`<p class="empty">No event has been sent to this endpoint yet.</p>`;
   const redeliver = mayRedeliver(view);
-  return html`<table class="deliveries">
+  return html`<table class="deliveries stack">
     <caption class="visually-hidden">Deliveries, newest event first</caption>
     <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th><th scope="col">Last response</th><th scope="col">Last error</th><th scope="col">Next attempt</th>${redeliver ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
     <tbody>${view.deliveries.map((d) => html`<tr data-event-id="${d.eventID}">
       <th scope="row"><code>${d.eventType}</code><br><a href="${deliveryPath(d.endpointID, d.eventID)}"><code>${d.eventID}</code></a><br><span class="muted created">${time(d.createdAt)}</span></th>
-      <td>${deliveryBadge(d.status)}${d.redeliveredAt ? html`<br><span class="muted">redelivery asked ${time(d.redeliveredAt)}</span>` : ''}</td>
-      <td class="num">${d.attempts}</td>
-      <td>${lastResponse(d)}</td>
-      <td>${d.lastError ? html`<span class="error-text">${d.lastError}</span>` : html`<span class="muted">—</span>`}</td>
-      <td>${d.status === 'pending' ? time(isoOf(d.nextAttemptAt)) : html`<span class="muted">—</span>`}</td>
+      <td data-label="Status">${deliveryBadge(d.status)}${d.redeliveredAt ? html`<br><span class="muted">redelivery asked ${time(d.redeliveredAt)}</span>` : ''}</td>
+      <td class="num" data-label="Attempts">${d.attempts}</td>
+      <td data-label="Last response">${lastResponse(d)}</td>
+      <td data-label="Last error">${d.lastError ? html`<span class="error-text">${d.lastError}</span>` : html`<span class="muted">—</span>`}</td>
+      <td data-label="Next attempt">${d.status === 'pending' ? time(isoOf(d.nextAttemptAt)) : html`<span class="muted">—</span>`}</td>
       ${redeliver ? html`<td class="actions">${redeliverButton(view.viewer, d, 'log')}</td>` : ''}
     </tr>`)}</tbody></table>`;
 }
@@ -121,16 +121,16 @@ export function deliveryPage(view: DeliveryPageView): Html {
   const { delivery: d, endpoint } = view;
   const attempts = view.attempts.length === 0
     ? html`<p class="empty">Not attempted yet.</p>`
-    : html`<table class="attempts">
+    : html`<table class="attempts stack">
       <caption class="visually-hidden">Attempts, first first</caption>
       <thead><tr><th scope="col" class="num">Attempt</th><th scope="col">Time</th><th scope="col" class="num">Duration</th><th scope="col">Response</th><th scope="col">Response body</th><th scope="col">Error</th></tr></thead>
       <tbody>${view.attempts.map((a) => html`<tr data-attempt="${a.attempt}">
-        <th scope="row" class="num">${a.attempt}</th>
-        <td>${time(a.at)}</td>
-        <td class="num">${a.durationMs} ms</td>
-        <td>${a.statusCode === null ? html`<span class="muted">no answer</span>` : html`<span class="badge badge-${a.ok ? 'delivered' : 'failed'}">HTTP ${a.statusCode}</span>`}</td>
-        <td>${shortBody(a.responseBody) === null ? html`<span class="muted">—</span>` : html`<pre class="body">${shortBody(a.responseBody)}</pre>`}</td>
-        <td>${a.error ? html`<span class="error-text">${a.error}</span>` : html`<span class="muted">—</span>`}</td>
+        <th scope="row" class="num"><span class="stack-only">Attempt </span>${a.attempt}</th>
+        <td data-label="Time">${time(a.at)}</td>
+        <td class="num" data-label="Duration">${a.durationMs} ms</td>
+        <td data-label="Response">${a.statusCode === null ? html`<span class="muted">no answer</span>` : html`<span class="badge badge-${a.ok ? 'delivered' : 'failed'}">HTTP ${a.statusCode}</span>`}</td>
+        <td data-label="Response body">${shortBody(a.responseBody) === null ? html`<span class="muted">—</span>` : html`<pre class="body">${shortBody(a.responseBody)}</pre>`}</td>
+        <td data-label="Error">${a.error ? html`<span class="error-text">${a.error}</span>` : html`<span class="muted">—</span>`}</td>
       </tr>`)}</tbody></table>`;
   return html`<p><a href="/console/webhooks/${seg(endpoint.id)}">← ${endpoint.url}</a></p>
     <h1>Delivery of <code>${d.eventID}</code></h1>

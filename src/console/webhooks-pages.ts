@@ -69,14 +69,14 @@ export function webhooksPage(viewer: WebhookViewer, endpoints: EndpointView[]): 
   const failed = endpoints.filter(disabledBySystem);
   const table = endpoints.length === 0
     ? html`<p class="empty">Your party has no webhook endpoint yet.${viewer.maker ? ' Register one to be told of approvals, completions, failures, payments and revoked keys as they happen.' : ''}</p>`
-    : html`<table class="webhooks">
+    : html`<table class="webhooks stack">
       <caption class="visually-hidden">Webhook endpoints, newest first</caption>
       <thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">Status</th><th scope="col">History</th><th scope="col">Actions</th></tr></thead>
       <tbody>${endpoints.map((endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
         <th scope="row"><a href="/console/webhooks/${seg(endpoint.id)}" class="url">${endpoint.url}</a><br><code class="muted">${endpoint.id}</code></th>
-        <td>${eventTypeList(endpoint.eventTypes)}</td>
-        <td>${endpointBadge(endpoint)}</td>
-        <td>${lifecycle(endpoint)}</td>
+        <td data-label="Events">${eventTypeList(endpoint.eventTypes)}</td>
+        <td data-label="Status">${endpointBadge(endpoint)}</td>
+        <td data-label="History">${lifecycle(endpoint)}</td>
         <td class="actions">${endpointActions(viewer, endpoint)} <a href="/console/webhooks/${seg(endpoint.id)}">Deliveries</a></td>
       </tr>`)}</tbody></table>`;
   return html`<div class="page-head"><h1>Webhooks</h1>${viewer.maker ? html`<a class="button" href="/console/webhooks/new">Register endpoint</a>` : ''}</div>
