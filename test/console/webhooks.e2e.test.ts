@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
 import { disableWebhookEndpointBySystem } from '../../src/commands/webhooks.ts';
@@ -5,7 +7,11 @@ import type { WebhookEndpointApproved } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { openWebhookSecret } from '../../src/domain/webhook-secrets.ts';
 import { WEBHOOK_ENDPOINTS_COLLECTION, type WebhookEndpointDoc } from '../../src/projections/webhook-endpoints.ts';
-import { ALL_PARTS, type Part } from '../../src/wallet-ops.ts';
+import { onboardParty } from '../../src/commands/back-office.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { ALL_PARTS, buildWalletOps, type Part } from '../../src/wallet-ops.ts';
+import { tempDir } from '../support/temp-dir.ts';
 import { getDelivery, deliveryID, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { CHECKER_PASSWORD, ConsoleClient, extraUser, MAKER_PASSWORD, OTHER_PASSWORD } from './console-client.ts';
@@ -402,5 +408,40 @@ describe('other parties, administrators and malformed requests', () => {
     const noToken = await client.post(`/console/webhooks/${endpoint.id}/deliveries/evt_private/redeliver`, { _csrf: null });
     expect(noToken.status).toBe(403);
     expect((await delivery(endpoint.id, 'evt_private')).status).toBe('delivered');
+  });
+});
+
+describe('logs', () => {
+  it('when an endpoint is registered, approved and its signing secret shown, then no log line carries the secret', async () => {
+    const lines: string[] = [];
+    const dir = tempDir();
+    const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'trace' });
+    const system = await buildWalletOps(config, createLogger('trace', { write: (line: string) => void lines.push(line) }), undefined, PARTS);
+    const server = await new Promise<Server>((resolve) => {
+      const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    try {
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const backOffice = { store: system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
+      const { partyID } = await onboardParty(backOffice, { partyType: 'merchant', name: 'Hook Shop', shortCode: '77003' }, { actor: 'operator:test', correlationId: 'c' });
+      const party = { type: 'merchant' as const, id: partyID };
+      const makerClient = new ConsoleClient(baseUrl);
+      await makerClient.loginOk(await extraUser(backOffice, party, ['maker'], 'log-maker'), OTHER_PASSWORD);
+      await makerClient.get('/console/webhooks/new');
+      const registered = await makerClient.post('/console/webhooks', { url: 'https://hooks.example.com/logged', eventTypes: 'operation.completed' });
+      const endpointID = registered.location!.split('/').at(-1)!;
+      const checkerClient = new ConsoleClient(baseUrl);
+      await checkerClient.loginOk(await extraUser(backOffice, party, ['checker'], 'log-checker'), OTHER_PASSWORD);
+      expect((await checkerClient.post(`/console/webhooks/${endpointID}/approve`)).status).toBe(303);
+      const secret = SECRET.exec((await makerClient.get('/console/webhooks')).text)?.[0];
+      expect(secret).toBeDefined();
+      expect(lines.length).toBeGreaterThan(5);
+      expect(lines.join('')).not.toContain(secret!.slice('whsec_'.length));
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await system.close();
+      dir.cleanup();
+    }
   });
 });
