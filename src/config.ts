@@ -181,6 +181,25 @@ const schema = z.object({
     .default('false')
     .transform((v) => v === 'true')
     .describe('Development and tests only: webhook endpoints may be http://127.0.0.1, http://localhost or http://[::1]. Never in production: endpoints must be https.'),
+  WEBHOOK_ALLOWED_PRIVATE_RANGES: z
+    .preprocess(unsetWhenEmpty, z.string().optional())
+    .transform((value, ctx) => {
+      if (value === undefined) return [];
+      try {
+        return parseAllowedIps('WEBHOOK_ALLOWED_PRIVATE_RANGES', value.split(',').map((part) => part.trim()).filter(Boolean));
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    })
+    .describe('Comma-separated addresses or CIDR ranges that webhook deliveries may reach although they are not public (e.g. a partner over a VPN). Default: none; deliveries go to public addresses only.'),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000).describe('One webhook delivery attempt (connect, send, response) gives up after this long.'),
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(5_000).describe('First retry delay of a failed webhook delivery; the delay doubles as failures go on.'),
+  WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(1).max(86_400_000).default(3_600_000).describe('Longest delay between two attempts of one webhook delivery.'),
+  WEBHOOK_DISABLE_AFTER_MS: z.coerce.number().int().min(1).default(86_400_000).describe('A webhook delivery still failing this long after its first failure is given up and its endpoint disabled (default a day).'),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32).describe('Webhook endpoints one process delivers to at once (each endpoint gets one delivery at a time, in event order).'),
+  WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000).describe('How often the webhook dispatcher looks for deliveries that another process queued (its own wake it at once).'),
+  WEBHOOK_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000).describe('How long a process holds an endpoint’s delivery queue; the queue of a process that died waits this long. At least 4x WEBHOOK_TIMEOUT_MS.'),
   // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak runs only.
   FAULT_EVENT_STORE_ERROR_RATE: faultRate('Fault injection: share of event store calls that fail transiently (appends half before, half after writing; subscriptions break).'),
   FAULT_EVENT_STORE_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each event store call (a tenth of it per subscription event).'),
@@ -222,6 +241,12 @@ const configSchema = schema
     }
     if (config.METRICS_PORT !== undefined && config.METRICS_PORT !== 0 && config.METRICS_PORT === config.PORT) {
       ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'the same as PORT: leave METRICS_PORT unset to serve /metrics on the API port' });
+    }
+    if (config.WEBHOOK_LEASE_MS < 4 * config.WEBHOOK_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['WEBHOOK_LEASE_MS'], message: `must be at least 4x WEBHOOK_TIMEOUT_MS (${4 * config.WEBHOOK_TIMEOUT_MS} ms): a queue's lease must outlast the attempts made under it` });
+    }
+    if (config.WEBHOOK_RETRY_MAX_MS < config.WEBHOOK_RETRY_BASE_MS) {
+      ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_MAX_MS'], message: 'must be at least WEBHOOK_RETRY_BASE_MS' });
     }
     if (servers && !config.SECRETS_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB or MongoDB): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });

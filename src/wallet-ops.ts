@@ -29,6 +29,11 @@ import { consumerReports, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import { streamPrefixes } from './domain/streams.ts';
 import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
+import { WEBHOOK_COLLECTIONS } from './webhooks/deliveries.ts';
+import { WEBHOOK_LEASES_COLLECTION, WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { OUTBOX_EVENT_TYPES, WebhookOutbox } from './webhooks/outbox.ts';
+import { compileAllowList } from './domain/ip-allowlist.ts';
+import type { Resolver } from './webhooks/address-guard.ts';
 import { httpMetrics, METRICS_PATH, metricsApp, metricsEndpoint, withEventStoreMetrics, withLedgerMetrics, WalletOpsMetrics } from './metrics/index.ts';
 
 /** /ready fails while a projection has more events than this still to apply. */
@@ -50,14 +55,19 @@ export interface WalletOps {
 }
 
 /** The parts one process runs; `npm start` runs them all, `wallet-ops serve PART` one of them. */
-export type Part = 'write-api' | 'read-api' | 'projections' | 'executor';
-export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections', 'executor'];
+export type Part = 'write-api' | 'read-api' | 'projections' | 'executor' | 'webhooks';
+export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections', 'executor', 'webhooks'];
 
 /**
  * Builds the running system from its configuration: stores, the live API-key directory, the command
  * dependencies and the HTTP app. `main.ts` listens with it; tests build it on a temporary data directory.
  */
-export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS): Promise<WalletOps> {
+export interface BuildOptions {
+  /** The webhook dispatcher's DNS (tests only: a name that resolves to a private address). */
+  webhookResolver?: Resolver;
+}
+
+export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS, options: BuildOptions = {}): Promise<WalletOps> {
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
@@ -154,6 +164,34 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });
   }
 
+  // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends them.
+  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR);
+  let webhooks: { outbox: WebhookOutbox; dispatcher: WebhookDispatcher } | undefined;
+  if (parts.includes('webhooks')) {
+    await untilAvailable(() => stores.readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]), 'defining the webhook collections', logger);
+    const allowedRanges = config.WEBHOOK_ALLOWED_PRIVATE_RANGES.length > 0 ? compileAllowList(config.WEBHOOK_ALLOWED_PRIVATE_RANGES) : undefined;
+    const dispatcher = new WebhookDispatcher({
+      eventStore: stores.eventStore,
+      readStore: stores.readStore,
+      secretsKey,
+      clock,
+      logger,
+      assetScale: config.ASSET_SCALE,
+      policy: { baseDelayMs: config.WEBHOOK_RETRY_BASE_MS, maxDelayMs: config.WEBHOOK_RETRY_MAX_MS, giveUpAfterMs: config.WEBHOOK_DISABLE_AFTER_MS },
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+      leaseMs: config.WEBHOOK_LEASE_MS,
+      rules: { allowLoopback: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST, ...(allowedRanges ? { allowAddress: allowedRanges } : {}) },
+      ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
+    });
+    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, onQueued: () => dispatcher.wake() });
+    outbox.start();
+    dispatcher.start();
+    watched.push({ consumer: outbox.consumer, filter: { eventTypes: [...OUTBOX_EVENT_TYPES] } }, { consumer: dispatcher.consumer });
+    webhooks = { outbox, dispatcher };
+  }
+
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
   metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));
   const onThisPort = config.METRICS_PORT === undefined;
@@ -202,7 +240,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         logger,
         throttle: { perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL, perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS, lockoutMs: config.LOGIN_LOCKOUT_MS },
         // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key of their own in DATA_DIR.
-        secretsKey: config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR),
+        secretsKey,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
       })] : []),
     ],
@@ -219,6 +257,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     async close() {
       await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop(), usage.close()]);
       await keyRevocations.stop();
+      await webhooks?.outbox.stop();
+      await webhooks?.dispatcher.stop();
       await following.stop();
       await stores.close();
       await ledger.close();

@@ -14,6 +14,8 @@ import ipaddr from 'ipaddr.js';
  */
 export interface AddressRules {
   allowLoopback: boolean;
+  /** WEBHOOK_ALLOWED_PRIVATE_RANGES: addresses allowed whatever their range (a partner over a VPN). */
+  allowAddress?: (address: string) => boolean;
 }
 
 export class RefusedAddressError extends Error {
@@ -32,7 +34,8 @@ export function addressRange(address: string): string {
 
 export function isAllowedAddress(address: string, rules: AddressRules): boolean {
   const range = addressRange(address);
-  return range === 'unicast' || (range === 'loopback' && rules.allowLoopback);
+  if (range === 'invalid') return false;
+  return range === 'unicast' || (range === 'loopback' && rules.allowLoopback) || (rules.allowAddress?.(address) ?? false);
 }
 
 export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;

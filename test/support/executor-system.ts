@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../src/config.ts';
 import { knownLedgerEnv } from './test-ledger.ts';
 import { createLogger } from '../../src/logger.ts';
-import { buildWalletOps, type Part, type WalletOps } from '../../src/wallet-ops.ts';
+import { buildWalletOps, type BuildOptions, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
   actingUser,
   findUserByEmail,
@@ -36,8 +36,8 @@ export interface RunningExecutor {
   stop(): Promise<void>;
 }
 
-export async function startPartsSystem(env: Record<string, string> = {}, parts: readonly Part[] = WITHOUT_EXECUTOR): Promise<PartsTestSystem> {
-  const sys = await startTestSystem(env, undefined, parts);
+export async function startPartsSystem(env: Record<string, string> = {}, parts: readonly Part[] = WITHOUT_EXECUTOR, options: BuildOptions = {}): Promise<PartsTestSystem> {
+  const sys = await startTestSystem(env, undefined, parts, options);
   const executors = new Set<RunningExecutor>();
   const { credit: _noCredit, close: closeSystem, ...rest } = sys;
   return {

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { testLedgerEnv } from './test-ledger.ts';
 import { createLogger } from '../../src/logger.ts';
-import { ALL_PARTS, buildWalletOps, type Part, type WalletOps } from '../../src/wallet-ops.ts';
+import { ALL_PARTS, buildWalletOps, type BuildOptions, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
   addUser,
   approveApiKey,
@@ -59,13 +59,13 @@ let shortCodeSeed = 100_000 + Math.floor(Math.random() * 100_000);
  */
 export const WITHOUT_EXECUTOR: readonly Part[] = ALL_PARTS.filter((part) => part !== 'executor');
 
-export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS): Promise<TestSystem> {
+export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS, options: BuildOptions = {}): Promise<TestSystem> {
   const dir = tempDir();
   // Rate limits off unless a test asks for them: most tests send far more than a client would.
   const ledgerEnv = await testLedgerEnv(env.DATA_DIR ?? dir.path);
   const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...ledgerEnv, ...env });
   const logger = createLogger(config.LOG_LEVEL);
-  const system = await buildWalletOps(config, logger, clock, parts);
+  const system = await buildWalletOps(config, logger, clock, parts, options);
   const server: Server = await new Promise((resolve) => {
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
   });

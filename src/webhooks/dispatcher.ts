@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError } from '../domain/errors.ts';
+import { streams } from '../domain/streams.ts';
+import { openWebhookSecret, signWebhook } from '../domain/webhook-secrets.ts';
+import { loadState, StateCache } from '../commands/pipeline.ts';
+import { disableWebhookEndpointBySystem } from '../commands/webhooks.ts';
+import { webhookEndpointDecider } from '../commands/webhook-endpoints.ts';
+import type { Logger } from '../logger.ts';
+import type { EventStore } from '../ports/event-store.ts';
+import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
+import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import type { AddressRules, Resolver } from './address-guard.ts';
+import { activeRoutes, getRoute, nextDelivery, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
+import { afterAttempt, type RetryPolicy } from './retry-policy.ts';
+import { attemptDelivery, type AttemptResult } from './sender.ts';
+
+/**
+ * Sends the queued deliveries: a supervised consumer whose session loops over the active endpoints and runs,
+ * for each endpoint with a delivery due, one worker that sends that endpoint's deliveries one at a time in event
+ * order. Endpoints are independent: a slow or failing receiver holds up only its own queue (and one of the
+ * `concurrency` worker slots while an attempt lasts, never longer than the timeout).
+ *
+ * At least once: an attempt is recorded (the attempt and the delivery's new state, in one commit) after the
+ * receiver answered; a process killed between the two sends the same event (same id, same body) again. A
+ * store error while recording fails the session, and the supervisor starts a new one after a backoff.
+ *
+ * Across processes, an endpoint's worker holds a lease (a read-store counter, atomic on every adapter) so that
+ * two processes never send one endpoint's deliveries at once; a lease of a process that died expires after
+ * `leaseMs`.
+ */
+export const WEBHOOK_LEASES_COLLECTION: CollectionDefinition = { name: 'webhook_leases', indexes: [['expiresAt']] };
+
+export interface WebhookDispatcherOptions {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  /** Opens the endpoints' sealed signing secrets. */
+  secretsKey: Buffer;
+  clock: () => Date;
+  logger: Logger;
+  assetScale: number;
+  policy: RetryPolicy;
+  /** Per attempt: connection, request and response together. */
+  timeoutMs: number;
+  /** Endpoints served at once by this process. */
+  concurrency: number;
+  /** How often the queues are looked at when nothing woke the dispatcher (deliveries queued by another process). */
+  pollIntervalMs: number;
+  leaseMs: number;
+  rules: AddressRules;
+  /** DNS (tests point a name at a private address through it). */
+  resolve?: Resolver;
+  random?: () => number;
+  /** Told of every recorded attempt (metrics, benches). */
+  onAttempt?: (delivery: DeliveryDoc, result: AttemptResult) => void;
+  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+}
+
+export class WebhookDispatcher {
+  readonly consumer: SupervisedConsumer;
+  /** Endpoints with a worker running in this process. */
+  private readonly working = new Map<string, Promise<void>>();
+  private readonly secrets = new Map<string, string | null>();
+  private readonly cache = new StateCache();
+  private wakeUp: (() => void) | undefined;
+  private woken = false;
+  /** The last pass left endpoints out: every worker slot was taken. */
+  private starved = false;
+  /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
+  private failure: unknown;
+
+  constructor(private readonly options: WebhookDispatcherOptions) {
+    this.consumer = new SupervisedConsumer({ name: 'webhook-deliveries', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+  }
+
+  start(): void {
+    this.consumer.start();
+  }
+
+  stop(): Promise<void> {
+    return this.consumer.stop();
+  }
+
+  /** Deliveries were queued: look at the queues now rather than at the next poll. */
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  private async session(context: SessionContext): Promise<void> {
+    this.failure = undefined;
+    let caughtUp: (() => void) | undefined;
+    context.own({ stop: async () => this.wake(), onCaughtUp: (listener) => (caughtUp = listener) });
+    try {
+      while (!context.stopping()) {
+        this.woken = false;
+        const routes = await activeRoutes(this.options.readStore);
+        this.starved = false;
+        for (const route of routes) {
+          if (this.working.has(route.id)) continue;
+          if (this.working.size >= this.options.concurrency) {
+            this.starved = true; // a worker that ends wakes the loop for the endpoints left out
+            break;
+          }
+          this.startWorker(route, context);
+        }
+        if (this.failure !== undefined) throw this.failure;
+        caughtUp?.(); // the read store answered: proof of health for an idle dispatcher
+        // Even when woken meanwhile, let timers and I/O run first: the embedded store answers synchronously.
+        await new Promise((resolve) => setImmediate(resolve));
+        if (!this.woken) await this.sleep(this.options.pollIntervalMs);
+      }
+    } finally {
+      await Promise.allSettled(this.working.values());
+    }
+  }
+
+  private startWorker(route: RouteDoc, context: SessionContext): void {
+    const work = this.serve(route, context)
+      .catch((error: unknown) => {
+        this.failure ??= error;
+      })
+      .finally(() => {
+        this.working.delete(route.id);
+        if (this.starved || this.failure !== undefined) this.wake(); // a slot is free for those left out, or the failure must be thrown
+      });
+    this.working.set(route.id, work);
+  }
+
+  /** Sends the endpoint's due deliveries in order, under its lease, until none is due or the lease runs short. */
+  private async serve(route: RouteDoc, context: SessionContext): Promise<void> {
+    const { readStore, leaseMs, timeoutMs } = this.options;
+    const head = await nextDelivery(readStore, route.id);
+    if (head === null || head.nextAttemptAt > this.now()) {
+      if (head) this.wakeAt(head.nextAttemptAt);
+      return;
+    }
+    const leasedAt = this.now();
+    if (!(await this.acquire(route.id, leasedAt))) return;
+    try {
+      let delivery: DeliveryDoc | null = head;
+      // Stop while the lease still covers one more attempt: another process may take the endpoint after it.
+      while (delivery !== null && !context.stopping() && this.now() - leasedAt + timeoutMs < leaseMs / 2) {
+        if (delivery.nextAttemptAt > this.now()) {
+          this.wakeAt(delivery.nextAttemptAt);
+          return;
+        }
+        // Each attempt after the first looks at the endpoint again: a disabling stops the backlog at once.
+        const current = delivery === head ? route : await getRoute(readStore, route.id);
+        if (current === null || current.status !== 'active') return;
+        const outcome = await this.attempt(current, delivery);
+        if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint
+        delivery = await nextDelivery(readStore, route.id);
+      }
+      if (delivery !== null) this.wake();
+    } finally {
+      await this.release(route.id);
+    }
+  }
+
+  private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up'> {
+    const startedAt = this.now();
+    const secret = await this.secretOf(route.id);
+    const result: AttemptResult = secret === null
+      ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
+      : await attemptDelivery({
+          url: route.url,
+          body: delivery.body,
+          headers: {
+            'user-agent': 'wallet-ops-webhooks/1',
+            'webhook-id': delivery.eventID,
+            'webhook-signature': signWebhook(secret, Math.floor(startedAt / 1000), delivery.body),
+          },
+          timeoutMs: this.options.timeoutMs,
+          rules: this.options.rules,
+          ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
+        });
+    const outcome = afterAttempt(delivery, result, startedAt, this.options.policy, this.options.random);
+    const attempt = delivery.attempts + 1;
+    const at = new Date(startedAt).toISOString();
+    const record: AttemptDoc = {
+      id: `${delivery.id}:${attempt}`,
+      deliveryID: delivery.id,
+      endpointID: delivery.endpointID,
+      eventID: delivery.eventID,
+      eventType: delivery.eventType,
+      attempt,
+      at,
+      ok: result.ok,
+      statusCode: result.statusCode,
+      durationMs: result.durationMs,
+      responseBody: result.responseBody,
+      error: result.error,
+    };
+    const patch: Partial<DeliveryDoc> = { attempts: attempt, lastAttemptAt: at, lastStatusCode: result.statusCode, lastError: result.error };
+    if (outcome.kind === 'delivered') Object.assign(patch, { status: 'delivered', failingSince: null, deliveredAt: new Date(this.now()).toISOString() });
+    else if (outcome.kind === 'retry') Object.assign(patch, { nextAttemptAt: outcome.nextAttemptAt, failingSince: outcome.failingSince });
+    else Object.assign(patch, { status: 'failed', failingSince: outcome.failingSince });
+    await this.options.readStore.commit([
+      { op: 'upsert', collection: WEBHOOK_ATTEMPTS_COLLECTION.name, doc: record },
+      { op: 'patch', collection: WEBHOOK_DELIVERIES_COLLECTION.name, id: delivery.id, patch },
+    ]);
+    this.options.onAttempt?.({ ...delivery, ...patch }, result);
+    if (outcome.kind === 'retry') this.wakeAt(outcome.nextAttemptAt);
+    if (outcome.kind === 'give-up') await this.disable(route, delivery);
+    return outcome.kind;
+  }
+
+  /** A day of failures: the endpoint is disabled by the system, with the reason its users see. */
+  private async disable(route: RouteDoc, delivery: DeliveryDoc): Promise<void> {
+    const hours = Math.round(this.options.policy.giveUpAfterMs / 3_600_000);
+    const reason = `deliveries failed for ${hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`}; last error: ${delivery.lastError ?? 'unknown'}`.slice(0, 500);
+    try {
+      await disableWebhookEndpointBySystem({ store: this.options.eventStore, cache: this.cache, clock: this.options.clock, assetScale: this.options.assetScale }, route.id, reason, {
+        actor: 'system:webhooks',
+        correlationId: randomUUID(),
+        causationId: delivery.eventID,
+      });
+      this.options.logger.warn({ endpointID: route.id, eventID: delivery.eventID }, 'webhook endpoint disabled after a day of failed deliveries');
+    } catch (error) {
+      // Someone disabled it meanwhile: the outcome we wanted.
+      if (!(error instanceof DomainError && error.code === 'WRONG_STATE')) throw error;
+    }
+  }
+
+  /** The endpoint's signing secret, opened from its approval event (null: sealed under another key). */
+  private async secretOf(endpointID: string): Promise<string | null> {
+    if (this.secrets.has(endpointID)) return this.secrets.get(endpointID)!;
+    const { state } = await loadState({ store: this.options.eventStore, cache: this.cache }, streams.webhookEndpoint(endpointID), webhookEndpointDecider);
+    const sealed = state.status === 'none' ? null : state.secret;
+    const secret = sealed === null ? null : openWebhookSecret(this.options.secretsKey, endpointID, sealed);
+    if (secret === null) this.options.logger.error({ endpointID }, 'webhook signing secret cannot be opened: was SECRETS_KEY changed?');
+    else this.secrets.set(endpointID, secret);
+    return secret;
+  }
+
+  private async acquire(endpointID: string, now: number): Promise<boolean> {
+    const lease = await this.options.readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: 1, now, expiresAt: now + this.options.leaseMs });
+    if (lease.count === 1) return true;
+    await this.options.readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: -1, now, expiresAt: now + this.options.leaseMs });
+    return false;
+  }
+
+  /** Deleting (not decrementing) the lease: the next holder starts a fresh one, with its own expiry. */
+  private release(endpointID: string): Promise<void> {
+    return this.options.readStore.commit([{ op: 'delete', collection: WEBHOOK_LEASES_COLLECTION.name, id: endpointID }]);
+  }
+
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryAt = Infinity;
+
+  /** Wakes the loop when a retry falls due (before the next poll). */
+  private wakeAt(at: number): void {
+    if (at >= this.retryAt) return;
+    clearTimeout(this.retryTimer);
+    this.retryAt = at;
+    this.retryTimer = setTimeout(() => {
+      this.retryAt = Infinity;
+      this.wake();
+    }, Math.max(0, at - this.now()));
+    this.retryTimer.unref();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.wakeUp = undefined;
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
+  private now(): number {
+    return this.options.clock().getTime();
+  }
+}

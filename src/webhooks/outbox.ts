@@ -1,0 +1,136 @@
+import type { WebhookEndpointEvent } from '../domain/events.ts';
+import type { Logger } from '../logger.ts';
+import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import type { ReadStore, Write } from '../ports/read-store.ts';
+import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { deliveryID, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_OUTBOX_CHECKPOINT, WEBHOOK_ROUTES_COLLECTION, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
+import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, type WebhookMessage } from './webhook-events.ts';
+
+/**
+ * The webhook outbox: a supervised consumer of the event history that queues a delivery for every event an
+ * active endpoint subscribed to. The history is the outbox (nothing is written twice on the write side): this
+ * consumer follows it from its checkpoint and writes, per event, the deliveries, the routes it changes and the
+ * checkpoint in one read-store commit, compare-and-set on the checkpoint. So an event is queued once per
+ * endpoint however often the consumer restarts or however many processes run it, and an endpoint approved at
+ * position P receives exactly the events after P, until the position of its disabling.
+ */
+export const ENDPOINT_EVENT_TYPES = ['WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled'] as const;
+export const OUTBOX_EVENT_TYPES = [...ENDPOINT_EVENT_TYPES, ...TRIGGER_EVENT_TYPES];
+
+export interface WebhookOutboxOptions {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  assetScale: number;
+  logger: Logger;
+  clock: () => Date;
+  /** Called after a commit queued deliveries: the dispatcher of this process starts at once. */
+  onQueued?: () => void;
+  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+}
+
+/** The route after an endpoint event (pure). */
+export function evolveRoute(route: RouteDoc | null, event: { type: string; data: unknown }): RouteDoc | null {
+  const e = event as WebhookEndpointEvent;
+  switch (e.type) {
+    case 'WebhookEndpointRequested':
+      return { id: e.data.endpointID, partyType: e.data.party.type, partyID: e.data.party.id, url: e.data.url, eventTypes: e.data.eventTypes, status: 'pending' };
+    case 'WebhookEndpointApproved':
+      return route && { ...route, status: 'active' };
+    case 'WebhookEndpointRejected':
+      return route && { ...route, status: 'rejected' };
+    case 'WebhookEndpointDisabled':
+      return route && { ...route, status: 'disabled' };
+    default:
+      return route;
+  }
+}
+
+export class WebhookOutbox {
+  readonly consumer: SupervisedConsumer;
+  /** The routes at the checkpoint, loaded at each session's start and kept with every commit. */
+  private routes = new Map<string, RouteDoc>();
+
+  constructor(private readonly options: WebhookOutboxOptions) {
+    this.consumer = new SupervisedConsumer({ name: 'webhook-outbox', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+  }
+
+  start(): void {
+    this.consumer.start();
+  }
+
+  stop(): Promise<void> {
+    return this.consumer.stop();
+  }
+
+  private async session(context: SessionContext): Promise<void> {
+    const { eventStore, readStore } = this.options;
+    let checkpoint = await readStore.getCheckpoint(WEBHOOK_OUTBOX_CHECKPOINT);
+    const routes = await readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {});
+    this.routes = new Map(routes.map((route) => [route.id, route]));
+    context.progress(checkpoint ?? 0);
+    const subscription = context.own(eventStore.subscribeToAll({ from: checkpoint ?? 'start', filter: { eventTypes: [...OUTBOX_EVENT_TYPES] } }));
+    for await (const event of subscription) {
+      const writes = await this.writesFor(event);
+      // An event that queues nothing and changes no route needs no commit: replayed after a restart it queues
+      // nothing again (routes only change through commits). The checkpoint catches up with the next commit.
+      if (writes.length > 0) {
+        await readStore.commit(writes, { projection: WEBHOOK_OUTBOX_CHECKPOINT, position: event.position, expected: checkpoint });
+        checkpoint = event.position;
+        for (const write of writes) if (write.op === 'upsert' && write.collection === WEBHOOK_ROUTES_COLLECTION.name) this.routes.set(write.doc.id, write.doc as RouteDoc);
+        if (writes.some((write) => write.collection === WEBHOOK_DELIVERIES_COLLECTION.name)) this.options.onQueued?.();
+      }
+      context.progress(event.position);
+    }
+  }
+
+  private async writesFor(event: RecordedEvent): Promise<Write[]> {
+    if ((ENDPOINT_EVENT_TYPES as readonly string[]).includes(event.type)) {
+      const endpointID = (event.data as { endpointID: string }).endpointID;
+      const route = evolveRoute(this.routes.get(endpointID) ?? null, event);
+      return route ? [{ op: 'upsert', collection: WEBHOOK_ROUTES_COLLECTION.name, doc: route }] : [];
+    }
+    const active = [...this.routes.values()].filter((route) => route.status === 'active');
+    if (active.length === 0) return []; // nobody listens: no need to read the event's history
+    const messages = await this.messagesFor(event);
+    const now = this.options.clock();
+    const writes: Write[] = [];
+    for (const message of messages) {
+      for (const route of active) {
+        if (route.partyType !== message.party.type || route.partyID !== message.party.id || !route.eventTypes.includes(message.type)) continue;
+        writes.push({ op: 'upsert', collection: WEBHOOK_DELIVERIES_COLLECTION.name, doc: newDelivery(route, message, event.position, now) });
+      }
+    }
+    return writes;
+  }
+
+  /** The event's webhook messages, from its stream up to it (an operation's or an API key's: a few events). */
+  private async messagesFor(event: RecordedEvent): Promise<WebhookMessage[]> {
+    const history = await this.options.eventStore.readStream(event.stream, { maxCount: event.revision + 1 });
+    if (event.type === 'ApiKeyRevoked') return apiKeyWebhookMessages(event, history);
+    return operationWebhookMessages(event, history, this.options.assetScale);
+  }
+}
+
+export function newDelivery(route: RouteDoc, message: WebhookMessage, position: number, now: Date): DeliveryDoc {
+  return {
+    id: deliveryID(route.id, message.eventID),
+    endpointID: route.id,
+    partyType: route.partyType,
+    partyID: route.partyID,
+    eventID: message.eventID,
+    eventType: message.type,
+    position,
+    createdAt: message.createdAt,
+    body: message.body,
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: now.getTime(),
+    failingSince: null,
+    lastAttemptAt: null,
+    lastStatusCode: null,
+    lastError: null,
+    deliveredAt: null,
+    redeliveredBy: null,
+    redeliveredAt: null,
+  };
+}

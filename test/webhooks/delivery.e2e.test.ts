@@ -1,0 +1,239 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
+import { actingUser, decideOnApiKey, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
+import { decideOperation } from '../../src/commands/operation-handlers.ts';
+import { approveWebhookEndpoint, disableWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
+import type { WebhookEventType } from '../../src/domain/events.ts';
+import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
+import { attemptsOfDelivery, deliveriesOfEndpoint, getRoute } from '../../src/webhooks/deliveries.ts';
+import { approve, issue, startPartsSystem, waitUntilSettled, type PartsTestSystem, type RunningExecutor } from '../support/executor-system.ts';
+import { call, waitFor, type TestParty } from '../support/system.ts';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * Webhook deliveries end to end: real operations created over HTTP, approved by checkers, executed by an
+ * executor on the embedded ledger, and delivered by the system's outbox and dispatcher to real HTTP servers in
+ * this process. Retries are fast here (20 ms base); the schedule itself is tested in retry-policy.test.ts.
+ */
+const ENV = {
+  WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true',
+  WEBHOOK_RETRY_BASE_MS: '20',
+  WEBHOOK_RETRY_MAX_MS: '200',
+  WEBHOOK_POLL_INTERVAL_MS: '100',
+  WEBHOOK_TIMEOUT_MS: '5000',
+};
+
+type Keyed = TestParty & { apiKey: string; keyID: string };
+
+describe('webhook deliveries', () => {
+  let sys: PartsTestSystem;
+  let executor: RunningExecutor;
+  let distributor: Keyed;
+  let phone: string;
+  const receivers: WebhookReceiver[] = [];
+
+  // internal.partner.example resolves to a private address: the SSRF guard must refuse it (DNS is an edge we stub).
+  const resolver = async (hostname: string) => (hostname === 'internal.partner.example' ? [{ address: '10.1.2.3', family: 4 }] : [{ address: '127.0.0.1', family: 4 }]);
+
+  beforeAll(async () => {
+    sys = await startPartsSystem(ENV, undefined, { webhookResolver: resolver });
+    executor = await sys.startExecutor();
+    distributor = await keyed('distributor');
+    phone = await sys.individual('+2348125100001');
+    await waitUntilSettled(sys, await issue(sys, distributor.ref, '100000'));
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(receivers.map((r) => r.close()));
+    await sys?.close();
+  });
+  afterEach(() => {
+    for (const r of receivers) r.respond(() => 200);
+  });
+
+  async function keyed(type: 'distributor' | 'merchant'): Promise<Keyed> {
+    const party = await sys.party(type);
+    const { apiKey, keyID } = await party.key();
+    return { ...party, apiKey, keyID };
+  }
+
+  async function receiver(): Promise<WebhookReceiver> {
+    const r = await startWebhookReceiver();
+    receivers.push(r);
+    return r;
+  }
+
+  const webhookDeps = (): WebhookCommandDeps => ({ ...sys.backOffice, secretsKey: embeddedSecretsKey(sys.config.DATA_DIR), allowInsecureLocalhost: true });
+
+  /** A maker registers, a checker approves: returns the endpoint and its signing secret. */
+  async function endpoint(party: TestParty, url: string, eventTypes: WebhookEventType[]): Promise<{ endpointID: string; secret: string }> {
+    const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
+    const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
+    const { endpointID } = await requestWebhookEndpoint(webhookDeps(), maker, { url, eventTypes }, randomUUID());
+    const { secret } = await approveWebhookEndpoint(webhookDeps(), checker, endpointID, randomUUID());
+    return { endpointID, secret };
+  }
+
+  async function cashIn(body: Record<string, unknown> = { phoneTo: phone }): Promise<string> {
+    const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey: distributor.apiKey, body: { operationType: 'cash-in', amount: '10', ...body } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body.operationID as string;
+  }
+
+  /** A cash-in created, approved and completed. */
+  async function completedCashIn(body?: Record<string, unknown>): Promise<string> {
+    const operationID = await cashIn(body);
+    await approve(sys, distributor, operationID);
+    expect((await waitUntilSettled(sys, operationID)).status).toBe('completed');
+    return operationID;
+  }
+
+  const operationIDOf = (r: ReceivedWebhook) => r.json.data.operation?.operationID as string | undefined;
+
+  function expectSigned(r: ReceivedWebhook, secret: string): void {
+    const signature = String(r.headers['webhook-signature']);
+    expect(verifyWebhookSignature(secret, signature, r.body, Math.floor(Date.now() / 1000))).toBe(true);
+    expect(verifyWebhookSignature(secret, signature, `${r.body} `, Math.floor(Date.now() / 1000))).toBe(false);
+    expect(r.headers['webhook-id']).toBe(r.json.id);
+    expect(r.json.id).toMatch(/^evt_[A-Za-z0-9_-]{24}$/);
+  }
+
+  it('every event type arrives signed and verifiable, carrying the object the GET endpoints return', async () => {
+    const merchant = await keyed('merchant');
+    const toDistributor = await receiver();
+    const toMerchant = await receiver();
+    const d = await endpoint(distributor, toDistributor.url, ['operation.approved', 'operation.rejected', 'operation.completed', 'operation.failed', 'api_key.revoked']);
+    const m = await endpoint(merchant, toMerchant.url, ['payment.received']);
+
+    // Given a completed cash-in to the merchant, a rejected one, a failed one and a revoked key
+    const completed = await completedCashIn({ merchantToShortCode: merchant.shortCode, memo: 'till 4' });
+    const rejected = await cashIn();
+    const checker = await findUserByEmail(sys.backOffice, distributor.checkerEmail);
+    await decideOperation(sys.backOffice, actingUser(checker), rejected, { type: 'reject', reason: 'wrong phone' }, userContext(checker, randomUUID()));
+    await executor.stop();
+    const refusing = await sys.startExecutor({ LEDGER_REJECTION_RATE: '1' });
+    const failed = await cashIn();
+    await approve(sys, distributor, failed);
+    expect((await waitUntilSettled(sys, failed)).status).toBe('failed');
+    await refusing.stop();
+    executor = await sys.startExecutor();
+    const spare = await distributor.key();
+    const maker = await findUserByEmail(sys.backOffice, distributor.makerEmail);
+    await decideOnApiKey(sys.backOffice, maker, spare.keyID, { type: 'RequestApiKeyRevocation', reason: 'till stolen' }, randomUUID());
+    await decideOnApiKey(sys.backOffice, checker, spare.keyID, { type: 'ApproveApiKeyRevocation' }, randomUUID());
+
+    // Then each arrives, signed with its endpoint's secret
+    const revoked = await toDistributor.waitForType('api_key.revoked');
+    const payment = await toMerchant.waitForType('payment.received');
+    await waitFor(() => toDistributor.received.filter((r) => r.json.type.startsWith('operation.')).length >= 5);
+    for (const r of toDistributor.received) expectSigned(r, d.secret);
+    expectSigned(payment, m.secret);
+    expect(() => expectSigned(payment, d.secret)).toThrow();
+
+    const byType = (type: string, operationID: string) => toDistributor.received.find((r) => r.json.type === type && operationIDOf(r) === operationID)?.json;
+    expect(byType('operation.approved', completed)?.data.operation).toMatchObject({ operationID: completed, status: 'approved' });
+    expect(byType('operation.rejected', rejected)?.data.operation).toMatchObject({ operationID: rejected, status: 'rejected' });
+    expect(byType('operation.approved', failed)).toBeDefined();
+    expect(byType('operation.failed', failed)?.data.operation).toMatchObject({ operationID: failed, status: 'failed' });
+    expect(revoked.json).toMatchObject({ type: 'api_key.revoked', party: distributor.ref, data: { apiKey: { keyID: spare.keyID, status: 'revoked' } } });
+
+    // The completed operation is the object GET /operations returns, field for field
+    const list = await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/operations?limit=100`, { apiKey: distributor.apiKey });
+    const listed = (list.body as Array<{ operationID: string }>).find((op) => op.operationID === completed);
+    expect(byType('operation.completed', completed)?.data.operation).toEqual(listed);
+    const payments = await call(sys.baseUrl, 'GET', `/api/v1/merchants/${merchant.ref.id}/payments?limit=100`, { apiKey: merchant.apiKey });
+    expect(payment.json.data.payment).toEqual(payments.body[0]);
+    expect(payment.json).toMatchObject({ type: 'payment.received', party: merchant.ref });
+    // Nothing the merchant did not subscribe to, and nothing of another party
+    expect(toMerchant.received.every((r) => r.json.type === 'payment.received')).toBe(true);
+  }, 60_000);
+
+  it('when a receiver fails the first 3 attempts, then the 4th brings the same event with the same id, and the log keeps all four', async () => {
+    const r = await receiver();
+    r.respond((_request, index) => (index < 3 ? 500 : 200));
+    const { endpointID, secret } = await endpoint(distributor, r.url, ['operation.completed']);
+    const operationID = await completedCashIn();
+
+    await r.waitForRequests(4);
+    expect(r.received.slice(0, 4).map((x) => x.json.id)).toEqual(Array(4).fill(r.received[0]!.json.id));
+    expect(r.received.slice(0, 4).map((x) => x.body)).toEqual(Array(4).fill(r.received[0]!.body));
+    expect(operationIDOf(r.received[3]!)).toBe(operationID);
+    expectSigned(r.received[3]!, secret);
+
+    let log: Awaited<ReturnType<typeof deliveriesOfEndpoint>>;
+    await waitFor(async () => (log = await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 10 })).deliveries[0]?.status === 'delivered');
+    const [delivery] = log!.deliveries;
+    expect(delivery).toMatchObject({ eventID: r.received[0]!.json.id, attempts: 4, lastStatusCode: 200, failingSince: null });
+    const attempts = await attemptsOfDelivery(sys.system.stores.readStore, delivery!.id);
+    expect(attempts.map((a) => [a.attempt, a.ok, a.statusCode])).toEqual([[1, false, 500], [2, false, 500], [3, false, 500], [4, true, 200]]);
+    expect(attempts[0]!.responseBody).toBe('refused with 500');
+    expect(attempts[0]!.error).toBe('HTTP 500');
+  }, 30_000);
+
+  it('when a receiver is down for a while, then it receives the backlog in event order once it is back', async () => {
+    const r = await receiver();
+    const { endpointID } = await endpoint(distributor, r.url, ['operation.completed']);
+    await r.down();
+    const operations: string[] = [];
+    for (let i = 0; i < 6; i++) operations.push(await completedCashIn());
+    // Refused connections are recorded as failed attempts of the first event only: the others wait behind it.
+    await waitFor(async () => (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 10 })).deliveries.some((d) => d.attempts >= 2), 15_000);
+    const { deliveries } = await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 10 });
+    expect(deliveries.filter((d) => d.attempts > 0).map((d) => d.position)).toEqual([Math.min(...deliveries.map((d) => d.position))]);
+    expect(deliveries.find((d) => d.attempts > 0)?.lastError).toMatch(/ECONNREFUSED/);
+
+    await r.listen();
+    await r.waitForRequests(6);
+    expect(r.received.map(operationIDOf)).toEqual(operations);
+  }, 60_000);
+
+  it('when one receiver is slow, then another endpoint’s deliveries do not wait for it', async () => {
+    const merchant = await keyed('merchant');
+    const slow = await receiver();
+    const fast = await receiver();
+    let release!: () => void;
+    const held = new Promise<number>((resolve) => (release = () => resolve(200)));
+    slow.respond(() => held);
+    await endpoint(distributor, slow.url, ['operation.completed']);
+    await endpoint(merchant, fast.url, ['payment.received']);
+
+    await completedCashIn();
+    await slow.waitForRequests(1); // its response is held from here on
+    await completedCashIn({ merchantToShortCode: merchant.shortCode });
+    await fast.waitForType('payment.received');
+    expect(slow.received).toHaveLength(1); // still waiting for its first answer
+    release();
+    await slow.waitForRequests(2);
+  }, 30_000);
+
+  it('when the URL resolves to a private address, then nothing is sent and the attempt says why', async () => {
+    const { endpointID } = await endpoint(distributor, 'https://internal.partner.example/hooks', ['operation.completed']);
+    await completedCashIn();
+    let attempts: Awaited<ReturnType<typeof attemptsOfDelivery>> = [];
+    await waitFor(async () => {
+      const [delivery] = (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 1 })).deliveries;
+      attempts = delivery ? await attemptsOfDelivery(sys.system.stores.readStore, delivery.id) : [];
+      return attempts.length > 0;
+    });
+    expect(attempts[0]).toMatchObject({ ok: false, statusCode: null, error: expect.stringMatching(/10\.1\.2\.3 \(private\)/) });
+  }, 30_000);
+
+  it('when an endpoint is disabled, then it receives nothing more, while another endpoint of the party still does', async () => {
+    const disabled = await receiver();
+    const control = await receiver();
+    const { endpointID } = await endpoint(distributor, disabled.url, ['operation.completed']);
+    await endpoint(distributor, control.url, ['operation.completed']);
+    const before = await completedCashIn();
+    await disabled.waitForRequests(1);
+    expect(operationIDOf(disabled.received[0]!)).toBe(before);
+
+    const maker = await findUserByEmail(sys.backOffice, distributor.makerEmail);
+    await disableWebhookEndpoint(webhookDeps(), maker, endpointID, 'moving to a new URL', randomUUID());
+    const after = await completedCashIn();
+    await waitFor(() => control.received.some((r) => operationIDOf(r) === after));
+    await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.status === 'disabled');
+    expect(disabled.received.map(operationIDOf)).toEqual([before]);
+    const { deliveries } = await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 10 });
+    expect(deliveries.map((d) => d.eventType)).toEqual(['operation.completed']);
+  }, 30_000);
+});
