@@ -1,17 +1,21 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { ALL_PARTS, type Part } from '../../src/wallet-ops.ts';
+import { randomUUID } from 'node:crypto';
+import { actingUser, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
+import { decideOperation } from '../../src/commands/operation-handlers.ts';
+import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { getDelivery, deliveryID } from '../../src/webhooks/deliveries.ts';
-import { startTestSystem, type TestParty, type TestSystem } from '../support/system.ts';
-import { CHECKER_PASSWORD, MAKER_PASSWORD } from './console-client.ts';
-import { seedDeliveries, seedRoute } from './webhook-seeds.ts';
+import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
  * The webhook pages in a real browser (Debian's chromium through playwright-core, as in
  * console.browser.test.ts): a maker registers an endpoint, a checker approves it, the maker reads the signing
- * secret once, opens the endpoint's delivery log and redelivers an event. The delivery log is seeded into the
- * read store as the delivery consumer writes it. Screenshots go to test-artifacts/console/, and with
+ * secret once, opens the endpoint's delivery log and redelivers an event. The whole system runs, its delivery
+ * consumer included, and the endpoint is a real HTTP server in this process (http://127.0.0.1, allowed by
+ * WEBHOOK_ALLOW_INSECURE_LOCALHOST): the events come from a real operation, approved and executed. Screenshots go to test-artifacts/console/, and with
  * UPDATE_DOCS_SCREENSHOTS=1 the pages docs/console.md shows go to docs/console/ (at 1280 and 390 px).
  */
 const CHROMIUM = '/usr/bin/chromium';
@@ -20,7 +24,8 @@ const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
 const DOCS = new URL('../../docs/console/', import.meta.url);
 const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
 const PHONE_WIDTH = 390;
-const PARTS = ALL_PARTS.filter((part) => (part as string) !== 'webhooks') as Part[];
+/** Fast retries, so that the receiver's one refusal is retried at once. */
+const ENV = { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_RETRY_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_TIMEOUT_MS: '5000' };
 
 const available = existsSync(CHROMIUM);
 const suite = available ? describe : describe.skip;
@@ -29,6 +34,7 @@ const title = available ? 'webhook pages in a browser' : `webhook pages in a bro
 let sys: TestSystem;
 let browser: Browser;
 let dist: TestParty;
+let receiver: WebhookReceiver;
 
 /** A full-page screenshot; for the docs also at a phone's width. */
 async function shot(page: Page, name: string, options: { doc?: string; mask?: Locator[] } = {}): Promise<void> {
@@ -53,18 +59,28 @@ async function loginAs(email: string, password: string): Promise<Page> {
   return page;
 }
 
-const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
+/** Reloads until the locator is there: the delivery log follows the dispatcher. */
+async function reloadUntil(page: Page, locator: Locator): Promise<void> {
+  await expect.poll(async () => {
+    if ((await locator.count()) > 0) return true;
+    await page.reload();
+    return (await locator.count()) > 0;
+  }, { timeout: 15_000 }).toBe(true);
+}
 
 suite(title, () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     mkdirSync(DOCS, { recursive: true });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-    sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true' }, undefined, PARTS);
+    sys = await startTestSystem(ENV);
     dist = await sys.party('distributor', { name: 'Demo Agents Ltd' });
+    await fund(sys, dist.ref, '5000');
+    receiver = await startWebhookReceiver('/wallet-ops/events');
   });
 
   afterAll(async () => {
+    await receiver?.close();
     await browser?.close();
     await sys?.close();
   });
@@ -79,9 +95,9 @@ suite(title, () => {
     expect(await maker.locator('.field-error').allTextContents()).toEqual(['The URL must use https.', expect.stringContaining('The events must name at least one event type')]);
     await shot(maker, 'webhook-1-register-errors');
 
-    const url = 'https://erp.demo-agents.example/wallet-ops/events';
+    const url = receiver.url;
     await maker.getByLabel('URL').fill(url);
-    for (const type of ['operation.completed', 'operation.failed', 'payment.received']) await maker.getByLabel(type).check();
+    for (const type of ['operation.approved', 'operation.completed', 'operation.failed']) await maker.getByLabel(type).check();
     await maker.getByRole('button', { name: 'Register endpoint' }).click();
     await maker.locator('.notice.ok', { hasText: 'Endpoint registered' }).waitFor();
     const endpointID = /\/console\/webhooks\/(whe_[A-Za-z0-9_-]{16})$/.exec(maker.url())![1]!;
@@ -114,41 +130,53 @@ suite(title, () => {
     await maker.locator(`tr[data-endpoint-id="${endpointID}"]`).waitFor();
     await shot(maker, 'webhook-5-list', { doc: 'webhooks' });
 
-    // The delivery consumer's documents for two events: one delivered at the second attempt, one still failing.
-    const endpoint = { id: endpointID, party: dist.ref, url, eventTypes: ['operation.completed', 'operation.failed', 'payment.received'] as const };
-    await seedRoute(sys.system.stores.readStore, { ...endpoint, eventTypes: [...endpoint.eventTypes] });
-    await seedDeliveries(sys.system.stores.readStore, { ...endpoint, eventTypes: [...endpoint.eventTypes] }, [
-      { eventID: 'evt_0001completed', eventType: 'operation.completed', position: 10, createdAt: minutesAgo(30), status: 'delivered', attempts: [
-        { statusCode: 502, responseBody: '<html><body>Bad gateway</body></html>', at: minutesAgo(30), durationMs: 120 },
-        { statusCode: 200, responseBody: '{"received":true}', at: minutesAgo(29), durationMs: 85 },
-      ] },
-      { eventID: 'evt_0002payment', eventType: 'payment.received', position: 11, createdAt: minutesAgo(10), status: 'pending', nextAttemptAt: Date.now() + 5 * 60_000, attempts: [
-        { statusCode: null, error: 'connect ECONNREFUSED 203.0.113.10:443', at: minutesAgo(9), durationMs: 4 },
-      ] },
-    ]);
+    // A real operation: created with an API key, approved by the checker, executed. The receiver refuses the
+    // first delivery of its completion once (503), so the log has a retry to show.
+    let refused = false;
+    receiver.respond((request) => (request.json.type === 'operation.completed' && !refused ? ((refused = true), 503) : 200));
+    const { apiKey } = await dist.key({ label: 'ERP integration' });
+    const phone = await sys.individual('+2348123456790', 'Ada Obi');
+    const operationID = await createCashIn(sys, dist.ref.id, apiKey, phone, '250.00', 'Invoice 1042');
+    const checkerUser = await findUserByEmail(sys.backOffice, dist.checkerEmail);
+    await decideOperation(sys.backOffice, actingUser(checkerUser), operationID, { type: 'approve' }, userContext(checkerUser, randomUUID()));
+    await waitForStatus(sys, operationID, 'completed', 15_000);
+    await waitFor(() => receiver.received.filter((r) => r.json.type === 'operation.completed').length >= 2, 15_000);
+    const completed = receiver.received.filter((r) => r.json.type === 'operation.completed');
+    const eventID = completed[0]!.json.id;
+    expect(completed[1]!.json.id).toBe(eventID);
+    expect(completed[0]!.json.data.operation?.operationID).toBe(operationID);
+    expect(verifyWebhookSignature(secret, String(completed[1]!.headers['webhook-signature']), completed[1]!.body, Math.floor(Date.now() / 1000))).toBe(true);
+    const approvedEventID = (await receiver.waitForType('operation.approved')).json.id;
 
     await maker.locator(`tr[data-endpoint-id="${endpointID}"]`).getByRole('link', { name: 'Deliveries' }).click();
     const log = maker.locator('table.deliveries');
-    await log.waitFor();
-    expect(await log.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')))).toEqual(['evt_0002payment', 'evt_0001completed']);
-    expect(await log.locator('tr[data-event-id="evt_0002payment"]').textContent()).toContain('connect ECONNREFUSED');
+    await reloadUntil(maker, log.locator(`tr[data-event-id="${eventID}"]`, { hasText: 'Delivered' }));
+    expect(await log.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')))).toEqual([eventID, approvedEventID]);
+    const logRow = log.locator(`tr[data-event-id="${eventID}"]`);
+    expect(await logRow.textContent()).toContain('operation.completed');
+    expect(await logRow.textContent()).toContain('HTTP 200');
+    expect(await logRow.locator('td[data-label="Attempts"]').textContent()).toBe('2');
     await shot(maker, 'webhook-6-endpoint', { doc: 'webhook-endpoint' });
 
-    await log.getByRole('link', { name: 'evt_0001completed' }).click();
+    await logRow.getByRole('link', { name: eventID }).click();
     const attempts = maker.locator('table.attempts tbody tr');
     await attempts.first().waitFor();
     expect(await attempts.count()).toBe(2);
-    expect(await attempts.nth(0).textContent()).toContain('HTTP 502');
-    expect(await attempts.nth(0).textContent()).toContain('<html><body>Bad gateway</body></html>'); // as text
-    expect(await attempts.nth(1).textContent()).toContain('{"received":true}');
+    expect(await attempts.nth(0).textContent()).toContain('HTTP 503');
+    expect(await attempts.nth(0).textContent()).toContain('refused with 503');
+    expect(await attempts.nth(1).textContent()).toContain('HTTP 200');
+    expect(await maker.locator('details.sent pre').textContent()).toBe(completed[0]!.body);
     await shot(maker, 'webhook-7-delivery', { doc: 'webhook-delivery' });
 
+    // Redelivered: the receiver gets the same event, same id and body, a third time.
     await maker.getByRole('button', { name: 'Redeliver' }).click();
-    await maker.locator('.notice.ok', { hasText: 'Event evt_0001completed queued for redelivery' }).waitFor();
-    const queued = await getDelivery(sys.system.stores.readStore, deliveryID(endpointID, 'evt_0001completed'));
-    expect(queued?.status).toBe('pending');
-    expect(queued?.redeliveredBy).not.toBeNull();
+    await maker.locator('.notice.ok', { hasText: `Event ${eventID} queued for redelivery` }).waitFor();
+    await waitFor(() => receiver.received.filter((r) => r.json.id === eventID).length === 3, 15_000);
+    const again = receiver.received.filter((r) => r.json.id === eventID)[2]!;
+    expect(again.body).toBe(completed[0]!.body);
+    await reloadUntil(maker, maker.locator('table.attempts tbody tr[data-attempt="3"]'));
     expect(await maker.locator('dl.summary').textContent()).toContain(`asked by ${dist.makerEmail}`);
+    expect((await getDelivery(sys.system.stores.readStore, deliveryID(endpointID, eventID)))?.status).toBe('delivered');
     await shot(maker, 'webhook-8-redelivered');
   });
 });

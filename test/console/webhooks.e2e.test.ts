@@ -10,7 +10,7 @@ import { WEBHOOK_ENDPOINTS_COLLECTION, type WebhookEndpointDoc } from '../../src
 import { onboardParty } from '../../src/commands/back-office.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { ALL_PARTS, buildWalletOps, type Part } from '../../src/wallet-ops.ts';
+import { ALL_PARTS, buildWalletOps } from '../../src/wallet-ops.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { getDelivery, deliveryID, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
@@ -25,7 +25,7 @@ import { seedDeliveries, seedRoute, type SeededEndpoint } from './webhook-seeds.
  */
 let offsetMs = 0;
 const clock = () => new Date(Date.now() + offsetMs);
-const PARTS = ALL_PARTS.filter((part) => (part as string) !== 'webhooks') as Part[];
+const PARTS = ALL_PARTS.filter((part) => part !== 'webhooks');
 
 let sys: TestSystem;
 let dist: TestParty;
