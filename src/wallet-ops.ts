@@ -242,6 +242,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         throttle: { perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL, perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS, lockoutMs: config.LOGIN_LOCKOUT_MS },
         // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key of their own in DATA_DIR.
         secretsKey,
+        webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
       })] : []),
     ],
   });

@@ -46,8 +46,9 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   projections: { src: ['domain', 'ports', 'commands', 'shared'], packages: [] },
   // The executor's sweep reads the unsettled-operations read model.
   executor: { src: ['domain', 'ports', 'commands', 'projections', 'logger', 'shared'], packages: [] },
-  // The console is an edge like the APIs: it calls the back-office commands and reads models through ports.
-  console: { src: ['domain', 'ports', 'commands', 'projections', 'http', 'logger'], packages: ['express'] },
+  // The console is an edge like the APIs: it calls the back-office commands and reads models through ports;
+  // the webhook delivery log and redelivery are the delivery consumer's queries (src/webhooks/deliveries.ts).
+  console: { src: ['domain', 'ports', 'commands', 'projections', 'http', 'logger', 'webhooks'], packages: ['express'] },
   audit: { src: ['domain', 'ports', 'shared'], packages: [] },
   // Webhook deliveries: the SSRF guard classifies addresses with ipaddr.js.
   webhooks: { src: ['domain', 'ports', 'commands', 'projections', 'shared', 'logger'], packages: ['ipaddr.js'] },

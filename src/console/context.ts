@@ -3,6 +3,7 @@ import type { ActiveUser, BackOfficeDeps } from '../commands/back-office.ts';
 import { userContext } from '../commands/back-office.ts';
 import type { PartyLookup } from '../commands/party-lookup.ts';
 import type { StateCache } from '../commands/pipeline.ts';
+import type { WebhookCommandDeps } from '../commands/webhooks.ts';
 import type { CommandContext } from '../commands/pipeline.ts';
 import type { UserRole } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
@@ -28,6 +29,8 @@ export interface ConsoleDeps {
   secretsKey: Buffer;
   /** How long an approved key's secret waits for its maker (default 24 h). */
   secretTtlMs?: number;
+  /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: a webhook endpoint may be http:// to the loopback host (default false). */
+  webhookAllowInsecureLocalhost?: boolean;
 }
 
 /** The console's parts, built once per router. */
@@ -38,6 +41,8 @@ export interface ConsoleServices {
   sessions: ConsoleSessions;
   throttle: LoginThrottle;
   secrets: OneTimeSecrets;
+  /** The back-office deps, plus what the webhook-endpoint commands need. */
+  webhooks: WebhookCommandDeps;
 }
 
 /** The logged-in user of a request, set by the session middleware. */

@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import * as balances from '../projections/balances.ts';
+import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
 import { viewer, type ConsoleServices } from './context.ts';
 import { html } from '../http/html.ts';
 import { countPending } from './operations.ts';
@@ -33,6 +34,10 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
     const pendingKeys = keys.filter((k) => k.state === 'pending' || k.state === 'revocation_pending').length;
     const activeKeys = keys.filter((k) => k.state === 'active' || k.state === 'revocation_pending').length;
     const checker = user.roles.includes('checker');
+    const endpoints = await webhookEndpointsOfParty(readStore, party);
+    const activeEndpoints = endpoints.filter((e) => e.status === 'active').length;
+    const pendingEndpoints = endpoints.filter((e) => e.status === 'pending').length;
+    const failedEndpoints = endpoints.filter((e) => e.status === 'disabled' && e.disabledBy === 'system').length;
     await renderPage(services, res, {
       title: 'Dashboard',
       section: 'dashboard',
@@ -45,6 +50,9 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
             <p class="big">${pendingOperations}</p><p>${checker ? 'waiting for your approval' : 'waiting for a checker'} · <a href="/console/operations">${checker ? 'Review' : 'View'}</a></p></section>
           <section class="card" aria-labelledby="keys-title"><h2 id="keys-title">API keys</h2>
             <p class="big">${activeKeys}</p><p>active · ${pendingKeys} request${pendingKeys === 1 ? '' : 's'} pending · <a href="/console/keys">Manage</a></p></section>
+          <section class="card" aria-labelledby="webhooks-title"><h2 id="webhooks-title">Webhook endpoints</h2>
+            <p class="big">${activeEndpoints}</p><p>active · ${pendingEndpoints} awaiting approval · <a href="/console/webhooks">Manage</a></p>
+            ${failedEndpoints > 0 ? html`<p class="error-text" data-system-disabled>${failedEndpoints} disabled automatically after a day of failed deliveries</p>` : ''}</section>
         </div>`,
     });
   });

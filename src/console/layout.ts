@@ -1,9 +1,9 @@
 import type { ActiveUser } from '../commands/back-office.ts';
 import { html, type Html, type Renderable } from '../http/html.ts';
-import type { DeliveredSecret } from './one-time-secrets.ts';
+import { isWebhookSigningSecret, type DeliveredSecret } from './one-time-secrets.ts';
 import type { SessionDoc } from './sessions.ts';
 
-export type Section = 'dashboard' | 'operations' | 'keys' | 'admin' | 'users' | 'access' | 'password' | 'login' | 'none';
+export type Section = 'dashboard' | 'operations' | 'keys' | 'webhooks' | 'admin' | 'users' | 'access' | 'password' | 'login' | 'none';
 
 export interface PageOptions {
   title: string;
@@ -35,6 +35,7 @@ function navigation(user: ActiveUser, section: Section): Html {
         navLink('/console/', 'Dashboard', section === 'dashboard'),
         navLink('/console/operations', 'Operations', section === 'operations'),
         navLink('/console/keys', 'Settings › API keys', section === 'keys'),
+        navLink('/console/webhooks', 'Webhooks', section === 'webhooks'),
       ]
     : [
         navLink('/console/', 'Dashboard', section === 'dashboard'),
@@ -65,11 +66,17 @@ function flashMessage(flash: PageOptions['flash']): Html {
 /** The one-time secret: opened as a modal by console.js (focus inside, Escape closes), plain and open without it. */
 function secretDialog(secret: DeliveredSecret, index: number): Html {
   const id = `secret-${index}`;
+  const webhook = isWebhookSigningSecret(secret);
   return html`<dialog class="secret" open data-modal aria-labelledby="${id}-title" aria-describedby="${id}-help">
-      <h2 id="${id}-title">API key “${secret.label}” is ready</h2>
-      <p id="${id}-help">This is the only time the key is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>
-      <label for="${id}">API key</label>
-      <input id="${id}" class="secret-value" type="text" readonly value="${secret.apiKey}" autocomplete="off" spellcheck="false" data-secret>
+      ${webhook
+        ? html`<h2 id="${id}-title">Webhook endpoint approved: its signing secret</h2>
+          <p class="secret-for"><code>${secret.url}</code></p>
+          <p id="${id}-help">Deliveries to this endpoint are signed with this secret: your receiver checks each signature with it.
+            This is the only time it is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`
+        : html`<h2 id="${id}-title">API key “${secret.label}” is ready</h2>
+          <p id="${id}-help">This is the only time the key is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`}
+      <label for="${id}">${webhook ? 'Signing secret' : 'API key'}</label>
+      <input id="${id}" class="secret-value" type="text" readonly value="${webhook ? secret.signingSecret : secret.apiKey}" autocomplete="off" spellcheck="false" data-secret>
       <div class="actions">
         <button type="button" data-copy="${id}" hidden>Copy to clipboard</button>
         <form method="dialog"><button type="submit" class="secondary">I have stored it</button></form>

@@ -3,29 +3,29 @@ import type { Logger } from '../logger.ts';
 import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
 
 /**
- * Where a key's secret waits between the checker's approval and the maker's next page view. approveApiKey
- * returns the secret to whoever approves, but the contract shows it to the maker: the console keeps it here,
- * for the maker's user id only, and hands it out exactly once.
+ * Where a secret waits between the checker's approval and the maker's next page view: an API key's, or a
+ * webhook endpoint's signing secret. approveApiKey and approveWebhookEndpoint return the secret to whoever
+ * approves, but it is shown to the maker who asked: the console keeps it here, for the maker's user id only,
+ * and hands it out exactly once.
  *
  * - In the shared read store (collection `console_secrets`), so a restart does not lose it and every process
  *   serving the console can hand it out; encrypted with AES-256-GCM under the secrets key (SECRETS_KEY, or
- *   the embedded deployment's DATA_DIR/secrets.key), a random 96-bit IV per secret, and the maker's user id
- *   and the API key's id as additional data, so a sealed secret moved to another user or key does not open.
+ *   the embedded deployment's DATA_DIR/secrets.key), a random 96-bit IV per secret, and the maker's user id,
+ *   the kind of secret and the API key's or endpoint's id as additional data, so a sealed secret moved to
+ *   another user, key or endpoint, or passed off as the other kind, does not open.
  *   The plain secret exists only while a page is rendered; it is never logged.
  * - Taken, it is gone: each waiting secret is removed with the store's atomic `take`, so of two page views at
  *   once (in one process or two) exactly one shows it; a reload, a second tab or another user finds nothing.
  * - Not collected within `ttlMs` (default 24 h), it is dropped. A secret that cannot be opened (sealed under
- *   another key) is dropped too and logged by key id: the maker then asks for the key's revocation and
- *   requests a new one.
+ *   another key) is dropped too and logged by key or endpoint id: the maker then asks for the key's
+ *   revocation and requests a new one (or disables the endpoint and registers a new one).
  */
 export const SECRETS_COLLECTION: CollectionDefinition = { name: 'console_secrets', indexes: [['userID']] };
 
-interface SealedSecret {
-  /** `<userID>/<keyID>`: one secret per key. */
+interface Sealed {
+  /** `<userID>/<keyID>` or `<userID>/<endpointID>`: one secret per key or endpoint. */
   id: string;
   userID: string;
-  keyID: string;
-  label: string;
   /** Which secrets key sealed it: the first 16 hex digits of its SHA-256. */
   sealedWith: string;
   iv: string;
@@ -35,11 +35,49 @@ interface SealedSecret {
   [field: string]: unknown;
 }
 
-export interface DeliveredSecret {
+/** An API key's secret. Documents without a `kind` are these (they were the only kind at first). */
+interface SealedApiKeySecret extends Sealed {
+  kind?: undefined;
+  keyID: string;
+  label: string;
+}
+
+/** A webhook endpoint's signing secret. */
+interface SealedWebhookSecret extends Sealed {
+  kind: 'webhook-endpoint';
+  endpointID: string;
+  url: string;
+}
+
+type SealedSecret = SealedApiKeySecret | SealedWebhookSecret;
+
+/** An approved API key's secret. */
+export interface ApiKeySecret {
+  endpointID?: undefined;
   keyID: string;
   label: string;
   apiKey: string;
 }
+
+/** An approved webhook endpoint's signing secret. */
+export interface WebhookSigningSecret {
+  keyID?: undefined;
+  endpointID: string;
+  url: string;
+  signingSecret: string;
+}
+
+export type DeliveredSecret = ApiKeySecret | WebhookSigningSecret;
+
+export const isWebhookSigningSecret = (secret: DeliveredSecret): secret is WebhookSigningSecret => typeof secret.endpointID === 'string';
+
+type Subject = { kind: 'api-key' | 'webhook-endpoint'; id: string };
+
+/** What a secret is for, as its additional data names it. */
+const subjectOf = (secret: DeliveredSecret): Subject =>
+  isWebhookSigningSecret(secret) ? { kind: 'webhook-endpoint', id: secret.endpointID } : { kind: 'api-key', id: secret.keyID };
+const sealedSubject = (sealed: SealedSecret): Subject =>
+  sealed.kind === 'webhook-endpoint' ? { kind: 'webhook-endpoint', id: sealed.endpointID } : { kind: 'api-key', id: sealed.keyID };
 
 export interface OneTimeSecretsOptions {
   store: ReadStore;
@@ -71,21 +109,24 @@ export class OneTimeSecrets {
   }
 
   async hold(userID: string, secret: DeliveredSecret): Promise<void> {
+    const subject = subjectOf(secret);
+    const plain = isWebhookSigningSecret(secret) ? secret.signingSecret : secret.apiKey;
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(additionalData(this.keyID, userID, secret.keyID));
-    const data = Buffer.concat([cipher.update(secret.apiKey, 'utf8'), cipher.final()]);
-    const sealed: SealedSecret = {
-      id: `${userID}/${secret.keyID}`,
+    cipher.setAAD(additionalData(this.keyID, userID, subject));
+    const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    const seal = {
+      id: `${userID}/${subject.id}`,
       userID,
-      keyID: secret.keyID,
-      label: secret.label,
       sealedWith: this.keyID,
       iv: iv.toString('base64'),
       tag: cipher.getAuthTag().toString('base64'),
       data: data.toString('base64'),
       heldAt: this.clock().getTime(),
     };
+    const sealed: SealedSecret = isWebhookSigningSecret(secret)
+      ? { ...seal, kind: 'webhook-endpoint', endpointID: secret.endpointID, url: secret.url }
+      : { ...seal, keyID: secret.keyID, label: secret.label };
     // Approvals are rare and few secrets wait at a time: every hold sweeps what nobody collected in time.
     const stale = (await this.store.find<SealedSecret>(SECRETS_COLLECTION.name)).filter((doc) => this.expired(doc));
     await this.store.commit([
@@ -102,12 +143,18 @@ export class OneTimeSecrets {
       // Another page view (here or in another process) may take it first: then it is theirs to show.
       const sealed = await this.store.take<SealedSecret>(SECRETS_COLLECTION.name, id);
       if (!sealed || this.expired(sealed)) continue;
-      const apiKey = this.open(sealed, userID);
-      if (apiKey === null) {
-        this.logger.warn({ userID, keyID: sealed.keyID }, 'console: a waiting API key secret could not be opened (sealed under another secrets key) and was dropped');
+      const plain = this.open(sealed, userID);
+      if (plain === null) {
+        if (sealed.kind === 'webhook-endpoint') {
+          this.logger.warn({ userID, endpointID: sealed.endpointID }, 'console: a waiting webhook signing secret could not be opened (sealed under another secrets key) and was dropped');
+        } else {
+          this.logger.warn({ userID, keyID: sealed.keyID }, 'console: a waiting API key secret could not be opened (sealed under another secrets key) and was dropped');
+        }
         continue;
       }
-      delivered.push({ keyID: sealed.keyID, label: sealed.label, apiKey });
+      delivered.push(sealed.kind === 'webhook-endpoint'
+        ? { endpointID: sealed.endpointID, url: sealed.url, signingSecret: plain }
+        : { keyID: sealed.keyID, label: sealed.label, apiKey: plain });
     }
     return delivered;
   }
@@ -116,7 +163,7 @@ export class OneTimeSecrets {
     if (sealed.sealedWith !== this.keyID) return null;
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(sealed.iv, 'base64'));
-      decipher.setAAD(additionalData(sealed.sealedWith, userID, sealed.keyID));
+      decipher.setAAD(additionalData(sealed.sealedWith, userID, sealedSubject(sealed)));
       decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
       return Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]).toString('utf8');
     } catch {
@@ -129,6 +176,8 @@ export class OneTimeSecrets {
   }
 }
 
-function additionalData(sealedWith: string, userID: string, keyID: string): Buffer {
-  return Buffer.from(`wallet-ops console secret\n${sealedWith}\n${userID}\n${keyID}`);
+function additionalData(sealedWith: string, userID: string, subject: Subject): Buffer {
+  // An API key's keeps the original form, so secrets held before webhook endpoints existed still open.
+  if (subject.kind === 'api-key') return Buffer.from(`wallet-ops console secret\n${sealedWith}\n${userID}\n${subject.id}`);
+  return Buffer.from(`wallet-ops console webhook signing secret\n${sealedWith}\n${userID}\n${subject.id}`);
 }

@@ -4,8 +4,10 @@ import { PartyLookup } from '../commands/party-lookup.ts';
 import { StateCache } from '../commands/pipeline.ts';
 import { adminRoutes } from './admin.ts';
 import { userAdminRoutes } from './admin-users.ts';
+import { webhookRoutes } from './webhooks.ts';
 import { ConsoleError, type ConsoleDeps, type ConsoleServices } from './context.ts';
 import { dashboardRoute } from './dashboard.ts';
+import { WEBHOOK_COLLECTIONS } from '../webhooks/deliveries.ts';
 import { securityHeaders } from './http-security.ts';
 import { keyRoutes } from './keys.ts';
 import { DEFAULT_THROTTLE, LOGIN_ATTEMPTS_COLLECTION, LoginThrottle } from './login-throttle.ts';
@@ -29,9 +31,11 @@ const ASSETS = new Map<string, { type: string; body: Buffer }>([
 ]);
 
 export function consoleRouter(deps: ConsoleDeps): Router {
+  const backOffice = { store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale };
   const services: ConsoleServices = {
     deps,
-    backOffice: { store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale },
+    backOffice,
+    webhooks: { ...backOffice, secretsKey: deps.secretsKey, allowInsecureLocalhost: deps.webhookAllowInsecureLocalhost ?? false },
     lookup: new PartyLookup(deps.store),
     sessions: new ConsoleSessions(deps.readStore, deps.clock, { ...DEFAULT_SESSION_TIMES, ...deps.sessionTimes }),
     throttle: new LoginThrottle(deps.readStore, deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
@@ -47,7 +51,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     res.set('Cache-Control', 'public, max-age=300').type(asset.type).send(asset.body);
   });
   pages.use(async (_req, _res, next) => {
-    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION, LOGIN_ATTEMPTS_COLLECTION, SECRETS_COLLECTION]));
+    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION, LOGIN_ATTEMPTS_COLLECTION, SECRETS_COLLECTION, ...WEBHOOK_COLLECTIONS]));
     next();
   });
   // Form bodies on the console's own routes only; the API keeps its strict JSON parser.
@@ -59,6 +63,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   passwordRoutes(pages, services);
   dashboardRoute(pages, services);
   keyRoutes(pages, services);
+  webhookRoutes(pages, services);
   operationRoutes(pages, services);
   adminRoutes(pages, services);
   userAdminRoutes(pages, services);

@@ -1,0 +1,141 @@
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../domain/events.ts';
+import { html, seg, time, type Html } from '../http/html.ts';
+import type { WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
+import { csrfField, reasonField } from './layout.ts';
+import type { SessionDoc } from './sessions.ts';
+
+/** The markup of Webhooks: the party's endpoints, the registration form, the disable form, and what they share with an endpoint's page. */
+export interface EndpointView extends WebhookEndpointDoc {
+  requestedByEmail: string;
+  decidedByEmail: string;
+  disabledByEmail: string;
+}
+
+/** Who looks, and what they may do. */
+export interface WebhookViewer {
+  userID: string;
+  maker: boolean;
+  checker: boolean;
+  session: SessionDoc;
+}
+
+export const disabledBySystem = (endpoint: WebhookEndpointDoc) => endpoint.status === 'disabled' && endpoint.disabledBy === 'system';
+
+const STATUS_LABELS: Record<WebhookEndpointDoc['status'], string> = { pending: 'Awaiting approval', active: 'Active', rejected: 'Rejected', disabled: 'Disabled' };
+
+export const endpointBadge = (endpoint: WebhookEndpointDoc): Html =>
+  disabledBySystem(endpoint)
+    ? html`<span class="badge badge-disabled">Disabled automatically</span>`
+    : html`<span class="badge badge-${endpoint.status}">${STATUS_LABELS[endpoint.status]}</span>`;
+
+export const eventTypeList = (types: readonly string[]): Html => html`<ul class="plain">${types.map((type) => html`<li><code>${type}</code></li>`)}</ul>`;
+
+/** Requested, decided, disabled: who, when and why, in words. */
+export function lifecycle(endpoint: EndpointView): Html {
+  const requested = html`<li>Requested by ${endpoint.requestedByEmail}, ${time(endpoint.requestedAt)}</li>`;
+  const decided = endpoint.status === 'pending'
+    ? html`<li class="muted">Waiting for a checker</li>`
+    : endpoint.status === 'rejected'
+      ? html`<li>Rejected by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
+      : html`<li>Approved by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}</li>`;
+  const disabled = endpoint.status !== 'disabled'
+    ? ''
+    : disabledBySystem(endpoint)
+      ? html`<li class="error-text" data-disabled-by-system>Disabled automatically after a day of failed deliveries, ${time(endpoint.disabledAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
+      : html`<li>Disabled by ${endpoint.disabledByEmail}, ${time(endpoint.disabledAt)}: <q>${endpoint.reason ?? ''}</q></li>`;
+  return html`<ul class="plain lifecycle">${requested}${decided}${disabled}</ul>`;
+}
+
+/** Approve and Reject for a checker on a pending endpoint (never on their own request); Disable on an active one. */
+export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): Html {
+  const base = `/console/webhooks/${seg(endpoint.id)}`;
+  if (endpoint.status === 'pending') {
+    if (!viewer.checker) return html`<span class="muted">Waiting for a checker</span>`;
+    if (endpoint.requestedBy === viewer.userID) {
+      const note = `own-${endpoint.id}`;
+      return html`<button type="button" disabled aria-describedby="${note}">Approve</button>
+        <p class="hint" id="${note}">You registered this endpoint: another checker must decide on it.</p>`;
+    }
+    return html`<form method="post" action="${base}/approve" class="inline">${csrfField(viewer.session)}<button type="submit">Approve</button></form>
+      <form method="post" action="${base}/reject" class="inline">${csrfField(viewer.session)}
+        <label class="compact"><span class="visually-hidden">Reason for rejecting ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
+        <button type="submit" class="danger">Reject</button></form>`;
+  }
+  if (endpoint.status === 'active' && (viewer.maker || viewer.checker)) return html`<a class="button danger" href="${base}/disable">Disable…</a>`;
+  return html``;
+}
+
+export function webhooksPage(viewer: WebhookViewer, endpoints: EndpointView[]): Html {
+  const failed = endpoints.filter(disabledBySystem);
+  const table = endpoints.length === 0
+    ? html`<p class="empty">Your party has no webhook endpoint yet.${viewer.maker ? ' Register one to be told of approvals, completions, failures, payments and revoked keys as they happen.' : ''}</p>`
+    : html`<table class="webhooks stack">
+      <caption class="visually-hidden">Webhook endpoints, newest first</caption>
+      <thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">Status</th><th scope="col">History</th><th scope="col">Actions</th></tr></thead>
+      <tbody>${endpoints.map((endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
+        <th scope="row"><a href="/console/webhooks/${seg(endpoint.id)}" class="url">${endpoint.url}</a><br><code class="muted">${endpoint.id}</code></th>
+        <td data-label="Events">${eventTypeList(endpoint.eventTypes)}</td>
+        <td data-label="Status">${endpointBadge(endpoint)}</td>
+        <td data-label="History">${lifecycle(endpoint)}</td>
+        <td class="actions">${endpointActions(viewer, endpoint)} <a href="/console/webhooks/${seg(endpoint.id)}">Deliveries</a></td>
+      </tr>`)}</tbody></table>`;
+  return html`<div class="page-head"><h1>Webhooks</h1>${viewer.maker ? html`<a class="button" href="/console/webhooks/new">Register endpoint</a>` : ''}</div>
+    <p class="hint">Endpoints receive your party’s events as signed HTTPS requests. A maker registers one, a checker approves it; the maker then sees its signing secret once.</p>
+    ${failed.length > 0 ? html`<div class="notice error" data-system-disabled><h2>${failed.length === 1 ? 'An endpoint was' : `${failed.length} endpoints were`} disabled automatically</h2>
+      <p>Deliveries to ${failed.map((e, i) => html`${i > 0 ? ', ' : ''}<a href="/console/webhooks/${seg(e.id)}">${e.url}</a>`)} failed for a day, so nothing more is sent there. Register a new endpoint once the receiver works again.</p></div>` : ''}
+    <section aria-labelledby="endpoints-title"><h2 id="endpoints-title">Endpoints</h2>${table}</section>`;
+}
+
+export interface EndpointFormValues {
+  url: string;
+  eventTypes: string[];
+}
+
+export const EMPTY_ENDPOINT_FORM: EndpointFormValues = { url: '', eventTypes: [] };
+
+const EVENT_HELP: Record<WebhookEventType, string> = {
+  'operation.approved': 'a checker approved an operation',
+  'operation.rejected': 'an operation was rejected',
+  'operation.completed': 'an operation was executed',
+  'operation.failed': 'an operation failed',
+  'payment.received': 'your wallet received a payment',
+  'api_key.revoked': 'one of your API keys was revoked',
+};
+
+export function newEndpointPage(session: SessionDoc, values: EndpointFormValues, errors: Record<string, string>, allowInsecureLocalhost: boolean): Html {
+  const errorList = Object.entries(errors);
+  const urlError = errors.url;
+  const typesError = errors.eventTypes;
+  const urlDescribedBy = ['url-hint', urlError ? 'url-error' : ''].filter(Boolean).join(' ');
+  return html`<h1>Register a webhook endpoint</h1>
+    <p>A checker of your party approves it. You will then see its signing secret once, on your next page.</p>
+    ${errorList.length ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${errorList.length === 1 ? 'a problem' : `${errorList.length} problems`}</h2>
+      <ul>${errorList.map(([name, message]) => html`<li><a href="#${name === 'eventTypes' ? `event-${WEBHOOK_EVENT_TYPES[0]}` : name}">${message}</a></li>`)}</ul></div>` : ''}
+    <form method="post" action="/console/webhooks" class="stack" novalidate>
+      ${csrfField(session)}
+      <div class="field${urlError ? ' invalid' : ''}">
+        <label for="url">URL</label>
+        <p class="hint" id="url-hint">Where deliveries go: an https address such as https://erp.example.com/wallet-ops/events.${allowInsecureLocalhost ? ' This server also accepts http://127.0.0.1, http://localhost and http://[::1] (development only).' : ''}</p>
+        ${urlError ? html`<p class="field-error" id="url-error">${urlError}</p>` : ''}
+        <input id="url" name="url" type="url" inputmode="url" value="${values.url}" required maxlength="2048" autocomplete="off" spellcheck="false" aria-describedby="${urlDescribedBy}"${urlError ? html` aria-invalid="true"` : ''}>
+      </div>
+      <fieldset class="field${typesError ? ' invalid' : ''}"${typesError ? html` aria-describedby="eventTypes-error"` : ''}>
+        <legend>Events</legend>
+        ${typesError ? html`<p class="field-error" id="eventTypes-error">${typesError}</p>` : ''}
+        ${WEBHOOK_EVENT_TYPES.map((type) => html`<div class="check">
+          <input type="checkbox" id="event-${type}" name="eventTypes" value="${type}"${values.eventTypes.includes(type) ? html` checked` : ''}>
+          <label for="event-${type}"><code>${type}</code> <span class="muted">— ${EVENT_HELP[type]}</span></label></div>`)}
+      </fieldset>
+      <div class="actions"><button type="submit">Register endpoint</button> <a href="/console/webhooks">Cancel</a></div>
+    </form>`;
+}
+
+export function disablePage(session: SessionDoc, endpoint: WebhookEndpointDoc, error?: string): Html {
+  return html`<h1>Disable a webhook endpoint</h1>
+    <p>Nothing more is sent to <code>${endpoint.url}</code>, at once. Disabling is final: to receive events again, register a new endpoint.</p>
+    <form method="post" action="/console/webhooks/${seg(endpoint.id)}/disable" class="stack">
+      ${csrfField(session)}
+      ${reasonField(error)}
+      <div class="actions"><button type="submit" class="danger">Disable endpoint</button> <a href="/console/webhooks/${seg(endpoint.id)}">Cancel</a></div>
+    </form>`;
+}
