@@ -185,7 +185,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       rules: { allowLoopback: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST, ...(allowedRanges ? { allowAddress: allowedRanges } : {}) },
       ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
     });
-    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, onQueued: () => dispatcher.wake() });
+    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS, onQueued: () => dispatcher.wake() });
     outbox.start();
     dispatcher.start();
     const outboxFilter = { eventTypes: [...OUTBOX_EVENT_TYPES] };

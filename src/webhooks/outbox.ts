@@ -23,6 +23,11 @@ export interface WebhookOutboxOptions {
   assetScale: number;
   logger: Logger;
   clock: () => Date;
+  /**
+   * Events older than this when the outbox reaches them are not queued: they would be given up at once (the
+   * retry window), and a read store restored empty must not send every endpoint its whole history again.
+   */
+  maxEventAgeMs: number;
   /** Called after a commit queued deliveries: the dispatcher of this process starts at once. */
   onQueued?: () => void;
   supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
@@ -91,8 +96,9 @@ export class WebhookOutbox {
     }
     const active = [...this.routes.values()].filter((route) => route.status === 'active');
     if (active.length === 0) return []; // nobody listens: no need to read the event's history
-    const messages = await this.messagesFor(event);
     const now = this.options.clock();
+    if (now.getTime() - Date.parse(event.createdAt) > this.options.maxEventAgeMs) return [];
+    const messages = await this.messagesFor(event);
     const writes: Write[] = [];
     for (const message of messages) {
       for (const route of active) {

@@ -31,7 +31,7 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
     await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointRequested', { endpointID, party, url: `https://hooks${i}.example/in`, eventTypes: ['operation.approved'], requestedBy: 'u1', requestedAt: new Date().toISOString() });
     await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointApproved', { endpointID, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: { sealedWith: 'x', iv: 'x', tag: 'x', data: 'x' } });
   }
-  const options = { eventStore, readStore, assetScale: 2, logger: createLogger('silent'), clock: () => new Date(), supervision: { baseDelayMs: 1, maxDelayMs: 20 } };
+  const options = { eventStore, readStore, assetScale: 2, maxEventAgeMs: 86_400_000, logger: createLogger('silent'), clock: () => new Date(), supervision: { baseDelayMs: 1, maxDelayMs: 20 } };
   // The second outbox is slow to commit (a process on a loaded machine): it keeps trying to queue events the
   // first has already queued, and the marker below has already marked delivered.
   const slowStore: typeof readStore = Object.create(readStore, {
@@ -85,3 +85,28 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
   expect(deliveries.filter((d) => d.status !== 'delivered')).toEqual([]);
   expect([...seen.values()].filter((times) => times > 1)).toEqual([]);
 }, 60_000);
+
+it('given events older than the retry window when the outbox reaches them (a store restored empty), then they are not queued', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  const { eventStore, readStore } = sys.system.stores;
+  await readStore.defineCollections(WEBHOOK_COLLECTIONS);
+  const party = { type: 'distributor' as const, id: randomUUID() };
+  const append = (stream: string, type: string, data: unknown) => eventStore.append(stream, [{ type, data, metadata: { actor: 'operator:test' } }], 'any');
+  const endpointID = `whe_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointRequested', { endpointID, party, url: 'https://hooks.example/in', eventTypes: ['operation.approved'], requestedBy: 'u1', requestedAt: new Date().toISOString() });
+  await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointApproved', { endpointID, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: { sealedWith: 'x', iv: 'x', tag: 'x', data: 'x' } });
+  const operationID = newOperationID();
+  await append(streams.operation(operationID), 'OperationRequested', {
+    operationID, party, keyID: 'key_1', operationType: 'cash-in', amount: '1.00', fee: '0.00', payer: { kind: 'distributor', id: party.id }, payee: { kind: 'individual', id: '+2348120000001' },
+    payerName: 'D', payerShortCode: '1', counterparty: { kind: 'individual', id: '+2348120000001', name: 'I' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: new Date().toISOString(),
+  });
+  const approved = await append(streams.operation(operationID), 'OperationApproved', { operationID, approvedBy: 'u2', approvedAt: new Date().toISOString() });
+
+  // The outbox's clock is a day and a minute later: it reaches the approval past the window
+  const outbox = new WebhookOutbox({ eventStore, readStore, assetScale: 2, maxEventAgeMs: 86_400_000, logger: createLogger('silent'), clock: () => new Date(Date.now() + 86_460_000) });
+  outbox.start();
+  await waitFor(() => (outbox.consumer.status().position ?? 0) >= approved.position);
+  await outbox.stop();
+  expect(await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID } })).toBe(0);
+  expect(await readStore.get('webhook_routes', endpointID)).toMatchObject({ status: 'active' });
+});
