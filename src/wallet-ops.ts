@@ -29,7 +29,8 @@ import { consumerReports, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import { streamPrefixes } from './domain/streams.ts';
 import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
-import { WEBHOOK_COLLECTIONS } from './webhooks/deliveries.ts';
+import { WEBHOOK_COLLECTIONS, type DeliveryDoc } from './webhooks/deliveries.ts';
+import type { AttemptResult } from './webhooks/sender.ts';
 import { WEBHOOK_LEASES_COLLECTION, WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { OUTBOX_EVENT_TYPES, WebhookOutbox } from './webhooks/outbox.ts';
 import { compileAllowList } from './domain/ip-allowlist.ts';
@@ -184,6 +185,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       leaseMs: config.WEBHOOK_LEASE_MS,
       rules: { allowLoopback: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST, ...(allowedRanges ? { allowAddress: allowedRanges } : {}) },
       ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
+      ...(metrics ? {
+        onAttempt: (delivery: DeliveryDoc, result: AttemptResult) => {
+          metrics.webhookAttempts.inc({ outcome: result.ok ? 'delivered' : delivery.status === 'failed' ? 'gave_up' : 'retry' });
+          if (result.ok) metrics.webhookDeliveryLag.observe(Math.max(0, (Date.now() - Date.parse(delivery.createdAt)) / 1000));
+        },
+      } : {}),
     });
     const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS, onQueued: () => dispatcher.wake() });
     outbox.start();

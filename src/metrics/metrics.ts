@@ -68,6 +68,8 @@ export class WalletOpsMetrics {
   readonly executorClaims: Counter<'attempt'>;
   readonly executorCompletions: Counter;
   readonly executorFailures: Counter<'reason'>;
+  readonly webhookAttempts: Counter<'outcome'>;
+  readonly webhookDeliveryLag: Histogram;
   private readonly collectFailures: Counter<'collector' | 'reason'>;
 
   constructor(options: { collectTimeoutMs?: number } = {}) {
@@ -132,6 +134,18 @@ export class WalletOpsMetrics {
       name: 'wallet_ops_executor_failures_total',
       help: 'Operations this executor recorded as failed, by reason: rejected (by the ledger) or gave_up (out of attempts).',
       labelNames: ['reason'],
+      registers,
+    });
+    this.webhookAttempts = new Counter({
+      name: 'wallet_ops_webhook_attempts_total',
+      help: 'Webhook delivery attempts this process made, by outcome: delivered (2xx), retry (failed, tried again later), gave_up (failed for the whole retry window: the endpoint is disabled).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.webhookDeliveryLag = new Histogram({
+      name: 'wallet_ops_webhook_delivery_lag_seconds',
+      help: 'Webhook deliveries that succeeded: time from the event (its commit) to the receiver\'s 2xx, retries included.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600, 86400],
       registers,
     });
     const snapshots = this.snapshots;

@@ -9,6 +9,7 @@ import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { attemptsOfDelivery, deliveriesOfEndpoint, getRoute } from '../../src/webhooks/deliveries.ts';
 import { approve, issue, startPartsSystem, waitUntilSettled, type PartsTestSystem, type RunningExecutor } from '../support/executor-system.ts';
 import { runCli, runCliJson } from '../support/cli.ts';
+import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { call, waitFor, type TestParty } from '../support/system.ts';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -150,6 +151,8 @@ describe('webhook deliveries', () => {
   }, 60_000);
 
   it('when a receiver fails the first 3 attempts, then the 4th brings the same event with the same id, and the log keeps all four', async () => {
+    const attemptsMetric = async (outcome: string) => sampleValue(parsePrometheusText(await (await fetch(`${sys.baseUrl}/metrics`)).text()), 'wallet_ops_webhook_attempts_total', { outcome }) ?? 0;
+    const retriesBefore = await attemptsMetric('retry');
     const r = await receiver();
     r.respond((_request, index) => (index < 3 ? 500 : 200));
     const { endpointID, secret } = await endpoint(distributor, r.url, ['operation.completed']);
@@ -169,6 +172,9 @@ describe('webhook deliveries', () => {
     expect(attempts.map((a) => [a.attempt, a.ok, a.statusCode])).toEqual([[1, false, 500], [2, false, 500], [3, false, 500], [4, true, 200]]);
     expect(attempts[0]!.responseBody).toBe('refused with 500');
     expect(attempts[0]!.error).toBe('HTTP 500');
+    // The scrape counts them (other tests' endpoints may add more retries meanwhile, never fewer)
+    expect((await attemptsMetric('retry')) - retriesBefore).toBeGreaterThanOrEqual(3);
+    expect(await attemptsMetric('delivered')).toBeGreaterThanOrEqual(1);
   }, 30_000);
 
   it('when a receiver is down for a while, then it receives the backlog in event order once it is back', async () => {
