@@ -4,6 +4,7 @@
  * and every query of the dashboard names metrics that wallet-ops (or prom-client's process metrics) exports,
  * so that a renamed metric breaks this test rather than a panel.
  */
+import { ALL_PARTS } from '../../src/wallet-ops.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
@@ -60,7 +61,7 @@ describe('monitoring profile', () => {
     const job = config.scrape_configs.find((c) => c.job_name === 'wallet-ops')!;
     expect(job.metrics_path ?? '/metrics').toBe('/metrics');
     const targets = job.static_configs.flatMap((c) => c.targets.map((target) => ({ target, part: c.labels?.part })));
-    expect(servers.length).toBe(4);
+    expect(servers.length).toBe(ALL_PARTS.length);
     for (const [name, service] of servers) {
       const port = loadConfig(environmentOf(service)).METRICS_PORT;
       expect(targets, name).toContainEqual({ target: `${name}:${port}`, part: name });
