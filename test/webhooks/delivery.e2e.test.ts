@@ -8,6 +8,7 @@ import type { WebhookEventType } from '../../src/domain/events.ts';
 import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { attemptsOfDelivery, deliveriesOfEndpoint, getRoute } from '../../src/webhooks/deliveries.ts';
 import { approve, issue, startPartsSystem, waitUntilSettled, type PartsTestSystem, type RunningExecutor } from '../support/executor-system.ts';
+import { verifyViaCli } from '../audit/support.ts';
 import { runCli, runCliJson } from '../support/cli.ts';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { call, waitFor, type TestParty } from '../support/system.ts';
@@ -310,6 +311,9 @@ describe('webhook deliveries that keep failing', () => {
       expect((await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 5 })).total).toBe(1);
       expect(r.received.length).toBe(attemptsBefore);
       await executor.stop();
+      // The system's disabling is a recorded decision the audit accepts
+      const audit = await verifyViaCli(sys.config.DATA_DIR);
+      expect(audit.code, JSON.stringify(audit.report.problems ?? audit.report).slice(0, 2000)).toBe(0);
     } finally {
       await r.close();
       await sys.close();
