@@ -192,7 +192,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         },
       } : {}),
     });
-    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS, onQueued: () => dispatcher.wake() });
+    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS, onQueued: (endpointIDs) => dispatcher.wake(endpointIDs) });
     outbox.start();
     dispatcher.start();
     const outboxFilter = { eventTypes: [...OUTBOX_EVENT_TYPES] };

@@ -65,6 +65,12 @@ export class WebhookDispatcher {
   private woken = false;
   /** The last pass left endpoints out: every worker slot was taken. */
   private starved = false;
+  /** The next pass looks at every active endpoint (a poll), not only the ones woken by name. */
+  private fullScan = true;
+  /** Endpoints to look at on the next pass. */
+  private readonly dirty = new Set<string>();
+  /** The active endpoints as of the last full scan. */
+  private routes = new Map<string, RouteDoc>();
   /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
   private failure: unknown;
 
@@ -80,26 +86,36 @@ export class WebhookDispatcher {
     return this.consumer.stop();
   }
 
-  /** Deliveries were queued: look at the queues now rather than at the next poll. */
-  wake(): void {
+  /**
+   * Deliveries were queued for these endpoints (or, without ids, anywhere): look at them now rather than at the
+   * next poll. Naming the endpoints keeps a wake cheap however many endpoints exist.
+   */
+  wake(endpointIDs?: Iterable<string>): void {
+    if (endpointIDs === undefined) this.fullScan = true;
+    else for (const id of endpointIDs) this.dirty.add(id);
     this.woken = true;
     this.wakeUp?.();
   }
 
   private async session(context: SessionContext): Promise<void> {
     this.failure = undefined;
+    this.fullScan = true;
     let caughtUp: (() => void) | undefined;
     context.own({ stop: async () => this.wake(), onCaughtUp: (listener) => (caughtUp = listener) });
     try {
       while (!context.stopping()) {
         this.woken = false;
-        const routes = await activeRoutes(this.options.readStore);
+        const routes = await this.routesToLookAt();
         this.starved = false;
         for (const route of routes) {
-          if (this.working.has(route.id)) continue;
+          if (this.working.has(route.id)) {
+            this.dirty.add(route.id); // its worker may be past its last look: it wakes the loop when it ends
+            continue;
+          }
           if (this.working.size >= this.options.concurrency) {
             this.starved = true; // a worker that ends wakes the loop for the endpoints left out
-            break;
+            this.dirty.add(route.id);
+            continue;
           }
           this.startWorker(route, context);
         }
@@ -107,11 +123,38 @@ export class WebhookDispatcher {
         caughtUp?.(); // the read store answered: proof of health for an idle dispatcher
         // Even when woken meanwhile, let timers and I/O run first: the embedded store answers synchronously.
         await new Promise((resolve) => setImmediate(resolve));
-        if (!this.woken) await this.sleep(this.options.pollIntervalMs);
+        if (!this.woken && !(await this.sleep(this.options.pollIntervalMs))) this.fullScan = true;
       }
     } finally {
       await Promise.allSettled(this.working.values());
     }
+  }
+
+  /**
+   * Every active endpoint at a poll (or after a failure or a retry timer), else only those woken by name: their
+   * routes come from the last full scan, or from the store for an endpoint approved since.
+   */
+  private async routesToLookAt(): Promise<RouteDoc[]> {
+    if (this.fullScan) {
+      this.fullScan = false;
+      this.dirty.clear();
+      const routes = await activeRoutes(this.options.readStore);
+      this.routes = new Map(routes.map((route) => [route.id, route]));
+      return routes;
+    }
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    const routes: RouteDoc[] = [];
+    for (const id of ids) {
+      let route = this.routes.get(id);
+      if (route === undefined) {
+        const found = await getRoute(this.options.readStore, id);
+        if (found?.status !== 'active') continue;
+        this.routes.set(id, (route = found));
+      }
+      routes.push(route);
+    }
+    return routes;
   }
 
   private startWorker(route: RouteDoc, context: SessionContext): void {
@@ -121,7 +164,8 @@ export class WebhookDispatcher {
       })
       .finally(() => {
         this.working.delete(route.id);
-        if (this.starved || this.failure !== undefined) this.wake(); // a slot is free for those left out, or the failure must be thrown
+        // A slot is free for those left out, new deliveries came for this endpoint meanwhile, or a failure must be thrown.
+        if (this.starved || this.dirty.has(route.id) || this.failure !== undefined) this.wake([]);
       });
     this.working.set(route.id, work);
   }
@@ -146,12 +190,15 @@ export class WebhookDispatcher {
         }
         // Each attempt after the first looks at the endpoint again: a disabling stops the backlog at once.
         const current = delivery === head ? route : await getRoute(readStore, route.id);
-        if (current === null || current.status !== 'active') return;
+        if (current === null || current.status !== 'active') {
+          this.routes.delete(route.id);
+          return;
+        }
         const outcome = await this.attempt(current, delivery);
         if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint
         delivery = await nextDelivery(readStore, route.id);
       }
-      if (delivery !== null) this.wake();
+      if (delivery !== null) this.wake([route.id]);
     } finally {
       await this.release(route.id);
     }
@@ -260,14 +307,15 @@ export class WebhookDispatcher {
     this.retryTimer.unref();
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Resolves true when woken, false when the time ran out. */
+  private sleep(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
+      const timer = setTimeout(() => done(false), ms);
       const self = this;
-      function done() {
+      function done(woken = true) {
         clearTimeout(timer);
         self.wakeUp = undefined;
-        resolve();
+        resolve(woken);
       }
       this.wakeUp = done;
     });

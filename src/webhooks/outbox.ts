@@ -28,8 +28,8 @@ export interface WebhookOutboxOptions {
    * retry window), and a read store restored empty must not send every endpoint its whole history again.
    */
   maxEventAgeMs: number;
-  /** Called after a commit queued deliveries: the dispatcher of this process starts at once. */
-  onQueued?: () => void;
+  /** Called after a commit queued deliveries for these endpoints: the dispatcher of this process starts at once. */
+  onQueued?: (endpointIDs: string[]) => void;
   supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
 }
 
@@ -82,7 +82,8 @@ export class WebhookOutbox {
         await readStore.commit(writes, { projection: WEBHOOK_OUTBOX_CHECKPOINT, position: event.position, expected: checkpoint });
         checkpoint = event.position;
         for (const write of writes) if (write.op === 'upsert' && write.collection === WEBHOOK_ROUTES_COLLECTION.name) this.routes.set(write.doc.id, write.doc as RouteDoc);
-        if (writes.some((write) => write.collection === WEBHOOK_DELIVERIES_COLLECTION.name)) this.options.onQueued?.();
+        const queued = writes.flatMap((write) => (write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name ? [(write.doc as DeliveryDoc).endpointID] : []));
+        if (queued.length > 0) this.options.onQueued?.(queued);
       }
       context.progress(event.position);
     }

@@ -1,0 +1,67 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterEach, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { streams } from '../../src/domain/streams.ts';
+import { newWebhookSecret, sealWebhookSecret, verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
+import type { ReadStore } from '../../src/ports/read-store.ts';
+import { WEBHOOK_COLLECTIONS, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_ROUTES_COLLECTION, type RouteDoc } from '../../src/webhooks/deliveries.ts';
+import { WEBHOOK_LEASES_COLLECTION, WebhookDispatcher } from '../../src/webhooks/dispatcher.ts';
+import { newDelivery } from '../../src/webhooks/outbox.ts';
+import { DEFAULT_RETRY_POLICY } from '../../src/webhooks/retry-policy.ts';
+import { startTestSystem, waitFor, type TestSystem } from '../support/system.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * The dispatcher with many endpoints: a wake names the endpoints that got deliveries, and only those are
+ * looked at, so the cost of a delivery does not grow with the number of endpoints (a full scan waits for the
+ * poll). The read store is counted through a proxy.
+ */
+let sys: TestSystem | undefined;
+let receiver: WebhookReceiver | undefined;
+let dispatcher: WebhookDispatcher | undefined;
+afterEach(async () => {
+  await dispatcher?.stop();
+  await receiver?.close();
+  await sys?.close();
+});
+
+const ENDPOINTS = 300;
+
+it('given 300 active endpoints, when one gets a delivery and is woken by name, then it is sent after a handful of reads, not one per endpoint', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  receiver = await startWebhookReceiver();
+  const { eventStore, readStore } = sys.system.stores;
+  await readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]);
+  const key = randomBytes(32);
+  const party = { type: 'merchant' as const, id: randomUUID() };
+  const routes: RouteDoc[] = Array.from({ length: ENDPOINTS }, (_, i) => ({ id: `whe_${String(i).padStart(16, '0')}`, partyType: party.type, partyID: party.id, url: receiver!.url, eventTypes: ['operation.completed'], status: 'active' }));
+  await readStore.commit(routes.map((doc) => ({ op: 'upsert' as const, collection: WEBHOOK_ROUTES_COLLECTION.name, doc })));
+  const target = routes[ENDPOINTS - 1]!;
+  const secret = newWebhookSecret();
+  await eventStore.append(streams.webhookEndpoint(target.id), [
+    { type: 'WebhookEndpointRequested', data: { endpointID: target.id, party, url: target.url, eventTypes: target.eventTypes, requestedBy: 'u1', requestedAt: new Date().toISOString() } },
+    { type: 'WebhookEndpointApproved', data: { endpointID: target.id, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: sealWebhookSecret(key, target.id, secret) } },
+  ], 'no_stream');
+
+  let finds = 0;
+  const counted: ReadStore = Object.create(readStore, { find: { value: (...args: Parameters<ReadStore['find']>) => ((finds += 1), readStore.find(...args)) } });
+  dispatcher = new WebhookDispatcher({
+    eventStore, readStore: counted, secretsKey: key, clock: () => new Date(), logger: createLogger('silent'), assetScale: 2, policy: DEFAULT_RETRY_POLICY,
+    timeoutMs: 5_000, concurrency: 8, pollIntervalMs: 60_000, leaseMs: 60_000, rules: { allowLoopback: true },
+  });
+  dispatcher.start();
+  // The first pass is a full scan (every endpoint, none has anything): let it end
+  await waitFor(() => dispatcher!.consumer.status().state === 'running');
+  await waitFor(() => finds >= 1 + ENDPOINTS);
+  await new Promise((resolve) => setImmediate(resolve));
+
+  const before = finds;
+  const message = { eventID: 'evt_000000000000000000000001', type: 'operation.completed' as const, party, createdAt: new Date().toISOString(), body: '{"id":"evt_000000000000000000000001"}' };
+  await readStore.commit([{ op: 'upsert', collection: WEBHOOK_DELIVERIES_COLLECTION.name, doc: newDelivery(target, message, 1, new Date()) }]);
+  dispatcher.wake([target.id]);
+  await receiver.waitForRequests(1);
+
+  expect(receiver.received[0]!.json.id).toBe(message.eventID);
+  expect(verifyWebhookSignature(secret, String(receiver.received[0]!.headers['webhook-signature']), receiver.received[0]!.body, Math.floor(Date.now() / 1000))).toBe(true);
+  expect(finds - before).toBeLessThan(10);
+});
