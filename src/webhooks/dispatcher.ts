@@ -71,6 +71,8 @@ export class WebhookDispatcher {
   private readonly dirty = new Set<string>();
   /** The active endpoints as of the last full scan. */
   private routes = new Map<string, RouteDoc>();
+  /** Endpoints whose lease this process holds, with its expiry (epoch ms). */
+  private readonly leases = new Map<string, number>();
   /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
   private failure: unknown;
 
@@ -127,6 +129,7 @@ export class WebhookDispatcher {
       }
     } finally {
       await Promise.allSettled(this.working.values());
+      await this.releaseAll();
     }
   }
 
@@ -170,37 +173,27 @@ export class WebhookDispatcher {
     this.working.set(route.id, work);
   }
 
-  /** Sends the endpoint's due deliveries in order, under its lease, until none is due or the lease runs short. */
+  /** Sends the endpoint's due deliveries in order, each under this process's lease on the endpoint, until none is due. */
   private async serve(route: RouteDoc, context: SessionContext): Promise<void> {
-    const { readStore, leaseMs, timeoutMs } = this.options;
-    const head = await nextDelivery(readStore, route.id);
-    if (head === null || head.nextAttemptAt > this.now()) {
-      if (head) this.wakeAt(head.nextAttemptAt);
-      return;
-    }
-    const leasedAt = this.now();
-    if (!(await this.acquire(route.id, leasedAt))) return;
-    try {
-      let delivery: DeliveryDoc | null = head;
-      // Stop while the lease still covers one more attempt: another process may take the endpoint after it.
-      while (delivery !== null && !context.stopping() && this.now() - leasedAt + timeoutMs < leaseMs / 2) {
-        if (delivery.nextAttemptAt > this.now()) {
-          this.wakeAt(delivery.nextAttemptAt);
-          return;
-        }
-        // Each attempt after the first looks at the endpoint again: a disabling stops the backlog at once.
-        const current = delivery === head ? route : await getRoute(readStore, route.id);
-        if (current === null || current.status !== 'active') {
-          this.routes.delete(route.id);
-          return;
-        }
-        const outcome = await this.attempt(current, delivery);
-        if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint
-        delivery = await nextDelivery(readStore, route.id);
+    const { readStore } = this.options;
+    let delivery = await nextDelivery(readStore, route.id);
+    let current: RouteDoc | null = route;
+    while (delivery !== null && !context.stopping()) {
+      if (delivery.nextAttemptAt > this.now()) {
+        this.wakeAt(delivery.nextAttemptAt);
+        return;
       }
-      if (delivery !== null) this.wake([route.id]);
-    } finally {
-      await this.release(route.id);
+      if (!(await this.hold(route.id))) return; // another process sends this endpoint's queue
+      const outcome = await this.attempt(current, delivery);
+      if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint
+      delivery = await nextDelivery(readStore, route.id);
+      // Each attempt after the first looks at the endpoint again: a disabling stops the backlog at once.
+      if (delivery !== null) current = await getRoute(readStore, route.id);
+      if (current === null || current.status !== 'active') {
+        this.routes.delete(route.id);
+        await this.release(route.id);
+        return;
+      }
     }
   }
 
@@ -280,16 +273,46 @@ export class WebhookDispatcher {
     return secret;
   }
 
-  private async acquire(endpointID: string, now: number): Promise<boolean> {
-    const lease = await this.options.readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: 1, now, expiresAt: now + this.options.leaseMs });
-    if (lease.count === 1) return true;
-    await this.options.readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: -1, now, expiresAt: now + this.options.leaseMs });
+  /**
+   * True when this process holds the endpoint's lease for at least one more attempt: kept between deliveries
+   * (no store write per delivery while the queue flows), renewed when it runs short, taken when it is not ours.
+   * The lease is a read-store counter: the process whose increment makes it 1 holds it until it expires.
+   */
+  private async hold(endpointID: string): Promise<boolean> {
+    const { readStore, leaseMs, timeoutMs } = this.options;
+    const now = this.now();
+    const held = this.leases.get(endpointID);
+    const needed = now + 2 * timeoutMs; // one attempt, and margin for clocks and a slow commit
+    if (held !== undefined && held > needed + leaseMs / 2) return true;
+    if (held !== undefined && held > needed) {
+      // Still ours: move its expiry ("a patch of expiresAt moves it").
+      await readStore.commit([{ op: 'patch', collection: WEBHOOK_LEASES_COLLECTION.name, id: endpointID, patch: { expiresAt: now + leaseMs } }]);
+      this.leases.set(endpointID, now + leaseMs);
+      return true;
+    }
+    this.leases.delete(endpointID);
+    const lease = await readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: 1, now, expiresAt: now + leaseMs });
+    if (lease.count === 1) {
+      this.leases.set(endpointID, lease.expiresAt);
+      return true;
+    }
+    await readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: -1, now, expiresAt: now + leaseMs });
     return false;
   }
 
   /** Deleting (not decrementing) the lease: the next holder starts a fresh one, with its own expiry. */
-  private release(endpointID: string): Promise<void> {
-    return this.options.readStore.commit([{ op: 'delete', collection: WEBHOOK_LEASES_COLLECTION.name, id: endpointID }]);
+  private async release(endpointID: string): Promise<void> {
+    if (!this.leases.delete(endpointID)) return;
+    await this.options.readStore.commit([{ op: 'delete', collection: WEBHOOK_LEASES_COLLECTION.name, id: endpointID }]);
+  }
+
+  /** At the end of a session: every lease this process holds, so other processes need not wait for expiry. */
+  private async releaseAll(): Promise<void> {
+    const held = [...this.leases.keys()];
+    this.leases.clear();
+    if (held.length === 0) return;
+    // Best effort: a lease left behind (the store is failing) only expires, after leaseMs.
+    await this.options.readStore.commit(held.map((id) => ({ op: 'delete' as const, collection: WEBHOOK_LEASES_COLLECTION.name, id }))).catch(() => undefined);
   }
 
   private retryTimer: NodeJS.Timeout | undefined;

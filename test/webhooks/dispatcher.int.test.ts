@@ -65,3 +65,43 @@ it('given 300 active endpoints, when one gets a delivery and is woken by name, t
   expect(verifyWebhookSignature(secret, String(receiver.received[0]!.headers['webhook-signature']), receiver.received[0]!.body, Math.floor(Date.now() / 1000))).toBe(true);
   expect(finds - before).toBeLessThan(10);
 });
+
+it('given two dispatchers on one store (two processes), when an endpoint has a backlog, then each delivery is sent once, in order, by whichever holds the lease', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  receiver = await startWebhookReceiver();
+  const { eventStore, readStore } = sys.system.stores;
+  await readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]);
+  const key = randomBytes(32);
+  const party = { type: 'distributor' as const, id: randomUUID() };
+  const route: RouteDoc = { id: 'whe_0000000000000042', partyType: party.type, partyID: party.id, url: receiver.url, eventTypes: ['operation.completed'], status: 'active' };
+  await readStore.commit([{ op: 'upsert', collection: WEBHOOK_ROUTES_COLLECTION.name, doc: route }]);
+  await eventStore.append(streams.webhookEndpoint(route.id), [
+    { type: 'WebhookEndpointRequested', data: { endpointID: route.id, party, url: route.url, eventTypes: route.eventTypes, requestedBy: 'u1', requestedAt: new Date().toISOString() } },
+    { type: 'WebhookEndpointApproved', data: { endpointID: route.id, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: sealWebhookSecret(key, route.id, newWebhookSecret()) } },
+  ], 'no_stream');
+  const ids = Array.from({ length: 60 }, (_, i) => `evt_${String(i).padStart(24, '0')}`);
+  await readStore.commit(ids.map((eventID, i) => ({
+    op: 'upsert' as const,
+    collection: WEBHOOK_DELIVERIES_COLLECTION.name,
+    doc: newDelivery(route, { eventID, type: 'operation.completed', party, createdAt: new Date().toISOString(), body: JSON.stringify({ id: eventID }) }, i + 1, new Date()),
+  })));
+
+  const options = {
+    eventStore, readStore, secretsKey: key, clock: () => new Date(), logger: createLogger('silent'), assetScale: 2, policy: DEFAULT_RETRY_POLICY,
+    timeoutMs: 5_000, concurrency: 8, pollIntervalMs: 20, leaseMs: 60_000, rules: { allowLoopback: true },
+  };
+  dispatcher = new WebhookDispatcher(options);
+  const other = new WebhookDispatcher(options);
+  try {
+    dispatcher.start();
+    other.start();
+    await receiver.waitForRequests(ids.length);
+    // Both keep polling the endpoint meanwhile; give them a few more passes to send anything twice
+    await waitFor(() => (dispatcher!.consumer.status().state === 'running' && other.consumer.status().state === 'running'));
+    const delivered = await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } });
+    expect(delivered).toBe(ids.length);
+    expect(receiver.received.map((r) => r.json.id)).toEqual(ids);
+  } finally {
+    await other.stop();
+  }
+});
