@@ -124,7 +124,7 @@ const projected = (event: RecordedEvent): ProjectedEvent => ({ type: event.type,
  * Groups a subscription's events into batches of what is already available: the first event is awaited,
  * then more are taken as long as they arrive without yielding to the event loop.
  */
-async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: number): AsyncGenerator<RecordedEvent[]> {
+export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: number): AsyncGenerator<RecordedEvent[]> {
   const iterator = source[Symbol.asyncIterator]();
   const idle = Symbol('idle');
   let pending = iterator.next();

@@ -2,6 +2,7 @@ import type { WebhookEndpointEvent } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { ReadStore, Write } from '../ports/read-store.ts';
+import { batches } from '../projections/projection-runner.ts';
 import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 import { deliveryID, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_OUTBOX_CHECKPOINT, WEBHOOK_ROUTES_COLLECTION, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
 import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, type WebhookMessage } from './webhook-events.ts';
@@ -50,6 +51,8 @@ export function evolveRoute(route: RouteDoc | null, event: { type: string; data:
   }
 }
 
+const BATCH_SIZE = 500;
+
 export class WebhookOutbox {
   readonly consumer: SupervisedConsumer;
   /** The routes at the checkpoint, loaded at each session's start and kept with every commit. */
@@ -74,28 +77,36 @@ export class WebhookOutbox {
     this.routes = new Map(routes.map((route) => [route.id, route]));
     context.progress(checkpoint ?? 0);
     const subscription = context.own(eventStore.subscribeToAll({ from: checkpoint ?? 'start', filter: { eventTypes: [...OUTBOX_EVENT_TYPES] } }));
-    for await (const event of subscription) {
-      const writes = await this.writesFor(event);
-      // An event that queues nothing and changes no route needs no commit: replayed after a restart it queues
+    // Events are taken in batches of what has already arrived (as the projections take them): a burst of
+    // completions costs one commit, not one per event.
+    for await (const batch of batches(subscription, BATCH_SIZE)) {
+      const routes = new Map(this.routes);
+      const writes: Write[] = [];
+      for (const event of batch) writes.push(...(await this.writesFor(event, routes)));
+      const last = batch.at(-1)!;
+      // A batch that queues nothing and changes no route needs no commit: replayed after a restart it queues
       // nothing again (routes only change through commits). The checkpoint catches up with the next commit.
       if (writes.length > 0) {
-        await readStore.commit(writes, { projection: WEBHOOK_OUTBOX_CHECKPOINT, position: event.position, expected: checkpoint });
-        checkpoint = event.position;
-        for (const write of writes) if (write.op === 'upsert' && write.collection === WEBHOOK_ROUTES_COLLECTION.name) this.routes.set(write.doc.id, write.doc as RouteDoc);
+        await readStore.commit(writes, { projection: WEBHOOK_OUTBOX_CHECKPOINT, position: last.position, expected: checkpoint });
+        checkpoint = last.position;
+        this.routes = routes;
         const queued = writes.flatMap((write) => (write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name ? [(write.doc as DeliveryDoc).endpointID] : []));
-        if (queued.length > 0) this.options.onQueued?.(queued);
+        if (queued.length > 0) this.options.onQueued?.([...new Set(queued)]);
       }
-      context.progress(event.position);
+      context.progress(last.position);
     }
   }
 
-  private async writesFor(event: RecordedEvent): Promise<Write[]> {
+  /** The writes an event makes, given the routes as of the events before it (updated in place by route changes). */
+  private async writesFor(event: RecordedEvent, routes: Map<string, RouteDoc>): Promise<Write[]> {
     if ((ENDPOINT_EVENT_TYPES as readonly string[]).includes(event.type)) {
       const endpointID = (event.data as { endpointID: string }).endpointID;
-      const route = evolveRoute(this.routes.get(endpointID) ?? null, event);
-      return route ? [{ op: 'upsert', collection: WEBHOOK_ROUTES_COLLECTION.name, doc: route }] : [];
+      const route = evolveRoute(routes.get(endpointID) ?? null, event);
+      if (route === null) return [];
+      routes.set(route.id, route);
+      return [{ op: 'upsert', collection: WEBHOOK_ROUTES_COLLECTION.name, doc: route }];
     }
-    const active = [...this.routes.values()].filter((route) => route.status === 'active');
+    const active = [...routes.values()].filter((route) => route.status === 'active');
     if (active.length === 0) return []; // nobody listens: no need to read the event's history
     const now = this.options.clock();
     if (now.getTime() - Date.parse(event.createdAt) > this.options.maxEventAgeMs) return [];
