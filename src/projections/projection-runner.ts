@@ -122,7 +122,9 @@ const projected = (event: RecordedEvent): ProjectedEvent => ({ type: event.type,
 
 /**
  * Groups a subscription's events into batches of what is already available: the first event is awaited,
- * then more are taken as long as they arrive without yielding to the event loop.
+ * then more are taken as long as they arrive without yielding to the event loop. When the subscription fails
+ * in the middle of a batch, the events it did deliver are yielded first and the failure comes at the next
+ * pull: a consumer whose subscription keeps breaking still commits what it read, and makes progress.
  */
 export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: number): AsyncGenerator<RecordedEvent[]> {
   const iterator = source[Symbol.asyncIterator]();
@@ -134,7 +136,13 @@ export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: nu
     const batch = [first.value];
     pending = iterator.next();
     while (batch.length < maxSize) {
-      const next = await Promise.race([pending, new Promise<typeof idle>((resolve) => setImmediate(() => resolve(idle)))]);
+      let next: IteratorResult<RecordedEvent> | typeof idle;
+      try {
+        next = await Promise.race([pending, new Promise<typeof idle>((resolve) => setImmediate(() => resolve(idle)))]);
+      } catch (error) {
+        yield batch;
+        throw error;
+      }
       if (next === idle) break;
       if (next.done) {
         yield batch;

@@ -52,6 +52,9 @@ export function evolveRoute(route: RouteDoc | null, event: { type: string; data:
 }
 
 const BATCH_SIZE = 500;
+/** Without deliveries to queue, the checkpoint is still saved after this many store positions, or this long. */
+const IDLE_CHECKPOINT_EVENTS = 10_000;
+const IDLE_CHECKPOINT_MS = 5_000;
 
 export class WebhookOutbox {
   readonly consumer: SupervisedConsumer;
@@ -77,6 +80,7 @@ export class WebhookOutbox {
     this.routes = new Map(routes.map((route) => [route.id, route]));
     context.progress(checkpoint ?? 0);
     const subscription = context.own(eventStore.subscribeToAll({ from: checkpoint ?? 'start', filter: { eventTypes: [...OUTBOX_EVENT_TYPES] } }));
+    let committedAt = Date.now();
     // Events are taken in batches of what has already arrived (as the projections take them): a burst of
     // completions costs one commit, not one per event.
     for await (const batch of batches(subscription, BATCH_SIZE)) {
@@ -85,10 +89,13 @@ export class WebhookOutbox {
       for (const event of batch) writes.push(...(await this.writesFor(event, routes)));
       const last = batch.at(-1)!;
       // A batch that queues nothing and changes no route needs no commit: replayed after a restart it queues
-      // nothing again (routes only change through commits). The checkpoint catches up with the next commit.
-      if (writes.length > 0) {
+      // nothing again (routes only change through commits). The checkpoint still moves now and then, so that
+      // a restart does not read a long stretch of events nobody listens to again.
+      const idleCheckpointDue = writes.length === 0 && (last.position - (checkpoint ?? 0) >= IDLE_CHECKPOINT_EVENTS || Date.now() - committedAt >= IDLE_CHECKPOINT_MS);
+      if (writes.length > 0 || idleCheckpointDue) {
         await readStore.commit(writes, { projection: WEBHOOK_OUTBOX_CHECKPOINT, position: last.position, expected: checkpoint });
         checkpoint = last.position;
+        committedAt = Date.now();
         this.routes = routes;
         const queued = writes.flatMap((write) => (write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name ? [(write.doc as DeliveryDoc).endpointID] : []));
         if (queued.length > 0) this.options.onQueued?.([...new Set(queued)]);

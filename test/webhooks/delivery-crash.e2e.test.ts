@@ -5,7 +5,7 @@ import { findUserByEmail } from '../../src/commands/back-office.ts';
 import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { approve, issue, startPartsSystem, waitUntilSettled } from '../support/executor-system.ts';
 import { killAllChildren, running, spawnWalletOps, stopProcess, within } from '../support/processes.ts';
-import { call } from '../support/system.ts';
+import { call, waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -71,3 +71,45 @@ it('when the delivering process is killed mid-backlog and restarted, then every 
     dir.cleanup();
   }
 }, 120_000);
+
+it('given transient errors injected on both stores of the delivering process, then every event still arrives, in order, and the process keeps running', async () => {
+  const dir = tempDir('wallet-ops-webhook-faults-');
+  const sys = await startPartsSystem({ ...ENV, DATA_DIR: dir.path }, ['write-api', 'read-api', 'projections']);
+  const receiver = await startWebhookReceiver();
+  try {
+    const executor = await sys.startExecutor();
+    const distributor = await sys.party('distributor');
+    const { apiKey } = await distributor.key();
+    const phone = await sys.individual('+2348126100002');
+    await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'));
+    const deps = { ...sys.backOffice, secretsKey: embeddedSecretsKey(dir.path), allowInsecureLocalhost: true };
+    const { endpointID } = await requestWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.makerEmail), { url: receiver.url, eventTypes: ['operation.approved', 'operation.completed'] }, randomUUID());
+    await approveWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.checkerEmail), endpointID, randomUUID());
+    const operations: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      await approve(sys, distributor, r.body.operationID);
+      expect((await waitUntilSettled(sys, r.body.operationID)).status).toBe('completed');
+      operations.push(r.body.operationID);
+    }
+    await executor.stop();
+
+    // A fifth of the read store's calls and a tenth of the event store's fail (before or after writing). A lease
+    // whose increment lost its answer is nobody's until it expires: short leases keep the test short.
+    const faulty = spawnWalletOps(dir.path, ['webhooks'], { ...ENV, WEBHOOK_TIMEOUT_MS: '250', WEBHOOK_LEASE_MS: '1000', FAULT_READ_STORE_ERROR_RATE: '0.2', FAULT_EVENT_STORE_ERROR_RATE: '0.1', LOG_LEVEL: 'warn' });
+    try {
+      await waitFor(() => receiver.eventIDs().length >= 2 * operations.length, 90_000);
+      const firstArrivals = receiver.eventIDs().map((id) => receiver.received.find((r) => r.json.id === id)!.json);
+      expect(firstArrivals.map((e) => [e.data.operation.operationID, e.type])).toEqual(operations.flatMap((id) => [[id, 'operation.approved'], [id, 'operation.completed']]));
+      expect(running(faulty), faulty.output()).toBe(true);
+      expect(faulty.output().match(/\(injected\)/g)?.length ?? 0, 'faults logged').toBeGreaterThan(5);
+    } finally {
+      if (running(faulty)) await stopProcess(faulty);
+    }
+  } finally {
+    await receiver.close();
+    await sys.close();
+    dir.cleanup();
+  }
+}, 180_000);
