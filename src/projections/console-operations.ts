@@ -59,6 +59,8 @@ export const CONSOLE_OPERATIONS_COLLECTION: CollectionDefinition = {
     ['party', 'keyID', 'sortKey'],
     ['party', 'counterparty', 'sortKey'],
     ['party', 'amountKey'],
+    ['party', 'operationID'],
+    ['party', 'text'],
   ],
   searchFields: ['text'],
 };
