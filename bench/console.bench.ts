@@ -136,7 +136,7 @@ async function main(): Promise<void> {
 
   const first: PageRequest = { order: 'newest', limit: 50 };
   // The cursor of a page halfway down the list: what "Next" reaches after ~1,000 pages.
-  const halfway = (await readStore.find<{ sortKey: string }>(CONSOLE_OPERATIONS_COLLECTION.name, { where: { party: PARTY }, sort: [['sortKey', 'desc']], skip: Math.floor(mine / 2), limit: 1 }))[0]!.sortKey;
+  const halfway = (await readStore.find<{ id: string; sortKey: string }>(CONSOLE_OPERATIONS_COLLECTION.name, { where: { party: PARTY }, sort: [['sortKey', 'desc']], skip: Math.floor(mine / 2), limit: 1 }))[0]!.sortKey;
   const base: OperationFilter = { party: PARTY };
   const month = { from: '2025-06-01T00:00:00.000Z', to: '2025-07-01T00:00:00.000Z' };
   const scenarios: Array<{ name: string; filter: OperationFilter; page?: PageRequest }> = [
