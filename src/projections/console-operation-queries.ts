@@ -35,8 +35,10 @@ export interface OperationFilter {
 export function searchCondition(text: string): { field: 'operationID' | 'counterparty'; prefix: string } | { substring: string } {
   const trimmed = text.trim();
   const id = /^(op_)?([0-9a-f]{1,32})$/i.exec(trimmed);
-  if (id && (id[1] !== undefined || id[2]!.length >= 8)) return { field: 'operationID', prefix: `op_${id[2]!.toLowerCase()}` };
+  if (id?.[1] !== undefined) return { field: 'operationID', prefix: `op_${id[2]!.toLowerCase()}` };
+  // Digits alone are a phone, although they are hex too.
   if (/^\+?\d[\d -]{4,}$/.test(trimmed)) return { field: 'counterparty', prefix: `+${trimmed.replace(/[^\d]/g, '')}` };
+  if (id && id[2]!.length >= 8) return { field: 'operationID', prefix: `op_${id[2]!.toLowerCase()}` };
   return { substring: trimmed.toLowerCase() };
 }
 

@@ -48,7 +48,7 @@ async function loginAs(email: string, password: string): Promise<Page> {
 }
 
 const listed = (operationID: string, status: string) =>
-  waitFor(async () => (await sys.system.stores.readStore.get<{ status: string }>('console_operations', operationID))?.status === status, 10_000);
+  waitFor(async () => (await sys.system.stores.readStore.get<{ id: string; status: string }>('console_operations', operationID))?.status === status, 10_000);
 
 suite(title, () => {
   beforeAll(async () => {

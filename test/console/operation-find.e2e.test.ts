@@ -25,7 +25,7 @@ async function as(email: string, password: string): Promise<ConsoleClient> {
 }
 
 const listed = async (operationID: string, status: string) =>
-  waitFor(async () => (await sys.system.stores.readStore.get<{ status: string }>('console_operations', operationID))?.status === status, 10_000);
+  waitFor(async () => (await sys.system.stores.readStore.get<{ id: string; status: string }>('console_operations', operationID))?.status === status, 10_000);
 
 beforeAll(async () => {
   sys = await startTestSystem({ CONSOLE_CONFIRM_ABOVE: '500' });

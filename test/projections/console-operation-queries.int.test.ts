@@ -70,5 +70,6 @@ describe('console operation queries', () => {
     expect(searchCondition('+234 812-345')).toEqual({ field: 'counterparty', prefix: '+234812345' });
     expect(searchCondition('Rent March')).toEqual({ substring: 'rent march' });
     expect(searchCondition('cafe')).toEqual({ substring: 'cafe' });
+    expect(searchCondition('23481234')).toEqual({ field: 'counterparty', prefix: '+23481234' });
   });
 });
