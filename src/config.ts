@@ -176,6 +176,12 @@ const schema = z.object({
         .optional(),
     )
     .describe('Key (32 bytes, base64 or hex) that encrypts API-key secrets waiting for their maker in the read store. Required with server stores; embedded default: generated once into DATA_DIR/secrets.key (0600).'),
+  CONSOLE_CONFIRM_ABOVE: z
+    .string()
+    .regex(/^(\d{1,18}(\.\d+)?|never)$/, 'a decimal amount such as 10000.00, or never')
+    .default('10000')
+    .transform((value) => (value === 'never' ? null : value))
+    .describe('In the console, approving an operation whose amount is above this asks the checker to confirm once more (also in a bulk approval). `never`: no second question.'),
   WEBHOOK_ALLOW_INSECURE_LOCALHOST: z
     .enum(['true', 'false'])
     .default('false')

@@ -250,6 +250,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key of their own in DATA_DIR.
         secretsKey,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
+        confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
       })] : []),
     ],
   });

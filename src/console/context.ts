@@ -31,6 +31,8 @@ export interface ConsoleDeps {
   secretTtlMs?: number;
   /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: a webhook endpoint may be http:// to the loopback host (default false). */
   webhookAllowInsecureLocalhost?: boolean;
+  /** CONSOLE_CONFIRM_ABOVE: approving an operation of a larger amount asks once more (a decimal string; absent: never). */
+  confirmAbove?: string | null;
 }
 
 /** The console's parts, built once per router. */

@@ -9,21 +9,8 @@ export interface PendingOperation {
   keyLabel: string | null;
   /** The viewer requested the key that created it (and saw its secret): another checker must approve it. */
   viewerRequestedKey?: boolean;
-}
-
-export interface HistoryRow {
-  operationID: string;
-  operationType: string;
-  amount: string;
-  fee: string | null;
-  counterpart: string;
-  memo: string | null;
-  status: string;
-  blockchainID: string;
-  sequenceNumber: number | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
+  /** Above CONSOLE_CONFIRM_ABOVE: approving it asks once more. */
+  large?: boolean;
 }
 
 export function counterpartText(counterparty: Counterparty): string {
@@ -31,7 +18,7 @@ export function counterpartText(counterparty: Counterparty): string {
   return `${counterparty.name} (${counterparty.kind} ${counterparty.shortCode ?? counterparty.id})`;
 }
 
-const opTabs = (current: 'pending' | 'history', pendingCount: number) => html`<nav class="tabs" aria-label="Operation lists"><ul>
+export const opTabs = (current: 'pending' | 'history', pendingCount: number) => html`<nav class="tabs" aria-label="Operation lists"><ul>
     <li><a href="/console/operations"${current === 'pending' ? html` aria-current="page"` : ''}>Pending approval <span class="count">${pendingCount}</span></a></li>
     <li><a href="/console/operations/history"${current === 'history' ? html` aria-current="page"` : ''}>History</a></li>
   </ul></nav>`;
@@ -41,11 +28,13 @@ export function pendingPage(session: SessionDoc, items: PendingOperation[], chec
     ? html`<p class="empty">No operation is waiting for approval.</p>`
     : html`<table>
       <caption class="visually-hidden">Operations awaiting a checker</caption>
-      <thead><tr><th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+      <thead><tr>${checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}<th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
       <tbody>${items.map(({ operation: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
-        <th scope="row">${op.operationType}<br><code class="muted">${op.operationID}</code></th>
+        ${checker ? html`<td class="select"><input type="checkbox" name="operationID" value="${op.operationID}" form="bulk-form" id="select-${op.operationID}" aria-label="Select operation ${op.operationID}"></td>` : ''}
+        <th scope="row">${op.operationType}<br><a href="/console/operations/${seg(op.operationID)}"><code class="muted">${op.operationID}</code></a></th>
         <td class="num">${op.amount}</td>
         <td class="num">${op.fee}</td>
+        <td>${op.payerName}</td>
         <td>${counterpartText(op.counterparty)}</td>
         <td>${op.memo ?? ''}</td>
         <td>${keyLabel ?? ''}<br><code class="muted">${op.keyID ?? ''}</code></td>
@@ -61,7 +50,44 @@ export function pendingPage(session: SessionDoc, items: PendingOperation[], chec
   return html`<h1>Operations</h1>${opTabs('pending', items.length)}
     <section aria-labelledby="pending-title"><h2 id="pending-title">Pending approval</h2>
     ${checker ? '' : html`<p class="hint">Only a checker of your party can approve or reject operations.</p>`}
-    ${table}</section>`;
+    ${table}
+    ${checker && items.length > 0 ? bulkForm(session) : ''}</section>`;
+}
+
+/** Bulk decisions on the rows ticked above (their checkboxes belong to this form by its id). */
+function bulkForm(session: SessionDoc): Html {
+  return html`<form method="post" action="/console/operations/bulk" id="bulk-form" class="bulk stack" aria-labelledby="bulk-title">
+      <h3 id="bulk-title">Selected operations</h3>
+      ${csrfField(session)}
+      <p class="hint">Each selected operation is decided on its own: one that cannot be approved or rejected is reported and the others go ahead. At most ${BULK_LIMIT} at a time.</p>
+      <div class="actions"><button type="submit" name="action" value="approve">Approve selected</button></div>
+      <div class="field"><label for="bulk-reason">Reason for rejecting the selected operations</label><input id="bulk-reason" name="reason" maxlength="500"></div>
+      <div class="actions"><button type="submit" name="action" value="reject" class="danger">Reject selected</button></div>
+    </form>`;
+}
+
+export const BULK_LIMIT = 40;
+
+/** The second question before approving large amounts: everything the checker needs to see, once more. */
+export function confirmApprovalPage(session: SessionDoc, items: PendingOperation[], threshold: string, bulk: boolean): Html {
+  const large = items.filter((item) => item.large);
+  return html`<h1>Confirm approval</h1>
+    <p class="notice warning" role="alert">${large.length === 1 && !bulk ? 'This operation is' : `${large.length} of these operations are`} above ${threshold}: check the amount, fee, payer and counterparty once more.</p>
+    <table class="stack"><caption class="visually-hidden">Operations to approve</caption>
+      <thead><tr><th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterparty</th><th scope="col">Memo</th></tr></thead>
+      <tbody>${items.map(({ operation: op, large: isLarge }) => html`<tr data-operation-id="${op.operationID}"${isLarge ? html` class="large"` : ''}>
+        <th scope="row">${op.operationType}<br><code class="muted">${op.operationID}</code></th>
+        <td class="num" data-label="Amount">${isLarge ? html`<strong>${op.amount}</strong>` : op.amount}</td>
+        <td class="num" data-label="Fee">${op.fee}</td>
+        <td data-label="Payer">${op.payerName}</td>
+        <td data-label="Counterparty">${counterpartText(op.counterparty)}</td>
+        <td data-label="Memo">${op.memo ?? ''}</td></tr>`)}</tbody></table>
+    <form method="post" action="${bulk ? '/console/operations/bulk' : `/console/operations/${seg(items[0]!.operation.operationID)}/approve`}" class="stack">
+      ${csrfField(session)}
+      <input type="hidden" name="confirm" value="yes">
+      ${bulk ? html`<input type="hidden" name="action" value="approve">${items.map(({ operation: op }) => html`<input type="hidden" name="operationID" value="${op.operationID}">`)}` : ''}
+      <div class="actions"><button type="submit">${bulk ? `Approve ${items.length} operations` : 'Approve operation'}</button> <a href="/console/operations">Cancel</a></div>
+    </form>`;
 }
 
 export function rejectPage(session: SessionDoc, pending: PendingOperation, error?: string): Html {
@@ -80,26 +106,4 @@ export function rejectPage(session: SessionDoc, pending: PendingOperation, error
     </form>`;
 }
 
-const STATUS_LABELS: Record<string, string> = { pending: 'Pending', approved: 'Approved, executing', rejected: 'Rejected', completed: 'Completed', failed: 'Failed' };
-
-export function historyPage(rows: HistoryRow[], page: { offset: number; limit: number }, pendingCount: number): Html {
-  const table = rows.length === 0
-    ? html`<p class="empty">No operation yet.</p>`
-    : html`<table class="history">
-      <caption class="visually-hidden">Operations, newest first</caption>
-      <thead><tr><th scope="col">Operation</th><th scope="col">Status</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Blockchain</th></tr></thead>
-      <tbody>${rows.map((row) => html`<tr data-operation-id="${row.operationID}">
-        <th scope="row">${row.operationType}<br><code class="muted">${row.operationID}</code><br><span class="muted created">created ${time(row.createdAt)}</span></th>
-        <td><span class="badge badge-${row.status}">${STATUS_LABELS[row.status] ?? row.status}</span>${row.lastError ? html`<br><span class="error-text">${row.lastError}</span>` : ''}${row.updatedAt !== row.createdAt ? html`<br><span class="muted">${time(row.updatedAt)}</span>` : ''}</td>
-        <td class="num">${row.amount}</td>
-        <td class="num">${row.fee ?? '—'}</td>
-        <td>${row.counterpart}</td>
-        <td>${row.memo ?? ''}</td>
-        <td>${row.blockchainID ? html`<code class="hash" title="${row.blockchainID}" data-blockchain-id>${row.blockchainID}</code><br><span class="muted">sequence ${row.sequenceNumber ?? '—'}</span>` : row.sequenceNumber !== null ? html`<span class="muted">sequence ${row.sequenceNumber}</span>` : html`<span class="muted">—</span>`}</td>
-      </tr>`)}</tbody></table>`;
-  const newer = page.offset > 0 ? html`<a href="/console/operations/history?offset=${Math.max(0, page.offset - page.limit)}">Newer</a>` : '';
-  const older = rows.length === page.limit ? html`<a href="/console/operations/history?offset=${page.offset + page.limit}">Older</a>` : '';
-  return html`<h1>Operations</h1>${opTabs('history', pendingCount)}
-    <section aria-labelledby="history-title"><h2 id="history-title">History</h2>${table}
-    ${newer || older ? html`<nav class="pager" aria-label="Pages">${newer} ${older}</nav>` : ''}</section>`;
-}
+export const STATUS_LABELS: Record<string, string> = { pending: 'Pending', approved: 'Approved, executing', rejected: 'Rejected', completed: 'Completed', failed: 'Failed' };

@@ -4,14 +4,14 @@ import { decideOperation } from '../commands/operation-handlers.ts';
 import { operationState } from '../commands/operations.ts';
 import { loadState } from '../commands/pipeline.ts';
 import { DomainError } from '../domain/errors.ts';
-import { formatAmount } from '../domain/money.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
 import * as distributorOps from '../projections/distributor-operations.ts';
 import * as merchantOps from '../projections/merchant-operations.ts';
-import { commandContext, ConsoleError, field, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
-import { historyPage, pendingPage, rejectPage, type HistoryRow, type PendingOperation } from './operations-pages.ts';
+import { commandContext, ConsoleError, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
+import { BULK_LIMIT, confirmApprovalPage, pendingPage, rejectPage, type PendingOperation } from './operations-pages.ts';
+import { Decimal } from '../domain/money.ts';
 import { redirectWith, renderPage } from './render.ts';
 
 /**
@@ -21,7 +21,6 @@ import { redirectWith, renderPage } from './render.ts';
  * what a checker decided a moment ago and the read model has not caught up with yet.
  */
 const PENDING_LIMIT = 200;
-const HISTORY_LIMIT = 50;
 
 type PartyOperationDoc = distributorOps.DistributorOperationDoc | merchantOps.MerchantOperationDoc;
 
@@ -36,30 +35,8 @@ export async function countPending(services: ConsoleServices, party: PartyRef): 
   return services.deps.readStore.count(collection, { where: { ...where, status: 'pending' } });
 }
 
-function historyRow(doc: PartyOperationDoc, assetScale: number): HistoryRow {
-  const d = doc as Partial<distributorOps.DistributorOperationDoc> & Partial<merchantOps.MerchantOperationDoc>;
-  const counterpart =
-    d.merchantName !== undefined ? `${d.merchantName}${d.merchantShortCode !== undefined ? ` (merchant ${d.merchantShortCode})` : ''}`
-    : d.distributorName !== undefined ? `${d.distributorName} (distributor)`
-    : (d.phoneTo ?? d.phoneFrom ?? '');
-  return {
-    operationID: doc.operationID,
-    operationType: doc.operationType,
-    amount: doc.amount,
-    fee: d.fee ?? formatAmount(0, assetScale),
-    counterpart,
-    memo: doc.memo ?? null,
-    status: doc.status,
-    blockchainID: doc.blockchainID,
-    sequenceNumber: doc.sequenceNumber,
-    lastError: doc.lastError,
-    createdAt: doc.createdAt,
-    updatedAt: doc.updatedAt,
-  };
-}
-
 export function operationRoutes(router: Router, services: ConsoleServices): void {
-  const { readStore, directory, assetScale } = services.deps;
+  const { readStore, directory } = services.deps;
 
   /** The operation's state from its stream, if it is the party's; another party's is as good as absent. */
   async function partyOperation(party: PartyRef, operationID: string) {
@@ -93,27 +70,69 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     await renderPage(services, res, { title: 'Operations', section: 'operations', body: pendingPage(viewer(res).session, items, checker) });
   });
 
-  router.get('/operations/history', async (req, res) => {
-    const party = partyOf(res);
-    const offsetText = typeof req.query.offset === 'string' ? req.query.offset : '0';
-    const offset = /^\d{1,7}$/.test(offsetText) ? Number(offsetText) : 0;
-    const { collection, where, sort } = listQuery(party);
-    const docs = await readStore.find<PartyOperationDoc>(collection, { where, sort, skip: offset, limit: HISTORY_LIMIT });
-    const rows = await Promise.all(docs.map(async (doc) => {
-      const row = historyRow(doc, assetScale);
-      // The documents name an individual by phone only; the name is a cached lookup away.
-      const individual = row.counterpart.startsWith('+') ? await services.lookup.individual(row.counterpart) : null;
-      return individual ? { ...row, counterpart: `${individual.name} (${individual.phone})` } : row;
-    }));
-    const pendingCount = await countPending(services, party);
-    await renderPage(services, res, { title: 'Operation history', section: 'operations', body: historyPage(rows, { offset, limit: HISTORY_LIMIT }, pendingCount) });
-  });
+  const threshold = services.deps.confirmAbove ?? null;
+  const large = (amount: string) => threshold !== null && new Decimal(amount).gt(threshold);
 
   router.post('/operations/:operationID/approve', async (req, res) => {
     requireRole(res, 'checker');
-    const { operation } = await ownPendingOperation(res, String(req.params.operationID));
+    const pending = await ownPendingOperation(res, String(req.params.operationID));
+    const { operation } = pending;
+    if (large(operation.amount) && field(req, 'confirm') !== 'yes') {
+      return renderPage(services, res, { title: 'Confirm approval', section: 'operations', body: confirmApprovalPage(viewer(res).session, [{ ...pending, large: true }], threshold!, false) });
+    }
     await decideOperation(services.backOffice, actingUser(viewer(res).user), operation.operationID, { type: 'approve' }, commandContext(res));
     await redirectWith(services, res, '/console/operations', { kind: 'ok', text: `Operation ${operation.operationID} approved: it is being executed. Its outcome appears in the history.` });
+  });
+
+  /**
+   * Bulk approve or reject: each selected operation is its own checked decision (the same lookup and command
+   * as one at a time), so one that is refused is reported and the others still go ahead.
+   */
+  router.post('/operations/bulk', async (req, res) => {
+    requireRole(res, 'checker');
+    const action = field(req, 'action');
+    if (action !== 'approve' && action !== 'reject') throw new ConsoleError(400, 'Choose Approve selected or Reject selected.');
+    const ids = [...new Set(fields(req, 'operationID'))];
+    if (ids.length === 0) return redirectWith(services, res, '/console/operations', { kind: 'error', text: 'Select at least one operation first.' });
+    if (ids.length > BULK_LIMIT) throw new ConsoleError(400, `Select at most ${BULK_LIMIT} operations at a time.`);
+    let reason = '';
+    if (action === 'reject') {
+      try {
+        reason = requiredText('reason', field(req, 'reason'), 500);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        return redirectWith(services, res, '/console/operations', { kind: 'error', text: 'Give a reason for rejecting the selected operations. Nothing was rejected.' });
+      }
+    }
+    if (action === 'approve' && field(req, 'confirm') !== 'yes') {
+      const items: PendingOperation[] = [];
+      for (const id of ids) {
+        const state = await partyOperation(partyOf(res), id);
+        if (state?.status === 'pending') items.push({ ...withKeyLabel(state.operation), large: large(state.operation.amount) });
+      }
+      if (items.some((item) => item.large)) {
+        return renderPage(services, res, { title: 'Confirm approval', section: 'operations', body: confirmApprovalPage(viewer(res).session, items, threshold!, true) });
+      }
+    }
+    const done: string[] = [];
+    const failed: string[] = [];
+    for (const id of ids) {
+      try {
+        const { operation } = await ownPendingOperation(res, id);
+        await decideOperation(services.backOffice, actingUser(viewer(res).user), operation.operationID, action === 'approve' ? { type: 'approve' } : { type: 'reject', reason }, commandContext(res));
+        done.push(id);
+      } catch (error) {
+        const known = error instanceof DomainError || error instanceof ConsoleError;
+        if (!known) services.deps.logger.error({ err: error, operationID: id, requestId: String(res.getHeader('X-Request-Id') ?? '') }, 'console: bulk decision failed');
+        const message = known ? (error as Error).message.replace(/\.$/, '') : 'an unexpected error (see the logs)';
+        failed.push(`${id}: ${message}`);
+      }
+    }
+    const verb = action === 'approve' ? 'approved' : 'rejected';
+    const text = failed.length === 0
+      ? `${done.length} operation${done.length === 1 ? '' : 's'} ${verb}.`
+      : `${done.length} of ${ids.length} ${verb}; not ${verb}: ${failed.join('; ')}.`;
+    await redirectWith(services, res, '/console/operations', { kind: failed.length === 0 ? 'ok' : 'error', text });
   });
 
   router.get('/operations/:operationID/reject', async (req, res) => {

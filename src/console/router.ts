@@ -13,7 +13,9 @@ import { keyRoutes } from './keys.ts';
 import { DEFAULT_THROTTLE, LOGIN_ATTEMPTS_COLLECTION, LoginThrottle } from './login-throttle.ts';
 import { loginRoutes, logoutRoute, requireSession } from './login.ts';
 import { OneTimeSecrets, SECRETS_COLLECTION } from './one-time-secrets.ts';
+import { operationFindRoutes } from './operation-find.ts';
 import { operationRoutes } from './operations.ts';
+import { CONSOLE_OPERATIONS_COLLECTION } from '../projections/console-operations.ts';
 import { passwordRoutes } from './password.ts';
 import { consoleErrorHandler } from './render.ts';
 import { ConsoleSessions, DEFAULT_SESSION_TIMES, SESSIONS_COLLECTION } from './sessions.ts';
@@ -51,7 +53,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     res.set('Cache-Control', 'public, max-age=300').type(asset.type).send(asset.body);
   });
   pages.use(async (_req, _res, next) => {
-    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION, LOGIN_ATTEMPTS_COLLECTION, SECRETS_COLLECTION, ...WEBHOOK_COLLECTIONS]));
+    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION, LOGIN_ATTEMPTS_COLLECTION, SECRETS_COLLECTION, CONSOLE_OPERATIONS_COLLECTION, ...WEBHOOK_COLLECTIONS]));
     next();
   });
   // Form bodies on the console's own routes only; the API keeps its strict JSON parser.
@@ -65,6 +67,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   keyRoutes(pages, services);
   webhookRoutes(pages, services);
   operationRoutes(pages, services);
+  operationFindRoutes(pages, services);
   adminRoutes(pages, services);
   userAdminRoutes(pages, services);
   pages.use(() => {

@@ -21,9 +21,23 @@ export interface SearchClause {
   fields: string[];
 }
 
+/**
+ * Bounds on one field, all of one type (strings or numbers): strings compare by code point, numbers
+ * numerically, and a value of another type (or null, or missing) is never in the range. Keyset paging over a
+ * unique sort field is a range on it; so are date ranges over ISO times and amounts kept as fixed-width strings.
+ */
+export interface RangeCondition {
+  gt?: string | number;
+  gte?: string | number;
+  lt?: string | number;
+  lte?: string | number;
+}
+
 export interface FindQuery {
   /** Equality on fields (dot paths); every condition must hold. */
   where?: Record<string, Scalar>;
+  /** Ranges on fields (dot paths); every bound must hold, together with `where` and `search`. */
+  range?: Record<string, RangeCondition>;
   /**
    * Case-insensitive substring match of `text` in any of `fields` (which must be declared searchFields).
    * The text is matched literally: no pattern or operator syntax is interpreted. Several clauses match when
@@ -65,7 +79,7 @@ export interface ReadStore {
   get<T extends Document = Document>(collection: string, id: string): Promise<T | null>;
   find<T extends Document = Document>(collection: string, query?: FindQuery): Promise<T[]>;
   /** Counts what `find` would return without skip and limit. */
-  count(collection: string, query?: Pick<FindQuery, 'where' | 'search'>): Promise<number>;
+  count(collection: string, query?: Pick<FindQuery, 'where' | 'search' | 'range'>): Promise<number>;
   /**
    * Applies the writes in order and, when given, moves the projection's checkpoint, all atomically: a crash
    * leaves either everything or nothing, so a projection neither loses nor doubles an event.

@@ -1,5 +1,6 @@
 import type { Projection } from './projection.ts';
 import { balancesProjection } from './balances.ts';
+import { consoleOperationsProjection } from './console-operations.ts';
 import { distributorOperationsProjection } from './distributor-operations.ts';
 import { merchantOperationsProjection } from './merchant-operations.ts';
 import { merchantPaymentsProjection } from './merchant-payments.ts';
@@ -17,5 +18,6 @@ export function allProjections(assetScale: number): Projection[] {
     unsettledOperationsProjection(),
     pendingOperationsProjection(),
     webhookEndpointsProjection(),
+    consoleOperationsProjection({ assetScale }),
   ] as unknown as Projection[];
 }

@@ -64,6 +64,21 @@ describe('MongoDB query: where', () => {
   });
 });
 
+describe('MongoDB query: range', () => {
+  it('given bounds, when built, then they are $gt/$gte/$lt/$lte on the field, ANDed with where', () => {
+    expect(buildFilter(WALLETS, { where: { status: 'open' }, range: { key: { gte: 'a', lt: 'b' } } })).toEqual({ $and: [{ status: { $eq: 'open' } }, { key: { $gte: 'a', $lt: 'b' } }] });
+    expect(buildFilter(WALLETS, { range: { balance: { gt: 1, lte: 9 } } })).toEqual({ balance: { $gt: 1, $lte: 9 } });
+  });
+
+  it('given mixed types, no bound, an unknown bound, an object or a bad field, when built, then a ReadStoreQueryError is raised', () => {
+    expect(() => buildFilter(WALLETS, { range: { balance: { gt: 1, lt: 'x' } } })).toThrow(ReadStoreQueryError);
+    expect(() => buildFilter(WALLETS, { range: { balance: {} } })).toThrow(ReadStoreQueryError);
+    expect(() => buildFilter(WALLETS, { range: { balance: { $ne: 1 } as never } })).toThrow(ReadStoreQueryError);
+    expect(() => buildFilter(WALLETS, { range: { balance: { gt: { $gt: '' } } as never } })).toThrow(ReadStoreQueryError);
+    expect(() => buildFilter(WALLETS, { range: { $where: { gt: 1 } } })).toThrow(ReadStoreQueryError);
+  });
+});
+
 describe('MongoDB query: search', () => {
   it('given one clause over two fields, when built, then each field gets a case-insensitive regex of the escaped text, ORed', () => {
     expect(buildFilter(WALLETS, { search: { text: 'alice', fields: ['phone', 'memo'] } })).toEqual({

@@ -319,6 +319,48 @@ export function describeReadStoreContract(
       });
     });
 
+    describe('range', () => {
+      beforeEach(async () => {
+        await upsert(
+          'wallets',
+          { id: 'r1', ownerType: 'agent', balance: 5, key: '2025-01-01T00:00:00.000Z|a' },
+          { id: 'r2', ownerType: 'agent', balance: 10, key: '2025-01-02T00:00:00.000Z|b' },
+          { id: 'r3', ownerType: 'agent', balance: 20, key: '2025-01-02T00:00:00.000Z|c' },
+          { id: 'r4', ownerType: 'shop', balance: 30, key: '2025-01-03T00:00:00.000Z|d' },
+          { id: 'r5', ownerType: 'agent', balance: '15', key: 7 },
+          { id: 'r6', ownerType: 'agent', balance: null, key: null },
+          { id: 'r7', ownerType: 'agent' },
+        );
+      });
+
+      it('given number bounds, when finding, then only numbers inside them match, never strings, null or missing fields', async () => {
+        expect(await sortedIds('wallets', { range: { balance: { gte: 10, lt: 30 } } })).toEqual(['r2', 'r3']);
+        expect(await sortedIds('wallets', { range: { balance: { gt: 5 } } })).toEqual(['r2', 'r3', 'r4']);
+        expect(await sortedIds('wallets', { range: { balance: { lte: 10 } } })).toEqual(['r1', 'r2']);
+      });
+
+      it('given string bounds, when finding, then strings compare by code point and numbers, null and missing fields never match', async () => {
+        expect(await sortedIds('wallets', { range: { key: { gte: '2025-01-02', lt: '2025-01-03' } } })).toEqual(['r2', 'r3']);
+        expect(await sortedIds('wallets', { range: { key: { lt: '2025-01-02T00:00:00.000Z|c' } } })).toEqual(['r1', 'r2']);
+        expect(await sortedIds('wallets', { range: { key: { gt: '2025-01-02T00:00:00.000Z|b' } } })).toEqual(['r3', 'r4']);
+      });
+
+      it('given a range with where, sort and limit, when finding and counting, then they combine as keyset paging needs', async () => {
+        const page = { where: { ownerType: 'agent' }, range: { key: { lt: '2025-01-03' } }, sort: [['key', 'desc']] as FindQuery['sort'] };
+        expect(await findIds('wallets', { ...page, limit: 2 })).toEqual(['r3', 'r2']);
+        expect(await findIds('wallets', { ...page, range: { key: { lt: '2025-01-02T00:00:00.000Z|b' } }, limit: 2 })).toEqual(['r1']);
+        expect(await store.count('wallets', { where: page.where, range: page.range })).toBe(3);
+      });
+
+      it('given bounds of mixed types, no bound or an unknown bound, when finding, then a ReadStoreQueryError is raised', async () => {
+        await expect(store.find('wallets', { range: { balance: { gte: 1, lt: 'x' } } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.find('wallets', { range: { balance: {} } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.count('wallets', { range: { balance: { ne: 1 } as never } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.find('wallets', { range: { balance: { gte: true } as never } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.find('wallets', { range: { "x') OR 1=1 --": { gte: 1 } } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+    });
+
     describe('commit and checkpoints', () => {
       it('given a projection that never committed, when reading its checkpoint, then it is null', async () => {
         expect(await store.getCheckpoint('balances')).toBeNull();

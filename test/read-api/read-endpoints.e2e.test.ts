@@ -807,7 +807,7 @@ describe('/health and /ready', () => {
     expect(ready.status).toBe(200);
     expect(ready.body).toMatchObject({ status: 'ready', ready: true });
     const projections = ready.body.projections as Array<{ projection: string; position: number | null; head: number; lagEvents: number }>;
-    expect(projections.map((p) => p.projection).sort()).toEqual(['balances', 'distributor-operations', 'merchant-operations', 'merchant-payments', 'pending-operations', 'unsettled-operations', 'webhook-endpoints']);
+    expect(projections.map((p) => p.projection).sort()).toEqual(['balances', 'console-operations', 'distributor-operations', 'merchant-operations', 'merchant-payments', 'pending-operations', 'unsettled-operations', 'webhook-endpoints']);
     for (const p of projections) {
       // A projection no event has fed yet has no checkpoint (null); caught up either way.
       expect(p).toEqual({ projection: p.projection, position: p.position === null ? null : expect.any(Number), head: expect.any(Number), lagEvents: 0, lagSeconds: 0 });

@@ -22,7 +22,7 @@
  * - limit 0 returns nothing (MongoDB's limit(0) would mean "no limit": the adapter does not ask).
  */
 import type { AnyBulkWriteOperation, Document as MongoDocument, Filter } from 'mongodb';
-import type { CollectionDefinition, CounterChange, Document, FindQuery, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
+import type { CollectionDefinition, CounterChange, Document, FindQuery, RangeCondition, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
 import { ReadStoreQueryError } from '../../ports/read-store.ts';
 
 export const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
@@ -74,11 +74,12 @@ export function escapeRegex(text: string): string {
 }
 
 /** The filter for `where` and `search` (ANDed): `{}` when there is neither. */
-export function buildFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search'> = {}): Filter<StoredDocument> {
+export function buildFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Filter<StoredDocument> {
   const parts: Array<Filter<StoredDocument>> = [];
   const where = query.where ?? {};
   if (where === null || typeof where !== 'object' || Array.isArray(where)) throw new ReadStoreQueryError('where must be an object of field: value');
   for (const [field, value] of Object.entries(where)) parts.push({ [checkField(field)]: { $eq: checkScalar(field, value) } });
+  for (const [field, condition] of Object.entries(query.range ?? {})) parts.push({ [checkField(field)]: rangeOperators(field, condition) });
   if (query.search !== undefined) {
     const clauses = Array.isArray(query.search) ? query.search : [query.search];
     if (clauses.length === 0) throw new ReadStoreQueryError('search needs at least one clause');
@@ -86,6 +87,25 @@ export function buildFilter(def: CollectionDefinition, query: Pick<FindQuery, 'w
   }
   if (parts.length === 0) return {};
   return parts.length === 1 ? parts[0]! : { $and: parts };
+}
+
+/**
+ * `{$gt, $gte, $lt, $lte}`: MongoDB compares within a type bracket only, so a string range never matches a
+ * number, null or a missing field, and a number range never a string: the embedded adapter's semantics.
+ */
+export function rangeOperators(field: string, condition: RangeCondition): Record<string, string | number> {
+  if (condition === null || typeof condition !== 'object') throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
+  const bounds = Object.entries(condition).filter(([, value]) => value !== undefined);
+  if (bounds.length === 0) throw new ReadStoreQueryError(`range ${field}: at least one bound is needed`);
+  const types = new Set(bounds.map(([, value]) => typeof value));
+  if (types.size !== 1 || !(types.has('string') || types.has('number'))) throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
+  const operators: Record<string, string | number> = {};
+  for (const [name, value] of bounds) {
+    if (!['gt', 'gte', 'lt', 'lte'].includes(name)) throw new ReadStoreQueryError(`range ${field}: unknown bound ${JSON.stringify(name)}`);
+    if (typeof value === 'number' && !Number.isFinite(value)) throw new ReadStoreQueryError(`range ${field}: not a finite number`);
+    operators[`$${name}`] = value as string | number;
+  }
+  return operators;
 }
 
 function checkScalar(field: string, value: Scalar): Scalar {

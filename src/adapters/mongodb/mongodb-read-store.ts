@@ -136,7 +136,7 @@ class MongoReadStore implements ReadStore {
     return (await cursor.toArray()).map((doc) => fromStored<T>(doc));
   }
 
-  async count(collection: string, query: Pick<FindQuery, 'where' | 'search'> = {}): Promise<number> {
+  async count(collection: string, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Promise<number> {
     return this.collection(collection).countDocuments(buildFilter(this.definition(collection), query));
   }
 

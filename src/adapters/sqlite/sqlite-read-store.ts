@@ -19,7 +19,7 @@
  * `defineCollections` at start (it is idempotent) before querying.
  */
 import type Database from 'better-sqlite3';
-import type { CollectionDefinition, Checkpoint, Counter, CounterChange, Document, FindQuery, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
+import type { CollectionDefinition, Checkpoint, Counter, CounterChange, Document, FindQuery, RangeCondition, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
 import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from './sqlite-retry.ts';
@@ -303,8 +303,9 @@ export function compileFind(def: CollectionDefinition, query: FindQuery): Compil
 }
 
 /** The WHERE clause (with its leading space) for `where` and `search`, or an empty string. */
-function compileFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search'>): Compiled {
+function compileFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search' | 'range'>): Compiled {
   const parts = Object.entries(query.where ?? {}).map(([field, value]) => equals(field, value));
+  for (const [field, condition] of Object.entries(query.range ?? {})) parts.push(between(field, condition));
   if (query.search) {
     const clauses = (Array.isArray(query.search) ? query.search : [query.search]).map((clause) => contains(def, clause));
     if (clauses.length === 0) throw new ReadStoreQueryError('search needs at least one clause');
@@ -334,6 +335,36 @@ function equals(field: string, value: Scalar): Compiled {
     default:
       throw new ReadStoreQueryError(`where ${field}: only strings, numbers, booleans and null are allowed`);
   }
+}
+
+const RANGE_OPERATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
+
+/**
+ * Bounds on the indexed expression itself, so the planner can use an index range. SQLite orders
+ * NULL < numbers < text: a string range gets the bound `>= ''` (when it has no lower bound) and a number
+ * range `< ''` (when it has no upper bound), which keeps values of the other type and null out, as MongoDB's
+ * type-bracketed comparisons do, without reading each document's JSON type.
+ */
+export function between(field: string, condition: RangeCondition): Compiled {
+  const expr = fieldExpr(field);
+  if (condition === null || typeof condition !== 'object') throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
+  const bounds = Object.entries(condition).filter(([, value]) => value !== undefined);
+  if (bounds.length === 0) throw new ReadStoreQueryError(`range ${field}: at least one bound is needed`);
+  const types = new Set(bounds.map(([, value]) => typeof value));
+  if (types.size !== 1 || !(types.has('string') || types.has('number'))) throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  for (const [name, value] of bounds) {
+    const operator = RANGE_OPERATORS[name as keyof typeof RANGE_OPERATORS];
+    if (!operator) throw new ReadStoreQueryError(`range ${field}: unknown bound ${JSON.stringify(name)}`);
+    if (typeof value === 'number' && !Number.isFinite(value)) throw new ReadStoreQueryError(`range ${field}: not a finite number`);
+    parts.push(`${expr} ${operator} ?`);
+    params.push(value);
+  }
+  const names = bounds.map(([name]) => name);
+  if (types.has('string') && !names.some((n) => n === 'gt' || n === 'gte')) parts.push(`${expr} >= ''`);
+  if (types.has('number') && !names.some((n) => n === 'lt' || n === 'lte')) parts.push(`${expr} < ''`);
+  return { sql: parts.join(' AND '), params };
 }
 
 function contains(def: CollectionDefinition, search: SearchClause): Compiled {

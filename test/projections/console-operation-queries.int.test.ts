@@ -1,0 +1,75 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
+import type { ReadStore } from '../../src/ports/read-store.ts';
+import { allOperations, findOperations, searchCondition } from '../../src/projections/console-operation-queries.ts';
+import { amountKey, CONSOLE_OPERATIONS_COLLECTION } from '../../src/projections/console-operations.ts';
+import { tempDir } from '../support/temp-dir.ts';
+
+/** Keyset paging over console_operations on the embedded store: where each page is, both ways, with filters. */
+let store: ReadStore;
+let dir: ReturnType<typeof tempDir>;
+const PARTY = 'distributor:d1';
+const opID = (i: number) => `op_${String(i).padStart(32, '0')}`;
+// 120 operations of the party, two per second with equal times in pairs (the id breaks the tie), plus another party's.
+const doc = (i: number, party = PARTY) => {
+  const createdAt = new Date(Date.UTC(2025, 0, 1) + Math.floor(i / 2) * 1000).toISOString();
+  return { id: party === PARTY ? opID(i) : `x${i}`, party, operationID: opID(i), status: i % 3 === 0 ? 'failed' : 'completed', amountKey: amountKey(i, 2), sortKey: `${createdAt}|${opID(i)}`, text: `memo ${i}` };
+};
+
+beforeEach(async () => {
+  dir = tempDir();
+  store = openSqliteReadStore({ file: `${dir.path}/read.sqlite` });
+  await store.defineCollections([CONSOLE_OPERATIONS_COLLECTION]);
+  const docs = [...Array.from({ length: 120 }, (_, i) => doc(i)), ...Array.from({ length: 30 }, (_, i) => doc(i, 'merchant:m1'))];
+  await store.commit(docs.map((d) => ({ op: 'upsert' as const, collection: 'console_operations', doc: d })));
+});
+afterEach(async () => {
+  await store.close();
+  dir.cleanup();
+});
+
+describe('console operation queries', () => {
+  it('when paging newest first with Next, then pages say 1–50, 51–100, 101–120 of 120 and every row comes once', async () => {
+    const seen: string[] = [];
+    let after: string | undefined;
+    const positions: string[] = [];
+    for (;;) {
+      const page = await findOperations(store, { party: PARTY }, { order: 'newest', limit: 50, ...(after ? { after } : {}) });
+      positions.push(`${page.start}–${page.start + page.rows.length - 1} of ${page.total}`);
+      seen.push(...page.rows.map((r) => r.operationID));
+      if (!page.next) break;
+      after = page.next;
+    }
+    expect(positions).toEqual(['1–50 of 120', '51–100 of 120', '101–120 of 120']);
+    expect(seen).toEqual(Array.from({ length: 120 }, (_, i) => opID(119 - i)));
+  });
+
+  it('when paging back with Previous from the last page, then the pages before come back the same', async () => {
+    const first = await findOperations(store, { party: PARTY }, { order: 'oldest', limit: 50 });
+    const second = await findOperations(store, { party: PARTY }, { order: 'oldest', limit: 50, after: first.next! });
+    const back = await findOperations(store, { party: PARTY }, { order: 'oldest', limit: 50, before: second.previous! });
+    expect(back.rows.map((r) => r.operationID)).toEqual(first.rows.map((r) => r.operationID));
+    expect(back.start).toBe(1);
+    expect(back.previous).toBeUndefined();
+    expect(back.next).toBe(first.next);
+  });
+
+  it('when filtering by status, amount and search, then the total and the export agree with the filter', async () => {
+    const failed = await findOperations(store, { party: PARTY, status: 'failed', minAmountKey: amountKey(30, 2), maxAmountKey: amountKey(60, 2) }, { order: 'newest', limit: 5 });
+    expect(failed.total).toBe(11); // 30, 33, ..., 60
+    expect(failed.rows.map((r) => r.operationID)).toEqual([60, 57, 54, 51, 48].map(opID));
+    const exported: string[] = [];
+    for await (const row of allOperations(store, { party: PARTY, status: 'failed' }, 'oldest', 7)) exported.push(row.operationID);
+    expect(exported).toEqual(Array.from({ length: 40 }, (_, i) => opID(i * 3)));
+    expect((await findOperations(store, { party: PARTY, search: 'memo 11' }, { order: 'newest', limit: 50 })).rows.map((r) => r.operationID)).toEqual([119, 118, 117, 116, 115, 114, 113, 112, 111, 110, 11].map(opID));
+  });
+
+  it('given search texts, when classified, then ids and phones are prefixes and anything else a substring', () => {
+    expect(searchCondition('op_ABCdef12')).toEqual({ field: 'operationID', prefix: 'op_abcdef12' });
+    expect(searchCondition('abcdef12')).toEqual({ field: 'operationID', prefix: 'op_abcdef12' });
+    expect(searchCondition('+234 812-345')).toEqual({ field: 'counterparty', prefix: '+234812345' });
+    expect(searchCondition('Rent March')).toEqual({ substring: 'rent march' });
+    expect(searchCondition('cafe')).toEqual({ substring: 'cafe' });
+    expect(searchCondition('23481234')).toEqual({ field: 'counterparty', prefix: '+23481234' });
+  });
+});
