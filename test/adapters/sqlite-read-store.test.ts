@@ -48,6 +48,19 @@ describe('SQLite read store, embedded specifics', () => {
     dir.cleanup();
   });
 
+  it('given ASCII and other search texts, then matches agree with JavaScript lowering, also on values with other characters (the Kelvin sign, dotted I) and never on a number', async () => {
+    const store = await open();
+    const memos: Record<string, unknown> = { a: 'Rent for ALICE', b: 'Temperature 300 \u212A', c: 'École', d: 'ecole', e: 12345, f: 'İstanbul', g: null, h: 'Ünïcode rent' };
+    await store.commit(Object.entries(memos).map(([id, memo]) => ({ op: 'upsert' as const, collection: 'payments', doc: { id, memo } })));
+    const ids = async (text: string) => (await store.find('payments', { search: { text, fields: ['memo'] } })).map((doc) => doc.id).sort();
+    const expected = (text: string) => Object.entries(memos).filter(([, memo]) => typeof memo === 'string' && memo.toLowerCase().includes(text.toLowerCase())).map(([id]) => id).sort();
+    for (const text of ['rent', 'ALICE', 'k', '300 k', 'ecole', 'cole', 'i', '123', 'istanbul', 'code rent', '']) {
+      expect(await ids(text), text).toEqual(expected(text));
+    }
+    expect(await ids('k')).toContain('b'); // the Kelvin sign lowers to k: found through JavaScript
+    expect(await ids('123')).toEqual([]); // a number is not text
+  });
+
   it('given committed data, when the file is reopened, then documents and checkpoints are still there', async () => {
     const first = await open();
     await first.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', status: 'settled' } }], { projection: 'payments', position: 9 });
