@@ -1,12 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
-import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
-import { findUserByEmail } from '../../src/commands/back-office.ts';
-import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
-import { approve, issue, startPartsSystem, waitUntilSettled } from '../support/executor-system.ts';
+import { startPartsSystem } from '../support/executor-system.ts';
 import { killAllChildren, running, spawnWalletOps, stopProcess, within } from '../support/processes.ts';
-import { call, waitFor } from '../support/system.ts';
+import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { completedCashIn, payingDistributor, registerEndpoint } from '../support/webhooks.ts';
 import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -26,23 +23,12 @@ it('when the delivering process is killed mid-backlog and restarted, then every 
   const receiver = await startWebhookReceiver();
   try {
     const executor = await sys.startExecutor();
-    const distributor = await sys.party('distributor');
-    const { apiKey } = await distributor.key();
-    const phone = await sys.individual('+2348126100001');
-    await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'));
-    const deps = { ...sys.backOffice, secretsKey: embeddedSecretsKey(dir.path), allowInsecureLocalhost: true };
-    const { endpointID } = await requestWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.makerEmail), { url: receiver.url, eventTypes: ['operation.completed'] }, randomUUID());
-    await approveWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.checkerEmail), endpointID, randomUUID());
+    const distributor = await payingDistributor(sys, '+2348126100001');
+    await registerEndpoint(sys, distributor, receiver.url, ['operation.completed']);
 
     // Given a backlog of completed operations that no process has delivered yet
     const operations: string[] = [];
-    for (let i = 0; i < BACKLOG; i++) {
-      const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
-      expect(r.status, JSON.stringify(r.body)).toBe(200);
-      await approve(sys, distributor, r.body.operationID);
-      expect((await waitUntilSettled(sys, r.body.operationID)).status).toBe('completed');
-      operations.push(r.body.operationID);
-    }
+    for (let i = 0; i < BACKLOG; i++) operations.push(await completedCashIn(sys, distributor));
     await executor.stop();
 
     // When the receiver takes three, holds the fourth, and the delivering process is killed meanwhile
@@ -78,21 +64,10 @@ it('given transient errors injected on both stores of the delivering process, th
   const receiver = await startWebhookReceiver();
   try {
     const executor = await sys.startExecutor();
-    const distributor = await sys.party('distributor');
-    const { apiKey } = await distributor.key();
-    const phone = await sys.individual('+2348126100002');
-    await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'));
-    const deps = { ...sys.backOffice, secretsKey: embeddedSecretsKey(dir.path), allowInsecureLocalhost: true };
-    const { endpointID } = await requestWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.makerEmail), { url: receiver.url, eventTypes: ['operation.approved', 'operation.completed'] }, randomUUID());
-    await approveWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.checkerEmail), endpointID, randomUUID());
+    const distributor = await payingDistributor(sys, '+2348126100002');
+    await registerEndpoint(sys, distributor, receiver.url, ['operation.approved', 'operation.completed']);
     const operations: string[] = [];
-    for (let i = 0; i < 20; i++) {
-      const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
-      expect(r.status, JSON.stringify(r.body)).toBe(200);
-      await approve(sys, distributor, r.body.operationID);
-      expect((await waitUntilSettled(sys, r.body.operationID)).status).toBe('completed');
-      operations.push(r.body.operationID);
-    }
+    for (let i = 0; i < 20; i++) operations.push(await completedCashIn(sys, distributor));
     await executor.stop();
 
     // A fifth of the read store's calls and a tenth of the event store's fail (before or after writing). A lease

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
 import { actingUser, decideOnApiKey, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
-import { approveWebhookEndpoint, disableWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
+import { disableWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import type { WebhookEventType } from '../../src/domain/events.ts';
 import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { attemptsOfDelivery, deliveriesOfEndpoint, getRoute } from '../../src/webhooks/deliveries.ts';
-import { approve, issue, startPartsSystem, waitUntilSettled, type PartsTestSystem, type RunningExecutor } from '../support/executor-system.ts';
+import { approve, startPartsSystem, waitUntilSettled, type PartsTestSystem, type RunningExecutor } from '../support/executor-system.ts';
 import { verifyViaCli } from '../audit/support.ts';
 import { runCli, runCliJson } from '../support/cli.ts';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { call, waitFor, type TestParty } from '../support/system.ts';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { cashIn as createCashIn, completedCashIn as completeCashIn, payingDistributor, registerEndpoint, webhookDeps, type PayingParty } from '../support/webhooks.ts';
 
 /**
  * Webhook deliveries end to end: real operations created over HTTP, approved by checkers, executed by an
@@ -32,8 +32,7 @@ type Keyed = TestParty & { apiKey: string; keyID: string };
 describe('webhook deliveries', () => {
   let sys: PartsTestSystem;
   let executor: RunningExecutor;
-  let distributor: Keyed;
-  let phone: string;
+  let distributor: PayingParty;
   const receivers: WebhookReceiver[] = [];
 
   // internal.partner.example resolves to a private address: the SSRF guard must refuse it (DNS is an edge we stub).
@@ -42,9 +41,7 @@ describe('webhook deliveries', () => {
   beforeAll(async () => {
     sys = await startPartsSystem(ENV, undefined, { webhookResolver: resolver });
     executor = await sys.startExecutor();
-    distributor = await keyed('distributor');
-    phone = await sys.individual('+2348125100001');
-    await waitUntilSettled(sys, await issue(sys, distributor.ref, '100000'));
+    distributor = await payingDistributor(sys, '+2348125100001', '100000');
   }, 60_000);
   afterAll(async () => {
     await Promise.all(receivers.map((r) => r.close()));
@@ -66,30 +63,9 @@ describe('webhook deliveries', () => {
     return r;
   }
 
-  const webhookDeps = (): WebhookCommandDeps => ({ ...sys.backOffice, secretsKey: embeddedSecretsKey(sys.config.DATA_DIR), allowInsecureLocalhost: true });
-
-  /** A maker registers, a checker approves: returns the endpoint and its signing secret. */
-  async function endpoint(party: TestParty, url: string, eventTypes: WebhookEventType[]): Promise<{ endpointID: string; secret: string }> {
-    const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
-    const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
-    const { endpointID } = await requestWebhookEndpoint(webhookDeps(), maker, { url, eventTypes }, randomUUID());
-    const { secret } = await approveWebhookEndpoint(webhookDeps(), checker, endpointID, randomUUID());
-    return { endpointID, secret };
-  }
-
-  async function cashIn(body: Record<string, unknown> = { phoneTo: phone }): Promise<string> {
-    const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey: distributor.apiKey, body: { operationType: 'cash-in', amount: '10', ...body } });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    return r.body.operationID as string;
-  }
-
-  /** A cash-in created, approved and completed. */
-  async function completedCashIn(body?: Record<string, unknown>): Promise<string> {
-    const operationID = await cashIn(body);
-    await approve(sys, distributor, operationID);
-    expect((await waitUntilSettled(sys, operationID)).status).toBe('completed');
-    return operationID;
-  }
+  const endpoint = (party: TestParty, url: string, eventTypes: WebhookEventType[]) => registerEndpoint(sys, party, url, eventTypes);
+  const cashIn = (body?: Record<string, unknown>) => createCashIn(sys, distributor, body);
+  const completedCashIn = (body?: Record<string, unknown>) => completeCashIn(sys, distributor, body);
 
   const operationIDOf = (r: ReceivedWebhook) => r.json.data.operation?.operationID as string | undefined;
 
@@ -236,7 +212,7 @@ describe('webhook deliveries', () => {
     expect(operationIDOf(disabled.received[0]!)).toBe(before);
 
     const maker = await findUserByEmail(sys.backOffice, distributor.makerEmail);
-    await disableWebhookEndpoint(webhookDeps(), maker, endpointID, 'moving to a new URL', randomUUID());
+    await disableWebhookEndpoint(webhookDeps(sys), maker, endpointID, 'moving to a new URL', randomUUID());
     const after = await completedCashIn();
     await waitFor(() => control.received.some((r) => operationIDOf(r) === after));
     await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.status === 'disabled');
@@ -281,16 +257,10 @@ describe('webhook deliveries that keep failing', () => {
     const r = await startWebhookReceiver();
     try {
       const executor = await sys.startExecutor();
-      const distributor = await sys.party('distributor');
-      const { apiKey } = await distributor.key();
-      const phone = await sys.individual('+2348125100002');
-      await waitUntilSettled(sys, await issue(sys, distributor.ref, '100'));
+      const distributor = await payingDistributor(sys, '+2348125100002', '100');
       r.respond(() => 503);
-      const deps: WebhookCommandDeps = { ...sys.backOffice, secretsKey: embeddedSecretsKey(sys.config.DATA_DIR), allowInsecureLocalhost: true };
-      const { endpointID } = await requestWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.makerEmail), { url: r.url, eventTypes: ['operation.approved'] }, randomUUID());
-      await approveWebhookEndpoint(deps, await findUserByEmail(sys.backOffice, distributor.checkerEmail), endpointID, randomUUID());
-      const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
-      await approve(sys, distributor, created.body.operationID);
+      const { endpointID } = await registerEndpoint(sys, distributor, r.url, ['operation.approved']);
+      await approve(sys, distributor, await createCashIn(sys, distributor));
 
       await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.status === 'disabled', 15_000);
       const [delivery] = (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 1 })).deliveries;
@@ -302,10 +272,8 @@ describe('webhook deliveries that keep failing', () => {
       expect(shown).toMatchObject({ status: 'disabled', disabledBy: 'system', reason: expect.stringMatching(/^deliveries failed for 300 ms; last error: HTTP 503/) });
       const attemptsBefore = r.received.length;
       // Nothing more is tried: a new event for it is not even queued.
-      const second = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: phone } });
-      await approve(sys, distributor, second.body.operationID);
-      await waitUntilSettled(sys, second.body.operationID);
-      const approval = (await sys.system.stores.eventStore.readStream(`operation-${second.body.operationID}`)).find((e) => e.type === 'OperationApproved')!;
+      const second = await completeCashIn(sys, distributor);
+      const approval = (await sys.system.stores.eventStore.readStream(`operation-${second}`)).find((e) => e.type === 'OperationApproved')!;
       const outbox = sys.system.consumers.find((c) => c.consumer.name === 'webhook-outbox')!.consumer;
       await waitFor(() => (outbox.status().position ?? 0) >= approval.position);
       expect((await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 5 })).total).toBe(1);
