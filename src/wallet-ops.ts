@@ -243,6 +243,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key of their own in DATA_DIR.
         secretsKey,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
+        assetCode: config.ASSET_CODE,
+        waitingPollMs: config.CONSOLE_WAITING_POLL_MS,
       })] : []),
     ],
   });

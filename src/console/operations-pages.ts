@@ -1,5 +1,6 @@
 import type { Counterparty, OperationRequested } from '../domain/events.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
+import { money } from './format.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
@@ -36,7 +37,7 @@ const opTabs = (current: 'pending' | 'history', pendingCount: number) => html`<n
     <li><a href="/console/operations/history"${current === 'history' ? html` aria-current="page"` : ''}>History</a></li>
   </ul></nav>`;
 
-export function pendingPage(session: SessionDoc, items: PendingOperation[], checker: boolean): Html {
+export function pendingPage(session: SessionDoc, items: PendingOperation[], checker: boolean, assetCode: string): Html {
   const table = items.length === 0
     ? html`<p class="empty">No operation is waiting for approval.</p>`
     : html`<table>
@@ -44,8 +45,8 @@ export function pendingPage(session: SessionDoc, items: PendingOperation[], chec
       <thead><tr><th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
       <tbody>${items.map(({ operation: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
         <th scope="row">${op.operationType}<br><code class="muted">${op.operationID}</code></th>
-        <td class="num">${op.amount}</td>
-        <td class="num">${op.fee}</td>
+        <td class="num">${money(op.amount, assetCode)}</td>
+        <td class="num">${money(op.fee, assetCode)}</td>
         <td>${counterpartText(op.counterparty)}</td>
         <td>${op.memo ?? ''}</td>
         <td>${keyLabel ?? ''}<br><code class="muted">${op.keyID ?? ''}</code></td>
@@ -64,12 +65,12 @@ export function pendingPage(session: SessionDoc, items: PendingOperation[], chec
     ${table}</section>`;
 }
 
-export function rejectPage(session: SessionDoc, pending: PendingOperation, error?: string): Html {
+export function rejectPage(session: SessionDoc, pending: PendingOperation, assetCode: string, error?: string): Html {
   const op = pending.operation;
   return html`<h1>Reject operation</h1>
     <dl class="summary">
       <dt>Operation</dt><dd>${op.operationType} <code>${op.operationID}</code></dd>
-      <dt>Amount</dt><dd>${op.amount} (fee ${op.fee})</dd>
+      <dt>Amount</dt><dd>${money(op.amount, assetCode)} (fee ${money(op.fee, assetCode)})</dd>
       <dt>Counterpart</dt><dd>${counterpartText(op.counterparty)}</dd>
       <dt>Memo</dt><dd>${op.memo ?? '—'}</dd>
     </dl>
@@ -82,7 +83,7 @@ export function rejectPage(session: SessionDoc, pending: PendingOperation, error
 
 const STATUS_LABELS: Record<string, string> = { pending: 'Pending', approved: 'Approved, executing', rejected: 'Rejected', completed: 'Completed', failed: 'Failed' };
 
-export function historyPage(rows: HistoryRow[], page: { offset: number; limit: number }, pendingCount: number): Html {
+export function historyPage(rows: HistoryRow[], page: { offset: number; limit: number }, pendingCount: number, assetCode: string): Html {
   const table = rows.length === 0
     ? html`<p class="empty">No operation yet.</p>`
     : html`<table class="history">
@@ -91,8 +92,8 @@ export function historyPage(rows: HistoryRow[], page: { offset: number; limit: n
       <tbody>${rows.map((row) => html`<tr data-operation-id="${row.operationID}">
         <th scope="row">${row.operationType}<br><code class="muted">${row.operationID}</code><br><span class="muted created">created ${time(row.createdAt)}</span></th>
         <td><span class="badge badge-${row.status}">${STATUS_LABELS[row.status] ?? row.status}</span>${row.lastError ? html`<br><span class="error-text">${row.lastError}</span>` : ''}${row.updatedAt !== row.createdAt ? html`<br><span class="muted">${time(row.updatedAt)}</span>` : ''}</td>
-        <td class="num">${row.amount}</td>
-        <td class="num">${row.fee ?? '—'}</td>
+        <td class="num">${money(row.amount, assetCode)}</td>
+        <td class="num">${money(row.fee, assetCode)}</td>
         <td>${row.counterpart}</td>
         <td>${row.memo ?? ''}</td>
         <td>${row.blockchainID ? html`<code class="hash" title="${row.blockchainID}" data-blockchain-id>${row.blockchainID}</code><br><span class="muted">sequence ${row.sequenceNumber ?? '—'}</span>` : row.sequenceNumber !== null ? html`<span class="muted">sequence ${row.sequenceNumber}</span>` : html`<span class="muted">—</span>`}</td>
