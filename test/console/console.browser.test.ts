@@ -303,7 +303,7 @@ suite(title, () => {
     await admin.locator('.notice.ok', { hasText: 'owner@corner.example is disabled' }).waitFor();
     await shot(admin, 'admin-7-disabled', { doc: 'user' });
     await owner.goto('/console/operations');
-    await owner.waitForURL(/\/console\/login\?ended=1$/);
+    await owner.waitForURL(/\/console\/login\?ended=1&next=%2Fconsole%2Foperations$/);
     await expect(await owner.locator('main').textContent()).toContain('Your session has ended');
     await owner.getByLabel('Email').fill('owner@corner.example');
     await owner.getByLabel('Password').fill('corner password 1');
