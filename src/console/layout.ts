@@ -86,8 +86,8 @@ function who(options: NonNullable<PageOptions['viewer']> & { section: Section })
 function flashMessage(flash: PageOptions['flash']): Html {
   if (!flash) return html``;
   return flash.kind === 'ok'
-    ? html`<p class="notice ok" role="status">${flash.text}</p>`
-    : html`<p class="notice error" role="alert">${flash.text}</p>`;
+    ? html`<p class="notice ok" role="status" data-flash="ok">${flash.text}</p>`
+    : html`<p class="notice error" role="alert" data-flash="error">${flash.text}</p>`;
 }
 
 /** The one-time secret: opened as a modal by console.js (focus inside, Escape closes), plain and open without it. */

@@ -84,7 +84,7 @@ suite(title, () => {
 
   it('when a maker requests a key, then they cannot approve it, a checker can, and the maker sees the secret once, which works against the API', async () => {
     const lead = await loginAs(leadEmail, OTHER_PASSWORD, { screenshot: 'key-1-login' });
-    await expect(await lead.locator('[data-balance]').textContent()).toBe('25000.00');
+    await expect(await lead.locator('[data-balance]').textContent()).toBe('25,000.00 NGN');
     await shot(lead, 'key-2-dashboard', { doc: 'dashboard' });
 
     await lead.getByRole('link', { name: 'Settings › API keys' }).click();

@@ -51,6 +51,26 @@ function labelCells() {
   }
 }
 
+/**
+ * A list wider than the screen scrolls inside its section: such a section takes keyboard focus, so that it can
+ * be scrolled without a mouse (and says what it is through its heading, aria-labelledby).
+ */
+function focusableScrollers() {
+  const mark = () => {
+    for (const section of document.querySelectorAll('main section')) {
+      const scrolls = section.scrollWidth > section.clientWidth + 1;
+      if (scrolls && !section.hasAttribute('tabindex')) section.setAttribute('tabindex', '0');
+      else if (!scrolls && section.getAttribute('tabindex') === '0') section.removeAttribute('tabindex');
+    }
+  };
+  mark();
+  let pending = null;
+  window.addEventListener('resize', () => {
+    clearTimeout(pending);
+    pending = setTimeout(mark, 100);
+  });
+}
+
 /** The navigation's counts: asked for while the tab is visible, never while hidden; stops when the session ends. */
 function pollWaiting() {
   const badges = document.querySelectorAll('[data-waiting]');
@@ -104,7 +124,7 @@ function keepDrafts() {
     });
   }
   // A success message means the last form went through: its drafts are done with.
-  if (document.querySelector('main .notice.ok')) {
+  if (document.querySelector('main [data-flash="ok"]')) {
     try {
       const pending = sessionStorage.getItem('wo-draft-sent');
       if (pending) sessionStorage.removeItem(pending);
@@ -168,6 +188,7 @@ document.addEventListener('DOMContentLoaded', () => {
   foldMenu();
   localTimes();
   labelCells();
+  focusableScrollers();
   keepDrafts();
   enableCopyButtons();
   openModals();
