@@ -295,9 +295,9 @@ suite(title, () => {
 
     // Narrowing takes one administrator and is immediate: the owner's open session ends.
     await admin.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users' }).click();
-    await admin.locator('section[data-party]', { hasText: 'Corner Shop' }).getByRole('link', { name: 'owner@corner.example' }).waitFor();
+    await admin.locator('section[data-party]', { hasText: 'Corner Shop' }).getByRole('link', { name: 'owner@corner.example', exact: true }).waitFor();
     await shot(admin, 'admin-6-users', { doc: 'users' });
-    await admin.getByRole('link', { name: 'owner@corner.example' }).click();
+    await admin.getByRole('link', { name: 'owner@corner.example', exact: true }).click();
     await admin.getByLabel('Reason', { exact: true }).fill('Sold the shop');
     await admin.getByRole('button', { name: 'Disable user' }).click();
     await admin.locator('.notice.ok', { hasText: 'owner@corner.example is disabled' }).waitFor();
