@@ -14,5 +14,5 @@ export function groupDigits(amount: string): string {
 /** `<span class="amount">25,000.00 NGN</span>`, with the plain amount in data-amount for scripts and tests (CSS keeps it on one line in tables). */
 export function money(amount: string | null | undefined, code: string): Html {
   if (amount === null || amount === undefined || amount === '') return html`<span class="muted">—</span>`;
-  return html`<span class="amount" data-amount="${amount}">${groupDigits(amount)} ${code}</span>`;
+  return html`<span class="amount" data-amount="${amount}">${groupDigits(amount)} <span class="currency">${code}</span></span>`;
 }
