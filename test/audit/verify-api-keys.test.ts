@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { withHashChain } from '../../src/audit/hash-chain.ts';
+import { keyHistory } from '../../src/audit/queries.ts';
 import { verifyHistory } from '../../src/audit/verify.ts';
 import { addUser, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
 import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
@@ -48,6 +49,9 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     const { keyID } = await requestApiKey(deps, maker, { label: 'till 9', permissions: ['read-balance'] }, 'c');
     expect(await decideOnApiKey(deps, maker, keyID, { type: 'WithdrawApiKeyRequest' }, 'c')).toEqual({ keyID, state: 'withdrawn' });
     expect(await problems()).toEqual([]);
+    const history = await keyHistory(store, keyID);
+    expect(history.status).toBe('withdrawn');
+    expect(history.lifecycle.map((e) => [e.type, e.role, e.by])).toEqual([['ApiKeyRequested', 'maker', 'maker@keys.test'], ['ApiKeyRequestWithdrawn', 'maker', 'maker@keys.test']]);
   });
 
   it('when a request is withdrawn by another user, or after it was approved, then verify names it', async () => {

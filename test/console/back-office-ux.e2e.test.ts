@@ -195,7 +195,7 @@ describe('amounts and administrators’ lists', () => {
   it('when the dashboard shows the balance, then its digits are grouped and the currency named', async () => {
     const client = await as(dist.makerEmail, MAKER_PASSWORD);
     const page = await client.get('/console/');
-    expect(page.text).toMatch(/data-amount="1234567\.50">1,234,567\.50 <span class="currency">NGN</span></);
+    expect(page.text).toContain('data-amount="1234567.50">1,234,567.50 <span class="currency">NGN</span></span>');
   });
 
   it('when an administrator searches parties and users, then only matches are listed; a malformed search is a 400 page', async () => {
