@@ -8,7 +8,7 @@ import { ConsoleError, type ConsoleServices, type Viewer } from './context.ts';
 import { html, type Renderable } from '../http/html.ts';
 import { noStore } from './http-security.ts';
 import { page, type Section } from './layout.ts';
-import { waitingFor } from './waiting.ts';
+import { NOTHING_WAITING, waitingFor } from './waiting.ts';
 
 /** Sends a full page for the logged-in viewer: their party, a pending flash message, and any secret waiting for them. */
 export async function renderPage(
@@ -28,7 +28,11 @@ export async function renderPage(
   // Taken as the page is rendered: the next view, a reload included, will not have it. Only a GET shows it
   // (a HEAD would take it and send no body).
   const secrets = res.req.method === 'GET' ? await services.secrets.take(user.userID) : [];
-  const waiting = await waitingFor(services, user);
+  // The counts are a convenience: a page is never refused because they could not be read.
+  const waiting = await waitingFor(services, user).catch((error: unknown) => {
+    services.deps.logger.warn({ err: error, userID: user.userID }, 'console: waiting counts not available');
+    return NOTHING_WAITING;
+  });
   const body = page({ ...options, viewer: { user, session, partyName, waiting }, flash, secrets, pollMs: services.deps.waitingPollMs ?? 15_000 });
   res.status(options.status ?? 200).type('html').send(body.value);
 }
