@@ -242,6 +242,20 @@ suite(title, { timeout: 180_000 }, () => {
     expect(await maker.evaluate(() => document.activeElement?.id)).toBe('label');
   });
 
+  it('when JavaScript is off, then the navigation shows on a wide screen and opens from the Menu button on a phone', async () => {
+    const page = await loginAs(dist.checkerEmail, CHECKER_PASSWORD, DESKTOP, { javaScriptEnabled: false });
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    expect(await nav.getByRole('link', { name: 'Operations' }).isVisible()).toBe(true);
+    expect(await page.locator('details[data-menu] > summary').isVisible()).toBe(false);
+    await page.setViewportSize(PHONE);
+    await nav.waitFor({ state: 'hidden' });
+    await page.locator('details[data-menu] > summary').click();
+    await nav.getByRole('link', { name: 'Operations' }).waitFor({ state: 'visible' });
+    await page.goto('/console/operations');
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+    expect(await page.locator('tr[data-operation-id]').first().getByRole('button', { name: 'Approve' }).isVisible()).toBe(true);
+  });
+
   it('when a browser in Lagos shows a time, then it is in its own zone with the UTC time on hover', async () => {
     const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD, DESKTOP, { timezoneId: 'Africa/Lagos', locale: 'en-GB' });
     await checker.goto('/console/keys?tab=active');

@@ -11,6 +11,7 @@ const POLL_MS = Number(document.documentElement.dataset.pollMs) || 15000;
 
 /** Open on a wide screen, folded behind its button on a narrow one (and whenever the width crosses over). */
 function foldMenu() {
+  document.documentElement.classList.add('js');
   const menu = document.querySelector('details[data-menu]');
   if (!menu) return;
   const narrow = window.matchMedia(NARROW);
