@@ -43,6 +43,7 @@ const schema = z.object({
     .describe('How long a client may take to send a whole request (headers and body); a slower one gets 408. At least HTTP_HEADERS_TIMEOUT_MS.'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   ASSET_SCALE: z.coerce.number().int().min(0).max(8).default(2).describe('Decimal places of the currency; amounts with more are refused.'),
+  ASSET_CODE: z.string().regex(/^[A-Za-z0-9]{1,12}$/, 'letters and digits, 1 to 12').default('NGN').describe('The currency as the console names it beside amounts (e.g. NGN); display only.'),
   TRUST_PROXY: z
     .string()
     .default('false')
@@ -160,6 +161,7 @@ const schema = z.object({
     .describe('MongoDB database holding the read models and their checkpoints.'),
   LOGIN_ATTEMPTS_PER_EMAIL: z.coerce.number().int().min(1).max(1000).default(5).describe('Console logins tried for one email, counted before the password is checked, before it is locked for LOGIN_LOCKOUT_MS.'),
   LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20).describe('Failed console logins from one client address before every login from it is locked for LOGIN_LOCKOUT_MS.'),
+  CONSOLE_WAITING_POLL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000).describe('How often an open, visible console page asks for the counts of decisions waiting for its user (the navigation badges).'),
   LOGIN_LOCKOUT_MS: z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(15 * 60_000).describe('How long console login attempts are counted, and how long a lockout lasts from the attempt that reached a limit.'),
   SECRETS_KEY: z
     .preprocess(

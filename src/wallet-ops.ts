@@ -251,6 +251,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         secretsKey,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
         confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
+        assetCode: config.ASSET_CODE,
+        waitingPollMs: config.CONSOLE_WAITING_POLL_MS,
       })] : []),
     ],
   });

@@ -179,6 +179,8 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
       return `approved by ${await directory.who(d.approvedBy)}, expires ${d.expiresAt}`;
     case 'ApiKeyRejected':
       return `rejected by ${await directory.who(d.rejectedBy)}${d.reason ? `: ${d.reason}` : ''}`;
+    case 'ApiKeyRequestWithdrawn':
+      return `request withdrawn by ${await directory.who(d.withdrawnBy)}`;
     case 'ApiKeyRevocationRequested':
       return `revocation requested by ${await directory.who(d.requestedBy)}: ${d.reason}`;
     case 'ApiKeyRevocationRejected':
@@ -311,6 +313,7 @@ const KEY_STATUS: Record<string, string> = {
   ApiKeyRequested: 'pending',
   ApiKeyApproved: 'active',
   ApiKeyRejected: 'rejected',
+  ApiKeyRequestWithdrawn: 'withdrawn',
   ApiKeyRevocationRequested: 'revocation_pending',
   ApiKeyRevocationRejected: 'active',
   ApiKeyRevoked: 'revoked',
@@ -327,8 +330,8 @@ export async function keyHistory(store: EventStore, keyID: string, now = new Dat
   let expiresAt: string | null = null;
   for (const event of events) {
     const d = event.data as Record<string, unknown>;
-    const makerSide = event.type === 'ApiKeyRequested' || event.type === 'ApiKeyRevocationRequested';
-    const userID = d.requestedBy ?? d.approvedBy ?? d.rejectedBy;
+    const makerSide = event.type === 'ApiKeyRequested' || event.type === 'ApiKeyRevocationRequested' || event.type === 'ApiKeyRequestWithdrawn';
+    const userID = d.requestedBy ?? d.approvedBy ?? d.rejectedBy ?? d.withdrawnBy;
     const by = await directory.who(userID);
     (makerSide ? makers : checkers).add(by);
     if (event.type === 'ApiKeyApproved') expiresAt = d.expiresAt as string;

@@ -31,7 +31,7 @@ export interface OpState {
 
 
 interface KeyInfo {
-  status: 'pending' | 'active' | 'rejected' | 'revocation_pending' | 'revoked';
+  status: 'pending' | 'active' | 'rejected' | 'withdrawn' | 'revocation_pending' | 'revoked';
   party: string;
   requestedBy: string;
   revocationRequestedBy: string | null;
@@ -144,6 +144,12 @@ export class BusinessChecker {
         expect('pending');
         this.checker(event, data.rejectedBy as string, key.party, key.requestedBy, () => what);
         key.status = 'rejected';
+        break;
+      case 'ApiKeyRequestWithdrawn':
+        expect('pending');
+        // Only its maker takes a request back: anyone else would be deciding on it without the checker role.
+        if (data.withdrawnBy !== key.requestedBy) this.problem('maker-checker', event, `${what} by ${String(data.withdrawnBy)}, not the maker who requested it (${key.requestedBy})`);
+        key.status = 'withdrawn';
         break;
       case 'ApiKeyRevocationRequested': {
         expect('active');

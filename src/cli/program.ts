@@ -95,6 +95,7 @@ export function buildCli(): Command {
 
   const decisions: Array<[name: string, description: string, reason: 'required' | 'optional' | 'none', toDecision: (reason?: string) => KeyDecision]> = [
     ['reject', 'a checker rejects a pending key', 'optional', (reason) => ({ type: 'RejectApiKey', reason: reason ?? null })],
+    ['withdraw', 'the maker who requested a pending key takes the request back', 'none', () => ({ type: 'WithdrawApiKeyRequest' })],
     ['revoke', 'a maker asks for an active key to be revoked', 'required', (reason) => ({ type: 'RequestApiKeyRevocation', reason })],
     ['approve-revocation', 'a checker approves a revocation: the key stops working for good', 'none', () => ({ type: 'ApproveApiKeyRevocation' })],
     ['reject-revocation', 'a checker rejects a revocation: the key stays active', 'optional', (reason) => ({ type: 'RejectApiKeyRevocation', reason: reason ?? null })],

@@ -7,8 +7,9 @@ import { assertNever, type Decider } from './decider.ts';
  * The API-key lifecycle of the contract, with maker-checker on both ends:
  *   (none) -request-> pending -approve-> active -request revocation-> revocation_pending -approve-> revoked
  *                     pending -reject-> rejected          revocation_pending -reject revocation-> active
+ *                     pending -withdraw (its maker)-> withdrawn
  *   active -(approval time + expiresInDays)-> expired, derived from the clock, never stored.
- * Rejected, revoked and expired are final.
+ * Rejected, withdrawn, revoked and expired are final.
  */
 
 /** The console user acting, as the handler loaded them. */
@@ -24,11 +25,12 @@ export type ApiKeyCommand =
   | { type: 'RequestApiKey'; data: KeyTerms & { by: ActingUser; now: string } }
   | { type: 'ApproveApiKey'; data: { keyID: string; by: ActingUser; secretHash: string; now: string } }
   | { type: 'RejectApiKey'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } }
+  | { type: 'WithdrawApiKeyRequest'; data: { keyID: string; by: ActingUser; now: string } }
   | { type: 'RequestApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string; now: string } }
   | { type: 'ApproveApiKeyRevocation'; data: { keyID: string; by: ActingUser; now: string } }
   | { type: 'RejectApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } };
 
-export type ApiKeyStatus = 'pending' | 'active' | 'revocation_pending' | 'rejected' | 'revoked';
+export type ApiKeyStatus = 'pending' | 'active' | 'revocation_pending' | 'rejected' | 'withdrawn' | 'revoked';
 
 export type ApiKeyState =
   | { status: 'none' }
@@ -105,6 +107,14 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
       requireStatus(key, 'pending', data.now, 'reject the key');
       return [{ type: 'ApiKeyRejected', data: { keyID: key.keyID, rejectedBy: data.by.userID, reason: command.data.reason, rejectedAt: data.now } }];
     }
+    case 'WithdrawApiKeyRequest': {
+      const key = requireKey(state, data.keyID);
+      requireSameParty(data.by, key);
+      // Only the person who asked may take it back; a checker who disagrees rejects it instead.
+      if (data.by.userID !== key.requestedBy) throw new DomainError('SAME_USER', 'only the maker who requested the key can withdraw the request');
+      requireStatus(key, 'pending', data.now, 'withdraw the request');
+      return [{ type: 'ApiKeyRequestWithdrawn', data: { keyID: key.keyID, withdrawnBy: data.by.userID, withdrawnAt: data.now } }];
+    }
     case 'RequestApiKeyRevocation': {
       const key = requireKey(state, data.keyID);
       requireRole(data.by, 'maker', 'requesting a revocation');
@@ -140,6 +150,8 @@ function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
       return { ...state, status: 'active', approvedBy: event.data.approvedBy, expiresAt: event.data.expiresAt, secretHash: event.data.secretHash };
     case 'ApiKeyRejected':
       return { ...state, status: 'rejected' };
+    case 'ApiKeyRequestWithdrawn':
+      return { ...state, status: 'withdrawn' };
     case 'ApiKeyRevocationRequested':
       return { ...state, status: 'revocation_pending', revocationRequestedBy: event.data.requestedBy, revocationReason: event.data.reason };
     case 'ApiKeyRevocationRejected':

@@ -160,6 +160,7 @@ export async function approveApiKey(deps: BackOfficeDeps, user: ActiveUser, keyI
 
 export type KeyDecision =
   | { type: 'RejectApiKey'; reason: string | null }
+  | { type: 'WithdrawApiKeyRequest' }
   | { type: 'RequestApiKeyRevocation'; reason: unknown }
   | { type: 'ApproveApiKeyRevocation' }
   | { type: 'RejectApiKeyRevocation'; reason: string | null };
@@ -170,7 +171,7 @@ export async function decideOnApiKey(deps: BackOfficeDeps, user: ActiveUser, key
   const command: ApiKeyCommand =
     decision.type === 'RequestApiKeyRevocation'
       ? { type: decision.type, data: { ...base, reason: requiredText('reason', decision.reason, 500) } }
-      : decision.type === 'ApproveApiKeyRevocation'
+      : decision.type === 'ApproveApiKeyRevocation' || decision.type === 'WithdrawApiKeyRequest'
         ? { type: decision.type, data: base }
         : { type: decision.type, data: { ...base, reason: decision.reason === null ? null : requiredText('reason', decision.reason, 500) } };
   const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));

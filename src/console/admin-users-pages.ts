@@ -3,6 +3,7 @@ import type { UserRole } from '../domain/events.ts';
 import { html, seg, type Html } from '../http/html.ts';
 import type { PartySummary, PartyWithUsers, PublicUser } from '../projections/user-directory.ts';
 import { csrfField } from './layout.ts';
+import { searchForm } from './parties-pages.ts';
 import type { SessionDoc } from './sessions.ts';
 
 /** The markup of Users: every party with its users, and one user's page with what an administrator may do. */
@@ -16,25 +17,36 @@ export function statusBadges(user: PublicUser): Html {
 
 const rolesText = (user: PublicUser) => (user.platformAdmin ? 'platform administrator' : user.roles.map((r) => ROLE_TEXT[r]).join(', '));
 
+/** What an administrator may do to the user, each a link to its form on the user's page. */
+function lifecycleLinks(user: PublicUser): Html {
+  const base = `/console/admin/users/${seg(user.userID)}`;
+  const links: Array<[string, string]> = user.status === 'active'
+    ? [['disable-title', 'Disable…'], ['reset-title', 'Reset password…'], ...(user.platformAdmin ? [] : [['actions', 'Roles…'] as [string, string]])]
+    : [['enable-title', 'Request enabling…']];
+  return html`<ul class="plain links">${links.map(([anchor, text]) => html`<li><a href="${base}#${anchor}">${text}<span class="visually-hidden"> ${user.email}</span></a></li>`)}</ul>`;
+}
+
 function usersTable(caption: string, users: PublicUser[]): Html {
   if (users.length === 0) return html`<p class="empty">No user yet.</p>`;
   return html`<table>
     <caption class="visually-hidden">${caption}</caption>
-    <thead><tr><th scope="col">User</th><th scope="col">Roles</th><th scope="col">Status</th></tr></thead>
+    <thead><tr><th scope="col">User</th><th scope="col">Roles</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
     <tbody>${users.map((user) => html`<tr data-user-id="${user.userID}">
       <th scope="row"><a href="/console/admin/users/${seg(user.userID)}">${user.email}</a></th>
       <td>${rolesText(user)}</td>
       <td>${statusBadges(user)}</td>
+      <td class="actions">${lifecycleLinks(user)}</td>
     </tr>`)}</tbody></table>`;
 }
 
-export function usersPage(view: { administrators: PublicUser[] | null; parties: PartyWithUsers[]; filtered: boolean }): Html {
+export function usersPage(view: { administrators: PublicUser[] | null; parties: PartyWithUsers[]; filtered: boolean; query: string; onlyParty: string | null }): Html {
   return html`<div class="page-head"><h1>Users</h1><a class="button" href="/console/admin#user-title">Request a user</a></div>
     <p>Disabling a user or removing one of their roles takes effect at once. Adding a user or a role, enabling a user and
-      resetting a password are requests that another administrator approves.</p>
+      resetting a password are requests that another administrator approves. Open a user for what you may do.</p>
+    ${view.onlyParty ? '' : searchForm('/console/admin/users', 'Find a user', 'Part of an email, a party’s name or its short code.', view.query)}
     ${view.filtered ? html`<p><a href="/console/admin/users">All parties</a></p>` : ''}
     ${view.administrators ? html`<section aria-labelledby="admins-title"><h2 id="admins-title">Platform administrators</h2>${usersTable('Platform administrators', view.administrators)}</section>` : ''}
-    ${view.parties.length === 0 ? html`<p class="empty">No party.</p>` : ''}
+    ${view.parties.length === 0 ? html`<p class="empty">${view.query ? 'No party or user matches.' : 'No party.'}</p>` : ''}
     ${view.parties.map((party) => html`<section aria-labelledby="party-${party.type}-${party.id}" data-party="${party.type}:${party.id}">
       <h2 id="party-${party.type}-${party.id}">${partyTitle(party)} <a class="small" href="/console/admin/users?party=${party.type}:${seg(party.id)}">only this party</a></h2>
       ${usersTable(`Users of ${party.name}`, party.users)}</section>`)}`;
@@ -103,6 +115,6 @@ export function userPage(view: UserView, describe: (request: AccessRequestRecord
     </dl>
     ${view.pending.length ? html`<section aria-labelledby="pending-title"><h2 id="pending-title">Waiting for approval</h2>
       <ul>${view.pending.map((request) => html`<li>${describe(request)} <a href="/console/admin/access#${request.requestID}">${request.requestID}</a></li>`)}</ul></section>` : ''}
-    <div class="cards align-start">${actions(view)}</div>
+    <div class="cards align-start" id="actions">${actions(view)}</div>
     <p><a href="/console/admin/users">All users</a></p>`;
 }

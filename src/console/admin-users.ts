@@ -2,9 +2,10 @@ import type { Response, Router } from 'express';
 import { disableUser, removeUserRole, requestAccessChange, type AccessChangeInput } from '../commands/user-admin.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { PartyRef } from '../domain/parties.ts';
-import { catchUpUserDirectory, toPublicUser, UserDirectory } from '../projections/user-directory.ts';
+import { catchUpUserDirectory, toPublicUser } from '../projections/user-directory.ts';
 import { accessRoutes, describeChange } from './access-requests.ts';
 import { userPage, usersPage } from './admin-users-pages.ts';
+import { partiesPage } from './parties-pages.ts';
 import { commandContext, ConsoleError, field, requireAdmin, viewer, type ConsoleServices } from './context.ts';
 import { redirectWith, renderPage } from './render.ts';
 
@@ -15,13 +16,22 @@ import { redirectWith, renderPage } from './render.ts';
  */
 const sentence = (message: string) => message.charAt(0).toUpperCase() + message.slice(1) + '.';
 
+/** The search box's text: absent is no search; a repeated or overlong one is a malformed request. */
+export function searchQuery(value: unknown): string {
+  if (value === undefined) return '';
+  if (typeof value !== 'string' || value.length > 200) throw new ConsoleError(400, 'The search is not one text of up to 200 characters.');
+  return value.trim();
+}
+
+const matches = (query: string, ...texts: string[]) => query === '' || texts.some((text) => text.toLowerCase().includes(query.toLowerCase()));
+
 function parsePartyFilter(value: unknown): PartyRef | undefined {
   const match = typeof value === 'string' ? /^(distributor|merchant):([0-9a-f-]{36})$/.exec(value) : null;
   return match ? { type: match[1] as PartyRef['type'], id: match[2]! } : undefined;
 }
 
 export function userAdminRoutes(router: Router, services: ConsoleServices): void {
-  const directory = new UserDirectory();
+  const directory = services.users;
   const { store } = services.deps;
   const settle = () => catchUpUserDirectory(store, directory);
 
@@ -47,14 +57,29 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     });
   }
 
+  router.get('/admin/parties', async (req, res) => {
+    requireAdmin(res);
+    const query = searchQuery(req.query.q);
+    await settle();
+    const all = directory.partiesWithUsers();
+    const parties = all.filter((party) => matches(query, party.name, party.shortCode));
+    await renderPage(services, res, { title: 'Parties', section: 'parties', body: partiesPage({ parties, query, total: all.length }) });
+  });
+
   router.get('/admin/users', async (req, res) => {
     requireAdmin(res);
+    const query = searchQuery(req.query.q);
     await settle();
     const only = parsePartyFilter(req.query.party);
+    // A party whose name or short code matches shows all its users; otherwise only the users whose email does.
+    const parties = directory.partiesWithUsers(only)
+      .map((party) => (matches(query, party.name, party.shortCode) ? party : { ...party, users: party.users.filter((u) => matches(query, u.email)) }))
+      .filter((party) => query === '' || party.users.length > 0 || matches(query, party.name, party.shortCode));
+    const administrators = only ? null : directory.administrators().filter((u) => matches(query, u.email));
     await renderPage(services, res, {
       title: 'Users',
       section: 'users',
-      body: usersPage({ administrators: only ? null : directory.administrators(), parties: directory.partiesWithUsers(only), filtered: Boolean(only) }),
+      body: usersPage({ administrators: query && administrators?.length === 0 ? null : administrators, parties, filtered: Boolean(only), query, onlyParty: only ? (req.query.party as string) : null }),
     });
   });
 

@@ -10,6 +10,7 @@ import type { Logger } from '../logger.ts';
 import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import type { UserDirectory } from '../projections/user-directory.ts';
 import type { LoginThrottle, ThrottleLimits } from './login-throttle.ts';
 import type { OneTimeSecrets } from './one-time-secrets.ts';
 import type { ConsoleSessions, SessionDoc, SessionTimes } from './sessions.ts';
@@ -33,6 +34,10 @@ export interface ConsoleDeps {
   webhookAllowInsecureLocalhost?: boolean;
   /** CONSOLE_CONFIRM_ABOVE: approving an operation of a larger amount asks once more (a decimal string; absent: never). */
   confirmAbove?: string | null;
+  /** ASSET_CODE: the currency named beside every amount (default NGN). */
+  assetCode?: string;
+  /** CONSOLE_WAITING_POLL_MS: how often a visible page asks for its navigation's counts (default 15 s). */
+  waitingPollMs?: number;
 }
 
 /** The console's parts, built once per router. */
@@ -45,6 +50,8 @@ export interface ConsoleServices {
   secrets: OneTimeSecrets;
   /** The back-office deps, plus what the webhook-endpoint commands need. */
   webhooks: WebhookCommandDeps;
+  /** Parties, users and access requests, caught up before each use: Users, Parties, Access requests and the badge. */
+  users: UserDirectory;
 }
 
 /** The logged-in user of a request, set by the session middleware. */
@@ -57,6 +64,8 @@ export class ConsoleError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** A kinder title than the status's, and the one link that helps (the login page, the page to go back to). */
+    readonly page: { title?: string; link?: { href: string; text: string } } = {},
   ) {
     super(message);
     this.name = 'ConsoleError';

@@ -3,6 +3,7 @@ import * as balances from '../projections/balances.ts';
 import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
 import { viewer, type ConsoleServices } from './context.ts';
 import { html } from '../http/html.ts';
+import { money } from './format.ts';
 import { countPending } from './operations.ts';
 import { renderPage } from './render.ts';
 
@@ -45,7 +46,7 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
         <p class="muted">${party.type === 'distributor' ? 'Distributor' : 'Merchant'} · short code ${info?.shortCode ?? ''} · id <code>${party.id}</code></p>
         <div class="cards">
           <section class="card" aria-labelledby="balance-title"><h2 id="balance-title">Balance</h2>
-            <p class="big" data-balance>${balance}</p><p class="hint">Executed operations only; pending ones are not counted yet.</p></section>
+            <p class="big" data-balance>${money(balance, services.deps.assetCode ?? 'NGN')}</p><p class="hint">Executed operations only; pending ones are not counted yet.</p></section>
           <section class="card" aria-labelledby="ops-title"><h2 id="ops-title">Operations</h2>
             <p class="big">${pendingOperations}</p><p>${checker ? 'waiting for your approval' : 'waiting for a checker'} · <a href="/console/operations">${checker ? 'Review' : 'View'}</a></p></section>
           <section class="card" aria-labelledby="keys-title"><h2 id="keys-title">API keys</h2>

@@ -26,12 +26,13 @@ export interface KeysView {
 }
 
 const TAB_LABELS: Record<KeyTab, string> = { pending: 'Pending', active: 'Active', inactive: 'Inactive' };
-const TAB_HEADINGS: Record<KeyTab, string> = { pending: 'Requests awaiting a checker', active: 'Active keys', inactive: 'Rejected, revoked and expired keys' };
+const TAB_HEADINGS: Record<KeyTab, string> = { pending: 'Requests awaiting a checker', active: 'Active keys', inactive: 'Rejected, withdrawn, revoked and expired keys' };
 const STATE_LABELS: Record<string, string> = {
   pending: 'Awaiting approval',
   active: 'Active',
   revocation_pending: 'Revocation requested',
   rejected: 'Rejected',
+  withdrawn: 'Withdrawn',
   revoked: 'Revoked',
   expired: 'Expired',
 };
@@ -55,10 +56,12 @@ function postButton(view: KeysView, action: string, label: string, options: { da
 function pendingActions(view: KeysView, key: KeyRow): Html {
   const revocation = key.state === 'revocation_pending';
   const ownRequest = (revocation ? key.revocationRequestedBy : key.requestedBy) === view.userID;
-  if (!view.checker) return html`<span class="muted">Waiting for a checker</span>`;
+  // The maker who asked for a key may take the request back while it waits.
+  const withdraw = !revocation && ownRequest ? postButton(view, `/console/keys/${seg(key.keyID)}/withdraw`, 'Withdraw request', { danger: true }) : '';
+  if (!view.checker) return html`${withdraw}<span class="muted">Waiting for a checker</span>`;
   if (ownRequest) {
     const note = `own-${key.keyID}`;
-    return html`<button type="button" disabled aria-describedby="${note}">Approve</button>
+    return html`<button type="button" disabled aria-describedby="${note}">Approve</button> ${withdraw}
       <p class="hint" id="${note}">You made this request: another checker must decide on it.</p>`;
   }
   const base = `/console/keys/${seg(key.keyID)}`;
@@ -107,9 +110,9 @@ function activeTable(view: KeysView): Html {
 
 function inactiveTable(view: KeysView): Html {
   const rows = view.rows.inactive;
-  if (rows.length === 0) return html`<p class="empty">No rejected, revoked or expired key.</p>`;
+  if (rows.length === 0) return html`<p class="empty">No rejected, withdrawn, revoked or expired key.</p>`;
   return html`<table>
-    <caption class="visually-hidden">Rejected, revoked and expired keys</caption>
+    <caption class="visually-hidden">Rejected, withdrawn, revoked and expired keys</caption>
     <thead><tr><th scope="col">Label</th><th scope="col">State</th><th scope="col">Permissions</th><th scope="col">Requested</th><th scope="col">Expiry</th><th scope="col">Revocation reason</th></tr></thead>
     <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
       <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code></th>

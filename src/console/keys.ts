@@ -14,7 +14,7 @@ import { emailOf, redirectWith, renderPage } from './render.ts';
  * the back-office command checks both again (and that a checker never decides on their own request).
  */
 const TABS: KeyTab[] = ['pending', 'active', 'inactive'];
-const INACTIVE = ['rejected', 'revoked', 'expired'];
+const INACTIVE = ['rejected', 'withdrawn', 'revoked', 'expired'];
 
 /** Placeholders that pass validation, put in place of a field already found wrong, to find the next one. */
 const VALID_PLACEHOLDER: Record<keyof KeyTermsInput, unknown> = {
@@ -148,6 +148,7 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     return reason === '' ? null : reason;
   };
   decision('reject', 'checker', (req) => ({ type: 'RejectApiKey', reason: optionalReason(req) }), (l) => `Key request “${l}” rejected.`, 'inactive');
+  decision('withdraw', 'maker', () => ({ type: 'WithdrawApiKeyRequest' }), (l) => `Key request “${l}” withdrawn.`, 'inactive');
   decision('revocation/approve', 'checker', () => ({ type: 'ApproveApiKeyRevocation' }), (l) => `Key “${l}” revoked. It no longer works.`, 'inactive');
   decision('revocation/reject', 'checker', (req) => ({ type: 'RejectApiKeyRevocation', reason: optionalReason(req) }), (l) => `Revocation of “${l}” rejected: the key stays active.`, 'active');
 

@@ -2,18 +2,21 @@ import type { ActiveUser } from '../commands/back-office.ts';
 import { html, type Html, type Renderable } from '../http/html.ts';
 import { isWebhookSigningSecret, type DeliveredSecret } from './one-time-secrets.ts';
 import type { SessionDoc } from './sessions.ts';
+import type { Waiting } from './waiting.ts';
 
-export type Section = 'dashboard' | 'operations' | 'keys' | 'webhooks' | 'admin' | 'users' | 'access' | 'password' | 'login' | 'none';
+export type Section = 'dashboard' | 'operations' | 'keys' | 'webhooks' | 'admin' | 'parties' | 'users' | 'access' | 'password' | 'login' | 'none';
 
 export interface PageOptions {
   title: string;
   section: Section;
   body: Renderable;
   /** Absent on the login page. */
-  viewer?: { user: ActiveUser; session: SessionDoc; partyName: string | null };
+  viewer?: { user: ActiveUser; session: SessionDoc; partyName: string | null; waiting: Waiting };
   flash?: SessionDoc['flash'];
   /** Secrets shown once, in a dialog, on this page view. */
   secrets?: DeliveredSecret[];
+  /** How often console.js asks for the waiting counts. */
+  pollMs?: number;
 }
 
 export const csrfField = (session: SessionDoc): Html => html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
@@ -25,25 +28,49 @@ export const reasonField = (error?: string): Html => html`<div class="field${err
         <textarea id="reason" name="reason" rows="3" maxlength="500" required${error ? html` aria-invalid="true" aria-describedby="reason-error"` : ''}></textarea>
       </div>`;
 
-function navLink(href: string, label: string, current: boolean): Html {
-  return html`<li><a href="${href}"${current ? html` aria-current="page"` : ''}>${label}</a></li>`;
+/**
+ * The count of decisions waiting, kept current by console.js (GET /console/waiting). Rendered hidden at zero,
+ * so that the page says the same with or without the script.
+ */
+function waitingBadge(kind: keyof Waiting, count: number): Html {
+  return html` <span class="waiting" data-waiting="${kind}"${count === 0 ? html` hidden` : ''}><span data-count>${String(count)}</span><span class="visually-hidden"> waiting for you</span></span>`;
 }
 
-function navigation(user: ActiveUser, section: Section): Html {
+function navLink(href: string, label: string, current: boolean, waiting?: [keyof Waiting, number]): Html {
+  return html`<li><a href="${href}"${current ? html` aria-current="page"` : ''}>${label}${waiting ? waitingBadge(...waiting) : ''}</a></li>`;
+}
+
+function navigation(user: ActiveUser, section: Section, waiting: Waiting): Html {
+  const checker = user.roles.includes('checker');
   const links = user.party
     ? [
         navLink('/console/', 'Dashboard', section === 'dashboard'),
-        navLink('/console/operations', 'Operations', section === 'operations'),
-        navLink('/console/keys', 'Settings › API keys', section === 'keys'),
-        navLink('/console/webhooks', 'Webhooks', section === 'webhooks'),
+        navLink('/console/operations', 'Operations', section === 'operations', checker ? ['operations', waiting.operations] : undefined),
+        navLink('/console/keys', 'Settings › API keys', section === 'keys', checker ? ['keys', waiting.keys] : undefined),
+        navLink('/console/webhooks', 'Webhooks', section === 'webhooks', checker ? ['webhooks', waiting.webhooks] : undefined),
       ]
     : [
         navLink('/console/', 'Dashboard', section === 'dashboard'),
         navLink('/console/admin', 'Administration', section === 'admin'),
+        navLink('/console/admin/parties', 'Parties', section === 'parties'),
         navLink('/console/admin/users', 'Users', section === 'users'),
-        navLink('/console/admin/access', 'Access requests', section === 'access'),
+        navLink('/console/admin/access', 'Access requests', section === 'access', ['access', waiting.access]),
       ];
   return html`<nav aria-label="Main"><ul>${links}</ul></nav>`;
+}
+
+/**
+ * The navigation and the user's links in one disclosure: a "Menu" button on a phone, always open on a wide
+ * screen (CSS shows a closed one's content there; console.js also opens it, for browsers without ::details-content).
+ */
+function menu(options: NonNullable<PageOptions['viewer']> & { section: Section }): Html {
+  return html`<details class="menu" data-menu>
+    <summary><span class="menu-label">Menu</span>${waitingBadge('total', options.waiting.total)}</summary>
+    <div class="menu-body">
+      ${navigation(options.user, options.section, options.waiting)}
+      ${who(options)}
+    </div>
+  </details>`;
 }
 
 function who(options: NonNullable<PageOptions['viewer']> & { section: Section }): Html {
@@ -59,8 +86,8 @@ function who(options: NonNullable<PageOptions['viewer']> & { section: Section })
 function flashMessage(flash: PageOptions['flash']): Html {
   if (!flash) return html``;
   return flash.kind === 'ok'
-    ? html`<p class="notice ok" role="status">${flash.text}</p>`
-    : html`<p class="notice error" role="alert">${flash.text}</p>`;
+    ? html`<p class="notice ok" role="status" data-flash="ok">${flash.text}</p>`
+    : html`<p class="notice error" role="alert" data-flash="error">${flash.text}</p>`;
 }
 
 /** The one-time secret: opened as a modal by console.js (focus inside, Escape closes), plain and open without it. */
@@ -87,7 +114,7 @@ function secretDialog(secret: DeliveredSecret, index: number): Html {
 
 export function page(options: PageOptions): Html {
   return html`<!doctype html>
-<html lang="en">
+<html lang="en"${options.pollMs ? html` data-poll-ms="${String(options.pollMs)}"` : ''}>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -100,8 +127,7 @@ export function page(options: PageOptions): Html {
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
   <a class="brand" href="/console/">wallet-ops <span>console</span></a>
-  ${options.viewer ? navigation(options.viewer.user, options.section) : ''}
-  ${options.viewer ? who({ ...options.viewer, section: options.section }) : ''}
+  ${options.viewer ? menu({ ...options.viewer, section: options.section }) : ''}
 </header>
 <main id="main" tabindex="-1">
 ${flashMessage(options.flash)}

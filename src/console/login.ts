@@ -15,7 +15,46 @@ import { upgradeHashAfterLogin } from './hash-upgrade.ts';
  */
 const LOGIN_FORM_MS = 60 * 60_000;
 
-function loginForm(token: string, options: { email?: string; error?: string; notice?: string } = {}) {
+/**
+ * Where a login returns to: a console page of this origin only (a path, never a scheme, a host or `//`), so
+ * that a crafted link cannot send a user elsewhere after they log in (no open redirect). Anything else: the dashboard.
+ */
+export function safeReturnPath(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length > 1000 || !value.startsWith('/console') || /[\\\s]/.test(value)) return null;
+  let url: URL;
+  try {
+    url = new URL(value, 'http://console.invalid');
+  } catch {
+    return null;
+  }
+  if (url.origin !== 'http://console.invalid') return null;
+  if (url.pathname !== '/console' && !url.pathname.startsWith('/console/')) return null;
+  if (/^\/console\/(login|logout|waiting|assets\/)/.test(url.pathname)) return null;
+  return url.pathname + url.search;
+}
+
+/** The page to return to after a form post refused for an ended session: the page the form was on. */
+export function returnPathOf(req: Request): string | null {
+  if (req.method === 'GET' || req.method === 'HEAD') return safeReturnPath(req.originalUrl);
+  const referer = req.get('referer');
+  if (!referer) return null;
+  try {
+    const url = new URL(referer);
+    return url.host === req.host ? safeReturnPath(url.pathname + url.search) : null;
+  } catch {
+    return null;
+  }
+}
+
+export const loginLink = (next: string | null, ended: boolean): string => {
+  const query = new URLSearchParams();
+  if (ended) query.set('ended', '1');
+  if (next && next !== '/console/') query.set('next', next);
+  const text = query.toString();
+  return `/console/login${text ? `?${text}` : ''}`;
+};
+
+function loginForm(token: string, options: { email?: string; error?: string; notice?: string; next?: string | null } = {}) {
   const error = options.error;
   return html`<div class="login">
     <h1>Log in to the console</h1>
@@ -23,13 +62,14 @@ function loginForm(token: string, options: { email?: string; error?: string; not
     ${error ? html`<p class="notice error" role="alert" id="login-error">${error}</p>` : ''}
     <form method="post" action="/console/login" class="stack">
       <input type="hidden" name="_csrf" value="${token}">
+      ${options.next ? html`<input type="hidden" name="next" value="${options.next}">` : ''}
       <div class="field">
         <label for="email">Email</label>
-        <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${options.email ?? ''}"${error ? html` aria-describedby="login-error"` : ''}>
+        <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${options.email ?? ''}"${error ? html` aria-describedby="login-error"` : ''}${options.email ? '' : html` autofocus`}>
       </div>
       <div class="field">
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${options.email ? html` autofocus` : ''}>
       </div>
       <button type="submit">Log in</button>
     </form>
@@ -50,15 +90,24 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
   const dummy = () => (dummyHash ??= hashPassword(newToken()));
 
   router.get('/login', async (req, res) => {
+    const next = safeReturnPath(req.query.next);
     const token = readCookie(req, SESSION_COOKIE);
-    if (token && (await sessions.resume(token))) return res.redirect(303, '/console/');
-    const notice = req.query.ended === '1' ? 'Your session has ended. Please log in again.' : req.query.out === '1' ? 'You have logged out.' : undefined;
-    await showLogin(services, req, res, 200, notice ? { notice } : {});
+    if (token && (await sessions.resume(token))) return res.redirect(303, next ?? '/console/');
+    const ended = req.query.ended === '1';
+    const notice = ended
+      ? `Your session has ended. Please log in again${next ? ': you will be back on the page you were on' : ''}.`
+      : req.query.out === '1' ? 'You have logged out.' : undefined;
+    await showLogin(services, req, res, 200, { ...(notice ? { notice } : {}), next });
   });
 
   router.post('/login', async (req, res) => {
-    if (!isSameOrigin(req) || !tokensEqual(field(req, '_csrf'), readCookie(req, LOGIN_CSRF_COOKIE) ?? '')) {
-      throw new ConsoleError(403, 'The login form was not sent from this console, or it has expired. Reload the page and try again.');
+    if (!isSameOrigin(req)) throw new ConsoleError(403, 'The login form was not sent from this console, so it was refused.');
+    const next = safeReturnPath(field(req, 'next'));
+    if (!tokensEqual(field(req, '_csrf'), readCookie(req, LOGIN_CSRF_COOKIE) ?? '')) {
+      // A login page left open past its token's hour (or from before a restart of the browser): nothing
+      // happened, so say so and offer a fresh form rather than a bare refusal. The password is never echoed.
+      const email = (field(req, 'email') ?? '').trim().toLowerCase().slice(0, 254);
+      return showLogin(services, req, res, 403, { email, next, notice: 'This login form had expired, so nothing was sent. Please enter your password again.' });
     }
     const email = (field(req, 'email') ?? '').trim().toLowerCase().slice(0, 254);
     const password = field(req, 'password') ?? '';
@@ -68,7 +117,7 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     if (!admission.admitted) {
       res.set('Retry-After', String(admission.retryAfterSeconds));
       deps.logger.warn({ ip: address }, 'console: login throttled');
-      return showLogin(services, req, res, 429, { email, error: `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.` });
+      return showLogin(services, req, res, 429, { email, next, error: `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.` });
     }
     let user: ActiveUser | null = null;
     try {
@@ -82,7 +131,7 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     const valid = password.length > 0 && password.length <= 1024 && (await verifyPassword(password, user?.passwordHash ?? (await dummy())));
     if (!user || !valid) {
       deps.logger.warn({ ip: address }, 'console: login failed');
-      return showLogin(services, req, res, 401, { email, error: `The email or the password is wrong. ${attemptsLeft(admission, throttle.limits.lockoutMs)}` });
+      return showLogin(services, req, res, 401, { email, next, error: `The email or the password is wrong. ${attemptsLeft(admission, throttle.limits.lockoutMs)}` });
     }
     await throttle.succeeded(email, address);
     await upgradeHashAfterLogin(services, user, password, res);
@@ -94,7 +143,7 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     setCookie(req, res, SESSION_COOKIE, token, sessions.times.absoluteMs);
     clearCookie(req, res, LOGIN_CSRF_COOKIE);
     deps.logger.info({ userID: user.userID }, 'console: logged in');
-    res.redirect(303, '/console/');
+    res.redirect(303, next ?? '/console/');
   });
 }
 
@@ -119,14 +168,23 @@ export function requireSession(services: ConsoleServices): RequestHandler {
     const user = session ? await loadUser(services, session.userID) : null;
     if (!session || !user) {
       if (token) clearCookie(req, res, SESSION_COOKIE);
-      if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, token ? '/console/login?ended=1' : '/console/login');
-      throw new ConsoleError(401, 'Your session has ended. Log in again, then repeat what you were doing.');
+      const next = returnPathOf(req);
+      if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, loginLink(next, Boolean(token)));
+      throw new ConsoleError(401, 'Your session has ended, so this was not done. Log in again: you will be back on the page you were on, with what you typed there, and can send it again.', {
+        title: 'Please log in again',
+        link: { href: loginLink(next, true), text: 'Log in' },
+      });
     }
     res.locals.consoleViewer = { user, session };
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       if (!isSameOrigin(req)) throw new ConsoleError(403, 'This request did not come from a console page, so it was refused.');
       if (!tokensEqual(field(req, '_csrf'), session.csrfToken)) {
-        throw new ConsoleError(403, 'The form has expired or did not come from this console. Reload the page and try again.');
+        // Same origin, but the token of another (ended) session: a page left open across a new login.
+        const back = returnPathOf(req);
+        throw new ConsoleError(403, 'This form was opened before your current login, so nothing was done. Open the page again and repeat what you were doing: what you typed in a reason is kept.', {
+          title: 'Please try again',
+          ...(back ? { link: { href: back, text: 'Back to the page' } } : {}),
+        });
       }
     }
     next();

@@ -1,5 +1,6 @@
 import type { Counterparty, OperationRequested } from '../domain/events.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
+import { money } from './format.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
@@ -23,7 +24,7 @@ export const opTabs = (current: 'pending' | 'history', pendingCount: number) => 
     <li><a href="/console/operations/history"${current === 'history' ? html` aria-current="page"` : ''}>History</a></li>
   </ul></nav>`;
 
-export function pendingPage(session: SessionDoc, items: PendingOperation[], checker: boolean): Html {
+export function pendingPage(session: SessionDoc, items: PendingOperation[], checker: boolean, assetCode: string): Html {
   const table = items.length === 0
     ? html`<p class="empty">No operation is waiting for approval.</p>`
     : html`<table>
@@ -32,8 +33,8 @@ export function pendingPage(session: SessionDoc, items: PendingOperation[], chec
       <tbody>${items.map(({ operation: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
         ${checker ? html`<td class="select"><input type="checkbox" name="operationID" value="${op.operationID}" form="bulk-form" id="select-${op.operationID}" aria-label="Select operation ${op.operationID}"></td>` : ''}
         <th scope="row">${op.operationType}<br><a href="/console/operations/${seg(op.operationID)}"><code class="muted">${op.operationID}</code></a></th>
-        <td class="num">${op.amount}</td>
-        <td class="num">${op.fee}</td>
+        <td class="num">${money(op.amount, assetCode)}</td>
+        <td class="num">${money(op.fee, assetCode)}</td>
         <td>${op.payerName}</td>
         <td>${counterpartText(op.counterparty)}</td>
         <td>${op.memo ?? ''}</td>
@@ -90,12 +91,12 @@ export function confirmApprovalPage(session: SessionDoc, items: PendingOperation
     </form>`;
 }
 
-export function rejectPage(session: SessionDoc, pending: PendingOperation, error?: string): Html {
+export function rejectPage(session: SessionDoc, pending: PendingOperation, assetCode: string, error?: string): Html {
   const op = pending.operation;
   return html`<h1>Reject operation</h1>
     <dl class="summary">
       <dt>Operation</dt><dd>${op.operationType} <code>${op.operationID}</code></dd>
-      <dt>Amount</dt><dd>${op.amount} (fee ${op.fee})</dd>
+      <dt>Amount</dt><dd>${money(op.amount, assetCode)} (fee ${money(op.fee, assetCode)})</dd>
       <dt>Counterpart</dt><dd>${counterpartText(op.counterparty)}</dd>
       <dt>Memo</dt><dd>${op.memo ?? '—'}</dd>
     </dl>

@@ -37,6 +37,7 @@ export async function countPending(services: ConsoleServices, party: PartyRef): 
 
 export function operationRoutes(router: Router, services: ConsoleServices): void {
   const { readStore, directory } = services.deps;
+  const assetCode = services.deps.assetCode ?? 'NGN';
 
   /** The operation's state from its stream, if it is the party's; another party's is as good as absent. */
   async function partyOperation(party: PartyRef, operationID: string) {
@@ -67,7 +68,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
       if (state?.status === 'pending') items.push(withKeyLabel(state.operation, viewer(res).user.userID));
     }
     const checker = viewer(res).user.roles.includes('checker');
-    await renderPage(services, res, { title: 'Operations', section: 'operations', body: pendingPage(viewer(res).session, items, checker) });
+    await renderPage(services, res, { title: 'Operations', section: 'operations', body: pendingPage(viewer(res).session, items, checker, assetCode) });
   });
 
   const threshold = services.deps.confirmAbove ?? null;
@@ -138,7 +139,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
   router.get('/operations/:operationID/reject', async (req, res) => {
     requireRole(res, 'checker');
     const pending = await ownPendingOperation(res, String(req.params.operationID));
-    await renderPage(services, res, { title: 'Reject operation', section: 'operations', body: rejectPage(viewer(res).session, pending) });
+    await renderPage(services, res, { title: 'Reject operation', section: 'operations', body: rejectPage(viewer(res).session, pending, assetCode) });
   });
 
   router.post('/operations/:operationID/reject', async (req, res) => {
@@ -150,7 +151,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       const message = error.message.charAt(0).toUpperCase() + error.message.slice(1) + '.';
-      return renderPage(services, res, { title: 'Reject operation', section: 'operations', status: 400, body: rejectPage(viewer(res).session, pending, message) });
+      return renderPage(services, res, { title: 'Reject operation', section: 'operations', status: 400, body: rejectPage(viewer(res).session, pending, assetCode, message) });
     }
     await decideOperation(services.backOffice, actingUser(viewer(res).user), pending.operation.operationID, { type: 'reject', reason }, commandContext(res));
     await redirectWith(services, res, '/console/operations', { kind: 'ok', text: `Operation ${pending.operation.operationID} rejected; what it held is released.` });

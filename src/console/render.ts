@@ -8,6 +8,7 @@ import { ConsoleError, type ConsoleServices, type Viewer } from './context.ts';
 import { html, type Renderable } from '../http/html.ts';
 import { noStore } from './http-security.ts';
 import { page, type Section } from './layout.ts';
+import { NOTHING_WAITING, waitingFor } from './waiting.ts';
 
 /** Sends a full page for the logged-in viewer: their party, a pending flash message, and any secret waiting for them. */
 export async function renderPage(
@@ -27,7 +28,12 @@ export async function renderPage(
   // Taken as the page is rendered: the next view, a reload included, will not have it. Only a GET shows it
   // (a HEAD would take it and send no body).
   const secrets = res.req.method === 'GET' ? await services.secrets.take(user.userID) : [];
-  const body = page({ ...options, viewer: { user, session, partyName }, flash, secrets });
+  // The counts are a convenience: a page is never refused because they could not be read.
+  const waiting = await waitingFor(services, user).catch((error: unknown) => {
+    services.deps.logger.warn({ err: error, userID: user.userID }, 'console: waiting counts not available');
+    return NOTHING_WAITING;
+  });
+  const body = page({ ...options, viewer: { user, session, partyName, waiting }, flash, secrets, pollMs: services.deps.waitingPollMs ?? 15_000 });
   res.status(options.status ?? 200).type('html').send(body.value);
 }
 
@@ -76,9 +82,11 @@ export function consoleErrorHandler(services: ConsoleServices): ErrorRequestHand
     if (res.headersSent) return;
     let status: number;
     let message: string;
+    let custom: ConsoleError['page'] = {};
     if (error instanceof ConsoleError) {
       status = error.status;
       message = error.message;
+      custom = error.page;
     } else if (error instanceof DomainError) {
       status = STATUS_OF[error.code] ?? 409;
       message = error.message.charAt(0).toUpperCase() + error.message.slice(1) + '.';
@@ -91,8 +99,10 @@ export function consoleErrorHandler(services: ConsoleServices): ErrorRequestHand
       services.deps.logger.error({ err: error, requestId, method: req.method, path: req.path }, 'console: unexpected error');
       message = `Something went wrong on our side. Request id ${requestId}.`;
     }
-    const title = TITLES[status] ?? 'Something went wrong';
-    const back = res.locals.consoleViewer ? html`<p><a href="/console/">Back to the dashboard</a></p>` : html`<p><a href="/console/login">Log in</a></p>`;
+    const title = custom.title ?? TITLES[status] ?? 'Something went wrong';
+    const back = custom.link
+      ? html`<p><a class="button" href="${custom.link.href}">${custom.link.text}</a></p>`
+      : res.locals.consoleViewer ? html`<p><a href="/console/">Back to the dashboard</a></p>` : html`<p><a href="/console/login">Log in</a></p>`;
     try {
       await renderPage(services, res, { title, section: 'none', status, body: html`<h1>${title}</h1><p class="notice error" role="alert">${message}</p>${back}` });
     } catch (renderError) {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import express, { Router } from 'express';
 import { PartyLookup } from '../commands/party-lookup.ts';
 import { StateCache } from '../commands/pipeline.ts';
+import { UserDirectory } from '../projections/user-directory.ts';
 import { adminRoutes } from './admin.ts';
 import { userAdminRoutes } from './admin-users.ts';
 import { webhookRoutes } from './webhooks.ts';
@@ -18,6 +19,7 @@ import { operationRoutes } from './operations.ts';
 import { CONSOLE_OPERATIONS_COLLECTION } from '../projections/console-operations.ts';
 import { passwordRoutes } from './password.ts';
 import { consoleErrorHandler } from './render.ts';
+import { waitingRoute } from './waiting.ts';
 import { ConsoleSessions, DEFAULT_SESSION_TIMES, SESSIONS_COLLECTION } from './sessions.ts';
 
 export type { ConsoleDeps } from './context.ts';
@@ -41,6 +43,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     lookup: new PartyLookup(deps.store),
     sessions: new ConsoleSessions(deps.readStore, deps.clock, { ...DEFAULT_SESSION_TIMES, ...deps.sessionTimes }),
     throttle: new LoginThrottle(deps.readStore, deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
+    users: new UserDirectory(),
     secrets: new OneTimeSecrets({ store: deps.readStore, key: deps.secretsKey, clock: deps.clock, logger: deps.logger, ...(deps.secretTtlMs === undefined ? {} : { ttlMs: deps.secretTtlMs }) }),
   };
   let collections: Promise<void> | undefined;
@@ -59,6 +62,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   // Form bodies on the console's own routes only; the API keeps its strict JSON parser.
   pages.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
   loginRoutes(pages, services);
+  waitingRoute(pages, services);
   pages.use(requireSession(services));
   logoutRoute(pages, services);
   // Also the gate that keeps a user with a temporary password on the password page.

@@ -71,6 +71,12 @@ export class ConsoleSessions {
     return session;
   }
 
+  /** The live session of a token without refreshing it: a background poll must not keep an idle session alive. */
+  async peek(token: string): Promise<SessionDoc | null> {
+    const session = await this.store.get<SessionDoc>(SESSIONS_COLLECTION.name, hashToken(token));
+    return session && !this.expired(session) ? session : null;
+  }
+
   /** Ends every session of a user (disabled, or their password reset or changed), but `except` one. */
   async endAllFor(userID: string, except?: string): Promise<number> {
     return endSessionsOf(this.store, userID, except);

@@ -90,6 +90,8 @@ export type ApiKeyApproved = Event<'ApiKeyApproved', {
   secretHash: string;
 }>;
 export type ApiKeyRejected = Event<'ApiKeyRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+/** The maker takes back their own request while it is still pending: final, like a rejection. */
+export type ApiKeyRequestWithdrawn = Event<'ApiKeyRequestWithdrawn', { keyID: string; withdrawnBy: string; withdrawnAt: string }>;
 export type ApiKeyRevocationRequested = Event<'ApiKeyRevocationRequested', { keyID: string; requestedBy: string; reason: string; requestedAt: string }>;
 export type ApiKeyRevocationRejected = Event<'ApiKeyRevocationRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
 export type ApiKeyRevoked = Event<'ApiKeyRevoked', { keyID: string; approvedBy: string; revokedAt: string }>;
@@ -97,6 +99,7 @@ export type ApiKeyEvent =
   | ApiKeyRequested
   | ApiKeyApproved
   | ApiKeyRejected
+  | ApiKeyRequestWithdrawn
   | ApiKeyRevocationRequested
   | ApiKeyRevocationRejected
   | ApiKeyRevoked;

@@ -11,6 +11,7 @@ export const API_KEY_EVENT_TYPES: ReadonlyArray<ApiKeyEvent['type']> = [
   'ApiKeyRequested',
   'ApiKeyApproved',
   'ApiKeyRejected',
+  'ApiKeyRequestWithdrawn',
   'ApiKeyRevocationRequested',
   'ApiKeyRevocationRejected',
   'ApiKeyRevoked',

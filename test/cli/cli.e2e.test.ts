@@ -77,6 +77,17 @@ describe('wallet-ops CLI', () => {
     expect(await runCliJson(['key', 'reject', keyID, '--as', 'checker@acme.test', '--reason', 'not needed', ...data])).toEqual({ keyID, state: 'rejected' });
   });
 
+  it('when the maker withdraws their pending key request, then it is withdrawn; a checker cannot, and a withdrawn key cannot be approved', async () => {
+    const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', 'maker@acme.test', '--label', 'changed my mind', '--permissions', 'read-balance', ...data]);
+    const byChecker = await runCli(['key', 'withdraw', keyID, '--as', 'checker@acme.test', '--json', ...data]);
+    expect(byChecker.code).toBe(1);
+    expect(byChecker.stderr).toMatch(/only the maker who requested the key can withdraw/);
+    expect(await runCliJson(['key', 'withdraw', keyID, '--as', 'maker@acme.test', ...data])).toEqual({ keyID, state: 'withdrawn' });
+    const approval = await runCli(['key', 'approve', keyID, '--as', 'checker@acme.test', '--json', ...data]);
+    expect(approval.code).toBe(1);
+    expect(approval.stderr).toMatch(/withdrawn, not pending/);
+  });
+
   it('when several processes onboard the same short code at once, then exactly one succeeds', async () => {
     const results = await Promise.all(
       Array.from({ length: 4 }, (_, i) => runCli(['party', 'add-merchant', '--name', `Shop ${i}`, '--short-code', '7777', '--json', ...data])),

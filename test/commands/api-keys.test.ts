@@ -96,6 +96,40 @@ describe('API key lifecycle', () => {
       given([requested, approved]).when(reject(checker)).thenRefused('WRONG_STATE'));
   });
 
+  describe('withdrawing a key request', () => {
+    const withdraw = (by: ActingUser, now = T1) => ({ type: 'WithdrawApiKeyRequest' as const, data: { keyID, by, now } });
+    const withdrawn: ApiKeyEvent = { type: 'ApiKeyRequestWithdrawn', data: { keyID, withdrawnBy: maker.userID, withdrawnAt: T1 } };
+
+    it('when the maker who requested it withdraws a pending request, then it is withdrawn', () =>
+      given([requested]).when(withdraw(maker)).then([withdrawn]));
+
+    it('when another maker of the party withdraws it, then it is refused: only its maker may', () =>
+      given([requested]).when(withdraw({ ...makerChecker })).thenRefused('SAME_USER', /only the maker who requested/));
+
+    it('when a checker of the party withdraws it, then it is refused (a checker rejects instead)', () =>
+      given([requested]).when(withdraw(checker)).thenRefused('SAME_USER'));
+
+    it('when a user of another party withdraws it, then it is refused as another party', () =>
+      given([requested]).when(withdraw({ ...foreignChecker, userID: maker.userID })).thenRefused('OTHER_PARTY'));
+
+    it('when the key is already active, then withdrawing is refused', () =>
+      given([requested, approved]).when(withdraw(maker, T2)).thenRefused('WRONG_STATE'));
+
+    it('when the request was already withdrawn or rejected, then withdrawing again is refused', () => {
+      given([requested, withdrawn]).when(withdraw(maker, T2)).thenRefused('WRONG_STATE');
+      given([requested, { type: 'ApiKeyRejected', data: { keyID, rejectedBy: checker.userID, reason: null, rejectedAt: T1 } }]).when(withdraw(maker, T2)).thenRefused('WRONG_STATE');
+    });
+
+    it('when the key does not exist, then withdrawing is refused as not found', () =>
+      given([]).when(withdraw(maker)).thenRefused('NOT_FOUND'));
+
+    it('given a withdrawn request, then its state is withdrawn and no checker can approve it any more', () => {
+      const state = [requested, withdrawn].reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
+      expect(state.status).toBe('withdrawn');
+      given([requested, withdrawn]).when({ type: 'ApproveApiKey', data: { keyID, by: checker, secretHash: 'ab'.repeat(32), now: T2 } }).thenRefused('WRONG_STATE');
+    });
+  });
+
   describe('revoking a key', () => {
     const askRevocation = (by: ActingUser, now = T2) => ({ type: 'RequestApiKeyRevocation' as const, data: { keyID, by, reason: 'till stolen', now } });
     const approveRevocation = (by: ActingUser) => ({ type: 'ApproveApiKeyRevocation' as const, data: { keyID, by, now: T2 } });

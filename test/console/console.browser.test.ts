@@ -84,7 +84,7 @@ suite(title, () => {
 
   it('when a maker requests a key, then they cannot approve it, a checker can, and the maker sees the secret once, which works against the API', async () => {
     const lead = await loginAs(leadEmail, OTHER_PASSWORD, { screenshot: 'key-1-login' });
-    await expect(await lead.locator('[data-balance]').textContent()).toBe('25000.00');
+    await expect(await lead.locator('[data-balance]').textContent()).toBe('25,000.00 NGN');
     await shot(lead, 'key-2-dashboard', { doc: 'dashboard' });
 
     await lead.getByRole('link', { name: 'Settings › API keys' }).click();
@@ -295,15 +295,15 @@ suite(title, () => {
 
     // Narrowing takes one administrator and is immediate: the owner's open session ends.
     await admin.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users' }).click();
-    await admin.locator('section[data-party]', { hasText: 'Corner Shop' }).getByRole('link', { name: 'owner@corner.example' }).waitFor();
+    await admin.locator('section[data-party]', { hasText: 'Corner Shop' }).getByRole('link', { name: 'owner@corner.example', exact: true }).waitFor();
     await shot(admin, 'admin-6-users', { doc: 'users' });
-    await admin.getByRole('link', { name: 'owner@corner.example' }).click();
+    await admin.getByRole('link', { name: 'owner@corner.example', exact: true }).click();
     await admin.getByLabel('Reason', { exact: true }).fill('Sold the shop');
     await admin.getByRole('button', { name: 'Disable user' }).click();
     await admin.locator('.notice.ok', { hasText: 'owner@corner.example is disabled' }).waitFor();
     await shot(admin, 'admin-7-disabled', { doc: 'user' });
     await owner.goto('/console/operations');
-    await owner.waitForURL(/\/console\/login\?ended=1$/);
+    await owner.waitForURL(/\/console\/login\?ended=1&next=%2Fconsole%2Foperations$/);
     await expect(await owner.locator('main').textContent()).toContain('Your session has ended');
     await owner.getByLabel('Email').fill('owner@corner.example');
     await owner.getByLabel('Password').fill('corner password 1');

@@ -104,7 +104,7 @@ describe('console pages and cookies', () => {
 
   it('when there is no session, then pages redirect to the login page and form posts are refused with 401', async () => {
     const client = new ConsoleClient(sys.baseUrl);
-    expect((await client.get('/console/keys')).location).toBe('/console/login');
+    expect((await client.get('/console/keys')).location).toBe('/console/login?next=%2Fconsole%2Fkeys');
     const post = await client.post('/console/keys', { _csrf: 'x', label: 'k' });
     expect(post.status).toBe(401);
   });

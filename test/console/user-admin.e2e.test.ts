@@ -180,7 +180,7 @@ describe('two administrators', { timeout: 120_000 }, () => {
     expect(await sessionsOf(user.email)).toEqual([]);
     const ended = await session.get('/console/keys');
     expect(ended.status).toBe(303);
-    expect(ended.location).toBe('/console/login?ended=1');
+    expect(ended.location).toBe('/console/login?ended=1&next=%2Fconsole%2Fkeys');
     expect((await new ConsoleClient(sys.baseUrl).login(user.email, user.password)).status).toBe(401);
     expect((await a.get(`/console/admin/users/${user.userID}`)).text).toContain('Disabled');
 

@@ -1,0 +1,66 @@
+import type { Router } from 'express';
+import type { ActiveUser } from '../commands/back-office.ts';
+import { PENDING_OPERATIONS_COLLECTION } from '../projections/pending-operations.ts';
+import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
+import { catchUpUserDirectory } from '../projections/user-directory.ts';
+import type { ConsoleServices } from './context.ts';
+import { noStore, readCookie, SESSION_COOKIE } from './http-security.ts';
+import { countPending } from './operations.ts';
+import { loadUser } from './render.ts';
+
+/**
+ * What waits for the viewer's decision: the count beside each link of the navigation. Only what this user
+ * could decide counts (a checker's operations, keys and endpoints; an administrator's access requests), and
+ * never a request of their own, nor an operation made with a key they requested (another checker approves it).
+ */
+export interface Waiting {
+  operations: number;
+  keys: number;
+  webhooks: number;
+  access: number;
+  total: number;
+}
+
+export const NOTHING_WAITING: Waiting = { operations: 0, keys: 0, webhooks: 0, access: 0, total: 0 };
+
+const withTotal = (counts: Omit<Waiting, 'total'>): Waiting => ({ ...counts, total: counts.operations + counts.keys + counts.webhooks + counts.access });
+
+export async function waitingFor(services: ConsoleServices, user: ActiveUser): Promise<Waiting> {
+  if (user.mustChangePassword) return NOTHING_WAITING;
+  if (user.platformAdmin) {
+    const directory = await catchUpUserDirectory(services.deps.store, services.users);
+    const access = directory.requests('pending').filter((r) => r.requestedBy !== user.userID && r.change.userID !== user.userID).length;
+    return withTotal({ operations: 0, keys: 0, webhooks: 0, access });
+  }
+  if (!user.party || !user.roles.includes('checker')) return NOTHING_WAITING;
+  const { readStore, directory, clock } = services.deps;
+  const keys = directory.listByParty(user.party, clock().toISOString());
+  const keysToDecide = keys.filter(
+    (k) => (k.state === 'pending' && k.requestedBy !== user.userID) || (k.state === 'revocation_pending' && directory.get(k.keyID)?.revocationRequestedBy !== user.userID),
+  ).length;
+  // Operations made with a key this checker requested are for another checker: a handful of indexed counts.
+  const ownKeys = keys.filter((k) => k.requestedBy === user.userID).map((k) => k.keyID);
+  const ownKeysOperations = (await Promise.all(ownKeys.map((keyID) => readStore.count(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID } })))).reduce((a, b) => a + b, 0);
+  const operations = Math.max(0, (await countPending(services, user.party)) - ownKeysOperations);
+  const webhooks = (await webhookEndpointsOfParty(readStore, user.party)).filter((e) => e.status === 'pending' && e.requestedBy !== user.userID).length;
+  return withTotal({ operations, keys: keysToDecide, webhooks, access: 0 });
+}
+
+/**
+ * GET /console/waiting: the counts as JSON, polled by console.js while the tab is visible. Mounted before the
+ * session middleware on purpose: it reads the session without refreshing it, so a tab left open does not keep
+ * a session alive past its idle limit. An ended session answers 401 and the script stops asking.
+ */
+export function waitingRoute(router: Router, services: ConsoleServices): void {
+  router.get('/waiting', async (req, res) => {
+    noStore(res);
+    const token = readCookie(req, SESSION_COOKIE);
+    const session = token ? await services.sessions.peek(token) : null;
+    const user = session ? await loadUser(services, session.userID) : null;
+    if (!user) {
+      res.status(401).json({ error: 'session ended' });
+      return;
+    }
+    res.json(await waitingFor(services, user));
+  });
+}

@@ -1,0 +1,66 @@
+/**
+ * audit verify on the API-key lifecycle's withdrawal: a request taken back by its maker through the command
+ * passes; one "withdrawn" by somebody else, or after a decision, is named.
+ */
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
+import { withHashChain } from '../../src/audit/hash-chain.ts';
+import { keyHistory } from '../../src/audit/queries.ts';
+import { verifyHistory } from '../../src/audit/verify.ts';
+import { addUser, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
+import { tempDir } from '../support/temp-dir.ts';
+
+const party = { type: 'merchant' as const, id: 'm1' };
+const at = '2026-01-01T00:00:00Z';
+const meta = { actor: 'operator:test' };
+
+describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => {
+  let dir: ReturnType<typeof tempDir>;
+  let store: EventStore;
+
+  beforeEach(() => {
+    dir = tempDir('verify-keys-');
+    store = withHashChain(openSqliteEventStore({ file: join(dir.path, 'events.sqlite') }));
+  });
+  afterEach(async () => {
+    await store.close();
+    dir.cleanup();
+  });
+
+  const problems = async () => (await verifyHistory({ eventStore: store, ledger: null, assetScale: 2 })).problems.filter((p) => p.check === 'maker-checker' || p.check === 'operation').map((p) => p.detail);
+  const user = (userID: string, roles: string[]): NewEvent => ({
+    type: 'UserAdded', data: { userID, party, email: `${userID}@x.test`, passwordHash: 'x', roles, platformAdmin: false, mustChangePassword: false, addedAt: at }, metadata: meta,
+  });
+  const requested = (keyID: string, requestedBy: string): NewEvent => ({
+    type: 'ApiKeyRequested',
+    data: { keyID, party, label: 'till', permissions: ['read-balance'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 30, requestedBy, requestedAt: at },
+    metadata: meta,
+  });
+  const withdrawn = (keyID: string, withdrawnBy: string): NewEvent => ({ type: 'ApiKeyRequestWithdrawn', data: { keyID, withdrawnBy, withdrawnAt: at }, metadata: meta });
+
+  it('when a maker withdraws their own pending request with the command, then nothing is wrong', async () => {
+    const deps: BackOfficeDeps = { store, clock: () => new Date(), assetScale: 2 };
+    const operator = { actor: 'operator:test', correlationId: 'c' };
+    const { partyID } = await onboardParty(deps, { partyType: 'merchant', name: 'Key Shop', shortCode: '7101' }, operator);
+    await addUser(deps, { party: { type: 'merchant', id: partyID }, email: 'maker@keys.test', password: 'maker password 1', roles: ['maker'] }, operator);
+    const maker = await findUserByEmail(deps, 'maker@keys.test');
+    const { keyID } = await requestApiKey(deps, maker, { label: 'till 9', permissions: ['read-balance'] }, 'c');
+    expect(await decideOnApiKey(deps, maker, keyID, { type: 'WithdrawApiKeyRequest' }, 'c')).toEqual({ keyID, state: 'withdrawn' });
+    expect(await problems()).toEqual([]);
+    const history = await keyHistory(store, keyID);
+    expect(history.status).toBe('withdrawn');
+    expect(history.lifecycle.map((e) => [e.type, e.role, e.by])).toEqual([['ApiKeyRequested', 'maker', 'maker@keys.test'], ['ApiKeyRequestWithdrawn', 'maker', 'maker@keys.test']]);
+  });
+
+  it('when a request is withdrawn by another user, or after it was approved, then verify names it', async () => {
+    await store.append('user-m', [user('m', ['maker'])], 'no_stream');
+    await store.append('user-c', [user('c', ['checker'])], 'no_stream');
+    await store.append('apikey-key_A', [requested('key_A', 'm'), withdrawn('key_A', 'c')], 'no_stream');
+    await store.append('apikey-key_B', [requested('key_B', 'm'), { type: 'ApiKeyApproved', data: { keyID: 'key_B', approvedBy: 'c', approvedAt: at, expiresAt: '2026-02-01T00:00:00Z', secretHash: 'ab'.repeat(32) }, metadata: meta }, withdrawn('key_B', 'm')], 'no_stream');
+    const details = await problems();
+    expect(details.some((d) => d.includes('key requestwithdrawn of key_A by c, not the maker who requested it (m)'))).toBe(true);
+    expect(details.some((d) => d.includes('ApiKeyRequestWithdrawn of API key key_B while it is active, not pending'))).toBe(true);
+  });
+});
