@@ -118,6 +118,14 @@ suite(title, { timeout: 180_000 }, () => {
     await checker.locator('.field-error').waitFor();
     await checkBothWidths(checker, 'reject an operation, no reason');
     await visit(checker, '/console/operations/history', 'operation history', 'operations-history');
+    await visit(checker, '/console/operations/history?status=pending&min=1000&order=oldest', 'operation history, filtered');
+    await visit(checker, `/console/operations/${first}`, 'one operation with its timeline');
+    await visit(checker, `/console/keys/${ownKeyID}`, 'one key with its timeline');
+    // Approving above CONSOLE_CONFIRM_ABOVE asks once more: the confirmation page (left unanswered)
+    await checker.goto('/console/operations');
+    await checker.locator('tr[data-operation-id]', { hasText: '75,000.00' }).getByRole('button', { name: 'Approve' }).click();
+    await checker.getByRole('heading', { name: 'Confirm approval' }).waitFor();
+    await checkBothWidths(checker, 'confirm a large approval');
     await visit(checker, '/console/keys?tab=pending', 'keys pending (checker)', 'keys-pending');
     await visit(checker, '/console/keys?tab=active', 'keys active', 'keys-active');
     await visit(checker, '/console/keys?tab=inactive', 'keys inactive', 'keys-inactive');
