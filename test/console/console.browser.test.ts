@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { type Browser, type Locator, type Page } from 'playwright-core';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
+import { ARTIFACTS, browserSuite, DOCS, launchChromium, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -10,16 +11,9 @@ import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_
  * docs/console/ by the same runs when UPDATE_DOCS_SCREENSHOTS=1. `launch` gives every run a fresh temporary --user-data-dir of its own, and
  * each user gets their own browser context (their own cookies).
  */
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
-const DOCS = new URL('../../docs/console/', import.meta.url);
-/** docs/console/ is rewritten only on request (`UPDATE_DOCS_SCREENSHOTS=1 npm test`), so a test run leaves the tree clean. */
-const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
 
-const available = existsSync(CHROMIUM);
-const suite = available ? describe : describe.skip;
-const title = available ? 'console in a browser' : `console in a browser (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium)`;
+
+const { suite, title } = browserSuite('console in a browser');
 
 let sys: TestSystem;
 let browser: Browser;
@@ -66,7 +60,7 @@ suite(title, () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     mkdirSync(DOCS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    browser = await launchChromium();
     sys = await startTestSystem();
     dist = await sys.party('distributor', { name: 'Demo Agents Ltd', shortCode: '1001' });
     other = await sys.party('distributor', { name: 'Rival Agents', shortCode: '1002' });

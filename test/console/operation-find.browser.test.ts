@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
+import { ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund } from './console-client.ts';
 
 /**
@@ -10,14 +11,8 @@ import { CHECKER_PASSWORD, createCashIn, fund } from './console-client.ts';
  * filter as CSV, and approves five operations at once. Pictures for docs/console.md with
  * UPDATE_DOCS_SCREENSHOTS=1, at 1280 and 390 px wide.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
-const DOCS = new URL('../../docs/console/', import.meta.url);
-const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
-const available = existsSync(CHROMIUM);
-const suite = available ? describe : describe.skip;
-const title = available ? 'finding operations in a browser' : `finding operations in a browser (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium)`;
+
+const { suite, title } = browserSuite('finding operations in a browser');
 
 let sys: TestSystem;
 let browser: Browser;
@@ -36,16 +31,7 @@ async function shot(page: Page, name: string, doc?: string): Promise<void> {
   }
 }
 
-async function loginAs(email: string, password: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: sys.baseUrl, acceptDownloads: true });
-  const page = await context.newPage();
-  await page.goto('/console/login');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.waitForURL(/\/console\/$/);
-  return page;
-}
+const loginAs = (email: string, password: string): Promise<Page> => logIn(browser, sys.baseUrl, email, password, { acceptDownloads: true });
 
 const listed = (operationID: string, status: string) =>
   waitFor(async () => (await sys.system.stores.readStore.get<{ id: string; status: string }>('console_operations', operationID))?.status === status, 10_000);
@@ -54,7 +40,7 @@ suite(title, () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     mkdirSync(DOCS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    browser = await launchChromium();
     sys = await startTestSystem({ CONSOLE_CONFIRM_ABOVE: '1000' });
     dist = await sys.party('distributor', { name: 'Demo Agents Ltd', shortCode: '1001' });
     phone = await sys.individual('+2348123456781', 'Ada Obi');

@@ -1,11 +1,12 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
 import { requestAccessChange } from '../../src/commands/user-admin.ts';
 import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { expectAccessible } from './axe.ts';
+import { ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -15,17 +16,11 @@ import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_
  * the browser's own; a reason typed before the session ended survives the login. With UPDATE_DOCS_SCREENSHOTS=1
  * the 390 px pictures (and the Parties page) go to docs/console/.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
-const DOCS = new URL('../../docs/console/', import.meta.url);
-const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 
-const available = existsSync(CHROMIUM);
-const suite = available ? describe : describe.skip;
-const title = available ? 'every console page, desktop and phone' : `every console page (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium)`;
+
+const { suite, title } = browserSuite('every console page, desktop and phone');
 
 let sys: TestSystem;
 let browser: Browser;
@@ -36,16 +31,7 @@ let secondAdminEmail: string;
 let endpointID: string;
 let ownKeyID: string;
 
-async function loginAs(email: string, password: string, viewport = DESKTOP, extra: BrowserContextOptions = {}): Promise<Page> {
-  const context = await browser.newContext({ viewport, baseURL: sys.baseUrl, ...extra });
-  const page = await context.newPage();
-  await page.goto('/console/login');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.waitForURL(/\/console\/$/);
-  return page;
-}
+const loginAs = (email: string, password: string, viewport = DESKTOP, extra: BrowserContextOptions = {}): Promise<Page> => logIn(browser, sys.baseUrl, email, password, { viewport, ...extra });
 
 /** Checks the page at both widths; the phone's picture goes to the docs as `<doc>-390.png`. */
 async function checkBothWidths(page: Page, label: string, doc?: string, options: { desktopDoc?: boolean } = {}): Promise<void> {
@@ -70,7 +56,7 @@ suite(title, { timeout: 180_000 }, () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     mkdirSync(DOCS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    browser = await launchChromium();
     sys = await startTestSystem({ CONSOLE_WAITING_POLL_MS: '1000' });
     dist = await sys.party('distributor', { name: 'Demo Agents Ltd', shortCode: '1001' });
     await sys.party('merchant', { name: 'Corner Shop', shortCode: '2001' });

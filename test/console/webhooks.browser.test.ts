@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { type Browser, type Locator, type Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
 import { actingUser, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
@@ -8,6 +8,7 @@ import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { getDelivery, deliveryID } from '../../src/webhooks/deliveries.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -18,18 +19,12 @@ import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } f
  * WEBHOOK_ALLOW_INSECURE_LOCALHOST): the events come from a real operation, approved and executed. Screenshots go to test-artifacts/console/, and with
  * UPDATE_DOCS_SCREENSHOTS=1 the pages docs/console.md shows go to docs/console/ (at 1280 and 390 px).
  */
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
-const DOCS = new URL('../../docs/console/', import.meta.url);
-const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
 const PHONE_WIDTH = 390;
 /** Fast retries, so that the receiver's one refusal is retried at once. */
 const ENV = { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_RETRY_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_TIMEOUT_MS: '5000' };
 
-const available = existsSync(CHROMIUM);
-const suite = available ? describe : describe.skip;
-const title = available ? 'webhook pages in a browser' : `webhook pages in a browser (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium)`;
+
+const { suite, title } = browserSuite('webhook pages in a browser');
 
 let sys: TestSystem;
 let browser: Browser;
@@ -48,16 +43,7 @@ async function shot(page: Page, name: string, options: { doc?: string; mask?: Lo
   await page.setViewportSize(desktop);
 }
 
-async function loginAs(email: string, password: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: sys.baseUrl });
-  const page = await context.newPage();
-  await page.goto('/console/login');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.waitForURL(/\/console\/$/);
-  return page;
-}
+const loginAs = (email: string, password: string): Promise<Page> => logIn(browser, sys.baseUrl, email, password);
 
 /** Reloads until the locator is there: the delivery log follows the dispatcher. */
 async function reloadUntil(page: Page, locator: Locator): Promise<void> {
@@ -72,7 +58,7 @@ suite(title, () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     mkdirSync(DOCS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+    browser = await launchChromium();
     sys = await startTestSystem(ENV);
     dist = await sys.party('distributor', { name: 'Demo Agents Ltd' });
     await fund(sys, dist.ref, '5000');

@@ -1,0 +1,35 @@
+import { existsSync } from 'node:fs';
+import { describe } from 'vitest';
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+
+/**
+ * What every console browser test shares: Debian's chromium driven by playwright-core (never a downloaded
+ * browser), where screenshots go, and logging in. docs/console/ is rewritten only on request
+ * (`UPDATE_DOCS_SCREENSHOTS=1 npm test`), so a test run leaves the tree clean.
+ */
+export const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
+export const DOCS = new URL('../../docs/console/', import.meta.url);
+export const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
+
+/** `describe`, or `describe.skip` with the reason in the title when chromium is not installed. */
+export function browserSuite(name: string): { suite: typeof describe | typeof describe.skip; title: string } {
+  const available = existsSync(CHROMIUM);
+  return { suite: available ? describe : describe.skip, title: available ? name : `${name} (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium)` };
+}
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+}
+
+/** A fresh browser context (its own cookies), logged in to the console: on the dashboard. */
+export async function logIn(browser: Browser, baseURL: string, email: string, password: string, context: BrowserContextOptions = {}): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL, ...context })).newPage();
+  await page.goto('/console/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL(/\/console\/$/);
+  return page;
+}
