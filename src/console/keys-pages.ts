@@ -1,5 +1,6 @@
 import type { KeyUsage } from '../http/key-usage.ts';
 import type { PublicApiKey } from '../projections/api-key-directory.ts';
+import { money } from './format.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
@@ -23,6 +24,8 @@ export interface KeysView {
   maker: boolean;
   checker: boolean;
   session: SessionDoc;
+  /** ASSET_CODE: the currency beside the limits. */
+  assetCode: string;
 }
 
 const TAB_LABELS: Record<KeyTab, string> = { pending: 'Pending', active: 'Active', inactive: 'Inactive' };
@@ -37,9 +40,9 @@ const STATE_LABELS: Record<string, string> = {
   expired: 'Expired',
 };
 
-const limits = (key: KeyRow) => html`<dl class="limits">
-    <dt>Max per operation</dt><dd>${key.maxTransactionAmount ?? 'no limit'}</dd>
-    <dt>Max per day</dt><dd>${key.maxDailyVolume ?? 'no limit'}</dd>
+const limits = (key: KeyRow, assetCode: string) => html`<dl class="limits">
+    <dt>Max per operation</dt><dd>${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, assetCode)}</dd>
+    <dt>Max per day</dt><dd>${key.maxDailyVolume === null ? 'no limit' : money(key.maxDailyVolume, assetCode)}</dd>
     <dt>Allowed IPs</dt><dd>${key.allowedIPs.length ? key.allowedIPs.join(', ') : 'any'}</dd>
   </dl>`;
 
@@ -84,7 +87,7 @@ function pendingTable(view: KeysView): Html {
         <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code></th>
         <td>${revocation ? html`Revocation<br><span class="muted">Reason: ${key.revocationReason ?? ''}</span>` : html`New key<br><span class="muted">expires ${key.expiresInDays} days after approval</span>`}</td>
         <td>${permissions(key)}</td>
-        <td>${limits(key)}</td>
+        <td>${limits(key, view.assetCode)}</td>
         <td>${revocation ? key.revocationRequestedByEmail : html`${key.requestedByEmail}<br>${time(key.requestedAt)}`}</td>
         <td class="actions">${pendingActions(view, key)}</td>
       </tr>`;
@@ -100,7 +103,7 @@ function activeTable(view: KeysView): Html {
     <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
       <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code>${key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''}</th>
       <td>${permissions(key)}</td>
-      <td>${limits(key)}</td>
+      <td>${limits(key, view.assetCode)}</td>
       <td class="usage">${String(key.usage?.count ?? 0)} requests${key.usage?.lastUsedAt ? html`<br><span class="muted">last ${time(key.usage.lastUsedAt)}</span>` : html`<br><span class="muted">never used</span>`}</td>
       <td>${time(key.expiresAt)}</td>
       <td>${key.requestedByEmail}</td>

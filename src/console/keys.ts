@@ -95,7 +95,7 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
       if (key.state === 'active' || key.state === 'revocation_pending') rows.active.push(row);
       if (INACTIVE.includes(key.state)) rows.inactive.push(row);
     }
-    const view = { tab, rows, userID: user.userID, maker: user.roles.includes('maker'), checker: user.roles.includes('checker'), session };
+    const view = { tab, rows, userID: user.userID, maker: user.roles.includes('maker'), checker: user.roles.includes('checker'), session, assetCode: services.deps.assetCode ?? 'NGN' };
     await renderPage(services, res, { title: 'API keys', section: 'keys', body: keysPage(view) });
   });
 

@@ -2,6 +2,7 @@ import type { OperationRequested } from '../domain/events.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
 import type { PublicApiKey } from '../projections/api-key-directory.ts';
 import type { OperationPage } from '../projections/console-operation-queries.ts';
+import { money } from './format.ts';
 import { counterpartyOf } from './operation-list-pages.ts';
 import { counterpartText, STATUS_LABELS } from './operations-pages.ts';
 import { timelineList, type TimelineEntry } from './timeline.ts';
@@ -18,6 +19,8 @@ export interface OperationView {
   lastError: string | null;
   keyLabel: string | null;
   timeline: TimelineEntry[];
+  /** ASSET_CODE: the currency beside every amount. */
+  assetCode: string;
 }
 
 const wallet = (w: OperationRequested['data']['payer']): string => (w.kind === 'platform' ? `platform ${w.id}` : `${w.kind} ${w.id}`);
@@ -33,8 +36,8 @@ function ledger(view: OperationView): Html {
       <table class="stack"><caption>Movements of the transaction</caption>
         <thead><tr><th scope="col">From</th><th scope="col">To</th><th scope="col" class="num">Amount</th></tr></thead>
         <tbody>
-          <tr><td data-label="From">${op.payerName} <span class="muted">(${wallet(op.payer)})</span></td><td data-label="To">${wallet(op.payee)}</td><td class="num" data-label="Amount">${op.amount}</td></tr>
-          ${op.fee !== '0' && !/^0(\.0+)?$/.test(op.fee) ? html`<tr><td data-label="From">${op.payerName} <span class="muted">(${wallet(op.payer)})</span></td><td data-label="To">platform fees</td><td class="num" data-label="Amount">${op.fee}</td></tr>` : ''}
+          <tr><td data-label="From">${op.payerName} <span class="muted">(${wallet(op.payer)})</span></td><td data-label="To">${wallet(op.payee)}</td><td class="num" data-label="Amount">${money(op.amount, view.assetCode)}</td></tr>
+          ${op.fee !== '0' && !/^0(\.0+)?$/.test(op.fee) ? html`<tr><td data-label="From">${op.payerName} <span class="muted">(${wallet(op.payer)})</span></td><td data-label="To">platform fees</td><td class="num" data-label="Amount">${money(op.fee, view.assetCode)}</td></tr>` : ''}
         </tbody></table>`;
   }
   if (view.status === 'rejected' || view.status === 'failed') return html`<p>No ledger transaction: the operation ${view.status === 'rejected' ? 'was rejected' : 'failed'}, and what it held was released.</p>`;
@@ -48,8 +51,8 @@ export function operationPage(view: OperationView): Html {
     <dl class="summary" data-operation-fields>
       <dt>Status</dt><dd><span class="badge badge-${view.status}">${STATUS_LABELS[view.status] ?? view.status}</span>${view.lastError ? html` <span class="error-text">${view.lastError}</span>` : ''}</dd>
       <dt>Type</dt><dd>${op.operationType}</dd>
-      <dt>Amount</dt><dd>${op.amount}</dd>
-      <dt>Fee</dt><dd>${view.received ? '0 (paid by the sender)' : op.fee}</dd>
+      <dt>Amount</dt><dd>${money(op.amount, view.assetCode)}</dd>
+      <dt>Fee</dt><dd>${view.received ? '0 (paid by the sender)' : money(op.fee, view.assetCode)}</dd>
       <dt>Payer</dt><dd>${op.payerName}${op.payerShortCode ? ` (${op.payer.kind} ${op.payerShortCode})` : ''}</dd>
       <dt>Counterparty</dt><dd>${view.received ? `${op.payerName} (${op.payer.kind} ${op.payerShortCode ?? op.payer.id})` : counterpartText(op.counterparty)}</dd>
       <dt>Memo</dt><dd>${op.memo ?? '—'}</dd>
@@ -68,6 +71,7 @@ export interface KeyView {
   usage: { count: number; lastUsedAt: string | null };
   timeline: TimelineEntry[];
   operations: OperationPage;
+  assetCode: string;
 }
 
 export function keyPage(view: KeyView): Html {
@@ -78,8 +82,8 @@ export function keyPage(view: KeyView): Html {
       <dt>Key id</dt><dd><code>${key.keyID}</code></dd>
       <dt>Status</dt><dd><span class="badge badge-${key.state}">${key.state}</span>${key.revocationReason ? html` <span class="muted">${key.revocationReason}</span>` : ''}</dd>
       <dt>Permissions</dt><dd>${key.permissions.join(', ')}</dd>
-      <dt>Max transaction amount</dt><dd>${key.maxTransactionAmount ?? 'no limit'}</dd>
-      <dt>Max daily volume</dt><dd>${key.maxDailyVolume ?? 'no limit'}</dd>
+      <dt>Max transaction amount</dt><dd>${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, view.assetCode)}</dd>
+      <dt>Max daily volume</dt><dd>${key.maxDailyVolume === null ? 'no limit' : money(key.maxDailyVolume, view.assetCode)}</dd>
       <dt>Allowed IPs</dt><dd>${key.allowedIPs.length ? key.allowedIPs.join(', ') : 'any'}</dd>
       <dt>Expires</dt><dd>${key.expiresAt ? time(key.expiresAt) : html`${key.expiresInDays} days after approval`}</dd>
       <dt>Requested by</dt><dd>${view.requestedBy}, ${time(key.requestedAt)}</dd>
@@ -93,7 +97,7 @@ export function keyPage(view: KeyView): Html {
         <tbody>${view.operations.rows.map((doc) => html`<tr data-operation-id="${doc.operationID}">
           <th scope="row"><a href="/console/operations/${seg(doc.operationID)}"><code>${doc.operationID}</code></a><br>${doc.operationType}</th>
           <td data-label="Status"><span class="badge badge-${doc.status}">${STATUS_LABELS[doc.status] ?? doc.status}</span></td>
-          <td class="num" data-label="Amount">${doc.amount}</td>
+          <td class="num" data-label="Amount">${money(doc.amount, view.assetCode)}</td>
           <td data-label="Counterpart">${counterpartyOf(doc)}</td>
           <td data-label="Created">${time(doc.createdAt)}</td></tr>`)}</tbody></table>
         <p><a href="/console/operations/history?key=${encodeURIComponent(key.keyID)}">All ${view.operations.total.toLocaleString('en-US')} operations of this key</a></p>`}

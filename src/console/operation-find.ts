@@ -43,6 +43,7 @@ const csvRow = (doc: ConsoleOperationDoc): string =>
 
 export function operationFindRoutes(router: Router, services: ConsoleServices): void {
   const { readStore, directory, store, assetScale, clock } = services.deps;
+  const assetCode = services.deps.assetCode ?? 'NGN';
 
   /** The party's keys for the filter's list (the directory has them in memory). */
   const partyKeys = (res: Parameters<typeof partyOf>[0]) => directory.listByParty(partyOf(res), clock().toISOString()).map((k) => ({ keyID: k.keyID, label: k.label }));
@@ -53,7 +54,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
     const found = await findOperations(readStore, { ...filter, party: partyKey(party) }, { ...page, limit: PAGE_SIZE });
     const pendingCount = await countPending(services, party);
     const filtered = Object.keys(filter).length > 0;
-    await renderPage(services, res, { title: 'Operation history', section: 'operations', body: operationListPage({ values, page: found, keys: partyKeys(res), pendingCount, filtered }) });
+    await renderPage(services, res, { title: 'Operation history', section: 'operations', body: operationListPage({ values, page: found, keys: partyKeys(res), pendingCount, filtered, assetCode }) });
   });
 
   router.get('/operations/export.csv', async (req, res) => {
@@ -90,7 +91,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
     const received = !own && requested?.operationType === 'cash-in' && requested.payee.kind === 'merchant' && party.type === 'merchant' && requested.payee.id === party.id;
     if (!requested || (!own && !received)) throw new ConsoleError(404, 'There is no such operation in your party.');
     let status = 'pending';
-    const view: Omit<OperationView, 'timeline' | 'status'> = { request: requested, received, sequenceNumber: null, blockchainID: null, walletOperationID: null, lastError: null, keyLabel: null };
+    const view: Omit<OperationView, 'timeline' | 'status'> = { request: requested, received, sequenceNumber: null, blockchainID: null, walletOperationID: null, lastError: null, keyLabel: null, assetCode };
     for (const event of events) {
       status = STATUS_AFTER[event.type] ?? status;
       const data = event.data as Record<string, unknown>;
@@ -126,6 +127,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
       usage,
       timeline: await timeline(services, events),
       operations,
+      assetCode,
     };
     await renderPage(services, res, { title: `API key ${key.label}`, section: 'keys', body: keyPage(view) });
   });

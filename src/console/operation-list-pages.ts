@@ -1,3 +1,4 @@
+import { money } from './format.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
 import type { OperationPage } from '../projections/console-operation-queries.ts';
 import type { ConsoleOperationDoc } from '../projections/console-operations.ts';
@@ -32,12 +33,12 @@ function filterForm(values: FilterValues, keys: Array<{ keyID: string; label: st
   </form>`;
 }
 
-function row(doc: ConsoleOperationDoc): Html {
+function row(doc: ConsoleOperationDoc, assetCode: string): Html {
   return html`<tr data-operation-id="${doc.operationID}">
     <th scope="row">${doc.operationType}<br><a href="/console/operations/${seg(doc.operationID)}"><code>${doc.operationID}</code></a><br><span class="muted created">created ${time(doc.createdAt)}</span></th>
     <td data-label="Status"><span class="badge badge-${doc.status}">${STATUS_LABELS[doc.status] ?? doc.status}</span>${doc.lastError ? html`<br><span class="error-text">${doc.lastError}</span>` : ''}${doc.updatedAt !== doc.createdAt ? html`<br><span class="muted">${time(doc.updatedAt)}</span>` : ''}</td>
-    <td class="num" data-label="Amount">${doc.amount}</td>
-    <td class="num" data-label="Fee">${doc.fee}</td>
+    <td class="num" data-label="Amount">${money(doc.amount, assetCode)}</td>
+    <td class="num" data-label="Fee">${money(doc.fee, assetCode)}</td>
     <td data-label="Counterpart">${doc.side === 'received' ? html`<span class="muted">from</span> ` : ''}${counterpartyOf(doc)}</td>
     <td data-label="Memo">${doc.memo ?? ''}</td>
     <td data-label="Key">${doc.keyID ? html`<a href="/console/keys/${seg(doc.keyID)}"><code>${doc.keyID}</code></a>` : html`<span class="muted">—</span>`}</td>
@@ -45,7 +46,7 @@ function row(doc: ConsoleOperationDoc): Html {
   </tr>`;
 }
 
-export function operationListPage(view: { values: FilterValues; page: OperationPage; keys: Array<{ keyID: string; label: string }>; pendingCount: number; filtered: boolean }): Html {
+export function operationListPage(view: { values: FilterValues; page: OperationPage; keys: Array<{ keyID: string; label: string }>; pendingCount: number; filtered: boolean; assetCode: string }): Html {
   const { values, page } = view;
   const base = '/console/operations/history';
   const where = page.total === 0
@@ -54,7 +55,7 @@ export function operationListPage(view: { values: FilterValues; page: OperationP
   const table = page.rows.length === 0 ? '' : html`<table class="history stack">
       <caption class="visually-hidden">Operations, ${values.order === 'oldest' ? 'oldest' : 'newest'} first</caption>
       <thead><tr><th scope="col">Operation</th><th scope="col">Status</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Key</th><th scope="col">Blockchain</th></tr></thead>
-      <tbody>${page.rows.map(row)}</tbody></table>`;
+      <tbody>${page.rows.map((doc) => row(doc, view.assetCode))}</tbody></table>`;
   const newer = page.previous ? html`<a href="${base}${filterQuery(values, { before: page.previous })}" rel="prev">Previous 50</a>` : '';
   const older = page.next ? html`<a href="${base}${filterQuery(values, { after: page.next })}" rel="next">Next 50</a>` : '';
   const first = page.previous ? html`<a href="${base}${filterQuery(values)}">First page</a>` : '';
