@@ -19,10 +19,12 @@ import { actingUser, findUserByEmail, userContext } from '../../src/commands/bac
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { approveWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
 import type { WebhookEventType } from '../../src/domain/events.ts';
-import { getRoute, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
+import { getRoute, WEBHOOK_COLLECTIONS, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
 import { webhookEventID } from '../../src/webhooks/webhook-events.ts';
 import { issue, waitUntilSettled } from '../../test/support/executor-system.ts';
 import { startTestSystem, waitFor, type TestParty } from '../../test/support/system.ts';
+import { spawnWalletOps, stopProcess } from '../../test/support/processes.ts';
+import { ALL_PARTS } from '../../src/wallet-ops.ts';
 import { inParallel } from './in-parallel.ts';
 
 /** Wall-clock epoch ms, sub-millisecond. */
@@ -74,7 +76,13 @@ export type Request =
 if (process.send === undefined) throw new Error('start with an IPC channel (bench/webhooks.bench.ts does)');
 const send = process.send.bind(process);
 
-const sys = await startTestSystem(JSON.parse(process.argv[2] ?? '{}') as Record<string, string>);
+const env = JSON.parse(process.argv[2] ?? '{}') as Record<string, string>;
+/** `apart`: the webhooks part in a process of its own (`serve webhooks`, as compose runs it), every other part here. */
+const apart = process.argv[3] === 'apart';
+const sys = await startTestSystem(env, undefined, apart ? ALL_PARTS.filter((part) => part !== 'webhooks') : ALL_PARTS);
+const webhooksProcess = apart ? spawnWalletOps(sys.config.DATA_DIR, ['webhooks'], env) : undefined;
+// This process reads the delivery log either way: its collections must be known to its read-store handle.
+if (apart) await sys.system.stores.readStore.defineCollections(WEBHOOK_COLLECTIONS);
 const secretsKey = embeddedSecretsKey(sys.config.DATA_DIR);
 const webhookDeps = (): WebhookCommandDeps => ({ ...sys.backOffice, secretsKey, allowInsecureLocalhost: sys.config.WEBHOOK_ALLOW_INSECURE_LOCALHOST });
 
@@ -185,6 +193,7 @@ async function handle(request: Request): Promise<unknown> {
     }
     case 'close':
       await subscription.stop();
+      if (webhooksProcess) await stopProcess(webhooksProcess);
       await sys.close();
       return null;
   }
