@@ -1,5 +1,6 @@
 import type { WebhookEventType } from '../domain/events.ts';
 import type { PartyRef } from '../domain/parties.ts';
+import type { WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { CollectionDefinition, ReadStore, Write } from '../ports/read-store.ts';
 
@@ -13,15 +14,8 @@ import type { CollectionDefinition, ReadStore, Write } from '../ports/read-store
  * The outbox writes routes, deliveries and its checkpoint in one commit, so an event is queued for every
  * endpoint exactly once however often the outbox restarts.
  */
-export type RouteDoc = {
-  /** The endpoint id. */
-  id: string;
-  partyType: PartyRef['type'];
-  partyID: string;
-  url: string;
-  eventTypes: WebhookEventType[];
-  status: 'pending' | 'active' | 'rejected' | 'disabled';
-};
+/** What routing needs of an endpoint (its read-model document, without who decided what). */
+export type RouteDoc = Pick<WebhookEndpointDoc, 'id' | 'partyType' | 'partyID' | 'url' | 'eventTypes' | 'status'>;
 
 export type DeliveryStatus =
   /** Waiting for its (next) attempt. */
