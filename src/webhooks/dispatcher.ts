@@ -177,23 +177,22 @@ export class WebhookDispatcher {
   private async serve(route: RouteDoc, context: SessionContext): Promise<void> {
     const { readStore } = this.options;
     let delivery = await nextDelivery(readStore, route.id);
-    let current: RouteDoc | null = route;
     while (delivery !== null && !context.stopping()) {
       if (delivery.nextAttemptAt > this.now()) {
         this.wakeAt(delivery.nextAttemptAt);
+        return;
+      }
+      // The endpoint as it is now, not as the last scan saw it: a disabling stops its queue before the next send.
+      const current = await getRoute(readStore, route.id);
+      if (current?.status !== 'active') {
+        this.routes.delete(route.id);
+        await this.release(route.id);
         return;
       }
       if (!(await this.hold(route.id))) return; // another process sends this endpoint's queue
       const outcome = await this.attempt(current, delivery);
       if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint
       delivery = await nextDelivery(readStore, route.id);
-      // Each attempt after the first looks at the endpoint again: a disabling stops the backlog at once.
-      if (delivery !== null) current = await getRoute(readStore, route.id);
-      if (current === null || current.status !== 'active') {
-        this.routes.delete(route.id);
-        await this.release(route.id);
-        return;
-      }
     }
   }
 
