@@ -118,14 +118,18 @@ export interface EventStore {
 /** The stream was not at the revision the appender expected. Carries what it really was. */
 export class WrongExpectedVersionError extends Error {
   readonly code = 'WRONG_EXPECTED_VERSION';
-  constructor(
-    readonly stream: string,
-    readonly expected: ExpectedRevision,
-    /** The stream's current revision, or 'no_stream' when it does not exist. */
-    readonly actual: number | 'no_stream',
-  ) {
+  readonly stream: string;
+  readonly expected: ExpectedRevision;
+  /** The stream's current revision, or 'no_stream' when it does not exist. */
+  readonly actual: number | 'no_stream';
+  // Fields assigned in the body, not as parameter properties: the embedded store's commit thread loads this module
+  // with Node's own type stripping, which takes only erasable TypeScript.
+  constructor(stream: string, expected: ExpectedRevision, actual: number | 'no_stream') {
     super(`stream ${stream}: expected revision ${String(expected)}, actual ${String(actual)}`);
     this.name = 'WrongExpectedVersionError';
+    this.stream = stream;
+    this.expected = expected;
+    this.actual = actual;
   }
 }
 

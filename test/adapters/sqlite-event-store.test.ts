@@ -19,19 +19,22 @@ const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const APPEND_CHILD = fileURLToPath(new URL('../support/append-events.child.ts', import.meta.url));
 const POLL_MS = 10;
 
-describeEventStoreContract('embedded SQLite', async () => {
-  const dir = tempDir('event-store-');
-  const file = join(dir.path, 'events.sqlite');
-  const store = openSqliteEventStore({ file, pollIntervalMs: POLL_MS });
-  return {
-    store,
-    cleanup: async () => {
-      await store.close();
-      dir.cleanup();
-    },
-    openSecondHandle: async () => openSqliteEventStore({ file, pollIntervalMs: POLL_MS }),
-  };
-});
+// Commits move to the store's commit thread from the second batch on; the same contract holds with them on the event loop.
+for (const commitOn of ['thread', 'event-loop'] as const) {
+  describeEventStoreContract(commitOn === 'thread' ? 'embedded SQLite' : 'embedded SQLite, committed on the event loop', async () => {
+    const dir = tempDir('event-store-');
+    const file = join(dir.path, 'events.sqlite');
+    const store = openSqliteEventStore({ file, pollIntervalMs: POLL_MS, commitOn });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        dir.cleanup();
+      },
+      openSecondHandle: async () => openSqliteEventStore({ file, pollIntervalMs: POLL_MS, commitOn }),
+    };
+  });
+}
 
 describe('SQLite event store, embedded specifics', () => {
   let dir: ReturnType<typeof tempDir>;

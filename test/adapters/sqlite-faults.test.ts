@@ -45,6 +45,8 @@ const MAX_GAP_MS = 1000;
 /** One adapter seen through what these tests need: a write, a count of what was written, and its unavailable error. */
 interface Target {
   name: string;
+  /** Writes from a connection on the commit thread (the event store's default). */
+  onThread?: boolean;
   Unavailable: new (...args: never[]) => Error;
   open(file: string, busyBudgetMs?: number): Promise<Adapter>;
 }
@@ -57,18 +59,22 @@ interface Adapter {
 
 const pad = (bytes: number) => 'x'.repeat(bytes);
 const targets: Target[] = [
-  {
-    name: 'event store append',
-    Unavailable: EventStoreUnavailableError,
-    async open(file, busyBudgetMs) {
-      const store = openSqliteEventStore({ file, pollIntervalMs: 10, busyBudgetMs });
-      return {
-        write: (n, bytes = 0) => store.append(`s-${n}`, [{ type: 'Written', data: { n, pad: pad(bytes) } }], 'no_stream'),
-        count: async () => (await store.readAll()).length,
-        close: () => store.close(),
-      };
-    },
-  },
+  ...(['thread', 'event-loop'] as const).map(
+    (commitOn): Target => ({
+      name: commitOn === 'thread' ? 'event store append' : 'event store append, committed on the event loop',
+      Unavailable: EventStoreUnavailableError,
+      // The thread has a connection of its own, which a test cannot reach for a per-connection pragma.
+      onThread: commitOn === 'thread',
+      async open(file, busyBudgetMs) {
+        const store = openSqliteEventStore({ file, pollIntervalMs: 10, busyBudgetMs, commitOn });
+        return {
+          write: (n, bytes = 0) => store.append(`s-${n}`, [{ type: 'Written', data: { n, pad: pad(bytes) } }], 'no_stream'),
+          count: async () => (await store.readAll()).length,
+          close: () => store.close(),
+        };
+      },
+    }),
+  ),
   {
     name: 'read store commit',
     Unavailable: ReadStoreUnavailableError,
@@ -290,7 +296,8 @@ describe('SQLITE_FULL from max_page_count (every environment)', () => {
   });
   afterEach(() => dir.cleanup());
 
-  it.each(targets)('given a database that may not grow, when $name needs a page, then it fails unavailable, and once it may grow the next call succeeds', async (target) => {
+  // max_page_count is set on the connection the test can reach; the thread's connection meets a full disk in the tmpfs tests below.
+  it.each(targets.filter((target) => !target.onThread))('given a database that may not grow, when $name needs a page, then it fails unavailable, and once it may grow the next call succeeds', async (target) => {
     const adapter = await target.open(join(dir.path, 'db.sqlite'));
     try {
       await adapter.write(1);
@@ -309,7 +316,7 @@ describe('SQLITE_FULL from max_page_count (every environment)', () => {
   });
 
   it('given a full database, when appends share a batch, then all of them fail and the next batch commits', async () => {
-    const store = openSqliteEventStore({ file: join(dir.path, 'events.sqlite') });
+    const store = openSqliteEventStore({ file: join(dir.path, 'events.sqlite'), commitOn: 'event-loop' });
     try {
       await store.append('a', [{ type: 'X', data: {} }], 'no_stream');
       limitPages(true);

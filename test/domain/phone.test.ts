@@ -53,4 +53,12 @@ describe('normalizePhone', () => {
   ])('when the phone is %s rather than a string, then it is refused naming the field', (_label, input) => {
     expect(() => normalizePhone('phone', input)).toThrow(refusedNaming('phone'));
   });
+
+  it('given numbers normalized before (remembered), when they come again, then the answers are the same, and a refused one is still refused', () => {
+    const inputs = ['+234 812 345 6781', '+2348123456781', '+1 (415) 555-2671', '+44 20 7946 0958'];
+    const first = inputs.map((input) => normalizePhone('phoneTo', input));
+    for (let i = 0; i < 3; i++) expect(inputs.map((input) => normalizePhone('phoneTo', input))).toEqual(first);
+    expect(first).toEqual(['+2348123456781', '+2348123456781', '+14155552671', '+442079460958']);
+    for (let i = 0; i < 2; i++) expect(() => normalizePhone('phoneTo', '+234 81')).toThrow(refusedNaming('phoneTo'));
+  });
 });

@@ -24,9 +24,11 @@ export interface PreparedAppend {
 /** Two events with one id. Not deduplicated: reusing an id is a bug in the caller, not a retry to absorb. */
 export class DuplicateEventIdError extends Error {
   readonly code = 'DUPLICATE_EVENT_ID';
-  constructor(readonly eventId: string) {
+  readonly eventId: string;
+  constructor(eventId: string) {
     super(`an event with id ${eventId} is already stored`);
     this.name = 'DuplicateEventIdError';
+    this.eventId = eventId;
   }
 }
 

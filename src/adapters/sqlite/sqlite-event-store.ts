@@ -23,7 +23,8 @@ import {
   filterSql,
   toRecordedEvent,
 } from './sqlite-event-schema.ts';
-import { GroupCommitter } from './sqlite-group-commit.ts';
+import { CommitThread } from './sqlite-commit-thread.ts';
+import { GroupCommitter, SavepointBatch } from './sqlite-group-commit.ts';
 import { type Page, PollingSubscription } from './polling-subscription.ts';
 
 export interface SqliteEventStoreOptions {
@@ -34,6 +35,12 @@ export interface SqliteEventStoreOptions {
   busyBudgetMs?: number;
   /** Told the size (appends) of every group-commit transaction that committed: for metrics. */
   onGroupCommit?: (requests: number) => void;
+  /**
+   * Where the appends' transactions run: on a thread of their own once the process appends more than once (the
+   * default; sqlite-commit-thread.ts), or always on the event loop, on the store's one connection (a test that
+   * sets a per-connection pragma needs that).
+   */
+  commitOn?: 'thread' | 'event-loop';
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 15;
@@ -53,13 +60,15 @@ const NO_LIMIT = -1;
 export function openSqliteEventStore(options: SqliteEventStoreOptions): EventStore {
   const busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
   const db = openSqliteDatabase(options.file, ensureEventSchema, busyBudgetMs);
-  return new SqliteEventStore(db, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, busyBudgetMs, options.onGroupCommit);
+  return new SqliteEventStore(db, options, busyBudgetMs);
 }
 
 class SqliteEventStore implements EventStore {
   private readonly statements: StatementCache;
   private readonly headStatement: Database.Statement<[], number>;
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
+  private readonly thread: CommitThread | undefined;
+  private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
   /** Aborted by close(): reads waiting out a lock stop waiting. (Subscriptions' reads use their own, see stop().) */
@@ -67,17 +76,19 @@ class SqliteEventStore implements EventStore {
 
   constructor(
     private readonly db: Database.Database,
-    private readonly pollIntervalMs: number,
+    options: SqliteEventStoreOptions,
     private readonly busyBudgetMs: number,
-    onGroupCommit?: (requests: number) => void,
   ) {
+    this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.statements = new StatementCache(db);
     this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
     const writer = new AppendWriter(db);
+    const batch = new SavepointBatch(db, (requests: PreparedAppend[]) => writer.write(requests), isAppendRequestError);
+    const onEventLoop = (requests: PreparedAppend[][]) => batch.run(requests);
+    this.thread = options.commitOn === 'event-loop' ? undefined : new CommitThread(options.file, onEventLoop);
+    const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
-      db,
-      apply: (requests) => writer.write(requests),
-      isRequestError: isAppendRequestError,
+      transaction: this.thread?.run ?? onEventLoop,
       // In-process notifier: local subscribers read right after our own commits instead of at their next poll.
       onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake()),
       busyBudgetMs,
@@ -145,6 +156,7 @@ class SqliteEventStore implements EventStore {
       this.closed.abort(new EventStoreUnavailableError('the event store is closed'));
       await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
       await this.committer.close();
+      await this.thread?.close();
       this.db.close();
     })();
     return this.closing;

@@ -6,11 +6,11 @@ import { BUSY_BUDGET_MS, busyBackoffMs, isSqliteBusy } from './sqlite-retry.ts';
 const MAX_BATCH_REQUESTS = 1000;
 
 export interface GroupCommitOptions<Request, Result> {
-  db: Database.Database;
-  /** Does one request's writes; runs inside the batch's transaction, in the request's own savepoint. */
-  apply: (request: Request) => Result;
-  /** True when an error thrown by `apply` concerns its request only; any other error fails the whole batch. */
-  isRequestError: (error: unknown) => boolean;
+  /**
+   * Runs one batch in one transaction (a SavepointBatch, here or on the commit thread): an outcome per request, or
+   * a throw or rejection, with nothing written, when the batch as a whole failed.
+   */
+  transaction: BatchTransaction<Request, Result>;
   /** Called after every COMMIT that wrote something, e.g. to wake local subscribers. */
   onCommit: () => void;
   /** How long a request may wait for another connection's write lock before it fails. Default BUSY_BUDGET_MS. */
@@ -19,7 +19,9 @@ export interface GroupCommitOptions<Request, Result> {
   onBatch?: (requests: number) => void;
 }
 
-type Outcome<Result> = { ok: true; result: Result } | { ok: false; error: unknown };
+export type BatchTransaction<Request, Result> = (requests: Request[]) => Array<Outcome<Result>> | Promise<Array<Outcome<Result>>>;
+
+export type Outcome<Result> = { ok: true; result: Result } | { ok: false; error: unknown };
 
 interface Pending<Request, Result> {
   request: Request;
@@ -39,30 +41,26 @@ interface Pending<Request, Result> {
  * A busy database (another process holds the write lock) is retried on a timer with backoff, the requests that
  * arrived meanwhile joining the batch, until each request's own budget runs out. Any other failure of the batch
  * (disk full, I/O error) rolls it back and fails its requests; the next batch starts afresh.
+ *
+ * The transaction itself (SavepointBatch) runs where its connection is: on the event loop, or on the commit
+ * thread (sqlite-commit-thread.ts), which keeps the statements and the fsync off the event loop. One batch is
+ * committed at a time; requests arriving meanwhile gather into the next.
  */
 export class GroupCommitter<Request, Result> {
-  private readonly db: Database.Database;
-  private readonly statements;
   private queue: Array<Pending<Request, Result>> = [];
   private scheduled = false;
+  /** A batch is being committed (on the commit thread, its reply not yet back): the next waits for it. */
+  private committing = false;
   private busyRetries = 0;
   private readonly busyBudgetMs: number;
   private closed = false;
   private idleWaiters: Array<() => void> = [];
+  private readonly options: GroupCommitOptions<Request, Result>;
 
-  constructor(private readonly options: GroupCommitOptions<Request, Result>) {
-    this.db = options.db;
+  // No parameter properties in this module: the commit thread loads it with Node's type stripping (erasable syntax only).
+  constructor(options: GroupCommitOptions<Request, Result>) {
+    this.options = options;
     this.busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
-    this.statements = {
-      // IMMEDIATE takes the write lock at BEGIN: a busy database shows up here, before any work is done, and a
-      // deferred transaction cannot later fail to upgrade its read snapshot to a write (SQLITE_BUSY_SNAPSHOT).
-      begin: this.db.prepare('BEGIN IMMEDIATE'),
-      commit: this.db.prepare('COMMIT'),
-      rollback: this.db.prepare('ROLLBACK'),
-      savepoint: this.db.prepare('SAVEPOINT request'),
-      release: this.db.prepare('RELEASE request'),
-      rollbackTo: this.db.prepare('ROLLBACK TO request'),
-    };
   }
 
   submit(request: Request): Promise<Result> {
@@ -76,33 +74,38 @@ export class GroupCommitter<Request, Result> {
   /** Refuses new requests and resolves once every queued one is committed or failed. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.queue.length === 0 && !this.scheduled) return;
+    if (this.queue.length === 0 && !this.scheduled && !this.committing) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   private schedule(delayMs: number): void {
-    if (this.scheduled) return;
+    if (this.scheduled || this.committing) return;
     this.scheduled = true;
     const run = () => {
       this.scheduled = false;
-      this.flush();
+      void this.flush();
     };
     if (delayMs === 0) setImmediate(run);
     else setTimeout(run, delayMs);
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     const batch = this.queue.splice(0, MAX_BATCH_REQUESTS);
     let outcomes: Array<Outcome<Result>>;
     let committed = false;
+    this.committing = true;
     try {
-      outcomes = this.commitBatch(batch);
+      outcomes = await this.options.transaction(batch.map((pending) => pending.request));
       committed = true;
     } catch (error) {
-      if (isSqliteBusy(error)) return this.retryLater(batch, error);
-      const failure = new EventStoreUnavailableError('could not commit to the event store', { cause: error });
+      if (isSqliteBusy(error)) {
+        this.committing = false;
+        return this.retryLater(batch, error);
+      }
+      const failure = error instanceof EventStoreUnavailableError ? error : new EventStoreUnavailableError('could not commit to the event store', { cause: error });
       outcomes = batch.map(() => ({ ok: false, error: failure }));
     }
+    this.committing = false;
     batch.forEach((pending, i) => settle(pending, outcomes[i]!));
     if (outcomes.some((outcome) => outcome.ok)) this.options.onCommit();
     if (committed) observeBatch(this.options.onBatch, batch.length);
@@ -127,12 +130,48 @@ export class GroupCommitter<Request, Result> {
     else this.notifyIdle();
   }
 
+  private notifyIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
+/**
+ * One batch in one transaction on a connection: each request in its own SAVEPOINT, so that a request that fails
+ * (wrong expected revision, duplicate id) is rolled back alone while the others commit. Synchronous: it runs
+ * where the connection lives, on the event loop or on the commit thread (sqlite-commit-thread.ts).
+ */
+export class SavepointBatch<Request, Result> {
+  private readonly db: Database.Database;
+  private readonly statements;
+  /** Does one request's writes; runs inside the batch's transaction, in the request's own savepoint. */
+  private readonly apply: (request: Request) => Result;
+  /** True when an error thrown by `apply` concerns its request only; any other error fails the whole batch. */
+  private readonly isRequestError: (error: unknown) => boolean;
+
+  constructor(db: Database.Database, apply: (request: Request) => Result, isRequestError: (error: unknown) => boolean) {
+    this.db = db;
+    this.apply = apply;
+    this.isRequestError = isRequestError;
+    this.statements = {
+      // IMMEDIATE takes the write lock at BEGIN: a busy database shows up here, before any work is done, and a
+      // deferred transaction cannot later fail to upgrade its read snapshot to a write (SQLITE_BUSY_SNAPSHOT).
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT request'),
+      release: db.prepare('RELEASE request'),
+      rollbackTo: db.prepare('ROLLBACK TO request'),
+    };
+  }
+
   /** Runs the batch in one transaction; throws (after rolling back) only if the batch as a whole failed. */
-  private commitBatch(batch: Array<Pending<Request, Result>>): Array<Outcome<Result>> {
+  run(requests: Request[]): Array<Outcome<Result>> {
     if (this.db.inTransaction) this.rollback(); // left open by an earlier ROLLBACK that failed
     this.statements.begin.run();
     try {
-      const outcomes = batch.map((pending) => this.applyInSavepoint(pending.request));
+      const outcomes = requests.map((request) => this.applyInSavepoint(request));
       this.statements.commit.run();
       return outcomes;
     } catch (error) {
@@ -157,22 +196,16 @@ export class GroupCommitter<Request, Result> {
   private applyInSavepoint(request: Request): Outcome<Result> {
     this.statements.savepoint.run();
     try {
-      const result = this.options.apply(request);
+      const result = this.apply(request);
       this.statements.release.run();
       return { ok: true, result };
     } catch (error) {
       // An I/O error or the like may have ended the transaction already; then nothing in the batch is safe.
-      if (!this.options.isRequestError(error) || !this.db.inTransaction) throw error;
+      if (!this.isRequestError(error) || !this.db.inTransaction) throw error;
       this.statements.rollbackTo.run();
       this.statements.release.run();
       return { ok: false, error };
     }
-  }
-
-  private notifyIdle(): void {
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const resolve of waiters) resolve();
   }
 }
 
