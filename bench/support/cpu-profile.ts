@@ -100,7 +100,8 @@ export function summarize(profile: Profile, requests: number, top = 12): Profile
   let busyUs = 0;
   for (const [id, us] of selfUs) {
     const frame = nodes.get(id)!.callFrame;
-    if (frame.functionName === '(idle)') continue;
+    // Idle, and the profiler's own work (stopping it serializes the profile), are not the server's.
+    if (frame.functionName === '(idle)' || frame.url === 'node:inspector') continue;
     busyUs += us;
     const component = componentOf(frame);
     byComponent.set(component, (byComponent.get(component) ?? 0) + us);

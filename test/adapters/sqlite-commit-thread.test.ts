@@ -10,15 +10,15 @@ import { AppendWriter, DuplicateEventIdError, isAppendRequestError, type Prepare
 import { CommitThread } from '../../src/adapters/sqlite/sqlite-commit-thread.ts';
 import { openSqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.ts';
 import { ensureEventSchema } from '../../src/adapters/sqlite/sqlite-event-schema.ts';
-import { SavepointBatch } from '../../src/adapters/sqlite/sqlite-group-commit.ts';
-import { EventStoreUnavailableError, WrongExpectedVersionError } from '../../src/ports/event-store.ts';
+import { type Outcome, SavepointBatch } from '../../src/adapters/sqlite/sqlite-group-commit.ts';
+import { type AppendResult, EventStoreUnavailableError, WrongExpectedVersionError } from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 describe('the event store commit thread', () => {
   let dir: ReturnType<typeof tempDir>;
   let db: ReturnType<typeof openSqliteDatabase>;
   let thread: CommitThread;
-  let onEventLoop: ReturnType<typeof vi.fn<(requests: PreparedAppend[][]) => ReturnType<SavepointBatch<PreparedAppend[], unknown>['run']>>>;
+  let onEventLoop: ReturnType<typeof vi.fn<(requests: PreparedAppend[][]) => Array<Outcome<AppendResult[]>>>>;
 
   const append = (stream: string, expectedRevision: 'no_stream' | number, n = 1) =>
     prepareAppends([{ stream, expectedRevision, events: Array.from({ length: n }, (_, i) => ({ type: 'Written', data: { i } })) }]);
