@@ -61,8 +61,8 @@ async function expressWithInsert(synced: boolean): Promise<LoadResult> {
   }
 }
 
-async function walletOps(parties: number): Promise<LoadResult & { created: number }> {
-  const { sys, requests } = await writeSystem(parties);
+async function walletOps(parties: number, env: Record<string, string> = {}): Promise<LoadResult & { created: number }> {
+  const { sys, requests } = await writeSystem(parties, env);
   try {
     const before = await sys.system.stores.eventStore.headPosition();
     const result = await runLoad({ url: sys.baseUrl, connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, requests });
@@ -97,6 +97,8 @@ async function main(): Promise<void> {
   }
   const oneKey = await walletOps(1);
   console.log('wallet-ops, one key', oneKey);
+  const onEventLoop = await walletOps(SPREADS[0]!, { EVENT_STORE_COMMITS: 'event-loop' });
+  console.log('wallet-ops, commits on the event loop', onEventLoop);
   const widest = spread[SPREADS.at(-1)!]!;
 
   const section = [
@@ -115,6 +117,7 @@ async function main(): Promise<void> {
     row('express + one unsynced insert (baseline)', unsynced, synced, unsynced),
     ...SPREADS.map((parties) => row(`wallet-ops, spread over ${parties} parties and keys`, spread[parties]!, synced, unsynced, `${spread[parties]!.created} operations appended`)),
     row('wallet-ops, all on one key and payer', oneKey, synced, unsynced, `${oneKey.created} operations appended`),
+    row(`wallet-ops, spread over ${SPREADS[0]} keys, commits on the event loop`, onEventLoop, synced, unsynced, `EVENT_STORE_COMMITS=event-loop; ${(onEventLoop.requestsPerSecond / spread[SPREADS[0]!]!.requestsPerSecond).toFixed(2)}x the same on the commit thread`),
     '',
     'Targets (issue 15), as ratios of this run:',
     ...SPREADS.flatMap((parties) => [

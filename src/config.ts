@@ -139,6 +139,10 @@ const schema = z.object({
   EVENT_STORE: z
     .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb']).optional())
     .describe('Event store: embedded (SQLite under DATA_DIR) or kurrentdb (KURRENTDB_URL). Default: kurrentdb when KURRENTDB_URL is set, else embedded.'),
+  EVENT_STORE_COMMITS: z
+    .enum(['thread', 'event-loop'])
+    .default('thread')
+    .describe('Embedded event store: where appends are committed (statements and fsync): on a thread of their own, taking over from the second batch (thread), or on the event loop (event-loop). See docs/benchmarks.md.'),
   KURRENTDB_URL: z
     .preprocess(
       unsetWhenEmpty,

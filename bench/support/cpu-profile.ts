@@ -85,7 +85,7 @@ function lines(totals: Map<string, number>, requests: number, busyUs: number, to
     .map(([name, us]) => ({ name, usPerRequest: us / requests, share: us / busyUs }));
 }
 
-export function summarize(profile: Profile, requests: number, top = 12): ProfileSummary {
+export function summarize(profile: Profile, requests: number, top = Number(process.env.BENCH_PROFILE_TOP ?? 12)): ProfileSummary {
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   const parents = new Map<number, ProfileNode>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node);

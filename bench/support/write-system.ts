@@ -7,8 +7,8 @@ import type { Part } from '../../src/wallet-ops.ts';
 import { startTestSystem, type TestSystem } from '../../test/support/system.ts';
 import type { LoadSpec } from './load-generator.ts';
 
-export async function writeSystem(parties: number, parts: readonly Part[] = ['write-api']): Promise<{ sys: TestSystem; requests: LoadSpec['requests'] }> {
-  const sys = await startTestSystem({}, undefined, parts);
+export async function writeSystem(parties: number, env: Record<string, string> = {}, parts: readonly Part[] = ['write-api']): Promise<{ sys: TestSystem; requests: LoadSpec['requests'] }> {
+  const sys = await startTestSystem(env, undefined, parts);
   const phone = await sys.individual('+2348123456781', 'Bench Customer');
   const requests: LoadSpec['requests'] = [];
   for (let i = 0; i < parties; i++) {

@@ -22,6 +22,8 @@ export interface Stores {
 export interface StoreSelection {
   DATA_DIR: string;
   EVENT_STORE: 'embedded' | 'kurrentdb';
+  /** The embedded event store's commits: on its commit thread (default) or on the event loop. */
+  EVENT_STORE_COMMITS?: 'thread' | 'event-loop' | undefined;
   KURRENTDB_URL?: string | undefined;
   READ_STORE: 'embedded' | 'mongodb';
   MONGODB_URL?: string | undefined;
@@ -77,7 +79,7 @@ export async function openStores(options: StoreSelection | EmbeddedOnly, decorat
 // Every event store is wrapped in the hash chain (src/audit): tamper evidence computed by wallet-ops itself.
 // The server adapters are loaded only when chosen: their clients cost every CLI start a third of a second.
 export async function openEventStore(
-  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL'>,
+  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL' | 'EVENT_STORE_COMMITS'>,
   decorate: (store: EventStore) => EventStore = same,
   onGroupCommit?: (requests: number) => void,
 ): Promise<EventStore> {
@@ -86,7 +88,7 @@ export async function openEventStore(
     return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
   }
   mkdirSync(selection.DATA_DIR, OWNER_ONLY_DIRECTORY);
-  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), ...(onGroupCommit ? { onGroupCommit } : {}) })));
+  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), commitOn: selection.EVENT_STORE_COMMITS ?? 'thread', ...(onGroupCommit ? { onGroupCommit } : {}) })));
 }
 
 export async function openReadStore(
