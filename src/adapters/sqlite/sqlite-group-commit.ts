@@ -17,7 +17,20 @@ export interface GroupCommitOptions<Request, Result> {
   busyBudgetMs?: number;
   /** Told the number of requests of every transaction that committed (the group-commit batch size metric). */
   onBatch?: (requests: number) => void;
+  /** The port's unavailable error for a closed committer, a failed batch, a lock held past the budget. Default: the event store's. */
+  unavailable?: (why: UnavailableReason, cause?: unknown) => Error;
 }
+
+export type UnavailableReason = 'closed' | 'failed' | 'busy';
+
+const EVENT_STORE_UNAVAILABLE: Record<UnavailableReason, string> = {
+  closed: 'the event store is closed',
+  failed: 'could not commit to the event store',
+  busy: 'the event store stayed locked by another connection',
+};
+
+const eventStoreUnavailable = (why: UnavailableReason, cause?: unknown): Error =>
+  new EventStoreUnavailableError(EVENT_STORE_UNAVAILABLE[why], cause === undefined ? undefined : { cause });
 
 type Outcome<Result> = { ok: true; result: Result } | { ok: false; error: unknown };
 
@@ -49,9 +62,11 @@ export class GroupCommitter<Request, Result> {
   private readonly busyBudgetMs: number;
   private closed = false;
   private idleWaiters: Array<() => void> = [];
+  private readonly unavailable: (why: UnavailableReason, cause?: unknown) => Error;
 
   constructor(private readonly options: GroupCommitOptions<Request, Result>) {
     this.db = options.db;
+    this.unavailable = options.unavailable ?? eventStoreUnavailable;
     this.busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
     this.statements = {
       // IMMEDIATE takes the write lock at BEGIN: a busy database shows up here, before any work is done, and a
@@ -66,7 +81,7 @@ export class GroupCommitter<Request, Result> {
   }
 
   submit(request: Request): Promise<Result> {
-    if (this.closed) return Promise.reject(new EventStoreUnavailableError('the event store is closed'));
+    if (this.closed) return Promise.reject(this.unavailable('closed'));
     return new Promise<Result>((resolve, reject) => {
       this.queue.push({ request, deadline: performance.now() + this.busyBudgetMs, resolve, reject });
       this.schedule(0);
@@ -100,7 +115,7 @@ export class GroupCommitter<Request, Result> {
       committed = true;
     } catch (error) {
       if (isSqliteBusy(error)) return this.retryLater(batch, error);
-      const failure = new EventStoreUnavailableError('could not commit to the event store', { cause: error });
+      const failure = this.unavailable('failed', error);
       outcomes = batch.map(() => ({ ok: false, error: failure }));
     }
     batch.forEach((pending, i) => settle(pending, outcomes[i]!));
@@ -112,7 +127,7 @@ export class GroupCommitter<Request, Result> {
   /** Nothing was written (the transaction was rolled back): fail the requests out of budget, retry the rest. */
   private retryLater(batch: Array<Pending<Request, Result>>, error: unknown): void {
     const now = performance.now();
-    const failure = new EventStoreUnavailableError('the event store stayed locked by another connection', { cause: error });
+    const failure = this.unavailable('busy', error);
     for (const pending of batch) if (pending.deadline <= now) pending.reject(failure);
     this.queue.unshift(...batch.filter((pending) => pending.deadline > now));
     if (this.queue.length === 0) return this.next();
