@@ -23,6 +23,7 @@
 import '../test/support/fast-passwords.ts';
 import { inParallel } from './support/in-parallel.ts';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { openEmbeddedLedger } from '../src/adapters/ledger/embedded-ledger.ts';
@@ -32,7 +33,9 @@ import type { OperationApproved, OperationCompleted } from '../src/domain/events
 import { ISSUANCE_ADDRESS, walletAddress, type LedgerLeg } from '../src/ports/ledger.ts';
 import { allEvents, assertLedgerMatchesProjections } from '../test/support/invariants.ts';
 import { issue, waitUntilSettled } from '../test/support/executor-system.ts';
-import { call, startTestSystem, type TestParty, type TestSystem } from '../test/support/system.ts';
+import { call, startTestSystem, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../test/support/system.ts';
+import { spawnWalletOps, stopProcess } from '../test/support/processes.ts';
+import { ALL_PARTS } from '../src/wallet-ops.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { gasUsed, RpcMeter, startChainProcess, type ChainProcess, type MethodStats } from './support/evm-chain.ts';
@@ -50,6 +53,11 @@ const N_EVM = Number(process.env.BENCH_EVM_OPS ?? 300);
 const N_EVM_SEQUENTIAL = Number(process.env.BENCH_EVM_SEQUENTIAL ?? 100);
 const N_EVM_SINGLE = Number(process.env.BENCH_EVM_SINGLE ?? 30);
 const EVM_IN_FLIGHT = Number(process.env.BENCH_EVM_IN_FLIGHT ?? 16);
+const STEADY = { n: Number(process.env.BENCH_STEADY ?? 3000), rate: Number(process.env.BENCH_STEADY_RATE ?? 100) };
+/** Submits at once in the ledger's own rate row (the executor's default concurrency). */
+const LEDGER_IN_FLIGHT = 16;
+/** BENCH_ONLY=cash-ins (comma-separated scenarios): run those alone and print them, e.g. under --cpu-prof; docs untouched. */
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 /** The executor's defaults, which the floor uses too. */
 const DEFAULTS = loadConfig({ LOG_LEVEL: 'silent' });
 
@@ -58,10 +66,20 @@ interface Result {
   seconds: number;
   perSecond: number;
   p50Ms: number;
+  p90Ms: number;
   p95Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** Where an operation's time went, p50 and p99 ms of each stage (stored times): see STAGES. */
+  stages?: Record<Stage, { p50: number; p99: number }>;
 }
+
+/**
+ * The stages of an execution between stored times: the approval's commit, the first claim's commit
+ * (OperationExecutionStarted), the ledger transaction's time (taken inside the ledger's commit), the completion's commit.
+ */
+const STAGES = { pickup: 'approved -> claimed', claimToLedger: 'claimed -> ledger', ledgerToCompleted: 'ledger -> completed' } as const;
+type Stage = keyof typeof STAGES;
 
 function percentile(sorted: number[], q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -69,32 +87,54 @@ function percentile(sorted: number[], q: number): number {
 
 function summarize(latencies: number[], seconds: number): Result {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { operations: latencies.length, seconds, perSecond: latencies.length / seconds, p50Ms: percentile(sorted, 0.5), p95Ms: percentile(sorted, 0.95), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN };
+  return { operations: latencies.length, seconds, perSecond: latencies.length / seconds, p50Ms: percentile(sorted, 0.5), p90Ms: percentile(sorted, 0.9), p95Ms: percentile(sorted, 0.95), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN };
 }
 
 
-/** Waits until these operations are completed; then approved -> completed from the stored events' times. */
-async function measure(sys: TestSystem, operationIDs: string[]): Promise<Result> {
+/**
+ * Waits until these operations are completed; then approved -> completed from the stored events' times. Reads the
+ * history forwards from `from` (a position before the first approval), only what is new at each poll, so that
+ * waiting costs the system under measure next to nothing.
+ */
+async function measure(sys: Pick<TestSystem, 'system'>, operationIDs: string[], from = 0): Promise<Result> {
+  const store = sys.system.stores.eventStore;
   const wanted = new Set(operationIDs);
+  const approved = new Map<string, number>();
+  const claimed = new Map<string, number>();
+  const submitted = new Map<string, number>();
+  const completed = new Map<string, number>();
+  let failed = 0;
+  let cursor = from;
   const deadline = Date.now() + 600_000;
-  let completed: Array<OperationCompleted & { createdAt: string }> = [];
   for (;;) {
-    completed = ((await allEvents(sys.system.stores.eventStore, ['OperationCompleted'])) as unknown as typeof completed).filter((e) => wanted.has(e.data.operationID));
-    if (completed.length >= wanted.size) break;
-    if (Date.now() > deadline) throw new Error(`only ${completed.length} of ${wanted.size} completed`);
+    const page = await store.readAll({ fromPosition: cursor + 1, maxCount: 5000, filter: { eventTypes: ['OperationApproved', 'OperationExecutionStarted', 'OperationSubmitted', 'OperationCompleted', 'OperationFailed'] } });
+    for (const event of page) {
+      cursor = event.position;
+      const { operationID } = event.data as { operationID: string };
+      if (!wanted.has(operationID)) continue;
+      if (event.type === 'OperationApproved') approved.set(operationID, Date.parse(event.createdAt));
+      else if (event.type === 'OperationExecutionStarted') claimed.set(operationID, Math.min(claimed.get(operationID) ?? Infinity, Date.parse(event.createdAt)));
+      else if (event.type === 'OperationSubmitted') submitted.set(operationID, Date.parse((event.data as { submittedAt: string }).submittedAt));
+      else if (event.type === 'OperationCompleted') completed.set(operationID, Date.parse(event.createdAt));
+      else failed += 1;
+    }
+    if (failed > 0) throw new Error(`${failed} operations failed`);
+    if (page.length === 5000) continue;
+    if (completed.size >= wanted.size) break;
+    if (Date.now() > deadline) throw new Error(`only ${completed.size} of ${wanted.size} completed`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const failed = (await allEvents(sys.system.stores.eventStore, ['OperationFailed'])).filter((e) => wanted.has((e.data as { operationID: string }).operationID));
-  if (failed.length > 0) throw new Error(`${failed.length} operations failed`);
-  const approved = new Map(
-    ((await allEvents(sys.system.stores.eventStore, ['OperationApproved'])) as unknown as Array<OperationApproved & { createdAt: string }>)
-      .filter((e) => wanted.has(e.data.operationID))
-      .map((e) => [e.data.operationID, Date.parse(e.createdAt)]),
-  );
-  const latencies = completed.map((e) => Date.parse(e.createdAt) - approved.get(e.data.operationID)!);
+  const latencies = [...completed].map(([operationID, at]) => at - approved.get(operationID)!);
   const first = Math.min(...approved.values());
-  const last = Math.max(...completed.map((e) => Date.parse(e.createdAt)));
-  return summarize(latencies, (last - first) / 1000);
+  const last = Math.max(...completed.values());
+  const stage = (from: Map<string, number>, to: Map<string, number>) => {
+    const sorted = [...completed.keys()].map((id) => to.get(id)! - from.get(id)!).sort((a, b) => a - b);
+    return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
+  };
+  return {
+    ...summarize(latencies, (last - first) / 1000),
+    stages: { pickup: stage(approved, claimed), claimToLedger: stage(claimed, submitted), ledgerToCompleted: stage(submitted, completed) },
+  };
 }
 
 async function issuances(): Promise<{ burst: Result; oneAtATime: Result }> {
@@ -124,14 +164,53 @@ interface CashInRun extends Result {
   blockchainIDs: string[];
   /** BENCH_EVM_SINGLE more, each approved once the previous one completed: the latency with an idle executor. */
   oneAtATime?: Result;
+  /** CPU per operation of the burst (approvals until the last completion): this process, and the executor's own when apart. */
+  cpuMsPerOp: { bench: number; executor?: number };
+  steady?: SteadyRun;
+}
+
+interface SteadyRun extends Result {
+  /** The rate the approvals were sent at, and how late the sender was against its schedule (ms). */
+  rate: number;
+  sentPerSecond: number;
+  sendLateP99Ms: number;
+  /** Whether the executor kept up: completions at >= 95% of the approvals' rate, and no backlog growing. */
+  keptUp: boolean;
+}
+
+/** CPU time (user + system) of a process, ms: this one, or another through /proc (Linux). */
+function cpuMs(pid?: number): number {
+  if (pid === undefined) {
+    const used = process.cpuUsage();
+    return (used.user + used.system) / 1000;
+  }
+  // /proc/<pid>/stat: utime and stime, fields 14 and 15, in clock ticks (100 a second), after the ")" of the name.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /**
  * N cash-ins created over HTTP, then approved in bulk by checkers, on the ledger `env` selects (the
  * embedded one by default). `around` brackets the burst (approvals until the last completion).
+ * `apart`: the executor in a process of its own (`wallet-ops serve executor` on the same data directory, as
+ * docker-compose.yml runs it), this process running every other part. `steady`: then that many more
+ * cash-ins, created first, approved open-loop at `rate` a second (each sent on schedule, whether or not the
+ * earlier ones completed).
  */
-async function cashIns(options: { n: number; env?: Record<string, string>; single?: number; around?: { start(): void; end(operations: number): void } }): Promise<CashInRun> {
-  const sys = await startTestSystem(options.env ?? {});
+async function cashIns(options: {
+  n: number;
+  env?: Record<string, string>;
+  single?: number;
+  around?: { start(): void; end(operations: number): void };
+  apart?: boolean;
+  steady?: { n: number; rate: number };
+}): Promise<CashInRun> {
+  // BENCH_EXECUTOR_ENV='{"EXECUTOR_CONCURRENCY":"64"}': settings for the executor (A/B runs).
+  const env = { ...(JSON.parse(process.env.BENCH_EXECUTOR_ENV ?? '{}') as Record<string, string>), ...options.env };
+  const sys = await startTestSystem(env, undefined, options.apart ? WITHOUT_EXECUTOR : ALL_PARTS);
+  // BENCH_EXECUTOR_NODE_OPTIONS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof": options for the executor's process alone.
+  const childOptions: Record<string, string> = process.env.BENCH_EXECUTOR_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_EXECUTOR_NODE_OPTIONS } : {};
+  const executor = options.apart ? spawnWalletOps(sys.config.DATA_DIR, ['executor'], { ...env, ...childOptions }) : undefined;
   try {
     const distributors: Array<TestParty & { apiKey: string }> = [];
     for (let i = 0; i < PARTIES; i++) {
@@ -156,10 +235,16 @@ async function cashIns(options: { n: number; env?: Record<string, string>; singl
       const checker = checkers.get(distributor.ref.id)!;
       await decideOperation(sys.backOffice, actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
     };
+    const from = await sys.system.stores.eventStore.headPosition();
+    const cpuBefore = { bench: cpuMs(), executor: executor ? cpuMs(executor.child.pid) : 0 };
     options.around?.start();
     await inParallel(operationIDs, IN_FLIGHT, approve);
-    const result = await measure(sys, operationIDs.map((o) => o.operationID));
+    const result = await measure(sys, operationIDs.map((o) => o.operationID), from);
     options.around?.end(operationIDs.length);
+    const cpuMsPerOp = {
+      bench: (cpuMs() - cpuBefore.bench) / operationIDs.length,
+      ...(executor ? { executor: (cpuMs(executor.child.pid) - cpuBefore.executor) / operationIDs.length } : {}),
+    };
 
     let oneAtATime: Result | undefined;
     if (options.single) {
@@ -172,30 +257,62 @@ async function cashIns(options: { n: number; env?: Record<string, string>; singl
       }
       oneAtATime = await measure(sys, single);
     }
+
+    let steady: SteadyRun | undefined;
+    if (options.steady) {
+      const { n, rate } = options.steady;
+      const planned = await inParallel(Array.from({ length: n }), IN_FLIGHT, (_, i) => create(i));
+      // Let the creates' projections and webhooks settle, so that the phase measures the approvals alone.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      const steadyFrom = await sys.system.stores.eventStore.headPosition();
+      const late: number[] = [];
+      const sent: Array<Promise<void>> = [];
+      const started = performance.now();
+      for (let i = 0; i < n; i++) {
+        const due = started + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+        late.push(Math.max(0, performance.now() - due));
+        sent.push(approve(planned[i]!));
+      }
+      await Promise.all(sent);
+      const sentSeconds = (performance.now() - started) / 1000;
+      const r = await measure(sys, planned.map((o) => o.operationID), steadyFrom);
+      const sortedLate = late.sort((x, y) => x - y);
+      steady = { ...r, rate, sentPerSecond: n / sentSeconds, sendLateP99Ms: percentile(sortedLate, 0.99), keptUp: r.perSecond >= 0.95 * rate && r.p99Ms < 1000 };
+    }
+
     const wanted = new Set(operationIDs.map((o) => o.operationID));
     const blockchainIDs = ((await allEvents(sys.system.stores.eventStore, ['OperationCompleted'])) as unknown as OperationCompleted[])
       .filter((e) => wanted.has(e.data.operationID))
       .map((e) => e.data.blockchainID);
     await assertLedgerMatchesProjections(sys, { timeoutMs: 120_000 });
-    return { ...result, createSeconds, blockchainIDs, ...(oneAtATime ? { oneAtATime } : {}) };
+    return { ...result, createSeconds, blockchainIDs, cpuMsPerOp, ...(oneAtATime ? { oneAtATime } : {}), ...(steady ? { steady } : {}) };
   } finally {
+    if (executor) {
+      const exit = await stopProcess(executor);
+      if (exit.code !== 0) console.error('the executor process exited with', exit, executor.output());
+    }
     await sys.close();
   }
 }
 
-/** The floor: the same transfers as raw ledger submits, one at a time, on a fresh ledger file. */
-async function ledgerFloor(transfers: LedgerLeg[][], funding: LedgerLeg[][] = []): Promise<Result> {
+/**
+ * The floor: the same transfers as raw ledger submits, one at a time, on a fresh ledger file. With `inFlight`
+ * more than 1, the ledger's own rate with that many submits at once (sharing commits: group commit).
+ */
+async function ledgerFloor(transfers: LedgerLeg[][], funding: LedgerLeg[][] = [], inFlight = 1): Promise<Result> {
   const dir = tempDir('bench-ledger-');
   const ledger = openEmbeddedLedger({ file: join(dir.path, 'ledger.sqlite') });
   try {
     for (const legs of funding) await ledger.submit({ operationID: `fund_${randomUUID()}`, legs });
     const latencies: number[] = [];
     const started = performance.now();
-    for (const legs of transfers) {
+    await inParallel(transfers, inFlight, async (legs) => {
       const t = performance.now();
       await ledger.submit({ operationID: `op_${randomUUID().replaceAll('-', '')}`, legs });
       latencies.push(performance.now() - t);
-    }
+    });
     return summarize(latencies, (performance.now() - started) / 1000);
   } finally {
     await ledger.close();
@@ -470,7 +587,36 @@ function evmSection(run: EvmRun, embedded: Result): string[] {
   ];
 }
 
+/** The scenarios named in BENCH_ONLY, printed, for profiling and quick A/B runs. */
+async function only(): Promise<void> {
+  for (const name of ONLY) {
+    // The approvals' window, in seconds since the process started: the part of a --cpu-prof to look at.
+    const around = { start: () => console.log(`approvals from ${(performance.now() / 1000).toFixed(1)} s`), end: () => console.log(`last completion by ${(performance.now() / 1000).toFixed(1)} s`) };
+    const shown = ({ blockchainIDs: _ids, ...run }: CashInRun) => run;
+    if (name === 'cash-ins') console.log('executor, cash-ins', shown(await cashIns({ n: N_CASH_IN, around })));
+    else if (name === 'cash-ins-apart') console.log('executor apart, cash-ins', shown(await cashIns({ n: N_CASH_IN, around, apart: true })));
+    else if (name === 'steady') console.log('executor, steady', shown(await cashIns({ n: 10, steady: STEADY })).steady);
+    else if (name === 'steady-apart') console.log('executor apart, steady', shown(await cashIns({ n: 10, steady: STEADY, apart: true })).steady);
+    else if (name === 'cash-in-floor') console.log('ledger floor, cash-ins', await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers()));
+    else if (name === 'cash-in-floor-in-flight') console.log(`ledger, cash-ins ${LEDGER_IN_FLIGHT} in flight`, await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers(), LEDGER_IN_FLIGHT));
+    else if (name === 'issuances') console.log('executor, issuances', await issuances());
+    else throw new Error(`unknown scenario ${name}`);
+  }
+}
+
+const fundingTransfers = () => Array.from({ length: PARTIES }, (_, i): LedgerLeg[] => [{ from: ISSUANCE_ADDRESS, to: `distributor:bench-${i}`, amount: '1000000.00' }]);
+const cashInTransfers = (n: number) => Array.from({ length: n }, (_, i): LedgerLeg[] => [
+  { from: `distributor:bench-${i % PARTIES}`, to: walletAddress({ kind: 'individual', id: `+2348125${String(100_000 + (i % PARTIES))}` }), amount: '1.00' },
+]);
+
+function steadyRow(name: string, r: SteadyRun, note: string): string {
+  return `| ${name} | ${fmt(r.operations)} | ${fmt(r.perSecond)} | ${fmt(r.p50Ms, 1)} | ${fmt(r.p90Ms, 1)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.maxMs, 1)} | ${r.keptUp ? 'yes' : 'NO'} | ${note}; sent at ${fmt(r.sentPerSecond, 1)}/s, p99 ${fmt(r.sendLateP99Ms, 1)} ms late |`;
+}
+
+const cpuNote = (r: Pick<CashInRun, 'cpuMsPerOp'>) => `CPU ${fmt(r.cpuMsPerOp.bench, 1)} ms/op here${r.cpuMsPerOp.executor === undefined ? '' : `, ${fmt(r.cpuMsPerOp.executor, 1)} ms/op in the executor's process`}`;
+
 async function main(): Promise<void> {
+  if (ONLY.length > 0) return only();
   const started = performance.now();
   console.log(`bench:e2e: ${N_ISSUE} issuances, ${N_CASH_IN} cash-ins, ${PARTIES} parties`);
 
@@ -480,40 +626,58 @@ async function main(): Promise<void> {
   const issued = await issuances();
   console.log('executor, issuances', issued);
 
-  const fundLegs = Array.from({ length: PARTIES }, (_, i): LedgerLeg[] => [{ from: ISSUANCE_ADDRESS, to: `distributor:bench-${i}`, amount: '1000000.00' }]);
-  const cashInLegs = Array.from({ length: N_CASH_IN }, (_, i): LedgerLeg[] => [
-    { from: `distributor:bench-${i % PARTIES}`, to: walletAddress({ kind: 'individual', id: `+2348125${String(100_000 + (i % PARTIES))}` }), amount: '1.00' },
-  ]);
-  const cashInFloor = await ledgerFloor(cashInLegs, fundLegs);
+  const cashInFloor = await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers());
   console.log('ledger floor, cash-ins', cashInFloor);
-  const { blockchainIDs: _embeddedIDs, ...cashedIn } = await cashIns({ n: N_CASH_IN });
+  const cashInInFlight = await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers(), LEDGER_IN_FLIGHT);
+  console.log(`ledger, cash-ins ${LEDGER_IN_FLIGHT} in flight`, cashInInFlight);
+  const { blockchainIDs: _embeddedIDs, ...cashedIn } = await cashIns({ n: N_CASH_IN, steady: STEADY });
   console.log('executor, cash-ins', cashedIn);
+  const { blockchainIDs: _apartIDs, ...apart } = await cashIns({ n: N_CASH_IN, steady: STEADY, apart: true });
+  console.log('executor apart, cash-ins', apart);
   const embeddedSeconds = (performance.now() - started) / 1000;
   const onChain = WITH_EVM ? await evm() : undefined;
+  const ratio = (r: Result, floor: Result) => `${((r.perSecond / floor.perSecond) * 100).toFixed(0)}%`;
 
   const section = [
     HEADING,
     '',
     machineNote(),
-    `Approved -> completed with the in-process executor (EXECUTOR_CONCURRENCY 16, default lease and retries), the whole system running in`,
-    `the same process (APIs and projections too), ${PARTIES} payers. Latency: OperationApproved's stored createdAt to OperationCompleted's,`,
-    'so it includes the time an approval waits in the executor\'s queue during a burst; throughput: operations / (last completion - first approval).',
+    `Approved -> completed with the executor (EXECUTOR_CONCURRENCY ${DEFAULTS.EXECUTOR_CONCURRENCY}, default lease and retries), ${PARTIES} payers, in two topologies: *all in one*, the`,
+    'whole system in the bench process (APIs, projections, webhooks and the executor share one event loop, so every synchronous',
+    'SQLite commit of a projection also stalls the executor); *apart*, the executor in a process of its own (`wallet-ops serve executor`',
+    'on the same data directory, as docker-compose.yml runs it) and every other part in the bench process.',
+    'Latency: OperationApproved\'s stored createdAt to OperationCompleted\'s, so it includes the time an approval waits in the executor\'s',
+    'queue during a burst; throughput: operations / (last completion - first approval).',
     'The floor is the embedded ledger alone: the same transfers submitted one at a time on a fresh file (WAL, synchronous=FULL), the',
-    'cost every execution pays at least; "vs floor" is the executor\'s throughput as a share of it.',
+    'cost every execution pays at least; "vs floor" is a throughput as a share of it, measured in the same run.',
     '',
     '| scenario | operations | ops/s | p50 ms | p99 ms | max ms | vs floor | note |',
     '|---|---:|---:|---:|---:|---:|---:|---|',
     row('ledger floor: issuance submits', issueFloor, issueFloor, 'per-submit latency'),
-    row('executor: treasury issuances (issueFloat, 64 appends in flight)', issued.burst, issueFloor, 'approvals arrive while the executor runs'),
-    row('executor: treasury issuances one at a time', issued.oneAtATime, issueFloor, 'each awaited (5 ms poll) before the next: latency with an idle executor; ops/s not a capacity'),
+    row('executor: treasury issuances (issueFloat, 64 appends in flight)', issued.burst, issueFloor, 'all in one; approvals arrive while the executor runs'),
+    row('executor: treasury issuances one at a time', issued.oneAtATime, issueFloor, 'all in one; each awaited (5 ms poll) before the next: latency with an idle executor; ops/s not a capacity'),
     row('ledger floor: cash-in submits', cashInFloor, cashInFloor, 'per-submit latency'),
-    row('executor: cash-ins created over HTTP, then approved in bulk', cashedIn, cashInFloor, `${fmt(N_CASH_IN)} creates took ${cashedIn.createSeconds.toFixed(1)} s before; approvals 64 in flight`),
+    row(`ledger: cash-in submits, ${LEDGER_IN_FLIGHT} in flight`, cashInInFlight, cashInFloor, 'per-submit latency; concurrent submits share one commit (group commit)'),
+    row('executor: cash-ins created over HTTP, then approved in bulk', cashedIn, cashInFloor, `all in one; ${fmt(N_CASH_IN)} creates took ${cashedIn.createSeconds.toFixed(1)} s before; approvals 64 in flight; ${cpuNote(cashedIn)}`),
+    row('executor apart: cash-ins created over HTTP, then approved in bulk', apart, cashInFloor, `apart; ${fmt(N_CASH_IN)} creates took ${apart.createSeconds.toFixed(1)} s before; approvals 64 in flight; ${cpuNote(apart)}`),
+    '',
+    `As shares of the ledger with ${LEDGER_IN_FLIGHT} submits in flight (${fmt(cashInInFlight.perSecond)}/s): executor all in one ${ratio(cashedIn, cashInInFlight)}, apart ${ratio(apart, cashInInFlight)}.`,
+    '',
+    `Steady load: ${fmt(STEADY.n)} cash-ins created over HTTP first, then approved open-loop at ${STEADY.rate}/s (each approval sent on its schedule, whether`,
+    'or not the earlier ones have completed), on the systems above after their burst; latency approved -> completed. Kept up: completions',
+    'at >= 95% of the rate and p99 under a second.',
+    '',
+    '| scenario | operations | ops/s | p50 ms | p90 ms | p99 ms | max ms | kept up | note |',
+    '|---|---:|---:|---:|---:|---:|---:|:---:|---|',
+    steadyRow(`executor: ${STEADY.rate} approvals/s, all in one`, cashedIn.steady!, 'all in one'),
+    steadyRow(`executor apart: ${STEADY.rate} approvals/s`, apart.steady!, 'apart'),
     '',
     'Each execution reads the operation stream, appends the claim (OperationExecutionStarted) at the revision read, submits to the',
-    'ledger (its own synced SQLite transaction), and appends the completion with the wallet movements in one atomic multi-stream',
-    'append: two synced event-store commits and one synced ledger commit per operation, against the floor\'s one. Concurrent',
-    'executions share event-store commits (group commit); ledger submits are serialized. After each scenario the ledger was checked',
-    'against the event store and the read models (test/support/invariants.ts): one transaction per completed operation, balances, chain.',
+    'ledger, and appends the completion with the wallet movements in one atomic multi-stream append: two synced event-store commits and',
+    'one synced ledger commit per operation, against the floor\'s one. Concurrent executions share event-store commits and ledger',
+    'commits (group commit: one transaction and one fsync for the requests of one event-loop turn, each in its own savepoint). After each',
+    'scenario the ledger was checked against the event store and the read models (test/support/invariants.ts): one transaction per',
+    'completed operation, balances, chain.',
     ...(onChain ? evmSection(onChain, cashedIn) : []),
     `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s${onChain ? ` (embedded ${embeddedSeconds.toFixed(0)} s, EVM ${onChain.seconds.toFixed(0)} s)` : ''}.`,
     '',

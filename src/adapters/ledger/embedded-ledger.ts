@@ -11,6 +11,7 @@ import {
   type LedgerTransaction,
 } from '../../ports/ledger.ts';
 import { openSqliteDatabase } from '../sqlite/sqlite-database.ts';
+import { GroupCommitter, SavepointBatch, type UnavailableReason } from '../sqlite/sqlite-group-commit.ts';
 import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from '../sqlite/sqlite-retry.ts';
 
 /**
@@ -19,6 +20,11 @@ import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from '../sqlite/sqlite-re
  * the same transaction. Each transaction's id (its blockchainID) is the SHA-256 of the previous id and its
  * own canonical content, so altering or removing one breaks every id after it. It refuses overdrafts
  * (except on the issuing account) and a second transaction for the same operation id.
+ *
+ * Submits are group-committed (sqlite-group-commit.ts), as the event store's appends are: the submits of one
+ * turn of the event loop share one SQLite transaction and one fsync, each in its own savepoint, in order, so
+ * each sees the balances and chain head its predecessors left, and a refused or duplicate one is rolled back
+ * alone. A submit resolves only after the COMMIT, so a returned transaction is on disk.
  */
 const GENESIS = '0'.repeat(64);
 
@@ -78,7 +84,8 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
   const insert = db.prepare('INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)');
   const page = db.prepare<[number, number], Row>('SELECT * FROM transactions WHERE sequence >= ? ORDER BY sequence LIMIT ?');
 
-  const execute = db.transaction((operationID: string, legs: LedgerLeg[]): LedgerTransaction => {
+  /** One submit, inside the batch's transaction (in its own savepoint). */
+  const execute = ({ operationID, legs }: { operationID: string; legs: LedgerLeg[] }): LedgerTransaction => {
     const existing = byOperation.get(operationID);
     if (existing) throw new LedgerDuplicateError(toTransaction(existing));
     const balances = new Map<string, Decimal>();
@@ -96,12 +103,19 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
     insert.run(tx.sequenceNumber, blockchainID, previous?.blockchain_id ?? GENESIS, operationID, JSON.stringify(legs), tx.createdAt);
     for (const [wallet, balance] of balances) setBalance.run(wallet, balance.toFixed());
     return { blockchainID, ...tx };
+  };
+  // Refusals and duplicates concern their submit alone; anything else (a full disk, an I/O error) fails the batch.
+  const batch = new SavepointBatch(db, execute, (error) => error instanceof LedgerDuplicateError || error instanceof LedgerRejectedError);
+  const committer = new GroupCommitter({
+    transaction: (submits: Array<Parameters<typeof execute>[0]>) => batch.run(submits),
+    onCommit: () => {},
+    busyBudgetMs,
+    unavailable: ledgerUnavailable,
   });
 
   /**
-   * Runs one synchronous attempt (a whole transaction or a read), retried on timers while another process holds
-   * the lock. Busy past the budget, a full disk or an I/O error become LedgerUnavailableError (worth retrying);
-   * LedgerDuplicateError and LedgerRejectedError pass through, the transaction rolled back by better-sqlite3.
+   * Runs one synchronous read, retried on timers while another process holds the lock. Busy past the budget,
+   * a full disk or an I/O error become LedgerUnavailableError (worth retrying).
    */
   async function run<T>(fn: () => T): Promise<T> {
     try {
@@ -118,7 +132,7 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
       for (const leg of legs) {
         if (!new Decimal(leg.amount).gt(0) || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
       }
-      return run(() => execute.immediate(operationID, legs));
+      return committer.submit({ operationID, legs });
     },
     async findByOperationID(operationID) {
       const row = await run(() => byOperation.get(operationID));
@@ -132,7 +146,15 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
     },
     async close() {
       closed.abort(new LedgerUnavailableError('the ledger is closed'));
+      await committer.close();
       if (db.open) db.close();
     },
   };
+}
+
+/** The committer's failures as the port's: worth retrying, nothing of the batch written. */
+function ledgerUnavailable(why: UnavailableReason, cause?: unknown): Error {
+  if (why === 'closed') return new LedgerUnavailableError('the ledger is closed');
+  if (why === 'busy') return new LedgerUnavailableError('ledger busy', { cause });
+  return new LedgerUnavailableError(`ledger unavailable (${sqliteFault(cause) ?? 'error'})`, { cause });
 }

@@ -4,7 +4,7 @@
  * group commit's busy retry, the pipeline's conflict handling) see what they would see without the thread.
  */
 import Database from 'better-sqlite3';
-import { type AppendResult, EventStoreUnavailableError, WrongExpectedVersionError, type ExpectedRevision } from '../../ports/event-store.ts';
+import { type AppendResult, WrongExpectedVersionError, type ExpectedRevision } from '../../ports/event-store.ts';
 import { DuplicateEventIdError, type PreparedAppend } from './sqlite-append.ts';
 
 export interface CommitRequest {
@@ -38,6 +38,6 @@ export function deserializeCommitError(error: SerializedError): Error {
     case 'sqlite':
       return new Database.SqliteError(error.message, error.code);
     default:
-      return new EventStoreUnavailableError(`the commit thread failed: ${error.message}`);
+      return new Error(`the commit thread failed: ${error.message}`);
   }
 }

@@ -1,7 +1,7 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { type AppendResult, EventStoreUnavailableError } from '../../ports/event-store.ts';
+import type { AppendResult } from '../../ports/event-store.ts';
 import type { PreparedAppend } from './sqlite-append.ts';
 import { type CommitReply, type CommitRequest, deserializeCommitError } from './sqlite-commit-protocol.ts';
 import type { BatchTransaction, Outcome } from './sqlite-group-commit.ts';
@@ -100,7 +100,8 @@ export class CommitThread {
     this.worker = undefined;
     this.ready = false;
     this.notBefore = performance.now() + RESTART_DELAY_MS;
-    const failure = new EventStoreUnavailableError('the event store commit thread stopped: whether the append was committed is not known', { cause });
+    // The group commit reports it as the port's unavailable error, with this as its cause.
+    const failure = new Error('the event store commit thread stopped: whether the batch was committed is not known', { cause });
     for (const waiting of this.waiting.values()) waiting.reject(failure);
     this.waiting.clear();
   }

@@ -17,7 +17,20 @@ export interface GroupCommitOptions<Request, Result> {
   busyBudgetMs?: number;
   /** Told the number of requests of every transaction that committed (the group-commit batch size metric). */
   onBatch?: (requests: number) => void;
+  /** The port's unavailable error for a closed committer, a failed batch, a lock held past the budget. Default: the event store's. */
+  unavailable?: (why: UnavailableReason, cause?: unknown) => Error;
 }
+
+export type UnavailableReason = 'closed' | 'failed' | 'busy';
+
+const EVENT_STORE_UNAVAILABLE: Record<UnavailableReason, string> = {
+  closed: 'the event store is closed',
+  failed: 'could not commit to the event store',
+  busy: 'the event store stayed locked by another connection',
+};
+
+const eventStoreUnavailable = (why: UnavailableReason, cause?: unknown): Error =>
+  new EventStoreUnavailableError(EVENT_STORE_UNAVAILABLE[why], cause === undefined ? undefined : { cause });
 
 export type BatchTransaction<Request, Result> = (requests: Request[]) => Array<Outcome<Result>> | Promise<Array<Outcome<Result>>>;
 
@@ -56,15 +69,17 @@ export class GroupCommitter<Request, Result> {
   private closed = false;
   private idleWaiters: Array<() => void> = [];
   private readonly options: GroupCommitOptions<Request, Result>;
+  private readonly unavailable: (why: UnavailableReason, cause?: unknown) => Error;
 
   // No parameter properties in this module: the commit thread loads it with Node's type stripping (erasable syntax only).
   constructor(options: GroupCommitOptions<Request, Result>) {
     this.options = options;
+    this.unavailable = options.unavailable ?? eventStoreUnavailable;
     this.busyBudgetMs = options.busyBudgetMs ?? BUSY_BUDGET_MS;
   }
 
   submit(request: Request): Promise<Result> {
-    if (this.closed) return Promise.reject(new EventStoreUnavailableError('the event store is closed'));
+    if (this.closed) return Promise.reject(this.unavailable('closed'));
     return new Promise<Result>((resolve, reject) => {
       this.queue.push({ request, deadline: performance.now() + this.busyBudgetMs, resolve, reject });
       this.schedule(0);
@@ -102,7 +117,7 @@ export class GroupCommitter<Request, Result> {
         this.committing = false;
         return this.retryLater(batch, error);
       }
-      const failure = error instanceof EventStoreUnavailableError ? error : new EventStoreUnavailableError('could not commit to the event store', { cause: error });
+      const failure = this.unavailable('failed', error);
       outcomes = batch.map(() => ({ ok: false, error: failure }));
     }
     this.committing = false;
@@ -115,7 +130,7 @@ export class GroupCommitter<Request, Result> {
   /** Nothing was written (the transaction was rolled back): fail the requests out of budget, retry the rest. */
   private retryLater(batch: Array<Pending<Request, Result>>, error: unknown): void {
     const now = performance.now();
-    const failure = new EventStoreUnavailableError('the event store stayed locked by another connection', { cause: error });
+    const failure = this.unavailable('busy', error);
     for (const pending of batch) if (pending.deadline <= now) pending.reject(failure);
     this.queue.unshift(...batch.filter((pending) => pending.deadline > now));
     if (this.queue.length === 0) return this.next();

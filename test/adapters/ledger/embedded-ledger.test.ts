@@ -220,6 +220,53 @@ describe('embedded ledger', () => {
       expect((await allLedgerTransactions(ledger)).map((tx) => tx.sequenceNumber)).toEqual([1, 2, 3]);
     });
 
+    it('concurrent submits (one commit for the lot) each see the ones before: in order, a duplicate and an overdraft refused alone', async () => {
+      const ledger = ledgerOn();
+      await issue(ledger, D, '10.00');
+      const twice = opID();
+      const outcomes = await Promise.allSettled([
+        ledger.submit({ operationID: twice, legs: [{ from: D, to: M, amount: '6.00' }] }),
+        // Only 4.00 left once the first is applied: refused, though the file's balance before the batch was 10.00.
+        ledger.submit({ operationID: opID(), legs: [{ from: D, to: P, amount: '5.00' }] }),
+        ledger.submit({ operationID: twice, legs: [{ from: D, to: M, amount: '6.00' }] }),
+        ledger.submit({ operationID: opID(), legs: [{ from: D, to: P, amount: '4.00' }] }),
+        issue(ledger, M, '1.00'),
+      ]);
+
+      expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled']);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(LedgerRejectedError);
+      const duplicate = (outcomes[2] as PromiseRejectedResult).reason as LedgerDuplicateError;
+      expect(duplicate).toBeInstanceOf(LedgerDuplicateError);
+      expect(duplicate.existing).toEqual((outcomes[0] as PromiseFulfilledResult<LedgerTransaction>).value);
+      const all = await allLedgerTransactions(ledger);
+      expect(all.map((tx) => tx.sequenceNumber)).toEqual([1, 2, 3, 4]);
+      expect(all.slice(1)).toEqual([0, 3, 4].map((i) => (outcomes[i] as PromiseFulfilledResult<LedgerTransaction>).value));
+      expect(chainProblems(all)).toEqual([]);
+      expect((await balanceOf(ledger, D)).toFixed(2)).toBe('0.00');
+      expect((await balanceOf(ledger, M)).toFixed(2)).toBe('7.00');
+      expect((await balanceOf(ledger, P)).toFixed(2)).toBe('4.00');
+    });
+
+    it('a batch that cannot commit fails every submit in it as unavailable, writes nothing, and the ledger works again', async () => {
+      const ledger = ledgerOn();
+      await issue(ledger, D, '10.00');
+      // A second connection holds the write lock past the budget: the whole batch waits, then fails retryably.
+      const short = openEmbeddedLedger({ file, busyBudgetMs: 100 });
+      open.push(short);
+      const locker = new Database(file);
+      locker.exec('BEGIN IMMEDIATE');
+      try {
+        const outcomes = await Promise.allSettled([issue(short, M, '1.00'), short.submit({ operationID: opID(), legs: [{ from: D, to: P, amount: '1.00' }] })]);
+        expect(outcomes.map((o) => (o.status === 'rejected' ? o.reason : o.value))).toEqual([expect.any(LedgerUnavailableError), expect.any(LedgerUnavailableError)]);
+      } finally {
+        locker.exec('ROLLBACK');
+        locker.close();
+      }
+      expect(await allLedgerTransactions(ledger)).toHaveLength(1);
+      await issue(short, M, '1.00');
+      expect((await allLedgerTransactions(ledger)).map((tx) => tx.sequenceNumber)).toEqual([1, 2]);
+    });
+
     it('two connections on one file write one contiguous chain', async () => {
       const a = ledgerOn({ clock: () => new Date() });
       const b = ledgerOn({ clock: () => new Date() });
