@@ -134,6 +134,9 @@ interface Turn {
 
 const GENESIS_BASE: Base = { expected: 'no_stream', revision: -1, hash: GENESIS_HASH, loose: false };
 
+const first = (results: AppendResult[]): AppendResult => results[0]!;
+const isLoose = (base: Base): boolean => base.loose;
+
 function wellFormed(requests: StreamAppend[]): boolean {
   if (requests.length === 0) return false;
   if (requests.length > 16) return requests.every((request) => request.events.length > 0) && new Set(requests.map((request) => request.stream)).size === requests.length;
@@ -160,19 +163,17 @@ class HashChainedStore implements EventStore {
     this.looseAttempts = options.looseAttempts ?? 5;
   }
 
-  async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
-    const [result] = await this.appendMulti([{ stream, events, expectedRevision }]);
-    return result!;
+  append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    return this.appendMulti([{ stream, events, expectedRevision }]).then(first);
   }
 
   appendMulti(requests: StreamAppend[]): Promise<AppendResult[]> {
     // Malformed calls are the inner store's to refuse, with its own messages.
     if (!wellFormed(requests)) return this.inner.appendMulti(requests);
-    // Taken synchronously, in call order: a call plans its streams' chains once the calls before it on the
-    // same streams have submitted (and so recorded their heads), whatever their planning had to await.
-    const { turn, before } = this.takeTurn(requests);
-    if (before === null) {
-      // The common case, without a single await: every base is known (a committed head, or a new stream).
+    // The common case, without a single await: no earlier call is still planning on these streams, and every
+    // base is known (a committed head, or a new stream). Submitted synchronously, so it needs no turn: a later
+    // call on the same streams finds the heads it recorded.
+    if (this.turns.size === 0 || !this.anyTurnOn(requests)) {
       const bases = this.knownBases(requests);
       if (bases) {
         let committed: Promise<AppendResult[]>;
@@ -180,12 +181,13 @@ class HashChainedStore implements EventStore {
           committed = this.submit(requests, bases);
         } catch (error) {
           return Promise.reject(error); // e.g. data JSON cannot represent
-        } finally {
-          this.release(turn);
         }
         return this.settle(committed, requests, bases, 1);
       }
     }
+    // Taken synchronously, in call order: a call plans its streams' chains once the calls before it on the
+    // same streams have submitted (and so recorded their heads), whatever their planning had to await.
+    const { turn, before } = this.takeTurn(requests);
     return this.plan(requests, turn, before);
   }
 
@@ -202,17 +204,19 @@ class HashChainedStore implements EventStore {
   }
 
   /** The commit's result; a conflict on a stream the caller did not pin (`any`, `stream_exists`) is tried again. */
-  private async settle(committed: Promise<AppendResult[]>, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
-    try {
-      return await committed;
-    } catch (error) {
-      if (!(error instanceof WrongExpectedVersionError)) throw error;
-      const index = requests.findIndex((request) => request.stream === error.stream);
-      if (index === -1 || !bases[index]!.loose) throw error;
-      if (attempt >= this.looseAttempts) throw new WrongExpectedVersionError(error.stream, requests[index]!.expectedRevision, error.actual);
-      const again = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
-      return this.settle(this.submit(requests, again), requests, again, attempt + 1);
-    }
+  private settle(committed: Promise<AppendResult[]>, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
+    // Only a loose base can be retried; an exact one is answered as the store answers (one promise less per append).
+    if (!bases.some(isLoose)) return committed;
+    return committed.catch((error: unknown) => this.retry(error, requests, bases, attempt));
+  }
+
+  private async retry(error: unknown, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
+    if (!(error instanceof WrongExpectedVersionError)) throw error;
+    const index = requests.findIndex((request) => request.stream === error.stream);
+    if (index === -1 || !bases[index]!.loose) throw error;
+    if (attempt >= this.looseAttempts) throw new WrongExpectedVersionError(error.stream, requests[index]!.expectedRevision, error.actual);
+    const again = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
+    return this.settle(this.submit(requests, again), requests, again, attempt + 1);
   }
 
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
@@ -320,6 +324,11 @@ class HashChainedStore implements EventStore {
   private async actualRevision(stream: string): Promise<number | 'no_stream'> {
     const [last] = await this.inner.readStream(stream, { direction: 'backwards', maxCount: 1 });
     return last ? last.revision : 'no_stream';
+  }
+
+  private anyTurnOn(requests: StreamAppend[]): boolean {
+    for (const request of requests) if (this.turns.has(request.stream)) return true;
+    return false;
   }
 
   private takeTurn(requests: StreamAppend[]): { turn: Turn; before: Array<Promise<void>> | null } {
