@@ -9,6 +9,8 @@ import {
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
+  SERIALIZED_JSON,
+  type SerializedJson,
   type StreamAppend,
   type SubscribeOptions,
   type Subscription,
@@ -65,11 +67,16 @@ export interface HashedContent {
 
 /** The hash an event should carry: SHA-256 over its canonical content, `metadata.hash` left out. */
 export function eventHash(event: HashedContent): string {
+  return contentHash(event, canonicalJson(event.data), canonicalJsonWithout(event.metadata ?? {}, 'hash'));
+}
+
+/** eventHash, given the canonical JSON of the data and of the metadata without `hash` (made once by the caller). */
+function contentHash(event: Omit<HashedContent, 'data' | 'metadata'>, data: string, metadata: string): string {
   // canonicalJson({data, id, metadata, revision, stream, type}), keys in their sorted order, built without copies.
-  const content =
-    `{"data":${canonicalJson(event.data)},"id":${canonicalJson(event.id)},"metadata":${canonicalJsonWithout(event.metadata ?? {}, 'hash')},` +
-    `"revision":${canonicalJson(event.revision)},"stream":${canonicalJson(event.stream)},"type":${canonicalJson(event.type)}}`;
-  return sha256(content);
+  return sha256(
+    `{"data":${data},"id":${canonicalJson(event.id)},"metadata":${metadata},` +
+      `"revision":${canonicalJson(event.revision)},"stream":${canonicalJson(event.stream)},"type":${canonicalJson(event.type)}}`,
+  );
 }
 
 /** SHA-256 in hex; the one-shot crypto.hash where Node has it (>= 20.12), which is faster. */
@@ -135,6 +142,16 @@ interface Turn {
 const GENESIS_BASE: Base = { expected: 'no_stream', revision: -1, hash: GENESIS_HASH, loose: false };
 
 const first = (results: AppendResult[]): AppendResult => results[0]!;
+
+/**
+ * Data whose canonical JSON is also what JSON.stringify would store. At the top, canonical form writes null
+ * for what JSON.stringify gives no JSON at all (undefined, a function, a toJSON returning one), which the
+ * store must go on refusing: such data is left for the store to serialize.
+ */
+function plainData(data: unknown): boolean {
+  if (typeof data === 'object') return data === null || typeof (data as { toJSON?: unknown }).toJSON !== 'function';
+  return typeof data === 'string' || typeof data === 'number' || typeof data === 'boolean';
+}
 const isLoose = (base: Base): boolean => base.loose;
 
 function wellFormed(requests: StreamAppend[]): boolean {
@@ -256,9 +273,16 @@ class HashChainedStore implements EventStore {
         const { hash: _ignored, previousHash: _replaced, ...rest } = event.metadata ?? {};
         const metadata: EventMetadata = rest;
         metadata.previousHash = previousHash;
-        previousHash = eventHash({ id, stream: request.stream, revision, type: event.type, data: event.data, metadata });
+        const data = canonicalJson(event.data);
+        const hashed = canonicalJson(metadata); // has no `hash` yet; never "{}": it has previousHash
+        previousHash = contentHash({ id, stream: request.stream, revision, type: event.type }, data, hashed);
         metadata.hash = previousHash;
-        events[j] = { id, type: event.type, data: event.data, metadata };
+        // The store may keep these strings rather than serialize data and metadata again (hash first: still JSON
+        // of the same metadata, whose hash covers it without `hash`, whatever the key order).
+        const serialized: SerializedJson = { data, metadata: `{"hash":"${previousHash}",${hashed.slice(1)}` };
+        events[j] = plainData(event.data)
+          ? { id, type: event.type, data: event.data, metadata, [SERIALIZED_JSON]: serialized }
+          : { id, type: event.type, data: event.data, metadata };
       }
       heads[i] = { revision, hash: previousHash, pending: null };
       inner[i] = { stream: request.stream, events, expectedRevision: base.expected };
