@@ -67,16 +67,16 @@ export interface HashedContent {
 
 /** The hash an event should carry: SHA-256 over its canonical content, `metadata.hash` left out. */
 export function eventHash(event: HashedContent): string {
-  return contentHash(event, canonicalJson(event.data), canonicalJsonWithout(event.metadata ?? {}, 'hash'));
+  return contentHash(
+    canonicalJson(event.data), canonicalJson(event.id), canonicalJsonWithout(event.metadata ?? {}, 'hash'),
+    canonicalJson(event.revision), canonicalJson(event.stream), canonicalJson(event.type),
+  );
 }
 
-/** eventHash, given the canonical JSON of the data and of the metadata without `hash` (made once by the caller). */
-function contentHash(event: Omit<HashedContent, 'data' | 'metadata'>, data: string, metadata: string): string {
+/** eventHash from the canonical JSON of each part (an append writes its stream's once for all its events). */
+function contentHash(data: string, id: string, metadata: string, revision: string, stream: string, type: string): string {
   // canonicalJson({data, id, metadata, revision, stream, type}), keys in their sorted order, built without copies.
-  return sha256(
-    `{"data":${data},"id":${canonicalJson(event.id)},"metadata":${metadata},` +
-      `"revision":${canonicalJson(event.revision)},"stream":${canonicalJson(event.stream)},"type":${canonicalJson(event.type)}}`,
-  );
+  return sha256(`{"data":${data},"id":${id},"metadata":${metadata},"revision":${revision},"stream":${stream},"type":${type}}`);
 }
 
 /** SHA-256 in hex; the one-shot crypto.hash where Node has it (>= 20.12), which is faster. */
@@ -265,6 +265,7 @@ class HashChainedStore implements EventStore {
       const base = bases[i]!;
       let revision = base.revision;
       let previousHash = base.hash;
+      const stream = canonicalJson(request.stream);
       const events: NewEvent[] = new Array(request.events.length);
       for (let j = 0; j < request.events.length; j++) {
         const event = request.events[j]!;
@@ -275,7 +276,8 @@ class HashChainedStore implements EventStore {
         metadata.previousHash = previousHash;
         const data = canonicalJson(event.data);
         const hashed = canonicalJson(metadata); // has no `hash` yet; never "{}": it has previousHash
-        previousHash = contentHash({ id, stream: request.stream, revision, type: event.type }, data, hashed);
+        // A uuid of ours has nothing to escape; a revision is an integer.
+        previousHash = contentHash(data, event.id === undefined ? `"${id}"` : canonicalJson(id), hashed, `${revision}`, stream, canonicalJson(event.type));
         metadata.hash = previousHash;
         // The store may keep these strings rather than serialize data and metadata again (hash first: still JSON
         // of the same metadata, whose hash covers it without `hash`, whatever the key order).
