@@ -2,6 +2,7 @@
  * Audit throughput on the embedded store:
  *   npm run bench:audit                        (writes the "Audit" section of docs/benchmarks.md)
  *   BENCH_EVENTS=100000 npm run bench:audit    (a quick check)
+ *   BENCH_ONLY=appends npm run bench:audit     (part 1 only: the decorator's cost on appends)
  *
  * 1. The hash-chain decorator's cost on appends like bench:store's (the raw store beside the decorated one,
  *    alternating, same run), and on the pipeline's speculative chains on one hot stream.
@@ -41,7 +42,7 @@ const LAG = { approve: 40, claim: 80, complete: 120 };
 const WAVE = 1000;
 const SEAL_EVERY = 1000;
 const AIM = 100_000;
-const RUNS = 3;
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 
 const dir = tempDir('audit-bench-');
 let files = 0;
@@ -349,6 +350,7 @@ async function readFloor(store: EventStore): Promise<number> {
 async function main(): Promise<void> {
   const benchStarted = performance.now();
   const appends = await appendCosts();
+  if (process.env.BENCH_ONLY === 'appends') return;
 
   const source = join(dir.path, 'source');
   const { mkdirSync } = await import('node:fs');

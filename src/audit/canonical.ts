@@ -5,8 +5,9 @@
  * no whitespace. Two values that read back equal from any store serialize to the same string, whatever
  * order their keys were written in, so a hash over this string survives every adapter's round trip.
  *
- * Written for speed (audit verify recomputes it for every event): strings without anything to escape are
- * quoted directly, keys are quoted once and remembered, and keys already in order are not sorted again.
+ * Written for speed (every append hashes it, audit verify recomputes it for every event): strings without
+ * anything to escape are quoted directly, and an object's keys are sorted and quoted once per key list (the
+ * objects of one event type share theirs), then found again by comparing Object.keys with the list.
  */
 export function canonicalJson(value: unknown): string {
   const out = write(value, true);
@@ -21,16 +22,39 @@ export function canonicalJsonWithout(record: Record<string, unknown>, omitted: s
 
 /** Nothing JSON.stringify would escape: no quote, backslash, control character or (lone) surrogate. */
 const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
-const quotedKeys = new Map<string, string>();
-const MAX_QUOTED_KEYS = 10_000;
 
-function keyPrefix(key: string): string {
-  let quoted = quotedKeys.get(key);
-  if (quoted === undefined) {
-    quoted = `${JSON.stringify(key)}:`;
-    if (quotedKeys.size < MAX_QUOTED_KEYS) quotedKeys.set(key, quoted);
+/** A key list as Object.keys gave it, its sorted order (indexes into it) and the sorted keys quoted with their colon. */
+interface Layout {
+  keys: string[];
+  order: number[];
+  prefixes: string[];
+}
+
+/** Layouts by their first key; a few lists per first key, and a bounded number of first keys (past them: sorted each time). */
+const layouts = new Map<string, Layout[]>();
+const MAX_FIRST_KEYS = 2000;
+const MAX_LAYOUTS_PER_KEY = 8;
+
+function layoutOf(keys: string[]): Layout {
+  const known = layouts.get(keys[0]!);
+  if (known) {
+    // Keys from Object.keys are internalized strings: comparing them is comparing pointers.
+    next: for (const layout of known) {
+      const listed = layout.keys;
+      if (listed.length !== keys.length) continue;
+      for (let i = 1; i < keys.length; i++) if (listed[i] !== keys[i]) continue next;
+      return layout;
+    }
   }
-  return quoted;
+  // By UTF-16 code units, as Array#sort orders strings.
+  const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+  const layout: Layout = { keys, order, prefixes: order.map((i) => `${JSON.stringify(keys[i])}:`) };
+  if (known) {
+    if (known.length < MAX_LAYOUTS_PER_KEY) known.push(layout);
+  } else if (layouts.size < MAX_FIRST_KEYS) {
+    layouts.set(keys[0]!, [layout]);
+  }
+  return layout;
 }
 
 function write(value: unknown, inArray: boolean): string | undefined {
@@ -65,19 +89,16 @@ function write(value: unknown, inArray: boolean): string | undefined {
 
 function writeObject(record: Record<string, unknown>, omitted: string | undefined): string {
   const keys = Object.keys(record);
-  for (let i = 1; i < keys.length; i++) {
-    if (keys[i - 1]! > keys[i]!) {
-      keys.sort();
-      break;
-    }
-  }
+  if (keys.length === 0) return '{}';
+  const { order, prefixes } = layoutOf(keys);
   let out = '{';
-  for (const key of keys) {
+  for (let i = 0; i < order.length; i++) {
+    const key = keys[order[i]!]!;
     if (key === omitted) continue;
     const item = write(record[key], false);
     if (item === undefined) continue;
     if (out.length > 1) out += ',';
-    out += keyPrefix(key) + item;
+    out += prefixes[i]! + item;
   }
   return `${out}}`;
 }

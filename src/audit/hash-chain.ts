@@ -9,6 +9,8 @@ import {
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
+  SERIALIZED_JSON,
+  type SerializedJson,
   type StreamAppend,
   type SubscribeOptions,
   type Subscription,
@@ -65,11 +67,16 @@ export interface HashedContent {
 
 /** The hash an event should carry: SHA-256 over its canonical content, `metadata.hash` left out. */
 export function eventHash(event: HashedContent): string {
+  return contentHash(
+    canonicalJson(event.data), canonicalJson(event.id), canonicalJsonWithout(event.metadata ?? {}, 'hash'),
+    canonicalJson(event.revision), canonicalJson(event.stream), canonicalJson(event.type),
+  );
+}
+
+/** eventHash from the canonical JSON of each part (an append writes its stream's once for all its events). */
+function contentHash(data: string, id: string, metadata: string, revision: string, stream: string, type: string): string {
   // canonicalJson({data, id, metadata, revision, stream, type}), keys in their sorted order, built without copies.
-  const content =
-    `{"data":${canonicalJson(event.data)},"id":${canonicalJson(event.id)},"metadata":${canonicalJsonWithout(event.metadata ?? {}, 'hash')},` +
-    `"revision":${canonicalJson(event.revision)},"stream":${canonicalJson(event.stream)},"type":${canonicalJson(event.type)}}`;
-  return sha256(content);
+  return sha256(`{"data":${data},"id":${id},"metadata":${metadata},"revision":${revision},"stream":${stream},"type":${type}}`);
 }
 
 /** SHA-256 in hex; the one-shot crypto.hash where Node has it (>= 20.12), which is faster. */
@@ -134,6 +141,19 @@ interface Turn {
 
 const GENESIS_BASE: Base = { expected: 'no_stream', revision: -1, hash: GENESIS_HASH, loose: false };
 
+const first = (results: AppendResult[]): AppendResult => results[0]!;
+
+/**
+ * Data whose canonical JSON is also what JSON.stringify would store. At the top, canonical form writes null
+ * for what JSON.stringify gives no JSON at all (undefined, a function, a toJSON returning one), which the
+ * store must go on refusing: such data is left for the store to serialize.
+ */
+function plainData(data: unknown): boolean {
+  if (typeof data === 'object') return data === null || typeof (data as { toJSON?: unknown }).toJSON !== 'function';
+  return typeof data === 'string' || typeof data === 'number' || typeof data === 'boolean';
+}
+const isLoose = (base: Base): boolean => base.loose;
+
 function wellFormed(requests: StreamAppend[]): boolean {
   if (requests.length === 0) return false;
   if (requests.length > 16) return requests.every((request) => request.events.length > 0) && new Set(requests.map((request) => request.stream)).size === requests.length;
@@ -160,19 +180,17 @@ class HashChainedStore implements EventStore {
     this.looseAttempts = options.looseAttempts ?? 5;
   }
 
-  async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
-    const [result] = await this.appendMulti([{ stream, events, expectedRevision }]);
-    return result!;
+  append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    return this.appendMulti([{ stream, events, expectedRevision }]).then(first);
   }
 
   appendMulti(requests: StreamAppend[]): Promise<AppendResult[]> {
     // Malformed calls are the inner store's to refuse, with its own messages.
     if (!wellFormed(requests)) return this.inner.appendMulti(requests);
-    // Taken synchronously, in call order: a call plans its streams' chains once the calls before it on the
-    // same streams have submitted (and so recorded their heads), whatever their planning had to await.
-    const { turn, before } = this.takeTurn(requests);
-    if (before === null) {
-      // The common case, without a single await: every base is known (a committed head, or a new stream).
+    // The common case, without a single await: no earlier call is still planning on these streams, and every
+    // base is known (a committed head, or a new stream). Submitted synchronously, so it needs no turn: a later
+    // call on the same streams finds the heads it recorded.
+    if (this.turns.size === 0 || !this.anyTurnOn(requests)) {
       const bases = this.knownBases(requests);
       if (bases) {
         let committed: Promise<AppendResult[]>;
@@ -180,12 +198,13 @@ class HashChainedStore implements EventStore {
           committed = this.submit(requests, bases);
         } catch (error) {
           return Promise.reject(error); // e.g. data JSON cannot represent
-        } finally {
-          this.release(turn);
         }
         return this.settle(committed, requests, bases, 1);
       }
     }
+    // Taken synchronously, in call order: a call plans its streams' chains once the calls before it on the
+    // same streams have submitted (and so recorded their heads), whatever their planning had to await.
+    const { turn, before } = this.takeTurn(requests);
     return this.plan(requests, turn, before);
   }
 
@@ -202,17 +221,19 @@ class HashChainedStore implements EventStore {
   }
 
   /** The commit's result; a conflict on a stream the caller did not pin (`any`, `stream_exists`) is tried again. */
-  private async settle(committed: Promise<AppendResult[]>, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
-    try {
-      return await committed;
-    } catch (error) {
-      if (!(error instanceof WrongExpectedVersionError)) throw error;
-      const index = requests.findIndex((request) => request.stream === error.stream);
-      if (index === -1 || !bases[index]!.loose) throw error;
-      if (attempt >= this.looseAttempts) throw new WrongExpectedVersionError(error.stream, requests[index]!.expectedRevision, error.actual);
-      const again = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
-      return this.settle(this.submit(requests, again), requests, again, attempt + 1);
-    }
+  private settle(committed: Promise<AppendResult[]>, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
+    // Only a loose base can be retried; an exact one is answered as the store answers (one promise less per append).
+    if (!bases.some(isLoose)) return committed;
+    return committed.catch((error: unknown) => this.retry(error, requests, bases, attempt));
+  }
+
+  private async retry(error: unknown, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
+    if (!(error instanceof WrongExpectedVersionError)) throw error;
+    const index = requests.findIndex((request) => request.stream === error.stream);
+    if (index === -1 || !bases[index]!.loose) throw error;
+    if (attempt >= this.looseAttempts) throw new WrongExpectedVersionError(error.stream, requests[index]!.expectedRevision, error.actual);
+    const again = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
+    return this.settle(this.submit(requests, again), requests, again, attempt + 1);
   }
 
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
@@ -244,6 +265,7 @@ class HashChainedStore implements EventStore {
       const base = bases[i]!;
       let revision = base.revision;
       let previousHash = base.hash;
+      const stream = canonicalJson(request.stream);
       const events: NewEvent[] = new Array(request.events.length);
       for (let j = 0; j < request.events.length; j++) {
         const event = request.events[j]!;
@@ -252,9 +274,17 @@ class HashChainedStore implements EventStore {
         const { hash: _ignored, previousHash: _replaced, ...rest } = event.metadata ?? {};
         const metadata: EventMetadata = rest;
         metadata.previousHash = previousHash;
-        previousHash = eventHash({ id, stream: request.stream, revision, type: event.type, data: event.data, metadata });
+        const data = canonicalJson(event.data);
+        const hashed = canonicalJson(metadata); // has no `hash` yet; never "{}": it has previousHash
+        // A uuid of ours has nothing to escape; a revision is an integer.
+        previousHash = contentHash(data, event.id === undefined ? `"${id}"` : canonicalJson(id), hashed, `${revision}`, stream, canonicalJson(event.type));
         metadata.hash = previousHash;
-        events[j] = { id, type: event.type, data: event.data, metadata };
+        // The store may keep these strings rather than serialize data and metadata again (hash first: still JSON
+        // of the same metadata, whose hash covers it without `hash`, whatever the key order).
+        const serialized: SerializedJson = { data, metadata: `{"hash":"${previousHash}",${hashed.slice(1)}` };
+        events[j] = plainData(event.data)
+          ? { id, type: event.type, data: event.data, metadata, [SERIALIZED_JSON]: serialized }
+          : { id, type: event.type, data: event.data, metadata };
       }
       heads[i] = { revision, hash: previousHash, pending: null };
       inner[i] = { stream: request.stream, events, expectedRevision: base.expected };
@@ -320,6 +350,11 @@ class HashChainedStore implements EventStore {
   private async actualRevision(stream: string): Promise<number | 'no_stream'> {
     const [last] = await this.inner.readStream(stream, { direction: 'backwards', maxCount: 1 });
     return last ? last.revision : 'no_stream';
+  }
+
+  private anyTurnOn(requests: StreamAppend[]): boolean {
+    for (const request of requests) if (this.turns.has(request.stream)) return true;
+    return false;
   }
 
   private takeTurn(requests: StreamAppend[]): { turn: Turn; before: Array<Promise<void>> | null } {

@@ -17,6 +17,18 @@ export interface EventMetadata {
   [key: string]: unknown;
 }
 
+/**
+ * A hint a decorator may attach to the events it passes on: their data and metadata already serialized (the
+ * hash chain writes both as canonical JSON to hash them), so that an adapter storing JSON need not serialize
+ * them again. Each string must be JSON that parses to exactly the value beside it; an adapter may ignore it.
+ */
+export const SERIALIZED_JSON: unique symbol = Symbol.for('wallet-ops.eventStore.serializedJson');
+
+export interface SerializedJson {
+  data: string;
+  metadata: string;
+}
+
 /** An event as a command produces it, before it is stored. */
 export interface NewEvent<Type extends string = string, Data = unknown> {
   type: Type;
@@ -24,6 +36,8 @@ export interface NewEvent<Type extends string = string, Data = unknown> {
   metadata?: EventMetadata;
   /** Optional; a uuid is generated when absent. */
   id?: string;
+  /** Optional, see SERIALIZED_JSON. */
+  [SERIALIZED_JSON]?: SerializedJson;
 }
 
 /** An event as the store returns it. */

@@ -76,6 +76,19 @@ describe('withHashChain', () => {
     expect(canonicalJson({ b: [undefined, 1], a: undefined, c: 'é"\n', d: -0 })).toBe('{"b":[null,1],"c":"é\\"\\n","d":0}');
   });
 
+  it('when the store keeps the JSON the chain made to hash an event, then the event reads back as JSON.stringify would have stored it', async () => {
+    const data = { z: 'é😀\n', a: [3, undefined, { y: -0, x: NaN }], skipped: undefined, at: new Date('2026-11-23T07:00:00.000Z'), '10': 1, '9': 2 };
+    const metadata = { correlationId: 'c-1', actor: 'operator:test', causationId: undefined, hash: 'forged', previousHash: 'forged' };
+    await store.append('a-1', [{ type: 'T', data, metadata }], 'no_stream');
+    await store.append('a-1', [{ type: 'T', data: { b: 1 }, metadata: {} }], 0);
+    const stored = await raw.readStream('a-1');
+    expect(stored[0]!.data).toEqual(JSON.parse(JSON.stringify(data)));
+    expect(stored[0]!.metadata).toEqual({ correlationId: 'c-1', actor: 'operator:test', previousHash: GENESIS_HASH, hash: stored[0]!.metadata.hash });
+    expect(stored[1]!.metadata).toEqual({ previousHash: stored[0]!.metadata.hash, hash: stored[1]!.metadata.hash });
+    expectChained(stored);
+    expect(await chainProblems(raw)).toEqual([]);
+  });
+
   it('when appendMulti writes several streams, then every stream chains and the call stays atomic', async () => {
     await store.append('a-1', [event(1)], 'no_stream');
     await store.appendMulti([

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import {
   type AppendResult,
   type ExpectedRevision,
+  SERIALIZED_JSON,
   type StreamAppend,
   WrongExpectedVersionError,
 } from '../../ports/event-store.ts';
@@ -51,6 +52,9 @@ export function prepareAppends(requests: StreamAppend[]): PreparedAppend[] {
 function prepareEvent(stream: string, event: StreamAppend['events'][number]): PreparedEvent {
   if (typeof event.type !== 'string' || event.type === '') throw new Error(`an event for ${stream} has no type`);
   if (event.id !== undefined && !UUID.test(event.id)) throw new Error(`event id ${event.id} is not a uuid`);
+  // Serialized already by the hash chain (its canonical JSON): not a second time.
+  const serialized = event[SERIALIZED_JSON];
+  if (serialized) return { id: event.id ?? randomUUID(), type: event.type, data: serialized.data, metadata: serialized.metadata };
   const data = JSON.stringify(event.data);
   // JSON.stringify returns undefined for undefined, functions and symbols: they would not read back the same.
   if (data === undefined) throw new Error(`the data of a ${event.type} event is not JSON-serializable`);
