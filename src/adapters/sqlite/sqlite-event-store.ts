@@ -18,11 +18,11 @@ import { BUSY_BUDGET_MS, retryWhileBusy } from './sqlite-retry.ts';
 import {
   EVENT_COLUMNS,
   type EventRow,
-  StatementCache,
   ensureEventSchema,
   filterSql,
   toRecordedEvent,
 } from './sqlite-event-schema.ts';
+import { StatementCache } from './sqlite-statements.ts';
 import { GroupCommitter } from './sqlite-group-commit.ts';
 import { type Page, PollingSubscription } from './polling-subscription.ts';
 
