@@ -2,6 +2,7 @@
  * The load generator, run in its own process so that it does not share an event loop with the server it
  * measures: `node --import tsx bench/support/load-generator.ts '<json spec>'` prints one JSON result.
  */
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
 export interface LoadSpec {
@@ -21,7 +22,9 @@ export interface LoadResult {
   errors: number;
 }
 
-const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
+const argument = process.argv[2] ?? '{}';
+// `@file`: the spec in a file (run-load.ts passes long ones so).
+const spec = JSON.parse(argument.startsWith('@') ? readFileSync(argument.slice(1), 'utf8') : argument) as LoadSpec;
 let next = 0;
 const result = await autocannon({
   url: spec.url,

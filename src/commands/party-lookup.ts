@@ -2,6 +2,7 @@ import type { EventStore } from '../ports/event-store.ts';
 import type { DistributorOnboarded, IndividualRegistered, MerchantOnboarded, ShortCodeClaimed } from '../domain/events.ts';
 import type { PartyRef, PartyType } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
+import { LruMap } from '../shared/lru-map.ts';
 
 export interface PartyInfo {
   type: PartyType;
@@ -17,15 +18,28 @@ export interface IndividualInfo {
 
 /**
  * Finds parties and individuals by the keys the API uses (short code, phone, id) straight from their
- * streams. Onboarding facts never change, so what is found is cached for good; what is not found is not
- * cached, so a party onboarded a moment ago is found on the next request.
+ * streams. Onboarding facts never change, so what is found is cached (and can be read again once evicted);
+ * what is not found is not cached, so a party onboarded a moment ago is found on the next request. Bounded:
+ * individuals may number millions, and a long-running process would otherwise end up holding them all.
  */
 export class PartyLookup {
-  private readonly parties = new Map<string, PartyInfo>();
-  private readonly shortCodes = new Map<string, string>();
-  private readonly individuals = new Map<string, IndividualInfo>();
+  private readonly parties: LruMap<string, PartyInfo>;
+  private readonly shortCodes: LruMap<string, string>;
+  private readonly individuals: LruMap<string, IndividualInfo>;
 
-  constructor(private readonly store: EventStore) {}
+  constructor(
+    private readonly store: EventStore,
+    maxEntries = 100_000,
+  ) {
+    this.parties = new LruMap(maxEntries);
+    this.shortCodes = new LruMap(maxEntries);
+    this.individuals = new LruMap(maxEntries);
+  }
+
+  /** Entries cached, all kinds together. */
+  get cached(): number {
+    return this.parties.size + this.shortCodes.size + this.individuals.size;
+  }
 
   async party(ref: PartyRef): Promise<PartyInfo | null> {
     const cacheKey = `${ref.type}:${ref.id}`;

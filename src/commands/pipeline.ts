@@ -137,15 +137,23 @@ export async function loadState<State, Event>(
   const cached = deps.cache?.get(stream);
   let state = (cached?.state as State | undefined) ?? decider.initialState();
   let revision = cached?.revision ?? -1;
-  const newer = await deps.store.readStream(stream, { fromRevision: revision + 1 });
-  for (const recorded of newer) {
-    // Metadata too: a state may need to know who caused an event (an operation's requester, for segregation of duties).
-    state = decider.evolve(state, { type: recorded.type, data: recorded.data, metadata: recorded.metadata } as Event);
-    revision = recorded.revision;
+  const from = revision;
+  // In pages: a long stream read cold (a wallet with a million events) is folded without holding it all in memory.
+  for (;;) {
+    const page = await deps.store.readStream(stream, { fromRevision: revision + 1, maxCount: LOAD_PAGE });
+    for (const recorded of page) {
+      // Metadata too: a state may need to know who caused an event (an operation's requester, for segregation of duties).
+      state = decider.evolve(state, { type: recorded.type, data: recorded.data, metadata: recorded.metadata } as Event);
+      revision = recorded.revision;
+    }
+    if (page.length < LOAD_PAGE) break;
   }
-  if (newer.length > 0) deps.cache?.set(stream, { revision, state });
+  if (revision !== from) deps.cache?.set(stream, { revision, state });
   return { state, revision };
 }
+
+/** Events per read when a state is loaded. */
+export const LOAD_PAGE = 1000;
 
 /** A stream a decision reads: its name and how to fold it. */
 export interface StreamRead<State> {

@@ -2,8 +2,9 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { compileFind, openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
+import { StatementCache } from '../../src/adapters/sqlite/sqlite-statements.ts';
 import type { CollectionDefinition, FindQuery, ReadStore } from '../../src/ports/read-store.ts';
 import { describeReadStoreContract } from '../contracts/read-store.contract.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -197,6 +198,42 @@ describe('SQLite read store, embedded specifics', () => {
       expect(await reader.get('payments', 'old')).toBeNull();
       expect(await reader.getCheckpoint('payments')).toBe(7);
     });
+  });
+
+  it('given batches of every size up to 1,100 ids, when read with getMany, then each finds its documents and a handful of statements serve them all', async () => {
+    const store = await open();
+    await store.commit(Array.from({ length: 1100 }, (_, i) => ({ op: 'upsert' as const, collection: 'payments', doc: { id: `p${i}` } })));
+    const prepare = vi.spyOn(Database.prototype, 'prepare');
+    try {
+      for (let size = 1; size <= 1100; size += 1) {
+        const ids = Array.from({ length: size }, (_, i) => `p${(i * 7 + size) % 1100}`);
+        const found = await store.getMany('payments', [...ids, 'missing']);
+        expect(found.map((doc) => doc.id).sort()).toEqual([...new Set(ids)].sort());
+      }
+      // One compiled statement per IN-list length would be 512 here, each held in native memory for good.
+      const inLists = prepare.mock.calls.filter(([sql]) => String(sql).includes('WHERE id IN'));
+      expect(inLists.length).toBeLessThanOrEqual(10);
+    } finally {
+      prepare.mockRestore();
+    }
+  });
+
+  it('given more SQL shapes than the statement cache holds, then it keeps a bounded number, dropping the least recently used', () => {
+    const db = new Database(':memory:');
+    try {
+      const cache = new StatementCache(db, 3);
+      const first = cache.get('SELECT 1');
+      cache.get('SELECT 2');
+      cache.get('SELECT 3');
+      expect(cache.get('SELECT 1')).toBe(first); // used again: now the most recent
+      cache.get('SELECT 4');
+      expect(cache.size).toBe(3);
+      expect(cache.get('SELECT 1')).toBe(first);
+      for (let i = 5; i < 500; i++) cache.get(`SELECT ${i}`);
+      expect(cache.size).toBe(3);
+    } finally {
+      db.close();
+    }
   });
 
   it('given a collection or field name carrying SQL, when defined or queried, then it is refused', async () => {

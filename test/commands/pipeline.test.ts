@@ -4,6 +4,7 @@ import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-sto
 import type { Decider } from '../../src/commands/decider.ts';
 import {
   InFlightStates,
+  LOAD_PAGE,
   loadState,
   runCommand,
   runDecision,
@@ -502,6 +503,22 @@ describe('the command pipeline', () => {
       const again = await loadState(deps, 'counter-a', counter);
       expect(again).toEqual({ state: { total: 1, count: 1 }, revision: 0 });
       expect(rec.reads.map((r) => [r.stream, r.fromRevision])).toEqual([['counter-a', 0], ['counter-b', 0], ['counter-a', 0]]);
+    });
+
+    it('given a stream longer than a page, when loaded cold, then it is read in pages of LOAD_PAGE events and the state is the full fold', async () => {
+      const totals = Array.from({ length: 2 * LOAD_PAGE + 5 }, (_, i) => i + 1);
+      for (let i = 0; i < totals.length; i += 500) await seed('counter-a', totals.slice(i, i + 500));
+      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
+
+      const loaded = await loadState(deps, 'counter-a', counter);
+
+      expect(loaded).toEqual({ state: { total: totals.length, count: totals.length }, revision: totals.length - 1 });
+      expect(rec.reads).toEqual([
+        { stream: 'counter-a', fromRevision: 0, count: LOAD_PAGE },
+        { stream: 'counter-a', fromRevision: LOAD_PAGE, count: LOAD_PAGE },
+        { stream: 'counter-a', fromRevision: 2 * LOAD_PAGE, count: 5 },
+      ]);
+      expect(deps.cache!.get('counter-a')?.revision).toBe(totals.length - 1);
     });
 
     it('when an older state is set after a newer one, then the cache keeps the newer', () => {

@@ -87,20 +87,3 @@ export function filterSql(filter: EventFilter | undefined): { sql: string; param
   return { sql: clauses.map((clause) => ` AND ${clause}`).join(''), params };
 }
 
-/** Prepared statements keyed by their SQL: filters produce a handful of shapes, each prepared once. */
-export class StatementCache {
-  private readonly statements = new Map<string, Database.Statement>();
-
-  constructor(private readonly db: Database.Database) {}
-
-  get(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      // Bounded: a caller building unbounded filter shapes would otherwise grow this forever.
-      if (this.statements.size >= 200) this.statements.clear();
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
-}

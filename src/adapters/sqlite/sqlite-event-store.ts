@@ -18,13 +18,13 @@ import { BUSY_BUDGET_MS, retryWhileBusy } from './sqlite-retry.ts';
 import {
   EVENT_COLUMNS,
   type EventRow,
-  StatementCache,
   ensureEventSchema,
   filterSql,
   toRecordedEvent,
 } from './sqlite-event-schema.ts';
 import { CommitThread } from './sqlite-commit-thread.ts';
 import { GroupCommitter, SavepointBatch } from './sqlite-group-commit.ts';
+import { StatementCache } from './sqlite-statements.ts';
 import { type Page, PollingSubscription } from './polling-subscription.ts';
 
 export interface SqliteEventStoreOptions {

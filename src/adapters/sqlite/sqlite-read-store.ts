@@ -23,12 +23,15 @@ import type { CollectionDefinition, Checkpoint, Counter, CounterChange, Document
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
 import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from './sqlite-retry.ts';
+import { StatementCache, inListLength } from './sqlite-statements.ts';
 
 const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
 const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 const CHECKPOINTS = 'checkpoints';
 const GENERATIONS = 'checkpoint_generations';
 const CONTAINS_CI = 'wallet_ops_contains_ci';
+/** Most ids in one `getMany` statement (a power of two: see inListLength). */
+const GET_MANY_CHUNK = 512;
 /** How often one handle deletes a counter collection's expired counters (during an increment). */
 const COUNTER_SWEEP_EVERY_MS = 60_000;
 
@@ -76,17 +79,9 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   }
 
   const definitions = new Map<string, CollectionDefinition>();
-  const statements = new Map<string, Database.Statement>();
-
-  // Statements are compiled once per SQL text; parameters never change the text, so the cache stays small.
-  function statement(sql: string): Database.Statement {
-    let prepared = statements.get(sql);
-    if (!prepared) {
-      prepared = db.prepare(sql);
-      statements.set(sql, prepared);
-    }
-    return prepared;
-  }
+  // Compiled once per SQL text and kept while used; bounded, since each costs native memory (sqlite-statements.ts).
+  const statements = new StatementCache(db);
+  const statement = (sql: string): Database.Statement => statements.get(sql);
 
   function definition(collection: string): CollectionDefinition {
     const found = definitions.get(collection);
@@ -239,13 +234,16 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     },
     async getMany<T extends Document = Document>(collection: string, ids: string[]) {
       const table = quote(definition(collection).name);
-      // Bounded IN lists: SQLite caps bound parameters, and one statement per chunk size stays cached. All chunks
-      // are read in one attempt, so no write of this process lands between them.
+      // Bounded IN lists: SQLite caps bound parameters. Each chunk is padded to a power of two, so a batch of any
+      // size reuses one of a few statements per collection (one per length would be hundreds, each held in
+      // native memory). All chunks are read in one attempt, so no write of this process lands between them.
       const rows = await run(() => {
         const found: Array<{ doc: string }> = [];
-        for (let i = 0; i < ids.length; i += 500) {
-          const chunk = ids.slice(i, i + 500);
-          found.push(...(statement(`SELECT doc FROM ${table} WHERE id IN (${chunk.map(() => '?').join(',')})`).all(...chunk) as Array<{ doc: string }>));
+        for (let i = 0; i < ids.length; i += GET_MANY_CHUNK) {
+          const chunk = ids.slice(i, i + GET_MANY_CHUNK);
+          const length = inListLength(chunk.length);
+          const params = length === chunk.length ? chunk : [...chunk, ...new Array<string>(length - chunk.length).fill(chunk[0]!)];
+          found.push(...(statement(`SELECT doc FROM ${table} WHERE id IN (${params.map(() => '?').join(',')})`).all(...params) as Array<{ doc: string }>));
         }
         return found;
       });

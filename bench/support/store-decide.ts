@@ -1,0 +1,168 @@
+/**
+ * A create-operation decision on a payer whose wallet stream holds a million events, beside one on a wallet
+ * of ten events, for bench:store: the real createOperation handler on the real embedded stores (hash chain
+ * included), every event it reads counted under the hash chain. Warm: the process decided on the wallet
+ * before (its state cache holds the folded state); cold: the stores reopened and a fresh cache, as after a
+ * restart (the operating system's file cache stays warm).
+ */
+import { randomUUID } from 'node:crypto';
+import { openStores, type Stores } from '../../src/adapters/open-stores.ts';
+import { addUser, approveApiKey, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { createOperation, type OperationDeps } from '../../src/commands/operation-handlers.ts';
+import { PartyLookup } from '../../src/commands/party-lookup.ts';
+import { InFlightStates, StateCache } from '../../src/commands/pipeline.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { WalletRef } from '../../src/domain/events.ts';
+import { streams } from '../../src/domain/streams.ts';
+import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
+import { ApiKeyDirectory, catchUpApiKeyDirectory, type ApiKeyRecord } from '../../src/projections/api-key-directory.ts';
+import { KeyedMutex } from '../../src/shared/keyed-mutex.ts';
+import { tempDir } from '../../test/support/temp-dir.ts';
+
+const WARM_RUNS = 21;
+const COLD_RUNS = 3;
+const APPEND_BATCH = 20_000;
+const PHONE = '+2348100000001';
+
+export interface DecideSample {
+  ms: number;
+  /** Events returned by every read the decision made (party lookups, idempotency, wallet, the hash chain's base). */
+  eventsRead: number;
+  reads: number;
+}
+
+export interface DecideResult {
+  walletEvents: number;
+  shortWalletEvents: number;
+  buildSeconds: number;
+  warm: { long: DecideSample; short: DecideSample };
+  cold: { long: DecideSample; short: DecideSample };
+}
+
+/** Counts what the store returns to readStream, under the hash chain (so its own reads count too). */
+const counter = { reads: 0, events: 0 };
+function counting(store: EventStore): EventStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === 'readStream') {
+        return async (...args: Parameters<EventStore['readStream']>) => {
+          const events = await target.readStream(...args);
+          counter.reads += 1;
+          counter.events += events.length;
+          return events;
+        };
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+const operator = () => ({ actor: 'operator:bench', correlationId: randomUUID() });
+
+async function distributorWithKey(backOffice: BackOfficeDeps, shortCode: string): Promise<{ wallet: WalletRef; keyID: string }> {
+  const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: `Distributor ${shortCode}`, shortCode }, operator());
+  const ref = { type: 'distributor' as const, id: partyID };
+  await addUser(backOffice, { party: ref, email: `maker-${shortCode}@bench.example`, password: 'maker password 1', roles: ['maker'] }, operator());
+  await addUser(backOffice, { party: ref, email: `checker-${shortCode}@bench.example`, password: 'checker password 1', roles: ['checker'] }, operator());
+  const { keyID } = await requestApiKey(backOffice, await findUserByEmail(backOffice, `maker-${shortCode}@bench.example`), { label: 'bench', permissions: 'perform-operations' }, randomUUID());
+  await approveApiKey(backOffice, await findUserByEmail(backOffice, `checker-${shortCode}@bench.example`), keyID, randomUUID());
+  return { wallet: { kind: 'distributor', id: partyID }, keyID };
+}
+
+/** A wallet's life: funded once, then holds and their debits (or releases), two events per operation. */
+async function fillWallet(store: EventStore, wallet: WalletRef, count: number): Promise<void> {
+  const stream = streams.wallet(wallet);
+  const metadata = { actor: 'system:bench' };
+  await store.append(stream, [{ type: 'WalletCredited', data: { wallet, operationID: `fund_${randomUUID()}`, amount: '1000000000000.00' }, metadata }], 'any');
+  for (let written = 1; written < count;) {
+    const events: NewEvent[] = [];
+    while (events.length < APPEND_BATCH && written + events.length < count) {
+      const operationID = `op_${randomUUID().replaceAll('-', '')}`;
+      events.push({ type: 'FundsHeld', data: { wallet, operationID, amount: '1.00' }, metadata });
+      if (written + events.length < count) {
+        events.push((written + events.length) % 10 === 0
+          ? { type: 'HoldReleased', data: { wallet, operationID, amount: '1.00', reason: 'rejected' }, metadata }
+          : { type: 'WalletDebited', data: { wallet, operationID, amount: '1.00', heldAmount: '1.00' }, metadata });
+      }
+    }
+    await store.appendMulti([{ stream, events, expectedRevision: 'any' }]);
+    written += events.length;
+  }
+}
+
+export async function measureDecide(walletEvents: number, log: (line: string) => void): Promise<DecideResult> {
+  const dir = tempDir('store-decide-');
+  const open = () => openStores({ dataDir: dir.path }, { eventStore: counting });
+  const config = loadConfig({ DATA_DIR: dir.path });
+  let stores: Stores = await open();
+  try {
+    const backOffice: BackOfficeDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2 };
+    const long = await distributorWithKey(backOffice, '7001');
+    const short = await distributorWithKey(backOffice, '7002');
+    await registerIndividual(backOffice, { phone: PHONE, name: 'Bench Customer' }, operator());
+    const started = performance.now();
+    await fillWallet(stores.eventStore, long.wallet, walletEvents);
+    const buildSeconds = (performance.now() - started) / 1000;
+    await fillWallet(stores.eventStore, short.wallet, 10);
+    log(`decide: a wallet of ${walletEvents.toLocaleString('en-US')} events appended in ${buildSeconds.toFixed(0)} s`);
+    const directory = new ApiKeyDirectory();
+    await catchUpApiKeyDirectory(stores.eventStore, directory);
+    const keys = { long: directory.get(long.keyID)!, short: directory.get(short.keyID)! };
+
+    const depsOf = (store: EventStore): OperationDeps => ({
+      store,
+      cache: new StateCache(),
+      lookup: new PartyLookup(store),
+      clock: () => new Date(),
+      assetScale: 2,
+      feeSchedule: config.FEE_SCHEDULE,
+      volumeTimeZone: 'UTC',
+      serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+    });
+    const decide = async (deps: OperationDeps, key: ApiKeyRecord): Promise<DecideSample> => {
+      counter.reads = 0;
+      counter.events = 0;
+      const t0 = performance.now();
+      const outcome = await createOperation(deps, key, { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE, memo: null }, { key: randomUUID(), requestHash: 'bench' }, operator());
+      const ms = performance.now() - t0;
+      if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
+      return { ms, eventsRead: counter.events, reads: counter.reads };
+    };
+
+    // Warm: one process, one cache, each wallet decided on once before; alternating.
+    const warmDeps = depsOf(stores.eventStore);
+    await decide(warmDeps, keys.long);
+    await decide(warmDeps, keys.short);
+    const warm = { long: [] as DecideSample[], short: [] as DecideSample[] };
+    for (let run = 0; run < WARM_RUNS; run++) {
+      warm.long.push(await decide(warmDeps, keys.long));
+      warm.short.push(await decide(warmDeps, keys.short));
+    }
+    // Cold: as after a restart, the stores reopened (the hash chain's heads forgotten) and a fresh cache.
+    const cold = { long: [] as DecideSample[], short: [] as DecideSample[] };
+    for (let run = 0; run < COLD_RUNS; run++) {
+      for (const which of ['long', 'short'] as const) {
+        await stores.close();
+        stores = await open();
+        cold[which].push(await decide(depsOf(stores.eventStore), keys[which]));
+      }
+      log(`decide: cold run ${run + 1}: ${cold.long.at(-1)!.ms.toFixed(0)} ms (${cold.long.at(-1)!.eventsRead} events read) vs ${cold.short.at(-1)!.ms.toFixed(1)} ms`);
+    }
+    return {
+      walletEvents,
+      shortWalletEvents: 10,
+      buildSeconds,
+      warm: { long: medianSample(warm.long), short: medianSample(warm.short) },
+      cold: { long: medianSample(cold.long), short: medianSample(cold.short) },
+    };
+  } finally {
+    await stores.close();
+    dir.cleanup();
+  }
+}
+
+/** The sample of median time (its reads with it). */
+function medianSample(samples: DecideSample[]): DecideSample {
+  return [...samples].sort((a, b) => a.ms - b.ms)[Math.floor(samples.length / 2)]!;
+}
