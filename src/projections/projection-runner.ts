@@ -12,9 +12,11 @@ type Doc = Document & Positioned;
 export interface DocumentFold {
   docs: Map<string, Doc | null>;
   dirty: Set<string>;
+  /** The ids among docs that the collection holds: a document made and removed again is never written. */
+  stored: Set<string>;
 }
 
-export const newFold = (): DocumentFold => ({ docs: new Map(), dirty: new Set() });
+export const newFold = (): DocumentFold => ({ docs: new Map(), dirty: new Set(), stored: new Set() });
 
 /**
  * Folds events (in position order) into the fold's documents: those it does not hold yet are read from the
@@ -32,7 +34,10 @@ export async function foldEvents(readStore: ReadStore, projection: Projection, e
   }
   if (missing.size > 0) {
     for (const id of missing) docs.set(id, null);
-    for (const doc of await readStore.getMany<Doc>(collection, [...missing])) docs.set(doc.id, doc);
+    for (const doc of await readStore.getMany<Doc>(collection, [...missing])) {
+      docs.set(doc.id, doc);
+      fold.stored.add(doc.id);
+    }
   }
 
   for (let i = 0; i < events.length; i++) {
@@ -54,7 +59,12 @@ export function takeWrites(fold: DocumentFold, collection: string): Write[] {
   const writes: Write[] = [];
   for (const id of fold.dirty) {
     const doc = fold.docs.get(id);
-    writes.push(doc ? { op: 'upsert', collection, doc } : { op: 'delete', collection, id });
+    if (doc) {
+      writes.push({ op: 'upsert', collection, doc });
+      fold.stored.add(id);
+    } else if (fold.stored.delete(id)) {
+      writes.push({ op: 'delete', collection, id });
+    }
   }
   fold.dirty.clear();
   return writes;

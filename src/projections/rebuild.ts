@@ -62,7 +62,7 @@ export async function rebuildProjections(
     target.position = target.folded;
     // What was just written stays in memory (it is what the next events most likely touch); the rest is read
     // back if needed, so memory holds about one span of documents whatever the size of the history.
-    target.fold.docs = written;
+    target.fold = { docs: written, dirty: new Set(), stored: new Set([...written.keys()].filter((id) => written.get(id))) };
   };
   for (const target of targets) {
     // A shadow left by an interrupted rebuild is discarded: a rebuild always starts from position 0.
