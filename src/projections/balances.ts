@@ -75,9 +75,10 @@ export function balancesProjection(options: { assetScale?: number } = {}): Proje
 
 /** A decimal string at the scale, never "-0.00". */
 const atScale = (amount: string | Decimal, scale: number) => {
-  const value = new Decimal(amount);
-  return value.isZero() ? formatAmount(0, scale) : value.toFixed(scale);
+  const fixed = formatAmount(amount, scale);
+  return NEGATIVE_ZERO.test(fixed) ? formatAmount(0, scale) : fixed;
 };
+const NEGATIVE_ZERO = /^-0(?:\.0*)?$/;
 
 /**
  * The contract's object plus its extension fields; a wallet nothing has moved in yet has zero everywhere,

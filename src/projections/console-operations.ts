@@ -1,4 +1,4 @@
-import { Decimal } from '../domain/money.ts';
+import { type Decimal, formatAmount } from '../domain/money.ts';
 import type { OperationRequested, OperationType } from '../domain/events.ts';
 import type { CollectionDefinition } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
@@ -70,7 +70,7 @@ const KEY_INTEGER_DIGITS = 20;
 
 /** A non-negative decimal as a string of fixed width, so that string order is numeric order. */
 export function amountKey(amount: Decimal.Value, scale: number): string {
-  const [integer = '0', fraction = ''] = new Decimal(amount).toFixed(scale).split('.');
+  const [integer = '0', fraction = ''] = formatAmount(amount, scale).split('.');
   return scale > 0 ? `${integer.padStart(KEY_INTEGER_DIGITS, '0')}.${fraction}` : integer.padStart(KEY_INTEGER_DIGITS, '0');
 }
 
@@ -98,7 +98,7 @@ function requested(data: OperationRequested['data'], id: string, position: numbe
     operationType: data.operationType,
     side: viewer.side,
     amount: data.amount,
-    fee: received ? new Decimal(0).toFixed(scale) : data.fee,
+    fee: received ? formatAmount('0', scale) : data.fee,
     amountKey: amountKey(data.amount, scale),
     payerName: data.payerName,
     payerShortCode: data.payerShortCode,

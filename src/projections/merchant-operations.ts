@@ -83,7 +83,7 @@ function requested(data: RequestedData, id: string, position: number, scale: num
     merchantID: cashIn ? data.payee.id : (data.party?.id ?? ''),
     operationType: operationType as ListedMerchantOperationType,
     amount: data.amount,
-    fee: cashIn ? formatAmount(0, scale) : data.fee,
+    fee: cashIn ? formatAmount('0', scale) : data.fee,
     ...(cashIn ? { distributorTo: data.payer.id, distributorName: data.payerName ?? '' } : {}),
     ...(operationType === 'cash-out' ? { distributorTo: counterparty.id, distributorName: counterparty.name } : {}),
     ...(operationType === 'pay-merchant' ? { merchantTo: counterparty.id, merchantName: counterparty.name } : {}),

@@ -6,6 +6,71 @@ import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type Supe
 type Doc = Document & Positioned;
 
 /**
+ * A projection's documents held in memory while events are folded into them: every document read or changed
+ * (null for one known to be absent), and the ids changed since the last commit.
+ */
+export interface DocumentFold {
+  docs: Map<string, Doc | null>;
+  dirty: Set<string>;
+  /** The ids among docs that the collection holds: a document made and removed again is never written. */
+  stored: Set<string>;
+}
+
+export const newFold = (): DocumentFold => ({ docs: new Map(), dirty: new Set(), stored: new Set() });
+
+/**
+ * Folds events (in position order) into the fold's documents: those it does not hold yet are read from the
+ * collection first (one getMany). A document that has already seen an event's position ignores it, so a
+ * replayed event changes nothing. Several events on one document are folded in memory; nothing is written.
+ */
+export async function foldEvents(readStore: ReadStore, projection: Projection, events: ProjectedEvent[], collection: string, fold: DocumentFold): Promise<void> {
+  const { docs, dirty } = fold;
+  const idsOf: string[][] = new Array(events.length);
+  const missing = new Set<string>();
+  for (let i = 0; i < events.length; i++) {
+    const ids = projection.documentIds(events[i]!);
+    idsOf[i] = ids;
+    for (const id of ids) if (!docs.has(id)) missing.add(id);
+  }
+  if (missing.size > 0) {
+    for (const id of missing) docs.set(id, null);
+    for (const doc of await readStore.getMany<Doc>(collection, [...missing])) {
+      docs.set(doc.id, doc);
+      fold.stored.add(doc.id);
+    }
+  }
+
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
+    for (const id of idsOf[i]!) {
+      const doc = docs.get(id) ?? null;
+      if (doc && doc.position >= event.position) continue;
+      const next = projection.evolve(doc, event, id) as Doc | null;
+      if (next === null && doc === null) continue;
+      // evolve returns a new document (never changes its input), so one that already says so is kept as is.
+      docs.set(id, next === null ? null : next.id === id && next.position === event.position ? next : { ...next, id, position: event.position });
+      dirty.add(id);
+    }
+  }
+}
+
+/** The writes of what the fold changed since its last commit (and forgets them as changed). */
+export function takeWrites(fold: DocumentFold, collection: string): Write[] {
+  const writes: Write[] = [];
+  for (const id of fold.dirty) {
+    const doc = fold.docs.get(id);
+    if (doc) {
+      writes.push({ op: 'upsert', collection, doc });
+      fold.stored.add(id);
+    } else if (fold.stored.delete(id)) {
+      writes.push({ op: 'delete', collection, id });
+    }
+  }
+  fold.dirty.clear();
+  return writes;
+}
+
+/**
  * Applies a batch of events (in position order) to a projection's documents and commits the changed
  * documents with the new checkpoint in one atomic commit. A document that has already seen an event's
  * position ignores it, so a replayed batch changes nothing. Several events on one document in a batch are
@@ -19,35 +84,19 @@ export async function applyBatch(
 ): Promise<number> {
   const last = events.at(-1);
   if (!last) return target.expected ?? 0;
-  const ids = new Set<string>();
-  for (const event of events) for (const id of projection.documentIds(event)) ids.add(id);
-  const docs = new Map<string, Doc | null>();
-  for (const doc of await readStore.getMany<Doc>(target.collection, [...ids])) docs.set(doc.id, doc);
-  const dirty = new Set<string>();
+  const fold = newFold();
+  await foldEvents(readStore, projection, events, target.collection, fold);
+  await readStore.commit(takeWrites(fold, target.collection), checkpointOf(target, last.position));
+  return last.position;
+}
 
-  for (const event of events) {
-    for (const id of projection.documentIds(event)) {
-      const doc = docs.get(id) ?? null;
-      if (doc && doc.position >= event.position) continue;
-      const next = projection.evolve(doc, event, id) as Doc | null;
-      if (next === null && doc === null) continue;
-      docs.set(id, next === null ? null : { ...next, id, position: event.position });
-      dirty.add(id);
-    }
-  }
-
-  const writes: Write[] = [...dirty].map((id) => {
-    const doc = docs.get(id);
-    return doc ? { op: 'upsert', collection: target.collection, doc } : { op: 'delete', collection: target.collection, id };
-  });
-  const checkpoint = {
+export function checkpointOf(target: { checkpoint: string; expected?: number | null; generation?: number }, position: number) {
+  return {
     projection: target.checkpoint,
-    position: last.position,
+    position,
     ...(target.expected === undefined ? {} : { expected: target.expected }),
     ...(target.generation === undefined ? {} : { generation: target.generation }),
   };
-  await readStore.commit(writes, checkpoint);
-  return last.position;
 }
 
 export interface RunnerOptions {

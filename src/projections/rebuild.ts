@@ -1,7 +1,7 @@
 import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import type { Projection } from './projection.ts';
-import { applyBatch } from './projection-runner.ts';
+import { checkpointOf, foldEvents, newFold, takeWrites } from './projection-runner.ts';
 
 export interface RebuildProgress {
   projection: string;
@@ -19,8 +19,13 @@ export interface RebuildResult {
 }
 
 const SHADOW_SUFFIX = '__rebuild';
-// Large pages: a document touched many times in a page is written once (bench:rebuild).
 const PAGE_SIZE = 20_000;
+/**
+ * Events read between two commits of the shadows: a document touched many times in that span is written once,
+ * and one that is still held in memory is not read back (bench:rebuild). The commits only record progress: a
+ * rebuild always starts again from position 0, and nothing is promoted before the last one.
+ */
+const COMMIT_EVERY = 100_000;
 
 /**
  * Rebuilds read models from the whole history while the old ones keep serving: the events are replayed
@@ -42,8 +47,23 @@ export async function rebuildProjections(
     checkpoint: shadowCheckpoint(projection.name),
     types: new Set(projection.eventTypes),
     position: 0,
+    /** The last event folded in, committed or not. */
+    folded: 0,
     events: 0,
+    fold: newFold(),
   }));
+  type Target = (typeof targets)[number];
+  const commit = async (target: Target) => {
+    if (target.folded === target.position) return;
+    const { docs, dirty } = target.fold;
+    const written = new Map([...dirty].map((id) => [id, docs.get(id) ?? null]));
+    const writes = takeWrites(target.fold, target.shadow.name);
+    await deps.readStore.commit(writes, checkpointOf({ checkpoint: target.checkpoint, expected: target.position }, target.folded));
+    target.position = target.folded;
+    // What was just written stays in memory (it is what the next events most likely touch); the rest is read
+    // back if needed, so memory holds about one span of documents whatever the size of the history.
+    target.fold = { docs: written, dirty: new Set(), stored: new Set([...written.keys()].filter((id) => written.get(id))) };
+  };
   for (const target of targets) {
     // A shadow left by an interrupted rebuild is discarded: a rebuild always starts from position 0.
     await deps.readStore.dropCollection(target.shadow.name);
@@ -55,6 +75,7 @@ export async function rebuildProjections(
   const label = projections.map((projection) => projection.name).join(', ');
   let read = 0;
   let events = 0;
+  let uncommitted = 0;
   for (let round = 0; ; round++) {
     const head = await deps.eventStore.headPosition();
     let caughtUp = false;
@@ -63,12 +84,18 @@ export async function rebuildProjections(
       for (const target of targets) {
         const wanted = targets.length === 1 ? page : page.filter((event) => target.types.has(event.type));
         if (wanted.length === 0) continue;
-        target.position = await applyBatch(deps.readStore, target.projection, wanted, { collection: target.shadow.name, checkpoint: target.checkpoint, expected: target.position });
+        await foldEvents(deps.readStore, target.projection, wanted, target.shadow.name, target.fold);
+        target.folded = wanted.at(-1)!.position;
         target.events += wanted.length;
       }
       read = page.at(-1)?.position ?? read;
       events += page.length;
+      uncommitted += page.length;
       caughtUp = page.length < PAGE_SIZE;
+      if (caughtUp || uncommitted >= COMMIT_EVERY) {
+        for (const target of targets) await commit(target);
+        uncommitted = 0;
+      }
       onProgress({ projection: label, position: read, head, events });
     }
     // Events appended during the replay are taken too; what arrives after the swap is the live runners'.

@@ -134,6 +134,13 @@ describe('formatAmount', () => {
     expect(formatAmount('-1.5')).toBe('-1.50');
   });
 
+  it('when a string is padded without parsing a Decimal, then the result is exactly what Decimal toFixed gives', () => {
+    const inputs = ['0', '-0', '-0.0', '0.0', '5.', '-5.5', '12.345', '1e21', '007', '.5', '-0.001', '100.10', '123456789012345678.99', '1234567890123456789012345678901234.5'];
+    for (const scale of [0, 1, 2, 3, 6]) {
+      for (const input of inputs) expect(formatAmount(input, scale), `${input} at ${scale}`).toBe(new Decimal(input).toFixed(scale));
+    }
+  });
+
   it('when a sum of decimal amounts is formatted, then it has no float error', () => {
     expect(formatAmount(new Decimal('0.1').plus('0.2'))).toBe('0.30');
     expect(new Decimal('0.1').plus('0.2').eq('0.3')).toBe(true);

@@ -83,6 +83,19 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   const statements = new StatementCache(db);
   const statement = (sql: string): Database.Statement => statements.get(sql);
 
+  // A projection's commit upserts thousands of documents: their statement is found by collection name, without
+  // building and hashing the SQL text each time. Emptied with `statements`.
+  const upserts = new Map<string, Database.Statement>();
+  function upsertStatement(collection: string): Database.Statement {
+    let prepared = upserts.get(collection);
+    if (!prepared) {
+      const table = quote(definition(collection).name);
+      prepared = statement(`INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`);
+      upserts.set(collection, prepared);
+    }
+    return prepared;
+  }
+
   function definition(collection: string): CollectionDefinition {
     const found = definitions.get(collection);
     if (!found) throw new ReadStoreQueryError(`unknown collection ${JSON.stringify(collection)}`);
@@ -90,16 +103,13 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   }
 
   function applyWrite(write: Write): void {
+    if (write.op === 'upsert') {
+      if (typeof write.doc?.id !== 'string') throw new TypeError(`upsert into ${quote(definition(write.collection).name)}: the document needs a string id`);
+      upsertStatement(write.collection).run(write.doc.id, JSON.stringify(write.doc));
+      return;
+    }
     const table = quote(definition(write.collection).name);
     switch (write.op) {
-      case 'upsert': {
-        if (typeof write.doc?.id !== 'string') throw new TypeError(`upsert into ${table}: the document needs a string id`);
-        statement(`INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`).run(
-          write.doc.id,
-          JSON.stringify(write.doc),
-        );
-        return;
-      }
       case 'patch': {
         if ('id' in write.patch && write.patch.id !== write.id) throw new TypeError(`patch of ${table}: cannot change an id`);
         // Merged in JS rather than with json_patch, whose RFC 7386 semantics would delete fields set to null.
@@ -205,6 +215,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     }
     statement(`INSERT INTO ${GENERATIONS} (projection, generation) VALUES (?, 1) ON CONFLICT (projection) DO UPDATE SET generation = generation + 1`).run(checkpoints.to);
     statements.clear(); // statements on the replaced table are stale
+    upserts.clear();
   });
 
   return {
@@ -265,6 +276,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       if (!COLLECTION_NAME.test(name)) throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)}`);
       await run(() => db.exec(`DROP TABLE IF EXISTS ${quote(name)}`));
       statements.clear();
+      upserts.clear();
       definitions.delete(name);
     },
     async incrementCounter(collection, id, change) {
@@ -278,6 +290,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     async close() {
       closed.abort(new ReadStoreUnavailableError('the read store is closed'));
       statements.clear();
+      upserts.clear();
       if (db.open) db.close();
     },
   };
