@@ -12,6 +12,7 @@ import { startTestSystem } from '../test/support/system.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
+import { peerComparison } from './support/peer-emmett.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 
 const CONNECTIONS = 64;
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
   console.log(`wallet-ops, ${PARTIES} parties`, spread);
   const oneKey = await walletOps(1);
   console.log('wallet-ops, one key', oneKey);
+  const peer = await peerComparison(DURATION_SECONDS);
 
   const section = [
     '## Write side (npm run bench:write)',
@@ -117,6 +119,8 @@ async function main(): Promise<void> {
     'Each wallet-ops create reads the payer wallet stream (cached by revision), checks the rules, and appends the operation',
     'and the hold in one atomic multi-stream append, durable (fsync) before the response; concurrent appends share one',
     'commit (group commit). Creates for one payer are queued in the process so that they do not collide into retries.',
+    '',
+    ...peer,
     `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
     '',
   ].join('\n');
