@@ -103,8 +103,20 @@ function failure(error: unknown): { status: number; cause: string } {
 async function openStore(): Promise<{ store: EventStore; close: () => Promise<void>; describe: () => Promise<string> }> {
   if (process.env.PEER_STORE === 'postgresql') {
     const { getPostgreSQLEventStore } = await import('@event-driven-io/emmett-postgresql');
-    const store = getPostgreSQLEventStore(process.env.PEER_POSTGRES_URL!);
-    return { store, close: () => store.close(), describe: async () => 'emmett-postgresql, server defaults' };
+    const connectionString = process.env.PEER_POSTGRES_URL!;
+    const store = getPostgreSQLEventStore(connectionString);
+    const describe = async () => {
+      const { default: pg } = await import('pg');
+      const client = new pg.Client({ connectionString });
+      await client.connect();
+      try {
+        const setting = async (name: string) => ((await client.query(`SHOW ${name}`)).rows[0] as Record<string, string>)[name];
+        return `PostgreSQL ${await setting('server_version')}, fsync=${await setting('fsync')}, synchronous_commit=${await setting('synchronous_commit')}`;
+      } finally {
+        await client.end();
+      }
+    };
+    return { store, close: () => store.close(), describe };
   }
   const { getSQLiteEventStore, sqliteConnection } = await import('@event-driven-io/emmett-sqlite');
   const fileName = process.env.PEER_SQLITE_FILE!;
