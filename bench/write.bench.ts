@@ -3,7 +3,7 @@
  *   npm run bench:write      (writes the "Write side" section of docs/benchmarks.md)
  * Beside two baselines measured in the same run: a bare express handler returning the same JSON, and an
  * express handler that does one better-sqlite3 insert of a similar row with the same durability setting
- * (WAL, synchronous=FULL).
+ * (WAL, synchronous=FULL). Then the peer rows: the same read-decide-append with Emmett (bench/support/peer-emmett.ts).
  */
 import { randomUUID } from 'node:crypto';
 import express from 'express';

@@ -87,7 +87,9 @@ async function measurePeer(peer: PeerServer, scenario: number, seconds: number, 
     method: 'POST', path: `/api/v1/distributors/${payer}/operations`, headers: { 'content-type': 'application/json' }, body: body(phone),
   }));
   const result = await runLoad({ url: peer.url, connections: SCENARIOS[scenario]!.connections, durationSeconds: seconds, requests });
+  const drainStarted = performance.now();
   const outcomes = await peerOutcomes(peer);
+  console.log(`peer comparison: the peer finished its last requests ${((performance.now() - drainStarted) / 1000).toFixed(1)} s after the load stopped`);
   const payers = peer.payers(scenario);
   const { stuck } = (await (await fetch(`${peer.url}/__peer/stuck?payers=${payers.join(',')}`)).json()) as { stuck: number };
   return { ...measured(result, seconds), outcomes, stuck, payers: payers.length };
@@ -143,6 +145,7 @@ export async function peerComparison(seconds: number): Promise<string[]> {
     '### Peer: the same read-decide-append with Emmett',
     '',
     `POST create (cash-in of 1.00), ${seconds} s each, wallet-ops then the peer for each scenario, payers seeded with a credit, fresh payers per scenario.`,
+    ...(process.env.PEER_POSTGRES_URL ? [] : ["Emmett's PostgreSQL store is measured too when PEER_POSTGRES_URL is set (postgresql://user@host:port/db)."]),
   ];
   try {
     ensurePeerInstalled();
