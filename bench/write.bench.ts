@@ -4,6 +4,7 @@
  * Beside three baselines measured in the same run: a bare express handler returning the same JSON, and an
  * express handler that does one better-sqlite3 insert of a similar row, fully synced (WAL, synchronous=FULL, as
  * the stores) and not synced (synchronous=OFF: no fsync at all, what durability costs).
+ * Then the peer rows: the same read-decide-append with Emmett (bench/support/peer-emmett.ts).
  */
 // Users' passwords hashed at the test suite's scrypt cost: setting up the parties is not what is measured.
 import '../test/support/fast-passwords.ts';
@@ -13,6 +14,7 @@ import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
+import { peerComparison } from './support/peer-emmett.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 import { writeSystem } from './support/write-system.ts';
 
@@ -100,6 +102,7 @@ async function main(): Promise<void> {
   const onEventLoop = await walletOps(SPREADS[0]!, { EVENT_STORE_COMMITS: 'event-loop' });
   console.log('wallet-ops, commits on the event loop', onEventLoop);
   const widest = spread[SPREADS.at(-1)!]!;
+  const peer = await peerComparison(DURATION_SECONDS);
 
   const section = [
     '## Write side (npm run bench:write)',
@@ -129,6 +132,8 @@ async function main(): Promise<void> {
     'the rules, and appends the operation and the hold in one atomic multi-stream append through the hash chain, durable (fsync)',
     'before the response; concurrent appends share one commit (group commit), run on the event store\'s commit thread. Creates for',
     'one payer are decided one at a time in the process and build on each other\'s uncommitted state instead of colliding.',
+    '',
+    ...peer,
     `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
     '',
   ].join('\n');
