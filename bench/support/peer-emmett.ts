@@ -109,7 +109,8 @@ async function walletOpsRequests(sys: TestSystem, payers: number, phone: string)
   return requests;
 }
 
-const fixed = (n: number) => n.toFixed(0);
+/** A rate: whole numbers, but a peer that served a handful in the run still shows as more than 0. */
+const fixed = (n: number) => (n > 0 && n < 10 ? n.toFixed(1) : n.toFixed(0));
 const latency = (r: LoadResult) => `${r.p50Ms.toFixed(0)} / ${r.p99Ms.toFixed(0)}`;
 
 /** "500 SQLITE_BUSY: database is locked 60%, ..." of all the peer's answers, server side, or "none". */
@@ -127,7 +128,9 @@ function failures(peer: PeerMeasured): string {
 }
 
 function ratio(ours: Measured, peer: Measured): string {
-  return peer.okPerSecond > 0 ? `${(ours.okPerSecond / peer.okPerSecond).toFixed(1)}x` : 'n/a (peer: no 2xx)';
+  if (peer.okPerSecond === 0) return 'n/a (peer: no 2xx)';
+  const x = ours.okPerSecond / peer.okPerSecond;
+  return `${x.toFixed(x < 100 ? 1 : 0)}x`;
 }
 
 function versions(): string {
