@@ -15,8 +15,9 @@
  *
  * Durability, the stores' defaults, not tuned either way:
  * - SQLite (emmett-sqlite over the sqlite3 package): a new connection per store call, `PRAGMA journal_mode
- *   = WAL` on each, SQLite's compiled-in synchronous=FULL (2; reported at start-up), no busy_timeout, and
- *   the append in a BEGIN IMMEDIATE transaction. A commit is fsynced before the response.
+ *   = WAL` on each, SQLite's compiled-in synchronous=FULL (2), node-sqlite3's busy_timeout of 1000 ms (both
+ *   reported at start-up), the append in a BEGIN IMMEDIATE transaction: a commit is fsynced before the
+ *   response. Emmett console.logs every failed transaction: this process's stdout goes nowhere.
  * - PostgreSQL: the server's settings (fsync on, synchronous_commit on by default), Emmett's pg pool.
  *
  * What wallet-ops does per create that this peer does not: API-key authentication and permission check,
@@ -106,7 +107,7 @@ async function openStore(): Promise<{ store: EventStore; close: () => Promise<vo
     const connectionString = process.env.PEER_POSTGRES_URL!;
     const store = getPostgreSQLEventStore(connectionString);
     const describe = async () => {
-      const { default: pg } = await import('pg');
+      const { default: pg } = await import('pg'); // emmett-postgresql's driver, pinned by the lockfile
       const client = new pg.Client({ connectionString });
       await client.connect();
       try {
@@ -165,7 +166,10 @@ async function main(): Promise<void> {
     for (const payer of String(req.query.payers ?? '').split(',')) {
       const { currentStreamVersion } = await store.readStream(`wallet-${payer}`);
       const probe: WalletEvent = { type: 'WalletCredited', data: { wallet: payer, amount: '0.00' } };
-      await store.appendToStream(`wallet-${payer}`, [probe], { expectedStreamVersion: currentStreamVersion }).catch(() => { stuck++; });
+      await store.appendToStream(`wallet-${payer}`, [probe], { expectedStreamVersion: currentStreamVersion }).catch((error: unknown) => {
+        if (!EmmettError.isInstanceOf(error, EmmettError.Codes.ConcurrencyError)) throw error;
+        stuck++;
+      });
     }
     res.json({ stuck });
   });

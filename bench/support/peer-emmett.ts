@@ -34,7 +34,8 @@ const body = (phone: string) => JSON.stringify({ operationType: 'cash-in', amoun
 
 /** Installs the pinned peer into bench/peer/node_modules if it is not there (sqlite3 builds from source). */
 function ensurePeerInstalled(): void {
-  if (existsSync(`${PEER_DIR}node_modules`)) return;
+  // npm writes this file last: a node_modules without it is an interrupted install, which npm ci redoes.
+  if (existsSync(`${PEER_DIR}node_modules/.package-lock.json`)) return;
   console.log('bench:write: installing the Emmett peer: npm ci --prefix bench/peer (builds sqlite3 from source, a few minutes, once)');
   const started = performance.now();
   const result = spawnSync('npm', ['ci', '--prefix', PEER_DIR, '--no-audit', '--no-fund'], { stdio: 'inherit' });
@@ -47,7 +48,7 @@ function measured(result: LoadResult, seconds: number): Measured {
   return { ...result, okPerSecond: (result.total - result.non2xx) / seconds };
 }
 
-interface PeerServer { url: string; settings: string; payers: (scenario: number) => string[]; close: () => Promise<void> }
+interface PeerServer { store: PeerStore; url: string; settings: string; payers: (scenario: number) => string[]; close: () => Promise<void> }
 
 async function startPeer(store: PeerStore, runId: string): Promise<PeerServer> {
   const dir = tempDir();
@@ -66,6 +67,7 @@ async function startPeer(store: PeerStore, runId: string): Promise<PeerServer> {
     child.once('exit', (code) => reject(new Error(`the Emmett peer (${store}) exited with ${code}: ${stderr}`)));
   });
   return {
+    store,
     ...ready,
     payers: payerIds,
     close: async () => {
@@ -109,7 +111,8 @@ async function walletOpsRequests(sys: TestSystem, payers: number, phone: string)
   return requests;
 }
 
-const fixed = (n: number) => n.toFixed(0);
+/** A rate: whole numbers, but a peer that served a handful in the run still shows as more than 0. */
+const fixed = (n: number) => (n > 0 && n < 10 ? n.toFixed(1) : n.toFixed(0));
 const latency = (r: LoadResult) => `${r.p50Ms.toFixed(0)} / ${r.p99Ms.toFixed(0)}`;
 
 /** "500 SQLITE_BUSY: database is locked 60%, ..." of all the peer's answers, server side, or "none". */
@@ -127,7 +130,9 @@ function failures(peer: PeerMeasured): string {
 }
 
 function ratio(ours: Measured, peer: Measured): string {
-  return peer.okPerSecond > 0 ? `${(ours.okPerSecond / peer.okPerSecond).toFixed(1)}x` : 'n/a (peer: no 2xx)';
+  if (peer.okPerSecond === 0) return 'n/a (peer: no 2xx)';
+  const x = ours.okPerSecond / peer.okPerSecond;
+  return `${x.toFixed(x < 100 ? 1 : 0)}x`;
 }
 
 function versions(): string {
@@ -159,20 +164,29 @@ export async function peerComparison(seconds: number): Promise<string[]> {
   const peers: PeerServer[] = [];
   try {
     const phone = await sys.individual('+2348123456781', 'Bench Customer');
-    for (const store of stores) peers.push(await startPeer(store, runId));
+    const notStarted: string[] = [];
+    for (const store of stores) {
+      await startPeer(store, runId).then((peer) => peers.push(peer), (error: Error) => {
+        console.error(error);
+        const lines = error.message.split('\n').map((line) => line.trim());
+        notStarted.push(`Emmett's ${store} store not measured: ${lines.find((line) => /^\w*Error: /.test(line)) ?? lines[0]}`);
+      });
+    }
     const rows: string[] = [];
     for (const [i, scenario] of SCENARIOS.entries()) {
       const ours = measured(await runLoad({ url: sys.baseUrl, connections: scenario.connections, durationSeconds: seconds, requests: await walletOpsRequests(sys, scenario.payers, phone) }), seconds);
       console.log(`peer comparison, ${scenario.name}: wallet-ops`, ours);
-      for (const [s, store] of stores.entries()) {
-        const peer = await measurePeer(peers[s]!, i, seconds, phone);
+      for (const server of peers) {
+        const { store } = server;
+        const peer = await measurePeer(server, i, seconds, phone);
         console.log(`peer comparison, ${scenario.name}: Emmett/${store}`, peer);
         rows.push(`| ${scenario.name} | ${fixed(ours.okPerSecond)} | Emmett, ${store} | ${fixed(peer.okPerSecond)} | ${ratio(ours, peer)} | ${latency(ours)} | ${latency(peer)} | ${ours.non2xx + ours.errors} | ${failures(peer)} |`);
       }
     }
     return [
       ...heading,
-      `Peer: ${versions()} (bench/peer/package.json, installed on demand); express 5 and decimal.js as wallet-ops. Peer store settings, as Emmett opens them: ${peers.map((p, s) => `${stores[s]}: ${p.settings}`).join('; ')}.`,
+      `Peer: ${versions()} (bench/peer/package.json, installed on demand); express 5 and decimal.js as wallet-ops. Peer store settings, as Emmett opens them: ${peers.map((p) => `${p.store}: ${p.settings}`).join('; ')}.`,
+      ...notStarted,
       'Ratios are wallet-ops 2xx/s over the peer\'s 2xx/s; p50 / p99 are over all answers, failed ones included.',
       '',
       '| scenario | wallet-ops 2xx/s | peer | peer 2xx/s | wallet-ops / peer | wallet-ops p50 / p99 ms | peer p50 / p99 ms | wallet-ops non-2xx + errors | peer failures (share of its answers, counted by the peer, late ones included) |',
@@ -183,7 +197,10 @@ export async function peerComparison(seconds: number): Promise<string[]> {
       'and holds, checks amount + fee against the available balance and appends OperationRequested and FundsHeld to that stream',
       'with the version read as expected version, retrying a version conflict as Emmett\'s `onVersionConflict: true` does',
       '(3 retries). It does none of wallet-ops\' authentication, validation, limits, idempotency or hash chain, and re-reads the',
-      'whole stream on every request (no snapshot or cache), so its reads grow with the stream.',
+      'whole stream on every request (no snapshot or cache), so its reads grow with the stream. Emmett\'s SQLite store opens a',
+      'connection per store call, and a lock still busy after node-sqlite3\'s 1 s busy timeout comes back as a failed ROLLBACK (500);',
+      'after a version conflict it keeps the stream\'s position advanced with no event written, so that stream refuses every later',
+      'append ("refuse every append" above).',
       '',
     ];
   } finally {
