@@ -49,8 +49,10 @@ export interface GrowthStep {
   readySeconds: number;
   idle: MemorySample;
   afterLoad: MemorySample;
+  afterSecondLoad: MemorySample;
   load: LoadResult;
-  /** Creates the load appended (the rest of its creates were replays). */
+  secondLoad: LoadResult;
+  /** Creates the two loads appended (the rest of their creates were replays). */
   created: number;
 }
 
@@ -248,11 +250,17 @@ export async function measureGrowth(sizes: number[], loadSeconds: number, log: (
         await server.caughtUp();
         const idle = await server.memory();
         log(`growth: ready in ${readySeconds.toFixed(1)} s, caught up; ${describe(idle)}`);
-        const load = await runLoad({ url: server.url, connections: LOAD_CONNECTIONS, durationSeconds: loadSeconds, requests: loadRequests(clients, index) });
-        await server.caughtUp();
-        const afterLoad = await server.memory();
-        steps.push({ events: head, operations: appended.operations, appendSeconds: appended.seconds, readModelSeconds, sealSeconds, storeBytes: storeBytes(dir.path), readySeconds, idle, afterLoad, load, created: 0 });
-        log(`growth: after load ${describe(afterLoad)}; load ${load.requestsPerSecond.toFixed(0)} req/s, non-2xx ${load.non2xx}`);
+        // Two rounds of the same load (new Idempotency-Keys each): what the first adds and whether the second adds more.
+        const samples: Array<{ load: LoadResult; memory: MemorySample }> = [];
+        for (const round of [0, 1]) {
+          const load = await runLoad({ url: server.url, connections: LOAD_CONNECTIONS, durationSeconds: loadSeconds, requests: loadRequests(clients, 2 * index + round) });
+          await server.caughtUp();
+          const memory = await server.memory();
+          samples.push({ load, memory });
+          log(`growth: after load ${round + 1}: ${describe(memory)}; load ${load.requestsPerSecond.toFixed(0)} req/s, non-2xx ${load.non2xx}`);
+        }
+        const [first, second] = samples as [(typeof samples)[0], (typeof samples)[0]];
+        steps.push({ events: head, operations: appended.operations, appendSeconds: appended.seconds, readModelSeconds, sealSeconds, storeBytes: storeBytes(dir.path), readySeconds, idle, afterLoad: first.memory, afterSecondLoad: second.memory, load: first.load, secondLoad: second.load, created: 0 });
       } finally {
         await server.stop();
       }

@@ -41,6 +41,11 @@ export class ApiKeyDirectory {
     if (next.status !== 'none') this.keys.set(next.keyID, next);
   }
 
+  /** Every event up to `position` has been read and each key event among them applied: later reads start after it. */
+  passed(position: number): void {
+    if (position > this.lastPosition) this.lastPosition = position;
+  }
+
   get(keyID: string): ApiKeyRecord | undefined {
     return this.keys.get(keyID);
   }
@@ -93,11 +98,16 @@ export function toPublicApiKey(key: ApiKeyRecord, now: string): PublicApiKey {
 
 /** Reads every API-key event from the store into the directory, page by page, up to the head. */
 export async function catchUpApiKeyDirectory(store: EventStore, directory: ApiKeyDirectory, pageSize = 1000): Promise<void> {
+  // Read before the pages: every key event at or below it is committed, so the pages find it. The directory
+  // then stands at the head, not at its last key event, so that neither its subscription nor its lag on /ready
+  // scans the whole history after it again (key events are few; a prefix filter reads every event it passes).
+  const head = await store.headPosition();
   for (;;) {
     const page = await store.readAll({ fromPosition: directory.position + 1, maxCount: pageSize, filter: { streamPrefixes: [streamPrefixes.apiKey] } });
     for (const event of page) directory.apply(event);
-    if (page.length < pageSize) return;
+    if (page.length < pageSize) break;
   }
+  directory.passed(head);
 }
 
 /**

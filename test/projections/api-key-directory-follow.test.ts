@@ -234,7 +234,8 @@ describe('the API-key directory following the embedded store through failures', 
     // Sessions keep failing (catch-up reads refused), each failure counted in one streak.
     await waitFor(() => following!.status().consecutiveFailures >= 3);
     const down = following!.status();
-    expect(down).toMatchObject({ state: 'retrying', failingSince: log.entries[0]!.status!.failingSince, lastError: 'readAll: connection refused (test)' });
+    // The catch-up's first read, the head, is refused.
+    expect(down).toMatchObject({ state: 'retrying', failingSince: log.entries[0]!.status!.failingSince, lastError: 'headPosition: connection refused (test)' });
     expect(directory.get(key.keyID)?.status).toBe('active'); // nothing could be read: it still believes the key active
     expect(log.entries.every((entry) => entry.level === 'warn')).toBe(true);
 
