@@ -211,18 +211,31 @@ async function measure(
   return row;
 }
 
+/** Each part writes its own section, so that the parts can run apart (the growth takes long; its figures do not depend on a quiet machine). */
+const GROWTH_HEADING = '## Memory against history (npm run bench:store, growth)';
+const DECIDE_HEADING = '## A decision on a very long stream (npm run bench:store, decide)';
+
 async function main(): Promise<void> {
   const benchStarted = performance.now();
-  const rows: Row[] = [];
-  if (PARTS.has('throughput')) rows.push(...(await throughput()));
   const log = (line: string) => console.error(line);
-  const growth = PARTS.has('growth') ? await measureGrowth(GROWTH_EVENTS, GROWTH_LOAD_SECONDS, log) : [];
-  const decide = PARTS.has('decide') ? await measureDecide(DECIDE_EVENTS, log) : undefined;
-  const seconds = (performance.now() - benchStarted) / 1000;
-  const section = renderSection(rows, growth, decide, seconds);
-  console.log(section);
-  writeBenchSection(HEADING, section);
-  console.error(`wrote ${BENCHMARKS_DOC} in ${seconds.toFixed(0)} s`);
+  const write = (heading: string, lines: string[], started: number) => {
+    const section = [heading, '', machineLine(), '', ...lines, `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`, ''].join('\n');
+    console.log(section);
+    writeBenchSection(heading, section);
+  };
+  if (PARTS.has('throughput')) {
+    const started = performance.now();
+    write(HEADING, renderThroughput(await throughput()), started);
+  }
+  if (PARTS.has('growth')) {
+    const started = performance.now();
+    write(GROWTH_HEADING, renderGrowth(await measureGrowth(GROWTH_EVENTS, GROWTH_LOAD_SECONDS, log)), started);
+  }
+  if (PARTS.has('decide')) {
+    const started = performance.now();
+    write(DECIDE_HEADING, renderDecide(await measureDecide(DECIDE_EVENTS, log)), started);
+  }
+  console.error(`wrote ${BENCHMARKS_DOC} in ${((performance.now() - benchStarted) / 1000).toFixed(0)} s`);
 }
 
 async function throughput(): Promise<Row[]> {
@@ -269,20 +282,9 @@ async function throughput(): Promise<Row[]> {
   return rows;
 }
 
-function renderSection(rows: Row[], growth: GrowthStep[], decide: DecideResult | undefined, seconds: number): string {
-  const date = new Date().toISOString().slice(0, 10);
+function machineLine(): string {
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
-  return [
-    HEADING,
-    '',
-    `${date}, Node ${process.version}, ${platform()} ${arch()}, ${cpu}. 2 cores, shared; figures are noisy, compare ratios.`,
-    '',
-    ...(rows.length > 0 ? renderThroughput(rows) : []),
-    ...(growth.length > 0 ? renderGrowth(growth) : []),
-    ...(decide ? renderDecide(decide) : []),
-    `Whole run: ${seconds.toFixed(0)} s.`,
-    '',
-  ].join('\n');
+  return `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${platform()} ${arch()}, ${cpu}. 2 cores, shared; figures are noisy, compare ratios.`;
 }
 
 function renderThroughput(rows: Row[]): string[] {
@@ -307,8 +309,6 @@ function renderGrowth(steps: GrowthStep[]): string[] {
   const first = steps[0]!;
   const last = steps.at(-1)!;
   return [
-    '### Memory against history',
-    '',
     'One embedded data directory grown step by step with the history of bench:rebuild (all seven operation types and their',
     `wallet, volume and onboarding events, appended with appendMulti in batches of 20,000), plus ${LOAD_KEYS} keys with their users.`,
     'At each size the read models are built through the real projections (one pass, as `projections rebuild`), the history',
@@ -346,8 +346,6 @@ function renderDecide(d: DecideResult): string[] {
   const row = (label: string, warm: DecideResult['warm']['long'], cold: DecideResult['cold']['long']) =>
     `| ${label} | ${warm.ms.toFixed(2)} | ${fmt(warm.eventsRead)} | ${cold.ms.toFixed(0)} | ${fmt(cold.eventsRead)} |`;
   return [
-    '### A decision on a very long wallet stream',
-    '',
     `A create-operation (cash-in, with an Idempotency-Key) by the real handler on the real embedded store, its payer's wallet`,
     `stream holding ${fmt(d.walletEvents)} events (funds held, debited or released; appended in ${d.buildSeconds.toFixed(0)} s), beside a payer whose wallet`,
     'has 10 events, alternating in the same process. "Events read": every event the decision\'s reads returned (wallet,',
