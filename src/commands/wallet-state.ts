@@ -1,5 +1,5 @@
 import type { IdempotentRequestRecorded, KeyVolumeEvent, WalletEvent } from '../domain/events.ts';
-import { Decimal } from '../domain/money.ts';
+import { addAmounts, Decimal } from '../domain/money.ts';
 import { assertNever } from './decider.ts';
 
 /**
@@ -23,15 +23,15 @@ export const walletState = {
   evolve(state: WalletState, event: WalletEvent): WalletState {
     switch (event.type) {
       case 'FundsHeld':
-        return { ...state, held: new Decimal(state.held).plus(event.data.amount).toString() };
+        return { ...state, held: addAmounts(state.held, event.data.amount) };
       case 'HoldReleased':
-        return { ...state, held: new Decimal(state.held).minus(event.data.amount).toString() };
+        return { ...state, held: addAmounts(state.held, event.data.amount, -1) };
       case 'WalletCredited':
-        return { ...state, balance: new Decimal(state.balance).plus(event.data.amount).toString() };
+        return { ...state, balance: addAmounts(state.balance, event.data.amount) };
       case 'WalletDebited':
         return {
-          balance: new Decimal(state.balance).minus(event.data.amount).toString(),
-          held: new Decimal(state.held).minus(event.data.heldAmount ?? '0').toString(),
+          balance: addAmounts(state.balance, event.data.amount, -1),
+          held: addAmounts(state.held, event.data.heldAmount ?? '0', -1),
         };
       default:
         return assertNever(event);

@@ -1,6 +1,6 @@
 import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
-import type { Projection } from './projection.ts';
+import type { ProjectedEvent, Projection } from './projection.ts';
 import { checkpointOf, foldEvents, newFold, takeWrites } from './projection-runner.ts';
 
 export interface RebuildProgress {
@@ -72,6 +72,7 @@ export async function rebuildProjections(
   }
 
   const filter = { eventTypes: [...new Set(projections.flatMap((projection) => projection.eventTypes))] };
+  const routes = new Map(filter.eventTypes.map((type) => [type, targets.flatMap((target, i) => (target.types.has(type) ? [i] : []))]));
   const label = projections.map((projection) => projection.name).join(', ');
   let read = 0;
   let events = 0;
@@ -81,8 +82,11 @@ export async function rebuildProjections(
     let caughtUp = false;
     while (!caughtUp) {
       const page = await deps.eventStore.readAll({ fromPosition: read + 1, toPosition: head, maxCount: PAGE_SIZE, filter });
-      for (const target of targets) {
-        const wanted = targets.length === 1 ? page : page.filter((event) => target.types.has(event.type));
+      // Each event is handed to the projections of its type in one pass over the page.
+      const pages: ProjectedEvent[][] = targets.map(() => []);
+      for (const event of page) for (const i of routes.get(event.type) ?? []) pages[i]!.push(event);
+      for (const [i, target] of targets.entries()) {
+        const wanted = pages[i]!;
         if (wanted.length === 0) continue;
         await foldEvents(deps.readStore, target.projection, wanted, target.shadow.name, target.fold);
         target.folded = wanted.at(-1)!.position;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/domain/errors.ts';
-import { DEFAULT_ASSET_SCALE, Decimal, formatAmount, parsePositiveAmount } from '../../src/domain/money.ts';
+import { addAmounts, DEFAULT_ASSET_SCALE, Decimal, formatAmount, parsePositiveAmount } from '../../src/domain/money.ts';
 
 const refusedNaming = (field: string) => expect.objectContaining({ name: 'DomainError', code: 'INVALID_INPUT', field });
 
@@ -144,5 +144,31 @@ describe('formatAmount', () => {
   it('when a sum of decimal amounts is formatted, then it has no float error', () => {
     expect(formatAmount(new Decimal('0.1').plus('0.2'))).toBe('0.30');
     expect(new Decimal('0.1').plus('0.2').eq('0.3')).toBe(true);
+  });
+});
+
+describe('addAmounts', () => {
+  it('when amounts are added or subtracted, then the result is exactly what Decimal gives, in its form', () => {
+    const inputs = ['0', '-0', '0.0', '1.10', '5.', '.5', '1e3', '007', '100.50', '-250.75', '0.000001', '-0.000001', '0.0000001', '99999999999999999999', '99999999999999999999.999999', '123456789012345678901.5'];
+    for (const a of inputs) {
+      for (const b of inputs) {
+        expect(addAmounts(a, b), `${a} + ${b}`).toBe(new Decimal(a).plus(b).toString());
+        expect(addAmounts(a, b, -1), `${a} - ${b}`).toBe(new Decimal(a).minus(b).toString());
+      }
+    }
+  });
+
+  it('when many sums of amounts at the scale are folded, then the result matches Decimal at every step', () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648);
+    let fast = '0';
+    let exact = new Decimal(0);
+    for (let i = 0; i < 5000; i++) {
+      const amount = `${next() % 100000}.${String(next() % 100).padStart(2, '0')}`;
+      const sign = next() % 3 === 0 ? -1 : 1;
+      fast = addAmounts(fast, amount, sign);
+      exact = sign === 1 ? exact.plus(amount) : exact.minus(amount);
+      expect(fast).toBe(exact.toString());
+    }
   });
 });
