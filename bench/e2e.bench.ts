@@ -174,7 +174,7 @@ interface SteadyRun extends Result {
   rate: number;
   sentPerSecond: number;
   sendLateP99Ms: number;
-  /** Whether the executor kept up: completions at >= 95% of the approvals' rate, and no backlog growing. */
+  /** Whether the executor kept up: completions at >= 95% of the rate the approvals were sent at, p99 under a second. */
   keptUp: boolean;
 }
 
@@ -279,7 +279,9 @@ async function cashIns(options: {
       const sentSeconds = (performance.now() - started) / 1000;
       const r = await measure(sys, planned.map((o) => o.operationID), steadyFrom);
       const sortedLate = late.sort((x, y) => x - y);
-      steady = { ...r, rate, sentPerSecond: n / sentSeconds, sendLateP99Ms: percentile(sortedLate, 0.99), keptUp: r.perSecond >= 0.95 * rate && r.p99Ms < 1000 };
+      const sentPerSecond = n / sentSeconds;
+      // Against the rate the approvals were really sent at: a loaded bench process may send a little slower.
+      steady = { ...r, rate, sentPerSecond, sendLateP99Ms: percentile(sortedLate, 0.99), keptUp: r.perSecond >= 0.95 * sentPerSecond && r.p99Ms < 1000 };
     }
 
     const wanted = new Set(operationIDs.map((o) => o.operationID));
@@ -665,7 +667,7 @@ async function main(): Promise<void> {
     '',
     `Steady load: ${fmt(STEADY.n)} cash-ins created over HTTP first, then approved open-loop at ${STEADY.rate}/s (each approval sent on its schedule, whether`,
     'or not the earlier ones have completed), on the systems above after their burst; latency approved -> completed. Kept up: completions',
-    'at >= 95% of the rate and p99 under a second.',
+    'at >= 95% of the rate the approvals were sent at, and p99 under a second.',
     '',
     '| scenario | operations | ops/s | p50 ms | p90 ms | p99 ms | max ms | kept up | note |',
     '|---|---:|---:|---:|---:|---:|---:|:---:|---|',
