@@ -1,13 +1,18 @@
 /**
- * Execution throughput and latency, approved -> completed, with the in-process executor:
+ * Execution throughput and latency, approved -> completed:
  *   npm run bench:e2e      (writes the "Execution" section of docs/benchmarks.md)
  * Scenarios:
  *  - N_ISSUE treasury issuances (requested and approved at once, issueFloat), appended as fast as they go
  *    while the executor runs;
- *  - N_CASH_IN cash-ins created over HTTP first, then approved in bulk by checkers (decideOperation).
+ *  - N_CASH_IN cash-ins created over HTTP first, then approved in bulk by checkers (decideOperation); then
+ *    BENCH_STEADY (3,000) more approved open-loop at BENCH_STEADY_RATE (100) a second;
+ *  - the cash-ins twice: the whole system in this process (all in one), and the executor apart in a
+ *    `wallet-ops serve executor` child process (as docker-compose.yml runs it).
  * Beside the floor measured in the same run: raw embedded-ledger submits of the same transfers, awaited one
  * at a time on a fresh ledger file (what the executor cannot beat: it adds a claim and a completion append
- * around every submit). Latency is from the OperationApproved event's stored createdAt to the
+ * around every submit), and the ledger's own rate with LEDGER_IN_FLIGHT submits at once (group commit).
+ * BENCH_ONLY=cash-ins,steady-apart,... runs the named scenarios alone and prints them (see only()).
+ * Latency is from the OperationApproved event's stored createdAt to the
  * OperationCompleted event's, so it includes the time an approval waits in the executor's queue.
  *
  * Then the same on a real EVM (unless BENCH_EVM=0), LEDGER=evm with 1 confirmation: the development chain
