@@ -1,13 +1,18 @@
 /**
- * Execution throughput and latency, approved -> completed, with the in-process executor:
+ * Execution throughput and latency, approved -> completed:
  *   npm run bench:e2e      (writes the "Execution" section of docs/benchmarks.md)
  * Scenarios:
  *  - N_ISSUE treasury issuances (requested and approved at once, issueFloat), appended as fast as they go
  *    while the executor runs;
- *  - N_CASH_IN cash-ins created over HTTP first, then approved in bulk by checkers (decideOperation).
+ *  - N_CASH_IN cash-ins created over HTTP first, then approved in bulk by checkers (decideOperation); then
+ *    BENCH_STEADY (3,000) more approved open-loop at BENCH_STEADY_RATE (100) a second;
+ *  - the cash-ins twice: the whole system in this process (all in one), and the executor apart in a
+ *    `wallet-ops serve executor` child process (as docker-compose.yml runs it).
  * Beside the floor measured in the same run: raw embedded-ledger submits of the same transfers, awaited one
  * at a time on a fresh ledger file (what the executor cannot beat: it adds a claim and a completion append
- * around every submit). Latency is from the OperationApproved event's stored createdAt to the
+ * around every submit), and the ledger's own rate with LEDGER_IN_FLIGHT submits at once (group commit).
+ * BENCH_ONLY=cash-ins,steady-apart,... runs the named scenarios alone and prints them (see only()).
+ * Latency is from the OperationApproved event's stored createdAt to the
  * OperationCompleted event's, so it includes the time an approval waits in the executor's queue.
  *
  * Then the same on a real EVM (unless BENCH_EVM=0), LEDGER=evm with 1 confirmation: the development chain
@@ -174,7 +179,7 @@ interface SteadyRun extends Result {
   rate: number;
   sentPerSecond: number;
   sendLateP99Ms: number;
-  /** Whether the executor kept up: completions at >= 95% of the approvals' rate, and no backlog growing. */
+  /** Whether the executor kept up: completions at >= 95% of the rate the approvals were sent at, p99 under a second. */
   keptUp: boolean;
 }
 
@@ -279,7 +284,9 @@ async function cashIns(options: {
       const sentSeconds = (performance.now() - started) / 1000;
       const r = await measure(sys, planned.map((o) => o.operationID), steadyFrom);
       const sortedLate = late.sort((x, y) => x - y);
-      steady = { ...r, rate, sentPerSecond: n / sentSeconds, sendLateP99Ms: percentile(sortedLate, 0.99), keptUp: r.perSecond >= 0.95 * rate && r.p99Ms < 1000 };
+      const sentPerSecond = n / sentSeconds;
+      // Against the rate the approvals were really sent at: a loaded bench process may send a little slower.
+      steady = { ...r, rate, sentPerSecond, sendLateP99Ms: percentile(sortedLate, 0.99), keptUp: r.perSecond >= 0.95 * sentPerSecond && r.p99Ms < 1000 };
     }
 
     const wanted = new Set(operationIDs.map((o) => o.operationID));
@@ -665,7 +672,7 @@ async function main(): Promise<void> {
     '',
     `Steady load: ${fmt(STEADY.n)} cash-ins created over HTTP first, then approved open-loop at ${STEADY.rate}/s (each approval sent on its schedule, whether`,
     'or not the earlier ones have completed), on the systems above after their burst; latency approved -> completed. Kept up: completions',
-    'at >= 95% of the rate and p99 under a second.',
+    'at >= 95% of the rate the approvals were sent at, and p99 under a second.',
     '',
     '| scenario | operations | ops/s | p50 ms | p90 ms | p99 ms | max ms | kept up | note |',
     '|---|---:|---:|---:|---:|---:|---:|:---:|---|',
