@@ -141,8 +141,8 @@ const schema = z.object({
     .describe('Event store: embedded (SQLite under DATA_DIR) or kurrentdb (KURRENTDB_URL). Default: kurrentdb when KURRENTDB_URL is set, else embedded.'),
   EVENT_STORE_COMMITS: z
     .enum(['thread', 'event-loop'])
-    .default('thread')
-    .describe('Embedded event store: where appends are committed (statements and fsync): on a thread of their own, taking over from the second batch (thread), or on the event loop (event-loop). See docs/benchmarks.md.'),
+    .default('event-loop')
+    .describe('Embedded event store: where appends are committed (statements and fsync): on the event loop (event-loop), or on a thread of their own taking over from the second batch (thread), which pays where a core is free (not on a 2-core machine shared with its load; see docs/benchmarks.md).'),
   KURRENTDB_URL: z
     .preprocess(
       unsetWhenEmpty,

@@ -90,7 +90,7 @@ export function summarize(profile: Profile, requests: number, top = Number(proce
   const parents = new Map<number, ProfileNode>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node);
   const label = (frame: ProfileNode['callFrame']) => {
-    const file = frame.url.replace(/^.*\/(node_modules\/|src\/)/, '$1');
+    const file = frame.url.replace(/^.*\/(node_modules\/|src\/|bench\/)/, '$1');
     return `${frame.functionName || '(anonymous)'}${file ? ` ${file}` : ''}`;
   };
   const selfUs = new Map<number, number>();

@@ -22,7 +22,7 @@ export interface Stores {
 export interface StoreSelection {
   DATA_DIR: string;
   EVENT_STORE: 'embedded' | 'kurrentdb';
-  /** The embedded event store's commits: on its commit thread (default) or on the event loop. */
+  /** The embedded event store's commits: on the event loop (default) or on its commit thread. */
   EVENT_STORE_COMMITS?: 'thread' | 'event-loop' | undefined;
   KURRENTDB_URL?: string | undefined;
   READ_STORE: 'embedded' | 'mongodb';
@@ -88,7 +88,7 @@ export async function openEventStore(
     return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
   }
   mkdirSync(selection.DATA_DIR, OWNER_ONLY_DIRECTORY);
-  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), commitOn: selection.EVENT_STORE_COMMITS ?? 'thread', ...(onGroupCommit ? { onGroupCommit } : {}) })));
+  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), commitOn: selection.EVENT_STORE_COMMITS ?? 'event-loop', ...(onGroupCommit ? { onGroupCommit } : {}) })));
 }
 
 export async function openReadStore(

@@ -19,9 +19,9 @@ const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const APPEND_CHILD = fileURLToPath(new URL('../support/append-events.child.ts', import.meta.url));
 const POLL_MS = 10;
 
-// Commits move to the store's commit thread from the second batch on; the same contract holds with them on the event loop.
-for (const commitOn of ['thread', 'event-loop'] as const) {
-  describeEventStoreContract(commitOn === 'thread' ? 'embedded SQLite' : 'embedded SQLite, committed on the event loop', async () => {
+// Commits on the event loop (the default), or moved to the store's commit thread from the second batch on: the same contract.
+for (const commitOn of ['event-loop', 'thread'] as const) {
+  describeEventStoreContract(commitOn === 'event-loop' ? 'embedded SQLite' : 'embedded SQLite, committed on its commit thread', async () => {
     const dir = tempDir('event-store-');
     const file = join(dir.path, 'events.sqlite');
     const store = openSqliteEventStore({ file, pollIntervalMs: POLL_MS, commitOn });

@@ -61,7 +61,7 @@ const pad = (bytes: number) => 'x'.repeat(bytes);
 const targets: Target[] = [
   ...(['thread', 'event-loop'] as const).map(
     (commitOn): Target => ({
-      name: commitOn === 'thread' ? 'event store append' : 'event store append, committed on the event loop',
+      name: commitOn === 'thread' ? 'event store append, committed on its commit thread' : 'event store append',
       Unavailable: EventStoreUnavailableError,
       // The thread has a connection of its own, which a test cannot reach for a per-connection pragma.
       onThread: commitOn === 'thread',
@@ -316,7 +316,7 @@ describe('SQLITE_FULL from max_page_count (every environment)', () => {
   });
 
   it('given a full database, when appends share a batch, then all of them fail and the next batch commits', async () => {
-    const store = openSqliteEventStore({ file: join(dir.path, 'events.sqlite'), commitOn: 'event-loop' });
+    const store = openSqliteEventStore({ file: join(dir.path, 'events.sqlite') });
     try {
       await store.append('a', [{ type: 'X', data: {} }], 'no_stream');
       limitPages(true);

@@ -23,6 +23,8 @@ const RESTART_DELAY_MS = 1000;
  * docs/benchmarks.md) stop every request of the process until the disk answers. On the thread, the event loop
  * keeps parsing, deciding and answering meanwhile, and the next batch gathers while this one is on its way to disk.
  * Durability is unchanged: an append's promise settles with the thread's answer, which comes after its COMMIT.
+ * Chosen with EVENT_STORE_COMMITS=thread: it pays where a core is free for it; on the 2-core machines measured, shared
+ * with the load generator, commits on the event loop (the default) answered more creates (docs/benchmarks.md).
  *
  * A thread takes a few hundred ms to start (it loads the adapter's modules), which a process that appends once
  * (most CLI commands) should neither wait for nor pay: batches commit on the event loop, on the store's own

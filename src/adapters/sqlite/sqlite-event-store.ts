@@ -36,9 +36,9 @@ export interface SqliteEventStoreOptions {
   /** Told the size (appends) of every group-commit transaction that committed: for metrics. */
   onGroupCommit?: (requests: number) => void;
   /**
-   * Where the appends' transactions run: on a thread of their own once the process appends more than once (the
-   * default; sqlite-commit-thread.ts), or always on the event loop, on the store's one connection (a test that
-   * sets a per-connection pragma needs that).
+   * Where the appends' transactions run: on the event loop, on the store's one connection (the default), or on a
+   * thread of their own once the process appends more than once (sqlite-commit-thread.ts), which frees the event
+   * loop where a core is free for it; on a 2-core machine shared with its load it was slower (docs/benchmarks.md).
    */
   commitOn?: 'thread' | 'event-loop';
 }
@@ -85,7 +85,7 @@ class SqliteEventStore implements EventStore {
     const writer = new AppendWriter(db);
     const batch = new SavepointBatch(db, (requests: PreparedAppend[]) => writer.write(requests), isAppendRequestError);
     const onEventLoop = (requests: PreparedAppend[][]) => batch.run(requests);
-    this.thread = options.commitOn === 'event-loop' ? undefined : new CommitThread(options.file, onEventLoop);
+    this.thread = options.commitOn === 'thread' ? new CommitThread(options.file, onEventLoop) : undefined;
     const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
       transaction: this.thread?.run ?? onEventLoop,
