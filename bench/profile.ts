@@ -10,16 +10,13 @@
  */
 // Users' passwords hashed at the test suite's scrypt cost: setting up the parties is not what is measured.
 import '../test/support/fast-passwords.ts';
-import { randomUUID } from 'node:crypto';
-import express from 'express';
-import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { profileWhile, summarize, type ProfileSummary } from './support/cpu-profile.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 import { baselineApp, seed } from './support/read-system.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
-import { writeSystem } from './support/write-system.ts';
+import { insertBaselineApp, writeSystem } from './support/write-system.ts';
 
 const CONNECTIONS = 64;
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -45,24 +42,14 @@ async function profileLoad(name: string, url: string, requests: LoadSpec['reques
 const createBody = JSON.stringify({ operationType: 'cash-in', amount: '1.00', phoneTo: '+2348123456781', memo: 'bench' });
 
 async function syncedInsertBaseline(): Promise<Profiled> {
-  const dir = tempDir();
-  const db = openSqliteDatabase(`${dir.path}/baseline.sqlite`);
-  db.exec('CREATE TABLE operations (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, stream TEXT, data TEXT, created_at TEXT)');
-  const insert = db.prepare('INSERT INTO operations (id, stream, data, created_at) VALUES (?, ?, ?, ?)');
-  const app = express();
-  app.post('/api/v1/distributors/:id/operations', express.json(), (req, res) => {
-    const operationID = `op_${randomUUID().replaceAll('-', '')}`;
-    insert.run(operationID, `operation-${operationID}`, JSON.stringify(req.body), new Date().toISOString());
-    res.json({ operationID });
-  });
-  const server = await listen(app);
+  const baseline = insertBaselineApp(true);
+  const server = await listen(baseline.app);
   try {
     const requests: LoadSpec['requests'] = [{ method: 'POST', path: '/api/v1/distributors/d1/operations', headers: { 'content-type': 'application/json' }, body: createBody }];
     return await profileLoad('baseline: express + one synced insert', server.url, requests);
   } finally {
     await server.close();
-    db.close();
-    dir.cleanup();
+    baseline.close();
   }
 }
 

@@ -10,13 +10,11 @@
 import '../test/support/fast-passwords.ts';
 import { randomUUID } from 'node:crypto';
 import express from 'express';
-import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
-import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
 import { peerComparison } from './support/peer-emmett.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
-import { writeSystem } from './support/write-system.ts';
+import { insertBaselineApp, writeSystem } from './support/write-system.ts';
 
 const CONNECTIONS = 64;
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -42,24 +40,13 @@ async function bareExpress(): Promise<LoadResult> {
 }
 
 async function expressWithInsert(synced: boolean): Promise<LoadResult> {
-  const dir = tempDir();
-  const db = openSqliteDatabase(`${dir.path}/baseline.sqlite`);
-  if (!synced) db.pragma('synchronous = OFF');
-  db.exec('CREATE TABLE operations (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, stream TEXT, data TEXT, created_at TEXT)');
-  const insert = db.prepare('INSERT INTO operations (id, stream, data, created_at) VALUES (?, ?, ?, ?)');
-  const app = express();
-  app.post('/api/v1/distributors/:id/operations', express.json(), (req, res) => {
-    const operationID = `op_${randomUUID().replaceAll('-', '')}`;
-    insert.run(operationID, `operation-${operationID}`, JSON.stringify(req.body), new Date().toISOString());
-    res.json({ operationID });
-  });
-  const server = await listen(app);
+  const baseline = insertBaselineApp(synced);
+  const server = await listen(baseline.app);
   try {
     return await runLoad({ url: server.url, connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, requests: baselineRequests() });
   } finally {
     await server.close();
-    db.close();
-    dir.cleanup();
+    baseline.close();
   }
 }
 

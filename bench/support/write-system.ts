@@ -3,7 +3,11 @@
  * projections and executor elsewhere) with PARTIES distributors, each with its own perform-operations key and
  * a large balance, and one create-operation request per key. Shared by bench:write and bench:profile.
  */
+import { randomUUID } from 'node:crypto';
+import express from 'express';
+import { openSqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.ts';
 import type { Part } from '../../src/wallet-ops.ts';
+import { tempDir } from '../../test/support/temp-dir.ts';
 import { startTestSystem, type TestSystem } from '../../test/support/system.ts';
 import type { LoadSpec } from './load-generator.ts';
 
@@ -23,4 +27,29 @@ export async function writeSystem(parties: number, env: Record<string, string> =
     });
   }
   return { sys, requests };
+}
+
+/**
+ * The insert baseline: an express handler doing one better-sqlite3 insert of a similar row per create, fully synced
+ * (WAL, synchronous=FULL, as the stores) or not synced at all. `close` removes its file.
+ */
+export function insertBaselineApp(synced: boolean): { app: express.Express; close: () => void } {
+  const dir = tempDir();
+  const db = openSqliteDatabase(`${dir.path}/baseline.sqlite`);
+  if (!synced) db.pragma('synchronous = OFF');
+  db.exec('CREATE TABLE operations (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, stream TEXT, data TEXT, created_at TEXT)');
+  const insert = db.prepare('INSERT INTO operations (id, stream, data, created_at) VALUES (?, ?, ?, ?)');
+  const app = express();
+  app.post('/api/v1/distributors/:id/operations', express.json(), (req, res) => {
+    const operationID = `op_${randomUUID().replaceAll('-', '')}`;
+    insert.run(operationID, `operation-${operationID}`, JSON.stringify(req.body), new Date().toISOString());
+    res.json({ operationID });
+  });
+  return {
+    app,
+    close: () => {
+      db.close();
+      dir.cleanup();
+    },
+  };
 }
