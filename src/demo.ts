@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EventStore } from './ports/event-store.ts';
-import { addUser, approveApiKey, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type BackOfficeDeps } from './commands/back-office.ts';
+import { addUser, approveApiKey, collectCredential, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type BackOfficeDeps, type CredentialDeps } from './commands/back-office.ts';
+import type { HeldCredentials } from './commands/held-credentials.ts';
 import { issueFloat } from './commands/channel-operations.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { DomainError } from './domain/errors.ts';
@@ -38,14 +39,16 @@ async function ensure<T>(action: () => Promise<T>): Promise<T | null> {
   }
 }
 
-async function freshKey(deps: BackOfficeDeps, makerEmail: string, checkerEmail: string, label: string): Promise<string> {
+/** The demo's maker asks, its checker approves, and the maker collects the secret: the same one-time path as anyone's. */
+async function freshKey(deps: CredentialDeps, makerEmail: string, checkerEmail: string, label: string): Promise<string> {
   const maker = await findUserByEmail(deps, makerEmail);
   const { keyID } = await requestApiKey(deps, maker, { label, permissions: 'read-balance,read-transactions,perform-operations', maxTransactionAmount: '5000', maxDailyVolume: '50000' }, randomUUID());
-  return (await approveApiKey(deps, await findUserByEmail(deps, checkerEmail), keyID, randomUUID())).apiKey;
+  await approveApiKey(deps, await findUserByEmail(deps, checkerEmail), keyID, randomUUID());
+  return (await collectCredential(deps, maker, { kind: 'api-key', id: keyID })).apiKey;
 }
 
-export async function seedDemo(store: EventStore, assetScale: number): Promise<DemoSeed> {
-  const deps: BackOfficeDeps = { store, clock: () => new Date(), assetScale };
+export async function seedDemo(store: EventStore, assetScale: number, credentials: HeldCredentials): Promise<DemoSeed> {
+  const deps: CredentialDeps = { store, clock: () => new Date(), assetScale, credentials };
   const lookup = new PartyLookup(store);
   const distributor = await partyByShortCode(lookup, 'distributor', '1001', 'Demo Agents Ltd', deps);
   const merchant = await partyByShortCode(lookup, 'merchant', '2001', 'Corner Shop', deps);

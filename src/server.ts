@@ -128,7 +128,7 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     ...(metricsAddress && typeof metricsAddress === 'object' ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address } : {}),
   }, 'wallet-ops started');
   if (options.demo) {
-    const seed = await seedDemo(system.stores.eventStore, config.ASSET_SCALE);
+    const seed = await seedDemo(system.stores.eventStore, config.ASSET_SCALE, system.credentials);
     process.stdout.write(demoInstructions(seed, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, config.DATA_DIR));
   }
 

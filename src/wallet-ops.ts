@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import { randomBytes } from 'node:crypto';
 import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
 import { embeddedSecretsKey } from './adapters/secrets-key-file.ts';
+import { HeldCredentials, SECRETS_COLLECTION } from './commands/held-credentials.ts';
 import type { Ledger } from './ports/ledger.ts';
 import { EventStoreUnavailableError } from './ports/event-store.ts';
 import { ReadStoreUnavailableError } from './ports/read-store.ts';
@@ -48,6 +49,8 @@ export interface WalletOps {
   executor: Executor;
   /** The supervised consumers this process runs. */
   consumers: WatchedConsumer[];
+  /** Where approved credentials wait for their one owner (src/commands/held-credentials.ts). */
+  credentials: HeldCredentials;
   /** This system's metrics (absent with METRICS_ENABLED=false). */
   metrics?: WalletOpsMetrics;
   /** With METRICS_PORT: the app that serves /metrics alone, for the server to listen on that port. */
@@ -167,6 +170,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
 
   // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends them.
   const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR);
+  await untilAvailable(() => stores.readStore.defineCollections([SECRETS_COLLECTION]), 'defining the credential vault', logger);
+  const credentials = new HeldCredentials({ store: stores.readStore, key: secretsKey, clock, logger });
   let webhooks: { outbox: WebhookOutbox; dispatcher: WebhookDispatcher } | undefined;
   if (parts.includes('webhooks')) {
     await untilAvailable(() => stores.readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]), 'defining the webhook collections', logger);
@@ -249,6 +254,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         throttle: { perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL, perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS, lockoutMs: config.LOGIN_LOCKOUT_MS },
         // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key of their own in DATA_DIR.
         secretsKey,
+        credentials,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
         confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
         assetCode: config.ASSET_CODE,
@@ -263,6 +269,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     directory,
     executor,
     consumers: watched,
+    credentials,
     ...(metrics ? { metrics } : {}),
     ...(metrics && !onThisPort ? { metricsApp: metricsApp(metrics) } : {}),
     async close() {

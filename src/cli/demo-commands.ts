@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { demoInstructions, seedDemo } from '../demo.ts';
-import { common, withBackOffice, type CommonOptions } from './support.ts';
+import { common, withCredentials, type CommonOptions } from './support.ts';
 
 /**
  * `wallet-ops demo`: seeds the demo (parties, float, makers, checkers and an administrator, all with a
@@ -13,11 +13,11 @@ export function registerDemoCommands(program: Command): void {
     .option('--api-url <url>', 'where the API answers, for the printed commands', 'http://127.0.0.1:3000')
     .action(async (opts: CommonOptions & { apiUrl: string }) => {
       let dataDir = '';
-      await withBackOffice(
+      await withCredentials(
         opts,
-        async ({ store, assetScale }) => {
+        async ({ store, assetScale, credentials }) => {
           dataDir = opts.dataDir ?? process.env.DATA_DIR ?? './data';
-          return seedDemo(store, assetScale);
+          return seedDemo(store, assetScale, credentials);
         },
         (seed) => demoInstructions(seed, opts.apiUrl.replace(/\/+$/, ''), dataDir),
       );

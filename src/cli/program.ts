@@ -7,6 +7,7 @@ import { KEY_REVOCATION_CHECKPOINT, KEY_REVOCATION_EVENT_TYPES } from '../execut
 import { DomainError } from '../domain/errors.ts';
 import {
   approveApiKey,
+  collectCredential,
   decideOnApiKey,
   findUserByEmail,
   onboardParty,
@@ -20,7 +21,8 @@ import {
 } from '../commands/back-office.ts';
 import { decideOperation } from '../commands/operation-handlers.ts';
 import { requiredText } from '../domain/text.ts';
-import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
+import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withCredentials, withStores, type CommonOptions } from './support.ts';
+import { loadUserState } from '../commands/user-admin.ts';
 import { registerMoneyCommands } from './money-commands.ts';
 import { registerUserCommands } from './user-commands.ts';
 import { registerWebhookCommands } from './webhook-commands.ts';
@@ -85,12 +87,24 @@ export function buildCli(): Command {
       }, (r) => `key requested: ${r.keyID} (pending approval by a checker)`),
     );
   common(key.command('approve'))
-    .description('a checker approves a pending key; its secret is printed once')
+    .description('a checker approves a pending key; its secret waits for the maker who requested it (`key secret`), and is never shown to the checker')
     .argument('<keyID>')
     .requiredOption('--as <email>', 'the checker')
     .action(async (keyID: string, opts: CommonOptions & { as: string }) =>
-      withBackOffice(opts, async (deps) => approveApiKey(deps, await findUserByEmail(deps, opts.as), keyID, randomUUID()),
-        (r) => `key approved: ${r.keyID}\nAPI key (shown once, store it now): ${r.apiKey}`),
+      withCredentials(opts, async (deps) => {
+        const { heldFor } = await approveApiKey(deps, await findUserByEmail(deps, opts.as), keyID, randomUUID());
+        return { keyID, state: 'active', secretHeldFor: (await loadUserState(deps, heldFor)).email };
+      }, (r) => `key approved: ${r.keyID}\nits secret waits for ${r.secretHeldFor}, who collects it once with: wallet-ops key secret ${r.keyID} --as ${r.secretHeldFor}`),
+    );
+  common(key.command('secret'))
+    .description('the maker who requested an approved key collects its secret, once (within 24 hours of the approval)')
+    .argument('<keyID>')
+    .requiredOption('--as <email>', 'the maker who requested the key')
+    .action(async (keyID: string, opts: CommonOptions & { as: string }) =>
+      withCredentials(opts, async (deps) => {
+        const { apiKey } = await collectCredential(deps, await findUserByEmail(deps, opts.as), { kind: 'api-key', id: keyID });
+        return { keyID, apiKey };
+      }, (r) => `API key ${r.keyID} (shown once, store it now): ${r.apiKey}`),
     );
 
   const decisions: Array<[name: string, description: string, reason: 'required' | 'optional' | 'none', toDecision: (reason?: string) => KeyDecision]> = [

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
-import { addUser, findAnyUserByEmail, findUserByEmail, userContext, type ActiveUser, type BackOfficeDeps } from '../commands/back-office.ts';
-import { approveAccessRequest, disableUser, rejectAccessRequest, removeUserRole, requestAccessChange, type AccessChangeInput } from '../commands/user-admin.ts';
+import { addUser, collectCredential, findAnyUserByEmail, findUserByEmail, userContext, type ActiveUser, type CredentialDeps } from '../commands/back-office.ts';
+import { approveAccessRequest, disableUser, loadUserState, rejectAccessRequest, removeUserRole, requestAccessChange, type AccessChangeInput } from '../commands/user-admin.ts';
 import type { AccessRequestRecord } from '../commands/access-requests.ts';
 import { endSessionsOf, SESSIONS_COLLECTION } from '../console/sessions.ts';
 import { catchUpUserDirectory, UserDirectory, type PublicUser } from '../projections/user-directory.ts';
-import { common, operatorContext, parsePartyRef, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
+import { common, operatorContext, parsePartyRef, UsageError, withBackOffice, withCredentials, type CommonOptions } from './support.ts';
 
 /**
  * `user` and `access`: console users and maker-checker on their access. `user add` is the operator's
@@ -18,10 +18,9 @@ type AsOptions = CommonOptions & { as: string; reason?: string };
 
 const asAdmin = (command: Command) => common(command).requiredOption('--as <email>', 'the platform administrator acting');
 
-/** Runs an action as a user, with the event store and the read store (whose console sessions a narrowing ends). */
-function asUser<T>(opts: AsOptions, action: (deps: BackOfficeDeps, admin: ActiveUser, sessions: { end(userID: string): Promise<number> }) => Promise<T>, human: (result: T) => string) {
-  return withStores(opts, async ({ eventStore, readStore }, config) => {
-    const deps: BackOfficeDeps = { store: eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
+/** Runs an action as a user, with the event store, the credential vault and the read store (whose console sessions a narrowing ends). */
+function asUser<T>(opts: AsOptions, action: (deps: CredentialDeps, admin: ActiveUser, sessions: { end(userID: string): Promise<number> }) => Promise<T>, human: (result: T) => string) {
+  return withCredentials(opts, async (deps, { readStore }) => {
     await readStore.defineCollections([SESSIONS_COLLECTION]);
     return action(deps, await findUserByEmail(deps, opts.as), { end: (userID) => endSessionsOf(readStore, userID) });
   }, human);
@@ -106,7 +105,7 @@ export function registerUserCommands(program: Command): void {
   };
   requestFor('enable', 'request that a disabled user be enabled again (another administrator approves it)', (userID) => ({ kind: 'enable-user', userID }));
   requestFor('add-role', 'request a role for a party user (another administrator approves it)', (userID, opts) => ({ kind: 'add-role', userID, role: opts.role }), true);
-  requestFor('reset-password', 'request a password reset; the approval prints a one-time temporary password, to be changed at the next login', (userID) => ({ kind: 'reset-password', userID }));
+  requestFor('reset-password', 'request a password reset; the approval makes a one-time temporary password in two halves, one for each administrator (`access password-half`)', (userID) => ({ kind: 'reset-password', userID }));
 
   asAdmin(user.command('disable'))
     .description('disable a user at once: they cannot log in and their console sessions end')
@@ -142,14 +141,33 @@ export function registerUserCommands(program: Command): void {
       }, (rows) => rows.map((r) => `${r.requestID}  ${r.status.padEnd(8)} ${r.description}  (by ${r.requestedByEmail}${r.decidedByEmail ? `; ${r.status} by ${r.decidedByEmail}` : ''})`).join('\n') || '(no access requests)');
     });
   asAdmin(access.command('approve'))
-    .description('another administrator approves an access request; adding a user or resetting a password prints a one-time temporary password')
+    .description('another administrator approves an access request; adding a user or resetting a password makes a temporary password in two halves, the first for the requesting administrator, the second for the approving one (`access password-half`)')
     .argument('<requestID>')
     .action(async (requestID: string, opts: AsOptions) =>
       asUser(opts, async (deps, admin, sessions) => {
         const { change, temporaryPassword } = await approveAccessRequest(deps, admin, requestID, userContext(admin, randomUUID()));
         if (change.kind === 'reset-password') await sessions.end(change.userID);
-        return { requestID, status: 'approved', userID: change.userID, email: change.email, ...(temporaryPassword ? { temporaryPassword } : {}) };
-      }, (r) => [`access request ${r.requestID}: approved (${r.email})`, ...(r.temporaryPassword ? [`temporary password (shown once; hand it to ${r.email}, who must change it at the next login): ${r.temporaryPassword}`] : [])].join('\n')),
+        const halves = temporaryPassword
+          ? { temporaryPasswordHalves: { first: (await loadUserState(deps, temporaryPassword.firstHalfFor)).email, second: (await loadUserState(deps, temporaryPassword.secondHalfFor)).email } }
+          : {};
+        return { requestID, status: 'approved', userID: change.userID, email: change.email, ...halves };
+      }, (r) => [
+        `access request ${r.requestID}: approved (${r.email})`,
+        ...(r.temporaryPasswordHalves
+          ? [`a temporary password in two halves waits for its two administrators, who each collect theirs once and give it to ${r.email}:`,
+            `  first half:  wallet-ops access password-half ${r.requestID} --as ${r.temporaryPasswordHalves.first}`,
+            `  second half: wallet-ops access password-half ${r.requestID} --as ${r.temporaryPasswordHalves.second}`]
+          : []),
+      ].join('\n')),
+    );
+  asAdmin(access.command('password-half'))
+    .description('an administrator of an approved access request collects their half of its temporary password, once (within 24 hours of the approval)')
+    .argument('<requestID>')
+    .action(async (requestID: string, opts: AsOptions) =>
+      asUser(opts, async (deps, admin) => {
+        const { email, half, value } = await collectCredential(deps, admin, { kind: 'password-half', id: requestID });
+        return { requestID, email, half, value };
+      }, (r) => `${r.half} half of the temporary password for ${r.email} (shown once; give it to them yourself; they type the first half, a hyphen, then the second): ${r.value}`),
     );
   asAdmin(access.command('reject'))
     .description('reject an access request (its own requester thereby withdraws it)')

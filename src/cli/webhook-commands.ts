@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
-import { embeddedSecretsKey } from '../adapters/secrets-key-file.ts';
-import { findUserByEmail, requireParty } from '../commands/back-office.ts';
+import { collectCredential, findUserByEmail, requireParty } from '../commands/back-office.ts';
 import { approveWebhookEndpoint, disableWebhookEndpoint, rejectWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../commands/webhooks.ts';
-import { loadConfig } from '../config.ts';
+import { loadUserState } from '../commands/user-admin.ts';
 import type { RecordedEvent } from '../ports/event-store.ts';
 import { streamPrefixes } from '../domain/streams.ts';
 import { WEBHOOK_EVENT_TYPES } from '../domain/events.ts';
 import { foldWebhookEndpoints, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
-import { common, parsePartyRef, UsageError, withBackOffice, withStores, type CommonOptions } from './support.ts';
+import { common, parsePartyRef, UsageError, withBackOffice, withCredentials, withStores, type CommonOptions } from './support.ts';
 import { attemptsOfDelivery, deliveriesOfEndpoint, WEBHOOK_COLLECTIONS, type AttemptDoc, type DeliveryDoc } from '../webhooks/deliveries.ts';
 import { parseRedeliveryTarget, requestRedelivery } from '../webhooks/redelivery.ts';
 
@@ -20,15 +19,9 @@ import { parseRedeliveryTarget, requestRedelivery } from '../webhooks/redelivery
 type AsOptions = CommonOptions & { as: string };
 const PAGE = 1000;
 
-/** withBackOffice, plus what the webhook commands need of the configuration. */
+/** withCredentials, plus what the webhook commands need of the configuration. */
 function withWebhooks<T>(opts: CommonOptions, action: (deps: WebhookCommandDeps) => Promise<T>, human: (result: T) => string) {
-  const config = loadConfig(process.env);
-  const dataDir = opts.dataDir ?? config.DATA_DIR;
-  return withBackOffice(opts, (deps) => action({
-    ...deps,
-    secretsKey: config.SECRETS_KEY ?? embeddedSecretsKey(dataDir),
-    allowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
-  }), human);
+  return withCredentials(opts, (deps, _stores, config) => action({ ...deps, allowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST }), human);
 }
 
 const endpointLine = (e: WebhookEndpointDoc) =>
@@ -46,12 +39,24 @@ export function registerWebhookCommands(program: Command): void {
         (r) => `webhook endpoint requested: ${r.endpointID} (pending approval by a checker)`),
     );
   common(webhook.command('approve'))
-    .description('a checker approves a pending endpoint; its signing secret is printed once')
+    .description('a checker approves a pending endpoint; its signing secret waits for the maker who registered it (`webhook secret`)')
     .argument('<endpointID>')
     .requiredOption('--as <email>', 'the checker')
     .action(async (endpointID: string, opts: AsOptions) =>
-      withWebhooks(opts, async (deps) => approveWebhookEndpoint(deps, await findUserByEmail(deps, opts.as), endpointID, randomUUID()),
-        (r) => `webhook endpoint approved: ${r.endpointID}\nsigning secret (shown once, store it now): ${r.secret}`),
+      withWebhooks(opts, async (deps) => {
+        const { heldFor } = await approveWebhookEndpoint(deps, await findUserByEmail(deps, opts.as), endpointID, randomUUID());
+        return { endpointID, status: 'active', secretHeldFor: (await loadUserState(deps, heldFor)).email };
+      }, (r) => `webhook endpoint approved: ${r.endpointID}\nits signing secret waits for ${r.secretHeldFor}, who collects it once with: wallet-ops webhook secret ${r.endpointID} --as ${r.secretHeldFor}`),
+    );
+  common(webhook.command('secret'))
+    .description('the maker who registered an approved endpoint collects its signing secret, once (within 24 hours of the approval)')
+    .argument('<endpointID>')
+    .requiredOption('--as <email>', 'the maker who registered the endpoint')
+    .action(async (endpointID: string, opts: AsOptions) =>
+      withWebhooks(opts, async (deps) => {
+        const { signingSecret } = await collectCredential(deps, await findUserByEmail(deps, opts.as), { kind: 'webhook-endpoint', id: endpointID });
+        return { endpointID, secret: signingSecret };
+      }, (r) => `signing secret of ${r.endpointID} (shown once, store it now): ${r.secret}`),
     );
   common(webhook.command('reject'))
     .description('a checker rejects a pending endpoint')

@@ -13,6 +13,7 @@ import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand } f
 import { individualDecider, partyDecider, type PartyState } from './parties.ts';
 import { userDecider, type UserState } from './users.ts';
 import { loadState, runCommand, type CommandContext, type StateCache } from './pipeline.ts';
+import type { DeliveredSecret, HeldCredentials, Subject } from './held-credentials.ts';
 
 /**
  * The back-office commands: onboarding parties and users, and the API-key lifecycle. Each validates its
@@ -25,6 +26,11 @@ export interface BackOfficeDeps {
   clock: () => Date;
   /** Decimal places of the asset: amounts with more are refused. */
   assetScale: number;
+}
+
+/** The commands that make a credential hold it here for its one owner, instead of returning it to their caller. */
+export interface CredentialDeps extends BackOfficeDeps {
+  credentials: HeldCredentials;
 }
 
 const now = (deps: BackOfficeDeps) => deps.clock().toISOString();
@@ -151,11 +157,27 @@ export async function requestApiKey(deps: BackOfficeDeps, user: ActiveUser, inpu
   return { keyID };
 }
 
-/** Approves a pending key and returns its secret: the one and only time it exists outside the client. */
-export async function approveApiKey(deps: BackOfficeDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; apiKey: string }> {
+/**
+ * Approves a pending key. Its secret is held for the maker who asked for it, never returned to the checker:
+ * segregation of duties rests on the checker never having held the key it approved. Held after the
+ * approval commits, so that of two checkers approving at once only the winner's secret is held; should the
+ * hold itself fail, the key works but nobody has its secret, and the maker rotates it.
+ */
+export async function approveApiKey(deps: CredentialDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; heldFor: string }> {
   const secret = newSecret();
-  await runApiKeyCommand(deps, keyID, { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } }, userContext(user, correlationId));
-  return { keyID, apiKey: formatApiKey(keyID, secret) };
+  const { state } = await runApiKeyCommand(deps, keyID, { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } }, userContext(user, correlationId));
+  if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
+  await deps.credentials.hold(state.requestedBy, { kind: 'api-key', keyID, label: state.label, apiKey: formatApiKey(keyID, secret) });
+  return { keyID, heldFor: state.requestedBy };
+}
+
+/** The one collection of a credential held for `user`: the second attempt, or anyone else's, finds nothing. */
+export async function collectCredential<K extends Subject['kind']>(deps: CredentialDeps, user: ActiveUser, subject: { kind: K; id: string }): Promise<Extract<DeliveredSecret, { kind: K }>> {
+  const secret = await deps.credentials.takeOne(user.userID, subject);
+  if (!secret || secret.kind !== subject.kind) {
+    throw new DomainError('NOT_FOUND', `no ${subject.kind} secret of ${subject.id.slice(0, 60)} waits for ${user.email}: it is collected once, by its owner, within 24 hours of the approval`);
+  }
+  return secret as Extract<DeliveredSecret, { kind: K }>;
 }
 
 export type KeyDecision =

@@ -7,7 +7,7 @@ import { streams } from '../domain/streams.ts';
 import { newTemporaryPassword } from '../domain/temporary-passwords.ts';
 import { email as parseEmail, requiredText } from '../domain/text.ts';
 import { accessRequestDecider, changeCommand, needsTemporaryPassword, type AccessRequestState } from './access-requests.ts';
-import { parsePassword, parseRoles, requireParty, type ActiveUser, type BackOfficeDeps, type ExistingUser } from './back-office.ts';
+import { parsePassword, parseRoles, requireParty, type ActiveUser, type BackOfficeDeps, type CredentialDeps, type ExistingUser } from './back-office.ts';
 import { loadState, runCommand, runDecision, type CommandContext } from './pipeline.ts';
 import { userDecider, type ActingAdmin, type UserState } from './users.ts';
 
@@ -89,13 +89,15 @@ async function loadRequest(deps: BackOfficeDeps, requestID: string): Promise<Exc
 
 /**
  * Another administrator approves: the request's approval and the change itself are appended atomically.
- * Adding a user and resetting a password make a one-time temporary password, returned here only: the
- * approver hands it to the user, who must change it at their next login.
+ * Adding a user and resetting a password make a one-time temporary password in two halves
+ * (domain/temporary-passwords.ts): the first is held for the requesting administrator, the second for the
+ * approving one, each to be collected once by its owner and handed to the user, who must change the
+ * password at their next login. Neither half is returned here: the caller learns only that they exist.
  */
-export async function approveAccessRequest(deps: BackOfficeDeps, admin: ActiveUser, requestID: string, context: CommandContext): Promise<{ requestID: string; change: AccessChange; temporaryPassword: string | null }> {
+export async function approveAccessRequest(deps: CredentialDeps, admin: ActiveUser, requestID: string, context: CommandContext): Promise<{ requestID: string; change: AccessChange; temporaryPassword: { firstHalfFor: string; secondHalfFor: string } | null }> {
   const { change, requestedBy } = await loadRequest(deps, requestID);
-  const temporaryPassword = needsTemporaryPassword(change) ? newTemporaryPassword() : null;
-  const passwordHash = temporaryPassword ? await hashPassword(temporaryPassword) : '';
+  const temporary = needsTemporaryPassword(change) ? newTemporaryPassword() : null;
+  const passwordHash = temporary ? await hashPassword(temporary.password) : '';
   const userStream = streams.user(change.userID);
   await runDecision<{ request: AccessRequestState; subject: UserState; requester: UserState }, void>(deps, {
     read: {
@@ -119,7 +121,11 @@ export async function approveAccessRequest(deps: BackOfficeDeps, admin: ActiveUs
         ? new DomainError('EMAIL_TAKEN', `a user with email ${change.email} already exists`, 'email')
         : undefined,
   });
-  return { requestID, change, temporaryPassword };
+  if (!temporary) return { requestID, change, temporaryPassword: null };
+  const forUser = { kind: 'password-half' as const, requestID, email: change.email };
+  await deps.credentials.hold(requestedBy, { ...forUser, half: 'first', value: temporary.first });
+  await deps.credentials.hold(admin.userID, { ...forUser, half: 'second', value: temporary.second });
+  return { requestID, change, temporaryPassword: { firstHalfFor: requestedBy, secondHalfFor: admin.userID } };
 }
 
 /** Any administrator rejects a pending request; its own requester thereby withdraws it. */

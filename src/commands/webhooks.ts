@@ -3,7 +3,7 @@ import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
 import { isEndpointID, newEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
 import { newWebhookSecret, sealWebhookSecret } from '../domain/webhook-secrets.ts';
-import { actingUser, userContext, type ActiveUser, type BackOfficeDeps } from './back-office.ts';
+import { actingUser, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps } from './back-office.ts';
 import { runCommand, type CommandContext } from './pipeline.ts';
 import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand } from './webhook-endpoints.ts';
 
@@ -11,7 +11,7 @@ import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand } 
  * The webhook-endpoint commands for the CLI (and later the console): validate the input, make the id, the
  * time and the signing secret the decider must not make, and run the one pipeline.
  */
-export interface WebhookCommandDeps extends BackOfficeDeps {
+export interface WebhookCommandDeps extends CredentialDeps {
   /** 32 bytes: seals each endpoint's signing secret in its approval event. */
   secretsKey: Buffer;
   /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: http:// to the loopback host is accepted (development and tests). */
@@ -35,14 +35,16 @@ export async function requestWebhookEndpoint(
 }
 
 /**
- * Approves a pending endpoint and returns its signing secret: the caller shows it to the maker once (the
- * CLI prints it; the console would hold it for the maker as it does an API key's). Kept only sealed.
+ * Approves a pending endpoint. Its signing secret is kept sealed in the approval event (the sender needs it)
+ * and held for the maker who registered the endpoint, who collects it once; the checker never sees it.
  */
-export async function approveWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, correlationId: string): Promise<{ endpointID: string; secret: string }> {
+export async function approveWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, correlationId: string): Promise<{ endpointID: string; heldFor: string }> {
   const secret = newWebhookSecret();
   const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
-  await run(deps, endpointID, { type: 'ApproveWebhookEndpoint', data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) } }, userContext(user, correlationId));
-  return { endpointID, secret };
+  const { state } = await run(deps, endpointID, { type: 'ApproveWebhookEndpoint', data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) } }, userContext(user, correlationId));
+  if (state.status === 'none') throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID} does not exist`);
+  await deps.credentials.hold(state.requestedBy, { kind: 'webhook-endpoint', endpointID, url: state.url, signingSecret: secret });
+  return { endpointID, heldFor: state.requestedBy };
 }
 
 export async function rejectWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, reason: unknown, correlationId: string): Promise<{ endpointID: string }> {

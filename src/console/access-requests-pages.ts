@@ -67,18 +67,3 @@ export function accessPage(view: AccessView): Html {
 }
 
 /** Shown once, to the approving administrator, in the response to the approval itself (never stored). */
-export function temporaryPasswordPage(email: string, what: string, temporaryPassword: string): Html {
-  return html`<h1>Temporary password for ${email}</h1>
-    <p class="notice ok" role="status">${what}</p>
-    <section class="card" aria-labelledby="temporary-title"><h2 id="temporary-title">Hand this password to ${email}</h2>
-      <p id="temporary-help">This is the only time it is shown. Give it to them yourself, by a channel other than the one that tells them their login email.
-        It works once: at their next login they must choose their own password, and then it stops working.</p>
-      <label for="temporary-password">Temporary password</label>
-      <input id="temporary-password" class="secret-value" type="text" readonly value="${temporaryPassword}" autocomplete="off" spellcheck="false" aria-describedby="temporary-help" data-temporary-password>
-      <div class="actions">
-        <button type="button" data-copy="temporary-password" hidden>Copy to clipboard</button>
-        <a class="button secondary" href="/console/admin/access">Done</a>
-        <span class="copy-status" role="status" data-copy-status></span>
-      </div>
-    </section>`;
-}

@@ -4,7 +4,7 @@ import { approveAccessRequest, isRequestID, rejectAccessRequest } from '../comma
 import type { AccessChange } from '../domain/events.ts';
 import { catchUpUserDirectory, type UserDirectory } from '../projections/user-directory.ts';
 import { commandContext, ConsoleError, field, requireAdmin, viewer, type ConsoleServices } from './context.ts';
-import { accessPage, temporaryPasswordPage, type AccessTab } from './access-requests-pages.ts';
+import { accessPage, type AccessTab } from './access-requests-pages.ts';
 import { redirectWith, renderPage } from './render.ts';
 
 /**
@@ -66,8 +66,10 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
     const what = `Request ${request.requestID} approved: ${DONE[change.kind](change.email)}`;
     services.deps.logger.info({ requestID: request.requestID, userID: change.userID, kind: change.kind }, 'console: access request approved');
     if (!temporaryPassword) return redirectWith(services, res, '/console/admin/access?tab=decided', { kind: 'ok', text: what });
-    // Shown in this response only: never held, never logged. A reload re-posts and is refused (already approved).
-    await renderPage(services, res, { title: 'Temporary password', section: 'access', body: temporaryPasswordPage(change.email, what, temporaryPassword) });
+    // Split knowledge: the page this redirects to shows the approver their half, once; the requester sees the
+    // other half on their next page. Neither administrator can log in as the user alone.
+    const requester = directory.email(request.requestedBy);
+    await redirectWith(services, res, '/console/admin/access?tab=decided', { kind: 'ok', text: `${what} Its temporary password is in two halves: yours is shown now, the other to ${requester}. Each of you gives your half to ${change.email}.` });
   });
 
   router.post('/admin/access/:requestID/reject', async (req, res) => {

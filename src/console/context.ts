@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { ActiveUser, BackOfficeDeps } from '../commands/back-office.ts';
+import type { ActiveUser, CredentialDeps } from '../commands/back-office.ts';
 import { userContext } from '../commands/back-office.ts';
 import type { PartyLookup } from '../commands/party-lookup.ts';
 import type { StateCache } from '../commands/pipeline.ts';
@@ -12,7 +12,7 @@ import type { ReadStore } from '../ports/read-store.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import type { UserDirectory } from '../projections/user-directory.ts';
 import type { LoginThrottle, ThrottleLimits } from './login-throttle.ts';
-import type { OneTimeSecrets } from './one-time-secrets.ts';
+import type { HeldCredentials } from '../commands/held-credentials.ts';
 import type { ConsoleSessions, SessionDoc, SessionTimes } from './sessions.ts';
 
 /** What the console needs from the composition root. It calls the back-office commands; it never appends events. */
@@ -28,6 +28,8 @@ export interface ConsoleDeps {
   throttle?: Partial<ThrottleLimits>;
   /** The 32-byte key that encrypts approved keys' secrets while they wait for their maker in the read store. */
   secretsKey: Buffer;
+  /** The credential vault shared with the rest of the process (default: one of the console's own on readStore and secretsKey). */
+  credentials?: HeldCredentials;
   /** How long an approved key's secret waits for its maker (default 24 h). */
   secretTtlMs?: number;
   /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: a webhook endpoint may be http:// to the loopback host (default false). */
@@ -43,11 +45,11 @@ export interface ConsoleDeps {
 /** The console's parts, built once per router. */
 export interface ConsoleServices {
   deps: ConsoleDeps;
-  backOffice: BackOfficeDeps;
+  backOffice: CredentialDeps;
   lookup: PartyLookup;
   sessions: ConsoleSessions;
   throttle: LoginThrottle;
-  secrets: OneTimeSecrets;
+  secrets: HeldCredentials;
   /** The back-office deps, plus what the webhook-endpoint commands need. */
   webhooks: WebhookCommandDeps;
   /** Parties, users and access requests, caught up before each use: Users, Parties, Access requests and the badge. */

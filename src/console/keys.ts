@@ -127,9 +127,8 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
   router.post('/keys/:keyID/approve', async (req, res) => {
     requireRole(res, 'checker');
     const key = await ownKey(res, String(req.params.keyID));
-    const { apiKey } = await approveApiKey(services.backOffice, viewer(res).user, key.keyID, correlationId(res));
-    // The secret goes to the maker, once; the checker who approved never sees it.
-    await services.secrets.hold(key.requestedBy, { keyID: key.keyID, label: key.label, apiKey });
+    // The secret is held for the maker, once; the checker who approved never sees it.
+    await approveApiKey(services.backOffice, viewer(res).user, key.keyID, correlationId(res));
     await settle();
     const maker = await emailOf(services, key.requestedBy);
     await redirectWith(services, res, '/console/keys?tab=active', { kind: 'ok', text: `Key “${key.label}” approved. ${maker} will see it once, on their next page in the console.` });

@@ -1,6 +1,6 @@
 import type { ActiveUser } from '../commands/back-office.ts';
 import { html, type Html, type Renderable } from '../http/html.ts';
-import { isWebhookSigningSecret, type DeliveredSecret } from './one-time-secrets.ts';
+import type { DeliveredSecret } from '../commands/held-credentials.ts';
 import type { SessionDoc } from './sessions.ts';
 import type { Waiting } from './waiting.ts';
 
@@ -91,19 +91,45 @@ function flashMessage(flash: PageOptions['flash']): Html {
 }
 
 /** The one-time secret: opened as a modal by console.js (focus inside, Escape closes), plain and open without it. */
-function secretDialog(secret: DeliveredSecret, index: number): Html {
-  const id = `secret-${index}`;
-  const webhook = isWebhookSigningSecret(secret);
-  return html`<dialog class="secret" open data-modal aria-labelledby="${id}-title" aria-describedby="${id}-help">
-      ${webhook
-        ? html`<h2 id="${id}-title">Webhook endpoint approved: its signing secret</h2>
+/** What each kind of held credential's dialog says, and the value it shows. */
+function secretText(secret: DeliveredSecret, id: string): { intro: Html; label: string; value: string } {
+  switch (secret.kind) {
+    case 'webhook-endpoint':
+      return {
+        intro: html`<h2 id="${id}-title">Webhook endpoint approved: its signing secret</h2>
           <p class="secret-for"><code>${secret.url}</code></p>
           <p id="${id}-help">Deliveries to this endpoint are signed with this secret: your receiver checks each signature with it.
-            This is the only time it is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`
-        : html`<h2 id="${id}-title">API key “${secret.label}” is ready</h2>
-          <p id="${id}-help">This is the only time the key is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`}
-      <label for="${id}">${webhook ? 'Signing secret' : 'API key'}</label>
-      <input id="${id}" class="secret-value" type="text" readonly value="${webhook ? secret.signingSecret : secret.apiKey}" autocomplete="off" spellcheck="false" data-secret>
+            This is the only time it is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`,
+        label: 'Signing secret',
+        value: secret.signingSecret,
+      };
+    case 'password-half':
+      return {
+        intro: html`<h2 id="${id}-title">Your half of the temporary password for ${secret.email}</h2>
+          <p id="${id}-help">Access request ${secret.requestID} made a temporary password in two halves, so that no administrator alone can log in as ${secret.email}.
+            This is the <strong>${secret.half}</strong> half; the other administrator of the request has the ${secret.half === 'first' ? 'second' : 'first'}.
+            Give yours to ${secret.email} yourself, by a channel other than the one that tells them their login email: they type the first half, a hyphen, then the second,
+            and must choose their own password at that login. This is the only time it is shown.</p>`,
+        label: `Temporary password, ${secret.half} half`,
+        value: secret.value,
+      };
+    default:
+      return {
+        intro: html`<h2 id="${id}-title">API key “${secret.label}” is ready</h2>
+          <p id="${id}-help">This is the only time the key is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`,
+        label: 'API key',
+        value: secret.apiKey,
+      };
+  }
+}
+
+function secretDialog(secret: DeliveredSecret, index: number): Html {
+  const id = `secret-${index}`;
+  const { intro, label, value } = secretText(secret, id);
+  return html`<dialog class="secret" open data-modal aria-labelledby="${id}-title" aria-describedby="${id}-help">
+      ${intro}
+      <label for="${id}">${label}</label>
+      <input id="${id}" class="secret-value" type="text" readonly value="${value}" autocomplete="off" spellcheck="false" data-secret${secret.kind === 'password-half' ? html` data-password-half="${secret.half}"` : ''}>
       <div class="actions">
         <button type="button" data-copy="${id}" hidden>Copy to clipboard</button>
         <form method="dialog"><button type="submit" class="secondary">I have stored it</button></form>

@@ -13,7 +13,7 @@ import { securityHeaders } from './http-security.ts';
 import { keyRoutes } from './keys.ts';
 import { DEFAULT_THROTTLE, LOGIN_ATTEMPTS_COLLECTION, LoginThrottle } from './login-throttle.ts';
 import { loginRoutes, logoutRoute, requireSession } from './login.ts';
-import { OneTimeSecrets, SECRETS_COLLECTION } from './one-time-secrets.ts';
+import { HeldCredentials, SECRETS_COLLECTION } from '../commands/held-credentials.ts';
 import { operationFindRoutes } from './operation-find.ts';
 import { operationRoutes } from './operations.ts';
 import { CONSOLE_OPERATIONS_COLLECTION } from '../projections/console-operations.ts';
@@ -35,7 +35,8 @@ const ASSETS = new Map<string, { type: string; body: Buffer }>([
 ]);
 
 export function consoleRouter(deps: ConsoleDeps): Router {
-  const backOffice = { store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale };
+  const credentials = deps.credentials ?? new HeldCredentials({ store: deps.readStore, key: deps.secretsKey, clock: deps.clock, logger: deps.logger, ...(deps.secretTtlMs === undefined ? {} : { ttlMs: deps.secretTtlMs }) });
+  const backOffice = { store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale, credentials };
   const services: ConsoleServices = {
     deps,
     backOffice,
@@ -44,7 +45,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     sessions: new ConsoleSessions(deps.readStore, deps.clock, { ...DEFAULT_SESSION_TIMES, ...deps.sessionTimes }),
     throttle: new LoginThrottle(deps.readStore, deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
     users: new UserDirectory(),
-    secrets: new OneTimeSecrets({ store: deps.readStore, key: deps.secretsKey, clock: deps.clock, logger: deps.logger, ...(deps.secretTtlMs === undefined ? {} : { ttlMs: deps.secretTtlMs }) }),
+    secrets: credentials,
   };
   let collections: Promise<void> | undefined;
 

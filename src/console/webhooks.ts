@@ -129,9 +129,8 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
   router.post('/webhooks/:endpointID/approve', async (req, res) => {
     requireRole(res, 'checker');
     const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    const { secret } = await approveWebhookEndpoint(deps, viewer(res).user, endpoint.id, correlationId(res));
-    // The signing secret goes to the maker who registered the endpoint, once; the checker never sees it.
-    await services.secrets.hold(endpoint.requestedBy, { endpointID: endpoint.id, url: endpoint.url, signingSecret: secret });
+    // The signing secret is held for the maker who registered the endpoint, once; the checker never sees it.
+    await approveWebhookEndpoint(deps, viewer(res).user, endpoint.id, correlationId(res));
     const maker = await emailOf(services, endpoint.requestedBy);
     await redirectWith(services, res, endpointPath(endpoint.id), { kind: 'ok', text: `Endpoint ${endpoint.url} approved. ${maker} will see its signing secret once, on their next page in the console.` });
   });

@@ -1,12 +1,14 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { Logger } from '../logger.ts';
 import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
 
 /**
- * Where a secret waits between the checker's approval and the maker's next page view: an API key's, or a
- * webhook endpoint's signing secret. approveApiKey and approveWebhookEndpoint return the secret to whoever
- * approves, but it is shown to the maker who asked: the console keeps it here, for the maker's user id only,
- * and hands it out exactly once.
+ * Where a credential waits for its one owner, between the approval that made it and the owner's collection:
+ * an API key's secret and a webhook endpoint's signing secret wait for the maker who asked for them; each
+ * half of a temporary password waits for one of the two administrators of the access request (split
+ * knowledge: see user-admin.ts). The approving commands hold them here and return none to their caller, so
+ * a checker or an approving administrator never sees what they approved. The owner collects each once: the
+ * console on their next page view, the CLI with `key secret`, `webhook secret` or `access password-half`
+ * `--as` the owner.
  *
  * - In the shared read store (collection `console_secrets`), so a restart does not lose it and every process
  *   serving the console can hand it out; encrypted with AES-256-GCM under the secrets key (SECRETS_KEY, or
@@ -49,11 +51,19 @@ interface SealedWebhookSecret extends Sealed {
   url: string;
 }
 
-type SealedSecret = SealedApiKeySecret | SealedWebhookSecret;
+/** One administrator's half of a temporary password. */
+interface SealedPasswordHalf extends Sealed {
+  kind: 'password-half';
+  requestID: string;
+  email: string;
+  half: PasswordHalf;
+}
+
+type SealedSecret = SealedApiKeySecret | SealedWebhookSecret | SealedPasswordHalf;
 
 /** An approved API key's secret. */
 export interface ApiKeySecret {
-  endpointID?: undefined;
+  kind: 'api-key';
   keyID: string;
   label: string;
   apiKey: string;
@@ -61,44 +71,73 @@ export interface ApiKeySecret {
 
 /** An approved webhook endpoint's signing secret. */
 export interface WebhookSigningSecret {
-  keyID?: undefined;
+  kind: 'webhook-endpoint';
   endpointID: string;
   url: string;
   signingSecret: string;
 }
 
-export type DeliveredSecret = ApiKeySecret | WebhookSigningSecret;
+/** The first half is the requesting administrator's, the second the approving one's; the password is both, in order. */
+export type PasswordHalf = 'first' | 'second';
 
-export const isWebhookSigningSecret = (secret: DeliveredSecret): secret is WebhookSigningSecret => typeof secret.endpointID === 'string';
+/** One half of the temporary password that an approved access request made for the user `email`. */
+export interface TemporaryPasswordHalf {
+  kind: 'password-half';
+  requestID: string;
+  email: string;
+  half: PasswordHalf;
+  value: string;
+}
 
-type Subject = { kind: 'api-key' | 'webhook-endpoint'; id: string };
+export type DeliveredSecret = ApiKeySecret | WebhookSigningSecret | TemporaryPasswordHalf;
+
+export const isWebhookSigningSecret = (secret: DeliveredSecret): secret is WebhookSigningSecret => secret.kind === 'webhook-endpoint';
+
+export type Subject = { kind: DeliveredSecret['kind']; id: string };
 
 /** What a secret is for, as its additional data names it. */
-const subjectOf = (secret: DeliveredSecret): Subject =>
-  isWebhookSigningSecret(secret) ? { kind: 'webhook-endpoint', id: secret.endpointID } : { kind: 'api-key', id: secret.keyID };
-const sealedSubject = (sealed: SealedSecret): Subject =>
-  sealed.kind === 'webhook-endpoint' ? { kind: 'webhook-endpoint', id: sealed.endpointID } : { kind: 'api-key', id: sealed.keyID };
+export const subjectOf = (secret: DeliveredSecret): Subject => {
+  switch (secret.kind) {
+    case 'webhook-endpoint': return { kind: secret.kind, id: secret.endpointID };
+    case 'password-half': return { kind: secret.kind, id: secret.requestID };
+    default: return { kind: 'api-key', id: secret.keyID };
+  }
+};
+const sealedSubject = (sealed: SealedSecret): Subject => {
+  switch (sealed.kind) {
+    case 'webhook-endpoint': return { kind: sealed.kind, id: sealed.endpointID };
+    case 'password-half': return { kind: sealed.kind, id: sealed.requestID };
+    default: return { kind: 'api-key', id: sealed.keyID };
+  }
+};
+const plainOf = (secret: DeliveredSecret): string =>
+  secret.kind === 'webhook-endpoint' ? secret.signingSecret : secret.kind === 'password-half' ? secret.value : secret.apiKey;
 
-export interface OneTimeSecretsOptions {
+/** What a dropped secret is reported with (the structural part of a pino logger: commands import no logger). */
+export interface WarningSink {
+  warn(details: Record<string, unknown>, message: string): void;
+}
+
+export interface HeldCredentialsOptions {
   store: ReadStore;
   /** 32 bytes. */
   key: Buffer;
   clock: () => Date;
-  logger: Logger;
+  logger: WarningSink;
   ttlMs?: number;
 }
 
 export const DEFAULT_SECRET_TTL_MS = 24 * 3_600_000;
 
-export class OneTimeSecrets {
+export class HeldCredentials {
   private readonly store: ReadStore;
   private readonly key: Buffer;
   private readonly keyID: string;
   private readonly clock: () => Date;
-  private readonly logger: Logger;
+  private readonly logger: WarningSink;
   private readonly ttlMs: number;
 
-  constructor(options: OneTimeSecretsOptions) {
+  constructor(options: HeldCredentialsOptions) {
     if (options.key.length !== 32) throw new RangeError('the secrets key must be 32 bytes');
     this.store = options.store;
     this.key = options.key;
@@ -110,7 +149,7 @@ export class OneTimeSecrets {
 
   async hold(userID: string, secret: DeliveredSecret): Promise<void> {
     const subject = subjectOf(secret);
-    const plain = isWebhookSigningSecret(secret) ? secret.signingSecret : secret.apiKey;
+    const plain = plainOf(secret);
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     cipher.setAAD(additionalData(this.keyID, userID, subject));
@@ -124,9 +163,11 @@ export class OneTimeSecrets {
       data: data.toString('base64'),
       heldAt: this.clock().getTime(),
     };
-    const sealed: SealedSecret = isWebhookSigningSecret(secret)
+    const sealed: SealedSecret = secret.kind === 'webhook-endpoint'
       ? { ...seal, kind: 'webhook-endpoint', endpointID: secret.endpointID, url: secret.url }
-      : { ...seal, keyID: secret.keyID, label: secret.label };
+      : secret.kind === 'password-half'
+        ? { ...seal, kind: 'password-half', requestID: secret.requestID, email: secret.email, half: secret.half }
+        : { ...seal, keyID: secret.keyID, label: secret.label };
     // Approvals are rare and few secrets wait at a time: every hold sweeps what nobody collected in time.
     const stale = (await this.store.find<SealedSecret>(SECRETS_COLLECTION.name)).filter((doc) => this.expired(doc));
     await this.store.commit([
@@ -140,23 +181,35 @@ export class OneTimeSecrets {
     const waiting = await this.store.find<SealedSecret>(SECRETS_COLLECTION.name, { where: { userID } });
     const delivered: DeliveredSecret[] = [];
     for (const { id } of waiting) {
-      // Another page view (here or in another process) may take it first: then it is theirs to show.
-      const sealed = await this.store.take<SealedSecret>(SECRETS_COLLECTION.name, id);
-      if (!sealed || this.expired(sealed)) continue;
-      const plain = this.open(sealed, userID);
-      if (plain === null) {
-        if (sealed.kind === 'webhook-endpoint') {
-          this.logger.warn({ userID, endpointID: sealed.endpointID }, 'console: a waiting webhook signing secret could not be opened (sealed under another secrets key) and was dropped');
-        } else {
-          this.logger.warn({ userID, keyID: sealed.keyID }, 'console: a waiting API key secret could not be opened (sealed under another secrets key) and was dropped');
-        }
-        continue;
-      }
-      delivered.push(sealed.kind === 'webhook-endpoint'
-        ? { endpointID: sealed.endpointID, url: sealed.url, signingSecret: plain }
-        : { keyID: sealed.keyID, label: sealed.label, apiKey: plain });
+      const secret = await this.takeByID(userID, id);
+      if (secret) delivered.push(secret);
     }
     return delivered;
+  }
+
+  /** The one secret waiting for the user for this key, endpoint or access request, removed as it is returned. */
+  async takeOne(userID: string, subject: Subject): Promise<DeliveredSecret | null> {
+    const id = `${userID}/${subject.id}`;
+    const waiting = await this.store.find<SealedSecret>(SECRETS_COLLECTION.name, { where: { userID } });
+    const match = waiting.find((doc) => doc.id === id && sealedSubject(doc).kind === subject.kind);
+    return match ? this.takeByID(userID, id) : null;
+  }
+
+  private async takeByID(userID: string, id: string): Promise<DeliveredSecret | null> {
+    // Another page view or command (here or in another process) may take it first: then it is theirs to show.
+    const sealed = await this.store.take<SealedSecret>(SECRETS_COLLECTION.name, id);
+    if (!sealed || sealed.userID !== userID || this.expired(sealed)) return null;
+    const plain = this.open(sealed, userID);
+    if (plain === null) {
+      const { kind: what, id: subjectID } = sealedSubject(sealed);
+      this.logger.warn({ userID, [what === 'api-key' ? 'keyID' : what === 'webhook-endpoint' ? 'endpointID' : 'requestID']: subjectID }, `a waiting ${what} secret could not be opened (sealed under another secrets key) and was dropped`);
+      return null;
+    }
+    switch (sealed.kind) {
+      case 'webhook-endpoint': return { kind: 'webhook-endpoint', endpointID: sealed.endpointID, url: sealed.url, signingSecret: plain };
+      case 'password-half': return { kind: 'password-half', requestID: sealed.requestID, email: sealed.email, half: sealed.half, value: plain };
+      default: return { kind: 'api-key', keyID: sealed.keyID, label: sealed.label, apiKey: plain };
+    }
   }
 
   private open(sealed: SealedSecret, userID: string): string | null {
@@ -179,5 +232,6 @@ export class OneTimeSecrets {
 function additionalData(sealedWith: string, userID: string, subject: Subject): Buffer {
   // An API key's keeps the original form, so secrets held before webhook endpoints existed still open.
   if (subject.kind === 'api-key') return Buffer.from(`wallet-ops console secret\n${sealedWith}\n${userID}\n${subject.id}`);
+  if (subject.kind === 'password-half') return Buffer.from(`wallet-ops temporary password half\n${sealedWith}\n${userID}\n${subject.id}`);
   return Buffer.from(`wallet-ops console webhook signing secret\n${sealedWith}\n${userID}\n${subject.id}`);
 }
