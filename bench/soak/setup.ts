@@ -13,7 +13,7 @@ export interface Party {
 
 export interface SoakKey {
   keyID: string;
-  /** `<keyID>.<secret>`, as shown once by `key approve`. */
+  /** `<keyID>.<secret>`, as its maker collects it once with `key secret`. */
   apiKey: string;
   party: Party;
   /** `revoking` from the revocation request on (the load stops using it), `revoked` once approved. */
@@ -68,7 +68,9 @@ export async function seedWorld(dataDir: string, options: SoakOptions, log: (lin
       '--permissions', 'read-balance,read-transactions,perform-operations',
       '--max-transaction-amount', '1000', '--max-daily-volume', '100000000', '--expires-in-days', '30',
     ]);
-    const { apiKey } = await cli(dataDir, ['key', 'approve', keyID, '--as', party.checkerEmail]);
+    await cli(dataDir, ['key', 'approve', keyID, '--as', party.checkerEmail]);
+    // The secret waits for the maker who asked; the checker who approved never sees it.
+    const { apiKey } = await cli(dataDir, ['key', 'secret', keyID, '--as', party.makerEmail]);
     party.keys.push({ keyID, apiKey, party, state: 'active' });
   });
   log(`setup: ${keySlots.length} API keys requested and approved`);

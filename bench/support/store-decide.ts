@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { openStores, type Stores } from '../../src/adapters/open-stores.ts';
-import { addUser, approveApiKey, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { addUser, approveApiKey, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type CredentialDeps } from '../../src/commands/back-office.ts';
+import { credentialsOn } from '../../test/support/credentials.ts';
 import { createOperation, type OperationDeps } from '../../src/commands/operation-handlers.ts';
 import { PartyLookup } from '../../src/commands/party-lookup.ts';
 import { InFlightStates, StateCache } from '../../src/commands/pipeline.ts';
@@ -60,7 +61,7 @@ function counting(store: EventStore): EventStore {
 
 const operator = () => ({ actor: 'operator:bench', correlationId: randomUUID() });
 
-async function distributorWithKey(backOffice: BackOfficeDeps, shortCode: string): Promise<{ wallet: WalletRef; keyID: string }> {
+async function distributorWithKey(backOffice: CredentialDeps, shortCode: string): Promise<{ wallet: WalletRef; keyID: string }> {
   const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: `Distributor ${shortCode}`, shortCode }, operator());
   const ref = { type: 'distributor' as const, id: partyID };
   await addUser(backOffice, { party: ref, email: `maker-${shortCode}@bench.example`, password: 'maker password 1', roles: ['maker'] }, operator());
@@ -97,7 +98,7 @@ export async function measureDecide(walletEvents: number, log: (line: string) =>
   const config = loadConfig({ DATA_DIR: dir.path });
   let stores: Stores = await open();
   try {
-    const backOffice: BackOfficeDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2 };
+    const backOffice: CredentialDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
     const long = await distributorWithKey(backOffice, '7001');
     const short = await distributorWithKey(backOffice, '7002');
     await registerIndividual(backOffice, { phone: PHONE, name: 'Bench Customer' }, operator());

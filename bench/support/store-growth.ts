@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStores, type Stores } from '../../src/adapters/open-stores.ts';
 import { lastSeal, startSealer } from '../../src/audit/sealer.ts';
-import { addUser, approveApiKey, findUserByEmail, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { addUser, findUserByEmail, requestApiKey, type CredentialDeps } from '../../src/commands/back-office.ts';
+import { approveAndCollectKey, credentialsOn } from '../../test/support/credentials.ts';
 import type { WalletRef } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { EXECUTOR_CHECKPOINT } from '../../src/executor/executor.ts';
@@ -65,7 +66,7 @@ const operator = () => ({ actor: 'operator:bench', correlationId: randomUUID() }
 
 /** Users and an approved key on the first LOAD_KEYS distributors of the history, their wallets funded. */
 async function seedClients(stores: Stores): Promise<Client[]> {
-  const backOffice: BackOfficeDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2 };
+  const backOffice: CredentialDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
   const clients: Client[] = [];
   for (const party of distributors.slice(0, LOAD_KEYS)) {
     const ref = { type: 'distributor' as const, id: party.id };
@@ -73,8 +74,9 @@ async function seedClients(stores: Stores): Promise<Client[]> {
     const checkerEmail = `checker-${party.shortCode}@bench.example`;
     await addUser(backOffice, { party: ref, email: makerEmail, password: 'maker password 1', roles: ['maker'] }, operator());
     await addUser(backOffice, { party: ref, email: checkerEmail, password: 'checker password 1', roles: ['checker'] }, operator());
-    const { keyID } = await requestApiKey(backOffice, await findUserByEmail(backOffice, makerEmail), { label: 'bench', permissions: 'read-balance,read-transactions,perform-operations' }, randomUUID());
-    const { apiKey } = await approveApiKey(backOffice, await findUserByEmail(backOffice, checkerEmail), keyID, randomUUID());
+    const maker = await findUserByEmail(backOffice, makerEmail);
+    const { keyID } = await requestApiKey(backOffice, maker, { label: 'bench', permissions: 'read-balance,read-transactions,perform-operations' }, randomUUID());
+    const apiKey = await approveAndCollectKey(backOffice, await findUserByEmail(backOffice, checkerEmail), maker, keyID);
     const wallet: WalletRef = { kind: 'distributor', id: party.id };
     // Funds on the write side, so that creates are accepted whatever the history debited.
     await stores.eventStore.append(streams.wallet(wallet), [{ type: 'WalletCredited', data: { wallet, operationID: `bench_${randomUUID()}`, amount: '1000000000.00' }, metadata: { actor: 'operator:bench' } }], 'any');

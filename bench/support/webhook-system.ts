@@ -17,7 +17,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
 import { actingUser, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
-import { approveWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
+import { requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
+import { approveAndCollectEndpoint } from '../../test/support/credentials.ts';
 import type { WebhookEventType } from '../../src/domain/events.ts';
 import { getRoute, WEBHOOK_COLLECTIONS, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
 import { webhookEventID } from '../../src/webhooks/webhook-events.ts';
@@ -139,7 +140,7 @@ async function handle(request: Request): Promise<unknown> {
     case 'endpoint': {
       const maker = await findUserByEmail(sys.backOffice, distributor!.makerEmail);
       const { endpointID } = await requestWebhookEndpoint(webhookDeps(), maker, { url: request.url, eventTypes: request.eventTypes }, randomUUID());
-      const { secret } = await approveWebhookEndpoint(webhookDeps(), checker!, endpointID, randomUUID());
+      const secret = await approveAndCollectEndpoint(webhookDeps(), checker!, maker, endpointID);
       // Measured operations start once the outbox routes to it.
       await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.status === 'active', 15_000);
       return { endpointID, secret };

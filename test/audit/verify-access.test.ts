@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { withHashChain } from '../../src/audit/hash-chain.ts';
 import { verifyHistory } from '../../src/audit/verify.ts';
-import { addUser, findUserByEmail, onboardParty, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { addUser, findUserByEmail, onboardParty, type CredentialDeps } from '../../src/commands/back-office.ts';
+import { testCredentials } from '../support/credentials.ts';
 import { approveAccessRequest, disableUser, requestAccessChange } from '../../src/commands/user-admin.ts';
 import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -43,7 +44,8 @@ describe('audit verify: maker-checker on access', { timeout: 120_000 }, () => {
   ], 'no_stream');
 
   it('when two administrators add a user, give a role, and one disables and the other re-enables, then nothing is wrong', async () => {
-    const deps: BackOfficeDeps = { store, clock: () => new Date(), assetScale: 2 };
+    const vault = await testCredentials();
+    const deps: CredentialDeps = { store, clock: () => new Date(), assetScale: 2, credentials: vault.credentials };
     const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
     const { partyID } = await onboardParty(deps, { partyType: 'distributor', name: 'Acme', shortCode: '1001' }, operator());
     await addUser(deps, { party: null, email: 'a@platform.test', password: 'admin password 1', roles: [], platformAdmin: true }, operator());
@@ -56,6 +58,7 @@ describe('audit verify: maker-checker on access', { timeout: 120_000 }, () => {
     await approveAccessRequest(deps, a, (await requestAccessChange(deps, b, { kind: 'add-role', userID: added.userID, role: 'checker' }, 'cover', context(b))).requestID, context(a));
     await disableUser(deps, a, added.userID, 'on leave', context(a));
     await approveAccessRequest(deps, a, (await requestAccessChange(deps, b, { kind: 'enable-user', userID: added.userID }, null, context(b))).requestID, context(a));
+    await vault.close();
     expect(await problems()).toEqual([]);
   });
 

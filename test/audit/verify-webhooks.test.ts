@@ -12,6 +12,7 @@ import { addUser, findUserByEmail, onboardParty } from '../../src/commands/back-
 import { approveWebhookEndpoint, disableWebhookEndpoint, disableWebhookEndpointBySystem, rejectWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
 import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { testCredentials } from '../support/credentials.ts';
 
 const party = { type: 'merchant' as const, id: 'm1' };
 const at = '2026-01-01T00:00:00Z';
@@ -40,7 +41,8 @@ describe('audit verify: maker-checker on webhook endpoints', { timeout: 60_000 }
   });
 
   it('when endpoints are registered, approved, rejected and disabled by the commands, then nothing is wrong', async () => {
-    const deps: WebhookCommandDeps = { store, clock: () => new Date(), assetScale: 2, secretsKey: randomBytes(32), allowInsecureLocalhost: false };
+    const vault = await testCredentials();
+    const deps: WebhookCommandDeps = { store, clock: () => new Date(), assetScale: 2, secretsKey: randomBytes(32), allowInsecureLocalhost: false, credentials: vault.credentials };
     const operator = { actor: 'operator:test', correlationId: 'c' };
     const { partyID } = await onboardParty(deps, { partyType: 'merchant', name: 'Hook Shop', shortCode: '7001' }, operator);
     const merchant = { type: 'merchant' as const, id: partyID };
@@ -55,6 +57,7 @@ describe('audit verify: maker-checker on webhook endpoints', { timeout: 60_000 }
     const c = await requestWebhookEndpoint(deps, maker, { url: 'https://shop.example/c', eventTypes: 'api_key.revoked' }, 'c');
     await approveWebhookEndpoint(deps, checker, c.endpointID, 'c');
     await disableWebhookEndpointBySystem(deps, c.endpointID, 'deliveries failed for a day', operator);
+    await vault.close();
     expect(await problems()).toEqual([]);
   });
 

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
-import type { ActiveUser } from '../../src/commands/back-office.ts';
+import { collectCredential, type ActiveUser } from '../../src/commands/back-office.ts';
+import { testCredentials } from '../support/credentials.ts';
 import { approveWebhookEndpoint, disableWebhookEndpoint, disableWebhookEndpointBySystem, rejectWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import type { WebhookEndpointApproved } from '../../src/domain/events.ts';
@@ -21,13 +22,16 @@ const checker = user('u-checker', ['checker']);
 let dir: ReturnType<typeof tempDir>;
 let store: EventStore;
 let deps: WebhookCommandDeps;
+let vault: Awaited<ReturnType<typeof testCredentials>>;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = tempDir();
   store = openSqliteEventStore({ file: join(dir.path, 'events.db') });
-  deps = { store, clock: () => new Date('2026-03-01T12:00:00Z'), assetScale: 2, secretsKey: randomBytes(32), allowInsecureLocalhost: false };
+  vault = await testCredentials();
+  deps = { store, clock: () => new Date('2026-03-01T12:00:00Z'), assetScale: 2, secretsKey: randomBytes(32), allowInsecureLocalhost: false, credentials: vault.credentials };
 });
 afterEach(async () => {
+  await vault.close();
   await store.close?.();
   dir.cleanup();
 });
@@ -39,10 +43,14 @@ async function refused(action: Promise<unknown>): Promise<string> {
 }
 
 describe('webhook endpoint commands', () => {
-  it('when a maker registers and a checker approves, then the secret is returned once and the event keeps it only sealed', async () => {
+  it('when a maker registers and a checker approves, then the secret is held for the maker alone, collected once, and the event keeps it only sealed', async () => {
     const { endpointID } = await requestWebhookEndpoint(deps, maker, { url: 'https://shop.example/hooks', eventTypes: 'operation.completed,payment.received' }, 'corr-1');
-    const { secret } = await approveWebhookEndpoint(deps, checker, endpointID, 'corr-2');
+    const approved = await approveWebhookEndpoint(deps, checker, endpointID, 'corr-2');
+    expect(approved).toEqual({ endpointID, heldFor: 'u-maker' });
+    expect(await refused(collectCredential(deps, checker, { kind: 'webhook-endpoint', id: endpointID }))).toBe('NOT_FOUND');
+    const { signingSecret: secret } = await collectCredential(deps, maker, { kind: 'webhook-endpoint', id: endpointID });
     expect(isWebhookSecret(secret)).toBe(true);
+    expect(await refused(collectCredential(deps, maker, { kind: 'webhook-endpoint', id: endpointID }))).toBe('NOT_FOUND');
 
     const events = await store.readStream(streams.webhookEndpoint(endpointID));
     expect(events.map((event) => event.type)).toEqual(['WebhookEndpointRequested', 'WebhookEndpointApproved']);

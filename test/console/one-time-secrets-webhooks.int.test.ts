@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
-import { OneTimeSecrets, SECRETS_COLLECTION } from '../../src/console/one-time-secrets.ts';
+import { HeldCredentials, SECRETS_COLLECTION } from '../../src/commands/held-credentials.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { ReadStore } from '../../src/ports/read-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -14,17 +14,17 @@ import { tempDir } from '../support/temp-dir.ts';
 const MAKER = '11111111-1111-4111-8111-111111111111';
 const OTHER = '22222222-2222-4222-8222-222222222222';
 const SIGNING_SECRET = `whsec_${randomBytes(32).toString('base64url')}`;
-const webhook = { endpointID: 'whe_AAAAAAAAAAAAAAAA', url: 'https://hooks.example.com/in', signingSecret: SIGNING_SECRET };
-const apiKey = { keyID: 'key_abc', label: 'Till 1', apiKey: `key_abc.${randomBytes(32).toString('base64url')}` };
+const webhook = { kind: 'webhook-endpoint' as const, endpointID: 'whe_AAAAAAAAAAAAAAAA', url: 'https://hooks.example.com/in', signingSecret: SIGNING_SECRET };
+const apiKey = { kind: 'api-key' as const, keyID: 'key_abc', label: 'Till 1', apiKey: `key_abc.${randomBytes(32).toString('base64url')}` };
 const KEY = randomBytes(32);
 
 let dir: ReturnType<typeof tempDir>;
 let store: ReadStore;
 let logLines: string[];
 
-function secrets(key = KEY): OneTimeSecrets {
+function secrets(key = KEY): HeldCredentials {
   const logger = createLogger('info', { write: (line: string) => void logLines.push(line) });
-  return new OneTimeSecrets({ store, key, clock: () => new Date('2025-01-01T00:00:00Z'), logger });
+  return new HeldCredentials({ store, key, clock: () => new Date('2025-01-01T00:00:00Z'), logger });
 }
 
 beforeEach(async () => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
-import { OneTimeSecrets, SECRETS_COLLECTION } from '../../src/console/one-time-secrets.ts';
+import { HeldCredentials, SECRETS_COLLECTION } from '../../src/commands/held-credentials.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { ReadStore } from '../../src/ports/read-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -14,7 +14,7 @@ import { tempDir } from '../support/temp-dir.ts';
 const MAKER = '11111111-1111-4111-8111-111111111111';
 const OTHER = '22222222-2222-4222-8222-222222222222';
 const API_KEY = `key_abc.${randomBytes(32).toString('base64url')}`;
-const secret = { keyID: 'key_abc', label: 'Till 1', apiKey: API_KEY };
+const secret = { kind: 'api-key' as const, keyID: 'key_abc', label: 'Till 1', apiKey: API_KEY };
 
 let dir: ReturnType<typeof tempDir>;
 let stores: ReadStore[];
@@ -29,9 +29,9 @@ async function openStore(): Promise<ReadStore> {
   return store;
 }
 
-function secrets(store: ReadStore, key: Buffer, ttlMs?: number): OneTimeSecrets {
+function secrets(store: ReadStore, key: Buffer, ttlMs?: number): HeldCredentials {
   const logger = createLogger('info', { write: (line: string) => void logLines.push(line) });
-  return new OneTimeSecrets({ store, key, clock, logger, ...(ttlMs === undefined ? {} : { ttlMs }) });
+  return new HeldCredentials({ store, key, clock, logger, ...(ttlMs === undefined ? {} : { ttlMs }) });
 }
 
 const KEY = randomBytes(32);
@@ -114,6 +114,6 @@ describe('one-time secrets in the read store', () => {
     const one = secrets(await openStore(), KEY);
     await one.hold(MAKER, secret);
     await one.hold(MAKER, { ...secret, keyID: 'key_two', label: 'Till 2' });
-    expect((await one.take(MAKER)).map((s) => s.keyID).sort()).toEqual(['key_abc', 'key_two']);
+    expect((await one.take(MAKER)).map((s) => (s.kind === 'api-key' ? s.keyID : s.kind)).sort()).toEqual(['key_abc', 'key_two']);
   });
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveApiKey, decideOnApiKey, findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
+import { decideOnApiKey, findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
+import { approveAndCollectKey } from '../support/credentials.ts';
 import { createOperation, type OperationDeps } from '../../src/commands/operation-handlers.ts';
 import { PartyLookup } from '../../src/commands/party-lookup.ts';
 import { InFlightStates, loadState } from '../../src/commands/pipeline.ts';
@@ -165,7 +166,7 @@ describe('the consumer keeps its own checkpoint', () => {
       const maker = await findUserByEmail(quiet.backOffice, party.makerEmail);
       const checker = await findUserByEmail(quiet.backOffice, party.checkerEmail);
       const { keyID } = await requestApiKey(quiet.backOffice, maker, { label: 'quiet', permissions: 'perform-operations' }, randomUUID());
-      const { apiKey } = await approveApiKey(quiet.backOffice, checker, keyID, randomUUID());
+      const apiKey = await approveAndCollectKey(quiet.backOffice, checker, maker, keyID);
       await waitFor(() => quiet.system.directory.get(keyID)?.status === 'active');
       const pending = [await createCashIn(quiet, party.ref.id, apiKey, individual, '40.00', 'quiet 1'), await createCashIn(quiet, party.ref.id, apiKey, individual, '50.00', 'quiet 2')];
       await decideOnApiKey(quiet.backOffice, maker, keyID, { type: 'RequestApiKeyRevocation', reason: 'leaked' }, randomUUID());

@@ -2,7 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addUser, approveApiKey, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey } from '../../src/commands/back-office.ts';
+import { addUser, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey } from '../../src/commands/back-office.ts';
+import { approveAndCollectKey } from '../support/credentials.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps } from '../../src/wallet-ops.ts';
@@ -369,7 +370,7 @@ describe('authentication: the Authorization header never reaches the logs', () =
     try {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       // this system is not the harness's: its party and key are made with the same back-office commands
-      const backOffice = { store: system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
+      const backOffice = { store: system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE, credentials: system.credentials };
       const ctx = { actor: 'operator:test', correlationId: randomUUID() };
       const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: 'Logged', shortCode: '4242' }, ctx);
       const party = { type: 'distributor' as const, id: partyID };
@@ -378,7 +379,7 @@ describe('authentication: the Authorization header never reaches the logs', () =
       const maker = await findUserByEmail(backOffice, 'maker@log.test');
       const checker = await findUserByEmail(backOffice, 'checker@log.test');
       const { keyID } = await requestApiKey(backOffice, maker, { label: 'log', permissions: 'perform-operations' }, randomUUID());
-      const { apiKey } = await approveApiKey(backOffice, checker, keyID, randomUUID());
+      const apiKey = await approveAndCollectKey(backOffice, checker, maker, keyID);
       await waitFor(() => system.directory.get(keyID)?.status === 'active');
       const secret = apiKey.slice(keyID.length + 1);
       const wrong = `${keyID}.${forgedSecret()}`;

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addUser, approveApiKey, findUserByEmail, onboardParty, requestApiKey } from '../../src/commands/back-office.ts';
+import { addUser, findUserByEmail, onboardParty, requestApiKey } from '../../src/commands/back-office.ts';
+import { approveAndCollectKey } from '../support/credentials.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
@@ -101,14 +102,15 @@ describe('a forged X-Forwarded-For never passes an allow-list, under any accepte
   beforeAll(async () => {
     // One history for every configuration: a distributor with a key allowed for 10.0.0.0/8 only.
     first = await buildWalletOps(loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent' }), createLogger('silent'), undefined, ['read-api']);
-    const backOffice = { store: first.stores.eventStore, clock: () => new Date(), assetScale: 2 };
+    const backOffice = { store: first.stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: first.credentials };
     const ctx = () => ({ actor: 'operator:test', correlationId: randomUUID() });
     const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: 'Proxied', shortCode: '5150' }, ctx());
     const party = { type: 'distributor' as const, id: partyID };
     await addUser(backOffice, { party, email: 'maker@proxy.test', password: 'maker password 1', roles: ['maker'] }, ctx());
     await addUser(backOffice, { party, email: 'checker@proxy.test', password: 'checker password 1', roles: ['checker'] }, ctx());
-    const { keyID } = await requestApiKey(backOffice, await findUserByEmail(backOffice, 'maker@proxy.test'), { label: 'ten', permissions: 'read-balance', allowedIPs: '10.0.0.0/8' }, randomUUID());
-    tenKey = (await approveApiKey(backOffice, await findUserByEmail(backOffice, 'checker@proxy.test'), keyID, randomUUID())).apiKey;
+    const maker = await findUserByEmail(backOffice, 'maker@proxy.test');
+    const { keyID } = await requestApiKey(backOffice, maker, { label: 'ten', permissions: 'read-balance', allowedIPs: '10.0.0.0/8' }, randomUUID());
+    tenKey = await approveAndCollectKey(backOffice, await findUserByEmail(backOffice, 'checker@proxy.test'), maker, keyID);
     balancePath = `/api/v1/distributors/${partyID}/balance`;
   });
   afterAll(async () => {

@@ -1,20 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStores, type Stores } from '../../src/adapters/open-stores.ts';
-import { addUser, approveApiKey, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { addUser, approveApiKey, findUserByEmail, onboardParty, requestApiKey, type CredentialDeps } from '../../src/commands/back-office.ts';
+import { credentialsOn } from '../support/credentials.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../../src/projections/api-key-directory.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 describe('the API-key directory catching up', () => {
   let dir: ReturnType<typeof tempDir>;
   let stores: Stores;
-  let backOffice: BackOfficeDeps;
+  let backOffice: CredentialDeps;
   const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
 
   beforeEach(async () => {
     dir = tempDir('key-directory-');
     stores = await openStores({ dataDir: dir.path });
-    backOffice = { store: stores.eventStore, clock: () => new Date(), assetScale: 2 };
+    backOffice = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
   });
   afterEach(async () => {
     await stores.close();

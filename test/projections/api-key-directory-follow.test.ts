@@ -10,7 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { embedded, openStores, type Stores } from '../../src/adapters/open-stores.ts';
-import { addUser, approveApiKey, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { addUser, approveApiKey, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps, type CredentialDeps } from '../../src/commands/back-office.ts';
+import { credentialsOn } from '../support/credentials.ts';
 import { EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscribeOptions, type Subscription } from '../../src/ports/event-store.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from '../../src/projections/api-key-directory.ts';
 import type { ConsumerLogger, ConsumerStatus, SupervisedConsumer } from '../../src/shared/supervised-consumer.ts';
@@ -127,7 +128,7 @@ function recordingLogger(consumer: () => SupervisedConsumer | undefined) {
 }
 
 /** A party with a maker and a checker, and one approved key, made through the back-office commands. */
-async function partyWithKey(deps: BackOfficeDeps) {
+async function partyWithKey(deps: CredentialDeps) {
   const operator = { actor: 'operator:test', correlationId: randomUUID() };
   const shortCode = String(100_000 + Math.floor(Math.random() * 800_000));
   const { partyID } = await onboardParty(deps, { partyType: 'distributor', name: `distributor ${shortCode}`, shortCode }, operator);
@@ -154,7 +155,7 @@ describe('the API-key directory following the embedded store through failures', 
   let dir: ReturnType<typeof tempDir>;
   let stores: Stores;
   let faults: ReturnType<typeof withDroppableSubscriptions>;
-  let deps: BackOfficeDeps;
+  let deps: CredentialDeps;
   let following: SupervisedConsumer | undefined;
   const opened: Stores[] = [];
 
@@ -166,7 +167,7 @@ describe('the API-key directory following the embedded store through failures', 
         return faults.store;
       },
     });
-    deps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2 };
+    deps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
   });
   afterEach(async () => {
     await following?.stop();

@@ -7,13 +7,13 @@ import { createLogger } from '../../src/logger.ts';
 import { ALL_PARTS, buildWalletOps, type BuildOptions, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
   addUser,
-  approveApiKey,
   findUserByEmail,
   onboardParty,
   registerIndividual,
   requestApiKey,
-  type BackOfficeDeps,
+  type CredentialDeps,
 } from '../../src/commands/back-office.ts';
+import { approveAndCollectKey } from './credentials.ts';
 import type { KeyTermsInput } from '../../src/domain/api-key-terms.ts';
 import type { WalletRef } from '../../src/domain/events.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
@@ -28,7 +28,7 @@ export interface TestSystem {
   baseUrl: string;
   config: Config;
   system: WalletOps;
-  backOffice: BackOfficeDeps;
+  backOffice: CredentialDeps;
   /** A distributor or merchant with a maker and a checker. */
   party(type: PartyRef['type'], options?: { name?: string; shortCode?: string }): Promise<TestParty>;
   individual(phone: string, name?: string): Promise<string>;
@@ -46,7 +46,7 @@ export interface TestParty {
   name: string;
   makerEmail: string;
   checkerEmail: string;
-  /** Requests and approves a key; returns the API key as clients send it. */
+  /** The maker requests a key, the checker approves it, the maker collects it: returns the API key as clients send it. */
   key(terms?: Partial<KeyTermsInput>): Promise<{ keyID: string; apiKey: string }>;
   wallet: WalletRef;
 }
@@ -70,7 +70,7 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
-  const backOffice: BackOfficeDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE };
+  const backOffice: CredentialDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials };
   const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
 
   return {
@@ -102,7 +102,7 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
             ...terms,
           }, randomUUID());
           const checker = await findUserByEmail(backOffice, checkerEmail);
-          const { apiKey } = await approveApiKey(backOffice, checker, keyID, randomUUID());
+          const apiKey = await approveAndCollectKey(backOffice, checker, maker, keyID);
           await waitFor(() => system.directory.get(keyID)?.status === 'active');
           return { keyID, apiKey };
         },

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
 import { findUserByEmail } from '../../src/commands/back-office.ts';
-import { approveWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
+import { requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
+import { approveAndCollectEndpoint } from './credentials.ts';
 import type { WebhookEventType } from '../../src/domain/events.ts';
 import { approve, issue, waitUntilSettled, type PartsTestSystem } from './executor-system.ts';
 import { call, type TestParty, type TestSystem } from './system.ts';
@@ -31,7 +32,7 @@ export async function registerEndpoint(sys: Pick<TestSystem, 'backOffice' | 'con
   const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
   const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
   const { endpointID } = await requestWebhookEndpoint(webhookDeps(sys), maker, { url, eventTypes }, randomUUID());
-  const { secret } = await approveWebhookEndpoint(webhookDeps(sys), checker, endpointID, randomUUID());
+  const secret = await approveAndCollectEndpoint(webhookDeps(sys), checker, maker, endpointID);
   return { endpointID, secret };
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { actingUser, approveApiKey, decideOnApiKey, findUserByEmail, requestApiKey, userContext } from '../../src/commands/back-office.ts';
+import { actingUser, decideOnApiKey, findUserByEmail, requestApiKey, userContext } from '../../src/commands/back-office.ts';
+import { approveAndCollectKey } from '../support/credentials.ts';
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { runCli } from '../support/cli.ts';
@@ -32,7 +33,7 @@ beforeAll(async () => {
   const requester = await findUserByEmail(sys.backOffice, bothEmail);
   ({ keyID } = await requestApiKey(sys.backOffice, requester, { label: 'requested by both', permissions: 'read-balance,read-transactions,perform-operations' }, randomUUID()));
   const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-  ({ apiKey } = await approveApiKey(sys.backOffice, checker, keyID, randomUUID()));
+  apiKey = await approveAndCollectKey(sys.backOffice, checker, requester, keyID);
   await waitFor(() => sys.system.directory.get(keyID)?.status === 'active');
 });
 
