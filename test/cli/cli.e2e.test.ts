@@ -18,7 +18,7 @@ describe('wallet-ops CLI', () => {
   }, 120_000); // three processes, two of them hashing a password (scrypt at N = 2^17)
   afterAll(() => dir.cleanup());
 
-  it('when a key is requested and approved, then its secret is printed once and key list never shows it', async () => {
+  it('when a key is requested and approved, then the checker is shown no secret, the maker collects it once, and key list never shows it', async () => {
     const { keyID } = await runCliJson<{ keyID: string }>([
       'key', 'request', '--as', 'maker@acme.test', '--label', 'till 1',
       '--permissions', 'read-balance,read-transactions,perform-operations',
@@ -27,10 +27,22 @@ describe('wallet-ops CLI', () => {
     ]);
     expect(keyID).toMatch(/^key_/);
 
-    const approval = await runCliJson<{ keyID: string; apiKey: string }>(['key', 'approve', keyID, '--as', 'checker@acme.test', ...data]);
-    expect(approval.keyID).toBe(keyID);
-    expect(approval.apiKey.startsWith(`${keyID}.`)).toBe(true);
-    const secret = approval.apiKey.slice(keyID.length + 1);
+    const approval = await runCli(['key', 'approve', keyID, '--as', 'checker@acme.test', '--json', ...data]);
+    expect(approval.code).toBe(0);
+    expect(JSON.parse(approval.stdout)).toEqual({ keyID, state: 'active', secretHeldFor: 'maker@acme.test' });
+    expect(approval.stdout + approval.stderr).not.toContain(`${keyID}.`);
+
+    // Only the maker who asked can collect it, once: not the checker, not a second time.
+    const byChecker = await runCli(['key', 'secret', keyID, '--as', 'checker@acme.test', '--json', ...data]);
+    expect(byChecker.code).toBe(1);
+    expect(byChecker.stdout).toBe('');
+    const collected = await runCliJson<{ keyID: string; apiKey: string }>(['key', 'secret', keyID, '--as', 'maker@acme.test', ...data]);
+    expect(collected.keyID).toBe(keyID);
+    expect(collected.apiKey.startsWith(`${keyID}.`)).toBe(true);
+    const secret = collected.apiKey.slice(keyID.length + 1);
+    const twice = await runCli(['key', 'secret', keyID, '--as', 'maker@acme.test', '--json', ...data]);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toMatch(/collected once, by its owner/);
 
     const list = await runCli(['key', 'list', '--party', `distributor:${distributorID}`, '--json', ...data]);
     expect(list.code).toBe(0);

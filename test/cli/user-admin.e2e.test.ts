@@ -42,7 +42,7 @@ describe('wallet-ops user and access', { timeout: 180_000 }, () => {
     }
   });
 
-  it('when one administrator requests a checker, then they cannot approve it; the other can, and gets a one-time temporary password', async () => {
+  it('when one administrator requests a checker, then they cannot approve it; the other can, and each administrator collects one half of the temporary password', async () => {
     const { requestID } = await runCliJson<{ requestID: string }>(['user', 'request-add', '--party', party, '--email', 'checker@acme.test', '--roles', 'checker', '--reason', 'new supervisor', '--as', 'one@platform.test', ...data]);
     expect(requestID).toMatch(/^acr_[0-9a-f]{32}$/);
 
@@ -57,9 +57,16 @@ describe('wallet-ops user and access', { timeout: 180_000 }, () => {
     const pending = await runCliJson<Array<{ requestID: string; description: string; requestedByEmail: string }>>(['access', 'list', '--status', 'pending', ...data]);
     expect(pending).toEqual([expect.objectContaining({ requestID, description: 'Add checker@acme.test as checker of Acme Agents (distributor 1001)', requestedByEmail: 'one@platform.test' })]);
 
-    const approval = await runCliJson<{ status: string; temporaryPassword: string; email: string }>(['access', 'approve', requestID, '--as', 'two@platform.test', ...data]);
-    expect(approval).toMatchObject({ status: 'approved', email: 'checker@acme.test' });
-    expect(approval.temporaryPassword).toMatch(/^[2-9a-z]{4}(-[2-9a-z]{4}){3}$/);
+    const approval = await runCli(['access', 'approve', requestID, '--as', 'two@platform.test', '--json', ...data]);
+    expect(JSON.parse(approval.stdout)).toMatchObject({ status: 'approved', email: 'checker@acme.test', temporaryPasswordHalves: { first: 'one@platform.test', second: 'two@platform.test' } });
+    expect(approval.stdout).not.toMatch(/[2-9a-z]{4}-[2-9a-z]{4}/);
+    // Split knowledge: each administrator collects their own half, once; neither can collect the other's.
+    const second = await runCliJson<{ half: string; value: string; email: string }>(['access', 'password-half', requestID, '--as', 'two@platform.test', ...data]);
+    expect(second).toMatchObject({ half: 'second', email: 'checker@acme.test', value: expect.stringMatching(/^[2-9a-z]{4}-[2-9a-z]{4}$/) });
+    expect((await runCli(['access', 'password-half', requestID, '--as', 'two@platform.test', '--json', ...data])).code).toBe(1);
+    const first = await runCliJson<{ half: string; value: string }>(['access', 'password-half', requestID, '--as', 'one@platform.test', ...data]);
+    expect(first).toMatchObject({ half: 'first', value: expect.stringMatching(/^[2-9a-z]{4}-[2-9a-z]{4}$/) });
+    expect(first.value).not.toBe(second.value);
     const list = await runCliJson<{ administrators: Array<{ email: string }>; parties: Array<{ users: Array<{ email: string; roles: string[]; mustChangePassword: boolean }> }> }>(['user', 'list', ...data]);
     expect(list.administrators.map((u) => u.email)).toEqual(['one@platform.test', 'two@platform.test']);
     expect(list.parties[0]!.users).toEqual(expect.arrayContaining([expect.objectContaining({ email: 'checker@acme.test', roles: ['checker'], mustChangePassword: true })]));
@@ -87,7 +94,7 @@ describe('wallet-ops user and access', { timeout: 180_000 }, () => {
     expect(list.parties[0]!.users.find((u) => u.email === 'maker@acme.test')?.status).toBe('disabled');
   });
 
-  it('when a role is requested, then it waits for the other administrator; removing one is at once; a reset prints a temporary password to its approver', async () => {
+  it('when a role is requested, then it waits for the other administrator; removing one is at once; a reset prints no password to its approver', async () => {
     const { requestID } = await runCliJson<{ requestID: string }>(['user', 'add-role', 'checker@acme.test', '--role', 'maker', '--as', 'two@platform.test', ...data]);
     expect((await runCli(['access', 'approve', requestID, '--as', 'two@platform.test', ...data])).code).toBe(1);
     expect(await runCliJson(['access', 'approve', requestID, '--as', 'one@platform.test', ...data])).not.toHaveProperty('temporaryPassword');
@@ -99,7 +106,9 @@ describe('wallet-ops user and access', { timeout: 180_000 }, () => {
     const reset = await runCliJson<{ requestID: string }>(['user', 'reset-password', 'checker@acme.test', '--as', 'one@platform.test', ...data]);
     const human = await runCli(['access', 'approve', reset.requestID, '--as', 'two@platform.test', ...data]);
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/temporary password \(shown once; hand it to checker@acme\.test, who must change it at the next login\): [2-9a-z]{4}-/);
+    expect(human.stdout).toContain(`first half:  wallet-ops access password-half ${reset.requestID} --as one@platform.test`);
+    expect(human.stdout).toContain(`second half: wallet-ops access password-half ${reset.requestID} --as two@platform.test`);
+    expect(human.stdout).not.toMatch(/[2-9a-z]{4}-[2-9a-z]{4}/);
   });
 
   it('when the arguments are wrong, then the CLI exits 2', async () => {

@@ -19,14 +19,20 @@ describe('wallet-ops webhook', () => {
   const add = (url: string, events = 'operation.completed,payment.received', env?: Record<string, string>) =>
     runCliJson<{ endpointID: string }>(['webhook', 'add', '--as', 'maker@hooks.test', '--url', url, '--events', events, ...data], env);
 
-  it('when a maker adds and a checker approves, then the secret is printed once and list shows the endpoint active without it', async () => {
+  it('when a maker adds and a checker approves, then the checker sees no secret, the maker collects it once, and list shows the endpoint active without it', async () => {
     const { endpointID } = await add('https://shop.example/hooks');
     expect(endpointID).toMatch(/^whe_/);
     const pending = await runCliJson<Array<Record<string, unknown>>>(['webhook', 'list', '--party', party, ...data]);
     expect(pending.find((e) => e.id === endpointID)).toMatchObject({ status: 'pending', url: 'https://shop.example/hooks', eventTypes: ['operation.completed', 'payment.received'] });
 
-    const { secret } = await runCliJson<{ secret: string }>(['webhook', 'approve', endpointID, '--as', 'checker@hooks.test', ...data]);
+    const approval = await runCli(['webhook', 'approve', endpointID, '--as', 'checker@hooks.test', '--json', ...data]);
+    expect(JSON.parse(approval.stdout)).toEqual({ endpointID, status: 'active', secretHeldFor: 'maker@hooks.test' });
+    expect(approval.stdout).not.toContain('whsec_');
+    expect((await runCli(['webhook', 'secret', endpointID, '--as', 'checker@hooks.test', '--json', ...data])).code).toBe(1);
+    const { secret, endpointID: collected } = await runCliJson<{ endpointID: string; secret: string }>(['webhook', 'secret', endpointID, '--as', 'maker@hooks.test', ...data]);
+    expect(collected).toBe(endpointID);
     expect(secret).toMatch(/^whsec_/);
+    expect((await runCli(['webhook', 'secret', endpointID, '--as', 'maker@hooks.test', '--json', ...data])).code).toBe(1);
     const list = await runCli(['webhook', 'list', '--party', party, '--json', ...data]);
     expect(list.stdout).not.toContain(secret.slice(6));
     expect((JSON.parse(list.stdout) as Array<Record<string, unknown>>).find((e) => e.id === endpointID)).toMatchObject({ status: 'active', decidedBy: expect.any(String) });

@@ -266,9 +266,13 @@ suite(title, () => {
     const row = second.locator('tr[data-request-id]', { hasText: 'owner@corner.example' });
     await expect(await row.textContent()).toContain('Owner of the new shop');
     await row.getByRole('button', { name: 'Approve' }).click();
-    const temporary = await second.locator('[data-temporary-password]').inputValue();
-    expect(temporary).toMatch(/^[2-9a-z]{4}(-[2-9a-z]{4}){3}$/);
-    await shot(second, 'admin-4-temporary-password', { doc: 'temporary-password', mask: [second.locator('[data-temporary-password]')] });
+    // Split knowledge: the approver's page shows the second half, the requester's next page the first.
+    const secondHalf = await second.locator('[data-password-half="second"]').inputValue();
+    expect(secondHalf).toMatch(/^[2-9a-z]{4}-[2-9a-z]{4}$/);
+    await shot(second, 'admin-4-temporary-password', { doc: 'temporary-password', mask: [second.locator('[data-password-half]')] });
+    await admin.reload();
+    const firstHalf = await admin.locator('[data-password-half="first"]').inputValue();
+    const temporary = `${firstHalf}-${secondHalf}`;
 
     // The new user: the temporary password opens only the password page.
     const owner = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: sys.baseUrl })).newPage();

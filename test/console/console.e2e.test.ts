@@ -186,10 +186,11 @@ describe('roles are enforced on the server', () => {
     const requested = await admin.post('/console/admin/users', { partyType: 'merchant', shortCode: code, email, roles: ['maker', 'checker'] });
     expect(requested.status).toBe(303);
     const requestID = /acr_[0-9a-f]{32}/.exec((await admin.get(requested.location!)).text)![0];
-    // The user exists once a second administrator approves; the approval shows the temporary password.
+    // The user exists once a second administrator approves; each administrator's next page shows their half of the temporary password.
     const second = await as(secondAdminEmail, OTHER_PASSWORD);
     const approval = await second.post(`/console/admin/access/${requestID}/approve`);
-    const temporary = /id="temporary-password"[^>]*value="([^"]+)"/.exec(approval.text)![1]!;
+    const half = (text: string, which: string) => new RegExp(`value="([^"]+)"[^>]*data-password-half="${which}"`).exec(text)![1]!;
+    const temporary = `${half((await admin.get('/console/')).text, 'first')}-${half((await second.get(approval.location!)).text, 'second')}`;
     const shop = new ConsoleClient(sys.baseUrl);
     await shop.login(email, temporary);
     await shop.get('/console/password');

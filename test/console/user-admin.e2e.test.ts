@@ -24,7 +24,8 @@ async function as(email: string, password: string): Promise<ConsoleClient> {
 
 const newEmail = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${seq++}@test.example`;
 const requestIDIn = (text: string) => /acr_[0-9a-f]{32}/.exec(text)?.[0];
-const temporaryPasswordIn = (text: string) => /id="temporary-password"[^>]*value="([^"]+)"/.exec(text)?.[1];
+/** One administrator's half of a temporary password, as the dialog of their page shows it. */
+const halfIn = (text: string, half: 'first' | 'second') => new RegExp(`value="([^"]+)"[^>]*data-password-half="${half}"`).exec(text)?.[1];
 const sessionsOf = async (email: string) => {
   const { userID } = await findAnyUserByEmail(sys.backOffice, email);
   return sys.system.stores.readStore.find('console_sessions', { where: { userID } });
@@ -45,12 +46,19 @@ async function requestUser(admin: ConsoleClient, email: string, roles: string[],
   return file(admin, '/console/admin/users', { partyType: party.ref.type, shortCode: party.shortCode, email, roles, reason: 'new cashier' });
 }
 
-/** The second administrator approves; returns the temporary password shown to them, if the change makes one. */
-async function approve(admin: ConsoleClient, requestID: string): Promise<string | undefined> {
+/**
+ * The second administrator approves; if the change makes a temporary password, the approver's next page shows
+ * them its second half and the requester's next page the first: returns the two put together, as the user types it.
+ */
+async function approve(admin: ConsoleClient, requestID: string, requester: ConsoleClient = admin === A ? B : A): Promise<string | undefined> {
   await admin.get('/console/admin/access');
   const page = await admin.post(`/console/admin/access/${requestID}/approve`);
-  expect([200, 303], page.text).toContain(page.status);
-  return page.status === 200 ? temporaryPasswordIn(page.text) : undefined;
+  expect(page.status, page.text).toBe(303);
+  const second = halfIn((await admin.get(page.location!)).text, 'second');
+  if (!second) return undefined;
+  const first = halfIn((await requester.get('/console/admin/access')).text, 'first');
+  expect(first).toBeDefined();
+  return `${first}-${second}`;
 }
 
 /** A party user to administer (made through the operator's break-glass path: how they came is not under test here). */
@@ -131,19 +139,30 @@ describe('one administrator alone', { timeout: 120_000 }, () => {
 });
 
 describe('two administrators', { timeout: 120_000 }, () => {
-  it('when one requests a user and another approves, then the approver sees a temporary password once, which the user must change at the first login', async () => {
+  it('when one requests a user and another approves, then each sees one half of the temporary password once, neither half logs in alone, and the user must change it at the first login', async () => {
     const email = newEmail('new');
     const requestID = await requestUser(A, email, ['maker', 'checker']);
     const b = B;
     await b.get('/console/admin/access');
     const approval = await b.post(`/console/admin/access/${requestID}/approve`);
-    expect(approval.status).toBe(200);
-    expect(approval.headers.get('cache-control')).toContain('no-store');
-    const temporary = temporaryPasswordIn(approval.text)!;
-    expect(temporary).toMatch(/^[2-9a-z]{4}(-[2-9a-z]{4}){3}$/);
-    // Never again: the request is decided, and no page shows the password.
+    expect(approval.status).toBe(303);
+    const shown = await b.get(approval.location!);
+    expect(shown.headers.get('cache-control')).toContain('no-store');
+    const second = halfIn(shown.text, 'second')!;
+    expect(second).toMatch(/^[2-9a-z]{4}-[2-9a-z]{4}$/);
+    expect(halfIn(shown.text, 'first')).toBeUndefined();
+    // Never again: the request is decided, and no later page shows the half.
     expect((await b.post(`/console/admin/access/${requestID}/approve`)).status).toBe(409);
-    expect((await b.get('/console/admin/access?tab=decided')).text).not.toContain(temporary);
+    expect((await b.get('/console/admin/access?tab=decided')).text).not.toContain(second);
+    const requesterPage = (await A.get('/console/admin/access')).text;
+    const first = halfIn(requesterPage, 'first')!;
+    expect(first).toMatch(/^[2-9a-z]{4}-[2-9a-z]{4}$/);
+    expect(requesterPage).not.toContain(second);
+    expect(halfIn((await A.get('/console/admin/access')).text, 'first')).toBeUndefined();
+    // Split knowledge: neither administrator's half logs in alone.
+    expect((await new ConsoleClient(sys.baseUrl).login(email, first)).status).toBe(401);
+    expect((await new ConsoleClient(sys.baseUrl).login(email, second)).status).toBe(401);
+    const temporary = `${first}-${second}`;
 
     const user = new ConsoleClient(sys.baseUrl);
     expect((await user.login(email, temporary)).status).toBe(303);
