@@ -118,6 +118,13 @@ export interface WarningSink {
   warn(details: Record<string, unknown>, message: string): void;
 }
 
+/** How a dropped secret is named in the log: by its subject's id, never by value. */
+const NAMES: Record<Subject['kind'], { what: string; idField: string }> = {
+  'api-key': { what: 'API key secret', idField: 'keyID' },
+  'webhook-endpoint': { what: 'webhook signing secret', idField: 'endpointID' },
+  'password-half': { what: 'temporary password half', idField: 'requestID' },
+};
+
 export interface HeldCredentialsOptions {
   store: ReadStore;
   /** 32 bytes. */
@@ -201,8 +208,9 @@ export class HeldCredentials {
     if (!sealed || sealed.userID !== userID || this.expired(sealed)) return null;
     const plain = this.open(sealed, userID);
     if (plain === null) {
-      const { kind: what, id: subjectID } = sealedSubject(sealed);
-      this.logger.warn({ userID, [what === 'api-key' ? 'keyID' : what === 'webhook-endpoint' ? 'endpointID' : 'requestID']: subjectID }, `a waiting ${what} secret could not be opened (sealed under another secrets key) and was dropped`);
+      const { kind, id: subjectID } = sealedSubject(sealed);
+      const { what, idField } = NAMES[kind];
+      this.logger.warn({ userID, [idField]: subjectID }, `console: a waiting ${what} could not be opened (sealed under another secrets key) and was dropped`);
       return null;
     }
     switch (sealed.kind) {
