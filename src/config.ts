@@ -26,7 +26,7 @@ const faultLatency = (doc: string) => z.coerce.number().int().min(0).max(60_000)
  * a bad value stops the process with a message naming the variable. The README's table mirrors this.
  */
 const schema = z.object({
-  DATA_DIR: z.string().min(1).default('./data').describe('Directory of the embedded stores (event store, read models).'),
+  DATA_DIR: z.string().min(1).default('./data').describe('Directory of the embedded stores (event store, read models), owner-only: created or narrowed to 0700; one owned by another user is refused.'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000).describe('HTTP port of the API.'),
   HOST: z.string().min(1).default('127.0.0.1').describe('Address the HTTP server binds to (0.0.0.0 in containers).'),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce
