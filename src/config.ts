@@ -7,6 +7,15 @@ import { setPasswordHashCost } from './domain/passwords.ts';
 /** An empty variable (`KURRENTDB_URL=` in a shell or a compose file) counts as unset. */
 const unsetWhenEmpty = (value: unknown) => (value === '' ? undefined : value);
 
+/** More proxies than this in front of one service is a mistake, not a deployment. */
+const MAX_PROXY_HOPS = 5;
+
+/** A normalized range (parseAllowedIps) wider than /8 (IPv4) or /32 (IPv6): no proxy fleet needs that much trust. */
+function tooWideToTrust(range: string): boolean {
+  const [address = '', bits] = range.split('/');
+  return bits !== undefined && Number(bits) < (address.includes(':') ? 32 : 8);
+}
+
 /** A fault-injection share of calls, 0..1, off by default. */
 const faultRate = (doc: string) => z.coerce.number().min(0).max(1).default(0).describe(doc);
 /** A fault-injection latency bound in milliseconds, off by default. */
@@ -17,7 +26,7 @@ const faultLatency = (doc: string) => z.coerce.number().int().min(0).max(60_000)
  * a bad value stops the process with a message naming the variable. The README's table mirrors this.
  */
 const schema = z.object({
-  DATA_DIR: z.string().min(1).default('./data').describe('Directory of the embedded stores (event store, read models).'),
+  DATA_DIR: z.string().min(1).default('./data').describe('Directory of the embedded stores (event store, read models), owner-only: created or narrowed to 0700; one owned by another user is refused.'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000).describe('HTTP port of the API.'),
   HOST: z.string().min(1).default('127.0.0.1').describe('Address the HTTP server binds to (0.0.0.0 in containers).'),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce
@@ -59,15 +68,36 @@ const schema = z.object({
         });
         return z.NEVER;
       }
-      if (/^\d{1,2}$/.test(value)) return Number(value);
+      if (/^\d+$/.test(value)) {
+        const hops = Number(value);
+        if (hops <= MAX_PROXY_HOPS) return hops;
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            `a hop count above ${MAX_PROXY_HOPS} is refused: no deployment has that many proxies in front, and with more hops trusted than there are ` +
+            'proxies any client could choose its own address; give the number of proxies in front of wallet-ops (1 behind one load balancer)',
+        });
+        return z.NEVER;
+      }
+      let ranges: string[];
       try {
-        return parseAllowedIps('TRUST_PROXY', value);
+        ranges = parseAllowedIps('TRUST_PROXY', value);
       } catch {
         ctx.addIssue({ code: 'custom', message: 'use false, a hop count (the number of proxies in front of wallet-ops), or a comma-separated list of the proxies\' addresses or CIDR ranges' });
         return z.NEVER;
       }
+      // 0.0.0.0/0 or ::/0 is `true` spelt otherwise (and crashes express's compile); any very wide range nearly so.
+      const wide = ranges.find(tooWideToTrust);
+      if (wide) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${wide}" is wider than /8 (IPv4) or /32 (IPv6): it would trust nearly every address, so any client could choose its own address; list the proxies' own addresses or narrow ranges`,
+        });
+        return z.NEVER;
+      }
+      return ranges;
     })
-    .describe('Whom to believe in X-Forwarded-For: false (default: nobody), a hop count (the number of proxies in front), or the proxies\' addresses/CIDRs. true is refused.'),
+    .describe('Whom to believe in X-Forwarded-For: false (default: nobody), a hop count (the number of proxies in front, at most 5), or the proxies\' addresses/CIDRs (none wider than /8 for IPv4 or /32 for IPv6). true is refused.'),
   API_KEY_RATE_LIMIT: z.coerce.number().int().min(0).max(100_000).default(20).describe('Requests per second one API key may make, sustained, in each API process (token bucket, in memory); 0 turns the limit off.'),
   API_KEY_RATE_BURST: z.coerce.number().int().min(1).max(1_000_000).default(40).describe('Requests one API key may make at once after a quiet spell: the size of its token bucket.'),
   AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).max(100_000).default(30).describe('Failed authentications per client address (IPv6: per /64) per minute, in each API process, before further failures are answered 429; 0 turns the limit off.'),
@@ -164,7 +194,7 @@ const schema = z.object({
     .default('wallet_ops')
     .describe('MongoDB database holding the read models and their checkpoints.'),
   LOGIN_ATTEMPTS_PER_EMAIL: z.coerce.number().int().min(1).max(1000).default(5).describe('Console logins tried for one email, counted before the password is checked, before it is locked for LOGIN_LOCKOUT_MS.'),
-  LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20).describe('Failed console logins from one client address before every login from it is locked for LOGIN_LOCKOUT_MS.'),
+  LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20).describe('Failed console logins from one client address (IPv6: per /64) before every login from it is locked for LOGIN_LOCKOUT_MS.'),
   CONSOLE_WAITING_POLL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000).describe('How often an open, visible console page asks for the counts of decisions waiting for its user (the navigation badges).'),
   LOGIN_LOCKOUT_MS: z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(15 * 60_000).describe('How long console login attempts are counted, and how long a lockout lasts from the attempt that reached a limit.'),
   SECRETS_KEY: z

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
@@ -39,6 +40,62 @@ describe('SECRETS_KEY', () => {
     expect(refusal({ MONGODB_URL: 'mongodb://mongodb:27017/?replicaSet=rs0' })).toMatch(/SECRETS_KEY: required when a store is a server/);
     expect(refusal({ KURRENTDB_URL: 'kurrentdb://kurrentdb:2113?tls=false', READ_STORE: 'embedded' })).toMatch(/SECRETS_KEY: required/);
     expect(loadConfig({ MONGODB_URL: 'mongodb://mongodb:27017/?replicaSet=rs0', SECRETS_KEY: KEY.toString('base64') }).SECRETS_KEY).toEqual(KEY);
+  });
+});
+
+describe('TRUST_PROXY', () => {
+  /** Express compiles the setting when it is set: what throws here would crash the start with a stack trace. */
+  const expressTakes = (value: false | number | string[]) => express().set('trust proxy', value);
+
+  it.each(['6', '10', '99', '1000', '4294967296'])('given a hop count above 5 (%s), when loaded, then it is refused naming the variable and the limit', (value) => {
+    expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY: a hop count above 5 .*number of proxies in front/);
+  });
+
+  it('given a hop count from 0 to 5, when loaded, then it is that number', () => {
+    for (let hops = 0; hops <= 5; hops++) expect(loadConfig({ TRUST_PROXY: String(hops) }).TRUST_PROXY).toBe(hops);
+  });
+
+  it.each([
+    ['0.0.0.0/0,::/0'],
+    ['::/0'],
+    ['0.0.0.0/0'],
+    ['0.0.0.0/1, 128.0.0.0/1'],
+    ['10.0.0.0/7'],
+    ['2001::/31'],
+    ['127.0.0.1, ::/1'],
+    ['::ffff:0.0.0.0/96'],
+    ['::ffff:10.0.0.0/103'],
+  ])('given a range wider than /8 (IPv4) or /32 (IPv6) in %s, when loaded, then it is refused naming the variable and the range', (value) => {
+    expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY: ".*" is wider than \/8 \(IPv4\) or \/32 \(IPv6\)/);
+  });
+
+  it.each([
+    ['10.0.0.0/8', ['10.0.0.0/8']],
+    ['2001:db8::/32', ['2001:db8::/32']],
+    ['::ffff:10.0.0.0/104', ['10.0.0.0/8']],
+    ['::ffff:127.0.0.1, ::1', ['127.0.0.1', '::1']],
+    ['0.0.0.0/8', ['0.0.0.0/8']],
+    ['::/32', ['::/32']],
+  ])('given the narrowest allowed ranges (%s), when loaded, then they are accepted', (value, ranges) => {
+    expect(loadConfig({ TRUST_PROXY: value }).TRUST_PROXY).toEqual(ranges);
+  });
+
+  it.each(['10.1', '167837955', '0x0a000001', '010.0.0.1', 'fe80::1%eth0'])('given a proxy address in a lenient spelling (%s), when loaded, then it is refused', (value) => {
+    expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY/);
+  });
+
+  it('given any value it accepts, when express compiles it, then it does not throw', () => {
+    const accepted = ['false', '', '0', '1', '5', '127.0.0.1', '::1', '::ffff:127.0.0.1', '10.0.0.0/8', '2001:db8::/32', '::/32', '0.0.0.0/8', '::ffff:10.0.0.0/104', '192.0.2.0/24, 2001:db8:1::/48'];
+    // And random ranges of every accepted width.
+    for (let i = 0; i < 300; i++) {
+      const v4 = Array.from({ length: 4 }, () => Math.floor(Math.random() * 256)).join('.');
+      const v6 = Array.from({ length: 8 }, () => Math.floor(Math.random() * 0x10000).toString(16)).join(':');
+      accepted.push(`${v4}/${8 + (i % 25)}`, `${v6}/${32 + (i % 97)}`, `::ffff:${v4}/${104 + (i % 25)}`);
+    }
+    for (const value of accepted) {
+      const config = loadConfig({ TRUST_PROXY: value });
+      expect(() => expressTakes(config.TRUST_PROXY), value).not.toThrow();
+    }
   });
 });
 

@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
+import { ownerOnlyDataDir } from './data-dir.ts';
 import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
@@ -46,9 +46,6 @@ export interface StoreDecorators {
 
 const same = <T>(store: T) => store;
 
-/** A data directory wallet-ops creates is its owner's alone (an existing one keeps its mode; its files are 0600). */
-const OWNER_ONLY_DIRECTORY = { recursive: true, mode: 0o700 } as const;
-
 /** The embedded stores in a data directory (what benchmarks and tools that never use a server pass). */
 export interface EmbeddedOnly {
   dataDir: string;
@@ -87,7 +84,7 @@ export async function openEventStore(
     const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
     return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
   }
-  mkdirSync(selection.DATA_DIR, OWNER_ONLY_DIRECTORY);
+  ownerOnlyDataDir(selection.DATA_DIR);
   return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), commitOn: selection.EVENT_STORE_COMMITS ?? 'event-loop', ...(onGroupCommit ? { onGroupCommit } : {}) })));
 }
 
@@ -99,7 +96,7 @@ export async function openReadStore(
     const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');
     return decorate(openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE }));
   }
-  mkdirSync(selection.DATA_DIR, OWNER_ONLY_DIRECTORY);
+  ownerOnlyDataDir(selection.DATA_DIR);
   return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite') }));
 }
 
@@ -141,7 +138,7 @@ export async function openLedger(options: { dataDir: string; selection?: LedgerS
       pollingIntervalMs: selection.EVM_POLL_INTERVAL_MS,
     });
   } else {
-    mkdirSync(options.dataDir, OWNER_ONLY_DIRECTORY);
+    ownerOnlyDataDir(options.dataDir);
     ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite') });
   }
   return decorate(withSimulatedLedgerFaults(ledger, options.faults ?? {}));

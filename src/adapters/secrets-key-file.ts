@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { assertOwnedByUs, DataDirError, ownerOnlyDataDir } from './data-dir.ts';
 
 export const SECRETS_KEY_FILE = 'secrets.key';
 
@@ -11,10 +12,11 @@ export const SECRETS_KEY_FILE = 'secrets.key';
  *
  * It is written whole under a temporary name, flushed, and linked into place: a link fails when the file
  * exists, so of two processes starting at once exactly one makes the key, and no process ever reads a
- * half-written one. A key file that others can read, or that does not hold 32 bytes, stops the start.
+ * half-written one. A key file that another user owns, that others can read, or that does not hold 32 bytes
+ * stops the start (it is never narrowed in place: a key others could read is a key to replace).
  */
 export function embeddedSecretsKey(dataDir: string): Buffer {
-  mkdirSync(dataDir, { recursive: true });
+  ownerOnlyDataDir(dataDir);
   const file = join(dataDir, SECRETS_KEY_FILE);
   try {
     create(file);
@@ -42,11 +44,12 @@ function create(file: string): void {
 
 function read(file: string): Buffer {
   const stat = statSync(file);
-  if (!stat.isFile()) throw new Error(`${file} is not a file`);
+  if (!stat.isFile()) throw new DataDirError(`${file} is not a file`);
+  assertOwnedByUs(file, stat, 'the secrets key file');
   if ((stat.mode & 0o077) !== 0) {
-    throw new Error(`${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}); it must be owner-only: chmod 600 ${file}`);
+    throw new DataDirError(`${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}); it must be owner-only: chmod 600 ${file}`);
   }
   const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
-  if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key in base64`);
+  if (key.length !== 32) throw new DataDirError(`${file} does not hold a 32-byte key in base64`);
   return key;
 }

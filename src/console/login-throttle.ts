@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { addressBucket } from '../domain/ip-address.ts';
 import type { CollectionDefinition, Counter, ReadStore } from '../ports/read-store.ts';
 
 /**
@@ -12,6 +13,7 @@ import type { CollectionDefinition, Counter, ReadStore } from '../ports/read-sto
  * the lockout, which lasts `lockoutMs` from then. A successful login clears the email's count and gives the
  * address its attempt back (an office behind one address is charged for failures, not for its logins).
  * Counters are keyed by the SHA-256 of the email or address, so the store holds no list of guessed emails.
+ * An address is counted as the API counts it (src/domain/ip-address.ts): IPv6 by its /64.
  */
 export const LOGIN_ATTEMPTS_COLLECTION: CollectionDefinition = { name: 'console_login_attempts', indexes: [['expiresAt']] };
 
@@ -30,7 +32,9 @@ export type Admission =
 
 type Subject = 'email' | 'address';
 
-const counterID = (subject: Subject, value: string) => `${subject}:${createHash('sha256').update(value).digest('hex')}`;
+// An address is counted by its bucket (IPv6 by its /64), exactly as the API's failed-authentication limit counts it.
+const counterID = (subject: Subject, value: string) =>
+  `${subject}:${createHash('sha256').update(subject === 'address' ? addressBucket(value) : value).digest('hex')}`;
 
 export class LoginThrottle {
   constructor(

@@ -1,24 +1,19 @@
 import ipaddr from 'ipaddr.js';
+import { clientAddress, parseIpAddress, unmapped, type IpAddress } from './ip-address.ts';
 import { invalidInput } from './errors.ts';
 
 /**
  * An allow-list entry is an IPv4 or IPv6 address or CIDR range. IPv4-mapped IPv6 forms (::ffff:10.0.0.1)
  * are folded to IPv4 both here and when matching, so one entry covers both spellings of an address.
+ * Entries and client addresses alike are read strictly (src/domain/ip-address.ts): an allow-list must never
+ * mean another address than the one its maker wrote, and `10.1` or `167837955` from a proxy is no client.
  */
-type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
+type Range = [IpAddress, number];
 
-function toCanonical(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
-  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()
-    ? (address as ipaddr.IPv6).toIPv4Address()
-    : address;
-}
-
-// IPv4 only as four dotted decimals: ipaddr.js also reads "010.0.0.1" as octal and "10.1" as 10.0.0.1, and
-// an allow-list must never mean another address than the one its maker wrote.
-function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 {
-  if (text.includes(':')) return ipaddr.IPv6.parse(text);
-  if (!ipaddr.IPv4.isValidFourPartDecimal(text)) throw new Error(`not a dotted-quad IPv4 address: ${text}`);
-  return ipaddr.IPv4.parse(text);
+function parseAddress(text: string): IpAddress {
+  const address = parseIpAddress(text);
+  if (!address) throw new Error(`not an IP address: ${text}`);
+  return address;
 }
 
 function parseEntry(entry: string): Range {
@@ -28,7 +23,7 @@ function parseEntry(entry: string): Range {
   if (rest.length > 0 || (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText))) throw new Error(`bad prefix: ${entry}`);
   const bits = bitsText === undefined ? full : Number(bitsText);
   if (bits > full) throw new Error(`prefix too long: ${entry}`);
-  const canonical = toCanonical(address);
+  const canonical = unmapped(address);
   // ::ffff:10.0.0.0/104 is 10.0.0.0/8 once folded; a mapped range wider than the IPv4 space is refused.
   const prefix = canonical.kind() !== address.kind() ? bits - 96 : bits;
   if (prefix < 0) throw new Error(`mapped range wider than IPv4: ${entry}`);
@@ -54,18 +49,24 @@ export function parseAllowedIps(field: string, input: string | string[]): string
       // A range is stored by its network address, so that one range has one spelling.
       return range[1] === full ? range[0].toString() : `${networkAddress(range)}/${range[1]}`;
     } catch {
-      throw invalidInput(field, `${field}: "${entry.slice(0, 60)}" is not an IP address or CIDR range`);
+      throw invalidInput(field, `${field}: "${entry.slice(0, 60)}" is not an IP address or CIDR range (IPv4 as four decimal numbers 0-255 such as 10.0.0.0/8, IPv6 such as 2001:db8::/32)`);
     }
   });
 }
 
-/** A compiled allow-list: an empty list allows every address. */
+/** A compiled allow-list: an empty list allows every address; a client address not strictly an address, none. */
 export function compileAllowList(entries: string[]): (ip: string) => boolean {
   if (entries.length === 0) return () => true;
-  const ranges = entries.map(parseEntry);
+  // An entry stored before entries were read strictly and no longer readable allows nothing (fails closed).
+  const ranges = entries.flatMap((entry) => {
+    try {
+      return [parseEntry(entry)];
+    } catch {
+      return [];
+    }
+  });
   return (ip) => {
-    if (!ipaddr.isValid(ip)) return false;
-    const address = toCanonical(ipaddr.parse(ip));
-    return ranges.some(([range, bits]) => range.kind() === address.kind() && address.match(range, bits));
+    const address = clientAddress(ip);
+    return address !== null && ranges.some(([range, bits]) => range.kind() === address.kind() && address.match(range, bits));
   };
 }

@@ -1,10 +1,11 @@
-import ipaddr from 'ipaddr.js';
+import { addressBucket } from '../domain/ip-address.ts';
 
 /**
  * Rate limits of the API, as token buckets in this process's memory: one per API key (every authenticated
- * request takes a token), and one per client address for failed authentications. A bucket holds at most
- * `burst` tokens and refills at `quota / windowSeconds` tokens a second; a request finding less than one
- * token is refused until one has dripped back.
+ * request takes a token), and one per client address for failed authentications (IPv6 by its /64: addressBucket,
+ * shared with the console's login limit). A bucket holds at most `burst` tokens and refills at
+ * `quota / windowSeconds` tokens a second; a request finding less than one token is refused until one has
+ * dripped back.
  *
  * Per process: each API process keeps its own buckets and forgets them at a restart, so a key spread over N
  * processes by a load balancer gets up to N times the rate (docs/operations.md, "Rate limits").
@@ -116,17 +117,4 @@ export class ApiRateLimits {
     const verdict = this.failedAuthentications.take(addressBucket(address), this.clock().getTime());
     return { verdict, headers: this.failedAuthentications.headers(verdict) };
   }
-}
-
-/**
- * The bucket of a client address: IPv4 (also written IPv4-mapped) as is, IPv6 by its /64, the block one
- * subscriber usually gets: counting each of its 2^64 addresses apart would be no limit at all.
- */
-export function addressBucket(address: string): string {
-  if (!ipaddr.isValid(address)) return address;
-  const parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv4') return parsed.toString();
-  const v6 = parsed as ipaddr.IPv6;
-  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
-  return `${ipaddr.IPv6.networkAddressFromCIDR(`${v6.toString()}/64`).toString()}/64`;
 }

@@ -139,3 +139,24 @@ describe('limits from the configuration', () => {
     }
   }, 60_000);
 });
+
+describe('the per-address limit behind a proxy', () => {
+  it('given 40 addresses of one IPv6 /64, when each tries a wrong password, then they share one count (as the API counts them) and get 429 once the per-address limit is reached', async () => {
+    const proxied = await startTestSystem({ TRUST_PROXY: '1', LOGIN_ATTEMPTS_PER_ADDRESS: '20', LOGIN_LOCKOUT_MS: '60000' });
+    try {
+      const statuses: number[] = [];
+      for (let i = 1; i <= 40; i++) {
+        // A different email each time, so that only the address can be what locks.
+        const client = new ConsoleClient(proxied.baseUrl, { headers: { 'x-forwarded-for': `2001:db8:7:8::${i.toString(16)}` } });
+        statuses.push((await client.login(`nobody-${i}@test.example`, 'wrong password')).status);
+      }
+      expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
+      expect(statuses.slice(20)).toEqual(Array(20).fill(429));
+      // Another /64 has its own count.
+      const elsewhere = new ConsoleClient(proxied.baseUrl, { headers: { 'x-forwarded-for': '2001:db8:7:9::1' } });
+      expect((await elsewhere.login('nobody-41@test.example', 'wrong password')).status).toBe(401);
+    } finally {
+      await proxied.close();
+    }
+  }, 120_000);
+});

@@ -65,6 +65,10 @@ describe('parseAllowedIps', () => {
     ['a hexadecimal octet', '0x7f.0.0.1'],
     ['a two-part shorthand (read as 10.0.0.1)', '10.1'],
     ['a three-part shorthand', '10.0.1'],
+    ['a hexadecimal number', '0x0a010203'],
+    ['an IPv4-mapped address with an octet with a leading zero', '::ffff:010.0.0.1'],
+    ['an IPv4-mapped address with a hexadecimal octet', '::ffff:0x0a.0.0.1'],
+    ['an IPv6 address with a zone', 'fe80::1%eth0'],
   ])('when an entry is %s rather than a dotted quad, then it is refused instead of being silently reinterpreted', (_label, entry) => {
     expect(() => parseAllowedIps('allowedIPs', entry)).toThrow(refusedNaming('allowedIPs'));
   });
@@ -181,6 +185,24 @@ describe('compileAllowList', () => {
 
   it.each(['not an ip', '', '10.0.0.256', '10.0.0.0/8', 'fe80::zz'])('when the client address "%s" is not a valid address, then it is refused', (ip) => {
     expect(compileAllowList(['0.0.0.0/0', '::/0'])(ip)).toBe(false);
+  });
+
+  it.each([
+    ['a two-part shorthand (10.0.0.1 to ipaddr.js)', '10.1'],
+    ['a three-part shorthand', '10.1.3'],
+    ['a bare 32-bit number (10.1.2.3)', '167837955'],
+    ['a hexadecimal number (10.1.2.3)', '0x0a010203'],
+    ['a hexadecimal octet', '0x0a.1.2.3'],
+    ['an octet with a leading zero', '010.1.2.3'],
+    ['an IPv4-mapped address with an octet with a leading zero', '::ffff:010.1.2.3'],
+    ['an IPv6 address with a zone', '2001:db8::1%eth0'],
+  ])('when the client address is %s, not a canonical spelling, then it matches no entry', (_label, ip) => {
+    expect(compileAllowList(['10.0.0.0/8', '0.0.0.0/0', '::/0', '2001:db8::1'])(ip)).toBe(false);
+  });
+
+  it('when the client address is IPv6 with an embedded dotted quad, then it is the IPv4 address it carries', () => {
+    expect(compileAllowList(['10.0.0.0/8'])('::ffff:10.1.2.3')).toBe(true);
+    expect(compileAllowList(['10.0.0.0/8'])('::FFFF:a01:203')).toBe(true);
   });
 
   it('when the client address is IPv6, then it does not match an IPv4 range, even the whole IPv4 space', () => {
