@@ -87,7 +87,7 @@ const schema = z.object({
         return z.NEVER;
       }
     })
-    .describe('Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; default none.'),
+    .describe('Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; the percentage is rounded up to the asset\'s unit; default none.'),
   LEDGER: z
     .enum(['embedded', 'evm'])
     .default('embedded')
