@@ -117,7 +117,7 @@ const schema = z.object({
         return z.NEVER;
       }
     })
-    .describe('Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; default none.'),
+    .describe('Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; the percentage is rounded up to the asset\'s unit; default none.'),
   LEDGER: z
     .enum(['embedded', 'evm'])
     .default('embedded')
@@ -152,6 +152,13 @@ const schema = z.object({
     .max(3_600_000)
     .default(30_000)
     .describe('How often the executor’s reconciliation sweep looks for approved operations that no executor holds and carries them out.'),
+  KEY_EXPIRY_SWEEP_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(3_600_000)
+    .default(60_000)
+    .describe('How often the key-revocation consumer (with the executor) rejects the pending operations of API keys that have expired, releasing their holds.'),
   CONSUMER_UNHEALTHY_AFTER_MS: z.coerce
     .number()
     .int()

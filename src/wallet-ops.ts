@@ -161,8 +161,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     executor.start();
     watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
   }
-  // Rejects the pending operations of revoked keys (src/executor/key-revocation.ts); runs with the executor.
-  const keyRevocations = new KeyRevocations({ eventStore: stores.eventStore, readStore: stores.readStore, clock, assetScale: config.ASSET_SCALE, logger });
+  // Rejects the pending operations of revoked and expired keys (src/executor/key-revocation.ts); runs with the executor.
+  const keyRevocations = new KeyRevocations({ eventStore: stores.eventStore, readStore: stores.readStore, clock, assetScale: config.ASSET_SCALE, logger, expirySweepEveryMs: config.KEY_EXPIRY_SWEEP_INTERVAL_MS });
   if (parts.includes('executor')) {
     keyRevocations.start();
     watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });

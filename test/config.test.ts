@@ -111,6 +111,14 @@ describe('login limits', () => {
   });
 });
 
+describe('KEY_EXPIRY_SWEEP_INTERVAL_MS', () => {
+  it('given nothing, when loaded, then the expired-key sweep runs every minute; given a value, then that; under 100 ms, then it is refused', () => {
+    expect(loadConfig({})).toMatchObject({ KEY_EXPIRY_SWEEP_INTERVAL_MS: 60_000 });
+    expect(loadConfig({ KEY_EXPIRY_SWEEP_INTERVAL_MS: '5000' })).toMatchObject({ KEY_EXPIRY_SWEEP_INTERVAL_MS: 5000 });
+    expect(refusal({ KEY_EXPIRY_SWEEP_INTERVAL_MS: '99' })).toMatch(/KEY_EXPIRY_SWEEP_INTERVAL_MS/);
+  });
+});
+
 describe('WEBHOOK_ALLOW_INSECURE_LOCALHOST', () => {
   it('given nothing, when loaded, then http webhook endpoints are not allowed; given true, they are on the loopback host', () => {
     expect(loadConfig({}).WEBHOOK_ALLOW_INSECURE_LOCALHOST).toBe(false);

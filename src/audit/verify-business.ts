@@ -8,8 +8,11 @@ import { AccessChecker, type UserInfo } from './verify-access.ts';
 
 type OpStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
 const CHANNEL_TYPES = new Set(['issue', 'individual-payment']);
-/** Who rejects the pending operations of a revoked key (src/commands/operations.ts KEY_REVOCATION_ACTOR). */
+/** Who rejects the pending operations of a revoked or expired key (src/commands/operations.ts KEY_REVOCATION_ACTOR). */
 const KEY_REVOCATION_ACTOR = 'system:key-revocation';
+
+/** Whether the key had expired at that time, as src/commands/api-keys.ts isExpired judges it. */
+const expiredAt = (key: { expiresAt: string | null } | undefined, at: string) => key?.expiresAt != null && Date.parse(at) >= Date.parse(key.expiresAt);
 
 export interface OpState {
   status: OpStatus;
@@ -277,14 +280,19 @@ export class BusinessChecker {
         if (op.channel) {
           if (by !== op.requester) this.problem('maker-checker', event, `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ${op.requester}`, operationID);
         } else if (event.type === 'OperationRejected' && by === KEY_REVOCATION_ACTOR) {
-          // The system rejects only the pending operations of a key already revoked.
-          if (key?.status !== 'revoked') this.problem('maker-checker', event, `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked`, operationID);
+          // The system rejects only the pending operations of a key already revoked, or expired at the rejection.
+          const at = String(data.rejectedAt);
+          if (key?.status !== 'revoked' && !expiredAt(key, at)) this.problem('maker-checker', event, `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`, operationID);
         } else {
           const requesterUser = op.requester.startsWith('user:') ? op.requester.slice(5) : null;
           this.checker(event, by, op.party, requesterUser, () => `${event.type === 'OperationApproved' ? 'approval' : 'rejection'} of operation ${operationID}`, operationID);
           // Segregation of duties: whoever requested the key saw its secret, so could have made the operation.
           if (event.type === 'OperationApproved' && key && by === key.requestedBy) {
             this.problem('maker-checker', event, `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that created it`, operationID);
+          }
+          // An expired key's operations may no longer be approved (KEY_EXPIRED), only rejected.
+          if (event.type === 'OperationApproved' && expiredAt(key, String(data.approvedAt))) {
+            this.problem('maker-checker', event, `approval of operation ${operationID} at ${String(data.approvedAt)}, after its API key ${op.keyID} expired (${key!.expiresAt})`, operationID);
           }
         }
         op.status = event.type === 'OperationApproved' ? 'approved' : 'rejected';

@@ -224,3 +224,13 @@ export async function rejectOperationOfRevokedKey(deps: DecisionDeps, operationI
   return decideWithKey(deps, operationID, { type: 'RejectOperationOfRevokedKey', data: { operationID, now: deps.clock().toISOString() } }, context);
 }
 
+
+/**
+ * The key-revocation consumer's sweep: rejects the operation, releasing what it holds, if it is still pending
+ * and its key (not revoked) has expired at the decision's time (both read in the decision); otherwise changes
+ * nothing. Two sweeps of the same operation reject it once: the second decision finds it rejected.
+ */
+export async function rejectOperationOfExpiredKey(deps: DecisionDeps, operationID: string, context: CommandContext): Promise<{ operationID: string; state: string }> {
+  checkOperationID(operationID);
+  return decideWithKey(deps, operationID, { type: 'RejectOperationOfExpiredKey', data: { operationID, now: deps.clock().toISOString() } }, context);
+}

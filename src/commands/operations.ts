@@ -4,7 +4,7 @@ import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
-import type { ActingUser, ApiKeyState } from './api-keys.ts';
+import { effectiveStatus, type ActingUser, type ApiKeyState } from './api-keys.ts';
 import { assertNever } from './decider.ts';
 import type { Decision, StreamWrite } from './pipeline.ts';
 
@@ -14,8 +14,9 @@ import type { Decision, StreamWrite } from './pipeline.ts';
  *
  * Segregation of duties: the checker who approves is never the person who could have created the operation,
  * i.e. the user who requested the API key that created it (the only person who has seen its secret) or,
- * through another channel, the user who requested the operation. And an operation whose key has been revoked
- * is never approved: the key-revocation consumer rejects it (RejectOperationOfRevokedKey).
+ * through another channel, the user who requested the operation. And an operation whose key has been revoked,
+ * or has expired by the time of the decision, is never approved: the key-revocation consumer rejects it
+ * (RejectOperationOfRevokedKey, and RejectOperationOfExpiredKey from its periodic sweep).
  */
 export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
 
@@ -67,15 +68,18 @@ function requestingUser(metadata: EventMetadata | undefined): string | null {
   return typeof actor === 'string' && actor.startsWith('user:') ? actor.slice('user:'.length) : null;
 }
 
-/** Who rejects, and why, the pending operations of a revoked key. */
+/** Who rejects, and why, the pending operations of a revoked or an expired key. */
 export const KEY_REVOCATION_ACTOR = 'system:key-revocation';
 export const KEY_REVOKED_REASON = 'API key revoked';
+export const KEY_EXPIRED_REASON = 'API key expired';
 
 export type OperationDecision =
   | { type: 'ApproveOperation'; data: { operationID: string; by: ActingUser; now: string } }
   | { type: 'RejectOperation'; data: { operationID: string; by: ActingUser; reason: string; now: string } }
   /** The key-revocation consumer's: rejects the operation if it is pending and its key revoked, else does nothing. */
-  | { type: 'RejectOperationOfRevokedKey'; data: { operationID: string; now: string } };
+  | { type: 'RejectOperationOfRevokedKey'; data: { operationID: string; now: string } }
+  /** The key-revocation consumer's sweep: rejects the operation if it is pending and its key (not revoked) expired by `now`, else does nothing. */
+  | { type: 'RejectOperationOfExpiredKey'; data: { operationID: string; now: string } };
 
 /**
  * What a decision on an operation reads, in the same decision: the operation's stream, and the stream of the
@@ -123,9 +127,9 @@ function keyOf(operation: OperationRequested['data'], key: ApiKeyState): Exclude
 /**
  * Approval needs a checker independent of whoever could have created the operation, and a key still standing.
  * Both facts are read in the decision itself (the key's requester never changes; its revocation is read from
- * its stream), not from a read model that may lag.
+ * its stream, its expiry judged at the decision's time), not from a read model that may lag.
  */
-function requireApprovable(states: OperationDecisionStates, by: ActingUser, operationID: string): void {
+function requireApprovable(states: OperationDecisionStates, by: ActingUser, operationID: string, now: string): void {
   const { operation: state } = states;
   if (state.status === 'none') return;
   const key = keyOf(state.operation, states.key);
@@ -138,6 +142,33 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   if (key?.status === 'revoked') {
     throw new DomainError('WRONG_STATE', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`);
   }
+  // An expired key's operations are as dead as a revoked key's: nobody may vouch for its use any longer.
+  if (key && effectiveStatus(key, now) === 'expired') {
+    throw new DomainError('KEY_EXPIRED', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ${key.expiresAt}, so the operation is being rejected`);
+  }
+}
+
+/** The consumer's rejection: what it was, pure; nothing to write unless the operation is pending and `applies` to its key. */
+function rejectForKey(
+  states: OperationDecisionStates,
+  operationID: string,
+  now: string,
+  reason: string,
+  applies: (key: Exclude<ApiKeyState, { status: 'none' }>) => boolean,
+  assetScale: number,
+): Decision<{ operationID: string; state: OperationStatus | 'none' }> {
+  const { operation: state } = states;
+  // Idempotent: an operation already decided, or whose key stands, is left as it is (no writes).
+  if (state.status !== 'pending') return { writes: [], result: { operationID, state: state.status } };
+  const key = keyOf(state.operation, states.key);
+  if (!key || !applies(key)) return { writes: [], result: { operationID, state: state.status } };
+  return {
+    writes: [
+      { stream: streams.operation(operationID), events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: KEY_REVOCATION_ACTOR, reason, rejectedAt: now } }] },
+      ...releaseWrites(state.operation, 'rejected', assetScale),
+    ],
+    result: { operationID, state: 'rejected' },
+  };
 }
 
 /** A checker's decision, pure: the events for the operation stream and, for a rejection, the releases. */
@@ -152,7 +183,7 @@ export function decideOnOperation(
   switch (command.type) {
     case 'ApproveOperation': {
       requireCheckerOf(state, command, 'approve');
-      requireApprovable(states, command.data.by, operationID);
+      requireApprovable(states, command.data.by, operationID, now);
       return {
         writes: [{ stream, events: [{ type: 'OperationApproved', data: { operationID, approvedBy: command.data.by.userID, approvedAt: now } }] }],
         result: { operationID, state: 'approved' },
@@ -169,19 +200,11 @@ export function decideOnOperation(
         result: { operationID, state: 'rejected' },
       };
     }
-    case 'RejectOperationOfRevokedKey': {
-      // Idempotent: an operation already decided, or whose key stands, is left as it is (no writes).
-      if (state.status !== 'pending') return { writes: [], result: { operationID, state: state.status } };
-      const key = keyOf(state.operation, states.key);
-      if (key?.status !== 'revoked') return { writes: [], result: { operationID, state: state.status } };
-      return {
-        writes: [
-          { stream, events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: KEY_REVOCATION_ACTOR, reason: KEY_REVOKED_REASON, rejectedAt: now } }] },
-          ...releaseWrites(state.operation, 'rejected', assetScale),
-        ],
-        result: { operationID, state: 'rejected' },
-      };
-    }
+    case 'RejectOperationOfRevokedKey':
+      return rejectForKey(states, operationID, now, KEY_REVOKED_REASON, (key) => key.status === 'revoked', assetScale);
+    case 'RejectOperationOfExpiredKey':
+      // A revoked key's operations are the revocation's to reject, with its reason.
+      return rejectForKey(states, operationID, now, KEY_EXPIRED_REASON, (key) => effectiveStatus(key, now) === 'expired', assetScale);
     default:
       return assertNever(command);
   }

@@ -8,6 +8,7 @@ import { streams } from '../domain/streams.ts';
 import { operationState } from '../commands/operations.ts';
 import { loadState, runDecision, type CommandPipelineDeps } from '../commands/pipeline.ts';
 import type { Logger } from '../logger.ts';
+import { FailureStreak } from './failure-streak.ts';
 import { describeError, SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
 import { claimEvent, completionWrites, failureWrites, legsOf, nextStep, type WorkflowSettings } from './workflow.ts';
@@ -371,29 +372,5 @@ export class Executor {
 
   private metadata(operationID: string) {
     return { actor: `system:executor:${this.settings.executorID}`, correlationId: operationID };
-  }
-}
-
-/**
- * A periodic task's failures, logged once per streak (the first failure with its cause, then the recovery),
- * so that a store outage does not write five lines a second. The task's rejection never escapes.
- */
-class FailureStreak {
-  private failures = 0;
-
-  constructor(
-    private readonly logger: Logger,
-    private readonly failed: string,
-    private readonly recovered: string,
-  ) {}
-
-  async track(task: Promise<unknown>): Promise<void> {
-    try {
-      await task;
-      if (this.failures > 0) this.logger.info({ failures: this.failures }, this.recovered);
-      this.failures = 0;
-    } catch (error) {
-      if (this.failures++ === 0) this.logger.warn({ err: error }, this.failed);
-    }
   }
 }

@@ -4,15 +4,19 @@ import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import type { ApiKeyRevoked, OperationRequested } from '../domain/events.ts';
 import { streams } from '../domain/streams.ts';
-import { apiKeyDecider } from '../commands/api-keys.ts';
-import { rejectOperationOfRevokedKey } from '../commands/operation-handlers.ts';
-import { KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON } from '../commands/operations.ts';
+import { apiKeyDecider, effectiveStatus } from '../commands/api-keys.ts';
+import { rejectOperationOfExpiredKey, rejectOperationOfRevokedKey } from '../commands/operation-handlers.ts';
+import { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON } from '../commands/operations.ts';
 import { loadState, StateCache, type CommandContext } from '../commands/pipeline.ts';
-import { PENDING_OPERATIONS_PROJECTION, pendingOperationsOfKey } from '../projections/pending-operations.ts';
+import { PENDING_OPERATIONS_PROJECTION, pendingOperationsAfter, pendingOperationsOfKey } from '../projections/pending-operations.ts';
+import { FailureStreak } from './failure-streak.ts';
 import type { Logger } from '../logger.ts';
 import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 
-export { KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON };
+export { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON };
+
+/** Pending operations read per page by the expiry sweep. */
+const SWEEP_PAGE = 500;
 
 /** The consumer's own checkpoint in the read store: every event at or below it has been handled. */
 export const KEY_REVOCATION_CHECKPOINT = 'key-revocations';
@@ -50,6 +54,8 @@ export interface KeyRevocationOptions {
   readModelStallMs?: number;
   /** While only operations are requested, the checkpoint is saved at most this often (a replay is harmless). Default 1 s. */
   checkpointEveryMs?: number;
+  /** How often the sweep looks for pending operations of keys that have expired (KEY_EXPIRY_SWEEP_INTERVAL_MS). Default 60 s. */
+  expirySweepEveryMs?: number;
   supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
 }
 
@@ -65,23 +71,36 @@ export interface KeyRevocationOptions {
  *  - an operation requested after it (with a key directory that had not heard yet) is seen as an
  *    OperationRequested whose key's stream, read on the write side, says revoked;
  *  - and the approval decision itself refuses an operation whose key is revoked, whatever this consumer does.
+ *
+ * A key also ends when it expires, which no event marks: every `expirySweepEveryMs` a sweep reads the pending
+ * operations and rejects, with the reason "API key expired", those whose key (read on the write side) has
+ * expired, releasing what they held the same way. The approval decision refuses them meanwhile (KEY_EXPIRED).
+ * Several processes may sweep at once: each rejection is a decision on the operation's stream at its revision,
+ * so an operation is rejected (and its hold released) once, and the other sweeps find it decided.
  */
 export class KeyRevocations {
   readonly consumer: SupervisedConsumer;
   private readonly deps: { store: EventStore; cache: StateCache; clock: () => Date; assetScale: number };
   private position: number | null = null;
   private lastSavedAt = 0;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<number> | null = null;
+  private readonly sweeps: FailureStreak;
 
   constructor(private readonly options: KeyRevocationOptions) {
     this.deps = { store: options.eventStore, cache: new StateCache(), clock: options.clock, assetScale: options.assetScale };
     this.consumer = new SupervisedConsumer({ name: 'key-revocations', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+    this.sweeps = new FailureStreak(options.logger, 'expired-key sweep failed; retrying at the next one', 'expired-key sweep works again');
   }
 
   start(): void {
     this.consumer.start();
+    this.sweepTimer = setInterval(() => void this.sweeps.track(this.sweepExpired()), this.options.expirySweepEveryMs ?? 60_000);
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    await this.sweeping?.catch(() => undefined);
     await this.consumer.stop();
     await this.saveCheckpoint().catch((error: unknown) => this.options.logger.warn({ err: error }, 'key-revocations checkpoint not saved at stop'));
   }
@@ -146,6 +165,47 @@ export class KeyRevocations {
   private async reject(operationID: string, cause: RecordedEvent): Promise<boolean> {
     const context: CommandContext = { actor: KEY_REVOCATION_ACTOR, correlationId: randomUUID(), causationId: cause.id };
     const result = await rejectOperationOfRevokedKey(this.deps, operationID, context);
+    return result.state === 'rejected';
+  }
+
+  /**
+   * Rejects the pending operations of every key that has expired by now (a key is read once per sweep); the
+   * number it saw rejected (one another process rejected at the same moment may count too). One sweep at a time
+   * in this process; a sweep already running is awaited.
+   */
+  sweepExpired(): Promise<number> {
+    this.sweeping ??= this.sweepExpiredOnce().finally(() => {
+      this.sweeping = null;
+    });
+    return this.sweeping;
+  }
+
+  private async sweepExpiredOnce(): Promise<number> {
+    const now = this.options.clock().toISOString();
+    const expired = new Map<string, boolean>();
+    let rejected = 0;
+    for (let after = 0; ; ) {
+      const page = await pendingOperationsAfter(this.options.readStore, after, SWEEP_PAGE);
+      for (const doc of page) {
+        let keyExpired = expired.get(doc.keyID);
+        if (keyExpired === undefined) {
+          const { state } = await loadState(this.deps, streams.apiKey(doc.keyID), apiKeyDecider);
+          // A revoked key's operations are the revocation's to reject.
+          keyExpired = state.status !== 'none' && state.status !== 'revoked' && effectiveStatus(state, now) === 'expired';
+          expired.set(doc.keyID, keyExpired);
+        }
+        if (keyExpired && (await this.rejectExpired(doc.id))) rejected += 1;
+      }
+      if (page.length < SWEEP_PAGE) break;
+      after = page[page.length - 1]!.requestPosition;
+    }
+    if (rejected > 0) this.options.logger.info({ operations: rejected, keys: [...expired].filter(([, yes]) => yes).map(([keyID]) => keyID) }, 'pending operations of expired API keys rejected');
+    return rejected;
+  }
+
+  private async rejectExpired(operationID: string): Promise<boolean> {
+    const context: CommandContext = { actor: KEY_REVOCATION_ACTOR, correlationId: randomUUID() };
+    const result = await rejectOperationOfExpiredKey(this.deps, operationID, context);
     return result.state === 'rejected';
   }
 

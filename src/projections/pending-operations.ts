@@ -5,7 +5,7 @@ import type { ProjectedEvent, Projection } from './projection.ts';
 /**
  * Operations created with an API key that no checker has decided on yet, one document each, removed when the
  * operation is approved or rejected. The key-revocation consumer reads it to find a revoked key's pending
- * operations without replaying the history.
+ * operations without replaying the history, and, on its periodic sweep, those of keys that have expired.
  *
  * `ApiKeyRevoked` is among its event types although it changes no document: the projection's checkpoint then
  * passes every revocation, so a reader that sees the checkpoint at or past a revocation knows that every
@@ -56,4 +56,9 @@ export function pendingOperationsProjection(): Projection<PendingOperationDoc> {
  */
 export function pendingOperationsOfKey(readStore: ReadStore, keyID: string): Promise<PendingOperationDoc[]> {
   return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID }, sort: [['requestPosition', 'asc']] }); // unique: one request per position
+}
+
+/** A page of every pending operation, in request order, after `afterPosition` (keyset paging: decisions may remove documents meanwhile). */
+export function pendingOperationsAfter(readStore: ReadStore, afterPosition: number, limit: number): Promise<PendingOperationDoc[]> {
+  return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, { range: { requestPosition: { gt: afterPosition } }, sort: [['requestPosition', 'asc']], limit });
 }

@@ -108,23 +108,43 @@ export async function nextDelivery(readStore: ReadStore, endpointID: string): Pr
   return head ?? null;
 }
 
-/** An endpoint's deliveries, newest event first, a page at a time. */
+/** The categories an attempt's error is recorded as (src/webhooks/sender.ts); anything else was recorded before them. */
+const ERROR_CATEGORY = /^(HTTP \d{3}|redirect \(\d{3}\) not followed|timed out|connection failed|TLS handshake failed|host not found|refused: address not allowed|invalid URL|not sent: signing secret unavailable)$/;
+
+/**
+ * An attempt's error as makers may see it: its category. Attempts recorded by earlier versions hold the
+ * system's message (resolved addresses, "connect ECONNREFUSED 10.0.0.5:8080"), shown as their category.
+ */
+export function makerError(error: string | null): string | null {
+  if (error === null || ERROR_CATEGORY.test(error)) return error;
+  if (error.startsWith('timed out')) return 'timed out';
+  if (error.startsWith('DNS:') || error.includes('does not resolve')) return 'host not found';
+  if (error.includes('resolves to')) return 'refused: address not allowed';
+  if (error.includes('signing secret')) return 'not sent: signing secret unavailable';
+  return /certificate|TLS|SSL/i.test(error) ? 'TLS handshake failed' : 'connection failed';
+}
+
+const shownDelivery = (doc: DeliveryDoc): DeliveryDoc => ({ ...doc, lastError: makerError(doc.lastError) });
+const shownAttempt = (doc: AttemptDoc): AttemptDoc => ({ ...doc, error: makerError(doc.error) });
+
+/** An endpoint's deliveries, newest event first, a page at a time (the delivery log: errors as makers may see them). */
 export async function deliveriesOfEndpoint(readStore: ReadStore, endpointID: string, page: { limit: number; skip?: number }): Promise<{ deliveries: DeliveryDoc[]; total: number }> {
   const where = { endpointID };
   const [deliveries, total] = await Promise.all([
     readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, { where, sort: [['position', 'desc'], ['id', 'desc']], limit: page.limit, skip: page.skip ?? 0 }),
     readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where }),
   ]);
-  return { deliveries, total };
+  return { deliveries: deliveries.map(shownDelivery), total };
 }
 
-export function getDelivery(readStore: ReadStore, id: string): Promise<DeliveryDoc | null> {
-  return readStore.get<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, id);
+export async function getDelivery(readStore: ReadStore, id: string): Promise<DeliveryDoc | null> {
+  const doc = await readStore.get<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, id);
+  return doc && shownDelivery(doc);
 }
 
-/** Every attempt of one delivery, first first. */
-export function attemptsOfDelivery(readStore: ReadStore, id: string): Promise<AttemptDoc[]> {
-  return readStore.find<AttemptDoc>(WEBHOOK_ATTEMPTS_COLLECTION.name, { where: { deliveryID: id }, sort: [['attempt', 'asc']] });
+/** Every attempt of one delivery, first first (errors as makers may see them). */
+export async function attemptsOfDelivery(readStore: ReadStore, id: string): Promise<AttemptDoc[]> {
+  return (await readStore.find<AttemptDoc>(WEBHOOK_ATTEMPTS_COLLECTION.name, { where: { deliveryID: id }, sort: [['attempt', 'asc']] })).map(shownAttempt);
 }
 
 /** What a maker's redelivery changes: the delivery waits again, due now, as if new (its attempts are kept). */

@@ -200,7 +200,7 @@ export class WebhookDispatcher {
     const startedAt = this.now();
     const secret = await this.secretOf(route.id);
     const result: AttemptResult = secret === null
-      ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
+      ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'not sent: signing secret unavailable', detail: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
       : await attemptDelivery({
           url: route.url,
           body: delivery.body,
@@ -215,6 +215,8 @@ export class WebhookDispatcher {
         });
     const outcome = afterAttempt(delivery, result, startedAt, this.options.policy, this.options.random);
     const attempt = delivery.attempts + 1;
+    // The delivery log keeps the category that makers may see; the operator's log keeps what happened.
+    if (!result.ok) this.options.logger.info({ endpointID: route.id, eventID: delivery.eventID, attempt, statusCode: result.statusCode, error: result.error, detail: result.detail }, 'webhook delivery attempt failed');
     const at = new Date(startedAt).toISOString();
     const record: AttemptDoc = {
       id: `${delivery.id}:${attempt}`,

@@ -7,6 +7,11 @@ import { resolveAllowedAddress, RefusedAddressError, type AddressRules, type Res
  * One delivery attempt: POST the body to the endpoint's URL, connected to an address the SSRF guard
  * checked, within a total timeout, never following a redirect. What came back is reported, never thrown:
  * the caller records every attempt and decides about retries.
+ *
+ * A failure is reported twice: `error`, a category that the delivery log shows to makers ("refused: address
+ * not allowed", "host not found", "connection failed", "TLS handshake failed", "timed out", "HTTP 500"), and
+ * `detail`, what happened, for the operator's log only. The delivery log must not tell a maker how internal
+ * hosts resolve or answer: which addresses a name has, which ports refuse connections.
  */
 export interface AttemptRequest {
   url: string;
@@ -24,8 +29,19 @@ export interface AttemptResult {
   durationMs: number;
   /** The first KiB of the response body, as UTF-8. */
   responseBody: string | null;
+  /** What went wrong, as a category fit for makers; null when ok. */
   error: string | null;
+  /** What went wrong in detail (resolved addresses, system errors): for the operator's log, never for makers. */
+  detail: string | null;
 }
+
+/** The category of an error of the connection or of TLS (node's codes), for makers. */
+function connectionCategory(error: Error & { code?: unknown }): string {
+  const code = typeof error.code === 'string' ? error.code : '';
+  return /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/.test(code) || error.message.includes('certificate') ? 'TLS handshake failed' : 'connection failed';
+}
+
+const failure = (error: string, detail: string = error) => ({ ok: false, statusCode: null, responseBody: null, error, detail });
 
 export const RESPONSE_BODY_LIMIT = 1024;
 
@@ -36,14 +52,16 @@ export async function attemptDelivery(attempt: AttemptRequest, now: () => number
   try {
     url = new URL(attempt.url);
   } catch {
-    return { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'invalid URL' };
+    return { ...failure('invalid URL'), durationMs: 0 };
   }
   let target: { address: string; family: 4 | 6 };
   try {
     target = await resolveAllowedAddress(url.hostname, attempt.rules, attempt.resolve);
   } catch (error) {
-    const message = error instanceof RefusedAddressError ? error.message : `DNS: ${(error as Error).message}`;
-    return { ok: false, statusCode: null, durationMs: elapsed(), responseBody: null, error: message };
+    const result = error instanceof RefusedAddressError
+      ? failure(error.noAddress ? 'host not found' : 'refused: address not allowed', error.message)
+      : failure('host not found', `DNS: ${(error as Error).message}`);
+    return { ...result, durationMs: elapsed() };
   }
   return new Promise<AttemptResult>((resolve) => {
     let settled = false;
@@ -78,16 +96,17 @@ export async function attemptDelivery(attempt: AttemptRequest, now: () => number
       const done = () => {
         const statusCode = response.statusCode ?? null;
         const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
-        finish({ ok, statusCode, responseBody: Buffer.concat(chunks).toString('utf8'), error: ok ? null : statusCode !== null && statusCode >= 300 && statusCode < 400 ? `redirect (${statusCode}) not followed` : `HTTP ${statusCode}` });
+        const error = ok ? null : statusCode !== null && statusCode >= 300 && statusCode < 400 ? `redirect (${statusCode}) not followed` : `HTTP ${statusCode}`;
+        finish({ ok, statusCode, responseBody: Buffer.concat(chunks).toString('utf8'), error, detail: error });
       };
       response.on('end', done);
-      response.on('error', (error) => finish({ ok: false, statusCode: response.statusCode ?? null, responseBody: null, error: error.message }));
+      response.on('error', (error) => finish({ ...failure('connection failed', `response: ${error.message}`), statusCode: response.statusCode ?? null }));
     });
     const timer = setTimeout(() => {
-      finish({ ok: false, statusCode: null, responseBody: null, error: `timed out after ${attempt.timeoutMs} ms` });
+      finish(failure('timed out', `timed out after ${attempt.timeoutMs} ms`));
       request.destroy();
     }, attempt.timeoutMs);
-    request.on('error', (error) => finish({ ok: false, statusCode: null, responseBody: null, error: error.message }));
+    request.on('error', (error) => finish(failure(connectionCategory(error), error.message)));
     request.end(attempt.body);
   });
 }

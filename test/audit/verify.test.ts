@@ -166,7 +166,28 @@ describe('audit verify: the rules of the history', () => {
     await decide(ofRevokedKey, 'OperationRejected', 'system:key-revocation');
     const report = await verify();
     const details = report.problems.filter((p) => p.check === 'maker-checker').map((p) => p.detail);
-    expect(details).toEqual([`rejection of operation ${ofActiveKey.operationID} by system:key-revocation, but its API key k1 is active, not revoked`]);
+    expect(details).toEqual([`rejection of operation ${ofActiveKey.operationID} by system:key-revocation, but its API key k1 is active, not revoked, and not expired at ${now.toISOString()}`]);
+  });
+
+  it('when system:key-revocation rejects a pending operation of a key that has expired, then it is fine; before the expiry, then maker-checker fails; a checker approving after it is reported', async () => {
+    await store.append('apikey-k3', [
+      { type: 'ApiKeyRequested', data: { keyID: 'k3', party, label: 'till', permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 1, requestedBy: users.maker, requestedAt: '2026-01-01T00:00:00Z' } },
+      { type: 'ApiKeyApproved', data: { keyID: 'k3', approvedBy: users.checker, approvedAt: '2026-01-01T09:00:00Z', expiresAt: '2026-01-02T09:00:00.000Z', secretHash: 'x' } },
+    ], 'no_stream');
+    const tooEarly = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k3');
+    const afterExpiry = operation('2.00', { kind: 'distributor', id: 'd1' }, 'k3');
+    const approvedLate = operation('3.00', { kind: 'distributor', id: 'd1' }, 'k3');
+    for (const op of [tooEarly, afterExpiry, approvedLate]) await request(op);
+    now = new Date('2026-01-02T08:59:59.999Z');
+    await decide(tooEarly, 'OperationRejected', 'system:key-revocation');
+    now = new Date('2026-01-02T09:00:00.000Z');
+    await decide(afterExpiry, 'OperationRejected', 'system:key-revocation');
+    await decide(approvedLate, 'OperationApproved', users.checker);
+    const report = await verify();
+    expect(report.problems.filter((p) => p.check === 'maker-checker').map((p) => p.detail)).toEqual([
+      `rejection of operation ${tooEarly.operationID} by system:key-revocation, but its API key k3 is active, not revoked, and not expired at 2026-01-02T08:59:59.999Z`,
+      `approval of operation ${approvedLate.operationID} at 2026-01-02T09:00:00.000Z, after its API key k3 expired (2026-01-02T09:00:00.000Z)`,
+    ]);
   });
 
   it('when an operation is completed twice, without approval, or after a rejection, then the state machine fails', async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { apiKeyDecider, type ActingUser } from '../../src/commands/api-keys.ts';
 import {
   decideOnOperation,
+  KEY_EXPIRED_REASON,
   KEY_REVOCATION_ACTOR,
   KEY_REVOKED_REASON,
   operationState,
@@ -73,6 +74,11 @@ const approve = (by: ActingUser): OperationDecision => ({ type: 'ApproveOperatio
 const reject = (by: ActingUser, reason = 'not ours'): OperationDecision => ({ type: 'RejectOperation', data: { operationID: OP, by, reason, now: T1 } });
 
 const rejectForRevokedKey: OperationDecision = { type: 'RejectOperationOfRevokedKey', data: { operationID: OP, now: T1 } };
+/** The key of these tests expires at KEY_EXPIRY; a decision at or after it sees the key expired. */
+const KEY_EXPIRY = '2027-03-10T09:00:00.000Z';
+const AFTER_EXPIRY = '2027-03-10T09:00:00.001Z';
+const approveAt = (by: ActingUser, now: string): OperationDecision => ({ type: 'ApproveOperation', data: { operationID: OP, by, now } });
+const rejectForExpiredKeyAt = (now: string): OperationDecision => ({ type: 'RejectOperationOfExpiredKey', data: { operationID: OP, now } });
 
 // The key's lifecycle, as its stream holds it.
 const keyRequested = (requestedBy: string): ApiKeyEvent => ({
@@ -223,6 +229,17 @@ describe('deciding on an operation', () => {
     it('when the key\'s revocation is only requested (the key still works), then the operation can be approved', () =>
       expect(given([requested()], { key: [...activeKey, revocationRequested] }).when(approve(checker)).then().result.state).toBe('approved'));
 
+    it('when the key has expired by the time of the approval, then the operation cannot be approved (KEY_EXPIRED)', () => {
+      given([requested()], { key: activeKey }).when(approveAt(checker, KEY_EXPIRY)).thenRefused('KEY_EXPIRED', /API key key_A+ that created it expired at 2027-03-10T09:00:00.000Z/);
+      given([requested()], { key: [...activeKey, revocationRequested] }).when(approveAt(checker, AFTER_EXPIRY)).thenRefused('KEY_EXPIRED');
+    });
+
+    it('when the approval comes just before the key expires, then it is approved', () =>
+      expect(given([requested()], { key: activeKey }).when(approveAt(checker, '2027-03-10T08:59:59.999Z')).then().result.state).toBe('approved'));
+
+    it('when the key has expired, then a checker can still reject the operation', () =>
+      expect(given([requested()], { key: activeKey }).when({ type: 'RejectOperation', data: { operationID: OP, by: checker, reason: 'late', now: AFTER_EXPIRY } }).then().result.state).toBe('rejected'));
+
     it('when the key has been revoked, then a checker can still reject the operation', () =>
       expect(given([requested()], { key: revokedKey }).when(reject(checker)).then().result.state).toBe('rejected'));
 
@@ -264,6 +281,39 @@ describe('deciding on an operation', () => {
 
     it('when the operation has no key (another channel), then nothing is written', () =>
       expect(given([requested({ keyID: null })], { key: revokedKey }).when(rejectForRevokedKey).then().writes).toEqual([]));
+  });
+
+  describe('rejecting for an expired key (the key-revocation consumer\'s sweep)', () => {
+    it('when the operation is pending and its key expired, then it is rejected by system:key-revocation with "API key expired", and its hold and volume are released', () => {
+      const { writes, result } = given([requested()], { key: activeKey }).when(rejectForExpiredKeyAt(AFTER_EXPIRY)).then();
+      expect(writes).toEqual([
+        { stream: streams.operation(OP), events: [{ type: 'OperationRejected', data: { operationID: OP, rejectedBy: KEY_REVOCATION_ACTOR, reason: KEY_EXPIRED_REASON, rejectedAt: AFTER_EXPIRY } }] },
+        ...releaseWrites(requestedData(), 'rejected', 2),
+      ]);
+      expect(KEY_EXPIRED_REASON).toBe('API key expired');
+      expect(result).toEqual({ operationID: OP, state: 'rejected' });
+    });
+
+    it('when the key waits for its revocation and has expired, then the operation is rejected too', () =>
+      expect(given([requested()], { key: [...activeKey, revocationRequested] }).when(rejectForExpiredKeyAt(AFTER_EXPIRY)).then().result.state).toBe('rejected'));
+
+    it('when the key has not expired yet, then nothing is written and the operation stays pending', () =>
+      expect(given([requested()], { key: activeKey }).when(rejectForExpiredKeyAt('2027-03-10T08:59:59.999Z')).then()).toEqual({ writes: [], result: { operationID: OP, state: 'pending' } }));
+
+    it('when the key was revoked (the revocation rejects its operations), then nothing is written', () =>
+      expect(given([requested()], { key: revokedKey }).when(rejectForExpiredKeyAt(AFTER_EXPIRY)).then().writes).toEqual([]));
+
+    it.each([
+      ['approved', [approved]],
+      ['rejected', [rejected]],
+    ] as const)('when the operation is already %s (another process swept first), then nothing is written (holds are never released twice)', (status, after) => {
+      expect(given([requested(), ...after], { key: activeKey }).when(rejectForExpiredKeyAt(AFTER_EXPIRY)).then()).toEqual({ writes: [], result: { operationID: OP, state: status } });
+    });
+
+    it('when the operation does not exist, or has no key (another channel), then nothing is written', () => {
+      expect(given([], { key: activeKey }).when(rejectForExpiredKeyAt(AFTER_EXPIRY)).then()).toEqual({ writes: [], result: { operationID: OP, state: 'none' } });
+      expect(given([requested({ keyID: null })], { key: activeKey }).when(rejectForExpiredKeyAt(AFTER_EXPIRY)).then().writes).toEqual([]);
+    });
   });
 
   describe('rejecting', () => {

@@ -72,6 +72,71 @@ describe('requiredText', () => {
   });
 
   it.each([
+    ['a line separator U+2028', 'line one\u2028line two'],
+    ['a paragraph separator U+2029', 'a\u2029b'],
+  ])('when the text contains %s (a line break), then it is refused naming the field', (_label, input) => {
+    expect(() => requiredText('memo', input, 100)).toThrow(refusedNaming('memo'));
+  });
+});
+
+/**
+ * Text that displays other than it holds: a memo "invoice \u202Efdp.exe" shows as "invoice exe.pdf" in the console and
+ * in CSV exports; zero-width and tag characters hide content. Refused in every memo, label, name and reason;
+ * the joiners that scripts need (ZWNJ in Persian, ZWJ in emoji and Indic scripts) are kept.
+ */
+describe('requiredText: invisible and direction-changing characters', () => {
+  it.each([
+    ['a right-to-left override U+202E', 'invoice \u202Efdp.exe', 'U+202E'],
+    ['a left-to-right embedding U+202A', '\u202Aabc', 'U+202A'],
+    ['a right-to-left embedding U+202B', 'a\u202Bb', 'U+202B'],
+    ['a pop directional formatting U+202C', 'a\u202Cb', 'U+202C'],
+    ['a left-to-right override U+202D', 'a\u202Db', 'U+202D'],
+    ['a left-to-right isolate U+2066', 'a\u2066b', 'U+2066'],
+    ['a right-to-left isolate U+2067', 'a\u2067b', 'U+2067'],
+    ['a first-strong isolate U+2068', 'a\u2068b', 'U+2068'],
+    ['a pop directional isolate U+2069', 'a\u2069b', 'U+2069'],
+    ['a left-to-right mark U+200E', 'a\u200Eb', 'U+200E'],
+    ['a right-to-left mark U+200F', 'a\u200Fb', 'U+200F'],
+    ['an Arabic letter mark U+061C', 'a\u061Cb', 'U+061C'],
+    ['a zero-width space U+200B', 'Ac\u200Bme', 'U+200B'],
+    ['a word joiner U+2060', 'a\u2060b', 'U+2060'],
+    ['an invisible times U+2062', 'a\u2062b', 'U+2062'],
+    ['a function application U+2061', 'a\u2061b', 'U+2061'],
+    ['an invisible plus U+2064', 'a\u2064b', 'U+2064'],
+    ['a byte order mark inside U+FEFF', 'a\uFEFFb', 'U+FEFF'],
+    ['a soft hyphen U+00AD', 'pay\u00ADpal', 'U+00AD'],
+    ['a Mongolian vowel separator U+180E', 'a\u180Eb', 'U+180E'],
+    ['a tag character U+E0041', 'ok\u{E0041}\u{E0042}', 'U+E0041'],
+    ['the language tag U+E0001', 'ok\u{E0001}', 'U+E0001'],
+    ['an interlinear annotation anchor U+FFF9', 'a\uFFF9b', 'U+FFF9'],
+    ['a Hangul filler U+3164 (shows as nothing)', '\u3164', 'U+3164'],
+  ])('when the text contains %s, then it is refused naming the field and the character', (_label, input, codePoint) => {
+    expect(() => requiredText('memo', input, 100)).toThrow(refusedNaming('memo'));
+    expect(() => requiredText('memo', input, 100)).toThrow(`memo must not contain invisible or direction-changing characters (${codePoint}`);
+  });
+
+  it('when a Persian name holds a zero-width non-joiner (U+200C), then it is accepted unchanged', () => {
+    expect(requiredText('name', 'فروشگاه می\u200Cخواهم', 100)).toBe('فروشگاه می\u200Cخواهم');
+  });
+
+  it('when the text holds a zero-width joiner (U+200D) in an emoji sequence or in Devanagari, then it is accepted unchanged', () => {
+    expect(requiredText('name', 'Family shop \u{1F468}\u200D\u{1F469}\u200D\u{1F467}', 100)).toBe('Family shop \u{1F468}\u200D\u{1F469}\u200D\u{1F467}');
+    expect(requiredText('name', 'क्\u200Dष', 100)).toBe('क्\u200Dष');
+  });
+
+  it('when the text holds an emoji with a variation selector, Arabic or Hebrew letters, then it is accepted (right-to-left scripts need no control characters)', () => {
+    expect(requiredText('memo', 'thanks \u2764\uFE0F', 100)).toBe('thanks \u2764\uFE0F');
+    expect(requiredText('name', 'متجر النور', 100)).toBe('متجر النور');
+    expect(requiredText('name', 'חנות', 100)).toBe('חנות');
+  });
+
+  it('when the text holds an Arabic number sign (U+0600, a visible mark), then it is accepted', () => {
+    expect(requiredText('memo', 'invoice \u0600\u0661\u0662', 100)).toBe('invoice \u0600\u0661\u0662');
+  });
+});
+
+describe('requiredText: other inputs', () => {
+  it.each([
     ['a number', 42],
     ['null', null],
     ['undefined', undefined],

@@ -29,6 +29,34 @@ describe('webhook address guard', () => {
     }
   });
 
+  it('when an IPv6 address embeds a non-public IPv4 (IPv4-compatible ::/96, mapped, NAT64, 6to4), then it is refused, judged by the IPv4 it carries', () => {
+    const cases: Record<string, string> = {
+      // IPv4-compatible (deprecated, RFC 4291): refused whatever it carries, [::7f00:1] was tried as 127.0.0.1.
+      '::7f00:1': 'ipv4Compatible', '::a00:1': 'ipv4Compatible', '::808:808': 'ipv4Compatible', '::127.0.0.1': 'ipv4Compatible',
+      '::ffff:a9fe:a9fe': 'linkLocal',
+      '64:ff9b::a00:1': 'rfc6052/private', '64:ff9b::127.0.0.1': 'rfc6052/loopback', '64:ff9b::169.254.169.254': 'rfc6052/linkLocal',
+      '2002:a00:1::1': '6to4/private', '2002:7f00:1::': '6to4/loopback', '2002:c0a8:101::1': '6to4/private',
+      // NAT64 local-use prefixes, Teredo, IPv4-translated, discard, documentation and what lies outside 2000::/3 are never public.
+      '64:ff9b:1::808:808': 'rfc6052', '2001:0:4136:e378:8000:63bf:3fff:fdd2': 'teredo', '::ffff:0:808:808': 'rfc6145',
+      '100::1': 'discard', '2001:db8::1': 'reserved', '::1:0:0:1': 'reserved', '4000::1': 'reserved', 'fec0::1': 'deprecatedSiteLocal',
+    };
+    for (const [address, range] of Object.entries(cases)) {
+      expect(addressRange(address), address).toBe(range);
+      expect(isAllowedAddress(address, dev), address).toBe(false);
+    }
+  });
+
+  it('when a NAT64 or 6to4 address embeds a public IPv4, then it is allowed (an IPv6-only network reaches IPv4 receivers so)', () => {
+    for (const address of ['64:ff9b::808:808', '64:ff9b::93.184.216.34', '2002:5db8:d822::1']) {
+      expect(addressRange(address), address).toBe('unicast');
+      expect(isAllowedAddress(address, strict), address).toBe(true);
+    }
+  });
+
+  it('when the host is the bracketed literal [::7f00:1], then it is refused before connecting', async () => {
+    await expect(resolveAllowedAddress('[::7f00:1]', dev, resolver({}))).rejects.toThrow(/::7f00:1 \(ipv4Compatible\)/);
+  });
+
   it('when a name resolves to a private address, then it is refused naming the address and its range', async () => {
     await expect(resolveAllowedAddress('hooks.internal.test', strict, resolver({ 'hooks.internal.test': ['10.0.0.5'] }))).rejects.toThrow(/10\.0\.0\.5 \(private\)/);
   });

@@ -164,7 +164,8 @@ describe('webhook deliveries', () => {
     await waitFor(async () => (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 10 })).deliveries.some((d) => d.attempts >= 2), 15_000);
     const { deliveries } = await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 10 });
     expect(deliveries.filter((d) => d.attempts > 0).map((d) => d.position)).toEqual([Math.min(...deliveries.map((d) => d.position))]);
-    expect(deliveries.find((d) => d.attempts > 0)?.lastError).toMatch(/ECONNREFUSED/);
+    // A category for the maker: not the system error, which names the address and port that refused.
+    expect(deliveries.find((d) => d.attempts > 0)?.lastError).toBe('connection failed');
 
     await r.listen();
     await r.waitForRequests(6);
@@ -190,7 +191,7 @@ describe('webhook deliveries', () => {
     await slow.waitForRequests(2);
   }, 30_000);
 
-  it('when the URL resolves to a private address, then nothing is sent and the attempt says why', async () => {
+  it('when the URL resolves to a private address, then nothing is sent and the attempt says it was refused, without the address', async () => {
     const { endpointID } = await endpoint(distributor, 'https://internal.partner.example/hooks', ['operation.completed']);
     await completedCashIn();
     let attempts: Awaited<ReturnType<typeof attemptsOfDelivery>> = [];
@@ -199,7 +200,9 @@ describe('webhook deliveries', () => {
       attempts = delivery ? await attemptsOfDelivery(sys.system.stores.readStore, delivery.id) : [];
       return attempts.length > 0;
     });
-    expect(attempts[0]).toMatchObject({ ok: false, statusCode: null, error: expect.stringMatching(/10\.1\.2\.3 \(private\)/) });
+    // How the name resolved is for the operator's log, never for the maker's delivery log.
+    expect(attempts[0]).toMatchObject({ ok: false, statusCode: null, error: 'refused: address not allowed' });
+    expect(JSON.stringify(attempts[0])).not.toMatch(/10\.1\.2\.3/);
   }, 30_000);
 
   it('when an endpoint is disabled, then it receives nothing more, while another endpoint of the party still does', async () => {

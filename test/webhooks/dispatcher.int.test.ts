@@ -4,7 +4,7 @@ import { createLogger } from '../../src/logger.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { newWebhookSecret, sealWebhookSecret, verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import type { ReadStore } from '../../src/ports/read-store.ts';
-import { WEBHOOK_COLLECTIONS, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_ROUTES_COLLECTION, type RouteDoc } from '../../src/webhooks/deliveries.ts';
+import { attemptsOfDelivery, getDelivery, WEBHOOK_COLLECTIONS, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_ROUTES_COLLECTION, type RouteDoc } from '../../src/webhooks/deliveries.ts';
 import { WEBHOOK_LEASES_COLLECTION, WebhookDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { newDelivery } from '../../src/webhooks/outbox.ts';
 import { DEFAULT_RETRY_POLICY } from '../../src/webhooks/retry-policy.ts';
@@ -104,4 +104,36 @@ it('given two dispatchers on one store (two processes), when an endpoint has a b
   } finally {
     await other.stop();
   }
+});
+
+it('given an endpoint whose name resolves to an internal address, when a delivery is refused, then the delivery log says only "refused: address not allowed" and the operator log has the address', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  const { eventStore, readStore } = sys.system.stores;
+  await readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]);
+  const key = randomBytes(32);
+  const party = { type: 'merchant' as const, id: randomUUID() };
+  const route: RouteDoc = { id: 'whe_0000000000000007', partyType: party.type, partyID: party.id, url: 'https://hooks.corp.example/in', eventTypes: ['operation.completed'], status: 'active' };
+  await readStore.commit([{ op: 'upsert', collection: WEBHOOK_ROUTES_COLLECTION.name, doc: route }]);
+  await eventStore.append(streams.webhookEndpoint(route.id), [
+    { type: 'WebhookEndpointRequested', data: { endpointID: route.id, party, url: route.url, eventTypes: route.eventTypes, requestedBy: 'u1', requestedAt: new Date().toISOString() } },
+    { type: 'WebhookEndpointApproved', data: { endpointID: route.id, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: sealWebhookSecret(key, route.id, newWebhookSecret()) } },
+  ], 'no_stream');
+  const message = { eventID: 'evt_000000000000000000000009', type: 'operation.completed' as const, party, createdAt: new Date().toISOString(), body: '{"id":"evt_000000000000000000000009"}' };
+  const delivery = newDelivery(route, message, 1, new Date());
+  await readStore.commit([{ op: 'upsert', collection: WEBHOOK_DELIVERIES_COLLECTION.name, doc: delivery }]);
+
+  const lines: string[] = [];
+  dispatcher = new WebhookDispatcher({
+    eventStore, readStore, secretsKey: key, clock: () => new Date(), logger: createLogger('info', { write: (line: string) => void lines.push(line) }), assetScale: 2, policy: DEFAULT_RETRY_POLICY,
+    timeoutMs: 5_000, concurrency: 8, pollIntervalMs: 20, leaseMs: 60_000, rules: { allowLoopback: false }, resolve: async () => [{ address: '10.1.2.3', family: 4 }],
+  });
+  dispatcher.start();
+  await waitFor(async () => (await attemptsOfDelivery(readStore, delivery.id)).length > 0);
+
+  const [attempt] = await attemptsOfDelivery(readStore, delivery.id);
+  expect(attempt).toMatchObject({ ok: false, statusCode: null, error: 'refused: address not allowed' });
+  expect((await getDelivery(readStore, delivery.id))?.lastError).toBe('refused: address not allowed');
+  expect(JSON.stringify(attempt)).not.toMatch(/10\.1\.2\.3/);
+  const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.msg === 'webhook delivery attempt failed');
+  expect(logged).toMatchObject({ endpointID: route.id, eventID: message.eventID, attempt: 1, error: 'refused: address not allowed', detail: expect.stringMatching(/10\.1\.2\.3 \(private\)/) });
 });

@@ -75,21 +75,44 @@ describe('a webhook delivery attempt', () => {
 
   it('when the receiver does not answer within the timeout, then the attempt fails as timed out', async () => {
     const result = await attemptDelivery({ url: `${base}/hang`, body, headers: {}, timeoutMs: 200, rules: dev });
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'timed out after 200 ms' });
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'timed out', detail: 'timed out after 200 ms' });
     expect(result.durationMs).toBeGreaterThanOrEqual(190);
   });
 
   it('when loopback is not allowed, then nothing is sent to 127.0.0.1', async () => {
     const before = received.length;
     const result = await attemptDelivery({ url: `${base}/ok`, body, headers: {}, timeoutMs: 5000, rules: { allowLoopback: false } });
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: expect.stringMatching(/loopback/) });
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'refused: address not allowed', detail: expect.stringMatching(/loopback/) });
     expect(received.length).toBe(before);
   });
 
   it('when the name resolves to a private address, then the attempt is refused before connecting', async () => {
     const privateResolver: Resolver = async () => [{ address: '10.20.30.40', family: 4 }];
     const result = await attemptDelivery({ url: `http://hooks.internal.test:${port}/ok`, body, headers: {}, timeoutMs: 5000, rules: dev, resolve: privateResolver });
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: expect.stringMatching(/10\.20\.30\.40 \(private\)/) });
+    // The maker sees the category; how the host resolved is for the operator's log only.
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'refused: address not allowed', detail: expect.stringMatching(/10\.20\.30\.40 \(private\)/) });
+  });
+
+  it('when nothing listens at the address, then the attempt fails as "connection failed", without the address or the system error', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const result = await attemptDelivery({ url: `http://receiver.test:${closedPort}/ok`, body, headers: {}, timeoutMs: 5000, rules: dev, resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'connection failed', detail: expect.stringMatching(/ECONNREFUSED 127\.0\.0\.1/) });
+  });
+
+  it('when the name does not resolve, then the attempt fails as "host not found", without the resolver\'s message', async () => {
+    const failing: Resolver = async () => {
+      throw Object.assign(new Error('getaddrinfo ENOTFOUND hooks.corp.internal'), { code: 'ENOTFOUND' });
+    };
+    const result = await attemptDelivery({ url: 'https://hooks.corp.internal/ok', body, headers: {}, timeoutMs: 5000, rules: dev, resolve: failing });
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'host not found', detail: 'DNS: getaddrinfo ENOTFOUND hooks.corp.internal' });
+  });
+
+  it('when the receiver answers, then the error is its status, with nothing for the operator beyond it', async () => {
+    const result = await attemptDelivery({ url: `${base}/error`, body, headers: {}, timeoutMs: 5000, rules: dev });
+    expect(result).toMatchObject({ error: 'HTTP 500', detail: 'HTTP 500' });
   });
 
   it('when the name resolves to an allowed address, then the request goes to that address with the name as Host', async () => {

@@ -42,8 +42,16 @@ const fieldRules: Record<string, { type: RegExp; format?: [unknown, RegExp]; too
   distributorToShortCode: { type: /^distributorToShortCode must be a string of digits/, format: ['0452', /^distributorToShortCode must be a number of 1 to 9 digits/] },
   cashOutFulfillmentType: { type: /^cashOutFulfillmentType must be "cash"/, format: ['card', /^cashOutFulfillmentType must be "cash"/] },
   cashOutFulfillmentID: { type: /^cashOutFulfillmentID must be a string, not (a number|a boolean|an object)$/, tooLong: ['x'.repeat(101), /^cashOutFulfillmentID must be at most 100 characters$/] },
-  memo: { type: /^memo must be a string, not (a number|a boolean|an object)$/, tooLong: ['x'.repeat(257), /^memo must be at most 256 characters$/] },
+  memo: {
+    type: /^memo must be a string, not (a number|a boolean|an object)$/,
+    // A right-to-left override would make the memo read "invoice exe.pdf" where it holds "invoice \u202Efdp.exe".
+    format: ['invoice \u202Efdp.exe', /^memo must not contain invisible or direction-changing characters \(U\+202E at character 9\)$/],
+    tooLong: ['x'.repeat(257), /^memo must be at most 256 characters$/],
+  },
 };
+
+/** A value in a test name, with invisible characters escaped (a right-to-left override would turn the name around). */
+const shown = (value: unknown) => JSON.stringify(value).replace(/\p{Cf}/gu, (c) => `\\u${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`);
 
 function bodyRows(): Array<[string, BodyRow]> {
   const rows: Array<[string, BodyRow]> = [];
@@ -58,7 +66,7 @@ function bodyRows(): Array<[string, BodyRow]> {
       add('a number', field, 4521, rules.type);
       add('a boolean', field, true, rules.type);
       add('an object', field, { value: '1' }, rules.type);
-      if (rules.format) add(`badly formatted (${JSON.stringify(rules.format[0])})`, field, rules.format[0], rules.format[1]);
+      if (rules.format) add(`badly formatted (${shown(rules.format[0])})`, field, rules.format[0], rules.format[1]);
       if (rules.tooLong) add('too long', field, rules.tooLong[0], rules.tooLong[1]);
     }
     add('unknown field', 'memmo', 'x', /^memmo is not a field of this operation type$/);
