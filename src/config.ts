@@ -118,6 +118,10 @@ const schema = z.object({
       }
     })
     .describe('Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; the percentage is rounded up to the asset\'s unit; default none.'),
+  CASH_OUT_CONSENT: z
+    .enum(['none', 'individual-code'])
+    .default('none')
+    .describe("Whether a distributor's cash-out-fulfillment needs the individual's consent: none (the contract: any registered individual's wallet may be debited) or individual-code (the request must carry authorizationCode, a one-time code the individual got for 10 minutes, hashed under SECRETS_KEY; `wallet-ops individual cash-out-code` stands in for the wallet app)."),
   LEDGER: z
     .enum(['embedded', 'evm'])
     .default('embedded')

@@ -5,12 +5,14 @@ import type { HeldCredentials } from './commands/held-credentials.ts';
 import { issueFloat } from './commands/channel-operations.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { DomainError } from './domain/errors.ts';
+import { claimDemoStore } from './demo-store.ts';
 import type { PartyRef } from './domain/parties.ts';
 
 /**
  * `npm start -- --demo`: a distributor with float, two merchants, two individuals, a maker and a
  * checker per party, and a fresh API key for the distributor and for a merchant. Seeding twice reuses the
- * parties and issues new keys (a key's secret is shown once, so old ones cannot be printed again).
+ * parties and issues new keys (a key's secret is shown once, so old ones cannot be printed again). Only into
+ * an empty store or one the demo marked: any other is refused with DemoStoreRefusedError.
  */
 export interface DemoSeed {
   distributor: PartyRef;
@@ -48,6 +50,8 @@ async function freshKey(deps: CredentialDeps, makerEmail: string, checkerEmail: 
 }
 
 export async function seedDemo(store: EventStore, assetScale: number, credentials: HeldCredentials): Promise<DemoSeed> {
+  // Only into an empty store (which it marks) or its own: refused before any write otherwise (src/demo-store.ts).
+  await claimDemoStore(store, new Date());
   const deps: CredentialDeps = { store, clock: () => new Date(), assetScale, credentials };
   const lookup = new PartyLookup(store);
   const distributor = await partyByShortCode(lookup, 'distributor', '1001', 'Demo Agents Ltd', deps);

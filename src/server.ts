@@ -1,7 +1,7 @@
 import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from './config.ts';
-import { demoInstructions, seedDemo } from './demo.ts';
+import { demoInstructions, seedDemo, type DemoSeed } from './demo.ts';
 import { createLogger } from './logger.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
 
@@ -91,12 +91,23 @@ function listen(server: Server, port: number, host: string): Promise<Server> {
  * Runs the chosen parts of wallet-ops in this process until SIGINT or SIGTERM. With an API part it listens
  * on PORT; the projections and the executor need no port but still answer /health and /ready on it. If it
  * cannot listen, it closes what it opened and rejects with a ListenError (logging "wallet-ops started" only
- * once it listens).
+ * once it listens). With `demo`, it seeds the demo first; a store that is not the demo's rejects with a
+ * DemoStoreRefusedError and nothing is served.
  */
 export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?: boolean } = {}): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.LOG_LEVEL);
   const system = await buildWalletOps(config, logger, () => new Date(), parts);
+  // The demo is seeded before the port opens: a store that is not the demo's (src/demo-store.ts) starts nothing.
+  let demo: DemoSeed | undefined;
+  if (options.demo) {
+    try {
+      demo = await seedDemo(system.stores.eventStore, config.ASSET_SCALE, system.credentials);
+    } catch (error) {
+      await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a refused demo failed'));
+      throw error;
+    }
+  }
   const http = createHttpServer(system.app, config);
   try {
     await listen(http.server, config.PORT, config.HOST);
@@ -127,10 +138,7 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     parts,
     ...(metricsAddress && typeof metricsAddress === 'object' ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address } : {}),
   }, 'wallet-ops started');
-  if (options.demo) {
-    const seed = await seedDemo(system.stores.eventStore, config.ASSET_SCALE, system.credentials);
-    process.stdout.write(demoInstructions(seed, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, config.DATA_DIR));
-  }
+  if (demo) process.stdout.write(demoInstructions(demo, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, config.DATA_DIR));
 
   let stopping = false;
   const shutdown = (signal: string) => {

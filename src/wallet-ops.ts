@@ -101,6 +101,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const watched: WatchedConsumer[] = [{ consumer: following, filter: { streamPrefixes: [streamPrefixes.apiKey] } }];
 
   const cache = new StateCache();
+  // Seals webhook secrets and one-time API-key secrets, and keys the hashes of cash-out codes.
+  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR);
   const operations = {
     store: stores.eventStore,
     cache,
@@ -111,6 +113,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     volumeTimeZone: config.VOLUME_TIME_ZONE,
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
     ...(metrics ? { onConflictRetry: () => metrics.createConflictRetries.inc() } : {}),
+    cashOutConsent: { policy: config.CASH_OUT_CONSENT, secretsKey },
   };
   const projections = allProjections(config.ASSET_SCALE);
   await untilAvailable(() => stores.readStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]), 'defining the read models', logger);
@@ -169,7 +172,6 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   }
 
   // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends them.
-  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR);
   await untilAvailable(() => stores.readStore.defineCollections([SECRETS_COLLECTION]), 'defining the credential vault', logger);
   const credentials = new HeldCredentials({ store: stores.readStore, key: secretsKey, clock, logger });
   let webhooks: { outbox: WebhookOutbox; dispatcher: WebhookDispatcher } | undefined;

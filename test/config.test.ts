@@ -129,3 +129,14 @@ describe('WEBHOOK_ALLOW_INSECURE_LOCALHOST', () => {
     expect(refusal({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'yes' })).toMatch(/WEBHOOK_ALLOW_INSECURE_LOCALHOST/);
   });
 });
+
+describe('CASH_OUT_CONSENT', () => {
+  it("given nothing, when loaded, then it is none (the contract's rule); given individual-code, it is that", () => {
+    expect(loadConfig({}).CASH_OUT_CONSENT).toBe('none');
+    expect(loadConfig({ CASH_OUT_CONSENT: 'individual-code' }).CASH_OUT_CONSENT).toBe('individual-code');
+  });
+
+  it('given another value, when loaded, then it is refused naming the variable', () => {
+    expect(refusal({ CASH_OUT_CONSENT: 'yes' })).toMatch(/CASH_OUT_CONSENT: .*(none|individual-code)/);
+  });
+});

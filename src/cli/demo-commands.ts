@@ -5,11 +5,12 @@ import { common, withCredentials, type CommonOptions } from './support.ts';
 /**
  * `wallet-ops demo`: seeds the demo (parties, float, makers, checkers and an administrator, all with a
  * published password, and fresh API keys) into the configured stores and prints how to try it. For a
- * demonstration only: docker-compose.yml runs it in its `demo` profile, never by default.
+ * demonstration only: into an empty store or one the demo marked (src/demo-store.ts), never another; the
+ * compose demo is a project of its own with its own stores (deploy/demo/compose.yml).
  */
 export function registerDemoCommands(program: Command): void {
   common(program.command('demo'))
-    .description('seed demo parties, users (published password) and fresh API keys into the stores, print curl lines, and exit; never on a real system')
+    .description('seed demo parties, users (published password) and fresh API keys into an empty or demo store (refused on any other), print curl lines, and exit')
     .option('--api-url <url>', 'where the API answers, for the printed commands', 'http://127.0.0.1:3000')
     .action(async (opts: CommonOptions & { apiUrl: string }) => {
       let dataDir = '';

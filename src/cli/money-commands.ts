@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
+import { embeddedSecretsKey } from '../adapters/secrets-key-file.ts';
+import { issueCashOutCode } from '../commands/cash-out-consent.ts';
 import { individualPay, issueFloat } from '../commands/channel-operations.ts';
 import { PartyLookup } from '../commands/party-lookup.ts';
 import { normalizePhone } from '../domain/phone.ts';
@@ -36,6 +38,27 @@ export function registerMoneyCommands(program: Command): void {
           { actor: `individual:${phone}`, correlationId: randomUUID() },
         );
       }, (r) => `payment requested: ${r.operationID}`),
+    );
+
+  common(individual.command('cash-out-code'))
+    .description("an individual asks the wallet app for a one-time cash-out code to give the agent (CASH_OUT_CONSENT=individual-code): valid once, for 10 minutes; stored only hashed")
+    .requiredOption('--phone <phone>', "the individual's phone, international format")
+    .option('--amount <amount>', 'the most the cash-out may take (default: any amount)')
+    .action(async (opts: CommonOptions & { phone: string; amount?: string }) =>
+      withStores(opts, ({ eventStore }, config) => {
+        const phone = normalizePhone('phone', opts.phone);
+        return issueCashOutCode(
+          {
+            store: eventStore,
+            lookup: new PartyLookup(eventStore),
+            clock: () => new Date(),
+            assetScale: config.ASSET_SCALE,
+            secretsKey: config.SECRETS_KEY ?? embeddedSecretsKey(opts.dataDir ?? config.DATA_DIR),
+          },
+          { phone, ...(opts.amount === undefined ? {} : { maxAmount: opts.amount }) },
+          { actor: `individual:${phone}`, correlationId: randomUUID() },
+        );
+      }, (r) => `cash-out code for ${r.phone}: ${r.code} (once, until ${r.expiresAt}${r.maxAmount === null ? '' : `, for at most ${r.maxAmount}`})`),
     );
 
   common(program.command('balance'))

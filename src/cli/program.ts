@@ -29,6 +29,7 @@ import { registerWebhookCommands } from './webhook-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerAuditCommands } from './audit-commands.ts';
 import { registerDemoCommands } from './demo-commands.ts';
+import { DemoStoreRefusedError } from '../demo-store.ts';
 import { registerLedgerCommands } from './ledger-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
@@ -203,7 +204,7 @@ export function buildCli(): Command {
   common(program.command('serve'))
     .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
     .argument('[parts...]', 'write-api | read-api | projections | executor')
-    .option('--demo', 'seed demo data and print ready-to-paste curl commands')
+    .option('--demo', 'seed demo data (into an empty or demo store only) and print ready-to-paste curl commands')
     .action(async (parts: string[], opts: CommonOptions & { demo?: boolean }) => {
       // Loaded on demand: the other commands should not pay for starting the HTTP stack.
       const [{ serve }, { ALL_PARTS }] = await Promise.all([import('../server.ts'), import('../wallet-ops.ts')]);
@@ -233,6 +234,10 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     if (error instanceof DomainError) {
       process.stderr.write(`refused (${error.code}): ${error.message}\n`);
+      return 1;
+    }
+    if (error instanceof DemoStoreRefusedError) {
+      process.stderr.write(`refused: ${error.message}\n`);
       return 1;
     }
     process.stderr.write(`failed: ${error instanceof Error ? error.message : String(error)}\n`);

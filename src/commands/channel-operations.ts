@@ -101,7 +101,7 @@ export async function individualPay(
   await runDecision(deps, {
     read: { wallet: { stream: streams.wallet(payer), ...walletState } },
     decide: (states) => {
-      const decision = decideCreateOperation({ operation, limits: { maxTransactionAmount: null, maxDailyVolume: null }, idempotency: null, assetScale: deps.assetScale }, states);
+      const decision = decideCreateOperation({ operation, limits: { maxTransactionAmount: null, maxDailyVolume: null }, idempotency: null, assetScale: deps.assetScale, consent: null }, states);
       const [own, ...others] = decision.writes;
       const approved = { type: 'OperationApproved', data: { operationID, approvedBy: context.actor, approvedAt: now } };
       return { ...decision, writes: [{ ...own!, events: [...own!.events, approved] }, ...others] };

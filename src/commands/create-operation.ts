@@ -1,7 +1,8 @@
-import type { OperationRequested, WalletEvent } from '../domain/events.ts';
+import type { CashOutConsentEvent, OperationRequested, WalletEvent } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
+import { cashOutConsentDecider, type CashOutConsentState } from './cash-out-consent.ts';
 import type { Decision, StreamWrite } from './pipeline.ts';
 import { availableBalance, type IdempotencyState, type KeyVolumeState, type WalletState } from './wallet-state.ts';
 
@@ -14,12 +15,18 @@ export interface CreateOperation {
   limits: { maxTransactionAmount: string | null; maxDailyVolume: string | null };
   idempotency: { stream: string; requestHash: string } | null;
   assetScale: number;
+  /**
+   * CASH_OUT_CONSENT=individual-code, for a cash-out-fulfillment: the paying individual and the hash of the code
+   * the request carried (null when none). null when no consent is required (the contract's default).
+   */
+  consent: { phone: string; presentedHash: string | null } | null;
 }
 
 export interface CreateOperationStates {
   wallet: WalletState;
   volume?: KeyVolumeState;
   idempotency?: IdempotencyState;
+  consent?: CashOutConsentState;
 }
 
 export type CreateOperationOutcome =
@@ -40,6 +47,8 @@ export function liveIdempotencyRecord(state: IdempotencyState | undefined, now: 
  *   wallet-<payer>            FundsHeld: amount + fee set aside from the available balance
  *   keyVolume-<key>_<day>     VolumeReserved (only for a key with a max daily volume)
  *   idempotency-<key>_<hash>  IdempotentRequestRecorded (only with an Idempotency-Key)
+ *   cashOutConsent-<phone>    CashOutCodeUsed (only when the individual's consent is required): checked first,
+ *                             so that a caller without it learns nothing of the individual's balance
  */
 export function decideCreateOperation(command: CreateOperation, states: CreateOperationStates): Decision<CreateOperationOutcome> {
   const { operation, limits } = command;
@@ -50,6 +59,13 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
     }
     return { writes: [], result: { kind: 'replayed', response: replay.response } };
   }
+
+  const consent: CashOutConsentEvent[] = command.consent
+    ? cashOutConsentDecider.decide(
+        { type: 'UseCashOutCode', data: { phone: command.consent.phone, presentedHash: command.consent.presentedHash, amount: operation.amount, operationID: operation.operationID, now: operation.createdAt } },
+        states.consent ?? cashOutConsentDecider.initialState(),
+      )
+    : [];
 
   // Amounts in a refusal's detail are printed at the asset scale, as every amount the API shows.
   const scaled = (value: Decimal.Value) => new Decimal(value).toFixed(command.assetScale);
@@ -81,6 +97,7 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
       events: [{ type: 'VolumeReserved', data: { keyID: operation.keyID, day: operation.volumeDay, operationID, amount: operation.amount } }],
     });
   }
+  if (command.consent) writes.push({ stream: streams.cashOutConsent(command.consent.phone), events: consent });
   if (command.idempotency) {
     writes.push({
       stream: command.idempotency.stream,

@@ -4,12 +4,14 @@ import type { ApiKeyRecord } from '../projections/api-key-directory.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { Counterparty, OperationRequested, WalletRef } from '../domain/events.ts';
 import { feeFor, type FeeSchedule } from '../domain/fees.ts';
+import { hashCashOutCode } from '../domain/cash-out-codes.ts';
 import { formatAmount } from '../domain/money.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { apiKeyDecider, type ActingUser, type ApiKeyState } from './api-keys.ts';
+import { cashOutConsentDecider } from './cash-out-consent.ts';
 import { decideCreateOperation, liveIdempotencyRecord, type CreateOperationOutcome } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
@@ -19,7 +21,7 @@ import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
 export type CreateOperationInput =
   | { operationType: 'cash-in'; amount: string; phoneTo?: string | undefined; merchantToShortCode?: string | undefined; memo?: string | null | undefined }
-  | { operationType: 'cash-out-fulfillment'; amount: string; phoneFrom: string; cashOutFulfillmentType: 'cash'; cashOutFulfillmentID: string; memo?: string | null | undefined }
+  | { operationType: 'cash-out-fulfillment'; amount: string; phoneFrom: string; cashOutFulfillmentType: 'cash'; cashOutFulfillmentID: string; memo?: string | null | undefined; authorizationCode?: string | undefined }
   | { operationType: 'cash-out'; amount: string; distributorToShortCode: string; memo?: string | null | undefined }
   | { operationType: 'pay-merchant'; amount: string; merchantToShortCode: string; memo?: string | null | undefined }
   | { operationType: 'pay-individual'; amount: string; phoneTo: string; memo?: string | null | undefined };
@@ -37,6 +39,11 @@ export interface OperationDeps {
   serialize: { mutex: KeyedMutex; inFlight: InFlightStates };
   /** Told each time a create is decided again after a conflict with another writer (metrics). */
   onConflictRetry?: () => void;
+  /**
+   * CASH_OUT_CONSENT: `individual-code` requires, on every cash-out-fulfillment, a live one-time code of the
+   * paying individual (hashed under `secretsKey`), used with the create. Absent or `none`: the contract's rule.
+   */
+  cashOutConsent?: { policy: 'none' | 'individual-code'; secretsKey: Buffer };
 }
 
 export interface IdempotencyRequest {
@@ -148,6 +155,13 @@ export async function createOperation(
   const read: Record<string, StreamRead<any>> = { wallet: { stream: streams.wallet(payer), ...walletState } };
   if (volumeDay !== null) read.volume = { stream: streams.keyVolume(key.keyID, volumeDay), ...keyVolumeState };
   if (idempotencyStream) read.idempotency = { stream: idempotencyStream, ...idempotencyState };
+  // The individual's consent, when the platform requires it: the code is hashed here (the decision stays pure).
+  let consent: { phone: string; presentedHash: string | null } | null = null;
+  if (deps.cashOutConsent?.policy === 'individual-code' && input.operationType === 'cash-out-fulfillment') {
+    const phone = counterparty.id;
+    consent = { phone, presentedHash: input.authorizationCode === undefined ? null : hashCashOutCode(deps.cashOutConsent.secretsKey, phone, input.authorizationCode) };
+    read.consent = { stream: streams.cashOutConsent(phone), evolve: cashOutConsentDecider.evolve, initialState: cashOutConsentDecider.initialState };
+  }
 
   return runDecision(deps, {
       read,
@@ -157,6 +171,7 @@ export async function createOperation(
           limits: { maxTransactionAmount: key.maxTransactionAmount, maxDailyVolume: key.maxDailyVolume },
           idempotency: idempotencyStream && idempotency ? { stream: idempotencyStream, requestHash: idempotency.requestHash } : null,
           assetScale: deps.assetScale,
+          consent,
         },
         states as Parameters<typeof decideCreateOperation>[1],
       ),

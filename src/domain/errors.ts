@@ -18,6 +18,8 @@ export type DomainErrorCode =
   | 'TRANSACTION_LIMIT_EXCEEDED'
   | 'DAILY_VOLUME_EXCEEDED'
   | 'INSUFFICIENT_BALANCE'
+  /** CASH_OUT_CONSENT=individual-code: the individual's one-time code is missing, wrong, expired, used or too small. */
+  | 'CASH_OUT_NOT_AUTHORIZED'
   | 'IDEMPOTENCY_KEY_REUSED'
   | 'IDEMPOTENCY_KEY_IN_FLIGHT';
 

@@ -134,7 +134,7 @@ export type WebhookEndpointRejected = Event<'WebhookEndpointRejected', { endpoin
 export type WebhookEndpointDisabled = Event<'WebhookEndpointDisabled', { endpointID: string; disabledBy: string; reason: string; disabledAt: string }>;
 export type WebhookEndpointEvent = WebhookEndpointRequested | WebhookEndpointApproved | WebhookEndpointRejected | WebhookEndpointDisabled;
 
-export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded;
+export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded | CashOutConsentEvent;
 
 // Operations -----------------------------------------------------------------------------------------------
 export type DistributorOperationType = 'cash-in' | 'cash-out-fulfillment';
@@ -240,3 +240,13 @@ export type IdempotentRequestRecorded = Event<'IdempotentRequestRecorded', {
   response: { status: number; body: Record<string, unknown> };
   recordedAt: string;
 }>;
+
+// An individual's consent to cash-outs (CASH_OUT_CONSENT=individual-code) ---------------------------------------
+/**
+ * A one-time code the individual got from their wallet app, kept only as its HMAC under the secrets key
+ * (src/domain/cash-out-codes.ts). `maxAmount` bounds the one cash-out it authorizes (null: any amount).
+ */
+export type CashOutCodeIssued = Event<'CashOutCodeIssued', { phone: string; codeID: string; codeHash: string; maxAmount: string | null; issuedAt: string; expiresAt: string }>;
+/** Appended atomically with the cash-out-fulfillment's OperationRequested: the code is spent, whatever becomes of the operation. */
+export type CashOutCodeUsed = Event<'CashOutCodeUsed', { phone: string; codeID: string; operationID: string; usedAt: string }>;
+export type CashOutConsentEvent = CashOutCodeIssued | CashOutCodeUsed;

@@ -22,6 +22,10 @@ export const streams = {
   keyVolume: (keyID: string, day: string) => `keyVolume-${keyID}_${day}`,
   /** The idempotency key is hashed: clients choose it, and it must not shape our stream names. */
   idempotency: (keyID: string, idempotencyKeyHash: string) => `idempotency-${keyID}_${idempotencyKeyHash}`,
+  /** An individual's one-time cash-out codes (CASH_OUT_CONSENT=individual-code): issued, then used once. */
+  cashOutConsent: (phone: string) => `cashOutConsent-${phone}`,
+  /** The demo's mark on a store it seeded (src/demo-store.ts): the first event of a demo store, never of a real one. */
+  demoStore: 'demoStore-marker',
 } as const;
 
 export const streamPrefixes = {

@@ -58,6 +58,7 @@ const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; type: string; t
   TRANSACTION_LIMIT_EXCEEDED: { status: 403, type: '/problems/transaction-limit-exceeded', title: 'Transaction Limit Exceeded' },
   DAILY_VOLUME_EXCEEDED: { status: 403, type: '/problems/daily-volume-exceeded', title: 'Daily Volume Limit Exceeded' },
   INSUFFICIENT_BALANCE: { status: 403, type: '/problems/insufficient-balance', title: 'Insufficient Balance' },
+  CASH_OUT_NOT_AUTHORIZED: { status: 403, type: '/problems/cash-out-not-authorized', title: 'Cash-Out Not Authorized' },
   OTHER_PARTY: { status: 403, type: '/problems/access-forbidden', title: 'Access Forbidden' },
   ROLE_REQUIRED: { status: 403, type: '/problems/access-forbidden', title: 'Access Forbidden' },
   SAME_USER: { status: 403, type: '/problems/access-forbidden', title: 'Access Forbidden' },

@@ -262,7 +262,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       ? { 'cash-in': 'DistributorCashIn', 'cash-out-fulfillment': 'DistributorCashOutFulfillment' }
       : { 'cash-out': 'MerchantCashOut', 'pay-merchant': 'MerchantPayMerchant', 'pay-individual': 'MerchantPayIndividual' };
     const description = partyType === 'distributor'
-      ? 'A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, with merchantToShortCode) or a cash-out-fulfillment (debit an individual\'s wallet when cash is handed over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid decimal greater than 0 and not above the key\'s max transaction amount; the day\'s operations plus this one do not exceed the key\'s max daily volume; the payer (the distributor for cash-in, the individual for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and merchantToShortCode.'
+      ? 'A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, with merchantToShortCode) or a cash-out-fulfillment (debit an individual\'s wallet when cash is handed over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid decimal greater than 0 and not above the key\'s max transaction amount; the day\'s operations plus this one do not exceed the key\'s max daily volume; the payer (the distributor for cash-in, the individual for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and merchantToShortCode. Extension of the contract: where the platform runs with CASH_OUT_CONSENT=individual-code, a cash-out-fulfillment must also carry authorizationCode, the individual\'s one-time code (valid 10 minutes, once, up to the amount it was issued for; used even if the operation is later rejected), checked before the other rules; otherwise 403 /problems/cash-out-not-authorized.'
       : 'A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant (by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
     return {
       operationId: `create${partyType === 'distributor' ? 'Distributor' : 'Merchant'}Operation`,
@@ -310,6 +310,12 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           transactionLimit: { summary: 'above the key\'s max transaction amount', value: domainProblem(new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`)) },
           dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21)`)) },
           insufficientBalance: { summary: 'payer balance too low', value: domainProblem(new DomainError('INSUFFICIENT_BALANCE', `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and its fee (${amount})`)) },
+          ...(partyType === 'distributor' ? {
+            cashOutNotAuthorized: {
+              summary: 'CASH_OUT_CONSENT=individual-code: the individual\'s code missing, wrong, expired or used',
+              value: domainProblem(new DomainError('CASH_OUT_NOT_AUTHORIZED', 'authorizationCode is not a live cash-out code of this individual (wrong, expired or already used)')),
+            },
+          } : {}),
         }),
         '409': {
           description: 'The payer\'s wallet kept changing under concurrent requests; nothing was created. Retry (with the same Idempotency-Key).',

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DomainError } from '../domain/errors.ts';
 import { formatAmount, parsePositiveAmount } from '../domain/money.ts';
 import { normalizePhone } from '../domain/phone.ts';
+import { cashOutCode } from '../domain/cash-out-codes.ts';
 import { requiredText, shortCode } from '../domain/text.ts';
 import type { CreateOperationInput } from '../commands/operation-handlers.ts';
 import { fieldError, type FieldError } from '../http/problems.ts';
@@ -70,6 +71,13 @@ function buildSchemas(assetScale: number) {
     cashOutFulfillmentID: rule('cashOutFulfillmentID', { description: 'Receipt or reference of the cash handed over.', example: 'RCPT-0091' }, (v) =>
       requiredText('cashOutFulfillmentID', v, 100)),
     memo,
+    // An extension of the contract: required, and used once, where the platform runs with CASH_OUT_CONSENT=individual-code.
+    authorizationCode: absentOrNull(rule('authorizationCode', {
+      description: "Extension of the contract: the individual's one-time cash-out code (8 digits, from their wallet app; valid 10 minutes, once, " +
+        'up to the amount it was issued for). Required where the platform runs with CASH_OUT_CONSENT=individual-code (otherwise ignored); ' +
+        'a missing, wrong, expired or used code is refused 403 /problems/cash-out-not-authorized. null is absent.',
+      example: '48213907',
+    }, (v) => cashOutCode('authorizationCode', v), 'a string of 8 digits (e.g. "48213907")')),
   });
   const cashOut = z.strictObject({ operationType: z.literal('cash-out'), amount, distributorToShortCode: code('distributorToShortCode', 'Short code of the distributor to withdraw to'), memo });
   const payMerchant = z.strictObject({ operationType: z.literal('pay-merchant'), amount, merchantToShortCode: code('merchantToShortCode', 'Short code of the merchant to pay'), memo });

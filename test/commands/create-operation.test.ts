@@ -10,7 +10,9 @@ import {
 import type { Decision, StreamWrite } from '../../src/commands/pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState, type IdempotencyState } from '../../src/commands/wallet-state.ts';
 import { DomainError, type DomainErrorCode } from '../../src/domain/errors.ts';
-import type { IdempotentRequestRecorded, KeyVolumeEvent, OperationRequested, WalletEvent, WalletRef } from '../../src/domain/events.ts';
+import type { CashOutConsentEvent, IdempotentRequestRecorded, KeyVolumeEvent, OperationRequested, WalletEvent, WalletRef } from '../../src/domain/events.ts';
+import { cashOutConsentDecider } from '../../src/commands/cash-out-consent.ts';
+import { hashCashOutCode } from '../../src/domain/cash-out-codes.ts';
 import { streams } from '../../src/domain/streams.ts';
 
 /**
@@ -25,6 +27,8 @@ const PAYER: WalletRef = { kind: 'distributor', id: 'd-acme' };
 const IDEMPOTENCY_STREAM = streams.idempotency(KEY, 'a'.repeat(64));
 const HASH = 'b'.repeat(64);
 const OTHER_HASH = 'c'.repeat(64);
+const INDIVIDUAL = '+2348123456781';
+const minutesBefore = (minutes: number) => new Date(Date.parse(NOW) - minutes * 60_000).toISOString();
 
 function operation(change: Partial<OperationRequested['data']> = {}): OperationRequested['data'] {
   return {
@@ -52,6 +56,7 @@ interface Given {
   wallet?: WalletEvent[];
   volume?: KeyVolumeEvent[];
   idempotency?: IdempotentRequestRecorded[];
+  consent?: CashOutConsentEvent[];
 }
 
 interface When {
@@ -60,6 +65,8 @@ interface When {
   maxDailyVolume?: string | null;
   idempotency?: { stream: string; requestHash: string } | null;
   assetScale?: number;
+  /** CASH_OUT_CONSENT=individual-code: the hash of the code the request carried (null: none). Absent: no consent required. */
+  presentedHash?: string | null;
 }
 
 // Past events of the payer's wallet, the key's volume and an idempotency record.
@@ -77,12 +84,14 @@ function given(past: Given) {
   const states: CreateOperationStates = { wallet: (past.wallet ?? []).reduce(walletState.evolve, walletState.initialState()) };
   if (past.volume) states.volume = past.volume.reduce(keyVolumeState.evolve, keyVolumeState.initialState());
   if (past.idempotency) states.idempotency = past.idempotency.reduce<IdempotencyState>(idempotencyState.evolve, idempotencyState.initialState());
+  if (past.consent) states.consent = past.consent.reduce(cashOutConsentDecider.evolve, cashOutConsentDecider.initialState());
 
   const command = (when: When): CreateOperation => ({
     operation: operation(when.operation),
     limits: { maxTransactionAmount: when.maxTransactionAmount ?? null, maxDailyVolume: when.maxDailyVolume ?? null },
     idempotency: when.idempotency ?? null,
     assetScale: when.assetScale ?? 2,
+    consent: when.presentedHash === undefined ? null : { phone: INDIVIDUAL, presentedHash: when.presentedHash },
   });
   return {
     when: (when: When = {}) => {
@@ -333,6 +342,51 @@ describe('deciding to create an operation', () => {
       const { writes, result } = given({ ...funded(), idempotency: [recorded(HASH, hoursBefore(1))] }).when({ idempotency: null }).then();
       expect(result.kind).toBe('created');
       expect(writes).toHaveLength(2);
+    });
+  });
+
+  describe('the individual\'s consent to a cash-out (CASH_OUT_CONSENT=individual-code)', () => {
+    const SECRETS_KEY = Buffer.alloc(32, 1);
+    const CODE_HASH = hashCashOutCode(SECRETS_KEY, INDIVIDUAL, '12345678');
+    const CONSENT_STREAM = streams.cashOutConsent(INDIVIDUAL);
+    const codeIssued = (maxAmount: string | null = null): CashOutConsentEvent => ({
+      type: 'CashOutCodeIssued',
+      data: { phone: INDIVIDUAL, codeID: 'coc_1', codeHash: CODE_HASH, maxAmount, issuedAt: minutesBefore(1), expiresAt: minutesBefore(-9) },
+    });
+    const cashOut = { operationType: 'cash-out-fulfillment' as const, payer: { kind: 'individual' as const, id: INDIVIDUAL }, payee: PAYER, cashOutFulfillmentType: 'cash' as const, cashOutFulfillmentID: 'RCPT-1' };
+    const individualFunded = (amount = '1000.00') => ({ wallet: [credited(amount)], consent: [codeIssued()] });
+
+    it('when the cash-out carries the individual\'s live code, then the code is used in the same append, at the revision read', () => {
+      const { writes, result } = given(individualFunded()).when({ operation: cashOut, presentedHash: CODE_HASH }).then();
+      expect(result.kind).toBe('created');
+      expect(byStream(writes)[CONSENT_STREAM]).toEqual({
+        stream: CONSENT_STREAM,
+        events: [{ type: 'CashOutCodeUsed', data: { phone: INDIVIDUAL, codeID: 'coc_1', operationID: 'op_new', usedAt: NOW } }],
+      });
+      expect(byStream(writes)[OPERATION_STREAM]).toBeDefined();
+    });
+
+    it('when the cash-out carries no code, then it is refused CASH_OUT_NOT_AUTHORIZED and nothing is written', () =>
+      given(individualFunded()).when({ operation: cashOut, presentedHash: null }).thenRefused('CASH_OUT_NOT_AUTHORIZED', /authorizationCode/));
+
+    it('when the cash-out carries a wrong code and the balance is short too, then consent is reported first (a refusal tells nothing of the individual\'s balance)', () =>
+      given(individualFunded('1.00')).when({ operation: cashOut, presentedHash: hashCashOutCode(SECRETS_KEY, INDIVIDUAL, '00000000') }).thenRefused('CASH_OUT_NOT_AUTHORIZED'));
+
+    it('when the code is right but the balance is short, then it is refused INSUFFICIENT_BALANCE and the code is not used (nothing is written)', () =>
+      given(individualFunded('1.00')).when({ operation: cashOut, presentedHash: CODE_HASH }).thenRefused('INSUFFICIENT_BALANCE'));
+
+    it('when no consent is required, then no consent stream is read or written, whatever the request carries', () => {
+      const { writes } = given(funded()).when({ operation: cashOut }).then();
+      expect(byStream(writes)[CONSENT_STREAM]).toBeUndefined();
+    });
+
+    it('when the same request is replayed with its Idempotency-Key, then the first answer stands (the code it used is not asked for again)', () => {
+      const consent: CashOutConsentEvent[] = [codeIssued(), { type: 'CashOutCodeUsed', data: { phone: INDIVIDUAL, codeID: 'coc_1', operationID: 'op_first', usedAt: minutesBefore(0) } }];
+      const { writes, result } = given({ ...individualFunded(), consent, idempotency: [recorded(HASH, minutesBefore(0))] })
+        .when({ operation: cashOut, presentedHash: CODE_HASH, idempotency: { stream: IDEMPOTENCY_STREAM, requestHash: HASH } })
+        .then();
+      expect(result.kind).toBe('replayed');
+      expect(writes).toEqual([]);
     });
   });
 });

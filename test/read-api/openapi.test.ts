@@ -85,12 +85,21 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('gives the POST 403 an example of each problem type of the contract', () => {
-    for (const { method, operation } of operations()) {
+  it('gives the POST 403 an example of each problem type of the contract, and the distributors\' of the cash-out consent extension', () => {
+    for (const { path, method, operation } of operations()) {
       if (method !== 'post') continue;
       const types = Object.values(operation.responses['403']!.content!['application/problem+json']!.examples!).map((e) => (e.value as { type: string }).type);
-      expect(new Set(types)).toEqual(new Set(['/problems/access-forbidden', '/problems/transaction-limit-exceeded', '/problems/daily-volume-exceeded', '/problems/insufficient-balance']));
+      const extension = path.startsWith('/api/v1/distributors/') ? ['/problems/cash-out-not-authorized'] : [];
+      expect(new Set(types)).toEqual(new Set(['/problems/access-forbidden', '/problems/transaction-limit-exceeded', '/problems/daily-volume-exceeded', '/problems/insufficient-balance', ...extension]));
     }
+  });
+
+  it('describes authorizationCode on the cash-out-fulfillment body as an optional extension of the contract', () => {
+    const body = doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema;
+    const cashOut = (body.oneOf as JsonSchema[]).map(resolve).find((v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-out-fulfillment')!;
+    const field = (cashOut.properties as Record<string, JsonSchema>).authorizationCode!;
+    expect(JSON.stringify(field)).toMatch(/Extension of the contract.*CASH_OUT_CONSENT=individual-code/);
+    expect(cashOut.required).not.toContain('authorizationCode');
   });
 
   it('describes the cash-in body from the server schema: its fields, and no other field', () => {

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
+import { issueCashOutCode } from '../../src/commands/cash-out-consent.ts';
+import { PartyLookup } from '../../src/commands/party-lookup.ts';
+import { CASH_OUT_CODE_TTL_MS } from '../../src/domain/cash-out-codes.ts';
+import { streams } from '../../src/domain/streams.ts';
+import { runCliJson } from '../support/cli.ts';
+import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
+
+/**
+ * A distributor's cash-out-fulfillment debits an individual's wallet. By the contract (CASH_OUT_CONSENT=none,
+ * the default) the distributor's key is enough; with CASH_OUT_CONSENT=individual-code the request must also
+ * carry authorizationCode, a one-time code the individual got from their wallet app (here the CLI's
+ * `individual cash-out-code`), used once, before it expires, up to the amount it was issued for.
+ */
+
+const NOT_AUTHORIZED = '/problems/cash-out-not-authorized';
+let phoneSeq = 0;
+const newPhone = () => `+2348124${String(100_000 + phoneSeq++)}`;
+
+interface Setup {
+  sys: TestSystem;
+  distributor: TestParty;
+  apiKey: string;
+}
+
+async function setup(env: Record<string, string>): Promise<Setup> {
+  const sys = await startTestSystem(env, undefined, WITHOUT_EXECUTOR);
+  const distributor = await sys.party('distributor');
+  const { apiKey } = await distributor.key();
+  return { sys, distributor, apiKey };
+}
+
+async function fundedIndividual({ sys }: Setup, amount = '10000.00'): Promise<string> {
+  const phone = await sys.individual(newPhone());
+  await sys.credit({ kind: 'individual', id: phone }, amount);
+  return phone;
+}
+
+function cashOut({ sys, distributor, apiKey }: Setup, phone: string, amount: string, authorizationCode?: string) {
+  return call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
+    apiKey,
+    body: { operationType: 'cash-out-fulfillment', amount, phoneFrom: phone, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: `RCPT-${randomUUID().slice(0, 8)}`, ...(authorizationCode === undefined ? {} : { authorizationCode }) },
+  });
+}
+
+/** A code as the individual's wallet app would hand it out: the CLI in its own process, on the system's data directory. */
+const codeFromTheApp = (sys: TestSystem, phone: string, amount?: string) =>
+  runCliJson<{ phone: string; code: string; maxAmount: string | null; expiresAt: string }>(['individual', 'cash-out-code', '--phone', phone, ...(amount ? ['--amount', amount] : []), '--data-dir', sys.config.DATA_DIR]);
+
+describe('cash-out-fulfillment and the individual\'s consent', () => {
+  describe('given CASH_OUT_CONSENT=none (the default, the contract\'s rule)', () => {
+    let off: Setup;
+    beforeAll(async () => {
+      off = await setup({});
+    });
+    afterAll(() => off.sys.close());
+
+    it('when a distributor cashes out from a registered individual without any code, then the operation is created', async () => {
+      const phone = await fundedIndividual(off);
+      const r = await cashOut(off, phone, '4000.00');
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.operationID).toMatch(/^op_/);
+    });
+  });
+
+  describe('given CASH_OUT_CONSENT=individual-code', () => {
+    let on: Setup;
+    beforeAll(async () => {
+      on = await setup({ CASH_OUT_CONSENT: 'individual-code' });
+    });
+    afterAll(() => on.sys.close());
+
+    it('when the request carries no code, then it is refused 403 cash-out-not-authorized, and nothing is held', async () => {
+      const phone = await fundedIndividual(on);
+      const r = await cashOut(on, phone, '4000.00');
+      expect(r.status).toBe(403);
+      expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(r.body).toMatchObject({ type: NOT_AUTHORIZED, title: 'Cash-Out Not Authorized', status: 403, detail: expect.stringMatching(/authorizationCode.*is required/) });
+      expect(await on.sys.system.stores.eventStore.readStream(streams.wallet({ kind: 'individual', id: phone }))).toHaveLength(1); // the credit only
+    });
+
+    it('when the request carries a wrong code, then it is refused 403; with the individual\'s code it is created; with the same code again it is refused', async () => {
+      const phone = await fundedIndividual(on);
+      const { code } = await codeFromTheApp(on.sys, phone);
+      const wrong = code === '00000000' ? '00000001' : '00000000';
+
+      const refused = await cashOut(on, phone, '4000.00', wrong);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toMatchObject({ type: NOT_AUTHORIZED, detail: expect.stringMatching(/not a live cash-out code of this individual/) });
+
+      const accepted = await cashOut(on, phone, '4000.00', code);
+      expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+
+      const reused = await cashOut(on, phone, '100.00', code);
+      expect(reused.status).toBe(403);
+      expect(reused.body.type).toBe(NOT_AUTHORIZED);
+
+      // The code is in no event: the store keeps its keyed hash, and which operation used it.
+      const consent = await on.sys.system.stores.eventStore.readStream(streams.cashOutConsent(phone));
+      expect(consent.map((event) => event.type)).toEqual(['CashOutCodeIssued', 'CashOutCodeUsed']);
+      expect(consent[1]!.data).toMatchObject({ operationID: accepted.body.operationID });
+      const all = await on.sys.system.stores.eventStore.readAll();
+      expect(all.filter((event) => JSON.stringify(event).includes(code))).toEqual([]);
+    });
+
+    it('when another individual\'s code is presented, then it is refused 403 (a code is bound to its individual)', async () => {
+      const phone = await fundedIndividual(on);
+      const other = await fundedIndividual(on);
+      const { code } = await codeFromTheApp(on.sys, other);
+      expect((await cashOut(on, phone, '10.00', code)).status).toBe(403);
+      expect((await cashOut(on, other, '10.00', code)).status).toBe(200);
+    });
+
+    it('when two cash-outs present the same code at once, then exactly one is created', async () => {
+      const phone = await fundedIndividual(on);
+      const { code } = await codeFromTheApp(on.sys, phone);
+      const results = await Promise.all([cashOut(on, phone, '10.00', code), cashOut(on, phone, '20.00', code)]);
+      expect(results.map((r) => r.status).sort()).toEqual([200, 403]);
+    });
+
+    it('when the code was issued for at most 100.00, then 150.00 is refused and 100.00 is created', async () => {
+      const phone = await fundedIndividual(on);
+      const { code, maxAmount } = await codeFromTheApp(on.sys, phone, '100');
+      expect(maxAmount).toBe('100.00');
+      const over = await cashOut(on, phone, '150.00', code);
+      expect(over.status).toBe(403);
+      expect(over.body.detail).toMatch(/at most 100\.00/);
+      expect((await cashOut(on, phone, '100.00', code)).status).toBe(200);
+    });
+
+    it('when the code expired, then it is refused 403', async () => {
+      const phone = await fundedIndividual(on);
+      const issuedLongAgo = new Date(Date.now() - CASH_OUT_CODE_TTL_MS - 1000);
+      const { store } = on.sys.backOffice;
+      const { code } = await issueCashOutCode(
+        { store, lookup: new PartyLookup(store), clock: () => issuedLongAgo, assetScale: 2, secretsKey: embeddedSecretsKey(on.sys.config.DATA_DIR) },
+        { phone },
+        { actor: `individual:${phone}`, correlationId: randomUUID() },
+      );
+      expect((await cashOut(on, phone, '10.00', code)).status).toBe(403);
+    });
+
+    it('when the code is not 8 digits, then it is refused 400 naming authorizationCode', async () => {
+      const phone = await fundedIndividual(on);
+      const r = await cashOut(on, phone, '10.00', '12ab');
+      expect(r.status).toBe(400);
+      expect(r.body.errors).toEqual([expect.objectContaining({ field: 'authorizationCode', detail: expect.stringMatching(/8-digit cash-out code/) })]);
+    });
+
+    it('when a cash-in carries an authorizationCode, then it is refused 400 (the field belongs to cash-out-fulfillment only)', async () => {
+      const phone = await fundedIndividual(on);
+      const r = await call(on.sys.baseUrl, 'POST', `/api/v1/distributors/${on.distributor.ref.id}/operations`, {
+        apiKey: on.apiKey,
+        body: { operationType: 'cash-in', amount: '10.00', phoneTo: phone, authorizationCode: '12345678' },
+      });
+      expect(r.status).toBe(400);
+      expect(r.body.errors).toEqual([expect.objectContaining({ field: 'authorizationCode' })]);
+    });
+
+    it('when the app asks a code for a phone that is not registered, then the CLI refuses it and exits 1', async () => {
+      await expect(codeFromTheApp(on.sys, newPhone())).rejects.toThrow(/exited 1: refused \(NOT_FOUND\): .* is not a registered individual wallet/);
+    });
+  });
+});
