@@ -99,6 +99,18 @@ export class BusinessChecker {
   }
 
   /** A user's decision as a checker: an existing user with the checker role, of the party, not the requester. */
+  /**
+   * A key or endpoint ended by `system` for a departure: right only if the user it names requested it and had
+   * just been disabled or lost the maker role (the same append, written before it).
+   */
+  private departure(event: RecordedEvent, requestedBy: string, describe: () => string): void {
+    const departed = (event.data as { departedUserID?: unknown }).departedUserID;
+    const user = typeof departed === 'string' ? this.users.get(departed) : undefined;
+    if (departed !== requestedBy || !user || !(user.disabled || !user.roles.includes('maker'))) {
+      this.problem('maker-checker', event, `${describe()} by the system, but ${String(departed)} is not its maker who left (disabled or no longer a maker)`);
+    }
+  }
+
   private checker(event: RecordedEvent, userID: string, party: string | null, requester: string | null, describe: () => string, operationID?: string): void {
     const user = this.users.get(userID);
     if (user && user.roles.includes('checker') && user.party === party && userID !== requester && !user.disabled) return;
@@ -150,6 +162,11 @@ export class BusinessChecker {
         break;
       case 'ApiKeyRequestWithdrawn':
         expect('pending');
+        if (data.withdrawnBy === 'system') {
+          this.departure(event, key.requestedBy, () => what);
+          key.status = 'withdrawn';
+          break;
+        }
         // Only its maker takes a request back: anyone else would be deciding on it without the checker role.
         if (data.withdrawnBy !== key.requestedBy) this.problem('maker-checker', event, `${what} by ${String(data.withdrawnBy)}, not the maker who requested it (${key.requestedBy})`);
         key.status = 'withdrawn';
@@ -169,6 +186,12 @@ export class BusinessChecker {
         key.revocationRequestedBy = null;
         break;
       case 'ApiKeyRevoked':
+        if (data.approvedBy === 'system') {
+          if (key.status !== 'active' && key.status !== 'revocation_pending') expect('active');
+          this.departure(event, key.requestedBy, () => what);
+          key.status = 'revoked';
+          break;
+        }
         expect('revocation_pending');
         this.checker(event, data.approvedBy as string, key.party, key.revocationRequestedBy, () => what);
         key.status = 'revoked';
@@ -206,7 +229,8 @@ export class BusinessChecker {
         break;
       case 'WebhookEndpointRejected':
         expect('pending');
-        this.checker(event, data.rejectedBy as string, endpoint.party, endpoint.requestedBy, () => what);
+        if (data.rejectedBy === 'system') this.departure(event, endpoint.requestedBy, () => what);
+        else this.checker(event, data.rejectedBy as string, endpoint.party, endpoint.requestedBy, () => what);
         endpoint.status = 'rejected';
         break;
       case 'WebhookEndpointDisabled': {

@@ -108,7 +108,7 @@ export function registerUserCommands(program: Command): void {
   requestFor('reset-password', 'request a password reset; the approval makes a one-time temporary password in two halves, one for each administrator (`access password-half`)', (userID) => ({ kind: 'reset-password', userID }));
 
   asAdmin(user.command('disable'))
-    .description('disable a user at once: they cannot log in and their console sessions end')
+    .description('disable a user at once: they cannot log in, their console sessions end, and the API keys and webhook endpoints whose secret only they hold stop working')
     .argument('<email>', 'the user')
     .requiredOption('--reason <text>', 'why')
     .action(async (email: string, opts: AsOptions) =>
@@ -116,7 +116,7 @@ export function registerUserCommands(program: Command): void {
         const subject = await findAnyUserByEmail(deps, email);
         const result = await disableUser(deps, admin, subject.userID, opts.reason, userContext(admin, randomUUID()));
         return { ...result, status: 'disabled', sessionsEnded: await sessions.end(subject.userID) };
-      }, (r) => `user ${r.email}: disabled (${r.sessionsEnded} console session(s) ended)`),
+      }, (r) => `user ${r.email}: disabled (${r.sessionsEnded} console session(s) ended)${r.ended.map((c) => `\n  ended with them: ${c.kind} ${c.id} (${c.label})`).join('')}`),
     );
   asAdmin(user.command('remove-role'))
     .description('remove a role from a party user at once (never their last one: disable the user instead)')

@@ -28,7 +28,9 @@ export type ApiKeyCommand =
   | { type: 'WithdrawApiKeyRequest'; data: { keyID: string; by: ActingUser; now: string } }
   | { type: 'RequestApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string; now: string } }
   | { type: 'ApproveApiKeyRevocation'; data: { keyID: string; by: ActingUser; now: string } }
-  | { type: 'RejectApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } };
+  | { type: 'RejectApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } }
+  /** The user holding the key's secret was disabled or lost the maker role: the key ends with them (user-admin.ts). */
+  | { type: 'RetireApiKeyOfDepartedUser'; data: { keyID: string; userID: string; now: string } };
 
 export type ApiKeyStatus = 'pending' | 'active' | 'revocation_pending' | 'rejected' | 'withdrawn' | 'revoked';
 
@@ -46,6 +48,9 @@ export type ApiKeyState =
     });
 
 type ExistingKey = Exclude<ApiKeyState, { status: 'none' }>;
+
+/** Who acts when a decision follows from another one (a departure), not from a person's own decision on the key. */
+export const SYSTEM_ACTOR = 'system';
 
 export const isExpired = (key: { expiresAt: string | null }, now: string) => key.expiresAt !== null && now >= key.expiresAt;
 
@@ -84,7 +89,16 @@ function requireChecker(by: ActingUser, key: ExistingKey, makerUserID: string | 
   if (by.userID === makerUserID) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
 }
 
+/** The key ends with the user who holds its secret; decided again on each retry of the departure, so a key approved or revoked meanwhile gets what its state needs now. */
+function retireOfDepartedUser({ userID, now }: { userID: string; now: string }, state: ApiKeyState): ApiKeyEvent[] {
+  if (state.status === 'none' || state.requestedBy !== userID) return [];
+  if (state.status === 'pending') return [{ type: 'ApiKeyRequestWithdrawn', data: { keyID: state.keyID, withdrawnBy: SYSTEM_ACTOR, withdrawnAt: now, departedUserID: userID } }];
+  if (state.status === 'active' || state.status === 'revocation_pending') return [{ type: 'ApiKeyRevoked', data: { keyID: state.keyID, approvedBy: SYSTEM_ACTOR, revokedAt: now, departedUserID: userID } }];
+  return [];
+}
+
 function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
+  if (command.type === 'RetireApiKeyOfDepartedUser') return retireOfDepartedUser(command.data, state);
   const { data } = command;
   switch (command.type) {
     case 'RequestApiKey': {

@@ -9,10 +9,10 @@ import { normalizePhone } from '../domain/phone.ts';
 import { hashPassword, MIN_PASSWORD_LENGTH } from '../domain/passwords.ts';
 import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
 import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret } from '../domain/api-key-secrets.ts';
-import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand } from './api-keys.ts';
+import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand, type ApiKeyState } from './api-keys.ts';
 import { individualDecider, partyDecider, type PartyState } from './parties.ts';
 import { userDecider, type UserState } from './users.ts';
-import { loadState, runCommand, type CommandContext, type StateCache } from './pipeline.ts';
+import { loadState, runCommand, runDecision, type CommandContext, type StateCache } from './pipeline.ts';
 import type { DeliveredSecret, HeldCredentials, Subject } from './held-credentials.ts';
 
 /**
@@ -164,11 +164,30 @@ export async function requestApiKey(deps: BackOfficeDeps, user: ActiveUser, inpu
  * hold itself fail, the key works but nobody has its secret, and the maker rotates it.
  */
 export async function approveApiKey(deps: CredentialDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; heldFor: string }> {
+  if (!isKeyID(keyID)) throw new DomainError('NOT_FOUND', `API key ${keyID.slice(0, 40)} does not exist`);
   const secret = newSecret();
-  const { state } = await runApiKeyCommand(deps, keyID, { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } }, userContext(user, correlationId));
-  if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
-  await deps.credentials.hold(state.requestedBy, { kind: 'api-key', keyID, label: state.label, apiKey: formatApiKey(keyID, secret) });
-  return { keyID, heldFor: state.requestedBy };
+  const keyStream = streams.apiKey(keyID);
+  const { state: asked } = await loadState(deps, keyStream, apiKeyDecider);
+  if (asked.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
+  const command: ApiKeyCommand = { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } };
+  await runDecision<{ key: ApiKeyState; requester: UserState }, void>(deps, {
+    read: { key: { stream: keyStream, ...apiKeyDecider }, requester: { stream: streams.user(asked.requestedBy), ...userDecider } },
+    decide: ({ key, requester }) => {
+      const events = apiKeyDecider.decide(command, key);
+      requireStillMaker(requester, `approve API key ${keyID}`);
+      return { writes: [{ stream: keyStream, events }], result: undefined };
+    },
+    context: userContext(user, correlationId),
+  });
+  await deps.credentials.hold(asked.requestedBy, { kind: 'api-key', keyID, label: asked.label, apiKey: formatApiKey(keyID, secret) });
+  return { keyID, heldFor: asked.requestedBy };
+}
+
+/** A request whose maker has since been disabled or lost the maker role is not approved: the secret would go to someone who left. */
+export function requireStillMaker(requester: UserState, action: string): void {
+  if (requester.status !== 'active' || !requester.roles.includes('maker')) {
+    throw new DomainError('WRONG_STATE', `cannot ${action}: the maker who requested it is ${requester.status === 'active' ? 'no longer a maker' : 'disabled'}`);
+  }
 }
 
 /** The one collection of a credential held for `user`: the second attempt, or anyone else's, finds nothing. */

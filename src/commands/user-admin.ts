@@ -9,7 +9,8 @@ import { email as parseEmail, requiredText } from '../domain/text.ts';
 import { accessRequestDecider, changeCommand, needsTemporaryPassword, type AccessRequestState } from './access-requests.ts';
 import { parsePassword, parseRoles, requireParty, type ActiveUser, type BackOfficeDeps, type CredentialDeps, type ExistingUser } from './back-office.ts';
 import { loadState, runCommand, runDecision, type CommandContext } from './pipeline.ts';
-import { userDecider, type ActingAdmin, type UserState } from './users.ts';
+import { userDecider, type ActingAdmin, type UserCommand, type UserState } from './users.ts';
+import { departureOf, liveCredentialsOf, type LiveCredential } from './departures.ts';
 
 /**
  * User administration: access requests (request, approve, reject), the narrowing changes that take effect at
@@ -140,20 +141,46 @@ export async function rejectAccessRequest(deps: BackOfficeDeps, admin: ActiveUse
   return { requestID, change };
 }
 
-/** Narrowing, at once: the user can no longer log in, and the console ends their sessions. */
-export async function disableUser(deps: BackOfficeDeps, admin: ActiveUser, userID: string, reason: unknown, context: CommandContext): Promise<{ userID: string; email: string }> {
-  const { email } = await loadUserState(deps, userID);
-  const why = requiredText('reason', reason, 500);
-  await runCommand(deps, { stream: streams.user(userID), decider: userDecider, command: { type: 'DisableUser', data: { userID, by: actingAdmin(admin), reason: why, now: now(deps) } }, context });
-  return { userID, email };
+/**
+ * A narrowing change and, in the same atomic append, the end of every key and endpoint whose secret only the
+ * user holds (departures.ts): those the user requested, listed first, each decided again on its state at the
+ * append. Returns what was ended.
+ */
+async function narrow(deps: BackOfficeDeps, subject: ExistingUser, command: UserCommand, why: string, context: CommandContext): Promise<LiveCredential[]> {
+  const at = command.data.now;
+  const credentials = await liveCredentialsOf(deps.store, subject, at);
+  const departure = departureOf(subject.userID, credentials, at, why);
+  const userStream = streams.user(subject.userID);
+  await runDecision<Record<string, unknown>, void>(deps, {
+    read: { subject: { stream: userStream, ...userDecider }, ...departure.read } as never,
+    decide: (states) => ({ writes: [{ stream: userStream, events: userDecider.decide(command, states.subject as UserState) }, ...departure.writes(states)], result: undefined }),
+    context,
+  });
+  return credentials;
 }
 
-/** Narrowing, at once. */
-export async function removeUserRole(deps: BackOfficeDeps, admin: ActiveUser, userID: string, role: unknown, context: CommandContext): Promise<{ userID: string; email: string; role: UserRole }> {
-  const { email } = await loadUserState(deps, userID);
+/**
+ * Narrowing, at once: the user can no longer log in, the console ends their sessions, and the keys and webhook
+ * endpoints they hold the secret of stop working (departures.ts).
+ */
+export async function disableUser(deps: BackOfficeDeps, admin: ActiveUser, userID: string, reason: unknown, context: CommandContext): Promise<{ userID: string; email: string; ended: LiveCredential[] }> {
+  const subject = await loadUserState(deps, userID);
+  const why = requiredText('reason', reason, 500);
+  const ended = await narrow(deps, subject, { type: 'DisableUser', data: { userID, by: actingAdmin(admin), reason: why, now: now(deps) } }, `${subject.email}, who holds its secret, was disabled: ${why}`, context);
+  return { userID, email: subject.email, ended };
+}
+
+/** Narrowing, at once; removing the maker role also ends the keys and endpoints the user holds the secret of. */
+export async function removeUserRole(deps: BackOfficeDeps, admin: ActiveUser, userID: string, role: unknown, context: CommandContext): Promise<{ userID: string; email: string; role: UserRole; ended: LiveCredential[] }> {
+  const subject = await loadUserState(deps, userID);
   const parsed = parseRole(role);
-  await runCommand(deps, { stream: streams.user(userID), decider: userDecider, command: { type: 'RemoveUserRole', data: { userID, role: parsed, by: actingAdmin(admin), now: now(deps) } }, context });
-  return { userID, email, role: parsed };
+  const command: UserCommand = { type: 'RemoveUserRole', data: { userID, role: parsed, by: actingAdmin(admin), now: now(deps) } };
+  if (parsed !== 'maker') {
+    await runCommand(deps, { stream: streams.user(userID), decider: userDecider, command, context });
+    return { userID, email: subject.email, role: parsed, ended: [] };
+  }
+  const ended = await narrow(deps, subject, command, `${subject.email}, who holds its secret, is no longer a maker`, context);
+  return { userID, email: subject.email, role: parsed, ended };
 }
 
 /** A user changes their own password: the current one is required, and the new one must differ from it. */

@@ -22,7 +22,9 @@ export type WebhookEndpointCommand =
   | { type: 'RequestWebhookEndpoint'; data: EndpointTerms & { by: ActingUser; now: string } }
   | { type: 'ApproveWebhookEndpoint'; data: { endpointID: string; by: ActingUser; secret: SealedWebhookSecret; now: string } }
   | { type: 'RejectWebhookEndpoint'; data: { endpointID: string; by: ActingUser; reason: string | null; now: string } }
-  | { type: 'DisableWebhookEndpoint'; data: { endpointID: string; by: Disabler; reason: string; now: string } };
+  | { type: 'DisableWebhookEndpoint'; data: { endpointID: string; by: Disabler; reason: string; now: string } }
+  /** The maker who registered it (and holds its secret) was disabled or lost the maker role (user-admin.ts). */
+  | { type: 'RetireWebhookEndpointOfDepartedUser'; data: { endpointID: string; userID: string; reason: string; now: string } };
 
 export type WebhookEndpointStatus = 'pending' | 'active' | 'rejected' | 'disabled';
 
@@ -93,6 +95,13 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
       }
       requireStatus(endpoint, 'active', 'disable the webhook endpoint');
       return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: by === SYSTEM_DISABLER ? SYSTEM_DISABLER : by.userID, reason, disabledAt: now } }];
+    }
+    case 'RetireWebhookEndpointOfDepartedUser': {
+      const { endpointID, userID, reason, now } = command.data;
+      if (state.status === 'none' || state.requestedBy !== userID) return [];
+      if (state.status === 'pending') return [{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: SYSTEM_DISABLER, reason, rejectedAt: now, departedUserID: userID } }];
+      if (state.status === 'active') return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: SYSTEM_DISABLER, reason, disabledAt: now, departedUserID: userID } }];
+      return [];
     }
     default:
       return assertNever(command);

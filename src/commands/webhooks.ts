@@ -3,9 +3,10 @@ import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
 import { isEndpointID, newEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
 import { newWebhookSecret, sealWebhookSecret } from '../domain/webhook-secrets.ts';
-import { actingUser, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps } from './back-office.ts';
-import { runCommand, type CommandContext } from './pipeline.ts';
-import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand } from './webhook-endpoints.ts';
+import { actingUser, requireStillMaker, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps } from './back-office.ts';
+import { userDecider, type UserState } from './users.ts';
+import { loadState, runCommand, runDecision, type CommandContext } from './pipeline.ts';
+import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand, type WebhookEndpointState } from './webhook-endpoints.ts';
 
 /**
  * The webhook-endpoint commands for the CLI (and later the console): validate the input, make the id, the
@@ -41,10 +42,22 @@ export async function requestWebhookEndpoint(
 export async function approveWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, correlationId: string): Promise<{ endpointID: string; heldFor: string }> {
   const secret = newWebhookSecret();
   const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
-  const { state } = await run(deps, endpointID, { type: 'ApproveWebhookEndpoint', data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) } }, userContext(user, correlationId));
-  if (state.status === 'none') throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID} does not exist`);
-  await deps.credentials.hold(state.requestedBy, { kind: 'webhook-endpoint', endpointID, url: state.url, signingSecret: secret });
-  return { endpointID, heldFor: state.requestedBy };
+  if (!isEndpointID(endpointID)) throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID.slice(0, 40)} does not exist`);
+  const endpointStream = streams.webhookEndpoint(endpointID);
+  const { state: asked } = await loadState(deps, endpointStream, webhookEndpointDecider);
+  if (asked.status === 'none') throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID} does not exist`);
+  const command: WebhookEndpointCommand = { type: 'ApproveWebhookEndpoint', data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) } };
+  await runDecision<{ endpoint: WebhookEndpointState; requester: UserState }, void>(deps, {
+    read: { endpoint: { stream: endpointStream, ...webhookEndpointDecider }, requester: { stream: streams.user(asked.requestedBy), ...userDecider } },
+    decide: ({ endpoint, requester }) => {
+      const events = webhookEndpointDecider.decide(command, endpoint);
+      requireStillMaker(requester, `approve webhook endpoint ${endpointID}`);
+      return { writes: [{ stream: endpointStream, events }], result: undefined };
+    },
+    context: userContext(user, correlationId),
+  });
+  await deps.credentials.hold(asked.requestedBy, { kind: 'webhook-endpoint', endpointID, url: asked.url, signingSecret: secret });
+  return { endpointID, heldFor: asked.requestedBy };
 }
 
 export async function rejectWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, reason: unknown, correlationId: string): Promise<{ endpointID: string }> {

@@ -3,6 +3,7 @@ import type { UserRole } from '../domain/events.ts';
 import { html, seg, type Html } from '../http/html.ts';
 import type { PartySummary, PartyWithUsers, PublicUser } from '../projections/user-directory.ts';
 import { csrfField } from './layout.ts';
+import type { LiveCredential } from '../commands/departures.ts';
 import { searchForm } from './parties-pages.ts';
 import type { SessionDoc } from './sessions.ts';
 
@@ -58,8 +59,18 @@ export interface UserView {
   self: boolean;
   pending: AccessRequestRecord[];
   session: SessionDoc;
+  /** The keys and webhook endpoints whose secret only this user holds: a departure ends them. */
+  credentials: LiveCredential[];
   /** A refusal of a form on this page, shown beside it. */
   error?: { form: string; message: string };
+}
+
+/** What disabling the user (or removing their maker role) ends at once, and how to keep an integration running. */
+function departureList(view: UserView): Html {
+  if (view.credentials.length === 0) return html``;
+  return html`<div class="notice warning" data-departure><p>Only ${view.user.email} holds the secret of these, so they stop working at once:</p>
+    <ul>${view.credentials.map((c) => html`<li data-credential="${c.id}">${c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'} <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status})</li>`)}</ul>
+    <p>To keep an integration running, another maker of the party rotates its secret first (a checker approves): the new secret is theirs.</p></div>`;
 }
 
 function reasonInput(view: UserView, form: string, label: string, required: boolean): Html {
@@ -84,21 +95,21 @@ function actions(view: UserView): Html[] {
   if (view.self) return [html`<p class="hint">This is you: change your own password on the <a href="/console/password">Password</a> page. Another administrator manages your access.</p>`];
   const cards: Html[] = [];
   if (user.status === 'active') {
-    cards.push(actionCard(view, 'disable', 'Disable', 'disable', 'At once: their console sessions end and they cannot log in. Enabling them again needs another administrator’s approval.', html`<button type="submit" class="danger">Disable user</button>`, { reason: 'required' }));
+    cards.push(actionCard(view, 'disable', 'Disable', 'disable', 'At once: their console sessions end and they cannot log in, and the API keys and webhook endpoints whose secret only they hold stop working. Enabling them again needs another administrator’s approval.', html`${departureList(view)}<button type="submit" class="danger">Disable user</button>`, { reason: 'required' }));
   } else {
     cards.push(actionCard(view, 'enable', 'Enable', 'enable', 'Requests that another administrator enable this user again.', html`<button type="submit">Request enabling</button>`, { reason: 'optional' }));
   }
   if (!user.platformAdmin) {
     for (const role of ['maker', 'checker'] as const) {
       if (user.roles.includes(role) && user.roles.length > 1) {
-        cards.push(actionCard(view, `remove-${role}`, `Remove the ${role} role`, 'roles/remove', 'At once. A user keeps at least one role: to remove the last one, disable the user.', html`<button type="submit" class="danger">Remove ${role} role</button>`, { role }));
+        cards.push(actionCard(view, `remove-${role}`, `Remove the ${role} role`, 'roles/remove', role === 'maker' ? 'At once, with the API keys and webhook endpoints whose secret only they hold. A user keeps at least one role: to remove the last one, disable the user.' : 'At once. A user keeps at least one role: to remove the last one, disable the user.', html`${role === 'maker' ? departureList(view) : ''}<button type="submit" class="danger">Remove ${role} role</button>`, { role }));
       } else if (!user.roles.includes(role) && user.status === 'active') {
         cards.push(actionCard(view, `add-${role}`, `Give the ${role} role`, 'roles/add', 'Requests that another administrator approve the new role.', html`<button type="submit">Request ${role} role</button>`, { role, reason: 'optional' }));
       }
     }
   }
   if (user.status === 'active') {
-    cards.push(actionCard(view, 'reset', 'Reset the password', 'reset-password', 'Requests a reset; the approving administrator gets a one-time temporary password to hand over, which the user must change at their next login. Their sessions end.', html`<button type="submit">Request password reset</button>`, { reason: 'optional' }));
+    cards.push(actionCard(view, 'reset', 'Reset the password', 'reset-password', 'Requests a reset. On approval the temporary password is made in two halves: you see the first, the approving administrator the second, and each of you gives yours to the user, who must change it at their next login. Their sessions end.', html`<button type="submit">Request password reset</button>`, { reason: 'optional' }));
   }
   return cards;
 }

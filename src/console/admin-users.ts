@@ -1,5 +1,6 @@
 import type { Response, Router } from 'express';
 import { disableUser, removeUserRole, requestAccessChange, type AccessChangeInput } from '../commands/user-admin.ts';
+import { liveCredentialsOf, type LiveCredential } from '../commands/departures.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import { catchUpUserDirectory, toPublicUser } from '../projections/user-directory.ts';
@@ -30,6 +31,10 @@ function parsePartyFilter(value: unknown): PartyRef | undefined {
   return match ? { type: match[1] as PartyRef['type'], id: match[2]! } : undefined;
 }
 
+/** What a departure ended, in the flash. */
+const endedText = (ended: LiveCredential[]) =>
+  ended.length === 0 ? '' : ` Ended with it, since only they held the secret: ${ended.map((c) => `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id})`).join(', ')}.`;
+
 export function userAdminRoutes(router: Router, services: ConsoleServices): void {
   const directory = services.users;
   const { store } = services.deps;
@@ -46,12 +51,14 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     const user = await subject(userID);
     const me = viewer(res);
     const pending = directory.requests('pending').filter((r) => r.change.userID === userID);
+    // What a departure would end, listed before the administrator decides (src/commands/departures.ts).
+    const credentials = user.status === 'active' ? await liveCredentialsOf(store, user, services.deps.clock().toISOString()) : [];
     await renderPage(services, res, {
       title: user.email,
       section: 'users',
       status: error ? 400 : 200,
       body: userPage(
-        { user: toPublicUser(user), party: user.party ? (directory.party(user.party) ?? null) : null, self: user.userID === me.user.userID, pending, session: me.session, ...(error ? { error } : {}) },
+        { user: toPublicUser(user), party: user.party ? (directory.party(user.party) ?? null) : null, self: user.userID === me.user.userID, pending, credentials, session: me.session, ...(error ? { error } : {}) },
         (request) => describeChange(directory, request.change),
       ),
     });
@@ -91,23 +98,24 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
   router.post('/admin/users/:userID/disable', async (req, res) => {
     requireAdmin(res);
     const user = await subject(String(req.params.userID));
+    let ended: LiveCredential[];
     try {
-      await disableUser(services.backOffice, viewer(res).user, user.userID, field(req, 'reason'), commandContext(res));
+      ended = (await disableUser(services.backOffice, viewer(res).user, user.userID, field(req, 'reason'), commandContext(res))).ended;
     } catch (error) {
       if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
       return showUser(res, user.userID, { form: 'disable', message: sentence(error.message) });
     }
     // The session check refuses a disabled user on their next request anyway; this also empties the store.
     await services.sessions.endAllFor(user.userID);
-    services.deps.logger.info({ userID: user.userID }, 'console: user disabled');
-    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} is disabled: their sessions have ended and they cannot log in.` });
+    services.deps.logger.info({ userID: user.userID, ended: ended.map((c) => c.id) }, 'console: user disabled');
+    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} is disabled: their sessions have ended and they cannot log in.${endedText(ended)}` });
   });
 
   router.post('/admin/users/:userID/roles/remove', async (req, res) => {
     requireAdmin(res);
     const user = await subject(String(req.params.userID));
-    const { role } = await removeUserRole(services.backOffice, viewer(res).user, user.userID, field(req, 'role'), commandContext(res));
-    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} no longer has the ${role} role.` });
+    const { role, ended } = await removeUserRole(services.backOffice, viewer(res).user, user.userID, field(req, 'role'), commandContext(res));
+    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} no longer has the ${role} role.${endedText(ended)}` });
   });
 
   const request = (path: string, form: string, change: (userID: string, role: string | undefined) => AccessChangeInput) =>

@@ -91,10 +91,12 @@ export type ApiKeyApproved = Event<'ApiKeyApproved', {
 }>;
 export type ApiKeyRejected = Event<'ApiKeyRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
 /** The maker takes back their own request while it is still pending: final, like a rejection. */
-export type ApiKeyRequestWithdrawn = Event<'ApiKeyRequestWithdrawn', { keyID: string; withdrawnBy: string; withdrawnAt: string }>;
+/** `withdrawnBy: 'system'` with `departedUserID`: its maker was disabled or lost the maker role before a checker decided. */
+export type ApiKeyRequestWithdrawn = Event<'ApiKeyRequestWithdrawn', { keyID: string; withdrawnBy: string; withdrawnAt: string; departedUserID?: string }>;
 export type ApiKeyRevocationRequested = Event<'ApiKeyRevocationRequested', { keyID: string; requestedBy: string; reason: string; requestedAt: string }>;
 export type ApiKeyRevocationRejected = Event<'ApiKeyRevocationRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
-export type ApiKeyRevoked = Event<'ApiKeyRevoked', { keyID: string; approvedBy: string; revokedAt: string }>;
+/** `approvedBy: 'system'` with `departedUserID`: revoked at once because the user holding its secret was disabled or lost the maker role. */
+export type ApiKeyRevoked = Event<'ApiKeyRevoked', { keyID: string; approvedBy: string; revokedAt: string; departedUserID?: string }>;
 export type ApiKeyEvent =
   | ApiKeyRequested
   | ApiKeyApproved
@@ -129,9 +131,9 @@ export type WebhookEndpointRequested = Event<'WebhookEndpointRequested', {
 }>;
 /** The signing secret is made at approval, shown once to the maker, and kept sealed here for signing. */
 export type WebhookEndpointApproved = Event<'WebhookEndpointApproved', { endpointID: string; approvedBy: string; approvedAt: string; secret: SealedWebhookSecret }>;
-export type WebhookEndpointRejected = Event<'WebhookEndpointRejected', { endpointID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+export type WebhookEndpointRejected = Event<'WebhookEndpointRejected', { endpointID: string; rejectedBy: string; reason: string | null; rejectedAt: string; departedUserID?: string }>;
 /** Final. `disabledBy` is a user id, or `system` when deliveries kept failing for a day. */
-export type WebhookEndpointDisabled = Event<'WebhookEndpointDisabled', { endpointID: string; disabledBy: string; reason: string; disabledAt: string }>;
+export type WebhookEndpointDisabled = Event<'WebhookEndpointDisabled', { endpointID: string; disabledBy: string; reason: string; disabledAt: string; departedUserID?: string }>;
 export type WebhookEndpointEvent = WebhookEndpointRequested | WebhookEndpointApproved | WebhookEndpointRejected | WebhookEndpointDisabled;
 
 export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded | CashOutConsentEvent;

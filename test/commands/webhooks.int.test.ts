@@ -29,6 +29,10 @@ beforeEach(async () => {
   store = openSqliteEventStore({ file: join(dir.path, 'events.db') });
   vault = await testCredentials();
   deps = { store, clock: () => new Date('2026-03-01T12:00:00Z'), assetScale: 2, secretsKey: randomBytes(32), allowInsecureLocalhost: false, credentials: vault.credentials };
+  // Given the two users as the history knows them: an approval checks that its maker is still one.
+  for (const { userID, email, roles } of [maker, checker]) {
+    await store.append(streams.user(userID), [{ type: 'UserAdded', data: { userID, party, email, passwordHash: 'x', roles, platformAdmin: false, mustChangePassword: false, addedAt: '2026-03-01T00:00:00.000Z' }, metadata: { actor: 'operator:test' } }], 'no_stream');
+  }
 });
 afterEach(async () => {
   await vault.close();
