@@ -107,4 +107,27 @@ describe('audit verify: maker-checker on access', { timeout: 120_000 }, () => {
     ], 'no_stream');
     expect(await problems()).toEqual([expect.stringContaining('by user c, who is disabled')]);
   });
+
+  it('when a departure ends a key by the system, then it passes only for the key of the maker who was just disabled', async () => {
+    await store.append('user-a', [user('a', [], true)], 'no_stream');
+    await store.append('user-maker', [user('maker', ['maker'])], 'no_stream');
+    await store.append('user-c', [user('c', ['checker'])], 'no_stream');
+    await keyRequestedAndApproved('c');
+    const revokedBySystem = (departedUserID: string): NewEvent => ({ type: 'ApiKeyRevoked', data: { keyID: 'k1', approvedBy: 'system', revokedAt: at, departedUserID }, metadata: meta });
+    // Forged: the maker is still active, and c is not the key's maker.
+    await store.append('apikey-k1', [revokedBySystem('c')], 1);
+    expect(await problems()).toEqual([expect.stringContaining('is not its maker who left')]);
+  });
+
+  it('when the maker is disabled and their key revoked by the system in the same append, then nothing is wrong', async () => {
+    await store.append('user-a', [user('a', [], true)], 'no_stream');
+    await store.append('user-maker', [user('maker', ['maker'])], 'no_stream');
+    await store.append('user-c', [user('c', ['checker'])], 'no_stream');
+    await keyRequestedAndApproved('c');
+    await store.appendMulti([
+      { stream: 'user-maker', expectedRevision: 0, events: [{ type: 'UserDisabled', data: { userID: 'maker', disabledBy: 'a', reason: 'left', disabledAt: at }, metadata: meta }] },
+      { stream: 'apikey-k1', expectedRevision: 1, events: [{ type: 'ApiKeyRevoked', data: { keyID: 'k1', approvedBy: 'system', revokedAt: at, departedUserID: 'maker' }, metadata: meta }] },
+    ]);
+    expect(await problems()).toEqual([]);
+  });
 });

@@ -186,6 +186,25 @@ describe('API key lifecycle', () => {
     });
   });
 
+  describe('the departure of the user holding the secret', () => {
+    const retire = (userID: string) => ({ type: 'RetireApiKeyOfDepartedUser' as const, data: { keyID, userID, now: T2 } });
+
+    it('when its maker departs while the key is active, then it is revoked by the system naming them', () =>
+      given([requested, approved]).when(retire(maker.userID)).then([{ type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'system', revokedAt: T2, departedUserID: maker.userID } }]));
+
+    it('when its maker departs while a revocation waits, then it is revoked at once', () =>
+      given([requested, approved, revocationRequested]).when(retire(maker.userID)).then([{ type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'system', revokedAt: T2, departedUserID: maker.userID } }]));
+
+    it('when its maker departs before a checker decided, then the request is withdrawn by the system', () =>
+      given([requested]).when(retire(maker.userID)).then([{ type: 'ApiKeyRequestWithdrawn', data: { keyID, withdrawnBy: 'system', withdrawnAt: T2, departedUserID: maker.userID } }]));
+
+    it('when another user departs, or the key already ended, then nothing happens', () => {
+      given([requested, approved]).when(retire(checker.userID)).then([]);
+      given([requested, { type: 'ApiKeyRejected', data: { keyID, rejectedBy: checker.userID, reason: null, rejectedAt: T1 } }]).when(retire(maker.userID)).then([]);
+      given([]).when(retire(maker.userID)).then([]);
+    });
+  });
+
   describe('expiry, derived from the clock', () => {
     const state = () => [requested, approved].reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
 

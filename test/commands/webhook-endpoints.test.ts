@@ -126,4 +126,18 @@ describe('webhook endpoint lifecycle', () => {
 
     it('given an event before any registration, then the state stays none', () => expect(state([approved])).toEqual({ status: 'none' }));
   });
+  describe('the departure of the maker who holds its secret', () => {
+    const retire = (userID: string) => ({ type: 'RetireWebhookEndpointOfDepartedUser' as const, data: { endpointID, userID, reason: 'maker left', now: T2 } });
+
+    it('when its maker departs while it is active, then the system disables it naming them', () =>
+      given([requested, approved]).when(retire(maker.userID)).then([{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: 'system', reason: 'maker left', disabledAt: T2, departedUserID: maker.userID } }]));
+
+    it('when its maker departs before a checker decided, then the system rejects it', () =>
+      given([requested]).when(retire(maker.userID)).then([{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: 'system', reason: 'maker left', rejectedAt: T2, departedUserID: maker.userID } }]));
+
+    it('when another user departs, or it is already disabled, then nothing happens', () => {
+      given([requested, approved]).when(retire(checker.userID)).then([]);
+      given([requested, approved, disabled]).when(retire(maker.userID)).then([]);
+    });
+  });
 });
