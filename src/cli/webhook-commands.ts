@@ -13,8 +13,8 @@ import { parseRedeliveryTarget, requestRedelivery } from '../webhooks/redelivery
 
 /**
  * `webhook`: the webhook-endpoint lifecycle under maker-checker, acting `--as` a console user under the same
- * rules as the console: a maker adds, another checker of the party approves (the signing secret is printed
- * once) or rejects, a maker or checker disables at once.
+ * rules as the console: a maker adds, another checker of the party approves (the signing secret waits for
+ * the maker, who collects it once with `webhook secret`) or rejects, a maker or checker disables at once.
  */
 type AsOptions = CommonOptions & { as: string };
 const PAGE = 1000;
