@@ -63,7 +63,14 @@ export function embedded(dataDir: string): StoreSelection {
 export async function openStores(options: StoreSelection | EmbeddedOnly, decorators: StoreDecorators = {}): Promise<Stores> {
   const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
   const eventStore = await openEventStore(selection, decorators.eventStore, decorators.onGroupCommit);
-  const readStore = await openReadStore(selection, decorators.readStore);
+  let readStore: ReadStore;
+  try {
+    readStore = await openReadStore(selection, decorators.readStore);
+  } catch (error) {
+    // Nothing is left open behind a failure: a caller that runs on (the CLI in a test's process) would keep it.
+    await eventStore.close();
+    throw error;
+  }
   return {
     eventStore,
     readStore,

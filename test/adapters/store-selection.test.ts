@@ -1,9 +1,12 @@
 /**
  * Choosing the stores is configuration only: EVENT_STORE / READ_STORE, or the presence of the URLs.
  */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { embedded, openStores } from '../../src/adapters/open-stores.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
+import type { EventStore } from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 const KURRENTDB_URL = 'kurrentdb://kurrentdb:2113?tls=false';
@@ -59,6 +62,28 @@ describe('store selection', () => {
       expect(await stores.readStore.count('things')).toBe(0);
     } finally {
       await stores.close();
+      dir.cleanup();
+    }
+  });
+
+  it('given a read store that cannot be opened, when the stores are opened, then it fails and the event store it had opened is closed again', async () => {
+    const dir = tempDir('store-selection-');
+    try {
+      mkdirSync(join(dir.path, 'read-models.sqlite')); // a directory where the read store's file should be
+      let closed = 0;
+      const counted = {
+        eventStore: (store: EventStore): EventStore => {
+          const close = store.close.bind(store);
+          store.close = async () => {
+            closed += 1;
+            await close();
+          };
+          return store;
+        },
+      };
+      await expect(openStores(embedded(dir.path), counted)).rejects.toThrow();
+      expect(closed).toBe(1);
+    } finally {
       dir.cleanup();
     }
   });
