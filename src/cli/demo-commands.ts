@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { demoInstructions, seedDemo } from '../demo.ts';
 import { common, withCredentials, type CommonOptions } from './support.ts';
+import { cliIO } from './io.ts';
 
 /**
  * `wallet-ops demo`: seeds the demo (parties, float, makers, checkers and an administrator, all with a
@@ -17,7 +18,7 @@ export function registerDemoCommands(program: Command): void {
       await withCredentials(
         opts,
         async ({ store, assetScale, credentials }) => {
-          dataDir = opts.dataDir ?? process.env.DATA_DIR ?? './data';
+          dataDir = opts.dataDir ?? cliIO().env.DATA_DIR ?? './data';
           return seedDemo(store, assetScale, credentials);
         },
         (seed) => demoInstructions(seed, opts.apiUrl.replace(/\/+$/, ''), dataDir),

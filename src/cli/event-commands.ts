@@ -3,6 +3,7 @@ import { openEventStore } from '../adapters/open-stores.ts';
 import { loadConfig } from '../config.ts';
 import type { EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../ports/event-store.ts';
 import { common, progressBar, UsageError, type CommonOptions } from './support.ts';
+import { cliIO } from './io.ts';
 
 /** What a target stream holds: the revision of its last event, or nothing yet. */
 export type TargetRevision = number | 'no_stream';
@@ -145,7 +146,7 @@ export function registerEventCommands(program: Command): void {
     .action(async (opts: CommonOptions & { to: string; fromPosition: string }) => {
       if (opts.to !== 'kurrentdb') throw new UsageError(`--to must be kurrentdb, got "${opts.to.slice(0, 40)}"`);
       if (!/^\d{1,15}$/.test(opts.fromPosition)) throw new UsageError('--from-position must be a whole number');
-      const config = loadConfig(process.env);
+      const config = loadConfig(cliIO().env);
       if (!config.KURRENTDB_URL) throw new UsageError('KURRENTDB_URL is not set: it names the KurrentDB to copy into');
       const source = await openEventStore({ ...config, DATA_DIR: opts.dataDir ?? config.DATA_DIR, EVENT_STORE: 'embedded' });
       const target = await openEventStore({ ...config, EVENT_STORE: 'kurrentdb' });
@@ -157,7 +158,7 @@ export function registerEventCommands(program: Command): void {
         bar.stop();
         await Promise.all([source.close(), target.close()]);
       }
-      process.stdout.write(
+      cliIO().stdout(
         opts.json
           ? `${JSON.stringify(result)}\n`
           : `copied ${result.copied} events, skipped ${result.skipped} already there, ${result.streams} streams; last source position ${result.lastPosition ?? '-'}\n` +

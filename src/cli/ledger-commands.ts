@@ -3,11 +3,8 @@ import { openLedger } from '../adapters/open-stores.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { formatAmount } from '../domain/money.ts';
 import { ISSUANCE_ADDRESS } from '../ports/ledger.ts';
-import { common, UsageError, type CommonOptions } from './support.ts';
-
-function print<T>(options: CommonOptions, result: T, human: (result: T) => string): void {
-  process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
-}
+import { common, printResult as print, UsageError, type CommonOptions } from './support.ts';
+import { cliIO } from './io.ts';
 
 /** The EVM adapter and viem, loaded only by the commands that need them (every CLI start would pay for them). */
 const evm = () => import('../adapters/evm/evm-ledger.ts');
@@ -35,7 +32,7 @@ export function registerLedgerCommands(program: Command): void {
     .description('deploy the WalletLedger contract with the operator account as its only writer (EVM_RPC_URL, EVM_CHAIN_ID, EVM_OPERATOR_KEY_FILE); prints its address for EVM_LEDGER_ADDRESS')
     .option('--unless-deployed', 'do nothing when EVM_LEDGER_ADDRESS already holds a WalletLedger whose operator is this key (idempotent setups)')
     .action(async (opts: CommonOptions & { unlessDeployed?: boolean }) => {
-      const config = loadConfig(process.env);
+      const config = loadConfig(cliIO().env);
       const settings = await evmSettings(config, false);
       const { deployWalletLedger, findWalletLedger } = await evm();
       if (opts.unlessDeployed && config.EVM_LEDGER_ADDRESS) {
@@ -52,7 +49,7 @@ export function registerLedgerCommands(program: Command): void {
   common(ledger.command('status'))
     .description('the configured ledger: on a chain its id, block height, the operator’s balance for gas and the contract’s supply; embedded, its transactions and supply')
     .action(async (opts: CommonOptions) => {
-      const config = loadConfig(process.env);
+      const config = loadConfig(cliIO().env);
       if (config.LEDGER === 'evm') {
         const { openEvmLedger } = await evm();
         const { formatEther } = await import('viem');

@@ -33,12 +33,14 @@ import { DemoStoreRefusedError } from '../demo-store.ts';
 import { registerLedgerCommands } from './ledger-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
+import { cliIO, isProcessIO, PROCESS_IO, withCliIO, type CliIO } from './io.ts';
 
 export function buildCli(): Command {
   const program = new Command('wallet-ops')
     .description('Operator CLI of wallet-ops, straight on the stores: parties, users, API keys, operations, money, read models, servers.')
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    .configureOutput(commanderOutput(cliIO()));
 
   const party = program.command('party').description('onboard distributors, merchants and individuals');
   for (const partyType of ['distributor', 'merchant'] as const) {
@@ -206,6 +208,8 @@ export function buildCli(): Command {
     .argument('[parts...]', 'write-api | read-api | projections | executor')
     .option('--demo', 'seed demo data (into an empty or demo store only) and print ready-to-paste curl commands')
     .action(async (parts: string[], opts: CommonOptions & { demo?: boolean }) => {
+      // A server owns its process: its configuration is process.env, its logs stdout, and a signal ends it.
+      if (!isProcessIO()) throw new UsageError('serve runs only as its own process (the wallet-ops binary), not in another program\'s process');
       // Loaded on demand: the other commands should not pay for starting the HTTP stack.
       const [{ serve }, { ALL_PARTS }] = await Promise.all([import('../server.ts'), import('../wallet-ops.ts')]);
       const unknown = parts.filter((part) => !(ALL_PARTS as readonly string[]).includes(part));
@@ -221,28 +225,46 @@ export function buildCli(): Command {
  * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
  * `--data-dir` and `--json`; with `--json` it prints exactly one JSON value on stdout. A refusal exits 1
  * with one line on stderr; a usage error exits 2.
+ *
+ * `io` runs it inside another program's process (the tests): what it prints goes to `io.stdout` and
+ * `io.stderr`, and its configuration comes from `io.env`; each part left out is the process's own. Every
+ * command closes what it opens, so runs leave nothing behind. `serve` is the exception: it runs only with
+ * the process's own IO (it is refused otherwise), and only the binary (main.ts) ends the process.
  */
-export async function runCli(argv: string[]): Promise<number> {
+export async function runCli(argv: string[], io: Partial<CliIO> = {}): Promise<number> {
+  return withCliIO({ ...PROCESS_IO, ...io }, () => run(argv));
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { stderr } = cliIO();
   try {
     await buildCli().parseAsync(argv, { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
     if (error instanceof UsageError) {
-      process.stderr.write(`error: ${error.message}\n`);
+      stderr(`error: ${error.message}\n`);
       return 2;
     }
     if (error instanceof DomainError) {
-      process.stderr.write(`refused (${error.code}): ${error.message}\n`);
+      stderr(`refused (${error.code}): ${error.message}\n`);
       return 1;
     }
     if (error instanceof DemoStoreRefusedError) {
-      process.stderr.write(`refused: ${error.message}\n`);
+      stderr(`refused: ${error.message}\n`);
       return 1;
     }
-    process.stderr.write(`failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    stderr(`failed: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
+}
+
+/** Help and usage errors go where the run's output goes; an injected output is no terminal (80 columns, no colours). */
+function commanderOutput(io: CliIO) {
+  const writes = { writeOut: (text: string) => io.stdout(text), writeErr: (text: string) => io.stderr(text) };
+  if (isProcessIO(io)) return writes;
+  // 80 columns: what commander uses when its output is not a terminal (a pipe, as the binary's is in a script).
+  return { ...writes, getOutHelpWidth: () => 80, getErrHelpWidth: () => 80, getOutHasColors: () => false, getErrHasColors: () => false };
 }
 
 /** The consumers' live states, from a running process's /ready (they live in that process's memory). */

@@ -11,6 +11,7 @@ import { embeddedSecretsKey } from '../adapters/secrets-key-file.ts';
 import type { CommandContext } from '../commands/pipeline.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { attributeToOperator } from './operator-attribution.ts';
+import { cliIO, stderrIsTerminal } from './io.ts';
 
 /**
  * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
@@ -32,11 +33,11 @@ export function parsePartyRef(value: string): PartyRef {
 
 /** Runs one action against the event store named by the options, prints its result, and closes the store. */
 export async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOfficeDeps) => Promise<T>, human: (result: T) => string): Promise<void> {
-  const config = loadConfig(process.env);
+  const config = loadConfig(cliIO().env);
   const store = attributeToOperator(await openEventStore({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR }), operatorActor());
   try {
     const result = await action({ store, clock: () => new Date(), assetScale: config.ASSET_SCALE });
-    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
+    printResult(options, result, human);
   } finally {
     await store.close();
   }
@@ -44,15 +45,20 @@ export async function withBackOffice<T>(options: CommonOptions, action: (deps: B
 
 /** Like withBackOffice, for commands that need both stores. */
 export async function withStores<T>(options: CommonOptions, action: (stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
-  const config = loadConfig(process.env);
+  const config = loadConfig(cliIO().env);
   const opened = await openStores({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
   const stores: Stores = { ...opened, eventStore: attributeToOperator(opened.eventStore, operatorActor()) };
   try {
     const result = await action(stores, config);
-    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
+    printResult(options, result, human);
   } finally {
     await stores.close();
   }
+}
+
+/** A command's result on stdout: with --json exactly one JSON value, else the human line(s). */
+export function printResult<T>(options: CommonOptions, result: T, human: (result: T) => string): void {
+  cliIO().stdout(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
 }
 
 /**
@@ -69,15 +75,18 @@ export async function withCredentials<T>(options: CommonOptions, action: (deps: 
       store: stores.readStore,
       key: secretsKey,
       clock,
-      logger: { warn: (details, message) => process.stderr.write(`warning: ${message} (${JSON.stringify(details)})\n`) },
+      logger: { warn: (details, message) => cliIO().stderr(`warning: ${message} (${JSON.stringify(details)})\n`) },
     });
     return action({ store: stores.eventStore, clock, assetScale: config.ASSET_SCALE, credentials, secretsKey }, stores, config);
   }, human);
 }
 
-/** A progress bar on a terminal (stderr, so stdout stays one JSON value); nothing when not a terminal. */
+/**
+ * A progress bar on a terminal (stderr, so stdout stays one JSON value); nothing when not a terminal, nor when
+ * the run's stderr is injected (the CLI run in another program's process).
+ */
 export function progressBar(label: string): { update(value: number, total: number): void; stop(): void } {
-  if (!process.stderr.isTTY) return { update() {}, stop() {} };
+  if (!stderrIsTerminal()) return { update() {}, stop() {} };
   const bar = new SingleBar({ format: `${label.padEnd(24)} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`, stream: process.stderr }, Presets.shades_classic);
   let started = false;
   return {
@@ -97,7 +106,7 @@ export function operatorActor(): string {
   try {
     name = userInfo().username;
   } catch {
-    name = process.env.USER ?? `uid-${process.getuid?.() ?? 'unknown'}`;
+    name = cliIO().env.USER ?? `uid-${process.getuid?.() ?? 'unknown'}`;
   }
   return `operator:${name}`;
 }

@@ -118,5 +118,5 @@ describe('owner-only files', () => {
     const fresh = join(root.path, 'fresh-history.jsonl');
     expect((await runCli(['events', 'export', '--out', fresh, '--data-dir', dataDir])).code).toBe(0);
     expect(octal(mode(fresh))).toBe('0600');
-  }, 120_000); // three CLI processes
+  }, 120_000);
 });

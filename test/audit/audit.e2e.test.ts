@@ -1,7 +1,7 @@
 /**
  * Auditing a real history end to end: a system with the executor (parties, keys, issuance, operations created
  * over HTTP, approved or rejected by checkers, executed on the embedded ledger), its events hash-chained and
- * sealed; then the real CLI, each command in its own process, on copies of its data directory: verify,
+ * sealed; then the operator CLI (run in this process, test/support/cli.ts) on copies of its data directory: verify,
  * tampering below the port (in the SQLite files), reconciliation failures, balances at past moments,
  * an operation's and a key's story, export and import.
  */
@@ -375,7 +375,7 @@ describe('audit end to end', () => {
       const checkedCopy = join(work.path, 'fresh-no-ledger-configured');
       copyDataDir(fresh, checkedCopy); // before any verify: the configured ledger opens (creates) a ledger file
 
-      // Independent runs, in parallel (each CLI process takes seconds on a loaded machine).
+      // Independent runs, in parallel (each takes seconds on a loaded machine).
       const [skipped, text, configured, none, withEmbedded, bad] = await Promise.all([
         runCli(['audit', 'verify', '--ledger', 'skip', '--json', '--data-dir', fresh]),
         runCli(['audit', 'verify', '--ledger', 'skip', '--data-dir', fresh]),

@@ -1,21 +1,23 @@
 import { userInfo } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streams } from '../../src/domain/streams.ts';
-import { runCli, runCliJson } from '../support/cli.ts';
+import { runCli, runCliJson, runCliProcess, runCliProcessJson } from '../support/cli.ts';
 import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
-// The operator CLI end to end, each command in its own process on one data directory.
+// The operator CLI end to end on one data directory, in this process (test/support/cli.ts); the smoke tests of
+// the real binary (a JSON command, a refusal, a usage error, help) and the race between processes run it as
+// processes of their own.
 describe('wallet-ops CLI', () => {
   const dir = tempDir();
   const data = ['--data-dir', dir.path];
   let distributorID: string;
 
   beforeAll(async () => {
-    ({ distributorID } = await runCliJson<{ distributorID: string }>(['party', 'add-distributor', '--name', 'Acme Agents', '--short-code', '1001', ...data]));
+    ({ distributorID } = await runCliProcessJson<{ distributorID: string }>(['party', 'add-distributor', '--name', 'Acme Agents', '--short-code', '1001', ...data]));
     await runCliJson(['user', 'add', '--party', `distributor:${distributorID}`, '--email', 'Maker@Acme.test', '--password', 'correct horse 1', '--roles', 'maker', ...data]);
     await runCliJson(['user', 'add', '--party', `distributor:${distributorID}`, '--email', 'checker@acme.test', '--password', 'correct horse 2', '--roles', 'checker', ...data]);
-  }, 120_000); // three processes, two of them hashing a password (scrypt at N = 2^17)
+  }, 120_000);
   afterAll(() => dir.cleanup());
 
   it('when a key is requested and approved, then the checker is shown no secret, the maker collects it once, and key list never shows it', async () => {
@@ -69,7 +71,7 @@ describe('wallet-ops CLI', () => {
 
   it('when the maker approves their own key, then the CLI refuses with a one-line message and exit 1', async () => {
     const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', 'maker@acme.test', '--label', 'own', '--permissions', 'read-balance', ...data]);
-    const result = await runCli(['key', 'approve', keyID, '--as', 'maker@acme.test', '--json', ...data]);
+    const result = await runCliProcess(['key', 'approve', keyID, '--as', 'maker@acme.test', '--json', ...data]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/checker role|maker of a request/);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
@@ -102,7 +104,7 @@ describe('wallet-ops CLI', () => {
 
   it('when several processes onboard the same short code at once, then exactly one succeeds', async () => {
     const results = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => runCli(['party', 'add-merchant', '--name', `Shop ${i}`, '--short-code', '7777', '--json', ...data])),
+      Array.from({ length: 4 }, (_, i) => runCliProcess(['party', 'add-merchant', '--name', `Shop ${i}`, '--short-code', '7777', '--json', ...data])),
     );
     expect(results.filter((r) => r.code === 0)).toHaveLength(1);
     const refused = results.filter((r) => r.code !== 0);
@@ -125,13 +127,13 @@ describe('wallet-ops CLI', () => {
   it('when the arguments are wrong, then the CLI exits 2 with usage help', async () => {
     const result = await runCli(['key', 'list', '--party', 'bank:1', '--json', ...data]);
     expect(result.code).toBe(2);
-    const missing = await runCli(['party', 'add-distributor', '--name', 'x', ...data]);
+    const missing = await runCliProcess(['party', 'add-distributor', '--name', 'x', ...data]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/short-code/);
   });
 
   it('when --help is asked for, then it lists the command groups', async () => {
-    const result = await runCli(['--help']);
+    const result = await runCliProcess(['--help']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/party[\s\S]*user[\s\S]*key/);
   });

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { streams } from '../../src/domain/streams.ts';
-import { runCli, runCliJson } from '../support/cli.ts';
+import { runCli, runCliJson, runCliProcess } from '../support/cli.ts';
 import { knownLedgerEnv } from '../support/test-ledger.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
@@ -66,7 +66,7 @@ describe('wallet-ops demo', () => {
   }, 60_000);
 
   it('when run on a store with a real party, then it exits 1 with one line saying why, and writes nothing', async () => {
-    const result = await runCli(['demo', '--data-dir', real]);
+    const result = await runCliProcess(['demo', '--data-dir', real]);
 
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');

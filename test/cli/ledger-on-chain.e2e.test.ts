@@ -11,7 +11,7 @@ import { tempDir } from '../support/temp-dir.ts';
 /**
  * The ledger commands and `audit verify` on a real EVM chain (Hardhat's EDR in this process, over JSON-RPC):
  * `ledger deploy`, `ledger status` and the reconciliation of a history with the contract's events, each
- * command in its own process as an operator runs it.
+ * command run as an operator runs it, in this process (test/support/cli.ts).
  */
 describe('wallet-ops ledger and audit verify on an EVM chain', () => {
   const dir = tempDir('ledger-on-chain-');

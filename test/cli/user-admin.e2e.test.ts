@@ -5,7 +5,7 @@ import type { RecordedEvent } from '../../src/ports/event-store.ts';
 import { runCli, runCliJson } from '../support/cli.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
-// User administration with the operator CLI, each command in its own process on one data directory:
+// User administration with the operator CLI (run in this process, test/support/cli.ts) on one data directory:
 // break-glass `user add` at once; every widening as an access request that another administrator approves.
 
 /** A half of a temporary password standing alone in a text (not a piece of a uuid or a word). */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, runCliJson } from '../support/cli.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
-/** `wallet-ops webhook`: the endpoint lifecycle under maker-checker, each command in its own process. */
+/** `wallet-ops webhook`: the endpoint lifecycle under maker-checker, each command run in this process (test/support/cli.ts). */
 describe('wallet-ops webhook', () => {
   const dir = tempDir();
   const data = ['--data-dir', dir.path];

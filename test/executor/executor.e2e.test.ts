@@ -10,8 +10,8 @@ import { walletAddress } from '../../src/ports/ledger.ts';
 import { onEvm } from '../support/test-ledger.ts';
 
 /**
- * The executor end to end: operations created over HTTP, approved by a checker through the real CLI (another
- * process on the same data directory), executed on the embedded ledger by the in-process executor, and seen
+ * The executor end to end: operations created over HTTP, approved by a checker through the operator CLI (with
+ * stores of its own on the same data directory), executed on the embedded ledger by the in-process executor, and seen
  * in the read API. After every test the ledger must agree with the event store and the read models.
  */
 

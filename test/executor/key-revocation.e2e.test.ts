@@ -21,7 +21,7 @@ import { testLedgerEnv } from '../support/test-ledger.ts';
 
 /**
  * A revoked key leaves no traps: once its revocation is approved (in the console over HTTP, or with the CLI
- * in its own process), every operation it created that is still pending ends rejected by
+ * with stores of its own), every operation it created that is still pending ends rejected by
  * `system:key-revocation` with the reason "API key revoked", and gives back what it held (the payer's funds,
  * the key's daily volume). Operations a checker approved before are not touched.
  */

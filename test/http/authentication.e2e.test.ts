@@ -262,7 +262,7 @@ describe('authentication', () => {
     });
   });
 
-  describe('revocation by another process', () => {
+  describe('revocation by another writer (the CLI, with stores of its own)', () => {
     it('when a key is revoked through the CLI, then the running server refuses it with 401 within one second', async () => {
       const { keyID, apiKey } = await f.distributor.key();
       const data = ['--data-dir', sys.config.DATA_DIR];

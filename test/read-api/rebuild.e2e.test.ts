@@ -6,7 +6,7 @@ import type { OperationRequested } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 import type { EventStore, StreamAppend } from '../../src/ports/event-store.ts';
 import { allProjections } from '../../src/projections/index.ts';
-import { runCli, runCliJson } from '../support/cli.ts';
+import { runCliJson, runCliProcess } from '../support/cli.ts';
 import { completeOperation, failOperation, newOperationID, requestAppends } from '../support/given-events.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 
@@ -188,7 +188,7 @@ describe('projections rebuild while the API serves reads', () => {
 
   it('when an operator rebuilds every projection in another process, then every response during the rebuild is the whole model as before, and so are the documents after', async () => {
     let finished = false;
-    const rebuild = runCli(['projections', 'rebuild', '--json', '--data-dir', sys.config.DATA_DIR]).finally(() => (finished = true));
+    const rebuild = runCliProcess(['projections', 'rebuild', '--json', '--data-dir', sys.config.DATA_DIR]).finally(() => (finished = true));
     const mismatches: string[] = [];
     let rounds = 0;
     let roundsDuringReplay = 0;

@@ -87,7 +87,7 @@ export async function approve(sys: Pick<TestSystem, 'backOffice'>, party: Pick<T
   await decideOperation(sys.backOffice, actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
 }
 
-/** A checker of the party approves through the real CLI, in its own process. */
+/** A checker of the party approves through the operator CLI (run in this process, test/support/cli.ts). */
 export async function approveViaCli(sys: Pick<TestSystem, 'config'>, party: Pick<TestParty, 'checkerEmail'>, operationID: string): Promise<void> {
   const result = await runCliJson<{ operationID: string; state: string }>(['operation', 'approve', operationID, '--as', party.checkerEmail, '--data-dir', sys.config.DATA_DIR]);
   if (result.state !== 'approved' || result.operationID !== operationID) throw new Error(`unexpected CLI answer ${JSON.stringify(result)}`);

@@ -45,7 +45,7 @@ function cashOut({ sys, distributor, apiKey }: Setup, phone: string, amount: str
   });
 }
 
-/** A code as the individual's wallet app would hand it out: the CLI in its own process, on the system's data directory. */
+/** A code as the individual's wallet app would hand it out: the operator CLI, on the system's data directory. */
 const codeFromTheApp = (sys: TestSystem, phone: string, amount?: string) =>
   runCliJson<{ phone: string; code: string; maxAmount: string | null; expiresAt: string }>(['individual', 'cash-out-code', '--phone', phone, ...(amount ? ['--amount', amount] : []), '--data-dir', sys.config.DATA_DIR]);
 

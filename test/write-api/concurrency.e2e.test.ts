@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streams } from '../../src/domain/streams.ts';
-import { runCli } from '../support/cli.ts';
+import { runCliProcess } from '../support/cli.ts';
 import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 
 /**
@@ -221,7 +221,7 @@ describe('concurrent creates', () => {
       expect(created.status).toBe(200);
       const id = created.body.operationID as string;
       const args = ['operation', 'approve', id, '--as', d.checkerEmail, '--json', '--data-dir', sys.config.DATA_DIR];
-      const results = await Promise.all([runCli(args), runCli(args)]);
+      const results = await Promise.all([runCliProcess(args), runCliProcess(args)]);
       expect(results.map((r) => r.code).sort()).toEqual([0, 1]);
       const winner = results.find((r) => r.code === 0)!;
       expect(JSON.parse(winner.stdout)).toEqual({ operationID: id, state: 'approved' });
@@ -238,8 +238,8 @@ describe('concurrent creates', () => {
       const id = created.body.operationID as string;
       const data = ['--json', '--data-dir', sys.config.DATA_DIR];
       const results = await Promise.all([
-        runCli(['operation', 'approve', id, '--as', d.checkerEmail, ...data]),
-        runCli(['operation', 'reject', id, '--as', d.checkerEmail, '--reason', 'race', ...data]),
+        runCliProcess(['operation', 'approve', id, '--as', d.checkerEmail, ...data]),
+        runCliProcess(['operation', 'reject', id, '--as', d.checkerEmail, '--reason', 'race', ...data]),
       ]);
       expect(results.map((r) => r.code).sort()).toEqual([0, 1]);
       const events = await sys.system.stores.eventStore.readStream(streams.operation(id));

@@ -7,7 +7,7 @@ import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTO
 /**
  * The two create-operation endpoints of the contract (POST /api/v1/distributors/{id}/operations and
  * POST /api/v1/merchants/{id}/operations) end to end over HTTP, and the checker's decisions on the
- * operations they create through the real CLI in another process, on the same data directory.
+ * operations they create through the operator CLI, with stores of its own on the same data directory.
  */
 
 type Response = Awaited<ReturnType<typeof call>>;

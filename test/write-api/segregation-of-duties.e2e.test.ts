@@ -12,7 +12,7 @@ import { ConsoleClient, createCashIn, extraUser, newPhone, OTHER_PASSWORD, waitF
 /**
  * Segregation of duties on operations, end to end: the user who requested an API key is the only person who
  * has seen its secret, so they may not also approve what the key creates, whichever way they try (the
- * console over HTTP, the operator CLI in its own process, the back-office function). Another checker may.
+ * console over HTTP, the operator CLI with stores of its own, the back-office function). Another checker may.
  * The executor (and so the key-revocation consumer) does not run here: operations stay as the checkers left
  * them, which also shows the approval-side refusal of a revoked key's operation on its own.
  */
