@@ -53,7 +53,7 @@ export interface ConsoleServices {
   throttle: LoginThrottle;
   secrets: HeldCredentials;
   /** The back-office deps, plus what the webhook-endpoint commands need. */
-  webhooks: WebhookCommandDeps;
+  webhooks: WebhookCommandDeps & Pick<RotationDeps, 'secretRotationOverlapHours'>;
   /** Parties, users and access requests, caught up before each use: Users, Parties, Access requests and the badge. */
   users: UserDirectory;
 }

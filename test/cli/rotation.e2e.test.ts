@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, runCliJson } from '../support/cli.ts';
+import { registerEndpoint } from '../support/webhooks.ts';
 import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
 
 /**
@@ -7,12 +8,12 @@ import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type 
  * checker approves (and is shown no secret), the maker collects the new secret with `key secret`; the server
  * accepts both secrets during the overlap. Each CLI call is a process: few of them.
  */
-describe('wallet-ops key rotate / approve-rotation / secret', () => {
+describe('wallet-ops key|webhook rotate / approve-rotation / secret', () => {
   let sys: TestSystem;
   let party: TestParty;
 
   beforeAll(async () => {
-    sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
+    sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true' }, undefined, WITHOUT_EXECUTOR);
     party = await sys.party('distributor');
   });
   afterAll(async () => sys?.close());
@@ -37,5 +38,16 @@ describe('wallet-ops key rotate / approve-rotation / secret', () => {
     await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
     expect((await balance(newKey)).status).toBe(200);
     expect((await balance(oldKey)).status).toBe(200);
+  }, 60_000);
+
+  it('when a webhook endpoint\'s secret is rotated through the CLI, then the new signing secret waits for the maker and differs from the old', async () => {
+    const data = ['--data-dir', sys.config.DATA_DIR];
+    const { endpointID, secret: oldSecret } = await registerEndpoint(sys, party, 'http://127.0.0.1:9/hooks', ['api_key.revoked']);
+    expect(await runCliJson(['webhook', 'rotate', endpointID, '--as', party.makerEmail, '--reason', 'secret seen in a log', ...data])).toEqual({ endpointID, rotation: 'pending' });
+    expect(await runCliJson(['webhook', 'approve-rotation', endpointID, '--as', party.checkerEmail, ...data]))
+      .toEqual({ endpointID, rotation: 'approved', secretHeldFor: party.makerEmail, previousSecretValidUntil: expect.any(String) });
+    const { secret } = await runCliJson<{ endpointID: string; secret: string }>(['webhook', 'secret', endpointID, '--as', party.makerEmail, ...data]);
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(oldSecret);
   }, 60_000);
 });
