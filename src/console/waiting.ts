@@ -37,7 +37,10 @@ export async function waitingFor(services: ConsoleServices, user: ActiveUser): P
   const keys = directory.listByParty(user.party, clock().toISOString());
   const keysToDecide = keys.filter(
     (k) => (k.state === 'pending' && k.requestedBy !== user.userID) || (k.state === 'revocation_pending' && directory.get(k.keyID)?.revocationRequestedBy !== user.userID),
-  ).length;
+  ).length + keys.filter((k) => {
+    const rotation = (k.state === 'active' || k.state === 'revocation_pending') ? directory.get(k.keyID)?.rotation : null;
+    return rotation != null && rotation.requestedBy !== user.userID;
+  }).length;
   // Operations made with a key this checker requested are for another checker: a handful of indexed counts.
   const ownKeys = keys.filter((k) => k.requestedBy === user.userID).map((k) => k.keyID);
   const ownKeysOperations = (await Promise.all(ownKeys.map((keyID) => readStore.count(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID } })))).reduce((a, b) => a + b, 0);

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import { registerEndpoint } from '../support/webhooks.ts';
+import { CHECKER_PASSWORD, ConsoleClient, extraUser, MAKER_PASSWORD, OTHER_PASSWORD } from './console-client.ts';
+
+/**
+ * "Rotate secret" in the console, as a browser uses it: a maker asks with a reason, another checker of the party
+ * approves or rejects, the maker sees the new secret once on their next page; the active key says until when
+ * the previous secret works.
+ */
+let sys: TestSystem;
+let dist: TestParty;
+let bothEmail: string;
+
+async function as(email: string, password: string): Promise<ConsoleClient> {
+  const client = new ConsoleClient(sys.baseUrl);
+  await client.loginOk(email, password);
+  return client;
+}
+const maker = () => as(dist.makerEmail, MAKER_PASSWORD);
+const checker = () => as(dist.checkerEmail, CHECKER_PASSWORD);
+
+/** The markup of the table row of this key (or of its rotation request) on a page. */
+function rowOf(page: string, keyID: string, request?: 'rotation'): string {
+  const start = page.indexOf(`data-key-id="${keyID}"${request ? ` data-request="${request}"` : ''}`);
+  expect(start, `no row for ${keyID}`).toBeGreaterThan(-1);
+  const row = page.slice(start);
+  return row.slice(0, row.indexOf('</tr>'));
+}
+
+beforeAll(async () => {
+  sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', SECRET_ROTATION_OVERLAP_HOURS: '2' }, undefined, WITHOUT_EXECUTOR);
+  dist = await sys.party('distributor');
+  bothEmail = await extraUser(sys.backOffice, dist.ref, ['maker', 'checker'], 'both');
+});
+afterAll(async () => sys?.close());
+
+describe('API keys: rotate secret', () => {
+  it('when a maker asks with a reason and a checker approves, then only the maker sees the new key, once; both work and the key says until when the old one does', async () => {
+    const { keyID, apiKey: oldKey } = await dist.key({ label: 'till to rotate' });
+    const makerClient = await maker();
+    const active = await makerClient.get('/console/keys?tab=active');
+    expect(rowOf(active.text, keyID)).toContain(`href="/console/keys/${keyID}/rotate"`);
+
+    const form = await makerClient.get(`/console/keys/${keyID}/rotate`);
+    expect(form.status).toBe(200);
+    expect(form.text).toContain('name="_csrf"');
+    expect((await makerClient.post(`/console/keys/${keyID}/rotate`, { reason: '  ' })).status).toBe(400);
+    const asked = await makerClient.post(`/console/keys/${keyID}/rotate`, { reason: 'yearly rotation' });
+    expect(asked.status).toBe(303);
+    expect(asked.location).toBe('/console/keys?tab=pending');
+    // Approving is a checker's: the maker alone is refused.
+    expect((await makerClient.post(`/console/keys/${keyID}/rotation/approve`)).status).toBe(403);
+
+    const checkerClient = await checker();
+    const pending = await checkerClient.get('/console/keys?tab=pending');
+    const row = rowOf(pending.text, keyID, 'rotation');
+    expect(row).toContain('Secret rotation');
+    expect(row).toContain('yearly rotation');
+    expect(row).toContain(`action="/console/keys/${keyID}/rotation/approve"`);
+    const approved = await checkerClient.post(`/console/keys/${keyID}/rotation/approve`);
+    expect(approved.status).toBe(303);
+    const checkerView = await checkerClient.get(approved.location!);
+    expect(checkerView.text).toContain('will see the new key once');
+    expect(checkerView.text).not.toContain(`${keyID}.`);
+
+    const first = await makerClient.get('/console/keys?tab=active');
+    const newKey = new RegExp(`value="(${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(first.text)?.[1];
+    expect(newKey).toBeDefined();
+    expect(newKey).not.toBe(oldKey);
+    expect(rowOf(first.text, keyID)).toContain('previous secret valid until');
+    await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
+    for (const apiKey of [newKey!, oldKey]) expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(200);
+    expect((await makerClient.get('/console/keys?tab=active')).text).not.toContain(newKey!);
+  });
+
+  it('when a user with both roles asked for the rotation, then their approve control is disabled and the server refuses it; they may withdraw it', async () => {
+    const { keyID } = await dist.key({ label: 'rotate self' });
+    const client = await as(bothEmail, OTHER_PASSWORD);
+    await client.get(`/console/keys/${keyID}/rotate`);
+    expect((await client.post(`/console/keys/${keyID}/rotate`, { reason: 'mine' })).status).toBe(303);
+    const page = await client.get('/console/keys?tab=pending');
+    expect(rowOf(page.text, keyID, 'rotation')).toMatch(/<button type="button" disabled[^>]*>Approve rotation<\/button>/);
+    const refused = await client.post(`/console/keys/${keyID}/rotation/approve`);
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('the maker of a request cannot also check it');
+    await client.get('/console/keys?tab=pending');
+    expect((await client.post(`/console/keys/${keyID}/rotation/withdraw`)).status).toBe(303);
+    expect(sys.system.directory.get(keyID)?.rotation).toBeNull();
+  });
+
+  it('when a checker rejects the rotation, then the key keeps its secret and no rotation waits', async () => {
+    const { keyID, apiKey } = await dist.key({ label: 'keep secret' });
+    const makerClient = await maker();
+    await makerClient.get(`/console/keys/${keyID}/rotate`);
+    await makerClient.post(`/console/keys/${keyID}/rotate`, { reason: 'maybe' });
+    const checkerClient = await checker();
+    await checkerClient.get('/console/keys?tab=pending');
+    expect((await checkerClient.post(`/console/keys/${keyID}/rotation/reject`, { reason: 'not needed' })).status).toBe(303);
+    expect(sys.system.directory.get(keyID)?.rotation).toBeNull();
+    expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(200);
+  });
+});
