@@ -101,3 +101,50 @@ describe('API keys: rotate secret', () => {
     expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(200);
   });
 });
+
+describe('webhook endpoint: rotate secret', () => {
+  it('when a maker asks with a reason and a checker approves, then only the maker sees the new signing secret, once, and the endpoint shows the rotation', async () => {
+    const { endpointID, secret: oldSecret } = await registerEndpoint(sys, dist, 'http://127.0.0.1:9/hooks', ['api_key.revoked']);
+    const makerClient = await maker();
+    const page = await makerClient.get(`/console/webhooks/${endpointID}`);
+    expect(page.text).toContain(`href="/console/webhooks/${endpointID}/rotate"`);
+    expect((await makerClient.get(`/console/webhooks/${endpointID}/rotate`)).status).toBe(200);
+    expect((await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: '' })).status).toBe(400);
+    expect((await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: 'secret seen in a log' })).status).toBe(303);
+    expect((await makerClient.post(`/console/webhooks/${endpointID}/rotation/approve`)).status).toBe(403);
+
+    const checkerClient = await checker();
+    const pending = await checkerClient.get(`/console/webhooks/${endpointID}`);
+    expect(pending.text).toContain('secret seen in a log');
+    expect(pending.text).toContain(`action="/console/webhooks/${endpointID}/rotation/approve"`);
+    const approved = await checkerClient.post(`/console/webhooks/${endpointID}/rotation/approve`);
+    expect(approved.status).toBe(303);
+    const checkerView = await checkerClient.get(approved.location!);
+    expect(checkerView.text).toContain('will see the new secret once');
+    expect(checkerView.text).not.toMatch(/whsec_[A-Za-z0-9_-]{43}/);
+    expect(checkerView.text).toContain('Signing secret rotated');
+
+    const shown = await makerClient.get(`/console/webhooks/${endpointID}`);
+    const newSecret = /value="(whsec_[A-Za-z0-9_-]{43})"/.exec(shown.text)?.[1];
+    expect(newSecret).toBeDefined();
+    expect(newSecret).not.toBe(oldSecret);
+    expect((await makerClient.get(`/console/webhooks/${endpointID}`)).text).not.toContain(newSecret!);
+  });
+
+  it('when the maker who asked withdraws, or a checker rejects, then no rotation waits', async () => {
+    const { endpointID } = await registerEndpoint(sys, dist, 'http://127.0.0.1:9/other', ['api_key.revoked']);
+    const makerClient = await maker();
+    await makerClient.get(`/console/webhooks/${endpointID}/rotate`);
+    await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: 'first try' });
+    await makerClient.get(`/console/webhooks/${endpointID}`);
+    expect((await makerClient.post(`/console/webhooks/${endpointID}/rotation/withdraw`)).status).toBe(303);
+    await makerClient.get(`/console/webhooks/${endpointID}/rotate`);
+    await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: 'second try' });
+    const checkerClient = await checker();
+    await checkerClient.get(`/console/webhooks/${endpointID}`);
+    expect((await checkerClient.post(`/console/webhooks/${endpointID}/rotation/reject`, { reason: 'not needed' })).status).toBe(303);
+    const page = await checkerClient.get(`/console/webhooks/${endpointID}`);
+    expect(page.text).not.toContain('Approve rotation');
+    expect(page.text).not.toContain('second try');
+  });
+});
