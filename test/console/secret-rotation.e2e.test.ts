@@ -72,6 +72,10 @@ describe('API keys: rotate secret', () => {
     await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
     for (const apiKey of [newKey!, oldKey]) expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(200);
     expect((await makerClient.get('/console/keys?tab=active')).text).not.toContain(newKey!);
+    const keyPage = await makerClient.get(`/console/keys/${keyID}`);
+    expect(keyPage.text).toContain('data-event="Secret rotation requested"');
+    expect(keyPage.text).toContain('data-event="Secret rotated"');
+    expect(keyPage.text).toContain('previous secret valid until');
   });
 
   it('when a user with both roles asked for the rotation, then their approve control is disabled and the server refuses it; they may withdraw it', async () => {
