@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
-import { findUserByEmail, type ActiveUser, type RotationDecision, type RotationDeps } from '../commands/back-office.ts';
+import { findUserByEmail, type ActiveUser, type RotationDecision, type RotationDeps, type RotationOutcome } from '../commands/back-office.ts';
 import { loadUserState } from '../commands/user-admin.ts';
 import type { Config } from '../config.ts';
 import { common, withCredentials, type CommonOptions } from './support.ts';
@@ -16,7 +16,7 @@ export interface RotationSubject {
   /** How output names it: `key`, `webhook endpoint`. */
   noun: string;
   idField: 'keyID' | 'endpointID';
-  decide(deps: RotationDeps & { secretsKey: Buffer }, config: Config, user: ActiveUser, id: string, decision: RotationDecision, correlationId: string): Promise<unknown>;
+  decide(deps: RotationDeps & { secretsKey: Buffer }, config: Config, user: ActiveUser, id: string, decision: RotationDecision, correlationId: string): Promise<RotationOutcome>;
   approve(deps: RotationDeps & { secretsKey: Buffer }, config: Config, user: ActiveUser, id: string, correlationId: string): Promise<{ heldFor: string; previousValidUntil: string }>;
 }
 
@@ -35,8 +35,8 @@ export function registerRotationCommands(parent: Command, subject: RotationSubje
     if (reason === 'optional') command.option('--reason <text>', 'why');
     command.action(async (value: string, opts: AsOptions) =>
       withCredentials(opts, async (deps, _stores, config) => {
-        await subject.decide(deps, config, await findUserByEmail(deps, opts.as), value, decision(opts.reason), randomUUID());
-        return { [subject.idField]: value, rotation: name === 'rotate' ? 'pending' : name === 'reject-rotation' ? 'rejected' : 'withdrawn' };
+        const { rotation } = await subject.decide(deps, config, await findUserByEmail(deps, opts.as), value, decision(opts.reason), randomUUID());
+        return { [subject.idField]: value, rotation };
       }, (r) => `${subject.noun} ${value}: rotation ${r.rotation}${r.rotation === 'pending' ? ` (a checker of the party approves it with: wallet-ops ${subject.command} approve-rotation ${value} --as EMAIL)` : ''}`),
     );
   }
