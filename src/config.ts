@@ -3,6 +3,7 @@ import { feeScheduleSchema } from './domain/fees.ts';
 import { parseAllowedIps } from './domain/ip-allowlist.ts';
 import { isValidTimeZone } from './domain/volume-day.ts';
 import { setPasswordHashCost } from './domain/passwords.ts';
+import { DEFAULT_ROTATION_OVERLAP_HOURS, MAX_ROTATION_OVERLAP_HOURS } from './domain/secret-rotation.ts';
 
 /** An empty variable (`KURRENTDB_URL=` in a shell or a compose file) counts as unset. */
 const unsetWhenEmpty = (value: unknown) => (value === '' ? undefined : value);
@@ -246,6 +247,12 @@ const schema = z.object({
       }
     })
     .describe('Comma-separated addresses or CIDR ranges that webhook deliveries may reach although they are not public (e.g. a partner over a VPN). Default: none; deliveries go to public addresses only.'),
+  SECRET_ROTATION_OVERLAP_HOURS: z.coerce
+    .number()
+    .min(0)
+    .max(MAX_ROTATION_OVERLAP_HOURS)
+    .default(DEFAULT_ROTATION_OVERLAP_HOURS)
+    .describe('After a checker approves an API key’s or webhook endpoint’s secret rotation, the previous secret keeps working (is accepted, deliveries are signed with both) for this many hours, 0 to 168, so clients switch without an outage.'),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000).describe('One webhook delivery attempt (connect, send, response) gives up after this long.'),
   WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(5_000).describe('First retry delay of a failed webhook delivery; the delay doubles as failures go on.'),
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(1).max(86_400_000).default(3_600_000).describe('Longest delay between two attempts of one webhook delivery.'),

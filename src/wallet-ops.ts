@@ -258,6 +258,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         secretsKey,
         credentials,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
+        secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS,
         confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
         assetCode: config.ASSET_CODE,
         waitingPollMs: config.CONSOLE_WAITING_POLL_MS,

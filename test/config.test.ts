@@ -140,3 +140,15 @@ describe('CASH_OUT_CONSENT', () => {
     expect(refusal({ CASH_OUT_CONSENT: 'yes' })).toMatch(/CASH_OUT_CONSENT: .*(none|individual-code)/);
   });
 });
+
+describe('SECRET_ROTATION_OVERLAP_HOURS', () => {
+  it('given nothing, when loaded, then the previous secret works 24 hours; given 0 or 1.5, then that', () => {
+    expect(loadConfig({}).SECRET_ROTATION_OVERLAP_HOURS).toBe(24);
+    expect(loadConfig({ SECRET_ROTATION_OVERLAP_HOURS: '0' }).SECRET_ROTATION_OVERLAP_HOURS).toBe(0);
+    expect(loadConfig({ SECRET_ROTATION_OVERLAP_HOURS: '1.5' }).SECRET_ROTATION_OVERLAP_HOURS).toBe(1.5);
+  });
+
+  it('given more than a week, a negative number or text, when loaded, then it is refused naming the variable', () => {
+    for (const value of ['169', '-1', 'a day']) expect(refusal({ SECRET_ROTATION_OVERLAP_HOURS: value })).toMatch(/SECRET_ROTATION_OVERLAP_HOURS/);
+  });
+});

@@ -187,6 +187,18 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
       return `revocation rejected by ${await directory.who(d.rejectedBy)}${d.reason ? `: ${d.reason}` : ''}`;
     case 'ApiKeyRevoked':
       return `revoked, approved by ${await directory.who(d.approvedBy)}`;
+    case 'ApiKeyRotationRequested':
+    case 'WebhookSecretRotationRequested':
+      return `secret rotation requested by ${await directory.who(d.requestedBy)}: ${d.reason}`;
+    case 'ApiKeyRotationRejected':
+    case 'WebhookSecretRotationRejected':
+      return `secret rotation rejected by ${await directory.who(d.rejectedBy)}${d.reason ? `: ${d.reason}` : ''}`;
+    case 'ApiKeyRotationWithdrawn':
+    case 'WebhookSecretRotationWithdrawn':
+      return `secret rotation withdrawn by ${await directory.who(d.withdrawnBy)}`;
+    case 'ApiKeyRotated':
+    case 'WebhookSecretRotated':
+      return `secret rotated, approved by ${await directory.who(d.approvedBy)}; the new secret is held for ${await directory.who(d.secretHolder)}, the previous one works until ${d.previousValidUntil}`;
     default:
       return event.type;
   }
@@ -330,14 +342,15 @@ export async function keyHistory(store: EventStore, keyID: string, now = new Dat
   let expiresAt: string | null = null;
   for (const event of events) {
     const d = event.data as Record<string, unknown>;
-    const makerSide = event.type === 'ApiKeyRequested' || event.type === 'ApiKeyRevocationRequested' || event.type === 'ApiKeyRequestWithdrawn';
+    const makerSide = ['ApiKeyRequested', 'ApiKeyRevocationRequested', 'ApiKeyRequestWithdrawn', 'ApiKeyRotationRequested', 'ApiKeyRotationWithdrawn'].includes(event.type);
     const userID = d.requestedBy ?? d.approvedBy ?? d.rejectedBy ?? d.withdrawnBy;
     const by = await directory.who(userID);
     (makerSide ? makers : checkers).add(by);
     if (event.type === 'ApiKeyApproved') expiresAt = d.expiresAt as string;
     lifecycle.push({ ...(await entry(event, directory)), by, role: makerSide ? 'maker' : 'checker' });
   }
-  let status = KEY_STATUS[events[events.length - 1]!.type] ?? 'unknown';
+  // A secret rotation leaves the status as it was: the status is the last lifecycle event's.
+  let status = KEY_STATUS[[...events].reverse().find((event) => event.type in KEY_STATUS)!.type] ?? 'unknown';
   if ((status === 'active' || status === 'revocation_pending') && expiresAt !== null && now.toISOString() >= expiresAt) status = 'expired';
 
   const operations: KeyHistory['operations'] = [];

@@ -38,7 +38,19 @@ interface KeyInfo {
   party: string;
   requestedBy: string;
   revocationRequestedBy: string | null;
+  /** The maker of the pending secret rotation. */
+  rotationRequestedBy: string | null;
+  holder: string;
   expiresAt: string | null;
+}
+
+/** What a secret rotation's checks need of a key or endpoint (both rotate the same way). */
+interface Rotatable {
+  status: string;
+  party: string;
+  rotationRequestedBy: string | null;
+  /** Who holds the current secret: the requesting maker, then each approved rotation's requester. */
+  holder: string;
 }
 
 const partyOf = (party: { type: string; id: string } | null | undefined): string | null => (party ? `${party.type}:${party.id}` : null);
@@ -54,7 +66,7 @@ interface MovementGroup {
 export class BusinessChecker {
   readonly users = new Map<string, UserInfo>();
   readonly keys = new Map<string, KeyInfo>();
-  readonly webhookEndpoints = new Map<string, { status: 'pending' | 'active' | 'rejected' | 'disabled'; party: string; requestedBy: string }>();
+  readonly webhookEndpoints = new Map<string, { status: 'pending' | 'active' | 'rejected' | 'disabled'; party: string; requestedBy: string; rotationRequestedBy: string | null; holder: string }>();
   readonly operations = new Map<string, OpState>();
   readonly balances = new Map<string, bigint>();
   private readonly negative = new Set<string>();
@@ -86,7 +98,7 @@ export class BusinessChecker {
     if (this.group) this.closeGroup();
     if (type.startsWith('Operation')) this.operation(event);
     else if (type.startsWith('ApiKey')) this.apiKey(event);
-    else if (type.startsWith('WebhookEndpoint')) this.webhookEndpoint(event);
+    else if (type.startsWith('WebhookEndpoint') || type.startsWith('WebhookSecret')) this.webhookEndpoint(event);
     else (this.access ??= new AccessChecker(this.users, (e, detail) => this.problem('maker-checker', e, detail))).feed(event);
   }
 
@@ -138,7 +150,7 @@ export class BusinessChecker {
         if (!maker.roles.includes('maker')) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)}, who does not have the maker role`);
         if (maker.party !== party) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`);
       }
-      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, expiresAt: null });
+      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, rotationRequestedBy: null, holder: data.requestedBy as string, expiresAt: null });
       return;
     }
     if (!key) {
@@ -163,7 +175,7 @@ export class BusinessChecker {
       case 'ApiKeyRequestWithdrawn':
         expect('pending');
         if (data.withdrawnBy === 'system') {
-          this.departure(event, key.requestedBy, () => what);
+          this.departure(event, key.holder, () => what);
           key.status = 'withdrawn';
           break;
         }
@@ -188,13 +200,20 @@ export class BusinessChecker {
       case 'ApiKeyRevoked':
         if (data.approvedBy === 'system') {
           if (key.status !== 'active' && key.status !== 'revocation_pending') expect('active');
-          this.departure(event, key.requestedBy, () => what);
+          this.departure(event, key.holder, () => what);
           key.status = 'revoked';
           break;
         }
         expect('revocation_pending');
         this.checker(event, data.approvedBy as string, key.party, key.revocationRequestedBy, () => what);
         key.status = 'revoked';
+        key.rotationRequestedBy = null;
+        break;
+      case 'ApiKeyRotationRequested':
+      case 'ApiKeyRotationRejected':
+      case 'ApiKeyRotationWithdrawn':
+      case 'ApiKeyRotated':
+        this.rotation(event, `API key ${data.keyID}`, key, event.type.slice('ApiKey'.length));
         break;
       default:
         this.problem('operation', event, `unknown API-key event ${event.type}`);
@@ -211,7 +230,7 @@ export class BusinessChecker {
       const party = partyOf(data.party as { type: string; id: string }) ?? '';
       const maker = this.users.get(data.requestedBy as string);
       if (!maker?.roles.includes('maker') || maker.party !== party) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${party}`);
-      this.webhookEndpoints.set(data.endpointID, { status: 'pending', party, requestedBy: data.requestedBy as string });
+      this.webhookEndpoints.set(data.endpointID, { status: 'pending', party, requestedBy: data.requestedBy as string, rotationRequestedBy: null, holder: data.requestedBy as string });
       return;
     }
     if (!endpoint) {
@@ -229,7 +248,7 @@ export class BusinessChecker {
         break;
       case 'WebhookEndpointRejected':
         expect('pending');
-        if (data.rejectedBy === 'system') this.departure(event, endpoint.requestedBy, () => what);
+        if (data.rejectedBy === 'system') this.departure(event, endpoint.holder, () => what);
         else this.checker(event, data.rejectedBy as string, endpoint.party, endpoint.requestedBy, () => what);
         endpoint.status = 'rejected';
         break;
@@ -237,15 +256,55 @@ export class BusinessChecker {
         expect('active');
         const by = data.disabledBy as string;
         const user = this.users.get(by);
+        if (by === 'system' && data.departedUserID !== undefined) this.departure(event, endpoint.holder, () => what);
         if (by !== 'system' && (!user || user.party !== endpoint.party || !(user.roles.includes('maker') || user.roles.includes('checker')))) {
           this.problem('maker-checker', event, `${what} by ${by}, neither the system nor a maker or checker of ${endpoint.party}`);
         }
         endpoint.status = 'disabled';
+        endpoint.rotationRequestedBy = null;
         break;
       }
+      case 'WebhookSecretRotationRequested':
+      case 'WebhookSecretRotationRejected':
+      case 'WebhookSecretRotationWithdrawn':
+      case 'WebhookSecretRotated':
+        this.rotation(event, `webhook endpoint ${data.endpointID}`, endpoint, event.type.slice('WebhookSecret'.length));
+        break;
       default:
         this.problem('operation', event, `unknown webhook-endpoint event ${event.type}`);
     }
+  }
+
+  /**
+   * A secret rotation, the same for keys and endpoints (src/domain/secret-rotation.ts): a maker of the party asks
+   * while it is active, another checker of it approves or rejects, only the asking maker withdraws, and the new
+   * secret is held for that maker.
+   */
+  private rotation(event: RecordedEvent, subject: string, target: Rotatable, step: string): void {
+    const data = event.data as Record<string, unknown>;
+    const what = `secret rotation of ${subject}`;
+    if (step === 'RotationRequested') {
+      if (target.status !== 'active') this.problem('operation', event, `${event.type} of ${subject} while it is ${target.status}, not active`);
+      if (target.rotationRequestedBy !== null) this.problem('operation', event, `${event.type} of ${subject} while another rotation is pending`);
+      const maker = this.users.get(data.requestedBy as string);
+      if (!maker?.roles.includes('maker') || maker.party !== target.party) this.problem('maker-checker', event, `${what} requested by ${String(data.requestedBy)}, not a maker of ${target.party}`);
+      target.rotationRequestedBy = data.requestedBy as string;
+      return;
+    }
+    const requester = target.rotationRequestedBy;
+    if (requester === null) this.problem('operation', event, `${event.type} of ${subject} without a pending rotation`);
+    if (step === 'RotationWithdrawn') {
+      if (requester !== null && data.withdrawnBy !== requester) this.problem('maker-checker', event, `${what} withdrawn by ${String(data.withdrawnBy)}, not the maker who requested it (${requester})`);
+    } else if (step === 'RotationRejected') {
+      this.checker(event, data.rejectedBy as string, target.party, requester, () => `rejection of the ${what}`);
+    } else {
+      if (target.status !== 'active') this.problem('operation', event, `${event.type} of ${subject} while it is ${target.status}, not active`);
+      this.checker(event, data.approvedBy as string, target.party, requester, () => `approval of the ${what}`);
+      // The new secret reaches the maker who asked, never the approving checker.
+      if (requester !== null && data.secretHolder !== requester) this.problem('maker-checker', event, `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it (${requester})`);
+      target.holder = data.secretHolder as string;
+    }
+    target.rotationRequestedBy = null;
   }
 
   private operation(event: RecordedEvent): void {

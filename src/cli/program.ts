@@ -7,8 +7,10 @@ import { KEY_REVOCATION_CHECKPOINT, KEY_REVOCATION_EVENT_TYPES } from '../execut
 import { DomainError } from '../domain/errors.ts';
 import {
   approveApiKey,
+  approveApiKeyRotation,
   collectCredential,
   decideOnApiKey,
+  decideOnApiKeyRotation,
   findUserByEmail,
   onboardParty,
   registerIndividual,
@@ -26,6 +28,7 @@ import { loadUserState } from '../commands/user-admin.ts';
 import { registerMoneyCommands } from './money-commands.ts';
 import { registerUserCommands } from './user-commands.ts';
 import { registerWebhookCommands } from './webhook-commands.ts';
+import { registerRotationCommands } from './rotation-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerAuditCommands } from './audit-commands.ts';
 import { registerDemoCommands } from './demo-commands.ts';
@@ -126,6 +129,13 @@ export function buildCli(): Command {
         (r) => `key ${r.keyID}: ${r.state}`),
     );
   }
+  registerRotationCommands(key, {
+    command: 'key',
+    noun: 'key',
+    idField: 'keyID',
+    decide: (deps, _config, user, keyID, decision, correlationId) => decideOnApiKeyRotation(deps, user, keyID, decision, correlationId),
+    approve: (deps, _config, user, keyID, correlationId) => approveApiKeyRotation(deps, user, keyID, correlationId),
+  });
   common(key.command('list'))
     .description("a party's keys (never a secret nor its hash)")
     .requiredOption('--party <party>', 'distributor:ID or merchant:ID')

@@ -5,7 +5,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { openEventStore, openLedger, openStores, type Stores } from '../adapters/open-stores.ts';
 import { loadConfig, type Config } from '../config.ts';
 import type { PartyRef } from '../domain/parties.ts';
-import type { BackOfficeDeps, CredentialDeps } from '../commands/back-office.ts';
+import type { BackOfficeDeps, RotationDeps } from '../commands/back-office.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from '../commands/held-credentials.ts';
 import { embeddedSecretsKey } from '../adapters/secrets-key-file.ts';
 import type { CommandContext } from '../commands/pipeline.ts';
@@ -66,7 +66,7 @@ export function printResult<T>(options: CommonOptions, result: T, human: (result
  * request hold what they make there for its owner, who collects it with `key secret`, `webhook secret` or
  * `access password-half`, `--as` themselves.
  */
-export async function withCredentials<T>(options: CommonOptions, action: (deps: CredentialDeps & { secretsKey: Buffer }, stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
+export async function withCredentials<T>(options: CommonOptions, action: (deps: RotationDeps & { secretsKey: Buffer }, stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
   await withStores(options, async (stores, config) => {
     await stores.readStore.defineCollections([SECRETS_COLLECTION]);
     const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(options.dataDir ?? config.DATA_DIR);
@@ -77,7 +77,7 @@ export async function withCredentials<T>(options: CommonOptions, action: (deps: 
       clock,
       logger: { warn: (details, message) => cliIO().stderr(`warning: ${message} (${JSON.stringify(details)})\n`) },
     });
-    return action({ store: stores.eventStore, clock, assetScale: config.ASSET_SCALE, credentials, secretsKey }, stores, config);
+    return action({ store: stores.eventStore, clock, assetScale: config.ASSET_SCALE, credentials, secretsKey, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS }, stores, config);
   }, human);
 }
 

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { collectCredential, findUserByEmail, requireParty } from '../commands/back-office.ts';
-import { approveWebhookEndpoint, disableWebhookEndpoint, rejectWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../commands/webhooks.ts';
+import { approveWebhookEndpoint, approveWebhookSecretRotation, decideOnWebhookSecretRotation, disableWebhookEndpoint, rejectWebhookEndpoint, requestWebhookEndpoint, type WebhookCommandDeps } from '../commands/webhooks.ts';
 import { loadUserState } from '../commands/user-admin.ts';
 import type { RecordedEvent } from '../ports/event-store.ts';
 import { streamPrefixes } from '../domain/streams.ts';
 import { WEBHOOK_EVENT_TYPES } from '../domain/events.ts';
 import { foldWebhookEndpoints, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
+import { registerRotationCommands } from './rotation-commands.ts';
 import { common, parsePartyRef, UsageError, withBackOffice, withCredentials, withStores, type CommonOptions } from './support.ts';
 import { attemptsOfDelivery, deliveriesOfEndpoint, WEBHOOK_COLLECTIONS, type AttemptDoc, type DeliveryDoc } from '../webhooks/deliveries.ts';
 import { parseRedeliveryTarget, requestRedelivery } from '../webhooks/redelivery.ts';
@@ -76,6 +77,13 @@ export function registerWebhookCommands(program: Command): void {
       withWebhooks(opts, async (deps) => disableWebhookEndpoint(deps, await findUserByEmail(deps, opts.as), endpointID, opts.reason, randomUUID()),
         (r) => `webhook endpoint ${r.endpointID}: disabled`),
     );
+  registerRotationCommands(webhook, {
+    command: 'webhook',
+    noun: 'webhook endpoint',
+    idField: 'endpointID',
+    decide: (deps, _config, user, endpointID, decision, correlationId) => decideOnWebhookSecretRotation(deps, user, endpointID, decision, correlationId),
+    approve: (deps, config, user, endpointID, correlationId) => approveWebhookSecretRotation({ ...deps, allowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST }, user, endpointID, correlationId),
+  });
   common(webhook.command('list'))
     .description("a party's webhook endpoints, newest first (never a secret)")
     .requiredOption('--party <party>', 'distributor:ID or merchant:ID')

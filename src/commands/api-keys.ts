@@ -1,6 +1,7 @@
 import type { ApiKeyEvent, ApiKeyRequested, Permission, UserRole } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
+import { acceptedSecrets, checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
 import { assertNever, type Decider } from './decider.ts';
 
 /**
@@ -10,6 +11,9 @@ import { assertNever, type Decider } from './decider.ts';
  *                     pending -withdraw (its maker)-> withdrawn
  *   active -(approval time + expiresInDays)-> expired, derived from the clock, never stored.
  * Rejected, withdrawn, revoked and expired are final.
+ * An active key's secret is rotated under maker-checker too (src/domain/secret-rotation.ts): a maker requests,
+ * another checker approves (a new secret; the previous one works until the overlap ends), rejects, or the maker
+ * withdraws. A pending rotation does not change the key's status.
  */
 
 /** The console user acting, as the handler loaded them. */
@@ -30,7 +34,11 @@ export type ApiKeyCommand =
   | { type: 'ApproveApiKeyRevocation'; data: { keyID: string; by: ActingUser; now: string } }
   | { type: 'RejectApiKeyRevocation'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } }
   /** The user holding the key's secret was disabled or lost the maker role: the key ends with them (user-admin.ts). */
-  | { type: 'RetireApiKeyOfDepartedUser'; data: { keyID: string; userID: string; now: string } };
+  | { type: 'RetireApiKeyOfDepartedUser'; data: { keyID: string; userID: string; now: string } }
+  | { type: 'RequestApiKeyRotation'; data: { keyID: string; by: ActingUser; reason: string; now: string } }
+  | { type: 'ApproveApiKeyRotation'; data: { keyID: string; by: ActingUser; secretHash: string; overlapHours: number; now: string } }
+  | { type: 'RejectApiKeyRotation'; data: { keyID: string; by: ActingUser; reason: string | null; now: string } }
+  | { type: 'WithdrawApiKeyRotation'; data: { keyID: string; by: ActingUser; now: string } };
 
 export type ApiKeyStatus = 'pending' | 'active' | 'revocation_pending' | 'rejected' | 'withdrawn' | 'revoked';
 
@@ -43,6 +51,12 @@ export type ApiKeyState =
       approvedBy: string | null;
       expiresAt: string | null;
       secretHash: string | null;
+      /** Who holds the secret: the maker who requested the key, then the maker of its last rotation. */
+      secretHolder: string;
+      /** The secret a rotation replaced, accepted until `previousValidUntil`. */
+      previousSecretHash: string | null;
+      previousValidUntil: string | null;
+      rotation: PendingRotation | null;
       revocationRequestedBy: string | null;
       revocationReason: string | null;
     });
@@ -57,6 +71,11 @@ export const isExpired = (key: { expiresAt: string | null }, now: string) => key
 /** What the contract calls the key's state, with expiry applied at `now`. */
 export function effectiveStatus(key: ExistingKey, now: string): ApiKeyStatus | 'expired' {
   return (key.status === 'active' || key.status === 'revocation_pending') && isExpired(key, now) ? 'expired' : key.status;
+}
+
+/** The secret hashes that authenticate at `now`: the current one, and the previous one during a rotation's overlap. */
+export function acceptedSecretHashes(key: Pick<ExistingKey, 'secretHash' | 'previousSecretHash' | 'previousValidUntil'>, now: string): string[] {
+  return acceptedSecrets({ current: key.secretHash, previous: key.previousSecretHash, previousValidUntil: key.previousValidUntil }, now);
 }
 
 export function expiryFrom(approvedAt: string, days: number): string {
@@ -91,7 +110,7 @@ function requireChecker(by: ActingUser, key: ExistingKey, makerUserID: string | 
 
 /** The key ends with the user who holds its secret; decided again on each retry of the departure, so a key approved or revoked meanwhile gets what its state needs now. */
 function retireOfDepartedUser({ userID, now }: { userID: string; now: string }, state: ApiKeyState): ApiKeyEvent[] {
-  if (state.status === 'none' || state.requestedBy !== userID) return [];
+  if (state.status === 'none' || state.secretHolder !== userID) return [];
   if (state.status === 'pending') return [{ type: 'ApiKeyRequestWithdrawn', data: { keyID: state.keyID, withdrawnBy: SYSTEM_ACTOR, withdrawnAt: now, departedUserID: userID } }];
   if (state.status === 'active' || state.status === 'revocation_pending') return [{ type: 'ApiKeyRevoked', data: { keyID: state.keyID, approvedBy: SYSTEM_ACTOR, revokedAt: now, departedUserID: userID } }];
   return [];
@@ -149,6 +168,34 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
       if (key.status !== 'revocation_pending') throw new DomainError('WRONG_STATE', `cannot reject the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`);
       return [{ type: 'ApiKeyRevocationRejected', data: { keyID: key.keyID, rejectedBy: data.by.userID, reason: command.data.reason, rejectedAt: data.now } }];
     }
+    case 'RequestApiKeyRotation': {
+      const key = requireKey(state, data.keyID);
+      requireSameParty(data.by, key);
+      checkRotationRequest(data.by, key.rotation, `API key ${key.keyID}`);
+      requireStatus(key, 'active', data.now, 'request a rotation');
+      return [{ type: 'ApiKeyRotationRequested', data: { keyID: key.keyID, requestedBy: data.by.userID, reason: command.data.reason, requestedAt: data.now } }];
+    }
+    case 'ApproveApiKeyRotation': {
+      const key = requireKey(state, data.keyID);
+      requireSameParty(data.by, key);
+      const rotation = checkRotationDecision(data.by, key.rotation, `API key ${key.keyID}`, 'approve');
+      // Expired or revoked (or about to be) meanwhile: a new secret for it would be pointless.
+      requireStatus(key, 'active', data.now, 'approve the rotation');
+      const { secretHash, overlapHours, now } = command.data;
+      return [{ type: 'ApiKeyRotated', data: { keyID: key.keyID, approvedBy: data.by.userID, rotatedAt: now, secretHash, previousValidUntil: overlapEnd(now, overlapHours), secretHolder: rotation.requestedBy } }];
+    }
+    case 'RejectApiKeyRotation': {
+      const key = requireKey(state, data.keyID);
+      requireSameParty(data.by, key);
+      checkRotationDecision(data.by, key.rotation, `API key ${key.keyID}`, 'reject');
+      return [{ type: 'ApiKeyRotationRejected', data: { keyID: key.keyID, rejectedBy: data.by.userID, reason: command.data.reason, rejectedAt: data.now } }];
+    }
+    case 'WithdrawApiKeyRotation': {
+      const key = requireKey(state, data.keyID);
+      requireSameParty(data.by, key);
+      checkRotationWithdrawal(data.by, key.rotation, `API key ${key.keyID}`);
+      return [{ type: 'ApiKeyRotationWithdrawn', data: { keyID: key.keyID, withdrawnBy: data.by.userID, withdrawnAt: data.now } }];
+    }
     default:
       return assertNever(command);
   }
@@ -156,12 +203,15 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
 
 function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
   if (event.type === 'ApiKeyRequested') {
-    return { ...event.data, status: 'pending', approvedBy: null, expiresAt: null, secretHash: null, revocationRequestedBy: null, revocationReason: null };
+    return {
+      ...event.data, status: 'pending', approvedBy: null, expiresAt: null, secretHash: null, secretHolder: event.data.requestedBy,
+      previousSecretHash: null, previousValidUntil: null, rotation: null, revocationRequestedBy: null, revocationReason: null,
+    };
   }
   if (state.status === 'none') return state; // a stream always starts with ApiKeyRequested
   switch (event.type) {
     case 'ApiKeyApproved':
-      return { ...state, status: 'active', approvedBy: event.data.approvedBy, expiresAt: event.data.expiresAt, secretHash: event.data.secretHash };
+      return { ...state, status: 'active', approvedBy: event.data.approvedBy, expiresAt: event.data.expiresAt, secretHash: event.data.secretHash, secretHolder: state.requestedBy };
     case 'ApiKeyRejected':
       return { ...state, status: 'rejected' };
     case 'ApiKeyRequestWithdrawn':
@@ -171,7 +221,17 @@ function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
     case 'ApiKeyRevocationRejected':
       return { ...state, status: 'active', revocationRequestedBy: null, revocationReason: null };
     case 'ApiKeyRevoked':
-      return { ...state, status: 'revoked', secretHash: null };
+      return { ...state, status: 'revoked', secretHash: null, previousSecretHash: null, previousValidUntil: null, rotation: null };
+    case 'ApiKeyRotationRequested':
+      return { ...state, rotation: { requestedBy: event.data.requestedBy, reason: event.data.reason, requestedAt: event.data.requestedAt } };
+    case 'ApiKeyRotationRejected':
+    case 'ApiKeyRotationWithdrawn':
+      return { ...state, rotation: null };
+    case 'ApiKeyRotated':
+      return {
+        ...state, rotation: null, secretHash: event.data.secretHash, secretHolder: event.data.secretHolder,
+        previousSecretHash: state.secretHash, previousValidUntil: event.data.previousValidUntil,
+      };
     default:
       return assertNever(event);
   }

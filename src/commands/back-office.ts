@@ -33,6 +33,11 @@ export interface CredentialDeps extends BackOfficeDeps {
   credentials: HeldCredentials;
 }
 
+/** The commands that approve a secret rotation: SECRET_ROTATION_OVERLAP_HOURS, how long the previous secret keeps working. */
+export interface RotationDeps extends CredentialDeps {
+  secretRotationOverlapHours: number;
+}
+
 const now = (deps: BackOfficeDeps) => deps.clock().toISOString();
 
 export async function onboardParty(
@@ -190,6 +195,20 @@ export function requireStillMaker(requester: UserState, action: string): void {
   }
 }
 
+/**
+ * Approves a pending rotation of a key's secret: a new secret, held for the maker who asked for the rotation
+ * (never for the checker), like an approval's; the previous secret keeps working until `previousValidUntil`.
+ * The vault keeps one secret per user and key, so a newer rotation's secret replaces one still uncollected.
+ */
+export async function approveApiKeyRotation(deps: RotationDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; heldFor: string; previousValidUntil: string }> {
+  const secret = newSecret();
+  const command: ApiKeyCommand = { type: 'ApproveApiKeyRotation', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), overlapHours: deps.secretRotationOverlapHours, now: now(deps) } };
+  const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
+  if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
+  await deps.credentials.hold(state.secretHolder, { kind: 'api-key', keyID, label: state.label, apiKey: formatApiKey(keyID, secret) });
+  return { keyID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil! };
+}
+
 /** The one collection of a credential held for `user`: the second attempt, or anyone else's, finds nothing. */
 export async function collectCredential<K extends Subject['kind']>(deps: CredentialDeps, user: ActiveUser, subject: { kind: K; id: string }): Promise<Extract<DeliveredSecret, { kind: K }>> {
   const secret = await deps.credentials.takeOne(user.userID, subject);
@@ -217,6 +236,30 @@ export async function decideOnApiKey(deps: BackOfficeDeps, user: ActiveUser, key
         : { type: decision.type, data: { ...base, reason: decision.reason === null ? null : requiredText('reason', decision.reason, 500) } };
   const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
   return { keyID, state: state.status === 'none' ? 'none' : effectiveStatus(state, base.now) };
+}
+
+/** A step of a secret rotation other than its approval (which makes a secret: approveApiKeyRotation / approveWebhookSecretRotation). */
+export type RotationDecision = { type: 'request'; reason: unknown } | { type: 'reject'; reason: unknown } | { type: 'withdraw' };
+export type RotationOutcome = { rotation: 'pending' | 'rejected' | 'withdrawn' };
+
+/** A reason the decision needs (required to request, optional to reject), validated once for keys and endpoints. */
+export function rotationReason(decision: RotationDecision): string | null {
+  if (decision.type === 'request') return requiredText('reason', decision.reason, 500);
+  if (decision.type === 'reject') return decision.reason === undefined || decision.reason === null || decision.reason === '' ? null : requiredText('reason', decision.reason, 500);
+  return null;
+}
+
+export const ROTATION_OUTCOME: Record<RotationDecision['type'], RotationOutcome['rotation']> = { request: 'pending', reject: 'rejected', withdraw: 'withdrawn' };
+
+export async function decideOnApiKeyRotation(deps: BackOfficeDeps, user: ActiveUser, keyID: string, decision: RotationDecision, correlationId: string): Promise<{ keyID: string } & RotationOutcome> {
+  const base = { keyID, by: actingUser(user), now: now(deps) };
+  const reason = rotationReason(decision);
+  const command: ApiKeyCommand =
+    decision.type === 'request' ? { type: 'RequestApiKeyRotation', data: { ...base, reason: reason! } }
+    : decision.type === 'reject' ? { type: 'RejectApiKeyRotation', data: { ...base, reason } }
+    : { type: 'WithdrawApiKeyRotation', data: base };
+  await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
+  return { keyID, rotation: ROTATION_OUTCOME[decision.type] };
 }
 
 function runApiKeyCommand(deps: BackOfficeDeps, keyID: string, command: ApiKeyCommand, context: CommandContext) {

@@ -2,14 +2,13 @@ import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { streamPrefixes, streams } from '../domain/streams.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
-import { foldWebhookEndpoints } from '../projections/webhook-endpoints.ts';
 import { apiKeyDecider, type ApiKeyState } from './api-keys.ts';
 import type { StreamRead, StreamWrite } from './pipeline.ts';
 import { webhookEndpointDecider, type WebhookEndpointState } from './webhook-endpoints.ts';
 
 /**
  * What a user leaves behind: the API keys and webhook endpoints whose secret only they hold (they requested
- * them, so the approval handed the secret to them alone). When an administrator disables the user, or removes
+ * them, or a rotation they asked for, so the approval handed the secret to them alone: `secretHolder`). When an administrator disables the user, or removes
  * their maker role, these end in the same atomic append as the change itself: active keys are revoked (their
  * pending operations are then rejected by the key-revocation consumer), pending requests are withdrawn,
  * active endpoints disabled and pending ones rejected, each recorded as `system` with `departedUserID`.
@@ -33,7 +32,7 @@ export async function liveCredentialsOf(store: EventStore, user: { userID: strin
   await catchUpApiKeyDirectory(store, directory);
   const keys = directory
     .listByParty(user.party, now)
-    .filter((key) => directory.get(key.keyID)?.requestedBy === user.userID && LIVE.includes(directory.get(key.keyID)!.status))
+    .filter((key) => directory.get(key.keyID)?.secretHolder === user.userID && LIVE.includes(directory.get(key.keyID)!.status))
     .map((key): LiveCredential => ({ kind: 'api-key', id: key.keyID, label: key.label, status: key.state }));
   const events: RecordedEvent[] = [];
   for (let from = 1; ; ) {
@@ -42,9 +41,12 @@ export async function liveCredentialsOf(store: EventStore, user: { userID: strin
     if (page.length < PAGE) break;
     from = page.at(-1)!.position + 1;
   }
-  const endpoints = foldWebhookEndpoints(events)
-    .filter((e) => e.requestedBy === user.userID && samePartyRef({ type: e.partyType, id: e.partyID }, user.party) && LIVE.includes(e.status))
-    .map((e): LiveCredential => ({ kind: 'webhook-endpoint', id: e.id, label: e.url, status: e.status }));
+  // Folded with the endpoint's own decider: its state knows who holds the current secret after rotations.
+  const states = new Map<string, WebhookEndpointState>();
+  for (const event of events) states.set(event.stream, webhookEndpointDecider.evolve(states.get(event.stream) ?? webhookEndpointDecider.initialState(), event as never));
+  const endpoints = [...states.values()]
+    .flatMap((e) => (e.status !== 'none' && e.secretHolder === user.userID && samePartyRef(e.party, user.party) && LIVE.includes(e.status) ? [e] : []))
+    .map((e): LiveCredential => ({ kind: 'webhook-endpoint', id: e.endpointID, label: e.url, status: e.status }));
   return [...keys, ...endpoints];
 }
 

@@ -1,6 +1,7 @@
 import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
+import { acceptedSecrets, checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
 import type { ActingUser } from './api-keys.ts';
 import { assertNever, type Decider } from './decider.ts';
 
@@ -11,6 +12,9 @@ import { assertNever, type Decider } from './decider.ts';
  * A maker requests; a checker of the same party, never the maker, approves or rejects. Disabling narrows what
  * the party receives, so any maker or checker of the party does it at once, and so does the system when
  * deliveries kept failing for a day. Rejected and disabled are final: a party registers a new endpoint.
+ * An active endpoint's signing secret is rotated like an API key's (src/domain/secret-rotation.ts): a maker
+ * requests, another checker approves (deliveries are signed with both secrets until the overlap ends) or
+ * rejects, or the maker withdraws.
  */
 type EndpointTerms = Omit<WebhookEndpointRequested['data'], 'requestedBy' | 'requestedAt'>;
 
@@ -24,7 +28,11 @@ export type WebhookEndpointCommand =
   | { type: 'RejectWebhookEndpoint'; data: { endpointID: string; by: ActingUser; reason: string | null; now: string } }
   | { type: 'DisableWebhookEndpoint'; data: { endpointID: string; by: Disabler; reason: string; now: string } }
   /** The maker who registered it (and holds its secret) was disabled or lost the maker role (user-admin.ts). */
-  | { type: 'RetireWebhookEndpointOfDepartedUser'; data: { endpointID: string; userID: string; reason: string; now: string } };
+  | { type: 'RetireWebhookEndpointOfDepartedUser'; data: { endpointID: string; userID: string; reason: string; now: string } }
+  | { type: 'RequestWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; reason: string; now: string } }
+  | { type: 'ApproveWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; secret: SealedWebhookSecret; overlapHours: number; now: string } }
+  | { type: 'RejectWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; reason: string | null; now: string } }
+  | { type: 'WithdrawWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; now: string } };
 
 export type WebhookEndpointStatus = 'pending' | 'active' | 'rejected' | 'disabled';
 
@@ -36,6 +44,12 @@ export type WebhookEndpointState =
       requestedAt: string;
       approvedBy: string | null;
       secret: SealedWebhookSecret | null;
+      /** Who holds the signing secret: the maker who registered the endpoint, then the maker of its last rotation. */
+      secretHolder: string;
+      /** The secret a rotation replaced: deliveries are signed with it too until `previousValidUntil`. */
+      previousSecret: SealedWebhookSecret | null;
+      previousValidUntil: string | null;
+      rotation: PendingRotation | null;
       disabledBy: string | null;
     });
 
@@ -61,6 +75,11 @@ function requireChecker(by: ActingUser, endpoint: ExistingEndpoint, action: stri
   if (!by.roles.includes('checker')) throw new DomainError('ROLE_REQUIRED', `${action} needs the checker role`);
   requireSameParty(by, endpoint);
   if (by.userID === endpoint.requestedBy) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
+}
+
+/** The sealed secrets deliveries are signed with at `now`: the current one, and the previous one during an overlap. */
+export function signingSecrets(endpoint: Pick<ExistingEndpoint, 'secret' | 'previousSecret' | 'previousValidUntil'>, now: string): SealedWebhookSecret[] {
+  return acceptedSecrets({ current: endpoint.secret, previous: endpoint.previousSecret, previousValidUntil: endpoint.previousValidUntil }, now);
 }
 
 function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): WebhookEndpointEvent[] {
@@ -98,10 +117,40 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
     }
     case 'RetireWebhookEndpointOfDepartedUser': {
       const { endpointID, userID, reason, now } = command.data;
-      if (state.status === 'none' || state.requestedBy !== userID) return [];
+      if (state.status === 'none' || state.secretHolder !== userID) return [];
       if (state.status === 'pending') return [{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: SYSTEM_DISABLER, reason, rejectedAt: now, departedUserID: userID } }];
       if (state.status === 'active') return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: SYSTEM_DISABLER, reason, disabledAt: now, departedUserID: userID } }];
       return [];
+    }
+    case 'RequestWebhookSecretRotation': {
+      const { endpointID, by, reason, now } = command.data;
+      const endpoint = requireEndpoint(state, endpointID);
+      requireSameParty(by, endpoint);
+      checkRotationRequest(by, endpoint.rotation, `webhook endpoint ${endpointID}`);
+      requireStatus(endpoint, 'active', 'request a secret rotation');
+      return [{ type: 'WebhookSecretRotationRequested', data: { endpointID, requestedBy: by.userID, reason, requestedAt: now } }];
+    }
+    case 'ApproveWebhookSecretRotation': {
+      const { endpointID, by, secret, overlapHours, now } = command.data;
+      const endpoint = requireEndpoint(state, endpointID);
+      requireSameParty(by, endpoint);
+      const rotation = checkRotationDecision(by, endpoint.rotation, `webhook endpoint ${endpointID}`, 'approve');
+      requireStatus(endpoint, 'active', 'approve the secret rotation'); // disabled meanwhile
+      return [{ type: 'WebhookSecretRotated', data: { endpointID, approvedBy: by.userID, rotatedAt: now, secret, previousValidUntil: overlapEnd(now, overlapHours), secretHolder: rotation.requestedBy } }];
+    }
+    case 'RejectWebhookSecretRotation': {
+      const { endpointID, by, reason, now } = command.data;
+      const endpoint = requireEndpoint(state, endpointID);
+      requireSameParty(by, endpoint);
+      checkRotationDecision(by, endpoint.rotation, `webhook endpoint ${endpointID}`, 'reject');
+      return [{ type: 'WebhookSecretRotationRejected', data: { endpointID, rejectedBy: by.userID, reason, rejectedAt: now } }];
+    }
+    case 'WithdrawWebhookSecretRotation': {
+      const { endpointID, by, now } = command.data;
+      const endpoint = requireEndpoint(state, endpointID);
+      requireSameParty(by, endpoint);
+      checkRotationWithdrawal(by, endpoint.rotation, `webhook endpoint ${endpointID}`);
+      return [{ type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: by.userID, withdrawnAt: now } }];
     }
     default:
       return assertNever(command);
@@ -111,16 +160,23 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
 function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): WebhookEndpointState {
   if (event.type === 'WebhookEndpointRequested') {
     const { requestedBy, requestedAt, ...terms } = event.data;
-    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, disabledBy: null };
+    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, secretHolder: requestedBy, previousSecret: null, previousValidUntil: null, rotation: null, disabledBy: null };
   }
   if (state.status === 'none') return state; // a stream always starts with WebhookEndpointRequested
   switch (event.type) {
     case 'WebhookEndpointApproved':
-      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret };
+      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret, secretHolder: state.requestedBy };
     case 'WebhookEndpointRejected':
       return { ...state, status: 'rejected' };
     case 'WebhookEndpointDisabled':
-      return { ...state, status: 'disabled', disabledBy: event.data.disabledBy };
+      return { ...state, status: 'disabled', disabledBy: event.data.disabledBy, rotation: null };
+    case 'WebhookSecretRotationRequested':
+      return { ...state, rotation: { requestedBy: event.data.requestedBy, reason: event.data.reason, requestedAt: event.data.requestedAt } };
+    case 'WebhookSecretRotationRejected':
+    case 'WebhookSecretRotationWithdrawn':
+      return { ...state, rotation: null };
+    case 'WebhookSecretRotated':
+      return { ...state, rotation: null, secret: event.data.secret, secretHolder: event.data.secretHolder, previousSecret: state.secret, previousValidUntil: event.data.previousValidUntil };
     default:
       return assertNever(event);
   }

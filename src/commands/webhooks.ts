@@ -3,7 +3,7 @@ import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
 import { isEndpointID, newEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
 import { newWebhookSecret, sealWebhookSecret } from '../domain/webhook-secrets.ts';
-import { actingUser, requireStillMaker, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps } from './back-office.ts';
+import { actingUser, requireStillMaker, rotationReason, ROTATION_OUTCOME, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps, type RotationDecision, type RotationDeps, type RotationOutcome } from './back-office.ts';
 import { userDecider, type UserState } from './users.ts';
 import { loadState, runCommand, runDecision, type CommandContext } from './pipeline.ts';
 import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand, type WebhookEndpointState } from './webhook-endpoints.ts';
@@ -70,6 +70,38 @@ export async function disableWebhookEndpoint(deps: WebhookCommandDeps, user: Act
   const text = requiredText('reason', reason, 500);
   await run(deps, endpointID, { type: 'DisableWebhookEndpoint', data: { endpointID, by: actingUser(user), reason: text, now: now(deps) } }, userContext(user, correlationId));
   return { endpointID };
+}
+
+/**
+ * Approves a pending rotation of the endpoint's signing secret: a new secret, sealed in the event like the
+ * approval's and held for the maker who asked for the rotation. Deliveries are signed with both secrets until
+ * `previousValidUntil`, so the receiver can switch to the new one meanwhile.
+ */
+export async function approveWebhookSecretRotation(
+  deps: WebhookCommandDeps & Pick<RotationDeps, 'secretRotationOverlapHours'>,
+  user: ActiveUser,
+  endpointID: string,
+  correlationId: string,
+): Promise<{ endpointID: string; heldFor: string; previousValidUntil: string }> {
+  const secret = newWebhookSecret();
+  const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
+  const command: WebhookEndpointCommand = { type: 'ApproveWebhookSecretRotation', data: { endpointID, by: actingUser(user), secret: sealed, overlapHours: deps.secretRotationOverlapHours, now: now(deps) } };
+  const { state } = await run(deps, endpointID, command, userContext(user, correlationId));
+  if (state.status === 'none') throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID} does not exist`);
+  await deps.credentials.hold(state.secretHolder, { kind: 'webhook-endpoint', endpointID, url: state.url, signingSecret: secret });
+  return { endpointID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil! };
+}
+
+/** Requesting, rejecting or withdrawing a rotation of the signing secret. */
+export async function decideOnWebhookSecretRotation(deps: BackOfficeDeps, user: ActiveUser, endpointID: string, decision: RotationDecision, correlationId: string): Promise<{ endpointID: string } & RotationOutcome> {
+  const base = { endpointID, by: actingUser(user), now: now(deps) };
+  const reason = rotationReason(decision);
+  const command: WebhookEndpointCommand =
+    decision.type === 'request' ? { type: 'RequestWebhookSecretRotation', data: { ...base, reason: reason! } }
+    : decision.type === 'reject' ? { type: 'RejectWebhookSecretRotation', data: { ...base, reason } }
+    : { type: 'WithdrawWebhookSecretRotation', data: base };
+  await run(deps, endpointID, command, userContext(user, correlationId));
+  return { endpointID, rotation: ROTATION_OUTCOME[decision.type] };
 }
 
 /** The delivery consumer's verdict on an endpoint that kept failing. */

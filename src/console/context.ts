@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { ActiveUser, CredentialDeps } from '../commands/back-office.ts';
+import type { ActiveUser, RotationDeps } from '../commands/back-office.ts';
 import { userContext } from '../commands/back-office.ts';
 import type { PartyLookup } from '../commands/party-lookup.ts';
 import type { StateCache } from '../commands/pipeline.ts';
@@ -32,6 +32,8 @@ export interface ConsoleDeps {
   credentials?: HeldCredentials;
   /** How long an approved key's secret waits for its maker (default 24 h). */
   secretTtlMs?: number;
+  /** SECRET_ROTATION_OVERLAP_HOURS: how long a rotated secret's predecessor keeps working (default 24). */
+  secretRotationOverlapHours?: number;
   /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: a webhook endpoint may be http:// to the loopback host (default false). */
   webhookAllowInsecureLocalhost?: boolean;
   /** CONSOLE_CONFIRM_ABOVE: approving an operation of a larger amount asks once more (a decimal string; absent: never). */
@@ -45,13 +47,13 @@ export interface ConsoleDeps {
 /** The console's parts, built once per router. */
 export interface ConsoleServices {
   deps: ConsoleDeps;
-  backOffice: CredentialDeps;
+  backOffice: RotationDeps;
   lookup: PartyLookup;
   sessions: ConsoleSessions;
   throttle: LoginThrottle;
   secrets: HeldCredentials;
   /** The back-office deps, plus what the webhook-endpoint commands need. */
-  webhooks: WebhookCommandDeps;
+  webhooks: WebhookCommandDeps & Pick<RotationDeps, 'secretRotationOverlapHours'>;
   /** Parties, users and access requests, caught up before each use: Users, Parties, Access requests and the badge. */
   users: UserDirectory;
 }

@@ -15,6 +15,12 @@ export interface KeyRow extends PublicApiKey {
   revocationRequestedByEmail: string;
   /** Requests made with the key (active keys only). */
   usage: KeyUsage | null;
+  /** A secret rotation waiting for a checker. */
+  rotation: { requestedBy: string; requestedByEmail: string; reason: string; requestedAt: string } | null;
+  /** While a rotation's overlap lasts: until when the previous secret works. */
+  previousSecretValidUntil: string | null;
+  /** In the pending list, the row stands for the key's rotation request rather than for the key. */
+  pendingRequest?: 'rotation';
 }
 
 export interface KeysView {
@@ -56,7 +62,22 @@ function postButton(view: KeysView, action: string, label: string, options: { da
     <button type="submit"${options.danger ? html` class="danger"` : ''}>${label}</button></form>`;
 }
 
+function rotationActions(view: KeysView, key: KeyRow): Html {
+  const base = `/console/keys/${seg(key.keyID)}/rotation`;
+  const own = key.rotation?.requestedBy === view.userID;
+  const withdraw = own ? postButton(view, `${base}/withdraw`, 'Withdraw rotation', { danger: true }) : '';
+  if (!view.checker) return html`${withdraw}<span class="muted">Waiting for a checker</span>`;
+  if (own) {
+    const note = `own-rotation-${key.keyID}`;
+    return html`<button type="button" disabled aria-describedby="${note}">Approve rotation</button> ${withdraw}
+      <p class="hint" id="${note}">You made this request: another checker must decide on it.</p>`;
+  }
+  return html`${postButton(view, `${base}/approve`, 'Approve rotation')}
+    ${postButton(view, `${base}/reject`, 'Reject rotation', { danger: true, reasonLabel: `Reason for rejecting the rotation of ${key.label}` })}`;
+}
+
 function pendingActions(view: KeysView, key: KeyRow): Html {
+  if (key.pendingRequest === 'rotation') return rotationActions(view, key);
   const revocation = key.state === 'revocation_pending';
   const ownRequest = (revocation ? key.revocationRequestedBy : key.requestedBy) === view.userID;
   // The maker who asked for a key may take the request back while it waits.
@@ -82,13 +103,17 @@ function pendingTable(view: KeysView): Html {
     <caption class="visually-hidden">Requests awaiting a checker</caption>
     <thead><tr><th scope="col">Label</th><th scope="col">Request</th><th scope="col">Permissions</th><th scope="col">Limits</th><th scope="col">Requested by</th><th scope="col">Actions</th></tr></thead>
     <tbody>${rows.map((key) => {
-      const revocation = key.state === 'revocation_pending';
-      return html`<tr data-key-id="${key.keyID}">
+      const rotation = key.pendingRequest === 'rotation' ? key.rotation : null;
+      const revocation = !rotation && key.state === 'revocation_pending';
+      const request = rotation
+        ? html`Secret rotation<br><span class="muted">Reason: ${rotation.reason}</span><br><span class="muted">the previous secret keeps working for a while after the approval</span>`
+        : revocation ? html`Revocation<br><span class="muted">Reason: ${key.revocationReason ?? ''}</span>` : html`New key<br><span class="muted">expires ${key.expiresInDays} days after approval</span>`;
+      return html`<tr data-key-id="${key.keyID}"${rotation ? html` data-request="rotation"` : ''}>
         <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code></th>
-        <td>${revocation ? html`Revocation<br><span class="muted">Reason: ${key.revocationReason ?? ''}</span>` : html`New key<br><span class="muted">expires ${key.expiresInDays} days after approval</span>`}</td>
+        <td>${request}</td>
         <td>${permissions(key)}</td>
         <td>${limits(key, view.assetCode)}</td>
-        <td>${revocation ? key.revocationRequestedByEmail : html`${key.requestedByEmail}<br>${time(key.requestedAt)}`}</td>
+        <td>${rotation ? html`${rotation.requestedByEmail}<br>${time(rotation.requestedAt)}` : revocation ? key.revocationRequestedByEmail : html`${key.requestedByEmail}<br>${time(key.requestedAt)}`}</td>
         <td class="actions">${pendingActions(view, key)}</td>
       </tr>`;
     })}</tbody></table>`;
@@ -101,13 +126,13 @@ function activeTable(view: KeysView): Html {
     <caption class="visually-hidden">Active keys</caption>
     <thead><tr><th scope="col">Label</th><th scope="col">Permissions</th><th scope="col">Limits</th><th scope="col">Used</th><th scope="col">Expires</th><th scope="col">Requested by</th><th scope="col">Actions</th></tr></thead>
     <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
-      <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code>${key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''}</th>
+      <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code>${key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''}${key.rotation ? html`<br><span class="badge badge-rotation_pending">Rotation requested</span>` : ''}${key.previousSecretValidUntil ? html`<br><span class="muted">previous secret valid until ${time(key.previousSecretValidUntil)}</span>` : ''}</th>
       <td>${permissions(key)}</td>
       <td>${limits(key, view.assetCode)}</td>
       <td class="usage">${String(key.usage?.count ?? 0)} requests${key.usage?.lastUsedAt ? html`<br><span class="muted">last ${time(key.usage.lastUsedAt)}</span>` : html`<br><span class="muted">never used</span>`}</td>
       <td>${time(key.expiresAt)}</td>
       <td>${key.requestedByEmail}</td>
-      <td class="actions">${view.maker && key.state === 'active' ? html`<a class="button danger" href="/console/keys/${seg(key.keyID)}/revoke">Request revocation</a>` : ''}</td>
+      <td class="actions">${view.maker && key.state === 'active' ? html`${key.rotation ? '' : html`<a class="button" href="/console/keys/${seg(key.keyID)}/rotate">Rotate secret</a> `}<a class="button danger" href="/console/keys/${seg(key.keyID)}/revoke">Request revocation</a>` : ''}</td>
     </tr>`)}</tbody></table>`;
 }
 
@@ -187,6 +212,17 @@ export function newKeyPage(session: SessionDoc, values: KeyFormValues, errors: R
       ${textField('allowedIPs', 'Allowed IPs (optional)', values, errors, { hint: 'Comma-separated addresses or CIDR ranges, e.g. 203.0.113.7, 10.0.0.0/8. Empty: any address.' })}
       ${textField('expiresInDays', 'Expires in (days)', values, errors, { hint: 'Counted from the approval; 1 to 3650.', inputmode: 'numeric' })}
       <div class="actions"><button type="submit">Request key</button> <a href="/console/keys">Cancel</a></div>
+    </form>`;
+}
+
+export function rotatePage(session: SessionDoc, key: PublicApiKey, error?: string): Html {
+  return html`<h1>Rotate the secret of “${key.label}”</h1>
+    <p>A checker of your party approves the rotation. You will then see the new key once, on your next page; its id, permissions, limits and expiry stay the same.
+      The current secret keeps working for a while after the approval (the page then says until when), so that you can switch your systems to the new one; after that only the new one works.</p>
+    <form method="post" action="/console/keys/${seg(key.keyID)}/rotate" class="stack">
+      ${csrfField(session)}
+      ${reasonField(error)}
+      <div class="actions"><button type="submit">Request rotation</button> <a href="/console/keys?tab=active">Cancel</a></div>
     </form>`;
 }
 

@@ -1,12 +1,12 @@
 import type { Request, Response, Router } from 'express';
-import { approveApiKey, decideOnApiKey, requestApiKey, type KeyDecision } from '../commands/back-office.ts';
+import { approveApiKey, approveApiKeyRotation, decideOnApiKey, decideOnApiKeyRotation, requestApiKey, type KeyDecision, type RotationDecision } from '../commands/back-office.ts';
 import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { keyUsage } from '../http/key-usage.ts';
 import { catchUpApiKeyDirectory, toPublicApiKey, type ApiKeyRecord } from '../projections/api-key-directory.ts';
 import { ConsoleError, correlationId, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
-import { EMPTY_KEY_FORM, keysPage, newKeyPage, revokePage, type KeyFormValues, type KeyRow, type KeyTab } from './keys-pages.ts';
+import { EMPTY_KEY_FORM, keysPage, newKeyPage, revokePage, rotatePage, type KeyFormValues, type KeyRow, type KeyTab } from './keys-pages.ts';
 import { emailOf, redirectWith, renderPage } from './render.ts';
 
 /**
@@ -84,14 +84,19 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     for (const key of directory.listByParty(party, now).reverse()) {
       const record = directory.get(key.keyID);
       const revocationRequestedBy = key.state === 'revocation_pending' ? (record?.revocationRequestedBy ?? null) : null;
+      const live = key.state === 'active' || key.state === 'revocation_pending';
+      const rotation = live ? (record?.rotation ?? null) : null;
       const row: KeyRow = {
         ...key,
         requestedByEmail: await emailOf(services, key.requestedBy),
         revocationRequestedBy,
         revocationRequestedByEmail: await emailOf(services, revocationRequestedBy),
-        usage: key.state === 'active' || key.state === 'revocation_pending' ? await keyUsage(services.deps.readStore, key.keyID) : null,
+        usage: live ? await keyUsage(services.deps.readStore, key.keyID) : null,
+        rotation: rotation && { ...rotation, requestedByEmail: await emailOf(services, rotation.requestedBy) },
+        previousSecretValidUntil: live && record?.previousValidUntil && now < record.previousValidUntil ? record.previousValidUntil : null,
       };
       if (key.state === 'pending' || key.state === 'revocation_pending') rows.pending.push(row);
+      if (rotation) rows.pending.push({ ...row, pendingRequest: 'rotation' });
       if (key.state === 'active' || key.state === 'revocation_pending') rows.active.push(row);
       if (INACTIVE.includes(key.state)) rows.inactive.push(row);
     }
@@ -150,6 +155,48 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
   decision('withdraw', 'maker', () => ({ type: 'WithdrawApiKeyRequest' }), (l) => `Key request “${l}” withdrawn.`, 'inactive');
   decision('revocation/approve', 'checker', () => ({ type: 'ApproveApiKeyRevocation' }), (l) => `Key “${l}” revoked. It no longer works.`, 'inactive');
   decision('revocation/reject', 'checker', (req) => ({ type: 'RejectApiKeyRevocation', reason: optionalReason(req) }), (l) => `Revocation of “${l}” rejected: the key stays active.`, 'active');
+
+  router.post('/keys/:keyID/rotation/approve', async (req, res) => {
+    requireRole(res, 'checker');
+    const key = await ownKey(res, String(req.params.keyID));
+    // Like an approval: the new secret is held for the maker who asked for the rotation; the checker never sees it.
+    const { heldFor, previousValidUntil } = await approveApiKeyRotation(services.backOffice, viewer(res).user, key.keyID, correlationId(res));
+    await settle();
+    await redirectWith(services, res, '/console/keys?tab=active', {
+      kind: 'ok',
+      text: `Secret of “${key.label}” rotated. ${await emailOf(services, heldFor)} will see the new key once, on their next page in the console; the previous secret works until ${previousValidUntil}.`,
+    });
+  });
+
+  const rotationDecision = (path: string, role: 'maker' | 'checker', make: (req: Request) => RotationDecision, done: (label: string) => string) =>
+    router.post(`/keys/:keyID/rotation/${path}`, async (req, res) => {
+      requireRole(res, role);
+      const key = await ownKey(res, String(req.params.keyID));
+      await decideOnApiKeyRotation(services.backOffice, viewer(res).user, key.keyID, make(req), correlationId(res));
+      await settle();
+      await redirectWith(services, res, '/console/keys?tab=active', { kind: 'ok', text: done(key.label) });
+    });
+  rotationDecision('reject', 'checker', (req) => ({ type: 'reject', reason: optionalReason(req) }), (l) => `Rotation of “${l}” rejected: the key keeps its secret.`);
+  rotationDecision('withdraw', 'maker', () => ({ type: 'withdraw' }), (l) => `Rotation of “${l}” withdrawn.`);
+
+  router.get('/keys/:keyID/rotate', async (req, res) => {
+    requireRole(res, 'maker');
+    const key = await ownKey(res, String(req.params.keyID));
+    await renderPage(services, res, { title: 'Rotate secret', section: 'keys', body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())) });
+  });
+
+  router.post('/keys/:keyID/rotate', async (req, res) => {
+    requireRole(res, 'maker');
+    const key = await ownKey(res, String(req.params.keyID));
+    try {
+      await decideOnApiKeyRotation(services.backOffice, viewer(res).user, key.keyID, { type: 'request', reason: field(req, 'reason') }, correlationId(res));
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+      return renderPage(services, res, { title: 'Rotate secret', section: 'keys', status: 400, body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(error.message)) });
+    }
+    await settle();
+    await redirectWith(services, res, '/console/keys?tab=pending', { kind: 'ok', text: `Rotation of the secret of “${key.label}” requested. A checker of your party approves it.` });
+  });
 
   router.get('/keys/:keyID/revoke', async (req, res) => {
     requireRole(res, 'maker');

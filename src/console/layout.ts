@@ -96,7 +96,7 @@ function secretText(secret: DeliveredSecret, id: string): { intro: Html; label: 
   switch (secret.kind) {
     case 'webhook-endpoint':
       return {
-        intro: html`<h2 id="${id}-title">Webhook endpoint approved: its signing secret</h2>
+        intro: html`<h2 id="${id}-title">Webhook endpoint signing secret</h2>
           <p class="secret-for"><code>${secret.url}</code></p>
           <p id="${id}-help">Deliveries to this endpoint are signed with this secret: your receiver checks each signature with it.
             This is the only time it is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`,

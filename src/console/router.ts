@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import express, { Router } from 'express';
 import { PartyLookup } from '../commands/party-lookup.ts';
+import { DEFAULT_ROTATION_OVERLAP_HOURS } from '../domain/secret-rotation.ts';
 import { StateCache } from '../commands/pipeline.ts';
 import { UserDirectory } from '../projections/user-directory.ts';
 import { adminRoutes } from './admin.ts';
@@ -36,7 +37,10 @@ const ASSETS = new Map<string, { type: string; body: Buffer }>([
 
 export function consoleRouter(deps: ConsoleDeps): Router {
   const credentials = deps.credentials ?? new HeldCredentials({ store: deps.readStore, key: deps.secretsKey, clock: deps.clock, logger: deps.logger, ...(deps.secretTtlMs === undefined ? {} : { ttlMs: deps.secretTtlMs }) });
-  const backOffice = { store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale, credentials };
+  const backOffice = {
+    store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale, credentials,
+    secretRotationOverlapHours: deps.secretRotationOverlapHours ?? DEFAULT_ROTATION_OVERLAP_HOURS,
+  };
   const services: ConsoleServices = {
     deps,
     backOffice,

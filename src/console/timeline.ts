@@ -58,6 +58,10 @@ const DESCRIPTIONS: Record<string, Describe> = {
   ApiKeyRevocationRequested: (d) => ({ what: 'Revocation requested', at: text(d.requestedAt), reason: text(d.reason) }),
   ApiKeyRevocationRejected: (d) => ({ what: 'Revocation rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
   ApiKeyRevoked: (d) => ({ what: 'Revoked', at: text(d.revokedAt) }),
+  ApiKeyRotationRequested: (d) => ({ what: 'Secret rotation requested', at: text(d.requestedAt), reason: text(d.reason) }),
+  ApiKeyRotationRejected: (d) => ({ what: 'Secret rotation rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
+  ApiKeyRotationWithdrawn: (d) => ({ what: 'Secret rotation withdrawn', at: text(d.withdrawnAt) }),
+  ApiKeyRotated: (d) => ({ what: 'Secret rotated', at: text(d.rotatedAt), detail: d.previousValidUntil ? html`previous secret valid until ${time(String(d.previousValidUntil))}` : undefined }),
 };
 
 export async function timeline(services: ConsoleServices, events: RecordedEvent[]): Promise<TimelineEntry[]> {

@@ -37,12 +37,17 @@ export async function waitingFor(services: ConsoleServices, user: ActiveUser): P
   const keys = directory.listByParty(user.party, clock().toISOString());
   const keysToDecide = keys.filter(
     (k) => (k.state === 'pending' && k.requestedBy !== user.userID) || (k.state === 'revocation_pending' && directory.get(k.keyID)?.revocationRequestedBy !== user.userID),
-  ).length;
+  ).length + keys.filter((k) => {
+    const rotation = (k.state === 'active' || k.state === 'revocation_pending') ? directory.get(k.keyID)?.rotation : null;
+    return rotation != null && rotation.requestedBy !== user.userID;
+  }).length;
   // Operations made with a key this checker requested are for another checker: a handful of indexed counts.
   const ownKeys = keys.filter((k) => k.requestedBy === user.userID).map((k) => k.keyID);
   const ownKeysOperations = (await Promise.all(ownKeys.map((keyID) => readStore.count(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID } })))).reduce((a, b) => a + b, 0);
   const operations = Math.max(0, (await countPending(services, user.party)) - ownKeysOperations);
-  const webhooks = (await webhookEndpointsOfParty(readStore, user.party)).filter((e) => e.status === 'pending' && e.requestedBy !== user.userID).length;
+  const webhooks = (await webhookEndpointsOfParty(readStore, user.party)).filter(
+    (e) => (e.status === 'pending' && e.requestedBy !== user.userID) || (e.status === 'active' && e.rotationRequestedBy != null && e.rotationRequestedBy !== user.userID),
+  ).length;
   return withTotal({ operations, keys: keysToDecide, webhooks, access: 0 });
 }
 

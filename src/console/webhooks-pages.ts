@@ -9,6 +9,8 @@ export interface EndpointView extends WebhookEndpointDoc {
   requestedByEmail: string;
   decidedByEmail: string;
   disabledByEmail: string;
+  /** Who asked for the pending secret rotation (empty when none waits). */
+  rotationRequestedByEmail: string;
 }
 
 /** Who looks, and what they may do. */
@@ -43,10 +45,38 @@ export function lifecycle(endpoint: EndpointView): Html {
     : disabledBySystem(endpoint)
       ? html`<li class="error-text" data-disabled-by-system>Disabled automatically after a day of failed deliveries, ${time(endpoint.disabledAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
       : html`<li>Disabled by ${endpoint.disabledByEmail}, ${time(endpoint.disabledAt)}: <q>${endpoint.reason ?? ''}</q></li>`;
-  return html`<ul class="plain lifecycle">${requested}${decided}${disabled}</ul>`;
+  const rotated = endpoint.rotatedAt
+    ? html`<li>Signing secret rotated ${time(endpoint.rotatedAt)}; deliveries were signed with the previous secret too until ${time(endpoint.previousSecretValidUntil ?? null)}</li>`
+    : '';
+  const rotation = endpoint.status === 'active' && endpoint.rotationRequestedBy
+    ? html`<li>Secret rotation requested by ${endpoint.rotationRequestedByEmail}: <q>${endpoint.rotationReason ?? ''}</q></li>`
+    : '';
+  return html`<ul class="plain lifecycle">${requested}${decided}${rotated}${rotation}${disabled}</ul>`;
 }
 
-/** Approve and Reject for a checker on a pending endpoint (never on their own request); Disable on an active one. */
+/**
+ * A pending secret rotation: Approve and Reject for a checker who did not ask, Withdraw for the maker who did;
+ * with none pending, Rotate secret for a maker.
+ */
+function rotationActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): Html {
+  const base = `/console/webhooks/${seg(endpoint.id)}`;
+  const requester = endpoint.rotationRequestedBy ?? null;
+  if (requester === null) return viewer.maker ? html`<a class="button" href="${base}/rotate">Rotate secret…</a>` : html``;
+  const own = requester === viewer.userID;
+  const withdraw = own ? html`<form method="post" action="${base}/rotation/withdraw" class="inline">${csrfField(viewer.session)}<button type="submit" class="danger">Withdraw rotation</button></form>` : '';
+  if (!viewer.checker) return html`${withdraw}<span class="muted">Secret rotation waiting for a checker</span>`;
+  if (own) {
+    const note = `own-rotation-${endpoint.id}`;
+    return html`<button type="button" disabled aria-describedby="${note}">Approve rotation</button> ${withdraw}
+      <p class="hint" id="${note}">You asked for this rotation: another checker must decide on it.</p>`;
+  }
+  return html`<form method="post" action="${base}/rotation/approve" class="inline">${csrfField(viewer.session)}<button type="submit">Approve rotation</button></form>
+    <form method="post" action="${base}/rotation/reject" class="inline">${csrfField(viewer.session)}
+      <label class="compact"><span class="visually-hidden">Reason for rejecting the rotation of ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
+      <button type="submit" class="danger">Reject rotation</button></form>`;
+}
+
+/** Approve and Reject for a checker on a pending endpoint (never on their own request); on an active one, its rotation and Disable. */
 export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): Html {
   const base = `/console/webhooks/${seg(endpoint.id)}`;
   if (endpoint.status === 'pending') {
@@ -61,7 +91,7 @@ export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpoint
         <label class="compact"><span class="visually-hidden">Reason for rejecting ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
         <button type="submit" class="danger">Reject</button></form>`;
   }
-  if (endpoint.status === 'active' && (viewer.maker || viewer.checker)) return html`<a class="button danger" href="${base}/disable">Disable…</a>`;
+  if (endpoint.status === 'active' && (viewer.maker || viewer.checker)) return html`${rotationActions(viewer, endpoint)} <a class="button danger" href="${base}/disable">Disable…</a>`;
   return html``;
 }
 
@@ -127,6 +157,17 @@ export function newEndpointPage(session: SessionDoc, values: EndpointFormValues,
           <label for="event-${type}"><code>${type}</code> <span class="muted">— ${EVENT_HELP[type]}</span></label></div>`)}
       </fieldset>
       <div class="actions"><button type="submit">Register endpoint</button> <a href="/console/webhooks">Cancel</a></div>
+    </form>`;
+}
+
+export function rotateEndpointPage(session: SessionDoc, endpoint: WebhookEndpointDoc, error?: string): Html {
+  return html`<h1>Rotate the signing secret</h1>
+    <p>A checker of your party approves the rotation; you then see the new signing secret once, on your next page. Deliveries to <code>${endpoint.url}</code>
+      are then signed with both the new and the current secret for a while (two <code>v1=</code> signatures), so that your receiver can switch; after that only with the new one.</p>
+    <form method="post" action="/console/webhooks/${seg(endpoint.id)}/rotate" class="stack">
+      ${csrfField(session)}
+      ${reasonField(error)}
+      <div class="actions"><button type="submit">Request rotation</button> <a href="/console/webhooks/${seg(endpoint.id)}">Cancel</a></div>
     </form>`;
 }
 

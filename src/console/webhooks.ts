@@ -1,5 +1,6 @@
 import type { Request, Response, Router } from 'express';
-import { approveWebhookEndpoint, disableWebhookEndpoint, rejectWebhookEndpoint, requestWebhookEndpoint } from '../commands/webhooks.ts';
+import { approveWebhookEndpoint, approveWebhookSecretRotation, decideOnWebhookSecretRotation, disableWebhookEndpoint, rejectWebhookEndpoint, requestWebhookEndpoint } from '../commands/webhooks.ts';
+import type { RotationDecision } from '../commands/back-office.ts';
 import { DomainError } from '../domain/errors.ts';
 import { streams } from '../domain/streams.ts';
 import { isEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
@@ -7,7 +8,7 @@ import { foldWebhookEndpoints, webhookEndpointsOfParty, type WebhookEndpointDoc 
 import { attemptsOfDelivery, deliveriesOfEndpoint, deliveryID, getDelivery, getRoute, redeliverEvent, redeliverSince, type RouteDoc } from '../webhooks/deliveries.ts';
 import { ConsoleError, correlationId, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
 import { deliveryPage, endpointPage } from './webhook-endpoint-pages.ts';
-import { disablePage, EMPTY_ENDPOINT_FORM, newEndpointPage, webhooksPage, type EndpointFormValues, type EndpointView, type WebhookViewer } from './webhooks-pages.ts';
+import { disablePage, rotateEndpointPage, EMPTY_ENDPOINT_FORM, newEndpointPage, webhooksPage, type EndpointFormValues, type EndpointView, type WebhookViewer } from './webhooks-pages.ts';
 import { emailOf, redirectWith, renderPage } from './render.ts';
 
 /**
@@ -65,6 +66,7 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
       requestedByEmail: await emailOf(services, endpoint.requestedBy),
       decidedByEmail: await emailOf(services, endpoint.decidedBy),
       disabledByEmail: await emailOf(services, endpoint.disabledBy),
+      rotationRequestedByEmail: await emailOf(services, endpoint.rotationRequestedBy ?? null),
     };
   }
 
@@ -142,6 +144,45 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     await rejectWebhookEndpoint(deps, viewer(res).user, endpoint.id, reason === '' ? null : reason, correlationId(res));
     await redirectWith(services, res, endpointPath(endpoint.id), { kind: 'ok', text: `Endpoint ${endpoint.url} rejected.` });
   });
+
+  router.get('/webhooks/:endpointID/rotate', async (req, res) => {
+    requireRole(res, 'maker');
+    const endpoint = await ownEndpoint(res, String(req.params.endpointID));
+    await renderPage(services, res, { title: 'Rotate a signing secret', section: 'webhooks', body: rotateEndpointPage(viewer(res).session, endpoint) });
+  });
+
+  router.post('/webhooks/:endpointID/rotate', async (req, res) => {
+    requireRole(res, 'maker');
+    const endpoint = await ownEndpoint(res, String(req.params.endpointID));
+    try {
+      await decideOnWebhookSecretRotation(deps, viewer(res).user, endpoint.id, { type: 'request', reason: field(req, 'reason') }, correlationId(res));
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+      return renderPage(services, res, { title: 'Rotate a signing secret', section: 'webhooks', status: 400, body: rotateEndpointPage(viewer(res).session, endpoint, sentence(error.message)) });
+    }
+    await redirectWith(services, res, endpointPath(endpoint.id), { kind: 'ok', text: `Rotation of the signing secret of ${endpoint.url} requested. A checker of your party approves it.` });
+  });
+
+  router.post('/webhooks/:endpointID/rotation/approve', async (req, res) => {
+    requireRole(res, 'checker');
+    const endpoint = await ownEndpoint(res, String(req.params.endpointID));
+    // Like an approval: the new secret is held for the maker who asked; the checker never sees it.
+    const { heldFor, previousValidUntil } = await approveWebhookSecretRotation(deps, viewer(res).user, endpoint.id, correlationId(res));
+    await redirectWith(services, res, endpointPath(endpoint.id), {
+      kind: 'ok',
+      text: `Signing secret of ${endpoint.url} rotated. ${await emailOf(services, heldFor)} will see the new secret once, on their next page in the console; deliveries are signed with the previous secret too until ${previousValidUntil}.`,
+    });
+  });
+
+  const rotationDecision = (path: string, role: 'maker' | 'checker', make: (req: Request) => RotationDecision, done: (url: string) => string) =>
+    router.post(`/webhooks/:endpointID/rotation/${path}`, async (req, res) => {
+      requireRole(res, role);
+      const endpoint = await ownEndpoint(res, String(req.params.endpointID));
+      await decideOnWebhookSecretRotation(deps, viewer(res).user, endpoint.id, make(req), correlationId(res));
+      await redirectWith(services, res, endpointPath(endpoint.id), { kind: 'ok', text: done(endpoint.url) });
+    });
+  rotationDecision('reject', 'checker', (req) => ({ type: 'reject', reason: (field(req, 'reason') ?? '').trim() || null }), (url) => `Rotation of the signing secret of ${url} rejected: the endpoint keeps its secret.`);
+  rotationDecision('withdraw', 'maker', () => ({ type: 'withdraw' }), (url) => `Rotation of the signing secret of ${url} withdrawn.`);
 
   router.get('/webhooks/:endpointID/disable', async (req, res) => {
     const endpoint = await ownEndpoint(res, String(req.params.endpointID));

@@ -97,6 +97,15 @@ export type ApiKeyRevocationRequested = Event<'ApiKeyRevocationRequested', { key
 export type ApiKeyRevocationRejected = Event<'ApiKeyRevocationRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
 /** `approvedBy: 'system'` with `departedUserID`: revoked at once because the user holding its secret was disabled or lost the maker role. */
 export type ApiKeyRevoked = Event<'ApiKeyRevoked', { keyID: string; approvedBy: string; revokedAt: string; departedUserID?: string }>;
+/** A maker asks for a new secret for an active key (src/domain/secret-rotation.ts); a checker decides. */
+export type ApiKeyRotationRequested = Event<'ApiKeyRotationRequested', { keyID: string; requestedBy: string; reason: string; requestedAt: string }>;
+export type ApiKeyRotationRejected = Event<'ApiKeyRotationRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+export type ApiKeyRotationWithdrawn = Event<'ApiKeyRotationWithdrawn', { keyID: string; withdrawnBy: string; withdrawnAt: string }>;
+/**
+ * The key has a new secret (SHA-256 `secretHash`), held for `secretHolder`, the maker who asked for the rotation;
+ * the previous one keeps working until `previousValidUntil`. Id, terms and expiry are unchanged.
+ */
+export type ApiKeyRotated = Event<'ApiKeyRotated', { keyID: string; approvedBy: string; rotatedAt: string; secretHash: string; previousValidUntil: string; secretHolder: string }>;
 export type ApiKeyEvent =
   | ApiKeyRequested
   | ApiKeyApproved
@@ -104,7 +113,11 @@ export type ApiKeyEvent =
   | ApiKeyRequestWithdrawn
   | ApiKeyRevocationRequested
   | ApiKeyRevocationRejected
-  | ApiKeyRevoked;
+  | ApiKeyRevoked
+  | ApiKeyRotationRequested
+  | ApiKeyRotationRejected
+  | ApiKeyRotationWithdrawn
+  | ApiKeyRotated;
 
 // Webhook endpoints: maker-checker, like API keys ------------------------------------------------------------
 /** What a client can subscribe an endpoint to (docs/webhooks.md). */
@@ -134,7 +147,24 @@ export type WebhookEndpointApproved = Event<'WebhookEndpointApproved', { endpoin
 export type WebhookEndpointRejected = Event<'WebhookEndpointRejected', { endpointID: string; rejectedBy: string; reason: string | null; rejectedAt: string; departedUserID?: string }>;
 /** Final. `disabledBy` is a user id, or `system` when deliveries kept failing for a day. */
 export type WebhookEndpointDisabled = Event<'WebhookEndpointDisabled', { endpointID: string; disabledBy: string; reason: string; disabledAt: string; departedUserID?: string }>;
-export type WebhookEndpointEvent = WebhookEndpointRequested | WebhookEndpointApproved | WebhookEndpointRejected | WebhookEndpointDisabled;
+/** A maker asks for a new signing secret for an active endpoint, like an API key's rotation. */
+export type WebhookSecretRotationRequested = Event<'WebhookSecretRotationRequested', { endpointID: string; requestedBy: string; reason: string; requestedAt: string }>;
+export type WebhookSecretRotationRejected = Event<'WebhookSecretRotationRejected', { endpointID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
+export type WebhookSecretRotationWithdrawn = Event<'WebhookSecretRotationWithdrawn', { endpointID: string; withdrawnBy: string; withdrawnAt: string }>;
+/**
+ * The endpoint has a new signing secret, sealed like the approval's and held for `secretHolder`; deliveries are
+ * signed with both secrets until `previousValidUntil`, then with the new one only.
+ */
+export type WebhookSecretRotated = Event<'WebhookSecretRotated', { endpointID: string; approvedBy: string; rotatedAt: string; secret: SealedWebhookSecret; previousValidUntil: string; secretHolder: string }>;
+export type WebhookEndpointEvent =
+  | WebhookEndpointRequested
+  | WebhookEndpointApproved
+  | WebhookEndpointRejected
+  | WebhookEndpointDisabled
+  | WebhookSecretRotationRequested
+  | WebhookSecretRotationRejected
+  | WebhookSecretRotationWithdrawn
+  | WebhookSecretRotated;
 
 export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded | CashOutConsentEvent;
 

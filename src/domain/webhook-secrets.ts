@@ -47,10 +47,14 @@ export function openWebhookSecret(key: Buffer, endpointID: string, sealed: Seale
   }
 }
 
-/** The `Webhook-Signature` header value for a body sent at `unixSeconds`. */
-export function signWebhook(secret: string, unixSeconds: number, body: string): string {
-  const mac = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${unixSeconds}.${body}`, 'utf8').digest('hex');
-  return `t=${unixSeconds},v1=${mac}`;
+/**
+ * The `Webhook-Signature` header value for a body sent at `unixSeconds`: one `v1` per secret, the current one
+ * first. During a rotation's overlap there are two (`t=…,v1=<new>,v1=<old>`), so a receiver that verifies
+ * with either secret, and accepts any matching `v1`, keeps working while it switches.
+ */
+export function signWebhook(secrets: string | readonly string[], unixSeconds: number, body: string): string {
+  const macs = (typeof secrets === 'string' ? [secrets] : secrets).map((secret) => createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${unixSeconds}.${body}`, 'utf8').digest('hex'));
+  return [`t=${unixSeconds}`, ...macs.map((mac) => `v1=${mac}`)].join(',');
 }
 
 /**

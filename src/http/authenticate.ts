@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { parseApiKey, secretMatches } from '../domain/api-key-secrets.ts';
-import { effectiveStatus } from '../commands/api-keys.ts';
+import { acceptedSecretHashes, effectiveStatus } from '../commands/api-keys.ts';
 import type { Permission } from '../domain/events.ts';
 import { compileAllowList } from '../domain/ip-allowlist.ts';
 import type { PartyType } from '../domain/parties.ts';
@@ -11,6 +11,7 @@ import type { ApiRateLimits } from './rate-limit.ts';
 /**
  * Authentication and authorization exactly as the contract's Authentication section:
  *  401 for a missing or malformed header, an unknown key, a wrong secret, a key not (or no longer) active;
+ *  (after a rotation the previous secret is right until its overlap ends, and wrong after: the same 401);
  *  403 for a missing permission, a path ID other than the key's party, or a source address not allowed.
  * With rate limits (src/http/rate-limit.ts): 429 once a key exceeds its rate, and once an address has failed
  * authentication too often (a 401, or a 403 for an address outside the key's allow-list). A valid key from an
@@ -40,8 +41,9 @@ export function authenticate(
     if (!token) throw unauthorized('The Authorization header must be "Bearer <API key>".', true);
     const presented = parseApiKey(token);
     const key = presented ? directory.get(presented.keyID) : undefined;
-    // The secret is checked before anything about the key is revealed.
-    if (!presented || !key || key.secretHash === null || !secretMatches(presented.secret, key.secretHash)) {
+    // The secret is checked before anything about the key is revealed: against the current hash, and the
+    // previous one while a rotation's overlap lasts; every accepted hash is compared, each in constant time.
+    if (!presented || !key || !acceptedSecretHashes(key, now.toISOString()).map((hash) => secretMatches(presented.secret, hash)).includes(true)) {
       throw unauthorized('The API key is not valid, or has been revoked.', true);
     }
     const status = effectiveStatus(key, now.toISOString());

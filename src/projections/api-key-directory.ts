@@ -15,6 +15,10 @@ export const API_KEY_EVENT_TYPES: ReadonlyArray<ApiKeyEvent['type']> = [
   'ApiKeyRevocationRequested',
   'ApiKeyRevocationRejected',
   'ApiKeyRevoked',
+  'ApiKeyRotationRequested',
+  'ApiKeyRotationRejected',
+  'ApiKeyRotationWithdrawn',
+  'ApiKeyRotated',
 ];
 
 /**

@@ -26,13 +26,28 @@ export type WebhookEndpointDoc = {
   /** A user id, or `system` after a day of failed deliveries. */
   disabledBy: string | null;
   disabledAt: string | null;
+  /** A secret rotation waiting for a checker (absent: none ever asked for). */
+  rotationRequestedBy?: string | null;
+  rotationReason?: string | null;
+  /** The last rotation, and until when deliveries are signed with the previous secret too. */
+  rotatedAt?: string | null;
+  previousSecretValidUntil?: string | null;
   position: number;
 };
 
 export const WEBHOOK_ENDPOINTS_PROJECTION = 'webhook-endpoints';
 export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionDefinition = { name: 'webhook_endpoints', indexes: [['partyType', 'partyID', 'requestedAt']] };
 
-const EVENT_TYPES = ['WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled'] as const;
+const EVENT_TYPES = [
+  'WebhookEndpointRequested',
+  'WebhookEndpointApproved',
+  'WebhookEndpointRejected',
+  'WebhookEndpointDisabled',
+  'WebhookSecretRotationRequested',
+  'WebhookSecretRotationRejected',
+  'WebhookSecretRotationWithdrawn',
+  'WebhookSecretRotated',
+] as const;
 const isEndpointEvent = (event: ProjectedEvent): event is ProjectedEvent & WebhookEndpointEvent => (EVENT_TYPES as readonly string[]).includes(event.type);
 
 export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
@@ -55,6 +70,13 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
           return { ...doc, status: 'rejected', decidedBy: event.data.rejectedBy, decidedAt: event.data.rejectedAt, reason: event.data.reason };
         case 'WebhookEndpointDisabled':
           return { ...doc, status: 'disabled', disabledBy: event.data.disabledBy, disabledAt: event.data.disabledAt, reason: event.data.reason };
+        case 'WebhookSecretRotationRequested':
+          return { ...doc, rotationRequestedBy: event.data.requestedBy, rotationReason: event.data.reason };
+        case 'WebhookSecretRotationRejected':
+        case 'WebhookSecretRotationWithdrawn':
+          return { ...doc, rotationRequestedBy: null, rotationReason: null };
+        case 'WebhookSecretRotated':
+          return { ...doc, rotationRequestedBy: null, rotationReason: null, rotatedAt: event.data.rotatedAt, previousSecretValidUntil: event.data.previousValidUntil };
       }
     },
   };

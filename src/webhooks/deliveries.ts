@@ -15,7 +15,7 @@ import type { CollectionDefinition, ReadStore, Write } from '../ports/read-store
  * endpoint exactly once however often the outbox restarts.
  */
 /** What routing needs of an endpoint (its read-model document, without who decided what). */
-export type RouteDoc = Pick<WebhookEndpointDoc, 'id' | 'partyType' | 'partyID' | 'url' | 'eventTypes' | 'status'>;
+export type RouteDoc = Pick<WebhookEndpointDoc, 'id' | 'partyType' | 'partyID' | 'url' | 'eventTypes' | 'status' | 'rotatedAt'>;
 
 export type DeliveryStatus =
   /** Waiting for its (next) attempt. */

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { DomainError } from '../domain/errors.ts';
 import { streams } from '../domain/streams.ts';
 import { openWebhookSecret, signWebhook } from '../domain/webhook-secrets.ts';
+import { acceptedSecrets, type RotatingSecrets } from '../domain/secret-rotation.ts';
+import type { SealedWebhookSecret } from '../domain/events.ts';
 import { loadState, StateCache } from '../commands/pipeline.ts';
 import { disableWebhookEndpointBySystem } from '../commands/webhooks.ts';
 import { webhookEndpointDecider } from '../commands/webhook-endpoints.ts';
@@ -59,7 +61,8 @@ export class WebhookDispatcher {
   readonly consumer: SupervisedConsumer;
   /** Endpoints with a worker running in this process. */
   private readonly working = new Map<string, Promise<void>>();
-  private readonly secrets = new Map<string, string | null>();
+  /** Each endpoint's opened secrets, as of the rotation its route names (`rotatedAt`). */
+  private readonly secrets = new Map<string, { rotatedAt: string | null; secrets: RotatingSecrets<string> }>();
   private readonly cache = new StateCache();
   private wakeUp: (() => void) | undefined;
   private woken = false;
@@ -198,8 +201,8 @@ export class WebhookDispatcher {
 
   private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up'> {
     const startedAt = this.now();
-    const secret = await this.secretOf(route.id);
-    const result: AttemptResult = secret === null
+    const secrets = await this.secretsOf(route, new Date(startedAt).toISOString());
+    const result: AttemptResult = secrets === null
       ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'not sent: signing secret unavailable', detail: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
       : await attemptDelivery({
           url: route.url,
@@ -207,7 +210,7 @@ export class WebhookDispatcher {
           headers: {
             'user-agent': 'wallet-ops-webhooks/1',
             'webhook-id': delivery.eventID,
-            'webhook-signature': signWebhook(secret, Math.floor(startedAt / 1000), delivery.body),
+            'webhook-signature': signWebhook(secrets, Math.floor(startedAt / 1000), delivery.body),
           },
           timeoutMs: this.options.timeoutMs,
           rules: this.options.rules,
@@ -263,15 +266,27 @@ export class WebhookDispatcher {
     }
   }
 
-  /** The endpoint's signing secret, opened from its approval event (null: sealed under another key). */
-  private async secretOf(endpointID: string): Promise<string | null> {
-    if (this.secrets.has(endpointID)) return this.secrets.get(endpointID)!;
-    const { state } = await loadState({ store: this.options.eventStore, cache: this.cache }, streams.webhookEndpoint(endpointID), webhookEndpointDecider);
-    const sealed = state.status === 'none' ? null : state.secret;
-    const secret = sealed === null ? null : openWebhookSecret(this.options.secretsKey, endpointID, sealed);
-    if (secret === null) this.options.logger.error({ endpointID }, 'webhook signing secret cannot be opened: was SECRETS_KEY changed?');
-    else this.secrets.set(endpointID, secret);
-    return secret;
+  /**
+   * The secrets a delivery at `now` is signed with, current first: the previous one too while a rotation's
+   * overlap lasts (null: the current one cannot be opened). Opened from the endpoint's events once per rotation.
+   */
+  private async secretsOf(route: RouteDoc, now: string): Promise<string[] | null> {
+    const endpointID = route.id;
+    const rotatedAt = route.rotatedAt ?? null;
+    let cached = this.secrets.get(endpointID);
+    if (cached === undefined || cached.rotatedAt !== rotatedAt) {
+      const { state } = await loadState({ store: this.options.eventStore, cache: this.cache }, streams.webhookEndpoint(endpointID), webhookEndpointDecider);
+      const open = (sealed: SealedWebhookSecret | null) => (sealed === null ? null : openWebhookSecret(this.options.secretsKey, endpointID, sealed));
+      const current = state.status === 'none' ? null : open(state.secret);
+      if (current === null) {
+        this.options.logger.error({ endpointID }, 'webhook signing secret cannot be opened: was SECRETS_KEY changed?');
+        return null;
+      }
+      const previous = state.status === 'none' ? null : open(state.previousSecret);
+      cached = { rotatedAt, secrets: { current, previous, previousValidUntil: state.status === 'none' ? null : state.previousValidUntil } };
+      this.secrets.set(endpointID, cached);
+    }
+    return acceptedSecrets(cached.secrets, now);
   }
 
   /**

@@ -15,7 +15,8 @@ import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, t
  * endpoint however often the consumer restarts or however many processes run it, and an endpoint approved at
  * position P receives exactly the events after P, until the position of its disabling.
  */
-export const ENDPOINT_EVENT_TYPES = ['WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled'] as const;
+// A rotation changes the route's `rotatedAt`: the dispatchers then open the endpoint's secrets again.
+export const ENDPOINT_EVENT_TYPES = ['WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled', 'WebhookSecretRotated'] as const;
 export const OUTBOX_EVENT_TYPES = [...ENDPOINT_EVENT_TYPES, ...TRIGGER_EVENT_TYPES];
 
 export interface WebhookOutboxOptions {
@@ -46,6 +47,8 @@ export function evolveRoute(route: RouteDoc | null, event: { type: string; data:
       return route && { ...route, status: 'rejected' };
     case 'WebhookEndpointDisabled':
       return route && { ...route, status: 'disabled' };
+    case 'WebhookSecretRotated':
+      return route && { ...route, rotatedAt: e.data.rotatedAt };
     default:
       return route;
   }

@@ -1,14 +1,18 @@
 /**
  * audit verify on the API-key lifecycle's withdrawal: a request taken back by its maker through the command
- * passes; one "withdrawn" by somebody else, or after a decision, is named.
+ * passes; one "withdrawn" by somebody else, or after a decision, is named. And on secret rotations (keys and
+ * webhook endpoints alike): made with the commands they pass; decided by their requester they are named.
  */
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { withHashChain } from '../../src/audit/hash-chain.ts';
 import { keyHistory } from '../../src/audit/queries.ts';
 import { verifyHistory } from '../../src/audit/verify.ts';
-import { addUser, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { addUser, approveApiKey, approveApiKeyRotation, decideOnApiKey, decideOnApiKeyRotation, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps } from '../../src/commands/back-office.ts';
+import { approveWebhookEndpoint, approveWebhookSecretRotation, decideOnWebhookSecretRotation, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
+import { testCredentials } from '../support/credentials.ts';
 import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
@@ -62,5 +66,62 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     const details = await problems();
     expect(details.some((d) => d.includes('key requestwithdrawn of key_A by c, not the maker who requested it (m)'))).toBe(true);
     expect(details.some((d) => d.includes('ApiKeyRequestWithdrawn of API key key_B while it is active, not pending'))).toBe(true);
+  });
+
+  it('when a key and a webhook endpoint are rotated with the commands, then nothing is wrong and the key history shows the rotation', async () => {
+    const vault = await testCredentials();
+    try {
+      const deps = { store, clock: () => new Date(), assetScale: 2, credentials: vault.credentials, secretRotationOverlapHours: 24 };
+      const operator = { actor: 'operator:test', correlationId: 'c' };
+      const { partyID } = await onboardParty(deps, { partyType: 'merchant', name: 'Rotating Shop', shortCode: '7102' }, operator);
+      const shop = { type: 'merchant' as const, id: partyID };
+      await addUser(deps, { party: shop, email: 'maker@rot.test', password: 'maker password 1', roles: ['maker'] }, operator);
+      await addUser(deps, { party: shop, email: 'checker@rot.test', password: 'checker password 1', roles: ['checker'] }, operator);
+      const maker = await findUserByEmail(deps, 'maker@rot.test');
+      const checker = await findUserByEmail(deps, 'checker@rot.test');
+      const { keyID } = await requestApiKey(deps, maker, { label: 'till 9', permissions: ['read-balance'] }, 'c');
+      await approveApiKey(deps, checker, keyID, 'c');
+      await decideOnApiKeyRotation(deps, maker, keyID, { type: 'request', reason: 'yearly' }, 'c');
+      await decideOnApiKeyRotation(deps, checker, keyID, { type: 'reject', reason: null }, 'c');
+      await decideOnApiKeyRotation(deps, maker, keyID, { type: 'request', reason: 'yearly' }, 'c');
+      await decideOnApiKeyRotation(deps, maker, keyID, { type: 'withdraw' }, 'c');
+      await decideOnApiKeyRotation(deps, maker, keyID, { type: 'request', reason: 'yearly' }, 'c');
+      await approveApiKeyRotation(deps, checker, keyID, 'c');
+      const webhooks = { ...deps, secretsKey: randomBytes(32), allowInsecureLocalhost: false };
+      const { endpointID } = await requestWebhookEndpoint(webhooks, maker, { url: 'https://shop.example/hooks', eventTypes: 'api_key.revoked' }, 'c');
+      await approveWebhookEndpoint(webhooks, checker, endpointID, 'c');
+      await decideOnWebhookSecretRotation(webhooks, maker, endpointID, { type: 'request', reason: 'leaked' }, 'c');
+      await approveWebhookSecretRotation(webhooks, checker, endpointID, 'c');
+
+      expect(await problems()).toEqual([]);
+      const history = await keyHistory(store, keyID);
+      expect(history.status).toBe('active');
+      expect(history.lifecycle.slice(-2).map((e) => [e.type, e.role, e.by])).toEqual([['ApiKeyRotationRequested', 'maker', 'maker@rot.test'], ['ApiKeyRotated', 'checker', 'checker@rot.test']]);
+    } finally {
+      await vault.close();
+    }
+  });
+
+  it('when a rotation is approved by its requester, held for someone else, or decided with none pending, then verify names it', async () => {
+    await store.append('user-m', [user('m', ['maker', 'checker'])], 'no_stream');
+    await store.append('user-c', [user('c', ['checker'])], 'no_stream');
+    const approved: NewEvent = { type: 'ApiKeyApproved', data: { keyID: 'key_R', approvedBy: 'c', approvedAt: at, expiresAt: '2026-02-01T00:00:00Z', secretHash: 'ab'.repeat(32) }, metadata: meta };
+    const rotationRequested: NewEvent = { type: 'ApiKeyRotationRequested', data: { keyID: 'key_R', requestedBy: 'm', reason: 'yearly', requestedAt: at }, metadata: meta };
+    const rotated = (approvedBy: string, secretHolder: string): NewEvent => ({
+      type: 'ApiKeyRotated', data: { keyID: 'key_R', approvedBy, rotatedAt: at, secretHash: 'cd'.repeat(32), previousValidUntil: '2026-01-02T00:00:00Z', secretHolder }, metadata: meta,
+    });
+    await store.append('apikey-key_R', [requested('key_R', 'm'), approved, rotationRequested, rotated('m', 'm'), rotationRequested, rotated('c', 'c'), rotated('c', 'm')], 'no_stream');
+    const endpoint = (type: string, data: Record<string, unknown>): NewEvent => ({ type, data: { endpointID: 'whe_R', ...data }, metadata: meta });
+    await store.append('webhookEndpoint-whe_R', [
+      endpoint('WebhookEndpointRequested', { party, url: 'https://x.test/h', eventTypes: ['api_key.revoked'], requestedBy: 'm', requestedAt: at }),
+      endpoint('WebhookEndpointApproved', { approvedBy: 'c', approvedAt: at, secret: { sealedWith: 'x', iv: 'x', tag: 'x', data: 'x' } }),
+      endpoint('WebhookSecretRotationRequested', { requestedBy: 'm', reason: 'leaked', requestedAt: at }),
+      endpoint('WebhookSecretRotationWithdrawn', { withdrawnBy: 'c', withdrawnAt: at }),
+    ], 'no_stream');
+    const details = await problems();
+    expect(details).toContain('approval of the secret rotation of API key key_R by user m, who requested it (maker and checker must differ)');
+    expect(details).toContain('secret rotation of API key key_R: new secret held for c, not for the maker who requested it (m)');
+    expect(details).toContain('ApiKeyRotated of API key key_R without a pending rotation');
+    expect(details).toContain('secret rotation of webhook endpoint whe_R withdrawn by c, not the maker who requested it (m)');
   });
 });

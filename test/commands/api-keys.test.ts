@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { apiKeyDecider, effectiveStatus, expiryFrom, type ActingUser } from '../../src/commands/api-keys.ts';
+import { acceptedSecretHashes, apiKeyDecider, effectiveStatus, expiryFrom, type ActingUser } from '../../src/commands/api-keys.ts';
 import type { ApiKeyEvent, ApiKeyRequested } from '../../src/domain/events.ts';
 import { deciderSpec } from '../support/decider-spec.ts';
 
@@ -198,6 +198,15 @@ describe('API key lifecycle', () => {
     it('when its maker departs before a checker decided, then the request is withdrawn by the system', () =>
       given([requested]).when(retire(maker.userID)).then([{ type: 'ApiKeyRequestWithdrawn', data: { keyID, withdrawnBy: 'system', withdrawnAt: T2, departedUserID: maker.userID } }]));
 
+    it('given a rotation to another maker, when the original maker departs, then the key keeps working; when the new holder departs, then it is revoked', () => {
+      const rotated: ApiKeyEvent[] = [
+        { type: 'ApiKeyRotationRequested', data: { keyID, requestedBy: 'u-maker-2', reason: 'maker leaving', requestedAt: T2 } },
+        { type: 'ApiKeyRotated', data: { keyID, approvedBy: checker.userID, rotatedAt: T2, secretHash: 'cd'.repeat(32), previousValidUntil: T2, secretHolder: 'u-maker-2' } },
+      ];
+      given([requested, approved, ...rotated]).when(retire(maker.userID)).then([]);
+      given([requested, approved, ...rotated]).when(retire('u-maker-2')).then([{ type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'system', revokedAt: T2, departedUserID: 'u-maker-2' } }]);
+    });
+
     it('when another user departs, or the key already ended, then nothing happens', () => {
       given([requested, approved]).when(retire(checker.userID)).then([]);
       given([requested, { type: 'ApiKeyRejected', data: { keyID, rejectedBy: checker.userID, reason: null, rejectedAt: T1 } }]).when(retire(maker.userID)).then([]);
@@ -225,5 +234,107 @@ describe('API key lifecycle', () => {
         .reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
       expect(revoked).toMatchObject({ status: 'revoked', secretHash: null });
     });
+  });
+
+  describe('rotating the secret', () => {
+    const NEW_HASH = 'cd'.repeat(32);
+    const OLD_HASH = 'ab'.repeat(32);
+    const otherMaker: ActingUser = { userID: 'u-maker-2', party: acme, roles: ['maker'] };
+    const askRotation = (by: ActingUser, now = T2) => ({ type: 'RequestApiKeyRotation' as const, data: { keyID, by, reason: 'yearly rotation', now } });
+    const approveRotation = (by: ActingUser, now = T2) => ({ type: 'ApproveApiKeyRotation' as const, data: { keyID, by, secretHash: NEW_HASH, overlapHours: 24, now } });
+    const rejectRotation = (by: ActingUser) => ({ type: 'RejectApiKeyRotation' as const, data: { keyID, by, reason: 'not now', now: T2 } });
+    const withdrawRotation = (by: ActingUser) => ({ type: 'WithdrawApiKeyRotation' as const, data: { keyID, by, now: T2 } });
+    const rotationRequested: ApiKeyEvent = { type: 'ApiKeyRotationRequested', data: { keyID, requestedBy: otherMaker.userID, reason: 'yearly rotation', requestedAt: T2 } };
+    const rotated: ApiKeyEvent = { type: 'ApiKeyRotated', data: { keyID, approvedBy: 'u-checker', rotatedAt: T2, secretHash: NEW_HASH, previousValidUntil: '2026-01-04T00:00:00.000Z', secretHolder: otherMaker.userID } };
+    const fold = (events: ApiKeyEvent[]) => events.reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
+
+    it('when a maker of the party asks to rotate an active key, then a rotation is pending with the reason', () =>
+      given([requested, approved]).when(askRotation(otherMaker)).then([rotationRequested]));
+
+    it('when a user without the maker role asks for a rotation, then it is refused', () =>
+      given([requested, approved]).when(askRotation(checker)).thenRefused('ROLE_REQUIRED'));
+
+    it('when a maker of another party asks for a rotation, then it is refused', () =>
+      given([requested, approved]).when(askRotation(foreignChecker)).thenRefused('OTHER_PARTY'));
+
+    it('when a rotation is already pending, then another request is refused', () =>
+      given([requested, approved, rotationRequested]).when(askRotation(maker)).thenRefused('WRONG_STATE', /already pending/));
+
+    it('when the key is pending, expired or revoked, then a rotation request is refused', () => {
+      given([requested]).when(askRotation(maker)).thenRefused('WRONG_STATE');
+      given([requested, approved]).when(askRotation(maker, AFTER_EXPIRY)).thenRefused('KEY_EXPIRED');
+      given([requested, approved, revocationRequested, { type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'u-checker', revokedAt: T2 } }]).when(askRotation(maker)).thenRefused('WRONG_STATE');
+    });
+
+    it('when a different checker approves, then the key is rotated: new hash, the requester holds it, the old one works for the overlap', () =>
+      given([requested, approved, rotationRequested]).when(approveRotation(checker)).then([rotated]));
+
+    it('when the maker who asked for the rotation approves it, then it is refused', () =>
+      given([requested, approved, { ...rotationRequested, data: { ...rotationRequested.data, requestedBy: makerChecker.userID } }])
+        .when(approveRotation(makerChecker)).thenRefused('SAME_USER'));
+
+    it('when a maker without the checker role approves a rotation, then it is refused', () =>
+      given([requested, approved, rotationRequested]).when(approveRotation(maker)).thenRefused('ROLE_REQUIRED'));
+
+    it('when a checker of another party approves a rotation, then it is refused', () =>
+      given([requested, approved, rotationRequested]).when(approveRotation(foreignChecker)).thenRefused('OTHER_PARTY'));
+
+    it('when no rotation is pending, then approving or rejecting one is refused', () => {
+      given([requested, approved]).when(approveRotation(checker)).thenRefused('WRONG_STATE');
+      given([requested, approved]).when(rejectRotation(checker)).thenRefused('WRONG_STATE');
+    });
+
+    it('when the key expired while the rotation waited, then approving it is refused', () =>
+      given([requested, approved, rotationRequested]).when(approveRotation(checker, AFTER_EXPIRY)).thenRefused('KEY_EXPIRED'));
+
+    it('when the key was revoked while the rotation waited, then approving it is refused', () =>
+      given([requested, approved, rotationRequested, revocationRequested, { type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'u-checker', revokedAt: T2 } }])
+        .when(approveRotation(checker)).thenRefused('WRONG_STATE'));
+
+    it('when a checker rejects the rotation, then nothing changes but the request is gone', () => {
+      given([requested, approved, rotationRequested]).when(rejectRotation(checker)).then([
+        { type: 'ApiKeyRotationRejected', data: { keyID, rejectedBy: 'u-checker', reason: 'not now', rejectedAt: T2 } },
+      ]);
+      given([requested, approved, rotationRequested]).when(rejectRotation(otherMaker)).thenRefused('ROLE_REQUIRED');
+    });
+
+    it('when the maker who asked withdraws, then the request is gone; anyone else is refused', () => {
+      given([requested, approved, rotationRequested]).when(withdrawRotation(otherMaker)).then([
+        { type: 'ApiKeyRotationWithdrawn', data: { keyID, withdrawnBy: otherMaker.userID, withdrawnAt: T2 } },
+      ]);
+      given([requested, approved, rotationRequested]).when(withdrawRotation(maker)).thenRefused('SAME_USER');
+      given([requested, approved]).when(withdrawRotation(maker)).thenRefused('WRONG_STATE');
+    });
+
+    it('given a rotation, then the state has the new hash, the previous hash until the overlap ends, the requester as holder, and the same expiry', () => {
+      const before = fold([requested, approved]);
+      const after = fold([requested, approved, rotationRequested, rotated]);
+      expect(before).toMatchObject({ secretHolder: maker.userID, rotation: null });
+      expect(fold([requested, approved, rotationRequested])).toMatchObject({ status: 'active', rotation: { requestedBy: otherMaker.userID, reason: 'yearly rotation' } });
+      expect(after).toMatchObject({
+        status: 'active', secretHash: NEW_HASH, previousSecretHash: OLD_HASH, previousValidUntil: '2026-01-04T00:00:00.000Z',
+        secretHolder: otherMaker.userID, rotation: null, keyID, expiresAt: (before as { expiresAt: string }).expiresAt, permissions: terms.permissions,
+      });
+    });
+
+    it('given a rotation, then the accepted hashes are both during the overlap and only the new one after it', () => {
+      const key = fold([requested, approved, rotationRequested, rotated]);
+      if (key.status === 'none') throw new Error('key missing');
+      expect(acceptedSecretHashes(key, '2026-01-03T23:59:59.999Z')).toEqual([NEW_HASH, OLD_HASH]);
+      expect(acceptedSecretHashes(key, '2026-01-04T00:00:00.000Z')).toEqual([NEW_HASH]);
+    });
+
+    it('given a rejected or withdrawn rotation, then no rotation is pending and the secret is unchanged', () => {
+      for (const ended of [
+        { type: 'ApiKeyRotationRejected', data: { keyID, rejectedBy: 'u-checker', reason: null, rejectedAt: T2 } },
+        { type: 'ApiKeyRotationWithdrawn', data: { keyID, withdrawnBy: otherMaker.userID, withdrawnAt: T2 } },
+      ] as ApiKeyEvent[]) {
+        expect(fold([requested, approved, rotationRequested, ended])).toMatchObject({ rotation: null, secretHash: OLD_HASH, previousSecretHash: null });
+      }
+    });
+
+    it('given a revocation after a rotation, then neither secret is kept', () =>
+      expect(fold([requested, approved, rotationRequested, rotated, revocationRequested, { type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'u-checker', revokedAt: T2 } }]))
+        .toMatchObject({ status: 'revoked', secretHash: null, previousSecretHash: null }));
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActingUser } from '../../src/commands/api-keys.ts';
 import { fold } from '../../src/commands/decider.ts';
-import { webhookEndpointDecider } from '../../src/commands/webhook-endpoints.ts';
+import { signingSecrets, webhookEndpointDecider } from '../../src/commands/webhook-endpoints.ts';
 import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested } from '../../src/domain/events.ts';
 import { deciderSpec } from '../support/decider-spec.ts';
 
@@ -114,7 +114,10 @@ describe('webhook endpoint lifecycle', () => {
     const state = (events: WebhookEndpointEvent[]) => fold(webhookEndpointDecider, webhookEndpointDecider.initialState(), events);
 
     it('given a registration, then the state is pending with no secret', () =>
-      expect(state([requested])).toEqual({ ...terms, status: 'pending', requestedBy: maker.userID, requestedAt: T0, approvedBy: null, secret: null, disabledBy: null }));
+      expect(state([requested])).toEqual({
+        ...terms, status: 'pending', requestedBy: maker.userID, requestedAt: T0, approvedBy: null, secret: null,
+        secretHolder: maker.userID, previousSecret: null, previousValidUntil: null, rotation: null, disabledBy: null,
+      }));
 
     it('given an approval, then the state is active with the approver and the sealed secret', () =>
       expect(state([requested, approved])).toMatchObject({ status: 'active', approvedBy: checker.userID, secret: sealed }));
@@ -138,6 +141,75 @@ describe('webhook endpoint lifecycle', () => {
     it('when another user departs, or it is already disabled, then nothing happens', () => {
       given([requested, approved]).when(retire(checker.userID)).then([]);
       given([requested, approved, disabled]).when(retire(maker.userID)).then([]);
+      });
+    });
+
+  describe('rotating the signing secret', () => {
+    const newSealed: SealedWebhookSecret = { sealedWith: '0123456789abcdef', iv: 'bmV3', tag: 'bmV3dGFn', data: 'bmV3ZGF0YQ==' };
+    const otherMaker: ActingUser = { userID: 'u-maker-2', party: acme, roles: ['maker'] };
+    const ask = (by: ActingUser) => ({ type: 'RequestWebhookSecretRotation' as const, data: { endpointID, by, reason: 'secret leaked in a log', now: T2 } });
+    const approveRotation = (by: ActingUser) => ({ type: 'ApproveWebhookSecretRotation' as const, data: { endpointID, by, secret: newSealed, overlapHours: 2, now: T2 } });
+    const rejectRotation = (by: ActingUser) => ({ type: 'RejectWebhookSecretRotation' as const, data: { endpointID, by, reason: null, now: T2 } });
+    const withdraw = (by: ActingUser) => ({ type: 'WithdrawWebhookSecretRotation' as const, data: { endpointID, by, now: T2 } });
+    const rotationRequested: WebhookEndpointEvent = { type: 'WebhookSecretRotationRequested', data: { endpointID, requestedBy: otherMaker.userID, reason: 'secret leaked in a log', requestedAt: T2 } };
+    const rotated: WebhookEndpointEvent = { type: 'WebhookSecretRotated', data: { endpointID, approvedBy: checker.userID, rotatedAt: T2, secret: newSealed, previousValidUntil: '2026-01-03T02:00:00.000Z', secretHolder: otherMaker.userID } };
+    const state = (events: WebhookEndpointEvent[]) => fold(webhookEndpointDecider, webhookEndpointDecider.initialState(), events);
+
+    it('when a maker of the party asks to rotate an active endpoint\'s secret, then a rotation is pending', () =>
+      given([requested, approved]).when(ask(otherMaker)).then([rotationRequested]));
+
+    it('when a checker without the maker role, a maker of another party, or anyone on a pending or disabled endpoint asks, then it is refused', () => {
+      given([requested, approved]).when(ask(checker)).thenRefused('ROLE_REQUIRED');
+      given([requested, approved]).when(ask(foreign)).thenRefused('OTHER_PARTY');
+      given([requested]).when(ask(maker)).thenRefused('WRONG_STATE');
+      given([requested, approved, disabled]).when(ask(maker)).thenRefused('WRONG_STATE');
+    });
+
+    it('when a rotation is already pending, then another request is refused', () =>
+      given([requested, approved, rotationRequested]).when(ask(maker)).thenRefused('WRONG_STATE'));
+
+    it('when a different checker approves, then the secret is rotated, held for the requester, the old one signing until the overlap ends', () =>
+      given([requested, approved, rotationRequested]).when(approveRotation(checker)).then([rotated]));
+
+    it('when the requester approves their own rotation, then it is refused', () =>
+      given([requested, approved, { ...rotationRequested, data: { ...rotationRequested.data, requestedBy: makerChecker.userID } }]).when(approveRotation(makerChecker)).thenRefused('SAME_USER'));
+
+    it('when a maker, a checker of another party, or nobody pending approves, then it is refused', () => {
+      given([requested, approved, rotationRequested]).when(approveRotation(maker)).thenRefused('ROLE_REQUIRED');
+      given([requested, approved, rotationRequested]).when(approveRotation(foreign)).thenRefused('OTHER_PARTY');
+      given([requested, approved]).when(approveRotation(checker)).thenRefused('WRONG_STATE');
+    });
+
+    it('when the endpoint was disabled while the rotation waited, then approving it is refused', () =>
+      given([requested, approved, rotationRequested, disabled]).when(approveRotation(checker)).thenRefused('WRONG_STATE'));
+
+    it('when a checker rejects or the requester withdraws, then the request ends; others are refused', () => {
+      given([requested, approved, rotationRequested]).when(rejectRotation(checker)).then([
+        { type: 'WebhookSecretRotationRejected', data: { endpointID, rejectedBy: checker.userID, reason: null, rejectedAt: T2 } },
+      ]);
+      given([requested, approved, rotationRequested]).when(rejectRotation(otherMaker)).thenRefused('ROLE_REQUIRED');
+      given([requested, approved, rotationRequested]).when(withdraw(otherMaker)).then([
+        { type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: otherMaker.userID, withdrawnAt: T2 } },
+      ]);
+      given([requested, approved, rotationRequested]).when(withdraw(maker)).thenRefused('SAME_USER');
+      given([requested, approved]).when(withdraw(maker)).thenRefused('WRONG_STATE');
+    });
+
+    it('given a rotation, then the state has the new secret, the previous one until the overlap ends and the requester as holder', () => {
+      expect(state([requested, approved])).toMatchObject({ secretHolder: maker.userID, rotation: null });
+      expect(state([requested, approved, rotationRequested])).toMatchObject({ rotation: { requestedBy: otherMaker.userID, reason: 'secret leaked in a log', requestedAt: T2 } });
+      const after = state([requested, approved, rotationRequested, rotated]);
+      expect(after).toMatchObject({ status: 'active', secret: newSealed, previousSecret: sealed, previousValidUntil: '2026-01-03T02:00:00.000Z', secretHolder: otherMaker.userID, rotation: null });
+      if (after.status === 'none') throw new Error('endpoint missing');
+      expect(signingSecrets(after, '2026-01-03T01:59:59.999Z')).toEqual([newSealed, sealed]);
+      expect(signingSecrets(after, '2026-01-03T02:00:00.000Z')).toEqual([newSealed]);
+    });
+
+    it('given a rejected or withdrawn rotation, then none is pending and the secret is unchanged', () => {
+      expect(state([requested, approved, rotationRequested, { type: 'WebhookSecretRotationRejected', data: { endpointID, rejectedBy: checker.userID, reason: null, rejectedAt: T2 } }]))
+        .toMatchObject({ rotation: null, secret: sealed, previousSecret: null });
+      expect(state([requested, approved, rotationRequested, { type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: otherMaker.userID, withdrawnAt: T2 } }]))
+        .toMatchObject({ rotation: null, secret: sealed });
     });
   });
 });

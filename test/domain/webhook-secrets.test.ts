@@ -47,4 +47,14 @@ describe('webhook signatures', () => {
     expect(verifyWebhookSignature(secret, header, body, 1_700_001_000)).toBe(false);
     expect(verifyWebhookSignature(secret, 'garbage', body, 1_700_000_000)).toBe(false);
   });
+
+  it('when a body is signed with two secrets (a rotation\'s overlap), then there is one v1 per secret, the first one first, and each secret verifies', () => {
+    const previous = newWebhookSecret();
+    const header = signWebhook([secret, previous], 1_700_000_000, body);
+    expect(header).toMatch(/^t=1700000000,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    expect(header.startsWith(signWebhook(secret, 1_700_000_000, body))).toBe(true);
+    expect(verifyWebhookSignature(secret, header, body, 1_700_000_000)).toBe(true);
+    expect(verifyWebhookSignature(previous, header, body, 1_700_000_000)).toBe(true);
+    expect(verifyWebhookSignature(newWebhookSecret(), header, body, 1_700_000_000)).toBe(false);
+  });
 });

@@ -53,5 +53,32 @@ describe('webhook-endpoints projection', () => {
     expect(spec.fold(events, once)).toEqual(once);
   });
 
+  describe('secret rotation', () => {
+    const T2 = '2026-01-03T00:00:00.000Z';
+    const active = (position: number): WebhookEndpointDoc => ({ ...pending(position), status: 'active', decidedBy: 'u-checker', decidedAt: T1 });
+    const asked: WebhookEndpointEvent = { type: 'WebhookSecretRotationRequested', data: { endpointID: ID, requestedBy: 'u-maker', reason: 'leaked', requestedAt: T2 } };
+    const rotated: WebhookEndpointEvent = {
+      type: 'WebhookSecretRotated',
+      data: { endpointID: ID, approvedBy: 'u-checker', rotatedAt: T2, secret: { sealedWith: 'f'.repeat(16), iv: 'aXY=', tag: 'dGFn', data: 'bmV3c2VjcmV0' }, previousValidUntil: '2026-01-04T00:00:00.000Z', secretHolder: 'u-maker' },
+    };
+
+    it('when a rotation is requested, then the document says by whom and why', () => {
+      spec.given(requested, approved).when(asked).then({ [ID]: { ...active(3), rotationRequestedBy: 'u-maker', rotationReason: 'leaked' } });
+    });
+
+    it('when it is rejected or withdrawn, then no rotation waits', () => {
+      spec.given(requested, approved, asked).when({ type: 'WebhookSecretRotationRejected', data: { endpointID: ID, rejectedBy: 'u-checker', reason: null, rejectedAt: T2 } })
+        .then({ [ID]: { ...active(4), rotationRequestedBy: null, rotationReason: null } });
+      spec.given(requested, approved, asked).when({ type: 'WebhookSecretRotationWithdrawn', data: { endpointID: ID, withdrawnBy: 'u-maker', withdrawnAt: T2 } })
+        .then({ [ID]: { ...active(4), rotationRequestedBy: null, rotationReason: null } });
+    });
+
+    it('when it is approved, then the document says when and until when the previous secret signs, and never holds the secret', () => {
+      const { docs } = spec.given(requested, approved, asked).when(rotated);
+      expect(docs).toEqual({ [ID]: { ...active(4), rotationRequestedBy: null, rotationReason: null, rotatedAt: T2, previousSecretValidUntil: '2026-01-04T00:00:00.000Z' } });
+      expect(JSON.stringify(docs)).not.toContain('bmV3c2VjcmV0');
+    });
+  });
+
   it('then its name is webhook-endpoints', () => expect(WEBHOOK_ENDPOINTS_PROJECTION).toBe('webhook-endpoints'));
 });

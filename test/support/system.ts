@@ -11,7 +11,7 @@ import {
   onboardParty,
   registerIndividual,
   requestApiKey,
-  type CredentialDeps,
+  type RotationDeps,
 } from '../../src/commands/back-office.ts';
 import { approveAndCollectKey } from './credentials.ts';
 import type { KeyTermsInput } from '../../src/domain/api-key-terms.ts';
@@ -28,7 +28,7 @@ export interface TestSystem {
   baseUrl: string;
   config: Config;
   system: WalletOps;
-  backOffice: CredentialDeps;
+  backOffice: RotationDeps;
   /** A distributor or merchant with a maker and a checker. */
   party(type: PartyRef['type'], options?: { name?: string; shortCode?: string }): Promise<TestParty>;
   individual(phone: string, name?: string): Promise<string>;
@@ -70,7 +70,7 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
-  const backOffice: CredentialDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials };
+  const backOffice: RotationDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS };
   const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
 
   return {

@@ -3,7 +3,7 @@ import { afterEach, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { WEBHOOK_COLLECTIONS, WEBHOOK_DELIVERIES_COLLECTION, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
-import { WebhookOutbox } from '../../src/webhooks/outbox.ts';
+import { evolveRoute, WebhookOutbox } from '../../src/webhooks/outbox.ts';
 import { startTestSystem, waitFor, type TestSystem } from '../support/system.ts';
 import { newOperationID } from '../support/given-events.ts';
 
@@ -109,4 +109,12 @@ it('given events older than the retry window when the outbox reaches them (a sto
   await outbox.stop();
   expect(await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID } })).toBe(0);
   expect(await readStore.get('webhook_routes', endpointID)).toMatchObject({ status: 'active' });
+});
+
+it('given an active route, when its secret is rotated, then the route records when (so dispatchers open the new secrets) and stays active', () => {
+  const route = { id: 'whe_0000000000000001', partyType: 'merchant' as const, partyID: 'm1', url: 'https://shop.example/hooks', eventTypes: ['api_key.revoked' as const], status: 'active' as const };
+  const sealed = { sealedWith: '0123456789abcdef', iv: 'aXY=', tag: 'dGFn', data: 'ZGF0YQ==' };
+  const rotated = { type: 'WebhookSecretRotated', data: { endpointID: route.id, approvedBy: 'u2', rotatedAt: '2026-01-01T00:00:00.000Z', secret: sealed, previousValidUntil: '2026-01-02T00:00:00.000Z', secretHolder: 'u1' } };
+  expect(evolveRoute(route, rotated)).toEqual({ ...route, rotatedAt: '2026-01-01T00:00:00.000Z' });
+  expect(evolveRoute(null, rotated)).toBeNull();
 });
