@@ -272,6 +272,7 @@ suite(title, () => {
     await shot(second, 'admin-4-temporary-password', { doc: 'temporary-password', mask: [second.locator('[data-password-half]')] });
     await admin.reload();
     const firstHalf = await admin.locator('[data-password-half="first"]').inputValue();
+    await admin.getByRole('button', { name: 'I have stored it' }).click();
     const temporary = `${firstHalf}-${secondHalf}`;
 
     // The new user: the temporary password opens only the password page.
