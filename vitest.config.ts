@@ -5,6 +5,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Both cores: vitest's default (cores - 1) leaves one of two idle, and most e2e time is waiting on I/O and
+    // timers, not CPU. Tests wait on what settles, never on wall-clock races, so a busier machine is safe.
+    maxWorkers: 2,
+    minWorkers: 1,
     setupFiles: ['test/support/fast-passwords.ts'],
     projects: [
       { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'] } },

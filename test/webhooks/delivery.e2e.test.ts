@@ -232,6 +232,8 @@ describe('webhook deliveries', () => {
     await r.waitForRequests(2);
     const [approved, completed] = r.received.map((x) => x.json.id);
     const data = ['--data-dir', sys.config.DATA_DIR];
+    // The receiver has each request before the sender records its answer: wait for the records to settle.
+    await waitFor(async () => (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 2 })).deliveries.filter((d) => d.status === 'delivered').length === 2, 10_000);
 
     const log = await runCliJson<{ total: number; deliveries: Array<{ eventID: string; status: string; attemptLog: Array<{ statusCode: number }> }> }>(['webhook', 'deliveries', endpointID, '--attempts', ...data]);
     expect(log.total).toBe(2);
@@ -249,8 +251,10 @@ describe('webhook deliveries', () => {
     expect(await runCliJson(['webhook', 'redeliver', endpointID, '--as', distributor.makerEmail, '--since', start, ...data])).toEqual({ endpointID, queued: 2 });
     await r.waitForRequests(5);
     expect(r.received.slice(3).map((x) => x.json.id)).toEqual([approved, completed]);
-    const [latest] = (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 1 })).deliveries;
-    expect(latest).toMatchObject({ status: 'delivered', attempts: 2, redeliveredBy: (await findUserByEmail(sys.backOffice, distributor.makerEmail)).userID });
+    // The receiver has the request before the sender records its answer: wait for the record to settle.
+    const latestOf = async () => (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 1 })).deliveries[0];
+    await waitFor(async () => (await latestOf())?.status === 'delivered' && (await latestOf())?.attempts === 2, 10_000);
+    expect(await latestOf()).toMatchObject({ status: 'delivered', attempts: 2, redeliveredBy: (await findUserByEmail(sys.backOffice, distributor.makerEmail)).userID });
   }, 60_000);
 });
 
