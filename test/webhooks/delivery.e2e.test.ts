@@ -247,6 +247,8 @@ describe('webhook deliveries', () => {
     await r.waitForRequests(3);
     expect(r.received[2]!.json.id).toBe(approved);
     expect(r.received[2]!.body).toBe(r.received[0]!.body);
+    // Settled before the next redelivery: one still being sent is not queued again.
+    await waitFor(async () => (await deliveriesOfEndpoint(sys.system.stores.readStore, endpointID, { limit: 2 })).deliveries.filter((d) => d.status === 'delivered').length === 2, 10_000);
 
     expect(await runCliJson(['webhook', 'redeliver', endpointID, '--as', distributor.makerEmail, '--since', start, ...data])).toEqual({ endpointID, queued: 2 });
     await r.waitForRequests(5);
