@@ -4,7 +4,7 @@ import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
 import { viewer, type ConsoleServices } from './context.ts';
 import { html } from '../http/html.ts';
 import { money } from './format.ts';
-import { countPending } from './operations.ts';
+import { countPending } from './party-operations.ts';
 import { renderPage } from './render.ts';
 
 /** The first page after login: the party, its balance from the balances read model, and what waits for the viewer. */

@@ -7,7 +7,8 @@ import { keyUsage } from '../http/key-usage.ts';
 import { catchUpApiKeyDirectory, toPublicApiKey, type ApiKeyRecord } from '../projections/api-key-directory.ts';
 import { ConsoleError, correlationId, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
 import { EMPTY_KEY_FORM, keysPage, newKeyPage, revokePage, rotatePage, type KeyFormValues, type KeyRow, type KeyTab } from './keys-pages.ts';
-import { emailOf, redirectWith, renderPage } from './render.ts';
+import { redirectWith, renderPage } from './render.ts';
+import { emailOf } from './users.ts';
 
 /**
  * Settings › API keys. Every action checks the viewer's role and that the key is their party's here, and

@@ -5,7 +5,8 @@ import { hashPassword, verifyPassword } from '../domain/passwords.ts';
 import { ConsoleError, field, type ConsoleServices } from './context.ts';
 import { html } from '../http/html.ts';
 import { clearCookie, isSameOrigin, LOGIN_CSRF_COOKIE, readCookie, SESSION_COOKIE, setCookie, tokensEqual } from './http-security.ts';
-import { loadUser, renderPage } from './render.ts';
+import { renderPage } from './render.ts';
+import { loadUser } from './users.ts';
 import { newToken } from './sessions.ts';
 import { upgradeHashAfterLogin } from './hash-upgrade.ts';
 

@@ -12,8 +12,9 @@ import { noStore } from './http-security.ts';
 import { keyPage, operationPage, type OperationView } from './operation-detail-pages.ts';
 import { PAGE_SIZE, parseFilters } from './operation-filters.ts';
 import { operationListPage } from './operation-list-pages.ts';
-import { countPending } from './operations.ts';
-import { emailOf, renderPage } from './render.ts';
+import { countPending } from './party-operations.ts';
+import { renderPage } from './render.ts';
+import { emailOf } from './users.ts';
 import { timeline } from './timeline.ts';
 
 /**

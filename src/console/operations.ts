@@ -7,11 +7,10 @@ import { DomainError } from '../domain/errors.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
-import * as distributorOps from '../projections/distributor-operations.ts';
-import * as merchantOps from '../projections/merchant-operations.ts';
 import { commandContext, ConsoleError, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
 import { BULK_LIMIT, confirmApprovalPage, pendingPage, rejectPage, type PendingOperation } from './operations-pages.ts';
 import { Decimal } from '../domain/money.ts';
+import { listQuery, type PartyOperationDoc } from './party-operations.ts';
 import { redirectWith, renderPage } from './render.ts';
 
 /**
@@ -21,19 +20,6 @@ import { redirectWith, renderPage } from './render.ts';
  * what a checker decided a moment ago and the read model has not caught up with yet.
  */
 const PENDING_LIMIT = 200;
-
-type PartyOperationDoc = distributorOps.DistributorOperationDoc | merchantOps.MerchantOperationDoc;
-
-function listQuery(party: PartyRef) {
-  return party.type === 'distributor'
-    ? { collection: distributorOps.DISTRIBUTOR_OPERATIONS_COLLECTION.name, where: distributorOps.distributorOperationsWhere(party.id), sort: distributorOps.DISTRIBUTOR_OPERATIONS_SORT }
-    : { collection: merchantOps.MERCHANT_OPERATIONS_COLLECTION.name, where: merchantOps.merchantOperationsWhere(party.id), sort: merchantOps.MERCHANT_OPERATIONS_SORT };
-}
-
-export async function countPending(services: ConsoleServices, party: PartyRef): Promise<number> {
-  const { collection, where } = listQuery(party);
-  return services.deps.readStore.count(collection, { where: { ...where, status: 'pending' } });
-}
 
 export function operationRoutes(router: Router, services: ConsoleServices): void {
   const { readStore, directory } = services.deps;

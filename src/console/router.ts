@@ -19,7 +19,7 @@ import { operationFindRoutes } from './operation-find.ts';
 import { operationRoutes } from './operations.ts';
 import { CONSOLE_OPERATIONS_COLLECTION } from '../projections/console-operations.ts';
 import { passwordRoutes } from './password.ts';
-import { consoleErrorHandler } from './render.ts';
+import { consoleErrorHandler } from './error-page.ts';
 import { waitingRoute } from './waiting.ts';
 import { ConsoleSessions, DEFAULT_SESSION_TIMES, SESSIONS_COLLECTION } from './sessions.ts';
 

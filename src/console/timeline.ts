@@ -1,7 +1,7 @@
 import { html, seg, time, type Html } from '../http/html.ts';
 import type { RecordedEvent } from '../ports/event-store.ts';
 import type { ConsoleServices } from './context.ts';
-import { emailOf } from './render.ts';
+import { emailOf } from './users.ts';
 
 /**
  * A stream's life in words: each event with when, who (the actor of its metadata, named as people know it:

@@ -5,8 +5,8 @@ import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
 import { catchUpUserDirectory } from '../projections/user-directory.ts';
 import type { ConsoleServices } from './context.ts';
 import { noStore, readCookie, SESSION_COOKIE } from './http-security.ts';
-import { countPending } from './operations.ts';
-import { loadUser } from './render.ts';
+import { countPending } from './party-operations.ts';
+import { loadUser } from './users.ts';
 
 /**
  * What waits for the viewer's decision: the count beside each link of the navigation. Only what this user

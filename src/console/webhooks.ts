@@ -9,7 +9,8 @@ import { attemptsOfDelivery, deliveriesOfEndpoint, deliveryID, getDelivery, getR
 import { ConsoleError, correlationId, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
 import { deliveryPage, endpointPage } from './webhook-endpoint-pages.ts';
 import { disablePage, rotateEndpointPage, EMPTY_ENDPOINT_FORM, newEndpointPage, webhooksPage, type EndpointFormValues, type EndpointView, type WebhookViewer } from './webhooks-pages.ts';
-import { emailOf, redirectWith, renderPage } from './render.ts';
+import { redirectWith, renderPage } from './render.ts';
+import { emailOf } from './users.ts';
 
 /**
  * Webhooks: the party's endpoints under maker-checker, and each endpoint's delivery log. Every action checks

@@ -74,6 +74,9 @@ const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; type: string; t
   IDEMPOTENCY_KEY_REUSED: { status: 422, type: '/problems/idempotency-key-reused', title: 'Idempotency Key Reused' },
 };
 
+/** The one status of each refusal, for the API's problems and the console's pages alike. */
+export const statusOfDomainError = (code: DomainErrorCode): number => DOMAIN_PROBLEMS[code].status;
+
 export function problemOfDomainError(error: DomainError): Problem {
   const mapped = DOMAIN_PROBLEMS[error.code];
   const problem: Problem = { ...mapped, detail: error.message };
