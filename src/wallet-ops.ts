@@ -28,6 +28,7 @@ import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
 import { consumerReports, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
+import { backoffMs } from './shared/backoff.ts';
 import { streamPrefixes } from './domain/streams.ts';
 import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
 import { WEBHOOK_COLLECTIONS, type DeliveryDoc } from './webhooks/deliveries.ts';
@@ -289,6 +290,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
 
 /** How long a start waits for its stores before giving up (and letting the orchestrator restart it). */
 const START_PATIENCE_MS = 60_000;
+/** Its waits between tries: 100 ms at first, at most 2 s. */
+const START_BACKOFF = { firstMs: 100, maxMs: 2_000 };
 
 /**
  * Runs a start-up step again while its store is unavailable (transiently: busy, down, an injected fault),
@@ -303,7 +306,7 @@ async function untilAvailable<T>(step: () => Promise<T>, what: string, logger: L
       const transient = error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError;
       if (!transient || Date.now() > deadline) throw error;
       logger.warn({ err: error, attempt }, `${what}: store unavailable at start; retrying`);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 50 * 2 ** attempt)));
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, START_BACKOFF)));
     }
   }
 }

@@ -63,7 +63,9 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // Webhook deliveries: the SSRF guard classifies addresses with ipaddr.js.
   webhooks: { src: ['domain', 'ports', 'commands', 'projections', 'shared', 'logger'], packages: ['ipaddr.js'] },
   // open-stores wraps every event store in the audit hash chain; the EVM ledger speaks to its chain through viem.
-  adapters: { src: ['domain', 'ports', 'audit'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'viem', 'viem/accounts'] },
+  // Shared, which imports nothing, for the one backoff (SQLite busy retries, nonce conflicts): adapters may use
+  // it, never the other way round, so no cycle can arise.
+  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'viem', 'viem/accounts'] },
   // Metrics decorate the ports and observe HTTP; what they read at scrape time is handed to them as callbacks.
   metrics: { src: ['ports'], packages: ['prom-client', 'express'] },
   // The fault decorators are typed by what open-stores applies and switched on by the config (types only).
@@ -164,5 +166,46 @@ describe('layer rules', () => {
       .filter((file) => importsOf(file).some(({ target }) => layerOf(target) === 'commands'))
       .map((file) => relative(SRC, file));
     expect(reaching).toEqual(['projections/api-key-directory.ts', 'projections/balances.ts', 'projections/user-directory.ts']);
+  });
+});
+
+/**
+ * One retry delay formula (src/shared/backoff.ts): a second hand-written backoff drifts (a forgotten cap, no
+ * jitter, an exponent that overflows). Outside that file, randomness and powers of two appear only where
+ * listed here, each for a reason that is not a retry delay.
+ */
+describe('one backoff', () => {
+  const files = filesUnder(SRC);
+  const BACKOFF = 'shared/backoff.ts';
+  const randomAllowed: Record<string, string> = {
+    [BACKOFF]: 'the one formula',
+    'faults/fault-injection.ts': 'rolls injected faults and simulated latency (a test aid, not a retry)',
+    'adapters/ledger/ledger-faults.ts': 'rolls simulated ledger failures (a test aid, not a retry)',
+    'webhooks/retry-policy.ts': 'the ±10% jitter of the webhook schedule, which grows with the time a failure streak has lasted (docs/webhooks.md), not with an attempt count, and is stored as nextAttemptAt',
+  };
+  const powerOfTwoAllowed: Record<string, string> = {
+    [BACKOFF]: 'the one formula',
+    'config.ts': 'the largest safe integer bounds a setting',
+    'domain/passwords.ts': 'the scrypt cost parameter N is a power of two',
+    'audit/export-import.ts': 'a 1 MiB read buffer',
+  };
+  const matching = (pattern: RegExp) =>
+    files.filter((file) => pattern.test(readFileSync(file, 'utf8'))).map((file) => relative(SRC, file));
+
+  it('when src/ is scanned for Math.random, then only the backoff and the listed non-retry uses draw', () => {
+    expect(matching(/Math\.random/).filter((file) => !(file in randomAllowed))).toEqual([]);
+  });
+
+  it('when src/ is scanned for powers of two, then only the backoff and the listed non-delay uses raise them', () => {
+    expect(matching(/\b2\s*\*\*|Math\.pow\(\s*2\b|\b1\s*<<\s*\w/).filter((file) => !(file in powerOfTwoAllowed))).toEqual([]);
+  });
+
+  it('when a timer or a sleep is started, then its delay never draws from a random source of its own', () => {
+    const lines = files
+      .filter((file) => !(relative(SRC, file) in randomAllowed))
+      .flatMap((file) => readFileSync(file, 'utf8').split('\n').map((line, i) => ({ where: `${relative(SRC, file)}:${i + 1}`, line })))
+      .filter(({ line }) => /(setTimeout|sleep)\s*\(/i.test(line) && /random/i.test(line))
+      .map(({ where }) => where);
+    expect(lines).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@ import { operationState } from '../commands/operations.ts';
 import { loadState, runDecision, type CommandPipelineDeps } from '../commands/pipeline.ts';
 import type { Logger } from '../logger.ts';
 import { FailureStreak } from './failure-streak.ts';
+import { backoffMs } from '../shared/backoff.ts';
 import { describeError, SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
 import { claimEvent, completionWrites, failureWrites, legsOf, nextStep, type WorkflowSettings } from './workflow.ts';
@@ -48,6 +49,8 @@ export interface ExecutorObserver {
 
 /** Appends of an outcome retried when only a wallet stream (written at `any`) conflicted. */
 const WALLET_CONFLICT_RETRIES = 50;
+/** The short pause before such a retry: 20 ms at first, at most 1 s (the longest pause of the former linear schedule). */
+const WALLET_CONFLICT_PAUSE = { firstMs: 20, maxMs: 1_000 };
 
 /** Every approval before this position has been settled (completed, failed), whichever executor did it. */
 export const EXECUTOR_CHECKPOINT = 'executor';
@@ -237,8 +240,7 @@ export class Executor {
   }
 
   private backoff(attempt: number): number {
-    const capped = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** Math.min(attempt - 1, 20));
-    return capped / 2 + Math.random() * (capped / 2);
+    return backoffMs(attempt, { firstMs: this.options.retryBaseMs, maxMs: this.options.retryMaxMs });
   }
 
   private acquireSlot(): Promise<void> {
@@ -365,7 +367,7 @@ export class Executor {
         if (!(error instanceof WrongExpectedVersionError)) throw error;
         if (error.stream === operationStream) return false;
         if (attempt >= WALLET_CONFLICT_RETRIES || this.stopped) throw error;
-        await this.sleep(Math.random() * 20 * attempt);
+        await this.sleep(backoffMs(attempt, WALLET_CONFLICT_PAUSE));
       }
     }
   }

@@ -1,6 +1,7 @@
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { CheckpointConflictError, type Document, type ReadStore, type Write } from '../ports/read-store.ts';
 import type { Positioned, Projection, ProjectedEvent } from './projection.ts';
+import { foldInMemory } from './fold.ts';
 import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 
 type Doc = Document & Positioned;
@@ -25,13 +26,8 @@ export const newFold = (): DocumentFold => ({ docs: new Map(), dirty: new Set(),
  */
 export async function foldEvents(readStore: ReadStore, projection: Projection, events: ProjectedEvent[], collection: string, fold: DocumentFold): Promise<void> {
   const { docs, dirty } = fold;
-  const idsOf: string[][] = new Array(events.length);
   const missing = new Set<string>();
-  for (let i = 0; i < events.length; i++) {
-    const ids = projection.documentIds(events[i]!);
-    idsOf[i] = ids;
-    for (const id of ids) if (!docs.has(id)) missing.add(id);
-  }
+  for (const event of events) for (const id of projection.documentIds(event)) if (!docs.has(id)) missing.add(id);
   if (missing.size > 0) {
     for (const id of missing) docs.set(id, null);
     for (const doc of await readStore.getMany<Doc>(collection, [...missing])) {
@@ -39,19 +35,7 @@ export async function foldEvents(readStore: ReadStore, projection: Projection, e
       fold.stored.add(doc.id);
     }
   }
-
-  for (let i = 0; i < events.length; i++) {
-    const event = events[i]!;
-    for (const id of idsOf[i]!) {
-      const doc = docs.get(id) ?? null;
-      if (doc && doc.position >= event.position) continue;
-      const next = projection.evolve(doc, event, id) as Doc | null;
-      if (next === null && doc === null) continue;
-      // evolve returns a new document (never changes its input), so one that already says so is kept as is.
-      docs.set(id, next === null ? null : next.id === id && next.position === event.position ? next : { ...next, id, position: event.position });
-      dirty.add(id);
-    }
-  }
+  foldInMemory(projection as Projection<Doc>, events, docs, dirty);
 }
 
 /** The writes of what the fold changed since its last commit (and forgets them as changed). */

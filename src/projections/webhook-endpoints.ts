@@ -2,6 +2,7 @@ import type { WebhookEndpointEvent, WebhookEventType } from '../domain/events.ts
 import type { PartyRef } from '../domain/parties.ts';
 import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
+import { foldInMemory } from './fold.ts';
 
 /**
  * Webhook endpoints, one document each, as `webhook list` (and later the console) shows them. The signing
@@ -95,15 +96,6 @@ export function webhookEndpointsOfParty(readStore: ReadStore, party: PartyRef): 
  * server keeping the read model current): what the runner would store, in the order of `webhookEndpointsOfParty`.
  */
 export function foldWebhookEndpoints(events: Iterable<ProjectedEvent>): WebhookEndpointDoc[] {
-  const projection = webhookEndpointsProjection();
-  const docs = new Map<string, WebhookEndpointDoc>();
-  for (const event of events) {
-    if (!projection.eventTypes.includes(event.type)) continue;
-    for (const id of projection.documentIds(event)) {
-      const next = projection.evolve(docs.get(id) ?? null, event, id);
-      if (next === null) docs.delete(id);
-      else docs.set(id, { ...next, id, position: event.position });
-    }
-  }
-  return [...docs.values()].sort((a, b) => (a.requestedAt === b.requestedAt ? (a.id < b.id ? -1 : 1) : a.requestedAt < b.requestedAt ? 1 : -1));
+  const docs = [...foldInMemory(webhookEndpointsProjection(), events).values()].filter((doc) => doc !== null);
+  return docs.sort((a, b) => (a.requestedAt === b.requestedAt ? (a.id < b.id ? -1 : 1) : a.requestedAt < b.requestedAt ? 1 : -1));
 }

@@ -11,6 +11,7 @@
  * is tell the truth about it: `status()` says since when the consumer has been unable to run, which /health
  * turns into a failure past a grace period so that an orchestrator restarts the process.
  */
+import { backoffMs } from './backoff.ts';
 
 export type ConsumerState = 'starting' | 'running' | 'retrying' | 'stopped';
 
@@ -199,11 +200,9 @@ export class SupervisedConsumer {
     );
   }
 
-  /** Equal jitter: half the capped exponential delay, plus a random share of the other half. */
   private delayMs(): number {
-    const base = this.options.baseDelayMs ?? 100;
-    const capped = Math.min(this.options.maxDelayMs ?? 10_000, base * 2 ** Math.min(this.consecutiveFailures - 1, 20));
-    return capped / 2 + (this.options.random ?? Math.random)() * (capped / 2);
+    const schedule = { firstMs: this.options.baseDelayMs ?? 100, maxMs: this.options.maxDelayMs ?? 10_000 };
+    return backoffMs(this.consecutiveFailures, schedule, this.options.random);
   }
 
   private sleep(ms: number): Promise<void> {

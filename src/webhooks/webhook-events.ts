@@ -5,8 +5,7 @@ import type { RecordedEvent } from '../ports/event-store.ts';
 import * as distributorOperations from '../projections/distributor-operations.ts';
 import * as merchantOperations from '../projections/merchant-operations.ts';
 import * as merchantPayments from '../projections/merchant-payments.ts';
-import type { Projection } from '../projections/projection.ts';
-import type { Document } from '../ports/read-store.ts';
+import { foldInMemory } from '../projections/fold.ts';
 
 /**
  * Which webhook events a stored event is, for whom, and what they carry: pure functions of the event and the
@@ -48,17 +47,6 @@ function message(trigger: RecordedEvent, type: WebhookEventType, party: PartyRef
   return { eventID, type, party, createdAt: trigger.createdAt, body };
 }
 
-/** The document `projection` holds for `id` after `events`, folded in memory as its runner would store it. */
-function fold<Doc extends Document>(projection: Projection<Doc>, events: readonly RecordedEvent[], id: string): Doc | null {
-  let doc: Doc | null = null;
-  for (const event of events) {
-    if (!projection.eventTypes.includes(event.type) || !projection.documentIds(event).includes(id)) continue;
-    const next = projection.evolve(doc, event, id);
-    doc = next === null ? null : { ...next, id, position: event.position };
-  }
-  return doc;
-}
-
 /**
  * The webhook events of an operation's event `trigger`, given its stream from the start up to and including
  * it: operation.* for the party that created it (operations of other channels have none), and
@@ -72,14 +60,14 @@ export function operationWebhookMessages(trigger: RecordedEvent, history: readon
   const messages: WebhookMessage[] = [];
   const party = requested.data.party;
   if (party?.type === 'distributor') {
-    const doc = fold(distributorOperations.distributorOperationsProjection({ assetScale }), history, operationID);
+    const doc = foldInMemory(distributorOperations.distributorOperationsProjection({ assetScale }), history).get(operationID);
     if (doc) messages.push(message(trigger, type, party, { operation: distributorOperations.toApi(doc) }));
   } else if (party?.type === 'merchant') {
-    const doc = fold(merchantOperations.merchantOperationsProjection({ assetScale }), history, operationID);
+    const doc = foldInMemory(merchantOperations.merchantOperationsProjection({ assetScale }), history).get(operationID);
     if (doc && doc.merchantID === party.id) messages.push(message(trigger, type, party, { operation: merchantOperations.toApi(doc) }));
   }
   if (trigger.type === 'OperationCompleted') {
-    const payment = fold(merchantPayments.merchantPaymentsProjection({ assetScale }), history, operationID);
+    const payment = foldInMemory(merchantPayments.merchantPaymentsProjection({ assetScale }), history).get(operationID);
     if (payment?.visible) messages.push(message(trigger, 'payment.received', { type: 'merchant', id: payment.merchantID }, { payment: merchantPayments.toApi(payment) }));
   }
   return messages;

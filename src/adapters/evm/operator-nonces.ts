@@ -1,3 +1,5 @@
+import { backoffMs } from '../../shared/backoff.ts';
+
 /**
  * Nonces for the operator account, which every executor process shares. Within a process, sends are
  * serialized through one queue, so concurrent submits get consecutive nonces and go out in order. Across
@@ -23,6 +25,9 @@ function errorText(error: unknown): string {
   }
   return parts.join(' ');
 }
+
+/** The pause after a nonce conflict: 5 ms at first, at most 100 ms (the longest of the former linear schedule at 20 conflicts). */
+const CONFLICT_PAUSE = { firstMs: 5, maxMs: 100 };
 
 export class OperatorNonces {
   private next: number | null = null;
@@ -56,7 +61,7 @@ export class OperatorNonces {
         this.next = null;
         if (!isNonceConflict(error) || conflicts + 1 >= this.maxConflicts) throw error;
         // Another process is sending too: step aside a random moment so that its burst lands first.
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (conflicts + 1)));
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(conflicts + 1, CONFLICT_PAUSE)));
       }
     }
   }

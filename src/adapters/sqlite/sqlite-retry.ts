@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
+import { backoffMs } from '../../shared/backoff.ts';
 
 /**
  * How long one call (an append, a commit, a read, a ledger submit) may wait for a lock held by another
@@ -32,11 +33,9 @@ export function isSqliteBusy(error: unknown): boolean {
   return sqliteFault(error) === 'busy';
 }
 
-/** The wait before retry number `attempt` (0-based): capped exponential, with "equal jitter" so that several
- *  waiters (processes or calls) do not retry in lockstep. */
+/** The wait before retry number `attempt` (0-based here): the shared backoff on the busy schedule. */
 export function busyBackoffMs(attempt: number): number {
-  const ceiling = Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.min(attempt, 16));
-  return ceiling / 2 + Math.random() * (ceiling / 2);
+  return backoffMs(attempt + 1, { firstMs: FIRST_DELAY_MS, maxMs: MAX_DELAY_MS });
 }
 
 export interface RetryOptions {
