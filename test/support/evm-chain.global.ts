@@ -1,4 +1,5 @@
-import { startDevChain, type DevChain } from '../../contracts/dev-chain.ts';
+import { DEV_OPERATOR_ADDRESS, startDevChain, type DevChain } from '../../contracts/dev-chain.ts';
+import { TEST_OPERATOR_ADDRESSES } from './test-operators.ts';
 
 /**
  * Global setup of the `executor-on-evm` project: one development chain (Hardhat's EDR, in this process) for
@@ -7,7 +8,8 @@ import { startDevChain, type DevChain } from '../../contracts/dev-chain.ts';
 let chain: DevChain | undefined;
 
 export async function setup(): Promise<void> {
-  chain = await startDevChain();
+  // An operator account per test worker (test-operators.ts): files running at once never share nonces.
+  chain = await startDevChain({ fundedAddresses: [DEV_OPERATOR_ADDRESS, ...TEST_OPERATOR_ADDRESSES] });
   // The test workers are forked after global setup, with this environment.
   process.env.TEST_EVM_RPC_URL = chain.url;
 }

@@ -1,7 +1,8 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DEV_CHAIN_ID, DEV_OPERATOR_KEY } from '../../contracts/dev-chain.ts';
+import { DEV_CHAIN_ID } from '../../contracts/dev-chain.ts';
+import { testOperatorKey } from './test-operators.ts';
 import { deployWalletLedger } from '../../src/adapters/evm/evm-ledger.ts';
 
 /**
@@ -19,7 +20,7 @@ let keyFile: string | undefined;
 function operatorKeyFile(): string {
   if (!keyFile) {
     keyFile = join(tmpdir(), `wallet-ops-test-operator-${process.pid}.key`);
-    writeFileSync(keyFile, `${DEV_OPERATOR_KEY}\n`, { mode: 0o600 });
+    writeFileSync(keyFile, `${testOperatorKey()}\n`, { mode: 0o600 });
     chmodSync(keyFile, 0o600);
   }
   return keyFile;
@@ -44,7 +45,7 @@ async function deploy(): Promise<Record<string, string>> {
   const rpcUrl = process.env.TEST_EVM_RPC_URL;
   if (!rpcUrl) throw new Error('TEST_LEDGER=evm needs TEST_EVM_RPC_URL: run it as the executor-on-evm project of vitest.config.ts');
   const operatorKeyPath = operatorKeyFile();
-  const { address } = await deployWalletLedger({ rpcUrl, chainId: DEV_CHAIN_ID, operatorKey: DEV_OPERATOR_KEY, pollingIntervalMs: 20 });
+  const { address } = await deployWalletLedger({ rpcUrl, chainId: DEV_CHAIN_ID, operatorKey: testOperatorKey(), pollingIntervalMs: 20 });
   return {
     LEDGER: 'evm',
     EVM_RPC_URL: rpcUrl,
