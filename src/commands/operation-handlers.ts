@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EventStore } from '../ports/event-store.ts';
-import type { ApiKeyRecord } from '../projections/api-key-directory.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { Counterparty, OperationRequested, WalletRef } from '../domain/events.ts';
 import { feeFor, type FeeSchedule } from '../domain/fees.ts';
@@ -10,7 +9,7 @@ import type { PartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
-import { apiKeyDecider, type ActingUser, type ApiKeyState } from './api-keys.ts';
+import { apiKeyDecider, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { cashOutConsentDecider } from './cash-out-consent.ts';
 import { decideCreateOperation, liveIdempotencyRecord, type CreateOperationOutcome } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
