@@ -167,6 +167,14 @@ describe('layer rules', () => {
       .map((file) => relative(SRC, file));
     expect(reaching).toEqual(['projections/api-key-directory.ts', 'projections/balances.ts', 'projections/user-directory.ts']);
   });
+
+  it('when src/commands reach into src/projections, then only to catch up the API-key directory a departure reads, never for a type', () => {
+    const reaching = files
+      .filter((file) => folder(file) === 'commands')
+      .filter((file) => importsOf(file).some(({ target }) => layerOf(target) === 'projections'))
+      .map((file) => relative(SRC, file));
+    expect(reaching).toEqual(['commands/departures.ts']);
+  });
 });
 
 /**

@@ -18,6 +18,7 @@ import { streams } from '../../src/domain/streams.ts';
 import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory, type ApiKeyRecord } from '../../src/projections/api-key-directory.ts';
 import { KeyedMutex } from '../../src/shared/keyed-mutex.ts';
+import { createdResponse } from '../../src/write-api/routes.ts';
 import { tempDir } from '../../test/support/temp-dir.ts';
 
 const WARM_RUNS = 21;
@@ -125,7 +126,7 @@ export async function measureDecide(walletEvents: number, log: (line: string) =>
       counter.reads = 0;
       counter.events = 0;
       const t0 = performance.now();
-      const outcome = await createOperation(deps, key, { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE, memo: null }, { key: randomUUID(), requestHash: 'bench' }, operator());
+      const outcome = await createOperation(deps, key, { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE, memo: null }, { key: randomUUID(), requestHash: 'bench', responseFor: createdResponse }, operator());
       const ms = performance.now() - t0;
       if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
       return { ms, eventsRead: counter.events, reads: counter.reads };

@@ -1,5 +1,6 @@
 import { DomainError } from '../domain/errors.ts';
 import type { OperationRequested, WalletRef } from '../domain/events.ts';
+import { isOperationEventType, statusAfter } from '../domain/operation-status.ts';
 import { streams } from '../domain/streams.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { fromUnits, toUnits } from './amounts.ts';
@@ -217,15 +218,8 @@ async function entry(event: RecordedEvent, directory: Directory): Promise<Histor
   };
 }
 
-const STATUS: Record<string, string> = {
-  OperationRequested: 'pending',
-  OperationApproved: 'approved',
-  OperationRejected: 'rejected',
-  OperationExecutionStarted: 'executing',
-  OperationSubmitted: 'submitted',
-  OperationCompleted: 'completed',
-  OperationFailed: 'failed',
-};
+/** The operation's stage inside the service after its last event (the audit shows the executor's stages too). */
+const statusAfterLast = (type: string | undefined): string => (type !== undefined && isOperationEventType(type) ? statusAfter(type) : 'unknown');
 
 /**
  * The streams an operation's commands write besides its own, named by the operation itself: the payer's hold,
@@ -297,7 +291,7 @@ export async function operationHistory(store: EventStore, operationID: string): 
   return {
     operationID,
     operationType: data.operationType,
-    status: STATUS[own[own.length - 1]!.type] ?? 'unknown',
+    status: statusAfterLast(own[own.length - 1]!.type),
     amount: data.amount,
     fee: data.fee,
     payer: wallet(data.payer),
@@ -361,7 +355,7 @@ export async function keyHistory(store: EventStore, keyID: string, now = new Dat
       const d = event.data as { keyID: string | null; operationID: string; operationType: string; amount: string; fee: string; createdAt: string };
       if (d.keyID !== keyID) continue;
       const [last] = await store.readStream(streams.operation(d.operationID), { direction: 'backwards', maxCount: 1 });
-      operations.push({ operationID: d.operationID, operationType: d.operationType, amount: d.amount, fee: d.fee, createdAt: d.createdAt, position: event.position, status: STATUS[last?.type ?? ''] ?? 'unknown' });
+      operations.push({ operationID: d.operationID, operationType: d.operationType, amount: d.amount, fee: d.fee, createdAt: d.createdAt, position: event.position, status: statusAfterLast(last?.type) });
     }
     if (page.length < 5000) break;
     from = page[page.length - 1]!.position + 1;

@@ -1,3 +1,4 @@
+import type { OperationStatus } from '../domain/operation-status.ts';
 import type { RecordedEvent } from '../ports/event-store.ts';
 import { ISSUANCE_ADDRESS } from '../ports/ledger.ts';
 import { fromUnits, toUnits } from './amounts.ts';
@@ -6,7 +7,7 @@ import { AccessChecker, type UserInfo } from './verify-access.ts';
 
 // ---- operations, keys, users, wallets ---------------------------------------------------------------------
 
-type OpStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
+type OpStatus = OperationStatus;
 const CHANNEL_TYPES = new Set(['issue', 'individual-payment']);
 /** Who rejects the pending operations of a revoked or expired key (src/commands/operations.ts KEY_REVOCATION_ACTOR). */
 const KEY_REVOCATION_ACTOR = 'system:key-revocation';

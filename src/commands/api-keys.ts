@@ -61,7 +61,8 @@ export type ApiKeyState =
       revocationReason: string | null;
     });
 
-type ExistingKey = Exclude<ApiKeyState, { status: 'none' }>;
+/** A key that exists: what the key directory holds and what an authenticated request carries. */
+export type ApiKeyRecord = Exclude<ApiKeyState, { status: 'none' }>;
 
 /** Who acts when a decision follows from another one (a departure), not from a person's own decision on the key. */
 export const SYSTEM_ACTOR = 'system';
@@ -69,12 +70,12 @@ export const SYSTEM_ACTOR = 'system';
 export const isExpired = (key: { expiresAt: string | null }, now: string) => key.expiresAt !== null && now >= key.expiresAt;
 
 /** What the contract calls the key's state, with expiry applied at `now`. */
-export function effectiveStatus(key: ExistingKey, now: string): ApiKeyStatus | 'expired' {
+export function effectiveStatus(key: ApiKeyRecord, now: string): ApiKeyStatus | 'expired' {
   return (key.status === 'active' || key.status === 'revocation_pending') && isExpired(key, now) ? 'expired' : key.status;
 }
 
 /** The secret hashes that authenticate at `now`: the current one, and the previous one during a rotation's overlap. */
-export function acceptedSecretHashes(key: Pick<ExistingKey, 'secretHash' | 'previousSecretHash' | 'previousValidUntil'>, now: string): string[] {
+export function acceptedSecretHashes(key: Pick<ApiKeyRecord, 'secretHash' | 'previousSecretHash' | 'previousValidUntil'>, now: string): string[] {
   return acceptedSecrets({ current: key.secretHash, previous: key.previousSecretHash, previousValidUntil: key.previousValidUntil }, now);
 }
 
@@ -82,7 +83,7 @@ export function expiryFrom(approvedAt: string, days: number): string {
   return new Date(Date.parse(approvedAt) + days * 86_400_000).toISOString();
 }
 
-function requireKey(state: ApiKeyState, keyID: string): ExistingKey {
+function requireKey(state: ApiKeyState, keyID: string): ApiKeyRecord {
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
   return state;
 }
@@ -91,18 +92,18 @@ function requireRole(by: ActingUser, role: UserRole, action: string): void {
   if (!by.roles.includes(role)) throw new DomainError('ROLE_REQUIRED', `${action} needs the ${role} role`);
 }
 
-function requireSameParty(by: ActingUser, key: ExistingKey): void {
+function requireSameParty(by: ActingUser, key: ApiKeyRecord): void {
   if (!samePartyRef(by.party, key.party)) throw new DomainError('OTHER_PARTY', `API key ${key.keyID} belongs to another party`);
 }
 
-function requireStatus(key: ExistingKey, expected: ApiKeyStatus, now: string, action: string): void {
+function requireStatus(key: ApiKeyRecord, expected: ApiKeyStatus, now: string, action: string): void {
   const actual = effectiveStatus(key, now);
   if (actual === 'expired') throw new DomainError('KEY_EXPIRED', `cannot ${action}: API key ${key.keyID} has expired`);
   if (actual !== expected) throw new DomainError('WRONG_STATE', `cannot ${action}: API key ${key.keyID} is ${actual}, not ${expected}`);
 }
 
 /** A checker's decision on a maker's request: same party, checker role, and never the maker themself. */
-function requireChecker(by: ActingUser, key: ExistingKey, makerUserID: string | null, action: string): void {
+function requireChecker(by: ActingUser, key: ApiKeyRecord, makerUserID: string | null, action: string): void {
   requireRole(by, 'checker', action);
   requireSameParty(by, key);
   if (by.userID === makerUserID) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);

@@ -1,4 +1,4 @@
-import type { CashOutConsentEvent, OperationRequested, WalletEvent } from '../domain/events.ts';
+import type { CashOutConsentEvent, IdempotentRequestRecorded, OperationRequested, WalletEvent } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
@@ -13,7 +13,11 @@ export interface CreateOperation {
   /** The operation, fully validated and resolved by the handler (counterparty names, fee, payer, day). */
   operation: OperationRequested['data'];
   limits: { maxTransactionAmount: string | null; maxDailyVolume: string | null };
-  idempotency: { stream: string; requestHash: string } | null;
+  /**
+   * With an Idempotency-Key: its stream, the request's hash, and the answer the write API gives to this create
+   * (shaped there), recorded so that a repeat gets the same answer.
+   */
+  idempotency: { stream: string; requestHash: string; response: RecordedResponse } | null;
   assetScale: number;
   /**
    * CASH_OUT_CONSENT=individual-code, for a cash-out-fulfillment: the paying individual and the hash of the code
@@ -29,9 +33,13 @@ export interface CreateOperationStates {
   consent?: CashOutConsentState;
 }
 
+/** The answer an idempotent request got the first time, as recorded: an HTTP status and body. */
+export type RecordedResponse = IdempotentRequestRecorded['data']['response'];
+
+/** The decision's result: the operation created (the write API shapes its answer), or the recorded first answer. */
 export type CreateOperationOutcome =
-  | { kind: 'created'; response: { status: 200; body: { operationID: string } } }
-  | { kind: 'replayed'; response: { status: number; body: Record<string, unknown> } };
+  | { kind: 'created'; operation: OperationRequested['data'] }
+  | { kind: 'replayed'; response: RecordedResponse };
 
 /** A recorded idempotent request that still answers for its key, or null. */
 export function liveIdempotencyRecord(state: IdempotencyState | undefined, now: string) {
@@ -86,7 +94,6 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
 
   const { operationID } = operation;
   const held: WalletEvent = { type: 'FundsHeld', data: { wallet: operation.payer, operationID, amount: debit.toFixed(command.assetScale) } };
-  const response = { status: 200 as const, body: { operationID } };
   const writes: StreamWrite[] = [
     { stream: streams.operation(operationID), events: [{ type: 'OperationRequested', data: operation }], expectedRevision: 'no_stream' },
     { stream: streams.wallet(operation.payer), events: [held] },
@@ -101,8 +108,8 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
   if (command.idempotency) {
     writes.push({
       stream: command.idempotency.stream,
-      events: [{ type: 'IdempotentRequestRecorded', data: { keyID: operation.keyID, requestHash: command.idempotency.requestHash, response, recordedAt: operation.createdAt } }],
+      events: [{ type: 'IdempotentRequestRecorded', data: { keyID: operation.keyID, requestHash: command.idempotency.requestHash, response: command.idempotency.response, recordedAt: operation.createdAt } }],
     });
   }
-  return { writes, result: { kind: 'created', response } };
+  return { writes, result: { kind: 'created', operation } };
 }

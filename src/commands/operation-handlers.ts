@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EventStore } from '../ports/event-store.ts';
-import type { ApiKeyRecord } from '../projections/api-key-directory.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { Counterparty, OperationRequested, WalletRef } from '../domain/events.ts';
 import { feeFor, type FeeSchedule } from '../domain/fees.ts';
@@ -10,9 +9,9 @@ import type { PartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
-import { apiKeyDecider, type ActingUser, type ApiKeyState } from './api-keys.ts';
+import { apiKeyDecider, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { cashOutConsentDecider } from './cash-out-consent.ts';
-import { decideCreateOperation, liveIdempotencyRecord, type CreateOperationOutcome } from './create-operation.ts';
+import { decideCreateOperation, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { loadState, runDecision, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
@@ -51,6 +50,8 @@ export interface IdempotencyRequest {
   key: string;
   /** SHA-256 over method, path and body. */
   requestHash: string;
+  /** The answer the caller gives to the created operation, recorded for a repeat (the write API shapes it). */
+  responseFor: (operation: OperationRequested['data']) => RecordedResponse;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -169,7 +170,7 @@ export async function createOperation(
         {
           operation,
           limits: { maxTransactionAmount: key.maxTransactionAmount, maxDailyVolume: key.maxDailyVolume },
-          idempotency: idempotencyStream && idempotency ? { stream: idempotencyStream, requestHash: idempotency.requestHash } : null,
+          idempotency: idempotencyStream && idempotency ? { stream: idempotencyStream, requestHash: idempotency.requestHash, response: idempotency.responseFor(operation) } : null,
           assetScale: deps.assetScale,
           consent,
         },

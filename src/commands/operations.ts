@@ -2,9 +2,10 @@ import type { EventMetadata } from '../ports/event-store.ts';
 import type { OperationEvent, OperationRequested } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
+import type { OperationStatus } from '../domain/operation-status.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
-import { effectiveStatus, type ActingUser, type ApiKeyState } from './api-keys.ts';
+import { effectiveStatus, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { assertNever } from './decider.ts';
 import type { Decision, StreamWrite } from './pipeline.ts';
 
@@ -18,8 +19,6 @@ import type { Decision, StreamWrite } from './pipeline.ts';
  * or has expired by the time of the decision, is never approved: the key-revocation consumer rejects it
  * (RejectOperationOfRevokedKey, and RejectOperationOfExpiredKey from its periodic sweep).
  */
-export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'executing' | 'submitted' | 'completed' | 'failed';
-
 export type OperationState =
   | { status: 'none' }
   | {
@@ -117,7 +116,7 @@ export function releaseWrites(operation: OperationRequested['data'], reason: 're
 }
 
 /** The key that created the operation, as the decision read it; null for an operation of another channel. */
-function keyOf(operation: OperationRequested['data'], key: ApiKeyState): Exclude<ApiKeyState, { status: 'none' }> | null {
+function keyOf(operation: OperationRequested['data'], key: ApiKeyState): ApiKeyRecord | null {
   if (operation.keyID === null) return null;
   // The handler reads the key's stream with the operation's: anything else is a bug, not a refusal.
   if (key.status === 'none' || key.keyID !== operation.keyID) throw new Error(`a decision on operation ${operation.operationID} needs the state of API key ${operation.keyID}`);
@@ -154,7 +153,7 @@ function rejectForKey(
   operationID: string,
   now: string,
   reason: string,
-  applies: (key: Exclude<ApiKeyState, { status: 'none' }>) => boolean,
+  applies: (key: ApiKeyRecord) => boolean,
   assetScale: number,
 ): Decision<{ operationID: string; state: OperationStatus | 'none' }> {
   const { operation: state } = states;

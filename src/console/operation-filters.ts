@@ -5,14 +5,14 @@ import { normalizePhone } from '../domain/phone.ts';
 import type { OperationType } from '../domain/events.ts';
 import type { OperationFilter, PageRequest, SortOrder } from '../projections/console-operation-queries.ts';
 import { amountKey } from '../projections/console-operations.ts';
-import type { OperationStatus } from '../projections/operation-lifecycle.ts';
+import { CONTRACT_STATUSES, type ContractStatus } from '../domain/operation-status.ts';
 import { ConsoleError } from './context.ts';
 
 /**
  * The operations list's query string: every parameter is checked and a wrong one is a 400 page that names it,
  * never a 500 and never silently ignored. Dates are UTC days (the list shows UTC times); `to` includes its day.
  */
-export const STATUSES: OperationStatus[] = ['pending', 'approved', 'rejected', 'completed', 'failed'];
+export const STATUSES: readonly ContractStatus[] = CONTRACT_STATUSES;
 export const TYPES: OperationType[] = ['cash-in', 'cash-out-fulfillment', 'cash-out', 'pay-merchant', 'pay-individual'];
 export const PAGE_SIZE = 50;
 
@@ -78,8 +78,8 @@ export function parseFilters(req: Request, assetScale: number): ParsedFilters {
   values.order = order === 'oldest' ? 'oldest' : 'newest';
   const filter: ParsedFilters['filter'] = {};
   if (values.status) {
-    if (!STATUSES.includes(values.status as OperationStatus)) throw new ConsoleError(400, `The status must be one of ${STATUSES.join(', ')}.`);
-    filter.status = values.status as OperationStatus;
+    if (!STATUSES.includes(values.status as ContractStatus)) throw new ConsoleError(400, `The status must be one of ${STATUSES.join(', ')}.`);
+    filter.status = values.status as ContractStatus;
   }
   if (values.type) {
     if (!TYPES.includes(values.type as OperationType)) throw new ConsoleError(400, `The type must be one of ${TYPES.join(', ')}.`);

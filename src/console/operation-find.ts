@@ -3,6 +3,7 @@ import type { Router } from 'express';
 import { samePartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import type { OperationRequested } from '../domain/events.ts';
+import { contractStatus, isOperationEventType, statusAfter, type ContractStatus } from '../domain/operation-status.ts';
 import { keyUsage } from '../http/key-usage.ts';
 import { catchUpApiKeyDirectory, toPublicApiKey } from '../projections/api-key-directory.ts';
 import { allOperations, findOperations, operationsOfKey } from '../projections/console-operation-queries.ts';
@@ -24,8 +25,6 @@ import { timeline } from './timeline.ts';
  */
 const OPERATION_ID = /^op_[0-9a-f]{32}$/;
 
-/** Status as the contract shows it, from the stream's events. */
-const STATUS_AFTER: Record<string, string> = { OperationRequested: 'pending', OperationApproved: 'approved', OperationRejected: 'rejected', OperationCompleted: 'completed', OperationFailed: 'failed' };
 
 export const CSV_COLUMNS = ['operationID', 'createdAt', 'updatedAt', 'operationType', 'status', 'amount', 'fee', 'counterpartyKind', 'counterparty', 'counterpartyName', 'memo', 'keyID', 'blockchainID', 'sequenceNumber', 'lastError'] as const;
 
@@ -91,10 +90,11 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
     const own = requested?.party ? samePartyRef(requested.party, party) : false;
     const received = !own && requested?.operationType === 'cash-in' && requested.payee.kind === 'merchant' && party.type === 'merchant' && requested.payee.id === party.id;
     if (!requested || (!own && !received)) throw new ConsoleError(404, 'There is no such operation in your party.');
-    let status = 'pending';
+    // Status as the contract shows it, from the stream's events.
+    let status: ContractStatus = 'pending';
     const view: Omit<OperationView, 'timeline' | 'status'> = { request: requested, received, sequenceNumber: null, blockchainID: null, walletOperationID: null, lastError: null, keyLabel: null, assetCode };
     for (const event of events) {
-      status = STATUS_AFTER[event.type] ?? status;
+      if (isOperationEventType(event.type)) status = contractStatus(statusAfter(event.type));
       const data = event.data as Record<string, unknown>;
       if (typeof data.sequenceNumber === 'number') view.sequenceNumber = data.sequenceNumber;
       if (typeof data.blockchainID === 'string') view.blockchainID = data.blockchainID;

@@ -1,11 +1,12 @@
-import { apiKeyDecider, effectiveStatus, type ApiKeyState } from '../commands/api-keys.ts';
+import { apiKeyDecider, effectiveStatus, type ApiKeyRecord } from '../commands/api-keys.ts';
 import type { ApiKeyEvent } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef } from '../domain/parties.ts';
 import { streamPrefixes } from '../domain/streams.ts';
 import type { EventStore } from '../ports/event-store.ts';
 import { SupervisedConsumer, type ConsumerLogger, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
 
-export type ApiKeyRecord = Exclude<ApiKeyState, { status: 'none' }>;
+// The type lives with the state it narrows, so that commands need no projection for it.
+export type { ApiKeyRecord };
 
 export const API_KEY_EVENT_TYPES: ReadonlyArray<ApiKeyEvent['type']> = [
   'ApiKeyRequested',

@@ -1,7 +1,7 @@
 import type { OperationType } from '../domain/events.ts';
 import type { FindQuery, RangeCondition, ReadStore } from '../ports/read-store.ts';
 import { CONSOLE_OPERATIONS_COLLECTION, type ConsoleOperationDoc } from './console-operations.ts';
-import type { OperationStatus } from './operation-lifecycle.ts';
+import type { ContractStatus } from '../domain/operation-status.ts';
 
 /**
  * The console's queries over console_operations. Every filter is an equality on an indexed field or a range
@@ -11,7 +11,7 @@ import type { OperationStatus } from './operation-lifecycle.ts';
 export interface OperationFilter {
   /** `<partyType>:<partyID>`: always present, the viewer's party. */
   party: string;
-  status?: OperationStatus;
+  status?: ContractStatus;
   operationType?: OperationType;
   keyID?: string;
   /** An individual's E.164 phone or a party's short code. */

@@ -2,7 +2,8 @@ import { type Decimal, formatAmount } from '../domain/money.ts';
 import type { OperationRequested, OperationType } from '../domain/events.ts';
 import type { CollectionDefinition } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
-import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type OperationStatus } from './operation-lifecycle.ts';
+import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES } from './operation-lifecycle.ts';
+import type { ContractStatus } from '../domain/operation-status.ts';
 
 /**
  * Every operation a party sees in the console, one document per (party, operation): the ones it created with
@@ -35,7 +36,7 @@ export type ConsoleOperationDoc = {
   counterparty: string;
   memo: string | null;
   keyID: string | null;
-  status: OperationStatus;
+  status: ContractStatus;
   blockchainID: string;
   walletOperationID: string;
   sequenceNumber: number | null;

@@ -1,14 +1,13 @@
 import type { DistributorOperationType, OperationEvent, OperationRequested } from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
-import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent, type OperationStatus } from './operation-lifecycle.ts';
+import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
+import type { ContractStatus } from '../domain/operation-status.ts';
 
 /**
  * The operations a distributor created with its keys (cash-in, cash-out-fulfillment), for
  * GET /api/v1/distributors/{distributorID}/operations, newest creation first.
  */
-export type { OperationStatus };
-
 export type DistributorOperationDoc = {
   /** The operationID. */
   id: string;
@@ -35,7 +34,7 @@ export type DistributorOperationDoc = {
   /** Empty until completed. */
   blockchainID: string;
   lastError: string | null;
-  status: OperationStatus;
+  status: ContractStatus;
   createdAt: string;
   /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
   updatedAt: string;

@@ -2,7 +2,8 @@ import type { OperationEvent, OperationRequested } from '../domain/events.ts';
 import { DEFAULT_ASSET_SCALE, formatAmount } from '../domain/money.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
-import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent, type OperationStatus } from './operation-lifecycle.ts';
+import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
+import type { ContractStatus } from '../domain/operation-status.ts';
 
 /**
  * A merchant's operations for GET /api/v1/merchants/{merchantID}/operations, newest creation first: the ones
@@ -36,7 +37,7 @@ export type MerchantOperationDoc = {
   blockchainID: string;
   sequenceNumber: number | null;
   lastError: string | null;
-  status: OperationStatus;
+  status: ContractStatus;
   createdAt: string;
   /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
   updatedAt: string;

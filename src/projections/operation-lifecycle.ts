@@ -1,14 +1,13 @@
 import type { OperationEvent } from '../domain/events.ts';
+import { contractStatus, statusAfter, type ContractStatus } from '../domain/operation-status.ts';
 import type { ProjectedEvent } from './projection.ts';
-
-/** The contract's statuses; an executor's claim and the submission leave an operation `approved`. */
-export type OperationStatus = 'pending' | 'approved' | 'rejected' | 'completed' | 'failed';
 
 export type LaterOperationEvent = Exclude<OperationEvent, { type: 'OperationRequested' }>;
 
 /** What every operation list shows of an operation's progress. */
 export interface LifecycleFields {
-  status: OperationStatus;
+  /** The contract's status (src/domain/operation-status.ts): an executor's claim and the submission show `approved`. */
+  status: ContractStatus;
   sequenceNumber: number | null;
   blockchainID: string;
   lastError: string | null;
@@ -21,21 +20,23 @@ export interface LifecycleFields {
  * identical documents.
  */
 export function lifecycleChange(event: LaterOperationEvent): Partial<LifecycleFields> & { walletOperationID?: string } {
+  const status = contractStatus(statusAfter(event.type));
   switch (event.type) {
     case 'OperationApproved':
-      return { status: 'approved', updatedAt: event.data.approvedAt };
+      return { status, updatedAt: event.data.approvedAt };
     case 'OperationRejected':
-      return { status: 'rejected', updatedAt: event.data.rejectedAt };
+      return { status, updatedAt: event.data.rejectedAt };
     case 'OperationExecutionStarted':
       return {}; // an executor's claim (the lists do not subscribe to it)
     case 'OperationSubmitted':
-      return { sequenceNumber: event.data.sequenceNumber, updatedAt: event.data.submittedAt };
+      // Still `approved` to the contract, which the operation already was when an executor claimed it.
+      return { status, sequenceNumber: event.data.sequenceNumber, updatedAt: event.data.submittedAt };
     case 'OperationCompleted': {
       const { blockchainID, walletOperationID, sequenceNumber, completedAt } = event.data;
-      return { status: 'completed', blockchainID, walletOperationID, sequenceNumber, updatedAt: completedAt };
+      return { status, blockchainID, walletOperationID, sequenceNumber, updatedAt: completedAt };
     }
     case 'OperationFailed':
-      return { status: 'failed', lastError: event.data.lastError, updatedAt: event.data.failedAt };
+      return { status, lastError: event.data.lastError, updatedAt: event.data.failedAt };
   }
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CONTRACT_STATUSES } from '../domain/operation-status.ts';
 import { fieldError, type FieldError } from '../http/problems.ts';
 
 /**
@@ -63,7 +64,7 @@ export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): { ok: true;
 
 // Responses ------------------------------------------------------------------------------------------------
 const amount = z.string().meta({ description: 'Decimal string at the asset scale.', example: '150.00' });
-const status = z.enum(['pending', 'approved', 'rejected', 'completed', 'failed']).meta({
+const status = z.enum(CONTRACT_STATUSES).meta({
   description: 'Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).',
 });
 const timestamp = z.string().meta({ description: 'ISO 8601.', example: '2026-11-21T10:15:00.000Z' });

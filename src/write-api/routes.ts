@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { RecordedResponse } from '../commands/create-operation.ts';
 import { createOperation, type OperationDeps } from '../commands/operation-handlers.ts';
+import type { OperationRequested } from '../domain/events.ts';
 import { authenticate, authenticatedKey, authorize } from '../http/authenticate.ts';
 import { fieldError, problemTypeOf, validationProblem } from '../http/problems.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
@@ -44,12 +46,17 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** The answer to a created operation: the contract's 200 with its operationID. A repeat with its Idempotency-Key gets it again. */
+export function createdResponse(operation: OperationRequested['data']): RecordedResponse {
+  return { status: 200, body: { operationID: operation.operationID } };
+}
+
 function idempotencyOf(req: Request) {
   const key = req.get('idempotency-key');
   if (key === undefined) return null;
   if (!IDEMPOTENCY_KEY.test(key)) throw validationProblem([fieldError('Idempotency-Key', 'the Idempotency-Key header must be 1 to 255 visible ASCII characters')]);
   const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`).digest('hex');
-  return { key, requestHash };
+  return { key, requestHash, responseFor: createdResponse };
 }
 
 /** POST /api/v1/distributors/{distributorID}/operations and POST /api/v1/merchants/{merchantID}/operations. */
@@ -101,7 +108,8 @@ export function writeRoutes(deps: WriteApiDeps): Router {
         outcome = await run();
       }
       if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
-      res.status(outcome.response.status).json(outcome.response.body);
+      const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
+      res.status(response.status).json(response.body);
     });
   }
   return router;

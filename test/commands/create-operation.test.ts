@@ -28,6 +28,8 @@ const IDEMPOTENCY_STREAM = streams.idempotency(KEY, 'a'.repeat(64));
 const HASH = 'b'.repeat(64);
 const OTHER_HASH = 'c'.repeat(64);
 const INDIVIDUAL = '+2348123456781';
+/** What the write API answers to the created operation (src/write-api/routes.ts createdResponse). */
+const ANSWER = { status: 200, body: { operationID: 'op_new' } };
 const minutesBefore = (minutes: number) => new Date(Date.parse(NOW) - minutes * 60_000).toISOString();
 
 function operation(change: Partial<OperationRequested['data']> = {}): OperationRequested['data'] {
@@ -64,6 +66,8 @@ interface When {
   maxTransactionAmount?: string | null;
   maxDailyVolume?: string | null;
   idempotency?: { stream: string; requestHash: string } | null;
+  /** The write API's answer to the create, recorded with an Idempotency-Key; ANSWER unless given. */
+  answer?: { status: number; body: Record<string, unknown> };
   assetScale?: number;
   /** CASH_OUT_CONSENT=individual-code: the hash of the code the request carried (null: none). Absent: no consent required. */
   presentedHash?: string | null;
@@ -89,7 +93,7 @@ function given(past: Given) {
   const command = (when: When): CreateOperation => ({
     operation: operation(when.operation),
     limits: { maxTransactionAmount: when.maxTransactionAmount ?? null, maxDailyVolume: when.maxDailyVolume ?? null },
-    idempotency: when.idempotency ?? null,
+    idempotency: when.idempotency ? { ...when.idempotency, response: when.answer ?? ANSWER } : null,
     assetScale: when.assetScale ?? 2,
     consent: when.presentedHash === undefined ? null : { phone: INDIVIDUAL, presentedHash: when.presentedHash },
   });
@@ -126,7 +130,7 @@ describe('deciding to create an operation', () => {
     it('when the key has no limits and no Idempotency-Key is given, then exactly the operation and the payer\'s wallet are written', () => {
       const { writes, result } = given(funded()).when().then();
       expect(Object.keys(byStream(writes)).sort()).toEqual([OPERATION_STREAM, WALLET_STREAM].sort());
-      expect(result).toEqual({ kind: 'created', response: { status: 200, body: { operationID: 'op_new' } } });
+      expect(result).toEqual({ kind: 'created', operation: operation() });
     });
 
     it('when it is created, then the operation stream gets OperationRequested with the whole operation and must not exist yet', () => {
@@ -182,7 +186,13 @@ describe('deciding to create an operation', () => {
       expect(byStream(writes)[IDEMPOTENCY_STREAM]!.events).toEqual([
         { type: 'IdempotentRequestRecorded', data: { keyID: KEY, requestHash: HASH, response: { status: 200, body: { operationID: 'op_new' } }, recordedAt: NOW } },
       ]);
-      expect(result).toEqual({ kind: 'created', response: { status: 200, body: { operationID: 'op_new' } } });
+      expect(result).toEqual({ kind: 'created', operation: operation() });
+    });
+
+    it('when an Idempotency-Key is given, then the answer is recorded as the command carries it (the write API shapes it, not the decision)', () => {
+      const answer = { status: 200, body: { operationID: 'op_new', shapedBy: 'the write API' } };
+      const { writes } = given({ ...funded(), idempotency: [] }).when({ idempotency: { stream: IDEMPOTENCY_STREAM, requestHash: HASH }, answer }).then();
+      expect(byStream(writes)[IDEMPOTENCY_STREAM]!.events[0]!.data).toMatchObject({ response: answer });
     });
 
     it('when no Idempotency-Key is given, then no idempotency stream is written', () => {
@@ -320,7 +330,7 @@ describe('deciding to create an operation', () => {
 
     it('when the record is older than 24 hours, then a new operation and a new record are written', () => {
       const { writes, result } = given({ ...funded(), idempotency: [recorded(HASH, hoursBefore(24, 60_000))] }).when(withKey()).then();
-      expect(result).toEqual({ kind: 'created', response: { status: 200, body: { operationID: 'op_new' } } });
+      expect(result).toEqual({ kind: 'created', operation: operation() });
       expect(byStream(writes)[OPERATION_STREAM]).toBeDefined();
       expect(byStream(writes)[IDEMPOTENCY_STREAM]!.events).toEqual([
         { type: 'IdempotentRequestRecorded', data: { keyID: KEY, requestHash: HASH, response: { status: 200, body: { operationID: 'op_new' } }, recordedAt: NOW } },

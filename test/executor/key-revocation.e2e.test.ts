@@ -148,7 +148,8 @@ describe('when a key is revoked, its pending operations are rejected and their h
       serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
     };
     const outcome = await createOperation(deps, record, { operationType: 'cash-in', amount: '6.00', phoneTo: phone, memo: 'after the revocation' }, null, { actor: `apikey:${keyID}`, correlationId: randomUUID() });
-    const operationID = (outcome.response.body as { operationID: string }).operationID;
+    if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
+    const { operationID } = outcome.operation;
 
     await waitUntilRejected(sys, [operationID]);
     await expectRejectedForRevocation(sys, [operationID]);

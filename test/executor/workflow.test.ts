@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { OperationRequested } from '../../src/domain/events.ts';
-import { operationState, type OperationState, type OperationStatus } from '../../src/commands/operations.ts';
+import { operationState, type OperationState } from '../../src/commands/operations.ts';
+import type { OperationStatus } from '../../src/domain/operation-status.ts';
 import { claimEvent, completionWrites, failureWrites, legsOf, nextStep, type WorkflowSettings } from '../../src/executor/workflow.ts';
 import type { LedgerTransaction } from '../../src/ports/ledger.ts';
 
