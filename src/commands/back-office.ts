@@ -14,6 +14,7 @@ import { individualDecider, partyDecider, type PartyState } from './parties.ts';
 import { userDecider, type UserState } from './users.ts';
 import { loadState, runCommand, runDecision, type CommandContext, type StateCache } from './pipeline.ts';
 import type { DeliveredSecret, HeldCredentials, Subject } from './held-credentials.ts';
+import { endIfHolderLeft, holderLeftError } from './departures.ts';
 
 /**
  * The back-office commands: onboarding parties and users, and the API-key lifecycle. Each validates its
@@ -184,8 +185,17 @@ export async function approveApiKey(deps: CredentialDeps, user: ActiveUser, keyI
     },
     context: userContext(user, correlationId),
   });
+  if (await endIfHolderLeft(deps, { kind: 'api-key', id: keyID }, asked.requestedBy, userContext(user, correlationId))) throw holderLeftError(`API key ${keyID}`);
   await deps.credentials.hold(asked.requestedBy, { kind: 'api-key', keyID, label: asked.label, apiKey: formatApiKey(keyID, secret) });
   return { keyID, heldFor: asked.requestedBy };
+}
+
+/** A rotation asked for by a maker who has since left is not approved: its new secret would go to them. */
+export async function requireRotationRequesterStillMaker<S extends { status: string }>(deps: BackOfficeDeps, stream: string, decider: { evolve: (state: S, event: any) => S; initialState: () => S }, action: string): Promise<void> {
+  const { state } = await loadState(deps, stream, decider);
+  const requestedBy = (state as { rotation?: { requestedBy: string } | null }).rotation?.requestedBy;
+  if (!requestedBy) return; // the decider refuses: no rotation pending
+  requireStillMaker((await loadState(deps, streams.user(requestedBy), userDecider)).state, action);
 }
 
 /** A request whose maker has since been disabled or lost the maker role is not approved: the secret would go to someone who left. */
@@ -202,9 +212,11 @@ export function requireStillMaker(requester: UserState, action: string): void {
  */
 export async function approveApiKeyRotation(deps: RotationDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; heldFor: string; previousValidUntil: string }> {
   const secret = newSecret();
+  await requireRotationRequesterStillMaker(deps, streams.apiKey(keyID), apiKeyDecider, `approve the rotation of API key ${keyID}`);
   const command: ApiKeyCommand = { type: 'ApproveApiKeyRotation', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), overlapHours: deps.secretRotationOverlapHours, now: now(deps) } };
   const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
+  if (await endIfHolderLeft(deps, { kind: 'api-key', id: keyID }, state.secretHolder, userContext(user, correlationId))) throw holderLeftError(`the rotation of API key ${keyID}`);
   await deps.credentials.hold(state.secretHolder, { kind: 'api-key', keyID, label: state.label, apiKey: formatApiKey(keyID, secret) });
   return { keyID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil! };
 }

@@ -3,7 +3,9 @@ import { streamPrefixes, streams } from '../domain/streams.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { apiKeyDecider, type ApiKeyState } from './api-keys.ts';
-import type { StreamRead, StreamWrite } from './pipeline.ts';
+import { loadState, runCommand, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from './pipeline.ts';
+import { userDecider } from './users.ts';
+import { DomainError } from '../domain/errors.ts';
 import { webhookEndpointDecider, type WebhookEndpointState } from './webhook-endpoints.ts';
 
 /**
@@ -67,3 +69,31 @@ export function departureOf(userID: string, credentials: LiveCredential[], now: 
     });
   return { read, writes };
 }
+
+/**
+ * The other half of a departure's atomicity, for approvals that raced it: the pipeline guards the streams a
+ * decision writes, not the requester's user stream an approval only reads, so a maker may be disabled between
+ * an approval's check and its commit. Called after the approval commits: if the user the new secret is for has
+ * left by now, the key or endpoint ends at once, as the departure would have ended it. (The departure, for its
+ * part, lists again after it commits: see `narrow` in user-admin.ts.)
+ */
+export async function endIfHolderLeft(
+  deps: CommandPipelineDeps & { clock: () => Date },
+  credential: { kind: LiveCredential['kind']; id: string },
+  holderID: string,
+  context: CommandContext,
+): Promise<boolean> {
+  const { state: holder } = await loadState(deps, streams.user(holderID), userDecider);
+  if (holder.status === 'active' && holder.roles.includes('maker')) return false;
+  const now = deps.clock().toISOString();
+  const reason = `${holder.status === 'none' ? holderID : holder.email}, for whom its secret was made, left before the approval committed`;
+  if (credential.kind === 'api-key') {
+    await runCommand(deps, { stream: streams.apiKey(credential.id), decider: apiKeyDecider, command: { type: 'RetireApiKeyOfDepartedUser', data: { keyID: credential.id, userID: holderID, now } }, context });
+  } else {
+    await runCommand(deps, { stream: streams.webhookEndpoint(credential.id), decider: webhookEndpointDecider, command: { type: 'RetireWebhookEndpointOfDepartedUser', data: { endpointID: credential.id, userID: holderID, reason, now } }, context });
+  }
+  return true;
+}
+
+/** What an approval that raced a departure answers, once `endIfHolderLeft` has ended what it approved. */
+export const holderLeftError = (what: string) => new DomainError('WRONG_STATE', `${what} was approved, but the maker it was for has left meanwhile: it was ended at once, and no secret was handed out`);

@@ -156,7 +156,19 @@ async function narrow(deps: BackOfficeDeps, subject: ExistingUser, command: User
     decide: (states) => ({ writes: [{ stream: userStream, events: userDecider.decide(command, states.subject as UserState) }, ...departure.writes(states)], result: undefined }),
     context,
   });
-  return credentials;
+  // An approval that read the user as a maker before this commit, of a request written after the listing, may
+  // have committed meanwhile: list again and end it too. (Approvals that commit later end themselves:
+  // endIfHolderLeft in departures.ts.)
+  const ended = [...credentials];
+  for (let round = 0; round < 3; round++) {
+    const known = new Set(ended.map((c) => `${c.kind}:${c.id}`));
+    const stragglers = (await liveCredentialsOf(deps.store, subject, at)).filter((c) => !known.has(`${c.kind}:${c.id}`));
+    if (stragglers.length === 0) break;
+    const late = departureOf(subject.userID, stragglers, at, why);
+    await runDecision<Record<string, unknown>, void>(deps, { read: late.read as never, decide: (states) => ({ writes: late.writes(states), result: undefined }), context });
+    ended.push(...stragglers);
+  }
+  return ended;
 }
 
 /**

@@ -3,8 +3,9 @@ import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
 import { isEndpointID, newEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
 import { newWebhookSecret, sealWebhookSecret } from '../domain/webhook-secrets.ts';
-import { actingUser, requireStillMaker, rotationReason, ROTATION_OUTCOME, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps, type RotationDecision, type RotationDeps, type RotationOutcome } from './back-office.ts';
+import { actingUser, requireRotationRequesterStillMaker, requireStillMaker, rotationReason, ROTATION_OUTCOME, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps, type RotationDecision, type RotationDeps, type RotationOutcome } from './back-office.ts';
 import { userDecider, type UserState } from './users.ts';
+import { endIfHolderLeft, holderLeftError } from './departures.ts';
 import { loadState, runCommand, runDecision, type CommandContext } from './pipeline.ts';
 import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand, type WebhookEndpointState } from './webhook-endpoints.ts';
 
@@ -56,6 +57,7 @@ export async function approveWebhookEndpoint(deps: WebhookCommandDeps, user: Act
     },
     context: userContext(user, correlationId),
   });
+  if (await endIfHolderLeft(deps, { kind: 'webhook-endpoint', id: endpointID }, asked.requestedBy, userContext(user, correlationId))) throw holderLeftError(`webhook endpoint ${endpointID}`);
   await deps.credentials.hold(asked.requestedBy, { kind: 'webhook-endpoint', endpointID, url: asked.url, signingSecret: secret });
   return { endpointID, heldFor: asked.requestedBy };
 }
@@ -85,9 +87,11 @@ export async function approveWebhookSecretRotation(
 ): Promise<{ endpointID: string; heldFor: string; previousValidUntil: string }> {
   const secret = newWebhookSecret();
   const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
+  if (isEndpointID(endpointID)) await requireRotationRequesterStillMaker(deps, streams.webhookEndpoint(endpointID), webhookEndpointDecider, `approve the secret rotation of webhook endpoint ${endpointID}`);
   const command: WebhookEndpointCommand = { type: 'ApproveWebhookSecretRotation', data: { endpointID, by: actingUser(user), secret: sealed, overlapHours: deps.secretRotationOverlapHours, now: now(deps) } };
   const { state } = await run(deps, endpointID, command, userContext(user, correlationId));
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID} does not exist`);
+  if (await endIfHolderLeft(deps, { kind: 'webhook-endpoint', id: endpointID }, state.secretHolder, userContext(user, correlationId))) throw holderLeftError(`the secret rotation of webhook endpoint ${endpointID}`);
   await deps.credentials.hold(state.secretHolder, { kind: 'webhook-endpoint', endpointID, url: state.url, signingSecret: secret });
   return { endpointID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil! };
 }
