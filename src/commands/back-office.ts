@@ -13,6 +13,8 @@ import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand, ty
 import { individualDecider, partyDecider, type PartyState } from './parties.ts';
 import { userDecider, type UserState } from './users.ts';
 import { loadState, runCommand, runDecision, type CommandContext, type StateCache } from './pipeline.ts';
+import type { Decider } from './decider.ts';
+import type { ApiKeyEvent } from '../domain/events.ts';
 import type { DeliveredSecret, HeldCredentials, Subject } from './held-credentials.ts';
 import { endIfHolderLeft, holderLeftError } from './departures.ts';
 
@@ -172,22 +174,51 @@ export async function requestApiKey(deps: BackOfficeDeps, user: ActiveUser, inpu
 export async function approveApiKey(deps: CredentialDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; heldFor: string }> {
   if (!isKeyID(keyID)) throw new DomainError('NOT_FOUND', `API key ${keyID.slice(0, 40)} does not exist`);
   const secret = newSecret();
-  const keyStream = streams.apiKey(keyID);
-  const { state: asked } = await loadState(deps, keyStream, apiKeyDecider);
-  if (asked.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
-  const command: ApiKeyCommand = { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } };
-  await runDecision<{ key: ApiKeyState; requester: UserState }, void>(deps, {
-    read: { key: { stream: keyStream, ...apiKeyDecider }, requester: { stream: streams.user(asked.requestedBy), ...userDecider } },
-    decide: ({ key, requester }) => {
-      const events = apiKeyDecider.decide(command, key);
-      requireStillMaker(requester, `approve API key ${keyID}`);
-      return { writes: [{ stream: keyStream, events }], result: undefined };
-    },
+  const heldFor = await approveForItsMaker<ApiKeyCommand, ApiKeyState, ApiKeyEvent>(deps, {
+    subject: { kind: 'api-key', id: keyID, what: `API key ${keyID}` },
+    stream: streams.apiKey(keyID),
+    decider: apiKeyDecider,
+    command: { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } },
+    credential: (key) => ({ kind: 'api-key', keyID, label: key.label, apiKey: formatApiKey(keyID, secret) }),
     context: userContext(user, correlationId),
   });
-  if (await endIfHolderLeft(deps, { kind: 'api-key', id: keyID }, asked.requestedBy, userContext(user, correlationId))) throw holderLeftError(`API key ${keyID}`);
-  await deps.credentials.hold(asked.requestedBy, { kind: 'api-key', keyID, label: asked.label, apiKey: formatApiKey(keyID, secret) });
-  return { keyID, heldFor: asked.requestedBy };
+  return { keyID, heldFor };
+}
+
+/**
+ * A checker's approval of what a maker requested (an API key, a webhook endpoint), with the new secret held for
+ * that maker alone: refused if the maker has left; decided on the subject's stream with the requester's state
+ * read beside it; and, since the pipeline guards only what it writes, the holder checked again after the commit
+ * (departures.ts: a departure that raced the approval ends it, and no secret is held). Returns for whom it waits.
+ */
+export async function approveForItsMaker<Command, State extends { status: string }, Event extends { type: string; data: unknown }>(
+  deps: CredentialDeps,
+  options: {
+    subject: { kind: 'api-key' | 'webhook-endpoint'; id: string; what: string };
+    stream: string;
+    decider: Decider<Command, State, Event>;
+    command: Command;
+    credential: (asked: Exclude<State, { status: 'none' }>) => DeliveredSecret;
+    context: CommandContext;
+  },
+): Promise<string> {
+  const { subject, stream, decider, command, context } = options;
+  const { state: asked } = await loadState(deps, stream, decider);
+  if (asked.status === 'none') throw new DomainError('NOT_FOUND', `${subject.what} does not exist`);
+  const existing = asked as Exclude<State, { status: 'none' }>;
+  const requestedBy = (existing as unknown as { requestedBy: string }).requestedBy;
+  await runDecision<{ subject: State; requester: UserState }, void>(deps, {
+    read: { subject: { stream, ...decider }, requester: { stream: streams.user(requestedBy), ...userDecider } },
+    decide: ({ subject: state, requester }) => {
+      const events = decider.decide(command, state);
+      requireStillMaker(requester, `approve ${subject.what}`);
+      return { writes: [{ stream, events }], result: undefined };
+    },
+    context,
+  });
+  if (await endIfHolderLeft(deps, subject, requestedBy, context)) throw holderLeftError(subject.what);
+  await deps.credentials.hold(requestedBy, options.credential(existing));
+  return requestedBy;
 }
 
 /** A rotation asked for by a maker who has since left is not approved: its new secret would go to them. */

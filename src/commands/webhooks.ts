@@ -1,12 +1,12 @@
 import { DomainError } from '../domain/errors.ts';
+import type { WebhookEndpointEvent } from '../domain/events.ts';
 import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
 import { isEndpointID, newEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
 import { newWebhookSecret, sealWebhookSecret } from '../domain/webhook-secrets.ts';
-import { actingUser, requireRotationRequesterStillMaker, requireStillMaker, rotationReason, ROTATION_OUTCOME, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps, type RotationDecision, type RotationDeps, type RotationOutcome } from './back-office.ts';
-import { userDecider, type UserState } from './users.ts';
+import { actingUser, approveForItsMaker, requireRotationRequesterStillMaker, rotationReason, ROTATION_OUTCOME, userContext, type ActiveUser, type BackOfficeDeps, type CredentialDeps, type RotationDecision, type RotationDeps, type RotationOutcome } from './back-office.ts';
 import { endIfHolderLeft, holderLeftError } from './departures.ts';
-import { loadState, runCommand, runDecision, type CommandContext } from './pipeline.ts';
+import { runCommand, type CommandContext } from './pipeline.ts';
 import { SYSTEM_DISABLER, webhookEndpointDecider, type WebhookEndpointCommand, type WebhookEndpointState } from './webhook-endpoints.ts';
 
 /**
@@ -44,22 +44,15 @@ export async function approveWebhookEndpoint(deps: WebhookCommandDeps, user: Act
   const secret = newWebhookSecret();
   const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
   if (!isEndpointID(endpointID)) throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID.slice(0, 40)} does not exist`);
-  const endpointStream = streams.webhookEndpoint(endpointID);
-  const { state: asked } = await loadState(deps, endpointStream, webhookEndpointDecider);
-  if (asked.status === 'none') throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID} does not exist`);
-  const command: WebhookEndpointCommand = { type: 'ApproveWebhookEndpoint', data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) } };
-  await runDecision<{ endpoint: WebhookEndpointState; requester: UserState }, void>(deps, {
-    read: { endpoint: { stream: endpointStream, ...webhookEndpointDecider }, requester: { stream: streams.user(asked.requestedBy), ...userDecider } },
-    decide: ({ endpoint, requester }) => {
-      const events = webhookEndpointDecider.decide(command, endpoint);
-      requireStillMaker(requester, `approve webhook endpoint ${endpointID}`);
-      return { writes: [{ stream: endpointStream, events }], result: undefined };
-    },
+  const heldFor = await approveForItsMaker<WebhookEndpointCommand, WebhookEndpointState, WebhookEndpointEvent>(deps, {
+    subject: { kind: 'webhook-endpoint', id: endpointID, what: `webhook endpoint ${endpointID}` },
+    stream: streams.webhookEndpoint(endpointID),
+    decider: webhookEndpointDecider,
+    command: { type: 'ApproveWebhookEndpoint', data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) } },
+    credential: (endpoint) => ({ kind: 'webhook-endpoint', endpointID, url: endpoint.url, signingSecret: secret }),
     context: userContext(user, correlationId),
   });
-  if (await endIfHolderLeft(deps, { kind: 'webhook-endpoint', id: endpointID }, asked.requestedBy, userContext(user, correlationId))) throw holderLeftError(`webhook endpoint ${endpointID}`);
-  await deps.credentials.hold(asked.requestedBy, { kind: 'webhook-endpoint', endpointID, url: asked.url, signingSecret: secret });
-  return { endpointID, heldFor: asked.requestedBy };
+  return { endpointID, heldFor };
 }
 
 export async function rejectWebhookEndpoint(deps: WebhookCommandDeps, user: ActiveUser, endpointID: string, reason: unknown, correlationId: string): Promise<{ endpointID: string }> {
