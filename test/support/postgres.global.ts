@@ -1,0 +1,17 @@
+import { startPostgresServer, type PostgresServer } from './postgres-server.ts';
+
+/**
+ * Global setup: one PostgreSQL server for the whole run (POSTGRES_URL's, or an embedded one). It must start:
+ * a run without it fails rather than skipping the PostgreSQL suites.
+ */
+let server: PostgresServer | undefined;
+
+export async function setup(): Promise<void> {
+  server = await startPostgresServer();
+  // The test workers are forked after global setup, with this environment.
+  process.env.TEST_POSTGRES_URL = server.url;
+}
+
+export async function teardown(): Promise<void> {
+  await server?.stop();
+}
