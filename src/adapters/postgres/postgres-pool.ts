@@ -1,0 +1,105 @@
+import pg from 'pg';
+
+/**
+ * What the PostgreSQL stores share: a bounded pool with a statement timeout on every call, the classification
+ * of the server's errors into "worth retrying" and "permanent", and versioned migrations that several
+ * processes may run at the same moment.
+ */
+export interface PostgresConnectionOptions {
+  /** postgres://user:password@host:port/database?sslmode=verify-full … (never logged: see redactUrl). */
+  url: string;
+  /** Most connections this pool opens. */
+  poolSize: number;
+  /** The server cancels any statement that runs longer (ms); also the client's wait for a connection. */
+  statementTimeoutMs: number;
+  /** Shown in pg_stat_activity, so that an operator sees which part of the service holds a connection. */
+  applicationName: string;
+}
+
+export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    statement_timeout: options.statementTimeoutMs,
+    // The client-side bound too: a server that stops answering (a partition) is not a statement the server can cancel.
+    query_timeout: options.statementTimeoutMs + 1_000,
+    connectionTimeoutMillis: options.statementTimeoutMs,
+    idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
+    application_name: options.applicationName,
+    keepAlive: true,
+  });
+  // An idle client's connection that breaks (a failover, a restarted server) is removed from the pool; the
+  // error must not crash the process. The next query opens a new connection.
+  pool.on('error', () => {});
+  return pool;
+}
+
+/**
+ * SQLSTATE classes and codes that say nothing about the request: the connection, the server's state or a
+ * conflict with another transaction. Anything else (a constraint, a syntax error, permission denied, a value too
+ * long) is permanent: retrying it would loop for ever.
+ */
+const TRANSIENT_CLASSES = ['08', '53', '57', '58', '40'];
+const TRANSIENT_CODES = new Set(['55P03' /* lock_not_available */, '55006' /* object_in_use */, 'XX000' /* internal_error, seen in failovers */]);
+/** Node-level errors of a connection that broke or never opened. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+export function isTransientPostgresError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (NETWORK_CODES.has(code) || TRANSIENT_CODES.has(code)) return true;
+    if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_CLASSES.includes(code.slice(0, 2));
+  }
+  // pg's own messages for a connection lost or never acquired (no SQLSTATE).
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error/i.test(error.message);
+}
+
+/** The URL without its password, for logs and errors. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(an unparsable PostgreSQL URL)';
+  }
+}
+
+export interface Migration {
+  version: number;
+  /** Statements run in one transaction with the version's record. */
+  sql: string;
+}
+
+/**
+ * Applies the migrations not yet applied to `schemaName`'s history, in version order, each in its own
+ * transaction. A transaction-scoped advisory lock serializes processes that start together: the second one
+ * waits, then finds the versions recorded and applies nothing.
+ */
+export async function migrate(pool: pg.Pool, schemaName: string, migrations: Migration[]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('CREATE TABLE IF NOT EXISTS wallet_ops_migrations (store TEXT NOT NULL, version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (store, version))').catch(async (error: unknown) => {
+      // Two processes creating the table at once: one loses with a unique violation on the catalog; the table exists.
+      if ((error as { code?: string }).code !== '23505') throw error;
+    });
+    for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+      await client.query('BEGIN');
+      try {
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wallet-ops-migrations:${schemaName}`]);
+        const applied = await client.query('SELECT 1 FROM wallet_ops_migrations WHERE store = $1 AND version = $2', [schemaName, migration.version]);
+        if (applied.rowCount === 0) {
+          await client.query(migration.sql);
+          await client.query('INSERT INTO wallet_ops_migrations (store, version) VALUES ($1, $2)', [schemaName, migration.version]);
+        }
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    }
+  } finally {
+    client.release();
+  }
+}
