@@ -1,8 +1,8 @@
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
-import { CheckpointConflictError, type Document, type ReadStore, type Write } from '../ports/read-store.ts';
+import type { Document, ReadStore, Write } from '../ports/read-store.ts';
 import type { Positioned, Projection, ProjectedEvent } from './projection.ts';
 import { foldInMemory } from './fold.ts';
-import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { exclusiveCheckpoint, Follower, type ConsumerLogger, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 
 type Doc = Document & Positioned;
 
@@ -91,99 +91,51 @@ export interface RunnerOptions {
   batchSize?: number;
   logger: ConsumerLogger;
   /** Supervisor settings (tests shorten the backoff). */
-  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+  supervision?: Supervision;
 }
 
 /**
- * Keeps one projection current: a supervised subscription from its checkpoint, events taken in batches of
- * whatever has arrived, each batch committed with the checkpoint it reached. The checkpoint is compared on
- * every commit, so when a rebuild swaps in a new model (and its checkpoint) the runner notices and resumes
- * from there. Any other failure (a store outage) ends the session; the supervisor resubscribes from the last
- * committed checkpoint.
+ * Keeps one projection current: a follower of the projection's event types whose handler folds each batch into
+ * the documents it touches and returns their writes, committed with the checkpoint the batch reached. The
+ * checkpoint is exclusive and fenced by the projection's generation, so when a rebuild swaps in a new model (and
+ * its checkpoint) the runner notices at its next commit and resumes from there.
  */
 export class ProjectionRunner {
-  private checkpoint: number | null = null;
-  readonly consumer: SupervisedConsumer;
+  private readonly follower: Follower;
 
   constructor(private readonly options: RunnerOptions) {
-    this.consumer = new SupervisedConsumer({ name: `projection:${options.projection.name}`, logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+    const { eventStore, readStore, projection } = options;
+    this.follower = new Follower({
+      name: `projection:${projection.name}`,
+      eventStore,
+      filter: { eventTypes: [...projection.eventTypes] },
+      checkpoint: exclusiveCheckpoint(readStore, projection.name, { fencedByGeneration: true }),
+      batchSize: options.batchSize ?? 1000,
+      logger: options.logger,
+      ...(options.supervision ? { supervision: options.supervision } : {}),
+      handle: async (batch) => {
+        const fold = newFold();
+        await foldEvents(readStore, projection, batch.map(projected), projection.collection.name, fold);
+        return takeWrites(fold, projection.collection.name);
+      },
+    });
+  }
+
+  get consumer(): SupervisedConsumer {
+    return this.follower.consumer;
   }
 
   get position(): number | null {
-    return this.checkpoint;
+    return this.follower.position;
   }
 
   start(): void {
-    this.consumer.start();
+    this.follower.start();
   }
 
   stop(): Promise<void> {
-    return this.consumer.stop();
-  }
-
-  private async session(context: SessionContext): Promise<void> {
-    const { eventStore, readStore, projection } = this.options;
-    while (!context.stopping()) {
-      // The generation first: a promote between the two reads then fails our first commit, never the reverse.
-      // Outside the try below on purpose: a store error here (a MongoDB outage) ends the session like any other,
-      // and the supervisor retries it with backoff (test/faults/read-store-outage.test.ts).
-      const generation = await readStore.getGeneration(projection.name);
-      this.checkpoint = await readStore.getCheckpoint(projection.name);
-      if (this.checkpoint !== null) context.progress(this.checkpoint);
-      const subscription = context.own(eventStore.subscribeToAll({ from: this.checkpoint ?? 'start', filter: { eventTypes: [...projection.eventTypes] } }));
-      try {
-        for await (const batch of batches(subscription, this.options.batchSize ?? 1000)) {
-          this.checkpoint = await applyBatch(readStore, projection, batch.map(projected), {
-            collection: projection.collection.name,
-            checkpoint: projection.name,
-            expected: this.checkpoint,
-            generation,
-          });
-          context.progress(this.checkpoint);
-        }
-      } catch (error) {
-        if (!(error instanceof CheckpointConflictError)) throw error;
-        // A rebuild was swapped in: resume from its checkpoint.
-      } finally {
-        await subscription.stop();
-      }
-    }
+    return this.follower.stop();
   }
 }
 
 const projected = (event: RecordedEvent): ProjectedEvent => ({ type: event.type, data: event.data, position: event.position, createdAt: event.createdAt });
-
-/**
- * Groups a subscription's events into batches of what is already available: the first event is awaited,
- * then more are taken as long as they arrive without yielding to the event loop. When the subscription fails
- * in the middle of a batch, the events it did deliver are yielded first and the failure comes at the next
- * pull: a consumer whose subscription keeps breaking still commits what it read, and makes progress.
- */
-export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: number): AsyncGenerator<RecordedEvent[]> {
-  const iterator = source[Symbol.asyncIterator]();
-  const idle = Symbol('idle');
-  let pending = iterator.next();
-  for (;;) {
-    const first = await pending;
-    if (first.done) return;
-    const batch = [first.value];
-    pending = iterator.next();
-    while (batch.length < maxSize) {
-      let next: IteratorResult<RecordedEvent> | typeof idle;
-      try {
-        next = await Promise.race([pending, new Promise<typeof idle>((resolve) => setImmediate(() => resolve(idle)))]);
-      } catch (error) {
-        yield batch;
-        throw error;
-      }
-      if (next === idle) break;
-      if (next.done) {
-        yield batch;
-        return;
-      }
-      batch.push(next.value);
-      pending = iterator.next();
-    }
-    yield batch;
-  }
-}

@@ -2,8 +2,7 @@ import type { WebhookEndpointEvent } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { ReadStore, Write } from '../ports/read-store.ts';
-import { batches } from '../projections/projection-runner.ts';
-import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { exclusiveCheckpoint, Follower, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import { deliveryID, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_OUTBOX_CHECKPOINT, WEBHOOK_ROUTES_COLLECTION, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
 import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, type WebhookMessage } from './webhook-events.ts';
 
@@ -32,7 +31,7 @@ export interface WebhookOutboxOptions {
   maxEventAgeMs: number;
   /** Called after a commit queued deliveries for these endpoints: the dispatcher of this process starts at once. */
   onQueued?: (endpointIDs: string[]) => void;
-  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+  supervision?: Supervision;
 }
 
 /** The route after an endpoint event (pure). */
@@ -60,51 +59,58 @@ const IDLE_CHECKPOINT_EVENTS = 10_000;
 const IDLE_CHECKPOINT_MS = 5_000;
 
 export class WebhookOutbox {
-  readonly consumer: SupervisedConsumer;
+  private readonly follower: Follower;
   /** The routes at the checkpoint, loaded at each session's start and kept with every commit. */
   private routes = new Map<string, RouteDoc>();
 
   constructor(private readonly options: WebhookOutboxOptions) {
-    this.consumer = new SupervisedConsumer({ name: 'webhook-outbox', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
-  }
-
-  start(): void {
-    this.consumer.start();
-  }
-
-  stop(): Promise<void> {
-    return this.consumer.stop();
-  }
-
-  private async session(context: SessionContext): Promise<void> {
-    const { eventStore, readStore } = this.options;
-    let checkpoint = await readStore.getCheckpoint(WEBHOOK_OUTBOX_CHECKPOINT);
-    const routes = await readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {});
-    this.routes = new Map(routes.map((route) => [route.id, route]));
-    context.progress(checkpoint ?? 0);
-    const subscription = context.own(eventStore.subscribeToAll({ from: checkpoint ?? 'start', filter: { eventTypes: [...OUTBOX_EVENT_TYPES] } }));
-    let committedAt = Date.now();
-    // Events are taken in batches of what has already arrived (as the projections take them): a burst of
-    // completions costs one commit, not one per event.
-    for await (const batch of batches(subscription, BATCH_SIZE)) {
-      const routes = new Map(this.routes);
-      const writes: Write[] = [];
-      for (const event of batch) writes.push(...(await this.writesFor(event, routes)));
-      const last = batch.at(-1)!;
+    const { eventStore, readStore } = options;
+    this.follower = new Follower({
+      name: 'webhook-outbox',
+      eventStore,
+      filter: { eventTypes: [...OUTBOX_EVENT_TYPES] },
+      checkpoint: exclusiveCheckpoint(readStore, WEBHOOK_OUTBOX_CHECKPOINT),
+      batchSize: BATCH_SIZE,
       // A batch that queues nothing and changes no route needs no commit: replayed after a restart it queues
       // nothing again (routes only change through commits). The checkpoint still moves now and then, so that
       // a restart does not read a long stretch of events nobody listens to again.
-      const idleCheckpointDue = writes.length === 0 && (last.position - (checkpoint ?? 0) >= IDLE_CHECKPOINT_EVENTS || Date.now() - committedAt >= IDLE_CHECKPOINT_MS);
-      if (writes.length > 0 || idleCheckpointDue) {
-        await readStore.commit(writes, { projection: WEBHOOK_OUTBOX_CHECKPOINT, position: last.position, expected: checkpoint });
-        checkpoint = last.position;
-        committedAt = Date.now();
-        this.routes = routes;
+      commitEvery: { positions: IDLE_CHECKPOINT_EVENTS, ms: IDLE_CHECKPOINT_MS },
+      logger: options.logger,
+      ...(options.supervision ? { supervision: options.supervision } : {}),
+      prepare: async () => {
+        const routes = await readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {});
+        this.routes = new Map(routes.map((route) => [route.id, route]));
+      },
+      handle: (batch) => this.handle(batch),
+      onCommitted: (writes) => {
         const queued = writes.flatMap((write) => (write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name ? [(write.doc as DeliveryDoc).endpointID] : []));
         if (queued.length > 0) this.options.onQueued?.([...new Set(queued)]);
-      }
-      context.progress(last.position);
-    }
+      },
+    });
+  }
+
+  get consumer(): SupervisedConsumer {
+    return this.follower.consumer;
+  }
+
+  start(): void {
+    this.follower.start();
+  }
+
+  stop(): Promise<void> {
+    return this.follower.stop();
+  }
+
+  /**
+   * The batch's writes. The routes are changed on a copy, kept once the follower committed them: a failed
+   * commit ends the session, and the next one reloads the routes with the checkpoint.
+   */
+  private async handle(batch: RecordedEvent[]): Promise<Write[]> {
+    const routes = new Map(this.routes);
+    const writes: Write[] = [];
+    for (const event of batch) writes.push(...(await this.writesFor(event, routes)));
+    this.routes = routes;
+    return writes;
   }
 
   /** The writes an event makes, given the routes as of the events before it (updated in place by route changes). */

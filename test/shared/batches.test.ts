@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedEvent } from '../../src/ports/event-store.ts';
-import { batches } from '../../src/projections/projection-runner.ts';
+import { batches } from '../../src/shared/follower.ts';
 
 /** Batching a subscription: what arrived together goes together; a failure never swallows what was read. */
 const event = (position: number): RecordedEvent => ({ id: String(position), type: 'T', data: {}, metadata: {}, stream: 's', revision: position, position, createdAt: '' });

@@ -1,0 +1,329 @@
+/**
+ * The one follower of the event stream. Every piece of background work that follows the store (the
+ * projections, the webhook outbox, key revocations, the executor, the API-key directory, the audit sealer) is
+ * a follower with its own handler; the follower owns the rest, once:
+ *
+ *  - a session reads the checkpoint, subscribes after it, and hands the handler the events in batches of what
+ *    has already arrived (a burst costs one commit, not one per event);
+ *  - the checkpoint moves only over what is handled, and contiguously: an event the handler settles later
+ *    (`settleLater`, the executor's operations) holds it back until it is settled, whatever came after it;
+ *  - where the checkpoint lives is a policy: with the handler's writes in one atomic commit and a fence
+ *    against a second writer (exclusive), forward only among processes that share it (shared), or in memory;
+ *  - supervision: a failed session is logged once, retried with the one backoff and resumed from the
+ *    checkpoint (nothing skipped, nothing lost); `consumer.status()` is the health signal /health reads.
+ *
+ * The dispatcher of webhook deliveries follows the delivery queues, not the stream: it uses the same
+ * supervision (`supervise`) and nothing else of this.
+ */
+import type { EventFilter, EventStore, RecordedEvent } from '../ports/event-store.ts';
+import { CheckpointConflictError, type ReadStore, type Write } from '../ports/read-store.ts';
+import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from './supervised-consumer.ts';
+
+export { describeError, SupervisedConsumer, type ConsumerLogger, type ConsumerStatus, type SessionContext } from './supervised-consumer.ts';
+
+export type Supervision = Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+
+/** Supervision alone, for background work that follows something other than the stream (the webhook queues). */
+export function supervise(name: string, logger: ConsumerLogger, session: SupervisedConsumerOptions['session'], supervision?: Supervision): SupervisedConsumer {
+  return new SupervisedConsumer({ name, logger, ...supervision, session });
+}
+
+/** Where a follower's checkpoint lives: every event at or below it has been handled. */
+export interface CheckpointPolicy {
+  /** Read at the start of every session: where to resume (null: from the first event). */
+  load(): Promise<number | null>;
+  /**
+   * Makes `position` durable, with the handler's writes when the checkpoint lives beside them. A policy that
+   * finds someone else moved the checkpoint throws CheckpointConflictError: the follower resumes from theirs.
+   */
+  commit(position: number, writes: Write[]): Promise<void>;
+}
+
+/**
+ * The checkpoint of a read model with one writer: committed atomically with the model's writes, fenced by the
+ * checkpoint it expects (and, for a projection, the generation a rebuild raises), so that a rebuild swapped in
+ * meanwhile, or a second runner of the same model, makes this one resume from the new checkpoint instead of
+ * writing stale documents.
+ */
+export function exclusiveCheckpoint(readStore: ReadStore, name: string, options: { fencedByGeneration?: boolean } = {}): CheckpointPolicy {
+  let expected: number | null = null;
+  let generation: number | undefined;
+  return {
+    async load() {
+      // The generation first: a promote between the two reads then fails our first commit, never the reverse.
+      if (options.fencedByGeneration) generation = await readStore.getGeneration(name);
+      expected = await readStore.getCheckpoint(name);
+      return expected;
+    },
+    async commit(position, writes) {
+      await readStore.commit(writes, { projection: name, position, expected, ...(generation === undefined ? {} : { generation }) });
+      expected = position;
+    },
+  };
+}
+
+/**
+ * A checkpoint that several processes share (the executors', key revocations'): it only moves forward. Another
+ * process may be further already (nothing is written) or move it at the same moment (compare-and-set, again).
+ * Handlers of a shared checkpoint write nothing beside it.
+ */
+export function sharedCheckpoint(readStore: ReadStore, name: string): CheckpointPolicy {
+  return {
+    load: () => readStore.getCheckpoint(name),
+    async commit(position, writes) {
+      if (writes.length > 0) throw new Error(`the shared checkpoint ${name} commits no writes`);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const current = await readStore.getCheckpoint(name);
+        if (current !== null && current >= position) return;
+        try {
+          return await readStore.commit([], { projection: name, position, expected: current });
+        } catch (error) {
+          if (!(error instanceof CheckpointConflictError)) throw error;
+        }
+      }
+    },
+  };
+}
+
+/** A checkpoint kept by the handler's own state (the API-key directory in memory, the sealer's last seal). */
+export function checkpointIn(load: () => Promise<number | null> | number | null): CheckpointPolicy {
+  return { load: async () => load(), commit: async () => {} };
+}
+
+/** What a handler may ask of its follower while it handles a batch. */
+export interface BatchContext {
+  stopping(): boolean;
+  /** The event at `position` is handled only once `settled` resolves: the checkpoint does not pass it before. */
+  settleLater(position: number, settled: Promise<unknown>): void;
+}
+
+/**
+ * Thrown by a handler (or a checkpoint policy) when the ground moved under it, e.g. another sealer sealed
+ * first: the session ends without counting a failure and a new one resumes from the checkpoint.
+ */
+export class Resubscribe extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'Resubscribe';
+  }
+}
+
+export interface FollowerOptions {
+  name: string;
+  eventStore: EventStore;
+  filter?: EventFilter;
+  checkpoint: CheckpointPolicy;
+  /** Handles a batch of events, in position order; returns the writes to commit with the checkpoint. */
+  handle(batch: RecordedEvent[], context: BatchContext): Promise<Write[] | void>;
+  /** Told after the handler's writes are committed (the outbox wakes the dispatcher). */
+  onCommitted?(writes: Write[]): void;
+  /** Runs at the start of every session, before the checkpoint is read (a handler reloads its state). */
+  prepare?(): Promise<void>;
+  /** Most events per batch. Default 1000. */
+  batchSize?: number;
+  /**
+   * A batch that writes nothing commits its checkpoint only when this many positions or ms have passed since the
+   * last commit (a replay after a restart is then harmless and short). Default: every batch commits.
+   */
+  commitEvery?: { positions: number; ms: number };
+  /** At most this many events waiting to settle (settleLater): the follower reads no more until one does. */
+  maxUnsettled?: number;
+  /** While events wait to settle, the checkpoint is committed this often. Default 200 ms. */
+  settledCommitMs?: number;
+  /** Called when no event came for `afterMs` (the sealer seals what it has). */
+  idle?: { afterMs: number; run(): Promise<void> };
+  logger: ConsumerLogger;
+  supervision?: Supervision;
+}
+
+const IDLE = Symbol('idle');
+
+export class Follower {
+  readonly consumer: SupervisedConsumer;
+  /** The last committed (or loaded) checkpoint. */
+  private committed: number | null = null;
+  /** The last position handed to the handler and handled (settled or not). */
+  private delivered: number | null = null;
+  private committedAt = Date.now();
+  /** Events waiting to settle, by position. */
+  private readonly unsettled = new Set<number>();
+  private readonly settleWaiters: Array<() => void> = [];
+  /** An event whose settling failed: the session fails with its error at the next batch. */
+  private settleFailure: { error: unknown; position: number } | undefined;
+  private committing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: FollowerOptions) {
+    this.consumer = supervise(options.name, options.logger, (context) => this.session(context), options.supervision);
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** The checkpoint as this process knows it: every event at or below it is handled. */
+  get position(): number | null {
+    return this.committed;
+  }
+
+  /** Every event at or below this is handled, committed or not. */
+  get handledPosition(): number | null {
+    if (this.delivered === null) return this.committed;
+    let safe = this.delivered;
+    for (const position of this.unsettled) safe = Math.min(safe, position - 1);
+    return safe;
+  }
+
+  start(): void {
+    this.consumer.start();
+    this.timer = setInterval(() => {
+      if (this.unsettled.size > 0 || (this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitHandled().catch(() => {}); // a failure surfaces at the session's next commit
+    }, this.options.settledCommitMs ?? 200);
+    this.timer.unref();
+  }
+
+  /** Stops following; what is handled is committed (a failure here only means a harmless replay at the next start). */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.consumer.stop();
+    this.settleWaiters.splice(0).forEach((wake) => wake());
+    await this.commitHandled().catch((error: unknown) => this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not saved at stop; the next start replays from the last one'));
+  }
+
+  private async session(context: SessionContext): Promise<void> {
+    while (!context.stopping()) {
+      if (this.settleFailure) {
+        this.unsettled.delete(this.settleFailure.position); // delivered again from the checkpoint below
+        this.settleFailure = undefined;
+      }
+      await this.options.prepare?.();
+      this.committed = await this.options.checkpoint.load();
+      this.delivered = this.committed;
+      this.committedAt = Date.now();
+      if (this.committed !== null) context.progress(this.committed);
+      const subscription = context.own(this.options.eventStore.subscribeToAll({ from: this.committed ?? 'start', ...(this.options.filter ? { filter: this.options.filter } : {}) }));
+      try {
+        await this.consume(subscription, context);
+        return;
+      } catch (error) {
+        if (!(error instanceof Resubscribe || error instanceof CheckpointConflictError)) throw error;
+        // Someone else moved the ground (a rebuild swapped in, another sealer sealed): resume from the checkpoint.
+      } finally {
+        await subscription.stop();
+      }
+    }
+  }
+
+  private async consume(subscription: AsyncIterable<RecordedEvent>, context: SessionContext): Promise<void> {
+    const batchContext: BatchContext = { stopping: context.stopping, settleLater: (position, settled) => this.settleLater(position, settled) };
+    const idle = this.options.idle;
+    for await (const batch of batches(subscription, this.options.batchSize ?? 1000, idle?.afterMs)) {
+      if (batch === IDLE) {
+        await idle!.run();
+        continue;
+      }
+      if (this.settleFailure !== undefined) throw this.settleFailure.error;
+      const writes = (await this.options.handle(batch, batchContext)) ?? [];
+      this.delivered = batch.at(-1)!.position;
+      if (writes.length > 0 || this.commitDue()) await this.commitHandled(writes);
+      if (writes.length > 0) this.options.onCommitted?.(writes);
+      context.progress(this.handledPosition ?? 0);
+      await this.untilRoomToSettle(context);
+    }
+  }
+
+  private commitDue(): boolean {
+    const every = this.options.commitEvery;
+    if (!every) return true;
+    return (this.handledPosition ?? 0) - (this.committed ?? 0) >= every.positions || Date.now() - this.committedAt >= every.ms;
+  }
+
+  /** Commits the handled position (and the writes that go with it): one commit at a time. */
+  private async commitHandled(writes: Write[] = []): Promise<void> {
+    while (this.committing) await this.committing.catch(() => {});
+    const position = this.handledPosition;
+    if (position === null || (writes.length === 0 && position <= (this.committed ?? -1))) return;
+    this.committing = this.options.checkpoint.commit(position, writes).then(() => {
+      this.committed = position;
+      this.committedAt = Date.now();
+    });
+    try {
+      await this.committing;
+    } finally {
+      this.committing = undefined;
+    }
+  }
+
+  private settleLater(position: number, settled: Promise<unknown>): void {
+    this.unsettled.add(position);
+    settled.then(
+      () => {
+        this.unsettled.delete(position);
+        this.settleWaiters.shift()?.();
+      },
+      (error: unknown) => {
+        // It stays unsettled, holding the checkpoint back: the session fails and the next one delivers it again.
+        this.settleFailure ??= { error, position };
+        this.settleWaiters.shift()?.();
+      },
+    );
+  }
+
+  private async untilRoomToSettle(context: SessionContext): Promise<void> {
+    const max = this.options.maxUnsettled;
+    while (max !== undefined && this.unsettled.size >= max && !context.stopping()) {
+      await new Promise<void>((resolve) => this.settleWaiters.push(resolve));
+    }
+  }
+}
+
+/**
+ * Groups a subscription's events into batches of what is already available: the first event is awaited,
+ * then more are taken as long as they arrive without yielding to the event loop. When the subscription fails
+ * in the middle of a batch, the events it did deliver are yielded first and the failure comes at the next
+ * pull: a follower whose subscription keeps breaking still commits what it read, and makes progress. With
+ * `idleMs`, IDLE is yielded when no event came for that long.
+ */
+export function batches(source: AsyncIterable<RecordedEvent>, maxSize: number): AsyncGenerator<RecordedEvent[]>;
+export function batches(source: AsyncIterable<RecordedEvent>, maxSize: number, idleMs?: number): AsyncGenerator<RecordedEvent[] | typeof IDLE>;
+export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: number, idleMs?: number): AsyncGenerator<RecordedEvent[] | typeof IDLE> {
+  const iterator = source[Symbol.asyncIterator]();
+  const nextTick = Symbol('next tick');
+  let pending = iterator.next();
+  for (;;) {
+    const first = idleMs === undefined ? await pending : await raceTimer(pending, idleMs);
+    if (first === IDLE) {
+      yield IDLE;
+      continue;
+    }
+    if (first.done) return;
+    const batch = [first.value];
+    pending = iterator.next();
+    while (batch.length < maxSize) {
+      let next: IteratorResult<RecordedEvent> | typeof nextTick;
+      try {
+        next = await Promise.race([pending, new Promise<typeof nextTick>((resolve) => setImmediate(() => resolve(nextTick)))]);
+      } catch (error) {
+        yield batch;
+        throw error;
+      }
+      if (next === nextTick) break;
+      if (next.done) {
+        yield batch;
+        return;
+      }
+      batch.push(next.value);
+      pending = iterator.next();
+    }
+    yield batch;
+  }
+}
+
+async function raceTimer<T>(next: Promise<T>, ms: number): Promise<T | typeof IDLE> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([next, new Promise<typeof IDLE>((resolve) => (timer = setTimeout(() => resolve(IDLE), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
