@@ -152,6 +152,8 @@ export class Follower {
   private settleFailure: { error: unknown; position: number } | undefined;
   private committing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The handler has left events to settle later: the timer commits what settles between batches. */
+  private settles = false;
 
   constructor(private readonly options: FollowerOptions) {
     this.consumer = supervise(options.name, options.logger, (context) => this.session(context), options.supervision);
@@ -177,7 +179,8 @@ export class Follower {
   start(): void {
     this.consumer.start();
     this.timer = setInterval(() => {
-      if (this.unsettled.size > 0 || (this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitHandled().catch(() => {}); // a failure surfaces at the session's next commit
+      // Only a follower whose events settle later has handled positions that no batch commits.
+      if (this.settles && (this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitHandled().catch(() => {}); // a failure surfaces at the session's next commit
     }, this.options.settledCommitMs ?? 200);
     this.timer.unref();
   }
@@ -255,6 +258,7 @@ export class Follower {
   }
 
   private settleLater(position: number, settled: Promise<unknown>): void {
+    this.settles = true;
     this.unsettled.add(position);
     settled.then(
       () => {
