@@ -99,7 +99,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // A store that blinks while the process starts is waited for, as the consumers would: not a crash loop.
   await untilAvailable(() => catchUpApiKeyDirectory(stores.eventStore, directory), 'reading the API keys', logger);
   const following = followApiKeys(stores.eventStore, directory, logger);
-  const watched: WatchedConsumer[] = [{ consumer: following, filter: { streamPrefixes: [streamPrefixes.apiKey] } }];
+  const watched: WatchedConsumer[] = [{ consumer: following.consumer, filter: { streamPrefixes: [streamPrefixes.apiKey] } }];
 
   const cache = new StateCache();
   // Seals webhook secrets and one-time API-key secrets, and keys the hashes of cash-out codes.

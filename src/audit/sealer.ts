@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type EventStore, type RecordedEvent, WrongExpectedVersionError } from '../ports/event-store.ts';
-import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { checkpointIn, Follower, Resubscribe, type ConsumerLogger, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import { GENESIS_DIGEST, type HistorySealedData, type RecordedSeal, SEAL_EVENT_TYPE, SEALS_STREAM, SealAccumulator, findSealedEvent, isSealEvent } from './seals.ts';
 
 /**
@@ -22,7 +22,7 @@ export interface SealerOptions {
   /** Told of each failure (the supervisor also logs it and resubscribes). */
   onError?: (error: unknown) => void;
   logger?: ConsumerLogger;
-  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+  supervision?: Supervision;
   /** Called after each seal this sealer appended. */
   onSeal?: (seal: HistorySealedData) => void;
 }
@@ -58,90 +58,83 @@ export async function resumePosition(store: EventStore, seal: HistorySealedData)
 
 export const toRecordedSeal = (event: RecordedEvent): RecordedSeal => ({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
 
-const IDLE = Symbol('idle');
-
+/**
+ * A follower of the whole history whose checkpoint is the last seal: every session starts from it (found again
+ * by its stream and revision) and accumulates; a conflict on the seals stream, or another sealer's seal seen in
+ * the history, means another sealer sealed first, and the follower resumes from that seal.
+ */
 class Sealer implements RunningSealer {
-  readonly consumer: SupervisedConsumer;
+  private readonly follower: Follower;
   private readonly every: number;
+  private revision = -1;
+  private range = new SealAccumulator(GENESIS_DIGEST, null);
+  private after: number | null = null;
 
   constructor(private readonly options: SealerOptions) {
     this.every = options.every ?? 1000;
     if (!Number.isSafeInteger(this.every) || this.every < 1) throw new Error('a seal covers at least one event');
-    this.consumer = new SupervisedConsumer({ name: 'sealer', logger: options.logger ?? SILENT, ...options.supervision, session: (context) => this.session(context) });
+    const reported = <T>(work: () => Promise<T>) => async () => {
+      try {
+        return await work();
+      } catch (error) {
+        if (!(error instanceof Resubscribe)) this.options.onError?.(error);
+        throw error;
+      }
+    };
+    this.follower = new Follower({
+      name: 'sealer',
+      eventStore: options.eventStore,
+      checkpoint: checkpointIn(() => this.after),
+      logger: options.logger ?? SILENT,
+      ...(options.supervision ? { supervision: options.supervision } : {}),
+      ...(options.idleMs === undefined ? {} : { idle: { afterMs: options.idleMs, run: reported(async () => (this.range.count > 0 ? this.seal() : undefined)) } }),
+      prepare: reported(() => this.resume()),
+      handle: (batch) => reported(() => this.handle(batch))(),
+    });
+  }
+
+  get consumer(): SupervisedConsumer {
+    return this.follower.consumer;
   }
 
   start(): void {
-    this.consumer.start();
+    this.follower.start();
   }
 
   stop(): Promise<void> {
-    return this.consumer.stop();
+    return this.follower.stop();
   }
 
-  private async session(context: SessionContext): Promise<void> {
-    while (!context.stopping()) {
-      try {
-        await this.follow(context);
-      } catch (error) {
-        // A conflict: another sealer sealed first. Carry on from its seal. Anything else ends the session.
-        if (error instanceof WrongExpectedVersionError) continue;
-        if (!context.stopping()) this.options.onError?.(error);
-        throw error;
-      }
-    }
-  }
-
-  /** From the last seal: accumulate, seal every N events; returns when another sealer sealed first. */
-  private async follow(context: SessionContext): Promise<void> {
-    const { eventStore: store } = this.options;
+  private async resume(): Promise<void> {
+    const store = this.options.eventStore;
     const last = await lastSeal(store);
-    const after = last ? await resumePosition(store, last.data) : null;
-    let revision = last?.revision ?? -1;
-    let range = new SealAccumulator(last?.data.digest ?? GENESIS_DIGEST, after);
-    const subscription = context.own(store.subscribeToAll({ from: after ?? 'start' }));
-    if (after !== null) context.progress(after);
-    const iterator = subscription[Symbol.asyncIterator]();
-    const seal = async () => {
-      const data = range.seal();
-      await store.append(SEALS_STREAM, [{ type: SEAL_EVENT_TYPE, data, metadata: { actor: this.options.actor ?? 'system:sealer', correlationId: randomUUID() } }], revision < 0 ? 'no_stream' : revision);
-      revision += 1;
-      range = new SealAccumulator(data.digest, range.lastSeen);
-      this.options.onSeal?.(data);
-    };
-    try {
-      let next = iterator.next();
-      for (;;) {
-        const result = range.count > 0 && this.options.idleMs !== undefined ? await raceIdle(next, this.options.idleMs) : await next;
-        if (result === IDLE) {
-          await seal();
-          continue;
-        }
-        if (result.done) return;
-        const event = result.value;
-        context.progress(event.position);
-        if (isSealEvent(event)) {
-          if (event.revision > revision) return; // another sealer's seal: start again from it
-          range.seePosition(event.position);
-        } else {
-          range.add(event);
-          if (range.count >= this.every) await seal();
-        }
-        next = iterator.next();
+    this.after = last ? await resumePosition(store, last.data) : null;
+    this.revision = last?.revision ?? -1;
+    this.range = new SealAccumulator(last?.data.digest ?? GENESIS_DIGEST, this.after);
+  }
+
+  private async handle(batch: RecordedEvent[]): Promise<void> {
+    for (const event of batch) {
+      if (isSealEvent(event)) {
+        if (event.revision > this.revision) throw new Resubscribe('another sealer sealed first');
+        this.range.seePosition(event.position);
+      } else {
+        this.range.add(event);
+        if (this.range.count >= this.every) await this.seal();
       }
-    } finally {
-      await subscription.stop();
     }
   }
-}
 
-async function raceIdle<T>(next: Promise<T>, idleMs: number): Promise<T | typeof IDLE> {
-  let timer: NodeJS.Timeout | undefined;
-  const idle = new Promise<typeof IDLE>((resolve) => {
-    timer = setTimeout(() => resolve(IDLE), idleMs);
-  });
-  try {
-    return await Promise.race([next, idle]);
-  } finally {
-    clearTimeout(timer);
+  private async seal(): Promise<void> {
+    const data = this.range.seal();
+    try {
+      await this.options.eventStore.append(SEALS_STREAM, [{ type: SEAL_EVENT_TYPE, data, metadata: { actor: this.options.actor ?? 'system:sealer', correlationId: randomUUID() } }], this.revision < 0 ? 'no_stream' : this.revision);
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) throw new Resubscribe('another sealer sealed first');
+      throw error;
+    }
+    this.revision += 1;
+    this.range = new SealAccumulator(data.digest, this.range.lastSeen);
+    this.options.onSeal?.(data);
   }
 }

@@ -3,7 +3,7 @@ import type { ApiKeyEvent } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef } from '../domain/parties.ts';
 import { streamPrefixes } from '../domain/streams.ts';
 import type { EventStore } from '../ports/event-store.ts';
-import { SupervisedConsumer, type ConsumerLogger, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
 
 // The type lives with the state it narrows, so that commands need no projection for it.
 export type { ApiKeyRecord };
@@ -121,26 +121,18 @@ export async function catchUpApiKeyDirectory(store: EventStore, directory: ApiKe
  * and then follows a live subscription, both from the directory's own position. After a failed read it
  * resubscribes from that position (applying an event twice changes nothing), so a revocation is never missed.
  */
-export function followApiKeys(
-  store: EventStore,
-  directory: ApiKeyDirectory,
-  logger: ConsumerLogger,
-  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>,
-): SupervisedConsumer {
-  const consumer = new SupervisedConsumer({
+export function followApiKeys(store: EventStore, directory: ApiKeyDirectory, logger: ConsumerLogger, supervision?: Supervision): Follower {
+  const follower = new Follower({
     name: 'api-key-directory',
+    eventStore: store,
+    filter: { streamPrefixes: [streamPrefixes.apiKey] },
+    // The directory is the checkpoint: each session first catches up by pages, then follows from where it is.
+    checkpoint: checkpointIn(() => directory.position),
+    prepare: () => catchUpApiKeyDirectory(store, directory),
+    handle: async (batch) => batch.forEach((event) => directory.apply(event)),
     logger,
-    ...supervision,
-    async session(context) {
-      await catchUpApiKeyDirectory(store, directory);
-      context.progress(directory.position);
-      const subscription = context.own(store.subscribeToAll({ from: directory.position, filter: { streamPrefixes: [streamPrefixes.apiKey] } }));
-      for await (const event of subscription) {
-        directory.apply(event);
-        context.progress(directory.position);
-      }
-    },
+    ...(supervision ? { supervision } : {}),
   });
-  consumer.start();
-  return consumer;
+  follower.start();
+  return follower;
 }

@@ -152,8 +152,6 @@ export class Follower {
   private settleFailure: { error: unknown; position: number } | undefined;
   private committing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** The handler has left events to settle later: the timer commits what settles between batches. */
-  private settles = false;
 
   constructor(private readonly options: FollowerOptions) {
     this.consumer = supervise(options.name, options.logger, (context) => this.session(context), options.supervision);
@@ -178,17 +176,13 @@ export class Follower {
 
   start(): void {
     this.consumer.start();
-    this.timer = setInterval(() => {
-      // Only a follower whose events settle later has handled positions that no batch commits.
-      if (this.settles && (this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitHandled().catch(() => {}); // a failure surfaces at the session's next commit
-    }, this.options.settledCommitMs ?? 200);
-    this.timer.unref();
   }
 
   /** Stops following; what is handled is committed (a failure here only means a harmless replay at the next start). */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
     await this.consumer.stop();
+    clearInterval(this.timer);
+    this.timer = undefined;
     this.settleWaiters.splice(0).forEach((wake) => wake());
     await this.commitHandled().catch((error: unknown) => this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not saved at stop; the next start replays from the last one'));
   }
@@ -258,7 +252,10 @@ export class Follower {
   }
 
   private settleLater(position: number, settled: Promise<unknown>): void {
-    this.settles = true;
+    // Events that settle between batches are committed by a timer (a failure surfaces at the session's next commit).
+    this.timer ??= setInterval(() => {
+      if ((this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitHandled().catch(() => {});
+    }, this.options.settledCommitMs ?? 200);
     this.unsettled.add(position);
     settled.then(
       () => {

@@ -14,7 +14,7 @@ import { addUser, approveApiKey, decideOnApiKey, findUserByEmail, onboardParty, 
 import { credentialsOn } from '../support/credentials.ts';
 import { EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscribeOptions, type Subscription } from '../../src/ports/event-store.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from '../../src/projections/api-key-directory.ts';
-import type { ConsumerLogger, ConsumerStatus, SupervisedConsumer } from '../../src/shared/supervised-consumer.ts';
+import type { ConsumerLogger, ConsumerStatus, Follower, SupervisedConsumer } from '../../src/shared/follower.ts';
 import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
@@ -156,7 +156,7 @@ describe('the API-key directory following the embedded store through failures', 
   let stores: Stores;
   let faults: ReturnType<typeof withDroppableSubscriptions>;
   let deps: CredentialDeps;
-  let following: SupervisedConsumer | undefined;
+  let following: Follower | undefined;
   const opened: Stores[] = [];
 
   beforeEach(async () => {
@@ -188,7 +188,7 @@ describe('the API-key directory following the embedded store through failures', 
 
   it('given a directory following the store, when its subscription read fails once and a revocation is then appended, then it shows the key revoked within 2 s, resubscribed from its own position', async () => {
     const key = await partyWithKey(deps);
-    const log = recordingLogger(() => following);
+    const log = recordingLogger(() => following?.consumer);
     const directory = await follow(log.logger);
     expect(directory.get(key.keyID)?.status).toBe('active');
     const positionBefore = directory.position;
@@ -213,18 +213,18 @@ describe('the API-key directory following the embedded store through failures', 
     expect(performance.now() - revokedAt).toBeLessThan(2000);
 
     // Recovered, said once; the new subscription started from the directory's own position, not from the head.
-    await waitFor(() => following!.status().state === 'running');
+    await waitFor(() => following!.consumer.status().state === 'running');
     expect(log.messages()).toEqual(['warn: consumer failed; resubscribing from its checkpoint', 'info: consumer recovered']);
     expect(log.entries[1]!.object).toMatchObject({ consumer: 'api-key-directory', failures: 1 });
-    expect(following!.status()).toMatchObject({ state: 'running', failingSince: null, consecutiveFailures: 0, totalFailures: 1, lastError: 'subscription dropped (test)' });
-    expect(following!.downForMs()).toBe(0);
+    expect(following!.consumer.status()).toMatchObject({ state: 'running', failingSince: null, consecutiveFailures: 0, totalFailures: 1, lastError: 'subscription dropped (test)' });
+    expect(following!.consumer.downForMs()).toBe(0);
     expect(faults.subscriptions[1]).toBeGreaterThanOrEqual(positionBefore);
     expect(faults.subscriptions[1]).toBeLessThanOrEqual(directory.position);
   });
 
   it('given the store unreachable from this process for a while, when another process revokes a key meanwhile, then the directory keeps retrying and shows the key revoked within 2 s of the store coming back', async () => {
     const key = await partyWithKey(deps);
-    const log = recordingLogger(() => following);
+    const log = recordingLogger(() => following?.consumer);
     const directory = await follow(log.logger);
 
     faults.fail();
@@ -233,8 +233,8 @@ describe('the API-key directory following the embedded store through failures', 
     opened.push(other);
     await revoke({ store: other.eventStore, clock: () => new Date(), assetScale: 2 }, key);
     // Sessions keep failing (catch-up reads refused), each failure counted in one streak.
-    await waitFor(() => following!.status().consecutiveFailures >= 3);
-    const down = following!.status();
+    await waitFor(() => following!.consumer.status().consecutiveFailures >= 3);
+    const down = following!.consumer.status();
     // The catch-up's first read, the head, is refused.
     expect(down).toMatchObject({ state: 'retrying', failingSince: log.entries[0]!.status!.failingSince, lastError: 'headPosition: connection refused (test)' });
     expect(directory.get(key.keyID)?.status).toBe('active'); // nothing could be read: it still believes the key active
@@ -244,9 +244,9 @@ describe('the API-key directory following the embedded store through failures', 
     const restoredAt = performance.now();
     await waitFor(() => directory.get(key.keyID)?.status === 'revoked', 2000);
     expect(performance.now() - restoredAt).toBeLessThan(2000);
-    await waitFor(() => following!.status().state === 'running');
+    await waitFor(() => following!.consumer.status().state === 'running');
     expect(log.entries.filter((entry) => entry.level === 'info').map((entry) => entry.message)).toEqual(['consumer recovered']);
-    expect(following!.status()).toMatchObject({ failingSince: null, consecutiveFailures: 0, totalFailures: log.entries.length - 1 });
+    expect(following!.consumer.status()).toMatchObject({ failingSince: null, consecutiveFailures: 0, totalFailures: log.entries.length - 1 });
   });
 });
 
