@@ -1,5 +1,5 @@
 import type { EventFilter, EventStore } from './ports/event-store.ts';
-import type { ConsumerStatus, SupervisedConsumer } from './shared/supervised-consumer.ts';
+import type { ConsumerStatus, SupervisedConsumer } from './shared/follower.ts';
 
 /** A supervised consumer of this process, with the events it follows (to measure how far behind it is). */
 export interface WatchedConsumer {

@@ -51,7 +51,8 @@ const folder = (file: string) => relative(SRC, file).split('/')[0]!.replace(/\.t
 const allowed: Record<string, { src: string[]; packages: string[] }> = {
   domain: { src: [], packages: ['decimal.js', 'libphonenumber-js/max', 'ipaddr.js', 'zod'] },
   ports: { src: [], packages: [] },
-  shared: { src: [], packages: [] },
+  // The follower reads through the store ports; ports import nothing, so no cycle can arise.
+  shared: { src: ['ports'], packages: [] },
   commands: { src: ['domain', 'ports', 'shared', 'projections'], packages: [] },
   projections: { src: ['domain', 'ports', 'commands', 'shared'], packages: [] },
   // The executor's sweep reads the unsettled-operations read model.
@@ -65,7 +66,7 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // open-stores wraps every event store in the audit hash chain; the EVM ledger speaks to its chain through viem.
   // Shared, which imports nothing, for the one backoff (SQLite busy retries, nonce conflicts): adapters may use
   // it, never the other way round, so no cycle can arise.
-  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'viem', 'viem/accounts'] },
+  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'pg', 'viem', 'viem/accounts'] },
   // Metrics decorate the ports and observe HTTP; what they read at scrape time is handed to them as callbacks.
   metrics: { src: ['ports'], packages: ['prom-client', 'express'] },
   // The fault decorators are typed by what open-stores applies and switched on by the config (types only).
@@ -174,6 +175,41 @@ describe('layer rules', () => {
       .filter((file) => importsOf(file).some(({ target }) => layerOf(target) === 'projections'))
       .map((file) => relative(SRC, file));
     expect(reaching).toEqual(['commands/departures.ts']);
+  });
+});
+
+/**
+ * One follower of the event stream (src/shared/follower.ts): the seven pieces of background work import it and
+ * no other file subscribes to the store or builds a supervisor of its own, so a fix to how the stream is
+ * followed (a checkpoint, a retry, a health signal) lands once.
+ */
+describe('one follower', () => {
+  const files = filesUnder(SRC);
+  const FOLLOWER = 'shared/follower.ts';
+  const CONSUMERS = [
+    'projections/projection-runner.ts',
+    'webhooks/outbox.ts',
+    'webhooks/dispatcher.ts',
+    'executor/key-revocation.ts',
+    'executor/executor.ts',
+    'projections/api-key-directory.ts',
+    'audit/sealer.ts',
+  ];
+
+  it('when the seven consumers are read, then each imports the follower', () => {
+    const notFollowing = CONSUMERS.filter((file) => !importsOf(join(SRC, file)).some(({ target }) => target === FOLLOWER));
+    expect(notFollowing).toEqual([]);
+  });
+
+  it('when src/ is scanned, then only the follower subscribes to the store and builds a supervisor (adapters and decorators pass subscriptions through)', () => {
+    const passThrough = (file: string) => file.startsWith('adapters/') || file.startsWith('ports/') || ['audit/hash-chain.ts', 'faults/fault-injection.ts', 'metrics/port-metrics.ts', 'cli/operator-attribution.ts'].includes(file);
+    const subscribing = files.map((file) => relative(SRC, file)).filter((file) => file !== FOLLOWER && !passThrough(file) && /\.subscribeToAll\(|new SupervisedConsumer\(/.test(readFileSync(join(SRC, file), 'utf8')));
+    expect(subscribing).toEqual([]);
+  });
+
+  it('when src/ is scanned for a fold of projection events outside the one fold, then none is found', () => {
+    const folding = files.map((file) => relative(SRC, file)).filter((file) => file !== 'projections/fold.ts' && /\.evolve\(\s*doc\b/.test(readFileSync(join(SRC, file), 'utf8')));
+    expect(folding).toEqual([]);
   });
 });
 

@@ -10,7 +10,7 @@ import { webhookEndpointDecider } from '../commands/webhook-endpoints.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore } from '../ports/event-store.ts';
 import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
-import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { supervise, type SessionContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import type { AddressRules, Resolver } from './address-guard.ts';
 import { activeRoutes, getRoute, nextDelivery, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
 import { afterAttempt, type RetryPolicy } from './retry-policy.ts';
@@ -54,7 +54,7 @@ export interface WebhookDispatcherOptions {
   random?: () => number;
   /** Told of every recorded attempt (metrics, benches). */
   onAttempt?: (delivery: DeliveryDoc, result: AttemptResult) => void;
-  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+  supervision?: Supervision;
 }
 
 export class WebhookDispatcher {
@@ -80,7 +80,8 @@ export class WebhookDispatcher {
   private failure: unknown;
 
   constructor(private readonly options: WebhookDispatcherOptions) {
-    this.consumer = new SupervisedConsumer({ name: 'webhook-deliveries', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+    // It follows the delivery queues the outbox fills, not the stream: of the follower it takes the supervision.
+    this.consumer = supervise('webhook-deliveries', options.logger, (context) => this.session(context), options.supervision);
   }
 
   start(): void {
