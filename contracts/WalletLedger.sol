@@ -47,6 +47,8 @@ contract WalletLedger {
 
     /// An operation voided: it will never execute.
     event Voided(bytes32 indexed operationKey, string operationId);
+    /// A balance carried over from the WalletLedger this one replaces.
+    event CarriedOver(string wallet, uint256 amount);
 
     constructor(address operator_) {
         require(operator_ != address(0), "operator required");
@@ -94,6 +96,16 @@ contract WalletLedger {
             _credit(feeTo, fee);
             emit Movement(seq, key, operationId, from, feeTo, fee);
         }
+    }
+
+    /// Credits a balance carried over from the WalletLedger this one replaces (a deployment moving to a new
+    /// contract, docs/operations.md): only before the first operation executes here, so every movement of
+    /// this contract's own comes after what it was given, and the supply grows by what is carried.
+    function carryOver(string calldata wallet, uint256 amount) external onlyOperator {
+        require(sequence == 0, "operations executed already");
+        _credit(wallet, amount);
+        totalSupply += amount;
+        emit CarriedOver(wallet, amount);
     }
 
     /// Voids an operation id: no movement for it can execute afterwards. Reverts if it executed already;

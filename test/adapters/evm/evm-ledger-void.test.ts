@@ -164,3 +164,22 @@ describe('a WalletLedger deployed before void() (an existing deployment)', () =>
     expect(await old.transactions()).toEqual([tx]);
   });
 });
+
+describe('moving to a new WalletLedger: balances carried over', () => {
+  it('given a fresh contract, when balances are carried over, then they count in balances and supply; once an operation executed, carrying over reverts', async () => {
+    const account = privateKeyToAccount(key);
+    const wallet = createWalletClient({ chain: evmChain(chain.chainId, chain.url), transport: http(chain.url), account });
+    const { address } = await deployWalletLedger(options());
+    const fresh = openEvmLedger({ ...options(), contract: address });
+    const carry = (to: string, amount: bigint) => wallet.writeContract({ address, abi: walletLedgerAbi, functionName: 'carryOver', args: [to, amount] });
+
+    await carry('distributor:carried', 12_345n);
+    expect(await fresh.balance('distributor:carried')).toBe('123.45');
+    expect((await fresh.status()).supply).toBe('123.45');
+    expect((await fresh.status()).sequence).toBe(0);
+
+    await fresh.submit({ operationID: opID(), legs: [{ from: 'distributor:carried', to: 'merchant:carried', amount: '100.00' }] });
+    await expect(carry('distributor:late', 1n)).rejects.toThrow('operations executed already');
+    expect(await fresh.balance('distributor:carried')).toBe('23.45');
+  });
+});
