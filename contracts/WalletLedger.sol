@@ -12,6 +12,11 @@ pragma solidity ^0.8.24;
 /// by itself, whatever the operator sends: one transaction per operation id, no wallet below zero, and a
 /// contract-wide sequence number on every movement, so the chain is the independent record auditors
 /// reconcile the history with.
+///
+/// It is also the arbiter of an operation's fate: `void(operationId)` records that the operation will never
+/// execute. A movement for a voided id reverts, and a void for an executed id reverts: the chain's own order
+/// decides which came first, so a transaction signed by an executor that then paused cannot move money
+/// once another executor's void is mined (wallet-ops records a failure only after its void).
 contract WalletLedger {
     string public constant ISSUANCE = "platform:issuance";
 
@@ -27,6 +32,8 @@ contract WalletLedger {
     mapping(bytes32 operation => uint64) private executedAs;
     /// The block of each executed operation, so its events are found without scanning the chain.
     mapping(bytes32 operation => uint256) private executedIn;
+    /// The block in which each voided operation was voided (0: not voided), by keccak256 of its id.
+    mapping(bytes32 operation => uint256) private voidedIn;
 
     /// One per leg: an operation with a fee emits two, with the same sequence number.
     event Movement(
@@ -37,6 +44,11 @@ contract WalletLedger {
         string to,
         uint256 amount
     );
+
+    /// An operation voided: it will never execute.
+    event Voided(bytes32 indexed operationKey, string operationId);
+    /// A balance carried over from the WalletLedger this one replaces.
+    event CarriedOver(string wallet, uint256 amount);
 
     constructor(address operator_) {
         require(operator_ != address(0), "operator required");
@@ -86,6 +98,32 @@ contract WalletLedger {
         }
     }
 
+    /// Credits a balance carried over from the WalletLedger this one replaces (a deployment moving to a new
+    /// contract, docs/operations.md): only before the first operation executes here, so every movement of
+    /// this contract's own comes after what it was given, and the supply grows by what is carried.
+    function carryOver(string calldata wallet, uint256 amount) external onlyOperator {
+        require(sequence == 0, "operations executed already");
+        _credit(wallet, amount);
+        totalSupply += amount;
+        emit CarriedOver(wallet, amount);
+    }
+
+    /// Voids an operation id: no movement for it can execute afterwards. Reverts if it executed already;
+    /// voiding a voided id changes nothing (the first void's block stays).
+    function void(string calldata operationId) external onlyOperator {
+        bytes32 key = keccak256(bytes(operationId));
+        require(bytes(operationId).length > 0, "operation id required");
+        require(executedAs[key] == 0, "operation already executed");
+        if (voidedIn[key] != 0) return;
+        voidedIn[key] = block.number;
+        emit Voided(key, operationId);
+    }
+
+    /// The block in which the operation was voided (0: not voided).
+    function voided(string calldata operationId) external view returns (uint256 blockNumber) {
+        return voidedIn[keccak256(bytes(operationId))];
+    }
+
     function balanceOf(string calldata wallet) external view returns (uint256) {
         return balances[keccak256(bytes(wallet))];
     }
@@ -100,6 +138,7 @@ contract WalletLedger {
         bytes32 key = keccak256(bytes(operationId));
         require(bytes(operationId).length > 0, "operation id required");
         require(executedAs[key] == 0, "operation already executed");
+        require(voidedIn[key] == 0, "operation voided");
         seq = ++sequence;
         executedAs[key] = seq;
         executedIn[key] = block.number;

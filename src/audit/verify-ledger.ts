@@ -31,7 +31,7 @@ export async function reconcileLedger(
   business: BusinessChecker,
   problems: ProblemLog,
   pageSize: number,
-  history: { store: EventStore; head: number; inFlight: string[]; executed: Map<string, LedgerTransaction> },
+  history: { store: EventStore; head: number; inFlight: string[]; executed: Map<string, LedgerTransaction>; failedButMoved: Array<{ operationID: string; tx: LedgerTransaction }> },
   chainID: LedgerChainID | undefined,
 ): Promise<number> {
   let previous = GENESIS_HASH;
@@ -64,6 +64,12 @@ export async function reconcileLedger(
           history.inFlight.push(tx.operationID);
           continue;
         }
+      }
+      if (op?.status === 'failed') {
+        // Money moved for an operation the API told its client had failed: the reconciliation report lists it.
+        history.failedButMoved.push({ operationID: tx.operationID, tx });
+        problems.add({ check: 'ledger', operationID: tx.operationID, detail: `${what} moved money for an operation recorded as failed: see the report's failedButMoved for how to settle it` });
+        continue;
       }
       if (!op || op.status !== 'completed') {
         problems.add({ check: 'ledger', operationID: tx.operationID, detail: `${what} has no completed operation${op ? ` (the operation is ${op.status})` : ' (no such operation in the history)'}` });

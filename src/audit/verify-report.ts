@@ -26,6 +26,27 @@ export interface StuckOperation {
   detail: string;
 }
 
+/**
+ * An operation the history records as failed whose money moved on the ledger (its transaction exists): the
+ * API told the client "failed", the ledger paid. Listed by `audit verify` with the way to settle it.
+ */
+export interface FailedButMoved {
+  operationID: string;
+  operationType: string;
+  payer: string;
+  payee: string;
+  amount: string;
+  fee: string;
+  /** As recorded by OperationFailed. */
+  failedAt: string | null;
+  lastError: string | null;
+  ledgerTransaction: { sequenceNumber: number; blockchainID: string; createdAt: string; legs: Array<{ from: string; to: string; amount: string }> };
+  /** Completed operations requested later with the same payer, payee and amount: the client may have paid again. */
+  possibleRetries: string[];
+  /** What the operator does, in one line (the procedure is in docs/operations.md). */
+  settle: string;
+}
+
 export interface AuditReport {
   ok: boolean;
   checked: {
@@ -64,6 +85,11 @@ export interface AuditReport {
    * claim's lease run out (with no claim: the ledger transaction older than `maxApprovedAgeMs`).
    */
   stuck: StuckOperation[];
+  /**
+   * The reconciliation report: operations recorded as failed whose money moved on the ledger (the first 1000;
+   * each is also a `ledger` problem), with the operator's way to settle each.
+   */
+  failedButMoved: FailedButMoved[];
   /** The moment operations' ages are measured at (the verify clock), ISO 8601. */
   asOf: string;
   maxApprovedAgeMs: number;

@@ -2,13 +2,14 @@ import type { EventStore } from '../ports/event-store.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
 import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker, findSealedEvent } from './seals.ts';
-import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type AuditReport, type StuckOperation } from './verify-report.ts';
+import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type AuditReport, type FailedButMoved, type StuckOperation } from './verify-report.ts';
+import { describeFailedButMoved } from './failed-but-moved.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
 import { DEFAULT_MAX_APPROVED_AGE_MS, formatAge, OutcomeWatch, reconcileLedger, reportStuckOperations, type LedgerChainID } from './verify-ledger.ts';
 import type { LedgerTransaction } from '../ports/ledger.ts';
 
-export type { AuditCheck, AuditProblem, AuditReport, LedgerChainID, StuckOperation };
+export type { AuditCheck, AuditProblem, AuditReport, FailedButMoved, LedgerChainID, StuckOperation };
 export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
 
 /**
@@ -36,7 +37,8 @@ export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
  *    issuing account) = issued (debits of platform:issuance) - redeemed (credits to it), at every step.
  *  - ledger: every completed operation has exactly one ledger transaction with its operation id, legs
  *    (payer->payee amount, payer->platform:fees fee when > 0), blockchainID and sequence number, and no
- *    ledger transaction lacks a completed operation.
+ *    ledger transaction lacks a completed operation. One whose operation is recorded as failed is also listed
+ *    in `failedButMoved`, the reconciliation report, with the way to settle it (failed-but-moved.ts).
  *  - ledger-chain: sequence numbers 1, 2, 3... and each blockchainID = chainID(previous id, content), with
  *    the ledger's own chainID given by the caller (the embedded ledger's for `audit verify`).
  *  - outcome: an operation approved and without an outcome (OperationCompleted / OperationFailed) is stuck
@@ -134,7 +136,8 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   business.finish();
   const inFlight: string[] = [];
   const executed = new Map<string, LedgerTransaction>();
-  const ledgerTransactions = options.ledger ? await reconcileLedger(options.ledger, business, problems, 1000, { store, head, inFlight, executed }, options.ledgerChainID) : 0;
+  const failedButMoved: Array<{ operationID: string; tx: LedgerTransaction }> = [];
+  const ledgerTransactions = options.ledger ? await reconcileLedger(options.ledger, business, problems, 1000, { store, head, inFlight, executed, failedButMoved }, options.ledgerChainID) : 0;
   const now = (options.clock ?? (() => new Date()))();
   const maxApprovedAgeMs = options.maxApprovedAgeMs ?? DEFAULT_MAX_APPROVED_AGE_MS;
   const stuck = reportStuckOperations(business, watch, executed, problems, inFlight, { now, maxApprovedAgeMs });
@@ -168,6 +171,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
     firstBrokenPosition: problems.firstBroken,
     inFlight: inFlight.slice(0, 100),
     stuck: stuck.slice(0, 1000),
+    failedButMoved: await describeFailedButMoved(store, business, failedButMoved.slice(0, 1000)),
     asOf: now.toISOString(),
     maxApprovedAgeMs,
     problems: problems.list,

@@ -210,6 +210,9 @@ function humanReport(report: AuditReport | undefined): string {
   const stuck = report.stuck.length;
   lines.push(`operations stuck without an outcome as of ${report.asOf} (approved over ${formatAge(report.maxApprovedAgeMs)} ago, or on the ledger past their claim's lease): ` +
     `${stuck === 0 ? 'none' : `${stuck} (see the [outcome] problems)`}`);
+  const moved = report.failedButMoved;
+  lines.push(`operations recorded as failed whose money moved on the ledger: ${moved.length === 0 ? 'none' : moved.length}`);
+  for (const entry of moved) lines.push(`  ${entry.operationID} (${entry.operationType}, failed ${entry.failedAt ?? 'at an unknown time'}): ${entry.settle}`);
   if (report.inFlight.length > 0) lines.push(`${report.inFlight.length} execution(s) in flight (on the ledger, not yet completed in the history read): ${report.inFlight.slice(0, 5).join(', ')}`);
   if (!report.ok) {
     lines.push(`${report.problemCount} problem(s)${report.firstBrokenPosition !== null ? `; history first broken at position ${report.firstBrokenPosition}` : ''}:`);

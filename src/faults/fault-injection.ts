@@ -199,6 +199,9 @@ export function withLedgerFaults(ledger: Ledger, plan: FaultPlan, counters: Faul
   const faults = new Injector(plan, counters, (message) => new LedgerUnavailableError(message));
   return {
     submit: (transfer) => faults.call('submit', () => ledger.submit(transfer), 'before-or-after'),
+    // A void lost after it committed is retried by the executor: voiding is idempotent.
+    void: (operationID) => faults.call('void', () => ledger.void(operationID), 'before-or-after'),
+    fateOf: (operationID) => faults.call('fateOf', () => ledger.fateOf(operationID)),
     findByOperationID: (operationID) => faults.call('findByOperationID', () => ledger.findByOperationID(operationID)),
     balance: (wallet) => faults.call('balance', () => ledger.balance(wallet)),
     transactions: (options) => faults.call('transactions', () => ledger.transactions(options)),

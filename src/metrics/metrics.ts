@@ -115,7 +115,7 @@ export class WalletOpsMetrics {
     });
     this.ledgerErrors = new Counter({
       name: 'wallet_ops_ledger_errors_total',
-      help: 'Ledger calls that failed, by method and kind: rejected (final), unavailable (retried), duplicate (already executed: recovered), other.',
+      help: 'Ledger calls that failed, by method and kind: rejected (final), unavailable (retried), duplicate (already executed: recovered), voided (the operation was voided: it never executes), other.',
       labelNames: ['method', 'kind'],
       registers,
     });

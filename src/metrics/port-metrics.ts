@@ -1,5 +1,5 @@
 import { WrongExpectedVersionError, type EventStore } from '../ports/event-store.ts';
-import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, type Ledger } from '../ports/ledger.ts';
+import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, LedgerVoidedError, type Ledger } from '../ports/ledger.ts';
 import type { WalletOpsMetrics } from './metrics.ts';
 
 /**
@@ -38,7 +38,8 @@ export function withEventStoreMetrics(store: EventStore, metrics: WalletOpsMetri
 }
 
 /** What kind of failure a ledger error is, for `wallet_ops_ledger_errors_total`. */
-export function ledgerErrorKind(error: unknown): 'rejected' | 'unavailable' | 'duplicate' | 'other' {
+export function ledgerErrorKind(error: unknown): 'rejected' | 'unavailable' | 'duplicate' | 'voided' | 'other' {
+  if (error instanceof LedgerVoidedError) return 'voided';
   if (error instanceof LedgerRejectedError) return 'rejected';
   if (error instanceof LedgerUnavailableError) return 'unavailable';
   if (error instanceof LedgerDuplicateError) return 'duplicate';
@@ -47,7 +48,7 @@ export function ledgerErrorKind(error: unknown): 'rejected' | 'unavailable' | 'd
 
 /** Times every ledger call and counts its errors by kind. */
 export function withLedgerMetrics(ledger: Ledger, metrics: WalletOpsMetrics): Ledger {
-  const timed = async <T>(method: 'submit' | 'findByOperationID' | 'balance' | 'transactions', run: () => Promise<T>): Promise<T> => {
+  const timed = async <T>(method: 'submit' | 'void' | 'fateOf' | 'findByOperationID' | 'balance' | 'transactions', run: () => Promise<T>): Promise<T> => {
     const started = process.hrtime.bigint();
     try {
       const result = await run();
@@ -61,6 +62,8 @@ export function withLedgerMetrics(ledger: Ledger, metrics: WalletOpsMetrics): Le
   };
   return {
     submit: (transfer) => timed('submit', () => ledger.submit(transfer)),
+    void: (operationID) => timed('void', () => ledger.void(operationID)),
+    fateOf: (operationID) => timed('fateOf', () => ledger.fateOf(operationID)),
     findByOperationID: (operationID) => timed('findByOperationID', () => ledger.findByOperationID(operationID)),
     balance: (wallet) => timed('balance', () => ledger.balance(wallet)),
     transactions: (options) => timed('transactions', () => ledger.transactions(options)),

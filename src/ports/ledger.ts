@@ -5,6 +5,13 @@
  * executor recover after a crash without ever paying twice (a production adapter must offer the same, e.g.
  * through a memo index or a deterministic nonce per operation).
  *
+ * The ledger is also the arbiter of an operation's fate. `void(operationID)` writes, on the ledger, that the
+ * operation will never execute; `submit` for a voided id is refused with LedgerVoidedError, and a void for an
+ * id already executed is refused with that transaction. The ledger serializes the two itself (the embedded
+ * ledger in one write transaction, the contract in one block order), so of a submit and a void for the same
+ * id exactly one commits, whoever sent it and however late: a paused executor's transfer cannot land after
+ * another executor's void, and an operation is recorded failed only once its void committed.
+ *
  * Wallet addresses are `<kind>:<id>`: `distributor:<uuid>`, `merchant:<uuid>`, `individual:+234…`,
  * `platform:fees`, and `platform:issuance`, the issuing account, the one wallet that may go below zero
  * (issuing e-money debits it; redeeming credits it back).
@@ -25,9 +32,36 @@ export interface LedgerTransaction {
   createdAt: string;
 }
 
+/**
+ * What the ledger says of an operation id: executed (its transaction), voided (it never will execute), or
+ * nothing yet. Executed and voided are final and exclusive.
+ */
+export type LedgerFate =
+  | { kind: 'executed'; tx: LedgerTransaction }
+  | { kind: 'voided'; operationID: string; voidedAt: string }
+  | { kind: 'none' };
+
+/** A void's outcome: the void committed (now or before: voiding is idempotent), or the transaction won. */
+export type LedgerVoidOutcome = Exclude<LedgerFate, { kind: 'none' }>;
+
 export interface Ledger {
-  /** Executes a transaction. Throws LedgerRejectedError (final) or LedgerUnavailableError (worth retrying). */
+  /**
+   * Executes a transaction. Throws LedgerDuplicateError (executed already, carrying the transaction),
+   * LedgerVoidedError (voided: it never will execute), LedgerRejectedError (final) or LedgerUnavailableError
+   * (worth retrying: it may or may not have committed; ask `fateOf`).
+   */
   submit(transfer: { operationID: string; legs: LedgerLeg[] }): Promise<LedgerTransaction>;
+  /**
+   * Voids the operation id: once this resolves with `voided`, no transaction for it can ever commit. Resolves
+   * with `executed` and the transaction when the transaction committed first (the void is then refused and
+   * writes nothing). Idempotent: voiding a voided id resolves `voided` again, with the first void's time.
+   * Throws LedgerUnavailableError (worth retrying: the void may or may not have committed) or
+   * LedgerRejectedError (an id the ledger cannot hold, e.g. empty).
+   */
+  void(operationID: string): Promise<LedgerVoidOutcome>;
+  /** The operation's fate as committed on the ledger (a transaction still uncommitted is `none`). */
+  fateOf(operationID: string): Promise<LedgerFate>;
+  /** The operation's transaction, or null (never executed, or voided). */
   findByOperationID(operationID: string): Promise<LedgerTransaction | null>;
   /** The wallet's balance on the ledger, "0" at the scale for a wallet never used. */
   balance(wallet: string): Promise<string>;
@@ -60,6 +94,18 @@ export class LedgerDuplicateError extends Error {
   constructor(readonly existing: LedgerTransaction) {
     super(`operation ${existing.operationID} was already executed as ${existing.blockchainID}`);
     this.name = 'LedgerDuplicateError';
+  }
+}
+
+/** The operation id was voided on the ledger: no transaction for it will ever commit (final). */
+export class LedgerVoidedError extends Error {
+  readonly code = 'LEDGER_VOIDED';
+  constructor(
+    readonly operationID: string,
+    readonly voidedAt: string,
+  ) {
+    super(`operation ${operationID} was voided on the ledger at ${voidedAt}: it will never execute`);
+    this.name = 'LedgerVoidedError';
   }
 }
 

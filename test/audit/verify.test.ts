@@ -13,6 +13,7 @@ import type { OperationRequested } from '../../src/domain/events.ts';
 import type { EventStore, NewEvent } from '../../src/ports/event-store.ts';
 import type { Ledger } from '../../src/ports/ledger.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { verifyViaCli } from './support.ts';
 
 const party = { type: 'distributor' as const, id: 'd1' };
 const users = { maker: 'u-maker', checker: 'u-checker', other: 'u-other-party', noRole: 'u-maker-2' };
@@ -226,6 +227,60 @@ describe('audit verify: the rules of the history', () => {
     const report = await verify();
     expect(report.problems).toContainEqual(expect.objectContaining({ check: 'wallet', detail: expect.stringContaining('distributor:d1 goes below zero: -10.00') }));
     expect(report.problems).toContainEqual(expect.objectContaining({ check: 'ledger', detail: expect.stringContaining('has no ledger transaction') }));
+  });
+
+  describe('operations recorded as failed whose money moved (the reconciliation report)', () => {
+    async function fail(op: OperationRequested['data'], lastError: string): Promise<void> {
+      await store.append(`operation-${op.operationID}`, [{ type: 'OperationFailed', data: { operationID: op.operationID, lastError, failedAt: now.toISOString() }, metadata: { actor: 'system:executor:e' } }], 'any');
+    }
+
+    it('given an operation recorded as failed whose transfer exists on the ledger, when verified, then it is reported by id with its transaction, the client\'s retry and the way to settle it, and the CLI exits 1', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await claim(cashIn);
+      // A paused executor's transfer lands after another executor recorded the failure.
+      await fail(cashIn, 'gave up after 8 attempts: ledger busy');
+      const tx = await executeOnLedger(cashIn);
+      // The client, told "failed", pays again.
+      const retry = { ...operation('40.00', { kind: 'distributor', id: 'd1' }, 'k1') };
+      await request(retry);
+      await decide(retry, 'OperationApproved', users.checker);
+      await claim(retry);
+      await complete(retry);
+
+      const report = await verify();
+
+      expect(report.ok).toBe(false);
+      expect(report.failedButMoved).toEqual([{
+        operationID: cashIn.operationID,
+        operationType: 'cash-in',
+        payer: 'distributor:d1',
+        payee: 'individual:+2348000000001',
+        amount: '40.00',
+        fee: '0.00',
+        failedAt: now.toISOString(),
+        lastError: 'gave up after 8 attempts: ledger busy',
+        ledgerTransaction: { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt, legs: tx.legs },
+        possibleRetries: [retry.operationID],
+        settle: expect.stringContaining('docs/operations.md'),
+      }]);
+      expect(report.problems).toEqual([expect.objectContaining({ check: 'ledger', operationID: cashIn.operationID, detail: expect.stringContaining('recorded as failed') })]);
+
+      const cli = await verifyViaCli(dir.path);
+      expect(cli.code).toBe(1);
+      expect(cli.report.failedButMoved.map((entry) => entry.operationID)).toEqual([cashIn.operationID]);
+    }, 30_000);
+
+    it('given operations failed without a ledger transaction, when verified, then none is reported', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await claim(cashIn);
+      await ledger.void(cashIn.operationID);
+      await fail(cashIn, 'insufficient funds');
+      const report = await verify();
+      expect(report.failedButMoved).toEqual([]);
+      expect(report.problems).toEqual([]);
+    });
   });
 
   it('given an execution in flight (on the ledger, not yet completed in the history), when verified, then it is listed, not a problem', async () => {

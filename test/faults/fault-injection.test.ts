@@ -23,7 +23,7 @@ import {
   withReadStoreFaults,
 } from '../../src/faults/index.ts';
 import { EventStoreUnavailableError, type EventStore } from '../../src/ports/event-store.ts';
-import { ISSUANCE_ADDRESS, LedgerUnavailableError, type Ledger } from '../../src/ports/ledger.ts';
+import { ISSUANCE_ADDRESS, LedgerUnavailableError, LedgerVoidedError, type Ledger } from '../../src/ports/ledger.ts';
 import { ReadStoreUnavailableError, type ReadStore } from '../../src/ports/read-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
@@ -282,6 +282,20 @@ describe('fault injection', () => {
       const chain = withLedgerFaults(ledger, plan({ errorRate: 0.5, random: scripted(FAIL, BEFORE) }));
       expect(await failure(chain.submit(transfer))).toBeInstanceOf(LedgerUnavailableError);
       expect(await ledger.findByOperationID('op_1')).toBeNull();
+    });
+
+    it('given an error after the call, when voiding, then the caller gets LedgerUnavailableError but the void committed: the fate says voided and a submit is refused', async () => {
+      const chain = withLedgerFaults(ledger, plan({ errorRate: 0.5, random: scripted(FAIL, AFTER, PASS) }));
+      expect(await failure(chain.void('op_1'))).toBeInstanceOf(LedgerUnavailableError);
+      expect(await chain.fateOf('op_1')).toMatchObject({ kind: 'voided', operationID: 'op_1' });
+      expect(await failure(ledger.submit(transfer))).toBeInstanceOf(LedgerVoidedError);
+    });
+
+    it('given an error before the call, when voiding or asking the fate, then nothing was voided', async () => {
+      const chain = withLedgerFaults(ledger, plan({ errorRate: 0.5, random: scripted(FAIL, BEFORE, FAIL) }));
+      expect(await failure(chain.void('op_1'))).toBeInstanceOf(LedgerUnavailableError);
+      expect(await failure(chain.fateOf('op_1'))).toBeInstanceOf(LedgerUnavailableError);
+      expect(await ledger.fateOf('op_1')).toEqual({ kind: 'none' });
     });
   });
 

@@ -4,7 +4,7 @@ import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-sto
 import { runDecision } from '../../src/commands/pipeline.ts';
 import { withEventStoreMetrics, withLedgerMetrics, WalletOpsMetrics } from '../../src/metrics/index.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
-import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, type Ledger, type LedgerTransaction } from '../../src/ports/ledger.ts';
+import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, LedgerVoidedError, type Ledger, type LedgerTransaction } from '../../src/ports/ledger.ts';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
@@ -117,6 +117,12 @@ describe('port decorators', () => {
         if (failure) throw failure;
         return tx;
       },
+      void: async (operationID) => {
+        const failure = failures.shift();
+        if (failure) throw failure;
+        return { kind: 'voided', operationID, voidedAt: new Date(0).toISOString() };
+      },
+      fateOf: async () => ({ kind: 'none' }),
       findByOperationID: async () => null,
       balance: async () => '0.00',
       transactions: async () => [],
@@ -127,12 +133,19 @@ describe('port decorators', () => {
     for (let i = 0; i < 4; i++) await expect(ledger.submit({ operationID: 'op_1', legs: [] })).rejects.toThrow();
     expect(await ledger.submit({ operationID: 'op_1', legs: [] })).toBe(tx);
     expect(await ledger.findByOperationID('op_1')).toBeNull();
+    failures.push(new LedgerVoidedError('op_1', new Date(0).toISOString()));
+    await expect(ledger.submit({ operationID: 'op_1', legs: [] })).rejects.toThrow();
+    expect(await ledger.void('op_1')).toMatchObject({ kind: 'voided' });
+    expect(await ledger.fateOf('op_1')).toEqual({ kind: 'none' });
 
     const families = await scrape(metrics);
     for (const kind of ['rejected', 'unavailable', 'duplicate', 'other']) expect(sampleValue(families, 'wallet_ops_ledger_errors_total', { method: 'submit', kind }), kind).toBe(1);
-    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'submit', outcome: 'error' })).toBe(4);
+    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'submit', outcome: 'error' })).toBe(5);
     expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'submit', outcome: 'ok' })).toBe(1);
     expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'findByOperationID', outcome: 'ok' })).toBe(1);
+    expect(sampleValue(families, 'wallet_ops_ledger_errors_total', { method: 'submit', kind: 'voided' })).toBe(1);
+    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'void', outcome: 'ok' })).toBe(1);
+    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'fateOf', outcome: 'ok' })).toBe(1);
   });
 
   it('given another writer changes a stream between a decision\'s read and its append, when decided, then it is decided again and the retry reported once', async () => {

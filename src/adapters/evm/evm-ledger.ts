@@ -25,9 +25,12 @@ import {
   LedgerDuplicateError,
   LedgerRejectedError,
   LedgerUnavailableError,
+  LedgerVoidedError,
   type Ledger,
+  type LedgerFate,
   type LedgerLeg,
   type LedgerTransaction,
+  type LedgerVoidOutcome,
 } from '../../ports/ledger.ts';
 import { OperatorNonces } from './operator-nonces.ts';
 import { walletLedgerAbi, walletLedgerBytecode } from './wallet-ledger-artifact.ts';
@@ -45,6 +48,11 @@ import { walletLedgerAbi, walletLedgerBytecode } from './wallet-ledger-artifact.
  * - A submit waits for `confirmations` blocks. A timeout or an unreachable node is LedgerUnavailableError:
  *   the executor retries, and asks `findByOperationID` (the contract's own record) before sending again, so a
  *   transaction that did land is never sent twice; one sent twice anyway reverts on the contract.
+ * - `void` is the contract's `void(operationId)`: mined, no movement for the id can execute afterwards (a
+ *   movement signed earlier and mined later reverts, and is answered LedgerVoidedError); a movement mined
+ *   first makes the void revert, answered with the transaction. The block order decides, not the executors.
+ *   A contract deployed before void() existed answers void and fateOf as unavailable, naming the move to a
+ *   new contract (docs/operations.md): the executor then keeps such operations open rather than fail them.
  */
 export interface EvmLedgerOptions {
   rpcUrl: string;
@@ -159,7 +167,8 @@ async function checkChainId(publicClient: PublicClient, expected: number): Promi
 type Call =
   | { functionName: 'issue'; args: readonly [string, string, bigint] }
   | { functionName: 'redeem'; args: readonly [string, string, bigint] }
-  | { functionName: 'transfer'; args: readonly [string, string, string, bigint, string, bigint] };
+  | { functionName: 'transfer'; args: readonly [string, string, string, bigint, string, bigint] }
+  | { functionName: 'void'; args: readonly [string] };
 
 /** The revert reason somewhere in a viem error's causes, or null when the error is not a revert. */
 function revertReason(error: unknown): string | null {
@@ -171,6 +180,7 @@ function revertReason(error: unknown): string | null {
 }
 
 const DUPLICATE_REASON = 'operation already executed';
+const VOIDED_REASON = 'operation voided';
 
 function unavailable(what: string, error: unknown): LedgerUnavailableError {
   const detail = error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : String(error);
@@ -224,6 +234,43 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       if (error instanceof LedgerUnavailableError) throw error;
       throw unavailable('read failed', error);
     }
+  }
+
+  /** The block in which the operation was voided, 0n if it was not. */
+  async function voidedIn(operationID: string): Promise<bigint> {
+    await ready();
+    try {
+      return await publicClient.readContract({ address, abi: walletLedgerAbi, functionName: 'voided', args: [operationID] });
+    } catch (error) {
+      // A contract without voided() reverts with no reason: it was deployed before voids existed.
+      if (revertReason(error) !== null) {
+        throw new LedgerUnavailableError(`the WalletLedger at ${address} predates void(): operations cannot be voided on it; move to a new contract (docs/operations.md, "Moving to a WalletLedger with void")`, { cause: error });
+      }
+      throw unavailable('read failed', error);
+    }
+  }
+
+  async function blockTime(blockNumber: bigint): Promise<string> {
+    try {
+      const { timestamp } = await publicClient.getBlock({ blockNumber });
+      return new Date(Number(timestamp) * 1000).toISOString();
+    } catch (error) {
+      throw unavailable('read failed', error);
+    }
+  }
+
+  async function fateOf(operationID: string): Promise<LedgerFate> {
+    const tx = await findByOperationID(operationID);
+    if (tx) return { kind: 'executed', tx };
+    const block = await voidedIn(operationID);
+    return block === 0n ? { kind: 'none' } : { kind: 'voided', operationID, voidedAt: await blockTime(block) };
+  }
+
+  /** The fate once the contract said the operation is executed or voided; unavailable if the node lags behind it. */
+  async function settledFate(operationID: string): Promise<LedgerVoidOutcome> {
+    const fate = await fateOf(operationID);
+    if (fate.kind === 'none') throw new LedgerUnavailableError(`the contract settled ${operationID}, but the node does not show it yet`);
+    return fate;
   }
 
   /** Movement events grouped into transactions, in sequence order. */
@@ -287,6 +334,11 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       if (existing) throw new LedgerDuplicateError(existing);
       throw new LedgerUnavailableError(`the contract says ${operationID} executed, but it cannot be found yet`);
     }
+    if (reason.includes(VOIDED_REASON)) {
+      const block = await voidedIn(operationID);
+      if (block !== 0n) throw new LedgerVoidedError(operationID, await blockTime(block));
+      throw new LedgerUnavailableError(`the contract says ${operationID} was voided, but the node does not show it yet`);
+    }
     throw new LedgerRejectedError(reason);
   }
 
@@ -339,6 +391,45 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       if (!mined || mined.operationID !== operationID) throw new LedgerUnavailableError(`transaction ${hash} was mined without a movement for ${operationID}`);
       return mined;
     },
+    async void(operationID) {
+      if (!operationID) throw new LedgerRejectedError('an operation id is required to void');
+      const known = await fateOf(operationID);
+      if (known.kind !== 'none') return known;
+      const call: Call = { functionName: 'void', args: [operationID] };
+      let gas: bigint;
+      try {
+        gas = await estimate(call);
+      } catch (error) {
+        const reason = revertReason(error);
+        if (reason?.includes(DUPLICATE_REASON)) return settledFate(operationID);
+        if (reason !== null) throw new LedgerRejectedError(reason);
+        throw unavailable('estimate failed', error);
+      }
+      let hash: Hex;
+      try {
+        hash = await nonces.send((nonce) => send(call, (gas * 6n) / 5n, nonce));
+      } catch (error) {
+        const reason = revertReason(error);
+        if (reason?.includes(DUPLICATE_REASON)) return settledFate(operationID);
+        if (reason !== null) throw new LedgerRejectedError(reason);
+        throw unavailable('send failed', error);
+      }
+      let receipt;
+      try {
+        receipt = await publicClient.waitForTransactionReceipt({ hash, confirmations, timeout: receiptTimeoutMs });
+      } catch (error) {
+        // Mined or not, the void may still land: the caller asks again, and voiding is idempotent.
+        throw unavailable(`no receipt for ${hash}`, error);
+      }
+      // Reverted: a movement was mined first. Mined: voided (by this call, or an earlier one).
+      if (receipt.status === 'reverted') {
+        const fate = await fateOf(operationID);
+        if (fate.kind === 'executed') return fate;
+        throw new LedgerUnavailableError(`void transaction ${hash} reverted in block ${receipt.blockNumber} and the operation is not executed: retrying`);
+      }
+      return settledFate(operationID);
+    },
+    fateOf,
     findByOperationID,
     async balance(wallet) {
       await ready();

@@ -6,9 +6,11 @@ import {
   LedgerDuplicateError,
   LedgerRejectedError,
   LedgerUnavailableError,
+  LedgerVoidedError,
   type Ledger,
   type LedgerLeg,
   type LedgerTransaction,
+  type LedgerVoidOutcome,
 } from '../../ports/ledger.ts';
 import { openSqliteDatabase } from '../sqlite/sqlite-database.ts';
 import { GroupCommitter, SavepointBatch, type UnavailableReason } from '../sqlite/sqlite-group-commit.ts';
@@ -25,6 +27,12 @@ import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from '../sqlite/sqlite-re
  * turn of the event loop share one SQLite transaction and one fsync, each in its own savepoint, in order, so
  * each sees the balances and chain head its predecessors left, and a refused or duplicate one is rolled back
  * alone. A submit resolves only after the COMMIT, so a returned transaction is on disk.
+ *
+ * Voids go through the same committer: a void and a transfer for one operation id are each decided inside a
+ * write transaction (BEGIN IMMEDIATE, one writer at a time across processes), so the second to take the lock
+ * sees the first. A process paused while holding an uncommitted transfer holds the lock, so no void can
+ * commit meanwhile (it waits, then fails as unavailable); a transfer begun after a void committed sees it.
+ * Triggers make the two exclusive in the file itself, against a writer that does not know voids.
  */
 const GENESIS = '0'.repeat(64);
 
@@ -63,7 +71,16 @@ const SCHEMA = `
     created_at TEXT NOT NULL
   );
   CREATE TABLE IF NOT EXISTS balances (wallet TEXT PRIMARY KEY, balance TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS voids (operation_id TEXT PRIMARY KEY, voided_at TEXT NOT NULL);
+  CREATE TRIGGER IF NOT EXISTS transactions_not_voided BEFORE INSERT ON transactions
+    WHEN EXISTS (SELECT 1 FROM voids WHERE operation_id = NEW.operation_id)
+    BEGIN SELECT RAISE(ABORT, 'operation voided'); END;
+  CREATE TRIGGER IF NOT EXISTS voids_not_executed BEFORE INSERT ON voids
+    WHEN EXISTS (SELECT 1 FROM transactions WHERE operation_id = NEW.operation_id)
+    BEGIN SELECT RAISE(ABORT, 'operation already executed'); END;
 `;
+
+type Request = { kind: 'submit'; operationID: string; legs: LedgerLeg[] } | { kind: 'void'; operationID: string };
 
 export interface EmbeddedLedgerOptions {
   file: string;
@@ -83,11 +100,15 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
   const setBalance = db.prepare('INSERT INTO balances (wallet, balance) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET balance = excluded.balance');
   const insert = db.prepare('INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)');
   const page = db.prepare<[number, number], Row>('SELECT * FROM transactions WHERE sequence >= ? ORDER BY sequence LIMIT ?');
+  const voidOf = db.prepare<[string], { voided_at: string }>('SELECT voided_at FROM voids WHERE operation_id = ?');
+  const insertVoid = db.prepare('INSERT INTO voids (operation_id, voided_at) VALUES (?, ?)');
 
   /** One submit, inside the batch's transaction (in its own savepoint). */
   const execute = ({ operationID, legs }: { operationID: string; legs: LedgerLeg[] }): LedgerTransaction => {
     const existing = byOperation.get(operationID);
     if (existing) throw new LedgerDuplicateError(toTransaction(existing));
+    const voided = voidOf.get(operationID);
+    if (voided) throw new LedgerVoidedError(operationID, voided.voided_at);
     const balances = new Map<string, Decimal>();
     const current = (wallet: string) => balances.get(wallet) ?? new Decimal(balanceOf.get(wallet)?.balance ?? 0);
     for (const leg of legs) {
@@ -104,10 +125,21 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
     for (const [wallet, balance] of balances) setBalance.run(wallet, balance.toFixed());
     return { blockchainID, ...tx };
   };
-  // Refusals and duplicates concern their submit alone; anything else (a full disk, an I/O error) fails the batch.
-  const batch = new SavepointBatch(db, execute, (error) => error instanceof LedgerDuplicateError || error instanceof LedgerRejectedError);
+  /** One void, in the same transaction discipline: the transaction if it committed first, else the (first) void. */
+  const voidOne = (operationID: string): LedgerVoidOutcome => {
+    const existing = byOperation.get(operationID);
+    if (existing) return { kind: 'executed', tx: toTransaction(existing) };
+    const voided = voidOf.get(operationID);
+    if (voided) return { kind: 'voided', operationID, voidedAt: voided.voided_at };
+    const voidedAt = clock().toISOString();
+    insertVoid.run(operationID, voidedAt);
+    return { kind: 'voided', operationID, voidedAt };
+  };
+  const apply = (request: Request): LedgerTransaction | LedgerVoidOutcome => (request.kind === 'void' ? voidOne(request.operationID) : execute(request));
+  // Refusals and duplicates concern their request alone; anything else (a full disk, an I/O error) fails the batch.
+  const batch = new SavepointBatch(db, apply, (error) => error instanceof LedgerDuplicateError || error instanceof LedgerRejectedError || error instanceof LedgerVoidedError);
   const committer = new GroupCommitter({
-    transaction: (submits: Array<Parameters<typeof execute>[0]>) => batch.run(submits),
+    transaction: (requests: Request[]) => batch.run(requests),
     onCommit: () => {},
     busyBudgetMs,
     unavailable: ledgerUnavailable,
@@ -132,7 +164,18 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
       for (const leg of legs) {
         if (!new Decimal(leg.amount).gt(0) || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
       }
-      return committer.submit({ operationID, legs });
+      return committer.submit({ kind: 'submit', operationID, legs }) as Promise<LedgerTransaction>;
+    },
+    async void(operationID) {
+      if (!operationID) throw new LedgerRejectedError('an operation id is required to void');
+      return committer.submit({ kind: 'void', operationID }) as Promise<LedgerVoidOutcome>;
+    },
+    async fateOf(operationID) {
+      // Transaction first, then void: both are final and exclusive, so a fate seen is never contradicted later.
+      const row = await run(() => byOperation.get(operationID));
+      if (row) return { kind: 'executed', tx: toTransaction(row) };
+      const voided = await run(() => voidOf.get(operationID));
+      return voided ? { kind: 'voided', operationID, voidedAt: voided.voided_at } : { kind: 'none' };
     },
     async findByOperationID(operationID) {
       const row = await run(() => byOperation.get(operationID));

@@ -32,6 +32,9 @@ export function withSimulatedLedgerFaults(ledger: Ledger, faults: LedgerFaults, 
       if (faults.crashAfterAccept) process.kill(process.pid, 'SIGKILL');
       return tx;
     },
+    // A void is the executor's way to fail an operation safely: passed through as it is, never faulted here.
+    void: (operationID) => ledger.void(operationID),
+    fateOf: (operationID) => ledger.fateOf(operationID),
     findByOperationID: (operationID) => ledger.findByOperationID(operationID),
     balance: (wallet) => ledger.balance(wallet),
     transactions: (options) => ledger.transactions(options),
