@@ -206,6 +206,35 @@ describe('PostgreSQL read store, server specifics', () => {
     expect(await store.getCheckpoint('wallets')).toBe(1);
   });
 
+  it('given a statement that waits longer than the statement timeout, when it is cancelled by the server, then ReadStoreUnavailableError is raised', async () => {
+    const url = await freshPostgresDatabase();
+    const store = await openPostgresReadStore({ ...options(url), statementTimeoutMs: 300 });
+    opened.push(store);
+    await store.defineCollections([{ name: 'wallets' }]);
+    const client = await admin(url);
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE rm_wallets IN ACCESS EXCLUSIVE MODE');
+    try {
+      await expect(store.get('wallets', 'w1')).rejects.toBeInstanceOf(ReadStoreUnavailableError);
+    } finally {
+      await client.query('ROLLBACK');
+    }
+    expect(await store.get('wallets', 'w1')).toBeNull();
+  });
+
+  it('given ASCII and other search texts, then matches agree with JavaScript lowering, also on values with other characters (the Kelvin sign, dotted I) and never on a number', async () => {
+    const store = await open(await freshPostgresDatabase(), { name: 'payments', searchFields: ['memo'] });
+    const memos: Record<string, unknown> = { a: 'Rent for ALICE', b: 'Temperature 300 \u212A', c: 'École', d: 'ecole', e: 12345, f: 'İstanbul', g: null, h: 'Ünïcode rent', i: 'ΣΊΣΥΦΟΣ' };
+    await store.commit(Object.entries(memos).map(([id, memo]) => ({ op: 'upsert' as const, collection: 'payments', doc: { id, memo } })));
+    const ids = async (text: string) => (await store.find('payments', { search: { text, fields: ['memo'] } })).map((doc) => doc.id).sort();
+    const expected = (text: string) => Object.entries(memos).filter(([, memo]) => typeof memo === 'string' && memo.toLowerCase().includes(text.toLowerCase())).map(([id]) => id).sort();
+    for (const text of ['rent', 'ALICE', 'k', '300 k', 'ecole', 'cole', 'i', '123', 'istanbul', 'code rent', '', 'σίσυφος', 'ς']) {
+      expect(await ids(text), text).toEqual(expected(text));
+    }
+    expect(await ids('k')).toContain('b');
+    expect(await ids('123')).toEqual([]);
+  });
+
   it('given a server that cannot be reached, when the store is opened, then ReadStoreUnavailableError is raised', async () => {
     const unreachable = new URL(await freshPostgresDatabase());
     unreachable.port = '1';

@@ -138,7 +138,7 @@ export function compileFind(def: CollectionDefinition, query: FindQuery, searchC
 export function compileCount(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search' | 'range'>, searchCollation: string | null = null): Compiled {
   const params = new Params();
   const where = filterSql(def, query, params, searchCollation);
-  return { sql: `SELECT count(*)::int AS n FROM ${quote(tableName(def.name))}${where}`, params: params.values };
+  return { sql: `SELECT count(*) AS n FROM ${quote(tableName(def.name))}${where}`, params: params.values };
 }
 
 /** `DELETE` of a counter collection's counters expired at `now`: a number range on the indexed `expiresAt`. */

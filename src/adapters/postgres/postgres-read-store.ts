@@ -111,7 +111,7 @@ class PostgresReadStore implements ReadStore {
 
   async count(collection: string, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Promise<number> {
     const { sql, params } = compileCount(this.definition(collection), query, this.searchCollation);
-    return (await this.query<{ n: number }>(sql, params)).rows[0]!.n;
+    return Number((await this.query<{ n: string }>(sql, params)).rows[0]!.n); // a BIGINT, as a string
   }
 
   async commit(writes: Write[], checkpoint?: Checkpoint): Promise<void> {
