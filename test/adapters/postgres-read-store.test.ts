@@ -241,6 +241,16 @@ describe('PostgreSQL read store, server specifics', () => {
     await expect(openPostgresReadStore({ ...options(unreachable.toString()), statementTimeoutMs: 2_000 })).rejects.toBeInstanceOf(ReadStoreUnavailableError);
   });
 
+  it('given the store spread into a wrapper that replaces one method, as decorators and tests do, when the others are called, then they work', async () => {
+    const store = await open(await freshPostgresDatabase(), { name: 'wallets' });
+    const reads: string[][] = [];
+    const wrapped: ReadStore = { ...store, getMany: (collection, ids) => (reads.push(ids), store.getMany(collection, ids)) };
+    await wrapped.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1' } }], { projection: 'wallets', position: 1 });
+    expect(await wrapped.getMany('wallets', ['w1'])).toEqual([{ id: 'w1' }]);
+    expect(await wrapped.getCheckpoint('wallets')).toBe(1);
+    expect(reads).toEqual([['w1']]);
+  });
+
   it('given a collection or field name carrying SQL, or a name too long for PostgreSQL, when defined or queried, then it is refused', async () => {
     const store = await open(await freshPostgresDatabase(), { name: 'payments' });
     await expect(store.defineCollections([{ name: 'x"; DROP TABLE rm_payments; --' }])).rejects.toThrow(/collection name/);
