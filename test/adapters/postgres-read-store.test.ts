@@ -51,7 +51,7 @@ describe('PostgreSQL read store, server specifics', () => {
   type PlanNode = { 'Node Type': string; 'Index Name'?: string; Plans?: PlanNode[] };
   const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
   async function planOf(client: pg.Client, def: CollectionDefinition, query: FindQuery): Promise<PlanNode[]> {
-    const { sql, params } = compileFind(def, query, 'pg_unicode_fast');
+    const { sql, params } = compileFind(def, query);
     const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
     return nodes(rows[0]!['QUERY PLAN'][0]!.Plan);
   }
