@@ -1,15 +1,18 @@
 /**
- * Run as a separate process by the SQLite read store tests:
- *   node --import tsx test/support/counter-and-take.child.ts <file> <increments>
- * Opens the read store file, increments the counter `shared` that many times (several calls in flight at
- * once) and tries to take each of the documents `doc-0`..`doc-19`; prints one JSON line with the counts it
+ * Run as a separate process by the SQLite and PostgreSQL read store tests:
+ *   node --import tsx test/support/counter-and-take.child.ts <file or postgres:// URL> <increments>
+ * Opens the read store (an SQLite file, or a PostgreSQL database through a pool of its own), increments the
+ * counter `shared` that many times (several calls in flight at once) and tries to take each of the documents `doc-0`..`doc-19`; prints one JSON line with the counts it
  * saw and the ids it took.
  */
+import { openPostgresReadStore } from '../../src/adapters/postgres/postgres-read-store.ts';
 import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
 
 const [file, countArg] = process.argv.slice(2);
-if (!file || !countArg) throw new Error('usage: counter-and-take.child.ts <file> <increments>');
-const store = openSqliteReadStore({ file });
+if (!file || !countArg) throw new Error('usage: counter-and-take.child.ts <file or postgres:// URL> <increments>');
+const store = /^postgres(ql)?:\/\//.test(file)
+  ? await openPostgresReadStore({ url: file, poolSize: 4, statementTimeoutMs: 10_000, applicationName: 'wallet-ops-test-child' })
+  : openSqliteReadStore({ file });
 await store.defineCollections([{ name: 'counters', indexes: [['expiresAt']] }, { name: 'held' }]);
 const now = Date.now();
 const counts: number[] = [];
