@@ -11,7 +11,8 @@ export default defineConfig({
     minWorkers: 1,
     setupFiles: ['test/support/fast-passwords.ts'],
     projects: [
-      { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'] } },
+      // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip.
+      { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], globalSetup: ['test/support/postgres.global.ts'] } },
       {
         // The executor's whole suite again, settling on a WalletLedger contract on an in-process EVM chain
         // (Hardhat's EDR) instead of the embedded ledger: the same end-to-end, crash, race and fault tests.
