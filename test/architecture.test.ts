@@ -65,7 +65,7 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // open-stores wraps every event store in the audit hash chain; the EVM ledger speaks to its chain through viem.
   // Shared, which imports nothing, for the one backoff (SQLite busy retries, nonce conflicts): adapters may use
   // it, never the other way round, so no cycle can arise.
-  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'viem', 'viem/accounts'] },
+  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'pg', 'viem', 'viem/accounts'] },
   // Metrics decorate the ports and observe HTTP; what they read at scrape time is handed to them as callbacks.
   metrics: { src: ['ports'], packages: ['prom-client', 'express'] },
   // The fault decorators are typed by what open-stores applies and switched on by the config (types only).
