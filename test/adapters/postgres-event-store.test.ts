@@ -208,6 +208,26 @@ describe('PostgreSQL event store, specifics', () => {
       expect(Date.now() - started).toBeLessThan(2000);
     });
 
+    it('given the LISTEN connection killed, when another handle appends after it is back, then a caught-up subscriber is still woken at once', async () => {
+      const url = await freshPostgresDatabase();
+      const store = await open(url, { pollIntervalMs: 60_000, applicationName: 'wallet-ops listener' });
+      const other = await open(url);
+      const iterator = store.subscribeToAll({ from: 'start' })[Symbol.asyncIterator]();
+      const database = new URL(url).pathname.slice(1);
+      const listening = async () =>
+        (await admin.query("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'wallet-ops listener (listen)' AND query LIKE 'LISTEN%'", [database])).rows as Array<{ pid: number }>;
+      await waitFor(async () => (await listening()).length === 1);
+      const [{ pid: killed }] = await listening() as [{ pid: number }];
+      await admin.query('SELECT pg_terminate_backend($1)', [killed]);
+      await waitFor(async () => (await listening()).some(({ pid }) => pid !== killed));
+      const pending = iterator.next();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = Date.now();
+      await other.append('a', [event(0)], 'no_stream');
+      expect((await pending).value).toMatchObject({ stream: 'a', data: { seq: 0 } });
+      expect(Date.now() - started).toBeLessThan(2000);
+    });
+
     it('given a rare event type spread over 25,000 events, when subscribing with a type filter, then exactly the matching events arrive in order', async () => {
       const store = await open(await freshPostgresDatabase());
       const rare = new Set([0, 999, 1000, 9999, 10_000, 10_001, 19_999, 24_999]);
