@@ -11,6 +11,7 @@ export default defineConfig({
     minWorkers: 1,
     setupFiles: ['test/support/fast-passwords.ts'],
     projects: [
+      // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip.
       { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], globalSetup: ['test/support/postgres.global.ts'] } },
       {
         // The executor's whole suite again, settling on a WalletLedger contract on an in-process EVM chain

@@ -179,8 +179,8 @@ const schema = z.object({
     .preprocess(unsetWhenEmpty, z.string().min(1).optional())
     .describe('Address the METRICS_PORT server binds to, e.g. an internal interface. Default: HOST.'),
   EVENT_STORE: z
-    .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb']).optional())
-    .describe('Event store: embedded (SQLite under DATA_DIR) or kurrentdb (KURRENTDB_URL). Default: kurrentdb when KURRENTDB_URL is set, else embedded.'),
+    .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb', 'postgres']).optional())
+    .describe('Event store: embedded (SQLite under DATA_DIR), kurrentdb (KURRENTDB_URL) or postgres (POSTGRES_URL). Default: the store whose URL is set (both set: refused, choose one), else embedded.'),
   EVENT_STORE_COMMITS: z
     .enum(['thread', 'event-loop'])
     .default('event-loop')
@@ -195,8 +195,8 @@ const schema = z.object({
     )
     .describe('KurrentDB connection string, e.g. kurrentdb://kurrentdb:2113?tls=false; selects the KurrentDB event store unless EVENT_STORE says otherwise.'),
   READ_STORE: z
-    .preprocess(unsetWhenEmpty, z.enum(['embedded', 'mongodb']).optional())
-    .describe('Read-model store: embedded (SQLite under DATA_DIR) or mongodb (MONGODB_URL). Default: mongodb when MONGODB_URL is set, else embedded.'),
+    .preprocess(unsetWhenEmpty, z.enum(['embedded', 'mongodb', 'postgres']).optional())
+    .describe('Read-model store: embedded (SQLite under DATA_DIR), mongodb (MONGODB_URL) or postgres (POSTGRES_URL). Default: the store whose URL is set (both set: refused, choose one), else embedded.'),
   MONGODB_URL: z
     .preprocess(unsetWhenEmpty, z.string().regex(/^mongodb(\+srv)?:\/\/\S+$/, 'a MongoDB connection string such as mongodb://mongodb:27017/?replicaSet=rs0').optional())
     .describe('MongoDB connection string (a replica set: the read store commits in transactions); selects the MongoDB read store unless READ_STORE says otherwise.'),
@@ -205,6 +205,17 @@ const schema = z.object({
     .regex(/^[A-Za-z0-9_-]{1,63}$/, 'a MongoDB database name: letters, digits, _ and -')
     .default('wallet_ops')
     .describe('MongoDB database holding the read models and their checkpoints.'),
+  POSTGRES_URL: z
+    .preprocess(unsetWhenEmpty, z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'a PostgreSQL connection string such as postgres://wallet_ops:PASSWORD@db:5432/wallet_ops?sslmode=verify-full').optional())
+    .describe('PostgreSQL connection string (libpq URL; TLS with sslmode=verify-full); selects PostgreSQL for both stores unless EVENT_STORE / READ_STORE say otherwise. Its password is never logged.'),
+  POSTGRES_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10).describe('PostgreSQL: most connections each store of a process opens (plus one LISTEN connection while the event store has subscribers).'),
+  POSTGRES_STATEMENT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .default(10_000)
+    .describe('PostgreSQL: the server cancels a statement running longer, and a call waits this long for a connection; either is reported as the store unavailable (retried).'),
   LOGIN_ATTEMPTS_PER_EMAIL: z.coerce.number().int().min(1).max(1000).default(5).describe('Console logins tried for one email, counted before the password is checked, before it is locked for LOGIN_LOCKOUT_MS.'),
   LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20).describe('Failed console logins from one client address (IPv6: per /64) before every login from it is locked for LOGIN_LOCKOUT_MS.'),
   CONSOLE_WAITING_POLL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000).describe('How often an open, visible console page asks for the counts of decisions waiting for its user (the navigation badges).'),
@@ -280,17 +291,39 @@ const schema = z.object({
   FAULT_HANG_MS: z.coerce.number().int().min(1).max(600_000).default(30_000).describe('Fault injection: how long a hung call waits before it fails.'),
 });
 
+type Settings = z.infer<typeof schema>;
+
+/** Each store's server choices and the variable naming each one's URL. */
+const EVENT_SERVERS = { kurrentdb: 'KURRENTDB_URL', postgres: 'POSTGRES_URL' } as const;
+const READ_SERVERS = { mongodb: 'MONGODB_URL', postgres: 'POSTGRES_URL' } as const;
+
+/**
+ * The store an explicit choice names, else the one whose URL is set, else the embedded one; undefined when the
+ * URLs of two servers are set and nothing chooses between them (refused, see below).
+ */
+function chosenStore<Server extends string>(explicit: Server | 'embedded' | undefined, servers: Record<Server, keyof Settings>, config: Settings): Server | 'embedded' | undefined {
+  if (explicit) return explicit;
+  const named = (Object.keys(servers) as Server[]).filter((server) => config[servers[server]]);
+  return named.length === 0 ? 'embedded' : named.length === 1 ? named[0] : undefined;
+}
+
 /** The stores follow the URLs unless chosen explicitly; a chosen store without its URL is a configuration error. */
 const configSchema = schema
   .superRefine((config, ctx) => {
-    if (config.EVENT_STORE === 'kurrentdb' && !config.KURRENTDB_URL) {
-      ctx.addIssue({ code: 'custom', path: ['KURRENTDB_URL'], message: 'required when EVENT_STORE is kurrentdb' });
-    }
-    if (config.READ_STORE === 'mongodb' && !config.MONGODB_URL) {
-      ctx.addIssue({ code: 'custom', path: ['MONGODB_URL'], message: 'required when READ_STORE is mongodb' });
+    const storeChoices = [
+      { variable: 'EVENT_STORE', store: chosenStore(config.EVENT_STORE, EVENT_SERVERS, config), servers: EVENT_SERVERS as Record<string, keyof Settings> },
+      { variable: 'READ_STORE', store: chosenStore(config.READ_STORE, READ_SERVERS, config), servers: READ_SERVERS as Record<string, keyof Settings> },
+    ];
+    for (const { variable, store, servers } of storeChoices) {
+      if (store === undefined) {
+        const urls = Object.values(servers).filter((url) => config[url]).join(' and ');
+        ctx.addIssue({ code: 'custom', path: [variable], message: `${urls} are both set: choose the store with ${variable} (${Object.keys(servers).join(' or ')})` });
+      } else if (store !== 'embedded' && !config[servers[store]!]) {
+        ctx.addIssue({ code: 'custom', path: [servers[store]!], message: `required when ${variable} is ${store}` });
+      }
     }
     // Server stores are shared by processes on several machines: each needs the same key, so none can make its own.
-    const servers = (config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded')) !== 'embedded' || (config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded')) !== 'embedded';
+    const servers = storeChoices.some(({ store }) => store !== 'embedded');
     // Node refuses a headers timeout longer than the request timeout when it creates the server: say it here, by name.
     const headersTimeout = config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000;
     if (headersTimeout > config.HTTP_REQUEST_TIMEOUT_MS) {
@@ -309,13 +342,14 @@ const configSchema = schema
       ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_MAX_MS'], message: 'must be at least WEBHOOK_RETRY_BASE_MS' });
     }
     if (servers && !config.SECRETS_KEY) {
-      ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB or MongoDB): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });
+      ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB, MongoDB or PostgreSQL): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });
     }
   })
   .transform((config) => ({
     ...config,
-    EVENT_STORE: config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded'),
-    READ_STORE: config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded'),
+    // Never undefined here: superRefine refused the configurations where no store is chosen.
+    EVENT_STORE: chosenStore(config.EVENT_STORE, EVENT_SERVERS, config)!,
+    READ_STORE: chosenStore(config.READ_STORE, READ_SERVERS, config)!,
     HTTP_HEADERS_TIMEOUT_MS: config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000,
   }));
 
@@ -341,7 +375,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 /** A connection string's password stays out of error messages and logs. */
 function redact(text: string | undefined): string | undefined {
-  return text?.replace(/(\/\/[^:/@\s]*:)[^@/\s]*@/g, '$1***@');
+  return text?.replace(/(\/\/[^:/@\s]*:)[^@/\s]*@/g, '$1***@').replace(/(password=)[^&\s"]*/gi, '$1***');
 }
 
 /** Variable, default and doc of every setting, for the README and `--help`. */

@@ -41,6 +41,14 @@ describe('SECRETS_KEY', () => {
     expect(refusal({ KURRENTDB_URL: 'kurrentdb://kurrentdb:2113?tls=false', READ_STORE: 'embedded' })).toMatch(/SECRETS_KEY: required/);
     expect(loadConfig({ MONGODB_URL: 'mongodb://mongodb:27017/?replicaSet=rs0', SECRETS_KEY: KEY.toString('base64') }).SECRETS_KEY).toEqual(KEY);
   });
+
+  it('given PostgreSQL for either store without SECRETS_KEY, when loaded, then it is refused as for the other server stores', () => {
+    const POSTGRES_URL = 'postgres://wallet:pw@db:5432/wallet_ops';
+    expect(refusal({ POSTGRES_URL })).toMatch(/SECRETS_KEY: required when a store is a server/);
+    expect(refusal({ POSTGRES_URL, EVENT_STORE: 'embedded' })).toMatch(/SECRETS_KEY: required/);
+    expect(refusal({ POSTGRES_URL, READ_STORE: 'embedded' })).toMatch(/SECRETS_KEY: required/);
+    expect(loadConfig({ POSTGRES_URL, EVENT_STORE: 'embedded', READ_STORE: 'embedded' }).SECRETS_KEY).toBeUndefined();
+  });
 });
 
 describe('TRUST_PROXY', () => {

@@ -6,6 +6,7 @@ import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { withHashChain } from '../audit/hash-chain.ts';
+import type { PostgresConnectionOptions } from './postgres/postgres-pool.ts';
 import { openEmbeddedLedger } from './ledger/embedded-ledger.ts';
 import { withSimulatedLedgerFaults, type LedgerFaults } from './ledger/ledger-faults.ts';
 
@@ -21,13 +22,18 @@ export interface Stores {
  */
 export interface StoreSelection {
   DATA_DIR: string;
-  EVENT_STORE: 'embedded' | 'kurrentdb';
+  EVENT_STORE: 'embedded' | 'kurrentdb' | 'postgres';
   /** The embedded event store's commits: on the event loop (default) or on its commit thread. */
   EVENT_STORE_COMMITS?: 'thread' | 'event-loop' | undefined;
   KURRENTDB_URL?: string | undefined;
-  READ_STORE: 'embedded' | 'mongodb';
+  READ_STORE: 'embedded' | 'mongodb' | 'postgres';
   MONGODB_URL?: string | undefined;
   MONGODB_DATABASE: string;
+  /** One PostgreSQL database for either store or both (each store has its own tables and pool). */
+  POSTGRES_URL?: string | undefined;
+  /** Defaults as in src/config.ts. */
+  POSTGRES_POOL_SIZE?: number | undefined;
+  POSTGRES_STATEMENT_TIMEOUT_MS?: number | undefined;
 }
 
 /**
@@ -58,7 +64,8 @@ export function embedded(dataDir: string): StoreSelection {
 /**
  * The composition of storage, chosen by configuration alone: the embedded SQLite adapters (each in its own
  * file under the data directory, so that event appends and read-model writes never wait for each other's
- * write lock), or KurrentDB for the events and MongoDB for the read models, in any combination.
+ * write lock), or KurrentDB or PostgreSQL for the events and MongoDB or PostgreSQL for the read models, in any
+ * combination.
  */
 export async function openStores(options: StoreSelection | EmbeddedOnly, decorators: StoreDecorators = {}): Promise<Stores> {
   const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
@@ -83,10 +90,18 @@ export async function openStores(options: StoreSelection | EmbeddedOnly, decorat
 // Every event store is wrapped in the hash chain (src/audit): tamper evidence computed by wallet-ops itself.
 // The server adapters are loaded only when chosen: their clients cost every CLI start a third of a second.
 export async function openEventStore(
-  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL' | 'EVENT_STORE_COMMITS'>,
+  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL' | 'EVENT_STORE_COMMITS' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
   decorate: (store: EventStore) => EventStore = same,
   onGroupCommit?: (requests: number) => void,
 ): Promise<EventStore> {
+  if (selection.EVENT_STORE === 'postgres') {
+    const { openPostgresEventStore } = await import('./postgres/postgres-event-store.ts');
+    const store = await openPostgresEventStore({
+      ...postgresConnection(selection, 'EVENT_STORE=postgres', 'wallet-ops events'),
+      ...(onGroupCommit ? { onGroupCommit } : {}),
+    });
+    return withHashChain(decorate(store));
+  }
   if (selection.EVENT_STORE === 'kurrentdb') {
     const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
     return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
@@ -96,9 +111,12 @@ export async function openEventStore(
 }
 
 export async function openReadStore(
-  selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE'>,
+  selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
   decorate: (store: ReadStore) => ReadStore = same,
 ): Promise<ReadStore> {
+  if (selection.READ_STORE === 'postgres') {
+    throw new Error('READ_STORE=postgres: the PostgreSQL read store is not yet available; use READ_STORE=embedded or mongodb');
+  }
   if (selection.READ_STORE === 'mongodb') {
     const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');
     return decorate(openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE }));
@@ -149,6 +167,20 @@ export async function openLedger(options: { dataDir: string; selection?: LedgerS
     ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite') });
   }
   return decorate(withSimulatedLedgerFaults(ledger, options.faults ?? {}));
+}
+
+/** The connection settings of one PostgreSQL store (each store opens its own pool, named in pg_stat_activity). */
+function postgresConnection(
+  selection: Pick<StoreSelection, 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
+  because: string,
+  applicationName: string,
+): PostgresConnectionOptions {
+  return {
+    url: required(selection.POSTGRES_URL, 'POSTGRES_URL', because),
+    poolSize: selection.POSTGRES_POOL_SIZE ?? 10,
+    statementTimeoutMs: selection.POSTGRES_STATEMENT_TIMEOUT_MS ?? 10_000,
+    applicationName,
+  };
 }
 
 function required<T extends string | number>(value: T | undefined, name: string, because: string): T {

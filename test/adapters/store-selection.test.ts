@@ -8,6 +8,8 @@ import { embedded, openStores } from '../../src/adapters/open-stores.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { freshPostgresDatabase } from '../support/postgres-server.ts';
+import { openPostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.ts';
 
 const KURRENTDB_URL = 'kurrentdb://kurrentdb:2113?tls=false';
 const MONGODB_URL = 'mongodb://mongodb:27017/?replicaSet=rs0';
@@ -35,7 +37,8 @@ describe('store selection', () => {
   });
 
   it('given an unknown store, a malformed URL or database name, when loaded, then it is refused, and a password in a URL is not repeated', () => {
-    expect(() => loadConfig({ EVENT_STORE: 'postgres' })).toThrow(/EVENT_STORE/);
+    expect(() => loadConfig({ EVENT_STORE: 'cassandra' })).toThrow(/EVENT_STORE/);
+    expect(() => loadConfig({ READ_STORE: 'cassandra' })).toThrow(/READ_STORE/);
     expect(() => loadConfig({ MONGODB_URL: 'http://x' })).toThrow(/MONGODB_URL: a MongoDB connection string/);
     expect(() => loadConfig({ MONGODB_DATABASE: 'a/b' })).toThrow(/MONGODB_DATABASE/);
     let message = '';
@@ -50,6 +53,78 @@ describe('store selection', () => {
 
   it('given empty variables (as a compose file may pass them), when loaded, then they count as unset', () => {
     expect(loadConfig({ KURRENTDB_URL: '', MONGODB_URL: '', EVENT_STORE: '', READ_STORE: '' })).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'embedded' });
+  });
+
+  describe('PostgreSQL', () => {
+    const POSTGRES_URL = 'postgres://wallet:s3cret@db:5432/wallet_ops?sslmode=verify-full';
+
+    it('given only POSTGRES_URL, when loaded, then it selects both stores, with the pool and timeout defaults', () => {
+      expect(loadConfig({ POSTGRES_URL, SECRETS_KEY })).toMatchObject({
+        EVENT_STORE: 'postgres', READ_STORE: 'postgres', POSTGRES_URL, POSTGRES_POOL_SIZE: 10, POSTGRES_STATEMENT_TIMEOUT_MS: 10_000,
+      });
+      expect(loadConfig({ POSTGRES_URL: 'postgresql://db/w', SECRETS_KEY, POSTGRES_POOL_SIZE: '3', POSTGRES_STATEMENT_TIMEOUT_MS: '2500' })).toMatchObject({
+        EVENT_STORE: 'postgres', POSTGRES_POOL_SIZE: 3, POSTGRES_STATEMENT_TIMEOUT_MS: 2500,
+      });
+    });
+
+    it('given POSTGRES_URL and an explicit choice, when loaded, then the explicit choice wins, mixing stores', () => {
+      expect(loadConfig({ POSTGRES_URL, EVENT_STORE: 'embedded', SECRETS_KEY })).toMatchObject({ EVENT_STORE: 'embedded', READ_STORE: 'postgres' });
+      expect(loadConfig({ POSTGRES_URL, KURRENTDB_URL, EVENT_STORE: 'kurrentdb', SECRETS_KEY })).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'postgres' });
+      expect(loadConfig({ POSTGRES_URL, MONGODB_URL, READ_STORE: 'mongodb', SECRETS_KEY })).toMatchObject({ EVENT_STORE: 'postgres', READ_STORE: 'mongodb' });
+      expect(loadConfig({ KURRENTDB_URL, POSTGRES_URL, READ_STORE: 'postgres', EVENT_STORE: 'kurrentdb', SECRETS_KEY })).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'postgres' });
+    });
+
+    it('given two URLs for one store and no explicit choice, when loaded, then it is refused naming both and the choice to make', () => {
+      expect(() => loadConfig({ POSTGRES_URL, KURRENTDB_URL, SECRETS_KEY })).toThrow(/EVENT_STORE: KURRENTDB_URL and POSTGRES_URL are both set/);
+      expect(() => loadConfig({ POSTGRES_URL, MONGODB_URL, SECRETS_KEY })).toThrow(/READ_STORE: MONGODB_URL and POSTGRES_URL are both set/);
+      expect(() => loadConfig({ POSTGRES_URL, MONGODB_URL, READ_STORE: 'mongodb', SECRETS_KEY })).not.toThrow();
+    });
+
+    it('given a PostgreSQL store without its URL, when loaded, then it is refused naming the variable', () => {
+      expect(() => loadConfig({ EVENT_STORE: 'postgres', SECRETS_KEY })).toThrow(/POSTGRES_URL: required when EVENT_STORE is postgres/);
+      expect(() => loadConfig({ READ_STORE: 'postgres', SECRETS_KEY })).toThrow(/POSTGRES_URL: required when READ_STORE is postgres/);
+    });
+
+    it('given a malformed URL or pool settings, when loaded, then they are refused, and no password is repeated', () => {
+      for (const url of ['http://admin:s3cret@db/w', 'mysql://admin:s3cret@db/w', 'postgres://db/w?password=s3cret x']) {
+        let message = '';
+        try {
+          loadConfig({ POSTGRES_URL: url, SECRETS_KEY });
+        } catch (error) {
+          message = (error as Error).message;
+        }
+        expect(message).toMatch(/POSTGRES_URL: a PostgreSQL connection string/);
+        expect(message).not.toContain('s3cret');
+      }
+      expect(() => loadConfig({ POSTGRES_URL, SECRETS_KEY, POSTGRES_POOL_SIZE: '0' })).toThrow(/POSTGRES_POOL_SIZE/);
+      expect(() => loadConfig({ POSTGRES_URL, SECRETS_KEY, POSTGRES_STATEMENT_TIMEOUT_MS: '10' })).toThrow(/POSTGRES_STATEMENT_TIMEOUT_MS/);
+    });
+
+    it('given EVENT_STORE=postgres on a real server, when the stores are opened, then events are stored there, behind the hash chain', async () => {
+      const dir = tempDir('store-selection-');
+      const url = await freshPostgresDatabase();
+      const stores = await openStores({ ...embedded(dir.path), EVENT_STORE: 'postgres', POSTGRES_URL: url, POSTGRES_POOL_SIZE: 2, POSTGRES_STATEMENT_TIMEOUT_MS: 5000 });
+      try {
+        await stores.eventStore.append('s-1', [{ type: 'X', data: {} }], 'no_stream');
+        const [stored] = await stores.eventStore.readStream('s-1');
+        expect(stored!.metadata.hash).toMatch(/^[0-9a-f]{64}$/);
+        const raw = await openPostgresEventStore({ url, poolSize: 1, statementTimeoutMs: 5000, applicationName: 'test' });
+        expect(await raw.readAll()).toEqual([stored]);
+        await raw.close();
+      } finally {
+        await stores.close();
+        dir.cleanup();
+      }
+    });
+
+    it('given READ_STORE=postgres, when the stores are opened, then it says the adapter is not yet available and leaves nothing open', async () => {
+      const dir = tempDir('store-selection-');
+      try {
+        await expect(openStores({ ...embedded(dir.path), READ_STORE: 'postgres', POSTGRES_URL: 'postgres://db/w' })).rejects.toThrow(/PostgreSQL read store is not yet available/);
+      } finally {
+        dir.cleanup();
+      }
+    });
   });
 
   it('given the embedded selection, when the stores are opened, then they work in the data directory', async () => {

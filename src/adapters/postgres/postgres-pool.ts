@@ -80,10 +80,17 @@ export interface Migration {
 export async function migrate(pool: pg.Pool, schemaName: string, migrations: Migration[]): Promise<void> {
   const client = await pool.connect();
   try {
-    await client.query('CREATE TABLE IF NOT EXISTS wallet_ops_migrations (store TEXT NOT NULL, version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (store, version))').catch(async (error: unknown) => {
-      // Two processes creating the table at once: one loses with a unique violation on the catalog; the table exists.
-      if ((error as { code?: string }).code !== '23505') throw error;
-    });
+    // Under a lock too: two concurrent CREATE TABLE IF NOT EXISTS may both miss the table, and the second then fails
+    // on the catalog (23505, or 42710 for the table's row type), not with "already exists, skipping".
+    await client.query('BEGIN');
+    try {
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('wallet-ops-migrations'))");
+      await client.query('CREATE TABLE IF NOT EXISTS wallet_ops_migrations (store TEXT NOT NULL, version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (store, version))');
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
     for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
       await client.query('BEGIN');
       try {

@@ -127,7 +127,8 @@ export class AppendWriter {
   }
 }
 
-function revisionMatches(expected: ExpectedRevision, current: number | undefined): boolean {
+/** Whether a stream at `current` (undefined: no stream) satisfies the expected revision. */
+export function revisionMatches(expected: ExpectedRevision, current: number | undefined): boolean {
   switch (expected) {
     case 'any':
       return true;
