@@ -10,8 +10,8 @@ import { keyVolumeState, walletState } from './wallet-state.ts';
  * fewer than SNAPSHOT_EVERY events after it.
  *
  * A snapshot is a StateSnapshotted event in the stream `snapshot-<stream>`, written when an append takes the
- * stream past a multiple of SNAPSHOT_EVERY events, with the state folded up to exactly that revision (one
- * fold of at most about twice SNAPSHOT_EVERY events, from the previous snapshot: O(1) per event amortized).
+ * stream past a multiple of SNAPSHOT_EVERY events, with the state folded up to exactly that revision from the
+ * previous snapshot (the events since it, usually SNAPSHOT_EVERY: O(1) per event amortized).
  * Its own stream, not the summarized one: a snapshot must not move the revision decisions expect, and every
  * writer of a wallet (creates, checkers, the executor, with `any`) may cross a multiple. Written through the
  * same store, so the hash chain, the seals and `events export` cover it; `audit verify` folds the history and
