@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { withHashChain } from '../../src/audit/hash-chain.ts';
-import { loadState, StateCache } from '../../src/commands/pipeline.ts';
+import { loadState, runDecision, StateCache } from '../../src/commands/pipeline.ts';
 import { latestSnapshot, snapshotRevision, withSnapshots, writeSnapshot, type SnapshottingEventStore } from '../../src/commands/snapshots.ts';
 import { foldStream } from '../../src/commands/stream-fold.ts';
 import { keyVolumeState, walletState } from '../../src/commands/wallet-state.ts';
@@ -208,6 +208,22 @@ describe('snapshots', () => {
     await loadState({ store: watched as EventStore, cache: new StateCache() }, WALLET, walletState);
     expect(calls[0]).toEqual([streams.snapshot(WALLET), { direction: 'backwards', maxCount: 3 }]);
     expect(calls[1]).toEqual([WALLET, { fromRevision: 3 * EVERY, maxCount: 1000 }]);
+  });
+
+  it('when a decision reads a wallet and a key volume cold (as a create does), then it decides on the states folded from their snapshots', async () => {
+    const walletEvents = walletHistory(random(13), 5 * EVERY + 3);
+    const volumeEvents = volumeHistory(random(14), 4 * EVERY + 1);
+    await store.appendMulti([{ stream: WALLET, events: walletEvents, expectedRevision: 'any' }, { stream: VOLUME, events: volumeEvents, expectedRevision: 'any' }]);
+    await store.settled();
+    const counted = counting(raw);
+    const seen = await runDecision({ store: counted.store, cache: new StateCache() }, {
+      read: { wallet: { stream: WALLET, ...walletState }, volume: { stream: VOLUME, ...keyVolumeState } },
+      decide: (states) => ({ writes: [], result: states }),
+      context: { actor: 'user:u-1', correlationId: 'c-1' },
+    });
+    expect(seen).toEqual({ wallet: walletEvents.reduce(walletState.evolve, walletState.initialState()), volume: volumeEvents.reduce(keyVolumeState.evolve, keyVolumeState.initialState()) });
+    expect(counted.read.get(WALLET)).toBe(3);
+    expect(counted.read.get(VOLUME)).toBe(1);
   });
 });
 
