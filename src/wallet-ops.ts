@@ -13,6 +13,7 @@ import { KEY_USAGE_COLLECTION, KeyUsageRecorder } from './http/key-usage.ts';
 import { ApiRateLimits } from './http/rate-limit.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { InFlightStates, StateCache } from './commands/pipeline.ts';
+import { withSnapshots } from './commands/snapshots.ts';
 import type { Config } from './config.ts';
 import { createApp } from './http/app.ts';
 import type { Logger } from './logger.ts';
@@ -76,11 +77,23 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
-  const stores = await openStores(config, metrics ? {
+  const opened = await openStores(config, metrics ? {
     ...faults,
     eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
     onGroupCommit: (requests) => metrics.groupCommitBatchSize.observe(requests),
   } : faults);
+  // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
+  // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
+  const eventStore = withSnapshots(opened.eventStore, {
+    onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
+  });
+  const stores: Stores = {
+    eventStore,
+    readStore: opened.readStore,
+    async close() {
+      await Promise.all([eventStore.close(), opened.readStore.close()]);
+    },
+  };
   const ledger = await openLedger({
     dataDir: config.DATA_DIR,
     selection: config,

@@ -1,9 +1,10 @@
 /**
  * A create-operation decision on a payer whose wallet stream holds a million events, beside one on a wallet
  * of ten events, for bench:store: the real createOperation handler on the real embedded stores (hash chain
- * included), every event it reads counted under the hash chain. Warm: the process decided on the wallet
- * before (its state cache holds the folded state); cold: the stores reopened and a fresh cache, as after a
- * restart (the operating system's file cache stays warm).
+ * included, snapshots written as the server's store writes them), every event it reads counted under the
+ * hash chain. Warm: the process decided on the wallet before (its state cache holds the folded state); cold:
+ * the stores reopened and a fresh cache, as after a restart (the operating system's file cache stays warm).
+ * Then the same on a key with a max daily volume that made 20,000 creates today, beside a fresh key.
  */
 import { randomUUID } from 'node:crypto';
 import { openStores, type Stores } from '../../src/adapters/open-stores.ts';
@@ -12,6 +13,7 @@ import { credentialsOn } from '../../test/support/credentials.ts';
 import { createOperation, type OperationDeps } from '../../src/commands/operation-handlers.ts';
 import { PartyLookup } from '../../src/commands/party-lookup.ts';
 import { InFlightStates, StateCache } from '../../src/commands/pipeline.ts';
+import { withSnapshots } from '../../src/commands/snapshots.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { WalletRef } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
@@ -62,12 +64,12 @@ function counting(store: EventStore): EventStore {
 
 const operator = () => ({ actor: 'operator:bench', correlationId: randomUUID() });
 
-async function distributorWithKey(backOffice: CredentialDeps, shortCode: string): Promise<{ wallet: WalletRef; keyID: string }> {
+async function distributorWithKey(backOffice: CredentialDeps, shortCode: string, maxDailyVolume?: string): Promise<{ wallet: WalletRef; keyID: string }> {
   const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: `Distributor ${shortCode}`, shortCode }, operator());
   const ref = { type: 'distributor' as const, id: partyID };
   await addUser(backOffice, { party: ref, email: `maker-${shortCode}@bench.example`, password: 'maker password 1', roles: ['maker'] }, operator());
   await addUser(backOffice, { party: ref, email: `checker-${shortCode}@bench.example`, password: 'checker password 1', roles: ['checker'] }, operator());
-  const { keyID } = await requestApiKey(backOffice, await findUserByEmail(backOffice, `maker-${shortCode}@bench.example`), { label: 'bench', permissions: 'perform-operations' }, randomUUID());
+  const { keyID } = await requestApiKey(backOffice, await findUserByEmail(backOffice, `maker-${shortCode}@bench.example`), { label: 'bench', permissions: 'perform-operations', ...(maxDailyVolume ? { maxDailyVolume } : {}) }, randomUUID());
   await approveApiKey(backOffice, await findUserByEmail(backOffice, `checker-${shortCode}@bench.example`), keyID, randomUUID());
   return { wallet: { kind: 'distributor', id: partyID }, keyID };
 }
@@ -93,9 +95,47 @@ async function fillWallet(store: EventStore, wallet: WalletRef, count: number): 
   }
 }
 
+/** The create path's dependencies as the server builds them, with a fresh state cache (a fresh process). */
+function operationDeps(store: EventStore, feeSchedule: OperationDeps['feeSchedule'], clock: () => Date = () => new Date()): OperationDeps {
+  return {
+    store,
+    cache: new StateCache(),
+    lookup: new PartyLookup(store),
+    clock,
+    assetScale: 2,
+    feeSchedule,
+    volumeTimeZone: 'UTC',
+    serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+  };
+}
+
+/** One create (cash-in of 1.00 with an Idempotency-Key) by the real handler: its time and what it read. */
+async function decide(deps: OperationDeps, key: ApiKeyRecord): Promise<DecideSample> {
+  counter.reads = 0;
+  counter.events = 0;
+  const t0 = performance.now();
+  const outcome = await createOperation(deps, key, { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE, memo: null }, { key: randomUUID(), requestHash: 'bench', responseFor: createdResponse }, operator());
+  const ms = performance.now() - t0;
+  if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
+  return { ms, eventsRead: counter.events, reads: counter.reads };
+}
+
+/** The embedded stores as the server opens them: the hash chain, and snapshots written around it (src/wallet-ops.ts). */
+async function openBenchStores(dataDir: string): Promise<Stores> {
+  const opened = await openStores({ dataDir }, { eventStore: counting });
+  const eventStore = withSnapshots(opened.eventStore);
+  return {
+    eventStore,
+    readStore: opened.readStore,
+    async close() {
+      await Promise.all([eventStore.close(), opened.readStore.close()]);
+    },
+  };
+}
+
 export async function measureDecide(walletEvents: number, log: (line: string) => void): Promise<DecideResult> {
   const dir = tempDir('store-decide-');
-  const open = () => openStores({ dataDir: dir.path }, { eventStore: counting });
+  const open = () => openBenchStores(dir.path);
   const config = loadConfig({ DATA_DIR: dir.path });
   let stores: Stores = await open();
   try {
@@ -112,25 +152,7 @@ export async function measureDecide(walletEvents: number, log: (line: string) =>
     await catchUpApiKeyDirectory(stores.eventStore, directory);
     const keys = { long: directory.get(long.keyID)!, short: directory.get(short.keyID)! };
 
-    const depsOf = (store: EventStore): OperationDeps => ({
-      store,
-      cache: new StateCache(),
-      lookup: new PartyLookup(store),
-      clock: () => new Date(),
-      assetScale: 2,
-      feeSchedule: config.FEE_SCHEDULE,
-      volumeTimeZone: 'UTC',
-      serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
-    });
-    const decide = async (deps: OperationDeps, key: ApiKeyRecord): Promise<DecideSample> => {
-      counter.reads = 0;
-      counter.events = 0;
-      const t0 = performance.now();
-      const outcome = await createOperation(deps, key, { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE, memo: null }, { key: randomUUID(), requestHash: 'bench', responseFor: createdResponse }, operator());
-      const ms = performance.now() - t0;
-      if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
-      return { ms, eventsRead: counter.events, reads: counter.reads };
-    };
+    const depsOf = (store: EventStore) => operationDeps(store, config.FEE_SCHEDULE);
 
     // Warm: one process, one cache, each wallet decided on once before; alternating.
     const warmDeps = depsOf(stores.eventStore);
@@ -167,4 +189,81 @@ export async function measureDecide(walletEvents: number, log: (line: string) =>
 /** The sample of median time (its reads with it). */
 function medianSample(samples: DecideSample[]): DecideSample {
   return [...samples].sort((a, b) => a.ms - b.ms)[Math.floor(samples.length / 2)]!;
+}
+
+export interface VolumeDayResult {
+  /** Creates the busy key made today before the restart. */
+  creates: number;
+  buildSeconds: number;
+  /** Wall ms per create in a warm process, over the day's first and last 1,000 creates (or tenth), 16 in flight. */
+  firstCreatesMs: number;
+  lastCreatesMs: number;
+  cold: { busy: DecideSample; fresh: DecideSample };
+}
+
+/** Creates in flight while the busy key's day is built: the group commit batches them, as under load. */
+const DAY_IN_FLIGHT = 16;
+
+/**
+ * The first create after a restart on a key with a max daily volume that made `creates` creates today (its
+ * payer's wallet holding as many holds), beside a fresh key of another distributor, alternating; each cold run
+ * reopens the stores with a fresh cache. The day is built by the real handler, timed per create at its start
+ * and its end, so the in-memory cost per create is seen not to grow with the day.
+ */
+export async function measureVolumeDay(creates: number, log: (line: string) => void): Promise<VolumeDayResult> {
+  const dir = tempDir('store-volume-');
+  const config = loadConfig({ DATA_DIR: dir.path });
+  // One instant for the whole run: the key's volume day cannot roll over under the bench.
+  const now = new Date();
+  const clock = () => now;
+  let stores: Stores = await openBenchStores(dir.path);
+  try {
+    const backOffice: CredentialDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
+    const busy = await distributorWithKey(backOffice, '7101', '1000000000000.00');
+    const fresh = await distributorWithKey(backOffice, '7102', '1000000000000.00');
+    await registerIndividual(backOffice, { phone: PHONE, name: 'Bench Customer' }, operator());
+    await fillWallet(stores.eventStore, busy.wallet, 1);
+    await fillWallet(stores.eventStore, fresh.wallet, 10);
+    const directory = new ApiKeyDirectory();
+    await catchUpApiKeyDirectory(stores.eventStore, directory);
+    const keys = { busy: directory.get(busy.keyID)!, fresh: directory.get(fresh.keyID)! };
+
+    const deps = operationDeps(stores.eventStore, config.FEE_SCHEDULE, clock);
+    const window = Math.max(1, Math.min(1000, Math.floor(creates / 10)));
+    const done: number[] = [];
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(Array.from({ length: DAY_IN_FLIGHT }, async () => {
+      while (next < creates) {
+        next += 1;
+        await decide(deps, keys.busy);
+        done.push(performance.now());
+      }
+    }));
+    const buildSeconds = (performance.now() - started) / 1000;
+    // Wall time per create over the day's first and last windows (creates in flight overlap: a rate, not a latency).
+    const firstCreatesMs = (done[window - 1]! - started) / window;
+    const lastCreatesMs = (done[creates - 1]! - done[creates - 1 - window]!) / window;
+    log(`volume: ${creates.toLocaleString('en-US')} creates on one key in ${buildSeconds.toFixed(0)} s (${firstCreatesMs.toFixed(2)} ms per create at the start of the day, ${lastCreatesMs.toFixed(2)} ms at its end)`);
+
+    const cold = { busy: [] as DecideSample[], fresh: [] as DecideSample[] };
+    for (let run = 0; run < COLD_RUNS; run++) {
+      for (const which of ['busy', 'fresh'] as const) {
+        await stores.close();
+        stores = await openBenchStores(dir.path);
+        cold[which].push(await decide(operationDeps(stores.eventStore, config.FEE_SCHEDULE, clock), keys[which]));
+      }
+      log(`volume: cold run ${run + 1}: ${cold.busy.at(-1)!.ms.toFixed(1)} ms (${cold.busy.at(-1)!.eventsRead} events read) vs ${cold.fresh.at(-1)!.ms.toFixed(1)} ms (${cold.fresh.at(-1)!.eventsRead})`);
+    }
+    return {
+      creates,
+      buildSeconds,
+      firstCreatesMs,
+      lastCreatesMs,
+      cold: { busy: medianSample(cold.busy), fresh: medianSample(cold.fresh) },
+    };
+  } finally {
+    await stores.close();
+    dir.cleanup();
+  }
 }

@@ -1,5 +1,5 @@
 /** What `audit verify` reports, and how problems are collected. */
-export type AuditCheck = 'hash' | 'chain' | 'seal' | 'operation' | 'maker-checker' | 'wallet' | 'supply' | 'ledger' | 'ledger-chain' | 'outcome';
+export type AuditCheck = 'hash' | 'chain' | 'seal' | 'operation' | 'maker-checker' | 'wallet' | 'supply' | 'ledger' | 'ledger-chain' | 'outcome' | 'snapshot';
 
 export interface AuditProblem {
   check: AuditCheck;
@@ -64,6 +64,8 @@ export interface AuditReport {
     /** Events stored before the hash chain existed (they are still sealed and linked to by their successor). */
     unhashedEvents: number;
     headPosition: number;
+    /** StateSnapshotted events compared with the history they summarize. */
+    snapshots: number;
   };
   supply: { definition: string; issued: string; redeemed: string; supply: string };
   /**

@@ -6,6 +6,7 @@ import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type
 import { describeFailedButMoved } from './failed-but-moved.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
+import { SnapshotChecker } from './verify-snapshots.ts';
 import { DEFAULT_MAX_APPROVED_AGE_MS, formatAge, OutcomeWatch, reconcileLedger, reportStuckOperations, type LedgerChainID } from './verify-ledger.ts';
 import type { LedgerTransaction } from '../ports/ledger.ts';
 
@@ -30,6 +31,8 @@ export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
  *    the same party; key requests by makers; channel operations (issue, individual-payment) approved by their
  *    own requesting actor. Access requests (verify-access.ts): requested by a platform administrator,
  *    approved by another who is not the subject; every widening of a user under an approved request for it.
+ *  - snapshot: each StateSnapshotted (a wallet's or a key's day's sums at a revision, which decisions fold from
+ *    after a restart) equals the sums folded from the history up to that revision (verify-snapshots.ts).
  *  - wallet: no wallet but platform:issuance ever below zero (WalletCredited/WalletDebited folded).
  *  - supply: the write side's money moves only with a completed operation, in its completion's append, as
  *    it requested (payer -amount-fee, payee +amount, platform:fees +fee), and after each such append the
@@ -116,6 +119,8 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   const watch = new OutcomeWatch();
   const head = await store.headPosition();
   const seals = new SealChecker(await sealMode(store), sealLoader(store, head), (problem) => problems.add(problem));
+  const snapshots = new SnapshotChecker(problems, options.assetScale);
+  await snapshots.prepare(store, head, pageSize);
   let events = 0;
   let from = 0;
   while (from <= head) {
@@ -126,6 +131,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
       const hash = chains.check(event);
       seals.feed(event, hash);
       business.feed(event);
+      snapshots.feed(event);
       watch.feed(event);
     }
     events += page.length;
@@ -134,6 +140,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   }
   await seals.finish();
   business.finish();
+  snapshots.finish();
   const inFlight: string[] = [];
   const executed = new Map<string, LedgerTransaction>();
   const failedButMoved: Array<{ operationID: string; tx: LedgerTransaction }> = [];
@@ -158,6 +165,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
       unsealedEvents: seals.unsealedEvents,
       unhashedEvents: chains.unhashed,
       headPosition: head,
+      snapshots: snapshots.checked,
     },
     supply: {
       definition: SUPPLY_DEFINITION,

@@ -4,6 +4,8 @@ import { DomainError } from '../domain/errors.ts';
 import type { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { backoffMs } from '../shared/backoff.ts';
 import type { Decider } from './decider.ts';
+import { latestSnapshot } from './snapshots.ts';
+import { foldStream, LOAD_PAGE, type SnapshotSpec } from './stream-fold.ts';
 
 /** Who runs a command and in which request: becomes the metadata of every event it appends. */
 export interface CommandContext {
@@ -129,38 +131,31 @@ export interface CommandResult<State, Event> {
   state: State;
 }
 
-/** Reads a stream's current state through the cache; also used by handlers that only need to look. */
+/**
+ * Reads a stream's current state through the cache; also used by handlers that only need to look. Not in the
+ * cache (a restart, an eviction), a stream kept with snapshots is folded from its newest snapshot.
+ */
 export async function loadState<State, Event>(
   deps: CommandPipelineDeps,
   stream: string,
-  decider: Pick<Decider<unknown, State, Event>, 'evolve' | 'initialState'>,
+  decider: Pick<Decider<unknown, State, Event>, 'evolve' | 'initialState'> & { snapshot?: SnapshotSpec<State> },
 ): Promise<{ state: State; revision: number }> {
-  const cached = deps.cache?.get(stream);
-  let state = (cached?.state as State | undefined) ?? decider.initialState();
-  let revision = cached?.revision ?? -1;
-  const from = revision;
-  // In pages: a long stream read cold (a wallet with a million events) is folded without holding it all in memory.
-  for (;;) {
-    const page = await deps.store.readStream(stream, { fromRevision: revision + 1, maxCount: LOAD_PAGE });
-    for (const recorded of page) {
-      // Metadata too: a state may need to know who caused an event (an operation's requester, for segregation of duties).
-      state = decider.evolve(state, { type: recorded.type, data: recorded.data, metadata: recorded.metadata } as Event);
-      revision = recorded.revision;
-    }
-    if (page.length < LOAD_PAGE) break;
-  }
-  if (revision !== from) deps.cache?.set(stream, { revision, state });
+  const cached = deps.cache?.get(stream) as { state: State; revision: number } | undefined;
+  const start = cached ?? (decider.snapshot ? await latestSnapshot(deps.store, stream, { snapshot: decider.snapshot }) : null) ?? { state: decider.initialState(), revision: -1 };
+  const { state, revision } = await foldStream(deps.store, stream, decider.evolve, start);
+  if (revision !== (cached?.revision ?? -1)) deps.cache?.set(stream, { revision, state });
   return { state, revision };
 }
 
-/** Events per read when a state is loaded. */
-export const LOAD_PAGE = 1000;
+export { LOAD_PAGE };
 
 /** A stream a decision reads: its name and how to fold it. */
 export interface StreamRead<State> {
   stream: string;
   evolve: (state: State, event: any) => State;
   initialState: () => State;
+  /** For a stream kept with snapshots (src/commands/snapshots.ts): a cold load starts from the newest one. */
+  snapshot?: SnapshotSpec<State>;
 }
 
 export interface StreamWrite {

@@ -166,7 +166,7 @@ export type WebhookEndpointEvent =
   | WebhookSecretRotationWithdrawn
   | WebhookSecretRotated;
 
-export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | IdempotentRequestRecorded | CashOutConsentEvent;
+export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | StateSnapshotted | IdempotentRequestRecorded | CashOutConsentEvent;
 
 // Operations -----------------------------------------------------------------------------------------------
 export type DistributorOperationType = 'cash-in' | 'cash-out-fulfillment';
@@ -263,6 +263,23 @@ export type WalletEvent = FundsHeld | HoldReleased | WalletCredited | WalletDebi
 export type VolumeReserved = Event<'VolumeReserved', { keyID: string; day: string; operationID: string; amount: string }>;
 export type VolumeReleased = Event<'VolumeReleased', { keyID: string; day: string; operationID: string; amount: string }>;
 export type KeyVolumeEvent = VolumeReserved | VolumeReleased;
+
+// Snapshots of decision states ---------------------------------------------------------------------------------
+/**
+ * A summary of a long stream's folded state at one revision (src/commands/snapshots.ts), in its own stream
+ * `snapshot-<stream>`: a decision after a restart folds from it instead of from the stream's first event.
+ * A cache, never a source: `audit verify` folds the history and reports a snapshot that disagrees with it.
+ */
+export type StateSnapshotted = Event<'StateSnapshotted', {
+  /** The stream summarized (`wallet-…`, `keyVolume-…`). */
+  stream: string;
+  /** The last revision of that stream the state includes. */
+  revision: number;
+  /** Which fold, and its version (`wallet/1`, `keyVolume/1`): a loader ignores a snapshot of another. */
+  fold: string;
+  /** The folded state: for `wallet/1` {balance, held}; for `keyVolume/1` {total}; decimal strings. */
+  state: Record<string, string>;
+}>;
 
 // Idempotency ------------------------------------------------------------------------------------------------
 export type IdempotentRequestRecorded = Event<'IdempotentRequestRecorded', {

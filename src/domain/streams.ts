@@ -24,6 +24,8 @@ export const streams = {
   idempotency: (keyID: string, idempotencyKeyHash: string) => `idempotency-${keyID}_${idempotencyKeyHash}`,
   /** An individual's one-time cash-out codes (CASH_OUT_CONSENT=individual-code): issued, then used once. */
   cashOutConsent: (phone: string) => `cashOutConsent-${phone}`,
+  /** Summaries of a long stream's folded state (StateSnapshotted), so that a cold load reads a bounded amount. */
+  snapshot: (stream: string) => `snapshot-${stream}`,
   /** The demo's mark on a store it seeded (src/demo-store.ts): the first event of a demo store, never of a real one. */
   demoStore: 'demoStore-marker',
 } as const;
@@ -38,4 +40,6 @@ export const streamPrefixes = {
   accessRequest: 'accessRequest-',
   operation: 'operation-',
   wallet: 'wallet-',
+  keyVolume: 'keyVolume-',
+  snapshot: 'snapshot-',
 } as const;

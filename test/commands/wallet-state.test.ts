@@ -118,41 +118,47 @@ describe('available balance', () => {
 
 describe('key volume state', () => {
   it('when nothing was reserved, then the total is 0', () => {
-    expect(volume()).toEqual({ total: '0', reservations: {} });
+    expect(volume()).toEqual({ total: '0' });
   });
 
-  it('when amounts are reserved, then the total is their sum and each is kept by operation', () => {
-    const state = volume(reserved('op_a', '100.00'), reserved('op_b', '0.50'));
-    expect(at2(state.total)).toBe('100.50');
-    expect(Object.keys(state.reservations).sort()).toEqual(['op_a', 'op_b']);
-    expect(at2(state.reservations.op_b!)).toBe('0.50');
+  it('when amounts are reserved, then the total is their sum', () => {
+    expect(at2(volume(reserved('op_a', '100.00'), reserved('op_b', '0.50')).total)).toBe('100.50');
   });
 
-  it('when a reservation is released, then it leaves the total and the reservations', () => {
-    const state = volume(reserved('op_a', '100.00'), reserved('op_b', '0.50'), volumeReleased('op_a', '100.00'));
-    expect(at2(state.total)).toBe('0.50');
-    expect(Object.keys(state.reservations)).toEqual(['op_b']);
+  it('when a reservation is released, then the total falls by the amount the release carries', () => {
+    expect(at2(volume(reserved('op_a', '100.00'), reserved('op_b', '0.50'), volumeReleased('op_a', '100.00')).total)).toBe('0.50');
   });
 
-  it('when a reservation that does not exist is released, then nothing changes', () => {
-    const before = volume(reserved('op_a', '100.00'));
-    expect(keyVolumeState.evolve(before, volumeReleased('op_unknown', '100.00'))).toEqual(before);
-  });
-
-  it('when a reservation is released twice, then the second release changes nothing', () => {
-    const once = volume(reserved('op_a', '100.00'), reserved('op_b', '20.00'), volumeReleased('op_a', '100.00'));
-    expect(keyVolumeState.evolve(once, volumeReleased('op_a', '100.00'))).toEqual(once);
-    expect(at2(once.total)).toBe('20.00');
-  });
-
-  it('when a release names a different amount, then what was reserved is released', () => {
-    expect(at2(volume(reserved('op_a', '100.00'), volumeReleased('op_a', '1.00')).total)).toBe('0.00');
+  it('when a day has thousands of reservations, then the state is still one running total (a create costs the same whatever the day)', () => {
+    const events = Array.from({ length: 5000 }, (_, i) => (i % 5 === 4 ? volumeReleased(`op_${i - 1}`, '1.00') : reserved(`op_${i}`, '1.00')));
+    const state = volume(...events);
+    expect(Object.keys(state)).toEqual(['total']);
+    expect(at2(state.total)).toBe('3000.00');
   });
 
   it('when events are folded, then the state given to evolve is never mutated', () => {
     let state = deepFreeze(keyVolumeState.initialState());
     for (const event of [reserved('op_a', '1.00'), reserved('op_b', '2.00'), volumeReleased('op_a', '1.00')]) state = deepFreeze(keyVolumeState.evolve(state, event));
     expect(at2(state.total)).toBe('2.00');
+  });
+});
+
+describe('snapshots of the states', () => {
+  it('when a wallet state is kept as a snapshot and restored, then it is the same state', () => {
+    const state = wallet(credited('500.00'), held('op_a', '120.25'));
+    expect(walletState.snapshot.restore(JSON.parse(JSON.stringify(state)))).toEqual(state);
+  });
+
+  it('when a key volume state is kept as a snapshot and restored, then it is the same state', () => {
+    const state = volume(reserved('op_a', '100.00'));
+    expect(keyVolumeState.snapshot.restore(JSON.parse(JSON.stringify(state)))).toEqual(state);
+  });
+
+  it('when a stored summary lacks a field or holds something other than a decimal, then it is not restored', () => {
+    expect(walletState.snapshot.restore({ balance: '1.00' })).toBeNull();
+    expect(walletState.snapshot.restore({ balance: '1.00', held: 'lots' })).toBeNull();
+    expect(keyVolumeState.snapshot.restore({ total: 3 })).toBeNull();
+    expect(keyVolumeState.snapshot.restore(null)).toBeNull();
   });
 });
 
@@ -183,7 +189,7 @@ describe('replay', () => {
     credited('1000.00'), held('op_a', '250.50'), held('op_b', '10.00'), credited('0.01', 'op_in'), released('op_a', '250.50'),
     held('op_c', '99.99'), debited('op_b', '10.00', '10.00'), debited('op_out', '5.00'),
   ];
-  const volumeEvents: KeyVolumeEvent[] = [reserved('op_a', '250.50'), reserved('op_b', '10.00'), volumeReleased('op_a', '250.50'), reserved('op_c', '99.99'), volumeReleased('op_zzz', '1.00')];
+  const volumeEvents: KeyVolumeEvent[] = [reserved('op_a', '250.50'), reserved('op_b', '10.00'), volumeReleased('op_a', '250.50'), reserved('op_c', '99.99')];
 
   it('when the same wallet events are folded twice from the initial state, then the states are equal', () => {
     const first = walletEvents.reduce(walletState.evolve, walletState.initialState());
