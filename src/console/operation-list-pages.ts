@@ -3,14 +3,13 @@ import { html, seg, time, type Html } from '../http/html.ts';
 import type { OperationPage } from '../projections/console-operation-queries.ts';
 import type { ConsoleOperationDoc } from '../projections/console-operations.ts';
 import { filterQuery, STATUSES, TYPES, type FilterValues } from './operation-filters.ts';
-import { opTabs, STATUS_LABELS } from './operations-pages.ts';
+import { counterpartOf, counterpartText, opTabs, STATUS_LABELS } from './operations-pages.ts';
 
 /** Markup of Operations › History: the filter form, one page of rows, where the page is, and the export link. */
 const count = (n: number) => n.toLocaleString('en-US');
 
 export function counterpartyOf(doc: ConsoleOperationDoc): Html {
-  const label = doc.counterpartyKind === 'individual' ? `${doc.counterpartyName} (${doc.counterpartyID})` : `${doc.counterpartyName} (${doc.counterpartyKind} ${doc.counterpartyShortCode ?? doc.counterpartyID})`;
-  return html`<a href="/console/operations/history?counterparty=${encodeURIComponent(doc.counterparty)}" title="Operations with this counterparty">${label}</a>`;
+  return html`<a href="/console/operations/history?counterparty=${encodeURIComponent(doc.counterparty)}" title="Operations with this counterparty">${counterpartText(counterpartOf(doc))}</a>`;
 }
 
 function option(value: string, label: string, selected: string): Html {

@@ -1,5 +1,6 @@
 import type { Counterparty, OperationRequested } from '../domain/events.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
+import type { ConsoleOperationDoc } from '../projections/console-operations.ts';
 import { money } from './format.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
@@ -14,7 +15,26 @@ export interface PendingOperation {
   large?: boolean;
 }
 
-export function counterpartText(counterparty: Counterparty): string {
+/** A row of Pending approval: the read model's document, with the key's label from the key directory. */
+export interface PendingRow {
+  doc: ConsoleOperationDoc;
+  keyLabel: string | null;
+  /** The viewer requested the key that created it (and saw its secret): another checker must approve it. */
+  viewerRequestedKey: boolean;
+}
+
+/** A counterparty as an event (shortCode absent) or a read model document (shortCode null) holds it. */
+type Counterpart = Omit<Counterparty, 'shortCode'> & { shortCode?: string | null };
+
+/** The counterparty as a document of console_operations holds it. */
+export const counterpartOf = (doc: ConsoleOperationDoc): Counterpart => ({
+  kind: doc.counterpartyKind,
+  id: doc.counterpartyID,
+  name: doc.counterpartyName,
+  shortCode: doc.counterpartyShortCode,
+});
+
+export function counterpartText(counterparty: Counterpart): string {
   if (counterparty.kind === 'individual') return `${counterparty.name} (${counterparty.id})`;
   return `${counterparty.name} (${counterparty.kind} ${counterparty.shortCode ?? counterparty.id})`;
 }
@@ -24,19 +44,19 @@ export const opTabs = (current: 'pending' | 'history', pendingCount: number) => 
     <li><a href="/console/operations/history"${current === 'history' ? html` aria-current="page"` : ''}>History</a></li>
   </ul></nav>`;
 
-export function pendingPage(session: SessionDoc, items: PendingOperation[], checker: boolean, assetCode: string): Html {
+export function pendingPage(session: SessionDoc, items: PendingRow[], checker: boolean, assetCode: string): Html {
   const table = items.length === 0
     ? html`<p class="empty">No operation is waiting for approval.</p>`
     : html`<table>
       <caption class="visually-hidden">Operations awaiting a checker</caption>
       <thead><tr>${checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}<th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
-      <tbody>${items.map(({ operation: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
+      <tbody>${items.map(({ doc: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
         ${checker ? html`<td class="select"><input type="checkbox" name="operationID" value="${op.operationID}" form="bulk-form" id="select-${op.operationID}" aria-label="Select operation ${op.operationID}"></td>` : ''}
         <th scope="row">${op.operationType}<br><a href="/console/operations/${seg(op.operationID)}"><code class="muted">${op.operationID}</code></a></th>
         <td class="num">${money(op.amount, assetCode)}</td>
         <td class="num">${money(op.fee, assetCode)}</td>
         <td>${op.payerName}</td>
-        <td>${counterpartText(op.counterparty)}</td>
+        <td>${counterpartText(counterpartOf(op))}</td>
         <td>${op.memo ?? ''}</td>
         <td>${keyLabel ?? ''}<br><code class="muted">${op.keyID ?? ''}</code></td>
         <td>${time(op.createdAt)}</td>

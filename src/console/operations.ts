@@ -10,19 +10,20 @@ import { requiredText } from '../domain/text.ts';
 import { commandContext, ConsoleError, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
 import { BULK_LIMIT, confirmApprovalPage, pendingPage, rejectPage, type PendingOperation } from './operations-pages.ts';
 import { Decimal } from '../domain/money.ts';
-import { listQuery, type PartyOperationDoc } from './party-operations.ts';
+import { pendingOperations } from './party-operations.ts';
 import { redirectWith, renderPage } from './render.ts';
 
 /**
- * Operations of the viewer's party. The lists come from the read models (distributor_operations,
- * merchant_operations); a pending operation's details the documents do not carry (the key that created it,
- * the fee of a distributor's operation) come from its own stream, which also drops from the pending list
- * what a checker decided a moment ago and the read model has not caught up with yet.
+ * Operations of the viewer's party waiting for a checker. The list comes from the console_operations read
+ * model alone (party-operations.ts), whatever its length: no row's stream is read, and what a checker decided
+ * a moment ago (the model not caught up yet) is left out by one read of the decisions past its checkpoint.
+ * Deciding is the write side: approve and reject read the operation's own stream, and refuse one that is no
+ * longer pending (409), however stale the list it was chosen from.
  */
 const PENDING_LIMIT = 200;
 
 export function operationRoutes(router: Router, services: ConsoleServices): void {
-  const { readStore, directory } = services.deps;
+  const { directory } = services.deps;
   const assetCode = services.deps.assetCode ?? 'NGN';
 
   /** The operation's state from its stream, if it is the party's; another party's is as good as absent. */
@@ -32,10 +33,12 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     return state.status !== 'none' && samePartyRef(state.operation.party, party) ? state : null;
   }
 
-  const withKeyLabel = (operation: PendingOperation['operation'], viewerID?: string): PendingOperation => {
-    const key = operation.keyID ? directory.get(operation.keyID) : undefined;
-    return { operation, keyLabel: key?.label ?? null, viewerRequestedKey: viewerID !== undefined && key?.requestedBy === viewerID };
+  /** The label of the key that created an operation, and whether the viewer requested that key (the directory is in memory). */
+  const keyOf = (keyID: string | null, viewerID?: string) => {
+    const key = keyID ? directory.get(keyID) : undefined;
+    return { keyLabel: key?.label ?? null, viewerRequestedKey: viewerID !== undefined && key?.requestedBy === viewerID };
   };
+  const withKeyLabel = (operation: PendingOperation['operation']): PendingOperation => ({ operation, ...keyOf(operation.keyID) });
 
   async function ownPendingOperation(res: Response, operationID: string): Promise<PendingOperation> {
     const state = await partyOperation(partyOf(res), operationID);
@@ -45,14 +48,8 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
   }
 
   router.get('/operations', async (_req, res) => {
-    const party = partyOf(res);
-    const { collection, where, sort } = listQuery(party);
-    const docs = await readStore.find<PartyOperationDoc>(collection, { where: { ...where, status: 'pending' }, sort, limit: PENDING_LIMIT });
-    const items: PendingOperation[] = [];
-    for (const doc of docs) {
-      const state = await partyOperation(party, doc.operationID);
-      if (state?.status === 'pending') items.push(withKeyLabel(state.operation, viewer(res).user.userID));
-    }
+    const { userID } = viewer(res).user;
+    const items = (await pendingOperations(services, partyOf(res), PENDING_LIMIT)).map((doc) => ({ doc, ...keyOf(doc.keyID, userID) }));
     const checker = viewer(res).user.roles.includes('checker');
     await renderPage(services, res, { title: 'Operations', section: 'operations', body: pendingPage(viewer(res).session, items, checker, assetCode) });
   });

@@ -1,6 +1,7 @@
 import type { OperationType } from '../domain/events.ts';
+import type { EventStore } from '../ports/event-store.ts';
 import type { FindQuery, RangeCondition, ReadStore } from '../ports/read-store.ts';
-import { CONSOLE_OPERATIONS_COLLECTION, type ConsoleOperationDoc } from './console-operations.ts';
+import { CONSOLE_OPERATIONS_COLLECTION, CONSOLE_OPERATIONS_PROJECTION, type ConsoleOperationDoc } from './console-operations.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
 
 /**
@@ -158,4 +159,36 @@ export async function operationOfParty(readStore: ReadStore, party: string, oper
   if (own?.party === party) return own;
   if (received?.party === party) return received;
   return null;
+}
+
+/** The party's own operations waiting for its checker (a cash-in a merchant received is the distributor's to decide). */
+const pendingWhere = (party: string): NonNullable<FindQuery['where']> => ({ party, status: 'pending', side: 'own' });
+
+/** Most decisions read past the read model's checkpoint: beyond that the model is far behind (a stopped runner). */
+export const PENDING_TAIL_LIMIT = 1000;
+
+/**
+ * The party's pending operations, newest first, as the Pending approval page lists them: the console_operations
+ * documents, less those a checker decided after the read model's checkpoint (a moment ago, not applied yet),
+ * found in one read of the log's decisions past that checkpoint. The checkpoint is read first: the documents
+ * are then at least that fresh, and every later decision is in the tail. Reads are the same whatever the number
+ * of rows: no operation's stream is read. Beyond PENDING_TAIL_LIMIT decisions a decided row may still show; the
+ * approve and reject routes check the operation's stream, and refuse it (409).
+ */
+export async function pendingOperationsOfParty(stores: { readStore: ReadStore; eventStore: EventStore }, party: string, limit: number): Promise<ConsoleOperationDoc[]> {
+  const checkpoint = await stores.readStore.getCheckpoint(CONSOLE_OPERATIONS_PROJECTION);
+  const docs = await stores.readStore.find<ConsoleOperationDoc>(COLLECTION, { where: pendingWhere(party), sort: [['sortKey', 'desc']], limit });
+  if (docs.length === 0) return docs;
+  const decided = await stores.eventStore.readAll({
+    fromPosition: (checkpoint ?? 0) + 1,
+    maxCount: PENDING_TAIL_LIMIT,
+    filter: { eventTypes: ['OperationApproved', 'OperationRejected'] },
+  });
+  const gone = new Set(decided.map((event) => (event.data as { operationID: string }).operationID));
+  return docs.filter((doc) => !gone.has(doc.operationID));
+}
+
+/** How many operations wait for the party's checker: what the Pending approval tab and the waiting counts say. */
+export function countPendingOfParty(readStore: ReadStore, party: string): Promise<number> {
+  return readStore.count(COLLECTION, { where: pendingWhere(party) });
 }

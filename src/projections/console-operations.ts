@@ -10,7 +10,9 @@ import type { ContractStatus } from '../domain/operation-status.ts';
  * its keys, and the cash-ins a merchant received from a distributor. Its fields are made for the console's
  * filters: each filter is an equality on an indexed field followed by `sortKey`, so that a filtered page is
  * an index range, newest first, and paging goes by keyset (`sortKey` below or above the last row's) rather
- * than by skipping rows. Dates and amounts are ranges on strings that sort as their values do.
+ * than by skipping rows. Dates and amounts are ranges on strings that sort as their values do. The Pending
+ * approval page lists from it too (`party`, `status` pending, `side` own): a document holds everything its row
+ * shows, so no operation's stream is read for it.
  */
 export type ConsoleOperationDoc = {
   /** The operationID for the creating party's document, `received:<operationID>` for the receiving merchant's. */

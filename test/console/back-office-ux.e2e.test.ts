@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
 import { requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { safeReturnPath } from '../../src/console/login.ts';
-import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
+import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { CHECKER_PASSWORD, ConsoleClient, createCashIn, extraUser, fund, MAKER_PASSWORD, newPhone, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -114,6 +114,23 @@ describe('decisions waiting', () => {
     expect((await first.post('/console/admin/users', { partyType: 'platform', email: `new-admin-${Date.now()}@test.example` })).status).toBe(303);
     expect((await waiting(first)).access).toBe(a.access);
     expect((await waiting(second)).access).toBe(b.access! + 1);
+  });
+
+  it('when a distributor’s cash-in to a merchant waits for the distributor’s checker, then the merchant’s checker has nothing to decide: no count, no row', async () => {
+    const merchant = await sys.party('merchant');
+    const { apiKey } = await dist.key({ label: 'till to a shop' });
+    const response = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${dist.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '3.00', merchantToShortCode: merchant.shortCode, memo: 'stock' } });
+    expect(response.status).toBe(200);
+    const operationID = response.body.operationID as string;
+    await waitFor(async () => (await sys.system.stores.readStore.get('console_operations', `received:${operationID}`))?.status === 'pending');
+    const merchantChecker = await as(merchant.checkerEmail, CHECKER_PASSWORD);
+    expect((await waiting(merchantChecker)).operations).toBe(0);
+    const pending = await merchantChecker.get('/console/operations');
+    expect(pending.text).not.toContain(operationID);
+    expect(pending.text).toMatch(/Pending approval <span class="count">0<\/span>/);
+    expect((await merchantChecker.get('/console/operations/history')).text).toMatch(/Pending approval <span class="count">0<\/span>/);
+    const distributorChecker = await as(dist.checkerEmail, CHECKER_PASSWORD);
+    expect((await distributorChecker.get('/console/operations')).text).toContain(`data-operation-id="${operationID}"`);
   });
 
   it('when the session has ended or there is none, then the counts answer 401', async () => {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
 import { loadConfig } from '../../src/config.ts';
+import { streams } from '../../src/domain/streams.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps } from '../../src/wallet-ops.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
@@ -323,6 +324,27 @@ describe('maker-checker and the one-time secret', () => {
     expect((await client.post(`/console/operations/${approved}/approve`)).status).toBe(409);
     await waitForStatus(sys, rejected, 'rejected');
     await waitForStatus(sys, approved, 'completed');
+  });
+});
+
+describe('the pending list reads the read model', () => {
+  it('when operations wait for a checker, then the page lists each from console_operations and reads none of their streams, however many there are', async () => {
+    const { apiKey } = await dist.key({ label: 'pending till' });
+    const ids: string[] = [];
+    for (const [amount, memo] of [['6.00', 'first of three'], ['7.00', 'second of three'], ['8.00', 'third of three']] as const) ids.push(await createCashIn(sys, dist.ref.id, apiKey, phone, amount, memo));
+    await waitFor(async () => (await Promise.all(ids.map((id) => sys.system.stores.readStore.get('console_operations', id)))).every((doc) => doc?.status === 'pending'));
+    const client = await checker();
+    const reads = vi.spyOn(sys.system.stores.eventStore, 'readStream');
+    try {
+      const page = await client.get('/console/operations');
+      expect(page.status).toBe(200);
+      for (const id of ids) expect(page.text).toContain(`data-operation-id="${id}"`);
+      for (const text of ['third of three', 'NGN', 'pending till', dist.name, phone]) expect(page.text).toContain(text);
+      const streamsRead = reads.mock.calls.map(([stream]) => stream);
+      expect(streamsRead.filter((stream) => ids.some((id) => stream === streams.operation(id)))).toEqual([]);
+    } finally {
+      reads.mockRestore();
+    }
   });
 });
 

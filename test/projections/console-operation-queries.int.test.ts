@@ -1,8 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
+import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
+import { streams } from '../../src/domain/streams.ts';
+import type { EventStore } from '../../src/ports/event-store.ts';
 import type { ReadStore } from '../../src/ports/read-store.ts';
-import { allOperations, findOperations, searchCondition } from '../../src/projections/console-operation-queries.ts';
-import { amountKey, CONSOLE_OPERATIONS_COLLECTION } from '../../src/projections/console-operations.ts';
+import { allOperations, countPendingOfParty, findOperations, pendingOperationsOfParty, searchCondition } from '../../src/projections/console-operation-queries.ts';
+import { amountKey, CONSOLE_OPERATIONS_COLLECTION, consoleOperationsProjection } from '../../src/projections/console-operations.ts';
+import type { Projection } from '../../src/projections/projection.ts';
+import { applyBatch } from '../../src/projections/projection-runner.ts';
+import { approved, at, DISTRIBUTOR, MERCHANT, rejected, request } from '../support/projection-spec.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /** Keyset paging over console_operations on the embedded store: where each page is, both ways, with filters. */
@@ -71,5 +77,78 @@ describe('console operation queries', () => {
     expect(searchCondition('Rent March')).toEqual({ substring: 'rent march' });
     expect(searchCondition('cafe')).toEqual({ substring: 'cafe' });
     expect(searchCondition('23481234')).toEqual({ field: 'counterparty', prefix: '+23481234' });
+  });
+});
+
+describe('the pending list of a party', () => {
+  const DIST = `distributor:${DISTRIBUTOR.id}`;
+  const MERCH = `merchant:${MERCHANT.id}`;
+  const projection = consoleOperationsProjection({ assetScale: 2 }) as unknown as Projection;
+  let events: EventStore;
+  let reads: { readStream: number; readAll: number };
+  /** The embedded event store, counting the reads the query makes. */
+  let counted: EventStore;
+
+  beforeEach(() => {
+    events = openSqliteEventStore({ file: `${dir.path}/events.sqlite` });
+    reads = { readStream: 0, readAll: 0 };
+    counted = {
+      ...events,
+      append: (...args) => events.append(...args),
+      appendMulti: (...args) => events.appendMulti(...args),
+      readStream: (...args) => (reads.readStream++, events.readStream(...args)),
+      readAll: (...args) => (reads.readAll++, events.readAll(...args)),
+      headPosition: () => events.headPosition(),
+      subscribeToAll: (...args) => events.subscribeToAll(...args),
+      close: () => events.close(),
+    };
+  });
+  afterEach(async () => {
+    await events.close();
+  });
+
+  const append = (...list: Array<{ type: string; data: { operationID: string } }>) =>
+    Promise.all(list.map((event) => events.append(streams.operation(event.data.operationID), [event], 'any')));
+  /** The projection applies everything stored so far, as its runner would, checkpoint included. */
+  const project = async () => {
+    const checkpoint = (await store.getCheckpoint(projection.name)) ?? 0;
+    const batch = (await events.readAll({ fromPosition: checkpoint + 1 })).map(({ type, data, position, createdAt }) => ({ type, data, position, createdAt }));
+    await applyBatch(store, projection, batch.filter((event) => projection.eventTypes.includes(event.type)), { collection: projection.collection.name, checkpoint: projection.name, expected: checkpoint || null });
+  };
+  const pendingIDs = async (party: string) => (await pendingOperationsOfParty({ readStore: store, eventStore: counted }, party, 200)).map((doc) => doc.operationID);
+
+  it('when operations were decided after the read model’s checkpoint, then the list leaves them out, newest first, and the count says what the model holds', async () => {
+    await append(request.cashInToIndividual('op_1', { createdAt: at(1) }), request.cashInToIndividual('op_2', { createdAt: at(2) }), request.cashInToIndividual('op_3', { createdAt: at(3) }), request.cashInToIndividual('op_4', { createdAt: at(4) }));
+    await append(approved('op_1'));
+    await project();
+    expect(await pendingIDs(DIST)).toEqual(['op_4', 'op_3', 'op_2']);
+    // Decided a moment ago: the read model has not applied it yet.
+    await append(approved('op_2'), rejected('op_4'));
+    expect(await pendingIDs(DIST)).toEqual(['op_3']);
+    expect(await countPendingOfParty(store, DIST)).toBe(3);
+    await project();
+    expect(await pendingIDs(DIST)).toEqual(['op_3']);
+    expect(await countPendingOfParty(store, DIST)).toBe(1);
+  });
+
+  it('when a distributor’s cash-in to a merchant waits, then it is in the distributor’s list and not in the merchant’s, whose checker cannot decide it', async () => {
+    await append(request.cashInToMerchant('op_m'), request.payMerchant('op_p'));
+    await project();
+    expect(await pendingIDs(DIST)).toEqual(['op_m']);
+    expect(await pendingIDs(MERCH)).toEqual(['op_p']);
+    expect(await countPendingOfParty(store, MERCH)).toBe(1);
+  });
+
+  it('when the list grows from 1 to 30 rows, then it reads the event store once, and no operation’s stream', async () => {
+    const ids = Array.from({ length: 30 }, (_, i) => `op_${String(i).padStart(2, '0')}`);
+    await append(request.cashInToIndividual(ids[0]!));
+    await project();
+    expect(await pendingIDs(DIST)).toHaveLength(1);
+    expect(reads).toEqual({ readStream: 0, readAll: 1 });
+    await append(...ids.slice(1).map((id, i) => request.cashInToIndividual(id, { createdAt: at(i + 1) })));
+    await project();
+    reads = { readStream: 0, readAll: 0 };
+    expect(await pendingIDs(DIST)).toHaveLength(30);
+    expect(reads).toEqual({ readStream: 0, readAll: 1 });
   });
 });
