@@ -115,7 +115,8 @@ export async function openReadStore(
   decorate: (store: ReadStore) => ReadStore = same,
 ): Promise<ReadStore> {
   if (selection.READ_STORE === 'postgres') {
-    throw new Error('READ_STORE=postgres: the PostgreSQL read store is not yet available; use READ_STORE=embedded or mongodb');
+    const { openPostgresReadStore } = await import('./postgres/postgres-read-store.ts');
+    return decorate(await openPostgresReadStore(postgresConnection(selection, 'READ_STORE=postgres', 'wallet-ops read models')));
   }
   if (selection.READ_STORE === 'mongodb') {
     const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');

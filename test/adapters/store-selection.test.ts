@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
+import { openPostgresReadStore } from '../../src/adapters/postgres/postgres-read-store.ts';
 import { openPostgresEventStore } from '../../src/adapters/postgres/postgres-event-store.ts';
 
 const KURRENTDB_URL = 'kurrentdb://kurrentdb:2113?tls=false';
@@ -117,11 +118,22 @@ describe('store selection', () => {
       }
     });
 
-    it('given READ_STORE=postgres, when the stores are opened, then it says the adapter is not yet available and leaves nothing open', async () => {
+    it('given POSTGRES_URL alone on a real server, when the stores are opened, then events and read models are both stored there', async () => {
       const dir = tempDir('store-selection-');
+      const url = await freshPostgresDatabase();
+      const config = loadConfig({ POSTGRES_URL: url, SECRETS_KEY, DATA_DIR: dir.path });
+      expect([config.EVENT_STORE, config.READ_STORE]).toEqual(['postgres', 'postgres']);
+      const stores = await openStores(config);
       try {
-        await expect(openStores({ ...embedded(dir.path), READ_STORE: 'postgres', POSTGRES_URL: 'postgres://db/w' })).rejects.toThrow(/PostgreSQL read store is not yet available/);
+        await stores.readStore.defineCollections([{ name: 'things' }]);
+        await stores.readStore.commit([{ op: 'upsert', collection: 'things', doc: { id: 't1', n: 1 } }], { projection: 'things', position: 7 });
+        const raw = await openPostgresReadStore({ url, poolSize: 1, statementTimeoutMs: 5000, applicationName: 'test' });
+        await raw.defineCollections([{ name: 'things' }]);
+        expect(await raw.get('things', 't1')).toEqual({ id: 't1', n: 1 });
+        expect(await raw.getCheckpoint('things')).toBe(7);
+        await raw.close();
       } finally {
+        await stores.close();
         dir.cleanup();
       }
     });
