@@ -13,12 +13,20 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'] } },
       {
-        // The executor's whole suite again, settling on a WalletLedger contract on an in-process EVM chain
-        // (Hardhat's EDR) instead of the embedded ledger: the same end-to-end, crash, race and fault tests.
+        // The executor's suites where the ledger is the chain that matters, again, settling on a WalletLedger
+        // contract on an in-process EVM chain (Hardhat's EDR) instead of the embedded ledger:
+        // - executor.e2e: every operation type once end to end (legs, fees, ids from the chain) and the chain's
+        //   own refusal (insufficient funds) failing an operation;
+        // - crash.e2e: a crash after the chain accepted (recovery asks the chain), two executor processes
+        //   racing on one operator account's nonces;
+        // - faults.e2e: the store locked and every port failing at random while transactions are on the chain.
+        // Not here: the injected ledger faults (ledger-faults.e2e refuses before any ledger sees a transaction),
+        // the sweep, key revocations, a full disk and the invariant checker's own tests, which the ledger's
+        // kind does not change (the EVM adapter has its own tests in test/adapters/evm).
         extends: true,
         test: {
           name: 'executor-on-evm',
-          include: ['test/executor/*.e2e.test.ts'],
+          include: ['test/executor/executor.e2e.test.ts', 'test/executor/crash.e2e.test.ts', 'test/executor/faults.e2e.test.ts'],
           env: { TEST_LEDGER: 'evm' },
           globalSetup: ['test/support/evm-chain.global.ts'],
         },
