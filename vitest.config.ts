@@ -1,4 +1,5 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { PACKAGING_TESTS } from './vitest.packaging.config.ts';
 
 export default defineConfig({
   test: {
@@ -11,7 +12,9 @@ export default defineConfig({
     minWorkers: 1,
     setupFiles: ['test/support/fast-passwords.ts'],
     projects: [
-      { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'] } },
+      // test/deploy (the build compiled again, the image's files and node_modules) is `npm run test:packaging`
+      // (vitest.packaging.config.ts): it re-checks what the typecheck and these tests already ran from source.
+      { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS] } },
       {
         // The executor's suites where the ledger is the chain that matters, again, settling on a WalletLedger
         // contract on an in-process EVM chain (Hardhat's EDR) instead of the embedded ledger:
