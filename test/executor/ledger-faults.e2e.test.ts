@@ -55,7 +55,7 @@ describe('executor end to end: failures the ledger port injects', () => {
     const operationID = await create(sys, merchant, { operationType: 'pay-individual', amount: '10', phoneTo: phone });
     await approve(sys, merchant, operationID);
 
-    const down = await sys.startExecutor({ LEDGER_TRANSIENT_FAILURE_RATE: '1', EXECUTOR_MAX_ATTEMPTS: '2' });
+    const down = await sys.startExecutor({ LEDGER_TRANSIENT_FAILURE_RATE: '1', EXECUTOR_MAX_ATTEMPTS: '2', EXECUTOR_RETRY_BASE_MS: '10' });
     try {
       const state = await waitUntilSettled(sys, operationID);
       expect(state.status).toBe('failed');
@@ -72,7 +72,8 @@ describe('executor end to end: failures the ledger port injects', () => {
 describe('executor end to end: transient ledger faults', () => {
   let sys: TestSystem;
   beforeAll(async () => {
-    sys = await startTestSystem({ FEE_SCHEDULE, LEDGER_TRANSIENT_FAILURE_RATE: '0.5', EXECUTOR_MAX_ATTEMPTS: '50' });
+    // Retries after 10 ms at first, at most 200 ms apart: an unlucky operation's run of failures costs no seconds.
+    sys = await startTestSystem({ FEE_SCHEDULE, LEDGER_TRANSIENT_FAILURE_RATE: '0.5', EXECUTOR_MAX_ATTEMPTS: '50', EXECUTOR_RETRY_BASE_MS: '10', EXECUTOR_RETRY_MAX_MS: '200' });
   });
   afterAll(async () => sys?.close());
 
