@@ -1,7 +1,30 @@
-import { defineConfig } from 'vitest/config';
+import { accessSync, constants, statfsSync } from 'node:fs';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { PACKAGING_TESTS } from './vitest.packaging.config.ts';
+
+/**
+ * The tests' data directories (and every other temporary file of the workers and of the processes they start) on
+ * tmpfs when the machine has one with room: the embedded stores fsync at every commit (synchronous = FULL), which
+ * costs nothing there. Nothing is lost to the tests: a process killed with SIGKILL keeps what it wrote on any
+ * file system, only a crash of the machine would not. A TMPDIR set by whoever runs the tests wins.
+ */
+function ramTempDir(): string | undefined {
+  const candidate = '/dev/shm';
+  if (process.env.TMPDIR) return undefined;
+  try {
+    accessSync(candidate, constants.W_OK);
+    const { bavail, bsize } = statfsSync(candidate);
+    // A container's default /dev/shm is 64 MB: too small for the suite, which then stays on the disk.
+    return bavail * bsize >= 2 * 1024 ** 3 ? candidate : undefined;
+  } catch {
+    return undefined;
+  }
+}
+const RAM_TEMP_DIR = ramTempDir();
 
 export default defineConfig({
   test: {
+    ...(RAM_TEMP_DIR ? { env: { TMPDIR: RAM_TEMP_DIR } } : {}),
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
@@ -12,14 +35,27 @@ export default defineConfig({
     setupFiles: ['test/support/fast-passwords.ts'],
     projects: [
       // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip.
-      { extends: true, test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], globalSetup: ['test/support/postgres.global.ts'] } },
+      // test/deploy (the build compiled again, the image's files and node_modules) is `npm run test:packaging`
+      // (vitest.packaging.config.ts): it re-checks what the typecheck and these tests already ran from source.
       {
-        // The executor's whole suite again, settling on a WalletLedger contract on an in-process EVM chain
-        // (Hardhat's EDR) instead of the embedded ledger: the same end-to-end, crash, race and fault tests.
+        extends: true,
+        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS], globalSetup: ['test/support/postgres.global.ts'] },
+      },
+      {
+        // The executor's suites where the ledger is the chain that matters, again, settling on a WalletLedger
+        // contract on an in-process EVM chain (Hardhat's EDR) instead of the embedded ledger:
+        // - executor.e2e: every operation type once end to end (legs, fees, ids from the chain) and the chain's
+        //   own refusal (insufficient funds) failing an operation;
+        // - crash.e2e: a crash after the chain accepted (recovery asks the chain), two executor processes
+        //   racing on one operator account's nonces;
+        // - faults.e2e: the store locked and every port failing at random while transactions are on the chain.
+        // Not here: the injected ledger faults (ledger-faults.e2e refuses before any ledger sees a transaction),
+        // the sweep, key revocations, a full disk and the invariant checker's own tests, which the ledger's
+        // kind does not change (the EVM adapter has its own tests in test/adapters/evm).
         extends: true,
         test: {
           name: 'executor-on-evm',
-          include: ['test/executor/*.e2e.test.ts'],
+          include: ['test/executor/executor.e2e.test.ts', 'test/executor/crash.e2e.test.ts', 'test/executor/faults.e2e.test.ts'],
           env: { TEST_LEDGER: 'evm' },
           globalSetup: ['test/support/evm-chain.global.ts'],
         },

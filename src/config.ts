@@ -149,6 +149,8 @@ const schema = z.object({
   EXECUTOR_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional().describe('Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. Default: random per process.'),
   EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
+  EXECUTOR_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(100).describe('First wait before an operation’s failed attempt is tried again; the wait doubles (with jitter) as failures go on.'),
+  EXECUTOR_RETRY_MAX_MS: z.coerce.number().int().min(1).max(600_000).default(5_000).describe('Longest wait between two attempts at one operation.'),
   EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor carries out at once.'),
   EXECUTOR_SWEEP_INTERVAL_MS: z.coerce
     .number()
@@ -337,6 +339,9 @@ const configSchema = schema
     }
     if (config.WEBHOOK_LEASE_MS < 4 * config.WEBHOOK_TIMEOUT_MS) {
       ctx.addIssue({ code: 'custom', path: ['WEBHOOK_LEASE_MS'], message: `must be at least 4x WEBHOOK_TIMEOUT_MS (${4 * config.WEBHOOK_TIMEOUT_MS} ms): a queue's lease must outlast the attempts made under it` });
+    }
+    if (config.EXECUTOR_RETRY_MAX_MS < config.EXECUTOR_RETRY_BASE_MS) {
+      ctx.addIssue({ code: 'custom', path: ['EXECUTOR_RETRY_MAX_MS'], message: 'must be at least EXECUTOR_RETRY_BASE_MS' });
     }
     if (config.WEBHOOK_RETRY_MAX_MS < config.WEBHOOK_RETRY_BASE_MS) {
       ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_MAX_MS'], message: 'must be at least WEBHOOK_RETRY_BASE_MS' });

@@ -160,3 +160,15 @@ describe('SECRET_ROTATION_OVERLAP_HOURS', () => {
     for (const value of ['169', '-1', 'a day']) expect(refusal({ SECRET_ROTATION_OVERLAP_HOURS: value })).toMatch(/SECRET_ROTATION_OVERLAP_HOURS/);
   });
 });
+
+describe('EXECUTOR_RETRY_BASE_MS and EXECUTOR_RETRY_MAX_MS', () => {
+  it('given nothing, when loaded, then a failed attempt is retried after 100 ms at first, and never after more than 5 s', () => {
+    expect(loadConfig({})).toMatchObject({ EXECUTOR_RETRY_BASE_MS: 100, EXECUTOR_RETRY_MAX_MS: 5_000 });
+  });
+
+  it('given values, when loaded, then they are used; a maximum under the base, or a base of 0, is refused naming the variable', () => {
+    expect(loadConfig({ EXECUTOR_RETRY_BASE_MS: '10', EXECUTOR_RETRY_MAX_MS: '50' })).toMatchObject({ EXECUTOR_RETRY_BASE_MS: 10, EXECUTOR_RETRY_MAX_MS: 50 });
+    expect(() => loadConfig({ EXECUTOR_RETRY_BASE_MS: '200', EXECUTOR_RETRY_MAX_MS: '100' })).toThrow(/EXECUTOR_RETRY_MAX_MS: must be at least EXECUTOR_RETRY_BASE_MS/);
+    expect(() => loadConfig({ EXECUTOR_RETRY_BASE_MS: '0' })).toThrow(/EXECUTOR_RETRY_BASE_MS/);
+  });
+});

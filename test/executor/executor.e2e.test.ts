@@ -4,56 +4,21 @@ import { Decimal } from '../../src/domain/money.ts';
 import { allEvents, assertLedgerMatchesProjections } from '../support/invariants.ts';
 import { runCliJson } from '../support/cli.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { approve, approveViaCli, issue, operationOf, startPartsSystem, waitUntilSettled, walletOf, type PartsTestSystem } from '../support/executor-system.ts';
-import type { OperationExecutionStarted } from '../../src/domain/events.ts';
+import { approveViaCli, operationOf, startPartsSystem, waitUntilSettled, walletOf, type PartsTestSystem } from '../support/executor-system.ts';
+import { create, FEE_SCHEDULE, funded, keyed, list, listedSettled, newPhone, type Keyed } from './support.ts';
 import { walletAddress } from '../../src/ports/ledger.ts';
 import { onEvm } from '../support/test-ledger.ts';
 
 /**
  * The executor end to end: operations created over HTTP, approved by a checker through the operator CLI (with
  * stores of its own on the same data directory), executed on the embedded ledger by the in-process executor, and seen
- * in the read API. After every test the ledger must agree with the event store and the read models.
+ * in the read API. After every test the ledger must agree with the event store and the read models. Faults
+ * injected in front of the ledger (rejections, unavailability) are in ledger-faults.e2e.test.ts.
  */
 
-const FEE_SCHEDULE = JSON.stringify({ 'pay-merchant': { flat: '1.00', percent: '0' }, 'cash-out': { flat: '0', percent: '1' } });
 /** The embedded ledger's ids are bare SHA-256 hex; a chain's transaction hashes 0x-prefixed. */
 const HEX64 = onEvm ? /^0x[0-9a-f]{64}$/ : /^[0-9a-f]{64}$/;
 const WALLET_OPERATION = /^wo_[0-9a-f]+$/;
-
-let phoneSeq = 0;
-const newPhone = () => `+2348124${String(100_000 + phoneSeq++)}`;
-
-type Keyed = TestParty & { apiKey: string };
-
-async function keyed(sys: Pick<TestSystem, 'party'>, type: 'distributor' | 'merchant'): Promise<Keyed> {
-  const party = await sys.party(type);
-  const { apiKey } = await party.key();
-  return { ...party, apiKey };
-}
-
-const operationsPath = (party: TestParty) => `/api/v1/${party.ref.type}s/${party.ref.id}/operations`;
-
-async function create(sys: Pick<TestSystem, 'baseUrl'>, party: Keyed, body: Record<string, unknown>): Promise<string> {
-  const r = await call(sys.baseUrl, 'POST', operationsPath(party), { apiKey: party.apiKey, body });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body.operationID as string;
-}
-
-async function list(sys: Pick<TestSystem, 'baseUrl'>, party: Keyed, what: 'operations' | 'payments'): Promise<any[]> {
-  const r = await call(sys.baseUrl, 'GET', `/api/v1/${party.ref.type}s/${party.ref.id}/${what}?limit=1000`, { apiKey: party.apiKey });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body as any[];
-}
-
-/** Waits until the party's operations list shows the operation settled (completed or failed), and returns it. */
-async function listedSettled(sys: Pick<TestSystem, 'baseUrl'>, party: Keyed, operationID: string, timeoutMs = 20_000): Promise<any> {
-  let item: any;
-  await waitFor(async () => {
-    item = (await list(sys, party, 'operations')).find((op) => op.operationID === operationID);
-    return item?.status === 'completed' || item?.status === 'failed';
-  }, timeoutMs);
-  return item;
-}
 
 async function apiBalance(sys: Pick<TestSystem, 'baseUrl'>, party: Keyed): Promise<string> {
   const r = await call(sys.baseUrl, 'GET', `/api/v1/${party.ref.type}s/${party.ref.id}/balance`, { apiKey: party.apiKey });
@@ -290,21 +255,8 @@ describe('executor end to end: failures', () => {
   });
   afterEach(async () => sys?.close());
 
-  /** A distributor with 1000 issued and a merchant with `merchantFunds` cashed in, all executed by a healthy executor that is then stopped. */
-  async function funded(merchantFunds: string) {
-    const distributor = await keyed(sys, 'distributor');
-    const merchant = await keyed(sys, 'merchant');
-    const healthy = await sys.startExecutor();
-    expect((await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'))).status).toBe('completed');
-    const cashIn = await create(sys, distributor, { operationType: 'cash-in', amount: merchantFunds, merchantToShortCode: merchant.shortCode });
-    await approve(sys, distributor, cashIn);
-    expect((await waitUntilSettled(sys, cashIn)).status).toBe('completed');
-    await healthy.stop();
-    return { distributor, merchant };
-  }
-
   it("the payer's funds leave between approval and execution: the operation fails with lastError and the hold is released", async () => {
-    const { merchant } = await funded('100');
+    const { merchant } = await funded(sys, '100');
     const phone = await sys.individual(newPhone());
     const operationID = await create(sys, merchant, { operationType: 'pay-individual', amount: '60', phoneTo: phone });
     await approveViaCli(sys, merchant, operationID);
@@ -330,85 +282,4 @@ describe('executor end to end: failures', () => {
       await executor.stop();
     }
   });
-
-  it('rejection: LEDGER_REJECTION_RATE=1 fails the operation at once and releases the hold', async () => {
-    const { distributor, merchant } = await funded('200');
-    const operationID = await create(sys, merchant, { operationType: 'cash-out', amount: '100', distributorToShortCode: distributor.shortCode });
-    await approve(sys, merchant, operationID);
-    expect(await walletOf(sys, merchant.wallet)).toMatchObject({ held: '101', available: '99' });
-    const issuance = await issue(sys, distributor.ref, '5');
-
-    const refusing = await sys.startExecutor({ LEDGER_REJECTION_RATE: '1' });
-    try {
-      const state = await waitUntilSettled(sys, operationID);
-      expect(state.status).toBe('failed');
-      expect(state.status === 'failed' && state.lastError).toBe('transaction rejected by the ledger (injected)');
-      const item = await listedSettled(sys, merchant, operationID);
-      expect(item).toMatchObject({ status: 'failed', lastError: 'transaction rejected by the ledger (injected)', blockchainID: '' });
-      expect(await walletOf(sys, merchant.wallet)).toMatchObject({ balance: '200', held: '0', available: '200' });
-      // A rejection is final: one claim, no retry.
-      const claims = (await sys.system.stores.eventStore.readStream(`operation-${operationID}`)).filter((e) => e.type === 'OperationExecutionStarted');
-      expect(claims).toHaveLength(1);
-      // An issuance refused by the ledger fails too, and releases nothing for the issuing account.
-      expect((await waitUntilSettled(sys, issuance)).status).toBe('failed');
-      const issuanceWallet = await sys.system.stores.eventStore.readStream('wallet-platform_issuance');
-      expect(issuanceWallet.some((e) => e.type === 'HoldReleased')).toBe(false);
-      await assertLedgerMatchesProjections(sys);
-    } finally {
-      await refusing.stop();
-    }
-  });
-
-  it('attempts spent on a ledger that stays unavailable: the operation fails and the hold is released', async () => {
-    const { merchant } = await funded('100');
-    const phone = await sys.individual(newPhone());
-    const operationID = await create(sys, merchant, { operationType: 'pay-individual', amount: '10', phoneTo: phone });
-    await approve(sys, merchant, operationID);
-
-    const down = await sys.startExecutor({ LEDGER_TRANSIENT_FAILURE_RATE: '1', EXECUTOR_MAX_ATTEMPTS: '2' });
-    try {
-      const state = await waitUntilSettled(sys, operationID);
-      expect(state.status).toBe('failed');
-      expect(state.status === 'failed' && state.lastError).toBe('gave up after 2 attempts: ledger temporarily unavailable (injected)');
-      expect(await walletOf(sys, merchant.wallet)).toMatchObject({ held: '0', available: '100' });
-      await assertLedgerMatchesProjections(sys);
-    } finally {
-      await down.stop();
-    }
-  });
-});
-
-describe('executor end to end: transient ledger faults', () => {
-  let sys: TestSystem;
-  beforeAll(async () => {
-    sys = await startTestSystem({ FEE_SCHEDULE, LEDGER_TRANSIENT_FAILURE_RATE: '0.5', EXECUTOR_MAX_ATTEMPTS: '50' });
-  });
-  afterAll(async () => sys?.close());
-
-  it('LEDGER_TRANSIENT_FAILURE_RATE=0.5 still completes everything, exactly once', async () => {
-    const distributor = await keyed(sys, 'distributor');
-    const merchant = await keyed(sys, 'merchant');
-    const phone = await sys.individual(newPhone());
-    expect((await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'), 55_000)).status).toBe('completed');
-
-    const operations: string[] = [];
-    // 21 submits at a failure rate of 0.5: the chance that none fails is 1 in 2 million.
-    for (let i = 0; i < 16; i++) operations.push(await create(sys, distributor, { operationType: 'cash-in', amount: '10', phoneTo: phone }));
-    for (let i = 0; i < 4; i++) operations.push(await create(sys, distributor, { operationType: 'cash-in', amount: '25', merchantToShortCode: merchant.shortCode }));
-    await Promise.all(operations.map((operationID) => approve(sys, distributor, operationID)));
-
-    const states = await Promise.all(operations.map((operationID) => waitUntilSettled(sys, operationID, 55_000)));
-    expect(states.map((s) => s.status)).toEqual(operations.map(() => 'completed'));
-    for (const operationID of operations) {
-      const completions = (await sys.system.stores.eventStore.readStream(`operation-${operationID}`)).filter((e) => e.type === 'OperationCompleted');
-      expect(completions).toHaveLength(1);
-    }
-    // The faults really happened: some operation needed more than one attempt.
-    const claims = await allEvents(sys.system.stores.eventStore, ['OperationExecutionStarted']);
-    expect(claims.some((e) => (e as unknown as OperationExecutionStarted).data.attempt > 1)).toBe(true);
-    expect(new Decimal(await sys.system.ledger.balance(walletAddress(distributor.wallet))).toFixed(2)).toBe('740.00');
-    expect(new Decimal(await sys.system.ledger.balance(`individual:${phone}`)).toFixed(2)).toBe('160.00');
-    expect(new Decimal(await sys.system.ledger.balance(walletAddress(merchant.wallet))).toFixed(2)).toBe('100.00');
-    await assertLedgerMatchesProjections(sys);
-  }, 120_000);
 });

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { testLedgerEnv } from './test-ledger.ts';
+import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/logger.ts';
 import { ALL_PARTS, buildWalletOps, type BuildOptions, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
@@ -59,12 +60,16 @@ let shortCodeSeed = 100_000 + Math.floor(Math.random() * 100_000);
  */
 export const WITHOUT_EXECUTOR: readonly Part[] = ALL_PARTS.filter((part) => part !== 'executor');
 
-export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS, options: BuildOptions = {}): Promise<TestSystem> {
+/** What startTestSystem passes to buildWalletOps, and where the system's logs go (stdout unless given). */
+export type TestSystemOptions = BuildOptions & { logs?: DestinationStream };
+
+export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS, testOptions: TestSystemOptions = {}): Promise<TestSystem> {
+  const { logs, ...options } = testOptions;
   const dir = tempDir();
   // Rate limits off unless a test asks for them: most tests send far more than a client would.
   const ledgerEnv = await testLedgerEnv(env.DATA_DIR ?? dir.path);
   const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...ledgerEnv, ...env });
-  const logger = createLogger(config.LOG_LEVEL);
+  const logger = createLogger(config.LOG_LEVEL, logs);
   const system = await buildWalletOps(config, logger, clock, parts, options);
   const server: Server = await new Promise((resolve) => {
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
