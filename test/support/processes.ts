@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { knownLedgerEnv } from './test-ledger.ts';
+import { knownStoreEnv } from './test-stores.ts';
 
 /**
  * wallet-ops in child processes (`wallet-ops serve PARTS`), for the tests where a process matters: crashes,
@@ -21,7 +22,7 @@ const children = new Set<WalletOpsProcess>();
 
 export function spawnWalletOps(dataDir: string, parts: string[], env: Record<string, string>): WalletOpsProcess {
   const child = spawn(process.execPath, [BIN, 'serve', ...parts, '--data-dir', dataDir], {
-    env: { ...process.env, LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'silent', PORT: '0', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...knownLedgerEnv(dataDir), ...env },
+    env: { ...process.env, LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'silent', PORT: '0', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...knownLedgerEnv(dataDir), ...knownStoreEnv(dataDir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { testStoreEnv } from './test-stores.ts';
 import { testLedgerEnv } from './test-ledger.ts';
 import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/logger.ts';
@@ -68,7 +69,8 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
   const dir = tempDir();
   // Rate limits off unless a test asks for them: most tests send far more than a client would.
   const ledgerEnv = await testLedgerEnv(env.DATA_DIR ?? dir.path);
-  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...ledgerEnv, ...env });
+  const storeEnv = await testStoreEnv(env.DATA_DIR ?? dir.path);
+  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...ledgerEnv, ...storeEnv, ...env });
   const logger = createLogger(config.LOG_LEVEL, logs);
   const system = await buildWalletOps(config, logger, clock, parts, options);
   const server: Server = await new Promise((resolve) => {
