@@ -42,8 +42,8 @@ const schema = z.object({
     .int()
     .min(1000)
     .max(3_600_000)
-    .optional()
-    .describe('How long a client may take to send a request\'s headers. Default: HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000 (above the keep-alive timeout, so that the headers timer never ends a connection the keep-alive timeout means to keep).'),
+    .default(10_000)
+    .describe('How long a client may take to send a request\'s headers, counted from the request\'s first byte (from the connection for its first request): a slower one gets 408 and is disconnected. An idle keep-alive connection waiting for its next request is not timed by it (HTTP_KEEP_ALIVE_TIMEOUT_MS is).'),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce
     .number()
     .int()
@@ -51,6 +51,16 @@ const schema = z.object({
     .max(3_600_000)
     .default(120_000)
     .describe('How long a client may take to send a whole request (headers and body); a slower one gets 408. At least HTTP_HEADERS_TIMEOUT_MS.'),
+  HTTP_MAX_CONNECTIONS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(10_000)
+    .describe('Open connections one process accepts in all; a connection above it is closed at once. 0: no cap. Keep it below the process\'s open-file limit (`ulimit -n`) less what the stores use.'),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: z
+    .preprocess(unsetWhenEmpty, z.coerce.number().int().min(0).max(1_000_000).optional())
+    .describe('Open connections accepted from one peer address (IPv6: its /64); one above it is closed at once. 0: no cap. Default 256, but 0 when TRUST_PROXY is a hop count (every connection may come from the proxy); addresses TRUST_PROXY lists are never capped by it.'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   ASSET_SCALE: z.coerce.number().int().min(0).max(8).default(2).describe('Decimal places of the currency; amounts with more are refused.'),
   ASSET_CODE: z.string().regex(/^[A-Za-z0-9]{1,12}$/, 'letters and digits, 1 to 12').default('NGN').describe('The currency as the console names it beside amounts (e.g. NGN); display only.'),
@@ -292,9 +302,8 @@ const configSchema = schema
     // Server stores are shared by processes on several machines: each needs the same key, so none can make its own.
     const servers = (config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded')) !== 'embedded' || (config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded')) !== 'embedded';
     // Node refuses a headers timeout longer than the request timeout when it creates the server: say it here, by name.
-    const headersTimeout = config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000;
-    if (headersTimeout > config.HTTP_REQUEST_TIMEOUT_MS) {
-      ctx.addIssue({ code: 'custom', path: ['HTTP_REQUEST_TIMEOUT_MS'], message: `must be at least the headers timeout (${headersTimeout} ms: HTTP_HEADERS_TIMEOUT_MS, by default HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000)` });
+    if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['HTTP_REQUEST_TIMEOUT_MS'], message: `must be at least HTTP_HEADERS_TIMEOUT_MS (${config.HTTP_HEADERS_TIMEOUT_MS} ms)` });
     }
     if (config.METRICS_PORT !== undefined && !config.METRICS_ENABLED) {
       ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'set, but METRICS_ENABLED is false: unset one of them' });
@@ -316,7 +325,8 @@ const configSchema = schema
     ...config,
     EVENT_STORE: config.EVENT_STORE ?? (config.KURRENTDB_URL ? 'kurrentdb' : 'embedded'),
     READ_STORE: config.READ_STORE ?? (config.MONGODB_URL ? 'mongodb' : 'embedded'),
-    HTTP_HEADERS_TIMEOUT_MS: config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000,
+    // Behind proxies counted by hops, any peer may be the proxy, which carries every client: no per-address cap unless asked.
+    HTTP_MAX_CONNECTIONS_PER_ADDRESS: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS ?? (typeof config.TRUST_PROXY === 'number' && config.TRUST_PROXY > 0 ? 0 : 256),
   }));
 
 export type Config = z.infer<typeof configSchema>;
