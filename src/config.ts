@@ -174,6 +174,13 @@ const schema = z.object({
     .max(3_600_000)
     .default(60_000)
     .describe('How often the key-revocation consumer (with the executor) rejects the pending operations of API keys that have expired, releasing their holds.'),
+  READ_MAX_LAG_EVENTS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(1000)
+    .describe('A read model with more of its events than this still to apply is not served: the read API answers 503 with Retry-After (as does a model with no checkpoint while events exist), and /ready fails.'),
   CONSUMER_UNHEALTHY_AFTER_MS: z.coerce
     .number()
     .int()

@@ -21,6 +21,7 @@ import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
+import { ReadFreshness } from './read-api/freshness.ts';
 import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
@@ -38,9 +39,6 @@ import { OUTBOX_EVENT_TYPES, WebhookOutbox } from './webhooks/outbox.ts';
 import { compileAllowList } from './domain/ip-allowlist.ts';
 import type { Resolver } from './webhooks/address-guard.ts';
 import { httpMetrics, METRICS_PATH, metricsApp, metricsEndpoint, withEventStoreMetrics, withLedgerMetrics, WalletOpsMetrics } from './metrics/index.ts';
-
-/** /ready fails while a projection has more events than this still to apply. */
-const READY_MAX_LAG = 1000;
 
 export interface WalletOps {
   app: Express;
@@ -228,8 +226,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     readiness: async () => {
       const consumers = await consumerReports(stores.eventStore, watched, clock());
       try {
-        const status = await projectionStatus(stores, projections, READY_MAX_LAG + 1);
-        return { ready: status.every((s) => s.lagEvents <= READY_MAX_LAG), projections: status, consumers };
+        const status = await projectionStatus(stores, projections, config.READ_MAX_LAG_EVENTS + 1);
+        return { ready: status.every((s) => s.lagEvents <= config.READ_MAX_LAG_EVENTS), projections: status, consumers };
       } catch (error) {
         // A store that cannot be read: not ready, and say why (the consumers' states tell the rest).
         return { ready: false, error: describeError(error), consumers };
@@ -245,7 +243,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         limits,
         ...(metrics ? { onCreate: (partyType, outcome, problemType) => metrics.creates.inc({ party_type: partyType, outcome, problem_type: problemType }) } : {}),
       })] : []),
-      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits })] : []),
+      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
       ...(parts.includes('write-api') ? [consoleRouter({
         store: stores.eventStore,
