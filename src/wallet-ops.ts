@@ -27,7 +27,7 @@ import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
-import { consumerReports, liveness, type WatchedConsumer } from './health.ts';
+import { consumerReports, CorruptionWatch, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import { backoffMs } from './shared/backoff.ts';
 import { streamPrefixes } from './domain/streams.ts';
@@ -74,11 +74,14 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
-  const stores = await openStores(config, metrics ? {
+  const corruption = new CorruptionWatch(clock, (error) => logger.fatal({ err: error, store: error.store }, 'store corrupted: refusing to serve it until it is restored'));
+  const opened = await openStores(config, metrics ? {
     ...faults,
     eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
     onGroupCommit: (requests) => metrics.groupCommitBatchSize.observe(requests),
   } : faults);
+  // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
+  const stores: Stores = { ...opened, eventStore: corruption.watch(opened.eventStore), readStore: corruption.watch(opened.readStore) };
   const ledger = await openLedger({
     dataDir: config.DATA_DIR,
     selection: config,
@@ -222,7 +225,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         ...(onThisPort ? { endpoint: { path: METRICS_PATH, handler: metricsEndpoint(metrics) } } : {}),
       },
     } : {}),
-    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS),
+    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption),
+    corrupted: () => corruption.error,
     readiness: async () => {
       const consumers = await consumerReports(stores.eventStore, watched, clock());
       try {

@@ -4,40 +4,15 @@
  * the consumers would retry for ever and the API would answer with "retry later"). The files are copies of
  * a real events.sqlite written by the event store, with bytes flipped.
  */
-import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, openSync, readSync, writeSync, closeSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embedded, openStores } from '../../src/adapters/open-stores.ts';
 import { EventStoreUnavailableError } from '../../src/ports/event-store.ts';
 import { StoreCorruptedError } from '../../src/ports/store-corrupted.ts';
 import { tempDir } from '../support/temp-dir.ts';
-
-/** Flips every bit of `length` bytes at `offset` of the file. */
-export function flipBytes(file: string, offset: number, length: number): void {
-  const fd = openSync(file, 'r+');
-  try {
-    const bytes = Buffer.alloc(length);
-    readSync(fd, bytes, 0, length, offset);
-    for (let i = 0; i < length; i++) bytes[i] = bytes[i]! ^ 0xff;
-    writeSync(fd, bytes, 0, length, offset);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The first byte of every page of a table's b-tree but its root (the interior and leaf pages a scan reads). */
-export function tablePages(file: string, table: string): { pageSize: number; pages: number[] } {
-  const db = new Database(file, { readonly: true });
-  try {
-    const pageSize = db.pragma('page_size', { simple: true }) as number;
-    const pages = (db.prepare("SELECT pageno FROM dbstat WHERE name = ? AND pagetype IN ('leaf', 'internal') ORDER BY pageno").pluck().all(table) as number[]);
-    return { pageSize, pages };
-  } finally {
-    db.close();
-  }
-}
+import { flipBytes, tablePages } from '../support/corrupt-sqlite.ts';
 
 describe('a corrupted embedded event store', () => {
   const source = tempDir();
