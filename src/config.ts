@@ -42,8 +42,8 @@ const schema = z.object({
     .int()
     .min(1000)
     .max(3_600_000)
-    .optional()
-    .describe('How long a client may take to send a request\'s headers. Default: HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000 (above the keep-alive timeout, so that the headers timer never ends a connection the keep-alive timeout means to keep).'),
+    .default(10_000)
+    .describe('How long a client may take to send a request\'s headers, counted from the request\'s first byte (from the connection for its first request): a slower one gets 408 and is disconnected. An idle keep-alive connection waiting for its next request is not timed by it (HTTP_KEEP_ALIVE_TIMEOUT_MS is).'),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce
     .number()
     .int()
@@ -51,6 +51,16 @@ const schema = z.object({
     .max(3_600_000)
     .default(120_000)
     .describe('How long a client may take to send a whole request (headers and body); a slower one gets 408. At least HTTP_HEADERS_TIMEOUT_MS.'),
+  HTTP_MAX_CONNECTIONS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(10_000)
+    .describe('Open connections one process accepts in all; a connection above it is closed at once. 0: no cap. Keep it below the process\'s open-file limit (`ulimit -n`) less what the stores use.'),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: z
+    .preprocess(unsetWhenEmpty, z.coerce.number().int().min(0).max(1_000_000).optional())
+    .describe('Open connections accepted from one peer address (IPv6: its /64); one above it is closed at once. 0: no cap. Default 256, but 0 when TRUST_PROXY is a hop count (every connection may come from the proxy); addresses TRUST_PROXY lists are never capped by it.'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   ASSET_SCALE: z.coerce.number().int().min(0).max(8).default(2).describe('Decimal places of the currency; amounts with more are refused.'),
   ASSET_CODE: z.string().regex(/^[A-Za-z0-9]{1,12}$/, 'letters and digits, 1 to 12').default('NGN').describe('The currency as the console names it beside amounts (e.g. NGN); display only.'),
@@ -166,6 +176,13 @@ const schema = z.object({
     .max(3_600_000)
     .default(60_000)
     .describe('How often the key-revocation consumer (with the executor) rejects the pending operations of API keys that have expired, releasing their holds.'),
+  READ_MAX_LAG_EVENTS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(1000)
+    .describe('A read model with more of its events than this still to apply is not served: the read API answers 503 with Retry-After (as does a model with no checkpoint while events exist), and /ready fails.'),
   CONSUMER_UNHEALTHY_AFTER_MS: z.coerce
     .number()
     .int()
@@ -327,9 +344,8 @@ const configSchema = schema
     // Server stores are shared by processes on several machines: each needs the same key, so none can make its own.
     const servers = storeChoices.some(({ store }) => store !== 'embedded');
     // Node refuses a headers timeout longer than the request timeout when it creates the server: say it here, by name.
-    const headersTimeout = config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000;
-    if (headersTimeout > config.HTTP_REQUEST_TIMEOUT_MS) {
-      ctx.addIssue({ code: 'custom', path: ['HTTP_REQUEST_TIMEOUT_MS'], message: `must be at least the headers timeout (${headersTimeout} ms: HTTP_HEADERS_TIMEOUT_MS, by default HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000)` });
+    if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['HTTP_REQUEST_TIMEOUT_MS'], message: `must be at least HTTP_HEADERS_TIMEOUT_MS (${config.HTTP_HEADERS_TIMEOUT_MS} ms)` });
     }
     if (config.METRICS_PORT !== undefined && !config.METRICS_ENABLED) {
       ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'set, but METRICS_ENABLED is false: unset one of them' });
@@ -355,7 +371,8 @@ const configSchema = schema
     // Never undefined here: superRefine refused the configurations where no store is chosen.
     EVENT_STORE: chosenStore(config.EVENT_STORE, EVENT_SERVERS, config)!,
     READ_STORE: chosenStore(config.READ_STORE, READ_SERVERS, config)!,
-    HTTP_HEADERS_TIMEOUT_MS: config.HTTP_HEADERS_TIMEOUT_MS ?? config.HTTP_KEEP_ALIVE_TIMEOUT_MS + 1000,
+    // Behind proxies counted by hops, any peer may be the proxy, which carries every client: no per-address cap unless asked.
+    HTTP_MAX_CONNECTIONS_PER_ADDRESS: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS ?? (typeof config.TRUST_PROXY === 'number' && config.TRUST_PROXY > 0 ? 0 : 256),
   }));
 
 export type Config = z.infer<typeof configSchema>;

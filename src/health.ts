@@ -1,4 +1,5 @@
 import type { EventFilter, EventStore } from './ports/event-store.ts';
+import { StoreCorruptedError } from './ports/store-corrupted.ts';
 import type { ConsumerStatus, SupervisedConsumer } from './shared/follower.ts';
 
 /** A supervised consumer of this process, with the events it follows (to measure how far behind it is). */
@@ -23,11 +24,101 @@ export interface ConsumerReport extends ConsumerStatus {
  * Liveness: the process is alive unless one of its consumers has been unable to run for longer than the
  * grace. It reads no store, so it answers at once even while a store is locked or down.
  */
-export function liveness(watched: WatchedConsumer[], graceMs: number): { alive: boolean; failing: Array<{ consumer: string; downForMs: number; lastError: string | null }> } {
+export function liveness(
+  watched: WatchedConsumer[],
+  graceMs: number,
+  corruption?: CorruptionWatch,
+): { alive: boolean; failing: Array<{ consumer: string; downForMs: number; lastError: string | null }>; corrupted?: CorruptionReport } {
   const failing = watched
     .map(({ consumer }) => ({ consumer: consumer.name, downForMs: consumer.downForMs(), lastError: consumer.status().lastError }))
     .filter((entry) => entry.downForMs > graceMs);
-  return { alive: failing.length === 0, failing };
+  const corrupted = corruption?.report();
+  // A corrupted store fails at once: no grace, since waiting does not mend it.
+  return corrupted ? { alive: false, failing, corrupted } : { alive: failing.length === 0, failing };
+}
+
+export interface CorruptionReport {
+  store: string;
+  reason: string;
+  since: string;
+}
+
+/**
+ * Remembers the first StoreCorruptedError any call on a watched store met, for good: from then on the process
+ * refuses to serve (/health fails with "corrupted", the API answers 503 /problems/store-corrupted), whichever
+ * request or consumer met it, until an operator restores the store and restarts the process.
+ */
+export class CorruptionWatch {
+  private found: { error: StoreCorruptedError; since: Date } | null = null;
+
+  constructor(
+    private readonly clock: () => Date,
+    private readonly onFound: (error: StoreCorruptedError) => void = () => {},
+  ) {}
+
+  get error(): StoreCorruptedError | null {
+    return this.found?.error ?? null;
+  }
+
+  report(): CorruptionReport | null {
+    return this.found && { store: this.found.error.store, reason: this.found.error.reason, since: this.found.since.toISOString() };
+  }
+
+  record(error: unknown): void {
+    if (!(error instanceof StoreCorruptedError) || this.found) return;
+    this.found = { error, since: this.clock() };
+    this.onFound(error);
+  }
+
+  /** The store, with every call's failure (and every subscription's) seen first by this watch. */
+  watch<T extends object>(store: T): T {
+    return observeFailures(store, (error) => this.record(error));
+  }
+}
+
+/** A proxy whose methods report what they throw or reject with; a returned async iterable's failures too. */
+function observeFailures<T extends object>(target: T, seen: (error: unknown) => void): T {
+  const observe = (result: unknown): unknown => {
+    if (result instanceof Promise) return result.catch((error: unknown) => { seen(error); throw error; });
+    if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) return observeIterable(result as AsyncIterable<unknown> & object, seen);
+    return result;
+  };
+  return new Proxy(target, {
+    get(object, property) {
+      const value: unknown = Reflect.get(object, property, object);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        try {
+          return observe((value as (...a: unknown[]) => unknown).apply(object, args));
+        } catch (error) {
+          seen(error);
+          throw error;
+        }
+      };
+    },
+  });
+}
+
+function observeIterable<I extends AsyncIterable<unknown> & object>(iterable: I, seen: (error: unknown) => void): I {
+  return new Proxy(iterable, {
+    get(object, property) {
+      const value: unknown = Reflect.get(object, property, object);
+      if (property !== Symbol.asyncIterator) return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(object) : value;
+      return () => {
+        const iterator = (value as () => AsyncIterator<unknown>).call(object);
+        const next = (...args: [] | [unknown]) => iterator.next(...args).catch((error: unknown) => { seen(error); throw error; });
+        return { ...bindAll(iterator), next, [Symbol.asyncIterator]() { return this; } };
+      };
+    },
+  });
+}
+
+/** An iterator's optional return/throw, bound to it. */
+function bindAll(iterator: AsyncIterator<unknown>): Partial<AsyncIterator<unknown>> {
+  return {
+    ...(iterator.return ? { return: iterator.return.bind(iterator) } : {}),
+    ...(iterator.throw ? { throw: iterator.throw.bind(iterator) } : {}),
+  };
 }
 
 /** Each consumer's state and lag, for /ready and `projections status`. */

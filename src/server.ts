@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from './config.ts';
 import { demoInstructions, seedDemo, type DemoSeed } from './demo.ts';
 import { createLogger } from './logger.ts';
+import { limitConnections, trustedProxies, type RefusedConnection } from './http/connection-limits.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
 
 /**
@@ -32,16 +33,31 @@ const LISTEN_ERRORS: Record<string, string> = {
   EAI_AGAIN: 'host name lookup failed',
 };
 
-/** The HTTP timeouts of a production server, from the configuration (src/config.ts says why each value). */
-export type HttpTimeouts = Pick<Config, 'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS'>;
+/** The HTTP timeouts and connection caps of a production server, from the configuration (src/config.ts says why each value). */
+export type HttpTimeouts = Pick<
+  Config,
+  'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_MAX_CONNECTIONS' | 'HTTP_MAX_CONNECTIONS_PER_ADDRESS' | 'TRUST_PROXY'
+>;
+
+/**
+ * How often Node looks for requests past their headers or request timeout: its default (30 s) would let a
+ * 10 s headers timeout run to 40 s. A quarter of the headers timeout, at most a second: a walk over the
+ * connections with a request in progress, cheap even with thousands of them.
+ */
+const checkEveryMs = (headersTimeoutMs: number) => Math.min(1000, Math.floor(headersTimeoutMs / 4));
 
 /**
  * An HTTP server for the app that can drain: `drain()` stops accepting connections, lets the requests in
  * flight finish, closes keep-alive connections as soon as they are idle, and resolves once the last connection
  * is gone. Node's default keep-alive timeout (5 s) is shorter than a load balancer's idle timeout (60 s), which
- * then sends requests on connections the server is closing: hence the configured timeouts.
+ * then sends requests on connections the server is closing: hence the configured timeouts. Slow clients are
+ * bounded by the headers timeout (from a request's first byte) and the connection caps (src/http/connection-limits.ts).
  */
-export function createHttpServer(handler: RequestListener, timeouts: HttpTimeouts): { server: Server; drain: () => Promise<void> } {
+export function createHttpServer(
+  handler: RequestListener,
+  timeouts: HttpTimeouts,
+  options: { onRefusedConnection?: (reason: RefusedConnection) => void } = {},
+): { server: Server; drain: () => Promise<void> } {
   let draining = false;
   const inFlight = new Set<ServerResponse>();
   const server = createServer(
@@ -49,6 +65,7 @@ export function createHttpServer(handler: RequestListener, timeouts: HttpTimeout
       keepAliveTimeout: timeouts.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       headersTimeout: timeouts.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeout: timeouts.HTTP_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: checkEveryMs(timeouts.HTTP_HEADERS_TIMEOUT_MS),
     },
     (req, res) => {
       // A request that arrives on a kept-alive connection while draining is still served, but its connection
@@ -63,6 +80,13 @@ export function createHttpServer(handler: RequestListener, timeouts: HttpTimeout
       handler(req, res);
     },
   );
+  const proxies = trustedProxies(timeouts.TRUST_PROXY);
+  limitConnections(server, {
+    total: timeouts.HTTP_MAX_CONNECTIONS,
+    perAddress: timeouts.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+    ...(proxies ? { exempt: proxies } : {}),
+    ...(options.onRefusedConnection ? { onRefused: options.onRefusedConnection } : {}),
+  });
   let drained: Promise<void> | undefined;
   const drain = () =>
     (drained ??= new Promise<void>((resolve) => {
@@ -108,7 +132,17 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
       throw error;
     }
   }
-  const http = createHttpServer(system.app, config);
+  // A cap that bites is counted, and logged at most once a minute per cap: a misjudged cap (a load balancer's
+  // pool above the per-address cap) shows at once, a flood does not flood the log.
+  const lastLogged = { total: 0, 'per-address': 0 };
+  const http = createHttpServer(system.app, config, {
+    onRefusedConnection: (reason) => {
+      system.metrics?.httpConnectionsRefused.inc({ reason });
+      if (Date.now() - lastLogged[reason] < 60_000) return;
+      lastLogged[reason] = Date.now();
+      logger.warn({ reason, maxConnections: config.HTTP_MAX_CONNECTIONS, maxConnectionsPerAddress: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS }, 'connection refused: over a connection cap');
+    },
+  });
   try {
     await listen(http.server, config.PORT, config.HOST);
   } catch (error) {

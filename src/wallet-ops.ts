@@ -22,12 +22,13 @@ import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
+import { ReadFreshness } from './read-api/freshness.ts';
 import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
-import { consumerReports, liveness, type WatchedConsumer } from './health.ts';
+import { consumerReports, CorruptionWatch, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import { backoffMs } from './shared/backoff.ts';
 import { streamPrefixes } from './domain/streams.ts';
@@ -39,9 +40,6 @@ import { OUTBOX_EVENT_TYPES, WebhookOutbox } from './webhooks/outbox.ts';
 import { compileAllowList } from './domain/ip-allowlist.ts';
 import type { Resolver } from './webhooks/address-guard.ts';
 import { httpMetrics, METRICS_PATH, metricsApp, metricsEndpoint, withEventStoreMetrics, withLedgerMetrics, WalletOpsMetrics } from './metrics/index.ts';
-
-/** /ready fails while a projection has more events than this still to apply. */
-const READY_MAX_LAG = 1000;
 
 export interface WalletOps {
   app: Express;
@@ -77,6 +75,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
+  const corruption = new CorruptionWatch(clock, (error) => logger.fatal({ err: error, store: error.store }, 'store corrupted: refusing to serve it until it is restored'));
   const opened = await openStores(config, metrics ? {
     ...faults,
     eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
@@ -84,14 +83,16 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   } : faults);
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
   // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
-  const eventStore = withSnapshots(opened.eventStore, {
+  // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
+  const eventStore = withSnapshots(corruption.watch(opened.eventStore), {
     onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
   });
+  const readStore = corruption.watch(opened.readStore);
   const stores: Stores = {
     eventStore,
-    readStore: opened.readStore,
+    readStore,
     async close() {
-      await Promise.all([eventStore.close(), opened.readStore.close()]);
+      await Promise.all([eventStore.close(), readStore.close()]);
     },
   };
   const ledger = await openLedger({
@@ -237,12 +238,13 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         ...(onThisPort ? { endpoint: { path: METRICS_PATH, handler: metricsEndpoint(metrics) } } : {}),
       },
     } : {}),
-    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS),
+    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption),
+    corrupted: () => corruption.error,
     readiness: async () => {
       const consumers = await consumerReports(stores.eventStore, watched, clock());
       try {
-        const status = await projectionStatus(stores, projections, READY_MAX_LAG + 1);
-        return { ready: status.every((s) => s.lagEvents <= READY_MAX_LAG), projections: status, consumers };
+        const status = await projectionStatus(stores, projections, config.READ_MAX_LAG_EVENTS + 1);
+        return { ready: status.every((s) => s.lagEvents <= config.READ_MAX_LAG_EVENTS), projections: status, consumers };
       } catch (error) {
         // A store that cannot be read: not ready, and say why (the consumers' states tell the rest).
         return { ready: false, error: describeError(error), consumers };
@@ -258,7 +260,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         limits,
         ...(metrics ? { onCreate: (partyType, outcome, problemType) => metrics.creates.inc({ party_type: partyType, outcome, problem_type: problemType }) } : {}),
       })] : []),
-      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits })] : []),
+      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
       ...(parts.includes('write-api') ? [consoleRouter({
         store: stores.eventStore,

@@ -94,7 +94,7 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
     src: ['domain', 'ports', 'commands', 'projections', 'adapters', 'audit', 'executor', 'webhooks', 'console', 'http', 'write-api', 'read-api', 'metrics', 'faults', 'health', 'config', 'logger', 'shared'],
     packages: ['express'],
   },
-  server: { src: ['config', 'demo', 'logger', 'wallet-ops'], packages: [] },
+  server: { src: ['config', 'demo', 'http', 'logger', 'wallet-ops'], packages: [] },
   main: { src: ['adapters', 'config', 'demo-store', 'server'], packages: [] },
 };
 

@@ -1,4 +1,5 @@
 import type { EventStore } from '../ports/event-store.ts';
+import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
 import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker, findSealedEvent } from './seals.ts';
@@ -124,7 +125,11 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   let events = 0;
   let from = 0;
   while (from <= head) {
-    const page = await store.readAll({ fromPosition: from, toPosition: head, maxCount: pageSize });
+    const page = await store.readAll({ fromPosition: from, toPosition: head, maxCount: pageSize }).catch((error: unknown) => {
+      // Where the damage starts is what an operator restoring the store needs first.
+      if (error instanceof StoreCorruptedError) throw new StoreCorruptedError(error.store, `${error.reason}; the history is unreadable from position ${from} (of ${head})`, { cause: error });
+      throw error;
+    });
     if (page.length === 0) break;
     await seals.prepare(page.length, page[page.length - 1]!.position);
     for (const event of page) {

@@ -1,3 +1,4 @@
+import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { randomUUID } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
 import { allProjections } from '../projections/index.ts';
@@ -258,6 +259,10 @@ async function run(argv: string[]): Promise<number> {
     }
     if (error instanceof DomainError) {
       stderr(`refused (${error.code}): ${error.message}\n`);
+      return 1;
+    }
+    if (error instanceof StoreCorruptedError) {
+      stderr(`corrupted: ${error.message}. Stop every process using it and restore it from a backup (docs/operations.md, "Backup and restore")\n`);
       return 1;
     }
     if (error instanceof DemoStoreRefusedError) {

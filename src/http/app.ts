@@ -22,6 +22,8 @@ export interface AppDeps {
    * is served on this port, is mounted before the API's routers, without authentication.
    */
   metrics?: { observe: express.RequestHandler; endpoint?: { path: string; handler: express.RequestHandler } };
+  /** A store found corrupted (src/health.ts, CorruptionWatch): every request after the probes is refused with it. */
+  corrupted?: () => Error | null;
 }
 
 /** The HTTP application, without `listen` and without reading the environment: tests start it on port 0. */
@@ -37,7 +39,7 @@ export function createApp(deps: AppDeps): Express {
   // its read models are close enough to the head of the store; it also reports each consumer's state and lag.
   app.get('/health', (_req, res) => {
     const { alive, ...details } = deps.liveness?.() ?? { alive: true };
-    res.status(alive ? 200 : 503).json({ status: alive ? 'ok' : 'failing', time: deps.clock().toISOString(), ...details });
+    res.status(alive ? 200 : 503).json({ status: alive ? 'ok' : details.corrupted ? 'corrupted' : 'failing', time: deps.clock().toISOString(), ...details });
   });
   app.get('/ready', async (_req, res) => {
     const readiness = await deps.readiness();
@@ -45,6 +47,15 @@ export function createApp(deps: AppDeps): Express {
   });
   if (deps.metrics?.endpoint) app.get(deps.metrics.endpoint.path, deps.metrics.endpoint.handler);
   if (deps.openApi) serveApiDescription(app, deps.openApi);
+  // A corrupted store is not served around: a request that would not touch the damage may still read what it did.
+  if (deps.corrupted) {
+    const corrupted = deps.corrupted;
+    app.use((_req, _res, next) => {
+      const error = corrupted();
+      if (error) throw error;
+      next();
+    });
+  }
   for (const router of deps.routers) app.use(router);
   // The contract answers a wrong endpoint URL with a validation problem.
   app.use('/api', (req) => {

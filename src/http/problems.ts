@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { DomainError, type DomainErrorCode } from '../domain/errors.ts';
 import { EventStoreUnavailableError } from '../ports/event-store.ts';
 import { ReadStoreUnavailableError } from '../ports/read-store.ts';
+import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import type { Logger } from '../logger.ts';
 
 /**
@@ -128,6 +129,10 @@ export function sendProblem(res: Response, problem: Problem, headers: Record<str
   res.status(problem.status).set(headers).type('application/problem+json').send(JSON.stringify(problem));
 }
 
+export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unknown): Problem {
+  return { type: '/problems/store-corrupted', status: 503, title: 'Store Corrupted', detail: `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator restores it. Request id ${String(requestId)}.` };
+}
+
 /** The one error middleware: known errors become their problem; anything else is logged and answered generically. */
 export function problemHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
@@ -137,6 +142,8 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
     const parserProblem = typeof error === 'object' && error !== null ? problemOfRequestError(error) : null;
     if (parserProblem) return sendProblem(res, parserProblem);
     const requestId = res.getHeader('X-Request-Id');
+    // Not "retry later": a damaged store is not served until an operator restores it (no Retry-After).
+    if (error instanceof StoreCorruptedError) return sendProblem(res, storeCorruptedProblem(error, requestId));
     if (error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError) {
       logger.error({ err: error, requestId }, 'store unavailable');
       return sendProblem(res, { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: `The service cannot reach its store; retry later. Request id ${String(requestId)}.` }, { 'Retry-After': '1' });

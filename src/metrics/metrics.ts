@@ -61,6 +61,7 @@ export class WalletOpsMetrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly creates: Counter<'party_type' | 'outcome' | 'problem_type'>;
   readonly createConflictRetries: Counter;
+  readonly httpConnectionsRefused: Counter<'reason'>;
   readonly appendDuration: Histogram<'method' | 'outcome'>;
   readonly groupCommitBatchSize: Histogram;
   readonly ledgerDuration: Histogram<'method' | 'outcome'>;
@@ -91,6 +92,12 @@ export class WalletOpsMetrics {
     this.createConflictRetries = new Counter({
       name: 'wallet_ops_create_conflict_retries_total',
       help: 'Create-operation decisions taken again because another writer changed a stream they read (optimistic concurrency).',
+      registers,
+    });
+    this.httpConnectionsRefused = new Counter({
+      name: 'wallet_ops_http_connections_refused_total',
+      help: 'Connections closed as soon as they were accepted, by the cap they were over: total (HTTP_MAX_CONNECTIONS) or per-address (HTTP_MAX_CONNECTIONS_PER_ADDRESS).',
+      labelNames: ['reason'],
       registers,
     });
     this.appendDuration = new Histogram({

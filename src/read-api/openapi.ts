@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import { formatAmount } from '../domain/money.ts';
-import { accessForbidden, problemOfDomainError, rateLimited, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
+import { accessForbidden, problemOfDomainError, rateLimited, storeCorruptedProblem, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
+import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { BODY_LIMIT } from '../write-api/routes.ts';
 import { operationSchemas, parseCreateOperation } from '../write-api/schemas.ts';
 import {
@@ -169,6 +170,17 @@ const TOO_MANY_REQUESTS: OpenApiResponse = {
   content: problemContent({
     perKey: { summary: 'the key is over its rate', value: rateLimited('This API key has made more requests than its limit allows; retry after 1 s.', 'per-key', {}).problem },
     failedAuthentication: { summary: 'too many failed authentications from this address', value: rateLimited('Too many failed authentications from this address; retry after 2 s.', 'failed-auth', {}).problem },
+  }),
+};
+
+const READ_UNAVAILABLE: OpenApiResponse = {
+  description:
+    'Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
+  headers: { 'Retry-After': { description: 'Seconds to wait before retrying (absent for a corrupted store).', schema: { type: 'string' } } },
+  content: problemContent({
+    notBuilt: { summary: 'the read model is not built yet', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The balances read model has not been built yet (it has no checkpoint while events exist); retry later.' } },
+    behind: { summary: 'the read model is too far behind', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The balances read model is more than 1000 events behind the history; retry later.' } },
+    corrupted: { summary: 'a store failed its integrity checks', value: storeCorruptedProblem(new StoreCorruptedError('read-models.sqlite', 'database disk image is malformed (SQLITE_CORRUPT)'), '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f') },
   }),
 };
 
@@ -355,6 +367,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '401': UNAUTHORIZED,
         '403': forbidden(spec.permission, spec.partyType),
         '429': TOO_MANY_REQUESTS,
+        '503': READ_UNAVAILABLE,
       },
     };
   }

@@ -11,6 +11,9 @@ import * as distributorOperations from '../projections/distributor-operations.ts
 import * as merchantOperations from '../projections/merchant-operations.ts';
 import * as merchantPayments from '../projections/merchant-payments.ts';
 import { listQuery, parseQuery, paymentsQuery } from './schemas.ts';
+import type { ReadFreshness } from './freshness.ts';
+import type { Checkpointed } from '../projections/rebuild.ts';
+import type { NextFunction } from 'express';
 
 /** The balance endpoints take no query parameters; built once, not per request. */
 const NO_QUERY = listQuery.pick({});
@@ -24,6 +27,8 @@ export interface ReadApiDeps {
   directory: ApiKeyDirectory;
   clock: () => Date;
   assetScale: number;
+  /** Refuses reads of a read model that is not built or too far behind (503); absent: every model is served as it is. */
+  freshness?: ReadFreshness;
 }
 
 function query<T>(schema: z.ZodType<T>, req: Request): T {
@@ -41,10 +46,21 @@ export function readRoutes(deps: ReadApiDeps): Router {
   const router = Router();
   const auth = authenticate(deps.directory, deps.clock, deps.onAuthenticated, deps.limits);
   const { readStore } = deps;
+  // After authentication and authorization: a client without access learns nothing about the read models.
+  const current = (projection: Checkpointed) => async (_req: Request, _res: Response, next: NextFunction) => {
+    await deps.freshness?.assertServeable(projection);
+    next();
+  };
+  const models = {
+    balances: balances.balancesProjection({ assetScale: deps.assetScale }),
+    distributorOperations: distributorOperations.distributorOperationsProjection({ assetScale: deps.assetScale }),
+    merchantOperations: merchantOperations.merchantOperationsProjection({ assetScale: deps.assetScale }),
+    merchantPayments: merchantPayments.merchantPaymentsProjection({ assetScale: deps.assetScale }),
+  };
 
   for (const partyType of ['distributor', 'merchant'] as const satisfies PartyType[]) {
     const id = `${partyType}ID`;
-    router.get(`/api/v1/${partyType}s/:${id}/balance`, auth, authorize('Read Balance', partyType, id), async (req: Request, res: Response) => {
+    router.get(`/api/v1/${partyType}s/:${id}/balance`, auth, authorize('Read Balance', partyType, id), current(models.balances), async (req: Request, res: Response) => {
       query(NO_QUERY, req);
       const doc = await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, balances.balanceDocId({ kind: partyType, id: String(req.params[id]) }));
       res.json(balances.toApi(doc, deps.assetScale));
@@ -56,19 +72,19 @@ export function readRoutes(deps: ReadApiDeps): Router {
       .find<Doc>(collection, { where, sort, skip: page.offset, limit: page.limit, ...(search ? { search } : {}) })
       .then((docs) => docs.map(toApi));
 
-  router.get('/api/v1/distributors/:distributorID/operations', auth, authorize('Read Transactions', 'distributor', 'distributorID'), async (req, res) => {
+  router.get('/api/v1/distributors/:distributorID/operations', auth, authorize('Read Transactions', 'distributor', 'distributorID'), current(models.distributorOperations), async (req, res) => {
     const page = query(listQuery, req);
     const id = String(req.params.distributorID);
     res.json(await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, distributorOperations.toApi, page));
   });
 
-  router.get('/api/v1/merchants/:merchantID/operations', auth, authorize('Read Transactions', 'merchant', 'merchantID'), async (req, res) => {
+  router.get('/api/v1/merchants/:merchantID/operations', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantOperations), async (req, res) => {
     const page = query(listQuery, req);
     const id = String(req.params.merchantID);
     res.json(await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, merchantOperations.toApi, page));
   });
 
-  router.get('/api/v1/merchants/:merchantID/payments', auth, authorize('Read Transactions', 'merchant', 'merchantID'), async (req, res) => {
+  router.get('/api/v1/merchants/:merchantID/payments', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantPayments), async (req, res) => {
     const { search, ...page } = query(paymentsQuery, req);
     const id = String(req.params.merchantID);
     const clauses = search !== undefined && search.trim() !== '' ? merchantPayments.paymentSearch(search) : undefined;

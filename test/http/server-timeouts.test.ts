@@ -71,10 +71,10 @@ function get(port: number, path: string): Promise<{ response: IncomingMessage; b
 const closed = (socket: Socket) => (socket.closed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve())));
 
 describe('HTTP server timeouts', () => {
-  it('given the default configuration, when the server is created, then idle keep-alive connections outlive a load balancer\'s 60 s idle timeout, and the headers timeout is above them', () => {
+  it('given the default configuration, when the server is created, then idle keep-alive connections outlive a load balancer\'s 60 s idle timeout, and a client has 10 s to send its headers', () => {
     const { server } = createHttpServer(() => {}, loadConfig({}));
     expect(server.keepAliveTimeout).toBe(65_000);
-    expect(server.headersTimeout).toBe(66_000);
+    expect(server.headersTimeout).toBe(10_000);
     expect(server.requestTimeout).toBe(120_000);
   });
 
@@ -84,14 +84,78 @@ describe('HTTP server timeouts', () => {
     expect([server.keepAliveTimeout, server.headersTimeout, server.requestTimeout]).toEqual([620_000, 621_000, 700_000]);
   });
 
-  it('given only a longer keep-alive timeout, when loaded, then the headers timeout follows it', () => {
-    expect(loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '90000' }).HTTP_HEADERS_TIMEOUT_MS).toBe(91_000);
+  it('given only a longer keep-alive timeout, when loaded, then the headers timeout stays short (it does not time idle keep-alive connections)', () => {
+    expect(loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '620000' }).HTTP_HEADERS_TIMEOUT_MS).toBe(10_000);
   });
 
   it('given a request timeout shorter than the headers timeout, when loaded, then it is refused naming the variable (Node would refuse the server later, less clearly)', () => {
-    expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '130000' })).toThrow(ConfigError);
-    expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '130000' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS: must be at least the headers timeout \(131000 ms/);
+    expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '130000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '130000' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS \(130000 ms/);
     expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: 'soon' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS/);
+  });
+});
+
+/**
+ * Node times a request's headers from its first byte (a new connection's from the connection): a keep-alive
+ * connection between two requests is not timed by it, only by the keep-alive timeout. These use the shortest
+ * headers timeout accepted (1 s) and a keep-alive timeout far beyond the test, and wait real seconds.
+ */
+describe('the headers timeout', () => {
+  const SHORT = { HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '1000' };
+  async function startShort() {
+    const { server } = createHttpServer((_req, res) => res.end('ok'), loadConfig(SHORT));
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  }
+  /** A raw connection that records what it receives and when it closed (ms after it connected). */
+  async function rawConnection(port: number) {
+    const socket = connect(port, '127.0.0.1');
+    const started = Date.now();
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const state = { received: '', closedAfterMs: undefined as number | undefined, socket };
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (state.received += chunk));
+    socket.on('error', () => {});
+    socket.once('close', () => (state.closedAfterMs = Date.now() - started));
+    return state;
+  }
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('given a short headers timeout, when a keep-alive connection stays idle three times longer between two requests, then it is not closed and answers the second request', async () => {
+    const port = await startShort();
+    const connection = await rawConnection(port);
+    connection.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await sleep(3000);
+    expect(connection.closedAfterMs).toBeUndefined();
+    expect(connection.received).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Connection: keep-alive/);
+    connection.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await sleep(200);
+    expect(connection.received.match(/HTTP\/1\.1 200 OK/g)).toHaveLength(2);
+    expect(connection.closedAfterMs).toBeUndefined();
+    connection.socket.destroy();
+  });
+
+  it('given a short headers timeout, when a kept-alive connection starts its next request and stalls in its headers, then it gets 408 and is closed within about the timeout from that first byte', async () => {
+    const port = await startShort();
+    const connection = await rawConnection(port);
+    connection.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await sleep(1500); // idle longer than the timeout: it must not count
+    const firstByte = Date.now();
+    connection.socket.write('GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+    await new Promise((resolve) => connection.socket.once('close', resolve));
+    const after = Date.now() - firstByte;
+    expect(after).toBeGreaterThanOrEqual(900);
+    expect(after).toBeLessThan(2500);
+    expect(connection.received).toMatch(/HTTP\/1\.1 408 Request Timeout/);
+  });
+
+  it('given a short headers timeout, when a client connects and sends nothing, then it is closed within about the timeout', async () => {
+    const port = await startShort();
+    const connection = await rawConnection(port);
+    await new Promise((resolve) => connection.socket.once('close', resolve));
+    expect(connection.closedAfterMs).toBeGreaterThanOrEqual(900);
+    expect(connection.closedAfterMs).toBeLessThan(2500);
   });
 });
 

@@ -71,9 +71,9 @@ describe('the OpenAPI document', () => {
     for (const target of allRefs(doc)) expect(() => resolve({ $ref: target }), target).not.toThrow();
   });
 
-  it('names every status of the contract: 200, 400, 401, 403, 409, 413, 422 for POST, 200, 400, 401, 403 for GET, and 429 for both', () => {
+  it('names every status of the contract: 200, 400, 401, 403, 409, 413, 422 for POST, 200, 400, 401, 403 and 503 (a read model not served) for GET, and 429 for both', () => {
     for (const { method, operation } of operations()) {
-      const expected = method === 'post' ? ['200', '400', '401', '403', '409', '413', '422', '429'] : ['200', '400', '401', '403', '429'];
+      const expected = method === 'post' ? ['200', '400', '401', '403', '409', '413', '422', '429'] : ['200', '400', '401', '403', '429', '503'];
       expect(Object.keys(operation.responses).sort()).toEqual(expected);
       for (const [status, response] of Object.entries(operation.responses)) {
         expect(response.description, `${operation.operationId} ${status}`).toBeTruthy();

@@ -1,6 +1,8 @@
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { BUSY_BUDGET_MS } from './sqlite-retry.ts';
+import { basename } from 'node:path';
+import { StoreCorruptedError } from '../../ports/store-corrupted.ts';
+import { BUSY_BUDGET_MS, sqliteCorruption } from './sqlite-retry.ts';
 
 /**
  * How long one statement waits, inside SQLite, for another connection's lock before failing with SQLITE_BUSY.
@@ -40,6 +42,8 @@ export function openSqliteDatabase(
     return db;
   } catch (error) {
     db.close();
+    const corruption = sqliteCorruption(error);
+    if (corruption) throw new StoreCorruptedError(basename(file), corruption, { cause: error });
     throw error;
   }
 }

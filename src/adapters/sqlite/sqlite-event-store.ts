@@ -14,7 +14,9 @@ import {
 } from '../../ports/event-store.ts';
 import { AppendWriter, type PreparedAppend, isAppendRequestError, prepareAppends } from './sqlite-append.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
-import { BUSY_BUDGET_MS, retryWhileBusy } from './sqlite-retry.ts';
+import { BUSY_BUDGET_MS, retryWhileBusy, sqliteCorruption } from './sqlite-retry.ts';
+import { StoreCorruptedError } from '../../ports/store-corrupted.ts';
+import { basename } from 'node:path';
 import {
   EVENT_COLUMNS,
   type EventRow,
@@ -73,6 +75,8 @@ class SqliteEventStore implements EventStore {
   private closing: Promise<void> | undefined;
   /** Aborted by close(): reads waiting out a lock stop waiting. (Subscriptions' reads use their own, see stop().) */
   private readonly closed = new AbortController();
+  /** The file, as a corruption report names it. */
+  private readonly fileName: string;
 
   constructor(
     private readonly db: Database.Database,
@@ -80,6 +84,7 @@ class SqliteEventStore implements EventStore {
     private readonly busyBudgetMs: number,
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    this.fileName = basename(options.file);
     this.statements = new StatementCache(db);
     this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
     const writer = new AppendWriter(db);
@@ -196,6 +201,9 @@ class SqliteEventStore implements EventStore {
       return await retryWhileBusy(fn, { budgetMs: this.busyBudgetMs, signal });
     } catch (error) {
       if (error instanceof EventStoreUnavailableError) throw error;
+      // A damaged file is not an outage: waiting will not mend it, and serving around it would serve wrong data.
+      const corruption = sqliteCorruption(error);
+      if (corruption) throw new StoreCorruptedError(this.fileName, corruption, { cause: error });
       throw new EventStoreUnavailableError('could not read the event store', { cause: error });
     }
   }

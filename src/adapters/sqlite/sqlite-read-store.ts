@@ -22,7 +22,9 @@ import type Database from 'better-sqlite3';
 import type { CollectionDefinition, Checkpoint, Counter, CounterChange, Document, FindQuery, RangeCondition, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
-import { BUSY_BUDGET_MS, retryWhileBusy, sqliteFault } from './sqlite-retry.ts';
+import { BUSY_BUDGET_MS, retryWhileBusy, sqliteCorruption, sqliteFault } from './sqlite-retry.ts';
+import { StoreCorruptedError } from '../../ports/store-corrupted.ts';
+import { basename } from 'node:path';
 import { StatementCache, inListLength } from './sqlite-statements.ts';
 
 const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
@@ -72,6 +74,8 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     try {
       return await retryWhileBusy(fn, { budgetMs: busyBudgetMs, signal: closed.signal });
     } catch (error) {
+      const corruption = sqliteCorruption(error);
+      if (corruption) throw new StoreCorruptedError(basename(options.file), corruption, { cause: error });
       const fault = sqliteFault(error);
       if (fault) throw new ReadStoreUnavailableError(`the read store is unavailable (${fault})`, { cause: error });
       throw error;

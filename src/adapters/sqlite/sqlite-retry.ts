@@ -28,6 +28,16 @@ export function sqliteFault(error: unknown): SqliteFault | undefined {
   return undefined;
 }
 
+/**
+ * A damaged database file: SQLITE_CORRUPT (and its extended codes), or SQLITE_NOTADB (the header is not
+ * SQLite's). Never retried: the file stays damaged. Returns what SQLite said, with its code, or undefined.
+ */
+export function sqliteCorruption(error: unknown): string | undefined {
+  if (!(error instanceof Database.SqliteError)) return undefined;
+  if (!error.code.startsWith('SQLITE_CORRUPT') && error.code !== 'SQLITE_NOTADB') return undefined;
+  return `${error.message} (${error.code})`;
+}
+
 /** SQLITE_BUSY/SQLITE_LOCKED and their extended codes: another connection holds a lock we need. Worth retrying. */
 export function isSqliteBusy(error: unknown): boolean {
   return sqliteFault(error) === 'busy';

@@ -1,0 +1,66 @@
+import type { EventStore } from '../ports/event-store.ts';
+import type { ReadStore } from '../ports/read-store.ts';
+import { ProblemError } from '../http/problems.ts';
+import { projectionStatus, type Checkpointed } from '../projections/rebuild.ts';
+
+/** How a read model stands against the history: serveable, never built though it has events to show, or too far behind. */
+export type Freshness = { state: 'current'; lagEvents: number } | { state: 'not-built'; lagEvents: number } | { state: 'lagging'; lagEvents: number };
+
+export interface ReadFreshnessOptions {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  /** A read model with more of its events than this still to apply is not served (READ_MAX_LAG_EVENTS, as /ready). */
+  maxLagEvents: number;
+  /** How long one verdict is reused: the check reads up to maxLagEvents + 1 events, which no request should pay for. */
+  reuseForMs?: number;
+}
+
+/**
+ * Whether a read model may answer: a model that has no checkpoint while events it shows exist (deleted,
+ * never built, being rebuilt into a fresh store) or that lags by more than the maximum would answer with a
+ * balance of 0.00 or a past state as if it were the truth. Those answer 503 with Retry-After instead. A store
+ * with no events at all is current: an empty answer is then the truth. Verdicts are shared by the requests of
+ * a short window (a process's own monotonic clock); a store that cannot be read fails the request as unavailable.
+ */
+export class ReadFreshness {
+  private readonly verdicts = new Map<string, { at: number; verdict: Promise<Freshness> }>();
+
+  constructor(private readonly options: ReadFreshnessOptions) {}
+
+  async freshness(projection: Checkpointed): Promise<Freshness> {
+    const now = performance.now();
+    const cached = this.verdicts.get(projection.name);
+    if (cached && now - cached.at < (this.options.reuseForMs ?? 1000)) return cached.verdict;
+    const verdict = this.measure(projection);
+    this.verdicts.set(projection.name, { at: now, verdict });
+    // A failed measure is not reused: the next request tries the store again.
+    verdict.catch(() => this.verdicts.get(projection.name)?.verdict === verdict && this.verdicts.delete(projection.name));
+    return verdict;
+  }
+
+  /** Resolves when the read model may answer; otherwise throws the 503 problem that says why. */
+  async assertServeable(projection: Checkpointed): Promise<void> {
+    const verdict = await this.freshness(projection);
+    if (verdict.state === 'current') return;
+    throw readModelUnavailable(projection.name, verdict, this.options.maxLagEvents);
+  }
+
+  private async measure(projection: Checkpointed): Promise<Freshness> {
+    const { maxLagEvents } = this.options;
+    const [status] = await projectionStatus(this.options, [projection], maxLagEvents + 1);
+    const { position, lagEvents } = status!;
+    if (position === null && lagEvents > 0) return { state: 'not-built', lagEvents };
+    if (lagEvents > maxLagEvents) return { state: 'lagging', lagEvents };
+    return { state: 'current', lagEvents };
+  }
+}
+
+function readModelUnavailable(name: string, verdict: Freshness, maxLagEvents: number): ProblemError {
+  const detail =
+    verdict.state === 'not-built'
+      ? `The ${name} read model has not been built yet (it has no checkpoint while events exist); retry later.`
+      : `The ${name} read model is more than ${maxLagEvents} events behind the history; retry later.`;
+  // A model being built from nothing takes longer than one catching up.
+  const retryAfter = verdict.state === 'not-built' ? '5' : '1';
+  return new ProblemError({ type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail }, { 'Retry-After': retryAfter });
+}
