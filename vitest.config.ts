@@ -42,6 +42,28 @@ export default defineConfig({
         test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS], globalSetup: ['test/support/postgres.global.ts'] },
       },
       {
+        // The end-to-end suites where the store matters, again, on PostgreSQL (test/support/test-stores.ts: a fresh
+        // database per test system): creates and their durability, two write-api processes on one store, the
+        // executor end to end and through crashes, webhook deliveries and their crash, a rebuild while serving.
+        // The adapters' own contract suites run on PostgreSQL in the wallet-ops project.
+        extends: true,
+        test: {
+          name: 'on-postgres',
+          include: [
+            'test/write-api/create-operation.e2e.test.ts',
+            'test/write-api/durability.e2e.test.ts',
+            'test/write-api/two-writers.e2e.test.ts',
+            'test/executor/executor.e2e.test.ts',
+            'test/executor/crash.e2e.test.ts',
+            'test/webhooks/delivery.e2e.test.ts',
+            'test/webhooks/delivery-crash.e2e.test.ts',
+            'test/read-api/rebuild.e2e.test.ts',
+          ],
+          env: { TEST_STORES: 'postgres' },
+          globalSetup: ['test/support/postgres.global.ts'],
+        },
+      },
+      {
         // The executor's suites where the ledger is the chain that matters, again, settling on a WalletLedger
         // contract on an in-process EVM chain (Hardhat's EDR) instead of the embedded ledger:
         // - executor.e2e: every operation type once end to end (legs, fees, ids from the chain) and the chain's

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { runCli as runCliInProcess } from '../../src/cli/program.ts';
 import { knownLedgerEnv } from './test-ledger.ts';
+import { knownStoreEnv } from './test-stores.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/wallet-ops.js', import.meta.url));
 
@@ -17,7 +18,7 @@ export interface CliResult {
  */
 function cliEnv(args: string[], env: Record<string, string>): Record<string, string | undefined> {
   const dataDir = args[args.indexOf('--data-dir') + 1];
-  const ledgerEnv = args.includes('--data-dir') && dataDir ? knownLedgerEnv(dataDir) : {};
+  const ledgerEnv = args.includes('--data-dir') && dataDir ? { ...knownLedgerEnv(dataDir), ...knownStoreEnv(dataDir) } : {};
   return { ...process.env, ...ledgerEnv, ...env, LOG_LEVEL: 'silent' };
 }
 
