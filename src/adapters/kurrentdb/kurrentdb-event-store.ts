@@ -5,8 +5,8 @@
  *
  * - append: `appendToStream` with the expected revision as the client's stream state.
  * - appendMulti over several streams: `multiStreamAppend`, KurrentDB 25.1+, all or nothing. On an older server
- *   the client answers "unsupported" and the adapter refuses with EventStoreUnavailableError saying which
- *   version is needed. It never falls back to appending stream by stream: the callers rely on appendMulti
+ *   the client answers "unsupported" and the adapter refuses with KurrentDbRefusedError (permanent) saying
+ *   which version is needed. It never falls back to appending stream by stream: the callers rely on appendMulti
  *   being atomic (an operation, its hold and its volume reservation are written together or not at all), and
  *   a partial write would break exactly the invariants it protects.
  * - Each append's result position is read back (the stream's event at the new revision), since neither
