@@ -9,8 +9,18 @@
  *   which version is needed. It never falls back to appending stream by stream: the callers rely on appendMulti
  *   being atomic (an operation, its hold and its volume reservation are written together or not at all), and
  *   a partial write would break exactly the invariants it protects.
- * - Each append's result position is read back (the stream's event at the new revision), since neither
- *   append answer carries the position of the last event of every stream: one extra read per stream written.
+ * - Positions of an append come from its own answer where it has them. KurrentDB answers an append with its
+ *   `CommitPosition`, the log position of the append's last event (the server's StorageChaser acknowledges an
+ *   implicit transaction at its TransactionEnd record; appendToStream's `position` has commit = prepare = that).
+ *   So a single-stream append costs no read, and in a multi-stream append (whose records are written in request
+ *   order) the last stream's last event is at the answer's position. Only the other streams of a multi-stream
+ *   append have their last event read back (the event at its new revision), retried a few times.
+ * - Once an append has committed, it is never reported as failed (K1): a caller that sees an error may retry
+ *   without an idempotency key and write it twice. When a read-back still fails, the result for that stream
+ *   holds its exact revision and, as its position, the append's own position: the position of the append's last
+ *   event, at or after that stream's last event and inside the same atomic commit (so "wait until position P is
+ *   projected" still covers the stream's events). If not even that is known (an answer without a position), the
+ *   position is 0.
  * - readStream of a missing stream is [] (the client's StreamNotFoundError).
  * - readAll, headPosition and subscriptions leave out system events (`$`-prefixed streams or types).
  * - Every read carries a `maxCount` and is read to its end (`drain`): client 1.3 reads go through a Rust bridge
@@ -67,6 +77,8 @@ export interface KurrentDbEventStoreOptions {
 
 /** See KurrentDbEventStoreOptions.readPageSize. */
 export const DEFAULT_READ_PAGE_SIZE = 500;
+/** Pauses between the tries of reading back an appended event's position (K1): three tries in about 0.25 s. */
+const READ_BACK_PAUSES_MS = [50, 200];
 /** headPosition reads backwards in pages this small: the newest non-system event is almost always the first. */
 const HEAD_PAGE_SIZE = 16;
 
@@ -98,9 +110,12 @@ class KurrentDbEventStore implements EventStore {
     const multi = prepared.length > 1 ? toMultiStreamRequests(prepared) : undefined;
     const expected = new Map(prepared.map((request) => [request.stream, request.expectedRevision]));
     let revisions: Array<{ stream: string; revision: number }>;
+    /** The log position of the append's last event, from the answer (see the file's comment). */
+    let commit: bigint | undefined;
     try {
       if (multi) {
         const result = await this.client.multiStreamAppend(multi);
+        commit = result.position;
         const byStream = new Map(result.responses.map((response) => [response.streamName, response.revision]));
         revisions = prepared.map(({ stream }) => {
           const revision = byStream.get(stream);
@@ -110,12 +125,21 @@ class KurrentDbEventStore implements EventStore {
       } else {
         const [one] = prepared;
         const result = await this.client.appendToStream(one!.stream, one!.events, { streamState: toStreamState(one!.expectedRevision) });
+        commit = result.position?.commit;
         revisions = [{ stream: one!.stream, revision: toSafeNumber(result.nextExpectedRevision, 'revision') }];
       }
     } catch (error) {
       throw translateError(error, expected);
     }
-    return Promise.all(revisions.map(async ({ stream, revision }) => ({ nextExpectedRevision: revision, position: await this.positionOf(stream, revision) })));
+    // The append has committed: nothing from here on may throw.
+    const appended = commit === undefined ? null : portPositionOrNull(commit);
+    return Promise.all(
+      revisions.map(async ({ stream, revision }, i) => {
+        const last = i === revisions.length - 1;
+        const position = (last ? appended : null) ?? (await this.positionOf(stream, revision)) ?? appended ?? 0;
+        return { nextExpectedRevision: revision, position };
+      }),
+    );
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -244,15 +268,23 @@ class KurrentDbEventStore implements EventStore {
     return this.closing;
   }
 
-  /** The global position of a stream's event at a revision: read back from the leader, which just wrote it. */
-  private async positionOf(stream: string, revision: number): Promise<number> {
-    try {
-      const [resolved] = await drain(this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true }));
-      if (resolved?.event) return toPortPosition(resolved.event.position);
-    } catch (error) {
-      throw translateError(error);
+  /**
+   * The global position of a stream's event at a revision, read back from the leader, which just wrote it; a
+   * failed read is tried again after a short pause, and null is the answer when none succeeds (the caller then
+   * uses what it knows: never an error after a commit).
+   */
+  private async positionOf(stream: string, revision: number): Promise<number | null> {
+    for (let attempt = 0; attempt < READ_BACK_PAUSES_MS.length + 1; attempt++) {
+      if (attempt > 0) await sleep(READ_BACK_PAUSES_MS[attempt - 1]!);
+      if (this.closing) return null;
+      try {
+        const [resolved] = await drain(this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true }));
+        if (resolved?.event) return toPortPosition(resolved.event.position);
+      } catch {
+        // tried again below; the append stands whatever happens here
+      }
     }
-    throw new EventStoreUnavailableError(`the event just appended to ${stream} at revision ${revision} could not be read back`);
+    return null;
   }
 
   /** The position of the event just before a log position (any event, system ones too), or the start. */
@@ -282,6 +314,17 @@ async function drain<T>(reading: AsyncIterable<T>): Promise<T[]> {
   for await (const item of reading) items.push(item);
   return items;
 }
+
+/** The port's number for the log position of an appended event, or null when it cannot be numbered. */
+function portPositionOrNull(log: bigint): number | null {
+  try {
+    return toPortPosition({ commit: log, prepare: log });
+  } catch {
+    return null;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** An event read from $all, or null for what the port never shows (system events, links to nothing). */
 function mapAllEvent(resolved: AllStreamResolvedEvent): RecordedEvent | null {
