@@ -94,3 +94,37 @@ describe('KurrentDB adapter (K1): a committed append is never reported as failed
     expect(reads).not.toHaveBeenCalled();
   });
 });
+
+describe('KurrentDB adapter (K6): every read has a deadline', () => {
+  const outcome = <T>(promise: Promise<T>, ms = 2_000) =>
+    Promise.race([promise.then((value) => ({ value }), (error: unknown) => ({ error })), new Promise<{ stalled: true }>((resolve) => setTimeout(() => resolve({ stalled: true }), ms))]);
+
+  it('given a read that never answers, when a stream, $all or the head is read, then each fails as unavailable at the deadline instead of waiting for ever', async () => {
+    const { store, client } = open({ readDeadlineMs: 100 });
+    vi.spyOn(client, 'readStream').mockImplementation(() => stalledRead() as never);
+    vi.spyOn(client, 'readAll').mockImplementation(() => stalledRead() as never);
+    const reads: Array<() => Promise<unknown>> = [() => store.readStream('wallet-1'), () => store.readAll({ maxCount: 10 }), () => store.headPosition()];
+    for (const read of reads) {
+      const started = Date.now();
+      const result = await outcome(read());
+      expect(result).toMatchObject({ error: expect.any(EventStoreUnavailableError) });
+      expect((result as { error: Error }).error.message).toMatch(/did not answer .* 100 ms/);
+      expect(Date.now() - started).toBeLessThan(1_500);
+    }
+  });
+
+  it('given the read-back of a committed multi-stream append that never answers, when the deadline passes, then the append still answers with what is known', async () => {
+    const { store, client } = open({ readDeadlineMs: 50 });
+    vi.spyOn(client, 'multiStreamAppend').mockResolvedValue({ position: 1000n, responses: [{ streamName: 'operation-1', revision: 0n }, { streamName: 'wallet-1', revision: 7n }] });
+    vi.spyOn(client, 'readStream').mockImplementation(() => stalledRead() as never);
+    const result = await outcome(store.appendMulti([
+      { stream: 'operation-1', events: [event], expectedRevision: 'no_stream' },
+      { stream: 'wallet-1', events: [event], expectedRevision: 6 },
+    ]));
+    expect(result).toEqual({ value: [{ nextExpectedRevision: 0, position: 4000 }, { nextExpectedRevision: 7, position: 4000 }] });
+  });
+
+  it('when the deadline option is not a positive integer, then the adapter refuses to open', () => {
+    expect(() => openKurrentDbEventStore({ connectionString: CLOSED, readDeadlineMs: 0 })).toThrow(/readDeadlineMs/);
+  });
+});

@@ -28,6 +28,11 @@
  *   leaving a `for await` early would leave the gRPC read open on the server until the bridge's stream is
  *   garbage-collected. readAll and headPosition page explicitly: each page is one bounded read, drained, and
  *   the next starts at the last event of the previous one (a real event position, which the server accepts).
+ * - Every read has a deadline (`readDeadlineMs`, default 10 s, the client's own default deadline for its gRPC
+ *   calls such as appends). Client 1.3 reads go through the native bridge, which takes no deadline and cannot be
+ *   cancelled, so the adapter races each read against a timer and answers EventStoreUnavailableError when it
+ *   expires (the read is abandoned; the bridge finishes or drops it). Without it one stalled read held the
+ *   command pipeline's lock on its stream, and every later append to that stream in the process waited behind it.
  * - subscribeToAll: a catch-up subscription on the server (catch-up then live, in order, gap-free); the port's
  *   filter is sent as the server filter KurrentDB supports and applied again here.
  */
@@ -73,10 +78,17 @@ export interface KurrentDbEventStoreOptions {
    * contract suite runs with a tiny page as well, so that every read crosses page boundaries on a real server.
    */
   readPageSize?: number;
+  /**
+   * How long any one read (a stream, a page of $all, the head, a position read back) may take before it fails
+   * with EventStoreUnavailableError; default 10,000 ms. A subscription is not a read: it stays open.
+   */
+  readDeadlineMs?: number;
 }
 
 /** See KurrentDbEventStoreOptions.readPageSize. */
 export const DEFAULT_READ_PAGE_SIZE = 500;
+/** See KurrentDbEventStoreOptions.readDeadlineMs. */
+export const DEFAULT_READ_DEADLINE_MS = 10_000;
 /** Pauses between the tries of reading back an appended event's position (K1): three tries in about 0.25 s. */
 const READ_BACK_PAUSES_MS = [50, 200];
 /** headPosition reads backwards in pages this small: the newest non-system event is almost always the first. */
@@ -86,7 +98,9 @@ const HEAD_PAGE_SIZE = 16;
 export function openKurrentDbEventStore(options: KurrentDbEventStoreOptions): EventStore {
   const pageSize = options.readPageSize ?? DEFAULT_READ_PAGE_SIZE;
   if (!Number.isSafeInteger(pageSize) || pageSize < 2) throw new Error(`readPageSize must be an integer >= 2, got ${String(pageSize)}`);
-  return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString), pageSize);
+  const readDeadlineMs = options.readDeadlineMs ?? DEFAULT_READ_DEADLINE_MS;
+  if (!Number.isSafeInteger(readDeadlineMs) || readDeadlineMs < 1) throw new Error(`readDeadlineMs must be an integer >= 1, got ${String(readDeadlineMs)}`);
+  return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString), pageSize, readDeadlineMs);
 }
 
 class KurrentDbEventStore implements EventStore {
@@ -96,6 +110,7 @@ class KurrentDbEventStore implements EventStore {
   constructor(
     private readonly client: KurrentDBClient,
     private readonly pageSize: number,
+    private readonly readDeadlineMs: number,
   ) {}
 
   async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
@@ -151,7 +166,7 @@ class KurrentDbEventStore implements EventStore {
     let read: ResolvedEvent[];
     try {
       // Unbounded when the caller gives no maxCount, but read to its end either way: nothing is left open.
-      read = await drain(this.client.readStream(stream, {
+      read = await this.read(`a read of stream ${stream}`, this.client.readStream(stream, {
         direction: backwards ? BACKWARDS : FORWARDS,
         fromRevision: options.fromRevision === undefined ? (backwards ? END : START) : BigInt(options.fromRevision),
         ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
@@ -186,7 +201,7 @@ class KurrentDbEventStore implements EventStore {
         // Events are dropped here (system events, the other half of the filter, the one repeated or before the
         // start), so a page cannot be sized to the answer exactly: one more than still wanted, at most a page.
         const pageSize = Math.min(this.pageSize, maxCount - events.length + 1);
-        const page = await drain(this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: pageSize, filter }));
+        const page = await this.read('a read of $all', this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: pageSize, filter }));
         let last: Position | undefined;
         for (const resolved of page) {
           const position = resolved.event?.position;
@@ -222,7 +237,7 @@ class KurrentDbEventStore implements EventStore {
       for (;;) {
         // The server leaves out system event types; an event of a system stream with an ordinary type is left out
         // here, and when a whole page is such events the read goes on backwards from the oldest of them.
-        const page = await drain(this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, filter: excludeSystemEvents() }));
+        const page = await this.read('a read of the head of $all', this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, filter: excludeSystemEvents() }));
         let last: Position | undefined;
         for (const resolved of page) {
           const position = resolved.event?.position;
@@ -274,11 +289,14 @@ class KurrentDbEventStore implements EventStore {
    * uses what it knows: never an error after a commit).
    */
   private async positionOf(stream: string, revision: number): Promise<number | null> {
+    // All the tries together within one read deadline: the caller is waiting for a commit that already happened.
+    const until = Date.now() + this.readDeadlineMs;
     for (let attempt = 0; attempt < READ_BACK_PAUSES_MS.length + 1; attempt++) {
       if (attempt > 0) await sleep(READ_BACK_PAUSES_MS[attempt - 1]!);
-      if (this.closing) return null;
+      if (this.closing || Date.now() >= until) return null;
       try {
-        const [resolved] = await drain(this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true }));
+        const reading = this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true });
+        const [resolved] = await this.read(`a read-back of stream ${stream}`, reading, until - Date.now());
         if (resolved?.event) return toPortPosition(resolved.event.position);
       } catch {
         // tried again below; the append stands whatever happens here
@@ -290,12 +308,17 @@ class KurrentDbEventStore implements EventStore {
   /** The position of the event just before a log position (any event, system ones too), or the start. */
   private async positionBefore(log: bigint): Promise<ReadPosition> {
     try {
-      const [resolved] = await drain(this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 }));
+      const [resolved] = await this.read('a read of $all', this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 }));
       if (resolved?.event?.position) return resolved.event.position;
     } catch (error) {
       throw translateError(error);
     }
     return START;
+  }
+
+  /** A read drained to its end (see drain), failing as unavailable when it takes longer than the deadline. */
+  private read<T>(what: string, reading: AsyncIterable<T>, ms = this.readDeadlineMs): Promise<T[]> {
+    return withDeadline(drain(reading), ms, what);
   }
 
   private assertOpen(): void {
@@ -313,6 +336,20 @@ async function drain<T>(reading: AsyncIterable<T>): Promise<T[]> {
   const items: T[] = [];
   for await (const item of reading) items.push(item);
   return items;
+}
+
+/**
+ * The work, or EventStoreUnavailableError once `ms` have passed. The work is not cancelled (a bridge read cannot
+ * be); its late outcome is ignored.
+ */
+function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new EventStoreUnavailableError(`KurrentDB did not answer ${what} within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  work.catch(noop);
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 /** The port's number for the log position of an appended event, or null when it cannot be numbered. */
