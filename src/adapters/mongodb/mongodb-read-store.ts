@@ -13,7 +13,23 @@
  *   then moves the checkpoint. A rename cannot be part of a transaction, so collection and checkpoint do not
  *   change together; see `promote` below for the window this leaves and why it is safe.
  */
-import { MongoClient, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
+import {
+  MongoClient,
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoStalePrimaryError,
+  MongoTopologyClosedError,
+  MongoWriteConcernError,
+  type ClientSession,
+  type Collection,
+  type Db,
+  type TransactionOptions,
+} from 'mongodb';
 import type { Checkpoint, CollectionDefinition, Counter, CounterChange, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import {
@@ -63,16 +79,57 @@ export function openMongoReadStore(options: MongoReadStoreOptions): ReadStore {
   return withUnavailableErrors(new MongoReadStore(client, client.db(options.database ?? 'wallet_ops')));
 }
 
-/** The driver's errors that mean "the server could not be reached or is electing": worth retrying later. */
+/**
+ * Server error codes that say nothing about the request: the replica set is electing or shutting down, the
+ * member is not (or no longer) the primary, a host cannot be reached, an operation ran out of time, a majority
+ * write concern timed out (the write may or may not survive), or the majority snapshot is not there yet. The
+ * driver retries some of these itself (and then labels them RetryableWriteError); without the label (a retry
+ * already spent, a transaction, a write that is not retryable) they reach the adapter as they are. The list is
+ * the driver's own retryable-read codes (mongodb/lib/error.ts, RETRYABLE_READ_ERROR_CODES) plus the
+ * not-primary and timeout codes it handles elsewhere.
+ */
+const UNAVAILABLE_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  50, // MaxTimeMSExpired
+  64, // WriteConcernTimeout (WriteConcernFailed before 8.1)
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  133, // FailedToSatisfyReadPreference
+  134, // ReadConcernMajorityNotAvailableYet
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10058, // LegacyNotPrimary
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+/** Labels that mean "try again": the driver's and the server's. */
+const UNAVAILABLE_LABELS = ['TransientTransactionError', 'RetryableWriteError', 'UnknownTransactionCommitResult', 'ResetPool', 'PoolRequestedRetry'];
+/** What servers before 4.2 said instead of a code. */
+const LEGACY_FAILOVER_MESSAGE = /not master|node is recovering|not primary/i;
+
+/** The driver's errors that mean "the server could not be reached, is electing or ran out of time": worth retrying later. */
 export function isMongoUnavailable(error: unknown): boolean {
-  return (
+  if (
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     error instanceof MongoTopologyClosedError ||
     error instanceof MongoNotConnectedError ||
     error instanceof MongoOperationTimeoutError ||
-    (error instanceof MongoError && (error.hasErrorLabel('TransientTransactionError') || error.hasErrorLabel('RetryableWriteError')))
-  );
+    error instanceof MongoServerClosedError ||
+    error instanceof MongoStalePrimaryError
+  ) {
+    return true;
+  }
+  if (!(error instanceof MongoError)) return false;
+  if (UNAVAILABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
+  const code = error instanceof MongoWriteConcernError ? (error.result.writeConcernError?.code ?? error.code) : error.code;
+  if (typeof code === 'number') return UNAVAILABLE_CODES.has(code);
+  return error instanceof MongoServerError && LEGACY_FAILOVER_MESSAGE.test(error.message);
 }
 
 /**
