@@ -7,7 +7,7 @@
  * adapter's handling, not MongoDB's behaviour (no server runs here; the contract suite,
  * mongodb-read-store.test.ts, runs on a real replica set with MONGODB_URL).
  */
-import { ClientSession, Collection, Db, MongoNetworkTimeoutError, MongoServerError, MongoWriteConcernError } from 'mongodb';
+import { ClientSession, Collection, Db, MongoClient, MongoNetworkTimeoutError, MongoServerError, MongoWriteConcernError } from 'mongodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openMongoReadStore } from '../../src/adapters/mongodb/mongodb-read-store.ts';
 import { type ReadStore, ReadStoreUnavailableError } from '../../src/ports/read-store.ts';
@@ -91,3 +91,41 @@ async function defineOffline(store: ReadStore, name: string): Promise<void> {
   vi.spyOn(Db.prototype, 'createCollection').mockResolvedValue(undefined as never);
   await store.defineCollections([{ name }]);
 }
+
+describe('MongoDB read store (M3): every call is bounded in time and writes are majority-acknowledged', () => {
+  /** The real MongoClient the adapter builds (captured as the adapter asks it for its database). */
+  function openCapturing(url = CLOSED): { store: ReadStore; client: () => MongoClient } {
+    let captured: MongoClient | undefined;
+    const db = MongoClient.prototype.db;
+    vi.spyOn(MongoClient.prototype, 'db').mockImplementation(function (this: MongoClient, ...args: Parameters<MongoClient['db']>) {
+      captured = this;
+      return db.apply(this, args);
+    });
+    const store = open(url);
+    return { store, client: () => captured! };
+  }
+
+  it('when opened on a URL that sets no timeouts, then the client selects a server and connects within 10 s, drops a connection silent for 60 s, writes with majority (10 s wtimeout) and reads majority-committed data', () => {
+    const { client } = openCapturing();
+    expect(client().options).toMatchObject({ serverSelectionTimeoutMS: 10_000, connectTimeoutMS: 10_000, socketTimeoutMS: 60_000 });
+    expect(client().writeConcern).toMatchObject({ w: 'majority', wtimeoutMS: 10_000 });
+    expect(client().readConcern?.level).toBe('majority');
+  });
+
+  it('given a URL that sets them, when opened, then the URL\'s values win (an operator tunes them in MONGODB_URL)', () => {
+    const { client } = openCapturing(`${CLOSED}&serverSelectionTimeoutMS=200&socketTimeoutMS=0&w=1&readConcernLevel=local`);
+    expect(client().options).toMatchObject({ serverSelectionTimeoutMS: 200, socketTimeoutMS: 0 });
+    expect(client().writeConcern?.w).toBe(1);
+    expect(client().readConcern?.level).toBe('local');
+  });
+
+  it('when a read and a commit are made, then the read carries a server time limit and the transaction a commit time limit with a majority write concern', async () => {
+    const { store } = openCapturing();
+    const findOne = vi.spyOn(Collection.prototype, 'findOne').mockResolvedValue(null);
+    const withTransaction = vi.spyOn(ClientSession.prototype, 'withTransaction').mockResolvedValue(undefined as never);
+    await store.getCheckpoint('balances');
+    expect(findOne.mock.calls[0]![1]).toMatchObject({ maxTimeMS: 15_000 });
+    await store.commit([], { projection: 'balances', position: 1 });
+    expect(withTransaction.mock.calls[0]![1]).toMatchObject({ maxCommitTimeMS: 10_000, writeConcern: { w: 'majority', wtimeoutMS: 10_000 }, readConcern: { level: 'snapshot' } });
+  });
+});
