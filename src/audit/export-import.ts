@@ -151,12 +151,25 @@ export interface ImportResult {
 }
 
 const MAX_EVENTS_PER_APPEND = 1000;
+/**
+ * Most bytes of event data and metadata (as JSON) one append of an import carries. KurrentDB refuses a request
+ * over its MaxAppendSize (1 MiB by default, counted over the records as stored, a little more than their JSON);
+ * half of it leaves room for that overhead and for the per-event ids, types and stream names. An event larger
+ * than this goes alone, and the store decides whether it fits.
+ */
+export const MAX_APPEND_BYTES = 512 * 1024;
+/** Rough per-event overhead on top of data and metadata (id, type, stream name, record header). */
+const EVENT_OVERHEAD_BYTES = 200;
+
+function eventBytes(event: NewEvent, stream: string): number {
+  return Buffer.byteLength(JSON.stringify(event.data)) + Buffer.byteLength(JSON.stringify(event.metadata ?? {})) + Buffer.byteLength(event.type) + Buffer.byteLength(stream) + EVENT_OVERHEAD_BYTES;
+}
 
 /**
  * Loads an export into an EMPTY store, refusing a file that does not verify (checkExportFile) before
  * writing anything. Each event is appended with its original id at its original revision (the expected
  * revision is the one before it), consecutive events grouped into atomic multi-stream appends that keep
- * the file's order. Pass the raw store, not the hash-chaining decorator: the events carry their hashes.
+ * the file's order, each of at most MAX_EVENTS_PER_APPEND events and MAX_APPEND_BYTES of data and metadata. Pass the raw store, not the hash-chaining decorator: the events carry their hashes.
  */
 export async function importEvents(store: EventStore, file: string, options: { onProgress?: (events: number, total: number) => void } = {}): Promise<ImportResult> {
   if ((await store.headPosition()) !== 0) throw new ImportRefusedError('the target event store is not empty: an import only goes into an empty store');
@@ -172,6 +185,7 @@ export async function importEvents(store: EventStore, file: string, options: { o
   let batch: StreamAppend[] = [];
   let inBatch = new Set<string>();
   let batchEvents = 0;
+  let batchBytes = 0;
   const result: ImportResult = { events: 0, streams: check.streams, seals: check.seals, appends: 0 };
   const flush = async () => {
     if (batch.length === 0) return;
@@ -182,10 +196,13 @@ export async function importEvents(store: EventStore, file: string, options: { o
     batch = [];
     inBatch = new Set();
     batchEvents = 0;
+    batchBytes = 0;
   };
   for await (const { line, number } of readLines(file)) {
     const event = parseLine(line, number);
     const newEvent: NewEvent = { id: event.id, type: event.type, data: event.data, metadata: event.metadata };
+    const bytes = eventBytes(newEvent, event.stream);
+    if (batchEvents > 0 && batchBytes + bytes > MAX_APPEND_BYTES) await flush();
     const last = batch[batch.length - 1];
     if (last && last.stream === event.stream) {
       last.events.push(newEvent);
@@ -195,7 +212,8 @@ export async function importEvents(store: EventStore, file: string, options: { o
       inBatch.add(event.stream);
     }
     batchEvents += 1;
-    if (batchEvents >= MAX_EVENTS_PER_APPEND) await flush();
+    batchBytes += bytes;
+    if (batchEvents >= MAX_EVENTS_PER_APPEND || batchBytes >= MAX_APPEND_BYTES) await flush();
   }
   await flush();
   return result;

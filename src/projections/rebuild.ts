@@ -26,6 +26,14 @@ const PAGE_SIZE = 20_000;
  * rebuild always starts again from position 0, and nothing is promoted before the last one.
  */
 const COMMIT_EVERY = 100_000;
+/**
+ * Most writes in one commit of a rebuild: a span's writes go in chunks of this size, each its own transaction,
+ * because MongoDB aborts any transaction older than 60 s (and a transaction over many thousands of documents
+ * approaches it). The shadow is read by no one until the promote, so committing it in pieces is safe; every
+ * piece is fenced by the shadow checkpoint (expected = where it stands), and only the span's last piece moves it.
+ * On the embedded store a commit of 1,000 documents costs about one fsync, a small price on a rebuild.
+ */
+export const REBUILD_WRITES_PER_COMMIT = 1_000;
 
 /**
  * Rebuilds read models from the whole history while the old ones keep serving: the events are replayed
@@ -58,7 +66,12 @@ export async function rebuildProjections(
     const { docs, dirty } = target.fold;
     const written = new Map([...dirty].map((id) => [id, docs.get(id) ?? null]));
     const writes = takeWrites(target.fold, target.shadow.name);
-    await deps.readStore.commit(writes, checkpointOf({ checkpoint: target.checkpoint, expected: target.position }, target.folded));
+    const fence = { checkpoint: target.checkpoint, expected: target.position };
+    let start = 0;
+    for (; writes.length - start > REBUILD_WRITES_PER_COMMIT; start += REBUILD_WRITES_PER_COMMIT) {
+      await deps.readStore.commit(writes.slice(start, start + REBUILD_WRITES_PER_COMMIT), checkpointOf(fence, target.position));
+    }
+    await deps.readStore.commit(writes.slice(start), checkpointOf(fence, target.folded));
     target.position = target.folded;
     // What was just written stays in memory (it is what the next events most likely touch); the rest is read
     // back if needed, so memory holds about one span of documents whatever the size of the history.

@@ -4,7 +4,16 @@
  */
 import {
   ANY,
+  AccessDeniedError as ClientAccessDeniedError,
+  AppendRecordSizeExceededError as ClientAppendRecordSizeExceededError,
+  InvalidArgumentError as ClientInvalidArgumentError,
+  MaxAppendSizeExceededError as ClientMaxAppendSizeExceededError,
   NO_STREAM,
+  NotLeaderError as ClientNotLeaderError,
+  StreamDeletedError as ClientStreamDeletedError,
+  StreamTombstonedError as ClientStreamTombstonedError,
+  TransactionMaxSizeExceededError as ClientTransactionMaxSizeExceededError,
+  convertToCommandError,
   START,
   STREAM_EXISTS,
   StreamNotFoundError as ClientStreamNotFoundError,
@@ -32,6 +41,7 @@ import {
   toServerFilter,
   toStreamState,
   translateError,
+  KurrentDbRefusedError,
 } from '../../src/adapters/kurrentdb/kurrentdb-mapping.ts';
 import { EventStoreUnavailableError, WrongExpectedVersionError } from '../../src/ports/event-store.ts';
 
@@ -256,10 +266,47 @@ describe('KurrentDB mapping: errors', () => {
     expect(append.message).toMatch(/unreachable/);
   });
 
-  it('given a server without multi-stream append, when translated, then the error says which version is needed', () => {
+  it('given a server without multi-stream append, when translated, then the error says which version is needed and is permanent (retrying will not upgrade the server)', () => {
     const error = translateError(new ClientUnsupportedError('multiStreamAppend', '25.1'));
-    expect(error).toBeInstanceOf(EventStoreUnavailableError);
+    expect(error).toBeInstanceOf(KurrentDbRefusedError);
     expect(error.message).toMatch(/multiStreamAppend .*25\.1/);
+  });
+
+  // K2: these used to be EventStoreUnavailableError, so a consumer resubscribed for ever and the API answered 503
+  // (retry later) to something no retry can fix. The client's own error classes are built as the client builds
+  // them (from the bridge's error names, or from a gRPC status through convertToCommandError).
+  // A gRPC status as grpc-js hands it to the client (no status details, no metadata entries).
+  const grpc = (code: number, details: string) => Object.assign(new Error(`${code} ${details}`), { code, details, metadata: { get: () => [], getMap: () => ({}) } });
+  const permanent: Array<[string, unknown]> = [
+    ['access denied (a read of $all without the right)', new ClientAccessDeniedError(Object.assign(new Error('Access denied'), { name: 'AccessDeniedError' }) as never)],
+    ['permission denied as a bare gRPC status', convertToCommandError(grpc(7, 'PERMISSION_DENIED: Access denied'))],
+    ['unauthenticated', convertToCommandError(grpc(16, 'UNAUTHENTICATED: bad credentials'))],
+    ['a deleted stream', ClientStreamDeletedError.fromStreamName('wallet-1')],
+    ['a tombstoned stream', new ClientStreamTombstonedError(grpc(9, 'FAILED_PRECONDITION') as never, { stream: 'wallet-1' } as never)],
+    ['an append over the size limit', new ClientMaxAppendSizeExceededError(undefined, 1_048_576)],
+    ['a record over the size limit', new ClientAppendRecordSizeExceededError(grpc(3, 'INVALID_ARGUMENT') as never, { stream: 's', recordId: 'r', size: 2_000_000, maxSize: 1_048_576 } as never)],
+    ['a multi-stream append over the transaction size limit', new ClientTransactionMaxSizeExceededError(grpc(10, 'ABORTED') as never, { maxSize: 1_048_576 } as never)],
+    ['an invalid argument', new ClientInvalidArgumentError('fromRevision value must be a non-negative integer')],
+    ['an invalid argument as a bare gRPC status', convertToCommandError(grpc(3, 'INVALID_ARGUMENT: bad position'))],
+  ];
+  for (const [what, clientError] of permanent) {
+    it(`given ${what}, when translated, then it is a permanent refusal, not unavailability`, () => {
+      const error = translateError(clientError);
+      expect(error).toBeInstanceOf(KurrentDbRefusedError);
+      expect(error).not.toBeInstanceOf(EventStoreUnavailableError);
+      expect(error.cause).toBe(clientError);
+    });
+  }
+
+  it('given a leader change, a deadline or an unknown transport failure, when translated, then each stays unavailability (worth retrying)', () => {
+    const transient = [
+      new ClientNotLeaderError(Object.assign(new Error('not leader'), { metadata: { 'leader-endpoint-host': 'node2', 'leader-endpoint-port': '2113' } }) as never),
+      convertToCommandError(grpc(4, 'DEADLINE_EXCEEDED')),
+      convertToCommandError(grpc(13, 'INTERNAL')),
+      convertToCommandError(grpc(2, 'UNKNOWN: stream reset')),
+      new Error('something the client did not classify'),
+    ];
+    for (const clientError of transient) expect(translateError(clientError)).toBeInstanceOf(EventStoreUnavailableError);
   });
 
   it('given a missing stream on read, when checked, then it is recognised (the adapter answers [])', () => {

@@ -5,12 +5,22 @@
  *
  * - append: `appendToStream` with the expected revision as the client's stream state.
  * - appendMulti over several streams: `multiStreamAppend`, KurrentDB 25.1+, all or nothing. On an older server
- *   the client answers "unsupported" and the adapter refuses with EventStoreUnavailableError saying which
- *   version is needed. It never falls back to appending stream by stream: the callers rely on appendMulti
+ *   the client answers "unsupported" and the adapter refuses with KurrentDbRefusedError (permanent) saying
+ *   which version is needed. It never falls back to appending stream by stream: the callers rely on appendMulti
  *   being atomic (an operation, its hold and its volume reservation are written together or not at all), and
  *   a partial write would break exactly the invariants it protects.
- * - Each append's result position is read back (the stream's event at the new revision), since neither
- *   append answer carries the position of the last event of every stream: one extra read per stream written.
+ * - Positions of an append come from its own answer where it has them. KurrentDB answers an append with its
+ *   `CommitPosition`, the log position of the append's last event (the server's StorageChaser acknowledges an
+ *   implicit transaction at its TransactionEnd record; appendToStream's `position` has commit = prepare = that).
+ *   So a single-stream append costs no read, and in a multi-stream append (whose records are written in request
+ *   order) the last stream's last event is at the answer's position. Only the other streams of a multi-stream
+ *   append have their last event read back (the event at its new revision), retried a few times.
+ * - Once an append has committed, it is never reported as failed (K1): a caller that sees an error may retry
+ *   without an idempotency key and write it twice. When a read-back still fails, the result for that stream
+ *   holds its exact revision and, as its position, the append's own position: the position of the append's last
+ *   event, at or after that stream's last event and inside the same atomic commit (so "wait until position P is
+ *   projected" still covers the stream's events). If not even that is known (an answer without a position), the
+ *   position is 0.
  * - readStream of a missing stream is [] (the client's StreamNotFoundError).
  * - readAll, headPosition and subscriptions leave out system events (`$`-prefixed streams or types).
  * - Every read carries a `maxCount` and is read to its end (`drain`): client 1.3 reads go through a Rust bridge
@@ -18,6 +28,11 @@
  *   leaving a `for await` early would leave the gRPC read open on the server until the bridge's stream is
  *   garbage-collected. readAll and headPosition page explicitly: each page is one bounded read, drained, and
  *   the next starts at the last event of the previous one (a real event position, which the server accepts).
+ * - Every read has a deadline (`readDeadlineMs`, default 10 s, the client's own default deadline for its gRPC
+ *   calls such as appends). Client 1.3 reads go through the native bridge, which takes no deadline and cannot be
+ *   cancelled, so the adapter races each read against a timer and answers EventStoreUnavailableError when it
+ *   expires (the read is abandoned; the bridge finishes or drops it). Without it one stalled read held the
+ *   command pipeline's lock on its stream, and every later append to that stream in the process waited behind it.
  * - subscribeToAll: a catch-up subscription on the server (catch-up then live, in order, gap-free); the port's
  *   filter is sent as the server filter KurrentDB supports and applied again here.
  */
@@ -63,10 +78,19 @@ export interface KurrentDbEventStoreOptions {
    * contract suite runs with a tiny page as well, so that every read crosses page boundaries on a real server.
    */
   readPageSize?: number;
+  /**
+   * How long any one read (a stream, a page of $all, the head, a position read back) may take before it fails
+   * with EventStoreUnavailableError; default 10,000 ms. A subscription is not a read: it stays open.
+   */
+  readDeadlineMs?: number;
 }
 
 /** See KurrentDbEventStoreOptions.readPageSize. */
 export const DEFAULT_READ_PAGE_SIZE = 500;
+/** See KurrentDbEventStoreOptions.readDeadlineMs. */
+export const DEFAULT_READ_DEADLINE_MS = 10_000;
+/** Pauses between the tries of reading back an appended event's position (K1): three tries in about 0.25 s. */
+const READ_BACK_PAUSES_MS = [50, 200];
 /** headPosition reads backwards in pages this small: the newest non-system event is almost always the first. */
 const HEAD_PAGE_SIZE = 16;
 
@@ -74,7 +98,9 @@ const HEAD_PAGE_SIZE = 16;
 export function openKurrentDbEventStore(options: KurrentDbEventStoreOptions): EventStore {
   const pageSize = options.readPageSize ?? DEFAULT_READ_PAGE_SIZE;
   if (!Number.isSafeInteger(pageSize) || pageSize < 2) throw new Error(`readPageSize must be an integer >= 2, got ${String(pageSize)}`);
-  return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString), pageSize);
+  const readDeadlineMs = options.readDeadlineMs ?? DEFAULT_READ_DEADLINE_MS;
+  if (!Number.isSafeInteger(readDeadlineMs) || readDeadlineMs < 1) throw new Error(`readDeadlineMs must be an integer >= 1, got ${String(readDeadlineMs)}`);
+  return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString), pageSize, readDeadlineMs);
 }
 
 class KurrentDbEventStore implements EventStore {
@@ -84,6 +110,7 @@ class KurrentDbEventStore implements EventStore {
   constructor(
     private readonly client: KurrentDBClient,
     private readonly pageSize: number,
+    private readonly readDeadlineMs: number,
   ) {}
 
   async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
@@ -98,9 +125,12 @@ class KurrentDbEventStore implements EventStore {
     const multi = prepared.length > 1 ? toMultiStreamRequests(prepared) : undefined;
     const expected = new Map(prepared.map((request) => [request.stream, request.expectedRevision]));
     let revisions: Array<{ stream: string; revision: number }>;
+    /** The log position of the append's last event, from the answer (see the file's comment). */
+    let commit: bigint | undefined;
     try {
       if (multi) {
         const result = await this.client.multiStreamAppend(multi);
+        commit = result.position;
         const byStream = new Map(result.responses.map((response) => [response.streamName, response.revision]));
         revisions = prepared.map(({ stream }) => {
           const revision = byStream.get(stream);
@@ -110,12 +140,21 @@ class KurrentDbEventStore implements EventStore {
       } else {
         const [one] = prepared;
         const result = await this.client.appendToStream(one!.stream, one!.events, { streamState: toStreamState(one!.expectedRevision) });
+        commit = result.position?.commit;
         revisions = [{ stream: one!.stream, revision: toSafeNumber(result.nextExpectedRevision, 'revision') }];
       }
     } catch (error) {
       throw translateError(error, expected);
     }
-    return Promise.all(revisions.map(async ({ stream, revision }) => ({ nextExpectedRevision: revision, position: await this.positionOf(stream, revision) })));
+    // The append has committed: nothing from here on may throw.
+    const appended = commit === undefined ? null : portPositionOrNull(commit);
+    return Promise.all(
+      revisions.map(async ({ stream, revision }, i) => {
+        const last = i === revisions.length - 1;
+        const position = (last ? appended : null) ?? (await this.positionOf(stream, revision)) ?? appended ?? 0;
+        return { nextExpectedRevision: revision, position };
+      }),
+    );
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -127,7 +166,7 @@ class KurrentDbEventStore implements EventStore {
     let read: ResolvedEvent[];
     try {
       // Unbounded when the caller gives no maxCount, but read to its end either way: nothing is left open.
-      read = await drain(this.client.readStream(stream, {
+      read = await this.read(`a read of stream ${stream}`, this.client.readStream(stream, {
         direction: backwards ? BACKWARDS : FORWARDS,
         fromRevision: options.fromRevision === undefined ? (backwards ? END : START) : BigInt(options.fromRevision),
         ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
@@ -162,7 +201,7 @@ class KurrentDbEventStore implements EventStore {
         // Events are dropped here (system events, the other half of the filter, the one repeated or before the
         // start), so a page cannot be sized to the answer exactly: one more than still wanted, at most a page.
         const pageSize = Math.min(this.pageSize, maxCount - events.length + 1);
-        const page = await drain(this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: pageSize, filter }));
+        const page = await this.read('a read of $all', this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: pageSize, filter }));
         let last: Position | undefined;
         for (const resolved of page) {
           const position = resolved.event?.position;
@@ -198,7 +237,7 @@ class KurrentDbEventStore implements EventStore {
       for (;;) {
         // The server leaves out system event types; an event of a system stream with an ordinary type is left out
         // here, and when a whole page is such events the read goes on backwards from the oldest of them.
-        const page = await drain(this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, filter: excludeSystemEvents() }));
+        const page = await this.read('a read of the head of $all', this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, filter: excludeSystemEvents() }));
         let last: Position | undefined;
         for (const resolved of page) {
           const position = resolved.event?.position;
@@ -244,26 +283,42 @@ class KurrentDbEventStore implements EventStore {
     return this.closing;
   }
 
-  /** The global position of a stream's event at a revision: read back from the leader, which just wrote it. */
-  private async positionOf(stream: string, revision: number): Promise<number> {
-    try {
-      const [resolved] = await drain(this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true }));
-      if (resolved?.event) return toPortPosition(resolved.event.position);
-    } catch (error) {
-      throw translateError(error);
+  /**
+   * The global position of a stream's event at a revision, read back from the leader, which just wrote it; a
+   * failed read is tried again after a short pause, and null is the answer when none succeeds (the caller then
+   * uses what it knows: never an error after a commit).
+   */
+  private async positionOf(stream: string, revision: number): Promise<number | null> {
+    // All the tries together within one read deadline: the caller is waiting for a commit that already happened.
+    const until = Date.now() + this.readDeadlineMs;
+    for (let attempt = 0; attempt < READ_BACK_PAUSES_MS.length + 1; attempt++) {
+      if (attempt > 0) await sleep(READ_BACK_PAUSES_MS[attempt - 1]!);
+      if (this.closing || Date.now() >= until) return null;
+      try {
+        const reading = this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true });
+        const [resolved] = await this.read(`a read-back of stream ${stream}`, reading, until - Date.now());
+        if (resolved?.event) return toPortPosition(resolved.event.position);
+      } catch {
+        // tried again below; the append stands whatever happens here
+      }
     }
-    throw new EventStoreUnavailableError(`the event just appended to ${stream} at revision ${revision} could not be read back`);
+    return null;
   }
 
   /** The position of the event just before a log position (any event, system ones too), or the start. */
   private async positionBefore(log: bigint): Promise<ReadPosition> {
     try {
-      const [resolved] = await drain(this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 }));
+      const [resolved] = await this.read('a read of $all', this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 }));
       if (resolved?.event?.position) return resolved.event.position;
     } catch (error) {
       throw translateError(error);
     }
     return START;
+  }
+
+  /** A read drained to its end (see drain), failing as unavailable when it takes longer than the deadline. */
+  private read<T>(what: string, reading: AsyncIterable<T>, ms = this.readDeadlineMs): Promise<T[]> {
+    return withDeadline(drain(reading), ms, what);
   }
 
   private assertOpen(): void {
@@ -282,6 +337,31 @@ async function drain<T>(reading: AsyncIterable<T>): Promise<T[]> {
   for await (const item of reading) items.push(item);
   return items;
 }
+
+/**
+ * The work, or EventStoreUnavailableError once `ms` have passed. The work is not cancelled (a bridge read cannot
+ * be); its late outcome is ignored.
+ */
+function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new EventStoreUnavailableError(`KurrentDB did not answer ${what} within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  work.catch(noop);
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
+/** The port's number for the log position of an appended event, or null when it cannot be numbered. */
+function portPositionOrNull(log: bigint): number | null {
+  try {
+    return toPortPosition({ commit: log, prepare: log });
+  } catch {
+    return null;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** An event read from $all, or null for what the port never shows (system events, links to nothing). */
 function mapAllEvent(resolved: AllStreamResolvedEvent): RecordedEvent | null {

@@ -40,6 +40,16 @@ import {
   type ReadPosition,
   type ResolvedEvent,
   ANY,
+  AccessDeniedError as ClientAccessDeniedError,
+  AppendConsistencyViolationError as ClientAppendConsistencyViolationError,
+  AppendRecordSizeExceededError as ClientAppendRecordSizeExceededError,
+  InvalidArgumentError as ClientInvalidArgumentError,
+  InvalidTransactionError as ClientInvalidTransactionError,
+  MaxAppendSizeExceededError as ClientMaxAppendSizeExceededError,
+  RequiredMetadataPropertyMissingError as ClientRequiredMetadataPropertyMissingError,
+  StreamDeletedError as ClientStreamDeletedError,
+  StreamTombstonedError as ClientStreamTombstonedError,
+  TransactionMaxSizeExceededError as ClientTransactionMaxSizeExceededError,
   NO_STREAM,
   START,
   STREAM_EXISTS,
@@ -321,25 +331,70 @@ function isTransportUnavailable(error: unknown): boolean {
 }
 
 /**
+ * KurrentDB refused the request for a reason that no retry changes: access denied (e.g. a user without read
+ * access to $all), a deleted or tombstoned stream, an append or record over the server's size limits, an
+ * invalid argument, a server too old for a feature. Deliberately not EventStoreUnavailableError: that one means
+ * "retry later", and a consumer or a client would retry this for ever. The API answers it as an internal
+ * error (500) and logs it; an operator must act (grant the right, raise the limit, upgrade the server).
+ */
+export class KurrentDbRefusedError extends Error {
+  readonly code = 'EVENT_STORE_REFUSED';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KurrentDbRefusedError';
+  }
+}
+
+/** The client's error classes that say the request itself is refused (see KurrentDbRefusedError). */
+const REFUSALS = [
+  ClientAccessDeniedError,
+  ClientStreamDeletedError,
+  ClientStreamTombstonedError,
+  ClientMaxAppendSizeExceededError,
+  ClientAppendRecordSizeExceededError,
+  ClientTransactionMaxSizeExceededError,
+  ClientInvalidArgumentError,
+  ClientInvalidTransactionError,
+  ClientRequiredMetadataPropertyMissingError,
+  ClientAppendConsistencyViolationError,
+];
+
+/**
+ * gRPC statuses that refuse the request itself, for errors the client leaves unclassified (an UnknownError or a
+ * plain error carrying the status code): INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE,
+ * UNIMPLEMENTED, UNAUTHENTICATED. The others (UNKNOWN, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL,
+ * UNAVAILABLE, …) may pass.
+ */
+const REFUSING_GRPC_CODES = new Set([3, 7, 9, 11, 12, 16]);
+
+function isRefusal(error: unknown): boolean {
+  if (REFUSALS.some((refusal) => error instanceof refusal)) return true;
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'number' && REFUSING_GRPC_CODES.has(code);
+}
+
+/**
  * Translates what the client threw into the port's errors: a wrong expected version (with the revision the
- * caller expected for that stream), a missing stream (for reads: `null`, meaning "no events"), and anything
- * else as EventStoreUnavailableError: unreachable (`UnavailableError` on reads, a plain error with code 14 on
- * appends), timeouts, not-leader, refused, or a server too old for a feature.
+ * caller expected for that stream), a permanent refusal (KurrentDbRefusedError, see above), and anything else as
+ * EventStoreUnavailableError: unreachable (`UnavailableError` on reads, a plain error with code 14 on appends),
+ * timeouts and deadlines, not-leader, and errors the client does not classify. (A missing stream on reads is
+ * `isStreamNotFound`, answered as "no events" by the caller.)
  */
 export function translateError(error: unknown, expected?: ReadonlyMap<string, ExpectedRevision>): Error {
-  if (error instanceof WrongExpectedVersionError || error instanceof EventStoreUnavailableError) return error;
+  if (error instanceof WrongExpectedVersionError || error instanceof EventStoreUnavailableError || error instanceof KurrentDbRefusedError) return error;
   if (error instanceof ClientWrongExpectedVersionError) {
     const stream = error.streamName ?? (expected?.size === 1 ? [...expected.keys()][0]! : 'unknown stream');
     const expectedRevision = expected?.get(stream) ?? fromClientState(error.expectedState);
     return new WrongExpectedVersionError(stream, expectedRevision, fromActualState(error.actualState));
   }
   if (error instanceof ClientUnsupportedError) {
-    return new EventStoreUnavailableError(
+    return new KurrentDbRefusedError(
       `this KurrentDB server does not support ${error.feature} (KurrentDB ${error.minimumVersion} or newer is required)`,
       { cause: error },
     );
   }
   const reason = error instanceof Error ? error.message : String(error);
+  if (isRefusal(error)) return new KurrentDbRefusedError(`KurrentDB refused the request: ${reason}`, { cause: error });
   if (isTransportUnavailable(error)) return new EventStoreUnavailableError(`KurrentDB is unreachable: ${reason}`, { cause: error });
   return new EventStoreUnavailableError(`KurrentDB failed: ${reason}`, { cause: error });
 }

@@ -13,7 +13,24 @@
  *   then moves the checkpoint. A rename cannot be part of a transaction, so collection and checkpoint do not
  *   change together; see `promote` below for the window this leaves and why it is safe.
  */
-import { MongoClient, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
+import {
+  MongoClient,
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoStalePrimaryError,
+  MongoTopologyClosedError,
+  MongoWriteConcernError,
+  type ClientSession,
+  type Collection,
+  type Db,
+  type MongoClientOptions,
+  type TransactionOptions,
+} from 'mongodb';
 import type { Checkpoint, CollectionDefinition, Counter, CounterChange, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import {
@@ -52,27 +69,114 @@ const DUPLICATE_KEY = 11000;
 /** How often one handle deletes a counter collection's expired counters (during an increment). */
 const COUNTER_SWEEP_EVERY_MS = 60_000;
 
-const TRANSACTION: TransactionOptions = { readConcern: { level: 'snapshot' }, writeConcern: { w: 'majority' }, readPreference: 'primary' };
+/**
+ * Time bounds and durability (M3). The driver's defaults wait 30 s to find a primary and never time out a
+ * connection that stops answering, and acknowledge writes from the primary alone; so:
+ * - serverSelectionTimeoutMS 10 s: an election takes about 10 s (electionTimeoutMillis); a request that would
+ *   wait longer gets a 503 and is retried, a consumer resubscribes.
+ * - connectTimeoutMS 10 s: also the monitor's heartbeat socket timeout; a heartbeat that times out clears the
+ *   pool and interrupts the operations in flight on it (the driver's InterruptInUseConnections), so a
+ *   partitioned primary does not hold them.
+ * - socketTimeoutMS 60 s: the last resort for a connection that stops answering. Index builds (defineCollections,
+ *   promote) wait on one call; a promote of a very large rebuilt model may need more: raise it in MONGODB_URL.
+ * - writes: w majority with wtimeoutMS 10 s. A write acknowledged by the primary alone can be rolled back by a
+ *   failover, and a projection whose checkpoint was rolled back with its documents is fine, but one read back
+ *   before the rollback is not; a timed-out majority wait is reported as unavailable (the write may survive).
+ * - reads: readConcern majority, so nothing read (a checkpoint a runner resumes from, a counter) can be rolled
+ *   back later; each read has maxTimeMS 15 s on the server. Transactions read a majority snapshot.
+ * - transactions: maxCommitTimeMS 10 s, and MongoDB's own 60 s transaction lifetime (so rebuilds commit in
+ *   bounded chunks, see projections/rebuild.ts).
+ * Every one of these set in MONGODB_URL wins over the default here (e.g. `&serverSelectionTimeoutMS=30000`).
+ */
+export const MONGO_BOUNDS = {
+  serverSelectionTimeoutMS: 10_000,
+  connectTimeoutMS: 10_000,
+  socketTimeoutMS: 60_000,
+  wtimeoutMS: 10_000,
+  readMaxTimeMS: 15_000,
+  maxCommitTimeMS: 10_000,
+} as const;
+
+const MAJORITY = { w: 'majority', wtimeoutMS: MONGO_BOUNDS.wtimeoutMS } as const;
+const TRANSACTION: TransactionOptions = { readConcern: { level: 'snapshot' }, writeConcern: MAJORITY, readPreference: 'primary', maxCommitTimeMS: MONGO_BOUNDS.maxCommitTimeMS };
 const GET_MANY_CHUNK = 1000;
-const WITHOUT_ID = { projection: { _id: 0 } };
+/** A server-side time limit on every read and find-and-modify outside a transaction. */
+const BOUNDED = { maxTimeMS: MONGO_BOUNDS.readMaxTimeMS };
+const WITHOUT_ID = { projection: { _id: 0 }, ...BOUNDED };
+
+/** The client's options: the bounds above, except those the URL sets itself. */
+export function mongoClientOptions(url: string): MongoClientOptions {
+  const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
+  const given = new Set([...new URLSearchParams(query).keys()].map((key) => key.toLowerCase()));
+  const missing = (...keys: string[]) => !keys.some((key) => given.has(key.toLowerCase()));
+  return {
+    // An undefined value is left out, as JSON (and so the embedded adapter) leaves it out.
+    ignoreUndefined: true,
+    ...(missing('serverSelectionTimeoutMS') ? { serverSelectionTimeoutMS: MONGO_BOUNDS.serverSelectionTimeoutMS } : {}),
+    ...(missing('connectTimeoutMS') ? { connectTimeoutMS: MONGO_BOUNDS.connectTimeoutMS } : {}),
+    ...(missing('socketTimeoutMS', 'timeoutMS') ? { socketTimeoutMS: MONGO_BOUNDS.socketTimeoutMS } : {}),
+    ...(missing('w', 'wtimeoutMS', 'journal') ? { writeConcern: MAJORITY } : {}),
+    ...(missing('readConcernLevel') ? { readConcern: { level: 'majority' } } : {}),
+  };
+}
 
 /** Opens the adapter; the driver connects on first use. */
 export function openMongoReadStore(options: MongoReadStoreOptions): ReadStore {
-  // ignoreUndefined: an undefined value is left out, as JSON (and so the embedded adapter) leaves it out.
-  const client = new MongoClient(options.url, { ignoreUndefined: true });
+  const client = new MongoClient(options.url, mongoClientOptions(options.url));
   return withUnavailableErrors(new MongoReadStore(client, client.db(options.database ?? 'wallet_ops')));
 }
 
-/** The driver's errors that mean "the server could not be reached or is electing": worth retrying later. */
+/**
+ * Server error codes that say nothing about the request: the replica set is electing or shutting down, the
+ * member is not (or no longer) the primary, a host cannot be reached, an operation ran out of time, a majority
+ * write concern timed out (the write may or may not survive), or the majority snapshot is not there yet. The
+ * driver retries some of these itself (and then labels them RetryableWriteError); without the label (a retry
+ * already spent, a transaction, a write that is not retryable) they reach the adapter as they are. The list is
+ * the driver's own retryable-read codes (mongodb/lib/error.ts, RETRYABLE_READ_ERROR_CODES) plus the
+ * not-primary and timeout codes it handles elsewhere.
+ */
+const UNAVAILABLE_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  50, // MaxTimeMSExpired
+  64, // WriteConcernTimeout (WriteConcernFailed before 8.1)
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  133, // FailedToSatisfyReadPreference
+  134, // ReadConcernMajorityNotAvailableYet
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10058, // LegacyNotPrimary
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+/** Labels that mean "try again": the driver's and the server's. */
+const UNAVAILABLE_LABELS = ['TransientTransactionError', 'RetryableWriteError', 'UnknownTransactionCommitResult', 'ResetPool', 'PoolRequestedRetry'];
+/** What servers before 4.2 said instead of a code. */
+const LEGACY_FAILOVER_MESSAGE = /not master|node is recovering|not primary/i;
+
+/** The driver's errors that mean "the server could not be reached, is electing or ran out of time": worth retrying later. */
 export function isMongoUnavailable(error: unknown): boolean {
-  return (
+  if (
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     error instanceof MongoTopologyClosedError ||
     error instanceof MongoNotConnectedError ||
     error instanceof MongoOperationTimeoutError ||
-    (error instanceof MongoError && (error.hasErrorLabel('TransientTransactionError') || error.hasErrorLabel('RetryableWriteError')))
-  );
+    error instanceof MongoServerClosedError ||
+    error instanceof MongoStalePrimaryError
+  ) {
+    return true;
+  }
+  if (!(error instanceof MongoError)) return false;
+  if (UNAVAILABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
+  const code = error instanceof MongoWriteConcernError ? (error.result.writeConcernError?.code ?? error.code) : error.code;
+  if (typeof code === 'number') return UNAVAILABLE_CODES.has(code);
+  return error instanceof MongoServerError && LEGACY_FAILOVER_MESSAGE.test(error.message);
 }
 
 /**
@@ -137,7 +241,7 @@ class MongoReadStore implements ReadStore {
   }
 
   async count(collection: string, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Promise<number> {
-    return this.collection(collection).countDocuments(buildFilter(this.definition(collection), query));
+    return this.collection(collection).countDocuments(buildFilter(this.definition(collection), query), BOUNDED);
   }
 
   async commit(writes: Write[], checkpoint?: Checkpoint): Promise<void> {
@@ -171,11 +275,11 @@ class MongoReadStore implements ReadStore {
   }
 
   async getCheckpoint(projection: string): Promise<number | null> {
-    return (await this.checkpoints.findOne({ _id: projection }))?.position ?? null;
+    return (await this.checkpoints.findOne({ _id: projection }, BOUNDED))?.position ?? null;
   }
 
   async getGeneration(projection: string): Promise<number> {
-    return (await this.checkpoints.findOne({ _id: projection }))?.generation ?? 0;
+    return (await this.checkpoints.findOne({ _id: projection }, BOUNDED))?.generation ?? 0;
   }
 
   /**
