@@ -180,10 +180,11 @@ export class Follower {
 
   /** Stops following; what is handled is committed (a failure here only means a harmless replay at the next start). */
   async stop(): Promise<void> {
-    await this.consumer.stop();
+    const stopped = this.consumer.stop(); // marks the session stopping at once
+    this.settleWaiters.splice(0).forEach((wake) => wake()); // a session waiting for room to settle sees it
+    await stopped;
     clearInterval(this.timer);
     this.timer = undefined;
-    this.settleWaiters.splice(0).forEach((wake) => wake());
     await this.commitHandled().catch((error: unknown) => this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not saved at stop; the next start replays from the last one'));
   }
 
