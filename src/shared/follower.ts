@@ -95,6 +95,8 @@ export interface BatchContext {
   stopping(): boolean;
   /** The event at `position` is handled only once `settled` resolves: the checkpoint does not pass it before. */
   settleLater(position: number, settled: Promise<unknown>): void;
+  /** The batch's checkpoint is committed whatever `commitEvery` says (the handler acted: a restart should not act again). */
+  commitNow(): void;
 }
 
 /**
@@ -213,7 +215,12 @@ export class Follower {
   }
 
   private async consume(subscription: AsyncIterable<RecordedEvent>, context: SessionContext): Promise<void> {
-    const batchContext: BatchContext = { stopping: context.stopping, settleLater: (position, settled) => this.settleLater(position, settled) };
+    let commitNow = false;
+    const batchContext: BatchContext = {
+      stopping: context.stopping,
+      settleLater: (position, settled) => this.settleLater(position, settled),
+      commitNow: () => (commitNow = true),
+    };
     const idle = this.options.idle;
     for await (const batch of batches(subscription, this.options.batchSize ?? 1000, idle?.afterMs)) {
       if (batch === IDLE) {
@@ -221,9 +228,10 @@ export class Follower {
         continue;
       }
       if (this.settleFailure !== undefined) throw this.settleFailure.error;
+      commitNow = false;
       const writes = (await this.options.handle(batch, batchContext)) ?? [];
       this.delivered = batch.at(-1)!.position;
-      if (writes.length > 0 || this.commitDue()) await this.commitHandled(writes);
+      if (writes.length > 0 || commitNow || this.commitDue()) await this.commitHandled(writes);
       if (writes.length > 0) this.options.onCommitted?.(writes);
       context.progress(this.handledPosition ?? 0);
       await this.untilRoomToSettle(context);
