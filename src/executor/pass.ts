@@ -54,7 +54,7 @@ export async function runPass(deps: PassDeps, operationID: string, lastError: st
     if (step.kind !== 'give-up') deps.observer?.claimed(step.attempt);
     const answer = await ask(deps.ledger, state.operation, ledgerQuestion(step));
     const { assetScale, retry } = deps;
-    const outcome = afterAnswer(state.operation, step, answer, { revision, now: deps.clock().toISOString(), lastError, assetScale, retry, random: Math.random });
+    const outcome = afterAnswer(state.operation, step, answer, { revision, now: deps.clock().toISOString(), lastError, assetScale, retry });
     if (outcome.kind === 'retry') {
       deps.logger.warn({ operationID, attempt: step.attempt, cause: outcome.cause, retryInMs: Math.round(outcome.delayMs) }, 'ledger unavailable; retrying');
       return outcome;

@@ -110,8 +110,8 @@ export interface OutcomeContext {
   assetScale: number;
   /** The backoff between attempts after the ledger did not answer. */
   retry: BackoffSchedule;
-  /** The backoff's jitter, in [0, 1): Math.random in the runner. */
-  random: () => number;
+  /** The backoff's jitter, in [0, 1): the backoff's own random source unless given (tests fix it). */
+  random?: () => number;
 }
 
 export function afterAnswer(operation: OperationRequested['data'], step: LedgerStep, answer: LedgerAnswer, context: OutcomeContext): Outcome {
