@@ -149,7 +149,7 @@ const schema = z.object({
   EXECUTOR_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional().describe('Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. Default: random per process.'),
   EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
-  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor carries out at once.'),
+  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor works on at once (waiting out another executor’s claim or a retry’s backoff does not count).'),
   EXECUTOR_SWEEP_INTERVAL_MS: z.coerce
     .number()
     .int()
