@@ -161,7 +161,7 @@ const schema = z.object({
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
   EXECUTOR_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(100).describe('First wait before an operation’s failed attempt is tried again; the wait doubles (with jitter) as failures go on.'),
   EXECUTOR_RETRY_MAX_MS: z.coerce.number().int().min(1).max(600_000).default(5_000).describe('Longest wait between two attempts at one operation.'),
-  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor carries out at once.'),
+  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16).describe('Operations one executor works on at once (waiting out another executor’s claim or a retry’s backoff does not count).'),
   EXECUTOR_SWEEP_INTERVAL_MS: z.coerce
     .number()
     .int()

@@ -1,4 +1,3 @@
-import { advanceSharedCheckpoint } from './shared-checkpoint.ts';
 import { randomUUID } from 'node:crypto';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
@@ -11,14 +10,14 @@ import { loadState, StateCache, type CommandContext } from '../commands/pipeline
 import { PENDING_OPERATIONS_PROJECTION, pendingOperationsAfter, pendingOperationsOfKey } from '../projections/pending-operations.ts';
 import { FailureStreak } from './failure-streak.ts';
 import type { Logger } from '../logger.ts';
-import { SupervisedConsumer, type SessionContext, type SupervisedConsumerOptions } from '../shared/supervised-consumer.ts';
+import { Follower, sharedCheckpoint, type BatchContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 
 export { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON };
 
 /** Pending operations read per page by the expiry sweep. */
 const SWEEP_PAGE = 500;
 
-/** The consumer's own checkpoint in the read store: every event at or below it has been handled. */
+/** The consumer's checkpoint in the read store, shared by every process that runs it: every event at or below it has been handled. */
 export const KEY_REVOCATION_CHECKPOINT = 'key-revocations';
 export const KEY_REVOCATION_EVENT_TYPES = ['ApiKeyRevoked', 'OperationRequested'] as const;
 
@@ -56,14 +55,18 @@ export interface KeyRevocationOptions {
   checkpointEveryMs?: number;
   /** How often the sweep looks for pending operations of keys that have expired (KEY_EXPIRY_SWEEP_INTERVAL_MS). Default 60 s. */
   expirySweepEveryMs?: number;
-  supervision?: Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
+  supervision?: Supervision;
 }
+
+/** While only operations are requested, the checkpoint is also saved after this many positions. */
+const CHECKPOINT_EVERY_POSITIONS = 10_000;
 
 /**
  * When a key is revoked, its pending operations are rejected by `system:key-revocation` with the reason
  * "API key revoked", and what they held (the payer's funds, the key's daily volume) is released, exactly as a
- * checker's rejection does. A supervised consumer of `ApiKeyRevoked` and `OperationRequested`, from its own
- * checkpoint; several processes may run it at once (a second rejection of the same operation changes nothing).
+ * checker's rejection does. A follower of `ApiKeyRevoked` and `OperationRequested`, from a checkpoint shared by
+ * every process that runs it (a second rejection of the same operation changes nothing); the checkpoint is
+ * saved at once after a rejection, else now and then (a replay only finds the operations decided).
  *
  * Nothing is missed:
  *  - an operation requested before the revocation is in the pending-operations read model once that model has
@@ -79,61 +82,64 @@ export interface KeyRevocationOptions {
  * so an operation is rejected (and its hold released) once, and the other sweeps find it decided.
  */
 export class KeyRevocations {
-  readonly consumer: SupervisedConsumer;
+  private readonly follower: Follower;
   private readonly deps: { store: EventStore; cache: StateCache; clock: () => Date; assetScale: number };
-  private position: number | null = null;
-  private lastSavedAt = 0;
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | null = null;
   private readonly sweeps: FailureStreak;
 
   constructor(private readonly options: KeyRevocationOptions) {
     this.deps = { store: options.eventStore, cache: new StateCache(), clock: options.clock, assetScale: options.assetScale };
-    this.consumer = new SupervisedConsumer({ name: 'key-revocations', logger: options.logger, ...options.supervision, session: (context) => this.session(context) });
+    this.follower = new Follower({
+      name: 'key-revocations',
+      eventStore: options.eventStore,
+      filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] },
+      checkpoint: sharedCheckpoint(options.readStore, KEY_REVOCATION_CHECKPOINT),
+      commitEvery: { positions: CHECKPOINT_EVERY_POSITIONS, ms: options.checkpointEveryMs ?? 1000 },
+      handle: (batch, context) => this.handle(batch, context),
+      logger: options.logger,
+      ...(options.supervision ? { supervision: options.supervision } : {}),
+    });
     this.sweeps = new FailureStreak(options.logger, 'expired-key sweep failed; retrying at the next one', 'expired-key sweep works again');
   }
 
+  get consumer(): SupervisedConsumer {
+    return this.follower.consumer;
+  }
+
   start(): void {
-    this.consumer.start();
+    this.follower.start();
     this.sweepTimer = setInterval(() => void this.sweeps.track(this.sweepExpired()), this.options.expirySweepEveryMs ?? 60_000);
   }
 
   async stop(): Promise<void> {
     clearInterval(this.sweepTimer);
     await this.sweeping?.catch(() => undefined);
-    await this.consumer.stop();
-    await this.saveCheckpoint().catch((error: unknown) => this.options.logger.warn({ err: error }, 'key-revocations checkpoint not saved at stop'));
+    await this.follower.stop();
   }
 
-  private async session(context: SessionContext): Promise<void> {
-    const { eventStore, readStore } = this.options;
-    this.position = (await readStore.getCheckpoint(KEY_REVOCATION_CHECKPOINT)) ?? 0;
-    context.progress(this.position);
-    const subscription = context.own(eventStore.subscribeToAll({ from: this.position, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } }));
-    for await (const event of subscription) {
+  private async handle(batch: RecordedEvent[], context: BatchContext): Promise<void> {
+    for (const event of batch) {
       const step = revocationStep(event);
-      let acted = false;
       if (step.kind === 'reject-pending-of-key') {
-        if (!(await this.untilReadModelReaches(event.position, context))) return; // stopping: the event stays unhandled
-        acted = await this.rejectPendingOf(step.keyID, event);
-      } else if (step.kind === 'check-key') {
-        acted = await this.rejectIfRevoked(step.keyID, step.operationID, event);
+        await this.untilReadModelReaches(event.position, context);
+        await this.rejectPendingOf(step.keyID, event);
+        context.commitNow();
+      } else if (step.kind === 'check-key' && (await this.rejectIfRevoked(step.keyID, step.operationID, event))) {
+        context.commitNow();
       }
-      this.position = event.position;
-      context.progress(event.position);
-      if (acted || step.kind === 'reject-pending-of-key' || this.now() - this.lastSavedAt >= (this.options.checkpointEveryMs ?? 1000)) await this.saveCheckpoint();
     }
   }
 
-  /** Waits until the pending-operations read model has applied everything up to the revocation; false when stopping. */
-  private async untilReadModelReaches(position: number, context: SessionContext): Promise<boolean> {
+  /** Waits until the pending-operations read model has applied everything up to the revocation; throws when stopping (the batch stays unhandled). */
+  private async untilReadModelReaches(position: number, context: BatchContext): Promise<void> {
     const stallMs = this.options.readModelStallMs ?? 30_000;
     let last: number | null = null;
     let movedAt = this.now();
     for (;;) {
-      if (context.stopping()) return false;
+      if (context.stopping()) throw new Error(`stopped before the revocation at position ${position} was handled`);
       const checkpoint = await this.options.readStore.getCheckpoint(PENDING_OPERATIONS_PROJECTION);
-      if (checkpoint !== null && checkpoint >= position) return true;
+      if (checkpoint !== null && checkpoint >= position) return;
       if (checkpoint !== last) {
         last = checkpoint;
         movedAt = this.now();
@@ -207,14 +213,6 @@ export class KeyRevocations {
     const context: CommandContext = { actor: KEY_REVOCATION_ACTOR, correlationId: randomUUID() };
     const result = await rejectOperationOfExpiredKey(this.deps, operationID, context);
     return result.state === 'rejected';
-  }
-
-  /** Moves the shared checkpoint forward only (another process may be further). */
-  private async saveCheckpoint(): Promise<void> {
-    const position = this.position;
-    if (position === null) return;
-    await advanceSharedCheckpoint(this.options.readStore, KEY_REVOCATION_CHECKPOINT, position);
-    this.lastSavedAt = this.now();
   }
 
   private now(): number {

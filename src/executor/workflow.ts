@@ -1,16 +1,20 @@
 import type { OperationExecutionStarted, OperationRequested, WalletEvent } from '../domain/events.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
-import { walletAddress, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
+import { LedgerDuplicateError, LedgerRejectedError, walletAddress, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
 import type { OperationState } from '../commands/operations.ts';
 import { releaseWrites } from '../commands/operations.ts';
 import type { StreamWrite } from '../commands/pipeline.ts';
+import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
+import { describeError } from '../shared/supervised-consumer.ts';
 
 /**
- * The executor's workflow, as pure decisions on an operation's state (the runner in executor.ts does the
- * I/O). Exactly-once effect rests on three things: an executor claims an operation by appending at the
- * revision it read, so one claim wins; before submitting again after any interruption it asks the ledger
- * whether the operation's transaction already exists; and the ledger accepts one transaction per operation.
+ * The executor's workflow, as pure decisions on an operation's state and the ledger's answer (the runner,
+ * pass.ts, does the I/O): the next step (claim, recover, wait, give up), the claim, what to ask the ledger,
+ * and what its answer leads to (complete, fail, retry after a backoff, give up). Exactly-once effect rests on
+ * three things: an executor claims an operation by appending at the revision it read, so one claim wins;
+ * before submitting again after any interruption it asks the ledger whether the operation's transaction
+ * already exists; and the ledger accepts one transaction per operation.
  */
 export type ExecutionStep =
   /** Nothing to do: not approved, or already settled. */
@@ -42,6 +46,88 @@ export function nextStep(state: OperationState, settings: WorkflowSettings, now:
     }
     default:
       return { kind: 'ignore' };
+  }
+}
+
+/** The step, and the claim it appends (for a claim or a recovery): of two executors that read the same revision, one wins. */
+export function decideClaim(state: OperationState, settings: WorkflowSettings, now: Date, leaseMs: number): { step: ExecutionStep; events: OperationExecutionStarted[] } {
+  const step = nextStep(state, settings, now.toISOString());
+  const claims = state.status !== 'none' && (step.kind === 'claim' || step.kind === 'recover') ? [claimEvent(state.operation.operationID, settings.executorID, step.attempt, now, leaseMs)] : [];
+  return { step, events: claims };
+}
+
+/** A step that goes to the ledger. */
+export type LedgerStep = Extract<ExecutionStep, { kind: 'claim' | 'recover' | 'give-up' }>;
+
+/**
+ * What to ask the ledger: a first claim submits; a recovery (anything may have happened since the last claim)
+ * looks the transaction up and submits only when there is none; giving up only looks it up.
+ */
+export type LedgerQuestion = 'submit' | 'lookup-then-submit' | 'lookup';
+
+export function ledgerQuestion(step: LedgerStep): LedgerQuestion {
+  switch (step.kind) {
+    case 'claim':
+      return 'submit';
+    case 'recover':
+      return 'lookup-then-submit';
+    case 'give-up':
+      return 'lookup';
+  }
+}
+
+/** The ledger's answer, as data. */
+export type LedgerAnswer =
+  /** It has the operation's transaction: submitted now, or found (a lookup, or a duplicate submit). */
+  | { kind: 'executed'; tx: LedgerTransaction }
+  /** A lookup found none (only a give-up's lookup ends here: a recovery then submits). */
+  | { kind: 'absent' }
+  /** It refused the transaction for good. */
+  | { kind: 'rejected'; reason: string }
+  /** It did not answer: worth another attempt. */
+  | { kind: 'unavailable'; cause: string };
+
+/** The answer a ledger's error stands for: a duplicate carries the transaction, a rejection is final, anything else transient. */
+export function answerOfError(error: unknown): LedgerAnswer {
+  if (error instanceof LedgerDuplicateError) return { kind: 'executed', tx: error.existing };
+  if (error instanceof LedgerRejectedError) return { kind: 'rejected', reason: error.message };
+  return { kind: 'unavailable', cause: describeError(error) };
+}
+
+/** What the ledger's answer leads to. */
+export type Outcome =
+  /** Append these writes (one atomic append, at `revision`): the operation is settled. `result` is what the metrics count. */
+  | { kind: 'record'; writes: StreamWrite[]; result: 'completed' | 'rejected' | 'gave_up' }
+  /** No answer: look again after delayMs (a claim or recovery then counts as the next attempt). */
+  | { kind: 'retry'; delayMs: number; cause: string };
+
+export interface OutcomeContext {
+  /** The operation stream's revision the outcome is appended at: after the claim, or as read when giving up. */
+  revision: number;
+  now: string;
+  /** The cause of the operation's last failure, named when it gives up. */
+  lastError: string | undefined;
+  assetScale: number;
+  /** The backoff between attempts after the ledger did not answer. */
+  retry: BackoffSchedule;
+  /** The backoff's jitter, in [0, 1): the backoff's own random source unless given (tests fix it). */
+  random?: () => number;
+}
+
+export function afterAnswer(operation: OperationRequested['data'], step: LedgerStep, answer: LedgerAnswer, context: OutcomeContext): Outcome {
+  const { revision, now, assetScale } = context;
+  switch (answer.kind) {
+    case 'executed':
+      return { kind: 'record', result: 'completed', writes: completionWrites(operation, answer.tx, revision, now, assetScale) };
+    case 'rejected':
+      return { kind: 'record', result: 'rejected', writes: failureWrites(operation, answer.reason, revision, now, assetScale) };
+    case 'absent': {
+      // Out of attempts, and the ledger has no transaction: the operation fails naming the last cause, its hold released.
+      const lastError = `gave up after ${step.attempt - 1} attempts: ${context.lastError ?? 'the ledger stayed unavailable'}`;
+      return { kind: 'record', result: 'gave_up', writes: failureWrites(operation, lastError, revision, now, assetScale) };
+    }
+    case 'unavailable':
+      return { kind: 'retry', delayMs: backoffMs(step.attempt, context.retry, context.random), cause: answer.cause };
   }
 }
 

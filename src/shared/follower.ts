@@ -95,6 +95,8 @@ export interface BatchContext {
   stopping(): boolean;
   /** The event at `position` is handled only once `settled` resolves: the checkpoint does not pass it before. */
   settleLater(position: number, settled: Promise<unknown>): void;
+  /** The batch's checkpoint is committed whatever `commitEvery` says (the handler acted: a restart should not act again). */
+  commitNow(): void;
 }
 
 /**
@@ -128,8 +130,15 @@ export interface FollowerOptions {
   commitEvery?: { positions: number; ms: number };
   /** At most this many events waiting to settle (settleLater): the follower reads no more until one does. */
   maxUnsettled?: number;
-  /** While events wait to settle, the checkpoint is committed this often. Default 200 ms. */
+  /** While events wait to settle (or a best-effort commit failed), the checkpoint is committed this often. Default 200 ms. */
   settledCommitMs?: number;
+  /**
+   * For a handler whose work does not depend on the checkpoint's store (the executor needs the event store and
+   * the ledger only), with a checkpoint that commits no writes: a checkpoint that cannot be committed does not
+   * end the session (it is tried again every settledCommitMs; the failure is logged once per streak), and a resubscription
+   * resumes from what this process has handled instead of reading the checkpoint again.
+   */
+  checkpointBestEffort?: boolean;
   /** Called when no event came for `afterMs` (the sealer seals what it has). */
   idle?: { afterMs: number; run(): Promise<void> };
   logger: ConsumerLogger;
@@ -152,6 +161,9 @@ export class Follower {
   private settleFailure: { error: unknown; position: number } | undefined;
   private committing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private sessions = 0;
+  /** Commits failed in a row (a best-effort checkpoint), for logging once per streak. */
+  private commitFailures = 0;
 
   constructor(private readonly options: FollowerOptions) {
     this.consumer = supervise(options.name, options.logger, (context) => this.session(context), options.supervision);
@@ -189,17 +201,22 @@ export class Follower {
   }
 
   private async session(context: SessionContext): Promise<void> {
+    // After a failed session, a best-effort checkpoint's follower resumes from what is handled here (a failed event included).
+    let resume = this.options.checkpointBestEffort && this.sessions++ > 0 ? this.handledPosition : null;
     while (!context.stopping()) {
       if (this.settleFailure) {
         this.unsettled.delete(this.settleFailure.position); // delivered again from the checkpoint below
         this.settleFailure = undefined;
       }
       await this.options.prepare?.();
-      this.committed = await this.options.checkpoint.load();
-      this.delivered = this.committed;
-      this.committedAt = Date.now();
-      if (this.committed !== null) context.progress(this.committed);
-      const subscription = context.own(this.options.eventStore.subscribeToAll({ from: this.committed ?? 'start', ...(this.options.filter ? { filter: this.options.filter } : {}) }));
+      if (resume === null) {
+        this.committed = await this.options.checkpoint.load();
+        this.committedAt = Date.now();
+      }
+      this.delivered = resume ?? this.committed;
+      resume = null; // a next turn (Resubscribe: the ground moved) reads the checkpoint
+      if (this.delivered !== null) context.progress(this.delivered);
+      const subscription = context.own(this.options.eventStore.subscribeToAll({ from: this.delivered ?? 'start', ...(this.options.filter ? { filter: this.options.filter } : {}) }));
       try {
         await this.consume(subscription, context);
         return;
@@ -213,7 +230,12 @@ export class Follower {
   }
 
   private async consume(subscription: AsyncIterable<RecordedEvent>, context: SessionContext): Promise<void> {
-    const batchContext: BatchContext = { stopping: context.stopping, settleLater: (position, settled) => this.settleLater(position, settled) };
+    let commitNow = false;
+    const batchContext: BatchContext = {
+      stopping: context.stopping,
+      settleLater: (position, settled) => this.settleLater(position, settled),
+      commitNow: () => (commitNow = true),
+    };
     const idle = this.options.idle;
     for await (const batch of batches(subscription, this.options.batchSize ?? 1000, idle?.afterMs)) {
       if (batch === IDLE) {
@@ -221,9 +243,10 @@ export class Follower {
         continue;
       }
       if (this.settleFailure !== undefined) throw this.settleFailure.error;
+      commitNow = false;
       const writes = (await this.options.handle(batch, batchContext)) ?? [];
       this.delivered = batch.at(-1)!.position;
-      if (writes.length > 0 || this.commitDue()) await this.commitHandled(writes);
+      if (writes.length > 0 || commitNow || this.commitDue()) await this.commitOrLog(writes);
       if (writes.length > 0) this.options.onCommitted?.(writes);
       context.progress(this.handledPosition ?? 0);
       await this.untilRoomToSettle(context);
@@ -234,6 +257,19 @@ export class Follower {
     const every = this.options.commitEvery;
     if (!every) return true;
     return (this.handledPosition ?? 0) - (this.committed ?? 0) >= every.positions || Date.now() - this.committedAt >= every.ms;
+  }
+
+  /** Commits; a best-effort checkpoint's failure is logged once per streak instead of thrown (the next commit tries again). */
+  private async commitOrLog(writes: Write[] = []): Promise<void> {
+    try {
+      await this.commitHandled(writes);
+      if (this.commitFailures > 0) this.options.logger.info({ consumer: this.options.name, failures: this.commitFailures }, 'checkpoint committed again');
+      this.commitFailures = 0;
+    } catch (error) {
+      if (!this.options.checkpointBestEffort) throw error;
+      if (this.commitFailures++ === 0) this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not committed; trying again');
+      this.commitPeriodically();
+    }
   }
 
   /** Commits the handled position (and the writes that go with it): one commit at a time. */
@@ -252,11 +288,18 @@ export class Follower {
     }
   }
 
-  private settleLater(position: number, settled: Promise<unknown>): void {
-    // Events that settle between batches are committed by a timer (a failure surfaces at the session's next commit).
+  /**
+   * From now on, what is handled beyond the checkpoint is committed every settledCommitMs too: events that settle
+   * between batches, a best-effort commit that failed. A failure surfaces at the session's next commit.
+   */
+  private commitPeriodically(): void {
     this.timer ??= setInterval(() => {
-      if ((this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitHandled().catch(() => {});
+      if ((this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitOrLog().catch(() => {});
     }, this.options.settledCommitMs ?? 200);
+  }
+
+  private settleLater(position: number, settled: Promise<unknown>): void {
+    this.commitPeriodically();
     this.unsettled.add(position);
     settled.then(
       () => {

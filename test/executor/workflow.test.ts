@@ -2,8 +2,23 @@ import { describe, expect, it } from 'vitest';
 import type { OperationRequested } from '../../src/domain/events.ts';
 import { operationState, type OperationState } from '../../src/commands/operations.ts';
 import type { OperationStatus } from '../../src/domain/operation-status.ts';
-import { claimEvent, completionWrites, failureWrites, legsOf, nextStep, type WorkflowSettings } from '../../src/executor/workflow.ts';
-import type { LedgerTransaction } from '../../src/ports/ledger.ts';
+import {
+  afterAnswer,
+  answerOfError,
+  claimEvent,
+  completionWrites,
+  decideClaim,
+  failureWrites,
+  ledgerQuestion,
+  legsOf,
+  nextStep,
+  type LedgerAnswer,
+  type LedgerStep,
+  type Outcome,
+  type OutcomeContext,
+  type WorkflowSettings,
+} from '../../src/executor/workflow.ts';
+import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, type LedgerTransaction } from '../../src/ports/ledger.ts';
 
 /**
  * The executor's pure workflow, given / when / then: the next step from an operation's state, the legs of
@@ -180,6 +195,75 @@ describe('claimEvent', () => {
       type: 'OperationExecutionStarted',
       data: { operationID: 'op_1', executorID: 'exec-A', attempt: 2, leaseUntil: '2026-03-01T12:00:01.500Z', startedAt: NOW },
     });
+  });
+});
+
+describe('decideClaim', () => {
+  const op = merchantOp().operationID;
+  const claimAt = (executorID: string, attempt: number) => claimEvent(op, executorID, attempt, new Date(NOW), 1000);
+
+  it.each<[string, OperationState, ReturnType<typeof decideClaim>]>([
+    ['approved and unclaimed: claim attempt 1', stateWithStatus('approved'), { step: { kind: 'claim', attempt: 1 }, events: [claimAt('exec-A', 1)] }],
+    ['our own earlier claim: claim again as the next attempt', given(requested(), approved(), claimed('exec-A', 1, LATER)), { step: { kind: 'recover', attempt: 2 }, events: [claimAt('exec-A', 2)] }],
+    ["another executor's expired claim: take it over", given(requested(), approved(), claimed('exec-B', 2, EARLIER)), { step: { kind: 'recover', attempt: 3 }, events: [claimAt('exec-A', 3)] }],
+    ["another executor's live claim: no claim, wait", given(requested(), approved(), claimed('exec-B', 1, LATER)), { step: { kind: 'wait', until: LATER }, events: [] }],
+    ['attempts spent: no claim, give up', given(requested(), approved(), claimed('exec-A', 3, LATER)), { step: { kind: 'give-up', attempt: 4 }, events: [] }],
+    ['settled: nothing', stateWithStatus('completed'), { step: { kind: 'ignore' }, events: [] }],
+    ['unknown operation: nothing', operationState.initialState(), { step: { kind: 'ignore' }, events: [] }],
+  ])('given %s', (_, state, expected) => {
+    expect(decideClaim(state, settings, new Date(NOW), 1000)).toEqual(expected);
+  });
+});
+
+describe('what to ask the ledger', () => {
+  it.each<[LedgerStep, ReturnType<typeof ledgerQuestion>]>([
+    [{ kind: 'claim', attempt: 1 }, 'submit'],
+    [{ kind: 'recover', attempt: 2 }, 'lookup-then-submit'],
+    [{ kind: 'give-up', attempt: 4 }, 'lookup'],
+  ])('when the step is %o, then %s', (step, question) => {
+    expect(ledgerQuestion(step)).toBe(question);
+  });
+
+  it.each<[string, unknown, LedgerAnswer]>([
+    ['a duplicate: executed, with the transaction it carries', new LedgerDuplicateError(tx('op_1')), { kind: 'executed', tx: tx('op_1') }],
+    ['a rejection: rejected, with its reason', new LedgerRejectedError('insufficient funds'), { kind: 'rejected', reason: 'insufficient funds' }],
+    ['unavailable: unavailable, with the cause', new LedgerUnavailableError('ledger down', { cause: new Error('ECONNREFUSED') }), { kind: 'unavailable', cause: 'ledger down: ECONNREFUSED' }],
+    ['any other error: unavailable', new Error('socket hang up'), { kind: 'unavailable', cause: 'socket hang up' }],
+  ])('when the ledger throws %s', (_, error, answer) => {
+    expect(answerOfError(error)).toEqual(answer);
+  });
+});
+
+describe('afterAnswer: what the ledger\'s answer leads to', () => {
+  const op = merchantOp();
+  const ledgerTx = tx(op.operationID);
+  const context: OutcomeContext = { revision: 3, now: NOW, lastError: 'ledger down', assetScale: SCALE, retry: { firstMs: 100, maxMs: 5_000 }, random: () => 0 };
+  const completed = (revision = 3): Outcome => ({ kind: 'record', result: 'completed', writes: completionWrites(op, ledgerTx, revision, NOW, SCALE) });
+  const failed = (result: 'rejected' | 'gave_up', lastError: string): Outcome => ({ kind: 'record', result, writes: failureWrites(op, lastError, 3, NOW, SCALE) });
+  const claim = { kind: 'claim', attempt: 1 } as const;
+  const recover = (attempt: number) => ({ kind: 'recover', attempt }) as const;
+  const giveUp = { kind: 'give-up', attempt: 4 } as const;
+
+  it.each<[string, LedgerStep, LedgerAnswer, Partial<OutcomeContext>, Outcome]>([
+    ['a first submit executed: complete', claim, { kind: 'executed', tx: ledgerTx }, {}, completed()],
+    ['a recovery that finds the transaction (or submits it): complete', recover(2), { kind: 'executed', tx: ledgerTx }, {}, completed()],
+    ['a submit refused: fail with the ledger\'s reason', claim, { kind: 'rejected', reason: 'insufficient funds' }, {}, failed('rejected', 'insufficient funds')],
+    ['a recovery refused: fail with the reason', recover(3), { kind: 'rejected', reason: 'frozen wallet' }, {}, failed('rejected', 'frozen wallet')],
+    ['no answer to attempt 1: retry after the first backoff (half of 100 ms at the lowest jitter)', claim, { kind: 'unavailable', cause: 'ledger down' }, {}, { kind: 'retry', delayMs: 50, cause: 'ledger down' }],
+    ['no answer to attempt 3: the backoff has doubled twice', recover(3), { kind: 'unavailable', cause: 'timeout' }, {}, { kind: 'retry', delayMs: 200, cause: 'timeout' }],
+    ['no answer to attempt 3, highest jitter: at most the ceiling', recover(3), { kind: 'unavailable', cause: 'timeout' }, { random: () => 0.999999 }, { kind: 'retry', delayMs: expect.closeTo(400, 3) as unknown as number, cause: 'timeout' }],
+    ['no answer late: capped at maxMs', recover(20), { kind: 'unavailable', cause: 'timeout' }, {}, { kind: 'retry', delayMs: 2_500, cause: 'timeout' }],
+    ['out of attempts, the ledger has the transaction: complete (it did go through)', giveUp, { kind: 'executed', tx: ledgerTx }, {}, completed()],
+    ['out of attempts, no transaction: give up, naming the attempts and the last cause', giveUp, { kind: 'absent' }, {}, failed('gave_up', 'gave up after 3 attempts: ledger down')],
+    ['out of attempts after a restart (no cause remembered): give up, saying the ledger stayed unavailable', giveUp, { kind: 'absent' }, { lastError: undefined }, failed('gave_up', 'gave up after 3 attempts: the ledger stayed unavailable')],
+    ['out of attempts and the lookup gets no answer: ask again after a backoff', giveUp, { kind: 'unavailable', cause: 'ledger down' }, {}, { kind: 'retry', delayMs: 400, cause: 'ledger down' }],
+  ])('given %s', (_, step, answer, overrides, expected) => {
+    expect(afterAnswer(op, step, answer, { ...context, ...overrides })).toEqual(expected);
+  });
+
+  it('the outcome is appended at the revision it is given (the claim\'s)', () => {
+    const outcome = afterAnswer(op, claim, { kind: 'executed', tx: ledgerTx }, { ...context, revision: 7 });
+    expect(outcome.kind === 'record' && outcome.writes[0]).toMatchObject({ stream: `operation-${op.operationID}`, expectedRevision: 7 });
   });
 });
 

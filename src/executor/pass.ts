@@ -1,0 +1,133 @@
+import { setTimeout as pause } from 'node:timers/promises';
+import { WrongExpectedVersionError } from '../ports/event-store.ts';
+import type { Ledger } from '../ports/ledger.ts';
+import type { OperationRequested } from '../domain/events.ts';
+import { streams } from '../domain/streams.ts';
+import { operationState, type OperationState } from '../commands/operations.ts';
+import { runDecision, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from '../commands/pipeline.ts';
+import type { Logger } from '../logger.ts';
+import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
+import { afterAnswer, answerOfError, decideClaim, ledgerQuestion, legsOf, type ExecutionStep, type LedgerAnswer, type LedgerQuestion, type Outcome, type WorkflowSettings } from './workflow.ts';
+
+/** What the executor tells its observer: each claim it wins, and each outcome it records. */
+export interface ExecutorObserver {
+  /** A claim appended: attempt 1 for a first claim, more for a retry, a recovery or a takeover. */
+  claimed(attempt: number): void;
+  completed(): void;
+  /** `rejected`: the ledger refused the transaction; `gave_up`: out of attempts, and the ledger has none. */
+  failed(reason: 'rejected' | 'gave_up'): void;
+}
+
+export interface PassDeps {
+  pipeline: CommandPipelineDeps;
+  ledger: Ledger;
+  settings: WorkflowSettings;
+  leaseMs: number;
+  assetScale: number;
+  /** The backoff between attempts when the ledger does not answer. */
+  retry: BackoffSchedule;
+  clock: () => Date;
+  logger: Logger;
+  observer?: ExecutorObserver;
+}
+
+/** How a pass ended: the operation is settled (or not this executor's to carry out), or when to look again. */
+export type PassResult = { kind: 'settled' } | { kind: 'wait'; untilMs: number } | { kind: 'retry'; delayMs: number; cause: string };
+
+/** Appends of an outcome retried when only a wallet stream (written at `any`) conflicted. */
+const WALLET_CONFLICT_RETRIES = 50;
+/** The short pause before such a retry: 20 ms at first, at most 1 s. */
+const WALLET_CONFLICT_PAUSE = { firstMs: 20, maxMs: 1_000 };
+
+/**
+ * One pass of the workflow on an operation, its I/O only (every decision is workflow.ts'): the claim through
+ * the command pipeline, the ledger's answer, the outcome appended. It throws on an unexpected error (the
+ * carrier retries with a backoff) and when `signal` is aborted (the executor stops: the operation stays unsettled).
+ */
+export async function runPass(deps: PassDeps, operationID: string, lastError: string | undefined, signal: AbortSignal): Promise<PassResult> {
+  const context: CommandContext = { actor: `system:executor:${deps.settings.executorID}`, correlationId: operationID };
+  for (;;) {
+    signal.throwIfAborted();
+    const { step, state, revision } = await claim(deps, operationID, context);
+    if (step.kind === 'ignore' || state.status === 'none') return { kind: 'settled' };
+    if (step.kind === 'wait') return { kind: 'wait', untilMs: Date.parse(step.until) };
+    if (step.kind !== 'give-up') deps.observer?.claimed(step.attempt);
+    const answer = await ask(deps.ledger, state.operation, ledgerQuestion(step));
+    const { assetScale, retry } = deps;
+    const outcome = afterAnswer(state.operation, step, answer, { revision, now: deps.clock().toISOString(), lastError, assetScale, retry });
+    if (outcome.kind === 'retry') {
+      deps.logger.warn({ operationID, attempt: step.attempt, cause: outcome.cause, retryInMs: Math.round(outcome.delayMs) }, 'ledger unavailable; retrying');
+      return outcome;
+    }
+    if (await record(deps, outcome.writes, context, signal)) {
+      observe(deps.observer, outcome.result);
+      return { kind: 'settled' };
+    }
+    // The operation's stream moved (another executor took over): look again. The ledger keeps it exactly-once.
+  }
+}
+
+/**
+ * The next step, decided through the command pipeline on the operation's stream, and its claim appended at
+ * the revision read (on a conflict the pipeline reads and decides again). The revision returned is the one an
+ * outcome is appended at: after the claim.
+ */
+async function claim(deps: PassDeps, operationID: string, context: CommandContext) {
+  const stream = streams.operation(operationID);
+  const now = deps.clock();
+  return runDecision<{ operation: Versioned }, { step: ExecutionStep; state: OperationState; revision: number }>(deps.pipeline, {
+    read: { operation: versioned(stream) },
+    decide: ({ operation }) => {
+      const { step, events } = decideClaim(operation.state, deps.settings, now, deps.leaseMs);
+      return { writes: [{ stream, events }], result: { step, state: operation.state, revision: operation.revision + events.length } };
+    },
+    context,
+  });
+}
+
+/** The operation's state with the revision it was folded to (revisions start at 0 and have no gaps). */
+type Versioned = { state: OperationState; revision: number };
+const versioned = (stream: string): StreamRead<Versioned> => ({
+  stream,
+  initialState: () => ({ state: operationState.initialState(), revision: -1 }),
+  evolve: (current, event) => ({ state: operationState.evolve(current.state, event), revision: current.revision + 1 }),
+});
+
+async function ask(ledger: Ledger, operation: OperationRequested['data'], question: LedgerQuestion): Promise<LedgerAnswer> {
+  try {
+    if (question !== 'submit') {
+      const found = await ledger.findByOperationID(operation.operationID);
+      if (found) return { kind: 'executed', tx: found };
+      if (question === 'lookup') return { kind: 'absent' };
+    }
+    return { kind: 'executed', tx: await ledger.submit({ operationID: operation.operationID, legs: legsOf(operation) }) };
+  } catch (error) {
+    return answerOfError(error);
+  }
+}
+
+/**
+ * Appends an outcome through the command pipeline. False when the operation's stream moved (another executor
+ * took over: look again). A conflict on a wallet stream is not that: wallets are written at `any`, and only a
+ * burst of other writers on the same wallet (e.g. the issuance account, from several executors) exhausts the
+ * store's own retries; the outcome is then appended again after a short random pause, under the same claim.
+ */
+async function record(deps: PassDeps, writes: StreamWrite[], context: CommandContext, signal: AbortSignal): Promise<boolean> {
+  const operationStream = writes[0]!.stream;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await runDecision(deps.pipeline, { read: {}, decide: () => ({ writes, result: true }), context, maxAttempts: 1, finalConflict: (conflict) => conflict });
+      return true;
+    } catch (error) {
+      if (!(error instanceof WrongExpectedVersionError)) throw error;
+      if (error.stream === operationStream) return false;
+      if (attempt >= WALLET_CONFLICT_RETRIES) throw error;
+      await pause(backoffMs(attempt, WALLET_CONFLICT_PAUSE), undefined, { signal });
+    }
+  }
+}
+
+function observe(observer: ExecutorObserver | undefined, result: Extract<Outcome, { kind: 'record' }>['result']): void {
+  if (result === 'completed') observer?.completed();
+  else observer?.failed(result);
+}
