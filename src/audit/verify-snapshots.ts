@@ -1,3 +1,4 @@
+import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { fromUnits, toUnits } from './amounts.ts';
 import type { ProblemLog } from './verify-report.ts';
@@ -76,7 +77,11 @@ export class SnapshotChecker {
   /** Reads the snapshots up to `head` before the pass, and drops (as problems) those that cannot be checked. */
   async prepare(store: EventStore, head: number, pageSize = 1000): Promise<void> {
     for (let from = 0; from <= head;) {
-      const page = await store.readAll({ fromPosition: from, toPosition: head, maxCount: pageSize, filter: { streamPrefixes: [SNAPSHOT_PREFIX] } });
+      const page = await store.readAll({ fromPosition: from, toPosition: head, maxCount: pageSize, filter: { streamPrefixes: [SNAPSHOT_PREFIX] } }).catch((error: unknown) => {
+        // As the main pass says it: where the damage starts is what an operator restoring the store needs first.
+        if (error instanceof StoreCorruptedError) throw new StoreCorruptedError(error.store, `${error.reason}; the history is unreadable from position ${from} (of ${head})`, { cause: error });
+        throw error;
+      });
       if (page.length === 0) break;
       for (const event of page) this.claim(event);
       from = page[page.length - 1]!.position + 1;
