@@ -79,8 +79,12 @@ describe('the event store commit thread', () => {
   it('given the thread dies while a batch is on it, then that batch fails as of unknown outcome, the next ones commit on the event loop, and a new thread takes over later', async () => {
     await untilOnThread();
     const worker = (thread as unknown as { worker: Worker }).worker;
+    // This connection holds the write lock, so the thread's commit waits on it: the batch is surely unanswered
+    // when the thread dies, however fast the file system (on tmpfs a commit could otherwise beat terminate()).
+    db.exec('BEGIN IMMEDIATE');
     const inFlight = thread.run([append('lost', 'no_stream')]);
     await worker.terminate();
+    db.exec('ROLLBACK');
     // The group commit turns it into the port's unavailable error (sqlite-group-commit.ts).
     await expect(inFlight).rejects.toThrow(/whether the batch was committed is not known/);
 
