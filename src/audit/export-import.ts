@@ -1,7 +1,8 @@
-import { createReadStream, closeSync, fchmodSync, openSync, writeSync } from 'node:fs';
+import { createReadStream, closeSync, fchmodSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { EventStore, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
 import { ChainChecker, type AuditProblem } from './verify.ts';
+import { storedHash as hashOf } from './hash-chain.ts';
 import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker } from './seals.ts';
 
 /**
@@ -10,7 +11,24 @@ import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker } 
  * An export of the whole history imported into an empty store (embedded or KurrentDB) gives the same
  * streams, revisions, ids, types, data and metadata, hence the same hashes and seals; positions and
  * commit times are the new store's (the port cannot set them).
+ *
+ * The last line is the end marker, `{"endOfExport":{"events","lastID","lastHash","lastPosition","whole"}}`:
+ * written only once every event is, it tells a complete export from one cut short (a killed export, a
+ * truncated copy), which `events import` refuses, and it is what `audit verify --expect` checks a store against.
  */
+export interface EndOfExport {
+  /** Events in the file. */
+  events: number;
+  /** The last event's id and the hash it carries (null for an empty export). */
+  lastID: string | null;
+  lastHash: string | null;
+  /** Its position in the exported store. */
+  lastPosition: number | null;
+  /** The whole history up to the head at the time (no --from-position, --to-position before the head or --stream-prefix). */
+  whole: boolean;
+}
+
+export const END_MARKER = 'endOfExport';
 export interface ExportOptions {
   fromPosition?: number;
   toPosition?: number;
@@ -35,6 +53,7 @@ export async function exportEvents(store: EventStore, file: string, options: Exp
   const fd = openSync(file, 'w', 0o600);
   fchmodSync(fd, 0o600);
   const result: ExportResult = { events: 0, file, firstPosition: null, lastPosition: null };
+  let last: RecordedEvent | undefined;
   try {
     let from = options.fromPosition ?? 0;
     while (from <= to) {
@@ -47,8 +66,12 @@ export async function exportEvents(store: EventStore, file: string, options: Exp
       result.firstPosition ??= page[0]!.position;
       result.lastPosition = page[page.length - 1]!.position;
       from = result.lastPosition + 1;
+      last = page[page.length - 1];
       options.onProgress?.(result.lastPosition, to);
     }
+    const whole = (options.fromPosition ?? 0) <= 1 && to === head && filter === undefined;
+    const end: EndOfExport = { events: result.events, lastID: last?.id ?? null, lastHash: last ? hashOf(last) : null, lastPosition: result.lastPosition, whole };
+    writeSync(fd, `${JSON.stringify({ [END_MARKER]: end })}\n`);
   } finally {
     closeSync(fd);
   }
@@ -80,13 +103,45 @@ async function* readLines(file: string): AsyncGenerator<{ line: string; number: 
   }
 }
 
-function parseLine(line: string, number: number): RecordedEvent {
-  let value: Partial<RecordedEvent>;
+type Entry = { event: RecordedEvent; end?: undefined } | { end: EndOfExport; event?: undefined };
+
+function parseEntry(line: string, number: number): Entry {
+  let value: Partial<RecordedEvent> & { [END_MARKER]?: EndOfExport };
   try {
-    value = JSON.parse(line) as Partial<RecordedEvent>;
+    value = JSON.parse(line) as typeof value;
   } catch {
     throw new ImportRefusedError(`line ${number} is not JSON`);
   }
+  const end = value[END_MARKER];
+  if (end !== undefined) {
+    if (typeof end !== 'object' || end === null || !Number.isSafeInteger(end.events)) throw new ImportRefusedError(`line ${number}: the end marker is malformed`);
+    return { end };
+  }
+  return { event: asEvent(value, number) };
+}
+
+/** The end marker of an export file, read from its tail: undefined when the file does not end with one. */
+export function readEndOfExport(file: string): EndOfExport | undefined {
+  const fd = openSync(file, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, 64 * 1024);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    const lines = buffer.toString('utf8').split('\n').filter((line) => line.trim() !== '');
+    const lastLine = lines.at(-1);
+    if (lastLine === undefined || !lastLine.includes(`"${END_MARKER}"`)) return undefined;
+    const entry = parseEntry(lastLine, 0);
+    return entry.end;
+  } catch (error) {
+    if (error instanceof ImportRefusedError) return undefined;
+    throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function asEvent(value: Partial<RecordedEvent>, number: number): RecordedEvent {
   if (typeof value.id !== 'string' || typeof value.stream !== 'string' || typeof value.type !== 'string' || !Number.isSafeInteger(value.revision)
     || !Number.isSafeInteger(value.position) || value.data === undefined || typeof value.metadata !== 'object' || value.metadata === null) {
     throw new ImportRefusedError(`line ${number} is not an exported event (id, stream, revision, type, data, metadata, position)`);
@@ -100,6 +155,8 @@ export interface ImportCheck {
   seals: number;
   problems: AuditProblem[];
   problemCount: number;
+  /** The file's end marker; undefined when it has none (a truncated export: a problem too). */
+  end: EndOfExport | undefined;
 }
 
 /**
@@ -119,8 +176,8 @@ export async function checkExportFile(file: string, maxProblems = 20): Promise<I
   const seals: RecordedSeal[] = [];
   for await (const { line, number } of readLines(file)) {
     if (!line.includes(`"${SEALS_STREAM}"`)) continue;
-    const event = parseLine(line, number);
-    if (event.stream === SEALS_STREAM) seals.push({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
+    const { event } = parseEntry(line, number);
+    if (event?.stream === SEALS_STREAM) seals.push({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
   }
   let served = false;
   const sealChecker = new SealChecker('ids', async () => {
@@ -132,19 +189,39 @@ export async function checkExportFile(file: string, maxProblems = 20): Promise<I
   const chains = new ChainChecker(log);
   let events = 0;
   let lastPosition = -1;
+  let end: EndOfExport | undefined;
+  let last: RecordedEvent | undefined;
   for await (const { line, number } of readLines(file)) {
-    const event = parseLine(line, number);
+    const entry = parseEntry(line, number);
+    if (end !== undefined) {
+      log.add({ check: 'completeness', detail: `line ${number}: content after the end marker` });
+      break;
+    }
+    if (entry.end) {
+      end = entry.end;
+      continue;
+    }
+    const event = entry.event;
+    last = event;
     if (event.position <= lastPosition) log.add({ check: 'chain', position: event.position, stream: event.stream, detail: `line ${number}: position ${event.position} after ${lastPosition} (not in global order)` });
     lastPosition = event.position;
     sealChecker.feed(event, chains.check(event));
     events += 1;
   }
   await sealChecker.finish();
-  return { events, streams: chains.streams, seals: seals.length, problems, problemCount };
+  if (end === undefined) {
+    log.add({ check: 'completeness', detail: `no end marker after ${events} events: the export is incomplete (cut short or truncated); export again` });
+  } else if (end.events !== events || end.lastID !== (last?.id ?? null) || end.lastHash !== (last ? hashOf(last) : null)) {
+    log.add({ check: 'completeness', detail: `the end marker says ${end.events} events ending with ${end.lastID ?? '-'}, the file holds ${events} ending with ${last?.id ?? '-'}: the export is incomplete or altered` });
+  }
+  return { events, streams: chains.streams, seals: seals.length, problems, problemCount, end };
 }
 
 export interface ImportResult {
+  /** Events in the store from this file, those of an earlier, interrupted run included. */
   events: number;
+  /** Events an earlier run had imported already (a resumed import). */
+  skipped: number;
   streams: number;
   seals: number;
   appends: number;
@@ -166,13 +243,23 @@ function eventBytes(event: NewEvent, stream: string): number {
 }
 
 /**
- * Loads an export into an EMPTY store, refusing a file that does not verify (checkExportFile) before
- * writing anything. Each event is appended with its original id at its original revision (the expected
- * revision is the one before it), consecutive events grouped into atomic multi-stream appends that keep
- * the file's order, each of at most MAX_EVENTS_PER_APPEND events and MAX_APPEND_BYTES of data and metadata. Pass the raw store, not the hash-chaining decorator: the events carry their hashes.
+ * Loads an export into an empty store, refusing a file that does not verify (checkExportFile: chains, seals,
+ * and its end marker, so a truncated export is refused) before writing anything. Each event is appended with
+ * its original id at its original revision (the expected revision is the one before it), consecutive events
+ * grouped into atomic multi-stream appends that keep the file's order, each of at most MAX_EVENTS_PER_APPEND
+ * events and MAX_APPEND_BYTES of data and metadata. Pass the raw store, not the hash-chaining decorator: the
+ * events carry their hashes.
+ *
+ * Resumable: an import killed half way left a prefix of the file in the store (each append is atomic). Run
+ * again, it finds the store's events to be the file's first ones (same order, ids, streams, revisions and
+ * hashes), skips them and appends the rest; a store holding anything else is refused. `onStart` is told the
+ * file's end marker before the first append (the CLI records it for `audit verify`).
  */
-export async function importEvents(store: EventStore, file: string, options: { onProgress?: (events: number, total: number) => void } = {}): Promise<ImportResult> {
-  if ((await store.headPosition()) !== 0) throw new ImportRefusedError('the target event store is not empty: an import only goes into an empty store');
+export async function importEvents(
+  store: EventStore,
+  file: string,
+  options: { onProgress?: (events: number, total: number) => void; onStart?: (end: EndOfExport, skipped: number) => void } = {},
+): Promise<ImportResult> {
   const check = await checkExportFile(file);
   if (check.problemCount > 0) {
     const first = check.problems[0]!;
@@ -181,12 +268,13 @@ export async function importEvents(store: EventStore, file: string, options: { o
       check.problems,
     );
   }
-  if ((await store.headPosition()) !== 0) throw new ImportRefusedError('the target event store is not empty any more');
+  const skip = await importedPrefix(store, file);
+  options.onStart?.(check.end!, skip);
   let batch: StreamAppend[] = [];
   let inBatch = new Set<string>();
   let batchEvents = 0;
   let batchBytes = 0;
-  const result: ImportResult = { events: 0, streams: check.streams, seals: check.seals, appends: 0 };
+  const result: ImportResult = { events: skip, streams: check.streams, seals: check.seals, appends: 0, skipped: skip };
   const flush = async () => {
     if (batch.length === 0) return;
     await store.appendMulti(batch);
@@ -198,8 +286,10 @@ export async function importEvents(store: EventStore, file: string, options: { o
     batchEvents = 0;
     batchBytes = 0;
   };
+  let seen = 0;
   for await (const { line, number } of readLines(file)) {
-    const event = parseLine(line, number);
+    const { event } = parseEntry(line, number);
+    if (!event || seen++ < skip) continue;
     const newEvent: NewEvent = { id: event.id, type: event.type, data: event.data, metadata: event.metadata };
     const bytes = eventBytes(newEvent, event.stream);
     if (batchEvents > 0 && batchBytes + bytes > MAX_APPEND_BYTES) await flush();
@@ -217,4 +307,38 @@ export async function importEvents(store: EventStore, file: string, options: { o
   }
   await flush();
   return result;
+}
+
+/**
+ * How many of the file's first events the store already holds, in the same order (an import of this file cut
+ * short): 0 for an empty store. Anything else in the store (another history, events appended since) is refused.
+ */
+async function importedPrefix(store: EventStore, file: string): Promise<number> {
+  const head = await store.headPosition();
+  if (head === 0) return 0;
+  const refuse = (why: string) =>
+    new ImportRefusedError(`the target event store is not empty and does not hold the start of this export (${why}): an import only goes into an empty store, or resumes an import of the same file`);
+  let from = 0;
+  let page: RecordedEvent[] = [];
+  let index = 0;
+  let matched = 0;
+  for await (const { line, number } of readLines(file)) {
+    const { event } = parseEntry(line, number);
+    if (!event) break;
+    if (index === page.length) {
+      page = await store.readAll({ fromPosition: from, toPosition: head, maxCount: 1000 });
+      index = 0;
+      if (page.length === 0) return matched;
+      from = page[page.length - 1]!.position + 1;
+    }
+    const stored = page[index++]!;
+    if (stored.id !== event.id || stored.stream !== event.stream || stored.revision !== event.revision || hashOf(stored) !== hashOf(event)) {
+      throw refuse(`its event ${matched + 1} is ${stored.id} of ${stored.stream}, the file's is ${event.id} of ${event.stream}`);
+    }
+    matched += 1;
+  }
+  if (index < page.length || (await store.readAll({ fromPosition: from, toPosition: head, maxCount: 1 })).length > 0) {
+    throw refuse(`it holds more events than the file's ${matched}`);
+  }
+  return matched;
 }

@@ -1,5 +1,5 @@
 /** What `audit verify` reports, and how problems are collected. */
-export type AuditCheck = 'hash' | 'chain' | 'seal' | 'operation' | 'maker-checker' | 'wallet' | 'supply' | 'ledger' | 'ledger-chain' | 'outcome' | 'snapshot';
+export type AuditCheck = 'hash' | 'chain' | 'completeness' | 'seal' | 'operation' | 'maker-checker' | 'wallet' | 'supply' | 'ledger' | 'ledger-chain' | 'outcome' | 'snapshot';
 
 export interface AuditProblem {
   check: AuditCheck;

@@ -11,6 +11,7 @@ import { SnapshotChecker } from './verify-snapshots.ts';
 import { DEFAULT_MAX_APPROVED_AGE_MS, formatAge, OutcomeWatch, reconcileLedger, reportStuckOperations, type LedgerChainID } from './verify-ledger.ts';
 import type { LedgerTransaction } from '../ports/ledger.ts';
 
+import { CompletenessChecker, type ExpectedHistory } from './verify-completeness.ts';
 export type { AuditCheck, AuditProblem, AuditReport, FailedButMoved, LedgerChainID, StuckOperation };
 export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
 
@@ -75,6 +76,11 @@ export interface VerifyOptions {
   /** "Now", for the ages of operations without an outcome; default the wall clock. */
   clock?: () => Date;
   onProgress?: (position: number, head: number) => void;
+  /**
+   * What the history must hold (an export's end marker, an import's record): without it a history cut short
+   * verifies, each of its chains and seals being whole. Problems are of check `completeness`.
+   */
+  expected?: ExpectedHistory;
 }
 
 
@@ -122,6 +128,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   const seals = new SealChecker(await sealMode(store), sealLoader(store, head), (problem) => problems.add(problem));
   const snapshots = new SnapshotChecker(problems, options.assetScale);
   await snapshots.prepare(store, head, pageSize);
+  const completeness = options.expected ? new CompletenessChecker(options.expected, problems) : undefined;
   let events = 0;
   let from = 0;
   while (from <= head) {
@@ -138,6 +145,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
       business.feed(event);
       snapshots.feed(event);
       watch.feed(event);
+      completeness?.feed(event);
     }
     events += page.length;
     from = page[page.length - 1]!.position + 1;
@@ -146,6 +154,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   await seals.finish();
   business.finish();
   snapshots.finish();
+  completeness?.finish();
   const inFlight: string[] = [];
   const executed = new Map<string, LedgerTransaction>();
   const failedButMoved: Array<{ operationID: string; tx: LedgerTransaction }> = [];

@@ -5,12 +5,16 @@ import type { Stores } from '../adapters/open-stores.ts';
 import { chainID, openEmbeddedLedger } from '../adapters/ledger/embedded-ledger.ts';
 import type { Config } from '../config.ts';
 import type { Ledger } from '../ports/ledger.ts';
-import { exportEvents, importEvents } from '../audit/export-import.ts';
+import { exportEvents, importEvents, readEndOfExport } from '../audit/export-import.ts';
+import { expectedFromExport, expectedFromRecord, readImportRecord, writeImportRecord, type ImportRecord } from '../audit/import-record.ts';
+import type { ExpectedHistory } from '../audit/verify-completeness.ts';
 import { unwrapHashChain } from '../audit/hash-chain.ts';
 import { balanceAsOf, keyHistory, operationHistory } from '../audit/queries.ts';
 import { formatAge, verifyHistory, type AuditReport } from '../audit/verify.ts';
 import { normalizePhone } from '../domain/phone.ts';
 import { withoutOperatorAttribution } from './operator-attribution.ts';
+import { loadConfig } from '../config.ts';
+import { cliIO } from './io.ts';
 import { common, parseWalletRef, progressBar, UsageError, withBackOffice, withLedger, withStores, type CommonOptions } from './support.ts';
 
 /**
@@ -40,14 +44,21 @@ export function registerAuditCommands(program: Command): void {
           'or skip (no reconciliation, reported as not done: for a history imported without its ledger, which an export does not carry)',
       ).choices(LEDGER_CHOICES).default('configured'),
     )
-    .action(async (opts: CommonOptions & { maxApprovedAge: string; ledger: LedgerChoice }) => {
+    .option(
+      '--expect <export-file>',
+      'the history must hold this export whole (its end marker: count, last event and hash); without it, the import record ' +
+        'events import left in --data-dir, when there is one, is checked',
+    )
+    .action(async (opts: CommonOptions & { maxApprovedAge: string; ledger: LedgerChoice; expect?: string }) => {
       const maxApprovedAgeMs = parseDuration('--max-approved-age', opts.maxApprovedAge);
       let report: AuditReport | undefined;
       const run = async ({ eventStore }: Stores, ledger: Ledger | null, config: Config) => {
+        const expected = expectedHistory(opts.expect, opts.dataDir ?? config.DATA_DIR);
         const bar = progressBar('audit verify');
         try {
           report = await verifyHistory({
             eventStore, ledger, assetScale: config.ASSET_SCALE, maxApprovedAgeMs, clock: () => new Date(),
+            ...(expected ? { expected } : {}),
             // The embedded ledger's ids chain its transactions; a chain's transaction hashes are the chain's own affair.
             ...(ledger
               ? { ledgerChainID: opts.ledger === 'embedded' || config.LEDGER === 'embedded' ? chainID : undefined, ledgerName: opts.ledger }
@@ -134,20 +145,43 @@ export function registerAuditCommands(program: Command): void {
       }, (r) => `exported ${r.events} events (positions ${r.firstPosition ?? '-'} to ${r.lastPosition ?? '-'}) to ${r.file}`);
     });
   common(events.command('import'))
-    .description('load an export into an EMPTY event store, keeping ids, revisions and hashes; refuses a file whose chains or seals do not verify, before writing anything')
+    .description('load an export into an EMPTY event store, keeping ids, revisions and hashes; refuses a file whose chains or seals do not verify or that lacks its end marker (truncated), before writing anything; run again after an interruption, it resumes')
     .requiredOption('--in <file>', 'a file written by events export (the whole history)')
-    .action(async (opts: CommonOptions & { in: string }) =>
-      withBackOffice(opts, async ({ store }) => {
+    .action(async (opts: CommonOptions & { in: string }) => {
+      const dataDir = opts.dataDir ?? loadConfig(cliIO().env).DATA_DIR;
+      await withBackOffice(opts, async ({ store }) => {
         const bar = progressBar('events import');
+        let record: ImportRecord | undefined;
         try {
           // The raw store: the events carry their hashes, which must be kept exactly as they are.
-          const result = await importEvents(unwrapHashChain(withoutOperatorAttribution(store)), opts.in, { onProgress: (done, total) => bar.update(done, total) });
+          const result = await importEvents(unwrapHashChain(withoutOperatorAttribution(store)), opts.in, {
+            onProgress: (done, total) => bar.update(done, total),
+            // Recorded before the first append: a store whose import is cut short is known incomplete (audit verify).
+            onStart: (end, skipped) => {
+              const earlier = skipped > 0 ? readImportRecord(dataDir) : undefined;
+              record = { ...end, file: opts.in, startedAt: earlier?.startedAt ?? new Date().toISOString(), completedAt: null };
+              writeImportRecord(dataDir, record);
+            },
+          });
+          writeImportRecord(dataDir, { ...record!, completedAt: new Date().toISOString() });
           return { ...result, ledger: IMPORT_LEDGER_NOTE };
         } finally {
           bar.stop();
         }
-      }, (r) => `imported ${r.events} events in ${r.streams} streams (${r.seals} seals); ${IMPORT_LEDGER_NOTE}; now rebuild the read models: wallet-ops projections rebuild`),
-    );
+      }, (r) => `imported ${r.events} events in ${r.streams} streams (${r.seals} seals)${r.skipped > 0 ? `, resuming after the ${r.skipped} an earlier run had imported` : ''}; ${IMPORT_LEDGER_NOTE}; now rebuild the read models: wallet-ops projections rebuild`);
+    });
+}
+
+/** What the history must hold: the export file given, else the import record of the data directory, if any. */
+function expectedHistory(exportFile: string | undefined, dataDir: string): ExpectedHistory | undefined {
+  if (exportFile !== undefined) {
+    if (!existsSync(exportFile)) throw new UsageError(`--expect: there is no file ${exportFile}`);
+    const end = readEndOfExport(exportFile);
+    if (!end) throw new UsageError(`--expect: ${exportFile} has no end marker: it is not a complete export (cut short, or written before end markers); export again`);
+    return expectedFromExport(end, exportFile);
+  }
+  const record = readImportRecord(dataDir);
+  return record ? expectedFromRecord(record, dataDir) : undefined;
 }
 
 const LEDGER_CHOICES = ['configured', 'embedded', 'skip'] as const;

@@ -344,23 +344,32 @@ export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: nu
     if (first.done) return;
     const batch = [first.value];
     pending = iterator.next();
+    // One deadline for the whole batch, cleared when the batch is cut: a timer left waiting per event would hold
+    // its event (through the race) until the event loop turns, which a catch-up in microtasks may not do for long.
+    let timer: NodeJS.Immediate | undefined;
+    const deadline = new Promise<typeof nextTick>((resolve) => (timer = setImmediate(() => resolve(nextTick))));
+    let failure: { error: unknown } | undefined;
+    let ended = false;
     while (batch.length < maxSize) {
       let next: IteratorResult<RecordedEvent> | typeof nextTick;
       try {
-        next = await Promise.race([pending, new Promise<typeof nextTick>((resolve) => setImmediate(() => resolve(nextTick)))]);
+        next = await Promise.race([pending, deadline]);
       } catch (error) {
-        yield batch;
-        throw error;
+        failure = { error };
+        break;
       }
       if (next === nextTick) break;
       if (next.done) {
-        yield batch;
-        return;
+        ended = true;
+        break;
       }
       batch.push(next.value);
       pending = iterator.next();
     }
+    clearImmediate(timer);
     yield batch;
+    if (failure) throw failure.error;
+    if (ended) return;
   }
 }
 

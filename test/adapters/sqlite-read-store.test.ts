@@ -8,6 +8,8 @@ import { StatementCache } from '../../src/adapters/sqlite/sqlite-statements.ts';
 import type { CollectionDefinition, FindQuery, ReadStore } from '../../src/ports/read-store.ts';
 import { describeReadStoreContract } from '../contracts/read-store.contract.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { rmSync } from 'node:fs';
+import { StoreCorruptedError } from '../../src/ports/store-corrupted.ts';
 
 const COUNTER_CHILD = fileURLToPath(new URL('../support/counter-and-take.child.ts', import.meta.url));
 
@@ -243,5 +245,29 @@ describe('SQLite read store, embedded specifics', () => {
     await expect(store.find('payments', { where: { "status') OR 1=1 --": 'x' } })).rejects.toThrow(/field path/);
     await expect(store.find('payments', { sort: [["id'); DROP TABLE payments; --", 'asc']] })).rejects.toThrow(/field path/);
     expect(await store.count('payments')).toBe(0);
+  });
+});
+
+describe('SQLite read store: the file at its path', () => {
+  it('when its file is deleted and a new one made at the path (projections rebuild on a deleted file), then the process refuses to go on with the old one', async () => {
+    const dir = tempDir('read-store-replaced-');
+    const file = join(dir.path, 'read-models.sqlite');
+    const store = openSqliteReadStore({ file, fileCheckIntervalMs: 0 });
+    try {
+      await store.commit([], { projection: 'p', position: 1 });
+      expect(await store.getCheckpoint('p')).toBe(1);
+      rmSync(file);
+      for (const suffix of ['-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
+      await expect(store.getCheckpoint('p')).rejects.toThrow(/read-models\.sqlite is corrupted: the file was removed while this process had it open/);
+      const rebuilt = openSqliteReadStore({ file });
+      await rebuilt.commit([], { projection: 'p', position: 7 });
+      await rebuilt.close();
+      const refused = await store.commit([], { projection: 'p', position: 2 }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(StoreCorruptedError);
+      expect((refused as Error).message).toMatch(/replaced while this process had it open/);
+    } finally {
+      await store.close();
+      dir.cleanup();
+    }
   });
 });

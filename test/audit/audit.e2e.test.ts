@@ -308,6 +308,7 @@ describe('audit end to end', () => {
       const fresh = join(work.path, 'fresh');
       const exported = await runCliJson<{ events: number }>(['events', 'export', '--out', file, '--data-dir', pristine]);
       const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+      expect(lines.pop()).toMatchObject({ endOfExport: { events: exported.events, whole: true } });
       expect(lines).toHaveLength(exported.events);
       expect(Object.keys(lines[0])).toEqual(['id', 'stream', 'revision', 'type', 'data', 'metadata', 'position', 'createdAt']);
       expect(lines.map((l) => l.position)).toEqual([...lines.map((l) => l.position)].sort((x, y) => x - y));
@@ -319,6 +320,22 @@ describe('audit end to end', () => {
       expect(report.problems).toEqual([]);
       expect(code).toBe(0);
       expect(report.checked.events).toBe(exported.events);
+      // The import's record: verify checks the store holds the whole export, here and against the file itself.
+      expect(JSON.parse(readFileSync(join(fresh, 'history-import.json'), 'utf8'))).toMatchObject({ events: exported.events, completedAt: expect.any(String) });
+      const againstFile = await runCli(['audit', 'verify', '--ledger', 'skip', '--expect', file, '--json', '--data-dir', fresh]);
+      expect(againstFile.code, againstFile.stderr).toBe(0);
+      // A truncated copy (the history's first half, a valid history on its own) fails verify against the whole export.
+      const half = join(work.path, 'history-half.jsonl');
+      const truncated = join(work.path, 'truncated');
+      await runCliJson(['events', 'export', '--out', half, '--to-position', String(lines[Math.floor(lines.length / 2)].position), '--data-dir', pristine]);
+      await runCliJson(['events', 'import', '--in', half, '--data-dir', truncated]);
+      const [alone, expected] = await Promise.all([
+        runCli(['audit', 'verify', '--ledger', 'skip', '--json', '--data-dir', truncated]),
+        runCli(['audit', 'verify', '--ledger', 'skip', '--expect', file, '--json', '--data-dir', truncated]),
+      ]);
+      expect(alone.code, alone.stdout).toBe(0);
+      expect(expected.code).toBe(1);
+      expect((JSON.parse(expected.stdout) as AuditReport).problems).toContainEqual(expect.objectContaining({ check: 'completeness', detail: expect.stringMatching(/truncated/) }));
 
       // Same read models once rebuilt on both sides (balances' updatedAt is the store's commit time, which an import cannot keep).
       const original = join(work.path, 'original-rebuilt');
@@ -347,9 +364,15 @@ describe('audit end to end', () => {
     it('when importing into a store that is not empty, or a file whose chain does not verify, then nothing is written', async () => {
       const file = join(work.path, 'history-2.jsonl');
       await runCliJson(['events', 'export', '--out', file, '--data-dir', pristine]);
-      const notEmpty = await runCli(['events', 'import', '--in', file, '--data-dir', copy()]);
+      // A store holding more than the file (not an earlier run of this import): refused.
+      const start = join(work.path, 'history-2-start.jsonl');
+      await runCliJson(['events', 'export', '--out', start, '--to-position', '10', '--data-dir', pristine]);
+      const notEmpty = await runCli(['events', 'import', '--in', start, '--data-dir', copy()]);
       expect(notEmpty.code).toBe(1);
       expect(notEmpty.stderr).toContain('not empty');
+      // The same history again (an import run twice): nothing to add.
+      const again = await runCliJson<{ events: number; skipped: number }>(['events', 'import', '--in', file, '--data-dir', copy()]);
+      expect(again.skipped).toBe(again.events);
 
       const lines = readFileSync(file, 'utf8').trim().split('\n');
       const altered = lines.map((line, i) => (i === 20 ? line.replace('"data":{', '"data":{"forged":true,') : line));
@@ -410,13 +433,14 @@ describe('audit end to end', () => {
     it('given an export tampered with, when imported and verified with --ledger skip, then it still fails: an altered event is refused at import, and a forgery re-hashed to pass the import fails verify', async () => {
       const file = join(work.path, 'history-tampered.jsonl');
       await runCliJson(['events', 'export', '--out', file, '--data-dir', pristine]);
-      const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { stream: string; revision: number; type: string; data: any; metadata: any; id: string });
+      // The events, without the end marker (the last line).
+      const lines = readFileSync(file, 'utf8').trim().split('\n').slice(0, -1).map((line) => JSON.parse(line) as { stream: string; revision: number; type: string; data: any; metadata: any; id: string });
       const credit = lines.find((l) => l.type === 'WalletCredited' && l.data.operationID === ops.cashIn)!;
       expect(credit.data.amount).toBe('100.00');
 
       // An event altered in place: its hash no longer matches, and the import refuses the file.
       const altered = join(work.path, 'altered.jsonl');
-      writeFileSync(altered, lines.map((l) => JSON.stringify(l === credit ? { ...l, data: { ...l.data, amount: '900.00' } } : l)).join('\n') + '\n');
+      writeFileSync(altered, [...lines.map((l) => JSON.stringify(l === credit ? { ...l, data: { ...l.data, amount: '900.00' } } : l)), readFileSync(file, 'utf8').trim().split('\n').at(-1)].join('\n') + '\n');
       const refusedDir = join(work.path, 'altered-import');
 
       // A forgery that passes the import: the seals dropped, the wallet's chain re-hashed after the change.
@@ -434,7 +458,10 @@ describe('audit end to end', () => {
         return event;
       });
       const forged = join(work.path, 'forged-rehashed.jsonl');
-      writeFileSync(forged, forgedLines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+      // The forger writes the end marker the forged file needs, too.
+      const lastForged = forgedLines.at(-1)!;
+      const end = { endOfExport: { events: forgedLines.length, lastID: lastForged.id, lastHash: lastForged.metadata.hash, lastPosition: null, whole: true } };
+      writeFileSync(forged, [...forgedLines, end].map((l) => JSON.stringify(l)).join('\n') + '\n');
       const forgedDir = join(work.path, 'forged-import');
       const [refused, accepted] = await Promise.all([
         runCli(['events', 'import', '--in', altered, '--data-dir', refusedDir]),
@@ -456,6 +483,7 @@ describe('audit end to end', () => {
       const result = await runCliJson<{ events: number; firstPosition: number; lastPosition: number }>(
         ['events', 'export', '--out', file, '--stream-prefix', 'operation-', '--from-position', '10', '--to-position', '60', '--data-dir', pristine]);
       const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+      expect(lines.pop()).toMatchObject({ endOfExport: { events: result.events, whole: false } });
       expect(lines.length).toBe(result.events);
       expect(lines.length).toBeGreaterThan(0);
       expect(lines.every((l) => l.stream.startsWith('operation-') && l.position >= 10 && l.position <= 60)).toBe(true);

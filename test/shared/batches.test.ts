@@ -28,3 +28,22 @@ describe('batches', () => {
     expect(seen).toEqual([[1, 2, 3, 4]]);
   });
 });
+
+describe('batches over a long catch-up', () => {
+  it('when many batches are taken without the event loop turning, then no timer is left waiting per event', async () => {
+    async function* many() {
+      for (let i = 1; i <= 5000; i++) yield event(i);
+    }
+    const immediates = () => process.getActiveResourcesInfo().filter((name) => name === 'Immediate').length;
+    const before = immediates();
+    let batchesSeen = 0;
+    // for await over an async generator settles in microtasks only: the loop does not turn until the end.
+    for await (const batch of batches(many(), 100)) {
+      batchesSeen += 1;
+      expect(batch.length).toBe(100);
+    }
+    expect(batchesSeen).toBe(50);
+    // One deadline per batch at most, cleared when the batch is cut: a waiting immediate per event holds that event.
+    expect(immediates() - before).toBeLessThanOrEqual(1);
+  });
+});

@@ -24,6 +24,7 @@ import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError
 import { openSqliteDatabase } from './sqlite-database.ts';
 import { BUSY_BUDGET_MS, retryWhileBusy, sqliteCorruption, sqliteFault } from './sqlite-retry.ts';
 import { StoreCorruptedError } from '../../ports/store-corrupted.ts';
+import { statSync, type Stats } from 'node:fs';
 import { basename } from 'node:path';
 import { StatementCache, inListLength } from './sqlite-statements.ts';
 
@@ -46,6 +47,8 @@ export interface SqliteReadStoreOptions {
   file: string;
   /** How long a call may wait for another process's lock before failing. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
+  /** How often a call checks that the path still names the file opened (see run()). Default 250 ms. */
+  fileCheckIntervalMs?: number;
 }
 
 export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore {
@@ -62,6 +65,34 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     typeof value === 'string' && typeof needle === 'string' && value.toLowerCase().includes(needle) ? 1 : 0,
   );
   const closed = new AbortController();
+  const opened = statSync(options.file);
+  const fileCheckIntervalMs = options.fileCheckIntervalMs ?? 250;
+  let fileCheckedAt = -Infinity;
+
+  /**
+   * The file this process reads must still be the one at its path. One deleted (or replaced by a restore, or by
+   * `projections rebuild` run on a deleted file) is served on from the unlinked inode while everyone else uses
+   * the new one, and a restart silently drops what only the old one held (docs/operations.md, "What only the
+   * read store holds"). Refused as a damaged store: /health fails and the orchestrator restarts the process on
+   * the file at the path, and the log says to restore the old file first if its state matters.
+   */
+  function assertSameFile(): void {
+    const now = performance.now();
+    if (now - fileCheckedAt < fileCheckIntervalMs) return;
+    fileCheckedAt = now;
+    let current: Stats | undefined;
+    try {
+      current = statSync(options.file);
+    } catch {
+      current = undefined;
+    }
+    if (current?.ino === opened.ino && current.dev === opened.dev) return;
+    fileCheckedAt = -Infinity; // and every later call
+    throw new StoreCorruptedError(
+      basename(options.file),
+      `the file was ${current ? 'replaced' : 'removed'} while this process had it open (it would serve and write a file no one else reads): restart the process to use the file at ${options.file}`,
+    );
+  }
 
   /**
    * Every call runs its SQLite work through here: one synchronous attempt at a time (a whole transaction or a
@@ -71,6 +102,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
    * transaction has been rolled back by better-sqlite3 before the error reaches us.
    */
   async function run<T>(fn: () => T): Promise<T> {
+    assertSameFile();
     try {
       return await retryWhileBusy(fn, { budgetMs: busyBudgetMs, signal: closed.signal });
     } catch (error) {

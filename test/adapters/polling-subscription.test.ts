@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { type Page, PollingSubscription } from '../../src/adapters/sqlite/polling-subscription.ts';
+import type { RecordedEvent } from '../../src/ports/event-store.ts';
+
+/**
+ * The subscription's memory is one page whatever the history: it reads a page only when the consumer has taken
+ * every event of the previous one (backpressure), and a catch-up over many pages lets the event loop run between
+ * them, so that what waits for the loop (timers, I/O, the batches' deadlines) is not held until the head.
+ */
+const PAGE = 10;
+const HEAD = 1000;
+const event = (position: number): RecordedEvent => ({ id: String(position), type: 'T', data: {}, metadata: {}, stream: 's', revision: position, position, createdAt: '' });
+
+function pagedStore() {
+  const reads: number[] = [];
+  const readPage = async (after: number): Promise<Page> => {
+    reads.push(after);
+    const upTo = Math.min(HEAD, after + PAGE);
+    const events = Array.from({ length: upTo - after }, (_, i) => event(after + i + 1));
+    return { events, scannedTo: upTo, caughtUp: upTo >= HEAD };
+  };
+  return { reads, readPage };
+}
+
+describe('PollingSubscription', () => {
+  it('when the consumer pulls slowly, then the subscription never holds more than one page ahead of it', async () => {
+    const store = pagedStore();
+    const subscription = new PollingSubscription({ after: 0, readPage: store.readPage, pollIntervalMs: 1000, onStop: () => {} });
+    let consumed = 0;
+    for (let i = 0; i < 35; i++) {
+      await subscription.next();
+      consumed += 1;
+      // Let everything that does not need the consumer run: a subscription that reads ahead would do it now.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      const read = store.reads.length * PAGE;
+      expect(read - consumed).toBeLessThan(PAGE);
+    }
+    expect(store.reads).toEqual([0, 10, 20, 30]);
+    await subscription.stop();
+  });
+
+  it('when it catches up over many pages, then the event loop runs between pages', async () => {
+    const store = pagedStore();
+    const subscription = new PollingSubscription({ after: 0, readPage: store.readPage, pollIntervalMs: 1000, onStop: () => {} });
+    let turns = 0;
+    const spin = () => setImmediate(() => {
+      turns += 1;
+      if (turns < 1_000_000) spin();
+    });
+    spin();
+    let last = 0;
+    for await (const e of subscription) {
+      last = e.position;
+      if (last === HEAD) break;
+    }
+    const during = turns;
+    turns = 1_000_000; // stops the spinner
+    expect(last).toBe(HEAD);
+    expect(store.reads.length).toBe(HEAD / PAGE);
+    // 100 pages read by a consumer that never waits: without a yield between pages the loop would not turn once.
+    expect(during).toBeGreaterThanOrEqual(HEAD / PAGE - 1);
+  });
+});
