@@ -157,6 +157,7 @@ const schema = z.object({
   LEDGER_REJECTION_RATE: z.coerce.number().min(0).max(1).default(0).describe('Ledger fault injection (any ledger): share of submits refused for good before reaching the ledger (the operation fails).'),
   LEDGER_CRASH_AFTER_ACCEPT: z.enum(['true', 'false']).default('false').transform((v) => v === 'true').describe('Ledger fault injection (any ledger): kill the process right after the ledger accepts a transaction (crash tests).'),
   EXECUTOR_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional().describe('Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. Default: random per process.'),
+  CLOCK_SKEW_WARN_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000).describe('A warning (and the wallet_ops_clock_skew_seconds gauge) when this process\'s clock differs from the store\'s (PostgreSQL\'s) by more than this, checked at start and every 5 minutes.'),
   EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
   EXECUTOR_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(100).describe('First wait before an operation’s failed attempt is tried again; the wait doubles (with jitter) as failures go on.'),

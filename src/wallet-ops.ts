@@ -30,6 +30,7 @@ import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
 import { consumerReports, CorruptionWatch, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
+import { watchClockSkew } from './shared/clock-skew.ts';
 import { backoffMs } from './shared/backoff.ts';
 import { streamPrefixes } from './domain/streams.ts';
 import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
@@ -95,6 +96,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       await Promise.all([eventStore.close(), readStore.close()]);
     },
   };
+  const skew = await watchStoreClock(config, clock, logger, metrics);
   const ledger = await openLedger({
     dataDir: config.DATA_DIR,
     selection: config,
@@ -297,6 +299,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       await webhooks?.outbox.stop();
       await webhooks?.dispatcher.stop();
       await following.stop();
+      await skew?.stop();
       await stores.close();
       await ledger.close();
     },
@@ -324,4 +327,25 @@ async function untilAvailable<T>(step: () => Promise<T>, what: string, logger: L
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, START_BACKOFF)));
     }
   }
+}
+
+/** How often this process's clock is compared with the store's (at start, then this often). */
+const CLOCK_SKEW_INTERVAL_MS = 5 * 60_000;
+
+/** The clock skew warning against PostgreSQL's time, when a store is on PostgreSQL (the embedded store's time is ours). */
+async function watchStoreClock(config: Config, clock: () => Date, logger: Logger, metrics: WalletOpsMetrics | undefined) {
+  if (config.EVENT_STORE !== 'postgres' && config.READ_STORE !== 'postgres') return undefined;
+  if (!config.POSTGRES_URL) return undefined;
+  const { openPostgresClock } = await import('./adapters/postgres/postgres-clock.ts');
+  const store = openPostgresClock({ url: config.POSTGRES_URL, statementTimeoutMs: config.POSTGRES_STATEMENT_TIMEOUT_MS });
+  const stop = watchClockSkew({
+    storeNow: () => store.now(), clock, warnMs: config.CLOCK_SKEW_WARN_MS, intervalMs: CLOCK_SKEW_INTERVAL_MS, logger,
+    ...(metrics ? { report: (seconds: number) => metrics.clockSkew.set(seconds) } : {}),
+  });
+  return {
+    async stop() {
+      stop();
+      await store.close();
+    },
+  };
 }

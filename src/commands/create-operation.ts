@@ -6,8 +6,10 @@ import { cashOutConsentDecider, type CashOutConsentState } from './cash-out-cons
 import type { Decision, StreamWrite } from './pipeline.ts';
 import { availableBalance, type IdempotencyState, type KeyVolumeState, type WalletState } from './wallet-state.ts';
 
-/** How long an idempotency key holds its first response. */
+/** How long an idempotency key holds its first response at least (it holds it for as long as its record is kept). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export const IDEMPOTENCY_KEY_REUSED_DETAIL = 'this Idempotency-Key was already used with a different request';
 
 export interface CreateOperation {
   /** The operation, fully validated and resolved by the handler (counterparty names, fee, payer, day). */
@@ -41,10 +43,15 @@ export type CreateOperationOutcome =
   | { kind: 'created'; operation: OperationRequested['data'] }
   | { kind: 'replayed'; response: RecordedResponse };
 
-/** A recorded idempotent request that still answers for its key, or null. */
-export function liveIdempotencyRecord(state: IdempotencyState | undefined, now: string) {
-  if (!state || state.status !== 'recorded') return null;
-  return Date.parse(now) - Date.parse(state.recordedAt) < IDEMPOTENCY_WINDOW_MS ? state : null;
+/**
+ * The recorded idempotent request that answers for its key, or null. A record answers for as long as it exists:
+ * its age is never judged by comparing its `recordedAt` (another process's clock) with this process's clock, so
+ * that an API process whose clock runs a day ahead cannot take a retry for a new request and create a second
+ * operation. Nothing removes records today; a sweep that ever does keeps IDEMPOTENCY_WINDOW_MS plus a margin
+ * for clocks.
+ */
+export function liveIdempotencyRecord(state: IdempotencyState | undefined) {
+  return state?.status === 'recorded' ? state : null;
 }
 
 /**
@@ -60,10 +67,10 @@ export function liveIdempotencyRecord(state: IdempotencyState | undefined, now: 
  */
 export function decideCreateOperation(command: CreateOperation, states: CreateOperationStates): Decision<CreateOperationOutcome> {
   const { operation, limits } = command;
-  const replay = command.idempotency && liveIdempotencyRecord(states.idempotency, operation.createdAt);
+  const replay = command.idempotency && liveIdempotencyRecord(states.idempotency);
   if (replay && command.idempotency) {
     if (replay.requestHash !== command.idempotency.requestHash) {
-      throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request in the last 24 hours');
+      throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
     }
     return { writes: [], result: { kind: 'replayed', response: replay.response } };
   }

@@ -11,7 +11,7 @@ import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { apiKeyDecider, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { cashOutConsentDecider } from './cash-out-consent.ts';
-import { decideCreateOperation, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
+import { decideCreateOperation, IDEMPOTENCY_KEY_REUSED_DETAIL, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { loadState, runDecision, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
@@ -121,9 +121,9 @@ export async function createOperation(
   // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.
   if (idempotencyStream && idempotency) {
     const { state } = await loadState(deps, idempotencyStream, idempotencyState);
-    const record = liveIdempotencyRecord(state, createdAt);
+    const record = liveIdempotencyRecord(state);
     if (record && record.requestHash === idempotency.requestHash) return { kind: 'replayed', response: record.response };
-    if (record) throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request in the last 24 hours');
+    if (record) throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
   }
 
   const { payer, payee, counterparty } = await resolveParties(deps, key.party, input);

@@ -89,8 +89,8 @@ export class Carrier {
         this.carried.delete(operationID);
         return entry.settle();
       }
-      // Another executor's live claim: look again just after it runs out. The ledger gave no answer: its backoff.
-      if (result.kind === 'wait') delayMs = result.untilMs - this.options.clock().getTime() + 10;
+      // Another executor's claim: look again just after it would have run out unseen. The ledger gave no answer: its backoff.
+      if (result.kind === 'wait') delayMs = result.delayMs + 10;
       else [delayMs, entry.lastError] = [result.delayMs, result.cause];
     } catch (error) {
       if (this.stopping.signal.aborted) return;

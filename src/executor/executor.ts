@@ -6,6 +6,7 @@ import type { Logger } from '../logger.ts';
 import { Follower, sharedCheckpoint, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
 import { Carrier } from './carrier.ts';
+import { ClaimWatch } from './claim-watch.ts';
 import { FailureStreak } from './failure-streak.ts';
 import { runPass, type ExecutorObserver } from './pass.ts';
 
@@ -69,7 +70,7 @@ export class Executor {
   constructor(private readonly options: ExecutorOptions) {
     const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger, observer } = options;
     const retry = { firstMs: options.retryBaseMs, maxMs: options.retryMaxMs };
-    const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, logger, ...(observer ? { observer } : {}) };
+    const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, watch: new ClaimWatch(), logger, ...(observer ? { observer } : {}) };
     this.carrier = new Carrier({
       concurrency: options.concurrency,
       pass: (operationID, lastError, signal) => runPass(passDeps, operationID, lastError, signal),

@@ -7,6 +7,7 @@ import { operationState, type OperationState } from '../commands/operations.ts';
 import { runDecision, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from '../commands/pipeline.ts';
 import type { Logger } from '../logger.ts';
 import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
+import type { ClaimWatch } from './claim-watch.ts';
 import { afterAnswer, answerOfError, decideClaim, ledgerQuestion, legsOf, type ExecutionStep, type LedgerAnswer, type LedgerQuestion, type Outcome, type WorkflowSettings } from './workflow.ts';
 
 /** What the executor tells its observer: each claim it wins, and each outcome it records. */
@@ -27,12 +28,14 @@ export interface PassDeps {
   /** The backoff between attempts when the ledger does not answer. */
   retry: BackoffSchedule;
   clock: () => Date;
+  /** How long each claim has stood unchanged, on this process's monotonic clock (what a takeover waits on). */
+  watch: ClaimWatch;
   logger: Logger;
   observer?: ExecutorObserver;
 }
 
 /** How a pass ended: the operation is settled (or not this executor's to carry out), or when to look again. */
-export type PassResult = { kind: 'settled' } | { kind: 'wait'; untilMs: number } | { kind: 'retry'; delayMs: number; cause: string };
+export type PassResult = { kind: 'settled' } | { kind: 'wait'; delayMs: number } | { kind: 'retry'; delayMs: number; cause: string };
 
 /** Appends of an outcome retried when only a wallet stream (written at `any`) conflicted. */
 const WALLET_CONFLICT_RETRIES = 50;
@@ -49,8 +52,8 @@ export async function runPass(deps: PassDeps, operationID: string, lastError: st
   for (;;) {
     signal.throwIfAborted();
     const { step, state, revision } = await claim(deps, operationID, context);
-    if (step.kind === 'ignore' || state.status === 'none') return { kind: 'settled' };
-    if (step.kind === 'wait') return { kind: 'wait', untilMs: Date.parse(step.until) };
+    if (step.kind === 'ignore' || state.status === 'none') return settledFor(deps, operationID);
+    if (step.kind === 'wait') return { kind: 'wait', delayMs: step.forMs };
     if (step.kind !== 'give-up') deps.observer?.claimed(step.attempt);
     const answer = await ask(deps.ledger, state.operation, ledgerQuestion(step));
     const { assetScale, retry } = deps;
@@ -61,7 +64,7 @@ export async function runPass(deps: PassDeps, operationID: string, lastError: st
     }
     if (await record(deps, outcome.writes, context, signal)) {
       observe(deps.observer, outcome.result);
-      return { kind: 'settled' };
+      return settledFor(deps, operationID);
     }
     // The operation's stream moved (another executor took over): look again. The ledger keeps it exactly-once.
   }
@@ -78,11 +81,17 @@ async function claim(deps: PassDeps, operationID: string, context: CommandContex
   return runDecision<{ operation: Versioned }, { step: ExecutionStep; state: OperationState; revision: number }>(deps.pipeline, {
     read: { operation: versioned(stream) },
     decide: ({ operation }) => {
-      const { step, events } = decideClaim(operation.state, deps.settings, now, deps.leaseMs);
+      const sighting = { unchangedForMs: deps.watch.unchangedForMs(operationID, operation.revision), leaseMs: deps.leaseMs };
+      const { step, events } = decideClaim(operation.state, deps.settings, now, sighting);
       return { writes: [{ stream, events }], result: { step, state: operation.state, revision: operation.revision + events.length } };
     },
     context,
   });
+}
+
+function settledFor(deps: PassDeps, operationID: string): PassResult {
+  deps.watch.forget(operationID);
+  return { kind: 'settled' };
 }
 
 /** The operation's state with the revision it was folded to (revisions start at 0 and have no gaps). */

@@ -23,8 +23,8 @@ export type ExecutionStep =
   | { kind: 'claim'; attempt: number }
   /** Claimed before, by us (a restart or a retry) or by an executor whose lease ran out: claim again, ask the ledger first. */
   | { kind: 'recover'; attempt: number }
-  /** Another executor holds a live claim: look again when it runs out. */
-  | { kind: 'wait'; until: string }
+  /** Another executor holds a claim this process has not yet seen unchanged for a lease: look again after forMs. */
+  | { kind: 'wait'; forMs: number }
   /** The attempts are spent: unless the ledger has the transaction, the operation fails. */
   | { kind: 'give-up'; attempt: number };
 
@@ -33,14 +33,25 @@ export interface WorkflowSettings {
   maxAttempts: number;
 }
 
-export function nextStep(state: OperationState, settings: WorkflowSettings, now: string): ExecutionStep {
+/**
+ * How the latest claim looks from this process: how long (this process's monotonic clock) it has seen the
+ * operation's stream unchanged at its current revision, and the lease. A claim's own `leaseUntil` comes from
+ * another host's wall clock and is never compared with ours: it is for display only.
+ */
+export interface ClaimSighting {
+  unchangedForMs: number;
+  leaseMs: number;
+}
+
+export function nextStep(state: OperationState, settings: WorkflowSettings, sighting: ClaimSighting): ExecutionStep {
   switch (state.status) {
     case 'approved':
       return { kind: 'claim', attempt: 1 };
     case 'executing': {
       const claim = state.claim!;
       const mine = claim.executorID === settings.executorID;
-      if (!mine && now < claim.leaseUntil) return { kind: 'wait', until: claim.leaseUntil };
+      // A live holder appends (claims again, records) well within a lease; a claim seen unchanged that long is dead.
+      if (!mine && sighting.unchangedForMs < sighting.leaseMs) return { kind: 'wait', forMs: sighting.leaseMs - sighting.unchangedForMs };
       const attempt = claim.attempt + 1;
       return attempt > settings.maxAttempts ? { kind: 'give-up', attempt } : { kind: 'recover', attempt };
     }
@@ -50,8 +61,9 @@ export function nextStep(state: OperationState, settings: WorkflowSettings, now:
 }
 
 /** The step, and the claim it appends (for a claim or a recovery): of two executors that read the same revision, one wins. */
-export function decideClaim(state: OperationState, settings: WorkflowSettings, now: Date, leaseMs: number): { step: ExecutionStep; events: OperationExecutionStarted[] } {
-  const step = nextStep(state, settings, now.toISOString());
+export function decideClaim(state: OperationState, settings: WorkflowSettings, now: Date, sighting: ClaimSighting): { step: ExecutionStep; events: OperationExecutionStarted[] } {
+  const step = nextStep(state, settings, sighting);
+  const leaseMs = sighting.leaseMs;
   const claims = state.status !== 'none' && (step.kind === 'claim' || step.kind === 'recover') ? [claimEvent(state.operation.operationID, settings.executorID, step.attempt, now, leaseMs)] : [];
   return { step, events: claims };
 }

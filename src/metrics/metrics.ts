@@ -177,6 +177,13 @@ export class WalletOpsMetrics {
 
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
 
+  /** This process's clock minus the store's, in seconds (src/shared/clock-skew.ts); absent on the embedded store. */
+  readonly clockSkew = new Gauge({
+    name: 'wallet_ops_clock_skew_seconds',
+    help: 'This process\'s clock minus the store\'s (PostgreSQL), in seconds, as last measured; positive when this clock runs ahead.',
+    registers: [this.registry],
+  });
+
   /** Operations assigned to the executor and not settled yet, read at scrape time (it is in memory). */
   watchExecutorQueue(depth: () => number): void {
     new Gauge({

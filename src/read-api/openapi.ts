@@ -263,7 +263,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
     name: 'Idempotency-Key',
     in: 'header',
     required: false,
-    description: 'Optional, 1 to 255 visible ASCII characters. A repeat with the same key and the same request within 24 hours is answered with the first response and `Idempotent-Replayed: true`, and creates nothing; the same key with a different request is refused with 422.',
+    description: 'Optional, 1 to 255 visible ASCII characters. A repeat with the same key and the same request is answered with the first response and `Idempotent-Replayed: true`, and creates nothing (the key is kept at least 24 hours); the same key with a different request is refused with 422.',
     schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
     example: 'c0a8f3e2-5b1d-4e7a-9f00-1d2e3f4a5b6c',
   };
@@ -338,8 +338,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           content: problemContent({ tooLarge: { value: { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' } } }),
         },
         '422': {
-          description: 'The Idempotency-Key was used in the last 24 hours with a different request.',
-          content: problemContent({ keyReused: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request in the last 24 hours')) } }),
+          description: 'The Idempotency-Key was already used with a different request.',
+          content: problemContent({ keyReused: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request')) } }),
         },
         '429': TOO_MANY_REQUESTS,
       },

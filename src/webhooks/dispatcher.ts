@@ -15,6 +15,7 @@ import type { AddressRules, Resolver } from './address-guard.ts';
 import { activeRoutes, getRoute, nextDelivery, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
 import { afterAttempt, type RetryPolicy } from './retry-policy.ts';
 import { attemptDelivery, type AttemptResult } from './sender.ts';
+import { EndpointLeases } from './endpoint-lease.ts';
 
 /**
  * Sends the queued deliveries: a supervised consumer whose session loops over the active endpoints and runs,
@@ -26,10 +27,13 @@ import { attemptDelivery, type AttemptResult } from './sender.ts';
  * receiver answered; a process killed between the two sends the same event (same id, same body) again. A
  * store error while recording fails the session, and the supervisor starts a new one after a backoff.
  *
- * Across processes, an endpoint's worker holds a lease (a read-store counter, atomic on every adapter) so that
- * two processes never send one endpoint's deliveries at once; a lease of a process that died expires after
- * `leaseMs`.
+ * Across processes, an endpoint's worker holds a heartbeat lease (endpoint-lease.ts) so that two processes do
+ * not send one endpoint's deliveries at once; a process that stopped beating loses it after `leaseMs` of the
+ * other processes' own monotonic clocks, whatever the wall clocks say. An attempt is recorded only under the
+ * lease (a fenced commit): a sender that was paused past its lease drops its result rather than overwrite the
+ * newer holder's (the receiver may then have the event twice, which at-least-once allows; the log never lies).
  */
+/** The counters that held the leases before the heartbeat lease; no longer written, kept defined for old data. */
 export const WEBHOOK_LEASES_COLLECTION: CollectionDefinition = { name: 'webhook_leases', indexes: [['expiresAt']] };
 
 export interface WebhookDispatcherOptions {
@@ -52,6 +56,8 @@ export interface WebhookDispatcherOptions {
   /** DNS (tests point a name at a private address through it). */
   resolve?: Resolver;
   random?: () => number;
+  /** This process's monotonic clock (ms), which alone times the leases: performance.now() unless given (tests). */
+  monotonicMs?: () => number;
   /** Told of every recorded attempt (metrics, benches). */
   onAttempt?: (delivery: DeliveryDoc, result: AttemptResult) => void;
   supervision?: Supervision;
@@ -74,13 +80,14 @@ export class WebhookDispatcher {
   private readonly dirty = new Set<string>();
   /** The active endpoints as of the last full scan. */
   private routes = new Map<string, RouteDoc>();
-  /** Endpoints whose lease this process holds, with its expiry (epoch ms). */
-  private readonly leases = new Map<string, number>();
+  /** The endpoints' heartbeat leases, as this process holds or watches them. */
+  private readonly leases: EndpointLeases;
   /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
   private failure: unknown;
 
   constructor(private readonly options: WebhookDispatcherOptions) {
     // It follows the delivery queues the outbox fills, not the stream: of the follower it takes the supervision.
+    this.leases = new EndpointLeases(options.readStore, options.leaseMs, options.monotonicMs);
     this.consumer = supervise('webhook-deliveries', options.logger, (context) => this.session(context), options.supervision);
   }
 
@@ -133,7 +140,7 @@ export class WebhookDispatcher {
       }
     } finally {
       await Promise.allSettled(this.working.values());
-      await this.releaseAll();
+      await this.leases.releaseAll();
     }
   }
 
@@ -190,17 +197,18 @@ export class WebhookDispatcher {
       const current = await getRoute(readStore, route.id);
       if (current?.status !== 'active') {
         this.routes.delete(route.id);
-        await this.release(route.id);
+        await this.leases.release(route.id);
         return;
       }
-      if (!(await this.hold(route.id))) return; // another process sends this endpoint's queue
+      // One attempt, and margin for a slow commit: a lease running shorter than that is renewed by a beat first.
+      if (!(await this.leases.hold(route.id, 2 * this.options.timeoutMs))) return; // another process sends this endpoint's queue
       const outcome = await this.attempt(current, delivery);
-      if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint
+      if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint; a lost lease stops
       delivery = await nextDelivery(readStore, route.id);
     }
   }
 
-  private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up'> {
+  private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up' | 'lost'> {
     const startedAt = this.now();
     const secrets = await this.secretsOf(route, new Date(startedAt).toISOString());
     const result: AttemptResult = secrets === null
@@ -240,10 +248,15 @@ export class WebhookDispatcher {
     if (outcome.kind === 'delivered') Object.assign(patch, { status: 'delivered', failingSince: null, deliveredAt: new Date(this.now()).toISOString() });
     else if (outcome.kind === 'retry') Object.assign(patch, { nextAttemptAt: outcome.nextAttemptAt, failingSince: outcome.failingSince });
     else Object.assign(patch, { status: 'failed', failingSince: outcome.failingSince });
-    await this.options.readStore.commit([
+    const recorded = await this.leases.commitUnder(route.id, [
       { op: 'upsert', collection: WEBHOOK_ATTEMPTS_COLLECTION.name, doc: record },
       { op: 'patch', collection: WEBHOOK_DELIVERIES_COLLECTION.name, id: delivery.id, patch },
     ]);
+    if (!recorded) {
+      // Paused or slow past the lease: another process holds the queue now and records its own attempts.
+      this.options.logger.warn({ endpointID: route.id, eventID: delivery.eventID, attempt, ok: result.ok }, 'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the receiver twice)');
+      return 'lost';
+    }
     this.options.onAttempt?.({ ...delivery, ...patch }, result);
     if (outcome.kind === 'retry') this.wakeAt(outcome.nextAttemptAt);
     if (outcome.kind === 'give-up') await this.disable(route, delivery, result.error);
@@ -288,48 +301,6 @@ export class WebhookDispatcher {
       this.secrets.set(endpointID, cached);
     }
     return acceptedSecrets(cached.secrets, now);
-  }
-
-  /**
-   * True when this process holds the endpoint's lease for at least one more attempt: kept between deliveries
-   * (no store write per delivery while the queue flows), renewed when it runs short, taken when it is not ours.
-   * The lease is a read-store counter: the process whose increment makes it 1 holds it until it expires.
-   */
-  private async hold(endpointID: string): Promise<boolean> {
-    const { readStore, leaseMs, timeoutMs } = this.options;
-    const now = this.now();
-    const held = this.leases.get(endpointID);
-    const needed = now + 2 * timeoutMs; // one attempt, and margin for clocks and a slow commit
-    if (held !== undefined && held > needed + leaseMs / 2) return true;
-    if (held !== undefined && held > needed) {
-      // Still ours: move its expiry ("a patch of expiresAt moves it").
-      await readStore.commit([{ op: 'patch', collection: WEBHOOK_LEASES_COLLECTION.name, id: endpointID, patch: { expiresAt: now + leaseMs } }]);
-      this.leases.set(endpointID, now + leaseMs);
-      return true;
-    }
-    this.leases.delete(endpointID);
-    const lease = await readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: 1, now, expiresAt: now + leaseMs });
-    if (lease.count === 1) {
-      this.leases.set(endpointID, lease.expiresAt);
-      return true;
-    }
-    await readStore.incrementCounter(WEBHOOK_LEASES_COLLECTION.name, endpointID, { by: -1, now, expiresAt: now + leaseMs });
-    return false;
-  }
-
-  /** Deleting (not decrementing) the lease: the next holder starts a fresh one, with its own expiry. */
-  private async release(endpointID: string): Promise<void> {
-    if (!this.leases.delete(endpointID)) return;
-    await this.options.readStore.commit([{ op: 'delete', collection: WEBHOOK_LEASES_COLLECTION.name, id: endpointID }]);
-  }
-
-  /** At the end of a session: every lease this process holds, so other processes need not wait for expiry. */
-  private async releaseAll(): Promise<void> {
-    const held = [...this.leases.keys()];
-    this.leases.clear();
-    if (held.length === 0) return;
-    // Best effort: a lease left behind (the store is failing) only expires, after leaseMs.
-    await this.options.readStore.commit(held.map((id) => ({ op: 'delete' as const, collection: WEBHOOK_LEASES_COLLECTION.name, id }))).catch(() => undefined);
   }
 
   private retryTimer: NodeJS.Timeout | undefined;

@@ -57,7 +57,7 @@ describe('the carrier of an executor\'s operations', () => {
   };
 
   it("when an operation waits out another executor's live claim, then with a single slot another operation still runs and settles at once", async () => {
-    const { carrier } = started(carrierOf({ claimedElsewhere: [{ kind: 'wait', untilMs: Date.now() + 60_000 }], free: [settled] }));
+    const { carrier } = started(carrierOf({ claimedElsewhere: [{ kind: 'wait', delayMs: 60_000 }], free: [settled] }));
     const waiting = carrier.carry('claimedElsewhere');
     await within(carrier.carry('free'));
     expect(await stillPending(waiting)).toBe(true);

@@ -12,6 +12,7 @@ import {
   ledgerQuestion,
   legsOf,
   nextStep,
+  type ClaimSighting,
   type LedgerAnswer,
   type LedgerStep,
   type Outcome,
@@ -112,9 +113,16 @@ function stateWithStatus(status: OperationStatus): OperationState {
   }
 }
 
+/** This process has just seen the claim (a live holder's), or has seen it unchanged for a whole lease (a dead one's). */
+const JUST_SEEN = { unchangedForMs: 0, leaseMs: 1000 };
+const UNCHANGED_FOR_A_LEASE = { unchangedForMs: 1000, leaseMs: 1000 };
+const A_DAY = 24 * 3600_000;
+const dayAfter = (iso: string) => new Date(Date.parse(iso) + A_DAY).toISOString();
+const dayBefore = (iso: string) => new Date(Date.parse(iso) - A_DAY).toISOString();
+
 describe('nextStep', () => {
   it('an operation that does not exist: ignore', () => {
-    expect(nextStep(operationState.initialState(), settings, NOW)).toEqual({ kind: 'ignore' });
+    expect(nextStep(operationState.initialState(), settings, JUST_SEEN)).toEqual({ kind: 'ignore' });
   });
 
   it.each<[OperationStatus, string]>([
@@ -126,66 +134,71 @@ describe('nextStep', () => {
   ])('%s (%s): ignore', (status) => {
     const state = stateWithStatus(status);
     expect(state.status).toBe(status);
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'ignore' });
+    expect(nextStep(state, settings, JUST_SEEN)).toEqual({ kind: 'ignore' });
   });
 
   it('approved and unclaimed: claim, attempt 1', () => {
-    expect(nextStep(stateWithStatus('approved'), settings, NOW)).toEqual({ kind: 'claim', attempt: 1 });
+    expect(nextStep(stateWithStatus('approved'), settings, JUST_SEEN)).toEqual({ kind: 'claim', attempt: 1 });
   });
 
-  it('our own claim with its lease still running (a restart or a retry): recover with the next attempt at once', () => {
+  it('our own claim just seen (a restart or a retry): recover with the next attempt at once', () => {
     const state = given(requested(), approved(), claimed('exec-A', 1, LATER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 2 });
+    expect(nextStep(state, settings, JUST_SEEN)).toEqual({ kind: 'recover', attempt: 2 });
   });
 
-  it('our own claim with its lease expired: recover', () => {
+  it('our own claim seen unchanged for a lease: recover', () => {
     const state = given(requested(), approved(), claimed('exec-A', 2, EARLIER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 3 });
+    expect(nextStep(state, settings, UNCHANGED_FOR_A_LEASE)).toEqual({ kind: 'recover', attempt: 3 });
   });
 
-  it("another executor's live lease: wait until it runs out", () => {
+  it("another executor's claim seen unchanged for 400 of 1,000 ms: wait the 600 ms left", () => {
     const state = given(requested(), approved(), claimed('exec-B', 1, LATER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'wait', until: LATER });
+    expect(nextStep(state, settings, { unchangedForMs: 400, leaseMs: 1000 })).toEqual({ kind: 'wait', forMs: 600 });
   });
 
-  it("another executor's expired lease: take over with the next attempt (recover asks the ledger first)", () => {
+  it("another executor's claim seen unchanged for a whole lease: take over with the next attempt (recover asks the ledger first)", () => {
     const state = given(requested(), approved(), claimed('exec-B', 1, EARLIER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 2 });
+    expect(nextStep(state, settings, UNCHANGED_FOR_A_LEASE)).toEqual({ kind: 'recover', attempt: 2 });
   });
 
-  it('a lease ending exactly now has run out', () => {
-    const state = given(requested(), approved(), claimed('exec-B', 1, NOW));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 2 });
+  it("when another executor's claim says its lease ended a day ago (our clock a day ahead of its), then a claim just seen is still waited for", () => {
+    const state = given(requested(), approved(), claimed('exec-B', 1, dayBefore(NOW)));
+    expect(nextStep(state, settings, JUST_SEEN)).toEqual({ kind: 'wait', forMs: 1000 });
+  });
+
+  it("when another executor's claim says its lease runs a day longer (its clock a day ahead), then a claim unchanged for a lease is taken over", () => {
+    const state = given(requested(), approved(), claimed('exec-B', 1, dayAfter(NOW)));
+    expect(nextStep(state, settings, UNCHANGED_FOR_A_LEASE)).toEqual({ kind: 'recover', attempt: 2 });
   });
 
   it('the latest claim counts: a takeover of our claim by another executor makes us wait for its lease', () => {
     const state = given(requested(), approved(), claimed('exec-A', 1, EARLIER), claimed('exec-B', 2, LATER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'wait', until: LATER });
+    expect(nextStep(state, settings, JUST_SEEN)).toEqual({ kind: 'wait', forMs: 1000 });
   });
 
   it('attempts spent on our own claim: give up', () => {
     const state = given(requested(), approved(), claimed('exec-A', 3, LATER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'give-up', attempt: 4 });
+    expect(nextStep(state, settings, JUST_SEEN)).toEqual({ kind: 'give-up', attempt: 4 });
   });
 
-  it("attempts spent on another executor's expired claim: give up", () => {
+  it("attempts spent on another executor's claim unchanged for a lease: give up", () => {
     const state = given(requested(), approved(), claimed('exec-B', 3, EARLIER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'give-up', attempt: 4 });
+    expect(nextStep(state, settings, UNCHANGED_FOR_A_LEASE)).toEqual({ kind: 'give-up', attempt: 4 });
   });
 
-  it("attempts spent but another executor's lease still live: wait for it first", () => {
+  it("attempts spent but another executor's claim just seen: wait for it first", () => {
     const state = given(requested(), approved(), claimed('exec-B', 3, LATER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'wait', until: LATER });
+    expect(nextStep(state, settings, JUST_SEEN)).toEqual({ kind: 'wait', forMs: 1000 });
   });
 
   it('the last allowed attempt is still a recover', () => {
     const state = given(requested(), approved(), claimed('exec-A', 2, LATER));
-    expect(nextStep(state, settings, NOW)).toEqual({ kind: 'recover', attempt: 3 });
+    expect(nextStep(state, settings, JUST_SEEN)).toEqual({ kind: 'recover', attempt: 3 });
   });
 
   it('maxAttempts 1: after the first claim there is no other attempt', () => {
     const state = given(requested(), approved(), claimed('exec-A', 1, LATER));
-    expect(nextStep(state, { ...settings, maxAttempts: 1 }, NOW)).toEqual({ kind: 'give-up', attempt: 2 });
+    expect(nextStep(state, { ...settings, maxAttempts: 1 }, JUST_SEEN)).toEqual({ kind: 'give-up', attempt: 2 });
   });
 });
 
@@ -202,16 +215,16 @@ describe('decideClaim', () => {
   const op = merchantOp().operationID;
   const claimAt = (executorID: string, attempt: number) => claimEvent(op, executorID, attempt, new Date(NOW), 1000);
 
-  it.each<[string, OperationState, ReturnType<typeof decideClaim>]>([
+  it.each<[string, OperationState, ReturnType<typeof decideClaim>, ClaimSighting?]>([
     ['approved and unclaimed: claim attempt 1', stateWithStatus('approved'), { step: { kind: 'claim', attempt: 1 }, events: [claimAt('exec-A', 1)] }],
     ['our own earlier claim: claim again as the next attempt', given(requested(), approved(), claimed('exec-A', 1, LATER)), { step: { kind: 'recover', attempt: 2 }, events: [claimAt('exec-A', 2)] }],
-    ["another executor's expired claim: take it over", given(requested(), approved(), claimed('exec-B', 2, EARLIER)), { step: { kind: 'recover', attempt: 3 }, events: [claimAt('exec-A', 3)] }],
-    ["another executor's live claim: no claim, wait", given(requested(), approved(), claimed('exec-B', 1, LATER)), { step: { kind: 'wait', until: LATER }, events: [] }],
+    ["another executor's claim unchanged for a lease: take it over", given(requested(), approved(), claimed('exec-B', 2, LATER)), { step: { kind: 'recover', attempt: 3 }, events: [claimAt('exec-A', 3)] }, UNCHANGED_FOR_A_LEASE],
+    ["another executor's claim just seen, whatever its leaseUntil: no claim, wait", given(requested(), approved(), claimed('exec-B', 1, EARLIER)), { step: { kind: 'wait', forMs: 1000 }, events: [] }, JUST_SEEN],
     ['attempts spent: no claim, give up', given(requested(), approved(), claimed('exec-A', 3, LATER)), { step: { kind: 'give-up', attempt: 4 }, events: [] }],
     ['settled: nothing', stateWithStatus('completed'), { step: { kind: 'ignore' }, events: [] }],
     ['unknown operation: nothing', operationState.initialState(), { step: { kind: 'ignore' }, events: [] }],
-  ])('given %s', (_, state, expected) => {
-    expect(decideClaim(state, settings, new Date(NOW), 1000)).toEqual(expected);
+  ])('given %s', (_, state, expected, sighting = JUST_SEEN) => {
+    expect(decideClaim(state, settings, new Date(NOW), sighting)).toEqual(expected);
   });
 });
 

@@ -137,3 +137,68 @@ it('given an endpoint whose name resolves to an internal address, when a deliver
   const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.msg === 'webhook delivery attempt failed');
   expect(logged).toMatchObject({ endpointID: route.id, eventID: message.eventID, attempt: 1, error: 'refused: address not allowed', detail: expect.stringMatching(/10\.1\.2\.3 \(private\)/) });
 });
+
+/** An approved endpoint with deliveries queued for these events, on the test system's stores. */
+async function endpointWithBacklog(system: TestSystem, url: string, count: number) {
+  const { eventStore, readStore } = system.system.stores;
+  await readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]);
+  const key = randomBytes(32);
+  const party = { type: 'distributor' as const, id: randomUUID() };
+  const route: RouteDoc = { id: 'whe_0000000000000090', partyType: party.type, partyID: party.id, url, eventTypes: ['operation.completed'], status: 'active' };
+  await readStore.commit([{ op: 'upsert', collection: WEBHOOK_ROUTES_COLLECTION.name, doc: route }]);
+  await eventStore.append(streams.webhookEndpoint(route.id), [
+    { type: 'WebhookEndpointRequested', data: { endpointID: route.id, party, url: route.url, eventTypes: route.eventTypes, requestedBy: 'u1', requestedAt: new Date().toISOString() } },
+    { type: 'WebhookEndpointApproved', data: { endpointID: route.id, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: sealWebhookSecret(key, route.id, newWebhookSecret()) } },
+  ], 'no_stream');
+  const ids = Array.from({ length: count }, (_, i) => `evt_${String(i).padStart(24, '0')}`);
+  const deliveries = ids.map((eventID, i) => newDelivery(route, { eventID, type: 'operation.completed', party, createdAt: new Date().toISOString(), body: JSON.stringify({ id: eventID }) }, i + 1, new Date()));
+  await readStore.commit(deliveries.map((doc) => ({ op: 'upsert' as const, collection: WEBHOOK_DELIVERIES_COLLECTION.name, doc })));
+  const options = {
+    eventStore, readStore, secretsKey: key, clock: () => new Date(), logger: createLogger('silent'), assetScale: 2, policy: DEFAULT_RETRY_POLICY,
+    timeoutMs: 250, concurrency: 8, pollIntervalMs: 20, leaseMs: 1_000, rules: { allowLoopback: true },
+  };
+  return { ids, deliveries, route, options };
+}
+
+it('given two dispatchers on one store, one with a clock 90 s ahead, when an endpoint has a backlog, then each delivery is sent once, in order (the lease never trusts either wall clock)', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  receiver = await startWebhookReceiver();
+  receiver.respond(() => new Promise((resolve) => setTimeout(() => resolve(200), 40)));
+  const { ids, options, route } = await endpointWithBacklog(sys, receiver.url, 40);
+  dispatcher = new WebhookDispatcher(options);
+  const ahead = new WebhookDispatcher({ ...options, clock: () => new Date(Date.now() + 90_000) });
+  try {
+    dispatcher.start();
+    ahead.start();
+    await receiver.waitForRequests(ids.length);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // time for a second send of anything
+    expect(receiver.received.map((r) => r.json.id)).toEqual(ids);
+    expect(await sys.system.stores.readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } })).toBe(ids.length);
+  } finally {
+    await ahead.stop();
+  }
+});
+
+it('given a sender stalled past its lease (as after SIGSTOP), when another process delivered the event meanwhile, then the stalled attempt is not recorded over the successful one', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  receiver = await startWebhookReceiver();
+  // The first send hangs past the 1 s lease and then fails; the second (the other process's) succeeds.
+  receiver.respond((_, index) => (index === 0 ? new Promise((resolve) => setTimeout(() => resolve(500), 1_800)) : 200));
+  const { options, deliveries } = await endpointWithBacklog(sys, receiver.url, 1);
+  const { readStore } = sys.system.stores;
+  dispatcher = new WebhookDispatcher({ ...options, timeoutMs: 5_000 });
+  const other = new WebhookDispatcher({ ...options, timeoutMs: 5_000 });
+  try {
+    dispatcher.start();
+    await receiver.waitForRequests(1);
+    other.start();
+    await receiver.waitForRequests(2);
+    await waitFor(async () => (await getDelivery(readStore, deliveries[0]!.id))?.status === 'delivered');
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // the stalled attempt has its answer by now
+    const delivery = await getDelivery(readStore, deliveries[0]!.id);
+    expect(delivery).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 200, lastError: null });
+    expect(await attemptsOfDelivery(readStore, deliveries[0]!.id)).toEqual([expect.objectContaining({ attempt: 1, ok: true, statusCode: 200 })]);
+  } finally {
+    await other.stop();
+  }
+});
