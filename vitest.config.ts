@@ -22,6 +22,9 @@ function ramTempDir(): string | undefined {
 }
 const RAM_TEMP_DIR = ramTempDir();
 
+/** Suites about the PostgreSQL stores themselves that only the on-postgres project runs (they need TEST_STORES=postgres). */
+const ON_POSTGRES_ONLY = ['test/audit/stores-on-postgres.e2e.test.ts'];
+
 export default defineConfig({
   test: {
     ...(RAM_TEMP_DIR ? { env: { TMPDIR: RAM_TEMP_DIR } } : {}),
@@ -39,12 +42,13 @@ export default defineConfig({
       // (vitest.packaging.config.ts): it re-checks what the typecheck and these tests already ran from source.
       {
         extends: true,
-        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS], globalSetup: ['test/support/postgres.global.ts'] },
+        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...ON_POSTGRES_ONLY], globalSetup: ['test/support/postgres.global.ts'] },
       },
       {
         // The end-to-end suites where the store matters, again, on PostgreSQL (test/support/test-stores.ts: a fresh
         // database per test system): creates and their durability, two write-api processes on one store, the
-        // executor end to end and through crashes, webhook deliveries and their crash, a rebuild while serving.
+        // executor end to end and through crashes, webhook deliveries and their crash, a rebuild while serving; the
+        // operator CLI (audit verify, export and import, rebuild, status) on the server's databases.
         // The adapters' own contract suites run on PostgreSQL in the wallet-ops project.
         extends: true,
         test: {
@@ -58,6 +62,7 @@ export default defineConfig({
             'test/webhooks/delivery.e2e.test.ts',
             'test/webhooks/delivery-crash.e2e.test.ts',
             'test/read-api/rebuild.e2e.test.ts',
+            ...ON_POSTGRES_ONLY,
           ],
           env: { TEST_STORES: 'postgres' },
           globalSetup: ['test/support/postgres.global.ts'],

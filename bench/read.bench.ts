@@ -6,6 +6,7 @@
  * an express handler doing one indexed better-sqlite3 SELECT of 100 rows holding the very same documents
  * (index on (party, createdAt, id), same pragmas), JSON.parse of each and res.json; and one primary-key SELECT
  * for the balance.
+ * On PostgreSQL: BENCH_STORES=postgres npm run bench:read (bench/support/bench-stores.ts) writes a section of its own.
  */
 import express from 'express';
 import { tempDir } from '../test/support/temp-dir.ts';
@@ -13,11 +14,11 @@ import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 import { baselineApp, DISTRIBUTORS, OPERATIONS, PAGE, seed } from './support/read-system.ts';
+import { startBenchStores } from './support/bench-stores.ts';
 
 const CONNECTIONS = 64;
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
-const HEADING = '## Read side (npm run bench:read)';
 
 async function measure(url: string, requests: LoadSpec['requests']): Promise<LoadResult> {
   await runLoad({ url, connections: CONNECTIONS, durationSeconds: WARMUP_SECONDS, requests });
@@ -49,7 +50,17 @@ function row(name: string, result: LoadResult, baseline: LoadResult, note = ''):
 
 async function main(): Promise<void> {
   const started = performance.now();
-  console.log(`bench:read: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario, ${OPERATIONS} operations over ${DISTRIBUTORS} distributors`);
+  const stores = await startBenchStores();
+  try {
+    await run(started, stores);
+  } finally {
+    await stores.stop();
+  }
+}
+
+async function run(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
+  const HEADING = stores.stores === 'embedded' ? '## Read side (npm run bench:read)' : '## Read side on PostgreSQL (BENCH_STORES=postgres npm run bench:read)';
+  console.log(`bench:read: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario, ${OPERATIONS} operations over ${DISTRIBUTORS} distributors, on ${stores.label}`);
   const { sys, requests, seedSeconds } = await seed();
   const dir = tempDir('read-bench-');
   const baseline = await baselineApp(sys, dir.path);
@@ -59,7 +70,7 @@ async function main(): Promise<void> {
     const [first] = requests.list;
     const ours = (await (await fetch(`${sys.baseUrl}${first!.path}`, { headers: first!.headers })).json()) as Array<{ operationID: string }>;
     const theirs = (await (await fetch(`${baselineServer.url}${first!.path}`)).json()) as Array<{ operationID: string }>;
-    if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join()) throw new Error('wallet-ops and the baseline return different pages');
+    if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join()) throw new Error(`wallet-ops and the baseline return different pages (${ours.length} and ${theirs.length} operations; a page is ${PAGE}: BENCH_OPERATIONS must be at least ${PAGE * DISTRIBUTORS})`);
     console.log(`seeded in ${seedSeconds.toFixed(1)} s; ${baseline.documents} documents; a page is ${JSON.stringify(ours).length} bytes`);
 
     const baseList = await measure(baselineServer.url, requests.list);
@@ -77,6 +88,7 @@ async function main(): Promise<void> {
       HEADING,
       '',
       machineNote(),
+      `Stores: ${stores.label}.`,
       `${OPERATIONS} distributor operations (80% completed) over ${DISTRIBUTORS} distributors, appended with appendMulti and projected before the run;`,
       `${CONNECTIONS} connections, ${DURATION_SECONDS} s each after a ${WARMUP_SECONDS} s warm-up, autocannon in its own process, requests cycling over the ${DISTRIBUTORS} distributors and their keys.`,
       `The list baseline is an express handler doing one indexed better-sqlite3 SELECT of ${PAGE} rows (the same documents, index on (party, createdAt, id), WAL, same pragmas), JSON.parse of each, res.json;`,

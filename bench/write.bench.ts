@@ -5,6 +5,8 @@
  * express handler that does one better-sqlite3 insert of a similar row, fully synced (WAL, synchronous=FULL, as
  * the stores) and not synced (synchronous=OFF: no fsync at all, what durability costs).
  * Then the peer rows: the same read-decide-append with Emmett (bench/support/peer-emmett.ts).
+ * On PostgreSQL: BENCH_STORES=postgres npm run bench:write (bench/support/bench-stores.ts) writes a section of its
+ * own, without the commit-thread row (an embedded-store setting) and the peer rows.
  */
 // Users' passwords hashed at the test suite's scrypt cost: setting up the parties is not what is measured.
 import '../test/support/fast-passwords.ts';
@@ -15,6 +17,7 @@ import { listen, runLoad } from './support/run-load.ts';
 import { peerComparison } from './support/peer-emmett.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 import { insertBaselineApp, writeSystem } from './support/write-system.ts';
+import { startBenchStores } from './support/bench-stores.ts';
 
 const CONNECTIONS = 64;
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -72,7 +75,18 @@ const aim = (value: number, target: number) => `${value.toFixed(2)}x (aim ${targ
 
 async function main(): Promise<void> {
   const started = performance.now();
-  console.log(`bench:write: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario`);
+  const stores = await startBenchStores();
+  try {
+    await run(started, stores);
+  } finally {
+    await stores.stop();
+  }
+}
+
+async function run(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
+  const embedded = stores.stores === 'embedded';
+  const heading = embedded ? '## Write side (npm run bench:write)' : '## Write side on PostgreSQL (BENCH_STORES=postgres npm run bench:write)';
+  console.log(`bench:write: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario, on ${stores.label}`);
   const bare = await bareExpress();
   console.log('bare express', bare);
   const synced = await expressWithInsert(true);
@@ -86,15 +100,16 @@ async function main(): Promise<void> {
   }
   const oneKey = await walletOps(1);
   console.log('wallet-ops, one key', oneKey);
-  const onThread = await walletOps(SPREADS[0]!, { EVENT_STORE_COMMITS: 'thread' });
-  console.log('wallet-ops, commits on the commit thread', onThread);
+  const onThread = embedded ? await walletOps(SPREADS[0]!, { EVENT_STORE_COMMITS: 'thread' }) : undefined;
+  if (onThread) console.log('wallet-ops, commits on the commit thread', onThread);
   const widest = spread[SPREADS.at(-1)!]!;
-  const peer = await peerComparison(DURATION_SECONDS);
+  const peer = embedded ? await peerComparison(DURATION_SECONDS) : [];
 
   const section = [
-    '## Write side (npm run bench:write)',
+    heading,
     '',
     machineNote(),
+    `Stores: ${stores.label}.`,
     `POST create-operation (cash-in of 1.00 to a registered phone), ${CONNECTIONS} connections, ${DURATION_SECONDS} s each, autocannon in its own process;`,
     'the write API alone in the server process (as it runs behind a load balancer; projections and executor elsewhere).',
     'Baselines: express handlers doing one better-sqlite3 insert of a similar row per request, fully synced (WAL, synchronous=FULL, as',
@@ -107,7 +122,7 @@ async function main(): Promise<void> {
     row('express + one unsynced insert (baseline)', unsynced, synced, unsynced),
     ...SPREADS.map((parties) => row(`wallet-ops, spread over ${parties} parties and keys`, spread[parties]!, synced, unsynced, `${spread[parties]!.created} operations appended`)),
     row('wallet-ops, all on one key and payer', oneKey, synced, unsynced, `${oneKey.created} operations appended`),
-    row(`wallet-ops, spread over ${SPREADS[0]} keys, commits on the commit thread`, onThread, synced, unsynced, `EVENT_STORE_COMMITS=thread; ${(onThread.requestsPerSecond / spread[SPREADS[0]!]!.requestsPerSecond).toFixed(2)}x the same with commits on the event loop (the default)`),
+    ...(onThread ? [row(`wallet-ops, spread over ${SPREADS[0]} keys, commits on the commit thread`, onThread, synced, unsynced, `EVENT_STORE_COMMITS=thread; ${(onThread.requestsPerSecond / spread[SPREADS[0]!]!.requestsPerSecond).toFixed(2)}x the same with commits on the event loop (the default)`)] : []),
     '',
     'Targets (issue 15), as ratios of this run:',
     ...SPREADS.flatMap((parties) => [
@@ -124,7 +139,7 @@ async function main(): Promise<void> {
     `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
     '',
   ].join('\n');
-  writeBenchSection('## Write side (npm run bench:write)', section);
+  writeBenchSection(heading, section);
   console.log(section);
 }
 

@@ -77,11 +77,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
   const corruption = new CorruptionWatch(clock, (error) => logger.fatal({ err: error, store: error.store }, 'store corrupted: refusing to serve it until it is restored'));
-  const opened = await openStores(config, metrics ? {
+  // A server store not reachable yet (its container still starting) is waited for, as one that blinks later is.
+  const opened = await untilAvailable(() => openStores(config, metrics ? {
     ...faults,
     eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
     onGroupCommit: (requests) => metrics.groupCommitBatchSize.observe(requests),
-  } : faults);
+  } : faults), 'opening the stores', logger);
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
   // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).

@@ -110,6 +110,8 @@ export class ProjectionRunner {
       eventStore,
       filter: { eventTypes: [...projection.eventTypes] },
       checkpoint: exclusiveCheckpoint(readStore, projection.name, { fencedByGeneration: true }),
+      // Read freshness tells a model never built (no checkpoint) from one with nothing to show yet.
+      checkpointEmptyHistory: true,
       batchSize: options.batchSize ?? 1000,
       logger: options.logger,
       ...(options.supervision ? { supervision: options.supervision } : {}),

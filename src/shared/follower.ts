@@ -139,6 +139,12 @@ export interface FollowerOptions {
    * resumes from what this process has handled instead of reading the checkpoint again.
    */
   checkpointBestEffort?: boolean;
+  /**
+   * With no checkpoint and none of the followed events in the store yet, a session first commits the head as
+   * the checkpoint (a projection: the model is built and has nothing to show). Without it a model whose first
+   * event arrives would look "never built" (no checkpoint while its events exist) until it is applied.
+   */
+  checkpointEmptyHistory?: boolean;
   /** Called when no event came for `afterMs` (the sealer seals what it has). */
   idle?: { afterMs: number; run(): Promise<void> };
   logger: ConsumerLogger;
@@ -212,6 +218,8 @@ export class Follower {
       if (resume === null) {
         this.committed = await this.options.checkpoint.load();
         this.committedAt = Date.now();
+        // Someone else committed first (a second runner, a promote): read their checkpoint.
+        if (this.committed === null && this.options.checkpointEmptyHistory && !(await this.checkpointEmptyHistory())) continue;
       }
       this.delivered = resume ?? this.committed;
       resume = null; // a next turn (Resubscribe: the ground moved) reads the checkpoint
@@ -227,6 +235,23 @@ export class Follower {
         await subscription.stop();
       }
     }
+  }
+
+  /** Commits the head as the checkpoint when no followed event is at or below it; false when another writer moved it first. */
+  private async checkpointEmptyHistory(): Promise<boolean> {
+    const { eventStore, filter } = this.options;
+    const head = await eventStore.headPosition();
+    const [first] = await eventStore.readAll({ toPosition: head, maxCount: 1, ...(filter ? { filter } : {}) });
+    if (first) return true;
+    try {
+      await this.options.checkpoint.commit(head, []);
+    } catch (error) {
+      if (error instanceof CheckpointConflictError) return false;
+      throw error;
+    }
+    this.committed = head;
+    this.committedAt = Date.now();
+    return true;
   }
 
   private async consume(subscription: AsyncIterable<RecordedEvent>, context: SessionContext): Promise<void> {

@@ -91,14 +91,14 @@ const FORMATS = {
 /** What the host's environment gives `${VAR:?…}` interpolations in this test (compose would refuse to start without them). */
 const HOST_ENVIRONMENT: Record<string, string> = { SECRETS_KEY: '00'.repeat(32) };
 
-function environmentOf(service: Service): Record<string, string> {
+function environmentOf(service: Service, host: Record<string, string> = HOST_ENVIRONMENT): Record<string, string> {
   const environment = service.environment ?? {};
   const entries: Array<[string, string]> = Array.isArray(environment)
     ? environment.map((entry) => [entry.split('=')[0]!, entry.slice(entry.indexOf('=') + 1)])
     : Object.entries(environment).map(([key, value]) => [key, value === null ? '' : String(value)]);
   // `${NAME:-default}` takes the default when the host does not set NAME; `${NAME:?message}` must be set.
   return Object.fromEntries(
-    entries.map(([key, value]) => [key, value.replace(/^\$\{(\w+)(?::?([?-])([^}]*))?\}$/, (_, name: string, kind?: string, rest?: string) => HOST_ENVIRONMENT[name] ?? (kind === '-' ? rest! : ''))]),
+    entries.map(([key, value]) => [key, value.replace(/^\$\{(\w+)(?::?([?-])([^}]*))?\}$/, (_, name: string, kind?: string, rest?: string) => host[name] ?? (kind === '-' ? rest! : ''))]),
   );
 }
 
@@ -113,7 +113,7 @@ function runHelp(args: string[]): { status: number | null; output: string } {
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
-const STORES = ['kurrentdb', 'mongodb'];
+const STORES = ['kurrentdb', 'mongodb', 'postgres'];
 
 /** Compose's duration syntax (`1m30s`, `15s`, `500ms`) in milliseconds. */
 function durationMs(text: string): number {
@@ -257,6 +257,34 @@ describe('docker-compose.yml', () => {
     expect(runHelp(args).status).toBe(0);
   });
 
+  describe('the postgres profile', () => {
+    const onPostgres = { ...HOST_ENVIRONMENT, EVENT_STORE: 'postgres', READ_STORE: 'postgres' };
+
+    it('then it starts PostgreSQL 18, pinned, with a health check and its data on a declared volume, only with --profile postgres', () => {
+      const postgres = compose.services.postgres!;
+      expect(postgres.profiles).toEqual(['postgres']);
+      // A tag of the major version the tests run (a digest, @sha256:…, is added at release).
+      expect(postgres.image).toMatch(/^postgres:18\.\d+(@sha256:[0-9a-f]{64})?$/);
+      expect(postgres.healthcheck?.test).toEqual(expect.arrayContaining(['pg_isready']));
+      expect((postgres.volumes ?? []).map(volumeSource)).toEqual(['postgres-data']);
+      expect(Object.keys(compose.volumes ?? {})).toContain('postgres-data');
+    });
+
+    it('given EVENT_STORE=postgres and READ_STORE=postgres on the host, then every part runs both stores on the postgres service\'s database', () => {
+      const postgres = environmentOf(compose.services.postgres!);
+      for (const [name, service] of walletOpsServices) {
+        const config = loadConfig(environmentOf(service, onPostgres));
+        expect(config, name).toMatchObject({ EVENT_STORE: 'postgres', READ_STORE: 'postgres' });
+        const url = new URL(config.POSTGRES_URL!);
+        expect([url.hostname, url.port, url.username, url.password, url.pathname], name).toEqual(['postgres', '5432', postgres.POSTGRES_USER, postgres.POSTGRES_PASSWORD, `/${postgres.POSTGRES_DB}`]);
+      }
+    });
+
+    it('given no store chosen on the host, then the parts stay on KurrentDB and MongoDB, whatever POSTGRES_URL says', () => {
+      for (const [name, service] of walletOpsServices) expect(loadConfig(environmentOf(service)), name).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'mongodb' });
+    });
+  });
+
   describe('hardening', () => {
     it('then the stores publish their ports, on 127.0.0.1 (so the check above is not vacuous)', () => {
       expect(compose.services.mongodb?.ports?.length).toBeGreaterThan(0);
@@ -268,7 +296,7 @@ describe('docker-compose.yml', () => {
       expect(seedsDemo(['demo', DEMO.compose.services.demo!])).toBe(true); // the check is not vacuous
       // Everything starts with a plain `up`, except the optional monitoring (its own test below) and the
       // opt-in development chain.
-      for (const [name, service] of Object.entries(compose.services).filter(([name]) => !MONITORING.includes(name))) expect([undefined, ['chain']], name).toContainEqual(service.profiles);
+      for (const [name, service] of Object.entries(compose.services).filter(([name]) => !MONITORING.includes(name))) expect([undefined, ['chain'], ['postgres']], name).toContainEqual(service.profiles);
     });
 
     it('when the monitoring services publish ports, then only on 127.0.0.1 (Prometheus has no authentication, Grafana anonymous viewers)', () => {
@@ -329,7 +357,8 @@ describe('deploy/demo/compose.yml: the demo, a project of its own', () => {
   });
 
   it('then it runs the same stores and the same configuration as docker-compose.yml (no drift but the ledger, embedded here)', () => {
-    for (const store of STORES) expect(demo.services[store]?.image, store).toBe(compose.services[store]?.image);
+    // The demo runs the default stores (docker-compose.yml's postgres profile is not part of it).
+    for (const store of STORES.filter((name) => name !== 'postgres')) expect(demo.services[store]?.image, store).toBe(compose.services[store]?.image);
     const mainEnvironment = environmentOf(compose.services['write-api']!);
     for (const [name, service] of DEMO.walletOpsServices) {
       const environment = environmentOf(service);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
+import { testStoreEnv } from '../support/test-stores.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
 import { onboardParty } from '../../src/commands/back-office.ts';
@@ -41,7 +42,7 @@ const STALL_MS = 30_000;
 
 /** This process's view of a data directory: the stores, the ledger and the projections (no executor, no API). */
 async function observe(dataDir: string): Promise<{ ops: WalletOps; subject: InvariantSubject & { system: WalletOps }; distributor: (name?: string) => Promise<PartyRef> }> {
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(await testLedgerEnv(dataDir)) });
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(await testLedgerEnv(dataDir)), ...(await testStoreEnv(dataDir)) });
   const ops = await buildWalletOps(config, createLogger('silent'), undefined, ['projections']);
   let code = 700_000 + Math.floor(Math.random() * 100_000);
   return {

@@ -22,7 +22,7 @@ const WALLET_OPERATION = /^wo_[0-9a-f]+$/;
 
 async function apiBalance(sys: Pick<TestSystem, 'baseUrl'>, party: Keyed): Promise<string> {
   const r = await call(sys.baseUrl, 'GET', `/api/v1/${party.ref.type}s/${party.ref.id}/balance`, { apiKey: party.apiKey });
-  expect(r.status).toBe(200);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.balance as string;
 }
 

@@ -188,6 +188,27 @@ describe('applyBatch on the embedded stores', () => {
 });
 
 describe('ProjectionRunner on the embedded stores', () => {
+  it('given none of its events in the store yet, when a runner starts, then its checkpoint is the head (built, with nothing to show: not "never built") and it applies the first event from there', async () => {
+    const { store, subscriptions } = recording(eventStore);
+    await debit(A, '0'); // an event of another type: the head moves, the model has nothing to show
+    await debit(B, '0');
+    start(COUNTS, store);
+    await caughtUp(COUNTS, 2);
+    expect(await model('counts')).toEqual([]);
+
+    await credit(A);
+    await caughtUp(COUNTS, 3);
+    expect(subscriptions.map((s) => s.from)).toEqual([2]);
+    expect((await readStore.get<CountDoc>('counts', 'all'))?.positions).toEqual([3]);
+  });
+
+  it('given an empty store, when a runner starts, then its checkpoint is 0', async () => {
+    start(COUNTS);
+    await caughtUp(COUNTS, 0);
+    await credit(A);
+    await caughtUp(COUNTS, 1);
+  });
+
   it('given a runner that applied events and stopped, when more are appended and it starts again, then it resumes from its checkpoint and applies each event once', async () => {
     const { store, subscriptions } = recording(eventStore);
     for (const i of range(1, 20)) await credit(i % 2 ? A : B);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../src/config.ts';
 import { knownLedgerEnv } from './test-ledger.ts';
+import { knownStoreEnv } from './test-stores.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type BuildOptions, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
@@ -44,7 +45,7 @@ export async function startPartsSystem(env: Record<string, string> = {}, parts: 
     ...rest,
     parts,
     async startExecutor(overrides = {}) {
-      const executorConfig = loadConfig({ LOG_LEVEL: 'silent', ...knownLedgerEnv(sys.config.DATA_DIR), ...env, DATA_DIR: sys.config.DATA_DIR, ...overrides });
+      const executorConfig = loadConfig({ LOG_LEVEL: 'silent', ...knownLedgerEnv(sys.config.DATA_DIR), ...knownStoreEnv(sys.config.DATA_DIR), ...env, DATA_DIR: sys.config.DATA_DIR, ...overrides });
       const ops = await buildWalletOps(executorConfig, createLogger(executorConfig.LOG_LEVEL), undefined, ['executor']);
       let stopped = false;
       const running: RunningExecutor = {

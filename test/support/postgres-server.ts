@@ -18,7 +18,11 @@ export interface PostgresServer {
   stop(): Promise<void>;
 }
 
-export async function startPostgresServer(): Promise<PostgresServer> {
+/**
+ * `durable`: the server's default durability (fsync, synchronous commits), for the benchmarks; the tests turn it
+ * off, since what they prove does not survive a crash of the machine anyway.
+ */
+export async function startPostgresServer(options: { durable?: boolean } = {}): Promise<PostgresServer> {
   if (process.env.POSTGRES_URL) return { url: process.env.POSTGRES_URL, stop: async () => {} };
   // As root, the binaries run as a `postgres` user, which must be able to write the data directory.
   const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-'));
@@ -34,7 +38,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     persistent: false,
     createPostgresUser: process.getuid?.() === 0,
     // Test settings: durability is not what these tests prove (a crash test kills our processes, not the server).
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400'],
+    postgresFlags: [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=400'],
     onLog: () => {},
     onError: () => {},
   });

@@ -20,10 +20,10 @@ export async function payingDistributor(sys: PartsTestSystem, phone: string, flo
   return { ...distributor, apiKey, keyID, phone: registered };
 }
 
-/** The webhook commands on a test system (http://127.0.0.1 allowed). */
+/** The webhook commands on a test system (http://127.0.0.1 allowed), sealing with the key its processes use. */
 export const webhookDeps = (sys: Pick<TestSystem, 'backOffice' | 'config'>): WebhookCommandDeps => ({
   ...sys.backOffice,
-  secretsKey: embeddedSecretsKey(sys.config.DATA_DIR),
+  secretsKey: sys.config.SECRETS_KEY ?? embeddedSecretsKey(sys.config.DATA_DIR),
   allowInsecureLocalhost: true,
 });
 
