@@ -170,7 +170,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       observer: {
         claimed: (attempt: number) => metrics.executorClaims.inc({ attempt: attempt === 1 ? 'first' : 'retry' }),
         completed: () => metrics.executorCompletions.inc(),
-        failed: (reason: 'rejected' | 'gave_up') => metrics.executorFailures.inc({ reason }),
+        failed: (reason: 'rejected' | 'gave_up' | 'voided') => metrics.executorFailures.inc({ reason }),
       },
     } : {}),
   });
