@@ -103,6 +103,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       transientFailureRate: config.LEDGER_TRANSIENT_FAILURE_RATE,
       rejectionRate: config.LEDGER_REJECTION_RATE,
       crashAfterAccept: config.LEDGER_CRASH_AFTER_ACCEPT,
+      stopWhileHolding: config.LEDGER_STOP_WHILE_HOLDING,
     },
     decorate: (raw) => {
       const faulty = faults.ledger?.(raw) ?? raw;
