@@ -13,6 +13,8 @@ import { tempDir } from '../support/temp-dir.ts';
 import { runCli } from '../support/cli.ts';
 import { killAllChildren, running, spawnWalletOps, stopProcess, type WalletOpsProcess } from '../support/processes.ts';
 import { onEvm, testLedgerEnv } from '../support/test-ledger.ts';
+import { createPublicClient, decodeFunctionData, http } from 'viem';
+import { walletLedgerAbi } from '../../src/adapters/evm/wallet-ledger-artifact.ts';
 
 /**
  * A paused executor (issue 26, item 1): executor A stops itself (SIGSTOP, LEDGER_STOP_WHILE_HOLDING) while it
@@ -37,6 +39,26 @@ async function stop(p: WalletOpsProcess): Promise<void> {
   if (!running(p)) return;
   const exit = await stopProcess(p);
   expect(exit, p.output()).toEqual({ code: 0, signal: null });
+}
+
+/** On the chain: the movements (not voids) for these operations mined from a block on, with their receipt's status. */
+async function movementsMinedFrom(rpcUrl: string, fromBlock: bigint, operationIDs: string[]): Promise<Array<{ operationID: string; status: string }>> {
+  const client = createPublicClient({ transport: http(rpcUrl) });
+  const mined: Array<{ operationID: string; status: string }> = [];
+  for (let n = fromBlock, last = await client.getBlockNumber(); n <= last; n++) {
+    for (const tx of (await client.getBlock({ blockNumber: n, includeTransactions: true })).transactions) {
+      let call;
+      try {
+        call = decodeFunctionData({ abi: walletLedgerAbi, data: tx.input });
+      } catch {
+        continue;
+      }
+      const operationID = (call.args as readonly unknown[] | undefined)?.[0];
+      if (call.functionName === 'void' || typeof operationID !== 'string' || !operationIDs.includes(operationID)) continue;
+      mined.push({ operationID, status: (await client.getTransactionReceipt({ hash: tx.hash })).status });
+    }
+  }
+  return mined;
 }
 
 /** The operations B logged a failed give-up for (its void got no answer): JSON log lines of the retry. */
@@ -104,6 +126,7 @@ describe('an executor paused while it holds the ledger, past its lease and anoth
     expect(processState(paused.child.pid!)).toBe('T');
 
     // A resumes: its transaction commits (or goes to the chain) after B gave up.
+    const resumedAtBlock = onEvm ? (await createPublicClient({ transport: http(config.EVM_RPC_URL!) }).getBlockNumber()) + 1n : 0n;
     paused.child.kill('SIGCONT');
     await waitFor(async () => (await Promise.all(seeded.map((id) => operationOf(subject, id)))).every((s) => s.status === 'completed' || s.status === 'failed'), 60_000);
     // Time for anything A or B still had in flight to land (a late transaction, a second outcome).
@@ -125,6 +148,12 @@ describe('an executor paused while it holds the ledger, past its lease and anoth
     expect(txs.map((tx) => tx.operationID).sort()).toEqual(seeded.filter((id) => outcomes[id] === 'OperationCompleted').sort());
     // On the embedded ledger A's held transaction committed before any void could (the lock): at least that one completed.
     if (!onEvm) expect(txs.length).toBeGreaterThanOrEqual(1);
+    if (onEvm) {
+      // On the chain B's voids were mined while A was stopped: A's transaction, mined after the give-up, reverted.
+      const late = await movementsMinedFrom(config.EVM_RPC_URL!, resumedAtBlock, seeded);
+      expect(late.length, JSON.stringify(late)).toBeGreaterThanOrEqual(1);
+      for (const { operationID, status } of late) expect(status === 'reverted' || outcomes[operationID] === 'OperationCompleted', operationID).toBe(true);
+    }
     await assertLedgerMatchesProjections(subject, { timeoutMs: 30_000 });
     const verify = await runCli(['audit', 'verify', '--json', '--data-dir', dir.path]);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
