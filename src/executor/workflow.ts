@@ -144,8 +144,8 @@ export function afterAnswer(operation: OperationRequested['data'], step: LedgerS
     case 'executed':
       return { kind: 'record', result: 'completed', writes: completionWrites(operation, answer.tx, revision, now, assetScale) };
     case 'voided':
-      // Another executor gave up and its void committed first: the ledger decided, the operation fails.
-      return { kind: 'record', result: 'voided', writes: failureWrites(operation, `the ledger voided the operation at ${answer.voidedAt} (another executor gave up on it)`, revision, now, assetScale) };
+      // A void committed first (another executor's give-up, or an earlier void of ours that got no answer): the operation fails.
+      return { kind: 'record', result: 'voided', writes: failureWrites(operation, `the ledger voided the operation at ${answer.voidedAt} (an executor gave up on it, or the ledger refused it)`, revision, now, assetScale) };
     case 'rejected':
       // Refused now, but a transfer still in flight elsewhere (a paused executor's) or a later retry might land:
       // void first, so that the failure recorded is final on the ledger too.

@@ -248,7 +248,7 @@ describe('afterAnswer: what the ledger\'s answer leads to', () => {
   const giveUp = { kind: 'give-up', attempt: 4 } as const;
 
   const voidFirst = (lastError: string): Outcome => ({ kind: 'void', failure: { lastError, result: 'rejected' } });
-  const voidedByAnother = failed('voided', `the ledger voided the operation at ${EARLIER} (another executor gave up on it)`);
+  const voidedByAnother = failed('voided', `the ledger voided the operation at ${EARLIER} (an executor gave up on it, or the ledger refused it)`);
 
   it.each<[string, LedgerStep, LedgerAnswer, Partial<OutcomeContext>, Outcome]>([
     ['a first submit executed: complete', claim, { kind: 'executed', tx: ledgerTx }, {}, completed()],
