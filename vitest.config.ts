@@ -75,14 +75,16 @@ export default defineConfig({
         //   own refusal (insufficient funds) failing an operation;
         // - crash.e2e: a crash after the chain accepted (recovery asks the chain), two executor processes
         //   racing on one operator account's nonces;
-        // - faults.e2e: the store locked and every port failing at random while transactions are on the chain.
+        // - faults.e2e: the store locked and every port failing at random while transactions are on the chain;
+        // - paused.e2e: an executor stopped with its transaction signed and unsent past another's give-up: the
+        //   void mined first refuses it, no operation is failed whose money moved.
         // Not here: the injected ledger faults (ledger-faults.e2e refuses before any ledger sees a transaction),
         // the sweep, key revocations, a full disk and the invariant checker's own tests, which the ledger's
         // kind does not change (the EVM adapter has its own tests in test/adapters/evm).
         extends: true,
         test: {
           name: 'executor-on-evm',
-          include: ['test/executor/executor.e2e.test.ts', 'test/executor/crash.e2e.test.ts', 'test/executor/faults.e2e.test.ts'],
+          include: ['test/executor/executor.e2e.test.ts', 'test/executor/crash.e2e.test.ts', 'test/executor/faults.e2e.test.ts', 'test/executor/paused.e2e.test.ts'],
           env: { TEST_LEDGER: 'evm' },
           globalSetup: ['test/support/evm-chain.global.ts'],
         },

@@ -106,6 +106,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       transientFailureRate: config.LEDGER_TRANSIENT_FAILURE_RATE,
       rejectionRate: config.LEDGER_REJECTION_RATE,
       crashAfterAccept: config.LEDGER_CRASH_AFTER_ACCEPT,
+      stopWhileHolding: config.LEDGER_STOP_WHILE_HOLDING,
     },
     decorate: (raw) => {
       const faulty = faults.ledger?.(raw) ?? raw;
@@ -173,7 +174,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       observer: {
         claimed: (attempt: number) => metrics.executorClaims.inc({ attempt: attempt === 1 ? 'first' : 'retry' }),
         completed: () => metrics.executorCompletions.inc(),
-        failed: (reason: 'rejected' | 'gave_up') => metrics.executorFailures.inc({ reason }),
+        failed: (reason: 'rejected' | 'gave_up' | 'voided') => metrics.executorFailures.inc({ reason }),
       },
     } : {}),
   });

@@ -8,7 +8,7 @@ import type { Ledger } from '../ports/ledger.ts';
 import { withHashChain } from '../audit/hash-chain.ts';
 import type { PostgresConnectionOptions } from './postgres/postgres-pool.ts';
 import { openEmbeddedLedger } from './ledger/embedded-ledger.ts';
-import { withSimulatedLedgerFaults, type LedgerFaults } from './ledger/ledger-faults.ts';
+import { stopOnceWhileHolding, withSimulatedLedgerFaults, type LedgerFaults } from './ledger/ledger-faults.ts';
 
 export interface Stores {
   eventStore: EventStore;
@@ -149,6 +149,7 @@ export async function openLedger(options: { dataDir: string; selection?: LedgerS
   const decorate = options.decorate ?? same;
   const selection = options.selection;
   let ledger: Ledger;
+  const whileHolding = stopOnceWhileHolding(options.faults);
   if (selection?.LEDGER === 'evm') {
     const because = 'LEDGER=evm';
     // Loaded only when chosen, like the server stores: viem is no cost to a process on the embedded ledger.
@@ -162,10 +163,11 @@ export async function openLedger(options: { dataDir: string; selection?: LedgerS
       confirmations: selection.EVM_CONFIRMATIONS,
       receiptTimeoutMs: selection.EVM_RECEIPT_TIMEOUT_MS,
       pollingIntervalMs: selection.EVM_POLL_INTERVAL_MS,
+      ...(whileHolding ? { whileHolding } : {}),
     });
   } else {
     ownerOnlyDataDir(options.dataDir);
-    ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite') });
+    ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(whileHolding ? { whileHolding } : {}) });
   }
   return decorate(withSimulatedLedgerFaults(ledger, options.faults ?? {}));
 }

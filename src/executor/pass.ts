@@ -8,15 +8,18 @@ import { runDecision, type CommandContext, type CommandPipelineDeps, type Stream
 import type { Logger } from '../logger.ts';
 import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
 import type { ClaimWatch } from './claim-watch.ts';
-import { afterAnswer, answerOfError, decideClaim, ledgerQuestion, legsOf, type ExecutionStep, type LedgerAnswer, type LedgerQuestion, type Outcome, type WorkflowSettings } from './workflow.ts';
+import { afterAnswer, afterVoid, answerOfError, decideClaim, ledgerQuestion, legsOf, type ExecutionStep, type LedgerAnswer, type LedgerQuestion, type Outcome, type WorkflowSettings } from './workflow.ts';
 
 /** What the executor tells its observer: each claim it wins, and each outcome it records. */
 export interface ExecutorObserver {
   /** A claim appended: attempt 1 for a first claim, more for a retry, a recovery or a takeover. */
   claimed(attempt: number): void;
   completed(): void;
-  /** `rejected`: the ledger refused the transaction; `gave_up`: out of attempts, and the ledger has none. */
-  failed(reason: 'rejected' | 'gave_up'): void;
+  /**
+   * Each recorded only after the operation's void committed on the ledger. `rejected`: the ledger refused the
+   * transaction; `gave_up`: out of attempts; `voided`: a submit met the void another executor committed.
+   */
+  failed(reason: 'rejected' | 'gave_up' | 'voided'): void;
 }
 
 export interface PassDeps {
@@ -57,9 +60,12 @@ export async function runPass(deps: PassDeps, operationID: string, lastError: st
     if (step.kind !== 'give-up') deps.observer?.claimed(step.attempt);
     const answer = await ask(deps.ledger, state.operation, ledgerQuestion(step));
     const { assetScale, retry } = deps;
-    const outcome = afterAnswer(state.operation, step, answer, { revision, now: deps.clock().toISOString(), lastError, assetScale, retry });
+    const outcomeContext = { revision, now: deps.clock().toISOString(), lastError, assetScale, retry };
+    let outcome = afterAnswer(state.operation, step, answer, outcomeContext);
+    // A refusal fails the operation only once its void committed (or completes it, if its transaction won).
+    if (outcome.kind === 'void') outcome = afterVoid(state.operation, step, outcome.failure, await ask(deps.ledger, state.operation, 'void'), outcomeContext);
     if (outcome.kind === 'retry') {
-      deps.logger.warn({ operationID, attempt: step.attempt, cause: outcome.cause, retryInMs: Math.round(outcome.delayMs) }, 'ledger unavailable; retrying');
+      deps.logger.warn({ operationID, attempt: step.attempt, step: step.kind, cause: outcome.cause, retryInMs: Math.round(outcome.delayMs) }, 'ledger unavailable; retrying');
       return outcome;
     }
     if (await record(deps, outcome.writes, context, signal)) {
@@ -102,12 +108,16 @@ const versioned = (stream: string): StreamRead<Versioned> => ({
   evolve: (current, event) => ({ state: operationState.evolve(current.state, event), revision: current.revision + 1 }),
 });
 
+/** The ledger's answer to a question, its errors as answers. A void answers with the operation's fate. */
 async function ask(ledger: Ledger, operation: OperationRequested['data'], question: LedgerQuestion): Promise<LedgerAnswer> {
   try {
-    if (question !== 'submit') {
+    if (question === 'void') {
+      const fate = await ledger.void(operation.operationID);
+      return fate.kind === 'executed' ? fate : { kind: 'voided', voidedAt: fate.voidedAt };
+    }
+    if (question === 'lookup-then-submit') {
       const found = await ledger.findByOperationID(operation.operationID);
       if (found) return { kind: 'executed', tx: found };
-      if (question === 'lookup') return { kind: 'absent' };
     }
     return { kind: 'executed', tx: await ledger.submit({ operationID: operation.operationID, legs: legsOf(operation) }) };
   } catch (error) {

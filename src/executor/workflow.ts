@@ -1,7 +1,7 @@
 import type { OperationExecutionStarted, OperationRequested, WalletEvent } from '../domain/events.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
-import { LedgerDuplicateError, LedgerRejectedError, walletAddress, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
+import { LedgerDuplicateError, LedgerRejectedError, LedgerVoidedError, walletAddress, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
 import type { OperationState } from '../commands/operations.ts';
 import { releaseWrites } from '../commands/operations.ts';
 import type { StreamWrite } from '../commands/pipeline.ts';
@@ -15,6 +15,11 @@ import { describeError } from '../shared/supervised-consumer.ts';
  * three things: an executor claims an operation by appending at the revision it read, so one claim wins;
  * before submitting again after any interruption it asks the ledger whether the operation's transaction
  * already exists; and the ledger accepts one transaction per operation.
+ *
+ * The ledger alone decides that an operation failed: a failure is recorded only once a void of the operation
+ * id committed on the ledger (ours, or another executor's that a submit met as LedgerVoidedError). A read that
+ * finds no transaction proves nothing (a paused executor may hold one uncommitted, or signed and unsent); a void
+ * is serialized against the transfer by the ledger, so whichever commits first is the operation's fate.
  */
 export type ExecutionStep =
   /** Nothing to do: not approved, or already settled. */
@@ -25,7 +30,7 @@ export type ExecutionStep =
   | { kind: 'recover'; attempt: number }
   /** Another executor holds a claim this process has not yet seen unchanged for a lease: look again after forMs. */
   | { kind: 'wait'; forMs: number }
-  /** The attempts are spent: unless the ledger has the transaction, the operation fails. */
+  /** The attempts are spent: void the operation on the ledger; it fails unless its transaction committed first. */
   | { kind: 'give-up'; attempt: number };
 
 export interface WorkflowSettings {
@@ -73,9 +78,10 @@ export type LedgerStep = Extract<ExecutionStep, { kind: 'claim' | 'recover' | 'g
 
 /**
  * What to ask the ledger: a first claim submits; a recovery (anything may have happened since the last claim)
- * looks the transaction up and submits only when there is none; giving up only looks it up.
+ * looks the transaction up and submits only when there is none; giving up voids the operation id (never a
+ * mere lookup: a transaction still uncommitted, or signed and not yet sent, is invisible to a read).
  */
-export type LedgerQuestion = 'submit' | 'lookup-then-submit' | 'lookup';
+export type LedgerQuestion = 'submit' | 'lookup-then-submit' | 'void';
 
 export function ledgerQuestion(step: LedgerStep): LedgerQuestion {
   switch (step.kind) {
@@ -84,32 +90,44 @@ export function ledgerQuestion(step: LedgerStep): LedgerQuestion {
     case 'recover':
       return 'lookup-then-submit';
     case 'give-up':
-      return 'lookup';
+      return 'void';
   }
 }
 
 /** The ledger's answer, as data. */
 export type LedgerAnswer =
-  /** It has the operation's transaction: submitted now, or found (a lookup, or a duplicate submit). */
+  /** It has the operation's transaction: submitted now, or found (a lookup, a duplicate submit, a void that lost). */
   | { kind: 'executed'; tx: LedgerTransaction }
-  /** A lookup found none (only a give-up's lookup ends here: a recovery then submits). */
-  | { kind: 'absent' }
-  /** It refused the transaction for good. */
+  /** The operation id is voided on the ledger (our void committed, or a submit met another's): it never executes. */
+  | { kind: 'voided'; voidedAt: string }
+  /** It refused the transaction (or the void) for good. */
   | { kind: 'rejected'; reason: string }
   /** It did not answer: worth another attempt. */
   | { kind: 'unavailable'; cause: string };
 
-/** The answer a ledger's error stands for: a duplicate carries the transaction, a rejection is final, anything else transient. */
+/** The answer a ledger's error stands for: a duplicate carries the transaction, a void and a rejection are final, anything else transient. */
 export function answerOfError(error: unknown): LedgerAnswer {
   if (error instanceof LedgerDuplicateError) return { kind: 'executed', tx: error.existing };
+  if (error instanceof LedgerVoidedError) return { kind: 'voided', voidedAt: error.voidedAt };
   if (error instanceof LedgerRejectedError) return { kind: 'rejected', reason: error.message };
   return { kind: 'unavailable', cause: describeError(error) };
 }
 
+/** Why an operation fails once its void commits, and what the metrics count it as. */
+export interface Failure {
+  lastError: string;
+  result: 'rejected' | 'gave_up';
+}
+
 /** What the ledger's answer leads to. */
 export type Outcome =
-  /** Append these writes (one atomic append, at `revision`): the operation is settled. `result` is what the metrics count. */
-  | { kind: 'record'; writes: StreamWrite[]; result: 'completed' | 'rejected' | 'gave_up' }
+  /**
+   * Append these writes (one atomic append, at `revision`): the operation is settled. `result` is what the
+   * metrics count (`voided`: a submit met a void another executor committed).
+   */
+  | { kind: 'record'; writes: StreamWrite[]; result: 'completed' | 'rejected' | 'gave_up' | 'voided' }
+  /** Void the operation id on the ledger first; `afterVoid` decides on its answer (fail as `failure`, or complete). */
+  | { kind: 'void'; failure: Failure }
   /** No answer: look again after delayMs (a claim or recovery then counts as the next attempt). */
   | { kind: 'retry'; delayMs: number; cause: string };
 
@@ -126,22 +144,49 @@ export interface OutcomeContext {
   random?: () => number;
 }
 
+/** The answer to the step's question (a submit, a lookup then a submit, or a give-up's void). */
 export function afterAnswer(operation: OperationRequested['data'], step: LedgerStep, answer: LedgerAnswer, context: OutcomeContext): Outcome {
+  if (step.kind === 'give-up') {
+    // Out of attempts: the operation fails, naming the last cause, once its void committed; its transaction may yet win.
+    const lastError = `gave up after ${step.attempt - 1} attempts: ${context.lastError ?? 'the ledger stayed unavailable'}`;
+    return afterVoid(operation, step, { lastError, result: 'gave_up' }, answer, context);
+  }
   const { revision, now, assetScale } = context;
   switch (answer.kind) {
     case 'executed':
       return { kind: 'record', result: 'completed', writes: completionWrites(operation, answer.tx, revision, now, assetScale) };
+    case 'voided':
+      // A void committed first (another executor's give-up, or an earlier void of ours that got no answer): the operation fails.
+      return { kind: 'record', result: 'voided', writes: failureWrites(operation, `the ledger voided the operation at ${answer.voidedAt} (an executor gave up on it, or the ledger refused it)`, revision, now, assetScale) };
     case 'rejected':
-      return { kind: 'record', result: 'rejected', writes: failureWrites(operation, answer.reason, revision, now, assetScale) };
-    case 'absent': {
-      // Out of attempts, and the ledger has no transaction: the operation fails naming the last cause, its hold released.
-      const lastError = `gave up after ${step.attempt - 1} attempts: ${context.lastError ?? 'the ledger stayed unavailable'}`;
-      return { kind: 'record', result: 'gave_up', writes: failureWrites(operation, lastError, revision, now, assetScale) };
-    }
+      // Refused now, but a transfer still in flight elsewhere (a paused executor's) or a later retry might land:
+      // void first, so that the failure recorded is final on the ledger too.
+      return { kind: 'void', failure: { lastError: answer.reason, result: 'rejected' } };
     case 'unavailable':
-      return { kind: 'retry', delayMs: backoffMs(step.attempt, context.retry, context.random), cause: answer.cause };
+      return retryAfter(step, answer.cause, context);
   }
 }
+
+/**
+ * The answer to a void made to fail the operation: voided, the failure is recorded; the transaction committed
+ * first, the operation completes; no answer (or a void refused), nothing is recorded and the void is asked again
+ * after a backoff: an operation is never failed on anything but its void.
+ */
+export function afterVoid(operation: OperationRequested['data'], step: LedgerStep, failure: Failure, answer: LedgerAnswer, context: OutcomeContext): Exclude<Outcome, { kind: 'void' }> {
+  const { revision, now, assetScale } = context;
+  switch (answer.kind) {
+    case 'executed':
+      return { kind: 'record', result: 'completed', writes: completionWrites(operation, answer.tx, revision, now, assetScale) };
+    case 'voided':
+      return { kind: 'record', result: failure.result, writes: failureWrites(operation, failure.lastError, revision, now, assetScale) };
+    case 'rejected':
+      return retryAfter(step, `the ledger refused to void the operation: ${answer.reason}`, context);
+    case 'unavailable':
+      return retryAfter(step, answer.cause, context);
+  }
+}
+
+const retryAfter = (step: LedgerStep, cause: string, context: OutcomeContext): Extract<Outcome, { kind: 'retry' }> => ({ kind: 'retry', delayMs: backoffMs(step.attempt, context.retry, context.random), cause });
 
 export function claimEvent(operationID: string, executorID: string, attempt: number, now: Date, leaseMs: number): OperationExecutionStarted {
   return {

@@ -139,7 +139,7 @@ export class WalletOpsMetrics {
     });
     this.executorFailures = new Counter({
       name: 'wallet_ops_executor_failures_total',
-      help: 'Operations this executor recorded as failed, by reason: rejected (by the ledger) or gave_up (out of attempts).',
+      help: 'Operations this executor recorded as failed, each once its void committed on the ledger, by reason: rejected (by the ledger), gave_up (out of attempts) or voided (a submit met the void of another executor).',
       labelNames: ['reason'],
       registers,
     });

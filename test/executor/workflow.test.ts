@@ -4,6 +4,7 @@ import { operationState, type OperationState } from '../../src/commands/operatio
 import type { OperationStatus } from '../../src/domain/operation-status.ts';
 import {
   afterAnswer,
+  afterVoid,
   answerOfError,
   claimEvent,
   completionWrites,
@@ -13,13 +14,14 @@ import {
   legsOf,
   nextStep,
   type ClaimSighting,
+  type Failure,
   type LedgerAnswer,
   type LedgerStep,
   type Outcome,
   type OutcomeContext,
   type WorkflowSettings,
 } from '../../src/executor/workflow.ts';
-import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, type LedgerTransaction } from '../../src/ports/ledger.ts';
+import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, LedgerVoidedError, type LedgerTransaction } from '../../src/ports/ledger.ts';
 
 /**
  * The executor's pure workflow, given / when / then: the next step from an operation's state, the legs of
@@ -232,13 +234,14 @@ describe('what to ask the ledger', () => {
   it.each<[LedgerStep, ReturnType<typeof ledgerQuestion>]>([
     [{ kind: 'claim', attempt: 1 }, 'submit'],
     [{ kind: 'recover', attempt: 2 }, 'lookup-then-submit'],
-    [{ kind: 'give-up', attempt: 4 }, 'lookup'],
+    [{ kind: 'give-up', attempt: 4 }, 'void'],
   ])('when the step is %o, then %s', (step, question) => {
     expect(ledgerQuestion(step)).toBe(question);
   });
 
   it.each<[string, unknown, LedgerAnswer]>([
     ['a duplicate: executed, with the transaction it carries', new LedgerDuplicateError(tx('op_1')), { kind: 'executed', tx: tx('op_1') }],
+    ['voided: voided, with the time of the void', new LedgerVoidedError('op_1', NOW), { kind: 'voided', voidedAt: NOW }],
     ['a rejection: rejected, with its reason', new LedgerRejectedError('insufficient funds'), { kind: 'rejected', reason: 'insufficient funds' }],
     ['unavailable: unavailable, with the cause', new LedgerUnavailableError('ledger down', { cause: new Error('ECONNREFUSED') }), { kind: 'unavailable', cause: 'ledger down: ECONNREFUSED' }],
     ['any other error: unavailable', new Error('socket hang up'), { kind: 'unavailable', cause: 'socket hang up' }],
@@ -252,26 +255,44 @@ describe('afterAnswer: what the ledger\'s answer leads to', () => {
   const ledgerTx = tx(op.operationID);
   const context: OutcomeContext = { revision: 3, now: NOW, lastError: 'ledger down', assetScale: SCALE, retry: { firstMs: 100, maxMs: 5_000 }, random: () => 0 };
   const completed = (revision = 3): Outcome => ({ kind: 'record', result: 'completed', writes: completionWrites(op, ledgerTx, revision, NOW, SCALE) });
-  const failed = (result: 'rejected' | 'gave_up', lastError: string): Outcome => ({ kind: 'record', result, writes: failureWrites(op, lastError, 3, NOW, SCALE) });
+  const failed = (result: 'rejected' | 'gave_up' | 'voided', lastError: string): Outcome => ({ kind: 'record', result, writes: failureWrites(op, lastError, 3, NOW, SCALE) });
   const claim = { kind: 'claim', attempt: 1 } as const;
   const recover = (attempt: number) => ({ kind: 'recover', attempt }) as const;
   const giveUp = { kind: 'give-up', attempt: 4 } as const;
 
+  const voidFirst = (lastError: string): Outcome => ({ kind: 'void', failure: { lastError, result: 'rejected' } });
+  const voidedByAnother = failed('voided', `the ledger voided the operation at ${EARLIER} (an executor gave up on it, or the ledger refused it)`);
+
   it.each<[string, LedgerStep, LedgerAnswer, Partial<OutcomeContext>, Outcome]>([
     ['a first submit executed: complete', claim, { kind: 'executed', tx: ledgerTx }, {}, completed()],
     ['a recovery that finds the transaction (or submits it): complete', recover(2), { kind: 'executed', tx: ledgerTx }, {}, completed()],
-    ['a submit refused: fail with the ledger\'s reason', claim, { kind: 'rejected', reason: 'insufficient funds' }, {}, failed('rejected', 'insufficient funds')],
-    ['a recovery refused: fail with the reason', recover(3), { kind: 'rejected', reason: 'frozen wallet' }, {}, failed('rejected', 'frozen wallet')],
+    ['a submit refused: void it first (a transfer in flight elsewhere, or a retry, must not land later), failing with the ledger\'s reason', claim, { kind: 'rejected', reason: 'insufficient funds' }, {}, voidFirst('insufficient funds')],
+    ['a recovery refused: void it first, failing with the reason', recover(3), { kind: 'rejected', reason: 'frozen wallet' }, {}, voidFirst('frozen wallet')],
+    ['a submit that meets a void another executor committed: fail, the ledger said so', claim, { kind: 'voided', voidedAt: EARLIER }, {}, voidedByAnother],
+    ['a recovery that meets a void: fail', recover(2), { kind: 'voided', voidedAt: EARLIER }, {}, voidedByAnother],
     ['no answer to attempt 1: retry after the first backoff (half of 100 ms at the lowest jitter)', claim, { kind: 'unavailable', cause: 'ledger down' }, {}, { kind: 'retry', delayMs: 50, cause: 'ledger down' }],
     ['no answer to attempt 3: the backoff has doubled twice', recover(3), { kind: 'unavailable', cause: 'timeout' }, {}, { kind: 'retry', delayMs: 200, cause: 'timeout' }],
     ['no answer to attempt 3, highest jitter: at most the ceiling', recover(3), { kind: 'unavailable', cause: 'timeout' }, { random: () => 0.999999 }, { kind: 'retry', delayMs: expect.closeTo(400, 3) as unknown as number, cause: 'timeout' }],
     ['no answer late: capped at maxMs', recover(20), { kind: 'unavailable', cause: 'timeout' }, {}, { kind: 'retry', delayMs: 2_500, cause: 'timeout' }],
-    ['out of attempts, the ledger has the transaction: complete (it did go through)', giveUp, { kind: 'executed', tx: ledgerTx }, {}, completed()],
-    ['out of attempts, no transaction: give up, naming the attempts and the last cause', giveUp, { kind: 'absent' }, {}, failed('gave_up', 'gave up after 3 attempts: ledger down')],
-    ['out of attempts after a restart (no cause remembered): give up, saying the ledger stayed unavailable', giveUp, { kind: 'absent' }, { lastError: undefined }, failed('gave_up', 'gave up after 3 attempts: the ledger stayed unavailable')],
-    ['out of attempts and the lookup gets no answer: ask again after a backoff', giveUp, { kind: 'unavailable', cause: 'ledger down' }, {}, { kind: 'retry', delayMs: 400, cause: 'ledger down' }],
+    ['out of attempts, the void lost to the transaction: complete (it did go through)', giveUp, { kind: 'executed', tx: ledgerTx }, {}, completed()],
+    ['out of attempts, the void committed: give up, naming the attempts and the last cause', giveUp, { kind: 'voided', voidedAt: NOW }, {}, failed('gave_up', 'gave up after 3 attempts: ledger down')],
+    ['out of attempts after a restart (no cause remembered), the void committed: give up, saying the ledger stayed unavailable', giveUp, { kind: 'voided', voidedAt: NOW }, { lastError: undefined }, failed('gave_up', 'gave up after 3 attempts: the ledger stayed unavailable')],
+    ['out of attempts and the void gets no answer (e.g. a paused executor holds the ledger): nothing recorded, void again after a backoff', giveUp, { kind: 'unavailable', cause: 'ledger busy' }, {}, { kind: 'retry', delayMs: 400, cause: 'ledger busy' }],
+    ['out of attempts and the void is refused: nothing recorded, void again after a backoff', giveUp, { kind: 'rejected', reason: 'bad id' }, {}, { kind: 'retry', delayMs: 400, cause: 'the ledger refused to void the operation: bad id' }],
   ])('given %s', (_, step, answer, overrides, expected) => {
     expect(afterAnswer(op, step, answer, { ...context, ...overrides })).toEqual(expected);
+  });
+
+  describe('afterVoid: the void made to fail a refused operation', () => {
+    const refusal: Failure = { lastError: 'insufficient funds', result: 'rejected' };
+    it.each<[string, LedgerAnswer, Outcome]>([
+      ['the void committed: fail with the refusal\'s reason', { kind: 'voided', voidedAt: NOW }, failed('rejected', 'insufficient funds')],
+      ['the transaction committed first (a transfer in flight elsewhere landed): complete', { kind: 'executed', tx: ledgerTx }, completed()],
+      ['no answer: nothing recorded, the next attempt asks again', { kind: 'unavailable', cause: 'ledger busy' }, { kind: 'retry', delayMs: 50, cause: 'ledger busy' }],
+      ['the void refused: nothing recorded, asked again', { kind: 'rejected', reason: 'bad id' }, { kind: 'retry', delayMs: 50, cause: 'the ledger refused to void the operation: bad id' }],
+    ])('given %s', (_, answer, expected) => {
+      expect(afterVoid(op, claim, refusal, answer, context)).toEqual(expected);
+    });
   });
 
   it('the outcome is appended at the revision it is given (the claim\'s)', () => {

@@ -69,6 +69,8 @@ export interface EvmLedgerOptions {
   requestTimeoutMs?: number;
   /** How often receipts and blocks are polled. Default 250 ms. */
   pollingIntervalMs?: number;
+  /** Called after a movement is signed, before it goes to the node (fault injection: LEDGER_STOP_WHILE_HOLDING). */
+  whileHolding?: () => void;
 }
 
 export interface EvmLedgerStatus {
@@ -324,6 +326,7 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
     const data = encodeFunctionData({ abi: walletLedgerAbi, ...call } as Parameters<typeof encodeFunctionData>[0]);
     const { maxFeePerGas, maxPriorityFeePerGas } = await fees();
     const serializedTransaction = await account.signTransaction({ type: 'eip1559', chainId: options.chainId, to: address, data, gas, nonce, maxFeePerGas, maxPriorityFeePerGas });
+    if (call.functionName !== 'void') options.whileHolding?.();
     return publicClient.sendRawTransaction({ serializedTransaction });
   }
 

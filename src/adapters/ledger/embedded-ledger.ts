@@ -87,6 +87,8 @@ export interface EmbeddedLedgerOptions {
   clock?: () => Date;
   /** How long a call may wait for another process's lock before LedgerUnavailableError. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
+  /** Called inside the write transaction after each transfer is written, before COMMIT (fault injection: LEDGER_STOP_WHILE_HOLDING). */
+  whileHolding?: () => void;
 }
 
 export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
@@ -123,6 +125,7 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
     const blockchainID = chainID(previous?.blockchain_id ?? GENESIS, tx);
     insert.run(tx.sequenceNumber, blockchainID, previous?.blockchain_id ?? GENESIS, operationID, JSON.stringify(legs), tx.createdAt);
     for (const [wallet, balance] of balances) setBalance.run(wallet, balance.toFixed());
+    options.whileHolding?.();
     return { blockchainID, ...tx };
   };
   /** One void, in the same transaction discipline: the transaction if it committed first, else the (first) void. */

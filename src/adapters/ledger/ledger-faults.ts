@@ -14,6 +14,23 @@ export interface LedgerFaults {
   rejectionRate?: number;
   /** Kill the process (SIGKILL) right after the ledger accepted a transaction: the crash to recover from. */
   crashAfterAccept?: boolean;
+  /**
+   * Stop the process (SIGSTOP) the first time a transfer holds the ledger: the embedded ledger inside its write
+   * transaction (its lock held, nothing committed), a chain's transaction signed and not yet sent. A SIGCONT
+   * resumes it where it stopped: the paused executor that voids must be safe against.
+   */
+  stopWhileHolding?: boolean;
+}
+
+/** The adapters' hook for `stopWhileHolding`: stops the process the first time it is called, nothing after. */
+export function stopOnceWhileHolding(faults: LedgerFaults | undefined): (() => void) | undefined {
+  if (!faults?.stopWhileHolding) return undefined;
+  let stopped = false;
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    process.kill(process.pid, 'SIGSTOP');
+  };
 }
 
 export const anyLedgerFaults = (faults: LedgerFaults) =>
