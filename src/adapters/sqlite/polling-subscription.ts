@@ -106,11 +106,6 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     while (!this.stopped) {
       if (this.index < this.buffer.length) return { done: false, value: this.buffer[this.index++]! };
       const wakeups = this.wakeups;
-      // A page is read only once the consumer took every event of the last one (backpressure: one page in memory),
-      // and after the event loop has turned: a catch-up whose reads and handlers all settle in microtasks would
-      // otherwise hold the loop (timers, I/O, requests) until the head, and everything waiting on it.
-      await new Promise((resolve) => setImmediate(resolve));
-      if (this.stopped) break;
       const page = await this.readPage();
       if (!page) break; // stopped while reading
       this.buffer = page.events;
