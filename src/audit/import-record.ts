@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EndOfExport } from './export-import.ts';
 import type { ExpectedHistory } from './verify-completeness.ts';
@@ -22,6 +22,8 @@ export function importRecordPath(dataDir: string): string {
 
 export function writeImportRecord(dataDir: string, record: ImportRecord): void {
   const path = importRecordPath(dataDir);
+  // A server store (PostgreSQL, KurrentDB) needs no data directory of its own: the record's is made here, owner-only.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // Replaced whole (rename), so a crash never leaves half a record.
   writeFileSync(`${path}.tmp`, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   renameSync(`${path}.tmp`, path);

@@ -67,7 +67,10 @@ describe('the operator CLI on PostgreSQL stores', () => {
   it('when exported, imported into a fresh database and rebuilt there, then the copy verifies, its read models are the original\'s rebuilt ones, and its projections are current', async () => {
     const file = join(work.path, 'history.jsonl');
     const exported = await runCliJson<{ events: number; lastPosition: number }>(['events', 'export', '--out', file, '--data-dir', sys.config.DATA_DIR]);
-    expect(exported.events).toBe(readFileSync(file, 'utf8').trim().split('\n').length);
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    // One line per event, then the end marker with the count (src/audit/export-import.ts).
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ endOfExport: { events: exported.events } });
+    expect(exported.events).toBe(lines.length - 1);
     expect(exported.lastPosition).toBeGreaterThanOrEqual(head);
 
     // Another deployment: a fresh database, a data directory holding only the (embedded) ledger, which an export does not carry.
