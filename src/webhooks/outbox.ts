@@ -62,6 +62,12 @@ export class WebhookOutbox {
   private readonly follower: Follower;
   /** The routes at the checkpoint, loaded at each session's start and kept with every commit. */
   private routes = new Map<string, RouteDoc>();
+  /**
+   * When the session began with no checkpoint (a read store restored empty), the head at that moment: old events
+   * up to it are left out. No other event's age is judged: its createdAt comes from the clock of the process that
+   * wrote it, and a process whose clock runs ahead would drop every other process's events as a day old.
+   */
+  private oldUpTo: number | null = null;
 
   constructor(private readonly options: WebhookOutboxOptions) {
     const { eventStore, readStore } = options;
@@ -78,6 +84,7 @@ export class WebhookOutbox {
       logger: options.logger,
       ...(options.supervision ? { supervision: options.supervision } : {}),
       prepare: async () => {
+        this.oldUpTo = (await readStore.getCheckpoint(WEBHOOK_OUTBOX_CHECKPOINT)) === null ? await eventStore.headPosition() : null;
         const routes = await readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {});
         this.routes = new Map(routes.map((route) => [route.id, route]));
       },
@@ -125,7 +132,7 @@ export class WebhookOutbox {
     const active = [...routes.values()].filter((route) => route.status === 'active');
     if (active.length === 0) return []; // nobody listens: no need to read the event's history
     const now = this.options.clock();
-    if (now.getTime() - Date.parse(event.createdAt) > this.options.maxEventAgeMs) return [];
+    if (this.oldUpTo !== null && event.position <= this.oldUpTo && now.getTime() - Date.parse(event.createdAt) > this.options.maxEventAgeMs) return [];
     const messages = await this.messagesFor(event);
     const writes: Write[] = [];
     for (const message of messages) {
