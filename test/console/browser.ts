@@ -5,13 +5,20 @@ import { chromium, type Browser, type BrowserContextOptions, type Page } from 'p
 /**
  * What every console browser test shares: Debian's chromium driven by playwright-core (never a downloaded
  * browser), where screenshots go, and logging in. docs/console/ is rewritten only on request
- * (`UPDATE_DOCS_SCREENSHOTS=1 npm test`), so a test run leaves the tree clean.
+ * (`UPDATE_DOCS_SCREENSHOTS=1 npm test`), so a test run leaves the tree clean; test-artifacts/console/ only with
+ * `CONSOLE_SCREENSHOTS=1`.
  */
 export const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 export const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
 export const DOCS = new URL('../../docs/console/', import.meta.url);
 export const UPDATE_DOCS = process.env.UPDATE_DOCS_SCREENSHOTS === '1';
+/**
+ * The pictures of every checked page in test-artifacts/console/, for a person to look at: on request
+ * (`CONSOLE_SCREENSHOTS=1`, or with the docs' pictures), since a full-page screenshot costs as much as the checks
+ * and asserts nothing.
+ */
+export const SAVE_ARTIFACTS = UPDATE_DOCS || process.env.CONSOLE_SCREENSHOTS === '1';
 
 /** `describe`, or `describe.skip` with the reason in the title when chromium is not installed. */
 export function browserSuite(name: string): { suite: typeof describe | typeof describe.skip; title: string } {

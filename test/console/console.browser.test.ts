@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { ARTIFACTS, browserSuite, DOCS, launchChromium, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -27,7 +27,7 @@ let keyID: string;
 let secret: string;
 
 async function shot(page: Page, name: string, options: { doc?: string; mask?: Locator[] } = {}): Promise<void> {
-  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
+  if (SAVE_ARTIFACTS) await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
   if (options.doc && UPDATE_DOCS) await page.screenshot({ path: new URL(`${options.doc}.png`, DOCS).pathname, fullPage: true, mask: options.mask ?? [], maskColor: '#374151' });
 }
 

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund } from './console-client.ts';
 
 /**
@@ -21,7 +21,7 @@ let apiKey: string;
 let phone: string;
 
 async function shot(page: Page, name: string, doc?: string): Promise<void> {
-  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
+  if (SAVE_ARTIFACTS) await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
   if (doc && UPDATE_DOCS) {
     await page.screenshot({ path: new URL(`${doc}.png`, DOCS).pathname, fullPage: true });
     const wide = page.viewportSize()!;

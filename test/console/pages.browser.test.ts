@@ -6,7 +6,7 @@ import { requestAccessChange } from '../../src/commands/user-admin.ts';
 import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { expectAccessible } from './axe.ts';
-import { ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -41,7 +41,7 @@ async function checkBothWidths(page: Page, label: string, doc?: string, options:
   await page.setViewportSize(PHONE);
   await expectAccessible(page, label);
   const name = `${doc ?? label.replace(/\W+/g, '-')}-390`;
-  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
+  if (SAVE_ARTIFACTS) await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
   if (doc && UPDATE_DOCS) await page.screenshot({ path: new URL(`${name}.png`, DOCS).pathname, fullPage: true });
   await page.setViewportSize(DESKTOP);
 }
@@ -216,7 +216,7 @@ suite(title, { timeout: 180_000 }, () => {
     await checker.keyboard.press('Enter');
     await nav.waitFor({ state: 'visible' });
     await expectAccessible(checker, 'menu open on a phone');
-    await checker.screenshot({ path: new URL('menu-390.png', ARTIFACTS).pathname, fullPage: true });
+    if (SAVE_ARTIFACTS) await checker.screenshot({ path: new URL('menu-390.png', ARTIFACTS).pathname, fullPage: true });
     if (UPDATE_DOCS) await checker.screenshot({ path: new URL('menu-390.png', DOCS).pathname, fullPage: true });
     const order: string[] = [];
     for (let i = 0; i < 4; i += 1) {

@@ -8,7 +8,7 @@ import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { getDelivery, deliveryID } from '../../src/webhooks/deliveries.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
-import { ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -33,7 +33,7 @@ let receiver: WebhookReceiver;
 
 /** A full-page screenshot; for the docs also at a phone's width. */
 async function shot(page: Page, name: string, options: { doc?: string; mask?: Locator[] } = {}): Promise<void> {
-  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
+  if (SAVE_ARTIFACTS) await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
   if (!options.doc || !UPDATE_DOCS) return;
   const mask = { mask: options.mask ?? [], maskColor: '#374151' };
   await page.screenshot({ path: new URL(`${options.doc}.png`, DOCS).pathname, fullPage: true, ...mask });
