@@ -1,7 +1,8 @@
-import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested } from '../domain/events.ts';
+import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested, WebhookSignatureScheme } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
-import { acceptedSecrets, checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
+import { checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
+import { CURRENT_SIGNATURE_SCHEME, LEGACY_SIGNATURE_SCHEME, signingAt, type EndpointSigning } from '../domain/webhook-secrets.ts';
 import type { ActingUser } from './api-keys.ts';
 import { assertNever, type Decider } from './decider.ts';
 
@@ -14,7 +15,9 @@ import { assertNever, type Decider } from './decider.ts';
  * deliveries kept failing for a day. Rejected and disabled are final: a party registers a new endpoint.
  * An active endpoint's signing secret is rotated like an API key's (src/domain/secret-rotation.ts): a maker
  * requests, another checker approves (deliveries are signed with both secrets until the overlap ends) or
- * rejects, or the maker withdraws.
+ * rejects, or the maker withdraws. Each secret has its signature scheme: an approval or a rotation records
+ * today's (Standard Webhooks); an endpoint approved before schemes were recorded signs the legacy way until a
+ * rotation switches it.
  */
 type EndpointTerms = Omit<WebhookEndpointRequested['data'], 'requestedBy' | 'requestedAt'>;
 
@@ -46,8 +49,11 @@ export type WebhookEndpointState =
       secret: SealedWebhookSecret | null;
       /** Who holds the signing secret: the maker who registered the endpoint, then the maker of its last rotation. */
       secretHolder: string;
+      /** The current secret's signature scheme. */
+      signatureScheme: WebhookSignatureScheme;
       /** The secret a rotation replaced: deliveries are signed with it too until `previousValidUntil`. */
       previousSecret: SealedWebhookSecret | null;
+      previousSignatureScheme: WebhookSignatureScheme | null;
       previousValidUntil: string | null;
       rotation: PendingRotation | null;
       disabledBy: string | null;
@@ -77,9 +83,14 @@ function requireChecker(by: ActingUser, endpoint: ExistingEndpoint, action: stri
   if (by.userID === endpoint.requestedBy) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
 }
 
-/** The sealed secrets deliveries are signed with at `now`: the current one, and the previous one during an overlap. */
-export function signingSecrets(endpoint: Pick<ExistingEndpoint, 'secret' | 'previousSecret' | 'previousValidUntil'>, now: string): SealedWebhookSecret[] {
-  return acceptedSecrets({ current: endpoint.secret, previous: endpoint.previousSecret, previousValidUntil: endpoint.previousValidUntil }, now);
+/** The endpoint's secrets and their schemes, as the signer takes them (`signingAt` says which sign at a time). */
+export function endpointSigning(endpoint: Pick<ExistingEndpoint, 'secret' | 'signatureScheme' | 'previousSecret' | 'previousSignatureScheme' | 'previousValidUntil'>): EndpointSigning<SealedWebhookSecret> {
+  return { current: endpoint.secret, scheme: endpoint.signatureScheme, previous: endpoint.previousSecret, previousScheme: endpoint.previousSignatureScheme, previousValidUntil: endpoint.previousValidUntil };
+}
+
+/** The sealed secrets a delivery at `now` is signed with, and how: the current one, and the previous one during an overlap. */
+export function signingSecrets(endpoint: Parameters<typeof endpointSigning>[0], now: string): { scheme: WebhookSignatureScheme; secrets: SealedWebhookSecret[] } {
+  return signingAt(endpointSigning(endpoint), now);
 }
 
 function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): WebhookEndpointEvent[] {
@@ -96,7 +107,7 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
       const endpoint = requireEndpoint(state, endpointID);
       requireChecker(by, endpoint, 'approve the webhook endpoint');
       requireStatus(endpoint, 'pending', 'approve the webhook endpoint');
-      return [{ type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: by.userID, approvedAt: now, secret } }];
+      return [{ type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: by.userID, approvedAt: now, secret, signatureScheme: CURRENT_SIGNATURE_SCHEME } }];
     }
     case 'RejectWebhookEndpoint': {
       const { endpointID, by, reason, now } = command.data;
@@ -136,7 +147,8 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
       requireSameParty(by, endpoint);
       const rotation = checkRotationDecision(by, endpoint.rotation, `webhook endpoint ${endpointID}`, 'approve');
       requireStatus(endpoint, 'active', 'approve the secret rotation'); // disabled meanwhile
-      return [{ type: 'WebhookSecretRotated', data: { endpointID, approvedBy: by.userID, rotatedAt: now, secret, previousValidUntil: overlapEnd(now, overlapHours), secretHolder: rotation.requestedBy } }];
+      // The new secret is made in today's form, so a rotation is also how a legacy endpoint moves to Standard Webhooks.
+      return [{ type: 'WebhookSecretRotated', data: { endpointID, approvedBy: by.userID, rotatedAt: now, secret, previousValidUntil: overlapEnd(now, overlapHours), secretHolder: rotation.requestedBy, signatureScheme: CURRENT_SIGNATURE_SCHEME } }];
     }
     case 'RejectWebhookSecretRotation': {
       const { endpointID, by, reason, now } = command.data;
@@ -160,12 +172,12 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
 function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): WebhookEndpointState {
   if (event.type === 'WebhookEndpointRequested') {
     const { requestedBy, requestedAt, ...terms } = event.data;
-    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, secretHolder: requestedBy, previousSecret: null, previousValidUntil: null, rotation: null, disabledBy: null };
+    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, signatureScheme: CURRENT_SIGNATURE_SCHEME, secretHolder: requestedBy, previousSecret: null, previousSignatureScheme: null, previousValidUntil: null, rotation: null, disabledBy: null };
   }
   if (state.status === 'none') return state; // a stream always starts with WebhookEndpointRequested
   switch (event.type) {
     case 'WebhookEndpointApproved':
-      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret, secretHolder: state.requestedBy };
+      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret, signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME, secretHolder: state.requestedBy };
     case 'WebhookEndpointRejected':
       return { ...state, status: 'rejected' };
     case 'WebhookEndpointDisabled':
@@ -176,7 +188,16 @@ function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): Webho
     case 'WebhookSecretRotationWithdrawn':
       return { ...state, rotation: null };
     case 'WebhookSecretRotated':
-      return { ...state, rotation: null, secret: event.data.secret, secretHolder: event.data.secretHolder, previousSecret: state.secret, previousValidUntil: event.data.previousValidUntil };
+      return {
+        ...state,
+        rotation: null,
+        secret: event.data.secret,
+        signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME,
+        secretHolder: event.data.secretHolder,
+        previousSecret: state.secret,
+        previousSignatureScheme: state.signatureScheme,
+        previousValidUntil: event.data.previousValidUntil,
+      };
     default:
       return assertNever(event);
   }

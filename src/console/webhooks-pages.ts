@@ -51,7 +51,19 @@ export function lifecycle(endpoint: EndpointView): Html {
   const rotation = endpoint.status === 'active' && endpoint.rotationRequestedBy
     ? html`<li>Secret rotation requested by ${endpoint.rotationRequestedByEmail}: <q>${endpoint.rotationReason ?? ''}</q></li>`
     : '';
-  return html`<ul class="plain lifecycle">${requested}${decided}${rotated}${rotation}${disabled}</ul>`;
+  return html`<ul class="plain lifecycle">${requested}${decided}${rotated}${signatures(endpoint)}${rotation}${disabled}</ul>`;
+}
+
+/** How deliveries are signed (docs/webhooks.md): Standard Webhooks, the legacy header, or the switch between them. */
+function signatures(endpoint: EndpointView): Html | '' {
+  if (endpoint.status !== 'active' || endpoint.signatureScheme === undefined) return '';
+  if (endpoint.signatureScheme === 'stripe-v1') {
+    return html`<li data-signature-scheme="stripe-v1">Deliveries are signed the legacy way (<code>Webhook-Signature: t=…,v1=…</code>); rotating the secret moves them to Standard Webhooks</li>`;
+  }
+  if (endpoint.previousSignatureScheme === 'stripe-v1') {
+    return html`<li data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>) from ${time(endpoint.previousSecretValidUntil ?? null)}; until then the legacy way, with both secrets</li>`;
+  }
+  return html`<li data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>)</li>`;
 }
 
 /**

@@ -142,8 +142,17 @@ export type WebhookEndpointRequested = Event<'WebhookEndpointRequested', {
   requestedBy: string;
   requestedAt: string;
 }>;
-/** The signing secret is made at approval, shown once to the maker, and kept sealed here for signing. */
-export type WebhookEndpointApproved = Event<'WebhookEndpointApproved', { endpointID: string; approvedBy: string; approvedAt: string; secret: SealedWebhookSecret }>;
+/**
+ * How deliveries are signed (docs/webhooks.md): `standard-webhooks` (https://www.standardwebhooks.com/), or
+ * `stripe-v1`, the legacy `t=…,v1=<hex>` header kept byte for byte for the endpoints approved before it.
+ */
+export type WebhookSignatureScheme = 'stripe-v1' | 'standard-webhooks';
+
+/**
+ * The signing secret is made at approval, shown once to the maker, and kept sealed here for signing.
+ * `signatureScheme` is the secret's scheme; events written before it existed have none: `stripe-v1`.
+ */
+export type WebhookEndpointApproved = Event<'WebhookEndpointApproved', { endpointID: string; approvedBy: string; approvedAt: string; secret: SealedWebhookSecret; signatureScheme?: WebhookSignatureScheme }>;
 export type WebhookEndpointRejected = Event<'WebhookEndpointRejected', { endpointID: string; rejectedBy: string; reason: string | null; rejectedAt: string; departedUserID?: string }>;
 /** Final. `disabledBy` is a user id, or `system` when deliveries kept failing for a day. */
 export type WebhookEndpointDisabled = Event<'WebhookEndpointDisabled', { endpointID: string; disabledBy: string; reason: string; disabledAt: string; departedUserID?: string }>;
@@ -153,9 +162,11 @@ export type WebhookSecretRotationRejected = Event<'WebhookSecretRotationRejected
 export type WebhookSecretRotationWithdrawn = Event<'WebhookSecretRotationWithdrawn', { endpointID: string; withdrawnBy: string; withdrawnAt: string }>;
 /**
  * The endpoint has a new signing secret, sealed like the approval's and held for `secretHolder`; deliveries are
- * signed with both secrets until `previousValidUntil`, then with the new one only.
+ * signed with both secrets until `previousValidUntil`, then with the new one only. `signatureScheme` is the new
+ * secret's scheme (absent in events written before it existed: `stripe-v1`). When it differs from the previous
+ * secret's, the previous scheme goes on, signed with both secrets, until `previousValidUntil`: the switch.
  */
-export type WebhookSecretRotated = Event<'WebhookSecretRotated', { endpointID: string; approvedBy: string; rotatedAt: string; secret: SealedWebhookSecret; previousValidUntil: string; secretHolder: string }>;
+export type WebhookSecretRotated = Event<'WebhookSecretRotated', { endpointID: string; approvedBy: string; rotatedAt: string; secret: SealedWebhookSecret; previousValidUntil: string; secretHolder: string; signatureScheme?: WebhookSignatureScheme }>;
 export type WebhookEndpointEvent =
   | WebhookEndpointRequested
   | WebhookEndpointApproved

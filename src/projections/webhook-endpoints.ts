@@ -1,4 +1,4 @@
-import type { WebhookEndpointEvent, WebhookEventType } from '../domain/events.ts';
+import type { WebhookEndpointEvent, WebhookEventType, WebhookSignatureScheme } from '../domain/events.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
@@ -33,6 +33,10 @@ export type WebhookEndpointDoc = {
   /** The last rotation, and until when deliveries are signed with the previous secret too. */
   rotatedAt?: string | null;
   previousSecretValidUntil?: string | null;
+  /** How deliveries are signed with the current secret (absent until approved); an approval that names none: `stripe-v1`. */
+  signatureScheme?: WebhookSignatureScheme;
+  /** The previous secret's scheme, after a rotation: when it differs, deliveries keep it until `previousSecretValidUntil`. */
+  previousSignatureScheme?: WebhookSignatureScheme;
   position: number;
 };
 
@@ -66,7 +70,7 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
       if (doc === null) return null; // a stream always starts with the request
       switch (event.type) {
         case 'WebhookEndpointApproved':
-          return { ...doc, status: 'active', decidedBy: event.data.approvedBy, decidedAt: event.data.approvedAt };
+          return { ...doc, status: 'active', decidedBy: event.data.approvedBy, decidedAt: event.data.approvedAt, signatureScheme: event.data.signatureScheme ?? 'stripe-v1' };
         case 'WebhookEndpointRejected':
           return { ...doc, status: 'rejected', decidedBy: event.data.rejectedBy, decidedAt: event.data.rejectedAt, reason: event.data.reason };
         case 'WebhookEndpointDisabled':
@@ -77,7 +81,15 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
         case 'WebhookSecretRotationWithdrawn':
           return { ...doc, rotationRequestedBy: null, rotationReason: null };
         case 'WebhookSecretRotated':
-          return { ...doc, rotationRequestedBy: null, rotationReason: null, rotatedAt: event.data.rotatedAt, previousSecretValidUntil: event.data.previousValidUntil };
+          return {
+            ...doc,
+            rotationRequestedBy: null,
+            rotationReason: null,
+            rotatedAt: event.data.rotatedAt,
+            previousSecretValidUntil: event.data.previousValidUntil,
+            signatureScheme: event.data.signatureScheme ?? 'stripe-v1',
+            previousSignatureScheme: doc.signatureScheme ?? 'stripe-v1',
+          };
       }
     },
   };

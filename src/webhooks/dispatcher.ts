@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../domain/errors.ts';
 import { streams } from '../domain/streams.ts';
-import { openWebhookSecret, signWebhook } from '../domain/webhook-secrets.ts';
-import { acceptedSecrets, type RotatingSecrets } from '../domain/secret-rotation.ts';
-import type { SealedWebhookSecret } from '../domain/events.ts';
+import { openWebhookSecret, signatureHeaders, signingAt, type EndpointSigning } from '../domain/webhook-secrets.ts';
+import type { SealedWebhookSecret, WebhookSignatureScheme } from '../domain/events.ts';
 import { loadState, StateCache } from '../commands/pipeline.ts';
 import { disableWebhookEndpointBySystem } from '../commands/webhooks.ts';
-import { webhookEndpointDecider } from '../commands/webhook-endpoints.ts';
+import { endpointSigning, webhookEndpointDecider } from '../commands/webhook-endpoints.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore } from '../ports/event-store.ts';
 import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
@@ -67,8 +66,8 @@ export class WebhookDispatcher {
   readonly consumer: SupervisedConsumer;
   /** Endpoints with a worker running in this process. */
   private readonly working = new Map<string, Promise<void>>();
-  /** Each endpoint's opened secrets, as of the rotation its route names (`rotatedAt`). */
-  private readonly secrets = new Map<string, { rotatedAt: string | null; secrets: RotatingSecrets<string> }>();
+  /** Each endpoint's opened secrets and their schemes, as of the rotation its route names (`rotatedAt`). */
+  private readonly secrets = new Map<string, { rotatedAt: string | null; signing: EndpointSigning<string> }>();
   private readonly cache = new StateCache();
   private wakeUp: (() => void) | undefined;
   private woken = false;
@@ -210,16 +209,16 @@ export class WebhookDispatcher {
 
   private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up' | 'lost'> {
     const startedAt = this.now();
-    const secrets = await this.secretsOf(route, new Date(startedAt).toISOString());
-    const result: AttemptResult = secrets === null
+    const signing = await this.signingOf(route, new Date(startedAt).toISOString());
+    const result: AttemptResult = signing === null
       ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'not sent: signing secret unavailable', detail: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
       : await attemptDelivery({
           url: route.url,
           body: delivery.body,
           headers: {
             'user-agent': 'wallet-ops-webhooks/1',
-            'webhook-id': delivery.eventID,
-            'webhook-signature': signWebhook(secrets, Math.floor(startedAt / 1000), delivery.body),
+            // webhook-id is the event id, the same at every attempt; the timestamp is this attempt's.
+            ...signatureHeaders(signing.scheme, signing.secrets, delivery.eventID, Math.floor(startedAt / 1000), delivery.body),
           },
           timeoutMs: this.options.timeoutMs,
           rules: this.options.rules,
@@ -281,10 +280,10 @@ export class WebhookDispatcher {
   }
 
   /**
-   * The secrets a delivery at `now` is signed with, current first: the previous one too while a rotation's
-   * overlap lasts (null: the current one cannot be opened). Opened from the endpoint's events once per rotation.
+   * How a delivery at `now` is signed: the scheme and the secrets, current first, the previous one too while a
+   * rotation's overlap lasts (null: the current one cannot be opened). Opened from the endpoint's events once per rotation.
    */
-  private async secretsOf(route: RouteDoc, now: string): Promise<string[] | null> {
+  private async signingOf(route: RouteDoc, now: string): Promise<{ scheme: WebhookSignatureScheme; secrets: string[] } | null> {
     const endpointID = route.id;
     const rotatedAt = route.rotatedAt ?? null;
     let cached = this.secrets.get(endpointID);
@@ -292,15 +291,14 @@ export class WebhookDispatcher {
       const { state } = await loadState({ store: this.options.eventStore, cache: this.cache }, streams.webhookEndpoint(endpointID), webhookEndpointDecider);
       const open = (sealed: SealedWebhookSecret | null) => (sealed === null ? null : openWebhookSecret(this.options.secretsKey, endpointID, sealed));
       const current = state.status === 'none' ? null : open(state.secret);
-      if (current === null) {
+      if (state.status === 'none' || current === null) {
         this.options.logger.error({ endpointID }, 'webhook signing secret cannot be opened: was SECRETS_KEY changed?');
         return null;
       }
-      const previous = state.status === 'none' ? null : open(state.previousSecret);
-      cached = { rotatedAt, secrets: { current, previous, previousValidUntil: state.status === 'none' ? null : state.previousValidUntil } };
+      cached = { rotatedAt, signing: { ...endpointSigning(state), current, previous: open(state.previousSecret) } };
       this.secrets.set(endpointID, cached);
     }
-    return acceptedSecrets(cached.secrets, now);
+    return signingAt(cached.signing, now);
   }
 
   private retryTimer: NodeJS.Timeout | undefined;

@@ -24,7 +24,9 @@ const terms = { endpointID, party: acme, url: 'https://shop.example/hooks', even
 const sealed: SealedWebhookSecret = { sealedWith: '0123456789abcdef', iv: 'aXY=', tag: 'dGFn', data: 'ZGF0YQ==' };
 
 const requested: WebhookEndpointRequested = { type: 'WebhookEndpointRequested', data: { ...terms, requestedBy: maker.userID, requestedAt: T0 } };
-const approved: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: checker.userID, approvedAt: T1, secret: sealed } };
+const approved: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: checker.userID, approvedAt: T1, secret: sealed, signatureScheme: 'standard-webhooks' } };
+/** An approval written before signature schemes were recorded: the endpoint signs the legacy (stripe-v1) way. */
+const approvedLegacy: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: checker.userID, approvedAt: T1, secret: sealed } };
 const rejected: WebhookEndpointEvent = { type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: checker.userID, reason: 'unknown host', rejectedAt: T1 } };
 const disabled: WebhookEndpointEvent = { type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: maker.userID, reason: 'shop closed', disabledAt: T2 } };
 
@@ -48,8 +50,14 @@ describe('webhook endpoint lifecycle', () => {
   });
 
   describe('approving an endpoint', () => {
-    it('when a different checker of the party approves, then it is active with the sealed secret', () =>
+    it('when a different checker of the party approves, then it is active with the sealed secret, signed the Standard Webhooks way', () =>
       given([requested]).when(approve(checker)).then([approved]));
+
+    it('given an approval that names no scheme (written before schemes), then the endpoint signs the legacy stripe-v1 way', () => {
+      const state = fold(webhookEndpointDecider, webhookEndpointDecider.initialState(), [requested, approvedLegacy]);
+      expect(state).toMatchObject({ status: 'active', signatureScheme: 'stripe-v1', previousSignatureScheme: null });
+      expect(fold(webhookEndpointDecider, webhookEndpointDecider.initialState(), [requested, approved])).toMatchObject({ signatureScheme: 'standard-webhooks' });
+    });
 
     it('when the maker approves their own request, then it is refused even with the checker role', () =>
       given([{ ...requested, data: { ...requested.data, requestedBy: makerChecker.userID } }]).when(approve(makerChecker)).thenRefused('SAME_USER'));
@@ -115,8 +123,8 @@ describe('webhook endpoint lifecycle', () => {
 
     it('given a registration, then the state is pending with no secret', () =>
       expect(state([requested])).toEqual({
-        ...terms, status: 'pending', requestedBy: maker.userID, requestedAt: T0, approvedBy: null, secret: null,
-        secretHolder: maker.userID, previousSecret: null, previousValidUntil: null, rotation: null, disabledBy: null,
+        ...terms, status: 'pending', requestedBy: maker.userID, requestedAt: T0, approvedBy: null, secret: null, signatureScheme: 'standard-webhooks',
+        secretHolder: maker.userID, previousSecret: null, previousSignatureScheme: null, previousValidUntil: null, rotation: null, disabledBy: null,
       }));
 
     it('given an approval, then the state is active with the approver and the sealed secret', () =>
@@ -152,7 +160,7 @@ describe('webhook endpoint lifecycle', () => {
     const rejectRotation = (by: ActingUser) => ({ type: 'RejectWebhookSecretRotation' as const, data: { endpointID, by, reason: null, now: T2 } });
     const withdraw = (by: ActingUser) => ({ type: 'WithdrawWebhookSecretRotation' as const, data: { endpointID, by, now: T2 } });
     const rotationRequested: WebhookEndpointEvent = { type: 'WebhookSecretRotationRequested', data: { endpointID, requestedBy: otherMaker.userID, reason: 'secret leaked in a log', requestedAt: T2 } };
-    const rotated: WebhookEndpointEvent = { type: 'WebhookSecretRotated', data: { endpointID, approvedBy: checker.userID, rotatedAt: T2, secret: newSealed, previousValidUntil: '2026-01-03T02:00:00.000Z', secretHolder: otherMaker.userID } };
+    const rotated: WebhookEndpointEvent = { type: 'WebhookSecretRotated', data: { endpointID, approvedBy: checker.userID, rotatedAt: T2, secret: newSealed, previousValidUntil: '2026-01-03T02:00:00.000Z', secretHolder: otherMaker.userID, signatureScheme: 'standard-webhooks' } };
     const state = (events: WebhookEndpointEvent[]) => fold(webhookEndpointDecider, webhookEndpointDecider.initialState(), events);
 
     it('when a maker of the party asks to rotate an active endpoint\'s secret, then a rotation is pending', () =>
@@ -201,8 +209,27 @@ describe('webhook endpoint lifecycle', () => {
       const after = state([requested, approved, rotationRequested, rotated]);
       expect(after).toMatchObject({ status: 'active', secret: newSealed, previousSecret: sealed, previousValidUntil: '2026-01-03T02:00:00.000Z', secretHolder: otherMaker.userID, rotation: null });
       if (after.status === 'none') throw new Error('endpoint missing');
-      expect(signingSecrets(after, '2026-01-03T01:59:59.999Z')).toEqual([newSealed, sealed]);
-      expect(signingSecrets(after, '2026-01-03T02:00:00.000Z')).toEqual([newSealed]);
+      expect(signingSecrets(after, '2026-01-03T01:59:59.999Z')).toEqual({ scheme: 'standard-webhooks', secrets: [newSealed, sealed] });
+      expect(signingSecrets(after, '2026-01-03T02:00:00.000Z')).toEqual({ scheme: 'standard-webhooks', secrets: [newSealed] });
+    });
+
+    it('when a rotation of a legacy endpoint is approved, then the rotation records Standard Webhooks', () =>
+      given([requested, approvedLegacy, rotationRequested]).when(approveRotation(checker)).then([rotated]));
+
+    it('given a legacy endpoint rotated, then it signs the legacy way with both secrets until the overlap ends, then the Standard Webhooks way with the new one', () => {
+      const after = state([requested, approvedLegacy, rotationRequested, rotated]);
+      expect(after).toMatchObject({ signatureScheme: 'standard-webhooks', previousSignatureScheme: 'stripe-v1' });
+      if (after.status === 'none') throw new Error('endpoint missing');
+      expect(signingSecrets(after, '2026-01-03T01:59:59.999Z')).toEqual({ scheme: 'stripe-v1', secrets: [newSealed, sealed] });
+      expect(signingSecrets(after, '2026-01-03T02:00:00.000Z')).toEqual({ scheme: 'standard-webhooks', secrets: [newSealed] });
+    });
+
+    it('given a rotation written before schemes were recorded, then the new secret signs the legacy way', () => {
+      const { signatureScheme: _, ...legacyData } = rotated.data as Extract<WebhookEndpointEvent, { type: 'WebhookSecretRotated' }>['data'];
+      const after = state([requested, approvedLegacy, rotationRequested, { type: 'WebhookSecretRotated', data: legacyData }]);
+      if (after.status === 'none') throw new Error('endpoint missing');
+      expect(signingSecrets(after, '2026-01-03T01:00:00.000Z')).toEqual({ scheme: 'stripe-v1', secrets: [newSealed, sealed] });
+      expect(signingSecrets(after, '2026-01-03T03:00:00.000Z')).toEqual({ scheme: 'stripe-v1', secrets: [newSealed] });
     });
 
     it('given a rejected or withdrawn rotation, then none is pending and the secret is unchanged', () => {

@@ -125,11 +125,11 @@ describe('webhook endpoint: rotate secret', () => {
     expect(approved.status).toBe(303);
     const checkerView = await checkerClient.get(approved.location!);
     expect(checkerView.text).toContain('will see the new secret once');
-    expect(checkerView.text).not.toMatch(/whsec_[A-Za-z0-9_-]{43}/);
+    expect(checkerView.text).not.toMatch(/whsec_[A-Za-z0-9+/]{43}=/);
     expect(checkerView.text).toContain('Signing secret rotated');
 
     const shown = await makerClient.get(`/console/webhooks/${endpointID}`);
-    const newSecret = /value="(whsec_[A-Za-z0-9_-]{43})"/.exec(shown.text)?.[1];
+    const newSecret = /value="(whsec_[A-Za-z0-9+/]{43}=)"/.exec(shown.text)?.[1];
     expect(newSecret).toBeDefined();
     expect(newSecret).not.toBe(oldSecret);
     expect((await makerClient.get(`/console/webhooks/${endpointID}`)).text).not.toContain(newSecret!);

@@ -41,7 +41,7 @@ async function as(email: string, password: string): Promise<ConsoleClient> {
 const maker = () => as(dist.makerEmail, MAKER_PASSWORD);
 const checker = () => as(dist.checkerEmail, CHECKER_PASSWORD);
 
-const SECRET = /whsec_[A-Za-z0-9_-]{43}/;
+const SECRET = /whsec_[A-Za-z0-9+/]{43}=/;
 
 /** Registers an endpoint in the console as the maker; returns its id. */
 async function register(client: ConsoleClient, url: string, eventTypes: string[] = ['operation.completed', 'payment.received']): Promise<string> {

@@ -31,7 +31,9 @@ it('given an executor, a webhooks process and a write-api process a day ahead be
   expect(existsSync(LIBFAKETIME), `${LIBFAKETIME} (Debian package faketime) is needed`).toBe(true);
   const dir = tempDir('wallet-ops-clock-ahead-');
   const sys = await startTestSystem({ ...ENV, DATA_DIR: dir.path }, undefined, ['projections']);
-  const receiver = await startWebhookReceiver();
+  // Deliveries signed by the process a day ahead carry its clock: a Standard Webhooks receiver refuses them as
+  // too new, rightly. This test is about duplicates, so its receiver verifies nothing.
+  const receiver = await startWebhookReceiver('/hooks', 0, { oracle: false });
   const children: WalletOpsProcess[] = [];
   try {
     const distributor = await sys.party('distributor');

@@ -13,7 +13,10 @@ const requested: WebhookEndpointEvent = {
   type: 'WebhookEndpointRequested',
   data: { endpointID: ID, party: { type: 'merchant', id: 'm-1' }, url: 'https://shop.example/h', eventTypes: ['payment.received'], requestedBy: 'u-maker', requestedAt: T0 },
 };
-const approved: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: { endpointID: ID, approvedBy: 'u-checker', approvedAt: T1, secret: { sealedWith: 'f'.repeat(16), iv: 'aXY=', tag: 'dGFn', data: 'c2VjcmV0' } } };
+const approved: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: { endpointID: ID, approvedBy: 'u-checker', approvedAt: T1, secret: { sealedWith: 'f'.repeat(16), iv: 'aXY=', tag: 'dGFn', data: 'c2VjcmV0' }, signatureScheme: 'standard-webhooks' } };
+/** Written before signature schemes were recorded. */
+const { signatureScheme: _, ...legacyData } = approved.data as Extract<WebhookEndpointEvent, { type: 'WebhookEndpointApproved' }>['data'];
+const approvedLegacy: WebhookEndpointEvent = { type: 'WebhookEndpointApproved', data: legacyData };
 const rejected: WebhookEndpointEvent = { type: 'WebhookEndpointRejected', data: { endpointID: ID, rejectedBy: 'u-checker', reason: 'unknown host', rejectedAt: T1 } };
 const disabled: WebhookEndpointEvent = { type: 'WebhookEndpointDisabled', data: { endpointID: ID, disabledBy: 'system', reason: 'deliveries failed for a day', disabledAt: T1 } };
 
@@ -27,10 +30,14 @@ describe('webhook-endpoints projection', () => {
     spec.given().when(requested).then({ [ID]: pending(1) });
   });
 
-  it('when it is approved, then it is active with the checker, and the sealed secret is not copied', () => {
+  it('when it is approved, then it is active with the checker and its signature scheme, and the sealed secret is not copied', () => {
     const { docs } = spec.given(requested).when(approved);
-    expect(docs).toEqual({ [ID]: { ...pending(2), status: 'active', decidedBy: 'u-checker', decidedAt: T1 } });
+    expect(docs).toEqual({ [ID]: { ...pending(2), status: 'active', decidedBy: 'u-checker', decidedAt: T1, signatureScheme: 'standard-webhooks' } });
     expect(JSON.stringify(docs)).not.toContain('c2VjcmV0');
+  });
+
+  it('when an approval written before schemes were recorded is applied, then the endpoint signs the legacy stripe-v1 way', () => {
+    spec.given(requested).when(approvedLegacy).then({ [ID]: { ...pending(2), status: 'active', decidedBy: 'u-checker', decidedAt: T1, signatureScheme: 'stripe-v1' } });
   });
 
   it('when it is rejected, then it is rejected with the checker and the reason', () => {
@@ -39,7 +46,7 @@ describe('webhook-endpoints projection', () => {
 
   it('when it is disabled, then it says by whom, when and why', () => {
     spec.given(requested, approved).when(disabled).then({
-      [ID]: { ...pending(3), status: 'disabled', decidedBy: 'u-checker', decidedAt: T1, disabledBy: 'system', disabledAt: T1, reason: 'deliveries failed for a day' },
+      [ID]: { ...pending(3), status: 'disabled', decidedBy: 'u-checker', decidedAt: T1, signatureScheme: 'standard-webhooks', disabledBy: 'system', disabledAt: T1, reason: 'deliveries failed for a day' },
     });
   });
 
@@ -55,11 +62,11 @@ describe('webhook-endpoints projection', () => {
 
   describe('secret rotation', () => {
     const T2 = '2026-01-03T00:00:00.000Z';
-    const active = (position: number): WebhookEndpointDoc => ({ ...pending(position), status: 'active', decidedBy: 'u-checker', decidedAt: T1 });
+    const active = (position: number): WebhookEndpointDoc => ({ ...pending(position), status: 'active', decidedBy: 'u-checker', decidedAt: T1, signatureScheme: 'standard-webhooks' });
     const asked: WebhookEndpointEvent = { type: 'WebhookSecretRotationRequested', data: { endpointID: ID, requestedBy: 'u-maker', reason: 'leaked', requestedAt: T2 } };
     const rotated: WebhookEndpointEvent = {
       type: 'WebhookSecretRotated',
-      data: { endpointID: ID, approvedBy: 'u-checker', rotatedAt: T2, secret: { sealedWith: 'f'.repeat(16), iv: 'aXY=', tag: 'dGFn', data: 'bmV3c2VjcmV0' }, previousValidUntil: '2026-01-04T00:00:00.000Z', secretHolder: 'u-maker' },
+      data: { endpointID: ID, approvedBy: 'u-checker', rotatedAt: T2, secret: { sealedWith: 'f'.repeat(16), iv: 'aXY=', tag: 'dGFn', data: 'bmV3c2VjcmV0' }, previousValidUntil: '2026-01-04T00:00:00.000Z', secretHolder: 'u-maker', signatureScheme: 'standard-webhooks' },
     };
 
     it('when a rotation is requested, then the document says by whom and why', () => {
@@ -75,8 +82,13 @@ describe('webhook-endpoints projection', () => {
 
     it('when it is approved, then the document says when and until when the previous secret signs, and never holds the secret', () => {
       const { docs } = spec.given(requested, approved, asked).when(rotated);
-      expect(docs).toEqual({ [ID]: { ...active(4), rotationRequestedBy: null, rotationReason: null, rotatedAt: T2, previousSecretValidUntil: '2026-01-04T00:00:00.000Z' } });
+      expect(docs).toEqual({ [ID]: { ...active(4), rotationRequestedBy: null, rotationReason: null, rotatedAt: T2, previousSecretValidUntil: '2026-01-04T00:00:00.000Z', signatureScheme: 'standard-webhooks', previousSignatureScheme: 'standard-webhooks' } });
       expect(JSON.stringify(docs)).not.toContain('bmV3c2VjcmV0');
+    });
+
+    it('when a legacy endpoint\'s rotation is approved, then the document says it moves from stripe-v1 to Standard Webhooks', () => {
+      const { docs } = spec.given(requested, approvedLegacy, asked).when(rotated);
+      expect(docs[ID]).toMatchObject({ signatureScheme: 'standard-webhooks', previousSignatureScheme: 'stripe-v1', previousSecretValidUntil: '2026-01-04T00:00:00.000Z' });
     });
   });
 

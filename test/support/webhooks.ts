@@ -7,6 +7,7 @@ import { approveAndCollectEndpoint } from './credentials.ts';
 import type { WebhookEventType } from '../../src/domain/events.ts';
 import { approve, issue, waitUntilSettled, type PartsTestSystem } from './executor-system.ts';
 import { call, type TestParty, type TestSystem } from './system.ts';
+import { receiverAt } from './webhook-receiver.ts';
 
 /** What the webhook tests set up again and again: a paying distributor, its endpoints, its cash-ins. */
 export type PayingParty = TestParty & { apiKey: string; keyID: string; phone: string };
@@ -27,12 +28,16 @@ export const webhookDeps = (sys: Pick<TestSystem, 'backOffice' | 'config'>): Web
   allowInsecureLocalhost: true,
 });
 
-/** A maker of the party registers the endpoint, a checker approves it: its id and signing secret. */
+/**
+ * A maker of the party registers the endpoint, a checker approves it: its id and signing secret. The test
+ * receiver at that URL, if any, then verifies every delivery with that secret (the standardwebhooks library).
+ */
 export async function registerEndpoint(sys: Pick<TestSystem, 'backOffice' | 'config'>, party: TestParty, url: string, eventTypes: WebhookEventType[]): Promise<{ endpointID: string; secret: string }> {
   const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
   const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
   const { endpointID } = await requestWebhookEndpoint(webhookDeps(sys), maker, { url, eventTypes }, randomUUID());
   const secret = await approveAndCollectEndpoint(webhookDeps(sys), checker, maker, endpointID);
+  receiverAt(url)?.trust(secret);
   return { endpointID, secret };
 }
 

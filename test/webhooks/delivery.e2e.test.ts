@@ -4,7 +4,7 @@ import { actingUser, decideOnApiKey, findUserByEmail, userContext } from '../../
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { disableWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import type { WebhookEventType } from '../../src/domain/events.ts';
-import { verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
+import { Webhook } from 'standardwebhooks';
 import { attemptsOfDelivery, deliveriesOfEndpoint, getRoute } from '../../src/webhooks/deliveries.ts';
 import { approve, startPartsSystem, waitUntilSettled, type PartsTestSystem, type RunningExecutor } from '../support/executor-system.ts';
 import { verifyViaCli } from '../audit/support.ts';
@@ -69,10 +69,12 @@ describe('webhook deliveries', () => {
 
   const operationIDOf = (r: ReceivedWebhook) => r.json.data.operation?.operationID as string | undefined;
 
+  /** Verified as an integrator would, with the standardwebhooks library (the receivers also check every delivery so). */
   function expectSigned(r: ReceivedWebhook, secret: string): void {
-    const signature = String(r.headers['webhook-signature']);
-    expect(verifyWebhookSignature(secret, signature, r.body, Math.floor(Date.now() / 1000))).toBe(true);
-    expect(verifyWebhookSignature(secret, signature, `${r.body} `, Math.floor(Date.now() / 1000))).toBe(false);
+    const headers = { 'webhook-id': String(r.headers['webhook-id']), 'webhook-timestamp': String(r.headers['webhook-timestamp']), 'webhook-signature': String(r.headers['webhook-signature']) };
+    expect(new Webhook(secret).verify(r.body, headers)).toEqual(r.json);
+    expect(() => new Webhook(secret).verify(`${r.body} `, headers)).toThrow('No matching signature');
+    expect(r.verifiedWith).toBe(secret);
     expect(r.headers['webhook-id']).toBe(r.json.id);
     expect(r.json.id).toMatch(/^evt_[A-Za-z0-9_-]{24}$/);
   }
