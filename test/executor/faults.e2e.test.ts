@@ -63,7 +63,7 @@ describe('executor under store faults (real processes)', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  it('given three approvals executing, when another process locks events.sqlite past every retry and busy timeout and then releases it, then all three settle without a restart, the ledger and the events agree, and /health answered within 100 ms throughout', async (context) => {
+  it('given three approvals executing, when another process locks events.sqlite past every retry and busy timeout and then releases it, then all three settle without a restart, the ledger and the events agree, and /health answered as promptly as unlocked throughout', async (context) => {
     const dir = tempDir('wallet-ops-lock-');
     cleanups.push(() => dir.cleanup());
     const { ops, subject, distributor } = await observe(dir.path);
@@ -74,6 +74,10 @@ describe('executor under store faults (real processes)', () => {
     const baseUrl = `http://127.0.0.1:${port}`;
     await waitFor(async () => (await probeHealth(baseUrl)).status === 200, 60_000);
 
+    // /health as this machine answers it now, unlocked: what the probes under the lock are compared with.
+    const unlocked: number[] = [];
+    for (let i = 0; i < 20; i++) unlocked.push((await probeHealth(baseUrl)).ms);
+    const unlockedP95 = unlocked.sort((a, b) => a - b)[Math.floor(unlocked.length * 0.95)]!;
     const locker = await prepareWriteLock(join(dir.path, 'events.sqlite'));
     const to = await distributor('Lock Distributor');
     const ids = [await issue(subject, to, '10'), await issue(subject, to, '20'), await issue(subject, to, '30')];
@@ -95,13 +99,14 @@ describe('executor under store faults (real processes)', () => {
     expect(running(server), server.output()).toBe(true);
     expect(probes.length).toBeGreaterThan(50);
     expect(probes.filter((p) => p.status !== 200 && p.status !== 503), 'every probe answered').toEqual([]);
-    // Within 100 ms: the typical probe, on a loaded machine too. The slowest may wait on the scheduler of a
-    // busy 2-core machine, but never on the lock: it stays far below the 5 s a synchronous busy wait took.
+    // As fast as unlocked (within 100 ms, or 4x the unlocked p95 of the same run on a machine busy enough to be
+    // slower): the lock never stands in /health's way. The slowest may wait on the scheduler of a busy 2-core
+    // machine, never on the lock: a probe blocked by it would wait the 10 s busy budget (5 s before that fix).
     const times = probes.map((p) => p.ms).sort((a, b) => a - b);
     const p95 = times[Math.floor(times.length * 0.95)]!;
-    context.annotate(`/health during the lock: ${probes.length} probes, p50 ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms`);
-    expect(p95, 'p95 of /health during the lock (ms)').toBeLessThan(100);
-    expect(times.at(-1)!, 'the slowest /health during the lock (ms)').toBeLessThan(1000);
+    context.annotate(`/health during the lock: ${probes.length} probes, p50 ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms; unlocked p95 ${unlockedP95.toFixed(1)} ms`);
+    expect(p95, 'p95 of /health during the lock (ms)').toBeLessThan(Math.max(100, 4 * unlockedP95));
+    expect(times.at(-1)!, 'the slowest /health during the lock (ms)').toBeLessThan(2500);
 
     for (const id of ids) expect((await operationOf(subject, id)).status).toBe('completed');
     const ledger = (await allLedgerTransactions(ops.ledger)).filter((tx) => ids.includes(tx.operationID));

@@ -98,8 +98,10 @@ it('given two dispatchers on one store (two processes), when an endpoint has a b
     await receiver.waitForRequests(ids.length);
     // Both keep polling the endpoint meanwhile; give them a few more passes to send anything twice
     await waitFor(() => (dispatcher!.consumer.status().state === 'running' && other.consumer.status().state === 'running'));
-    const delivered = await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } });
-    expect(delivered).toBe(ids.length);
+    // The receiver answers before the sender records the delivery: wait for the last record to settle.
+    const delivered = () => readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } });
+    await waitFor(async () => (await delivered()) >= ids.length);
+    expect(await delivered()).toBe(ids.length);
     expect(receiver.received.map((r) => r.json.id)).toEqual(ids);
   } finally {
     await other.stop();
