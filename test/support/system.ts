@@ -135,9 +135,11 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
 /** Polls until the condition holds (the live subscriptions are asynchronous), or fails after a while. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
+  // Asked again at once at first, then less and less often: what settles in a few ms is seen in a few ms, and a
+  // condition that takes seconds (a lease running out, 1,000 operations settling) is not asked 200 times a second.
+  for (let pause = 5; !(await condition()); pause = Math.min(pause * 1.5, 100)) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
 
