@@ -199,6 +199,24 @@ const schema = z.object({
   METRICS_HOST: z
     .preprocess(unsetWhenEmpty, z.string().min(1).optional())
     .describe('Address the METRICS_PORT server binds to, e.g. an internal interface. Default: HOST.'),
+  // Tracing (docs/operations.md, Tracing): the OpenTelemetry SDK reads these itself; they are checked here so that a
+  // typo stops the start rather than silently turning tracing off, and they decide whether the SDK is loaded at all.
+  OTEL_SDK_DISABLED: z
+    .preprocess((v) => (typeof v === 'string' ? unsetWhenEmpty(v.toLowerCase()) : v), z.enum(['true', 'false']).default('false'))
+    .transform((v) => v === 'true')
+    .describe('true: no tracing whatever the other OTEL_ variables say.'),
+  OTEL_TRACES_EXPORTER: z
+    .preprocess(unsetWhenEmpty, z.string().regex(/^(otlp|zipkin|console|none)(,(otlp|zipkin|console|none))*$/, 'a comma-separated list of otlp, zipkin, console or none').optional())
+    .describe('Where spans go: otlp (OTEL_EXPORTER_OTLP_*), zipkin, console; none: tracing off. Setting it (other than none) turns tracing on.'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .preprocess(unsetWhenEmpty, z.url({ protocol: /^https?$/ }).optional())
+    .describe('The OTLP collector, e.g. http://jaeger:4318 (http/protobuf). Setting it turns tracing on.'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .preprocess(unsetWhenEmpty, z.url({ protocol: /^https?$/ }).optional())
+    .describe('The OTLP traces URL itself, e.g. http://jaeger:4318/v1/traces. Setting it turns tracing on.'),
+  OTEL_SERVICE_NAME: z
+    .preprocess(unsetWhenEmpty, z.string().min(1).max(200).default('wallet-ops'))
+    .describe('The service name spans carry: one per process role is clearest (wallet-ops-api, wallet-ops-executor).'),
   EVENT_STORE: z
     .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb', 'postgres']).optional())
     .describe('Event store: embedded (SQLite under DATA_DIR), kurrentdb (KURRENTDB_URL) or postgres (POSTGRES_URL). Default: the store whose URL is set (both set: refused, choose one), else embedded.'),
@@ -378,6 +396,16 @@ const configSchema = schema
   }));
 
 export type Config = z.infer<typeof configSchema>;
+
+/**
+ * Tracing is on when an exporter (other than none) or an OTLP endpoint is set, and OTEL_SDK_DISABLED is not
+ * true. Off, the OpenTelemetry packages are not even loaded: tracing costs nothing until it is asked for.
+ */
+export function tracingEnabled(config: Pick<Config, 'OTEL_SDK_DISABLED' | 'OTEL_TRACES_EXPORTER' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'>): boolean {
+  if (config.OTEL_SDK_DISABLED) return false;
+  if (config.OTEL_TRACES_EXPORTER !== undefined) return config.OTEL_TRACES_EXPORTER.split(',')[0] !== 'none';
+  return config.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+}
 
 export class ConfigError extends Error {
   constructor(message: string) {

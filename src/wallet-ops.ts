@@ -14,7 +14,9 @@ import { ApiRateLimits } from './http/rate-limit.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
 import { InFlightStates, StateCache } from './commands/pipeline.ts';
 import { withSnapshots } from './commands/snapshots.ts';
-import type { Config } from './config.ts';
+import { tracingEnabled, type Config } from './config.ts';
+import { openTracing } from './adapters/tracing.ts';
+import type { Tracing } from './ports/tracing.ts';
 import { createApp } from './http/app.ts';
 import type { Logger } from './logger.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from './projections/api-key-directory.ts';
@@ -70,9 +72,15 @@ export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections
 export interface BuildOptions {
   /** The webhook dispatcher's DNS (tests only: a name that resolves to a private address). */
   webhookResolver?: Resolver;
+  /** Tracing given by the caller (tests: an SDK with an in-memory span processor), which then shuts it down itself. Default: from OTEL_*. */
+  tracing?: Tracing;
 }
 
 export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS, options: BuildOptions = {}): Promise<WalletOps> {
+  // Off unless OTEL_* variables ask for it (src/config.ts, tracingEnabled): then the SDK is loaded, else nothing of it.
+  const ownTracing = options.tracing === undefined;
+  const tracing = options.tracing ?? (await openTracing({ enabled: tracingEnabled(config), serviceName: config.OTEL_SERVICE_NAME }));
+  if (tracing.enabled && ownTracing) logger.info({ serviceName: config.OTEL_SERVICE_NAME }, 'tracing on (OpenTelemetry)');
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
@@ -133,6 +141,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
     ...(metrics ? { onConflictRetry: () => metrics.createConflictRetries.inc() } : {}),
     cashOutConsent: { policy: config.CASH_OUT_CONSENT, secretsKey },
+    tracing,
   };
   const projections = allProjections(config.ASSET_SCALE);
   await untilAvailable(() => stores.readStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]), 'defining the read models', logger);
@@ -170,6 +179,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     assetScale: config.ASSET_SCALE,
     clock,
     logger,
+    tracing,
     ...(metrics ? {
       observer: {
         claimed: (attempt: number) => metrics.executorClaims.inc({ attempt: attempt === 1 ? 'first' : 'retry' }),
@@ -211,6 +221,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       leaseMs: config.WEBHOOK_LEASE_MS,
       rules: { allowLoopback: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST, ...(allowedRanges ? { allowAddress: allowedRanges } : {}) },
       ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
+      tracing,
       ...(metrics ? {
         onAttempt: (delivery: DeliveryDoc, result: AttemptResult) => {
           metrics.webhookAttempts.inc({ outcome: result.ok ? 'delivered' : delivery.status === 'failed' ? 'gave_up' : 'retry' });
@@ -282,6 +293,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
         assetCode: config.ASSET_CODE,
         waitingPollMs: config.CONSOLE_WAITING_POLL_MS,
+        tracing,
       })] : []),
     ],
   });
@@ -304,6 +316,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       await skew?.stop();
       await stores.close();
       await ledger.close();
+      // Last: the spans of the work that just ended are exported too.
+      if (ownTracing) await tracing.shutdown();
     },
   };
 }

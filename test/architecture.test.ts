@@ -66,7 +66,8 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // open-stores wraps every event store in the audit hash chain; the EVM ledger speaks to its chain through viem.
   // Shared, which imports nothing, for the one backoff (SQLite busy retries, nonce conflicts): adapters may use
   // it, never the other way round, so no cycle can arise.
-  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'pg', 'viem', 'viem/accounts'] },
+  // OpenTelemetry only in otel-tracing.ts, reached by a dynamic import when tracing is on (checked below).
+  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'pg', 'viem', 'viem/accounts', '@opentelemetry/api', '@opentelemetry/sdk-node'] },
   // Metrics decorate the ports and observe HTTP; what they read at scrape time is handed to them as callbacks.
   metrics: { src: ['ports'], packages: ['prom-client', 'express'] },
   // The fault decorators are typed by what open-stores applies and switched on by the config (types only).
@@ -152,6 +153,13 @@ describe('layer rules', () => {
   it('when the files of src/ import each other, then no import leads back to the file it started from', () => {
     const graph = new Map(files.map((file) => [relative(SRC, file), importsOf(file).map(({ target }) => target).filter(isSrcFile)]));
     expect(cyclesOf(graph).map((cycle) => cycle.join(' -> '))).toEqual([]);
+  });
+
+  it('when tracing is off, then no OpenTelemetry module is loaded: only adapters/otel-tracing.ts imports it, and only by import() is it reached', () => {
+    const importers = files.filter((file) => importsOf(file).some(({ target }) => target.startsWith('@opentelemetry/'))).map((file) => relative(SRC, file));
+    expect(importers).toEqual(['adapters/otel-tracing.ts']);
+    const reaching = files.flatMap((file) => importsOf(file).filter(({ target }) => target === 'adapters/otel-tracing.ts').map(({ dynamic, typeOnly }) => ({ file: relative(SRC, file), dynamic, typeOnly })));
+    expect(reaching).toEqual([{ file: 'adapters/tracing.ts', dynamic: true, typeOnly: false }]);
   });
 
   it('when src/commands or src/projections import, then never express, a store adapter or an API layer', () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig, tracingEnabled } from '../src/config.ts';
 
 /** The configuration keys of the console's login throttle and of the secrets key (the rest: store-selection, faults). */
 const KEY = randomBytes(32);
@@ -170,5 +170,29 @@ describe('EXECUTOR_RETRY_BASE_MS and EXECUTOR_RETRY_MAX_MS', () => {
     expect(loadConfig({ EXECUTOR_RETRY_BASE_MS: '10', EXECUTOR_RETRY_MAX_MS: '50' })).toMatchObject({ EXECUTOR_RETRY_BASE_MS: 10, EXECUTOR_RETRY_MAX_MS: 50 });
     expect(() => loadConfig({ EXECUTOR_RETRY_BASE_MS: '200', EXECUTOR_RETRY_MAX_MS: '100' })).toThrow(/EXECUTOR_RETRY_MAX_MS: must be at least EXECUTOR_RETRY_BASE_MS/);
     expect(() => loadConfig({ EXECUTOR_RETRY_BASE_MS: '0' })).toThrow(/EXECUTOR_RETRY_BASE_MS/);
+  });
+});
+
+describe('tracing (OTEL_*)', () => {
+  const traced = (env: Record<string, string>) => tracingEnabled(loadConfig(env));
+
+  it('given no OTEL_ variable, when loaded, then tracing is off', () => {
+    expect(traced({})).toBe(false);
+    expect(traced({ OTEL_SERVICE_NAME: 'wallet-ops-api' })).toBe(false);
+  });
+
+  it('given an exporter or an OTLP endpoint, when loaded, then tracing is on, unless the SDK is disabled or the exporter is none', () => {
+    expect(traced({ OTEL_TRACES_EXPORTER: 'otlp' })).toBe(true);
+    expect(traced({ OTEL_TRACES_EXPORTER: 'console' })).toBe(true);
+    expect(traced({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' })).toBe(true);
+    expect(traced({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://jaeger:4318/v1/traces' })).toBe(true);
+    expect(traced({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318', OTEL_SDK_DISABLED: 'true' })).toBe(false);
+    expect(traced({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318', OTEL_TRACES_EXPORTER: 'none' })).toBe(false);
+  });
+
+  it('given an unknown exporter, an endpoint that is not a URL or a bad OTEL_SDK_DISABLED, when loaded, then it is refused naming the variable', () => {
+    expect(refusal({ OTEL_TRACES_EXPORTER: 'jaeger' })).toMatch(/OTEL_TRACES_EXPORTER/);
+    expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'jaeger:4318' })).toMatch(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    expect(refusal({ OTEL_SDK_DISABLED: 'yes' })).toMatch(/OTEL_SDK_DISABLED/);
   });
 });

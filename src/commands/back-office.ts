@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventStore } from '../ports/event-store.ts';
+import type { Tracing } from '../ports/tracing.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { UserRole } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef, type PartyType } from '../domain/parties.ts';
@@ -29,6 +30,8 @@ export interface BackOfficeDeps {
   clock: () => Date;
   /** Decimal places of the asset: amounts with more are refused. */
   assetScale: number;
+  /** Tracing (src/ports/tracing.ts): an operation's approval continues the operation's trace. None: off. */
+  tracing?: Tracing;
 }
 
 /** The commands that make a credential hold it here for its one owner, instead of returning it to their caller. */

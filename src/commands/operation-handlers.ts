@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { EventStore } from '../ports/event-store.ts';
+import { noTracing, withTraceparent, type Tracing } from '../ports/tracing.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { Counterparty, OperationRequested, WalletRef } from '../domain/events.ts';
 import { feeFor, type FeeSchedule } from '../domain/fees.ts';
@@ -43,6 +44,8 @@ export interface OperationDeps {
    * paying individual (hashed under `secretsKey`), used with the create. Absent or `none`: the contract's rule.
    */
   cashOutConsent?: { policy: 'none' | 'individual-code'; secretsKey: Buffer };
+  /** Tracing (src/ports/tracing.ts): a create continues the request's trace, a decision the operation's. None: off. */
+  tracing?: Tracing;
 }
 
 export interface IdempotencyRequest {
@@ -164,7 +167,9 @@ export async function createOperation(
     read.consent = { stream: streams.cashOutConsent(phone), evolve: cashOutConsentDecider.evolve, initialState: cashOutConsentDecider.initialState };
   }
 
-  return runDecision(deps, {
+  const tracing = deps.tracing ?? noTracing;
+  const attributes = { 'wallet_ops.operation_id': operation.operationID, 'wallet_ops.operation_type': operation.operationType };
+  return tracing.span('operation CreateOperation', { kind: 'server', parent: context.traceparent, attributes }, (span) => runDecision(deps, {
       read,
       decide: (states) => decideCreateOperation(
         {
@@ -176,17 +181,20 @@ export async function createOperation(
         },
         states as Parameters<typeof decideCreateOperation>[1],
       ),
-      context,
+      context: withTraceparent(context, span.traceparent),
       ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
-    });
+    }));
 }
 
-type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale'>;
+type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale' | 'tracing'>;
 
 /**
  * Decides on an operation with the state of the key that created it read in the same decision: who requested
  * the key (for segregation of duties) and whether it is revoked. The key an operation was created with never
  * changes, so it is looked up first to know which key stream to read.
+ *
+ * The decision continues the operation's trace: its span is a child of the create's (stored with the
+ * operation), linked to the deciding request's own trace; its events carry it, for the executor to continue.
  */
 async function decideWithKey(deps: DecisionDeps, operationID: string, command: OperationDecision, context: CommandContext) {
   const operationStream = streams.operation(operationID);
@@ -196,11 +204,15 @@ async function decideWithKey(deps: DecisionDeps, operationID: string, command: O
     operation: { stream: operationStream, ...operationState },
     ...(keyID === null ? {} : { key: { stream: streams.apiKey(keyID), evolve: apiKeyDecider.evolve, initialState: apiKeyDecider.initialState } }),
   };
-  return runDecision(deps, {
-    read: read as { operation: StreamRead<OperationState>; key: StreamRead<ApiKeyState> },
-    decide: ({ operation, key }) => decideOnOperation(command, { operation, key: key ?? apiKeyDecider.initialState() }, deps.assetScale),
-    context,
-  });
+  const created = state.status === 'none' ? undefined : (state.trace.created ?? undefined);
+  const tracing = deps.tracing ?? noTracing;
+  return tracing.span(`operation ${command.type}`, { parent: created ?? context.traceparent, links: created ? [context.traceparent] : [], attributes: { 'wallet_ops.operation_id': operationID } }, (span) =>
+    runDecision(deps, {
+      read: read as { operation: StreamRead<OperationState>; key: StreamRead<ApiKeyState> },
+      decide: ({ operation, key }) => decideOnOperation(command, { operation, key: key ?? apiKeyDecider.initialState() }, deps.assetScale),
+      context: withTraceparent(context, span.traceparent ?? context.traceparent),
+    }),
+  );
 }
 
 const checkOperationID = (operationID: string) => {

@@ -1,4 +1,5 @@
 import type { EventMetadata } from '../ports/event-store.ts';
+import { validTraceparent } from '../ports/tracing.ts';
 import type { OperationEvent, OperationRequested } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
@@ -32,6 +33,8 @@ export type OperationState =
       lastError: string | null;
       /** The executor's claim while executing. */
       claim: { executorID: string; attempt: number; leaseUntil: string } | null;
+      /** The trace context of its creation and of its approval (event metadata): where the next step's span hangs. */
+      trace: { created: string | null; approved: string | null };
     };
 
 export const operationState = {
@@ -39,12 +42,12 @@ export const operationState = {
   evolve(state: OperationState, event: OperationEvent & { metadata?: EventMetadata }): OperationState {
     switch (event.type) {
       case 'OperationRequested':
-        return { status: 'pending', operation: event.data, requestedBy: requestingUser(event.metadata), decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null };
+        return { status: 'pending', operation: event.data, requestedBy: requestingUser(event.metadata), decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null, trace: { created: traceparentOf(event.metadata), approved: null } };
     }
     if (state.status === 'none') return state; // every operation stream starts with OperationRequested
     switch (event.type) {
       case 'OperationApproved':
-        return { ...state, status: 'approved', decidedBy: event.data.approvedBy };
+        return { ...state, status: 'approved', decidedBy: event.data.approvedBy, trace: { ...state.trace, approved: traceparentOf(event.metadata) } };
       case 'OperationRejected':
         return { ...state, status: 'rejected', decidedBy: event.data.rejectedBy };
       case 'OperationExecutionStarted':
@@ -66,6 +69,9 @@ function requestingUser(metadata: EventMetadata | undefined): string | null {
   const actor = metadata?.actor;
   return typeof actor === 'string' && actor.startsWith('user:') ? actor.slice('user:'.length) : null;
 }
+
+/** A traceparent in metadata: checked again, as events may come from an import or an older writer. */
+const traceparentOf = (metadata: EventMetadata | undefined): string | null => validTraceparent(metadata?.traceparent) ?? null;
 
 /** Who rejects, and why, the pending operations of a revoked or an expired key. */
 export const KEY_REVOCATION_ACTOR = 'system:key-revocation';

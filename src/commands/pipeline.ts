@@ -12,6 +12,8 @@ export interface CommandContext {
   actor: string;
   correlationId: string;
   causationId?: string;
+  /** The W3C trace context of the step (src/ports/tracing.ts): only a checked value, carried into every event's metadata. */
+  traceparent?: string;
 }
 
 interface CachedState {

@@ -9,6 +9,8 @@ import type { UserRole } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
+import { withTraceparent, type Tracing } from '../ports/tracing.ts';
+import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import type { UserDirectory } from '../projections/user-directory.ts';
 import type { LoginThrottle, ThrottleLimits } from './login-throttle.ts';
@@ -42,6 +44,8 @@ export interface ConsoleDeps {
   assetCode?: string;
   /** CONSOLE_WAITING_POLL_MS: how often a visible page asks for its navigation's counts (default 15 s). */
   waitingPollMs?: number;
+  /** The process's tracing (an approval continues its operation's trace); none: off. */
+  tracing?: Tracing;
 }
 
 /** The console's parts, built once per router. */
@@ -98,9 +102,9 @@ export function requireAdmin(res: Response): void {
   if (!viewer(res).user.platformAdmin) throw new ConsoleError(403, 'This needs a platform administrator.');
 }
 
-/** The request id as the command's correlation id: events and the request log line share it. */
+/** The request id as the command's correlation id: events and the request log line share it; and its trace context, if it sent one. */
 export function commandContext(res: Response): CommandContext {
-  return userContext(viewer(res).user, String(res.getHeader('X-Request-Id') ?? ''));
+  return withTraceparent(userContext(viewer(res).user, String(res.getHeader('X-Request-Id') ?? '')), requestTraceparent(res));
 }
 
 export const correlationId = (res: Response): string => String(res.getHeader('X-Request-Id') ?? '');

@@ -1,5 +1,6 @@
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
+import type { Tracing } from '../ports/tracing.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import type { OperationApproved } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
@@ -34,6 +35,8 @@ export interface ExecutorOptions {
   supervision?: Supervision;
   /** Told of claims and recorded outcomes (the metrics); nothing when absent. */
   observer?: ExecutorObserver;
+  /** Tracing (src/ports/tracing.ts); none: off. */
+  tracing?: Tracing;
 }
 
 /** Every approval before this position has been settled (completed, failed), whichever executor did it. */
@@ -68,9 +71,9 @@ export class Executor {
   private stopped = false;
 
   constructor(private readonly options: ExecutorOptions) {
-    const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger, observer } = options;
+    const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger, observer, tracing } = options;
     const retry = { firstMs: options.retryBaseMs, maxMs: options.retryMaxMs };
-    const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, watch: new ClaimWatch(), logger, ...(observer ? { observer } : {}) };
+    const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, watch: new ClaimWatch(), logger, ...(observer ? { observer } : {}), ...(tracing ? { tracing } : {}) };
     this.carrier = new Carrier({
       concurrency: options.concurrency,
       pass: (operationID, lastError, signal) => runPass(passDeps, operationID, lastError, signal),

@@ -1,6 +1,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { WrongExpectedVersionError } from '../ports/event-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
+import { noTracing, withTraceparent, type Tracing } from '../ports/tracing.ts';
 import type { OperationRequested } from '../domain/events.ts';
 import { streams } from '../domain/streams.ts';
 import { operationState, type OperationState } from '../commands/operations.ts';
@@ -35,6 +36,8 @@ export interface PassDeps {
   watch: ClaimWatch;
   logger: Logger;
   observer?: ExecutorObserver;
+  /** Tracing (src/ports/tracing.ts): a pass continues the trace of the operation's approval. None: off. */
+  tracing?: Tracing;
 }
 
 /** How a pass ended: the operation is settled (or not this executor's to carry out), or when to look again. */
@@ -58,20 +61,34 @@ export async function runPass(deps: PassDeps, operationID: string, lastError: st
     if (step.kind === 'ignore' || state.status === 'none') return settledFor(deps, operationID);
     if (step.kind === 'wait') return { kind: 'wait', delayMs: step.forMs };
     if (step.kind !== 'give-up') deps.observer?.claimed(step.attempt);
-    const answer = await ask(deps.ledger, state.operation, ledgerQuestion(step));
-    const { assetScale, retry } = deps;
-    const outcomeContext = { revision, now: deps.clock().toISOString(), lastError, assetScale, retry };
-    let outcome = afterAnswer(state.operation, step, answer, outcomeContext);
-    // A refusal fails the operation only once its void committed (or completes it, if its transaction won).
-    if (outcome.kind === 'void') outcome = afterVoid(state.operation, step, outcome.failure, await ask(deps.ledger, state.operation, 'void'), outcomeContext);
-    if (outcome.kind === 'retry') {
-      deps.logger.warn({ operationID, attempt: step.attempt, step: step.kind, cause: outcome.cause, retryInMs: Math.round(outcome.delayMs) }, 'ledger unavailable; retrying');
-      return outcome;
-    }
-    if (await record(deps, outcome.writes, context, signal)) {
+    // The ledger's answer and the outcome, in a span that continues the approval's trace; the outcome's events carry it.
+    const tracing = deps.tracing ?? noTracing;
+    const parent = state.trace.approved ?? state.trace.created ?? undefined;
+    const attributes = { 'wallet_ops.operation_id': operationID, 'wallet_ops.attempt': step.attempt, 'wallet_ops.step': step.kind };
+    const result = await tracing.span('operation execute', { kind: 'consumer', parent, attributes }, async (span) => {
+      const ask = (question: LedgerQuestion) => tracing.span(`ledger ${question}`, { kind: 'client', parent: span.traceparent, attributes: { 'wallet_ops.operation_id': operationID } }, async (call) => {
+        const answer = await askLedger(deps.ledger, state.operation, question);
+        if (answer.kind !== 'executed' && answer.kind !== 'voided') call.fail(answer.kind);
+        return answer;
+      });
+      const answer = await ask(ledgerQuestion(step));
+      const { assetScale, retry } = deps;
+      const outcomeContext = { revision, now: deps.clock().toISOString(), lastError, assetScale, retry };
+      let outcome = afterAnswer(state.operation, step, answer, outcomeContext);
+      // A refusal fails the operation only once its void committed (or completes it, if its transaction won).
+      if (outcome.kind === 'void') outcome = afterVoid(state.operation, step, outcome.failure, await ask('void'), outcomeContext);
+      if (outcome.kind === 'retry') {
+        deps.logger.warn({ operationID, attempt: step.attempt, step: step.kind, cause: outcome.cause, retryInMs: Math.round(outcome.delayMs) }, 'ledger unavailable; retrying');
+        span.fail(outcome.cause);
+        return outcome;
+      }
+      if (!(await record(deps, outcome.writes, withTraceparent(context, span.traceparent), signal))) return 'moved' as const;
+      span.setAttribute('wallet_ops.outcome', outcome.result);
+      if (outcome.result !== 'completed') span.fail(outcome.result);
       observe(deps.observer, outcome.result);
       return settledFor(deps, operationID);
-    }
+    });
+    if (result !== 'moved') return result;
     // The operation's stream moved (another executor took over): look again. The ledger keeps it exactly-once.
   }
 }
@@ -109,7 +126,7 @@ const versioned = (stream: string): StreamRead<Versioned> => ({
 });
 
 /** The ledger's answer to a question, its errors as answers. A void answers with the operation's fate. */
-async function ask(ledger: Ledger, operation: OperationRequested['data'], question: LedgerQuestion): Promise<LedgerAnswer> {
+async function askLedger(ledger: Ledger, operation: OperationRequested['data'], question: LedgerQuestion): Promise<LedgerAnswer> {
   try {
     if (question === 'void') {
       const fate = await ledger.void(operation.operationID);

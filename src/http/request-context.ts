@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Logger } from '../logger.ts';
+import { validTraceparent } from '../ports/tracing.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -8,12 +9,17 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
  * Every response carries an X-Request-Id (the client's, when it is a sane token, else a new uuid), and every
  * request is logged once when it ends: method, path without the query, status, duration, key id. Never a
  * header value or a body: the Authorization header holds a secret.
+ *
+ * A `traceparent` header (W3C Trace Context) that is well formed is kept for the commands the request runs
+ * (`requestTraceparent`); one that is not is dropped silently, as the W3C recommends: the request goes on in a new trace.
  */
 export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
     const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', requestId);
+    const traceparent = validTraceparent(req.get('traceparent'));
+    if (traceparent !== undefined) res.locals.traceparent = traceparent;
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
@@ -23,3 +29,6 @@ export function requestContext(logger: Logger): RequestHandler {
     next();
   };
 }
+
+/** The request's checked traceparent (requestContext), if it sent a well-formed one. */
+export const requestTraceparent = (res: Response): string | undefined => res.locals.traceparent as string | undefined;

@@ -54,6 +54,8 @@ export type DeliveryDoc = {
   /** The last maker who asked for a redelivery, and when. */
   redeliveredBy: string | null;
   redeliveredAt: string | null;
+  /** The trace context of the event it reports (its metadata), when it had one: each attempt's span continues it. */
+  traceparent?: string;
 };
 
 export type AttemptDoc = {

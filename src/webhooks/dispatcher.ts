@@ -8,6 +8,7 @@ import { disableWebhookEndpointBySystem } from '../commands/webhooks.ts';
 import { endpointSigning, webhookEndpointDecider } from '../commands/webhook-endpoints.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore } from '../ports/event-store.ts';
+import { noTracing, type Tracing } from '../ports/tracing.ts';
 import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
 import { supervise, type SessionContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import type { AddressRules, Resolver } from './address-guard.ts';
@@ -60,6 +61,8 @@ export interface WebhookDispatcherOptions {
   /** Told of every recorded attempt (metrics, benches). */
   onAttempt?: (delivery: DeliveryDoc, result: AttemptResult) => void;
   supervision?: Supervision;
+  /** Tracing (src/ports/tracing.ts): each attempt continues its event's trace and sends it on. None: off. */
+  tracing?: Tracing;
 }
 
 export class WebhookDispatcher {
@@ -210,22 +213,30 @@ export class WebhookDispatcher {
   private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up' | 'lost'> {
     const startedAt = this.now();
     const signing = await this.signingOf(route, new Date(startedAt).toISOString());
-    const result: AttemptResult = signing === null
-      ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'not sent: signing secret unavailable', detail: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
-      : await attemptDelivery({
-          url: route.url,
-          body: delivery.body,
-          headers: {
-            'user-agent': 'wallet-ops-webhooks/1',
-            // webhook-id is the event id, the same at every attempt; the timestamp is this attempt's.
-            ...signatureHeaders(signing.scheme, signing.secrets, delivery.eventID, Math.floor(startedAt / 1000), delivery.body),
-          },
-          timeoutMs: this.options.timeoutMs,
-          rules: this.options.rules,
-          ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
-        });
-    const outcome = afterAttempt(delivery, result, startedAt, this.options.policy, this.options.random);
     const attempt = delivery.attempts + 1;
+    const attributes = { 'wallet_ops.endpoint_id': route.id, 'wallet_ops.webhook_event_id': delivery.eventID, 'wallet_ops.webhook_event_type': delivery.eventType, 'wallet_ops.attempt': attempt };
+    // A child of the span that appended the event; the receiver gets it as `traceparent` (not signed: a hint, not a claim).
+    const result: AttemptResult = await (this.options.tracing ?? noTracing).span('webhook deliver', { kind: 'producer', parent: delivery.traceparent, attributes }, async (span) => {
+      const sent: AttemptResult = signing === null
+        ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'not sent: signing secret unavailable', detail: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
+        : await attemptDelivery({
+            url: route.url,
+            body: delivery.body,
+            headers: {
+              'user-agent': 'wallet-ops-webhooks/1',
+              // webhook-id is the event id, the same at every attempt; the timestamp is this attempt's.
+              ...signatureHeaders(signing.scheme, signing.secrets, delivery.eventID, Math.floor(startedAt / 1000), delivery.body),
+              ...(span.traceparent ? { traceparent: span.traceparent } : {}),
+            },
+            timeoutMs: this.options.timeoutMs,
+            rules: this.options.rules,
+            ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
+          });
+      if (sent.statusCode !== null) span.setAttribute('http.response.status_code', sent.statusCode);
+      if (!sent.ok) span.fail(sent.error ?? 'failed');
+      return sent;
+    });
+    const outcome = afterAttempt(delivery, result, startedAt, this.options.policy, this.options.random);
     // The delivery log keeps the category that makers may see; the operator's log keeps what happened.
     if (!result.ok) this.options.logger.info({ endpointID: route.id, eventID: delivery.eventID, attempt, statusCode: result.statusCode, error: result.error, detail: result.detail }, 'webhook delivery attempt failed');
     const at = new Date(startedAt).toISOString();

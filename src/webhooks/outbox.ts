@@ -1,6 +1,7 @@
 import type { WebhookEndpointEvent } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import { validTraceparent } from '../ports/tracing.ts';
 import type { ReadStore, Write } from '../ports/read-store.ts';
 import { exclusiveCheckpoint, Follower, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import { deliveryID, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_OUTBOX_CHECKPOINT, WEBHOOK_ROUTES_COLLECTION, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
@@ -138,7 +139,7 @@ export class WebhookOutbox {
     for (const message of messages) {
       for (const route of active) {
         if (route.partyType !== message.party.type || route.partyID !== message.party.id || !route.eventTypes.includes(message.type)) continue;
-        writes.push({ op: 'upsert', collection: WEBHOOK_DELIVERIES_COLLECTION.name, doc: newDelivery(route, message, event.position, now) });
+        writes.push({ op: 'upsert', collection: WEBHOOK_DELIVERIES_COLLECTION.name, doc: newDelivery(route, message, event.position, now, validTraceparent(event.metadata?.traceparent)) });
       }
     }
     return writes;
@@ -152,8 +153,9 @@ export class WebhookOutbox {
   }
 }
 
-export function newDelivery(route: RouteDoc, message: WebhookMessage, position: number, now: Date): DeliveryDoc {
+export function newDelivery(route: RouteDoc, message: WebhookMessage, position: number, now: Date, traceparent?: string): DeliveryDoc {
   return {
+    ...(traceparent === undefined ? {} : { traceparent }),
     id: deliveryID(route.id, message.eventID),
     endpointID: route.id,
     partyType: route.partyType,

