@@ -21,6 +21,7 @@ import type { WalletRef } from '../../src/domain/events.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { tempDir } from './temp-dir.ts';
+import { answerClientErrors } from '../../src/http/client-errors.ts';
 
 /**
  * The whole system in this process on a temporary data directory, listening on a free port: what the
@@ -76,6 +77,7 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
   const server: Server = await new Promise((resolve) => {
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
   });
+  answerClientErrors(server);
   const { port } = server.address() as AddressInfo;
   const backOffice: RotationDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS };
   const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
