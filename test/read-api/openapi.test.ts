@@ -8,8 +8,14 @@ import { WEBHOOK_EVENT_TYPES } from '../../src/domain/events.ts';
 import { parsePositiveAmount, positiveAmountPattern } from '../../src/domain/money.ts';
 import { operationSchemas, parseCreateOperation } from '../../src/write-api/schemas.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { runCli } from '../support/cli.ts';
+import { loadConfig } from '../../src/config.ts';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const SCALE = 2;
+const COMMITTED = fileURLToPath(new URL('../../openapi.json', import.meta.url));
+const REGENERATE = 'openapi.json (at the repository root) is not what the server serves: regenerate it with `npm run openapi` and commit it';
 const doc: OpenApiDocument = buildOpenApiDocument(SCALE);
 
 const operations = (): Array<{ path: string; method: string; operation: OpenApiOperation }> =>
@@ -297,6 +303,16 @@ describe('when the system serves its description', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await response.json()).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(sys.config.ASSET_SCALE))));
+  });
+
+  it('then, with the default configuration, it serves exactly the committed openapi.json, which `wallet-ops openapi` prints byte for byte', async () => {
+    expect(sys.config.ASSET_SCALE).toBe(loadConfig({}).ASSET_SCALE);
+    const committed = readFileSync(COMMITTED, 'utf8');
+    const served = await (await fetch(`${sys.baseUrl}/api/v1/openapi.json`)).json();
+    expect(served, REGENERATE).toEqual(JSON.parse(committed));
+    const printed = await runCli(['openapi']);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout === committed, REGENERATE).toBe(true);
   });
 
   it('then GET /api/v1/docs, without a key, is a self-contained HTML page naming every path', async () => {
