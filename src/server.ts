@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from './config.ts';
 import { demoInstructions, seedDemo, type DemoSeed } from './demo.ts';
 import { createLogger } from './logger.ts';
+import { answerClientErrors } from './http/client-errors.ts';
 import { limitConnections, trustedProxies, type RefusedConnection } from './http/connection-limits.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
 
@@ -80,6 +81,7 @@ export function createHttpServer(
       handler(req, res);
     },
   );
+  answerClientErrors(server);
   const proxies = trustedProxies(timeouts.TRUST_PROXY);
   limitConnections(server, {
     total: timeouts.HTTP_MAX_CONNECTIONS,

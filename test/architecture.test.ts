@@ -78,9 +78,10 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   'write-api': { src: ['domain', 'commands', 'projections', 'http'], packages: ['express', 'zod'] },
   // The OpenAPI document also describes the write API: its schemas and body limit come from write-api.
   'read-api': { src: ['domain', 'ports', 'projections', 'http', 'write-api'], packages: ['express', 'zod'] },
-  // The operator CLI is a composition root: it opens the stores and runs commands, consumers, the demo or the server.
+  // The operator CLI is a composition root: it opens the stores and runs commands, consumers, the demo or the
+  // server; `wallet-ops openapi` prints read-api's document.
   cli: {
-    src: ['domain', 'ports', 'commands', 'projections', 'adapters', 'audit', 'executor', 'webhooks', 'console', 'config', 'demo', 'demo-store', 'wallet-ops', 'server'],
+    src: ['domain', 'ports', 'commands', 'projections', 'adapters', 'audit', 'executor', 'webhooks', 'console', 'config', 'demo', 'demo-store', 'wallet-ops', 'server', 'read-api'],
     packages: ['commander', 'cli-progress', 'viem'],
   },
   // The top-level files. config parses the environment; logger wraps pino; health reports the consumers.

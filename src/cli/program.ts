@@ -214,6 +214,12 @@ export function buildCli(): Command {
   registerEventCommands(program);
   registerAuditCommands(program);
   registerDemoCommands(program);
+  program.command('openapi')
+    .description('print the OpenAPI document the server serves at /api/v1/openapi.json, for this configuration (ASSET_SCALE); `npm run openapi` writes it to openapi.json')
+    .action(async () => {
+      const [{ loadConfig }, { openApiJson }] = await Promise.all([import('../config.ts'), import('../read-api/openapi.ts')]);
+      cliIO().stdout(openApiJson(loadConfig(cliIO().env).ASSET_SCALE));
+    });
   common(program.command('serve'))
     .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
     .argument('[parts...]', 'write-api | read-api | projections | executor')

@@ -26,6 +26,16 @@ export function parsePositiveAmount(field: string, input: unknown, scale = DEFAU
   return amount.toFixed(scale);
 }
 
+/**
+ * The strings parsePositiveAmount accepts at a scale, as one regular expression (ECMA-262, for the OpenAPI
+ * document): digits with at most `scale` decimals, at most MAX_INTEGER_DIGITS significant integer digits,
+ * greater than 0.
+ */
+export function positiveAmountPattern(scale = DEFAULT_ASSET_SCALE): string {
+  const integer = `0*(0|[1-9][0-9]{0,${MAX_INTEGER_DIGITS - 1}})`;
+  return scale > 0 ? `^(?!0*(\\.0*)?$)${integer}(\\.[0-9]{1,${scale}})?$` : `^(?!0+$)${integer}$`;
+}
+
 /** A plain decimal string short enough to be exact as it is: no exponent, no leading zero. */
 const PLAIN_AMOUNT = /^-?(?:0|[1-9]\d{0,29})(?:\.(\d{0,20}))?$/;
 const NEGATIVE_ZERO = /^-0(?:\.0*)?$/;

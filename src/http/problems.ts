@@ -15,8 +15,36 @@ export interface FieldError {
   detail: string;
 }
 
+/**
+ * Every problem type the service answers with, in one list: the enum of Problem.type in the OpenAPI
+ * document, so that a client can switch over them exhaustively.
+ */
+export const PROBLEM_TYPES = [
+  '/problems/input-validation-problems',
+  '/problems/unauthorized',
+  '/problems/access-forbidden',
+  '/problems/transaction-limit-exceeded',
+  '/problems/daily-volume-exceeded',
+  '/problems/insufficient-balance',
+  '/problems/cash-out-not-authorized',
+  '/problems/not-found',
+  '/problems/conflict',
+  '/problems/wrong-state',
+  '/problems/concurrency-conflict',
+  '/problems/idempotency-key-in-flight',
+  '/problems/idempotency-key-reused',
+  '/problems/payload-too-large',
+  '/problems/rate-limited',
+  '/problems/request-timeout',
+  '/problems/request-header-fields-too-large',
+  '/problems/internal-error',
+  '/problems/service-unavailable',
+  '/problems/store-corrupted',
+] as const;
+export type ProblemType = (typeof PROBLEM_TYPES)[number];
+
 export interface Problem {
-  type: string;
+  type: ProblemType;
   status: number;
   title: string;
   detail: string;
@@ -54,7 +82,7 @@ export const accessForbidden = (detail: string) =>
 export const rateLimited = (detail: string, policy: string, headers: Record<string, string>) =>
   new ProblemError({ type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail, 'violated-policies': [policy] }, headers);
 
-const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; type: string; title: string }> = {
+const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; type: ProblemType; title: string }> = {
   INVALID_INPUT: { status: 400, type: '/problems/input-validation-problems', title: 'There are some validation errors' },
   TRANSACTION_LIMIT_EXCEEDED: { status: 403, type: '/problems/transaction-limit-exceeded', title: 'Transaction Limit Exceeded' },
   DAILY_VOLUME_EXCEEDED: { status: 403, type: '/problems/daily-volume-exceeded', title: 'Daily Volume Limit Exceeded' },

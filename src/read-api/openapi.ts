@@ -1,32 +1,25 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import { formatAmount } from '../domain/money.ts';
+import { problemOfClientError } from '../http/client-errors.ts';
 import { accessForbidden, problemOfDomainError, rateLimited, storeCorruptedProblem, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
 import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { BODY_LIMIT } from '../write-api/routes.ts';
 import { operationSchemas, parseCreateOperation } from '../write-api/schemas.ts';
-import {
-  balanceResponse,
-  DEFAULT_LIMIT,
-  distributorOperationResponse,
-  listQuery,
-  MAX_LIMIT,
-  merchantOperationResponse,
-  parseQuery,
-  paymentResponse,
-  paymentsQuery,
-} from './schemas.ts';
+import { componentSchemas, jsonSchema, ref, webhooks, type JsonSchema } from './openapi-schemas.ts';
+import { DEFAULT_LIMIT, listQuery, MAX_LIMIT, MAX_OFFSET, parseQuery, paymentsQuery, type ResponseSchemas } from './schemas.ts';
 
 /**
- * The OpenAPI 3.1 description of the seven endpoints, generated from the zod schemas the server validates
- * with (request bodies and query strings as the client sends them, `io: 'input'`; responses as the server
- * writes them, `io: 'output'`), so that the document cannot drift from the validation. The problem examples
- * are made by the same functions that make the real responses. Served as JSON and as an HTML page
- * (renderDocsPage) by the app.
+ * The OpenAPI 3.1 description of the seven endpoints and the webhooks, generated from the zod schemas the
+ * server validates with (openapi-schemas.ts), so that the document cannot drift from the validation. The
+ * problem examples are made by the same functions that make the real responses. Served as JSON and as an
+ * HTML page (renderDocsPage) by the app; committed as openapi.json at the repository's root (for the
+ * default configuration) and printed by `wallet-ops openapi`.
  */
-export type JsonSchema = { [key: string]: unknown };
+export type { JsonSchema } from './openapi-schemas.ts';
 type Example = { summary?: string; value: unknown };
 type Content = Record<string, { schema: JsonSchema; examples?: Record<string, Example> }>;
+type Header = { description: string; required?: boolean; schema: JsonSchema };
 
 export interface OpenApiParameter {
   name: string;
@@ -39,7 +32,7 @@ export interface OpenApiParameter {
 
 export interface OpenApiResponse {
   description: string;
-  headers?: Record<string, { description: string; schema: JsonSchema }>;
+  headers: Record<string, Header>;
   content?: Content;
 }
 
@@ -57,39 +50,14 @@ export interface OpenApiOperation {
 
 export interface OpenApiDocument {
   openapi: string;
-  info: { title: string; version: string; description: string };
+  info: { title: string; version: string; description: string; license: { name: string; identifier?: string; url?: string } };
   servers: Array<{ url: string; description: string; variables?: Record<string, { default: string; description: string }> }>;
   security: Array<Record<string, string[]>>;
   tags: Array<{ name: string; description: string }>;
   paths: Record<string, Partial<Record<'get' | 'post', OpenApiOperation>>>;
+  webhooks: Record<string, { post: JsonSchema }>;
   components: { securitySchemes: Record<string, JsonSchema>; schemas: Record<string, JsonSchema> };
 }
-
-/** A zod schema as JSON Schema 2020-12, without `$schema` (OpenAPI 3.1's dialect is a superset). */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, target: 'draft-2020-12' }) as JsonSchema;
-  return rest;
-}
-
-const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-
-// Schemas of the HTTP layer itself (problems.ts and the create response), as zod like the others.
-const fieldErrorSchema = z.object({
-  type: z.literal('/problems/input-validation-problems/invalid-field'),
-  field: z.string().meta({ description: 'The field at fault: a body field, a query parameter, a header, `body` or `url`.' }),
-  detail: z.string(),
-});
-const problemSchema = z.object({
-  type: z.string().meta({ description: 'Problem type path, e.g. `/problems/access-forbidden`.' }),
-  status: z.int().min(400).max(599).meta({ description: 'The HTTP status.' }),
-  title: z.string().meta({ description: 'Short title of the problem type.' }),
-  detail: z.string().meta({ description: 'Explanation of this occurrence.' }),
-  errors: z.array(fieldErrorSchema).optional().meta({ description: 'Only for validation problems: one item per field at fault.' }),
-  'violated-policies': z.array(z.string()).optional().meta({ description: 'Only for 429: the limits exceeded, `per-key` or `failed-auth`.' }),
-}) satisfies z.ZodType<Problem>;
-const operationCreatedSchema = z.object({
-  operationID: z.string().meta({ description: 'The new operation, pending until a checker approves it.', example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),
-});
 
 const PHONE = '+2348123456781';
 const OPERATION_ID = 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f';
@@ -117,20 +85,20 @@ function requestExamples(amount: string) {
 }
 
 function responseExamples(amount: string, zero: string, assetScale: number) {
-  const distributorOperation: z.input<typeof distributorOperationResponse> = {
+  const distributorOperation: z.input<ResponseSchemas['distributorOperation']['union']> = {
     operationID: OPERATION_ID, distributorID: DISTRIBUTOR_ID, operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042',
     walletOperationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', sequenceNumber: 48213, blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
     lastError: null, status: 'completed', createdAt: AT, updatedAt: LATER,
   };
-  const merchantOperation: z.input<typeof merchantOperationResponse> = {
+  const merchantOperation: z.input<ResponseSchemas['merchantOperation']['union']> = {
     operationID: OPERATION_ID, merchantID: MERCHANT_ID, operationType: 'pay-individual', amount, fee: zero, phoneTo: PHONE,
     blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: AT, updatedAt: AT,
   };
-  const payment: z.input<typeof paymentResponse> = {
+  const payment: z.input<ResponseSchemas['payment']['union']> = {
     operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,
     memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: AT, completedAt: LATER,
   };
-  const balance: z.input<typeof balanceResponse> = { balance: amount, available: formatAmount(120, assetScale), held: formatAmount(30, assetScale) };
+  const balance: z.input<ResponseSchemas['balance']> = { balance: amount, available: formatAmount(120, assetScale), held: formatAmount(30, assetScale) };
   return { distributorOperation, merchantOperation, payment, balance };
 }
 
@@ -150,50 +118,74 @@ function queryProblem(schema: z.ZodType, query: Record<string, string>): Problem
 const domainProblem = (error: DomainError) => problemOfDomainError(error);
 const problemContent = (examples: Record<string, Example>): Content => ({ 'application/problem+json': { schema: ref('Problem'), examples } });
 
-const UNAUTHORIZED: OpenApiResponse = {
-  description: 'The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved.',
-  headers: { 'WWW-Authenticate': { description: 'The Bearer challenge (RFC 6750).', schema: { type: 'string' } } },
-  content: problemContent({
+/** Headers of every response, whoever answers it (the app, or the server for a request it could not parse). */
+const EVERY_RESPONSE: Record<string, Header> = {
+  'X-Request-Id': { description: 'The request\'s id (the client\'s X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support.', required: true, schema: { type: 'string' } },
+  'RateLimit-Policy': { description: 'Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication.', schema: { type: 'string' } },
+  RateLimit: { description: 'What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket).', schema: { type: 'string' } },
+};
+const RETRY_AFTER: Header = { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 0 } };
+
+function respond(description: string, content: Content | undefined, headers: Record<string, Header> = {}): OpenApiResponse {
+  return { description, headers: { ...EVERY_RESPONSE, ...headers }, ...(content ? { content } : {}) };
+}
+
+const UNAUTHORIZED = respond(
+  'The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved.',
+  problemContent({
     invalidKey: { summary: 'wrong, revoked or unknown key', value: unauthorized('The API key is not valid, or has been revoked.', true).problem },
     expired: { summary: 'expired key', value: unauthorized('The API key has expired.', true).problem },
   }),
-};
+  { 'WWW-Authenticate': { description: 'The Bearer challenge (RFC 6750).', required: true, schema: { type: 'string' } } },
+);
 
-const RATE_LIMIT_HEADERS: OpenApiResponse['headers'] = {
-  'RateLimit-Policy': { description: 'The limit (draft-ietf-httpapi-ratelimit-headers): `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address.', schema: { type: 'string' } },
-  RateLimit: { description: 'What is left of it: `"per-key";r=<remaining>;t=<seconds until more>`. Also on successful responses.', schema: { type: 'string' } },
-};
-
-const TOO_MANY_REQUESTS: OpenApiResponse = {
-  description: 'The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done.',
-  headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string' } }, ...RATE_LIMIT_HEADERS },
-  content: problemContent({
+const TOO_MANY_REQUESTS = respond(
+  'The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done.',
+  problemContent({
     perKey: { summary: 'the key is over its rate', value: rateLimited('This API key has made more requests than its limit allows; retry after 1 s.', 'per-key', {}).problem },
     failedAuthentication: { summary: 'too many failed authentications from this address', value: rateLimited('Too many failed authentications from this address; retry after 2 s.', 'failed-auth', {}).problem },
   }),
-};
+  { 'Retry-After': RETRY_AFTER },
+);
 
-const READ_UNAVAILABLE: OpenApiResponse = {
-  description:
-    'Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
-  headers: { 'Retry-After': { description: 'Seconds to wait before retrying (absent for a corrupted store).', schema: { type: 'string' } } },
-  content: problemContent({
+const REQUEST_TIMEOUT = respond('The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS); the connection is closed.', problemContent({ timeout: { value: problemOfClientError('ERR_HTTP_REQUEST_TIMEOUT') } }));
+const HEADERS_TOO_LARGE = respond('The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is closed.', problemContent({ tooLarge: { value: problemOfClientError('HPE_HEADER_OVERFLOW') } }));
+const INTERNAL_ERROR = respond('An unexpected failure on the server\'s side; the detail carries the request id. Whether a create took effect is unknown: retry it with the same Idempotency-Key.', problemContent({
+  internal: { value: { type: '/problems/internal-error', status: 500, title: 'Internal Server Error', detail: 'Something went wrong on our side. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.' } },
+}));
+
+const STORE_UNAVAILABLE: Record<string, Example> = {
+  unreachable: { summary: 'a store cannot be reached', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The service cannot reach its store; retry later. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.' } },
+  corrupted: { summary: 'a store failed its integrity checks', value: storeCorruptedProblem(new StoreCorruptedError('read-models.sqlite', 'database disk image is malformed (SQLITE_CORRUPT)'), '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f') },
+};
+const RETRY_AFTER_UNLESS_CORRUPTED: Header = { description: 'Seconds to wait before retrying (absent for a corrupted store).', schema: { type: 'integer', minimum: 0 } };
+
+const WRITE_UNAVAILABLE = respond(
+  'A store cannot be reached (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
+  problemContent(STORE_UNAVAILABLE),
+  { 'Retry-After': RETRY_AFTER_UNLESS_CORRUPTED },
+);
+
+const READ_UNAVAILABLE = respond(
+  'Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
+  problemContent({
     notBuilt: { summary: 'the read model is not built yet', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The balances read model has not been built yet (it has no checkpoint while events exist); retry later.' } },
     behind: { summary: 'the read model is too far behind', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The balances read model is more than 1000 events behind the history; retry later.' } },
-    corrupted: { summary: 'a store failed its integrity checks', value: storeCorruptedProblem(new StoreCorruptedError('read-models.sqlite', 'database disk image is malformed (SQLITE_CORRUPT)'), '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f') },
+    ...STORE_UNAVAILABLE,
   }),
-};
+  { 'Retry-After': RETRY_AFTER_UNLESS_CORRUPTED },
+);
 
 function forbidden(permission: string, partyType: string, extra: Record<string, Example> = {}): OpenApiResponse {
-  return {
-    description: `The key lacks ${permission}, is bound to another ${partyType}, or the request comes from an address the key does not allow.${Object.keys(extra).length ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.' : ''}`,
-    content: problemContent({
+  return respond(
+    `The key lacks ${permission}, is bound to another ${partyType}, or the request comes from an address the key does not allow.${Object.keys(extra).length ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.' : ''}`,
+    problemContent({
       missingPermission: { summary: `key lacks ${permission}`, value: accessForbidden(`This API key lacks the ${permission} permission.`).problem },
       otherParty: { summary: `path ${partyType}ID is not the key's`, value: accessForbidden(`This API key is not bound to this ${partyType}.`).problem },
       addressNotAllowed: { summary: 'source IP not allowed', value: accessForbidden('Requests from this source address are not allowed for this API key.').problem },
       ...extra,
     }),
-  };
+  );
 }
 
 const CONTRACT_SUMMARY = [
@@ -203,17 +195,14 @@ const CONTRACT_SUMMARY = [
   'API keys are created, approved and revoked in the web interface (Settings, API Keys), with maker-checker; no endpoint manages them.',
 ].join('\n\n');
 
+/** The service is not open source: the document grants no licence (the repository has no LICENSE file). */
+const LICENSE = { name: 'Proprietary: all rights reserved' };
+
 export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
-  const schemas = operationSchemas(assetScale);
   const amount = formatAmount(150, assetScale);
   const zero = formatAmount(0, assetScale);
   const requests = requestExamples(amount);
   const responses = responseExamples(amount, zero, assetScale);
-
-  const cashIn = jsonSchema(schemas.distributor['cash-in'], 'input');
-  // The contract's rule 5 is checked beside the field rules (schemas.ts); stated here as JSON Schema.
-  cashIn.oneOf = [{ required: ['phoneTo'] }, { required: ['merchantToShortCode'] }];
-  cashIn.description = 'Exactly one of phoneTo and merchantToShortCode.';
 
   const components: OpenApiDocument['components'] = {
     securitySchemes: {
@@ -224,19 +213,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         description: 'The API key as shown once after approval, `<keyID>.<secret>`, sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
       },
     },
-    schemas: {
-      DistributorCashIn: cashIn,
-      DistributorCashOutFulfillment: jsonSchema(schemas.distributor['cash-out-fulfillment'], 'input'),
-      MerchantCashOut: jsonSchema(schemas.merchant['cash-out'], 'input'),
-      MerchantPayMerchant: jsonSchema(schemas.merchant['pay-merchant'], 'input'),
-      MerchantPayIndividual: jsonSchema(schemas.merchant['pay-individual'], 'input'),
-      OperationCreated: jsonSchema(operationCreatedSchema, 'output'),
-      DistributorOperation: jsonSchema(distributorOperationResponse, 'output'),
-      MerchantOperation: jsonSchema(merchantOperationResponse, 'output'),
-      Payment: jsonSchema(paymentResponse, 'output'),
-      Balance: jsonSchema(balanceResponse, 'output'),
-      Problem: jsonSchema(problemSchema, 'output'),
-    },
+    schemas: componentSchemas(assetScale),
   };
 
   const pathParameter = (partyType: 'distributor' | 'merchant'): OpenApiParameter => ({
@@ -247,7 +224,12 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
     schema: { type: 'string' },
     example: partyType === 'distributor' ? DISTRIBUTOR_ID : MERCHANT_ID,
   });
-  const queryParameters = (schema: z.ZodType, examples: Record<string, string>): OpenApiParameter[] => {
+  // Query values travel as strings, but the server takes limit and offset as whole numbers: integers here.
+  const integers: Record<string, JsonSchema> = {
+    limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+    offset: { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 },
+  };
+  const queryParameters = (schema: z.ZodType, examples: Record<string, number | string>): OpenApiParameter[] => {
     const json = jsonSchema(schema, 'input');
     const required = new Set((json.required ?? []) as string[]);
     return Object.entries((json.properties ?? {}) as Record<string, JsonSchema>).map(([name, { description, ...rest }]) => ({
@@ -255,7 +237,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       in: 'query' as const,
       required: required.has(name),
       ...(typeof description === 'string' ? { description } : {}),
-      schema: rest,
+      schema: integers[name] ?? rest,
       ...(examples[name] !== undefined ? { example: examples[name] } : {}),
     }));
   };
@@ -270,9 +252,6 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   const security = [{ apiKey: [] }];
 
   function createOperation(partyType: 'distributor' | 'merchant'): OpenApiOperation {
-    const variants = partyType === 'distributor'
-      ? { 'cash-in': 'DistributorCashIn', 'cash-out-fulfillment': 'DistributorCashOutFulfillment' }
-      : { 'cash-out': 'MerchantCashOut', 'pay-merchant': 'MerchantPayMerchant', 'pay-individual': 'MerchantPayIndividual' };
     const description = partyType === 'distributor'
       ? 'A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, with merchantToShortCode) or a cash-out-fulfillment (debit an individual\'s wallet when cash is handed over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid decimal greater than 0 and not above the key\'s max transaction amount; the day\'s operations plus this one do not exceed the key\'s max daily volume; the payer (the distributor for cash-in, the individual for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and merchantToShortCode. Extension of the contract: where the platform runs with CASH_OUT_CONSENT=individual-code, a cash-out-fulfillment must also carry authorizationCode, the individual\'s one-time code (valid 10 minutes, once, up to the amount it was issued for; used even if the operation is later rejected), checked before the other rules; otherwise 403 /problems/cash-out-not-authorized.'
       : 'A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant (by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
@@ -289,23 +268,20 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         description: `JSON (\`Content-Type: application/json\`, UTF-8, at most ${BODY_LIMIT}). Unknown fields are refused.`,
         content: {
           'application/json': {
-            schema: {
-              oneOf: Object.values(variants).map(ref),
-              discriminator: { propertyName: 'operationType', mapping: Object.fromEntries(Object.entries(variants).map(([type, name]) => [type, `#/components/schemas/${name}`])) },
-            },
+            schema: ref(partyType === 'distributor' ? 'DistributorOperationRequest' : 'MerchantOperationRequest'),
             examples: requests[partyType],
           },
         },
       },
       responses: {
-        '200': {
-          description: 'Created, pending approval; or the first response again for a repeated Idempotency-Key.',
-          headers: { 'Idempotent-Replayed': { description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', const: 'true' } } },
-          content: { 'application/json': { schema: ref('OperationCreated'), examples: { created: { value: { operationID: OPERATION_ID } } } } },
-        },
-        '400': {
-          description: 'Validation errors: a field is missing or invalid (amount not a valid decimal, unknown short code, both phoneTo and merchantToShortCode), the body is not a JSON object, the Content-Type is not application/json, or the URL is not an endpoint.',
-          content: problemContent(partyType === 'distributor'
+        '200': respond(
+          'Created, pending approval; or the first response again for a repeated Idempotency-Key.',
+          { 'application/json': { schema: ref('OperationCreated'), examples: { created: { value: { operationID: OPERATION_ID } } } } },
+          { 'Idempotent-Replayed': { description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', const: 'true' } } },
+        ),
+        '400': respond(
+          'Validation errors: a field is missing or invalid (amount not a valid decimal, unknown short code, both phoneTo and merchantToShortCode), the body is not a JSON object, the Content-Type is not application/json, the URL is not an endpoint, or the request is not valid HTTP.',
+          problemContent(partyType === 'distributor'
             ? {
                 invalidAmount: { summary: 'amount not a valid decimal', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount: '12,50', phoneTo: PHONE }) },
                 bothDestinations: { summary: 'both phoneTo and merchantToShortCode', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount, phoneTo: PHONE, merchantToShortCode: '4521' }) },
@@ -316,7 +292,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
                 missingField: { summary: 'a required field missing', value: bodyProblem(assetScale, 'merchant', { operationType: 'pay-merchant', amount }) },
                 wrongType: { summary: 'an operation type of distributors', value: bodyProblem(assetScale, 'merchant', { operationType: 'cash-in', amount, phoneTo: PHONE }) },
               }),
-        },
+        ),
         '401': UNAUTHORIZED,
         '403': forbidden('Perform Operations', partyType, {
           transactionLimit: { summary: 'above the key\'s max transaction amount', value: domainProblem(new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`)) },
@@ -329,26 +305,37 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
             },
           } : {}),
         }),
-        '409': {
-          description: 'The payer\'s wallet kept changing under concurrent requests; nothing was created. Retry (with the same Idempotency-Key).',
-          content: problemContent({ concurrentUpdate: { value: domainProblem(new DomainError('CONCURRENCY_CONFLICT', 'wallet-distributor_… kept changing under concurrent commands; try again')) } }),
-        },
-        '413': {
-          description: `The body is larger than ${BODY_LIMIT}.`,
-          content: problemContent({ tooLarge: { value: { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' } } }),
-        },
-        '422': {
-          description: 'The Idempotency-Key was already used with a different request.',
-          content: problemContent({ keyReused: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request')) } }),
-        },
+        '404': respond(
+          'The party the API key is bound to no longer exists.',
+          problemContent({ partyGone: { value: domainProblem(new DomainError('NOT_FOUND', 'the API key’s party no longer exists')) } }),
+        ),
+        '408': REQUEST_TIMEOUT,
+        '409': respond(
+          'The payer\'s wallet kept changing under concurrent requests, or a request with the same Idempotency-Key is still running; nothing was created. Retry (with the same Idempotency-Key).',
+          problemContent({
+            concurrentUpdate: { value: domainProblem(new DomainError('CONCURRENCY_CONFLICT', 'wallet-distributor_… kept changing under concurrent commands; try again')) },
+            inFlight: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in progress; retry later')) },
+          }),
+        ),
+        '413': respond(
+          `The body is larger than ${BODY_LIMIT}.`,
+          problemContent({ tooLarge: { value: { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' } } }),
+        ),
+        '422': respond(
+          'The Idempotency-Key was already used with a different request.',
+          problemContent({ keyReused: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request')) } }),
+        ),
         '429': TOO_MANY_REQUESTS,
+        '431': HEADERS_TOO_LARGE,
+        '500': INTERNAL_ERROR,
+        '503': WRITE_UNAVAILABLE,
       },
     };
   }
 
   function read(spec: {
     operationId: string; partyType: 'distributor' | 'merchant'; summary: string; description: string; permission: string;
-    query?: z.ZodType; queryExamples?: Record<string, string>; schema: JsonSchema; example: unknown;
+    query?: z.ZodType; queryExamples?: Record<string, number | string>; schema: JsonSchema; example: unknown;
   }): OpenApiOperation {
     const badQuery: Record<string, Example> = spec.query
       ? { tooLarge: { summary: `limit above ${MAX_LIMIT}`, value: queryProblem(spec.query, { limit: String(MAX_LIMIT + 1) }) }, unknownParameter: { summary: 'a parameter the endpoint does not have', value: queryProblem(spec.query, { status: 'pending' }) } }
@@ -362,21 +349,24 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       security,
       parameters: [pathParameter(spec.partyType), ...(spec.query ? queryParameters(spec.query, spec.queryExamples ?? {}) : [])],
       responses: {
-        '200': { description: 'OK.', content: { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } } },
-        '400': { description: `${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored.`, content: problemContent(badQuery) },
+        '200': respond('OK.', { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } }),
+        '400': respond(`${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP.`, problemContent(badQuery)),
         '401': UNAUTHORIZED,
         '403': forbidden(spec.permission, spec.partyType),
+        '408': REQUEST_TIMEOUT,
         '429': TOO_MANY_REQUESTS,
+        '431': HEADERS_TOO_LARGE,
+        '500': INTERNAL_ERROR,
         '503': READ_UNAVAILABLE,
       },
     };
   }
 
   const paging = `Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to ${DEFAULT_LIMIT} (at most ${MAX_LIMIT}), offset to 0.`;
-  const pageExamples = { limit: String(DEFAULT_LIMIT), offset: '0' };
+  const pageExamples = { limit: DEFAULT_LIMIT, offset: 0 };
   return {
     openapi: '3.1.0',
-    info: { title: 'Wallet Operations Programmatic API', version: '1.0.0', description: CONTRACT_SUMMARY },
+    info: { title: 'Wallet Operations Programmatic API', version: '1.0.0', description: CONTRACT_SUMMARY, license: LICENSE },
     servers: [{ url: '{baseUrl}', description: 'The service\'s base address; every path carries the version (/api/v1).', variables: { baseUrl: { default: 'http://localhost:3000', description: 'Base address of the deployment.' } } }],
     security,
     tags: [
@@ -420,6 +410,10 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         }),
       },
     },
+    webhooks: webhooks(),
     components,
   };
 }
+
+/** The document as committed (openapi.json) and printed by `wallet-ops openapi`: two-space indented, one final newline. */
+export const openApiJson = (assetScale: number): string => `${JSON.stringify(buildOpenApiDocument(assetScale), null, 2)}\n`;

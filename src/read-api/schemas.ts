@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CONTRACT_STATUSES } from '../domain/operation-status.ts';
 import { fieldError, type FieldError } from '../http/problems.ts';
+import { formatAmount } from '../domain/money.ts';
 
 /**
  * Query strings of the list endpoints, and the response objects of the contract, as zod schemas: the server
@@ -8,7 +9,7 @@ import { fieldError, type FieldError } from '../http/problems.ts';
  */
 export const MAX_LIMIT = 1000;
 export const DEFAULT_LIMIT = 100;
-const MAX_OFFSET = 10_000_000;
+export const MAX_OFFSET = 10_000_000;
 
 /** A query value that is not one string: repeated (an array) or bracketed (`limit[a]=1`, an object). */
 const notOneString = (field: string) => (issue: { input?: unknown }) =>
@@ -63,80 +64,129 @@ export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): { ok: true;
 }
 
 // Responses ------------------------------------------------------------------------------------------------
-const amount = z.string().meta({ description: 'Decimal string at the asset scale.', example: '150.00' });
+/** Amounts on the wire: formatAmount's form at the asset scale (no sign, no exponent, exactly `scale` decimals). */
+export const amountPattern = (assetScale: number, signed = false) =>
+  `^${signed ? '-?' : ''}(0|[1-9][0-9]*)${assetScale > 0 ? `\\.[0-9]{${assetScale}}` : ''}$`;
+
 const status = z.enum(CONTRACT_STATUSES).meta({
   description: 'Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).',
 });
-const timestamp = z.string().meta({ description: 'ISO 8601.', example: '2026-11-21T10:15:00.000Z' });
+const timestamp = z.string().meta({ description: 'ISO 8601.', format: 'date-time', example: '2026-11-21T10:15:00.000Z' });
 
-export const balanceResponse = z.object({
-  balance: z.string().meta({
-    description: 'The contract\'s field: the current (executed) balance, credits minus debits that happened on the ledger; a decimal string at the asset scale.',
-    example: '150.00',
-  }),
-  available: z.string().meta({
-    description: 'Extension (not in the contract): what a create can spend now, `balance` minus `held`. A create whose amount plus fee is above it is refused with 403 insufficient-balance, whose detail names this amount.',
-    example: '120.00',
-  }),
-  held: z.string().meta({
-    description: 'Extension (not in the contract): what pending and approved operations hold (amount plus fee each) until they complete, are rejected or fail.',
-    example: '30.00',
-  }),
-});
+/**
+ * The response objects of the contract, at an asset scale (amounts carry its pattern). Each resource is a
+ * union discriminated by its kind, and each variant lists its own fields, required where every item of that
+ * kind has them: fields that do not apply to a kind are absent from its objects, and the variant says so.
+ */
+export function responseSchemas(assetScale: number) {
+  const amount = z.string().meta({ description: 'Decimal string at the asset scale.', pattern: amountPattern(assetScale), example: formatAmount(150, assetScale) });
+  const signedAmount = (description: string, example: number) =>
+    z.string().meta({ description, pattern: amountPattern(assetScale, true), example: formatAmount(example, assetScale) });
 
-export const distributorOperationResponse = z.object({
-  operationID: z.string().meta({ example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),
-  distributorID: z.string(),
-  operationType: z.enum(['cash-in', 'cash-out-fulfillment']),
-  amount,
-  phoneTo: z.string().optional().meta({ description: 'cash-in to an individual.' }),
-  merchantTo: z.string().optional().meta({ description: 'cash-in to a merchant: its merchantID.' }),
-  merchantName: z.string().optional(),
-  merchantShortCode: z.number().int().optional(),
-  memo: z.string().optional(),
-  phoneFrom: z.string().optional().meta({ description: 'cash-out-fulfillment.' }),
-  walletOperationID: z.string().meta({ description: 'wo_…; empty until completed.' }),
-  cashOutFulfillmentType: z.string().nullable().optional(),
-  cashOutFulfillmentID: z.string().nullable().optional(),
-  sequenceNumber: z.number().int().nullable(),
-  blockchainID: z.string().meta({ description: 'Empty until completed.' }),
-  lastError: z.string().nullable(),
-  status,
-  createdAt: timestamp,
-  updatedAt: timestamp,
-});
+  const balance = z.strictObject({
+    balance: signedAmount('The contract\'s field: the current (executed) balance, credits minus debits that happened on the ledger; a decimal string at the asset scale.', 150),
+    available: signedAmount('Extension (not in the contract): what a create can spend now, `balance` minus `held`. A create whose amount plus fee is above it is refused with 403 insufficient-balance, whose detail names this amount.', 120),
+    held: signedAmount('Extension (not in the contract): what pending and approved operations hold (amount plus fee each) until they complete, are rejected or fail.', 30),
+  });
 
-export const merchantOperationResponse = z.object({
-  operationID: z.string(),
-  merchantID: z.string(),
-  operationType: z.enum(['cash-in', 'cash-out', 'pay-merchant', 'pay-individual']),
-  amount,
-  fee: amount,
-  distributorTo: z.string().optional(),
-  distributorName: z.string().optional(),
-  merchantTo: z.string().optional(),
-  merchantName: z.string().optional(),
-  phoneTo: z.string().optional(),
-  memo: z.string().optional(),
-  blockchainID: z.string(),
-  sequenceNumber: z.number().int().nullable(),
-  lastError: z.string().nullable(),
-  status,
-  createdAt: timestamp,
-  updatedAt: timestamp,
-});
+  const lifecycle = {
+    blockchainID: z.string().meta({ description: 'Empty until completed.' }),
+    sequenceNumber: z.number().int().nullable(),
+    lastError: z.string().nullable(),
+    status,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  };
+  const memo = z.string().optional().meta({ description: 'Absent when the operation has none.' });
 
-export const paymentResponse = z.object({
-  operationID: z.string().meta({ description: 'The wallet operation, wo_….' }),
-  type: z.enum(['payment', 'cash-in']),
-  amount,
-  from: z.string(),
-  fromType: z.enum(['individual', 'merchant', 'distributor']),
-  fromShortCode: z.number().int().optional(),
-  memo: z.string().nullable(),
-  blockchainID: z.string(),
-  createdAt: timestamp.meta({ description: 'When the payment was requested (the operation\'s creation): the same instant as the operation\'s createdAt in every other list.' }),
-  completedAt: timestamp.meta({
-    description: 'Extension field (not in the contract): when the payment completed, i.e. when it was received and entered this list. The list is ordered by it, newest first.',
-  }),
-});
+  const distributorCommon = {
+    operationID: z.string().meta({ example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),
+    distributorID: z.string(),
+    amount,
+    memo,
+    walletOperationID: z.string().meta({ description: 'wo_…; empty until completed.' }),
+    ...lifecycle,
+  };
+  const distributorOperation = {
+    'cash-in': z.strictObject({
+      operationType: z.literal('cash-in'),
+      ...distributorCommon,
+      phoneTo: z.string().optional().meta({ description: 'Cash-in to an individual: their phone. Absent for a cash-in to a merchant.' }),
+      merchantTo: z.string().optional().meta({ description: 'Cash-in to a merchant: its merchantID. Absent for a cash-in to an individual.' }),
+      merchantName: z.string().optional().meta({ description: 'Cash-in to a merchant: its name.' }),
+      merchantShortCode: z.number().int().min(1).max(999_999_999).optional().meta({ description: 'Cash-in to a merchant: its short code.' }),
+    }),
+    'cash-out-fulfillment': z.strictObject({
+      operationType: z.literal('cash-out-fulfillment'),
+      ...distributorCommon,
+      phoneFrom: z.string().meta({ description: 'The individual whose wallet is debited.' }),
+      cashOutFulfillmentType: z.string().nullable().meta({ description: '`cash`.' }),
+      cashOutFulfillmentID: z.string().nullable().meta({ description: 'Receipt or reference of the cash handed over.' }),
+    }),
+  };
+
+  const merchantCommon = { operationID: z.string(), merchantID: z.string(), amount, fee: amount, memo, ...lifecycle };
+  const merchantOperation = {
+    'cash-in': z.strictObject({
+      operationType: z.literal('cash-in'),
+      ...merchantCommon,
+      distributorTo: z.string().meta({ description: 'The distributor the funds came from.' }),
+      distributorName: z.string(),
+    }).meta({ description: 'Funds received from a distributor; fee is always 0.' }),
+    'cash-out': z.strictObject({
+      operationType: z.literal('cash-out'),
+      ...merchantCommon,
+      distributorTo: z.string().meta({ description: 'The distributor withdrawn to.' }),
+      distributorName: z.string(),
+    }).meta({ description: 'Funds withdrawn to a distributor.' }),
+    'pay-merchant': z.strictObject({
+      operationType: z.literal('pay-merchant'),
+      ...merchantCommon,
+      merchantTo: z.string().meta({ description: 'The merchant paid: its merchantID.' }),
+      merchantName: z.string(),
+    }).meta({ description: 'A payment to another merchant.' }),
+    'pay-individual': z.strictObject({
+      operationType: z.literal('pay-individual'),
+      ...merchantCommon,
+      phoneTo: z.string().meta({ description: 'The individual paid.' }),
+    }).meta({ description: 'A payment to an individual wallet.' }),
+  };
+
+  const paymentCommon = {
+    operationID: z.string().meta({ description: 'The wallet operation, wo_….' }),
+    amount,
+    memo: z.string().nullable(),
+    blockchainID: z.string(),
+    createdAt: timestamp.meta({ description: 'When the payment was requested (the operation\'s creation): the same instant as the operation\'s createdAt in every other list.', format: 'date-time' }),
+    completedAt: timestamp.meta({
+      description: 'Extension field (not in the contract): when the payment completed, i.e. when it was received and entered this list. The list is ordered by it, newest first.',
+      format: 'date-time',
+    }),
+  };
+  const payment = {
+    individual: z.strictObject({
+      fromType: z.literal('individual'), type: z.literal('payment'), ...paymentCommon,
+      from: z.string().meta({ description: 'The individual\'s phone.' }),
+    }),
+    merchant: z.strictObject({
+      fromType: z.literal('merchant'), type: z.literal('payment'), ...paymentCommon,
+      from: z.string().meta({ description: 'The paying merchant\'s name.' }),
+      fromShortCode: z.number().int().min(1).max(999_999_999).optional().meta({ description: 'The paying merchant\'s short code.' }),
+    }),
+    distributor: z.strictObject({
+      fromType: z.literal('distributor'), type: z.literal('cash-in'), ...paymentCommon,
+      from: z.string().meta({ description: 'The distributor\'s name.' }),
+    }),
+  };
+
+  const union = <V extends Record<string, z.ZodObject>>(key: string, variants: V) =>
+    z.discriminatedUnion(key, Object.values(variants) as [V[keyof V], ...V[keyof V][]]);
+  return {
+    balance,
+    distributorOperation: { variants: distributorOperation, union: union('operationType', distributorOperation) },
+    merchantOperation: { variants: merchantOperation, union: union('operationType', merchantOperation) },
+    payment: { variants: payment, union: union('fromType', payment) },
+  };
+}
+
+export type ResponseSchemas = ReturnType<typeof responseSchemas>;

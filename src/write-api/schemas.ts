@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DomainError } from '../domain/errors.ts';
-import { formatAmount, parsePositiveAmount } from '../domain/money.ts';
+import { formatAmount, parsePositiveAmount, positiveAmountPattern } from '../domain/money.ts';
 import { normalizePhone } from '../domain/phone.ts';
 import { cashOutCode } from '../domain/cash-out-codes.ts';
 import { requiredText, shortCode } from '../domain/text.ts';
@@ -17,7 +17,7 @@ import { fieldError, type FieldError } from '../http/problems.ts';
  * A string field checked by a domain rule: the zod type describes it (and the OpenAPI document shows it),
  * the domain function decides, and either refusal becomes one errors[] item for the field.
  */
-function rule<T>(field: string, meta: { description: string; example: string }, parse: (value: string) => T, kind = 'a string') {
+function rule<T>(field: string, meta: { description: string; example: string; pattern?: string; maxLength?: number }, parse: (value: string) => T, kind = 'a string') {
   return z
     .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be ${kind}, not ${jsonType(issue.input)}`) })
     .meta(meta)
@@ -47,13 +47,14 @@ const absentOrNull = <S extends z.ZodType>(schema: S) => schema.nullish().transf
 const MEMO_MAX = 256;
 
 function buildSchemas(assetScale: number) {
-  const amount = rule('amount', { description: `Decimal amount greater than 0, at most ${assetScale} decimal places, no sign or exponent.`, example: formatAmount(150, assetScale) }, (v) =>
+  // The patterns are what the domain rules accept (a phone's validity beyond its characters is the domain's alone).
+  const amount = rule('amount', { description: `Decimal amount greater than 0, at most ${assetScale} decimal places, no sign or exponent.`, example: formatAmount(150, assetScale), pattern: positiveAmountPattern(assetScale) }, (v) =>
     parsePositiveAmount('amount', v, assetScale), `a string (a decimal in quotes, e.g. "${formatAmount(10, assetScale)}")`);
   const phone = (field: string, description: string) =>
-    rule(field, { description: `${description}, in international format.`, example: '+2348123456781' }, (v) => normalizePhone(field, v),
+    rule(field, { description: `${description}, in international format.`, example: '+2348123456781', pattern: '^\\s*\\+[0-9][0-9 ()\\-.]*\\s*$', maxLength: 40 }, (v) => normalizePhone(field, v),
       'a string of digits in international format (e.g. "+2348123456781")');
-  const code = (field: string, description: string) => rule(field, { description, example: '4521' }, (v) => shortCode(field, v), 'a string of digits (e.g. "4521")');
-  const memo = rule('memo', { description: `Optional reference note, at most ${MEMO_MAX} characters.`, example: 'invoice 1042' }, (v) =>
+  const code = (field: string, description: string) => rule(field, { description, example: '4521', pattern: '^[1-9][0-9]{0,8}$' }, (v) => shortCode(field, v), 'a string of digits (e.g. "4521")');
+  const memo = rule('memo', { description: `Optional reference note, at most ${MEMO_MAX} characters once trimmed, not blank.`, example: 'invoice 1042', pattern: '\\S' }, (v) =>
     requiredText('memo', v, MEMO_MAX)).nullish();
 
   const cashIn = z.strictObject({
@@ -68,7 +69,7 @@ function buildSchemas(assetScale: number) {
     amount,
     phoneFrom: phone('phoneFrom', 'The individual whose wallet is debited'),
     cashOutFulfillmentType: z.literal('cash', { error: 'cashOutFulfillmentType must be "cash", the only type supported' }),
-    cashOutFulfillmentID: rule('cashOutFulfillmentID', { description: 'Receipt or reference of the cash handed over.', example: 'RCPT-0091' }, (v) =>
+    cashOutFulfillmentID: rule('cashOutFulfillmentID', { description: 'Receipt or reference of the cash handed over, at most 100 characters once trimmed, not blank.', example: 'RCPT-0091', pattern: '\\S' }, (v) =>
       requiredText('cashOutFulfillmentID', v, 100)),
     memo,
     // An extension of the contract: required, and used once, where the platform runs with CASH_OUT_CONSENT=individual-code.
@@ -77,6 +78,7 @@ function buildSchemas(assetScale: number) {
         'up to the amount it was issued for). Required where the platform runs with CASH_OUT_CONSENT=individual-code (otherwise ignored); ' +
         'a missing, wrong, expired or used code is refused 403 /problems/cash-out-not-authorized. null is absent.',
       example: '48213907',
+      pattern: '^ *(?:[0-9] *){8}$',
     }, (v) => cashOutCode('authorizationCode', v), 'a string of 8 digits (e.g. "48213907")')),
   });
   const cashOut = z.strictObject({ operationType: z.literal('cash-out'), amount, distributorToShortCode: code('distributorToShortCode', 'Short code of the distributor to withdraw to'), memo });

@@ -2,19 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { renderDocsPage } from '../../src/read-api/docs-page.ts';
 import { buildOpenApiDocument, type JsonSchema, type OpenApiDocument, type OpenApiOperation } from '../../src/read-api/openapi.ts';
-import {
-  balanceResponse,
-  distributorOperationResponse,
-  listQuery,
-  merchantOperationResponse,
-  parseQuery,
-  paymentResponse,
-  paymentsQuery,
-} from '../../src/read-api/schemas.ts';
+import { listQuery, MAX_LIMIT, parseQuery, paymentsQuery, responseSchemas } from '../../src/read-api/schemas.ts';
+import { PROBLEM_TYPES } from '../../src/http/problems.ts';
+import { WEBHOOK_EVENT_TYPES } from '../../src/domain/events.ts';
+import { parsePositiveAmount, positiveAmountPattern } from '../../src/domain/money.ts';
 import { operationSchemas, parseCreateOperation } from '../../src/write-api/schemas.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { runCli } from '../support/cli.ts';
+import { loadConfig } from '../../src/config.ts';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const SCALE = 2;
+const COMMITTED = fileURLToPath(new URL('../../openapi.json', import.meta.url));
+const REGENERATE = 'openapi.json (at the repository root) is not what the server serves: regenerate it with `npm run openapi` and commit it';
 const doc: OpenApiDocument = buildOpenApiDocument(SCALE);
 
 const operations = (): Array<{ path: string; method: string; operation: OpenApiOperation }> =>
@@ -71,9 +72,11 @@ describe('the OpenAPI document', () => {
     for (const target of allRefs(doc)) expect(() => resolve({ $ref: target }), target).not.toThrow();
   });
 
-  it('names every status of the contract: 200, 400, 401, 403, 409, 413, 422 for POST, 200, 400, 401, 403 and 503 (a read model not served) for GET, and 429 for both', () => {
+  it('names every status the server answers: 200, 400, 401, 403, 404, 409, 413, 422 for POST, 200, 400, 401, 403 for GET, and 408, 429, 431, 500 and 503 for both', () => {
     for (const { method, operation } of operations()) {
-      const expected = method === 'post' ? ['200', '400', '401', '403', '409', '413', '422', '429'] : ['200', '400', '401', '403', '429', '503'];
+      const expected = method === 'post'
+        ? ['200', '400', '401', '403', '404', '408', '409', '413', '422', '429', '431', '500', '503']
+        : ['200', '400', '401', '403', '408', '429', '431', '500', '503'];
       expect(Object.keys(operation.responses).sort()).toEqual(expected);
       for (const [status, response] of Object.entries(operation.responses)) {
         expect(response.description, `${operation.operationId} ${status}`).toBeTruthy();
@@ -95,7 +98,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('describes authorizationCode on the cash-out-fulfillment body as an optional extension of the contract', () => {
-    const body = doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema;
+    const body = resolve(doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema);
     const cashOut = (body.oneOf as JsonSchema[]).map(resolve).find((v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-out-fulfillment')!;
     const field = (cashOut.properties as Record<string, JsonSchema>).authorizationCode!;
     expect(JSON.stringify(field)).toMatch(/Extension of the contract.*CASH_OUT_CONSENT=individual-code/);
@@ -103,7 +106,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('describes the cash-in body from the server schema: its fields, and no other field', () => {
-    const body = doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema;
+    const body = resolve(doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema);
     const variants = (body.oneOf as JsonSchema[]).map(resolve);
     const cashIn = variants.find((v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-in')!;
     expect(Object.keys(cashIn.properties as object).sort()).toEqual(['amount', 'memo', 'merchantToShortCode', 'operationType', 'phoneTo']);
@@ -120,19 +123,20 @@ describe('the OpenAPI document', () => {
       for (const [name, example] of Object.entries(examples)) expect(parseCreateOperation(schemas, partyType, example.value), name).toMatchObject({ ok: true });
     }
     for (const { operation } of operations()) {
-      const query = Object.fromEntries(operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.example]));
+      const query = Object.fromEntries(operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, String(p.example)]));
       const schema = operation.operationId === 'listMerchantPayments' ? paymentsQuery : listQuery;
       if (Object.keys(query).length) expect(parseQuery(schema, query), operation.operationId).toMatchObject({ ok: true });
     }
   });
 
   it('has response examples that the response schemas accept', () => {
+    const schemas = responseSchemas(SCALE);
     const bodies: Record<string, z.ZodType> = {
-      listDistributorOperations: z.array(distributorOperationResponse.strict()),
-      listMerchantOperations: z.array(merchantOperationResponse.strict()),
-      listMerchantPayments: z.array(paymentResponse.strict()),
-      getDistributorBalance: balanceResponse.strict(),
-      getMerchantBalance: balanceResponse.strict(),
+      listDistributorOperations: z.array(schemas.distributorOperation.union),
+      listMerchantOperations: z.array(schemas.merchantOperation.union),
+      listMerchantPayments: z.array(schemas.payment.union),
+      getDistributorBalance: schemas.balance,
+      getMerchantBalance: schemas.balance,
     };
     for (const { method, operation } of operations()) {
       if (method !== 'get') continue;
@@ -171,6 +175,89 @@ describe('the OpenAPI document', () => {
     const gets = operations().filter(({ method }) => method === 'get');
     expect(gets).toHaveLength(5);
     for (const { operation } of gets) expect(operation.responses['400']!.description, operation.operationId).toMatch(/starts with `_`.*ignored/);
+  });
+
+  it('types limit and offset as integers with their bounds and defaults', () => {
+    for (const { operation } of operations()) {
+      const query = Object.fromEntries(operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.schema]));
+      if (!query.limit) continue;
+      expect(query.limit).toEqual({ type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: 100 });
+      expect(query.offset).toMatchObject({ type: 'integer', minimum: 0, default: 0 });
+    }
+  });
+
+  it('describes each resource as a oneOf of named variants told apart by operationType (payments: fromType), each with its own required fields', () => {
+    const variants = (name: string) => {
+      const union = doc.components.schemas[name]!;
+      const property = (union.discriminator as { propertyName: string }).propertyName;
+      return Object.fromEntries((union.oneOf as JsonSchema[]).map(resolve).map((v) => [(v.properties as Record<string, JsonSchema>)[property]!.const as string, v]));
+    };
+    const distributor = variants('DistributorOperation');
+    expect(Object.keys(distributor).sort()).toEqual(['cash-in', 'cash-out-fulfillment']);
+    expect(distributor['cash-out-fulfillment']!.required).toEqual(expect.arrayContaining(['phoneFrom', 'cashOutFulfillmentType', 'cashOutFulfillmentID']));
+    expect(Object.keys(distributor['cash-in']!.properties as object)).not.toContain('phoneFrom');
+    const merchant = variants('MerchantOperation');
+    expect(merchant['cash-out']!.required).toEqual(expect.arrayContaining(['distributorTo', 'distributorName']));
+    expect(merchant['pay-merchant']!.required).toEqual(expect.arrayContaining(['merchantTo', 'merchantName']));
+    expect(merchant['pay-individual']!.required).toEqual(expect.arrayContaining(['phoneTo']));
+    expect(Object.keys(merchant['pay-individual']!.properties as object)).not.toContain('merchantTo');
+    const payment = variants('Payment');
+    expect(Object.keys(payment).sort()).toEqual(['distributor', 'individual', 'merchant']);
+    expect((payment.distributor!.properties as Record<string, JsonSchema>).type).toEqual({ type: 'string', const: 'cash-in' });
+    for (const v of Object.values(payment)) expect(v.additionalProperties).toBe(false);
+  });
+
+  it('gives amounts the pattern of the asset scale and times the date-time format', () => {
+    const cashIn = resolve(doc.components.schemas.DistributorCashInOperation!);
+    const properties = cashIn.properties as Record<string, JsonSchema>;
+    expect(properties.amount!.pattern).toBe('^(0|[1-9][0-9]*)\\.[0-9]{2}$');
+    expect(properties.createdAt!.format).toBe('date-time');
+    expect(buildOpenApiDocument(0).components.schemas.MerchantPayIndividualOperation!.properties).toMatchObject({ amount: { pattern: '^(0|[1-9][0-9]*)$' } });
+  });
+
+  it.each([0, 2, 6])('when the asset scale is %i, then the request amount pattern accepts exactly what the server accepts', (scale) => {
+    const pattern = new RegExp(positiveAmountPattern(scale), 'u');
+    const inputs = ['1', '0', '00', '0.0', '0.01', '.5', '5.', '1.5', '1.50', '1.505', '10.000001', '007', '000.10', '-1', '+1', '1e3', ' 1', '1,5',
+      '123456789012345678', '1234567890123456789', '0001234567890123456789', '000123456789012345678', '1.1234567'];
+    for (const input of inputs) {
+      const accepted = (() => { try { parsePositiveAmount('amount', input, scale); return true; } catch { return false; } })();
+      expect(pattern.test(input), `${input} at scale ${scale}`).toBe(accepted);
+    }
+  });
+
+  it('lists every problem type the server answers with as the enum of Problem.type', () => {
+    const problem = doc.components.schemas.Problem!;
+    expect((problem.properties as Record<string, JsonSchema>).type!.enum).toEqual([...PROBLEM_TYPES]);
+    for (const { operation } of operations()) {
+      for (const response of Object.values(operation.responses)) {
+        for (const example of Object.values(response.content?.['application/problem+json']?.examples ?? {})) {
+          expect(PROBLEM_TYPES).toContain((example.value as { type: string }).type);
+        }
+      }
+    }
+  });
+
+  it('declares X-Request-Id (required), RateLimit and RateLimit-Policy on every response, and Retry-After on 429', () => {
+    for (const { operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        expect(response.headers['X-Request-Id'], `${operation.operationId} ${status}`).toMatchObject({ required: true });
+        expect(Object.keys(response.headers)).toEqual(expect.arrayContaining(['RateLimit', 'RateLimit-Policy']));
+      }
+      expect(operation.responses['429']!.headers['Retry-After']).toMatchObject({ required: true, schema: { type: 'integer' } });
+    }
+  });
+
+  it('has a webhooks section with a POST of each event type, its payload schema and the Standard Webhooks headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort());
+    for (const [type, { post }] of Object.entries(doc.webhooks)) {
+      const body = resolve((post.requestBody as { content: Record<string, { schema: JsonSchema }> }).content['application/json']!.schema);
+      expect((body.properties as Record<string, JsonSchema>).type).toEqual({ type: 'string', const: type });
+      expect((post.parameters as Array<{ name: string }>).map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+    }
+  });
+
+  it('names its licence', () => {
+    expect(doc.info.license.name).toBeTruthy();
   });
 });
 
@@ -216,6 +303,16 @@ describe('when the system serves its description', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await response.json()).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(sys.config.ASSET_SCALE))));
+  });
+
+  it('then, with the default configuration, it serves exactly the committed openapi.json, which `wallet-ops openapi` prints byte for byte', async () => {
+    expect(sys.config.ASSET_SCALE).toBe(loadConfig({}).ASSET_SCALE);
+    const committed = readFileSync(COMMITTED, 'utf8');
+    const served = await (await fetch(`${sys.baseUrl}/api/v1/openapi.json`)).json();
+    expect(served, REGENERATE).toEqual(JSON.parse(committed));
+    const printed = await runCli(['openapi']);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout === committed, REGENERATE).toBe(true);
   });
 
   it('then GET /api/v1/docs, without a key, is a self-contained HTML page naming every path', async () => {

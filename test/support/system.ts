@@ -21,6 +21,8 @@ import type { WalletRef } from '../../src/domain/events.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { tempDir } from './temp-dir.ts';
+import { answerClientErrors } from '../../src/http/client-errors.ts';
+import { assertMatchesOpenApi } from './openapi-validator.ts';
 
 /**
  * The whole system in this process on a temporary data directory, listening on a free port: what the
@@ -76,6 +78,7 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
   const server: Server = await new Promise((resolve) => {
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
   });
+  answerClientErrors(server);
   const { port } = server.address() as AddressInfo;
   const backOffice: RotationDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS };
   const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
@@ -143,7 +146,11 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, timeo
   }
 }
 
-/** A JSON request to the system; returns status, headers and the parsed body. */
+/**
+ * A JSON request to the system; returns status, headers and the parsed body. Every response to a request the
+ * OpenAPI document describes is checked against it (openapi-validator.ts): an undeclared status, a missing
+ * required header or a body outside its schema throws, failing the test.
+ */
 export async function call(
   baseUrl: string,
   method: string,
@@ -166,5 +173,7 @@ export async function call(
   } catch {
     // not JSON: keep the text
   }
-  return { status: response.status, headers: response.headers, body: parsed };
+  const result = { status: response.status, headers: response.headers, body: parsed };
+  await assertMatchesOpenApi(baseUrl, method, path, result);
+  return result;
 }
