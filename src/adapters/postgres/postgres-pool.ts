@@ -31,6 +31,10 @@ export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
   // An idle client's connection that breaks (a failover, a restarted server) is removed from the pool; the
   // error must not crash the process. The next query opens a new connection.
   pool.on('error', () => {});
+  // The pool listens for errors only on idle connections: one that breaks while checked out (a transaction
+  // between statements when the server restarts or terminates its backend) would emit 'error' to no one, an
+  // uncaught exception that ends the process. Its holder learns from its next statement; release drops it.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
