@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,6 +28,11 @@ export interface ServerOptions {
   durable?: boolean;
   /** More `-c name=value` settings (e.g. WAL archiving for the restore drill). */
   settings?: Record<string, string>;
+  /**
+   * A server on a data directory made by `fill` (a base backup copied in, for a restore) instead of initdb's,
+   * whose admin password is the one of the cluster it was copied from.
+   */
+  restored?: { password: string; fill(dataDir: string): void };
 }
 
 /**
@@ -53,7 +59,7 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
   chmodSync(parent, 0o777);
   const databaseDir = join(parent, 'data');
   const port = await freePort();
-  const password = randomBytes(12).toString('hex');
+  const password = options.restored?.password ?? randomBytes(12).toString('hex');
   const settings = Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
   const server = new EmbeddedPostgres({
     databaseDir,
@@ -68,7 +74,14 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
     onLog: () => {},
     onError: () => {},
   });
-  await server.initialise();
+  if (options.restored) {
+    options.restored.fill(databaseDir);
+    // The server runs as `postgres` when the tests run as root: the copy must be its own, and private.
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', databaseDir]);
+    chmodSync(databaseDir, 0o700);
+  } else {
+    await server.initialise();
+  }
   await server.start();
   let running = true;
   return {
