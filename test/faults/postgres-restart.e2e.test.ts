@@ -17,6 +17,7 @@ import { approve, issue, operationOf, waitUntilSettled } from '../support/execut
 import { databaseUrl, freshPostgresDatabase, startOwnPostgresServer, type OwnPostgresServer } from '../support/postgres-server.ts';
 import { call, startTestSystem, waitFor, type TestSystem } from '../support/system.ts';
 import { runCli } from '../support/cli.ts';
+import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { keyed, newPhone, type Keyed } from '../executor/support.ts';
 
@@ -150,6 +151,12 @@ describe('PostgreSQL restarted under load', () => {
     const verify = await runCli(['audit', 'verify', '--json', '--ledger', 'embedded', '--data-dir', dir.path], env);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     expect(await health()).toBe(200);
+    // What the dashboard's PostgreSQL row shows of it: the statements the outage failed, and the pools back in use.
+    const families = parsePrometheusText(await (await fetch(`${sys.baseUrl}/metrics`)).text());
+    for (const pool of ['wallet-ops events', 'wallet-ops read models']) {
+      expect(sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { pool, outcome: 'error' }), pool).toBeGreaterThan(0);
+      expect(sampleValue(families, 'wallet_ops_postgres_pool_max_connections', { pool })).toBe(6);
+    }
   });
 });
 
