@@ -90,6 +90,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     ...faults,
     eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
     onGroupCommit: (requests) => metrics.groupCommitBatchSize.observe(requests),
+    postgres: metrics.postgres,
   } : faults), 'opening the stores', logger);
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
   // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).

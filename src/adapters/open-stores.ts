@@ -6,7 +6,7 @@ import { openSqliteEventStore } from './sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from './sqlite/sqlite-read-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { withHashChain } from '../audit/hash-chain.ts';
-import type { PostgresConnectionOptions } from './postgres/postgres-pool.ts';
+import type { PoolObserver, PostgresConnectionOptions } from './postgres/postgres-pool.ts';
 import { openEmbeddedLedger } from './ledger/embedded-ledger.ts';
 import { stopOnceWhileHolding, withSimulatedLedgerFaults, type LedgerFaults } from './ledger/ledger-faults.ts';
 
@@ -48,6 +48,8 @@ export interface StoreDecorators {
   ledger?: (ledger: Ledger) => Ledger;
   /** Not a decorator: told the size of each group commit of the embedded event store (src/metrics). */
   onGroupCommit?: (requests: number) => void;
+  /** Not a decorator: told of the PostgreSQL pools and their statements (src/metrics). */
+  postgres?: PoolObserver;
 }
 
 const same = <T>(store: T) => store;
@@ -69,10 +71,10 @@ export function embedded(dataDir: string): StoreSelection {
  */
 export async function openStores(options: StoreSelection | EmbeddedOnly, decorators: StoreDecorators = {}): Promise<Stores> {
   const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
-  const eventStore = await openEventStore(selection, decorators.eventStore, decorators.onGroupCommit);
+  const eventStore = await openEventStore(selection, decorators.eventStore, decorators.onGroupCommit, decorators.postgres);
   let readStore: ReadStore;
   try {
-    readStore = await openReadStore(selection, decorators.readStore);
+    readStore = await openReadStore(selection, decorators.readStore, decorators.postgres);
   } catch (error) {
     // Nothing is left open behind a failure: a caller that runs on (the CLI in a test's process) would keep it.
     await eventStore.close();
@@ -93,11 +95,12 @@ export async function openEventStore(
   selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL' | 'EVENT_STORE_COMMITS' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
   decorate: (store: EventStore) => EventStore = same,
   onGroupCommit?: (requests: number) => void,
+  observer?: PoolObserver,
 ): Promise<EventStore> {
   if (selection.EVENT_STORE === 'postgres') {
     const { openPostgresEventStore } = await import('./postgres/postgres-event-store.ts');
     const store = await openPostgresEventStore({
-      ...postgresConnection(selection, 'EVENT_STORE=postgres', 'wallet-ops events'),
+      ...postgresConnection(selection, 'EVENT_STORE=postgres', 'wallet-ops events', observer),
       ...(onGroupCommit ? { onGroupCommit } : {}),
     });
     return withHashChain(decorate(store));
@@ -113,10 +116,11 @@ export async function openEventStore(
 export async function openReadStore(
   selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
   decorate: (store: ReadStore) => ReadStore = same,
+  observer?: PoolObserver,
 ): Promise<ReadStore> {
   if (selection.READ_STORE === 'postgres') {
     const { openPostgresReadStore } = await import('./postgres/postgres-read-store.ts');
-    return decorate(await openPostgresReadStore(postgresConnection(selection, 'READ_STORE=postgres', 'wallet-ops read models')));
+    return decorate(await openPostgresReadStore(postgresConnection(selection, 'READ_STORE=postgres', 'wallet-ops read models', observer)));
   }
   if (selection.READ_STORE === 'mongodb') {
     const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');
@@ -177,8 +181,10 @@ function postgresConnection(
   selection: Pick<StoreSelection, 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
   because: string,
   applicationName: string,
+  observer?: PoolObserver,
 ): PostgresConnectionOptions {
   return {
+    ...(observer ? { observer } : {}),
     url: required(selection.POSTGRES_URL, 'POSTGRES_URL', because),
     poolSize: selection.POSTGRES_POOL_SIZE ?? 10,
     statementTimeoutMs: selection.POSTGRES_STATEMENT_TIMEOUT_MS ?? 10_000,

@@ -38,6 +38,14 @@ export interface RebuildLag {
   head: number;
 }
 
+/** A PostgreSQL pool's connections (src/adapters/postgres/postgres-pool.ts PoolStats; structural, no import). */
+export interface PoolCounts {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
 /** What a create-operation request came to (src/write-api/routes.ts). */
 export type CreateOutcome = 'created' | 'replayed' | 'refused' | 'error';
 
@@ -183,6 +191,83 @@ export class WalletOpsMetrics {
     help: 'This process\'s clock minus the store\'s (PostgreSQL), in seconds, as last measured; positive when this clock runs ahead.',
     registers: [this.registry],
   });
+
+  private readonly pools = new Set<{ name: string; counts: () => PoolCounts }>();
+  private postgresFamilies: Histogram<'pool' | 'outcome'> | undefined;
+
+  /**
+   * The PostgreSQL pools' observer (postgres-pool.ts PoolObserver): every statement's round trip, and each open
+   * pool's connections read at scrape time (in memory). Families are registered at the first pool, so that a
+   * process on the embedded stores shows none.
+   */
+  readonly postgres = {
+    opened: (name: string, counts: () => PoolCounts) => {
+      this.registerPostgres();
+      const pool = { name, counts };
+      this.pools.add(pool);
+      return { closed: () => void this.pools.delete(pool) };
+    },
+    statement: (pool: string, seconds: number, ok: boolean) => {
+      this.registerPostgres().observe({ pool, outcome: ok ? 'ok' : 'error' }, seconds);
+    },
+  };
+
+  private registerPostgres(): Histogram<'pool' | 'outcome'> {
+    if (this.postgresFamilies) return this.postgresFamilies;
+    const registers = [this.registry];
+    const pools = this.pools;
+    /** Each pool's counts summed by name (two stores may share an application name). */
+    const byName = () => {
+      const sums = new Map<string, PoolCounts>();
+      for (const { name, counts } of pools) {
+        const now = counts();
+        const sum = sums.get(name) ?? { total: 0, idle: 0, waiting: 0, max: 0 };
+        sums.set(name, { total: sum.total + now.total, idle: sum.idle + now.idle, waiting: sum.waiting + now.waiting, max: sum.max + now.max });
+      }
+      return sums;
+    };
+    new Gauge({
+      name: 'wallet_ops_postgres_pool_connections',
+      help: 'Connections a PostgreSQL pool of this process holds open, by pool (its application_name in pg_stat_activity) and state: busy (checked out: a statement or transaction running) or idle.',
+      labelNames: ['pool', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [pool, counts] of byName()) {
+          this.set({ pool, state: 'busy' }, counts.total - counts.idle);
+          this.set({ pool, state: 'idle' }, counts.idle);
+        }
+      },
+    });
+    new Gauge({
+      name: 'wallet_ops_postgres_pool_max_connections',
+      help: 'The most connections a PostgreSQL pool opens (POSTGRES_POOL_SIZE): busy connections at this value mean a saturated pool.',
+      labelNames: ['pool'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [pool, counts] of byName()) this.set({ pool }, counts.max);
+      },
+    });
+    new Gauge({
+      name: 'wallet_ops_postgres_pool_waiting',
+      help: 'Calls waiting for a connection of a PostgreSQL pool (all its connections busy); they fail after POSTGRES_STATEMENT_TIMEOUT_MS.',
+      labelNames: ['pool'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [pool, counts] of byName()) this.set({ pool }, counts.waiting);
+      },
+    });
+    this.postgresFamilies = new Histogram({
+      name: 'wallet_ops_postgres_statement_duration_seconds',
+      help: 'PostgreSQL statements (each statement of a transaction too), by pool and outcome (ok, or error: refused, timed out or connection lost): round trip from this process.',
+      labelNames: ['pool', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    return this.postgresFamilies;
+  }
 
   /** Operations assigned to the executor and not settled yet, read at scrape time (it is in memory). */
   watchExecutorQueue(depth: () => number): void {

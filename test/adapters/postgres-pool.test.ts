@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { migrate, openPostgresPool } from '../../src/adapters/postgres/postgres-pool.ts';
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
+import { waitFor } from '../support/system.ts';
 
 describe('PostgreSQL migrations', () => {
   let pools: pg.Pool[];
@@ -24,6 +25,38 @@ describe('PostgreSQL migrations', () => {
       expect((await pools[0]!.query('SELECT n FROM migrated')).rows).toEqual([{ n: 2 }]);
       // The next round starts again from nothing, the history table included.
       await pools[0]!.query('DROP TABLE migrated; DROP TABLE wallet_ops_migrations');
+    }
+  });
+});
+
+describe('PostgreSQL pool: a connection lost while a caller holds it', () => {
+  let url: string;
+  const escaped: unknown[] = [];
+  const onEscape = (error: unknown) => escaped.push(error);
+
+  beforeAll(async () => {
+    url = await freshPostgresDatabase();
+    process.on('uncaughtException', onEscape);
+  });
+  afterAll(() => {
+    process.off('uncaughtException', onEscape);
+  });
+
+  it('given a connection checked out of the pool (a transaction between statements), when its backend is terminated, then the process does not crash, the holder gets the error and the pool opens a new connection', async () => {
+    const pool = openPostgresPool({ url, poolSize: 2, statementTimeoutMs: 5_000, applicationName: 'held connection test' });
+    try {
+      const held = await pool.connect();
+      const pid = (await held.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const ended = new Promise((resolve) => held.once('end', resolve));
+      await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+      // Without a listener of the pool's, the client's 'error' event is an uncaught exception (and no 'end' follows).
+      await Promise.race([ended, waitFor(() => escaped.length > 0)]);
+      expect(escaped).toEqual([]);
+      await expect(held.query('SELECT 1')).rejects.toThrow();
+      held.release(true);
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
     }
   });
 });

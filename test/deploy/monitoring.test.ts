@@ -91,6 +91,8 @@ describe('monitoring profile', () => {
     metrics.watchExecutorQueue(() => 0);
     metrics.watchConsumers(async () => []);
     metrics.watchRebuilds([], async () => []);
+    // The PostgreSQL families exist once a pool opens.
+    metrics.postgres.opened('wallet-ops events', () => ({ total: 0, idle: 0, waiting: 0, max: 1 }));
     const families = parsePrometheusText(await metrics.scrape());
     const exported = new Set<string>();
     for (const family of families.values()) {
@@ -113,6 +115,11 @@ describe('monitoring profile', () => {
       'wallet_ops_event_store_append_duration_seconds_bucket',
       'wallet_ops_event_store_group_commit_batch_size_bucket',
       'wallet_ops_rebuild_progress_ratio',
+      'wallet_ops_postgres_pool_connections',
+      'wallet_ops_postgres_pool_max_connections',
+      'wallet_ops_postgres_pool_waiting',
+      'wallet_ops_postgres_statement_duration_seconds_bucket',
+      'wallet_ops_postgres_statement_duration_seconds_count',
     ]) expect(named, family).toContain(family);
   });
 });

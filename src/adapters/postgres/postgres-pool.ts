@@ -14,6 +14,23 @@ export interface PostgresConnectionOptions {
   statementTimeoutMs: number;
   /** Shown in pg_stat_activity, so that an operator sees which part of the service holds a connection. */
   applicationName: string;
+  /** Told of the pool and of every statement's round trip (src/metrics; this layer may not import it). */
+  observer?: PoolObserver;
+}
+
+/** A pool's connections now: open (busy + idle), idle, callers waiting for one, and the most it opens. */
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
+export interface PoolObserver {
+  /** A pool opened, named by its application name; `stats` is read when wanted (a scrape), `closed` once it ends. */
+  opened(pool: string, stats: () => PoolStats): { closed(): void };
+  /** A statement's round trip (a transaction's statements each), and whether the server or the connection failed it. */
+  statement(pool: string, seconds: number, ok: boolean): void;
 }
 
 export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
@@ -31,7 +48,43 @@ export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
   // An idle client's connection that breaks (a failover, a restarted server) is removed from the pool; the
   // error must not crash the process. The next query opens a new connection.
   pool.on('error', () => {});
+  // The pool listens for errors only on idle connections: one that breaks while checked out (a transaction
+  // between statements when the server restarts or terminates its backend) would emit 'error' to no one, an
+  // uncaught exception that ends the process. Its holder learns from its next statement; release drops it.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const { observer } = options;
+  if (observer) {
+    const name = options.applicationName;
+    pool.on('connect', (client) => timeStatements(client, (seconds, ok) => observer.statement(name, seconds, ok)));
+    const watch = observer.opened(name, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize }));
+    const end = pool.end.bind(pool);
+    pool.end = (() => (watch.closed(), end())) as typeof pool.end;
+  }
   return pool;
+}
+
+/**
+ * Times every statement of a connection, whichever way it is called: with a promise (the stores' transactions) or
+ * a callback (pool.query). A query submitted as an object (a Submittable such as a cursor) is left untimed.
+ */
+function timeStatements(client: pg.PoolClient, done: (seconds: number, ok: boolean) => void): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((...args: unknown[]) => {
+    const started = process.hrtime.bigint();
+    const finish = (ok: boolean) => done(Number(process.hrtime.bigint() - started) / 1e9, ok);
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (error: unknown, result: unknown) => {
+        finish(!error);
+        return (callback as (e: unknown, r: unknown) => unknown)(error, result);
+      };
+      return query(...args);
+    }
+    const result = query(...args);
+    if (result instanceof Promise) result.then(() => finish(true), () => finish(false));
+    return result;
+  }) as typeof client.query;
 }
 
 /**
