@@ -98,8 +98,8 @@ it('given two dispatchers on one store (two processes), when an endpoint has a b
     await receiver.waitForRequests(ids.length);
     // Both keep polling the endpoint meanwhile; give them a few more passes to send anything twice
     await waitFor(() => (dispatcher!.consumer.status().state === 'running' && other.consumer.status().state === 'running'));
-    const delivered = await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } });
-    expect(delivered).toBe(ids.length);
+    // The last attempt is recorded after its answer: wait for the record, not only the request.
+    await waitFor(async () => (await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } })) === ids.length);
     expect(receiver.received.map((r) => r.json.id)).toEqual(ids);
   } finally {
     await other.stop();
@@ -201,4 +201,20 @@ it('given a sender stalled past its lease (as after SIGSTOP), when another proce
   } finally {
     await other.stop();
   }
+});
+
+it('given a delivery whose failed attempt a process a day ahead recorded, when a dispatcher with a right clock takes the queue over, then it retries after the recorded backoff, not a day later', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  receiver = await startWebhookReceiver();
+  const { options, deliveries } = await endpointWithBacklog(sys, receiver.url, 1);
+  const { readStore } = sys.system.stores;
+  // As the fast process recorded it: its first attempt failed "tomorrow", and it backs off 300 ms from there.
+  const tomorrow = Date.now() + 86_400_000;
+  await readStore.commit([{ op: 'patch', collection: WEBHOOK_DELIVERIES_COLLECTION.name, id: deliveries[0]!.id, patch: {
+    attempts: 1, lastAttemptAt: new Date(tomorrow).toISOString(), nextAttemptAt: tomorrow + 300, failingSince: tomorrow, lastStatusCode: 503, lastError: 'HTTP 503',
+  } }]);
+  dispatcher = new WebhookDispatcher(options);
+  dispatcher.start();
+  await receiver.waitForRequests(1, 5_000);
+  await waitFor(async () => (await getDelivery(readStore, deliveries[0]!.id))?.status === 'delivered');
 });
