@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { measureClockSkew, watchClockSkew } from '../../src/shared/clock-skew.ts';
+import { join } from 'node:path';
+import { CorrectedClock, fileTime, measureClockSkew, watchClockSkew } from '../../src/shared/clock-skew.ts';
+import { tempDir } from '../support/temp-dir.ts';
 import { waitFor } from '../support/system.ts';
 
 describe('the clock skew warning', () => {
@@ -34,5 +36,21 @@ describe('the clock skew warning', () => {
     stop();
     expect(reported).toEqual([1]);
     expect(lines).toEqual([]);
+  });
+});
+
+describe('the embedded store\'s clock', () => {
+  it('when this process\'s clock runs a day ahead, then the kernel\'s stamp on a file of the data directory measures +1 day, and the corrected clock tells the store\'s day', async () => {
+    const dir = tempDir('clock-probe-');
+    try {
+      const ahead = () => new Date(Date.now() + 86_400_000);
+      const skewMs = await measureClockSkew(fileTime(join(dir.path, 'clock-probe')), ahead);
+      expect(Math.abs(skewMs - 86_400_000)).toBeLessThan(1_000);
+      const corrected = new CorrectedClock(ahead);
+      corrected.measured(skewMs);
+      expect(Math.abs(corrected.now().getTime() - Date.now())).toBeLessThan(1_000);
+    } finally {
+      dir.cleanup();
+    }
   });
 });
