@@ -62,7 +62,8 @@ export function watchClockSkew(options: ClockSkewOptions): () => void {
  */
 export function fileTime(file: string): () => Promise<Date> {
   return async () => {
-    await writeFile(file, '');
+    // 0600 like every file of the data directory (the mode applies when it is created; then it is only rewritten).
+    await writeFile(file, '', { mode: 0o600 });
     return (await stat(file)).mtime;
   };
 }

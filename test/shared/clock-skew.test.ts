@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CorrectedClock, fileTime, measureClockSkew, watchClockSkew } from '../../src/shared/clock-skew.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -49,6 +50,18 @@ describe('the embedded store\'s clock', () => {
       const corrected = new CorrectedClock(ahead);
       corrected.measured(skewMs);
       expect(Math.abs(corrected.now().getTime() - Date.now())).toBeLessThan(1_000);
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+describe('the clock probe file', () => {
+  it('when it is written in the data directory, then it is 0600 like every file there', async () => {
+    const dir = tempDir('clock-probe-mode-');
+    try {
+      await fileTime(join(dir.path, 'clock-probe'))();
+      expect((statSync(join(dir.path, 'clock-probe')).mode & 0o777).toString(8)).toBe('600');
     } finally {
       dir.cleanup();
     }
