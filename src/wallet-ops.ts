@@ -1,5 +1,6 @@
 import type { Express } from 'express';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
 import { embeddedSecretsKey } from './adapters/secrets-key-file.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from './commands/held-credentials.ts';
@@ -32,7 +33,7 @@ import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
 import { consumerReports, CorruptionWatch, liveness, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
-import { watchClockSkew } from './shared/clock-skew.ts';
+import { CorrectedClock, fileTime, measureClockSkew, watchClockSkew } from './shared/clock-skew.ts';
 import { backoffMs } from './shared/backoff.ts';
 import { streamPrefixes } from './domain/streams.ts';
 import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
@@ -139,6 +140,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     assetScale: config.ASSET_SCALE,
     feeSchedule: config.FEE_SCHEDULE,
     volumeTimeZone: config.VOLUME_TIME_ZONE,
+    ...(skew ? { dayClock: skew.dayClock } : {}),
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
     ...(metrics ? { onConflictRetry: () => metrics.createConflictRetries.inc() } : {}),
     cashOutConsent: { policy: config.CASH_OUT_CONSENT, secretsKey },
@@ -349,20 +351,46 @@ async function untilAvailable<T>(step: () => Promise<T>, what: string, logger: L
 /** How often this process's clock is compared with the store's (at start, then this often). */
 const CLOCK_SKEW_INTERVAL_MS = 5 * 60_000;
 
-/** The clock skew warning against PostgreSQL's time, when a store is on PostgreSQL (the embedded store's time is ours). */
+/** A first measure of the skew is awaited at start for at most this long (the store's health says the rest). */
+const FIRST_SKEW_MEASURE_MS = 2_000;
+
+/**
+ * The clock skew warning against the store's time, and the store's time as this process knows it (`dayClock`,
+ * its clock less the measured skew) for the volume day: PostgreSQL's statement_timestamp(), or on the embedded
+ * store the kernel's stamp on a file of DATA_DIR (src/shared/clock-skew.ts). A KurrentDB store has no time to
+ * read here: the local clock stands.
+ */
 async function watchStoreClock(config: Config, clock: () => Date, logger: Logger, metrics: WalletOpsMetrics | undefined) {
-  if (config.EVENT_STORE !== 'postgres' && config.READ_STORE !== 'postgres') return undefined;
-  if (!config.POSTGRES_URL) return undefined;
-  const { openPostgresClock } = await import('./adapters/postgres/postgres-clock.ts');
-  const store = openPostgresClock({ url: config.POSTGRES_URL, statementTimeoutMs: config.POSTGRES_STATEMENT_TIMEOUT_MS });
-  const stop = watchClockSkew({
-    storeNow: () => store.now(), clock, warnMs: config.CLOCK_SKEW_WARN_MS, intervalMs: CLOCK_SKEW_INTERVAL_MS, logger,
-    ...(metrics ? { report: (seconds: number) => metrics.clockSkew.set(seconds) } : {}),
-  });
+  let storeNow: () => Promise<Date>;
+  let close = async () => {};
+  if (config.EVENT_STORE === 'postgres' || config.READ_STORE === 'postgres') {
+    if (!config.POSTGRES_URL) return undefined;
+    const { openPostgresClock } = await import('./adapters/postgres/postgres-clock.ts');
+    const store = openPostgresClock({ url: config.POSTGRES_URL, statementTimeoutMs: config.POSTGRES_STATEMENT_TIMEOUT_MS });
+    storeNow = () => store.now();
+    close = () => store.close();
+  } else if (config.EVENT_STORE === 'embedded') {
+    storeNow = fileTime(join(config.DATA_DIR, CLOCK_PROBE_FILE));
+  } else {
+    return undefined;
+  }
+  const dayClock = new CorrectedClock(clock);
+  const report = (seconds: number) => {
+    dayClock.measured(seconds * 1000);
+    metrics?.clockSkew.set(seconds);
+  };
+  // The first decisions after a start already take the store's day.
+  const first = measureClockSkew(storeNow, clock).then((skewMs) => dayClock.measured(skewMs), () => {});
+  await Promise.race([first, new Promise((resolve) => setTimeout(resolve, FIRST_SKEW_MEASURE_MS).unref())]);
+  const stop = watchClockSkew({ storeNow, clock, warnMs: config.CLOCK_SKEW_WARN_MS, intervalMs: CLOCK_SKEW_INTERVAL_MS, logger, report });
   return {
+    dayClock: dayClock.now,
     async stop() {
       stop();
-      await store.close();
+      await close();
     },
   };
 }
+
+/** The file of DATA_DIR whose modification time the kernel stamps: the embedded store's clock. */
+export const CLOCK_PROBE_FILE = 'clock-probe';

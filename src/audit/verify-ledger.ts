@@ -1,3 +1,4 @@
+import { streams } from '../domain/streams.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { type Ledger, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
 import { toUnits } from './amounts.ts';
@@ -109,7 +110,7 @@ interface Awaiting {
   /** When it was approved (approvedAt, else the commit time), ms since the epoch; null if neither parses. */
   approvedAt: number | null;
   approvedPosition: number;
-  claim: { executorID: string; attempt: number; leaseUntil: number | null; leaseText: string } | null;
+  claim: { executorID: string; attempt: number; leaseUntil: number | null; leaseText: string; startedAt: number | null } | null;
 }
 
 const parseTime = (value: unknown): number | null => {
@@ -135,9 +136,9 @@ export class OutcomeWatch {
         break;
       }
       case 'OperationExecutionStarted': {
-        const data = event.data as { operationID: string; executorID?: unknown; attempt?: unknown; leaseUntil?: unknown };
+        const data = event.data as { operationID: string; executorID?: unknown; attempt?: unknown; leaseUntil?: unknown; startedAt?: unknown };
         const entry = this.awaiting.get(data.operationID);
-        if (entry) entry.claim = { executorID: String(data.executorID), attempt: Number(data.attempt), leaseUntil: parseTime(data.leaseUntil), leaseText: String(data.leaseUntil) };
+        if (entry) entry.claim = { executorID: String(data.executorID), attempt: Number(data.attempt), leaseUntil: parseTime(data.leaseUntil), leaseText: String(data.leaseUntil), startedAt: parseTime(data.startedAt) };
         break;
       }
       case 'OperationCompleted':
@@ -148,6 +149,41 @@ export class OutcomeWatch {
       default:
     }
   }
+}
+
+/** At most this long does verify watch claims written by a clock ahead of its own (a lease is 10 s by default). */
+export const MAX_CLAIM_WATCH_MS = 60_000;
+
+/**
+ * Executed operations whose last claim was written in this process's future (`startedAt` after `now`): the
+ * claimer's clock runs ahead, so its `leaseUntil` says nothing this clock can judge (a day ahead, it would
+ * "hold" for a day). Such a claim is watched as a peer executor watches one: the operation's stream is read,
+ * and read again after the lease's own length (`leaseUntil - startedAt`, both from the claimer's clock; at most
+ * `watchMs`) of this process's monotonic clock. Returned: those whose stream did not move, with their reason.
+ */
+export async function watchClaimsFromTheFuture(
+  store: EventStore,
+  watch: OutcomeWatch,
+  executed: ReadonlyMap<string, LedgerTransaction>,
+  now: Date,
+  watchMs = MAX_CLAIM_WATCH_MS,
+): Promise<Map<string, string>> {
+  const suspects = new Map<string, { revision: number; claimedAheadMs: number }>();
+  let waitMs = 0;
+  for (const [operationID, waiting] of watch.awaiting) {
+    const claim = waiting.claim;
+    if (!executed.has(operationID) || claim?.startedAt == null || claim.leaseUntil === null || claim.startedAt <= now.getTime()) continue;
+    suspects.set(operationID, { revision: (await store.readStream(streams.operation(operationID))).length, claimedAheadMs: claim.startedAt - now.getTime() });
+    waitMs = Math.max(waitMs, Math.min(watchMs, Math.max(0, claim.leaseUntil - claim.startedAt)));
+  }
+  const stale = new Map<string, string>();
+  if (suspects.size === 0) return stale;
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  for (const [operationID, seen] of suspects) {
+    if ((await store.readStream(streams.operation(operationID))).length !== seen.revision) continue;
+    stale.set(operationID, `its last claim was written by a clock running ahead of this one (started ${formatAge(seen.claimedAheadMs)} in this clock's future), so its lease was watched instead: the operation did not move for ${formatAge(waitMs)}`);
+  }
+  return stale;
 }
 
 /** 15 minutes: an approved operation without an outcome for longer is stuck (`audit verify --max-approved-age`). */
@@ -180,7 +216,7 @@ export function reportStuckOperations(
   executed: ReadonlyMap<string, LedgerTransaction>,
   problems: ProblemLog,
   inFlight: string[],
-  options: { now: Date; maxApprovedAgeMs: number },
+  options: { now: Date; maxApprovedAgeMs: number; staleClaims?: ReadonlyMap<string, string> },
 ): StuckOperation[] {
   const now = options.now.getTime();
   const maxAge = options.maxApprovedAgeMs;
@@ -198,7 +234,11 @@ export function reportStuckOperations(
       const txAt = parseTime(tx.createdAt);
       const txAgo = txAt === null ? null : now - txAt;
       executedText = `executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ${tx.blockchainID.slice(0, 16)}…)${txAgo === null ? '' : ` ${formatAge(txAgo)} ago`}`;
-      if (claim && claim.leaseUntil !== null) {
+      const staleClaim = options.staleClaims?.get(operationID);
+      if (claim && staleClaim !== undefined) {
+        problem = true;
+        reasons.push(`executor ${claim.executorID}, attempt ${claim.attempt}: ${staleClaim}`);
+      } else if (claim && claim.leaseUntil !== null) {
         if (now >= claim.leaseUntil) {
           problem = true;
           reasons.push(`the lease of its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ran out ${formatAge(now - claim.leaseUntil)} ago`);

@@ -8,7 +8,7 @@ import { describeFailedButMoved } from './failed-but-moved.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
 import { SnapshotChecker } from './verify-snapshots.ts';
-import { DEFAULT_MAX_APPROVED_AGE_MS, formatAge, OutcomeWatch, reconcileLedger, reportStuckOperations, type LedgerChainID } from './verify-ledger.ts';
+import { DEFAULT_MAX_APPROVED_AGE_MS, formatAge, OutcomeWatch, reconcileLedger, reportStuckOperations, watchClaimsFromTheFuture, type LedgerChainID } from './verify-ledger.ts';
 import type { LedgerTransaction } from '../ports/ledger.ts';
 
 import { CompletenessChecker, type ExpectedHistory } from './verify-completeness.ts';
@@ -73,6 +73,11 @@ export interface VerifyOptions {
    * transaction whose operation was never claimed may be; default DEFAULT_MAX_APPROVED_AGE_MS (15 minutes).
    */
   maxApprovedAgeMs?: number;
+  /**
+   * At most how long to watch executed operations whose last claim a clock ahead of this one wrote (their lease's
+   * own length, else this; default MAX_CLAIM_WATCH_MS): unchanged for it, they are stuck.
+   */
+  claimWatchMs?: number;
   /** "Now", for the ages of operations without an outcome; default the wall clock. */
   clock?: () => Date;
   onProgress?: (position: number, head: number) => void;
@@ -161,7 +166,8 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   const ledgerTransactions = options.ledger ? await reconcileLedger(options.ledger, business, problems, 1000, { store, head, inFlight, executed, failedButMoved }, options.ledgerChainID) : 0;
   const now = (options.clock ?? (() => new Date()))();
   const maxApprovedAgeMs = options.maxApprovedAgeMs ?? DEFAULT_MAX_APPROVED_AGE_MS;
-  const stuck = reportStuckOperations(business, watch, executed, problems, inFlight, { now, maxApprovedAgeMs });
+  const staleClaims = await watchClaimsFromTheFuture(store, watch, executed, now, options.claimWatchMs);
+  const stuck = reportStuckOperations(business, watch, executed, problems, inFlight, { now, maxApprovedAgeMs, staleClaims });
   const seconds = (performance.now() - started) / 1000;
   const scale = options.assetScale;
   return {

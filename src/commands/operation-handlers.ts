@@ -35,6 +35,12 @@ export interface OperationDeps {
   feeSchedule: FeeSchedule;
   /** IANA zone whose calendar day bounds a key's max daily volume. */
   volumeTimeZone: string;
+  /**
+   * The store's time as this process knows it (its clock less the skew it measured against the store's), which
+   * alone decides the volume day: a process whose clock runs a day ahead must not open "tomorrow" for a key
+   * whose today other processes fill. Default `clock`.
+   */
+  dayClock?: () => Date;
   /** Creates for one payer (and one key's volume) are decided one at a time in this process, committed together. */
   serialize: { mutex: KeyedMutex; inFlight: InFlightStates };
   /** Told each time a create is decided again after a conflict with another writer (metrics). */
@@ -136,7 +142,7 @@ export async function createOperation(
   const fee = key.party.type === 'merchant' && input.operationType !== 'cash-in' && input.operationType !== 'cash-out-fulfillment'
     ? feeFor(deps.feeSchedule, input.operationType, input.amount, deps.assetScale)
     : formatAmount(0, deps.assetScale);
-  const volumeDay = key.maxDailyVolume !== null ? volumeDayOf(now, deps.volumeTimeZone) : null;
+  const volumeDay = key.maxDailyVolume !== null ? volumeDayOf(deps.dayClock?.() ?? now, deps.volumeTimeZone) : null;
   const operation: OperationRequested['data'] = {
     operationID: `op_${randomUUID().replaceAll('-', '')}`,
     party: key.party,

@@ -27,4 +27,8 @@ export class ClaimWatch {
   get size(): number {
     return this.seen.size;
   }
+
+  ids(): string[] {
+    return [...this.seen.keys()];
+  }
 }

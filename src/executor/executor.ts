@@ -69,6 +69,8 @@ export class Executor {
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping = false;
   private stopped = false;
+  /** How long this process has seen each unsettled approval, on its monotonic clock (approvedAt is another host's). */
+  private readonly sweepWatch = new ClaimWatch();
 
   constructor(private readonly options: ExecutorOptions) {
     const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger, observer, tracing } = options;
@@ -130,9 +132,12 @@ export class Executor {
     if (this.sweeping || this.stopped) return 0;
     this.sweeping = true;
     try {
-      const cutoff = this.options.clock().getTime() - this.options.leaseMs;
       const unsettled = await this.options.readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, { sort: [['approvalPosition', 'asc']], limit: 1000 });
-      const found = unsettled.filter((doc) => !this.carrier.has(doc.id) && Date.parse(doc.approvedAt) <= cutoff);
+      // Older than a lease by this process's own monotonic clock, since it first saw the approval unsettled:
+      // approvedAt is the approving process's wall clock, which may run a day ahead of ours (or behind).
+      const listed = new Set(unsettled.map((doc) => doc.id));
+      for (const id of this.sweepWatch.ids()) if (!listed.has(id)) this.sweepWatch.forget(id);
+      const found = unsettled.filter((doc) => this.sweepWatch.unchangedForMs(doc.id, doc.approvalPosition) >= this.options.leaseMs && !this.carrier.has(doc.id));
       // Settling is not awaited here: an approval the follower brings as well waits on the same operation.
       for (const doc of found) void this.carrier.carry(doc.id);
       if (found.length > 0) this.options.logger.info({ operations: found.length }, 'sweep: executing approved operations that no executor of this process held');

@@ -185,10 +185,10 @@ export class WalletOpsMetrics {
 
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
 
-  /** This process's clock minus the store's, in seconds (src/shared/clock-skew.ts); absent on the embedded store. */
+  /** This process's clock minus the store's, in seconds (src/shared/clock-skew.ts); absent on KurrentDB. */
   readonly clockSkew = new Gauge({
     name: 'wallet_ops_clock_skew_seconds',
-    help: 'This process\'s clock minus the store\'s (PostgreSQL), in seconds, as last measured; positive when this clock runs ahead.',
+    help: 'This process\'s clock minus the store\'s (PostgreSQL, or the kernel\'s file stamps on the embedded store), in seconds, as last measured; positive when this clock runs ahead.',
     registers: [this.registry],
   });
 

@@ -1,3 +1,5 @@
+import { stat, writeFile } from 'node:fs/promises';
+
 /** The logger's shape this needs (src/shared reaches only ports). */
 export interface SkewLogger {
   warn(object: object, message: string): void;
@@ -9,8 +11,10 @@ export interface SkewLogger {
  * (leases watch heartbeats with the monotonic clock, idempotency records do not expire by a clock), but
  * timestamps shown to people, retries' due times, key expiry and the volume day still come from the local
  * clock: a skew beyond a few seconds is worth an operator's look (NTP stopped, a VM resumed). The store's
- * time is read where a server has one (PostgreSQL's statement_timestamp()); the embedded store's time is
- * this process's own, so there is nothing to compare there.
+ * time is read where a server has one (PostgreSQL's statement_timestamp()); on the embedded store, whose
+ * processes share one machine, it is the time the kernel (or a network file system's server) stamps on a file
+ * of the data directory that this process writes (`fileTime`): a process's shifted clock (libfaketime, a
+ * clock set by hand) does not move it. The volume day is decided on the store's time (`CorrectedClock`).
  */
 export interface ClockSkewOptions {
   /** The store's time now (one round trip). */
@@ -49,4 +53,34 @@ export function watchClockSkew(options: ClockSkewOptions): () => void {
   const timer = setInterval(() => void check(), options.intervalMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * The embedded store's time: the modification time the kernel stamps on `file` (in the data directory) as this
+ * process writes it. The kernel's clock, not this process's: a process's own clock calls may be shifted (a clock
+ * set by hand, libfaketime) while the file's stamp is not; on a network file system, the file server stamps it.
+ */
+export function fileTime(file: string): () => Promise<Date> {
+  return async () => {
+    // 0600 like every file of the data directory (the mode applies when it is created; then it is only rewritten).
+    await writeFile(file, '', { mode: 0o600 });
+    return (await stat(file)).mtime;
+  };
+}
+
+/**
+ * This process's clock less the skew last measured against the store's: the store's time, for decisions that
+ * every process must take on one clock (the volume day). Until a skew is measured it is the local clock.
+ */
+export class CorrectedClock {
+  private skewMs = 0;
+
+  constructor(private readonly clock: () => Date) {}
+
+  readonly now = (): Date => new Date(this.clock().getTime() - this.skewMs);
+
+  /** A measure (local minus store, ms). */
+  measured(skewMs: number): void {
+    this.skewMs = skewMs;
+  }
 }

@@ -84,6 +84,8 @@ export class WebhookDispatcher {
   private routes = new Map<string, RouteDoc>();
   /** The endpoints' heartbeat leases, as this process holds or watches them. */
   private readonly leases: EndpointLeases;
+  /** Each retrying delivery's attempt count as this process first saw it, and when (its monotonic ms). */
+  private readonly backoffSeen = new Map<string, { attempts: number; sinceMs: number }>();
   /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
   private failure: unknown;
 
@@ -191,8 +193,9 @@ export class WebhookDispatcher {
     const { readStore } = this.options;
     let delivery = await nextDelivery(readStore, route.id);
     while (delivery !== null && !context.stopping()) {
-      if (delivery.nextAttemptAt > this.now()) {
-        this.wakeAt(delivery.nextAttemptAt);
+      const waitMs = this.backoffLeftMs(delivery);
+      if (waitMs > 0) {
+        this.wakeAt(this.now() + waitMs);
         return;
       }
       // The endpoint as it is now, not as the last scan saw it: a disabling stops its queue before the next send.
@@ -212,6 +215,7 @@ export class WebhookDispatcher {
 
   private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up' | 'lost'> {
     const startedAt = this.now();
+    const startedMs = this.monotonic();
     const signing = await this.signingOf(route, new Date(startedAt).toISOString());
     const attempt = delivery.attempts + 1;
     const attributes = { 'wallet_ops.endpoint_id': route.id, 'wallet_ops.webhook_event_id': delivery.eventID, 'wallet_ops.webhook_event_type': delivery.eventType, 'wallet_ops.attempt': attempt };
@@ -268,7 +272,10 @@ export class WebhookDispatcher {
       return 'lost';
     }
     this.options.onAttempt?.({ ...delivery, ...patch }, result);
-    if (outcome.kind === 'retry') this.wakeAt(outcome.nextAttemptAt);
+    if (outcome.kind === 'retry') {
+      this.backoffSeen.set(delivery.id, { attempts: attempt, sinceMs: startedMs });
+      this.wakeAt(outcome.nextAttemptAt);
+    }
     if (outcome.kind === 'give-up') await this.disable(route, delivery, result.error);
     return outcome.kind;
   }
@@ -343,5 +350,35 @@ export class WebhookDispatcher {
 
   private now(): number {
     return this.options.clock().getTime();
+  }
+
+  private monotonic(): number {
+    return this.options.monotonicMs?.() ?? performance.now();
+  }
+
+  /**
+   * How long a delivery still waits for its retry, on this process's monotonic clock. Its backoff is
+   * `nextAttemptAt - lastAttemptAt`, both from the clock of the process that attempted it (a duration, whatever
+   * that clock's offset); it runs from when this process first saw the delivery at this attempt count, so a
+   * queue taken over from a process a day ahead (or behind) is retried a backoff later, not a day later (or at
+   * once). New and redelivered deliveries (no failing streak) are due at once.
+   */
+  private backoffLeftMs(delivery: DeliveryDoc): number {
+    const last = delivery.lastAttemptAt === null ? Number.NaN : Date.parse(delivery.lastAttemptAt);
+    if (delivery.failingSince === null || Number.isNaN(last)) {
+      this.backoffSeen.delete(delivery.id);
+      return 0;
+    }
+    const backoffMs = Math.max(0, delivery.nextAttemptAt - last);
+    const now = this.monotonic();
+    const seen = this.backoffSeen.get(delivery.id);
+    if (seen?.attempts !== delivery.attempts) {
+      if (this.backoffSeen.size >= 10_000) this.backoffSeen.delete(this.backoffSeen.keys().next().value!);
+      this.backoffSeen.set(delivery.id, { attempts: delivery.attempts, sinceMs: now });
+      return backoffMs;
+    }
+    const left = backoffMs - (now - seen.sinceMs);
+    if (left <= 0) this.backoffSeen.delete(delivery.id);
+    return left;
   }
 }

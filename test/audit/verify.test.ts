@@ -53,7 +53,7 @@ describe('audit verify: the rules of the history', () => {
     dir.cleanup();
   });
 
-  const verify = (options: { maxApprovedAgeMs?: number } = {}): Promise<AuditReport> =>
+  const verify = (options: { maxApprovedAgeMs?: number; claimWatchMs?: number } = {}): Promise<AuditReport> =>
     verifyHistory({ eventStore: store, ledger, ledgerChainID: chainID, assetScale: 2, clock: () => now, ...options });
 
   function operation(amount: string, payer = { kind: 'platform', id: 'issuance' }, keyID: string | null = null): OperationRequested['data'] {
@@ -333,6 +333,38 @@ describe('audit verify: the rules of the history', () => {
       expect(report.ok).toBe(true);
       expect(report.inFlight).toEqual([cashIn.operationID]);
       expect(report.stuck).toEqual([]);
+    });
+
+    it('given an operation executed on the ledger whose last claim an executor a day ahead wrote, when it does not move for the lease, then it is stuck, not in flight for a day', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      advance(86_400_000);
+      await claim(cashIn, 10_000); // the fast executor's "now"
+      const tx = await executeOnLedger(cashIn);
+      advance(-86_400_000 + 2 * MINUTE); // the auditor's clock is right; the executor died two minutes ago
+
+      const report = await verify({ claimWatchMs: 50 });
+
+      expect(report.inFlight).toEqual([]);
+      expect(outcomes(report)).toEqual([expect.objectContaining({ operationID: cashIn.operationID, detail: expect.stringContaining(`transaction ${tx.sequenceNumber}`) })]);
+      expect(outcomes(report)[0]!.detail).toMatch(/written by a clock running ahead of this one.*did not move/);
+    });
+
+    it('given a claim from a clock a day ahead, when the operation moves while it is watched, then it is in flight', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      advance(86_400_000);
+      await claim(cashIn, 10_000);
+      await executeOnLedger(cashIn);
+      advance(-86_400_000 + 2 * MINUTE);
+      const watching = verify({ claimWatchMs: 500 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      advance(86_400_000);
+      await claim(cashIn, 10_000); // the live executor claims again: the stream moves
+      advance(-86_400_000);
+      const report = await watching;
+      expect(report.inFlight).toEqual([cashIn.operationID]);
+      expect(outcomes(report)).toEqual([]);
     });
 
     it('given an operation on the ledger that no executor claimed, when the transaction is older than the max age, then it is a problem; younger, in flight', async () => {

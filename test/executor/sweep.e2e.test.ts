@@ -42,4 +42,20 @@ describe('executor reconciliation sweep', () => {
     expect((await operationOf(subject, operationID)).status).toBe('completed');
     await assertLedgerMatchesProjections(subject);
   }, 60_000);
+
+  it('given an approval stamped by an API process whose clock runs a day ahead, when the sweep finds it, then it is carried out a lease later, not a day later', async () => {
+    sys = await startPartsSystem({ EXECUTOR_SWEEP_INTERVAL_MS: '200', EXECUTOR_LEASE_MS: '500' });
+    const distributor = await sys.party('distributor');
+    const subject = { system: sys.system, config: sys.config };
+    const operationID = await issue(subject, distributor.ref, '75');
+    const readStore = sys.system.stores.readStore;
+    await waitFor(async () => (await readStore.get(UNSETTLED_OPERATIONS_COLLECTION.name, operationID)) !== null);
+    const head = await sys.system.stores.eventStore.headPosition();
+    // approvedAt as the fast process wrote it: a day in this executor's future.
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+    await readStore.commit([{ op: 'patch', collection: UNSETTLED_OPERATIONS_COLLECTION.name, id: operationID, patch: { approvedAt: tomorrow } }], { projection: EXECUTOR_CHECKPOINT, position: head, expected: await readStore.getCheckpoint(EXECUTOR_CHECKPOINT) });
+
+    await sys.startExecutor({ EXECUTOR_SWEEP_INTERVAL_MS: '200', EXECUTOR_LEASE_MS: '500', EXECUTOR_ID: 'sweeper' });
+    expect((await waitUntilSettled(subject, operationID, 8_000)).status).toBe('completed');
+  }, 30_000);
 });

@@ -15,7 +15,9 @@ import { registerEndpoint } from '../support/webhooks.ts';
  * (Debian's libfaketime, FAKETIME=+1d, preloaded into the child: its wall clock only; its monotonic clock stays
  * true) beside normal ones, on one data directory. No process may act on another's wall clock: no claim is
  * taken from a live executor, no webhook is delivered twice (every receiver answer is a quick 200, so
- * at-least-once has nothing to retry), and a retried Idempotency-Key never creates a second operation.
+ * at-least-once has nothing to retry), a retried Idempotency-Key never creates a second operation, and the fast
+ * API opens no "tomorrow" of a key's daily volume (the day is the store's: the kernel's stamp on a file of the
+ * data directory, which libfaketime does not shift), and warns of its clock.
  */
 afterAll(killAllChildren);
 
@@ -27,7 +29,7 @@ const ENV = {
 };
 const OPERATIONS = 30;
 
-it('given an executor, a webhooks process and a write-api process a day ahead beside normal ones, then no claim is stolen, no webhook is delivered twice, and no Idempotency-Key creates twice', async () => {
+it('given an executor, a webhooks process and a write-api process a day ahead beside normal ones, then no claim is stolen, no webhook is delivered twice, no Idempotency-Key creates twice, and no volume goes into "tomorrow" beyond the key’s max', async () => {
   expect(existsSync(LIBFAKETIME), `${LIBFAKETIME} (Debian package faketime) is needed`).toBe(true);
   const dir = tempDir('wallet-ops-clock-ahead-');
   const sys = await startTestSystem({ ...ENV, DATA_DIR: dir.path }, undefined, ['projections']);
@@ -37,7 +39,8 @@ it('given an executor, a webhooks process and a write-api process a day ahead be
   const children: WalletOpsProcess[] = [];
   try {
     const distributor = await sys.party('distributor');
-    const { apiKey } = await distributor.key();
+    // A max daily volume of exactly what the creates below use: today is full after them, whichever API took each.
+    const { apiKey } = await distributor.key({ maxDailyVolume: String(OPERATIONS) });
     const phone = await sys.individual('+2348127300001');
     await registerEndpoint(sys, distributor, receiver.url, ['operation.completed']);
 
@@ -48,7 +51,7 @@ it('given an executor, a webhooks process and a write-api process a day ahead be
       return child;
     };
     spawn(['write-api'], { PORT: String(ports[0]), HOST: '127.0.0.1' });
-    spawn(['write-api'], { PORT: String(ports[1]), HOST: '127.0.0.1', ...A_DAY_AHEAD });
+    spawn(['write-api'], { PORT: String(ports[1]), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...A_DAY_AHEAD });
     spawn(['executor'], { EXECUTOR_ID: 'on-time' });
     spawn(['executor'], { EXECUTOR_ID: 'a-day-ahead', ...A_DAY_AHEAD });
     spawn(['webhooks'], {});
@@ -63,12 +66,13 @@ it('given an executor, a webhooks process and a write-api process a day ahead be
     const health = await fetch(`http://127.0.0.1:${ports[1]}/health`);
     expect(Date.parse(health.headers.get('date')!) - Date.now(), 'the second API runs a day ahead').toBeGreaterThan(23 * 3600_000);
 
+    const post = (port: number, key: string) => fetch(`http://127.0.0.1:${port}/api/v1/distributors/${distributor.ref.id}/operations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify({ operationType: 'cash-in', amount: '1', phoneTo: phone }),
+    });
     const create = async (port: number, key: string) => {
-      const response = await fetch(`http://127.0.0.1:${port}/api/v1/distributors/${distributor.ref.id}/operations`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
-        body: JSON.stringify({ operationType: 'cash-in', amount: '1', phoneTo: phone }),
-      });
+      const response = await post(port, key);
       const body = (await response.json()) as { operationID?: string };
       expect(response.status, JSON.stringify(body)).toBe(200);
       return { operationID: body.operationID!, replayed: response.headers.get('idempotent-replayed') === 'true' };
@@ -84,6 +88,13 @@ it('given an executor, a webhooks process and a write-api process a day ahead be
       expect(await create(retry, key)).toEqual({ operationID: created.operationID, replayed: true });
       operations.push(created.operationID);
     }
+    // The day is the store's, not the fast API's: it opens no "tomorrow" beside the full today.
+    const beyond = await post(ports[1]!, randomUUID());
+    expect(beyond.status, 'the API a day ahead accepts no volume beyond the max').toBe(403);
+    expect(((await beyond.json()) as { detail: string }).detail).toMatch(/max daily volume/);
+    // And it warns of its clock, measured against the kernel's stamp on a file of the data directory.
+    expect(children[1]!.output()).toMatch(/clock is \d+ ms ahead of the store's/);
+
     for (const operationID of operations) await approve(sys, distributor, operationID);
     for (const operationID of operations) expect((await waitUntilSettled(sys, operationID, 60_000)).status).toBe('completed');
 

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { measureClockSkew, watchClockSkew } from '../../src/shared/clock-skew.ts';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { CorrectedClock, fileTime, measureClockSkew, watchClockSkew } from '../../src/shared/clock-skew.ts';
+import { tempDir } from '../support/temp-dir.ts';
 import { waitFor } from '../support/system.ts';
 
 describe('the clock skew warning', () => {
@@ -34,5 +37,33 @@ describe('the clock skew warning', () => {
     stop();
     expect(reported).toEqual([1]);
     expect(lines).toEqual([]);
+  });
+});
+
+describe('the embedded store\'s clock', () => {
+  it('when this process\'s clock runs a day ahead, then the kernel\'s stamp on a file of the data directory measures +1 day, and the corrected clock tells the store\'s day', async () => {
+    const dir = tempDir('clock-probe-');
+    try {
+      const ahead = () => new Date(Date.now() + 86_400_000);
+      const skewMs = await measureClockSkew(fileTime(join(dir.path, 'clock-probe')), ahead);
+      expect(Math.abs(skewMs - 86_400_000)).toBeLessThan(1_000);
+      const corrected = new CorrectedClock(ahead);
+      corrected.measured(skewMs);
+      expect(Math.abs(corrected.now().getTime() - Date.now())).toBeLessThan(1_000);
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+describe('the clock probe file', () => {
+  it('when it is written in the data directory, then it is 0600 like every file there', async () => {
+    const dir = tempDir('clock-probe-mode-');
+    try {
+      await fileTime(join(dir.path, 'clock-probe'))();
+      expect((statSync(join(dir.path, 'clock-probe')).mode & 0o777).toString(8)).toBe('600');
+    } finally {
+      dir.cleanup();
+    }
   });
 });

@@ -204,3 +204,19 @@ it('given a sender stalled past its lease (as after SIGSTOP), when another proce
     await other.stop();
   }
 });
+
+it('given a delivery whose failed attempt a process a day ahead recorded, when a dispatcher with a right clock takes the queue over, then it retries after the recorded backoff, not a day later', async () => {
+  sys = await startTestSystem({ LOG_LEVEL: 'silent' }, undefined, ['projections']);
+  receiver = await startWebhookReceiver();
+  const { options, deliveries } = await endpointWithBacklog(sys, receiver.url, 1);
+  const { readStore } = sys.system.stores;
+  // As the fast process recorded it: its first attempt failed "tomorrow", and it backs off 300 ms from there.
+  const tomorrow = Date.now() + 86_400_000;
+  await readStore.commit([{ op: 'patch', collection: WEBHOOK_DELIVERIES_COLLECTION.name, id: deliveries[0]!.id, patch: {
+    attempts: 1, lastAttemptAt: new Date(tomorrow).toISOString(), nextAttemptAt: tomorrow + 300, failingSince: tomorrow, lastStatusCode: 503, lastError: 'HTTP 503',
+  } }]);
+  dispatcher = new WebhookDispatcher(options);
+  dispatcher.start();
+  await receiver.waitForRequests(1, 5_000);
+  await waitFor(async () => (await getDelivery(readStore, deliveries[0]!.id))?.status === 'delivered');
+});
