@@ -287,7 +287,9 @@ export async function measureVolumeDay(creates: number, log: (line: string) => v
     const firstCreatesMs = await timed(window);
     const bulk = Math.max(0, creates - 2 * window);
     await cloneCreates(stores.eventStore, bulk);
-    const lastCreatesMs = await timed(creates - window - bulk);
+    // One untimed create folds the cloned events into the warm cache (once), so the last window times creates only.
+    if (bulk > 0) await decide(deps, keys.busy);
+    const lastCreatesMs = await timed(creates - window - bulk - (bulk > 0 ? 1 : 0));
     const buildSeconds = (performance.now() - started) / 1000;
     log(`volume: ${creates.toLocaleString('en-US')} creates on one key (${(creates - bulk).toLocaleString('en-US')} by the handler) in ${buildSeconds.toFixed(0)} s (${firstCreatesMs.toFixed(2)} ms per create at the start of the day, ${lastCreatesMs.toFixed(2)} ms at its end)`);
 
