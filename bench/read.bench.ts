@@ -6,7 +6,8 @@
  * an express handler doing one indexed better-sqlite3 SELECT of 100 rows holding the very same documents
  * (index on (party, createdAt, id), same pragmas), JSON.parse of each and res.json; and one primary-key SELECT
  * for the balance.
- * On PostgreSQL: BENCH_STORES=postgres npm run bench:read (bench/support/bench-stores.ts) writes a section of its own.
+ * On PostgreSQL: BENCH_STORES=postgres npm run bench:read (bench/support/bench-stores.ts) writes a section of its own
+ * (issue 28): at BENCH_CONNECTIONS (default 1,16,64), the baselines on the same PostgreSQL server (bench/support/postgres-baselines.ts).
  */
 import express from 'express';
 import { tempDir } from '../test/support/temp-dir.ts';

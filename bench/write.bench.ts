@@ -6,7 +6,9 @@
  * the stores) and not synced (synchronous=OFF: no fsync at all, what durability costs).
  * Then the peer rows: the same read-decide-append with Emmett (bench/support/peer-emmett.ts).
  * On PostgreSQL: BENCH_STORES=postgres npm run bench:write (bench/support/bench-stores.ts) writes a section of its
- * own, without the commit-thread row (an embedded-store setting) and the peer rows.
+ * own (issue 28): on one server, at BENCH_CONNECTIONS (default 1,16,64), the floor (express + one INSERT per request),
+ * wallet-ops over 10 keys and the Emmett peer on emmett-postgresql, then a CPU profile of each at 64 connections
+ * (BENCH_PROFILE=0 skips it; the profiles are kept in /tmp/bench-write-pg-*.cpuprofile).
  */
 // Users' passwords hashed at the test suite's scrypt cost: setting up the parties is not what is measured.
 import '../test/support/fast-passwords.ts';
