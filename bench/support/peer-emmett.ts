@@ -25,10 +25,10 @@ const SCENARIOS: Scenario[] = [
   { name: '64 connections, one payer', connections: 64, payers: 1 },
 ];
 
-type PeerStore = 'sqlite' | 'postgresql';
+export type PeerStore = 'sqlite' | 'postgresql';
 
-interface Measured extends LoadResult { okPerSecond: number }
-interface PeerMeasured extends Measured { outcomes: Record<string, number>; stuck: number; payers: number }
+export interface Measured extends LoadResult { okPerSecond: number }
+export interface PeerMeasured extends Measured { outcomes: Record<string, number>; stuck: number; payers: number }
 
 const body = (phone: string) => JSON.stringify({ operationType: 'cash-in', amount: '1.00', phoneTo: phone, memo: 'bench' });
 
@@ -44,20 +44,26 @@ function ensurePeerInstalled(): void {
 }
 
 /** Only the 2xx answers count as work done; both sides are measured the same way. */
-function measured(result: LoadResult, seconds: number): Measured {
+export function measured(result: LoadResult, seconds: number): Measured {
   return { ...result, okPerSecond: (result.total - result.non2xx) / seconds };
 }
 
 interface PeerServer { store: PeerStore; url: string; settings: string; payers: (scenario: number) => string[]; close: () => Promise<void> }
 
 async function startPeer(store: PeerStore, runId: string): Promise<PeerServer> {
-  const dir = tempDir();
   const payerIds = (scenario: number) => Array.from({ length: SCENARIOS[scenario]!.payers }, (_, i) => `${runId}s${scenario}p${i}`);
-  const allPayers = SCENARIOS.flatMap((_, s) => payerIds(s));
+  const started = await startPeerProcess(store, SCENARIOS.flatMap((_, s) => payerIds(s)));
+  return { ...started, payers: payerIds };
+}
+
+/** The peer in its own process, its payers' wallet streams seeded with a credit; `env` may name its PostgreSQL database. */
+export async function startPeerProcess(store: PeerStore, allPayers: string[], env: Record<string, string> = {}): Promise<Omit<PeerServer, 'payers'>> {
+  ensurePeerInstalled();
+  const dir = tempDir();
   // Emmett logs every failed transaction with console.log: its stdout goes nowhere, as a service's would to a
   // log collector; stderr is kept for a crash report.
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', PEER_SERVER], {
-    env: { ...process.env, PEER_STORE: store, PEER_SQLITE_FILE: `${dir.path}/peer.sqlite`, PEER_PAYERS: allPayers.join(',') },
+    env: { ...process.env, ...env, PEER_STORE: store, PEER_SQLITE_FILE: `${dir.path}/peer.sqlite`, PEER_PAYERS: allPayers.join(',') },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -69,7 +75,6 @@ async function startPeer(store: PeerStore, runId: string): Promise<PeerServer> {
   return {
     store,
     ...ready,
-    payers: payerIds,
     close: async () => {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.disconnect();
@@ -79,7 +84,19 @@ async function startPeer(store: PeerStore, runId: string): Promise<PeerServer> {
   };
 }
 
-async function peerOutcomes(peer: PeerServer): Promise<Record<string, number>> {
+/** One load on the peer over the given payers: its 2xx rate, its failures as it counted them, and its stuck streams. */
+export async function measurePeerOn(peer: Omit<PeerServer, 'payers'>, payers: string[], connections: number, seconds: number, phone: string): Promise<PeerMeasured> {
+  await peerOutcomes(peer); // resets the counts
+  const requests: LoadSpec['requests'] = payers.map((payer) => ({
+    method: 'POST', path: `/api/v1/distributors/${payer}/operations`, headers: { 'content-type': 'application/json' }, body: body(phone),
+  }));
+  const result = await runLoad({ url: peer.url, connections, durationSeconds: seconds, requests });
+  const outcomes = await peerOutcomes(peer);
+  const { stuck } = (await (await fetch(`${peer.url}/__peer/stuck?payers=${payers.join(',')}`)).json()) as { stuck: number };
+  return { ...measured(result, seconds), outcomes, stuck, payers: payers.length };
+}
+
+async function peerOutcomes(peer: Pick<PeerServer, 'url'>): Promise<Record<string, number>> {
   return (await (await fetch(`${peer.url}/__peer/outcomes`)).json()) as Record<string, number>;
 }
 
@@ -116,7 +133,7 @@ const fixed = (n: number) => (n > 0 && n < 10 ? n.toFixed(1) : n.toFixed(0));
 const latency = (r: LoadResult) => `${r.p50Ms.toFixed(0)} / ${r.p99Ms.toFixed(0)}`;
 
 /** "500 SQLITE_BUSY: database is locked 60%, ..." of all the peer's answers, server side, or "none". */
-function failures(peer: PeerMeasured): string {
+export function failures(peer: PeerMeasured): string {
   const answered = Object.values(peer.outcomes).reduce((a, b) => a + b, 0);
   const failed = Object.entries(peer.outcomes).filter(([key]) => key !== '200').sort((a, b) => b[1] - a[1]);
   const share = (n: number) => `${((n / Math.max(answered, 1)) * 100).toFixed(n / Math.max(answered, 1) < 0.01 ? 2 : 0)}%`;
@@ -135,7 +152,7 @@ function ratio(ours: Measured, peer: Measured): string {
   return `${x.toFixed(x < 100 ? 1 : 0)}x`;
 }
 
-function versions(): string {
+export function versions(): string {
   const { dependencies } = JSON.parse(readFileSync(PEER_VERSIONS, 'utf8')) as { dependencies: Record<string, string> };
   return Object.entries(dependencies).map(([name, version]) => `${name} ${version}`).join(', ');
 }
