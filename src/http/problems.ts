@@ -130,7 +130,8 @@ export function sendProblem(res: Response, problem: Problem, headers: Record<str
   res.locals.problemType = problem.type;
   const requestId = res.getHeader('X-Request-Id');
   const body: Problem = typeof requestId === 'string' ? { ...problem, requestId } : problem;
-  res.status(problem.status).set(headers).type('application/problem+json').send(JSON.stringify(body));
+  // A refusal is about this request only: no cache keeps it.
+  res.status(problem.status).set('Cache-Control', 'no-store').set(headers).type('application/problem+json').send(JSON.stringify(body));
 }
 
 export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unknown): Problem {
