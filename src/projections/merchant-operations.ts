@@ -37,6 +37,8 @@ export type MerchantOperationDoc = {
   blockchainID: string;
   sequenceNumber: number | null;
   lastError: string | null;
+  /** Set once rejected: the reason given (a checker's, or that of the key's revocation). Absent from documents stored before it existed. */
+  rejectionReason?: string;
   status: ContractStatus;
   createdAt: string;
   /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
@@ -49,7 +51,7 @@ export type MerchantOperationDoc = {
 };
 
 /** The contract's Merchant operation object: the document without its internal fields. */
-export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position'>;
+export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason'> & { rejectionReason: string | null };
 
 export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'merchant_operations',
@@ -142,6 +144,8 @@ export function toApi(doc: MerchantOperationDoc): MerchantOperation {
     blockchainID: doc.blockchainID,
     sequenceNumber: doc.sequenceNumber,
     lastError: doc.lastError,
+    // Extension: why it was rejected; null unless rejected (and on documents stored before the field existed).
+    rejectionReason: doc.rejectionReason ?? null,
     // The contract leaves the status field unnamed; ours is `status` (see the README).
     status: doc.status,
     createdAt: doc.createdAt,
@@ -150,8 +154,8 @@ export function toApi(doc: MerchantOperationDoc): MerchantOperation {
 }
 
 /** The fields among `keys` that the document has: a kind's fields are absent from documents of other kinds. */
-function present<K extends keyof MerchantOperation>(doc: MerchantOperationDoc, ...keys: K[]): Partial<Pick<MerchantOperation, K>> {
-  const picked: Partial<Pick<MerchantOperation, K>> = {};
+function present<K extends keyof MerchantOperationDoc>(doc: MerchantOperationDoc, ...keys: K[]): Partial<Pick<MerchantOperationDoc, K>> {
+  const picked: Partial<Pick<MerchantOperationDoc, K>> = {};
   for (const key of keys) if (doc[key] !== undefined) picked[key] = doc[key];
   return picked;
 }

@@ -121,11 +121,11 @@ function responseExamples(amount: string, zero: string, assetScale: number) {
   const distributorOperation: z.input<typeof distributorOperationResponse> = {
     operationID: OPERATION_ID, distributorID: DISTRIBUTOR_ID, operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042',
     walletOperationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', sequenceNumber: 48213, blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
-    lastError: null, status: 'completed', createdAt: AT, updatedAt: LATER,
+    lastError: null, rejectionReason: null, status: 'completed', createdAt: AT, updatedAt: LATER,
   };
   const merchantOperation: z.input<typeof merchantOperationResponse> = {
     operationID: OPERATION_ID, merchantID: MERCHANT_ID, operationType: 'pay-individual', amount, fee: zero, phoneTo: PHONE,
-    blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: AT, updatedAt: AT,
+    blockchainID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending', createdAt: AT, updatedAt: AT,
   };
   const payment: z.input<typeof paymentResponse> = {
     operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,

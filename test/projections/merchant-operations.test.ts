@@ -19,6 +19,8 @@ const only = (docs: Record<string, MerchantOperationDoc>) => {
   return docs[ID]!;
 };
 const common = { operationID: ID, merchantID: MERCHANT.id, amount: '100.00', blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: T0, updatedAt: T0 };
+/** The object the API returns of a document with `common`: the extension rejectionReason is null unless rejected. */
+const commonApi = { ...common, rejectionReason: null };
 
 const pendingCashOut: MerchantOperationDoc = {
   id: ID,
@@ -40,18 +42,18 @@ describe('merchant operations projection', () => {
 
   it('when a cash-out is read, then it has the fee and the destination distributor', () => {
     expect(toApi(only(built(request.cashOut(ID, { memo: 'weekly sweep' }))))).toEqual({
-      ...common, operationType: 'cash-out', fee: '1.50', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'weekly sweep',
+      ...commonApi, operationType: 'cash-out', fee: '1.50', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'weekly sweep',
     });
   });
 
   it('when a pay-merchant is read, then it has merchantTo and merchantName and no distributor or phone', () => {
     expect(toApi(only(built(request.payMerchant(ID))))).toEqual({
-      ...common, operationType: 'pay-merchant', fee: '0.50', merchantTo: OTHER_MERCHANT.id, merchantName: OTHER_MERCHANT.name,
+      ...commonApi, operationType: 'pay-merchant', fee: '0.50', merchantTo: OTHER_MERCHANT.id, merchantName: OTHER_MERCHANT.name,
     });
   });
 
   it('when a pay-individual is read, then it has phoneTo only', () => {
-    expect(toApi(only(built(request.payIndividual(ID))))).toEqual({ ...common, operationType: 'pay-individual', fee: '0.25', phoneTo: PHONE });
+    expect(toApi(only(built(request.payIndividual(ID))))).toEqual({ ...commonApi, operationType: 'pay-individual', fee: '0.25', phoneTo: PHONE });
   });
 
   it('when a distributor requests a cash-in to the merchant, then the merchant paid lists it at once, pending, at its request', () => {
@@ -64,7 +66,7 @@ describe('merchant operations projection', () => {
     const doc = only(built(request.cashInToMerchant(ID, { memo: 'float' }), approved(ID), submitted(ID), completed(ID, { blockchainID: 'tx-9', completedAt: at(3) })));
     expect(doc.visible).toBe(true);
     expect(toApi(doc)).toEqual({
-      ...common, operationType: 'cash-in', fee: '0.00', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'float',
+      ...commonApi, operationType: 'cash-in', fee: '0.00', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'float',
       blockchainID: 'tx-9', sequenceNumber: 7001, status: 'completed', updatedAt: at(3),
     });
   });
@@ -102,8 +104,10 @@ describe('merchant operations projection', () => {
     });
   });
 
-  it('when its own operation is rejected or fails, then it stays listed with its status and lastError', () => {
-    spec.given(request.cashOut(ID)).when(rejected(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'rejected', updatedAt: at(1), position: 2 } });
+  it('when its own operation is rejected or fails, then it stays listed with its status and rejectionReason or lastError', () => {
+    spec.given(request.cashOut(ID)).when(rejected(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'rejected', rejectionReason: 'not ours', updatedAt: at(1), position: 2 } });
+    expect(toApi(only(built(request.cashOut(ID), rejected(ID))))).toMatchObject({ status: 'rejected', rejectionReason: 'not ours', lastError: null });
+    expect(toApi(only(built(request.cashOut(ID))))).toHaveProperty('rejectionReason', null);
     spec.given(request.cashOut(ID), approved(ID)).when(failed(ID, 'no route', at(5))).then({
       [ID]: { ...pendingCashOut, status: 'failed', lastError: 'no route', updatedAt: at(5), position: 3 },
     });

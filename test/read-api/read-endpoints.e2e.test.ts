@@ -345,7 +345,7 @@ describe('GET /api/v1/distributors/{distributorID}/operations', () => {
       operationType: 'cash-out-fulfillment', amount: '20', phoneFrom: phone, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'rcpt-42',
     });
     ids.extra = await create(distributor, { operationType: 'cash-in', amount: '1', phoneTo: phone });
-    const pending = { walletOperationID: '', sequenceNumber: null, blockchainID: '', lastError: null, status: 'pending' };
+    const pending = { walletOperationID: '', sequenceNumber: null, blockchainID: '', lastError: null, rejectionReason: null, status: 'pending' };
     const common = async (id: string) => {
       const { createdAt } = await requestedOf(id);
       return { operationID: id, distributorID: distributor.ref.id, createdAt, updatedAt: createdAt, ...pending };
@@ -363,13 +363,13 @@ describe('GET /api/v1/distributors/{distributorID}/operations', () => {
     expect(items).toEqual(Object.values(ids).map((id) => expected[id]!).sort(newestCreationFirst));
   });
 
-  it('when the checker approves one and rejects another, then they are listed approved and rejected with the decision time', async () => {
+  it('when the checker approves one and rejects another, then they are listed approved, and rejected with the decision time and the checker\'s rejectionReason', async () => {
     await decide(distributor, ids.toPhone, { type: 'approve' });
     await decide(distributor, ids.extra, { type: 'reject', reason: 'duplicate' });
     const { approvedAt } = await eventData(ids.toPhone, 'OperationApproved');
     const { rejectedAt } = await eventData(ids.extra, 'OperationRejected');
     expected[ids.toPhone] = { ...expected[ids.toPhone], status: 'approved', updatedAt: approvedAt };
-    expected[ids.extra] = { ...expected[ids.extra], status: 'rejected', updatedAt: rejectedAt };
+    expected[ids.extra] = { ...expected[ids.extra], status: 'rejected', rejectionReason: 'duplicate', updatedAt: rejectedAt };
     // The executor takes LEDGER_LATENCY_MS to carry the approved one out: it is listed approved meanwhile.
     await listed(ids.toPhone);
     await listed(ids.extra);
@@ -412,7 +412,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
   let phone: string;
   const expected: Record<string, Record<string, unknown>> = {};
   const listed = (id: string) => untilListed(operationsPath(merchant), merchant.apiKey, expected[id]!);
-  const pending = { blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending' };
+  const pending = { blockchainID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending' };
   const own: string[] = [];
   const listedIDs = async () => (await get(operationsPath(merchant), merchant.apiKey)).body.map((i: any) => i.operationID);
 
@@ -444,7 +444,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     const [cashOut, payMerchant, payIndividual] = own as [string, string, string];
     await decide(merchant, cashOut, { type: 'reject', reason: 'wrong distributor' });
     const { rejectedAt } = await eventData(cashOut, 'OperationRejected');
-    expected[cashOut] = { ...expected[cashOut], status: 'rejected', updatedAt: rejectedAt };
+    expected[cashOut] = { ...expected[cashOut], status: 'rejected', rejectionReason: 'wrong distributor', updatedAt: rejectedAt };
     const done = await completeOperation(store, payMerchant);
     expected[payMerchant] = { ...expected[payMerchant], status: 'completed', blockchainID: done.blockchainID, sequenceNumber: done.sequenceNumber, updatedAt: done.completedAt };
     const { failedAt, sequenceNumber } = await failOperation(store, payIndividual, 'recipient wallet closed');
@@ -483,7 +483,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     await caughtUp();
     const items = (await get(operationsPath(merchant), merchant.apiKey)).body as any[];
     expect(items).toHaveLength(6);
-    expect(items.find((i) => i.operationID === rejected)).toMatchObject({ operationType: 'cash-in', status: 'rejected', blockchainID: '' });
+    expect(items.find((i) => i.operationID === rejected)).toMatchObject({ operationType: 'cash-in', status: 'rejected', rejectionReason: 'no', blockchainID: '' });
     expect(items.find((i) => i.operationID === failed)).toMatchObject({ operationType: 'cash-in', status: 'failed', lastError: 'ledger down' });
     expect(items.map((i) => i.operationID).slice(0, 2)).toEqual([failed, rejected]);
   });
