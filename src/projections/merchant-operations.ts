@@ -35,6 +35,11 @@ export type MerchantOperationDoc = {
   memo?: string;
   /** Empty while processing. */
   blockchainID: string;
+  /**
+   * `wo_...`, set at completion: the wallet operation it became, which is the `operationID` of the payment in the
+   * payee's payments list (a pay-merchant's payee, or this merchant for a received cash-in). Absent before.
+   */
+  walletOperationID?: string;
   sequenceNumber: number | null;
   lastError: string | null;
   /** Set once rejected: the reason given (a checker's, or that of the key's revocation). Absent from documents stored before it existed. */
@@ -51,7 +56,10 @@ export type MerchantOperationDoc = {
 };
 
 /** The contract's Merchant operation object: the document without its internal fields. */
-export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason'> & { rejectionReason: string | null };
+export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason' | 'walletOperationID'> & {
+  walletOperationID: string;
+  rejectionReason: string | null;
+};
 
 export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'merchant_operations',
@@ -106,9 +114,7 @@ function requested(data: RequestedData, id: string, position: number, scale: num
 
 /** What a later event of the operation's stream changes: status and its fields, never the list position. */
 function progressed(doc: MerchantOperationDoc, event: LaterOperationEvent): MerchantOperationDoc {
-  // The merchant's list has no walletOperationID.
-  const { walletOperationID: _notListed, ...change } = lifecycleChange(event);
-  return { ...doc, ...change };
+  return { ...doc, ...lifecycleChange(event) };
 }
 
 export function merchantOperationsProjection(options: { assetScale?: number } = {}): Projection<MerchantOperationDoc> {
@@ -142,6 +148,8 @@ export function toApi(doc: MerchantOperationDoc): MerchantOperation {
     fee: doc.fee,
     ...present(doc, 'distributorTo', 'distributorName', 'merchantTo', 'merchantName', 'phoneTo', 'memo'),
     blockchainID: doc.blockchainID,
+    // Extension: the link to the payment it became; "" until completed, as in the distributor's list.
+    walletOperationID: doc.walletOperationID ?? '',
     sequenceNumber: doc.sequenceNumber,
     lastError: doc.lastError,
     // Extension: why it was rejected; null unless rejected (and on documents stored before the field existed).

@@ -125,11 +125,12 @@ function responseExamples(amount: string, zero: string, assetScale: number) {
   };
   const merchantOperation: z.input<typeof merchantOperationResponse> = {
     operationID: OPERATION_ID, merchantID: MERCHANT_ID, operationType: 'pay-individual', amount, fee: zero, phoneTo: PHONE,
-    blockchainID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending', createdAt: AT, updatedAt: AT,
+    blockchainID: '', walletOperationID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending', createdAt: AT, updatedAt: AT,
   };
   const payment: z.input<typeof paymentResponse> = {
     operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,
     memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: AT, completedAt: LATER,
+    sourceOperationID: OPERATION_ID,
   };
   const balance: z.input<typeof balanceResponse> = { balance: amount, available: formatAmount(120, assetScale), held: formatAmount(30, assetScale) };
   return { distributorOperation, merchantOperation, payment, balance };

@@ -120,6 +120,7 @@ export const merchantOperationResponse = z.object({
   phoneTo: z.string().optional(),
   memo: z.string().optional(),
   blockchainID: z.string(),
+  walletOperationID: z.string().meta({ description: 'Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a pay-merchant it is the `operationID` of the payment in the payee\'s payments list; for a received cash-in, of the payment in this merchant\'s own list.' }),
   sequenceNumber: z.number().int().nullable(),
   lastError: z.string().nullable(),
   rejectionReason: z.string().nullable().meta({ description: 'Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key\'s revocation); null unless `status` is `rejected`.' }),
@@ -141,4 +142,5 @@ export const paymentResponse = z.object({
   completedAt: timestamp.meta({
     description: 'Extension field (not in the contract): when the payment completed, i.e. when it was received and entered this list. The list is ordered by it, newest first.',
   }),
+  sourceOperationID: z.string().meta({ description: 'Extension (not in the contract): the operation (op_…) this payment came from, as the payer\'s or the distributor\'s operations list names it (its walletOperationID there is this payment\'s operationID).' }),
 });

@@ -10,6 +10,8 @@ import {
 import {
   DISTRIBUTOR, MERCHANT, OTHER_MERCHANT, PHONE, T0, approved, at, completed, credited, failed, projectionSpec, rejected, request, stored, submitted,
 } from '../support/projection-spec.ts';
+import * as merchantPayments from '../../src/projections/merchant-payments.ts';
+import { foldInMemory } from '../../src/projections/fold.ts';
 
 const spec = projectionSpec(merchantOperationsProjection());
 const ID = 'op_00000000000000000000000000000002';
@@ -20,7 +22,7 @@ const only = (docs: Record<string, MerchantOperationDoc>) => {
 };
 const common = { operationID: ID, merchantID: MERCHANT.id, amount: '100.00', blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: T0, updatedAt: T0 };
 /** The object the API returns of a document with `common`: the extension rejectionReason is null unless rejected. */
-const commonApi = { ...common, rejectionReason: null };
+const commonApi = { ...common, walletOperationID: '', rejectionReason: null };
 
 const pendingCashOut: MerchantOperationDoc = {
   id: ID,
@@ -67,8 +69,15 @@ describe('merchant operations projection', () => {
     expect(doc.visible).toBe(true);
     expect(toApi(doc)).toEqual({
       ...commonApi, operationType: 'cash-in', fee: '0.00', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'float',
-      blockchainID: 'tx-9', sequenceNumber: 7001, status: 'completed', updatedAt: at(3),
+      blockchainID: 'tx-9', walletOperationID: `wo_${ID.slice(3)}`, sequenceNumber: 7001, status: 'completed', updatedAt: at(3),
     });
+  });
+
+  it('when a pay-merchant completes, then its walletOperationID is the operationID of the payment in the payee\'s payments list', () => {
+    const history = [request.payMerchant(ID), approved(ID), completed(ID, { walletOperationID: 'wo_55' })];
+    expect(toApi(only(built(...history)))).toMatchObject({ status: 'completed', walletOperationID: 'wo_55' });
+    const payment = merchantPayments.toApi(foldInMemory(merchantPayments.merchantPaymentsProjection(), stored(history)).get(ID)!);
+    expect(payment).toMatchObject({ operationID: 'wo_55', sourceOperationID: ID });
   });
 
   it('when a cash-in stored before payerName existed is read, then distributorName is empty', () => {
@@ -100,7 +109,7 @@ describe('merchant operations projection', () => {
       [ID]: { ...pendingCashOut, status: 'approved', sequenceNumber: 42, updatedAt: at(2), position: 3 },
     });
     spec.given(request.cashOut(ID), approved(ID), submitted(ID, 42)).when(completed(ID, { blockchainID: 'tx-1', sequenceNumber: 42, completedAt: at(3) })).then({
-      [ID]: { ...pendingCashOut, status: 'completed', blockchainID: 'tx-1', sequenceNumber: 42, updatedAt: at(3), position: 4 },
+      [ID]: { ...pendingCashOut, status: 'completed', blockchainID: 'tx-1', walletOperationID: `wo_${ID.slice(3)}`, sequenceNumber: 42, updatedAt: at(3), position: 4 },
     });
   });
 

@@ -412,7 +412,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
   let phone: string;
   const expected: Record<string, Record<string, unknown>> = {};
   const listed = (id: string) => untilListed(operationsPath(merchant), merchant.apiKey, expected[id]!);
-  const pending = { blockchainID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending' };
+  const pending = { blockchainID: '', walletOperationID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending' };
   const own: string[] = [];
   const listedIDs = async () => (await get(operationsPath(merchant), merchant.apiKey)).body.map((i: any) => i.operationID);
 
@@ -446,7 +446,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     const { rejectedAt } = await eventData(cashOut, 'OperationRejected');
     expected[cashOut] = { ...expected[cashOut], status: 'rejected', rejectionReason: 'wrong distributor', updatedAt: rejectedAt };
     const done = await completeOperation(store, payMerchant);
-    expected[payMerchant] = { ...expected[payMerchant], status: 'completed', blockchainID: done.blockchainID, sequenceNumber: done.sequenceNumber, updatedAt: done.completedAt };
+    expected[payMerchant] = { ...expected[payMerchant], status: 'completed', blockchainID: done.blockchainID, walletOperationID: done.walletOperationID, sequenceNumber: done.sequenceNumber, updatedAt: done.completedAt };
     const { failedAt, sequenceNumber } = await failOperation(store, payIndividual, 'recipient wallet closed');
     expected[payIndividual] = { ...expected[payIndividual], status: 'failed', lastError: 'recipient wallet closed', sequenceNumber, updatedAt: failedAt };
     for (const id of own) await listed(id);
@@ -468,7 +468,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     expect(approved.find((i: any) => i.operationID === id).createdAt).toBe(createdAt);
 
     const done = (await settled(id)).data;
-    expected[id] = { ...expected[id], blockchainID: done.blockchainID, sequenceNumber: done.sequenceNumber, status: 'completed', updatedAt: done.completedAt };
+    expected[id] = { ...expected[id], blockchainID: done.blockchainID, walletOperationID: done.walletOperationID, sequenceNumber: done.sequenceNumber, status: 'completed', updatedAt: done.completedAt };
     const items = await listed(id);
     expect(items.map((i: any) => i.operationID)).toEqual(order());
     own.push(id);
@@ -519,7 +519,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     const done = await completeOperation(store, id);
     const payment = {
       operationID: done.walletOperationID, type: 'payment', amount: '42.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode),
-      memo: 'Invoice ABC-42', blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt,
+      memo: 'Invoice ABC-42', blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id,
     };
     payments[id] = payment;
     expect(await until(paymentsPath(payee), payee.apiKey, (items: any[]) => items.length === 1)).toEqual([payment]);
@@ -530,7 +530,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
   it('when a distributor cash-in to it completes, then it is listed as a cash-in from the distributor by name', async () => {
     const id = await create(distributor, { operationType: 'cash-in', amount: '250', merchantToShortCode: payee.shortCode });
     const done = await completeOperation(store, id);
-    payments[id] = { operationID: done.walletOperationID, type: 'cash-in', amount: '250.00', from: distributor.name, fromType: 'distributor', memo: null, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
+    payments[id] = { operationID: done.walletOperationID, type: 'cash-in', amount: '250.00', from: distributor.name, fromType: 'distributor', memo: null, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id };
     await untilListed(paymentsPath(payee), payee.apiKey, payments[id]!);
   });
 
@@ -540,7 +540,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
       await caughtUp();
       expect((await list()).body).toHaveLength(Object.keys(payments).length); // not listed while pending
       const done = await completeOperation(store, id);
-      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '9.99', from: phone, fromType: 'individual', memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
+      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '9.99', from: phone, fromType: 'individual', memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id };
       await untilListed(paymentsPath(payee), payee.apiKey, payments[id]!);
     }
   });
@@ -549,7 +549,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     for (const memo of ['100% off_sale (x+y).*[1]', 'percent offXsale xxy ab1']) {
       const id = await create(payer, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: payee.shortCode, memo });
       const done = await completeOperation(store, id);
-      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '1.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode), memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
+      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '1.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode), memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id };
     }
     await create(payer, { operationType: 'pay-merchant', amount: '2', merchantToShortCode: payee.shortCode, memo: 'still pending' });
     await failOperation(store, await create(payer, { operationType: 'pay-merchant', amount: '3', merchantToShortCode: payee.shortCode, memo: 'failed one' }), 'no');
