@@ -173,6 +173,7 @@ export async function createOperation(
           idempotency: idempotencyStream && idempotency ? { stream: idempotencyStream, requestHash: idempotency.requestHash, response: idempotency.responseFor(operation) } : null,
           assetScale: deps.assetScale,
           consent,
+          volumeTimeZone: deps.volumeTimeZone,
         },
         states as Parameters<typeof decideCreateOperation>[1],
       ),

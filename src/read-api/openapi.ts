@@ -322,7 +322,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '401': UNAUTHORIZED,
         '403': forbidden('Perform Operations', partyType, {
           transactionLimit: { summary: 'above the key\'s max transaction amount', value: domainProblem(new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`)) },
-          dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21)`)) },
+          dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 (Africa/Lagos))`)) },
           insufficientBalance: { summary: 'payer balance too low', value: domainProblem(new DomainError('INSUFFICIENT_BALANCE', `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and its fee (${amount})`)) },
           ...(partyType === 'distributor' ? {
             cashOutNotAuthorized: {
