@@ -43,7 +43,7 @@ export type RecordedResponse = IdempotentRequestRecorded['data']['response'];
 
 /** The decision's result: the operation created (the write API shapes its answer), or the recorded first answer. */
 export type CreateOperationOutcome =
-  | { kind: 'created'; operation: OperationRequested['data'] }
+  | { kind: 'created'; operation: OperationRequested['data']; /** The log position of its OperationRequested, once appended. */ position?: number }
   | { kind: 'replayed'; response: RecordedResponse };
 
 /**

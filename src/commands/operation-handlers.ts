@@ -14,7 +14,7 @@ import { cashOutConsentDecider } from './cash-out-consent.ts';
 import { decideCreateOperation, IDEMPOTENCY_KEY_REUSED_DETAIL, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
-import { loadState, runDecision, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
+import { loadState, runDecision, runDecisionCommitted, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
@@ -164,7 +164,7 @@ export async function createOperation(
     read.consent = { stream: streams.cashOutConsent(phone), evolve: cashOutConsentDecider.evolve, initialState: cashOutConsentDecider.initialState };
   }
 
-  return runDecision(deps, {
+  const { result, positions } = await runDecisionCommitted(deps, {
       read,
       decide: (states) => decideCreateOperation(
         {
@@ -180,6 +180,8 @@ export async function createOperation(
       context,
       ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
     });
+  const position = positions.get(streams.operation(operation.operationID));
+  return result.kind === 'created' && position !== undefined ? { ...result, position } : result;
 }
 
 type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale'>;
