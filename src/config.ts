@@ -178,6 +178,13 @@ const schema = z.object({
     .max(3_600_000)
     .default(60_000)
     .describe('How often the key-revocation consumer (with the executor) rejects the pending operations of API keys that have expired, releasing their holds.'),
+  READ_YOUR_WRITES_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(60_000)
+    .default(2000)
+    .describe('Read-your-writes: a create is answered once its operation is in the creating party\'s operation list of this process (when the process runs the projections), or after this many ms at most (still 200: the create is committed). 0: answer at once.'),
   READ_MAX_LAG_EVENTS: z.coerce
     .number()
     .int()

@@ -6,7 +6,7 @@ import { embeddedSecretsKey } from './adapters/secrets-key-file.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from './commands/held-credentials.ts';
 import type { Ledger } from './ports/ledger.ts';
 import { EventStoreUnavailableError } from './ports/event-store.ts';
-import { ReadStoreUnavailableError } from './ports/read-store.ts';
+import { ReadStoreUnavailableError, type ReadStore } from './ports/read-store.ts';
 import { Executor } from './executor/executor.ts';
 import { KEY_REVOCATION_EVENT_TYPES, KeyRevocations } from './executor/key-revocation.ts';
 import { startSealer } from './audit/sealer.ts';
@@ -75,6 +75,8 @@ export interface BuildOptions {
   webhookResolver?: Resolver;
   /** Tracing given by the caller (tests: an SDK with an in-memory span processor), which then shuts it down itself. Default: from OTEL_*. */
   tracing?: Tracing;
+  /** Tests only: wraps the read store every part of the process uses (to hold a projection's commits back). */
+  decorateReadStore?: (store: ReadStore) => ReadStore;
 }
 
 export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS, options: BuildOptions = {}): Promise<WalletOps> {
@@ -99,7 +101,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const eventStore = withSnapshots(corruption.watch(opened.eventStore), {
     onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
   });
-  const readStore = corruption.watch(opened.readStore);
+  const watchedReadStore = corruption.watch(opened.readStore);
+  const readStore = options.decorateReadStore?.(watchedReadStore) ?? watchedReadStore;
   const stores: Stores = {
     eventStore,
     readStore,
@@ -277,6 +280,11 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         onAuthenticated,
         limits,
         ...(metrics ? { onCreate: (partyType, outcome, problemType) => metrics.creates.inc({ party_type: partyType, outcome, problem_type: problemType }) } : {}),
+        // Read-your-writes where this process builds the read models (a write-only process answers at once).
+        ...(parts.includes('projections') && config.READ_YOUR_WRITES_TIMEOUT_MS > 0 ? {
+          readable: (partyType: 'distributor' | 'merchant', position: number) =>
+            runners[projections.findIndex((projection) => projection.name === `${partyType}-operations`)]!.untilCommitted(position, config.READ_YOUR_WRITES_TIMEOUT_MS),
+        } : {}),
       })] : []),
       ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.

@@ -1,5 +1,6 @@
 import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allProjections } from '../projections/index.ts';
 import { projectionStatus, rebuildProjections } from '../projections/rebuild.ts';
@@ -39,9 +40,15 @@ import type { Part } from '../wallet-ops.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { cliIO, isProcessIO, PROCESS_IO, withCliIO, type CliIO } from './io.ts';
 
+/** The package's version: package.json sits two levels up from both src/cli and the image's dist/cli. */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
 export function buildCli(): Command {
   const program = new Command('wallet-ops')
     .description('Operator CLI of wallet-ops, straight on the stores: parties, users, API keys, operations, money, read models, servers.')
+    .version(packageVersion(), '-V, --version', 'print the version of wallet-ops')
     .showHelpAfterError()
     .exitOverride()
     .configureOutput(commanderOutput(cliIO()));

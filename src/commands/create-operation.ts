@@ -1,4 +1,5 @@
 import type { CashOutConsentEvent, IdempotentRequestRecorded, OperationRequested, WalletEvent } from '../domain/events.ts';
+import { volumeDayWindow } from '../domain/volume-day.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
@@ -26,6 +27,8 @@ export interface CreateOperation {
    * the request carried (null when none). null when no consent is required (the contract's default).
    */
   consent: { phone: string; presentedHash: string | null } | null;
+  /** VOLUME_TIME_ZONE (UTC when absent): a daily-volume refusal says when the key's day runs in it. */
+  volumeTimeZone?: string;
 }
 
 export interface CreateOperationStates {
@@ -40,7 +43,7 @@ export type RecordedResponse = IdempotentRequestRecorded['data']['response'];
 
 /** The decision's result: the operation created (the write API shapes its answer), or the recorded first answer. */
 export type CreateOperationOutcome =
-  | { kind: 'created'; operation: OperationRequested['data'] }
+  | { kind: 'created'; operation: OperationRequested['data']; /** The log position of its OperationRequested, once appended. */ position?: number }
   | { kind: 'replayed'; response: RecordedResponse };
 
 /**
@@ -90,7 +93,7 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
   }
   if (limits.maxDailyVolume !== null && states.volume && amount.plus(states.volume.total).gt(limits.maxDailyVolume)) {
     const left = Decimal.max(0, new Decimal(limits.maxDailyVolume).minus(states.volume.total));
-    throw new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${scaled(limits.maxDailyVolume)} (${scaled(left)} left for ${operation.volumeDay})`);
+    throw new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${scaled(limits.maxDailyVolume)} (${scaled(left)} left for ${operation.volumeDay}; the day runs ${volumeDayWindow(new Date(operation.createdAt), command.volumeTimeZone ?? 'UTC')})`);
   }
   const debit = amount.plus(operation.fee);
   const available = availableBalance(states.wallet);

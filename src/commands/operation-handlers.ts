@@ -15,7 +15,7 @@ import { cashOutConsentDecider } from './cash-out-consent.ts';
 import { decideCreateOperation, IDEMPOTENCY_KEY_REUSED_DETAIL, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
-import { loadState, runDecision, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
+import { loadState, runDecision, runDecisionCommitted, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
@@ -175,7 +175,8 @@ export async function createOperation(
 
   const tracing = deps.tracing ?? noTracing;
   const attributes = { 'wallet_ops.operation_id': operation.operationID, 'wallet_ops.operation_type': operation.operationType };
-  return tracing.span('operation CreateOperation', { kind: 'server', parent: context.traceparent, attributes }, (span) => runDecision(deps, {
+  return tracing.span('operation CreateOperation', { kind: 'server', parent: context.traceparent, attributes }, async (span) => {
+    const { result, positions } = await runDecisionCommitted(deps, {
       read,
       decide: (states) => decideCreateOperation(
         {
@@ -184,12 +185,17 @@ export async function createOperation(
           idempotency: idempotencyStream && idempotency ? { stream: idempotencyStream, requestHash: idempotency.requestHash, response: idempotency.responseFor(operation) } : null,
           assetScale: deps.assetScale,
           consent,
+          volumeTimeZone: deps.volumeTimeZone,
         },
         states as Parameters<typeof decideCreateOperation>[1],
       ),
       context: withTraceparent(context, span.traceparent),
       ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
-    }));
+    });
+    // Where the operation sits in the log: the create waits (bounded) until this process's lists have reached it.
+    const position = positions.get(streams.operation(operation.operationID));
+    return result.kind === 'created' && position !== undefined ? { ...result, position } : result;
+  });
 }
 
 type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale' | 'tracing'>;

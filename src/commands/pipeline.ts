@@ -1,4 +1,4 @@
-import type { EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
+import type { AppendResult, EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
 import { WrongExpectedVersionError } from '../ports/event-store.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { KeyedMutex } from '../shared/keyed-mutex.ts';
@@ -207,14 +207,25 @@ export async function runDecision<States extends Record<string, unknown>, Result
   deps: CommandPipelineDeps,
   options: RunDecisionOptions<States, Result>,
 ): Promise<Result> {
+  return (await runDecisionCommitted(deps, options)).result;
+}
+
+/**
+ * runDecision, also telling where each stream's last written event landed in the log (its global position):
+ * what a caller waits for when it must read its own write from a read model.
+ */
+export async function runDecisionCommitted<States extends Record<string, unknown>, Result>(
+  deps: CommandPipelineDeps,
+  options: RunDecisionOptions<States, Result>,
+): Promise<{ result: Result; positions: Map<string, number> }> {
   const deadline = performance.now() + (options.conflictDeadlineMs ?? CONFLICT_DEADLINE_MS);
   const readStreams = Object.values(options.read).map((read) => (read as StreamRead<unknown>).stream);
   for (let attempt = 1; ; attempt++) {
     const issue = () => decideAndAppend(deps, options);
     try {
       const issued = deps.serialize ? await deps.serialize.mutex.run(readStreams, issue) : await issue();
-      await issued.committed;
-      return issued.result;
+      const positions = await issued.committed;
+      return { result: issued.result, positions };
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) throw error;
       const final = options.finalConflict?.(error);
@@ -233,7 +244,7 @@ export async function runDecision<States extends Record<string, unknown>, Result
 async function decideAndAppend<States extends Record<string, unknown>, Result>(
   deps: CommandPipelineDeps,
   options: RunDecisionOptions<States, Result>,
-): Promise<{ result: Result; committed: Promise<unknown> }> {
+): Promise<{ result: Result; committed: Promise<Map<string, number>> }> {
   const names = Object.keys(options.read) as Array<keyof States>;
   const reads = names.map((name) => options.read[name] as StreamRead<unknown>);
   const inFlight = reads.map((read) => deps.serialize?.inFlight.get(read.stream));
@@ -241,7 +252,7 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   const states = Object.fromEntries(names.map((name, i) => [name, loaded[i]!.state])) as States;
   const { writes, result } = options.decide(states);
   const appends = writes.filter((write) => write.events.length > 0);
-  if (appends.length === 0) return { result, committed: Promise.resolve() };
+  if (appends.length === 0) return { result, committed: Promise.resolve(new Map()) };
 
   const metadata: EventMetadata = { ...options.context };
   const readIndex = new Map(reads.map((read, i) => [read.stream, i]));
@@ -280,6 +291,11 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
     batch = new PendingAppend(deps.store, requests);
   }
   const { committed } = batch;
+  // appendMulti answers one result per stream, in the order of the batch's requests (complete once submitted).
+  const positions = committed.then((results) => {
+    const streams = [...batch.requests.keys()];
+    return new Map((results as AppendResult[]).map((appended, i) => [streams[i]!, appended.position]));
+  });
   if (deps.serialize) {
     // What the next decision on these streams may build on before this commit returns.
     for (const write of appends) {
@@ -290,7 +306,7 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
       deps.serialize.inFlight.track(write.stream, next, batch, deps.cache);
     }
   }
-  return { result, committed };
+  return { result, committed: positions };
 }
 
 /** A decision on a single aggregate: the common case, through the same pipeline. */

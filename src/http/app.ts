@@ -30,6 +30,8 @@ export interface AppDeps {
 export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag on every answer: the read API tags its GETs' 200s itself (src/http/conditional.ts).
+  app.set('etag', false);
   app.set('trust proxy', deps.trustProxy);
   // Flat query strings only: no nested objects or arrays built from "a[b]=c".
   app.set('query parser', 'simple');

@@ -56,6 +56,8 @@ export function authenticate(
     return key;
   };
   return (req: Request, res: Response, next: NextFunction) => {
+    // What a key may read is for its holder alone: no shared proxy or browser cache keeps any answer to it.
+    res.set('Cache-Control', 'no-store');
     const now = clock();
     let key: ApiKeyRecord;
     try {

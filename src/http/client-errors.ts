@@ -31,13 +31,15 @@ export function answerClientErrors(server: Server): void {
       socket.destroy(error);
       return;
     }
-    const problem = problemOfClientError(error.code);
+    const requestId = randomUUID();
+    const problem = { ...problemOfClientError(error.code), requestId };
     const body = JSON.stringify(problem);
     socket.end(
       `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n` +
         'Content-Type: application/problem+json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${randomUUID()}\r\n` +
+        `X-Request-Id: ${requestId}\r\n` +
+        'Cache-Control: no-store\r\n' +
         'Connection: close\r\n\r\n' +
         body,
     );

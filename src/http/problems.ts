@@ -51,6 +51,8 @@ export interface Problem {
   errors?: FieldError[];
   /** On a 429: the names of the limits that were exceeded (the extension member of the ratelimit-headers draft). */
   'violated-policies'?: string[];
+  /** The request's X-Request-Id, on every problem sent (an extension member): a body logged alone still names its request. */
+  requestId?: string;
 }
 
 export class ProblemError extends Error {
@@ -154,7 +156,10 @@ export const problemTypeOf = (res: Response): string | undefined => res.locals.p
 
 export function sendProblem(res: Response, problem: Problem, headers: Record<string, string> = {}): void {
   res.locals.problemType = problem.type;
-  res.status(problem.status).set(headers).type('application/problem+json').send(JSON.stringify(problem));
+  const requestId = res.getHeader('X-Request-Id');
+  const body: Problem = typeof requestId === 'string' ? { ...problem, requestId } : problem;
+  // A refusal is about this request only: no cache keeps it.
+  res.status(problem.status).set('Cache-Control', 'no-store').set(headers).type('application/problem+json').send(JSON.stringify(body));
 }
 
 export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unknown): Problem {

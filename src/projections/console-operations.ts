@@ -43,6 +43,8 @@ export type ConsoleOperationDoc = {
   walletOperationID: string;
   sequenceNumber: number | null;
   lastError: string | null;
+  /** Once rejected: the reason given. */
+  rejectionReason?: string;
   createdAt: string;
   updatedAt: string;
   /** `<createdAt>|<operationID>`: unique, sorts by creation time; the keyset of every page. */

@@ -34,6 +34,8 @@ export type DistributorOperationDoc = {
   /** Empty until completed. */
   blockchainID: string;
   lastError: string | null;
+  /** Set once rejected: the reason given (a checker's, or that of the key's revocation). Absent from documents stored before it existed. */
+  rejectionReason?: string;
   status: ContractStatus;
   createdAt: string;
   /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
@@ -42,7 +44,7 @@ export type DistributorOperationDoc = {
 };
 
 /** The contract's Distributor operation object: the document without its internal fields. */
-export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'position'>;
+export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'position' | 'rejectionReason'> & { rejectionReason: string | null };
 
 export const DISTRIBUTOR_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'distributor_operations',
@@ -131,6 +133,8 @@ export function toApi(doc: DistributorOperationDoc): DistributorOperation {
     sequenceNumber: doc.sequenceNumber,
     blockchainID: doc.blockchainID,
     lastError: doc.lastError,
+    // Extension: why it was rejected; null unless rejected (and on documents stored before the field existed).
+    rejectionReason: doc.rejectionReason ?? null,
     // The contract leaves the status field unnamed; ours is `status` (see the README).
     status: doc.status,
     createdAt: doc.createdAt,
@@ -139,8 +143,8 @@ export function toApi(doc: DistributorOperationDoc): DistributorOperation {
 }
 
 /** The fields among `keys` that the document has: a kind's fields are absent from documents of other kinds. */
-function present<K extends keyof DistributorOperation>(doc: DistributorOperationDoc, ...keys: K[]): Partial<Pick<DistributorOperation, K>> {
-  const picked: Partial<Pick<DistributorOperation, K>> = {};
+function present<K extends keyof DistributorOperationDoc>(doc: DistributorOperationDoc, ...keys: K[]): Partial<Pick<DistributorOperationDoc, K>> {
+  const picked: Partial<Pick<DistributorOperationDoc, K>> = {};
   for (const key of keys) if (doc[key] !== undefined) picked[key] = doc[key];
   return picked;
 }

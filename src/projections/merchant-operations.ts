@@ -35,8 +35,15 @@ export type MerchantOperationDoc = {
   memo?: string;
   /** Empty while processing. */
   blockchainID: string;
+  /**
+   * `wo_...`, set at completion: the wallet operation it became, which is the `operationID` of the payment in the
+   * payee's payments list (a pay-merchant's payee, or this merchant for a received cash-in). Absent before.
+   */
+  walletOperationID?: string;
   sequenceNumber: number | null;
   lastError: string | null;
+  /** Set once rejected: the reason given (a checker's, or that of the key's revocation). Absent from documents stored before it existed. */
+  rejectionReason?: string;
   status: ContractStatus;
   createdAt: string;
   /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
@@ -49,7 +56,10 @@ export type MerchantOperationDoc = {
 };
 
 /** The contract's Merchant operation object: the document without its internal fields. */
-export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position'>;
+export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason' | 'walletOperationID'> & {
+  walletOperationID: string;
+  rejectionReason: string | null;
+};
 
 export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'merchant_operations',
@@ -104,9 +114,7 @@ function requested(data: RequestedData, id: string, position: number, scale: num
 
 /** What a later event of the operation's stream changes: status and its fields, never the list position. */
 function progressed(doc: MerchantOperationDoc, event: LaterOperationEvent): MerchantOperationDoc {
-  // The merchant's list has no walletOperationID.
-  const { walletOperationID: _notListed, ...change } = lifecycleChange(event);
-  return { ...doc, ...change };
+  return { ...doc, ...lifecycleChange(event) };
 }
 
 export function merchantOperationsProjection(options: { assetScale?: number } = {}): Projection<MerchantOperationDoc> {
@@ -140,8 +148,12 @@ export function toApi(doc: MerchantOperationDoc): MerchantOperation {
     fee: doc.fee,
     ...present(doc, 'distributorTo', 'distributorName', 'merchantTo', 'merchantName', 'phoneTo', 'memo'),
     blockchainID: doc.blockchainID,
+    // Extension: the link to the payment it became; "" until completed, as in the distributor's list.
+    walletOperationID: doc.walletOperationID ?? '',
     sequenceNumber: doc.sequenceNumber,
     lastError: doc.lastError,
+    // Extension: why it was rejected; null unless rejected (and on documents stored before the field existed).
+    rejectionReason: doc.rejectionReason ?? null,
     // The contract leaves the status field unnamed; ours is `status` (see the README).
     status: doc.status,
     createdAt: doc.createdAt,
@@ -150,8 +162,8 @@ export function toApi(doc: MerchantOperationDoc): MerchantOperation {
 }
 
 /** The fields among `keys` that the document has: a kind's fields are absent from documents of other kinds. */
-function present<K extends keyof MerchantOperation>(doc: MerchantOperationDoc, ...keys: K[]): Partial<Pick<MerchantOperation, K>> {
-  const picked: Partial<Pick<MerchantOperation, K>> = {};
+function present<K extends keyof MerchantOperationDoc>(doc: MerchantOperationDoc, ...keys: K[]): Partial<Pick<MerchantOperationDoc, K>> {
+  const picked: Partial<Pick<MerchantOperationDoc, K>> = {};
   for (const key of keys) if (doc[key] !== undefined) picked[key] = doc[key];
   return picked;
 }

@@ -45,7 +45,11 @@ export type MerchantPaymentDoc = {
 };
 
 /** The contract's Payment object, with the extension field `completedAt` (a listed payment is completed). */
-export type Payment = Pick<MerchantPaymentDoc, 'operationID' | 'type' | 'amount' | 'from' | 'fromType' | 'fromShortCode' | 'memo' | 'blockchainID' | 'createdAt'> & { completedAt: string };
+export type Payment = Pick<MerchantPaymentDoc, 'operationID' | 'type' | 'amount' | 'from' | 'fromType' | 'fromShortCode' | 'memo' | 'blockchainID' | 'createdAt'> & {
+  completedAt: string;
+  /** Extension: the operation (`op_...`) the payment came from, as the payer's (or distributor's) operations list names it. */
+  sourceOperationID: string;
+};
 
 export const MERCHANT_PAYMENTS_COLLECTION: CollectionDefinition = {
   name: 'merchant_payments',
@@ -169,5 +173,6 @@ export function toApi(doc: MerchantPaymentDoc): Payment {
     createdAt: doc.createdAt,
     // Extension field (issue 18): when the payment was received; a listed payment is always completed.
     completedAt: doc.completedAt ?? doc.createdAt,
+    sourceOperationID: doc.id,
   };
 }

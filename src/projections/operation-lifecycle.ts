@@ -11,6 +11,8 @@ export interface LifecycleFields {
   sequenceNumber: number | null;
   blockchainID: string;
   lastError: string | null;
+  /** The checker's reason (or the key revocation's), once rejected; absent before. */
+  rejectionReason?: string;
   updatedAt: string;
 }
 
@@ -25,7 +27,7 @@ export function lifecycleChange(event: LaterOperationEvent): Partial<LifecycleFi
     case 'OperationApproved':
       return { status, updatedAt: event.data.approvedAt };
     case 'OperationRejected':
-      return { status, updatedAt: event.data.rejectedAt };
+      return { status, rejectionReason: event.data.reason, updatedAt: event.data.rejectedAt };
     case 'OperationExecutionStarted':
       return {}; // an executor's claim (the lists do not subscribe to it)
     case 'OperationSubmitted':

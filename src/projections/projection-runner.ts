@@ -131,6 +131,11 @@ export class ProjectionRunner {
     return this.follower.position;
   }
 
+  /** True once this runner has committed its documents up to `position`; false after `timeoutMs`. */
+  untilCommitted(position: number, timeoutMs: number): Promise<boolean> {
+    return this.follower.untilCommitted(position, timeoutMs);
+  }
+
   start(): void {
     this.follower.start();
   }

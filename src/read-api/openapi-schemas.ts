@@ -41,6 +41,7 @@ const problemSchema = z.object({
   detail: z.string().meta({ description: 'Explanation of this occurrence.' }),
   errors: z.array(fieldErrorSchema).optional().meta({ description: 'Only for validation problems: one item per field at fault.' }),
   'violated-policies': z.array(z.string()).optional().meta({ description: 'Only for 429: the limits exceeded, `per-key` or `failed-auth`.' }),
+  requestId: z.string().meta({ description: 'The request id of the X-Request-Id response header: quote it to support.' }),
 }) satisfies z.ZodType<Problem>;
 const operationCreatedSchema = z.object({
   operationID: z.string().meta({ description: 'The new operation, pending until a checker approves it.', example: 'op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f' }),

@@ -88,15 +88,16 @@ function responseExamples(amount: string, zero: string, assetScale: number) {
   const distributorOperation: z.input<ResponseSchemas['distributorOperation']['union']> = {
     operationID: OPERATION_ID, distributorID: DISTRIBUTOR_ID, operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042',
     walletOperationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', sequenceNumber: 48213, blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
-    lastError: null, status: 'completed', createdAt: AT, updatedAt: LATER,
+    lastError: null, rejectionReason: null, status: 'completed', createdAt: AT, updatedAt: LATER,
   };
   const merchantOperation: z.input<ResponseSchemas['merchantOperation']['union']> = {
     operationID: OPERATION_ID, merchantID: MERCHANT_ID, operationType: 'pay-individual', amount, fee: zero, phoneTo: PHONE,
-    blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: AT, updatedAt: AT,
+    blockchainID: '', walletOperationID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending', createdAt: AT, updatedAt: AT,
   };
   const payment: z.input<ResponseSchemas['payment']['union']> = {
     operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,
     memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: AT, completedAt: LATER,
+    sourceOperationID: OPERATION_ID,
   };
   const balance: z.input<ResponseSchemas['balance']> = { balance: amount, available: formatAmount(120, assetScale), held: formatAmount(30, assetScale) };
   return { distributorOperation, merchantOperation, payment, balance };
@@ -116,7 +117,14 @@ function queryProblem(schema: z.ZodType, query: Record<string, string>): Problem
 }
 
 const domainProblem = (error: DomainError) => problemOfDomainError(error);
-const problemContent = (examples: Record<string, Example>): Content => ({ 'application/problem+json': { schema: ref('Problem'), examples } });
+/** Every problem carries its request's id (src/http/problems.ts): the examples too. */
+const EXAMPLE_REQUEST_ID = '7d9f2c4e-1b3a-4f6e-9c8d-2a5b7e0f1c3d';
+const problemContent = (examples: Record<string, Example>): Content => ({
+  'application/problem+json': {
+    schema: ref('Problem'),
+    examples: Object.fromEntries(Object.entries(examples).map(([name, example]) => [name, { ...example, value: { ...(example.value as object), requestId: EXAMPLE_REQUEST_ID } }])),
+  },
+});
 
 /** Headers of every response, whoever answers it (the app, or the server for a request it could not parse). */
 const EVERY_RESPONSE: Record<string, Header> = {
@@ -124,6 +132,8 @@ const EVERY_RESPONSE: Record<string, Header> = {
   'RateLimit-Policy': { description: 'Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication.', schema: { type: 'string' } },
   RateLimit: { description: 'What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket).', schema: { type: 'string' } },
 };
+const ETAG: Header = { description: 'A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed.', required: true, schema: { type: 'string' } };
+const NO_STORE: Header = { description: '`no-store`: an answer about a wallet is never cached by intermediaries or browsers.', required: true, schema: { type: 'string', const: 'no-store' } };
 const RETRY_AFTER: Header = { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 0 } };
 
 function respond(description: string, content: Content | undefined, headers: Record<string, Header> = {}): OpenApiResponse {
@@ -296,7 +306,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '401': UNAUTHORIZED,
         '403': forbidden('Perform Operations', partyType, {
           transactionLimit: { summary: 'above the key\'s max transaction amount', value: domainProblem(new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`)) },
-          dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21)`)) },
+          dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 (Africa/Lagos))`)) },
           insufficientBalance: { summary: 'payer balance too low', value: domainProblem(new DomainError('INSUFFICIENT_BALANCE', `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and its fee (${amount})`)) },
           ...(partyType === 'distributor' ? {
             cashOutNotAuthorized: {
@@ -347,9 +357,14 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       description: spec.description,
       'x-permission': spec.permission,
       security,
-      parameters: [pathParameter(spec.partyType), ...(spec.query ? queryParameters(spec.query, spec.queryExamples ?? {}) : [])],
+      parameters: [
+        pathParameter(spec.partyType),
+        ...(spec.query ? queryParameters(spec.query, spec.queryExamples ?? {}) : []),
+        { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of an earlier 200: answered 304 without a body while it is still current.', schema: { type: 'string' } },
+      ],
       responses: {
-        '200': respond('OK.', { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } }),
+        '200': respond('OK.', { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } }, { ETag: ETAG, 'Cache-Control': NO_STORE }),
+        '304': respond('Not Modified: If-None-Match names the current ETag; no body.', undefined, { ETag: ETAG, 'Cache-Control': NO_STORE }),
         '400': respond(`${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP.`, problemContent(badQuery)),
         '401': UNAUTHORIZED,
         '403': forbidden(spec.permission, spec.partyType),

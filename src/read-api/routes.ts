@@ -4,6 +4,7 @@ import type { Document, FindQuery, ReadStore } from '../ports/read-store.ts';
 import type { PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
 import { validationProblem } from '../http/problems.ts';
+import { sendJsonWithETag } from '../http/conditional.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import * as balances from '../projections/balances.ts';
@@ -63,7 +64,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     router.get(`/api/v1/${partyType}s/:${id}/balance`, auth, authorize('Read Balance', partyType, id), current(models.balances), async (req: Request, res: Response) => {
       query(NO_QUERY, req);
       const doc = await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, balances.balanceDocId({ kind: partyType, id: String(req.params[id]) }));
-      res.json(balances.toApi(doc, deps.assetScale));
+      sendJsonWithETag(res, balances.toApi(doc, deps.assetScale));
     });
   }
 
@@ -75,20 +76,20 @@ export function readRoutes(deps: ReadApiDeps): Router {
   router.get('/api/v1/distributors/:distributorID/operations', auth, authorize('Read Transactions', 'distributor', 'distributorID'), current(models.distributorOperations), async (req, res) => {
     const page = query(listQuery, req);
     const id = String(req.params.distributorID);
-    res.json(await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, distributorOperations.toApi, page));
+    sendJsonWithETag(res, await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, distributorOperations.toApi, page));
   });
 
   router.get('/api/v1/merchants/:merchantID/operations', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantOperations), async (req, res) => {
     const page = query(listQuery, req);
     const id = String(req.params.merchantID);
-    res.json(await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, merchantOperations.toApi, page));
+    sendJsonWithETag(res, await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, merchantOperations.toApi, page));
   });
 
   router.get('/api/v1/merchants/:merchantID/payments', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantPayments), async (req, res) => {
     const { search, ...page } = query(paymentsQuery, req);
     const id = String(req.params.merchantID);
     const clauses = search !== undefined && search.trim() !== '' ? merchantPayments.paymentSearch(search) : undefined;
-    res.json(await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, merchantPayments.toApi, page, clauses));
+    sendJsonWithETag(res, await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, merchantPayments.toApi, page, clauses));
   });
   return router;
 }

@@ -93,6 +93,7 @@ export function responseSchemas(assetScale: number) {
     blockchainID: z.string().meta({ description: 'Empty until completed.' }),
     sequenceNumber: z.number().int().nullable(),
     lastError: z.string().nullable(),
+    rejectionReason: z.string().nullable().meta({ description: 'Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key\'s revocation); null unless `status` is `rejected`.' }),
     status,
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -125,7 +126,15 @@ export function responseSchemas(assetScale: number) {
     }),
   };
 
-  const merchantCommon = { operationID: z.string(), merchantID: z.string(), amount, fee: amount, memo, ...lifecycle };
+  const merchantCommon = {
+    operationID: z.string(),
+    merchantID: z.string(),
+    amount,
+    fee: amount,
+    memo,
+    walletOperationID: z.string().meta({ description: 'Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a pay-merchant it is the `operationID` of the payment in the payee\'s payments list.' }),
+    ...lifecycle,
+  };
   const merchantOperation = {
     'cash-in': z.strictObject({
       operationType: z.literal('cash-in'),
@@ -162,6 +171,7 @@ export function responseSchemas(assetScale: number) {
       description: 'Extension field (not in the contract): when the payment completed, i.e. when it was received and entered this list. The list is ordered by it, newest first.',
       format: 'date-time',
     }),
+    sourceOperationID: z.string().meta({ description: 'Extension (not in the contract): the operation (op_…) this payment came from, as the payer\'s or the distributor\'s operations list names it (its walletOperationID there is this payment\'s operationID).' }),
   };
   const payment = {
     individual: z.strictObject({

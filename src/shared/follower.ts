@@ -163,6 +163,8 @@ export class Follower {
   /** Events waiting to settle, by position. */
   private readonly unsettled = new Set<number>();
   private readonly settleWaiters: Array<() => void> = [];
+  /** Callers of untilCommitted, woken by each commit that reaches their position. */
+  private readonly commitWaiters = new Set<{ position: number; resolve: (reached: boolean) => void }>();
   /** An event whose settling failed: the session fails with its error at the next batch. */
   private settleFailure: { error: unknown; position: number } | undefined;
   private committing: Promise<void> | undefined;
@@ -184,6 +186,25 @@ export class Follower {
     return this.committed;
   }
 
+  /**
+   * Resolves true once the checkpoint has reached `position` (every event at or below it handled and committed
+   * with its writes), false after `timeoutMs` or when the follower stops: for a caller that must read its own
+   * write from what this follower builds.
+   */
+  untilCommitted(position: number, timeoutMs: number): Promise<boolean> {
+    if ((this.committed ?? -1) >= position) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const waiter = { position, resolve: (reached: boolean) => {
+        clearTimeout(timer);
+        this.commitWaiters.delete(waiter);
+        resolve(reached);
+      } };
+      const timer = setTimeout(() => waiter.resolve(false), timeoutMs);
+      timer.unref();
+      this.commitWaiters.add(waiter);
+    });
+  }
+
   /** Every event at or below this is handled, committed or not. */
   get handledPosition(): number | null {
     if (this.delivered === null) return this.committed;
@@ -199,6 +220,7 @@ export class Follower {
   /** Stops following; what is handled is committed (a failure here only means a harmless replay at the next start). */
   async stop(): Promise<void> {
     const stopped = this.consumer.stop(); // marks the session stopping at once
+    for (const waiter of this.commitWaiters) waiter.resolve(false);
     this.settleWaiters.splice(0).forEach((wake) => wake()); // a session waiting for room to settle sees it
     await stopped;
     clearInterval(this.timer);
@@ -305,6 +327,7 @@ export class Follower {
     this.committing = this.options.checkpoint.commit(position, writes).then(() => {
       this.committed = position;
       this.committedAt = Date.now();
+      for (const waiter of this.commitWaiters) if (waiter.position <= position) waiter.resolve(true);
     });
     try {
       await this.committing;

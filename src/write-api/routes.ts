@@ -25,6 +25,11 @@ export interface WriteApiDeps {
   directory: ApiKeyDirectory;
   schemas: OperationSchemas;
   clock: () => Date;
+  /**
+   * Read-your-writes: resolves once the operation at this log position is readable from the party's operation
+   * list in this process (or the wait's bound has passed: the create is committed and answered all the same).
+   */
+  readable?: (partyType: 'distributor' | 'merchant', position: number) => Promise<unknown>;
 }
 
 export const BODY_LIMIT = '16kb';
@@ -109,6 +114,7 @@ export function writeRoutes(deps: WriteApiDeps): Router {
       } else {
         outcome = await run();
       }
+      if (outcome.kind === 'created' && outcome.position !== undefined) await deps.readable?.(partyType, outcome.position);
       if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
       const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
       res.status(response.status).json(response.body);

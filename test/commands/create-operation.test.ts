@@ -71,6 +71,8 @@ interface When {
   assetScale?: number;
   /** CASH_OUT_CONSENT=individual-code: the hash of the code the request carried (null: none). Absent: no consent required. */
   presentedHash?: string | null;
+  /** VOLUME_TIME_ZONE; UTC unless given. */
+  volumeTimeZone?: string;
 }
 
 // Past events of the payer's wallet, the key's volume and an idempotency record.
@@ -96,6 +98,7 @@ function given(past: Given) {
     idempotency: when.idempotency ? { ...when.idempotency, response: when.answer ?? ANSWER } : null,
     assetScale: when.assetScale ?? 2,
     consent: when.presentedHash === undefined ? null : { phone: INDIVIDUAL, presentedHash: when.presentedHash },
+    volumeTimeZone: when.volumeTimeZone ?? 'UTC',
   });
   return {
     when: (when: When = {}) => {
@@ -285,7 +288,16 @@ describe('deciding to create an operation', () => {
     it('when the daily volume refuses, then the limit and what is left are printed at the scale (4289.50 left, never 4289.5)', () =>
       given({ ...funded('9000.00'), volume: [reserved('op_a', '710.5')] })
         .when({ maxDailyVolume: '5000', operation: { amount: '4300.00' } })
-        .thenRefused('DAILY_VOLUME_EXCEEDED', /^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for 2026-03-10\)$/));
+        .thenRefused('DAILY_VOLUME_EXCEEDED', /^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for 2026-03-10; the day runs 00:00-24:00 UTC\)$/));
+
+    it('when the daily volume refuses in a time zone other than UTC, then the detail says when the day runs, as an offset from UTC and the zone', () => {
+      given({ ...funded('9000.00'), volume: [reserved('op_a', '1000')] })
+        .when({ maxDailyVolume: '1000', volumeTimeZone: 'Africa/Lagos', operation: { amount: '1.00' } })
+        .thenRefused('DAILY_VOLUME_EXCEEDED', /left for 2026-03-10; the day runs 00:00-24:00 UTC\+01:00 \(Africa\/Lagos\)\)$/);
+      given({ ...funded('9000.00'), volume: [reserved('op_a', '1000')] })
+        .when({ maxDailyVolume: '1000', volumeTimeZone: 'America/Caracas', operation: { amount: '1.00' } })
+        .thenRefused('DAILY_VOLUME_EXCEEDED', /the day runs 00:00-24:00 UTC-04:00 \(America\/Caracas\)\)$/);
+    });
 
     it('when nothing is left of the day\'s volume, then it says 0.00 left', () =>
       given({ ...funded(), volume: [reserved('op_a', '1000')] })

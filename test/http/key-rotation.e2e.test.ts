@@ -55,7 +55,7 @@ describe('API key rotation, with a fake clock', () => {
     const refused = await balance(oldKey);
     const wrong = await balance(`${keyID}.${'A'.repeat(43)}`);
     expect(refused.status).toBe(401);
-    expect(refused.body).toEqual({ ...wrong.body, instance: refused.body.instance });
+    expect(refused.body).toEqual({ ...wrong.body, instance: refused.body.instance, requestId: refused.body.requestId });
     expect((await balance(newKey)).status).toBe(200);
   });
 

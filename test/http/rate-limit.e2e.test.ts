@@ -14,7 +14,7 @@ type Response = Awaited<ReturnType<typeof call>>;
 function expectRateLimited(r: Response, policy: string, retryAfter: number): void {
   expect(r.status, JSON.stringify(r.body)).toBe(429);
   expect(r.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json\b/);
-  expect(r.body).toEqual({ type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail: expect.any(String), 'violated-policies': [policy] });
+  expect(r.body).toEqual({ type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail: expect.any(String), 'violated-policies': [policy], requestId: r.headers.get('x-request-id') });
   expect(r.headers.get('retry-after')).toBe(String(retryAfter));
   expect(r.headers.get('ratelimit')).toBe(`"${policy}";r=0;t=${retryAfter}`);
 }

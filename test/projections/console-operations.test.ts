@@ -69,8 +69,8 @@ describe('console-operations projection', () => {
       .then({ [ID]: cashInToIndividual({ status: 'completed', sequenceNumber: 7001, blockchainID: `tx-${ID}`, walletOperationID: 'wo_1', updatedAt: at(3), position: 4 }) });
   });
 
-  it('when it is rejected, then it is rejected at the rejection’s time', () => {
-    spec.given(request.cashInToIndividual(ID, { memo: 'Rent March' })).when(rejected(ID)).then({ [ID]: cashInToIndividual({ status: 'rejected', updatedAt: at(1), position: 2 }) });
+  it('when it is rejected, then it is rejected at the rejection’s time, with its reason', () => {
+    spec.given(request.cashInToIndividual(ID, { memo: 'Rent March' })).when(rejected(ID)).then({ [ID]: cashInToIndividual({ status: 'rejected', rejectionReason: 'not ours', updatedAt: at(1), position: 2 }) });
   });
 
   it('when it fails, then the last error is kept', () => {

@@ -53,6 +53,7 @@ describe('distributor operations projection', () => {
       sequenceNumber: null,
       blockchainID: '',
       lastError: null,
+      rejectionReason: null,
       status: 'pending',
       createdAt: T0,
       updatedAt: T0,
@@ -72,6 +73,7 @@ describe('distributor operations projection', () => {
       sequenceNumber: null,
       blockchainID: '',
       lastError: null,
+      rejectionReason: null,
       status: 'pending',
       createdAt: T0,
       updatedAt: T0,
@@ -91,6 +93,7 @@ describe('distributor operations projection', () => {
       sequenceNumber: null,
       blockchainID: '',
       lastError: null,
+      rejectionReason: null,
       status: 'pending',
       createdAt: T0,
       updatedAt: T0,
@@ -103,10 +106,17 @@ describe('distributor operations projection', () => {
     });
   });
 
-  it('when a checker rejects, then the status is rejected with no lastError', () => {
+  it('when a checker rejects, then the status is rejected with the checker\'s reason as rejectionReason and no lastError', () => {
     spec.given(request.cashInToIndividual(ID)).when(rejected(ID, at(1))).then({
-      [ID]: { ...pendingCashInToIndividual, status: 'rejected', updatedAt: at(1), position: 2 },
+      [ID]: { ...pendingCashInToIndividual, status: 'rejected', rejectionReason: 'not ours', updatedAt: at(1), position: 2 },
     });
+    expect(toApi(only(built(request.cashInToIndividual(ID), rejected(ID))))).toMatchObject({ status: 'rejected', rejectionReason: 'not ours', lastError: null });
+  });
+
+  it('when an operation is not rejected, or its document was stored before rejectionReason existed, then the object reads rejectionReason null', () => {
+    expect(toApi(only(built(request.cashInToIndividual(ID))))).toHaveProperty('rejectionReason', null);
+    const { rejectionReason: _absent, ...older } = only(built(request.cashInToIndividual(ID), rejected(ID)));
+    expect(toApi(older)).toHaveProperty('rejectionReason', null);
   });
 
   it('when the ledger accepts the transaction, then the sequence number is known and the status stays approved', () => {

@@ -10,6 +10,8 @@ import {
 import {
   DISTRIBUTOR, MERCHANT, OTHER_MERCHANT, PHONE, T0, approved, at, completed, credited, failed, projectionSpec, rejected, request, stored, submitted,
 } from '../support/projection-spec.ts';
+import * as merchantPayments from '../../src/projections/merchant-payments.ts';
+import { foldInMemory } from '../../src/projections/fold.ts';
 
 const spec = projectionSpec(merchantOperationsProjection());
 const ID = 'op_00000000000000000000000000000002';
@@ -19,6 +21,8 @@ const only = (docs: Record<string, MerchantOperationDoc>) => {
   return docs[ID]!;
 };
 const common = { operationID: ID, merchantID: MERCHANT.id, amount: '100.00', blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending', createdAt: T0, updatedAt: T0 };
+/** The object the API returns of a document with `common`: the extension rejectionReason is null unless rejected. */
+const commonApi = { ...common, walletOperationID: '', rejectionReason: null };
 
 const pendingCashOut: MerchantOperationDoc = {
   id: ID,
@@ -40,18 +44,18 @@ describe('merchant operations projection', () => {
 
   it('when a cash-out is read, then it has the fee and the destination distributor', () => {
     expect(toApi(only(built(request.cashOut(ID, { memo: 'weekly sweep' }))))).toEqual({
-      ...common, operationType: 'cash-out', fee: '1.50', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'weekly sweep',
+      ...commonApi, operationType: 'cash-out', fee: '1.50', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'weekly sweep',
     });
   });
 
   it('when a pay-merchant is read, then it has merchantTo and merchantName and no distributor or phone', () => {
     expect(toApi(only(built(request.payMerchant(ID))))).toEqual({
-      ...common, operationType: 'pay-merchant', fee: '0.50', merchantTo: OTHER_MERCHANT.id, merchantName: OTHER_MERCHANT.name,
+      ...commonApi, operationType: 'pay-merchant', fee: '0.50', merchantTo: OTHER_MERCHANT.id, merchantName: OTHER_MERCHANT.name,
     });
   });
 
   it('when a pay-individual is read, then it has phoneTo only', () => {
-    expect(toApi(only(built(request.payIndividual(ID))))).toEqual({ ...common, operationType: 'pay-individual', fee: '0.25', phoneTo: PHONE });
+    expect(toApi(only(built(request.payIndividual(ID))))).toEqual({ ...commonApi, operationType: 'pay-individual', fee: '0.25', phoneTo: PHONE });
   });
 
   it('when a distributor requests a cash-in to the merchant, then the merchant paid lists it at once, pending, at its request', () => {
@@ -64,9 +68,16 @@ describe('merchant operations projection', () => {
     const doc = only(built(request.cashInToMerchant(ID, { memo: 'float' }), approved(ID), submitted(ID), completed(ID, { blockchainID: 'tx-9', completedAt: at(3) })));
     expect(doc.visible).toBe(true);
     expect(toApi(doc)).toEqual({
-      ...common, operationType: 'cash-in', fee: '0.00', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'float',
-      blockchainID: 'tx-9', sequenceNumber: 7001, status: 'completed', updatedAt: at(3),
+      ...commonApi, operationType: 'cash-in', fee: '0.00', distributorTo: DISTRIBUTOR.id, distributorName: DISTRIBUTOR.name, memo: 'float',
+      blockchainID: 'tx-9', walletOperationID: `wo_${ID.slice(3)}`, sequenceNumber: 7001, status: 'completed', updatedAt: at(3),
     });
+  });
+
+  it('when a pay-merchant completes, then its walletOperationID is the operationID of the payment in the payee\'s payments list', () => {
+    const history = [request.payMerchant(ID), approved(ID), completed(ID, { walletOperationID: 'wo_55' })];
+    expect(toApi(only(built(...history)))).toMatchObject({ status: 'completed', walletOperationID: 'wo_55' });
+    const payment = merchantPayments.toApi(foldInMemory(merchantPayments.merchantPaymentsProjection(), stored(history)).get(ID)!);
+    expect(payment).toMatchObject({ operationID: 'wo_55', sourceOperationID: ID });
   });
 
   it('when a cash-in stored before payerName existed is read, then distributorName is empty', () => {
@@ -98,12 +109,14 @@ describe('merchant operations projection', () => {
       [ID]: { ...pendingCashOut, status: 'approved', sequenceNumber: 42, updatedAt: at(2), position: 3 },
     });
     spec.given(request.cashOut(ID), approved(ID), submitted(ID, 42)).when(completed(ID, { blockchainID: 'tx-1', sequenceNumber: 42, completedAt: at(3) })).then({
-      [ID]: { ...pendingCashOut, status: 'completed', blockchainID: 'tx-1', sequenceNumber: 42, updatedAt: at(3), position: 4 },
+      [ID]: { ...pendingCashOut, status: 'completed', blockchainID: 'tx-1', walletOperationID: `wo_${ID.slice(3)}`, sequenceNumber: 42, updatedAt: at(3), position: 4 },
     });
   });
 
-  it('when its own operation is rejected or fails, then it stays listed with its status and lastError', () => {
-    spec.given(request.cashOut(ID)).when(rejected(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'rejected', updatedAt: at(1), position: 2 } });
+  it('when its own operation is rejected or fails, then it stays listed with its status and rejectionReason or lastError', () => {
+    spec.given(request.cashOut(ID)).when(rejected(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'rejected', rejectionReason: 'not ours', updatedAt: at(1), position: 2 } });
+    expect(toApi(only(built(request.cashOut(ID), rejected(ID))))).toMatchObject({ status: 'rejected', rejectionReason: 'not ours', lastError: null });
+    expect(toApi(only(built(request.cashOut(ID))))).toHaveProperty('rejectionReason', null);
     spec.given(request.cashOut(ID), approved(ID)).when(failed(ID, 'no route', at(5))).then({
       [ID]: { ...pendingCashOut, status: 'failed', lastError: 'no route', updatedAt: at(5), position: 3 },
     });

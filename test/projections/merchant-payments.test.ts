@@ -54,7 +54,7 @@ describe('merchant payments projection', () => {
 
   it('when an individual payment is read, then from is the phone, with no fromShortCode and a null memo', () => {
     expect(toApi(only(built(request.individualPayment(ID), completed(ID, done))))).toEqual({
-      operationID: 'wo_77', type: 'payment', amount: '100.00', from: PHONE, fromType: 'individual', memo: null, blockchainID: 'tx-77', createdAt: T0, completedAt: at(3),
+      operationID: 'wo_77', type: 'payment', amount: '100.00', from: PHONE, fromType: 'individual', memo: null, blockchainID: 'tx-77', createdAt: T0, completedAt: at(3), sourceOperationID: ID,
     });
   });
 
@@ -67,8 +67,13 @@ describe('merchant payments projection', () => {
     expect(doc).toMatchObject({ merchantID: MERCHANT.id, searchPhone: null, visible: true });
     expect(toApi(doc)).toEqual({
       operationID: 'wo_77', type: 'payment', amount: '100.00', from: OTHER_MERCHANT.name, fromType: 'merchant', fromShortCode: 5002,
-      memo: 'Invoice 12', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3),
+      memo: 'Invoice 12', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3), sourceOperationID: ID,
     });
+  });
+
+  it('when a payment is read, then sourceOperationID names the operation (op_…) it came from, as the payer\'s or distributor\'s list shows it', () => {
+    const doc = only(built(request.cashInToMerchant(ID), approved(ID), completed(ID, done)));
+    expect(toApi(doc)).toMatchObject({ operationID: 'wo_77', sourceOperationID: ID });
   });
 
   it('when a paying merchant\'s short code is unknown (null), then fromShortCode is omitted', () => {
@@ -78,7 +83,7 @@ describe('merchant payments projection', () => {
 
   it('when a distributor\'s cash-in to the merchant completes, then it is a cash-in from the distributor\'s name', () => {
     expect(toApi(only(built(request.cashInToMerchant(ID, { memo: 'float' }), approved(ID), completed(ID, done))))).toEqual({
-      operationID: 'wo_77', type: 'cash-in', amount: '100.00', from: DISTRIBUTOR.name, fromType: 'distributor', memo: 'float', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3),
+      operationID: 'wo_77', type: 'cash-in', amount: '100.00', from: DISTRIBUTOR.name, fromType: 'distributor', memo: 'float', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3), sourceOperationID: ID,
     });
   });
 

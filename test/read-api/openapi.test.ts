@@ -72,18 +72,21 @@ describe('the OpenAPI document', () => {
     for (const target of allRefs(doc)) expect(() => resolve({ $ref: target }), target).not.toThrow();
   });
 
-  it('names every status the server answers: 200, 400, 401, 403, 404, 409, 413, 422 for POST, 200, 400, 401, 403 for GET, and 408, 429, 431, 500 and 503 for both', () => {
+  it('names every status the server answers: 200, 400, 401, 403, 404, 409, 413, 422 for POST, 200, 304, 400, 401, 403 for GET, and 408, 429, 431, 500 and 503 for both; every problem example carries a request id', () => {
     for (const { method, operation } of operations()) {
       const expected = method === 'post'
         ? ['200', '400', '401', '403', '404', '408', '409', '413', '422', '429', '431', '500', '503']
-        : ['200', '400', '401', '403', '408', '429', '431', '500', '503'];
+        : ['200', '304', '400', '401', '403', '408', '429', '431', '500', '503'];
       expect(Object.keys(operation.responses).sort()).toEqual(expected);
       for (const [status, response] of Object.entries(operation.responses)) {
         expect(response.description, `${operation.operationId} ${status}`).toBeTruthy();
-        if (status === '200') continue;
+        if (status === '200' || status === '304') continue;
         const media = response.content?.['application/problem+json'];
         expect(media?.schema).toEqual({ $ref: '#/components/schemas/Problem' });
-        for (const example of Object.values(media?.examples ?? {})) expect((example.value as { status: number }).status).toBe(Number(status));
+        for (const example of Object.values(media?.examples ?? {})) {
+          expect((example.value as { status: number }).status).toBe(Number(status));
+          expect((example.value as { requestId?: string }).requestId).toMatch(/^[0-9a-f-]{36}$/);
+        }
       }
     }
   });

@@ -345,7 +345,7 @@ describe('GET /api/v1/distributors/{distributorID}/operations', () => {
       operationType: 'cash-out-fulfillment', amount: '20', phoneFrom: phone, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'rcpt-42',
     });
     ids.extra = await create(distributor, { operationType: 'cash-in', amount: '1', phoneTo: phone });
-    const pending = { walletOperationID: '', sequenceNumber: null, blockchainID: '', lastError: null, status: 'pending' };
+    const pending = { walletOperationID: '', sequenceNumber: null, blockchainID: '', lastError: null, rejectionReason: null, status: 'pending' };
     const common = async (id: string) => {
       const { createdAt } = await requestedOf(id);
       return { operationID: id, distributorID: distributor.ref.id, createdAt, updatedAt: createdAt, ...pending };
@@ -363,13 +363,13 @@ describe('GET /api/v1/distributors/{distributorID}/operations', () => {
     expect(items).toEqual(Object.values(ids).map((id) => expected[id]!).sort(newestCreationFirst));
   });
 
-  it('when the checker approves one and rejects another, then they are listed approved and rejected with the decision time', async () => {
+  it('when the checker approves one and rejects another, then they are listed approved, and rejected with the decision time and the checker\'s rejectionReason', async () => {
     await decide(distributor, ids.toPhone, { type: 'approve' });
     await decide(distributor, ids.extra, { type: 'reject', reason: 'duplicate' });
     const { approvedAt } = await eventData(ids.toPhone, 'OperationApproved');
     const { rejectedAt } = await eventData(ids.extra, 'OperationRejected');
     expected[ids.toPhone] = { ...expected[ids.toPhone], status: 'approved', updatedAt: approvedAt };
-    expected[ids.extra] = { ...expected[ids.extra], status: 'rejected', updatedAt: rejectedAt };
+    expected[ids.extra] = { ...expected[ids.extra], status: 'rejected', rejectionReason: 'duplicate', updatedAt: rejectedAt };
     // The executor takes LEDGER_LATENCY_MS to carry the approved one out: it is listed approved meanwhile.
     await listed(ids.toPhone);
     await listed(ids.extra);
@@ -412,7 +412,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
   let phone: string;
   const expected: Record<string, Record<string, unknown>> = {};
   const listed = (id: string) => untilListed(operationsPath(merchant), merchant.apiKey, expected[id]!);
-  const pending = { blockchainID: '', sequenceNumber: null, lastError: null, status: 'pending' };
+  const pending = { blockchainID: '', walletOperationID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending' };
   const own: string[] = [];
   const listedIDs = async () => (await get(operationsPath(merchant), merchant.apiKey)).body.map((i: any) => i.operationID);
 
@@ -444,9 +444,9 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     const [cashOut, payMerchant, payIndividual] = own as [string, string, string];
     await decide(merchant, cashOut, { type: 'reject', reason: 'wrong distributor' });
     const { rejectedAt } = await eventData(cashOut, 'OperationRejected');
-    expected[cashOut] = { ...expected[cashOut], status: 'rejected', updatedAt: rejectedAt };
+    expected[cashOut] = { ...expected[cashOut], status: 'rejected', rejectionReason: 'wrong distributor', updatedAt: rejectedAt };
     const done = await completeOperation(store, payMerchant);
-    expected[payMerchant] = { ...expected[payMerchant], status: 'completed', blockchainID: done.blockchainID, sequenceNumber: done.sequenceNumber, updatedAt: done.completedAt };
+    expected[payMerchant] = { ...expected[payMerchant], status: 'completed', blockchainID: done.blockchainID, walletOperationID: done.walletOperationID, sequenceNumber: done.sequenceNumber, updatedAt: done.completedAt };
     const { failedAt, sequenceNumber } = await failOperation(store, payIndividual, 'recipient wallet closed');
     expected[payIndividual] = { ...expected[payIndividual], status: 'failed', lastError: 'recipient wallet closed', sequenceNumber, updatedAt: failedAt };
     for (const id of own) await listed(id);
@@ -468,7 +468,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     expect(approved.find((i: any) => i.operationID === id).createdAt).toBe(createdAt);
 
     const done = (await settled(id)).data;
-    expected[id] = { ...expected[id], blockchainID: done.blockchainID, sequenceNumber: done.sequenceNumber, status: 'completed', updatedAt: done.completedAt };
+    expected[id] = { ...expected[id], blockchainID: done.blockchainID, walletOperationID: done.walletOperationID, sequenceNumber: done.sequenceNumber, status: 'completed', updatedAt: done.completedAt };
     const items = await listed(id);
     expect(items.map((i: any) => i.operationID)).toEqual(order());
     own.push(id);
@@ -483,7 +483,7 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
     await caughtUp();
     const items = (await get(operationsPath(merchant), merchant.apiKey)).body as any[];
     expect(items).toHaveLength(6);
-    expect(items.find((i) => i.operationID === rejected)).toMatchObject({ operationType: 'cash-in', status: 'rejected', blockchainID: '' });
+    expect(items.find((i) => i.operationID === rejected)).toMatchObject({ operationType: 'cash-in', status: 'rejected', rejectionReason: 'no', blockchainID: '' });
     expect(items.find((i) => i.operationID === failed)).toMatchObject({ operationType: 'cash-in', status: 'failed', lastError: 'ledger down' });
     expect(items.map((i) => i.operationID).slice(0, 2)).toEqual([failed, rejected]);
   });
@@ -519,7 +519,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     const done = await completeOperation(store, id);
     const payment = {
       operationID: done.walletOperationID, type: 'payment', amount: '42.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode),
-      memo: 'Invoice ABC-42', blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt,
+      memo: 'Invoice ABC-42', blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id,
     };
     payments[id] = payment;
     expect(await until(paymentsPath(payee), payee.apiKey, (items: any[]) => items.length === 1)).toEqual([payment]);
@@ -530,7 +530,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
   it('when a distributor cash-in to it completes, then it is listed as a cash-in from the distributor by name', async () => {
     const id = await create(distributor, { operationType: 'cash-in', amount: '250', merchantToShortCode: payee.shortCode });
     const done = await completeOperation(store, id);
-    payments[id] = { operationID: done.walletOperationID, type: 'cash-in', amount: '250.00', from: distributor.name, fromType: 'distributor', memo: null, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
+    payments[id] = { operationID: done.walletOperationID, type: 'cash-in', amount: '250.00', from: distributor.name, fromType: 'distributor', memo: null, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id };
     await untilListed(paymentsPath(payee), payee.apiKey, payments[id]!);
   });
 
@@ -540,7 +540,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
       await caughtUp();
       expect((await list()).body).toHaveLength(Object.keys(payments).length); // not listed while pending
       const done = await completeOperation(store, id);
-      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '9.99', from: phone, fromType: 'individual', memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
+      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '9.99', from: phone, fromType: 'individual', memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id };
       await untilListed(paymentsPath(payee), payee.apiKey, payments[id]!);
     }
   });
@@ -549,7 +549,7 @@ describe('GET /api/v1/merchants/{merchantID}/payments', () => {
     for (const memo of ['100% off_sale (x+y).*[1]', 'percent offXsale xxy ab1']) {
       const id = await create(payer, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: payee.shortCode, memo });
       const done = await completeOperation(store, id);
-      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '1.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode), memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt };
+      payments[id] = { operationID: done.walletOperationID, type: 'payment', amount: '1.00', from: payer.name, fromType: 'merchant', fromShortCode: Number(payer.shortCode), memo, blockchainID: done.blockchainID, createdAt: (await requestedOf(id)).createdAt, completedAt: done.completedAt, sourceOperationID: id };
     }
     await create(payer, { operationType: 'pay-merchant', amount: '2', merchantToShortCode: payee.shortCode, memo: 'still pending' });
     await failOperation(store, await create(payer, { operationType: 'pay-merchant', amount: '3', merchantToShortCode: payee.shortCode, memo: 'failed one' }), 'no');

@@ -57,6 +57,14 @@ describe('webhook events of an operation', () => {
     expect(again).toEqual(once);
   });
 
+  it('given a rejection, then the creating party gets operation.rejected whose operation carries the checker\'s rejectionReason', () => {
+    const rejected = recorded('OperationRejected', { operationID: 'op_1', rejectedBy: 'u2', reason: 'wrong amount', rejectedAt: '2026-11-23T10:00:03.000Z' });
+    const [message, ...others] = operationWebhookMessages(rejected, [requested, rejected], 2);
+    expect(others).toEqual([]);
+    expect(message!.type).toBe('operation.rejected');
+    expect(JSON.parse(message!.body).data.operation).toMatchObject({ operationID: 'op_1', status: 'rejected', rejectionReason: 'wrong amount', lastError: null });
+  });
+
   it('given an operation of another channel (no creating party), then only the merchant paid hears of it', () => {
     const individual = recorded('OperationRequested', { ...payMerchant, operationType: 'individual-payment', party: null, keyID: null, payer: { kind: 'individual', id: '+2348120000001' }, payerName: '+2348120000001', payerShortCode: null });
     expect(operationWebhookMessages(approved, [individual, approved], 2)).toEqual([]);

@@ -422,7 +422,7 @@ describe('create-operation endpoints', () => {
       expectOperationCreated(await post(d, cashIn('710.5')));
       const volume = await post(d, cashIn('4300'));
       expectProblem(volume, 403, '/problems/daily-volume-exceeded');
-      expect(volume.body.detail).toMatch(/^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for \d{4}-\d{2}-\d{2}\)$/);
+      expect(volume.body.detail).toMatch(/^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for \d{4}-\d{2}-\d{2}; the day runs 00:00-24:00 UTC\)$/);
       const limit = await post(d, cashIn('4500.5'));
       expectProblem(limit, 403, '/problems/transaction-limit-exceeded');
       expect(limit.body.detail).toBe('amount 4500.50 exceeds this key\'s max transaction amount of 4500.00');

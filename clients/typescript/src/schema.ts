@@ -374,6 +374,8 @@ export interface components {
             blockchainID: string;
             sequenceNumber: number | null;
             lastError: string | null;
+            /** @description Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key's revocation); null unless `status` is `rejected`. */
+            rejectionReason: string | null;
             /**
              * @description Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).
              * @enum {string}
@@ -422,6 +424,8 @@ export interface components {
             blockchainID: string;
             sequenceNumber: number | null;
             lastError: string | null;
+            /** @description Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key's revocation); null unless `status` is `rejected`. */
+            rejectionReason: string | null;
             /**
              * @description Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).
              * @enum {string}
@@ -469,10 +473,14 @@ export interface components {
             fee: string;
             /** @description Absent when the operation has none. */
             memo?: string;
+            /** @description Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a pay-merchant it is the `operationID` of the payment in the payee's payments list. */
+            walletOperationID: string;
             /** @description Empty until completed. */
             blockchainID: string;
             sequenceNumber: number | null;
             lastError: string | null;
+            /** @description Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key's revocation); null unless `status` is `rejected`. */
+            rejectionReason: string | null;
             /**
              * @description Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).
              * @enum {string}
@@ -515,10 +523,14 @@ export interface components {
             fee: string;
             /** @description Absent when the operation has none. */
             memo?: string;
+            /** @description Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a pay-merchant it is the `operationID` of the payment in the payee's payments list. */
+            walletOperationID: string;
             /** @description Empty until completed. */
             blockchainID: string;
             sequenceNumber: number | null;
             lastError: string | null;
+            /** @description Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key's revocation); null unless `status` is `rejected`. */
+            rejectionReason: string | null;
             /**
              * @description Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).
              * @enum {string}
@@ -561,10 +573,14 @@ export interface components {
             fee: string;
             /** @description Absent when the operation has none. */
             memo?: string;
+            /** @description Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a pay-merchant it is the `operationID` of the payment in the payee's payments list. */
+            walletOperationID: string;
             /** @description Empty until completed. */
             blockchainID: string;
             sequenceNumber: number | null;
             lastError: string | null;
+            /** @description Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key's revocation); null unless `status` is `rejected`. */
+            rejectionReason: string | null;
             /**
              * @description Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).
              * @enum {string}
@@ -607,10 +623,14 @@ export interface components {
             fee: string;
             /** @description Absent when the operation has none. */
             memo?: string;
+            /** @description Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a pay-merchant it is the `operationID` of the payment in the payee's payments list. */
+            walletOperationID: string;
             /** @description Empty until completed. */
             blockchainID: string;
             sequenceNumber: number | null;
             lastError: string | null;
+            /** @description Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key's revocation); null unless `status` is `rejected`. */
+            rejectionReason: string | null;
             /**
              * @description Where the operation is in its lifecycle (the contract leaves this field unnamed; see the README).
              * @enum {string}
@@ -662,6 +682,8 @@ export interface components {
              * @example 2026-11-21T10:15:00.000Z
              */
             completedAt: string;
+            /** @description Extension (not in the contract): the operation (op_…) this payment came from, as the payer's or the distributor's operations list names it (its walletOperationID there is this payment's operationID). */
+            sourceOperationID: string;
             /** @description The individual's phone. */
             from: string;
         };
@@ -694,6 +716,8 @@ export interface components {
              * @example 2026-11-21T10:15:00.000Z
              */
             completedAt: string;
+            /** @description Extension (not in the contract): the operation (op_…) this payment came from, as the payer's or the distributor's operations list names it (its walletOperationID there is this payment's operationID). */
+            sourceOperationID: string;
             /** @description The paying merchant's name. */
             from: string;
             /** @description The paying merchant's short code. */
@@ -728,6 +752,8 @@ export interface components {
              * @example 2026-11-21T10:15:00.000Z
              */
             completedAt: string;
+            /** @description Extension (not in the contract): the operation (op_…) this payment came from, as the payer's or the distributor's operations list names it (its walletOperationID there is this payment's operationID). */
+            sourceOperationID: string;
             /** @description The distributor's name. */
             from: string;
         };
@@ -770,6 +796,8 @@ export interface components {
             }[];
             /** @description Only for 429: the limits exceeded, `per-key` or `failed-auth`. */
             "violated-policies"?: string[];
+            /** @description The request id of the X-Request-Id response header: quote it to support. */
+            requestId: string;
         };
         RevokedApiKey: {
             keyID: string;
@@ -953,7 +981,10 @@ export interface operations {
                  */
                 offset?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /**
                  * @description The distributor the API key is bound to; any other is refused with 403.
@@ -974,11 +1005,32 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
                     RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["DistributorOperation"][];
                 };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A query parameter is invalid, repeated or unknown. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
             400: {
@@ -1353,7 +1405,10 @@ export interface operations {
                  */
                 offset?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /**
                  * @description The merchant the API key is bound to; any other is refused with 403.
@@ -1374,11 +1429,32 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
                     RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MerchantOperation"][];
                 };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A query parameter is invalid, repeated or unknown. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
             400: {
@@ -1758,7 +1834,10 @@ export interface operations {
                  */
                 search?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /**
                  * @description The merchant the API key is bound to; any other is refused with 403.
@@ -1779,11 +1858,32 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
                     RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Payment"][];
                 };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A query parameter is invalid, repeated or unknown. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
             400: {
@@ -1916,7 +2016,10 @@ export interface operations {
     getDistributorBalance: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /**
                  * @description The distributor the API key is bound to; any other is refused with 403.
@@ -1937,11 +2040,32 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
                     RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Balance"];
                 };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The endpoint takes no query parameters. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
             400: {
@@ -2074,7 +2198,10 @@ export interface operations {
     getMerchantBalance: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /**
                  * @description The merchant the API key is bound to; any other is refused with 403.
@@ -2095,11 +2222,32 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
                     RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Balance"];
                 };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The endpoint takes no query parameters. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
             400: {

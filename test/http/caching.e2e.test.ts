@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
+
+/**
+ * What caches may keep of the API: nothing a request with an API key was answered (Cache-Control: no-store, so
+ * a shared proxy or a browser never serves one client's balance to another); ETags only on GETs answered 200,
+ * where a client may revalidate with If-None-Match; none on POST answers nor on problems, which no client can
+ * revalidate.
+ */
+let sys: TestSystem;
+let distributor: TestParty;
+let apiKey: string;
+
+beforeAll(async () => {
+  sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
+  distributor = await sys.party('distributor');
+  await sys.credit(distributor.wallet, '100.00');
+  ({ apiKey } = await distributor.key());
+  await sys.individual('+2348123456789');
+});
+afterAll(async () => sys?.close());
+
+const path = (tail: string) => `/api/v1/distributors/${distributor.ref.id}/${tail}`;
+const cashIn = { operationType: 'cash-in', amount: '1.00', phoneTo: '+2348123456789' };
+
+describe('caching of authenticated responses', () => {
+  it('when a GET with an API key is answered 200, then it is no-store with a weak ETag, and If-None-Match with that ETag gets 304', async () => {
+    for (const tail of ['balance', 'operations']) {
+      const r = await call(sys.baseUrl, 'GET', path(tail), { apiKey });
+      expect(r.status, tail).toBe(200);
+      expect(r.headers.get('cache-control'), tail).toBe('no-store');
+      const etag = r.headers.get('etag');
+      expect(etag, tail).toMatch(/^W\/".+"$/);
+      // fetch() adds "Cache-Control: no-cache" (an end-to-end reload) to a conditional request that names none.
+      const again = await call(sys.baseUrl, 'GET', path(tail), { apiKey, headers: { 'if-none-match': etag!, 'cache-control': 'max-age=0' } });
+      expect(again.status, tail).toBe(304);
+    }
+  });
+
+  it('when a create is answered 200, then it is no-store and carries no ETag', async () => {
+    const r = await call(sys.baseUrl, 'POST', path('operations'), { apiKey, body: cashIn });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(r.headers.get('etag')).toBeNull();
+  });
+
+  it('when a request is refused (400, 401, 403), then the problem is no-store and carries no ETag', async () => {
+    const refusals = [
+      await call(sys.baseUrl, 'POST', path('operations'), { apiKey, body: { ...cashIn, amount: 'ten' } }),
+      await call(sys.baseUrl, 'GET', path('balance'), { apiKey: 'key_nope.secret' }),
+      await call(sys.baseUrl, 'GET', `/api/v1/distributors/someone-else/balance`, { apiKey }),
+      await call(sys.baseUrl, 'GET', path('operations?limit=0'), { apiKey }),
+    ];
+    expect(refusals.map((r) => r.status)).toEqual([400, 401, 403, 400]);
+    for (const r of refusals) {
+      expect(r.headers.get('cache-control'), String(r.status)).toBe('no-store');
+      expect(r.headers.get('etag'), String(r.status)).toBeNull();
+    }
+  });
+});
