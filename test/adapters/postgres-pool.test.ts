@@ -27,3 +27,30 @@ describe('PostgreSQL migrations', () => {
     }
   });
 });
+
+describe('PostgreSQL pool: a connection terminated while it is checked out', () => {
+  let url: string;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    url = await freshPostgresDatabase();
+    pool = openPostgresPool({ url, poolSize: 2, statementTimeoutMs: 10_000, applicationName: 'terminated test' });
+  });
+  afterAll(() => pool.end());
+
+  // pg_terminate_backend reaches every session, also one held between two statements of a transaction; the
+  // unhandled 'error' of its client crashed the process (found by the PostgreSQL soak).
+  it('given a client held between two statements, when the server terminates its session, then the process survives and the pool serves the next call', async () => {
+    const client = await pool.connect();
+    await client.query('BEGIN');
+    const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const ended = new Promise((resolve) => client.once('end', resolve));
+
+    await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await ended;
+
+    await expect(client.query('COMMIT')).rejects.toThrow();
+    client.release(true);
+    expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+});

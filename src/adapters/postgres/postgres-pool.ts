@@ -31,6 +31,10 @@ export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
   // An idle client's connection that breaks (a failover, a restarted server) is removed from the pool; the
   // error must not crash the process. The next query opens a new connection.
   pool.on('error', () => {});
+  // The pool listens only to idle clients: one checked out and between two statements (a transaction's, while
+  // it decides) whose session is terminated (pg_terminate_backend, a server shutting down) would emit an unheard
+  // 'error' and crash the process. Its next statement fails instead, as transient, and the caller discards it.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
