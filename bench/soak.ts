@@ -107,8 +107,8 @@ async function runLoad(options: SoakOptions, world: World, fleet: Fleet, stats: 
     ...(server
       ? [serverFaults(server, fleet, stats, { loadMs, outageSeconds: options.pgOutageSeconds, terminations: options.pgTerminations, lockSeconds: options.pgLockSeconds }, hold, load.signal, log)]
       : []),
-    // The clients are spread over the API processes, as a load balancer would spread them.
-    ...Array.from({ length: options.clients }, (_, i) => client(baseUrls[i % baseUrls.length]!, world, stats, queue, load.signal)),
+    // With several API processes, each request goes to one of them, as a load balancer would send it.
+    ...Array.from({ length: options.clients }, () => client(baseUrls.length > 1 ? () => fleet.apiTarget() : baseUrl, world, stats, queue, load.signal)),
     ...Array.from({ length: options.checkers }, () => checker(world, stats, queue, options.rejectShare, load.signal)),
     individualPayer(world, stats, options.individualPayEvery, load.signal),
     revoker(baseUrl, world, stats, options.revocations, loadMs, load.signal),

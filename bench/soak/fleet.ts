@@ -69,6 +69,20 @@ export class Fleet {
     return this.children.find((child) => child.spec.kind === 'api')!;
   }
 
+  /** Running, with no kill or restart queued or under way. */
+  isSteady(child: Child): boolean {
+    return child.running && !this.pendingLocks.has(child);
+  }
+
+  /**
+   * The base URL of an API process for the next request, as a load balancer with health checks picks one: a
+   * steady one at random, or any when none is.
+   */
+  apiTarget(): string {
+    const steady = this.apis.filter((api) => this.isSteady(api));
+    return `http://127.0.0.1:${pick(steady.length > 0 ? steady : this.apis).spec.port}`;
+  }
+
   /** Every API process (the PostgreSQL soak runs two behind the clients). */
   get apis(): Child[] {
     return this.children.filter((child) => child.spec.kind === 'api');

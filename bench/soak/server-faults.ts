@@ -66,6 +66,7 @@ async function outage(server: SoakPostgres, fleet: Fleet, stats: SoakStats, seco
   hold.held = true;
   try {
     const startedAt = Date.now();
+    const before = new Map(fleet.children.filter((child) => fleet.isSteady(child)).map((child) => [child, child.starts]));
     log(`PostgreSQL: stopped for ${seconds} s`);
     await server.stopServer();
     await sleep(seconds * 1000 - (Date.now() - startedAt));
@@ -75,6 +76,7 @@ async function outage(server: SoakPostgres, fleet: Fleet, stats: SoakStats, seco
     stats.serverFaults.push(fault);
     log('PostgreSQL: started again; waiting for every process to answer /health 200');
     const recovered = await waitUntil(async () => (await Promise.all(fleet.children.map(async (child) => !child.running || (await healthy(child.spec.port)).ok))).every(Boolean), RECOVERY_CAP_MS, 500);
+    fault.steady = [...before].filter(([child, starts]) => child.starts === starts && fleet.isSteady(child)).map(([child]) => child.spec.name);
     fault.detail += recovered ? `; every process answered /health 200 ${((Date.now() - endedAt) / 1000).toFixed(1)} s after the start` : `; not every process answered /health 200 within ${RECOVERY_CAP_MS / 1000} s`;
     log(`PostgreSQL: ${fault.detail}`);
   } finally {
@@ -94,12 +96,11 @@ export function judgeHealth(stats: SoakStats, children: string[], graceMs: numbe
     const lieFrom = fault.startedAt + graceMs + 2000;
     for (const child of children) {
       const probes = stats.healthProbes.filter((p) => p.child === child && p.at >= fault.startedAt && p.at <= fault.endedAt + RECOVERY_CAP_MS);
-      const starts = new Set(probes.map((p) => p.starts));
-      if (probes.length === 0 || starts.size > 1) {
-        lines.push(`${child}: not judged (${probes.length === 0 ? 'no probe' : 'restarted'} during the outage)`);
+      const during = probes.filter((p) => p.at <= fault.endedAt);
+      if (!fault.steady?.includes(child) || during.length === 0) {
+        lines.push(`${child}: not judged (${fault.steady?.includes(child) ? 'no probe during the outage' : 'down or restarted around the outage'})`);
         continue;
       }
-      const during = probes.filter((p) => p.at <= fault.endedAt);
       const lies = during.filter((p) => p.at >= lieFrom && p.status === 200);
       const first503 = during.find((p) => p.status === 503);
       const back = probes.find((p) => p.at > fault.endedAt && p.status === 200);

@@ -52,6 +52,8 @@ export interface ServerFault {
   startedAt: number;
   endedAt: number;
   detail: string;
+  /** An outage's: the processes steady at its start and not restarted until every one answered 200 again (judged). */
+  steady?: string[];
 }
 
 /** Everything the soak counts while it runs; the report is made from it and from the stores. */
