@@ -111,7 +111,7 @@ async function runLoad(options: SoakOptions, world: World, fleet: Fleet, stats: 
     ...Array.from({ length: options.clients }, () => client(baseUrls.length > 1 ? () => fleet.apiTarget() : baseUrl, world, stats, queue, load.signal)),
     ...Array.from({ length: options.checkers }, () => checker(world, stats, queue, options.rejectShare, load.signal)),
     individualPayer(world, stats, options.individualPayEvery, load.signal),
-    revoker(baseUrl, world, stats, options.revocations, loadMs, load.signal),
+    revoker(baseUrls.length > 1 ? () => fleet.apiTarget() : () => baseUrl, world, stats, options.revocations, loadMs, load.signal),
     showProgress(stats, queue, fleet, loadMs, load.signal, log),
   ];
   void fleet.healthMonitor(supervision);
@@ -141,7 +141,7 @@ async function finish(options: SoakOptions, world: World, fleet: Fleet, stats: S
     const transactions = await allLedgerTransactions(openLedger());
     const balancesCompared = await checkBalances(baseUrl, world, stores, openLedger(), transactions, stats);
     // Every API process must refuse them, whichever one a client reaches.
-    for (const url of baseUrls) await checkRevokedKeys(url, world, stats);
+    await checkRevokedKeys(baseUrls, world, stats);
 
     stopSupervision();
     log('stopping the children (SIGTERM)');
