@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { BIN } from './cli.ts';
 import { sleep, waitUntil } from './util.ts';
 
-export type ChildKind = 'api' | 'executor';
+export type ChildKind = 'api' | 'executor' | 'projections' | 'webhooks';
+export const CHILD_KINDS: readonly ChildKind[] = ['api', 'executor', 'projections', 'webhooks'];
 
 export interface ExitInfo {
   code: number | null;

@@ -8,9 +8,17 @@ const START_TIMEOUT_MS = 90_000;
 const RESTART_ATTEMPTS = 3;
 /** The killer leaves at least one child up: at most this many are down (restarting) at once. */
 const MAX_DOWN = 2;
-const HEALTH_POLL_MS = 2000;
-/** Consecutive failed /health polls before the soak, like an orchestrator's liveness probe, restarts the process. */
-const HEALTH_FAILURES_TO_RESTART = 3;
+/**
+ * How the health monitor polls, and how many consecutive failed /health polls make the soak, like an
+ * orchestrator's liveness probe, restart the process. The PostgreSQL soak polls every second (its probes are
+ * the record of /health through the faults) and waits 45 s: a process must come back by itself from a
+ * server outage, without a restart.
+ */
+export interface HealthPolicy {
+  pollMs: number;
+  failuresToRestart: number;
+}
+export const DEFAULT_HEALTH_POLICY: HealthPolicy = { pollMs: 2000, failuresToRestart: 3 };
 /** More unexpected exits than this within a minute is a crash loop: restarts are then spaced out. */
 const CRASH_LOOP_EXITS = 5;
 
@@ -20,6 +28,17 @@ export function logTail(file: string, lines = 8): string {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch {
     return '(no log)';
+  }
+}
+
+/** The consumers a 503 of /health names as failing (src/health.ts), or its status when it names none. */
+function failingConsumers(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { status?: string; failing?: Array<{ consumer: string }> };
+    const names = (parsed.failing ?? []).map((entry) => entry.consumer);
+    return names.length > 0 ? names.join(', ') : parsed.status ?? '?';
+  } catch {
+    return body.slice(0, 80);
   }
 }
 
@@ -36,12 +55,37 @@ export class Fleet {
   /** Children with a kill or a restart queued or under way: the killer and the health monitor leave them alone. */
   private readonly pendingLocks = new Set<Child>();
 
-  constructor(specs: ChildSpec[], dataDir: string, private readonly stats: SoakStats, private readonly log: (line: string) => void) {
+  constructor(
+    specs: ChildSpec[],
+    dataDir: string,
+    private readonly stats: SoakStats,
+    private readonly log: (line: string) => void,
+    private readonly health: HealthPolicy = DEFAULT_HEALTH_POLICY,
+  ) {
     this.children = specs.map((spec) => new Child(spec, dataDir, (child, exit) => this.unexpectedExit(child, exit)));
   }
 
   get api(): Child {
     return this.children.find((child) => child.spec.kind === 'api')!;
+  }
+
+  /** Running, with no kill or restart queued or under way. */
+  isSteady(child: Child): boolean {
+    return child.running && !this.pendingLocks.has(child);
+  }
+
+  /**
+   * The base URL of an API process for the next request, as a load balancer with health checks picks one: a
+   * steady one at random, or any when none is.
+   */
+  apiTarget(): string {
+    const steady = this.apis.filter((api) => this.isSteady(api));
+    return `http://127.0.0.1:${pick(steady.length > 0 ? steady : this.apis).spec.port}`;
+  }
+
+  /** Every API process (the PostgreSQL soak runs two behind the clients). */
+  get apis(): Child[] {
+    return this.children.filter((child) => child.spec.kind === 'api');
   }
 
   /** Starts every child; one that does not answer /health is started again (a start can fail on an injected fault). */
@@ -104,12 +148,14 @@ export class Fleet {
   /**
    * SIGKILLs a random running child every few seconds, until the signal aborts. Each victim is started again
    * in the background (its /health awaited), so the next kill may come while it restarts: at times two
-   * children are down at once (never all three).
+   * children are down at once (never all three). No kill while `held()` says so (a server outage, during
+   * which /health is being judged).
    */
-  async killer(signal: AbortSignal, minSeconds: number, maxSeconds: number): Promise<void> {
+  async killer(signal: AbortSignal, minSeconds: number, maxSeconds: number, held: () => boolean = () => false): Promise<void> {
     while (!signal.aborted) {
       await pause(randomBetween(minSeconds, maxSeconds) * 1000, signal);
       if (signal.aborted) return;
+      if (held()) continue;
       const candidates = this.children.filter((child) => child.running && !this.pendingLocks.has(child));
       if (candidates.length === 0 || this.pendingLocks.size >= MAX_DOWN) continue;
       const victim = pick(candidates);
@@ -127,20 +173,26 @@ export class Fleet {
   async healthMonitor(signal: AbortSignal): Promise<void> {
     const failures = new Map<Child, { count: number; last: string }>();
     while (!signal.aborted) {
-      await pause(HEALTH_POLL_MS, signal);
-      for (const child of this.children) {
-        if (signal.aborted || this.pendingLocks.has(child) || !child.running) {
+      await pause(this.health.pollMs, signal);
+      const polled = await Promise.all(this.children.map(async (child) => {
+        if (signal.aborted || this.pendingLocks.has(child) || !child.running) return { child, health: undefined };
+        const starts = child.starts;
+        const health = await healthy(child.spec.port, 2000);
+        this.stats.healthProbes.push({ at: Date.now(), child: child.spec.name, status: health.status, starts, ...(health.status === 503 ? { failing: failingConsumers(health.body) } : {}) });
+        return { child, health };
+      }));
+      for (const { child, health } of polled) {
+        if (!health) {
           failures.delete(child);
           continue;
         }
-        const health = await healthy(child.spec.port, 2000);
         if (health.ok) {
           failures.delete(child);
           continue;
         }
         const seen = { count: (failures.get(child)?.count ?? 0) + 1, last: `${health.status ?? 'no answer'} ${health.body.slice(0, 400)}` };
         failures.set(child, seen);
-        if (seen.count < HEALTH_FAILURES_TO_RESTART) continue;
+        if (seen.count < this.health.failuresToRestart) continue;
         failures.delete(child);
         this.stats.unhealthyRestarts.push({ child: child.spec.name, at: new Date().toISOString(), detail: `/health failed ${seen.count} times in a row: ${seen.last}`, logTail: logTail(child.logFile) });
         this.log(`${child.spec.name}: /health failing (${seen.last.slice(0, 120)}); restarting it`);

@@ -111,8 +111,10 @@ async function readOne(baseUrl: string, world: World, stats: SoakStats): Promise
  * read, until the signal aborts. It only reads while the checkers' backlog is full, and backs off a little
  * when the API does not answer (it is being restarted).
  */
-export async function client(baseUrl: string, world: World, stats: SoakStats, queue: DecisionQueue, signal: AbortSignal): Promise<void> {
+export async function client(target: string | (() => string), world: World, stats: SoakStats, queue: DecisionQueue, signal: AbortSignal): Promise<void> {
   while (!signal.aborted) {
+    // Several API processes: the target picks one per request, as a load balancer with health checks would.
+    const baseUrl = typeof target === 'string' ? target : target();
     if (queue.full) {
       // The checkers are behind: only reads until they catch up.
       const answered = await readOne(baseUrl, world, stats);

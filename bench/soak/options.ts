@@ -35,6 +35,16 @@ export interface SoakOptions {
   port: number;
   keep: boolean;
   doc: boolean;
+  /** embedded: SQLite files in the data directory; postgres: both stores on an embedded PostgreSQL server. */
+  store: 'embedded' | 'postgres';
+  /** PostgreSQL faults (`--store postgres`): how long the server is stopped once under load (0: never). */
+  pgOutageSeconds: number;
+  /** How many times every wallet-ops connection is terminated (pg_terminate_backend). */
+  pgTerminations: number;
+  /** POSTGRES_STATEMENT_TIMEOUT_MS of every process. */
+  pgStatementTimeoutMs: number;
+  /** How long an exclusive lock on the events table is held once (0: never); past the statement timeout. */
+  pgLockSeconds: number;
 }
 
 const number = (min: number, max = Infinity) => (value: string): number => {
@@ -80,14 +90,26 @@ export function parseOptions(argv: string[]): SoakOptions {
     .option('--hang-ms <ms>', 'FAULT_HANG_MS', whole(1, 600_000), 3000)
     .option('--lease-ms <ms>', 'EXECUTOR_LEASE_MS', whole(100), 2000)
     .option('--sweep-interval-ms <ms>', 'EXECUTOR_SWEEP_INTERVAL_MS', whole(100), 2000)
-    .option('--unhealthy-after-ms <ms>', 'CONSUMER_UNHEALTHY_AFTER_MS', whole(1000), 20_000)
+    .option('--unhealthy-after-ms <ms>', 'CONSUMER_UNHEALTHY_AFTER_MS (default 20000; 5000 with --store postgres, under the outage)', whole(1000))
     .option('--drain-cap-seconds <s>', 'how long the executors get to settle every approved operation after the load', number(1), 180)
     .option('--port <port>', 'port of the API process (0: a free one); the executors answer /health on the next free ones', whole(0, 65535), 0)
     .option('--keep', 'keep the data directory (it is always kept when a check fails)', false)
-    .option('--no-doc', 'do not write the "Soak" section of docs/benchmarks.md');
+    .option('--no-doc', 'do not write the "Soak" section of docs/benchmarks.md')
+    .option('--store <store>', 'embedded (SQLite files) or postgres (an embedded PostgreSQL server: two API processes, two executors, projections and webhooks apart, and the faults below)', (value: string) => {
+      if (value !== 'embedded' && value !== 'postgres') throw new InvalidArgumentError('embedded or postgres');
+      return value;
+    }, 'embedded')
+    .option('--pg-outage-seconds <s>', 'with --store postgres: the server stopped this long once under load (0: never)', number(0, 300), 10)
+    .option('--pg-terminations <n>', 'with --store postgres: times every wallet-ops connection is terminated (pg_terminate_backend)', whole(0, 100), 3)
+    .option('--pg-statement-timeout-ms <ms>', 'with --store postgres: POSTGRES_STATEMENT_TIMEOUT_MS', whole(100, 600_000), 3000)
+    .option('--pg-lock-seconds <s>', 'with --store postgres: an exclusive lock on the events table held this long once (0: never; past the statement timeout)', number(0, 300), 8);
   program.parse(argv, { from: 'user' });
   const options = program.opts<SoakOptions>();
   if (options.killMaxSeconds < options.killMinSeconds) program.error('--kill-max-seconds must be >= --kill-min-seconds');
+  options.unhealthyAfterMs ??= options.store === 'postgres' ? 5000 : 20_000;
+  if (options.store === 'postgres' && options.pgLockSeconds > 0 && options.pgLockSeconds * 1000 <= options.pgStatementTimeoutMs) {
+    program.error('--pg-lock-seconds must outlast --pg-statement-timeout-ms: the lock is there to make a statement time out');
+  }
   return options;
 }
 
@@ -117,5 +139,8 @@ export function describeParameters(options: SoakOptions): string {
   return `--minutes ${options.minutes}; ${options.distributors} distributors, ${options.merchants} merchants, ${options.individuals} individuals, ` +
     `${options.keysPerParty} keys each; ${options.clients} HTTP clients, ${options.checkers} checker CLIs (${Math.round(options.rejectShare * 100)}% rejections), ` +
     `${options.revocations} revocations; kills every ${options.killMinSeconds}-${options.killMaxSeconds} s; ${faults}; ` +
-    `EXECUTOR_LEASE_MS ${options.leaseMs}, EXECUTOR_SWEEP_INTERVAL_MS ${options.sweepIntervalMs}, CONSUMER_UNHEALTHY_AFTER_MS ${options.unhealthyAfterMs}`;
+    `EXECUTOR_LEASE_MS ${options.leaseMs}, EXECUTOR_SWEEP_INTERVAL_MS ${options.sweepIntervalMs}, CONSUMER_UNHEALTHY_AFTER_MS ${options.unhealthyAfterMs}` +
+    (options.store === 'postgres'
+      ? `; PostgreSQL: stopped ${options.pgOutageSeconds} s once, every connection terminated ${options.pgTerminations} times, events table locked ${options.pgLockSeconds} s once, POSTGRES_STATEMENT_TIMEOUT_MS ${options.pgStatementTimeoutMs}`
+      : '');
 }

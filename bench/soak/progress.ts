@@ -12,7 +12,7 @@ function payload(stats: SoakStats, queue: DecisionQueue, fleet: Fleet) {
     unacked: Object.values(stats.createUnacknowledged).reduce((a, b) => a + b, 0),
     decided: stats.decisions.approved + stats.decisions.rejected,
     backlog: queue.backlog,
-    kills: stats.kills.api + stats.kills.executor,
+    kills: Object.values(stats.kills).reduce((a, b) => a + b, 0),
     down: fleet.children.filter((child) => !child.running).map((child) => child.spec.name).join(',') || '-',
   };
 }

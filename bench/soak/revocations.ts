@@ -34,11 +34,11 @@ function chooseKey(world: World, round: number): SoakKey | undefined {
 }
 
 /** Probes the key with GET balance after the approval: when the first 401 came, and whether it was accepted after the grace. */
-async function probe(baseUrl: string, key: SoakKey, record: RevocationRecord): Promise<void> {
+async function probe(target: () => string, key: SoakKey, record: RevocationRecord): Promise<void> {
   for (;;) {
     const elapsed = Date.now() - record.approvedAt;
     if (elapsed > PROBE_CAP_MS || (elapsed > PROBE_MS && record.first401Ms !== null)) return;
-    const answer = await request(baseUrl, 'GET', balancePath(key.party), key.apiKey, undefined, 2000);
+    const answer = await request(target(), 'GET', balancePath(key.party), key.apiKey, undefined, 2000);
     const at = Date.now() - record.approvedAt;
     const verdict = keyVerdict(answer);
     if (verdict === 'refused') record.first401Ms ??= at;
@@ -52,7 +52,7 @@ async function probe(baseUrl: string, key: SoakKey, record: RevocationRecord): P
 }
 
 /** One revocation: the maker requests it, the checker approves it (CLI), then the key is probed. */
-async function revoke(baseUrl: string, world: World, key: SoakKey, stats: SoakStats): Promise<void> {
+async function revoke(target: () => string, world: World, key: SoakKey, stats: SoakStats): Promise<void> {
   key.state = 'revoking'; // the load stops using it now
   const party = key.party;
   try {
@@ -67,11 +67,11 @@ async function revoke(baseUrl: string, world: World, key: SoakKey, stats: SoakSt
     keyID: key.keyID, party: `${party.kind}:${party.shortCode}`, approvedAt: Date.now(), first401Ms: null, acceptedAfterGrace: 0, acceptedAnswers: [], unanswered: 0, finalStatus: null,
   };
   stats.revocations.push(record);
-  await probe(baseUrl, key, record);
+  await probe(target, key, record);
 }
 
-/** Spreads `count` revocations evenly over the load phase. */
-export async function revoker(baseUrl: string, world: World, stats: SoakStats, count: number, loadMs: number, signal: AbortSignal): Promise<void> {
+/** Spreads `count` revocations evenly over the load phase; `target` names the API process of each probe. */
+export async function revoker(target: () => string, world: World, stats: SoakStats, count: number, loadMs: number, signal: AbortSignal): Promise<void> {
   const started = Date.now();
   for (let round = 0; round < count && !signal.aborted; round++) {
     await pause(started + ((round + 1) * loadMs) / (count + 1) - Date.now(), signal);
@@ -81,19 +81,22 @@ export async function revoker(baseUrl: string, world: World, stats: SoakStats, c
       stats.notes.push(`revocation ${round + 1}: no party has two live keys left (--keys-per-party)`);
       return;
     }
-    await revoke(baseUrl, world, key, stats);
+    await revoke(target, world, key, stats);
   }
 }
 
-/** Every revoked key, once more at the end: each must be refused. */
-export async function checkRevokedKeys(baseUrl: string, world: World, stats: SoakStats): Promise<void> {
+/** Every revoked key, once more at the end, on every API process: each must be refused by each. */
+export async function checkRevokedKeys(baseUrls: string[], world: World, stats: SoakStats): Promise<void> {
   const revoked = [...world.distributors, ...world.merchants].flatMap((party) => party.keys).filter((key) => key.state === 'revoked');
-  for (const key of revoked) {
-    const answer = await finalAnswer(baseUrl, key);
-    const record = stats.revocations.find((r) => r.keyID === key.keyID);
-    if (record) record.finalStatus = answer.status;
-    if (keyVerdict(answer) !== 'refused') stats.problem(`revoked key ${key.keyID} got ${answerLabel(answer)} at the end instead of 401`);
-    else if (answer.status !== 401) stats.notes.push(`revoked key ${key.keyID} got ${answerLabel(answer)} at the end: refused by the failed-authentication limit`);
+  for (const baseUrl of baseUrls) {
+    const where = baseUrls.length > 1 ? ` (${baseUrl})` : '';
+    for (const key of revoked) {
+      const answer = await finalAnswer(baseUrl, key);
+      const record = stats.revocations.find((r) => r.keyID === key.keyID);
+      if (record && (record.finalStatus === null || record.finalStatus === 401)) record.finalStatus = answer.status;
+      if (keyVerdict(answer) !== 'refused') stats.problem(`revoked key ${key.keyID} got ${answerLabel(answer)} at the end instead of 401${where}`);
+      else if (answer.status !== 401) stats.notes.push(`revoked key ${key.keyID} got ${answerLabel(answer)} at the end: refused by the failed-authentication limit${where}`);
+    }
   }
   for (const record of stats.revocations) {
     if (record.acceptedAfterGrace > 0) {

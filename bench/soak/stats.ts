@@ -1,4 +1,6 @@
-import type { ChildKind, ExitInfo } from './children.ts';
+import { CHILD_KINDS, type ChildKind, type ExitInfo } from './children.ts';
+
+const perKind = <T>(value: () => T) => Object.fromEntries(CHILD_KINDS.map((kind) => [kind, value()])) as Record<ChildKind, T>;
 
 /** A create the API acknowledged: 2xx with an operationID. */
 export interface AcknowledgedCreate {
@@ -34,6 +36,26 @@ export interface ChildIncident {
   logTail?: string;
 }
 
+export interface HealthProbe {
+  at: number;
+  child: string;
+  /** null: no answer (down, restarting, or no answer within 2 s). */
+  status: number | null;
+  /** The child's start count at the probe: a change between two probes is a restart. */
+  starts: number;
+  /** On a 503: the consumers /health named as failing. */
+  failing?: string;
+}
+
+export interface ServerFault {
+  kind: 'outage' | 'terminate' | 'lock';
+  startedAt: number;
+  endedAt: number;
+  detail: string;
+  /** An outage's: the processes steady at its start and not restarted until every one answered 200 again (judged). */
+  steady?: string[];
+}
+
 /** Everything the soak counts while it runs; the report is made from it and from the stores. */
 export class SoakStats {
   readonly startedAt = Date.now();
@@ -55,10 +77,16 @@ export class SoakStats {
 
   readonly revocations: RevocationRecord[] = [];
 
-  readonly kills: Record<ChildKind, number> = { api: 0, executor: 0 };
-  readonly restarts: Record<ChildKind, number> = { api: 0, executor: 0 };
+  readonly kills: Record<ChildKind, number> = perKind(() => 0);
+  readonly restarts: Record<ChildKind, number> = perKind(() => 0);
   /** SIGKILL to /health answering again, per restart. */
-  readonly restartMs: Record<ChildKind, number[]> = { api: [], executor: [] };
+  readonly restartMs: Record<ChildKind, number[]> = perKind((): number[] => []);
+  /** Every /health poll of the health monitor (the truthfulness check reads them). */
+  readonly healthProbes: HealthProbe[] = [];
+  /** The PostgreSQL faults inflicted (`--store postgres`), in order. */
+  readonly serverFaults: ServerFault[] = [];
+  /** Webhook deliveries the soak's receiver got (`--store postgres`), and how many distinct events they carried. */
+  readonly webhooks = { deliveries: 0, events: new Set<string>() };
   readonly unexpectedExits: ChildIncident[] = [];
   readonly unhealthyRestarts: ChildIncident[] = [];
   readonly restartFailures: ChildIncident[] = [];
