@@ -54,7 +54,7 @@ describe('executor end to end: every operation type', () => {
   }
 
   /** The ledger transaction of a completed operation, checked against what the list shows. */
-  async function expectExecuted(operationID: string, item: any, options: { walletOperationID: boolean }): Promise<void> {
+  async function expectExecuted(operationID: string, item: any): Promise<void> {
     expect(item.status, JSON.stringify(item)).toBe('completed');
     const tx = await sys.system.ledger.findByOperationID(operationID);
     expect(tx).not.toBeNull();
@@ -62,8 +62,8 @@ describe('executor end to end: every operation type', () => {
     expect(item.blockchainID).toBe(tx!.blockchainID);
     expect(item.sequenceNumber).toBe(tx!.sequenceNumber);
     expect(item.lastError).toBeNull();
-    if (options.walletOperationID) expect(item.walletOperationID).toMatch(WALLET_OPERATION);
-    else expect(item).not.toHaveProperty('walletOperationID');
+    // Every list links the operation to the wallet operation it became (a merchant's too, an extension).
+    expect(item.walletOperationID).toMatch(WALLET_OPERATION);
   }
 
   beforeAll(async () => {
@@ -93,7 +93,7 @@ describe('executor end to end: every operation type', () => {
     await approveViaCli(sys, distributor, operationID);
     const item = await listedSettled(sys, distributor, operationID);
 
-    await expectExecuted(operationID, item, { walletOperationID: true });
+    await expectExecuted(operationID, item);
     expect(item).toMatchObject({ operationType: 'cash-in', amount: '300.00', phoneTo: phone, memo: 'float top-up' });
     await expectMoved(before, { [addressOf(distributor)]: '-300', [`individual:${phone}`]: '300' }, [distributor]);
     await assertLedgerMatchesProjections(sys);
@@ -105,14 +105,14 @@ describe('executor end to end: every operation type', () => {
     await approveViaCli(sys, distributor, operationID);
     const item = await listedSettled(sys, distributor, operationID);
 
-    await expectExecuted(operationID, item, { walletOperationID: true });
+    await expectExecuted(operationID, item);
     expect(item).toMatchObject({ operationType: 'cash-in', amount: '400.00', merchantTo: merchant.ref.id, merchantShortCode: Number(merchant.shortCode) });
     await expectMoved(before, { [addressOf(distributor)]: '-400', [addressOf(merchant)]: '400', [fees]: '0' }, [distributor, merchant]);
 
     // The receiving merchant's operations list shows the completed cash-in.
     const received = await listedSettled(sys, merchant, operationID);
     expect(received).toMatchObject({ operationType: 'cash-in', amount: '400.00', fee: '0.00', distributorTo: distributor.ref.id, distributorName: distributor.name, status: 'completed' });
-    await expectExecuted(operationID, received, { walletOperationID: false });
+    await expectExecuted(operationID, received);
 
     // And its payments list, as a cash-in from a distributor, under the wallet operation id.
     let payment: any;
@@ -127,6 +127,7 @@ describe('executor end to end: every operation type', () => {
       blockchainID: item.blockchainID,
       createdAt: expect.any(String),
       completedAt: expect.any(String),
+      sourceOperationID: operationID,
     });
     await assertLedgerMatchesProjections(sys);
   });
@@ -137,7 +138,7 @@ describe('executor end to end: every operation type', () => {
     await approveViaCli(sys, distributor, operationID);
     const item = await listedSettled(sys, distributor, operationID);
 
-    await expectExecuted(operationID, item, { walletOperationID: true });
+    await expectExecuted(operationID, item);
     expect(item).toMatchObject({ operationType: 'cash-out-fulfillment', amount: '50.00', phoneFrom: phone, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'RCPT-1' });
     await expectMoved(before, { [addressOf(distributor)]: '50', [`individual:${phone}`]: '-50' }, [distributor]);
     await assertLedgerMatchesProjections(sys);
@@ -149,7 +150,7 @@ describe('executor end to end: every operation type', () => {
     await approveViaCli(sys, merchant, operationID);
     const item = await listedSettled(sys, merchant, operationID);
 
-    await expectExecuted(operationID, item, { walletOperationID: false });
+    await expectExecuted(operationID, item);
     expect(item).toMatchObject({ operationType: 'cash-out', amount: '100.00', fee: '1.00', distributorTo: distributor.ref.id });
     await expectMoved(before, { [addressOf(merchant)]: '-101', [addressOf(distributor)]: '100', [fees]: '1' }, [distributor, merchant]);
     const tx = await sys.system.ledger.findByOperationID(operationID);
@@ -166,14 +167,14 @@ describe('executor end to end: every operation type', () => {
     await approveViaCli(sys, merchant, operationID);
     const item = await listedSettled(sys, merchant, operationID);
 
-    await expectExecuted(operationID, item, { walletOperationID: false });
+    await expectExecuted(operationID, item);
     expect(item).toMatchObject({ operationType: 'pay-merchant', amount: '50.00', fee: '1.00', merchantTo: otherMerchant.ref.id, merchantName: otherMerchant.name, memo: 'invoice 7' });
     await expectMoved(before, { [addressOf(merchant)]: '-51', [addressOf(otherMerchant)]: '50', [fees]: '1' }, [merchant, otherMerchant]);
 
     let payment: any;
     await waitFor(async () => (payment = (await list(sys, otherMerchant, 'payments')).find((p) => p.blockchainID === item.blockchainID)) !== undefined);
     expect(payment).toEqual({
-      operationID: expect.stringMatching(WALLET_OPERATION),
+      operationID: item.walletOperationID,
       type: 'payment',
       amount: '50.00',
       from: merchant.name,
@@ -183,6 +184,7 @@ describe('executor end to end: every operation type', () => {
       blockchainID: item.blockchainID,
       createdAt: expect.any(String),
       completedAt: expect.any(String),
+      sourceOperationID: operationID,
     });
     // A payment made is not a payment received.
     expect((await list(sys, merchant, 'payments')).some((p) => p.blockchainID === item.blockchainID)).toBe(false);
@@ -195,7 +197,7 @@ describe('executor end to end: every operation type', () => {
     await approveViaCli(sys, merchant, operationID);
     const item = await listedSettled(sys, merchant, operationID);
 
-    await expectExecuted(operationID, item, { walletOperationID: false });
+    await expectExecuted(operationID, item);
     expect(item).toMatchObject({ operationType: 'pay-individual', amount: '20.00', fee: '0.00', phoneTo: phone });
     await expectMoved(before, { [addressOf(merchant)]: '-20', [`individual:${phone}`]: '20', [fees]: '0' }, [merchant]);
     await assertLedgerMatchesProjections(sys);
@@ -214,7 +216,7 @@ describe('executor end to end: every operation type', () => {
     let payment: any;
     await waitFor(async () => (payment = (await list(sys, merchant, 'payments')).find((p) => p.blockchainID === tx!.blockchainID)) !== undefined);
     expect(payment).toEqual({
-      operationID: expect.stringMatching(WALLET_OPERATION),
+      operationID: item.walletOperationID,
       type: 'payment',
       amount: '30.00',
       from: phone,

@@ -65,7 +65,9 @@ describe('the key-revocation consumer and the read model it reads', () => {
     stoppers.push(() => consumer.stop());
     const { position } = await eventStore.append(streams.apiKey('key_1'), [{ ...revoked('key_1'), metadata: { actor: 'user:u-checker' } }], 'any');
 
-    await waitFor(() => consumer.consumer.status().state === 'retrying');
+    // Failing, and still failing: it has failed, and has not run since (failingSince stays set while it retries).
+    await waitFor(() => consumer.consumer.status().totalFailures > 0);
+    expect(consumer.consumer.status().failingSince).not.toBeNull();
     expect(consumer.consumer.status().lastError).toMatch(/pending-operations read model has stayed at null, before the revocation at position \d+/);
     expect(consumer.consumer.downForMs()).toBeGreaterThanOrEqual(0);
     expect(await readStore.getCheckpoint(KEY_REVOCATION_CHECKPOINT)).toBeNull();
