@@ -37,7 +37,7 @@ export type SettlementCommand =
 
 type SettlementEvent = OperationSettlementRequested | OperationSettledFromLedger;
 
-/** The ledger-side wallet operation of a transaction, as the executor's completion names it. */
+/** The ledger-side wallet operation of a transaction (a chain's hash comes as 0x…, the embedded ledger's id as bare hex). */
 export const walletOperationIDOf = (blockchainID: string) => `wo_${blockchainID.replace(/^0x/, '').slice(0, 32)}`;
 
 /** The legs the operation asked for: payer to payee, and the fee to the platform's fee wallet. */

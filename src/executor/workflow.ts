@@ -4,6 +4,7 @@ import { streams } from '../domain/streams.ts';
 import { LedgerDuplicateError, LedgerRejectedError, LedgerVoidedError, walletAddress, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
 import type { OperationState } from '../commands/operations.ts';
 import { releaseWrites } from '../commands/operations.ts';
+import { walletOperationIDOf } from '../commands/failed-settlement.ts';
 import type { StreamWrite } from '../commands/pipeline.ts';
 import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
 import { describeError } from '../shared/supervised-consumer.ts';
@@ -212,8 +213,7 @@ const holdsFunds = (operation: OperationRequested['data']) => operation.payer.ki
 export function completionWrites(operation: OperationRequested['data'], tx: LedgerTransaction, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
   const { operationID } = operation;
   const debit = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
-  // A chain's transaction hash comes as 0x…; the embedded ledger's id as bare hex.
-  const walletOperationID = `wo_${tx.blockchainID.replace(/^0x/, '').slice(0, 32)}`;
+  const walletOperationID = walletOperationIDOf(tx.blockchainID);
   const credit = (wallet: OperationRequested['data']['payee'], amount: string): StreamWrite => ({
     stream: streams.wallet(wallet),
     events: [{ type: 'WalletCredited', data: { wallet, operationID, amount } } satisfies WalletEvent],
