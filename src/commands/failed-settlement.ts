@@ -8,6 +8,7 @@ import type { EventStore } from '../ports/event-store.ts';
 import { walletAddress, type Ledger, type LedgerFate, type LedgerLeg } from '../ports/ledger.ts';
 import type { Decider } from './decider.ts';
 import { assertNever } from './decider.ts';
+import { checkOperationID } from './operation-handlers.ts';
 import { runDecision, type CommandContext, type StreamWrite } from './pipeline.ts';
 
 /**
@@ -147,6 +148,7 @@ export async function settleFailed(
   context: CommandContext,
 ): Promise<SettlementEvent> {
   const { operationID } = command;
+  checkOperationID(operationID);
   const fate = await deps.ledger.fateOf(operationID);
   const now = deps.clock().toISOString();
   const decided: SettlementCommand = command.type === 'RequestFailedSettlement'
