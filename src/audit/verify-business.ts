@@ -31,6 +31,8 @@ export interface OpState {
   sequenceNumber: number | null;
   moved: boolean;
   ledgerSequence: number | null;
+  /** The platform administrator who asked to settle it, while the request waits (a failed operation only). */
+  settlementRequestedBy?: string;
 }
 
 
@@ -406,9 +408,40 @@ export class BusinessChecker {
         if (op.status === 'completed' || op.status === 'rejected' || op.status === 'failed' || op.status === 'pending') this.refuse(event, operationID, `failed while ${op.status}`);
         if (op.status !== 'completed') op.status = 'failed';
         break;
+      case 'OperationSettlementRequested':
+        if (op.status !== 'failed') this.refuse(event, operationID, `settlement requested while ${op.status}, not failed`);
+        this.platformAdministrator(event, String(data.requestedBy), () => `settlement request of operation ${operationID}`, operationID);
+        op.settlementRequestedBy = String(data.requestedBy);
+        break;
+      case 'OperationSettledFromLedger': {
+        // A correction: completes a failed operation whose money moved, as the ledger has it (the ledger check matches its legs).
+        if (op.status !== 'failed') this.refuse(event, operationID, `settled while ${op.status}, not failed`);
+        const by = String(data.approvedBy);
+        if (op.settlementRequestedBy === undefined || op.settlementRequestedBy !== data.requestedBy) {
+          this.problem('maker-checker', event, `settlement of operation ${operationID} approved by ${by} without a matching request (asked by ${op.settlementRequestedBy ?? 'nobody'})`, operationID);
+        }
+        if (by === data.requestedBy) this.problem('maker-checker', event, `settlement of operation ${operationID} approved by ${by}, who asked for it (maker and checker must differ)`, operationID);
+        this.platformAdministrator(event, by, () => `settlement approval of operation ${operationID}`, operationID);
+        if (op.status === 'failed') {
+          this.completed += 1;
+          op.status = 'completed';
+          op.completedPosition = event.position;
+          op.blockchainID = data.blockchainID as string;
+          op.sequenceNumber = data.sequenceNumber as number;
+        }
+        delete op.settlementRequestedBy;
+        break;
+      }
       default:
         this.refuse(event, operationID, 'unknown operation event');
     }
+  }
+
+  /** A settlement's maker or checker: an active platform administrator at that point. */
+  private platformAdministrator(event: RecordedEvent, userID: string, describe: () => string, operationID: string): void {
+    const user = this.users.get(userID);
+    if (!user) this.problem('maker-checker', event, `${describe()} by ${userID}, who is not a user at that point`, operationID);
+    else if (!user.platformAdmin || user.disabled) this.problem('maker-checker', event, `${describe()} by user ${userID}, who is not an active platform administrator`, operationID);
   }
 
   private refuse(event: RecordedEvent, operationID: string, detail: string): void {

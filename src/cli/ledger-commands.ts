@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
+import { findUserByEmail, userContext } from '../commands/back-office.ts';
+import { settleFailed } from '../commands/failed-settlement.ts';
 import { openLedger } from '../adapters/open-stores.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { formatAmount } from '../domain/money.ts';
 import { ISSUANCE_ADDRESS } from '../ports/ledger.ts';
-import { common, printResult as print, UsageError, type CommonOptions } from './support.ts';
+import { common, printResult as print, UsageError, withLedger, type CommonOptions } from './support.ts';
 import { cliIO } from './io.ts';
 
 /** The EVM adapter and viem, loaded only by the commands that need them (every CLI start would pay for them). */
@@ -78,4 +81,39 @@ export function registerLedgerCommands(program: Command): void {
         await embedded.close();
       }
     });
+
+  registerSettleFailed(ledger);
+}
+
+/**
+ * `ledger settle-failed request|approve`: an operation recorded as failed whose money moved on the ledger
+ * (`audit verify`'s failedButMoved) is completed as the ledger has it, maker-checker: a platform administrator
+ * asks, another approves (src/commands/failed-settlement.ts).
+ */
+function registerSettleFailed(ledger: Command): void {
+  const settle = ledger.command('settle-failed').description("complete an operation recorded as failed whose money moved on the ledger (audit verify's failedButMoved): one platform administrator asks, another approves");
+  type SettleOptions = CommonOptions & { as: string; reason?: string };
+  const run = (type: 'RequestFailedSettlement' | 'ApproveFailedSettlement', operationID: string, opts: SettleOptions, human: (r: { operationID: string; sequenceNumber: number; blockchainID: string }) => string) =>
+    withLedger(opts, async ({ eventStore }, chain, config) => {
+      const user = await findUserByEmail({ store: eventStore }, opts.as);
+      const deps = { store: eventStore, ledger: chain, clock: () => new Date(), assetScale: config.ASSET_SCALE };
+      const event = await settleFailed(deps, { type, operationID, by: { userID: user.userID, platformAdmin: user.platformAdmin }, ...(opts.reason === undefined ? {} : { reason: opts.reason }) }, userContext(user, randomUUID()));
+      const { sequenceNumber, blockchainID } = event.data;
+      return { operationID, status: event.type === 'OperationSettledFromLedger' ? ('completed' as const) : ('settlement-requested' as const), sequenceNumber, blockchainID };
+    }, human);
+
+  common(settle.command('request'))
+    .description('ask to settle the failed operation from its ledger transaction (the ledger must have it)')
+    .argument('<operationID>')
+    .requiredOption('--reason <text>', 'why, e.g. the audit that found it')
+    .requiredOption('--as <email>', 'the platform administrator asking')
+    .action(async (operationID: string, opts: SettleOptions) =>
+      run('RequestFailedSettlement', operationID, opts, (r) => `settlement of ${r.operationID} from ledger transaction ${r.sequenceNumber} requested; another platform administrator approves it with: wallet-ops ledger settle-failed approve ${r.operationID} --as EMAIL`));
+
+  common(settle.command('approve'))
+    .description('approve a settlement another platform administrator asked for: the operation is completed as the ledger has it')
+    .argument('<operationID>')
+    .requiredOption('--as <email>', 'the approving platform administrator (not the one who asked)')
+    .action(async (operationID: string, opts: SettleOptions) =>
+      run('ApproveFailedSettlement', operationID, opts, (r) => `operation ${r.operationID} settled: completed as ledger transaction ${r.sequenceNumber}`));
 }

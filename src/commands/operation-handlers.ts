@@ -227,7 +227,7 @@ async function decideWithKey(deps: DecisionDeps, operationID: string, command: O
   );
 }
 
-const checkOperationID = (operationID: string) => {
+export const checkOperationID = (operationID: string) => {
   if (!/^op_[0-9a-f]{32}$/.test(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
 };
 

@@ -58,6 +58,10 @@ export const operationState = {
         return { ...state, status: 'completed', sequenceNumber: event.data.sequenceNumber, blockchainID: event.data.blockchainID };
       case 'OperationFailed':
         return { ...state, status: 'failed', lastError: event.data.lastError };
+      case 'OperationSettlementRequested':
+        return state; // failed until another operator approves it (src/commands/failed-settlement.ts)
+      case 'OperationSettledFromLedger':
+        return { ...state, status: 'completed', sequenceNumber: event.data.sequenceNumber, blockchainID: event.data.blockchainID };
       default:
         return assertNever(event);
     }

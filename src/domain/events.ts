@@ -257,7 +257,39 @@ export type OperationCompleted = Event<'OperationCompleted', {
 }>;
 /** Not executed; appended atomically with the releases of what the operation held. */
 export type OperationFailed = Event<'OperationFailed', { operationID: string; lastError: string; failedAt: string }>;
-export type OperationEvent = OperationRequested | OperationApproved | OperationRejected | OperationExecutionStarted | OperationSubmitted | OperationCompleted | OperationFailed;
+/**
+ * An operator asks to settle a failed operation whose money moved on the ledger anyway (a transfer that landed
+ * after the failure was recorded, before the ledger arbitrated fates): the transaction the ledger has for it.
+ * It changes nothing until another operator approves it (OperationSettledFromLedger).
+ */
+export type OperationSettlementRequested = Event<'OperationSettlementRequested', {
+  operationID: string;
+  /** The requesting platform administrator's user id. */
+  requestedBy: string;
+  reason: string;
+  sequenceNumber: number;
+  blockchainID: string;
+  requestedAt: string;
+}>;
+/**
+ * The correction of a failed operation whose money moved: it is completed as the ledger has it. Appended
+ * atomically with the WalletDebited (heldAmount 0: the failure released the hold) and WalletCredited events of
+ * the ledger's legs, as a completion is. Maker-checker: `approvedBy` is never `requestedBy`.
+ */
+export type OperationSettledFromLedger = Event<'OperationSettledFromLedger', {
+  operationID: string;
+  sequenceNumber: number;
+  blockchainID: string;
+  walletOperationID: string;
+  legs: Array<{ from: string; to: string; amount: string }>;
+  requestedBy: string;
+  approvedBy: string;
+  reason: string;
+  settledAt: string;
+}>;
+export type OperationEvent =
+  | OperationRequested | OperationApproved | OperationRejected | OperationExecutionStarted | OperationSubmitted | OperationCompleted | OperationFailed
+  | OperationSettlementRequested | OperationSettledFromLedger;
 
 // Wallets (what the write side needs to keep pending operations from overdrawing a payer) --------------------
 /** Funds set aside for a pending or approved operation: they no longer count as available. */

@@ -35,6 +35,9 @@ const AFTER: Record<OperationEvent['type'], OperationStatus> = {
   OperationSubmitted: 'submitted',
   OperationCompleted: 'completed',
   OperationFailed: 'failed',
+  // A settlement waits for its approval: the operation is failed until then.
+  OperationSettlementRequested: 'failed',
+  OperationSettledFromLedger: 'completed',
 };
 
 /** Whether an event type is one of an operation stream's (which alone set its status). */

@@ -1,9 +1,10 @@
 import type { OperationExecutionStarted, OperationRequested, WalletEvent } from '../domain/events.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
-import { LedgerDuplicateError, LedgerRejectedError, LedgerVoidedError, walletAddress, type LedgerLeg, type LedgerTransaction } from '../ports/ledger.ts';
+import { LedgerDuplicateError, LedgerRejectedError, LedgerVoidedError, type LedgerTransaction } from '../ports/ledger.ts';
 import type { OperationState } from '../commands/operations.ts';
 import { releaseWrites } from '../commands/operations.ts';
+import { operationLegs, walletOperationIDOf } from '../commands/failed-settlement.ts';
 import type { StreamWrite } from '../commands/pipeline.ts';
 import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
 import { describeError } from '../shared/supervised-consumer.ts';
@@ -196,11 +197,7 @@ export function claimEvent(operationID: string, executorID: string, attempt: num
 }
 
 /** The payer pays amount + fee: the amount to the payee, the fee to the platform's fee wallet. */
-export function legsOf(operation: OperationRequested['data']): LedgerLeg[] {
-  const legs: LedgerLeg[] = [{ from: walletAddress(operation.payer), to: walletAddress(operation.payee), amount: operation.amount }];
-  if (new Decimal(operation.fee).gt(0)) legs.push({ from: walletAddress(operation.payer), to: 'platform:fees', amount: operation.fee });
-  return legs;
-}
+export const legsOf = operationLegs;
 
 /** Channels whose payer holds no funds for the operation: the issuing account is not held against. */
 const holdsFunds = (operation: OperationRequested['data']) => operation.payer.kind !== 'platform';
@@ -212,8 +209,7 @@ const holdsFunds = (operation: OperationRequested['data']) => operation.payer.ki
 export function completionWrites(operation: OperationRequested['data'], tx: LedgerTransaction, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
   const { operationID } = operation;
   const debit = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
-  // A chain's transaction hash comes as 0x…; the embedded ledger's id as bare hex.
-  const walletOperationID = `wo_${tx.blockchainID.replace(/^0x/, '').slice(0, 32)}`;
+  const walletOperationID = walletOperationIDOf(tx.blockchainID);
   const credit = (wallet: OperationRequested['data']['payee'], amount: string): StreamWrite => ({
     stream: streams.wallet(wallet),
     events: [{ type: 'WalletCredited', data: { wallet, operationID, amount } } satisfies WalletEvent],

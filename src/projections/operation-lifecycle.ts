@@ -39,6 +39,13 @@ export function lifecycleChange(event: LaterOperationEvent): Partial<LifecycleFi
     }
     case 'OperationFailed':
       return { status, lastError: event.data.lastError, updatedAt: event.data.failedAt };
+    case 'OperationSettlementRequested':
+      return {}; // waits for its approval (the lists do not subscribe to it)
+    case 'OperationSettledFromLedger': {
+      // Completed as the ledger has it, as if the executor had recorded it: the failure's error no longer holds.
+      const { blockchainID, walletOperationID, sequenceNumber, settledAt } = event.data;
+      return { status, blockchainID, walletOperationID, sequenceNumber, lastError: null, updatedAt: settledAt };
+    }
   }
 }
 
@@ -49,6 +56,7 @@ export const OPERATION_EVENT_TYPES = [
   'OperationSubmitted',
   'OperationCompleted',
   'OperationFailed',
+  'OperationSettledFromLedger',
 ] as const;
 
 export function isOperationEvent(event: ProjectedEvent): event is ProjectedEvent & OperationEvent {

@@ -271,6 +271,43 @@ describe('audit verify: the rules of the history', () => {
       expect(cli.report.failedButMoved.map((entry) => entry.operationID)).toEqual([cashIn.operationID]);
     }, 30_000);
 
+    /** A settlement as `ledger settle-failed` writes it: the request, then the approval with the wallet movements. */
+    async function settle(op: OperationRequested['data'], tx: { sequenceNumber: number; blockchainID: string; legs: unknown }, requestedBy: string, approvedBy: string): Promise<void> {
+      for (const userID of new Set([requestedBy, approvedBy])) {
+        await store.append(`user-${userID}`, [{ type: 'UserAdded', data: { userID, party: null, email: `${userID}@x.test`, passwordHash: 'x', roles: [], platformAdmin: true, addedAt: '2026-01-01T00:00:00Z' }, metadata: { actor: 'operator:test' } }], 'any');
+      }
+      const at = now.toISOString();
+      const settlement = { operationID: op.operationID, sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, reason: 'audit' };
+      await store.append(`operation-${op.operationID}`, [{ type: 'OperationSettlementRequested', data: { ...settlement, requestedBy, requestedAt: at }, metadata: { actor: `user:${requestedBy}` } }], 'any');
+      const actor = { actor: `user:${approvedBy}` };
+      await store.appendMulti([
+        { stream: `operation-${op.operationID}`, expectedRevision: 'any', events: [{ type: 'OperationSettledFromLedger', data: { ...settlement, walletOperationID: 'wo_x', legs: tx.legs, requestedBy, approvedBy, settledAt: at }, metadata: actor }] },
+        { stream: `wallet-${op.payer.kind}_${op.payer.id}`, expectedRevision: 'any', events: [{ type: 'WalletDebited', data: { wallet: op.payer, operationID: op.operationID, amount: op.amount, heldAmount: '0.00' }, metadata: actor }] },
+        { stream: `wallet-${op.payee.kind}_${op.payee.id}`, expectedRevision: 'any', events: [{ type: 'WalletCredited', data: { wallet: op.payee, operationID: op.operationID, amount: op.amount }, metadata: actor }] },
+      ]);
+    }
+
+    it('given such an operation settled by one platform administrator asking and another approving, when verified, then it is completed: no problem, nothing to settle', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await claim(cashIn);
+      await fail(cashIn, 'gave up after 8 attempts: ledger busy');
+      await settle(cashIn, await executeOnLedger(cashIn), 'u-admin-a', 'u-admin-b');
+      const report = await verify();
+      expect(report.problems).toEqual([]);
+      expect(report.failedButMoved).toEqual([]);
+    });
+
+    it('given a settlement approved by the administrator who asked for it, when verified, then it is a maker-checker problem', async () => {
+      const cashIn = await issueAndCashIn();
+      await decide(cashIn, 'OperationApproved', users.checker);
+      await claim(cashIn);
+      await fail(cashIn, 'gave up after 8 attempts: ledger busy');
+      await settle(cashIn, await executeOnLedger(cashIn), 'u-admin-a', 'u-admin-a');
+      const report = await verify();
+      expect(report.problems).toEqual([expect.objectContaining({ check: 'maker-checker', operationID: cashIn.operationID, detail: expect.stringContaining('who asked for it (maker and checker must differ)') })]);
+    });
+
     it('given operations failed without a ledger transaction, when verified, then none is reported', async () => {
       const cashIn = await issueAndCashIn();
       await decide(cashIn, 'OperationApproved', users.checker);

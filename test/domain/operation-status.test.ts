@@ -37,6 +37,8 @@ describe('statusAfter', () => {
     ['OperationSubmitted', 'submitted'],
     ['OperationCompleted', 'completed'],
     ['OperationFailed', 'failed'],
+    ['OperationSettlementRequested', 'failed'],
+    ['OperationSettledFromLedger', 'completed'],
   ])('when an operation stream ends with %s, then the operation is %s', (type, status) => {
     expect(statusAfter(type)).toBe(status);
   });

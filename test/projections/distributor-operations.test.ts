@@ -137,6 +137,16 @@ describe('distributor operations projection', () => {
     });
   });
 
+  it('when a failed operation whose money moved is settled from the ledger, then it is completed with the ledger\'s transaction and no lastError', () => {
+    const settled = {
+      type: 'OperationSettledFromLedger' as const,
+      data: { operationID: ID, sequenceNumber: 7003, blockchainID: 'tx-late', walletOperationID: 'wo_late', legs: [], requestedBy: 'u-a', approvedBy: 'u-b', reason: 'audit', settledAt: at(6) },
+    };
+    spec.given(request.cashInToIndividual(ID), approved(ID), failed(ID, 'ledger busy', at(4))).when(settled).then({
+      [ID]: { ...pendingCashInToIndividual, status: 'completed', blockchainID: 'tx-late', walletOperationID: 'wo_late', sequenceNumber: 7003, lastError: null, updatedAt: at(6), position: 4 },
+    });
+  });
+
   it('when a document is read, then it carries its status, and id and position never leave', () => {
     const api = toApi(only(built(request.cashInToIndividual(ID))));
     expect(api).toHaveProperty('status', 'pending');
