@@ -52,7 +52,7 @@ export default defineConfig({
     // timers, not CPU. Tests wait on what settles, never on wall-clock races, so a busier machine is safe.
     maxWorkers: 2,
     minWorkers: 1,
-    setupFiles: ['test/support/fast-passwords.ts', 'test/support/cpu-usage.ts'],
+    setupFiles: ['test/support/fast-passwords.ts', 'test/support/cpu-usage.ts', 'test/support/openapi-fetch-check.ts'],
     projects: [
       // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip.
       // test/deploy (the build compiled again, the image's files and node_modules) is `npm run test:packaging`

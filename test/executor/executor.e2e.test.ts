@@ -216,7 +216,7 @@ describe('executor end to end: every operation type', () => {
     let payment: any;
     await waitFor(async () => (payment = (await list(sys, merchant, 'payments')).find((p) => p.blockchainID === tx!.blockchainID)) !== undefined);
     expect(payment).toEqual({
-      operationID: item.walletOperationID,
+      operationID: expect.stringMatching(WALLET_OPERATION),
       type: 'payment',
       amount: '30.00',
       from: phone,
@@ -225,6 +225,7 @@ describe('executor end to end: every operation type', () => {
       blockchainID: tx!.blockchainID,
       createdAt: expect.any(String),
       completedAt: expect.any(String),
+      sourceOperationID: operationID,
     });
     // The merchant's own operations list does not show payments it received from individuals.
     expect((await list(sys, merchant, 'operations')).some((op) => op.operationID === operationID)).toBe(false);

@@ -79,6 +79,11 @@ export function responseValidatorOf(baseUrl: string): Promise<ResponseValidator>
   return validator;
 }
 
+/** Forgets the document of a system: the next response from its address fetches it again. */
+export function forgetResponseValidator(baseUrl: string): void {
+  byBaseUrl.delete(baseUrl);
+}
+
 /** Fails (throws) when a response of a running system falls outside the document it serves. */
 export async function assertMatchesOpenApi(baseUrl: string, method: string, path: string, response: { status: number; headers: Headers; body: unknown }): Promise<void> {
   const problem = (await responseValidatorOf(baseUrl)).check(method, path, response.status, response.headers, response.body);
