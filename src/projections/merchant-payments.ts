@@ -1,4 +1,4 @@
-import type { OperationCompleted, OperationFailed, OperationRejected, OperationRequested } from '../domain/events.ts';
+import type { OperationCompleted, OperationFailed, OperationRejected, OperationRequested, OperationSettledFromLedger } from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
 
@@ -82,11 +82,11 @@ export function paymentSearch(text: string): Array<{ text: string; fields: strin
   return clauses;
 }
 
-const EVENT_TYPES = ['OperationRequested', 'OperationRejected', 'OperationCompleted', 'OperationFailed'] as const;
+const EVENT_TYPES = ['OperationRequested', 'OperationRejected', 'OperationCompleted', 'OperationFailed', 'OperationSettledFromLedger'] as const;
 
 /** The payer's name and short code come from the request (`payerName`, `payerShortCode`); the counterparty is the merchant paid. */
 type RequestedData = OperationRequested['data'];
-type Event = ProjectedEvent & (OperationRequested | OperationRejected | OperationCompleted | OperationFailed);
+type Event = ProjectedEvent & (OperationRequested | OperationRejected | OperationCompleted | OperationFailed | OperationSettledFromLedger);
 const isPaymentEvent = (event: ProjectedEvent): event is Event => (EVENT_TYPES as readonly string[]).includes(event.type);
 
 const isReceivedPayment = (data: RequestedData): boolean =>
@@ -154,6 +154,11 @@ export function merchantPaymentsProjection(_options: { assetScale?: number } = {
           return { ...doc, status: 'rejected', position };
         case 'OperationFailed':
           return { ...doc, status: 'failed', position };
+        case 'OperationSettledFromLedger': {
+          // Failed, but the money had moved: two operators recorded the ledger's transaction. The payment was received.
+          const { walletOperationID, blockchainID, settledAt } = event.data;
+          return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt: settledAt, listedPosition: position, position };
+        }
       }
     },
   };

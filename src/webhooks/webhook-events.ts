@@ -15,14 +15,17 @@ import { foldInMemory } from '../projections/fold.ts';
  */
 
 /** The store events that may become webhook events. */
-export const TRIGGER_EVENT_TYPES = ['OperationApproved', 'OperationRejected', 'OperationCompleted', 'OperationFailed', 'ApiKeyRevoked'] as const;
+export const TRIGGER_EVENT_TYPES = ['OperationApproved', 'OperationRejected', 'OperationCompleted', 'OperationFailed', 'OperationSettledFromLedger', 'ApiKeyRevoked'] as const;
 
 const OPERATION_WEBHOOK_TYPES: Record<string, WebhookEventType> = {
   OperationApproved: 'operation.approved',
   OperationRejected: 'operation.rejected',
   OperationCompleted: 'operation.completed',
   OperationFailed: 'operation.failed',
+  // A failed operation whose money moved, settled by two operators: the party learns it completed after all.
+  OperationSettledFromLedger: 'operation.completed',
 };
+const COMPLETIONS = new Set(['OperationCompleted', 'OperationSettledFromLedger']);
 
 export interface WebhookMessage {
   /** `evt_…`: derived from the store event's id and the webhook type, so it never changes for one event. */
@@ -66,7 +69,7 @@ export function operationWebhookMessages(trigger: RecordedEvent, history: readon
     const doc = foldInMemory(merchantOperations.merchantOperationsProjection({ assetScale }), history).get(operationID);
     if (doc && doc.merchantID === party.id) messages.push(message(trigger, type, party, { operation: merchantOperations.toApi(doc) }));
   }
-  if (trigger.type === 'OperationCompleted') {
+  if (COMPLETIONS.has(trigger.type)) {
     const payment = foldInMemory(merchantPayments.merchantPaymentsProjection({ assetScale }), history).get(operationID);
     if (payment?.visible) messages.push(message(trigger, 'payment.received', { type: 'merchant', id: payment.merchantID }, { payment: merchantPayments.toApi(payment) }));
   }

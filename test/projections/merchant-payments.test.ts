@@ -96,6 +96,16 @@ describe('merchant payments projection', () => {
     expect(only(built(request.individualPayment(ID), approved(ID), failed(ID)))).toMatchObject({ status: 'failed', visible: false, operationID: '', blockchainID: '' });
   });
 
+  it('when a received payment failed but two operators settled it from the ledger (its money had moved), then it is listed as received, at the settlement', () => {
+    const settled = {
+      type: 'OperationSettledFromLedger' as const,
+      data: { operationID: ID, sequenceNumber: 7, blockchainID: 'tx-77', walletOperationID: 'wo_77', legs: [], requestedBy: 'u-a', approvedBy: 'u-b', reason: 'moved after the failure', settledAt: at(60) },
+    };
+    expect(only(built(request.individualPayment(ID), approved(ID), failed(ID), settled))).toMatchObject({
+      status: 'completed', visible: true, operationID: 'wo_77', blockchainID: 'tx-77', completedAt: at(60), listedPosition: 4, createdAt: T0,
+    });
+  });
+
   it('when operations pay no merchant, or are the merchant\'s own payments out, then no document is made', () => {
     spec
       .given()

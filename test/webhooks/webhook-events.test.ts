@@ -51,6 +51,19 @@ describe('webhook events of an operation', () => {
     expect(JSON.parse(messages[1]!.body).data.payment).toMatchObject({ operationID: 'wo_9', type: 'payment', amount: '25.00', from: 'Payer Shop', fromType: 'merchant', fromShortCode: 5001, completedAt: '2026-11-23T10:00:02.000Z' });
   });
 
+  it('given a failure that operators later settled from the ledger (the money had moved), then the settlement is told as operation.completed and payment.received, as a completion is', () => {
+    const failed = recorded('OperationFailed', { operationID: 'op_1', lastError: 'ledger busy', failedAt: '2026-11-23T10:00:02.000Z' });
+    const settled = recorded('OperationSettledFromLedger', {
+      operationID: 'op_1', sequenceNumber: 9, blockchainID: 'ab'.repeat(32), walletOperationID: 'wo_9', legs: [], requestedBy: 'u-a', approvedBy: 'u-b', reason: 'moved after the failure', settledAt: '2026-11-23T11:00:00.000Z',
+    });
+    const history = [requested, approved, failed, settled];
+    const messages = operationWebhookMessages(settled, history, 2);
+    expect(messages.map((m) => [m.type, m.party.id])).toEqual([['operation.completed', 'm-payer'], ['payment.received', 'm-payee']]);
+    expect(JSON.parse(messages[0]!.body).data.operation).toMatchObject({ status: 'completed', blockchainID: 'ab'.repeat(32), lastError: null });
+    expect(JSON.parse(messages[1]!.body).data.payment).toMatchObject({ operationID: 'wo_9', blockchainID: 'ab'.repeat(32), completedAt: '2026-11-23T11:00:00.000Z' });
+    expect(messages[0]!.eventID).not.toBe(webhookEventID(failed.id, 'operation.completed'));
+  });
+
   it('given the same event twice, then the ids and bodies are the same (receivers de-duplicate on them)', () => {
     const once = operationWebhookMessages(completed, [requested, approved, completed], 2);
     const again = operationWebhookMessages(completed, [requested, approved, completed], 2);
