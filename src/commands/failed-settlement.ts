@@ -1,4 +1,4 @@
-import type { OperationEvent, OperationRequested, OperationSettledFromLedger, OperationSettlementRequested, WalletEvent, WalletRef } from '../domain/events.ts';
+import type { OperationEvent, OperationRequested, OperationSettledFromLedger, OperationSettlementRequested } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { statusAfter, type OperationStatus } from '../domain/operation-status.ts';
@@ -9,6 +9,7 @@ import { walletAddress, type Ledger, type LedgerFate, type LedgerLeg } from '../
 import type { Decider } from './decider.ts';
 import { assertNever } from './decider.ts';
 import { checkOperationID } from './operation-handlers.ts';
+import { movementWrites } from './operations.ts';
 import { runDecision, type CommandContext, type StreamWrite } from './pipeline.ts';
 
 /**
@@ -114,24 +115,9 @@ export const settlementDecider: Decider<SettlementCommand, SettlementState, Oper
  * The money movements of a settlement, as a completion writes them (src/executor/workflow.ts completionWrites),
  * except that the payer's hold is not settled: the failure released it.
  */
+/** The settlement's money movements: a completion's, the hold having been released by the failure. */
 export function settlementWalletWrites(operation: OperationRequested['data'], assetScale: number): StreamWrite[] {
-  const { operationID } = operation;
-  const credit = (wallet: WalletRef, amount: string): StreamWrite => ({
-    stream: streams.wallet(wallet),
-    events: [{ type: 'WalletCredited', data: { wallet, operationID, amount } } satisfies WalletEvent],
-    expectedRevision: 'any',
-  });
-  const debit = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
-  const writes: StreamWrite[] = [
-    {
-      stream: streams.wallet(operation.payer),
-      events: [{ type: 'WalletDebited', data: { wallet: operation.payer, operationID, amount: debit, heldAmount: new Decimal(0).toFixed(assetScale) } } satisfies WalletEvent],
-      expectedRevision: 'any',
-    },
-    credit(operation.payee, operation.amount),
-  ];
-  if (new Decimal(operation.fee).gt(0)) writes.push(credit({ kind: 'platform', id: 'fees' }, operation.fee));
-  return writes;
+  return movementWrites(operation, '0', assetScale);
 }
 
 export interface SettlementDeps {

@@ -1,6 +1,6 @@
 import type { EventMetadata } from '../ports/event-store.ts';
 import { validTraceparent } from '../ports/tracing.ts';
-import type { OperationEvent, OperationRequested } from '../domain/events.ts';
+import type { OperationEvent, OperationRequested, WalletEvent } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import type { OperationStatus } from '../domain/operation-status.ts';
@@ -122,6 +122,31 @@ export function releaseWrites(operation: OperationRequested['data'], reason: 're
       expectedRevision: 'any',
     });
   }
+  return writes;
+}
+
+/**
+ * The money movements of an operation that executed, as the ledger moved them: the payer debited (amount and fee,
+ * settling `heldAmount` of its hold), the payee credited, the fee to the platform. Written by a completion, and by
+ * the settlement of a failure whose money moved (its hold already released: `heldAmount` 0).
+ */
+export function movementWrites(operation: OperationRequested['data'], heldAmount: string, assetScale: number): StreamWrite[] {
+  const { operationID } = operation;
+  const credit = (wallet: OperationRequested['data']['payee'], amount: string): StreamWrite => ({
+    stream: streams.wallet(wallet),
+    events: [{ type: 'WalletCredited', data: { wallet, operationID, amount } } satisfies WalletEvent],
+    expectedRevision: 'any',
+  });
+  const debit = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
+  const writes: StreamWrite[] = [
+    {
+      stream: streams.wallet(operation.payer),
+      events: [{ type: 'WalletDebited', data: { wallet: operation.payer, operationID, amount: debit, heldAmount: new Decimal(heldAmount).toFixed(assetScale) } } satisfies WalletEvent],
+      expectedRevision: 'any',
+    },
+    credit(operation.payee, operation.amount),
+  ];
+  if (new Decimal(operation.fee).gt(0)) writes.push(credit({ kind: 'platform', id: 'fees' }, operation.fee));
   return writes;
 }
 

@@ -1,9 +1,9 @@
-import type { OperationExecutionStarted, OperationRequested, WalletEvent } from '../domain/events.ts';
+import type { OperationExecutionStarted, OperationRequested } from '../domain/events.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
 import { LedgerDuplicateError, LedgerRejectedError, LedgerVoidedError, type LedgerTransaction } from '../ports/ledger.ts';
 import type { OperationState } from '../commands/operations.ts';
-import { releaseWrites } from '../commands/operations.ts';
+import { movementWrites, releaseWrites } from '../commands/operations.ts';
 import { operationLegs, walletOperationIDOf } from '../commands/failed-settlement.ts';
 import type { StreamWrite } from '../commands/pipeline.ts';
 import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
@@ -208,14 +208,9 @@ const holdsFunds = (operation: OperationRequested['data']) => operation.payer.ki
  */
 export function completionWrites(operation: OperationRequested['data'], tx: LedgerTransaction, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
   const { operationID } = operation;
-  const debit = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
   const walletOperationID = walletOperationIDOf(tx.blockchainID);
-  const credit = (wallet: OperationRequested['data']['payee'], amount: string): StreamWrite => ({
-    stream: streams.wallet(wallet),
-    events: [{ type: 'WalletCredited', data: { wallet, operationID, amount } } satisfies WalletEvent],
-    expectedRevision: 'any',
-  });
-  const writes: StreamWrite[] = [
+  const held = holdsFunds(operation) ? new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale) : '0';
+  return [
     {
       stream: streams.operation(operationID),
       expectedRevision: claimRevision,
@@ -224,15 +219,8 @@ export function completionWrites(operation: OperationRequested['data'], tx: Ledg
         { type: 'OperationCompleted', data: { operationID, blockchainID: tx.blockchainID, walletOperationID, sequenceNumber: tx.sequenceNumber, completedAt: now } },
       ],
     },
-    {
-      stream: streams.wallet(operation.payer),
-      events: [{ type: 'WalletDebited', data: { wallet: operation.payer, operationID, amount: debit, heldAmount: holdsFunds(operation) ? debit : new Decimal(0).toFixed(assetScale) } } satisfies WalletEvent],
-      expectedRevision: 'any',
-    },
-    credit(operation.payee, operation.amount),
+    ...movementWrites(operation, held, assetScale),
   ];
-  if (new Decimal(operation.fee).gt(0)) writes.push(credit({ kind: 'platform', id: 'fees' }, operation.fee));
-  return writes;
 }
 
 /** What a failure writes, in one atomic append: the failure (at the claim's revision) and the releases of what it held. */
