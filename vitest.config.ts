@@ -52,6 +52,8 @@ export default defineConfig({
     // timers, not CPU. Tests wait on what settles, never on wall-clock races, so a busier machine is safe.
     maxWorkers: 2,
     minWorkers: 1,
+    // `npm run test:coverage`: v8 line coverage of src/ (issue 25 compares it with the start commit's).
+    coverage: { provider: 'v8', include: ['src/**'], reporter: ['text-summary', 'json-summary'], reportsDirectory: '.tmp/coverage' },
     setupFiles: ['test/support/fast-passwords.ts', 'test/support/cpu-usage.ts', 'test/support/openapi-fetch-check.ts'],
     projects: [
       // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip.
