@@ -26,7 +26,7 @@ import type { AuditReport } from '../../src/audit/verify.ts';
 import { runCli } from '../support/cli.ts';
 import { approve, issue, waitUntilSettled } from '../support/executor-system.ts';
 import { assertLedgerMatchesProjections } from '../support/invariants.ts';
-import { databaseUrl, freshPostgresDatabase, postgresClusterTemplate, startOwnPostgresServer, type OwnPostgresServer } from '../support/postgres-server.ts';
+import { databaseUrl, freshPostgresDatabase, postgresClusterTemplate, startOwnPostgresServer, type OwnPostgresServer, type PostgresClusterTemplate } from '../support/postgres-server.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { create, keyed, newPhone, type Keyed } from '../executor/support.ts';
@@ -75,6 +75,7 @@ describe('restore drill on PostgreSQL', () => {
   const archive = join(work.path, 'wal-archive');
   let server: OwnPostgresServer;
   let restored: OwnPostgresServer | undefined;
+  let template: PostgresClusterTemplate | undefined;
   let url: string;
   let sys: TestSystem | undefined;
   const dataDir = join(work.path, 'data');
@@ -122,7 +123,11 @@ describe('restore drill on PostgreSQL', () => {
     // The server's own user copies the WAL segments into the archive.
     chmodSync(work.path, 0o755);
     chmodSync(archive, 0o777);
-    server = await startOwnPostgresServer({ settings: { archive_mode: 'on', archive_command: `cp %p ${archive}/%f`, wal_level: 'replica' } });
+    // The logical drill's cluster on pg_dump's major (when it needs one) is made by initdb meanwhile.
+    [server, template] = await Promise.all([
+      startOwnPostgresServer({ settings: { archive_mode: 'on', archive_command: `cp %p ${archive}/%f`, wal_level: 'replica' } }),
+      logical?.serverBinDir ? postgresClusterTemplate(logical.serverBinDir) : undefined,
+    ]);
     url = await freshPostgresDatabase(server.url);
     mkdirSync(dataDir);
     sys = await startTestSystem(envOn(url));
@@ -133,6 +138,7 @@ describe('restore drill on PostgreSQL', () => {
     await sys?.close();
     await restored?.stop();
     await server?.stop();
+    template?.remove();
     work.cleanup();
   });
 
@@ -193,12 +199,11 @@ describe('restore drill on PostgreSQL', () => {
       await assertReconciles(target);
       return;
     }
-    await logicalDrillOnOwnMajor(logical.serverBinDir, logical);
+    await logicalDrillOnOwnMajor(logical.serverBinDir, template!, logical);
   }, 90_000);
 
   /** The logical drill on servers of pg_dump's own major: a system of its own settles operations there first. */
-  async function logicalDrillOnOwnMajor(binDir: string, tools: LogicalDrill): Promise<void> {
-    const template = await postgresClusterTemplate(binDir);
+  async function logicalDrillOnOwnMajor(binDir: string, template: PostgresClusterTemplate, tools: LogicalDrill): Promise<void> {
     const ledgerDir = join(work.path, `data-pg${tools.major}`);
     mkdirSync(ledgerDir);
     let source: OwnPostgresServer | undefined;
@@ -233,7 +238,6 @@ describe('restore drill on PostgreSQL', () => {
       await system?.close();
       await source?.stop();
       await target?.stop();
-      template.remove();
     }
   }
 

@@ -142,11 +142,17 @@ async function initdb(binDir: string, dataDir: string, password: string): Promis
   }
 }
 
+export interface PostgresClusterTemplate {
+  password: string;
+  fill(dataDir: string): void;
+  remove(): void;
+}
+
 /**
  * A cluster made by initdb once and never started, for fresh servers of an installation (`binDir`) copied from
  * it (pass it as `restored`): a copy costs far less than another initdb. `remove()` deletes it.
  */
-export async function postgresClusterTemplate(binDir: string): Promise<{ password: string; fill(dataDir: string): void; remove(): void }> {
+export async function postgresClusterTemplate(binDir: string): Promise<PostgresClusterTemplate> {
   const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-template-'));
   chmodSync(parent, 0o777);
   const template = join(parent, 'data');
