@@ -5,6 +5,7 @@
 // are not (the image, which ships only the compiled dist/ and production dependencies) it runs the compiled
 // JavaScript. The image's default command names dist/cli/main.js itself.
 import { existsSync } from 'node:fs';
+import { enableCompileCache } from 'node:module';
 import { unsupportedNode } from './node-version.js';
 
 const unsupported = unsupportedNode();
@@ -13,4 +14,12 @@ if (unsupported) {
   process.exit(1);
 }
 const sources = new URL('../src/cli/main.ts', import.meta.url);
-await import(existsSync(sources) ? sources.href : new URL('../dist/cli/main.js', import.meta.url).href);
+if (existsSync(sources)) {
+  // Erasing the types of the ~120 modules a command loads costs more than the command itself: Node's compile
+  // cache (NODE_COMPILE_CACHE, else a directory under the system's temporary one) keeps the erased and compiled
+  // code, keyed by each file's content, so only a changed file is erased again. It halves a CLI start's CPU.
+  enableCompileCache();
+  await import(sources.href);
+} else {
+  await import(new URL('../dist/cli/main.js', import.meta.url).href);
+}
