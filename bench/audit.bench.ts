@@ -224,10 +224,13 @@ function operation(i: number, type: 'issue' | 'cash-in', at: string): OperationR
 
 /** Runs calls in order, in waves of calls on distinct streams submitted together (one group commit each). */
 class WaveRunner {
+  private readonly store: EventStore;
   private wave: Call[] = [];
   private streams = new Set<string>();
   events = 0;
-  constructor(private readonly store: EventStore) {}
+  constructor(store: EventStore) {
+    this.store = store;
+  }
 
   async add(call: Call): Promise<void> {
     if (this.wave.length >= WAVE || call.some((append) => this.streams.has(append.stream))) await this.flush();

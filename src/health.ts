@@ -49,12 +49,14 @@ export interface CorruptionReport {
  * request or consumer met it, until an operator restores the store and restarts the process.
  */
 export class CorruptionWatch {
+  private readonly clock: () => Date;
+  private readonly onFound: (error: StoreCorruptedError) => void;
   private found: { error: StoreCorruptedError; since: Date } | null = null;
 
-  constructor(
-    private readonly clock: () => Date,
-    private readonly onFound: (error: StoreCorruptedError) => void = () => {},
-  ) {}
+  constructor(clock: () => Date, onFound: (error: StoreCorruptedError) => void = () => {}) {
+    this.clock = clock;
+    this.onFound = onFound;
+  }
 
   get error(): StoreCorruptedError | null {
     return this.found?.error ?? null;

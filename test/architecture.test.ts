@@ -262,3 +262,26 @@ describe('one backoff', () => {
     expect(lines).toEqual([]);
   });
 });
+
+// Node runs src/ itself (bin/wallet-ops.js, `npm start`, the tests' child processes) and only erases types: a
+// construct that would need compiling (a parameter property, an enum, a namespace) fails at load time, and a
+// relative import must name the file it loads. Erasing every file here would cost seconds of the suite (Node's
+// stripper is slow to start); the type check refuses those constructs at no extra cost.
+describe('runs on Node without a loader', () => {
+  const files = filesUnder(SRC);
+  const config = (name: string) => JSON.parse(readFileSync(join(SRC, '..', name), 'utf8')) as { compilerOptions: Record<string, unknown> };
+
+  it('when the type check runs, then it refuses the TypeScript syntax Node cannot erase (erasableSyntaxOnly)', () => {
+    expect(config('tsconfig.json').compilerOptions.erasableSyntaxOnly).toBe(true);
+  });
+
+  it('when a file of src/ imports another, then the specifier names the .ts file itself', () => {
+    const unnamed = files.flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/(?:\bfrom\s+|\bimport\(\s*)'(\.{1,2}\/[^']*)'/g)]
+        .map((match) => match[1]!)
+        .filter((specifier) => !specifier.endsWith('.ts'))
+        .map((specifier) => `${relative(SRC, file)} -> ${specifier}`),
+    );
+    expect(unnamed).toEqual([]);
+  });
+});

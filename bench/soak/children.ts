@@ -51,6 +51,9 @@ export async function healthy(port: number, timeoutMs = 1500): Promise<{ ok: boo
  * across restarts.
  */
 export class Child {
+  readonly spec: ChildSpec;
+  private readonly dataDir: string;
+  private readonly onUnexpectedExit: (child: Child, exit: ExitInfo) => void;
   readonly logFile: string;
   private process: ChildProcess | undefined;
   private exitPromise: Promise<ExitInfo> = Promise.resolve({ code: null, signal: null });
@@ -58,11 +61,10 @@ export class Child {
   private expectingExit = false;
   starts = 0;
 
-  constructor(
-    readonly spec: ChildSpec,
-    private readonly dataDir: string,
-    private readonly onUnexpectedExit: (child: Child, exit: ExitInfo) => void,
-  ) {
+  constructor(spec: ChildSpec, dataDir: string, onUnexpectedExit: (child: Child, exit: ExitInfo) => void) {
+    this.spec = spec;
+    this.dataDir = dataDir;
+    this.onUnexpectedExit = onUnexpectedExit;
     mkdirSync(join(dataDir, 'logs'), { recursive: true });
     this.logFile = join(dataDir, 'logs', `${spec.name}.log`);
   }

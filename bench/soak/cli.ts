@@ -14,8 +14,12 @@ export interface CliResult {
 
 /** A CLI run that did not succeed: exit 1 is a refusal ("refused (CODE): …") or a failure ("failed: …"). */
 export class CliError extends Error {
-  constructor(readonly args: string[], readonly result: CliResult) {
+  readonly args: string[];
+  readonly result: CliResult;
+  constructor(args: string[], result: CliResult) {
     super(`wallet-ops ${args.join(' ')} exited ${result.code}: ${result.stderr.trim().split('\n').at(-1) ?? ''}`);
+    this.args = args;
+    this.result = result;
     this.name = 'CliError';
   }
 

@@ -48,6 +48,9 @@ function failingConsumers(body: string): string {
  * graceful stop at the end. Operations on one child are serialized.
  */
 export class Fleet {
+  private readonly stats: SoakStats;
+  private readonly log: (line: string) => void;
+  private readonly health: HealthPolicy;
   readonly children: Child[];
   private stopping = false;
   private readonly locks = new Map<Child, Promise<unknown>>();
@@ -58,10 +61,13 @@ export class Fleet {
   constructor(
     specs: ChildSpec[],
     dataDir: string,
-    private readonly stats: SoakStats,
-    private readonly log: (line: string) => void,
-    private readonly health: HealthPolicy = DEFAULT_HEALTH_POLICY,
+    stats: SoakStats,
+    log: (line: string) => void,
+    health: HealthPolicy = DEFAULT_HEALTH_POLICY,
   ) {
+    this.stats = stats;
+    this.log = log;
+    this.health = health;
     this.children = specs.map((spec) => new Child(spec, dataDir, (child, exit) => this.unexpectedExit(child, exit)));
   }
 

@@ -15,6 +15,7 @@ export interface Outcome {
  * requests, decisions, claims and outcomes, with the stored times of the approvals and outcomes.
  */
 export class OperationHistory {
+  private readonly eventStore: EventStore;
   private position = 0;
   readonly requested = new Map<string, OperationRequested['data']>();
   /** Operation id -> the approval's stored time (epoch ms). */
@@ -26,7 +27,9 @@ export class OperationHistory {
   /** Operation id -> the executors' claims (OperationExecutionStarted), in order. */
   readonly claims = new Map<string, Array<{ executorID: string; attempt: number }>>();
 
-  constructor(private readonly eventStore: EventStore) {}
+  constructor(eventStore: EventStore) {
+    this.eventStore = eventStore;
+  }
 
   async refresh(): Promise<void> {
     for (;;) {

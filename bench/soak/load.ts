@@ -5,10 +5,13 @@ import { amountBetween, bump, pause, pick, weighted } from './util.ts';
 
 /** Acknowledged creates waiting for a checker; the clients pause while it is full. */
 export class DecisionQueue {
+  readonly capacity: number;
   private readonly waiting: AcknowledgedCreate[] = [];
   inFlight = 0;
 
-  constructor(readonly capacity: number) {}
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
 
   get backlog(): number {
     return this.waiting.length + this.inFlight;

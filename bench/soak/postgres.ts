@@ -19,13 +19,17 @@ const OURS = 'wallet-ops%';
  * statement timeout.
  */
 export class SoakPostgres {
-  private constructor(
-    private readonly server: EmbeddedPostgres,
-    private readonly parent: string,
-    /** A URL with the admin credentials and the soak's database. */
-    readonly url: string,
-    readonly version: string,
-  ) {}
+  private readonly server: EmbeddedPostgres;
+  private readonly parent: string;
+  /** A URL with the admin credentials and the soak's database. */
+  readonly url: string;
+  readonly version: string;
+  private constructor(server: EmbeddedPostgres, parent: string, url: string, version: string) {
+    this.server = server;
+    this.parent = parent;
+    this.url = url;
+    this.version = version;
+  }
 
   static async start(): Promise<SoakPostgres> {
     // As root, the binaries run as a `postgres` user, which must be able to write the data directory.

@@ -112,12 +112,16 @@ function freePort(): Promise<number> {
 }
 
 class Server {
-  private constructor(
-    readonly child: ChildProcess,
-    readonly url: string,
-    private readonly memoryFile: string,
-    private readonly exited: Promise<number | null>,
-  ) {}
+  readonly child: ChildProcess;
+  readonly url: string;
+  private readonly memoryFile: string;
+  private readonly exited: Promise<number | null>;
+  private constructor(child: ChildProcess, url: string, memoryFile: string, exited: Promise<number | null>) {
+    this.child = child;
+    this.url = url;
+    this.memoryFile = memoryFile;
+    this.exited = exited;
+  }
 
   static async start(dataDir: string, logFile: string): Promise<{ server: Server; readySeconds: number }> {
     const port = await freePort();

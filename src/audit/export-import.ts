@@ -85,11 +85,10 @@ export function exportLine(event: RecordedEvent): string {
 
 /** The file cannot be imported: what is wrong with it, or with the target. */
 export class ImportRefusedError extends Error {
-  constructor(
-    message: string,
-    readonly problems: AuditProblem[] = [],
-  ) {
+  readonly problems: AuditProblem[];
+  constructor(message: string, problems: AuditProblem[] = []) {
     super(message);
+    this.problems = problems;
     this.name = 'ImportRefusedError';
   }
 }

@@ -165,16 +165,15 @@ function wellFormed(requests: StreamAppend[]): boolean {
 }
 
 class HashChainedStore implements EventStore {
+  private readonly inner: EventStore;
   readonly [INNER]: EventStore;
   private readonly heads = new Map<string, Head>();
   private readonly turns = new Map<string, Turn>();
   private readonly maxCached: number;
   private readonly looseAttempts: number;
 
-  constructor(
-    private readonly inner: EventStore,
-    options: HashChainOptions,
-  ) {
+  constructor(inner: EventStore, options: HashChainOptions) {
+    this.inner = inner;
     this[INNER] = inner;
     this.maxCached = options.maxCachedStreams ?? 10_000;
     this.looseAttempts = options.looseAttempts ?? 5;

@@ -60,10 +60,13 @@ export interface ActorInfo {
 
 /** Resolves actors and user ids to what an auditor reads (key labels, emails), each looked up once. */
 class Directory {
+  private readonly store: EventStore;
   private readonly users = new Map<string, Promise<string | null>>();
   private readonly keys = new Map<string, Promise<string | null>>();
 
-  constructor(private readonly store: EventStore) {}
+  constructor(store: EventStore) {
+    this.store = store;
+  }
 
   email(userID: string): Promise<string | null> {
     let found = this.users.get(userID);

@@ -64,13 +64,15 @@ export const toRecordedSeal = (event: RecordedEvent): RecordedSeal => ({ data: e
  * the history, means another sealer sealed first, and the follower resumes from that seal.
  */
 class Sealer implements RunningSealer {
+  private readonly options: SealerOptions;
   private readonly follower: Follower;
   private readonly every: number;
   private revision = -1;
   private range = new SealAccumulator(GENESIS_DIGEST, null);
   private after: number | null = null;
 
-  constructor(private readonly options: SealerOptions) {
+  constructor(options: SealerOptions) {
+    this.options = options;
     this.every = options.every ?? 1000;
     if (!Number.isSafeInteger(this.every) || this.every < 1) throw new Error('a seal covers at least one event');
     const reported = <T>(work: () => Promise<T>) => async () => {

@@ -70,6 +70,9 @@ export async function findSealedEvent(store: EventStore, seal: HistorySealedData
 
 /** Accumulates a seal's range as events are seen in order; used by the sealer to write and by verify to recompute. */
 export class SealAccumulator {
+  readonly previousDigest: string;
+  /** Keep every event's fingerprint, to write them in the seal (verify only needs the digest). */
+  private readonly keepFingerprints: boolean;
   private readonly hash: Hash;
   private readonly fingerprints: string[] = [];
   /** Digest input not yet handed to the hash: one update per 64 KB rather than per event. */
@@ -85,12 +88,13 @@ export class SealAccumulator {
   private lastPosition: number | null;
 
   constructor(
-    readonly previousDigest: string,
+    previousDigest: string,
     /** The previous seal's toPosition, or null for the first seal. */
     afterPosition: number | null,
-    /** Keep every event's fingerprint, to write them in the seal (verify only needs the digest). */
-    private readonly keepFingerprints = true,
+    keepFingerprints = true,
   ) {
+    this.previousDigest = previousDigest;
+    this.keepFingerprints = keepFingerprints;
     this.hash = createHash('sha256').update(previousDigest);
     this.lastPosition = afterPosition;
   }
@@ -171,6 +175,10 @@ export interface RecordedSeal {
  * locate the change.
  */
 export class SealChecker {
+  private readonly mode: 'positions' | 'ids';
+  /** Seals in order, a page at a time; an empty page means there are no more. */
+  private readonly loadSeals: () => Promise<RecordedSeal[]>;
+  private readonly report: (problem: SealProblem) => void;
   private readonly queue: RecordedSeal[] = [];
   private exhausted = false;
   private range: { seal: RecordedSeal; acc: SealAccumulator; firstDiff: number | null; lastSeen: number | null } | null = null;
@@ -185,11 +193,14 @@ export class SealChecker {
   verifiedTo: number | null = null;
 
   constructor(
-    private readonly mode: 'positions' | 'ids',
-    /** Seals in order, a page at a time; an empty page means there are no more. */
-    private readonly loadSeals: () => Promise<RecordedSeal[]>,
-    private readonly report: (problem: SealProblem) => void,
-  ) {}
+    mode: 'positions' | 'ids',
+    loadSeals: () => Promise<RecordedSeal[]>,
+    report: (problem: SealProblem) => void,
+  ) {
+    this.mode = mode;
+    this.loadSeals = loadSeals;
+    this.report = report;
+  }
 
   /** Loads enough seals ahead for the next `events` events up to `lastPosition`. Call before feeding a page. */
   async prepare(events: number, lastPosition: number): Promise<void> {

@@ -28,12 +28,14 @@ const WIDENING: Record<string, string> = { UserRoleAdded: 'add-role', UserEnable
 const partyOf = (party: { type: string; id: string } | null | undefined): string | null => (party ? `${party.type}:${party.id}` : null);
 
 export class AccessChecker {
+  readonly users: Map<string, UserInfo>;
+  private readonly problem: (event: RecordedEvent, detail: string) => void;
   private readonly requests = new Map<string, RequestInfo>();
 
-  constructor(
-    readonly users: Map<string, UserInfo>,
-    private readonly problem: (event: RecordedEvent, detail: string) => void,
-  ) {}
+  constructor(users: Map<string, UserInfo>, problem: (event: RecordedEvent, detail: string) => void) {
+    this.users = users;
+    this.problem = problem;
+  }
 
   /** Whether the event is one of the users' or access requests'; if so it has been checked and folded. */
   feed(event: RecordedEvent): boolean {

@@ -67,6 +67,8 @@ interface MovementGroup {
 }
 
 export class BusinessChecker {
+  private readonly problems: ProblemLog;
+  private readonly scale: number;
   readonly users = new Map<string, UserInfo>();
   readonly keys = new Map<string, KeyInfo>();
   readonly webhookEndpoints = new Map<string, { status: 'pending' | 'active' | 'rejected' | 'disabled'; party: string; requestedBy: string; rotationRequestedBy: string | null; holder: string }>();
@@ -82,10 +84,10 @@ export class BusinessChecker {
   /** Users and access requests (verify-access.ts); it keeps `users` current for the checks below. */
   private access: AccessChecker | undefined;
 
-  constructor(
-    private readonly problems: ProblemLog,
-    private readonly scale: number,
-  ) {}
+  constructor(problems: ProblemLog, scale: number) {
+    this.problems = problems;
+    this.scale = scale;
+  }
 
   /** Every wallet but the issuing account. */
   get supply(): bigint {

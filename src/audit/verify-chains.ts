@@ -12,10 +12,13 @@ interface StreamHead {
 
 /** Per-stream chains over events fed in $all order. Shared with the import, which checks a file the same way. */
 export class ChainChecker {
+  private readonly problems: { add(problem: AuditProblem): void };
   private readonly heads = new Map<string, StreamHead>();
   unhashed = 0;
 
-  constructor(private readonly problems: { add(problem: AuditProblem): void }) {}
+  constructor(problems: { add(problem: AuditProblem): void }) {
+    this.problems = problems;
+  }
 
   get streams(): number {
     return this.heads.size;

@@ -19,13 +19,15 @@ export interface ExpectedHistory {
 
 /** The completeness check of `audit verify`: fed every event in position order. */
 export class CompletenessChecker {
+  private readonly expected: ExpectedHistory;
+  private readonly problems: { add(problem: AuditProblem): void };
   private seen = 0;
   private found: { index: number; hash: string; position: number } | undefined;
 
-  constructor(
-    private readonly expected: ExpectedHistory,
-    private readonly problems: { add(problem: AuditProblem): void },
-  ) {}
+  constructor(expected: ExpectedHistory, problems: { add(problem: AuditProblem): void }) {
+    this.expected = expected;
+    this.problems = problems;
+  }
 
   feed(event: RecordedEvent): void {
     this.seen += 1;

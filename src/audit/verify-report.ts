@@ -108,10 +108,13 @@ export const SUPPLY_DEFINITION =
   'supply = sum of every wallet but platform:issuance = issued (debits of platform:issuance) - redeemed (credits to it)';
 
 export class ProblemLog {
+  private readonly max: number;
   readonly list: AuditProblem[] = [];
   count = 0;
   firstBroken: number | null = null;
-  constructor(private readonly max: number) {}
+  constructor(max: number) {
+    this.max = max;
+  }
 
   add(problem: AuditProblem): void {
     this.count += 1;

@@ -62,13 +62,15 @@ interface Folding {
 }
 
 export class SnapshotChecker {
+  private readonly problems: ProblemLog;
+  private readonly scale: number;
   private readonly folding = new Map<string, Folding>();
   private readonly claims: Claim[] = [];
 
-  constructor(
-    private readonly problems: ProblemLog,
-    private readonly scale: number,
-  ) {}
+  constructor(problems: ProblemLog, scale: number) {
+    this.problems = problems;
+    this.scale = scale;
+  }
 
   get checked(): number {
     return this.claims.length;

@@ -25,15 +25,17 @@ export interface CopyPlan {
 
 /** The target stream holds less than the events before this one: copying it would change its revisions. */
 export class CopyGapError extends Error {
-  constructor(
-    readonly stream: string,
-    readonly targetRevision: TargetRevision,
-    readonly event: Pick<RecordedEvent, 'revision' | 'position'>,
-  ) {
+  readonly stream: string;
+  readonly targetRevision: TargetRevision;
+  readonly event: Pick<RecordedEvent, 'revision' | 'position'>;
+  constructor(stream: string, targetRevision: TargetRevision, event: Pick<RecordedEvent, 'revision' | 'position'>) {
     super(
       `stream ${stream} is at revision ${String(targetRevision)} in the target, but the next event to copy (position ${event.position}) ` +
         `has revision ${event.revision}: the events in between are missing there (start from an earlier --from-position, or the target holds another history)`,
     );
+    this.stream = stream;
+    this.targetRevision = targetRevision;
+    this.event = event;
     this.name = 'CopyGapError';
   }
 }

@@ -23,14 +23,13 @@ export interface IndividualInfo {
  * individuals may number millions, and a long-running process would otherwise end up holding them all.
  */
 export class PartyLookup {
+  private readonly store: EventStore;
   private readonly parties: LruMap<string, PartyInfo>;
   private readonly shortCodes: LruMap<string, string>;
   private readonly individuals: LruMap<string, IndividualInfo>;
 
-  constructor(
-    private readonly store: EventStore,
-    maxEntries = 100_000,
-  ) {
+  constructor(store: EventStore, maxEntries = 100_000) {
+    this.store = store;
     this.parties = new LruMap(maxEntries);
     this.shortCodes = new LruMap(maxEntries);
     this.individuals = new LruMap(maxEntries);

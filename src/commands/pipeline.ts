@@ -27,8 +27,11 @@ interface CachedState {
  * them is safe. Bounded: the oldest entries go first.
  */
 export class StateCache {
+  private readonly maxEntries: number;
   private readonly entries = new Map<string, CachedState>();
-  constructor(private readonly maxEntries = 10_000) {}
+  constructor(maxEntries = 10_000) {
+    this.maxEntries = maxEntries;
+  }
 
   get(stream: string): CachedState | undefined {
     return this.entries.get(stream);

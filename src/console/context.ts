@@ -69,13 +69,13 @@ export interface Viewer {
 }
 
 export class ConsoleError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** A kinder title than the status's, and the one link that helps (the login page, the page to go back to). */
-    readonly page: { title?: string; link?: { href: string; text: string } } = {},
-  ) {
+  readonly status: number;
+  /** A kinder title than the status's, and the one link that helps (the login page, the page to go back to). */
+  readonly page: { title?: string; link?: { href: string; text: string } };
+  constructor(status: number, message: string, page: { title?: string; link?: { href: string; text: string } } = {}) {
     super(message);
+    this.status = status;
+    this.page = page;
     this.name = 'ConsoleError';
   }
 }

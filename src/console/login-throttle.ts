@@ -37,11 +37,14 @@ const counterID = (subject: Subject, value: string) =>
   `${subject}:${createHash('sha256').update(subject === 'address' ? addressBucket(value) : value).digest('hex')}`;
 
 export class LoginThrottle {
-  constructor(
-    private readonly store: ReadStore,
-    private readonly clock: () => Date,
-    readonly limits: ThrottleLimits = DEFAULT_THROTTLE,
-  ) {}
+  private readonly store: ReadStore;
+  private readonly clock: () => Date;
+  readonly limits: ThrottleLimits;
+  constructor(store: ReadStore, clock: () => Date, limits: ThrottleLimits = DEFAULT_THROTTLE) {
+    this.store = store;
+    this.clock = clock;
+    this.limits = limits;
+  }
 
   /** Counts the attempt, then says whether its password may be checked. */
   async admit(email: string, address: string): Promise<Admission> {

@@ -36,11 +36,14 @@ export const newToken = (): string => randomBytes(32).toString('base64url');
 const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 export class ConsoleSessions {
-  constructor(
-    private readonly store: ReadStore,
-    private readonly clock: () => Date,
-    readonly times: SessionTimes = DEFAULT_SESSION_TIMES,
-  ) {}
+  private readonly store: ReadStore;
+  private readonly clock: () => Date;
+  readonly times: SessionTimes;
+  constructor(store: ReadStore, clock: () => Date, times: SessionTimes = DEFAULT_SESSION_TIMES) {
+    this.store = store;
+    this.clock = clock;
+    this.times = times;
+  }
 
   /** A new session for the user; returns the token for the cookie. Expired sessions of the user are removed. */
   async create(userID: string): Promise<{ token: string; session: SessionDoc }> {

@@ -27,13 +27,13 @@ export const DOMAIN_ERROR_CODES = [
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 
 export class DomainError extends Error {
-  constructor(
-    readonly code: DomainErrorCode,
-    message: string,
-    /** The input field at fault, for validation refusals. */
-    readonly field?: string,
-  ) {
+  readonly code: DomainErrorCode;
+  /** The input field at fault, for validation refusals. */
+  readonly field?: string;
+  constructor(code: DomainErrorCode, message: string, field?: string) {
     super(message);
+    this.code = code;
+    this.field = field;
     this.name = 'DomainError';
   }
 }

@@ -32,13 +32,15 @@ interface Carried {
  * timer and holds no slot, so that a waiting operation never holds up the others.
  */
 export class Carrier {
+  private readonly options: CarrierOptions;
   private readonly carried = new Map<string, Carried>();
   private readonly slots: Slots;
   private readonly stopping = new AbortController();
   /** Passes begun and not ended (waiting for a slot, or running). */
   private readonly inFlight = new Set<Promise<void>>();
 
-  constructor(private readonly options: CarrierOptions) {
+  constructor(options: CarrierOptions) {
+    this.options = options;
     this.slots = new Slots(options.concurrency);
   }
 
@@ -106,10 +108,13 @@ export class Carrier {
 
 /** At most `size` tasks at once; the others wait their turn, in order. */
 class Slots {
+  private readonly size: number;
   private running = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly size: number) {}
+  constructor(size: number) {
+    this.size = size;
+  }
 
   async run<T>(task: () => Promise<T>): Promise<T> {
     if (this.running < this.size) this.running += 1;

@@ -6,9 +6,12 @@
  * nothing yet, so it waits a whole lease before taking over a claim it finds.
  */
 export class ClaimWatch {
+  private readonly monotonicMs: () => number;
   private readonly seen = new Map<string, { revision: number; sinceMs: number }>();
 
-  constructor(private readonly monotonicMs: () => number = () => performance.now()) {}
+  constructor(monotonicMs: () => number = () => performance.now()) {
+    this.monotonicMs = monotonicMs;
+  }
 
   /** Milliseconds since this process first saw the operation's stream at this revision (0 the first time). */
   unchangedForMs(operationID: string, revision: number): number {

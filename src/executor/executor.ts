@@ -63,6 +63,7 @@ const MAX_CARRIED = 10_000;
  * approval appended while every executor was down).
  */
 export class Executor {
+  private readonly options: ExecutorOptions;
   private readonly follower: Follower;
   private readonly carrier: Carrier;
   private readonly sweeps: FailureStreak;
@@ -72,7 +73,8 @@ export class Executor {
   /** How long this process has seen each unsettled approval, on its monotonic clock (approvedAt is another host's). */
   private readonly sweepWatch = new ClaimWatch();
 
-  constructor(private readonly options: ExecutorOptions) {
+  constructor(options: ExecutorOptions) {
+    this.options = options;
     const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger, observer, tracing } = options;
     const retry = { firstMs: options.retryBaseMs, maxMs: options.retryMaxMs };
     const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, watch: new ClaimWatch(), logger, ...(observer ? { observer } : {}), ...(tracing ? { tracing } : {}) };

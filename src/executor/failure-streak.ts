@@ -5,13 +5,16 @@ import type { Logger } from '../logger.ts';
  * so that a store outage does not write five lines a second. The task's rejection never escapes.
  */
 export class FailureStreak {
+  private readonly logger: Logger;
+  private readonly failed: string;
+  private readonly recovered: string;
   private failures = 0;
 
-  constructor(
-    private readonly logger: Logger,
-    private readonly failed: string,
-    private readonly recovered: string,
-  ) {}
+  constructor(logger: Logger, failed: string, recovered: string) {
+    this.logger = logger;
+    this.failed = failed;
+    this.recovered = recovered;
+  }
 
   async track(task: Promise<unknown>): Promise<void> {
     try {

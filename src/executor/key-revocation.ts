@@ -82,13 +82,15 @@ const CHECKPOINT_EVERY_POSITIONS = 10_000;
  * so an operation is rejected (and its hold released) once, and the other sweeps find it decided.
  */
 export class KeyRevocations {
+  private readonly options: KeyRevocationOptions;
   private readonly follower: Follower;
   private readonly deps: { store: EventStore; cache: StateCache; clock: () => Date; assetScale: number };
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | null = null;
   private readonly sweeps: FailureStreak;
 
-  constructor(private readonly options: KeyRevocationOptions) {
+  constructor(options: KeyRevocationOptions) {
+    this.options = options;
     this.deps = { store: options.eventStore, cache: new StateCache(), clock: options.clock, assetScale: options.assetScale };
     this.follower = new Follower({
       name: 'key-revocations',

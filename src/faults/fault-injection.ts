@@ -49,13 +49,15 @@ type Side = 'before' | 'before-or-after';
 
 /** The decision logic shared by the three decorators: one instance per decorated store. */
 class Injector {
+  private readonly plan: FaultPlan;
+  private readonly counters: FaultCounters;
+  private readonly unavailable: (message: string) => Error;
   private readonly random: () => number;
 
-  constructor(
-    private readonly plan: FaultPlan,
-    private readonly counters: FaultCounters,
-    private readonly unavailable: (message: string) => Error,
-  ) {
+  constructor(plan: FaultPlan, counters: FaultCounters, unavailable: (message: string) => Error) {
+    this.plan = plan;
+    this.counters = counters;
+    this.unavailable = unavailable;
     for (const rate of ['errorRate', 'hangRate'] as const) {
       if (!(plan[rate] >= 0 && plan[rate] <= 1)) throw new RangeError(`fault plan: ${rate} must be within 0..1, got ${plan[rate]}`);
     }
@@ -123,16 +125,18 @@ export function withEventStoreFaults(store: EventStore, plan: FaultPlan, counter
  * real subscription streams, it does not pay a round trip per event.
  */
 class FaultySubscription implements Subscription, AsyncIterableIterator<RecordedEvent> {
+  private readonly inner: Subscription;
+  private readonly faults: Injector;
+  private readonly latencyMs: number;
   private readonly iterator: AsyncIterator<RecordedEvent>;
   private broken = false;
   /** next() calls are chained: with random delays, concurrent ones could otherwise reach the inner one out of order. */
   private tail: Promise<unknown> = Promise.resolve();
 
-  constructor(
-    private readonly inner: Subscription,
-    private readonly faults: Injector,
-    private readonly latencyMs: number,
-  ) {
+  constructor(inner: Subscription, faults: Injector, latencyMs: number) {
+    this.inner = inner;
+    this.faults = faults;
+    this.latencyMs = latencyMs;
     this.iterator = inner[Symbol.asyncIterator]();
   }
 

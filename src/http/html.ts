@@ -4,7 +4,10 @@
  * names) cannot become markup, whatever it contains. Attribute values are always written in double quotes.
  */
 export class Html {
-  constructor(readonly value: string) {}
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
   toString(): string {
     return this.value;
   }

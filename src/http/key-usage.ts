@@ -23,17 +23,17 @@ export interface KeyUsage {
 }
 
 export class KeyUsageRecorder {
+  private readonly readStore: ReadStore;
+  private readonly logger: Logger;
   private pending = new Map<string, { count: number; lastUsedAt: string }>();
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
   // One document per recorder: never shared, so no read-modify-write race; the console sums them.
   private readonly processID = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
-  constructor(
-    private readonly readStore: ReadStore,
-    private readonly logger: Logger,
-    intervalMs = 1000,
-  ) {
+  constructor(readStore: ReadStore, logger: Logger, intervalMs = 1000) {
+    this.readStore = readStore;
+    this.logger = logger;
     this.timer = setInterval(() => void this.flush(), intervalMs);
     this.timer.unref();
   }

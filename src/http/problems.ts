@@ -56,11 +56,12 @@ export interface Problem {
 }
 
 export class ProblemError extends Error {
-  constructor(
-    readonly problem: Problem,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly problem: Problem;
+  readonly headers: Record<string, string>;
+  constructor(problem: Problem, headers: Record<string, string> = {}) {
     super(problem.detail);
+    this.problem = problem;
+    this.headers = headers;
     this.name = 'ProblemError';
   }
 }

@@ -38,14 +38,15 @@ interface Bucket {
 }
 
 export class TokenBuckets {
+  readonly policy: BucketPolicy;
+  /** Bound on the buckets kept; the least recently used goes first (a forgotten bucket is a full one). */
+  private readonly maxTracked: number;
   private readonly buckets = new Map<string, Bucket>();
   private readonly perMs: number;
 
-  constructor(
-    readonly policy: BucketPolicy,
-    /** Bound on the buckets kept; the least recently used goes first (a forgotten bucket is a full one). */
-    private readonly maxTracked = 100_000,
-  ) {
+  constructor(policy: BucketPolicy, maxTracked = 100_000) {
+    this.policy = policy;
+    this.maxTracked = maxTracked;
     this.perMs = policy.quota / policy.windowSeconds / 1000;
   }
 
@@ -90,13 +91,12 @@ export interface RateLimitSettings {
 
 /** The two limits of one process, shared by every API router in it. */
 export class ApiRateLimits {
+  private readonly clock: () => Date;
   readonly perKey: TokenBuckets | null;
   readonly failedAuthentications: TokenBuckets | null;
 
-  constructor(
-    settings: RateLimitSettings,
-    private readonly clock: () => Date,
-  ) {
+  constructor(settings: RateLimitSettings, clock: () => Date) {
+    this.clock = clock;
     this.perKey = settings.keyRatePerSecond > 0
       ? new TokenBuckets({ name: 'per-key', quota: settings.keyRatePerSecond, windowSeconds: 1, burst: settings.keyBurst })
       : null;

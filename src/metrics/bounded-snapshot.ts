@@ -7,16 +7,19 @@
  *   store holds at most one read per snapshot, however often Prometheus scrapes.
  */
 export class BoundedSnapshot<T> {
+  private readonly load: () => Promise<T>;
+  private readonly timeoutMs: number;
+  private readonly failed: (reason: 'timeout' | 'error') => void;
   /** The store read, until it settles (it may outlive the scrape that started it). */
   private reading: Promise<T> | undefined;
   /** The current scrape's bounded wait on it, shared by the gauges of that scrape. */
   private waiting: Promise<T | undefined> | undefined;
 
-  constructor(
-    private readonly load: () => Promise<T>,
-    private readonly timeoutMs: number,
-    private readonly failed: (reason: 'timeout' | 'error') => void,
-  ) {}
+  constructor(load: () => Promise<T>, timeoutMs: number, failed: (reason: 'timeout' | 'error') => void) {
+    this.load = load;
+    this.timeoutMs = timeoutMs;
+    this.failed = failed;
+  }
 
   get(): Promise<T | undefined> {
     if (!this.waiting) {

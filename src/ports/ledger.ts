@@ -90,21 +90,24 @@ export class LedgerUnavailableError extends Error {
 
 /** A transaction for this operation id exists already; it carries that transaction. */
 export class LedgerDuplicateError extends Error {
+  readonly existing: LedgerTransaction;
   readonly code = 'LEDGER_DUPLICATE';
-  constructor(readonly existing: LedgerTransaction) {
+  constructor(existing: LedgerTransaction) {
     super(`operation ${existing.operationID} was already executed as ${existing.blockchainID}`);
+    this.existing = existing;
     this.name = 'LedgerDuplicateError';
   }
 }
 
 /** The operation id was voided on the ledger: no transaction for it will ever commit (final). */
 export class LedgerVoidedError extends Error {
+  readonly operationID: string;
+  readonly voidedAt: string;
   readonly code = 'LEDGER_VOIDED';
-  constructor(
-    readonly operationID: string,
-    readonly voidedAt: string,
-  ) {
+  constructor(operationID: string, voidedAt: string) {
     super(`operation ${operationID} was voided on the ledger at ${voidedAt}: it will never execute`);
+    this.operationID = operationID;
+    this.voidedAt = voidedAt;
     this.name = 'LedgerVoidedError';
   }
 }

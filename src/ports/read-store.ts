@@ -136,14 +136,15 @@ export interface CounterChange {
 
 /** The projection's checkpoint (or generation) was not the expected one: someone else moved it. */
 export class CheckpointConflictError extends Error {
+  readonly projection: string;
+  readonly expected: number | null;
+  readonly actual: number | null;
   readonly code = 'CHECKPOINT_CONFLICT';
-  constructor(
-    readonly projection: string,
-    readonly expected: number | null,
-    readonly actual: number | null,
-    what = 'checkpoint',
-  ) {
+  constructor(projection: string, expected: number | null, actual: number | null, what = 'checkpoint') {
     super(`${what} of ${projection}: expected ${String(expected)}, found ${String(actual)}`);
+    this.projection = projection;
+    this.expected = expected;
+    this.actual = actual;
     this.name = 'CheckpointConflictError';
   }
 }

@@ -101,9 +101,11 @@ export interface RunnerOptions {
  * its checkpoint) the runner notices at its next commit and resumes from there.
  */
 export class ProjectionRunner {
+  private readonly options: RunnerOptions;
   private readonly follower: Follower;
 
-  constructor(private readonly options: RunnerOptions) {
+  constructor(options: RunnerOptions) {
+    this.options = options;
     const { eventStore, readStore, projection } = options;
     this.follower = new Follower({
       name: `projection:${projection.name}`,

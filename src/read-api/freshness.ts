@@ -23,9 +23,12 @@ export interface ReadFreshnessOptions {
  * a short window (a process's own monotonic clock); a store that cannot be read fails the request as unavailable.
  */
 export class ReadFreshness {
+  private readonly options: ReadFreshnessOptions;
   private readonly verdicts = new Map<string, { at: number; verdict: Promise<Freshness> }>();
 
-  constructor(private readonly options: ReadFreshnessOptions) {}
+  constructor(options: ReadFreshnessOptions) {
+    this.options = options;
+  }
 
   async freshness(projection: Checkpointed): Promise<Freshness> {
     const now = performance.now();

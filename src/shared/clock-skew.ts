@@ -73,9 +73,12 @@ export function fileTime(file: string): () => Promise<Date> {
  * every process must take on one clock (the volume day). Until a skew is measured it is the local clock.
  */
 export class CorrectedClock {
+  private readonly clock: () => Date;
   private skewMs = 0;
 
-  constructor(private readonly clock: () => Date) {}
+  constructor(clock: () => Date) {
+    this.clock = clock;
+  }
 
   readonly now = (): Date => new Date(this.clock().getTime() - this.skewMs);
 

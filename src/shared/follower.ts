@@ -154,6 +154,7 @@ export interface FollowerOptions {
 const IDLE = Symbol('idle');
 
 export class Follower {
+  private readonly options: FollowerOptions;
   readonly consumer: SupervisedConsumer;
   /** The last committed (or loaded) checkpoint. */
   private committed: number | null = null;
@@ -173,7 +174,8 @@ export class Follower {
   /** Commits failed in a row (a best-effort checkpoint), for logging once per streak. */
   private commitFailures = 0;
 
-  constructor(private readonly options: FollowerOptions) {
+  constructor(options: FollowerOptions) {
+    this.options = options;
     this.consumer = supervise(options.name, options.logger, (context) => this.session(context), options.supervision);
   }
 

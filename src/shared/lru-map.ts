@@ -3,9 +3,12 @@
  * the bound the least recently used goes. For caches of facts that can always be read again.
  */
 export class LruMap<K, V> {
+  private readonly maxEntries: number;
   private readonly entries = new Map<K, V>();
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(maxEntries: number) {
+    this.maxEntries = maxEntries;
+  }
 
   get(key: K): V | undefined {
     const value = this.entries.get(key);

@@ -67,6 +67,7 @@ export interface SupervisedConsumerOptions {
 }
 
 export class SupervisedConsumer {
+  private readonly options: SupervisedConsumerOptions;
   private state: ConsumerState = 'starting';
   private stopped = false;
   /** The current session's subscriptions, stopped by stop(). */
@@ -84,7 +85,9 @@ export class SupervisedConsumer {
   private position: number | null = null;
   private wakeSleep: (() => void) | undefined;
 
-  constructor(private readonly options: SupervisedConsumerOptions) {}
+  constructor(options: SupervisedConsumerOptions) {
+    this.options = options;
+  }
 
   get name(): string {
     return this.options.name;

@@ -19,13 +19,12 @@ export interface AddressRules {
 }
 
 export class RefusedAddressError extends Error {
+  /** True when the name resolved to no address at all (nothing was refused). */
+  readonly noAddress: boolean;
   readonly code = 'WEBHOOK_ADDRESS_REFUSED';
-  constructor(
-    message: string,
-    /** True when the name resolved to no address at all (nothing was refused). */
-    readonly noAddress = false,
-  ) {
+  constructor(message: string, noAddress = false) {
     super(message);
+    this.noAddress = noAddress;
     this.name = 'RefusedAddressError';
   }
 }

@@ -66,6 +66,7 @@ export interface WebhookDispatcherOptions {
 }
 
 export class WebhookDispatcher {
+  private readonly options: WebhookDispatcherOptions;
   readonly consumer: SupervisedConsumer;
   /** Endpoints with a worker running in this process. */
   private readonly working = new Map<string, Promise<void>>();
@@ -89,7 +90,8 @@ export class WebhookDispatcher {
   /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
   private failure: unknown;
 
-  constructor(private readonly options: WebhookDispatcherOptions) {
+  constructor(options: WebhookDispatcherOptions) {
+    this.options = options;
     // It follows the delivery queues the outbox fills, not the stream: of the follower it takes the supervision.
     this.leases = new EndpointLeases(options.readStore, options.leaseMs, options.monotonicMs);
     this.consumer = supervise('webhook-deliveries', options.logger, (context) => this.session(context), options.supervision);

@@ -12,16 +12,19 @@ import { CheckpointConflictError, type ReadStore, type Write } from '../ports/re
  * written over the newer holder's.
  */
 export class EndpointLeases {
+  private readonly readStore: ReadStore;
+  private readonly leaseMs: number;
+  private readonly monotonicMs: () => number;
   /** Leases this process holds: the beat it last wrote, and when it began writing it (monotonic ms). */
   private readonly held = new Map<string, { beat: number; atMs: number }>();
   /** Beats of leases held elsewhere, and when this process first saw each unchanged (monotonic ms). */
   private readonly watched = new Map<string, { beat: number; sinceMs: number }>();
 
-  constructor(
-    private readonly readStore: ReadStore,
-    private readonly leaseMs: number,
-    private readonly monotonicMs: () => number = () => performance.now(),
-  ) {}
+  constructor(readStore: ReadStore, leaseMs: number, monotonicMs: () => number = () => performance.now()) {
+    this.readStore = readStore;
+    this.leaseMs = leaseMs;
+    this.monotonicMs = monotonicMs;
+  }
 
   /**
    * True when this process holds the endpoint's lease with `needMs` of it left by its own clock (a beat is

@@ -60,6 +60,7 @@ const IDLE_CHECKPOINT_EVENTS = 10_000;
 const IDLE_CHECKPOINT_MS = 5_000;
 
 export class WebhookOutbox {
+  private readonly options: WebhookOutboxOptions;
   private readonly follower: Follower;
   /** The routes at the checkpoint, loaded at each session's start and kept with every commit. */
   private routes = new Map<string, RouteDoc>();
@@ -70,7 +71,8 @@ export class WebhookOutbox {
    */
   private oldUpTo: number | null = null;
 
-  constructor(private readonly options: WebhookOutboxOptions) {
+  constructor(options: WebhookOutboxOptions) {
+    this.options = options;
     const { eventStore, readStore } = options;
     this.follower = new Follower({
       name: 'webhook-outbox',

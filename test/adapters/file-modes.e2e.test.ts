@@ -95,7 +95,7 @@ describe('owner-only files', () => {
     const dataDir = join(root.path, 'theirs-started');
     mkdirSync(dataDir, { mode: 0o700 });
     chownSync(dataDir, OTHER_UID, OTHER_UID);
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000); // should it start after all (the defect)

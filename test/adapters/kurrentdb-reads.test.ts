@@ -37,9 +37,12 @@ type Position = { commit: bigint; prepare: bigint };
 
 /** A scripted client: $all in memory, reads shaped like the bridge's (next() only). */
 class ScriptedClient {
+  private readonly log: StoredEvent[];
   readonly calls: ReadCall[] = [];
 
-  constructor(private readonly log: StoredEvent[]) {}
+  constructor(log: StoredEvent[]) {
+    this.log = log;
+  }
 
   readAll(options: { direction?: string; fromPosition?: 'start' | 'end' | Position; maxCount?: number | bigint; filter?: { filterOn: string; regex?: string } } = {}) {
     const call: ReadCall = { kind: 'readAll', options, drained: false };

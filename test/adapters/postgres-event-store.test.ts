@@ -252,7 +252,7 @@ describe('PostgreSQL event store, specifics', () => {
       const total = writers.length * perWriter;
       const subscription = store.subscribeToAll({ from: 'start' });
       const runs = writers.map((writer) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', APPEND_CHILD, url, String(perWriter), writer], {
+        const child = spawn(process.execPath, [APPEND_CHILD, url, String(perWriter), writer], {
           cwd: PROJECT_ROOT,
           stdio: ['ignore', 'pipe', 'pipe'],
         });

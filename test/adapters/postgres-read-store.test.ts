@@ -154,7 +154,7 @@ describe('PostgreSQL read store, server specifics', () => {
     await store.commit(Array.from({ length: 20 }, (_, i) => ({ op: 'upsert' as const, collection: 'held', doc: { id: `doc-${i}` } })));
     const run = () =>
       new Promise<{ counts: number[]; taken: string[] }>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', COUNTER_CHILD, url, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(process.execPath, [COUNTER_CHILD, url, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
         let out = '';
         child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
         child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`))));

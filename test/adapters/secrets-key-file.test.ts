@@ -87,7 +87,7 @@ describe('embedded secrets key file', () => {
         { length: 4 },
         () =>
           new Promise<string>((resolve, reject) => {
-            const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+            const child = spawn(process.execPath, ['--input-type=module', '-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
             let out = '';
             child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
             child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));

@@ -193,7 +193,7 @@ describe('SQLite event store, embedded specifics', () => {
     const store = open();
     const total = 10_000;
     const subscription = store.subscribeToAll({ from: 0 });
-    const child = spawn(process.execPath, ['--import', 'tsx', APPEND_CHILD, file, String(total)], {
+    const child = spawn(process.execPath, [APPEND_CHILD, file, String(total)], {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

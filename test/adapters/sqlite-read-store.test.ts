@@ -95,7 +95,7 @@ describe('SQLite read store, embedded specifics', () => {
     await store.commit(Array.from({ length: 20 }, (_, i) => ({ op: 'upsert' as const, collection: 'held', doc: { id: `doc-${i}` } })));
     const run = () =>
       new Promise<{ counts: number[]; taken: string[] }>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', COUNTER_CHILD, file, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(process.execPath, [COUNTER_CHILD, file, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
         let out = '';
         child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
         child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`))));

@@ -76,7 +76,7 @@ describe('wallet-ops demo', () => {
 
   const servers = [
     { name: 'wallet-ops serve --demo', args: () => [BIN, 'serve', '--demo', '--data-dir', real], env: () => ({}) },
-    { name: 'npm start -- --demo (src/main.ts)', args: () => ['--import', 'tsx', MAIN, '--demo'], env: () => ({ DATA_DIR: real }) },
+    { name: 'npm start -- --demo (src/main.ts)', args: () => [MAIN, '--demo'], env: () => ({ DATA_DIR: real }) },
   ];
 
   it.each(servers)('when $name starts on a store with a real party, then it exits 1 with one line saying why, writes nothing and never starts', async (entry) => {

@@ -18,13 +18,15 @@ export interface Page {
 }
 
 export class ConsoleClient {
+  readonly baseUrl: string;
+  readonly defaults: { origin?: string; headers?: Record<string, string> };
   readonly cookies = new Map<string, string>();
   lastPage = '';
 
-  constructor(
-    readonly baseUrl: string,
-    readonly defaults: { origin?: string; headers?: Record<string, string> } = {},
-  ) {}
+  constructor(baseUrl: string, defaults: { origin?: string; headers?: Record<string, string> } = {}) {
+    this.baseUrl = baseUrl;
+    this.defaults = defaults;
+  }
 
   async get(path: string, headers: Record<string, string> = {}): Promise<Page> {
     return this.request('GET', path, undefined, headers);

@@ -1,6 +1,6 @@
 /**
  * `npm run build` (scripts/build.js) makes a dist/ that runs on its own, laid out as the image lays it out
- * (Dockerfile, final stage): package.json, bin/, dist/ and node_modules, and no src/ and so no tsx path. The
+ * (Dockerfile, final stage): package.json, bin/, dist/ and node_modules, and no src/ and so no TypeScript path. The
  * build goes to a temporary directory, so the checkout's dist/ (if any) is neither used nor touched.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';

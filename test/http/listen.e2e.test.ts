@@ -58,7 +58,7 @@ describe('listening fails: the process stops with a clear message', () => {
 
   const entries = [
     { name: 'wallet-ops serve', args: () => [BIN, 'serve', '--data-dir', `${dir.path}/serve`], prefix: 'failed: ' },
-    { name: 'src/main.ts (npm start)', args: () => ['--import', 'tsx', MAIN], env: () => ({ DATA_DIR: `${dir.path}/main` }), prefix: '' },
+    { name: 'src/main.ts (npm start)', args: () => [MAIN], env: () => ({ DATA_DIR: `${dir.path}/main` }), prefix: '' },
   ];
 
   it.each(entries)('given the port is taken, when $name starts, then it exits 1 within seconds, saying so on one line, and never says it started', async (entry) => {

@@ -234,7 +234,7 @@ describe('METRICS_PORT: the scrape on a port of its own', () => {
 
   it('given METRICS_PORT, when the server runs (npm start), then /metrics answers there and not on the API port, and the metrics port serves nothing else', async () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    const child = spawn(process.execPath, [MAIN], {
       cwd: ROOT,
       env: { ...process.env, DATA_DIR: dir.path, PORT: String(port), METRICS_PORT: String(metricsPort), HOST: '127.0.0.1', LOG_LEVEL: 'info', PASSWORD_HASH_COST: '14' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -23,16 +23,17 @@ import { tempDir } from '../support/temp-dir.ts';
 
 /** A subscription whose pending read can be made to fail, as when the connection under it drops. */
 class DroppableSubscription implements Subscription, AsyncIterableIterator<RecordedEvent> {
+  private readonly inner: Subscription;
+  private readonly onEnd: () => void;
   private readonly iterator: AsyncIterator<RecordedEvent>;
   private failPending: ((error: Error) => void) | undefined;
   /** The failure the next read gets, when the subscription was dropped between reads. */
   private failure: Error | undefined;
   private dropped = false;
 
-  constructor(
-    private readonly inner: Subscription,
-    private readonly onEnd: () => void,
-  ) {
+  constructor(inner: Subscription, onEnd: () => void) {
+    this.inner = inner;
+    this.onEnd = onEnd;
     this.iterator = inner[Symbol.asyncIterator]();
   }
 

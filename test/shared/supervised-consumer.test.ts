@@ -14,9 +14,12 @@ const T0 = new Date('2030-01-01T00:00:00.000Z');
 
 /** A subscription as sessions own it: stop() ends the session that iterates it. */
 class TestSubscription {
+  private readonly onStop: () => void;
   stopCalls = 0;
   private readonly caughtUpListeners: Array<() => void> = [];
-  constructor(private readonly onStop: () => void) {}
+  constructor(onStop: () => void) {
+    this.onStop = onStop;
+  }
   async stop(): Promise<void> {
     this.stopCalls += 1;
     this.onStop();
@@ -32,11 +35,13 @@ class TestSubscription {
 
 /** One session the test drives: it owns one subscription and runs until it is stopped, fails or returns. */
 class TestSession {
+  readonly context: SessionContext;
   readonly subscription: TestSubscription;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
   readonly done: Promise<void>;
 
-  constructor(readonly context: SessionContext) {
+  constructor(context: SessionContext) {
+    this.context = context;
     this.done = new Promise<void>((resolve, reject) => (this.settle = { resolve, reject }));
     this.subscription = context.own(new TestSubscription(() => this.settle.resolve()));
   }

@@ -1,6 +1,6 @@
 /**
  * Run as a separate process by the event store tests:
- *   node --import tsx test/support/append-events.child.ts <file | postgres-url> <count> [writer]
+ *   node test/support/append-events.child.ts <file | postgres-url> <count> [writer]
  * Opens the store (the SQLite file, or the PostgreSQL database a postgres:// URL names) and appends events whose
  * data is {seq} (and {writer} when given) for seq 0..count-1, in commit order, using every way of appending
  * (single, multi-stream, several in flight at once) and batches of very different sizes.

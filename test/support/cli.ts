@@ -24,7 +24,7 @@ function cliEnv(args: string[], env: Record<string, string>): Record<string, str
 
 /**
  * Runs the `wallet-ops` CLI in this process, with its output captured and its own environment: what the
- * binary does, without starting node and tsx each time (src/cli/io.ts). Tests that need a process of its
+ * binary does, without starting a node process each time (src/cli/io.ts). Tests that need a process of its
  * own (processes racing each other, the binary's exit codes, a crash) use runCliProcess.
  */
 export async function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {

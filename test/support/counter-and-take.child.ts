@@ -1,6 +1,6 @@
 /**
  * Run as a separate process by the SQLite and PostgreSQL read store tests:
- *   node --import tsx test/support/counter-and-take.child.ts <file or postgres:// URL> <increments>
+ *   node test/support/counter-and-take.child.ts <file or postgres:// URL> <increments>
  * Opens the read store (an SQLite file, or a PostgreSQL database through a pool of its own), increments the
  * counter `shared` that many times (several calls in flight at once) and tries to take each of the documents `doc-0`..`doc-19`; prints one JSON line with the counts it
  * saw and the ids it took.

@@ -19,7 +19,10 @@ import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTO
 
 /** A number literal written as the library writes it (JSON.stringify cannot write `10.00`). */
 class Num {
-  constructor(readonly text: string) {}
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
 }
 type Value = string | null | Num;
 type Fields = Array<[string, Value]>;

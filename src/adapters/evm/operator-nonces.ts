@@ -30,13 +30,15 @@ function errorText(error: unknown): string {
 const CONFLICT_PAUSE = { firstMs: 5, maxMs: 100 };
 
 export class OperatorNonces {
+  private readonly source: NonceSource;
+  private readonly maxConflicts: number;
   private next: number | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(
-    private readonly source: NonceSource,
-    private readonly maxConflicts = 20,
-  ) {}
+  constructor(source: NonceSource, maxConflicts = 20) {
+    this.source = source;
+    this.maxConflicts = maxConflicts;
+  }
 
   /**
    * Sends with the next nonce. `send` must only hand the signed transaction to the node and return (not wait

@@ -104,14 +104,17 @@ export function openKurrentDbEventStore(options: KurrentDbEventStoreOptions): Ev
 }
 
 class KurrentDbEventStore implements EventStore {
+  private readonly client: KurrentDBClient;
+  private readonly pageSize: number;
+  private readonly readDeadlineMs: number;
   private readonly subscriptions = new Set<KurrentSubscription>();
   private closing: Promise<void> | undefined;
 
-  constructor(
-    private readonly client: KurrentDBClient,
-    private readonly pageSize: number,
-    private readonly readDeadlineMs: number,
-  ) {}
+  constructor(client: KurrentDBClient, pageSize: number, readDeadlineMs: number) {
+    this.client = client;
+    this.pageSize = pageSize;
+    this.readDeadlineMs = readDeadlineMs;
+  }
 
   async append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
     const [result] = await this.appendMulti([{ stream, events, expectedRevision }]);
@@ -391,6 +394,7 @@ const noop = () => {};
  * captured here from the start, so an error before the first next() is not lost (nor thrown as uncaught).
  */
 class KurrentSubscription implements Subscription, AsyncIterableIterator<RecordedEvent> {
+  private readonly options: KurrentSubscriptionOptions;
   private source: AllStreamSubscription | null = null;
   /** The client's iterator once the server subscription is open (null: it never will be). */
   private readonly ready: Promise<AsyncIterator<AllStreamResolvedEvent> | null>;
@@ -403,7 +407,8 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
   /** next() calls are chained so concurrent callers cannot reorder or share events. */
   private tail: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly options: KurrentSubscriptionOptions) {
+  constructor(options: KurrentSubscriptionOptions) {
+    this.options = options;
     this.ending = new Promise((resolve) => (this.end = resolve));
     const opening = options.open ? options.open() : new Promise<never>(noop);
     this.ready = opening.then(

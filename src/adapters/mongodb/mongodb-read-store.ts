@@ -198,14 +198,15 @@ function withUnavailableErrors(store: ReadStore): ReadStore {
 }
 
 class MongoReadStore implements ReadStore {
+  private readonly client: MongoClient;
+  private readonly db: Db;
   private readonly definitions = new Map<string, CollectionDefinition>();
   private readonly checkpoints: Collection<CheckpointDocument>;
   private readonly lastSweep = new Map<string, number>();
 
-  constructor(
-    private readonly client: MongoClient,
-    private readonly db: Db,
-  ) {
+  constructor(client: MongoClient, db: Db) {
+    this.client = client;
+    this.db = db;
     this.checkpoints = db.collection<CheckpointDocument>(CHECKPOINTS);
   }
 

@@ -74,16 +74,15 @@ export async function openPostgresEventStore(options: PostgresEventStoreOptions)
 }
 
 class PostgresEventStore implements EventStore {
+  private readonly pool: pg.Pool;
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
   private readonly notifications: EventNotifications;
   private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
 
-  constructor(
-    private readonly pool: pg.Pool,
-    options: PostgresEventStoreOptions,
-  ) {
+  constructor(pool: pg.Pool, options: PostgresEventStoreOptions) {
+    this.pool = pool;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.notifications = new EventNotifications(options, () => this.subscriptions.forEach((subscription) => subscription.wake()));
     const { onGroupCommit } = options;

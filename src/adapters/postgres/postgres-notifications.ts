@@ -14,16 +14,18 @@ const RECONNECT_DELAY_MS = 1000;
  * sent meanwhile are lost, which the subscriptions' polling covers.
  */
 export class EventNotifications {
+  private readonly options: PostgresConnectionOptions;
+  private readonly wake: () => void;
   private client: pg.Client | undefined;
   private wanted = false;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
   private connecting: Promise<void> | undefined;
 
-  constructor(
-    private readonly options: PostgresConnectionOptions,
-    private readonly wake: () => void,
-  ) {}
+  constructor(options: PostgresConnectionOptions, wake: () => void) {
+    this.options = options;
+    this.wake = wake;
+  }
 
   /** A subscription exists: listen, if not already. */
   needed(): void {

@@ -95,15 +95,18 @@ async function chooseSearchCollation(pool: pg.Pool): Promise<string | null> {
 }
 
 class PostgresReadStore implements ReadStore {
+  private readonly pool: pg.Pool;
+  private readonly statementTimeoutMs: number;
+  private readonly searchCollation: string | null;
   private readonly definitions = new Map<string, CollectionDefinition>();
   private readonly lastSweep = new Map<string, number>();
   private closed = false;
 
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly statementTimeoutMs: number,
-    private readonly searchCollation: string | null,
-  ) {}
+  constructor(pool: pg.Pool, statementTimeoutMs: number, searchCollation: string | null) {
+    this.pool = pool;
+    this.statementTimeoutMs = statementTimeoutMs;
+    this.searchCollation = searchCollation;
+  }
 
   async defineCollections(list: CollectionDefinition[]): Promise<void> {
     list.forEach(validateDefinition);

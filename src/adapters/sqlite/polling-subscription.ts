@@ -36,6 +36,7 @@ const DONE: IteratorResult<RecordedEvent> = { done: true, value: undefined };
  * the process alive.
  */
 export class PollingSubscription implements AsyncIterableIterator<RecordedEvent> {
+  private readonly options: PollingSubscriptionOptions;
   private cursor: number;
   private buffer: RecordedEvent[] = [];
   private index = 0;
@@ -52,7 +53,8 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   /** Aborted by stop(): a read waiting out a busy database gives up at once. */
   private readonly stopping = new AbortController();
 
-  constructor(private readonly options: PollingSubscriptionOptions) {
+  constructor(options: PollingSubscriptionOptions) {
+    this.options = options;
     this.cursor = options.after;
   }
 

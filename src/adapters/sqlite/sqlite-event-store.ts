@@ -66,6 +66,8 @@ export function openSqliteEventStore(options: SqliteEventStoreOptions): EventSto
 }
 
 class SqliteEventStore implements EventStore {
+  private readonly db: Database.Database;
+  private readonly busyBudgetMs: number;
   private readonly statements: StatementCache;
   private readonly headStatement: Database.Statement<[], number>;
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
@@ -78,11 +80,9 @@ class SqliteEventStore implements EventStore {
   /** The file, as a corruption report names it. */
   private readonly fileName: string;
 
-  constructor(
-    private readonly db: Database.Database,
-    options: SqliteEventStoreOptions,
-    private readonly busyBudgetMs: number,
-  ) {
+  constructor(db: Database.Database, options: SqliteEventStoreOptions, busyBudgetMs: number) {
+    this.db = db;
+    this.busyBudgetMs = busyBudgetMs;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.fileName = basename(options.file);
     this.statements = new StatementCache(db);

@@ -7,12 +7,14 @@ import type Database from 'better-sqlite3';
  * used statement is dropped (and finalized when collected).
  */
 export class StatementCache {
+  private readonly db: Database.Database;
+  private readonly maxStatements: number;
   private readonly statements = new Map<string, Database.Statement>();
 
-  constructor(
-    private readonly db: Database.Database,
-    private readonly maxStatements = 200,
-  ) {}
+  constructor(db: Database.Database, maxStatements = 200) {
+    this.db = db;
+    this.maxStatements = maxStatements;
+  }
 
   get(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
