@@ -184,6 +184,7 @@ export function withReadStoreFaults(store: ReadStore, plan: FaultPlan, counters:
     defineCollections: (definitions) => store.defineCollections(definitions),
     get: <T extends Document>(collection: string, id: string) => faults.call('get', () => store.get<T>(collection, id)),
     find: <T extends Document>(collection: string, query?: FindQuery) => faults.call('find', () => store.find<T>(collection, query)),
+    findText: <T extends Document>(collection: string, query: FindQuery, field: string) => faults.call('findText', () => store.findText<T>(collection, query, field)),
     count: (collection, query) => faults.call('count', () => store.count(collection, query)),
     commit: (writes, checkpoint) => faults.call('commit', () => store.commit(writes, checkpoint), 'before-or-after'),
     getMany: <T extends Document>(collection: string, ids: string[]) => faults.call('getMany', () => store.getMany<T>(collection, ids)),

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Response } from 'express';
 
 /**
@@ -7,7 +7,10 @@ import type { Response } from 'express';
  * they would also tag POST answers and problems, which no client can revalidate.
  */
 export function sendJsonWithETag(res: Response, value: unknown): void {
-  const body = JSON.stringify(value);
-  const hash = createHash('sha1').update(body).digest('base64url').slice(0, 27);
-  res.set('ETag', `W/"${Buffer.byteLength(body).toString(16)}-${hash}"`).type('json').send(body);
+  sendJsonTextWithETag(res, JSON.stringify(value));
+}
+
+/** The same for a body already serialized (a list of stored texts): sent and tagged as it is. */
+export function sendJsonTextWithETag(res: Response, body: string): void {
+  res.set('ETag', `W/"${Buffer.byteLength(body).toString(16)}-${hash('sha1', body, 'base64url')}"`).type('json').send(body);
 }

@@ -78,6 +78,13 @@ export interface ReadStore {
   defineCollections(definitions: CollectionDefinition[]): Promise<void>;
   get<T extends Document = Document>(collection: string, id: string): Promise<T | null>;
   find<T extends Document = Document>(collection: string, query?: FindQuery): Promise<T[]>;
+  /**
+   * What `find` finds, in its order, but as the stored text of each document's string field `field` (a dot
+   * path), read without parsing the document: a read model keeps its answer already serialized, and a reader
+   * sends it as it is. A document whose field is missing or not a string (one stored before the model had it)
+   * comes back whole in its place, for the caller to serialize.
+   */
+  findText<T extends Document = Document>(collection: string, query: FindQuery, field: string): Promise<Array<string | T>>;
   /** Counts what `find` would return without skip and limit. */
   count(collection: string, query?: Pick<FindQuery, 'where' | 'search' | 'range'>): Promise<number>;
   /**

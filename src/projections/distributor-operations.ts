@@ -3,6 +3,7 @@ import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
 import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
+import { withApiText } from './api-text.ts';
 
 /**
  * The operations a distributor created with its keys (cash-in, cash-out-fulfillment), for
@@ -41,10 +42,12 @@ export type DistributorOperationDoc = {
   /** The time of the last change, from the event's data (so that a rebuild gives identical documents). */
   updatedAt: string;
   position: number;
+  /** `JSON.stringify(toApi(doc))`, what a list sends (api-text.ts); absent from documents stored before it existed. */
+  apiText?: string;
 };
 
 /** The contract's Distributor operation object: the document without its internal fields. */
-export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'position' | 'rejectionReason'> & { rejectionReason: string | null };
+export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'position' | 'rejectionReason' | 'apiText'> & { rejectionReason: string | null };
 
 export const DISTRIBUTOR_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'distributor_operations',
@@ -113,9 +116,9 @@ export function distributorOperationsProjection(_options: { assetScale?: number 
     },
     evolve(doc, event, id) {
       if (!isOperationEvent(event)) return doc;
-      if (event.type === 'OperationRequested') return isDistributorOperation(event.data) ? requested(event.data, id, event.position) : doc;
+      if (event.type === 'OperationRequested') return isDistributorOperation(event.data) ? withApiText(requested(event.data, id, event.position), toApi) : doc;
       // A later event of an operation that is not a distributor's: no document, none made.
-      return doc ? { ...progressed(doc, event), position: event.position } : null;
+      return doc ? withApiText({ ...progressed(doc, event), position: event.position }, toApi) : null;
     },
   };
 }

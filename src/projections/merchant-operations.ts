@@ -4,6 +4,7 @@ import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
 import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
+import { withApiText } from './api-text.ts';
 
 /**
  * A merchant's operations for GET /api/v1/merchants/{merchantID}/operations, newest creation first: the ones
@@ -53,10 +54,12 @@ export type MerchantOperationDoc = {
   /** The log position of the request that listed it: the list's ordering key; never changes. */
   listedPosition: number;
   position: number;
+  /** `JSON.stringify(toApi(doc))`, what a list sends (api-text.ts); absent from documents stored before it existed. */
+  apiText?: string;
 };
 
 /** The contract's Merchant operation object: the document without its internal fields. */
-export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason' | 'walletOperationID'> & {
+export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason' | 'walletOperationID' | 'apiText'> & {
   walletOperationID: string;
   rejectionReason: string | null;
 };
@@ -131,9 +134,9 @@ export function merchantOperationsProjection(options: { assetScale?: number } = 
     },
     evolve(doc, event, id) {
       if (!isOperationEvent(event)) return doc;
-      if (event.type === 'OperationRequested') return concerns(event.data) ? requested(event.data, id, event.position, scale) : doc;
+      if (event.type === 'OperationRequested') return concerns(event.data) ? withApiText(requested(event.data, id, event.position, scale), toApi) : doc;
       // A later event of an operation that concerns no merchant here: no document, none made.
-      return doc ? { ...progressed(doc, event), position: event.position } : null;
+      return doc ? withApiText({ ...progressed(doc, event), position: event.position }, toApi) : null;
     },
   };
 }

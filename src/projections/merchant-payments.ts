@@ -1,6 +1,7 @@
 import type { OperationCompleted, OperationFailed, OperationRejected, OperationRequested, OperationSettledFromLedger } from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
+import { withApiText } from './api-text.ts';
 
 /**
  * Payments a merchant received, for GET /api/v1/merchants/{merchantID}/payments, newest first: another
@@ -42,6 +43,8 @@ export type MerchantPaymentDoc = {
   /** Digits of an individual sender's phone, without `+`, for search; null for other senders. */
   searchPhone: string | null;
   position: number;
+  /** `JSON.stringify(toApi(doc))`, what a list sends (api-text.ts); absent from documents stored before it existed. */
+  apiText?: string;
 };
 
 /** The contract's Payment object, with the extension field `completedAt` (a listed payment is completed). */
@@ -140,28 +143,34 @@ export function merchantPaymentsProjection(_options: { assetScale?: number } = {
       return [event.data.operationID];
     },
     evolve(doc, event, id) {
-      if (!isPaymentEvent(event)) return doc;
-      if (event.type === 'OperationRequested') return isReceivedPayment(event.data) ? requested(event.data, id, event.position) : doc;
-      // A later event of an operation that pays no merchant: no document, none made.
-      if (!doc) return null;
-      const position = event.position;
-      switch (event.type) {
-        case 'OperationCompleted': {
-          const { walletOperationID, blockchainID, completedAt } = event.data;
-          return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt, listedPosition: position, position };
-        }
-        case 'OperationRejected':
-          return { ...doc, status: 'rejected', position };
-        case 'OperationFailed':
-          return { ...doc, status: 'failed', position };
-        case 'OperationSettledFromLedger': {
-          // Failed, but the money had moved: two operators recorded the ledger's transaction. The payment was received.
-          const { walletOperationID, blockchainID, settledAt } = event.data;
-          return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt: settledAt, listedPosition: position, position };
-        }
-      }
+      const next = changed(doc, event, id);
+      return next === doc || next === null ? next : withApiText(next, toApi);
     },
   };
+}
+
+/** The document after one of its events (the same document for an event of no interest). */
+function changed(doc: MerchantPaymentDoc | null, event: ProjectedEvent, id: string): MerchantPaymentDoc | null {
+  if (!isPaymentEvent(event)) return doc;
+  if (event.type === 'OperationRequested') return isReceivedPayment(event.data) ? requested(event.data, id, event.position) : doc;
+  // A later event of an operation that pays no merchant: no document, none made.
+  if (!doc) return null;
+  const position = event.position;
+  switch (event.type) {
+    case 'OperationCompleted': {
+      const { walletOperationID, blockchainID, completedAt } = event.data;
+      return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt, listedPosition: position, position };
+    }
+    case 'OperationRejected':
+      return { ...doc, status: 'rejected', position };
+    case 'OperationFailed':
+      return { ...doc, status: 'failed', position };
+    case 'OperationSettledFromLedger': {
+      // Failed, but the money had moved: two operators recorded the ledger's transaction. The payment was received.
+      const { walletOperationID, blockchainID, settledAt } = event.data;
+      return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt: settledAt, listedPosition: position, position };
+    }
+  }
 }
 
 /** The contract's object, field by field: internal fields never leave, fromShortCode only for a merchant. */

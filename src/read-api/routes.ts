@@ -4,9 +4,10 @@ import type { Document, FindQuery, ReadStore } from '../ports/read-store.ts';
 import type { PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
 import { validationProblem } from '../http/problems.ts';
-import { sendJsonWithETag } from '../http/conditional.ts';
+import { sendJsonTextWithETag, sendJsonWithETag } from '../http/conditional.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import { API_TEXT } from '../projections/api-text.ts';
 import * as balances from '../projections/balances.ts';
 import * as distributorOperations from '../projections/distributor-operations.ts';
 import * as merchantOperations from '../projections/merchant-operations.ts';
@@ -68,28 +69,32 @@ export function readRoutes(deps: ReadApiDeps): Router {
     });
   }
 
-  const list = <Doc extends Document, Item>(collection: string, where: FindQuery['where'], sort: FindQuery['sort'], toApi: (doc: Doc) => Item, page: { limit: number; offset: number }, search?: FindQuery['search']) =>
+  /**
+   * A list's JSON: the documents' stored API texts joined, neither parsed nor serialized again (api-text.ts). A
+   * document stored before it kept its text is serialized here, by the toApi that makes the text, to the same bytes.
+   */
+  const list = <Doc extends Document>(collection: string, where: FindQuery['where'], sort: FindQuery['sort'], toApi: (doc: Doc) => unknown, page: { limit: number; offset: number }, search?: FindQuery['search']) =>
     readStore
-      .find<Doc>(collection, { where, sort, skip: page.offset, limit: page.limit, ...(search ? { search } : {}) })
-      .then((docs) => docs.map(toApi));
+      .findText<Doc>(collection, { where, sort, skip: page.offset, limit: page.limit, ...(search ? { search } : {}) }, API_TEXT)
+      .then((items) => `[${items.map((item) => (typeof item === 'string' ? item : JSON.stringify(toApi(item)))).join(',')}]`);
 
   router.get('/api/v1/distributors/:distributorID/operations', auth, authorize('Read Transactions', 'distributor', 'distributorID'), current(models.distributorOperations), async (req, res) => {
     const page = query(listQuery, req);
     const id = String(req.params.distributorID);
-    sendJsonWithETag(res, await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, distributorOperations.toApi, page));
+    sendJsonTextWithETag(res, await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, distributorOperations.toApi, page));
   });
 
   router.get('/api/v1/merchants/:merchantID/operations', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantOperations), async (req, res) => {
     const page = query(listQuery, req);
     const id = String(req.params.merchantID);
-    sendJsonWithETag(res, await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, merchantOperations.toApi, page));
+    sendJsonTextWithETag(res, await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, merchantOperations.toApi, page));
   });
 
   router.get('/api/v1/merchants/:merchantID/payments', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantPayments), async (req, res) => {
     const { search, ...page } = query(paymentsQuery, req);
     const id = String(req.params.merchantID);
     const clauses = search !== undefined && search.trim() !== '' ? merchantPayments.paymentSearch(search) : undefined;
-    sendJsonWithETag(res, await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, merchantPayments.toApi, page, clauses));
+    sendJsonTextWithETag(res, await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, merchantPayments.toApi, page, clauses));
   });
   return router;
 }

@@ -9,10 +9,12 @@ import {
   counterUpdate,
   escapeRegex,
   fromStored,
+  fromTextRow,
   indexKey,
   isDeclaredIndex,
   planWrites,
   promotedCheckpoint,
+  textProjection,
   toStored,
   validateDefinition,
 } from '../../src/adapters/mongodb/mongodb-query.ts';
@@ -201,6 +203,23 @@ describe('MongoDB query: writes', () => {
   it('given a document, when stored and read back, then _id is the id and is left out on read', () => {
     expect(toStored({ id: 'w1', a: 1 })).toEqual({ id: 'w1', a: 1, _id: 'w1' });
     expect(fromStored({ _id: 'w1', id: 'w1', a: 1 })).toEqual({ id: 'w1', a: 1 });
+  });
+});
+
+describe('MongoDB query: findText', () => {
+  it('given a field, when its projection is built, then the server returns the field when it is a string and the whole document otherwise, never _id', () => {
+    const isText = { $eq: [{ $type: '$api.text' }, 'string'] };
+    expect(textProjection('api.text')).toEqual({ _id: 0, text: { $cond: [isText, '$api.text', '$$REMOVE'] }, doc: { $cond: [isText, '$$REMOVE', '$$ROOT'] } });
+  });
+
+  it('given a field named like an operator or a variable, when its projection is built, then it is refused', () => {
+    for (const field of ['$where', '$$ROOT', 'a.$b', '']) expect(() => textProjection(field)).toThrow(ReadStoreQueryError);
+  });
+
+  it('given rows as the projection returns them, when read, then a text is kept as it is and a document loses its _id', () => {
+    expect(fromTextRow({ text: '{"a":1}' })).toBe('{"a":1}');
+    expect(fromTextRow({ text: '' })).toBe('');
+    expect(fromTextRow({ doc: { _id: 'w1', id: 'w1', apiText: 7 } })).toEqual({ id: 'w1', apiText: 7 });
   });
 });
 

@@ -8,10 +8,11 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PostgresConnectionOptions } from '../../src/adapters/postgres/postgres-pool.ts';
-import { compileFind, indexName } from '../../src/adapters/postgres/postgres-read-query.ts';
+import { compileFind, indexName, textColumns } from '../../src/adapters/postgres/postgres-read-query.ts';
 import { openPostgresReadStore } from '../../src/adapters/postgres/postgres-read-store.ts';
 import type { CollectionDefinition, FindQuery, ReadStore } from '../../src/ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../src/ports/read-store.ts';
+import { API_TEXT } from '../../src/projections/api-text.ts';
 import { CONSOLE_OPERATIONS_COLLECTION } from '../../src/projections/console-operations.ts';
 import { DISTRIBUTOR_OPERATIONS_COLLECTION, DISTRIBUTOR_OPERATIONS_SORT, distributorOperationsWhere } from '../../src/projections/distributor-operations.ts';
 import { MERCHANT_PAYMENTS_COLLECTION, MERCHANT_PAYMENTS_SORT, merchantPaymentsWhere, paymentSearch } from '../../src/projections/merchant-payments.ts';
@@ -50,8 +51,8 @@ describe('PostgreSQL read store, server specifics', () => {
   /** Every node of an EXPLAIN (FORMAT JSON) plan, depth first. */
   type PlanNode = { 'Node Type': string; 'Index Name'?: string; Plans?: PlanNode[] };
   const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-  async function planOf(client: pg.Client, def: CollectionDefinition, query: FindQuery): Promise<PlanNode[]> {
-    const { sql, params } = compileFind(def, query);
+  async function planOf(client: pg.Client, def: CollectionDefinition, query: FindQuery, columns?: string): Promise<PlanNode[]> {
+    const { sql, params } = compileFind(def, query, null, columns);
     const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
     return nodes(rows[0]!['QUERY PLAN'][0]!.Plan);
   }
@@ -83,6 +84,8 @@ describe('PostgreSQL read store, server specifics', () => {
 
     const distributorList: FindQuery = { where: distributorOperationsWhere('d3'), sort: DISTRIBUTOR_OPERATIONS_SORT, skip: 100, limit: 100 };
     expectIndexed(await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, distributorList), DISTRIBUTOR_OPERATIONS_COLLECTION.name);
+    // The lists read their stored texts (findText) by the same plan.
+    expectIndexed(await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, distributorList, textColumns(API_TEXT)), DISTRIBUTOR_OPERATIONS_COLLECTION.name);
     const paymentList: FindQuery = { where: merchantPaymentsWhere('m5'), sort: MERCHANT_PAYMENTS_SORT, limit: 100 };
     expectIndexed(await planOf(client, MERCHANT_PAYMENTS_COLLECTION, paymentList), MERCHANT_PAYMENTS_COLLECTION.name);
     // A search filters the merchant's index range; the planner may then sort the few that match rather than walk the range in order.

@@ -247,6 +247,46 @@ export function describeReadStoreContract(
       });
     });
 
+    describe('findText', () => {
+      // A field holding text made for the reader (here JSON, as the list read models keep their API objects).
+      const text = (value: unknown) => JSON.stringify(value);
+      const tricky = text({ memo: 'Zoë 😀 "quoted" \\ back\nline', n: -1.5, none: null });
+
+      beforeEach(async () => {
+        await upsert(
+          'wallets',
+          { id: 'w1', ownerType: 'agent', balance: 3, phone: '+254700000001', apiText: text({ id: 'w1' }) },
+          { id: 'w2', ownerType: 'agent', balance: 1, phone: '+254700000002', apiText: tricky },
+          { id: 'w3', ownerType: 'merchant', balance: 2, phone: '+254700000003', apiText: text({ id: 'w3' }) },
+          { id: 'w4', ownerType: 'agent', balance: 2, phone: '+254700000004', apiText: '' },
+        );
+      });
+
+      it('given documents holding the field as a string, when finding their text, then each text comes back byte for byte in the order, filter and window of find', async () => {
+        const query: FindQuery = { where: { ownerType: 'agent' }, sort: [['balance', 'asc'], ['id', 'asc']] };
+        expect(await store.findText('wallets', query, 'apiText')).toEqual([tricky, '', text({ id: 'w1' })]);
+        expect(await store.findText('wallets', { ...query, skip: 1, limit: 1 }, 'apiText')).toEqual(['']);
+        expect(await store.findText('wallets', { ...query, limit: 0 }, 'apiText')).toEqual([]);
+        expect(await store.findText('wallets', { search: { text: '0003', fields: ['phone'] } }, 'apiText')).toEqual([text({ id: 'w3' })]);
+        expect(await store.findText('wallets', { range: { balance: { gte: 3 } } }, 'apiText')).toEqual([text({ id: 'w1' })]);
+      });
+
+      it('given documents without the field or holding another type there, when finding their text, then those come back as whole documents in their place', async () => {
+        await upsert('wallets', { id: 'w5', ownerType: 'agent', balance: 4, memo: 'old' }, { id: 'w6', ownerType: 'agent', balance: 5, apiText: 7 });
+        const query: FindQuery = { where: { ownerType: 'agent' }, range: { balance: { gte: 3 } }, sort: [['balance', 'asc']] };
+        expect(await store.findText('wallets', query, 'apiText')).toEqual([
+          text({ id: 'w1' }),
+          { id: 'w5', ownerType: 'agent', balance: 4, memo: 'old' },
+          { id: 'w6', ownerType: 'agent', balance: 5, apiText: 7 },
+        ]);
+      });
+
+      it('given a bad field path or an undeclared collection, when finding text, then a ReadStoreQueryError is raised', async () => {
+        await expect(store.findText('wallets', {}, "apiText') --")).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.findText('nope', {}, 'apiText')).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+    });
+
     describe('search and count', () => {
       beforeEach(async () => {
         await upsert(

@@ -24,6 +24,9 @@ const common = { operationID: ID, merchantID: MERCHANT.id, amount: '100.00', blo
 /** The object the API returns of a document with `common`: the extension rejectionReason is null unless rejected. */
 const commonApi = { ...common, walletOperationID: '', rejectionReason: null };
 
+/** A document as stored: with its API object's JSON text (the stored text itself is tested below). */
+const withText = (doc: MerchantOperationDoc): MerchantOperationDoc => ({ ...doc, apiText: JSON.stringify(toApi(doc)) });
+
 const pendingCashOut: MerchantOperationDoc = {
   id: ID,
   ...common,
@@ -39,7 +42,7 @@ const pendingCashOut: MerchantOperationDoc = {
 
 describe('merchant operations projection', () => {
   it('when a merchant requests a cash-out, then a visible pending document is made at once', () => {
-    spec.given().when(request.cashOut(ID)).then({ [ID]: pendingCashOut });
+    spec.given().when(request.cashOut(ID)).then({ [ID]: withText(pendingCashOut) });
   });
 
   it('when a cash-out is read, then it has the fee and the destination distributor', () => {
@@ -104,22 +107,42 @@ describe('merchant operations projection', () => {
   });
 
   it('when its own operation goes through approval, submission and completion, then status and fields follow', () => {
-    spec.given(request.cashOut(ID)).when(approved(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'approved', updatedAt: at(1), position: 2 } });
+    spec.given(request.cashOut(ID)).when(approved(ID, at(1))).then({ [ID]: withText({ ...pendingCashOut, status: 'approved', updatedAt: at(1), position: 2 }) });
     spec.given(request.cashOut(ID), approved(ID)).when(submitted(ID, 42, at(2))).then({
-      [ID]: { ...pendingCashOut, status: 'approved', sequenceNumber: 42, updatedAt: at(2), position: 3 },
+      [ID]: withText({ ...pendingCashOut, status: 'approved', sequenceNumber: 42, updatedAt: at(2), position: 3 }),
     });
     spec.given(request.cashOut(ID), approved(ID), submitted(ID, 42)).when(completed(ID, { blockchainID: 'tx-1', sequenceNumber: 42, completedAt: at(3) })).then({
-      [ID]: { ...pendingCashOut, status: 'completed', blockchainID: 'tx-1', walletOperationID: `wo_${ID.slice(3)}`, sequenceNumber: 42, updatedAt: at(3), position: 4 },
+      [ID]: withText({ ...pendingCashOut, status: 'completed', blockchainID: 'tx-1', walletOperationID: `wo_${ID.slice(3)}`, sequenceNumber: 42, updatedAt: at(3), position: 4 }),
     });
   });
 
   it('when its own operation is rejected or fails, then it stays listed with its status and rejectionReason or lastError', () => {
-    spec.given(request.cashOut(ID)).when(rejected(ID, at(1))).then({ [ID]: { ...pendingCashOut, status: 'rejected', rejectionReason: 'not ours', updatedAt: at(1), position: 2 } });
+    spec.given(request.cashOut(ID)).when(rejected(ID, at(1))).then({ [ID]: withText({ ...pendingCashOut, status: 'rejected', rejectionReason: 'not ours', updatedAt: at(1), position: 2 }) });
     expect(toApi(only(built(request.cashOut(ID), rejected(ID))))).toMatchObject({ status: 'rejected', rejectionReason: 'not ours', lastError: null });
     expect(toApi(only(built(request.cashOut(ID))))).toHaveProperty('rejectionReason', null);
     spec.given(request.cashOut(ID), approved(ID)).when(failed(ID, 'no route', at(5))).then({
-      [ID]: { ...pendingCashOut, status: 'failed', lastError: 'no route', updatedAt: at(5), position: 3 },
+      [ID]: withText({ ...pendingCashOut, status: 'failed', lastError: 'no route', updatedAt: at(5), position: 3 }),
     });
+  });
+
+  it('when a pending cash-out is stored, then its text is the API object\'s JSON, field for field in the contract\'s order', () => {
+    expect(only(built(request.cashOut(ID))).apiText).toBe(
+      `{"operationID":"${ID}","merchantID":"${MERCHANT.id}","operationType":"cash-out","amount":"100.00","fee":"1.50","distributorTo":"${DISTRIBUTOR.id}",` +
+        `"distributorName":"${DISTRIBUTOR.name}","blockchainID":"","walletOperationID":"","sequenceNumber":null,"lastError":null,"rejectionReason":null,` +
+        `"status":"pending","createdAt":"${T0}","updatedAt":"${T0}"}`,
+    );
+  });
+
+  it('when each kind of event is applied, to each kind of operation, then the stored text is JSON.stringify(toApi(doc)) of the document it is stored with', () => {
+    const settled = { type: 'OperationSettledFromLedger' as const, data: { operationID: ID, sequenceNumber: 7003, blockchainID: 'tx-late', walletOperationID: 'wo_late', legs: [], requestedBy: 'u-a', approvedBy: 'u-b', reason: 'audit', settledAt: at(6) } };
+    const requests = [request.cashOut(ID, { memo: 'Zoë 😀' }), request.payMerchant(ID), request.payIndividual(ID), request.cashInToMerchant(ID)];
+    const laters = [[], [approved(ID)], [rejected(ID)], [approved(ID), submitted(ID)], [approved(ID), submitted(ID), completed(ID)], [approved(ID), failed(ID)], [approved(ID), failed(ID), settled]];
+    for (const requested of requests) {
+      for (const later of laters) {
+        const doc = only(built(requested, ...later));
+        expect(doc.apiText, `${requested.data.operationType} then ${later.map((e) => e.type).join(', ')}`).toBe(JSON.stringify(toApi(doc)));
+      }
+    }
   });
 
   it('when a document is read, then it carries its status, and visible, id, listedPosition and position never leave', () => {

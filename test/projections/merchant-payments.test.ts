@@ -21,6 +21,9 @@ const only = (docs: Record<string, MerchantPaymentDoc>) => {
 };
 const done = { blockchainID: 'tx-77', walletOperationID: 'wo_77', completedAt: at(3) };
 
+/** A document as stored: with its API object's JSON text (the stored text itself is tested below). */
+const withText = (doc: MerchantPaymentDoc): MerchantPaymentDoc => ({ ...doc, apiText: JSON.stringify(toApi(doc)) });
+
 const pendingIndividualPayment: MerchantPaymentDoc = {
   id: ID,
   merchantID: MERCHANT.id,
@@ -43,12 +46,12 @@ const pendingIndividualPayment: MerchantPaymentDoc = {
 
 describe('merchant payments projection', () => {
   it('when an individual pays the merchant from the wallet app, then a hidden document is made with the phone digits for search', () => {
-    spec.given().when(request.individualPayment(ID)).then({ [ID]: pendingIndividualPayment });
+    spec.given().when(request.individualPayment(ID)).then({ [ID]: withText(pendingIndividualPayment) });
   });
 
   it('when the payment completes, then it is listed under its wallet operation at the completion\'s position, createdAt staying the request time', () => {
     spec.given(request.individualPayment(ID), approved(ID), submitted(ID)).when(completed(ID, done)).then({
-      [ID]: { ...pendingIndividualPayment, visible: true, status: 'completed', operationID: 'wo_77', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3), listedPosition: 4, position: 4 },
+      [ID]: withText({ ...pendingIndividualPayment, visible: true, status: 'completed', operationID: 'wo_77', blockchainID: 'tx-77', createdAt: T0, completedAt: at(3), listedPosition: 4, position: 4 }),
     });
   });
 
@@ -104,6 +107,25 @@ describe('merchant payments projection', () => {
     expect(only(built(request.individualPayment(ID), approved(ID), failed(ID), settled))).toMatchObject({
       status: 'completed', visible: true, operationID: 'wo_77', blockchainID: 'tx-77', completedAt: at(60), listedPosition: 4, createdAt: T0,
     });
+  });
+
+  it('when a pay-merchant completes, then its text is the API object\'s JSON, field for field in the contract\'s order', () => {
+    expect(only(built(request.payMerchant(ID), completed(ID, done))).apiText).toBe(
+      `{"operationID":"wo_77","type":"payment","amount":"100.00","from":"${MERCHANT.name}","fromType":"merchant","fromShortCode":5001,"memo":null,` +
+        `"blockchainID":"tx-77","createdAt":"${T0}","completedAt":"${at(3)}","sourceOperationID":"${ID}"}`,
+    );
+  });
+
+  it('when each kind of event is applied, to each kind of payment, then the stored text is JSON.stringify(toApi(doc)) of the document it is stored with', () => {
+    const settled = { type: 'OperationSettledFromLedger' as const, data: { operationID: ID, sequenceNumber: 7, blockchainID: 'tx-9', walletOperationID: 'wo_9', legs: [], requestedBy: 'u-a', approvedBy: 'u-b', reason: 'moved', settledAt: at(60) } };
+    const requests = [request.individualPayment(ID, { memo: 'Zoë 😀' }), request.payMerchant(ID), request.cashInToMerchant(ID)];
+    const laters = [[], [approved(ID)], [rejected(ID)], [approved(ID), submitted(ID)], [approved(ID), submitted(ID), completed(ID, done)], [approved(ID), failed(ID)], [approved(ID), failed(ID), settled]];
+    for (const requested of requests) {
+      for (const later of laters) {
+        const doc = only(built(requested, ...later));
+        expect(doc.apiText, `${requested.data.operationType} then ${later.map((e) => e.type).join(', ')}`).toBe(JSON.stringify(toApi(doc)));
+      }
+    }
   });
 
   it('when operations pay no merchant, or are the merchant\'s own payments out, then no document is made', () => {

@@ -8,6 +8,7 @@ import { PartyLookup } from '../../src/commands/party-lookup.ts';
 import type { OperationRequested } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 import type { EventStore, StreamAppend } from '../../src/ports/event-store.ts';
+import type { Scalar } from '../../src/ports/read-store.ts';
 import { completeOperation, failOperation, individualPayment, newOperationID, requestOperation, type Completion } from '../support/given-events.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 
@@ -793,6 +794,61 @@ describe('pagination of the lists', () => {
     expect(seen).toHaveLength(TOTAL);
     expect(new Set(seen).size).toBe(TOTAL);
     expect(seen).toEqual(order);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+describe('lists of documents stored before they kept their API text (issue 28)', () => {
+  /** The answer as the client gets it: the exact bytes and the ETag. */
+  const raw = async (path: string, apiKey: string) => {
+    const response = await fetch(`${sys.baseUrl}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
+    return { status: response.status, etag: response.headers.get('etag'), text: await response.text() };
+  };
+
+  it('given each list\'s documents stored without apiText, all or every other one, when the lists are read, then they answer the very bytes and ETag they answer with it', async () => {
+    const merchant = await keyed('merchant', '10000');
+    const distributor = await keyed('distributor', '10000');
+    const phone = await sys.individual(newPhone());
+    const cashIns = [
+      await create(distributor, { operationType: 'cash-in', amount: '70', merchantToShortCode: merchant.shortCode, memo: 'Zoë "float" \\ 😀' }),
+      await create(distributor, { operationType: 'cash-in', amount: '12.5', merchantToShortCode: merchant.shortCode }),
+      await create(distributor, { operationType: 'cash-in', amount: '3', phoneTo: phone }),
+    ];
+    await create(merchant, { operationType: 'pay-individual', amount: '1.25', phoneTo: phone, memo: 'tip' });
+    for (const id of cashIns.slice(0, 2)) await completeOperation(store, id);
+    await until(paymentsPath(merchant), merchant.apiKey, (items: any[]) => items.length === 2);
+    await until(operationsPath(merchant), merchant.apiKey, (items: any[]) => items.length === 3 && items.filter((i) => i.status === 'completed').length === 2);
+    await until(operationsPath(distributor), distributor.apiKey, (items: any[]) => items.length === 3 && items.filter((i) => i.status === 'completed').length === 2);
+
+    const lists: Array<{ path: string; apiKey: string; collection: string; where: Record<string, Scalar> }> = [
+      { path: operationsPath(distributor), apiKey: distributor.apiKey, collection: 'distributor_operations', where: { distributorID: distributor.ref.id } },
+      { path: operationsPath(merchant), apiKey: merchant.apiKey, collection: 'merchant_operations', where: { merchantID: merchant.ref.id } },
+      { path: paymentsPath(merchant), apiKey: merchant.apiKey, collection: 'merchant_payments', where: { merchantID: merchant.ref.id, visible: true } },
+    ];
+    const { readStore } = sys.system.stores;
+    for (const { path, apiKey, collection, where } of lists) {
+      const withText = await raw(path, apiKey);
+      expect(withText.status, path).toBe(200);
+      const docs = await readStore.find(collection, { where, sort: [['id', 'asc']] });
+      expect(docs.every((doc) => typeof doc.apiText === 'string'), path).toBe(true);
+      for (const old of [docs.filter((_, i) => i % 2 === 0), docs]) {
+        await readStore.commit(old.map(({ apiText: _, ...doc }) => ({ op: 'upsert' as const, collection, doc })));
+        const ids = new Set(old.map((doc) => doc.id));
+        expect((await readStore.find(collection, { where })).filter((doc) => !('apiText' in doc)).map((doc) => doc.id).sort(), path).toEqual([...ids].sort());
+        expect(await raw(path, apiKey), `${path}, ${old.length} of ${docs.length} without apiText`).toEqual(withText);
+      }
+    }
+  });
+
+  it('given a list document whose stored text says something else, when the list is read, then it answers the stored text as it is (the read neither parses nor serializes)', async () => {
+    const distributor = await keyed('distributor', '10000');
+    const id = await create(distributor, { operationType: 'cash-in', amount: '5', phoneTo: await sys.individual(newPhone()) });
+    const [item] = await until(operationsPath(distributor), distributor.apiKey, (items: any[]) => items.length === 1);
+    const { readStore } = sys.system.stores;
+    const doc = (await readStore.get('distributor_operations', id))!;
+    const stored = JSON.stringify({ ...item, memo: 'from the stored text' });
+    await readStore.commit([{ op: 'upsert', collection: 'distributor_operations', doc: { ...doc, apiText: stored } }]);
+    expect((await raw(operationsPath(distributor), distributor.apiKey)).text).toBe(`[${stored}]`);
   });
 });
 

@@ -217,6 +217,21 @@ export function fromStored<T extends Document>(stored: MongoDocument): T {
 }
 
 /**
+ * findText's projection (aggregation expressions, MongoDB 4.4+): the field when it holds a string, otherwise the
+ * whole stored document (one stored before the model kept the field), so one query serves both.
+ */
+export function textProjection(field: string): MongoDocument {
+  const value = `$${checkField(field)}`;
+  const isText = { $eq: [{ $type: value }, 'string'] };
+  return { _id: 0, text: { $cond: [isText, value, '$$REMOVE'] }, doc: { $cond: [isText, '$$REMOVE', '$$ROOT'] } };
+}
+
+/** A row of textProjection as the port's: the text, or the document without `_id`. */
+export function fromTextRow<T extends Document>(row: MongoDocument): string | T {
+  return typeof row.text === 'string' ? row.text : fromStored<T>(row.doc as MongoDocument);
+}
+
+/**
  * Where a promoted projection's checkpoint ends up. `source`: the rebuilt model's checkpoint; `window`: what
  * the target's checkpoint became while the promote was under way (a runner that restarted in the window may
  * have committed), null when nothing did. A checkpoint that is too low only replays events the documents

@@ -28,6 +28,7 @@ import {
   type ClientSession,
   type Collection,
   type Db,
+  type Document as MongoDocument,
   type MongoClientOptions,
   type TransactionOptions,
 } from 'mongodb';
@@ -41,11 +42,14 @@ import {
   checkCollectionName,
   counterUpdate,
   fromStored,
+  fromTextRow,
   indexKey,
   isDeclaredIndex,
   planWrites,
   promotedCheckpoint,
+  textProjection,
   validateDefinition,
+  type FindPlan,
 } from './mongodb-query.ts';
 
 export interface MongoReadStoreOptions {
@@ -232,13 +236,14 @@ class MongoReadStore implements ReadStore {
   async find<T extends Document = Document>(collection: string, query: FindQuery = {}): Promise<T[]> {
     const plan = buildFind(this.definition(collection), query);
     if (plan.empty) return [];
-    const cursor = this.collection(collection).find(plan.filter, {
-      ...WITHOUT_ID,
-      ...(plan.sort.length > 0 ? { sort: plan.sort } : {}),
-      ...(plan.skip > 0 ? { skip: plan.skip } : {}),
-      ...(plan.limit === undefined ? {} : { limit: plan.limit }),
-    });
-    return (await cursor.toArray()).map((doc) => fromStored<T>(doc));
+    return (await this.cursor(collection, plan, WITHOUT_ID.projection).toArray()).map((doc) => fromStored<T>(doc));
+  }
+
+  async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string): Promise<Array<string | T>> {
+    const plan = buildFind(this.definition(collection), query);
+    const projection = textProjection(field);
+    if (plan.empty) return [];
+    return (await this.cursor(collection, plan, projection).toArray()).map((row) => fromTextRow<T>(row));
   }
 
   async count(collection: string, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Promise<number> {
@@ -385,6 +390,17 @@ class MongoReadStore implements ReadStore {
 
   private collection(collection: string): Collection<StoredDocument> {
     return this.db.collection<StoredDocument>(this.definition(collection).name);
+  }
+
+  /** The cursor of a find plan, returning what `projection` makes of each document. */
+  private cursor(collection: string, plan: FindPlan, projection: MongoDocument) {
+    return this.collection(collection).find(plan.filter, {
+      ...BOUNDED,
+      projection,
+      ...(plan.sort.length > 0 ? { sort: plan.sort } : {}),
+      ...(plan.skip > 0 ? { skip: plan.skip } : {}),
+      ...(plan.limit === undefined ? {} : { limit: plan.limit }),
+    });
   }
 
   private async createCollection(name: string): Promise<void> {

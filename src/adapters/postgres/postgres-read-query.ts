@@ -122,7 +122,7 @@ class Params {
 }
 
 /** The SQL `find` runs; exported so that tests can check its query plan. */
-export function compileFind(def: CollectionDefinition, query: FindQuery, searchCollation: string | null = null): Compiled {
+export function compileFind(def: CollectionDefinition, query: FindQuery, searchCollation: string | null = null, columns = 'doc'): Compiled {
   const params = new Params();
   const where = filterSql(def, query, params, searchCollation);
   const order = (query.sort ?? []).map(([field, direction]) => {
@@ -132,7 +132,17 @@ export function compileFind(def: CollectionDefinition, query: FindQuery, searchC
   const orderBy = order.length ? ` ORDER BY ${order.join(', ')}` : '';
   const limit = query.limit === undefined ? '' : ` LIMIT ${params.add(nonNegativeInteger('limit', query.limit))}`;
   const skip = query.skip === undefined || query.skip === 0 ? '' : ` OFFSET ${params.add(nonNegativeInteger('skip', query.skip))}`;
-  return { sql: `SELECT doc FROM ${quote(tableName(def.name))}${where}${orderBy}${limit}${skip}`, params: params.values };
+  return { sql: `SELECT ${columns} FROM ${quote(tableName(def.name))}${where}${orderBy}${limit}${skip}`, params: params.values };
+}
+
+/**
+ * findText's columns: the field's string as TEXT (`#>> '{}'`), which node-postgres hands over as it is, and the
+ * document (JSONB, which it parses) only for a row whose field is not a string.
+ */
+export function textColumns(field: string): string {
+  const value = valueExpr(field);
+  const isText = `jsonb_typeof(${value}) = 'string'`;
+  return `CASE WHEN ${isText} THEN ${value} #>> '{}' END AS text, CASE WHEN ${isText} THEN NULL ELSE doc END AS doc`;
 }
 
 export function compileCount(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search' | 'range'>, searchCollation: string | null = null): Compiled {

@@ -32,6 +32,7 @@ import {
   indexSql,
   quote,
   tableName,
+  textColumns,
   validateDefinition,
 } from './postgres-read-query.ts';
 
@@ -67,6 +68,7 @@ const METHODS: Record<keyof ReadStore, true> = {
   defineCollections: true,
   get: true,
   find: true,
+  findText: true,
   count: true,
   commit: true,
   getMany: true,
@@ -132,6 +134,11 @@ class PostgresReadStore implements ReadStore {
   async find<T extends Document = Document>(collection: string, query: FindQuery = {}): Promise<T[]> {
     const { sql, params } = compileFind(this.definition(collection), query, this.searchCollation);
     return (await this.query<{ doc: T }>(sql, params)).rows.map((row) => row.doc);
+  }
+
+  async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string): Promise<Array<string | T>> {
+    const { sql, params } = compileFind(this.definition(collection), query, this.searchCollation, textColumns(field));
+    return (await this.query<{ text: string | null; doc: T | null }>(sql, params)).rows.map((row) => row.doc ?? row.text!);
   }
 
   async count(collection: string, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Promise<number> {

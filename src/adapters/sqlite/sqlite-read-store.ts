@@ -270,6 +270,11 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       const rows = (await run(() => statement(sql).all(...params))) as Array<{ doc: string }>;
       return rows.map((row) => JSON.parse(row.doc) as T);
     },
+    async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string) {
+      const { sql, params } = compileFind(definition(collection), query, textColumns(field));
+      const rows = (await run(() => statement(sql).all(...params))) as Array<{ text: string | null; doc: string | null }>;
+      return rows.map((row) => (row.doc === null ? row.text! : (JSON.parse(row.doc) as T)));
+    },
     async count(collection, query = {}) {
       const def = definition(collection);
       const filter = compileFilter(def, query);
@@ -333,7 +338,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
 }
 
 /** The SQL `find` runs; exported so tests can check its query plan. */
-export function compileFind(def: CollectionDefinition, query: FindQuery): Compiled {
+export function compileFind(def: CollectionDefinition, query: FindQuery, columns = 'doc'): Compiled {
   const filter = compileFilter(def, query);
   const order = (query.sort ?? []).map(([field, direction]) => {
     if (direction !== 'asc' && direction !== 'desc') throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
@@ -344,7 +349,7 @@ export function compileFind(def: CollectionDefinition, query: FindQuery): Compil
   const skip = query.skip === undefined ? 0 : nonNegativeInteger('skip', query.skip);
   const orderBy = order.length ? ` ORDER BY ${order.join(', ')}` : '';
   return {
-    sql: `SELECT doc FROM ${quote(def.name)}${filter.sql}${orderBy} LIMIT ? OFFSET ?`,
+    sql: `SELECT ${columns} FROM ${quote(def.name)}${filter.sql}${orderBy} LIMIT ? OFFSET ?`,
     params: [...filter.params, limit, skip],
   };
 }
@@ -434,6 +439,16 @@ function fieldExpr(field: string): string {
   // The path is spliced into the SQL (an index cannot hold a bound parameter): the pattern admits no quote.
   if (typeof field !== 'string' || !FIELD_PATH.test(field)) throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
   return `json_extract(doc, '$.${field}')`;
+}
+
+/**
+ * findText's columns: SQLite's JSON functions read the field in C (the value unescaped, as stored), and the
+ * document's text is copied out only for a row whose field is not a string, which JavaScript then parses.
+ */
+function textColumns(field: string): string {
+  const value = fieldExpr(field);
+  const isText = `json_type(doc, '$.${field}') = 'text'`;
+  return `CASE WHEN ${isText} THEN ${value} END AS text, CASE WHEN ${isText} THEN NULL ELSE doc END AS doc`;
 }
 
 function validateDefinition(def: CollectionDefinition): void {
