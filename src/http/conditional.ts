@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Response } from 'express';
 
 /**
@@ -7,7 +7,27 @@ import type { Response } from 'express';
  * they would also tag POST answers and problems, which no client can revalidate.
  */
 export function sendJsonWithETag(res: Response, value: unknown): void {
-  const body = JSON.stringify(value);
-  const hash = createHash('sha1').update(body).digest('base64url').slice(0, 27);
-  res.set('ETag', `W/"${Buffer.byteLength(body).toString(16)}-${hash}"`).type('json').send(body);
+  sendPreparedJson(res, preparedJson(value));
+}
+
+/** A JSON answer serialized and tagged once, to be sent any number of times (the balances view keeps one per wallet). */
+export interface PreparedJson {
+  body: Buffer;
+  etag: string;
+}
+
+export function preparedJson(value: unknown): PreparedJson {
+  const body = Buffer.from(JSON.stringify(value));
+  // One-shot hashing: no Hash object per answer.
+  const digest = hash('sha1', body, 'base64url').slice(0, 27);
+  return { body, etag: `W/"${body.length.toString(16)}-${digest}"` };
+}
+
+/** The header set directly, with its charset: express's res.type and res.set would look the type up again on each answer. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function sendPreparedJson(res: Response, prepared: PreparedJson): void {
+  res.setHeader('ETag', prepared.etag);
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.send(prepared.body);
 }

@@ -3,6 +3,15 @@ import type { ReadStore } from '../ports/read-store.ts';
 import { ProblemError } from '../http/problems.ts';
 import { projectionStatus, type Checkpointed } from '../projections/rebuild.ts';
 
+/**
+ * A read model the API serves: a projection, judged by its checkpoint in the read store, or a model this process
+ * keeps in memory (the balances view), judged by its own position.
+ */
+export type ServedModel = Checkpointed & {
+  /** Where a model in memory stands: every event of it at or below the position is applied; null: not built yet. */
+  position?: () => number | null;
+};
+
 /** How a read model stands against the history: serveable, never built though it has events to show, or too far behind. */
 export type Freshness = { state: 'current'; lagEvents: number } | { state: 'not-built'; lagEvents: number } | { state: 'lagging'; lagEvents: number };
 
@@ -27,7 +36,7 @@ export class ReadFreshness {
 
   constructor(private readonly options: ReadFreshnessOptions) {}
 
-  async freshness(projection: Checkpointed): Promise<Freshness> {
+  async freshness(projection: ServedModel): Promise<Freshness> {
     const now = performance.now();
     const cached = this.verdicts.get(projection.name);
     if (cached && now - cached.at < (this.options.reuseForMs ?? 1000)) return cached.verdict;
@@ -39,19 +48,26 @@ export class ReadFreshness {
   }
 
   /** Resolves when the read model may answer; otherwise throws the 503 problem that says why. */
-  async assertServeable(projection: Checkpointed): Promise<void> {
+  async assertServeable(projection: ServedModel): Promise<void> {
     const verdict = await this.freshness(projection);
     if (verdict.state === 'current') return;
     throw readModelUnavailable(projection.name, verdict, this.options.maxLagEvents);
   }
 
-  private async measure(projection: Checkpointed): Promise<Freshness> {
+  private async measure(projection: ServedModel): Promise<Freshness> {
     const { maxLagEvents } = this.options;
-    const [status] = await projectionStatus(this.options, [projection], maxLagEvents + 1);
-    const { position, lagEvents } = status!;
+    const { position, lagEvents } = projection.position ? await this.ownLag(projection, projection.position()) : (await projectionStatus(this.options, [projection], maxLagEvents + 1))[0]!;
     if (position === null && lagEvents > 0) return { state: 'not-built', lagEvents };
     if (lagEvents > maxLagEvents) return { state: 'lagging', lagEvents };
     return { state: 'current', lagEvents };
+  }
+
+  /** The model's events after its own position, up to the head (at most maxLagEvents + 1 of them are read). */
+  private async ownLag(projection: Checkpointed, position: number | null): Promise<{ position: number | null; lagEvents: number }> {
+    const { eventStore, maxLagEvents } = this.options;
+    const head = await eventStore.headPosition();
+    const pending = await eventStore.readAll({ fromPosition: (position ?? 0) + 1, toPosition: head, maxCount: maxLagEvents + 1, filter: { eventTypes: [...projection.eventTypes] } });
+    return { position, lagEvents: pending.length };
   }
 }
 
