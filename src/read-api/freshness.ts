@@ -32,7 +32,7 @@ export interface ReadFreshnessOptions {
  * a short window (a process's own monotonic clock); a store that cannot be read fails the request as unavailable.
  */
 export class ReadFreshness {
-  private readonly verdicts = new Map<string, { at: number; verdict: Promise<Freshness> }>();
+  private readonly verdicts = new Map<string, { at: number; verdict: Promise<Freshness>; settled?: Freshness }>();
 
   constructor(private readonly options: ReadFreshnessOptions) {}
 
@@ -41,10 +41,18 @@ export class ReadFreshness {
     const cached = this.verdicts.get(projection.name);
     if (cached && now - cached.at < (this.options.reuseForMs ?? 1000)) return cached.verdict;
     const verdict = this.measure(projection);
-    this.verdicts.set(projection.name, { at: now, verdict });
+    const entry: { at: number; verdict: Promise<Freshness>; settled?: Freshness } = { at: now, verdict };
+    this.verdicts.set(projection.name, entry);
+    verdict.then((settled) => (entry.settled = settled), () => {});
     // A failed measure is not reused: the next request tries the store again.
     verdict.catch(() => this.verdicts.get(projection.name)?.verdict === verdict && this.verdicts.delete(projection.name));
     return verdict;
+  }
+
+  /** True when a verdict of the current window is in and says current: the request goes on without waiting on anything. */
+  knownCurrent(projection: ServedModel): boolean {
+    const cached = this.verdicts.get(projection.name);
+    return cached?.settled?.state === 'current' && performance.now() - cached.at < (this.options.reuseForMs ?? 1000);
   }
 
   /** Resolves when the read model may answer; otherwise throws the 503 problem that says why. */

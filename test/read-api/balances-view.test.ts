@@ -103,6 +103,20 @@ describe('the balances view', () => {
       await expect(freshness().assertServeable(view)).rejects.toMatchObject({ problem: { status: 503 }, headers: { 'Retry-After': '5' } });
     });
 
+    it('given a verdict of the window that says current, then the model is known current without a wait; one that says not built, not', async () => {
+      await move(distributor, 'WalletCredited', '1');
+      const view = new BalancesView(2);
+      const reused = new ReadFreshness({ ...stores, maxLagEvents: MAX_LAG, reuseForMs: 60_000 });
+      expect(reused.knownCurrent(view)).toBe(false); // no verdict yet
+      await reused.freshness(view);
+      expect(reused.knownCurrent(view)).toBe(false); // not built
+      follow(view);
+      await waitFor(() => view.isSeeded && view.position()! > 0);
+      const fresh = new ReadFreshness({ ...stores, maxLagEvents: MAX_LAG, reuseForMs: 60_000 });
+      await fresh.freshness(view);
+      expect(fresh.knownCurrent(view)).toBe(true);
+    });
+
     it('given a view that stopped following, when more than the maximum of balance events arrive, then it is lagging (503); up to the maximum, current', async () => {
       const view = new BalancesView(2);
       const follower = follow(view);
