@@ -246,7 +246,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
 
   // The read API answers balances from memory: a second instance of the balances model, seeded from the read
   // store's and following the history (src/read-api/balances-view.ts).
-  const balancesView = parts.includes('read-api') ? new BalancesView(config.ASSET_SCALE) : undefined;
+  const balancesView = parts.includes('read-api') ? new BalancesView({ assetScale: config.ASSET_SCALE }) : undefined;
   const balancesFollower = balancesView ? followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view: balancesView, logger }) : undefined;
   if (balancesView && balancesFollower) watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
 

@@ -12,6 +12,12 @@ const SERVED_KINDS: readonly PartyType[] = ['distributor', 'merchant'];
 /** Documents read per page when the view is seeded. */
 const SEED_PAGE = 5000;
 
+export interface BalancesViewOptions {
+  assetScale: number;
+  /** Documents per page of the seed (tests: a few, to see the pages). */
+  seedPage?: number;
+}
+
 interface Entry {
   doc: BalanceDoc;
   /** The answer as sent: recomputed only when the document changes, so a request serializes and hashes nothing. */
@@ -38,7 +44,13 @@ export class BalancesView {
   private seeded = false;
   private lastPosition: number | null = null;
 
-  constructor(private readonly assetScale: number) {
+  private readonly assetScale: number;
+  private readonly seedPage: number;
+
+  constructor(options: BalancesViewOptions) {
+    this.assetScale = options.assetScale;
+    this.seedPage = options.seedPage ?? SEED_PAGE;
+    const { assetScale } = options;
     this.projection = balancesProjection({ assetScale });
     this.name = this.projection.name;
     this.eventTypes = this.projection.eventTypes;
@@ -82,10 +94,10 @@ export class BalancesView {
             where: { 'wallet.kind': kind },
             ...(after === undefined ? {} : { range: { id: { gt: after } } }),
             sort: [['id', 'asc']],
-            limit: SEED_PAGE,
+            limit: this.seedPage,
           });
           docs.push(...page);
-          if (page.length < SEED_PAGE) break;
+          if (page.length < this.seedPage) break;
           after = page.at(-1)!.id;
         }
       }

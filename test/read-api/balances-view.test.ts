@@ -15,6 +15,7 @@ import { ReadFreshness } from '../../src/read-api/freshness.ts';
 import type { ConsumerLogger, Follower } from '../../src/shared/follower.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { testStoreEnv } from '../support/test-stores.ts';
 
 const quiet: ConsumerLogger = { info: () => {}, warn: () => {} };
 const body = (view: BalancesView, wallet: WalletRef) => JSON.parse(view.answer(wallet.kind as 'distributor', wallet.id).body.toString()) as { balance: string; available: string; held: string };
@@ -27,7 +28,9 @@ describe('the balances view', () => {
 
   beforeEach(async () => {
     dir = tempDir();
-    stores = await openStores(embedded(dir.path));
+    // The embedded stores, or a fresh PostgreSQL database with TEST_STORES=postgres (the seed's paged query).
+    const server = await testStoreEnv(dir.path);
+    stores = await openStores(server.POSTGRES_URL ? { ...embedded(dir.path), EVENT_STORE: 'postgres', READ_STORE: 'postgres', POSTGRES_URL: server.POSTGRES_URL } : embedded(dir.path));
     await stores.readStore.defineCollections([BALANCES_COLLECTION]);
   });
   afterEach(async () => {
@@ -46,7 +49,7 @@ describe('the balances view', () => {
   const follow = (view: BalancesView) => (following = followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view, logger: quiet, supervision: { baseDelayMs: 20, maxDelayMs: 100 } }));
 
   it('when a distributor is credited then debited, then the view answers each new balance within moments, with a new ETag each time', async () => {
-    const view = new BalancesView(2);
+    const view = new BalancesView({ assetScale: 2 });
     follow(view);
     const before = view.answer('distributor', distributor.id);
     expect(body(view, distributor)).toEqual({ balance: '0.00', available: '0.00', held: '0.00' });
@@ -61,7 +64,7 @@ describe('the balances view', () => {
   });
 
   it('when an individual or a platform wallet moves, then the view keeps no entry for it (the API serves distributors and merchants only)', async () => {
-    const view = new BalancesView(2);
+    const view = new BalancesView({ assetScale: 2 });
     follow(view);
     await move({ kind: 'individual', id: '+2348000000001' }, 'WalletCredited', '5');
     await move({ kind: 'platform', id: 'fees' }, 'WalletCredited', '5');
@@ -76,7 +79,7 @@ describe('the balances view', () => {
     // The stored document says 7.00, the history 2000.00: the view's answer tells which one it was built from.
     const stored = (await stores.readStore.get<BalanceDoc>(BALANCES_COLLECTION.name, balanceDocId(distributor)))!;
     await stores.readStore.commit([{ op: 'upsert', collection: BALANCES_COLLECTION.name, doc: { ...stored, balance: '7.00' } }]);
-    const view = new BalancesView(2);
+    const view = new BalancesView({ assetScale: 2 });
     follow(view);
     await waitFor(() => view.isSeeded);
     expect(body(view, distributor).balance).toBe('7.00');
@@ -85,9 +88,20 @@ describe('the balances view', () => {
     await waitFor(() => body(view, distributor).balance === '8.00');
   });
 
+  it('given a built model of more wallets than a page of the seed, when a view starts, then every distributor and merchant is seeded', async () => {
+    const wallets: WalletRef[] = Array.from({ length: 7 }, (_, i) => ({ kind: i % 2 ? 'merchant' : 'distributor', id: randomUUID() }));
+    for (const [i, wallet] of wallets.entries()) await move(wallet, 'WalletCredited', String(i + 1));
+    await move({ kind: 'individual', id: '+2348000000001' }, 'WalletCredited', '5');
+    await rebuildProjections(stores, [balancesProjection({ assetScale: 2 })]);
+    const view = new BalancesView({ assetScale: 2, seedPage: 2 });
+    await view.seed(stores.readStore);
+    expect(view.size).toBe(7);
+    expect(wallets.map((wallet) => body(view, wallet).balance)).toEqual(['1.00', '2.00', '3.00', '4.00', '5.00', '6.00', '7.00']);
+  });
+
   it('given a read store whose balances model was never built, when a view starts, then it folds the history itself', async () => {
     await move(distributor, 'WalletCredited', '2', 300);
-    const view = new BalancesView(2);
+    const view = new BalancesView({ assetScale: 2 });
     follow(view);
     await waitFor(() => body(view, distributor).balance === '600.00');
   });
@@ -98,14 +112,14 @@ describe('the balances view', () => {
 
     it('given balance events and a view not seeded yet, then it is not built and is refused with 503', async () => {
       await move(distributor, 'WalletCredited', '1');
-      const view = new BalancesView(2);
+      const view = new BalancesView({ assetScale: 2 });
       expect(await freshness().freshness(view)).toEqual({ state: 'not-built', lagEvents: 1 });
       await expect(freshness().assertServeable(view)).rejects.toMatchObject({ problem: { status: 503 }, headers: { 'Retry-After': '5' } });
     });
 
     it('given a verdict of the window that says current, then the model is known current without a wait; one that says not built, not', async () => {
       await move(distributor, 'WalletCredited', '1');
-      const view = new BalancesView(2);
+      const view = new BalancesView({ assetScale: 2 });
       const reused = new ReadFreshness({ ...stores, maxLagEvents: MAX_LAG, reuseForMs: 60_000 });
       expect(reused.knownCurrent(view)).toBe(false); // no verdict yet
       await reused.freshness(view);
@@ -118,7 +132,7 @@ describe('the balances view', () => {
     });
 
     it('given a view that stopped following, when more than the maximum of balance events arrive, then it is lagging (503); up to the maximum, current', async () => {
-      const view = new BalancesView(2);
+      const view = new BalancesView({ assetScale: 2 });
       const follower = follow(view);
       await waitFor(() => view.isSeeded);
       await follower.stop();
