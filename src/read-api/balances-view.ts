@@ -41,20 +41,18 @@ export class BalancesView {
   private readonly projection: Projection<BalanceDoc>;
   private readonly entries = new Map<string, Entry>();
   private readonly empty: PreparedJson;
-  private seeded = false;
-  private lastPosition: number | null = null;
-
   private readonly assetScale: number;
   private readonly seedPage: number;
+  private seeded = false;
+  private lastPosition: number | null = null;
 
   constructor(options: BalancesViewOptions) {
     this.assetScale = options.assetScale;
     this.seedPage = options.seedPage ?? SEED_PAGE;
-    const { assetScale } = options;
-    this.projection = balancesProjection({ assetScale });
+    this.projection = balancesProjection({ assetScale: this.assetScale });
     this.name = this.projection.name;
     this.eventTypes = this.projection.eventTypes;
-    this.empty = preparedJson(toApi(null, assetScale));
+    this.empty = preparedJson(toApi(null, this.assetScale));
   }
 
   /** Every balance event at or below it is applied; null: not seeded yet (0: seeded, no event applied yet). For read freshness. */
