@@ -16,4 +16,19 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   );
 }
 
+/**
+ * Standard output written asynchronously, for the server: a request's log line is not a blocking write on the
+ * request's path (lines logged while a write is under way go out together in the next one). Nothing is held
+ * back waiting for more: each write starts as soon as the one before it ends. A stopping server awaits
+ * `flushLogs` before it exits; at any other exit pino writes what is left synchronously (its exit hook).
+ */
+export function asyncStdout(): pino.DestinationStream {
+  return pino.destination({ dest: 1, sync: false });
+}
+
+/** Resolves once every line logged so far is written. */
+export function flushLogs(logger: Logger): Promise<void> {
+  return new Promise((resolve) => logger.flush(() => resolve()));
+}
+
 export type { Logger };

@@ -2,7 +2,7 @@ import { createServer, type RequestListener, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from './config.ts';
 import { demoInstructions, seedDemo, type DemoSeed } from './demo.ts';
-import { createLogger } from './logger.ts';
+import { asyncStdout, createLogger, flushLogs } from './logger.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { limitConnections, trustedProxies, type RefusedConnection } from './http/connection-limits.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
@@ -122,7 +122,7 @@ function listen(server: Server, port: number, host: string): Promise<Server> {
  */
 export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?: boolean } = {}): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = createLogger(config.LOG_LEVEL);
+  const logger = createLogger(config.LOG_LEVEL, asyncStdout());
   const system = await buildWalletOps(config, logger, () => new Date(), parts);
   // The demo is seeded before the port opens: a store that is not the demo's (src/demo-store.ts) starts nothing.
   let demo: DemoSeed | undefined;
@@ -191,6 +191,8 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     logger.info({ signal }, 'shutting down: no new connections; finishing the requests in flight');
     void drained
       .then(() => system.close())
+      // Every line is written before the exit: the request log of the last requests included.
+      .then(() => flushLogs(logger))
       .then(
         () => process.exit(0),
         (error: unknown) => {

@@ -26,6 +26,7 @@ import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
 import { ReadFreshness } from './read-api/freshness.ts';
+import { BalancesView, followBalances } from './read-api/balances-view.ts';
 import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
@@ -243,6 +244,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     webhooks = { outbox, dispatcher };
   }
 
+  // The read API answers balances from memory: a second instance of the balances model, seeded from the read
+  // store's and following the history (src/read-api/balances-view.ts).
+  const balancesView = parts.includes('read-api') ? new BalancesView({ assetScale: config.ASSET_SCALE }) : undefined;
+  const balancesFollower = balancesView ? followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view: balancesView, logger }) : undefined;
+  if (balancesView && balancesFollower) watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
+
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
   metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));
   const onThisPort = config.METRICS_PORT === undefined;
@@ -286,7 +293,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
             runners[projections.findIndex((projection) => projection.name === `${partyType}-operations`)]!.untilCommitted(position, config.READ_YOUR_WRITES_TIMEOUT_MS),
         } : {}),
       })] : []),
-      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
+      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, balances: balancesView!, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
       ...(parts.includes('write-api') ? [consoleRouter({
         store: stores.eventStore,
@@ -324,6 +331,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       await webhooks?.outbox.stop();
       await webhooks?.dispatcher.stop();
       await following.stop();
+      await balancesFollower?.stop();
       await skew?.stop();
       await stores.close();
       await ledger.close();

@@ -76,8 +76,9 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // of read-api (the read and write routes are handed to it by wallet-ops.ts).
   http: { src: ['domain', 'ports', 'commands', 'projections', 'logger', 'read-api'], packages: ['express'] },
   'write-api': { src: ['domain', 'commands', 'projections', 'http'], packages: ['express', 'zod'] },
-  // The OpenAPI document also describes the write API: its schemas and body limit come from write-api.
-  'read-api': { src: ['domain', 'ports', 'projections', 'http', 'write-api'], packages: ['express', 'zod'] },
+  // The OpenAPI document also describes the write API: its schemas and body limit come from write-api. The
+  // balances view follows the stream through the one follower (shared).
+  'read-api': { src: ['domain', 'ports', 'projections', 'http', 'write-api', 'shared'], packages: ['express', 'zod'] },
   // The operator CLI is a composition root: it opens the stores and runs commands, consumers, the demo or the
   // server; `wallet-ops openapi` prints read-api's document.
   cli: {
@@ -188,7 +189,7 @@ describe('layer rules', () => {
 });
 
 /**
- * One follower of the event stream (src/shared/follower.ts): the seven pieces of background work import it and
+ * One follower of the event stream (src/shared/follower.ts): the eight pieces of background work import it and
  * no other file subscribes to the store or builds a supervisor of its own, so a fix to how the stream is
  * followed (a checkpoint, a retry, a health signal) lands once.
  */
@@ -203,9 +204,10 @@ describe('one follower', () => {
     'executor/executor.ts',
     'projections/api-key-directory.ts',
     'audit/sealer.ts',
+    'read-api/balances-view.ts',
   ];
 
-  it('when the seven consumers are read, then each imports the follower', () => {
+  it('when the eight consumers are read, then each imports the follower', () => {
     const notFollowing = CONSUMERS.filter((file) => !importsOf(join(SRC, file)).some(({ target }) => target === FOLLOWER));
     expect(notFollowing).toEqual([]);
   });

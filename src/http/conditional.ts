@@ -7,10 +7,36 @@ import type { Response } from 'express';
  * they would also tag POST answers and problems, which no client can revalidate.
  */
 export function sendJsonWithETag(res: Response, value: unknown): void {
-  sendJsonTextWithETag(res, JSON.stringify(value));
+  sendPreparedJson(res, preparedJson(value));
 }
 
 /** The same for a body already serialized (a list of stored texts): sent and tagged as it is. */
-export function sendJsonTextWithETag(res: Response, body: string): void {
-  res.set('ETag', `W/"${Buffer.byteLength(body).toString(16)}-${hash('sha1', body, 'base64url')}"`).type('json').send(body);
+export function sendJsonTextWithETag(res: Response, text: string): void {
+  sendPreparedJson(res, preparedJsonText(text));
+}
+
+/** A JSON answer serialized and tagged once, to be sent any number of times (the balances view keeps one per wallet). */
+export interface PreparedJson {
+  body: Buffer;
+  etag: string;
+}
+
+export function preparedJson(value: unknown): PreparedJson {
+  return preparedJsonText(JSON.stringify(value));
+}
+
+function preparedJsonText(text: string): PreparedJson {
+  const body = Buffer.from(text);
+  // One-shot hashing: no Hash object per answer.
+  const digest = hash('sha1', body, 'base64url');
+  return { body, etag: `W/"${body.length.toString(16)}-${digest}"` };
+}
+
+/** The header set directly, with its charset: express's res.type and res.set would look the type up again on each answer. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function sendPreparedJson(res: Response, prepared: PreparedJson): void {
+  res.setHeader('ETag', prepared.etag);
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.send(prepared.body);
 }

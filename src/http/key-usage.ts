@@ -25,7 +25,8 @@ export interface KeyUsage {
 export class KeyUsageRecorder {
   private readonly readStore: ReadStore;
   private readonly logger: Logger;
-  private pending = new Map<string, { count: number; lastUsedAt: string }>();
+  /** The last use as epoch ms: formatted at the flush, not on every request. */
+  private pending = new Map<string, { count: number; lastUsedAt: number }>();
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
   // One document per recorder: never shared, so no read-modify-write race; the console sums them.
@@ -40,12 +41,12 @@ export class KeyUsageRecorder {
 
   record(keyID: string, at: Date, count = 1): void {
     const entry = this.pending.get(keyID);
-    const iso = at.toISOString();
+    const ms = at.getTime();
     if (entry) {
       entry.count += count;
-      if (iso > entry.lastUsedAt) entry.lastUsedAt = iso;
+      if (ms > entry.lastUsedAt) entry.lastUsedAt = ms;
     } else {
-      this.pending.set(keyID, { count, lastUsedAt: iso });
+      this.pending.set(keyID, { count, lastUsedAt: ms });
     }
   }
 
@@ -60,11 +61,12 @@ export class KeyUsageRecorder {
         const existing = new Map((await this.readStore.getMany<UsageDoc>(KEY_USAGE_COLLECTION.name, ids)).map((doc) => [doc.keyID, doc]));
         const writes = [...batch].map(([keyID, used]) => {
           const before = existing.get(keyID);
+          const lastUsedAt = new Date(used.lastUsedAt).toISOString();
           const doc: UsageDoc = {
             id: `${keyID}@${this.processID}`,
             keyID,
             count: (before?.count ?? 0) + used.count,
-            lastUsedAt: before && before.lastUsedAt > used.lastUsedAt ? before.lastUsedAt : used.lastUsedAt,
+            lastUsedAt: before && before.lastUsedAt > lastUsedAt ? before.lastUsedAt : lastUsedAt,
           };
           return { op: 'upsert' as const, collection: KEY_USAGE_COLLECTION.name, doc };
         });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret, parseApiKey, secretMatches } from '../../src/domain/api-key-secrets.ts';
+import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret, parseApiKey, secretMatches, secretMatchesAny } from '../../src/domain/api-key-secrets.ts';
 
 const KEY_ID = 'key_AbCdEfGh12_-34Xy';
 const SECRET = 'A'.repeat(20) + '-_' + 'z9'.repeat(10) + 'q';
@@ -89,5 +89,20 @@ describe('secretMatches', () => {
 
   it('when the stored hash is not hex, then it does not match', () => {
     expect(secretMatches(SECRET, 'z'.repeat(64))).toBe(false);
+  });
+});
+
+describe('secretMatchesAny (a rotation\'s current and previous hashes)', () => {
+  const OTHER = 'O'.repeat(43);
+  it('when the secret is the one of either stored hash, then it matches; of neither, or with none, then it does not', () => {
+    expect(secretMatchesAny(SECRET, [hashSecret(OTHER), hashSecret(SECRET)])).toBe(true);
+    expect(secretMatchesAny(SECRET, [hashSecret(SECRET), hashSecret(OTHER)])).toBe(true);
+    expect(secretMatchesAny(SECRET, [hashSecret(OTHER)])).toBe(false);
+    expect(secretMatchesAny(SECRET, [])).toBe(false);
+  });
+
+  it('when a stored hash is written in upper-case hex, then it still matches (hex is read as hex)', () => {
+    expect(secretMatchesAny(SECRET, [hashSecret(SECRET).toUpperCase()])).toBe(true);
+    expect(secretMatches(SECRET, hashSecret(SECRET).toUpperCase())).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
+import { call, startTestSystem, type TestParty, type TestSystem, waitFor, WITHOUT_EXECUTOR } from '../support/system.ts';
 
 /**
  * What caches may keep of the API: nothing a request with an API key was answered (Cache-Control: no-store, so
@@ -35,6 +35,21 @@ describe('caching of authenticated responses', () => {
       const again = await call(sys.baseUrl, 'GET', path(tail), { apiKey, headers: { 'if-none-match': etag!, 'cache-control': 'max-age=0' } });
       expect(again.status, tail).toBe(304);
     }
+  });
+
+  it('given a balance revalidated by its ETag, when the balance changes, then the old ETag gets 200 with the new balance and a new ETag, which then gets 304', async () => {
+    const before = await call(sys.baseUrl, 'GET', path('balance'), { apiKey });
+    expect(before.body.balance).toBe('100.00');
+    const etag = before.headers.get('etag')!;
+    const conditional = (tag: string) => call(sys.baseUrl, 'GET', path('balance'), { apiKey, headers: { 'if-none-match': tag, 'cache-control': 'max-age=0' } });
+    await sys.credit(distributor.wallet, '5.00');
+    await waitFor(async () => (await conditional(etag)).status === 200);
+    const changed = await conditional(etag);
+    expect(changed.body.balance).toBe('105.00');
+    const newTag = changed.headers.get('etag')!;
+    expect(newTag).toMatch(/^W\/".+"$/);
+    expect(newTag).not.toBe(etag);
+    expect((await conditional(newTag)).status).toBe(304);
   });
 
   it('when a create is answered 200, then it is no-store and carries no ETag', async () => {

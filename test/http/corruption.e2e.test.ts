@@ -1,6 +1,6 @@
 /**
- * A store that fails its own integrity checks is reported as corrupted and not served: the first read that
- * meets the damage answers 503 /problems/store-corrupted, and from then on /health fails with "corrupted"
+ * A store that fails its own integrity checks is reported as corrupted and not served: once a read (a
+ * request's, or a consumer's such as the balances view's seed) meets the damage, requests answer 503 /problems/store-corrupted, and from then on /health fails with "corrupted"
  * (an orchestrator restarts the process, which then refuses to start on a damaged event store) and every API
  * request answers the same problem. The damage: bit flips in the balances pages of a closed read-models.sqlite
  * (its events.sqlite twin is in test/adapters/sqlite-corruption.test.ts and test/cli/audit-corruption.test.ts).
@@ -34,7 +34,7 @@ describe('a corrupted store', () => {
     const file = join(dir.path, 'read-models.sqlite');
     const { pageSize, pages } = tablePages(file, 'balances');
     for (const page of pages) flipBytes(file, (page - 1) * pageSize + (page === 1 ? 100 : 0), 8);
-    // The API alone: nothing else reads the balances before the request does.
+    // The API alone: its balances view seeds itself from the balances at start, and meets the damage.
     sys = await startTestSystem({ DATA_DIR: dir.path }, undefined, ['write-api', 'read-api']);
   });
   afterAll(async () => {
@@ -42,8 +42,9 @@ describe('a corrupted store', () => {
     dir.cleanup();
   });
 
-  it('given damaged balances pages, when a balance is read, then it answers 503 /problems/store-corrupted naming the file, and /health then fails with "corrupted"', async () => {
-    expect((await call(sys!.baseUrl, 'GET', '/health')).status).toBe(200);
+  it('given damaged balances pages, when the read API\'s balances view is seeded from them, then a balance read answers 503 /problems/store-corrupted naming the file, and /health fails with "corrupted"', async () => {
+    // Found by a consumer (the view's seed), not by a request: the process refuses to serve as soon as it is.
+    await waitFor(async () => (await call(sys!.baseUrl, 'GET', '/health')).status === 503);
 
     const read = await call(sys!.baseUrl, 'GET', path, { apiKey });
     expect(read.status, JSON.stringify(read.body)).toBe(503);

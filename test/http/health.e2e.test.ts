@@ -58,8 +58,8 @@ describe('GET /health and GET /ready', () => {
 
   it('when the consumers have caught up, then GET /ready answers 200 and reports every consumer of the process by name, with its state and lag, as JSON', async () => {
     const names = sys.system.consumers.map(({ consumer }) => consumer.name);
-    // Every part runs in this process: the directory, each projection, the sealer and the executor (at least).
-    expect(names).toEqual(expect.arrayContaining(['api-key-directory', ...allProjections(sys.config.ASSET_SCALE).map((p) => `projection:${p.name}`), 'sealer', 'executor']));
+    // Every part runs in this process: the directory, each projection, the read API's balances view, the sealer and the executor (at least).
+    expect(names).toEqual(expect.arrayContaining(['api-key-directory', 'balances-view', ...allProjections(sys.config.ASSET_SCALE).map((p) => `projection:${p.name}`), 'sealer', 'executor']));
     // Each consumer is running once it has applied an event or its session has stayed up for a while.
     await waitFor(() => sys.system.consumers.every(({ consumer }) => consumer.status().state === 'running'), 10_000);
     let response = await ready();

@@ -1,7 +1,7 @@
 /**
  * A process told to stop (SIGTERM, what an orchestrator sends) drains: it stops accepting connections at once,
  * answers the request it is in the middle of, from stores that are still open, then closes its stores and
- * exits 0. The request is held in flight by the test itself (its body is sent only when the test says so),
+ * exits 0, its log written to the last line. The request is held in flight by the test itself (its body is sent only when the test says so),
  * and the server's "100 Continue" tells the test that the request has reached the app: nothing here waits for
  * time to pass.
  */
@@ -84,5 +84,8 @@ describe('wallet-ops stopped with SIGTERM', () => {
     expect(answer.toLowerCase()).toContain('connection: close');
 
     expect(await within(server.exited, 15_000, 'exit after draining')).toEqual({ code: 0, signal: null });
+    // The log is written asynchronously: the stop waits for it, so the last request's line is not lost.
+    const requests = server.output().split('\n').filter((line) => line.includes('"msg":"request"')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(requests.at(-1)).toMatchObject({ method: 'POST', path: '/console/login', status: 401 });
   });
 });
