@@ -23,10 +23,12 @@ function ramTempDir(): string | undefined {
 const RAM_TEMP_DIR = ramTempDir();
 
 /**
- * The pure suites (deciders, evolvers, projections, the follower and its ports, in memory): one worker process
- * runs many of them, one after the other (isolate: false). A fresh process per file costs more than half a second
- * of CPU (node, vitest and every imported package started again), more than most of these files' tests; they
- * start no system, server or child, and leave nothing behind. Every other suite keeps a process per file.
+ * One worker process runs many test files, one after the other (isolate: false, for the threads and the forks pools
+ * alike): a fresh process per file costs more than half a second of CPU (node, vitest and every imported package
+ * started again), more than most files' tests, and about 250 s of the suite's CPU in all. A file leaves nothing
+ * behind that the next one could trip on: systems are closed, children killed (afterAll), environment given per
+ * system, never set globally. The pure suites (deciders, evolvers, projections, the follower and its ports, in
+ * memory) run on threads, cheaper still; everything that starts systems, servers or children on forks.
  */
 const PURE = [
   'test/domain/**/*.test.ts', 'test/commands/**/*.test.ts', 'test/projections/**/*.test.ts', 'test/shared/**/*.test.ts', 'test/ports/**/*.test.ts',
@@ -36,6 +38,12 @@ const PURE = [
   'test/read-api/integrating-doc.test.ts', 'test/adapters/kurrentdb-mapping.test.ts', 'test/adapters/mongodb-query.test.ts', 'test/bench/soak-health.test.ts',
 ];
 const PURE_BUT_SYSTEMS = ['test/projections/api-key-directory-follow.test.ts'];
+/**
+ * Suites that replace a module of src/ with vi.mock: a module another file of the same worker imported already
+ * would not be replaced, so these get modules of their own (vmForks: a fresh module graph per file in a reused
+ * process).
+ */
+const OWN_MODULES = ['test/adapters/sqlite-faults.test.ts'];
 
 /** Suites about the PostgreSQL stores themselves that only the on-postgres project runs (they need TEST_STORES=postgres). */
 const ON_POSTGRES_ONLY = ['test/audit/stores-on-postgres.e2e.test.ts'];
@@ -46,8 +54,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    // The pure project's pool (its isolation is the pool's, set here: vitest reads it from the root).
-    poolOptions: { threads: { isolate: false } },
+    // Isolation is the pool's, set here: vitest ignores a project's own (see the comment above PURE).
+    poolOptions: { threads: { isolate: false }, forks: { isolate: false } },
     // Both cores: vitest's default (cores - 1) leaves one of two idle, and most e2e time is waiting on I/O and
     // timers, not CPU. Tests wait on what settles, never on wall-clock races, so a busier machine is safe.
     maxWorkers: 2,
@@ -61,10 +69,11 @@ export default defineConfig({
       // (vitest.packaging.config.ts): it re-checks what the typecheck and these tests already ran from source.
       {
         extends: true,
-        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...ON_POSTGRES_ONLY, ...PURE], globalSetup: ['test/support/postgres.global.ts'] },
+        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...ON_POSTGRES_ONLY, ...PURE, ...OWN_MODULES], globalSetup: ['test/support/postgres.global.ts'] },
       },
       { extends: true, test: { name: 'pure', include: PURE, exclude: [...configDefaults.exclude, ...PURE_BUT_SYSTEMS], pool: 'threads' } },
       { extends: true, test: { name: 'wallet-ops-systems', include: PURE_BUT_SYSTEMS } },
+      { extends: true, test: { name: 'own-modules', include: OWN_MODULES, pool: 'vmForks' } },
       {
         // The end-to-end suites where the store matters, again, on PostgreSQL (test/support/test-stores.ts: a fresh
         // database per test system): creates and their durability, two write-api processes on one store, the
