@@ -17,7 +17,11 @@ export function sendJsonTextWithETag(res: Response, text: string): void {
 
 /** A JSON answer serialized and tagged once, to be sent any number of times (the balances view keeps one per wallet). */
 export interface PreparedJson {
-  body: Buffer;
+  /**
+   * Kept as text: express sends a short string with its headers in one write, where a Buffer takes a second
+   * one (writev); a long one it turns into a Buffer itself.
+   */
+  body: string;
   etag: string;
 }
 
@@ -25,11 +29,10 @@ export function preparedJson(value: unknown): PreparedJson {
   return preparedJsonText(JSON.stringify(value));
 }
 
-function preparedJsonText(text: string): PreparedJson {
-  const body = Buffer.from(text);
+function preparedJsonText(body: string): PreparedJson {
   // One-shot hashing: no Hash object per answer.
   const digest = hash('sha1', body, 'base64url');
-  return { body, etag: `W/"${body.length.toString(16)}-${digest}"` };
+  return { body, etag: `W/"${Buffer.byteLength(body).toString(16)}-${digest}"` };
 }
 
 /** The header set directly, with its charset: express's res.type and res.set would look the type up again on each answer. */
