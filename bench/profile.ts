@@ -13,7 +13,7 @@ import '../test/support/fast-passwords.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { profileWhile, summarize, type ProfileSummary } from './support/cpu-profile.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
-import { baselineApp, seed } from './support/read-system.ts';
+import { bareExpressApp, baselineApp, seed } from './support/read-system.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
 import { insertBaselineApp, writeSystem } from './support/write-system.ts';
@@ -67,14 +67,17 @@ async function readLoads(): Promise<Profiled[]> {
   const dir = tempDir('profile-read-');
   const baseline = await baselineApp(sys, dir.path);
   const server = await listen(baseline.app);
+  const bare = await listen(bareExpressApp());
   try {
     return [
       await profileLoad('baseline: indexed SELECT of 100', server.url, requests.list),
       await profileLoad('wallet-ops GET operations?limit=100', sys.baseUrl, requests.list),
       await profileLoad('baseline: primary-key SELECT of a balance', server.url, requests.balance),
       await profileLoad('wallet-ops GET balance', sys.baseUrl, requests.balance),
+      await profileLoad('bare express: the balance route answering a constant object', bare.url, requests.balance),
     ];
   } finally {
+    await bare.close();
     await server.close();
     baseline.db.close();
     dir.cleanup();

@@ -9,12 +9,11 @@
  * On PostgreSQL: BENCH_STORES=postgres npm run bench:read (bench/support/bench-stores.ts) writes a section of its own
  * (issue 28): at BENCH_CONNECTIONS (default 1,16,64), the baselines on the same PostgreSQL server (bench/support/postgres-baselines.ts).
  */
-import express from 'express';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
 import type { LoadResult, LoadSpec } from './support/load-generator.ts';
-import { baselineApp, DISTRIBUTORS, OPERATIONS, PAGE, seed } from './support/read-system.ts';
+import { bareExpressApp, baselineApp, DISTRIBUTORS, OPERATIONS, PAGE, seed } from './support/read-system.ts';
 import { startBenchStores } from './support/bench-stores.ts';
 import { postgresReadBaselineApp } from './support/postgres-baselines.ts';
 import { loadavg } from 'node:os';
@@ -33,12 +32,7 @@ const aim = (value: number, target: number) => `${value.toFixed(2)}x (aim ${targ
 
 /** Express and nothing else: the same route answering a constant object of the balance's shape. */
 async function bareExpress(requests: LoadSpec['requests']): Promise<LoadResult> {
-  const app = express();
-  const body = { balance: '1000000.00', available: '1000000.00', held: '0.00' };
-  app.get('/api/v1/distributors/:id/balance', (_req, res) => {
-    res.json(body);
-  });
-  const server = await listen(app);
+  const server = await listen(bareExpressApp());
   try {
     return await measure(server.url, requests);
   } finally {
@@ -145,12 +139,7 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
   const { sys, requests, seedSeconds } = await seed();
   const baseline = await postgresReadBaselineApp(sys, stores.serverUrl!);
   const baselineServer = await listen(baseline.app);
-  const app = express();
-  const constant = { balance: '1000000.00', available: '1000000.00', held: '0.00' };
-  app.get('/api/v1/distributors/:id/balance', (_req, res) => {
-    res.json(constant);
-  });
-  const bareServer = await listen(app);
+  const bareServer = await listen(bareExpressApp());
   const rows: string[] = [];
   const targets: string[] = [];
   try {

@@ -128,3 +128,12 @@ export async function baselineApp(sys: TestSystem, dir: string) {
   return { app, db, documents: docs.length };
 }
 
+/** Express and nothing else: the balance's route answering a constant object of the balance's shape (bench:read's and bench:profile's baseline). */
+export function bareExpressApp(): express.Express {
+  const app = express();
+  const body = { balance: '1000000.00', available: '1000000.00', held: '0.00' };
+  app.get('/api/v1/distributors/:id/balance', (_req, res) => {
+    res.json(body);
+  });
+  return app;
+}
