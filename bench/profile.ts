@@ -17,6 +17,7 @@ import { bareExpressApp, baselineApp, seed } from './support/read-system.ts';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
 import { insertBaselineApp, writeSystem } from './support/write-system.ts';
+import { startBenchStores } from './support/bench-stores.ts';
 
 const CONNECTIONS = 64;
 const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -130,4 +131,10 @@ async function main(): Promise<void> {
   writeBenchSection(HEADING, section);
 }
 
-await main();
+// BENCH_STORES=postgres: wallet-ops' systems on PostgreSQL (its baselines stay the embedded ones); printed, as a scenario.
+const stores = await startBenchStores();
+try {
+  await main();
+} finally {
+  await stores.stop();
+}
