@@ -1,6 +1,7 @@
 import { accessSync, constants, statfsSync } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { PACKAGING_TESTS } from './vitest.packaging.config.ts';
+import { LongestFirst } from './test/support/longest-first.ts';
 
 /**
  * The tests' data directories (and every other temporary file of the workers and of the processes they start) on
@@ -59,6 +60,8 @@ export default defineConfig({
     // Both cores: vitest's default (cores - 1) leaves one of two idle, and most e2e time is waiting on I/O and
     // timers, not CPU. Tests wait on what settles, never on wall-clock races, so a busier machine is safe.
     maxWorkers: 2,
+    // The longest files first (test/support/longest-first.ts): a project's last file does not run alone for long.
+    sequence: { sequencer: LongestFirst },
     minWorkers: 1,
     // `npm run test:coverage`: v8 line coverage of src/ (issue 25 compares it with the start commit's).
     coverage: { provider: 'v8', include: ['src/**'], reporter: ['text-summary', 'json-summary'], reportsDirectory: '.tmp/coverage' },
