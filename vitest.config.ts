@@ -46,9 +46,6 @@ const PURE_BUT_SYSTEMS = ['test/projections/api-key-directory-follow.test.ts'];
  */
 const OWN_MODULES = ['test/adapters/sqlite-faults.test.ts'];
 
-/** Suites about the PostgreSQL stores themselves that only the on-postgres project runs (they need TEST_STORES=postgres). */
-const ON_POSTGRES_ONLY = ['test/audit/stores-on-postgres.e2e.test.ts'];
-
 export default defineConfig({
   test: {
     ...(RAM_TEMP_DIR ? { env: { TMPDIR: RAM_TEMP_DIR } } : {}),
@@ -65,63 +62,30 @@ export default defineConfig({
     minWorkers: 1,
     // `npm run test:coverage`: v8 line coverage of src/ (issue 25 compares it with the start commit's).
     coverage: { provider: 'v8', include: ['src/**'], reporter: ['text-summary', 'json-summary'], reportsDirectory: '.tmp/coverage' },
-    setupFiles: ['test/support/fast-passwords.ts', 'test/support/cpu-usage.ts', 'test/support/openapi-fetch-check.ts'],
+    setupFiles: ['test/support/file-choices.ts', 'test/support/fast-passwords.ts', 'test/support/cpu-usage.ts', 'test/support/openapi-fetch-check.ts'],
     projects: [
-      // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip.
+      // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip. One EVM
+      // development chain (Hardhat's EDR, in the main process) for the files that settle on a contract.
+      // The end-to-end suites where the store matters run again on PostgreSQL (`*.on-postgres.e2e.test.ts`, a fresh
+      // database per test system): creates and their durability, two write-api processes on one store, the executor
+      // end to end and through crashes, webhook deliveries and their crash, a rebuild while serving; and the operator
+      // CLI on the server's databases (audit/stores-on-postgres). The executor's suites where the ledger matters run
+      // again on a WalletLedger contract on the chain (`*.on-evm.e2e.test.ts`): every operation type end to end and
+      // the chain's own refusal; a crash after the chain accepted and two executors racing on one operator's nonces;
+      // the store failing while transactions are on the chain; a paused executor whose signed transaction a void
+      // refuses. Not on the chain: ledger-faults (refused before any ledger), the sweep, key revocations, a full disk.
+      // Each is a thin file calling the suite (`*.e2e.suite.ts`) after choosing (test/support/run-on.ts), in this
+      // project beside the others: vitest awaits one project's files before it starts another's, which left one of
+      // the two workers idle behind each project's longest file.
       // test/deploy (the build compiled again, the image's files and node_modules) is `npm run test:packaging`
       // (vitest.packaging.config.ts): it re-checks what the typecheck and these tests already ran from source.
       {
         extends: true,
-        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...ON_POSTGRES_ONLY, ...PURE, ...OWN_MODULES], globalSetup: ['test/support/postgres.global.ts'] },
+        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...PURE, ...OWN_MODULES], globalSetup: ['test/support/postgres.global.ts', 'test/support/evm-chain.global.ts'] },
       },
       { extends: true, test: { name: 'pure', include: PURE, exclude: [...configDefaults.exclude, ...PURE_BUT_SYSTEMS], pool: 'threads' } },
       { extends: true, test: { name: 'wallet-ops-systems', include: PURE_BUT_SYSTEMS } },
       { extends: true, test: { name: 'own-modules', include: OWN_MODULES, pool: 'vmForks' } },
-      {
-        // The end-to-end suites where the store matters, again, on PostgreSQL (test/support/test-stores.ts: a fresh
-        // database per test system): creates and their durability, two write-api processes on one store, the
-        // executor end to end and through crashes, webhook deliveries and their crash, a rebuild while serving; the
-        // operator CLI (audit verify, export and import, rebuild, status) on the server's databases.
-        // The adapters' own contract suites run on PostgreSQL in the wallet-ops project.
-        extends: true,
-        test: {
-          name: 'on-postgres',
-          include: [
-            'test/write-api/create-operation.e2e.test.ts',
-            'test/write-api/durability.e2e.test.ts',
-            'test/write-api/two-writers.e2e.test.ts',
-            'test/executor/executor.e2e.test.ts',
-            'test/executor/crash.e2e.test.ts',
-            'test/webhooks/delivery.e2e.test.ts',
-            'test/webhooks/delivery-crash.e2e.test.ts',
-            'test/read-api/rebuild.e2e.test.ts',
-            ...ON_POSTGRES_ONLY,
-          ],
-          env: { TEST_STORES: 'postgres' },
-          globalSetup: ['test/support/postgres.global.ts'],
-        },
-      },
-      {
-        // The executor's suites where the ledger is the chain that matters, again, settling on a WalletLedger
-        // contract on an in-process EVM chain (Hardhat's EDR) instead of the embedded ledger:
-        // - executor.e2e: every operation type once end to end (legs, fees, ids from the chain) and the chain's
-        //   own refusal (insufficient funds) failing an operation;
-        // - crash.e2e: a crash after the chain accepted (recovery asks the chain), two executor processes
-        //   racing on one operator account's nonces;
-        // - faults.e2e: the store locked and every port failing at random while transactions are on the chain;
-        // - paused.e2e: an executor stopped with its transaction signed and unsent past another's give-up: the
-        //   void mined first refuses it, no operation is failed whose money moved.
-        // Not here: the injected ledger faults (ledger-faults.e2e refuses before any ledger sees a transaction),
-        // the sweep, key revocations, a full disk and the invariant checker's own tests, which the ledger's
-        // kind does not change (the EVM adapter has its own tests in test/adapters/evm).
-        extends: true,
-        test: {
-          name: 'executor-on-evm',
-          include: ['test/executor/executor.e2e.test.ts', 'test/executor/crash.e2e.test.ts', 'test/executor/faults.e2e.test.ts', 'test/executor/paused.e2e.test.ts'],
-          env: { TEST_LEDGER: 'evm' },
-          globalSetup: ['test/support/evm-chain.global.ts'],
-        },
-      },
     ],
   },
 });

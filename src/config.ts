@@ -159,6 +159,8 @@ const schema = z.object({
   LEDGER_STOP_WHILE_HOLDING: z.enum(['true', 'false']).default('false').transform((v) => v === 'true').describe('Ledger fault injection (any ledger): the process stops itself (SIGSTOP) the first time a transfer holds the ledger (the embedded ledger’s write lock held, a chain’s transaction signed and unsent), until a SIGCONT (paused-executor tests).'),
   EXECUTOR_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/).optional().describe('Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. Default: random per process.'),
   CLOCK_SKEW_WARN_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000).describe('A warning (and the wallet_ops_clock_skew_seconds gauge) when this process\'s clock differs from the store\'s (PostgreSQL\'s) by more than this, checked at start and every 5 minutes.'),
+  CONSUMER_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(100).describe('First wait before a failed consumer of the history (projections, executor, webhooks, key followers) resubscribes from its checkpoint; the wait doubles (with jitter) while failures go on.'),
+  CONSUMER_RETRY_MAX_MS: z.coerce.number().int().min(1).max(600_000).default(10_000).describe('Longest wait before a failed consumer resubscribes.'),
   EXECUTOR_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('How long an executor’s claim keeps other executors off an operation.'),
   EXECUTOR_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(6).describe('Ledger attempts per operation before it fails (transient errors back off exponentially).'),
   EXECUTOR_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(100).describe('First wait before an operation’s failed attempt is tried again; the wait doubles (with jitter) as failures go on.'),
@@ -385,6 +387,9 @@ const configSchema = schema
     }
     if (config.EXECUTOR_RETRY_MAX_MS < config.EXECUTOR_RETRY_BASE_MS) {
       ctx.addIssue({ code: 'custom', path: ['EXECUTOR_RETRY_MAX_MS'], message: 'must be at least EXECUTOR_RETRY_BASE_MS' });
+    }
+    if (config.CONSUMER_RETRY_MAX_MS < config.CONSUMER_RETRY_BASE_MS) {
+      ctx.addIssue({ code: 'custom', path: ['CONSUMER_RETRY_MAX_MS'], message: 'must be at least CONSUMER_RETRY_BASE_MS' });
     }
     if (config.WEBHOOK_RETRY_MAX_MS < config.WEBHOOK_RETRY_BASE_MS) {
       ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_MAX_MS'], message: 'must be at least WEBHOOK_RETRY_BASE_MS' });

@@ -127,10 +127,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       return metrics ? withLedgerMetrics(faulty, metrics) : faulty;
     },
   });
+  // How soon every consumer of the history resubscribes after a failure (src/shared/supervised-consumer.ts).
+  const supervision = { baseDelayMs: config.CONSUMER_RETRY_BASE_MS, maxDelayMs: config.CONSUMER_RETRY_MAX_MS };
   const directory = new ApiKeyDirectory();
   // A store that blinks while the process starts is waited for, as the consumers would: not a crash loop.
   await untilAvailable(() => catchUpApiKeyDirectory(stores.eventStore, directory), 'reading the API keys', logger);
-  const following = followApiKeys(stores.eventStore, directory, logger);
+  const following = followApiKeys(stores.eventStore, directory, logger, supervision);
   const watched: WatchedConsumer[] = [{ consumer: following.consumer, filter: { streamPrefixes: [streamPrefixes.apiKey] } }];
 
   const cache = new StateCache();
@@ -157,7 +159,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // One set of buckets per process, shared by the write and read APIs: a key's rate counts both.
   const limits = new ApiRateLimits({ keyRatePerSecond: config.API_KEY_RATE_LIMIT, keyBurst: config.API_KEY_RATE_BURST, failedAuthenticationsPerMinute: config.AUTH_FAILURE_LIMIT }, clock);
   const runners = projections.map(
-    (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, logger }),
+    (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, logger, supervision }),
   );
   if (parts.includes('projections')) {
     runners.forEach((runner) => runner.start());
@@ -169,7 +171,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     metrics.watchRebuilds(names, () => rebuildsInProgress(stores, names));
   }
   // Seals of the history (src/audit) are taken where the projections run: one reader of $all in order.
-  const sealer = parts.includes('projections') ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, logger }) : undefined;
+  const sealer = parts.includes('projections') ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, logger, supervision }) : undefined;
   if (sealer) watched.push({ consumer: sealer.consumer });
 
   const executor = new Executor({
@@ -183,6 +185,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     retryMaxMs: config.EXECUTOR_RETRY_MAX_MS,
     concurrency: config.EXECUTOR_CONCURRENCY,
     sweepIntervalMs: config.EXECUTOR_SWEEP_INTERVAL_MS,
+    supervision,
     assetScale: config.ASSET_SCALE,
     clock,
     logger,
@@ -201,7 +204,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
   }
   // Rejects the pending operations of revoked and expired keys (src/executor/key-revocation.ts); runs with the executor.
-  const keyRevocations = new KeyRevocations({ eventStore: stores.eventStore, readStore: stores.readStore, clock, assetScale: config.ASSET_SCALE, logger, expirySweepEveryMs: config.KEY_EXPIRY_SWEEP_INTERVAL_MS });
+  const keyRevocations = new KeyRevocations({ eventStore: stores.eventStore, readStore: stores.readStore, clock, assetScale: config.ASSET_SCALE, logger, expirySweepEveryMs: config.KEY_EXPIRY_SWEEP_INTERVAL_MS, supervision });
   if (parts.includes('executor')) {
     keyRevocations.start();
     watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });
@@ -226,6 +229,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       concurrency: config.WEBHOOK_CONCURRENCY,
       pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
       leaseMs: config.WEBHOOK_LEASE_MS,
+      supervision,
       rules: { allowLoopback: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST, ...(allowedRanges ? { allowAddress: allowedRanges } : {}) },
       ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
       tracing,
@@ -236,7 +240,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         },
       } : {}),
     });
-    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS, onQueued: (endpointIDs) => dispatcher.wake(endpointIDs) });
+    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS, onQueued: (endpointIDs) => dispatcher.wake(endpointIDs), supervision });
     outbox.start();
     dispatcher.start();
     const outboxFilter = { eventTypes: [...OUTBOX_EVENT_TYPES] };
@@ -247,7 +251,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // The read API answers balances from memory: a second instance of the balances model, seeded from the read
   // store's and following the history (src/read-api/balances-view.ts).
   const balancesView = parts.includes('read-api') ? new BalancesView({ assetScale: config.ASSET_SCALE }) : undefined;
-  const balancesFollower = balancesView ? followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view: balancesView, logger }) : undefined;
+  const balancesFollower = balancesView ? followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view: balancesView, logger, supervision }) : undefined;
   if (balancesView && balancesFollower) watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
 
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).

@@ -161,6 +161,15 @@ describe('SECRET_ROTATION_OVERLAP_HOURS', () => {
   });
 });
 
+describe('CONSUMER_RETRY_BASE_MS and CONSUMER_RETRY_MAX_MS', () => {
+  it('given nothing, then a failed consumer waits 100 ms at first and 10 s at most; given both, then they are taken; given a maximum below the base, then the configuration is refused', () => {
+    expect(loadConfig({})).toMatchObject({ CONSUMER_RETRY_BASE_MS: 100, CONSUMER_RETRY_MAX_MS: 10_000 });
+    expect(loadConfig({ CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200' })).toMatchObject({ CONSUMER_RETRY_BASE_MS: 10, CONSUMER_RETRY_MAX_MS: 200 });
+    expect(() => loadConfig({ CONSUMER_RETRY_BASE_MS: '500', CONSUMER_RETRY_MAX_MS: '100' })).toThrow(/CONSUMER_RETRY_MAX_MS: must be at least CONSUMER_RETRY_BASE_MS/);
+    expect(() => loadConfig({ CONSUMER_RETRY_BASE_MS: '0' })).toThrow(/CONSUMER_RETRY_BASE_MS/);
+  });
+});
+
 describe('EXECUTOR_RETRY_BASE_MS and EXECUTOR_RETRY_MAX_MS', () => {
   it('given nothing, when loaded, then a failed attempt is retried after 100 ms at first, and never after more than 5 s', () => {
     expect(loadConfig({})).toMatchObject({ EXECUTOR_RETRY_BASE_MS: 100, EXECUTOR_RETRY_MAX_MS: 5_000 });

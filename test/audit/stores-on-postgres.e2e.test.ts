@@ -1,5 +1,5 @@
 /**
- * The operator CLI on PostgreSQL stores (the on-postgres project only: TEST_STORES=postgres): a system with the
+ * The operator CLI on PostgreSQL stores (this file's test systems are on PostgreSQL: runOnPostgres): a system with the
  * executor runs operations end to end on its database, then `audit verify` passes on that store, `events export`
  * and `events import` carry the history to a fresh database where it verifies again, and `projections rebuild`
  * builds there the read models the original's rebuild builds; `projections status` then reports them current.
@@ -16,9 +16,11 @@ import { approve, issue, waitUntilSettled } from '../support/executor-system.ts'
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
-import { knownStoreEnv, onPostgres } from '../support/test-stores.ts';
+import { knownStoreEnv, runOnPostgres } from '../support/test-stores.ts';
 import { create, keyed, newPhone, type Keyed } from '../executor/support.ts';
 import { snapshotDataDir } from './support.ts';
+
+runOnPostgres();
 
 describe('the operator CLI on PostgreSQL stores', () => {
   const work = tempDir('cli-on-postgres-');
@@ -37,7 +39,6 @@ describe('the operator CLI on PostgreSQL stores', () => {
   }
 
   beforeAll(async () => {
-    expect(onPostgres, 'this file runs in the on-postgres project (TEST_STORES=postgres)').toBe(true);
     sys = await startTestSystem();
     distributor = await keyed(sys, 'distributor');
     const merchant = await keyed(sys, 'merchant');

@@ -55,7 +55,7 @@ describe('assertLedgerMatchesProjections', () => {
   });
 
   // The embedded ledger's own file, altered under it; a chain's history is the chain's to protect.
-  it.skipIf(onEvm)('catches an altered ledger row: the chain no longer verifies', async () => {
+  it.skipIf(onEvm())('catches an altered ledger row: the chain no longer verifies', async () => {
     const raw = new Database(join(sys.config.DATA_DIR, 'ledger.sqlite'));
     try {
       raw.prepare("UPDATE transactions SET created_at = '2000-01-01T00:00:00.000Z' WHERE sequence = 1").run();

@@ -1,5 +1,6 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { afterAll, expect } from 'vitest';
+import { onEvm, onPostgres } from './run-on.ts';
 
 /**
  * With TEST_CPU_LOG=<file>, each test file appends the CPU it cost to that file (JSON lines): its worker's own
@@ -22,6 +23,6 @@ if (LOG) {
   afterAll(() => {
     const end = cpuSeconds();
     const file = expect.getState().testPath ?? 'unknown';
-    appendFileSync(LOG, `${JSON.stringify({ file, project: process.env.TEST_STORES === 'postgres' ? 'on-postgres' : process.env.TEST_LEDGER === 'evm' ? 'executor-on-evm' : 'wallet-ops', self: +(end.self - start.self).toFixed(2), children: +(end.children - start.children).toFixed(2) })}\n`);
+    appendFileSync(LOG, `${JSON.stringify({ file, project: onPostgres() ? 'on-postgres' : onEvm() ? 'on-evm' : 'embedded', self: +(end.self - start.self).toFixed(2), children: +(end.children - start.children).toFixed(2) })}\n`);
   });
 }
