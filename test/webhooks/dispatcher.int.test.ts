@@ -177,7 +177,7 @@ it('given two dispatchers on one store, one with a clock 90 s ahead, when an end
     dispatcher.start();
     ahead.start();
     const { readStore } = sys.system.stores;
-    await waitFor(async () => (await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } })) === ids.length);
+    await waitFor(async () => (await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: route.id, status: 'delivered' } })) === ids.length, 30_000);
     await new Promise((resolve) => setTimeout(resolve, 300)); // time for a second send of anything
     expect(receiver.received.map((r) => r.json.id)).toEqual(ids);
   } finally {
