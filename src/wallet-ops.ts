@@ -258,10 +258,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));
   const onThisPort = config.METRICS_PORT === undefined;
 
-  const document = buildOpenApiDocument(config.ASSET_SCALE);
+  // Built at its first request, not at every start: a process that serves no API (the executor, the webhooks) never
+  // pays for it, and a restarted one answers sooner.
+  let document: ReturnType<typeof buildOpenApiDocument> | undefined;
   const app = createApp({
     logger,
-    openApi: () => document,
+    openApi: () => (document ??= buildOpenApiDocument(config.ASSET_SCALE)),
     clock,
     trustProxy: config.TRUST_PROXY,
     ...(metrics ? {

@@ -287,3 +287,36 @@ describe('runs on Node without a loader', () => {
     expect(unnamed).toEqual([]);
   });
 });
+
+describe('the e2e suites that run again on PostgreSQL and on the chain', () => {
+  const TEST = resolve(SRC, '../test');
+  const files = filesUnder(TEST);
+  const variants = files.filter((file) => /\.on-(postgres|evm)\.e2e\.test\.ts$/.test(file));
+  const suites = files.filter((file) => file.endsWith('.e2e.suite.ts'));
+  /** The suite function a test file imports from a `*.e2e.suite.ts` beside it, and that module's base name. */
+  const suiteOf = (text: string) => /import \{ (\w+) \} from '\.\/([\w-]+)\.e2e\.suite\.ts';/.exec(text);
+
+  it('given a *.on-postgres or *.on-evm file, then it chooses its stores or its ledger before it runs the suite its embedded file runs', () => {
+    expect(variants.length).toBeGreaterThanOrEqual(12);
+    for (const file of variants) {
+      const text = readFileSync(file, 'utf8');
+      const choice = file.includes('.on-postgres.') ? 'runOnPostgres();' : 'runOnEvm();';
+      const suite = suiteOf(text);
+      expect(suite, relative(TEST, file)).not.toBeNull();
+      const [, name, base] = suite!;
+      expect(text.indexOf(choice), `${relative(TEST, file)} calls ${choice} before ${name}()`).toBeGreaterThan(-1);
+      expect(text.indexOf(choice)).toBeLessThan(text.indexOf(`\n${name}();`));
+      const embedded = readFileSync(join(dirname(file), `${base}.e2e.test.ts`), 'utf8');
+      expect(suiteOf(embedded)?.[1], `${base}.e2e.test.ts runs ${name} on the embedded stores`).toBe(name);
+      expect(embedded).not.toMatch(/runOn(Postgres|Evm)\(/);
+    }
+  });
+
+  it('given a *.e2e.suite.ts, then its embedded file runs it, and no test file is left behind as a suite', () => {
+    expect(suites.length).toBeGreaterThanOrEqual(10);
+    for (const suite of suites) {
+      const embedded = suite.replace(/\.e2e\.suite\.ts$/, '.e2e.test.ts');
+      expect(suiteOf(readFileSync(embedded, 'utf8')), relative(TEST, embedded)).not.toBeNull();
+    }
+  });
+});
