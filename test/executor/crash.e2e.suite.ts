@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 import { loadConfig } from '../../src/config.ts';
 import { onPostgres, testStoreEnv } from '../support/test-stores.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -67,19 +68,7 @@ export function executorCrashes(): void {
   }
 
   describe('executor crash recovery (real processes)', () => {
-    const cleanups: Array<() => Promise<void> | void> = [];
-    afterEach(async () => {
-      // Every cleanup runs even when one fails; the first failure is reported.
-      const errors: unknown[] = [];
-      for (const cleanup of cleanups.splice(0).reverse()) {
-        try {
-          await cleanup();
-        } catch (error) {
-          errors.push(error);
-        }
-      }
-      if (errors.length > 0) throw errors[0];
-    });
+    const cleanups = cleanupsAfterEach();
 
     async function crashScenario(restartEnv: Record<string, string>, crashEnv: Record<string, string>) {
       const dir = tempDir('wallet-ops-crash-');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
@@ -62,10 +63,7 @@ export function executorUnderFaults(): void {
   }
 
   describe('executor under store faults (real processes)', () => {
-    const cleanups: Array<() => Promise<unknown> | unknown> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
 
     it('given three approvals executing, when another process locks events.sqlite past every retry and busy timeout and then releases it, then all three settle without a restart, the ledger and the events agree, and /health answered as promptly as unlocked throughout', async (context) => {
       const dir = tempDir('wallet-ops-lock-');

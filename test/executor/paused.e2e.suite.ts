@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanupsAfterEach } from '../support/cleanups.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps } from '../../src/wallet-ops.ts';
@@ -75,18 +76,7 @@ export function pausedExecutor(): void {
   }
 
   describe('an executor paused while it holds the ledger, past its lease and another executor\'s attempts', () => {
-    const cleanups: Array<() => Promise<void> | void> = [];
-    afterEach(async () => {
-      const errors: unknown[] = [];
-      for (const cleanup of cleanups.splice(0).reverse()) {
-        try {
-          await cleanup();
-        } catch (error) {
-          errors.push(error);
-        }
-      }
-      if (errors.length > 0) throw errors[0];
-    });
+    const cleanups = cleanupsAfterEach();
 
     it('when it resumes, every operation is completed or failed exactly once, as the ledger decided; audit verify passes', async () => {
       const dir = tempDir('wallet-ops-paused-');
