@@ -294,8 +294,16 @@ export class Follower {
       if (this.settleFailure !== undefined) throw this.settleFailure.error;
       commitNow = false;
       const writes = (await this.options.handle(batch, batchContext)) ?? [];
+      const before = this.delivered;
       this.delivered = batch.at(-1)!.position;
-      if (writes.length > 0 || commitNow || this.commitDue()) await this.commitOrLog(writes);
+      try {
+        if (writes.length > 0 || commitNow || this.commitDue()) await this.commitOrLog(writes);
+      } catch (error) {
+        // A batch whose writes were not committed is not handled: a checkpoint saved before the next session
+        // (stop() saves what is handled) must not pass it, or its writes would be lost for good.
+        if (writes.length > 0) this.delivered = before;
+        throw error;
+      }
       if (writes.length > 0) this.options.onCommitted?.(writes);
       context.progress(this.handledPosition ?? 0);
       await this.untilRoomToSettle(context);

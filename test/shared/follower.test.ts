@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
 import type { EventStore, RecordedEvent } from '../../src/ports/event-store.ts';
-import type { ReadStore } from '../../src/ports/read-store.ts';
+import type { ReadStore, Write } from '../../src/ports/read-store.ts';
 import { checkpointIn, exclusiveCheckpoint, Follower, Resubscribe, sharedCheckpoint, type FollowerOptions } from '../../src/shared/follower.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -152,6 +152,34 @@ describe('the follower', () => {
     expect(deliveries).toEqual([p1, p1]);
     await waitFor(async () => (await readStore.getCheckpoint('f')) === p1);
     expect(follower.consumer.status()).toMatchObject({ totalFailures: 1, lastError: 'handler failed' });
+  });
+
+  it('given a batch whose commit with its writes failed, when the follower stops before its next session, then the checkpoint does not pass the batch and the next start writes it', async () => {
+    const [p1] = await append(1);
+    const exclusive = exclusiveCheckpoint(readStore, 'lost');
+    let failNext = false;
+    // The first batch commits; the second's commit is lost (nothing written), as with a dropped connection.
+    const flaky = {
+      load: () => exclusive.load(),
+      async commit(position: number, writes: Write[]) {
+        if (failNext && writes.length > 0) throw new Error('connection lost (before the commit)');
+        return exclusive.commit(position, writes);
+      },
+    };
+    const toDocs = async (batch: RecordedEvent[]) => batch.map((event) => ({ op: 'upsert' as const, collection: 'seen', doc: { id: String(event.position) } }));
+    // A backoff longer than the test: stop() comes while the failed session waits to be retried.
+    const first = new Follower({ name: 'lost', eventStore, logger: SILENT, supervision: { baseDelayMs: 60_000, maxDelayMs: 60_000 }, checkpoint: flaky, batchSize: 1, handle: toDocs });
+    first.start();
+    await waitFor(async () => (await readStore.getCheckpoint('lost')) === p1);
+    failNext = true;
+    const [p2] = await append(1);
+    await waitFor(() => first.consumer.status().totalFailures === 1);
+    await first.stop();
+    expect(await readStore.getCheckpoint('lost'), 'the checkpoint, after a batch whose writes were never committed').toBe(p1);
+
+    follow({ checkpoint: exclusiveCheckpoint(readStore, 'lost'), handle: toDocs });
+    await waitFor(async () => (await readStore.getCheckpoint('lost')) === p2);
+    expect((await readStore.find<{ id: string }>('seen')).map((doc) => Number(doc.id)).sort((a, b) => a - b)).toEqual([p1, p2]);
   });
 
   it('given at most two events waiting to settle, then the follower reads no more until one settles', async () => {
