@@ -50,6 +50,9 @@ export function authenticate(
     if (status === 'expired') throw unauthorized('The API key has expired.', true);
     if (status !== 'active' && status !== 'revocation_pending') throw unauthorized('The API key is not active.', true);
 
+    // A key without an allow-list is allowed from anywhere: the client's address (trust proxy's parse of
+    // X-Forwarded-For) is worked out only for a key that restricts it.
+    if (key.allowedIPs.length === 0) return key;
     let allowed = allowLists.get(key);
     if (!allowed) allowLists.set(key, (allowed = compileAllowList(key.allowedIPs)));
     if (!allowed(req.ip ?? '')) throw accessForbidden('Requests from this source address are not allowed for this API key.');

@@ -52,6 +52,26 @@ describe('caching of authenticated responses', () => {
     expect((await conditional(newTag)).status).toBe(304);
   });
 
+  it('when a GET is asked as HEAD, or answered 304, then the headers say what the 200 would (HEAD: its length and type; 304: its ETag) and no body comes', async () => {
+    for (const tail of ['balance', 'operations']) {
+      const url = `${sys.baseUrl}${path(tail)}`;
+      const authorization = `Bearer ${apiKey}`;
+      const get = await fetch(url, { headers: { authorization } });
+      const body = await get.text();
+      const head = await fetch(url, { method: 'HEAD', headers: { authorization } });
+      expect(head.status, tail).toBe(200);
+      expect(head.headers.get('content-length'), tail).toBe(String(Buffer.byteLength(body)));
+      expect(head.headers.get('content-type'), tail).toBe('application/json; charset=utf-8');
+      expect(head.headers.get('etag'), tail).toBe(get.headers.get('etag'));
+      expect(await head.text(), tail).toBe('');
+      const notModified = await fetch(url, { headers: { authorization, 'if-none-match': get.headers.get('etag')!, 'cache-control': 'max-age=0' } });
+      expect(notModified.status, tail).toBe(304);
+      expect(notModified.headers.get('etag'), tail).toBe(get.headers.get('etag'));
+      expect(notModified.headers.get('content-length'), tail).toBeNull();
+      expect(await notModified.text(), tail).toBe('');
+    }
+  });
+
   it('when a create is answered 200, then it is no-store and carries no ETag', async () => {
     const r = await call(sys.baseUrl, 'POST', path('operations'), { apiKey, body: cashIn });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
