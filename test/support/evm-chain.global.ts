@@ -2,7 +2,7 @@ import { DEV_OPERATOR_ADDRESS, startDevChain, type DevChain } from '../../contra
 import { TEST_OPERATOR_ADDRESSES } from './test-operators.ts';
 
 /**
- * Global setup of the `executor-on-evm` project: one development chain (Hardhat's EDR, in this process) for
+ * Global setup of the main test project: one development chain (Hardhat's EDR, in this process) for
  * every test file, reached over JSON-RPC like any node. Each test system deploys its own contract on it.
  */
 let chain: DevChain | undefined;

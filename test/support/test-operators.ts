@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 
 /**
- * The operator accounts of the `executor-on-evm` project: one per test worker, all funded at the shared dev
+ * The operator accounts of the tests that settle on the chain: one per test worker, all funded at the shared dev
  * chain's genesis. Two test files running at once each deploy and settle with their own account, so their
  * transactions never compete for one account's nonces (the executor's own nonce handling is tested within a
  * file, by its two-executor tests, not across unrelated files).
