@@ -126,8 +126,9 @@ export function executorUnderFaults(): void {
       cleanups.push(() => ops.close());
       const faults = { FAULT_EVENT_STORE_ERROR_RATE: '0.1', FAULT_READ_STORE_ERROR_RATE: '0.1', FAULT_LEDGER_ERROR_RATE: '0.1' };
       // Generous attempts: with 10% errors everywhere an operation may need several; none should run out. Waits
-      // between them of at most 1 s (5 s by default): what is tested is that each settles once, not the schedule.
-      const executor = spawnWalletOps(dir.path, ['projections', 'executor'], { ...faults, EXECUTOR_MAX_ATTEMPTS: '30', EXECUTOR_RETRY_MAX_MS: '1000', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '2000', LOG_LEVEL: 'warn' });
+      // between them of at most 1 s (5 s by default), and a failed consumer back within 10-200 ms (100 ms to 10 s by
+      // default): what is tested is that each settles once, not the schedule.
+      const executor = spawnWalletOps(dir.path, ['projections', 'executor'], { ...faults, EXECUTOR_MAX_ATTEMPTS: '30', EXECUTOR_RETRY_MAX_MS: '1000', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '2000', CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200', LOG_LEVEL: 'warn' });
       cleanups.push(() => stopProcess(executor));
 
       const distributors = await Promise.all(['Flaky A', 'Flaky B', 'Flaky C', 'Flaky D'].map(distributor));
