@@ -52,11 +52,10 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // Isolation is the pool's, set here: vitest ignores a project's own (see the comment above PURE).
-    // Two processes for the files that start systems, servers and children (forks), two threads for the pure
-    // suites, on two cores. Measured on 2 cores: 2 forks 363 s, 3 forks 343 s, but with more of the suites that
-    // time a probe against a bound failing on a machine that busy; 4 cost more CPU than they saved. The minimum is
-    // the maximum: tinypool retires an idle worker above the minimum, and retiring one raced with a new file
-    // ("Terminating worker thread").
+    // Two processes for the files that start systems, servers and children (forks), two threads for the pure suites,
+    // on two cores. Measured on 2 cores: 2 forks 363-384 s; 3 forks 343-389 s for about 75 s more CPU (the machine is
+    // busy throughout with two); 4 cost more still. The minimum is the maximum: tinypool retires an idle worker above
+    // the minimum, and retiring one raced with a new file ("Terminating worker thread").
     poolOptions: { threads: { isolate: false }, forks: { isolate: false, maxForks: 2, minForks: 2 } },
     maxWorkers: 2,
     // The longest files first (test/support/longest-first.ts): a project's last file does not run alone for long.

@@ -101,13 +101,14 @@ export function executorUnderFaults(): void {
       expect(running(server), server.output()).toBe(true);
       expect(probes.length).toBeGreaterThan(50);
       expect(probes.filter((p) => p.status !== 200 && p.status !== 503), 'every probe answered').toEqual([]);
-      // As fast as unlocked (within 100 ms, or 4x the unlocked p95 of the same run on a machine busy enough to be
-      // slower): the lock never stands in /health's way. The slowest may wait on the scheduler of a busy 2-core
-      // machine, never on the lock: a probe blocked by it would wait the 10 s busy budget (5 s before that fix).
+      // The lock never stands in /health's way: a probe blocked by it would wait the 10 s busy budget (5 s before that
+      // fix). So the bounds are far below that and far above what a busy 2-core machine's scheduler adds (a p95 of
+      // 111 ms was seen with three test files running beside it): within 250 ms, or 4x the unlocked p95 of the same
+      // run; the slowest within 2.5 s.
       const times = probes.map((p) => p.ms).sort((a, b) => a - b);
       const p95 = times[Math.floor(times.length * 0.95)]!;
       context.annotate(`/health during the lock: ${probes.length} probes, p50 ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms; unlocked p95 ${unlockedP95.toFixed(1)} ms`);
-      expect(p95, 'p95 of /health during the lock (ms)').toBeLessThan(Math.max(100, 4 * unlockedP95));
+      expect(p95, 'p95 of /health during the lock (ms)').toBeLessThan(Math.max(250, 4 * unlockedP95));
       expect(times.at(-1)!, 'the slowest /health during the lock (ms)').toBeLessThan(2500);
 
       for (const id of ids) expect((await operationOf(subject, id)).status).toBe('completed');
