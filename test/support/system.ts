@@ -175,3 +175,20 @@ export async function call(
   // Checked against the OpenAPI document by fetch itself (openapi-fetch-check.ts, a setup file of every suite).
   return { status: response.status, headers: response.headers, body: parsed };
 }
+
+/**
+ * A data directory seeded for processes the test spawns on it: a distributor with an API key and 1,000,000 in its
+ * wallet, and an individual to pay. Made in this process, which then lets go of the files.
+ */
+export async function seedPayingDistributor(dataDir: string, phone: string): Promise<{ distributor: TestParty; apiKey: string; phone: string }> {
+  const setup = await startTestSystem({ DATA_DIR: dataDir }, undefined, ['projections']);
+  try {
+    const distributor = await setup.party('distributor');
+    const { apiKey } = await distributor.key();
+    await setup.individual(phone);
+    await setup.credit(distributor.wallet, '1000000');
+    return { distributor, apiKey, phone };
+  } finally {
+    await setup.close();
+  }
+}

@@ -1,7 +1,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { streams } from '../../src/domain/streams.ts';
 import { freePort, killAllChildren, spawnWalletOps, within } from '../support/processes.ts';
-import { startTestSystem, waitFor } from '../support/system.ts';
+import { seedPayingDistributor, startTestSystem, waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /**
@@ -20,12 +20,7 @@ export function durabilityEndToEnd(): void {
   it('when the server is killed (-9) right after answering creates, then every operation answered 200 exists, with its hold', async () => {
     const dir = tempDir('wallet-ops-durability-');
     // Given a distributor with a key and money, made in this process, which then lets go of the files
-    const setup = await startTestSystem({ DATA_DIR: dir.path }, undefined, ['projections']);
-    const distributor = await setup.party('distributor');
-    const { apiKey } = await distributor.key();
-    const phone = await setup.individual('+2348127100001');
-    await setup.credit(distributor.wallet, '1000000');
-    await setup.close();
+    const { distributor, apiKey, phone } = await seedPayingDistributor(dir.path, '+2348127100001');
 
     const port = await freePort();
     const server = spawnWalletOps(dir.path, ['write-api'], { PORT: String(port), HOST: '127.0.0.1' });

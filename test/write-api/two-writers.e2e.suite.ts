@@ -1,6 +1,6 @@
 import { afterAll, expect, it } from 'vitest';
 import { freePort, killAllChildren, spawnWalletOps, stopProcess } from '../support/processes.ts';
-import { startTestSystem, waitFor } from '../support/system.ts';
+import { seedPayingDistributor, waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /**
@@ -21,12 +21,7 @@ export function twoWritersEndToEnd(): void {
 
   it('given two write-api processes on one store, when 8 connections create operations on one wallet through both, then at most 1% end in a concurrency conflict and every other create succeeds', async () => {
     const dir = tempDir('wallet-ops-two-writers-');
-    const setup = await startTestSystem({ DATA_DIR: dir.path }, undefined, ['projections']);
-    const distributor = await setup.party('distributor');
-    const { apiKey } = await distributor.key();
-    const phone = await setup.individual('+2348127100002');
-    await setup.credit(distributor.wallet, '1000000');
-    await setup.close();
+    const { distributor, apiKey, phone } = await seedPayingDistributor(dir.path, '+2348127100002');
 
     const ports = [await freePort(), await freePort()];
     const servers = ports.map((port) => spawnWalletOps(dir.path, ['write-api'], { PORT: String(port), HOST: '127.0.0.1' }));
