@@ -109,6 +109,20 @@ describe('SQLite event store, embedded specifics', () => {
       expect(Date.now() - started).toBeLessThan(200);
     });
 
+    it('given a poll interval of a minute, when another process appends, then a caught-up subscriber gets the events without waiting for its poll', async () => {
+      // Only the watch on the data directory can deliver them: the test's own timeout is half the poll interval.
+      const store = openSqliteEventStore({ file, pollIntervalMs: 60_000 });
+      opened.push(store);
+      await store.append('mine', [event(-1)], 'no_stream');
+      const iterator = store.subscribeToAll({ from: 'start' })[Symbol.asyncIterator]();
+      expect((await iterator.next()).value).toMatchObject({ stream: 'mine' });
+      const child = spawn(process.execPath, [APPEND_CHILD, file, '300'], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+      children.push(child);
+      const seqs: number[] = [];
+      while (seqs.length < 300) seqs.push(((await iterator.next()).value as RecordedEvent<string, { seq: number }>).data.seq);
+      expect(seqs).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    }, 30_000);
+
     it('given a rare event type spread over 25,000 events, when subscribing with a type filter, then exactly the matching events arrive in order', async () => {
       const store = open();
       const rare = new Set([0, 999, 1000, 9999, 10_000, 10_001, 19_999, 24_999]);

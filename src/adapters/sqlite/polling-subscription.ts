@@ -19,7 +19,8 @@ export interface PollingSubscriptionOptions {
    * reads head and page in one synchronous attempt, so nothing can interleave with them.
    */
   readPage: (after: number, signal: AbortSignal) => Promise<Page>;
-  pollIntervalMs: number;
+  /** Asked at each wait: the store may poll less once it is told of other processes' commits. */
+  pollIntervalMs: number | (() => number);
   /** Called once when the subscription ends, whoever ended it. */
   onStop: () => void;
 }
@@ -135,7 +136,8 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   private sleep(): Promise<void> {
     return new Promise((resolve) => {
       this.wakeWaiter = resolve;
-      this.timer = setTimeout(() => this.wake(), this.options.pollIntervalMs);
+      const { pollIntervalMs } = this.options;
+      this.timer = setTimeout(() => this.wake(), typeof pollIntervalMs === 'function' ? pollIntervalMs() : pollIntervalMs);
     });
   }
 }
