@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Page, PollingSubscription } from '../../src/adapters/sqlite/polling-subscription.ts';
+import { FIRST_PAGE_SIZE, MAX_PAGE_SIZE, type Page, PollingSubscription } from '../../src/adapters/sqlite/polling-subscription.ts';
 import type { RecordedEvent } from '../../src/ports/event-store.ts';
 
 /**
@@ -37,5 +37,38 @@ describe('PollingSubscription', () => {
     }
     expect(store.reads).toEqual([0, 10, 20, 30]);
     await subscription.stop();
+  });
+});
+
+describe('PollingSubscription page sizes', () => {
+  function limitedStore(head: number) {
+    const limits: number[] = [];
+    let parsed = 0;
+    const readPage = async (after: number, _signal: AbortSignal, limit: number): Promise<Page> => {
+      limits.push(limit);
+      const upTo = Math.min(head, after + limit);
+      parsed += upTo - after;
+      return { events: Array.from({ length: upTo - after }, (_, i) => event(after + i + 1)), scannedTo: upTo, caughtUp: upTo >= head };
+    };
+    return { limits, parsed: () => parsed, readPage };
+  }
+
+  it('given a long history, when a consumer stops after a few events (a fault, then a new subscription), then it read one small page, not a thousand events', async () => {
+    const store = limitedStore(5000);
+    const subscription = new PollingSubscription({ after: 0, readPage: store.readPage, pollIntervalMs: 1000, onStop: () => {} });
+    for (let i = 0; i < 5; i++) await subscription.next();
+    await subscription.stop();
+    expect(store.parsed()).toBe(FIRST_PAGE_SIZE);
+  });
+
+  it('given a long history, when a consumer reads it all, then each full page doubles the next up to the maximum, and every event arrives once in order', async () => {
+    const store = limitedStore(5000);
+    const subscription = new PollingSubscription({ after: 0, readPage: store.readPage, pollIntervalMs: 1000, onStop: () => {} });
+    const positions: number[] = [];
+    for (let i = 0; i < 5000; i++) positions.push(((await subscription.next()).value as RecordedEvent).position);
+    await subscription.stop();
+    expect(positions).toEqual(Array.from({ length: 5000 }, (_, i) => i + 1));
+    expect(store.limits.slice(0, 7)).toEqual([32, 64, 128, 256, 512, MAX_PAGE_SIZE, MAX_PAGE_SIZE]);
+    expect(Math.max(...store.limits)).toBe(MAX_PAGE_SIZE);
   });
 });

@@ -31,8 +31,6 @@ export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
-/** Events a subscription holds in memory per read. */
-const SUBSCRIPTION_PAGE_SIZE = 1000;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
 const SUBSCRIPTION_SCAN_WINDOW = 10_000;
 /** The transaction-scoped advisory lock under which positions are assigned (any constant unique to this use). */
@@ -138,7 +136,7 @@ class PostgresEventStore implements EventStore {
     this.assertOpen();
     const after = options.from === 'start' ? 0 : options.from;
     checkNonNegativeInteger('from', after);
-    const filter = filterSql(options.filter, 3);
+    const filter = filterSql(options.filter, 4);
     // Head and page in one statement, so one snapshot: everything at or below the head it saw is committed (see
     // the class comment), so reading (cursor, head] misses nothing.
     const pageSql = `
@@ -147,11 +145,11 @@ class PostgresEventStore implements EventStore {
       LEFT JOIN LATERAL (
         SELECT ${EVENT_COLUMNS} FROM es_events
         WHERE position > $1 AND position <= least(h.head, $1 + $2)${filter.sql}
-        ORDER BY position LIMIT ${SUBSCRIPTION_PAGE_SIZE}
+        ORDER BY position LIMIT $3
       ) AS e ON true`;
     const subscription = new PollingSubscription({
       after,
-      readPage: (cursor) => this.readPage(pageSql, filter.params, cursor),
+      readPage: (cursor, _signal, limit) => this.readPage(pageSql, filter.params, cursor, limit),
       pollIntervalMs: this.pollIntervalMs,
       onStop: () => {
         this.subscriptions.delete(subscription);
@@ -174,14 +172,14 @@ class PostgresEventStore implements EventStore {
     return this.closing;
   }
 
-  private async readPage(sql: string, filterParams: unknown[], cursor: number): Promise<Page> {
-    const { rows } = await this.query<EventRow & { head: string }>(sql, [cursor, SUBSCRIPTION_SCAN_WINDOW, ...filterParams]);
+  private async readPage(sql: string, filterParams: unknown[], cursor: number, limit: number): Promise<Page> {
+    const { rows } = await this.query<EventRow & { head: string }>(sql, [cursor, SUBSCRIPTION_SCAN_WINDOW, limit, ...filterParams]);
     const head = Number(rows[0]!.head);
     if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
     const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
     // The LEFT JOIN gives one row of nulls when nothing matched.
     const events = rows.filter((row) => row.position !== null).map(toRecordedEvent);
-    const full = events.length === SUBSCRIPTION_PAGE_SIZE;
+    const full = events.length === limit;
     // A full page may stop short of upTo; otherwise everything up to upTo was examined, matched or not.
     const scannedTo = full ? events[events.length - 1]!.position : upTo;
     return { events, scannedTo, caughtUp: scannedTo >= head };

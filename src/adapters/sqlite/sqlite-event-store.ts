@@ -63,8 +63,6 @@ const WATCHED_POLL_INTERVAL_MS = 250;
  * subscribers poll as often as unwatched ones, so the commit is seen within a poll of becoming visible.
  */
 const AFTER_CHANGE_MS = 250;
-/** Events a subscription holds in memory per read. */
-const SUBSCRIPTION_PAGE_SIZE = 1000;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
 const SUBSCRIPTION_SCAN_WINDOW = 10_000;
 
@@ -165,10 +163,10 @@ class SqliteEventStore implements EventStore {
     const after = options.from === 'start' ? 0 : options.from;
     checkNonNegativeInteger('from', after);
     const filter = filterSql(options.filter);
-    const pageSql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position LIMIT ${SUBSCRIPTION_PAGE_SIZE}`;
+    const pageSql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position LIMIT ?`;
     const subscription = new PollingSubscription({
       after,
-      readPage: (cursor, signal) => this.read(() => this.readPage(pageSql, filter.params, cursor), signal),
+      readPage: (cursor, signal, limit) => this.read(() => this.readPage(pageSql, filter.params, cursor, limit), signal),
       pollIntervalMs: () => this.pollIntervalMs(),
       onStop: () => {
         this.subscriptions.delete(subscription);
@@ -209,12 +207,12 @@ class SqliteEventStore implements EventStore {
    * have this property: a lower number can commit after a higher one is read.)
    * Both reads run in one synchronous attempt; a busy retry repeats both.
    */
-  private readPage(sql: string, filterParams: string[], cursor: number): Page {
+  private readPage(sql: string, filterParams: string[], cursor: number, limit: number): Page {
     const head = this.headStatement.get()!;
     if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
     const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
-    const rows = this.statements.get(sql).all(cursor, upTo, ...filterParams) as EventRow[];
-    const full = rows.length === SUBSCRIPTION_PAGE_SIZE;
+    const rows = this.statements.get(sql).all(cursor, upTo, ...filterParams, limit) as EventRow[];
+    const full = rows.length === limit;
     // A full page may stop short of upTo; otherwise everything up to upTo was examined, matched or not.
     const scannedTo = full ? rows[rows.length - 1]!.position : upTo;
     return { events: rows.map(toRecordedEvent), scannedTo, caughtUp: scannedTo >= head };
