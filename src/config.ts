@@ -152,6 +152,7 @@ const schema = z.object({
   EVM_CONFIRMATIONS: z.coerce.number().int().min(1).max(256).default(1).describe('Blocks a ledger transaction must be deep before its operation completes (LEDGER=evm).'),
   EVM_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000).describe('How long one submit waits for its receipt and confirmations before the attempt counts as transient and is retried (LEDGER=evm).'),
   EVM_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250).describe('How often receipts and new blocks are polled (LEDGER=evm).'),
+  LEDGER_BUSY_BUDGET_MS: z.coerce.number().int().min(10).max(600_000).default(10_000).describe('How long one call on the embedded ledger waits for another process’s write lock (an executor holding it) before it counts as unavailable and is retried later (LEDGER=embedded).'),
   LEDGER_LATENCY_MS: z.coerce.number().int().min(0).max(60_000).default(0).describe('Ledger fault injection (any ledger): milliseconds added to each transaction, like a chain’s confirmation time.'),
   LEDGER_TRANSIENT_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0).describe('Ledger fault injection (any ledger): share of submits that fail transiently before reaching the ledger (retried).'),
   LEDGER_REJECTION_RATE: z.coerce.number().min(0).max(1).default(0).describe('Ledger fault injection (any ledger): share of submits refused for good before reaching the ledger (the operation fails).'),

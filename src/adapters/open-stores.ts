@@ -141,6 +141,8 @@ export interface LedgerSelection {
   EVM_CONFIRMATIONS: number;
   EVM_RECEIPT_TIMEOUT_MS: number;
   EVM_POLL_INTERVAL_MS: number;
+  /** LEDGER=embedded: how long a call waits for another process's write lock; the adapter's default when absent. */
+  LEDGER_BUSY_BUDGET_MS?: number | undefined;
 }
 
 /**
@@ -171,7 +173,8 @@ export async function openLedger(options: { dataDir: string; selection?: LedgerS
     });
   } else {
     ownerOnlyDataDir(options.dataDir);
-    ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(whileHolding ? { whileHolding } : {}) });
+    const busyBudgetMs = selection?.LEDGER_BUSY_BUDGET_MS;
+    ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(busyBudgetMs ? { busyBudgetMs } : {}), ...(whileHolding ? { whileHolding } : {}) });
   }
   return decorate(withSimulatedLedgerFaults(ledger, options.faults ?? {}));
 }

@@ -163,7 +163,8 @@ describe.each(targets)('$name, with another process holding the write lock', (ta
     const loop = watchEventLoop();
 
     const write = track(adapter.write(1));
-    await delay(700);
+    // Held long enough to see the call wait (the budget is 10 s) with the event loop free.
+    await delay(300);
     expect(write.settled()).toBe(false);
     await lock.release();
     const outcome = await write.result;
@@ -254,10 +255,13 @@ describe('reads while the database answers SQLITE_BUSY', () => {
       expect((await subscription.next()).value).toMatchObject({ stream: 'a' });
 
       busyUntil = performance.now() + 60_000;
-      await expect(events.readStream('a')).rejects.toBeInstanceOf(EventStoreUnavailableError);
-      await expect(subscription.next()).rejects.toBeInstanceOf(EventStoreUnavailableError);
-      await expect(read.find('docs')).rejects.toBeInstanceOf(ReadStoreUnavailableError);
-      await expect(ledger.findByOperationID('op')).rejects.toBeInstanceOf(LedgerUnavailableError);
+      // Each waits out its own budget: at once, they wait one budget in all.
+      await Promise.all([
+        expect(events.readStream('a')).rejects.toBeInstanceOf(EventStoreUnavailableError),
+        expect(subscription.next()).rejects.toBeInstanceOf(EventStoreUnavailableError),
+        expect(read.find('docs')).rejects.toBeInstanceOf(ReadStoreUnavailableError),
+        expect(ledger.findByOperationID('op')).rejects.toBeInstanceOf(LedgerUnavailableError),
+      ]);
       busyUntil = 0;
 
       // The subscription stopped, as after any failed read; the adapters themselves work again.

@@ -12,7 +12,8 @@ import { issue, operationOf } from '../support/executor-system.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { runCli } from '../support/cli.ts';
-import { killAllChildren, running, spawnWalletOps, stopProcess, type WalletOpsProcess } from '../support/processes.ts';
+import { freePort, killAllChildren, running, spawnWalletOps, stopProcess, type WalletOpsProcess } from '../support/processes.ts';
+import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { onEvm, testLedgerEnv } from '../support/test-ledger.ts';
 import { createPublicClient, decodeFunctionData, http } from 'viem';
 import { walletLedgerAbi } from '../../src/adapters/evm/wallet-ledger-artifact.ts';
@@ -64,6 +65,13 @@ export function pausedExecutor(): void {
     return mined;
   }
 
+  /** Operations the executor of a process on this port carries and has not settled yet (its queue gauge). */
+  async function queueDepth(port: number): Promise<number | undefined> {
+    const response = await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined);
+    if (!response?.ok) return undefined;
+    return sampleValue(parsePrometheusText(await response.text()), 'wallet_ops_executor_queue_depth');
+  }
+
   /** The operations B logged a failed give-up for (its void got no answer): JSON log lines of the retry. */
   function gaveUpOn(output: string): Set<string> {
     const ids = new Set<string>();
@@ -91,7 +99,8 @@ export function pausedExecutor(): void {
       for (let i = 0; i < OPERATIONS; i++) seeded.push(await issue(subject, { type: 'distributor', id: partyID }, '10'));
 
       // A takes the ledger and stops there.
-      const paused = spawnWalletOps(dir.path, ['executor'], { EXECUTOR_ID: 'paused-A', EXECUTOR_LEASE_MS: LEASE_MS, LEDGER_STOP_WHILE_HOLDING: 'true' });
+      const [pausedPort, patientPort] = [await freePort(), await freePort()];
+      const paused = spawnWalletOps(dir.path, ['executor'], { PORT: String(pausedPort), EXECUTOR_ID: 'paused-A', EXECUTOR_LEASE_MS: LEASE_MS, LEDGER_STOP_WHILE_HOLDING: 'true' });
       cleanups.push(() => stop(paused));
       cleanups.push(() => void (running(paused) && paused.child.kill('SIGCONT')));
       await waitFor(async () => processState(paused.child.pid!) === 'T', 30_000);
@@ -99,6 +108,7 @@ export function pausedExecutor(): void {
 
       // B takes over once A's leases ran out and spends its attempts: its submits never reach the ledger.
       const patient = spawnWalletOps(dir.path, ['executor'], {
+        PORT: String(patientPort),
         EXECUTOR_ID: 'patient-B',
         EXECUTOR_LEASE_MS: LEASE_MS,
         EXECUTOR_MAX_ATTEMPTS: '2',
@@ -106,6 +116,9 @@ export function pausedExecutor(): void {
         EXECUTOR_RETRY_MAX_MS: '200',
         EXECUTOR_SWEEP_INTERVAL_MS: '500',
         LEDGER_TRANSIENT_FAILURE_RATE: '1',
+        // Its void waits this long on the embedded ledger A holds before it logs its give-up and tries again
+        // (the default, 10 s, was most of this test's time); a chain has no lock to wait on.
+        LEDGER_BUSY_BUDGET_MS: '300',
         LOG_LEVEL: 'warn',
       });
       cleanups.push(() => stop(patient));
@@ -121,8 +134,9 @@ export function pausedExecutor(): void {
       const resumedAtBlock = onEvm() ? (await createPublicClient({ transport: http(config.EVM_RPC_URL!) }).getBlockNumber()) + 1n : 0n;
       paused.child.kill('SIGCONT');
       await waitFor(async () => (await Promise.all(seeded.map((id) => operationOf(subject, id)))).every((s) => s.status === 'completed' || s.status === 'failed'), 60_000);
-      // Time for anything A or B still had in flight to land (a late transaction, a second outcome).
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      // Anything A or B still had in flight lands (a late transaction, a second outcome): each executor has
+      // settled every operation it carried, a pass waiting out a backoff or a lease included.
+      await waitFor(async () => (await queueDepth(pausedPort)) === 0 && (await queueDepth(patientPort)) === 0, 30_000);
       await stop(paused);
       await stop(patient);
 

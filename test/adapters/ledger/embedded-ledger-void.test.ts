@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openEmbeddedLedger } from '../../../src/adapters/ledger/embedded-ledger.ts';
+import { openLedger } from '../../../src/adapters/open-stores.ts';
+import { loadConfig } from '../../../src/config.ts';
 import { withSimulatedLedgerFaults } from '../../../src/adapters/ledger/ledger-faults.ts';
 import {
   ISSUANCE_ADDRESS,
@@ -159,6 +161,21 @@ describe('embedded ledger: void', () => {
       paused.close();
     }
     expect(await ledger.void(operationID)).toMatchObject({ kind: 'executed', tx: { operationID, sequenceNumber: 1 } });
+  });
+
+  it('given LEDGER_BUSY_BUDGET_MS, when the ledger of a configuration waits on a paused process\'s write lock, then its void gives up after that budget, not the default 10 s', async () => {
+    const ledger = await openLedger({ dataDir: dir.path, selection: loadConfig({ DATA_DIR: dir.path, LEDGER_BUSY_BUDGET_MS: '100' }) });
+    open.push(ledger);
+    const paused = new Database(file);
+    try {
+      paused.exec('BEGIN IMMEDIATE');
+      const started = performance.now();
+      await expect(ledger.void(opID())).rejects.toBeInstanceOf(LedgerUnavailableError);
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      paused.exec('ROLLBACK');
+      paused.close();
+    }
   });
 
   it('given a void committed, when a writer that does not know voids (an older version) inserts a transfer for it, then the database refuses it', async () => {
