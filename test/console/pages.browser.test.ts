@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
 import { requestAccessChange } from '../../src/commands/user-admin.ts';
 import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { expectAccessible } from './axe.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -79,6 +79,8 @@ suite(title, { timeout: 180_000 }, () => {
     await requestAccessChange(sys.backOffice, admin, { kind: 'add-user', party: dist.ref, email: 'cashier@demo-agents.example', roles: ['maker'] }, 'New cashier at branch 3', { actor: `user:${admin.userID}`, correlationId: 'seed' });
     await waitFor(() => sys.system.directory.get(ownKeyID) !== undefined);
   });
+
+  afterEach(() => closeContexts(browser));
 
   afterAll(async () => {
     await browser?.close();
