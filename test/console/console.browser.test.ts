@@ -1,8 +1,8 @@
-import { mkdirSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DISABLED_FEATURES, DOCS, launchChromium, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -54,6 +54,21 @@ async function reloadUntil(page: Page, locator: Locator, timeoutMs = 10_000): Pr
   }
 }
 
+/** The command line of this worker's chromium browser process (not its renderers and helpers, which have a --type). */
+function browserProcessArguments(): string[] {
+  const children = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid)).flatMap((pid) => {
+    try {
+      const ppid = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1];
+      return ppid === String(process.pid) ? [readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')] : [];
+    } catch {
+      return []; // gone meanwhile
+    }
+  });
+  const browsers = children.filter((args) => args.includes('--remote-debugging-pipe') && !args.some((a) => a.startsWith('--type=')));
+  expect(browsers).toHaveLength(1);
+  return browsers[0]!;
+}
+
 const balanceWith = (apiKey: string, distributorID: string) => call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributorID}/balance`, { apiKey });
 
 suite(title, () => {
@@ -71,9 +86,26 @@ suite(title, () => {
     await fund(sys, dist.ref, '25000');
   });
 
+  afterEach(() => closeContexts(browser));
+
   afterAll(async () => {
     await browser?.close();
     await sys?.close();
+  });
+
+  it('when the tests’ chromium opens a context, then no page of the browser’s own interface starts beside it, and playwright’s disabled features stay disabled', async () => {
+    const context = await browser.newContext();
+    await context.newPage();
+    const cdp = await browser.newBrowserCDPSession();
+    const { targetInfos } = await cdp.send('Target.getTargets');
+    expect(targetInfos.filter((t) => t.type !== 'page').map((t) => t.url)).toEqual([]);
+    // Chromium keeps only the last --disable-features: the launcher merges playwright's with ours.
+    const lists = browserProcessArguments().filter((a) => a.startsWith('--disable-features='));
+    expect(lists).toHaveLength(1);
+    const features = lists[0]!.slice('--disable-features='.length).split(',');
+    expect(features).toEqual(expect.arrayContaining(DISABLED_FEATURES));
+    expect(features.length, 'playwright’s own list is kept').toBeGreaterThan(DISABLED_FEATURES.length);
+    await cdp.detach();
   });
 
   it('when a maker requests a key, then they cannot approve it, a checker can, and the maker sees the secret once, which works against the API', async () => {

@@ -1,8 +1,8 @@
 import { mkdirSync, readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund } from './console-client.ts';
 
 /**
@@ -47,6 +47,8 @@ suite(title, () => {
     await fund(sys, dist.ref, '25000');
     ({ apiKey } = await dist.key({ label: 'ERP integration' }));
   });
+
+  afterEach(() => closeContexts(browser));
 
   afterAll(async () => {
     await browser?.close();

@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
 import { requestAccessChange } from '../../src/commands/user-admin.ts';
 import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { expectAccessible } from './axe.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import { axeViolations, expectAccessible } from './axe.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -80,9 +80,18 @@ suite(title, { timeout: 180_000 }, () => {
     await waitFor(() => sys.system.directory.get(ownKeyID) !== undefined);
   });
 
+  afterEach(() => closeContexts(browser));
+
   afterAll(async () => {
     await browser?.close();
     await sys?.close();
+  });
+
+  it('when a page has an image without a text alternative, then the accessibility check names the rule and the element', async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.setContent('<!doctype html><html lang="en"><title>t</title><main><img src="data:," id="no-alt"></main></html>');
+    const violations = await axeViolations(page);
+    expect(violations.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target.join(' '))])).toEqual([['image-alt', 'critical', ['#no-alt']]]);
   });
 
   it('when every page a party user meets is checked at 1280 and 390 px, then axe finds nothing serious and nothing scrolls sideways', async () => {

@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
 import { actingUser, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { getDelivery, deliveryID } from '../../src/webhooks/deliveries.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -64,6 +64,8 @@ suite(title, () => {
     await fund(sys, dist.ref, '5000');
     receiver = await startWebhookReceiver('/wallet-ops/events');
   });
+
+  afterEach(() => closeContexts(browser));
 
   afterAll(async () => {
     await receiver?.close();
