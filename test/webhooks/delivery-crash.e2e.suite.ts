@@ -17,8 +17,7 @@ import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 export function deliveryCrashes(): void {
   afterAll(killAllChildren);
 
-  // A short lease: the restarted process waits out its killed predecessor's (one process at a time: none is taken over early).
-  const ENV = { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_RETRY_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_LEASE_MS: '1000' };
+  const ENV = { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_RETRY_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_LEASE_MS: '4000' };
   const BACKLOG = 10;
 
   it('when the delivering process is killed mid-backlog and restarted, then every event arrives, in order, the one in flight again with its id', async () => {
@@ -76,8 +75,9 @@ export function deliveryCrashes(): void {
 
       // A fifth of the read store's calls and a tenth of the event store's fail (before or after writing). A beat
       // whose answer was lost is recognised as the process's own at its next look (endpoint-lease.ts), not waited
-      // out; failed consumers back within 200 ms (10 s by default) keep the test short.
-      const faulty = spawnWalletOps(dir.path, ['webhooks'], { ...ENV, WEBHOOK_TIMEOUT_MS: '250', FAULT_READ_STORE_ERROR_RATE: '0.2', FAULT_EVENT_STORE_ERROR_RATE: '0.1', CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200', LOG_LEVEL: 'warn' });
+      // out; a short lease (four attempts' timeouts, the least allowed) and failed consumers back within 200 ms (10 s
+      // by default) keep the test short.
+      const faulty = spawnWalletOps(dir.path, ['webhooks'], { ...ENV, WEBHOOK_TIMEOUT_MS: '250', WEBHOOK_LEASE_MS: '1000', FAULT_READ_STORE_ERROR_RATE: '0.2', FAULT_EVENT_STORE_ERROR_RATE: '0.1', CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200', LOG_LEVEL: 'warn' });
       try {
         await waitFor(() => receiver.eventIDs().length >= 2 * operations.length, 90_000);
         const firstArrivals = receiver.eventIDs().map((id) => receiver.received.find((r) => r.json.id === id)!.json);
