@@ -42,9 +42,11 @@ export function deliveryCrashes(): void {
       expect(await within(first.exited, 10_000, 'the killed process to exit')).toEqual({ code: null, signal: 'SIGKILL' });
       const inFlight = receiver.received[3]!.json.id;
 
-      // Then a restarted process delivers the rest, once its dead predecessor's lease on the queue has run out
+      // Then a restarted process delivers the rest, once its dead predecessor's lease on the queue has run out. It
+      // counts that lease on its own clock and with its own WEBHOOK_LEASE_MS: half the first one's (the first needed
+      // a 1 s timeout, so that the kill finds a request in flight, and a lease is at least 4 timeouts).
       receiver.respond(() => 200);
-      const second = spawnWalletOps(dir.path, ['webhooks'], ENV);
+      const second = spawnWalletOps(dir.path, ['webhooks'], { ...ENV, WEBHOOK_TIMEOUT_MS: '500', WEBHOOK_LEASE_MS: '2000' });
       try {
         await receiver.waitForRequests(BACKLOG + 1, 60_000);
         const arrived = receiver.received.map((r) => r.json.data.operation.operationID as string);
