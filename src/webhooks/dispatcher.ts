@@ -9,7 +9,7 @@ import { endpointSigning, webhookEndpointDecider } from '../commands/webhook-end
 import type { Logger } from '../logger.ts';
 import type { EventStore } from '../ports/event-store.ts';
 import { noTracing, type Tracing } from '../ports/tracing.ts';
-import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
+import type { ReadStore } from '../ports/read-store.ts';
 import { supervise, type SessionContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import type { AddressRules, Resolver } from './address-guard.ts';
 import { activeRoutes, getRoute, nextDelivery, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
@@ -33,8 +33,7 @@ import { EndpointLeases } from './endpoint-lease.ts';
  * lease (a fenced commit): a sender that was paused past its lease drops its result rather than overwrite the
  * newer holder's (the receiver may then have the event twice, which at-least-once allows; the log never lies).
  */
-/** The counters that held the leases before the heartbeat lease; no longer written, kept defined for old data. */
-export const WEBHOOK_LEASES_COLLECTION: CollectionDefinition = { name: 'webhook_leases', indexes: [['expiresAt']] };
+export { WEBHOOK_LEASES_COLLECTION } from './endpoint-lease.ts';
 
 export interface WebhookDispatcherOptions {
   eventStore: EventStore;

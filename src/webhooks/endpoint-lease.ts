@@ -1,4 +1,17 @@
-import { CheckpointConflictError, type ReadStore, type Write } from '../ports/read-store.ts';
+import { randomUUID } from 'node:crypto';
+import { CheckpointConflictError, type CollectionDefinition, type ReadStore, type Write } from '../ports/read-store.ts';
+
+/**
+ * Who wrote each endpoint's current beat: `{ id: <endpoint>, holder, beat }`, written in the commit that moves the
+ * beat. (Before the heartbeat lease it held counters, with `expiresAt`; the index stays for their sake.)
+ */
+export const WEBHOOK_LEASES_COLLECTION: CollectionDefinition = { name: 'webhook_leases', indexes: [['expiresAt']] };
+
+type HolderDoc = {
+  id: string;
+  holder: string;
+  beat: number;
+};
 
 /**
  * Which process sends an endpoint's deliveries, decided without comparing two hosts' clocks: a heartbeat lease.
@@ -10,6 +23,12 @@ import { CheckpointConflictError, type ReadStore, type Write } from '../ports/re
  * its lease, and a dead one's is taken over a lease after it stopped beating. A holder that was paused past its
  * lease finds the beat moved at its next write: what it was about to record is dropped (the fence), never
  * written over the newer holder's.
+ *
+ * Each move also records who made it (the holder's random id and the beat, in `webhook_leases`, same commit). A
+ * holder whose write failed without an answer (written or not, it cannot tell) finds at its next look the beat at
+ * one it wrote or tried to write and itself named with that very beat: the lease is still its own, so it goes on
+ * rather than wait a lease for itself. A beat number alone would not do: a peer taking the lease over writes the
+ * same number as the holder's next beat.
  */
 export class EndpointLeases {
   private readonly readStore: ReadStore;
@@ -19,6 +38,13 @@ export class EndpointLeases {
   private readonly held = new Map<string, { beat: number; atMs: number }>();
   /** Beats of leases held elsewhere, and when this process first saw each unchanged (monotonic ms). */
   private readonly watched = new Map<string, { beat: number; sinceMs: number }>();
+  /**
+   * Leases this process may still hold though a write's answer was lost: the beats it wrote or may have written
+   * last, and when it began writing each (monotonic ms).
+   */
+  private readonly unsure = new Map<string, { beat: number; atMs: number }[]>();
+  /** This EndpointLeases' identity in the holder documents: one per process, never reused. */
+  private readonly holder = randomUUID();
 
   constructor(readStore: ReadStore, leaseMs: number, monotonicMs: () => number = () => performance.now()) {
     this.readStore = readStore;
@@ -39,6 +65,7 @@ export class EndpointLeases {
     }
     const beat = await this.readStore.getCheckpoint(checkpointOf(endpointID));
     if (beat === null || beat % 2 === 0) return this.move(endpointID, beat, (beat ?? 0) + 1, []);
+    if (await this.recognise(endpointID, beat)) return this.hold(endpointID, needMs);
     const now = this.monotonicMs();
     const seen = this.watched.get(endpointID);
     if (seen?.beat !== beat) {
@@ -70,7 +97,9 @@ export class EndpointLeases {
     if (held === undefined) return;
     this.held.delete(endpointID);
     await this.readStore.commit([], { projection: checkpointOf(endpointID), position: held.beat + 1, expected: held.beat }).catch((error: unknown) => {
-      if (!(error instanceof CheckpointConflictError)) throw error; // taken over meanwhile: nothing of ours to release
+      if (error instanceof CheckpointConflictError) return; // taken over meanwhile: nothing of ours to release
+      this.unsure.set(endpointID, [held]); // released or not: at least no one else moved it
+      throw error;
     });
   }
 
@@ -79,18 +108,45 @@ export class EndpointLeases {
     await Promise.allSettled([...this.held.keys()].map((endpointID) => this.release(endpointID)));
   }
 
+  /**
+   * Whether the held beat `beat` is one this process wrote (its write's answer lost, or its release failed): then
+   * the lease is its own again, counted from when it began writing that beat, which no peer's count precedes.
+   */
+  private async recognise(endpointID: string, beat: number): Promise<boolean> {
+    const candidates = this.unsure.get(endpointID);
+    const mine = candidates?.find((written) => written.beat === beat);
+    if (mine === undefined) {
+      if (candidates !== undefined) this.unsure.delete(endpointID); // the beat moved past them: beats never come back
+      return false;
+    }
+    const doc = await this.readStore.get<HolderDoc>(WEBHOOK_LEASES_COLLECTION.name, endpointID);
+    this.unsure.delete(endpointID);
+    if (doc?.holder !== this.holder || doc.beat !== beat) return false;
+    this.held.set(endpointID, mine);
+    this.watched.delete(endpointID);
+    return true;
+  }
+
   private async move(endpointID: string, expected: number | null, position: number, writes: Write[]): Promise<boolean> {
     const atMs = this.monotonicMs();
+    const held = this.held.get(endpointID);
+    const signed: Write = { op: 'upsert', collection: WEBHOOK_LEASES_COLLECTION.name, doc: { id: endpointID, holder: this.holder, beat: position } satisfies HolderDoc };
     try {
-      await this.readStore.commit(writes, { projection: checkpointOf(endpointID), position, expected });
+      await this.readStore.commit([...writes, signed], { projection: checkpointOf(endpointID), position, expected });
     } catch (error) {
-      // A conflict: someone else moved the beat. Any other error: whether it moved is unknown, so it is not counted ours.
+      // A conflict: someone else moved the beat. Any other error: whether it moved is unknown, so it is not counted
+      // ours until a look at the store says so (recognise).
       this.held.delete(endpointID);
-      if (!(error instanceof CheckpointConflictError)) throw error;
+      if (!(error instanceof CheckpointConflictError)) {
+        this.unsure.set(endpointID, [...(held?.beat === expected ? [held] : []), { beat: position, atMs }]);
+        throw error;
+      }
+      this.unsure.delete(endpointID);
       return false;
     }
     this.held.set(endpointID, { beat: position, atMs });
     this.watched.delete(endpointID);
+    this.unsure.delete(endpointID);
     return true;
   }
 }

@@ -42,9 +42,11 @@ export function deliveryCrashes(): void {
       expect(await within(first.exited, 10_000, 'the killed process to exit')).toEqual({ code: null, signal: 'SIGKILL' });
       const inFlight = receiver.received[3]!.json.id;
 
-      // Then a restarted process delivers the rest, once its dead predecessor's lease on the queue has run out
+      // Then a restarted process delivers the rest, once its dead predecessor's lease on the queue has run out. It
+      // counts that lease on its own clock and with its own WEBHOOK_LEASE_MS: half the first one's (the first needed
+      // a 1 s timeout, so that the kill finds a request in flight, and a lease is at least 4 timeouts).
       receiver.respond(() => 200);
-      const second = spawnWalletOps(dir.path, ['webhooks'], ENV);
+      const second = spawnWalletOps(dir.path, ['webhooks'], { ...ENV, WEBHOOK_TIMEOUT_MS: '500', WEBHOOK_LEASE_MS: '2000' });
       try {
         await receiver.waitForRequests(BACKLOG + 1, 60_000);
         const arrived = receiver.received.map((r) => r.json.data.operation.operationID as string);
@@ -73,9 +75,10 @@ export function deliveryCrashes(): void {
       for (let i = 0; i < 20; i++) operations.push(await completedCashIn(sys, distributor));
       await executor.stop();
 
-      // A fifth of the read store's calls and a tenth of the event store's fail (before or after writing). A lease
-      // whose increment lost its answer is nobody's until it expires: short leases, and failed consumers back within
-      // 200 ms (10 s by default), keep the test short.
+      // A fifth of the read store's calls and a tenth of the event store's fail (before or after writing). A beat
+      // whose answer was lost is recognised as the process's own at its next look (endpoint-lease.ts), not waited
+      // out; a short lease (four attempts' timeouts, the least allowed) and failed consumers back within 200 ms (10 s
+      // by default) keep the test short.
       const faulty = spawnWalletOps(dir.path, ['webhooks'], { ...ENV, WEBHOOK_TIMEOUT_MS: '250', WEBHOOK_LEASE_MS: '1000', FAULT_READ_STORE_ERROR_RATE: '0.2', FAULT_EVENT_STORE_ERROR_RATE: '0.1', CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200', LOG_LEVEL: 'warn' });
       try {
         await waitFor(() => receiver.eventIDs().length >= 2 * operations.length, 90_000);
