@@ -35,7 +35,7 @@ export interface SqliteEventStoreOptions {
   /**
    * How often a caught-up subscription looks for events appended by other processes. Default: 250 ms while the
    * file's directory is watched (a change to the file wakes subscriptions at once; the poll only covers a missed
-   * notification), 15 ms where it cannot be watched. Shortly after a change, at most 15 ms (AFTER_CHANGE_MS).
+   * notification), 15 ms where it cannot be watched.
    */
   pollIntervalMs?: number;
   /** How long an append or read may wait for another process's lock before failing. Default BUSY_BUDGET_MS. */
@@ -57,12 +57,6 @@ const UNWATCHED_POLL_INTERVAL_MS = 15;
  * second (seven subscriptions); this costs about 3.
  */
 const WATCHED_POLL_INTERVAL_MS = 250;
-/**
- * The notification comes with the write of a commit's last WAL frame, before the writer's fsync and its update of
- * the WAL index make the commit visible: a read at once can find nothing new. For this long after a change,
- * subscribers poll as often as unwatched ones, so the commit is seen within a poll of becoming visible.
- */
-const AFTER_CHANGE_MS = 250;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
 const SUBSCRIPTION_SCAN_WINDOW = 10_000;
 
@@ -103,7 +97,20 @@ class SqliteEventStore implements EventStore {
     this.chosenPollIntervalMs = options.pollIntervalMs;
     this.fileName = basename(options.file);
     // Other processes' commits write to the file's WAL: a change there wakes local subscribers at once.
-    this.watcher = new DirectoryWatcher(options.file, () => this.subscriptions.forEach((subscription) => subscription.wake()));
+    const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
+    let seenVersion: number | undefined;
+    const committedElsewhere = () => {
+      try {
+        const version = dataVersion.get()!;
+        const changed = version !== seenVersion;
+        seenVersion = version;
+        return changed;
+      } catch {
+        return true; // the subscribers' own read will meet whatever this is, and report it
+      }
+    };
+    committedElsewhere();
+    this.watcher = new DirectoryWatcher(options.file, committedElsewhere, () => this.subscriptions.forEach((subscription) => subscription.wake()));
     this.statements = new StatementCache(db);
     this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
     const writer = new AppendWriter(db);
@@ -178,10 +185,8 @@ class SqliteEventStore implements EventStore {
     return subscription;
   }
 
-  /** Soon after a change, often (the commit may not be visible yet); otherwise the caller's, or by whether watched. */
+  /** The caller's, or by whether the directory is watched. */
   private pollIntervalMs(): number {
-    const often = Math.min(this.chosenPollIntervalMs ?? UNWATCHED_POLL_INTERVAL_MS, UNWATCHED_POLL_INTERVAL_MS);
-    if (this.watcher.changedRecently()) return often;
     return this.chosenPollIntervalMs ?? (this.watcher.watching() ? WATCHED_POLL_INTERVAL_MS : UNWATCHED_POLL_INTERVAL_MS);
   }
 
@@ -255,31 +260,38 @@ function checkNonNegativeInteger(name: string, value: number): void {
 }
 
 /**
+ * After a change to the file, when to look again whether another connection committed (PRAGMA data_version): the
+ * notification comes with the write of a commit's last WAL frame, before the writer's fsync and its update of the
+ * WAL index make the commit visible. Past these, the poll.
+ */
+const RECHECK_AFTER_MS = [5, 15, 40, 100];
+
+/**
  * Watches the directory of the store's file (inotify on Linux) while there are subscribers: a write by any process
- * to the file or its WAL calls `onChange`, at most once per turn of the event loop (a burst of commits is one
- * wake-up). The directory, not the file: SQLite deletes and recreates the WAL, and a file watch would end with it.
- * Where watching fails (no inotify instances left, a file system without notifications), subscribers poll often.
+ * to the file or its WAL makes it ask `committedElsewhere` (cheap: PRAGMA data_version on the store's connection,
+ * which this connection's own commits leave unchanged), at once and a few times more while the answer is no, and
+ * call `onChange` when it is yes. So this process's own commits, which wake its subscribers themselves, cost no
+ * extra reads. The directory, not the file: SQLite deletes and recreates the WAL, and a file watch would end with
+ * it. Where watching fails (no inotify instances left, a file system without notifications), subscribers poll often.
  */
 class DirectoryWatcher {
   private readonly directory: string;
   private readonly names: Set<string>;
+  private readonly committedElsewhere: () => boolean;
   private readonly onChange: () => void;
   private watcher: FSWatcher | undefined;
   private scheduled = false;
-  private changedAt = Number.NEGATIVE_INFINITY;
+  private recheck: NodeJS.Timeout | undefined;
 
-  constructor(file: string, onChange: () => void) {
+  constructor(file: string, committedElsewhere: () => boolean, onChange: () => void) {
     this.directory = dirname(file);
     this.names = new Set([basename(file), `${basename(file)}-wal`]);
+    this.committedElsewhere = committedElsewhere;
     this.onChange = onChange;
   }
 
   watching(): boolean {
     return this.watcher !== undefined;
-  }
-
-  changedRecently(): boolean {
-    return performance.now() - this.changedAt < AFTER_CHANGE_MS;
   }
 
   start(): void {
@@ -298,15 +310,25 @@ class DirectoryWatcher {
   stop(): void {
     this.watcher?.close();
     this.watcher = undefined;
+    clearTimeout(this.recheck);
   }
 
+  /** A burst of writes (one commit's frames, many commits) is one look, at the next turn of the event loop. */
   private schedule(): void {
-    this.changedAt = performance.now();
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.onChange();
+      this.look(0);
     });
+  }
+
+  private look(attempt: number): void {
+    clearTimeout(this.recheck);
+    this.recheck = undefined;
+    if (!this.watcher) return;
+    if (this.committedElsewhere()) return this.onChange();
+    const delay = RECHECK_AFTER_MS[attempt];
+    if (delay !== undefined) this.recheck = setTimeout(() => this.look(attempt + 1), delay).unref();
   }
 }
