@@ -54,7 +54,9 @@ export default defineConfig({
     // Isolation is the pool's, set here: vitest ignores a project's own (see the comment above PURE).
     // Two processes for the files that start systems, servers and children (forks), two threads for the pure suites,
     // on two cores. Measured on 2 cores: 2 forks 363-384 s; 3 forks 343-389 s for about 75 s more CPU (the machine is
-    // busy throughout with two); 4 cost more still. The minimum is the maximum: tinypool retires an idle worker above
+    // busy throughout with two); 4 cost more still. Again once idle systems stopped polling (2026-11-26): 2 forks 328 s
+    // and 515 s of CPU; 3 forks 310 and 343 s for 546 and 581 s of CPU: no gain beyond the runs' spread.
+    // The minimum is the maximum: tinypool retires an idle worker above
     // the minimum, and retiring one raced with a new file ("Terminating worker thread").
     poolOptions: { threads: { isolate: false }, forks: { isolate: false, maxForks: 2, minForks: 2 } },
     maxWorkers: 2,
