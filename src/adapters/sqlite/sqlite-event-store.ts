@@ -54,7 +54,7 @@ export interface SqliteEventStoreOptions {
 const UNWATCHED_POLL_INTERVAL_MS = 15;
 /**
  * Where it is watched, the poll is a safety net only. Polling every 15 ms cost an idle server about 55 ms of CPU a
- * second (seven subscriptions); this costs about 3.
+ * second (seven subscriptions); this costs about 4.
  */
 const WATCHED_POLL_INTERVAL_MS = 250;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
@@ -271,7 +271,8 @@ const RECHECK_AFTER_MS = [5, 15, 40, 100];
  * to the file or its WAL makes it ask `committedElsewhere` (cheap: PRAGMA data_version on the store's connection,
  * which this connection's own commits leave unchanged), at once and a few times more while the answer is no, and
  * call `onChange` when it is yes. So this process's own commits, which wake its subscribers themselves, cost no
- * extra reads. The directory, not the file: SQLite deletes and recreates the WAL, and a file watch would end with
+ * extra reads (commits on the commit thread come from its own connection, so they wake once more: a read that finds
+ * nothing new). The directory, not the file: SQLite deletes and recreates the WAL, and a file watch would end with
  * it. Where watching fails (no inotify instances left, a file system without notifications), subscribers poll often.
  */
 class DirectoryWatcher {
