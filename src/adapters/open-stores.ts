@@ -34,6 +34,8 @@ export interface StoreSelection {
   /** Defaults as in src/config.ts. */
   POSTGRES_POOL_SIZE?: number | undefined;
   POSTGRES_STATEMENT_TIMEOUT_MS?: number | undefined;
+  /** The embedded stores: how long a call waits for another process's write lock; the adapters' default when absent. */
+  STORE_BUSY_BUDGET_MS?: number | undefined;
 }
 
 /**
@@ -92,7 +94,7 @@ export async function openStores(options: StoreSelection | EmbeddedOnly, decorat
 // Every event store is wrapped in the hash chain (src/audit): tamper evidence computed by wallet-ops itself.
 // The server adapters are loaded only when chosen: their clients cost every CLI start a third of a second.
 export async function openEventStore(
-  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL' | 'EVENT_STORE_COMMITS' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
+  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL' | 'EVENT_STORE_COMMITS' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS' | 'STORE_BUSY_BUDGET_MS'>,
   decorate: (store: EventStore) => EventStore = same,
   onGroupCommit?: (requests: number) => void,
   observer?: PoolObserver,
@@ -110,11 +112,11 @@ export async function openEventStore(
     return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
   }
   ownerOnlyDataDir(selection.DATA_DIR);
-  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), commitOn: selection.EVENT_STORE_COMMITS ?? 'event-loop', ...(onGroupCommit ? { onGroupCommit } : {}) })));
+  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), commitOn: selection.EVENT_STORE_COMMITS ?? 'event-loop', ...busyBudget(selection), ...(onGroupCommit ? { onGroupCommit } : {}) })));
 }
 
 export async function openReadStore(
-  selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
+  selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS' | 'STORE_BUSY_BUDGET_MS'>,
   decorate: (store: ReadStore) => ReadStore = same,
   observer?: PoolObserver,
 ): Promise<ReadStore> {
@@ -127,7 +129,12 @@ export async function openReadStore(
     return decorate(openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE }));
   }
   ownerOnlyDataDir(selection.DATA_DIR);
-  return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite') }));
+  return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite'), ...busyBudget(selection) }));
+}
+
+/** STORE_BUSY_BUDGET_MS in an embedded store's options, or nothing: the adapter's default. */
+function busyBudget(selection: Pick<StoreSelection, 'STORE_BUSY_BUDGET_MS'>): { busyBudgetMs?: number } {
+  return selection.STORE_BUSY_BUDGET_MS ? { busyBudgetMs: selection.STORE_BUSY_BUDGET_MS } : {};
 }
 
 /** Which ledger to open and how to reach it: the configuration's keys of the same names (src/config.ts). */

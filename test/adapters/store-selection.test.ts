@@ -2,11 +2,13 @@
  * Choosing the stores is configuration only: EVENT_STORE / READ_STORE, or the presence of the URLs.
  */
 import { mkdirSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { embedded, openStores } from '../../src/adapters/open-stores.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import type { EventStore } from '../../src/ports/event-store.ts';
+import { EventStoreUnavailableError, type EventStore } from '../../src/ports/event-store.ts';
+import { ReadStoreUnavailableError } from '../../src/ports/read-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
 import { openPostgresReadStore } from '../../src/adapters/postgres/postgres-read-store.ts';
@@ -148,6 +150,30 @@ describe('store selection', () => {
       await stores.readStore.defineCollections([{ name: 'things' }]);
       expect(await stores.readStore.count('things')).toBe(0);
     } finally {
+      await stores.close();
+      dir.cleanup();
+    }
+  });
+
+  it('given STORE_BUSY_BUDGET_MS, when another connection holds each embedded store\'s write lock, then an append and a commit fail as unavailable after that budget, not the default 10 s', async () => {
+    const dir = tempDir('store-selection-');
+    const stores = await openStores(loadConfig({ DATA_DIR: dir.path, STORE_BUSY_BUDGET_MS: '100' }));
+    const lockers = ['events.sqlite', 'read-models.sqlite'].map((file) => new Database(join(dir.path, file)));
+    try {
+      await stores.readStore.defineCollections([{ name: 'things' }]);
+      for (const locker of lockers) locker.exec('BEGIN EXCLUSIVE');
+      const started = performance.now();
+      await expect(stores.eventStore.append('s-1', [{ type: 'X', data: {} }], 'no_stream')).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(stores.readStore.commit([{ op: 'upsert', collection: 'things', doc: { id: 't1' } }], { projection: 'things', position: 1 })).rejects.toBeInstanceOf(ReadStoreUnavailableError);
+      expect(performance.now() - started, 'both within far less than one default budget').toBeLessThan(5_000);
+      for (const locker of lockers) locker.exec('ROLLBACK');
+      await stores.eventStore.append('s-1', [{ type: 'X', data: {} }], 'no_stream');
+      expect(await stores.eventStore.headPosition()).toBeGreaterThan(0);
+    } finally {
+      for (const locker of lockers) {
+        if (locker.inTransaction) locker.exec('ROLLBACK');
+        locker.close();
+      }
       await stores.close();
       dir.cleanup();
     }

@@ -1,22 +1,29 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { DOCUMENT, generateClientTypes, SCHEMA } from '../../clients/typescript/generate.ts';
 
 const PROGRAM = fileURLToPath(new URL('./fixtures/every-operation.ts', import.meta.url));
+const PROJECT = fileURLToPath(new URL('../..', import.meta.url));
 const REGENERATE = 'clients/typescript/src/schema.ts is not what openapi-typescript makes of openapi.json: run `npm run openapi` and commit it';
 
-/** Type-checks `root` in process, with `overrides` in place of files of those paths; returns the diagnostics, formatted. */
-function typeCheck(root: string, overrides: Record<string, string>): string[] {
-  const configPath = fileURLToPath(new URL('../../tsconfig.json', import.meta.url));
-  const { config } = ts.readConfigFile(configPath, ts.sys.readFile);
-  const { options } = ts.parseJsonConfigFileContent(config, ts.sys, fileURLToPath(new URL('../..', import.meta.url)));
-  const host = ts.createCompilerHost({ ...options, noEmit: true });
-  const readFile = host.readFile.bind(host);
-  host.readFile = (name) => overrides[name] ?? readFile(name);
-  const program = ts.createProgram([root], { ...options, noEmit: true }, host);
-  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n') + (d.file ? ` (${d.file.fileName}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1})` : ''));
+/**
+ * Type-checks `root` alone, on the project's compiler options, with the compiler `npm run typecheck` runs (TypeScript 7's
+ * native tsc: a fifth of the CPU of TypeScript 5's compiler API, which took 7 s here); returns its exit code and report.
+ */
+function typeCheck(root: string): { code: number | null; report: string } {
+  mkdirSync(join(PROJECT, '.tmp'), { recursive: true });
+  // Inside the project, so that `types: ["node"]` and the packages resolve from its node_modules.
+  const dir = mkdtempSync(join(PROJECT, '.tmp', 'openapi-types-'));
+  try {
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: join(PROJECT, 'tsconfig.json'), include: [], files: [root] }));
+    const tsc = spawnSync(process.execPath, [join(PROJECT, 'node_modules/typescript-native/bin/tsc'), '--noEmit', '--singleThreaded', '--pretty', 'false', '-p', dir], { encoding: 'utf8' });
+    return { code: tsc.status, report: `${tsc.stdout}${tsc.stderr}${tsc.error?.message ?? ''}` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 describe('the types generated from the committed openapi.json', () => {
@@ -25,8 +32,8 @@ describe('the types generated from the committed openapi.json', () => {
     expect(generated === readFileSync(SCHEMA, 'utf8'), REGENERATE).toBe(true);
   });
 
-  it('when a client program uses every operation with them, then it type-checks, and what they must refuse is refused', async () => {
-    const generated = await generateClientTypes(JSON.parse(readFileSync(DOCUMENT, 'utf8')));
-    expect(typeCheck(PROGRAM, { [SCHEMA]: generated })).toEqual([]);
+  // The committed types, which the test above finds equal to the generated ones: a failure there says to regenerate.
+  it('when a client program uses every operation with them, then it type-checks, and what they must refuse is refused', () => {
+    expect(typeCheck(PROGRAM)).toEqual({ code: 0, report: '' });
   }, 60_000);
 });

@@ -271,7 +271,10 @@ export async function freshPostgresDatabase(serverUrl = testPostgresUrl()): Prom
   const admin = new pg.Client({ connectionString: databaseUrl(serverUrl, 'postgres') });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    // FILE_COPY copies the template's few files (one checkpoint); the default since PostgreSQL 15, WAL_LOG, writes all
+    // of it through the WAL: four times the server's CPU for each of the run's ~130 databases (60 against 16 ms).
+    const { rows } = await admin.query<{ version: string }>("SELECT current_setting('server_version_num') AS version");
+    await admin.query(`CREATE DATABASE ${name}${Number(rows[0]!.version) >= 150_000 ? ' STRATEGY = FILE_COPY' : ''}`);
   } finally {
     await admin.end();
   }
