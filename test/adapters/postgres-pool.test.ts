@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { migrate, openPostgresPool } from '../../src/adapters/postgres/postgres-pool.ts';
+import { isTransientPostgresError, migrate, openPostgresPool } from '../../src/adapters/postgres/postgres-pool.ts';
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
 import { waitFor } from '../support/system.ts';
 
@@ -55,6 +55,31 @@ describe('PostgreSQL pool: a connection lost while a caller holds it', () => {
       await expect(held.query('SELECT 1')).rejects.toThrow();
       held.release(true);
       expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('which PostgreSQL errors are worth retrying', () => {
+  const nodeError = (code: string, syscall: string) => Object.assign(new Error(`${syscall} ${code}`), { code, syscall });
+
+  it('given a Unix-domain socket whose file is not there (a server stopped, or not started yet), when connecting, then it is transient', () => {
+    expect(isTransientPostgresError(nodeError('ENOENT', 'connect'))).toBe(true);
+  });
+
+  it('given a file that is not there for another call (a certificate named in the URL), then it is not: retrying would loop for ever', () => {
+    expect(isTransientPostgresError(nodeError('ENOENT', 'open'))).toBe(false);
+  });
+
+  it('given a socket that is not there on a real connection (a port no server listens on), when a pool queries, then the error is the transient one', async () => {
+    const url = new URL(await freshPostgresDatabase());
+    url.searchParams.set('host', '/nonexistent-directory-of-wallet-ops-tests');
+    const pool = openPostgresPool({ url: url.toString(), poolSize: 1, statementTimeoutMs: 2_000, applicationName: 'missing socket test' });
+    try {
+      const error = await pool.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+      expect(error).toMatchObject({ code: 'ENOENT', syscall: 'connect' });
+      expect(isTransientPostgresError(error)).toBe(true);
     } finally {
       await pool.end();
     }

@@ -241,6 +241,7 @@ describe('PostgreSQL read store, server specifics', () => {
   it('given a server that cannot be reached, when the store is opened, then ReadStoreUnavailableError is raised', async () => {
     const unreachable = new URL(await freshPostgresDatabase());
     unreachable.port = '1';
+    unreachable.searchParams.delete('host'); // TCP, refused
     await expect(openPostgresReadStore({ ...options(unreachable.toString()), statementTimeoutMs: 2_000 })).rejects.toBeInstanceOf(ReadStoreUnavailableError);
   });
 

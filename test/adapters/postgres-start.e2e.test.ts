@@ -54,6 +54,7 @@ it('given the PostgreSQL server not reachable yet, when wallet-ops starts, then 
   const late = relay(database);
   const url = new URL(database);
   url.port = String(await late.port);
+  url.searchParams.delete('host'); // through the relay on TCP, not the run's server's Unix socket
   const dir = tempDir('wallet-ops-pg-start-');
   cleanups.push(() => dir.cleanup());
   const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'warn', POSTGRES_URL: url.toString(), SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'), POSTGRES_STATEMENT_TIMEOUT_MS: '2000' });

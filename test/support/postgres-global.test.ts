@@ -21,3 +21,17 @@ it('given the run\'s own PostgreSQL server, then its data directory is in the wo
     await admin.end();
   }
 });
+
+it('given the run\'s own PostgreSQL server, then its clients reach it over its Unix-domain socket, not TCP', async () => {
+  // A server named by POSTGRES_URL is reached as that URL says.
+  if (process.env.POSTGRES_URL) return expect(testPostgresUrl()).toBe(process.env.POSTGRES_URL);
+  const client = new pg.Client({ connectionString: databaseUrl(testPostgresUrl(), 'postgres') });
+  await client.connect();
+  try {
+    // No client address: the connection came through the socket (over TCP it would be 127.0.0.1).
+    const { rows } = await client.query<{ address: string | null }>('SELECT inet_client_addr()::text AS address');
+    expect(rows).toEqual([{ address: null }]);
+  } finally {
+    await client.end();
+  }
+});

@@ -16,8 +16,13 @@ import pg from 'pg';
  * (`freshPostgresDatabase`), so that test files running at once never see each other's rows.
  */
 export interface PostgresServer {
-  /** A URL with the server's admin credentials and no database (append one, or use `databaseUrl`). */
+  /** A URL with the server's admin credentials and no database (append one, or use `databaseUrl`): over TCP. */
   url: string;
+  /**
+   * The same over the server's Unix-domain socket (`?host=` its directory), where the server has one: the run's
+   * clients use it, since a statement costs both ends about a quarter less CPU than over TCP on the loopback.
+   */
+  socketUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -100,7 +105,7 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
     // Kept across down() and up(); removed by stop().
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: serverFlags(options),
+    postgresFlags: [...serverFlags(options), '-c', `unix_socket_directories=${socketDirectory(parent, port) ?? ''}`],
     onLog: () => {},
     onError: () => {},
   });
@@ -109,7 +114,7 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
   await server.start();
   let running = true;
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}`,
+    ...urls(password, port, socketDirectory(parent, port)),
     dataDir: databaseDir,
     binDir: EMBEDDED_BIN_DIR,
     async down() {
@@ -126,6 +131,20 @@ export async function startOwnPostgresServer(options: ServerOptions = {}): Promi
       rmSync(parent, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The directory for the server's Unix-domain socket (`.s.PGSQL.<port>` in it): the server's own temporary directory,
+ * writable by the `postgres` user; none (TCP only) where the socket's path would pass the 107 bytes a socket's
+ * address can hold.
+ */
+function socketDirectory(parent: string, port: number): string | undefined {
+  return Buffer.byteLength(join(parent, `.s.PGSQL.${port}`)) <= 107 ? parent : undefined;
+}
+
+function urls(password: string, port: number, socketDir: string | undefined): Pick<PostgresServer, 'url' | 'socketUrl'> {
+  const url = `postgres://postgres:${password}@127.0.0.1:${port}`;
+  return socketDir ? { url, socketUrl: `${url}/?host=${encodeURIComponent(socketDir)}` } : { url };
 }
 
 function serverFlags(options: ServerOptions): string[] {
@@ -198,8 +217,9 @@ async function startInstalledPostgresServer(binDir: string, options: ServerOptio
   const password = options.restored?.password ?? randomBytes(12).toString('hex');
   if (options.restored) fillRestored(options.restored, dataDir);
   else await initdb(binDir, dataDir, password);
-  // TCP only: a distribution's build puts its Unix socket in a directory of its own (/var/run/postgresql).
-  const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...serverFlags(options)];
+  // The Unix socket in the server's own directory: a distribution's build would put it in /var/run/postgresql.
+  const socketDir = socketDirectory(parent, port);
+  const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`, ...serverFlags(options)];
   let server: ChildProcess | undefined;
   const up = async () => {
     server = await runPostgres(join(binDir, 'postgres'), args);
@@ -216,7 +236,7 @@ async function startInstalledPostgresServer(binDir: string, options: ServerOptio
   };
   await up();
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}`,
+    ...urls(password, port, socketDir),
     dataDir,
     binDir,
     up,

@@ -12,8 +12,9 @@ export async function setup(project?: TestProject): Promise<void> {
   // In the workers' TMPDIR (vitest.config.ts: tmpfs when there is one with room), which this process, vitest's own,
   // does not have: on the disk, each test system's CREATE DATABASE (a 7 MB copy) took ten times as long.
   server = await startPostgresServer({ tempDir: project?.config.env?.TMPDIR });
-  // The test workers are forked after global setup, with this environment.
-  process.env.TEST_POSTGRES_URL = server.url;
+  // The test workers are forked after global setup, with this environment. The Unix socket where the server has one:
+  // a quarter less CPU a statement for both ends than TCP on the loopback (postgres-server.ts).
+  process.env.TEST_POSTGRES_URL = server.socketUrl ?? server.url;
 }
 
 export async function teardown(): Promise<void> {

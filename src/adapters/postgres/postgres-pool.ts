@@ -99,9 +99,12 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 
 export function isTransientPostgresError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
+  const { code, syscall } = error as { code?: unknown; syscall?: unknown };
   if (typeof code === 'string') {
     if (NETWORK_CODES.has(code) || TRANSIENT_CODES.has(code)) return true;
+    // A Unix-domain socket (`?host=/run/postgresql`) whose file is not there: a server stopped cleanly removes it, and
+    // one that starts makes it again. Only on connect: the same code from reading a certificate file is a mistake.
+    if (code === 'ENOENT' && syscall === 'connect') return true;
     if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_CLASSES.includes(code.slice(0, 2));
   }
   // pg's own messages for a connection lost or never acquired (no SQLSTATE).
