@@ -6,6 +6,7 @@ import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { waitFor } from '../support/system.ts';
 
 /**
  * A PostgreSQL server that is not there yet when wallet-ops starts (the database container still starting):
@@ -63,7 +64,8 @@ it('given the PostgreSQL server not reachable yet, when wallet-ops starts, then 
 
   const starting = buildWalletOps(config, logger, undefined, ['write-api', 'read-api', 'projections']);
   const outcome = starting.then(() => 'started', (error: unknown) => `failed: ${String(error)}`);
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // Not there until wallet-ops has found it missing and said it retries.
+  await waitFor(() => /store unavailable at start; retrying/.test(logs), 15_000);
   await late.open();
   expect(await outcome).toBe('started');
   const ops: WalletOps = await starting;
