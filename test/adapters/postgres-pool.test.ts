@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { isTransientPostgresError, migrate, openPostgresPool } from '../../src/adapters/postgres/postgres-pool.ts';
+import { isTransientPostgresError, migrate, openPostgresPool, prepared } from '../../src/adapters/postgres/postgres-pool.ts';
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
 import { waitFor } from '../support/system.ts';
 
@@ -80,6 +80,28 @@ describe('which PostgreSQL errors are worth retrying', () => {
       const error = await pool.query('SELECT 1').then(() => undefined, (e: unknown) => e);
       expect(error).toMatchObject({ code: 'ENOENT', syscall: 'connect' });
       expect(isTransientPostgresError(error)).toBe(true);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('prepared statements', () => {
+  it('given one text, then one name for it; given another text, then another name', () => {
+    const first = prepared('SELECT $1::int AS n', [1]);
+    expect(prepared('SELECT $1::int AS n', [2])).toEqual({ name: first.name, text: 'SELECT $1::int AS n', values: [2] });
+    expect(prepared('SELECT $1::int AS m', [1]).name).not.toBe(first.name);
+  });
+
+  it('given a statement run three times on one connection, then the server prepared it once, and each run answered with its own values', async () => {
+    const pool = openPostgresPool({ url: await freshPostgresDatabase(), poolSize: 1, statementTimeoutMs: 5_000, applicationName: 'prepared test' });
+    try {
+      const text = 'SELECT $1::int + 1 AS next';
+      const answers = [];
+      for (const n of [1, 2, 3]) answers.push((await pool.query<{ next: number }>(prepared(text, [n]))).rows[0]!.next);
+      expect(answers).toEqual([2, 3, 4]);
+      const { rows } = await pool.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
+      expect(rows).toEqual([{ name: prepared(text, []).name, statement: text }]);
     } finally {
       await pool.end();
     }

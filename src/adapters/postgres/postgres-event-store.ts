@@ -18,7 +18,7 @@ import { GroupCommitter, type Outcome } from '../sqlite/sqlite-group-commit.ts';
 import { type Page, PollingSubscription } from '../sqlite/polling-subscription.ts';
 import { EVENT_COLUMNS, EVENT_STORE_MIGRATIONS, EVENT_STORE_SCHEMA, type EventRow, filterSql, toRecordedEvent } from './postgres-event-schema.ts';
 import { EventNotifications, NOTIFY_CHANNEL } from './postgres-notifications.ts';
-import { type PostgresConnectionOptions, isTransientPostgresError, migrate, openPostgresPool } from './postgres-pool.ts';
+import { type PostgresConnectionOptions, isTransientPostgresError, migrate, openPostgresPool, prepared } from './postgres-pool.ts';
 
 export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
   /**
@@ -235,10 +235,12 @@ class PostgresEventStore implements EventStore {
     const streams = [...new Set(batch.flatMap((requests) => requests.map((request) => request.stream)))];
     const ids = batch.flatMap((requests) => requests.flatMap((request) => request.events.map((event) => event.id)));
     const { rows } = await client.query<{ head: string; revisions: Record<string, number>; taken: string[] }>(
-      `SELECT (SELECT coalesce(max(position), 0) FROM es_events) AS head,
-              (SELECT coalesce(json_object_agg(stream, revision), '{}') FROM es_streams WHERE stream = ANY($1::text[])) AS revisions,
-              (SELECT coalesce(array_agg(id), '{}') FROM es_events WHERE id = ANY($2::text[])) AS taken`,
-      [streams, ids],
+      prepared(
+        `SELECT (SELECT coalesce(max(position), 0) FROM es_events) AS head,
+                (SELECT coalesce(json_object_agg(stream, revision), '{}') FROM es_streams WHERE stream = ANY($1::text[])) AS revisions,
+                (SELECT coalesce(array_agg(id), '{}') FROM es_events WHERE id = ANY($2::text[])) AS taken`,
+        [streams, ids],
+      ),
     );
     const state = rows[0]!;
     const revisions = new Map(Object.entries(state.revisions));
@@ -272,7 +274,7 @@ class PostgresEventStore implements EventStore {
   /** The batch's rows in one statement: events, stream revisions, and the notification sent at commit. */
   private async write(client: pg.PoolClient, plan: Plan): Promise<void> {
     const column = <T>(pick: (row: PlannedEvent) => T) => plan.events.map(pick);
-    await client.query(
+    await client.query(prepared(
       `WITH written AS (
          INSERT INTO es_events (position, id, stream, revision, type, data, metadata, created_at)
          SELECT p, i, s, r, t, d, m, statement_timestamp()
@@ -295,7 +297,7 @@ class PostgresEventStore implements EventStore {
         [...plan.streams.values()],
         String(plan.head),
       ],
-    );
+    ));
   }
 
   private async readEvents(sql: string, params: unknown[]): Promise<RecordedEvent[]> {
@@ -305,7 +307,8 @@ class PostgresEventStore implements EventStore {
 
   private async query<Row extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<Row>> {
     try {
-      return await this.pool.query<Row>(sql, params);
+      // Every text here is one of a few (the filters' values are parameters): each is prepared once per connection.
+      return await this.pool.query<Row>(prepared(sql, params));
     } catch (error) {
       if (this.closing) throw new EventStoreUnavailableError('the event store is closed', { cause: error });
       throw mapError(error, 'could not read the event store');

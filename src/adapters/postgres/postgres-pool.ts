@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 
 /**
@@ -62,6 +63,19 @@ export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
   }
   return pool;
 }
+
+/**
+ * A statement the server parses and plans once per connection (a named prepared statement) rather than at every call:
+ * for the fixed SQL of a store's hot paths, where planning cost the server more than running (the subscriptions'
+ * page query: 0.25 ms to plan, 0.07 ms to run). Only for texts from a fixed set: every distinct text stays prepared
+ * on each connection it ran on. (A PgBouncer in transaction mode in front needs max_prepared_statements, 1.21 on.)
+ */
+export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = STATEMENT_NAMES.get(text);
+  if (name === undefined) STATEMENT_NAMES.set(text, (name = `wallet_ops_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
+  return { name, text, values };
+}
+const STATEMENT_NAMES = new Map<string, string>();
 
 /**
  * Times every statement of a connection, whichever way it is called: with a promise (the stores' transactions) or

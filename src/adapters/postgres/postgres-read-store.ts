@@ -20,7 +20,7 @@
 import type pg from 'pg';
 import type { Checkpoint, CollectionDefinition, Counter, CounterChange, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
-import { isTransientPostgresError, migrate, openPostgresPool, type PostgresConnectionOptions } from './postgres-pool.ts';
+import { isTransientPostgresError, migrate, openPostgresPool, prepared, type PostgresConnectionOptions } from './postgres-pool.ts';
 import {
   CHECKPOINTS_TABLE,
   READ_STORE_MIGRATIONS,
@@ -155,9 +155,12 @@ class PostgresReadStore implements ReadStore {
       if (checkpoint && (checkpoint.expected !== undefined || checkpoint.generation !== undefined)) await this.fence(client, checkpoint);
       for (const step of steps) await client.query(step.sql, step.params);
       if (checkpoint) {
+        // The checkpoint's statements (and the fence's) are the same at every commit: prepared once per connection.
         await client.query(
-          `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position`,
-          [checkpoint.projection, checkpoint.position],
+          prepared(`INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position`, [
+            checkpoint.projection,
+            checkpoint.position,
+          ]),
         );
       }
     });
@@ -287,10 +290,9 @@ class PostgresReadStore implements ReadStore {
   /** The checkpoint fence: the projection's row locked, then its generation and position compared. */
   private async fence(client: Client, checkpoint: Checkpoint): Promise<void> {
     // A row to lock even before the first commit: two first commits expecting null then queue on it.
-    await client.query(`INSERT INTO ${CHECKPOINTS_TABLE} (projection) VALUES ($1) ON CONFLICT (projection) DO NOTHING`, [checkpoint.projection]);
+    await client.query(prepared(`INSERT INTO ${CHECKPOINTS_TABLE} (projection) VALUES ($1) ON CONFLICT (projection) DO NOTHING`, [checkpoint.projection]));
     const { rows } = await client.query<{ position: string | null; generation: number }>(
-      `SELECT position, generation FROM ${CHECKPOINTS_TABLE} WHERE projection = $1 FOR UPDATE`,
-      [checkpoint.projection],
+      prepared(`SELECT position, generation FROM ${CHECKPOINTS_TABLE} WHERE projection = $1 FOR UPDATE`, [checkpoint.projection]),
     );
     const generation = rows[0]?.generation ?? 0;
     if (checkpoint.generation !== undefined && generation !== checkpoint.generation) {
