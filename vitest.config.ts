@@ -55,7 +55,10 @@ export default defineConfig({
     // Two processes for the files that start systems, servers and children (forks), two threads for the pure suites,
     // on two cores. Measured on 2 cores: 2 forks 363-384 s; 3 forks 343-389 s for about 75 s more CPU (the machine is
     // busy throughout with two); 4 cost more still. Again once idle systems stopped polling (2026-11-26): 2 forks 328 s
-    // and 515 s of CPU; 3 forks 310 and 343 s for 546 and 581 s of CPU: no gain beyond the runs' spread.
+    // and 515 s of CPU; 3 forks 310 and 343 s for 546 and 581 s of CPU: no gain beyond the runs' spread. Again later that day:
+    // 3 forks 302 s for 520 s of CPU against 2 forks' 295-320 s for 461-503 s; every file's CPU grew 10-20% with three
+    // processes on two cores. Running the mostly waiting e2e files on the threads, beside the pure suites, cut the idle
+    // time (48 against 60 core-seconds) but cost more CPU than that (545 s): the same contention.
     // The minimum is the maximum: tinypool retires an idle worker above
     // the minimum, and retiring one raced with a new file ("Terminating worker thread").
     poolOptions: { threads: { isolate: false }, forks: { isolate: false, maxForks: 2, minForks: 2 } },
