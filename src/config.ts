@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { feeScheduleSchema } from './domain/fees.ts';
 import { parseAllowedIps } from './domain/ip-allowlist.ts';
 import { isValidTimeZone } from './domain/volume-day.ts';
-import { setPasswordHashCost } from './domain/passwords.ts';
+import { LOWEST_PRODUCTION_HASH_COST, LOWEST_TEST_HASH_COST, setPasswordHashCost } from './domain/passwords.ts';
 import { DEFAULT_ROTATION_OVERLAP_HOURS, MAX_ROTATION_OVERLAP_HOURS } from './domain/secret-rotation.ts';
 
 /** An empty variable (`KURRENTDB_URL=` in a shell or a compose file) counts as unset. */
@@ -334,10 +334,11 @@ const schema = z.object({
   PASSWORD_HASH_COST: z.coerce
     .number()
     .int()
-    .min(14)
+    .min(LOWEST_TEST_HASH_COST)
     .max(20)
     .optional()
-    .describe('log2 of scrypt’s N for new password hashes; default 17 (N = 2^17, 128 MiB, OWASP’s cost). Lower only for test runs.'),
+    .describe(`log2 of scrypt’s N for new password hashes; default 17 (N = 2^17, 128 MiB, OWASP’s cost), at least ${LOWEST_PRODUCTION_HASH_COST}. Lower only for test runs (NODE_ENV=test).`),
+  NODE_ENV: z.string().optional().describe(`\`test\` (set by the test runner): PASSWORD_HASH_COST may go below ${LOWEST_PRODUCTION_HASH_COST}. The image sets \`production\`.`),
   FAULT_HANG_MS: z.coerce.number().int().min(1).max(600_000).default(30_000).describe('Fault injection: how long a hung call waits before it fails.'),
 });
 
@@ -395,6 +396,10 @@ const configSchema = schema
     }
     if (config.WEBHOOK_RETRY_MAX_MS < config.WEBHOOK_RETRY_BASE_MS) {
       ctx.addIssue({ code: 'custom', path: ['WEBHOOK_RETRY_MAX_MS'], message: 'must be at least WEBHOOK_RETRY_BASE_MS' });
+    }
+    // A test run hashes hundreds of users and logins: there, and only there, a hash may cost less than a deployment's.
+    if (config.PASSWORD_HASH_COST !== undefined && config.PASSWORD_HASH_COST < LOWEST_PRODUCTION_HASH_COST && config.NODE_ENV !== 'test') {
+      ctx.addIssue({ code: 'custom', path: ['PASSWORD_HASH_COST'], message: `at least ${LOWEST_PRODUCTION_HASH_COST} (16 MiB a hash); lower only in a test run (NODE_ENV=test)` });
     }
     if (servers && !config.SECRETS_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB, MongoDB or PostgreSQL): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import express from 'express';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, tracingEnabled } from '../src/config.ts';
+import { hashPassword, setPasswordHashCost } from '../src/domain/passwords.ts';
+import { TEST_HASH_COST } from './support/fast-passwords.ts';
 
 /** The configuration keys of the console's login throttle and of the secrets key (the rest: store-selection, faults). */
 const KEY = randomBytes(32);
@@ -116,6 +118,29 @@ describe('login limits', () => {
     expect(loadConfig({ LOGIN_ATTEMPTS_PER_EMAIL: '3', LOGIN_ATTEMPTS_PER_ADDRESS: '50', LOGIN_LOCKOUT_MS: '3600000' })).toMatchObject({ LOGIN_ATTEMPTS_PER_EMAIL: 3, LOGIN_ATTEMPTS_PER_ADDRESS: 50, LOGIN_LOCKOUT_MS: 3_600_000 });
     expect(refusal({ LOGIN_ATTEMPTS_PER_EMAIL: '0' })).toMatch(/LOGIN_ATTEMPTS_PER_EMAIL/);
     expect(refusal({ LOGIN_LOCKOUT_MS: '10' })).toMatch(/LOGIN_LOCKOUT_MS/);
+  });
+});
+
+describe('PASSWORD_HASH_COST', () => {
+  afterEach(() => setPasswordHashCost(TEST_HASH_COST));
+  const costOfNewHashes = async () => (await hashPassword('a password of ours')).split('$')[1];
+
+  it('given a cost of 14 to 20, when loaded anywhere, then new hashes use it; above 20, it is refused', async () => {
+    expect(loadConfig({ PASSWORD_HASH_COST: '14', NODE_ENV: 'production' }).PASSWORD_HASH_COST).toBe(14);
+    expect(await costOfNewHashes()).toBe(String(2 ** 14));
+    expect(refusal({ PASSWORD_HASH_COST: '21' })).toMatch(/PASSWORD_HASH_COST/);
+  });
+
+  it('given a cost below 14, when loaded outside a test run (NODE_ENV unset or production), then it is refused and the cost of new hashes is unchanged', async () => {
+    expect(refusal({ PASSWORD_HASH_COST: '10' })).toMatch(/PASSWORD_HASH_COST: at least 14 .*NODE_ENV=test/);
+    expect(refusal({ PASSWORD_HASH_COST: '13', NODE_ENV: 'production' })).toMatch(/PASSWORD_HASH_COST: at least 14/);
+    expect(await costOfNewHashes()).toBe(String(2 ** TEST_HASH_COST));
+  });
+
+  it('given a cost of 10 to 13 in a test run (NODE_ENV=test), when loaded, then new hashes use it; below 10, it is refused even there', async () => {
+    expect(loadConfig({ PASSWORD_HASH_COST: '11', NODE_ENV: 'test' }).PASSWORD_HASH_COST).toBe(11);
+    expect(await costOfNewHashes()).toBe(String(2 ** 11));
+    expect(refusal({ PASSWORD_HASH_COST: '9', NODE_ENV: 'test' })).toMatch(/PASSWORD_HASH_COST/);
   });
 });
 

@@ -6,13 +6,18 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 export const DEFAULT_HASH_COST = 17;
 let PARAMS = { N: 2 ** DEFAULT_HASH_COST, r: 8, p: 1 };
 
+/** The lowest cost a deployment may choose (PASSWORD_HASH_COST): N = 2^14, 16 MiB. */
+export const LOWEST_PRODUCTION_HASH_COST = 14;
+/** The lowest cost at all, for test runs only (config.ts refuses it outside NODE_ENV=test): N = 2^10, 1 MiB. */
+export const LOWEST_TEST_HASH_COST = 10;
+
 /**
  * The cost of new hashes, as log2 of N (PASSWORD_HASH_COST). Production keeps the default; the test suite
- * lowers it (test/support/fast-passwords.ts), as hashing thousands of test users at 128 MiB each would
+ * lowers it (test/support/fast-passwords.ts), as hashing its ~800 test users and logins at 128 MiB each would
  * dominate its run time. Hashes record their own parameters, so any stored hash still verifies.
  */
 export function setPasswordHashCost(log2N: number): void {
-  if (!Number.isInteger(log2N) || log2N < 14 || log2N > 20) throw new RangeError(`scrypt cost must be 14..20 (log2 N), got ${log2N}`);
+  if (!Number.isInteger(log2N) || log2N < LOWEST_TEST_HASH_COST || log2N > 20) throw new RangeError(`scrypt cost must be ${LOWEST_TEST_HASH_COST}..20 (log2 N), got ${log2N}`);
   PARAMS = { N: 2 ** log2N, r: 8, p: 1 };
 }
 const KEY_LENGTH = 64;

@@ -15,7 +15,7 @@ async function inProcess(args: string[], env: Record<string, string | undefined>
 describe('the operator CLI in another program\'s process', () => {
   const dir = tempDir('cli-io-');
   afterAll(() => dir.cleanup());
-  const env = (dataDir: string) => ({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', PASSWORD_HASH_COST: process.env.PASSWORD_HASH_COST });
+  const env = (dataDir: string) => ({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', PASSWORD_HASH_COST: process.env.PASSWORD_HASH_COST, NODE_ENV: process.env.NODE_ENV });
 
   it('when a command runs with an injected IO, then its configuration is the injected environment and its result goes to the injected stdout', async () => {
     const dataDir = join(dir.path, 'from-env');

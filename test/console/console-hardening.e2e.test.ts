@@ -97,7 +97,7 @@ describe('the console over HTTPS', () => {
 });
 
 describe('password hashes of the old cost', () => {
-  // This process hashes at production's cost here (the suite runs at 2^14, see test/support/fast-passwords.ts).
+  // This process hashes at production's cost here (the suite runs at 2^10, see test/support/fast-passwords.ts).
   beforeAll(() => setPasswordHashCost(DEFAULT_HASH_COST));
   afterAll(() => setPasswordHashCost(TEST_HASH_COST));
   /** A user as wallet-ops stored it before the scrypt cost was raised: N = 2^14. */

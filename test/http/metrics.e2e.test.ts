@@ -236,7 +236,7 @@ describe('METRICS_PORT: the scrape on a port of its own', () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
     const child = spawn(process.execPath, [MAIN], {
       cwd: ROOT,
-      env: { ...process.env, DATA_DIR: dir.path, PORT: String(port), METRICS_PORT: String(metricsPort), HOST: '127.0.0.1', LOG_LEVEL: 'info', PASSWORD_HASH_COST: '14' },
+      env: { ...process.env, DATA_DIR: dir.path, PORT: String(port), METRICS_PORT: String(metricsPort), HOST: '127.0.0.1', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
