@@ -8,7 +8,17 @@ import { chromium, type Browser, type BrowserContextOptions, type Page } from 'p
  * (`UPDATE_DOCS_SCREENSHOTS=1 npm test`), so a test run leaves the tree clean; test-artifacts/console/ only with
  * `CONSOLE_SCREENSHOTS=1`.
  */
-export const CHROMIUM = '/usr/bin/chromium';
+export const FULL_CHROMIUM = '/usr/bin/chromium';
+/**
+ * Debian's chromium-headless-shell (the same Chromium, without the browser's own interface: what playwright itself
+ * runs headless), when it is installed; else the full chromium in its headless mode. The shell costs a third of the
+ * CPU per context and less per navigation (measured: 0.12 against 0.37 s a context, 0.10 against 0.18 s a
+ * navigation), and nothing while a page waits, where the full browser keeps its window's interface busy.
+ * The binary itself, not Debian's /usr/bin/chromium-headless-shell: that script does not exec it, and the tests find
+ * the browser among their own child processes.
+ */
+export const HEADLESS_SHELL = '/usr/lib/chromium/chromium-headless-shell';
+export const CHROMIUM = existsSync(HEADLESS_SHELL) ? HEADLESS_SHELL : FULL_CHROMIUM;
 /**
  * Chromium's address-bar dropdown (the omnibox popup) is a page of its own, preloaded in a renderer of its own for
  * every window, and playwright opens a window for every context: about a second of CPU per context, for nothing
@@ -31,11 +41,11 @@ export const SAVE_ARTIFACTS = UPDATE_DOCS || process.env.CONSOLE_SCREENSHOTS ===
 /** `describe`, or `describe.skip` with the reason in the title when chromium is not installed. */
 export function browserSuite(name: string): { suite: typeof describe | typeof describe.skip; title: string } {
   const available = existsSync(CHROMIUM);
-  return { suite: available ? describe : describe.skip, title: available ? name : `${name} (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium)` };
+  return { suite: available ? describe : describe.skip, title: available ? name : `${name} (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium-headless-shell)` };
 }
 
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: LAUNCHER, args: ARGS, headless: true });
+  return chromium.launch({ executablePath: LAUNCHER, args: ARGS, headless: true, env: { ...process.env, CHROMIUM_BINARY: CHROMIUM } });
 }
 
 /**

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Debian's chromium for the console's browser tests, with every --disable-features switch merged into one:
+# Debian's chromium for the console's browser tests (CHROMIUM_BINARY: browser.ts chooses it), with every
+# --disable-features switch merged into one:
 # Chromium keeps only the last, and playwright-core passes a list of its own before the tests' (browser.ts).
 features=
 for arg do
@@ -9,4 +10,4 @@ for arg do
     *) set -- "$@" "$arg" ;;
   esac
 done
-exec /usr/bin/chromium ${features:+"--disable-features=$features"} "$@"
+exec "${CHROMIUM_BINARY:-/usr/bin/chromium}" ${features:+"--disable-features=$features"} "$@"
