@@ -3,7 +3,21 @@
  * daily volume: YYYY-MM-DD. Intl knows every IANA zone and its daylight-saving rules.
  */
 export function volumeDayOf(instant: Date, timeZone: string): string {
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(instant);
+  return dayFormat(timeZone).format(instant);
+}
+
+/**
+ * One formatter per zone (a process uses one, VOLUME_TIME_ZONE's): making one costs about 100 µs, formatting
+ * with it under 2 µs, and every create on a key with a daily volume asks for the day.
+ */
+const dayFormats = new Map<string, Intl.DateTimeFormat>();
+function dayFormat(timeZone: string): Intl.DateTimeFormat {
+  let format = dayFormats.get(timeZone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    dayFormats.set(timeZone, format);
+  }
+  return format;
 }
 
 export function isValidTimeZone(timeZone: string): boolean {
