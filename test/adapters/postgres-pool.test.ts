@@ -72,7 +72,7 @@ describe('which PostgreSQL errors are worth retrying', () => {
     expect(isTransientPostgresError(nodeError('ENOENT', 'open'))).toBe(false);
   });
 
-  it('given a socket that is not there on a real connection (a port no server listens on), when a pool queries, then the error is the transient one', async () => {
+  it('given a socket directory with no server\'s socket in it, when a pool queries, then the error is the transient one', async () => {
     const url = new URL(await freshPostgresDatabase());
     url.searchParams.set('host', '/nonexistent-directory-of-wallet-ops-tests');
     const pool = openPostgresPool({ url: url.toString(), poolSize: 1, statementTimeoutMs: 2_000, applicationName: 'missing socket test' });
