@@ -1,6 +1,7 @@
 import type { ApiKeyEvent, ApiKeyRequested, Permission, UserRole } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
+import { requireMayVouch, type SecretKeepers } from '../domain/segregation.ts';
 import { acceptedSecrets, checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
 import { assertNever, type Decider } from './decider.ts';
 
@@ -53,6 +54,8 @@ export type ApiKeyState =
       secretHash: string | null;
       /** Who holds the secret: the maker who requested the key, then the maker of its last rotation. */
       secretHolder: string;
+      /** Who was handed each secret, by generation: [g - 1] holds generation g (empty until approved). */
+      secretHolders: string[];
       /** The secret a rotation replaced, accepted until `previousValidUntil`. */
       previousSecretHash: string | null;
       previousValidUntil: string | null;
@@ -73,6 +76,17 @@ export const isExpired = (key: { expiresAt: string | null }, now: string) => key
 export function effectiveStatus(key: ApiKeyRecord, now: string): ApiKeyStatus | 'expired' {
   return (key.status === 'active' || key.status === 'revocation_pending') && isExpired(key, now) ? 'expired' : key.status;
 }
+
+/** Who has seen the key's secrets, and whether the previous one still works at `now` (src/domain/segregation.ts). */
+export function keyKeepers(key: ApiKeyRecord, now: string): SecretKeepers {
+  return { originalRequester: key.requestedBy, holders: key.secretHolders, previousAccepted: acceptedSecretHashes(key, now).length > 1 };
+}
+
+/**
+ * The generation of the secret behind the i-th of `acceptedSecretHashes` (0: the current one, 1: the previous
+ * one): what an operation created with it records, so that its approval knows who held that secret.
+ */
+export const generationOfAccepted = (key: Pick<ApiKeyRecord, 'secretHolders'>, index: number): number => key.secretHolders.length - index;
 
 /** The secret hashes that authenticate at `now`: the current one, and the previous one during a rotation's overlap. */
 export function acceptedSecretHashes(key: Pick<ApiKeyRecord, 'secretHash' | 'previousSecretHash' | 'previousValidUntil'>, now: string): string[] {
@@ -102,19 +116,39 @@ function requireStatus(key: ApiKeyRecord, expected: ApiKeyStatus, now: string, a
   if (actual !== expected) throw new DomainError('WRONG_STATE', `cannot ${action}: API key ${key.keyID} is ${actual}, not ${expected}`);
 }
 
-/** A checker's decision on a maker's request: same party, checker role, and never the maker themself. */
-function requireChecker(by: ActingUser, key: ApiKeyRecord, makerUserID: string | null, action: string): void {
+/**
+ * A checker's decision on a maker's request: same party, checker role, and never the maker themself. An
+ * approval also needs someone who may vouch for the key (src/domain/segregation.ts): nobody holding a secret of it.
+ */
+function requireChecker(by: ActingUser, key: ApiKeyRecord, makerUserID: string | null, action: string, now?: string): void {
   requireRole(by, 'checker', action);
   requireSameParty(by, key);
-  if (by.userID === makerUserID) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
+  if (now !== undefined) requireMayVouch(by.userID, { maker: makerUserID, keepers: keyKeepers(key, now) }, action, `API key ${key.keyID}`);
+  else if (by.userID === makerUserID) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
 }
 
-/** The key ends with the user who holds its secret; decided again on each retry of the departure, so a key approved or revoked meanwhile gets what its state needs now. */
+/** Whether the user left holds the key's previous secret, still accepted at `now`. */
+export const holdsPreviousSecret = (key: ApiKeyRecord, userID: string, now: string): boolean =>
+  key.secretHolders.length > 1 && key.secretHolders.at(-2) === userID && acceptedSecretHashes(key, now).length > 1;
+
+/**
+ * Everything of the key that the departed user knows or asked for ends with them; decided again on each retry of
+ * the departure, so a key approved, rotated or revoked meanwhile gets what its state needs now. The holder of its
+ * current secret: the key ends. The holder of its previous secret: that secret ends (the current one, another
+ * maker's, keeps working). The maker of a pending rotation: the request is withdrawn, so no secret goes to them.
+ */
 function retireOfDepartedUser({ userID, now }: { userID: string; now: string }, state: ApiKeyState): ApiKeyEvent[] {
-  if (state.status === 'none' || state.secretHolder !== userID) return [];
-  if (state.status === 'pending') return [{ type: 'ApiKeyRequestWithdrawn', data: { keyID: state.keyID, withdrawnBy: SYSTEM_ACTOR, withdrawnAt: now, departedUserID: userID } }];
-  if (state.status === 'active' || state.status === 'revocation_pending') return [{ type: 'ApiKeyRevoked', data: { keyID: state.keyID, approvedBy: SYSTEM_ACTOR, revokedAt: now, departedUserID: userID } }];
-  return [];
+  if (state.status === 'none') return [];
+  const { keyID } = state;
+  if (state.secretHolder === userID) {
+    if (state.status === 'pending') return [{ type: 'ApiKeyRequestWithdrawn', data: { keyID, withdrawnBy: SYSTEM_ACTOR, withdrawnAt: now, departedUserID: userID } }];
+    if (state.status === 'active' || state.status === 'revocation_pending') return [{ type: 'ApiKeyRevoked', data: { keyID, approvedBy: SYSTEM_ACTOR, revokedAt: now, departedUserID: userID } }];
+    return [];
+  }
+  const events: ApiKeyEvent[] = [];
+  if (holdsPreviousSecret(state, userID, now)) events.push({ type: 'ApiKeyPreviousSecretEnded', data: { keyID, endedAt: now, departedUserID: userID } });
+  if (state.rotation?.requestedBy === userID) events.push({ type: 'ApiKeyRotationWithdrawn', data: { keyID, withdrawnBy: SYSTEM_ACTOR, withdrawnAt: now, departedUserID: userID } });
+  return events;
 }
 
 function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
@@ -130,7 +164,7 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
     }
     case 'ApproveApiKey': {
       const key = requireKey(state, data.keyID);
-      requireChecker(data.by, key, key.requestedBy, 'approve the key');
+      requireChecker(data.by, key, key.requestedBy, 'approve the key', data.now);
       requireStatus(key, 'pending', data.now, 'approve the key');
       const { secretHash, now } = command.data;
       return [{ type: 'ApiKeyApproved', data: { keyID: key.keyID, approvedBy: data.by.userID, approvedAt: now, expiresAt: expiryFrom(now, key.expiresInDays), secretHash } }];
@@ -158,7 +192,7 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
     }
     case 'ApproveApiKeyRevocation': {
       const key = requireKey(state, data.keyID);
-      requireChecker(data.by, key, key.revocationRequestedBy, 'approve the revocation');
+      requireChecker(data.by, key, key.revocationRequestedBy, 'approve the revocation', data.now);
       // An expired key can still be revoked, so that its final state says why it stopped.
       if (key.status !== 'revocation_pending') throw new DomainError('WRONG_STATE', `cannot approve the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`);
       return [{ type: 'ApiKeyRevoked', data: { keyID: key.keyID, approvedBy: data.by.userID, revokedAt: data.now } }];
@@ -180,6 +214,7 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
       const key = requireKey(state, data.keyID);
       requireSameParty(data.by, key);
       const rotation = checkRotationDecision(data.by, key.rotation, `API key ${key.keyID}`, 'approve');
+      requireMayVouch(data.by.userID, { maker: rotation.requestedBy, keepers: keyKeepers(key, data.now) }, 'approve the rotation', `API key ${key.keyID}`);
       // Expired or revoked (or about to be) meanwhile: a new secret for it would be pointless.
       requireStatus(key, 'active', data.now, 'approve the rotation');
       const { secretHash, overlapHours, now } = command.data;
@@ -205,14 +240,14 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
 function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
   if (event.type === 'ApiKeyRequested') {
     return {
-      ...event.data, status: 'pending', approvedBy: null, expiresAt: null, secretHash: null, secretHolder: event.data.requestedBy,
+      ...event.data, status: 'pending', approvedBy: null, expiresAt: null, secretHash: null, secretHolder: event.data.requestedBy, secretHolders: [],
       previousSecretHash: null, previousValidUntil: null, rotation: null, revocationRequestedBy: null, revocationReason: null,
     };
   }
   if (state.status === 'none') return state; // a stream always starts with ApiKeyRequested
   switch (event.type) {
     case 'ApiKeyApproved':
-      return { ...state, status: 'active', approvedBy: event.data.approvedBy, expiresAt: event.data.expiresAt, secretHash: event.data.secretHash, secretHolder: state.requestedBy };
+      return { ...state, status: 'active', approvedBy: event.data.approvedBy, expiresAt: event.data.expiresAt, secretHash: event.data.secretHash, secretHolder: state.requestedBy, secretHolders: [state.requestedBy] };
     case 'ApiKeyRejected':
       return { ...state, status: 'rejected' };
     case 'ApiKeyRequestWithdrawn':
@@ -231,8 +266,11 @@ function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
     case 'ApiKeyRotated':
       return {
         ...state, rotation: null, secretHash: event.data.secretHash, secretHolder: event.data.secretHolder,
+        secretHolders: [...state.secretHolders, event.data.secretHolder],
         previousSecretHash: state.secretHash, previousValidUntil: event.data.previousValidUntil,
       };
+    case 'ApiKeyPreviousSecretEnded':
+      return { ...state, previousSecretHash: null, previousValidUntil: null };
     default:
       return assertNever(event);
   }

@@ -122,6 +122,8 @@ export async function createOperation(
   input: CreateOperationInput,
   idempotency: IdempotencyRequest | null,
   context: CommandContext,
+  /** Which of the key's secrets authenticated the request (src/http/authenticate.ts); absent: the current one. */
+  secretGeneration: number = key.secretHolders.length,
 ): Promise<CreateOperationOutcome> {
   const now = deps.clock();
   const createdAt = now.toISOString();
@@ -147,6 +149,7 @@ export async function createOperation(
     operationID: `op_${randomUUID().replaceAll('-', '')}`,
     party: key.party,
     keyID: key.keyID,
+    secretGeneration,
     operationType: input.operationType,
     amount: input.amount,
     fee,

@@ -6,7 +6,8 @@ import { Decimal } from '../domain/money.ts';
 import type { OperationStatus } from '../domain/operation-status.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
-import { effectiveStatus, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
+import { requireMayVouch } from '../domain/segregation.ts';
+import { effectiveStatus, keyKeepers, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { assertNever } from './decider.ts';
 import type { Decision, StreamWrite } from './pipeline.ts';
 
@@ -14,9 +15,10 @@ import type { Decision, StreamWrite } from './pipeline.ts';
  * An operation's lifecycle after its creation: a checker of the operation's party approves it (the executor
  * then carries it out) or rejects it, which gives back what it held: the payer's funds and the key's volume.
  *
- * Segregation of duties: the checker who approves is never the person who could have created the operation,
- * i.e. the user who requested the API key that created it (the only person who has seen its secret) or,
- * through another channel, the user who requested the operation. And an operation whose key has been revoked,
+ * Segregation of duties (src/domain/segregation.ts): the checker who approves is never a person who could have
+ * created the operation: whoever was handed the key secret that created it (its generation is recorded at the
+ * create), whoever holds a secret of the key still accepted, the key's requester, or, through another channel,
+ * the user who requested the operation. And an operation whose key has been revoked,
  * or has expired by the time of the decision, is never approved: the key-revocation consumer rejects it
  * (RejectOperationOfRevokedKey, and RejectOperationOfExpiredKey from its periodic sweep).
  */
@@ -160,19 +162,18 @@ function keyOf(operation: OperationRequested['data'], key: ApiKeyState): ApiKeyR
 
 /**
  * Approval needs a checker independent of whoever could have created the operation, and a key still standing.
- * Both facts are read in the decision itself (the key's requester never changes; its revocation is read from
- * its stream, its expiry judged at the decision's time), not from a read model that may lag.
+ * Both facts are read in the decision itself (who holds which of the key's secrets, and whether the previous
+ * one still works, from its stream; its expiry judged at the decision's time), not from a read model that may lag.
  */
 function requireApprovable(states: OperationDecisionStates, by: ActingUser, operationID: string, now: string): void {
   const { operation: state } = states;
   if (state.status === 'none') return;
   const key = keyOf(state.operation, states.key);
-  if (key && key.requestedBy === by.userID) {
-    throw new DomainError('SAME_USER', `cannot approve operation ${operationID}: you requested the API key that created it, and only you have seen its secret; another checker must approve it`);
-  }
-  if (state.requestedBy !== null && state.requestedBy === by.userID) {
-    throw new DomainError('SAME_USER', `cannot approve operation ${operationID}: you requested it; another checker must approve it`);
-  }
+  // An operation created before generations were recorded (null): every holder the key has had could have made it.
+  const act = key
+    ? { maker: state.requestedBy, keepers: keyKeepers(key, now), usedGeneration: state.operation.secretGeneration ?? null }
+    : { maker: state.requestedBy, keepers: null };
+  requireMayVouch(by.userID, act, `approve operation ${operationID}`, key ? `API key ${key.keyID}` : 'it');
   if (key?.status === 'revoked') {
     throw new DomainError('WRONG_STATE', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`);
   }

@@ -1,7 +1,8 @@
 import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested, WebhookSignatureScheme } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
-import { checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
+import { requireMayVouch, type SecretKeepers } from '../domain/segregation.ts';
+import { acceptedSecrets, checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
 import { CURRENT_SIGNATURE_SCHEME, LEGACY_SIGNATURE_SCHEME, signingAt, type EndpointSigning } from '../domain/webhook-secrets.ts';
 import type { ActingUser } from './api-keys.ts';
 import { assertNever, type Decider } from './decider.ts';
@@ -49,6 +50,8 @@ export type WebhookEndpointState =
       secret: SealedWebhookSecret | null;
       /** Who holds the signing secret: the maker who registered the endpoint, then the maker of its last rotation. */
       secretHolder: string;
+      /** Who was handed each signing secret, by generation: [g - 1] holds generation g (empty until approved). */
+      secretHolders: string[];
       /** The current secret's signature scheme. */
       signatureScheme: WebhookSignatureScheme;
       /** The secret a rotation replaced: deliveries are signed with it too until `previousValidUntil`. */
@@ -83,6 +86,19 @@ function requireChecker(by: ActingUser, endpoint: ExistingEndpoint, action: stri
   if (by.userID === endpoint.requestedBy) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
 }
 
+/** Whether the previous signing secret still signs at `now` (a rotation's overlap, not ended by a departure). */
+const previousSigns = (endpoint: ExistingEndpoint, now: string): boolean =>
+  acceptedSecrets({ current: endpoint.secret, previous: endpoint.previousSecret, previousValidUntil: endpoint.previousValidUntil }, now).length > 1;
+
+/** Who has seen the endpoint's signing secrets, and whether the previous one still signs (src/domain/segregation.ts). */
+export function endpointKeepers(endpoint: ExistingEndpoint, now: string): SecretKeepers {
+  return { originalRequester: endpoint.requestedBy, holders: endpoint.secretHolders, previousAccepted: previousSigns(endpoint, now) };
+}
+
+/** Whether the user holds the endpoint's previous signing secret, still in use at `now`. */
+export const holdsPreviousSigningSecret = (endpoint: ExistingEndpoint, userID: string, now: string): boolean =>
+  endpoint.secretHolders.length > 1 && endpoint.secretHolders.at(-2) === userID && previousSigns(endpoint, now);
+
 /** The endpoint's secrets and their schemes, as the signer takes them (`signingAt` says which sign at a time). */
 export function endpointSigning(endpoint: Pick<ExistingEndpoint, 'secret' | 'signatureScheme' | 'previousSecret' | 'previousSignatureScheme' | 'previousValidUntil'>): EndpointSigning<SealedWebhookSecret> {
   return { current: endpoint.secret, scheme: endpoint.signatureScheme, previous: endpoint.previousSecret, previousScheme: endpoint.previousSignatureScheme, previousValidUntil: endpoint.previousValidUntil };
@@ -106,6 +122,7 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
       const { endpointID, by, secret, now } = command.data;
       const endpoint = requireEndpoint(state, endpointID);
       requireChecker(by, endpoint, 'approve the webhook endpoint');
+      requireMayVouch(by.userID, { maker: endpoint.requestedBy, keepers: endpointKeepers(endpoint, now) }, 'approve the webhook endpoint', `webhook endpoint ${endpointID}`);
       requireStatus(endpoint, 'pending', 'approve the webhook endpoint');
       return [{ type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: by.userID, approvedAt: now, secret, signatureScheme: CURRENT_SIGNATURE_SCHEME } }];
     }
@@ -128,10 +145,17 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
     }
     case 'RetireWebhookEndpointOfDepartedUser': {
       const { endpointID, userID, reason, now } = command.data;
-      if (state.status === 'none' || state.secretHolder !== userID) return [];
-      if (state.status === 'pending') return [{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: SYSTEM_DISABLER, reason, rejectedAt: now, departedUserID: userID } }];
-      if (state.status === 'active') return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: SYSTEM_DISABLER, reason, disabledAt: now, departedUserID: userID } }];
-      return [];
+      if (state.status === 'none') return [];
+      if (state.secretHolder === userID) {
+        if (state.status === 'pending') return [{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: SYSTEM_DISABLER, reason, rejectedAt: now, departedUserID: userID } }];
+        if (state.status === 'active') return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: SYSTEM_DISABLER, reason, disabledAt: now, departedUserID: userID } }];
+        return [];
+      }
+      // As an API key's (api-keys.ts): the previous secret they hold stops signing, their pending rotation is withdrawn.
+      const events: WebhookEndpointEvent[] = [];
+      if (holdsPreviousSigningSecret(state, userID, now)) events.push({ type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID, endedAt: now, departedUserID: userID } });
+      if (state.rotation?.requestedBy === userID) events.push({ type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: SYSTEM_DISABLER, withdrawnAt: now, departedUserID: userID } });
+      return events;
     }
     case 'RequestWebhookSecretRotation': {
       const { endpointID, by, reason, now } = command.data;
@@ -146,6 +170,7 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
       const endpoint = requireEndpoint(state, endpointID);
       requireSameParty(by, endpoint);
       const rotation = checkRotationDecision(by, endpoint.rotation, `webhook endpoint ${endpointID}`, 'approve');
+      requireMayVouch(by.userID, { maker: rotation.requestedBy, keepers: endpointKeepers(endpoint, now) }, 'approve the rotation', `webhook endpoint ${endpointID}`);
       requireStatus(endpoint, 'active', 'approve the secret rotation'); // disabled meanwhile
       // The new secret is made in today's form, so a rotation is also how a legacy endpoint moves to Standard Webhooks.
       return [{ type: 'WebhookSecretRotated', data: { endpointID, approvedBy: by.userID, rotatedAt: now, secret, previousValidUntil: overlapEnd(now, overlapHours), secretHolder: rotation.requestedBy, signatureScheme: CURRENT_SIGNATURE_SCHEME } }];
@@ -172,12 +197,12 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
 function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): WebhookEndpointState {
   if (event.type === 'WebhookEndpointRequested') {
     const { requestedBy, requestedAt, ...terms } = event.data;
-    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, signatureScheme: CURRENT_SIGNATURE_SCHEME, secretHolder: requestedBy, previousSecret: null, previousSignatureScheme: null, previousValidUntil: null, rotation: null, disabledBy: null };
+    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, signatureScheme: CURRENT_SIGNATURE_SCHEME, secretHolder: requestedBy, secretHolders: [], previousSecret: null, previousSignatureScheme: null, previousValidUntil: null, rotation: null, disabledBy: null };
   }
   if (state.status === 'none') return state; // a stream always starts with WebhookEndpointRequested
   switch (event.type) {
     case 'WebhookEndpointApproved':
-      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret, signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME, secretHolder: state.requestedBy };
+      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret, signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME, secretHolder: state.requestedBy, secretHolders: [state.requestedBy] };
     case 'WebhookEndpointRejected':
       return { ...state, status: 'rejected' };
     case 'WebhookEndpointDisabled':
@@ -194,10 +219,13 @@ function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): Webho
         secret: event.data.secret,
         signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME,
         secretHolder: event.data.secretHolder,
+        secretHolders: [...state.secretHolders, event.data.secretHolder],
         previousSecret: state.secret,
         previousSignatureScheme: state.signatureScheme,
         previousValidUntil: event.data.previousValidUntil,
       };
+    case 'WebhookEndpointPreviousSecretEnded':
+      return { ...state, previousSecret: null, previousSignatureScheme: null, previousValidUntil: null };
     default:
       return assertNever(event);
   }

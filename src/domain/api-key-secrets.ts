@@ -49,9 +49,17 @@ export function secretMatches(secret: string, storedHashHex: string): boolean {
  * compared with every hash, each in constant time, so the answer's timing tells neither which one nor how much matched.
  */
 export function secretMatchesAny(secret: string, storedHashesHex: readonly string[]): boolean {
+  return matchingSecretIndex(secret, storedHashesHex) >= 0;
+}
+
+/** Which of the stored hashes the presented secret is (-1: none), compared as `secretMatchesAny` compares. */
+export function matchingSecretIndex(secret: string, storedHashesHex: readonly string[]): number {
   const presented = hashSecret(secret);
-  let matched = false;
-  for (const stored of storedHashesHex) matched = constantTimeEqual(presented, stored.toLowerCase()) || matched;
+  let matched = -1;
+  for (let i = 0; i < storedHashesHex.length; i++) {
+    const equal = constantTimeEqual(presented, storedHashesHex[i]!.toLowerCase());
+    matched = equal && matched < 0 ? i : matched;
+  }
   return matched;
 }
 

@@ -100,12 +100,18 @@ export type ApiKeyRevoked = Event<'ApiKeyRevoked', { keyID: string; approvedBy: 
 /** A maker asks for a new secret for an active key (src/domain/secret-rotation.ts); a checker decides. */
 export type ApiKeyRotationRequested = Event<'ApiKeyRotationRequested', { keyID: string; requestedBy: string; reason: string; requestedAt: string }>;
 export type ApiKeyRotationRejected = Event<'ApiKeyRotationRejected', { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
-export type ApiKeyRotationWithdrawn = Event<'ApiKeyRotationWithdrawn', { keyID: string; withdrawnBy: string; withdrawnAt: string }>;
+/** By its maker, or by `system` when that maker left (`departedUserID`, in the departure's append). */
+export type ApiKeyRotationWithdrawn = Event<'ApiKeyRotationWithdrawn', { keyID: string; withdrawnBy: string; withdrawnAt: string; departedUserID?: string }>;
 /**
  * The key has a new secret (SHA-256 `secretHash`), held for `secretHolder`, the maker who asked for the rotation;
  * the previous one keeps working until `previousValidUntil`. Id, terms and expiry are unchanged.
  */
 export type ApiKeyRotated = Event<'ApiKeyRotated', { keyID: string; approvedBy: string; rotatedAt: string; secretHash: string; previousValidUntil: string; secretHolder: string }>;
+/**
+ * The secret a rotation replaced stops working before its overlap ends, because its holder left (disabled, or
+ * no longer a maker): written by `system` in the departure's append. The current secret is untouched.
+ */
+export type ApiKeyPreviousSecretEnded = Event<'ApiKeyPreviousSecretEnded', { keyID: string; endedAt: string; departedUserID: string }>;
 export type ApiKeyEvent =
   | ApiKeyRequested
   | ApiKeyApproved
@@ -117,7 +123,8 @@ export type ApiKeyEvent =
   | ApiKeyRotationRequested
   | ApiKeyRotationRejected
   | ApiKeyRotationWithdrawn
-  | ApiKeyRotated;
+  | ApiKeyRotated
+  | ApiKeyPreviousSecretEnded;
 
 // Webhook endpoints: maker-checker, like API keys ------------------------------------------------------------
 /** What a client can subscribe an endpoint to (docs/webhooks.md). */
@@ -159,7 +166,8 @@ export type WebhookEndpointDisabled = Event<'WebhookEndpointDisabled', { endpoin
 /** A maker asks for a new signing secret for an active endpoint, like an API key's rotation. */
 export type WebhookSecretRotationRequested = Event<'WebhookSecretRotationRequested', { endpointID: string; requestedBy: string; reason: string; requestedAt: string }>;
 export type WebhookSecretRotationRejected = Event<'WebhookSecretRotationRejected', { endpointID: string; rejectedBy: string; reason: string | null; rejectedAt: string }>;
-export type WebhookSecretRotationWithdrawn = Event<'WebhookSecretRotationWithdrawn', { endpointID: string; withdrawnBy: string; withdrawnAt: string }>;
+/** By its maker, or by `system` when that maker left (`departedUserID`, in the departure's append). */
+export type WebhookSecretRotationWithdrawn = Event<'WebhookSecretRotationWithdrawn', { endpointID: string; withdrawnBy: string; withdrawnAt: string; departedUserID?: string }>;
 /**
  * The endpoint has a new signing secret, sealed like the approval's and held for `secretHolder`; deliveries are
  * signed with both secrets until `previousValidUntil`, then with the new one only. `signatureScheme` is the new
@@ -167,6 +175,8 @@ export type WebhookSecretRotationWithdrawn = Event<'WebhookSecretRotationWithdra
  * secret's, the previous scheme goes on, signed with both secrets, until `previousValidUntil`: the switch.
  */
 export type WebhookSecretRotated = Event<'WebhookSecretRotated', { endpointID: string; approvedBy: string; rotatedAt: string; secret: SealedWebhookSecret; previousValidUntil: string; secretHolder: string; signatureScheme?: WebhookSignatureScheme }>;
+/** As ApiKeyPreviousSecretEnded, for a signing secret: deliveries stop carrying its signature at once. */
+export type WebhookEndpointPreviousSecretEnded = Event<'WebhookEndpointPreviousSecretEnded', { endpointID: string; endedAt: string; departedUserID: string }>;
 export type WebhookEndpointEvent =
   | WebhookEndpointRequested
   | WebhookEndpointApproved
@@ -175,7 +185,8 @@ export type WebhookEndpointEvent =
   | WebhookSecretRotationRequested
   | WebhookSecretRotationRejected
   | WebhookSecretRotationWithdrawn
-  | WebhookSecretRotated;
+  | WebhookSecretRotated
+  | WebhookEndpointPreviousSecretEnded;
 
 export type WalletOpsEvent = PartyEvent | ShortCodeClaimed | UserEvent | EmailClaimed | AccessRequestEvent | ApiKeyEvent | WebhookEndpointEvent | OperationEvent | WalletEvent | KeyVolumeEvent | StateSnapshotted | IdempotentRequestRecorded | CashOutConsentEvent;
 
@@ -213,6 +224,11 @@ export type OperationRequested = Event<'OperationRequested', {
   party: PartyRef | null;
   /** The API key that created it; null for operations from other channels. */
   keyID: string | null;
+  /**
+   * Which of the key's secrets authenticated the create: its generation (1 = the secret of the key's approval,
+   * then one more per rotation), and so who held it. Absent on operations created before it was recorded.
+   */
+  secretGeneration?: number;
   operationType: OperationType;
   amount: string;
   fee: string;

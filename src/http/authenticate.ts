@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { parseApiKey, secretMatchesAny } from '../domain/api-key-secrets.ts';
-import { acceptedSecretHashes, effectiveStatus } from '../commands/api-keys.ts';
+import { matchingSecretIndex, parseApiKey } from '../domain/api-key-secrets.ts';
+import { acceptedSecretHashes, effectiveStatus, generationOfAccepted } from '../commands/api-keys.ts';
 import type { Permission } from '../domain/events.ts';
 import { compileAllowList } from '../domain/ip-allowlist.ts';
 import type { PartyType } from '../domain/parties.ts';
@@ -26,6 +26,16 @@ export function authenticatedKey(res: Response): ApiKeyRecord {
   return key;
 }
 
+/**
+ * Which of the key's secrets the request presented: its generation (src/commands/api-keys.ts), recorded on what
+ * the request creates so that an approval knows who held that secret.
+ */
+export function authenticatedSecretGeneration(res: Response): number {
+  const generation = res.locals.apiKeySecretGeneration as number | undefined;
+  if (generation === undefined) throw new Error('route used without authenticate()');
+  return generation;
+}
+
 export function authenticate(
   directory: ApiKeyDirectory,
   clock: () => Date,
@@ -34,7 +44,7 @@ export function authenticate(
 ): RequestHandler {
   // Allow-lists are compiled once per key version, not once per request.
   const allowLists = new WeakMap<ApiKeyRecord, (ip: string) => boolean>();
-  const check = (req: Request, now: string): ApiKeyRecord => {
+  const check = (req: Request, res: Response, now: string): ApiKeyRecord => {
     const header = req.headers.authorization;
     if (!header) throw unauthorized('An Authorization header with a Bearer API key is required.', false);
     const token = BEARER.exec(header)?.[1];
@@ -43,9 +53,9 @@ export function authenticate(
     const key = presented ? directory.get(presented.keyID) : undefined;
     // The secret is checked before anything about the key is revealed: against the current hash, and the
     // previous one while a rotation's overlap lasts; every accepted hash is compared, each in constant time.
-    if (!presented || !key || !secretMatchesAny(presented.secret, acceptedSecretHashes(key, now))) {
-      throw unauthorized('The API key is not valid, or has been revoked.', true);
-    }
+    const matched = presented && key ? matchingSecretIndex(presented.secret, acceptedSecretHashes(key, now)) : -1;
+    if (!key || matched < 0) throw unauthorized('The API key is not valid, or has been revoked.', true);
+    res.locals.apiKeySecretGeneration = generationOfAccepted(key, matched);
     const status = effectiveStatus(key, now);
     if (status === 'expired') throw unauthorized('The API key has expired.', true);
     if (status !== 'active' && status !== 'revocation_pending') throw unauthorized('The API key is not active.', true);
@@ -64,7 +74,7 @@ export function authenticate(
     const now = clock();
     let key: ApiKeyRecord;
     try {
-      key = check(req, isoTime(now));
+      key = check(req, res, isoTime(now));
     } catch (error) {
       throw limits && error instanceof ProblemError ? countFailure(limits, req.ip ?? '', error) : error;
     }

@@ -20,6 +20,7 @@ export const API_KEY_EVENT_TYPES: ReadonlyArray<ApiKeyEvent['type']> = [
   'ApiKeyRotationRejected',
   'ApiKeyRotationWithdrawn',
   'ApiKeyRotated',
+  'ApiKeyPreviousSecretEnded',
 ];
 
 /**

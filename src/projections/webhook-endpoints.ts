@@ -52,6 +52,7 @@ const EVENT_TYPES = [
   'WebhookSecretRotationRejected',
   'WebhookSecretRotationWithdrawn',
   'WebhookSecretRotated',
+  'WebhookEndpointPreviousSecretEnded',
 ] as const;
 const isEndpointEvent = (event: ProjectedEvent): event is ProjectedEvent & WebhookEndpointEvent => (EVENT_TYPES as readonly string[]).includes(event.type);
 
@@ -90,6 +91,9 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
             signatureScheme: event.data.signatureScheme ?? 'stripe-v1',
             previousSignatureScheme: doc.signatureScheme ?? 'stripe-v1',
           };
+        case 'WebhookEndpointPreviousSecretEnded':
+          // Its holder left: the previous secret stopped signing then, before its overlap's end.
+          return { ...doc, previousSecretValidUntil: event.data.endedAt };
       }
     },
   };

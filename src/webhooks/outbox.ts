@@ -15,8 +15,11 @@ import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, t
  * endpoint however often the consumer restarts or however many processes run it, and an endpoint approved at
  * position P receives exactly the events after P, until the position of its disabling.
  */
-// A rotation changes the route's `rotatedAt`: the dispatchers then open the endpoint's secrets again.
-export const ENDPOINT_EVENT_TYPES = ['WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled', 'WebhookSecretRotated'] as const;
+// A rotation changes the route's `rotatedAt`, and so does the end of a previous secret at its holder's departure:
+// the dispatchers then open the endpoint's secrets again.
+export const ENDPOINT_EVENT_TYPES = [
+  'WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled', 'WebhookSecretRotated', 'WebhookEndpointPreviousSecretEnded',
+] as const;
 export const OUTBOX_EVENT_TYPES = [...ENDPOINT_EVENT_TYPES, ...TRIGGER_EVENT_TYPES];
 
 export interface WebhookOutboxOptions {
@@ -49,6 +52,9 @@ export function evolveRoute(route: RouteDoc | null, event: { type: string; data:
       return route && { ...route, status: 'disabled' };
     case 'WebhookSecretRotated':
       return route && { ...route, rotatedAt: e.data.rotatedAt };
+    case 'WebhookEndpointPreviousSecretEnded':
+      // Not a rotation, but the secrets changed: the dispatchers' cache is keyed on this time.
+      return route && { ...route, rotatedAt: e.data.endedAt };
     default:
       return route;
   }

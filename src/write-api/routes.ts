@@ -3,7 +3,7 @@ import express, { Router, type Request, type RequestHandler, type Response } fro
 import type { RecordedResponse } from '../commands/create-operation.ts';
 import { createOperation, type OperationDeps } from '../commands/operation-handlers.ts';
 import type { OperationRequested } from '../domain/events.ts';
-import { authenticate, authenticatedKey, authorize } from '../http/authenticate.ts';
+import { authenticate, authenticatedKey, authenticatedSecretGeneration, authorize } from '../http/authenticate.ts';
 import { fieldError, problemTypeOf, validationProblem } from '../http/problems.ts';
 import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
@@ -97,7 +97,8 @@ export function writeRoutes(deps: WriteApiDeps): Router {
       const idempotency = idempotencyOf(req);
       const traceparent = requestTraceparent(res);
       const context = { actor: `apikey:${key.keyID}`, correlationId: String(res.getHeader('X-Request-Id')), ...(traceparent ? { traceparent } : {}) };
-      const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context);
+      const secretGeneration = authenticatedSecretGeneration(res);
+      const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context, secretGeneration);
 
       let outcome;
       if (idempotency) {
