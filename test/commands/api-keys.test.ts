@@ -207,6 +207,38 @@ describe('API key lifecycle', () => {
       given([requested, approved, ...rotated]).when(retire('u-maker-2')).then([{ type: 'ApiKeyRevoked', data: { keyID, approvedBy: 'system', revokedAt: T2, departedUserID: 'u-maker-2' } }]);
     });
 
+    describe('given a rotation to another maker whose overlap still runs', () => {
+      const LATER = '2026-01-05T00:00:00.000Z';
+      const rotationAsked = (by: string): ApiKeyEvent => ({ type: 'ApiKeyRotationRequested', data: { keyID, requestedBy: by, reason: 'handover', requestedAt: T2 } });
+      const rotatedTo = (holder: string): ApiKeyEvent => ({
+        type: 'ApiKeyRotated', data: { keyID, approvedBy: checker.userID, rotatedAt: T2, secretHash: 'cd'.repeat(32), previousValidUntil: LATER, secretHolder: holder },
+      });
+      const history = [requested, approved, rotationAsked('u-maker-2'), rotatedTo('u-maker-2')];
+
+      it('when the holder of the previous secret departs, then that secret ends at once and the key keeps working', () =>
+        given(history).when(retire(maker.userID)).then([{ type: 'ApiKeyPreviousSecretEnded', data: { keyID, endedAt: T2, departedUserID: maker.userID } }]));
+
+      it('given the previous secret ended, then only the current hash is accepted and nothing more ends with a second departure', () => {
+        const ended: ApiKeyEvent = { type: 'ApiKeyPreviousSecretEnded', data: { keyID, endedAt: T2, departedUserID: maker.userID } };
+        const key = [...history, ended].reduce(apiKeyDecider.evolve, apiKeyDecider.initialState());
+        if (key.status === 'none') throw new Error('key missing');
+        expect(acceptedSecretHashes(key, T2)).toEqual(['cd'.repeat(32)]);
+        expect(key).toMatchObject({ status: 'active', previousSecretHash: null, previousValidUntil: null, secretHolders: [maker.userID, 'u-maker-2'] });
+        given([...history, ended]).when(retire(maker.userID)).then([]);
+      });
+
+      it('when the maker of a pending rotation departs, then the rotation is withdrawn by the system naming them', () => {
+        given([requested, approved, rotationAsked('u-maker-2')]).when(retire('u-maker-2')).then([
+          { type: 'ApiKeyRotationWithdrawn', data: { keyID, withdrawnBy: 'system', withdrawnAt: T2, departedUserID: 'u-maker-2' } },
+        ]);
+        // Holding the previous secret and asking for the next rotation: both end.
+        given([...history, rotationAsked(maker.userID)]).when(retire(maker.userID)).then([
+          { type: 'ApiKeyPreviousSecretEnded', data: { keyID, endedAt: T2, departedUserID: maker.userID } },
+          { type: 'ApiKeyRotationWithdrawn', data: { keyID, withdrawnBy: 'system', withdrawnAt: T2, departedUserID: maker.userID } },
+        ]);
+      });
+    });
+
     it('when another user departs, or the key already ended, then nothing happens', () => {
       given([requested, approved]).when(retire(checker.userID)).then([]);
       given([requested, { type: 'ApiKeyRejected', data: { keyID, rejectedBy: checker.userID, reason: null, rejectedAt: T1 } }]).when(retire(maker.userID)).then([]);
@@ -272,6 +304,26 @@ describe('API key lifecycle', () => {
     it('when the maker who asked for the rotation approves it, then it is refused', () =>
       given([requested, approved, { ...rotationRequested, data: { ...rotationRequested.data, requestedBy: makerChecker.userID } }])
         .when(approveRotation(makerChecker)).thenRefused('SAME_USER'));
+
+    it.each([
+      ['the holder of the current secret (the original requester)', { ...maker, roles: ['maker', 'checker'] } as ActingUser, /you hold a secret of API key/],
+    ])('when %s approves a rotation another maker asked for, then it is refused', (_who, by, message) =>
+      given([requested, approved, rotationRequested]).when(approveRotation(by)).thenRefused('SAME_USER', message));
+
+    it('given a first rotation in its overlap, when either holder approves the next rotation, then it is refused; after the overlap the original requester still is', () => {
+      const second: ApiKeyEvent = { type: 'ApiKeyRotationRequested', data: { keyID, requestedBy: 'u-maker-3', reason: 'again', requestedAt: T2 } };
+      const history = [requested, approved, rotationRequested, rotated, second];
+      const previousHolder: ActingUser = { ...maker, roles: ['checker'] };
+      const currentHolder: ActingUser = { ...otherMaker, roles: ['checker'] };
+      given(history).when(approveRotation(previousHolder)).thenRefused('SAME_USER', /you hold a secret/);
+      given(history).when(approveRotation(currentHolder)).thenRefused('SAME_USER', /you hold a secret/);
+      given(history).when(approveRotation(previousHolder, '2026-01-04T00:00:00.000Z')).thenRefused('SAME_USER', /you requested API key/);
+      expect(() => apiKeyDecider.decide(approveRotation(checker), history.reduce(apiKeyDecider.evolve, apiKeyDecider.initialState()))).not.toThrow();
+    });
+
+    it('when the holder of the key\'s secret approves its revocation asked by another maker, then it is refused (one rule for every approval)', () =>
+      given([requested, approved, { ...revocationRequested, data: { ...revocationRequested.data, requestedBy: 'u-maker-2' } }])
+        .when({ type: 'ApproveApiKeyRevocation', data: { keyID, by: { ...maker, roles: ['checker'] }, now: T2 } }).thenRefused('SAME_USER', /you hold a secret/));
 
     it('when a maker without the checker role approves a rotation, then it is refused', () =>
       given([requested, approved, rotationRequested]).when(approveRotation(maker)).thenRefused('ROLE_REQUIRED'));

@@ -91,6 +91,11 @@ const keyRevoked: ApiKeyEvent = { type: 'ApiKeyRevoked', data: { keyID: KEY, app
 /** The key the operations of these tests were created with: requested by the maker, approved by the checker. */
 const activeKey = [keyRequested('u-maker'), keyApproved];
 const revokedKey = [...activeKey, revocationRequested, keyRevoked];
+/** A rotation of the key asked by `maker` and approved by u-checker: the new secret is the maker's, the old one works 24 h more. */
+const rotatedTo = (maker: string): ApiKeyEvent[] => [
+  { type: 'ApiKeyRotationRequested', data: { keyID: KEY, requestedBy: maker, reason: 'handover', requestedAt: T0 } },
+  { type: 'ApiKeyRotated', data: { keyID: KEY, approvedBy: 'u-checker', rotatedAt: T0, secretHash: `${maker}`.padEnd(64, '0'), previousValidUntil: '2026-03-11T09:00:00.000Z', secretHolder: maker } },
+];
 /** A key that the user with both roles requested. */
 const keyOfBoth = [keyRequested('u-both'), keyApproved];
 
@@ -206,7 +211,45 @@ describe('deciding on an operation', () => {
 
   describe('segregation of duties', () => {
     it('when the user who requested the key that created it approves, then it is refused: only they have seen the key\'s secret', () =>
-      given([requested()], { key: keyOfBoth }).when(approve(both)).thenRefused('SAME_USER', /you requested the API key that created it/));
+      given([requested({ secretGeneration: 1 })], { key: keyOfBoth }).when(approve(both)).thenRefused('SAME_USER', /you were handed the secret of API key key_\w+ that created it/));
+
+    it('when an operation recorded no secret generation (created before they were), then no holder the key has had may approve it', () => {
+      given([requested()], { key: keyOfBoth }).when(approve(both)).thenRefused('SAME_USER', /you were handed the secret/);
+      given([requested()], { key: [...activeKey, ...rotatedTo('u-both')] }).when(approve(both)).thenRefused('SAME_USER');
+    });
+
+    describe('after a rotation (the new secret goes to the rotation\'s maker)', () => {
+      /** u-maker requested the key; u-both asked to rotate it, and u-checker approved: u-both holds the new secret. */
+      const rotated = [...activeKey, ...rotatedTo('u-both')];
+      const afterOverlap = '2026-03-12T10:00:00.000Z';
+      const other: ActingUser = { userID: 'u-other', party: acme, roles: ['checker'] };
+
+      it.each([
+        ['the new holder, an operation made with the new secret', both, 2, T1, /you were handed the secret of API key/],
+        ['the new holder, an operation made with the old secret during the overlap', both, 1, T1, /you hold a secret of API key \w+ that still works/],
+        ['the new holder, an operation made with the old secret after the overlap', both, 1, afterOverlap, /you hold a secret/],
+        ['the original requester, an operation made with the new secret during the overlap', { ...maker, roles: ['maker', 'checker'] }, 2, T1, /you hold a secret/],
+        ['the original requester, an operation made with the old secret after the overlap', { ...maker, roles: ['maker', 'checker'] }, 1, afterOverlap, /you were handed the secret/],
+        ['the original requester, an operation made with the new secret after the overlap', { ...maker, roles: ['maker', 'checker'] }, 2, afterOverlap, /you requested API key/],
+      ] as const)('when %s, then it is refused', (_case, by, generation, now, message) =>
+        given([requested({ secretGeneration: generation })], { key: rotated }).when(approveAt(by as ActingUser, now)).thenRefused('SAME_USER', message));
+
+      it('when a checker who never held a secret of the key approves, then it is approved, whichever secret made it', () => {
+        expect(given([requested({ secretGeneration: 2 })], { key: rotated }).when(approve(other)).then().result.state).toBe('approved');
+        expect(given([requested({ secretGeneration: 1 })], { key: rotated }).when(approve(other)).then().result.state).toBe('approved');
+      });
+
+      it('when the checker who approved the rotation approves an operation of the new secret, then it is approved (they never saw it)', () =>
+        expect(given([requested({ secretGeneration: 2 })], { key: rotated }).when(approve(checker)).then().result.state).toBe('approved'));
+
+      it('when the previous secret ended at its holder\'s departure, then its holder is no longer one who holds a working secret', () => {
+        // A later rotation by u-other leaves u-both the previous holder; their departure ends that secret.
+        const again = [...rotated, ...rotatedTo('u-other'), { type: 'ApiKeyPreviousSecretEnded', data: { keyID: KEY, endedAt: T1, departedUserID: 'u-both' } } as ApiKeyEvent];
+        const bothChecker: ActingUser = { ...both };
+        given([requested({ secretGeneration: 3 })], { key: [...rotated, ...rotatedTo('u-other')] }).when(approve(bothChecker)).thenRefused('SAME_USER', /you hold a secret/);
+        expect(given([requested({ secretGeneration: 3 })], { key: again }).when(approve(bothChecker)).then().result.state).toBe('approved');
+      });
+    });
 
     it('when another checker approves an operation of that key, then it is approved', () =>
       expect(given([requested()], { key: keyOfBoth }).when(approve(checker)).then().result.state).toBe('approved'));

@@ -124,7 +124,7 @@ describe('webhook endpoint lifecycle', () => {
     it('given a registration, then the state is pending with no secret', () =>
       expect(state([requested])).toEqual({
         ...terms, status: 'pending', requestedBy: maker.userID, requestedAt: T0, approvedBy: null, secret: null, signatureScheme: 'standard-webhooks',
-        secretHolder: maker.userID, previousSecret: null, previousSignatureScheme: null, previousValidUntil: null, rotation: null, disabledBy: null,
+        secretHolder: maker.userID, secretHolders: [], previousSecret: null, previousSignatureScheme: null, previousValidUntil: null, rotation: null, disabledBy: null,
       }));
 
     it('given an approval, then the state is active with the approver and the sealed secret', () =>
@@ -230,6 +230,30 @@ describe('webhook endpoint lifecycle', () => {
       if (after.status === 'none') throw new Error('endpoint missing');
       expect(signingSecrets(after, '2026-01-03T01:00:00.000Z')).toEqual({ scheme: 'stripe-v1', secrets: [newSealed, sealed] });
       expect(signingSecrets(after, '2026-01-03T03:00:00.000Z')).toEqual({ scheme: 'stripe-v1', secrets: [newSealed] });
+    });
+
+    describe('who holds which secret (src/domain/segregation.ts)', () => {
+      const history = [requested, approved, rotationRequested, rotated];
+      const second: WebhookEndpointEvent = { type: 'WebhookSecretRotationRequested', data: { endpointID, requestedBy: 'u-maker-3', reason: 'again', requestedAt: T2 } };
+
+      it('when the holder of the current or the still-signing previous secret approves the next rotation, then it is refused', () => {
+        given([...history, second]).when(approveRotation({ ...otherMaker, roles: ['checker'] })).thenRefused('SAME_USER', /you hold a secret of webhook endpoint/);
+        given([...history, second]).when(approveRotation({ ...maker, roles: ['checker'] })).thenRefused('SAME_USER', /you hold a secret/);
+        given([requested, approved, rotationRequested]).when(approveRotation({ ...maker, roles: ['checker'] })).thenRefused('SAME_USER', /you hold a secret/);
+      });
+
+      it('when the holder of the previous secret departs during the overlap, then it stops signing at once; a rotation they asked for is withdrawn', () => {
+        const retire = (userID: string) => ({ type: 'RetireWebhookEndpointOfDepartedUser' as const, data: { endpointID, userID, reason: 'maker left', now: '2026-01-03T01:00:00.000Z' } });
+        const ended: WebhookEndpointEvent = { type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID, endedAt: '2026-01-03T01:00:00.000Z', departedUserID: maker.userID } };
+        given(history).when(retire(maker.userID)).then([ended]);
+        const after = state([...history, ended]);
+        if (after.status === 'none') throw new Error('endpoint missing');
+        expect(signingSecrets(after, '2026-01-03T01:00:00.000Z')).toEqual({ scheme: 'standard-webhooks', secrets: [newSealed] });
+        expect(after).toMatchObject({ status: 'active', secretHolder: otherMaker.userID, secretHolders: [maker.userID, otherMaker.userID] });
+        given([requested, approved, rotationRequested]).when(retire(otherMaker.userID)).then([
+          { type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: 'system', withdrawnAt: '2026-01-03T01:00:00.000Z', departedUserID: otherMaker.userID } },
+        ]);
+      });
     });
 
     it('given a rejected or withdrawn rotation, then none is pending and the secret is unchanged', () => {
