@@ -150,7 +150,7 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
   const d = event.data as Record<string, any>;
   switch (event.type) {
     case 'OperationRequested':
-      return `${d.operationType} of ${d.amount} (fee ${d.fee}) from ${wallet(d.payer)} to ${wallet(d.payee)} requested${d.keyID ? ` with API key ${d.keyID}` : ''}${d.memo ? `, memo "${d.memo}"` : ''}`;
+      return `${d.operationType} of ${d.amount} (fee ${d.fee}) from ${wallet(d.payer)} to ${wallet(d.payee)} requested${d.keyID ? ` with API key ${d.keyID}${typeof d.secretGeneration === 'number' ? ` (secret ${d.secretGeneration})` : ''}` : ''}${d.memo ? `, memo "${d.memo}"` : ''}`;
     case 'OperationApproved':
       return `approved by ${await directory.who(d.approvedBy)}`;
     case 'OperationRejected':
@@ -203,6 +203,9 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
     case 'ApiKeyRotated':
     case 'WebhookSecretRotated':
       return `secret rotated, approved by ${await directory.who(d.approvedBy)}; the new secret is held for ${await directory.who(d.secretHolder)}, the previous one works until ${d.previousValidUntil}`;
+    case 'ApiKeyPreviousSecretEnded':
+    case 'WebhookEndpointPreviousSecretEnded':
+      return `previous secret ended at the departure of ${await directory.who(d.departedUserID)}, who held it`;
     default:
       return event.type;
   }
@@ -340,7 +343,8 @@ export async function keyHistory(store: EventStore, keyID: string, now = new Dat
   for (const event of events) {
     const d = event.data as Record<string, unknown>;
     const makerSide = ['ApiKeyRequested', 'ApiKeyRevocationRequested', 'ApiKeyRequestWithdrawn', 'ApiKeyRotationRequested', 'ApiKeyRotationWithdrawn'].includes(event.type);
-    const userID = d.requestedBy ?? d.approvedBy ?? d.rejectedBy ?? d.withdrawnBy;
+    // A previous secret ended at a departure: the system ended it (the event names who left).
+    const userID = d.requestedBy ?? d.approvedBy ?? d.rejectedBy ?? d.withdrawnBy ?? (event.type === 'ApiKeyPreviousSecretEnded' ? 'system' : undefined);
     const by = await directory.who(userID);
     (makerSide ? makers : checkers).add(by);
     if (event.type === 'ApiKeyApproved') expiresAt = d.expiresAt as string;

@@ -3,6 +3,7 @@ import type { RecordedEvent } from '../ports/event-store.ts';
 import { ISSUANCE_ADDRESS } from '../ports/ledger.ts';
 import { fromUnits, toUnits } from './amounts.ts';
 import { ProblemLog, type AuditCheck } from './verify-report.ts';
+import { vouchConflict } from '../domain/segregation.ts';
 import { AccessChecker, type UserInfo } from './verify-access.ts';
 
 // ---- operations, keys, users, wallets ---------------------------------------------------------------------
@@ -21,6 +22,8 @@ export interface OpState {
   party: string | null;
   requester: string;
   keyID: string | null;
+  /** The generation of the key secret that created it, as recorded (null: created before it was). */
+  secretGeneration: number | null;
   payer: string;
   payee: string;
   amount: string;
@@ -44,6 +47,9 @@ interface KeyInfo {
   /** The maker of the pending secret rotation. */
   rotationRequestedBy: string | null;
   holder: string;
+  /** Who was handed each secret, by generation, and until when the previous one works (null: it does not). */
+  holders: string[];
+  previousValidUntil: string | null;
   expiresAt: string | null;
 }
 
@@ -54,6 +60,8 @@ interface Rotatable {
   rotationRequestedBy: string | null;
   /** Who holds the current secret: the requesting maker, then each approved rotation's requester. */
   holder: string;
+  holders: string[];
+  previousValidUntil: string | null;
 }
 
 const partyOf = (party: { type: string; id: string } | null | undefined): string | null => (party ? `${party.type}:${party.id}` : null);
@@ -71,7 +79,7 @@ export class BusinessChecker {
   private readonly scale: number;
   readonly users = new Map<string, UserInfo>();
   readonly keys = new Map<string, KeyInfo>();
-  readonly webhookEndpoints = new Map<string, { status: 'pending' | 'active' | 'rejected' | 'disabled'; party: string; requestedBy: string; rotationRequestedBy: string | null; holder: string }>();
+  readonly webhookEndpoints = new Map<string, Rotatable & { status: 'pending' | 'active' | 'rejected' | 'disabled'; requestedBy: string }>();
   readonly operations = new Map<string, OpState>();
   readonly balances = new Map<string, bigint>();
   private readonly negative = new Set<string>();
@@ -155,7 +163,7 @@ export class BusinessChecker {
         if (!maker.roles.includes('maker')) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)}, who does not have the maker role`);
         if (maker.party !== party) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`);
       }
-      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, rotationRequestedBy: null, holder: data.requestedBy as string, expiresAt: null });
+      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, rotationRequestedBy: null, holder: data.requestedBy as string, holders: [], previousValidUntil: null, expiresAt: null });
       return;
     }
     if (!key) {
@@ -171,6 +179,7 @@ export class BusinessChecker {
         this.checker(event, data.approvedBy as string, key.party, key.requestedBy, () => what);
         key.status = 'active';
         key.expiresAt = data.expiresAt as string;
+        key.holders = [key.requestedBy];
         break;
       case 'ApiKeyRejected':
         expect('pending');
@@ -207,12 +216,17 @@ export class BusinessChecker {
           if (key.status !== 'active' && key.status !== 'revocation_pending') expect('active');
           this.departure(event, key.holder, () => what);
           key.status = 'revoked';
+          key.previousValidUntil = null;
           break;
         }
         expect('revocation_pending');
         this.checker(event, data.approvedBy as string, key.party, key.revocationRequestedBy, () => what);
         key.status = 'revoked';
         key.rotationRequestedBy = null;
+        key.previousValidUntil = null;
+        break;
+      case 'ApiKeyPreviousSecretEnded':
+        this.previousSecretEnded(event, key, () => what);
         break;
       case 'ApiKeyRotationRequested':
       case 'ApiKeyRotationRejected':
@@ -235,7 +249,7 @@ export class BusinessChecker {
       const party = partyOf(data.party as { type: string; id: string }) ?? '';
       const maker = this.users.get(data.requestedBy as string);
       if (!maker?.roles.includes('maker') || maker.party !== party) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${party}`);
-      this.webhookEndpoints.set(data.endpointID, { status: 'pending', party, requestedBy: data.requestedBy as string, rotationRequestedBy: null, holder: data.requestedBy as string });
+      this.webhookEndpoints.set(data.endpointID, { status: 'pending', party, requestedBy: data.requestedBy as string, rotationRequestedBy: null, holder: data.requestedBy as string, holders: [], previousValidUntil: null });
       return;
     }
     if (!endpoint) {
@@ -250,6 +264,7 @@ export class BusinessChecker {
         expect('pending');
         this.checker(event, data.approvedBy as string, endpoint.party, endpoint.requestedBy, () => what);
         endpoint.status = 'active';
+        endpoint.holders = [endpoint.requestedBy];
         break;
       case 'WebhookEndpointRejected':
         expect('pending');
@@ -269,6 +284,9 @@ export class BusinessChecker {
         endpoint.rotationRequestedBy = null;
         break;
       }
+      case 'WebhookEndpointPreviousSecretEnded':
+        this.previousSecretEnded(event, endpoint, () => what);
+        break;
       case 'WebhookSecretRotationRequested':
       case 'WebhookSecretRotationRejected':
       case 'WebhookSecretRotationWithdrawn':
@@ -298,7 +316,10 @@ export class BusinessChecker {
     }
     const requester = target.rotationRequestedBy;
     if (requester === null) this.problem('operation', event, `${event.type} of ${subject} without a pending rotation`);
-    if (step === 'RotationWithdrawn') {
+    if (step === 'RotationWithdrawn' && data.withdrawnBy === 'system') {
+      // The maker who asked left: their request went with them (src/commands/departures.ts).
+      this.departure(event, requester ?? '', () => what);
+    } else if (step === 'RotationWithdrawn') {
       if (requester !== null && data.withdrawnBy !== requester) this.problem('maker-checker', event, `${what} withdrawn by ${String(data.withdrawnBy)}, not the maker who requested it (${requester})`);
     } else if (step === 'RotationRejected') {
       this.checker(event, data.rejectedBy as string, target.party, requester, () => `rejection of the ${what}`);
@@ -308,8 +329,20 @@ export class BusinessChecker {
       // The new secret reaches the maker who asked, never the approving checker.
       if (requester !== null && data.secretHolder !== requester) this.problem('maker-checker', event, `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it (${requester})`);
       target.holder = data.secretHolder as string;
+      target.holders.push(target.holder);
+      target.previousValidUntil = data.previousValidUntil as string;
     }
     target.rotationRequestedBy = null;
+  }
+
+  /** A previous secret ended by the system: right only for its holder's departure, while it still worked. */
+  private previousSecretEnded(event: RecordedEvent, target: Rotatable, describe: () => string): void {
+    const endedAt = String((event.data as { endedAt?: unknown }).endedAt);
+    if (target.previousValidUntil === null || !(Date.parse(endedAt) < Date.parse(target.previousValidUntil))) {
+      this.problem('operation', event, `${describe()} while no previous secret works`);
+    }
+    this.departure(event, target.holders.at(-2) ?? '', describe);
+    target.previousValidUntil = null;
   }
 
   private operation(event: RecordedEvent): void {
@@ -342,6 +375,7 @@ export class BusinessChecker {
         party,
         requester: String(event.metadata?.actor ?? ''),
         keyID: requested.keyID ?? null,
+        secretGeneration: typeof data.secretGeneration === 'number' ? data.secretGeneration : null,
         payer: addressOf(requested.payer),
         payee: addressOf(requested.payee),
         amount: requested.amount,
@@ -377,6 +411,13 @@ export class BusinessChecker {
           // Segregation of duties: whoever requested the key saw its secret, so could have made the operation.
           if (event.type === 'OperationApproved' && key && by === key.requestedBy) {
             this.problem('maker-checker', event, `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that created it`, operationID);
+          } else if (event.type === 'OperationApproved' && key && op.secretGeneration !== null) {
+            // The rule of src/domain/segregation.ts, for operations that recorded their secret (older ones: the line above).
+            const at = String(data.approvedAt);
+            const previousAccepted = key.previousValidUntil !== null && Date.parse(at) < Date.parse(key.previousValidUntil);
+            const keepers = { originalRequester: key.requestedBy, holders: key.holders, previousAccepted };
+            const conflict = vouchConflict(by, { maker: null, keepers, usedGeneration: op.secretGeneration });
+            if (conflict !== null) this.problem('maker-checker', event, `approval of operation ${operationID} by user ${by}, who held a secret of the API key ${op.keyID} that created it (${conflict})`, operationID);
           }
           // An expired key's operations may no longer be approved (KEY_EXPIRED), only rejected.
           if (event.type === 'OperationApproved' && expiredAt(key, String(data.approvedAt))) {

@@ -116,7 +116,7 @@ export function registerUserCommands(program: Command): void {
         const subject = await findAnyUserByEmail(deps, email);
         const result = await disableUser(deps, admin, subject.userID, opts.reason, userContext(admin, randomUUID()));
         return { ...result, status: 'disabled', sessionsEnded: await sessions.end(subject.userID) };
-      }, (r) => `user ${r.email}: disabled (${r.sessionsEnded} console session(s) ended)${r.ended.map((c) => `\n  ended with them: ${c.kind} ${c.id} (${c.label})`).join('')}`),
+      }, (r) => `user ${r.email}: disabled (${r.sessionsEnded} console session(s) ended)${r.ended.map((c) => `\n  ended with them: ${c.kind} ${c.id} (${c.label})${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ')}`}`).join('')}`),
     );
   asAdmin(user.command('remove-role'))
     .description('remove a role from a party user at once (never their last one: disable the user instead)')

@@ -2,11 +2,11 @@ import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { streamPrefixes, streams } from '../domain/streams.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
-import { apiKeyDecider, type ApiKeyState } from './api-keys.ts';
+import { apiKeyDecider, holdsPreviousSecret, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { loadState, runCommand, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from './pipeline.ts';
 import { userDecider } from './users.ts';
 import { DomainError } from '../domain/errors.ts';
-import { webhookEndpointDecider, type WebhookEndpointState } from './webhook-endpoints.ts';
+import { holdsPreviousSigningSecret, webhookEndpointDecider, type WebhookEndpointState } from './webhook-endpoints.ts';
 
 /**
  * What a user leaves behind: the API keys and webhook endpoints whose secret only they hold (they requested
@@ -16,12 +16,31 @@ import { webhookEndpointDecider, type WebhookEndpointState } from './webhook-end
  * active endpoints disabled and pending ones rejected, each recorded as `system` with `departedUserID`.
  * Nobody else ever held those secrets, so keeping them working would leave money movable by someone who left.
  * An integration that must keep running is rotated to another maker first (the rotation makes them the holder).
+ * A secret they held before such a rotation, still accepted during its overlap, ends too (the current one, the
+ * other maker's, keeps working), and a rotation they asked for is withdrawn: a leaver keeps no secret at all.
  */
 export interface LiveCredential {
   kind: 'api-key' | 'webhook-endpoint';
   id: string;
   label: string;
   status: string;
+  /**
+   * What ends: the credential itself (they hold its current secret), or only its previous secret that they hold
+   * and their pending rotation request (each when it applies).
+   */
+  ends: Array<'credential' | 'previous-secret' | 'rotation-request'>;
+}
+
+type Holdings = { secretHolder: string; rotation: { requestedBy: string } | null; status: string };
+
+/** What of a key or endpoint the user knows or asked for, and so what their departure ends (empty: nothing). */
+function endsOf(credential: Holdings, userID: string, holdsPrevious: boolean): LiveCredential['ends'] {
+  if (!LIVE.includes(credential.status)) return [];
+  if (credential.secretHolder === userID) return ['credential'];
+  const ends: LiveCredential['ends'] = [];
+  if (holdsPrevious) ends.push('previous-secret');
+  if (credential.rotation?.requestedBy === userID) ends.push('rotation-request');
+  return ends;
 }
 
 const LIVE = ['pending', 'active', 'revocation_pending'];
@@ -32,10 +51,11 @@ export async function liveCredentialsOf(store: EventStore, user: { userID: strin
   if (!user.party) return [];
   const directory = new ApiKeyDirectory();
   await catchUpApiKeyDirectory(store, directory);
-  const keys = directory
-    .listByParty(user.party, now)
-    .filter((key) => directory.get(key.keyID)?.secretHolder === user.userID && LIVE.includes(directory.get(key.keyID)!.status))
-    .map((key): LiveCredential => ({ kind: 'api-key', id: key.keyID, label: key.label, status: key.state }));
+  const keys = directory.listByParty(user.party, now).flatMap((key): LiveCredential[] => {
+    const record = directory.get(key.keyID) as ApiKeyRecord;
+    const ends = endsOf(record, user.userID, holdsPreviousSecret(record, user.userID, now));
+    return ends.length === 0 ? [] : [{ kind: 'api-key', id: key.keyID, label: key.label, status: key.state, ends }];
+  });
   const events: RecordedEvent[] = [];
   for (let from = 1; ; ) {
     const page = await store.readAll({ fromPosition: from, maxCount: PAGE, filter: { streamPrefixes: [streamPrefixes.webhookEndpoint] } });
@@ -46,9 +66,11 @@ export async function liveCredentialsOf(store: EventStore, user: { userID: strin
   // Folded with the endpoint's own decider: its state knows who holds the current secret after rotations.
   const states = new Map<string, WebhookEndpointState>();
   for (const event of events) states.set(event.stream, webhookEndpointDecider.evolve(states.get(event.stream) ?? webhookEndpointDecider.initialState(), event as never));
-  const endpoints = [...states.values()]
-    .flatMap((e) => (e.status !== 'none' && e.secretHolder === user.userID && samePartyRef(e.party, user.party) && LIVE.includes(e.status) ? [e] : []))
-    .map((e): LiveCredential => ({ kind: 'webhook-endpoint', id: e.endpointID, label: e.url, status: e.status }));
+  const endpoints = [...states.values()].flatMap((e): LiveCredential[] => {
+    if (e.status === 'none' || !samePartyRef(e.party, user.party)) return [];
+    const ends = endsOf(e, user.userID, holdsPreviousSigningSecret(e, user.userID, now));
+    return ends.length === 0 ? [] : [{ kind: 'webhook-endpoint', id: e.endpointID, label: e.url, status: e.status, ends }];
+  });
   return [...keys, ...endpoints];
 }
 

@@ -59,17 +59,23 @@ export interface UserView {
   self: boolean;
   pending: AccessRequestRecord[];
   session: SessionDoc;
-  /** The keys and webhook endpoints whose secret only this user holds: a departure ends them. */
+  /** The keys and webhook endpoints whose secret this user holds (current or previous), or asked to rotate: a departure ends that. */
   credentials: LiveCredential[];
   /** A refusal of a form on this page, shown beside it. */
   error?: { form: string; message: string };
 }
 
+const ENDS: Record<LiveCredential['ends'][number], string> = {
+  'credential': 'stops working: only they hold its secret',
+  'previous-secret': 'its previous secret, which they still hold during a rotation’s overlap, stops working; the current one, another maker’s, keeps working',
+  'rotation-request': 'the rotation they asked for is withdrawn',
+};
+
 /** What disabling the user (or removing their maker role) ends at once, and how to keep an integration running. */
 function departureList(view: UserView): Html {
   if (view.credentials.length === 0) return html``;
-  return html`<div class="notice warning" data-departure><p>Only ${view.user.email} holds the secret of these, so they stop working at once:</p>
-    <ul>${view.credentials.map((c) => html`<li data-credential="${c.id}">${c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'} <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status})</li>`)}</ul>
+  return html`<div class="notice warning" data-departure><p>Every secret ${view.user.email} knows ends at once:</p>
+    <ul>${view.credentials.map((c) => html`<li data-credential="${c.id}" data-ends="${c.ends.join(' ')}">${c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'} <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status}): ${c.ends.map((end) => ENDS[end]).join('; ')}</li>`)}</ul>
     <p>To keep an integration running, another maker of the party rotates its secret first (a checker approves): the new secret is theirs.</p></div>`;
 }
 

@@ -33,7 +33,7 @@ function parsePartyFilter(value: unknown): PartyRef | undefined {
 
 /** What a departure ended, in the flash. */
 const endedText = (ended: LiveCredential[]) =>
-  ended.length === 0 ? '' : ` Ended with it, since only they held the secret: ${ended.map((c) => `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id})`).join(', ')}.`;
+  ended.length === 0 ? '' : ` Ended with it, every secret they knew: ${ended.map((c) => `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`).join(', ')}.`;
 
 export function userAdminRoutes(router: Router, services: ConsoleServices): void {
   const directory = services.users;
