@@ -102,6 +102,50 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     }
   });
 
+  describe('who held a secret (src/domain/segregation.ts)', () => {
+    const approvedKey: NewEvent = { type: 'ApiKeyApproved', data: { keyID: 'key_S', approvedBy: 'c', approvedAt: at, expiresAt: '2026-02-01T00:00:00Z', secretHash: 'ab'.repeat(32) }, metadata: meta };
+    const rotationBy = (maker: string): NewEvent[] => [
+      { type: 'ApiKeyRotationRequested', data: { keyID: 'key_S', requestedBy: maker, reason: 'handover', requestedAt: at }, metadata: meta },
+      { type: 'ApiKeyRotated', data: { keyID: 'key_S', approvedBy: 'c', rotatedAt: at, secretHash: 'cd'.repeat(32), previousValidUntil: '2026-01-02T00:00:00Z', secretHolder: maker }, metadata: meta },
+    ];
+    const operation = (operationID: string, secretGeneration?: number): NewEvent => ({
+      type: 'OperationRequested',
+      data: {
+        operationID, party, keyID: 'key_S', ...(secretGeneration === undefined ? {} : { secretGeneration }), operationType: 'cash-in', amount: '1.00', fee: '0.00',
+        payer: { kind: 'merchant', id: 'm1' }, payee: { kind: 'individual', id: '+2348000000001' }, payerName: 'Shop', payerShortCode: '7100',
+        counterparty: { kind: 'individual', id: '+2348000000001', name: 'Ada' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: at,
+      },
+      metadata: { actor: 'apikey:key_S' },
+    });
+    const approvedOp = (operationID: string, approvedBy: string, approvedAt = '2026-01-01T01:00:00Z'): NewEvent => ({ type: 'OperationApproved', data: { operationID, approvedBy, approvedAt }, metadata: meta });
+
+    beforeEach(async () => {
+      await store.append('user-m', [user('m', ['maker'])], 'no_stream');
+      await store.append('user-r', [user('r', ['maker', 'checker'])], 'no_stream');
+      await store.append('user-c', [user('c', ['checker'])], 'no_stream');
+      await store.append('apikey-key_S', [requested('key_S', 'm'), approvedKey, ...rotationBy('r')], 'no_stream');
+    });
+
+    it('when the maker of a rotation approves an operation made with the new secret, then verify names it; one that recorded no secret keeps the old rule', async () => {
+      await store.append('operation-op_1', [operation('op_1', 2), approvedOp('op_1', 'r')], 'no_stream');
+      await store.append('operation-op_2', [operation('op_2'), approvedOp('op_2', 'r')], 'no_stream');
+      await store.append('operation-op_3', [operation('op_3', 1), approvedOp('op_3', 'c')], 'no_stream');
+      const details = await problems();
+      expect(details).toEqual(['approval of operation op_1 by user r, who held a secret of the API key key_S that created it (used-secret)']);
+    });
+
+    it('when a departure ends the previous secret of its holder, then nothing is wrong; ended for someone who stayed, it is named', async () => {
+      const ended = (departedUserID: string): NewEvent => ({ type: 'ApiKeyPreviousSecretEnded', data: { keyID: 'key_S', endedAt: '2026-01-01T02:00:00Z', departedUserID }, metadata: meta });
+      const admin: NewEvent = { type: 'UserAdded', data: { userID: 'admin', party: null, email: 'admin@x.test', passwordHash: 'x', roles: [], platformAdmin: true, mustChangePassword: false, addedAt: at }, metadata: meta };
+      await store.append('user-admin', [admin], 'no_stream');
+      await store.append('user-m', [{ type: 'UserDisabled', data: { userID: 'm', disabledBy: 'admin', reason: 'left', disabledAt: '2026-01-01T02:00:00Z' }, metadata: meta }], 'any');
+      await store.append('apikey-key_S', [ended('m')], 'any');
+      expect(await problems()).toEqual([]);
+      await store.append('apikey-key_S', [ended('c')], 'any');
+      expect((await problems()).some((d) => d.includes('by the system, but c is not its maker who left'))).toBe(true);
+    });
+  });
+
   it('when a rotation is approved by its requester, held for someone else, or decided with none pending, then verify names it', async () => {
     await store.append('user-m', [user('m', ['maker', 'checker'])], 'no_stream');
     await store.append('user-c', [user('c', ['checker'])], 'no_stream');
