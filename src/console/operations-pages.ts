@@ -63,7 +63,7 @@ export function pendingPage(session: SessionDoc, items: PendingRow[], checker: b
         ${checker ? html`<td class="actions">
           ${viewerRequestedKey
             ? html`<button type="button" disabled aria-describedby="own-${op.operationID}">Approve</button>
-              <p class="hint" id="own-${op.operationID}">You requested the key that created it: another checker must approve it.</p>`
+              <p class="hint" id="own-${op.operationID}">You hold, or held, a secret of the key that created it: another checker must approve it.</p>`
             : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">${csrfField(session)}<button type="submit">Approve</button></form>`}
           <a class="button danger" href="/console/operations/${seg(op.operationID)}/reject">Reject…</a>
         </td>` : ''}

@@ -1,7 +1,9 @@
 import type { Response, Router } from 'express';
 import { actingUser } from '../commands/back-office.ts';
 import { decideOperation } from '../commands/operation-handlers.ts';
+import { keyKeepers } from '../commands/api-keys.ts';
 import { operationState } from '../commands/operations.ts';
+import { vouchConflict } from '../domain/segregation.ts';
 import { loadState } from '../commands/pipeline.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
@@ -33,10 +35,15 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     return state.status !== 'none' && samePartyRef(state.operation.party, party) ? state : null;
   }
 
-  /** The label of the key that created an operation, and whether the viewer requested that key (the directory is in memory). */
+  /**
+   * The label of the key that created an operation, and whether the viewer holds, or held, a working secret of
+   * that key (the directory is in memory): a hint for the page; the decision itself applies the whole rule.
+   */
   const keyOf = (keyID: string | null, viewerID?: string) => {
     const key = keyID ? directory.get(keyID) : undefined;
-    return { keyLabel: key?.label ?? null, viewerRequestedKey: viewerID !== undefined && key?.requestedBy === viewerID };
+    const now = services.deps.clock().toISOString();
+    const holds = viewerID !== undefined && key !== undefined && vouchConflict(viewerID, { maker: null, keepers: keyKeepers(key, now) }) !== null;
+    return { keyLabel: key?.label ?? null, viewerRequestedKey: holds };
   };
   const withKeyLabel = (operation: PendingOperation['operation']): PendingOperation => ({ operation, ...keyOf(operation.keyID) });
 
