@@ -112,15 +112,26 @@ describe('a departure racing an approval', () => {
     expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyRevoked', data: { approvedBy: 'system', departedUserID: maker.userID } });
   });
 
-  it('given a rotation asked for by a maker who has since left, when a checker approves it, then it is refused and the key keeps its holder', async () => {
+  it('given a rotation asked for by a maker who has since left, then the departure withdrew it, and the key keeps its holder', async () => {
     const { keyID } = await requestApiKey(deps, maker, { label: 'rotated', permissions: 'read-balance' }, 'c');
     await approveApiKey(deps, checker, keyID, 'c');
     await decideOnApiKeyRotation(deps, otherMaker, keyID, { type: 'request', reason: 'taking over' }, 'c');
     const { ended } = await disableUser(deps, admin, otherMaker.userID, 'left', { actor: `user:${admin.userID}`, correlationId: 'c' });
-    expect(ended).toEqual([]); // the key's secret is the first maker's, not theirs
+    // The key's secret is the first maker's, not theirs: only their request ends.
+    expect(ended).toEqual([{ kind: 'api-key', id: keyID, label: 'rotated', status: 'active', ends: ['rotation-request'] }]);
+
+    await expect(approveApiKeyRotation(deps, checker, keyID, 'c')).rejects.toMatchObject({ code: 'WRONG_STATE', message: expect.stringMatching(/no rotation .* is pending/) });
+    expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyRotationWithdrawn', data: { withdrawnBy: 'system', departedUserID: otherMaker.userID } });
+    expect((await findAnyUserByEmail(deps, 'maker@race.test')).status).toBe('active');
+  });
+
+  it('given a departure that did not see a rotation request (written after its listing), when a checker approves it, then it is refused and the key keeps its holder', async () => {
+    const { keyID } = await requestApiKey(deps, maker, { label: 'rotated late', permissions: 'read-balance' }, 'c');
+    await approveApiKey(deps, checker, keyID, 'c');
+    await decideOnApiKeyRotation(deps, otherMaker, keyID, { type: 'request', reason: 'taking over' }, 'c');
+    await inner.append(streams.user(otherMaker.userID), [disabledEvent(otherMaker.userID)], 'any');
 
     await expect(approveApiKeyRotation(deps, checker, keyID, 'c')).rejects.toMatchObject({ code: 'WRONG_STATE', message: expect.stringMatching(/disabled/) });
     expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyRotationRequested' });
-    expect((await findAnyUserByEmail(deps, 'maker@race.test')).status).toBe('active');
   });
 });
