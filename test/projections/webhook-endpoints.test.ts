@@ -86,6 +86,13 @@ describe('webhook-endpoints projection', () => {
       expect(JSON.stringify(docs)).not.toContain('bmV3c2VjcmV0');
     });
 
+    it('when the previous secret ends at its holder\'s departure, then the document says it stopped signing then', () => {
+      const ended: WebhookEndpointEvent = { type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID: ID, endedAt: '2026-01-03T05:00:00.000Z', departedUserID: 'u-old' } };
+      spec.given(requested, approved, asked, rotated).when(ended).then({
+        [ID]: { ...active(5), rotationRequestedBy: null, rotationReason: null, rotatedAt: T2, previousSecretValidUntil: '2026-01-03T05:00:00.000Z', signatureScheme: 'standard-webhooks', previousSignatureScheme: 'standard-webhooks' },
+      });
+    });
+
     it('when a legacy endpoint\'s rotation is approved, then the document says it moves from stripe-v1 to Standard Webhooks', () => {
       const { docs } = spec.given(requested, approvedLegacy, asked).when(rotated);
       expect(docs[ID]).toMatchObject({ signatureScheme: 'standard-webhooks', previousSignatureScheme: 'stripe-v1', previousSecretValidUntil: '2026-01-04T00:00:00.000Z' });

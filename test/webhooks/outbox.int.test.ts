@@ -118,3 +118,10 @@ it('given an active route, when its secret is rotated, then the route records wh
   expect(evolveRoute(route, rotated)).toEqual({ ...route, rotatedAt: '2026-01-01T00:00:00.000Z' });
   expect(evolveRoute(null, rotated)).toBeNull();
 });
+
+it('given a rotated route, when its previous secret ends at its holder\'s departure, then the route records when (so dispatchers stop signing with it)', () => {
+  const route = { id: 'whe_0000000000000001', partyType: 'merchant' as const, partyID: 'm1', url: 'https://shop.example/hooks', eventTypes: ['api_key.revoked' as const], status: 'active' as const, rotatedAt: '2026-01-01T00:00:00.000Z' };
+  const ended = { type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID: route.id, endedAt: '2026-01-01T05:00:00.000Z', departedUserID: 'u1' } };
+  expect(evolveRoute(route, ended)).toEqual({ ...route, rotatedAt: '2026-01-01T05:00:00.000Z' });
+  expect(evolveRoute(null, ended)).toBeNull();
+});
