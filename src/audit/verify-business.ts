@@ -50,6 +50,8 @@ interface KeyInfo {
   /** Who was handed each secret, by generation, and until when the previous one works (null: it does not). */
   holders: string[];
   previousValidUntil: string | null;
+  /** The generations whose secret ended with its holder's departure (their pending operations are the system's to reject). */
+  endedGenerations: number[];
   expiresAt: string | null;
 }
 
@@ -163,7 +165,7 @@ export class BusinessChecker {
         if (!maker.roles.includes('maker')) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)}, who does not have the maker role`);
         if (maker.party !== party) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`);
       }
-      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, rotationRequestedBy: null, holder: data.requestedBy as string, holders: [], previousValidUntil: null, expiresAt: null });
+      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, rotationRequestedBy: null, holder: data.requestedBy as string, holders: [], previousValidUntil: null, endedGenerations: [], expiresAt: null });
       return;
     }
     if (!key) {
@@ -227,6 +229,7 @@ export class BusinessChecker {
         break;
       case 'ApiKeyPreviousSecretEnded':
         this.previousSecretEnded(event, key, () => what);
+        key.endedGenerations.push(key.holders.length - 1);
         break;
       case 'ApiKeyRotationRequested':
       case 'ApiKeyRotationRejected':
@@ -404,7 +407,8 @@ export class BusinessChecker {
         } else if (event.type === 'OperationRejected' && by === KEY_REVOCATION_ACTOR) {
           // The system rejects only the pending operations of a key already revoked, or expired at the rejection.
           const at = String(data.rejectedAt);
-          if (key?.status !== 'revoked' && !expiredAt(key, at)) this.problem('maker-checker', event, `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`, operationID);
+          const secretEnded = op.secretGeneration !== null && key?.endedGenerations.includes(op.secretGeneration) === true;
+          if (key?.status !== 'revoked' && !expiredAt(key, at) && !secretEnded) this.problem('maker-checker', event, `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`, operationID);
         } else {
           const requesterUser = op.requester.startsWith('user:') ? op.requester.slice(5) : null;
           this.checker(event, by, op.party, requesterUser, () => `${event.type === 'OperationApproved' ? 'approval' : 'rejection'} of operation ${operationID}`, operationID);
@@ -418,6 +422,7 @@ export class BusinessChecker {
             const keepers = { originalRequester: key.requestedBy, holders: key.holders, previousAccepted };
             const conflict = vouchConflict(by, { maker: null, keepers, usedGeneration: op.secretGeneration });
             if (conflict !== null) this.problem('maker-checker', event, `approval of operation ${operationID} by user ${by}, who held a secret of the API key ${op.keyID} that created it (${conflict})`, operationID);
+            if (key.endedGenerations.includes(op.secretGeneration)) this.problem('maker-checker', event, `approval of operation ${operationID}, whose API key secret had ended with its holder's departure`, operationID);
           }
           // An expired key's operations may no longer be approved (KEY_EXPIRED), only rejected.
           if (event.type === 'OperationApproved' && expiredAt(key, String(data.approvedAt))) {

@@ -56,6 +56,8 @@ export type ApiKeyState =
       secretHolder: string;
       /** Who was handed each secret, by generation: [g - 1] holds generation g (empty until approved). */
       secretHolders: string[];
+      /** The generations whose secret ended with its holder's departure: what they created may no longer be approved. */
+      endedSecretGenerations: number[];
       /** The secret a rotation replaced, accepted until `previousValidUntil`. */
       previousSecretHash: string | null;
       previousValidUntil: string | null;
@@ -240,7 +242,7 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
 function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
   if (event.type === 'ApiKeyRequested') {
     return {
-      ...event.data, status: 'pending', approvedBy: null, expiresAt: null, secretHash: null, secretHolder: event.data.requestedBy, secretHolders: [],
+      ...event.data, status: 'pending', approvedBy: null, expiresAt: null, secretHash: null, secretHolder: event.data.requestedBy, secretHolders: [], endedSecretGenerations: [],
       previousSecretHash: null, previousValidUntil: null, rotation: null, revocationRequestedBy: null, revocationReason: null,
     };
   }
@@ -270,7 +272,8 @@ function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
         previousSecretHash: state.secretHash, previousValidUntil: event.data.previousValidUntil,
       };
     case 'ApiKeyPreviousSecretEnded':
-      return { ...state, previousSecretHash: null, previousValidUntil: null };
+      // The previous secret is the generation before the current one.
+      return { ...state, previousSecretHash: null, previousValidUntil: null, endedSecretGenerations: [...state.endedSecretGenerations, state.secretHolders.length - 1] };
     default:
       return assertNever(event);
   }

@@ -83,11 +83,19 @@ const traceparentOf = (metadata: EventMetadata | undefined): string | null => va
 export const KEY_REVOCATION_ACTOR = 'system:key-revocation';
 export const KEY_REVOKED_REASON = 'API key revoked';
 export const KEY_EXPIRED_REASON = 'API key expired';
+export const SECRET_ENDED_REASON = 'the API key secret that created it ended with its holder’s departure';
+
+/** Whether the key secret that created the operation ended with its holder's departure (ApiKeyPreviousSecretEnded). */
+const secretEnded = (key: ApiKeyRecord, operation: OperationRequested['data']): boolean =>
+  operation.secretGeneration !== undefined && key.endedSecretGenerations.includes(operation.secretGeneration);
 
 export type OperationDecision =
   | { type: 'ApproveOperation'; data: { operationID: string; by: ActingUser; now: string } }
   | { type: 'RejectOperation'; data: { operationID: string; by: ActingUser; reason: string; now: string } }
-  /** The key-revocation consumer's: rejects the operation if it is pending and its key revoked, else does nothing. */
+  /**
+   * The key-revocation consumer's: rejects the operation if it is pending and its key revoked, or the key secret
+   * that created it ended with its holder's departure; else does nothing.
+   */
   | { type: 'RejectOperationOfRevokedKey'; data: { operationID: string; now: string } }
   /** The key-revocation consumer's sweep: rejects the operation if it is pending and its key (not revoked) expired by `now`, else does nothing. */
   | { type: 'RejectOperationOfExpiredKey'; data: { operationID: string; now: string } };
@@ -177,6 +185,10 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   if (key?.status === 'revoked') {
     throw new DomainError('WRONG_STATE', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`);
   }
+  // Its holder left: nobody may vouch for what that secret made, as for a revoked key's operations.
+  if (key && secretEnded(key, state.operation)) {
+    throw new DomainError('WRONG_STATE', `cannot approve operation ${operationID}: ${SECRET_ENDED_REASON}, so the operation is being rejected`);
+  }
   // An expired key's operations are as dead as a revoked key's: nobody may vouch for its use any longer.
   if (key && effectiveStatus(key, now) === 'expired') {
     throw new DomainError('KEY_EXPIRED', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ${key.expiresAt}, so the operation is being rejected`);
@@ -188,15 +200,16 @@ function rejectForKey(
   states: OperationDecisionStates,
   operationID: string,
   now: string,
-  reason: string,
-  applies: (key: ApiKeyRecord) => boolean,
+  /** Why the operation is rejected given its key, or null when the rejection does not apply to it. */
+  reasonFor: (key: ApiKeyRecord, operation: OperationRequested['data']) => string | null,
   assetScale: number,
 ): Decision<{ operationID: string; state: OperationStatus | 'none' }> {
   const { operation: state } = states;
   // Idempotent: an operation already decided, or whose key stands, is left as it is (no writes).
   if (state.status !== 'pending') return { writes: [], result: { operationID, state: state.status } };
   const key = keyOf(state.operation, states.key);
-  if (!key || !applies(key)) return { writes: [], result: { operationID, state: state.status } };
+  const reason = key && reasonFor(key, state.operation);
+  if (!reason) return { writes: [], result: { operationID, state: state.status } };
   return {
     writes: [
       { stream: streams.operation(operationID), events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: KEY_REVOCATION_ACTOR, reason, rejectedAt: now } }] },
@@ -236,10 +249,10 @@ export function decideOnOperation(
       };
     }
     case 'RejectOperationOfRevokedKey':
-      return rejectForKey(states, operationID, now, KEY_REVOKED_REASON, (key) => key.status === 'revoked', assetScale);
+      return rejectForKey(states, operationID, now, (key, operation) => (key.status === 'revoked' ? KEY_REVOKED_REASON : secretEnded(key, operation) ? SECRET_ENDED_REASON : null), assetScale);
     case 'RejectOperationOfExpiredKey':
       // A revoked key's operations are the revocation's to reject, with its reason.
-      return rejectForKey(states, operationID, now, KEY_EXPIRED_REASON, (key) => effectiveStatus(key, now) === 'expired', assetScale);
+      return rejectForKey(states, operationID, now, (key) => (effectiveStatus(key, now) === 'expired' ? KEY_EXPIRED_REASON : null), assetScale);
     default:
       return assertNever(command);
   }

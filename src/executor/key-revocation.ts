@@ -19,23 +19,27 @@ const SWEEP_PAGE = 500;
 
 /** The consumer's checkpoint in the read store, shared by every process that runs it: every event at or below it has been handled. */
 export const KEY_REVOCATION_CHECKPOINT = 'key-revocations';
-export const KEY_REVOCATION_EVENT_TYPES = ['ApiKeyRevoked', 'OperationRequested'] as const;
+export const KEY_REVOCATION_EVENT_TYPES = ['ApiKeyRevoked', 'ApiKeyPreviousSecretEnded', 'OperationRequested'] as const;
 
 /** What one event asks of the consumer: decisions as data, the runner does the I/O. */
 export type RevocationStep =
-  /** A key was revoked: reject every pending operation it created. */
+  /**
+   * A key was revoked, or one of its secrets ended with its holder's departure: reject every pending operation
+   * it created (the decision rejects, of those, what the revocation or the ended secret applies to).
+   */
   | { kind: 'reject-pending-of-key'; keyID: string }
-  /** An operation was created with a key: reject it if that key is already revoked (a process that had not heard yet). */
-  | { kind: 'check-key'; keyID: string; operationID: string }
+  /** An operation was created with a key: reject it if that key, or the secret it used, is already revoked (a process that had not heard yet). */
+  | { kind: 'check-key'; keyID: string; operationID: string; secretGeneration?: number }
   | { kind: 'ignore' };
 
 export function revocationStep(event: { type: string; data: unknown }): RevocationStep {
   switch (event.type) {
     case 'ApiKeyRevoked':
+    case 'ApiKeyPreviousSecretEnded':
       return { kind: 'reject-pending-of-key', keyID: (event.data as ApiKeyRevoked['data']).keyID };
     case 'OperationRequested': {
-      const { keyID, operationID } = event.data as OperationRequested['data'];
-      return keyID === null ? { kind: 'ignore' } : { kind: 'check-key', keyID, operationID };
+      const { keyID, operationID, secretGeneration } = event.data as OperationRequested['data'];
+      return keyID === null ? { kind: 'ignore' } : { kind: 'check-key', keyID, operationID, ...(secretGeneration === undefined ? {} : { secretGeneration }) };
     }
     default:
       return { kind: 'ignore' };
@@ -63,7 +67,7 @@ const CHECKPOINT_EVERY_POSITIONS = 10_000;
 
 /**
  * When a key is revoked, its pending operations are rejected by `system:key-revocation` with the reason
- * "API key revoked", and what they held (the payer's funds, the key's daily volume) is released, exactly as a
+ * "API key revoked" (and when a departure ends one of its secrets, those that secret created, with SECRET_ENDED_REASON), and what they held (the payer's funds, the key's daily volume) is released, exactly as a
  * checker's rejection does. A follower of `ApiKeyRevoked` and `OperationRequested`, from a checkpoint shared by
  * every process that runs it (a second rejection of the same operation changes nothing); the checkpoint is
  * saved at once after a rejection, else now and then (a replay only finds the operations decided).
@@ -127,7 +131,7 @@ export class KeyRevocations {
         await this.untilReadModelReaches(event.position, context);
         await this.rejectPendingOf(step.keyID, event);
         context.commitNow();
-      } else if (step.kind === 'check-key' && (await this.rejectIfRevoked(step.keyID, step.operationID, event))) {
+      } else if (step.kind === 'check-key' && (await this.rejectIfRevoked(step, event))) {
         context.commitNow();
       }
     }
@@ -157,13 +161,15 @@ export class KeyRevocations {
     const pending = await pendingOperationsOfKey(this.options.readStore, keyID);
     let rejected = 0;
     for (const doc of pending) if (await this.reject(doc.id, event)) rejected += 1;
-    if (rejected > 0) this.options.logger.info({ keyID, operations: rejected }, 'pending operations of a revoked API key rejected');
+    if (rejected > 0) this.options.logger.info({ keyID, operations: rejected }, 'pending operations of a revoked API key (or of a secret ended at a departure) rejected');
     return rejected > 0;
   }
 
-  private async rejectIfRevoked(keyID: string, operationID: string, event: RecordedEvent): Promise<boolean> {
+  private async rejectIfRevoked({ keyID, operationID, secretGeneration }: Extract<RevocationStep, { kind: 'check-key' }>, event: RecordedEvent): Promise<boolean> {
     const { state } = await loadState(this.deps, streams.apiKey(keyID), apiKeyDecider);
-    if (state.status !== 'revoked') return false;
+    if (state.status === 'none') return false;
+    const secretEnded = secretGeneration !== undefined && state.endedSecretGenerations.includes(secretGeneration);
+    if (state.status !== 'revoked' && !secretEnded) return false;
     const rejected = await this.reject(operationID, event);
     if (rejected) this.options.logger.info({ keyID, operationID }, 'operation created with a revoked API key rejected');
     return rejected;

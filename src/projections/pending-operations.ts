@@ -7,8 +7,8 @@ import type { ProjectedEvent, Projection } from './projection.ts';
  * operation is approved or rejected. The key-revocation consumer reads it to find a revoked key's pending
  * operations without replaying the history, and, on its periodic sweep, those of keys that have expired.
  *
- * `ApiKeyRevoked` is among its event types although it changes no document: the projection's checkpoint then
- * passes every revocation, so a reader that sees the checkpoint at or past a revocation knows that every
+ * `ApiKeyRevoked` (and `ApiKeyPreviousSecretEnded`, a departure's revocation of one secret) are among its event
+ * types although they change no document: the projection's checkpoint then passes every revocation, so a reader that sees the checkpoint at or past a revocation knows that every
  * operation requested before it is here (unless already decided).
  */
 export type PendingOperationDoc = {
@@ -25,7 +25,7 @@ export const PENDING_OPERATIONS_PROJECTION = 'pending-operations';
 export const PENDING_OPERATIONS_COLLECTION: CollectionDefinition = { name: 'pending_operations', indexes: [['keyID', 'requestPosition']] };
 
 const OPERATION_TYPES = ['OperationRequested', 'OperationApproved', 'OperationRejected'] as const;
-const EVENT_TYPES = [...OPERATION_TYPES, 'ApiKeyRevoked'] as const;
+const EVENT_TYPES = [...OPERATION_TYPES, 'ApiKeyRevoked', 'ApiKeyPreviousSecretEnded'] as const;
 type PendingEvent = Extract<OperationEvent, { type: (typeof OPERATION_TYPES)[number] }>;
 
 const isOperationEvent = (event: ProjectedEvent): event is ProjectedEvent & PendingEvent => (OPERATION_TYPES as readonly string[]).includes(event.type);

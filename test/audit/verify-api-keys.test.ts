@@ -140,7 +140,12 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
       await store.append('user-admin', [admin], 'no_stream');
       await store.append('user-m', [{ type: 'UserDisabled', data: { userID: 'm', disabledBy: 'admin', reason: 'left', disabledAt: '2026-01-01T02:00:00Z' }, metadata: meta }], 'any');
       await store.append('apikey-key_S', [ended('m')], 'any');
+      // What the ended secret made is the system's to reject, never a checker's to approve.
+      const rejectedBySystem: NewEvent = { type: 'OperationRejected', data: { operationID: 'op_4', rejectedBy: 'system:key-revocation', reason: 'ended', rejectedAt: '2026-01-01T02:00:01Z' }, metadata: meta };
+      await store.append('operation-op_4', [operation('op_4', 1), rejectedBySystem], 'no_stream');
       expect(await problems()).toEqual([]);
+      await store.append('operation-op_5', [operation('op_5', 1), approvedOp('op_5', 'c', '2026-01-01T03:00:00Z')], 'no_stream');
+      expect(await problems()).toEqual(['approval of operation op_5, whose API key secret had ended with its holder\'s departure']);
       await store.append('apikey-key_S', [ended('c')], 'any');
       expect((await problems()).some((d) => d.includes('by the system, but c is not its maker who left'))).toBe(true);
     });

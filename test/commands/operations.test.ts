@@ -7,6 +7,7 @@ import {
   KEY_REVOKED_REASON,
   operationState,
   releaseWrites,
+  SECRET_ENDED_REASON,
   type OperationDecision,
   type OperationState,
 } from '../../src/commands/operations.ts';
@@ -324,6 +325,23 @@ describe('deciding on an operation', () => {
 
     it('when the operation has no key (another channel), then nothing is written', () =>
       expect(given([requested({ keyID: null })], { key: revokedKey }).when(rejectForRevokedKey).then().writes).toEqual([]));
+  });
+
+  describe('rejecting for a secret ended at its holder\'s departure (the key-revocation consumer)', () => {
+    // u-maker requested the key; u-both rotated it; u-maker left during the overlap: generation 1 ended.
+    const ended = [...activeKey, ...rotatedTo('u-both'), { type: 'ApiKeyPreviousSecretEnded', data: { keyID: KEY, endedAt: T1, departedUserID: 'u-maker' } } as ApiKeyEvent];
+
+    it('when the operation was made with the ended secret, then it is rejected with the reason, and no checker may approve it', () => {
+      const { writes } = given([requested({ secretGeneration: 1 })], { key: ended }).when(rejectForRevokedKey).then();
+      expect(writes[0]).toEqual({ stream: streams.operation(OP), events: [{ type: 'OperationRejected', data: { operationID: OP, rejectedBy: KEY_REVOCATION_ACTOR, reason: SECRET_ENDED_REASON, rejectedAt: T1 } }] });
+      given([requested({ secretGeneration: 1 })], { key: ended }).when(approve(checker)).thenRefused('WRONG_STATE', /ended with its holder’s departure/);
+    });
+
+    it('when the operation was made with the current secret, or recorded no secret, then it stays pending', () => {
+      expect(given([requested({ secretGeneration: 2 })], { key: ended }).when(rejectForRevokedKey).then().writes).toEqual([]);
+      expect(given([requested()], { key: ended }).when(rejectForRevokedKey).then().writes).toEqual([]);
+      expect(given([requested({ secretGeneration: 2 })], { key: ended }).when(approve(checker)).then().result.state).toBe('approved');
+    });
   });
 
   describe('rejecting for an expired key (the key-revocation consumer\'s sweep)', () => {

@@ -6,10 +6,10 @@ import { approveWebhookSecretRotation, decideOnWebhookSecretRotation } from '../
 import { streams } from '../../src/domain/streams.ts';
 import { getRoute } from '../../src/webhooks/deliveries.ts';
 import { approveAndCollectKey } from '../support/credentials.ts';
-import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { registerEndpoint, webhookDeps } from '../support/webhooks.ts';
-import { ConsoleClient, extraUser, OTHER_PASSWORD } from './console-client.ts';
+import { ConsoleClient, createCashIn, extraUser, newPhone, OTHER_PASSWORD } from './console-client.ts';
 
 /**
  * A maker leaves after another maker rotated their key and their webhook endpoint: the departure ends every
@@ -21,10 +21,15 @@ let sys: TestSystem;
 let dist: TestParty;
 let receiver: WebhookReceiver;
 let adminEmail: string;
+let phone: string;
 
 beforeAll(async () => {
-  sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100', SECRET_ROTATION_OVERLAP_HOURS: '24' }, undefined, WITHOUT_EXECUTOR);
+  // Every part: the key-revocation consumer (with the executor) rejects what the leaver's ended secret left pending.
+  // Nothing here is approved, so credit()'s funds (no ledger transfer behind them) never reach the executor.
+  sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100', SECRET_ROTATION_OVERLAP_HOURS: '24' });
   dist = await sys.party('distributor');
+  await sys.credit(dist.wallet, '1000.00');
+  phone = await sys.individual(newPhone());
   adminEmail = await extraUser(sys.backOffice, null, [], 'departure-admin');
   receiver = await startWebhookReceiver('/hooks');
 });
@@ -84,8 +89,10 @@ describe('a maker who leaves after another maker rotated their secrets', { timeo
     const { keyID: otherKey } = await dist.key({ label: 'another till' });
     await decideOnApiKeyRotation(sys.backOffice, leaver, otherKey, { type: 'request', reason: 'mine now' }, randomUUID());
 
-    // Before the departure, the overlap: both secrets work and sign.
+    // Before the departure, the overlap: both secrets work and sign. The leaver makes a cash-in with theirs.
     expect((await balance(leaverKey)).status).toBe(200);
+    const leftPending = await createCashIn(sys, dist.ref.id, leaverKey, phone, '25.00', 'made before leaving');
+    const successorPending = await createCashIn(sys, dist.ref.id, successorKey, phone, '26.00', 'made by the successor');
     const before = await nextDelivery();
     expect(verifies(leaverSecret, before)).toBe(true);
     expect(verifies(successorSecret, before)).toBe(true);
@@ -110,6 +117,11 @@ describe('a maker who leaves after another maker rotated their secrets', { timeo
     expect((await balance(leaverKey)).status).toBe(401);
     expect((await balance(successorKey)).status).toBe(200);
     expect(sys.system.directory.get(otherKey)?.rotation).toBeNull();
+    // What the leaver's ended secret made waits for no checker: the key-revocation consumer rejects it; the successor's stays.
+    const events = (operationID: string) => sys.system.stores.eventStore.readStream(streams.operation(operationID));
+    await waitFor(async () => (await events(leftPending)).some((e) => e.type === 'OperationRejected'), 10_000);
+    expect((await events(leftPending)).at(-1)).toMatchObject({ data: { rejectedBy: 'system:key-revocation', reason: expect.stringMatching(/ended with its holder’s departure/) } });
+    expect((await events(successorPending)).map((e) => e.type)).toEqual(['OperationRequested']);
 
     const after = await nextDelivery();
     expect(String(after.headers['webhook-signature'])).toMatch(/^v1,\S+$/);

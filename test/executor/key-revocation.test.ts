@@ -30,6 +30,11 @@ describe('what an event asks of the key-revocation consumer', () => {
 
   it('when an operation is requested with a key, then that key is to be checked (it may be revoked already)', () => {
     expect(revocationStep(request.cashInToIndividual('op_1', { keyID: 'key_2' }))).toEqual({ kind: 'check-key', keyID: 'key_2', operationID: 'op_1' });
+    expect(revocationStep(request.cashInToIndividual('op_1', { keyID: 'key_2', secretGeneration: 2 }))).toEqual({ kind: 'check-key', keyID: 'key_2', operationID: 'op_1', secretGeneration: 2 });
+  });
+
+  it('when a departure ends a key\'s previous secret, then the key\'s pending operations are to be looked at (those of that secret are rejected)', () => {
+    expect(revocationStep({ type: 'ApiKeyPreviousSecretEnded', data: { keyID: 'key_3', endedAt: '2026-01-01T00:00:00.000Z', departedUserID: 'u-1' } })).toEqual({ kind: 'reject-pending-of-key', keyID: 'key_3' });
   });
 
   it('when an operation comes from another channel (no key), or any other event arrives, then it is ignored', () => {
