@@ -42,6 +42,12 @@ describe('pending-operations projection', () => {
     expect(pendingOperationsProjection().documentIds(stored([revoked()])[0]!)).toEqual([]);
   });
 
+  it('when a departure ends a key\'s previous secret, then no document changes (the checkpoint passes it, as a revocation)', () => {
+    const ended = { type: 'ApiKeyPreviousSecretEnded', data: { keyID: 'key_1', endedAt: T0, departedUserID: 'user-maker' } };
+    spec.given(request.cashInToIndividual(ID)).when(ended).thenNothingChanged();
+    expect(pendingOperationsProjection().eventTypes).toContain('ApiKeyPreviousSecretEnded');
+  });
+
   it('when an operation is executed or fails after its approval, then nothing comes back', () => {
     spec.given(request.cashInToIndividual(ID), approved(ID)).when(submitted(ID), completed(ID)).then({});
     spec.given(request.cashInToIndividual(ID), approved(ID)).when(failed(ID)).then({});
