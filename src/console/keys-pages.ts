@@ -19,6 +19,8 @@ export interface KeyRow extends PublicApiKey {
   rotation: { requestedBy: string; requestedByEmail: string; reason: string; requestedAt: string } | null;
   /** While a rotation's overlap lasts: until when the previous secret works. */
   previousSecretValidUntil: string | null;
+  /** The viewer holds a working secret of the key, or requested it: they may not approve its rotation or revocation (src/domain/segregation.ts). */
+  viewerHoldsSecret?: boolean;
   /** In the pending list, the row stands for the key's rotation request rather than for the key. */
   pendingRequest?: 'rotation';
 }
@@ -72,8 +74,17 @@ function rotationActions(view: KeysView, key: KeyRow): Html {
     return html`<button type="button" disabled aria-describedby="${note}">Approve rotation</button> ${withdraw}
       <p class="hint" id="${note}">You made this request: another checker must decide on it.</p>`;
   }
+  const reject = postButton(view, `${base}/reject`, 'Reject rotation', { danger: true, reasonLabel: `Reason for rejecting the rotation of ${key.label}` });
+  if (key.viewerHoldsSecret) return holderNote(key, 'Approve rotation', reject);
   return html`${postButton(view, `${base}/approve`, 'Approve rotation')}
-    ${postButton(view, `${base}/reject`, 'Reject rotation', { danger: true, reasonLabel: `Reason for rejecting the rotation of ${key.label}` })}`;
+    ${reject}`;
+}
+
+/** A disabled approval, and why: the viewer holds, or held, a secret of the key (a rejection stays theirs to make). */
+function holderNote(key: KeyRow, label: string, other: Html): Html {
+  const note = `holder-${key.keyID}`;
+  return html`<button type="button" disabled aria-describedby="${note}">${label}</button> ${other}
+    <p class="hint" id="${note}">You hold, or requested, a secret of this key: another checker must approve it.</p>`;
 }
 
 function pendingActions(view: KeysView, key: KeyRow): Html {
@@ -89,9 +100,11 @@ function pendingActions(view: KeysView, key: KeyRow): Html {
       <p class="hint" id="${note}">You made this request: another checker must decide on it.</p>`;
   }
   const base = `/console/keys/${seg(key.keyID)}`;
+  const keep = postButton(view, `${base}/revocation/reject`, 'Keep the key', { reasonLabel: `Reason for keeping ${key.label}` });
+  if (revocation && key.viewerHoldsSecret) return holderNote(key, 'Approve revocation', keep);
   return revocation
     ? html`${postButton(view, `${base}/revocation/approve`, 'Approve revocation', { danger: true })}
-        ${postButton(view, `${base}/revocation/reject`, 'Keep the key', { reasonLabel: `Reason for keeping ${key.label}` })}`
+        ${keep}`
     : html`${postButton(view, `${base}/approve`, 'Approve')}
         ${postButton(view, `${base}/reject`, 'Reject', { danger: true, reasonLabel: `Reason for rejecting ${key.label}` })}`;
 }

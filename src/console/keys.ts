@@ -1,6 +1,8 @@
 import type { Request, Response, Router } from 'express';
 import { approveApiKey, approveApiKeyRotation, decideOnApiKey, decideOnApiKeyRotation, requestApiKey, type KeyDecision, type RotationDecision } from '../commands/back-office.ts';
+import { keyKeepers } from '../commands/api-keys.ts';
 import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
+import { vouchConflict } from '../domain/segregation.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { keyUsage } from '../http/key-usage.ts';
@@ -95,6 +97,7 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
         usage: live ? await keyUsage(services.deps.readStore, key.keyID) : null,
         rotation: rotation && { ...rotation, requestedByEmail: await emailOf(services, rotation.requestedBy) },
         previousSecretValidUntil: live && record?.previousValidUntil && now < record.previousValidUntil ? record.previousValidUntil : null,
+        viewerHoldsSecret: record !== undefined && vouchConflict(user.userID, { maker: null, keepers: keyKeepers(record, now) }) !== null,
       };
       if (key.state === 'pending' || key.state === 'revocation_pending') rows.pending.push(row);
       if (rotation) rows.pending.push({ ...row, pendingRequest: 'rotation' });

@@ -55,6 +55,13 @@ beforeAll(async () => {
   const insider = await as(insiderEmail);
   await insider.get(`/console/keys/${keyID}/rotate`);
   expect((await insider.post(`/console/keys/${keyID}/rotate`, { reason: 'taking over the till' })).status).toBe(303);
+  // The key's own holder may not approve its rotation either: the page says so, and the server refuses.
+  const holder = await as(originalEmail);
+  const pending = await holder.get('/console/keys?tab=pending');
+  expect(pending.text).toContain('You hold, or requested, a secret of this key: another checker must approve it.');
+  const byHolder = await holder.post(`/console/keys/${keyID}/rotation/approve`);
+  expect(byHolder.status).toBe(403);
+  expect(byHolder.text).toContain(`you hold a secret of API key ${keyID} that still works`);
   const secondChecker = await as(dist.checkerEmail, CHECKER_PASSWORD);
   await secondChecker.get('/console/keys?tab=pending');
   expect((await secondChecker.post(`/console/keys/${keyID}/rotation/approve`)).status).toBe(303);
