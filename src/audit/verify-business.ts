@@ -421,8 +421,9 @@ export class BusinessChecker {
             const previousAccepted = key.previousValidUntil !== null && Date.parse(at) < Date.parse(key.previousValidUntil);
             const keepers = { originalRequester: key.requestedBy, holders: key.holders, previousAccepted };
             const conflict = vouchConflict(by, { maker: null, keepers, usedGeneration: op.secretGeneration });
-            if (conflict !== null) this.problem('maker-checker', event, `approval of operation ${operationID} by user ${by}, who held a secret of the API key ${op.keyID} that created it (${conflict})`, operationID);
-            if (key.endedGenerations.includes(op.secretGeneration)) this.problem('maker-checker', event, `approval of operation ${operationID}, whose API key secret had ended with its holder's departure`, operationID);
+            const approval = `approval of operation ${operationID}`;
+            if (conflict !== null) this.problem('maker-checker', event, `${approval} by user ${by}, who held a secret of the API key ${op.keyID} that created it (${conflict})`, operationID);
+            if (key.endedGenerations.includes(op.secretGeneration)) this.problem('maker-checker', event, `${approval}, whose API key secret had ended with its holder's departure`, operationID);
           }
           // An expired key's operations may no longer be approved (KEY_EXPIRED), only rejected.
           if (event.type === 'OperationApproved' && expiredAt(key, String(data.approvedAt))) {

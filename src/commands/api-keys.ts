@@ -149,7 +149,9 @@ function retireOfDepartedUser({ userID, now }: { userID: string; now: string }, 
   }
   const events: ApiKeyEvent[] = [];
   if (holdsPreviousSecret(state, userID, now)) events.push({ type: 'ApiKeyPreviousSecretEnded', data: { keyID, endedAt: now, departedUserID: userID } });
-  if (state.rotation?.requestedBy === userID) events.push({ type: 'ApiKeyRotationWithdrawn', data: { keyID, withdrawnBy: SYSTEM_ACTOR, withdrawnAt: now, departedUserID: userID } });
+  if (state.rotation?.requestedBy === userID) {
+    events.push({ type: 'ApiKeyRotationWithdrawn', data: { keyID, withdrawnBy: SYSTEM_ACTOR, withdrawnAt: now, departedUserID: userID } });
+  }
   return events;
 }
 
@@ -273,7 +275,10 @@ function evolve(state: ApiKeyState, event: ApiKeyEvent): ApiKeyState {
       };
     case 'ApiKeyPreviousSecretEnded':
       // The previous secret is the generation before the current one.
-      return { ...state, previousSecretHash: null, previousValidUntil: null, endedSecretGenerations: [...state.endedSecretGenerations, state.secretHolders.length - 1] };
+      return {
+        ...state, previousSecretHash: null, previousValidUntil: null,
+        endedSecretGenerations: [...state.endedSecretGenerations, state.secretHolders.length - 1],
+      };
     default:
       return assertNever(event);
   }

@@ -249,7 +249,8 @@ export function decideOnOperation(
       };
     }
     case 'RejectOperationOfRevokedKey':
-      return rejectForKey(states, operationID, now, (key, operation) => (key.status === 'revoked' ? KEY_REVOKED_REASON : secretEnded(key, operation) ? SECRET_ENDED_REASON : null), assetScale);
+      return rejectForKey(states, operationID, now, (key, operation) =>
+        key.status === 'revoked' ? KEY_REVOKED_REASON : secretEnded(key, operation) ? SECRET_ENDED_REASON : null, assetScale);
     case 'RejectOperationOfExpiredKey':
       // A revoked key's operations are the revocation's to reject, with its reason.
       return rejectForKey(states, operationID, now, (key) => (effectiveStatus(key, now) === 'expired' ? KEY_EXPIRED_REASON : null), assetScale);

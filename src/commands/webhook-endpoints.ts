@@ -153,8 +153,12 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
       }
       // As an API key's (api-keys.ts): the previous secret they hold stops signing, their pending rotation is withdrawn.
       const events: WebhookEndpointEvent[] = [];
-      if (holdsPreviousSigningSecret(state, userID, now)) events.push({ type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID, endedAt: now, departedUserID: userID } });
-      if (state.rotation?.requestedBy === userID) events.push({ type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: SYSTEM_DISABLER, withdrawnAt: now, departedUserID: userID } });
+      if (holdsPreviousSigningSecret(state, userID, now)) {
+        events.push({ type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID, endedAt: now, departedUserID: userID } });
+      }
+      if (state.rotation?.requestedBy === userID) {
+        events.push({ type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: SYSTEM_DISABLER, withdrawnAt: now, departedUserID: userID } });
+      }
       return events;
     }
     case 'RequestWebhookSecretRotation': {

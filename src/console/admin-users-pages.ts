@@ -67,7 +67,8 @@ export interface UserView {
 
 const ENDS: Record<LiveCredential['ends'][number], string> = {
   'credential': 'stops working: only they hold its secret',
-  'previous-secret': 'its previous secret, which they still hold during a rotation’s overlap, stops working; the current one, another maker’s, keeps working',
+  'previous-secret':
+    'its previous secret, which they still hold during a rotation’s overlap, stops working; the current one, another maker’s, keeps working',
   'rotation-request': 'the rotation they asked for is withdrawn',
 };
 
@@ -75,7 +76,9 @@ const ENDS: Record<LiveCredential['ends'][number], string> = {
 function departureList(view: UserView): Html {
   if (view.credentials.length === 0) return html``;
   return html`<div class="notice warning" data-departure><p>Every secret ${view.user.email} knows ends at once:</p>
-    <ul>${view.credentials.map((c) => html`<li data-credential="${c.id}" data-ends="${c.ends.join(' ')}">${c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'} <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status}): ${c.ends.map((end) => ENDS[end]).join('; ')}</li>`)}</ul>
+    <ul>${view.credentials.map((c) => html`<li data-credential="${c.id}" data-ends="${c.ends.join(' ')}">
+      ${c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'} <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status}):
+      ${c.ends.map((end) => ENDS[end]).join('; ')}</li>`)}</ul>
     <p>To keep an integration running, another maker of the party rotates its secret first (a checker approves): the new secret is theirs.</p></div>`;
 }
 

@@ -32,8 +32,9 @@ function parsePartyFilter(value: unknown): PartyRef | undefined {
 }
 
 /** What a departure ended, in the flash. */
-const endedText = (ended: LiveCredential[]) =>
-  ended.length === 0 ? '' : ` Ended with it, every secret they knew: ${ended.map((c) => `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`).join(', ')}.`;
+const endedOne = (c: LiveCredential) =>
+  `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`;
+const endedText = (ended: LiveCredential[]) => (ended.length === 0 ? '' : ` Ended with it, every secret they knew: ${ended.map(endedOne).join(', ')}.`);
 
 export function userAdminRoutes(router: Router, services: ConsoleServices): void {
   const directory = services.users;

@@ -67,7 +67,8 @@ const CHECKPOINT_EVERY_POSITIONS = 10_000;
 
 /**
  * When a key is revoked, its pending operations are rejected by `system:key-revocation` with the reason
- * "API key revoked" (and when a departure ends one of its secrets, those that secret created, with SECRET_ENDED_REASON), and what they held (the payer's funds, the key's daily volume) is released, exactly as a
+ * "API key revoked" (and when a departure ends one of its secrets, those that secret created, with
+ * SECRET_ENDED_REASON), and what they held (the payer's funds, the key's daily volume) is released, exactly as a
  * checker's rejection does. A follower of `ApiKeyRevoked` and `OperationRequested`, from a checkpoint shared by
  * every process that runs it (a second rejection of the same operation changes nothing); the checkpoint is
  * saved at once after a rejection, else now and then (a replay only finds the operations decided).
@@ -161,7 +162,7 @@ export class KeyRevocations {
     const pending = await pendingOperationsOfKey(this.options.readStore, keyID);
     let rejected = 0;
     for (const doc of pending) if (await this.reject(doc.id, event)) rejected += 1;
-    if (rejected > 0) this.options.logger.info({ keyID, operations: rejected }, 'pending operations of a revoked API key (or of a secret ended at a departure) rejected');
+    if (rejected > 0) this.options.logger.info({ keyID, operations: rejected }, 'pending operations of a revoked API key, or of its ended secret, rejected');
     return rejected > 0;
   }
 
