@@ -1,5 +1,7 @@
 import type { Router } from 'express';
+import { keyKeepers } from '../commands/api-keys.ts';
 import type { ActiveUser } from '../commands/back-office.ts';
+import { vouchConflict } from '../domain/segregation.ts';
 import { PENDING_OPERATIONS_COLLECTION } from '../projections/pending-operations.ts';
 import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
 import { catchUpUserDirectory } from '../projections/user-directory.ts';
@@ -34,15 +36,22 @@ export async function waitingFor(services: ConsoleServices, user: ActiveUser): P
   }
   if (!user.party || !user.roles.includes('checker')) return NOTHING_WAITING;
   const { readStore, directory, clock } = services.deps;
-  const keys = directory.listByParty(user.party, clock().toISOString());
+  const now = clock().toISOString();
+  const keys = directory.listByParty(user.party, now);
+  // Whether the checker holds a working secret of the key, or requested it: its approvals are another checker's.
+  const holds = (keyID: string) => {
+    const record = directory.get(keyID);
+    return record !== undefined && vouchConflict(user.userID, { maker: null, keepers: keyKeepers(record, now) }) !== null;
+  };
   const keysToDecide = keys.filter(
-    (k) => (k.state === 'pending' && k.requestedBy !== user.userID) || (k.state === 'revocation_pending' && directory.get(k.keyID)?.revocationRequestedBy !== user.userID),
+    (k) => (k.state === 'pending' && k.requestedBy !== user.userID)
+      || (k.state === 'revocation_pending' && directory.get(k.keyID)?.revocationRequestedBy !== user.userID && !holds(k.keyID)),
   ).length + keys.filter((k) => {
     const rotation = (k.state === 'active' || k.state === 'revocation_pending') ? directory.get(k.keyID)?.rotation : null;
-    return rotation != null && rotation.requestedBy !== user.userID;
+    return rotation != null && rotation.requestedBy !== user.userID && !holds(k.keyID);
   }).length;
-  // Operations made with a key this checker requested are for another checker: a handful of indexed counts.
-  const ownKeys = keys.filter((k) => k.requestedBy === user.userID).map((k) => k.keyID);
+  // Operations made with a key this checker holds a secret of are for another checker: a handful of indexed counts.
+  const ownKeys = keys.filter((k) => holds(k.keyID)).map((k) => k.keyID);
   const ownKeysOperations = (await Promise.all(ownKeys.map((keyID) => readStore.count(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID } })))).reduce((a, b) => a + b, 0);
   const operations = Math.max(0, (await countPending(services, user.party)) - ownKeysOperations);
   const webhooks = (await webhookEndpointsOfParty(readStore, user.party)).filter(

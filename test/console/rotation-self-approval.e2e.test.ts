@@ -86,6 +86,8 @@ describe('nobody approves an operation made with a secret they hold', { timeout:
     // The page says so before the click: the approve control is disabled for them.
     const page = await insider.get('/console/operations');
     expect(page.text).toContain('You hold, or held, a secret of the key that created it');
+    // And their waiting count leaves it to another checker.
+    expect(JSON.parse((await insider.get('/console/waiting')).text)).toMatchObject({ operations: 0 });
 
     const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
     expect((await approveInConsole(checker, operationID)).status).toBe(303);
