@@ -10,6 +10,8 @@ import { DomainError } from './errors.ts';
  *    previous one while a rotation's overlap lasts.
  * A secret rotation hands the new secret to its maker, so "who has seen a secret" changes with each rotation:
  * deciding on the requester alone let the maker of a rotation create with the new secret and approve it.
+ * Rejections are not vouching (they move nothing): the deciders keep them open to anyone but the request's maker.
+ * The key's generation g is the g-th secret handed out: 1 at the approval, one more per rotation.
  */
 
 /** Who has been handed a credential's secrets, and which of them still work at the time of the decision. */
@@ -36,9 +38,6 @@ export interface VouchedAct {
 }
 
 export type VouchConflict = 'maker' | 'original-requester' | 'used-secret' | 'holds-secret';
-
-/** The current secret's generation: how many secrets have been handed out (0 before the first approval). */
-export const currentGeneration = (keepers: Pick<SecretKeepers, 'holders'>): number => keepers.holders.length;
 
 /** The users who hold a secret of the credential that is accepted now. */
 export function acceptedHolders(keepers: SecretKeepers): string[] {
