@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret, parseApiKey, secretMatches, secretMatchesAny } from '../../src/domain/api-key-secrets.ts';
+import { formatApiKey, hashSecret, isKeyID, matchingSecretIndex, newKeyID, newSecret, parseApiKey, secretMatches, secretMatchesAny } from '../../src/domain/api-key-secrets.ts';
 
 const KEY_ID = 'key_AbCdEfGh12_-34Xy';
 const SECRET = 'A'.repeat(20) + '-_' + 'z9'.repeat(10) + 'q';
@@ -104,5 +104,11 @@ describe('secretMatchesAny (a rotation\'s current and previous hashes)', () => {
   it('when a stored hash is written in upper-case hex, then it still matches (hex is read as hex)', () => {
     expect(secretMatchesAny(SECRET, [hashSecret(SECRET).toUpperCase()])).toBe(true);
     expect(secretMatches(SECRET, hashSecret(SECRET).toUpperCase())).toBe(true);
+  });
+
+  it('when the secret matches, then matchingSecretIndex says which hash (the current 0, the previous 1), and -1 for none', () => {
+    expect(matchingSecretIndex(SECRET, [hashSecret(SECRET), hashSecret(OTHER)])).toBe(0);
+    expect(matchingSecretIndex(SECRET, [hashSecret(OTHER), hashSecret(SECRET)])).toBe(1);
+    expect(matchingSecretIndex(SECRET, [hashSecret(OTHER)])).toBe(-1);
   });
 });
