@@ -74,6 +74,8 @@ afterAll(async () => sys?.close());
 describe('nobody approves an operation made with a secret they hold', { timeout: 60_000 }, () => {
   it('when the rotation\'s maker creates a cash-in with the new secret, then they cannot approve it in the console or the CLI; a checker who never held a secret can', async () => {
     const operationID = await createCashIn(sys, dist.ref.id, newKey, phone, '4999.00', 'moved alone?');
+    // The HTTP API recorded which secret made it: the rotation's, generation 2.
+    expect((await sys.system.stores.eventStore.readStream(`operation-${operationID}`))[0]!.data).toMatchObject({ keyID, secretGeneration: 2 });
     const insider = await as(insiderEmail);
 
     const inConsole = await approveInConsole(insider, operationID);
