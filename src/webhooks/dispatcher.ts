@@ -306,7 +306,10 @@ export class WebhookDispatcher {
     const endpointID = route.id;
     const rotatedAt = route.rotatedAt ?? null;
     let cached = this.secrets.get(endpointID);
-    if (cached === undefined || cached.rotatedAt !== rotatedAt) {
+    // While the previous secret would sign, its stream is read again at each send: a departure may have ended it
+    // (WebhookEndpointPreviousSecretEnded) before the outbox moved the route, and nothing may be signed with it after.
+    const overlapping = cached !== undefined && signingAt(cached.signing, now).secrets.length > 1;
+    if (cached === undefined || cached.rotatedAt !== rotatedAt || overlapping) {
       const { state } = await loadState({ store: this.options.eventStore, cache: this.cache }, streams.webhookEndpoint(endpointID), webhookEndpointDecider);
       const open = (sealed: SealedWebhookSecret | null) => (sealed === null ? null : openWebhookSecret(this.options.secretsKey, endpointID, sealed));
       const current = state.status === 'none' ? null : open(state.secret);
