@@ -284,7 +284,10 @@ const schema = z.object({
         })
         .optional(),
     )
-    .describe('Key (32 bytes, base64 or hex) that encrypts API-key secrets waiting for their maker in the read store. Required with server stores; embedded default: generated once into DATA_DIR/secrets.key (0600).'),
+    .describe('Key (32 bytes, base64 or hex) that seals secrets at rest (API-key secrets waiting for their maker, temporary password halves, webhook signing secrets) and keys the cash-out code hashes. Required with server stores; embedded default: the key file SECRETS_KEY_FILE.'),
+  SECRETS_KEY_FILE: z
+    .preprocess(unsetWhenEmpty, z.string().min(1).optional())
+    .describe('Embedded stores without SECRETS_KEY: the key file, generated once (0600, in an owner-only directory), never inside DATA_DIR, so that a copy of DATA_DIR opens nothing. Default: <DATA_DIR>.secrets/secrets.key beside DATA_DIR; a key left at DATA_DIR/secrets.key by an older version is moved there at start.'),
   CONSOLE_CONFIRM_ABOVE: z
     .string()
     .regex(/^(\d{1,18}(\.\d+)?|never)$/, 'a decimal amount such as 10000.00, or never')

@@ -137,7 +137,10 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
 
   const cache = new StateCache();
   // Seals webhook secrets and one-time API-key secrets, and keys the hashes of cash-out codes.
-  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR);
+  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR, {
+    keyFile: config.SECRETS_KEY_FILE,
+    onMoved: (from, to) => logger.warn({ from, to }, 'secrets key moved out of DATA_DIR: back it up apart from the data (docs/operations.md)'),
+  });
   const operations = {
     store: stores.eventStore,
     cache,
