@@ -122,7 +122,7 @@ export async function createOperation(
   input: CreateOperationInput,
   idempotency: IdempotencyRequest | null,
   context: CommandContext,
-): Promise<CreateOperationOutcome> {
+): Promise<Exclude<CreateOperationOutcome, { kind: 'refused' }>> {
   const now = deps.clock();
   const createdAt = now.toISOString();
   const idempotencyStream = idempotency ? streams.idempotency(key.keyID, sha256(idempotency.key)) : null;
@@ -192,6 +192,8 @@ export async function createOperation(
       context: withTraceparent(context, span.traceparent),
       ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
     });
+    // A wrong cash-out code: its count is appended, and the create refused.
+    if (result.kind === 'refused') throw result.error;
     // Where the operation sits in the log: the create waits (bounded) until this process's lists have reached it.
     const position = positions.get(streams.operation(operation.operationID));
     return result.kind === 'created' && position !== undefined ? { ...result, position } : result;
