@@ -175,7 +175,9 @@ export async function createOperation(
 
   const tracing = deps.tracing ?? noTracing;
   const attributes = { 'wallet_ops.operation_id': operation.operationID, 'wallet_ops.operation_type': operation.operationType };
-  return tracing.span('operation CreateOperation', { kind: 'server', parent: context.traceparent, attributes }, async (span) => {
+  // A fresh trace at the API edge: what leaves the platform (the webhook deliveries of this operation) must not
+  // carry the caller's trace id to the party's receiver. The caller's trace is linked, never continued.
+  return tracing.span('operation CreateOperation', { kind: 'server', links: [context.traceparent], attributes }, async (span) => {
     const { result, positions } = await runDecisionCommitted(deps, {
       read,
       decide: (states) => decideCreateOperation(
