@@ -40,7 +40,13 @@ export function embeddedSecretsKey(dataDir: string, options: EmbeddedKeyOptions 
   if (!inside.startsWith('..') && !isAbsolute(inside)) {
     throw new DataDirError(`the secrets key file ${file} is inside DATA_DIR ${dataDir}: a copy of DATA_DIR would open every sealed secret; set SECRETS_KEY_FILE outside it (default ${defaultSecretsKeyFile(dataDir)})`);
   }
-  ownerOnlyDataDir(dirname(file), 'the secrets key directory');
+  try {
+    ownerOnlyDataDir(dirname(file), 'the secrets key directory');
+  } catch (error) {
+    const code = errorCode(error);
+    if (!['EACCES', 'EPERM', 'EROFS', 'ENOTDIR'].includes(code ?? '')) throw error;
+    throw new DataDirError(`cannot make the secrets key directory ${dirname(file)} (${code}): set SECRETS_KEY_FILE to a path outside DATA_DIR that wallet-ops may write, or set SECRETS_KEY`);
+  }
   moveOut(join(dataDir, SECRETS_KEY_FILE), file, options.onMoved);
   try {
     create(file, randomBytes(32));

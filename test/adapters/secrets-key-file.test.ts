@@ -46,6 +46,14 @@ describe('embedded secrets key file', () => {
     expect(() => embeddedSecretsKey(path, { keyFile: join(path, 'secrets.key') })).toThrow(/inside DATA_DIR/);
   });
 
+  it('given a key file whose directory cannot be made, when the key is asked for, then the start stops naming SECRETS_KEY_FILE and SECRETS_KEY', () => {
+    const root = dir();
+    writeFileSync(join(root, 'a-file'), '');
+    expect(() => embeddedSecretsKey(join(root, 'data'), { keyFile: join(root, 'a-file', 'keys', 'secrets.key') })).toThrow(
+      expect.objectContaining({ name: 'DataDirError', message: expect.stringMatching(/cannot make the secrets key directory .*\(ENOTDIR\).*SECRETS_KEY_FILE.*SECRETS_KEY/) }),
+    );
+  });
+
   it('given a key an older version left in DATA_DIR/secrets.key, when the key is asked for, then it is moved out (same key, said once) and DATA_DIR keeps no key', () => {
     const path = join(dir(), 'data');
     mkdirSync(path, { mode: 0o700 });
