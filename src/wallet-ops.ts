@@ -311,7 +311,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         clock,
         assetScale: config.ASSET_SCALE,
         logger,
-        throttle: { perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL, perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS, lockoutMs: config.LOGIN_LOCKOUT_MS, maxDelayMs: config.LOGIN_DELAY_MAX_MS },
+        throttle: {
+          perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL,
+          perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS,
+          lockoutMs: config.LOGIN_LOCKOUT_MS,
+          maxDelayMs: config.LOGIN_DELAY_MAX_MS,
+        },
         // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key file of their own beside DATA_DIR.
         secretsKey,
         credentials,

@@ -38,14 +38,20 @@ export function embeddedSecretsKey(dataDir: string, options: EmbeddedKeyOptions 
   const file = resolve(options.keyFile ?? defaultSecretsKeyFile(dataDir));
   const inside = relative(resolve(dataDir), file);
   if (!inside.startsWith('..') && !isAbsolute(inside)) {
-    throw new DataDirError(`the secrets key file ${file} is inside DATA_DIR ${dataDir}: a copy of DATA_DIR would open every sealed secret; set SECRETS_KEY_FILE outside it (default ${defaultSecretsKeyFile(dataDir)})`);
+    throw new DataDirError(
+      `the secrets key file ${file} is inside DATA_DIR ${dataDir}: a copy of DATA_DIR would open every sealed secret; ` +
+        `set SECRETS_KEY_FILE outside it (default ${defaultSecretsKeyFile(dataDir)})`,
+    );
   }
   try {
     ownerOnlyDataDir(dirname(file), 'the secrets key directory');
   } catch (error) {
     const code = errorCode(error);
     if (!['EACCES', 'EPERM', 'EROFS', 'ENOTDIR'].includes(code ?? '')) throw error;
-    throw new DataDirError(`cannot make the secrets key directory ${dirname(file)} (${code}): set SECRETS_KEY_FILE to a path outside DATA_DIR that wallet-ops may write, or set SECRETS_KEY`);
+    throw new DataDirError(
+      `cannot make the secrets key directory ${dirname(file)} (${code}): set SECRETS_KEY_FILE to a path outside DATA_DIR ` +
+        'that wallet-ops may write, or set SECRETS_KEY',
+    );
   }
   moveOut(join(dataDir, SECRETS_KEY_FILE), file, options.onMoved);
   try {

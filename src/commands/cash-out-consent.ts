@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { CashOutConsentEvent } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
-import { CASH_OUT_CODE_TTL_MS, hashCashOutCode, MAX_LIVE_CASH_OUT_CODES, MAX_WRONG_CASH_OUT_CODES, newCashOutCode, sameCodeHash } from '../domain/cash-out-codes.ts';
+import {
+  CASH_OUT_CODE_TTL_MS, hashCashOutCode, MAX_LIVE_CASH_OUT_CODES, MAX_WRONG_CASH_OUT_CODES, newCashOutCode, sameCodeHash,
+} from '../domain/cash-out-codes.ts';
 import { Decimal, formatAmount, parsePositiveAmount } from '../domain/money.ts';
 import { normalizePhone } from '../domain/phone.ts';
 import { streams } from '../domain/streams.ts';
@@ -77,7 +79,10 @@ function decideUse(data: Extract<CashOutConsentCommand, { type: 'UseCashOutCode'
   if (!match) {
     if (codes.length === 0) throw new DomainError('CASH_OUT_NOT_AUTHORIZED', WRONG_CODE);
     const wrongCount = state.wrong + 1;
-    const counted: CashOutConsentEvent = { type: 'WrongCashOutCodePresented', data: { phone: data.phone, operationID: data.operationID, wrongCount, presentedAt: data.now } };
+    const counted: CashOutConsentEvent = {
+      type: 'WrongCashOutCodePresented',
+      data: { phone: data.phone, operationID: data.operationID, wrongCount, presentedAt: data.now },
+    };
     if (wrongCount < MAX_WRONG_CASH_OUT_CODES) return [counted];
     return [counted, { type: 'CashOutCodesVoided', data: { phone: data.phone, codeIDs: codes.map(([codeID]) => codeID), voidedAt: data.now } }];
   }
@@ -92,7 +97,8 @@ function decideUse(data: Extract<CashOutConsentCommand, { type: 'UseCashOutCode'
 export function consentRefusal(events: readonly CashOutConsentEvent[]): DomainError | null {
   if (!events.some((event) => event.type === 'WrongCashOutCodePresented')) return null;
   const voided = events.some((event) => event.type === 'CashOutCodesVoided');
-  return new DomainError('CASH_OUT_NOT_AUTHORIZED', voided ? `${WRONG_CODE}; after ${MAX_WRONG_CASH_OUT_CODES} wrong codes every live code of this individual is void: they ask for a new one` : WRONG_CODE);
+  const detail = voided ? `${WRONG_CODE}; after ${MAX_WRONG_CASH_OUT_CODES} wrong codes every live code of this individual is void: they ask for a new one` : WRONG_CODE;
+  return new DomainError('CASH_OUT_NOT_AUTHORIZED', detail);
 }
 
 export const cashOutConsentDecider: Decider<CashOutConsentCommand, CashOutConsentState, CashOutConsentEvent> = {

@@ -75,7 +75,9 @@ export class LoginThrottle {
     const [fromAddress, pair] = await Promise.all([this.count('address', email, address, 1, now), this.count('pair', email, address, 1, now)]);
     if (fromAddress.count === perAddress) await this.lockFrom(fromAddress, now);
     const locked = [fromAddress.count > perAddress ? fromAddress : null, pair.count > perEmail ? pair : null].filter((counter) => counter !== null);
-    if (locked.length > 0) return { admitted: false, reason: 'locked', retryAfterSeconds: seconds(Math.max(...locked.map((counter) => counter.expiresAt - now))) };
+    if (locked.length > 0) {
+      return { admitted: false, reason: 'locked', retryAfterSeconds: seconds(Math.max(...locked.map((counter) => counter.expiresAt - now))) };
+    }
 
     // The pair's first attempt, read before a lock could move its expiry: where this address's waits count from.
     const firstAt = pair.expiresAt - lockoutMs;
@@ -92,7 +94,9 @@ export class LoginThrottle {
     }
     if (pair.count === perEmail) await this.lockFrom(pair, now);
     const left = { email: perEmail - pair.count, address: perAddress - fromAddress.count };
-    return left.email <= left.address ? { admitted: true, attemptsLeft: left.email, limitedBy: 'email' } : { admitted: true, attemptsLeft: left.address, limitedBy: 'address' };
+    return left.email <= left.address
+      ? { admitted: true, attemptsLeft: left.email, limitedBy: 'email' }
+      : { admitted: true, attemptsLeft: left.address, limitedBy: 'address' };
   }
 
   async succeeded(email: string, address: string): Promise<void> {

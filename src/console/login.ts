@@ -155,7 +155,8 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
 function attemptsLeft(admission: { attemptsLeft: number; limitedBy: 'email' | 'address' }, lockoutMs: number): string {
   const lockout = duration(lockoutMs);
   if (admission.attemptsLeft > 0) return `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ${lockout.adjective} lockout.`;
-  return `No attempts left: logins ${admission.limitedBy === 'email' ? 'for this email from this address' : 'from this address'} are locked for ${lockout.noun}.`;
+  const which = admission.limitedBy === 'email' ? 'for this email from this address' : 'from this address';
+  return `No attempts left: logins ${which} are locked for ${lockout.noun}.`;
 }
 
 /** "15 minutes" and "15-minute"; whole hours as hours, under a minute in seconds. */
