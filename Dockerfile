@@ -37,7 +37,8 @@ WORKDIR /app
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
-    DATA_DIR=/data
+    DATA_DIR=/data \
+    SECRETS_KEY_FILE=/secrets/secrets.key
 COPY --from=production-dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # package.json says the compiled modules are ES modules; bin/wallet-ops.js runs dist/ when src/ is absent, as
@@ -47,9 +48,11 @@ COPY bin ./bin
 # The data directory holds the embedded ledger (and the embedded stores when they are chosen); it belongs
 # to the unprivileged `node` user of the base image, who runs everything, and to no one else (wallet-ops
 # writes its files there 0600). The application files stay root's: the process cannot rewrite its own code.
-RUN mkdir -p /data && chown node:node /data && chmod 700 /data
+# The embedded secrets key (when SECRETS_KEY is not set) lives in a volume of its own, never in /data: a copy of the
+# data volume then opens no sealed secret (docs/operations.md, "The secrets key").
+RUN mkdir -p /data /secrets && chown node:node /data /secrets && chmod 700 /data /secrets
 USER node
-VOLUME ["/data"]
+VOLUME ["/data", "/secrets"]
 EXPOSE 3000
 # Every part answers /health on PORT, also the projections and the executor.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

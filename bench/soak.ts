@@ -223,7 +223,7 @@ async function main(): Promise<number> {
   }
   const failed = stats.problems.length > 0;
   if (failed || options.keep) log(`data directory kept: ${dataDir} (logs in ${join(dataDir, 'logs')})`);
-  else rmSync(dataDir, { recursive: true, force: true });
+  else for (const dir of [dataDir, `${dataDir}.secrets`]) rmSync(dir, { recursive: true, force: true });
   return failed ? 1 : 0;
 }
 

@@ -266,7 +266,8 @@ const schema = z.object({
     .max(600_000)
     .default(10_000)
     .describe('PostgreSQL: the server cancels a statement running longer, and a call waits this long for a connection; either is reported as the store unavailable (retried).'),
-  LOGIN_ATTEMPTS_PER_EMAIL: z.coerce.number().int().min(1).max(1000).default(5).describe('Console logins tried for one email, counted before the password is checked, before it is locked for LOGIN_LOCKOUT_MS.'),
+  LOGIN_ATTEMPTS_PER_EMAIL: z.coerce.number().int().min(1).max(1000).default(5).describe('Console logins tried for one email from one client address, counted before the password is checked, before that email is locked from that address for LOGIN_LOCKOUT_MS; counted from every address, the attempts past it are slowed (LOGIN_DELAY_MAX_MS), never locked.'),
+  LOGIN_DELAY_MAX_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000).describe('The longest wait between two console logins on one email from one address once the email has had more than LOGIN_ATTEMPTS_PER_EMAIL attempts from all addresses (1 s, doubling with each attempt): what an owner waits at most, from an address of their own, while others guess.'),
   LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20).describe('Failed console logins from one client address (IPv6: per /64) before every login from it is locked for LOGIN_LOCKOUT_MS.'),
   CONSOLE_WAITING_POLL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000).describe('How often an open, visible console page asks for the counts of decisions waiting for its user (the navigation badges).'),
   LOGIN_LOCKOUT_MS: z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(15 * 60_000).describe('How long console login attempts are counted, and how long a lockout lasts from the attempt that reached a limit.'),
@@ -284,7 +285,10 @@ const schema = z.object({
         })
         .optional(),
     )
-    .describe('Key (32 bytes, base64 or hex) that encrypts API-key secrets waiting for their maker in the read store. Required with server stores; embedded default: generated once into DATA_DIR/secrets.key (0600).'),
+    .describe('Key (32 bytes, base64 or hex) that seals secrets at rest (API-key secrets waiting for their maker, temporary password halves, webhook signing secrets) and keys the cash-out code hashes. Required with server stores; embedded default: the key file SECRETS_KEY_FILE.'),
+  SECRETS_KEY_FILE: z
+    .preprocess(unsetWhenEmpty, z.string().min(1).optional())
+    .describe('Embedded stores without SECRETS_KEY: the key file, generated once (0600, in an owner-only directory), never inside DATA_DIR, so that a copy of DATA_DIR opens nothing. Default: <DATA_DIR>.secrets/secrets.key beside DATA_DIR; a key left at DATA_DIR/secrets.key by an older version is moved there at start.'),
   CONSOLE_CONFIRM_ABOVE: z
     .string()
     .regex(/^(\d{1,18}(\.\d+)?|never)$/, 'a decimal amount such as 10000.00, or never')

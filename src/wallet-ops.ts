@@ -137,7 +137,10 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
 
   const cache = new StateCache();
   // Seals webhook secrets and one-time API-key secrets, and keys the hashes of cash-out codes.
-  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR);
+  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR, {
+    keyFile: config.SECRETS_KEY_FILE,
+    onMoved: (from, to) => logger.warn({ from, to }, 'secrets key moved out of DATA_DIR: back it up apart from the data (docs/operations.md)'),
+  });
   const operations = {
     store: stores.eventStore,
     cache,
@@ -308,8 +311,13 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         clock,
         assetScale: config.ASSET_SCALE,
         logger,
-        throttle: { perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL, perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS, lockoutMs: config.LOGIN_LOCKOUT_MS },
-        // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key of their own in DATA_DIR.
+        throttle: {
+          perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL,
+          perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS,
+          lockoutMs: config.LOGIN_LOCKOUT_MS,
+          maxDelayMs: config.LOGIN_DELAY_MAX_MS,
+        },
+        // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key file of their own beside DATA_DIR.
         secretsKey,
         credentials,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,

@@ -28,13 +28,13 @@ export function assertOwnedByUs(path: string, stat: Stats, what: string): void {
  * The data directory, owner-only: created 0700 (with any missing parents), and an existing one of ours
  * narrowed to 0700 whatever it was (a directory others may enter lets them list, and with write, swap its
  * files). One of another user is refused, and so is a shared directory (sticky bit, like /tmp), which
- * narrowing would take away from everyone else.
+ * narrowing would take away from everyone else. `name` is what messages call it (the secrets key's directory too).
  */
-export function ownerOnlyDataDir(dir: string): void {
+export function ownerOnlyDataDir(dir: string, name = 'DATA_DIR'): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const stat = statSync(dir);
-  if (!stat.isDirectory()) throw new DataDirError(`DATA_DIR ${dir} is not a directory`);
-  assertOwnedByUs(dir, stat, 'DATA_DIR');
-  if ((stat.mode & 0o1000) !== 0) throw new DataDirError(`DATA_DIR ${dir} is a shared directory (sticky bit, like /tmp): give wallet-ops a directory of its own, such as ${dir.replace(/\/+$/, '')}/wallet-ops`);
+  if (!stat.isDirectory()) throw new DataDirError(`${name} ${dir} is not a directory`);
+  assertOwnedByUs(dir, stat, name);
+  if ((stat.mode & 0o1000) !== 0) throw new DataDirError(`${name} ${dir} is a shared directory (sticky bit, like /tmp): give wallet-ops a directory of its own, such as ${dir.replace(/\/+$/, '')}/wallet-ops`);
   if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }

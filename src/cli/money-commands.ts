@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
-import { embeddedSecretsKey } from '../adapters/secrets-key-file.ts';
 import { issueCashOutCode } from '../commands/cash-out-consent.ts';
 import { individualPay, issueFloat } from '../commands/channel-operations.ts';
 import { PartyLookup } from '../commands/party-lookup.ts';
 import { normalizePhone } from '../domain/phone.ts';
 import { formatAmount } from '../domain/money.ts';
 import { walletAddress } from '../ports/ledger.ts';
-import { common, operatorContext, parsePartyRef, parseWalletRef, UsageError, withLedger, withStores, type CommonOptions } from './support.ts';
+import { common, operatorContext, parsePartyRef, parseWalletRef, secretsKeyOf, UsageError, withLedger, withStores, type CommonOptions } from './support.ts';
 
 /** Money in and out of wallets from other channels, and reading any wallet's balance. */
 export function registerMoneyCommands(program: Command): void {
@@ -53,7 +52,7 @@ export function registerMoneyCommands(program: Command): void {
             lookup: new PartyLookup(eventStore),
             clock: () => new Date(),
             assetScale: config.ASSET_SCALE,
-            secretsKey: config.SECRETS_KEY ?? embeddedSecretsKey(opts.dataDir ?? config.DATA_DIR),
+            secretsKey: secretsKeyOf(opts, config),
           },
           { phone, ...(opts.amount === undefined ? {} : { maxAmount: opts.amount }) },
           { actor: `individual:${phone}`, correlationId: randomUUID() },

@@ -61,6 +61,14 @@ export function printResult<T>(options: CommonOptions, result: T, human: (result
   cliIO().stdout(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
 }
 
+/** SECRETS_KEY, else the embedded key file beside the data directory (moved out of it, with a line on stderr, if an older version left it there). */
+export function secretsKeyOf(options: CommonOptions, config: Config): Buffer {
+  return config.SECRETS_KEY ?? embeddedSecretsKey(options.dataDir ?? config.DATA_DIR, {
+    keyFile: config.SECRETS_KEY_FILE,
+    onMoved: (from, to) => cliIO().stderr(`secrets key moved out of the data directory: ${from} -> ${to} (back it up apart from the data)\n`),
+  });
+}
+
 /**
  * Like withStores, with the credential vault: the commands that approve a key, an endpoint or an access
  * request hold what they make there for its owner, who collects it with `key secret`, `webhook secret` or
@@ -69,7 +77,7 @@ export function printResult<T>(options: CommonOptions, result: T, human: (result
 export async function withCredentials<T>(options: CommonOptions, action: (deps: RotationDeps & { secretsKey: Buffer }, stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
   await withStores(options, async (stores, config) => {
     await stores.readStore.defineCollections([SECRETS_COLLECTION]);
-    const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(options.dataDir ?? config.DATA_DIR);
+    const secretsKey = secretsKeyOf(options, config);
     const clock = () => new Date();
     const credentials = new HeldCredentials({
       store: stores.readStore,

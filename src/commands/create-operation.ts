@@ -3,7 +3,7 @@ import { volumeDayWindow } from '../domain/volume-day.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
-import { cashOutConsentDecider, type CashOutConsentState } from './cash-out-consent.ts';
+import { cashOutConsentDecider, consentRefusal, type CashOutConsentState } from './cash-out-consent.ts';
 import type { Decision, StreamWrite } from './pipeline.ts';
 import { availableBalance, type IdempotencyState, type KeyVolumeState, type WalletState } from './wallet-state.ts';
 
@@ -41,10 +41,14 @@ export interface CreateOperationStates {
 /** The answer an idempotent request got the first time, as recorded: an HTTP status and body. */
 export type RecordedResponse = IdempotentRequestRecorded['data']['response'];
 
-/** The decision's result: the operation created (the write API shapes its answer), or the recorded first answer. */
+/**
+ * The decision's result: the operation created (the write API shapes its answer), or the recorded first answer,
+ * or a refusal that had something to record first (a wrong cash-out code counted): the caller throws it once appended.
+ */
 export type CreateOperationOutcome =
   | { kind: 'created'; operation: OperationRequested['data']; /** The log position of its OperationRequested, once appended. */ position?: number }
-  | { kind: 'replayed'; response: RecordedResponse };
+  | { kind: 'replayed'; response: RecordedResponse }
+  | { kind: 'refused'; error: DomainError };
 
 /**
  * The recorded idempotent request that answers for its key, or null. A record answers for as long as it exists:
@@ -66,7 +70,8 @@ export function liveIdempotencyRecord(state: IdempotencyState | undefined) {
  *   keyVolume-<key>_<day>     VolumeReserved (only for a key with a max daily volume)
  *   idempotency-<key>_<hash>  IdempotentRequestRecorded (only with an Idempotency-Key)
  *   cashOutConsent-<phone>    CashOutCodeUsed (only when the individual's consent is required): checked first,
- *                             so that a caller without it learns nothing of the individual's balance
+ *                             so that a caller without it learns nothing of the individual's balance; a wrong
+ *                             code writes only its count here, and the create is refused
  */
 export function decideCreateOperation(command: CreateOperation, states: CreateOperationStates): Decision<CreateOperationOutcome> {
   const { operation, limits } = command;
@@ -84,6 +89,10 @@ export function decideCreateOperation(command: CreateOperation, states: CreateOp
         states.consent ?? cashOutConsentDecider.initialState(),
       )
     : [];
+  const refused = consentRefusal(consent);
+  if (refused && command.consent) {
+    return { writes: [{ stream: streams.cashOutConsent(command.consent.phone), events: consent }], result: { kind: 'refused', error: refused } };
+  }
 
   // Amounts in a refusal's detail are printed at the asset scale, as every amount the API shows.
   const scaled = (value: Decimal.Value) => new Decimal(value).toFixed(command.assetScale);

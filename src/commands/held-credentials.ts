@@ -12,7 +12,7 @@ import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
  *
  * - In the shared read store (collection `console_secrets`), so a restart does not lose it and every process
  *   serving the console can hand it out; encrypted with AES-256-GCM under the secrets key (SECRETS_KEY, or
- *   the embedded deployment's DATA_DIR/secrets.key), a random 96-bit IV per secret, and the maker's user id,
+ *   the embedded deployment's key file beside DATA_DIR), a random 96-bit IV per secret, and the maker's user id,
  *   the kind of secret and the API key's or endpoint's id as additional data, so a sealed secret moved to
  *   another user, key or endpoint, or passed off as the other kind, does not open.
  *   The plain secret exists only while a page is rendered; it is never logged.

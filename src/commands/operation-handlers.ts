@@ -124,7 +124,7 @@ export async function createOperation(
   context: CommandContext,
   /** Which of the key's secrets authenticated the request (src/http/authenticate.ts); absent: the current one. */
   secretGeneration: number = key.secretHolders.length,
-): Promise<CreateOperationOutcome> {
+): Promise<Exclude<CreateOperationOutcome, { kind: 'refused' }>> {
   const now = deps.clock();
   const createdAt = now.toISOString();
   const idempotencyStream = idempotency ? streams.idempotency(key.keyID, sha256(idempotency.key)) : null;
@@ -178,7 +178,9 @@ export async function createOperation(
 
   const tracing = deps.tracing ?? noTracing;
   const attributes = { 'wallet_ops.operation_id': operation.operationID, 'wallet_ops.operation_type': operation.operationType };
-  return tracing.span('operation CreateOperation', { kind: 'server', parent: context.traceparent, attributes }, async (span) => {
+  // A fresh trace at the API edge: what leaves the platform (the webhook deliveries of this operation) must not
+  // carry the caller's trace id to the party's receiver. The caller's trace is linked, never continued.
+  return tracing.span('operation CreateOperation', { kind: 'server', links: [context.traceparent], attributes }, async (span) => {
     const { result, positions } = await runDecisionCommitted(deps, {
       read,
       decide: (states) => decideCreateOperation(
@@ -195,6 +197,8 @@ export async function createOperation(
       context: withTraceparent(context, span.traceparent),
       ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
     });
+    // A wrong cash-out code: its count is appended, and the create refused.
+    if (result.kind === 'refused') throw result.error;
     // Where the operation sits in the log: the create waits (bounded) until this process's lists have reached it.
     const position = positions.get(streams.operation(operation.operationID));
     return result.kind === 'created' && position !== undefined ? { ...result, position } : result;

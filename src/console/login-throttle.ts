@@ -3,38 +3,60 @@ import { addressBucket } from '../domain/ip-address.ts';
 import type { CollectionDefinition, Counter, ReadStore } from '../ports/read-store.ts';
 
 /**
- * Login throttling against password guessing. Every attempt is counted, per email and per client address,
- * before its password is checked, with the read store's atomic `incrementCounter`: of any number of attempts
- * sent at once, to one process or to several on the same store, only the first `perEmail` for an email (and
- * `perAddress` from an address) are checked at all; the others are refused (429 with Retry-After) whatever
- * their password, so that a guesser learns nothing from the answers.
+ * Login throttling against password guessing, without a lock anyone else can put on an account. Every attempt
+ * is counted before its password is checked, with the read store's atomic `incrementCounter`, so that of any
+ * number of attempts sent at once, to one process or to several on the same store, no more are checked than
+ * the limits allow; the others are refused (429 with Retry-After) whatever their password, so that a guesser
+ * learns nothing from the answers. Three counts:
  *
- * Counts live `lockoutMs` from an email's or address's first attempt; the attempt that reaches a limit starts
- * the lockout, which lasts `lockoutMs` from then. A successful login clears the email's count and gives the
- * address its attempt back (an office behind one address is charged for failures, not for its logins).
- * Counters are keyed by the SHA-256 of the email or address, so the store holds no list of guessed emails.
- * An address is counted as the API counts it (src/domain/ip-address.ts): IPv6 by its /64.
+ * - per address (`perAddress`): the attempt that reaches it locks every login from that address;
+ * - per account and address (`perEmail`): the attempt that reaches it locks that email from that address only;
+ * - per account, from every address: past `perEmail` it never locks, it slows. Each further attempt on the
+ *   account raises a wait (1 s, doubling, at most `maxDelayMs`) that every address must keep between its own
+ *   attempts on that email, counted from its first one; an address's first attempt waits it too. An attempt
+ *   that comes too early is refused with Retry-After and gives its counts back (waiting costs nothing), so the
+ *   owner, from any address of theirs that guessers did not use, has their password checked at most
+ *   `maxDelayMs` after their first try, however many guesses others send.
+ *
+ * Counts live `lockoutMs` from their first attempt; the attempt that reaches a lock starts the lockout, which
+ * lasts `lockoutMs` from then. A successful login clears its account-and-address count and gives the address
+ * its attempt back (an office behind one address is charged for failures, not for its logins), and clears the
+ * account's count too: the owner is in, and guessers start their waits again from the threshold (as the lock
+ * of one email did before). Counters are keyed by the SHA-256 of the email,
+ * the address or both, so the store holds no list of guessed emails. An address is counted as the API counts
+ * it (src/domain/ip-address.ts): IPv6 by its /64.
  */
 export const LOGIN_ATTEMPTS_COLLECTION: CollectionDefinition = { name: 'console_login_attempts', indexes: [['expiresAt']] };
 
 export interface ThrottleLimits {
+  /** Attempts on one email from one address before that pair locks; from every address, where the waits start. */
   perEmail: number;
   perAddress: number;
   lockoutMs: number;
+  /** The longest wait the account-wide count raises. */
+  maxDelayMs: number;
 }
 
-export const DEFAULT_THROTTLE: ThrottleLimits = { perEmail: 5, perAddress: 20, lockoutMs: 15 * 60_000 };
+export const DEFAULT_THROTTLE: ThrottleLimits = { perEmail: 5, perAddress: 20, lockoutMs: 15 * 60_000, maxDelayMs: 60_000 };
 
-/** What the throttle says of one attempt: refused unchecked, or checked with so many attempts left after it. */
+/** The first wait past the account-wide threshold; each further attempt on the account doubles it. */
+const FIRST_DELAY_MS = 1000;
+
+/** What the throttle says of one attempt: refused unchecked (locked, or too early), or checked with so many attempts left after it. */
 export type Admission =
-  | { admitted: false; retryAfterSeconds: number }
+  | { admitted: false; retryAfterSeconds: number; reason: 'locked' | 'delayed' }
   | { admitted: true; attemptsLeft: number; limitedBy: 'email' | 'address' };
 
-type Subject = 'email' | 'address';
+type Subject = 'account' | 'pair' | 'address';
 
 // An address is counted by its bucket (IPv6 by its /64), exactly as the API's failed-authentication limit counts it.
-const counterID = (subject: Subject, value: string) =>
-  `${subject}:${createHash('sha256').update(subject === 'address' ? addressBucket(value) : value).digest('hex')}`;
+const counterID = (subject: Subject, email: string, address: string) => {
+  const value = subject === 'account' ? email : subject === 'address' ? addressBucket(address) : `${email}\u0000${addressBucket(address)}`;
+  // 'email:' as before for the account: counters of earlier versions keep counting.
+  return `${subject === 'account' ? 'email' : subject}:${createHash('sha256').update(value).digest('hex')}`;
+};
+
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export class LoginThrottle {
   private readonly store: ReadStore;
@@ -49,33 +71,47 @@ export class LoginThrottle {
   /** Counts the attempt, then says whether its password may be checked. */
   async admit(email: string, address: string): Promise<Admission> {
     const now = this.clock().getTime();
-    const counted = await Promise.all(
-      (['email', 'address'] as const).map(async (subject) => {
-        const limit = subject === 'email' ? this.limits.perEmail : this.limits.perAddress;
-        const counter = await this.count(subject, subject === 'email' ? email : address, 1, now);
-        if (counter.count === limit) await this.lockFrom(counter, now);
-        return { subject, counter, left: limit - counter.count };
-      }),
-    );
-    const over = counted.filter(({ left }) => left < 0);
-    if (over.length > 0) {
-      const waitMs = Math.max(...over.map(({ counter }) => counter.expiresAt - now));
-      return { admitted: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    const { perEmail, perAddress, lockoutMs } = this.limits;
+    const [fromAddress, pair] = await Promise.all([this.count('address', email, address, 1, now), this.count('pair', email, address, 1, now)]);
+    if (fromAddress.count === perAddress) await this.lockFrom(fromAddress, now);
+    const locked = [fromAddress.count > perAddress ? fromAddress : null, pair.count > perEmail ? pair : null].filter((counter) => counter !== null);
+    if (locked.length > 0) {
+      return { admitted: false, reason: 'locked', retryAfterSeconds: seconds(Math.max(...locked.map((counter) => counter.expiresAt - now))) };
     }
-    const tightest = counted.reduce((a, b) => (b.left < a.left ? b : a));
-    return { admitted: true, attemptsLeft: tightest.left, limitedBy: tightest.subject };
+
+    // The pair's first attempt, read before a lock could move its expiry: where this address's waits count from.
+    const firstAt = pair.expiresAt - lockoutMs;
+    const account = await this.count('account', email, address, 1, now);
+    const beyond = account.count - perEmail;
+    if (beyond > 0) {
+      const delayMs = Math.min(this.limits.maxDelayMs, FIRST_DELAY_MS * 2 ** Math.min(beyond - 1, 30));
+      // The n-th attempt of this address on this email is checked no sooner than n waits after its first.
+      const dueAt = firstAt + pair.count * delayMs;
+      if (now < dueAt) {
+        await Promise.all([this.count('pair', email, address, -1, now), this.count('account', email, address, -1, now)]);
+        return { admitted: false, reason: 'delayed', retryAfterSeconds: seconds(dueAt - now) };
+      }
+    }
+    if (pair.count === perEmail) await this.lockFrom(pair, now);
+    const left = { email: perEmail - pair.count, address: perAddress - fromAddress.count };
+    return left.email <= left.address
+      ? { admitted: true, attemptsLeft: left.email, limitedBy: 'email' }
+      : { admitted: true, attemptsLeft: left.address, limitedBy: 'address' };
   }
 
   async succeeded(email: string, address: string): Promise<void> {
     const now = this.clock().getTime();
     await Promise.all([
-      this.store.commit([{ op: 'delete', collection: LOGIN_ATTEMPTS_COLLECTION.name, id: counterID('email', email) }]),
-      this.count('address', address, -1, now),
+      this.store.commit([
+        { op: 'delete', collection: LOGIN_ATTEMPTS_COLLECTION.name, id: counterID('pair', email, address) },
+        { op: 'delete', collection: LOGIN_ATTEMPTS_COLLECTION.name, id: counterID('account', email, address) },
+      ]),
+      this.count('address', email, address, -1, now),
     ]);
   }
 
-  private count(subject: Subject, value: string, by: number, now: number): Promise<Counter> {
-    return this.store.incrementCounter(LOGIN_ATTEMPTS_COLLECTION.name, counterID(subject, value), { by, now, expiresAt: now + this.limits.lockoutMs });
+  private count(subject: Subject, email: string, address: string, by: number, now: number): Promise<Counter> {
+    return this.store.incrementCounter(LOGIN_ATTEMPTS_COLLECTION.name, counterID(subject, email, address), { by, now, expiresAt: now + this.limits.lockoutMs });
   }
 
   /** The attempt that used the last one: the counter now lasts a whole lockout from this moment. */

@@ -117,8 +117,11 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     const admission = await throttle.admit(email, address);
     if (!admission.admitted) {
       res.set('Retry-After', String(admission.retryAfterSeconds));
-      deps.logger.warn({ ip: address }, 'console: login throttled');
-      return showLogin(services, req, res, 429, { email, next, error: `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.` });
+      deps.logger.warn({ ip: address, reason: admission.reason }, 'console: login throttled');
+      const error = admission.reason === 'locked'
+        ? `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`
+        : `Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`;
+      return showLogin(services, req, res, 429, { email, next, error });
     }
     let user: ActiveUser | null = null;
     try {
@@ -152,7 +155,8 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
 function attemptsLeft(admission: { attemptsLeft: number; limitedBy: 'email' | 'address' }, lockoutMs: number): string {
   const lockout = duration(lockoutMs);
   if (admission.attemptsLeft > 0) return `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ${lockout.adjective} lockout.`;
-  return `No attempts left: logins ${admission.limitedBy === 'email' ? 'for this email' : 'from this address'} are locked for ${lockout.noun}.`;
+  const which = admission.limitedBy === 'email' ? 'for this email from this address' : 'from this address';
+  return `No attempts left: logins ${which} are locked for ${lockout.noun}.`;
 }
 
 /** "15 minutes" and "15-minute"; whole hours as hours, under a minute in seconds. */

@@ -6,13 +6,16 @@ import { invalidInput } from './errors.ts';
  * individual gets in their wallet app and reads out to the agent. An 8-digit code is guessable offline from a
  * plain hash, so it is kept only as an HMAC-SHA256 under the secrets key (SECRETS_KEY, or the embedded
  * key file), bound to the individual's phone: neither the event store nor its backups reveal a live code.
- * Online guessing is bounded by the few live codes an individual may hold, their ten minutes, and the API
- * key's rate limit.
+ * Online guessing is bounded by a count of wrong codes per individual (as events on their consent stream, so
+ * every process agrees): the MAX_WRONG_CASH_OUT_CODES-th wrong code voids every live code, so a guesser gets at
+ * most 5 tries at at most 3 codes of 10^8 before the individual must ask for new ones (a chance of 1.5 in 10^7).
  */
 export const CASH_OUT_CODE_DIGITS = 8;
 export const CASH_OUT_CODE_TTL_MS = 10 * 60_000;
 /** Live (unused, unexpired) codes one individual may hold at once. */
 export const MAX_LIVE_CASH_OUT_CODES = 3;
+/** Wrong codes presented against an individual's live codes before all of them are void. */
+export const MAX_WRONG_CASH_OUT_CODES = 5;
 
 const CODE_PATTERN = /^\d{8}$/;
 

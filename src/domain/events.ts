@@ -357,4 +357,11 @@ export type IdempotentRequestRecorded = Event<'IdempotentRequestRecorded', {
 export type CashOutCodeIssued = Event<'CashOutCodeIssued', { phone: string; codeID: string; codeHash: string; maxAmount: string | null; issuedAt: string; expiresAt: string }>;
 /** Appended atomically with the cash-out-fulfillment's OperationRequested: the code is spent, whatever becomes of the operation. */
 export type CashOutCodeUsed = Event<'CashOutCodeUsed', { phone: string; codeID: string; operationID: string; usedAt: string }>;
-export type CashOutConsentEvent = CashOutCodeIssued | CashOutCodeUsed;
+/**
+ * A cash-out presented a code that matches none of the individual's live codes: `wrongCount` is the number of
+ * such wrong codes against the current live codes, this one included (src/commands/cash-out-consent.ts).
+ */
+export type WrongCashOutCodePresented = Event<'WrongCashOutCodePresented', { phone: string; operationID: string; wrongCount: number; presentedAt: string }>;
+/** After MAX_WRONG_CASH_OUT_CODES wrong codes, every live code of the individual is void: they ask for a new one. */
+export type CashOutCodesVoided = Event<'CashOutCodesVoided', { phone: string; codeIDs: string[]; voidedAt: string }>;
+export type CashOutConsentEvent = CashOutCodeIssued | CashOutCodeUsed | WrongCashOutCodePresented | CashOutCodesVoided;

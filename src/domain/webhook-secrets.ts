@@ -6,7 +6,7 @@ import { acceptedSecrets, type RotatingSecrets } from './secret-rotation.ts';
  * A webhook endpoint's signing secret: `whsec_` and the standard base64 of 256 random bits, the form Standard
  * Webhooks gives secrets (its libraries take the string as it is). Made at approval or rotation, shown once to
  * the maker, and kept in the event sealed with AES-256-GCM under the secrets key (SECRETS_KEY, or the embedded
- * deployment's DATA_DIR/secrets.key), a random 96-bit IV, and the endpoint id as additional data, so a sealed
+ * deployment's key file beside DATA_DIR), a random 96-bit IV, and the endpoint id as additional data, so a sealed
  * secret copied onto another endpoint does not open. Unlike an API key's secret it cannot be kept as a hash:
  * every delivery is signed with it. Secrets made before Standard Webhooks were base64url (`LEGACY_PATTERN`).
  *

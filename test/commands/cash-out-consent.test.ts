@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { cashOutConsentDecider, type CashOutConsentCommand } from '../../src/commands/cash-out-consent.ts';
-import { CASH_OUT_CODE_TTL_MS, MAX_LIVE_CASH_OUT_CODES, hashCashOutCode, newCashOutCode, sameCodeHash } from '../../src/domain/cash-out-codes.ts';
-import type { CashOutCodeIssued, CashOutCodeUsed } from '../../src/domain/events.ts';
+import { cashOutConsentDecider, consentRefusal, type CashOutConsentCommand } from '../../src/commands/cash-out-consent.ts';
+import { CASH_OUT_CODE_TTL_MS, MAX_LIVE_CASH_OUT_CODES, MAX_WRONG_CASH_OUT_CODES, hashCashOutCode, newCashOutCode, sameCodeHash } from '../../src/domain/cash-out-codes.ts';
+import type { CashOutCodeIssued, CashOutCodesVoided, CashOutCodeUsed, WrongCashOutCodePresented } from '../../src/domain/events.ts';
 import { deciderSpec } from '../support/decider-spec.ts';
 
 /**
@@ -22,6 +22,11 @@ const issued = (codeID = 'coc_1', change: Partial<CashOutCodeIssued['data']> = {
   data: { phone: PHONE, codeID, codeHash: HASH, maxAmount: null, issuedAt: NOW, expiresAt: at(CASH_OUT_CODE_TTL_MS), ...change },
 });
 const used = (codeID = 'coc_1', usedAt = at(60_000), operationID = 'op_first'): CashOutCodeUsed => ({ type: 'CashOutCodeUsed', data: { phone: PHONE, codeID, operationID, usedAt } });
+
+const wrong = (wrongCount: number, presentedAt = at(60_000), operationID = 'op_new'): WrongCashOutCodePresented => ({ type: 'WrongCashOutCodePresented', data: { phone: PHONE, operationID, wrongCount, presentedAt } });
+const voided = (codeIDs: string[], voidedAt = at(60_000)): CashOutCodesVoided => ({ type: 'CashOutCodesVoided', data: { phone: PHONE, codeIDs, voidedAt } });
+/** `count` wrong codes presented, one after the other. */
+const wrongs = (count: number) => Array.from({ length: count }, (_, i) => wrong(i + 1, at(1000 + i), `op_w${i}`));
 
 const issue = (change: Partial<Extract<CashOutConsentCommand, { type: 'IssueCashOutCode' }>['data']> = {}): CashOutConsentCommand => ({
   type: 'IssueCashOutCode',
@@ -60,8 +65,10 @@ describe('the cash-out consent of an individual', () => {
       spec([issued()]).when(use({ presentedHash: null })).thenRefused('CASH_OUT_NOT_AUTHORIZED', /authorizationCode.*is required/);
     });
 
-    it('given a live code, when the cash-out presents another code, then it is refused CASH_OUT_NOT_AUTHORIZED', () => {
-      spec([issued()]).when(use({ presentedHash: OTHER_HASH })).thenRefused('CASH_OUT_NOT_AUTHORIZED', /not a live cash-out code of this individual/);
+    it('given a live code, when the cash-out presents another code, then the wrong code is counted (the create refuses CASH_OUT_NOT_AUTHORIZED once it is appended)', () => {
+      spec([issued()]).when(use({ presentedHash: OTHER_HASH })).then([wrong(1)]);
+      expect(consentRefusal([wrong(1)])).toMatchObject({ code: 'CASH_OUT_NOT_AUTHORIZED', message: expect.stringMatching(/not a live cash-out code of this individual/) });
+      expect(consentRefusal([used()])).toBeNull();
     });
 
     it('given no code at all, when the cash-out presents one, then it is refused CASH_OUT_NOT_AUTHORIZED', () => {
@@ -85,6 +92,45 @@ describe('the cash-out consent of an individual', () => {
       const second = issued('coc_2', { codeHash: OTHER_HASH });
       spec([issued(), second]).when(use({ presentedHash: OTHER_HASH })).then([used('coc_2', at(60_000), 'op_new')]);
       spec([issued(), second, used('coc_2')]).when(use()).then([used('coc_1', at(60_000), 'op_new')]);
+    });
+  });
+
+  describe('wrong codes', () => {
+    it(`given ${MAX_WRONG_CASH_OUT_CODES - 1} wrong codes against two live codes, when another wrong one comes, then it is counted and every live code is voided`, () => {
+      const codes = [issued('coc_1'), issued('coc_2', { codeHash: OTHER_HASH })];
+      spec([...codes, ...wrongs(MAX_WRONG_CASH_OUT_CODES - 1)])
+        .when(use({ presentedHash: hashCashOutCode(KEY, PHONE, '00000000') }))
+        .then([wrong(MAX_WRONG_CASH_OUT_CODES), voided(['coc_1', 'coc_2'])]);
+      expect(consentRefusal([wrong(MAX_WRONG_CASH_OUT_CODES), voided(['coc_1'])])?.message).toMatch(/every live code of this individual is void: they ask for a new one/);
+    });
+
+    it(`given ${MAX_WRONG_CASH_OUT_CODES - 1} wrong codes, when the right code comes, then it is used (the limit is reached only by a wrong one)`, () => {
+      spec([issued(), ...wrongs(MAX_WRONG_CASH_OUT_CODES - 1)]).when(use()).then([used('coc_1', at(60_000), 'op_new')]);
+    });
+
+    it('given codes voided after wrong codes, when the right code comes, then it is refused as not live (and not counted: nothing is live to guess at)', () => {
+      spec([issued(), ...wrongs(MAX_WRONG_CASH_OUT_CODES), voided(['coc_1'])]).when(use()).thenRefused('CASH_OUT_NOT_AUTHORIZED', /not a live cash-out code/);
+    });
+
+    it('given codes voided, when a new code is issued, then it gets the whole count of tries again', () => {
+      const fresh = issued('coc_new', { codeHash: OTHER_HASH, issuedAt: at(30_000) });
+      spec([issued(), ...wrongs(MAX_WRONG_CASH_OUT_CODES), voided(['coc_1']), fresh]).when(use({ presentedHash: HASH })).then([wrong(1)]);
+      spec([issued(), ...wrongs(MAX_WRONG_CASH_OUT_CODES), voided(['coc_1']), fresh]).when(use({ presentedHash: OTHER_HASH })).then([used('coc_new', at(60_000), 'op_new')]);
+    });
+
+    it('given wrong codes against a code that is still live, when another code is issued beside it, then the count goes on (both codes share it)', () => {
+      const second = issued('coc_2', { codeHash: OTHER_HASH, issuedAt: at(30_000) });
+      spec([issued(), ...wrongs(2), second]).when(use({ presentedHash: hashCashOutCode(KEY, PHONE, '00000000') })).then([wrong(3)]);
+    });
+
+    it('given wrong codes against codes that all expired, when a code is issued, then the count starts again', () => {
+      const later = at(CASH_OUT_CODE_TTL_MS + 1000);
+      const fresh = issued('coc_new', { issuedAt: later, expiresAt: at(2 * CASH_OUT_CODE_TTL_MS + 1000) });
+      spec([issued(), ...wrongs(4), fresh]).when(use({ presentedHash: OTHER_HASH, now: at(CASH_OUT_CODE_TTL_MS + 2000) })).then([wrong(1, at(CASH_OUT_CODE_TTL_MS + 2000))]);
+    });
+
+    it('given no live code, when a wrong code comes, then it is refused without a count', () => {
+      spec([]).when(use({ presentedHash: OTHER_HASH })).thenRefused('CASH_OUT_NOT_AUTHORIZED', /not a live cash-out code/);
     });
   });
 

@@ -384,8 +384,13 @@ describe('deciding to create an operation', () => {
     it('when the cash-out carries no code, then it is refused CASH_OUT_NOT_AUTHORIZED and nothing is written', () =>
       given(individualFunded()).when({ operation: cashOut, presentedHash: null }).thenRefused('CASH_OUT_NOT_AUTHORIZED', /authorizationCode/));
 
-    it('when the cash-out carries a wrong code and the balance is short too, then consent is reported first (a refusal tells nothing of the individual\'s balance)', () =>
-      given(individualFunded('1.00')).when({ operation: cashOut, presentedHash: hashCashOutCode(SECRETS_KEY, INDIVIDUAL, '00000000') }).thenRefused('CASH_OUT_NOT_AUTHORIZED'));
+    it('when the cash-out carries a wrong code and the balance is short too, then consent is reported first (a refusal tells nothing of the individual\'s balance): only the wrong code is written, counted', () => {
+      const { writes, result } = given(individualFunded('1.00')).when({ operation: cashOut, presentedHash: hashCashOutCode(SECRETS_KEY, INDIVIDUAL, '00000000') }).then();
+      expect(result).toMatchObject({ kind: 'refused', error: { code: 'CASH_OUT_NOT_AUTHORIZED' } });
+      expect(writes).toEqual([
+        { stream: CONSENT_STREAM, events: [{ type: 'WrongCashOutCodePresented', data: { phone: INDIVIDUAL, operationID: 'op_new', wrongCount: 1, presentedAt: NOW } }] },
+      ]);
+    });
 
     it('when the code is right but the balance is short, then it is refused INSUFFICIENT_BALANCE and the code is not used (nothing is written)', () =>
       given(individualFunded('1.00')).when({ operation: cashOut, presentedHash: CODE_HASH }).thenRefused('INSUFFICIENT_BALANCE'));

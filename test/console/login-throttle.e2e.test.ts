@@ -9,7 +9,8 @@ import { CHECKER_PASSWORD, ConsoleClient, MAKER_PASSWORD } from './console-clien
 /**
  * Login throttling that holds: every attempt is counted in the shared read store before its password is
  * checked, so neither parallel requests nor a second server on the same data get past the limit.
- * Limits here: 5 attempts per email, 20 per address (the defaults), a lockout of 10 minutes.
+ * Limits here: 5 attempts per email from one address, 20 per address (the defaults), a lockout of 10 minutes;
+ * past 5 attempts on an email from all addresses, waits (1 s doubling, at most a minute), never a lock.
  */
 let offsetMs = 0;
 const clock = () => new Date(Date.now() + offsetMs);
@@ -108,7 +109,7 @@ describe('what the login page says', () => {
     expect(last.text).toContain('1 attempt left before a 10-minute lockout.');
     const locking = await attempt(sys.baseUrl, party.makerEmail, 'wrong password 5');
     expect(locking.status).toBe(401);
-    expect(locking.text).toContain('No attempts left: logins for this email are locked for 10 minutes.');
+    expect(locking.text).toContain('No attempts left: logins for this email from this address are locked for 10 minutes.');
     const locked = await attempt(second.baseUrl, party.makerEmail, MAKER_PASSWORD);
     expect(locked.status).toBe(429);
     expect(locked.text).toContain('Too many failed attempts. Try again in 10 minutes.');
@@ -158,5 +159,109 @@ describe('the per-address limit behind a proxy', () => {
     } finally {
       await proxied.close();
     }
+  }, 120_000);
+});
+
+describe('guesses from other addresses never lock the owner out', () => {
+  // Clients named by X-Forwarded-For (TRUST_PROXY=1), each its own address. The clock stands still but for the
+  // waits the test skips, so that a slow run (a busy machine) cannot serve a wait on its own.
+  let skewMs = 0;
+  const frozen = Date.now();
+  const later = () => new Date(frozen + skewMs);
+  let proxied: TestSystem;
+  let other: { system: WalletOps; server: Server; baseUrl: string };
+  const from = (baseUrl: string, address: string) => new ConsoleClient(baseUrl, { headers: { 'x-forwarded-for': address } });
+  let addressSeq = 1;
+  const freshAddress = () => `198.51.${100 + Math.floor(addressSeq / 250)}.${(addressSeq++ % 250) + 1}`;
+
+  beforeAll(async () => {
+    proxied = await startTestSystem({ TRUST_PROXY: '1', LOGIN_LOCKOUT_MS: String(LOCKOUT_MS) }, later);
+    const system = await buildWalletOps(proxied.config, createLogger('silent'), later, ['write-api']);
+    const server = await new Promise<Server>((resolve) => {
+      const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    other = { system, server, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  }, 60_000);
+  afterAll(async () => {
+    if (other) {
+      await new Promise<void>((resolve) => other.server.close(() => resolve()));
+      other.server.closeAllConnections();
+      await other.system.close();
+    }
+    await proxied?.close();
+  });
+
+  /** `count` wrong logins for `email`, `perAddress` from each of fresh addresses, sent at once to both servers. */
+  async function guessesAtOnce(email: string, count: number, perAddress = 1): Promise<number[]> {
+    const addresses = Array.from({ length: Math.ceil(count / perAddress) }, freshAddress);
+    const clients = await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const client = from(i % 2 === 0 ? proxied.baseUrl : other.baseUrl, addresses[Math.floor(i / perAddress)]!);
+        await client.get('/console/login');
+        return client;
+      }),
+    );
+    const pages = await Promise.all(clients.map((client, i) => client.post('/console/login', { email, password: `wrong password ${i}` })));
+    return pages.map((page) => page.status);
+  }
+
+  it('given six wrong logins from six addresses, when the owner logs in from a seventh, then they are asked to wait a moment (429, Retry-After), never locked, and then logged in', async () => {
+    const party = await proxied.party('distributor');
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await from(proxied.baseUrl, freshAddress()).login(party.makerEmail, `wrong password ${i}`)).status);
+    // Five checked; the sixth address, past the account's five, is asked to wait first.
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+
+    const owner = from(other.baseUrl, freshAddress());
+    const slowed = await owner.login(party.makerEmail, MAKER_PASSWORD);
+    expect(slowed.status).toBe(429);
+    expect(slowed.text).toContain('Logins for this email are slowed down after many failed attempts from elsewhere.');
+    const wait = Number(slowed.headers.get('retry-after'));
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(60);
+    skewMs += wait * 1000;
+    const loggedIn = await owner.login(party.makerEmail, MAKER_PASSWORD);
+    expect(loggedIn.status).toBe(303);
+    expect(owner.cookies.has('wo_console')).toBe(true);
+  }, 60_000);
+
+  it('given 60 wrong logins sent at once from 30 addresses to two servers, then at most 5 are checked; and while guesses go on, the owner from a fresh address waits at most a minute, then logs in', async () => {
+    const party = await proxied.party('merchant');
+    const storm = await guessesAtOnce(party.makerEmail, 60, 2);
+    expect(storm.filter((status) => status !== 401 && status !== 429)).toEqual([]);
+    expect(storm.filter((status) => status === 401).length).toBeGreaterThan(0);
+    expect(storm.filter((status) => status === 401).length).toBeLessThanOrEqual(5);
+
+    // The guessers keep at it, from fresh addresses, each coming back when told: every guess checked makes the wait grow.
+    const waits: number[] = [];
+    for (let round = 0; round < 8; round++) {
+      const guessers = Array.from({ length: 2 }, () => from(proxied.baseUrl, freshAddress()));
+      const told = await Promise.all(guessers.map((guesser) => guesser.login(party.makerEmail, `wrong again ${round}`)));
+      expect(told.map((page) => page.status)).toEqual([429, 429]);
+      const wait = Math.max(...told.map((page) => Number(page.headers.get('retry-after'))));
+      waits.push(wait);
+      skewMs += wait * 1000;
+      for (const guesser of guessers) expect([401, 429]).toContain((await guesser.login(party.makerEmail, `wrong again ${round}`)).status);
+    }
+    expect(waits.at(-1)).toBeGreaterThan(waits[0]!);
+    expect(Math.max(...waits)).toBeLessThanOrEqual(60);
+
+    const owner = from(other.baseUrl, freshAddress());
+    const first = await owner.login(party.makerEmail, MAKER_PASSWORD);
+    expect(first.status).toBe(429);
+    let waited = Number(first.headers.get('retry-after'));
+    expect(waited).toBeLessThanOrEqual(60);
+    skewMs += waited * 1000;
+    // More guesses from fresh addresses, at once, while the owner waits: each is told to wait, none is checked.
+    expect(await guessesAtOnce(party.makerEmail, 20)).toEqual(Array(20).fill(429));
+    let again = await owner.login(party.makerEmail, MAKER_PASSWORD);
+    while (again.status === 429 && waited < 60) {
+      const more = Number(again.headers.get('retry-after'));
+      waited += more;
+      skewMs += more * 1000;
+      again = await owner.login(party.makerEmail, MAKER_PASSWORD);
+    }
+    expect(again.status).toBe(303);
+    expect(waited).toBeLessThanOrEqual(60);
   }, 120_000);
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { defaultSecretsKeyFile } from '../../src/adapters/secrets-key-file.ts';
 import { findUserByEmail, onboardParty, requestApiKey } from '../../src/commands/back-office.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -103,7 +104,7 @@ describe('one-time secrets across a restart and two processes', () => {
     const again = await Promise.all(browsers.map((browser) => browser.get('/console/keys?tab=active')));
     for (const page of again) expect(page.text).not.toContain(secret);
 
-    const keyFile = join(dir.path, 'secrets.key');
+    const keyFile = defaultSecretsKeyFile(dir.path);
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
     expect(Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'base64')).toHaveLength(32);
     expect(readStoreBytes(dir.path).includes(Buffer.from(secret.split('.')[1]!))).toBe(false);

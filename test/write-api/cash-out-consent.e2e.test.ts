@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embeddedSecretsKey } from '../../src/adapters/secrets-key-file.ts';
 import { issueCashOutCode } from '../../src/commands/cash-out-consent.ts';
 import { PartyLookup } from '../../src/commands/party-lookup.ts';
-import { CASH_OUT_CODE_TTL_MS } from '../../src/domain/cash-out-codes.ts';
+import { CASH_OUT_CODE_TTL_MS, MAX_WRONG_CASH_OUT_CODES } from '../../src/domain/cash-out-codes.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { runCliJson } from '../support/cli.ts';
 import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
@@ -43,6 +43,16 @@ function cashOut({ sys, distributor, apiKey }: Setup, phone: string, amount: str
     apiKey,
     body: { operationType: 'cash-out-fulfillment', amount, phoneFrom: phone, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: `RCPT-${randomUUID().slice(0, 8)}`, ...(authorizationCode === undefined ? {} : { authorizationCode }) },
   });
+}
+
+/** `count` different 8-digit codes, none of them `code`: what a guesser tries. */
+function wrongCodes(code: string, count: number): string[] {
+  const codes = new Set<string>();
+  while (codes.size < count) {
+    const guess = String(Math.floor(Math.random() * 1e8)).padStart(8, '0');
+    if (guess !== code) codes.add(guess);
+  }
+  return [...codes];
 }
 
 /** A code as the individual's wallet app would hand it out: the operator CLI, on the system's data directory. */
@@ -99,8 +109,9 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
 
       // The code is in no event: the store keeps its keyed hash, and which operation used it.
       const consent = await on.sys.system.stores.eventStore.readStream(streams.cashOutConsent(phone));
-      expect(consent.map((event) => event.type)).toEqual(['CashOutCodeIssued', 'CashOutCodeUsed']);
-      expect(consent[1]!.data).toMatchObject({ operationID: accepted.body.operationID });
+      expect(consent.map((event) => event.type)).toEqual(['CashOutCodeIssued', 'WrongCashOutCodePresented', 'CashOutCodeUsed']);
+      expect(consent[1]!.data).toMatchObject({ wrongCount: 1 });
+      expect(consent[2]!.data).toMatchObject({ operationID: accepted.body.operationID });
       const all = await on.sys.system.stores.eventStore.readAll();
       expect(all.filter((event) => JSON.stringify(event).includes(code))).toEqual([]);
     });
@@ -162,5 +173,69 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
     it('when the app asks a code for a phone that is not registered, then the CLI refuses it and exits 1', async () => {
       await expect(codeFromTheApp(on.sys, newPhone())).rejects.toThrow(/exited 1: refused \(NOT_FOUND\): .* is not a registered individual wallet/);
     });
+
+    it(`when ${MAX_WRONG_CASH_OUT_CODES} wrong codes are presented, then every live code of the individual is void: the right one is refused, and a new code works`, async () => {
+      const phone = await fundedIndividual(on);
+      const { code } = await codeFromTheApp(on.sys, phone);
+      const guesses = wrongCodes(code, MAX_WRONG_CASH_OUT_CODES);
+      const answers = [];
+      for (const guess of guesses) answers.push(await cashOut(on, phone, '10.00', guess));
+      expect(answers.map((r) => r.status)).toEqual(Array(MAX_WRONG_CASH_OUT_CODES).fill(403));
+      expect(answers.at(-1)!.body.detail).toMatch(/every live code of this individual is void: they ask for a new one/);
+
+      const right = await cashOut(on, phone, '10.00', code);
+      expect(right.status).toBe(403);
+      expect(right.body.detail).toMatch(/not a live cash-out code/);
+      const { code: fresh } = await codeFromTheApp(on.sys, phone);
+      expect((await cashOut(on, phone, '10.00', fresh)).status).toBe(200);
+    });
+  });
+
+  describe('given CASH_OUT_CONSENT=individual-code on two servers sharing the data, and three keys', () => {
+    let on: Setup;
+    let other: TestSystem;
+    let keys: string[];
+    beforeAll(async () => {
+      on = await setup({ CASH_OUT_CONSENT: 'individual-code' });
+      other = await startTestSystem({ DATA_DIR: on.sys.config.DATA_DIR, CASH_OUT_CONSENT: 'individual-code' }, undefined, WITHOUT_EXECUTOR);
+      keys = [on.apiKey, (await on.distributor.key()).apiKey, (await on.distributor.key()).apiKey];
+    });
+    afterAll(async () => {
+      await other?.close();
+      await on?.sys.close();
+    });
+
+    it(`when 24 wrong codes and the right one are sent at once from every key to both servers, then at most ${MAX_WRONG_CASH_OUT_CODES} are counted against the live code, and the right one is used only if it came before the last`, async () => {
+      const phone = await fundedIndividual(on);
+      const { code } = await codeFromTheApp(on.sys, phone);
+      const guesses = [...wrongCodes(code, 24)];
+      guesses.splice(Math.floor(Math.random() * guesses.length), 0, code);
+      const answers = await Promise.all(
+        guesses.map((guess, i) => cashOut({ ...on, sys: i % 2 === 0 ? on.sys : other, apiKey: keys[i % keys.length]! }, phone, '10.00', guess)),
+      );
+      const right = answers[guesses.indexOf(code)]!;
+      expect(answers.filter((r) => r !== right).map((r) => r.status)).toEqual(Array(24).fill(403));
+
+      // The count, as every process sees it: 1, 2, … in order, never past the limit, nothing counted once void.
+      const types = (await on.sys.system.stores.eventStore.readStream(streams.cashOutConsent(phone))).map((event) => ({ type: event.type, data: event.data as { wrongCount?: number } }));
+      const counted = types.filter((event) => event.type === 'WrongCashOutCodePresented').map((event) => event.data.wrongCount);
+      expect(counted).toEqual(Array.from({ length: counted.length }, (_, i) => i + 1));
+      expect(counted.length).toBeLessThanOrEqual(MAX_WRONG_CASH_OUT_CODES);
+      const order = types.map((event) => event.type);
+      const usedAt = order.indexOf('CashOutCodeUsed');
+      const voidedAt = order.indexOf('CashOutCodesVoided');
+      if (right.status === 200) {
+        // The right one came first: it spent the only live code, so later wrong codes had nothing to guess at.
+        expect(counted.length).toBeLessThan(MAX_WRONG_CASH_OUT_CODES);
+        expect(voidedAt).toBe(-1);
+      } else {
+        expect(right.status).toBe(403);
+        expect(usedAt).toBe(-1);
+        expect(counted.length).toBe(MAX_WRONG_CASH_OUT_CODES);
+        expect(voidedAt).toBe(order.length - 1);
+      }
+      // Either way the right code does not work now.
+      expect((await cashOut(on, phone, '10.00', code)).status).toBe(403);
+    }, 60_000);
   });
 });
