@@ -222,8 +222,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       apiKey: {
         type: 'http',
         scheme: 'bearer',
-        bearerFormat: '<keyID>.<secret>',
-        description: 'The API key as shown once after approval, `<keyID>.<secret>`, sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
+        bearerFormat: 'wo_live_<keyID>.<secret>',
+        description: 'The API key as shown once after approval, `wo_live_<keyID>.<secret>` (`wo_test_…` from a sandbox: the prefix tells people and secret scanners which deployment issued it; keys issued before it, `<keyID>.<secret>`, keep working), sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
       },
     },
     schemas: componentSchemas(assetScale),

@@ -70,7 +70,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('requires the bearer API key on every operation, and every $ref resolves', () => {
-    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: '<keyID>.<secret>' });
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'wo_live_<keyID>.<secret>' });
     for (const { operation } of operations()) expect(operation.security).toEqual([{ apiKey: [] }]);
     for (const target of allRefs(doc)) expect(() => resolve({ $ref: target }), target).not.toThrow();
   });

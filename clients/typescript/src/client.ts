@@ -16,7 +16,7 @@ export type MerchantOperationRequest = Schemas['MerchantOperationRequest'];
 export interface WalletClientOptions {
   /** The deployment's base address, e.g. `https://wallet.example.com` (paths carry /api/v1). */
   baseUrl: string;
-  /** The API key, `<keyID>.<secret>`, as shown once after approval. */
+  /** The API key, `wo_live_<keyID>.<secret>` (`wo_test_` from a sandbox), as shown once after approval. */
   apiKey: string;
   /** Retries of 429 and 503 with Retry-After (retry.ts); `{ attempts: 1 }` turns them off. */
   retry?: RetryOptions;
