@@ -312,7 +312,7 @@ export interface components {
              */
             amount: string;
             phoneTo?: string | null;
-            merchantToShortCode?: string | null;
+            merchantToShortCode?: (string | number) | null;
             memo?: string | null;
         } & ({
             phoneTo: string;
@@ -360,11 +360,8 @@ export interface components {
              * @example 150.00
              */
             amount: string;
-            /**
-             * @description Short code of the distributor to withdraw to
-             * @example 4521
-             */
-            distributorToShortCode: string;
+            /** @description Short code of the distributor to withdraw to */
+            distributorToShortCode: string | number;
             memo?: string | null;
         };
         MerchantPayMerchant: {
@@ -378,11 +375,8 @@ export interface components {
              * @example 150.00
              */
             amount: string;
-            /**
-             * @description Short code of the merchant to pay
-             * @example 4521
-             */
-            merchantToShortCode: string;
+            /** @description Short code of the merchant to pay */
+            merchantToShortCode: string | number;
             memo?: string | null;
         };
         MerchantPayIndividual: {
