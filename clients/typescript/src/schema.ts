@@ -318,7 +318,7 @@ export interface components {
             phoneTo: string;
             merchantToShortCode?: null;
         } | {
-            merchantToShortCode: string;
+            merchantToShortCode: string | number;
             phoneTo?: null;
         });
         DistributorCashOutFulfillment: {
