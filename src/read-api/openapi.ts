@@ -51,7 +51,7 @@ export interface OpenApiOperation {
 export interface OpenApiDocument {
   openapi: string;
   info: { title: string; version: string; description: string; license: { name: string; identifier?: string; url?: string } };
-  servers: Array<{ url: string; description: string; variables?: Record<string, { default: string; description: string }> }>;
+  servers: Array<{ url: string; description: string; variables?: Record<string, { default: string; description?: string }> }>;
   security: Array<Record<string, string[]>>;
   tags: Array<{ name: string; description: string }>;
   paths: Record<string, Partial<Record<'get' | 'post', OpenApiOperation>>>;
@@ -398,7 +398,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   return {
     openapi: '3.1.0',
     info: { title: 'Wallet Operations Programmatic API', version: '1.0.0', description: CONTRACT_SUMMARY, license: LICENSE },
-    servers: [{ url: '{baseUrl}', description: 'The service\'s base address; every path carries the version (/api/v1).', variables: { baseUrl: { default: 'http://localhost:3000', description: 'Base address of the deployment.' } } }],
+    // The variable carries no description of its own (the server's says it): the OpenAPI 3.1 schema that
+    // @apidevtools/swagger-parser validates with misspells that property (`descriptions`) and refuses it.
+    servers: [{ url: '{baseUrl}', description: 'The service\'s base address, that of the deployment; every path carries the version (/api/v1).', variables: { baseUrl: { default: 'http://localhost:3000' } } }],
     security,
     tags: [
       { name: 'Distributors', description: 'Endpoints for an API key bound to a distributor.' },
