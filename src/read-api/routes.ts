@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { z } from 'zod';
-import type { Document, FindQuery, ReadStore } from '../ports/read-store.ts';
+import type { CollectionDefinition, Document, FindQuery, ReadStore } from '../ports/read-store.ts';
 import type { PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
 import { ProblemError, validationProblem } from '../http/problems.ts';
@@ -78,7 +78,8 @@ export function readRoutes(deps: ReadApiDeps): Router {
    * A list's JSON: the documents' stored API texts joined, neither parsed nor serialized again (api-text.ts). A
    * document stored before it kept its text is serialized here, by the toApi that makes the text, to the same bytes.
    */
-  const list = <Doc extends Document>(collection: string, find: Omit<FindQuery, 'skip' | 'limit'>, toApi: (doc: Doc) => unknown, page: { limit: number; offset: number }) =>
+  type Find = Omit<FindQuery, 'skip' | 'limit'>;
+  const list = <Doc extends Document>(collection: string, find: Find, toApi: (doc: Doc) => unknown, page: { limit: number; offset: number }) =>
     readStore
       .findText<Doc>(collection, { ...find, skip: page.offset, limit: page.limit }, API_TEXT)
       .then((items) => `[${items.map((item) => (typeof item === 'string' ? item : JSON.stringify(toApi(item)))).join(',')}]`);
@@ -90,7 +91,8 @@ export function readRoutes(deps: ReadApiDeps): Router {
   /** One item as the list shows it, with its ETag; anything that is not the party's own is 404, like an id that never existed. */
   const one = <Doc extends Document>(res: Response, doc: Doc | null | undefined, owned: (doc: Doc) => boolean, toApi: (doc: Doc) => unknown, what: string) => {
     if (!doc || !owned(doc)) throw notFound(what);
-    sendJsonTextWithETag(res, typeof doc[API_TEXT] === 'string' ? (doc[API_TEXT] as string) : JSON.stringify(toApi(doc)));
+    const text = doc[API_TEXT];
+    sendJsonTextWithETag(res, typeof text === 'string' ? text : JSON.stringify(toApi(doc)));
   };
 
   router.get('/api/v1/distributors/:distributorID/operations', auth, authorize('Read Transactions', 'distributor', 'distributorID'), current(models.distributorOperations), async (req, res) => {
@@ -111,33 +113,40 @@ export function readRoutes(deps: ReadApiDeps): Router {
     const { search, limit, offset, ...filters } = query(paymentsQuery, req);
     const id = String(req.params.merchantID);
     const clauses = search !== undefined && search.trim() !== '' ? merchantPayments.paymentSearch(search) : undefined;
-    const find = { ...filtered(merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, filters), ...(clauses ? { search: clauses } : {}) };
+    const own = filtered(merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, filters);
+    const find = { ...own, ...(clauses ? { search: clauses } : {}) };
     sendJsonTextWithETag(res, await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, find, merchantPayments.toApi, { limit, offset }));
   });
 
   // Extensions (not in the contract): one item by its id, as its list shows it. The key's party check is the
   // path's (403, as for the lists); an id of another party's item is 404, exactly as one that does not exist.
-  router.get('/api/v1/distributors/:distributorID/operations/:operationID', auth, authorize('Read Transactions', 'distributor', 'distributorID'), current(models.distributorOperations), async (req, res) => {
+  const readTransactions = (partyType: PartyType) => authorize('Read Transactions', partyType, `${partyType}ID`);
+  const itemOf = (req: Request) => {
     query(NO_QUERY, req);
-    const operationID = String(req.params.operationID);
-    const doc = plausibleID(operationID) ? await readStore.get<distributorOperations.DistributorOperationDoc>(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, operationID) : null;
+    return String(req.params.operationID);
+  };
+  const byID = <Doc extends Document>(collection: CollectionDefinition, id: string) =>
+    plausibleID(id) ? readStore.get<Doc>(collection.name, id) : Promise.resolve(null);
+
+  router.get('/api/v1/distributors/:distributorID/operations/:operationID', auth, readTransactions('distributor'), current(models.distributorOperations), async (req, res) => {
+    const operationID = itemOf(req);
+    const doc = await byID<distributorOperations.DistributorOperationDoc>(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION, operationID);
     one(res, doc, (d) => d.distributorID === req.params.distributorID, distributorOperations.toApi, `operation ${operationID.slice(0, 64)}`);
   });
 
-  router.get('/api/v1/merchants/:merchantID/operations/:operationID', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantOperations), async (req, res) => {
-    query(NO_QUERY, req);
-    const operationID = String(req.params.operationID);
-    const doc = plausibleID(operationID) ? await readStore.get<merchantOperations.MerchantOperationDoc>(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, operationID) : null;
+  router.get('/api/v1/merchants/:merchantID/operations/:operationID', auth, readTransactions('merchant'), current(models.merchantOperations), async (req, res) => {
+    const operationID = itemOf(req);
+    const doc = await byID<merchantOperations.MerchantOperationDoc>(merchantOperations.MERCHANT_OPERATIONS_COLLECTION, operationID);
     one(res, doc, (d) => d.merchantID === req.params.merchantID && d.visible, merchantOperations.toApi, `operation ${operationID.slice(0, 64)}`);
   });
 
-  router.get('/api/v1/merchants/:merchantID/payments/:operationID', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantPayments), async (req, res) => {
-    query(NO_QUERY, req);
-    const operationID = String(req.params.operationID);
+  router.get('/api/v1/merchants/:merchantID/payments/:operationID', auth, readTransactions('merchant'), current(models.merchantPayments), async (req, res) => {
+    const operationID = itemOf(req);
     const id = String(req.params.merchantID);
     // A payment is named by its wallet operation (wo_…), which the document keeps beside its own id (the op_…).
+    const where = { ...merchantPayments.merchantPaymentsWhere(id), operationID };
     const [doc] = plausibleID(operationID)
-      ? await readStore.find<merchantPayments.MerchantPaymentDoc>(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, { where: { ...merchantPayments.merchantPaymentsWhere(id), operationID }, limit: 1 })
+      ? await readStore.find<merchantPayments.MerchantPaymentDoc>(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, { where, limit: 1 })
       : [];
     one(res, doc, (d) => d.merchantID === id && d.visible, merchantPayments.toApi, `payment ${operationID.slice(0, 64)}`);
   });
