@@ -312,6 +312,10 @@ const schema = z.object({
       }
     })
     .describe('Comma-separated addresses or CIDR ranges that webhook deliveries may reach although they are not public (e.g. a partner over a VPN). Default: none; deliveries go to public addresses only.'),
+  API_KEY_ENVIRONMENT: z
+    .enum(['live', 'test'])
+    .default('live')
+    .describe('Which deployment this is, for the prefix of the API keys it issues: `wo_live_…` or `wo_test_…` (a sandbox), so that people and secret scanners tell them apart. Keys issued before the prefix keep working; the demo seeds test keys, and `--demo` defaults this to test.'),
   SECRET_ROTATION_OVERLAP_HOURS: z.coerce
     .number()
     .min(0)

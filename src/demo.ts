@@ -52,7 +52,8 @@ async function freshKey(deps: CredentialDeps, makerEmail: string, checkerEmail: 
 export async function seedDemo(store: EventStore, assetScale: number, credentials: HeldCredentials): Promise<DemoSeed> {
   // Only into an empty store (which it marks) or its own: refused before any write otherwise (src/demo-store.ts).
   await claimDemoStore(store, new Date());
-  const deps: CredentialDeps = { store, clock: () => new Date(), assetScale, credentials };
+  // A demo's keys are a sandbox's, whatever the deployment says: wo_test_….
+  const deps: CredentialDeps = { store, clock: () => new Date(), assetScale, credentials, apiKeyEnvironment: 'test' };
   const lookup = new PartyLookup(store);
   const distributor = await partyByShortCode(lookup, 'distributor', '1001', 'Demo Agents Ltd', deps);
   const merchant = await partyByShortCode(lookup, 'merchant', '2001', 'Corner Shop', deps);

@@ -121,7 +121,8 @@ function listen(server: Server, port: number, host: string): Promise<Server> {
  * DemoStoreRefusedError and nothing is served.
  */
 export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?: boolean } = {}): Promise<void> {
-  const config = loadConfig(process.env);
+  // A demo is a sandbox: the keys its console issues are test keys too, unless API_KEY_ENVIRONMENT says otherwise.
+  const config = loadConfig(options.demo ? { API_KEY_ENVIRONMENT: 'test', ...process.env } : process.env);
   const logger = createLogger(config.LOG_LEVEL, asyncStdout());
   const system = await buildWalletOps(config, logger, () => new Date(), parts);
   // The demo is seeded before the port opens: a store that is not the demo's (src/demo-store.ts) starts nothing.

@@ -322,6 +322,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         credentials,
         webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
         secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS,
+        apiKeyEnvironment: config.API_KEY_ENVIRONMENT,
         confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
         assetCode: config.ASSET_CODE,
         waitingPollMs: config.CONSOLE_WAITING_POLL_MS,

@@ -85,7 +85,7 @@ export async function withCredentials<T>(options: CommonOptions, action: (deps: 
       clock,
       logger: { warn: (details, message) => cliIO().stderr(`warning: ${message} (${JSON.stringify(details)})\n`) },
     });
-    return action({ store: stores.eventStore, clock, assetScale: config.ASSET_SCALE, credentials, secretsKey, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS }, stores, config);
+    return action({ store: stores.eventStore, clock, assetScale: config.ASSET_SCALE, credentials, secretsKey, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS, apiKeyEnvironment: config.API_KEY_ENVIRONMENT }, stores, config);
   }, human);
 }
 

@@ -9,7 +9,7 @@ import { email as parseEmail, requiredText, shortCode as parseShortCode } from '
 import { normalizePhone } from '../domain/phone.ts';
 import { hashPassword, MIN_PASSWORD_LENGTH } from '../domain/passwords.ts';
 import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
-import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret } from '../domain/api-key-secrets.ts';
+import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret, type ApiKeyEnvironment } from '../domain/api-key-secrets.ts';
 import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand, type ApiKeyState } from './api-keys.ts';
 import { individualDecider, partyDecider, type PartyState } from './parties.ts';
 import { userDecider, type UserState } from './users.ts';
@@ -37,6 +37,8 @@ export interface BackOfficeDeps {
 /** The commands that make a credential hold it here for its one owner, instead of returning it to their caller. */
 export interface CredentialDeps extends BackOfficeDeps {
   credentials: HeldCredentials;
+  /** API_KEY_ENVIRONMENT: the prefix of the keys issued, `wo_live_` or `wo_test_` (default live). */
+  apiKeyEnvironment?: ApiKeyEnvironment;
 }
 
 /** The commands that approve a secret rotation: SECRET_ROTATION_OVERLAP_HOURS, how long the previous secret keeps working. */
@@ -182,7 +184,7 @@ export async function approveApiKey(deps: CredentialDeps, user: ActiveUser, keyI
     stream: streams.apiKey(keyID),
     decider: apiKeyDecider,
     command: { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } },
-    credential: (key) => ({ kind: 'api-key', keyID, label: key.label, apiKey: formatApiKey(keyID, secret) }),
+    credential: (key) => ({ kind: 'api-key', keyID, label: key.label, apiKey: formatApiKey(keyID, secret, deps.apiKeyEnvironment) }),
     context: userContext(user, correlationId),
   });
   return { keyID, heldFor };
@@ -251,7 +253,7 @@ export async function approveApiKeyRotation(deps: RotationDeps, user: ActiveUser
   const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
   if (await endIfHolderLeft(deps, { kind: 'api-key', id: keyID }, state.secretHolder, userContext(user, correlationId))) throw holderLeftError(`the rotation of API key ${keyID}`);
-  await deps.credentials.hold(state.secretHolder, { kind: 'api-key', keyID, label: state.label, apiKey: formatApiKey(keyID, secret) });
+  await deps.credentials.hold(state.secretHolder, { kind: 'api-key', keyID, label: state.label, apiKey: formatApiKey(keyID, secret, deps.apiKeyEnvironment) });
   return { keyID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil! };
 }
 

@@ -1,3 +1,4 @@
+import type { ApiKeyEnvironment } from '../domain/api-key-secrets.ts';
 import type { Request, Response } from 'express';
 import type { ActiveUser, RotationDeps } from '../commands/back-office.ts';
 import { userContext } from '../commands/back-office.ts';
@@ -34,6 +35,8 @@ export interface ConsoleDeps {
   credentials?: HeldCredentials;
   /** How long an approved key's secret waits for its maker (default 24 h). */
   secretTtlMs?: number;
+  /** API_KEY_ENVIRONMENT: the prefix of the keys issued here (default live). */
+  apiKeyEnvironment?: ApiKeyEnvironment;
   /** SECRET_ROTATION_OVERLAP_HOURS: how long a rotated secret's predecessor keeps working (default 24). */
   secretRotationOverlapHours?: number;
   /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: a webhook endpoint may be http:// to the loopback host (default false). */

@@ -40,6 +40,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   const backOffice = {
     store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale, credentials,
     secretRotationOverlapHours: deps.secretRotationOverlapHours ?? DEFAULT_ROTATION_OVERLAP_HOURS,
+    ...(deps.apiKeyEnvironment ? { apiKeyEnvironment: deps.apiKeyEnvironment } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
   };
   const services: ConsoleServices = {

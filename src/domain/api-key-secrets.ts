@@ -1,12 +1,25 @@
 import { hash, randomBytes } from 'node:crypto';
 
 /**
- * An API key as a client sends it: `<keyID>.<secret>`. The keyID is public and finds the key in O(1); the
+ * An API key as a client sends it: `wo_<live|test>_<keyID>.<secret>` (or, issued before the prefix, `<keyID>.<secret>`). The keyID is public and finds the key in O(1); the
  * secret is 256 random bits, shown once and stored only as its SHA-256. A slow hash (scrypt) protects
  * guessable passwords; a 256-bit random secret cannot be guessed, so a fast hash keeps every request cheap
  * without weakening anything.
  */
 const KEY_ID_PATTERN = /^key_[A-Za-z0-9_-]{16}$/;
+
+/**
+ * Which deployment issued a key: a fixed prefix on every key issued since issue 44, `wo_live_` or `wo_test_`, so that
+ * people tell a production key from a sandbox's at a glance and secret scanners can match a leaked one
+ * (`wo_(live|test)_key_[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{43}`). The prefix is a label, not a credential: the secret is
+ * what is checked, a key is only known to the deployment that issued it, and keys issued before it (bare
+ * `key_….secret`) keep working.
+ */
+export const API_KEY_ENVIRONMENTS = ['live', 'test'] as const;
+export type ApiKeyEnvironment = (typeof API_KEY_ENVIRONMENTS)[number];
+export const apiKeyPrefix = (environment: ApiKeyEnvironment) => `wo_${environment}_`;
+/** What a secret scanner can match: an issued key, whole. */
+export const API_KEY_PATTERN = /wo_(live|test)_key_[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{43}/;
 const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export function newKeyID(): string {
@@ -26,16 +39,19 @@ export function hashSecret(secret: string): string {
   return hash('sha256', secret, 'hex');
 }
 
-export function formatApiKey(keyID: string, secret: string): string {
-  return `${keyID}.${secret}`;
+/** The key as shown once to its maker: `wo_<environment>_<keyID>.<secret>`. */
+export function formatApiKey(keyID: string, secret: string, environment: ApiKeyEnvironment = 'live'): string {
+  return `${apiKeyPrefix(environment)}${keyID}.${secret}`;
 }
 
-/** Splits a presented key; null when it cannot be one of ours (no lookup is made for those). */
+/** Splits a presented key, with or without its prefix; null when it cannot be one of ours (no lookup is made for those). */
 export function parseApiKey(presented: string): { keyID: string; secret: string } | null {
-  const dot = presented.indexOf('.');
+  // Both prefixes are 8 characters; no pattern is run on the way of every request.
+  const bare = presented.startsWith('wo_live_') || presented.startsWith('wo_test_') ? presented.slice(8) : presented;
+  const dot = bare.indexOf('.');
   if (dot < 0) return null;
-  const keyID = presented.slice(0, dot);
-  const secret = presented.slice(dot + 1);
+  const keyID = bare.slice(0, dot);
+  const secret = bare.slice(dot + 1);
   return KEY_ID_PATTERN.test(keyID) && SECRET_PATTERN.test(secret) ? { keyID, secret } : null;
 }
 

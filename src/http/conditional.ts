@@ -3,7 +3,7 @@ import type { Response } from 'express';
 
 /**
  * A GET's 200 as JSON with a weak ETag of its body, so that a client may revalidate with If-None-Match and
- * get 304 (from req.fresh, as express's res.send decides it). The app turns express's own ETags off (src/http/app.ts):
+ * get 304 (notModified below). The app turns express's own ETags off (src/http/app.ts):
  * they would also tag POST answers and problems, which no client can revalidate.
  */
 export function sendJsonWithETag(res: Response, value: unknown): void {
@@ -48,7 +48,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  */
 export function sendPreparedJson(res: Response, prepared: PreparedJson): void {
   res.setHeader('ETag', prepared.etag);
-  if (res.req.fresh) {
+  if (notModified(res.req.method, res.req.headers['if-none-match'], prepared.etag)) {
     res.statusCode = 304;
     res.end();
     return;
@@ -57,4 +57,20 @@ export function sendPreparedJson(res: Response, prepared: PreparedJson): void {
   res.setHeader('Content-Length', prepared.length);
   if (res.req.method === 'HEAD') res.end();
   else res.end(prepared.body, 'utf8');
+}
+
+/**
+ * Whether a GET or HEAD that names `etag` in If-None-Match (weak comparison, RFC 9110 13.1.2) gets 304. Not
+ * express's req.fresh: that answers 200 to any request with `Cache-Control: no-cache`, which browsers and Node's
+ * fetch (undici) add to every conditional request they make. no-cache asks to revalidate with the origin, and a
+ * conditional request is exactly that revalidation: answering 304 to it serves nothing from a cache.
+ */
+export function notModified(method: string | undefined, ifNoneMatch: string | undefined, etag: string): boolean {
+  if ((method !== 'GET' && method !== 'HEAD') || ifNoneMatch === undefined) return false;
+  const opaque = (tag: string) => (tag.startsWith('W/') ? tag.slice(2) : tag);
+  const ours = opaque(etag);
+  return ifNoneMatch.split(',').some((tag) => {
+    const trimmed = tag.trim();
+    return trimmed === '*' || opaque(trimmed) === ours;
+  });
 }

@@ -63,9 +63,11 @@ export function componentSchemas(assetScale: number): Record<string, JsonSchema>
     Object.fromEntries(Object.entries<string>(names).map(([kind, name]) => [name, jsonSchema(schemas[kind as K], io)]));
 
   const cashIn = jsonSchema(requests.distributor['cash-in'], 'input');
-  // The contract's rule 5 (checked beside the field rules, schemas.ts): exactly one destination is a string,
+  // The contract's rule 5 (checked beside the field rules, schemas.ts): exactly one destination is given,
   // the other absent or null (null is absent, as the server reads it). Generated types get it as a union.
-  const destination = (given: string, other: string) => ({ required: [given], properties: { [given]: { type: 'string' }, [other]: { type: 'null' } } });
+  // A short code may also be the whole number responses carry (an extension): present means a string or an integer.
+  const present = (field: string) => (field === 'merchantToShortCode' ? { type: ['string', 'integer'] } : { type: 'string' });
+  const destination = (given: string, other: string) => ({ required: [given], properties: { [given]: present(given), [other]: { type: 'null' } } });
   cashIn.oneOf = [destination('phoneTo', 'merchantToShortCode'), destination('merchantToShortCode', 'phoneTo')];
   cashIn.description = 'Exactly one of phoneTo and merchantToShortCode (a null one is absent).';
 

@@ -7,7 +7,7 @@ import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { BODY_LIMIT } from '../write-api/routes.ts';
 import { operationSchemas, parseCreateOperation } from '../write-api/schemas.ts';
 import { componentSchemas, jsonSchema, ref, webhooks, type JsonSchema } from './openapi-schemas.ts';
-import { DEFAULT_LIMIT, listQuery, MAX_LIMIT, MAX_OFFSET, parseQuery, paymentsQuery, type ResponseSchemas } from './schemas.ts';
+import { DEFAULT_LIMIT, listQuery, MAX_LIMIT, MAX_OFFSET, operationsQuery, parseQuery, paymentsQuery, type ResponseSchemas } from './schemas.ts';
 
 /**
  * The OpenAPI 3.1 description of the seven endpoints and the webhooks, generated from the zod schemas the
@@ -51,7 +51,7 @@ export interface OpenApiOperation {
 export interface OpenApiDocument {
   openapi: string;
   info: { title: string; version: string; description: string; license: { name: string; identifier?: string; url?: string } };
-  servers: Array<{ url: string; description: string; variables?: Record<string, { default: string; description: string }> }>;
+  servers: Array<{ url: string; description: string; variables?: Record<string, { default: string; description?: string }> }>;
   security: Array<Record<string, string[]>>;
   tags: Array<{ name: string; description: string }>;
   paths: Record<string, Partial<Record<'get' | 'post', OpenApiOperation>>>;
@@ -205,8 +205,11 @@ const CONTRACT_SUMMARY = [
   'API keys are created, approved and revoked in the web interface (Settings, API Keys), with maker-checker; no endpoint manages them.',
 ].join('\n\n');
 
-/** The service is not open source: the document grants no licence (the repository has no LICENSE file). */
-const LICENSE = { name: 'Proprietary: all rights reserved' };
+/**
+ * The service is not open source: the document grants no licence (the repository has no LICENSE file). OpenAPI 3.1
+ * wants a licence to carry a url or an SPDX identifier: `LicenseRef-` is SPDX's form for a licence of one's own.
+ */
+const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' };
 
 export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   const amount = formatAmount(150, assetScale);
@@ -219,8 +222,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       apiKey: {
         type: 'http',
         scheme: 'bearer',
-        bearerFormat: '<keyID>.<secret>',
-        description: 'The API key as shown once after approval, `<keyID>.<secret>`, sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
+        bearerFormat: 'wo_live_<keyID>.<secret>',
+        description: 'The API key as shown once after approval, `wo_live_<keyID>.<secret>` (`wo_test_…` from a sandbox: the prefix tells people and secret scanners which deployment issued it; keys issued before it, `<keyID>.<secret>`, keep working), sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
       },
     },
     schemas: componentSchemas(assetScale),
@@ -346,9 +349,11 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   function read(spec: {
     operationId: string; partyType: 'distributor' | 'merchant'; summary: string; description: string; permission: string;
     query?: z.ZodType; queryExamples?: Record<string, number | string>; schema: JsonSchema; example: unknown;
+    /** A single-item GET (an extension): its id parameter, and the 404 of an id that is not this party's. */
+    item?: { what: string; example: string };
   }): OpenApiOperation {
     const badQuery: Record<string, Example> = spec.query
-      ? { tooLarge: { summary: `limit above ${MAX_LIMIT}`, value: queryProblem(spec.query, { limit: String(MAX_LIMIT + 1) }) }, unknownParameter: { summary: 'a parameter the endpoint does not have', value: queryProblem(spec.query, { status: 'pending' }) } }
+      ? { tooLarge: { summary: `limit above ${MAX_LIMIT}`, value: queryProblem(spec.query, { limit: String(MAX_LIMIT + 1) }) }, unknownParameter: { summary: 'a parameter the endpoint does not have', value: queryProblem(spec.query, { sort: 'asc' }) } }
       : { unknownParameter: { summary: 'any query parameter', value: queryProblem(listQuery.pick({}), { limit: '10' }) } };
     return {
       operationId: spec.operationId,
@@ -359,6 +364,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       security,
       parameters: [
         pathParameter(spec.partyType),
+        ...(spec.item ? [{ name: 'operationID', in: 'path' as const, required: true, description: `The ${spec.item.what}'s operationID, as its list shows it.`, schema: { type: 'string' }, example: spec.item.example }] : []),
         ...(spec.query ? queryParameters(spec.query, spec.queryExamples ?? {}) : []),
         { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of an earlier 200: answered 304 without a body while it is still current.', schema: { type: 'string' } },
       ],
@@ -368,6 +374,12 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '400': respond(`${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP.`, problemContent(badQuery)),
         '401': UNAUTHORIZED,
         '403': forbidden(spec.permission, spec.partyType),
+        ...(spec.item ? {
+          '404': respond(
+            `No ${spec.item.what} of this ${spec.partyType} has this id: it does not exist, or it is another party's (which is never told apart).`,
+            problemContent({ notFound: { value: { type: '/problems/not-found', status: 404, title: 'Not Found', detail: `There is no ${spec.item.what} ${spec.item.example} here.` } } }),
+          ),
+        } : {}),
         '408': REQUEST_TIMEOUT,
         '429': TOO_MANY_REQUESTS,
         '431': HEADERS_TOO_LARGE,
@@ -379,10 +391,16 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
 
   const paging = `Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to ${DEFAULT_LIMIT} (at most ${MAX_LIMIT}), offset to 0.`;
   const pageExamples = { limit: DEFAULT_LIMIT, offset: 0 };
+  const filterExamples = { ...pageExamples, status: 'pending', createdFrom: '2026-11-01', createdTo: '2026-12-01T00:00:00+01:00' };
+  const filters = 'The contract names no filter; these are extensions: `status` (one status), `createdFrom` (inclusive) and `createdTo` (exclusive) on `createdAt`, as ISO 8601 dates (midnight UTC) or date-times with their offset. Any other parameter is refused with 400.';
+  const single = (partyType: 'distributor' | 'merchant', what: 'operation' | 'payment') =>
+    `Extension (not in the contract): one ${what} of the ${partyType} by its id, the same object as its list shows, with an ETag. An id that is not this ${partyType}'s is 404, exactly as one that does not exist.`;
   return {
     openapi: '3.1.0',
     info: { title: 'Wallet Operations Programmatic API', version: '1.0.0', description: CONTRACT_SUMMARY, license: LICENSE },
-    servers: [{ url: '{baseUrl}', description: 'The service\'s base address; every path carries the version (/api/v1).', variables: { baseUrl: { default: 'http://localhost:3000', description: 'Base address of the deployment.' } } }],
+    // The variable carries no description of its own (the server's says it): the OpenAPI 3.1 schema that
+    // @apidevtools/swagger-parser validates with misspells that property (`descriptions`) and refuses it.
+    servers: [{ url: '{baseUrl}', description: 'The service\'s base address, that of the deployment; every path carries the version (/api/v1).', variables: { baseUrl: { default: 'http://localhost:3000' } } }],
     security,
     tags: [
       { name: 'Distributors', description: 'Endpoints for an API key bound to a distributor.' },
@@ -393,23 +411,42 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         post: createOperation('distributor'),
         get: read({
           operationId: 'listDistributorOperations', partyType: 'distributor', permission: 'Read Transactions', summary: 'List a distributor\'s operations',
-          description: `The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do not apply to an operation's kind are omitted. No filtering parameters exist. ${paging}`,
-          query: listQuery, queryExamples: pageExamples, schema: { type: 'array', items: ref('DistributorOperation') }, example: [responses.distributorOperation],
+          description: `The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do not apply to an operation's kind are omitted. ${filters} ${paging}`,
+          query: operationsQuery, queryExamples: filterExamples, schema: { type: 'array', items: ref('DistributorOperation') }, example: [responses.distributorOperation],
         }),
       },
       '/api/v1/merchants/{merchantID}/operations': {
         post: createOperation('merchant'),
         get: read({
           operationId: 'listMerchantOperations', partyType: 'merchant', permission: 'Read Transactions', summary: 'List a merchant\'s operations',
-          description: `The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed from its request with its status, like the merchant's own operations), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. No filtering parameters exist. Every operation enters the list at its request and keeps its place (ordered by the order of the requests, which is the order of createdAt), so a new one always appears on the first page, above the ones already seen. ${paging}`,
-          query: listQuery, queryExamples: pageExamples, schema: { type: 'array', items: ref('MerchantOperation') }, example: [responses.merchantOperation],
+          description: `The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed from its request with its status, like the merchant's own operations), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. ${filters} Every operation enters the list at its request and keeps its place (ordered by the order of the requests, which is the order of createdAt), so a new one always appears on the first page, above the ones already seen. ${paging}`,
+          query: operationsQuery, queryExamples: filterExamples, schema: { type: 'array', items: ref('MerchantOperation') }, example: [responses.merchantOperation],
+        }),
+      },
+      '/api/v1/distributors/{distributorID}/operations/{operationID}': {
+        get: read({
+          operationId: 'getDistributorOperation', partyType: 'distributor', permission: 'Read Transactions', summary: 'Read one of a distributor\'s operations',
+          description: single('distributor', 'operation'), item: { what: 'operation', example: OPERATION_ID }, schema: ref('DistributorOperation'), example: responses.distributorOperation,
+        }),
+      },
+      '/api/v1/merchants/{merchantID}/operations/{operationID}': {
+        get: read({
+          operationId: 'getMerchantOperation', partyType: 'merchant', permission: 'Read Transactions', summary: 'Read one of a merchant\'s operations',
+          description: single('merchant', 'operation'), item: { what: 'operation', example: OPERATION_ID }, schema: ref('MerchantOperation'), example: responses.merchantOperation,
+        }),
+      },
+      '/api/v1/merchants/{merchantID}/payments/{operationID}': {
+        get: read({
+          operationId: 'getMerchantPayment', partyType: 'merchant', permission: 'Read Transactions', summary: 'Read one payment a merchant received',
+          description: `${single('merchant', 'payment')} A payment is named by its own operationID (wo_…), not by the operation it came from.`,
+          item: { what: 'payment', example: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e' }, schema: ref('Payment'), example: responses.payment,
         }),
       },
       '/api/v1/merchants/{merchantID}/payments': {
         get: read({
           operationId: 'listMerchantPayments', partyType: 'merchant', permission: 'Read Transactions', summary: 'List payments a merchant received',
-          description: `Completed payments the merchant received, newest first: \`payment\` (from an individual or a merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the payment memo. \`createdAt\` is the request's time, as in the operation lists; the extension field \`completedAt\` is when the payment was received. The list is ordered by when each payment entered it (its completion, the order of completedAt), so a payment that completes later always appears on the first page, above the ones already seen, even if it was requested earlier. ${paging}`,
-          query: paymentsQuery, queryExamples: { ...pageExamples, search: 'invoice' }, schema: { type: 'array', items: ref('Payment') }, example: [responses.payment],
+          description: `Completed payments the merchant received, newest first: \`payment\` (from an individual or a merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the payment memo. \`createdAt\` is the request's time, as in the operation lists; the extension field \`completedAt\` is when the payment was received. The list is ordered by when each payment entered it (its completion, the order of completedAt), so a payment that completes later always appears on the first page, above the ones already seen, even if it was requested earlier. Extension (not in the contract): \`createdFrom\` and \`createdTo\` bound the request time (\`createdAt\`). ${paging}`,
+          query: paymentsQuery, queryExamples: { ...pageExamples, search: 'invoice', createdFrom: filterExamples.createdFrom, createdTo: filterExamples.createdTo }, schema: { type: 'array', items: ref('Payment') }, example: [responses.payment],
         }),
       },
       '/api/v1/distributors/{distributorID}/balance': {

@@ -1,9 +1,9 @@
 import { Router, type Request, type Response } from 'express';
 import type { z } from 'zod';
-import type { Document, FindQuery, ReadStore } from '../ports/read-store.ts';
+import type { CollectionDefinition, Document, FindQuery, ReadStore } from '../ports/read-store.ts';
 import type { PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
-import { validationProblem } from '../http/problems.ts';
+import { ProblemError, validationProblem } from '../http/problems.ts';
 import { sendJsonTextWithETag, sendJsonWithETag, sendPreparedJson } from '../http/conditional.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
@@ -11,7 +11,7 @@ import { API_TEXT } from '../projections/api-text.ts';
 import * as distributorOperations from '../projections/distributor-operations.ts';
 import * as merchantOperations from '../projections/merchant-operations.ts';
 import * as merchantPayments from '../projections/merchant-payments.ts';
-import { listQuery, parseQuery, paymentsQuery } from './schemas.ts';
+import { listFilters, listQuery, operationsQuery, parseQuery, paymentsQuery } from './schemas.ts';
 import type { ReadFreshness, ServedModel } from './freshness.ts';
 import type { BalancesView } from './balances-view.ts';
 import type { NextFunction } from 'express';
@@ -34,6 +34,10 @@ export interface ReadApiDeps {
   freshness?: ReadFreshness;
 }
 
+/** Ids are short tokens (op_…, wo_…): anything else cannot name an item, and is not looked up. */
+const plausibleID = (id: string) => /^[A-Za-z0-9_-]{1,100}$/.test(id);
+const notFound = (what: string) => new ProblemError({ type: '/problems/not-found', status: 404, title: 'Not Found', detail: `There is no ${what} here.` });
+
 function query<T>(schema: z.ZodType<T>, req: Request): T {
   const parsed = parseQuery(schema, req.query);
   if (!parsed.ok) throw validationProblem(parsed.errors);
@@ -41,7 +45,7 @@ function query<T>(schema: z.ZodType<T>, req: Request): T {
 }
 
 /**
- * The five GET endpoints. They read documents the projections built; they never fold events. Lists are
+ * The five GET endpoints of the contract, and the three single-item GETs that extend it. They read documents the projections built; they never fold events. Lists are
  * newest creation first with the id as tie-break, so paging by offset neither repeats nor skips an item
  * while nothing new arrives.
  */
@@ -74,28 +78,77 @@ export function readRoutes(deps: ReadApiDeps): Router {
    * A list's JSON: the documents' stored API texts joined, neither parsed nor serialized again (api-text.ts). A
    * document stored before it kept its text is serialized here, by the toApi that makes the text, to the same bytes.
    */
-  const list = <Doc extends Document>(collection: string, where: FindQuery['where'], sort: FindQuery['sort'], toApi: (doc: Doc) => unknown, page: { limit: number; offset: number }, search?: FindQuery['search']) =>
+  type Find = Omit<FindQuery, 'skip' | 'limit'>;
+  const list = <Doc extends Document>(collection: string, find: Find, toApi: (doc: Doc) => unknown, page: { limit: number; offset: number }) =>
     readStore
-      .findText<Doc>(collection, { where, sort, skip: page.offset, limit: page.limit, ...(search ? { search } : {}) }, API_TEXT)
+      .findText<Doc>(collection, { ...find, skip: page.offset, limit: page.limit }, API_TEXT)
       .then((items) => `[${items.map((item) => (typeof item === 'string' ? item : JSON.stringify(toApi(item)))).join(',')}]`);
+  /** The find of a list with its filters (extensions): the party's own items, then status and creation time. */
+  const filtered = (where: NonNullable<FindQuery['where']>, sort: FindQuery['sort'], filters: Parameters<typeof listFilters>[0]) => {
+    const extra = listFilters(filters);
+    return { where: { ...where, ...extra.where }, sort, ...(extra.range ? { range: extra.range } : {}) };
+  };
+  /** One item as the list shows it, with its ETag; anything that is not the party's own is 404, like an id that never existed. */
+  const one = <Doc extends Document>(res: Response, doc: Doc | null | undefined, owned: (doc: Doc) => boolean, toApi: (doc: Doc) => unknown, what: string) => {
+    if (!doc || !owned(doc)) throw notFound(what);
+    const text = doc[API_TEXT];
+    sendJsonTextWithETag(res, typeof text === 'string' ? text : JSON.stringify(toApi(doc)));
+  };
 
   router.get('/api/v1/distributors/:distributorID/operations', auth, authorize('Read Transactions', 'distributor', 'distributorID'), current(models.distributorOperations), async (req, res) => {
-    const page = query(listQuery, req);
+    const { limit, offset, ...filters } = query(operationsQuery, req);
     const id = String(req.params.distributorID);
-    sendJsonTextWithETag(res, await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, distributorOperations.toApi, page));
+    const find = filtered(distributorOperations.distributorOperationsWhere(id), distributorOperations.DISTRIBUTOR_OPERATIONS_SORT, filters);
+    sendJsonTextWithETag(res, await list(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION.name, find, distributorOperations.toApi, { limit, offset }));
   });
 
   router.get('/api/v1/merchants/:merchantID/operations', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantOperations), async (req, res) => {
-    const page = query(listQuery, req);
+    const { limit, offset, ...filters } = query(operationsQuery, req);
     const id = String(req.params.merchantID);
-    sendJsonTextWithETag(res, await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, merchantOperations.toApi, page));
+    const find = filtered(merchantOperations.merchantOperationsWhere(id), merchantOperations.MERCHANT_OPERATIONS_SORT, filters);
+    sendJsonTextWithETag(res, await list(merchantOperations.MERCHANT_OPERATIONS_COLLECTION.name, find, merchantOperations.toApi, { limit, offset }));
   });
 
   router.get('/api/v1/merchants/:merchantID/payments', auth, authorize('Read Transactions', 'merchant', 'merchantID'), current(models.merchantPayments), async (req, res) => {
-    const { search, ...page } = query(paymentsQuery, req);
+    const { search, limit, offset, ...filters } = query(paymentsQuery, req);
     const id = String(req.params.merchantID);
     const clauses = search !== undefined && search.trim() !== '' ? merchantPayments.paymentSearch(search) : undefined;
-    sendJsonTextWithETag(res, await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, merchantPayments.toApi, page, clauses));
+    const own = filtered(merchantPayments.merchantPaymentsWhere(id), merchantPayments.MERCHANT_PAYMENTS_SORT, filters);
+    const find = { ...own, ...(clauses ? { search: clauses } : {}) };
+    sendJsonTextWithETag(res, await list(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, find, merchantPayments.toApi, { limit, offset }));
+  });
+
+  // Extensions (not in the contract): one item by its id, as its list shows it. The key's party check is the
+  // path's (403, as for the lists); an id of another party's item is 404, exactly as one that does not exist.
+  const readTransactions = (partyType: PartyType) => authorize('Read Transactions', partyType, `${partyType}ID`);
+  const itemOf = (req: Request) => {
+    query(NO_QUERY, req);
+    return String(req.params.operationID);
+  };
+  const byID = <Doc extends Document>(collection: CollectionDefinition, id: string) =>
+    plausibleID(id) ? readStore.get<Doc>(collection.name, id) : Promise.resolve(null);
+
+  router.get('/api/v1/distributors/:distributorID/operations/:operationID', auth, readTransactions('distributor'), current(models.distributorOperations), async (req, res) => {
+    const operationID = itemOf(req);
+    const doc = await byID<distributorOperations.DistributorOperationDoc>(distributorOperations.DISTRIBUTOR_OPERATIONS_COLLECTION, operationID);
+    one(res, doc, (d) => d.distributorID === req.params.distributorID, distributorOperations.toApi, `operation ${operationID.slice(0, 64)}`);
+  });
+
+  router.get('/api/v1/merchants/:merchantID/operations/:operationID', auth, readTransactions('merchant'), current(models.merchantOperations), async (req, res) => {
+    const operationID = itemOf(req);
+    const doc = await byID<merchantOperations.MerchantOperationDoc>(merchantOperations.MERCHANT_OPERATIONS_COLLECTION, operationID);
+    one(res, doc, (d) => d.merchantID === req.params.merchantID && d.visible, merchantOperations.toApi, `operation ${operationID.slice(0, 64)}`);
+  });
+
+  router.get('/api/v1/merchants/:merchantID/payments/:operationID', auth, readTransactions('merchant'), current(models.merchantPayments), async (req, res) => {
+    const operationID = itemOf(req);
+    const id = String(req.params.merchantID);
+    // A payment is named by its wallet operation (wo_…), which the document keeps beside its own id (the op_…).
+    const where = { ...merchantPayments.merchantPaymentsWhere(id), operationID };
+    const [doc] = plausibleID(operationID)
+      ? await readStore.find<merchantPayments.MerchantPaymentDoc>(merchantPayments.MERCHANT_PAYMENTS_COLLECTION.name, { where, limit: 1 })
+      : [];
+    one(res, doc, (d) => d.merchantID === id && d.visible, merchantPayments.toApi, `payment ${operationID.slice(0, 64)}`);
   });
   return router;
 }

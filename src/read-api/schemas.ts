@@ -30,7 +30,55 @@ const limit = wholeNumber('limit', 1, MAX_LIMIT, DEFAULT_LIMIT, `Page size, 1 to
 const offset = wholeNumber('offset', 0, MAX_OFFSET, 0, 'Items to skip; default 0. Page by adding limit to offset.');
 
 export const listQuery = z.strictObject({ limit, offset });
-export const paymentsQuery = z.strictObject({
+
+// Extensions (not in the contract, which names no filter): additive, and every other unknown parameter is still 400.
+/** Dates only (midnight UTC) or date-times with their offset: a time without one would mean a different instant per client. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/i;
+/** Date.parse rolls 2026-02-30 over to March: each part is checked against the calendar instead. */
+function isCalendarInstant(value: string): boolean {
+  const [year, month, day, hour = 0, minute = 0, second = 0] = (value.match(/\d+/g) ?? []).slice(0, 6).map(Number) as number[];
+  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
+  return month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth && hour < 24 && minute < 60 && second < 60;
+}
+const instant = (field: string, description: string) =>
+  z
+    .string({ error: notOneString(field) })
+    .regex(INSTANT, { error: `${field} must be an ISO 8601 date (2026-11-21) or date-time with its offset (2026-11-21T10:15:00Z)`, abort: true })
+    .refine(isCalendarInstant, `${field} is not a calendar date and time`)
+    // Stored times are toISOString's form: the same form compares in time order.
+    .transform((value) => new Date(value).toISOString())
+    .optional()
+    .meta({ description, format: 'date-time', example: '2026-11-21T00:00:00Z' });
+
+const createdRange = {
+  createdFrom: instant('createdFrom', 'Extension (not in the contract): only items created at or after this instant (inclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.'),
+  createdTo: instant('createdTo', 'Extension (not in the contract): only items created before this instant (exclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.'),
+};
+const orderedRange = (range: { createdFrom?: string | undefined; createdTo?: string | undefined }) =>
+  range.createdFrom === undefined || range.createdTo === undefined || range.createdFrom < range.createdTo;
+const RANGE_ORDER = { error: 'createdTo must be after createdFrom', path: ['createdTo'] };
+
+/** The operation lists' query: the contract's paging, and the extension filters by status and creation time. */
+export const operationsQuery = z
+  .strictObject({
+    limit,
+    offset,
+    status: z
+      .enum(CONTRACT_STATUSES, { error: (issue) => (typeof issue.input === 'string' ? `status must be one of ${CONTRACT_STATUSES.join(', ')}` : notOneString('status')(issue)) })
+      .optional()
+      .meta({ description: `Extension (not in the contract): only operations in this status (${CONTRACT_STATUSES.join(', ')}).` }),
+    ...createdRange,
+  })
+  .refine(orderedRange, RANGE_ORDER);
+
+/** The find's extra conditions for a list's filters: equality on status, a range on createdAt. */
+export function listFilters(query: { status?: string | undefined; createdFrom?: string | undefined; createdTo?: string | undefined }) {
+  const where: Record<string, string> = query.status !== undefined ? { status: query.status } : {};
+  const bounds = { ...(query.createdFrom !== undefined ? { gte: query.createdFrom } : {}), ...(query.createdTo !== undefined ? { lt: query.createdTo } : {}) };
+  return { where, range: Object.keys(bounds).length > 0 ? { createdAt: bounds } : undefined };
+}
+
+const paymentsShape = {
   limit,
   offset,
   search: z
@@ -38,7 +86,9 @@ export const paymentsQuery = z.strictObject({
     .max(100, 'search must be at most 100 characters')
     .optional()
     .meta({ description: 'Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively.' }),
-});
+  ...createdRange,
+};
+export const paymentsQuery = z.strictObject(paymentsShape).refine(orderedRange, RANGE_ORDER);
 
 /**
  * Query parameters whose name starts with `_` are cache busters (`?_=1732312345678`, as jQuery's `cache:

@@ -21,15 +21,18 @@ function rule<T>(field: string, meta: { description: string; example: string; pa
   return z
     .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be ${kind}, not ${jsonType(issue.input)}`) })
     .meta(meta)
-    .transform((value, ctx): T => {
-      try {
-        return parse(value);
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: error instanceof DomainError ? error.message : `${field} is invalid` });
-        return z.NEVER;
-      }
-    });
+    .transform(byDomainRule(field, parse));
 }
+
+/** A domain rule as a zod transform: its refusal becomes the field's issue, with the rule's own words. */
+const byDomainRule = <V, T>(field: string, parse: (value: V) => T) => (value: V, ctx: z.core.$RefinementCtx<V>): T => {
+  try {
+    return parse(value);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: error instanceof DomainError ? error.message : `${field} is invalid` });
+    return z.NEVER;
+  }
+};
 
 /** The JSON name of a value's type, for "must be a string, not a number". */
 function jsonType(value: unknown): string {
@@ -53,7 +56,17 @@ function buildSchemas(assetScale: number) {
   const phone = (field: string, description: string) =>
     rule(field, { description: `${description}, in international format.`, example: '+2348123456781', pattern: '^\\s*\\+[0-9][0-9 ()\\-.]*\\s*$', maxLength: 40 }, (v) => normalizePhone(field, v),
       'a string of digits in international format (e.g. "+2348123456781")');
-  const code = (field: string, description: string) => rule(field, { description, example: '4521', pattern: '^[1-9][0-9]{0,8}$' }, (v) => shortCode(field, v), 'a string of digits (e.g. "4521")');
+  // The contract sends short codes as strings, where responses carry merchantShortCode as an integer: both are
+  // accepted (an extension), so that a client may send back the number it was given.
+  const code = (field: string, description: string) => z.union([
+    rule(field, { description: 'A string of digits, as the contract sends it.', example: '4521', pattern: '^[1-9][0-9]{0,8}$' }, (v) => shortCode(field, v),
+      'a string of digits or a whole number (e.g. "4521" or 4521)'),
+    z
+      .number()
+      .int({ error: `${field} must be a string of digits or a whole number (e.g. "4521" or 4521)` })
+      .meta({ description: 'Extension (not in the contract): the same short code as a whole number, as responses carry merchantShortCode.', example: 4521 })
+      .transform(byDomainRule(field, (v: number) => shortCode(field, String(v)))),
+  ]).meta({ description });
   const memo = rule('memo', { description: `Optional reference note, at most ${MEMO_MAX} characters once trimmed, not blank.`, example: 'invoice 1042', pattern: '\\S' }, (v) =>
     requiredText('memo', v, MEMO_MAX)).nullish();
 
@@ -106,6 +119,13 @@ function issuesToFieldErrors(issues: z.core.$ZodIssue[], body: Record<string, un
       continue;
     }
     const field = issue.path.map(String).join('.') || 'body';
+    if (issue.code === 'invalid_union') {
+      // A short code (string or number): the refusal of the branch of the value's own type, else of the first.
+      const branch = issue.errors.find((branchIssues) => branchIssues[0]?.code !== 'invalid_type') ?? issue.errors[0] ?? [];
+      const missing = issue.path.length === 1 && !Object.hasOwn(body, issue.path[0] as PropertyKey);
+      errors.push(fieldError(field, missing ? `${field} is required` : (branch[0]?.message ?? `${field} is invalid`)));
+      continue;
+    }
     const missing = issue.path.length === 1 && !Object.hasOwn(body, issue.path[0] as PropertyKey);
     errors.push(fieldError(field, missing ? `${field} is required` : issue.message));
   }

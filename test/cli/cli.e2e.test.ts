@@ -40,7 +40,7 @@ describe('wallet-ops CLI', () => {
     expect(byChecker.stdout).toBe('');
     const collected = await runCliJson<{ keyID: string; apiKey: string }>(['key', 'secret', keyID, '--as', 'maker@acme.test', ...data]);
     expect(collected.keyID).toBe(keyID);
-    expect(collected.apiKey.startsWith(`${keyID}.`)).toBe(true);
+    expect(collected.apiKey.startsWith(`wo_live_${keyID}.`)).toBe(true);
     const secret = collected.apiKey.slice(keyID.length + 1);
     const twice = await runCli(['key', 'secret', keyID, '--as', 'maker@acme.test', '--json', ...data]);
     expect(twice.code).toBe(1);

@@ -33,7 +33,7 @@ describe('wallet-ops key|webhook rotate / approve-rotation / secret', () => {
     expect(Date.parse(approved.previousSecretValidUntil) - Date.now()).toBeGreaterThan(23 * 3_600_000);
 
     const { apiKey: newKey } = await runCliJson<{ keyID: string; apiKey: string }>(['key', 'secret', keyID, '--as', party.makerEmail, ...data]);
-    expect(newKey.startsWith(`${keyID}.`)).toBe(true);
+    expect(newKey.startsWith(`wo_live_${keyID}.`)).toBe(true);
     expect(newKey).not.toBe(oldKey);
     await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
     expect((await balance(newKey)).status).toBe(200);

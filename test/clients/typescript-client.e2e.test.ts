@@ -47,7 +47,7 @@ describe('given a live server and the TypeScript client', () => {
     expect(new Set(keys).size).toBe(4);
 
     const seen = [];
-    for await (const operation of client.allOperations(3)) seen.push(operation);
+    for await (const operation of client.allOperations({ pageSize: 3 })) seen.push(operation);
     expect(seen.map((o) => o.operationID).sort()).toEqual([...ids].sort());
     const toMerchant = seen.find((o) => o.operationType === 'cash-in' && o.merchantTo !== undefined);
     expect(toMerchant).toMatchObject({ merchantTo: merchant.ref.id, merchantShortCode: Number(merchant.shortCode) });

@@ -175,7 +175,7 @@ suite(title, () => {
     // A modal: focus is inside it, on its first control.
     await expect(await lead.evaluate(() => document.activeElement?.id)).toBe('secret-0');
     secret = await lead.locator('[data-secret]').inputValue();
-    expect(secret.startsWith(`${keyID}.`)).toBe(true);
+    expect(secret.startsWith(`wo_live_${keyID}.`)).toBe(true);
     await lead.context().grantPermissions(['clipboard-read', 'clipboard-write']);
     await dialog.getByRole('button', { name: 'Copy to clipboard' }).click();
     await lead.locator('[data-copy-status]').filter({ hasText: /Copied|Selected/ }).waitFor();

@@ -301,7 +301,7 @@ describe('maker-checker and the one-time secret', () => {
     expect(checkerView.text).toContain('will see it once');
 
     const first = await makerClient.get('/console/keys?tab=active');
-    const secret = new RegExp(`value="(${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(first.text)?.[1];
+    const secret = new RegExp(`value="(wo_live_${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(first.text)?.[1];
     expect(secret).toBeDefined();
     expect(first.text).toContain('<dialog class="secret" open data-modal');
     expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey: secret! })).status).toBe(200);

@@ -63,7 +63,7 @@ async function makerOn(baseUrl: string, email: string): Promise<ConsoleClient> {
   return client;
 }
 
-const secretIn = (text: string, keyID: string) => new RegExp(`value="(${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(text)?.[1];
+const secretIn = (text: string, keyID: string) => new RegExp(`value="(wo_live_${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(text)?.[1];
 
 /** Every file of the data directory's read store (the database, its WAL and shared memory). */
 const readStoreBytes = (dataDir: string) =>

@@ -65,7 +65,7 @@ describe('API keys: rotate secret', () => {
     expect(checkerView.text).not.toContain(`${keyID}.`);
 
     const first = await makerClient.get('/console/keys?tab=active');
-    const newKey = new RegExp(`value="(${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(first.text)?.[1];
+    const newKey = new RegExp(`value="(wo_live_${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(first.text)?.[1];
     expect(newKey).toBeDefined();
     expect(newKey).not.toBe(oldKey);
     expect(rowOf(first.text, keyID)).toContain('previous secret valid until');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatApiKey, hashSecret, isKeyID, matchingSecretIndex, newKeyID, newSecret, parseApiKey, secretMatches, secretMatchesAny } from '../../src/domain/api-key-secrets.ts';
+import { API_KEY_PATTERN, formatApiKey, hashSecret, isKeyID, matchingSecretIndex, newKeyID, newSecret, parseApiKey, secretMatches, secretMatchesAny } from '../../src/domain/api-key-secrets.ts';
 
 const KEY_ID = 'key_AbCdEfGh12_-34Xy';
 const SECRET = 'A'.repeat(20) + '-_' + 'z9'.repeat(10) + 'q';
@@ -37,12 +37,26 @@ describe('api key ids and secrets', () => {
 });
 
 describe('formatApiKey and parseApiKey', () => {
-  it('when a key is formatted, then it is the key id, a dot and the secret', () => {
-    expect(formatApiKey(KEY_ID, SECRET)).toBe(`${KEY_ID}.${SECRET}`);
+  it('when a key is formatted, then it is the prefix of its environment (live by default), the key id, a dot and the secret', () => {
+    expect(formatApiKey(KEY_ID, SECRET)).toBe(`wo_live_${KEY_ID}.${SECRET}`);
+    expect(formatApiKey(KEY_ID, SECRET, 'live')).toBe(`wo_live_${KEY_ID}.${SECRET}`);
+    expect(formatApiKey(KEY_ID, SECRET, 'test')).toBe(`wo_test_${KEY_ID}.${SECRET}`);
   });
 
   it('when a formatted key is parsed, then the key id and the secret come back', () => {
     expect(parseApiKey(formatApiKey(KEY_ID, SECRET))).toEqual({ keyID: KEY_ID, secret: SECRET });
+    expect(parseApiKey(formatApiKey(KEY_ID, SECRET, 'test'))).toEqual({ keyID: KEY_ID, secret: SECRET });
+  });
+
+  it('when a key issued before the prefix (bare keyID.secret) is parsed, then it still parses', () => {
+    expect(parseApiKey(`${KEY_ID}.${SECRET}`)).toEqual({ keyID: KEY_ID, secret: SECRET });
+  });
+
+  it('when a text holds an issued key among other words, then the documented scanner pattern finds exactly the key', () => {
+    const key = formatApiKey(newKeyID(), newSecret(), 'test');
+    expect(`export WALLET_KEY="${key}" # do not commit`.match(API_KEY_PATTERN)?.[0]).toBe(key);
+    expect(formatApiKey(newKeyID(), newSecret())).toMatch(new RegExp(`^${API_KEY_PATTERN.source}$`));
+    expect(`${KEY_ID}.${SECRET}`).not.toMatch(API_KEY_PATTERN);
   });
 
   it('when a freshly generated key is formatted and parsed, then it round-trips', () => {
@@ -66,6 +80,9 @@ describe('formatApiKey and parseApiKey', () => {
     ['has a leading space', ` ${KEY_ID}.${SECRET}`],
     ['is a bearer header value', `Bearer ${KEY_ID}.${SECRET}`],
     ['has the parts swapped', `${SECRET}.${KEY_ID}`],
+    ['has an unknown environment prefix', `wo_prod_${KEY_ID}.${SECRET}`],
+    ['has the prefix twice', `wo_live_wo_live_${KEY_ID}.${SECRET}`],
+    ['has an upper-case prefix', `WO_LIVE_${KEY_ID}.${SECRET}`],
   ])('when the presented key %s, then it is not parsed', (_label, presented) => {
     expect(parseApiKey(presented)).toBeNull();
   });

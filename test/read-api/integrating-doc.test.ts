@@ -28,3 +28,32 @@ describe('docs/integrating.md', () => {
     for (const [, type] of guide.matchAll(/`(\/problems\/[a-z-]+)`/g)) expect(source, type).toContain(`'${type}'`);
   });
 });
+
+describe('docs/api-contract.md', () => {
+  const contract = read('docs/api-contract.md');
+  const document = JSON.parse(read('openapi.json')) as { paths: Record<string, Record<string, { parameters: Array<{ name: string; in: string }> }>> };
+
+  it('when the README names the API contract, then it is this file in the repository, never a file outside it', () => {
+    const readme = read('README.md');
+    expect(readme).toContain('(docs/api-contract.md)');
+    expect(readme).not.toMatch(/\.\.\/shared\/spec/);
+    expect(guide).toContain('(api-contract.md)');
+  });
+
+  it('when the OpenAPI document has an operation, then the contract names its method and path, and each of its query parameters', () => {
+    for (const [path, methods] of Object.entries(document.paths)) {
+      if (!path.startsWith('/api/v1/') || path.endsWith('openapi.json') || path.endsWith('/docs')) continue;
+      for (const [method, operation] of Object.entries(methods)) {
+        expect(contract, `${method} ${path}`).toContain(`${method.toUpperCase()} ${path}`);
+        for (const parameter of operation.parameters.filter((p) => p.in === 'query')) expect(contract, `${path} ?${parameter.name}`).toContain(`\`${parameter.name}\``);
+      }
+    }
+  });
+
+  it('when the contract names a problem type, then the HTTP layer answers with it', () => {
+    const source = read('src/http/problems.ts');
+    const named = [...contract.matchAll(/`(\/problems\/[a-z-]+)`/g)].map(([, type]) => type!);
+    expect(named.length).toBeGreaterThan(10);
+    for (const type of named) expect(source, type).toContain(`'${type}'`);
+  });
+});

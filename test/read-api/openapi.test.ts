@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { renderDocsPage } from '../../src/read-api/docs-page.ts';
 import { buildOpenApiDocument, type JsonSchema, type OpenApiDocument, type OpenApiOperation } from '../../src/read-api/openapi.ts';
-import { listQuery, MAX_LIMIT, parseQuery, paymentsQuery, responseSchemas } from '../../src/read-api/schemas.ts';
+import { listQuery, MAX_LIMIT, operationsQuery, parseQuery, paymentsQuery, responseSchemas } from '../../src/read-api/schemas.ts';
 import { PROBLEM_TYPES } from '../../src/http/problems.ts';
 import { WEBHOOK_EVENT_TYPES } from '../../src/domain/events.ts';
 import { parsePositiveAmount, positiveAmountPattern } from '../../src/domain/money.ts';
@@ -41,20 +41,23 @@ function allRefs(node: unknown, found: string[] = []): string[] {
 }
 
 describe('the OpenAPI document', () => {
-  it('is OpenAPI 3.1 with the seven operations of the contract, each with a unique operationId', () => {
+  it('is OpenAPI 3.1 with the seven operations of the contract and the three single-item GETs that extend it, each with a unique operationId', () => {
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
     expect(doc.info.title).toBeTruthy();
     const ops = operations();
     expect(ops.map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
       'GET /api/v1/distributors/{distributorID}/balance',
       'GET /api/v1/distributors/{distributorID}/operations',
+      'GET /api/v1/distributors/{distributorID}/operations/{operationID}',
       'GET /api/v1/merchants/{merchantID}/balance',
       'GET /api/v1/merchants/{merchantID}/operations',
+      'GET /api/v1/merchants/{merchantID}/operations/{operationID}',
       'GET /api/v1/merchants/{merchantID}/payments',
+      'GET /api/v1/merchants/{merchantID}/payments/{operationID}',
       'POST /api/v1/distributors/{distributorID}/operations',
       'POST /api/v1/merchants/{merchantID}/operations',
     ]);
-    expect(new Set(ops.map(({ operation }) => operation.operationId)).size).toBe(7);
+    expect(new Set(ops.map(({ operation }) => operation.operationId)).size).toBe(10);
   });
 
   it('declares every path parameter of every path, as required, and no path parameter the path lacks', () => {
@@ -67,16 +70,16 @@ describe('the OpenAPI document', () => {
   });
 
   it('requires the bearer API key on every operation, and every $ref resolves', () => {
-    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: '<keyID>.<secret>' });
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'wo_live_<keyID>.<secret>' });
     for (const { operation } of operations()) expect(operation.security).toEqual([{ apiKey: [] }]);
     for (const target of allRefs(doc)) expect(() => resolve({ $ref: target }), target).not.toThrow();
   });
 
-  it('names every status the server answers: 200, 400, 401, 403, 404, 409, 413, 422 for POST, 200, 304, 400, 401, 403 for GET, and 408, 429, 431, 500 and 503 for both; every problem example carries a request id', () => {
-    for (const { method, operation } of operations()) {
+  it('names every status the server answers: 200, 400, 401, 403, 404, 409, 413, 422 for POST, 200, 304, 400, 401, 403 for GET (and 404 for one item), and 408, 429, 431, 500 and 503 for all; every problem example carries a request id', () => {
+    for (const { method, path, operation } of operations()) {
       const expected = method === 'post'
         ? ['200', '400', '401', '403', '404', '408', '409', '413', '422', '429', '431', '500', '503']
-        : ['200', '304', '400', '401', '403', '408', '429', '431', '500', '503'];
+        : ['200', '304', '400', '401', '403', ...(path.endsWith('{operationID}') ? ['404'] : []), '408', '429', '431', '500', '503'];
       expect(Object.keys(operation.responses).sort()).toEqual(expected);
       for (const [status, response] of Object.entries(operation.responses)) {
         expect(response.description, `${operation.operationId} ${status}`).toBeTruthy();
@@ -127,7 +130,7 @@ describe('the OpenAPI document', () => {
     }
     for (const { operation } of operations()) {
       const query = Object.fromEntries(operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, String(p.example)]));
-      const schema = operation.operationId === 'listMerchantPayments' ? paymentsQuery : listQuery;
+      const schema = operation.operationId === 'listMerchantPayments' ? paymentsQuery : operationsQuery;
       if (Object.keys(query).length) expect(parseQuery(schema, query), operation.operationId).toMatchObject({ ok: true });
     }
   });
@@ -140,6 +143,9 @@ describe('the OpenAPI document', () => {
       listMerchantPayments: z.array(schemas.payment.union),
       getDistributorBalance: schemas.balance,
       getMerchantBalance: schemas.balance,
+      getDistributorOperation: schemas.distributorOperation.union,
+      getMerchantOperation: schemas.merchantOperation.union,
+      getMerchantPayment: schemas.payment.union,
     };
     for (const { method, operation } of operations()) {
       if (method !== 'get') continue;
@@ -176,7 +182,7 @@ describe('the OpenAPI document', () => {
 
   it('says on every GET that parameters starting with _ (cache busters) are ignored', () => {
     const gets = operations().filter(({ method }) => method === 'get');
-    expect(gets).toHaveLength(5);
+    expect(gets).toHaveLength(8);
     for (const { operation } of gets) expect(operation.responses['400']!.description, operation.operationId).toMatch(/starts with `_`.*ignored/);
   });
 
@@ -259,8 +265,21 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('names its licence', () => {
+  it('names its licence with an SPDX identifier, as OpenAPI 3.1 asks of a licence without a url (and validators such as swagger-parser check)', () => {
     expect(doc.info.license.name).toBeTruthy();
+    expect(doc.info.license.identifier).toMatch(/^LicenseRef-[A-Za-z0-9.-]+$/);
+    expect(doc.info.license.url).toBeUndefined();
+  });
+
+  it('describes the extension filters of the operation lists as query parameters: status as the contract statuses, the creation bounds as date-times', () => {
+    for (const partyType of ['distributor', 'merchant'] as const) {
+      const parameters = doc.paths[`/api/v1/${partyType}s/{${partyType}ID}/operations`]!.get!.parameters;
+      expect(parameters.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(['limit', 'offset', 'status', 'createdFrom', 'createdTo']);
+      expect(parameters.find((p) => p.name === 'status')!.schema).toMatchObject({ enum: ['pending', 'approved', 'rejected', 'completed', 'failed'] });
+      expect(parameters.find((p) => p.name === 'createdFrom')!.schema).toMatchObject({ type: 'string', format: 'date-time' });
+    }
+    const payments = doc.paths['/api/v1/merchants/{merchantID}/payments']!.get!.parameters;
+    expect(payments.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(['limit', 'offset', 'search', 'createdFrom', 'createdTo']);
   });
 });
 

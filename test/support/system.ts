@@ -79,7 +79,7 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
   });
   answerClientErrors(server);
   const { port } = server.address() as AddressInfo;
-  const backOffice: RotationDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS };
+  const backOffice: RotationDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS, apiKeyEnvironment: config.API_KEY_ENVIRONMENT };
   const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
 
   return {

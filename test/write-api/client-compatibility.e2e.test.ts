@@ -14,7 +14,8 @@ import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTO
  * - Python's json.dumps: `", "` and `": "` separators, None as `null`, ensure_ascii (`\u00e9`), an int as a
  *   number.
  * Each is answered as documented: `null` for an unset optional field is absent, escapes are decoded, and a
- * number where the contract wants a string is refused with a message that says "must be a string".
+ * number where the contract wants a string is refused with a message that says "must be a string" (short codes
+ * excepted: a whole number is accepted, as responses carry merchantShortCode).
  */
 
 /** A number literal written as the library writes it (JSON.stringify cannot write `10.00`). */
@@ -110,6 +111,11 @@ describe('client compatibility: default serializations of Jackson, System.Text.J
       (op) => expect(op).toMatchObject({ operationType: 'cash-out', amount: '1.00', payee: d.wallet })],
     ['pay-merchant, memo with escapes', 'merchant', () => [['operationType', 'pay-merchant'], ['merchantToShortCode', m2.shortCode], ['amount', '1.00'], ['memo', MEMO]],
       (op) => expect(op).toMatchObject({ operationType: 'pay-merchant', amount: '1.00', payee: m2.wallet, memo: MEMO })],
+    // An extension: a short code as the integer the responses carry (merchantShortCode), as an int field writes it.
+    ['cash-in merchantToShortCode as an integer', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', null], ['merchantToShortCode', new Num(m.shortCode)], ['memo', null]],
+      (op) => expect(op).toMatchObject({ operationType: 'cash-in', amount: '1.00', payee: m.wallet })],
+    ['cash-out distributorToShortCode as an integer', 'merchant', () => [['operationType', 'cash-out'], ['amount', '1.00'], ['distributorToShortCode', new Num(d.shortCode)], ['memo', null]],
+      (op) => expect(op).toMatchObject({ operationType: 'cash-out', amount: '1.00', payee: d.wallet })],
     ['pay-individual, memo null', 'merchant', () => [['operationType', 'pay-individual'], ['amount', '1.00'], ['phoneTo', phone], ['memo', null]],
       (op) => expect(op).toMatchObject({ operationType: 'pay-individual', amount: '1.00', payee: { kind: 'individual', id: phone } })],
   ];
@@ -118,10 +124,9 @@ describe('client compatibility: default serializations of Jackson, System.Text.J
   const refused: Array<[string, 'distributor' | 'merchant', () => Fields, string, RegExp]> = [
     ['cash-in amount as a decimal number 10.00', 'distributor', () => [['operationType', 'cash-in'], ['amount', new Num('10.00')], ['phoneTo', phone], ['merchantToShortCode', null], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
     ['cash-in amount as an integer 10', 'distributor', () => [['operationType', 'cash-in'], ['amount', new Num('10')], ['phoneTo', null], ['merchantToShortCode', m.shortCode], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
-    ['cash-in merchantToShortCode as an integer', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', null], ['merchantToShortCode', new Num(m.shortCode)], ['memo', null]], 'merchantToShortCode', /^merchantToShortCode must be a string of digits .*not a number$/],
+    ['cash-in merchantToShortCode as a fraction', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', null], ['merchantToShortCode', new Num(`${m.shortCode}.5`)], ['memo', null]], 'merchantToShortCode', /^merchantToShortCode must be a string of digits or a whole number/],
     ['cash-in phoneTo as an integer', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', new Num(phone.slice(1))], ['merchantToShortCode', null], ['memo', null]], 'phoneTo', /^phoneTo must be a string of digits .*not a number$/],
     ['pay-merchant amount as a number 1.5', 'merchant', () => [['operationType', 'pay-merchant'], ['amount', new Num('1.5')], ['merchantToShortCode', m2.shortCode], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
-    ['cash-out distributorToShortCode as an integer', 'merchant', () => [['operationType', 'cash-out'], ['amount', '1.00'], ['distributorToShortCode', new Num(d.shortCode)], ['memo', null]], 'distributorToShortCode', /^distributorToShortCode must be a string of digits .*not a number$/],
     ['cash-out-fulfillment amount as a number, memo null', 'distributor', () => [['operationType', 'cash-out-fulfillment'], ['amount', new Num('3')], ['phoneFrom', phone], ['cashOutFulfillmentType', 'cash'], ['cashOutFulfillmentID', 'R1'], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
   ];
 

@@ -34,12 +34,13 @@ const bodies: Record<string, { party: 'distributor' | 'merchant'; base: Record<s
 };
 
 /** Per field: the wrong-type message, a badly formatted value and its message, a too-long value and its message. */
-const fieldRules: Record<string, { type: RegExp; format?: [unknown, RegExp]; tooLong?: [unknown, RegExp] }> = {
+const fieldRules: Record<string, { type: RegExp; aNumber?: RegExp; format?: [unknown, RegExp]; tooLong?: [unknown, RegExp] }> = {
   amount: { type: /^amount must be a string \(a decimal in quotes/, format: ['1e3', /^amount must be a decimal string of digits/], tooLong: ['1.234', /^amount has more than 2 decimal places$/] },
   phoneTo: { type: /^phoneTo must be a string of digits in international format/, format: ['08123456781', /^phoneTo must be in international format/] },
   phoneFrom: { type: /^phoneFrom must be a string of digits in international format/, format: ['abc', /^phoneFrom must be in international format/] },
-  merchantToShortCode: { type: /^merchantToShortCode must be a string of digits/, format: ['ab12', /^merchantToShortCode must be a number of 1 to 9 digits/], tooLong: ['1234567890', /^merchantToShortCode must be a number of 1 to 9 digits/] },
-  distributorToShortCode: { type: /^distributorToShortCode must be a string of digits/, format: ['0452', /^distributorToShortCode must be a number of 1 to 9 digits/] },
+  // Short codes also take a whole number (an extension): 4521 is then looked up, and unknown here.
+  merchantToShortCode: { type: /^merchantToShortCode must be a string of digits or a whole number/, aNumber: /^merchantToShortCode 4521 is not the short code of any merchant$/, format: ['ab12', /^merchantToShortCode must be a number of 1 to 9 digits/], tooLong: ['1234567890', /^merchantToShortCode must be a number of 1 to 9 digits/] },
+  distributorToShortCode: { type: /^distributorToShortCode must be a string of digits or a whole number/, aNumber: /^distributorToShortCode 4521 is not the short code of any distributor$/, format: ['0452', /^distributorToShortCode must be a number of 1 to 9 digits/] },
   cashOutFulfillmentType: { type: /^cashOutFulfillmentType must be "cash"/, format: ['card', /^cashOutFulfillmentType must be "cash"/] },
   cashOutFulfillmentID: { type: /^cashOutFulfillmentID must be a string, not (a number|a boolean|an object)$/, tooLong: ['x'.repeat(101), /^cashOutFulfillmentID must be at most 100 characters$/] },
   memo: {
@@ -63,7 +64,7 @@ function bodyRows(): Array<[string, BodyRow]> {
       const isRequired = required.includes(field);
       add('missing', field, MISSING, isRequired ? new RegExp(`^${field} is required$`) : 'accepted');
       add('null', field, null, isRequired ? (field === 'cashOutFulfillmentType' ? rules.type : new RegExp(`^${field} must be .*, not null$`)) : 'accepted');
-      add('a number', field, 4521, rules.type);
+      add('a number', field, 4521, rules.aNumber ?? rules.type);
       add('a boolean', field, true, rules.type);
       add('an object', field, { value: '1' }, rules.type);
       if (rules.format) add(`badly formatted (${shown(rules.format[0])})`, field, rules.format[0], rules.format[1]);
@@ -76,7 +77,9 @@ function bodyRows(): Array<[string, BodyRow]> {
   }
   rows.push(['cash-in phoneTo: null with merchantToShortCode', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00', merchantToShortCode: '4521' }, field: 'phoneTo', value: null, expect: 'accepted' }]);
   rows.push(['cash-in merchantToShortCode: null with phoneTo', { party: 'distributor', base: bodies['cash-in']!.base, field: 'merchantToShortCode', value: null, expect: 'accepted' }]);
-  rows.push(['cash-in merchantToShortCode: a number', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 4521, expect: fieldRules.merchantToShortCode!.type }]);
+  rows.push(['cash-in merchantToShortCode: a number', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 4521, expect: fieldRules.merchantToShortCode!.aNumber! }]);
+  rows.push(['cash-in merchantToShortCode: a fraction', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 45.21, expect: fieldRules.merchantToShortCode!.type }]);
+  rows.push(['cash-in merchantToShortCode: a number of 10 digits', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 1234567890, expect: fieldRules.merchantToShortCode!.tooLong![1] }]);
   rows.push(['cash-in merchantToShortCode: badly formatted', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 'ab', expect: fieldRules.merchantToShortCode!.format![1] }]);
   rows.push(['cash-in phoneTo and merchantToShortCode both null', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00', merchantToShortCode: null }, field: 'phoneTo', value: null, expect: /^one of phoneTo or merchantToShortCode is required$/ }]);
   rows.push(['cash-in phoneTo a number (present, wrong type)', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'phoneTo', value: 2348123456781, expect: fieldRules.phoneTo!.type }]);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import createClient, { type Client } from 'openapi-fetch';
-import { paginate, type Page } from './pages.ts';
+import { paginate, type Page, type PageOptions } from './pages.ts';
 import { retryingFetch, type RetryOptions } from './retry.ts';
-import type { components, paths } from './schema.ts';
+import type { components, operations as Operations, paths } from './schema.ts';
 
 type Schemas = components['schemas'];
 export type Problem = Schemas['Problem'];
@@ -13,10 +13,15 @@ export type Payment = Schemas['Payment'];
 export type DistributorOperationRequest = Schemas['DistributorOperationRequest'];
 export type MerchantOperationRequest = Schemas['MerchantOperationRequest'];
 
+/** The filters of a list (beside limit and offset), from the document: `status`, `createdFrom`, `createdTo`, `search`. */
+type Filters<Q> = Omit<NonNullable<Q>, 'limit' | 'offset'>;
+export type OperationFilters = Filters<Operations['listDistributorOperations']['parameters']['query']>;
+export type PaymentFilters = Filters<Operations['listMerchantPayments']['parameters']['query']>;
+
 export interface WalletClientOptions {
   /** The deployment's base address, e.g. `https://wallet.example.com` (paths carry /api/v1). */
   baseUrl: string;
-  /** The API key, `<keyID>.<secret>`, as shown once after approval. */
+  /** The API key, `wo_live_<keyID>.<secret>` (`wo_test_` from a sandbox), as shown once after approval. */
   apiKey: string;
   /** Retries of 429 and 503 with Retry-After (retry.ts); `{ attempts: 1 }` turns them off. */
   retry?: RetryOptions;
@@ -68,13 +73,17 @@ export function createWalletClient(options: WalletClientOptions) {
     api,
     distributor(distributorID: string) {
       const path = { distributorID };
-      const operations = (page?: Partial<Page>) => unwrap(api.GET('/api/v1/distributors/{distributorID}/operations', { params: { path, query: page } }));
+      const operations = (query: Partial<Page> & OperationFilters = {}) =>
+        unwrap(api.GET('/api/v1/distributors/{distributorID}/operations', { params: { path, query } }));
       return {
         balance: () => unwrap(api.GET('/api/v1/distributors/{distributorID}/balance', { params: { path } })),
-        /** One page of operations, newest first. */
+        /** One page of operations, newest first, optionally filtered by status and creation time. */
         operations,
-        /** Every operation, newest first, fetching `pageSize` at a time. */
-        allOperations: (pageSize?: number) => paginate(operations, pageSize),
+        /** Every operation (of the filters), newest first, fetching `pageSize` (default 100) at a time. */
+        allOperations: (options: PageOptions & OperationFilters = {}) => iterate(operations, options),
+        /** One operation by its operationID; another distributor's, or none, is a WalletApiError with status 404. */
+        operation: (operationID: string) =>
+          unwrap(api.GET('/api/v1/distributors/{distributorID}/operations/{operationID}', { params: { path: { ...path, operationID } } })),
         /** Creates a pending operation; returns its operationID. */
         createOperation: (body: DistributorOperationRequest, request: { idempotencyKey?: string } = {}) =>
           unwrap(api.POST('/api/v1/distributors/{distributorID}/operations', { params: { path, header: idempotency(request.idempotencyKey) }, body: body as never })),
@@ -82,21 +91,32 @@ export function createWalletClient(options: WalletClientOptions) {
     },
     merchant(merchantID: string) {
       const path = { merchantID };
-      const operations = (page?: Partial<Page>) => unwrap(api.GET('/api/v1/merchants/{merchantID}/operations', { params: { path, query: page } }));
-      const payments = (query?: Partial<Page> & { search?: string }) => unwrap(api.GET('/api/v1/merchants/{merchantID}/payments', { params: { path, query } }));
+      const operations = (query: Partial<Page> & OperationFilters = {}) =>
+        unwrap(api.GET('/api/v1/merchants/{merchantID}/operations', { params: { path, query } }));
+      const payments = (query: Partial<Page> & PaymentFilters = {}) => unwrap(api.GET('/api/v1/merchants/{merchantID}/payments', { params: { path, query } }));
       return {
         balance: () => unwrap(api.GET('/api/v1/merchants/{merchantID}/balance', { params: { path } })),
         operations,
-        allOperations: (pageSize?: number) => paginate(operations, pageSize),
+        allOperations: (options: PageOptions & OperationFilters = {}) => iterate(operations, options),
+        operation: (operationID: string) =>
+          unwrap(api.GET('/api/v1/merchants/{merchantID}/operations/{operationID}', { params: { path: { ...path, operationID } } })),
         /** One page of the payments received, newest first; `search` matches the sender's phone and the memo. */
         payments,
-        allPayments: (query: { search?: string; pageSize?: number } = {}) =>
-          paginate((page) => payments({ ...page, ...(query.search !== undefined ? { search: query.search } : {}) }), query.pageSize),
+        allPayments: (options: PageOptions & PaymentFilters = {}) => iterate(payments, options),
+        /** One payment by its own operationID (wo_…). */
+        payment: (operationID: string) =>
+          unwrap(api.GET('/api/v1/merchants/{merchantID}/payments/{operationID}', { params: { path: { ...path, operationID } } })),
         createOperation: (body: MerchantOperationRequest, request: { idempotencyKey?: string } = {}) =>
           unwrap(api.POST('/api/v1/merchants/{merchantID}/operations', { params: { path, header: idempotency(request.idempotencyKey) }, body })),
       };
     },
   };
+}
+
+/** Every iterator takes the same options: `pageSize`, and the list's filters, sent with every page. */
+function iterate<T, F extends object>(fetchPage: (query: Page & F) => Promise<T[]>, options: PageOptions & F) {
+  const { pageSize, ...filters } = options;
+  return paginate((page) => fetchPage({ ...(filters as F), ...page }), pageSize);
 }
 
 export type WalletClient = ReturnType<typeof createWalletClient>;

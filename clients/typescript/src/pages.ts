@@ -4,6 +4,12 @@ export interface Page {
   offset: number;
 }
 
+/** What every iterator (allOperations, allPayments) takes beside its list's filters. */
+export interface PageOptions {
+  /** Items fetched per request, 1 to 1000 (default 100). */
+  pageSize?: number;
+}
+
 /**
  * Every item of a list, page after page, as the API pages: offset grows by limit, and a page shorter than
  * limit is the last. Pages are fetched as the iteration reaches them; stopping early fetches no more.

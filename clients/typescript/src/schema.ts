@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List a distributor's operations
-         * @description The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do not apply to an operation's kind are omitted. No filtering parameters exist. Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to 100 (at most 1000), offset to 0.
+         * @description The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do not apply to an operation's kind are omitted. The contract names no filter; these are extensions: `status` (one status), `createdFrom` (inclusive) and `createdTo` (exclusive) on `createdAt`, as ISO 8601 dates (midnight UTC) or date-times with their offset. Any other parameter is refused with 400. Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to 100 (at most 1000), offset to 0.
          */
         get: operations["listDistributorOperations"];
         put?: never;
@@ -37,7 +37,7 @@ export interface paths {
         };
         /**
          * List a merchant's operations
-         * @description The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed from its request with its status, like the merchant's own operations), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. No filtering parameters exist. Every operation enters the list at its request and keeps its place (ordered by the order of the requests, which is the order of createdAt), so a new one always appears on the first page, above the ones already seen. Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to 100 (at most 1000), offset to 0.
+         * @description The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed from its request with its status, like the merchant's own operations), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. The contract names no filter; these are extensions: `status` (one status), `createdFrom` (inclusive) and `createdTo` (exclusive) on `createdAt`, as ISO 8601 dates (midnight UTC) or date-times with their offset. Any other parameter is refused with 400. Every operation enters the list at its request and keeps its place (ordered by the order of the requests, which is the order of createdAt), so a new one always appears on the first page, above the ones already seen. Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to 100 (at most 1000), offset to 0.
          */
         get: operations["listMerchantOperations"];
         put?: never;
@@ -46,6 +46,66 @@ export interface paths {
          * @description A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant (by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the daily volume and the balance apply; merchant operations may carry a fee, debited with the amount. The operation is saved as pending; a checker approves it in the web interface before it is executed.
          */
         post: operations["createMerchantOperation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/distributors/{distributorID}/operations/{operationID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one of a distributor's operations
+         * @description Extension (not in the contract): one operation of the distributor by its id, the same object as its list shows, with an ETag. An id that is not this distributor's is 404, exactly as one that does not exist.
+         */
+        get: operations["getDistributorOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/merchants/{merchantID}/operations/{operationID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one of a merchant's operations
+         * @description Extension (not in the contract): one operation of the merchant by its id, the same object as its list shows, with an ETag. An id that is not this merchant's is 404, exactly as one that does not exist.
+         */
+        get: operations["getMerchantOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/merchants/{merchantID}/payments/{operationID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one payment a merchant received
+         * @description Extension (not in the contract): one payment of the merchant by its id, the same object as its list shows, with an ETag. An id that is not this merchant's is 404, exactly as one that does not exist. A payment is named by its own operationID (wo_…), not by the operation it came from.
+         */
+        get: operations["getMerchantPayment"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -61,7 +121,7 @@ export interface paths {
         };
         /**
          * List payments a merchant received
-         * @description Completed payments the merchant received, newest first: `payment` (from an individual or a merchant) or `cash-in` (from a distributor). `search` matches the sender phone number and the payment memo. `createdAt` is the request's time, as in the operation lists; the extension field `completedAt` is when the payment was received. The list is ordered by when each payment entered it (its completion, the order of completedAt), so a payment that completes later always appears on the first page, above the ones already seen, even if it was requested earlier. Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to 100 (at most 1000), offset to 0.
+         * @description Completed payments the merchant received, newest first: `payment` (from an individual or a merchant) or `cash-in` (from a distributor). `search` matches the sender phone number and the payment memo. `createdAt` is the request's time, as in the operation lists; the extension field `completedAt` is when the payment was received. The list is ordered by when each payment entered it (its completion, the order of completedAt), so a payment that completes later always appears on the first page, above the ones already seen, even if it was requested earlier. Extension (not in the contract): `createdFrom` and `createdTo` bound the request time (`createdAt`). Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to 100 (at most 1000), offset to 0.
          */
         get: operations["listMerchantPayments"];
         put?: never;
@@ -252,13 +312,13 @@ export interface components {
              */
             amount: string;
             phoneTo?: string | null;
-            merchantToShortCode?: string | null;
+            merchantToShortCode?: (string | number) | null;
             memo?: string | null;
         } & ({
             phoneTo: string;
             merchantToShortCode?: null;
         } | {
-            merchantToShortCode: string;
+            merchantToShortCode: string | number;
             phoneTo?: null;
         });
         DistributorCashOutFulfillment: {
@@ -300,11 +360,8 @@ export interface components {
              * @example 150.00
              */
             amount: string;
-            /**
-             * @description Short code of the distributor to withdraw to
-             * @example 4521
-             */
-            distributorToShortCode: string;
+            /** @description Short code of the distributor to withdraw to */
+            distributorToShortCode: string | number;
             memo?: string | null;
         };
         MerchantPayMerchant: {
@@ -318,11 +375,8 @@ export interface components {
              * @example 150.00
              */
             amount: string;
-            /**
-             * @description Short code of the merchant to pay
-             * @example 4521
-             */
-            merchantToShortCode: string;
+            /** @description Short code of the merchant to pay */
+            merchantToShortCode: string | number;
             memo?: string | null;
         };
         MerchantPayIndividual: {
@@ -980,6 +1034,21 @@ export interface operations {
                  * @example 0
                  */
                 offset?: number;
+                /**
+                 * @description Extension (not in the contract): only operations in this status (pending, approved, rejected, completed, failed).
+                 * @example pending
+                 */
+                status?: "pending" | "approved" | "rejected" | "completed" | "failed";
+                /**
+                 * @description Extension (not in the contract): only items created at or after this instant (inclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.
+                 * @example 2026-11-01
+                 */
+                createdFrom?: string;
+                /**
+                 * @description Extension (not in the contract): only items created before this instant (exclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.
+                 * @example 2026-12-01T00:00:00+01:00
+                 */
+                createdTo?: string;
             };
             header?: {
                 /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
@@ -1404,6 +1473,21 @@ export interface operations {
                  * @example 0
                  */
                 offset?: number;
+                /**
+                 * @description Extension (not in the contract): only operations in this status (pending, approved, rejected, completed, failed).
+                 * @example pending
+                 */
+                status?: "pending" | "approved" | "rejected" | "completed" | "failed";
+                /**
+                 * @description Extension (not in the contract): only items created at or after this instant (inclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.
+                 * @example 2026-11-01
+                 */
+                createdFrom?: string;
+                /**
+                 * @description Extension (not in the contract): only items created before this instant (exclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.
+                 * @example 2026-12-01T00:00:00+01:00
+                 */
+                createdTo?: string;
             };
             header?: {
                 /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
@@ -1815,6 +1899,612 @@ export interface operations {
             };
         };
     };
+    getDistributorOperation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The distributor the API key is bound to; any other is refused with 403.
+                 * @example 0b6f4f5e-7a51-4c6d-9a43-2d1f0f6c8e21
+                 */
+                distributorID: string;
+                /**
+                 * @description The operation's operationID, as its list shows it.
+                 * @example op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f
+                 */
+                operationID: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DistributorOperation"];
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint takes no query parameters. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
+            400: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved. */
+            401: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description The Bearer challenge (RFC 6750). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks Read Transactions, is bound to another distributor, or the request comes from an address the key does not allow. */
+            403: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No operation of this distributor has this id: it does not exist, or it is another party's (which is never told apart). */
+            404: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done. */
+            429: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected failure on the server's side; the detail carries the request id. Whether a create took effect is unknown: retry it with the same Idempotency-Key. */
+            500: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it). */
+            503: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying (absent for a corrupted store). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMerchantOperation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The merchant the API key is bound to; any other is refused with 403.
+                 * @example 5d2c7e90-18b4-4f3a-b6a1-7c9e0d4f2b13
+                 */
+                merchantID: string;
+                /**
+                 * @description The operation's operationID, as its list shows it.
+                 * @example op_3f1c9a0e5b7d4c2a9e8f7a6b5c4d3e2f
+                 */
+                operationID: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MerchantOperation"];
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint takes no query parameters. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
+            400: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved. */
+            401: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description The Bearer challenge (RFC 6750). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks Read Transactions, is bound to another merchant, or the request comes from an address the key does not allow. */
+            403: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No operation of this merchant has this id: it does not exist, or it is another party's (which is never told apart). */
+            404: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done. */
+            429: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected failure on the server's side; the detail carries the request id. Whether a create took effect is unknown: retry it with the same Idempotency-Key. */
+            500: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it). */
+            503: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying (absent for a corrupted store). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMerchantPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The merchant the API key is bound to; any other is refused with 403.
+                 * @example 5d2c7e90-18b4-4f3a-b6a1-7c9e0d4f2b13
+                 */
+                merchantID: string;
+                /**
+                 * @description The payment's operationID, as its list shows it.
+                 * @example wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e
+                 */
+                operationID: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Payment"];
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed. */
+                    ETag: string;
+                    /** @description `no-store`: an answer about a wallet is never cached by intermediaries or browsers. */
+                    "Cache-Control": "no-store";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The endpoint takes no query parameters. Parameters whose name starts with `_` (cache busters such as `_=1732312345678`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP. */
+            400: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved. */
+            401: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description The Bearer challenge (RFC 6750). */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks Read Transactions, is bound to another merchant, or the request comes from an address the key does not allow. */
+            403: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No payment of this merchant has this id: it does not exist, or it is another party's (which is never told apart). */
+            404: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS); the connection is closed. */
+            408: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done. */
+            429: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is closed. */
+            431: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An unexpected failure on the server's side; the detail carries the request id. Whether a create took effect is unknown: retry it with the same Idempotency-Key. */
+            500: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it). */
+            503: {
+                headers: {
+                    /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
+                    "X-Request-Id": string;
+                    /** @description Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket). */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying (absent for a corrupted store). */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listMerchantPayments: {
         parameters: {
             query?: {
@@ -1833,6 +2523,16 @@ export interface operations {
                  * @example invoice
                  */
                 search?: string;
+                /**
+                 * @description Extension (not in the contract): only items created at or after this instant (inclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.
+                 * @example 2026-11-01
+                 */
+                createdFrom?: string;
+                /**
+                 * @description Extension (not in the contract): only items created before this instant (exclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.
+                 * @example 2026-12-01T00:00:00+01:00
+                 */
+                createdTo?: string;
             };
             header?: {
                 /** @description The ETag of an earlier 200: answered 304 without a body while it is still current. */
