@@ -66,7 +66,7 @@ beforeAll(async () => {
   await secondChecker.get('/console/keys?tab=pending');
   expect((await secondChecker.post(`/console/keys/${keyID}/rotation/approve`)).status).toBe(303);
   const shown = await insider.get('/console/keys?tab=active');
-  newKey = new RegExp(`value="(${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(shown.text)![1]!;
+  newKey = new RegExp(`value="(wo_live_${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(shown.text)![1]!;
   await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
 }, 60_000);
 afterAll(async () => sys?.close());
