@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { invalidInput } from './errors.ts';
 
 /**
@@ -60,6 +61,15 @@ export function refuseControlCharacters(field: string, text: string, whitespace:
   if (found) throw invalidInput(field, `${field} must not contain control characters (${found})`);
   return text;
 }
+
+/** JSON Schema's pattern of a value without control characters, for the OpenAPI document. */
+export const NO_CONTROL_CHARACTERS_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
+
+/** The same rule as a zod refinement, for a schema's string: one issue naming the field and the character. */
+export const withoutControlCharacters = (field: string) => (value: string, ctx: z.RefinementCtx) => {
+  const found = controlCharacterIn(value);
+  if (found) ctx.addIssue({ code: 'custom', message: `${field} must not contain control characters (${found})` });
+};
 
 /**
  * A search or filter text, and any other query value: whatever the person typed, but no control character at all
