@@ -11,7 +11,7 @@ export function normalizePhone(field: string, input: unknown): string {
   if (known !== undefined) return known;
   if (typeof input !== 'string' || input.length > 40) throw invalidInput(field, `${field} must be a phone number in international format, such as "+2348123456781"`);
   // A tab or a line break at the ends is trimmed as whitespace; no other control passes (trim() would drop \v and \f).
-  const trimmed = refuseControlCharacters(field, input, 'allowed').trim();
+  const trimmed = refuseControlCharacters(field, input, 'trimmed').trim();
   if (!trimmed.startsWith('+')) throw invalidInput(field, `${field} must be in international format, starting with + and the country code`);
   // Only digits and the usual separators: the library would otherwise pull a number out of longer text.
   if (!/^\+[0-9][0-9 ()\-.]*$/.test(trimmed)) throw invalidInput(field, `${field} may contain only digits, spaces, dots, dashes and parentheses after the +`);

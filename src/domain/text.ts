@@ -11,8 +11,8 @@ import { invalidInput } from './errors.ts';
 // text mis-decoded as Latin-1, and U+009B opens a terminal escape sequence as ESC [ does. PostgreSQL cannot store
 // U+0000 at all (SQLite can): refusing them all is what makes every store answer alike.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// Tab, line feed and carriage return are what a pasted line or a text area carries: trimmed at the ends of a text,
-// refused inside it.
+// Tab, line feed and carriage return are what a pasted line carries at its ends: there they are whitespace, which a
+// text's rule trims; inside a value, and every other control anywhere (trim() would also take \v and \f), refused.
 const CONTROL_BUT_WHITESPACE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 
 // Line and paragraph separators and unpaired surrogates never belong in one-line names, labels, memos or reasons.
@@ -41,23 +41,33 @@ const INVISIBLE = new RegExp(
 );
 
 /** Where a refused character is: its code point and its position, counted in characters from 1. */
-const located = (text: string, match: RegExpExecArray) =>
-  `${codePointOf(match[0])} at character ${[...text.slice(0, match.index)].length + 1}`;
+const located = (text: string, character: string, index: number) =>
+  `${codePointOf(character)} at character ${[...text.slice(0, index)].length + 1}`;
 
 const codePointOf = (character: string) => `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 
 /**
- * The first control character in a text (C0, DEL, C1), as "U+0000 at character 3", or null. With
- * `whitespace: 'allowed'`, tab, line feed and carriage return are left to the field's own rule (a text area's lines).
+ * Where a text's control characters may be: nowhere (`refused`: a query value, an address), or only tab, line feed
+ * and carriage return among the whitespace at its ends (`trimmed`: a text field, whose rule trims them).
  */
-export function controlCharacterIn(text: string, whitespace: 'allowed' | 'refused' = 'refused'): string | null {
-  const match = (whitespace === 'allowed' ? CONTROL_BUT_WHITESPACE : CONTROL).exec(text);
-  return match ? located(text, match) : null;
+export type ControlRule = 'refused' | 'trimmed';
+
+/** The first control character of a text (C0, DEL, C1) that its rule refuses, as "U+0000 at character 3", or null. */
+export function controlCharacterIn(text: string, rule: ControlRule = 'refused'): string | null {
+  if (rule === 'refused') {
+    const match = CONTROL.exec(text);
+    return match ? located(text, match[0], match.index) : null;
+  }
+  const anywhere = CONTROL_BUT_WHITESPACE.exec(text);
+  if (anywhere) return located(text, anywhere[0], anywhere.index);
+  const start = text.length - text.trimStart().length;
+  const inside = CONTROL.exec(text.trim());
+  return inside ? located(text, inside[0], start + inside.index) : null;
 }
 
-/** Refuses a value that holds a control character, naming the field and where. */
-export function refuseControlCharacters(field: string, text: string, whitespace: 'allowed' | 'refused' = 'refused'): string {
-  const found = controlCharacterIn(text, whitespace);
+/** Refuses a value that holds a control character its rule refuses, naming the field, the character and where. */
+export function refuseControlCharacters(field: string, text: string, rule: ControlRule = 'refused'): string {
+  const found = controlCharacterIn(text, rule);
   if (found) throw invalidInput(field, `${field} must not contain control characters (${found})`);
   return text;
 }
@@ -84,15 +94,13 @@ export function searchText(field: string, input: string, maxLength: number): str
 export function requiredText(field: string, input: unknown, maxLength: number): string {
   if (input === undefined || input === null) throw invalidInput(field, `${field} is required`);
   if (typeof input !== 'string') throw invalidInput(field, `${field} must be a string`);
-  // Before trimming: trim() takes a vertical tab or a form feed at the ends as whitespace.
-  refuseControlCharacters(field, input, 'allowed');
+  refuseControlCharacters(field, input, 'trimmed');
   const value = input.trim().normalize('NFC');
   if (value.length === 0) throw invalidInput(field, `${field} must not be empty`);
   if (value.length > maxLength) throw invalidInput(field, `${field} must be at most ${maxLength} characters`);
-  refuseControlCharacters(field, value);
   if (FORBIDDEN.test(value)) throw invalidInput(field, `${field} must not contain control characters`);
   const invisible = INVISIBLE.exec(value);
-  if (invisible) throw invalidInput(field, `${field} must not contain invisible or direction-changing characters (${located(value, invisible)})`);
+  if (invisible) throw invalidInput(field, `${field} must not contain invisible or direction-changing characters (${located(value, invisible[0], invisible.index)})`);
   return value;
 }
 

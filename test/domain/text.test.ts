@@ -186,10 +186,14 @@ describe('controlCharacterIn, refuseControlCharacters and searchText: query valu
     expect(() => searchText('search', 'a'.repeat(101), 100)).toThrow('search must be at most 100 characters');
   });
 
-  it('when whitespace is allowed (a text area), then tab, line feed and carriage return pass and every other control is still found', () => {
-    expect(controlCharacterIn('line one\r\n\tline two', 'allowed')).toBeNull();
-    expect(controlCharacterIn('line one\r\n\tline two')).toBe('U+000D at character 9');
-    for (const c of CONTROLS.filter((c) => !WHITESPACE.has(c))) expect(controlCharacterIn(`ab${String.fromCodePoint(c)}`, 'allowed')).toBe(`${hex(c)} at character 3`);
+  it('when a form value is trimmed, then tabs and line breaks pass at its ends only, and every other control is found anywhere', () => {
+    expect(controlCharacterIn(' \t line one \r\n', 'trimmed')).toBeNull();
+    expect(controlCharacterIn('\tline one\r\nline two\n', 'trimmed')).toBe('U+000D at character 10');
+    expect(controlCharacterIn('\tline one\r\n')).toBe('U+0009 at character 1');
+    for (const c of CONTROLS.filter((c) => !WHITESPACE.has(c))) {
+      expect(controlCharacterIn(`ab${String.fromCodePoint(c)}`, 'trimmed')).toBe(`${hex(c)} at character 3`);
+      expect(controlCharacterIn(`${String.fromCodePoint(c)} ab`, 'trimmed')).toBe(`${hex(c)} at character 1`);
+    }
   });
 
   it('when the control follows an emoji, then its position is counted in characters, not UTF-16 units', () => {
