@@ -81,15 +81,6 @@ export const withoutControlCharacters = (field: string) => (value: string, ctx: 
   if (found) ctx.addIssue({ code: 'custom', message: `${field} must not contain control characters (${found})` });
 };
 
-/**
- * A search or filter text, and any other query value: whatever the person typed, but no control character at all
- * (a query string has no lines), up to maxLength characters. Not trimmed: the caller decides what blank means.
- */
-export function searchText(field: string, input: string, maxLength: number): string {
-  if (input.length > maxLength) throw invalidInput(field, `${field} must be at most ${maxLength} characters`);
-  return refuseControlCharacters(field, input);
-}
-
 /** A required one-line text: trimmed, NFC-normalized, 1..maxLength characters, none of them a control, invisible or direction-changing one. */
 export function requiredText(field: string, input: unknown, maxLength: number): string {
   if (input === undefined || input === null) throw invalidInput(field, `${field} is required`);
