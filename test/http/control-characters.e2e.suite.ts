@@ -15,7 +15,7 @@ const CONTROLS = [...C0, '\u007f', '\u0080', '\u0085', '\u009b', '\u009f'];
 const hex = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 const NOT_WHITESPACE = CONTROLS.filter((c) => !'\t\n\r'.includes(c));
 /** Sent through every route's first parameter or field (every control goes through the routes the issue names). */
-const SAMPLE = ['\u0000', '\u0001', '\t', '\n', '\r', '\u000b', '\u001b', '\u001f', '\u007f', '\u0085', '\u009b'];
+const SAMPLE = ['\u0000', '\u0001', '\t', '\r', '\u000b', '\u001b', '\u007f', '\u009b'];
 const SAMPLE_NOT_WHITESPACE = SAMPLE.filter((c) => !'\t\n\r'.includes(c));
 const q = encodeURIComponent;
 
@@ -292,7 +292,7 @@ export function controlCharactersEndToEnd(): void {
         for (const [i, name] of spec.names.entries()) {
           // Every control through the key request's label, a sample through each form's first field, NUL and a line break through every one.
           const [inside, atEnd] = route === 'POST /keys' && name === 'label' ? [CONTROLS, NOT_WHITESPACE] : i === 0 ? [SAMPLE, SAMPLE_NOT_WHITESPACE] : [['\u0000', '\n'], ['\u0000']];
-          const values = [...inside.map((c) => `ab${c}cd`), ...atEnd, ...atEnd.map((c) => `abc${c}`)];
+          const values = [...inside.map((c) => `ab${c}cd`), ...atEnd.map((c) => `${c}abc`)];
           for (const value of values) {
             const token = spec.as === 'nobody' ? client.csrf()! : tokenFor(spec.as);
             const form = name === '_csrf' ? { _csrf: `${token}${value}` } : { _csrf: token, [name]: value };
