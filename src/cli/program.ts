@@ -24,7 +24,7 @@ import {
   userContext,
 } from '../commands/back-office.ts';
 import { decideOperation } from '../commands/operation-handlers.ts';
-import { requiredText } from '../domain/text.ts';
+import { refuseControlCharacters, requiredText } from '../domain/text.ts';
 import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withCredentials, withStores, type CommonOptions } from './support.ts';
 import { loadUserState } from '../commands/user-admin.ts';
 import { registerMoneyCommands } from './money-commands.ts';
@@ -51,7 +51,8 @@ export function buildCli(): Command {
     .version(packageVersion(), '-V, --version', 'print the version of wallet-ops')
     .showHelpAfterError()
     .exitOverride()
-    .configureOutput(commanderOutput(cliIO()));
+    .configureOutput(commanderOutput(cliIO()))
+    .hook('preAction', (_program, action) => refuseControlsIn(action));
 
   const party = program.command('party').description('onboard distributors, merchants and individuals');
   for (const partyType of ['distributor', 'merchant'] as const) {
@@ -284,6 +285,22 @@ async function run(argv: string[]): Promise<number> {
     }
     stderr(`failed: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
+  }
+}
+
+/**
+ * No control character in any argument or option reaches a store (issue 40; src/domain/text.ts): checked once,
+ * before every command's action. As in a console form, tabs and line breaks may only end a value (a pasted line);
+ * passwords are not read (hashed, never stored, shown or searched).
+ */
+function refuseControlsIn(action: Command): void {
+  action.registeredArguments.forEach((argument, i) => {
+    for (const value of [action.processedArgs[i] as unknown].flat()) if (typeof value === 'string') refuseControlCharacters(`<${argument.name()}>`, value, 'trimmed');
+  });
+  for (const option of action.options) {
+    const name = option.attributeName();
+    if (/password/i.test(name)) continue;
+    for (const value of [action.getOptionValue(name) as unknown].flat()) if (typeof value === 'string') refuseControlCharacters(option.long ?? name, value, 'trimmed');
   }
 }
 

@@ -11,6 +11,7 @@ import { ConsoleError, type ConsoleDeps, type ConsoleServices } from './context.
 import { dashboardRoute } from './dashboard.ts';
 import { WEBHOOK_COLLECTIONS } from '../webhooks/deliveries.ts';
 import { securityHeaders } from './http-security.ts';
+import { refuseControlCharacters } from './input-guard.ts';
 import { keyRoutes } from './keys.ts';
 import { DEFAULT_THROTTLE, LOGIN_ATTEMPTS_COLLECTION, LoginThrottle } from './login-throttle.ts';
 import { loginRoutes, logoutRoute, requireSession } from './login.ts';
@@ -68,6 +69,8 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   });
   // Form bodies on the console's own routes only; the API keeps its strict JSON parser.
   pages.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }));
+  // Before login and sessions: no control character reaches a route, a lookup or a store.
+  pages.use(refuseControlCharacters);
   loginRoutes(pages, services);
   waitingRoute(pages, services);
   pages.use(requireSession(services));

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CONTRACT_STATUSES } from '../domain/operation-status.ts';
 import { fieldError, type FieldError } from '../http/problems.ts';
 import { formatAmount } from '../domain/money.ts';
+import { NO_CONTROL_CHARACTERS_PATTERN, withoutControlCharacters } from '../domain/text.ts';
 
 /**
  * Query strings of the list endpoints, and the response objects of the contract, as zod schemas: the server
@@ -84,8 +85,13 @@ const paymentsShape = {
   search: z
     .string({ error: notOneString('search') })
     .max(100, 'search must be at most 100 characters')
+    .superRefine(withoutControlCharacters('search'))
     .optional()
-    .meta({ description: 'Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively.' }),
+    .meta({
+      description: 'Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively. ' +
+        'A control character (U+0000-001F, U+007F-009F) is refused with 400, on every store.',
+      pattern: NO_CONTROL_CHARACTERS_PATTERN,
+    }),
   ...createdRange,
 };
 export const paymentsQuery = z.strictObject(paymentsShape).refine(orderedRange, RANGE_ORDER);

@@ -238,6 +238,20 @@ describe('PostgreSQL read store, server specifics', () => {
     expect(await ids('123')).toEqual([]);
   });
 
+  it('given a NUL in a search, an equality or an id (which validation refuses first), then nothing matches and no NUL reaches the server (issue 40)', async () => {
+    const store = await open(await freshPostgresDatabase(), { name: 'payments', searchFields: ['memo'], indexes: [['memo']] });
+    await store.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', memo: 'rent' } }]);
+    expect(await store.find('payments', { search: { text: 're\u0000', fields: ['memo'] } })).toEqual([]);
+    expect(await store.find('payments', { search: [{ text: '\u0000', fields: ['memo'] }, { text: 'rent', fields: ['memo'] }] })).toEqual([{ id: 'p1', memo: 'rent' }]);
+    expect(await store.find('payments', { where: { memo: 'rent\u0000' } })).toEqual([]);
+    expect(await store.count('payments', { where: { memo: '\u0000' } })).toBe(0);
+    expect(await store.findText('payments', { search: { text: '\u0000', fields: ['memo'] } }, 'memo')).toEqual([]);
+    expect(await store.get('payments', 'p1\u0000')).toBeNull();
+    expect(await store.getMany('payments', ['p1', '\u0000'])).toEqual([{ id: 'p1', memo: 'rent' }]);
+    // A range is never a person's text: a NUL there is a programming error, refused before it is sent.
+    expect(() => compileFind({ name: 'payments' }, { range: { memo: { gte: 'a\u0000' } } })).toThrow(ReadStoreQueryError);
+  });
+
   it('given a server that cannot be reached, when the store is opened, then ReadStoreUnavailableError is raised', async () => {
     const unreachable = new URL(await freshPostgresDatabase());
     unreachable.port = '1';

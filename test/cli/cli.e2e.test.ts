@@ -124,6 +124,23 @@ describe('wallet-ops CLI', () => {
     expect(result.stderr).toMatch(/already exists/);
   });
 
+  it('when an argument or an option holds a control character, then the CLI refuses it naming which, before the command runs (issue 40)', async () => {
+    const cases: Array<[string[], string]> = [
+      [['party', 'add-individual', '--phone', '+2348123456782', '--name', 'Ada\u0001Obi'], '--name must not contain control characters (U+0001 at character 4)'],
+      [['party', 'add-individual', '--phone', '+2348123456782\u001b', '--name', 'Ada'], '--phone must not contain control characters (U+001B at character 15)'],
+      [['key', 'approve', 'key_AbC123dEf456GhIj\u007f', '--as', 'checker@acme.test'], '<keyID> must not contain control characters (U+007F at character 21)'],
+      [['key', 'request', '--as', 'maker@acme.test\u0085', '--label', 'till', '--permissions', 'read-balance'], '--as must not contain control characters (U+0085 at character 16)'],
+      [['key', 'request', '--as', 'maker@acme.test', '--label', 'till\n2', '--permissions', 'read-balance'], '--label must not contain control characters (U+000A at character 5)'],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli([...args, '--json', ...data]);
+      expect(result.code, args.join(' ')).toBe(1);
+      expect(result.stderr, args.join(' ')).toContain(message);
+    }
+    // Nothing ran: the phone of the refused runs is still free.
+    expect(await runCliJson(['party', 'add-individual', '--phone', '+2348123456782', '--name', 'Ada Obi', ...data])).toEqual({ phone: '+2348123456782' });
+  });
+
   it('when the arguments are wrong, then the CLI exits 2 with usage help', async () => {
     const result = await runCli(['key', 'list', '--party', 'bank:1', '--json', ...data]);
     expect(result.code).toBe(2);

@@ -46,6 +46,21 @@ describe('normalizePhone', () => {
   });
 
   it.each([
+    ['a NUL at the end', '+2348123456781\u0000', 'U+0000 at character 15'],
+    ['a vertical tab at the start (which trim() would drop)', '\u000b+2348123456781', 'U+000B at character 1'],
+    ['a form feed at the end', '+2348123456781\u000c', 'U+000C at character 15'],
+    ['an escape inside', '+234\u001b8123456781', 'U+001B at character 5'],
+    ['a C1 control at the end', '+2348123456781\u0085', 'U+0085 at character 15'],
+  ])('when the phone holds %s, then it is refused as a control character (issue 40)', (_label, input, where) => {
+    expect(() => normalizePhone('phoneTo', input)).toThrow(refusedNaming('phoneTo'));
+    expect(() => normalizePhone('phoneTo', input)).toThrow(`phoneTo must not contain control characters (${where})`);
+  });
+
+  it('when a pasted phone ends with a line break or starts with a tab, then it is trimmed as whitespace', () => {
+    expect(normalizePhone('phoneTo', '\t+2348123456781\r\n')).toBe('+2348123456781');
+  });
+
+  it.each([
     ['a number', 2348123456781],
     ['null', null],
     ['undefined', undefined],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { email, requiredText, shortCode } from '../../src/domain/text.ts';
+import { controlCharacterIn, email, refuseControlCharacters, requiredText, shortCode } from '../../src/domain/text.ts';
 
 const refusedNaming = (field: string) => expect.objectContaining({ name: 'DomainError', code: 'INVALID_INPUT', field });
 
@@ -132,6 +132,113 @@ describe('requiredText: invisible and direction-changing characters', () => {
 
   it('when the text holds an Arabic number sign (U+0600, a visible mark), then it is accepted', () => {
     expect(requiredText('memo', 'invoice \u0600\u0661\u0662', 100)).toBe('invoice \u0600\u0661\u0662');
+  });
+});
+
+/** Every C0 control, DEL and every C1 control, by code point. */
+const C0 = Array.from({ length: 0x20 }, (_, i) => i);
+const C1 = Array.from({ length: 0x20 }, (_, i) => 0x80 + i);
+const CONTROLS = [...C0, 0x7f, ...C1];
+const hex = (codePoint: number) => `U+${codePoint.toString(16).toUpperCase().padStart(4, '0')}`;
+const WHITESPACE = new Set([0x09, 0x0a, 0x0d]);
+
+describe('requiredText: control characters (issue 40)', () => {
+  it.each(CONTROLS.map((c) => [hex(c), c]))('when the text holds %s inside, then it is refused naming the field, the character and where', (name, c) => {
+    expect(() => requiredText('memo', `ab${String.fromCodePoint(c as number)}cd`, 100)).toThrow(refusedNaming('memo'));
+    expect(() => requiredText('memo', `ab${String.fromCodePoint(c as number)}cd`, 100)).toThrow(`memo must not contain control characters (${name} at character 3)`);
+  });
+
+  it.each(CONTROLS.filter((c) => !WHITESPACE.has(c)).map((c) => [hex(c), c]))('when the text starts or ends with %s (not a tab or a line break), then it is refused, not trimmed', (_name, c) => {
+    const control = String.fromCodePoint(c as number);
+    expect(() => requiredText('reason', `${control}abc`, 100)).toThrow(refusedNaming('reason'));
+    expect(() => requiredText('reason', `abc${control}`, 100)).toThrow(refusedNaming('reason'));
+  });
+
+  it('when a pasted text starts or ends with tabs and line breaks, then they are trimmed as whitespace', () => {
+    expect(requiredText('reason', '\t Wrong amount\r\n', 100)).toBe('Wrong amount');
+  });
+
+  it('when the text is only a NUL, then it is refused as a control character, not as empty', () => {
+    expect(() => requiredText('label', '\u0000', 100)).toThrow('label must not contain control characters (U+0000 at character 1)');
+  });
+});
+
+describe('controlCharacterIn and refuseControlCharacters: query values and form fields (issue 40)', () => {
+  it.each(CONTROLS.map((c) => [hex(c), c]))('when a search holds %s, then it is refused naming the field and the character', (name, c) => {
+    expect(controlCharacterIn(`x${String.fromCodePoint(c as number)}`)).toBe(`${name} at character 2`);
+    expect(() => refuseControlCharacters('search', `x${String.fromCodePoint(c as number)}`)).toThrow(refusedNaming('search'));
+    expect(() => refuseControlCharacters('q', `${String.fromCodePoint(c as number)}`)).toThrow(`q must not contain control characters (${name} at character 1)`);
+  });
+
+  it.each([
+    ['a phone fragment', '+234 812'],
+    ['letters and spaces', 'school fees '],
+    ['an emoji and Yoruba', 'ọjà \u{1F600}'],
+    ['a zero-width space (not a control: a search finds nothing with it)', 'a\u200Bb'],
+    ['the first character after the C1 controls (NBSP)', 'a\u00A0b'],
+    ['empty', ''],
+  ])('when a search is %s, then it is accepted unchanged', (_label, input) => {
+    expect(refuseControlCharacters('search', input)).toBe(input);
+    expect(controlCharacterIn(input)).toBeNull();
+  });
+
+  it('when a form value is trimmed, then tabs and line breaks pass at its ends only, and every other control is found anywhere', () => {
+    expect(controlCharacterIn(' \t line one \r\n', 'trimmed')).toBeNull();
+    expect(controlCharacterIn('\tline one\r\nline two\n', 'trimmed')).toBe('U+000D at character 10');
+    expect(controlCharacterIn('\tline one\r\n')).toBe('U+0009 at character 1');
+    for (const c of CONTROLS.filter((c) => !WHITESPACE.has(c))) {
+      expect(controlCharacterIn(`ab${String.fromCodePoint(c)}`, 'trimmed')).toBe(`${hex(c)} at character 3`);
+      expect(controlCharacterIn(`${String.fromCodePoint(c)} ab`, 'trimmed')).toBe(`${hex(c)} at character 1`);
+    }
+  });
+
+  it('when the control follows an emoji, then its position is counted in characters, not UTF-16 units', () => {
+    expect(() => refuseControlCharacters('name', '\u{1F600}\u{1F600}\u0007')).toThrow('name must not contain control characters (U+0007 at character 3)');
+  });
+});
+
+/**
+ * Characters that show as nothing (issue 40): Hangul fillers, the combining grapheme joiner, the braille blank,
+ * variation selectors outside an emoji. A name "Acme\uFE0F" looks exactly like "Acme"; a run of variation
+ * selectors after one letter can carry a hidden message.
+ */
+describe('requiredText: characters that show as nothing', () => {
+  it.each([
+    ['a Hangul choseong filler U+115F', 'Ac\u115Fme', 'U+115F'],
+    ['a Hangul jungseong filler U+1160', 'Acme\u1160', 'U+1160'],
+    ['a Hangul filler U+3164', 'Ac\u3164me', 'U+3164'],
+    ['a halfwidth Hangul filler U+FFA0', '\uFFA0Acme', 'U+FFA0'],
+    ['a braille blank U+2800', 'Acme\u2800Ltd', 'U+2800'],
+    ['a braille blank alone', '\u2800', 'U+2800'],
+    ['a combining grapheme joiner U+034F', 'Ac\u034Fme', 'U+034F'],
+    ['an emoji presentation selector U+FE0F after a letter', 'Acme\uFE0F', 'U+FE0F'],
+    ['an emoji presentation selector alone', '\uFE0F', 'U+FE0F'],
+    ['a text presentation selector U+FE0E after a letter', 'Acme\uFE0E', 'U+FE0E'],
+    ['two presentation selectors after an emoji', 'thanks \u2764\uFE0F\uFE0F', 'U+FE0F'],
+    ['a presentation selector after a digit, outside a keycap', 'room 1\uFE0F', 'U+FE0F'],
+    ['a variation selector U+FE00', 'a\uFE00b', 'U+FE00'],
+    ['a variation selector U+FE0D after an emoji', '\u2764\uFE0D', 'U+FE0D'],
+    ['an ideographic variation selector U+E0100', '\u845B\u{E0100}', 'U+E0100'],
+    ['the last variation selector U+E01EF', 'a\u{E01EF}', 'U+E01EF'],
+    ['a hidden message in variation selectors after an emoji', '\u{1F600}\u{E0148}\u{E0149}', 'U+E0148'],
+    ['a Khmer inherent vowel U+17B4', 'a\u17B4b', 'U+17B4'],
+    ['a Mongolian free variation selector after a Latin letter', 'a\u180Bb', 'U+180B'],
+  ])('when the text contains %s, then it is refused naming the field and the character', (_label, input, codePoint) => {
+    expect(() => requiredText('name', input, 100)).toThrow(refusedNaming('name'));
+    expect(() => requiredText('name', input, 100)).toThrow(`name must not contain invisible or direction-changing characters (${codePoint} at character`);
+  });
+
+  it.each([
+    ['a heart with its emoji presentation selector', 'thanks \u2764\uFE0F'],
+    ['a copyright sign with its text presentation selector', '\u00A9\uFE0E 2026'],
+    ['a keycap digit', 'press 1\uFE0F\u20E3'],
+    ['a keycap hash', '#\uFE0F\u20E3'],
+    ['a rainbow flag (a selector inside a ZWJ sequence)', '\u{1F3F3}\uFE0F\u200D\u{1F308}'],
+    ['a Mongolian letter with its free variation selector', '\u1820\u180B'],
+    ['Korean syllables (no fillers)', '\uD55C\uAD6D \uC0C1\uC810'],
+    ['braille letters (not the blank)', '\u2801\u2803'],
+  ])('when the text holds %s, then it is accepted unchanged', (_label, input) => {
+    expect(requiredText('name', input, 100)).toBe(input.normalize('NFC'));
   });
 });
 

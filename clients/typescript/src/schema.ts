@@ -2519,7 +2519,7 @@ export interface operations {
                  */
                 offset?: number;
                 /**
-                 * @description Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively.
+                 * @description Matches the sender phone number (spaces and a leading + are ignored) or the memo, case-insensitively. A control character (U+0000-001F, U+007F-009F) is refused with 400, on every store.
                  * @example invoice
                  */
                 search?: string;

@@ -17,6 +17,10 @@
  *
  * Search is `lower()` of the string field in a Unicode-aware collation, matched with LIKE against the lowered
  * text whose `\`, `%` and `_` are escaped, so the text is always literal. Non-string values never match.
+ *
+ * PostgreSQL's TEXT and JSONB cannot hold U+0000, so no stored string contains one: an equality or a search with a
+ * NUL matches nothing and compiles to FALSE, and no NUL is ever sent (it would fail the statement: a 500). The
+ * inputs' own validation refuses a NUL first, with a 400 (src/domain/text.ts); this is the last guard.
  */
 import { createHash } from 'node:crypto';
 import type { CollectionDefinition, FindQuery, RangeCondition, Scalar, SearchClause } from '../../ports/read-store.ts';
@@ -108,15 +112,21 @@ export function fieldExpr(field: string): string {
   return `${KEY_FUNCTION}(${valueExpr(field)}) COLLATE "C"`;
 }
 
+/** Whether a value holds U+0000, which no PostgreSQL text can (the statement would fail). */
+export const holdsNul = (value: unknown): boolean => typeof value === 'string' && value.includes('\u0000');
+
 /** Binds parameters as `$n` in the order they are pushed. */
 class Params {
   readonly values: unknown[] = [];
   add(value: unknown): string {
+    if (holdsNul(value)) throw new ReadStoreQueryError('a text with U+0000 cannot be sent to PostgreSQL');
     this.values.push(value);
     return `$${this.values.length}`;
   }
   /** A scalar's key, computed by the same function as the indexed one. */
   key(value: Scalar): string {
+    // JSON escapes it as \u0000, which a JSONB cast refuses as surely as TEXT refuses the byte.
+    if (holdsNul(value)) throw new ReadStoreQueryError('a text with U+0000 cannot be sent to PostgreSQL');
     return `${KEY_FUNCTION}(${this.add(JSON.stringify(value))}::jsonb)`;
   }
 }
@@ -177,6 +187,7 @@ function equals(field: string, value: Scalar, params: Params): string {
   if (value !== null && !['string', 'number', 'boolean'].includes(typeof value)) {
     throw new ReadStoreQueryError(`where ${field}: only strings, numbers, booleans and null are allowed`);
   }
+  if (holdsNul(value)) return 'FALSE';
   return `${expr} = ${params.key(value)}`;
 }
 
@@ -211,6 +222,7 @@ function contains(def: CollectionDefinition, clause: SearchClause, params: Param
   for (const field of clause.fields) {
     if (!def.searchFields?.includes(field)) throw new ReadStoreQueryError(`${def.name}.${String(field)} is not declared in searchFields`);
   }
+  if (holdsNul(clause.text)) return 'FALSE';
   const pattern = params.add(`%${escapeLike(clause.text.toLowerCase())}%`);
   const collate = searchCollation === null ? '' : ` COLLATE ${quote(searchCollation)}`;
   const fields = clause.fields.map((field) => {

@@ -28,6 +28,7 @@ import {
   compileCount,
   compileFind,
   compileSweep,
+  holdsNul,
   indexName,
   indexSql,
   quote,
@@ -127,6 +128,7 @@ class PostgresReadStore implements ReadStore {
 
   async get<T extends Document = Document>(collection: string, id: string): Promise<T | null> {
     const table = this.table(collection);
+    if (holdsNul(id)) return null; // no TEXT id holds U+0000, and sending one fails the statement
     const { rows } = await this.query<{ doc: T }>(`SELECT doc FROM ${table} WHERE id = $1`, [id]);
     return rows[0]?.doc ?? null;
   }
@@ -169,8 +171,9 @@ class PostgresReadStore implements ReadStore {
   async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]> {
     const table = this.table(collection);
     const found: T[] = [];
-    for (let i = 0; i < ids.length; i += BATCH) {
-      const { rows } = await this.query<{ doc: T }>(`SELECT doc FROM ${table} WHERE id = ANY($1::text[])`, [ids.slice(i, i + BATCH)]);
+    const storable = ids.filter((id) => !holdsNul(id)); // no TEXT id holds U+0000
+    for (let i = 0; i < storable.length; i += BATCH) {
+      const { rows } = await this.query<{ doc: T }>(`SELECT doc FROM ${table} WHERE id = ANY($1::text[])`, [storable.slice(i, i + BATCH)]);
       found.push(...rows.map((row) => row.doc));
     }
     return found;
