@@ -154,10 +154,15 @@ export function controlCharactersEndToEnd(): void {
   });
 
   describe('the read API', () => {
+    const ITEM_ID = 'op_00000000-0000-4000-8000-000000000000';
     const lists = () => [
-      { path: `/api/v1/distributors/${distributor.ref.id}/operations`, key: distributorKey, params: ['limit', 'offset'] },
-      { path: `/api/v1/merchants/${merchant.ref.id}/operations`, key: merchantKey, params: ['limit', 'offset'] },
-      { path: `/api/v1/merchants/${merchant.ref.id}/payments`, key: merchantKey, params: ['search', 'limit', 'offset'] },
+      { path: `/api/v1/distributors/${distributor.ref.id}/operations`, key: distributorKey, params: ['limit', 'offset', 'status', 'createdFrom', 'createdTo'] },
+      { path: `/api/v1/merchants/${merchant.ref.id}/operations`, key: merchantKey, params: ['limit', 'offset', 'status', 'createdFrom', 'createdTo'] },
+      { path: `/api/v1/merchants/${merchant.ref.id}/payments`, key: merchantKey, params: ['search', 'limit', 'offset', 'createdFrom', 'createdTo'] },
+      // One item by id (an extension): no parameter at all.
+      { path: `/api/v1/distributors/${distributor.ref.id}/operations/${ITEM_ID}`, key: distributorKey, params: ['limit'] },
+      { path: `/api/v1/merchants/${merchant.ref.id}/operations/${ITEM_ID}`, key: merchantKey, params: ['limit'] },
+      { path: `/api/v1/merchants/${merchant.ref.id}/payments/${ITEM_ID}`, key: merchantKey, params: ['limit'] },
       // No parameter at all: any is refused, a control character with it.
       { path: `/api/v1/distributors/${distributor.ref.id}/balance`, key: distributorKey, params: ['limit'] },
       { path: `/api/v1/merchants/${merchant.ref.id}/balance`, key: merchantKey, params: ['limit'] },
@@ -165,7 +170,7 @@ export function controlCharactersEndToEnd(): void {
 
     it('then the lists are every GET of a party the API serves', () => {
       const served = routesOf(sys.system.app).api.filter((route) => route.startsWith('GET '));
-      const tested = lists().map(({ path }) => `GET ${path.replace(distributor.ref.id, ':distributorID').replace(merchant.ref.id, ':merchantID')}`);
+      const tested = lists().map(({ path }) => `GET ${path.replace(distributor.ref.id, ':distributorID').replace(merchant.ref.id, ':merchantID').replace(ITEM_ID, ':operationID')}`);
       expect(new Set(tested)).toEqual(new Set(served));
     });
 
