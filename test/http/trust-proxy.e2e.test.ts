@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUser, findUserByEmail, onboardParty, requestApiKey } from '../../src/commands/back-office.ts';
 import { approveAndCollectKey } from '../support/credentials.ts';
+import { parseApiKey } from '../../src/domain/api-key-secrets.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
@@ -137,7 +138,7 @@ describe('a forged X-Forwarded-For never passes an allow-list, under any accepte
       });
       try {
         const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-        await waitFor(() => system.directory.get(tenKey.split('.')[0]!)?.status === 'active');
+        await waitFor(() => system.directory.get(parseApiKey(tenKey)!.keyID)?.status === 'active');
         const get = (forwardedFor?: string) =>
           call(baseUrl, 'GET', balancePath, { apiKey: tenKey, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } });
 

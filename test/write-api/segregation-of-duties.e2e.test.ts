@@ -62,7 +62,7 @@ describe('the requester of the key that created an operation cannot approve it',
     expect(row.slice(0, row.indexOf('</tr>'))).toMatch(/<button type="button" disabled[^>]*>Approve<\/button>/);
     const refused = await client.post(`/console/operations/${operationID}/approve`);
     expect(refused.status).toBe(403);
-    expect(refused.text).toContain('you requested the API key that created it');
+    expect(refused.text).toMatch(/you were handed the secret of API key key_[A-Za-z0-9_-]+ that created it/);
     expect((await operationOf(sys, operationID)).status).toBe('pending');
   });
 
@@ -70,7 +70,7 @@ describe('the requester of the key that created an operation cannot approve it',
     const operationID = await pendingOp('11.00', 'cli self-approval');
     const refused = await runCli(['operation', 'approve', operationID, '--as', bothEmail, '--data-dir', sys.config.DATA_DIR, '--json']);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/you requested the API key that created it/);
+    expect(refused.stderr).toMatch(/you were handed the secret of API key key_[A-Za-z0-9_-]+ that created it/);
     expect((await operationOf(sys, operationID)).status).toBe('pending');
 
     await approveViaCli(sys, dist, operationID);
