@@ -148,6 +148,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     volumeTimeZone: config.VOLUME_TIME_ZONE,
     ...(skew ? { dayClock: skew.dayClock } : {}),
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+    deadlineMs: config.CREATE_DEADLINE_MS,
     ...(metrics ? { onConflictRetry: () => metrics.createConflictRetries.inc() } : {}),
     cashOutConsent: { policy: config.CASH_OUT_CONSENT, secretsKey },
     tracing,
