@@ -32,7 +32,7 @@ import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
-import { consumerReports, CorruptionWatch, liveness, type WatchedConsumer } from './health.ts';
+import { consumerReports, CorruptionWatch, liveness, WriteWatch, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import { CorrectedClock, fileTime, measureClockSkew, watchClockSkew } from './shared/clock-skew.ts';
 import { backoffMs } from './shared/backoff.ts';
@@ -99,10 +99,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
   // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
-  const eventStore = withSnapshots(corruption.watch(opened.eventStore), {
+  // Whether this process's writes go through, whoever makes them (/ready and /health: src/health.ts).
+  const writes = new WriteWatch();
+  const eventStore = withSnapshots(writes.watch(corruption.watch(opened.eventStore), ['append', 'appendMulti']), {
     onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
   });
-  const watchedReadStore = corruption.watch(opened.readStore);
+  const watchedReadStore = writes.watch(corruption.watch(opened.readStore), ['commit', 'incrementCounter', 'take']);
   const readStore = options.decorateReadStore?.(watchedReadStore) ?? watchedReadStore;
   const stores: Stores = {
     eventStore,
@@ -273,16 +275,19 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         ...(onThisPort ? { endpoint: { path: METRICS_PATH, handler: metricsEndpoint(metrics) } } : {}),
       },
     } : {}),
-    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption),
+    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption, writes),
     corrupted: () => corruption.error,
     readiness: async () => {
       const consumers = await consumerReports(stores.eventStore, watched, clock());
+      // Writes refused (a read-only database, a held lock): not ready, whatever the reads say.
+      const writesFailing = writes.report();
       try {
         const status = await projectionStatus(stores, projections, config.READ_MAX_LAG_EVENTS + 1);
-        return { ready: status.every((s) => s.lagEvents <= config.READ_MAX_LAG_EVENTS), projections: status, consumers };
+        const ready = writesFailing === null && status.every((s) => s.lagEvents <= config.READ_MAX_LAG_EVENTS);
+        return { ready, projections: status, consumers, ...(writesFailing ? { writesFailing } : {}) };
       } catch (error) {
         // A store that cannot be read: not ready, and say why (the consumers' states tell the rest).
-        return { ready: false, error: describeError(error), consumers };
+        return { ready: false, error: describeError(error), consumers, ...(writesFailing ? { writesFailing } : {}) };
       }
     },
     routers: [
