@@ -152,6 +152,10 @@ const schema = z.object({
   EVM_CONFIRMATIONS: z.coerce.number().int().min(1).max(256).default(1).describe('Blocks a ledger transaction must be deep before its operation completes (LEDGER=evm).'),
   EVM_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000).describe('How long one submit waits for its receipt and confirmations before the attempt counts as transient and is retried (LEDGER=evm).'),
   EVM_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250).describe('How often receipts and new blocks are polled (LEDGER=evm).'),
+  EVENT_STORE_INTEGRITY_CHECK: z
+    .enum(['quick', 'full', 'off'])
+    .default('quick')
+    .describe('Embedded event store: SQLite\'s check of events.sqlite at each start of the server, which refuses a damaged file: quick (PRAGMA quick_check, about 3 s a GB), full (integrity_check, indexes too, about 7 times as long) or off.'),
   STORE_BUSY_BUDGET_MS: z.coerce.number().int().min(10).max(600_000).default(10_000).describe('How long one call on an embedded store (events, read models) waits for another process’s write lock (a backup, an operator’s transaction) before it fails as unavailable and is retried by its caller (EVENT_STORE=embedded, READ_STORE=embedded).'),
   LEDGER_BUSY_BUDGET_MS: z.coerce.number().int().min(10).max(600_000).default(10_000).describe('How long one call on the embedded ledger waits for another process’s write lock (an executor holding it) before it counts as unavailable and is retried later (LEDGER=embedded).'),
   LEDGER_LATENCY_MS: z.coerce.number().int().min(0).max(60_000).default(0).describe('Ledger fault injection (any ledger): milliseconds added to each transaction, like a chain’s confirmation time.'),

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
 import { embeddedSecretsKey } from './adapters/secrets-key-file.ts';
+import { checkSqliteIntegrity } from './adapters/sqlite/sqlite-database.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from './commands/held-credentials.ts';
 import type { Ledger } from './ports/ledger.ts';
 import { EventStoreUnavailableError } from './ports/event-store.ts';
@@ -89,6 +90,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
   const corruption = new CorruptionWatch(clock, (error) => logger.fatal({ err: error, store: error.store }, 'store corrupted: refusing to serve it until it is restored'));
+  // A damaged history is refused before anything is served from it or appended to it (the check reads every page).
+  if (config.EVENT_STORE === 'embedded') checkSqliteIntegrity(join(config.DATA_DIR, 'events.sqlite'), config.EVENT_STORE_INTEGRITY_CHECK);
   // A server store not reachable yet (its container still starting) is waited for, as one that blinks later is.
   const opened = await untilAvailable(() => openStores(config, metrics ? {
     ...faults,
