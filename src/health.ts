@@ -98,16 +98,22 @@ export class WriteWatch {
     return longest;
   }
 
-  /** The store (named `name` in reports), with the outcome of each call of `methods` (its writes) told to this watch. */
-  watch<T extends object>(name: string, store: T, methods: ReadonlyArray<keyof T & string>): T {
-    const writes = new Set<string | symbol>(methods);
+  /**
+   * The store (named `name` in reports), with the outcome of each call of `writes` told to this watch, and the
+   * failures of `reads`: the reads a write needs first (a command's stream reads, held by a lock on the table) fail
+   * the writes too, but one that succeeds says nothing of them (a read-only database answers reads).
+   */
+  watch<T extends object>(name: string, store: T, methods: { writes: ReadonlyArray<keyof T & string>; reads?: ReadonlyArray<keyof T & string> }): T {
+    const writes = new Set<string | symbol>(methods.writes);
+    const reads = new Set<string | symbol>(methods.reads ?? []);
     return new Proxy(store, {
       get: (object, property) => {
         const value: unknown = Reflect.get(object, property, object);
-        if (typeof value !== 'function' || !writes.has(property)) return value;
+        if (typeof value !== 'function' || !(writes.has(property) || reads.has(property))) return value;
+        const write = writes.has(property);
         return (...args: unknown[]) => {
           const result = (value as (...a: unknown[]) => unknown).apply(object, args);
-          if (result instanceof Promise) result.then(() => this.succeeded(name), (error: unknown) => this.failed(name, error));
+          if (result instanceof Promise) result.then(() => write && this.succeeded(name), (error: unknown) => this.failed(name, error));
           return result;
         };
       },

@@ -15,7 +15,7 @@ describe('the write watch', () => {
     const time = clock();
     const watch = new WriteWatch({ now: time.now });
     let fail = true;
-    const watched = watch.watch('events', store(() => (fail ? Promise.reject(new EventStoreUnavailableError('cannot execute INSERT in a read-only transaction')) : Promise.resolve('ok'))), ['append', 'appendMulti']);
+    const watched = watch.watch('events', store(() => (fail ? Promise.reject(new EventStoreUnavailableError('cannot execute INSERT in a read-only transaction')) : Promise.resolve('ok'))), { writes: ['append', 'appendMulti'] });
     expect(watch.report()).toBeNull();
     await watched.append().catch(() => {});
     time.advance(2_000);
@@ -28,7 +28,7 @@ describe('the write watch', () => {
 
   it('given a read that fails, a conflict or a refusal, then nothing is reported: only writes refused as unavailable count', async () => {
     const watch = new WriteWatch();
-    const watched = watch.watch('events', store(() => Promise.reject(new EventStoreUnavailableError('down'))), ['append']);
+    const watched = watch.watch('events', store(() => Promise.reject(new EventStoreUnavailableError('down'))), { writes: ['append'] });
     await watched.readAll().catch(() => {});
     watch.failed('events', new WrongExpectedVersionError('s', 1, 2));
     watch.failed('events', new Error('a bug'));
@@ -43,6 +43,19 @@ describe('the write watch', () => {
     watch.succeeded('read models');
     expect(watch.report()).toMatchObject({ store: 'events', failures: 1 });
     watch.succeeded('events');
+    expect(watch.report()).toBeNull();
+  });
+
+  it('given a command\'s read that fails as unavailable (a locked table), then the writes fail with it; a read that succeeds does not end the streak', async () => {
+    let fail = true;
+    const watch = new WriteWatch();
+    const watched = watch.watch('events', { readStream: () => (fail ? Promise.reject(new EventStoreUnavailableError('statement timeout')) : Promise.resolve([])), append: () => Promise.resolve('ok') }, { writes: ['append'], reads: ['readStream'] });
+    await watched.readStream().catch(() => {});
+    expect(watch.report()).toMatchObject({ store: 'events', failures: 1, lastError: 'statement timeout' });
+    fail = false;
+    await watched.readStream();
+    expect(watch.report()).toMatchObject({ failures: 1 });
+    await watched.append();
     expect(watch.report()).toBeNull();
   });
 

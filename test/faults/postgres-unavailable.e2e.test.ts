@@ -7,7 +7,8 @@
  *    turns 503 within 15 s and 200 after, /health fails while it lasts past its grace, and every create acknowledged
  *    exists once (clients retry each 503 with the same Idempotency-Key until it is answered 200);
  *  - the events table locked for 40 s (`LOCK TABLE es_events IN ACCESS EXCLUSIVE MODE` in another session): every
- *    create is answered within its deadline (CREATE_DEADLINE_MS, short here), 503 while the lock lasts, none later;
+ *    create is answered within its deadline (CREATE_DEADLINE_MS, short here), 503 while the lock lasts, none later,
+ *    and /ready turns 503 within 15 s and 200 after;
  *  - four writing processes (systems of their own, with their own pools, mutexes and group commits) creating on one
  *    wallet through stalls of the events table: under 1% of the creates are refused as conflicts.
  * Deadlines are short (statement timeout 2 s, create deadline 3 s; 10 s for the four writers, whose point is the
@@ -192,20 +193,27 @@ describe('PostgreSQL trouble answered as bounded 503s', () => {
     const creates = load([sys], distributor, phone, 4);
     await creates.until(10);
 
+    const ready = async () => (await call(sys.baseUrl, 'GET', '/ready')).status;
     const locker = new pg.Client({ connectionString: url });
     await locker.connect();
     let lockedAt: number;
     let releasedAt: number;
+    let notReadyAfterMs: number;
     try {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE es_events IN ACCESS EXCLUSIVE MODE');
       lockedAt = Date.now();
-      await sleep(40_000);
+      // The creates' reads and appends fail: /ready says so within seconds, though nothing else failed.
+      await waitFor(async () => (await ready()) === 503, 15_000);
+      notReadyAfterMs = Date.now() - lockedAt;
+      await sleep(Math.max(0, 40_000 - (Date.now() - lockedAt)));
       await locker.query('COMMIT');
       releasedAt = Date.now();
     } finally {
       await locker.end();
     }
+    await waitFor(async () => (await ready()) === 200, 30_000);
+    const readyAgainAfterMs = Date.now() - releasedAt;
     await creates.until(creates.acknowledged.size + 10);
     await creates.stop();
 
@@ -218,7 +226,7 @@ describe('PostgreSQL trouble answered as bounded 503s', () => {
     expect(new Set(duringLock.map((answer) => answer.status))).toEqual(new Set([503]));
     expect(creates.unexpected).toEqual([]);
     expect(creates.answers.filter((answer) => answer.status === 409)).toEqual([]);
-    console.info(`40 s lock: ${duringLock.length} answers during it, the slowest ${Math.max(...creates.answers.map((answer) => answer.tookMs))} ms (deadline ${DEADLINE_MS} ms)`);
+    console.info(`40 s lock: /ready 503 after ${notReadyAfterMs} ms, 200 again ${readyAgainAfterMs} ms after it; ${duringLock.length} answers during it, the slowest ${Math.max(...creates.answers.map((answer) => answer.tookMs))} ms (deadline ${DEADLINE_MS} ms)`);
     await expectEachOnce(expect, sys, distributor, creates.acknowledged);
   });
 
