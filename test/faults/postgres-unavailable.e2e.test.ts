@@ -266,7 +266,7 @@ describe('PostgreSQL trouble answered as bounded 503s', () => {
     const unavailable = creates.answers.filter((answer) => answer.status === 503).length;
     console.info(`four writers through 6 stalls: ${total} answers, ${conflicts} refused as conflicts (409), ${unavailable} 503, ${creates.acknowledged.size} creates acknowledged`);
     expect(creates.unexpected).toEqual([]);
-    expect(total).toBeGreaterThan(100);
+    expect(total, 'enough creates to measure').toBeGreaterThan(50);
     expect(conflicts / total).toBeLessThan(0.01);
     await expectEachOnce(expect, first, distributor, creates.acknowledged);
   });
