@@ -61,7 +61,7 @@ describe('npm start', () => {
   it('when SIGTERM is sent to the pid that ran npm start, then the server stops, its port is free and no process of it remains', async () => {
     const dir = tempDir();
     // The embedded stores, whatever the environment running the tests names.
-    const env = { ...process.env, DATA_DIR: dir.path, PORT: '0', LOG_LEVEL: 'info' };
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dir.path, PORT: '0', LOG_LEVEL: 'info' };
     for (const name of ['POSTGRES_URL', 'KURRENTDB_URL', 'MONGODB_URL', 'EVENT_STORE', 'READ_STORE']) delete env[name];
     const npm = spawn('npm', ['start'], {
       cwd: ROOT,

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allProjections } from '../projections/index.ts';
-import { projectionStatus, rebuildProjections } from '../projections/rebuild.ts';
+import { projectionStatus, rebuildProjections, type RebuildResult } from '../projections/rebuild.ts';
 import { EXECUTOR_CHECKPOINT } from '../executor/executor.ts';
 import { KEY_REVOCATION_CHECKPOINT, KEY_REVOCATION_EVENT_TYPES } from '../executor/key-revocation.ts';
 import { DomainError } from '../domain/errors.ts';
@@ -187,8 +187,13 @@ export function buildCli(): Command {
         if (chosen.length === 0) throw new UsageError(`unknown projection "${opts.only}"; one of ${all.map((p) => p.name).join(', ')}`);
         await readStore.defineCollections(all.map((p) => p.collection));
         const bar = progressBar(chosen.length === 1 ? chosen[0]!.name : 'all read models');
-        const results = await rebuildProjections({ eventStore, readStore }, chosen, (p) => bar.update(p.position, p.head));
-        bar.stop();
+        let results: RebuildResult[];
+        try {
+          results = await rebuildProjections({ eventStore, readStore }, chosen, (p) => bar.update(p.position, p.head));
+          bar.done();
+        } finally {
+          bar.stop();
+        }
         return results.map((r) => ({ ...r, seconds: Math.round(r.seconds * 1000) / 1000, eventsPerSecond: Math.round(r.eventsPerSecond) }));
       }, (rows) => rows.map((r) => `${r.projection}: ${r.events} events in ${r.seconds} s (${r.eventsPerSecond} events/s), now at position ${r.position}`).join('\n')),
     );
