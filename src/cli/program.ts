@@ -34,9 +34,13 @@ import { registerRotationCommands } from './rotation-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerAuditCommands } from './audit-commands.ts';
 import { registerDemoCommands } from './demo-commands.ts';
+import { registerPostgresCommand } from './postgres-command.ts';
 import { DemoStoreRefusedError } from '../demo-store.ts';
 import { registerLedgerCommands } from './ledger-commands.ts';
 import type { Part } from '../wallet-ops.ts';
+
+/** The parts `serve` runs, for its help: src/wallet-ops.ts's ALL_PARTS, which the CLI loads only to serve (test/cli/serve-help.test.ts). */
+export const SERVE_PARTS = ['write-api', 'read-api', 'projections', 'executor', 'webhooks'] as const satisfies readonly Part[];
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { cliIO, isProcessIO, PROCESS_IO, withCliIO, type CliIO } from './io.ts';
 
@@ -226,6 +230,7 @@ export function buildCli(): Command {
   registerEventCommands(program);
   registerAuditCommands(program);
   registerDemoCommands(program);
+  registerPostgresCommand(program);
   program.command('openapi')
     .description('print the OpenAPI document the server serves at /api/v1/openapi.json, for this configuration (ASSET_SCALE); `npm run openapi` writes it to openapi.json')
     .action(async () => {
@@ -233,8 +238,8 @@ export function buildCli(): Command {
       cliIO().stdout(openApiJson(loadConfig(cliIO().env).ASSET_SCALE));
     });
   common(program.command('serve'))
-    .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
-    .argument('[parts...]', 'write-api | read-api | projections | executor')
+    .description(`run parts of wallet-ops in this process: ${SERVE_PARTS.join(', ')} (default: all)`)
+    .argument('[parts...]', SERVE_PARTS.join(' | '))
     .option('--demo', 'seed demo data (into an empty or demo store only) and print ready-to-paste curl commands')
     .action(async (parts: string[], opts: CommonOptions & { demo?: boolean }) => {
       // A server owns its process: its configuration is process.env, its logs stdout, and a signal ends it.
