@@ -25,7 +25,8 @@ import {
 } from '../commands/back-office.ts';
 import { decideOperation } from '../commands/operation-handlers.ts';
 import { requiredText } from '../domain/text.ts';
-import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withCredentials, withStores, type CommonOptions } from './support.ts';
+import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withCliTracing, withCredentials, withStores, type CommonOptions } from './support.ts';
+import type { Tracing } from '../ports/tracing.ts';
 import { loadUserState } from '../commands/user-admin.ts';
 import { registerMoneyCommands } from './money-commands.ts';
 import { registerUserCommands } from './user-commands.ts';
@@ -203,16 +204,16 @@ export function buildCli(): Command {
     );
 
   const operation = program.command('operation').description("a checker's decisions on pending operations");
-  const operationDeps = (deps: BackOfficeDeps) => ({ store: deps.store, clock: deps.clock, assetScale: deps.assetScale });
+  const operationDeps = (deps: BackOfficeDeps, tracing: Tracing) => ({ store: deps.store, clock: deps.clock, assetScale: deps.assetScale, tracing });
   common(operation.command('approve'))
     .description('a checker approves a pending operation of their party; the executor then carries it out')
     .argument('<operationID>')
     .requiredOption('--as <email>', 'the checker')
     .action(async (operationID: string, opts: CommonOptions & { as: string }) =>
-      withBackOffice(opts, async (deps) => {
+      withBackOffice(opts, (deps) => withCliTracing(async (tracing) => {
         const checker = await findUserByEmail(deps, opts.as);
-        return decideOperation(operationDeps(deps), actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
-      }, (r) => `operation ${r.operationID}: ${r.state}`),
+        return decideOperation(operationDeps(deps, tracing), actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
+      }), (r) => `operation ${r.operationID}: ${r.state}`),
     );
   common(operation.command('reject'))
     .description('a checker rejects a pending operation; what it held is released')
@@ -223,7 +224,7 @@ export function buildCli(): Command {
       withBackOffice(opts, async (deps) => {
         const checker = await findUserByEmail(deps, opts.as);
         const reason = requiredText('reason', opts.reason, 500);
-        return decideOperation(operationDeps(deps), actingUser(checker), operationID, { type: 'reject', reason }, userContext(checker, randomUUID()));
+        return withCliTracing((tracing) => decideOperation(operationDeps(deps, tracing), actingUser(checker), operationID, { type: 'reject', reason }, userContext(checker, randomUUID())));
       }, (r) => `operation ${r.operationID}: ${r.state}`),
     );
   registerMoneyCommands(program);

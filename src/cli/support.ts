@@ -3,7 +3,9 @@ import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { openEventStore, openLedger, openStores, type Stores } from '../adapters/open-stores.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { loadConfig, tracingEnabled, type Config } from '../config.ts';
+import { openTracing } from '../adapters/tracing.ts';
+import type { Tracing } from '../ports/tracing.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import type { BackOfficeDeps, RotationDeps } from '../commands/back-office.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from '../commands/held-credentials.ts';
@@ -155,6 +157,20 @@ function progressLines(label: string, unit: string): Progress {
       stopped = true;
     },
   };
+}
+
+/**
+ * The CLI's tracing, as a server's: on when the OTEL_* variables ask for it (docs/operations.md, "Tracing"), so that
+ * a checker's decision taken here joins the operation's trace. Its spans are exported before the command returns.
+ */
+export async function withCliTracing<T>(action: (tracing: Tracing) => Promise<T>): Promise<T> {
+  const config = loadConfig(cliIO().env);
+  const tracing = await openTracing({ enabled: tracingEnabled(config), serviceName: config.OTEL_SERVICE_NAME });
+  try {
+    return await action(tracing);
+  } finally {
+    await tracing.shutdown();
+  }
 }
 
 /** The operator running the CLI: the OS user (in a container without a passwd entry, $USER or the uid). */
