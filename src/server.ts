@@ -6,7 +6,6 @@ import { asyncStdout, createLogger, flushLogs } from './logger.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { limitConnections, trustedProxies, type RefusedConnection } from './http/connection-limits.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
-import { redactUrl } from './adapters/postgres/postgres-pool.ts';
 
 /**
  * How long a stopping process may take to finish its requests and close its stores before it exits anyway.
@@ -108,9 +107,20 @@ function baseUrl(host: string, port: number): string {
   return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
+/** A store's URL without its password (a URL this parser cannot read is not shown at all). */
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(a URL not shown)';
+  }
+}
+
 /** Which store holds what, for the start line: each server's address without its password. */
 export function storesInUse(config: Config): { events: string; readModels: string; ledger: string } {
-  const at = (kind: string, url: string | undefined) => (kind === 'embedded' ? `embedded (${config.DATA_DIR})` : `${kind} (${url ? redactUrl(url) : 'no URL'})`);
+  const at = (kind: string, url: string | undefined) => (kind === 'embedded' ? `embedded (${config.DATA_DIR})` : `${kind} (${url ? withoutPassword(url) : 'no URL'})`);
   const serverUrl = (kind: string) => (kind === 'postgres' ? config.POSTGRES_URL : kind === 'kurrentdb' ? config.KURRENTDB_URL : config.MONGODB_URL);
   return {
     events: at(config.EVENT_STORE, serverUrl(config.EVENT_STORE)),
