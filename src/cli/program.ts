@@ -191,7 +191,7 @@ export function buildCli(): Command {
         const chosen = opts.only ? all.filter((p) => p.name === opts.only) : all;
         if (chosen.length === 0) throw new UsageError(`unknown projection "${opts.only}"; one of ${all.map((p) => p.name).join(', ')}`);
         await readStore.defineCollections(all.map((p) => p.collection));
-        const bar = progressBar(chosen.length === 1 ? chosen[0]!.name : 'all read models');
+        const bar = progressBar(`rebuild ${chosen.length === 1 ? chosen[0]!.name : 'all read models'}`);
         let results: RebuildResult[];
         try {
           results = await rebuildProjections({ eventStore, readStore }, chosen, (p) => bar.update(p.position, p.head));

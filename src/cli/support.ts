@@ -128,13 +128,14 @@ function progressLines(label: string, unit: string): Progress {
   const every = Number(io.env.PROGRESS_INTERVAL_MS ?? PROGRESS_INTERVAL_MS);
   const interval = Number.isFinite(every) && every >= 0 ? every : PROGRESS_INTERVAL_MS;
   const started = Date.now();
-  let first: number | undefined;
+  // The rate is measured from the first update (a rebuild may start past position 0).
+  let first: { value: number; at: number } | undefined;
   let lastLine = started;
   let printed = false;
   let last = { value: 0, total: 0 };
   const line = (value: number, total: number, now: number) => {
     const percent = total > 0 ? Math.floor((value / total) * 100) : 100;
-    const rate = (value - (first ?? 0)) / Math.max(now - started, 1);
+    const rate = first ? (value - first.value) / Math.max(now - first.at, 1) : 0;
     const left = value >= total ? 'done' : rate > 0 ? `${Math.ceil((total - value) / rate / 1000)} s left` : 'time left unknown';
     io.stderr(`${label}: ${unit} ${value}/${total} (${percent}%), ${left}\n`);
     lastLine = now;
@@ -143,9 +144,9 @@ function progressLines(label: string, unit: string): Progress {
   let stopped = false;
   return {
     update(value, total) {
-      first ??= value;
-      last = { value, total };
       const now = Date.now();
+      first ??= { value, at: now };
+      last = { value, total };
       if (now - lastLine >= interval) line(value, total, now);
     },
     // A run that printed progress ends with its 100% line; one too short to print any stays silent.

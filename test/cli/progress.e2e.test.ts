@@ -33,7 +33,7 @@ describe('progress of long CLI work', () => {
     expect(JSON.parse(result.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ projection: expect.any(String) })]));
     const printed = lines(result.stderr);
     expect(printed.length).toBeGreaterThanOrEqual(2);
-    for (const line of printed) expect(line).toMatch(LINE('all read models', 'position'));
+    for (const line of printed) expect(line).toMatch(LINE('rebuild all read models', 'position'));
     expect(printed.at(-1)).toMatch(/ \(100%\), done$/);
   });
 
@@ -70,7 +70,7 @@ describe('progress of long CLI work', () => {
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
 
     expect(code, output).toBe(0);
-    const bars = output.split(/[\r\n]/).filter((line) => line.includes('all read models') && line.includes('%'));
+    const bars = output.split(/[\r\n]/).filter((line) => line.includes('rebuild all read models') && line.includes('%'));
     expect(bars.at(-1)).toMatch(/\] 100% \| position (\d+)\/\1 \| 0s left/);
   });
 });
