@@ -6,12 +6,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { freePort, within } from '../support/processes.ts';
 import { tryConnect } from '../support/tcp.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { waitFor } from '../support/system.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/wallet-ops.js', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -26,30 +26,33 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 interface Running {
   child: ChildProcess;
   exited: Promise<number | null>;
+  stdout: () => string;
   stderr: () => string;
 }
 
 const children: Running[] = [];
 function start(args: string[], env: NodeJS.ProcessEnv): Running {
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
   let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const running = { child, exited, stderr: () => stderr };
+  const running = { child, exited, stdout: () => stdout, stderr: () => stderr };
   children.push(running);
   return running;
 }
 
-/** The first stdout line that `pick` accepts. */
+/** The first whole stdout line that `pick` accepts, once it is printed. */
 async function firstLine<T>(running: Running, pick: (line: string) => T | undefined, what: string): Promise<T> {
-  const lines = createInterface({ input: running.child.stdout! });
-  return within((async () => {
-    for await (const line of lines) {
-      const found = pick(line);
-      if (found !== undefined) return found;
-    }
-    throw new Error(`${what}: ended first (${running.stderr()})`);
-  })(), 90_000, what);
+  let found: T | undefined;
+  const seen = () => {
+    for (const line of running.stdout().split('\n').slice(0, -1)) if ((found = pick(line)) !== undefined) return true;
+    if (running.child.exitCode !== null) throw new Error(`${what}: ended first (${running.stderr()})`);
+    return false;
+  };
+  await waitFor(seen, 90_000);
+  return found!;
 }
 
 describe('wallet-ops postgres', () => {
@@ -76,10 +79,17 @@ describe('wallet-ops postgres', () => {
     expect(statSync(join(folder, 'secrets')).mode & 0o077).toBe(0);
     expect(existsSync(join(folder, 'cluster', 'PG_VERSION'))).toBe(true);
 
-    const system = start([MAIN], cleanEnv({ POSTGRES_URL: settings.postgresUrl, SECRETS_KEY: settings.secretsKey, PORT: '0', DATA_DIR: join(dir.path, 'wallet-ops') }));
-    const started = await firstLine(system, (line) => (line.includes('"wallet-ops started"') ? (JSON.parse(line) as { port: number; stores: unknown }) : undefined), 'wallet-ops on it');
+    const system = start([MAIN, '--demo'], cleanEnv({ POSTGRES_URL: settings.postgresUrl, SECRETS_KEY: settings.secretsKey, PORT: '0', DATA_DIR: join(dir.path, 'wallet-ops') }));
+    const started = await firstLine(system, (line) => (line.includes('"wallet-ops started"') ? (JSON.parse(line) as { port: number; stores: { events: string; readModels: string } }) : undefined), 'wallet-ops on it');
+    expect(started.stores.events).toBe(`postgres (postgres://postgres:***@127.0.0.1:${port}/wallet_ops)`);
+    expect(started.stores.readModels).toBe(started.stores.events);
     const health = await fetch(`http://127.0.0.1:${started.port}/health`);
     expect(health.status).toBe(200);
+    // The demo, on it: its distributor's key reads its balance.
+    const key = await firstLine(system, (line) => /^ {2}DKEY='(.+)'$/.exec(line)?.[1], 'the demo keys');
+    const distributor = await firstLine(system, (line) => /\/api\/v1\/distributors\/([^/]+)\/balance/.exec(line)?.[1], 'the demo lines');
+    const balance = await fetch(`http://127.0.0.1:${started.port}/api/v1/distributors/${distributor}/balance`, { headers: { authorization: `Bearer ${key}` } });
+    expect(balance.status).toBe(200);
     system.child.kill('SIGTERM');
     expect(await within(system.exited, 20_000, 'wallet-ops to stop')).toBe(0);
 
