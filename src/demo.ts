@@ -80,26 +80,34 @@ export async function seedDemo(store: EventStore, assetScale: number, credential
   };
 }
 
-/** Ready-to-paste commands for the seeded demo. */
+/**
+ * Ready-to-paste commands for the seeded demo, in an order that works: the two cash-ins are approved (and so
+ * carried out) before the individual and the merchant spend what they brought. Each create's operationID is kept in
+ * a shell variable for its approval. test/demo-instructions.e2e.test.ts runs them against a demo server.
+ */
 export function demoInstructions(seed: DemoSeed, baseUrl: string, dataDir: string): string {
   const d = `${baseUrl}/api/v1/distributors/${seed.distributor.id}`;
   const m = `${baseUrl}/api/v1/merchants/${seed.merchant.id}`;
   const json = `-H 'Content-Type: application/json'`;
+  const id = `| sed -n 's/.*"operationID":"\\([^"]*\\)".*/\\1/p'`;
+  const dataDirArg = `--data-dir '${dataDir}'`;
   return [
     '',
     'Demo data is ready. API keys (shown once):',
     `  DKEY='${seed.distributorKey}'`,
     `  MKEY='${seed.merchantKey}'`,
     '',
-    'Try:',
+    'Try, in this order (a shell keeps each operationID for the lines after it):',
     `  curl -s ${d}/balance -H "Authorization: Bearer $DKEY"`,
-    `  curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"250.00","phoneTo":"${seed.phones[0]}","memo":"demo"}'`,
-    `  curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"300.00","merchantToShortCode":"2001"}'`,
-    `  curl -s ${d}/operations -H "Authorization: Bearer $DKEY"`,
-    `  npx wallet-ops operation approve <operationID> --as checker@agents.demo --data-dir ${dataDir}`,
-    `  curl -s ${m}/operations -H "Authorization: Bearer $MKEY"`,
+    `  OP1=$(curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"250.00","phoneTo":"${seed.phones[0]}","memo":"demo"}' ${id}); echo $OP1`,
+    `  OP2=$(curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"300.00","merchantToShortCode":"2001"}' ${id}); echo $OP2`,
+    `  curl -s ${d}/operations -H "Authorization: Bearer $DKEY"    # both pending: a checker decides`,
+    `  npx wallet-ops operation approve $OP1 --as checker@agents.demo ${dataDirArg}`,
+    `  npx wallet-ops operation approve $OP2 --as checker@agents.demo ${dataDirArg}`,
+    `  curl -s ${d}/operations -H "Authorization: Bearer $DKEY"    # a moment later: completed`,
+    `  curl -s ${m}/operations -H "Authorization: Bearer $MKEY"    # the merchant received 300.00`,
     `  curl -s -X POST ${m}/operations -H "Authorization: Bearer $MKEY" ${json} -d '{"operationType":"pay-merchant","amount":"20.00","merchantToShortCode":"2002"}'`,
-    `  npx wallet-ops individual pay --from ${seed.phones[0]} --to-merchant 2001 --amount 15 --memo "coffee" --data-dir ${dataDir}`,
+    `  npx wallet-ops individual pay --from ${seed.phones[0]} --to-merchant 2001 --amount 15 --memo "coffee" ${dataDirArg}    # from the 250.00 of OP1`,
     `  curl -s "${m}/payments?search=8123" -H "Authorization: Bearer $MKEY"`,
     `  curl -s ${baseUrl}/api/v1/docs    # the API reference`,
     `  ${baseUrl}/console    # the web console: maker@agents.demo, checker@agents.demo, admin@platform.demo, password '${DEMO_PASSWORD}'`,

@@ -101,6 +101,46 @@ export function createHttpServer(
   return { server, drain };
 }
 
+/** Where a person on this machine reaches an address the server listens on (any address: the loopback). */
+function baseUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+}
+
+/** A store's URL without its password (a URL this parser cannot read is not shown at all). */
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(a URL not shown)';
+  }
+}
+
+/** Which store holds what, for the start line: each server's address without its password. */
+export function storesInUse(config: Config): { events: string; readModels: string; ledger: string } {
+  const at = (kind: string, url: string | undefined) => (kind === 'embedded' ? `embedded (${config.DATA_DIR})` : `${kind} (${url ? withoutPassword(url) : 'no URL'})`);
+  const serverUrl = (kind: string) => (kind === 'postgres' ? config.POSTGRES_URL : kind === 'kurrentdb' ? config.KURRENTDB_URL : config.MONGODB_URL);
+  return {
+    events: at(config.EVENT_STORE, serverUrl(config.EVENT_STORE)),
+    readModels: at(config.READ_STORE, serverUrl(config.READ_STORE)),
+    ledger: config.LEDGER === 'embedded' ? `embedded (${config.DATA_DIR})` : config.LEDGER,
+  };
+}
+
+/** What this process serves, as addresses to open: the API, its docs, the console, the probes, the metrics. */
+function startUrls(config: Config, parts: readonly Part[], port: number, metricsPort: number | undefined): Record<string, string> {
+  const base = baseUrl(config.HOST, port);
+  const api = parts.includes('write-api') || parts.includes('read-api');
+  return {
+    ...(api ? { api: `${base}/api/v1`, apiDocs: `${base}/api/v1/docs` } : {}),
+    ...(parts.includes('write-api') ? { console: `${base}/console` } : {}),
+    health: `${base}/health`,
+    ...(config.METRICS_ENABLED ? { metrics: metricsPort === undefined ? `${base}/metrics` : `${baseUrl(config.METRICS_HOST ?? config.HOST, metricsPort)}/metrics` } : {}),
+  };
+}
+
 /** Resolves once the server listens; rejects with the server's error (EADDRINUSE, EACCES…) if it cannot. */
 function listen(server: Server, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -168,14 +208,17 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
   // The ports it got, which PORT=0 (or METRICS_PORT=0) leaves to the system.
   const { port } = http.server.address() as AddressInfo;
   const metricsAddress = metricsServer?.address();
+  const metricsPort = metricsAddress && typeof metricsAddress === 'object' ? metricsAddress.port : undefined;
   logger.info({
     port,
     host: config.HOST,
     dataDir: config.DATA_DIR,
     parts,
+    stores: storesInUse(config),
+    urls: startUrls(config, parts, port, metricsPort),
     ...(metricsAddress && typeof metricsAddress === 'object' ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address } : {}),
   }, 'wallet-ops started');
-  if (demo) process.stdout.write(demoInstructions(demo, `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, config.DATA_DIR));
+  if (demo) process.stdout.write(demoInstructions(demo, baseUrl(config.HOST, port), config.DATA_DIR));
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -370,19 +370,29 @@ const START_PATIENCE_MS = 60_000;
 /** Its waits between tries: 100 ms at first, at most 2 s. */
 const START_BACKOFF = { firstMs: 100, maxMs: 2_000 };
 
+/** How often a start still waiting for its stores says so (its first failed attempt always). */
+const START_WARN_EVERY_MS = 5_000;
+
 /**
  * Runs a start-up step again while its store is unavailable (transiently: busy, down, an injected fault),
  * with backoff, for up to START_PATIENCE_MS; any other error, or a store still down by then, fails the start.
+ * It warns in one line (the store's message, no stack) at the first failed attempt and then every few seconds,
+ * not at each of the tries 0.1 to 2 s apart.
  */
-async function untilAvailable<T>(step: () => Promise<T>, what: string, logger: Logger): Promise<T> {
+export async function untilAvailable<T>(step: () => Promise<T>, what: string, logger: Logger): Promise<T> {
   const deadline = Date.now() + START_PATIENCE_MS;
+  let warned = -Infinity;
   for (let attempt = 1; ; attempt++) {
     try {
       return await step();
     } catch (error) {
       const transient = error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError;
       if (!transient || Date.now() > deadline) throw error;
-      logger.warn({ err: error, attempt }, `${what}: store unavailable at start; retrying`);
+      if (Date.now() - warned >= START_WARN_EVERY_MS) {
+        warned = Date.now();
+        const seconds = START_PATIENCE_MS / 1000;
+        logger.warn({ attempt, error: error.message, retryingForS: seconds }, `${what}: store unavailable at start (attempt ${attempt}, retrying for up to ${seconds} s)`);
+      }
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, START_BACKOFF)));
     }
   }

@@ -65,6 +65,7 @@ export function registerAuditCommands(program: Command): void {
               : { ledgerSkipped: 'audit verify --ledger skip: the ledger was not reconciled' }),
             onProgress: (position, head) => bar.update(position, head),
           });
+          bar.done();
         } finally {
           bar.stop();
         }
@@ -133,12 +134,14 @@ export function registerAuditCommands(program: Command): void {
       await withBackOffice(opts, async ({ store }) => {
         const bar = progressBar('events export');
         try {
-          return await exportEvents(store, opts.out, {
+          const exported = await exportEvents(store, opts.out, {
             ...(fromPosition !== undefined ? { fromPosition } : {}),
             ...(toPosition !== undefined ? { toPosition } : {}),
             ...(opts.streamPrefix !== undefined ? { streamPrefix: opts.streamPrefix } : {}),
             onProgress: (position, head) => bar.update(position, head),
           });
+          bar.done();
+          return exported;
         } finally {
           bar.stop();
         }
@@ -150,7 +153,7 @@ export function registerAuditCommands(program: Command): void {
     .action(async (opts: CommonOptions & { in: string }) => {
       const dataDir = opts.dataDir ?? loadConfig(cliIO().env).DATA_DIR;
       await withBackOffice(opts, async ({ store }) => {
-        const bar = progressBar('events import');
+        const bar = progressBar('events import', 'events');
         let record: ImportRecord | undefined;
         try {
           // The raw store: the events carry their hashes, which must be kept exactly as they are.
@@ -164,6 +167,7 @@ export function registerAuditCommands(program: Command): void {
             },
           });
           writeImportRecord(dataDir, { ...record!, completedAt: new Date().toISOString() });
+          bar.done();
           return { ...result, ledger: IMPORT_LEDGER_NOTE };
         } finally {
           bar.stop();

@@ -156,6 +156,7 @@ export function registerEventCommands(program: Command): void {
       let result: CopyResult;
       try {
         result = await copyEvents(source, target, { fromPosition: Number(opts.fromPosition), onProgress: (position, head) => bar.update(position, head) });
+        bar.done();
       } finally {
         bar.stop();
         await Promise.all([source.close(), target.close()]);

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allProjections } from '../projections/index.ts';
-import { projectionStatus, rebuildProjections } from '../projections/rebuild.ts';
+import { projectionStatus, rebuildProjections, type RebuildResult } from '../projections/rebuild.ts';
 import { EXECUTOR_CHECKPOINT } from '../executor/executor.ts';
 import { KEY_REVOCATION_CHECKPOINT, KEY_REVOCATION_EVENT_TYPES } from '../executor/key-revocation.ts';
 import { DomainError } from '../domain/errors.ts';
@@ -25,7 +25,8 @@ import {
 } from '../commands/back-office.ts';
 import { decideOperation } from '../commands/operation-handlers.ts';
 import { refuseControlCharacters, requiredText } from '../domain/text.ts';
-import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withCredentials, withStores, type CommonOptions } from './support.ts';
+import { common, operatorContext, parsePartyRef, progressBar, UsageError, withBackOffice, withCliTracing, withCredentials, withStores, type CommonOptions } from './support.ts';
+import type { Tracing } from '../ports/tracing.ts';
 import { loadUserState } from '../commands/user-admin.ts';
 import { registerMoneyCommands } from './money-commands.ts';
 import { registerUserCommands } from './user-commands.ts';
@@ -34,9 +35,13 @@ import { registerRotationCommands } from './rotation-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerAuditCommands } from './audit-commands.ts';
 import { registerDemoCommands } from './demo-commands.ts';
+import { registerPostgresCommand } from './postgres-command.ts';
 import { DemoStoreRefusedError } from '../demo-store.ts';
 import { registerLedgerCommands } from './ledger-commands.ts';
 import type { Part } from '../wallet-ops.ts';
+
+/** The parts `serve` runs, for its help: src/wallet-ops.ts's ALL_PARTS, which the CLI loads only to serve (test/cli/serve-help.test.ts). */
+export const SERVE_PARTS = ['write-api', 'read-api', 'projections', 'executor', 'webhooks'] as const satisfies readonly Part[];
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { cliIO, isProcessIO, PROCESS_IO, withCliIO, type CliIO } from './io.ts';
 
@@ -187,24 +192,29 @@ export function buildCli(): Command {
         const chosen = opts.only ? all.filter((p) => p.name === opts.only) : all;
         if (chosen.length === 0) throw new UsageError(`unknown projection "${opts.only}"; one of ${all.map((p) => p.name).join(', ')}`);
         await readStore.defineCollections(all.map((p) => p.collection));
-        const bar = progressBar(chosen.length === 1 ? chosen[0]!.name : 'all read models');
-        const results = await rebuildProjections({ eventStore, readStore }, chosen, (p) => bar.update(p.position, p.head));
-        bar.stop();
+        const bar = progressBar(`rebuild ${chosen.length === 1 ? chosen[0]!.name : 'all read models'}`);
+        let results: RebuildResult[];
+        try {
+          results = await rebuildProjections({ eventStore, readStore }, chosen, (p) => bar.update(p.position, p.head));
+          bar.done();
+        } finally {
+          bar.stop();
+        }
         return results.map((r) => ({ ...r, seconds: Math.round(r.seconds * 1000) / 1000, eventsPerSecond: Math.round(r.eventsPerSecond) }));
       }, (rows) => rows.map((r) => `${r.projection}: ${r.events} events in ${r.seconds} s (${r.eventsPerSecond} events/s), now at position ${r.position}`).join('\n')),
     );
 
   const operation = program.command('operation').description("a checker's decisions on pending operations");
-  const operationDeps = (deps: BackOfficeDeps) => ({ store: deps.store, clock: deps.clock, assetScale: deps.assetScale });
+  const operationDeps = (deps: BackOfficeDeps, tracing: Tracing) => ({ store: deps.store, clock: deps.clock, assetScale: deps.assetScale, tracing });
   common(operation.command('approve'))
     .description('a checker approves a pending operation of their party; the executor then carries it out')
     .argument('<operationID>')
     .requiredOption('--as <email>', 'the checker')
     .action(async (operationID: string, opts: CommonOptions & { as: string }) =>
-      withBackOffice(opts, async (deps) => {
+      withBackOffice(opts, (deps) => withCliTracing(async (tracing) => {
         const checker = await findUserByEmail(deps, opts.as);
-        return decideOperation(operationDeps(deps), actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
-      }, (r) => `operation ${r.operationID}: ${r.state}`),
+        return decideOperation(operationDeps(deps, tracing), actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
+      }), (r) => `operation ${r.operationID}: ${r.state}`),
     );
   common(operation.command('reject'))
     .description('a checker rejects a pending operation; what it held is released')
@@ -215,13 +225,14 @@ export function buildCli(): Command {
       withBackOffice(opts, async (deps) => {
         const checker = await findUserByEmail(deps, opts.as);
         const reason = requiredText('reason', opts.reason, 500);
-        return decideOperation(operationDeps(deps), actingUser(checker), operationID, { type: 'reject', reason }, userContext(checker, randomUUID()));
+        return withCliTracing((tracing) => decideOperation(operationDeps(deps, tracing), actingUser(checker), operationID, { type: 'reject', reason }, userContext(checker, randomUUID())));
       }, (r) => `operation ${r.operationID}: ${r.state}`),
     );
   registerMoneyCommands(program);
   registerEventCommands(program);
   registerAuditCommands(program);
   registerDemoCommands(program);
+  registerPostgresCommand(program);
   program.command('openapi')
     .description('print the OpenAPI document the server serves at /api/v1/openapi.json, for this configuration (ASSET_SCALE); `npm run openapi` writes it to openapi.json')
     .action(async () => {
@@ -229,8 +240,8 @@ export function buildCli(): Command {
       cliIO().stdout(openApiJson(loadConfig(cliIO().env).ASSET_SCALE));
     });
   common(program.command('serve'))
-    .description('run parts of wallet-ops in this process: write-api, read-api, projections, executor (default: all)')
-    .argument('[parts...]', 'write-api | read-api | projections | executor')
+    .description(`run parts of wallet-ops in this process: ${SERVE_PARTS.join(', ')} (default: all)`)
+    .argument('[parts...]', SERVE_PARTS.join(' | '))
     .option('--demo', 'seed demo data (into an empty or demo store only) and print ready-to-paste curl commands')
     .action(async (parts: string[], opts: CommonOptions & { demo?: boolean }) => {
       // A server owns its process: its configuration is process.env, its logs stdout, and a signal ends it.

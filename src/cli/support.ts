@@ -3,7 +3,9 @@ import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { openEventStore, openLedger, openStores, type Stores } from '../adapters/open-stores.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { loadConfig, tracingEnabled, type Config } from '../config.ts';
+import { openTracing } from '../adapters/tracing.ts';
+import type { Tracing } from '../ports/tracing.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import type { BackOfficeDeps, RotationDeps } from '../commands/back-office.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from '../commands/held-credentials.ts';
@@ -89,23 +91,95 @@ export async function withCredentials<T>(options: CommonOptions, action: (deps: 
   }, human);
 }
 
+/** Progress of a long command: `update` as it goes, `done` once it succeeded (to 100%), `stop` in any case. */
+export interface Progress {
+  update(value: number, total: number): void;
+  done(): void;
+  stop(): void;
+}
+
+/** How often a long command prints a progress line when stderr is not a terminal (PROGRESS_INTERVAL_MS overrides). */
+export const PROGRESS_INTERVAL_MS = 5_000;
+
 /**
- * A progress bar on a terminal (stderr, so stdout stays one JSON value); nothing when not a terminal, nor when
- * the run's stderr is injected (the CLI run in another program's process).
+ * A long command's progress on stderr (stdout stays one JSON value). On a terminal a bar; elsewhere (kubectl exec
+ * without -t, CI, nohup, a caller's injected stderr) a plain line at most every PROGRESS_INTERVAL_MS, so that a
+ * run of minutes says how far it is and a run of a second says nothing. `unit` names what is counted.
  */
-export function progressBar(label: string): { update(value: number, total: number): void; stop(): void } {
-  if (!stderrIsTerminal()) return { update() {}, stop() {} };
-  const bar = new SingleBar({ format: `${label.padEnd(24)} [{bar}] {percentage}% | position {value}/{total} | {eta_formatted} left`, stream: process.stderr }, Presets.shades_classic);
+export function progressBar(label: string, unit = 'position'): Progress {
+  return stderrIsTerminal() ? terminalBar(label, unit) : progressLines(label, unit);
+}
+
+function terminalBar(label: string, unit: string): Progress {
+  const bar = new SingleBar({ format: `${label.padEnd(24)} [{bar}] {percentage}% | ${unit} {value}/{total} | {eta_formatted} left`, stream: process.stderr }, Presets.shades_classic);
   let started = false;
+  let total = 0;
   return {
-    update(value, total) {
-      if (!started) bar.start(total, value);
+    update(value, newTotal) {
+      if (!started) bar.start(newTotal, value);
       started = true;
-      bar.setTotal(total);
+      total = newTotal;
+      bar.setTotal(newTotal);
       bar.update(value);
+    },
+    // The last position read need not be the head (a rebuild reads only its projections' event types): a
+    // finished run ends at 100%.
+    done() {
+      if (started) bar.update(total);
     },
     stop: () => bar.stop(),
   };
+}
+
+function progressLines(label: string, unit: string): Progress {
+  const io = cliIO();
+  const every = Number(io.env.PROGRESS_INTERVAL_MS ?? PROGRESS_INTERVAL_MS);
+  const interval = Number.isFinite(every) && every >= 0 ? every : PROGRESS_INTERVAL_MS;
+  const started = Date.now();
+  // The rate is measured from the first update (a rebuild may start past position 0).
+  let first: { value: number; at: number } | undefined;
+  let lastLine = started;
+  let printed = false;
+  let last = { value: 0, total: 0 };
+  const line = (value: number, total: number, now: number) => {
+    const percent = total > 0 ? Math.floor((value / total) * 100) : 100;
+    const rate = first ? (value - first.value) / Math.max(now - first.at, 1) : 0;
+    const left = value >= total ? 'done' : rate > 0 ? `${Math.ceil((total - value) / rate / 1000)} s left` : 'time left unknown';
+    io.stderr(`${label}: ${unit} ${value}/${total} (${percent}%), ${left}\n`);
+    lastLine = now;
+    printed = true;
+  };
+  let stopped = false;
+  return {
+    update(value, total) {
+      const now = Date.now();
+      first ??= { value, at: now };
+      last = { value, total };
+      if (now - lastLine >= interval) line(value, total, now);
+    },
+    // A run that printed progress ends with its 100% line; one too short to print any stays silent.
+    done() {
+      if (printed && !stopped) line(last.total, last.total, Date.now());
+      stopped = true;
+    },
+    stop() {
+      stopped = true;
+    },
+  };
+}
+
+/**
+ * The CLI's tracing, as a server's: on when the OTEL_* variables ask for it (docs/operations.md, "Tracing"), so that
+ * a checker's decision taken here joins the operation's trace. Its spans are exported before the command returns.
+ */
+export async function withCliTracing<T>(action: (tracing: Tracing) => Promise<T>): Promise<T> {
+  const config = loadConfig(cliIO().env);
+  const tracing = await openTracing({ enabled: tracingEnabled(config), serviceName: config.OTEL_SERVICE_NAME });
+  try {
+    return await action(tracing);
+  } finally {
+    await tracing.shutdown();
+  }
 }
 
 /** The operator running the CLI: the OS user (in a container without a passwd entry, $USER or the uid). */

@@ -9,6 +9,7 @@ import { renderPage } from './render.ts';
 import { loadUser } from './users.ts';
 import { newToken } from './sessions.ts';
 import { upgradeHashAfterLogin } from './hash-upgrade.ts';
+import { catchUpUserDirectory } from '../projections/user-directory.ts';
 
 /**
  * Login and logout, and the middleware that admits every other console request: a live session, and for a
@@ -55,10 +56,22 @@ export const loginLink = (next: string | null, ended: boolean): string => {
   return `/console/login${text ? `?${text}` : ''}`;
 };
 
-function loginForm(token: string, options: { email?: string; error?: string; notice?: string; next?: string | null } = {}) {
+/**
+ * On a system without any administrator yet (a fresh install), how to begin: nobody can log in until an operator,
+ * who holds the stores, adds the first administrator with the CLI; that administrator then onboards the rest.
+ */
+const FIRST_ADMINISTRATOR = html`<div class="notice" role="note" id="first-admin">
+    <p><strong>No administrator exists yet.</strong> An operator with access to this system's stores creates the first one with the CLI,
+    with the same <code>DATA_DIR</code> (or <code>POSTGRES_URL</code> and <code>SECRETS_KEY</code>) as the server:</p>
+    <pre><code>npx wallet-ops user add --platform-admin --email you@example.com --password 'a long passphrase'</code></pre>
+    <p>then logs in here with it. That administrator onboards the parties and adds their users (docs/console.md).</p>
+  </div>`;
+
+function loginForm(token: string, options: { email?: string; error?: string; notice?: string; next?: string | null; firstAdministrator?: boolean } = {}) {
   const error = options.error;
   return html`<div class="login">
     <h1>Log in to the console</h1>
+    ${options.firstAdministrator ? FIRST_ADMINISTRATOR : ''}
     ${options.notice ? html`<p class="notice ok" role="status">${options.notice}</p>` : ''}
     ${error ? html`<p class="notice error" role="alert" id="login-error">${error}</p>` : ''}
     <form method="post" action="/console/login" class="stack">
@@ -81,7 +94,8 @@ async function showLogin(services: ConsoleServices, req: Request, res: Response,
   // Login CSRF: a double-submit token, so no other site can log a browser into an account of its choosing.
   const token = newToken();
   setCookie(req, res, LOGIN_CSRF_COOKIE, token, LOGIN_FORM_MS);
-  await renderPage(services, res, { title: 'Log in', section: 'login', status, body: loginForm(token, options) });
+  const firstAdministrator = (await catchUpUserDirectory(services.deps.store, services.users)).administrators().length === 0;
+  await renderPage(services, res, { title: 'Log in', section: 'login', status, body: loginForm(token, { ...options, firstAdministrator }) });
 }
 
 export function loginRoutes(router: Router, services: ConsoleServices): void {

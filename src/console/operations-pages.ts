@@ -47,7 +47,7 @@ export const opTabs = (current: 'pending' | 'history', pendingCount: number) => 
 export function pendingPage(session: SessionDoc, items: PendingRow[], checker: boolean, assetCode: string): Html {
   const table = items.length === 0
     ? html`<p class="empty">No operation is waiting for approval.</p>`
-    : html`<table>
+    : html`<table class="pending">
       <caption class="visually-hidden">Operations awaiting a checker</caption>
       <thead><tr>${checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}<th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
       <tbody>${items.map(({ doc: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">

@@ -90,6 +90,8 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   pages.use(consoleErrorHandler(services));
 
   const router = Router();
+  // The server's root, where a newcomer looks first: the console (its login page says how to begin).
+  router.get('/', (_req, res) => res.redirect(302, '/console/'));
   router.use('/console', pages);
   return router;
 }

@@ -41,9 +41,11 @@ export function parseWebhookUrl(field: string, input: unknown, rules: WebhookUrl
   if (url.username || url.password) throw invalidInput(field, `${field} must not carry credentials`);
   if (url.hash) throw invalidInput(field, `${field} must not have a fragment`);
   if (url.protocol === 'http:') {
-    if (!rules.allowInsecureLocalhost || !LOOPBACK_HOSTS.has(url.hostname)) {
-      throw invalidInput(field, `${field} must use https`);
+    // A developer's local receiver: say which switch allows it, rather than only that https is needed.
+    if (LOOPBACK_HOSTS.has(url.hostname) && !rules.allowInsecureLocalhost) {
+      throw invalidInput(field, `${field} must use https; http:// to ${url.hostname} is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true (development and tests, never production)`);
     }
+    if (!LOOPBACK_HOSTS.has(url.hostname)) throw invalidInput(field, `${field} must use https`);
   } else if (url.protocol !== 'https:') {
     throw invalidInput(field, `${field} must use https`);
   }

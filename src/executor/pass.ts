@@ -2,7 +2,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { WrongExpectedVersionError } from '../ports/event-store.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { noTracing, withTraceparent, type Tracing } from '../ports/tracing.ts';
-import type { OperationRequested } from '../domain/events.ts';
+import type { OperationCompleted, OperationFailed, OperationRequested } from '../domain/events.ts';
 import { streams } from '../domain/streams.ts';
 import { operationState, type OperationState } from '../commands/operations.ts';
 import { runDecision, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from '../commands/pipeline.ts';
@@ -86,6 +86,7 @@ export async function runPass(deps: PassDeps, operationID: string, lastError: st
       span.setAttribute('wallet_ops.outcome', outcome.result);
       if (outcome.result !== 'completed') span.fail(outcome.result);
       observe(deps.observer, outcome.result);
+      logOutcome(deps.logger, state.operation, step.attempt, outcome);
       return settledFor(deps, operationID);
     });
     if (result !== 'moved') return result;
@@ -161,6 +162,27 @@ async function record(deps: PassDeps, writes: StreamWrite[], context: CommandCon
       await pause(backoffMs(attempt, WALLET_CONFLICT_PAUSE), undefined, { signal });
     }
   }
+}
+
+/**
+ * One line per operation outcome, for the operator who follows the log: its ids and its figures, never a key's
+ * secret (the operation holds none) nor a memo (a client's free text).
+ */
+function logOutcome(logger: Logger, operation: OperationRequested['data'] | null, attempt: number, outcome: Extract<Outcome, { kind: 'record' }>): void {
+  const events = outcome.writes.flatMap((write) => write.events);
+  const completed = events.find((event): event is OperationCompleted => event.type === 'OperationCompleted');
+  const failed = events.find((event): event is OperationFailed => event.type === 'OperationFailed');
+  const ids = {
+    operationID: operation?.operationID ?? completed?.data.operationID ?? failed?.data.operationID,
+    operationType: operation?.operationType,
+    party: operation?.party ? `${operation.party.type}:${operation.party.id}` : undefined,
+    keyID: operation?.keyID ?? undefined,
+    amount: operation?.amount,
+    fee: operation?.fee,
+    attempt,
+  };
+  if (completed) logger.info({ ...ids, walletOperationID: completed.data.walletOperationID, sequenceNumber: completed.data.sequenceNumber }, 'operation completed');
+  else logger.info({ ...ids, result: outcome.result, lastError: failed?.data.lastError }, 'operation failed');
 }
 
 function observe(observer: ExecutorObserver | undefined, result: Extract<Outcome, { kind: 'record' }>['result']): void {

@@ -7,7 +7,7 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
  * Every response carries an X-Request-Id (the client's, when it is a sane token, else a new uuid), and every
- * request is logged once when it ends: method, path without the query, status, duration, key id. Never a
+ * request is logged once when it ends (routine ones at debug): method, path without the query, status, duration, key id. Never a
  * header value or a body: the Authorization header holds a secret.
  *
  * A `traceparent` header (W3C Trace Context) that is well formed is kept for the commands the request runs
@@ -24,11 +24,20 @@ export function requestContext(logger: Logger): RequestHandler {
     res.on('finish', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       const keyID = (res.locals.apiKey as { keyID?: string } | undefined)?.keyID;
-      logger.info({ requestId, method: req.method, path: req.baseUrl + req.path, status: res.statusCode, durationMs: Math.round(durationMs * 100) / 100, keyID }, 'request');
+      const path = req.baseUrl + req.path;
+      const level = routine(path) && res.statusCode < 400 ? 'debug' : 'info';
+      logger[level]({ requestId, method: req.method, path, status: res.statusCode, durationMs: Math.round(durationMs * 100) / 100, keyID }, 'request');
     });
     next();
   };
 }
+
+/**
+ * Requests that come every few seconds and say nothing when they succeed: the probes, the metrics scrape and the
+ * console's static files. Logged at debug (LOG_LEVEL=debug shows them), unless they fail: a failing probe is news.
+ */
+const ROUTINE = new Set(['/health', '/ready', '/metrics', '/favicon.ico']);
+const routine = (path: string) => ROUTINE.has(path) || path.startsWith('/console/assets/');
 
 /** The request's checked traceparent (requestContext), if it sent a well-formed one. */
 export const requestTraceparent = (res: Response): string | undefined => res.locals.traceparent as string | undefined;

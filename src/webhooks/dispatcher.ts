@@ -243,7 +243,7 @@ export class WebhookDispatcher {
     });
     const outcome = afterAttempt(delivery, result, startedAt, this.options.policy, this.options.random);
     // The delivery log keeps the category that makers may see; the operator's log keeps what happened.
-    if (!result.ok) this.options.logger.info({ endpointID: route.id, eventID: delivery.eventID, attempt, statusCode: result.statusCode, error: result.error, detail: result.detail }, 'webhook delivery attempt failed');
+    if (!result.ok) this.options.logger.warn({ endpointID: route.id, eventID: delivery.eventID, attempt, statusCode: result.statusCode, error: result.error, detail: result.detail }, 'webhook delivery attempt failed');
     const at = new Date(startedAt).toISOString();
     const record: AttemptDoc = {
       id: `${delivery.id}:${attempt}`,

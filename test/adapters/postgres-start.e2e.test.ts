@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { afterEach, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
@@ -13,6 +15,7 @@ import { waitFor } from '../support/system.ts';
  * the start waits for it, as it waits for a store that blinks, instead of failing and crash-looping.
  * The server is reached through a TCP relay that the test opens late.
  */
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -65,11 +68,33 @@ it('given the PostgreSQL server not reachable yet, when wallet-ops starts, then 
   const starting = buildWalletOps(config, logger, undefined, ['write-api', 'read-api', 'projections']);
   const outcome = starting.then(() => 'started', (error: unknown) => `failed: ${String(error)}`);
   // Not there until wallet-ops has found it missing and said it retries.
-  await waitFor(() => /store unavailable at start; retrying/.test(logs), 15_000);
+  await waitFor(() => /store unavailable at start/.test(logs), 15_000);
   await late.open();
   expect(await outcome).toBe('started');
   const ops: WalletOps = await starting;
   cleanups.push(() => ops.close());
-  expect(logs).toMatch(/store unavailable at start; retrying/);
   expect(await ops.stores.eventStore.headPosition()).toBe(0);
+  // One line per warning, the store's message without a stack, saying how long it keeps trying.
+  const warnings = logs.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; attempt: number; error: string; err?: unknown });
+  expect(warnings[0]).toMatchObject({ msg: 'opening the stores: store unavailable at start (attempt 1, retrying for up to 60 s)', attempt: 1, error: expect.stringMatching(/ECONNREFUSED|connect/) });
+  for (const warning of warnings) expect(warning.err).toBeUndefined();
+  expect(logs).not.toMatch(/\\n\s+at /);
+}, 60_000);
+
+it('when wallet-ops starts with a wrong PostgreSQL password, then it exits 1 with one line that says so, and no stack', async () => {
+  const url = new URL(await freshPostgresDatabase());
+  url.password = 'not-the-password';
+  const dir = tempDir('wallet-ops-pg-password-');
+  cleanups.push(() => dir.cleanup());
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dir.path, PORT: '0', LOG_LEVEL: 'warn', POSTGRES_URL: url.toString(), SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') };
+  delete env.EVENT_STORE;
+  delete env.READ_STORE;
+
+  const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    execFile(process.execPath, [MAIN], { env, timeout: 30_000 }, (error, _stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }));
+  });
+
+  expect(result.code).toBe(1);
+  expect(result.stderr).toMatch(/^cannot start: PostgreSQL refused the login: password authentication failed for user "[^"]+" \(28P01\); check the user and password in POSTGRES_URL\n$/);
+  expect(result.stderr).not.toContain('not-the-password');
 }, 60_000);

@@ -60,10 +60,10 @@ describe('wallet-ops webhook', () => {
     expect(list.find((e) => e.id === active.endpointID)).toMatchObject({ status: 'disabled', reason: 'moved', disabledBy: expect.any(String) });
   });
 
-  it('when the URL is http://127.0.0.1, then it is refused unless WEBHOOK_ALLOW_INSECURE_LOCALHOST=true', async () => {
+  it('when the URL is http://127.0.0.1, then it is refused, naming WEBHOOK_ALLOW_INSECURE_LOCALHOST, unless that is true', async () => {
     const refused = await runCli(['webhook', 'add', '--as', 'maker@hooks.test', '--url', 'http://127.0.0.1:9/h', '--events', 'operation.failed', '--json', ...data]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/https/);
+    expect(refused.stderr).toMatch(/must use https; http:\/\/ to 127\.0\.0\.1 is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true/);
     await expect(add('http://127.0.0.1:9/h', 'operation.failed', { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true' })).resolves.toMatchObject({ endpointID: expect.stringMatching(/^whe_/) });
   });
 

@@ -26,11 +26,12 @@ describe('webhook endpoint URLs', () => {
     expect(refusal(() => parseWebhookUrl('url', 'http://shop.example/hooks', dev))).toMatch(/https/);
   });
 
-  it('when the URL is http to the loopback host, then it is accepted only with WEBHOOK_ALLOW_INSECURE_LOCALHOST', () => {
+  it('when the URL is http to the loopback host, then it is accepted only with WEBHOOK_ALLOW_INSECURE_LOCALHOST, which the refusal names', () => {
     for (const url of ['http://127.0.0.1:8080/h', 'http://localhost:8080/h', 'http://[::1]:8080/h']) {
       expect(parseWebhookUrl('url', url, dev)).toBe(url);
-      expect(refusal(() => parseWebhookUrl('url', url, strict))).toMatch(/https/);
+      expect(refusal(() => parseWebhookUrl('url', url, strict))).toMatch(/must use https; http:\/\/.+ is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true/);
     }
+    expect(refusal(() => parseWebhookUrl('url', 'http://shop.example/hooks', strict))).not.toMatch(/WEBHOOK_ALLOW_INSECURE_LOCALHOST/);
   });
 
   it('when the URL is not absolute, has another scheme, credentials or a fragment, then it is refused', () => {

@@ -24,6 +24,15 @@ describe('docs/integrating.md', () => {
     expect(guide).toContain(`Bodies up to ${BODY_LIMIT.replace('kb', ' kB')}`);
   });
 
+  it('when the guide speaks of webhooks, then it names the Standard Webhooks headers the deliveries carry', () => {
+    const signing = read('src/domain/webhook-secrets.ts');
+    for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+      expect(guide).toContain(`\`${header}\``);
+      expect(signing).toContain(`'${header}'`);
+    }
+    expect(guide).not.toMatch(/being added/);
+  });
+
   it('when the guide names a problem type, then the HTTP layer maps one of that name', () => {
     const source = read('src/http/problems.ts') + read('src/read-api/freshness.ts');
     for (const [, type] of guide.matchAll(/`(\/problems\/[a-z-]+)`/g)) expect(source, type).toContain(`'${type}'`);

@@ -19,7 +19,7 @@ import type { WalletRef } from '../../src/domain/events.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { runCliJson } from './cli.ts';
-import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from './system.ts';
+import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem, type TestSystemOptions } from './system.ts';
 
 /**
  * Like startTestSystem (system.ts), with the parts chosen: typically everything but the executor, so that
@@ -37,7 +37,7 @@ export interface RunningExecutor {
   stop(): Promise<void>;
 }
 
-export async function startPartsSystem(env: Record<string, string> = {}, parts: readonly Part[] = WITHOUT_EXECUTOR, options: BuildOptions = {}): Promise<PartsTestSystem> {
+export async function startPartsSystem(env: Record<string, string> = {}, parts: readonly Part[] = WITHOUT_EXECUTOR, options: TestSystemOptions = {}): Promise<PartsTestSystem> {
   const sys = await startTestSystem(env, undefined, parts, options);
   const executors = new Set<RunningExecutor>();
   const { credit: _noCredit, close: closeSystem, ...rest } = sys;

@@ -139,11 +139,15 @@ function keepDrafts() {
   });
 }
 
-/** The field to start with: the first one in error, else the first field of a page that is one form. */
+/**
+ * The field to start with: the first one in error, else the first field of a page that is one form. A list's
+ * bulk form (the pending operations') is not the page's purpose: focusing its reason field would open the list
+ * scrolled to its bottom, beside "Reject selected".
+ */
 function focusFirstField() {
   if (document.querySelector('dialog[open]') || (document.activeElement && document.activeElement !== document.body)) return;
   const invalid = document.querySelector('main [aria-invalid="true"]');
-  const forms = document.querySelectorAll('main form.stack');
+  const forms = document.querySelectorAll('main form.stack:not(.bulk)');
   const first = invalid || (forms.length === 1 ? forms[0].querySelector('input:not([type="hidden"]):not([disabled]), select, textarea') : null);
   if (first) first.focus();
 }
