@@ -75,7 +75,7 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // The HTTP edge: the app factory, authentication, rate limits, problems; the app serves the API docs page
   // of read-api (the read and write routes are handed to it by wallet-ops.ts).
   http: { src: ['domain', 'ports', 'commands', 'projections', 'logger', 'read-api'], packages: ['express'] },
-  'write-api': { src: ['domain', 'commands', 'projections', 'http'], packages: ['express', 'zod'] },
+  'write-api': { src: ['domain', 'commands', 'projections', 'http', 'shared'], packages: ['express', 'zod'] },
   // The OpenAPI document also describes the write API: its schemas and body limit come from write-api. The
   // balances view follows the stream through the one follower (shared).
   'read-api': { src: ['domain', 'ports', 'projections', 'http', 'write-api', 'shared'], packages: ['express', 'zod'] },

@@ -8,6 +8,7 @@ import { fieldError, problemTypeOf, validationProblem } from '../http/problems.t
 import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
 export interface WriteApiDeps {
@@ -43,15 +44,6 @@ const requireJson: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** Keys sorted at every level, so that the same body hashes the same whatever its key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /** The answer to a created operation: the contract's 200 with its operationID. A repeat with its Idempotency-Key gets it again. */
 export function createdResponse(operation: OperationRequested['data']): RecordedResponse {
   return { status: 200, body: { operationID: operation.operationID } };
@@ -61,6 +53,7 @@ function idempotencyOf(req: Request) {
   const key = req.get('idempotency-key');
   if (key === undefined) return null;
   if (!IDEMPOTENCY_KEY.test(key)) throw validationProblem([fieldError('Idempotency-Key', 'the Idempotency-Key header must be 1 to 255 visible ASCII characters')]);
+  // Keys sorted at every level, so that the same body hashes the same whatever its key order.
   const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`).digest('hex');
   return { key, requestHash, responseFor: createdResponse };
 }
