@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { EventStore } from '../ports/event-store.ts';
 import { noTracing, withTraceparent, type Tracing } from '../ports/tracing.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
@@ -17,6 +17,7 @@ import { decideOnOperation, operationState, type OperationDecision, type Operati
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { loadState, runDecision, runDecisionCommitted, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
+import { isOperationID, newOperationID } from '../domain/operation-ids.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
 export type CreateOperationInput =
@@ -146,7 +147,7 @@ export async function createOperation(
     : formatAmount(0, deps.assetScale);
   const volumeDay = key.maxDailyVolume !== null ? volumeDayOf(deps.dayClock?.() ?? now, deps.volumeTimeZone) : null;
   const operation: OperationRequested['data'] = {
-    operationID: `op_${randomUUID().replaceAll('-', '')}`,
+    operationID: newOperationID(),
     party: key.party,
     keyID: key.keyID,
     secretGeneration,
@@ -235,7 +236,7 @@ async function decideWithKey(deps: DecisionDeps, operationID: string, command: O
 }
 
 export const checkOperationID = (operationID: string) => {
-  if (!/^op_[0-9a-f]{32}$/.test(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
+  if (!isOperationID(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
 };
 
 /**
