@@ -12,7 +12,7 @@ import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { apiKeyDecider, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { cashOutConsentDecider } from './cash-out-consent.ts';
-import { decideCreateOperation, IDEMPOTENCY_KEY_REUSED_DETAIL, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
+import { decideCreateOperation, repeatOf, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { loadState, runDecision, runDecisionCommitted, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
@@ -133,9 +133,8 @@ export async function createOperation(
   // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.
   if (idempotencyStream && idempotency) {
     const { state } = await loadState(deps, idempotencyStream, idempotencyState);
-    const record = liveIdempotencyRecord(state);
-    if (record && record.requestHash === idempotency.requestHash) return { kind: 'replayed', response: record.response };
-    if (record) throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
+    const repeat = repeatOf(state, idempotency.requestHash);
+    if (repeat) return repeat;
   }
 
   const { payer, payee, counterparty } = await resolveParties(deps, key.party, input);
