@@ -29,6 +29,7 @@ import { readRoutes } from './read-api/routes.ts';
 import { ReadFreshness } from './read-api/freshness.ts';
 import { BalancesView, followBalances } from './read-api/balances-view.ts';
 import { buildOpenApiDocument } from './read-api/openapi.ts';
+import { renderDocsPage } from './read-api/docs-page.ts';
 import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
@@ -272,7 +273,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   let document: ReturnType<typeof buildOpenApiDocument> | undefined;
   const app = createApp({
     logger,
-    openApi: () => (document ??= buildOpenApiDocument(config.ASSET_SCALE)),
+    openApi: { document: () => (document ??= buildOpenApiDocument(config.ASSET_SCALE)), page: renderDocsPage },
     clock,
     trustProxy: config.TRUST_PROXY,
     ...(metrics ? {

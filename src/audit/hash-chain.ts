@@ -16,7 +16,7 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from '../ports/event-store.ts';
-import { canonicalJson, canonicalJsonWithout } from './canonical.ts';
+import { canonicalJson, canonicalJsonWithout } from '../shared/canonical-json.ts';
 
 /**
  * Tamper evidence computed by wallet-ops itself, so that it is the same on every event store adapter.

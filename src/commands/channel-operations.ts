@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { OperationRequested } from '../domain/events.ts';
 import { formatAmount, parsePositiveAmount } from '../domain/money.ts';
@@ -10,6 +9,7 @@ import { decideCreateOperation } from './create-operation.ts';
 import type { PartyLookup } from './party-lookup.ts';
 import { runDecision, type CommandContext, type CommandPipelineDeps } from './pipeline.ts';
 import { walletState } from './wallet-state.ts';
+import { newOperationID } from '../domain/operation-ids.ts';
 
 /**
  * Operations that reach the executor from other channels, without a checker: they are requested and
@@ -25,7 +25,6 @@ export interface ChannelDeps extends CommandPipelineDeps {
   assetScale: number;
 }
 
-const newOperationID = () => `op_${randomUUID().replaceAll('-', '')}`;
 
 export async function issueFloat(deps: ChannelDeps, input: { to: PartyRef; amount: unknown }, context: CommandContext): Promise<{ operationID: string }> {
   if (input.to.type !== 'distributor') throw invalidInput('to', 'e-money is issued to a distributor’s float');

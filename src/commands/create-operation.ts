@@ -57,8 +57,19 @@ export type CreateOperationOutcome =
  * operation. Nothing removes records today; a sweep that ever does keeps IDEMPOTENCY_WINDOW_MS plus a margin
  * for clocks.
  */
-export function liveIdempotencyRecord(state: IdempotencyState | undefined) {
+function liveIdempotencyRecord(state: IdempotencyState | undefined) {
   return state?.status === 'recorded' ? state : null;
+}
+
+/**
+ * The one idempotency decision: a repeat of a recorded request (same key, same request hash) gets its first
+ * response again; the same key with another request is refused; null: the key is new, the create goes on.
+ */
+export function repeatOf(state: IdempotencyState | undefined, requestHash: string): { kind: 'replayed'; response: RecordedResponse } | null {
+  const record = liveIdempotencyRecord(state);
+  if (record === null) return null;
+  if (record.requestHash !== requestHash) throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
+  return { kind: 'replayed', response: record.response };
 }
 
 /**
@@ -75,13 +86,8 @@ export function liveIdempotencyRecord(state: IdempotencyState | undefined) {
  */
 export function decideCreateOperation(command: CreateOperation, states: CreateOperationStates): Decision<CreateOperationOutcome> {
   const { operation, limits } = command;
-  const replay = command.idempotency && liveIdempotencyRecord(states.idempotency);
-  if (replay && command.idempotency) {
-    if (replay.requestHash !== command.idempotency.requestHash) {
-      throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
-    }
-    return { writes: [], result: { kind: 'replayed', response: replay.response } };
-  }
+  const repeat = command.idempotency && repeatOf(states.idempotency, command.idempotency.requestHash);
+  if (repeat) return { writes: [], result: repeat };
 
   const consent: CashOutConsentEvent[] = command.consent
     ? cashOutConsentDecider.decide(

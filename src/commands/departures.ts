@@ -1,8 +1,8 @@
-import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import type { EventStore } from '../ports/event-store.ts';
 import { streamPrefixes, streams } from '../domain/streams.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
-import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
-import { apiKeyDecider, holdsPreviousSecret, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
+import { apiKeyDecider, effectiveStatus, holdsPreviousSecret, type ApiKeyState } from './api-keys.ts';
+import { foldStreamsUnder } from './stream-fold.ts';
 import { loadState, runCommand, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from './pipeline.ts';
 import { userDecider } from './users.ts';
 import { DomainError } from '../domain/errors.ts';
@@ -44,28 +44,18 @@ function endsOf(credential: Holdings, userID: string, holdsPrevious: boolean): L
 }
 
 const LIVE = ['pending', 'active', 'revocation_pending'];
-const PAGE = 1000;
 
 /** The user's keys and endpoints that are still pending or working, as the console lists them before a departure. */
 export async function liveCredentialsOf(store: EventStore, user: { userID: string; party: PartyRef | null }, now: string): Promise<LiveCredential[]> {
   if (!user.party) return [];
-  const directory = new ApiKeyDirectory();
-  await catchUpApiKeyDirectory(store, directory);
-  const keys = directory.listByParty(user.party, now).flatMap((key): LiveCredential[] => {
-    const record = directory.get(key.keyID) as ApiKeyRecord;
-    const ends = endsOf(record, user.userID, holdsPreviousSecret(record, user.userID, now));
-    return ends.length === 0 ? [] : [{ kind: 'api-key', id: key.keyID, label: key.label, status: key.state, ends }];
+  // Folded with the keys' and endpoints' own deciders: their states know who holds the current secret after rotations.
+  const keyStates = await foldStreamsUnder(store, streamPrefixes.apiKey, apiKeyDecider);
+  const keys = [...keyStates.values()].flatMap((key): LiveCredential[] => {
+    if (key.status === 'none' || !samePartyRef(key.party, user.party)) return [];
+    const ends = endsOf(key, user.userID, holdsPreviousSecret(key, user.userID, now));
+    return ends.length === 0 ? [] : [{ kind: 'api-key', id: key.keyID, label: key.label, status: effectiveStatus(key, now), ends }];
   });
-  const events: RecordedEvent[] = [];
-  for (let from = 1; ; ) {
-    const page = await store.readAll({ fromPosition: from, maxCount: PAGE, filter: { streamPrefixes: [streamPrefixes.webhookEndpoint] } });
-    events.push(...page);
-    if (page.length < PAGE) break;
-    from = page.at(-1)!.position + 1;
-  }
-  // Folded with the endpoint's own decider: its state knows who holds the current secret after rotations.
-  const states = new Map<string, WebhookEndpointState>();
-  for (const event of events) states.set(event.stream, webhookEndpointDecider.evolve(states.get(event.stream) ?? webhookEndpointDecider.initialState(), event as never));
+  const states = await foldStreamsUnder(store, streamPrefixes.webhookEndpoint, webhookEndpointDecider);
   const endpoints = [...states.values()].flatMap((e): LiveCredential[] => {
     if (e.status === 'none' || !samePartyRef(e.party, user.party)) return [];
     const ends = endsOf(e, user.userID, holdsPreviousSigningSecret(e, user.userID, now));

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { EventStore } from '../ports/event-store.ts';
 import { noTracing, withTraceparent, type Tracing } from '../ports/tracing.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
@@ -12,11 +12,12 @@ import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { apiKeyDecider, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { cashOutConsentDecider } from './cash-out-consent.ts';
-import { decideCreateOperation, IDEMPOTENCY_KEY_REUSED_DETAIL, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
+import { decideCreateOperation, repeatOf, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { deadlineOf, loadState, notDoneInTime, runDecision, runDecisionCommitted, within, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
+import { isOperationID, newOperationID } from '../domain/operation-ids.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
 export type CreateOperationInput =
@@ -136,9 +137,8 @@ export async function createOperation(
   // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.
   if (idempotencyStream && idempotency) {
     const { state } = await within(loadState(deps, idempotencyStream, idempotencyState), deadline, notDoneInTime);
-    const record = liveIdempotencyRecord(state);
-    if (record && record.requestHash === idempotency.requestHash) return { kind: 'replayed', response: record.response };
-    if (record) throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
+    const repeat = repeatOf(state, idempotency.requestHash);
+    if (repeat) return repeat;
   }
 
   const lookUp = async () => [await resolveParties(deps, key.party, input), await deps.lookup.party(key.party)] as const;
@@ -150,7 +150,7 @@ export async function createOperation(
     : formatAmount(0, deps.assetScale);
   const volumeDay = key.maxDailyVolume !== null ? volumeDayOf(deps.dayClock?.() ?? now, deps.volumeTimeZone) : null;
   const operation: OperationRequested['data'] = {
-    operationID: `op_${randomUUID().replaceAll('-', '')}`,
+    operationID: newOperationID(),
     party: key.party,
     keyID: key.keyID,
     secretGeneration,
@@ -240,7 +240,7 @@ async function decideWithKey(deps: DecisionDeps, operationID: string, command: O
 }
 
 export const checkOperationID = (operationID: string) => {
-  if (!/^op_[0-9a-f]{32}$/.test(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
+  if (!isOperationID(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
 };
 
 /**

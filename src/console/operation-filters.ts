@@ -6,6 +6,7 @@ import type { OperationType } from '../domain/events.ts';
 import type { OperationFilter, PageRequest, SortOrder } from '../projections/console-operation-queries.ts';
 import { amountKey } from '../projections/console-operations.ts';
 import { CONTRACT_STATUSES, type ContractStatus } from '../domain/operation-status.ts';
+import { OPERATION_ID_SOURCE } from '../domain/operation-ids.ts';
 import { ConsoleError } from './context.ts';
 
 /**
@@ -36,7 +37,7 @@ export interface ParsedFilters {
   page: Omit<PageRequest, 'limit'>;
 }
 
-const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\|op_[0-9a-f]{32}$/;
+const SORT_KEY = new RegExp(`^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z\\|${OPERATION_ID_SOURCE}$`);
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 function one(req: Request, name: string): string {

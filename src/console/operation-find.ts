@@ -17,13 +17,13 @@ import { countPending } from './party-operations.ts';
 import { renderPage } from './render.ts';
 import { emailOf } from './users.ts';
 import { timeline } from './timeline.ts';
+import { isOperationID } from '../domain/operation-ids.ts';
 
 /**
  * Finding operations (Operations › History with filters, search, keyset paging and a streamed CSV export,
  * from the console_operations read model) and the pages of one operation and one API key, whose timelines
  * are read from the event history.
  */
-const OPERATION_ID = /^op_[0-9a-f]{32}$/;
 
 
 export const CSV_COLUMNS = ['operationID', 'createdAt', 'updatedAt', 'operationType', 'status', 'amount', 'fee', 'counterpartyKind', 'counterparty', 'counterpartyName', 'memo', 'keyID', 'blockchainID', 'sequenceNumber', 'lastError'] as const;
@@ -84,7 +84,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
   router.get('/operations/:operationID', async (req, res) => {
     const party = partyOf(res);
     const operationID = String(req.params.operationID);
-    if (!OPERATION_ID.test(operationID)) throw new ConsoleError(404, 'There is no such operation in your party.');
+    if (!isOperationID(operationID)) throw new ConsoleError(404, 'There is no such operation in your party.');
     const events = await store.readStream(streams.operation(operationID));
     const requested = events[0]?.type === 'OperationRequested' ? (events[0].data as OperationRequested['data']) : null;
     const own = requested?.party ? samePartyRef(requested.party, party) : false;

@@ -12,6 +12,7 @@ import { requiredText } from '../domain/text.ts';
 import { commandContext, ConsoleError, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
 import { BULK_LIMIT, confirmApprovalPage, pendingPage, rejectPage, type PendingOperation } from './operations-pages.ts';
 import { Decimal } from '../domain/money.ts';
+import { isOperationID } from '../domain/operation-ids.ts';
 import { pendingOperations } from './party-operations.ts';
 import { redirectWith, renderPage } from './render.ts';
 
@@ -30,7 +31,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
 
   /** The operation's state from its stream, if it is the party's; another party's is as good as absent. */
   async function partyOperation(party: PartyRef, operationID: string) {
-    if (!/^op_[0-9a-f]{32}$/.test(operationID)) return null;
+    if (!isOperationID(operationID)) return null;
     const { state } = await loadState(services.backOffice, streams.operation(operationID), operationState);
     return state.status !== 'none' && samePartyRef(state.operation.party, party) ? state : null;
   }

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.ts';
 import { Follower, sharedCheckpoint, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
 import { Carrier } from './carrier.ts';
-import { ClaimWatch } from './claim-watch.ts';
+import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import { FailureStreak } from './failure-streak.ts';
 import { runPass, type ExecutorObserver } from './pass.ts';
 
@@ -71,13 +71,13 @@ export class Executor {
   private sweeping = false;
   private stopped = false;
   /** How long this process has seen each unsettled approval, on its monotonic clock (approvedAt is another host's). */
-  private readonly sweepWatch = new ClaimWatch();
+  private readonly sweepWatch = new UnchangedWatch();
 
   constructor(options: ExecutorOptions) {
     this.options = options;
     const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger, observer, tracing } = options;
     const retry = { firstMs: options.retryBaseMs, maxMs: options.retryMaxMs };
-    const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, watch: new ClaimWatch(), logger, ...(observer ? { observer } : {}), ...(tracing ? { tracing } : {}) };
+    const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, watch: new UnchangedWatch(), logger, ...(observer ? { observer } : {}), ...(tracing ? { tracing } : {}) };
     this.carrier = new Carrier({
       concurrency: options.concurrency,
       pass: (operationID, lastError, signal) => runPass(passDeps, operationID, lastError, signal),
@@ -138,7 +138,7 @@ export class Executor {
       // Older than a lease by this process's own monotonic clock, since it first saw the approval unsettled:
       // approvedAt is the approving process's wall clock, which may run a day ahead of ours (or behind).
       const listed = new Set(unsettled.map((doc) => doc.id));
-      for (const id of this.sweepWatch.ids()) if (!listed.has(id)) this.sweepWatch.forget(id);
+      for (const id of this.sweepWatch.keys()) if (!listed.has(id)) this.sweepWatch.forget(id);
       const found = unsettled.filter((doc) => this.sweepWatch.unchangedForMs(doc.id, doc.approvalPosition) >= this.options.leaseMs && !this.carrier.has(doc.id));
       // Settling is not awaited here: an approval the follower brings as well waits on the same operation.
       for (const doc of found) void this.carrier.carry(doc.id);

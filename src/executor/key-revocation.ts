@@ -9,6 +9,7 @@ import { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON } from '..
 import { loadState, StateCache, type CommandContext } from '../commands/pipeline.ts';
 import { PENDING_OPERATIONS_PROJECTION, pendingOperationsAfter, pendingOperationsOfKey } from '../projections/pending-operations.ts';
 import { FailureStreak } from './failure-streak.ts';
+import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import type { Logger } from '../logger.ts';
 import { Follower, sharedCheckpoint, type BatchContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 
@@ -141,16 +142,12 @@ export class KeyRevocations {
   /** Waits until the pending-operations read model has applied everything up to the revocation; throws when stopping (the batch stays unhandled). */
   private async untilReadModelReaches(position: number, context: BatchContext): Promise<void> {
     const stallMs = this.options.readModelStallMs ?? 30_000;
-    let last: number | null = null;
-    let movedAt = this.now();
+    const watch = new UnchangedWatch<number | null>();
     for (;;) {
       if (context.stopping()) throw new Error(`stopped before the revocation at position ${position} was handled`);
       const checkpoint = await this.options.readStore.getCheckpoint(PENDING_OPERATIONS_PROJECTION);
       if (checkpoint !== null && checkpoint >= position) return;
-      if (checkpoint !== last) {
-        last = checkpoint;
-        movedAt = this.now();
-      } else if (this.now() - movedAt > stallMs) {
+      if (watch.unchangedForMs(PENDING_OPERATIONS_PROJECTION, checkpoint) > stallMs) {
         throw new Error(`the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, before the revocation at position ${position}, for ${stallMs} ms: are the projections running?`);
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -222,9 +219,5 @@ export class KeyRevocations {
     const context: CommandContext = { actor: KEY_REVOCATION_ACTOR, correlationId: randomUUID() };
     const result = await rejectOperationOfExpiredKey(this.deps, operationID, context);
     return result.state === 'rejected';
-  }
-
-  private now(): number {
-    return this.options.clock().getTime();
   }
 }

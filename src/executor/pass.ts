@@ -8,7 +8,7 @@ import { operationState, type OperationState } from '../commands/operations.ts';
 import { runDecision, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from '../commands/pipeline.ts';
 import type { Logger } from '../logger.ts';
 import { backoffMs, type BackoffSchedule } from '../shared/backoff.ts';
-import type { ClaimWatch } from './claim-watch.ts';
+import type { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import { afterAnswer, afterVoid, answerOfError, decideClaim, ledgerQuestion, legsOf, type ExecutionStep, type LedgerAnswer, type LedgerQuestion, type Outcome, type WorkflowSettings } from './workflow.ts';
 
 /** What the executor tells its observer: each claim it wins, and each outcome it records. */
@@ -33,7 +33,7 @@ export interface PassDeps {
   retry: BackoffSchedule;
   clock: () => Date;
   /** How long each claim has stood unchanged, on this process's monotonic clock (what a takeover waits on). */
-  watch: ClaimWatch;
+  watch: UnchangedWatch;
   logger: Logger;
   observer?: ExecutorObserver;
   /** Tracing (src/ports/tracing.ts): a pass continues the trace of the operation's approval. None: off. */

@@ -1,6 +1,5 @@
 import express, { type Express } from 'express';
 import type { Logger } from '../logger.ts';
-import { renderDocsPage } from '../read-api/docs-page.ts';
 import { fieldError, ProblemError, problemHandler, validationProblem } from './problems.ts';
 import { requestContext } from './request-context.ts';
 
@@ -15,8 +14,11 @@ export interface AppDeps {
   liveness?: () => { alive: boolean } & Record<string, unknown>;
   /** Whether the process can serve current data (for orchestrators' readiness probes). */
   readiness: () => Promise<{ ready: boolean } & Record<string, unknown>>;
-  /** The OpenAPI document, served without authentication at /api/v1/openapi.json and as a page at /api/v1/docs. */
-  openApi?: () => unknown;
+  /**
+   * The OpenAPI document, served without authentication at /api/v1/openapi.json, and its page at /api/v1/docs
+   * (rendered by the read API, which owns the document: the HTTP edge only serves them).
+   */
+  openApi?: { document: () => unknown; page: (document: unknown) => string };
   /**
    * Metrics (src/metrics): `observe` sees every request first (the HTTP histogram); `endpoint`, when the scrape
    * is served on this port, is mounted before the API's routers, without authentication.
@@ -71,12 +73,12 @@ export function createApp(deps: AppDeps): Express {
 }
 
 /** The document is rendered once, at the first request: it does not change while the process runs. */
-function serveApiDescription(app: Express, openApi: () => unknown): void {
+function serveApiDescription(app: Express, openApi: NonNullable<AppDeps['openApi']>): void {
   let rendered: { json: string; html: string } | undefined;
   const render = () => {
     if (!rendered) {
-      const document = openApi();
-      rendered = { json: JSON.stringify(document), html: renderDocsPage(document) };
+      const document = openApi.document();
+      rendered = { json: JSON.stringify(document), html: openApi.page(document) };
     }
     return rendered;
   };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { DomainError } from '../domain/errors.ts';
 import { streams } from '../domain/streams.ts';
 import { openWebhookSecret, signatureHeaders, signingAt, type EndpointSigning } from '../domain/webhook-secrets.ts';
@@ -11,11 +12,13 @@ import type { EventStore } from '../ports/event-store.ts';
 import { noTracing, type Tracing } from '../ports/tracing.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import { supervise, type SessionContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
+import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import type { AddressRules, Resolver } from './address-guard.ts';
 import { activeRoutes, getRoute, nextDelivery, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
 import { afterAttempt, type RetryPolicy } from './retry-policy.ts';
 import { attemptDelivery, type AttemptResult } from './sender.ts';
 import { EndpointLeases } from './endpoint-lease.ts';
+import { attemptStep, endpointStep, loopStep, queueStep, type AttemptStep } from './delivery-workflow.ts';
 
 /**
  * Sends the queued deliveries: a supervised consumer whose session loops over the active endpoints and runs,
@@ -72,7 +75,8 @@ export class WebhookDispatcher {
   /** Each endpoint's opened secrets and their schemes, as of the rotation its route names (`rotatedAt`). */
   private readonly secrets = new Map<string, { rotatedAt: string | null; signing: EndpointSigning<string> }>();
   private readonly cache = new StateCache();
-  private wakeUp: (() => void) | undefined;
+  /** Aborted by a wake: cuts the loop's wait short. */
+  private wakeSignal = new AbortController();
   private woken = false;
   /** The last pass left endpoints out: every worker slot was taken. */
   private starved = false;
@@ -84,8 +88,10 @@ export class WebhookDispatcher {
   private routes = new Map<string, RouteDoc>();
   /** The endpoints' heartbeat leases, as this process holds or watches them. */
   private readonly leases: EndpointLeases;
-  /** Each retrying delivery's attempt count as this process first saw it, and when (its monotonic ms). */
-  private readonly backoffSeen = new Map<string, { attempts: number; sinceMs: number }>();
+  /** How long this process has seen each retrying delivery at its attempt count: its backoff runs from then. */
+  private readonly backoffs: UnchangedWatch;
+  /** When the earliest retry a worker waits for falls due (monotonic ms). */
+  private retryDueMs = Infinity;
   /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
   private failure: unknown;
 
@@ -93,6 +99,7 @@ export class WebhookDispatcher {
     this.options = options;
     // It follows the delivery queues the outbox fills, not the stream: of the follower it takes the supervision.
     this.leases = new EndpointLeases(options.readStore, options.leaseMs, options.monotonicMs);
+    this.backoffs = new UnchangedWatch(() => this.monotonic(), 10_000);
     this.consumer = supervise('webhook-deliveries', options.logger, (context) => this.session(context), options.supervision);
   }
 
@@ -112,7 +119,7 @@ export class WebhookDispatcher {
     if (endpointIDs === undefined) this.fullScan = true;
     else for (const id of endpointIDs) this.dirty.add(id);
     this.woken = true;
-    this.wakeUp?.();
+    this.wakeSignal.abort();
   }
 
   private async session(context: SessionContext): Promise<void> {
@@ -141,7 +148,11 @@ export class WebhookDispatcher {
         caughtUp?.(); // the read store answered: proof of health for an idle dispatcher
         // Even when woken meanwhile, let timers and I/O run first: the embedded store answers synchronously.
         await new Promise((resolve) => setImmediate(resolve));
-        if (!this.woken && !(await this.sleep(this.options.pollIntervalMs))) this.fullScan = true;
+        const next = loopStep(this.woken, this.options.pollIntervalMs, this.retryDueMs - this.monotonic());
+        if (next.kind === 'wait' && !(await this.waitForWake(next.ms))) {
+          this.fullScan = true; // a full scan finds every delivery due, and the workers of those still waiting say when
+          this.retryDueMs = Infinity;
+        }
       }
     } finally {
       await Promise.allSettled(this.working.values());
@@ -194,27 +205,25 @@ export class WebhookDispatcher {
     const { readStore } = this.options;
     let delivery = await nextDelivery(readStore, route.id);
     while (delivery !== null && !context.stopping()) {
-      const waitMs = this.backoffLeftMs(delivery);
-      if (waitMs > 0) {
-        this.wakeAt(this.now() + waitMs);
-        return;
-      }
+      const queued = queueStep(delivery, this.backoffs.unchangedForMs(delivery.id, delivery.attempts));
+      if (queued.kind === 'wait') return this.retryAt(this.monotonic() + queued.ms);
+      this.backoffs.forget(delivery.id);
       // The endpoint as it is now, not as the last scan saw it: a disabling stops its queue before the next send.
-      const current = await getRoute(readStore, route.id);
-      if (current?.status !== 'active') {
+      const endpoint = endpointStep(await getRoute(readStore, route.id));
+      if (endpoint.kind === 'drop-endpoint') {
         this.routes.delete(route.id);
         await this.leases.release(route.id);
         return;
       }
       // One attempt, and margin for a slow commit: a lease running shorter than that is renewed by a beat first.
       if (!(await this.leases.hold(route.id, 2 * this.options.timeoutMs))) return; // another process sends this endpoint's queue
-      const outcome = await this.attempt(current, delivery);
-      if (outcome !== 'delivered') return; // a failure waits for its retry; a give-up disabled the endpoint; a lost lease stops
+      const step = await this.attempt(endpoint.route, delivery);
+      if (step.kind !== 'next') return; // a failure waits for its retry; a give-up disabled the endpoint; a lost lease stops
       delivery = await nextDelivery(readStore, route.id);
     }
   }
 
-  private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<'delivered' | 'retry' | 'give-up' | 'lost'> {
+  private async attempt(route: RouteDoc, delivery: DeliveryDoc): Promise<AttemptStep> {
     const startedAt = this.now();
     const startedMs = this.monotonic();
     const signing = await this.signingOf(route, new Date(startedAt).toISOString());
@@ -267,18 +276,19 @@ export class WebhookDispatcher {
       { op: 'upsert', collection: WEBHOOK_ATTEMPTS_COLLECTION.name, doc: record },
       { op: 'patch', collection: WEBHOOK_DELIVERIES_COLLECTION.name, id: delivery.id, patch },
     ]);
-    if (!recorded) {
+    const step = attemptStep(outcome, recorded, startedAt);
+    if (step.kind === 'lost') {
       // Paused or slow past the lease: another process holds the queue now and records its own attempts.
       this.options.logger.warn({ endpointID: route.id, eventID: delivery.eventID, attempt, ok: result.ok }, 'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the receiver twice)');
-      return 'lost';
+      return step;
     }
     this.options.onAttempt?.({ ...delivery, ...patch }, result);
-    if (outcome.kind === 'retry') {
-      this.backoffSeen.set(delivery.id, { attempts: attempt, sinceMs: startedMs });
-      this.wakeAt(outcome.nextAttemptAt);
+    if (step.kind === 'wait') {
+      this.backoffs.see(delivery.id, attempt, startedMs);
+      this.retryAt(startedMs + step.ms);
     }
-    if (outcome.kind === 'give-up') await this.disable(route, delivery, result.error);
-    return outcome.kind;
+    if (step.kind === 'give-up') await this.disable(route, delivery, result.error);
+    return step;
   }
 
   /** A day of failures: the endpoint is disabled by the system, with the reason its users see. */
@@ -323,33 +333,17 @@ export class WebhookDispatcher {
     return signingAt(cached.signing, now);
   }
 
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryAt = Infinity;
-
-  /** Wakes the loop when a retry falls due (before the next poll). */
-  private wakeAt(at: number): void {
-    if (at >= this.retryAt) return;
-    clearTimeout(this.retryTimer);
-    this.retryAt = at;
-    this.retryTimer = setTimeout(() => {
-      this.retryAt = Infinity;
-      this.wake();
-    }, Math.max(0, at - this.now()));
-    this.retryTimer.unref();
+  /** A worker waits for a retry due at `dueMs` (monotonic): a wait of the loop's running longer is cut short. */
+  private retryAt(dueMs: number): void {
+    if (dueMs >= this.retryDueMs) return;
+    this.retryDueMs = dueMs;
+    this.wake([]);
   }
 
   /** Resolves true when woken, false when the time ran out. */
-  private sleep(ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => done(false), ms);
-      const self = this;
-      function done(woken = true) {
-        clearTimeout(timer);
-        self.wakeUp = undefined;
-        resolve(woken);
-      }
-      this.wakeUp = done;
-    });
+  private async waitForWake(ms: number): Promise<boolean> {
+    this.wakeSignal = new AbortController();
+    return delay(ms, undefined, { signal: this.wakeSignal.signal }).then(() => false, () => true);
   }
 
   private now(): number {
@@ -358,31 +352,5 @@ export class WebhookDispatcher {
 
   private monotonic(): number {
     return this.options.monotonicMs?.() ?? performance.now();
-  }
-
-  /**
-   * How long a delivery still waits for its retry, on this process's monotonic clock. Its backoff is
-   * `nextAttemptAt - lastAttemptAt`, both from the clock of the process that attempted it (a duration, whatever
-   * that clock's offset); it runs from when this process first saw the delivery at this attempt count, so a
-   * queue taken over from a process a day ahead (or behind) is retried a backoff later, not a day later (or at
-   * once). New and redelivered deliveries (no failing streak) are due at once.
-   */
-  private backoffLeftMs(delivery: DeliveryDoc): number {
-    const last = delivery.lastAttemptAt === null ? Number.NaN : Date.parse(delivery.lastAttemptAt);
-    if (delivery.failingSince === null || Number.isNaN(last)) {
-      this.backoffSeen.delete(delivery.id);
-      return 0;
-    }
-    const backoffMs = Math.max(0, delivery.nextAttemptAt - last);
-    const now = this.monotonic();
-    const seen = this.backoffSeen.get(delivery.id);
-    if (seen?.attempts !== delivery.attempts) {
-      if (this.backoffSeen.size >= 10_000) this.backoffSeen.delete(this.backoffSeen.keys().next().value!);
-      this.backoffSeen.set(delivery.id, { attempts: delivery.attempts, sinceMs: now });
-      return backoffMs;
-    }
-    const left = backoffMs - (now - seen.sinceMs);
-    if (left <= 0) this.backoffSeen.delete(delivery.id);
-    return left;
   }
 }

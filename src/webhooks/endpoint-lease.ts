@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CheckpointConflictError, type CollectionDefinition, type ReadStore, type Write } from '../ports/read-store.ts';
+import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 
 /**
  * Who wrote each endpoint's current beat: `{ id: <endpoint>, holder, beat }`, written in the commit that moves the
@@ -36,8 +37,8 @@ export class EndpointLeases {
   private readonly monotonicMs: () => number;
   /** Leases this process holds: the beat it last wrote, and when it began writing it (monotonic ms). */
   private readonly held = new Map<string, { beat: number; atMs: number }>();
-  /** Beats of leases held elsewhere, and when this process first saw each unchanged (monotonic ms). */
-  private readonly watched = new Map<string, { beat: number; sinceMs: number }>();
+  /** Beats of leases held elsewhere, and how long this process has seen each unchanged. */
+  private readonly watched: UnchangedWatch;
   /**
    * Leases this process may still hold though a write's answer was lost: the beats it wrote or may have written
    * last, and when it began writing each (monotonic ms).
@@ -50,6 +51,7 @@ export class EndpointLeases {
     this.readStore = readStore;
     this.leaseMs = leaseMs;
     this.monotonicMs = monotonicMs;
+    this.watched = new UnchangedWatch(monotonicMs);
   }
 
   /**
@@ -66,13 +68,7 @@ export class EndpointLeases {
     const beat = await this.readStore.getCheckpoint(checkpointOf(endpointID));
     if (beat === null || beat % 2 === 0) return this.move(endpointID, beat, (beat ?? 0) + 1, []);
     if (await this.recognise(endpointID, beat)) return this.hold(endpointID, needMs);
-    const now = this.monotonicMs();
-    const seen = this.watched.get(endpointID);
-    if (seen?.beat !== beat) {
-      this.watched.set(endpointID, { beat, sinceMs: now });
-      return false;
-    }
-    if (now - seen.sinceMs < this.leaseMs) return false;
+    if (!this.watched.unchangedFor(endpointID, beat, this.leaseMs)) return false;
     return this.move(endpointID, beat, beat + 2, []);
   }
 
@@ -123,7 +119,7 @@ export class EndpointLeases {
     this.unsure.delete(endpointID);
     if (doc?.holder !== this.holder || doc.beat !== beat) return false;
     this.held.set(endpointID, mine);
-    this.watched.delete(endpointID);
+    this.watched.forget(endpointID);
     return true;
   }
 
@@ -145,7 +141,7 @@ export class EndpointLeases {
       return false;
     }
     this.held.set(endpointID, { beat: position, atMs });
-    this.watched.delete(endpointID);
+    this.watched.forget(endpointID);
     this.unsure.delete(endpointID);
     return true;
   }

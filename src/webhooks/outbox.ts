@@ -1,8 +1,8 @@
-import type { WebhookEndpointEvent } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { validTraceparent } from '../ports/tracing.ts';
 import type { ReadStore, Write } from '../ports/read-store.ts';
+import { webhookEndpointsProjection, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
 import { exclusiveCheckpoint, Follower, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import { deliveryID, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_OUTBOX_CHECKPOINT, WEBHOOK_ROUTES_COLLECTION, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
 import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, type WebhookMessage } from './webhook-events.ts';
@@ -38,27 +38,24 @@ export interface WebhookOutboxOptions {
   supervision?: Supervision;
 }
 
-/** The route after an endpoint event (pure). */
-export function evolveRoute(route: RouteDoc | null, event: { type: string; data: unknown }): RouteDoc | null {
-  const e = event as WebhookEndpointEvent;
-  switch (e.type) {
-    case 'WebhookEndpointRequested':
-      return { id: e.data.endpointID, partyType: e.data.party.type, partyID: e.data.party.id, url: e.data.url, eventTypes: e.data.eventTypes, status: 'pending' };
-    case 'WebhookEndpointApproved':
-      return route && { ...route, status: 'active' };
-    case 'WebhookEndpointRejected':
-      return route && { ...route, status: 'rejected' };
-    case 'WebhookEndpointDisabled':
-      return route && { ...route, status: 'disabled' };
-    case 'WebhookSecretRotated':
-      return route && { ...route, rotatedAt: e.data.rotatedAt };
-    case 'WebhookEndpointPreviousSecretEnded':
-      // Not a rotation, but the secrets changed: the dispatchers' cache is keyed on this time.
-      return route && { ...route, rotatedAt: e.data.endedAt };
-    default:
-      return route;
-  }
+const endpoints = webhookEndpointsProjection();
+
+/**
+ * The route after an endpoint event (pure): the endpoint's lifecycle as its read model folds it (one fold), of which
+ * the route keeps what routing needs. The route's `rotatedAt` says when the secrets last changed, which the end of a
+ * previous secret at its holder's departure does too: the dispatchers' cache of opened secrets is keyed on it.
+ */
+export function evolveRoute(route: RouteDoc | null, event: { type: string; data: unknown; position?: number }): RouteDoc | null {
+  const endpointID = (event.data as { endpointID: string }).endpointID;
+  // The route holds every field the lifecycle reads back (the others it writes are left out again by routeOf).
+  const doc = endpoints.evolve(route as WebhookEndpointDoc | null, { position: 0, ...event } as Parameters<typeof endpoints.evolve>[1], endpointID);
+  if (doc === null) return null;
+  if (event.type === 'WebhookEndpointPreviousSecretEnded') return { ...routeOf(doc), rotatedAt: (event.data as { endedAt: string }).endedAt };
+  return routeOf(doc);
 }
+
+const routeOf = ({ id, partyType, partyID, url, eventTypes, status, rotatedAt }: WebhookEndpointDoc): RouteDoc =>
+  ({ id, partyType, partyID, url, eventTypes, status, ...(rotatedAt === undefined ? {} : { rotatedAt }) });
 
 const BATCH_SIZE = 500;
 /** Without deliveries to queue, the checkpoint is still saved after this many store positions, or this long. */

@@ -8,6 +8,8 @@ import { fieldError, problemTypeOf, validationProblem } from '../http/problems.t
 import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
+import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
 export interface WriteApiDeps {
@@ -43,15 +45,6 @@ const requireJson: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** Keys sorted at every level, so that the same body hashes the same whatever its key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /** The answer to a created operation: the contract's 200 with its operationID. A repeat with its Idempotency-Key gets it again. */
 export function createdResponse(operation: OperationRequested['data']): RecordedResponse {
   return { status: 200, body: { operationID: operation.operationID } };
@@ -61,6 +54,7 @@ function idempotencyOf(req: Request) {
   const key = req.get('idempotency-key');
   if (key === undefined) return null;
   if (!IDEMPOTENCY_KEY.test(key)) throw validationProblem([fieldError('Idempotency-Key', 'the Idempotency-Key header must be 1 to 255 visible ASCII characters')]);
+  // Keys sorted at every level, so that the same body hashes the same whatever its key order.
   const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`).digest('hex');
   return { key, requestHash, responseFor: createdResponse };
 }
@@ -73,8 +67,9 @@ export function writeRoutes(deps: WriteApiDeps): Router {
   // U+FFFD and stored as if the client had sent it.
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const json = express.json({ limit: BODY_LIMIT, strict: true, inflate: false, type: () => true, verify: (_req, _res, buffer) => void utf8.decode(buffer) });
-  // Requests with the same API key and Idempotency-Key that are running now: a duplicate waits for the first.
-  const inFlight = new Map<string, Promise<unknown>>();
+  // Requests with the same API key and Idempotency-Key that are running now: a duplicate waits for the first
+  // (and then replays its answer: the decision is the command's, src/commands/create-operation.ts repeatOf).
+  const inFlight = new KeyedMutex();
 
   for (const partyType of ['distributor', 'merchant'] as const) {
     const path = `/api/v1/${partyType}s/:${partyType}ID/operations`;
@@ -100,21 +95,7 @@ export function writeRoutes(deps: WriteApiDeps): Router {
       const secretGeneration = authenticatedSecretGeneration(res);
       const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context, secretGeneration);
 
-      let outcome;
-      if (idempotency) {
-        const slot = `${key.keyID}\u0000${idempotency.key}`;
-        const earlier = inFlight.get(slot);
-        if (earlier) await earlier.catch(() => undefined);
-        const current = run();
-        inFlight.set(slot, current);
-        try {
-          outcome = await current;
-        } finally {
-          if (inFlight.get(slot) === current) inFlight.delete(slot);
-        }
-      } else {
-        outcome = await run();
-      }
+      const outcome = idempotency ? await inFlight.run([`${key.keyID}\u0000${idempotency.key}`], run) : await run();
       if (outcome.kind === 'created' && outcome.position !== undefined) await deps.readable?.(partyType, outcome.position);
       if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
       const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
-import { canonicalJson } from '../../src/audit/canonical.ts';
+import { canonicalJson } from '../../src/shared/canonical-json.ts';
 import { GENESIS_HASH, eventHash, isHashChained, unwrapHashChain, withHashChain } from '../../src/audit/hash-chain.ts';
 import { ChainChecker, type AuditProblem } from '../../src/audit/verify.ts';
 import { type EventStore, type NewEvent, type RecordedEvent, WrongExpectedVersionError } from '../../src/ports/event-store.ts';

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decideCreateOperation,
   IDEMPOTENCY_WINDOW_MS,
+  repeatOf,
   type CreateOperation,
   type CreateOperationOutcome,
   type CreateOperationStates,
@@ -351,6 +352,22 @@ describe('deciding to create an operation', () => {
     it('when the key has no record yet, then the operation is created and recorded', () => {
       const { writes } = given({ ...funded(), idempotency: [] }).when(withKey()).then();
       expect(byStream(writes)[IDEMPOTENCY_STREAM]).toBeDefined();
+    });
+
+    describe('the one decision the handler and the decider share (repeatOf)', () => {
+      const response = { status: 200, body: { operationID: 'op_first' } };
+      const record: IdempotencyState = { status: 'recorded', keyID: 'key_1', requestHash: HASH, response, recordedAt: NOW };
+      it.each([
+        ['no record of the key', { status: 'none' } as IdempotencyState, null],
+        ['no state read (no Idempotency-Key stream)', undefined, null],
+        ['a record of the same request', record, { kind: 'replayed', response }],
+      ] as const)('given %s, then the answer is as shown', (_, state, then) => {
+        expect(repeatOf(state, HASH)).toEqual(then);
+      });
+
+      it('given a record of another request, then the key is refused as reused', () => {
+        expect(() => repeatOf(record, OTHER_HASH)).toThrow(expect.objectContaining({ code: 'IDEMPOTENCY_KEY_REUSED' }));
+      });
     });
 
     it('when a record exists but the request carries no Idempotency-Key, then the record is ignored and a new operation is created', () => {

@@ -33,7 +33,7 @@ const LONGEST_FIRST = [
   'test/adapters/postgres-restore-drill.e2e.test.ts',
   'test/executor/paused.e2e.test.ts',
   'test/executor/paused.on-evm.e2e.test.ts',
-  'test/audit/canonical.test.ts',
+  'test/shared/canonical-json.test.ts',
   'test/console/webhooks.browser.test.ts',
   'test/write-api/two-writers.e2e.test.ts',
   'test/read-api/freshness.e2e.test.ts',

@@ -4,7 +4,7 @@
  * generated values, and with JSON semantics (it must read back as JSON.stringify's output does).
  */
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, canonicalJsonWithout } from '../../src/audit/canonical.ts';
+import { canonicalJson, canonicalJsonWithout } from '../../src/shared/canonical-json.ts';
 import { eventHash } from '../../src/audit/hash-chain.ts';
 import { referenceCanonicalJson, referenceCanonicalJsonWithout } from './canonical-reference.ts';
 
