@@ -54,12 +54,23 @@ export function embeddedSecretsKey(dataDir: string, options: EmbeddedKeyOptions 
     );
   }
   moveOut(join(dataDir, SECRETS_KEY_FILE), file, options.onMoved);
+  return readOrCreate(file);
+}
+
+/** The key in `file`, made there first if there is none (its directory must already be owner-only). */
+function readOrCreate(file: string): Buffer {
   try {
     create(file, randomBytes(32));
   } catch (error) {
     if (errorCode(error) !== 'EEXIST') throw error;
   }
   return read(file);
+}
+
+/** A key file of a tool's own folder (`wallet-ops postgres`), with no DATA_DIR to keep it apart from. */
+export function secretsKeyAt(file: string): Buffer {
+  ownerOnlyDataDir(dirname(file), 'the secrets key directory');
+  return readOrCreate(file);
 }
 
 /**

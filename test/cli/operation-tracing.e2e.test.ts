@@ -1,7 +1,7 @@
 /**
  * A checker's decision taken with the CLI joins the operation's trace, as one taken in the console does
  * (docs/operations.md, "Tracing"): with OTEL_* set, `wallet-ops operation approve` exports its span before it exits,
- * a child of the create's.
+ * a child of the create's trace when the server traced the create, and the approval's event carries it.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -53,7 +53,7 @@ describe('wallet-ops operation approve, with tracing on', () => {
     await new Promise<void>((resolve) => collector?.close(() => resolve()));
   });
 
-  it('when a checker approves with the CLI, then its span reaches the collector, in the trace of the create', async () => {
+  it('when a checker approves with the CLI, then its span reaches the collector and the approval\'s event carries its trace, never the API caller\'s', async () => {
     const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
       apiKey,
       body: { operationType: 'cash-in', amount: '5', phoneTo: '+2348123457101' },
@@ -72,9 +72,10 @@ describe('wallet-ops operation approve, with tracing on', () => {
     expect(JSON.parse(approved.stdout)).toMatchObject({ operationID, state: 'approved' });
     const span = spans.find((s) => s.name === 'operation ApproveOperation' && s.attributes.some((a) => a.key === 'wallet_ops.operation_id' && a.value.stringValue === operationID));
     expect(span).toBeDefined();
-    expect(span!.traceId).toBe(TRACE);
-    // The approval's event carries its span, which the executor's pass continues.
+    // The caller's trace stops at the API edge (only linked, never carried): this server traces nothing itself, so the
+    // create recorded no trace, and the approval's span starts one that its event carries for the executor's pass.
+    expect(span!.traceId).not.toBe(TRACE);
     const events = await sys.system.stores.eventStore.readStream(streams.operation(operationID));
-    expect(events.find((event) => event.type === 'OperationApproved')?.metadata.traceparent).toMatch(new RegExp(`^00-${TRACE}-[0-9a-f]{16}-01$`));
+    expect(events.find((event) => event.type === 'OperationApproved')?.metadata.traceparent).toMatch(new RegExp(`^00-${span!.traceId}-[0-9a-f]{16}-01$`));
   });
 });

@@ -15,6 +15,7 @@
  * conflicts) so that the scenarios' own durations are the
  * issue's; the point holds whatever the bounds, which only scale the waits.
  */
+import { parseApiKey } from '../../src/domain/api-key-secrets.ts';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, it, type ExpectStatic } from 'vitest';
@@ -239,7 +240,7 @@ describe('PostgreSQL trouble answered as bounded 503s', () => {
     // Three more writers: the write API alone, each a process of its own as far as the database can tell.
     const others = await Promise.all([1, 2, 3].map(() => system(url, patient, ['write-api'])));
     const writers = [first, ...others];
-    const keyID = distributor.apiKey.split('.')[0]!;
+    const keyID = parseApiKey(distributor.apiKey)!.keyID;
     await waitFor(() => writers.every((writer) => writer.system.directory.get(keyID)?.status === 'active'), 10_000);
     const creates = load(writers, distributor, phone, 2);
     await creates.until(20);

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
-import { embeddedSecretsKey } from '../secrets-key-file.ts';
+import { SECRETS_KEY_FILE, secretsKeyAt } from '../secrets-key-file.ts';
 
 /**
  * A local PostgreSQL for trying wallet-ops on the store production runs on, without Docker (`wallet-ops postgres`):
@@ -38,7 +38,7 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
   // As root the server runs as the `postgres` user, which must pass through this folder to its cluster (not list it).
   chmodSync(dir, asRoot ? 0o711 : 0o700);
   const secrets = join(dir, 'secrets');
-  const secretsKey = embeddedSecretsKey(secrets).toString('base64');
+  const secretsKey = secretsKeyAt(join(secrets, SECRETS_KEY_FILE)).toString('base64');
   const password = serverPassword(secrets);
   const cluster = join(dir, 'cluster');
   const fresh = !existsSync(join(cluster, 'PG_VERSION'));
