@@ -152,6 +152,10 @@ const schema = z.object({
   EVM_CONFIRMATIONS: z.coerce.number().int().min(1).max(256).default(1).describe('Blocks a ledger transaction must be deep before its operation completes (LEDGER=evm).'),
   EVM_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000).describe('How long one submit waits for its receipt and confirmations before the attempt counts as transient and is retried (LEDGER=evm).'),
   EVM_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250).describe('How often receipts and new blocks are polled (LEDGER=evm).'),
+  EVENT_STORE_INTEGRITY_CHECK: z
+    .enum(['quick', 'full', 'off'])
+    .default('quick')
+    .describe('Embedded event store: SQLite\'s check of events.sqlite at each start of the server, which refuses a damaged file: quick (PRAGMA quick_check, about 3 s a GB), full (integrity_check, indexes too, about 7 times as long) or off.'),
   STORE_BUSY_BUDGET_MS: z.coerce.number().int().min(10).max(600_000).default(10_000).describe('How long one call on an embedded store (events, read models) waits for another process’s write lock (a backup, an operator’s transaction) before it fails as unavailable and is retried by its caller (EVENT_STORE=embedded, READ_STORE=embedded).'),
   LEDGER_BUSY_BUDGET_MS: z.coerce.number().int().min(10).max(600_000).default(10_000).describe('How long one call on the embedded ledger waits for another process’s write lock (an executor holding it) before it counts as unavailable and is retried later (LEDGER=embedded).'),
   LEDGER_LATENCY_MS: z.coerce.number().int().min(0).max(60_000).default(0).describe('Ledger fault injection (any ledger): milliseconds added to each transaction, like a chain’s confirmation time.'),
@@ -266,6 +270,9 @@ const schema = z.object({
     .max(600_000)
     .default(10_000)
     .describe('PostgreSQL: the server cancels a statement running longer, and a call waits this long for a connection; either is reported as the store unavailable (retried).'),
+  CREATE_DEADLINE_MS: z
+    .preprocess(unsetWhenEmpty, z.coerce.number().int().min(100).max(600_000).optional())
+    .describe('A create is answered within this many ms, whatever it waits on (the store, a lock, group commit, conflicts with other writers): past it, 503 with Retry-After (saying when the outcome is unknown). Default: the event store\'s bound on one call (POSTGRES_STATEMENT_TIMEOUT_MS, STORE_BUSY_BUDGET_MS embedded, 10 s KurrentDB) plus 5 s: 15 s.'),
   LOGIN_ATTEMPTS_PER_EMAIL: z.coerce.number().int().min(1).max(1000).default(5).describe('Console logins tried for one email, counted before the password is checked, before it is locked for LOGIN_LOCKOUT_MS.'),
   LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20).describe('Failed console logins from one client address (IPv6: per /64) before every login from it is locked for LOGIN_LOCKOUT_MS.'),
   CONSOLE_WAITING_POLL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000).describe('How often an open, visible console page asks for the counts of decisions waiting for its user (the navigation badges).'),
@@ -358,6 +365,13 @@ function chosenStore<Server extends string>(explicit: Server | 'embedded' | unde
   return named.length === 0 ? 'embedded' : named.length === 1 ? named[0] : undefined;
 }
 
+/** How long one call on the event store may take before it fails: the bound a create's deadline adds its margin to. */
+function eventStoreCallBoundMs(store: 'embedded' | keyof typeof EVENT_SERVERS, config: Settings): number {
+  if (store === 'postgres') return config.POSTGRES_STATEMENT_TIMEOUT_MS;
+  if (store === 'embedded') return config.STORE_BUSY_BUDGET_MS;
+  return 10_000; // KurrentDB: the client's deadline of an append and of a read (docs/operations.md)
+}
+
 /** The stores follow the URLs unless chosen explicitly; a chosen store without its URL is a configuration error. */
 const configSchema = schema
   .superRefine((config, ctx) => {
@@ -411,6 +425,8 @@ const configSchema = schema
     EVENT_STORE: chosenStore(config.EVENT_STORE, EVENT_SERVERS, config)!,
     READ_STORE: chosenStore(config.READ_STORE, READ_SERVERS, config)!,
     // Behind proxies counted by hops, any peer may be the proxy, which carries every client: no per-address cap unless asked.
+    // One call on the event store may take its whole bound and still answer: the margin is for the rest of the create.
+    CREATE_DEADLINE_MS: config.CREATE_DEADLINE_MS ?? eventStoreCallBoundMs(chosenStore(config.EVENT_STORE, EVENT_SERVERS, config)!, config) + 5_000,
     HTTP_MAX_CONNECTIONS_PER_ADDRESS: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS ?? (typeof config.TRUST_PROXY === 'number' && config.TRUST_PROXY > 0 ? 0 : 256),
   }));
 

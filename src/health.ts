@@ -1,5 +1,8 @@
 import type { EventFilter, EventStore } from './ports/event-store.ts';
+import { EventStoreUnavailableError } from './ports/event-store.ts';
+import { ReadStoreUnavailableError } from './ports/read-store.ts';
 import { StoreCorruptedError } from './ports/store-corrupted.ts';
+import { describeError } from './shared/supervised-consumer.ts';
 import type { ConsumerStatus, SupervisedConsumer } from './shared/follower.ts';
 
 /** A supervised consumer of this process, with the events it follows (to measure how far behind it is). */
@@ -28,13 +31,79 @@ export function liveness(
   watched: WatchedConsumer[],
   graceMs: number,
   corruption?: CorruptionWatch,
-): { alive: boolean; failing: Array<{ consumer: string; downForMs: number; lastError: string | null }>; corrupted?: CorruptionReport } {
+  writes?: WriteWatch,
+): { alive: boolean; failing: Array<{ consumer: string; downForMs: number; lastError: string | null }>; corrupted?: CorruptionReport; writesFailing?: WritesFailingReport } {
   const failing = watched
     .map(({ consumer }) => ({ consumer: consumer.name, downForMs: consumer.downForMs(), lastError: consumer.status().lastError }))
     .filter((entry) => entry.downForMs > graceMs);
   const corrupted = corruption?.report();
   // A corrupted store fails at once: no grace, since waiting does not mend it.
-  return corrupted ? { alive: false, failing, corrupted } : { alive: failing.length === 0, failing };
+  if (corrupted) return { alive: false, failing, corrupted };
+  // Writes refused for longer than the grace (a read-only database) count as a consumer that cannot run.
+  const writesFailing = writes?.report();
+  if (writesFailing && writesFailing.downForMs > graceMs) return { alive: false, failing, writesFailing };
+  return { alive: failing.length === 0, failing };
+}
+
+export interface WritesFailingReport {
+  since: string;
+  downForMs: number;
+  failures: number;
+  lastError: string;
+}
+
+/**
+ * Whether this process's writes go through: every append to the event store and every write to the read store
+ * (a create, an approval, the executor's outcomes, a projection's commit) tells it how it ended. A store that
+ * answers reads but refuses writes (a read-only database, a demoted primary, a standby) leaves the consumers
+ * idle and healthy, so it is seen here only. Writes fail from the first write refused as unavailable until
+ * one succeeds; /ready answers 503 meanwhile, /health once it lasts longer than its grace. A streak with no write
+ * tried for `staleAfterMs` is forgotten: a process taken out of the load balancer gets traffic again, which tells.
+ */
+export class WriteWatch {
+  private readonly now: () => number;
+  private readonly staleAfterMs: number;
+  private streak: { since: number; last: number; failures: number; lastError: string } | null = null;
+
+  constructor(options: { now?: () => number; staleAfterMs?: number } = {}) {
+    this.now = options.now ?? Date.now;
+    this.staleAfterMs = options.staleAfterMs ?? 10_000;
+  }
+
+  succeeded(): void {
+    this.streak = null;
+  }
+
+  /** Only the stores' unavailable errors count: a refusal or a conflict is the store answering. */
+  failed(error: unknown): void {
+    if (!(error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError)) return;
+    const now = this.now();
+    const current = this.streak && now - this.streak.last <= this.staleAfterMs ? this.streak : null;
+    this.streak = { since: current?.since ?? now, last: now, failures: (current?.failures ?? 0) + 1, lastError: describeError(error) };
+  }
+
+  report(): WritesFailingReport | null {
+    const streak = this.streak;
+    const now = this.now();
+    if (!streak || now - streak.last > this.staleAfterMs) return null;
+    return { since: new Date(streak.since).toISOString(), downForMs: now - streak.since, failures: streak.failures, lastError: streak.lastError };
+  }
+
+  /** The store, with the outcome of each call of `methods` (its writes) told to this watch. */
+  watch<T extends object>(store: T, methods: ReadonlyArray<keyof T & string>): T {
+    const writes = new Set<string | symbol>(methods);
+    return new Proxy(store, {
+      get: (object, property) => {
+        const value: unknown = Reflect.get(object, property, object);
+        if (typeof value !== 'function' || !writes.has(property)) return value;
+        return (...args: unknown[]) => {
+          const result = (value as (...a: unknown[]) => unknown).apply(object, args);
+          if (result instanceof Promise) result.then(() => this.succeeded(), (error: unknown) => this.failed(error));
+          return result;
+        };
+      },
+    });
+  }
 }
 
 export interface CorruptionReport {

@@ -8,9 +8,10 @@ const { DataDirError } = await import('./adapters/data-dir.ts');
 const { ConfigError } = await import('./config.ts');
 const { DemoStoreRefusedError } = await import('./demo-store.ts');
 const { ListenError, serve } = await import('./server.ts');
+const { StoreCorruptedError } = await import('./ports/store-corrupted.ts');
 
 serve(undefined, { demo: process.argv.includes('--demo') }).catch((error: unknown) => {
-  const message = error instanceof DemoStoreRefusedError ? `refused: ${error.message}` : error instanceof ConfigError || error instanceof ListenError || error instanceof DataDirError ? error.message : error instanceof Error ? error.stack : String(error);
+  const message = error instanceof DemoStoreRefusedError ? `refused: ${error.message}` : error instanceof StoreCorruptedError ? `refusing to start: ${error.message}. Restore it from a backup (docs/operations.md, "Backup and restore")` : error instanceof ConfigError || error instanceof ListenError || error instanceof DataDirError ? error.message : error instanceof Error ? error.stack : String(error);
   process.stderr.write(`${message}\n`);
   process.exit(1);
 });

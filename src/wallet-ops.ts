@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
 import { embeddedSecretsKey } from './adapters/secrets-key-file.ts';
+import { checkSqliteIntegrity } from './adapters/sqlite/sqlite-database.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from './commands/held-credentials.ts';
 import type { Ledger } from './ports/ledger.ts';
 import { EventStoreUnavailableError } from './ports/event-store.ts';
@@ -32,7 +33,7 @@ import { allProjections } from './projections/index.ts';
 import { ProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
-import { consumerReports, CorruptionWatch, liveness, type WatchedConsumer } from './health.ts';
+import { consumerReports, CorruptionWatch, liveness, WriteWatch, type WatchedConsumer } from './health.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import { CorrectedClock, fileTime, measureClockSkew, watchClockSkew } from './shared/clock-skew.ts';
 import { backoffMs } from './shared/backoff.ts';
@@ -89,6 +90,8 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
   const corruption = new CorruptionWatch(clock, (error) => logger.fatal({ err: error, store: error.store }, 'store corrupted: refusing to serve it until it is restored'));
+  // A damaged history is refused before anything is served from it or appended to it (the check reads every page).
+  if (config.EVENT_STORE === 'embedded') checkSqliteIntegrity(join(config.DATA_DIR, 'events.sqlite'), config.EVENT_STORE_INTEGRITY_CHECK);
   // A server store not reachable yet (its container still starting) is waited for, as one that blinks later is.
   const opened = await untilAvailable(() => openStores(config, metrics ? {
     ...faults,
@@ -99,10 +102,12 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
   // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
-  const eventStore = withSnapshots(corruption.watch(opened.eventStore), {
+  // Whether this process's writes go through, whoever makes them (/ready and /health: src/health.ts).
+  const writes = new WriteWatch();
+  const eventStore = withSnapshots(writes.watch(corruption.watch(opened.eventStore), ['append', 'appendMulti']), {
     onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
   });
-  const watchedReadStore = corruption.watch(opened.readStore);
+  const watchedReadStore = writes.watch(corruption.watch(opened.readStore), ['commit', 'incrementCounter', 'take']);
   const readStore = options.decorateReadStore?.(watchedReadStore) ?? watchedReadStore;
   const stores: Stores = {
     eventStore,
@@ -148,6 +153,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     volumeTimeZone: config.VOLUME_TIME_ZONE,
     ...(skew ? { dayClock: skew.dayClock } : {}),
     serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+    deadlineMs: config.CREATE_DEADLINE_MS,
     ...(metrics ? { onConflictRetry: () => metrics.createConflictRetries.inc() } : {}),
     cashOutConsent: { policy: config.CASH_OUT_CONSENT, secretsKey },
     tracing,
@@ -272,16 +278,19 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
         ...(onThisPort ? { endpoint: { path: METRICS_PATH, handler: metricsEndpoint(metrics) } } : {}),
       },
     } : {}),
-    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption),
+    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption, writes),
     corrupted: () => corruption.error,
     readiness: async () => {
       const consumers = await consumerReports(stores.eventStore, watched, clock());
+      // Writes refused (a read-only database, a held lock): not ready, whatever the reads say.
+      const writesFailing = writes.report();
       try {
         const status = await projectionStatus(stores, projections, config.READ_MAX_LAG_EVENTS + 1);
-        return { ready: status.every((s) => s.lagEvents <= config.READ_MAX_LAG_EVENTS), projections: status, consumers };
+        const ready = writesFailing === null && status.every((s) => s.lagEvents <= config.READ_MAX_LAG_EVENTS);
+        return { ready, projections: status, consumers, ...(writesFailing ? { writesFailing } : {}) };
       } catch (error) {
         // A store that cannot be read: not ready, and say why (the consumers' states tell the rest).
-        return { ready: false, error: describeError(error), consumers };
+        return { ready: false, error: describeError(error), consumers, ...(writesFailing ? { writesFailing } : {}) };
       }
     },
     routers: [

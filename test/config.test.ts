@@ -230,3 +230,17 @@ describe('tracing (OTEL_*)', () => {
     expect(refusal({ OTEL_SDK_DISABLED: 'yes' })).toMatch(/OTEL_SDK_DISABLED/);
   });
 });
+
+describe('CREATE_DEADLINE_MS', () => {
+  const key = Buffer.alloc(32, 1).toString('base64');
+  it('given nothing, when loaded, then the event store\'s bound on one call plus 5 s: the busy budget embedded, the statement timeout on PostgreSQL', () => {
+    expect(loadConfig({}).CREATE_DEADLINE_MS).toBe(15_000);
+    expect(loadConfig({ STORE_BUSY_BUDGET_MS: '2000' }).CREATE_DEADLINE_MS).toBe(7_000);
+    expect(loadConfig({ POSTGRES_URL: 'postgres://u:p@db/w', SECRETS_KEY: key, POSTGRES_STATEMENT_TIMEOUT_MS: '3000' }).CREATE_DEADLINE_MS).toBe(8_000);
+  });
+
+  it('given a value, when loaded, then that value; below 100 ms it is refused', () => {
+    expect(loadConfig({ CREATE_DEADLINE_MS: '4000' }).CREATE_DEADLINE_MS).toBe(4_000);
+    expect(() => loadConfig({ CREATE_DEADLINE_MS: '50' })).toThrow(/CREATE_DEADLINE_MS/);
+  });
+});

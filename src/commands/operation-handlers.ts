@@ -15,7 +15,7 @@ import { cashOutConsentDecider } from './cash-out-consent.ts';
 import { decideCreateOperation, IDEMPOTENCY_KEY_REUSED_DETAIL, liveIdempotencyRecord, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
-import { loadState, runDecision, runDecisionCommitted, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
+import { deadlineOf, loadState, notDoneInTime, runDecision, runDecisionCommitted, within, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
@@ -43,6 +43,8 @@ export interface OperationDeps {
   dayClock?: () => Date;
   /** Creates for one payer (and one key's volume) are decided one at a time in this process, committed together. */
   serialize: { mutex: KeyedMutex; inFlight: InFlightStates };
+  /** A create is answered within this many ms (CREATE_DEADLINE_MS), else 503 (src/commands/pipeline.ts). Unset: unbounded. */
+  deadlineMs?: number;
   /** Told each time a create is decided again after a conflict with another writer (metrics). */
   onConflictRetry?: () => void;
   /**
@@ -128,17 +130,19 @@ export async function createOperation(
   const now = deps.clock();
   const createdAt = now.toISOString();
   const idempotencyStream = idempotency ? streams.idempotency(key.keyID, sha256(idempotency.key)) : null;
+  // One deadline for the whole create: the look-ups before the decision (a locked table holds them too) and the decision.
+  const deadline = deadlineOf(deps);
 
   // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.
   if (idempotencyStream && idempotency) {
-    const { state } = await loadState(deps, idempotencyStream, idempotencyState);
+    const { state } = await within(loadState(deps, idempotencyStream, idempotencyState), deadline, notDoneInTime);
     const record = liveIdempotencyRecord(state);
     if (record && record.requestHash === idempotency.requestHash) return { kind: 'replayed', response: record.response };
     if (record) throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
   }
 
-  const { payer, payee, counterparty } = await resolveParties(deps, key.party, input);
-  const own = await deps.lookup.party(key.party);
+  const lookUp = async () => [await resolveParties(deps, key.party, input), await deps.lookup.party(key.party)] as const;
+  const [{ payer, payee, counterparty }, own] = await within(lookUp(), deadline, notDoneInTime);
   if (!own) throw new DomainError('NOT_FOUND', 'the API key’s party no longer exists');
   const payerIsOwn = payer.kind === key.party.type && payer.id === key.party.id;
   const fee = key.party.type === 'merchant' && input.operationType !== 'cash-in' && input.operationType !== 'cash-out-fulfillment'
@@ -180,6 +184,7 @@ export async function createOperation(
   const attributes = { 'wallet_ops.operation_id': operation.operationID, 'wallet_ops.operation_type': operation.operationType };
   return tracing.span('operation CreateOperation', { kind: 'server', parent: context.traceparent, attributes }, async (span) => {
     const { result, positions } = await runDecisionCommitted(deps, {
+      ...(deadline === undefined ? {} : { deadline }),
       read,
       decide: (states) => decideCreateOperation(
         {

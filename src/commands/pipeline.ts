@@ -1,5 +1,5 @@
 import type { AppendResult, EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
-import { WrongExpectedVersionError } from '../ports/event-store.ts';
+import { EventStoreUnavailableError, WrongExpectedVersionError } from '../ports/event-store.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { backoffMs } from '../shared/backoff.ts';
@@ -114,6 +114,12 @@ export interface CommandPipelineDeps {
    * held while deciding, not while committing), and may build on each other's uncommitted states.
    */
   serialize?: { mutex: KeyedMutex; inFlight: InFlightStates };
+  /**
+   * The most a decision may take (ms), every wait included: the mutex, the reads, group commit, the commit, conflicts
+   * decided again. Past it the decision fails as the store unavailable (503), saying whether its append may have
+   * committed. Unset: no overall bound (conflicts are decided again for CONFLICT_DEADLINE_MS, then 409).
+   */
+  deadlineMs?: number;
 }
 
 export interface RunCommandOptions<Command, State, Event extends { type: string; data: unknown }> {
@@ -185,6 +191,11 @@ export interface RunDecisionOptions<States extends Record<string, unknown>, Resu
   maxAttempts?: number;
   /** Conflicts are decided again until this long (ms, on this process's monotonic clock) has passed. Default 10 s. */
   conflictDeadlineMs?: number;
+  /**
+   * When the decision must be answered by (performance.now() ms), for a caller that already waited on reads of its
+   * own: see deadlineOf. Default: deps.deadlineMs from now.
+   */
+  deadline?: number;
   /** Told each time a conflict makes the decision be taken again (the create-operation metrics count them). */
   onConflictRetry?: (conflict: WrongExpectedVersionError) => void;
 }
@@ -193,6 +204,38 @@ export interface RunDecisionOptions<States extends Record<string, unknown>, Resu
 export const CONFLICT_DEADLINE_MS = 10_000;
 /** The pause before deciding again after a conflict: from 1 ms, doubling to 100 ms, half of it random (src/shared/backoff.ts). */
 const CONFLICT_PAUSE = { firstMs: 1, maxMs: 100 };
+
+/** The deadline (performance.now() ms) of a command that starts now, or undefined without deps.deadlineMs. */
+export const deadlineOf = (deps: Pick<CommandPipelineDeps, 'deadlineMs'>): number | undefined =>
+  deps.deadlineMs === undefined ? undefined : performance.now() + deps.deadlineMs;
+
+/** Nothing was appended: the deadline passed before the decision's append was submitted (or after it was refused). */
+export const notDoneInTime = () => new EventStoreUnavailableError('no answer from the event store within the command\'s deadline; nothing was done');
+
+/** The append was submitted and its commit not answered by the deadline: it may commit still. */
+export const outcomeUnknownInTime = () =>
+  new EventStoreUnavailableError('no answer from the event store within the command\'s deadline; the append may still commit', { outcomeUnknown: true });
+
+/**
+ * Resolves as `work` does, or rejects with `expired()` once `deadline` has passed (no deadline: `work` itself). The
+ * work goes on: a caller that must not let it have effects any more checks a flag that `expired` sets.
+ */
+export async function within<T>(work: Promise<T>, deadline: number | undefined, expired: () => Error): Promise<T> {
+  if (deadline === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const expiry = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(expired()), Math.max(0, deadline - performance.now()))));
+  try {
+    return await Promise.race([work, expiry]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One attempt's stage, read by the deadline: abandoned before its append is submitted, it never submits it. */
+interface AttemptStage {
+  abandoned: boolean;
+  submitted: boolean;
+}
 
 /**
  * The one command pipeline: read the streams the decision needs, fold them, decide, and append every write
@@ -221,24 +264,32 @@ export async function runDecisionCommitted<States extends Record<string, unknown
   deps: CommandPipelineDeps,
   options: RunDecisionOptions<States, Result>,
 ): Promise<{ result: Result; positions: Map<string, number> }> {
-  const deadline = performance.now() + (options.conflictDeadlineMs ?? CONFLICT_DEADLINE_MS);
+  // With an overall deadline every wait is bounded by it, and conflicts are decided again until it (then 503, not 409:
+  // after a stall the conflicts are the stall's, not the wallet's); without one, conflicts only, as before.
+  const bounded = options.deadline ?? deadlineOf(deps);
+  const deadline = bounded ?? performance.now() + (options.conflictDeadlineMs ?? CONFLICT_DEADLINE_MS);
   const readStreams = Object.values(options.read).map((read) => (read as StreamRead<unknown>).stream);
   for (let attempt = 1; ; attempt++) {
-    const issue = () => decideAndAppend(deps, options);
+    const stage: AttemptStage = { abandoned: false, submitted: false };
+    // Checked and set in one turn of the event loop with decideAndAppend's submission: never both.
+    const expired = () => (stage.submitted ? outcomeUnknownInTime() : ((stage.abandoned = true), notDoneInTime()));
+    const issue = () => decideAndAppend(deps, options, stage);
     try {
-      const issued = deps.serialize ? await deps.serialize.mutex.run(readStreams, issue) : await issue();
-      const positions = await issued.committed;
+      const issued = await within(deps.serialize ? deps.serialize.mutex.run(readStreams, issue) : issue(), bounded, expired);
+      const positions = await within(issued.committed, bounded, expired);
       return { result: issued.result, positions };
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) throw error;
       const final = options.finalConflict?.(error);
       if (final) throw final;
       if (attempt >= (options.maxAttempts ?? Infinity) || performance.now() >= deadline) {
+        if (bounded !== undefined && attempt < (options.maxAttempts ?? Infinity)) throw notDoneInTime();
         throw new DomainError('CONCURRENCY_CONFLICT', `${error.stream} kept changing under concurrent commands; try again`);
       }
       options.onConflictRetry?.(error);
-      // The first retry goes at once (the usual conflict is one commit of a peer); later ones step aside.
-      if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt - 1, CONFLICT_PAUSE)));
+      // The first retry goes at once (the usual conflict is one commit of a peer); later ones step aside, jittered so
+      // that writers released together by a stall fall out of step.
+      if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, Math.min(backoffMs(attempt - 1, CONFLICT_PAUSE), Math.max(0, deadline - performance.now()))));
     }
   }
 }
@@ -247,7 +298,9 @@ export async function runDecisionCommitted<States extends Record<string, unknown
 async function decideAndAppend<States extends Record<string, unknown>, Result>(
   deps: CommandPipelineDeps,
   options: RunDecisionOptions<States, Result>,
+  stage: AttemptStage = { abandoned: false, submitted: false },
 ): Promise<{ result: Result; committed: Promise<Map<string, number>> }> {
+  if (stage.abandoned) throw notDoneInTime(); // its turn of the mutex came after the deadline: nothing to do
   const names = Object.keys(options.read) as Array<keyof States>;
   const reads = names.map((name) => options.read[name] as StreamRead<unknown>);
   const inFlight = reads.map((read) => deps.serialize?.inFlight.get(read.stream));
@@ -255,7 +308,10 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   const states = Object.fromEntries(names.map((name, i) => [name, loaded[i]!.state])) as States;
   const { writes, result } = options.decide(states);
   const appends = writes.filter((write) => write.events.length > 0);
-  if (appends.length === 0) return { result, committed: Promise.resolve(new Map()) };
+  const predecessors = inFlight.flatMap((entry, i) => (entry ? [{ entry, stream: reads[i]!.stream }] : []));
+  // A decision that writes nothing but read states not committed yet (a repeat built on its first request's record)
+  // is answered only once they are: had they failed, it must be decided again.
+  if (appends.length === 0) return { result, committed: untilCommitted(predecessors).then(() => new Map()) };
 
   const metadata: EventMetadata = { ...options.context };
   const readIndex = new Map(reads.map((read, i) => [read.stream, i]));
@@ -268,7 +324,6 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
       expectedRevision: write.expectedRevision ?? (read === undefined ? 'any' : read < 0 ? 'no_stream' : read),
     };
   });
-  const predecessors = inFlight.flatMap((entry, i) => (entry ? [{ entry, stream: reads[i]!.stream }] : []));
   const batches = new Set(predecessors.map(({ entry }) => entry.batch));
   let batch: PendingAppend;
   const [only] = batches;
@@ -277,20 +332,15 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   const joinable = (pending: PendingAppend) =>
     requests.every((request) => !pending.requests.has(request.stream) || builtOn.has(request.stream) || request.expectedRevision === 'any');
   if (batches.size === 1 && !only!.submitted && joinable(only!)) {
+    if (stage.abandoned) throw notDoneInTime();
+    stage.submitted = true;
     only!.add(requests); // built on it: commit with it
     batch = only!;
-  } else if (predecessors.length === 0) {
-    batch = new PendingAppend(deps.store, requests);
   } else {
     // Built on appends already submitted (or on several): submit once they have all committed.
-    await Promise.all(
-      predecessors.map(({ entry, stream }) =>
-        entry.committed.catch(() => {
-          // The predecessor lost its revisions to another writer (the actual revision is not known here).
-          throw new WrongExpectedVersionError(stream, entry.revision, 'no_stream');
-        }),
-      ),
-    );
+    if (predecessors.length > 0) await untilCommitted(predecessors);
+    if (stage.abandoned) throw notDoneInTime();
+    stage.submitted = true;
     batch = new PendingAppend(deps.store, requests);
   }
   const { committed } = batch;
@@ -310,6 +360,18 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
     }
   }
   return { result, committed: positions };
+}
+
+/** Waits for the in-flight appends a decision built on; one that failed is a conflict (decide again). */
+async function untilCommitted(predecessors: Array<{ entry: InFlightState; stream: string }>): Promise<void> {
+  await Promise.all(
+    predecessors.map(({ entry, stream }) =>
+      entry.committed.catch(() => {
+        // The predecessor lost its revisions to another writer (the actual revision is not known here).
+        throw new WrongExpectedVersionError(stream, entry.revision, 'no_stream');
+      }),
+    ),
+  );
 }
 
 /** A decision on a single aggregate: the common case, through the same pipeline. */

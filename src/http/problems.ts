@@ -167,6 +167,18 @@ export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unk
   return { type: '/problems/store-corrupted', status: 503, title: 'Store Corrupted', detail: `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator restores it. Request id ${String(requestId)}.` };
 }
 
+/**
+ * A store that could not be reached, or did not answer in time. When an append was sent but its commit never
+ * answered, the request may have taken effect: the problem says so (never "failed"), and a retry with the same
+ * Idempotency-Key answers what was recorded, once.
+ */
+export function storeUnavailableProblem(error: EventStoreUnavailableError | ReadStoreUnavailableError, requestId: unknown): Problem {
+  const detail = error instanceof EventStoreUnavailableError && error.outcomeUnknown
+    ? `The store did not confirm the write in time: its outcome is unknown (it may have been recorded). Retry with the same Idempotency-Key to learn it; without one, check before creating again. Request id ${String(requestId)}.`
+    : `The service cannot reach its store; retry later. Request id ${String(requestId)}.`;
+  return { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail };
+}
+
 /** The one error middleware: known errors become their problem; anything else is logged and answered generically. */
 export function problemHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
@@ -180,7 +192,7 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
     if (error instanceof StoreCorruptedError) return sendProblem(res, storeCorruptedProblem(error, requestId));
     if (error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError) {
       logger.error({ err: error, requestId }, 'store unavailable');
-      return sendProblem(res, { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: `The service cannot reach its store; retry later. Request id ${String(requestId)}.` }, { 'Retry-After': '1' });
+      return sendProblem(res, storeUnavailableProblem(error, requestId), { 'Retry-After': '1' });
     }
     logger.error({ err: error, requestId, method: req.method, path: req.path }, 'unexpected error');
     sendProblem(res, { type: '/problems/internal-error', status: 500, title: 'Internal Server Error', detail: `Something went wrong on our side. Request id ${String(requestId)}.` });

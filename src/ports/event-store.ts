@@ -147,12 +147,18 @@ export class WrongExpectedVersionError extends Error {
   }
 }
 
-/** The store could not be reached or failed for a reason unrelated to the request. */
+/**
+ * The store could not be reached or failed for a reason unrelated to the request. With `outcomeUnknown`, an
+ * append may have committed all the same (its COMMIT got no answer, or the caller stopped waiting for it): never
+ * report it as failed; a retry that reads again (an Idempotency-Key) finds what happened.
+ */
 export class EventStoreUnavailableError extends Error {
   readonly code = 'EVENT_STORE_UNAVAILABLE';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly outcomeUnknown: boolean;
+  constructor(message: string, options?: { cause?: unknown; outcomeUnknown?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'EventStoreUnavailableError';
+    this.outcomeUnknown = options?.outcomeUnknown ?? false;
   }
 }
 

@@ -2,7 +2,8 @@ import type { z } from 'zod';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import { formatAmount } from '../domain/money.ts';
 import { problemOfClientError } from '../http/client-errors.ts';
-import { accessForbidden, problemOfDomainError, rateLimited, storeCorruptedProblem, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
+import { accessForbidden, problemOfDomainError, rateLimited, storeCorruptedProblem, storeUnavailableProblem, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
+import { EventStoreUnavailableError } from '../ports/event-store.ts';
 import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { BODY_LIMIT } from '../write-api/routes.ts';
 import { operationSchemas, parseCreateOperation } from '../write-api/schemas.ts';
@@ -171,8 +172,11 @@ const STORE_UNAVAILABLE: Record<string, Example> = {
 const RETRY_AFTER_UNLESS_CORRUPTED: Header = { description: 'Seconds to wait before retrying (absent for a corrupted store).', schema: { type: 'integer', minimum: 0 } };
 
 const WRITE_UNAVAILABLE = respond(
-  'A store cannot be reached (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
-  problemContent(STORE_UNAVAILABLE),
+  'A store cannot be reached, or did not answer within the create\'s deadline (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key; when the detail says the outcome is unknown, the create may have been recorded, and the retry answers it), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
+  problemContent({
+    ...STORE_UNAVAILABLE,
+    outcomeUnknown: { summary: 'the write was sent but not confirmed in time', value: storeUnavailableProblem(new EventStoreUnavailableError('no answer in time', { outcomeUnknown: true }), '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f') },
+  }),
   { 'Retry-After': RETRY_AFTER_UNLESS_CORRUPTED },
 );
 

@@ -68,6 +68,26 @@ describe('which PostgreSQL errors are worth retrying', () => {
     expect(isTransientPostgresError(nodeError('ENOENT', 'connect'))).toBe(true);
   });
 
+  it('given a server that refuses writes (read-only, a standby: class 25) or shuts down (57P01, 57P03), then it is transient', () => {
+    const server = (code: string) => Object.assign(new Error(code), { code });
+    for (const code of ['25006', '25P03', '57P01', '57P03']) expect(isTransientPostgresError(server(code)), code).toBe(true);
+    expect(isTransientPostgresError(server('23505')), 'a unique violation').toBe(false);
+  });
+
+  it('given a database whose default is read-only, when a pool writes, then the server\'s error is the transient one', async () => {
+    const url = await freshPostgresDatabase();
+    const pool = openPostgresPool({ url, poolSize: 1, statementTimeoutMs: 5_000, applicationName: 'read-only test' });
+    try {
+      await pool.query('CREATE TABLE written (n INTEGER)');
+      await pool.query('SET default_transaction_read_only = on');
+      const error = await pool.query('INSERT INTO written VALUES (1)').then(() => undefined, (e: unknown) => e);
+      expect(error).toMatchObject({ code: '25006' });
+      expect(isTransientPostgresError(error)).toBe(true);
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('given a file that is not there for another call (a certificate named in the URL), then it is not: retrying would loop for ever', () => {
     expect(isTransientPostgresError(nodeError('ENOENT', 'open'))).toBe(false);
   });

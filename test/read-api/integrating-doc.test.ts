@@ -20,6 +20,7 @@ describe('docs/integrating.md', () => {
     expect(guide).toContain(`at most \`READ_YOUR_WRITES_TIMEOUT_MS\`, ${defaults.READ_YOUR_WRITES_TIMEOUT_MS / 1000} s by default`);
     expect(guide).toContain(`(default ${defaults.API_KEY_RATE_LIMIT}, bursts of ${defaults.API_KEY_RATE_BURST})`);
     expect(guide).toContain(`\`ASSET_SCALE\` places (${defaults.ASSET_SCALE} by default)`);
+    expect(guide).toContain(`(\`CREATE_DEADLINE_MS\`, ${defaults.CREATE_DEADLINE_MS / 1000} s by default`);
     expect(guide).toContain(`Bodies up to ${BODY_LIMIT.replace('kb', ' kB')}`);
   });
 

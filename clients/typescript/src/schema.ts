@@ -1372,7 +1372,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A store cannot be reached (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it). */
+            /** @description A store cannot be reached, or did not answer within the create's deadline (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key; when the detail says the outcome is unknown, the create may have been recorded, and the retry answers it), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it). */
             503: {
                 headers: {
                     /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */
@@ -1796,7 +1796,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A store cannot be reached (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it). */
+            /** @description A store cannot be reached, or did not answer within the create's deadline (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key; when the detail says the outcome is unknown, the create may have been recorded, and the retry answers it), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it). */
             503: {
                 headers: {
                     /** @description The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support. */

@@ -193,6 +193,11 @@ class PostgresEventStore implements EventStore {
     try {
       return await this.transaction(batch);
     } catch (error) {
+      // A COMMIT sent and not answered may have committed: unknown, never "failed", and never run again here.
+      if (COMMIT_UNANSWERED.has(error as object)) {
+        const unknown = new EventStoreUnavailableError(`the event store did not answer a commit: ${(error as Error).message}`, { cause: error, outcomeUnknown: true });
+        return batch.map(() => ({ ok: false, error: unknown }));
+      }
       if (!isTransientPostgresError(error) && batch.length > 1) {
         // Which append the server refused is not known: each alone, so only that one fails.
         const outcomes: Array<Outcome<AppendResult[]>> = [];
@@ -212,7 +217,8 @@ class PostgresEventStore implements EventStore {
       try {
         const plan = await this.plan(client, batch);
         if (plan.events.length > 0) await this.write(client, plan);
-        await client.query(plan.events.length > 0 ? 'COMMIT' : 'ROLLBACK');
+        if (plan.events.length === 0) await client.query('ROLLBACK');
+        else await client.query('COMMIT').catch((error: unknown) => { throw unanswered(error); });
         return plan.outcomes;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
@@ -356,6 +362,13 @@ function decide(
     }
     return { stream, events, from: (current ?? -1) + 1 };
   });
+}
+
+/** Failures of a COMMIT statement: whether it committed is not known (the connection or the server went mid-commit). */
+const COMMIT_UNANSWERED = new WeakSet<object>();
+function unanswered(error: unknown): unknown {
+  if (typeof error === 'object' && error !== null) COMMIT_UNANSWERED.add(error);
+  return error;
 }
 
 /** The port's error for what is worth retrying; anything else as the server said it. */

@@ -104,9 +104,11 @@ function timeStatements(client: pg.PoolClient, done: (seconds: number, ok: boole
 /**
  * SQLSTATE classes and codes that say nothing about the request: the connection, the server's state or a
  * conflict with another transaction. Anything else (a constraint, a syntax error, permission denied, a value too
- * long) is permanent: retrying it would loop for ever.
+ * long) is permanent: retrying it would loop for ever. Class 25 (invalid transaction state) is the server's state
+ * too: 25006 read_only_sql_transaction is what a demoted primary, a standby or `default_transaction_read_only`
+ * answers a write (our statements never misuse transactions, so the class says nothing about the request).
  */
-const TRANSIENT_CLASSES = ['08', '53', '57', '58', '40'];
+const TRANSIENT_CLASSES = ['08', '25', '53', '57', '58', '40'];
 const TRANSIENT_CODES = new Set(['55P03' /* lock_not_available */, '55006' /* object_in_use */, 'XX000' /* internal_error, seen in failovers */]);
 /** Node-level errors of a connection that broke or never opened. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);

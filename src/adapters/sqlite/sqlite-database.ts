@@ -49,6 +49,31 @@ export function openSqliteDatabase(
 }
 
 /**
+ * SQLite's own check of a whole file, for a start that must not serve a damaged history: `quick` (PRAGMA
+ * quick_check: every page and b-tree, records well formed; about 1 s for 334 MB and 500,000 events), `full`
+ * (integrity_check: also that every index agrees with its table, about 7 times as long) or `off`. Neither sees a
+ * flip inside an event's content that leaves the record well formed: that is the hash chain's (`audit verify`).
+ * A file that does not exist yet passes. Throws StoreCorruptedError naming the file and SQLite's first findings.
+ */
+export function checkSqliteIntegrity(file: string, mode: 'quick' | 'full' | 'off'): void {
+  if (mode === 'off' || !existsSync(file)) return;
+  const pragma = mode === 'quick' ? 'quick_check' : 'integrity_check';
+  let findings: string[];
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { timeout: BUSY_BUDGET_MS, fileMustExist: true });
+    findings = (db.pragma(`${pragma}(5)`) as Array<Record<string, string>>).map((row) => Object.values(row)[0]!);
+  } catch (error) {
+    const corruption = sqliteCorruption(error);
+    if (corruption) throw new StoreCorruptedError(basename(file), `PRAGMA ${pragma}: ${corruption}`, { cause: error });
+    throw error;
+  } finally {
+    db?.close();
+  }
+  if (findings.length !== 1 || findings[0] !== 'ok') throw new StoreCorruptedError(basename(file), `PRAGMA ${pragma}: ${findings.join('; ')}`);
+}
+
+/**
  * The files hold the whole history (password hashes, key hashes, every payment): the owner's alone, 0600,
  * whatever the umask. The database file is created 0600 before SQLite opens it, and SQLite gives the WAL and
  * shared-memory files it creates the database file's mode; files an older version left readable by others
