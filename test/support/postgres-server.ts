@@ -1,6 +1,6 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, mkdtempSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -249,7 +249,7 @@ export async function startInstalledPostgresServer(binDir: string, options: Serv
     const exited = postmaster.exitCode === null && postmaster.signalCode === null ? once(postmaster, 'exit') : Promise.resolve();
     // Its children first (found by their parent's pid): left alone, a backend would notice the postmaster's death and
     // answer its client, which a lost machine never does.
-    const children = await promisify(execFile)('pgrep', ['-P', String(postmaster.pid)]).then(({ stdout }) => stdout.split('\n').filter(Boolean).map(Number), () => []);
+    const children = childrenOf(postmaster.pid!);
     postmaster.kill('SIGKILL');
     for (const pid of children) {
       try {
@@ -278,6 +278,22 @@ export async function startInstalledPostgresServer(binDir: string, options: Serv
       rmSync(parent, { recursive: true, force: true });
     },
   };
+}
+
+/** The processes whose parent is `pid` (Linux: from /proc, whatever tools the machine has). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // pid (comm) state ppid …: the name may hold spaces or parentheses, so the fields are read after its last ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
 }
 
 /** Servers started from an installation's binaries, stopped if the test process exits without stopping them. */
