@@ -75,7 +75,8 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
         fill(dataDir) {
           template.fill(dataDir);
           writeFileSync(join(dataDir, 'standby.signal'), '');
-          appendFileSync(join(dataDir, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres password=${template.password} application_name=standby'\n`);
+          const conninfo = `host=127.0.0.1 port=${primaryPort} user=postgres password=${template.password} application_name=standby`;
+          appendFileSync(join(dataDir, 'postgresql.auto.conf'), `primary_conninfo = '${conninfo}'\n`);
         },
       },
       settings: { synchronous_commit: 'on' },
@@ -110,7 +111,8 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     dirs.forEach((dir) => dir.cleanup());
   });
 
-  it('when the primary is SIGKILLed mid-load and the standby promoted, then the load goes on without a restart and nothing is lost or doubled', { timeout: 120_000 }, async () => {
+  const name = 'when the primary is SIGKILLed mid-load and the standby promoted, then the load goes on without a restart and nothing is lost or doubled';
+  it(name, { timeout: 120_000 }, async () => {
     await first.startExecutor();
     const apis = [first, second];
     const distributors = await Promise.all([keyed(first, 'distributor'), keyed(first, 'distributor')]);
@@ -207,7 +209,8 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     approving = false;
     await waitFor(() => !approvalInFlight, 15_000);
     for (const operationID of approved) await waitUntilSettled(first, operationID, 15_000);
-    const receiver = await onServer(standby, async (client) => Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid));
+    const receiverPid = async (client: pg.Client) => Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid);
+    const receiver = await onServer(standby, receiverPid);
     process.kill(receiver, 'SIGSTOP');
     const ackedBeforeFreeze = acknowledged.size;
     const waitingForStandby = () =>
@@ -227,10 +230,8 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     await waitFor(async () => (await Promise.all(apis.map(health))).every((status) => status === 200), 30_000);
     const healthyAfterMs = Date.now() - movedAt;
     // Listening again on the new primary (not only polling): the event store's LISTEN connection came back by itself.
-    const listening = async () =>
-      (await onServer(standby, async (client) => (await client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity')).rows)).some((row) =>
-        row.name.endsWith('(listen)'),
-      );
+    const backends = (client: pg.Client) => client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity');
+    const listening = async () => (await onServer(standby, backends)).rows.some((row) => row.name.endsWith('(listen)'));
     await waitFor(listening, 10_000);
     const ackedBefore = ackTimes.filter((at) => at < lostAt).length;
     await loadUntil(acknowledged.size + STEP);
