@@ -46,6 +46,8 @@ export function liveness(
 }
 
 export interface WritesFailingReport {
+  /** The store whose writes fail (`events` or `read models`): each has its own streak. */
+  store: string;
   since: string;
   downForMs: number;
   failures: number;
@@ -57,48 +59,61 @@ export interface WritesFailingReport {
  * (a create, an approval, the executor's outcomes, a projection's commit) tells it how it ended. A store that
  * answers reads but refuses writes (a read-only database, a demoted primary, a standby) leaves the consumers
  * idle and healthy, so it is seen here only. Writes fail from the first write refused as unavailable until
- * one succeeds; /ready answers 503 meanwhile, /health once it lasts longer than its grace. A streak with no write
- * tried for `staleAfterMs` is forgotten: a process taken out of the load balancer gets traffic again, which tells.
+ * one succeeds on the same store (a lock on the events table leaves the read models' writes going through);
+ * /ready answers 503 meanwhile, /health once it lasts longer than its grace. A streak with no write tried for
+ * `staleAfterMs` is forgotten: a process taken out of the load balancer gets traffic again, which tells.
  */
 export class WriteWatch {
   private readonly now: () => number;
   private readonly staleAfterMs: number;
-  private streak: { since: number; last: number; failures: number; lastError: string } | null = null;
+  private readonly streaks = new Map<string, { since: number; last: number; failures: number; lastError: string }>();
 
   constructor(options: { now?: () => number; staleAfterMs?: number } = {}) {
     this.now = options.now ?? Date.now;
     this.staleAfterMs = options.staleAfterMs ?? 10_000;
   }
 
-  succeeded(): void {
-    this.streak = null;
+  succeeded(store: string): void {
+    this.streaks.delete(store);
   }
 
   /** Only the stores' unavailable errors count: a refusal or a conflict is the store answering. */
-  failed(error: unknown): void {
+  failed(store: string, error: unknown): void {
     if (!(error instanceof EventStoreUnavailableError || error instanceof ReadStoreUnavailableError)) return;
     const now = this.now();
-    const current = this.streak && now - this.streak.last <= this.staleAfterMs ? this.streak : null;
-    this.streak = { since: current?.since ?? now, last: now, failures: (current?.failures ?? 0) + 1, lastError: describeError(error) };
+    const previous = this.streaks.get(store);
+    const current = previous && now - previous.last <= this.staleAfterMs ? previous : undefined;
+    this.streaks.set(store, { since: current?.since ?? now, last: now, failures: (current?.failures ?? 0) + 1, lastError: describeError(error) });
   }
 
+  /** The longest streak of writes failing now, or null. */
   report(): WritesFailingReport | null {
-    const streak = this.streak;
     const now = this.now();
-    if (!streak || now - streak.last > this.staleAfterMs) return null;
-    return { since: new Date(streak.since).toISOString(), downForMs: now - streak.since, failures: streak.failures, lastError: streak.lastError };
+    let longest: WritesFailingReport | null = null;
+    for (const [store, streak] of this.streaks) {
+      if (now - streak.last > this.staleAfterMs) continue;
+      if (longest && longest.downForMs >= now - streak.since) continue;
+      longest = { store, since: new Date(streak.since).toISOString(), downForMs: now - streak.since, failures: streak.failures, lastError: streak.lastError };
+    }
+    return longest;
   }
 
-  /** The store, with the outcome of each call of `methods` (its writes) told to this watch. */
-  watch<T extends object>(store: T, methods: ReadonlyArray<keyof T & string>): T {
-    const writes = new Set<string | symbol>(methods);
+  /**
+   * The store (named `name` in reports), with the outcome of each call of `writes` told to this watch, and the
+   * failures of `reads`: the reads a write needs first (a command's stream reads, held by a lock on the table) fail
+   * the writes too, but one that succeeds says nothing of them (a read-only database answers reads).
+   */
+  watch<T extends object>(name: string, store: T, methods: { writes: ReadonlyArray<keyof T & string>; reads?: ReadonlyArray<keyof T & string> }): T {
+    const writes = new Set<string | symbol>(methods.writes);
+    const reads = new Set<string | symbol>(methods.reads ?? []);
     return new Proxy(store, {
       get: (object, property) => {
         const value: unknown = Reflect.get(object, property, object);
-        if (typeof value !== 'function' || !writes.has(property)) return value;
+        if (typeof value !== 'function' || !(writes.has(property) || reads.has(property))) return value;
+        const write = writes.has(property);
         return (...args: unknown[]) => {
           const result = (value as (...a: unknown[]) => unknown).apply(object, args);
-          if (result instanceof Promise) result.then(() => this.succeeded(), (error: unknown) => this.failed(error));
+          if (result instanceof Promise) result.then(() => write && this.succeeded(name), (error: unknown) => this.failed(name, error));
           return result;
         };
       },

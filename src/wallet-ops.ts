@@ -104,10 +104,10 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
   // Whether this process's writes go through, whoever makes them (/ready and /health: src/health.ts).
   const writes = new WriteWatch();
-  const eventStore = withSnapshots(writes.watch(corruption.watch(opened.eventStore), ['append', 'appendMulti']), {
+  const eventStore = withSnapshots(writes.watch('events', corruption.watch(opened.eventStore), { writes: ['append', 'appendMulti'], reads: ['readStream'] }), {
     onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
   });
-  const watchedReadStore = writes.watch(corruption.watch(opened.readStore), ['commit', 'incrementCounter', 'take']);
+  const watchedReadStore = writes.watch('read models', corruption.watch(opened.readStore), { writes: ['commit', 'incrementCounter', 'take'] });
   const readStore = options.decorateReadStore?.(watchedReadStore) ?? watchedReadStore;
   const stores: Stores = {
     eventStore,

@@ -131,8 +131,9 @@ describe('a decision with a deadline', () => {
     }));
     expect(error).toBeInstanceOf(EventStoreUnavailableError);
     expect(error).not.toBeInstanceOf(DomainError);
-    expect((error as EventStoreUnavailableError).outcomeUnknown).toBe(false);
+    // Its outcome is unknown only if the deadline caught the last attempt's append in flight (refused, as all are).
     expect(decisions).toBeGreaterThan(2);
+    expect(held.appends.length).toBeGreaterThanOrEqual(decisions - 1);
   });
 
   it('when a decision that writes nothing built on an append not committed yet (a repeat of an idempotent request), then it is answered once that append commits', async () => {

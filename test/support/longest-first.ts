@@ -9,6 +9,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 const LONGEST_FIRST = [
   'test/console/pages.browser.test.ts',
+  // About 50 s, nearly all of it waiting (a 40 s lock): first, so that the other worker's files run meanwhile.
+  'test/faults/postgres-unavailable.e2e.test.ts',
   'test/executor/faults.e2e.test.ts',
   'test/executor/crash.on-postgres.e2e.test.ts',
   'test/executor/crash.on-evm.e2e.test.ts',
