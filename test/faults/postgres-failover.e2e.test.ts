@@ -57,6 +57,8 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
   let second: TestSystem;
   let env: Record<string, string>;
   const dirs = [tempDir('pg-failover-a-'), tempDir('pg-failover-b-')];
+  /** The standby's WAL receiver while it is stopped (SIGSTOP): continued however the test ends, or the standby never stops. */
+  let frozen: number | undefined;
 
   beforeAll(async () => {
     template = await postgresClusterTemplate(EMBEDDED_BIN_DIR);
@@ -128,12 +130,13 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     const statuses = new Map<string, number>();
     const unexpected: string[] = [];
     let stopping = false;
+    let abandoned = false;
 
     // A client: a create sent again with the same key after each 503 until it is answered 200, then the next.
     const client = async (api: Pick<TestSystem, 'baseUrl'>, distributor: Keyed) => {
-      while (!stopping) {
+      while (!stopping && !abandoned) {
         const key = randomUUID();
-        for (;;) {
+        while (!abandoned) {
           const r = await call(api.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
             apiKey: distributor.apiKey,
             body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone },
@@ -161,7 +164,7 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     let approving = true;
     let approvalInFlight = false;
     const checker = async () => {
-      while (!stopping || toApprove.length > 0) {
+      while (!abandoned && (!stopping || toApprove.length > 0)) {
         if (!approving || toApprove.length === 0) await sleep(20);
         else {
           approvalInFlight = true;
@@ -198,90 +201,98 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     const health = async (api: Pick<TestSystem, 'baseUrl'>) => (await call(api.baseUrl, 'GET', '/health').catch(() => ({ status: 0 }))).status;
     const loadUntil = (count: number) => waitFor(() => acknowledged.size >= count, 60_000);
 
-    const clients = apis.flatMap((api) => Array.from({ length: CLIENTS_PER_API }, (_, i) => client(api, distributors[i % distributors.length]!)));
-    const approvals = checker();
-    await loadUntil(STEP);
-    expect(await Promise.all(apis.map(health))).toEqual([200, 200]);
+    // Whatever happens, the loops end with the test: the worker runs other files next.
+    try {
+      const clients = apis.flatMap((api) => Array.from({ length: CLIENTS_PER_API }, (_, i) => client(api, distributors[i % distributors.length]!)));
+      const approvals = checker();
+      await loadUntil(STEP);
+      expect(await Promise.all(apis.map(health))).toEqual([200, 200]);
 
-    // The commit in flight when the primary is lost is a create's: the checker pauses and the executor settles what
-    // was approved; then the standby stops confirming (its WAL receiver frozen), so that commits wait for it, the
-    // position lock held by the first. Then the primary's machine is lost mid-load.
-    approving = false;
-    await waitFor(() => !approvalInFlight, 15_000);
-    for (const operationID of approved) await waitUntilSettled(first, operationID, 15_000);
-    const receiverPid = async (client: pg.Client) => Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid);
-    const receiver = await onServer(standby, receiverPid);
-    process.kill(receiver, 'SIGSTOP');
-    const ackedBeforeFreeze = acknowledged.size;
-    const waitingForStandby = () =>
-      onServer(primary, async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).rowCount! > 0);
-    await waitFor(waitingForStandby, 10_000);
-    await sleep(STANDBY_FROZEN_MS);
-    await primary.crash();
-    process.kill(receiver, 'SIGCONT');
-    approving = true;
-    const lostAt = Date.now();
-    await waitFor(async () => (await Promise.all(apis.map(health))).every((status) => status === 503), 20_000);
-    const unhealthyAfterMs = Date.now() - lostAt;
-    // The operator (or Patroni) promotes the standby and moves the proxy to it.
-    await standby.promote();
-    proxy.moveTo(Number(new URL(standby.url).port));
-    const movedAt = Date.now();
-    await waitFor(async () => (await Promise.all(apis.map(health))).every((status) => status === 200), 30_000);
-    const healthyAfterMs = Date.now() - movedAt;
-    // Listening again on the new primary (not only polling): the event store's LISTEN connection came back by itself.
-    const backends = (client: pg.Client) => client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity');
-    const listening = async () => (await onServer(standby, backends)).rows.some((row) => row.name.endsWith('(listen)'));
-    await waitFor(listening, 10_000);
-    const ackedBefore = ackTimes.filter((at) => at < lostAt).length;
-    await loadUntil(acknowledged.size + STEP);
-    stopping = true;
-    await Promise.all(clients);
-    await within(approvals, 30_000, 'the approvals left');
+      // The commit in flight when the primary is lost is a create's: the checker pauses and the executor settles what
+      // was approved; then the standby stops confirming (its WAL receiver frozen), so that commits wait for it, the
+      // position lock held by the first. Then the primary's machine is lost mid-load.
+      approving = false;
+      await waitFor(() => !approvalInFlight, 15_000);
+      for (const operationID of approved) await waitUntilSettled(first, operationID, 15_000);
+      const receiverPid = async (client: pg.Client) => Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid);
+      const receiver = await onServer(standby, receiverPid);
+      process.kill((frozen = receiver), 'SIGSTOP');
+      const ackedBeforeFreeze = acknowledged.size;
+      const waitingForStandby = () =>
+        onServer(primary, async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).rowCount! > 0);
+      await waitFor(waitingForStandby, 10_000);
+      await sleep(STANDBY_FROZEN_MS);
+      await primary.crash();
+      process.kill(receiver, 'SIGCONT');
+      frozen = undefined;
+      approving = true;
+      const lostAt = Date.now();
+      await waitFor(async () => (await Promise.all(apis.map(health))).every((status) => status === 503), 20_000);
+      const unhealthyAfterMs = Date.now() - lostAt;
+      // The operator (or Patroni) promotes the standby and moves the proxy to it.
+      await standby.promote();
+      proxy.moveTo(Number(new URL(standby.url).port));
+      const movedAt = Date.now();
+      await waitFor(async () => (await Promise.all(apis.map(health))).every((status) => status === 200), 30_000);
+      const healthyAfterMs = Date.now() - movedAt;
+      // Listening again on the new primary (not only polling): the event store's LISTEN connection came back by itself.
+      const backends = (client: pg.Client) => client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity');
+      const listening = async () => (await onServer(standby, backends)).rows.some((row) => row.name.endsWith('(listen)'));
+      await waitFor(listening, 10_000);
+      const ackedBefore = ackTimes.filter((at) => at < lostAt).length;
+      await loadUntil(acknowledged.size + STEP);
+      stopping = true;
+      await Promise.all(clients);
+      await within(approvals, 30_000, 'the approvals left');
 
-    const lastBefore = Math.max(...ackTimes.filter((at) => at < lostAt));
-    const firstAfter = Math.min(...ackTimes.filter((at) => at >= lostAt));
-    console.info(
-      `failover drill: ${((firstAfter - lostAt) / 1000).toFixed(1)} s without writes after the primary was lost ` +
-        `(${((firstAfter - lastBefore) / 1000).toFixed(1)} s between two acknowledged creates, the standby's freeze included; ` +
-        `the first ${((firstAfter - movedAt) / 1000).toFixed(1)} s after the proxy moved); /health 503 ${unhealthyAfterMs} ms after the loss, ` +
-        `200 ${healthyAfterMs} ms after the move; ${ackedBefore} creates before (${ackedBefore - ackedBeforeFreeze} while the standby was frozen), ` +
-        `${acknowledged.size - ackedBefore} after; ` +
-        `answers ${JSON.stringify(Object.fromEntries(statuses))}`,
-    );
+      const lastBefore = Math.max(...ackTimes.filter((at) => at < lostAt));
+      const firstAfter = Math.min(...ackTimes.filter((at) => at >= lostAt));
+      console.info(
+        `failover drill: ${((firstAfter - lostAt) / 1000).toFixed(1)} s without writes after the primary was lost ` +
+          `(${((firstAfter - lastBefore) / 1000).toFixed(1)} s between two acknowledged creates, the standby's freeze included; ` +
+          `the first ${((firstAfter - movedAt) / 1000).toFixed(1)} s after the proxy moved); /health 503 ${unhealthyAfterMs} ms after the loss, ` +
+          `200 ${healthyAfterMs} ms after the move; ${ackedBefore} creates before (${ackedBefore - ackedBeforeFreeze} while the standby was frozen), ` +
+          `${acknowledged.size - ackedBefore} after; ` +
+          `answers ${JSON.stringify(Object.fromEntries(statuses))}`,
+      );
 
-    expect(unexpected).toEqual([]);
-    // Commits waiting for the frozen standby when the primary was lost: answered as unknown, never as failed.
-    expect(statuses.get('503 unknown') ?? 0, 'creates answered "outcome unknown"').toBeGreaterThan(0);
-    // Every acknowledged create exists exactly once on the new primary, and no other was made for these clients.
-    const operationIDs = [...acknowledged.values()];
-    expect(new Set(operationIDs).size, 'two keys answered with one operation').toBe(operationIDs.length);
-    const ours = new Set(distributors.map((d) => d.ref.id));
-    const requested = (await first.system.stores.eventStore.readAll({ filter: { eventTypes: ['OperationRequested'] } }))
-      .filter((event) => ours.has((event.data as { party: { id: string } | null }).party?.id ?? ''))
-      .map((event) => (event.data as { operationID: string }).operationID);
-    expect(requested.length, 'operations requested, against creates acknowledged').toBe(operationIDs.length);
-    expect(new Set(requested)).toEqual(new Set(operationIDs));
-    for (const operationID of operationIDs) {
-      const events = await first.system.stores.eventStore.readStream(streams.operation(operationID));
-      expect(events.filter((event) => event.type === 'OperationRequested').length, operationID).toBe(1);
-    }
-    // Every approved operation completed, once: one ledger transaction each (and the invariants below).
-    for (const operationID of approved) expect((await waitUntilSettled(first, operationID, 60_000)).status, operationID).toBe('completed');
-    const transactions = await allLedgerTransactions(first.system.ledger);
-    for (const operationID of approved) expect(transactions.filter((t) => t.operationID === operationID).length, operationID).toBe(1);
-    await assertLedgerMatchesProjections(first, { timeoutMs: 60_000 });
-    // The API's balances are the ledger's, on both systems.
-    for (const distributor of distributors) {
-      const onLedger = new Decimal(await first.system.ledger.balance(walletAddress(distributor.wallet)));
-      for (const api of apis) {
-        const r = await call(api.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey: distributor.apiKey });
-        expect(r.status).toBe(200);
-        expect(new Decimal(r.body.balance).eq(onLedger), `${distributor.ref.id}: ${r.body.balance} on the API, ${onLedger} on the ledger`).toBe(true);
+      expect(unexpected).toEqual([]);
+      // Commits waiting for the frozen standby when the primary was lost: answered as unknown, never as failed.
+      expect(statuses.get('503 unknown') ?? 0, 'creates answered "outcome unknown"').toBeGreaterThan(0);
+      // Every acknowledged create exists exactly once on the new primary, and no other was made for these clients.
+      const operationIDs = [...acknowledged.values()];
+      expect(new Set(operationIDs).size, 'two keys answered with one operation').toBe(operationIDs.length);
+      const ours = new Set(distributors.map((d) => d.ref.id));
+      const requested = (await first.system.stores.eventStore.readAll({ filter: { eventTypes: ['OperationRequested'] } }))
+        .filter((event) => ours.has((event.data as { party: { id: string } | null }).party?.id ?? ''))
+        .map((event) => (event.data as { operationID: string }).operationID);
+      expect(requested.length, 'operations requested, against creates acknowledged').toBe(operationIDs.length);
+      expect(new Set(requested)).toEqual(new Set(operationIDs));
+      for (const operationID of operationIDs) {
+        const events = await first.system.stores.eventStore.readStream(streams.operation(operationID));
+        expect(events.filter((event) => event.type === 'OperationRequested').length, operationID).toBe(1);
       }
+      // Every approved operation completed, once: one ledger transaction each (and the invariants below).
+      for (const operationID of approved) expect((await waitUntilSettled(first, operationID, 60_000)).status, operationID).toBe('completed');
+      const transactions = await allLedgerTransactions(first.system.ledger);
+      for (const operationID of approved) expect(transactions.filter((t) => t.operationID === operationID).length, operationID).toBe(1);
+      await assertLedgerMatchesProjections(first, { timeoutMs: 60_000 });
+      // The API's balances are the ledger's, on both systems.
+      for (const distributor of distributors) {
+        const onLedger = new Decimal(await first.system.ledger.balance(walletAddress(distributor.wallet)));
+        for (const api of apis) {
+          const r = await call(api.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey: distributor.apiKey });
+          expect(r.status).toBe(200);
+          expect(new Decimal(r.body.balance).eq(onLedger), `${distributor.ref.id}: ${r.body.balance} on the API, ${onLedger} on the ledger`).toBe(true);
+        }
+      }
+      const verify = await runCli(['audit', 'verify', '--json', '--ledger', 'embedded', '--data-dir', dirs[0]!.path], env);
+      expect(verify.code, verify.stdout + verify.stderr).toBe(0);
+      expect(await Promise.all(apis.map(health))).toEqual([200, 200]);
+    } finally {
+      abandoned = true;
+      if (frozen !== undefined) process.kill(frozen, 'SIGCONT');
+      frozen = undefined;
     }
-    const verify = await runCli(['audit', 'verify', '--json', '--ledger', 'embedded', '--data-dir', dirs[0]!.path], env);
-    expect(verify.code, verify.stdout + verify.stderr).toBe(0);
-    expect(await Promise.all(apis.map(health))).toEqual([200, 200]);
   });
 });
