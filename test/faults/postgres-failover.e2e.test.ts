@@ -12,6 +12,7 @@
  * operation settled exactly once, the ledger agrees with the projections, the write side and the API's balances,
  * `audit verify` exits 0, and /health was 503 during the gap and 200 after it. The gap is printed.
  */
+import { parseApiKey } from '../../src/domain/api-key-secrets.ts';
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -120,7 +121,7 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     const distributors = await Promise.all([keyed(first, 'distributor'), keyed(first, 'distributor')]);
     await Promise.all(distributors.map(async (d) => expect((await waitUntilSettled(first, await issue(first, d.ref, '1000000'))).status).toBe('completed')));
     const phone = await first.individual(newPhone());
-    const keyIDs = distributors.map((d) => d.apiKey.split('.')[0]!);
+    const keyIDs = distributors.map((d) => parseApiKey(d.apiKey)!.keyID);
     await waitFor(() => keyIDs.every((keyID) => second.system.directory.get(keyID)?.status === 'active'), 10_000);
 
     const acknowledged = new Map<string, string>(); // Idempotency-Key -> operationID
