@@ -38,6 +38,105 @@ export const EVENT_STORE_MIGRATIONS: Migration[] = [
   },
 ];
 
+/**
+ * The append, as one function the server runs in one round trip (the shape of Emmett's emt_append_to_stream and
+ * Marten's mt_append_event): it takes the position lock, then decides each append call of a group-commit batch in
+ * order, as if each ran after the previous (a call's checks, stream by stream, come before any of its writes; a
+ * call that fails writes nothing and the others go on), writes the events, moves the stream revisions, notifies
+ * at commit, and returns one row per stream written, or one row for the failure of a call that failed.
+ *
+ * Arguments, one entry per stream of the batch in call order: the call's index, the stream, its expected revision
+ * ('no_stream', 'stream_exists', 'any' or a number) and its event count; then the events' columns, flattened in
+ * the same order. Versioned by name, so that a process of the previous release keeps calling its own during a
+ * rolling upgrade; created (or replaced) at every open, under the migrations' lock (postgres-pool.ts, migrate).
+ */
+export const APPEND_FUNCTION = 'es_append_v1';
+/** The transaction-scoped advisory lock under which positions are assigned (any constant unique to this use). */
+export const POSITION_LOCK = "hashtext('wallet-ops:event-store:positions')";
+export const EVENT_STORE_ROUTINES = `
+  CREATE OR REPLACE FUNCTION ${APPEND_FUNCTION}(
+    p_call int[], p_stream text[], p_expected text[], p_count int[],
+    p_id text[], p_type text[], p_data text[], p_metadata text[], p_channel text
+  ) RETURNS TABLE (o_part int, o_outcome text, o_actual bigint, o_event_id text, o_revision bigint, o_position bigint)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    v_parts int := coalesce(array_length(p_stream, 1), 0);
+    v_head bigint;
+    v_offset int[] := ARRAY[1];
+    v_current bigint[];
+    v_first int := 1;
+    v_last int;
+    v_cur bigint;
+    v_failed boolean;
+    v_matches boolean;
+    v_written boolean := false;
+    v_from bigint;
+    i int;
+    j int;
+  BEGIN
+    -- Transaction-scoped: released at the commit that follows this statement, so positions commit in order.
+    PERFORM pg_advisory_xact_lock(${POSITION_LOCK});
+    SELECT coalesce(max(e.position), 0) INTO v_head FROM es_events e;
+    FOR i IN 2..v_parts LOOP
+      v_offset[i] := v_offset[i - 1] + p_count[i - 1];
+    END LOOP;
+    WHILE v_first <= v_parts LOOP
+      v_last := v_first;
+      WHILE v_last < v_parts AND p_call[v_last + 1] = p_call[v_first] LOOP
+        v_last := v_last + 1;
+      END LOOP;
+      v_failed := false;
+      <<checks>>
+      FOR i IN v_first..v_last LOOP
+        v_cur := NULL;
+        SELECT s.revision INTO v_cur FROM es_streams s WHERE s.stream = p_stream[i];
+        -- Assigned first: an IF's condition ends at its first THEN, a CASE's included.
+        v_matches := CASE p_expected[i]
+            WHEN 'any' THEN true
+            WHEN 'no_stream' THEN v_cur IS NULL
+            WHEN 'stream_exists' THEN v_cur IS NOT NULL
+            ELSE coalesce(v_cur = p_expected[i]::bigint, false) END;
+        IF NOT v_matches THEN
+          o_part := i - 1; o_outcome := 'wrong_revision'; o_actual := v_cur; o_event_id := NULL; o_revision := NULL; o_position := NULL;
+          RETURN NEXT;
+          v_failed := true;
+          EXIT checks;
+        END IF;
+        v_current[i] := v_cur;
+        FOR j IN v_offset[i]..v_offset[i] + p_count[i] - 1 LOOP
+          -- Stored already, or earlier in this call (reusing an id is a caller's bug, refused, not absorbed).
+          IF EXISTS (SELECT 1 FROM es_events e WHERE e.id = p_id[j]) OR p_id[j] = ANY (p_id[v_offset[v_first]:j - 1]) THEN
+            o_part := i - 1; o_outcome := 'duplicate_id'; o_actual := NULL; o_event_id := p_id[j]; o_revision := NULL; o_position := NULL;
+            RETURN NEXT;
+            v_failed := true;
+            EXIT checks;
+          END IF;
+        END LOOP;
+      END LOOP;
+      IF NOT v_failed THEN
+        FOR i IN v_first..v_last LOOP
+          v_from := coalesce(v_current[i], -1) + 1;
+          INSERT INTO es_events (position, id, stream, revision, type, data, metadata, created_at)
+          SELECT v_head + k, p_id[v_offset[i] + k - 1], p_stream[i], v_from + k - 1, p_type[v_offset[i] + k - 1],
+                 p_data[v_offset[i] + k - 1], p_metadata[v_offset[i] + k - 1], statement_timestamp()
+          FROM generate_series(1, p_count[i]) AS k;
+          v_head := v_head + p_count[i];
+          INSERT INTO es_streams (stream, revision) VALUES (p_stream[i], v_from + p_count[i] - 1)
+          ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision;
+          o_part := i - 1; o_outcome := 'ok'; o_actual := NULL; o_event_id := NULL; o_revision := v_from + p_count[i] - 1; o_position := v_head;
+          RETURN NEXT;
+        END LOOP;
+        v_written := true;
+      END IF;
+      v_first := v_last + 1;
+    END LOOP;
+    IF v_written THEN
+      PERFORM pg_notify(p_channel, v_head::text);
+    END IF;
+  END
+  $fn$;
+`;
+
 export interface EventRow {
   position: string;
   id: string;
