@@ -113,6 +113,21 @@ describe('PostgreSQL event store, specifics', () => {
     expect((await store.readAll()).map((e) => [e.stream, e.revision, e.position])).toEqual([['warm', 0, 1], ['a', 0, 2], ['a', 1, 3], ['b', 0, 4]]);
   });
 
+  it('given a subscriber, when an append is delivered to it, then its page reads went through the subscriptions\' own pool and the append alone through the requests\' pool', async () => {
+    const statements: string[] = [];
+    const observer = { opened: () => ({ closed() {} }), statement: (pool: string) => void statements.push(pool) };
+    const store = await open(await freshPostgresDatabase(), { observer, applicationName: 'pools apart' });
+    statements.length = 0;
+    const subscription = store.subscribeToAll({ from: 'start' });
+    const iterator = subscription[Symbol.asyncIterator]();
+    const first = iterator.next();
+    await store.append('a', [event(0)], 'no_stream');
+    expect((await first).value).toMatchObject({ stream: 'a', position: 1 });
+    await subscription.stop();
+    expect(statements.filter((pool) => pool === 'pools apart')).toHaveLength(1);
+    expect(statements.filter((pool) => pool === 'pools apart (subscriptions)').length).toBeGreaterThan(0);
+  });
+
   it('given a closed store, when it is used, then it reports itself unavailable', async () => {
     const store = await open(await freshPostgresDatabase());
     await store.close();

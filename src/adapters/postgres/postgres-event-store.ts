@@ -37,7 +37,14 @@ export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
   pollIntervalMs?: number;
   /** Told the size (appends) of every group-commit transaction that committed: for metrics. */
   onGroupCommit?: (requests: number) => void;
+  /**
+   * Connections of the subscriptions' own pool (default 2), apart from the `poolSize` that appends and the other
+   * reads share: a request's append never waits for a connection behind followers reading pages.
+   */
+  subscriptionPoolSize?: number;
 }
+
+const DEFAULT_SUBSCRIPTION_POOL_SIZE = 2;
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
@@ -76,19 +83,28 @@ export async function openPostgresEventStore(options: PostgresEventStoreOptions)
     await pool.end().catch(() => {});
     throw mapError(error, 'could not prepare the event store');
   }
-  return new PostgresEventStore(pool, options);
+  // Opens its connections at the first page read: a process without subscribers (the CLI) opens none.
+  const pages = openPostgresPool({
+    ...options,
+    poolSize: options.subscriptionPoolSize ?? DEFAULT_SUBSCRIPTION_POOL_SIZE,
+    applicationName: `${options.applicationName} (subscriptions)`,
+  });
+  return new PostgresEventStore(pool, pages, options);
 }
 
 class PostgresEventStore implements EventStore {
   private readonly pool: pg.Pool;
+  /** The subscriptions' page reads, apart from the appends and the requests' reads (see subscriptionPoolSize). */
+  private readonly pages: pg.Pool;
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
   private readonly notifications: EventNotifications;
   private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
 
-  constructor(pool: pg.Pool, options: PostgresEventStoreOptions) {
+  constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
+    this.pages = pages;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.notifications = new EventNotifications(options, () => this.subscriptions.forEach((subscription) => subscription.wake()));
     const { onGroupCommit } = options;
@@ -175,13 +191,13 @@ class PostgresEventStore implements EventStore {
       await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
       await this.committer.close();
       await this.notifications.close();
-      await this.pool.end().catch(() => {});
+      await Promise.all([this.pool.end().catch(() => {}), this.pages.end().catch(() => {})]);
     })();
     return this.closing;
   }
 
   private async readPage(sql: string, filterParams: unknown[], cursor: number, limit: number): Promise<Page> {
-    const { rows } = await this.query<EventRow & { head: string }>(sql, [cursor, SUBSCRIPTION_SCAN_WINDOW, limit, ...filterParams]);
+    const { rows } = await this.query<EventRow & { head: string }>(sql, [cursor, SUBSCRIPTION_SCAN_WINDOW, limit, ...filterParams], this.pages);
     const head = Number(rows[0]!.head);
     if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
     const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
@@ -251,10 +267,10 @@ class PostgresEventStore implements EventStore {
     return rows.map(toRecordedEvent);
   }
 
-  private async query<Row extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<Row>> {
+  private async query<Row extends pg.QueryResultRow>(sql: string, params: unknown[], pool = this.pool): Promise<pg.QueryResult<Row>> {
     try {
       // Every text here is one of a few (the filters' values are parameters): each is prepared once per connection.
-      return await this.pool.query<Row>(prepared(sql, params));
+      return await pool.query<Row>(prepared(sql, params));
     } catch (error) {
       if (this.closing) throw new EventStoreUnavailableError('the event store is closed', { cause: error });
       throw mapError(error, 'could not read the event store');
