@@ -16,7 +16,7 @@ import { decideCreateOperation, IDEMPOTENCY_KEY_REUSED_DETAIL, liveIdempotencyRe
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { loadState, runDecision, runDecisionCommitted, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
-import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
+import { type IdempotencyState, idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
 export type CreateOperationInput =
@@ -128,8 +128,10 @@ export async function createOperation(
   const idempotencyStream = idempotency ? streams.idempotency(key.keyID, sha256(idempotency.key)) : null;
 
   // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.
+  let idempotencyRead: { state: IdempotencyState; revision: number } | undefined;
   if (idempotencyStream && idempotency) {
-    const { state } = await loadState(deps, idempotencyStream, idempotencyState);
+    idempotencyRead = await loadState(deps, idempotencyStream, idempotencyState);
+    const { state } = idempotencyRead;
     const record = liveIdempotencyRecord(state);
     if (record && record.requestHash === idempotency.requestHash) return { kind: 'replayed', response: record.response };
     if (record) throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
@@ -164,7 +166,8 @@ export async function createOperation(
 
   const read: Record<string, StreamRead<any>> = { wallet: { stream: streams.wallet(payer), ...walletState } };
   if (volumeDay !== null) read.volume = { stream: streams.keyVolume(key.keyID, volumeDay), ...keyVolumeState };
-  if (idempotencyStream) read.idempotency = { stream: idempotencyStream, ...idempotencyState };
+  // Read just above: the decision takes it as it stands (its append at that revision proves it), no second read.
+  if (idempotencyStream) read.idempotency = { stream: idempotencyStream, ...idempotencyState, ...(idempotencyRead ? { known: idempotencyRead } : {}) };
   // The individual's consent, when the platform requires it: the code is hashed here (the decision stays pure).
   let consent: { phone: string; presentedHash: string | null } | null = null;
   if (deps.cashOutConsent?.policy === 'individual-code' && input.operationType === 'cash-out-fulfillment') {

@@ -161,6 +161,11 @@ export interface StreamRead<State> {
   initialState: () => State;
   /** For a stream kept with snapshots (src/commands/snapshots.ts): a cold load starts from the newest one. */
   snapshot?: SnapshotSpec<State>;
+  /**
+   * The state as the caller has just read it (revision -1: the stream did not exist): the first attempt takes it
+   * as it takes a cached state, without reading again; the append's expected revision proves it still current.
+   */
+  known?: { state: State; revision: number };
 }
 
 export interface StreamWrite {
@@ -270,7 +275,7 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   const names = Object.keys(options.read) as Array<keyof States>;
   const reads = names.map((name) => options.read[name] as StreamRead<unknown>);
   const inFlight = reads.map((read) => deps.serialize?.inFlight.get(read.stream));
-  const cached = reads.map((read, i) => (fromCache && !inFlight[i] ? deps.cache?.get(read.stream) : undefined));
+  const cached = reads.map((read, i) => (fromCache && !inFlight[i] ? read.known ?? deps.cache?.get(read.stream) : undefined));
   reads.forEach((read, i) => cached[i] && fromCache?.add(read.stream));
   const loaded = await Promise.all(reads.map((read, i) => inFlight[i] ?? cached[i] ?? loadState(deps, read.stream, read)));
   const states = Object.fromEntries(names.map((name, i) => [name, loaded[i]!.state])) as States;

@@ -530,6 +530,20 @@ describe('the command pipeline', () => {
       expect(rec.reads.slice(readsBefore)).toEqual([{ stream: 'counter-a', fromRevision: 1, count: 0 }]);
     });
 
+    it('given a state the caller has just read (a missing stream), when the decision writes it, then it is not read again; created meanwhile, the decision is taken again on it', async () => {
+      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
+      const known = await loadState(deps, 'counter-k', readOf('counter-k'));
+      const readsBefore = rec.reads.length;
+      const decide = (stream: string) => ({ k }: { k: Counter }) => ({ writes: [addTo(stream, k, 1)], result: k.total });
+      expect(await runDecision(deps, { read: { k: { ...readOf('counter-k'), known } }, decide: decide('counter-k'), context })).toBe(0);
+      expect(rec.reads.length).toBe(readsBefore);
+
+      const stale = await loadState(deps, 'counter-z', readOf('counter-z'));
+      await seed('counter-z', [7]);
+      expect(await runDecision(deps, { read: { k: { ...readOf('counter-z'), known: stale } }, decide: decide('counter-z'), context, maxAttempts: 1 })).toBe(7);
+      expect(await totalsOf('counter-z')).toEqual([7, 8]);
+    });
+
     it('when decisions follow each other through the cache, then each state is right and the stream is read only from where the cache stands', async () => {
       await seed('counter-a', [0]);
       const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
