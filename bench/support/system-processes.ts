@@ -30,7 +30,7 @@ const LAYOUTS: Record<Layout, string[][]> = {
 
 export const LAYOUT_NAMES: Record<Layout, string> = {
   all: 'every part in one process (npm start)',
-  split: 'split: APIs | projections + executor + webhooks',
+  split: 'split: APIs, then projections + executor + webhooks',
   write: 'the write API alone',
 };
 
