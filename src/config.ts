@@ -262,7 +262,7 @@ const schema = z.object({
   POSTGRES_URL: z
     .preprocess(unsetWhenEmpty, z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'a PostgreSQL connection string such as postgres://wallet_ops:PASSWORD@db:5432/wallet_ops?sslmode=verify-full').optional())
     .describe('PostgreSQL connection string (libpq URL; TLS with sslmode=verify-full); selects PostgreSQL for both stores unless EVENT_STORE / READ_STORE say otherwise. Its password is never logged.'),
-  POSTGRES_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10).describe('PostgreSQL: most connections each store of a process opens (plus one LISTEN connection while the event store has subscribers).'),
+  POSTGRES_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10).describe('PostgreSQL: most connections each store of a process opens (plus, while the event store has subscribers, 2 for their page reads, a pool apart, and one LISTEN connection).'),
   POSTGRES_STATEMENT_TIMEOUT_MS: z.coerce
     .number()
     .int()

@@ -16,7 +16,7 @@ import { decideCreateOperation, repeatOf, type CreateOperationOutcome, type Reco
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
 import { deadlineOf, loadState, notDoneInTime, runDecision, runDecisionCommitted, within, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
-import { idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
+import { type IdempotencyState, idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
 import { isOperationID, newOperationID } from '../domain/operation-ids.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
@@ -135,9 +135,10 @@ export async function createOperation(
   const deadline = deadlineOf(deps);
 
   // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.
+  let idempotencyRead: { state: IdempotencyState; revision: number } | undefined;
   if (idempotencyStream && idempotency) {
-    const { state } = await within(loadState(deps, idempotencyStream, idempotencyState), deadline, notDoneInTime);
-    const repeat = repeatOf(state, idempotency.requestHash);
+    idempotencyRead = await within(loadState(deps, idempotencyStream, idempotencyState), deadline, notDoneInTime);
+    const repeat = repeatOf(idempotencyRead.state, idempotency.requestHash);
     if (repeat) return repeat;
   }
 
@@ -171,7 +172,8 @@ export async function createOperation(
 
   const read: Record<string, StreamRead<any>> = { wallet: { stream: streams.wallet(payer), ...walletState } };
   if (volumeDay !== null) read.volume = { stream: streams.keyVolume(key.keyID, volumeDay), ...keyVolumeState };
-  if (idempotencyStream) read.idempotency = { stream: idempotencyStream, ...idempotencyState };
+  // Read just above: the decision takes it as it stands (its append at that revision proves it), no second read.
+  if (idempotencyStream) read.idempotency = { stream: idempotencyStream, ...idempotencyState, ...(idempotencyRead ? { known: idempotencyRead } : {}) };
   // The individual's consent, when the platform requires it: the code is hashed here (the decision stays pure).
   let consent: { phone: string; presentedHash: string | null } | null = null;
   if (deps.cashOutConsent?.policy === 'individual-code' && input.operationType === 'cash-out-fulfillment') {

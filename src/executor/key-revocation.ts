@@ -15,6 +15,8 @@ import { Follower, sharedCheckpoint, type BatchContext, type SupervisedConsumer,
 
 export { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON };
 
+/** Keys remembered as not revoked, at most (past it the memory starts again: a key is then read once more). */
+const MAX_NOT_REVOKED = 100_000;
 /** Pending operations read per page by the expiry sweep. */
 const SWEEP_PAGE = 500;
 
@@ -94,6 +96,12 @@ export class KeyRevocations {
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | null = null;
   private readonly sweeps: FailureStreak;
+  /**
+   * Keys whose stream this session read as not revoked. A revocation committed after that read has a higher position
+   * than every operation handled so far and comes through this follower before any operation after it, and removes
+   * the key here: until then no operation needs the key read again (one read per create, with every part running).
+   */
+  private readonly notRevoked = new Set<string>();
 
   constructor(options: KeyRevocationOptions) {
     this.options = options;
@@ -130,6 +138,7 @@ export class KeyRevocations {
     for (const event of batch) {
       const step = revocationStep(event);
       if (step.kind === 'reject-pending-of-key') {
+        this.notRevoked.delete(step.keyID);
         await this.untilReadModelReaches(event.position, context);
         await this.rejectPendingOf(step.keyID, event);
         context.commitNow();
@@ -164,10 +173,19 @@ export class KeyRevocations {
   }
 
   private async rejectIfRevoked({ keyID, operationID, secretGeneration }: Extract<RevocationStep, { kind: 'check-key' }>, event: RecordedEvent): Promise<boolean> {
+    if (this.notRevoked.has(keyID)) return false;
     const { state } = await loadState(this.deps, streams.apiKey(keyID), apiKeyDecider);
     if (state.status === 'none') return false;
     const secretEnded = secretGeneration !== undefined && state.endedSecretGenerations.includes(secretGeneration);
-    if (state.status !== 'revoked' && !secretEnded) return false;
+    if (state.status !== 'revoked' && !secretEnded) {
+      // Remembered as standing only while no secret of it has ended: an operation made with an ended one may still
+      // come (a lagging directory elsewhere), and must be read against the key each time.
+      if (state.endedSecretGenerations.length === 0) {
+        if (this.notRevoked.size >= MAX_NOT_REVOKED) this.notRevoked.clear();
+        this.notRevoked.add(keyID);
+      }
+      return false;
+    }
     const rejected = await this.reject(operationID, event);
     if (rejected) this.options.logger.info({ keyID, operationID }, 'operation created with a revoked API key rejected');
     return rejected;

@@ -83,6 +83,51 @@ describe('PostgreSQL event store, specifics', () => {
     expect(await reopened.append('a', [event(3)], 1)).toEqual({ nextExpectedRevision: 2, position: 4 });
   });
 
+  it('given a database whose append function is missing (as a release before it left the schema), when opened, then the function is created and appends work', async () => {
+    const url = await freshPostgresDatabase();
+    const first = await open(url);
+    await first.append('a', [event(0)], 'no_stream');
+    await first.close();
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query('DROP FUNCTION es_append_v1');
+    } finally {
+      await client.end();
+    }
+    const reopened = await open(url);
+    expect(await reopened.append('a', [event(1)], 0)).toEqual({ nextExpectedRevision: 1, position: 2 });
+  });
+
+  it('when a batch of appends to several streams commits, then it costs one statement: one round trip and one commit', async () => {
+    const statements: boolean[] = [];
+    const observer = { opened: () => ({ closed() {} }), statement: (_pool: string, _seconds: number, ok: boolean) => void statements.push(ok) };
+    const store = await open(await freshPostgresDatabase(), { observer });
+    await store.append('warm', [event(0)], 'no_stream');
+    statements.length = 0;
+    await store.appendMulti([
+      { stream: 'a', events: [event(1), event(2)], expectedRevision: 'no_stream' },
+      { stream: 'b', events: [event(3)], expectedRevision: 'any' },
+    ]);
+    expect(statements).toEqual([true]);
+    expect((await store.readAll()).map((e) => [e.stream, e.revision, e.position])).toEqual([['warm', 0, 1], ['a', 0, 2], ['a', 1, 3], ['b', 0, 4]]);
+  });
+
+  it('given a subscriber, when an append is delivered to it, then its page reads went through the subscriptions\' own pool and the append alone through the requests\' pool', async () => {
+    const statements: string[] = [];
+    const observer = { opened: () => ({ closed() {} }), statement: (pool: string) => void statements.push(pool) };
+    const store = await open(await freshPostgresDatabase(), { observer, applicationName: 'pools apart' });
+    statements.length = 0;
+    const subscription = store.subscribeToAll({ from: 'start' });
+    const iterator = subscription[Symbol.asyncIterator]();
+    const first = iterator.next();
+    await store.append('a', [event(0)], 'no_stream');
+    expect((await first).value).toMatchObject({ stream: 'a', position: 1 });
+    await subscription.stop();
+    expect(statements.filter((pool) => pool === 'pools apart')).toHaveLength(1);
+    expect(statements.filter((pool) => pool === 'pools apart (subscriptions)').length).toBeGreaterThan(0);
+  });
+
   it('given a closed store, when it is used, then it reports itself unavailable', async () => {
     const store = await open(await freshPostgresDatabase());
     await store.close();

@@ -463,7 +463,7 @@ describe('the command pipeline', () => {
       expect(rec.reads[1]).toEqual({ stream: 'counter-a', fromRevision: 2, count: 0 });
     });
 
-    it('when a decision runs on a cached stream that others appended to, then it decides on the full state at the first attempt', async () => {
+    it('when a decision runs on a cached stream that others appended to, then its append at the cached revision fails and it decides again on the full state', async () => {
       await seed('counter-a', [1]);
       const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
       await loadState(deps, 'counter-a', counter);
@@ -476,11 +476,72 @@ describe('the command pipeline', () => {
           return { writes: [addTo('counter-a', a, 1)], result: null };
         },
         context,
+        // The stale cache is no one's move: not counted as an attempt.
+        maxAttempts: 1,
       });
-      expect(seen).toEqual([{ total: 3, count: 3 }]);
-      expect(rec.appends[0]![0]!.expectedRevision).toBe(2);
-      expect(rec.reads.map((r) => r.fromRevision)).toEqual([0, 1]);
+      expect(seen).toEqual([{ total: 1, count: 1 }, { total: 3, count: 3 }]);
+      expect(rec.appends.map((append) => append[0]!.expectedRevision)).toEqual([0, 2]);
       expect(await totalsOf('counter-a')).toEqual([1, 2, 3, 4]);
+    });
+
+    it('when this process is the only writer of a cached stream, then a decision on it reads nothing before its append', async () => {
+      await seed('counter-a', [1]);
+      // As the composition root runs them: a committed decision leaves its state in the cache.
+      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache(), serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() } };
+      await runCommand(deps, { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 1 }, context });
+      const readsBefore = rec.reads.length;
+      await runCommand(deps, { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 1 }, context });
+      expect(rec.reads.length).toBe(readsBefore);
+      expect(await totalsOf('counter-a')).toEqual([1, 2, 3]);
+    });
+
+    it('when a decision refuses on a cached state that others have moved, then it is decided again on fresh reads, not refused on the stale state', async () => {
+      await seed('counter-a', [1]);
+      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
+      await loadState(deps, 'counter-a', counter);
+      await seed('counter-a', [50]);
+      const seen: Counter[] = [];
+      const result = await runDecision(deps, {
+        read: { a: readOf('counter-a') },
+        decide: ({ a }) => {
+          seen.push(a);
+          if (a.total < 10) throw new DomainError('INSUFFICIENT_BALANCE', 'below 10');
+          return { writes: [], result: a.total };
+        },
+        context,
+      });
+      expect(result).toBe(50);
+      expect(seen).toEqual([{ total: 1, count: 1 }, { total: 50, count: 2 }]);
+    });
+
+    it('when a decision refuses on a cached state nobody moved, then the refusal stands after one check of the stream', async () => {
+      await seed('counter-a', [1]);
+      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
+      await loadState(deps, 'counter-a', counter);
+      const readsBefore = rec.reads.length;
+      const refused = runDecision(deps, {
+        read: { a: readOf('counter-a') },
+        decide: () => {
+          throw new DomainError('INSUFFICIENT_BALANCE', 'below 10');
+        },
+        context,
+      });
+      await expect(refused).rejects.toMatchObject({ code: 'INSUFFICIENT_BALANCE' });
+      expect(rec.reads.slice(readsBefore)).toEqual([{ stream: 'counter-a', fromRevision: 1, count: 0 }]);
+    });
+
+    it('given a state the caller has just read (a missing stream), when the decision writes it, then it is not read again; created meanwhile, the decision is taken again on it', async () => {
+      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
+      const known = await loadState(deps, 'counter-k', readOf('counter-k'));
+      const readsBefore = rec.reads.length;
+      const decide = (stream: string) => ({ k }: { k: Counter }) => ({ writes: [addTo(stream, k, 1)], result: k.total });
+      expect(await runDecision(deps, { read: { k: { ...readOf('counter-k'), known } }, decide: decide('counter-k'), context })).toBe(0);
+      expect(rec.reads.length).toBe(readsBefore);
+
+      const stale = await loadState(deps, 'counter-z', readOf('counter-z'));
+      await seed('counter-z', [7]);
+      expect(await runDecision(deps, { read: { k: { ...readOf('counter-z'), known: stale } }, decide: decide('counter-z'), context, maxAttempts: 1 })).toBe(7);
+      expect(await totalsOf('counter-z')).toEqual([7, 8]);
     });
 
     it('when decisions follow each other through the cache, then each state is right and the stream is read only from where the cache stands', async () => {

@@ -127,16 +127,11 @@ describe('when a key is revoked, its pending operations are rejected and their h
     expect(await walletOf(sys, dist.wallet)).toEqual(before);
   });
 
-  it('when an operation is created with the key after its revocation (a process whose key directory had not caught up yet), then it is rejected too', async () => {
+  it('when an operation is created with the key after its revocation (a process whose key directory had not caught up yet), then it is rejected too, though the consumer had read the key as standing before', async () => {
     const { keyID } = await dist.key({ label: 'till 3' });
     const record = sys.system.directory.get(keyID) as ApiKeyRecord;
     const before = await walletOf(sys, dist.wallet);
-    await revokeWithCli(keyID);
-    // The consumer has dealt with the revocation: only the operation's own event can bring it to reject this one.
-    const revokedAt = (await sys.system.stores.eventStore.readStream(streams.apiKey(keyID))).at(-1)!.position;
     const consumer = sys.system.consumers.find((watched) => watched.consumer.name === 'key-revocations')!.consumer;
-    await waitFor(() => (consumer.status().position ?? 0) >= revokedAt);
-
     // What a lagging process would do: authenticate with the key as it still knew it, and create.
     const deps: OperationDeps = {
       store: sys.system.stores.eventStore,
@@ -147,12 +142,24 @@ describe('when a key is revoked, its pending operations are rejected and their h
       volumeTimeZone: sys.config.VOLUME_TIME_ZONE,
       serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
     };
-    const outcome = await createOperation(deps, record, { operationType: 'cash-in', amount: '6.00', phoneTo: phone, memo: 'after the revocation' }, null, { actor: `apikey:${keyID}`, correlationId: randomUUID() });
-    if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
-    const { operationID } = outcome.operation;
+    const create = async (memo: string) => {
+      const outcome = await createOperation(deps, record, { operationType: 'cash-in', amount: '6.00', phoneTo: phone, memo }, null, { actor: `apikey:${keyID}`, correlationId: randomUUID() });
+      if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
+      return outcome.operation.operationID;
+    };
+    // The consumer checks the key of an operation created while it stands (and keeps it as standing).
+    const earlier = await create('before the revocation');
+    const createdAt = (await sys.system.stores.eventStore.readStream(streams.operation(earlier))).at(-1)!.position;
+    await waitFor(() => (consumer.status().position ?? 0) >= createdAt);
+    await revokeWithCli(keyID);
+    // The consumer has dealt with the revocation: only the operation's own event can bring it to reject this one.
+    const revokedAt = (await sys.system.stores.eventStore.readStream(streams.apiKey(keyID))).at(-1)!.position;
+    await waitFor(() => (consumer.status().position ?? 0) >= revokedAt);
 
-    await waitUntilRejected(sys, [operationID]);
-    await expectRejectedForRevocation(sys, [operationID]);
+    const operationID = await create('after the revocation');
+
+    await waitUntilRejected(sys, [earlier, operationID]);
+    await expectRejectedForRevocation(sys, [earlier, operationID]);
     expect(await walletOf(sys, dist.wallet)).toEqual(before);
   });
 });

@@ -38,6 +38,122 @@ export const EVENT_STORE_MIGRATIONS: Migration[] = [
   },
 ];
 
+/**
+ * The append, as one function the server runs in one round trip (the shape of Emmett's emt_append_to_stream and
+ * Marten's mt_append_event): it takes the position lock, then decides each append call of a group-commit batch in
+ * order, as if each ran after the previous (against the revisions and ids read once under the lock, moved in memory
+ * by the calls before it; a call that fails writes nothing and the others go on), writes the batch's events and
+ * stream revisions with one INSERT each (not a lookup and two INSERTs per stream: a batch of 64 creates would run
+ * some 500 statements inside the lock), notifies at commit, and returns one row per stream written, or one row for a call that failed.
+ *
+ * Arguments, one entry per stream of the batch in call order: the call's index, the stream, its expected revision
+ * ('no_stream', 'stream_exists', 'any' or a number) and its event count; then the events' columns, flattened in
+ * the same order. Versioned by name, so that a process of the previous release keeps calling its own during a
+ * rolling upgrade; created (or replaced) at every open, under the migrations' lock (postgres-pool.ts, migrate).
+ */
+export const APPEND_FUNCTION = 'es_append_v1';
+/** The transaction-scoped advisory lock under which positions are assigned (any constant unique to this use). */
+export const POSITION_LOCK = "hashtext('wallet-ops:event-store:positions')";
+export const EVENT_STORE_ROUTINES = `
+  CREATE OR REPLACE FUNCTION ${APPEND_FUNCTION}(
+    p_call int[], p_stream text[], p_expected text[], p_count int[],
+    p_id text[], p_type text[], p_data text[], p_metadata text[], p_channel text
+  ) RETURNS TABLE (o_part int, o_outcome text, o_actual bigint, o_event_id text, o_revision bigint, o_position bigint)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    v_parts int := coalesce(array_length(p_stream, 1), 0);
+    v_head bigint;
+    v_offset int[] := ARRAY[1];
+    -- Each stream's revision as the calls decided so far leave it; the ids stored or written by an earlier call.
+    v_revs jsonb;
+    v_taken text[];
+    -- What the batch writes, laid out in memory and written by one INSERT each at the end (the old plan's shape).
+    w_pos bigint[] := '{}';
+    w_idx int[] := '{}';
+    w_part int[] := '{}';
+    w_rev bigint[] := '{}';
+    w_streams text[] := '{}';
+    v_first int := 1;
+    v_last int;
+    v_cur bigint;
+    v_matches boolean;
+    v_failed boolean;
+    v_from bigint;
+    i int;
+    j int;
+    k int;
+  BEGIN
+    -- Transaction-scoped: released at the commit that follows this statement, so positions commit in order.
+    PERFORM pg_advisory_xact_lock(${POSITION_LOCK});
+    SELECT coalesce(max(e.position), 0) INTO v_head FROM es_events e;
+    SELECT coalesce(jsonb_object_agg(s.stream, s.revision), '{}') INTO v_revs FROM es_streams s WHERE s.stream = ANY (p_stream);
+    v_taken := ARRAY(SELECT e.id FROM es_events e WHERE e.id = ANY (p_id));
+    FOR i IN 2..v_parts LOOP
+      v_offset[i] := v_offset[i - 1] + p_count[i - 1];
+    END LOOP;
+    WHILE v_first <= v_parts LOOP
+      v_last := v_first;
+      WHILE v_last < v_parts AND p_call[v_last + 1] = p_call[v_first] LOOP
+        v_last := v_last + 1;
+      END LOOP;
+      v_failed := false;
+      <<checks>>
+      FOR i IN v_first..v_last LOOP
+        v_cur := (v_revs ->> p_stream[i])::bigint;
+        -- Assigned first: an IF's condition ends at its first THEN, a CASE's included.
+        v_matches := CASE p_expected[i]
+            WHEN 'any' THEN true
+            WHEN 'no_stream' THEN v_cur IS NULL
+            WHEN 'stream_exists' THEN v_cur IS NOT NULL
+            ELSE coalesce(v_cur = p_expected[i]::bigint, false) END;
+        IF NOT v_matches THEN
+          o_part := i - 1; o_outcome := 'wrong_revision'; o_actual := v_cur; o_event_id := NULL; o_revision := NULL; o_position := NULL;
+          RETURN NEXT;
+          v_failed := true;
+          EXIT checks;
+        END IF;
+        FOR j IN v_offset[i]..v_offset[i] + p_count[i] - 1 LOOP
+          -- Stored already, or earlier in this call (reusing an id is a caller's bug, refused, not absorbed).
+          IF p_id[j] = ANY (v_taken) OR p_id[j] = ANY (p_id[v_offset[v_first]:j - 1]) THEN
+            o_part := i - 1; o_outcome := 'duplicate_id'; o_actual := NULL; o_event_id := p_id[j]; o_revision := NULL; o_position := NULL;
+            RETURN NEXT;
+            v_failed := true;
+            EXIT checks;
+          END IF;
+        END LOOP;
+      END LOOP;
+      IF NOT v_failed THEN
+        FOR i IN v_first..v_last LOOP
+          v_from := coalesce((v_revs ->> p_stream[i])::bigint, -1) + 1;
+          FOR k IN 0..p_count[i] - 1 LOOP
+            w_idx := w_idx || (v_offset[i] + k);
+            w_pos := w_pos || (v_head + k + 1);
+            w_part := w_part || i;
+            w_rev := w_rev || (v_from + k);
+          END LOOP;
+          v_head := v_head + p_count[i];
+          v_revs := jsonb_set(v_revs, ARRAY[p_stream[i]], to_jsonb(v_from + p_count[i] - 1));
+          w_streams := w_streams || p_stream[i];
+          o_part := i - 1; o_outcome := 'ok'; o_actual := NULL; o_event_id := NULL; o_revision := v_from + p_count[i] - 1; o_position := v_head;
+          RETURN NEXT;
+        END LOOP;
+        v_taken := v_taken || p_id[v_offset[v_first]:v_offset[v_last] + p_count[v_last] - 1];
+      END IF;
+      v_first := v_last + 1;
+    END LOOP;
+    IF cardinality(w_pos) > 0 THEN
+      INSERT INTO es_events (position, id, stream, revision, type, data, metadata, created_at)
+      SELECT u.pos, p_id[u.idx], p_stream[u.part], u.rev, p_type[u.idx], p_data[u.idx], p_metadata[u.idx], statement_timestamp()
+      FROM unnest(w_pos, w_idx, w_part, w_rev) AS u(pos, idx, part, rev);
+      INSERT INTO es_streams (stream, revision)
+      SELECT w.stream, (v_revs ->> w.stream)::bigint FROM (SELECT DISTINCT unnest(w_streams) AS stream) AS w
+      ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision;
+      PERFORM pg_notify(p_channel, v_head::text);
+    END IF;
+  END
+  $fn$;
+`;
+
 export interface EventRow {
   position: string;
   id: string;

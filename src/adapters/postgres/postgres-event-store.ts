@@ -13,10 +13,19 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from '../../ports/event-store.ts';
-import { DuplicateEventIdError, type PreparedAppend, prepareAppends, revisionMatches } from '../sqlite/sqlite-append.ts';
+import { DuplicateEventIdError, type PreparedAppend, prepareAppends } from '../sqlite/sqlite-append.ts';
 import { GroupCommitter, type Outcome } from '../sqlite/sqlite-group-commit.ts';
 import { type Page, PollingSubscription } from '../sqlite/polling-subscription.ts';
-import { EVENT_COLUMNS, EVENT_STORE_MIGRATIONS, EVENT_STORE_SCHEMA, type EventRow, filterSql, toRecordedEvent } from './postgres-event-schema.ts';
+import {
+  APPEND_FUNCTION,
+  EVENT_COLUMNS,
+  EVENT_STORE_MIGRATIONS,
+  EVENT_STORE_ROUTINES,
+  EVENT_STORE_SCHEMA,
+  type EventRow,
+  filterSql,
+  toRecordedEvent,
+} from './postgres-event-schema.ts';
 import { EventNotifications, NOTIFY_CHANNEL } from './postgres-notifications.ts';
 import { type PostgresConnectionOptions, isTransientPostgresError, migrate, openPostgresPool, prepared } from './postgres-pool.ts';
 
@@ -28,13 +37,18 @@ export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
   pollIntervalMs?: number;
   /** Told the size (appends) of every group-commit transaction that committed: for metrics. */
   onGroupCommit?: (requests: number) => void;
+  /**
+   * Connections of the subscriptions' own pool (default 2), apart from the `poolSize` that appends and the other
+   * reads share: a request's append never waits for a connection behind followers reading pages.
+   */
+  subscriptionPoolSize?: number;
 }
+
+const DEFAULT_SUBSCRIPTION_POOL_SIZE = 2;
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
 const SUBSCRIPTION_SCAN_WINDOW = 10_000;
-/** The transaction-scoped advisory lock under which positions are assigned (any constant unique to this use). */
-const POSITION_LOCK = "hashtext('wallet-ops:event-store:positions')";
 
 /**
  * The PostgreSQL event store. Its schema is created or migrated at open (postgres-event-schema.ts); several
@@ -48,11 +62,12 @@ const POSITION_LOCK = "hashtext('wallet-ops:event-store:positions')";
  * outside any lock, breaks exactly that). The lock is the price; group commit pays it once for many appends.
  *
  * Group commit: the appends a process submits while a transaction is running are queued and written by the next
- * one (GroupCommitter, shared with the embedded store), so one lock, one round of statements and one commit
- * serve all of them. Each append's checks are made in memory against the state read under the lock, in queue
- * order, so a failing append (wrong expected revision, duplicate event id) is left out and the others commit
- * without savepoints. Should the server refuse the batch's writes for a permanent reason (a stream name with a
- * NUL character), the batch is run again one append per transaction, so only the guilty append fails.
+ * one (GroupCommitter, shared with the embedded store), so one lock, one round trip and one commit serve all of
+ * them. The round trip is one call of the append function (es_append_v1, postgres-event-schema.ts): under the
+ * lock it decides each append in queue order against the state its predecessors left, so a failing append (wrong
+ * expected revision, duplicate event id) writes nothing and the others commit without savepoints. Should the
+ * server refuse the batch's writes for a permanent reason (a stream name with a NUL character), the batch is run
+ * again one append per transaction, so only the guilty append fails.
  *
  * Subscriptions read pages in position order (PollingSubscription) and are woken by NOTIFY, sent in the append
  * transaction (so delivered at its commit) to every process LISTENing, with polling as the fallback.
@@ -63,24 +78,33 @@ const POSITION_LOCK = "hashtext('wallet-ops:event-store:positions')";
 export async function openPostgresEventStore(options: PostgresEventStoreOptions): Promise<EventStore> {
   const pool = openPostgresPool(options);
   try {
-    await migrate(pool, EVENT_STORE_SCHEMA, EVENT_STORE_MIGRATIONS);
+    await migrate(pool, EVENT_STORE_SCHEMA, EVENT_STORE_MIGRATIONS, EVENT_STORE_ROUTINES);
   } catch (error) {
     await pool.end().catch(() => {});
     throw mapError(error, 'could not prepare the event store');
   }
-  return new PostgresEventStore(pool, options);
+  // Opens its connections at the first page read: a process without subscribers (the CLI) opens none.
+  const pages = openPostgresPool({
+    ...options,
+    poolSize: options.subscriptionPoolSize ?? DEFAULT_SUBSCRIPTION_POOL_SIZE,
+    applicationName: `${options.applicationName} (subscriptions)`,
+  });
+  return new PostgresEventStore(pool, pages, options);
 }
 
 class PostgresEventStore implements EventStore {
   private readonly pool: pg.Pool;
+  /** The subscriptions' page reads, apart from the appends and the requests' reads (see subscriptionPoolSize). */
+  private readonly pages: pg.Pool;
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
   private readonly notifications: EventNotifications;
   private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
 
-  constructor(pool: pg.Pool, options: PostgresEventStoreOptions) {
+  constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
+    this.pages = pages;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.notifications = new EventNotifications(options, () => this.subscriptions.forEach((subscription) => subscription.wake()));
     const { onGroupCommit } = options;
@@ -167,13 +191,13 @@ class PostgresEventStore implements EventStore {
       await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
       await this.committer.close();
       await this.notifications.close();
-      await this.pool.end().catch(() => {});
+      await Promise.all([this.pool.end().catch(() => {}), this.pages.end().catch(() => {})]);
     })();
     return this.closing;
   }
 
   private async readPage(sql: string, filterParams: unknown[], cursor: number, limit: number): Promise<Page> {
-    const { rows } = await this.query<EventRow & { head: string }>(sql, [cursor, SUBSCRIPTION_SCAN_WINDOW, limit, ...filterParams]);
+    const { rows } = await this.query<EventRow & { head: string }>(sql, [cursor, SUBSCRIPTION_SCAN_WINDOW, limit, ...filterParams], this.pages);
     const head = Number(rows[0]!.head);
     if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
     const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
@@ -209,101 +233,39 @@ class PostgresEventStore implements EventStore {
     }
   }
 
+  /**
+   * The batch in one statement, so one round trip and one commit: the append function (postgres-event-schema.ts)
+   * takes the lock, decides each call in order, writes and notifies; its rows are turned into each call's outcome.
+   */
   private async transaction(batch: PreparedAppend[][]): Promise<Array<Outcome<AppendResult[]>>> {
+    const parts = batch.flatMap((requests, call) => requests.map((request) => ({ call, request })));
+    const events = parts.flatMap(({ request }) => request.events);
     const client = await this.pool.connect();
     let broken: unknown;
     try {
-      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${POSITION_LOCK})`);
-      try {
-        const plan = await this.plan(client, batch);
-        if (plan.events.length > 0) await this.write(client, plan);
-        if (plan.events.length === 0) await client.query('ROLLBACK');
-        else await client.query('COMMIT').catch((error: unknown) => { throw unanswered(error); });
-        return plan.outcomes;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      }
+      const { rows } = await client.query<AppendRow>(prepared(
+        `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9)`,
+        [
+          parts.map((part) => part.call),
+          parts.map((part) => part.request.stream),
+          parts.map((part) => String(part.request.expectedRevision)),
+          parts.map((part) => part.request.events.length),
+          events.map((event) => event.id),
+          events.map((event) => event.type),
+          events.map((event) => event.data),
+          events.map((event) => event.metadata),
+          NOTIFY_CHANNEL,
+        ],
+      ));
+      return outcomes(batch.length, parts, rows);
     } catch (error) {
-      // A connection that failed mid-transaction is not given back to the pool: it is closed.
+      // A connection that failed mid-statement is not given back to the pool: it is closed.
       if (isTransientPostgresError(error)) broken = error;
-      throw error;
+      // The statement is its own transaction: when the connection went while it ran, it may have committed.
+      throw isTransientPostgresError(error) && connectionLost(error) ? unanswered(error) : error;
     } finally {
       client.release(broken instanceof Error ? broken : undefined);
     }
-  }
-
-  /**
-   * Reads, under the lock, the revisions of the batch's streams, which of its event ids are stored and the head;
-   * then decides each append in queue order, as if each ran after the previous, and lays out the rows to write.
-   */
-  private async plan(client: pg.PoolClient, batch: PreparedAppend[][]): Promise<Plan> {
-    const streams = [...new Set(batch.flatMap((requests) => requests.map((request) => request.stream)))];
-    const ids = batch.flatMap((requests) => requests.flatMap((request) => request.events.map((event) => event.id)));
-    const { rows } = await client.query<{ head: string; revisions: Record<string, number>; taken: string[] }>(
-      prepared(
-        `SELECT (SELECT coalesce(max(position), 0) FROM es_events) AS head,
-                (SELECT coalesce(json_object_agg(stream, revision), '{}') FROM es_streams WHERE stream = ANY($1::text[])) AS revisions,
-                (SELECT coalesce(array_agg(id), '{}') FROM es_events WHERE id = ANY($2::text[])) AS taken`,
-        [streams, ids],
-      ),
-    );
-    const state = rows[0]!;
-    const revisions = new Map(Object.entries(state.revisions));
-    const taken = new Set(state.taken);
-    let position = Number(state.head);
-    const plan: Plan = { events: [], streams: new Map(), outcomes: [], head: position };
-    for (const requests of batch) {
-      try {
-        const decided = decide(requests, revisions, taken);
-        const results: AppendResult[] = [];
-        for (const { stream, events, from } of decided) {
-          events.forEach((event, i) => {
-            position += 1;
-            plan.events.push({ position, stream, revision: from + i, event });
-            taken.add(event.id);
-          });
-          const last = from + events.length - 1;
-          revisions.set(stream, last);
-          plan.streams.set(stream, last);
-          results.push({ nextExpectedRevision: last, position });
-        }
-        plan.outcomes.push({ ok: true, result: results });
-      } catch (error) {
-        plan.outcomes.push({ ok: false, error });
-      }
-    }
-    plan.head = position;
-    return plan;
-  }
-
-  /** The batch's rows in one statement: events, stream revisions, and the notification sent at commit. */
-  private async write(client: pg.PoolClient, plan: Plan): Promise<void> {
-    const column = <T>(pick: (row: PlannedEvent) => T) => plan.events.map(pick);
-    await client.query(prepared(
-      `WITH written AS (
-         INSERT INTO es_events (position, id, stream, revision, type, data, metadata, created_at)
-         SELECT p, i, s, r, t, d, m, statement_timestamp()
-         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) AS u(p, i, s, r, t, d, m)
-       ), revised AS (
-         INSERT INTO es_streams (stream, revision)
-         SELECT * FROM unnest($8::text[], $9::bigint[])
-         ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision
-       )
-       SELECT pg_notify('${NOTIFY_CHANNEL}', $10)`,
-      [
-        column((row) => row.position),
-        column((row) => row.event.id),
-        column((row) => row.stream),
-        column((row) => row.revision),
-        column((row) => row.event.type),
-        column((row) => row.event.data),
-        column((row) => row.event.metadata),
-        [...plan.streams.keys()],
-        [...plan.streams.values()],
-        String(plan.head),
-      ],
-    ));
   }
 
   private async readEvents(sql: string, params: unknown[]): Promise<RecordedEvent[]> {
@@ -311,10 +273,10 @@ class PostgresEventStore implements EventStore {
     return rows.map(toRecordedEvent);
   }
 
-  private async query<Row extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<Row>> {
+  private async query<Row extends pg.QueryResultRow>(sql: string, params: unknown[], pool = this.pool): Promise<pg.QueryResult<Row>> {
     try {
       // Every text here is one of a few (the filters' values are parameters): each is prepared once per connection.
-      return await this.pool.query<Row>(prepared(sql, params));
+      return await pool.query<Row>(prepared(sql, params));
     } catch (error) {
       if (this.closing) throw new EventStoreUnavailableError('the event store is closed', { cause: error });
       throw mapError(error, 'could not read the event store');
@@ -326,45 +288,48 @@ class PostgresEventStore implements EventStore {
   }
 }
 
-interface PlannedEvent {
-  position: number;
-  stream: string;
-  revision: number;
-  event: PreparedAppend['events'][number];
+/** A row of the append function: a stream written (ok) or the failure of the call it belongs to. */
+interface AppendRow {
+  o_part: number;
+  o_outcome: 'ok' | 'wrong_revision' | 'duplicate_id';
+  o_actual: string | null;
+  o_event_id: string | null;
+  o_revision: string | null;
+  o_position: string | null;
 }
 
-interface Plan {
-  events: PlannedEvent[];
-  /** Each written stream's new last revision. */
-  streams: Map<string, number>;
-  outcomes: Array<Outcome<AppendResult[]>>;
-  /** The highest position written (or the head read, when nothing is). */
-  head: number;
+/** Each call's outcome from the function's rows: its streams' results in request order, or its failure. */
+function outcomes(calls: number, parts: Array<{ call: number; request: PreparedAppend }>, rows: AppendRow[]): Array<Outcome<AppendResult[]>> {
+  const results: AppendResult[][] = Array.from({ length: calls }, () => []);
+  const failures = new Map<number, unknown>();
+  for (const row of rows) {
+    const { call, request } = parts[row.o_part]!;
+    if (row.o_outcome === 'ok') {
+      results[call]!.push({ nextExpectedRevision: Number(row.o_revision), position: Number(row.o_position) });
+    } else if (row.o_outcome === 'wrong_revision') {
+      const actual = row.o_actual === null ? 'no_stream' : Number(row.o_actual);
+      failures.set(call, new WrongExpectedVersionError(request.stream, request.expectedRevision, actual));
+    } else {
+      failures.set(call, new DuplicateEventIdError(row.o_event_id!));
+    }
+  }
+  return results.map((result, call) => (failures.has(call) ? { ok: false, error: failures.get(call) } : { ok: true, result }));
 }
 
 /**
- * One appendMulti call checked against the state its predecessors in the batch left: all its streams pass or it
- * throws the first failure (the embedded store's order: streams in request order, events in order).
+ * Whether an error means the server's answer was lost rather than given: no SQLSTATE (the socket closed), class 08
+ * (connection exception), or 57P01-57P03 (the backend terminated: also what a wait for a synchronous standby that
+ * an operator ends by terminating the backend looks like, after the commit was written locally). A cancelled
+ * statement (57014), a read-only database (class 25) and every other answered error committed nothing.
  */
-function decide(
-  requests: PreparedAppend[],
-  revisions: Map<string, number>,
-  taken: Set<string>,
-): Array<{ stream: string; events: PreparedAppend['events']; from: number }> {
-  const mine = new Set<string>();
-  return requests.map(({ stream, expectedRevision, events }) => {
-    const current = revisions.get(stream);
-    if (!revisionMatches(expectedRevision, current)) throw new WrongExpectedVersionError(stream, expectedRevision, current ?? 'no_stream');
-    for (const event of events) {
-      // Reusing an id is a bug in the caller, not a retry to absorb: refused, as by the embedded store.
-      if (taken.has(event.id) || mine.has(event.id)) throw new DuplicateEventIdError(event.id);
-      mine.add(event.id);
-    }
-    return { stream, events, from: (current ?? -1) + 1 };
-  });
+function connectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  // Not a SQLSTATE (the classes are 00-58, F0, HV, P0, XX): a socket's errno (ECONNRESET, EPIPE) or none at all.
+  if (typeof code !== 'string' || !/^(?:[0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/.test(code)) return true;
+  return code.startsWith('08') || /^57P0[123]$/.test(code);
 }
 
-/** Failures of a COMMIT statement: whether it committed is not known (the connection or the server went mid-commit). */
+/** Failures of the append statement: whether it committed is not known (the connection or the server went mid-commit). */
 const COMMIT_UNANSWERED = new WeakSet<object>();
 function unanswered(error: unknown): unknown {
   if (typeof error === 'object' && error !== null) COMMIT_UNANSWERED.add(error);

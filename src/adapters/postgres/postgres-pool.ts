@@ -147,9 +147,11 @@ export interface Migration {
 /**
  * Applies the migrations not yet applied to `schemaName`'s history, in version order, each in its own
  * transaction. A transaction-scoped advisory lock serializes processes that start together: the second one
- * waits, then finds the versions recorded and applies nothing.
+ * waits, then finds the versions recorded and applies nothing. `routines` (CREATE OR REPLACE FUNCTION …) run at
+ * every call, after the migrations and under the same lock (two concurrent replacements of one function fail with
+ * "tuple concurrently updated"): a function's body is code of this release, not history.
  */
-export async function migrate(pool: pg.Pool, schemaName: string, migrations: Migration[]): Promise<void> {
+export async function migrate(pool: pg.Pool, schemaName: string, migrations: Migration[], routines?: string): Promise<void> {
   const client = await pool.connect();
   try {
     // Under a lock too: two concurrent CREATE TABLE IF NOT EXISTS may both miss the table, and the second then fails
@@ -172,6 +174,17 @@ export async function migrate(pool: pg.Pool, schemaName: string, migrations: Mig
           await client.query(migration.sql);
           await client.query('INSERT INTO wallet_ops_migrations (store, version) VALUES ($1, $2)', [schemaName, migration.version]);
         }
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    }
+    if (routines) {
+      await client.query('BEGIN');
+      try {
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wallet-ops-migrations:${schemaName}`]);
+        await client.query(routines);
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
