@@ -2,7 +2,10 @@ import type { Document, FindQuery, ReadStore } from '../ports/read-store.ts';
 
 /** How often a read waiting for the replica asks it again where it stands. */
 const POLL_MS = 10;
-/** After a read gave up waiting, reads of that model go to the primary at once (one look at the replica) for this long. */
+/**
+ * After a read gave up waiting, reads of that model take one look at the replica and else go to the primary at once,
+ * for this long or until one finds the replica caught up: a paused or lagging replica does not slow every read.
+ */
 const BEHIND_FOR_MS = 1_000;
 
 export interface ReplicaReadsOptions {
@@ -50,7 +53,10 @@ export function withReplicaReads(options: ReplicaReadsOptions): ReadStore & { co
     try {
       for (;;) {
         const reached = await shared(replicaCheckpoint, model, () => replica.getCheckpoint(model)).after(performance.now());
-        if (target === null || (reached !== null && reached >= target)) return replica;
+        if (target === null || (reached !== null && reached >= target)) {
+          behindUntil.delete(model);
+          return replica;
+        }
         if (performance.now() >= deadline) break;
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       }
