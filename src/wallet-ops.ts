@@ -266,7 +266,13 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   const serving = parts.includes('read-api') || parts.includes('write-api');
   const replica = serving ? await untilAvailable(() => openReplicaReadStore(config, metrics?.postgres), 'opening the read replica', logger) : undefined;
   if (replica) await replica.defineCollections(projections.map((projection) => projection.collection));
-  const servedReads = replica ? withReplicaReads({ primary: stores.readStore, replica, models: projections, waitMs: config.READ_YOUR_WRITES_TIMEOUT_MS }) : undefined;
+  const servedReads = replica ? withReplicaReads({
+    primary: stores.readStore,
+    replica,
+    models: projections,
+    waitMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+    ...(metrics ? { onRead: (source: 'replica' | 'primary') => metrics.replicaReads.inc({ source }) } : {}),
+  }) : undefined;
   // The read API answers balances from memory: a second instance of the balances model, seeded from the read
   // store's and following the history (src/read-api/balances-view.ts). With a replica, from its tables instead: a
   // view fed by the primary's history would load the primary the replica is there to spare.

@@ -17,6 +17,8 @@ export interface ReplicaReadsOptions {
   models: ReadonlyArray<{ name: string; collection: { name: string } }>;
   /** How long a read waits for the replica to reach the primary's checkpoint before reading the primary. */
   waitMs: number;
+  /** Told where each read of a model was answered (src/metrics). */
+  onRead?: (source: 'replica' | 'primary') => void;
 }
 
 /** Where the reads of projections' collections were answered from, since the start (tests, metrics). */
@@ -73,12 +75,16 @@ export function withReplicaReads(options: ReplicaReadsOptions): ReadStore & { co
       try {
         const result = await fn(replica);
         counts.replica++;
+        options.onRead?.('replica');
         return result;
       } catch {
         // The same read on the primary answers, or fails as it would have without a replica.
       }
     }
-    counts.primary += modelOf.has(collection) ? 1 : 0;
+    if (modelOf.has(collection)) {
+      counts.primary++;
+      options.onRead?.('primary');
+    }
     return fn(primary);
   };
 

@@ -145,5 +145,10 @@ describe('the read API on a hot standby (POSTGRES_READ_URL)', () => {
     created.push(await cashIn(distributor, phone));
     expect(await operations(distributor)).toEqual(expect.arrayContaining(created));
     expect(counts().replica).toBeGreaterThan(before.replica);
+    // Operators see the same split on /metrics.
+    const metrics = await (await fetch(`${sys.baseUrl}/metrics`)).text();
+    for (const source of ['replica', 'primary'] as const) {
+      expect(Number(new RegExp(`wallet_ops_replica_reads_total\\{source="${source}"\\} (\\d+)`).exec(metrics)?.[1])).toBe(counts()[source]);
+    }
   });
 });
