@@ -263,7 +263,10 @@ const schema = z.object({
     .preprocess(unsetWhenEmpty, z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'a PostgreSQL connection string such as postgres://wallet_ops:PASSWORD@db:5432/wallet_ops?sslmode=verify-full').optional())
     .describe('PostgreSQL connection string (libpq URL; TLS with sslmode=verify-full); selects PostgreSQL for both stores unless EVENT_STORE / READ_STORE say otherwise. Its password is never logged.'),
   POSTGRES_READ_URL: z
-    .preprocess(unsetWhenEmpty, z.string().regex(/^postgres(ql)?:\/\/[^\s,]+(\s*,\s*postgres(ql)?:\/\/[^\s,]+)*$/, 'PostgreSQL connection strings of hot standbys, comma-separated').optional())
+    .preprocess(
+      unsetWhenEmpty,
+      z.string().regex(/^postgres(ql)?:\/\/[^\s,]+(\s*,\s*postgres(ql)?:\/\/[^\s,]+)*$/, 'PostgreSQL connection strings of hot standbys, comma-separated').optional(),
+    )
     .describe('Read replicas (READ_STORE=postgres): hot standbys of POSTGRES_URL, comma-separated (each process takes one). The read API and the console read the projections\' models there once the standby has replayed as far as the primary\'s model (waiting up to READ_YOUR_WRITES_TIMEOUT_MS), else from the primary; nothing is written there and no consumer follows it (docs/operations.md, "Read replicas").'),
   POSTGRES_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10).describe('PostgreSQL: most connections each store of a process opens (plus one LISTEN connection while the event store has subscribers).'),
   POSTGRES_STATEMENT_TIMEOUT_MS: z.coerce

@@ -147,7 +147,8 @@ export async function openReplicaReadStore(
   if (urls.length === 0) return undefined;
   const { openPostgresReadStore } = await import('./postgres/postgres-read-store.ts');
   const url = urls[process.pid % urls.length]!;
-  return openPostgresReadStore({ ...postgresConnection({ ...selection, POSTGRES_URL: url }, 'POSTGRES_READ_URL', 'wallet-ops read replica', observer), readOnly: true });
+  const connection = postgresConnection({ ...selection, POSTGRES_URL: url }, 'POSTGRES_READ_URL', 'wallet-ops read replica', observer);
+  return openPostgresReadStore({ ...connection, readOnly: true });
 }
 
 /** STORE_BUSY_BUDGET_MS in an embedded store's options, or nothing: the adapter's default. */

@@ -105,7 +105,8 @@ export class WalletOpsMetrics {
     });
     this.replicaReads = new Counter({
       name: 'wallet_ops_replica_reads_total',
-      help: 'Reads of the read models with a read replica (POSTGRES_READ_URL), by the server that answered: replica, or primary (the replica behind or failing).',
+      help: 'Reads of the read models with a read replica (POSTGRES_READ_URL), by the server that answered: '
+        + 'replica, or primary (the replica behind or failing).',
       labelNames: ['source'],
       registers,
     });

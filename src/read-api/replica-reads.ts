@@ -103,7 +103,8 @@ export function withReplicaReads(options: ReplicaReadsOptions): ReadStore & { co
     },
     get: <T extends Document = Document>(collection: string, id: string) => read(collection, (store) => store.get<T>(collection, id)),
     find: <T extends Document = Document>(collection: string, query?: FindQuery) => read(collection, (store) => store.find<T>(collection, query)),
-    findText: <T extends Document = Document>(collection: string, query: FindQuery, field: string) => read(collection, (store) => store.findText<T>(collection, query, field)),
+    findText: <T extends Document = Document>(collection: string, query: FindQuery, field: string) =>
+      read(collection, (store) => store.findText<T>(collection, query, field)),
     count: (collection, query) => read(collection, (store) => store.count(collection, query)),
     getMany: <T extends Document = Document>(collection: string, ids: string[]) => read(collection, (store) => store.getMany<T>(collection, ids)),
     async close() {

@@ -71,12 +71,14 @@ export function readRoutes(deps: ReadApiDeps): Router {
     const id = `${partyType}ID`;
     // From memory: the answer and its ETag were made when the wallet's balance last changed. Else the same answer
     // from the read store's document (a read replica's: src/read-api/replica-reads.ts).
-    router.get(`/api/v1/${partyType}s/:${id}/balance`, auth, authorize('Read Balance', partyType, id), current(balanceModel), async (req: Request, res: Response) => {
+    const path = `/api/v1/${partyType}s/:${id}/balance`;
+    router.get(path, auth, authorize('Read Balance', partyType, id), current(balanceModel), async (req: Request, res: Response) => {
       // Without a query string there is nothing to check: neither express's parse nor the schema's is paid.
       if (req.url.includes('?')) query(NO_QUERY, req);
       const wallet = String(req.params[id]);
       if (view) return sendPreparedJson(res, view.answer(partyType, wallet));
-      const doc = plausibleID(wallet) ? await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, balances.balanceDocId({ kind: partyType, id: wallet })) : null;
+      const docID = balances.balanceDocId({ kind: partyType, id: wallet });
+      const doc = plausibleID(wallet) ? await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, docID) : null;
       sendJsonWithETag(res, balances.toApi(doc, deps.assetScale));
     });
   }

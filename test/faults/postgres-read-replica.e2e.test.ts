@@ -67,8 +67,10 @@ describe('the read API on a hot standby (POSTGRES_READ_URL)', () => {
     }
   };
   const onStandby = <T>(fn: (client: pg.Client) => Promise<T>) => onServer(standby, 'postgres', fn);
-  const checkpointOn = async (server: InstalledPostgresServer, projection: string) =>
-    Number((await onServer(server, database, (c) => c.query('SELECT position FROM read_checkpoints WHERE projection = $1', [projection]))).rows[0]?.position ?? -1);
+  const checkpointOn = async (server: InstalledPostgresServer, projection: string) => {
+    const { rows } = await onServer(server, database, (c) => c.query('SELECT position FROM read_checkpoints WHERE projection = $1', [projection]));
+    return Number(rows[0]?.position ?? -1);
+  };
 
   const counts = () => ({ ...sys.system.replicaReads! });
   const balance = async (d: Keyed) => {
@@ -82,7 +84,8 @@ describe('the read API on a hot standby (POSTGRES_READ_URL)', () => {
     return (r.body as Array<{ operationID: string }>).map((op) => op.operationID);
   };
   const cashIn = async (d: Keyed, phone: string) => {
-    const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${d.ref.id}/operations`, { apiKey: d.apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone } });
+    const body = { operationType: 'cash-in', amount: '1.00', phoneTo: phone };
+    const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${d.ref.id}/operations`, { apiKey: d.apiKey, body });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     return r.body.operationID as string;
   };
