@@ -262,6 +262,12 @@ const schema = z.object({
   POSTGRES_URL: z
     .preprocess(unsetWhenEmpty, z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'a PostgreSQL connection string such as postgres://wallet_ops:PASSWORD@db:5432/wallet_ops?sslmode=verify-full').optional())
     .describe('PostgreSQL connection string (libpq URL; TLS with sslmode=verify-full); selects PostgreSQL for both stores unless EVENT_STORE / READ_STORE say otherwise. Its password is never logged.'),
+  POSTGRES_READ_URL: z
+    .preprocess(
+      unsetWhenEmpty,
+      z.string().regex(/^postgres(ql)?:\/\/[^\s,]+(\s*,\s*postgres(ql)?:\/\/[^\s,]+)*$/, 'PostgreSQL connection strings of hot standbys, comma-separated').optional(),
+    )
+    .describe('Read replicas (READ_STORE=postgres): hot standbys of POSTGRES_URL, comma-separated (each process takes one). The read API and the console read the projections\' models there once the standby has replayed as far as the primary\'s model (waiting up to READ_YOUR_WRITES_TIMEOUT_MS), else from the primary; nothing is written there and no consumer follows it (docs/operations.md, "Read replicas").'),
   POSTGRES_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10).describe('PostgreSQL: most connections each store of a process opens (plus, while the event store has subscribers, 2 for their page reads, a pool apart, and one LISTEN connection).'),
   POSTGRES_STATEMENT_TIMEOUT_MS: z.coerce
     .number()
@@ -422,6 +428,9 @@ const configSchema = schema
     // A test run hashes hundreds of users and logins: there, and only there, a hash may cost less than a deployment's.
     if (config.PASSWORD_HASH_COST !== undefined && config.PASSWORD_HASH_COST < LOWEST_PRODUCTION_HASH_COST && config.NODE_ENV !== 'test') {
       ctx.addIssue({ code: 'custom', path: ['PASSWORD_HASH_COST'], message: `at least ${LOWEST_PRODUCTION_HASH_COST} (16 MiB a hash); lower only in a test run (NODE_ENV=test)` });
+    }
+    if (config.POSTGRES_READ_URL && chosenStore(config.READ_STORE, READ_SERVERS, config) !== 'postgres') {
+      ctx.addIssue({ code: 'custom', path: ['POSTGRES_READ_URL'], message: 'read replicas need READ_STORE=postgres (the standbys of its primary)' });
     }
     if (servers && !config.SECRETS_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SECRETS_KEY'], message: 'required when a store is a server (KurrentDB, MongoDB or PostgreSQL): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`' });

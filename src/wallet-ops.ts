@@ -1,7 +1,7 @@
 import type { Express } from 'express';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { openLedger, openStores, type Stores } from './adapters/open-stores.ts';
+import { openLedger, openReplicaReadStore, openStores, type Stores } from './adapters/open-stores.ts';
 import { embeddedSecretsKey } from './adapters/secrets-key-file.ts';
 import { checkSqliteIntegrity } from './adapters/sqlite/sqlite-database.ts';
 import { HeldCredentials, SECRETS_COLLECTION } from './commands/held-credentials.ts';
@@ -28,6 +28,7 @@ import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
 import { ReadFreshness } from './read-api/freshness.ts';
 import { BalancesView, followBalances } from './read-api/balances-view.ts';
+import { withReplicaReads, type ReplicaReadCounts } from './read-api/replica-reads.ts';
 import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { renderDocsPage } from './read-api/docs-page.ts';
 import { allProjections } from './projections/index.ts';
@@ -60,6 +61,8 @@ export interface WalletOps {
   credentials: HeldCredentials;
   /** This system's metrics (absent with METRICS_ENABLED=false). */
   metrics?: WalletOpsMetrics;
+  /** With POSTGRES_READ_URL: where the API's and the console's reads of the read models were answered from. */
+  replicaReads?: ReplicaReadCounts;
   /** With METRICS_PORT: the app that serves /metrics alone, for the server to listen on that port. */
   metricsApp?: Express;
   close(): Promise<void>;
@@ -258,9 +261,22 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     webhooks = { outbox, dispatcher };
   }
 
+  // With read replicas (POSTGRES_READ_URL), the read API and the console read the projections' models on a standby
+  // once it has replayed as far as the primary's model, else on the primary (src/read-api/replica-reads.ts).
+  const serving = parts.includes('read-api') || parts.includes('write-api');
+  const replica = serving ? await untilAvailable(() => openReplicaReadStore(config, metrics?.postgres), 'opening the read replica', logger) : undefined;
+  if (replica) await replica.defineCollections(projections.map((projection) => projection.collection));
+  const servedReads = replica ? withReplicaReads({
+    primary: stores.readStore,
+    replica,
+    models: projections,
+    waitMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+    ...(metrics ? { onRead: (source: 'replica' | 'primary') => metrics.replicaReads.inc({ source }) } : {}),
+  }) : undefined;
   // The read API answers balances from memory: a second instance of the balances model, seeded from the read
-  // store's and following the history (src/read-api/balances-view.ts).
-  const balancesView = parts.includes('read-api') ? new BalancesView({ assetScale: config.ASSET_SCALE }) : undefined;
+  // store's and following the history (src/read-api/balances-view.ts). With a replica, from its tables instead: a
+  // view fed by the primary's history would load the primary the replica is there to spare.
+  const balancesView = parts.includes('read-api') && !replica ? new BalancesView({ assetScale: config.ASSET_SCALE }) : undefined;
   const balancesFollower = balancesView ? followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view: balancesView, logger, supervision }) : undefined;
   if (balancesView && balancesFollower) watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
 
@@ -312,11 +328,11 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
             runners[projections.findIndex((projection) => projection.name === `${partyType}-operations`)]!.untilCommitted(position, config.READ_YOUR_WRITES_TIMEOUT_MS),
         } : {}),
       })] : []),
-      ...(parts.includes('read-api') ? [readRoutes({ readStore: stores.readStore, balances: balancesView!, directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
+      ...(parts.includes('read-api') ? [readRoutes({ readStore: servedReads ?? stores.readStore, ...(balancesView ? { balances: balancesView } : {}), directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
       ...(parts.includes('write-api') ? [consoleRouter({
         store: stores.eventStore,
-        readStore: stores.readStore,
+        readStore: servedReads ?? stores.readStore,
         directory,
         clock,
         assetScale: config.ASSET_SCALE,
@@ -349,6 +365,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     consumers: watched,
     credentials,
     ...(metrics ? { metrics } : {}),
+    ...(servedReads ? { replicaReads: servedReads.counts } : {}),
     ...(metrics && !onThisPort ? { metricsApp: metricsApp(metrics) } : {}),
     async close() {
       await Promise.all([...runners.map((runner) => runner.stop()), executor.stop(), sealer?.stop(), usage.close()]);
@@ -359,6 +376,7 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       await balancesFollower?.stop();
       await skew?.stop();
       await stores.close();
+      await replica?.close();
       await ledger.close();
       // Last: the spans of the work that just ended are exported too.
       if (ownTracing) await tracing.shutdown();

@@ -53,6 +53,24 @@ describe('SECRETS_KEY', () => {
   });
 });
 
+describe('POSTGRES_READ_URL', () => {
+  const base = { POSTGRES_URL: 'postgres://wallet:pw@db1:5432/wallet_ops', SECRETS_KEY: KEY.toString('base64') };
+
+  it('given one standby or a comma-separated list with the PostgreSQL read store, when loaded, then it is kept as given', () => {
+    const one = 'postgres://wallet:pw@db2:5432/wallet_ops';
+    expect(loadConfig({ ...base, POSTGRES_READ_URL: one }).POSTGRES_READ_URL).toBe(one);
+    const two = 'postgres://wallet:pw@db2:5432/wallet_ops, postgresql://wallet:pw@db3:5432/wallet_ops';
+    expect(loadConfig({ ...base, POSTGRES_READ_URL: two }).POSTGRES_READ_URL).toBe(two);
+  });
+
+  it('given read replicas without the PostgreSQL read store, or not a URL, when loaded, then it is refused and says why', () => {
+    const embeddedReads = refusal({ ...base, READ_STORE: 'embedded', POSTGRES_READ_URL: 'postgres://db2/wallet_ops' });
+    expect(embeddedReads).toMatch(/POSTGRES_READ_URL: read replicas need READ_STORE=postgres/);
+    expect(refusal({ ...base, POSTGRES_READ_URL: 'db2:5432' })).toMatch(/POSTGRES_READ_URL/);
+    expect(refusal({ ...base, POSTGRES_READ_URL: 'postgres://db2/w,' })).toMatch(/POSTGRES_READ_URL/);
+  });
+});
+
 describe('TRUST_PROXY', () => {
   /** Express compiles the setting when it is set: what throws here would crash the start with a stack trace. */
   const expressTakes = (value: false | number | string[]) => express().set('trust proxy', value);

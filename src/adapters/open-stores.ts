@@ -31,6 +31,8 @@ export interface StoreSelection {
   MONGODB_DATABASE: string;
   /** One PostgreSQL database for either store or both (each store has its own tables and pool). */
   POSTGRES_URL?: string | undefined;
+  /** Hot standbys serving the read API's and the console's reads (src/read-api/replica-reads.ts); comma-separated. */
+  POSTGRES_READ_URL?: string | undefined;
   /** Defaults as in src/config.ts. */
   POSTGRES_POOL_SIZE?: number | undefined;
   POSTGRES_STATEMENT_TIMEOUT_MS?: number | undefined;
@@ -130,6 +132,23 @@ export async function openReadStore(
   }
   ownerOnlyDataDir(selection.DATA_DIR);
   return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite'), ...busyBudget(selection) }));
+}
+
+/**
+ * The read-only read store on a hot standby (POSTGRES_READ_URL), or undefined when none is configured. With several
+ * standbys, each process takes one (by its process id): a process's reads then see one replica's replay, which only
+ * moves forward.
+ */
+export async function openReplicaReadStore(
+  selection: Pick<StoreSelection, 'POSTGRES_READ_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
+  observer?: PoolObserver,
+): Promise<ReadStore | undefined> {
+  const urls = (selection.POSTGRES_READ_URL ?? '').split(',').map((url) => url.trim()).filter((url) => url !== '');
+  if (urls.length === 0) return undefined;
+  const { openPostgresReadStore } = await import('./postgres/postgres-read-store.ts');
+  const url = urls[process.pid % urls.length]!;
+  const connection = postgresConnection({ ...selection, POSTGRES_URL: url }, 'POSTGRES_READ_URL', 'wallet-ops read replica', observer);
+  return openPostgresReadStore({ ...connection, readOnly: true });
 }
 
 /** STORE_BUSY_BUDGET_MS in an embedded store's options, or nothing: the adapter's default. */

@@ -69,6 +69,7 @@ export class WalletOpsMetrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly creates: Counter<'party_type' | 'outcome' | 'problem_type'>;
   readonly createConflictRetries: Counter;
+  readonly replicaReads: Counter<'source'>;
   readonly httpConnectionsRefused: Counter<'reason'>;
   readonly appendDuration: Histogram<'method' | 'outcome'>;
   readonly groupCommitBatchSize: Histogram;
@@ -100,6 +101,13 @@ export class WalletOpsMetrics {
     this.createConflictRetries = new Counter({
       name: 'wallet_ops_create_conflict_retries_total',
       help: 'Create-operation decisions taken again because another writer changed a stream they read (optimistic concurrency).',
+      registers,
+    });
+    this.replicaReads = new Counter({
+      name: 'wallet_ops_replica_reads_total',
+      help: 'Reads of the read models with a read replica (POSTGRES_READ_URL), by the server that answered: '
+        + 'replica, or primary (the replica behind or failing).',
+      labelNames: ['source'],
       registers,
     });
     this.httpConnectionsRefused = new Counter({

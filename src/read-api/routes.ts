@@ -8,6 +8,7 @@ import { sendJsonTextWithETag, sendJsonWithETag, sendPreparedJson } from '../htt
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { API_TEXT } from '../projections/api-text.ts';
+import * as balances from '../projections/balances.ts';
 import * as distributorOperations from '../projections/distributor-operations.ts';
 import * as merchantOperations from '../projections/merchant-operations.ts';
 import * as merchantPayments from '../projections/merchant-payments.ts';
@@ -25,8 +26,8 @@ export interface ReadApiDeps {
   /** The process's rate limits (per key, and failed authentications per address); none when absent. */
   limits?: ApiRateLimits;
   readStore: ReadStore;
-  /** The balances read model in this process's memory (balances-view.ts): what GET .../balance answers from. */
-  balances: BalancesView;
+  /** The balances read model in this process's memory (balances-view.ts): what GET .../balance answers from; absent: the read store's. */
+  balances?: BalancesView;
   directory: ApiKeyDirectory;
   clock: () => Date;
   assetScale: number;
@@ -64,13 +65,21 @@ export function readRoutes(deps: ReadApiDeps): Router {
     merchantPayments: merchantPayments.merchantPaymentsProjection({ assetScale: deps.assetScale }),
   };
 
+  const view = deps.balances;
+  const balanceModel: ServedModel = view ?? balances.balancesProjection({ assetScale: deps.assetScale });
   for (const partyType of ['distributor', 'merchant'] as const satisfies PartyType[]) {
     const id = `${partyType}ID`;
-    // Answered from memory: the answer and its ETag were made when the wallet's balance last changed.
-    router.get(`/api/v1/${partyType}s/:${id}/balance`, auth, authorize('Read Balance', partyType, id), current(deps.balances), (req: Request, res: Response) => {
+    // From memory: the answer and its ETag were made when the wallet's balance last changed. Else the same answer
+    // from the read store's document (a read replica's: src/read-api/replica-reads.ts).
+    const path = `/api/v1/${partyType}s/:${id}/balance`;
+    router.get(path, auth, authorize('Read Balance', partyType, id), current(balanceModel), async (req: Request, res: Response) => {
       // Without a query string there is nothing to check: neither express's parse nor the schema's is paid.
       if (req.url.includes('?')) query(NO_QUERY, req);
-      sendPreparedJson(res, deps.balances.answer(partyType, String(req.params[id])));
+      const wallet = String(req.params[id]);
+      if (view) return sendPreparedJson(res, view.answer(partyType, wallet));
+      const docID = balances.balanceDocId({ kind: partyType, id: wallet });
+      const doc = plausibleID(wallet) ? await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, docID) : null;
+      sendJsonWithETag(res, balances.toApi(doc, deps.assetScale));
     });
   }
 

@@ -1,6 +1,6 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -373,4 +373,22 @@ function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A standby's cluster, for startInstalledPostgresServer's `restored`: a cold copy of the same template as its
+ * primary's (so the same system identifier), told to stream from the primary on 127.0.0.1:`primaryPort`. The
+ * primary needs `wal_keep_size` to keep the WAL since the template's checkpoint; the standby answers reads (hot).
+ */
+export function standbyOf(template: PostgresClusterTemplate, primaryPort: number, applicationName = 'standby'): PostgresClusterTemplate {
+  return {
+    password: template.password,
+    fill(dataDir) {
+      template.fill(dataDir);
+      writeFileSync(join(dataDir, 'standby.signal'), '');
+      const conninfo = `host=127.0.0.1 port=${primaryPort} user=postgres password=${template.password} application_name=${applicationName}`;
+      appendFileSync(join(dataDir, 'postgresql.auto.conf'), `primary_conninfo = '${conninfo}'\n`);
+    },
+    remove: () => {},
+  };
 }

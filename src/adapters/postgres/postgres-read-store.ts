@@ -52,12 +52,16 @@ const SEARCH_COLLATIONS = ['pg_unicode_fast', 'pg_c_utf8', 'und-x-icu'];
 
 type Client = pg.PoolClient;
 
-export async function openPostgresReadStore(options: PostgresConnectionOptions): Promise<ReadStore> {
+/**
+ * `readOnly`: a hot standby's copy of the read models (POSTGRES_READ_URL), which cannot be written: nothing is
+ * migrated and defineCollections only learns the definitions (the primary creates the tables, which replicate).
+ */
+export async function openPostgresReadStore(options: PostgresConnectionOptions & { readOnly?: boolean }): Promise<ReadStore> {
   const pool = openPostgresPool(options);
   try {
-    await migrate(pool, 'read-store', READ_STORE_MIGRATIONS);
+    if (!options.readOnly) await migrate(pool, 'read-store', READ_STORE_MIGRATIONS);
     const searchCollation = await chooseSearchCollation(pool);
-    return withOwnMethods(new PostgresReadStore(pool, options.statementTimeoutMs, searchCollation));
+    return withOwnMethods(new PostgresReadStore(pool, options.statementTimeoutMs, searchCollation, options.readOnly ?? false));
   } catch (error) {
     await pool.end().catch(() => {});
     throw isTransientPostgresError(error) ? new ReadStoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error }) : error;
@@ -103,17 +107,19 @@ class PostgresReadStore implements ReadStore {
   private readonly searchCollation: string | null;
   private readonly definitions = new Map<string, CollectionDefinition>();
   private readonly lastSweep = new Map<string, number>();
+  private readonly readOnly: boolean;
   private closed = false;
 
-  constructor(pool: pg.Pool, statementTimeoutMs: number, searchCollation: string | null) {
+  constructor(pool: pg.Pool, statementTimeoutMs: number, searchCollation: string | null, readOnly: boolean) {
     this.pool = pool;
     this.statementTimeoutMs = statementTimeoutMs;
     this.searchCollation = searchCollation;
+    this.readOnly = readOnly;
   }
 
   async defineCollections(list: CollectionDefinition[]): Promise<void> {
     list.forEach(validateDefinition);
-    await this.transaction(async (client) => {
+    if (!this.readOnly) await this.transaction(async (client) => {
       await this.ddl(client);
       for (const def of list) await client.query(`CREATE TABLE IF NOT EXISTS ${quote(tableName(def.name))} (id TEXT PRIMARY KEY, doc JSONB NOT NULL)`);
       // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the index exists.
