@@ -22,6 +22,7 @@ import { createApp } from './http/app.ts';
 import type { Logger } from './logger.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from './projections/api-key-directory.ts';
 import { KeyedMutex } from './shared/keyed-mutex.ts';
+import { withSharedReader } from './shared/shared-reader.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
@@ -99,9 +100,10 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
   // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
-  const eventStore = withSnapshots(corruption.watch(opened.eventStore), {
+  // Every follower of this process is served by one reader of the log (src/shared/shared-reader.ts).
+  const eventStore = withSharedReader(withSnapshots(corruption.watch(opened.eventStore), {
     onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
-  });
+  }));
   const watchedReadStore = corruption.watch(opened.readStore);
   const readStore = options.decorateReadStore?.(watchedReadStore) ?? watchedReadStore;
   const stores: Stores = {

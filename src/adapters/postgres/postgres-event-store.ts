@@ -82,7 +82,7 @@ class PostgresEventStore implements EventStore {
   constructor(pool: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.notifications = new EventNotifications(options, () => this.subscriptions.forEach((subscription) => subscription.wake()));
+    this.notifications = new EventNotifications(options, (head) => this.subscriptions.forEach((subscription) => subscription.wake(head)));
     const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
       transaction: (batch) => this.commitBatch(batch),

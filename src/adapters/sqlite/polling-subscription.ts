@@ -103,8 +103,12 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     this.options.onStop();
   }
 
-  /** New events may be committed: cut the current wait short. */
-  wake(): void {
+  /**
+   * New events may be committed: cut the current wait short. Told the head they reach, a subscription that has
+   * already read up to it stays asleep (a notification of a commit whose events it has read).
+   */
+  wake(head?: number): void {
+    if (head !== undefined && head <= this.cursor && !this.stopped) return;
     this.wakeups += 1;
     clearTimeout(this.timer);
     this.timer = undefined;
