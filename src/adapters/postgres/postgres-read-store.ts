@@ -151,6 +151,7 @@ class PostgresReadStore implements ReadStore {
     const steps = this.plan(writes);
     if (checkpoint) checkCheckpoint(checkpoint);
     if (steps.length === 0 && !checkpoint) return;
+    if (checkpoint && steps.length <= ONE_STATEMENT_STEPS && touchesEachRowOnce(steps)) return this.commitInOneStatement(steps, checkpoint);
     await this.transaction(async (client) => {
       if (checkpoint && (checkpoint.expected !== undefined || checkpoint.generation !== undefined)) await this.fence(client, checkpoint);
       for (const step of steps) await client.query(step.sql, step.params);
@@ -164,6 +165,58 @@ class PostgresReadStore implements ReadStore {
         );
       }
     });
+  }
+
+  /**
+   * A projection's page as one statement, so one round trip and one commit: the checkpoint is moved by a
+   * compare-and-set (an UPDATE whose WHERE holds the expected position and generation, or the first INSERT of
+   * the row), and every write is gated on it having moved. A second writer's UPDATE waits for the first's row lock
+   * and then compares against the row the first committed (READ COMMITTED re-reads it), so it moves nothing and
+   * writes nothing. Writes of one statement cannot see one another: only pages that touch each row once come here.
+   */
+  private async commitInOneStatement(steps: Step[], checkpoint: Checkpoint): Promise<void> {
+    const fenced = checkpoint.expected !== undefined || checkpoint.generation !== undefined;
+    const params: unknown[] = [checkpoint.projection, checkpoint.position];
+    if (fenced) params.push(checkpoint.expected !== undefined, checkpoint.expected ?? null, checkpoint.generation ?? null);
+    const moved = fenced
+      ? `moved_row AS (
+           UPDATE ${CHECKPOINTS_TABLE} SET position = $2
+           WHERE projection = $1 AND (NOT $3::boolean OR position IS NOT DISTINCT FROM $4::bigint) AND ($5::int IS NULL OR generation = $5::int)
+           RETURNING 1
+         ), first_row AS (
+           INSERT INTO ${CHECKPOINTS_TABLE} (projection, position)
+           SELECT $1, $2 WHERE $4::bigint IS NULL AND coalesce($5::int, 0) = 0 AND NOT EXISTS (SELECT FROM ${CHECKPOINTS_TABLE} WHERE projection = $1)
+           ON CONFLICT (projection) DO NOTHING
+           RETURNING 1
+         ), moved AS (SELECT 1 FROM moved_row UNION ALL SELECT 1 FROM first_row)`
+      : `moved AS (
+           INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2)
+           ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position
+           RETURNING 1
+         )`;
+    const gated = steps.map((step, i) => {
+      const offset = params.length;
+      params.push(...step.params);
+      return `, w${i} AS (${step.gated.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
+    });
+    const sql = `WITH ${moved}${gated.join('')}
+      SELECT (SELECT count(*) FROM moved)::int AS moved, c.position, c.generation
+      FROM (SELECT 1) AS one LEFT JOIN ${CHECKPOINTS_TABLE} AS c ON c.projection = $1`;
+    this.checkOpen();
+    let rows: Array<{ moved: number; position: string | null; generation: number | null }>;
+    try {
+      ({ rows } = await this.pool.query<{ moved: number; position: string | null; generation: number | null }>(prepared(sql, params)));
+    } catch (error) {
+      throw this.translate(error);
+    }
+    const row = rows[0]!;
+    if (row.moved > 0) return;
+    const generation = row.generation ?? 0;
+    if (checkpoint.generation !== undefined && generation !== checkpoint.generation) {
+      throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, generation, 'generation');
+    }
+    // What this statement's snapshot saw; under a concurrent commit the row it lost to may be newer.
+    throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected ?? null, toPosition(row.position));
   }
 
   async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]> {
@@ -303,23 +356,23 @@ class PostgresReadStore implements ReadStore {
   }
 
   /** The writes as statements, in order: consecutive upserts (or deletes) into one collection batched. */
-  private plan(writes: Write[]): Array<{ sql: string; params: unknown[] }> {
+  private plan(writes: Write[]): Step[] {
     if (!Array.isArray(writes)) throw new TypeError('writes must be an array');
-    const steps: Array<{ sql: string; params: unknown[] }> = [];
+    const steps: Step[] = [];
     let run: { op: 'upsert' | 'delete'; table: string; items: Map<string, string> } | null = null;
     const flush = () => {
       if (!run) return;
       const items = [...run.items];
       for (let i = 0; i < items.length; i += BATCH) {
         const chunk = items.slice(i, i + BATCH);
+        const { table } = run;
+        const ids = chunk.map(([id]) => id);
+        // One id per statement at most once (ON CONFLICT cannot touch a row twice): the map kept the last.
+        const upsert = (gate: string) => `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`;
         steps.push(
           run.op === 'upsert'
-            ? {
-                // One id per statement at most once (ON CONFLICT cannot touch a row twice): the map kept the last.
-                sql: `INSERT INTO ${run.table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`,
-                params: [`[${chunk.map(([, doc]) => doc).join(',')}]`],
-              }
-            : { sql: `DELETE FROM ${run.table} WHERE id = ANY($1::text[])`, params: [chunk.map(([id]) => id)] },
+            ? { sql: upsert(''), gated: upsert(` WHERE ${GATE}`), params: [`[${chunk.map(([, doc]) => doc).join(',')}]`], table, ids }
+            : { sql: `DELETE FROM ${table} WHERE id = ANY($1::text[])`, gated: `DELETE FROM ${table} WHERE id = ANY($1::text[]) AND ${GATE}`, params: [ids], table, ids },
         );
       }
       run = null;
@@ -353,7 +406,8 @@ class PostgresReadStore implements ReadStore {
           flush();
           // A shallow merge, null stored as null; a field set to undefined is removed, as the embedded adapter's JSON does.
           const removed = Object.keys(write.patch).filter((key) => write.patch[key] === undefined);
-          steps.push({ sql: `UPDATE ${table} SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1`, params: [write.id, removed, JSON.stringify(write.patch)] });
+          const update = `UPDATE ${table} SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1`;
+          steps.push({ sql: update, gated: `${update} AND ${GATE}`, params: [write.id, removed, JSON.stringify(write.patch)], table, ids: [write.id] });
           break;
         }
         default:
@@ -434,6 +488,33 @@ function buildIndex(client: Client, sql: string): Promise<unknown> {
 function isRetryableAbort(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === '40001' || code === '40P01';
+}
+
+/** One statement of a commit: `gated` is the same, run only when the checkpoint moved (commitInOneStatement). */
+interface Step {
+  sql: string;
+  gated: string;
+  params: unknown[];
+  table: string;
+  ids: string[];
+}
+
+/** The condition of every write of a one-statement commit. */
+const GATE = 'EXISTS (SELECT FROM moved)';
+/** At most this many write statements go in one statement with the checkpoint (a rebuild's large commits do not). */
+const ONE_STATEMENT_STEPS = 8;
+
+/** True when no row is written by two of the steps (the writes of one statement do not see each other's). */
+function touchesEachRowOnce(steps: Step[]): boolean {
+  const seen = new Set<string>();
+  for (const step of steps) {
+    for (const id of step.ids) {
+      const key = `${step.table}\u0000${id}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+    }
+  }
+  return true;
 }
 
 /** BIGINT comes back from pg as a string (it may exceed 2^53); positions stay below it. */
