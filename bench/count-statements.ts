@@ -3,7 +3,7 @@
  *   node --import tsx bench/count-statements.ts
  * Statements are counted by a wrapper around node-postgres' Client.query in this process (every statement is one
  * round trip: node-postgres does not pipeline); commits by the server (pg_stat_database.xact_commit of the
- * system's database) and WAL flushes (pg_stat_wal.wal_sync, the fsyncs; cluster-wide, the server is this
+ * system's database) and WAL fsyncs (pg_stat_io's, PostgreSQL 16 and later; cluster-wide, the server is this
  * script's own unless POSTGRES_URL names one). Creates are sent one at a time (COUNT_CREATES, default 200), then
  * COUNT_CONCURRENT (default 2000) at 64 at once; each window runs until the executor and the followers are idle,
  * less the statements an idle system sends in as long (the LISTEN connection's fallback polls).
@@ -39,7 +39,7 @@ const ownStatements = () => counts.statements; // the admin client's own are sub
 
 async function serverCounters(): Promise<{ commits: number; walSyncs: number }> {
   const { rows } = await admin.query<{ commits: string; syncs: string }>(
-    `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = $1) AS commits, (SELECT wal_sync FROM pg_stat_wal) AS syncs`,
+    `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = $1) AS commits, (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal') AS syncs`,
     [database],
   );
   return { commits: Number(rows[0]!.commits), walSyncs: Number(rows[0]!.syncs) };
@@ -48,20 +48,22 @@ async function serverCounters(): Promise<{ commits: number; walSyncs: number }> 
 async function create(i: number): Promise<void> {
   const request = requests[i % requests.length]!;
   const response = await fetch(`${sys.baseUrl}${request.path}`, { method: 'POST', headers: request.headers, body: request.body });
-  if (response.status !== 201) throw new Error(`create answered ${response.status}: ${await response.text()}`);
+  if (!response.ok) throw new Error(`create answered ${response.status}: ${await response.text()}`);
 }
 
-/** Waits until no statement was sent for `quietMs` (the executor and the followers are done), then a little more. */
-async function quiet(quietMs = 1500): Promise<void> {
-  let last = ownStatements();
-  let since = Date.now();
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
+/**
+ * Waits until the executor and the followers are done: fewer than 40 statements in 1.5 s (an idle system's polls,
+ * eleven subscriptions' a second before the shared reader, fall in one window together), at most a minute.
+ */
+async function quiet(): Promise<void> {
+  const samples: number[] = [];
+  const deadline = Date.now() + 60_000;
+  for (let last = ownStatements(); Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
     const now = ownStatements();
-    if (now - last > 3) {
-      last = now;
-      since = Date.now();
-    } else if (Date.now() - since >= quietMs) return;
+    samples.push(now - last);
+    last = now;
+    if (samples.length >= 3 && samples.slice(-3).reduce((a, b) => a + b, 0) < 40) return;
   }
 }
 

@@ -68,15 +68,25 @@ export function exclusiveCheckpoint(readStore: ReadStore, name: string, options:
  * Handlers of a shared checkpoint write nothing beside it.
  */
 export function sharedCheckpoint(readStore: ReadStore, name: string): CheckpointPolicy {
+  // The checkpoint as this process last read or wrote it: a commit is then one compare-and-set, and the
+  // checkpoint is read again only when another process moved it meanwhile (undefined: read it first).
+  let known: number | null | undefined;
   return {
-    load: () => readStore.getCheckpoint(name),
+    async load() {
+      known = await readStore.getCheckpoint(name);
+      return known;
+    },
     async commit(position, writes) {
       if (writes.length > 0) throw new Error(`the shared checkpoint ${name} commits no writes`);
       for (let attempt = 0; attempt < 3; attempt++) {
-        const current = await readStore.getCheckpoint(name);
-        if (current !== null && current >= position) return;
+        known ??= await readStore.getCheckpoint(name);
+        if (known !== null && known >= position) return;
+        const expected: number | null = known;
+        known = undefined; // until the commit is known to have moved it
         try {
-          return await readStore.commit([], { projection: name, position, expected: current });
+          await readStore.commit([], { projection: name, position, expected });
+          known = position;
+          return;
         } catch (error) {
           if (!(error instanceof CheckpointConflictError)) throw error;
         }

@@ -72,3 +72,29 @@ describe('PollingSubscription page sizes', () => {
     expect(Math.max(...store.limits)).toBe(MAX_PAGE_SIZE);
   });
 });
+
+describe('PollingSubscription wake-ups', () => {
+  it('when told of a head it has already read (its own commit woke it first), then it does not read again; a head beyond it does', async () => {
+    let head = 3;
+    const reads: number[] = [];
+    const readPage = async (after: number): Promise<Page> => {
+      reads.push(after);
+      const events = Array.from({ length: head - after }, (_, i) => event(after + i + 1));
+      return { events, scannedTo: head, caughtUp: true };
+    };
+    const subscription = new PollingSubscription({ after: 0, readPage, pollIntervalMs: 60_000, onStop: () => {} });
+    for (let i = 0; i < 3; i++) await subscription.next();
+    const waiting = subscription.next(); // reads, finds nothing new, sleeps
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(reads).toEqual([0, 3]);
+    subscription.wake(3);
+    subscription.wake(2);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(reads).toEqual([0, 3]);
+    head = 4;
+    subscription.wake(4);
+    expect((await waiting).value?.position).toBe(4);
+    expect(reads).toEqual([0, 3, 3]);
+    await subscription.stop();
+  });
+});
