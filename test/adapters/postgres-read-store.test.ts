@@ -221,6 +221,28 @@ describe('PostgreSQL read store, server specifics', () => {
     expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 3 });
   });
 
+  it('given several projections committing their pages at once on one store, when one of them is stale, then the pages go in one statement and only the stale one is refused', async () => {
+    const url = await freshPostgresDatabase();
+    const statements: number[] = [];
+    const observer = { opened: () => ({ closed() {} }), statement: () => void statements.push(1) };
+    const store = await openPostgresReadStore({ ...options(url), observer });
+    opened.push(store);
+    const names = ['a', 'b', 'c', 'd'];
+    await store.defineCollections(names.map((name) => ({ name })));
+    for (const name of names) await store.commit([], { projection: name, position: 1 });
+    statements.length = 0;
+    const results = await Promise.allSettled(
+      names.map((name) => store.commit([{ op: 'upsert', collection: name, doc: { id: 'doc', position: 2 } }], { projection: name, position: 2, expected: name === 'c' ? 0 : 1, generation: 0 })),
+    );
+    expect(statements).toHaveLength(1);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(CheckpointConflictError);
+    for (const name of names) {
+      expect(await store.getCheckpoint(name)).toBe(name === 'c' ? 1 : 2);
+      expect(await store.get(name, 'doc')).toEqual(name === 'c' ? null : { id: 'doc', position: 2 });
+    }
+  });
+
   it('given a runner that folded a page and stalled before its commit (a crash, then a restart) while its successor committed the page, when the stale runner commits, then the fence refuses it and each event counts once', async () => {
     const url = await freshPostgresDatabase();
     const wallets: CollectionDefinition = { name: 'wallets' };

@@ -102,6 +102,9 @@ class PostgresReadStore implements ReadStore {
   private readonly searchCollation: string | null;
   private readonly definitions = new Map<string, CollectionDefinition>();
   private readonly lastSweep = new Map<string, number>();
+  /** One-statement commits waiting for the statement in flight (commitInOneStatement). */
+  private pendingCommits: PendingCommit[] = [];
+  private flushingCommits = false;
   private closed = false;
 
   constructor(pool: pg.Pool, statementTimeoutMs: number, searchCollation: string | null) {
@@ -173,50 +176,120 @@ class PostgresReadStore implements ReadStore {
    * the row), and every write is gated on it having moved. A second writer's UPDATE waits for the first's row lock
    * and then compares against the row the first committed (READ COMMITTED re-reads it), so it moves nothing and
    * writes nothing. Writes of one statement cannot see one another: only pages that touch each row once come here.
+   *
+   * Group commit: the followers of a process get each page at the same moment and commit it at about the same
+   * moment. Commits that arrive while one is being sent go together in the next statement, each still gated on its
+   * own checkpoint only (one refused leaves the others committed), so a page costs the database one commit, not
+   * one per projection.
    */
-  private async commitInOneStatement(steps: Step[], checkpoint: Checkpoint): Promise<void> {
-    const fenced = checkpoint.expected !== undefined || checkpoint.generation !== undefined;
-    const params: unknown[] = [checkpoint.projection, checkpoint.position];
-    if (fenced) params.push(checkpoint.expected !== undefined, checkpoint.expected ?? null, checkpoint.generation ?? null);
-    const moved = fenced
-      ? `moved_row AS (
-           UPDATE ${CHECKPOINTS_TABLE} SET position = $2
-           WHERE projection = $1 AND (NOT $3::boolean OR position IS NOT DISTINCT FROM $4::bigint) AND ($5::int IS NULL OR generation = $5::int)
+  private commitInOneStatement(steps: Step[], checkpoint: Checkpoint): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pendingCommits.push({ steps, checkpoint, resolve, reject });
+      if (this.flushingCommits) return;
+      this.flushingCommits = true;
+      // The next turn of the event loop: the other followers' commits of this page may come meanwhile.
+      setImmediate(() => void this.flushCommits());
+    });
+  }
+
+  private async flushCommits(): Promise<void> {
+    while (this.pendingCommits.length > 0) {
+      const group: PendingCommit[] = [];
+      const rest: PendingCommit[] = [];
+      const projections = new Set<string>();
+      const rows = new Set<string>();
+      for (const commit of this.pendingCommits) {
+        // One commit per projection per statement, no row written twice, a bounded statement: the rest wait for the next.
+        const keys = rowKeys(commit.steps);
+        const fits = !projections.has(commit.checkpoint.projection) && !keys.some((key) => rows.has(key)) && group.length < GROUP_MAX;
+        if (!fits) {
+          rest.push(commit);
+          continue;
+        }
+        group.push(commit);
+        projections.add(commit.checkpoint.projection);
+        keys.forEach((key) => rows.add(key));
+      }
+      this.pendingCommits = rest;
+      await this.runGroup(group).catch((error: unknown) => group.forEach((commit) => commit.reject(error)));
+    }
+    this.flushingCommits = false;
+  }
+
+  /** One statement for the group; each commit resolves or is refused on its own checkpoint. Never throws. */
+  private async runGroup(group: PendingCommit[]): Promise<void> {
+    const params: unknown[] = [];
+    const ctes: string[] = [];
+    const results: string[] = [];
+    const joins: string[] = [];
+    group.forEach(({ steps, checkpoint }, m) => {
+      const fenced = checkpoint.expected !== undefined || checkpoint.generation !== undefined;
+      const at = params.length;
+      const $ = (n: number) => `$${at + n}`;
+      params.push(checkpoint.projection, checkpoint.position);
+      joins.push(` LEFT JOIN ${CHECKPOINTS_TABLE} AS c${m} ON c${m}.projection = ${$(1)}`);
+      if (fenced) {
+        params.push(checkpoint.expected !== undefined, checkpoint.expected ?? null, checkpoint.generation ?? null);
+        ctes.push(`m${m}_row AS (
+           UPDATE ${CHECKPOINTS_TABLE} SET position = ${$(2)}
+           WHERE projection = ${$(1)} AND (NOT ${$(3)}::boolean OR position IS NOT DISTINCT FROM ${$(4)}::bigint) AND (${$(5)}::int IS NULL OR generation = ${$(5)}::int)
            RETURNING 1
-         ), first_row AS (
+         ), m${m}_first AS (
            INSERT INTO ${CHECKPOINTS_TABLE} (projection, position)
-           SELECT $1, $2 WHERE $4::bigint IS NULL AND coalesce($5::int, 0) = 0 AND NOT EXISTS (SELECT FROM ${CHECKPOINTS_TABLE} WHERE projection = $1)
+           SELECT ${$(1)}, ${$(2)} WHERE ${$(4)}::bigint IS NULL AND coalesce(${$(5)}::int, 0) = 0 AND NOT EXISTS (SELECT FROM ${CHECKPOINTS_TABLE} WHERE projection = ${$(1)})
            ON CONFLICT (projection) DO NOTHING
            RETURNING 1
-         ), moved AS (SELECT 1 FROM moved_row UNION ALL SELECT 1 FROM first_row)`
-      : `moved AS (
-           INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2)
+         ), m${m} AS (SELECT 1 FROM m${m}_row UNION ALL SELECT 1 FROM m${m}_first)`);
+      } else {
+        ctes.push(`m${m} AS (
+           INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES (${$(1)}, ${$(2)})
            ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position
            RETURNING 1
-         )`;
-    const gated = steps.map((step, i) => {
-      const offset = params.length;
-      params.push(...step.params);
-      return `, w${i} AS (${step.gated.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
+         )`);
+      }
+      steps.forEach((step, i) => {
+        const offset = params.length;
+        params.push(...step.params);
+        const sql = step.gated.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`).replaceAll(GATE, `EXISTS (SELECT FROM m${m})`);
+        ctes.push(`m${m}_w${i} AS (${sql})`);
+      });
+      results.push(`(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`);
     });
-    const sql = `WITH ${moved}${gated.join('')}
-      SELECT (SELECT count(*) FROM moved)::int AS moved, c.position, c.generation
-      FROM (SELECT 1) AS one LEFT JOIN ${CHECKPOINTS_TABLE} AS c ON c.projection = $1`;
-    this.checkOpen();
-    let rows: Array<{ moved: number; position: string | null; generation: number | null }>;
+    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT 1) AS one${joins.join('')}`;
+    let row: Record<string, unknown>;
     try {
-      ({ rows } = await this.pool.query<{ moved: number; position: string | null; generation: number | null }>(prepared(sql, params)));
+      row = await this.oneStatement(group.length === 1 ? prepared(sql, params) : { text: sql, values: params });
     } catch (error) {
-      throw this.translate(error);
+      if (group.length > 1 && !isTransientPostgresError(error)) {
+        // Which commit the server refused is not known: each alone, so only that one fails.
+        for (const commit of group) await this.runGroup([commit]);
+        return;
+      }
+      for (const commit of group) commit.reject(error);
+      return;
     }
-    const row = rows[0]!;
-    if (row.moved > 0) return;
-    const generation = row.generation ?? 0;
-    if (checkpoint.generation !== undefined && generation !== checkpoint.generation) {
-      throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, generation, 'generation');
+    group.forEach(({ checkpoint, resolve, reject }, m) => {
+      if (Number(row[`moved${m}`]) > 0) return resolve();
+      const generation = Number(row[`generation${m}`] ?? 0);
+      if (checkpoint.generation !== undefined && generation !== checkpoint.generation) {
+        return reject(new CheckpointConflictError(checkpoint.projection, checkpoint.generation, generation, 'generation'));
+      }
+      // What this statement's snapshot saw; under a concurrent commit the row it lost to may be newer.
+      reject(new CheckpointConflictError(checkpoint.projection, checkpoint.expected ?? null, toPosition(row[`position${m}`] as string | null)));
+    });
+  }
+
+  /** One statement in autocommit, again after a deadlock or a serialization failure (nothing was committed). */
+  private async oneStatement(query: pg.QueryConfig): Promise<Record<string, unknown>> {
+    for (let attempt = 1; ; attempt++) {
+      this.checkOpen();
+      try {
+        return (await this.pool.query(query)).rows[0] as Record<string, unknown>;
+      } catch (error) {
+        if (isRetryableAbort(error) && attempt < RETRIES) continue;
+        throw this.translate(error);
+      }
     }
-    // What this statement's snapshot saw; under a concurrent commit the row it lost to may be newer.
-    throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected ?? null, toPosition(row.position));
   }
 
   async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]> {
@@ -506,16 +579,23 @@ const ONE_STATEMENT_STEPS = 8;
 
 /** True when no row is written by two of the steps (the writes of one statement do not see each other's). */
 function touchesEachRowOnce(steps: Step[]): boolean {
-  const seen = new Set<string>();
-  for (const step of steps) {
-    for (const id of step.ids) {
-      const key = `${step.table}\u0000${id}`;
-      if (seen.has(key)) return false;
-      seen.add(key);
-    }
-  }
-  return true;
+  const keys = rowKeys(steps);
+  return new Set(keys).size === keys.length;
 }
+
+function rowKeys(steps: Step[]): string[] {
+  return steps.flatMap((step) => step.ids.map((id) => `${step.table}\u0000${id}`));
+}
+
+interface PendingCommit {
+  steps: Step[];
+  checkpoint: Checkpoint;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** At most this many commits go in one statement. */
+const GROUP_MAX = 32;
 
 /** BIGINT comes back from pg as a string (it may exceed 2^53); positions stay below it. */
 function toPosition(value: string | null | undefined): number | null {
