@@ -25,7 +25,7 @@ pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]
   counts.statements += 1;
   const first = args[0];
   const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '');
-  const kind = text.trim().split(/\s+/).slice(0, 2).join(' ').slice(0, 40) || '?';
+  const kind = text.trim().replace(/\s+/g, ' ').slice(0, Number(process.env.COUNT_KIND_CHARS ?? 40)) || '?';
   counts.byKind.set(kind, (counts.byKind.get(kind) ?? 0) + 1);
   return query.apply(this, args);
 } as typeof pg.Client.prototype.query;

@@ -104,6 +104,8 @@ class PostgresReadStore implements ReadStore {
   private readonly lastSweep = new Map<string, number>();
   /** One-statement commits waiting for the statement in flight (commitInOneStatement). */
   private pendingCommits: PendingCommit[] = [];
+  /** getMany reads asked in this turn of the event loop (readTogether). */
+  private readonly pendingReads: Array<{ table: string; ids: string[]; resolve(docs: Document[]): void; reject(error: unknown): void }> = [];
   private flushingCommits = false;
   private closed = false;
 
@@ -294,12 +296,40 @@ class PostgresReadStore implements ReadStore {
 
   async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]> {
     const table = this.table(collection);
+    if (ids.length <= BATCH) return this.readTogether(table, ids) as Promise<T[]>;
     const found: T[] = [];
     for (let i = 0; i < ids.length; i += BATCH) {
       const { rows } = await this.query<{ doc: T }>(`SELECT doc FROM ${table} WHERE id = ANY($1::text[])`, [ids.slice(i, i + BATCH)]);
       found.push(...rows.map((row) => row.doc));
     }
     return found;
+  }
+
+  /**
+   * The followers of a process get each page at the same moment and each reads the documents it folds: the reads
+   * asked in one turn of the event loop go as one statement (and their commits then arrive together too).
+   */
+  private readTogether(table: string, ids: string[]): Promise<Document[]> {
+    return new Promise((resolve, reject) => {
+      this.pendingReads.push({ table, ids, resolve, reject });
+      if (this.pendingReads.length === 1) setImmediate(() => void this.flushReads());
+    });
+  }
+
+  private async flushReads(): Promise<void> {
+    const reads = this.pendingReads.splice(0);
+    const sql = reads.map(({ table }, i) => `SELECT ${i} AS q, doc FROM ${table} WHERE id = ANY($${i + 1}::text[])`).join(' UNION ALL ');
+    const params = reads.map(({ ids }) => ids);
+    try {
+      this.checkOpen();
+      const { rows } = await this.pool.query<{ q: number; doc: Document }>(reads.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+      const found = reads.map((): Document[] => []);
+      for (const row of rows) found[row.q]!.push(row.doc);
+      reads.forEach((read, i) => read.resolve(found[i]!));
+    } catch (error) {
+      const translated = this.translate(error);
+      reads.forEach((read) => read.reject(translated));
+    }
   }
 
   async getCheckpoint(projection: string): Promise<number | null> {
