@@ -27,6 +27,13 @@ pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]
   const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '');
   const kind = text.trim().replace(/\s+/g, ' ').slice(0, Number(process.env.COUNT_KIND_CHARS ?? 40)) || '?';
   counts.byKind.set(kind, (counts.byKind.get(kind) ?? 0) + 1);
+  if (process.env.COUNT_COMMITTERS && text.startsWith('WITH m0_row')) {
+    // Which checkpoints each one-statement commit moved (the first parameter of each member's fence).
+    const values = (first as { values?: unknown[] }).values ?? [];
+    const members = [...text.matchAll(/ON c(\d+)\.projection = \$(\d+)/g)].map((match) => String(values[Number(match[2]) - 1]));
+    const key = `  commit of ${members.sort().join('+')}`;
+    counts.byKind.set(key, (counts.byKind.get(key) ?? 0) + 1);
+  }
   return query.apply(this, args);
 } as typeof pg.Client.prototype.query;
 

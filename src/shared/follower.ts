@@ -205,6 +205,8 @@ export class Follower {
    */
   untilCommitted(position: number, timeoutMs: number): Promise<boolean> {
     if ((this.committed ?? -1) >= position) return Promise.resolve(true);
+    // Handled but not committed yet (commitEvery holds back a checkpoint that writes nothing): someone waits, commit now.
+    if ((this.handledPosition ?? -1) >= position && this.consumer.status().state !== 'stopped') void this.commitOrLog().catch(() => {});
     return new Promise<boolean>((resolve) => {
       const waiter = { position, resolve: (reached: boolean) => {
         clearTimeout(timer);
@@ -322,7 +324,7 @@ export class Follower {
 
   private commitDue(): boolean {
     const every = this.options.commitEvery;
-    if (!every) return true;
+    if (!every || this.commitWaiters.size > 0) return true;
     return (this.handledPosition ?? 0) - (this.committed ?? 0) >= every.positions || Date.now() - this.committedAt >= every.ms;
   }
 
