@@ -78,6 +78,8 @@ class PostgresEventStore implements EventStore {
   private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
+  /** The highest position this process committed: its subscriptions are woken with it, and its NOTIFY then wakes none. */
+  private committedHead = 0;
 
   constructor(pool: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
@@ -87,7 +89,7 @@ class PostgresEventStore implements EventStore {
     this.committer = new GroupCommitter({
       transaction: (batch) => this.commitBatch(batch),
       // Local subscribers read right after our own commits, without waiting for the notification's round trip.
-      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake()),
+      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake(this.committedHead)),
       ...(onGroupCommit ? { onBatch: onGroupCommit } : {}),
     });
   }
@@ -213,6 +215,7 @@ class PostgresEventStore implements EventStore {
         const plan = await this.plan(client, batch);
         if (plan.events.length > 0) await this.write(client, plan);
         await client.query(plan.events.length > 0 ? 'COMMIT' : 'ROLLBACK');
+        if (plan.events.length > 0) this.committedHead = Math.max(this.committedHead, plan.head);
         return plan.outcomes;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
