@@ -8,7 +8,7 @@ type Doc = Document & Positioned;
 
 /** How often a projection commits a checkpoint with no documents (well below READ_MAX_LAG_EVENTS' default). */
 const CHECKPOINT_ONLY_EVERY_POSITIONS = 100;
-const CHECKPOINT_ONLY_EVERY_MS = 1000;
+const CHECKPOINT_ONLY_EVERY_MS = 500;
 
 /**
  * A projection's documents held in memory while events are folded into them: every document read or changed
@@ -120,7 +120,7 @@ export class ProjectionRunner {
       checkpointEmptyHistory: true,
       batchSize: options.batchSize ?? 1000,
       // A page that changes none of its documents (a merchant model's share of a distributor's cash-in) moves the
-      // checkpoint alone: at most once a second, or at once for a reader waiting on it (untilCommitted).
+      // checkpoint alone: within half a second, or at once for a reader waiting on it (untilCommitted).
       commitEvery: { positions: CHECKPOINT_ONLY_EVERY_POSITIONS, ms: CHECKPOINT_ONLY_EVERY_MS },
       logger: options.logger,
       ...(options.supervision ? { supervision: options.supervision } : {}),

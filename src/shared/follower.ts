@@ -180,6 +180,8 @@ export class Follower {
   private settleFailure: { error: unknown; position: number } | undefined;
   private committing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The commit commitEvery held back, due at its time (commitLater). */
+  private deferred: NodeJS.Timeout | undefined;
   private sessions = 0;
   /** Commits failed in a row (a best-effort checkpoint), for logging once per streak. */
   private commitFailures = 0;
@@ -239,6 +241,8 @@ export class Follower {
     await stopped;
     clearInterval(this.timer);
     this.timer = undefined;
+    clearTimeout(this.deferred);
+    this.deferred = undefined;
     await this.commitHandled().catch((error: unknown) => this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not saved at stop; the next start replays from the last one'));
   }
 
@@ -310,6 +314,7 @@ export class Follower {
       this.delivered = batch.at(-1)!.position;
       try {
         if (writes.length > 0 || commitNow || this.commitDue()) await this.commitOrLog(writes);
+        else this.commitLater();
       } catch (error) {
         // A batch whose writes were not committed is not handled: a checkpoint saved before the next session
         // (stop() saves what is handled) must not pass it, or its writes would be lost for good.
@@ -320,6 +325,18 @@ export class Follower {
       context.progress(this.handledPosition ?? 0);
       await this.untilRoomToSettle(context);
     }
+  }
+
+  /** A checkpoint held back by commitEvery is committed once its time has come, even if no batch comes to do it. */
+  private commitLater(): void {
+    const every = this.options.commitEvery;
+    if (!every || this.deferred) return;
+    this.deferred = setTimeout(() => {
+      this.deferred = undefined;
+      // A failure surfaces at the session's next commit.
+      if ((this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitOrLog().catch(() => {});
+    }, every.ms);
+    this.deferred.unref();
   }
 
   private commitDue(): boolean {
