@@ -6,10 +6,6 @@ import { exclusiveCheckpoint, Follower, type ConsumerLogger, type SupervisedCons
 
 type Doc = Document & Positioned;
 
-/** How often a projection commits a checkpoint with no documents (well below READ_MAX_LAG_EVENTS' default). */
-const CHECKPOINT_ONLY_EVERY_POSITIONS = 100;
-const CHECKPOINT_ONLY_EVERY_MS = 500;
-
 /**
  * A projection's documents held in memory while events are folded into them: every document read or changed
  * (null for one known to be absent), and the ids changed since the last commit.
@@ -119,9 +115,6 @@ export class ProjectionRunner {
       // Read freshness tells a model never built (no checkpoint) from one with nothing to show yet.
       checkpointEmptyHistory: true,
       batchSize: options.batchSize ?? 1000,
-      // A page that changes none of its documents (a merchant model's share of a distributor's cash-in) moves the
-      // checkpoint alone: within half a second, or at once for a reader waiting on it (untilCommitted).
-      commitEvery: { positions: CHECKPOINT_ONLY_EVERY_POSITIONS, ms: CHECKPOINT_ONLY_EVERY_MS },
       logger: options.logger,
       ...(options.supervision ? { supervision: options.supervision } : {}),
       handle: async (batch) => {

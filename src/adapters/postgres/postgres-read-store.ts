@@ -104,6 +104,8 @@ class PostgresReadStore implements ReadStore {
   private readonly lastSweep = new Map<string, number>();
   /** One-statement commits waiting for the statement in flight (commitInOneStatement). */
   private pendingCommits: PendingCommit[] = [];
+  /** Grouped getMany statements under way: a commit waits for those in flight when it comes (commitInOneStatement). */
+  private readonly readsInFlight = new Set<Promise<unknown>>();
   /** getMany reads asked in this turn of the event loop (readTogether). */
   private readonly pendingReads: Array<{ table: string; ids: string[]; resolve(docs: Document[]): void; reject(error: unknown): void }> = [];
   private flushingCommits = false;
@@ -189,8 +191,9 @@ class PostgresReadStore implements ReadStore {
       this.pendingCommits.push({ steps, checkpoint, resolve, reject });
       if (this.flushingCommits) return;
       this.flushingCommits = true;
-      // The next turn of the event loop: the other followers' commits of this page may come meanwhile.
-      setImmediate(() => void this.flushCommits());
+      // After the reads in flight now (the other followers' documents of this page: their commits follow at once)
+      // and the next turn of the event loop. Reads asked later are not waited for, so commits never starve.
+      void Promise.allSettled([...this.readsInFlight]).then(() => setImmediate(() => void this.flushCommits()));
     });
   }
 
@@ -320,15 +323,20 @@ class PostgresReadStore implements ReadStore {
     const reads = this.pendingReads.splice(0);
     const sql = reads.map(({ table }, i) => `SELECT ${i} AS q, doc FROM ${table} WHERE id = ANY($${i + 1}::text[])`).join(' UNION ALL ');
     const params = reads.map(({ ids }) => ids);
+    let read: Promise<pg.QueryResult<{ q: number; doc: Document }>> | undefined;
     try {
       this.checkOpen();
-      const { rows } = await this.pool.query<{ q: number; doc: Document }>(reads.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+      read = this.pool.query<{ q: number; doc: Document }>(reads.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+      this.readsInFlight.add(read);
+      const { rows } = await read;
       const found = reads.map((): Document[] => []);
       for (const row of rows) found[row.q]!.push(row.doc);
-      reads.forEach((read, i) => read.resolve(found[i]!));
+      reads.forEach((pending, i) => pending.resolve(found[i]!));
     } catch (error) {
       const translated = this.translate(error);
-      reads.forEach((read) => read.reject(translated));
+      reads.forEach((pending) => pending.reject(translated));
+    } finally {
+      if (read) this.readsInFlight.delete(read);
     }
   }
 
