@@ -191,10 +191,22 @@ class PostgresReadStore implements ReadStore {
       this.pendingCommits.push({ steps, checkpoint, resolve, reject });
       if (this.flushingCommits) return;
       this.flushingCommits = true;
-      // After the reads in flight now (the other followers' documents of this page: their commits follow at once)
-      // and the next turn of the event loop. Reads asked later are not waited for, so commits never starve.
-      void Promise.allSettled([...this.readsInFlight]).then(() => setImmediate(() => void this.flushCommits()));
+      void this.flushAfterReads();
     });
+  }
+
+  /**
+   * The other followers of the page are reading their documents (readTogether) and commit as soon as they have
+   * them: the commits wait for the reads asked by the next turn of the event loop, then one more turn. Reads asked
+   * later are not waited for, so commits never starve.
+   */
+  private async flushAfterReads(): Promise<void> {
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
+    await nextTurn(); // a flushReads queued after us in that turn has sent its statement
+    await Promise.allSettled([...this.readsInFlight]);
+    await nextTurn();
+    await this.flushCommits();
   }
 
   private async flushCommits(): Promise<void> {
