@@ -46,7 +46,8 @@ const ownStatements = () => counts.statements; // the admin client's own are sub
 
 async function serverCounters(): Promise<{ commits: number; walSyncs: number }> {
   const { rows } = await admin.query<{ commits: string; syncs: string }>(
-    `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = $1) AS commits, (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal') AS syncs`,
+    `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = $1) AS commits,
+            (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal') AS syncs`,
     [database],
   );
   return { commits: Number(rows[0]!.commits), walSyncs: Number(rows[0]!.syncs) };
@@ -88,10 +89,15 @@ async function measure(label: string, creates: number, connections: number): Pro
   const elapsed = Date.now() - before.at;
   const after = await serverCounters();
   const statements = ownStatements() - before.statements - 2 - idlePerMs * elapsed; // less the admin's two
-  const kinds = [...counts.byKind].map(([kind, n]) => [kind, (n - (before.byKind.get(kind) ?? 0)) / creates] as const).filter(([, n]) => n >= 0.05).sort((a, b) => b[1] - a[1]);
+  const kinds = [...counts.byKind]
+    .map(([kind, n]) => [kind, (n - (before.byKind.get(kind) ?? 0)) / creates] as const)
+    .filter(([, n]) => n >= 0.05)
+    .sort((a, b) => b[1] - a[1]);
   console.log(`\n${label}: ${creates} creates at ${connections} connection(s), ${Math.round((creates / createdMs) * 1000)} creates/s`);
   console.log(`  statements per create: ${(statements / creates).toFixed(1)} (idle polls subtracted: ${((idlePerMs * elapsed) / creates).toFixed(2)})`);
-  console.log(`  commits per create (server): ${((after.commits - before.server.commits - 1) / creates).toFixed(2)}; WAL syncs per create: ${((after.walSyncs - before.server.walSyncs) / creates).toFixed(2)}`);
+  const commits = (after.commits - before.server.commits - 1) / creates;
+  const walSyncs = (after.walSyncs - before.server.walSyncs) / creates;
+  console.log(`  commits per create (server): ${commits.toFixed(2)}; WAL syncs per create: ${walSyncs.toFixed(2)}`);
   for (const [kind, n] of kinds) console.log(`    ${n.toFixed(2)}  ${kind}`);
 }
 

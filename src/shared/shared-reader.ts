@@ -15,7 +15,15 @@
  *   failure would: each follower resubscribes from its checkpoint.
  * The shared subscription starts at the store's head when the first subscriber comes and stops with the last.
  */
-import { EventStoreUnavailableError, matchesFilter, type EventFilter, type EventStore, type RecordedEvent, type SubscribeOptions, type Subscription } from '../ports/event-store.ts';
+import {
+  EventStoreUnavailableError,
+  matchesFilter,
+  type EventFilter,
+  type EventStore,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from '../ports/event-store.ts';
 
 export interface SharedReaderOptions {
   /** Events a subscriber may have waiting before it is cut loose to read the store itself. Default 5000. */

@@ -249,11 +249,15 @@ class PostgresReadStore implements ReadStore {
         params.push(checkpoint.expected !== undefined, checkpoint.expected ?? null, checkpoint.generation ?? null);
         ctes.push(`m${m}_row AS (
            UPDATE ${CHECKPOINTS_TABLE} SET position = ${$(2)}
-           WHERE projection = ${$(1)} AND (NOT ${$(3)}::boolean OR position IS NOT DISTINCT FROM ${$(4)}::bigint) AND (${$(5)}::int IS NULL OR generation = ${$(5)}::int)
+           WHERE projection = ${$(1)}
+             AND (NOT ${$(3)}::boolean OR position IS NOT DISTINCT FROM ${$(4)}::bigint)
+             AND (${$(5)}::int IS NULL OR generation = ${$(5)}::int)
            RETURNING 1
          ), m${m}_first AS (
            INSERT INTO ${CHECKPOINTS_TABLE} (projection, position)
-           SELECT ${$(1)}, ${$(2)} WHERE ${$(4)}::bigint IS NULL AND coalesce(${$(5)}::int, 0) = 0 AND NOT EXISTS (SELECT FROM ${CHECKPOINTS_TABLE} WHERE projection = ${$(1)})
+           SELECT ${$(1)}, ${$(2)}
+           WHERE ${$(4)}::bigint IS NULL AND coalesce(${$(5)}::int, 0) = 0
+             AND NOT EXISTS (SELECT FROM ${CHECKPOINTS_TABLE} WHERE projection = ${$(1)})
            ON CONFLICT (projection) DO NOTHING
            RETURNING 1
          ), m${m} AS (SELECT 1 FROM m${m}_row UNION ALL SELECT 1 FROM m${m}_first)`);
@@ -491,11 +495,18 @@ class PostgresReadStore implements ReadStore {
         const { table } = run;
         const ids = chunk.map(([id]) => id);
         // One id per statement at most once (ON CONFLICT cannot touch a row twice): the map kept the last.
-        const upsert = (gate: string) => `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`;
+        const upsert = (gate: string) =>
+          `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`;
         steps.push(
           run.op === 'upsert'
             ? { sql: upsert(''), gated: upsert(` WHERE ${GATE}`), params: [`[${chunk.map(([, doc]) => doc).join(',')}]`], table, ids }
-            : { sql: `DELETE FROM ${table} WHERE id = ANY($1::text[])`, gated: `DELETE FROM ${table} WHERE id = ANY($1::text[]) AND ${GATE}`, params: [ids], table, ids },
+            : {
+                sql: `DELETE FROM ${table} WHERE id = ANY($1::text[])`,
+                gated: `DELETE FROM ${table} WHERE id = ANY($1::text[]) AND ${GATE}`,
+                params: [ids],
+                table,
+                ids,
+              },
         );
       }
       run = null;
