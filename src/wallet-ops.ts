@@ -23,6 +23,7 @@ import { createApp } from './http/app.ts';
 import type { Logger } from './logger.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from './projections/api-key-directory.ts';
 import { KeyedMutex } from './shared/keyed-mutex.ts';
+import { withSharedReader } from './shared/shared-reader.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
@@ -108,9 +109,10 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
   // Whether this process's writes go through, whoever makes them (/ready and /health: src/health.ts).
   const writes = new WriteWatch();
-  const eventStore = withSnapshots(writes.watch('events', corruption.watch(opened.eventStore), { writes: ['append', 'appendMulti'], reads: ['readStream'] }), {
+  // Every follower of this process is served by one reader of the log (src/shared/shared-reader.ts).
+  const eventStore = withSharedReader(withSnapshots(writes.watch('events', corruption.watch(opened.eventStore), { writes: ['append', 'appendMulti'], reads: ['readStream'] }), {
     onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
-  });
+  }));
   const watchedReadStore = writes.watch('read models', corruption.watch(opened.readStore), { writes: ['commit', 'incrementCounter', 'take'] });
   const readStore = options.decorateReadStore?.(watchedReadStore) ?? watchedReadStore;
   const stores: Stores = {

@@ -68,15 +68,25 @@ export function exclusiveCheckpoint(readStore: ReadStore, name: string, options:
  * Handlers of a shared checkpoint write nothing beside it.
  */
 export function sharedCheckpoint(readStore: ReadStore, name: string): CheckpointPolicy {
+  // The checkpoint as this process last read or wrote it: a commit is then one compare-and-set, and the
+  // checkpoint is read again only when another process moved it meanwhile (undefined: read it first).
+  let known: number | null | undefined;
   return {
-    load: () => readStore.getCheckpoint(name),
+    async load() {
+      known = await readStore.getCheckpoint(name);
+      return known;
+    },
     async commit(position, writes) {
       if (writes.length > 0) throw new Error(`the shared checkpoint ${name} commits no writes`);
       for (let attempt = 0; attempt < 3; attempt++) {
-        const current = await readStore.getCheckpoint(name);
-        if (current !== null && current >= position) return;
+        known ??= await readStore.getCheckpoint(name);
+        if (known !== null && known >= position) return;
+        const expected: number | null = known;
+        known = undefined; // until the commit is known to have moved it
         try {
-          return await readStore.commit([], { projection: name, position, expected: current });
+          await readStore.commit([], { projection: name, position, expected });
+          known = position;
+          return;
         } catch (error) {
           if (!(error instanceof CheckpointConflictError)) throw error;
         }
@@ -170,6 +180,8 @@ export class Follower {
   private settleFailure: { error: unknown; position: number } | undefined;
   private committing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The commit commitEvery held back, due at its time (commitLater). */
+  private deferred: NodeJS.Timeout | undefined;
   private sessions = 0;
   /** Commits failed in a row (a best-effort checkpoint), for logging once per streak. */
   private commitFailures = 0;
@@ -195,6 +207,8 @@ export class Follower {
    */
   untilCommitted(position: number, timeoutMs: number): Promise<boolean> {
     if ((this.committed ?? -1) >= position) return Promise.resolve(true);
+    // Handled but not committed yet (commitEvery holds back a checkpoint that writes nothing): someone waits, commit now.
+    if ((this.handledPosition ?? -1) >= position && this.consumer.status().state !== 'stopped') void this.commitOrLog().catch(() => {});
     return new Promise<boolean>((resolve) => {
       const waiter = { position, resolve: (reached: boolean) => {
         clearTimeout(timer);
@@ -227,6 +241,8 @@ export class Follower {
     await stopped;
     clearInterval(this.timer);
     this.timer = undefined;
+    clearTimeout(this.deferred);
+    this.deferred = undefined;
     await this.commitHandled().catch((error: unknown) => this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not saved at stop; the next start replays from the last one'));
   }
 
@@ -298,6 +314,7 @@ export class Follower {
       this.delivered = batch.at(-1)!.position;
       try {
         if (writes.length > 0 || commitNow || this.commitDue()) await this.commitOrLog(writes);
+        else this.commitLater();
       } catch (error) {
         // A batch whose writes were not committed is not handled: a checkpoint saved before the next session
         // (stop() saves what is handled) must not pass it, or its writes would be lost for good.
@@ -310,9 +327,21 @@ export class Follower {
     }
   }
 
+  /** A checkpoint held back by commitEvery is committed once its time has come, even if no batch comes to do it. */
+  private commitLater(): void {
+    const every = this.options.commitEvery;
+    if (!every || this.deferred) return;
+    this.deferred = setTimeout(() => {
+      this.deferred = undefined;
+      // A failure surfaces at the session's next commit.
+      if ((this.handledPosition ?? 0) > (this.committed ?? 0)) void this.commitOrLog().catch(() => {});
+    }, every.ms);
+    this.deferred.unref();
+  }
+
   private commitDue(): boolean {
     const every = this.options.commitEvery;
-    if (!every) return true;
+    if (!every || this.commitWaiters.size > 0) return true;
     return (this.handledPosition ?? 0) - (this.committed ?? 0) >= every.positions || Date.now() - this.committedAt >= every.ms;
   }
 

@@ -72,3 +72,64 @@ describe('PollingSubscription page sizes', () => {
     expect(Math.max(...store.limits)).toBe(MAX_PAGE_SIZE);
   });
 });
+
+describe('PollingSubscription wake-ups', () => {
+  it('when told of a head it has already read (its own commit woke it first), then it does not read again; a head beyond it does', async () => {
+    let head = 3;
+    const reads: number[] = [];
+    const readPage = async (after: number): Promise<Page> => {
+      reads.push(after);
+      const events = Array.from({ length: head - after }, (_, i) => event(after + i + 1));
+      return { events, scannedTo: head, caughtUp: true };
+    };
+    const subscription = new PollingSubscription({ after: 0, readPage, pollIntervalMs: 60_000, onStop: () => {} });
+    for (let i = 0; i < 3; i++) await subscription.next();
+    const waiting = subscription.next(); // its first read reached the head: asleep, no read that finds nothing
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(reads).toEqual([0]);
+    subscription.wake(3);
+    subscription.wake(2);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(reads).toEqual([0]);
+    head = 4;
+    subscription.wake(4);
+    expect((await waiting).value?.position).toBe(4);
+    expect(reads).toEqual([0, 3]);
+    await subscription.stop();
+  });
+});
+
+describe('PollingSubscription wake-ups during a read', () => {
+  it('when an append wakes it and the append\'s notification comes while that read is in flight, then it reads once: no read for the notification, none that finds nothing', async () => {
+    let head = 1;
+    const reads: number[] = [];
+    let release: (() => void) | undefined;
+    const readPage = async (after: number): Promise<Page> => {
+      reads.push(after);
+      if (reads.length > 1) await new Promise<void>((resolve) => (release = resolve)); // reads after the first are held
+      const events = Array.from({ length: head - after }, (_, i) => event(after + i + 1));
+      return { events, scannedTo: head, caughtUp: true };
+    };
+    const subscription = new PollingSubscription({ after: 0, readPage, pollIntervalMs: 60_000, onStop: () => {} });
+    expect((await subscription.next()).value?.position).toBe(1);
+    const waiting = subscription.next(); // caught up at the first read: asleep, no read
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(reads).toEqual([0]);
+    head = 2;
+    subscription.wake(2); // this process's own commit: a read begins
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    subscription.wake(2); // its notification, while that read is in flight
+    release!();
+    expect((await waiting).value?.position).toBe(2);
+    const after = subscription.next();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(reads).toEqual([0, 1]);
+    head = 3;
+    subscription.wake(3);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    release!();
+    expect((await after).value?.position).toBe(3);
+    expect(reads).toEqual([0, 1, 2]);
+    await subscription.stop();
+  });
+});

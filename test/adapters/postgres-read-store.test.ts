@@ -190,6 +190,78 @@ describe('PostgreSQL read store, server specifics', () => {
     }
   });
 
+  it('given a projection\'s page of writes and its fenced checkpoint, when committed, then it goes in one statement (one round trip, one commit); a page writing one row twice takes the transaction', async () => {
+    const url = await freshPostgresDatabase();
+    const statements: number[] = [];
+    const observer = { opened: () => ({ closed() {} }), statement: () => void statements.push(1) };
+    const store = await openPostgresReadStore({ ...options(url), observer });
+    opened.push(store);
+    await store.defineCollections([{ name: 'wallets' }, { name: 'owners' }]);
+    await store.commit([], { projection: 'p', position: 1, expected: null, generation: 0 });
+    statements.length = 0;
+    await store.commit(
+      [
+        { op: 'upsert', collection: 'wallets', doc: { id: 'w1', balance: 1 } },
+        { op: 'upsert', collection: 'owners', doc: { id: 'o1' } },
+        { op: 'delete', collection: 'wallets', id: 'w0' },
+      ],
+      { projection: 'p', position: 2, expected: 1, generation: 0 },
+    );
+    expect(statements).toHaveLength(1);
+    expect(await store.getCheckpoint('p')).toBe(2);
+    statements.length = 0;
+    await store.commit(
+      [
+        { op: 'upsert', collection: 'wallets', doc: { id: 'w1', balance: 2 } },
+        { op: 'patch', collection: 'wallets', id: 'w1', patch: { balance: 3 } },
+      ],
+      { projection: 'p', position: 3, expected: 2, generation: 0 },
+    );
+    expect(statements.length).toBeGreaterThan(1); // the patch must see the upsert: BEGIN, fence, writes, checkpoint, COMMIT
+    expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 3 });
+  });
+
+  it('given several projections committing their pages at once on one store, when one of them is stale, then the pages go in one statement and only the stale one is refused', async () => {
+    const url = await freshPostgresDatabase();
+    const statements: number[] = [];
+    const observer = { opened: () => ({ closed() {} }), statement: () => void statements.push(1) };
+    const store = await openPostgresReadStore({ ...options(url), observer });
+    opened.push(store);
+    const names = ['a', 'b', 'c', 'd'];
+    await store.defineCollections(names.map((name) => ({ name })));
+    for (const name of names) await store.commit([], { projection: name, position: 1 });
+    statements.length = 0;
+    const results = await Promise.allSettled(
+      names.map((name) => store.commit([{ op: 'upsert', collection: name, doc: { id: 'doc', position: 2 } }], { projection: name, position: 2, expected: name === 'c' ? 0 : 1, generation: 0 })),
+    );
+    expect(statements).toHaveLength(1);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(CheckpointConflictError);
+    for (const name of names) {
+      expect(await store.getCheckpoint(name)).toBe(name === 'c' ? 1 : 2);
+      expect(await store.get(name, 'doc')).toEqual(name === 'c' ? null : { id: 'doc', position: 2 });
+    }
+  });
+
+  it('given a runner that folded a page and stalled before its commit (a crash, then a restart) while its successor committed the page, when the stale runner commits, then the fence refuses it and each event counts once', async () => {
+    const url = await freshPostgresDatabase();
+    const wallets: CollectionDefinition = { name: 'wallets' };
+    const [stale, successor] = [await open(url, wallets), await open(url, wallets)];
+    await successor.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 10, position: 5 } }], { projection: 'balances', position: 5 });
+    // Both read the model at 5 and fold the events 6 and 7 (+1 each); the successor commits first.
+    await successor.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 12, position: 7 } }], { projection: 'balances', position: 7, expected: 5, generation: 0 });
+    // The stale one folded again on what it now reads (12) and would count 6 and 7 a second time.
+    const refused = stale.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 14, position: 7 } }], { projection: 'balances', position: 7, expected: 5, generation: 0 });
+    await expect(refused).rejects.toBeInstanceOf(CheckpointConflictError);
+    await expect(refused).rejects.toMatchObject({ expected: 5, actual: 7 });
+    expect(await successor.get('wallets', 'w')).toEqual({ id: 'w', balance: 12, position: 7 });
+    expect(await successor.getCheckpoint('balances')).toBe(7);
+    // A commit fenced by a generation the row does not have moves nothing either, its first one included.
+    await expect(stale.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'x' } }], { projection: 'fresh', position: 1, expected: null, generation: 2 })).rejects.toBeInstanceOf(CheckpointConflictError);
+    expect(await successor.getCheckpoint('fresh')).toBeNull();
+    expect(await successor.get('wallets', 'x')).toBeNull();
+  });
+
   it('given a query under way, when the server terminates its connection, then it fails with ReadStoreUnavailableError and the next call succeeds on a new connection', async () => {
     const url = await freshPostgresDatabase();
     const store = await open(url, { name: 'wallets' });

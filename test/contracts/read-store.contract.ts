@@ -548,6 +548,21 @@ export function describeReadStoreContract(
         expect(await store.getCheckpoint('balances')).toBe(4);
         expect(await store.getCheckpoint('statements')).toBe(8);
       });
+
+      it('given several projections committing at once (the followers of one page), when one expects a stale checkpoint and one writes a bad document, then only those two are refused and the others are committed', async () => {
+        for (const projection of ['p1', 'p2', 'p3', 'p4']) await store.commit([], { projection, position: 1 });
+        const results = await Promise.allSettled([
+          store.commit([w('a')], { projection: 'p1', position: 2, expected: 1 }),
+          store.commit([w('b')], { projection: 'p2', position: 2, expected: 0 }),
+          store.commit([w('c'), { op: 'upsert', collection: 'wallets', doc: { id: 5 } as unknown as Document }], { projection: 'p3', position: 2, expected: 1 }),
+          store.commit([w('d')], { projection: 'p4', position: 2, expected: 1 }),
+        ]);
+        expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+        expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(CheckpointConflictError);
+        expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(TypeError);
+        expect((await store.find('wallets', { sort: [['id', 'asc']] })).map((doc) => doc.id)).toEqual(['a', 'd']);
+        expect(await Promise.all(['p1', 'p2', 'p3', 'p4'].map((projection) => store.getCheckpoint(projection)))).toEqual([2, 1, 1, 2]);
+      });
     });
 
     describe('getMany', () => {

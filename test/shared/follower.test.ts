@@ -211,4 +211,21 @@ describe('the follower', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await readStore.getCheckpoint('sparse')).toBe(positions[2]);
   });
+
+  it('given a handler that writes nothing and commitEvery, when no batch comes after the last, then the held-back checkpoint is committed once its time has come', async () => {
+    const positions = await append(2);
+    follow({ checkpoint: exclusiveCheckpoint(readStore, 'idle'), commitEvery: { positions: 1000, ms: 150 }, handle: async () => [] });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await readStore.getCheckpoint('idle')).toBeNull();
+    await waitFor(async () => (await readStore.getCheckpoint('idle')) === positions[1], 2000);
+  });
+
+  it('given a checkpoint held back by commitEvery, when someone waits for it (read-your-writes), then it is committed at once', async () => {
+    const positions = await append(2);
+    const follower = follow({ checkpoint: exclusiveCheckpoint(readStore, 'awaited'), commitEvery: { positions: 1000, ms: 60_000 }, handle: async () => [] });
+    await waitFor(() => follower.handledPosition === positions[1]);
+    expect(await readStore.getCheckpoint('awaited')).toBeNull();
+    expect(await follower.untilCommitted(positions[1]!, 2000)).toBe(true);
+    expect(await readStore.getCheckpoint('awaited')).toBe(positions[1]);
+  });
 });

@@ -101,17 +101,19 @@ class PostgresEventStore implements EventStore {
   private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
+  /** The highest position this process committed: its subscriptions are woken with it, and its NOTIFY then wakes none. */
+  private committedHead = 0;
 
   constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
     this.pages = pages;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.notifications = new EventNotifications(options, () => this.subscriptions.forEach((subscription) => subscription.wake()));
+    this.notifications = new EventNotifications(options, (head) => this.subscriptions.forEach((subscription) => subscription.wake(head)));
     const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
       transaction: (batch) => this.commitBatch(batch),
       // Local subscribers read right after our own commits, without waiting for the notification's round trip.
-      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake()),
+      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake(this.committedHead)),
       ...(onGroupCommit ? { onBatch: onGroupCommit } : {}),
     });
   }
@@ -257,6 +259,8 @@ class PostgresEventStore implements EventStore {
           NOTIFY_CHANNEL,
         ],
       ));
+      // The highest position written: this process's subscriptions are woken with it, and its own NOTIFY wakes none.
+      for (const row of rows) if (row.o_outcome === 'ok') this.committedHead = Math.max(this.committedHead, Number(row.o_position));
       return outcomes(batch.length, parts, rows);
     } catch (error) {
       // A connection that failed mid-statement is not given back to the pool: it is closed.

@@ -1,7 +1,10 @@
 import pg from 'pg';
 import type { PostgresConnectionOptions } from './postgres-pool.ts';
 
-/** The channel every append transaction notifies (its payload, the new head, is informative only). */
+/**
+ * The channel every append transaction notifies, with the new head as payload: a subscription that has read up to
+ * it already is not woken (this process's own commits wake its subscriptions before their notification arrives).
+ */
 export const NOTIFY_CHANNEL = 'wallet_ops_events';
 
 /** Wait before opening a LISTEN connection again after it broke or could not open. */
@@ -15,14 +18,15 @@ const RECONNECT_DELAY_MS = 1000;
  */
 export class EventNotifications {
   private readonly options: PostgresConnectionOptions;
-  private readonly wake: () => void;
+  /** Told the head a notification carries (undefined: look, whatever the head). */
+  private readonly wake: (head?: number) => void;
   private client: pg.Client | undefined;
   private wanted = false;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
   private connecting: Promise<void> | undefined;
 
-  constructor(options: PostgresConnectionOptions, wake: () => void) {
+  constructor(options: PostgresConnectionOptions, wake: (head?: number) => void) {
     this.options = options;
     this.wake = wake;
   }
@@ -71,7 +75,7 @@ export class EventNotifications {
     };
     client.on('error', broken);
     client.on('end', broken);
-    client.on('notification', () => this.wake());
+    client.on('notification', (message) => this.wake(headOf(message.payload)));
     try {
       await client.connect();
       await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
@@ -98,4 +102,10 @@ export class EventNotifications {
     // A process waiting only for this retry may exit: subscriptions keep their own timers while they are read.
     this.retry.unref();
   }
+}
+
+/** The head an append transaction notified; undefined when the payload is not one (then every subscription looks). */
+function headOf(payload: string | undefined): number | undefined {
+  const head = Number(payload);
+  return payload && Number.isSafeInteger(head) ? head : undefined;
 }

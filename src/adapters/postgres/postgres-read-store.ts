@@ -108,6 +108,13 @@ class PostgresReadStore implements ReadStore {
   private readonly definitions = new Map<string, CollectionDefinition>();
   private readonly lastSweep = new Map<string, number>();
   private readonly readOnly: boolean;
+  /** One-statement commits waiting for the statement in flight (commitInOneStatement). */
+  private pendingCommits: PendingCommit[] = [];
+  /** Grouped getMany statements under way: a commit waits for those in flight when it comes (commitInOneStatement). */
+  private readonly readsInFlight = new Set<Promise<unknown>>();
+  /** getMany reads asked in this turn of the event loop (readTogether). */
+  private readonly pendingReads: Array<{ table: string; ids: string[]; resolve(docs: Document[]): void; reject(error: unknown): void }> = [];
+  private flushingCommits = false;
   private closed = false;
 
   constructor(pool: pg.Pool, statementTimeoutMs: number, searchCollation: string | null, readOnly: boolean) {
@@ -159,6 +166,7 @@ class PostgresReadStore implements ReadStore {
     const steps = this.plan(writes);
     if (checkpoint) checkCheckpoint(checkpoint);
     if (steps.length === 0 && !checkpoint) return;
+    if (checkpoint && steps.length <= ONE_STATEMENT_STEPS && touchesEachRowOnce(steps)) return this.commitInOneStatement(steps, checkpoint);
     await this.transaction(async (client) => {
       if (checkpoint && (checkpoint.expected !== undefined || checkpoint.generation !== undefined)) await this.fence(client, checkpoint);
       for (const step of steps) await client.query(step.sql, step.params);
@@ -174,8 +182,148 @@ class PostgresReadStore implements ReadStore {
     });
   }
 
+  /**
+   * A projection's page as one statement, so one round trip and one commit: the checkpoint is moved by a
+   * compare-and-set (an UPDATE whose WHERE holds the expected position and generation, or the first INSERT of
+   * the row), and every write is gated on it having moved. A second writer's UPDATE waits for the first's row lock
+   * and then compares against the row the first committed (READ COMMITTED re-reads it), so it moves nothing and
+   * writes nothing. Writes of one statement cannot see one another: only pages that touch each row once come here.
+   *
+   * Group commit: the followers of a process get each page at the same moment and commit it at about the same
+   * moment. Commits that arrive while one is being sent go together in the next statement, each still gated on its
+   * own checkpoint only (one refused leaves the others committed), so a page costs the database one commit, not
+   * one per projection.
+   */
+  private commitInOneStatement(steps: Step[], checkpoint: Checkpoint): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pendingCommits.push({ steps, checkpoint, resolve, reject });
+      if (this.flushingCommits) return;
+      this.flushingCommits = true;
+      void this.flushAfterReads();
+    });
+  }
+
+  /**
+   * The other followers of the page are reading their documents (readTogether) and commit as soon as they have
+   * them: the commits wait for the reads asked by the next turn of the event loop, then one more turn. Reads asked
+   * later are not waited for, so commits never starve.
+   */
+  private async flushAfterReads(): Promise<void> {
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
+    await nextTurn(); // a flushReads queued after us in that turn has sent its statement
+    await Promise.allSettled([...this.readsInFlight]);
+    await nextTurn();
+    await this.flushCommits();
+  }
+
+  private async flushCommits(): Promise<void> {
+    while (this.pendingCommits.length > 0) {
+      const group: PendingCommit[] = [];
+      const rest: PendingCommit[] = [];
+      const projections = new Set<string>();
+      const rows = new Set<string>();
+      for (const commit of this.pendingCommits) {
+        // One commit per projection per statement, no row written twice, a bounded statement: the rest wait for the next.
+        const keys = rowKeys(commit.steps);
+        const fits = !projections.has(commit.checkpoint.projection) && !keys.some((key) => rows.has(key)) && group.length < GROUP_MAX;
+        if (!fits) {
+          rest.push(commit);
+          continue;
+        }
+        group.push(commit);
+        projections.add(commit.checkpoint.projection);
+        keys.forEach((key) => rows.add(key));
+      }
+      this.pendingCommits = rest;
+      await this.runGroup(group).catch((error: unknown) => group.forEach((commit) => commit.reject(error)));
+    }
+    this.flushingCommits = false;
+  }
+
+  /** One statement for the group; each commit resolves or is refused on its own checkpoint. Never throws. */
+  private async runGroup(group: PendingCommit[]): Promise<void> {
+    const params: unknown[] = [];
+    const ctes: string[] = [];
+    const results: string[] = [];
+    const joins: string[] = [];
+    group.forEach(({ steps, checkpoint }, m) => {
+      const fenced = checkpoint.expected !== undefined || checkpoint.generation !== undefined;
+      const at = params.length;
+      const $ = (n: number) => `$${at + n}`;
+      params.push(checkpoint.projection, checkpoint.position);
+      joins.push(` LEFT JOIN ${CHECKPOINTS_TABLE} AS c${m} ON c${m}.projection = ${$(1)}`);
+      if (fenced) {
+        params.push(checkpoint.expected !== undefined, checkpoint.expected ?? null, checkpoint.generation ?? null);
+        ctes.push(`m${m}_row AS (
+           UPDATE ${CHECKPOINTS_TABLE} SET position = ${$(2)}
+           WHERE projection = ${$(1)}
+             AND (NOT ${$(3)}::boolean OR position IS NOT DISTINCT FROM ${$(4)}::bigint)
+             AND (${$(5)}::int IS NULL OR generation = ${$(5)}::int)
+           RETURNING 1
+         ), m${m}_first AS (
+           INSERT INTO ${CHECKPOINTS_TABLE} (projection, position)
+           SELECT ${$(1)}, ${$(2)}
+           WHERE ${$(4)}::bigint IS NULL AND coalesce(${$(5)}::int, 0) = 0
+             AND NOT EXISTS (SELECT FROM ${CHECKPOINTS_TABLE} WHERE projection = ${$(1)})
+           ON CONFLICT (projection) DO NOTHING
+           RETURNING 1
+         ), m${m} AS (SELECT 1 FROM m${m}_row UNION ALL SELECT 1 FROM m${m}_first)`);
+      } else {
+        ctes.push(`m${m} AS (
+           INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES (${$(1)}, ${$(2)})
+           ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position
+           RETURNING 1
+         )`);
+      }
+      steps.forEach((step, i) => {
+        const offset = params.length;
+        params.push(...step.params);
+        const sql = step.gated.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`).replaceAll(GATE, `EXISTS (SELECT FROM m${m})`);
+        ctes.push(`m${m}_w${i} AS (${sql})`);
+      });
+      results.push(`(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`);
+    });
+    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT 1) AS one${joins.join('')}`;
+    let row: Record<string, unknown>;
+    try {
+      row = await this.oneStatement(group.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+    } catch (error) {
+      if (group.length > 1 && !isTransientPostgresError(error)) {
+        // Which commit the server refused is not known: each alone, so only that one fails.
+        for (const commit of group) await this.runGroup([commit]);
+        return;
+      }
+      for (const commit of group) commit.reject(error);
+      return;
+    }
+    group.forEach(({ checkpoint, resolve, reject }, m) => {
+      if (Number(row[`moved${m}`]) > 0) return resolve();
+      const generation = Number(row[`generation${m}`] ?? 0);
+      if (checkpoint.generation !== undefined && generation !== checkpoint.generation) {
+        return reject(new CheckpointConflictError(checkpoint.projection, checkpoint.generation, generation, 'generation'));
+      }
+      // What this statement's snapshot saw; under a concurrent commit the row it lost to may be newer.
+      reject(new CheckpointConflictError(checkpoint.projection, checkpoint.expected ?? null, toPosition(row[`position${m}`] as string | null)));
+    });
+  }
+
+  /** One statement in autocommit, again after a deadlock or a serialization failure (nothing was committed). */
+  private async oneStatement(query: pg.QueryConfig): Promise<Record<string, unknown>> {
+    for (let attempt = 1; ; attempt++) {
+      this.checkOpen();
+      try {
+        return (await this.pool.query(query)).rows[0] as Record<string, unknown>;
+      } catch (error) {
+        if (isRetryableAbort(error) && attempt < RETRIES) continue;
+        throw this.translate(error);
+      }
+    }
+  }
+
   async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]> {
     const table = this.table(collection);
+    if (ids.length <= BATCH) return this.readTogether(table, ids) as Promise<T[]>;
     const found: T[] = [];
     const storable = ids.filter((id) => !holdsNul(id)); // no TEXT id holds U+0000
     for (let i = 0; i < storable.length; i += BATCH) {
@@ -183,6 +331,38 @@ class PostgresReadStore implements ReadStore {
       found.push(...rows.map((row) => row.doc));
     }
     return found;
+  }
+
+  /**
+   * The followers of a process get each page at the same moment and each reads the documents it folds: the reads
+   * asked in one turn of the event loop go as one statement (and their commits then arrive together too).
+   */
+  private readTogether(table: string, ids: string[]): Promise<Document[]> {
+    return new Promise((resolve, reject) => {
+      this.pendingReads.push({ table, ids, resolve, reject });
+      if (this.pendingReads.length === 1) setImmediate(() => void this.flushReads());
+    });
+  }
+
+  private async flushReads(): Promise<void> {
+    const reads = this.pendingReads.splice(0);
+    const sql = reads.map(({ table }, i) => `SELECT ${i} AS q, doc FROM ${table} WHERE id = ANY($${i + 1}::text[])`).join(' UNION ALL ');
+    const params = reads.map(({ ids }) => ids);
+    let read: Promise<pg.QueryResult<{ q: number; doc: Document }>> | undefined;
+    try {
+      this.checkOpen();
+      read = this.pool.query<{ q: number; doc: Document }>(reads.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+      this.readsInFlight.add(read);
+      const { rows } = await read;
+      const found = reads.map((): Document[] => []);
+      for (const row of rows) found[row.q]!.push(row.doc);
+      reads.forEach((pending, i) => pending.resolve(found[i]!));
+    } catch (error) {
+      const translated = this.translate(error);
+      reads.forEach((pending) => pending.reject(translated));
+    } finally {
+      if (read) this.readsInFlight.delete(read);
+    }
   }
 
   async getCheckpoint(projection: string): Promise<number | null> {
@@ -312,23 +492,30 @@ class PostgresReadStore implements ReadStore {
   }
 
   /** The writes as statements, in order: consecutive upserts (or deletes) into one collection batched. */
-  private plan(writes: Write[]): Array<{ sql: string; params: unknown[] }> {
+  private plan(writes: Write[]): Step[] {
     if (!Array.isArray(writes)) throw new TypeError('writes must be an array');
-    const steps: Array<{ sql: string; params: unknown[] }> = [];
+    const steps: Step[] = [];
     let run: { op: 'upsert' | 'delete'; table: string; items: Map<string, string> } | null = null;
     const flush = () => {
       if (!run) return;
       const items = [...run.items];
       for (let i = 0; i < items.length; i += BATCH) {
         const chunk = items.slice(i, i + BATCH);
+        const { table } = run;
+        const ids = chunk.map(([id]) => id);
+        // One id per statement at most once (ON CONFLICT cannot touch a row twice): the map kept the last.
+        const upsert = (gate: string) =>
+          `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`;
         steps.push(
           run.op === 'upsert'
-            ? {
-                // One id per statement at most once (ON CONFLICT cannot touch a row twice): the map kept the last.
-                sql: `INSERT INTO ${run.table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`,
-                params: [`[${chunk.map(([, doc]) => doc).join(',')}]`],
-              }
-            : { sql: `DELETE FROM ${run.table} WHERE id = ANY($1::text[])`, params: [chunk.map(([id]) => id)] },
+            ? { sql: upsert(''), gated: upsert(` WHERE ${GATE}`), params: [`[${chunk.map(([, doc]) => doc).join(',')}]`], table, ids }
+            : {
+                sql: `DELETE FROM ${table} WHERE id = ANY($1::text[])`,
+                gated: `DELETE FROM ${table} WHERE id = ANY($1::text[]) AND ${GATE}`,
+                params: [ids],
+                table,
+                ids,
+              },
         );
       }
       run = null;
@@ -362,7 +549,8 @@ class PostgresReadStore implements ReadStore {
           flush();
           // A shallow merge, null stored as null; a field set to undefined is removed, as the embedded adapter's JSON does.
           const removed = Object.keys(write.patch).filter((key) => write.patch[key] === undefined);
-          steps.push({ sql: `UPDATE ${table} SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1`, params: [write.id, removed, JSON.stringify(write.patch)] });
+          const update = `UPDATE ${table} SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1`;
+          steps.push({ sql: update, gated: `${update} AND ${GATE}`, params: [write.id, removed, JSON.stringify(write.patch)], table, ids: [write.id] });
           break;
         }
         default:
@@ -444,6 +632,40 @@ function isRetryableAbort(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === '40001' || code === '40P01';
 }
+
+/** One statement of a commit: `gated` is the same, run only when the checkpoint moved (commitInOneStatement). */
+interface Step {
+  sql: string;
+  gated: string;
+  params: unknown[];
+  table: string;
+  ids: string[];
+}
+
+/** The condition of every write of a one-statement commit. */
+const GATE = 'EXISTS (SELECT FROM moved)';
+/** At most this many write statements go in one statement with the checkpoint (a rebuild's large commits do not). */
+const ONE_STATEMENT_STEPS = 8;
+
+/** True when no row is written by two of the steps (the writes of one statement do not see each other's). */
+function touchesEachRowOnce(steps: Step[]): boolean {
+  const keys = rowKeys(steps);
+  return new Set(keys).size === keys.length;
+}
+
+function rowKeys(steps: Step[]): string[] {
+  return steps.flatMap((step) => step.ids.map((id) => `${step.table}\u0000${id}`));
+}
+
+interface PendingCommit {
+  steps: Step[];
+  checkpoint: Checkpoint;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** At most this many commits go in one statement. */
+const GROUP_MAX = 32;
 
 /** BIGINT comes back from pg as a string (it may exceed 2^53); positions stay below it. */
 function toPosition(value: string | null | undefined): number | null {

@@ -65,6 +65,12 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   private wakeups = 0;
   /** Aborted by stop(): a read waiting out a busy database gives up at once. */
   private readonly stopping = new AbortController();
+  /** The wake-up count when the last read that reached the head began (undefined: it did not reach it). */
+  private caughtUpAt: number | undefined;
+  /** The highest head a wake-up told of: committed before any read that starts after it. */
+  private toldHead = -1;
+  /** While a read is in flight: the head it is sure to see (toldHead when it began); -1 otherwise. */
+  private readCovers = -1;
 
   constructor(options: PollingSubscriptionOptions) {
     this.options = options;
@@ -103,8 +109,16 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     this.options.onStop();
   }
 
-  /** New events may be committed: cut the current wait short. */
-  wake(): void {
+  /**
+   * New events may be committed: cut the current wait short. Told the head they reach, a subscription that has
+   * already read up to it stays asleep (a notification of a commit whose events it has read).
+   */
+  wake(head?: number): void {
+    if (head !== undefined && !this.stopped) {
+      // Read already, or committed before the read in flight began (which therefore sees it).
+      if (head <= this.cursor || head <= this.readCovers) return;
+      this.toldHead = Math.max(this.toldHead, head);
+    }
     this.wakeups += 1;
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -120,6 +134,13 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   private async pull(): Promise<IteratorResult<RecordedEvent>> {
     while (!this.stopped) {
       if (this.index < this.buffer.length) return { done: false, value: this.buffer[this.index++]! };
+      // The last read reached the head and nothing woke us since it began: no read until something does (a page
+      // that brought events and the head, an append's, is not followed by a read that finds nothing).
+      if (this.caughtUpAt === this.wakeups) {
+        this.caughtUpAt = undefined;
+        await this.sleep();
+        continue;
+      }
       const wakeups = this.wakeups;
       const page = await this.readPage();
       if (!page) break; // stopped while reading
@@ -128,13 +149,14 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
       if (page.events.length >= this.pageSize) this.pageSize = Math.min(this.pageSize * 2, MAX_PAGE_SIZE);
       this.cursor = page.scannedTo;
       if (page.caughtUp) this.caughtUpListeners.forEach((listener) => listener());
-      if (page.events.length === 0 && page.caughtUp && wakeups === this.wakeups) await this.sleep();
+      this.caughtUpAt = page.caughtUp ? wakeups : undefined;
     }
     return DONE;
   }
 
   /** The next page, or undefined when the subscription was stopped meanwhile (its events are not wanted). */
   private async readPage(): Promise<Page | undefined> {
+    this.readCovers = this.toldHead;
     try {
       const page = await this.options.readPage(this.cursor, this.stopping.signal, this.pageSize);
       return this.stopped ? undefined : page;
@@ -143,6 +165,8 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
       // A failed read ends the subscription: the consumer's for-await throws and must resubscribe from its checkpoint.
       void this.stop();
       throw error;
+    } finally {
+      this.readCovers = -1;
     }
   }
 

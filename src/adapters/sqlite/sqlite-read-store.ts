@@ -185,6 +185,39 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     }
   });
 
+  /**
+   * Group commit: the followers of a process get each page at the same moment and commit it at about the same
+   * moment; the commits asked in one turn of the event loop go in one transaction (one fsync), each in a savepoint
+   * of its own, so that one refused (a checkpoint conflict, a bad write) leaves the others committed.
+   */
+  const pendingCommits: Array<{ writes: Write[]; checkpoint: Checkpoint | undefined; resolve(): void; reject(error: unknown): void }> = [];
+  const callersFault = (error: unknown) => error instanceof CheckpointConflictError || error instanceof TypeError || error instanceof ReadStoreQueryError;
+  const commitGroup = db.transaction((group: typeof pendingCommits) =>
+    group.map(({ writes, checkpoint }) => {
+      try {
+        commitAll(writes, checkpoint); // nested: a savepoint
+        return undefined;
+      } catch (error) {
+        if (callersFault(error)) return { error };
+        throw error;
+      }
+    }),
+  );
+  async function flushCommits(): Promise<void> {
+    const group = pendingCommits.splice(0);
+    try {
+      const outcomes = await run(() => commitGroup.immediate(group));
+      group.forEach((commit, i) => (outcomes[i] ? commit.reject(outcomes[i].error) : commit.resolve()));
+    } catch (error) {
+      if (group.length > 1 && !(error instanceof ReadStoreUnavailableError || error instanceof StoreCorruptedError)) {
+        // Which commit the database refused is not known: each alone, so only that one fails.
+        for (const commit of group) await run(() => commitAll.immediate(commit.writes, commit.checkpoint)).then(commit.resolve, commit.reject);
+        return;
+      }
+      group.forEach((commit) => commit.reject(error));
+    }
+  }
+
   /** Read, add, write in one IMMEDIATE transaction: the write lock is held from the read on, so no increment is lost. */
   const lastSweep = new Map<string, number>();
   const incrementOne = db.transaction((collection: string, id: string, change: CounterChange): Counter => {
@@ -281,8 +314,11 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       const row = await run(() => statement(`SELECT count(*) AS n FROM ${quote(def.name)}${filter.sql}`).get(...filter.params));
       return (row as { n: number }).n;
     },
-    async commit(writes, checkpoint) {
-      await run(() => commitAll.immediate(writes, checkpoint));
+    commit(writes, checkpoint) {
+      return new Promise<void>((resolve, reject) => {
+        pendingCommits.push({ writes, checkpoint, resolve, reject });
+        if (pendingCommits.length === 1) setImmediate(() => void flushCommits());
+      });
     },
     async getMany<T extends Document = Document>(collection: string, ids: string[]) {
       const table = quote(definition(collection).name);
