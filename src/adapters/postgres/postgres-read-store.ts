@@ -323,9 +323,9 @@ class PostgresReadStore implements ReadStore {
 
   async getMany<T extends Document = Document>(collection: string, ids: string[]): Promise<T[]> {
     const table = this.table(collection);
-    if (ids.length <= BATCH) return this.readTogether(table, ids) as Promise<T[]>;
-    const found: T[] = [];
     const storable = ids.filter((id) => !holdsNul(id)); // no TEXT id holds U+0000
+    if (storable.length <= BATCH) return this.readTogether(table, storable) as Promise<T[]>;
+    const found: T[] = [];
     for (let i = 0; i < storable.length; i += BATCH) {
       const { rows } = await this.query<{ doc: T }>(`SELECT doc FROM ${table} WHERE id = ANY($1::text[])`, [storable.slice(i, i + BATCH)]);
       found.push(...rows.map((row) => row.doc));
