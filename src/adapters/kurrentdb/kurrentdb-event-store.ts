@@ -414,7 +414,7 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
     this.ready = opening.then(
       (source) => {
         if (this.stopped) {
-          void cancel(source);
+          void cancel(source); // never rejects: it swallows unsubscribe's failure
           return null;
         }
         source.on('error', (error: unknown) => this.end({ kind: 'failed', error }));
