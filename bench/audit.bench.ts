@@ -322,7 +322,7 @@ async function generate(dataDir: string, target: number): Promise<{ events: numb
 
   // Let the sealer seal every full range.
   const sealable = Math.floor(runner.events / SEAL_EVERY);
-  let seals = 0;
+  let seals: number;
   for (;;) {
     const last = await lastSeal(raw);
     seals = last ? last.revision + 1 : 0;

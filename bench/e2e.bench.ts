@@ -34,7 +34,7 @@ import { join } from 'node:path';
 import { openEmbeddedLedger } from '../src/adapters/ledger/embedded-ledger.ts';
 import { actingUser, findUserByEmail, userContext } from '../src/commands/back-office.ts';
 import { decideOperation } from '../src/commands/operation-handlers.ts';
-import type { OperationApproved, OperationCompleted } from '../src/domain/events.ts';
+import type { OperationCompleted } from '../src/domain/events.ts';
 import { ISSUANCE_ADDRESS, walletAddress, type LedgerLeg } from '../src/ports/ledger.ts';
 import { allEvents, assertLedgerMatchesProjections } from '../test/support/invariants.ts';
 import { issue, waitUntilSettled } from '../test/support/executor-system.ts';
@@ -75,7 +75,7 @@ interface Result {
   p95Ms: number;
   p99Ms: number;
   maxMs: number;
-  /** Where an operation's time went, p50 and p99 ms of each stage (stored times): see STAGES. */
+  /** Where an operation's time went, p50 and p99 ms of each stage (stored times): see Stage. */
   stages?: Record<Stage, { p50: number; p99: number }>;
 }
 
@@ -83,8 +83,8 @@ interface Result {
  * The stages of an execution between stored times: the approval's commit, the first claim's commit
  * (OperationExecutionStarted), the ledger transaction's time (taken inside the ledger's commit), the completion's commit.
  */
-const STAGES = { pickup: 'approved -> claimed', claimToLedger: 'claimed -> ledger', ledgerToCompleted: 'ledger -> completed' } as const;
-type Stage = keyof typeof STAGES;
+/** pickup: approved -> claimed; claimToLedger: claimed -> ledger; ledgerToCompleted: ledger -> completed. */
+type Stage = 'pickup' | 'claimToLedger' | 'ledgerToCompleted';
 
 function percentile(sorted: number[], q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;

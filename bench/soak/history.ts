@@ -52,7 +52,7 @@ export class OperationHistory {
         break;
       case 'OperationRejected': {
         this.rejected.add(id);
-        const by = String((event.data as { rejectedBy?: unknown }).rejectedBy ?? '?');
+        const by = (event.data as { rejectedBy?: string }).rejectedBy ?? '?';
         const who = by.startsWith('system:') ? by : 'checkers';
         this.rejectedBy[who] = (this.rejectedBy[who] ?? 0) + 1;
         break;
@@ -75,7 +75,8 @@ export class OperationHistory {
     for (const outcomes of this.outcomes.values()) {
       for (const outcome of outcomes) {
         if (outcome.type !== 'OperationFailed') continue;
-        const reason = String(outcome.data.lastError ?? '?').replace(/\d+/g, 'N').slice(0, 160);
+        const lastError = outcome.data.lastError;
+        const reason = (typeof lastError === 'string' ? lastError : '?').replace(/\d+/g, 'N').slice(0, 160);
         reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
       }
     }

@@ -20,7 +20,7 @@ const LEVELS: Record<number, 'warn' | 'error' | 'fatal'> = { 40: 'warn', 50: 'er
 /** Counts what a child's log file says, across all its restarts. */
 export function summarizeLog(child: Child): LogSummary {
   const summary: LogSummary = { child: child.spec.name, lines: 0, injected: 0, warn: 0, error: 0, fatal: 0, messages: new Map(), errorsNotInjected: new Map() };
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(child.logFile, 'utf8');
   } catch {
@@ -31,7 +31,7 @@ export function summarizeLog(child: Child): LogSummary {
     summary.lines += 1;
     const injected = line.includes('(injected)');
     if (injected) summary.injected += 1;
-    let entry: { level?: number; msg?: string; err?: { message?: string } } = {};
+    let entry: { level?: number; msg?: string; err?: { message?: string } };
     try {
       entry = JSON.parse(line);
     } catch {

@@ -42,9 +42,8 @@ export type OperationState =
 export const operationState = {
   initialState: (): OperationState => ({ status: 'none' }),
   evolve(state: OperationState, event: OperationEvent & { metadata?: EventMetadata }): OperationState {
-    switch (event.type) {
-      case 'OperationRequested':
-        return { status: 'pending', operation: event.data, requestedBy: requestingUser(event.metadata), decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null, trace: { created: traceparentOf(event.metadata), approved: null } };
+    if (event.type === 'OperationRequested') {
+      return { status: 'pending', operation: event.data, requestedBy: requestingUser(event.metadata), decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null, trace: { created: traceparentOf(event.metadata), approved: null } };
     }
     if (state.status === 'none') return state; // every operation stream starts with OperationRequested
     switch (event.type) {

@@ -100,6 +100,7 @@ export function withSnapshots(store: EventStore, options: SnapshotOptions = {}):
       );
     running.set(stream, job);
     started.add(job);
+    // job never rejects (its failure went to onError above), so neither does this.
     void job.finally(() => {
       started.delete(job);
       if (running.get(stream) === job) running.delete(stream);

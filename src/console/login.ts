@@ -137,7 +137,7 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
         : `Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`;
       return showLogin(services, req, res, 429, { email, next, error });
     }
-    let user: ActiveUser | null = null;
+    let user: ActiveUser | null;
     try {
       user = await findUserByEmail(services.backOffice, email);
     } catch (error) {

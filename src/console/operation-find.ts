@@ -32,7 +32,7 @@ export const CSV_COLUMNS = ['operationID', 'createdAt', 'updatedAt', 'operationT
  * One CSV cell: a value a spreadsheet would read as a formula (starting with =, +, -, @, a tab or a carriage
  * return) gets a leading apostrophe, and a cell with a comma, a quote or a line break is quoted.
  */
-export function csvCell(value: unknown): string {
+export function csvCell(value: string | number | null | undefined): string {
   let text = value === null || value === undefined ? '' : String(value);
   if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;

@@ -53,7 +53,7 @@ const DESCRIPTIONS: Record<string, Describe> = {
   OperationCompleted: (d) => ({ what: 'Completed', at: text(d.completedAt), detail: html`blockchain <code class="hash">${String(d.blockchainID)}</code>` }),
   OperationFailed: (d) => ({ what: 'Failed', at: text(d.failedAt), reason: text(d.lastError) }),
   ApiKeyRequested: (d) => ({ what: 'Requested', at: text(d.requestedAt) }),
-  ApiKeyApproved: (d) => ({ what: 'Approved', at: text(d.approvedAt), detail: d.expiresAt ? html`expires ${time(String(d.expiresAt))}` : undefined }),
+  ApiKeyApproved: (d) => ({ what: 'Approved', at: text(d.approvedAt), detail: typeof d.expiresAt === 'string' ? html`expires ${time(d.expiresAt)}` : undefined }),
   ApiKeyRejected: (d) => ({ what: 'Rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
   ApiKeyRevocationRequested: (d) => ({ what: 'Revocation requested', at: text(d.requestedAt), reason: text(d.reason) }),
   ApiKeyRevocationRejected: (d) => ({ what: 'Revocation rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
@@ -61,7 +61,7 @@ const DESCRIPTIONS: Record<string, Describe> = {
   ApiKeyRotationRequested: (d) => ({ what: 'Secret rotation requested', at: text(d.requestedAt), reason: text(d.reason) }),
   ApiKeyRotationRejected: (d) => ({ what: 'Secret rotation rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
   ApiKeyRotationWithdrawn: (d) => ({ what: 'Secret rotation withdrawn', at: text(d.withdrawnAt) }),
-  ApiKeyRotated: (d) => ({ what: 'Secret rotated', at: text(d.rotatedAt), detail: d.previousValidUntil ? html`previous secret valid until ${time(String(d.previousValidUntil))}` : undefined }),
+  ApiKeyRotated: (d) => ({ what: 'Secret rotated', at: text(d.rotatedAt), detail: typeof d.previousValidUntil === 'string' ? html`previous secret valid until ${time(d.previousValidUntil)}` : undefined }),
 };
 
 export async function timeline(services: ConsoleServices, events: RecordedEvent[]): Promise<TimelineEntry[]> {

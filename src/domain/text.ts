@@ -30,6 +30,7 @@ const FORBIDDEN = /[\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800
 // variation selector right after a Mongolian letter; and one emoji or text presentation selector (U+FE0F, U+FE0E)
 // right after a pictograph ("\u2764\uFE0F") or in a keycap ("1\uFE0F\u20E3").
 const INVISIBLE = new RegExp(
+  // eslint-disable-next-line no-misleading-character-class -- each joiner and selector is listed alone, on purpose
   [
     '(?![\\u200c\\u200d\\u0600-\\u0605\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u{110bd}\\u{110cd}\\u180b-\\u180d\\u180f\\ufe0e\\ufe0f])[\\p{Cf}\\p{DI}]',
     '\\u2800',

@@ -140,7 +140,8 @@ export class Executor {
       const listed = new Set(unsettled.map((doc) => doc.id));
       for (const id of this.sweepWatch.keys()) if (!listed.has(id)) this.sweepWatch.forget(id);
       const found = unsettled.filter((doc) => this.sweepWatch.unchangedForMs(doc.id, doc.approvalPosition) >= this.options.leaseMs && !this.carrier.has(doc.id));
-      // Settling is not awaited here: an approval the follower brings as well waits on the same operation.
+      // Settling is not awaited here: an approval the follower brings as well waits on the same operation. carry
+      // never rejects: a pass's failure is retried inside it.
       for (const doc of found) void this.carrier.carry(doc.id);
       if (found.length > 0) this.options.logger.info({ operations: found.length }, 'sweep: executing approved operations that no executor of this process held');
       return found.length;

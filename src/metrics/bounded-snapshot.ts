@@ -25,6 +25,7 @@ export class BoundedSnapshot<T> {
     if (!this.waiting) {
       const waiting = this.bounded();
       this.waiting = waiting;
+      // bounded() never rejects (a failed read is counted and answered undefined), so neither does this.
       void waiting.finally(() => {
         if (this.waiting === waiting) this.waiting = undefined;
       });

@@ -1,6 +1,6 @@
-import type { DistributorOperationType, OperationEvent, OperationRequested } from '../domain/events.ts';
+import type { DistributorOperationType, OperationRequested } from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
-import type { ProjectedEvent, Projection } from './projection.ts';
+import type { Projection } from './projection.ts';
 import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
 import { withApiText } from './api-text.ts';

@@ -1,7 +1,7 @@
-import type { OperationEvent, OperationRequested } from '../domain/events.ts';
+import type { OperationRequested } from '../domain/events.ts';
 import { DEFAULT_ASSET_SCALE, formatAmount } from '../domain/money.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
-import type { ProjectedEvent, Projection } from './projection.ts';
+import type { Projection } from './projection.ts';
 import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
 import { withApiText } from './api-text.ts';

@@ -295,7 +295,7 @@ export class Follower {
   }
 
   private async consume(subscription: AsyncIterable<RecordedEvent>, context: SessionContext): Promise<void> {
-    let commitNow = false;
+    let commitNow: boolean; // cleared before each batch
     const batchContext: BatchContext = {
       stopping: context.stopping,
       settleLater: (position, settled) => this.settleLater(position, settled),

@@ -11,6 +11,7 @@
  * is tell the truth about it: `status()` says since when the consumer has been unable to run, which /health
  * turns into a failure past a grace period so that an orchestrator restarts the process.
  */
+import { inspect } from 'node:util';
 import { backoffMs } from './backoff.ts';
 
 export type ConsumerState = 'starting' | 'running' | 'retrying' | 'stopped';
@@ -229,7 +230,8 @@ export function describeError(error: unknown): string {
   const parts: string[] = [];
   let current: unknown = error;
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
-    parts.push(current instanceof Error ? current.message : String(current));
+    // A thrown non-Error object is shown by its fields, not as "[object Object]".
+    parts.push(current instanceof Error ? current.message : typeof current === 'string' ? current : inspect(current, { breakLength: Infinity }));
     current = current instanceof Error ? current.cause : undefined;
   }
   return parts.join(': ');

@@ -93,7 +93,7 @@ export class WebhookDispatcher {
   /** When the earliest retry a worker waits for falls due (monotonic ms). */
   private retryDueMs = Infinity;
   /** A worker's failure, thrown by the session loop (the supervisor then restarts it). */
-  private failure: unknown;
+  private failure: Error | undefined;
 
   constructor(options: WebhookDispatcherOptions) {
     this.options = options;
@@ -144,7 +144,7 @@ export class WebhookDispatcher {
           }
           this.startWorker(route, context);
         }
-        if (this.failure !== undefined) throw this.failure;
+        this.throwWorkerFailure();
         caughtUp?.(); // the read store answered: proof of health for an idle dispatcher
         // Even when woken meanwhile, let timers and I/O run first: the embedded store answers synchronously.
         await new Promise((resolve) => setImmediate(resolve));
@@ -187,10 +187,15 @@ export class WebhookDispatcher {
     return routes;
   }
 
+  /** A method, not inline: the session's own `this.failure = undefined` would narrow an inline check to never. */
+  private throwWorkerFailure(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+
   private startWorker(route: RouteDoc, context: SessionContext): void {
     const work = this.serve(route, context)
       .catch((error: unknown) => {
-        this.failure ??= error;
+        this.failure ??= error instanceof Error ? error : new Error('a webhook worker failed', { cause: error });
       })
       .finally(() => {
         this.working.delete(route.id);

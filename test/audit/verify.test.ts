@@ -112,7 +112,6 @@ describe('audit verify: the rules of the history', () => {
     await request(cashIn);
     return cashIn;
   }
-  const checks = (report: AuditReport) => report.problems.map((p) => p.check);
 
   it('given a clean history, when verified, then no problem and supply = issued - redeemed', async () => {
     const cashIn = await issueAndCashIn();

@@ -10,7 +10,7 @@ import {
 } from '../../src/commands/create-operation.ts';
 import type { Decision, StreamWrite } from '../../src/commands/pipeline.ts';
 import { idempotencyState, keyVolumeState, walletState, type IdempotencyState } from '../../src/commands/wallet-state.ts';
-import { DomainError, type DomainErrorCode } from '../../src/domain/errors.ts';
+import { type DomainErrorCode } from '../../src/domain/errors.ts';
 import type { CashOutConsentEvent, IdempotentRequestRecorded, KeyVolumeEvent, OperationRequested, WalletEvent, WalletRef } from '../../src/domain/events.ts';
 import { cashOutConsentDecider } from '../../src/commands/cash-out-consent.ts';
 import { hashCashOutCode } from '../../src/domain/cash-out-codes.ts';

@@ -53,7 +53,9 @@ function holdable(inner: EventStore) {
   return {
     store,
     appends,
-    hold: () => (gate = new Promise<void>((resolve) => (open = resolve))),
+    hold: () => {
+      gate = new Promise<void>((resolve) => (open = resolve));
+    },
     release: () => {
       gate = null;
       open();

@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DISABLED_FEATURES, DOCS, launchChromium, UPDATE_DOCS } from './browser.ts';

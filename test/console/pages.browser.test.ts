@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
 import { requestAccessChange } from '../../src/commands/user-admin.ts';

@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
 import { actingUser, findUserByEmail, userContext } from '../../src/commands/back-office.ts';

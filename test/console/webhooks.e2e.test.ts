@@ -23,7 +23,7 @@ import { seedDeliveries, seedRoute, type SeededEndpoint } from './webhook-seeds.
  * delivery consumer does not run here (when the system has it): the delivery log is seeded straight into the
  * read store, so what these tests see is only what they put there.
  */
-let offsetMs = 0;
+const offsetMs = 0;
 const clock = () => new Date(Date.now() + offsetMs);
 const PARTS = ALL_PARTS.filter((part) => part !== 'webhooks');
 

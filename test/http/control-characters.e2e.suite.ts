@@ -12,7 +12,6 @@ import { ConsoleClient, extraUser, OTHER_PASSWORD } from '../console/console-cli
  */
 const C0 = Array.from({ length: 0x20 }, (_, i) => String.fromCodePoint(i));
 const CONTROLS = [...C0, '\u007f', '\u0080', '\u0085', '\u009b', '\u009f'];
-const hex = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 const NOT_WHITESPACE = CONTROLS.filter((c) => !'\t\n\r'.includes(c));
 /** Sent through every route's first parameter or field (every control goes through the routes the issue names). */
 const SAMPLE = ['\u0000', '\u0001', '\t', '\r', '\u000b', '\u001b', '\u007f', '\u009b'];

@@ -415,7 +415,6 @@ describe('GET /api/v1/merchants/{merchantID}/operations', () => {
   const listed = (id: string) => untilListed(operationsPath(merchant), merchant.apiKey, expected[id]!);
   const pending = { blockchainID: '', walletOperationID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending' };
   const own: string[] = [];
-  const listedIDs = async () => (await get(operationsPath(merchant), merchant.apiKey)).body.map((i: any) => i.operationID);
 
   beforeAll(async () => {
     merchant = await keyed('merchant', '10000');
@@ -782,7 +781,7 @@ describe('pagination of the lists', () => {
 
   it.each([100, 37])('when all 2,500 are walked by offset with limit %i, then each is seen exactly once, in order, and the last page is short', async (limit) => {
     const seen: string[] = [];
-    let last = -1;
+    let last: number;
     for (let offset = 0; ; offset += limit) {
       const r = await get(path(`?limit=${limit}&offset=${offset}`), distributor.apiKey);
       expect(r.status).toBe(200);

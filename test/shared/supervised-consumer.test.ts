@@ -461,4 +461,8 @@ describe('describeError', () => {
     expect(describeError(error)).toBe('could not commit to the event store: SQLITE_BUSY: database is locked');
     expect(describeError('a string')).toBe('a string');
   });
+
+  it('when a plain object is thrown, then its fields are shown, not "[object Object]"', () => {
+    expect(describeError({ code: 'ECONNRESET', attempt: 2 })).toBe("{ code: 'ECONNRESET', attempt: 2 }");
+  });
 });

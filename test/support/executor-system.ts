@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.ts';
 import { knownLedgerEnv } from './test-ledger.ts';
 import { knownStoreEnv } from './test-stores.ts';
 import { createLogger } from '../../src/logger.ts';
-import { buildWalletOps, type BuildOptions, type Part, type WalletOps } from '../../src/wallet-ops.ts';
+import { buildWalletOps, type Part, type WalletOps } from '../../src/wallet-ops.ts';
 import {
   actingUser,
   findUserByEmail,

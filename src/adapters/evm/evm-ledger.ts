@@ -98,7 +98,7 @@ export function readOperatorKey(file: string): Hex {
   try {
     text = readFileSync(file, 'utf8').trim();
   } catch (error) {
-    throw new Error(`cannot read the operator key file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new Error(`cannot read the operator key file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
   }
   if (!OPERATOR_KEY.test(text)) throw new Error(`the operator key file ${file} must hold one private key: 0x and 64 hex digits`);
   return text as Hex;

@@ -401,7 +401,7 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
   private readonly ending: Promise<Ending>;
   private end!: (ending: Ending) => void;
   private stopped = false;
-  private failure: unknown;
+  private failure: Error | undefined;
   private lastPosition = -1;
   private readonly caughtUpListeners: Array<() => void> = [];
   /** next() calls are chained so concurrent callers cannot reorder or share events. */
@@ -414,7 +414,7 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
     this.ready = opening.then(
       (source) => {
         if (this.stopped) {
-          void cancel(source);
+          void cancel(source); // never rejects: it swallows unsubscribe's failure
           return null;
         }
         source.on('error', (error: unknown) => this.end({ kind: 'failed', error }));

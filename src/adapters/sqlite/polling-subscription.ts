@@ -163,7 +163,7 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     } catch (error) {
       if (this.stopped) return undefined;
       // A failed read ends the subscription: the consumer's for-await throws and must resubscribe from its checkpoint.
-      void this.stop();
+      void this.stop(); // only marks and wakes: the failure that matters is the one thrown below
       throw error;
     } finally {
       this.readCovers = -1;

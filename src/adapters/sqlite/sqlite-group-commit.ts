@@ -98,7 +98,7 @@ export class GroupCommitter<Request, Result> {
     this.scheduled = true;
     const run = () => {
       this.scheduled = false;
-      void this.flush();
+      void this.flush(); // never rejects with a request's failure: it settles each request with it
     };
     if (delayMs === 0) setImmediate(run);
     else setTimeout(run, delayMs);

@@ -114,7 +114,7 @@ function keepDrafts() {
   const fields = document.querySelectorAll('main form[method="post"] textarea[name="reason"], main form[method="post"] input[name="reason"]');
   for (const field of fields) {
     const key = `wo-draft:${field.form.getAttribute('action')}:${field.id || field.name}`;
-    let saved = null;
+    let saved;
     try { saved = sessionStorage.getItem(key); } catch { return; }
     if (saved && !field.value) field.value = saved;
     field.addEventListener('input', () => {
