@@ -210,14 +210,13 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
    * a console secret, a counter) is fsync'd, and with it every commit before it in the WAL. This keeps the
    * projections' commits, which a create's read-your-writes waits for, off the disk's latency.
    */
-  let synchronous: 'FULL' | 'NORMAL' = 'FULL';
-  const syncFor = (group: typeof pendingCommits) => {
-    const wanted = group.every((commit) => commit.checkpoint !== undefined) ? 'NORMAL' : 'FULL';
-    if (wanted !== synchronous) db.pragma(`synchronous = ${(synchronous = wanted)}`);
+  const syncModes = { FULL: db.prepare('PRAGMA synchronous = FULL'), NORMAL: db.prepare('PRAGMA synchronous = NORMAL') };
+  let synchronous: keyof typeof syncModes = 'FULL';
+  const setSync = (mode: keyof typeof syncModes) => {
+    if (mode !== synchronous) syncModes[(synchronous = mode)].run();
   };
-  const restoreFull = () => {
-    if (synchronous !== 'FULL') db.pragma(`synchronous = ${(synchronous = 'FULL')}`);
-  };
+  const syncFor = (group: typeof pendingCommits) => setSync(group.every((commit) => commit.checkpoint !== undefined) ? 'NORMAL' : 'FULL');
+  const restoreFull = () => setSync('FULL');
   async function flushCommits(): Promise<void> {
     const group = pendingCommits.splice(0);
     try {
