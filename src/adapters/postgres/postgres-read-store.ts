@@ -103,6 +103,8 @@ async function chooseSearchCollation(pool: pg.Pool): Promise<string | null> {
 
 class PostgresReadStore implements ReadStore {
   private readonly pool: pg.Pool;
+  /** The texts of grouped commits (of two or more) run as prepared statements: PREPARED_GROUP_TEXTS at most. */
+  private readonly preparedGroups = new Set<string>();
   private readonly statementTimeoutMs: number;
   private readonly searchCollation: string | null;
   private readonly definitions = new Map<string, CollectionDefinition>();
@@ -290,7 +292,9 @@ class PostgresReadStore implements ReadStore {
     const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT set_config('synchronous_commit', 'off', true)) AS one${joins.join('')}`;
     let row: Record<string, unknown>;
     try {
-      row = await this.oneStatement(group.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+      if (group.length > 1 && this.preparedGroups.size < PREPARED_GROUP_TEXTS) this.preparedGroups.add(sql);
+      const named = group.length === 1 || this.preparedGroups.has(sql);
+      row = await this.oneStatement(named ? prepared(sql, params) : { text: sql, values: params });
     } catch (error) {
       if (group.length > 1 && !isTransientPostgresError(error)) {
         // Which commit the server refused is not known: each alone, so only that one fails.
@@ -669,6 +673,12 @@ interface PendingCommit {
 
 /** At most this many commits go in one statement. */
 const GROUP_MAX = 32;
+/**
+ * How many distinct texts of grouped commits a process runs as prepared statements: a page's followers commit the
+ * same shape of statement again and again, and planning one of a few dozen CTEs costs the server more than running
+ * it. Each stays prepared on every connection it ran on, so the set is bounded; texts past it are planned each time.
+ */
+const PREPARED_GROUP_TEXTS = 256;
 
 /** BIGINT comes back from pg as a string (it may exceed 2^53); positions stay below it. */
 function toPosition(value: string | null | undefined): number | null {
