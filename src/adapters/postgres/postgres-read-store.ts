@@ -103,6 +103,8 @@ async function chooseSearchCollation(pool: pg.Pool): Promise<string | null> {
 
 class PostgresReadStore implements ReadStore {
   private readonly pool: pg.Pool;
+  /** The texts of grouped commits (of two or more) run as prepared statements: PREPARED_GROUP_TEXTS at most. */
+  private readonly preparedGroups = new Set<string>();
   private readonly statementTimeoutMs: number;
   private readonly searchCollation: string | null;
   private readonly definitions = new Map<string, CollectionDefinition>();
@@ -284,10 +286,15 @@ class PostgresReadStore implements ReadStore {
       });
       results.push(`(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`);
     });
-    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT 1) AS one${joins.join('')}`;
+    // Every commit here carries its checkpoint: the statement's transaction does not wait for its WAL flush
+    // (synchronous_commit off for it alone). A crash that takes it takes the checkpoint with the writes, and the
+    // followers replay from the one left; any synchronous commit after it flushes it too. Visible at once either way.
+    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT set_config('synchronous_commit', 'off', true)) AS one${joins.join('')}`;
     let row: Record<string, unknown>;
     try {
-      row = await this.oneStatement(group.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+      if (group.length > 1 && this.preparedGroups.size < PREPARED_GROUP_TEXTS) this.preparedGroups.add(sql);
+      const named = group.length === 1 || this.preparedGroups.has(sql);
+      row = await this.oneStatement(named ? prepared(sql, params) : { text: sql, values: params });
     } catch (error) {
       if (group.length > 1 && !isTransientPostgresError(error)) {
         // Which commit the server refused is not known: each alone, so only that one fails.
@@ -666,6 +673,12 @@ interface PendingCommit {
 
 /** At most this many commits go in one statement. */
 const GROUP_MAX = 32;
+/**
+ * How many distinct texts of grouped commits a process runs as prepared statements: a page's followers commit the
+ * same shape of statement again and again, and planning one of a few dozen CTEs costs the server more than running
+ * it. Each stays prepared on every connection it ran on, so the set is bounded; texts past it are planned each time.
+ */
+const PREPARED_GROUP_TEXTS = 256;
 
 /** BIGINT comes back from pg as a string (it may exceed 2^53); positions stay below it. */
 function toPosition(value: string | null | undefined): number | null {
