@@ -4,7 +4,7 @@ import type { CollectionDefinition, Document, FindQuery, ReadStore } from '../po
 import type { PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
 import { ProblemError, validationProblem } from '../http/problems.ts';
-import { sendJsonTextWithETag, sendPreparedJson } from '../http/conditional.ts';
+import { sendJsonTextWithETag, sendJsonWithETag, sendPreparedJson } from '../http/conditional.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { API_TEXT } from '../projections/api-text.ts';
