@@ -32,11 +32,28 @@ const RAM_TEMP_DIR = ramTempDir();
  * memory) run on threads, cheaper still; everything that starts systems, servers or children on forks.
  */
 const PURE = [
-  'test/domain/**/*.test.ts', 'test/commands/**/*.test.ts', 'test/projections/**/!(api-key-directory-follow).test.ts', 'test/shared/**/*.test.ts', 'test/ports/**/*.test.ts',
-  'test/architecture.test.ts', 'test/config.test.ts', 'test/audit/hash-chain.test.ts', 'test/executor/workflow.test.ts', 'test/executor/carrier.test.ts',
-  'test/executor/claim-watch.test.ts', 'test/webhooks/address-guard.test.ts', 'test/webhooks/deliveries.test.ts', 'test/webhooks/retry-policy.test.ts',
-  'test/webhooks/webhook-events.test.ts', 'test/http/rate-limit.test.ts', 'test/faults/fault-injection.test.ts', 'test/support/openapi-validator.test.ts',
-  'test/read-api/integrating-doc.test.ts', 'test/adapters/kurrentdb-mapping.test.ts', 'test/adapters/mongodb-query.test.ts', 'test/bench/soak-health.test.ts',
+  'test/domain/**/*.test.ts',
+  'test/commands/**/*.test.ts',
+  'test/projections/**/!(api-key-directory-follow).test.ts',
+  'test/shared/**/*.test.ts',
+  'test/ports/**/*.test.ts',
+  'test/architecture.test.ts',
+  'test/config.test.ts',
+  'test/audit/hash-chain.test.ts',
+  'test/executor/workflow.test.ts',
+  'test/executor/carrier.test.ts',
+  'test/executor/claim-watch.test.ts',
+  'test/webhooks/address-guard.test.ts',
+  'test/webhooks/deliveries.test.ts',
+  'test/webhooks/retry-policy.test.ts',
+  'test/webhooks/webhook-events.test.ts',
+  'test/http/rate-limit.test.ts',
+  'test/faults/fault-injection.test.ts',
+  'test/support/openapi-validator.test.ts',
+  'test/read-api/integrating-doc.test.ts',
+  'test/adapters/kurrentdb-mapping.test.ts',
+  'test/adapters/mongodb-query.test.ts',
+  'test/bench/soak-health.test.ts',
 ];
 /**
  * Suites that replace a module of src/ with vi.mock: a module another file of the same worker imported already
@@ -67,8 +84,18 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     minWorkers: 2,
     // `npm run test:coverage`: v8 line coverage of src/ (issue 25 compares it with the start commit's).
-    coverage: { provider: 'v8', include: ['src/**'], reporter: ['text-summary', 'json-summary'], reportsDirectory: '.tmp/coverage' },
-    setupFiles: ['test/support/file-choices.ts', 'test/support/fast-passwords.ts', 'test/support/cpu-usage.ts', 'test/support/openapi-fetch-check.ts'],
+    coverage: {
+      provider: 'v8',
+      include: ['src/**'],
+      reporter: ['text-summary', 'json-summary'],
+      reportsDirectory: '.tmp/coverage',
+    },
+    setupFiles: [
+      'test/support/file-choices.ts',
+      'test/support/fast-passwords.ts',
+      'test/support/cpu-usage.ts',
+      'test/support/openapi-fetch-check.ts',
+    ],
     projects: [
       // One PostgreSQL server for the run (POSTGRES_URL's, or an embedded one): its suites never skip. One EVM development
       // chain (Hardhat's EDR, in the main process) for the files that settle on a contract.
@@ -89,7 +116,12 @@ export default defineConfig({
       // (vitest.packaging.config.ts): it re-checks what the typecheck and these tests already ran from source.
       {
         extends: true,
-        test: { name: 'wallet-ops', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...PURE, ...OWN_MODULES], globalSetup: ['test/support/postgres.global.ts', 'test/support/evm-chain.global.ts'] },
+        test: {
+          name: 'wallet-ops',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...PURE, ...OWN_MODULES],
+          globalSetup: ['test/support/postgres.global.ts', 'test/support/evm-chain.global.ts'],
+        },
       },
       { extends: true, test: { name: 'pure', include: PURE, pool: 'threads' } },
       { extends: true, test: { name: 'own-modules', include: OWN_MODULES, pool: 'vmForks' } },

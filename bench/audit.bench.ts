@@ -72,43 +72,60 @@ async function withStore<T>(chained: boolean, run: (store: EventStore) => Promis
 }
 
 /** bench:store's first scenario: 64 callers, each appending one event with `any` as soon as its previous one resolved. */
-const singleConcurrent = (chained: boolean, count = 20_000) => withStore(chained, async (store) => {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(Array.from({ length: 64 }, async () => {
-    while (next < count) {
-      const seq = next++;
-      await store.append(`wallet-${seq % 1000}`, [storeEvent(seq)], 'any');
-    }
-  }));
-  return rate(count, started);
-});
+const singleConcurrent = (chained: boolean, count = 20_000) =>
+  withStore(chained, async (store) => {
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (next < count) {
+          const seq = next++;
+          await store.append(`wallet-${seq % 1000}`, [storeEvent(seq)], 'any');
+        }
+      }),
+    );
+    return rate(count, started);
+  });
 
 /** bench:store's third scenario: 100-event appends awaited one at a time. */
-const batches = (chained: boolean, count = 50_000) => withStore(chained, async (store) => {
-  const started = performance.now();
-  for (let seq = 0; seq < count; seq += 100) {
-    await store.append(`wallet-${seq / 100}`, Array.from({ length: 100 }, (_, i) => storeEvent(seq + i)), 'any');
-  }
-  return rate(count, started);
-});
+const batches = (chained: boolean, count = 50_000) =>
+  withStore(chained, async (store) => {
+    const started = performance.now();
+    for (let seq = 0; seq < count; seq += 100) {
+      await store.append(
+        `wallet-${seq / 100}`,
+        Array.from({ length: 100 }, (_, i) => storeEvent(seq + i)),
+        'any',
+      );
+    }
+    return rate(count, started);
+  });
 
 /**
  * The command pipeline's speculative decisions on one hot stream: 64 appends submitted at once, each at the
  * revision the previous one will reach. Raw, they share one group commit; chained, each waits for the one
  * it builds on to commit (see hash-chain.ts for why).
  */
-const hotStream = (chained: boolean, rounds = 20) => withStore(chained, async (store) => {
-  let revision = -1;
-  const started = performance.now();
-  for (let round = 0; round < rounds; round++) {
-    await Promise.all(Array.from({ length: 64 }, (_, i) => store.append('wallet-hot', [storeEvent(i)], revision + i < 0 ? 'no_stream' : revision + i)));
-    revision += 64;
-  }
-  return rate(rounds * 64, started);
-});
+const hotStream = (chained: boolean, rounds = 20) =>
+  withStore(chained, async (store) => {
+    let revision = -1;
+    const started = performance.now();
+    for (let round = 0; round < rounds; round++) {
+      await Promise.all(
+        Array.from({ length: 64 }, (_, i) =>
+          store.append('wallet-hot', [storeEvent(i)], revision + i < 0 ? 'no_stream' : revision + i),
+        ),
+      );
+      revision += 64;
+    }
+    return rate(rounds * 64, started);
+  });
 
-interface AppendRow { scenario: string; raw: number; chained: number }
+interface AppendRow {
+  scenario: string;
+  raw: number;
+  chained: number;
+}
 
 async function appendCosts(): Promise<AppendRow[]> {
   await singleConcurrent(true, 2000);
@@ -134,9 +151,17 @@ async function appendCosts(): Promise<AppendRow[]> {
 
 // ---- 2. the history ----------------------------------------------------------------------------------------------
 
-interface Distributor { id: string; keyID: string; maker: string; checker: string }
+interface Distributor {
+  id: string;
+  keyID: string;
+  maker: string;
+  checker: string;
+}
 const distributors: Distributor[] = Array.from({ length: DISTRIBUTORS }, () => ({
-  id: randomUUID(), keyID: `key_${randomUUID().replaceAll('-', '').slice(0, 24)}`, maker: randomUUID(), checker: randomUUID(),
+  id: randomUUID(),
+  keyID: `key_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+  maker: randomUUID(),
+  checker: randomUUID(),
 }));
 const phone = (i: number) => `+2348${String(100_000_000 + i).slice(0, 9)}`;
 const meta = (actor: string, correlationId: string = randomUUID()) => ({ actor, correlationId });
@@ -160,41 +185,139 @@ class Ledger {
 
 function request(data: OperationRequested['data'], actor: string): Call {
   const correlation = meta(actor);
-  const calls: Call = [{ stream: streams.operation(data.operationID), expectedRevision: 'no_stream', events: [{ type: 'OperationRequested', data, metadata: correlation }] }];
+  const calls: Call = [
+    {
+      stream: streams.operation(data.operationID),
+      expectedRevision: 'no_stream',
+      events: [{ type: 'OperationRequested', data, metadata: correlation }],
+    },
+  ];
   if (data.payer.kind !== 'platform') {
-    calls.push({ stream: streams.wallet(data.payer), expectedRevision: 'any', events: [{ type: 'FundsHeld', data: { wallet: data.payer, operationID: data.operationID, amount: data.amount }, metadata: correlation }] });
+    calls.push({
+      stream: streams.wallet(data.payer),
+      expectedRevision: 'any',
+      events: [
+        {
+          type: 'FundsHeld',
+          data: { wallet: data.payer, operationID: data.operationID, amount: data.amount },
+          metadata: correlation,
+        },
+      ],
+    });
   }
   return calls;
 }
 
-const approve = (data: OperationRequested['data'], by: string, actor: string, at: string): Call =>
-  [{ stream: streams.operation(data.operationID), expectedRevision: 'any', events: [{ type: 'OperationApproved', data: { operationID: data.operationID, approvedBy: by, approvedAt: at }, metadata: meta(actor) }] }];
+const approve = (data: OperationRequested['data'], by: string, actor: string, at: string): Call => [
+  {
+    stream: streams.operation(data.operationID),
+    expectedRevision: 'any',
+    events: [
+      {
+        type: 'OperationApproved',
+        data: { operationID: data.operationID, approvedBy: by, approvedAt: at },
+        metadata: meta(actor),
+      },
+    ],
+  },
+];
 
 const reject = (data: OperationRequested['data'], by: string, at: string): Call => {
   const correlation = meta(`user:${by}`);
   return [
-    { stream: streams.operation(data.operationID), expectedRevision: 'any', events: [{ type: 'OperationRejected', data: { operationID: data.operationID, rejectedBy: by, reason: 'not expected', rejectedAt: at }, metadata: correlation }] },
-    { stream: streams.wallet(data.payer), expectedRevision: 'any', events: [{ type: 'HoldReleased', data: { wallet: data.payer, operationID: data.operationID, amount: data.amount, reason: 'rejected' }, metadata: correlation }] },
+    {
+      stream: streams.operation(data.operationID),
+      expectedRevision: 'any',
+      events: [
+        {
+          type: 'OperationRejected',
+          data: { operationID: data.operationID, rejectedBy: by, reason: 'not expected', rejectedAt: at },
+          metadata: correlation,
+        },
+      ],
+    },
+    {
+      stream: streams.wallet(data.payer),
+      expectedRevision: 'any',
+      events: [
+        {
+          type: 'HoldReleased',
+          data: { wallet: data.payer, operationID: data.operationID, amount: data.amount, reason: 'rejected' },
+          metadata: correlation,
+        },
+      ],
+    },
   ];
 };
 
-const claim = (data: OperationRequested['data'], at: string): Call =>
-  [{ stream: streams.operation(data.operationID), expectedRevision: 'any', events: [{ type: 'OperationExecutionStarted', data: { operationID: data.operationID, executorID: 'bench', attempt: 1, leaseUntil: at, startedAt: at }, metadata: meta('system:executor:bench', data.operationID) }] }];
+const claim = (data: OperationRequested['data'], at: string): Call => [
+  {
+    stream: streams.operation(data.operationID),
+    expectedRevision: 'any',
+    events: [
+      {
+        type: 'OperationExecutionStarted',
+        data: { operationID: data.operationID, executorID: 'bench', attempt: 1, leaseUntil: at, startedAt: at },
+        metadata: meta('system:executor:bench', data.operationID),
+      },
+    ],
+  },
+];
 
 function complete(data: OperationRequested['data'], ledger: Ledger, at: string): Call {
   const { operationID } = data;
-  const tx = ledger.submit(operationID, [{ from: `${data.payer.kind}:${data.payer.id}`, to: `${data.payee.kind}:${data.payee.id}`, amount: data.amount }], at);
+  const tx = ledger.submit(
+    operationID,
+    [{ from: `${data.payer.kind}:${data.payer.id}`, to: `${data.payee.kind}:${data.payee.id}`, amount: data.amount }],
+    at,
+  );
   const correlation = meta('system:executor:bench', operationID);
   const held = data.payer.kind === 'platform' ? '0.00' : data.amount;
   return [
     {
-      stream: streams.operation(operationID), expectedRevision: 'any', events: [
-        { type: 'OperationSubmitted', data: { operationID, sequenceNumber: tx.sequenceNumber, submittedAt: at }, metadata: correlation },
-        { type: 'OperationCompleted', data: { operationID, blockchainID: tx.blockchainID, walletOperationID: `wo_${tx.blockchainID.slice(0, 32)}`, sequenceNumber: tx.sequenceNumber, completedAt: at }, metadata: correlation },
+      stream: streams.operation(operationID),
+      expectedRevision: 'any',
+      events: [
+        {
+          type: 'OperationSubmitted',
+          data: { operationID, sequenceNumber: tx.sequenceNumber, submittedAt: at },
+          metadata: correlation,
+        },
+        {
+          type: 'OperationCompleted',
+          data: {
+            operationID,
+            blockchainID: tx.blockchainID,
+            walletOperationID: `wo_${tx.blockchainID.slice(0, 32)}`,
+            sequenceNumber: tx.sequenceNumber,
+            completedAt: at,
+          },
+          metadata: correlation,
+        },
       ],
     },
-    { stream: streams.wallet(data.payer), expectedRevision: 'any', events: [{ type: 'WalletDebited', data: { wallet: data.payer, operationID, amount: data.amount, heldAmount: held }, metadata: correlation }] },
-    { stream: streams.wallet(data.payee), expectedRevision: 'any', events: [{ type: 'WalletCredited', data: { wallet: data.payee, operationID, amount: data.amount }, metadata: correlation }] },
+    {
+      stream: streams.wallet(data.payer),
+      expectedRevision: 'any',
+      events: [
+        {
+          type: 'WalletDebited',
+          data: { wallet: data.payer, operationID, amount: data.amount, heldAmount: held },
+          metadata: correlation,
+        },
+      ],
+    },
+    {
+      stream: streams.wallet(data.payee),
+      expectedRevision: 'any',
+      events: [
+        {
+          type: 'WalletCredited',
+          data: { wallet: data.payee, operationID, amount: data.amount },
+          metadata: correlation,
+        },
+      ],
+    },
   ];
 }
 
@@ -213,7 +336,9 @@ function operation(i: number, type: 'issue' | 'cash-in', at: string): OperationR
     payee: issue ? { kind: 'distributor', id: distributor.id } : { kind: 'individual', id: individual },
     payerName: issue ? 'Platform issuance' : `distributor ${i % DISTRIBUTORS}`,
     payerShortCode: issue ? null : String(1000 + (i % DISTRIBUTORS)),
-    counterparty: issue ? { kind: 'distributor', id: distributor.id, name: `distributor ${i % DISTRIBUTORS}` } : { kind: 'individual', id: individual, name: 'Customer' },
+    counterparty: issue
+      ? { kind: 'distributor', id: distributor.id, name: `distributor ${i % DISTRIBUTORS}` }
+      : { kind: 'individual', id: individual, name: 'Customer' },
     memo: i % 4 === 0 ? `invoice ${i}` : null,
     cashOutFulfillmentType: null,
     cashOutFulfillmentID: null,
@@ -247,11 +372,18 @@ class WaveRunner {
   }
 }
 
-async function generate(dataDir: string, target: number): Promise<{ events: number; operations: number; seconds: number; seals: number }> {
+async function generate(
+  dataDir: string,
+  target: number,
+): Promise<{ events: number; operations: number; seconds: number; seals: number }> {
   const started = performance.now();
   const raw = openSqliteEventStore({ file: join(dataDir, 'events.sqlite') });
   const store = withHashChain(raw);
-  const sealer = startSealer({ eventStore: store, every: SEAL_EVERY, onError: (error) => console.error('sealer:', error) });
+  const sealer = startSealer({
+    eventStore: store,
+    every: SEAL_EVERY,
+    onError: (error) => console.error('sealer:', error),
+  });
   const ledger = new Ledger();
   const runner = new WaveRunner(store);
   const at = (i: number) => new Date(Date.parse('2026-02-01T00:00:00.000Z') + i * 1000).toISOString();
@@ -261,13 +393,86 @@ async function generate(dataDir: string, target: number): Promise<{ events: numb
     const correlation = meta(operator);
     const party = { type: 'distributor' as const, id: d.id };
     await runner.add([
-      { stream: streams.distributor(d.id), expectedRevision: 'no_stream', events: [{ type: 'DistributorOnboarded', data: { distributorID: d.id, name: `distributor ${n}`, shortCode: String(1000 + n), onboardedAt: at(0) }, metadata: correlation }] },
-      { stream: streams.user(d.maker), expectedRevision: 'no_stream', events: [{ type: 'UserAdded', data: { userID: d.maker, party, email: `maker-${n}@bench.example`, passwordHash: 'x', roles: ['maker'], platformAdmin: false, addedAt: at(0) }, metadata: correlation }] },
-      { stream: streams.user(d.checker), expectedRevision: 'no_stream', events: [{ type: 'UserAdded', data: { userID: d.checker, party, email: `checker-${n}@bench.example`, passwordHash: 'x', roles: ['checker'], platformAdmin: false, addedAt: at(0) }, metadata: correlation }] },
       {
-        stream: streams.apiKey(d.keyID), expectedRevision: 'no_stream', events: [
-          { type: 'ApiKeyRequested', data: { keyID: d.keyID, party, label: `till ${n}`, permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 3650, requestedBy: d.maker, requestedAt: at(0) }, metadata: meta(`user:${d.maker}`) },
-          { type: 'ApiKeyApproved', data: { keyID: d.keyID, approvedBy: d.checker, approvedAt: at(0), expiresAt: '2036-01-01T00:00:00.000Z', secretHash: 'x'.repeat(64) }, metadata: meta(`user:${d.checker}`) },
+        stream: streams.distributor(d.id),
+        expectedRevision: 'no_stream',
+        events: [
+          {
+            type: 'DistributorOnboarded',
+            data: { distributorID: d.id, name: `distributor ${n}`, shortCode: String(1000 + n), onboardedAt: at(0) },
+            metadata: correlation,
+          },
+        ],
+      },
+      {
+        stream: streams.user(d.maker),
+        expectedRevision: 'no_stream',
+        events: [
+          {
+            type: 'UserAdded',
+            data: {
+              userID: d.maker,
+              party,
+              email: `maker-${n}@bench.example`,
+              passwordHash: 'x',
+              roles: ['maker'],
+              platformAdmin: false,
+              addedAt: at(0),
+            },
+            metadata: correlation,
+          },
+        ],
+      },
+      {
+        stream: streams.user(d.checker),
+        expectedRevision: 'no_stream',
+        events: [
+          {
+            type: 'UserAdded',
+            data: {
+              userID: d.checker,
+              party,
+              email: `checker-${n}@bench.example`,
+              passwordHash: 'x',
+              roles: ['checker'],
+              platformAdmin: false,
+              addedAt: at(0),
+            },
+            metadata: correlation,
+          },
+        ],
+      },
+      {
+        stream: streams.apiKey(d.keyID),
+        expectedRevision: 'no_stream',
+        events: [
+          {
+            type: 'ApiKeyRequested',
+            data: {
+              keyID: d.keyID,
+              party,
+              label: `till ${n}`,
+              permissions: ['Perform Operations'],
+              maxTransactionAmount: null,
+              maxDailyVolume: null,
+              allowedIPs: [],
+              expiresInDays: 3650,
+              requestedBy: d.maker,
+              requestedAt: at(0),
+            },
+            metadata: meta(`user:${d.maker}`),
+          },
+          {
+            type: 'ApiKeyApproved',
+            data: {
+              keyID: d.keyID,
+              approvedBy: d.checker,
+              approvedAt: at(0),
+              expiresAt: '2036-01-01T00:00:00.000Z',
+              secretHash: 'x'.repeat(64),
+            },
+            metadata: meta(`user:${d.checker}`),
+          },
         ],
       },
     ]);
@@ -275,7 +480,11 @@ async function generate(dataDir: string, target: number): Promise<{ events: numb
   for (let n = 0; n < DISTRIBUTORS; n++) {
     const data = operation(n, 'issue', at(0));
     const call = request(data, operator);
-    call[0]!.events.push({ type: 'OperationApproved', data: { operationID: data.operationID, approvedBy: operator, approvedAt: at(0) }, metadata: call[0]!.events[0]!.metadata! });
+    call[0]!.events.push({
+      type: 'OperationApproved',
+      data: { operationID: data.operationID, approvedBy: operator, approvedAt: at(0) },
+      metadata: call[0]!.events[0]!.metadata!,
+    });
     await runner.add(call);
     await runner.add(claim(data, at(0)));
     await runner.add(complete(data, ledger, at(0)));
@@ -306,7 +515,8 @@ async function generate(dataDir: string, target: number): Promise<{ events: numb
     const op = live[n]!;
     const checker = distributors[n % DISTRIBUTORS]!.checker;
     const rejected = n % 50 === 7;
-    if (n >= i - LAG.approve) await runner.add(rejected ? reject(op, checker, at(i)) : approve(op, checker, `user:${checker}`, at(i)));
+    if (n >= i - LAG.approve)
+      await runner.add(rejected ? reject(op, checker, at(i)) : approve(op, checker, `user:${checker}`, at(i)));
     if (rejected) continue;
     if (n >= i - LAG.claim) await runner.add(claim(op, at(i)));
     await runner.add(complete(op, ledger, at(i)));
@@ -316,7 +526,9 @@ async function generate(dataDir: string, target: number): Promise<{ events: numb
   // The ledger's side: its own file, written below its port in large transactions (bench:rebuild does the same for events).
   await openEmbeddedLedger({ file: join(dataDir, 'ledger.sqlite') }).close();
   const db = openSqliteDatabase(join(dataDir, 'ledger.sqlite'));
-  const insert = db.prepare('INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   db.transaction(() => ledger.rows.forEach((row) => insert.run(...row)))();
   db.close();
 
@@ -359,7 +571,9 @@ async function main(): Promise<void> {
   const { mkdirSync } = await import('node:fs');
   mkdirSync(source);
   const history = await generate(source, TARGET_EVENTS);
-  console.error(`history: ${fmt(history.events)} events (${fmt(history.operations)} operations, ${history.seals} seals) in ${history.seconds.toFixed(1)} s (${fmt(history.events / history.seconds)} events/s through the decorator)`);
+  console.error(
+    `history: ${fmt(history.events)} events (${fmt(history.operations)} operations, ${history.seals} seals) in ${history.seconds.toFixed(1)} s (${fmt(history.events / history.seconds)} events/s through the decorator)`,
+  );
 
   const store = openSqliteEventStore({ file: join(source, 'events.sqlite') });
   const ledger = openEmbeddedLedger({ file: join(source, 'ledger.sqlite') });
@@ -375,7 +589,13 @@ async function main(): Promise<void> {
     for (let run = 0; run < RUNS; run++) {
       floors.push(await readFloor(store));
       const started = performance.now();
-      const report = await verifyHistory({ eventStore: store, ledger, ledgerChainID: chainID, assetScale: 2, pageSize: PAGE });
+      const report = await verifyHistory({
+        eventStore: store,
+        ledger,
+        ledgerChainID: chainID,
+        assetScale: 2,
+        pageSize: PAGE,
+      });
       verifies.push(rate(report.checked.events, started));
       verifyProblems = report.problemCount;
       ledgerTransactions = report.checked.ledgerTransactions;
@@ -383,7 +603,9 @@ async function main(): Promise<void> {
       const exportStarted = performance.now();
       const exported = await exportEvents(store, exportFile, { pageSize: PAGE });
       exports.push(rate(exported.events, exportStarted));
-      console.error(`run ${run + 1}: readAll ${fmt(floors.at(-1)!)} ev/s, verify ${fmt(verifies.at(-1)!)} ev/s (${report.problemCount} problems), export ${fmt(exports.at(-1)!)} ev/s`);
+      console.error(
+        `run ${run + 1}: readAll ${fmt(floors.at(-1)!)} ev/s, verify ${fmt(verifies.at(-1)!)} ev/s (${report.problemCount} problems), export ${fmt(exports.at(-1)!)} ev/s`,
+      );
     }
     rows.push({ what: 'audit verify (all checks, ledger included)', rate: median(verifies), floor: median(floors) });
     rows.push({ what: 'events export (JSON Lines file)', rate: median(exports), floor: median(floors) });
@@ -404,7 +626,7 @@ async function main(): Promise<void> {
     '',
     machineNote(),
     '',
-    'The hash-chain decorator (src/audit/hash-chain.ts) on appends like bench:store\'s, each figure the median of',
+    "The hash-chain decorator (src/audit/hash-chain.ts) on appends like bench:store's, each figure the median of",
     `${RUNS} runs alternating the raw embedded store and the same store wrapped in withHashChain, in events/s:`,
     '',
     '| Appends | Raw store | With hash chain | Ratio |',

@@ -16,8 +16,18 @@ import { join } from 'node:path';
 import { openSqliteReadStore } from '../src/adapters/sqlite/sqlite-read-store.ts';
 import type { OperationRequested } from '../src/domain/events.ts';
 import type { ReadStore } from '../src/ports/read-store.ts';
-import { allOperations, findOperations, type OperationFilter, type PageRequest } from '../src/projections/console-operation-queries.ts';
-import { amountKey, CONSOLE_OPERATIONS_COLLECTION, CONSOLE_OPERATIONS_PROJECTION, consoleOperationsProjection } from '../src/projections/console-operations.ts';
+import {
+  allOperations,
+  findOperations,
+  type OperationFilter,
+  type PageRequest,
+} from '../src/projections/console-operation-queries.ts';
+import {
+  amountKey,
+  CONSOLE_OPERATIONS_COLLECTION,
+  CONSOLE_OPERATIONS_PROJECTION,
+  consoleOperationsProjection,
+} from '../src/projections/console-operations.ts';
 import type { ProjectedEvent } from '../src/projections/projection.ts';
 import { applyBatch } from '../src/projections/projection-runner.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
@@ -36,7 +46,11 @@ const otherParty = { type: 'distributor' as const, id: randomUUID() };
 const PARTY = `distributor:${party.id}`;
 const keys = Array.from({ length: 5 }, (_, i) => `key_${String(i).padStart(32, '0')}`);
 const phones = Array.from({ length: 2000 }, (_, i) => `+2348${String(100_000_000 + i * 7919).slice(0, 9)}`);
-const merchants = Array.from({ length: 40 }, (_, i) => ({ id: randomUUID(), name: `Shop ${i}`, shortCode: String(20_000 + i) }));
+const merchants = Array.from({ length: 40 }, (_, i) => ({
+  id: randomUUID(),
+  name: `Shop ${i}`,
+  shortCode: String(20_000 + i),
+}));
 /** An operation of the party with a memo (i % 3 !== 0), searched for by its whole memo. */
 const RARE = Math.floor(OPERATIONS / 2) + 2 - ((Math.floor(OPERATIONS / 2) + 2) % 3 === 0 ? 1 : 0);
 const MEMOS = ['school fees', 'rent', 'float top-up', 'groceries', 'salary advance', 'market stall', 'transport'];
@@ -58,7 +72,9 @@ function requested(i: number, of: typeof party, count: number): OperationRequest
     payee: toMerchant ? { kind: 'merchant', id: merchant.id } : { kind: 'individual', id: phone },
     payerName: 'Bench Agents',
     payerShortCode: '1001',
-    counterparty: toMerchant ? { kind: 'merchant', ...merchant } : { kind: 'individual', id: phone, name: `Customer ${i % 2000}` },
+    counterparty: toMerchant
+      ? { kind: 'merchant', ...merchant }
+      : { kind: 'individual', id: phone, name: `Customer ${i % 2000}` },
     memo: i % 3 === 0 ? null : `${MEMOS[i % MEMOS.length]} ${i}`,
     cashOutFulfillmentType: null,
     cashOutFulfillmentID: null,
@@ -74,11 +90,31 @@ function history(data: OperationRequested['data'], i: number): Array<{ type: str
   const events: Array<{ type: string; data: unknown }> = [{ type: 'OperationRequested', data }];
   const fate = i % 20;
   if (fate === 0) return events; // pending
-  if (fate === 1) return [...events, { type: 'OperationRejected', data: { operationID, rejectedBy: 'user', reason: 'not ours', rejectedAt: at(5) } }];
+  if (fate === 1)
+    return [
+      ...events,
+      { type: 'OperationRejected', data: { operationID, rejectedBy: 'user', reason: 'not ours', rejectedAt: at(5) } },
+    ];
   events.push({ type: 'OperationApproved', data: { operationID, approvedBy: 'user', approvedAt: at(5) } });
   events.push({ type: 'OperationSubmitted', data: { operationID, sequenceNumber: i, submittedAt: at(6) } });
-  if (fate === 2) return [...events, { type: 'OperationFailed', data: { operationID, lastError: 'ledger refused', failedAt: at(7) } }];
-  return [...events, { type: 'OperationCompleted', data: { operationID, blockchainID: `0x${i.toString(16)}`, walletOperationID: `wo_${i}`, sequenceNumber: i, completedAt: at(7) } }];
+  if (fate === 2)
+    return [
+      ...events,
+      { type: 'OperationFailed', data: { operationID, lastError: 'ledger refused', failedAt: at(7) } },
+    ];
+  return [
+    ...events,
+    {
+      type: 'OperationCompleted',
+      data: {
+        operationID,
+        blockchainID: `0x${i.toString(16)}`,
+        walletOperationID: `wo_${i}`,
+        sequenceNumber: i,
+        completedAt: at(7),
+      },
+    },
+  ];
 }
 
 async function fill(readStore: ReadStore): Promise<{ sampleOperationID: string }> {
@@ -87,11 +123,15 @@ async function fill(readStore: ReadStore): Promise<{ sampleOperationID: string }
   let batch: ProjectedEvent[] = [];
   let sampleOperationID = '';
   const flush = async () => {
-    await applyBatch(readStore, projection as never, batch, { collection: CONSOLE_OPERATIONS_COLLECTION.name, checkpoint: CONSOLE_OPERATIONS_PROJECTION });
+    await applyBatch(readStore, projection as never, batch, {
+      collection: CONSOLE_OPERATIONS_COLLECTION.name,
+      checkpoint: CONSOLE_OPERATIONS_PROJECTION,
+    });
     batch = [];
   };
   const add = async (data: OperationRequested['data'], i: number) => {
-    for (const event of history(data, i)) batch.push({ ...event, position: (position += 1), createdAt: data.createdAt });
+    for (const event of history(data, i))
+      batch.push({ ...event, position: (position += 1), createdAt: data.createdAt });
     if (batch.length >= 20_000) await flush();
   };
   for (let i = 0; i < OPERATIONS; i += 1) {
@@ -132,26 +172,48 @@ async function main(): Promise<void> {
   const baselineStatement = raw.prepare(
     `SELECT doc FROM console_operations WHERE json_extract(doc, '$.party') = ? ORDER BY json_extract(doc, '$.sortKey') DESC LIMIT 50`,
   );
-  const baseline = await time(async () => baselineStatement.all(PARTY).map((row) => JSON.parse((row as { doc: string }).doc)));
+  const baseline = await time(async () =>
+    baselineStatement.all(PARTY).map((row) => JSON.parse((row as { doc: string }).doc)),
+  );
 
   const first: PageRequest = { order: 'newest', limit: 50 };
   // The cursor of a page halfway down the list: what "Next" reaches after ~1,000 pages.
-  const halfway = (await readStore.find<{ id: string; sortKey: string }>(CONSOLE_OPERATIONS_COLLECTION.name, { where: { party: PARTY }, sort: [['sortKey', 'desc']], skip: Math.floor(mine / 2), limit: 1 }))[0]!.sortKey;
+  const halfway = (
+    await readStore.find<{ id: string; sortKey: string }>(CONSOLE_OPERATIONS_COLLECTION.name, {
+      where: { party: PARTY },
+      sort: [['sortKey', 'desc']],
+      skip: Math.floor(mine / 2),
+      limit: 1,
+    })
+  )[0]!.sortKey;
   const base: OperationFilter = { party: PARTY };
   const month = { from: '2025-06-01T00:00:00.000Z', to: '2025-07-01T00:00:00.000Z' };
   const scenarios: Array<{ name: string; filter: OperationFilter; page?: PageRequest }> = [
     { name: 'first page, newest first, no filter', filter: base },
-    { name: 'a page halfway down (keyset, row 50,000)', filter: base, page: { order: 'newest', limit: 50, after: halfway } },
+    {
+      name: 'a page halfway down (keyset, row 50,000)',
+      filter: base,
+      page: { order: 'newest', limit: 50, after: halfway },
+    },
     { name: 'oldest first', filter: base, page: { order: 'oldest', limit: 50 } },
     { name: 'status = failed (5 %)', filter: { ...base, status: 'failed' } },
     { name: 'type = cash-out-fulfillment (25 %)', filter: { ...base, operationType: 'cash-out-fulfillment' } },
     { name: 'one key (20 %)', filter: { ...base, keyID: keys[2]! } },
     { name: 'one phone (counterparty)', filter: { ...base, counterparty: phones[7]! } },
     { name: 'one month (date range)', filter: { ...base, ...month } },
-    { name: 'amount 1,000.00 to 1,100.00', filter: { ...base, minAmountKey: amountKey('1000', SCALE), maxAmountKey: amountKey('1100', SCALE) } },
-    { name: 'status + month + amount ≥ 2,000', filter: { ...base, status: 'completed', ...month, minAmountKey: amountKey('2000', SCALE) } },
+    {
+      name: 'amount 1,000.00 to 1,100.00',
+      filter: { ...base, minAmountKey: amountKey('1000', SCALE), maxAmountKey: amountKey('1100', SCALE) },
+    },
+    {
+      name: 'status + month + amount ≥ 2,000',
+      filter: { ...base, status: 'completed', ...month, minAmountKey: amountKey('2000', SCALE) },
+    },
     { name: 'search a memo word ("rent", many)', filter: { ...base, search: 'rent' } },
-    { name: 'search a rare memo text (one match)', filter: { ...base, search: `${MEMOS[RARE % MEMOS.length]} ${RARE}` } },
+    {
+      name: 'search a rare memo text (one match)',
+      filter: { ...base, search: `${MEMOS[RARE % MEMOS.length]} ${RARE}` },
+    },
     { name: 'search an operation id prefix (one match)', filter: { ...base, search: sampleOperationID.slice(3, 15) } },
     { name: 'search a phone (digits, no +)', filter: { ...base, search: phones[7]!.slice(1, 10) } },
   ];
@@ -180,13 +242,16 @@ async function main(): Promise<void> {
     '',
     machineNote(),
     `${fmt(mine)} operations of one distributor (${fmt(all)} documents in console_operations), built through the projection's evolve (applyBatch) in ${fillSeconds.toFixed(1)} s.`,
-    'Each row is one console page: findOperations (50 rows by keyset, the total count, and the page\'s position when it is not the first), median and p95 of 30 runs.',
-    'Baseline: a plain indexed SELECT of the party\'s 50 newest documents with raw better-sqlite3 + JSON.parse on the same file.',
+    "Each row is one console page: findOperations (50 rows by keyset, the total count, and the page's position when it is not the first), median and p95 of 30 runs.",
+    "Baseline: a plain indexed SELECT of the party's 50 newest documents with raw better-sqlite3 + JSON.parse on the same file.",
     '',
     '| query | matches | median ms | p95 ms | vs baseline (median) |',
     '|---|---:|---:|---:|---:|',
     `| baseline: indexed SELECT of 50 | ${fmt(mine)} | ${baseline.median.toFixed(2)} | ${baseline.p95.toFixed(2)} | 1.0x |`,
-    ...results.map((r) => `| ${r.name} | ${fmt(r.total)} | ${r.median.toFixed(1)} | ${r.p95.toFixed(1)} | ${(r.median / baseline.median).toFixed(1)}x |`),
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${fmt(r.total)} | ${r.median.toFixed(1)} | ${r.p95.toFixed(1)} | ${(r.median / baseline.median).toFixed(1)}x |`,
+    ),
     '',
     `Aim: every page under ${AIM_MS} ms: ${worst < AIM_MS ? 'met' : 'NOT met'} (worst p95 ${worst.toFixed(1)} ms).`,
     `CSV export's read (allOperations, batches of 500 by keyset) of all ${fmt(exported)} rows: ${(exportMs / 1000).toFixed(2)} s.`,

@@ -25,12 +25,18 @@ pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]
   counts.statements += 1;
   const first = args[0];
   const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '');
-  const kind = text.trim().replace(/\s+/g, ' ').slice(0, Number(process.env.COUNT_KIND_CHARS ?? 40)) || '?';
+  const kind =
+    text
+      .trim()
+      .replace(/\s+/g, ' ')
+      .slice(0, Number(process.env.COUNT_KIND_CHARS ?? 40)) || '?';
   counts.byKind.set(kind, (counts.byKind.get(kind) ?? 0) + 1);
   if (process.env.COUNT_COMMITTERS && text.startsWith('WITH m0_row')) {
     // Which checkpoints each one-statement commit moved (the first parameter of each member's fence).
     const values = (first as { values?: unknown[] }).values ?? [];
-    const members = [...text.matchAll(/ON c(\d+)\.projection = \$(\d+)/g)].map((match) => String(values[Number(match[2]) - 1]));
+    const members = [...text.matchAll(/ON c(\d+)\.projection = \$(\d+)/g)].map((match) =>
+      String(values[Number(match[2]) - 1]),
+    );
     const key = `  commit of ${members.sort().join('+')}`;
     counts.byKind.set(key, (counts.byKind.get(key) ?? 0) + 1);
   }
@@ -55,7 +61,11 @@ async function serverCounters(): Promise<{ commits: number; walSyncs: number }> 
 
 async function create(i: number): Promise<void> {
   const request = requests[i % requests.length]!;
-  const response = await fetch(`${sys.baseUrl}${request.path}`, { method: 'POST', headers: request.headers, body: request.body });
+  const response = await fetch(`${sys.baseUrl}${request.path}`, {
+    method: 'POST',
+    headers: request.headers,
+    body: request.body,
+  });
   if (!response.ok) throw new Error(`create answered ${response.status}: ${await response.text()}`);
 }
 
@@ -66,7 +76,7 @@ async function create(i: number): Promise<void> {
 async function quiet(): Promise<void> {
   const samples: number[] = [];
   const deadline = Date.now() + 60_000;
-  for (let last = ownStatements(); Date.now() < deadline; ) {
+  for (let last = ownStatements(); Date.now() < deadline;) {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const now = ownStatements();
     samples.push(now - last);
@@ -81,9 +91,18 @@ async function measure(label: string, creates: number, connections: number): Pro
   const idleStart = { statements: ownStatements(), at: Date.now() };
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const idlePerMs = (ownStatements() - idleStart.statements) / (Date.now() - idleStart.at);
-  const before = { statements: ownStatements(), byKind: new Map(counts.byKind), server: await serverCounters(), at: Date.now() };
+  const before = {
+    statements: ownStatements(),
+    byKind: new Map(counts.byKind),
+    server: await serverCounters(),
+    at: Date.now(),
+  };
   const started = Date.now();
-  await inParallel(Array.from({ length: creates }, (_, i) => i), connections, (i) => create(i));
+  await inParallel(
+    Array.from({ length: creates }, (_, i) => i),
+    connections,
+    (i) => create(i),
+  );
   const createdMs = Date.now() - started;
   await quiet();
   const elapsed = Date.now() - before.at;
@@ -93,8 +112,12 @@ async function measure(label: string, creates: number, connections: number): Pro
     .map(([kind, n]) => [kind, (n - (before.byKind.get(kind) ?? 0)) / creates] as const)
     .filter(([, n]) => n >= 0.05)
     .sort((a, b) => b[1] - a[1]);
-  console.log(`\n${label}: ${creates} creates at ${connections} connection(s), ${Math.round((creates / createdMs) * 1000)} creates/s`);
-  console.log(`  statements per create: ${(statements / creates).toFixed(1)} (idle polls subtracted: ${((idlePerMs * elapsed) / creates).toFixed(2)})`);
+  console.log(
+    `\n${label}: ${creates} creates at ${connections} connection(s), ${Math.round((creates / createdMs) * 1000)} creates/s`,
+  );
+  console.log(
+    `  statements per create: ${(statements / creates).toFixed(1)} (idle polls subtracted: ${((idlePerMs * elapsed) / creates).toFixed(2)})`,
+  );
   const commits = (after.commits - before.server.commits - 1) / creates;
   const walSyncs = (after.walSyncs - before.server.walSyncs) / creates;
   console.log(`  commits per create (server): ${commits.toFixed(2)}; WAL syncs per create: ${walSyncs.toFixed(2)}`);
@@ -105,7 +128,12 @@ try {
   for (let i = 0; i < 30; i++) await create(i); // warm: statements prepared, caches filled
   await measure('one at a time', SEQUENTIAL, 1);
   await measure('64 at once', CONCURRENT, 64);
-  console.log(`\n${stores.label}; machine shared with other work (load average ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')})`);
+  console.log(
+    `\n${stores.label}; machine shared with other work (load average ${(await import('node:os'))
+      .loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')})`,
+  );
 } finally {
   await admin.end();
   await sys.close();

@@ -12,21 +12,25 @@ import { tempDir } from '../test/support/temp-dir.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { seedSystem, startLayout, type Layout } from './support/system-processes.ts';
 
-const args = new Map(process.argv.slice(2).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]));
+const args = new Map(
+  process.argv.slice(2).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]),
+);
 const N = Number(args.get('n') ?? 200);
 const layout = (args.get('layout') ?? 'all') as Layout;
 for (const [key, value] of args) if (/^[A-Z_]+$/.test(key)) process.env[key] = value;
 
 const server = args.get('store') === 'postgres' ? await startPostgresServer({ durable: true }) : undefined;
-if (server) Object.assign(process.env, { TEST_POSTGRES_URL: server.url, TEST_STORES: 'postgres', TEST_POSTGRES_POOL_SIZE: '10' });
+if (server)
+  Object.assign(process.env, { TEST_POSTGRES_URL: server.url, TEST_STORES: 'postgres', TEST_POSTGRES_POOL_SIZE: '10' });
 const dir = tempDir();
 const requests = await seedSystem(dir.path, 2, 10, async () => {});
 const running = await startLayout(layout, dir.path);
 /** CPU ms (user + system) of the layout's processes so far. */
-const cpuMs = () => running.pids.reduce((sum, pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return sum + ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}, 0);
+const cpuMs = () =>
+  running.pids.reduce((sum, pid) => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return sum + ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  }, 0);
 try {
   const times: number[] = [];
   let cpuAt = 0;
@@ -35,7 +39,11 @@ try {
     const request = requests.create[i % requests.create.length]!;
     if (i === 10) [cpuAt, wallAt] = [cpuMs(), performance.now()];
     const t = performance.now();
-    const res = await fetch(`${running.url}${request.path}`, { method: request.method, headers: request.headers, body: request.body as string });
+    const res = await fetch(`${running.url}${request.path}`, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body as string,
+    });
     await res.text();
     if (res.status >= 300) throw new Error(`status ${res.status}`);
     times.push(performance.now() - t);
@@ -43,7 +51,9 @@ try {
   const [cpu, wall] = [cpuMs() - cpuAt, performance.now() - wallAt];
   const s = times.slice(10).sort((a, b) => a - b);
   const mean = s.reduce((a, b) => a + b, 0) / s.length;
-  console.log(`${layout} create at 1 connection: mean ${mean.toFixed(2)} ms, p50 ${s[Math.floor(s.length / 2)]!.toFixed(2)}, p90 ${s[Math.floor(s.length * 0.9)]!.toFixed(2)}, max ${s.at(-1)!.toFixed(2)} (n ${s.length}); server CPU ${(cpu / s.length).toFixed(2)} ms per create, ${((cpu / wall) * 100).toFixed(0)}% of the wall time`);
+  console.log(
+    `${layout} create at 1 connection: mean ${mean.toFixed(2)} ms, p50 ${s[Math.floor(s.length / 2)]!.toFixed(2)}, p90 ${s[Math.floor(s.length * 0.9)]!.toFixed(2)}, max ${s.at(-1)!.toFixed(2)} (n ${s.length}); server CPU ${(cpu / s.length).toFixed(2)} ms per create, ${((cpu / wall) * 100).toFixed(0)}% of the wall time`,
+  );
 } finally {
   await running.stop();
   await server?.stop();

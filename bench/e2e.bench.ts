@@ -92,9 +92,17 @@ function percentile(sorted: number[], q: number): number {
 
 function summarize(latencies: number[], seconds: number): Result {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { operations: latencies.length, seconds, perSecond: latencies.length / seconds, p50Ms: percentile(sorted, 0.5), p90Ms: percentile(sorted, 0.9), p95Ms: percentile(sorted, 0.95), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN };
+  return {
+    operations: latencies.length,
+    seconds,
+    perSecond: latencies.length / seconds,
+    p50Ms: percentile(sorted, 0.5),
+    p90Ms: percentile(sorted, 0.9),
+    p95Ms: percentile(sorted, 0.95),
+    p99Ms: percentile(sorted, 0.99),
+    maxMs: sorted.at(-1) ?? NaN,
+  };
 }
-
 
 /**
  * Waits until these operations are completed; then approved -> completed from the stored events' times. Reads the
@@ -112,14 +120,28 @@ async function measure(sys: Pick<TestSystem, 'system'>, operationIDs: string[], 
   let cursor = from;
   const deadline = Date.now() + 600_000;
   for (;;) {
-    const page = await store.readAll({ fromPosition: cursor + 1, maxCount: 5000, filter: { eventTypes: ['OperationApproved', 'OperationExecutionStarted', 'OperationSubmitted', 'OperationCompleted', 'OperationFailed'] } });
+    const page = await store.readAll({
+      fromPosition: cursor + 1,
+      maxCount: 5000,
+      filter: {
+        eventTypes: [
+          'OperationApproved',
+          'OperationExecutionStarted',
+          'OperationSubmitted',
+          'OperationCompleted',
+          'OperationFailed',
+        ],
+      },
+    });
     for (const event of page) {
       cursor = event.position;
       const { operationID } = event.data as { operationID: string };
       if (!wanted.has(operationID)) continue;
       if (event.type === 'OperationApproved') approved.set(operationID, Date.parse(event.createdAt));
-      else if (event.type === 'OperationExecutionStarted') claimed.set(operationID, Math.min(claimed.get(operationID) ?? Infinity, Date.parse(event.createdAt)));
-      else if (event.type === 'OperationSubmitted') submitted.set(operationID, Date.parse((event.data as { submittedAt: string }).submittedAt));
+      else if (event.type === 'OperationExecutionStarted')
+        claimed.set(operationID, Math.min(claimed.get(operationID) ?? Infinity, Date.parse(event.createdAt)));
+      else if (event.type === 'OperationSubmitted')
+        submitted.set(operationID, Date.parse((event.data as { submittedAt: string }).submittedAt));
       else if (event.type === 'OperationCompleted') completed.set(operationID, Date.parse(event.createdAt));
       else failed += 1;
     }
@@ -138,7 +160,11 @@ async function measure(sys: Pick<TestSystem, 'system'>, operationIDs: string[], 
   };
   return {
     ...summarize(latencies, (last - first) / 1000),
-    stages: { pickup: stage(approved, claimed), claimToLedger: stage(claimed, submitted), ledgerToCompleted: stage(submitted, completed) },
+    stages: {
+      pickup: stage(approved, claimed),
+      claimToLedger: stage(claimed, submitted),
+      ledgerToCompleted: stage(submitted, completed),
+    },
   };
 }
 
@@ -146,7 +172,9 @@ async function issuances(): Promise<{ burst: Result; oneAtATime: Result }> {
   const sys = await startTestSystem();
   try {
     const distributors = await inParallel(Array.from({ length: PARTIES }), 4, () => sys.party('distributor'));
-    const operationIDs = await inParallel(Array.from({ length: N_ISSUE }), IN_FLIGHT, (_, i) => issue(sys, distributors[i % PARTIES]!.ref, '1.00'));
+    const operationIDs = await inParallel(Array.from({ length: N_ISSUE }), IN_FLIGHT, (_, i) =>
+      issue(sys, distributors[i % PARTIES]!.ref, '1.00'),
+    );
     const burst = await measure(sys, operationIDs);
     // Then one at a time, each awaited until completed: the latency of an approval that finds the executor idle.
     const single: string[] = [];
@@ -214,20 +242,29 @@ async function cashIns(options: {
   const env = { ...(JSON.parse(process.env.BENCH_EXECUTOR_ENV ?? '{}') as Record<string, string>), ...options.env };
   const sys = await startTestSystem(env, undefined, options.apart ? WITHOUT_EXECUTOR : ALL_PARTS);
   // BENCH_EXECUTOR_NODE_OPTIONS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof": options for the executor's process alone.
-  const childOptions: Record<string, string> = process.env.BENCH_EXECUTOR_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_EXECUTOR_NODE_OPTIONS } : {};
-  const executor = options.apart ? spawnWalletOps(sys.config.DATA_DIR, ['executor'], { ...env, ...childOptions }) : undefined;
+  const childOptions: Record<string, string> = process.env.BENCH_EXECUTOR_NODE_OPTIONS
+    ? { NODE_OPTIONS: process.env.BENCH_EXECUTOR_NODE_OPTIONS }
+    : {};
+  const executor = options.apart
+    ? spawnWalletOps(sys.config.DATA_DIR, ['executor'], { ...env, ...childOptions })
+    : undefined;
   try {
     const distributors: Array<TestParty & { apiKey: string }> = [];
     for (let i = 0; i < PARTIES; i++) {
       const party = await sys.party('distributor');
       distributors.push({ ...party, apiKey: (await party.key()).apiKey });
     }
-    const phones = await inParallel(Array.from({ length: PARTIES }), 4, (_, i) => sys.individual(`+2348125${String(100_000 + i)}`, `Bench ${i}`));
+    const phones = await inParallel(Array.from({ length: PARTIES }), 4, (_, i) =>
+      sys.individual(`+2348125${String(100_000 + i)}`, `Bench ${i}`),
+    );
     await measure(sys, await inParallel(distributors, PARTIES, (d) => issue(sys, d.ref, '1000000')));
 
     const create = async (i: number) => {
       const d = distributors[i % PARTIES]!;
-      const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${d.ref.id}/operations`, { apiKey: d.apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: phones[i % PARTIES] } });
+      const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${d.ref.id}/operations`, {
+        apiKey: d.apiKey,
+        body: { operationType: 'cash-in', amount: '1.00', phoneTo: phones[i % PARTIES] },
+      });
       if (r.status !== 200) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
       return { operationID: r.body.operationID as string, distributor: d };
     };
@@ -235,16 +272,30 @@ async function cashIns(options: {
     const operationIDs = await inParallel(Array.from({ length: options.n }), IN_FLIGHT, (_, i) => create(i));
     const createSeconds = (performance.now() - createStarted) / 1000;
 
-    const checkers = new Map(await Promise.all(distributors.map(async (d) => [d.ref.id, await findUserByEmail(sys.backOffice, d.checkerEmail)] as const)));
+    const checkers = new Map(
+      await Promise.all(
+        distributors.map(async (d) => [d.ref.id, await findUserByEmail(sys.backOffice, d.checkerEmail)] as const),
+      ),
+    );
     const approve = async ({ operationID, distributor }: { operationID: string; distributor: TestParty }) => {
       const checker = checkers.get(distributor.ref.id)!;
-      await decideOperation(sys.backOffice, actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
+      await decideOperation(
+        sys.backOffice,
+        actingUser(checker),
+        operationID,
+        { type: 'approve' },
+        userContext(checker, randomUUID()),
+      );
     };
     const from = await sys.system.stores.eventStore.headPosition();
     const cpuBefore = { bench: cpuMs(), executor: executor ? cpuMs(executor.child.pid) : 0 };
     options.around?.start();
     await inParallel(operationIDs, IN_FLIGHT, approve);
-    const result = await measure(sys, operationIDs.map((o) => o.operationID), from);
+    const result = await measure(
+      sys,
+      operationIDs.map((o) => o.operationID),
+      from,
+    );
     options.around?.end(operationIDs.length);
     const cpuMsPerOp = {
       bench: (cpuMs() - cpuBefore.bench) / operationIDs.length,
@@ -282,19 +333,38 @@ async function cashIns(options: {
       }
       await Promise.all(sent);
       const sentSeconds = (performance.now() - started) / 1000;
-      const r = await measure(sys, planned.map((o) => o.operationID), steadyFrom);
+      const r = await measure(
+        sys,
+        planned.map((o) => o.operationID),
+        steadyFrom,
+      );
       const sortedLate = late.sort((x, y) => x - y);
       const sentPerSecond = n / sentSeconds;
       // Against the rate the approvals were really sent at: a loaded bench process may send a little slower.
-      steady = { ...r, rate, sentPerSecond, sendLateP99Ms: percentile(sortedLate, 0.99), keptUp: r.perSecond >= 0.95 * sentPerSecond && r.p99Ms < 1000 };
+      steady = {
+        ...r,
+        rate,
+        sentPerSecond,
+        sendLateP99Ms: percentile(sortedLate, 0.99),
+        keptUp: r.perSecond >= 0.95 * sentPerSecond && r.p99Ms < 1000,
+      };
     }
 
     const wanted = new Set(operationIDs.map((o) => o.operationID));
-    const blockchainIDs = ((await allEvents(sys.system.stores.eventStore, ['OperationCompleted'])) as unknown as OperationCompleted[])
+    const blockchainIDs = (
+      (await allEvents(sys.system.stores.eventStore, ['OperationCompleted'])) as unknown as OperationCompleted[]
+    )
       .filter((e) => wanted.has(e.data.operationID))
       .map((e) => e.data.blockchainID);
     await assertLedgerMatchesProjections(sys, { timeoutMs: 120_000 });
-    return { ...result, createSeconds, blockchainIDs, cpuMsPerOp, ...(oneAtATime ? { oneAtATime } : {}), ...(steady ? { steady } : {}) };
+    return {
+      ...result,
+      createSeconds,
+      blockchainIDs,
+      cpuMsPerOp,
+      ...(oneAtATime ? { oneAtATime } : {}),
+      ...(steady ? { steady } : {}),
+    };
   } finally {
     if (executor) {
       const exit = await stopProcess(executor);
@@ -338,7 +408,10 @@ interface Phase {
   loopDelayP99Ms: number;
 }
 
-function phaseMeter(meter: RpcMeter, chain: ChainProcess): { start(): void; end(operations: number): void; result(): Phase } {
+function phaseMeter(
+  meter: RpcMeter,
+  chain: ChainProcess,
+): { start(): void; end(operations: number): void; result(): Phase } {
   let cpu = process.cpuUsage();
   let chainCpu = 0;
   let phase: Phase | undefined;
@@ -386,7 +459,12 @@ const newOperationID = () => `op_${randomUUID().replaceAll('-', '')}`;
  * payers funded first; one at a time, then EVM_IN_FLIGHT at once (the adapter's nonce queue orders them).
  * Then one call of each kind, for its gas.
  */
-async function evmFloor(chain: ChainProcess, meter: RpcMeter, payers: string[], transfers: LedgerLeg[][]): Promise<EvmFloor> {
+async function evmFloor(
+  chain: ChainProcess,
+  meter: RpcMeter,
+  payers: string[],
+  transfers: LedgerLeg[][],
+): Promise<EvmFloor> {
   const ledger = openEvmLedger({
     rpcUrl: chain.url,
     chainId: chain.chainId,
@@ -398,7 +476,11 @@ async function evmFloor(chain: ChainProcess, meter: RpcMeter, payers: string[], 
     pollingIntervalMs: DEFAULTS.EVM_POLL_INTERVAL_MS,
   });
   try {
-    for (const payer of payers) await ledger.submit({ operationID: newOperationID(), legs: [{ from: ISSUANCE_ADDRESS, to: payer, amount: '1000000.00' }] });
+    for (const payer of payers)
+      await ledger.submit({
+        operationID: newOperationID(),
+        legs: [{ from: ISSUANCE_ADDRESS, to: payer, amount: '1000000.00' }],
+      });
     const run = async (legs: LedgerLeg[][], inFlight: number) => {
       const phase = phaseMeter(meter, chain);
       const latencies: number[] = [];
@@ -420,14 +502,37 @@ async function evmFloor(chain: ChainProcess, meter: RpcMeter, payers: string[], 
     const payee = transfers[0]![0]!.to;
     const probes: Array<{ operation: string; call: string; legs: LedgerLeg[] }> = [
       { operation: 'issuance', call: 'issue', legs: [{ from: ISSUANCE_ADDRESS, to: payer!, amount: '10.00' }] },
-      { operation: 'transfer without fee (cash-in)', call: 'transfer', legs: [{ from: payer!, to: payee, amount: '1.00' }] },
-      { operation: 'transfer with fee (e.g. pay-merchant)', call: 'transfer', legs: [{ from: payer!, to: payee, amount: '1.00' }, { from: payer!, to: 'platform:fees', amount: '0.02' }] },
-      { operation: 'transfer with fee, again (fee wallet holds a balance)', call: 'transfer', legs: [{ from: payer!, to: payee, amount: '1.00' }, { from: payer!, to: 'platform:fees', amount: '0.02' }] },
+      {
+        operation: 'transfer without fee (cash-in)',
+        call: 'transfer',
+        legs: [{ from: payer!, to: payee, amount: '1.00' }],
+      },
+      {
+        operation: 'transfer with fee (e.g. pay-merchant)',
+        call: 'transfer',
+        legs: [
+          { from: payer!, to: payee, amount: '1.00' },
+          { from: payer!, to: 'platform:fees', amount: '0.02' },
+        ],
+      },
+      {
+        operation: 'transfer with fee, again (fee wallet holds a balance)',
+        call: 'transfer',
+        legs: [
+          { from: payer!, to: payee, amount: '1.00' },
+          { from: payer!, to: 'platform:fees', amount: '0.02' },
+        ],
+      },
       { operation: 'redemption', call: 'redeem', legs: [{ from: payer!, to: ISSUANCE_ADDRESS, amount: '1.00' }] },
-      { operation: 'transfer to a wallet never credited (first credit)', call: 'transfer', legs: [{ from: payer!, to: 'individual:+2348125999999', amount: '1.00' }] },
+      {
+        operation: 'transfer to a wallet never credited (first credit)',
+        call: 'transfer',
+        legs: [{ from: payer!, to: 'individual:+2348125999999', amount: '1.00' }],
+      },
     ];
     const hashes: string[] = [];
-    for (const probe of probes) hashes.push((await ledger.submit({ operationID: newOperationID(), legs: probe.legs })).blockchainID);
+    for (const probe of probes)
+      hashes.push((await ledger.submit({ operationID: newOperationID(), legs: probe.legs })).blockchainID);
     const gas = await gasUsed(chain, hashes);
     return {
       sequential: sequential.result,
@@ -461,7 +566,11 @@ async function evm(): Promise<EvmRun> {
     // The same shape as the executor's cash-ins: a distributor's uuid pays an individual's phone, 1.00, no fee.
     const payers = Array.from({ length: PARTIES }, () => `distributor:${randomUUID()}`);
     const transfers = Array.from({ length: N_EVM }, (_, i): LedgerLeg[] => [
-      { from: payers[i % PARTIES]!, to: walletAddress({ kind: 'individual', id: `+2348125${String(100_000 + (i % PARTIES))}` }), amount: '1.00' },
+      {
+        from: payers[i % PARTIES]!,
+        to: walletAddress({ kind: 'individual', id: `+2348125${String(100_000 + (i % PARTIES))}` }),
+        amount: '1.00',
+      },
     ]);
     const floor = await evmFloor(chain, meter, payers, transfers);
     console.log('EVM floor, one at a time', floor.sequential);
@@ -489,7 +598,14 @@ async function evm(): Promise<EvmRun> {
       min: gas.reduce((a, b) => (b < a ? b : a)),
       max: gas.reduce((a, b) => (b > a ? b : a)),
     };
-    return { floor, executor, executorPhase: phase.result(), executorGas, startSeconds, seconds: (performance.now() - started) / 1000 };
+    return {
+      floor,
+      executor,
+      executorPhase: phase.result(),
+      executorGas,
+      startSeconds,
+      seconds: (performance.now() - started) / 1000,
+    };
   } finally {
     meter.uninstall();
     await chain.close();
@@ -498,11 +614,12 @@ async function evm(): Promise<EvmRun> {
 
 /** What each JSON-RPC method is for in a submit (evm-ledger.ts and the viem actions it calls). */
 const RPC_PURPOSE: Record<string, string> = {
-  eth_estimateGas: 'the adapter\'s estimate (a revert is answered without spending gas)',
-  eth_getTransactionCount: 'the nonce queue\'s pending count: at the first send and after a send that failed (or, before `prepare: false`, viem preparing the estimate)',
+  eth_estimateGas: "the adapter's estimate (a revert is answered without spending gas)",
+  eth_getTransactionCount:
+    "the nonce queue's pending count: at the first send and after a send that failed (or, before `prepare: false`, viem preparing the estimate)",
   eth_fillTransaction: 'the same preparation, first asked of the node once (EDR does not have it)',
-  eth_getBlockByNumber: 'the block\'s timestamp for createdAt; the adapter\'s fee cache (base fee, every 2 s)',
-  eth_maxPriorityFeePerGas: 'the adapter\'s fee cache (every 2 s)',
+  eth_getBlockByNumber: "the block's timestamp for createdAt; the adapter's fee cache (base fee, every 2 s)",
+  eth_maxPriorityFeePerGas: "the adapter's fee cache (every 2 s)",
   eth_sendRawTransaction: 'the send, signed in process, inside the nonce queue (automine: mined before it answers)',
   eth_getTransactionReceipt: 'waitForTransactionReceipt: there at the first ask, so no polling at EVM_POLL_INTERVAL_MS',
   eth_call: 'contract reads: findByOperationID (executed)',
@@ -510,7 +627,8 @@ const RPC_PURPOSE: Record<string, string> = {
   eth_chainId: 'the chain id check, once per ledger',
 };
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function row(name: string, r: Result, floor: Result, note = ''): string {
   return `| ${name} | ${fmt(r.operations)} | ${fmt(r.perSecond)} | ${fmt(r.p50Ms, 1)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.maxMs, 1)} | ${((r.perSecond / floor.perSecond) * 100).toFixed(0)}% | ${note} |`;
@@ -526,7 +644,11 @@ function evmRow(name: string, r: Result, floor: Result, embedded: Result | undef
 function evmSection(run: EvmRun, embedded: Result): string[] {
   const { floor, executor, executorPhase } = run;
   const phases = [floor.sequentialPhase, floor.pipelinedPhase, executorPhase];
-  const methods = [...new Set(phases.flatMap((p) => [...p.rpc.keys()]))].sort((a, b) => (floor.sequentialPhase.rpc.get(b)?.calls ?? 0) - (floor.sequentialPhase.rpc.get(a)?.calls ?? 0) || a.localeCompare(b));
+  const methods = [...new Set(phases.flatMap((p) => [...p.rpc.keys()]))].sort(
+    (a, b) =>
+      (floor.sequentialPhase.rpc.get(b)?.calls ?? 0) - (floor.sequentialPhase.rpc.get(a)?.calls ?? 0) ||
+      a.localeCompare(b),
+  );
   const perOp = (p: Phase, method: string) => fmt((p.rpc.get(method)?.calls ?? 0) / p.operations, 2);
   const meanMs = (p: Phase, method: string) => {
     const s = p.rpc.get(method);
@@ -549,16 +671,44 @@ function evmSection(run: EvmRun, embedded: Result): string[] {
     `with LEDGER=evm and the defaults (EXECUTOR_CONCURRENCY ${DEFAULTS.EXECUTOR_CONCURRENCY}, EVM_POLL_INTERVAL_MS ${DEFAULTS.EVM_POLL_INTERVAL_MS}). The chain floor is the same cash-in`,
     'transfers sent straight through the adapter (openEvmLedger().submit: estimate; sign and send through the nonce queue; receipt),',
     `one at a time and ${EVM_IN_FLIGHT} at once; "vs chain floor" is a throughput as a share of the ${EVM_IN_FLIGHT}-in-flight floor, "vs embedded" as a share of`,
-    'the embedded executor\'s cash-ins above. Latency as above (approved -> completed); for the floor, per submit.',
+    "the embedded executor's cash-ins above. Latency as above (approved -> completed); for the floor, per submit.",
     '',
     `| scenario | operations | ops/s | p50 ms | p95 ms | max ms | vs chain floor | vs embedded | note |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---|',
-    evmRow('chain floor: adapter submits one at a time', floor.sequential, floor.pipelined, undefined, 'per-submit latency'),
-    evmRow(`chain floor: adapter submits, ${EVM_IN_FLIGHT} in flight`, floor.pipelined, floor.pipelined, undefined, 'per-submit latency, with the wait in the nonce queue'),
-    evmRow('executor on the EVM: cash-ins created over HTTP, then approved in bulk', executor, floor.pipelined, embedded, `${fmt(executor.operations)} creates took ${executor.createSeconds.toFixed(1)} s before; approvals 64 in flight`),
-    ...(executor.oneAtATime ? [evmRow('executor on the EVM: cash-ins one at a time', executor.oneAtATime, floor.pipelined, undefined, 'each approved once the previous completed (5 ms poll): latency with an idle executor; ops/s not a capacity')] : []),
+    evmRow(
+      'chain floor: adapter submits one at a time',
+      floor.sequential,
+      floor.pipelined,
+      undefined,
+      'per-submit latency',
+    ),
+    evmRow(
+      `chain floor: adapter submits, ${EVM_IN_FLIGHT} in flight`,
+      floor.pipelined,
+      floor.pipelined,
+      undefined,
+      'per-submit latency, with the wait in the nonce queue',
+    ),
+    evmRow(
+      'executor on the EVM: cash-ins created over HTTP, then approved in bulk',
+      executor,
+      floor.pipelined,
+      embedded,
+      `${fmt(executor.operations)} creates took ${executor.createSeconds.toFixed(1)} s before; approvals 64 in flight`,
+    ),
+    ...(executor.oneAtATime
+      ? [
+          evmRow(
+            'executor on the EVM: cash-ins one at a time',
+            executor.oneAtATime,
+            floor.pipelined,
+            undefined,
+            'each approved once the previous completed (5 ms poll): latency with an idle executor; ops/s not a capacity',
+          ),
+        ]
+      : []),
     '',
-    'Gas used per operation type (the receipts\' gasUsed; wallet names and operation ids as the system makes them; wallets that hold a',
+    "Gas used per operation type (the receipts' gasUsed; wallet names and operation ids as the system makes them; wallets that hold a",
     'balance already unless said):',
     '',
     '| operation | contract call | gas used |',
@@ -566,13 +716,16 @@ function evmSection(run: EvmRun, embedded: Result): string[] {
     ...floor.gas.map((g) => `| ${g.operation} | ${g.call} | ${fmt(Number(g.gas))} |`),
     `| the executor's ${fmt(executor.blockchainIDs.length)} cash-ins above | transfer | mean ${fmt(run.executorGas.mean)} (${fmt(Number(run.executorGas.min))} to ${fmt(Number(run.executorGas.max))}) |`,
     '',
-    'Where a submit\'s time goes: the JSON-RPC requests per operation by method, and the mean time each took from request to answer',
-    '(with the node\'s queueing when requests overlap), one at a time, in flight and under the executor; then the CPU per operation of the',
-    'bench process (the executor and the system; viem encodes, signs and decodes) and of the chain\'s process.',
+    "Where a submit's time goes: the JSON-RPC requests per operation by method, and the mean time each took from request to answer",
+    "(with the node's queueing when requests overlap), one at a time, in flight and under the executor; then the CPU per operation of the",
+    "bench process (the executor and the system; viem encodes, signs and decodes) and of the chain's process.",
     '',
     `| JSON-RPC method | calls/op | ms each, one at a time | ms each, ${EVM_IN_FLIGHT} in flight | calls/op, executor | ms each, executor | what for |`,
     '|---|---:|---:|---:|---:|---:|---|',
-    ...methods.map((m) => `| ${m} | ${perOp(floor.sequentialPhase, m)} | ${meanMs(floor.sequentialPhase, m)} | ${meanMs(floor.pipelinedPhase, m)} | ${perOp(executorPhase, m)} | ${meanMs(executorPhase, m)} | ${RPC_PURPOSE[m] ?? ''} |`),
+    ...methods.map(
+      (m) =>
+        `| ${m} | ${perOp(floor.sequentialPhase, m)} | ${meanMs(floor.sequentialPhase, m)} | ${meanMs(floor.pipelinedPhase, m)} | ${perOp(executorPhase, m)} | ${meanMs(executorPhase, m)} | ${RPC_PURPOSE[m] ?? ''} |`,
+    ),
     `| all requests | ${fmt(totalCalls(floor.sequentialPhase), 2)} | ${fmt(rpcMsPerOp(floor.sequentialPhase), 1)} per op | ${fmt(rpcMsPerOp(floor.pipelinedPhase), 1)} per op | ${fmt(totalCalls(executorPhase), 2)} | ${fmt(rpcMsPerOp(executorPhase), 1)} per op | summed request times (overlapping when in flight) |`,
     `| CPU ms/op, bench process | | ${fmt(floor.sequentialPhase.benchCpuMs / floor.sequentialPhase.operations, 1)} | ${fmt(floor.pipelinedPhase.benchCpuMs / floor.pipelinedPhase.operations, 1)} | | ${fmt(executorPhase.benchCpuMs / executorPhase.operations, 1)} | |`,
     `| event-loop delay of the bench process, mean / p99 ms | | ${loopDelay(floor.sequentialPhase)} | ${loopDelay(floor.pipelinedPhase)} | | ${loopDelay(executorPhase)} | how long an answer may wait to be read |`,
@@ -583,7 +736,7 @@ function evmSection(run: EvmRun, embedded: Result): string[] {
     `with ${EVM_IN_FLIGHT} in flight (measured ${fmt(floor.pipelined.perSecond, 1)}/s), ${fmt(1000 / sendMs(executorPhase), 1)}/s under the executor (measured ${fmt(executor.perSecond, 1)}/s). Under the executor every`,
     `request takes longer because its answer waits for the bench process's event loop, which also runs the executor's synchronous SQLite`,
     `commits, the projections and the APIs: a mean delay of ${fmt(executorPhase.loopDelayMeanMs, 1)} ms there against ${fmt(floor.pipelinedPhase.loopDelayMeanMs, 1)} ms for the floor.`,
-    ...(((executorPhase.rpc.get('eth_getTransactionCount')?.calls ?? 0) / executorPhase.operations) > 0.5
+    ...((executorPhase.rpc.get('eth_getTransactionCount')?.calls ?? 0) / executorPhase.operations > 0.5
       ? [
           'eth_getTransactionCount and one each of eth_getBlockByNumber and eth_maxPriorityFeePerGas per operation come from viem preparing a',
           'whole transaction for the estimate (a local account); estimating with `prepare: false` sends eth_estimateGas alone and still sees',
@@ -598,36 +751,57 @@ function evmSection(run: EvmRun, embedded: Result): string[] {
 async function only(): Promise<void> {
   for (const name of ONLY) {
     // The approvals' window, in seconds since the process started: the part of a --cpu-prof to look at.
-    const around = { start: () => console.log(`approvals from ${(performance.now() / 1000).toFixed(1)} s`), end: () => console.log(`last completion by ${(performance.now() / 1000).toFixed(1)} s`) };
+    const around = {
+      start: () => console.log(`approvals from ${(performance.now() / 1000).toFixed(1)} s`),
+      end: () => console.log(`last completion by ${(performance.now() / 1000).toFixed(1)} s`),
+    };
     const shown = ({ blockchainIDs: _ids, ...run }: CashInRun) => run;
     if (name === 'cash-ins') console.log('executor, cash-ins', shown(await cashIns({ n: N_CASH_IN, around })));
-    else if (name === 'cash-ins-apart') console.log('executor apart, cash-ins', shown(await cashIns({ n: N_CASH_IN, around, apart: true })));
+    else if (name === 'cash-ins-apart')
+      console.log('executor apart, cash-ins', shown(await cashIns({ n: N_CASH_IN, around, apart: true })));
     else if (name === 'steady') console.log('executor, steady', shown(await cashIns({ n: 10, steady: STEADY })).steady);
-    else if (name === 'steady-apart') console.log('executor apart, steady', shown(await cashIns({ n: 10, steady: STEADY, apart: true })).steady);
-    else if (name === 'cash-in-floor') console.log('ledger floor, cash-ins', await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers()));
-    else if (name === 'cash-in-floor-in-flight') console.log(`ledger, cash-ins ${LEDGER_IN_FLIGHT} in flight`, await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers(), LEDGER_IN_FLIGHT));
+    else if (name === 'steady-apart')
+      console.log('executor apart, steady', shown(await cashIns({ n: 10, steady: STEADY, apart: true })).steady);
+    else if (name === 'cash-in-floor')
+      console.log('ledger floor, cash-ins', await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers()));
+    else if (name === 'cash-in-floor-in-flight')
+      console.log(
+        `ledger, cash-ins ${LEDGER_IN_FLIGHT} in flight`,
+        await ledgerFloor(cashInTransfers(N_CASH_IN), fundingTransfers(), LEDGER_IN_FLIGHT),
+      );
     else if (name === 'issuances') console.log('executor, issuances', await issuances());
     else throw new Error(`unknown scenario ${name}`);
   }
 }
 
-const fundingTransfers = () => Array.from({ length: PARTIES }, (_, i): LedgerLeg[] => [{ from: ISSUANCE_ADDRESS, to: `distributor:bench-${i}`, amount: '1000000.00' }]);
-const cashInTransfers = (n: number) => Array.from({ length: n }, (_, i): LedgerLeg[] => [
-  { from: `distributor:bench-${i % PARTIES}`, to: walletAddress({ kind: 'individual', id: `+2348125${String(100_000 + (i % PARTIES))}` }), amount: '1.00' },
-]);
+const fundingTransfers = () =>
+  Array.from({ length: PARTIES }, (_, i): LedgerLeg[] => [
+    { from: ISSUANCE_ADDRESS, to: `distributor:bench-${i}`, amount: '1000000.00' },
+  ]);
+const cashInTransfers = (n: number) =>
+  Array.from({ length: n }, (_, i): LedgerLeg[] => [
+    {
+      from: `distributor:bench-${i % PARTIES}`,
+      to: walletAddress({ kind: 'individual', id: `+2348125${String(100_000 + (i % PARTIES))}` }),
+      amount: '1.00',
+    },
+  ]);
 
 function steadyRow(name: string, r: SteadyRun, note: string): string {
   return `| ${name} | ${fmt(r.operations)} | ${fmt(r.perSecond)} | ${fmt(r.p50Ms, 1)} | ${fmt(r.p90Ms, 1)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.maxMs, 1)} | ${r.keptUp ? 'yes' : 'NO'} | ${note}; sent at ${fmt(r.sentPerSecond, 1)}/s, p99 ${fmt(r.sendLateP99Ms, 1)} ms late |`;
 }
 
-const cpuNote = (r: Pick<CashInRun, 'cpuMsPerOp'>) => `CPU ${fmt(r.cpuMsPerOp.bench, 1)} ms/op here${r.cpuMsPerOp.executor === undefined ? '' : `, ${fmt(r.cpuMsPerOp.executor, 1)} ms/op in the executor's process`}`;
+const cpuNote = (r: Pick<CashInRun, 'cpuMsPerOp'>) =>
+  `CPU ${fmt(r.cpuMsPerOp.bench, 1)} ms/op here${r.cpuMsPerOp.executor === undefined ? '' : `, ${fmt(r.cpuMsPerOp.executor, 1)} ms/op in the executor's process`}`;
 
 async function main(): Promise<void> {
   if (ONLY.length > 0) return only();
   const started = performance.now();
   console.log(`bench:e2e: ${N_ISSUE} issuances, ${N_CASH_IN} cash-ins, ${PARTIES} parties`);
 
-  const issueLegs = Array.from({ length: N_ISSUE }, (_, i): LedgerLeg[] => [{ from: ISSUANCE_ADDRESS, to: `distributor:bench-${i % PARTIES}`, amount: '1.00' }]);
+  const issueLegs = Array.from({ length: N_ISSUE }, (_, i): LedgerLeg[] => [
+    { from: ISSUANCE_ADDRESS, to: `distributor:bench-${i % PARTIES}`, amount: '1.00' },
+  ]);
   const issueFloor = await ledgerFloor(issueLegs);
   console.log('ledger floor, issuances', issueFloor);
   const issued = await issuances();
@@ -653,7 +827,7 @@ async function main(): Promise<void> {
     'whole system in the bench process (APIs, projections, webhooks and the executor share one event loop, so every synchronous',
     'SQLite commit of a projection also stalls the executor); *apart*, the executor in a process of its own (`wallet-ops serve executor`',
     'on the same data directory, as docker-compose.yml runs it) and every other part in the bench process.',
-    'Latency: OperationApproved\'s stored createdAt to OperationCompleted\'s, so it includes the time an approval waits in the executor\'s',
+    "Latency: OperationApproved's stored createdAt to OperationCompleted's, so it includes the time an approval waits in the executor's",
     'queue during a burst; throughput: operations / (last completion - first approval).',
     'The floor is the embedded ledger alone: the same transfers submitted one at a time on a fresh file (WAL, synchronous=FULL), the',
     'cost every execution pays at least; "vs floor" is a throughput as a share of it, measured in the same run.',
@@ -661,12 +835,37 @@ async function main(): Promise<void> {
     '| scenario | operations | ops/s | p50 ms | p99 ms | max ms | vs floor | note |',
     '|---|---:|---:|---:|---:|---:|---:|---|',
     row('ledger floor: issuance submits', issueFloor, issueFloor, 'per-submit latency'),
-    row('executor: treasury issuances (issueFloat, 64 appends in flight)', issued.burst, issueFloor, 'all in one; approvals arrive while the executor runs'),
-    row('executor: treasury issuances one at a time', issued.oneAtATime, issueFloor, 'all in one; each awaited (5 ms poll) before the next: latency with an idle executor; ops/s not a capacity'),
+    row(
+      'executor: treasury issuances (issueFloat, 64 appends in flight)',
+      issued.burst,
+      issueFloor,
+      'all in one; approvals arrive while the executor runs',
+    ),
+    row(
+      'executor: treasury issuances one at a time',
+      issued.oneAtATime,
+      issueFloor,
+      'all in one; each awaited (5 ms poll) before the next: latency with an idle executor; ops/s not a capacity',
+    ),
     row('ledger floor: cash-in submits', cashInFloor, cashInFloor, 'per-submit latency'),
-    row(`ledger: cash-in submits, ${LEDGER_IN_FLIGHT} in flight`, cashInInFlight, cashInFloor, 'per-submit latency; concurrent submits share one commit (group commit)'),
-    row('executor: cash-ins created over HTTP, then approved in bulk', cashedIn, cashInFloor, `all in one; ${fmt(N_CASH_IN)} creates took ${cashedIn.createSeconds.toFixed(1)} s before; approvals 64 in flight; ${cpuNote(cashedIn)}`),
-    row('executor apart: cash-ins created over HTTP, then approved in bulk', apart, cashInFloor, `apart; ${fmt(N_CASH_IN)} creates took ${apart.createSeconds.toFixed(1)} s before; approvals 64 in flight; ${cpuNote(apart)}`),
+    row(
+      `ledger: cash-in submits, ${LEDGER_IN_FLIGHT} in flight`,
+      cashInInFlight,
+      cashInFloor,
+      'per-submit latency; concurrent submits share one commit (group commit)',
+    ),
+    row(
+      'executor: cash-ins created over HTTP, then approved in bulk',
+      cashedIn,
+      cashInFloor,
+      `all in one; ${fmt(N_CASH_IN)} creates took ${cashedIn.createSeconds.toFixed(1)} s before; approvals 64 in flight; ${cpuNote(cashedIn)}`,
+    ),
+    row(
+      'executor apart: cash-ins created over HTTP, then approved in bulk',
+      apart,
+      cashInFloor,
+      `apart; ${fmt(N_CASH_IN)} creates took ${apart.createSeconds.toFixed(1)} s before; approvals 64 in flight; ${cpuNote(apart)}`,
+    ),
     '',
     `As shares of the ledger with ${LEDGER_IN_FLIGHT} submits in flight (${fmt(cashInInFlight.perSecond)}/s): executor all in one ${ratio(cashedIn, cashInInFlight)}, apart ${ratio(apart, cashInInFlight)}.`,
     '',
@@ -681,7 +880,7 @@ async function main(): Promise<void> {
     '',
     'Each execution reads the operation stream, appends the claim (OperationExecutionStarted) at the revision read, submits to the',
     'ledger, and appends the completion with the wallet movements in one atomic multi-stream append: two synced event-store commits and',
-    'one synced ledger commit per operation, against the floor\'s one. Concurrent executions share event-store commits and ledger',
+    "one synced ledger commit per operation, against the floor's one. Concurrent executions share event-store commits and ledger",
     'commits (group commit: one transaction and one fsync for the requests of one event-loop turn, each in its own savepoint). After each',
     'scenario the ledger was checked against the event store and the read models (test/support/invariants.ts): one transaction per',
     'completed operation, balances, chain.',

@@ -32,21 +32,43 @@ interface Profiled {
 
 async function profileLoad(name: string, url: string, requests: LoadSpec['requests']): Promise<Profiled> {
   await runLoad({ url, connections: CONNECTIONS, durationSeconds: 2, requests });
-  const { result: load, profile } = await profileWhile(() => runLoad({ url, connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, requests }));
+  const { result: load, profile } = await profileWhile(() =>
+    runLoad({ url, connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, requests }),
+  );
   const summary = summarize(profile, load.total);
-  console.log(`${name}: ${load.requestsPerSecond.toFixed(0)} req/s, ${summary.usPerRequest.toFixed(0)} µs CPU per request, busy ${((summary.busyMs / summary.wallMs) * 100).toFixed(0)}%`);
-  for (const line of summary.byComponent) console.log(`  ${line.usPerRequest.toFixed(1).padStart(7)} µs ${(line.share * 100).toFixed(1).padStart(5)}%  ${line.name}`);
-  for (const line of summary.byFunction) console.log(`  ${line.usPerRequest.toFixed(1).padStart(7)} µs ${(line.share * 100).toFixed(1).padStart(5)}%  ${line.name}`);
+  console.log(
+    `${name}: ${load.requestsPerSecond.toFixed(0)} req/s, ${summary.usPerRequest.toFixed(0)} µs CPU per request, busy ${((summary.busyMs / summary.wallMs) * 100).toFixed(0)}%`,
+  );
+  for (const line of summary.byComponent)
+    console.log(
+      `  ${line.usPerRequest.toFixed(1).padStart(7)} µs ${(line.share * 100).toFixed(1).padStart(5)}%  ${line.name}`,
+    );
+  for (const line of summary.byFunction)
+    console.log(
+      `  ${line.usPerRequest.toFixed(1).padStart(7)} µs ${(line.share * 100).toFixed(1).padStart(5)}%  ${line.name}`,
+    );
   return { name, load, summary };
 }
 
-const createBody = JSON.stringify({ operationType: 'cash-in', amount: '1.00', phoneTo: '+2348123456781', memo: 'bench' });
+const createBody = JSON.stringify({
+  operationType: 'cash-in',
+  amount: '1.00',
+  phoneTo: '+2348123456781',
+  memo: 'bench',
+});
 
 async function syncedInsertBaseline(): Promise<Profiled> {
   const baseline = insertBaselineApp(true);
   const server = await listen(baseline.app);
   try {
-    const requests: LoadSpec['requests'] = [{ method: 'POST', path: '/api/v1/distributors/d1/operations', headers: { 'content-type': 'application/json' }, body: createBody }];
+    const requests: LoadSpec['requests'] = [
+      {
+        method: 'POST',
+        path: '/api/v1/distributors/d1/operations',
+        headers: { 'content-type': 'application/json' },
+        body: createBody,
+      },
+    ];
     return await profileLoad('baseline: express + one synced insert', server.url, requests);
   } finally {
     await server.close();
@@ -95,11 +117,15 @@ function table(profiled: Profiled): string[] {
     '',
     '| component | µs per request | share |',
     '|---|---:|---:|',
-    ...summary.byComponent.filter((line) => line.share >= 0.005).map((line) => `| ${line.name} | ${line.usPerRequest.toFixed(1)} | ${(line.share * 100).toFixed(1)}% |`),
+    ...summary.byComponent
+      .filter((line) => line.share >= 0.005)
+      .map((line) => `| ${line.name} | ${line.usPerRequest.toFixed(1)} | ${(line.share * 100).toFixed(1)}% |`),
     '',
     '| function (self time) | µs per request | share |',
     '|---|---:|---:|',
-    ...summary.byFunction.map((line) => `| \`${line.name}\` | ${line.usPerRequest.toFixed(1)} | ${(line.share * 100).toFixed(1)}% |`),
+    ...summary.byFunction.map(
+      (line) => `| \`${line.name}\` | ${line.usPerRequest.toFixed(1)} | ${(line.share * 100).toFixed(1)}% |`,
+    ),
     '',
   ];
 }
@@ -121,7 +147,7 @@ async function main(): Promise<void> {
     machineNote(),
     `Each load of bench:write and bench:read profiled with the inspector's sampling profiler (100 µs) in the server's process,`,
     `${CONNECTIONS} connections for ${DURATION_SECONDS} s after a 2 s warm-up, autocannon in its own process; CPU time per request is the`,
-    'profile\'s busy (non-idle) self time divided by the requests answered. Components group functions by package or by the part',
+    "profile's busy (non-idle) self time divided by the requests answered. Components group functions by package or by the part",
     'of src/ they are in; "V8 and native" is time outside JavaScript (the SQLite library itself, fsync, syscalls, compiled code).',
     '',
     ...results.flatMap(table),

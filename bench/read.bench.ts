@@ -28,7 +28,8 @@ async function measure(url: string, requests: LoadSpec['requests']): Promise<Loa
 }
 
 /** Met or missed, for the targets of issue 15. */
-const aim = (value: number, target: number) => `${value.toFixed(2)}x (aim ${target.toFixed(1)}x: ${value >= target ? 'met' : 'missed'})`;
+const aim = (value: number, target: number) =>
+  `${value.toFixed(2)}x (aim ${target.toFixed(1)}x: ${value >= target ? 'met' : 'missed'})`;
 
 /** Express and nothing else: the same route answering a constant object of the balance's shape. */
 async function bareExpress(requests: LoadSpec['requests']): Promise<LoadResult> {
@@ -57,8 +58,13 @@ async function main(): Promise<void> {
 
 async function run(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
   if (stores.stores === 'postgres') return onPostgres(started, stores);
-  const HEADING = stores.stores === 'embedded' ? '## Read side (npm run bench:read)' : '## Read side on PostgreSQL (BENCH_STORES=postgres npm run bench:read)';
-  console.log(`bench:read: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario, ${OPERATIONS} operations over ${DISTRIBUTORS} distributors, on ${stores.label}`);
+  const HEADING =
+    stores.stores === 'embedded'
+      ? '## Read side (npm run bench:read)'
+      : '## Read side on PostgreSQL (BENCH_STORES=postgres npm run bench:read)';
+  console.log(
+    `bench:read: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario, ${OPERATIONS} operations over ${DISTRIBUTORS} distributors, on ${stores.label}`,
+  );
   const { sys, requests, seedSeconds } = await seed();
   const dir = tempDir('read-bench-');
   const baseline = await baselineApp(sys, dir.path);
@@ -66,10 +72,19 @@ async function run(started: number, stores: Awaited<ReturnType<typeof startBench
   try {
     // Both sides answer the same thing before anything is measured.
     const [first] = requests.list;
-    const ours = (await (await fetch(`${sys.baseUrl}${first!.path}`, { headers: first!.headers })).json()) as Array<{ operationID: string }>;
-    const theirs = (await (await fetch(`${baselineServer.url}${first!.path}`)).json()) as Array<{ operationID: string }>;
-    if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join()) throw new Error(`wallet-ops and the baseline return different pages (${ours.length} and ${theirs.length} operations; a page is ${PAGE}: BENCH_OPERATIONS must be at least ${PAGE * DISTRIBUTORS})`);
-    console.log(`seeded in ${seedSeconds.toFixed(1)} s; ${baseline.documents} documents; a page is ${JSON.stringify(ours).length} bytes`);
+    const ours = (await (await fetch(`${sys.baseUrl}${first!.path}`, { headers: first!.headers })).json()) as Array<{
+      operationID: string;
+    }>;
+    const theirs = (await (await fetch(`${baselineServer.url}${first!.path}`)).json()) as Array<{
+      operationID: string;
+    }>;
+    if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join())
+      throw new Error(
+        `wallet-ops and the baseline return different pages (${ours.length} and ${theirs.length} operations; a page is ${PAGE}: BENCH_OPERATIONS must be at least ${PAGE * DISTRIBUTORS})`,
+      );
+    console.log(
+      `seeded in ${seedSeconds.toFixed(1)} s; ${baseline.documents} documents; a page is ${JSON.stringify(ours).length} bytes`,
+    );
 
     const baseList = await measure(baselineServer.url, requests.list);
     console.log('baseline list', baseList);
@@ -118,7 +133,6 @@ async function run(started: number, stores: Awaited<ReturnType<typeof startBench
   }
 }
 
-
 const PG_HEADING = '## Read side on PostgreSQL, side by side (BENCH_STORES=postgres npm run bench:read)';
 const PG_LEVELS = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Number);
 /**
@@ -129,7 +143,10 @@ const PG_LEVELS = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Nu
 const PG_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PG_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const load = () => loadavg().map((n) => n.toFixed(2)).join(', ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(', ');
 
 async function measureAt(url: string, connections: number, requests: LoadSpec['requests']): Promise<LoadResult> {
   await runLoad({ url, connections, durationSeconds: WARMUP_SECONDS, requests });
@@ -143,7 +160,9 @@ async function measureAt(url: string, connections: number, requests: LoadSpec['r
  */
 async function onPostgres(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
   const loadBefore = load();
-  console.log(`bench:read on PostgreSQL: ${PG_LEVELS.join(', ')} connections, ${PG_ROUNDS} rounds of ${PG_SECONDS} s per scenario, ${OPERATIONS} operations, ${stores.label}; load ${loadBefore}`);
+  console.log(
+    `bench:read on PostgreSQL: ${PG_LEVELS.join(', ')} connections, ${PG_ROUNDS} rounds of ${PG_SECONDS} s per scenario, ${OPERATIONS} operations, ${stores.label}; load ${loadBefore}`,
+  );
   const { sys, requests, seedSeconds } = await seed();
   const baseline = await postgresReadBaselineApp(sys, stores.serverUrl!);
   const baselineServer = await listen(baseline.app);
@@ -152,9 +171,16 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
   const targets: string[] = [];
   try {
     const [first] = requests.list;
-    const ours = (await (await fetch(`${sys.baseUrl}${first!.path}`, { headers: first!.headers })).json()) as Array<{ operationID: string }>;
-    const theirs = (await (await fetch(`${baselineServer.url}${first!.path}`)).json()) as Array<{ operationID: string }>;
-    if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join()) throw new Error(`wallet-ops and the baseline return different pages (${ours.length} and ${theirs.length} operations)`);
+    const ours = (await (await fetch(`${sys.baseUrl}${first!.path}`, { headers: first!.headers })).json()) as Array<{
+      operationID: string;
+    }>;
+    const theirs = (await (await fetch(`${baselineServer.url}${first!.path}`)).json()) as Array<{
+      operationID: string;
+    }>;
+    if (ours.length !== PAGE || ours.map((o) => o.operationID).join() !== theirs.map((o) => o.operationID).join())
+      throw new Error(
+        `wallet-ops and the baseline return different pages (${ours.length} and ${theirs.length} operations)`,
+      );
     for (const level of PG_LEVELS) {
       const rounds: Array<Record<'baseList' | 'list' | 'bare' | 'baseBalance' | 'balance', LoadResult>> = [];
       for (let round = 0; round < PG_ROUNDS; round++) {
@@ -168,17 +194,27 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
         console.log(`${level} connections, round ${round + 1}`, rounds.at(-1));
       }
       const rate = (key: keyof (typeof rounds)[number]) => median(rounds.map((round) => round[key].requestsPerSecond));
-      const ratios = (a: keyof (typeof rounds)[number], b: keyof (typeof rounds)[number]) => rounds.map((round) => round[a].requestsPerSecond / round[b].requestsPerSecond);
+      const ratios = (a: keyof (typeof rounds)[number], b: keyof (typeof rounds)[number]) =>
+        rounds.map((round) => round[a].requestsPerSecond / round[b].requestsPerSecond);
       const ratio = (a: keyof (typeof rounds)[number], b: keyof (typeof rounds)[number]) => {
         const all = ratios(a, b);
-        return { median: median(all), text: `${median(all).toFixed(2)}x (${Math.min(...all).toFixed(2)}-${Math.max(...all).toFixed(2)})` };
+        return {
+          median: median(all),
+          text: `${median(all).toFixed(2)}x (${Math.min(...all).toFixed(2)}-${Math.max(...all).toFixed(2)})`,
+        };
       };
-      const latency = (key: 'list' | 'balance') => `${median(rounds.map((round) => round[key].p50Ms))} / ${median(rounds.map((round) => round[key].p99Ms))}`;
-      const fails = rounds.reduce((n, round) => n + round.list.non2xx + round.list.errors + round.balance.non2xx + round.balance.errors, 0);
+      const latency = (key: 'list' | 'balance') =>
+        `${median(rounds.map((round) => round[key].p50Ms))} / ${median(rounds.map((round) => round[key].p99Ms))}`;
+      const fails = rounds.reduce(
+        (n, round) => n + round.list.non2xx + round.list.errors + round.balance.non2xx + round.balance.errors,
+        0,
+      );
       const listRatio = ratio('list', 'baseList');
       const balanceRatio = ratio('balance', 'bare');
       const pkRatio = ratio('balance', 'baseBalance');
-      rows.push(`| ${level} | ${rate('baseList').toFixed(0)} | ${rate('list').toFixed(0)} | ${listRatio.text} | ${rate('bare').toFixed(0)} | ${rate('baseBalance').toFixed(0)} | ${rate('balance').toFixed(0)} | ${balanceRatio.text} | ${pkRatio.text} | ${latency('list')} | ${latency('balance')} | ${fails} |`);
+      rows.push(
+        `| ${level} | ${rate('baseList').toFixed(0)} | ${rate('list').toFixed(0)} | ${listRatio.text} | ${rate('bare').toFixed(0)} | ${rate('baseBalance').toFixed(0)} | ${rate('balance').toFixed(0)} | ${balanceRatio.text} | ${pkRatio.text} | ${latency('list')} | ${latency('balance')} | ${fails} |`,
+      );
       if (level === PG_LEVELS.at(-1)) {
         targets.push(
           `- GET list of ${PAGE} vs the indexed-select handler: ${aim(listRatio.median, 0.8)}, median of ${PG_ROUNDS} rounds`,
@@ -203,7 +239,7 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
     'documents the projections built, index on (party, created_at, id)) on the same server, res.json; balance: bare express answering a constant',
     'object, and a primary-key SELECT. Baselines do no authentication, no query validation and no mapping to the contract object.',
     '',
-    'Rates and latencies are the medians of the rounds; a ratio is the median of the rounds\' ratios, with their range in brackets.',
+    "Rates and latencies are the medians of the rounds; a ratio is the median of the rounds' ratios, with their range in brackets.",
     '',
     `| connections | list baseline req/s | wallet-ops list req/s | list vs baseline | bare express req/s | pk SELECT req/s | wallet-ops balance req/s | balance vs bare | balance vs pk SELECT | list p50 / p99 ms | balance p50 / p99 ms | wallet-ops non-2xx + errors |`,
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

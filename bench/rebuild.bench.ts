@@ -33,7 +33,12 @@ async function readFloor(store: EventStore, filter?: EventFilter): Promise<{ eve
   let position = 0;
   let events = 0;
   for (;;) {
-    const page = await store.readAll({ fromPosition: position + 1, toPosition: head, maxCount: PAGE, ...(filter ? { filter } : {}) });
+    const page = await store.readAll({
+      fromPosition: position + 1,
+      toPosition: head,
+      maxCount: PAGE,
+      ...(filter ? { filter } : {}),
+    });
     events += page.length;
     if (page.length < PAGE) break;
     position = page.at(-1)!.position;
@@ -55,7 +60,9 @@ async function main(): Promise<void> {
   try {
     console.log(`bench:rebuild: generating ${fmt(TARGET_EVENTS)} events`);
     const generated = await generate(stores.eventStore, TARGET_EVENTS);
-    console.log(`appended ${fmt(generated.events)} events (${fmt(generated.operations)} operations) in ${generated.seconds.toFixed(1)} s`);
+    console.log(
+      `appended ${fmt(generated.events)} events (${fmt(generated.operations)} operations) in ${generated.seconds.toFixed(1)} s`,
+    );
 
     const all = await readFloor(stores.eventStore);
     console.log(`readAll floor: ${fmt(all.events)} events in ${all.seconds.toFixed(2)} s`);
@@ -65,17 +72,24 @@ async function main(): Promise<void> {
     for (const projection of allProjections(2)) {
       const floor = await readFloor(stores.eventStore, { eventTypes: [...projection.eventTypes] });
       const result = await rebuildProjection(stores, projection);
-      if (result.events !== floor.events) throw new Error(`${projection.name}: rebuilt ${result.events} events, the filter selects ${floor.events}`);
+      if (result.events !== floor.events)
+        throw new Error(`${projection.name}: rebuilt ${result.events} events, the filter selects ${floor.events}`);
       rebuildSeconds += result.seconds;
       applied += result.events;
-      console.log(`${projection.name}: ${fmt(result.events)} events in ${result.seconds.toFixed(2)} s; filtered read floor ${floor.seconds.toFixed(2)} s`);
+      console.log(
+        `${projection.name}: ${fmt(result.events)} events in ${result.seconds.toFixed(2)} s; filtered read floor ${floor.seconds.toFixed(2)} s`,
+      );
       const perSecond = result.events / result.seconds;
-      rows.push(`| ${projection.name} | ${fmt(result.events)} | ${result.seconds.toFixed(2)} | ${rate(result.events, result.seconds)} | ${rate(floor.events, floor.seconds)} | ${floor.events === 0 ? '' : `${Math.round((100 * perSecond) / (floor.events / floor.seconds))}%`} | ${perSecond >= AIM ? 'met' : 'not met'} |`);
+      rows.push(
+        `| ${projection.name} | ${fmt(result.events)} | ${result.seconds.toFixed(2)} | ${rate(result.events, result.seconds)} | ${rate(floor.events, floor.seconds)} | ${floor.events === 0 ? '' : `${Math.round((100 * perSecond) / (floor.events / floor.seconds))}%`} | ${perSecond >= AIM ? 'met' : 'not met'} |`,
+      );
     }
     // What `wallet-ops projections rebuild` does: all of them in one pass over the history.
     const count = allProjections(2).length;
     const cpuBefore = process.cpuUsage();
-    const union = await readFloor(stores.eventStore, { eventTypes: [...new Set(allProjections(2).flatMap((p) => p.eventTypes))] });
+    const union = await readFloor(stores.eventStore, {
+      eventTypes: [...new Set(allProjections(2).flatMap((p) => p.eventTypes))],
+    });
     const cpuFloor = cpuSeconds(cpuBefore);
     // The process's CPU time as well: on a shared machine it moves less than the wall clock. Taken at the last
     // page's progress report, after its commit and before the promotes, as the one-pass seconds are.
@@ -83,7 +97,9 @@ async function main(): Promise<void> {
     let cpuOnePass = 0;
     const onePass = await rebuildProjections(stores, allProjections(2), () => (cpuOnePass = cpuSeconds(cpuStart)));
     const onePassSeconds = onePass[0]!.seconds;
-    console.log(`all ${count} in one pass: ${onePassSeconds.toFixed(2)} s; union read floor ${union.seconds.toFixed(2)} s; CPU ${cpuOnePass.toFixed(2)} s vs ${cpuFloor.toFixed(2)} s`);
+    console.log(
+      `all ${count} in one pass: ${onePassSeconds.toFixed(2)} s; union read floor ${union.seconds.toFixed(2)} s; CPU ${cpuOnePass.toFixed(2)} s vs ${cpuFloor.toFixed(2)} s`,
+    );
     const section = [
       HEADING,
       '',

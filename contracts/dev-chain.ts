@@ -62,7 +62,14 @@ function asGethReply(reply: JsonRpcReply): JsonRpcReply {
   const data = reply.error?.data as { data?: unknown } | undefined;
   if (!reply.error || typeof data?.data !== 'string') return reply;
   const reason = /reverted with reason string '(.*)'$/s.exec(reply.error.message)?.[1];
-  return { ...reply, error: { code: 3, message: reason === undefined ? 'execution reverted' : `execution reverted: ${reason}`, data: data.data } };
+  return {
+    ...reply,
+    error: {
+      code: 3,
+      message: reason === undefined ? 'execution reverted' : `execution reverted: ${reason}`,
+      data: data.data,
+    },
+  };
 }
 
 async function edrContext(): Promise<EdrContext> {
@@ -83,7 +90,9 @@ export async function startDevChain(options: DevChainOptions = {}): Promise<DevC
     address: hexToBytes(address),
     balance: 10_000n * 10n ** 18n,
   }));
-  const provider: Provider = await (await edrContext()).createProvider(
+  const provider: Provider = await (
+    await edrContext()
+  ).createProvider(
     L1_CHAIN_TYPE,
     {
       allowBlocksWithSameTimestamp: false,
@@ -129,8 +138,13 @@ export async function startDevChain(options: DevChainOptions = {}): Promise<DevC
     req.on('end', () => {
       // A JSON-RPC batch is an array: answer each, in order.
       const answered = Promise.resolve()
-        .then(() => JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> | Record<string, unknown>[])
-        .then((body) => (Array.isArray(body) ? Promise.all(body.map(answer)).then((parts) => `[${parts.join(',')}]`) : answer(body)));
+        .then(
+          () =>
+            JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> | Record<string, unknown>[],
+        )
+        .then((body) =>
+          Array.isArray(body) ? Promise.all(body.map(answer)).then((parts) => `[${parts.join(',')}]`) : answer(body),
+        );
       answered.then(
         (text) => {
           res.writeHead(200, { 'content-type': 'application/json' });
@@ -153,7 +167,10 @@ export async function startDevChain(options: DevChainOptions = {}): Promise<DevC
     url: `http://${options.host ?? '127.0.0.1'}:${port}`,
     chainId,
     async request(method, params = []) {
-      const reply = JSON.parse(await answer({ jsonrpc: '2.0', id: ++id, method, params })) as { result?: unknown; error?: { message: string } };
+      const reply = JSON.parse(await answer({ jsonrpc: '2.0', id: ++id, method, params })) as {
+        result?: unknown;
+        error?: { message: string };
+      };
       if (reply.error) throw new Error(reply.error.message);
       return reply.result;
     },
@@ -167,8 +184,14 @@ export async function startDevChain(options: DevChainOptions = {}): Promise<DevC
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const port = Number(process.env.CHAIN_PORT ?? 8545);
-  const chain = await startDevChain({ port, host: process.env.CHAIN_HOST ?? '127.0.0.1', blockIntervalMs: Number(process.env.CHAIN_BLOCK_INTERVAL_MS ?? 1000) });
-  console.log(`development chain ${chain.chainId} on ${chain.url} (in memory; the operator key ${DEV_OPERATOR_ADDRESS} is a public test key)`);
+  const chain = await startDevChain({
+    port,
+    host: process.env.CHAIN_HOST ?? '127.0.0.1',
+    blockIntervalMs: Number(process.env.CHAIN_BLOCK_INTERVAL_MS ?? 1000),
+  });
+  console.log(
+    `development chain ${chain.chainId} on ${chain.url} (in memory; the operator key ${DEV_OPERATOR_ADDRESS} is a public test key)`,
+  );
   const stop = () => void chain.close().then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

@@ -16,7 +16,9 @@ const out = resolve(process.argv[2] ?? join(root, 'dist'));
 // A fresh output: a module deleted from src/ must not live on in dist/.
 rmSync(out, { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const compiled = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], { stdio: 'inherit' });
+const compiled = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], {
+  stdio: 'inherit',
+});
 if (compiled.status !== 0) process.exit(compiled.status ?? 1);
 
 let copied = 0;
@@ -26,4 +28,6 @@ for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) 
   cpSync(from, join(out, relative(src, from)));
   copied += 1;
 }
-process.stdout.write(`compiled src/ to ${relative(process.cwd(), out) || '.'} (and copied ${copied} asset file${copied === 1 ? '' : 's'})\n`);
+process.stdout.write(
+  `compiled src/ to ${relative(process.cwd(), out) || '.'} (and copied ${copied} asset file${copied === 1 ? '' : 's'})\n`,
+);

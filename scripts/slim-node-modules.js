@@ -12,7 +12,8 @@ const dir = join(modules, 'better-sqlite3');
 const require = createRequire(join(modules, 'noop.js'));
 // lib/binding.js is not among the package's exports: required by path.
 const keep = require(join(dir, 'lib/binding.js')).getPrebuildPath();
-if (!keep) throw new Error(`better-sqlite3 has no prebuilt addon for ${process.platform}-${process.arch}: nothing removed`);
+if (!keep)
+  throw new Error(`better-sqlite3 has no prebuilt addon for ${process.platform}-${process.arch}: nothing removed`);
 const removed = [];
 for (const file of readdirSync(join(dir, 'prebuilds'))) {
   if (join(dir, 'prebuilds', file) === keep) continue;

@@ -31,7 +31,11 @@ export async function claimDemoStore(store: EventStore, now: Date): Promise<'mar
   if (first && first.stream === streams.demoStore && first.type === DEMO_STORE_MARKED) return 'marked-already';
   if (first) throw new DemoStoreRefusedError(first);
   try {
-    await store.append(streams.demoStore, [{ type: DEMO_STORE_MARKED, data: { markedAt: now.toISOString() }, metadata: { actor: 'operator:demo' } }], 'no_stream');
+    await store.append(
+      streams.demoStore,
+      [{ type: DEMO_STORE_MARKED, data: { markedAt: now.toISOString() }, metadata: { actor: 'operator:demo' } }],
+      'no_stream',
+    );
     return 'marked';
   } catch (error) {
     // Another seeder marked it between our read and our append: it is a demo store.

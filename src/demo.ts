@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { EventStore } from './ports/event-store.ts';
-import { addUser, approveApiKey, collectCredential, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type BackOfficeDeps, type CredentialDeps } from './commands/back-office.ts';
+import {
+  addUser,
+  approveApiKey,
+  collectCredential,
+  findUserByEmail,
+  onboardParty,
+  registerIndividual,
+  requestApiKey,
+  type BackOfficeDeps,
+  type CredentialDeps,
+} from './commands/back-office.ts';
 import type { HeldCredentials } from './commands/held-credentials.ts';
 import { issueFloat } from './commands/channel-operations.ts';
 import { PartyLookup } from './commands/party-lookup.ts';
@@ -25,7 +35,13 @@ export interface DemoSeed {
 const operator = () => ({ actor: 'operator:demo', correlationId: randomUUID() });
 const DEMO_PASSWORD = 'demo password 1';
 
-async function partyByShortCode(lookup: PartyLookup, type: 'distributor' | 'merchant', code: string, name: string, deps: BackOfficeDeps): Promise<{ ref: PartyRef; created: boolean }> {
+async function partyByShortCode(
+  lookup: PartyLookup,
+  type: 'distributor' | 'merchant',
+  code: string,
+  name: string,
+  deps: BackOfficeDeps,
+): Promise<{ ref: PartyRef; created: boolean }> {
   const found = await lookup.byShortCode(type, code);
   if (found) return { ref: { type, id: found.id }, created: false };
   const { partyID } = await onboardParty(deps, { partyType: type, name, shortCode: code }, operator());
@@ -36,15 +52,31 @@ async function ensure<T>(action: () => Promise<T>): Promise<T | null> {
   try {
     return await action();
   } catch (error) {
-    if (error instanceof DomainError && ['EMAIL_TAKEN', 'PHONE_TAKEN', 'ALREADY_EXISTS'].includes(error.code)) return null;
+    if (error instanceof DomainError && ['EMAIL_TAKEN', 'PHONE_TAKEN', 'ALREADY_EXISTS'].includes(error.code))
+      return null;
     throw error;
   }
 }
 
 /** The demo's maker asks, its checker approves, and the maker collects the secret: the same one-time path as anyone's. */
-async function freshKey(deps: CredentialDeps, makerEmail: string, checkerEmail: string, label: string): Promise<string> {
+async function freshKey(
+  deps: CredentialDeps,
+  makerEmail: string,
+  checkerEmail: string,
+  label: string,
+): Promise<string> {
   const maker = await findUserByEmail(deps, makerEmail);
-  const { keyID } = await requestApiKey(deps, maker, { label, permissions: 'read-balance,read-transactions,perform-operations', maxTransactionAmount: '5000', maxDailyVolume: '50000' }, randomUUID());
+  const { keyID } = await requestApiKey(
+    deps,
+    maker,
+    {
+      label,
+      permissions: 'read-balance,read-transactions,perform-operations',
+      maxTransactionAmount: '5000',
+      maxDailyVolume: '50000',
+    },
+    randomUUID(),
+  );
   await approveApiKey(deps, await findUserByEmail(deps, checkerEmail), keyID, randomUUID());
   return (await collectCredential(deps, maker, { kind: 'api-key', id: keyID })).apiKey;
 }
@@ -59,14 +91,24 @@ export async function seedDemo(store: EventStore, assetScale: number, credential
   const merchant = await partyByShortCode(lookup, 'merchant', '2001', 'Corner Shop', deps);
   await partyByShortCode(lookup, 'merchant', '2002', 'Market Stall', deps);
   const phones = ['+2348123456781', '+2348123456782'];
-  for (const [i, phone] of phones.entries()) await ensure(() => registerIndividual(deps, { phone, name: `Demo Customer ${i + 1}` }, operator()));
-  for (const [party, slug] of [[distributor.ref, 'agents'], [merchant.ref, 'shop']] as const) {
-    await ensure(() => addUser(deps, { party, email: `maker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['maker'] }, operator()));
-    await ensure(() => addUser(deps, { party, email: `checker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['checker'] }, operator()));
+  for (const [i, phone] of phones.entries())
+    await ensure(() => registerIndividual(deps, { phone, name: `Demo Customer ${i + 1}` }, operator()));
+  for (const [party, slug] of [
+    [distributor.ref, 'agents'],
+    [merchant.ref, 'shop'],
+  ] as const) {
+    await ensure(() =>
+      addUser(deps, { party, email: `maker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['maker'] }, operator()),
+    );
+    await ensure(() =>
+      addUser(deps, { party, email: `checker@${slug}.demo`, password: DEMO_PASSWORD, roles: ['checker'] }, operator()),
+    );
   }
   // Two administrators: every change that widens access is requested by one and approved by the other.
   for (const email of ['admin@platform.demo', 'admin2@platform.demo']) {
-    await ensure(() => addUser(deps, { party: null, email, password: DEMO_PASSWORD, roles: [], platformAdmin: true }, operator()));
+    await ensure(() =>
+      addUser(deps, { party: null, email, password: DEMO_PASSWORD, roles: [], platformAdmin: true }, operator()),
+    );
   }
   const channel = { store, lookup, clock: () => new Date(), assetScale };
   // The float; individuals get money the way they would, by cash-in from the distributor (see the curl lines).
@@ -114,4 +156,3 @@ export function demoInstructions(seed: DemoSeed, baseUrl: string, dataDir: strin
     '',
   ].join('\n');
 }
-

@@ -32,9 +32,18 @@ export function liveness(
   graceMs: number,
   corruption?: CorruptionWatch,
   writes?: WriteWatch,
-): { alive: boolean; failing: Array<{ consumer: string; downForMs: number; lastError: string | null }>; corrupted?: CorruptionReport; writesFailing?: WritesFailingReport } {
+): {
+  alive: boolean;
+  failing: Array<{ consumer: string; downForMs: number; lastError: string | null }>;
+  corrupted?: CorruptionReport;
+  writesFailing?: WritesFailingReport;
+} {
   const failing = watched
-    .map(({ consumer }) => ({ consumer: consumer.name, downForMs: consumer.downForMs(), lastError: consumer.status().lastError }))
+    .map(({ consumer }) => ({
+      consumer: consumer.name,
+      downForMs: consumer.downForMs(),
+      lastError: consumer.status().lastError,
+    }))
     .filter((entry) => entry.downForMs > graceMs);
   const corrupted = corruption?.report();
   // A corrupted store fails at once: no grace, since waiting does not mend it.
@@ -83,7 +92,12 @@ export class WriteWatch {
     const now = this.now();
     const previous = this.streaks.get(store);
     const current = previous && now - previous.last <= this.staleAfterMs ? previous : undefined;
-    this.streaks.set(store, { since: current?.since ?? now, last: now, failures: (current?.failures ?? 0) + 1, lastError: describeError(error) });
+    this.streaks.set(store, {
+      since: current?.since ?? now,
+      last: now,
+      failures: (current?.failures ?? 0) + 1,
+      lastError: describeError(error),
+    });
   }
 
   /** The longest streak of writes failing now, or null. */
@@ -93,7 +107,13 @@ export class WriteWatch {
     for (const [store, streak] of this.streaks) {
       if (now - streak.last > this.staleAfterMs) continue;
       if (longest && longest.downForMs >= now - streak.since) continue;
-      longest = { store, since: new Date(streak.since).toISOString(), downForMs: now - streak.since, failures: streak.failures, lastError: streak.lastError };
+      longest = {
+        store,
+        since: new Date(streak.since).toISOString(),
+        downForMs: now - streak.since,
+        failures: streak.failures,
+        lastError: streak.lastError,
+      };
     }
     return longest;
   }
@@ -103,7 +123,11 @@ export class WriteWatch {
    * failures of `reads`: the reads a write needs first (a command's stream reads, held by a lock on the table) fail
    * the writes too, but one that succeeds says nothing of them (a read-only database answers reads).
    */
-  watch<T extends object>(name: string, store: T, methods: { writes: ReadonlyArray<keyof T & string>; reads?: ReadonlyArray<keyof T & string> }): T {
+  watch<T extends object>(
+    name: string,
+    store: T,
+    methods: { writes: ReadonlyArray<keyof T & string>; reads?: ReadonlyArray<keyof T & string> },
+  ): T {
     const writes = new Set<string | symbol>(methods.writes);
     const reads = new Set<string | symbol>(methods.reads ?? []);
     return new Proxy(store, {
@@ -113,7 +137,11 @@ export class WriteWatch {
         const write = writes.has(property);
         return (...args: unknown[]) => {
           const result = (value as (...a: unknown[]) => unknown).apply(object, args);
-          if (result instanceof Promise) result.then(() => write && this.succeeded(name), (error: unknown) => this.failed(name, error));
+          if (result instanceof Promise)
+            result.then(
+              () => write && this.succeeded(name),
+              (error: unknown) => this.failed(name, error),
+            );
           return result;
         };
       },
@@ -147,7 +175,13 @@ export class CorruptionWatch {
   }
 
   report(): CorruptionReport | null {
-    return this.found && { store: this.found.error.store, reason: this.found.error.reason, since: this.found.since.toISOString() };
+    return (
+      this.found && {
+        store: this.found.error.store,
+        reason: this.found.error.reason,
+        since: this.found.since.toISOString(),
+      }
+    );
   }
 
   record(error: unknown): void {
@@ -165,8 +199,13 @@ export class CorruptionWatch {
 /** A proxy whose methods report what they throw or reject with; a returned async iterable's failures too. */
 function observeFailures<T extends object>(target: T, seen: (error: unknown) => void): T {
   const observe = (result: unknown): unknown => {
-    if (result instanceof Promise) return result.catch((error: unknown) => { seen(error); throw error; });
-    if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) return observeIterable(result as AsyncIterable<unknown> & object, seen);
+    if (result instanceof Promise)
+      return result.catch((error: unknown) => {
+        seen(error);
+        throw error;
+      });
+    if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result)
+      return observeIterable(result as AsyncIterable<unknown> & object, seen);
     return result;
   };
   return new Proxy(target, {
@@ -189,11 +228,22 @@ function observeIterable<I extends AsyncIterable<unknown> & object>(iterable: I,
   return new Proxy(iterable, {
     get(object, property) {
       const value: unknown = Reflect.get(object, property, object);
-      if (property !== Symbol.asyncIterator) return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(object) : value;
+      if (property !== Symbol.asyncIterator)
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(object) : value;
       return () => {
         const iterator = (value as () => AsyncIterator<unknown>).call(object);
-        const next = (...args: [] | [unknown]) => iterator.next(...args).catch((error: unknown) => { seen(error); throw error; });
-        return { ...bindAll(iterator), next, [Symbol.asyncIterator]() { return this; } };
+        const next = (...args: [] | [unknown]) =>
+          iterator.next(...args).catch((error: unknown) => {
+            seen(error);
+            throw error;
+          });
+        return {
+          ...bindAll(iterator),
+          next,
+          [Symbol.asyncIterator]() {
+            return this;
+          },
+        };
       };
     },
   });
@@ -208,7 +258,12 @@ function bindAll(iterator: AsyncIterator<unknown>): Partial<AsyncIterator<unknow
 }
 
 /** Each consumer's state and lag, for /ready and `projections status`. */
-export async function consumerReports(eventStore: EventStore, watched: WatchedConsumer[], now: Date, cap = 1000): Promise<ConsumerReport[]> {
+export async function consumerReports(
+  eventStore: EventStore,
+  watched: WatchedConsumer[],
+  now: Date,
+  cap = 1000,
+): Promise<ConsumerReport[]> {
   let head: number | null = null;
   try {
     head = await eventStore.headPosition();
@@ -221,9 +276,18 @@ export async function consumerReports(eventStore: EventStore, watched: WatchedCo
       if (head === null) return { ...status, lagEvents: null, lagSeconds: null };
       const position = (lagOf ?? consumer).status().position;
       try {
-        const pending = await eventStore.readAll({ fromPosition: (position ?? 0) + 1, toPosition: head, maxCount: cap, ...(filter ? { filter } : {}) });
+        const pending = await eventStore.readAll({
+          fromPosition: (position ?? 0) + 1,
+          toPosition: head,
+          maxCount: cap,
+          ...(filter ? { filter } : {}),
+        });
         const oldest = pending[0];
-        return { ...status, lagEvents: pending.length, lagSeconds: oldest ? Math.max(0, (now.getTime() - Date.parse(oldest.createdAt)) / 1000) : 0 };
+        return {
+          ...status,
+          lagEvents: pending.length,
+          lagSeconds: oldest ? Math.max(0, (now.getTime() - Date.parse(oldest.createdAt)) / 1000) : 0,
+        };
       } catch {
         return { ...status, lagEvents: null, lagSeconds: null };
       }

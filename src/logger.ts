@@ -8,7 +8,17 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       level,
       base: { service: 'wallet-ops' },
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'apiKey', 'secret', 'password', '*.apiKey', '*.secret', '*.password'],
+        paths: [
+          'req.headers.authorization',
+          'req.headers.cookie',
+          'headers.authorization',
+          'apiKey',
+          'secret',
+          'password',
+          '*.apiKey',
+          '*.secret',
+          '*.password',
+        ],
         censor: '[redacted]',
       },
     },

@@ -11,7 +11,12 @@ const { ListenError, serve } = await import('./server.ts');
 const { startFailure } = await import('./start-failure.ts');
 
 serve(undefined, { demo: process.argv.includes('--demo') }).catch((error: unknown) => {
-  const message = error instanceof DemoStoreRefusedError ? `refused: ${error.message}` : error instanceof ConfigError || error instanceof ListenError || error instanceof DataDirError ? error.message : startFailure(error);
+  const message =
+    error instanceof DemoStoreRefusedError
+      ? `refused: ${error.message}`
+      : error instanceof ConfigError || error instanceof ListenError || error instanceof DataDirError
+        ? error.message
+        : startFailure(error);
   process.stderr.write(`${message}\n`);
   process.exit(1);
 });

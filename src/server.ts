@@ -37,7 +37,12 @@ const LISTEN_ERRORS: Record<string, string> = {
 /** The HTTP timeouts and connection caps of a production server, from the configuration (src/config.ts says why each value). */
 export type HttpTimeouts = Pick<
   Config,
-  'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_MAX_CONNECTIONS' | 'HTTP_MAX_CONNECTIONS_PER_ADDRESS' | 'TRUST_PROXY'
+  | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'
+  | 'HTTP_HEADERS_TIMEOUT_MS'
+  | 'HTTP_REQUEST_TIMEOUT_MS'
+  | 'HTTP_MAX_CONNECTIONS'
+  | 'HTTP_MAX_CONNECTIONS_PER_ADDRESS'
+  | 'TRUST_PROXY'
 >;
 
 /**
@@ -120,8 +125,10 @@ function withoutPassword(url: string): string {
 
 /** Which store holds what, for the start line: each server's address without its password. */
 export function storesInUse(config: Config): { events: string; readModels: string; ledger: string } {
-  const at = (kind: string, url: string | undefined) => (kind === 'embedded' ? `embedded (${config.DATA_DIR})` : `${kind} (${url ? withoutPassword(url) : 'no URL'})`);
-  const serverUrl = (kind: string) => (kind === 'postgres' ? config.POSTGRES_URL : kind === 'kurrentdb' ? config.KURRENTDB_URL : config.MONGODB_URL);
+  const at = (kind: string, url: string | undefined) =>
+    kind === 'embedded' ? `embedded (${config.DATA_DIR})` : `${kind} (${url ? withoutPassword(url) : 'no URL'})`;
+  const serverUrl = (kind: string) =>
+    kind === 'postgres' ? config.POSTGRES_URL : kind === 'kurrentdb' ? config.KURRENTDB_URL : config.MONGODB_URL;
   return {
     events: at(config.EVENT_STORE, serverUrl(config.EVENT_STORE)),
     readModels: at(config.READ_STORE, serverUrl(config.READ_STORE)),
@@ -130,14 +137,26 @@ export function storesInUse(config: Config): { events: string; readModels: strin
 }
 
 /** What this process serves, as addresses to open: the API, its docs, the console, the probes, the metrics. */
-function startUrls(config: Config, parts: readonly Part[], port: number, metricsPort: number | undefined): Record<string, string> {
+function startUrls(
+  config: Config,
+  parts: readonly Part[],
+  port: number,
+  metricsPort: number | undefined,
+): Record<string, string> {
   const base = baseUrl(config.HOST, port);
   const api = parts.includes('write-api') || parts.includes('read-api');
   return {
     ...(api ? { api: `${base}/api/v1`, apiDocs: `${base}/api/v1/docs` } : {}),
     ...(parts.includes('write-api') ? { console: `${base}/console` } : {}),
     health: `${base}/health`,
-    ...(config.METRICS_ENABLED ? { metrics: metricsPort === undefined ? `${base}/metrics` : `${baseUrl(config.METRICS_HOST ?? config.HOST, metricsPort)}/metrics` } : {}),
+    ...(config.METRICS_ENABLED
+      ? {
+          metrics:
+            metricsPort === undefined
+              ? `${base}/metrics`
+              : `${baseUrl(config.METRICS_HOST ?? config.HOST, metricsPort)}/metrics`,
+        }
+      : {}),
   };
 }
 
@@ -171,7 +190,9 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
     try {
       demo = await seedDemo(system.stores.eventStore, config.ASSET_SCALE, system.credentials);
     } catch (error) {
-      await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a refused demo failed'));
+      await system
+        .close()
+        .catch((closing: unknown) => logger.error({ err: closing }, 'closing after a refused demo failed'));
       throw error;
     }
   }
@@ -183,14 +204,23 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
       system.metrics?.httpConnectionsRefused.inc({ reason });
       if (Date.now() - lastLogged[reason] < 60_000) return;
       lastLogged[reason] = Date.now();
-      logger.warn({ reason, maxConnections: config.HTTP_MAX_CONNECTIONS, maxConnectionsPerAddress: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS }, 'connection refused: over a connection cap');
+      logger.warn(
+        {
+          reason,
+          maxConnections: config.HTTP_MAX_CONNECTIONS,
+          maxConnectionsPerAddress: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+        },
+        'connection refused: over a connection cap',
+      );
     },
   });
   try {
     await listen(http.server, config.PORT, config.HOST);
   } catch (error) {
     // Nothing runs without the port: close what was opened (stores, ledger, projections, executor) and say why.
-    await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
+    await system
+      .close()
+      .catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
     throw new ListenError(config.HOST, config.PORT, error as NodeJS.ErrnoException);
   }
   // METRICS_PORT: the scrape on a port of its own (src/metrics), which a failed listen stops like the API's.
@@ -201,7 +231,9 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
       metricsServer = await listen(createServer(system.metricsApp), config.METRICS_PORT, metricsHost);
     } catch (error) {
       http.server.close();
-      await system.close().catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
+      await system
+        .close()
+        .catch((closing: unknown) => logger.error({ err: closing }, 'closing after a failed listen failed'));
       throw new ListenError(metricsHost, config.METRICS_PORT, error as NodeJS.ErrnoException);
     }
   }
@@ -209,15 +241,20 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
   const { port } = http.server.address() as AddressInfo;
   const metricsAddress = metricsServer?.address();
   const metricsPort = metricsAddress && typeof metricsAddress === 'object' ? metricsAddress.port : undefined;
-  logger.info({
-    port,
-    host: config.HOST,
-    dataDir: config.DATA_DIR,
-    parts,
-    stores: storesInUse(config),
-    urls: startUrls(config, parts, port, metricsPort),
-    ...(metricsAddress && typeof metricsAddress === 'object' ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address } : {}),
-  }, 'wallet-ops started');
+  logger.info(
+    {
+      port,
+      host: config.HOST,
+      dataDir: config.DATA_DIR,
+      parts,
+      stores: storesInUse(config),
+      urls: startUrls(config, parts, port, metricsPort),
+      ...(metricsAddress && typeof metricsAddress === 'object'
+        ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address }
+        : {}),
+    },
+    'wallet-ops started',
+  );
   if (demo) process.stdout.write(demoInstructions(demo, baseUrl(config.HOST, port), config.DATA_DIR));
 
   let stopping = false;

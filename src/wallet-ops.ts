@@ -48,7 +48,15 @@ import { WEBHOOK_LEASES_COLLECTION, WebhookDispatcher } from './webhooks/dispatc
 import { OUTBOX_EVENT_TYPES, WebhookOutbox } from './webhooks/outbox.ts';
 import { compileAllowList } from './domain/ip-allowlist.ts';
 import type { Resolver } from './webhooks/address-guard.ts';
-import { httpMetrics, METRICS_PATH, metricsApp, metricsEndpoint, withEventStoreMetrics, withLedgerMetrics, WalletOpsMetrics } from './metrics/index.ts';
+import {
+  httpMetrics,
+  METRICS_PATH,
+  metricsApp,
+  metricsEndpoint,
+  withEventStoreMetrics,
+  withLedgerMetrics,
+  WalletOpsMetrics,
+} from './metrics/index.ts';
 
 export interface WalletOps {
   app: Express;
@@ -86,34 +94,66 @@ export interface BuildOptions {
   decorateReadStore?: (store: ReadStore) => ReadStore;
 }
 
-export async function buildWalletOps(config: Config, logger: Logger, clock: () => Date = () => new Date(), parts: readonly Part[] = ALL_PARTS, options: BuildOptions = {}): Promise<WalletOps> {
+export async function buildWalletOps(
+  config: Config,
+  logger: Logger,
+  clock: () => Date = () => new Date(),
+  parts: readonly Part[] = ALL_PARTS,
+  options: BuildOptions = {},
+): Promise<WalletOps> {
   // Off unless OTEL_* variables ask for it (src/config.ts, tracingEnabled): then the SDK is loaded, else nothing of it.
   const ownTracing = options.tracing === undefined;
-  const tracing = options.tracing ?? (await openTracing({ enabled: tracingEnabled(config), serviceName: config.OTEL_SERVICE_NAME }));
-  if (tracing.enabled && ownTracing) logger.info({ serviceName: config.OTEL_SERVICE_NAME }, 'tracing on (OpenTelemetry)');
+  const tracing =
+    options.tracing ?? (await openTracing({ enabled: tracingEnabled(config), serviceName: config.OTEL_SERVICE_NAME }));
+  if (tracing.enabled && ownTracing)
+    logger.info({ serviceName: config.OTEL_SERVICE_NAME }, 'tracing on (OpenTelemetry)');
   const faults = faultDecorators(faultPlansFromConfig(config), logger); // off by default; warns when on
   // Metrics decorate the ports outside fault injection: an injected delay or failure is what the system lives with.
   const metrics = config.METRICS_ENABLED ? new WalletOpsMetrics() : undefined;
-  const corruption = new CorruptionWatch(clock, (error) => logger.fatal({ err: error, store: error.store }, 'store corrupted: refusing to serve it until it is restored'));
+  const corruption = new CorruptionWatch(clock, (error) =>
+    logger.fatal({ err: error, store: error.store }, 'store corrupted: refusing to serve it until it is restored'),
+  );
   // A damaged history is refused before anything is served from it or appended to it (the check reads every page).
-  if (config.EVENT_STORE === 'embedded') checkSqliteIntegrity(join(config.DATA_DIR, 'events.sqlite'), config.EVENT_STORE_INTEGRITY_CHECK);
+  if (config.EVENT_STORE === 'embedded')
+    checkSqliteIntegrity(join(config.DATA_DIR, 'events.sqlite'), config.EVENT_STORE_INTEGRITY_CHECK);
   // A server store not reachable yet (its container still starting) is waited for, as one that blinks later is.
-  const opened = await untilAvailable(() => openStores(config, metrics ? {
-    ...faults,
-    eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
-    onGroupCommit: (requests) => metrics.groupCommitBatchSize.observe(requests),
-    postgres: metrics.postgres,
-  } : faults), 'opening the stores', logger);
+  const opened = await untilAvailable(
+    () =>
+      openStores(
+        config,
+        metrics
+          ? {
+              ...faults,
+              eventStore: (store) => withEventStoreMetrics(faults.eventStore?.(store) ?? store, metrics),
+              onGroupCommit: (requests) => metrics.groupCommitBatchSize.observe(requests),
+              postgres: metrics.postgres,
+            }
+          : faults,
+      ),
+    'opening the stores',
+    logger,
+  );
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
   // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
   // Whether this process's writes go through, whoever makes them (/ready and /health: src/health.ts).
   const writes = new WriteWatch();
   // Every follower of this process is served by one reader of the log (src/shared/shared-reader.ts).
-  const eventStore = withSharedReader(withSnapshots(writes.watch('events', corruption.watch(opened.eventStore), { writes: ['append', 'appendMulti'], reads: ['readStream'] }), {
-    onError: (error, stream) => logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
-  }));
-  const watchedReadStore = writes.watch('read models', corruption.watch(opened.readStore), { writes: ['commit', 'incrementCounter', 'take'] });
+  const eventStore = withSharedReader(
+    withSnapshots(
+      writes.watch('events', corruption.watch(opened.eventStore), {
+        writes: ['append', 'appendMulti'],
+        reads: ['readStream'],
+      }),
+      {
+        onError: (error, stream) =>
+          logger.warn({ err: error, stream }, 'a snapshot could not be written; the next one will be'),
+      },
+    ),
+  );
+  const watchedReadStore = writes.watch('read models', corruption.watch(opened.readStore), {
+    writes: ['commit', 'incrementCounter', 'take'],
+  });
   const readStore = options.decorateReadStore?.(watchedReadStore) ?? watchedReadStore;
   const stores: Stores = {
     eventStore,
@@ -144,14 +184,22 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
   // A store that blinks while the process starts is waited for, as the consumers would: not a crash loop.
   await untilAvailable(() => catchUpApiKeyDirectory(stores.eventStore, directory), 'reading the API keys', logger);
   const following = followApiKeys(stores.eventStore, directory, logger, supervision);
-  const watched: WatchedConsumer[] = [{ consumer: following.consumer, filter: { streamPrefixes: [streamPrefixes.apiKey] } }];
+  const watched: WatchedConsumer[] = [
+    { consumer: following.consumer, filter: { streamPrefixes: [streamPrefixes.apiKey] } },
+  ];
 
   const cache = new StateCache();
   // Seals webhook secrets and one-time API-key secrets, and keys the hashes of cash-out codes.
-  const secretsKey = config.SECRETS_KEY ?? embeddedSecretsKey(config.DATA_DIR, {
-    keyFile: config.SECRETS_KEY_FILE,
-    onMoved: (from, to) => logger.warn({ from, to }, 'secrets key moved out of DATA_DIR: back it up apart from the data (docs/operations.md)'),
-  });
+  const secretsKey =
+    config.SECRETS_KEY ??
+    embeddedSecretsKey(config.DATA_DIR, {
+      keyFile: config.SECRETS_KEY_FILE,
+      onMoved: (from, to) =>
+        logger.warn(
+          { from, to },
+          'secrets key moved out of DATA_DIR: back it up apart from the data (docs/operations.md)',
+        ),
+    });
   const operations = {
     store: stores.eventStore,
     cache,
@@ -168,17 +216,44 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     tracing,
   };
   const projections = allProjections(config.ASSET_SCALE);
-  await untilAvailable(() => stores.readStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]), 'defining the read models', logger);
+  await untilAvailable(
+    () =>
+      stores.readStore.defineCollections([
+        ...projections.map((projection) => projection.collection),
+        KEY_USAGE_COLLECTION,
+      ]),
+    'defining the read models',
+    logger,
+  );
   const usage = new KeyUsageRecorder(stores.readStore, logger);
   const onAuthenticated = (keyID: string, at: Date) => usage.record(keyID, at);
   // One set of buckets per process, shared by the write and read APIs: a key's rate counts both.
-  const limits = new ApiRateLimits({ keyRatePerSecond: config.API_KEY_RATE_LIMIT, keyBurst: config.API_KEY_RATE_BURST, failedAuthenticationsPerMinute: config.AUTH_FAILURE_LIMIT }, clock);
+  const limits = new ApiRateLimits(
+    {
+      keyRatePerSecond: config.API_KEY_RATE_LIMIT,
+      keyBurst: config.API_KEY_RATE_BURST,
+      failedAuthenticationsPerMinute: config.AUTH_FAILURE_LIMIT,
+    },
+    clock,
+  );
   const runners = projections.map(
-    (projection) => new ProjectionRunner({ eventStore: stores.eventStore, readStore: stores.readStore, projection, logger, supervision }),
+    (projection) =>
+      new ProjectionRunner({
+        eventStore: stores.eventStore,
+        readStore: stores.readStore,
+        projection,
+        logger,
+        supervision,
+      }),
   );
   if (parts.includes('projections')) {
     runners.forEach((runner) => runner.start());
-    watched.push(...runners.map((runner, i) => ({ consumer: runner.consumer, filter: { eventTypes: [...projections[i]!.eventTypes] } })));
+    watched.push(
+      ...runners.map((runner, i) => ({
+        consumer: runner.consumer,
+        filter: { eventTypes: [...projections[i]!.eventTypes] },
+      })),
+    );
   }
   // Where the projections run, so do their rebuilds' metrics: read from the read store, whichever process rebuilds.
   if (metrics && parts.includes('projections')) {
@@ -186,7 +261,9 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     metrics.watchRebuilds(names, () => rebuildsInProgress(stores, names));
   }
   // Seals of the history (src/audit) are taken where the projections run: one reader of $all in order.
-  const sealer = parts.includes('projections') ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, logger, supervision }) : undefined;
+  const sealer = parts.includes('projections')
+    ? startSealer({ eventStore: stores.eventStore, idleMs: 60_000, logger, supervision })
+    : undefined;
   if (sealer) watched.push({ consumer: sealer.consumer });
 
   const executor = new Executor({
@@ -205,13 +282,15 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     clock,
     logger,
     tracing,
-    ...(metrics ? {
-      observer: {
-        claimed: (attempt: number) => metrics.executorClaims.inc({ attempt: attempt === 1 ? 'first' : 'retry' }),
-        completed: () => metrics.executorCompletions.inc(),
-        failed: (reason: 'rejected' | 'gave_up' | 'voided') => metrics.executorFailures.inc({ reason }),
-      },
-    } : {}),
+    ...(metrics
+      ? {
+          observer: {
+            claimed: (attempt: number) => metrics.executorClaims.inc({ attempt: attempt === 1 ? 'first' : 'retry' }),
+            completed: () => metrics.executorCompletions.inc(),
+            failed: (reason: 'rejected' | 'gave_up' | 'voided') => metrics.executorFailures.inc({ reason }),
+          },
+        }
+      : {}),
   });
   if (parts.includes('executor')) {
     metrics?.watchExecutorQueue(() => executor.assigned);
@@ -219,19 +298,38 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
   }
   // Rejects the pending operations of revoked and expired keys (src/executor/key-revocation.ts); runs with the executor.
-  const keyRevocations = new KeyRevocations({ eventStore: stores.eventStore, readStore: stores.readStore, clock, assetScale: config.ASSET_SCALE, logger, expirySweepEveryMs: config.KEY_EXPIRY_SWEEP_INTERVAL_MS, supervision });
+  const keyRevocations = new KeyRevocations({
+    eventStore: stores.eventStore,
+    readStore: stores.readStore,
+    clock,
+    assetScale: config.ASSET_SCALE,
+    logger,
+    expirySweepEveryMs: config.KEY_EXPIRY_SWEEP_INTERVAL_MS,
+    supervision,
+  });
   if (parts.includes('executor')) {
     keyRevocations.start();
     watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });
   }
 
   // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends them.
-  await untilAvailable(() => stores.readStore.defineCollections([SECRETS_COLLECTION]), 'defining the credential vault', logger);
+  await untilAvailable(
+    () => stores.readStore.defineCollections([SECRETS_COLLECTION]),
+    'defining the credential vault',
+    logger,
+  );
   const credentials = new HeldCredentials({ store: stores.readStore, key: secretsKey, clock, logger });
   let webhooks: { outbox: WebhookOutbox; dispatcher: WebhookDispatcher } | undefined;
   if (parts.includes('webhooks')) {
-    await untilAvailable(() => stores.readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]), 'defining the webhook collections', logger);
-    const allowedRanges = config.WEBHOOK_ALLOWED_PRIVATE_RANGES.length > 0 ? compileAllowList(config.WEBHOOK_ALLOWED_PRIVATE_RANGES) : undefined;
+    await untilAvailable(
+      () => stores.readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]),
+      'defining the webhook collections',
+      logger,
+    );
+    const allowedRanges =
+      config.WEBHOOK_ALLOWED_PRIVATE_RANGES.length > 0
+        ? compileAllowList(config.WEBHOOK_ALLOWED_PRIVATE_RANGES)
+        : undefined;
     const dispatcher = new WebhookDispatcher({
       eventStore: stores.eventStore,
       readStore: stores.readStore,
@@ -239,48 +337,86 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       clock,
       logger,
       assetScale: config.ASSET_SCALE,
-      policy: { baseDelayMs: config.WEBHOOK_RETRY_BASE_MS, maxDelayMs: config.WEBHOOK_RETRY_MAX_MS, giveUpAfterMs: config.WEBHOOK_DISABLE_AFTER_MS },
+      policy: {
+        baseDelayMs: config.WEBHOOK_RETRY_BASE_MS,
+        maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
+        giveUpAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+      },
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       concurrency: config.WEBHOOK_CONCURRENCY,
       pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
       leaseMs: config.WEBHOOK_LEASE_MS,
       supervision,
-      rules: { allowLoopback: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST, ...(allowedRanges ? { allowAddress: allowedRanges } : {}) },
+      rules: {
+        allowLoopback: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
+        ...(allowedRanges ? { allowAddress: allowedRanges } : {}),
+      },
       ...(options.webhookResolver ? { resolve: options.webhookResolver } : {}),
       tracing,
-      ...(metrics ? {
-        onAttempt: (delivery: DeliveryDoc, result: AttemptResult) => {
-          metrics.webhookAttempts.inc({ outcome: result.ok ? 'delivered' : delivery.status === 'failed' ? 'gave_up' : 'retry' });
-          if (result.ok) metrics.webhookDeliveryLag.observe(Math.max(0, (Date.now() - Date.parse(delivery.createdAt)) / 1000));
-        },
-      } : {}),
+      ...(metrics
+        ? {
+            onAttempt: (delivery: DeliveryDoc, result: AttemptResult) => {
+              metrics.webhookAttempts.inc({
+                outcome: result.ok ? 'delivered' : delivery.status === 'failed' ? 'gave_up' : 'retry',
+              });
+              if (result.ok)
+                metrics.webhookDeliveryLag.observe(Math.max(0, (Date.now() - Date.parse(delivery.createdAt)) / 1000));
+            },
+          }
+        : {}),
     });
-    const outbox = new WebhookOutbox({ eventStore: stores.eventStore, readStore: stores.readStore, assetScale: config.ASSET_SCALE, logger, clock, maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS, onQueued: (endpointIDs) => dispatcher.wake(endpointIDs), supervision });
+    const outbox = new WebhookOutbox({
+      eventStore: stores.eventStore,
+      readStore: stores.readStore,
+      assetScale: config.ASSET_SCALE,
+      logger,
+      clock,
+      maxEventAgeMs: config.WEBHOOK_DISABLE_AFTER_MS,
+      onQueued: (endpointIDs) => dispatcher.wake(endpointIDs),
+      supervision,
+    });
     outbox.start();
     dispatcher.start();
     const outboxFilter = { eventTypes: [...OUTBOX_EVENT_TYPES] };
-    watched.push({ consumer: outbox.consumer, filter: outboxFilter }, { consumer: dispatcher.consumer, filter: outboxFilter, lagOf: outbox.consumer });
+    watched.push(
+      { consumer: outbox.consumer, filter: outboxFilter },
+      { consumer: dispatcher.consumer, filter: outboxFilter, lagOf: outbox.consumer },
+    );
     webhooks = { outbox, dispatcher };
   }
 
   // With read replicas (POSTGRES_READ_URL), the read API and the console read the projections' models on a standby
   // once it has replayed as far as the primary's model, else on the primary (src/read-api/replica-reads.ts).
   const serving = parts.includes('read-api') || parts.includes('write-api');
-  const replica = serving ? await untilAvailable(() => openReplicaReadStore(config, metrics?.postgres), 'opening the read replica', logger) : undefined;
+  const replica = serving
+    ? await untilAvailable(() => openReplicaReadStore(config, metrics?.postgres), 'opening the read replica', logger)
+    : undefined;
   if (replica) await replica.defineCollections(projections.map((projection) => projection.collection));
-  const servedReads = replica ? withReplicaReads({
-    primary: stores.readStore,
-    replica,
-    models: projections,
-    waitMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
-    ...(metrics ? { onRead: (source: 'replica' | 'primary') => metrics.replicaReads.inc({ source }) } : {}),
-  }) : undefined;
+  const servedReads = replica
+    ? withReplicaReads({
+        primary: stores.readStore,
+        replica,
+        models: projections,
+        waitMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+        ...(metrics ? { onRead: (source: 'replica' | 'primary') => metrics.replicaReads.inc({ source }) } : {}),
+      })
+    : undefined;
   // The read API answers balances from memory: a second instance of the balances model, seeded from the read
   // store's and following the history (src/read-api/balances-view.ts). With a replica, from its tables instead: a
   // view fed by the primary's history would load the primary the replica is there to spare.
-  const balancesView = parts.includes('read-api') && !replica ? new BalancesView({ assetScale: config.ASSET_SCALE }) : undefined;
-  const balancesFollower = balancesView ? followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view: balancesView, logger, supervision }) : undefined;
-  if (balancesView && balancesFollower) watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
+  const balancesView =
+    parts.includes('read-api') && !replica ? new BalancesView({ assetScale: config.ASSET_SCALE }) : undefined;
+  const balancesFollower = balancesView
+    ? followBalances({
+        eventStore: stores.eventStore,
+        readStore: stores.readStore,
+        view: balancesView,
+        logger,
+        supervision,
+      })
+    : undefined;
+  if (balancesView && balancesFollower)
+    watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
 
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
   metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));
@@ -294,12 +430,14 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
     openApi: { document: () => (document ??= buildOpenApiDocument(config.ASSET_SCALE)), page: renderDocsPage },
     clock,
     trustProxy: config.TRUST_PROXY,
-    ...(metrics ? {
-      metrics: {
-        observe: httpMetrics(metrics, onThisPort ? METRICS_PATH : undefined),
-        ...(onThisPort ? { endpoint: { path: METRICS_PATH, handler: metricsEndpoint(metrics) } } : {}),
-      },
-    } : {}),
+    ...(metrics
+      ? {
+          metrics: {
+            observe: httpMetrics(metrics, onThisPort ? METRICS_PATH : undefined),
+            ...(onThisPort ? { endpoint: { path: METRICS_PATH, handler: metricsEndpoint(metrics) } } : {}),
+          },
+        }
+      : {}),
     liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption, writes),
     corrupted: () => corruption.error,
     readiness: async () => {
@@ -316,46 +454,76 @@ export async function buildWalletOps(config: Config, logger: Logger, clock: () =
       }
     },
     routers: [
-      ...(parts.includes('write-api') ? [writeRoutes({
-        operations,
-        directory,
-        schemas: operationSchemas(config.ASSET_SCALE),
-        clock,
-        onAuthenticated,
-        limits,
-        ...(metrics ? { onCreate: (partyType, outcome, problemType) => metrics.creates.inc({ party_type: partyType, outcome, problem_type: problemType }) } : {}),
-        // Read-your-writes where this process builds the read models (a write-only process answers at once).
-        ...(parts.includes('projections') && config.READ_YOUR_WRITES_TIMEOUT_MS > 0 ? {
-          readable: (partyType: 'distributor' | 'merchant', position: number) =>
-            runners[projections.findIndex((projection) => projection.name === `${partyType}-operations`)]!.untilCommitted(position, config.READ_YOUR_WRITES_TIMEOUT_MS),
-        } : {}),
-      })] : []),
-      ...(parts.includes('read-api') ? [readRoutes({ readStore: servedReads ?? stores.readStore, ...(balancesView ? { balances: balancesView } : {}), directory, clock, assetScale: config.ASSET_SCALE, onAuthenticated, limits, freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }) })] : []),
+      ...(parts.includes('write-api')
+        ? [
+            writeRoutes({
+              operations,
+              directory,
+              schemas: operationSchemas(config.ASSET_SCALE),
+              clock,
+              onAuthenticated,
+              limits,
+              ...(metrics
+                ? {
+                    onCreate: (partyType, outcome, problemType) =>
+                      metrics.creates.inc({ party_type: partyType, outcome, problem_type: problemType }),
+                  }
+                : {}),
+              // Read-your-writes where this process builds the read models (a write-only process answers at once).
+              ...(parts.includes('projections') && config.READ_YOUR_WRITES_TIMEOUT_MS > 0
+                ? {
+                    readable: (partyType: 'distributor' | 'merchant', position: number) =>
+                      runners[
+                        projections.findIndex((projection) => projection.name === `${partyType}-operations`)
+                      ]!.untilCommitted(position, config.READ_YOUR_WRITES_TIMEOUT_MS),
+                  }
+                : {}),
+            }),
+          ]
+        : []),
+      ...(parts.includes('read-api')
+        ? [
+            readRoutes({
+              readStore: servedReads ?? stores.readStore,
+              ...(balancesView ? { balances: balancesView } : {}),
+              directory,
+              clock,
+              assetScale: config.ASSET_SCALE,
+              onAuthenticated,
+              limits,
+              freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }),
+            }),
+          ]
+        : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
-      ...(parts.includes('write-api') ? [consoleRouter({
-        store: stores.eventStore,
-        readStore: servedReads ?? stores.readStore,
-        directory,
-        clock,
-        assetScale: config.ASSET_SCALE,
-        logger,
-        throttle: {
-          perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL,
-          perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS,
-          lockoutMs: config.LOGIN_LOCKOUT_MS,
-          maxDelayMs: config.LOGIN_DELAY_MAX_MS,
-        },
-        // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key file of their own beside DATA_DIR.
-        secretsKey,
-        credentials,
-        webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
-        secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS,
-        apiKeyEnvironment: config.API_KEY_ENVIRONMENT,
-        confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
-        assetCode: config.ASSET_CODE,
-        waitingPollMs: config.CONSOLE_WAITING_POLL_MS,
-        tracing,
-      })] : []),
+      ...(parts.includes('write-api')
+        ? [
+            consoleRouter({
+              store: stores.eventStore,
+              readStore: servedReads ?? stores.readStore,
+              directory,
+              clock,
+              assetScale: config.ASSET_SCALE,
+              logger,
+              throttle: {
+                perEmail: config.LOGIN_ATTEMPTS_PER_EMAIL,
+                perAddress: config.LOGIN_ATTEMPTS_PER_ADDRESS,
+                lockoutMs: config.LOGIN_LOCKOUT_MS,
+                maxDelayMs: config.LOGIN_DELAY_MAX_MS,
+              },
+              // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key file of their own beside DATA_DIR.
+              secretsKey,
+              credentials,
+              webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
+              secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS,
+              apiKeyEnvironment: config.API_KEY_ENVIRONMENT,
+              confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
+              assetCode: config.ASSET_CODE,
+              waitingPollMs: config.CONSOLE_WAITING_POLL_MS,
+              tracing,
+            }),
+          ]
+        : []),
     ],
   });
   return {
@@ -412,7 +580,10 @@ export async function untilAvailable<T>(step: () => Promise<T>, what: string, lo
       if (Date.now() - warned >= START_WARN_EVERY_MS) {
         warned = Date.now();
         const seconds = START_PATIENCE_MS / 1000;
-        logger.warn({ attempt, error: error.message, retryingForS: seconds }, `${what}: store unavailable at start (attempt ${attempt}, retrying for up to ${seconds} s)`);
+        logger.warn(
+          { attempt, error: error.message, retryingForS: seconds },
+          `${what}: store unavailable at start (attempt ${attempt}, retrying for up to ${seconds} s)`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, START_BACKOFF)));
     }
@@ -431,13 +602,21 @@ const FIRST_SKEW_MEASURE_MS = 2_000;
  * store the kernel's stamp on a file of DATA_DIR (src/shared/clock-skew.ts). A KurrentDB store has no time to
  * read here: the local clock stands.
  */
-async function watchStoreClock(config: Config, clock: () => Date, logger: Logger, metrics: WalletOpsMetrics | undefined) {
+async function watchStoreClock(
+  config: Config,
+  clock: () => Date,
+  logger: Logger,
+  metrics: WalletOpsMetrics | undefined,
+) {
   let storeNow: () => Promise<Date>;
   let close = async () => {};
   if (config.EVENT_STORE === 'postgres' || config.READ_STORE === 'postgres') {
     if (!config.POSTGRES_URL) return undefined;
     const { openPostgresClock } = await import('./adapters/postgres/postgres-clock.ts');
-    const store = openPostgresClock({ url: config.POSTGRES_URL, statementTimeoutMs: config.POSTGRES_STATEMENT_TIMEOUT_MS });
+    const store = openPostgresClock({
+      url: config.POSTGRES_URL,
+      statementTimeoutMs: config.POSTGRES_STATEMENT_TIMEOUT_MS,
+    });
     storeNow = () => store.now();
     close = () => store.close();
   } else if (config.EVENT_STORE === 'embedded') {
@@ -451,9 +630,19 @@ async function watchStoreClock(config: Config, clock: () => Date, logger: Logger
     metrics?.clockSkew.set(seconds);
   };
   // The first decisions after a start already take the store's day.
-  const first = measureClockSkew(storeNow, clock).then((skewMs) => dayClock.measured(skewMs), () => {});
+  const first = measureClockSkew(storeNow, clock).then(
+    (skewMs) => dayClock.measured(skewMs),
+    () => {},
+  );
   await Promise.race([first, new Promise((resolve) => setTimeout(resolve, FIRST_SKEW_MEASURE_MS).unref())]);
-  const stop = watchClockSkew({ storeNow, clock, warnMs: config.CLOCK_SKEW_WARN_MS, intervalMs: CLOCK_SKEW_INTERVAL_MS, logger, report });
+  const stop = watchClockSkew({
+    storeNow,
+    clock,
+    warnMs: config.CLOCK_SKEW_WARN_MS,
+    intervalMs: CLOCK_SKEW_INTERVAL_MS,
+    logger,
+    report,
+  });
   return {
     dayClock: dayClock.now,
     async stop() {

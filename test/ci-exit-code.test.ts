@@ -10,7 +10,10 @@ import { expect, it } from 'vitest';
 it('given a run with a failing test and the suite PostgreSQL global setup, when vitest ends, then it exits with 1', async () => {
   const vitest = fileURLToPath(new URL('../node_modules/vitest/vitest.mjs', import.meta.url));
   const config = fileURLToPath(new URL('./fixtures/failing-run/vitest.config.ts', import.meta.url));
-  const child = spawn(process.execPath, [vitest, 'run', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: 'true' } });
+  const child = spawn(process.execPath, [vitest, 'run', '--config', config], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, CI: 'true' },
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -31,7 +31,12 @@ describe('SECRETS_KEY', () => {
   });
 
   it('given a value that is not 32 bytes, when loaded, then it is refused without repeating the value', () => {
-    for (const value of [randomBytes(16).toString('base64'), randomBytes(33).toString('hex'), 'correct horse battery staple correct horse b', `${KEY.toString('hex').slice(0, 63)}g`]) {
+    for (const value of [
+      randomBytes(16).toString('base64'),
+      randomBytes(33).toString('hex'),
+      'correct horse battery staple correct horse b',
+      `${KEY.toString('hex').slice(0, 63)}g`,
+    ]) {
       const message = refusal({ SECRETS_KEY: value });
       expect(message).toMatch(/SECRETS_KEY: 32 random bytes/);
       expect(message).not.toContain(value);
@@ -39,9 +44,16 @@ describe('SECRETS_KEY', () => {
   });
 
   it('given a server store without SECRETS_KEY, when loaded, then it is refused and says why; with it, it loads', () => {
-    expect(refusal({ MONGODB_URL: 'mongodb://mongodb:27017/?replicaSet=rs0' })).toMatch(/SECRETS_KEY: required when a store is a server/);
-    expect(refusal({ KURRENTDB_URL: 'kurrentdb://kurrentdb:2113?tls=false', READ_STORE: 'embedded' })).toMatch(/SECRETS_KEY: required/);
-    expect(loadConfig({ MONGODB_URL: 'mongodb://mongodb:27017/?replicaSet=rs0', SECRETS_KEY: KEY.toString('base64') }).SECRETS_KEY).toEqual(KEY);
+    expect(refusal({ MONGODB_URL: 'mongodb://mongodb:27017/?replicaSet=rs0' })).toMatch(
+      /SECRETS_KEY: required when a store is a server/,
+    );
+    expect(refusal({ KURRENTDB_URL: 'kurrentdb://kurrentdb:2113?tls=false', READ_STORE: 'embedded' })).toMatch(
+      /SECRETS_KEY: required/,
+    );
+    expect(
+      loadConfig({ MONGODB_URL: 'mongodb://mongodb:27017/?replicaSet=rs0', SECRETS_KEY: KEY.toString('base64') })
+        .SECRETS_KEY,
+    ).toEqual(KEY);
   });
 
   it('given PostgreSQL for either store without SECRETS_KEY, when loaded, then it is refused as for the other server stores', () => {
@@ -75,9 +87,12 @@ describe('TRUST_PROXY', () => {
   /** Express compiles the setting when it is set: what throws here would crash the start with a stack trace. */
   const expressTakes = (value: false | number | string[]) => express().set('trust proxy', value);
 
-  it.each(['6', '10', '99', '1000', '4294967296'])('given a hop count above 5 (%s), when loaded, then it is refused naming the variable and the limit', (value) => {
-    expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY: a hop count above 5 .*number of proxies in front/);
-  });
+  it.each(['6', '10', '99', '1000', '4294967296'])(
+    'given a hop count above 5 (%s), when loaded, then it is refused naming the variable and the limit',
+    (value) => {
+      expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY: a hop count above 5 .*number of proxies in front/);
+    },
+  );
 
   it('given a hop count from 0 to 5, when loaded, then it is that number', () => {
     for (let hops = 0; hops <= 5; hops++) expect(loadConfig({ TRUST_PROXY: String(hops) }).TRUST_PROXY).toBe(hops);
@@ -93,9 +108,12 @@ describe('TRUST_PROXY', () => {
     ['127.0.0.1, ::/1'],
     ['::ffff:0.0.0.0/96'],
     ['::ffff:10.0.0.0/103'],
-  ])('given a range wider than /8 (IPv4) or /32 (IPv6) in %s, when loaded, then it is refused naming the variable and the range', (value) => {
-    expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY: ".*" is wider than \/8 \(IPv4\) or \/32 \(IPv6\)/);
-  });
+  ])(
+    'given a range wider than /8 (IPv4) or /32 (IPv6) in %s, when loaded, then it is refused naming the variable and the range',
+    (value) => {
+      expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY: ".*" is wider than \/8 \(IPv4\) or \/32 \(IPv6\)/);
+    },
+  );
 
   it.each([
     ['10.0.0.0/8', ['10.0.0.0/8']],
@@ -108,12 +126,30 @@ describe('TRUST_PROXY', () => {
     expect(loadConfig({ TRUST_PROXY: value }).TRUST_PROXY).toEqual(ranges);
   });
 
-  it.each(['10.1', '167837955', '0x0a000001', '010.0.0.1', 'fe80::1%eth0'])('given a proxy address in a lenient spelling (%s), when loaded, then it is refused', (value) => {
-    expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY/);
-  });
+  it.each(['10.1', '167837955', '0x0a000001', '010.0.0.1', 'fe80::1%eth0'])(
+    'given a proxy address in a lenient spelling (%s), when loaded, then it is refused',
+    (value) => {
+      expect(refusal({ TRUST_PROXY: value })).toMatch(/TRUST_PROXY/);
+    },
+  );
 
   it('given any value it accepts, when express compiles it, then it does not throw', () => {
-    const accepted = ['false', '', '0', '1', '5', '127.0.0.1', '::1', '::ffff:127.0.0.1', '10.0.0.0/8', '2001:db8::/32', '::/32', '0.0.0.0/8', '::ffff:10.0.0.0/104', '192.0.2.0/24, 2001:db8:1::/48'];
+    const accepted = [
+      'false',
+      '',
+      '0',
+      '1',
+      '5',
+      '127.0.0.1',
+      '::1',
+      '::ffff:127.0.0.1',
+      '10.0.0.0/8',
+      '2001:db8::/32',
+      '::/32',
+      '0.0.0.0/8',
+      '::ffff:10.0.0.0/104',
+      '192.0.2.0/24, 2001:db8:1::/48',
+    ];
     // And random ranges of every accepted width.
     for (let i = 0; i < 300; i++) {
       const v4 = Array.from({ length: 4 }, () => Math.floor(Math.random() * 256)).join('.');
@@ -129,11 +165,17 @@ describe('TRUST_PROXY', () => {
 
 describe('login limits', () => {
   it('given nothing, when loaded, then 5 attempts per email, 20 per address and a 15-minute lockout', () => {
-    expect(loadConfig({})).toMatchObject({ LOGIN_ATTEMPTS_PER_EMAIL: 5, LOGIN_ATTEMPTS_PER_ADDRESS: 20, LOGIN_LOCKOUT_MS: 900_000 });
+    expect(loadConfig({})).toMatchObject({
+      LOGIN_ATTEMPTS_PER_EMAIL: 5,
+      LOGIN_ATTEMPTS_PER_ADDRESS: 20,
+      LOGIN_LOCKOUT_MS: 900_000,
+    });
   });
 
   it('given values, when loaded, then they are used; zero attempts or a lockout under a second are refused', () => {
-    expect(loadConfig({ LOGIN_ATTEMPTS_PER_EMAIL: '3', LOGIN_ATTEMPTS_PER_ADDRESS: '50', LOGIN_LOCKOUT_MS: '3600000' })).toMatchObject({ LOGIN_ATTEMPTS_PER_EMAIL: 3, LOGIN_ATTEMPTS_PER_ADDRESS: 50, LOGIN_LOCKOUT_MS: 3_600_000 });
+    expect(
+      loadConfig({ LOGIN_ATTEMPTS_PER_EMAIL: '3', LOGIN_ATTEMPTS_PER_ADDRESS: '50', LOGIN_LOCKOUT_MS: '3600000' }),
+    ).toMatchObject({ LOGIN_ATTEMPTS_PER_EMAIL: 3, LOGIN_ATTEMPTS_PER_ADDRESS: 50, LOGIN_LOCKOUT_MS: 3_600_000 });
     expect(refusal({ LOGIN_ATTEMPTS_PER_EMAIL: '0' })).toMatch(/LOGIN_ATTEMPTS_PER_EMAIL/);
     expect(refusal({ LOGIN_LOCKOUT_MS: '10' })).toMatch(/LOGIN_LOCKOUT_MS/);
   });
@@ -200,15 +242,21 @@ describe('SECRET_ROTATION_OVERLAP_HOURS', () => {
   });
 
   it('given more than a week, a negative number or text, when loaded, then it is refused naming the variable', () => {
-    for (const value of ['169', '-1', 'a day']) expect(refusal({ SECRET_ROTATION_OVERLAP_HOURS: value })).toMatch(/SECRET_ROTATION_OVERLAP_HOURS/);
+    for (const value of ['169', '-1', 'a day'])
+      expect(refusal({ SECRET_ROTATION_OVERLAP_HOURS: value })).toMatch(/SECRET_ROTATION_OVERLAP_HOURS/);
   });
 });
 
 describe('CONSUMER_RETRY_BASE_MS and CONSUMER_RETRY_MAX_MS', () => {
   it('given nothing, then a failed consumer waits 100 ms at first and 10 s at most; given both, then they are taken; given a maximum below the base, then the configuration is refused', () => {
     expect(loadConfig({})).toMatchObject({ CONSUMER_RETRY_BASE_MS: 100, CONSUMER_RETRY_MAX_MS: 10_000 });
-    expect(loadConfig({ CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200' })).toMatchObject({ CONSUMER_RETRY_BASE_MS: 10, CONSUMER_RETRY_MAX_MS: 200 });
-    expect(() => loadConfig({ CONSUMER_RETRY_BASE_MS: '500', CONSUMER_RETRY_MAX_MS: '100' })).toThrow(/CONSUMER_RETRY_MAX_MS: must be at least CONSUMER_RETRY_BASE_MS/);
+    expect(loadConfig({ CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200' })).toMatchObject({
+      CONSUMER_RETRY_BASE_MS: 10,
+      CONSUMER_RETRY_MAX_MS: 200,
+    });
+    expect(() => loadConfig({ CONSUMER_RETRY_BASE_MS: '500', CONSUMER_RETRY_MAX_MS: '100' })).toThrow(
+      /CONSUMER_RETRY_MAX_MS: must be at least CONSUMER_RETRY_BASE_MS/,
+    );
     expect(() => loadConfig({ CONSUMER_RETRY_BASE_MS: '0' })).toThrow(/CONSUMER_RETRY_BASE_MS/);
   });
 });
@@ -219,8 +267,13 @@ describe('EXECUTOR_RETRY_BASE_MS and EXECUTOR_RETRY_MAX_MS', () => {
   });
 
   it('given values, when loaded, then they are used; a maximum under the base, or a base of 0, is refused naming the variable', () => {
-    expect(loadConfig({ EXECUTOR_RETRY_BASE_MS: '10', EXECUTOR_RETRY_MAX_MS: '50' })).toMatchObject({ EXECUTOR_RETRY_BASE_MS: 10, EXECUTOR_RETRY_MAX_MS: 50 });
-    expect(() => loadConfig({ EXECUTOR_RETRY_BASE_MS: '200', EXECUTOR_RETRY_MAX_MS: '100' })).toThrow(/EXECUTOR_RETRY_MAX_MS: must be at least EXECUTOR_RETRY_BASE_MS/);
+    expect(loadConfig({ EXECUTOR_RETRY_BASE_MS: '10', EXECUTOR_RETRY_MAX_MS: '50' })).toMatchObject({
+      EXECUTOR_RETRY_BASE_MS: 10,
+      EXECUTOR_RETRY_MAX_MS: 50,
+    });
+    expect(() => loadConfig({ EXECUTOR_RETRY_BASE_MS: '200', EXECUTOR_RETRY_MAX_MS: '100' })).toThrow(
+      /EXECUTOR_RETRY_MAX_MS: must be at least EXECUTOR_RETRY_BASE_MS/,
+    );
     expect(() => loadConfig({ EXECUTOR_RETRY_BASE_MS: '0' })).toThrow(/EXECUTOR_RETRY_BASE_MS/);
   });
 });
@@ -251,10 +304,13 @@ describe('tracing (OTEL_*)', () => {
 
 describe('CREATE_DEADLINE_MS', () => {
   const key = Buffer.alloc(32, 1).toString('base64');
-  it('given nothing, when loaded, then the event store\'s bound on one call plus 5 s: the busy budget embedded, the statement timeout on PostgreSQL', () => {
+  it("given nothing, when loaded, then the event store's bound on one call plus 5 s: the busy budget embedded, the statement timeout on PostgreSQL", () => {
     expect(loadConfig({}).CREATE_DEADLINE_MS).toBe(15_000);
     expect(loadConfig({ STORE_BUSY_BUDGET_MS: '2000' }).CREATE_DEADLINE_MS).toBe(7_000);
-    expect(loadConfig({ POSTGRES_URL: 'postgres://u:p@db/w', SECRETS_KEY: key, POSTGRES_STATEMENT_TIMEOUT_MS: '3000' }).CREATE_DEADLINE_MS).toBe(8_000);
+    expect(
+      loadConfig({ POSTGRES_URL: 'postgres://u:p@db/w', SECRETS_KEY: key, POSTGRES_STATEMENT_TIMEOUT_MS: '3000' })
+        .CREATE_DEADLINE_MS,
+    ).toBe(8_000);
   });
 
   it('given a value, when loaded, then that value; below 100 ms it is refused', () => {

@@ -15,8 +15,15 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
 /** A bash that runs one line at a time and answers with what it printed and its exit status. */
-function shell(env: NodeJS.ProcessEnv): { run(line: string): Promise<{ output: string; status: number }>; close(): void } {
-  const bash: ChildProcessWithoutNullStreams = spawn('bash', ['--noprofile', '--norc'], { cwd: ROOT, env, stdio: 'pipe' });
+function shell(env: NodeJS.ProcessEnv): {
+  run(line: string): Promise<{ output: string; status: number }>;
+  close(): void;
+} {
+  const bash: ChildProcessWithoutNullStreams = spawn('bash', ['--noprofile', '--norc'], {
+    cwd: ROOT,
+    env,
+    stdio: 'pipe',
+  });
   let buffer = '';
   let waiting: ((text: string) => void) | undefined;
   const take = () => {
@@ -45,16 +52,17 @@ function shell(env: NodeJS.ProcessEnv): { run(line: string): Promise<{ output: s
   };
 }
 
-describe('the demo\'s printed commands', () => {
+describe("the demo's printed commands", () => {
   const dir = tempDir();
   afterAll(async () => {
     await killAllChildren();
     dir.cleanup();
   });
 
-  it('when pasted in their order, then each one succeeds, the individual\'s payment included', async () => {
+  it("when pasted in their order, then each one succeeds, the individual's payment included", async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dir.path, PORT: '0', LOG_LEVEL: 'warn' };
-    for (const name of ['POSTGRES_URL', 'KURRENTDB_URL', 'MONGODB_URL', 'EVENT_STORE', 'READ_STORE', 'SECRETS_KEY']) delete env[name];
+    for (const name of ['POSTGRES_URL', 'KURRENTDB_URL', 'MONGODB_URL', 'EVENT_STORE', 'READ_STORE', 'SECRETS_KEY'])
+      delete env[name];
     const server = spawn(process.execPath, [MAIN, '--demo'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let printed = '';
     server.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
@@ -65,7 +73,10 @@ describe('the demo\'s printed commands', () => {
       const lines = printed.split('\n');
       const keys = lines.filter((line) => /^ {2}[DM]KEY='/.test(line)).map((line) => line.trim());
       const start = lines.findIndex((line) => line.startsWith('Try'));
-      const commands = lines.slice(start + 1).map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('http'));
+      const commands = lines
+        .slice(start + 1)
+        .map((line) => line.trim())
+        .filter((line) => line !== '' && !line.startsWith('http'));
       expect(keys).toHaveLength(2);
       expect(commands.length).toBeGreaterThan(10);
       for (const key of keys) expect((await bash.run(key)).status).toBe(0);
@@ -73,7 +84,9 @@ describe('the demo\'s printed commands', () => {
       const base = /curl -s (http:\/\/[^/]+)\/api/.exec(commands[0]!)![1]!;
       const dkey = keys[0]!.slice('DKEY='.length + 1, -1);
       const statusOf = async (operationID: string) => {
-        const response = await fetch(`${commands[0]!.match(/(http:\/\/\S+\/distributors\/[^/]+)\//)![1]}/operations`, { headers: { authorization: `Bearer ${dkey}` } });
+        const response = await fetch(`${commands[0]!.match(/(http:\/\/\S+\/distributors\/[^/]+)\//)![1]}/operations`, {
+          headers: { authorization: `Bearer ${dkey}` },
+        });
         const body = (await response.json()) as Array<{ operationID: string; status: string }>;
         return body.find((op) => op.operationID === operationID)?.status;
       };

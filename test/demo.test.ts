@@ -54,10 +54,15 @@ describe('the demo seed', () => {
     await onboardParty(deps, { partyType: 'distributor', name: 'Real Agents Ltd', shortCode: '1001' }, operator());
     const head = await store.headPosition();
 
-    const refusal = await seedDemo(store, 2, vault.credentials).then(() => null, (error: unknown) => error);
+    const refusal = await seedDemo(store, 2, vault.credentials).then(
+      () => null,
+      (error: unknown) => error,
+    );
 
     expect(refusal).toBeInstanceOf(DemoStoreRefusedError);
-    expect((refusal as Error).message).toMatch(/^this event store already holds events the demo did not write \(the first: DistributorOnboarded on distributor-/);
+    expect((refusal as Error).message).toMatch(
+      /^this event store already holds events the demo did not write \(the first: DistributorOnboarded on distributor-/,
+    );
     expect((refusal as Error).message).toMatch(/empty data directory|separate/);
     expect(await store.headPosition()).toBe(head);
     expect(await store.readStream(streams.demoStore)).toEqual([]);

@@ -15,12 +15,26 @@ describe('the write watch', () => {
     const time = clock();
     const watch = new WriteWatch({ now: time.now });
     let fail = true;
-    const watched = watch.watch('events', store(() => (fail ? Promise.reject(new EventStoreUnavailableError('cannot execute INSERT in a read-only transaction')) : Promise.resolve('ok'))), { writes: ['append', 'appendMulti'] });
+    const watched = watch.watch(
+      'events',
+      store(() =>
+        fail
+          ? Promise.reject(new EventStoreUnavailableError('cannot execute INSERT in a read-only transaction'))
+          : Promise.resolve('ok'),
+      ),
+      { writes: ['append', 'appendMulti'] },
+    );
     expect(watch.report()).toBeNull();
     await watched.append().catch(() => {});
     time.advance(2_000);
     await watched.appendMulti().catch(() => {});
-    expect(watch.report()).toEqual({ store: 'events', since: new Date(1_000_000).toISOString(), downForMs: 2_000, failures: 2, lastError: 'cannot execute INSERT in a read-only transaction' });
+    expect(watch.report()).toEqual({
+      store: 'events',
+      since: new Date(1_000_000).toISOString(),
+      downForMs: 2_000,
+      failures: 2,
+      lastError: 'cannot execute INSERT in a read-only transaction',
+    });
     fail = false;
     await watched.append();
     expect(watch.report()).toBeNull();
@@ -28,7 +42,11 @@ describe('the write watch', () => {
 
   it('given a read that fails, a conflict or a refusal, then nothing is reported: only writes refused as unavailable count', async () => {
     const watch = new WriteWatch();
-    const watched = watch.watch('events', store(() => Promise.reject(new EventStoreUnavailableError('down'))), { writes: ['append'] });
+    const watched = watch.watch(
+      'events',
+      store(() => Promise.reject(new EventStoreUnavailableError('down'))),
+      { writes: ['append'] },
+    );
     await watched.readAll().catch(() => {});
     watch.failed('events', new WrongExpectedVersionError('s', 1, 2));
     watch.failed('events', new Error('a bug'));
@@ -37,7 +55,7 @@ describe('the write watch', () => {
     expect(watch.report()).toMatchObject({ store: 'read models', failures: 1 });
   });
 
-  it('given one store\'s writes failing, when the other\'s succeed, then the failing streak stands (a lock on the events table only)', () => {
+  it("given one store's writes failing, when the other's succeed, then the failing streak stands (a lock on the events table only)", () => {
     const watch = new WriteWatch();
     watch.failed('events', new EventStoreUnavailableError('canceling statement due to statement timeout'));
     watch.succeeded('read models');
@@ -46,10 +64,18 @@ describe('the write watch', () => {
     expect(watch.report()).toBeNull();
   });
 
-  it('given a command\'s read that fails as unavailable (a locked table), then the writes fail with it; a read that succeeds does not end the streak', async () => {
+  it("given a command's read that fails as unavailable (a locked table), then the writes fail with it; a read that succeeds does not end the streak", async () => {
     let fail = true;
     const watch = new WriteWatch();
-    const watched = watch.watch('events', { readStream: () => (fail ? Promise.reject(new EventStoreUnavailableError('statement timeout')) : Promise.resolve([])), append: () => Promise.resolve('ok') }, { writes: ['append'], reads: ['readStream'] });
+    const watched = watch.watch(
+      'events',
+      {
+        readStream: () =>
+          fail ? Promise.reject(new EventStoreUnavailableError('statement timeout')) : Promise.resolve([]),
+        append: () => Promise.resolve('ok'),
+      },
+      { writes: ['append'], reads: ['readStream'] },
+    );
     await watched.readStream().catch(() => {});
     expect(watch.report()).toMatchObject({ store: 'events', failures: 1, lastError: 'statement timeout' });
     fail = false;
@@ -78,6 +104,9 @@ describe('the write watch', () => {
     expect(liveness([], 1_000, undefined, watch)).toEqual({ alive: true, failing: [] });
     time.advance(1_000);
     watch.failed('events', new EventStoreUnavailableError('read-only'));
-    expect(liveness([], 1_000, undefined, watch)).toMatchObject({ alive: false, writesFailing: { failures: 3, downForMs: 1_500 } });
+    expect(liveness([], 1_000, undefined, watch)).toMatchObject({
+      alive: false,
+      writesFailing: { failures: 3, downForMs: 1_500 },
+    });
   });
 });

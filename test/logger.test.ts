@@ -18,7 +18,9 @@ async function linesWritten(ending: string): Promise<string[]> {
     for (let i = 0; i < ${LINES}; i++) logger.info({ requestId: 'r' + i, path: '/api/v1/distributors/d/balance', status: 200 }, 'request');
     ${ending}
   `;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   await once(child, 'exit');

@@ -28,7 +28,11 @@ function descendants(pid: number): number[] {
   const seen = new Set<number>();
   const children = (parent: number) => {
     try {
-      return readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      return readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
     } catch {
       return [];
     }

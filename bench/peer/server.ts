@@ -30,17 +30,37 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Decimal } from 'decimal.js';
-import { CommandHandler, EmmettError, IllegalStateError, STREAM_DOES_NOT_EXIST, ValidationError, type Event, type EventStore } from '@event-driven-io/emmett';
+import {
+  CommandHandler,
+  EmmettError,
+  IllegalStateError,
+  STREAM_DOES_NOT_EXIST,
+  ValidationError,
+  type Event,
+  type EventStore,
+} from '@event-driven-io/emmett';
 
 type WalletCredited = Event<'WalletCredited', { wallet: string; amount: string }>;
 type OperationRequested = Event<
   'OperationRequested',
-  { operationID: string; operationType: 'cash-in'; payer: string; amount: string; fee: string; phoneTo: string; memo: string; createdAt: string }
+  {
+    operationID: string;
+    operationType: 'cash-in';
+    payer: string;
+    amount: string;
+    fee: string;
+    phoneTo: string;
+    memo: string;
+    createdAt: string;
+  }
 >;
 type FundsHeld = Event<'FundsHeld', { wallet: string; operationID: string; amount: string }>;
 type WalletEvent = WalletCredited | OperationRequested | FundsHeld;
 
-interface WalletState { balance: Decimal; held: Decimal }
+interface WalletState {
+  balance: Decimal;
+  held: Decimal;
+}
 
 const ASSET_SCALE = 2;
 const initialState = (): WalletState => ({ balance: new Decimal(0), held: new Decimal(0) });
@@ -56,17 +76,30 @@ function evolve(state: WalletState, event: WalletEvent): WalletState {
   }
 }
 
-interface CreateCashIn { operationID: string; payer: string; amount: string; phoneTo: string; memo: string; createdAt: string }
+interface CreateCashIn {
+  operationID: string;
+  payer: string;
+  amount: string;
+  phoneTo: string;
+  memo: string;
+  createdAt: string;
+}
 
 /** The same rule as wallet-ops' create: amount + fee must fit the available balance (cash-in carries no fee). */
 function decide(command: CreateCashIn, state: WalletState): WalletEvent[] {
   const fee = new Decimal(0);
   const debit = new Decimal(command.amount).plus(fee);
   const available = state.balance.minus(state.held);
-  if (available.lt(debit)) throw new IllegalStateError(`available balance ${available.toFixed(ASSET_SCALE)} does not cover ${debit.toFixed(ASSET_SCALE)}`);
+  if (available.lt(debit))
+    throw new IllegalStateError(
+      `available balance ${available.toFixed(ASSET_SCALE)} does not cover ${debit.toFixed(ASSET_SCALE)}`,
+    );
   return [
     { type: 'OperationRequested', data: { ...command, operationType: 'cash-in', fee: fee.toFixed(ASSET_SCALE) } },
-    { type: 'FundsHeld', data: { wallet: command.payer, operationID: command.operationID, amount: debit.toFixed(ASSET_SCALE) } },
+    {
+      type: 'FundsHeld',
+      data: { wallet: command.payer, operationID: command.operationID, amount: debit.toFixed(ASSET_SCALE) },
+    },
   ];
 }
 
@@ -81,10 +114,22 @@ const amountPattern = /^\d{1,12}(\.\d{1,8})?$/;
 
 function parseCommand(payer: string, body: unknown): CreateCashIn {
   const { operationType, amount, phoneTo, memo } = (body ?? {}) as Record<string, unknown>;
-  if (operationType !== 'cash-in' || typeof amount !== 'string' || !amountPattern.test(amount) || typeof phoneTo !== 'string') {
+  if (
+    operationType !== 'cash-in' ||
+    typeof amount !== 'string' ||
+    !amountPattern.test(amount) ||
+    typeof phoneTo !== 'string'
+  ) {
     throw new ValidationError('operationType cash-in, a decimal amount and phoneTo are required');
   }
-  return { operationID: `op_${randomUUID().replaceAll('-', '')}`, payer, amount, phoneTo, memo: typeof memo === 'string' ? memo : '', createdAt: new Date().toISOString() };
+  return {
+    operationID: `op_${randomUUID().replaceAll('-', '')}`,
+    payer,
+    amount,
+    phoneTo,
+    memo: typeof memo === 'string' ? memo : '',
+    createdAt: new Date().toISOString(),
+  };
 }
 
 /** What a failed request answered, by status and cause, so that the bench can say how the peer fails. */
@@ -97,11 +142,16 @@ function count(key: string): void {
 /** The status answered and a short cause: Emmett's error class (its errorCode is the status) or the driver's message. */
 function failure(error: unknown): { status: number; cause: string } {
   // The bundles name Emmett's classes with a leading underscore, and ExpectedVersionConflictError keeps name 'Error'.
-  if (EmmettError.isInstanceOf(error)) return { status: error.errorCode, cause: error.constructor.name.replace(/^_/, '') };
+  if (EmmettError.isInstanceOf(error))
+    return { status: error.errorCode, cause: error.constructor.name.replace(/^_/, '') };
   return { status: 500, cause: error instanceof Error ? error.message.slice(0, 80) : String(error) };
 }
 
-async function openStore(): Promise<{ store: EventStore; close: () => Promise<void>; describe: () => Promise<string> }> {
+async function openStore(): Promise<{
+  store: EventStore;
+  close: () => Promise<void>;
+  describe: () => Promise<string>;
+}> {
   if (process.env.PEER_STORE === 'postgresql') {
     const { getPostgreSQLEventStore } = await import('@event-driven-io/emmett-postgresql');
     const connectionString = process.env.PEER_POSTGRES_URL!;
@@ -111,7 +161,8 @@ async function openStore(): Promise<{ store: EventStore; close: () => Promise<vo
       const client = new pg.Client({ connectionString });
       await client.connect();
       try {
-        const setting = async (name: string) => ((await client.query(`SHOW ${name}`)).rows[0] as Record<string, string>)[name];
+        const setting = async (name: string) =>
+          ((await client.query(`SHOW ${name}`)).rows[0] as Record<string, string>)[name];
         return `PostgreSQL ${await setting('server_version')}, fsync=${await setting('fsync')}, synchronous_commit=${await setting('synchronous_commit')}`;
       } finally {
         await client.end();
@@ -141,7 +192,11 @@ async function main(): Promise<void> {
   const { store, close, describe } = await openStore();
   const payers = (process.env.PEER_PAYERS ?? '').split(',').filter((p) => p !== '');
   for (const payer of payers) {
-    await store.appendToStream(`wallet-${payer}`, [{ type: 'WalletCredited', data: { wallet: payer, amount: '1000000000.00' } }], { expectedStreamVersion: STREAM_DOES_NOT_EXIST });
+    await store.appendToStream(
+      `wallet-${payer}`,
+      [{ type: 'WalletCredited', data: { wallet: payer, amount: '1000000000.00' } }],
+      { expectedStreamVersion: STREAM_DOES_NOT_EXIST },
+    );
   }
 
   const app = express();
@@ -166,16 +221,19 @@ async function main(): Promise<void> {
     for (const payer of String(req.query.payers ?? '').split(',')) {
       const { currentStreamVersion } = await store.readStream(`wallet-${payer}`);
       const probe: WalletEvent = { type: 'WalletCredited', data: { wallet: payer, amount: '0.00' } };
-      await store.appendToStream(`wallet-${payer}`, [probe], { expectedStreamVersion: currentStreamVersion }).catch((error: unknown) => {
-        if (!EmmettError.isInstanceOf(error, EmmettError.Codes.ConcurrencyError)) throw error;
-        stuck++;
-      });
+      await store
+        .appendToStream(`wallet-${payer}`, [probe], { expectedStreamVersion: currentStreamVersion })
+        .catch((error: unknown) => {
+          if (!EmmettError.isInstanceOf(error, EmmettError.Codes.ConcurrencyError)) throw error;
+          stuck++;
+        });
     }
     res.json({ stuck });
   });
   // Waits for the requests still being handled after the load stopped (they would weigh on the next scenario).
   app.get('/__peer/outcomes', async (_req, res) => {
-    for (const deadline = Date.now() + 120_000; inFlight > 0 && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const deadline = Date.now() + 120_000; inFlight > 0 && Date.now() < deadline;)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     res.json(Object.fromEntries(outcomes));
     outcomes.clear();
   });

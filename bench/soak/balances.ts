@@ -26,7 +26,11 @@ const walletOfAddress = (address: string): WalletRef => {
 export async function projectionsCaughtUp(stores: Stores): Promise<boolean> {
   const projections = allProjections(ASSET_SCALE);
   await stores.readStore.defineCollections(projections.map((p) => p.collection));
-  return waitUntil(async () => (await projectionStatus(stores, projections)).every((s) => s.lagEvents === 0), CATCH_UP_MS, 250);
+  return waitUntil(
+    async () => (await projectionStatus(stores, projections)).every((s) => s.lagEvents === 0),
+    CATCH_UP_MS,
+    250,
+  );
 }
 
 /** GET balance through the API, again while it answers 5xx or not at all (injected read-store faults, a restart). */
@@ -47,8 +51,16 @@ async function httpBalance(baseUrl: string, party: World['distributors'][number]
  * then every wallet's ledger balance against the balances read model and the write side (its wallet stream
  * folded), and every distributor's and merchant's GET balance against the ledger.
  */
-export async function checkBalances(baseUrl: string, world: World, stores: Stores, ledger: Ledger, transactions: LedgerTransaction[], stats: SoakStats): Promise<number> {
-  if (!(await projectionsCaughtUp(stores))) stats.problem(`the projections did not catch up with the event store within ${CATCH_UP_MS / 1000} s of the drain`);
+export async function checkBalances(
+  baseUrl: string,
+  world: World,
+  stores: Stores,
+  ledger: Ledger,
+  transactions: LedgerTransaction[],
+  stats: SoakStats,
+): Promise<number> {
+  if (!(await projectionsCaughtUp(stores)))
+    stats.problem(`the projections did not catch up with the event store within ${CATCH_UP_MS / 1000} s of the drain`);
   const { balances, problems } = await ledgerBalances(ledger, transactions);
   problems.forEach((problem) => stats.problem(problem));
 
@@ -57,9 +69,17 @@ export async function checkBalances(baseUrl: string, world: World, stores: Store
   for (const wallet of new Set([...balances.keys(), ...projected.keys()])) {
     const onLedger = balances.get(wallet) ?? new Decimal(0);
     const inModel = projected.get(wallet) ?? new Decimal(0);
-    if (!onLedger.eq(inModel)) stats.problem(`wallet ${wallet}: ledger ${onLedger.toFixed(ASSET_SCALE)}, balances read model ${inModel.toFixed(ASSET_SCALE)}`);
-    const { state } = await loadState({ store: stores.eventStore }, streams.wallet(walletOfAddress(wallet)), walletState);
-    if (!new Decimal(state.balance).eq(onLedger)) stats.problem(`wallet ${wallet}: ledger ${onLedger.toFixed(ASSET_SCALE)}, write side ${state.balance}`);
+    if (!onLedger.eq(inModel))
+      stats.problem(
+        `wallet ${wallet}: ledger ${onLedger.toFixed(ASSET_SCALE)}, balances read model ${inModel.toFixed(ASSET_SCALE)}`,
+      );
+    const { state } = await loadState(
+      { store: stores.eventStore },
+      streams.wallet(walletOfAddress(wallet)),
+      walletState,
+    );
+    if (!new Decimal(state.balance).eq(onLedger))
+      stats.problem(`wallet ${wallet}: ledger ${onLedger.toFixed(ASSET_SCALE)}, write side ${state.balance}`);
   }
 
   let compared = 0;
@@ -67,8 +87,10 @@ export async function checkBalances(baseUrl: string, world: World, stores: Store
     const expected = (balances.get(`${party.kind}:${party.id}`) ?? new Decimal(0)).toFixed(ASSET_SCALE);
     const answered = await httpBalance(baseUrl, party);
     compared += 1;
-    if (answered === null) stats.notes.push(`${party.kind} ${party.shortCode} has no live key left to read its balance`);
-    else if (!/^\d/.test(answered) || !new Decimal(answered).eq(expected)) stats.problem(`GET balance of ${party.kind} ${party.shortCode}: ${answered}, the ledger has ${expected}`);
+    if (answered === null)
+      stats.notes.push(`${party.kind} ${party.shortCode} has no live key left to read its balance`);
+    else if (!/^\d/.test(answered) || !new Decimal(answered).eq(expected))
+      stats.problem(`GET balance of ${party.kind} ${party.shortCode}: ${answered}, the ledger has ${expected}`);
   }
   return compared;
 }

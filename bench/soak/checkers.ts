@@ -11,7 +11,11 @@ const CLI_ATTEMPTS = 3;
  * was busy, a timeout): the command may have taken effect before it failed, so a refusal on a later attempt
  * is reported as such, and the event store has the last word in the checks.
  */
-async function runWithRetries(dataDir: string, args: string[], stats: SoakStats): Promise<{ ok: true; json: any } | { ok: false; error: CliError; attempts: number }> {
+async function runWithRetries(
+  dataDir: string,
+  args: string[],
+  stats: SoakStats,
+): Promise<{ ok: true; json: any } | { ok: false; error: CliError; attempts: number }> {
   let last: CliError | undefined;
   for (let attempt = 1; attempt <= CLI_ATTEMPTS; attempt++) {
     const result = await runCli(dataDir, args);
@@ -25,7 +29,13 @@ async function runWithRetries(dataDir: string, args: string[], stats: SoakStats)
 }
 
 /** One checker at the console, through the CLI: approves or rejects acknowledged creates in order of arrival. */
-export async function checker(world: World, stats: SoakStats, queue: DecisionQueue, rejectShare: number, signal: AbortSignal): Promise<void> {
+export async function checker(
+  world: World,
+  stats: SoakStats,
+  queue: DecisionQueue,
+  rejectShare: number,
+  signal: AbortSignal,
+): Promise<void> {
   while (!signal.aborted) {
     const create = queue.take();
     if (!create) {
@@ -35,7 +45,15 @@ export async function checker(world: World, stats: SoakStats, queue: DecisionQue
     try {
       const reject = Math.random() < rejectShare;
       const args = reject
-        ? ['operation', 'reject', create.operationID, '--as', create.checkerEmail, '--reason', 'soak: rejected by the checker']
+        ? [
+            'operation',
+            'reject',
+            create.operationID,
+            '--as',
+            create.checkerEmail,
+            '--reason',
+            'soak: rejected by the checker',
+          ]
         : ['operation', 'approve', create.operationID, '--as', create.checkerEmail];
       const outcome = await runWithRetries(world.dataDir, args, stats);
       if (outcome.ok) {
@@ -52,12 +70,28 @@ export async function checker(world: World, stats: SoakStats, queue: DecisionQue
 }
 
 /** An individual paying a merchant from the wallet app (`individual pay`: approved at once, no checker). */
-export async function individualPayer(world: World, stats: SoakStats, everySeconds: number, signal: AbortSignal): Promise<void> {
+export async function individualPayer(
+  world: World,
+  stats: SoakStats,
+  everySeconds: number,
+  signal: AbortSignal,
+): Promise<void> {
   if (everySeconds <= 0) return;
   while (!signal.aborted) {
     await pause(everySeconds * 1000 * (0.5 + Math.random()), signal);
     if (signal.aborted) return;
-    const args = ['individual', 'pay', '--from', pick(world.phones), '--to-merchant', pick(world.merchants).shortCode, '--amount', amountBetween(1, 5), '--memo', 'soak coffee'];
+    const args = [
+      'individual',
+      'pay',
+      '--from',
+      pick(world.phones),
+      '--to-merchant',
+      pick(world.merchants).shortCode,
+      '--amount',
+      amountBetween(1, 5),
+      '--memo',
+      'soak coffee',
+    ];
     const outcome = await runWithRetries(world.dataDir, args, stats);
     if (outcome.ok) {
       stats.individualPays.ok += 1;

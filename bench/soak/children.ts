@@ -35,13 +35,20 @@ export function freePort(): Promise<number> {
 }
 
 /** GET /health of a process: true on 200. */
-export async function healthy(port: number, timeoutMs = 1500): Promise<{ ok: boolean; status: number | null; body: string }> {
+export async function healthy(
+  port: number,
+  timeoutMs = 1500,
+): Promise<{ ok: boolean; status: number | null; body: string }> {
   try {
     const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(timeoutMs) });
     const body = await response.text();
     return { ok: response.status === 200, status: response.status, body };
   } catch (error) {
-    return { ok: false, status: null, body: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+    return {
+      ok: false,
+      status: null,
+      body: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    };
   }
 }
 

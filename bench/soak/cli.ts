@@ -34,7 +34,10 @@ export function runCli(dataDir: string, args: string[], timeoutMs = 60_000): Pro
   const started = performance.now();
   return new Promise((resolve) => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('FAULT_')));
-    const child = spawn(process.execPath, [BIN, ...args, '--json', '--data-dir', dataDir], { env: { ...env, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args, '--json', '--data-dir', dataDir], {
+      env: { ...env, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

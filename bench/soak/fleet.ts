@@ -36,7 +36,7 @@ function failingConsumers(body: string): string {
   try {
     const parsed = JSON.parse(body) as { status?: string; failing?: Array<{ consumer: string }> };
     const names = (parsed.failing ?? []).map((entry) => entry.consumer);
-    return names.length > 0 ? names.join(', ') : parsed.status ?? '?';
+    return names.length > 0 ? names.join(', ') : (parsed.status ?? '?');
   } catch {
     return body.slice(0, 80);
   }
@@ -99,8 +99,11 @@ export class Fleet {
     for (const child of this.children) child.start();
     for (const child of this.children) {
       if (await child.waitHealthy(START_TIMEOUT_MS)) continue;
-      this.stats.notes.push(`${child.spec.name}: no /health within ${START_TIMEOUT_MS / 1000} s of the first start; started again`);
-      if (!(await this.supervise(child, 'no /health at the first start'))) throw new Error(`${child.spec.name} never answered /health:\n${logTail(child.logFile, 20)}`);
+      this.stats.notes.push(
+        `${child.spec.name}: no /health within ${START_TIMEOUT_MS / 1000} s of the first start; started again`,
+      );
+      if (!(await this.supervise(child, 'no /health at the first start')))
+        throw new Error(`${child.spec.name} never answered /health:\n${logTail(child.logFile, 20)}`);
     }
   }
 
@@ -108,7 +111,10 @@ export class Fleet {
   private withLock<T>(child: Child, action: () => Promise<T>): Promise<T> {
     const previous = this.locks.get(child) ?? Promise.resolve();
     const next = previous.then(action, action);
-    this.locks.set(child, next.catch(() => undefined));
+    this.locks.set(
+      child,
+      next.catch(() => undefined),
+    );
     return next;
   }
 
@@ -126,7 +132,12 @@ export class Fleet {
       }
       this.log(`${child.spec.name}: no /health ${attempt} time(s) after a restart (${reason})`);
     }
-    const failure = { child: child.spec.name, at: new Date().toISOString(), detail: `no /health after ${RESTART_ATTEMPTS} restarts (${reason})`, logTail: logTail(child.logFile) };
+    const failure = {
+      child: child.spec.name,
+      at: new Date().toISOString(),
+      detail: `no /health after ${RESTART_ATTEMPTS} restarts (${reason})`,
+      logTail: logTail(child.logFile),
+    };
     this.stats.restartFailures.push(failure);
     this.stats.problem(`${failure.child} could not be restarted: ${failure.detail}`);
     return false;
@@ -142,12 +153,20 @@ export class Fleet {
     const now = Date.now();
     const times = [...(this.exitTimes.get(child) ?? []), now].filter((t) => now - t < 60_000);
     this.exitTimes.set(child, times);
-    const incident = { child: child.spec.name, at: new Date(now).toISOString(), detail: `exited by itself: code ${exit.code}, signal ${exit.signal}`, logTail: logTail(child.logFile) };
+    const incident = {
+      child: child.spec.name,
+      at: new Date(now).toISOString(),
+      detail: `exited by itself: code ${exit.code}, signal ${exit.signal}`,
+      logTail: logTail(child.logFile),
+    };
     this.stats.unexpectedExits.push(incident);
     this.log(`${child.spec.name} ${incident.detail}`);
     if (this.stopping) return;
     const crashLoop = times.length > CRASH_LOOP_EXITS;
-    if (crashLoop && times.length === CRASH_LOOP_EXITS + 1) this.stats.problem(`${child.spec.name}: crash loop, ${times.length} unexpected exits within a minute, at ${incident.at}; last: ${incident.logTail.split('\n').at(-1)}`);
+    if (crashLoop && times.length === CRASH_LOOP_EXITS + 1)
+      this.stats.problem(
+        `${child.spec.name}: crash loop, ${times.length} unexpected exits within a minute, at ${incident.at}; last: ${incident.logTail.split('\n').at(-1)}`,
+      );
     void sleep(crashLoop ? 10_000 : 500).then(() => this.supervise(child, 'unexpected exit'));
   }
 
@@ -157,7 +176,12 @@ export class Fleet {
    * children are down at once (never all three). No kill while `held()` says so (a server outage, during
    * which /health is being judged).
    */
-  async killer(signal: AbortSignal, minSeconds: number, maxSeconds: number, held: () => boolean = () => false): Promise<void> {
+  async killer(
+    signal: AbortSignal,
+    minSeconds: number,
+    maxSeconds: number,
+    held: () => boolean = () => false,
+  ): Promise<void> {
     while (!signal.aborted) {
       await pause(randomBetween(minSeconds, maxSeconds) * 1000, signal);
       if (signal.aborted) return;
@@ -180,13 +204,21 @@ export class Fleet {
     const failures = new Map<Child, { count: number; last: string }>();
     while (!signal.aborted) {
       await pause(this.health.pollMs, signal);
-      const polled = await Promise.all(this.children.map(async (child) => {
-        if (signal.aborted || this.pendingLocks.has(child) || !child.running) return { child, health: undefined };
-        const starts = child.starts;
-        const health = await healthy(child.spec.port, 2000);
-        this.stats.healthProbes.push({ at: Date.now(), child: child.spec.name, status: health.status, starts, ...(health.status === 503 ? { failing: failingConsumers(health.body) } : {}) });
-        return { child, health };
-      }));
+      const polled = await Promise.all(
+        this.children.map(async (child) => {
+          if (signal.aborted || this.pendingLocks.has(child) || !child.running) return { child, health: undefined };
+          const starts = child.starts;
+          const health = await healthy(child.spec.port, 2000);
+          this.stats.healthProbes.push({
+            at: Date.now(),
+            child: child.spec.name,
+            status: health.status,
+            starts,
+            ...(health.status === 503 ? { failing: failingConsumers(health.body) } : {}),
+          });
+          return { child, health };
+        }),
+      );
       for (const { child, health } of polled) {
         if (!health) {
           failures.delete(child);
@@ -196,11 +228,19 @@ export class Fleet {
           failures.delete(child);
           continue;
         }
-        const seen = { count: (failures.get(child)?.count ?? 0) + 1, last: `${health.status ?? 'no answer'} ${health.body.slice(0, 400)}` };
+        const seen = {
+          count: (failures.get(child)?.count ?? 0) + 1,
+          last: `${health.status ?? 'no answer'} ${health.body.slice(0, 400)}`,
+        };
         failures.set(child, seen);
         if (seen.count < this.health.failuresToRestart) continue;
         failures.delete(child);
-        this.stats.unhealthyRestarts.push({ child: child.spec.name, at: new Date().toISOString(), detail: `/health failed ${seen.count} times in a row: ${seen.last}`, logTail: logTail(child.logFile) });
+        this.stats.unhealthyRestarts.push({
+          child: child.spec.name,
+          at: new Date().toISOString(),
+          detail: `/health failed ${seen.count} times in a row: ${seen.last}`,
+          logTail: logTail(child.logFile),
+        });
         this.log(`${child.spec.name}: /health failing (${seen.last.slice(0, 120)}); restarting it`);
         void this.supervise(child, 'failing /health');
       }
@@ -221,7 +261,9 @@ export class Fleet {
   async stopAll(): Promise<void> {
     this.stopping = true;
     await Promise.all([...this.locks.values()]);
-    const exits = await Promise.all(this.children.map(async (child) => ({ child: child.spec.name, ...(await child.stop()) })));
+    const exits = await Promise.all(
+      this.children.map(async (child) => ({ child: child.spec.name, ...(await child.stop()) })),
+    );
     this.stats.gracefulStops.push(...exits);
   }
 

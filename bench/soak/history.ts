@@ -1,7 +1,14 @@
 import type { OperationCompleted, OperationExecutionStarted, OperationRequested } from '../../src/domain/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/ports/event-store.ts';
 
-const OPERATION_EVENTS = ['OperationRequested', 'OperationApproved', 'OperationRejected', 'OperationExecutionStarted', 'OperationCompleted', 'OperationFailed'];
+const OPERATION_EVENTS = [
+  'OperationRequested',
+  'OperationApproved',
+  'OperationRejected',
+  'OperationExecutionStarted',
+  'OperationCompleted',
+  'OperationFailed',
+];
 const PAGE = 1000;
 
 export interface Outcome {
@@ -33,7 +40,11 @@ export class OperationHistory {
 
   async refresh(): Promise<void> {
     for (;;) {
-      const page = await this.eventStore.readAll({ fromPosition: this.position + 1, maxCount: PAGE, filter: { eventTypes: OPERATION_EVENTS } });
+      const page = await this.eventStore.readAll({
+        fromPosition: this.position + 1,
+        maxCount: PAGE,
+        filter: { eventTypes: OPERATION_EVENTS },
+      });
       for (const event of page) this.apply(event);
       this.position = page.at(-1)?.position ?? this.position;
       if (page.length < PAGE) return;
@@ -64,7 +75,14 @@ export class OperationHistory {
       }
       case 'OperationCompleted':
       case 'OperationFailed':
-        this.outcomes.set(id, [...(this.outcomes.get(id) ?? []), { type: event.type, at: Date.parse(event.createdAt), data: event.data as OperationCompleted['data'] & Record<string, unknown> }]);
+        this.outcomes.set(id, [
+          ...(this.outcomes.get(id) ?? []),
+          {
+            type: event.type,
+            at: Date.parse(event.createdAt),
+            data: event.data as OperationCompleted['data'] & Record<string, unknown>,
+          },
+        ]);
         break;
     }
   }

@@ -6,7 +6,14 @@ export interface Answer {
   error?: string;
 }
 
-export async function request(baseUrl: string, method: 'GET' | 'POST', path: string, apiKey: string, body?: unknown, timeoutMs = 10_000): Promise<Answer> {
+export async function request(
+  baseUrl: string,
+  method: 'GET' | 'POST',
+  path: string,
+  apiKey: string,
+  body?: unknown,
+  timeoutMs = 10_000,
+): Promise<Answer> {
   const headers: Record<string, string> = { authorization: `Bearer ${apiKey}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   try {
@@ -34,7 +41,10 @@ export async function request(baseUrl: string, method: 'GET' | 'POST', path: str
 /** `403 /problems/insufficient-balance`, `503`, `ECONNREFUSED`: how answers are counted. */
 export function answerLabel(answer: Answer): string {
   if (answer.status === null) return answer.error ?? 'no answer';
-  const type = answer.body && typeof answer.body === 'object' && typeof answer.body.type === 'string' ? ` ${answer.body.type}` : '';
+  const type =
+    answer.body && typeof answer.body === 'object' && typeof answer.body.type === 'string'
+      ? ` ${answer.body.type}`
+      : '';
   return `${answer.status}${type}`;
 }
 

@@ -22,7 +22,10 @@ export function netOf(legs: LedgerLeg[], into = new Map<string, Decimal>()): Map
  * stored balance that is not the sum of its transactions, a negative wallet, a supply that is not what was
  * issued minus what was redeemed.
  */
-export async function ledgerBalances(ledger: Ledger, transactions: LedgerTransaction[]): Promise<{ balances: Map<string, Decimal>; problems: string[] }> {
+export async function ledgerBalances(
+  ledger: Ledger,
+  transactions: LedgerTransaction[],
+): Promise<{ balances: Map<string, Decimal>; problems: string[] }> {
   const problems: string[] = [];
   const replayed = netOf(transactions.flatMap((tx) => tx.legs));
   let issued = new Decimal(0);
@@ -35,12 +38,20 @@ export async function ledgerBalances(ledger: Ledger, transactions: LedgerTransac
   for (const [wallet, sum] of replayed) {
     const stored = new Decimal(await ledger.balance(wallet));
     balances.set(wallet, stored);
-    if (!stored.eq(sum)) problems.push(`ledger balance of ${wallet} is ${stored.toFixed()}, its transactions sum to ${sum.toFixed()}`);
-    if (wallet !== ISSUANCE_ADDRESS && stored.isNegative()) problems.push(`ledger balance of ${wallet} is negative: ${stored.toFixed()}`);
+    if (!stored.eq(sum))
+      problems.push(`ledger balance of ${wallet} is ${stored.toFixed()}, its transactions sum to ${sum.toFixed()}`);
+    if (wallet !== ISSUANCE_ADDRESS && stored.isNegative())
+      problems.push(`ledger balance of ${wallet} is negative: ${stored.toFixed()}`);
   }
-  const supply = [...balances].filter(([wallet]) => wallet !== ISSUANCE_ADDRESS).reduce((sum, [, b]) => sum.plus(b), new Decimal(0));
+  const supply = [...balances]
+    .filter(([wallet]) => wallet !== ISSUANCE_ADDRESS)
+    .reduce((sum, [, b]) => sum.plus(b), new Decimal(0));
   const issuance = balances.get(ISSUANCE_ADDRESS) ?? new Decimal(0);
-  if (!supply.eq(issuance.negated())) problems.push(`total supply ${supply.toFixed()} is not minus the issuance balance ${issuance.toFixed()}`);
-  if (!supply.eq(issued.minus(redeemed))) problems.push(`total supply ${supply.toFixed()} is not issued ${issued.toFixed()} minus redeemed ${redeemed.toFixed()}`);
+  if (!supply.eq(issuance.negated()))
+    problems.push(`total supply ${supply.toFixed()} is not minus the issuance balance ${issuance.toFixed()}`);
+  if (!supply.eq(issued.minus(redeemed)))
+    problems.push(
+      `total supply ${supply.toFixed()} is not issued ${issued.toFixed()} minus redeemed ${redeemed.toFixed()}`,
+    );
   return { balances, problems };
 }

@@ -57,25 +57,62 @@ function createRequest(kind: CreateKind, world: World): { party: Party; body: Re
   const distributor = () => pick(world.distributors);
   switch (kind) {
     case 'cash-in to an individual':
-      return { party: distributor(), body: { operationType: 'cash-in', amount: amountBetween(20, 100), phoneTo: pick(world.phones), memo } };
+      return {
+        party: distributor(),
+        body: { operationType: 'cash-in', amount: amountBetween(20, 100), phoneTo: pick(world.phones), memo },
+      };
     case 'cash-in to a merchant':
-      return { party: distributor(), body: { operationType: 'cash-in', amount: amountBetween(20, 100), merchantToShortCode: pick(world.merchants).shortCode, memo } };
+      return {
+        party: distributor(),
+        body: {
+          operationType: 'cash-in',
+          amount: amountBetween(20, 100),
+          merchantToShortCode: pick(world.merchants).shortCode,
+          memo,
+        },
+      };
     case 'cash-out-fulfillment':
       return {
         party: distributor(),
-        body: { operationType: 'cash-out-fulfillment', amount: amountBetween(1, 10), phoneFrom: pick(world.phones), cashOutFulfillmentType: 'cash', cashOutFulfillmentID: `rcpt-${Date.now()}`, memo },
+        body: {
+          operationType: 'cash-out-fulfillment',
+          amount: amountBetween(1, 10),
+          phoneFrom: pick(world.phones),
+          cashOutFulfillmentType: 'cash',
+          cashOutFulfillmentID: `rcpt-${Date.now()}`,
+          memo,
+        },
       };
     case 'cash-out': {
       const merchant = pick(world.merchants);
-      return { party: merchant, body: { operationType: 'cash-out', amount: amountBetween(1, 10), distributorToShortCode: pick(world.distributors).shortCode, memo } };
+      return {
+        party: merchant,
+        body: {
+          operationType: 'cash-out',
+          amount: amountBetween(1, 10),
+          distributorToShortCode: pick(world.distributors).shortCode,
+          memo,
+        },
+      };
     }
     case 'pay-merchant': {
       const merchant = pick(world.merchants);
       const other = pick(world.merchants.filter((m) => m !== merchant));
-      return { party: merchant, body: { operationType: 'pay-merchant', amount: amountBetween(1, 10), merchantToShortCode: other.shortCode, memo } };
+      return {
+        party: merchant,
+        body: {
+          operationType: 'pay-merchant',
+          amount: amountBetween(1, 10),
+          merchantToShortCode: other.shortCode,
+          memo,
+        },
+      };
     }
     case 'pay-individual':
-      return { party: pick(world.merchants), body: { operationType: 'pay-individual', amount: amountBetween(1, 10), phoneTo: pick(world.phones), memo } };
+      return {
+        party: pick(world.merchants),
+        body: { operationType: 'pay-individual', amount: amountBetween(1, 10), phoneTo: pick(world.phones), memo },
+      };
   }
 }
 
@@ -88,7 +125,14 @@ async function createOne(baseUrl: string, world: World, stats: SoakStats, queue:
   const answer = await request(baseUrl, 'POST', operationsPath(party), key.apiKey, body);
   const operationID = answer.body?.operationID;
   if (answer.status !== null && answer.status >= 200 && answer.status < 300 && typeof operationID === 'string') {
-    const create = { operationID, operationType: String(body.operationType), partyKind: party.kind, checkerEmail: party.checkerEmail, keyID: key.keyID, at: Date.now() };
+    const create = {
+      operationID,
+      operationType: String(body.operationType),
+      partyKind: party.kind,
+      checkerEmail: party.checkerEmail,
+      keyID: key.keyID,
+      at: Date.now(),
+    };
     stats.acknowledged.set(operationID, create);
     queue.push(create);
   } else if (answer.status !== null && answer.status >= 400 && answer.status < 500) {
@@ -103,7 +147,11 @@ async function readOne(baseUrl: string, world: World, stats: SoakStats): Promise
   const party = pick([...world.distributors, ...world.merchants]);
   const keys = liveKeys(party);
   if (keys.length === 0) return true;
-  const path = pick([balancePath(party), `${operationsPath(party)}?limit=20`, ...(party.kind === 'merchant' ? [`/api/v1/merchants/${party.id}/payments?limit=20`] : [])]);
+  const path = pick([
+    balancePath(party),
+    `${operationsPath(party)}?limit=20`,
+    ...(party.kind === 'merchant' ? [`/api/v1/merchants/${party.id}/payments?limit=20`] : []),
+  ]);
   const answer = await request(baseUrl, 'GET', path, pick(keys).apiKey);
   bump(stats.reads, answer.status === 200 ? '200' : answerLabel(answer));
   return answer.status !== null;
@@ -114,7 +162,13 @@ async function readOne(baseUrl: string, world: World, stats: SoakStats): Promise
  * read, until the signal aborts. It only reads while the checkers' backlog is full, and backs off a little
  * when the API does not answer (it is being restarted).
  */
-export async function client(target: string | (() => string), world: World, stats: SoakStats, queue: DecisionQueue, signal: AbortSignal): Promise<void> {
+export async function client(
+  target: string | (() => string),
+  world: World,
+  stats: SoakStats,
+  queue: DecisionQueue,
+  signal: AbortSignal,
+): Promise<void> {
   while (!signal.aborted) {
     // Several API processes: the target picks one per request, as a load balancer with health checks would.
     const baseUrl = typeof target === 'string' ? target : target();
@@ -124,7 +178,8 @@ export async function client(target: string | (() => string), world: World, stat
       await pause(answered ? 200 + Math.random() * 200 : 500, signal);
       continue;
     }
-    const answered = Math.random() < 0.15 ? await readOne(baseUrl, world, stats) : await createOne(baseUrl, world, stats, queue);
+    const answered =
+      Math.random() < 0.15 ? await readOne(baseUrl, world, stats) : await createOne(baseUrl, world, stats, queue);
     await pause(answered ? 20 + Math.random() * 80 : 500, signal);
   }
 }

@@ -19,7 +19,16 @@ const LEVELS: Record<number, 'warn' | 'error' | 'fatal'> = { 40: 'warn', 50: 'er
 
 /** Counts what a child's log file says, across all its restarts. */
 export function summarizeLog(child: Child): LogSummary {
-  const summary: LogSummary = { child: child.spec.name, lines: 0, injected: 0, warn: 0, error: 0, fatal: 0, messages: new Map(), errorsNotInjected: new Map() };
+  const summary: LogSummary = {
+    child: child.spec.name,
+    lines: 0,
+    injected: 0,
+    warn: 0,
+    error: 0,
+    fatal: 0,
+    messages: new Map(),
+    errorsNotInjected: new Map(),
+  };
   let text: string;
   try {
     text = readFileSync(child.logFile, 'utf8');
@@ -52,5 +61,8 @@ export function summarizeLog(child: Child): LogSummary {
 
 /** The most frequent entries of a count map, as `count× text`. */
 export function top(counts: Map<string, number>, n: number): string[] {
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, n).map(([text, count]) => `${count}× ${text}`);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([text, count]) => `${count}× ${text}`);
 }

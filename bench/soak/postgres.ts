@@ -95,7 +95,11 @@ export class SoakPostgres {
         while (Date.now() < until) {
           await new Promise((resolve) => setTimeout(resolve, Math.min(500, until - Date.now())));
           const waiting = await withClient(this.url, (probe) =>
-            probe.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name LIKE $1", [OURS]));
+            probe.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name LIKE $1",
+              [OURS],
+            ),
+          );
           mostWaiting = Math.max(mostWaiting, waiting.rows[0]!.n);
         }
       } finally {

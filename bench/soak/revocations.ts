@@ -56,22 +56,46 @@ async function revoke(target: () => string, world: World, key: SoakKey, stats: S
   key.state = 'revoking'; // the load stops using it now
   const party = key.party;
   try {
-    await cli(world.dataDir, ['key', 'revoke', key.keyID, '--as', party.makerEmail, '--reason', 'soak: revoked mid-run']);
+    await cli(world.dataDir, [
+      'key',
+      'revoke',
+      key.keyID,
+      '--as',
+      party.makerEmail,
+      '--reason',
+      'soak: revoked mid-run',
+    ]);
     await cli(world.dataDir, ['key', 'approve-revocation', key.keyID, '--as', party.checkerEmail]);
   } catch (error) {
-    stats.problem(`revocation of key ${key.keyID} could not be carried out through the CLI: ${error instanceof Error ? error.message : String(error)}`);
+    stats.problem(
+      `revocation of key ${key.keyID} could not be carried out through the CLI: ${error instanceof Error ? error.message : String(error)}`,
+    );
     return;
   }
   key.state = 'revoked';
   const record: RevocationRecord = {
-    keyID: key.keyID, party: `${party.kind}:${party.shortCode}`, approvedAt: Date.now(), first401Ms: null, acceptedAfterGrace: 0, acceptedAnswers: [], unanswered: 0, finalStatus: null,
+    keyID: key.keyID,
+    party: `${party.kind}:${party.shortCode}`,
+    approvedAt: Date.now(),
+    first401Ms: null,
+    acceptedAfterGrace: 0,
+    acceptedAnswers: [],
+    unanswered: 0,
+    finalStatus: null,
   };
   stats.revocations.push(record);
   await probe(target, key, record);
 }
 
 /** Spreads `count` revocations evenly over the load phase; `target` names the API process of each probe. */
-export async function revoker(target: () => string, world: World, stats: SoakStats, count: number, loadMs: number, signal: AbortSignal): Promise<void> {
+export async function revoker(
+  target: () => string,
+  world: World,
+  stats: SoakStats,
+  count: number,
+  loadMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   const started = Date.now();
   for (let round = 0; round < count && !signal.aborted; round++) {
     await pause(started + ((round + 1) * loadMs) / (count + 1) - Date.now(), signal);
@@ -87,15 +111,21 @@ export async function revoker(target: () => string, world: World, stats: SoakSta
 
 /** Every revoked key, once more at the end, on every API process: each must be refused by each. */
 export async function checkRevokedKeys(baseUrls: string[], world: World, stats: SoakStats): Promise<void> {
-  const revoked = [...world.distributors, ...world.merchants].flatMap((party) => party.keys).filter((key) => key.state === 'revoked');
+  const revoked = [...world.distributors, ...world.merchants]
+    .flatMap((party) => party.keys)
+    .filter((key) => key.state === 'revoked');
   for (const baseUrl of baseUrls) {
     const where = baseUrls.length > 1 ? ` (${baseUrl})` : '';
     for (const key of revoked) {
       const answer = await finalAnswer(baseUrl, key);
       const record = stats.revocations.find((r) => r.keyID === key.keyID);
       if (record && (record.finalStatus === null || record.finalStatus === 401)) record.finalStatus = answer.status;
-      if (keyVerdict(answer) !== 'refused') stats.problem(`revoked key ${key.keyID} got ${answerLabel(answer)} at the end instead of 401${where}`);
-      else if (answer.status !== 401) stats.notes.push(`revoked key ${key.keyID} got ${answerLabel(answer)} at the end: refused by the failed-authentication limit${where}`);
+      if (keyVerdict(answer) !== 'refused')
+        stats.problem(`revoked key ${key.keyID} got ${answerLabel(answer)} at the end instead of 401${where}`);
+      else if (answer.status !== 401)
+        stats.notes.push(
+          `revoked key ${key.keyID} got ${answerLabel(answer)} at the end: refused by the failed-authentication limit${where}`,
+        );
     }
   }
   for (const record of stats.revocations) {
@@ -105,9 +135,13 @@ export async function checkRevokedKeys(baseUrls: string[], world: World, stats: 
           `(${[...new Set(record.acceptedAnswers)].join(', ')}; first refusal after ${record.first401Ms ?? 'never'} ms)`,
       );
     } else if (record.first401Ms === null) {
-      stats.problem(`revoked key ${record.keyID} (${record.party}): no 401 within ${PROBE_CAP_MS / 1000} s of its revocation (${record.unanswered} requests unanswered)`);
+      stats.problem(
+        `revoked key ${record.keyID} (${record.party}): no 401 within ${PROBE_CAP_MS / 1000} s of its revocation (${record.unanswered} requests unanswered)`,
+      );
     } else if (record.first401Ms > REVOCATION_GRACE_MS) {
-      stats.notes.push(`revoked key ${record.keyID}: first 401 after ${record.first401Ms} ms, but the API did not answer before (${record.unanswered} requests unanswered: it was being restarted)`);
+      stats.notes.push(
+        `revoked key ${record.keyID}: first 401 after ${record.first401Ms} ms, but the API did not answer before (${record.unanswered} requests unanswered: it was being restarted)`,
+      );
     }
   }
 }

@@ -14,8 +14,14 @@ function report(stats: SoakStats, problems: string[]): void {
 
 /** Every create the API acknowledged is in the event store. */
 export function checkAcknowledged(history: OperationHistory, stats: SoakStats): void {
-  report(stats, [...stats.acknowledged.keys()].filter((id) => !history.requested.has(id)).map((id) => `acknowledged create ${id} is not in the event store`));
-  for (const id of stats.individualPayIDs) if (!history.requested.has(id)) stats.problem(`individual payment ${id} (CLI succeeded) is not in the event store`);
+  report(
+    stats,
+    [...stats.acknowledged.keys()]
+      .filter((id) => !history.requested.has(id))
+      .map((id) => `acknowledged create ${id} is not in the event store`),
+  );
+  for (const id of stats.individualPayIDs)
+    if (!history.requested.has(id)) stats.problem(`individual payment ${id} (CLI succeeded) is not in the event store`);
 }
 
 /**
@@ -30,7 +36,8 @@ export function checkSettlement(history: OperationHistory, transactions: LedgerT
 
   for (const id of history.approved.keys()) {
     const outcomes = history.outcomes.get(id) ?? [];
-    if (outcomes.length > 1) problems.push(`operation ${id} has ${outcomes.length} outcomes: ${outcomes.map((o) => o.type).join(', ')}`);
+    if (outcomes.length > 1)
+      problems.push(`operation ${id} has ${outcomes.length} outcomes: ${outcomes.map((o) => o.type).join(', ')}`);
     if (history.rejected.has(id)) problems.push(`operation ${id} was both approved and rejected`);
   }
   for (const [id, outcomes] of history.outcomes) {
@@ -47,8 +54,14 @@ export function checkSettlement(history: OperationHistory, transactions: LedgerT
     }
     const tx = txs[0]!;
     for (const completion of completed) {
-      if (completion.data.blockchainID !== tx.blockchainID) problems.push(`operation ${id} completed as ${String(completion.data.blockchainID)}, the ledger has ${tx.blockchainID}`);
-      if (completion.data.sequenceNumber !== tx.sequenceNumber) problems.push(`operation ${id} completed at sequence ${String(completion.data.sequenceNumber)}, the ledger has ${tx.sequenceNumber}`);
+      if (completion.data.blockchainID !== tx.blockchainID)
+        problems.push(
+          `operation ${id} completed as ${String(completion.data.blockchainID)}, the ledger has ${tx.blockchainID}`,
+        );
+      if (completion.data.sequenceNumber !== tx.sequenceNumber)
+        problems.push(
+          `operation ${id} completed at sequence ${String(completion.data.sequenceNumber)}, the ledger has ${tx.sequenceNumber}`,
+        );
     }
     const operation = history.requested.get(id);
     if (!operation) {
@@ -56,11 +69,20 @@ export function checkSettlement(history: OperationHistory, transactions: LedgerT
       continue;
     }
     const expected = legsOf(operation);
-    const same = expected.length === tx.legs.length && expected.every((leg, i) => leg.from === tx.legs[i]!.from && leg.to === tx.legs[i]!.to && new Decimal(leg.amount).eq(tx.legs[i]!.amount));
-    if (!same) problems.push(`operation ${id}: ledger legs ${JSON.stringify(tx.legs)}, expected ${JSON.stringify(expected)}`);
+    const same =
+      expected.length === tx.legs.length &&
+      expected.every(
+        (leg, i) =>
+          leg.from === tx.legs[i]!.from && leg.to === tx.legs[i]!.to && new Decimal(leg.amount).eq(tx.legs[i]!.amount),
+      );
+    if (!same)
+      problems.push(`operation ${id}: ledger legs ${JSON.stringify(tx.legs)}, expected ${JSON.stringify(expected)}`);
   }
   for (const [id, txs] of byOperation) {
-    if (!history.outcomes.get(id)?.some((o) => o.type === 'OperationCompleted')) problems.push(`ledger transaction(s) ${txs.map((tx) => `#${tx.sequenceNumber}`).join(', ')} of ${id} without an OperationCompleted`);
+    if (!history.outcomes.get(id)?.some((o) => o.type === 'OperationCompleted'))
+      problems.push(
+        `ledger transaction(s) ${txs.map((tx) => `#${tx.sequenceNumber}`).join(', ')} of ${id} without an OperationCompleted`,
+      );
   }
   report(stats, problems);
 }

@@ -1,6 +1,7 @@
 import { CHILD_KINDS, type ChildKind, type ExitInfo } from './children.ts';
 
-const perKind = <T>(value: () => T) => Object.fromEntries(CHILD_KINDS.map((kind) => [kind, value()])) as Record<ChildKind, T>;
+const perKind = <T>(value: () => T) =>
+  Object.fromEntries(CHILD_KINDS.map((kind) => [kind, value()])) as Record<ChildKind, T>;
 
 /** A create the API acknowledged: 2xx with an operationID. */
 export interface AcknowledgedCreate {

@@ -41,7 +41,8 @@ export function percentile(values: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
-export const fmtMs = (ms: number) => (Number.isNaN(ms) ? '-' : ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
+export const fmtMs = (ms: number) =>
+  Number.isNaN(ms) ? '-' : ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 export const fmtInt = (n: number) => n.toLocaleString('en-US');
 
 /** Increments a counter in a record of counters. */
@@ -50,7 +51,11 @@ export function bump(counts: Record<string, number>, key: string, by = 1): void 
 }
 
 /** Polls `condition` every `everyMs` until it holds (true) or `timeoutMs` passes (false). */
-export async function waitUntil(condition: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 100): Promise<boolean> {
+export async function waitUntil(
+  condition: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await condition()) return true;

@@ -33,10 +33,14 @@ export async function measureCatchUpMemory(sizes: number[], log: (line: string) 
       const stores = await openStores({ dataDir: dir.path });
       const appended = await new HistoryGenerator().extendTo(stores.eventStore, size);
       await stores.close();
-      log(`catch-up memory: ${appended.events.toLocaleString('en-US')} events appended in ${appended.seconds.toFixed(0)} s`);
+      log(
+        `catch-up memory: ${appended.events.toLocaleString('en-US')} events appended in ${appended.seconds.toFixed(0)} s`,
+      );
       const sample = await runChild(dir.path);
       results.push({ events: appended.events, appendSeconds: appended.seconds, ...sample });
-      log(`catch-up memory: caught up in ${sample.catchUpSeconds.toFixed(1)} s; peak RSS ${mb(sample.peakRss)} MB, peak heap used ${mb(sample.peakHeapUsed)} MB`);
+      log(
+        `catch-up memory: caught up in ${sample.catchUpSeconds.toFixed(1)} s; peak RSS ${mb(sample.peakRss)} MB, peak heap used ${mb(sample.peakHeapUsed)} MB`,
+      );
     } finally {
       dir.cleanup();
     }
@@ -46,7 +50,9 @@ export async function measureCatchUpMemory(sizes: number[], log: (line: string) 
 
 function runChild(dataDir: string): Promise<Omit<CatchUpMemory, 'events' | 'appendSeconds'>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', SELF, '--child', dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', SELF, '--child', dataDir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.once('error', reject);
@@ -63,7 +69,14 @@ async function child(dataDir: string): Promise<void> {
   const { createLogger } = await import('../../src/logger.ts');
   const { buildWalletOps } = await import('../../src/wallet-ops.ts');
   const { consumerReports } = await import('../../src/health.ts');
-  const config = loadConfig({ DATA_DIR: dataDir, EVENT_STORE: 'embedded', READ_STORE: 'embedded', LEDGER: 'embedded', LOG_LEVEL: 'warn', METRICS_ENABLED: 'false' });
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    EVENT_STORE: 'embedded',
+    READ_STORE: 'embedded',
+    LEDGER: 'embedded',
+    LOG_LEVEL: 'warn',
+    METRICS_ENABLED: 'false',
+  });
   let peakHeapUsed = 0;
   const sampler = setInterval(() => (peakHeapUsed = Math.max(peakHeapUsed, process.memoryUsage().heapUsed)), 50);
   const started = performance.now();
@@ -79,7 +92,9 @@ async function child(dataDir: string): Promise<void> {
   peakHeapUsed = Math.max(peakHeapUsed, process.memoryUsage().heapUsed);
   const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
   await ops.close();
-  process.stdout.write(`${JSON.stringify({ catchUpSeconds, peakRss: hwm ? Number(hwm[1]) * 1024 : 0, peakHeapUsed })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ catchUpSeconds, peakRss: hwm ? Number(hwm[1]) * 1024 : 0, peakHeapUsed })}\n`,
+  );
 }
 
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);

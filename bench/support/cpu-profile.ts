@@ -52,7 +52,10 @@ export async function profileWhile<T>(load: () => Promise<T>): Promise<{ result:
 
 const COMPONENTS: Array<[RegExp, string]> = [
   [/node_modules\/better-sqlite3\//, 'better-sqlite3 (JS side)'],
-  [/node_modules\/express\/|node_modules\/router\/|node_modules\/body-parser\/|node_modules\/raw-body\/|node_modules\/(send|finalhandler|on-finished|type-is|content-type|accepts|negotiator|mime-types|qs|iconv-lite|cookie|statuses|http-errors|depd|parseurl|path-to-regexp|debug|ms|vary|etag|fresh|range-parser|encodeurl|escape-html|proxy-addr|forwarded|ipaddr\.js|media-typer)\//, 'express and its modules'],
+  [
+    /node_modules\/express\/|node_modules\/router\/|node_modules\/body-parser\/|node_modules\/raw-body\/|node_modules\/(send|finalhandler|on-finished|type-is|content-type|accepts|negotiator|mime-types|qs|iconv-lite|cookie|statuses|http-errors|depd|parseurl|path-to-regexp|debug|ms|vary|etag|fresh|range-parser|encodeurl|escape-html|proxy-addr|forwarded|ipaddr\.js|media-typer)\//,
+    'express and its modules',
+  ],
   [/node_modules\/zod\//, 'zod'],
   [/node_modules\/libphonenumber-js\//, 'libphonenumber-js'],
   [/node_modules\/decimal\.js\//, 'decimal.js'],
@@ -85,7 +88,11 @@ function lines(totals: Map<string, number>, requests: number, busyUs: number, to
     .map(([name, us]) => ({ name, usPerRequest: us / requests, share: us / busyUs }));
 }
 
-export function summarize(profile: Profile, requests: number, top = Number(process.env.BENCH_PROFILE_TOP ?? 12)): ProfileSummary {
+export function summarize(
+  profile: Profile,
+  requests: number,
+  top = Number(process.env.BENCH_PROFILE_TOP ?? 12),
+): ProfileSummary {
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   const parents = new Map<number, ProfileNode>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node);

@@ -57,7 +57,8 @@ export async function startChainProcess(): Promise<ChainProcess> {
     operatorKey,
     operatorKeyFile,
     async deploy() {
-      return (await deployWalletLedger({ rpcUrl: url, chainId: DEV_CHAIN_ID, operatorKey, pollingIntervalMs: 20 })).address;
+      return (await deployWalletLedger({ rpcUrl: url, chainId: DEV_CHAIN_ID, operatorKey, pollingIntervalMs: 20 }))
+        .address;
     },
     cpuMs() {
       return processCpuMs(child.pid!);
@@ -86,8 +87,14 @@ function processCpuMs(pid: number): number {
 }
 
 /** Gas used by transactions, from their receipts. */
-export async function gasUsed(chain: Pick<ChainProcess, 'url' | 'chainId'>, hashes: readonly string[]): Promise<bigint[]> {
-  const client = createPublicClient({ chain: evmChain(chain.chainId, chain.url), transport: http(chain.url, { retryCount: 0 }) });
+export async function gasUsed(
+  chain: Pick<ChainProcess, 'url' | 'chainId'>,
+  hashes: readonly string[],
+): Promise<bigint[]> {
+  const client = createPublicClient({
+    chain: evmChain(chain.chainId, chain.url),
+    transport: http(chain.url, { retryCount: 0 }),
+  });
   const gas: bigint[] = [];
   for (const hash of hashes) gas.push((await client.getTransactionReceipt({ hash: hash as Hex })).gasUsed);
   return gas;

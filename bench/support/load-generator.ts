@@ -34,7 +34,13 @@ const result = await autocannon({
     {
       setupRequest: (request) => {
         const chosen = spec.requests[next++ % spec.requests.length]!;
-        return { ...request, method: chosen.method, path: chosen.path, headers: chosen.headers ?? {}, ...(chosen.body === undefined ? {} : { body: chosen.body }) };
+        return {
+          ...request,
+          method: chosen.method,
+          path: chosen.path,
+          headers: chosen.headers ?? {},
+          ...(chosen.body === undefined ? {} : { body: chosen.body }),
+        };
       },
     },
   ],

@@ -24,7 +24,14 @@ if (file) {
     gc?.();
     const usage = process.memoryUsage();
     const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-    const sample: MemorySample = { seq: ++seq, rss: usage.rss, heapUsed: usage.heapUsed, heapTotal: usage.heapTotal, external: usage.external, peakRss: hwm ? Number(hwm[1]) * 1024 : 0 };
+    const sample: MemorySample = {
+      seq: ++seq,
+      rss: usage.rss,
+      heapUsed: usage.heapUsed,
+      heapTotal: usage.heapTotal,
+      external: usage.external,
+      peakRss: hwm ? Number(hwm[1]) * 1024 : 0,
+    };
     writeFileSync(file, `${JSON.stringify(sample)}\n`);
   });
 }

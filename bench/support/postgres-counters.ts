@@ -42,8 +42,13 @@ export class PostgresCounters {
     );
     const byQuery = new Map<string, number>();
     for (const row of rows) byQuery.set(row.query, (byQuery.get(row.query) ?? 0) + Number(row.calls));
-    const commits = await this.client.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1', [this.database]);
-    const fsyncs = await this.client.query<{ n: string }>("SELECT coalesce(sum(fsyncs), 0) AS n FROM pg_stat_io WHERE object = 'wal'");
+    const commits = await this.client.query<{ n: string }>(
+      'SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1',
+      [this.database],
+    );
+    const fsyncs = await this.client.query<{ n: string }>(
+      "SELECT coalesce(sum(fsyncs), 0) AS n FROM pg_stat_io WHERE object = 'wal'",
+    );
     return {
       statements: [...byQuery.values()].reduce((a, b) => a + b, 0),
       commits: Number(commits.rows[0]?.n ?? 0),
@@ -58,7 +63,11 @@ export class PostgresCounters {
 }
 
 /** after - before, per unit of work; the statements that grew most, for the console. */
-export function perUnit(before: Counters, after: Counters, units: number): { statements: number; commits: number; walFsyncs: number; top: string[] } {
+export function perUnit(
+  before: Counters,
+  after: Counters,
+  units: number,
+): { statements: number; commits: number; walFsyncs: number; top: string[] } {
   const top = [...after.byQuery]
     .map(([query, calls]) => [query, calls - (before.byQuery.get(query) ?? 0)] as const)
     .filter(([, calls]) => calls > 0)
@@ -66,5 +75,10 @@ export function perUnit(before: Counters, after: Counters, units: number): { sta
     .slice(0, 15)
     .map(([query, calls]) => `${(calls / units).toFixed(2)}  ${query.replace(/\s+/g, ' ').slice(0, 150)}`);
   const per = (n: number) => n / Math.max(units, 1);
-  return { statements: per(after.statements - before.statements), commits: per(after.commits - before.commits), walFsyncs: per(after.walFsyncs - before.walFsyncs), top };
+  return {
+    statements: per(after.statements - before.statements),
+    commits: per(after.commits - before.commits),
+    walFsyncs: per(after.walFsyncs - before.walFsyncs),
+    top,
+  };
 }

@@ -10,7 +10,10 @@ import type { OperationRequested, WalletRef } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 import type { StreamAppend } from '../../src/ports/event-store.ts';
 import { BALANCES_COLLECTION, type BalanceDoc } from '../../src/projections/balances.ts';
-import { DISTRIBUTOR_OPERATIONS_COLLECTION, type DistributorOperationDoc } from '../../src/projections/distributor-operations.ts';
+import {
+  DISTRIBUTOR_OPERATIONS_COLLECTION,
+  type DistributorOperationDoc,
+} from '../../src/projections/distributor-operations.ts';
 import { allProjections } from '../../src/projections/index.ts';
 import { projectionStatus } from '../../src/projections/rebuild.ts';
 import { startTestSystem, type TestSystem } from '../../test/support/system.ts';
@@ -22,7 +25,11 @@ const APPEND_BATCH = 500;
 export const PAGE = 100;
 
 /** A distributor's operation as the write side records it: cash-in to an individual or a merchant, or a cash-out-fulfillment. */
-export function operationEvents(i: number, distributor: { id: string; name: string; shortCode: string }, createdAt: Date): StreamAppend {
+export function operationEvents(
+  i: number,
+  distributor: { id: string; name: string; shortCode: string },
+  createdAt: Date,
+): StreamAppend {
   const operationID = `op_${randomUUID().replaceAll('-', '')}`;
   const payerWallet: WalletRef = { kind: 'distributor', id: distributor.id };
   const phone = `+23481234${String(50000 + (i % 40000)).padStart(5, '0')}`;
@@ -36,10 +43,18 @@ export function operationEvents(i: number, distributor: { id: string; name: stri
     amount: `${(i % 900) + 10}.50`,
     fee: '0.00',
     payer: kind === 'fulfillment' ? { kind: 'individual', id: phone } : payerWallet,
-    payee: kind === 'fulfillment' ? payerWallet : kind === 'merchant' ? { kind: 'merchant', id: `m-${i % 50}` } : { kind: 'individual', id: phone },
+    payee:
+      kind === 'fulfillment'
+        ? payerWallet
+        : kind === 'merchant'
+          ? { kind: 'merchant', id: `m-${i % 50}` }
+          : { kind: 'individual', id: phone },
     payerName: kind === 'fulfillment' ? 'Bench Customer' : distributor.name,
     payerShortCode: kind === 'fulfillment' ? null : distributor.shortCode,
-    counterparty: kind === 'merchant' ? { kind: 'merchant', id: `m-${i % 50}`, name: `Merchant ${i % 50}`, shortCode: String(4000 + (i % 50)) } : { kind: 'individual', id: phone, name: 'Bench Customer' },
+    counterparty:
+      kind === 'merchant'
+        ? { kind: 'merchant', id: `m-${i % 50}`, name: `Merchant ${i % 50}`, shortCode: String(4000 + (i % 50)) }
+        : { kind: 'individual', id: phone, name: 'Bench Customer' },
     memo: i % 3 === 0 ? `invoice ${i}` : null,
     cashOutFulfillmentType: kind === 'fulfillment' ? 'cash' : null,
     cashOutFulfillmentID: kind === 'fulfillment' ? `RCPT-${i}` : null,
@@ -53,7 +68,16 @@ export function operationEvents(i: number, distributor: { id: string; name: stri
     events.push(
       { type: 'OperationApproved', data: { operationID, approvedBy: 'user-checker', approvedAt: later } },
       { type: 'OperationSubmitted', data: { operationID, sequenceNumber: 40_000 + i, submittedAt: later } },
-      { type: 'OperationCompleted', data: { operationID, blockchainID: randomUUID().replaceAll('-', '').repeat(2), walletOperationID: `wo_${randomUUID().replaceAll('-', '')}`, sequenceNumber: 40_000 + i, completedAt: later } },
+      {
+        type: 'OperationCompleted',
+        data: {
+          operationID,
+          blockchainID: randomUUID().replaceAll('-', '').repeat(2),
+          walletOperationID: `wo_${randomUUID().replaceAll('-', '')}`,
+          sequenceNumber: 40_000 + i,
+          completedAt: later,
+        },
+      },
     );
   }
   return { stream: streams.operation(operationID), events, expectedRevision: 'no_stream' };
@@ -83,7 +107,8 @@ export async function seed(): Promise<Seeded> {
   const t0 = Date.now() - OPERATIONS * 60_000;
   for (let from = 0; from < OPERATIONS; from += APPEND_BATCH) {
     const batch: StreamAppend[] = [];
-    for (let i = from; i < Math.min(OPERATIONS, from + APPEND_BATCH); i++) batch.push(operationEvents(i, distributors[i % DISTRIBUTORS]!, new Date(t0 + i * 60_000)));
+    for (let i = from; i < Math.min(OPERATIONS, from + APPEND_BATCH); i++)
+      batch.push(operationEvents(i, distributors[i % DISTRIBUTORS]!, new Date(t0 + i * 60_000)));
     await sys.system.stores.eventStore.appendMulti(batch);
   }
   const projections = allProjections(sys.config.ASSET_SCALE);
@@ -99,12 +124,17 @@ export async function seed(): Promise<Seeded> {
  * A document as the baselines hold it: without the serialized API object the read model keeps for wallet-ops'
  * own lists (issue 28), which a baseline would only pay to parse.
  */
-export const withoutApiText = ({ apiText: _, ...doc }: DistributorOperationDoc): Omit<DistributorOperationDoc, 'apiText'> => doc;
+export const withoutApiText = ({
+  apiText: _,
+  ...doc
+}: DistributorOperationDoc): Omit<DistributorOperationDoc, 'apiText'> => doc;
 
 /** The baseline tables hold the very documents the projections built (without their API text). */
 export async function baselineApp(sys: TestSystem, dir: string) {
   const db = openSqliteDatabase(`${dir}/baseline.sqlite`);
-  db.exec('CREATE TABLE operations (id TEXT PRIMARY KEY, party TEXT NOT NULL, createdAt TEXT NOT NULL, doc TEXT NOT NULL)');
+  db.exec(
+    'CREATE TABLE operations (id TEXT PRIMARY KEY, party TEXT NOT NULL, createdAt TEXT NOT NULL, doc TEXT NOT NULL)',
+  );
   db.exec('CREATE INDEX operations_by_party ON operations (party, createdAt, id)');
   db.exec('CREATE TABLE balances (id TEXT PRIMARY KEY, doc TEXT NOT NULL)');
   const docs = await sys.system.stores.readStore.find<DistributorOperationDoc>(DISTRIBUTOR_OPERATIONS_COLLECTION.name);
@@ -115,7 +145,9 @@ export async function baselineApp(sys: TestSystem, dir: string) {
     for (const doc of docs) insert.run(doc.id, doc.distributorID, doc.createdAt, JSON.stringify(withoutApiText(doc)));
     for (const doc of balances) insertBalance.run(doc.id, JSON.stringify(doc));
   })();
-  const page = db.prepare('SELECT doc FROM operations WHERE party = ? ORDER BY createdAt DESC, id DESC LIMIT ?').pluck();
+  const page = db
+    .prepare('SELECT doc FROM operations WHERE party = ? ORDER BY createdAt DESC, id DESC LIMIT ?')
+    .pluck();
   const one = db.prepare('SELECT doc FROM balances WHERE id = ?').pluck();
   const app = express();
   app.get('/api/v1/distributors/:id/operations', (req, res) => {

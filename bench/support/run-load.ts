@@ -17,10 +17,15 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const dir = json.length > 100_000 ? mkdtempSync(join(tmpdir(), 'load-spec-')) : undefined;
   if (dir) writeFileSync(join(dir, 'spec.json'), json);
   return new Promise<LoadResult>((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', GENERATOR, dir ? `@${join(dir, 'spec.json')}` : json], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`load generator failed: ${stderr || error.message}`));
-      resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as LoadResult);
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', GENERATOR, dir ? `@${join(dir, 'spec.json')}` : json],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error) return reject(new Error(`load generator failed: ${stderr || error.message}`));
+        resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as LoadResult);
+      },
+    );
   }).finally(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -33,6 +38,10 @@ export async function listen(app: express.Express): Promise<{ url: string; close
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -9,7 +9,15 @@
 import { randomUUID } from 'node:crypto';
 import { openStores, type StoreSelection, type Stores } from '../../src/adapters/open-stores.ts';
 import { freshPostgresDatabase } from '../../test/support/postgres-server.ts';
-import { addUser, approveApiKey, findUserByEmail, onboardParty, registerIndividual, requestApiKey, type CredentialDeps } from '../../src/commands/back-office.ts';
+import {
+  addUser,
+  approveApiKey,
+  findUserByEmail,
+  onboardParty,
+  registerIndividual,
+  requestApiKey,
+  type CredentialDeps,
+} from '../../src/commands/back-office.ts';
 import { credentialsOn } from '../../test/support/credentials.ts';
 import { createOperation, type OperationDeps } from '../../src/commands/operation-handlers.ts';
 import { PartyLookup } from '../../src/commands/party-lookup.ts';
@@ -65,13 +73,39 @@ function counting(store: EventStore): EventStore {
 
 const operator = () => ({ actor: 'operator:bench', correlationId: randomUUID() });
 
-async function distributorWithKey(backOffice: CredentialDeps, shortCode: string, maxDailyVolume?: string): Promise<{ wallet: WalletRef; keyID: string }> {
-  const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: `Distributor ${shortCode}`, shortCode }, operator());
+async function distributorWithKey(
+  backOffice: CredentialDeps,
+  shortCode: string,
+  maxDailyVolume?: string,
+): Promise<{ wallet: WalletRef; keyID: string }> {
+  const { partyID } = await onboardParty(
+    backOffice,
+    { partyType: 'distributor', name: `Distributor ${shortCode}`, shortCode },
+    operator(),
+  );
   const ref = { type: 'distributor' as const, id: partyID };
-  await addUser(backOffice, { party: ref, email: `maker-${shortCode}@bench.example`, password: 'maker password 1', roles: ['maker'] }, operator());
-  await addUser(backOffice, { party: ref, email: `checker-${shortCode}@bench.example`, password: 'checker password 1', roles: ['checker'] }, operator());
-  const { keyID } = await requestApiKey(backOffice, await findUserByEmail(backOffice, `maker-${shortCode}@bench.example`), { label: 'bench', permissions: 'perform-operations', ...(maxDailyVolume ? { maxDailyVolume } : {}) }, randomUUID());
-  await approveApiKey(backOffice, await findUserByEmail(backOffice, `checker-${shortCode}@bench.example`), keyID, randomUUID());
+  await addUser(
+    backOffice,
+    { party: ref, email: `maker-${shortCode}@bench.example`, password: 'maker password 1', roles: ['maker'] },
+    operator(),
+  );
+  await addUser(
+    backOffice,
+    { party: ref, email: `checker-${shortCode}@bench.example`, password: 'checker password 1', roles: ['checker'] },
+    operator(),
+  );
+  const { keyID } = await requestApiKey(
+    backOffice,
+    await findUserByEmail(backOffice, `maker-${shortCode}@bench.example`),
+    { label: 'bench', permissions: 'perform-operations', ...(maxDailyVolume ? { maxDailyVolume } : {}) },
+    randomUUID(),
+  );
+  await approveApiKey(
+    backOffice,
+    await findUserByEmail(backOffice, `checker-${shortCode}@bench.example`),
+    keyID,
+    randomUUID(),
+  );
   return { wallet: { kind: 'distributor', id: partyID }, keyID };
 }
 
@@ -79,16 +113,28 @@ async function distributorWithKey(backOffice: CredentialDeps, shortCode: string,
 export async function fillWallet(store: EventStore, wallet: WalletRef, count: number): Promise<void> {
   const stream = streams.wallet(wallet);
   const metadata = { actor: 'system:bench' };
-  await store.append(stream, [{ type: 'WalletCredited', data: { wallet, operationID: `fund_${randomUUID()}`, amount: '1000000000000.00' }, metadata }], 'any');
+  await store.append(
+    stream,
+    [
+      {
+        type: 'WalletCredited',
+        data: { wallet, operationID: `fund_${randomUUID()}`, amount: '1000000000000.00' },
+        metadata,
+      },
+    ],
+    'any',
+  );
   for (let written = 1; written < count;) {
     const events: NewEvent[] = [];
     while (events.length < APPEND_BATCH && written + events.length < count) {
       const operationID = `op_${randomUUID().replaceAll('-', '')}`;
       events.push({ type: 'FundsHeld', data: { wallet, operationID, amount: '1.00' }, metadata });
       if (written + events.length < count) {
-        events.push((written + events.length) % 10 === 0
-          ? { type: 'HoldReleased', data: { wallet, operationID, amount: '1.00', reason: 'rejected' }, metadata }
-          : { type: 'WalletDebited', data: { wallet, operationID, amount: '1.00', heldAmount: '1.00' }, metadata });
+        events.push(
+          (written + events.length) % 10 === 0
+            ? { type: 'HoldReleased', data: { wallet, operationID, amount: '1.00', reason: 'rejected' }, metadata }
+            : { type: 'WalletDebited', data: { wallet, operationID, amount: '1.00', heldAmount: '1.00' }, metadata },
+        );
       }
     }
     await store.appendMulti([{ stream, events, expectedRevision: 'any' }]);
@@ -97,7 +143,11 @@ export async function fillWallet(store: EventStore, wallet: WalletRef, count: nu
 }
 
 /** The create path's dependencies as the server builds them, with a fresh state cache (a fresh process). */
-function operationDeps(store: EventStore, feeSchedule: OperationDeps['feeSchedule'], clock: () => Date = () => new Date()): OperationDeps {
+function operationDeps(
+  store: EventStore,
+  feeSchedule: OperationDeps['feeSchedule'],
+  clock: () => Date = () => new Date(),
+): OperationDeps {
   return {
     store,
     cache: new StateCache(),
@@ -115,7 +165,13 @@ async function decide(deps: OperationDeps, key: ApiKeyRecord): Promise<DecideSam
   counter.reads = 0;
   counter.events = 0;
   const t0 = performance.now();
-  const outcome = await createOperation(deps, key, { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE, memo: null }, { key: randomUUID(), requestHash: 'bench', responseFor: createdResponse }, operator());
+  const outcome = await createOperation(
+    deps,
+    key,
+    { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE, memo: null },
+    { key: randomUUID(), requestHash: 'bench', responseFor: createdResponse },
+    operator(),
+  );
   const ms = performance.now() - t0;
   if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
   return { ms, eventsRead: counter.events, reads: counter.reads };
@@ -131,7 +187,15 @@ export type DecideStores = { kind: 'embedded' } | { kind: 'postgres'; serverUrl:
 async function storesFor(target: DecideStores, dataDir: string): Promise<() => Promise<Stores>> {
   if (target.kind === 'embedded') return () => openBenchStores({ dataDir });
   const POSTGRES_URL = await freshPostgresDatabase(target.serverUrl);
-  return () => openBenchStores({ DATA_DIR: dataDir, EVENT_STORE: 'postgres', READ_STORE: 'postgres', POSTGRES_URL, POSTGRES_POOL_SIZE: 10, MONGODB_DATABASE: 'wallet_ops' });
+  return () =>
+    openBenchStores({
+      DATA_DIR: dataDir,
+      EVENT_STORE: 'postgres',
+      READ_STORE: 'postgres',
+      POSTGRES_URL,
+      POSTGRES_POOL_SIZE: 10,
+      MONGODB_DATABASE: 'wallet_ops',
+    });
 }
 
 /** The stores as the server opens them: the hash chain, and snapshots written around it (src/wallet-ops.ts). */
@@ -147,13 +211,22 @@ async function openBenchStores(selection: StoreSelection | { dataDir: string }):
   };
 }
 
-export async function measureDecide(walletEvents: number, log: (line: string) => void, target: DecideStores = { kind: 'embedded' }): Promise<DecideResult> {
+export async function measureDecide(
+  walletEvents: number,
+  log: (line: string) => void,
+  target: DecideStores = { kind: 'embedded' },
+): Promise<DecideResult> {
   const dir = tempDir('store-decide-');
   const open = await storesFor(target, dir.path);
   const config = loadConfig({ DATA_DIR: dir.path });
   let stores: Stores = await open();
   try {
-    const backOffice: CredentialDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
+    const backOffice: CredentialDeps = {
+      store: stores.eventStore,
+      clock: () => new Date(),
+      assetScale: 2,
+      credentials: await credentialsOn(stores.readStore),
+    };
     const long = await distributorWithKey(backOffice, '7001');
     const short = await distributorWithKey(backOffice, '7002');
     await registerIndividual(backOffice, { phone: PHONE, name: 'Bench Customer' }, operator());
@@ -185,7 +258,9 @@ export async function measureDecide(walletEvents: number, log: (line: string) =>
         stores = await open();
         cold[which].push(await decide(depsOf(stores.eventStore), keys[which]));
       }
-      log(`decide: cold run ${run + 1}: ${cold.long.at(-1)!.ms.toFixed(0)} ms (${cold.long.at(-1)!.eventsRead} events read) vs ${cold.short.at(-1)!.ms.toFixed(1)} ms`);
+      log(
+        `decide: cold run ${run + 1}: ${cold.long.at(-1)!.ms.toFixed(0)} ms (${cold.long.at(-1)!.eventsRead} events read) vs ${cold.short.at(-1)!.ms.toFixed(1)} ms`,
+      );
     }
     return {
       walletEvents,
@@ -228,16 +303,27 @@ const REAL_CREATES = 200;
 async function cloneCreates(store: EventStore, count: number): Promise<void> {
   if (count === 0) return;
   const head = await store.headPosition();
-  const recent = await store.readAll({ fromPosition: Math.max(0, head - 50), filter: { eventTypes: ['VolumeReserved', 'FundsHeld'] } });
-  const templates = (['VolumeReserved', 'FundsHeld'] as const).map((type) => [...recent].reverse().find((event) => event.type === type)!);
+  const recent = await store.readAll({
+    fromPosition: Math.max(0, head - 50),
+    filter: { eventTypes: ['VolumeReserved', 'FundsHeld'] },
+  });
+  const templates = (['VolumeReserved', 'FundsHeld'] as const).map((type) =>
+    [...recent].reverse().find((event) => event.type === type)!,
+  );
   for (let written = 0; written < count;) {
     const size = Math.min(APPEND_BATCH / 2, count - written);
     const ids = Array.from({ length: size }, () => `op_${randomUUID().replaceAll('-', '')}`);
-    await store.appendMulti(templates.map((template) => ({
-      stream: template.stream,
-      expectedRevision: 'any' as const,
-      events: ids.map((operationID) => ({ type: template.type, data: { ...(template.data as object), operationID }, metadata: { ...template.metadata, correlationId: randomUUID() } })),
-    })));
+    await store.appendMulti(
+      templates.map((template) => ({
+        stream: template.stream,
+        expectedRevision: 'any' as const,
+        events: ids.map((operationID) => ({
+          type: template.type,
+          data: { ...(template.data as object), operationID },
+          metadata: { ...template.metadata, correlationId: randomUUID() },
+        })),
+      })),
+    );
     written += size;
   }
 }
@@ -248,7 +334,11 @@ async function cloneCreates(store: EventStore, count: number): Promise<void> {
  * reopens the stores with a fresh cache. The day is built by the real handler, timed per create at its start
  * and its end, so the in-memory cost per create is seen not to grow with the day.
  */
-export async function measureVolumeDay(creates: number, log: (line: string) => void, target: DecideStores = { kind: 'embedded' }): Promise<VolumeDayResult> {
+export async function measureVolumeDay(
+  creates: number,
+  log: (line: string) => void,
+  target: DecideStores = { kind: 'embedded' },
+): Promise<VolumeDayResult> {
   const dir = tempDir('store-volume-');
   const open = await storesFor(target, dir.path);
   const config = loadConfig({ DATA_DIR: dir.path });
@@ -257,7 +347,12 @@ export async function measureVolumeDay(creates: number, log: (line: string) => v
   const clock = () => now;
   let stores: Stores = await open();
   try {
-    const backOffice: CredentialDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
+    const backOffice: CredentialDeps = {
+      store: stores.eventStore,
+      clock: () => new Date(),
+      assetScale: 2,
+      credentials: await credentialsOn(stores.readStore),
+    };
     const busy = await distributorWithKey(backOffice, '7101', '1000000000000.00');
     const fresh = await distributorWithKey(backOffice, '7102', '1000000000000.00');
     await registerIndividual(backOffice, { phone: PHONE, name: 'Bench Customer' }, operator());
@@ -276,12 +371,14 @@ export async function measureVolumeDay(creates: number, log: (line: string) => v
     const timed = async (count: number): Promise<number> => {
       let next = 0;
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: DAY_IN_FLIGHT }, async () => {
-        while (next < count) {
-          next += 1;
-          await decide(deps, keys.busy);
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: DAY_IN_FLIGHT }, async () => {
+          while (next < count) {
+            next += 1;
+            await decide(deps, keys.busy);
+          }
+        }),
+      );
       return (performance.now() - t0) / count;
     };
     const firstCreatesMs = await timed(window);
@@ -291,7 +388,9 @@ export async function measureVolumeDay(creates: number, log: (line: string) => v
     if (bulk > 0) await decide(deps, keys.busy);
     const lastCreatesMs = await timed(creates - window - bulk - (bulk > 0 ? 1 : 0));
     const buildSeconds = (performance.now() - started) / 1000;
-    log(`volume: ${creates.toLocaleString('en-US')} creates on one key (${(creates - bulk).toLocaleString('en-US')} by the handler) in ${buildSeconds.toFixed(0)} s (${firstCreatesMs.toFixed(2)} ms per create at the start of the day, ${lastCreatesMs.toFixed(2)} ms at its end)`);
+    log(
+      `volume: ${creates.toLocaleString('en-US')} creates on one key (${(creates - bulk).toLocaleString('en-US')} by the handler) in ${buildSeconds.toFixed(0)} s (${firstCreatesMs.toFixed(2)} ms per create at the start of the day, ${lastCreatesMs.toFixed(2)} ms at its end)`,
+    );
 
     const cold = { busy: [] as DecideSample[], fresh: [] as DecideSample[] };
     for (let run = 0; run < COLD_RUNS; run++) {
@@ -300,7 +399,9 @@ export async function measureVolumeDay(creates: number, log: (line: string) => v
         stores = await open();
         cold[which].push(await decide(operationDeps(stores.eventStore, config.FEE_SCHEDULE, clock), keys[which]));
       }
-      log(`volume: cold run ${run + 1}: ${cold.busy.at(-1)!.ms.toFixed(1)} ms (${cold.busy.at(-1)!.eventsRead} events read) vs ${cold.fresh.at(-1)!.ms.toFixed(1)} ms (${cold.fresh.at(-1)!.eventsRead})`);
+      log(
+        `volume: cold run ${run + 1}: ${cold.busy.at(-1)!.ms.toFixed(1)} ms (${cold.busy.at(-1)!.eventsRead} events read) vs ${cold.fresh.at(-1)!.ms.toFixed(1)} ms (${cold.fresh.at(-1)!.eventsRead})`,
+      );
     }
     return {
       creates,

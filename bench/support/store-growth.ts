@@ -66,20 +66,53 @@ const operator = () => ({ actor: 'operator:bench', correlationId: randomUUID() }
 
 /** Users and an approved key on the first LOAD_KEYS distributors of the history, their wallets funded. */
 async function seedClients(stores: Stores): Promise<Client[]> {
-  const backOffice: CredentialDeps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
+  const backOffice: CredentialDeps = {
+    store: stores.eventStore,
+    clock: () => new Date(),
+    assetScale: 2,
+    credentials: await credentialsOn(stores.readStore),
+  };
   const clients: Client[] = [];
   for (const party of distributors.slice(0, LOAD_KEYS)) {
     const ref = { type: 'distributor' as const, id: party.id };
     const makerEmail = `maker-${party.shortCode}@bench.example`;
     const checkerEmail = `checker-${party.shortCode}@bench.example`;
-    await addUser(backOffice, { party: ref, email: makerEmail, password: 'maker password 1', roles: ['maker'] }, operator());
-    await addUser(backOffice, { party: ref, email: checkerEmail, password: 'checker password 1', roles: ['checker'] }, operator());
+    await addUser(
+      backOffice,
+      { party: ref, email: makerEmail, password: 'maker password 1', roles: ['maker'] },
+      operator(),
+    );
+    await addUser(
+      backOffice,
+      { party: ref, email: checkerEmail, password: 'checker password 1', roles: ['checker'] },
+      operator(),
+    );
     const maker = await findUserByEmail(backOffice, makerEmail);
-    const { keyID } = await requestApiKey(backOffice, maker, { label: 'bench', permissions: 'read-balance,read-transactions,perform-operations' }, randomUUID());
-    const apiKey = await approveAndCollectKey(backOffice, await findUserByEmail(backOffice, checkerEmail), maker, keyID);
+    const { keyID } = await requestApiKey(
+      backOffice,
+      maker,
+      { label: 'bench', permissions: 'read-balance,read-transactions,perform-operations' },
+      randomUUID(),
+    );
+    const apiKey = await approveAndCollectKey(
+      backOffice,
+      await findUserByEmail(backOffice, checkerEmail),
+      maker,
+      keyID,
+    );
     const wallet: WalletRef = { kind: 'distributor', id: party.id };
     // Funds on the write side, so that creates are accepted whatever the history debited.
-    await stores.eventStore.append(streams.wallet(wallet), [{ type: 'WalletCredited', data: { wallet, operationID: `bench_${randomUUID()}`, amount: '1000000000.00' }, metadata: { actor: 'operator:bench' } }], 'any');
+    await stores.eventStore.append(
+      streams.wallet(wallet),
+      [
+        {
+          type: 'WalletCredited',
+          data: { wallet, operationID: `bench_${randomUUID()}`, amount: '1000000000.00' },
+          metadata: { actor: 'operator:bench' },
+        },
+      ],
+      'any',
+    );
     clients.push({ distributorID: party.id, apiKey });
   }
   return clients;
@@ -152,7 +185,10 @@ class Server {
     void exited.then(() => (gone = true));
     for (;;) {
       if (gone) throw new Error(`the server exited before it was ready (see ${logFile})`);
-      const ready = await fetch(`${server.url}/ready`).then((res) => res.ok, () => false);
+      const ready = await fetch(`${server.url}/ready`).then(
+        (res) => res.ok,
+        () => false,
+      );
       if (ready) return { server, readySeconds: (performance.now() - started) / 1000 };
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -162,7 +198,10 @@ class Server {
   async caughtUp(timeoutMs = 300_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const body = (await fetch(`${this.url}/ready`).then((res) => res.json(), () => null)) as { consumers?: Array<{ lagEvents: number | null }> } | null;
+      const body = (await fetch(`${this.url}/ready`).then(
+        (res) => res.json(),
+        () => null,
+      )) as { consumers?: Array<{ lagEvents: number | null }> } | null;
       const consumers = body?.consumers ?? [];
       if (consumers.length > 0 && consumers.every((consumer) => consumer.lagEvents === 0)) return;
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -207,9 +246,11 @@ function loadRequests(clients: Client[], step: number): LoadSpec['requests'] {
         headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': `growth-${step}-${c}-${j}` },
         body: JSON.stringify({ operationType: 'cash-in', amount: '1.00', phoneTo: phone, memo: 'growth bench' }),
       });
-      requests.push(j % 2 === 0
-        ? { method: 'GET', path: `/api/v1/distributors/${client.distributorID}/balance`, headers }
-        : { method: 'GET', path: `/api/v1/distributors/${client.distributorID}/operations?limit=20`, headers });
+      requests.push(
+        j % 2 === 0
+          ? { method: 'GET', path: `/api/v1/distributors/${client.distributorID}/balance`, headers }
+          : { method: 'GET', path: `/api/v1/distributors/${client.distributorID}/operations?limit=20`, headers },
+      );
     });
   }
   return requests;
@@ -224,7 +265,11 @@ function storeBytes(dataDir: string): number {
   return total;
 }
 
-export async function measureGrowth(sizes: number[], loadSeconds: number, log: (line: string) => void): Promise<GrowthStep[]> {
+export async function measureGrowth(
+  sizes: number[],
+  loadSeconds: number,
+  log: (line: string) => void,
+): Promise<GrowthStep[]> {
   const dir = tempDir('store-growth-');
   const logFile = join(dir.path, 'server.log');
   const generator = new HistoryGenerator();
@@ -237,7 +282,9 @@ export async function measureGrowth(sizes: number[], loadSeconds: number, log: (
     log(`growth: ${clients.length} keys with their users in ${((performance.now() - started) / 1000).toFixed(0)} s`);
     for (const [index, size] of sizes.entries()) {
       const appended = await generator.extendTo(stores.eventStore, size);
-      log(`growth: ${appended.events.toLocaleString('en-US')} events (${appended.operations.toLocaleString('en-US')} operations), this step appended in ${appended.seconds.toFixed(0)} s`);
+      log(
+        `growth: ${appended.events.toLocaleString('en-US')} events (${appended.operations.toLocaleString('en-US')} operations), this step appended in ${appended.seconds.toFixed(0)} s`,
+      );
       started = performance.now();
       await rebuildProjections(stores, allProjections(2));
       const readModelSeconds = (performance.now() - started) / 1000;
@@ -247,9 +294,12 @@ export async function measureGrowth(sizes: number[], loadSeconds: number, log: (
       // A server that ran before has its executor's, key-revocation and outbox checkpoints near the head: they
       // are not history to replay at each start (a first start on an imported history would, once).
       const head = await stores.eventStore.headPosition();
-      for (const projection of [EXECUTOR_CHECKPOINT, KEY_REVOCATION_CHECKPOINT, WEBHOOK_OUTBOX_CHECKPOINT]) await stores.readStore.commit([], { projection, position: head });
+      for (const projection of [EXECUTOR_CHECKPOINT, KEY_REVOCATION_CHECKPOINT, WEBHOOK_OUTBOX_CHECKPOINT])
+        await stores.readStore.commit([], { projection, position: head });
       await stores.close();
-      log(`growth: read models in ${readModelSeconds.toFixed(0)} s, sealed in ${sealSeconds.toFixed(0)} s; starting the server`);
+      log(
+        `growth: read models in ${readModelSeconds.toFixed(0)} s, sealed in ${sealSeconds.toFixed(0)} s; starting the server`,
+      );
 
       const { server, readySeconds } = await Server.start(dir.path, logFile);
       try {
@@ -259,19 +309,43 @@ export async function measureGrowth(sizes: number[], loadSeconds: number, log: (
         // Two rounds of the same load (new Idempotency-Keys each): what the first adds and whether the second adds more.
         const samples: Array<{ load: LoadResult; memory: MemorySample }> = [];
         for (const round of [0, 1]) {
-          const load = await runLoad({ url: server.url, connections: LOAD_CONNECTIONS, durationSeconds: loadSeconds, requests: loadRequests(clients, 2 * index + round) });
+          const load = await runLoad({
+            url: server.url,
+            connections: LOAD_CONNECTIONS,
+            durationSeconds: loadSeconds,
+            requests: loadRequests(clients, 2 * index + round),
+          });
           await server.caughtUp();
           const memory = await server.memory();
           samples.push({ load, memory });
-          log(`growth: after load ${round + 1}: ${describe(memory)}; load ${load.requestsPerSecond.toFixed(0)} req/s, non-2xx ${load.non2xx}`);
+          log(
+            `growth: after load ${round + 1}: ${describe(memory)}; load ${load.requestsPerSecond.toFixed(0)} req/s, non-2xx ${load.non2xx}`,
+          );
         }
         const [first, second] = samples as [(typeof samples)[0], (typeof samples)[0]];
-        steps.push({ events: head, operations: appended.operations, appendSeconds: appended.seconds, readModelSeconds, sealSeconds, storeBytes: storeBytes(dir.path), readySeconds, idle, afterLoad: first.memory, afterSecondLoad: second.memory, load: first.load, secondLoad: second.load, created: 0 });
+        steps.push({
+          events: head,
+          operations: appended.operations,
+          appendSeconds: appended.seconds,
+          readModelSeconds,
+          sealSeconds,
+          storeBytes: storeBytes(dir.path),
+          readySeconds,
+          idle,
+          afterLoad: first.memory,
+          afterSecondLoad: second.memory,
+          load: first.load,
+          secondLoad: second.load,
+          created: 0,
+        });
       } finally {
         await server.stop();
       }
       stores = await openStores({ dataDir: dir.path });
-      const created = await stores.eventStore.readAll({ fromPosition: head + 1, filter: { eventTypes: ['OperationRequested'] } });
+      const created = await stores.eventStore.readAll({
+        fromPosition: head + 1,
+        filter: { eventTypes: ['OperationRequested'] },
+      });
       steps.at(-1)!.created = created.length;
     }
     await stores.close();
@@ -282,4 +356,5 @@ export async function measureGrowth(sizes: number[], loadSeconds: number, log: (
 }
 
 export const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
-const describe = (m: MemorySample) => `RSS ${mb(m.rss)} MB, heap used ${mb(m.heapUsed)} of ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB, peak RSS ${mb(m.peakRss)} MB`;
+const describe = (m: MemorySample) =>
+  `RSS ${mb(m.rss)} MB, heap used ${mb(m.heapUsed)} of ${mb(m.heapTotal)} MB, external ${mb(m.external)} MB, peak RSS ${mb(m.peakRss)} MB`;

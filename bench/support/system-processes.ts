@@ -24,7 +24,10 @@ const BIN = `${ROOT}bin/wallet-ops.js`;
 /** What each layout starts: argv of each process; the first one serves the APIs. */
 const LAYOUTS: Record<Layout, string[][]> = {
   all: [['src/main.ts']],
-  split: [[BIN, 'serve', 'write-api', 'read-api'], [BIN, 'serve', 'projections', 'executor', 'webhooks']],
+  split: [
+    [BIN, 'serve', 'write-api', 'read-api'],
+    [BIN, 'serve', 'projections', 'executor', 'webhooks'],
+  ],
   write: [[BIN, 'serve', 'write-api']],
 };
 
@@ -44,7 +47,12 @@ export interface SeededRequests {
  * Seeds `dataDir` with `keys` distributors (a key each, a large balance) and `perKey` projected operations each,
  * then hands the still-open seeding system to `withSeed` (the read floors copy its documents) and closes it.
  */
-export async function seedSystem(dataDir: string, keys: number, perKey: number, withSeed: (sys: TestSystem) => Promise<void>): Promise<SeededRequests> {
+export async function seedSystem(
+  dataDir: string,
+  keys: number,
+  perKey: number,
+  withSeed: (sys: TestSystem) => Promise<void>,
+): Promise<SeededRequests> {
   const sys = await startTestSystem({ DATA_DIR: dataDir }, undefined, ['projections']);
   try {
     const phone = await sys.individual('+2348123456781', 'Bench Customer');
@@ -58,7 +66,9 @@ export async function seedSystem(dataDir: string, keys: number, perKey: number, 
       const headers = { authorization: `Bearer ${apiKey}` };
       const base = `/api/v1/distributors/${d.ref.id}`;
       requests.create.push({
-        method: 'POST', path: `${base}/operations`, headers: { ...headers, 'content-type': 'application/json' },
+        method: 'POST',
+        path: `${base}/operations`,
+        headers: { ...headers, 'content-type': 'application/json' },
         body: JSON.stringify({ operationType: 'cash-in', amount: '1.00', phoneTo: phone, memo: 'bench' }),
       });
       requests.list.push({ method: 'GET', path: `${base}/operations?limit=100`, headers });
@@ -68,11 +78,15 @@ export async function seedSystem(dataDir: string, keys: number, perKey: number, 
     const t0 = Date.now() - total * 60_000;
     for (let from = 0; from < total; from += 500) {
       const batch: StreamAppend[] = [];
-      for (let i = from; i < Math.min(total, from + 500); i++) batch.push(operationEvents(i, distributors[i % keys]!, new Date(t0 + i * 60_000)));
+      for (let i = from; i < Math.min(total, from + 500); i++)
+        batch.push(operationEvents(i, distributors[i % keys]!, new Date(t0 + i * 60_000)));
       await sys.system.stores.eventStore.appendMulti(batch);
     }
     const projections = allProjections(sys.config.ASSET_SCALE);
-    await waitFor(async () => (await projectionStatus(sys.system.stores, projections, 1)).every((s) => s.lagEvents === 0), 120_000);
+    await waitFor(
+      async () => (await projectionStatus(sys.system.stores, projections, 1)).every((s) => s.lagEvents === 0),
+      120_000,
+    );
     await withSeed(sys);
     return requests;
   } finally {
@@ -98,24 +112,38 @@ export async function startLayout(layout: Layout, dataDir: string): Promise<Runn
     const child = spawn(process.execPath, argv, {
       cwd: ROOT,
       env: {
-        ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(i === 0 ? port : await freePort()),
-        API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...knownLedgerEnv(dataDir), ...storeEnv,
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        DATA_DIR: dataDir,
+        HOST: '127.0.0.1',
+        PORT: String(i === 0 ? port : await freePort()),
+        API_KEY_RATE_LIMIT: '0',
+        AUTH_FAILURE_LIMIT: '0',
+        ...knownLedgerEnv(dataDir),
+        ...storeEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const index = outputs.push('') - 1;
-    const keep = (chunk: Buffer) => { outputs[index] = (outputs[index]! + chunk.toString()).slice(-8000); };
+    const keep = (chunk: Buffer) => {
+      outputs[index] = (outputs[index]! + chunk.toString()).slice(-8000);
+    };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     children.push(child);
   }
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
-    await Promise.all(children.map((child) => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    })));
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
   };
   try {
     await waitFor(async () => {
@@ -127,5 +155,10 @@ export async function startLayout(layout: Layout, dataDir: string): Promise<Runn
     await stop();
     throw error;
   }
-  return { url, pids: children.map((child) => child.pid!), ...(storeEnv.POSTGRES_URL ? { postgresUrl: storeEnv.POSTGRES_URL } : {}), stop };
+  return {
+    url,
+    pids: children.map((child) => child.pid!),
+    ...(storeEnv.POSTGRES_URL ? { postgresUrl: storeEnv.POSTGRES_URL } : {}),
+    stop,
+  };
 }

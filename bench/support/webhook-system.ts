@@ -20,7 +20,14 @@ import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { requestWebhookEndpoint, type WebhookCommandDeps } from '../../src/commands/webhooks.ts';
 import { approveAndCollectEndpoint } from '../../test/support/credentials.ts';
 import type { WebhookEventType } from '../../src/domain/events.ts';
-import { getRoute, WEBHOOK_COLLECTIONS, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
+import {
+  getRoute,
+  WEBHOOK_COLLECTIONS,
+  WEBHOOK_ATTEMPTS_COLLECTION,
+  WEBHOOK_DELIVERIES_COLLECTION,
+  type AttemptDoc,
+  type DeliveryDoc,
+} from '../../src/webhooks/deliveries.ts';
 import { webhookEventID } from '../../src/webhooks/webhook-events.ts';
 import { issue, waitUntilSettled } from '../../test/support/executor-system.ts';
 import { startTestSystem, waitFor, type TestParty } from '../../test/support/system.ts';
@@ -85,15 +92,28 @@ const webhooksProcess = apart ? spawnWalletOps(sys.config.DATA_DIR, ['webhooks']
 // This process reads the delivery log either way: its collections must be known to its read-store handle.
 if (apart) await sys.system.stores.readStore.defineCollections(WEBHOOK_COLLECTIONS);
 const secretsKey = embeddedSecretsKey(sys.config.DATA_DIR);
-const webhookDeps = (): WebhookCommandDeps => ({ ...sys.backOffice, secretsKey, allowInsecureLocalhost: sys.config.WEBHOOK_ALLOW_INSECURE_LOCALHOST });
+const webhookDeps = (): WebhookCommandDeps => ({
+  ...sys.backOffice,
+  secretsKey,
+  allowInsecureLocalhost: sys.config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,
+});
 
 // The floor subscriber: every OperationCompleted, from the start, woken by appends as the outbox is.
 const seen: SeenCompletion[] = [];
-const subscription = sys.system.stores.eventStore.subscribeToAll({ from: 'start', filter: { eventTypes: ['OperationCompleted'] } });
+const subscription = sys.system.stores.eventStore.subscribeToAll({
+  from: 'start',
+  filter: { eventTypes: ['OperationCompleted'] },
+});
 void (async () => {
   for await (const event of subscription) {
     const seenAt = wallNow();
-    seen.push({ eventID: webhookEventID(event.id, 'operation.completed'), operationID: (event.data as { operationID: string }).operationID, position: event.position, createdAt: Date.parse(event.createdAt), seenAt });
+    seen.push({
+      eventID: webhookEventID(event.id, 'operation.completed'),
+      operationID: (event.data as { operationID: string }).operationID,
+      position: event.position,
+      createdAt: Date.parse(event.createdAt),
+      seenAt,
+    });
   }
 })();
 
@@ -101,24 +121,41 @@ let distributor: TestParty | undefined;
 let checker: Awaited<ReturnType<typeof findUserByEmail>> | undefined;
 
 async function approve(operationID: string): Promise<void> {
-  await decideOperation(sys.backOffice, actingUser(checker!), operationID, { type: 'approve' }, userContext(checker!, randomUUID()));
+  await decideOperation(
+    sys.backOffice,
+    actingUser(checker!),
+    operationID,
+    { type: 'approve' },
+    userContext(checker!, randomUUID()),
+  );
 }
 
 /** POSTs `body` to `url` as the dispatcher's sender does (agent: false: a connection per request); resolves with the round trip. */
 function post(url: URL, body: string): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: url.hostname,
-      port: url.port,
-      path: url.pathname,
-      method: 'POST',
-      agent: false,
-      headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'x-sent-at': String(wallNow()) },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`floor POST answered ${res.statusCode}`))));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          'x-sent-at': String(wallNow()),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(performance.now() - started)
+            : reject(new Error(`floor POST answered ${res.statusCode}`)),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -132,14 +169,21 @@ async function handle(request: Request): Promise<unknown> {
       distributor = await sys.party('distributor');
       const { apiKey } = await distributor.key();
       checker = await findUserByEmail(sys.backOffice, distributor.checkerEmail);
-      const phones = await inParallel(Array.from({ length: request.phones }), 4, (_, i) => sys.individual(`+2348125${String(200_000 + i)}`, `Bench ${i}`));
+      const phones = await inParallel(Array.from({ length: request.phones }), 4, (_, i) =>
+        sys.individual(`+2348125${String(200_000 + i)}`, `Bench ${i}`),
+      );
       const funded = await waitUntilSettled(sys, await issue(sys, distributor.ref, request.float), 30_000);
       if (funded.status !== 'completed') throw new Error(`the distributor's float: ${funded.status}`);
       return { distributorID: distributor.ref.id, apiKey, phones, baseUrl: sys.baseUrl };
     }
     case 'endpoint': {
       const maker = await findUserByEmail(sys.backOffice, distributor!.makerEmail);
-      const { endpointID } = await requestWebhookEndpoint(webhookDeps(), maker, { url: request.url, eventTypes: request.eventTypes }, randomUUID());
+      const { endpointID } = await requestWebhookEndpoint(
+        webhookDeps(),
+        maker,
+        { url: request.url, eventTypes: request.eventTypes },
+        randomUUID(),
+      );
       const secret = await approveAndCollectEndpoint(webhookDeps(), checker!, maker, endpointID);
       // Measured operations start once the outbox routes to it.
       await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.status === 'active', 15_000);
@@ -154,17 +198,33 @@ async function handle(request: Request): Promise<unknown> {
     case 'completions':
       return seen.filter((s) => s.position > request.after);
     case 'deliveries': {
-      const count = (status: string) => sys.system.stores.readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { endpointID: request.endpointID, status } });
+      const count = (status: string) =>
+        sys.system.stores.readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, {
+          where: { endpointID: request.endpointID, status },
+        });
       return { pending: await count('pending'), delivered: await count('delivered'), failed: await count('failed') };
     }
     case 'timeline': {
       // Only for deliveries never retried: a retry moves nextAttemptAt.
       const where = { endpointID: request.endpointID };
-      const deliveries = await sys.system.stores.readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, { where });
-      const firstAttempts = new Map((await sys.system.stores.readStore.find<AttemptDoc>(WEBHOOK_ATTEMPTS_COLLECTION.name, { where: { ...where, attempt: 1 } })).map((a) => [a.deliveryID, a]));
+      const deliveries = await sys.system.stores.readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, {
+        where,
+      });
+      const firstAttempts = new Map(
+        (
+          await sys.system.stores.readStore.find<AttemptDoc>(WEBHOOK_ATTEMPTS_COLLECTION.name, {
+            where: { ...where, attempt: 1 },
+          })
+        ).map((a) => [a.deliveryID, a]),
+      );
       return deliveries
         .filter((d) => d.attempts === 1 && firstAttempts.has(d.id))
-        .map((d): DeliveryTimeline => ({ eventID: d.eventID, queuedAt: d.nextAttemptAt, attemptAt: Date.parse(firstAttempts.get(d.id)!.at), postMs: firstAttempts.get(d.id)!.durationMs }));
+        .map((d): DeliveryTimeline => ({
+          eventID: d.eventID,
+          queuedAt: d.nextAttemptAt,
+          attemptAt: Date.parse(firstAttempts.get(d.id)!.at),
+          postMs: firstAttempts.get(d.id)!.durationMs,
+        }));
     }
     case 'postFloor': {
       // Open loop at the rate, like the approvals: request i leaves at start + i / rate whatever the answers.
@@ -188,7 +248,12 @@ async function handle(request: Request): Promise<unknown> {
     case 'meterStop': {
       const used = process.cpuUsage(meter!.cpu);
       meter!.loop.disable();
-      const result: Meter = { cpuMs: (used.user + used.system) / 1000, loopDelayMeanMs: meter!.loop.mean / 1e6, loopDelayP99Ms: meter!.loop.percentile(99) / 1e6, loopDelayMaxMs: meter!.loop.max / 1e6 };
+      const result: Meter = {
+        cpuMs: (used.user + used.system) / 1000,
+        loopDelayMeanMs: meter!.loop.mean / 1e6,
+        loopDelayP99Ms: meter!.loop.percentile(99) / 1e6,
+        loopDelayMaxMs: meter!.loop.max / 1e6,
+      };
       meter = undefined;
       return result;
     }
@@ -207,7 +272,12 @@ process.on('message', (message: { id: number; request: Request }) => {
         if (message.request.cmd === 'close') process.disconnect();
       });
     },
-    (error: unknown) => send({ id: message.id, ok: false, error: error instanceof Error ? error.stack ?? error.message : String(error) }),
+    (error: unknown) =>
+      send({
+        id: message.id,
+        ok: false,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      }),
   );
 });
 send({ ready: true, baseUrl: sys.baseUrl, pid: process.pid });

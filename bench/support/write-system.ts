@@ -11,7 +11,11 @@ import { tempDir } from '../../test/support/temp-dir.ts';
 import { startTestSystem, type TestSystem } from '../../test/support/system.ts';
 import type { LoadSpec } from './load-generator.ts';
 
-export async function writeSystem(parties: number, env: Record<string, string> = {}, parts: readonly Part[] = ['write-api']): Promise<{ sys: TestSystem; requests: LoadSpec['requests'] }> {
+export async function writeSystem(
+  parties: number,
+  env: Record<string, string> = {},
+  parts: readonly Part[] = ['write-api'],
+): Promise<{ sys: TestSystem; requests: LoadSpec['requests'] }> {
   const sys = await startTestSystem(env, undefined, parts);
   const phone = await sys.individual('+2348123456781', 'Bench Customer');
   const requests: LoadSpec['requests'] = [];
@@ -37,7 +41,9 @@ export function insertBaselineApp(synced: boolean): { app: express.Express; clos
   const dir = tempDir();
   const db = openSqliteDatabase(`${dir.path}/baseline.sqlite`);
   if (!synced) db.pragma('synchronous = OFF');
-  db.exec('CREATE TABLE operations (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, stream TEXT, data TEXT, created_at TEXT)');
+  db.exec(
+    'CREATE TABLE operations (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, stream TEXT, data TEXT, created_at TEXT)',
+  );
   const insert = db.prepare('INSERT INTO operations (id, stream, data, created_at) VALUES (?, ?, ?, ?)');
   const app = express();
   app.post('/api/v1/distributors/:id/operations', express.json(), (req, res) => {

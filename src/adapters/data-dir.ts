@@ -35,6 +35,9 @@ export function ownerOnlyDataDir(dir: string, name = 'DATA_DIR'): void {
   const stat = statSync(dir);
   if (!stat.isDirectory()) throw new DataDirError(`${name} ${dir} is not a directory`);
   assertOwnedByUs(dir, stat, name);
-  if ((stat.mode & 0o1000) !== 0) throw new DataDirError(`${name} ${dir} is a shared directory (sticky bit, like /tmp): give wallet-ops a directory of its own, such as ${dir.replace(/\/+$/, '')}/wallet-ops`);
+  if ((stat.mode & 0o1000) !== 0)
+    throw new DataDirError(
+      `${name} ${dir} is a shared directory (sticky bit, like /tmp): give wallet-ops a directory of its own, such as ${dir.replace(/\/+$/, '')}/wallet-ops`,
+    );
   if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }

@@ -73,9 +73,17 @@ export function embedded(dataDir: string): StoreSelection {
  * write lock), or KurrentDB or PostgreSQL for the events and MongoDB or PostgreSQL for the read models, in any
  * combination.
  */
-export async function openStores(options: StoreSelection | EmbeddedOnly, decorators: StoreDecorators = {}): Promise<Stores> {
+export async function openStores(
+  options: StoreSelection | EmbeddedOnly,
+  decorators: StoreDecorators = {},
+): Promise<Stores> {
   const selection = 'dataDir' in options ? embedded(options.dataDir) : options;
-  const eventStore = await openEventStore(selection, decorators.eventStore, decorators.onGroupCommit, decorators.postgres);
+  const eventStore = await openEventStore(
+    selection,
+    decorators.eventStore,
+    decorators.onGroupCommit,
+    decorators.postgres,
+  );
   let readStore: ReadStore;
   try {
     readStore = await openReadStore(selection, decorators.readStore, decorators.postgres);
@@ -96,7 +104,17 @@ export async function openStores(options: StoreSelection | EmbeddedOnly, decorat
 // Every event store is wrapped in the hash chain (src/audit): tamper evidence computed by wallet-ops itself.
 // The server adapters are loaded only when chosen: their clients cost every CLI start a third of a second.
 export async function openEventStore(
-  selection: Pick<StoreSelection, 'DATA_DIR' | 'EVENT_STORE' | 'KURRENTDB_URL' | 'EVENT_STORE_COMMITS' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS' | 'STORE_BUSY_BUDGET_MS'>,
+  selection: Pick<
+    StoreSelection,
+    | 'DATA_DIR'
+    | 'EVENT_STORE'
+    | 'KURRENTDB_URL'
+    | 'EVENT_STORE_COMMITS'
+    | 'POSTGRES_URL'
+    | 'POSTGRES_POOL_SIZE'
+    | 'POSTGRES_STATEMENT_TIMEOUT_MS'
+    | 'STORE_BUSY_BUDGET_MS'
+  >,
   decorate: (store: EventStore) => EventStore = same,
   onGroupCommit?: (requests: number) => void,
   observer?: PoolObserver,
@@ -111,27 +129,63 @@ export async function openEventStore(
   }
   if (selection.EVENT_STORE === 'kurrentdb') {
     const { openKurrentDbEventStore } = await import('./kurrentdb/kurrentdb-event-store.ts');
-    return withHashChain(decorate(openKurrentDbEventStore({ connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb') })));
+    return withHashChain(
+      decorate(
+        openKurrentDbEventStore({
+          connectionString: required(selection.KURRENTDB_URL, 'KURRENTDB_URL', 'EVENT_STORE=kurrentdb'),
+        }),
+      ),
+    );
   }
   ownerOnlyDataDir(selection.DATA_DIR);
-  return withHashChain(decorate(openSqliteEventStore({ file: join(selection.DATA_DIR, 'events.sqlite'), commitOn: selection.EVENT_STORE_COMMITS ?? 'event-loop', ...busyBudget(selection), ...(onGroupCommit ? { onGroupCommit } : {}) })));
+  return withHashChain(
+    decorate(
+      openSqliteEventStore({
+        file: join(selection.DATA_DIR, 'events.sqlite'),
+        commitOn: selection.EVENT_STORE_COMMITS ?? 'event-loop',
+        ...busyBudget(selection),
+        ...(onGroupCommit ? { onGroupCommit } : {}),
+      }),
+    ),
+  );
 }
 
 export async function openReadStore(
-  selection: Pick<StoreSelection, 'DATA_DIR' | 'READ_STORE' | 'MONGODB_URL' | 'MONGODB_DATABASE' | 'POSTGRES_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS' | 'STORE_BUSY_BUDGET_MS'>,
+  selection: Pick<
+    StoreSelection,
+    | 'DATA_DIR'
+    | 'READ_STORE'
+    | 'MONGODB_URL'
+    | 'MONGODB_DATABASE'
+    | 'POSTGRES_URL'
+    | 'POSTGRES_POOL_SIZE'
+    | 'POSTGRES_STATEMENT_TIMEOUT_MS'
+    | 'STORE_BUSY_BUDGET_MS'
+  >,
   decorate: (store: ReadStore) => ReadStore = same,
   observer?: PoolObserver,
 ): Promise<ReadStore> {
   if (selection.READ_STORE === 'postgres') {
     const { openPostgresReadStore } = await import('./postgres/postgres-read-store.ts');
-    return decorate(await openPostgresReadStore(postgresConnection(selection, 'READ_STORE=postgres', 'wallet-ops read models', observer)));
+    return decorate(
+      await openPostgresReadStore(
+        postgresConnection(selection, 'READ_STORE=postgres', 'wallet-ops read models', observer),
+      ),
+    );
   }
   if (selection.READ_STORE === 'mongodb') {
     const { openMongoReadStore } = await import('./mongodb/mongodb-read-store.ts');
-    return decorate(openMongoReadStore({ url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'), database: selection.MONGODB_DATABASE }));
+    return decorate(
+      openMongoReadStore({
+        url: required(selection.MONGODB_URL, 'MONGODB_URL', 'READ_STORE=mongodb'),
+        database: selection.MONGODB_DATABASE,
+      }),
+    );
   }
   ownerOnlyDataDir(selection.DATA_DIR);
-  return decorate(openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite'), ...busyBudget(selection) }));
+  return decorate(
+    openSqliteReadStore({ file: join(selection.DATA_DIR, 'read-models.sqlite'), ...busyBudget(selection) }),
+  );
 }
 
 /**
@@ -143,11 +197,19 @@ export async function openReplicaReadStore(
   selection: Pick<StoreSelection, 'POSTGRES_READ_URL' | 'POSTGRES_POOL_SIZE' | 'POSTGRES_STATEMENT_TIMEOUT_MS'>,
   observer?: PoolObserver,
 ): Promise<ReadStore | undefined> {
-  const urls = (selection.POSTGRES_READ_URL ?? '').split(',').map((url) => url.trim()).filter((url) => url !== '');
+  const urls = (selection.POSTGRES_READ_URL ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '');
   if (urls.length === 0) return undefined;
   const { openPostgresReadStore } = await import('./postgres/postgres-read-store.ts');
   const url = urls[process.pid % urls.length]!;
-  const connection = postgresConnection({ ...selection, POSTGRES_URL: url }, 'POSTGRES_READ_URL', 'wallet-ops read replica', observer);
+  const connection = postgresConnection(
+    { ...selection, POSTGRES_URL: url },
+    'POSTGRES_READ_URL',
+    'wallet-ops read replica',
+    observer,
+  );
   return openPostgresReadStore({ ...connection, readOnly: true });
 }
 
@@ -177,7 +239,12 @@ export interface LedgerSelection {
  * the LEDGER_* knobs and `decorate` the FAULT_LEDGER_* injection, both around either ledger. Without a
  * selection, the embedded ledger.
  */
-export async function openLedger(options: { dataDir: string; selection?: LedgerSelection | undefined; faults?: LedgerFaults; decorate?: ((ledger: Ledger) => Ledger) | undefined }): Promise<Ledger> {
+export async function openLedger(options: {
+  dataDir: string;
+  selection?: LedgerSelection | undefined;
+  faults?: LedgerFaults;
+  decorate?: ((ledger: Ledger) => Ledger) | undefined;
+}): Promise<Ledger> {
   const decorate = options.decorate ?? same;
   const selection = options.selection;
   let ledger: Ledger;
@@ -200,7 +267,11 @@ export async function openLedger(options: { dataDir: string; selection?: LedgerS
   } else {
     ownerOnlyDataDir(options.dataDir);
     const busyBudgetMs = selection?.LEDGER_BUSY_BUDGET_MS;
-    ledger = openEmbeddedLedger({ file: join(options.dataDir, 'ledger.sqlite'), ...(busyBudgetMs ? { busyBudgetMs } : {}), ...(whileHolding ? { whileHolding } : {}) });
+    ledger = openEmbeddedLedger({
+      file: join(options.dataDir, 'ledger.sqlite'),
+      ...(busyBudgetMs ? { busyBudgetMs } : {}),
+      ...(whileHolding ? { whileHolding } : {}),
+    });
   }
   return decorate(withSimulatedLedgerFaults(ledger, options.faults ?? {}));
 }

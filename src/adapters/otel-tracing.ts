@@ -1,4 +1,13 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Link, type SpanContext } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Link,
+  type SpanContext,
+} from '@opentelemetry/api';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { validTraceparent, type SpanKindName, type Tracing } from '../ports/tracing.ts';
 
@@ -42,12 +51,19 @@ export function startOtelTracing(options: OtelTracingOptions): Tracing {
       });
       const span = tracer.startSpan(
         name,
-        { kind: KINDS[spanOptions.kind ?? 'internal'], ...(spanOptions.attributes ? { attributes: spanOptions.attributes } : {}), links, root: parent === undefined },
+        {
+          kind: KINDS[spanOptions.kind ?? 'internal'],
+          ...(spanOptions.attributes ? { attributes: spanOptions.attributes } : {}),
+          links,
+          root: parent === undefined,
+        },
         parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT,
       );
       const own = span.spanContext();
       // A span the sampler dropped still passes on its trace (flags 00), so that later steps stay in it.
-      const traceparent = validTraceparent(`00-${own.traceId}-${own.spanId}-${own.traceFlags.toString(16).padStart(2, '0')}`) ?? validTraceparent(spanOptions.parent);
+      const traceparent =
+        validTraceparent(`00-${own.traceId}-${own.spanId}-${own.traceFlags.toString(16).padStart(2, '0')}`) ??
+        validTraceparent(spanOptions.parent);
       try {
         return await fn({
           traceparent,

@@ -141,7 +141,9 @@ function read(file: string): Buffer {
   if (!stat.isFile()) throw new DataDirError(`${file} is not a file`);
   assertOwnedByUs(file, stat, 'the secrets key file');
   if ((stat.mode & 0o077) !== 0) {
-    throw new DataDirError(`${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}); it must be owner-only: chmod 600 ${file}`);
+    throw new DataDirError(
+      `${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}); it must be owner-only: chmod 600 ${file}`,
+    );
   }
   const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
   if (key.length !== 32) throw new DataDirError(`${file} does not hold a 32-byte key in base64`);

@@ -44,7 +44,11 @@ export interface ExportResult {
   lastPosition: number | null;
 }
 
-export async function exportEvents(store: EventStore, file: string, options: ExportOptions = {}): Promise<ExportResult> {
+export async function exportEvents(
+  store: EventStore,
+  file: string,
+  options: ExportOptions = {},
+): Promise<ExportResult> {
   const head = await store.headPosition();
   const to = Math.min(options.toPosition ?? head, head);
   const pageSize = options.pageSize ?? 5000;
@@ -57,7 +61,12 @@ export async function exportEvents(store: EventStore, file: string, options: Exp
   try {
     let from = options.fromPosition ?? 0;
     while (from <= to) {
-      const page = await store.readAll({ fromPosition: from, toPosition: to, maxCount: pageSize, ...(filter ? { filter } : {}) });
+      const page = await store.readAll({
+        fromPosition: from,
+        toPosition: to,
+        maxCount: pageSize,
+        ...(filter ? { filter } : {}),
+      });
       if (page.length === 0) break;
       let chunk = '';
       for (const event of page) chunk += `${exportLine(event)}\n`;
@@ -70,7 +79,13 @@ export async function exportEvents(store: EventStore, file: string, options: Exp
       options.onProgress?.(result.lastPosition, to);
     }
     const whole = (options.fromPosition ?? 0) <= 1 && to === head && filter === undefined;
-    const end: EndOfExport = { events: result.events, lastID: last?.id ?? null, lastHash: last ? hashOf(last) : null, lastPosition: result.lastPosition, whole };
+    const end: EndOfExport = {
+      events: result.events,
+      lastID: last?.id ?? null,
+      lastHash: last ? hashOf(last) : null,
+      lastPosition: result.lastPosition,
+      whole,
+    };
     writeSync(fd, `${JSON.stringify({ [END_MARKER]: end })}\n`);
   } finally {
     closeSync(fd);
@@ -94,7 +109,10 @@ export class ImportRefusedError extends Error {
 }
 
 async function* readLines(file: string): AsyncGenerator<{ line: string; number: number }> {
-  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 }), crlfDelay: Infinity });
+  const lines = createInterface({
+    input: createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 }),
+    crlfDelay: Infinity,
+  });
   let number = 0;
   for await (const line of lines) {
     number += 1;
@@ -113,7 +131,8 @@ function parseEntry(line: string, number: number): Entry {
   }
   const end = value[END_MARKER];
   if (end !== undefined) {
-    if (typeof end !== 'object' || end === null || !Number.isSafeInteger(end.events)) throw new ImportRefusedError(`line ${number}: the end marker is malformed`);
+    if (typeof end !== 'object' || end === null || !Number.isSafeInteger(end.events))
+      throw new ImportRefusedError(`line ${number}: the end marker is malformed`);
     return { end };
   }
   return { event: asEvent(value, number) };
@@ -127,7 +146,10 @@ export function readEndOfExport(file: string): EndOfExport | undefined {
     const length = Math.min(size, 64 * 1024);
     const buffer = Buffer.alloc(length);
     readSync(fd, buffer, 0, length, size - length);
-    const lines = buffer.toString('utf8').split('\n').filter((line) => line.trim() !== '');
+    const lines = buffer
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '');
     const lastLine = lines.at(-1);
     if (lastLine === undefined || !lastLine.includes(`"${END_MARKER}"`)) return undefined;
     const entry = parseEntry(lastLine, 0);
@@ -141,9 +163,19 @@ export function readEndOfExport(file: string): EndOfExport | undefined {
 }
 
 function asEvent(value: Partial<RecordedEvent>, number: number): RecordedEvent {
-  if (typeof value.id !== 'string' || typeof value.stream !== 'string' || typeof value.type !== 'string' || !Number.isSafeInteger(value.revision)
-    || !Number.isSafeInteger(value.position) || value.data === undefined || typeof value.metadata !== 'object' || value.metadata === null) {
-    throw new ImportRefusedError(`line ${number} is not an exported event (id, stream, revision, type, data, metadata, position)`);
+  if (
+    typeof value.id !== 'string' ||
+    typeof value.stream !== 'string' ||
+    typeof value.type !== 'string' ||
+    !Number.isSafeInteger(value.revision) ||
+    !Number.isSafeInteger(value.position) ||
+    value.data === undefined ||
+    typeof value.metadata !== 'object' ||
+    value.metadata === null
+  ) {
+    throw new ImportRefusedError(
+      `line ${number} is not an exported event (id, stream, revision, type, data, metadata, position)`,
+    );
   }
   return value as RecordedEvent;
 }
@@ -176,14 +208,19 @@ export async function checkExportFile(file: string, maxProblems = 20): Promise<I
   for await (const { line, number } of readLines(file)) {
     if (!line.includes(`"${SEALS_STREAM}"`)) continue;
     const { event } = parseEntry(line, number);
-    if (event?.stream === SEALS_STREAM) seals.push({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
+    if (event?.stream === SEALS_STREAM)
+      seals.push({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
   }
   let served = false;
-  const sealChecker = new SealChecker('ids', async () => {
-    if (served) return [];
-    served = true;
-    return seals;
-  }, (problem) => log.add(problem));
+  const sealChecker = new SealChecker(
+    'ids',
+    async () => {
+      if (served) return [];
+      served = true;
+      return seals;
+    },
+    (problem) => log.add(problem),
+  );
   await sealChecker.prepare(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   const chains = new ChainChecker(log);
   let events = 0;
@@ -202,16 +239,32 @@ export async function checkExportFile(file: string, maxProblems = 20): Promise<I
     }
     const event = entry.event;
     last = event;
-    if (event.position <= lastPosition) log.add({ check: 'chain', position: event.position, stream: event.stream, detail: `line ${number}: position ${event.position} after ${lastPosition} (not in global order)` });
+    if (event.position <= lastPosition)
+      log.add({
+        check: 'chain',
+        position: event.position,
+        stream: event.stream,
+        detail: `line ${number}: position ${event.position} after ${lastPosition} (not in global order)`,
+      });
     lastPosition = event.position;
     sealChecker.feed(event, chains.check(event));
     events += 1;
   }
   await sealChecker.finish();
   if (end === undefined) {
-    log.add({ check: 'completeness', detail: `no end marker after ${events} events: the export is incomplete (cut short or truncated); export again` });
-  } else if (end.events !== events || end.lastID !== (last?.id ?? null) || end.lastHash !== (last ? hashOf(last) : null)) {
-    log.add({ check: 'completeness', detail: `the end marker says ${end.events} events ending with ${end.lastID ?? '-'}, the file holds ${events} ending with ${last?.id ?? '-'}: the export is incomplete or altered` });
+    log.add({
+      check: 'completeness',
+      detail: `no end marker after ${events} events: the export is incomplete (cut short or truncated); export again`,
+    });
+  } else if (
+    end.events !== events ||
+    end.lastID !== (last?.id ?? null) ||
+    end.lastHash !== (last ? hashOf(last) : null)
+  ) {
+    log.add({
+      check: 'completeness',
+      detail: `the end marker says ${end.events} events ending with ${end.lastID ?? '-'}, the file holds ${events} ending with ${last?.id ?? '-'}: the export is incomplete or altered`,
+    });
   }
   return { events, streams: chains.streams, seals: seals.length, problems, problemCount, end };
 }
@@ -238,7 +291,13 @@ export const MAX_APPEND_BYTES = 512 * 1024;
 const EVENT_OVERHEAD_BYTES = 200;
 
 function eventBytes(event: NewEvent, stream: string): number {
-  return Buffer.byteLength(JSON.stringify(event.data)) + Buffer.byteLength(JSON.stringify(event.metadata ?? {})) + Buffer.byteLength(event.type) + Buffer.byteLength(stream) + EVENT_OVERHEAD_BYTES;
+  return (
+    Buffer.byteLength(JSON.stringify(event.data)) +
+    Buffer.byteLength(JSON.stringify(event.metadata ?? {})) +
+    Buffer.byteLength(event.type) +
+    Buffer.byteLength(stream) +
+    EVENT_OVERHEAD_BYTES
+  );
 }
 
 /**
@@ -257,7 +316,10 @@ function eventBytes(event: NewEvent, stream: string): number {
 export async function importEvents(
   store: EventStore,
   file: string,
-  options: { onProgress?: (events: number, total: number) => void; onStart?: (end: EndOfExport, skipped: number) => void } = {},
+  options: {
+    onProgress?: (events: number, total: number) => void;
+    onStart?: (end: EndOfExport, skipped: number) => void;
+  } = {},
 ): Promise<ImportResult> {
   const check = await checkExportFile(file);
   if (check.problemCount > 0) {
@@ -297,7 +359,11 @@ export async function importEvents(
       last.events.push(newEvent);
     } else {
       if (inBatch.has(event.stream)) await flush();
-      batch.push({ stream: event.stream, events: [newEvent], expectedRevision: event.revision === 0 ? 'no_stream' : event.revision - 1 });
+      batch.push({
+        stream: event.stream,
+        events: [newEvent],
+        expectedRevision: event.revision === 0 ? 'no_stream' : event.revision - 1,
+      });
       inBatch.add(event.stream);
     }
     batchEvents += 1;
@@ -316,7 +382,9 @@ async function importedPrefix(store: EventStore, file: string): Promise<number> 
   const head = await store.headPosition();
   if (head === 0) return 0;
   const refuse = (why: string) =>
-    new ImportRefusedError(`the target event store is not empty and does not hold the start of this export (${why}): an import only goes into an empty store, or resumes an import of the same file`);
+    new ImportRefusedError(
+      `the target event store is not empty and does not hold the start of this export (${why}): an import only goes into an empty store, or resumes an import of the same file`,
+    );
   let from = 0;
   let page: RecordedEvent[] = [];
   let index = 0;
@@ -331,8 +399,15 @@ async function importedPrefix(store: EventStore, file: string): Promise<number> 
       from = page[page.length - 1]!.position + 1;
     }
     const stored = page[index++]!;
-    if (stored.id !== event.id || stored.stream !== event.stream || stored.revision !== event.revision || hashOf(stored) !== hashOf(event)) {
-      throw refuse(`its event ${matched + 1} is ${stored.id} of ${stored.stream}, the file's is ${event.id} of ${event.stream}`);
+    if (
+      stored.id !== event.id ||
+      stored.stream !== event.stream ||
+      stored.revision !== event.revision ||
+      hashOf(stored) !== hashOf(event)
+    ) {
+      throw refuse(
+        `its event ${matched + 1} is ${stored.id} of ${stored.stream}, the file's is ${event.id} of ${event.stream}`,
+      );
     }
     matched += 1;
   }

@@ -28,15 +28,26 @@ export async function describeFailedButMoved(
   for (const { operationID, tx } of found) {
     const op = business.operations.get(operationID)!;
     const events = await store.readStream(`operation-${operationID}`);
-    const requested = events.find((e) => e.type === 'OperationRequested')?.data as { operationType?: string } | undefined;
-    const failed = [...events].reverse().find((e) => e.type === 'OperationFailed')?.data as { failedAt?: string; lastError?: string } | undefined;
+    const requested = events.find((e) => e.type === 'OperationRequested')?.data as
+      { operationType?: string } | undefined;
+    const failed = [...events].reverse().find((e) => e.type === 'OperationFailed')?.data as
+      { failedAt?: string; lastError?: string } | undefined;
     const possibleRetries: string[] = [];
     for (const id of order.slice((index.get(operationID) ?? order.length) + 1)) {
       const other = business.operations.get(id)!;
-      if (other.status === 'completed' && other.payer === op.payer && other.payee === op.payee && other.amount === op.amount) possibleRetries.push(id);
+      if (
+        other.status === 'completed' &&
+        other.payer === op.payer &&
+        other.payee === op.payee &&
+        other.amount === op.amount
+      )
+        possibleRetries.push(id);
       if (possibleRetries.length === MAX_RETRIES_NAMED) break;
     }
-    const retried = possibleRetries.length > 0 ? `; the client may have paid again as ${possibleRetries.join(', ')} (refund that payment once the movement is recorded)` : '';
+    const retried =
+      possibleRetries.length > 0
+        ? `; the client may have paid again as ${possibleRetries.join(', ')} (refund that payment once the movement is recorded)`
+        : '';
     described.push({
       operationID,
       operationType: requested?.operationType ?? 'unknown',
@@ -46,7 +57,12 @@ export async function describeFailedButMoved(
       fee: op.fee,
       failedAt: failed?.failedAt ?? null,
       lastError: failed?.lastError ?? null,
-      ledgerTransaction: { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt, legs: tx.legs },
+      ledgerTransaction: {
+        sequenceNumber: tx.sequenceNumber,
+        blockchainID: tx.blockchainID,
+        createdAt: tx.createdAt,
+        legs: tx.legs,
+      },
       possibleRetries,
       settle:
         `the ledger moved ${op.amount} (fee ${op.fee}) from ${op.payer} to ${op.payee} as transaction ${tx.sequenceNumber}; ` +

@@ -68,21 +68,35 @@ export interface HashedContent {
 /** The hash an event should carry: SHA-256 over its canonical content, `metadata.hash` left out. */
 export function eventHash(event: HashedContent): string {
   return contentHash(
-    canonicalJson(event.data), canonicalJson(event.id), canonicalJsonWithout(event.metadata ?? {}, 'hash'),
-    canonicalJson(event.revision), canonicalJson(event.stream), canonicalJson(event.type),
+    canonicalJson(event.data),
+    canonicalJson(event.id),
+    canonicalJsonWithout(event.metadata ?? {}, 'hash'),
+    canonicalJson(event.revision),
+    canonicalJson(event.stream),
+    canonicalJson(event.type),
   );
 }
 
 /** eventHash from the canonical JSON of each part (an append writes its stream's once for all its events). */
-function contentHash(data: string, id: string, metadata: string, revision: string, stream: string, type: string): string {
+function contentHash(
+  data: string,
+  id: string,
+  metadata: string,
+  revision: string,
+  stream: string,
+  type: string,
+): string {
   // canonicalJson({data, id, metadata, revision, stream, type}), keys in their sorted order, built without copies.
-  return sha256(`{"data":${data},"id":${id},"metadata":${metadata},"revision":${revision},"stream":${stream},"type":${type}}`);
+  return sha256(
+    `{"data":${data},"id":${id},"metadata":${metadata},"revision":${revision},"stream":${stream},"type":${type}}`,
+  );
 }
 
 /** SHA-256 in hex; the one-shot crypto.hash where Node has it (>= 20.12), which is faster. */
-export const sha256: (text: string) => string = typeof (crypto as { hash?: unknown }).hash === 'function'
-  ? (text) => crypto.hash('sha256', text, 'hex')
-  : (text) => crypto.createHash('sha256').update(text).digest('hex');
+export const sha256: (text: string) => string =
+  typeof (crypto as { hash?: unknown }).hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'hex')
+    : (text) => crypto.createHash('sha256').update(text).digest('hex');
 
 /** The hash an event carries, or for an event stored before the chain existed, the hash it would carry. */
 export function storedHash(event: RecordedEvent): string {
@@ -156,7 +170,11 @@ const isLoose = (base: Base): boolean => base.loose;
 
 function wellFormed(requests: StreamAppend[]): boolean {
   if (requests.length === 0) return false;
-  if (requests.length > 16) return requests.every((request) => request.events.length > 0) && new Set(requests.map((request) => request.stream)).size === requests.length;
+  if (requests.length > 16)
+    return (
+      requests.every((request) => request.events.length > 0) &&
+      new Set(requests.map((request) => request.stream)).size === requests.length
+    );
   for (let i = 0; i < requests.length; i++) {
     if (requests[i]!.events.length === 0) return false;
     for (let j = 0; j < i; j++) if (requests[j]!.stream === requests[i]!.stream) return false;
@@ -207,7 +225,11 @@ class HashChainedStore implements EventStore {
     return this.plan(requests, turn, before);
   }
 
-  private async plan(requests: StreamAppend[], turn: Turn, before: Array<Promise<void>> | null): Promise<AppendResult[]> {
+  private async plan(
+    requests: StreamAppend[],
+    turn: Turn,
+    before: Array<Promise<void>> | null,
+  ): Promise<AppendResult[]> {
     try {
       if (before) await Promise.all(before);
       const bases = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
@@ -220,17 +242,28 @@ class HashChainedStore implements EventStore {
   }
 
   /** The commit's result; a conflict on a stream the caller did not pin (`any`, `stream_exists`) is tried again. */
-  private settle(committed: Promise<AppendResult[]>, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
+  private settle(
+    committed: Promise<AppendResult[]>,
+    requests: StreamAppend[],
+    bases: Base[],
+    attempt: number,
+  ): Promise<AppendResult[]> {
     // Only a loose base can be retried; an exact one is answered as the store answers (one promise less per append).
     if (!bases.some(isLoose)) return committed;
     return committed.catch((error: unknown) => this.retry(error, requests, bases, attempt));
   }
 
-  private async retry(error: unknown, requests: StreamAppend[], bases: Base[], attempt: number): Promise<AppendResult[]> {
+  private async retry(
+    error: unknown,
+    requests: StreamAppend[],
+    bases: Base[],
+    attempt: number,
+  ): Promise<AppendResult[]> {
     if (!(error instanceof WrongExpectedVersionError)) throw error;
     const index = requests.findIndex((request) => request.stream === error.stream);
     if (index === -1 || !bases[index]!.loose) throw error;
-    if (attempt >= this.looseAttempts) throw new WrongExpectedVersionError(error.stream, requests[index]!.expectedRevision, error.actual);
+    if (attempt >= this.looseAttempts)
+      throw new WrongExpectedVersionError(error.stream, requests[index]!.expectedRevision, error.actual);
     const again = await Promise.all(requests.map((request) => this.baseOf(request.stream, request.expectedRevision)));
     return this.settle(this.submit(requests, again), requests, again, attempt + 1);
   }
@@ -276,7 +309,14 @@ class HashChainedStore implements EventStore {
         const data = canonicalJson(event.data);
         const hashed = canonicalJson(metadata); // has no `hash` yet; never "{}": it has previousHash
         // A uuid of ours has nothing to escape; a revision is an integer.
-        previousHash = contentHash(data, event.id === undefined ? `"${id}"` : canonicalJson(id), hashed, `${revision}`, stream, canonicalJson(event.type));
+        previousHash = contentHash(
+          data,
+          event.id === undefined ? `"${id}"` : canonicalJson(id),
+          hashed,
+          `${revision}`,
+          stream,
+          canonicalJson(event.type),
+        );
         metadata.hash = previousHash;
         // The store may keep these strings rather than serialize data and metadata again (hash first: still JSON
         // of the same metadata, whose hash covers it without `hash`, whatever the key order).
@@ -295,7 +335,8 @@ class HashChainedStore implements EventStore {
         return true;
       },
       () => {
-        for (let i = 0; i < heads.length; i++) if (this.heads.get(requests[i]!.stream) === heads[i]) this.heads.delete(requests[i]!.stream);
+        for (let i = 0; i < heads.length; i++)
+          if (this.heads.get(requests[i]!.stream) === heads[i]) this.heads.delete(requests[i]!.stream);
         return false;
       },
     );
@@ -337,7 +378,8 @@ class HashChainedStore implements EventStore {
     if (!loose) {
       const [event] = await this.inner.readStream(stream, { fromRevision: expected as number, maxCount: 1 });
       // Not there: the store is not at that revision, and the append would fail the same way.
-      if (!event || event.revision !== expected) throw new WrongExpectedVersionError(stream, expected, await this.actualRevision(stream));
+      if (!event || event.revision !== expected)
+        throw new WrongExpectedVersionError(stream, expected, await this.actualRevision(stream));
       return { expected: event.revision, revision: event.revision, hash: storedHash(event), loose };
     }
     const [last] = await this.inner.readStream(stream, { direction: 'backwards', maxCount: 1 });
@@ -361,7 +403,8 @@ class HashChainedStore implements EventStore {
     const turn: Turn = { streams: requests.map((request) => request.stream), done: false, waiters: null };
     for (const stream of turn.streams) {
       const previous = this.turns.get(stream);
-      if (previous && !previous.done) (before ??= []).push(new Promise<void>((resolve) => (previous.waiters ??= []).push(resolve)));
+      if (previous && !previous.done)
+        (before ??= []).push(new Promise<void>((resolve) => (previous.waiters ??= []).push(resolve)));
       this.turns.set(stream, turn);
     }
     return { turn, before };

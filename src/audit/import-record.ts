@@ -36,7 +36,13 @@ export function readImportRecord(dataDir: string): ImportRecord | undefined {
 }
 
 export function expectedFromRecord(record: ImportRecord, dataDir: string): ExpectedHistory {
-  return { events: record.events, lastID: record.lastID, lastHash: record.lastHash, source: `the import record ${importRecordPath(dataDir)}`, complete: record.completedAt !== null };
+  return {
+    events: record.events,
+    lastID: record.lastID,
+    lastHash: record.lastHash,
+    source: `the import record ${importRecordPath(dataDir)}`,
+    complete: record.completedAt !== null,
+  };
 }
 
 export function expectedFromExport(end: EndOfExport, file: string): ExpectedHistory {

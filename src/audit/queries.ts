@@ -26,7 +26,12 @@ export interface BalanceAsOf {
  * (createdAt, the store's commit time) at or before `asOf`. The stream is read in commit order, so the fold
  * stops at the first event committed after `asOf`.
  */
-export async function balanceAsOf(store: EventStore, wallet: WalletRef, asOf: Date, assetScale: number): Promise<BalanceAsOf> {
+export async function balanceAsOf(
+  store: EventStore,
+  wallet: WalletRef,
+  asOf: Date,
+  assetScale: number,
+): Promise<BalanceAsOf> {
   const until = asOf.toISOString();
   const stream = streams.wallet(wallet);
   let balance = 0n;
@@ -71,7 +76,9 @@ class Directory {
   email(userID: string): Promise<string | null> {
     let found = this.users.get(userID);
     if (!found) {
-      found = this.first(streams.user(userID)).then((event) => (event?.type === 'UserAdded' ? (event.data as { email: string }).email : null));
+      found = this.first(streams.user(userID)).then((event) =>
+        event?.type === 'UserAdded' ? (event.data as { email: string }).email : null,
+      );
       this.users.set(userID, found);
     }
     return found;
@@ -80,7 +87,9 @@ class Directory {
   label(keyID: string): Promise<string | null> {
     let found = this.keys.get(keyID);
     if (!found) {
-      found = this.first(streams.apiKey(keyID)).then((event) => (event?.type === 'ApiKeyRequested' ? (event.data as { label: string }).label : null));
+      found = this.first(streams.apiKey(keyID)).then((event) =>
+        event?.type === 'ApiKeyRequested' ? (event.data as { label: string }).label : null,
+      );
       this.keys.set(keyID, found);
     }
     return found;
@@ -225,14 +234,19 @@ async function entry(event: RecordedEvent, directory: Directory): Promise<Histor
 }
 
 /** The operation's stage inside the service after its last event (the audit shows the executor's stages too). */
-const statusAfterLast = (type: string | undefined): string => (type !== undefined && isOperationEventType(type) ? statusAfter(type) : 'unknown');
+const statusAfterLast = (type: string | undefined): string =>
+  type !== undefined && isOperationEventType(type) ? statusAfter(type) : 'unknown';
 
 /**
  * The streams an operation's commands write besides its own, named by the operation itself: the payer's hold,
  * releases and debit, the payee's and the fee account's credits, the key's daily volume.
  */
 function companionStreams(data: OperationRequested['data']): string[] {
-  const names = [streams.wallet(data.payer), streams.wallet(data.payee), streams.wallet({ kind: 'platform', id: 'fees' })];
+  const names = [
+    streams.wallet(data.payer),
+    streams.wallet(data.payee),
+    streams.wallet({ kind: 'platform', id: 'fees' }),
+  ];
   if (data.keyID !== null && data.volumeDay !== null) names.push(streams.keyVolume(data.keyID, data.volumeDay));
   return [...new Set(names)];
 }
@@ -245,7 +259,13 @@ const BESIDE = 3;
  * is found by bisection (positions only compared, never computed: on KurrentDB a number next to a position
  * is not necessarily one a read may start at), then BESIDE events before and after it are read.
  */
-async function streamEventsBeside(store: EventStore, stream: string, length: number, position: number, read: (revision: number) => Promise<RecordedEvent | undefined>): Promise<RecordedEvent[]> {
+async function streamEventsBeside(
+  store: EventStore,
+  stream: string,
+  length: number,
+  position: number,
+  read: (revision: number) => Promise<RecordedEvent | undefined>,
+): Promise<RecordedEvent[]> {
   let lo = 0;
   let hi = length;
   while (lo < hi) {
@@ -268,7 +288,8 @@ async function streamEventsBeside(store: EventStore, stream: string, length: num
 export async function operationHistory(store: EventStore, operationID: string): Promise<OperationHistory> {
   const own = await store.readStream(streams.operation(operationID));
   const requested = own[0];
-  if (!requested || requested.type !== 'OperationRequested') throw new DomainError('NOT_FOUND', `operation ${operationID} does not exist`);
+  if (!requested || requested.type !== 'OperationRequested')
+    throw new DomainError('NOT_FOUND', `operation ${operationID} does not exist`);
   const correlations = new Set(own.map((event) => event.metadata?.correlationId));
   const related = new Map<number, RecordedEvent>();
   for (const stream of companionStreams(requested.data as OperationRequested['data'])) {
@@ -318,7 +339,15 @@ export interface KeyHistory {
   /** Who decided on those requests (emails). */
   checkers: string[];
   lifecycle: Array<HistoryEntry & { by: string; role: 'maker' | 'checker' }>;
-  operations: Array<{ operationID: string; operationType: string; amount: string; fee: string; createdAt: string; position: number; status: string }>;
+  operations: Array<{
+    operationID: string;
+    operationType: string;
+    amount: string;
+    fee: string;
+    createdAt: string;
+    position: number;
+    status: string;
+  }>;
 }
 
 const KEY_STATUS: Record<string, string> = {
@@ -334,7 +363,8 @@ const KEY_STATUS: Record<string, string> = {
 export async function keyHistory(store: EventStore, keyID: string, now = new Date()): Promise<KeyHistory> {
   const events = await store.readStream(streams.apiKey(keyID));
   const requested = events[0];
-  if (!requested || requested.type !== 'ApiKeyRequested') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
+  if (!requested || requested.type !== 'ApiKeyRequested')
+    throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
   const directory = new Directory(store);
   const makers = new Set<string>();
   const checkers = new Set<string>();
@@ -342,9 +372,20 @@ export async function keyHistory(store: EventStore, keyID: string, now = new Dat
   let expiresAt: string | null = null;
   for (const event of events) {
     const d = event.data as Record<string, unknown>;
-    const makerSide = ['ApiKeyRequested', 'ApiKeyRevocationRequested', 'ApiKeyRequestWithdrawn', 'ApiKeyRotationRequested', 'ApiKeyRotationWithdrawn'].includes(event.type);
+    const makerSide = [
+      'ApiKeyRequested',
+      'ApiKeyRevocationRequested',
+      'ApiKeyRequestWithdrawn',
+      'ApiKeyRotationRequested',
+      'ApiKeyRotationWithdrawn',
+    ].includes(event.type);
     // A previous secret ended at a departure: the system ended it (the event names who left).
-    const userID = d.requestedBy ?? d.approvedBy ?? d.rejectedBy ?? d.withdrawnBy ?? (event.type === 'ApiKeyPreviousSecretEnded' ? 'system' : undefined);
+    const userID =
+      d.requestedBy ??
+      d.approvedBy ??
+      d.rejectedBy ??
+      d.withdrawnBy ??
+      (event.type === 'ApiKeyPreviousSecretEnded' ? 'system' : undefined);
     const by = await directory.who(userID);
     (makerSide ? makers : checkers).add(by);
     if (event.type === 'ApiKeyApproved') expiresAt = d.expiresAt as string;
@@ -352,21 +393,50 @@ export async function keyHistory(store: EventStore, keyID: string, now = new Dat
   }
   // A secret rotation leaves the status as it was: the status is the last lifecycle event's.
   let status = KEY_STATUS[[...events].reverse().find((event) => event.type in KEY_STATUS)!.type] ?? 'unknown';
-  if ((status === 'active' || status === 'revocation_pending') && expiresAt !== null && now.toISOString() >= expiresAt) status = 'expired';
+  if ((status === 'active' || status === 'revocation_pending') && expiresAt !== null && now.toISOString() >= expiresAt)
+    status = 'expired';
 
   const operations: KeyHistory['operations'] = [];
   let from = 0;
   for (;;) {
-    const page = await store.readAll({ fromPosition: from, maxCount: 5000, filter: { eventTypes: ['OperationRequested'] } });
+    const page = await store.readAll({
+      fromPosition: from,
+      maxCount: 5000,
+      filter: { eventTypes: ['OperationRequested'] },
+    });
     for (const event of page) {
-      const d = event.data as { keyID: string | null; operationID: string; operationType: string; amount: string; fee: string; createdAt: string };
+      const d = event.data as {
+        keyID: string | null;
+        operationID: string;
+        operationType: string;
+        amount: string;
+        fee: string;
+        createdAt: string;
+      };
       if (d.keyID !== keyID) continue;
       const [last] = await store.readStream(streams.operation(d.operationID), { direction: 'backwards', maxCount: 1 });
-      operations.push({ operationID: d.operationID, operationType: d.operationType, amount: d.amount, fee: d.fee, createdAt: d.createdAt, position: event.position, status: statusAfterLast(last?.type) });
+      operations.push({
+        operationID: d.operationID,
+        operationType: d.operationType,
+        amount: d.amount,
+        fee: d.fee,
+        createdAt: d.createdAt,
+        position: event.position,
+        status: statusAfterLast(last?.type),
+      });
     }
     if (page.length < 5000) break;
     from = page[page.length - 1]!.position + 1;
   }
   const data = requested.data as { label: string; party: { type: string; id: string } };
-  return { keyID, label: data.label, party: `${data.party.type}:${data.party.id}`, status, makers: [...makers], checkers: [...checkers], lifecycle, operations };
+  return {
+    keyID,
+    label: data.label,
+    party: `${data.party.type}:${data.party.id}`,
+    status,
+    makers: [...makers],
+    checkers: [...checkers],
+    lifecycle,
+    operations,
+  };
 }

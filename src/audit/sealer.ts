@@ -1,7 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { type EventStore, type RecordedEvent, WrongExpectedVersionError } from '../ports/event-store.ts';
-import { checkpointIn, Follower, Resubscribe, type ConsumerLogger, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
-import { GENESIS_DIGEST, type HistorySealedData, type RecordedSeal, SEAL_EVENT_TYPE, SEALS_STREAM, SealAccumulator, findSealedEvent, isSealEvent } from './seals.ts';
+import {
+  checkpointIn,
+  Follower,
+  Resubscribe,
+  type ConsumerLogger,
+  type SupervisedConsumer,
+  type Supervision,
+} from '../shared/follower.ts';
+import {
+  GENESIS_DIGEST,
+  type HistorySealedData,
+  type RecordedSeal,
+  SEAL_EVENT_TYPE,
+  SEALS_STREAM,
+  SealAccumulator,
+  findSealedEvent,
+  isSealEvent,
+} from './seals.ts';
 
 /**
  * The sealer: a runner like a projection runner, that follows $all in order and every `every` events
@@ -56,7 +72,11 @@ export async function resumePosition(store: EventStore, seal: HistorySealedData)
   throw new Error(`the last sealed event ${seal.lastEventID} is not in the history any more: run audit verify`);
 }
 
-export const toRecordedSeal = (event: RecordedEvent): RecordedSeal => ({ data: event.data as HistorySealedData, revision: event.revision, position: event.position });
+export const toRecordedSeal = (event: RecordedEvent): RecordedSeal => ({
+  data: event.data as HistorySealedData,
+  revision: event.revision,
+  position: event.position,
+});
 
 /**
  * A follower of the whole history whose checkpoint is the last seal: every session starts from it (found again
@@ -75,21 +95,30 @@ class Sealer implements RunningSealer {
     this.options = options;
     this.every = options.every ?? 1000;
     if (!Number.isSafeInteger(this.every) || this.every < 1) throw new Error('a seal covers at least one event');
-    const reported = <T>(work: () => Promise<T>) => async () => {
-      try {
-        return await work();
-      } catch (error) {
-        if (!(error instanceof Resubscribe)) this.options.onError?.(error);
-        throw error;
-      }
-    };
+    const reported =
+      <T>(work: () => Promise<T>) =>
+      async () => {
+        try {
+          return await work();
+        } catch (error) {
+          if (!(error instanceof Resubscribe)) this.options.onError?.(error);
+          throw error;
+        }
+      };
     this.follower = new Follower({
       name: 'sealer',
       eventStore: options.eventStore,
       checkpoint: checkpointIn(() => this.after),
       logger: options.logger ?? SILENT,
       ...(options.supervision ? { supervision: options.supervision } : {}),
-      ...(options.idleMs === undefined ? {} : { idle: { afterMs: options.idleMs, run: reported(async () => (this.range.count > 0 ? this.seal() : undefined)) } }),
+      ...(options.idleMs === undefined
+        ? {}
+        : {
+            idle: {
+              afterMs: options.idleMs,
+              run: reported(async () => (this.range.count > 0 ? this.seal() : undefined)),
+            },
+          }),
       prepare: reported(() => this.resume()),
       handle: (batch) => reported(() => this.handle(batch))(),
     });
@@ -130,7 +159,17 @@ class Sealer implements RunningSealer {
   private async seal(): Promise<void> {
     const data = this.range.seal();
     try {
-      await this.options.eventStore.append(SEALS_STREAM, [{ type: SEAL_EVENT_TYPE, data, metadata: { actor: this.options.actor ?? 'system:sealer', correlationId: randomUUID() } }], this.revision < 0 ? 'no_stream' : this.revision);
+      await this.options.eventStore.append(
+        SEALS_STREAM,
+        [
+          {
+            type: SEAL_EVENT_TYPE,
+            data,
+            metadata: { actor: this.options.actor ?? 'system:sealer', correlationId: randomUUID() },
+          },
+        ],
+        this.revision < 0 ? 'no_stream' : this.revision,
+      );
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) throw new Resubscribe('another sealer sealed first');
       throw error;

@@ -54,7 +54,11 @@ export const isSealEvent = (event: Pick<RecordedEvent, 'stream'>): boolean => ev
  * position, and a position the store refuses there means "not here", not an error (an outage still is one).
  */
 export async function findSealedEvent(store: EventStore, seal: HistorySealedData): Promise<RecordedEvent | null> {
-  if (typeof seal.lastEventStream === 'string' && Number.isSafeInteger(seal.lastEventRevision) && seal.lastEventRevision >= 0) {
+  if (
+    typeof seal.lastEventStream === 'string' &&
+    Number.isSafeInteger(seal.lastEventRevision) &&
+    seal.lastEventRevision >= 0
+  ) {
     const [event] = await store.readStream(seal.lastEventStream, { fromRevision: seal.lastEventRevision, maxCount: 1 });
     return event?.id === seal.lastEventID ? event : null;
   }
@@ -181,7 +185,12 @@ export class SealChecker {
   private readonly report: (problem: SealProblem) => void;
   private readonly queue: RecordedSeal[] = [];
   private exhausted = false;
-  private range: { seal: RecordedSeal; acc: SealAccumulator; firstDiff: number | null; lastSeen: number | null } | null = null;
+  private range: {
+    seal: RecordedSeal;
+    acc: SealAccumulator;
+    firstDiff: number | null;
+    lastSeen: number | null;
+  } | null = null;
   private readonly gaps = new Map<RecordedSeal, { position: number; text: string }>();
   private previousDigest = GENESIS_DIGEST;
   private lastPosition: number | null = null;
@@ -205,7 +214,10 @@ export class SealChecker {
   /** Loads enough seals ahead for the next `events` events up to `lastPosition`. Call before feeding a page. */
   async prepare(events: number, lastPosition: number): Promise<void> {
     const ahead = () => this.queue.reduce((sum, seal) => sum + seal.data.count, 0) - (this.range?.acc.count ?? 0);
-    while (!this.exhausted && (ahead() <= events || (this.mode === 'positions' && (this.queue.at(-1)?.data.toPosition ?? -1) < lastPosition))) {
+    while (
+      !this.exhausted &&
+      (ahead() <= events || (this.mode === 'positions' && (this.queue.at(-1)?.data.toPosition ?? -1) < lastPosition))
+    ) {
       const page = await this.loadSeals();
       if (page.length === 0) this.exhausted = true;
       this.queue.push(...page);
@@ -231,7 +243,8 @@ export class SealChecker {
     if (this.mode === 'positions' && range.acc.count === 0 && event.position > data.fromPosition) {
       this.noteGap(range.seal, data.fromPosition, event.position - 1, ' (the first sealed)');
     }
-    if (range.firstDiff === null && !sameFingerprint(data.fingerprints, range.acc.count, hash)) range.firstDiff = event.position;
+    if (range.firstDiff === null && !sameFingerprint(data.fingerprints, range.acc.count, hash))
+      range.firstDiff = event.position;
     range.acc.add(event, hash);
     range.lastSeen = event.position;
     if (this.mode === 'ids' ? event.id === data.lastEventID : event.position === data.toPosition) this.close();
@@ -264,7 +277,12 @@ export class SealChecker {
     if (this.range) return true;
     const seal = this.queue[0];
     if (!seal) return false;
-    this.range = { seal, acc: new SealAccumulator(seal.data.previousDigest, null, false), firstDiff: null, lastSeen: null };
+    this.range = {
+      seal,
+      acc: new SealAccumulator(seal.data.previousDigest, null, false),
+      firstDiff: null,
+      lastSeen: null,
+    };
     return true;
   }
 
@@ -288,11 +306,17 @@ export class SealChecker {
       });
     }
     if (digest !== data.digest || count !== data.count) {
-      const located = gap?.text
-        ?? (range.firstDiff !== null
+      const located =
+        gap?.text ??
+        (range.firstDiff !== null
           ? `the event at position ${range.firstDiff} is not the one sealed there (altered, moved or inserted, or one before it removed)`
-          : count < data.count ? `the last ${data.count - count} sealed event(s) missing` : 'the covered events differ');
-      const position = gap?.position ?? range.firstDiff ?? (count < data.count && range.lastSeen !== null ? range.lastSeen + 1 : data.fromPosition);
+          : count < data.count
+            ? `the last ${data.count - count} sealed event(s) missing`
+            : 'the covered events differ');
+      const position =
+        gap?.position ??
+        range.firstDiff ??
+        (count < data.count && range.lastSeen !== null ? range.lastSeen + 1 : data.fromPosition);
       this.report({
         check: 'seal',
         position,

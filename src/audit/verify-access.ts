@@ -23,9 +23,14 @@ interface RequestInfo {
   requestedBy: string;
 }
 
-const WIDENING: Record<string, string> = { UserRoleAdded: 'add-role', UserEnabled: 'enable-user', UserPasswordReset: 'reset-password' };
+const WIDENING: Record<string, string> = {
+  UserRoleAdded: 'add-role',
+  UserEnabled: 'enable-user',
+  UserPasswordReset: 'reset-password',
+};
 
-const partyOf = (party: { type: string; id: string } | null | undefined): string | null => (party ? `${party.type}:${party.id}` : null);
+const partyOf = (party: { type: string; id: string } | null | undefined): string | null =>
+  party ? `${party.type}:${party.id}` : null;
 
 export class AccessChecker {
   readonly users: Map<string, UserInfo>;
@@ -53,13 +58,25 @@ export class AccessChecker {
   }
 
   private request(event: RecordedEvent): void {
-    const data = event.data as { requestID: string; requestedBy?: string; approvedBy?: string; rejectedBy?: string; change?: { kind: string; userID: string; role?: string } };
+    const data = event.data as {
+      requestID: string;
+      requestedBy?: string;
+      approvedBy?: string;
+      rejectedBy?: string;
+      change?: { kind: string; userID: string; role?: string };
+    };
     const what = `${event.type} of access request ${data.requestID}`;
     if (event.type === 'AccessRequested') {
       const change = data.change ?? { kind: 'unknown', userID: '' };
       this.admin(event, String(data.requestedBy), what);
       if (change.userID === data.requestedBy) this.problem(event, `${what}: a change to the requester's own access`);
-      this.requests.set(data.requestID, { status: 'pending', kind: change.kind, userID: change.userID, role: change.role ?? null, requestedBy: String(data.requestedBy) });
+      this.requests.set(data.requestID, {
+        status: 'pending',
+        kind: change.kind,
+        userID: change.userID,
+        role: change.role ?? null,
+        requestedBy: String(data.requestedBy),
+      });
       return;
     }
     const request = this.requests.get(data.requestID);
@@ -68,16 +85,31 @@ export class AccessChecker {
     const by = String(data.approvedBy ?? data.rejectedBy);
     this.admin(event, by, what);
     if (event.type === 'AccessRequestApproved') {
-      if (by === request.requestedBy) this.problem(event, `${what} by user ${by}, who requested it (requester and approver must differ)`);
+      if (by === request.requestedBy)
+        this.problem(event, `${what} by user ${by}, who requested it (requester and approver must differ)`);
       if (by === request.userID) this.problem(event, `${what} by user ${by}, whose own access it changes`);
       request.status = 'approved';
     } else request.status = 'rejected';
   }
 
   private user(event: RecordedEvent): void {
-    const data = event.data as { userID: string; requestID?: string; role?: string; roles?: string[]; party?: { type: string; id: string } | null; platformAdmin?: boolean; disabledBy?: string; removedBy?: string };
+    const data = event.data as {
+      userID: string;
+      requestID?: string;
+      role?: string;
+      roles?: string[];
+      party?: { type: string; id: string } | null;
+      platformAdmin?: boolean;
+      disabledBy?: string;
+      removedBy?: string;
+    };
     if (event.type === 'UserAdded') {
-      this.users.set(data.userID, { roles: data.roles ?? [], party: partyOf(data.party), platformAdmin: data.platformAdmin === true, disabled: false });
+      this.users.set(data.userID, {
+        roles: data.roles ?? [],
+        party: partyOf(data.party),
+        platformAdmin: data.platformAdmin === true,
+        disabled: false,
+      });
       return;
     }
     const user = this.users.get(data.userID);
@@ -85,11 +117,21 @@ export class AccessChecker {
     const kind = WIDENING[event.type];
     if (kind) {
       const request = data.requestID ? this.requests.get(data.requestID) : undefined;
-      if (!request || request.status !== 'approved' || request.kind !== kind || request.userID !== data.userID || (kind === 'add-role' && request.role !== data.role)) {
-        this.problem(event, `${event.type} of user ${data.userID} without an approved access request for it (${data.requestID ?? 'none named'})`);
+      if (
+        !request ||
+        request.status !== 'approved' ||
+        request.kind !== kind ||
+        request.userID !== data.userID ||
+        (kind === 'add-role' && request.role !== data.role)
+      ) {
+        this.problem(
+          event,
+          `${event.type} of user ${data.userID} without an approved access request for it (${data.requestID ?? 'none named'})`,
+        );
       }
     }
-    if (event.type === 'UserDisabled' || event.type === 'UserRoleRemoved') this.admin(event, String(data.disabledBy ?? data.removedBy), `${event.type} of user ${data.userID}`);
+    if (event.type === 'UserDisabled' || event.type === 'UserRoleRemoved')
+      this.admin(event, String(data.disabledBy ?? data.removedBy), `${event.type} of user ${data.userID}`);
     if (event.type === 'UserRoleAdded') user.roles = [...new Set([...user.roles, String(data.role)])];
     if (event.type === 'UserRoleRemoved') user.roles = user.roles.filter((role) => role !== data.role);
     if (event.type === 'UserDisabled') user.disabled = true;

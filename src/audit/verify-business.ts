@@ -14,7 +14,8 @@ const CHANNEL_TYPES = new Set(['issue', 'individual-payment']);
 const KEY_REVOCATION_ACTOR = 'system:key-revocation';
 
 /** Whether the key had expired at that time, as src/commands/api-keys.ts isExpired judges it. */
-const expiredAt = (key: { expiresAt: string | null } | undefined, at: string) => key?.expiresAt != null && Date.parse(at) >= Date.parse(key.expiresAt);
+const expiredAt = (key: { expiresAt: string | null } | undefined, at: string) =>
+  key?.expiresAt != null && Date.parse(at) >= Date.parse(key.expiresAt);
 
 export interface OpState {
   status: OpStatus;
@@ -37,7 +38,6 @@ export interface OpState {
   /** The platform administrator who asked to settle it, while the request waits (a failed operation only). */
   settlementRequestedBy?: string;
 }
-
 
 interface KeyInfo {
   status: 'pending' | 'active' | 'rejected' | 'withdrawn' | 'revocation_pending' | 'revoked';
@@ -66,7 +66,8 @@ interface Rotatable {
   previousValidUntil: string | null;
 }
 
-const partyOf = (party: { type: string; id: string } | null | undefined): string | null => (party ? `${party.type}:${party.id}` : null);
+const partyOf = (party: { type: string; id: string } | null | undefined): string | null =>
+  party ? `${party.type}:${party.id}` : null;
 const addressOf = (wallet: { kind: string; id: string }): string => `${wallet.kind}:${wallet.id}`;
 export const FEES_ADDRESS = 'platform:fees';
 
@@ -81,7 +82,10 @@ export class BusinessChecker {
   private readonly scale: number;
   readonly users = new Map<string, UserInfo>();
   readonly keys = new Map<string, KeyInfo>();
-  readonly webhookEndpoints = new Map<string, Rotatable & { status: 'pending' | 'active' | 'rejected' | 'disabled'; requestedBy: string }>();
+  readonly webhookEndpoints = new Map<
+    string,
+    Rotatable & { status: 'pending' | 'active' | 'rejected' | 'disabled'; requestedBy: string }
+  >();
   readonly operations = new Map<string, OpState>();
   readonly balances = new Map<string, bigint>();
   private readonly negative = new Set<string>();
@@ -114,7 +118,10 @@ export class BusinessChecker {
     if (type.startsWith('Operation')) this.operation(event);
     else if (type.startsWith('ApiKey')) this.apiKey(event);
     else if (type.startsWith('WebhookEndpoint') || type.startsWith('WebhookSecret')) this.webhookEndpoint(event);
-    else (this.access ??= new AccessChecker(this.users, (e, detail) => this.problem('maker-checker', e, detail))).feed(event);
+    else
+      (this.access ??= new AccessChecker(this.users, (e, detail) => this.problem('maker-checker', e, detail))).feed(
+        event,
+      );
   }
 
   finish(): void {
@@ -122,7 +129,13 @@ export class BusinessChecker {
   }
 
   private problem(check: AuditCheck, event: RecordedEvent, detail: string, operationID?: string): void {
-    this.problems.add({ check, position: event.position, stream: event.stream, ...(operationID ? { operationID } : {}), detail });
+    this.problems.add({
+      check,
+      position: event.position,
+      stream: event.stream,
+      ...(operationID ? { operationID } : {}),
+      detail,
+    });
   }
 
   /** A user's decision as a checker: an existing user with the checker role, of the party, not the requester. */
@@ -134,21 +147,51 @@ export class BusinessChecker {
     const departed = (event.data as { departedUserID?: unknown }).departedUserID;
     const user = typeof departed === 'string' ? this.users.get(departed) : undefined;
     if (departed !== requestedBy || !user || !(user.disabled || !user.roles.includes('maker'))) {
-      this.problem('maker-checker', event, `${describe()} by the system, but ${String(departed)} is not its maker who left (disabled or no longer a maker)`);
+      this.problem(
+        'maker-checker',
+        event,
+        `${describe()} by the system, but ${String(departed)} is not its maker who left (disabled or no longer a maker)`,
+      );
     }
   }
 
-  private checker(event: RecordedEvent, userID: string, party: string | null, requester: string | null, describe: () => string, operationID?: string): void {
+  private checker(
+    event: RecordedEvent,
+    userID: string,
+    party: string | null,
+    requester: string | null,
+    describe: () => string,
+    operationID?: string,
+  ): void {
     const user = this.users.get(userID);
-    if (user && user.roles.includes('checker') && user.party === party && userID !== requester && !user.disabled) return;
+    if (user && user.roles.includes('checker') && user.party === party && userID !== requester && !user.disabled)
+      return;
     const what = describe();
     if (!user) {
       this.problem('maker-checker', event, `${what} by ${userID}, who is not a user at that point`, operationID);
       return;
     }
-    if (!user.roles.includes('checker')) this.problem('maker-checker', event, `${what} by user ${userID}, who does not have the checker role`, operationID);
-    if (user.party !== party) this.problem('maker-checker', event, `${what} by user ${userID} of ${user.party ?? 'the platform'}, not of ${party ?? 'the platform'}`, operationID);
-    if (requester !== null && userID === requester) this.problem('maker-checker', event, `${what} by user ${userID}, who requested it (maker and checker must differ)`, operationID);
+    if (!user.roles.includes('checker'))
+      this.problem(
+        'maker-checker',
+        event,
+        `${what} by user ${userID}, who does not have the checker role`,
+        operationID,
+      );
+    if (user.party !== party)
+      this.problem(
+        'maker-checker',
+        event,
+        `${what} by user ${userID} of ${user.party ?? 'the platform'}, not of ${party ?? 'the platform'}`,
+        operationID,
+      );
+    if (requester !== null && userID === requester)
+      this.problem(
+        'maker-checker',
+        event,
+        `${what} by user ${userID}, who requested it (maker and checker must differ)`,
+        operationID,
+      );
     if (user.disabled) this.problem('maker-checker', event, `${what} by user ${userID}, who is disabled`, operationID);
   }
 
@@ -160,12 +203,34 @@ export class BusinessChecker {
       if (key) this.problem('operation', event, `API key ${data.keyID} requested twice`);
       const party = partyOf(data.party as { type: string; id: string });
       const maker = this.users.get(data.requestedBy as string);
-      if (!maker) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, who is not a user at that point`);
+      if (!maker)
+        this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, who is not a user at that point`);
       else {
-        if (!maker.roles.includes('maker')) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)}, who does not have the maker role`);
-        if (maker.party !== party) this.problem('maker-checker', event, `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`);
+        if (!maker.roles.includes('maker'))
+          this.problem(
+            'maker-checker',
+            event,
+            `${what} by user ${String(data.requestedBy)}, who does not have the maker role`,
+          );
+        if (maker.party !== party)
+          this.problem(
+            'maker-checker',
+            event,
+            `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`,
+          );
       }
-      this.keys.set(data.keyID, { status: 'pending', party: party ?? '', requestedBy: data.requestedBy as string, revocationRequestedBy: null, rotationRequestedBy: null, holder: data.requestedBy as string, holders: [], previousValidUntil: null, endedGenerations: [], expiresAt: null });
+      this.keys.set(data.keyID, {
+        status: 'pending',
+        party: party ?? '',
+        requestedBy: data.requestedBy as string,
+        revocationRequestedBy: null,
+        rotationRequestedBy: null,
+        holder: data.requestedBy as string,
+        holders: [],
+        previousValidUntil: null,
+        endedGenerations: [],
+        expiresAt: null,
+      });
       return;
     }
     if (!key) {
@@ -173,7 +238,12 @@ export class BusinessChecker {
       return;
     }
     const expect = (status: KeyInfo['status']) => {
-      if (key.status !== status) this.problem('operation', event, `${event.type} of API key ${data.keyID} while it is ${key.status}, not ${status}`);
+      if (key.status !== status)
+        this.problem(
+          'operation',
+          event,
+          `${event.type} of API key ${data.keyID} while it is ${key.status}, not ${status}`,
+        );
     };
     switch (event.type) {
       case 'ApiKeyApproved':
@@ -196,13 +266,19 @@ export class BusinessChecker {
           break;
         }
         // Only its maker takes a request back: anyone else would be deciding on it without the checker role.
-        if (data.withdrawnBy !== key.requestedBy) this.problem('maker-checker', event, `${what} by ${String(data.withdrawnBy)}, not the maker who requested it (${key.requestedBy})`);
+        if (data.withdrawnBy !== key.requestedBy)
+          this.problem(
+            'maker-checker',
+            event,
+            `${what} by ${String(data.withdrawnBy)}, not the maker who requested it (${key.requestedBy})`,
+          );
         key.status = 'withdrawn';
         break;
       case 'ApiKeyRevocationRequested': {
         expect('active');
         const maker = this.users.get(data.requestedBy as string);
-        if (!maker?.roles.includes('maker') || maker.party !== key.party) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${key.party}`);
+        if (!maker?.roles.includes('maker') || maker.party !== key.party)
+          this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${key.party}`);
         key.status = 'revocation_pending';
         key.revocationRequestedBy = data.requestedBy as string;
         break;
@@ -251,16 +327,34 @@ export class BusinessChecker {
       if (endpoint) this.problem('operation', event, `webhook endpoint ${data.endpointID} requested twice`);
       const party = partyOf(data.party as { type: string; id: string }) ?? '';
       const maker = this.users.get(data.requestedBy as string);
-      if (!maker?.roles.includes('maker') || maker.party !== party) this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${party}`);
-      this.webhookEndpoints.set(data.endpointID, { status: 'pending', party, requestedBy: data.requestedBy as string, rotationRequestedBy: null, holder: data.requestedBy as string, holders: [], previousValidUntil: null });
+      if (!maker?.roles.includes('maker') || maker.party !== party)
+        this.problem('maker-checker', event, `${what} by ${String(data.requestedBy)}, not a maker of ${party}`);
+      this.webhookEndpoints.set(data.endpointID, {
+        status: 'pending',
+        party,
+        requestedBy: data.requestedBy as string,
+        rotationRequestedBy: null,
+        holder: data.requestedBy as string,
+        holders: [],
+        previousValidUntil: null,
+      });
       return;
     }
     if (!endpoint) {
-      this.problem('operation', event, `${event.type} of webhook endpoint ${data.endpointID}, which was never requested`);
+      this.problem(
+        'operation',
+        event,
+        `${event.type} of webhook endpoint ${data.endpointID}, which was never requested`,
+      );
       return;
     }
     const expect = (status: 'pending' | 'active') => {
-      if (endpoint.status !== status) this.problem('operation', event, `${event.type} of webhook endpoint ${data.endpointID} while it is ${endpoint.status}, not ${status}`);
+      if (endpoint.status !== status)
+        this.problem(
+          'operation',
+          event,
+          `${event.type} of webhook endpoint ${data.endpointID} while it is ${endpoint.status}, not ${status}`,
+        );
     };
     switch (event.type) {
       case 'WebhookEndpointApproved':
@@ -280,8 +374,15 @@ export class BusinessChecker {
         const by = data.disabledBy as string;
         const user = this.users.get(by);
         if (by === 'system' && data.departedUserID !== undefined) this.departure(event, endpoint.holder, () => what);
-        if (by !== 'system' && (!user || user.party !== endpoint.party || !(user.roles.includes('maker') || user.roles.includes('checker')))) {
-          this.problem('maker-checker', event, `${what} by ${by}, neither the system nor a maker or checker of ${endpoint.party}`);
+        if (
+          by !== 'system' &&
+          (!user || user.party !== endpoint.party || !(user.roles.includes('maker') || user.roles.includes('checker')))
+        ) {
+          this.problem(
+            'maker-checker',
+            event,
+            `${what} by ${by}, neither the system nor a maker or checker of ${endpoint.party}`,
+          );
         }
         endpoint.status = 'disabled';
         endpoint.rotationRequestedBy = null;
@@ -310,10 +411,17 @@ export class BusinessChecker {
     const data = event.data as Record<string, unknown>;
     const what = `secret rotation of ${subject}`;
     if (step === 'RotationRequested') {
-      if (target.status !== 'active') this.problem('operation', event, `${event.type} of ${subject} while it is ${target.status}, not active`);
-      if (target.rotationRequestedBy !== null) this.problem('operation', event, `${event.type} of ${subject} while another rotation is pending`);
+      if (target.status !== 'active')
+        this.problem('operation', event, `${event.type} of ${subject} while it is ${target.status}, not active`);
+      if (target.rotationRequestedBy !== null)
+        this.problem('operation', event, `${event.type} of ${subject} while another rotation is pending`);
       const maker = this.users.get(data.requestedBy as string);
-      if (!maker?.roles.includes('maker') || maker.party !== target.party) this.problem('maker-checker', event, `${what} requested by ${String(data.requestedBy)}, not a maker of ${target.party}`);
+      if (!maker?.roles.includes('maker') || maker.party !== target.party)
+        this.problem(
+          'maker-checker',
+          event,
+          `${what} requested by ${String(data.requestedBy)}, not a maker of ${target.party}`,
+        );
       target.rotationRequestedBy = data.requestedBy as string;
       return;
     }
@@ -323,14 +431,25 @@ export class BusinessChecker {
       // The maker who asked left: their request went with them (src/commands/departures.ts).
       this.departure(event, requester ?? '', () => what);
     } else if (step === 'RotationWithdrawn') {
-      if (requester !== null && data.withdrawnBy !== requester) this.problem('maker-checker', event, `${what} withdrawn by ${String(data.withdrawnBy)}, not the maker who requested it (${requester})`);
+      if (requester !== null && data.withdrawnBy !== requester)
+        this.problem(
+          'maker-checker',
+          event,
+          `${what} withdrawn by ${String(data.withdrawnBy)}, not the maker who requested it (${requester})`,
+        );
     } else if (step === 'RotationRejected') {
       this.checker(event, data.rejectedBy as string, target.party, requester, () => `rejection of the ${what}`);
     } else {
-      if (target.status !== 'active') this.problem('operation', event, `${event.type} of ${subject} while it is ${target.status}, not active`);
+      if (target.status !== 'active')
+        this.problem('operation', event, `${event.type} of ${subject} while it is ${target.status}, not active`);
       this.checker(event, data.approvedBy as string, target.party, requester, () => `approval of the ${what}`);
       // The new secret reaches the maker who asked, never the approving checker.
-      if (requester !== null && data.secretHolder !== requester) this.problem('maker-checker', event, `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it (${requester})`);
+      if (requester !== null && data.secretHolder !== requester)
+        this.problem(
+          'maker-checker',
+          event,
+          `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it (${requester})`,
+        );
       target.holder = data.secretHolder as string;
       target.holders.push(target.holder);
       target.previousValidUntil = data.previousValidUntil as string;
@@ -351,7 +470,8 @@ export class BusinessChecker {
   private operation(event: RecordedEvent): void {
     const data = event.data as Record<string, unknown> & { operationID: string };
     const { operationID } = data;
-    if (event.stream !== `operation-${operationID}`) this.problem('operation', event, `${event.type} of ${operationID} in stream ${event.stream}`, operationID);
+    if (event.stream !== `operation-${operationID}`)
+      this.problem('operation', event, `${event.type} of ${operationID} in stream ${event.stream}`, operationID);
     const op = this.operations.get(operationID);
     if (event.type === 'OperationRequested') {
       if (op) {
@@ -359,17 +479,47 @@ export class BusinessChecker {
         return;
       }
       const requested = data as unknown as {
-        keyID: string | null; party: { type: string; id: string } | null; operationType: string; amount: string; fee: string;
-        payer: { kind: string; id: string }; payee: { kind: string; id: string }; createdAt: string;
+        keyID: string | null;
+        party: { type: string; id: string } | null;
+        operationType: string;
+        amount: string;
+        fee: string;
+        payer: { kind: string; id: string };
+        payee: { kind: string; id: string };
+        createdAt: string;
       };
       const party = partyOf(requested.party);
       if (requested.keyID !== null && requested.keyID !== undefined) {
         const key = this.keys.get(requested.keyID);
-        if (!key) this.problem('operation', event, `operation ${operationID} created with API key ${requested.keyID}, which does not exist`, operationID);
+        if (!key)
+          this.problem(
+            'operation',
+            event,
+            `operation ${operationID} created with API key ${requested.keyID}, which does not exist`,
+            operationID,
+          );
         else {
-          if (key.status !== 'active' && key.status !== 'revocation_pending') this.problem('operation', event, `operation ${operationID} created with API key ${requested.keyID} while it was ${key.status}`, operationID);
-          else if (key.expiresAt !== null && requested.createdAt >= key.expiresAt) this.problem('operation', event, `operation ${operationID} created with API key ${requested.keyID} after it expired (${key.expiresAt})`, operationID);
-          if (key.party !== party) this.problem('operation', event, `operation ${operationID} of ${party ?? 'no party'} created with a key of ${key.party}`, operationID);
+          if (key.status !== 'active' && key.status !== 'revocation_pending')
+            this.problem(
+              'operation',
+              event,
+              `operation ${operationID} created with API key ${requested.keyID} while it was ${key.status}`,
+              operationID,
+            );
+          else if (key.expiresAt !== null && requested.createdAt >= key.expiresAt)
+            this.problem(
+              'operation',
+              event,
+              `operation ${operationID} created with API key ${requested.keyID} after it expired (${key.expiresAt})`,
+              operationID,
+            );
+          if (key.party !== party)
+            this.problem(
+              'operation',
+              event,
+              `operation ${operationID} of ${party ?? 'no party'} created with a key of ${key.party}`,
+              operationID,
+            );
         }
       }
       this.operations.set(operationID, {
@@ -393,7 +543,12 @@ export class BusinessChecker {
       return;
     }
     if (!op) {
-      this.problem('operation', event, `${event.type} of operation ${operationID}, which was never requested`, operationID);
+      this.problem(
+        'operation',
+        event,
+        `${event.type} of operation ${operationID}, which was never requested`,
+        operationID,
+      );
       return;
     }
     switch (event.type) {
@@ -403,50 +558,101 @@ export class BusinessChecker {
         const by = String(event.type === 'OperationApproved' ? data.approvedBy : data.rejectedBy);
         const key = op.keyID === null ? undefined : this.keys.get(op.keyID);
         if (op.channel) {
-          if (by !== op.requester) this.problem('maker-checker', event, `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ${op.requester}`, operationID);
+          if (by !== op.requester)
+            this.problem(
+              'maker-checker',
+              event,
+              `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ${op.requester}`,
+              operationID,
+            );
         } else if (event.type === 'OperationRejected' && by === KEY_REVOCATION_ACTOR) {
           // The system rejects only the pending operations of a key already revoked, or expired at the rejection.
           const at = String(data.rejectedAt);
-          const secretEnded = op.secretGeneration !== null && key?.endedGenerations.includes(op.secretGeneration) === true;
-          if (key?.status !== 'revoked' && !expiredAt(key, at) && !secretEnded) this.problem('maker-checker', event, `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`, operationID);
+          const secretEnded =
+            op.secretGeneration !== null && key?.endedGenerations.includes(op.secretGeneration) === true;
+          if (key?.status !== 'revoked' && !expiredAt(key, at) && !secretEnded)
+            this.problem(
+              'maker-checker',
+              event,
+              `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`,
+              operationID,
+            );
         } else {
           const requesterUser = op.requester.startsWith('user:') ? op.requester.slice(5) : null;
-          this.checker(event, by, op.party, requesterUser, () => `${event.type === 'OperationApproved' ? 'approval' : 'rejection'} of operation ${operationID}`, operationID);
+          this.checker(
+            event,
+            by,
+            op.party,
+            requesterUser,
+            () => `${event.type === 'OperationApproved' ? 'approval' : 'rejection'} of operation ${operationID}`,
+            operationID,
+          );
           // Segregation of duties: whoever requested the key saw its secret, so could have made the operation.
           if (event.type === 'OperationApproved' && key && by === key.requestedBy) {
-            this.problem('maker-checker', event, `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that created it`, operationID);
+            this.problem(
+              'maker-checker',
+              event,
+              `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that created it`,
+              operationID,
+            );
           } else if (event.type === 'OperationApproved' && key && op.secretGeneration !== null) {
             // The rule of src/domain/segregation.ts, for operations that recorded their secret (older ones: the line above).
             const at = String(data.approvedAt);
-            const previousAccepted = key.previousValidUntil !== null && Date.parse(at) < Date.parse(key.previousValidUntil);
+            const previousAccepted =
+              key.previousValidUntil !== null && Date.parse(at) < Date.parse(key.previousValidUntil);
             const keepers = { originalRequester: key.requestedBy, holders: key.holders, previousAccepted };
             const conflict = vouchConflict(by, { maker: null, keepers, usedGeneration: op.secretGeneration });
             const approval = `approval of operation ${operationID}`;
-            if (conflict !== null) this.problem('maker-checker', event, `${approval} by user ${by}, who held a secret of the API key ${op.keyID} that created it (${conflict})`, operationID);
-            if (key.endedGenerations.includes(op.secretGeneration)) this.problem('maker-checker', event, `${approval}, whose API key secret had ended with its holder's departure`, operationID);
+            if (conflict !== null)
+              this.problem(
+                'maker-checker',
+                event,
+                `${approval} by user ${by}, who held a secret of the API key ${op.keyID} that created it (${conflict})`,
+                operationID,
+              );
+            if (key.endedGenerations.includes(op.secretGeneration))
+              this.problem(
+                'maker-checker',
+                event,
+                `${approval}, whose API key secret had ended with its holder's departure`,
+                operationID,
+              );
           }
           // An expired key's operations may no longer be approved (KEY_EXPIRED), only rejected.
           if (event.type === 'OperationApproved' && expiredAt(key, String(data.approvedAt))) {
-            this.problem('maker-checker', event, `approval of operation ${operationID} at ${String(data.approvedAt)}, after its API key ${op.keyID} expired (${key!.expiresAt})`, operationID);
+            this.problem(
+              'maker-checker',
+              event,
+              `approval of operation ${operationID} at ${String(data.approvedAt)}, after its API key ${op.keyID} expired (${key!.expiresAt})`,
+              operationID,
+            );
           }
         }
         op.status = event.type === 'OperationApproved' ? 'approved' : 'rejected';
         break;
       }
       case 'OperationExecutionStarted':
-        if (op.status !== 'approved' && op.status !== 'executing') this.refuse(event, operationID, `claimed while ${op.status}`);
+        if (op.status !== 'approved' && op.status !== 'executing')
+          this.refuse(event, operationID, `claimed while ${op.status}`);
         op.claimed = true;
         if (op.status === 'approved' || op.status === 'executing') op.status = 'executing';
         break;
       case 'OperationSubmitted':
-        if (op.status !== 'executing') this.refuse(event, operationID, `submitted while ${op.status}${op.claimed ? '' : ' and never claimed'}`);
+        if (op.status !== 'executing')
+          this.refuse(event, operationID, `submitted while ${op.status}${op.claimed ? '' : ' and never claimed'}`);
         if (op.status === 'executing') op.status = 'submitted';
         op.sequenceNumber = data.sequenceNumber as number;
         break;
       case 'OperationCompleted':
         if (op.status === 'completed') this.refuse(event, operationID, 'completed twice');
-        else if (op.status === 'failed' || op.status === 'rejected') this.refuse(event, operationID, `completed after it ${op.status === 'failed' ? 'failed' : 'was rejected'}`);
-        else if (op.status !== 'submitted') this.refuse(event, operationID, `completed while ${op.status}${op.claimed ? '' : ', never claimed by an executor'}`);
+        else if (op.status === 'failed' || op.status === 'rejected')
+          this.refuse(event, operationID, `completed after it ${op.status === 'failed' ? 'failed' : 'was rejected'}`);
+        else if (op.status !== 'submitted')
+          this.refuse(
+            event,
+            operationID,
+            `completed while ${op.status}${op.claimed ? '' : ', never claimed by an executor'}`,
+          );
         if (op.status !== 'completed') this.completed += 1;
         op.status = 'completed';
         op.completedPosition = event.position;
@@ -454,12 +660,19 @@ export class BusinessChecker {
         op.sequenceNumber = data.sequenceNumber as number;
         break;
       case 'OperationFailed':
-        if (op.status === 'completed' || op.status === 'rejected' || op.status === 'failed' || op.status === 'pending') this.refuse(event, operationID, `failed while ${op.status}`);
+        if (op.status === 'completed' || op.status === 'rejected' || op.status === 'failed' || op.status === 'pending')
+          this.refuse(event, operationID, `failed while ${op.status}`);
         if (op.status !== 'completed') op.status = 'failed';
         break;
       case 'OperationSettlementRequested':
-        if (op.status !== 'failed') this.refuse(event, operationID, `settlement requested while ${op.status}, not failed`);
-        this.platformAdministrator(event, String(data.requestedBy), () => `settlement request of operation ${operationID}`, operationID);
+        if (op.status !== 'failed')
+          this.refuse(event, operationID, `settlement requested while ${op.status}, not failed`);
+        this.platformAdministrator(
+          event,
+          String(data.requestedBy),
+          () => `settlement request of operation ${operationID}`,
+          operationID,
+        );
         op.settlementRequestedBy = String(data.requestedBy);
         break;
       case 'OperationSettledFromLedger': {
@@ -467,9 +680,20 @@ export class BusinessChecker {
         if (op.status !== 'failed') this.refuse(event, operationID, `settled while ${op.status}, not failed`);
         const by = String(data.approvedBy);
         if (op.settlementRequestedBy === undefined || op.settlementRequestedBy !== data.requestedBy) {
-          this.problem('maker-checker', event, `settlement of operation ${operationID} approved by ${by} without a matching request (asked by ${op.settlementRequestedBy ?? 'nobody'})`, operationID);
+          this.problem(
+            'maker-checker',
+            event,
+            `settlement of operation ${operationID} approved by ${by} without a matching request (asked by ${op.settlementRequestedBy ?? 'nobody'})`,
+            operationID,
+          );
         }
-        if (by === data.requestedBy) this.problem('maker-checker', event, `settlement of operation ${operationID} approved by ${by}, who asked for it (maker and checker must differ)`, operationID);
+        if (by === data.requestedBy)
+          this.problem(
+            'maker-checker',
+            event,
+            `settlement of operation ${operationID} approved by ${by}, who asked for it (maker and checker must differ)`,
+            operationID,
+          );
         this.platformAdministrator(event, by, () => `settlement approval of operation ${operationID}`, operationID);
         if (op.status === 'failed') {
           this.completed += 1;
@@ -487,10 +711,22 @@ export class BusinessChecker {
   }
 
   /** A settlement's maker or checker: an active platform administrator at that point. */
-  private platformAdministrator(event: RecordedEvent, userID: string, describe: () => string, operationID: string): void {
+  private platformAdministrator(
+    event: RecordedEvent,
+    userID: string,
+    describe: () => string,
+    operationID: string,
+  ): void {
     const user = this.users.get(userID);
-    if (!user) this.problem('maker-checker', event, `${describe()} by ${userID}, who is not a user at that point`, operationID);
-    else if (!user.platformAdmin || user.disabled) this.problem('maker-checker', event, `${describe()} by user ${userID}, who is not an active platform administrator`, operationID);
+    if (!user)
+      this.problem('maker-checker', event, `${describe()} by ${userID}, who is not a user at that point`, operationID);
+    else if (!user.platformAdmin || user.disabled)
+      this.problem(
+        'maker-checker',
+        event,
+        `${describe()} by user ${userID}, who is not an active platform administrator`,
+        operationID,
+      );
   }
 
   private refuse(event: RecordedEvent, operationID: string, detail: string): void {
@@ -506,7 +742,12 @@ export class BusinessChecker {
     try {
       units = toUnits(data.amount);
     } catch {
-      this.problem('wallet', event, `${event.type} of ${address}: amount ${JSON.stringify(data.amount)} is not a decimal`, data.operationID);
+      this.problem(
+        'wallet',
+        event,
+        `${event.type} of ${address}: amount ${JSON.stringify(data.amount)} is not a decimal`,
+        data.operationID,
+      );
       return;
     }
     const delta = credit ? units : -units;
@@ -518,7 +759,12 @@ export class BusinessChecker {
       else this.issued += units;
     } else if (balance < 0n && !this.negative.has(address)) {
       this.negative.add(address);
-      this.problem('wallet', event, `wallet ${address} goes below zero: ${fromUnits(balance, this.scale)} after ${event.type} of ${data.amount}`, data.operationID);
+      this.problem(
+        'wallet',
+        event,
+        `wallet ${address} goes below zero: ${fromUnits(balance, this.scale)} after ${event.type} of ${data.amount}`,
+        data.operationID,
+      );
     }
     this.group.deltas.set(address, (this.group.deltas.get(address) ?? 0n) + delta);
   }
@@ -526,15 +772,22 @@ export class BusinessChecker {
   private closeGroup(): void {
     const group = this.group!;
     this.group = null;
-    const report = (check: AuditCheck, detail: string) => this.problems.add({ check, position: group.position, operationID: group.operationID, detail });
+    const report = (check: AuditCheck, detail: string) =>
+      this.problems.add({ check, position: group.position, operationID: group.operationID, detail });
     const money = (units: bigint) => fromUnits(units, this.scale);
     if (this.total !== this.expectedTotal) {
-      report('supply', `after the money movements of ${group.operationID}, all wallets sum to ${money(this.total)} instead of 0: supply ${money(this.supply)} != issued ${money(this.issued)} - redeemed ${money(this.redeemed)}`);
+      report(
+        'supply',
+        `after the money movements of ${group.operationID}, all wallets sum to ${money(this.total)} instead of 0: supply ${money(this.supply)} != issued ${money(this.issued)} - redeemed ${money(this.redeemed)}`,
+      );
       this.expectedTotal = this.total; // report each change once, not every step after it
     }
     const op = this.operations.get(group.operationID);
     if (!op || op.status !== 'completed' || op.moved) {
-      report('supply', `money moved for operation ${group.operationID}, which ${!op ? 'does not exist' : op.moved ? 'had already moved its money' : `is ${op.status}, not completed`}`);
+      report(
+        'supply',
+        `money moved for operation ${group.operationID}, which ${!op ? 'does not exist' : op.moved ? 'had already moved its money' : `is ${op.status}, not completed`}`,
+      );
       if (op) op.moved = true;
       return;
     }
@@ -546,11 +799,16 @@ export class BusinessChecker {
     add(op.payer, -(amount + fee));
     add(op.payee, amount);
     if (fee > 0n) add(FEES_ADDRESS, fee);
-    const same = expected.size === group.deltas.size && [...expected].every(([address, delta]) => group.deltas.get(address) === delta);
+    const same =
+      expected.size === group.deltas.size &&
+      [...expected].every(([address, delta]) => group.deltas.get(address) === delta);
     if (!same) {
-      const show = (map: Map<string, bigint>) => [...map].map(([address, delta]) => `${address} ${delta > 0n ? '+' : ''}${money(delta)}`).join(', ');
-      report('supply', `the money movements of ${group.operationID} (${show(group.deltas)}) are not what it requested (${show(expected)})`);
+      const show = (map: Map<string, bigint>) =>
+        [...map].map(([address, delta]) => `${address} ${delta > 0n ? '+' : ''}${money(delta)}`).join(', ');
+      report(
+        'supply',
+        `the money movements of ${group.operationID} (${show(group.deltas)}) are not what it requested (${show(expected)})`,
+      );
     }
   }
 }
-

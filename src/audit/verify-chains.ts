@@ -31,28 +31,54 @@ export class ChainChecker {
     const hashed = typeof stored === 'string';
     const { stream, revision, position } = event;
     if (hashed && stored !== computed) {
-      this.problems.add({ check: 'hash', position, stream, detail: `${event.type} at revision ${revision}: its content does not match its hash (altered)` });
+      this.problems.add({
+        check: 'hash',
+        position,
+        stream,
+        detail: `${event.type} at revision ${revision}: its content does not match its hash (altered)`,
+      });
     }
     const head = this.heads.get(stream);
     const last = head?.revision ?? -1;
     let linked = true;
     if (revision <= last) {
-      this.problems.add({ check: 'chain', position, stream, detail: `revision ${revision} comes after revision ${last} in the global order (moved or duplicated)` });
+      this.problems.add({
+        check: 'chain',
+        position,
+        stream,
+        detail: `revision ${revision} comes after revision ${last} in the global order (moved or duplicated)`,
+      });
       linked = false;
     } else if (revision > last + 1) {
       const missing = revision - 1 > last + 1 ? `revisions ${last + 1} to ${revision - 1}` : `revision ${last + 1}`;
-      this.problems.add({ check: 'chain', position, stream, detail: `${missing} missing before revision ${revision} (removed, or moved after it)` });
+      this.problems.add({
+        check: 'chain',
+        position,
+        stream,
+        detail: `${missing} missing before revision ${revision} (removed, or moved after it)`,
+      });
       linked = false;
     }
     if (hashed) {
       const expected = revision === 0 ? GENESIS_HASH : linked && head ? head.hash : null;
       const previous = event.metadata.previousHash;
       if (expected !== null && previous !== expected) {
-        this.problems.add({ check: 'chain', position, stream, detail: `revision ${revision}: previousHash ${String(previous).slice(0, 16)}… is not the hash of the event before it (${expected.slice(0, 16)}…): that event was altered or replaced` });
+        this.problems.add({
+          check: 'chain',
+          position,
+          stream,
+          detail: `revision ${revision}: previousHash ${String(previous).slice(0, 16)}… is not the hash of the event before it (${expected.slice(0, 16)}…): that event was altered or replaced`,
+        });
       }
     } else {
       this.unhashed += 1;
-      if (head?.hashed) this.problems.add({ check: 'chain', position, stream, detail: `revision ${revision} carries no hash after hashed events (hash removed)` });
+      if (head?.hashed)
+        this.problems.add({
+          check: 'chain',
+          position,
+          stream,
+          detail: `revision ${revision} carries no hash after hashed events (hash removed)`,
+        });
     }
     const hash = hashed ? (stored as string) : computed;
     if (revision > last) {
@@ -67,4 +93,3 @@ export class ChainChecker {
     return hash;
   }
 }
-

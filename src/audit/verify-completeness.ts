@@ -31,20 +31,35 @@ export class CompletenessChecker {
 
   feed(event: RecordedEvent): void {
     this.seen += 1;
-    if (this.found === undefined && event.id === this.expected.lastID) this.found = { index: this.seen, hash: storedHash(event), position: event.position };
+    if (this.found === undefined && event.id === this.expected.lastID)
+      this.found = { index: this.seen, hash: storedHash(event), position: event.position };
   }
 
   finish(): void {
     const { expected } = this;
-    const add = (detail: string, position?: number) => this.problems.add({ check: 'completeness', ...(position === undefined ? {} : { position }), detail: `${detail} (expected by ${expected.source})` });
-    if (expected.complete === false) add('an import into this store did not finish: run events import again with the same file to resume it');
+    const add = (detail: string, position?: number) =>
+      this.problems.add({
+        check: 'completeness',
+        ...(position === undefined ? {} : { position }),
+        detail: `${detail} (expected by ${expected.source})`,
+      });
+    if (expected.complete === false)
+      add('an import into this store did not finish: run events import again with the same file to resume it');
     if (expected.lastID === null) return;
     if (!this.found) {
-      add(`the history is truncated: it holds ${this.seen} events, ${expected.events} expected ending with ${expected.lastID}, which is missing`);
+      add(
+        `the history is truncated: it holds ${this.seen} events, ${expected.events} expected ending with ${expected.lastID}, which is missing`,
+      );
     } else if (this.found.index !== expected.events) {
-      add(`${expected.lastID} is event ${this.found.index} of the history, ${expected.events} expected: events are missing or were added before it`, this.found.position);
+      add(
+        `${expected.lastID} is event ${this.found.index} of the history, ${expected.events} expected: events are missing or were added before it`,
+        this.found.position,
+      );
     } else if (this.found.hash !== expected.lastHash) {
-      add(`${expected.lastID} carries hash ${this.found.hash.slice(0, 12)}..., ${expected.lastHash?.slice(0, 12) ?? '-'}... expected`, this.found.position);
+      add(
+        `${expected.lastID} carries hash ${this.found.hash.slice(0, 12)}..., ${expected.lastHash?.slice(0, 12) ?? '-'}... expected`,
+        this.found.position,
+      );
     }
   }
 }

@@ -15,7 +15,8 @@ function expectedLegs(op: OpState): LedgerLeg[] {
 }
 
 const sameLegs = (a: LedgerLeg[], b: LedgerLeg[]) =>
-  a.length === b.length && a.every((leg, i) => leg.from === b[i]!.from && leg.to === b[i]!.to && toUnits(leg.amount) === toUnits(b[i]!.amount));
+  a.length === b.length &&
+  a.every((leg, i) => leg.from === b[i]!.from && leg.to === b[i]!.to && toUnits(leg.amount) === toUnits(b[i]!.amount));
 
 /**
  * The history is read up to the head it had when verify started, the ledger after that: a transaction whose
@@ -32,7 +33,13 @@ export async function reconcileLedger(
   business: BusinessChecker,
   problems: ProblemLog,
   pageSize: number,
-  history: { store: EventStore; head: number; inFlight: string[]; executed: Map<string, LedgerTransaction>; failedButMoved: Array<{ operationID: string; tx: LedgerTransaction }> },
+  history: {
+    store: EventStore;
+    head: number;
+    inFlight: string[];
+    executed: Map<string, LedgerTransaction>;
+    failedButMoved: Array<{ operationID: string; tx: LedgerTransaction }>;
+  },
   chainID: LedgerChainID | undefined,
 ): Promise<number> {
   let previous = GENESIS_HASH;
@@ -42,18 +49,31 @@ export async function reconcileLedger(
     const page = await ledger.transactions({ fromSequence: count + 1, maxCount: pageSize });
     for (const tx of page) {
       count += 1;
-      if (tx.sequenceNumber !== count) problems.add({ check: 'ledger-chain', operationID: tx.operationID, detail: `ledger transaction #${count} has sequence number ${tx.sequenceNumber}` });
+      if (tx.sequenceNumber !== count)
+        problems.add({
+          check: 'ledger-chain',
+          operationID: tx.operationID,
+          detail: `ledger transaction #${count} has sequence number ${tx.sequenceNumber}`,
+        });
       const { blockchainID, ...content } = tx;
       const recomputed = chainID ? chainID(previous, content) : blockchainID;
       if (recomputed !== blockchainID) {
-        problems.add({ check: 'ledger-chain', operationID: tx.operationID, detail: `ledger chain broken at sequence ${tx.sequenceNumber}: id ${blockchainID.slice(0, 16)}…, recomputed ${recomputed.slice(0, 16)}…` });
+        problems.add({
+          check: 'ledger-chain',
+          operationID: tx.operationID,
+          detail: `ledger chain broken at sequence ${tx.sequenceNumber}: id ${blockchainID.slice(0, 16)}…, recomputed ${recomputed.slice(0, 16)}…`,
+        });
       }
       previous = blockchainID;
       const op = business.operations.get(tx.operationID);
       const what = `ledger transaction ${tx.sequenceNumber} (${tx.operationID})`;
       if (op && IN_FLIGHT.has(op.status)) {
         if (history.executed.has(tx.operationID)) {
-          problems.add({ check: 'ledger', operationID: tx.operationID, detail: `${what} is a second ledger transaction for the operation (the first is ${history.executed.get(tx.operationID)!.sequenceNumber})` });
+          problems.add({
+            check: 'ledger',
+            operationID: tx.operationID,
+            detail: `${what} is a second ledger transaction for the operation (the first is ${history.executed.get(tx.operationID)!.sequenceNumber})`,
+          });
         } else {
           history.executed.set(tx.operationID, tx);
         }
@@ -69,25 +89,48 @@ export async function reconcileLedger(
       if (op?.status === 'failed') {
         // Money moved for an operation the API told its client had failed: the reconciliation report lists it.
         history.failedButMoved.push({ operationID: tx.operationID, tx });
-        problems.add({ check: 'ledger', operationID: tx.operationID, detail: `${what} moved money for an operation recorded as failed: see the report's failedButMoved for how to settle it` });
+        problems.add({
+          check: 'ledger',
+          operationID: tx.operationID,
+          detail: `${what} moved money for an operation recorded as failed: see the report's failedButMoved for how to settle it`,
+        });
         continue;
       }
       if (!op || op.status !== 'completed') {
-        problems.add({ check: 'ledger', operationID: tx.operationID, detail: `${what} has no completed operation${op ? ` (the operation is ${op.status})` : ' (no such operation in the history)'}` });
+        problems.add({
+          check: 'ledger',
+          operationID: tx.operationID,
+          detail: `${what} has no completed operation${op ? ` (the operation is ${op.status})` : ' (no such operation in the history)'}`,
+        });
         continue;
       }
       if (op.ledgerSequence !== null) {
-        problems.add({ check: 'ledger', operationID: tx.operationID, position: op.completedPosition, detail: `${what} is a second ledger transaction for the operation (the first is ${op.ledgerSequence})` });
+        problems.add({
+          check: 'ledger',
+          operationID: tx.operationID,
+          position: op.completedPosition,
+          detail: `${what} is a second ledger transaction for the operation (the first is ${op.ledgerSequence})`,
+        });
         continue;
       }
       op.ledgerSequence = tx.sequenceNumber;
       matched += 1;
       const legs = expectedLegs(op);
       if (!sameLegs(legs, tx.legs)) {
-        problems.add({ check: 'ledger', operationID: tx.operationID, position: op.completedPosition, detail: `${what} moves ${JSON.stringify(tx.legs)}, the operation requested ${JSON.stringify(legs)}` });
+        problems.add({
+          check: 'ledger',
+          operationID: tx.operationID,
+          position: op.completedPosition,
+          detail: `${what} moves ${JSON.stringify(tx.legs)}, the operation requested ${JSON.stringify(legs)}`,
+        });
       }
       if (op.blockchainID !== tx.blockchainID || op.sequenceNumber !== tx.sequenceNumber) {
-        problems.add({ check: 'ledger', operationID: tx.operationID, position: op.completedPosition, detail: `operation completed as ${String(op.blockchainID).slice(0, 16)}… at sequence ${op.sequenceNumber}, the ledger has ${tx.blockchainID.slice(0, 16)}… at ${tx.sequenceNumber}` });
+        problems.add({
+          check: 'ledger',
+          operationID: tx.operationID,
+          position: op.completedPosition,
+          detail: `operation completed as ${String(op.blockchainID).slice(0, 16)}… at sequence ${op.sequenceNumber}, the ledger has ${tx.blockchainID.slice(0, 16)}… at ${tx.sequenceNumber}`,
+        });
       }
     }
     if (page.length < pageSize) break;
@@ -95,13 +138,17 @@ export async function reconcileLedger(
   if (matched < business.completed) {
     for (const [operationID, op] of business.operations) {
       if (op.status === 'completed' && op.ledgerSequence === null) {
-        problems.add({ check: 'ledger', operationID, position: op.completedPosition, detail: `completed operation ${operationID} has no ledger transaction` });
+        problems.add({
+          check: 'ledger',
+          operationID,
+          position: op.completedPosition,
+          detail: `completed operation ${operationID} has no ledger transaction`,
+        });
       }
     }
   }
   return count;
 }
-
 
 // ---- operations without an outcome ----------------------------------------------------------------------
 
@@ -110,7 +157,13 @@ interface Awaiting {
   /** When it was approved (approvedAt, else the commit time), ms since the epoch; null if neither parses. */
   approvedAt: number | null;
   approvedPosition: number;
-  claim: { executorID: string; attempt: number; leaseUntil: number | null; leaseText: string; startedAt: number | null } | null;
+  claim: {
+    executorID: string;
+    attempt: number;
+    leaseUntil: number | null;
+    leaseText: string;
+    startedAt: number | null;
+  } | null;
 }
 
 const parseTime = (value: unknown): number | null => {
@@ -132,13 +185,30 @@ export class OutcomeWatch {
     switch (event.type) {
       case 'OperationApproved': {
         const data = event.data as { operationID: string; approvedAt?: unknown };
-        this.awaiting.set(data.operationID, { approvedAt: parseTime(data.approvedAt) ?? parseTime(event.createdAt), approvedPosition: event.position, claim: null });
+        this.awaiting.set(data.operationID, {
+          approvedAt: parseTime(data.approvedAt) ?? parseTime(event.createdAt),
+          approvedPosition: event.position,
+          claim: null,
+        });
         break;
       }
       case 'OperationExecutionStarted': {
-        const data = event.data as { operationID: string; executorID?: unknown; attempt?: unknown; leaseUntil?: unknown; startedAt?: unknown };
+        const data = event.data as {
+          operationID: string;
+          executorID?: unknown;
+          attempt?: unknown;
+          leaseUntil?: unknown;
+          startedAt?: unknown;
+        };
         const entry = this.awaiting.get(data.operationID);
-        if (entry) entry.claim = { executorID: String(data.executorID), attempt: Number(data.attempt), leaseUntil: parseTime(data.leaseUntil), leaseText: String(data.leaseUntil), startedAt: parseTime(data.startedAt) };
+        if (entry)
+          entry.claim = {
+            executorID: String(data.executorID),
+            attempt: Number(data.attempt),
+            leaseUntil: parseTime(data.leaseUntil),
+            leaseText: String(data.leaseUntil),
+            startedAt: parseTime(data.startedAt),
+          };
         break;
       }
       case 'OperationCompleted':
@@ -172,8 +242,17 @@ export async function watchClaimsFromTheFuture(
   let waitMs = 0;
   for (const [operationID, waiting] of watch.awaiting) {
     const claim = waiting.claim;
-    if (!executed.has(operationID) || claim?.startedAt == null || claim.leaseUntil === null || claim.startedAt <= now.getTime()) continue;
-    suspects.set(operationID, { revision: (await store.readStream(streams.operation(operationID))).length, claimedAheadMs: claim.startedAt - now.getTime() });
+    if (
+      !executed.has(operationID) ||
+      claim?.startedAt == null ||
+      claim.leaseUntil === null ||
+      claim.startedAt <= now.getTime()
+    )
+      continue;
+    suspects.set(operationID, {
+      revision: (await store.readStream(streams.operation(operationID))).length,
+      claimedAheadMs: claim.startedAt - now.getTime(),
+    });
     waitMs = Math.max(waitMs, Math.min(watchMs, Math.max(0, claim.leaseUntil - claim.startedAt)));
   }
   const stale = new Map<string, string>();
@@ -181,7 +260,10 @@ export async function watchClaimsFromTheFuture(
   await new Promise((resolve) => setTimeout(resolve, waitMs));
   for (const [operationID, seen] of suspects) {
     if ((await store.readStream(streams.operation(operationID))).length !== seen.revision) continue;
-    stale.set(operationID, `its last claim was written by a clock running ahead of this one (started ${formatAge(seen.claimedAheadMs)} in this clock's future), so its lease was watched instead: the operation did not move for ${formatAge(waitMs)}`);
+    stale.set(
+      operationID,
+      `its last claim was written by a clock running ahead of this one (started ${formatAge(seen.claimedAheadMs)} in this clock's future), so its lease was watched instead: the operation did not move for ${formatAge(waitMs)}`,
+    );
   }
   return stale;
 }
@@ -197,7 +279,8 @@ export function formatAge(ms: number): string {
   const minutes = Math.floor(seconds / 60);
   if (minutes < 120) return unit(minutes, 'minute');
   const hours = Math.floor(minutes / 60);
-  if (hours < 48) return minutes % 60 === 0 ? unit(hours, 'hour') : `${unit(hours, 'hour')} ${unit(minutes % 60, 'minute')}`;
+  if (hours < 48)
+    return minutes % 60 === 0 ? unit(hours, 'hour') : `${unit(hours, 'hour')} ${unit(minutes % 60, 'minute')}`;
   const days = Math.floor(hours / 24);
   return hours % 24 === 0 ? unit(days, 'day') : `${unit(days, 'day')} ${unit(hours % 24, 'hour')}`;
 }
@@ -241,18 +324,28 @@ export function reportStuckOperations(
       } else if (claim && claim.leaseUntil !== null) {
         if (now >= claim.leaseUntil) {
           problem = true;
-          reasons.push(`the lease of its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ran out ${formatAge(now - claim.leaseUntil)} ago`);
+          reasons.push(
+            `the lease of its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ran out ${formatAge(now - claim.leaseUntil)} ago`,
+          );
         } else if (problem) {
-          reasons.push(`its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) holds until ${claim.leaseText}`);
+          reasons.push(
+            `its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) holds until ${claim.leaseText}`,
+          );
         }
       } else {
         if (txAgo !== null && txAgo > maxAge) problem = true;
-        reasons.push(claim ? `its last claim (executor ${claim.executorID}) has an unreadable lease ${JSON.stringify(claim.leaseText.slice(0, 40))}` : 'no executor ever claimed it');
+        reasons.push(
+          claim
+            ? `its last claim (executor ${claim.executorID}) has an unreadable lease ${JSON.stringify(claim.leaseText.slice(0, 40))}`
+            : 'no executor ever claimed it',
+        );
       }
     } else if (problem) {
-      reasons.push(claim
-        ? `not on the ledger; its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ${claim.leaseUntil !== null && now >= claim.leaseUntil ? `ran out ${formatAge(now - claim.leaseUntil)} ago` : `holds until ${claim.leaseText}`}`
-        : 'not on the ledger; no executor ever claimed it');
+      reasons.push(
+        claim
+          ? `not on the ledger; its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ${claim.leaseUntil !== null && now >= claim.leaseUntil ? `ran out ${formatAge(now - claim.leaseUntil)} ago` : `holds until ${claim.leaseText}`}`
+          : 'not on the ledger; no executor ever claimed it',
+      );
     }
     if (!problem) {
       if (tx) inFlight.push(operationID);
@@ -260,14 +353,22 @@ export function reportStuckOperations(
     }
     const ago = approvedAgo === null ? 'approved (time unknown)' : `approved ${formatAge(approvedAgo)} ago`;
     const detail = `operation ${operationID} ${ago}, no outcome (it is ${op.status})${executedText ? `, yet ${executedText}` : ''}${reasons.length > 0 ? `; ${reasons.join('; ')}` : ''}`;
-    problems.add({ check: 'outcome', operationID, stream: `operation-${operationID}`, ...(waiting ? { position: waiting.approvedPosition } : {}), detail });
+    problems.add({
+      check: 'outcome',
+      operationID,
+      stream: `operation-${operationID}`,
+      ...(waiting ? { position: waiting.approvedPosition } : {}),
+      detail,
+    });
     stuck.push({
       operationID,
       status: op.status,
       approvedAt: waiting?.approvedAt != null ? new Date(waiting.approvedAt).toISOString() : null,
       approvedMsAgo: approvedAgo,
       lastClaim: claim ? { executorID: claim.executorID, attempt: claim.attempt, leaseUntil: claim.leaseText } : null,
-      ledgerTransaction: tx ? { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt } : null,
+      ledgerTransaction: tx
+        ? { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt }
+        : null,
       detail,
     });
   };

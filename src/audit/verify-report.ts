@@ -1,5 +1,17 @@
 /** What `audit verify` reports, and how problems are collected. */
-export type AuditCheck = 'hash' | 'chain' | 'completeness' | 'seal' | 'operation' | 'maker-checker' | 'wallet' | 'supply' | 'ledger' | 'ledger-chain' | 'outcome' | 'snapshot';
+export type AuditCheck =
+  | 'hash'
+  | 'chain'
+  | 'completeness'
+  | 'seal'
+  | 'operation'
+  | 'maker-checker'
+  | 'wallet'
+  | 'supply'
+  | 'ledger'
+  | 'ledger-chain'
+  | 'outcome'
+  | 'snapshot';
 
 export interface AuditProblem {
   check: AuditCheck;
@@ -40,7 +52,12 @@ export interface FailedButMoved {
   /** As recorded by OperationFailed. */
   failedAt: string | null;
   lastError: string | null;
-  ledgerTransaction: { sequenceNumber: number; blockchainID: string; createdAt: string; legs: Array<{ from: string; to: string; amount: string }> };
+  ledgerTransaction: {
+    sequenceNumber: number;
+    blockchainID: string;
+    createdAt: string;
+    legs: Array<{ from: string; to: string; amount: string }>;
+  };
   /** Completed operations requested later with the same payer, payee and amount: the client may have paid again. */
   possibleRetries: string[];
   /** What the operator does, in one line (the procedure is in docs/operations.md). */
@@ -102,7 +119,6 @@ export interface AuditReport {
   eventsPerSecond: number;
 }
 
-
 export const SUPPLY_DEFINITION =
   'write side: the sum of every wallet balance (WalletCredited - WalletDebited), platform:issuance included, is 0 after every completion; ' +
   'supply = sum of every wallet but platform:issuance = issued (debits of platform:issuance) - redeemed (credits to it)';
@@ -119,9 +135,11 @@ export class ProblemLog {
   add(problem: AuditProblem): void {
     this.count += 1;
     if (this.list.length < this.max) this.list.push(problem);
-    if ((problem.check === 'hash' || problem.check === 'chain' || problem.check === 'seal') && problem.position !== undefined) {
+    if (
+      (problem.check === 'hash' || problem.check === 'chain' || problem.check === 'seal') &&
+      problem.position !== undefined
+    ) {
       this.firstBroken = this.firstBroken === null ? problem.position : Math.min(this.firstBroken, problem.position);
     }
   }
 }
-

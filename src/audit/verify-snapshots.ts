@@ -17,16 +17,25 @@ import type { ProblemLog } from './verify-report.ts';
 const SNAPSHOT_PREFIX = 'snapshot-';
 
 /** The sums each fold keeps, and how each event changes them: the audit's own reading of the event catalog. */
-const FOLDS: Record<string, { prefix: string; fields: readonly string[]; apply(sums: Record<string, bigint>, event: RecordedEvent): void }> = {
+const FOLDS: Record<
+  string,
+  { prefix: string; fields: readonly string[]; apply(sums: Record<string, bigint>, event: RecordedEvent): void }
+> = {
   'wallet/1': {
     prefix: 'wallet-',
     fields: ['balance', 'held'],
     apply(sums, event) {
       const data = event.data as { amount: string; heldAmount?: string };
       switch (event.type) {
-        case 'FundsHeld': sums.held! += toUnits(data.amount); break;
-        case 'HoldReleased': sums.held! -= toUnits(data.amount); break;
-        case 'WalletCredited': sums.balance! += toUnits(data.amount); break;
+        case 'FundsHeld':
+          sums.held! += toUnits(data.amount);
+          break;
+        case 'HoldReleased':
+          sums.held! -= toUnits(data.amount);
+          break;
+        case 'WalletCredited':
+          sums.balance! += toUnits(data.amount);
+          break;
         case 'WalletDebited':
           sums.balance! -= toUnits(data.amount);
           sums.held! -= toUnits(data.heldAmount ?? '0');
@@ -79,11 +88,23 @@ export class SnapshotChecker {
   /** Reads the snapshots up to `head` before the pass, and drops (as problems) those that cannot be checked. */
   async prepare(store: EventStore, head: number, pageSize = 1000): Promise<void> {
     for (let from = 0; from <= head;) {
-      const page = await store.readAll({ fromPosition: from, toPosition: head, maxCount: pageSize, filter: { streamPrefixes: [SNAPSHOT_PREFIX] } }).catch((error: unknown) => {
-        // As the main pass says it: where the damage starts is what an operator restoring the store needs first.
-        if (error instanceof StoreCorruptedError) throw new StoreCorruptedError(error.store, `${error.reason}; the history is unreadable from position ${from} (of ${head})`, { cause: error });
-        throw error;
-      });
+      const page = await store
+        .readAll({
+          fromPosition: from,
+          toPosition: head,
+          maxCount: pageSize,
+          filter: { streamPrefixes: [SNAPSHOT_PREFIX] },
+        })
+        .catch((error: unknown) => {
+          // As the main pass says it: where the damage starts is what an operator restoring the store needs first.
+          if (error instanceof StoreCorruptedError)
+            throw new StoreCorruptedError(
+              error.store,
+              `${error.reason}; the history is unreadable from position ${from} (of ${head})`,
+              { cause: error },
+            );
+          throw error;
+        });
       if (page.length === 0) break;
       for (const event of page) this.claim(event);
       from = page[page.length - 1]!.position + 1;
@@ -91,14 +112,19 @@ export class SnapshotChecker {
   }
 
   private claim(event: RecordedEvent): void {
-    const problem = (detail: string) => this.problems.add({ check: 'snapshot', position: event.position, stream: event.stream, detail });
-    if (event.type !== 'StateSnapshotted') return problem(`${event.type} in a snapshot stream, which holds StateSnapshotted only`);
+    const problem = (detail: string) =>
+      this.problems.add({ check: 'snapshot', position: event.position, stream: event.stream, detail });
+    if (event.type !== 'StateSnapshotted')
+      return problem(`${event.type} in a snapshot stream, which holds StateSnapshotted only`);
     const data = event.data as Partial<Claim>;
     const summarized = event.stream.slice(SNAPSHOT_PREFIX.length);
-    if (data.stream !== summarized) return problem(`a snapshot of ${String(data.stream)} in the snapshot stream of ${summarized}`);
+    if (data.stream !== summarized)
+      return problem(`a snapshot of ${String(data.stream)} in the snapshot stream of ${summarized}`);
     const fold = typeof data.fold === 'string' ? FOLDS[data.fold] : undefined;
-    if (!fold || !summarized.startsWith(fold.prefix)) return problem(`a snapshot of ${summarized} by fold ${String(data.fold)}, which the audit cannot check`);
-    if (typeof data.revision !== 'number' || !Number.isSafeInteger(data.revision) || data.revision < 0) return problem(`a snapshot of ${summarized} without a valid revision`);
+    if (!fold || !summarized.startsWith(fold.prefix))
+      return problem(`a snapshot of ${summarized} by fold ${String(data.fold)}, which the audit cannot check`);
+    if (typeof data.revision !== 'number' || !Number.isSafeInteger(data.revision) || data.revision < 0)
+      return problem(`a snapshot of ${summarized} without a valid revision`);
     const state = (data.state ?? {}) as Record<string, unknown>;
     const malformed = fold.fields.filter((field) => {
       try {
@@ -107,8 +133,18 @@ export class SnapshotChecker {
         return true;
       }
     });
-    if (malformed.length > 0) return problem(`the snapshot of ${summarized} at revision ${data.revision} has no decimal ${malformed.join(', ')}`);
-    const claim: Claim = { position: event.position, stream: summarized, revision: data.revision, fold: data.fold!, state, checked: false };
+    if (malformed.length > 0)
+      return problem(
+        `the snapshot of ${summarized} at revision ${data.revision} has no decimal ${malformed.join(', ')}`,
+      );
+    const claim: Claim = {
+      position: event.position,
+      stream: summarized,
+      revision: data.revision,
+      fold: data.fold!,
+      state,
+      checked: false,
+    };
     this.claims.push(claim);
     let folding = this.folding.get(summarized);
     if (!folding) {
@@ -126,17 +162,32 @@ export class SnapshotChecker {
     if (!claims) return;
     for (const claim of claims) {
       claim.checked = true;
-      const problem = (detail: string) => this.problems.add({ check: 'snapshot', position: claim.position, stream: `${SNAPSHOT_PREFIX}${claim.stream}`, detail });
+      const problem = (detail: string) =>
+        this.problems.add({
+          check: 'snapshot',
+          position: claim.position,
+          stream: `${SNAPSHOT_PREFIX}${claim.stream}`,
+          detail,
+        });
       if (claim.fold !== Object.keys(FOLDS).find((name) => FOLDS[name] === folding.fold)) {
-        problem(`the snapshot of ${claim.stream} at revision ${claim.revision} is of fold ${claim.fold}, another than the stream's other snapshots`);
+        problem(
+          `the snapshot of ${claim.stream} at revision ${claim.revision} is of fold ${claim.fold}, another than the stream's other snapshots`,
+        );
         continue;
       }
-      if (claim.position < event.position) problem(`the snapshot of ${claim.stream} at revision ${claim.revision} was written before that revision`);
-      const wrong = folding.fold.fields.filter((field) => toUnits(claim.state[field] as string) !== folding.sums[field]);
+      if (claim.position < event.position)
+        problem(`the snapshot of ${claim.stream} at revision ${claim.revision} was written before that revision`);
+      const wrong = folding.fold.fields.filter(
+        (field) => toUnits(claim.state[field] as string) !== folding.sums[field],
+      );
       if (wrong.length > 0) {
-        const says = wrong.map((field) => `${field} ${fromUnits(toUnits(claim.state[field] as string), this.scale)}`).join(', ');
+        const says = wrong
+          .map((field) => `${field} ${fromUnits(toUnits(claim.state[field] as string), this.scale)}`)
+          .join(', ');
         const folds = wrong.map((field) => `${field} ${fromUnits(folding.sums[field]!, this.scale)}`).join(', ');
-        problem(`the snapshot of ${claim.stream} at revision ${claim.revision} disagrees with the history: it says ${says}, the events fold to ${folds}`);
+        problem(
+          `the snapshot of ${claim.stream} at revision ${claim.revision} disagrees with the history: it says ${says}, the events fold to ${folds}`,
+        );
       }
     }
   }
@@ -144,7 +195,12 @@ export class SnapshotChecker {
   finish(): void {
     for (const claim of this.claims) {
       if (claim.checked) continue;
-      this.problems.add({ check: 'snapshot', position: claim.position, stream: `${SNAPSHOT_PREFIX}${claim.stream}`, detail: `the snapshot of ${claim.stream} at revision ${claim.revision} summarizes a revision the stream never reached` });
+      this.problems.add({
+        check: 'snapshot',
+        position: claim.position,
+        stream: `${SNAPSHOT_PREFIX}${claim.stream}`,
+        detail: `the snapshot of ${claim.stream} at revision ${claim.revision} summarizes a revision the stream never reached`,
+      });
     }
   }
 }

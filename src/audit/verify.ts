@@ -3,12 +3,28 @@ import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
 import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker, findSealedEvent } from './seals.ts';
-import { ProblemLog, SUPPLY_DEFINITION, type AuditCheck, type AuditProblem, type AuditReport, type FailedButMoved, type StuckOperation } from './verify-report.ts';
+import {
+  ProblemLog,
+  SUPPLY_DEFINITION,
+  type AuditCheck,
+  type AuditProblem,
+  type AuditReport,
+  type FailedButMoved,
+  type StuckOperation,
+} from './verify-report.ts';
 import { describeFailedButMoved } from './failed-but-moved.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
 import { SnapshotChecker } from './verify-snapshots.ts';
-import { DEFAULT_MAX_APPROVED_AGE_MS, formatAge, OutcomeWatch, reconcileLedger, reportStuckOperations, watchClaimsFromTheFuture, type LedgerChainID } from './verify-ledger.ts';
+import {
+  DEFAULT_MAX_APPROVED_AGE_MS,
+  formatAge,
+  OutcomeWatch,
+  reconcileLedger,
+  reportStuckOperations,
+  watchClaimsFromTheFuture,
+  type LedgerChainID,
+} from './verify-ledger.ts';
 import type { LedgerTransaction } from '../ports/ledger.ts';
 
 import { CompletenessChecker, type ExpectedHistory } from './verify-completeness.ts';
@@ -88,7 +104,6 @@ export interface VerifyOptions {
   expected?: ExpectedHistory;
 }
 
-
 // ---- the run -------------------------------------------------------------------------------------------------
 
 /**
@@ -108,7 +123,11 @@ async function sealMode(store: EventStore): Promise<'positions' | 'ids'> {
 }
 
 /** The seals of the history up to `head` (seals appended since cover events beyond it), a page at a time. */
-export function sealLoader(store: EventStore, head = Number.MAX_SAFE_INTEGER, pageSize = 200): () => Promise<RecordedSeal[]> {
+export function sealLoader(
+  store: EventStore,
+  head = Number.MAX_SAFE_INTEGER,
+  pageSize = 200,
+): () => Promise<RecordedSeal[]> {
   let next = 0;
   let done = false;
   return async () => {
@@ -117,7 +136,11 @@ export function sealLoader(store: EventStore, head = Number.MAX_SAFE_INTEGER, pa
     next += page.length;
     const within = page.filter((event) => event.position <= head);
     if (within.length < page.length) done = true;
-    return within.map((event) => ({ data: event.data as HistorySealedData, revision: event.revision, position: event.position }));
+    return within.map((event) => ({
+      data: event.data as HistorySealedData,
+      revision: event.revision,
+      position: event.position,
+    }));
   };
 }
 
@@ -137,11 +160,18 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   let events = 0;
   let from = 0;
   while (from <= head) {
-    const page = await store.readAll({ fromPosition: from, toPosition: head, maxCount: pageSize }).catch((error: unknown) => {
-      // Where the damage starts is what an operator restoring the store needs first.
-      if (error instanceof StoreCorruptedError) throw new StoreCorruptedError(error.store, `${error.reason}; the history is unreadable from position ${from} (of ${head})`, { cause: error });
-      throw error;
-    });
+    const page = await store
+      .readAll({ fromPosition: from, toPosition: head, maxCount: pageSize })
+      .catch((error: unknown) => {
+        // Where the damage starts is what an operator restoring the store needs first.
+        if (error instanceof StoreCorruptedError)
+          throw new StoreCorruptedError(
+            error.store,
+            `${error.reason}; the history is unreadable from position ${from} (of ${head})`,
+            { cause: error },
+          );
+        throw error;
+      });
     if (page.length === 0) break;
     await seals.prepare(page.length, page[page.length - 1]!.position);
     for (const event of page) {
@@ -163,11 +193,24 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   const inFlight: string[] = [];
   const executed = new Map<string, LedgerTransaction>();
   const failedButMoved: Array<{ operationID: string; tx: LedgerTransaction }> = [];
-  const ledgerTransactions = options.ledger ? await reconcileLedger(options.ledger, business, problems, 1000, { store, head, inFlight, executed, failedButMoved }, options.ledgerChainID) : 0;
+  const ledgerTransactions = options.ledger
+    ? await reconcileLedger(
+        options.ledger,
+        business,
+        problems,
+        1000,
+        { store, head, inFlight, executed, failedButMoved },
+        options.ledgerChainID,
+      )
+    : 0;
   const now = (options.clock ?? (() => new Date()))();
   const maxApprovedAgeMs = options.maxApprovedAgeMs ?? DEFAULT_MAX_APPROVED_AGE_MS;
   const staleClaims = await watchClaimsFromTheFuture(store, watch, executed, now, options.claimWatchMs);
-  const stuck = reportStuckOperations(business, watch, executed, problems, inFlight, { now, maxApprovedAgeMs, staleClaims });
+  const stuck = reportStuckOperations(business, watch, executed, problems, inFlight, {
+    now,
+    maxApprovedAgeMs,
+    staleClaims,
+  });
   const seconds = (performance.now() - started) / 1000;
   const scale = options.assetScale;
   return {
@@ -208,4 +251,3 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
     eventsPerSecond: seconds > 0 ? Math.round(events / seconds) : events,
   };
 }
-

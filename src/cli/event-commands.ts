@@ -110,7 +110,11 @@ export async function copyEvents(
     if (page.length === 0) break;
     const unknown = unknownStreams(page, revisions);
     for (let i = 0; i < unknown.length; i += LOOKUP_CONCURRENCY) {
-      const found = await Promise.all(unknown.slice(i, i + LOOKUP_CONCURRENCY).map(async (stream) => [stream, await targetRevision(target, stream)] as const));
+      const found = await Promise.all(
+        unknown
+          .slice(i, i + LOOKUP_CONCURRENCY)
+          .map(async (stream) => [stream, await targetRevision(target, stream)] as const),
+      );
       for (const [stream, revision] of found) revisions.set(stream, revision);
     }
     const plan = planCopy(page, revisions);
@@ -137,7 +141,9 @@ async function targetRevision(target: EventStore, stream: string): Promise<Targe
 
 /** `wallet-ops events ...`: the event history itself. */
 export function registerEventCommands(program: Command): void {
-  const events = program.command('events').description('the event history: export, import, and copy it from the embedded store into KurrentDB');
+  const events = program
+    .command('events')
+    .description('the event history: export, import, and copy it from the embedded store into KurrentDB');
   common(events.command('copy'))
     .description(
       "copy the embedded store's history (--data-dir) into the KurrentDB of KURRENTDB_URL, keeping event ids, types, data, metadata and " +
@@ -150,12 +156,19 @@ export function registerEventCommands(program: Command): void {
       if (!/^\d{1,15}$/.test(opts.fromPosition)) throw new UsageError('--from-position must be a whole number');
       const config = loadConfig(cliIO().env);
       if (!config.KURRENTDB_URL) throw new UsageError('KURRENTDB_URL is not set: it names the KurrentDB to copy into');
-      const source = await openEventStore({ ...config, DATA_DIR: opts.dataDir ?? config.DATA_DIR, EVENT_STORE: 'embedded' });
+      const source = await openEventStore({
+        ...config,
+        DATA_DIR: opts.dataDir ?? config.DATA_DIR,
+        EVENT_STORE: 'embedded',
+      });
       const target = await openEventStore({ ...config, EVENT_STORE: 'kurrentdb' });
       const bar = progressBar('events copy');
       let result: CopyResult;
       try {
-        result = await copyEvents(source, target, { fromPosition: Number(opts.fromPosition), onProgress: (position, head) => bar.update(position, head) });
+        result = await copyEvents(source, target, {
+          fromPosition: Number(opts.fromPosition),
+          onProgress: (position, head) => bar.update(position, head),
+        });
         bar.done();
       } finally {
         bar.stop();

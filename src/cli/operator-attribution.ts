@@ -12,11 +12,14 @@ import type { AppendResult, EventStore, NewEvent, StreamAppend } from '../ports/
 const INNER = Symbol.for('wallet-ops.cli.operatorAttribution.inner');
 
 export function attributeToOperator(store: EventStore, operator: string): EventStore {
-  const stamp = (events: NewEvent[]): NewEvent[] => events.map((event) => ({ ...event, metadata: { ...event.metadata, operator } }));
+  const stamp = (events: NewEvent[]): NewEvent[] =>
+    events.map((event) => ({ ...event, metadata: { ...event.metadata, operator } }));
   return {
     [INNER]: store,
-    append: (stream: string, events: NewEvent[], expectedRevision): Promise<AppendResult> => store.append(stream, stamp(events), expectedRevision),
-    appendMulti: (requests: StreamAppend[]) => store.appendMulti(requests.map((request) => ({ ...request, events: stamp(request.events) }))),
+    append: (stream: string, events: NewEvent[], expectedRevision): Promise<AppendResult> =>
+      store.append(stream, stamp(events), expectedRevision),
+    appendMulti: (requests: StreamAppend[]) =>
+      store.appendMulti(requests.map((request) => ({ ...request, events: stamp(request.events) }))),
     readStream: (stream, options) => store.readStream(stream, options),
     readAll: (options) => store.readAll(options),
     headPosition: () => store.headPosition(),

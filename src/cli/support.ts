@@ -34,9 +34,16 @@ export function parsePartyRef(value: string): PartyRef {
 }
 
 /** Runs one action against the event store named by the options, prints its result, and closes the store. */
-export async function withBackOffice<T>(options: CommonOptions, action: (deps: BackOfficeDeps) => Promise<T>, human: (result: T) => string): Promise<void> {
+export async function withBackOffice<T>(
+  options: CommonOptions,
+  action: (deps: BackOfficeDeps) => Promise<T>,
+  human: (result: T) => string,
+): Promise<void> {
   const config = loadConfig(cliIO().env);
-  const store = attributeToOperator(await openEventStore({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR }), operatorActor());
+  const store = attributeToOperator(
+    await openEventStore({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR }),
+    operatorActor(),
+  );
   try {
     const result = await action({ store, clock: () => new Date(), assetScale: config.ASSET_SCALE });
     printResult(options, result, human);
@@ -46,7 +53,11 @@ export async function withBackOffice<T>(options: CommonOptions, action: (deps: B
 }
 
 /** Like withBackOffice, for commands that need both stores. */
-export async function withStores<T>(options: CommonOptions, action: (stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
+export async function withStores<T>(
+  options: CommonOptions,
+  action: (stores: Stores, config: Config) => Promise<T>,
+  human: (result: T) => string,
+): Promise<void> {
   const config = loadConfig(cliIO().env);
   const opened = await openStores({ ...config, DATA_DIR: options.dataDir ?? config.DATA_DIR });
   const stores: Stores = { ...opened, eventStore: attributeToOperator(opened.eventStore, operatorActor()) };
@@ -65,10 +76,16 @@ export function printResult<T>(options: CommonOptions, result: T, human: (result
 
 /** SECRETS_KEY, else the embedded key file beside the data directory (moved out of it, with a line on stderr, if an older version left it there). */
 export function secretsKeyOf(options: CommonOptions, config: Config): Buffer {
-  return config.SECRETS_KEY ?? embeddedSecretsKey(options.dataDir ?? config.DATA_DIR, {
-    keyFile: config.SECRETS_KEY_FILE,
-    onMoved: (from, to) => cliIO().stderr(`secrets key moved out of the data directory: ${from} -> ${to} (back it up apart from the data)\n`),
-  });
+  return (
+    config.SECRETS_KEY ??
+    embeddedSecretsKey(options.dataDir ?? config.DATA_DIR, {
+      keyFile: config.SECRETS_KEY_FILE,
+      onMoved: (from, to) =>
+        cliIO().stderr(
+          `secrets key moved out of the data directory: ${from} -> ${to} (back it up apart from the data)\n`,
+        ),
+    })
+  );
 }
 
 /**
@@ -76,19 +93,39 @@ export function secretsKeyOf(options: CommonOptions, config: Config): Buffer {
  * request hold what they make there for its owner, who collects it with `key secret`, `webhook secret` or
  * `access password-half`, `--as` themselves.
  */
-export async function withCredentials<T>(options: CommonOptions, action: (deps: RotationDeps & { secretsKey: Buffer }, stores: Stores, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
-  await withStores(options, async (stores, config) => {
-    await stores.readStore.defineCollections([SECRETS_COLLECTION]);
-    const secretsKey = secretsKeyOf(options, config);
-    const clock = () => new Date();
-    const credentials = new HeldCredentials({
-      store: stores.readStore,
-      key: secretsKey,
-      clock,
-      logger: { warn: (details, message) => cliIO().stderr(`warning: ${message} (${JSON.stringify(details)})\n`) },
-    });
-    return action({ store: stores.eventStore, clock, assetScale: config.ASSET_SCALE, credentials, secretsKey, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS, apiKeyEnvironment: config.API_KEY_ENVIRONMENT }, stores, config);
-  }, human);
+export async function withCredentials<T>(
+  options: CommonOptions,
+  action: (deps: RotationDeps & { secretsKey: Buffer }, stores: Stores, config: Config) => Promise<T>,
+  human: (result: T) => string,
+): Promise<void> {
+  await withStores(
+    options,
+    async (stores, config) => {
+      await stores.readStore.defineCollections([SECRETS_COLLECTION]);
+      const secretsKey = secretsKeyOf(options, config);
+      const clock = () => new Date();
+      const credentials = new HeldCredentials({
+        store: stores.readStore,
+        key: secretsKey,
+        clock,
+        logger: { warn: (details, message) => cliIO().stderr(`warning: ${message} (${JSON.stringify(details)})\n`) },
+      });
+      return action(
+        {
+          store: stores.eventStore,
+          clock,
+          assetScale: config.ASSET_SCALE,
+          credentials,
+          secretsKey,
+          secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS,
+          apiKeyEnvironment: config.API_KEY_ENVIRONMENT,
+        },
+        stores,
+        config,
+      );
+    },
+    human,
+  );
 }
 
 /** Progress of a long command: `update` as it goes, `done` once it succeeded (to 100%), `stop` in any case. */
@@ -111,7 +148,13 @@ export function progressBar(label: string, unit = 'position'): Progress {
 }
 
 function terminalBar(label: string, unit: string): Progress {
-  const bar = new SingleBar({ format: `${label.padEnd(24)} [{bar}] {percentage}% | ${unit} {value}/{total} | {eta_formatted} left`, stream: process.stderr }, Presets.shades_classic);
+  const bar = new SingleBar(
+    {
+      format: `${label.padEnd(24)} [{bar}] {percentage}% | ${unit} {value}/{total} | {eta_formatted} left`,
+      stream: process.stderr,
+    },
+    Presets.shades_classic,
+  );
   let started = false;
   let total = 0;
   return {
@@ -144,7 +187,8 @@ function progressLines(label: string, unit: string): Progress {
   const line = (value: number, total: number, now: number) => {
     const percent = total > 0 ? Math.floor((value / total) * 100) : 100;
     const rate = first ? (value - first.value) / Math.max(now - first.at, 1) : 0;
-    const left = value >= total ? 'done' : rate > 0 ? `${Math.ceil((total - value) / rate / 1000)} s left` : 'time left unknown';
+    const left =
+      value >= total ? 'done' : rate > 0 ? `${Math.ceil((total - value) / rate / 1000)} s left` : 'time left unknown';
     io.stderr(`${label}: ${unit} ${value}/${total} (${percent}%), ${left}\n`);
     lastLine = now;
     printed = true;
@@ -201,22 +245,32 @@ export function common(command: Command): Command {
     .option('--json', 'print exactly one JSON value on stdout');
 }
 
-
 /** Like withStores, with the ledger too. */
-export async function withLedger<T>(options: CommonOptions, action: (stores: Stores, ledger: Ledger, config: Config) => Promise<T>, human: (result: T) => string): Promise<void> {
-  await withStores(options, async (stores, config) => {
-    const ledger = await openLedger({ dataDir: options.dataDir ?? config.DATA_DIR, selection: config });
-    try {
-      return await action(stores, ledger, config);
-    } finally {
-      await ledger.close();
-    }
-  }, human);
+export async function withLedger<T>(
+  options: CommonOptions,
+  action: (stores: Stores, ledger: Ledger, config: Config) => Promise<T>,
+  human: (result: T) => string,
+): Promise<void> {
+  await withStores(
+    options,
+    async (stores, config) => {
+      const ledger = await openLedger({ dataDir: options.dataDir ?? config.DATA_DIR, selection: config });
+      try {
+        return await action(stores, ledger, config);
+      } finally {
+        await ledger.close();
+      }
+    },
+    human,
+  );
 }
 
 /** distributor:ID, merchant:ID or individual:PHONE, as a wallet. */
 export function parseWalletRef(value: string): { kind: 'distributor' | 'merchant' | 'individual'; id: string } {
   const match = /^(distributor|merchant|individual):(.+)$/.exec(value);
-  if (!match) throw new UsageError(`--party must be distributor:ID, merchant:ID or individual:PHONE, got "${value.slice(0, 60)}"`);
+  if (!match)
+    throw new UsageError(
+      `--party must be distributor:ID, merchant:ID or individual:PHONE, got "${value.slice(0, 60)}"`,
+    );
   return { kind: match[1] as 'distributor' | 'merchant' | 'individual', id: match[2]! };
 }

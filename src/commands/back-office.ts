@@ -9,7 +9,14 @@ import { email as parseEmail, requiredText, shortCode as parseShortCode } from '
 import { normalizePhone } from '../domain/phone.ts';
 import { hashPassword, MIN_PASSWORD_LENGTH } from '../domain/passwords.ts';
 import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
-import { formatApiKey, hashSecret, isKeyID, newKeyID, newSecret, type ApiKeyEnvironment } from '../domain/api-key-secrets.ts';
+import {
+  formatApiKey,
+  hashSecret,
+  isKeyID,
+  newKeyID,
+  newSecret,
+  type ApiKeyEnvironment,
+} from '../domain/api-key-secrets.ts';
 import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand, type ApiKeyState } from './api-keys.ts';
 import { individualDecider, partyDecider, type PartyState } from './parties.ts';
 import { userDecider, type UserState } from './users.ts';
@@ -62,12 +69,19 @@ export async function onboardParty(
     command: { type: 'OnboardParty', data: { partyType: input.partyType, partyID, name, shortCode, now: now(deps) } },
     context,
     // The claim stream can be created once only: that is what keeps short codes unique across processes.
-    alsoAppend: () => [{
-      stream: streams.shortCode(input.partyType, shortCode),
-      expectedRevision: 'no_stream',
-      events: [{ type: 'ShortCodeClaimed', data: { partyType: input.partyType, shortCode, partyID } }],
-    }],
-    onConflict: () => new DomainError('SHORT_CODE_TAKEN', `short code ${shortCode} is already used by another ${input.partyType}`, 'shortCode'),
+    alsoAppend: () => [
+      {
+        stream: streams.shortCode(input.partyType, shortCode),
+        expectedRevision: 'no_stream',
+        events: [{ type: 'ShortCodeClaimed', data: { partyType: input.partyType, shortCode, partyID } }],
+      },
+    ],
+    onConflict: () =>
+      new DomainError(
+        'SHORT_CODE_TAKEN',
+        `short code ${shortCode} is already used by another ${input.partyType}`,
+        'shortCode',
+      ),
   });
   return { partyID };
 }
@@ -90,7 +104,8 @@ export async function registerIndividual(
 
 export async function requireParty(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, party: PartyRef) {
   const { state } = await loadState<PartyState, never>(deps, streams[party.type](party.id), partyDecider);
-  if (state.status !== 'onboarded') throw new DomainError('NOT_FOUND', `${formatPartyRef(party)} does not exist`, 'party');
+  if (state.status !== 'onboarded')
+    throw new DomainError('NOT_FOUND', `${formatPartyRef(party)} does not exist`, 'party');
   return state;
 }
 
@@ -105,7 +120,13 @@ export function parsePassword(field: string, value: unknown): string {
 
 /** `maker`, `checker`, `maker,checker` or an array of them. */
 export function parseRoles(field: string, value: unknown): UserRole[] {
-  const raw = typeof value === 'string' ? value.split(',').map((r) => r.trim()).filter(Boolean) : value;
+  const raw =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((r) => r.trim())
+          .filter(Boolean)
+      : value;
   if (!Array.isArray(raw) || !raw.every((role): role is UserRole => ROLES.includes(role as UserRole))) {
     throw new DomainError('INVALID_INPUT', `${field} must be maker, checker, or both`, field);
   }
@@ -131,9 +152,27 @@ export async function addUser(
   await runCommand(deps, {
     stream: streams.user(userID),
     decider: userDecider,
-    command: { type: 'AddUser', data: { userID, party: input.party, email, passwordHash, roles, platformAdmin: input.platformAdmin ?? false, mustChangePassword: false, now: now(deps) } },
+    command: {
+      type: 'AddUser',
+      data: {
+        userID,
+        party: input.party,
+        email,
+        passwordHash,
+        roles,
+        platformAdmin: input.platformAdmin ?? false,
+        mustChangePassword: false,
+        now: now(deps),
+      },
+    },
     context,
-    alsoAppend: () => [{ stream: streams.userEmail(email), expectedRevision: 'no_stream', events: [{ type: 'EmailClaimed', data: { email, userID } }] }],
+    alsoAppend: () => [
+      {
+        stream: streams.userEmail(email),
+        expectedRevision: 'no_stream',
+        events: [{ type: 'EmailClaimed', data: { email, userID } }],
+      },
+    ],
     onConflict: () => new DomainError('EMAIL_TAKEN', `a user with email ${email} already exists`, 'email'),
   });
   return { userID };
@@ -143,7 +182,10 @@ export type ActiveUser = Extract<UserState, { status: 'active' }>;
 export type ExistingUser = Exclude<UserState, { status: 'none' }>;
 
 /** Finds a console user by email through the email's claim stream, whether active or disabled. */
-export async function findAnyUserByEmail(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, rawEmail: unknown): Promise<ExistingUser> {
+export async function findAnyUserByEmail(
+  deps: Pick<BackOfficeDeps, 'store' | 'cache'>,
+  rawEmail: unknown,
+): Promise<ExistingUser> {
   const email = parseEmail('email', rawEmail);
   const [claim] = await deps.store.readStream(streams.userEmail(email), { maxCount: 1 });
   if (!claim) throw new DomainError('NOT_FOUND', `no user with email ${email}`, 'email');
@@ -153,20 +195,40 @@ export async function findAnyUserByEmail(deps: Pick<BackOfficeDeps, 'store' | 'c
 }
 
 /** Finds a console user who may act: a disabled user is refused (and cannot log in). */
-export async function findUserByEmail(deps: Pick<BackOfficeDeps, 'store' | 'cache'>, rawEmail: unknown): Promise<ActiveUser> {
+export async function findUserByEmail(
+  deps: Pick<BackOfficeDeps, 'store' | 'cache'>,
+  rawEmail: unknown,
+): Promise<ActiveUser> {
   const user = await findAnyUserByEmail(deps, rawEmail);
   if (user.status !== 'active') throw new DomainError('WRONG_STATE', `user ${user.email} is disabled`, 'email');
   return user;
 }
 
-export const actingUser = (user: ActiveUser): ActingUser => ({ userID: user.userID, party: user.party, roles: user.roles });
-export const userContext = (user: ActiveUser, correlationId: string): CommandContext => ({ actor: `user:${user.userID}`, correlationId });
+export const actingUser = (user: ActiveUser): ActingUser => ({
+  userID: user.userID,
+  party: user.party,
+  roles: user.roles,
+});
+export const userContext = (user: ActiveUser, correlationId: string): CommandContext => ({
+  actor: `user:${user.userID}`,
+  correlationId,
+});
 
-export async function requestApiKey(deps: BackOfficeDeps, user: ActiveUser, input: KeyTermsInput, correlationId: string): Promise<{ keyID: string }> {
+export async function requestApiKey(
+  deps: BackOfficeDeps,
+  user: ActiveUser,
+  input: KeyTermsInput,
+  correlationId: string,
+): Promise<{ keyID: string }> {
   if (!user.party) throw new DomainError('OTHER_PARTY', 'a platform administrator has no party to request a key for');
   const terms = parseKeyTerms(input, deps.assetScale);
   const keyID = newKeyID();
-  await runApiKeyCommand(deps, keyID, { type: 'RequestApiKey', data: { ...terms, keyID, party: user.party, by: actingUser(user), now: now(deps) } }, userContext(user, correlationId));
+  await runApiKeyCommand(
+    deps,
+    keyID,
+    { type: 'RequestApiKey', data: { ...terms, keyID, party: user.party, by: actingUser(user), now: now(deps) } },
+    userContext(user, correlationId),
+  );
   return { keyID };
 }
 
@@ -176,15 +238,28 @@ export async function requestApiKey(deps: BackOfficeDeps, user: ActiveUser, inpu
  * approval commits, so that of two checkers approving at once only the winner's secret is held; should the
  * hold itself fail, the key works but nobody has its secret, and the maker rotates it.
  */
-export async function approveApiKey(deps: CredentialDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; heldFor: string }> {
+export async function approveApiKey(
+  deps: CredentialDeps,
+  user: ActiveUser,
+  keyID: string,
+  correlationId: string,
+): Promise<{ keyID: string; heldFor: string }> {
   if (!isKeyID(keyID)) throw new DomainError('NOT_FOUND', `API key ${keyID.slice(0, 40)} does not exist`);
   const secret = newSecret();
   const heldFor = await approveForItsMaker<ApiKeyCommand, ApiKeyState, ApiKeyEvent>(deps, {
     subject: { kind: 'api-key', id: keyID, what: `API key ${keyID}` },
     stream: streams.apiKey(keyID),
     decider: apiKeyDecider,
-    command: { type: 'ApproveApiKey', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) } },
-    credential: (key) => ({ kind: 'api-key', keyID, label: key.label, apiKey: formatApiKey(keyID, secret, deps.apiKeyEnvironment) }),
+    command: {
+      type: 'ApproveApiKey',
+      data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), now: now(deps) },
+    },
+    credential: (key) => ({
+      kind: 'api-key',
+      keyID,
+      label: key.label,
+      apiKey: formatApiKey(keyID, secret, deps.apiKeyEnvironment),
+    }),
     context: userContext(user, correlationId),
   });
   return { keyID, heldFor };
@@ -196,7 +271,11 @@ export async function approveApiKey(deps: CredentialDeps, user: ActiveUser, keyI
  * read beside it; and, since the pipeline guards only what it writes, the holder checked again after the commit
  * (departures.ts: a departure that raced the approval ends it, and no secret is held). Returns for whom it waits.
  */
-export async function approveForItsMaker<Command, State extends { status: string }, Event extends { type: string; data: unknown }>(
+export async function approveForItsMaker<
+  Command,
+  State extends { status: string },
+  Event extends { type: string; data: unknown },
+>(
   deps: CredentialDeps,
   options: {
     subject: { kind: 'api-key' | 'webhook-endpoint'; id: string; what: string };
@@ -227,7 +306,12 @@ export async function approveForItsMaker<Command, State extends { status: string
 }
 
 /** A rotation asked for by a maker who has since left is not approved: its new secret would go to them. */
-export async function requireRotationRequesterStillMaker<S extends { status: string }>(deps: BackOfficeDeps, stream: string, decider: { evolve: (state: S, event: any) => S; initialState: () => S }, action: string): Promise<void> {
+export async function requireRotationRequesterStillMaker<S extends { status: string }>(
+  deps: BackOfficeDeps,
+  stream: string,
+  decider: { evolve: (state: S, event: any) => S; initialState: () => S },
+  action: string,
+): Promise<void> {
   const { state } = await loadState(deps, stream, decider);
   const requestedBy = (state as { rotation?: { requestedBy: string } | null }).rotation?.requestedBy;
   if (!requestedBy) return; // the decider refuses: no rotation pending
@@ -237,7 +321,10 @@ export async function requireRotationRequesterStillMaker<S extends { status: str
 /** A request whose maker has since been disabled or lost the maker role is not approved: the secret would go to someone who left. */
 export function requireStillMaker(requester: UserState, action: string): void {
   if (requester.status !== 'active' || !requester.roles.includes('maker')) {
-    throw new DomainError('WRONG_STATE', `cannot ${action}: the maker who requested it is ${requester.status === 'active' ? 'no longer a maker' : 'disabled'}`);
+    throw new DomainError(
+      'WRONG_STATE',
+      `cannot ${action}: the maker who requested it is ${requester.status === 'active' ? 'no longer a maker' : 'disabled'}`,
+    );
   }
 }
 
@@ -246,22 +333,54 @@ export function requireStillMaker(requester: UserState, action: string): void {
  * (never for the checker), like an approval's; the previous secret keeps working until `previousValidUntil`.
  * The vault keeps one secret per user and key, so a newer rotation's secret replaces one still uncollected.
  */
-export async function approveApiKeyRotation(deps: RotationDeps, user: ActiveUser, keyID: string, correlationId: string): Promise<{ keyID: string; heldFor: string; previousValidUntil: string }> {
+export async function approveApiKeyRotation(
+  deps: RotationDeps,
+  user: ActiveUser,
+  keyID: string,
+  correlationId: string,
+): Promise<{ keyID: string; heldFor: string; previousValidUntil: string }> {
   const secret = newSecret();
-  await requireRotationRequesterStillMaker(deps, streams.apiKey(keyID), apiKeyDecider, `approve the rotation of API key ${keyID}`);
-  const command: ApiKeyCommand = { type: 'ApproveApiKeyRotation', data: { keyID, by: actingUser(user), secretHash: hashSecret(secret), overlapHours: deps.secretRotationOverlapHours, now: now(deps) } };
+  await requireRotationRequesterStillMaker(
+    deps,
+    streams.apiKey(keyID),
+    apiKeyDecider,
+    `approve the rotation of API key ${keyID}`,
+  );
+  const command: ApiKeyCommand = {
+    type: 'ApproveApiKeyRotation',
+    data: {
+      keyID,
+      by: actingUser(user),
+      secretHash: hashSecret(secret),
+      overlapHours: deps.secretRotationOverlapHours,
+      now: now(deps),
+    },
+  };
   const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
-  if (await endIfHolderLeft(deps, { kind: 'api-key', id: keyID }, state.secretHolder, userContext(user, correlationId))) throw holderLeftError(`the rotation of API key ${keyID}`);
-  await deps.credentials.hold(state.secretHolder, { kind: 'api-key', keyID, label: state.label, apiKey: formatApiKey(keyID, secret, deps.apiKeyEnvironment) });
+  if (await endIfHolderLeft(deps, { kind: 'api-key', id: keyID }, state.secretHolder, userContext(user, correlationId)))
+    throw holderLeftError(`the rotation of API key ${keyID}`);
+  await deps.credentials.hold(state.secretHolder, {
+    kind: 'api-key',
+    keyID,
+    label: state.label,
+    apiKey: formatApiKey(keyID, secret, deps.apiKeyEnvironment),
+  });
   return { keyID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil! };
 }
 
 /** The one collection of a credential held for `user`: the second attempt, or anyone else's, finds nothing. */
-export async function collectCredential<K extends Subject['kind']>(deps: CredentialDeps, user: ActiveUser, subject: { kind: K; id: string }): Promise<Extract<DeliveredSecret, { kind: K }>> {
+export async function collectCredential<K extends Subject['kind']>(
+  deps: CredentialDeps,
+  user: ActiveUser,
+  subject: { kind: K; id: string },
+): Promise<Extract<DeliveredSecret, { kind: K }>> {
   const secret = await deps.credentials.takeOne(user.userID, subject);
   if (!secret || secret.kind !== subject.kind) {
-    throw new DomainError('NOT_FOUND', `no ${subject.kind} secret of ${subject.id.slice(0, 60)} waits for ${user.email}: it is collected once, by its owner, within 24 hours of the approval`);
+    throw new DomainError(
+      'NOT_FOUND',
+      `no ${subject.kind} secret of ${subject.id.slice(0, 60)} waits for ${user.email}: it is collected once, by its owner, within 24 hours of the approval`,
+    );
   }
   return secret as Extract<DeliveredSecret, { kind: K }>;
 }
@@ -274,38 +393,63 @@ export type KeyDecision =
   | { type: 'RejectApiKeyRevocation'; reason: string | null };
 
 /** Every other step of the lifecycle: returns the key's state after it. */
-export async function decideOnApiKey(deps: BackOfficeDeps, user: ActiveUser, keyID: string, decision: KeyDecision, correlationId: string): Promise<{ keyID: string; state: string }> {
+export async function decideOnApiKey(
+  deps: BackOfficeDeps,
+  user: ActiveUser,
+  keyID: string,
+  decision: KeyDecision,
+  correlationId: string,
+): Promise<{ keyID: string; state: string }> {
   const base = { keyID, by: actingUser(user), now: now(deps) };
   const command: ApiKeyCommand =
     decision.type === 'RequestApiKeyRevocation'
       ? { type: decision.type, data: { ...base, reason: requiredText('reason', decision.reason, 500) } }
       : decision.type === 'ApproveApiKeyRevocation' || decision.type === 'WithdrawApiKeyRequest'
         ? { type: decision.type, data: base }
-        : { type: decision.type, data: { ...base, reason: decision.reason === null ? null : requiredText('reason', decision.reason, 500) } };
+        : {
+            type: decision.type,
+            data: { ...base, reason: decision.reason === null ? null : requiredText('reason', decision.reason, 500) },
+          };
   const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
   return { keyID, state: state.status === 'none' ? 'none' : effectiveStatus(state, base.now) };
 }
 
 /** A step of a secret rotation other than its approval (which makes a secret: approveApiKeyRotation / approveWebhookSecretRotation). */
-export type RotationDecision = { type: 'request'; reason: unknown } | { type: 'reject'; reason: unknown } | { type: 'withdraw' };
+export type RotationDecision =
+  { type: 'request'; reason: unknown } | { type: 'reject'; reason: unknown } | { type: 'withdraw' };
 export type RotationOutcome = { rotation: 'pending' | 'rejected' | 'withdrawn' };
 
 /** A reason the decision needs (required to request, optional to reject), validated once for keys and endpoints. */
 export function rotationReason(decision: RotationDecision): string | null {
   if (decision.type === 'request') return requiredText('reason', decision.reason, 500);
-  if (decision.type === 'reject') return decision.reason === undefined || decision.reason === null || decision.reason === '' ? null : requiredText('reason', decision.reason, 500);
+  if (decision.type === 'reject')
+    return decision.reason === undefined || decision.reason === null || decision.reason === ''
+      ? null
+      : requiredText('reason', decision.reason, 500);
   return null;
 }
 
-export const ROTATION_OUTCOME: Record<RotationDecision['type'], RotationOutcome['rotation']> = { request: 'pending', reject: 'rejected', withdraw: 'withdrawn' };
+export const ROTATION_OUTCOME: Record<RotationDecision['type'], RotationOutcome['rotation']> = {
+  request: 'pending',
+  reject: 'rejected',
+  withdraw: 'withdrawn',
+};
 
-export async function decideOnApiKeyRotation(deps: BackOfficeDeps, user: ActiveUser, keyID: string, decision: RotationDecision, correlationId: string): Promise<{ keyID: string } & RotationOutcome> {
+export async function decideOnApiKeyRotation(
+  deps: BackOfficeDeps,
+  user: ActiveUser,
+  keyID: string,
+  decision: RotationDecision,
+  correlationId: string,
+): Promise<{ keyID: string } & RotationOutcome> {
   const base = { keyID, by: actingUser(user), now: now(deps) };
   const reason = rotationReason(decision);
   const command: ApiKeyCommand =
-    decision.type === 'request' ? { type: 'RequestApiKeyRotation', data: { ...base, reason: reason! } }
-    : decision.type === 'reject' ? { type: 'RejectApiKeyRotation', data: { ...base, reason } }
-    : { type: 'WithdrawApiKeyRotation', data: base };
+    decision.type === 'request'
+      ? { type: 'RequestApiKeyRotation', data: { ...base, reason: reason! } }
+      : decision.type === 'reject'
+        ? { type: 'RejectApiKeyRotation', data: { ...base, reason } }
+        : { type: 'WithdrawApiKeyRotation', data: base };
   await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
   return { keyID, rotation: ROTATION_OUTCOME[decision.type] };
 }

@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { CashOutConsentEvent } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import {
-  CASH_OUT_CODE_TTL_MS, hashCashOutCode, MAX_LIVE_CASH_OUT_CODES, MAX_WRONG_CASH_OUT_CODES, newCashOutCode, sameCodeHash,
+  CASH_OUT_CODE_TTL_MS,
+  hashCashOutCode,
+  MAX_LIVE_CASH_OUT_CODES,
+  MAX_WRONG_CASH_OUT_CODES,
+  newCashOutCode,
+  sameCodeHash,
 } from '../domain/cash-out-codes.ts';
 import { Decimal, formatAmount, parsePositiveAmount } from '../domain/money.ts';
 import { normalizePhone } from '../domain/phone.ts';
@@ -38,24 +43,46 @@ export interface CashOutConsentState {
 }
 
 export type CashOutConsentCommand =
-  | { type: 'IssueCashOutCode'; data: { phone: string; codeID: string; codeHash: string; maxAmount: string | null; now: string } }
+  | {
+      type: 'IssueCashOutCode';
+      data: { phone: string; codeID: string; codeHash: string; maxAmount: string | null; now: string };
+    }
   | {
       type: 'UseCashOutCode';
       /** `presentedHash`: the hash of the code the request carried, null when it carried none. */
       data: { phone: string; presentedHash: string | null; amount: string; operationID: string; now: string };
     };
 
-const live = (state: CashOutConsentState, now: string) => Object.entries(state.codes).filter(([, code]) => Date.parse(code.expiresAt) > Date.parse(now));
+const live = (state: CashOutConsentState, now: string) =>
+  Object.entries(state.codes).filter(([, code]) => Date.parse(code.expiresAt) > Date.parse(now));
 
 const withoutExpired = (codes: Readonly<Record<string, LiveCode>>, at: string) =>
   Object.fromEntries(Object.entries(codes).filter(([, code]) => Date.parse(code.expiresAt) > Date.parse(at)));
 
-function decideIssue(data: Extract<CashOutConsentCommand, { type: 'IssueCashOutCode' }>['data'], state: CashOutConsentState): CashOutConsentEvent[] {
+function decideIssue(
+  data: Extract<CashOutConsentCommand, { type: 'IssueCashOutCode' }>['data'],
+  state: CashOutConsentState,
+): CashOutConsentEvent[] {
   if (live(state, data.now).length >= MAX_LIVE_CASH_OUT_CODES) {
-    throw new DomainError('WRONG_STATE', `${data.phone} has ${MAX_LIVE_CASH_OUT_CODES} live cash-out codes already; use one or let one expire (${CASH_OUT_CODE_TTL_MS / 60_000} minutes)`);
+    throw new DomainError(
+      'WRONG_STATE',
+      `${data.phone} has ${MAX_LIVE_CASH_OUT_CODES} live cash-out codes already; use one or let one expire (${CASH_OUT_CODE_TTL_MS / 60_000} minutes)`,
+    );
   }
   const expiresAt = new Date(Date.parse(data.now) + CASH_OUT_CODE_TTL_MS).toISOString();
-  return [{ type: 'CashOutCodeIssued', data: { phone: data.phone, codeID: data.codeID, codeHash: data.codeHash, maxAmount: data.maxAmount, issuedAt: data.now, expiresAt } }];
+  return [
+    {
+      type: 'CashOutCodeIssued',
+      data: {
+        phone: data.phone,
+        codeID: data.codeID,
+        codeHash: data.codeHash,
+        maxAmount: data.maxAmount,
+        issuedAt: data.now,
+        expiresAt,
+      },
+    },
+  ];
 }
 
 const WRONG_CODE = 'authorizationCode is not a live cash-out code of this individual (wrong, expired or already used)';
@@ -68,9 +95,15 @@ const WRONG_CODE = 'authorizationCode is not a live cash-out code of this indivi
  * are decided again on the newer count. A missing code, or a code when none is live, guesses at nothing and is
  * refused without a count.
  */
-function decideUse(data: Extract<CashOutConsentCommand, { type: 'UseCashOutCode' }>['data'], state: CashOutConsentState): CashOutConsentEvent[] {
+function decideUse(
+  data: Extract<CashOutConsentCommand, { type: 'UseCashOutCode' }>['data'],
+  state: CashOutConsentState,
+): CashOutConsentEvent[] {
   if (data.presentedHash === null) {
-    throw new DomainError('CASH_OUT_NOT_AUTHORIZED', "this platform requires the individual's consent to a cash-out: authorizationCode, the one-time code the individual gets in their wallet app, is required");
+    throw new DomainError(
+      'CASH_OUT_NOT_AUTHORIZED',
+      "this platform requires the individual's consent to a cash-out: authorizationCode, the one-time code the individual gets in their wallet app, is required",
+    );
   }
   const codes = live(state, data.now);
   // Every live code is compared, each in constant time, and none is skipped once one matched.
@@ -84,20 +117,33 @@ function decideUse(data: Extract<CashOutConsentCommand, { type: 'UseCashOutCode'
       data: { phone: data.phone, operationID: data.operationID, wrongCount, presentedAt: data.now },
     };
     if (wrongCount < MAX_WRONG_CASH_OUT_CODES) return [counted];
-    return [counted, { type: 'CashOutCodesVoided', data: { phone: data.phone, codeIDs: codes.map(([codeID]) => codeID), voidedAt: data.now } }];
+    return [
+      counted,
+      {
+        type: 'CashOutCodesVoided',
+        data: { phone: data.phone, codeIDs: codes.map(([codeID]) => codeID), voidedAt: data.now },
+      },
+    ];
   }
   const [codeID, code] = match;
   if (code.maxAmount !== null && new Decimal(data.amount).gt(code.maxAmount)) {
-    throw new DomainError('CASH_OUT_NOT_AUTHORIZED', `the individual authorized at most ${code.maxAmount} with this code`);
+    throw new DomainError(
+      'CASH_OUT_NOT_AUTHORIZED',
+      `the individual authorized at most ${code.maxAmount} with this code`,
+    );
   }
-  return [{ type: 'CashOutCodeUsed', data: { phone: data.phone, codeID, operationID: data.operationID, usedAt: data.now } }];
+  return [
+    { type: 'CashOutCodeUsed', data: { phone: data.phone, codeID, operationID: data.operationID, usedAt: data.now } },
+  ];
 }
 
 /** The refusal a UseCashOutCode decision carries when it counted a wrong code instead of using one, else null. */
 export function consentRefusal(events: readonly CashOutConsentEvent[]): DomainError | null {
   if (!events.some((event) => event.type === 'WrongCashOutCodePresented')) return null;
   const voided = events.some((event) => event.type === 'CashOutCodesVoided');
-  const detail = voided ? `${WRONG_CODE}; after ${MAX_WRONG_CASH_OUT_CODES} wrong codes every live code of this individual is void: they ask for a new one` : WRONG_CODE;
+  const detail = voided
+    ? `${WRONG_CODE}; after ${MAX_WRONG_CASH_OUT_CODES} wrong codes every live code of this individual is void: they ask for a new one`
+    : WRONG_CODE;
   return new DomainError('CASH_OUT_NOT_AUTHORIZED', detail);
 }
 
@@ -108,7 +154,10 @@ export const cashOutConsentDecider: Decider<CashOutConsentCommand, CashOutConsen
       case 'CashOutCodeIssued': {
         const { codeID, codeHash, maxAmount, expiresAt, issuedAt } = event.data;
         const before = withoutExpired(state.codes, issuedAt);
-        return { codes: { ...before, [codeID]: { codeHash, maxAmount, expiresAt } }, wrong: Object.keys(before).length === 0 ? 0 : state.wrong };
+        return {
+          codes: { ...before, [codeID]: { codeHash, maxAmount, expiresAt } },
+          wrong: Object.keys(before).length === 0 ? 0 : state.wrong,
+        };
       }
       case 'CashOutCodeUsed': {
         const { [event.data.codeID]: _used, ...rest } = state.codes;
@@ -117,7 +166,9 @@ export const cashOutConsentDecider: Decider<CashOutConsentCommand, CashOutConsen
       case 'WrongCashOutCodePresented':
         return { codes: state.codes, wrong: event.data.wrongCount };
       case 'CashOutCodesVoided': {
-        const codes = Object.fromEntries(Object.entries(state.codes).filter(([codeID]) => !event.data.codeIDs.includes(codeID)));
+        const codes = Object.fromEntries(
+          Object.entries(state.codes).filter(([codeID]) => !event.data.codeIDs.includes(codeID)),
+        );
         return { codes: withoutExpired(codes, event.data.voidedAt), wrong: 0 };
       }
       default:
@@ -157,15 +208,25 @@ export async function issueCashOutCode(
   context: CommandContext,
 ): Promise<{ phone: string; code: string; maxAmount: string | null; expiresAt: string }> {
   const phone = normalizePhone('phone', input.phone);
-  const maxAmount = input.maxAmount === undefined ? null : formatAmount(parsePositiveAmount('amount', input.maxAmount, deps.assetScale), deps.assetScale);
-  if (!(await deps.lookup.individual(phone))) throw new DomainError('NOT_FOUND', `${phone} is not a registered individual wallet`, 'phone');
+  const maxAmount =
+    input.maxAmount === undefined
+      ? null
+      : formatAmount(parsePositiveAmount('amount', input.maxAmount, deps.assetScale), deps.assetScale);
+  if (!(await deps.lookup.individual(phone)))
+    throw new DomainError('NOT_FOUND', `${phone} is not a registered individual wallet`, 'phone');
   const code = newCashOutCode();
   const { events } = await runCommand(deps, {
     stream: streams.cashOutConsent(phone),
     decider: cashOutConsentDecider,
     command: {
       type: 'IssueCashOutCode',
-      data: { phone, codeID: `coc_${randomBytes(12).toString('base64url')}`, codeHash: hashCashOutCode(deps.secretsKey, phone, code), maxAmount, now: deps.clock().toISOString() },
+      data: {
+        phone,
+        codeID: `coc_${randomBytes(12).toString('base64url')}`,
+        codeHash: hashCashOutCode(deps.secretsKey, phone, code),
+        maxAmount,
+        now: deps.clock().toISOString(),
+      },
     },
     context,
   });

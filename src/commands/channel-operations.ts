@@ -25,8 +25,11 @@ export interface ChannelDeps extends CommandPipelineDeps {
   assetScale: number;
 }
 
-
-export async function issueFloat(deps: ChannelDeps, input: { to: PartyRef; amount: unknown }, context: CommandContext): Promise<{ operationID: string }> {
+export async function issueFloat(
+  deps: ChannelDeps,
+  input: { to: PartyRef; amount: unknown },
+  context: CommandContext,
+): Promise<{ operationID: string }> {
   if (input.to.type !== 'distributor') throw invalidInput('to', 'e-money is issued to a distributor’s float');
   const amount = parsePositiveAmount('amount', input.amount, deps.assetScale);
   const distributor = await deps.lookup.party(input.to);
@@ -51,14 +54,20 @@ export async function issueFloat(deps: ChannelDeps, input: { to: PartyRef; amoun
     volumeDay: null,
     createdAt: now,
   };
-  await deps.store.appendMulti([{
-    stream: streams.operation(operationID),
-    expectedRevision: 'no_stream',
-    events: [
-      { type: 'OperationRequested', data: operation, metadata: { ...context } },
-      { type: 'OperationApproved', data: { operationID, approvedBy: context.actor, approvedAt: now }, metadata: { ...context } },
-    ],
-  }]);
+  await deps.store.appendMulti([
+    {
+      stream: streams.operation(operationID),
+      expectedRevision: 'no_stream',
+      events: [
+        { type: 'OperationRequested', data: operation, metadata: { ...context } },
+        {
+          type: 'OperationApproved',
+          data: { operationID, approvedBy: context.actor, approvedAt: now },
+          metadata: { ...context },
+        },
+      ],
+    },
+  ]);
   return { operationID };
 }
 
@@ -100,7 +109,16 @@ export async function individualPay(
   await runDecision(deps, {
     read: { wallet: { stream: streams.wallet(payer), ...walletState } },
     decide: (states) => {
-      const decision = decideCreateOperation({ operation, limits: { maxTransactionAmount: null, maxDailyVolume: null }, idempotency: null, assetScale: deps.assetScale, consent: null }, states);
+      const decision = decideCreateOperation(
+        {
+          operation,
+          limits: { maxTransactionAmount: null, maxDailyVolume: null },
+          idempotency: null,
+          assetScale: deps.assetScale,
+          consent: null,
+        },
+        states,
+      );
       const [own, ...others] = decision.writes;
       const approved = { type: 'OperationApproved', data: { operationID, approvedBy: context.actor, approvedAt: now } };
       return { ...decision, writes: [{ ...own!, events: [...own!.events, approved] }, ...others] };

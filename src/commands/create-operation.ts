@@ -1,4 +1,9 @@
-import type { CashOutConsentEvent, IdempotentRequestRecorded, OperationRequested, WalletEvent } from '../domain/events.ts';
+import type {
+  CashOutConsentEvent,
+  IdempotentRequestRecorded,
+  OperationRequested,
+  WalletEvent,
+} from '../domain/events.ts';
 import { volumeDayWindow } from '../domain/volume-day.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
@@ -46,7 +51,11 @@ export type RecordedResponse = IdempotentRequestRecorded['data']['response'];
  * or a refusal that had something to record first (a wrong cash-out code counted): the caller throws it once appended.
  */
 export type CreateOperationOutcome =
-  | { kind: 'created'; operation: OperationRequested['data']; /** The log position of its OperationRequested, once appended. */ position?: number }
+  | {
+      kind: 'created';
+      operation: OperationRequested['data'];
+      /** The log position of its OperationRequested, once appended. */ position?: number;
+    }
   | { kind: 'replayed'; response: RecordedResponse }
   | { kind: 'refused'; error: DomainError };
 
@@ -65,10 +74,14 @@ function liveIdempotencyRecord(state: IdempotencyState | undefined) {
  * The one idempotency decision: a repeat of a recorded request (same key, same request hash) gets its first
  * response again; the same key with another request is refused; null: the key is new, the create goes on.
  */
-export function repeatOf(state: IdempotencyState | undefined, requestHash: string): { kind: 'replayed'; response: RecordedResponse } | null {
+export function repeatOf(
+  state: IdempotencyState | undefined,
+  requestHash: string,
+): { kind: 'replayed'; response: RecordedResponse } | null {
   const record = liveIdempotencyRecord(state);
   if (record === null) return null;
-  if (record.requestHash !== requestHash) throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
+  if (record.requestHash !== requestHash)
+    throw new DomainError('IDEMPOTENCY_KEY_REUSED', IDEMPOTENCY_KEY_REUSED_DETAIL);
   return { kind: 'replayed', response: record.response };
 }
 
@@ -84,56 +97,102 @@ export function repeatOf(state: IdempotencyState | undefined, requestHash: strin
  *                             so that a caller without it learns nothing of the individual's balance; a wrong
  *                             code writes only its count here, and the create is refused
  */
-export function decideCreateOperation(command: CreateOperation, states: CreateOperationStates): Decision<CreateOperationOutcome> {
+export function decideCreateOperation(
+  command: CreateOperation,
+  states: CreateOperationStates,
+): Decision<CreateOperationOutcome> {
   const { operation, limits } = command;
   const repeat = command.idempotency && repeatOf(states.idempotency, command.idempotency.requestHash);
   if (repeat) return { writes: [], result: repeat };
 
   const consent: CashOutConsentEvent[] = command.consent
     ? cashOutConsentDecider.decide(
-        { type: 'UseCashOutCode', data: { phone: command.consent.phone, presentedHash: command.consent.presentedHash, amount: operation.amount, operationID: operation.operationID, now: operation.createdAt } },
+        {
+          type: 'UseCashOutCode',
+          data: {
+            phone: command.consent.phone,
+            presentedHash: command.consent.presentedHash,
+            amount: operation.amount,
+            operationID: operation.operationID,
+            now: operation.createdAt,
+          },
+        },
         states.consent ?? cashOutConsentDecider.initialState(),
       )
     : [];
   const refused = consentRefusal(consent);
   if (refused && command.consent) {
-    return { writes: [{ stream: streams.cashOutConsent(command.consent.phone), events: consent }], result: { kind: 'refused', error: refused } };
+    return {
+      writes: [{ stream: streams.cashOutConsent(command.consent.phone), events: consent }],
+      result: { kind: 'refused', error: refused },
+    };
   }
 
   // Amounts in a refusal's detail are printed at the asset scale, as every amount the API shows.
   const scaled = (value: Decimal.Value) => new Decimal(value).toFixed(command.assetScale);
   const amount = new Decimal(operation.amount);
   if (limits.maxTransactionAmount !== null && amount.gt(limits.maxTransactionAmount)) {
-    throw new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${scaled(amount)} exceeds this key's max transaction amount of ${scaled(limits.maxTransactionAmount)}`);
+    throw new DomainError(
+      'TRANSACTION_LIMIT_EXCEEDED',
+      `amount ${scaled(amount)} exceeds this key's max transaction amount of ${scaled(limits.maxTransactionAmount)}`,
+    );
   }
   if (limits.maxDailyVolume !== null && states.volume && amount.plus(states.volume.total).gt(limits.maxDailyVolume)) {
     const left = Decimal.max(0, new Decimal(limits.maxDailyVolume).minus(states.volume.total));
-    throw new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${scaled(limits.maxDailyVolume)} (${scaled(left)} left for ${operation.volumeDay}; the day runs ${volumeDayWindow(new Date(operation.createdAt), command.volumeTimeZone ?? 'UTC')})`);
+    throw new DomainError(
+      'DAILY_VOLUME_EXCEEDED',
+      `this operation would exceed the key's max daily volume of ${scaled(limits.maxDailyVolume)} (${scaled(left)} left for ${operation.volumeDay}; the day runs ${volumeDayWindow(new Date(operation.createdAt), command.volumeTimeZone ?? 'UTC')})`,
+    );
   }
   const debit = amount.plus(operation.fee);
   const available = availableBalance(states.wallet);
   if (available.lt(debit)) {
     // Names the available amount (the balance endpoints' `available`), which is what a client can compare.
-    throw new DomainError('INSUFFICIENT_BALANCE', `the payer’s available balance of ${scaled(available)} does not cover the amount and its fee (${scaled(debit)})`);
+    throw new DomainError(
+      'INSUFFICIENT_BALANCE',
+      `the payer’s available balance of ${scaled(available)} does not cover the amount and its fee (${scaled(debit)})`,
+    );
   }
 
   const { operationID } = operation;
-  const held: WalletEvent = { type: 'FundsHeld', data: { wallet: operation.payer, operationID, amount: debit.toFixed(command.assetScale) } };
+  const held: WalletEvent = {
+    type: 'FundsHeld',
+    data: { wallet: operation.payer, operationID, amount: debit.toFixed(command.assetScale) },
+  };
   const writes: StreamWrite[] = [
-    { stream: streams.operation(operationID), events: [{ type: 'OperationRequested', data: operation }], expectedRevision: 'no_stream' },
+    {
+      stream: streams.operation(operationID),
+      events: [{ type: 'OperationRequested', data: operation }],
+      expectedRevision: 'no_stream',
+    },
     { stream: streams.wallet(operation.payer), events: [held] },
   ];
   if (limits.maxDailyVolume !== null && operation.volumeDay !== null && operation.keyID !== null) {
     writes.push({
       stream: streams.keyVolume(operation.keyID, operation.volumeDay),
-      events: [{ type: 'VolumeReserved', data: { keyID: operation.keyID, day: operation.volumeDay, operationID, amount: operation.amount } }],
+      events: [
+        {
+          type: 'VolumeReserved',
+          data: { keyID: operation.keyID, day: operation.volumeDay, operationID, amount: operation.amount },
+        },
+      ],
     });
   }
   if (command.consent) writes.push({ stream: streams.cashOutConsent(command.consent.phone), events: consent });
   if (command.idempotency) {
     writes.push({
       stream: command.idempotency.stream,
-      events: [{ type: 'IdempotentRequestRecorded', data: { keyID: operation.keyID, requestHash: command.idempotency.requestHash, response: command.idempotency.response, recordedAt: operation.createdAt } }],
+      events: [
+        {
+          type: 'IdempotentRequestRecorded',
+          data: {
+            keyID: operation.keyID,
+            requestHash: command.idempotency.requestHash,
+            response: command.idempotency.response,
+            recordedAt: operation.createdAt,
+          },
+        },
+      ],
     });
   }
   return { writes, result: { kind: 'created', operation } };

@@ -9,7 +9,11 @@ export interface Decider<Command, State, Event> {
   decide: (command: Command, state: State) => Event[];
 }
 
-export function fold<State, Event>(decider: Pick<Decider<unknown, State, Event>, 'evolve'>, state: State, events: Iterable<Event>): State {
+export function fold<State, Event>(
+  decider: Pick<Decider<unknown, State, Event>, 'evolve'>,
+  state: State,
+  events: Iterable<Event>,
+): State {
   let current = state;
   for (const event of events) current = decider.evolve(current, event);
   return current;

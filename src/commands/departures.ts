@@ -3,7 +3,14 @@ import { streamPrefixes, streams } from '../domain/streams.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
 import { apiKeyDecider, effectiveStatus, holdsPreviousSecret, type ApiKeyState } from './api-keys.ts';
 import { foldStreamsUnder } from './stream-fold.ts';
-import { loadState, runCommand, type CommandContext, type CommandPipelineDeps, type StreamRead, type StreamWrite } from './pipeline.ts';
+import {
+  loadState,
+  runCommand,
+  type CommandContext,
+  type CommandPipelineDeps,
+  type StreamRead,
+  type StreamWrite,
+} from './pipeline.ts';
 import { userDecider } from './users.ts';
 import { DomainError } from '../domain/errors.ts';
 import { holdsPreviousSigningSecret, webhookEndpointDecider, type WebhookEndpointState } from './webhook-endpoints.ts';
@@ -46,20 +53,28 @@ function endsOf(credential: Holdings, userID: string, holdsPrevious: boolean): L
 const LIVE = ['pending', 'active', 'revocation_pending'];
 
 /** The user's keys and endpoints that are still pending or working, as the console lists them before a departure. */
-export async function liveCredentialsOf(store: EventStore, user: { userID: string; party: PartyRef | null }, now: string): Promise<LiveCredential[]> {
+export async function liveCredentialsOf(
+  store: EventStore,
+  user: { userID: string; party: PartyRef | null },
+  now: string,
+): Promise<LiveCredential[]> {
   if (!user.party) return [];
   // Folded with the keys' and endpoints' own deciders: their states know who holds the current secret after rotations.
   const keyStates = await foldStreamsUnder(store, streamPrefixes.apiKey, apiKeyDecider);
   const keys = [...keyStates.values()].flatMap((key): LiveCredential[] => {
     if (key.status === 'none' || !samePartyRef(key.party, user.party)) return [];
     const ends = endsOf(key, user.userID, holdsPreviousSecret(key, user.userID, now));
-    return ends.length === 0 ? [] : [{ kind: 'api-key', id: key.keyID, label: key.label, status: effectiveStatus(key, now), ends }];
+    return ends.length === 0
+      ? []
+      : [{ kind: 'api-key', id: key.keyID, label: key.label, status: effectiveStatus(key, now), ends }];
   });
   const states = await foldStreamsUnder(store, streamPrefixes.webhookEndpoint, webhookEndpointDecider);
   const endpoints = [...states.values()].flatMap((e): LiveCredential[] => {
     if (e.status === 'none' || !samePartyRef(e.party, user.party)) return [];
     const ends = endsOf(e, user.userID, holdsPreviousSigningSecret(e, user.userID, now));
-    return ends.length === 0 ? [] : [{ kind: 'webhook-endpoint', id: e.endpointID, label: e.url, status: e.status, ends }];
+    return ends.length === 0
+      ? []
+      : [{ kind: 'webhook-endpoint', id: e.endpointID, label: e.url, status: e.status, ends }];
   });
   return [...keys, ...endpoints];
 }
@@ -68,16 +83,29 @@ export async function liveCredentialsOf(store: EventStore, user: { userID: strin
 export function departureOf(userID: string, credentials: LiveCredential[], now: string, reason: string) {
   const read: Record<string, StreamRead<ApiKeyState> | StreamRead<WebhookEndpointState>> = {};
   for (const credential of credentials) {
-    read[`${credential.kind}:${credential.id}`] = credential.kind === 'api-key'
-      ? { stream: streams.apiKey(credential.id), ...apiKeyDecider }
-      : { stream: streams.webhookEndpoint(credential.id), ...webhookEndpointDecider };
+    read[`${credential.kind}:${credential.id}`] =
+      credential.kind === 'api-key'
+        ? { stream: streams.apiKey(credential.id), ...apiKeyDecider }
+        : { stream: streams.webhookEndpoint(credential.id), ...webhookEndpointDecider };
   }
   const writes = (states: Record<string, unknown>): StreamWrite[] =>
     credentials.map((credential) => {
       const state = states[`${credential.kind}:${credential.id}`];
       return credential.kind === 'api-key'
-        ? { stream: streams.apiKey(credential.id), events: apiKeyDecider.decide({ type: 'RetireApiKeyOfDepartedUser', data: { keyID: credential.id, userID, now } }, state as ApiKeyState) }
-        : { stream: streams.webhookEndpoint(credential.id), events: webhookEndpointDecider.decide({ type: 'RetireWebhookEndpointOfDepartedUser', data: { endpointID: credential.id, userID, reason, now } }, state as WebhookEndpointState) };
+        ? {
+            stream: streams.apiKey(credential.id),
+            events: apiKeyDecider.decide(
+              { type: 'RetireApiKeyOfDepartedUser', data: { keyID: credential.id, userID, now } },
+              state as ApiKeyState,
+            ),
+          }
+        : {
+            stream: streams.webhookEndpoint(credential.id),
+            events: webhookEndpointDecider.decide(
+              { type: 'RetireWebhookEndpointOfDepartedUser', data: { endpointID: credential.id, userID, reason, now } },
+              state as WebhookEndpointState,
+            ),
+          };
     });
   return { read, writes };
 }
@@ -100,12 +128,29 @@ export async function endIfHolderLeft(
   const now = deps.clock().toISOString();
   const reason = `${holder.status === 'none' ? holderID : holder.email}, for whom its secret was made, left before the approval committed`;
   if (credential.kind === 'api-key') {
-    await runCommand(deps, { stream: streams.apiKey(credential.id), decider: apiKeyDecider, command: { type: 'RetireApiKeyOfDepartedUser', data: { keyID: credential.id, userID: holderID, now } }, context });
+    await runCommand(deps, {
+      stream: streams.apiKey(credential.id),
+      decider: apiKeyDecider,
+      command: { type: 'RetireApiKeyOfDepartedUser', data: { keyID: credential.id, userID: holderID, now } },
+      context,
+    });
   } else {
-    await runCommand(deps, { stream: streams.webhookEndpoint(credential.id), decider: webhookEndpointDecider, command: { type: 'RetireWebhookEndpointOfDepartedUser', data: { endpointID: credential.id, userID: holderID, reason, now } }, context });
+    await runCommand(deps, {
+      stream: streams.webhookEndpoint(credential.id),
+      decider: webhookEndpointDecider,
+      command: {
+        type: 'RetireWebhookEndpointOfDepartedUser',
+        data: { endpointID: credential.id, userID: holderID, reason, now },
+      },
+      context,
+    });
   }
   return true;
 }
 
 /** What an approval that raced a departure answers, once `endIfHolderLeft` has ended what it approved. */
-export const holderLeftError = (what: string) => new DomainError('WRONG_STATE', `${what} was approved, but the maker it was for has left meanwhile: it was ended at once, and no secret was handed out`);
+export const holderLeftError = (what: string) =>
+  new DomainError(
+    'WRONG_STATE',
+    `${what} was approved, but the maker it was for has left meanwhile: it was ended at once, and no secret was handed out`,
+  );

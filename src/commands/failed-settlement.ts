@@ -1,4 +1,9 @@
-import type { OperationEvent, OperationRequested, OperationSettledFromLedger, OperationSettlementRequested } from '../domain/events.ts';
+import type {
+  OperationEvent,
+  OperationRequested,
+  OperationSettledFromLedger,
+  OperationSettlementRequested,
+} from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { Decimal } from '../domain/money.ts';
 import { statusAfter, type OperationStatus } from '../domain/operation-status.ts';
@@ -34,7 +39,10 @@ export interface SettlingUser {
 }
 
 export type SettlementCommand =
-  | { type: 'RequestFailedSettlement'; data: { operationID: string; by: SettlingUser; reason: string; fate: LedgerFate; now: string } }
+  | {
+      type: 'RequestFailedSettlement';
+      data: { operationID: string; by: SettlingUser; reason: string; fate: LedgerFate; now: string };
+    }
   | { type: 'ApproveFailedSettlement'; data: { operationID: string; by: SettlingUser; fate: LedgerFate; now: string } };
 
 type SettlementEvent = OperationSettlementRequested | OperationSettledFromLedger;
@@ -44,28 +52,44 @@ export const walletOperationIDOf = (blockchainID: string) => `wo_${blockchainID.
 
 /** The legs the operation asked for: payer to payee, and the fee to the platform's fee wallet. */
 export function operationLegs(operation: OperationRequested['data']): LedgerLeg[] {
-  const legs: LedgerLeg[] = [{ from: walletAddress(operation.payer), to: walletAddress(operation.payee), amount: operation.amount }];
-  if (new Decimal(operation.fee).gt(0)) legs.push({ from: walletAddress(operation.payer), to: 'platform:fees', amount: operation.fee });
+  const legs: LedgerLeg[] = [
+    { from: walletAddress(operation.payer), to: walletAddress(operation.payee), amount: operation.amount },
+  ];
+  if (new Decimal(operation.fee).gt(0))
+    legs.push({ from: walletAddress(operation.payer), to: 'platform:fees', amount: operation.fee });
   return legs;
 }
 
 const sameLegs = (a: LedgerLeg[], b: LedgerLeg[]) =>
-  a.length === b.length && a.every((leg, i) => leg.from === b[i]!.from && leg.to === b[i]!.to && new Decimal(leg.amount).eq(b[i]!.amount));
+  a.length === b.length &&
+  a.every((leg, i) => leg.from === b[i]!.from && leg.to === b[i]!.to && new Decimal(leg.amount).eq(b[i]!.amount));
 
 function requireFailed(state: SettlementState, command: SettlementCommand) {
   const { operationID, by } = command.data;
-  if (!by.platformAdmin) throw new DomainError('ROLE_REQUIRED', 'settling a failed operation needs a platform administrator');
+  if (!by.platformAdmin)
+    throw new DomainError('ROLE_REQUIRED', 'settling a failed operation needs a platform administrator');
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `operation ${operationID} does not exist`);
-  if (state.status !== 'failed') throw new DomainError('WRONG_STATE', `operation ${operationID} is ${state.status}, not failed: there is nothing to settle`);
+  if (state.status !== 'failed')
+    throw new DomainError(
+      'WRONG_STATE',
+      `operation ${operationID} is ${state.status}, not failed: there is nothing to settle`,
+    );
   return state;
 }
 
 /** The transaction the ledger has for the operation, when it is the operation's own transfer. */
 function requireExecuted(operation: OperationRequested['data'], fate: LedgerFate) {
   const { operationID } = operation;
-  if (fate.kind !== 'executed') throw new DomainError('WRONG_STATE', `the ledger has no transaction for operation ${operationID} (${fate.kind === 'voided' ? `voided at ${fate.voidedAt}` : 'none'}): no money moved, the failure stands`);
+  if (fate.kind !== 'executed')
+    throw new DomainError(
+      'WRONG_STATE',
+      `the ledger has no transaction for operation ${operationID} (${fate.kind === 'voided' ? `voided at ${fate.voidedAt}` : 'none'}): no money moved, the failure stands`,
+    );
   if (!sameLegs(fate.tx.legs, operationLegs(operation))) {
-    throw new DomainError('WRONG_STATE', `ledger transaction ${fate.tx.sequenceNumber} moves ${JSON.stringify(fate.tx.legs)}, not what operation ${operationID} asked for: settle it by hand`);
+    throw new DomainError(
+      'WRONG_STATE',
+      `ledger transaction ${fate.tx.sequenceNumber} moves ${JSON.stringify(fate.tx.legs)}, not what operation ${operationID} asked for: settle it by hand`,
+    );
   }
   return fate.tx;
 }
@@ -84,26 +108,62 @@ export const settlementDecider: Decider<SettlementCommand, SettlementState, Oper
     const failed = requireFailed(state, command);
     switch (command.type) {
       case 'RequestFailedSettlement': {
-        if (failed.requested) throw new DomainError('WRONG_STATE', `a settlement of operation ${operationID} is already waiting for approval (asked by ${failed.requested.requestedBy})`);
+        if (failed.requested)
+          throw new DomainError(
+            'WRONG_STATE',
+            `a settlement of operation ${operationID} is already waiting for approval (asked by ${failed.requested.requestedBy})`,
+          );
         const reason = requiredText('reason', command.data.reason, 500);
         const tx = requireExecuted(failed.operation, fate);
-        return [{ type: 'OperationSettlementRequested', data: { operationID, requestedBy: by.userID, reason, sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, requestedAt: now } }];
+        return [
+          {
+            type: 'OperationSettlementRequested',
+            data: {
+              operationID,
+              requestedBy: by.userID,
+              reason,
+              sequenceNumber: tx.sequenceNumber,
+              blockchainID: tx.blockchainID,
+              requestedAt: now,
+            },
+          },
+        ];
       }
       case 'ApproveFailedSettlement': {
         const requested = failed.requested;
-        if (!requested) throw new DomainError('WRONG_STATE', `no settlement of operation ${operationID} waits for approval: ask for one with settle-failed request`);
-        if (requested.requestedBy === by.userID) throw new DomainError('SAME_USER', `the settlement of operation ${operationID} was asked by this same user: another platform administrator approves it`);
+        if (!requested)
+          throw new DomainError(
+            'WRONG_STATE',
+            `no settlement of operation ${operationID} waits for approval: ask for one with settle-failed request`,
+          );
+        if (requested.requestedBy === by.userID)
+          throw new DomainError(
+            'SAME_USER',
+            `the settlement of operation ${operationID} was asked by this same user: another platform administrator approves it`,
+          );
         const tx = requireExecuted(failed.operation, fate);
         if (tx.sequenceNumber !== requested.sequenceNumber || tx.blockchainID !== requested.blockchainID) {
-          throw new DomainError('WRONG_STATE', `the ledger's transaction for operation ${operationID} (${tx.sequenceNumber}) is not the one the settlement asked about (${requested.sequenceNumber})`);
+          throw new DomainError(
+            'WRONG_STATE',
+            `the ledger's transaction for operation ${operationID} (${tx.sequenceNumber}) is not the one the settlement asked about (${requested.sequenceNumber})`,
+          );
         }
-        return [{
-          type: 'OperationSettledFromLedger',
-          data: {
-            operationID, sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, walletOperationID: walletOperationIDOf(tx.blockchainID),
-            legs: tx.legs, requestedBy: requested.requestedBy, approvedBy: by.userID, reason: requested.reason, settledAt: now,
+        return [
+          {
+            type: 'OperationSettledFromLedger',
+            data: {
+              operationID,
+              sequenceNumber: tx.sequenceNumber,
+              blockchainID: tx.blockchainID,
+              walletOperationID: walletOperationIDOf(tx.blockchainID),
+              legs: tx.legs,
+              requestedBy: requested.requestedBy,
+              approvedBy: by.userID,
+              reason: requested.reason,
+              settledAt: now,
+            },
           },
-        }];
+        ];
       }
       default:
         return assertNever(command);
@@ -137,14 +197,24 @@ export async function settleFailed(
   checkOperationID(operationID);
   const fate = await deps.ledger.fateOf(operationID);
   const now = deps.clock().toISOString();
-  const decided: SettlementCommand = command.type === 'RequestFailedSettlement'
-    ? { type: command.type, data: { operationID, by: command.by, reason: command.reason ?? '', fate, now } }
-    : { type: command.type, data: { operationID, by: command.by, fate, now } };
+  const decided: SettlementCommand =
+    command.type === 'RequestFailedSettlement'
+      ? { type: command.type, data: { operationID, by: command.by, reason: command.reason ?? '', fate, now } }
+      : { type: command.type, data: { operationID, by: command.by, fate, now } };
   return runDecision(deps, {
-    read: { operation: { stream: streams.operation(operationID), evolve: settlementDecider.evolve, initialState: settlementDecider.initialState } },
+    read: {
+      operation: {
+        stream: streams.operation(operationID),
+        evolve: settlementDecider.evolve,
+        initialState: settlementDecider.initialState,
+      },
+    },
     decide: ({ operation }) => {
       const [event] = settlementDecider.decide(decided, operation) as [SettlementEvent];
-      const moves = event.type === 'OperationSettledFromLedger' && operation.status !== 'none' ? settlementWalletWrites(operation.operation, deps.assetScale) : [];
+      const moves =
+        event.type === 'OperationSettledFromLedger' && operation.status !== 'none'
+          ? settlementWalletWrites(operation.operation, deps.assetScale)
+          : [];
       // The settlement before its movements, in one append: the audit reads the movements as the completed operation's.
       return { writes: [{ stream: streams.operation(operationID), events: [event] }, ...moves], result: event };
     },

@@ -91,27 +91,38 @@ export interface TemporaryPasswordHalf {
 
 export type DeliveredSecret = ApiKeySecret | WebhookSigningSecret | TemporaryPasswordHalf;
 
-export const isWebhookSigningSecret = (secret: DeliveredSecret): secret is WebhookSigningSecret => secret.kind === 'webhook-endpoint';
+export const isWebhookSigningSecret = (secret: DeliveredSecret): secret is WebhookSigningSecret =>
+  secret.kind === 'webhook-endpoint';
 
 export type Subject = { kind: DeliveredSecret['kind']; id: string };
 
 /** What a secret is for, as its additional data names it. */
 export const subjectOf = (secret: DeliveredSecret): Subject => {
   switch (secret.kind) {
-    case 'webhook-endpoint': return { kind: secret.kind, id: secret.endpointID };
-    case 'password-half': return { kind: secret.kind, id: secret.requestID };
-    default: return { kind: 'api-key', id: secret.keyID };
+    case 'webhook-endpoint':
+      return { kind: secret.kind, id: secret.endpointID };
+    case 'password-half':
+      return { kind: secret.kind, id: secret.requestID };
+    default:
+      return { kind: 'api-key', id: secret.keyID };
   }
 };
 const sealedSubject = (sealed: SealedSecret): Subject => {
   switch (sealed.kind) {
-    case 'webhook-endpoint': return { kind: sealed.kind, id: sealed.endpointID };
-    case 'password-half': return { kind: sealed.kind, id: sealed.requestID };
-    default: return { kind: 'api-key', id: sealed.keyID };
+    case 'webhook-endpoint':
+      return { kind: sealed.kind, id: sealed.endpointID };
+    case 'password-half':
+      return { kind: sealed.kind, id: sealed.requestID };
+    default:
+      return { kind: 'api-key', id: sealed.keyID };
   }
 };
 const plainOf = (secret: DeliveredSecret): string =>
-  secret.kind === 'webhook-endpoint' ? secret.signingSecret : secret.kind === 'password-half' ? secret.value : secret.apiKey;
+  secret.kind === 'webhook-endpoint'
+    ? secret.signingSecret
+    : secret.kind === 'password-half'
+      ? secret.value
+      : secret.apiKey;
 
 /** What a dropped secret is reported with (the structural part of a pino logger: commands import no logger). */
 export interface WarningSink {
@@ -170,11 +181,12 @@ export class HeldCredentials {
       data: data.toString('base64'),
       heldAt: this.clock().getTime(),
     };
-    const sealed: SealedSecret = secret.kind === 'webhook-endpoint'
-      ? { ...seal, kind: 'webhook-endpoint', endpointID: secret.endpointID, url: secret.url }
-      : secret.kind === 'password-half'
-        ? { ...seal, kind: 'password-half', requestID: secret.requestID, email: secret.email, half: secret.half }
-        : { ...seal, keyID: secret.keyID, label: secret.label };
+    const sealed: SealedSecret =
+      secret.kind === 'webhook-endpoint'
+        ? { ...seal, kind: 'webhook-endpoint', endpointID: secret.endpointID, url: secret.url }
+        : secret.kind === 'password-half'
+          ? { ...seal, kind: 'password-half', requestID: secret.requestID, email: secret.email, half: secret.half }
+          : { ...seal, keyID: secret.keyID, label: secret.label };
     // Approvals are rare and few secrets wait at a time: every hold sweeps what nobody collected in time.
     const stale = (await this.store.find<SealedSecret>(SECRETS_COLLECTION.name)).filter((doc) => this.expired(doc));
     await this.store.commit([
@@ -210,13 +222,25 @@ export class HeldCredentials {
     if (plain === null) {
       const { kind, id: subjectID } = sealedSubject(sealed);
       const { what, idField } = NAMES[kind];
-      this.logger.warn({ userID, [idField]: subjectID }, `console: a waiting ${what} could not be opened (sealed under another secrets key) and was dropped`);
+      this.logger.warn(
+        { userID, [idField]: subjectID },
+        `console: a waiting ${what} could not be opened (sealed under another secrets key) and was dropped`,
+      );
       return null;
     }
     switch (sealed.kind) {
-      case 'webhook-endpoint': return { kind: 'webhook-endpoint', endpointID: sealed.endpointID, url: sealed.url, signingSecret: plain };
-      case 'password-half': return { kind: 'password-half', requestID: sealed.requestID, email: sealed.email, half: sealed.half, value: plain };
-      default: return { kind: 'api-key', keyID: sealed.keyID, label: sealed.label, apiKey: plain };
+      case 'webhook-endpoint':
+        return { kind: 'webhook-endpoint', endpointID: sealed.endpointID, url: sealed.url, signingSecret: plain };
+      case 'password-half':
+        return {
+          kind: 'password-half',
+          requestID: sealed.requestID,
+          email: sealed.email,
+          half: sealed.half,
+          value: plain,
+        };
+      default:
+        return { kind: 'api-key', keyID: sealed.keyID, label: sealed.label, apiKey: plain };
     }
   }
 
@@ -239,7 +263,9 @@ export class HeldCredentials {
 
 function additionalData(sealedWith: string, userID: string, subject: Subject): Buffer {
   // An API key's keeps the original form, so secrets held before webhook endpoints existed still open.
-  if (subject.kind === 'api-key') return Buffer.from(`wallet-ops console secret\n${sealedWith}\n${userID}\n${subject.id}`);
-  if (subject.kind === 'password-half') return Buffer.from(`wallet-ops temporary password half\n${sealedWith}\n${userID}\n${subject.id}`);
+  if (subject.kind === 'api-key')
+    return Buffer.from(`wallet-ops console secret\n${sealedWith}\n${userID}\n${subject.id}`);
+  if (subject.kind === 'password-half')
+    return Buffer.from(`wallet-ops temporary password half\n${sealedWith}\n${userID}\n${subject.id}`);
   return Buffer.from(`wallet-ops console webhook signing secret\n${sealedWith}\n${userID}\n${subject.id}`);
 }

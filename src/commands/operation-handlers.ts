@@ -12,17 +12,47 @@ import { volumeDayOf } from '../domain/volume-day.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { apiKeyDecider, type ActingUser, type ApiKeyRecord, type ApiKeyState } from './api-keys.ts';
 import { cashOutConsentDecider } from './cash-out-consent.ts';
-import { decideCreateOperation, repeatOf, type CreateOperationOutcome, type RecordedResponse } from './create-operation.ts';
+import {
+  decideCreateOperation,
+  repeatOf,
+  type CreateOperationOutcome,
+  type RecordedResponse,
+} from './create-operation.ts';
 import { decideOnOperation, operationState, type OperationDecision, type OperationState } from './operations.ts';
 import { PartyLookup, type PartyInfo } from './party-lookup.ts';
-import { deadlineOf, loadState, notDoneInTime, runDecision, runDecisionCommitted, within, type CommandContext, type InFlightStates, type StateCache, type StreamRead } from './pipeline.ts';
+import {
+  deadlineOf,
+  loadState,
+  notDoneInTime,
+  runDecision,
+  runDecisionCommitted,
+  within,
+  type CommandContext,
+  type InFlightStates,
+  type StateCache,
+  type StreamRead,
+} from './pipeline.ts';
 import { type IdempotencyState, idempotencyState, keyVolumeState, walletState } from './wallet-state.ts';
 import { isOperationID, newOperationID } from '../domain/operation-ids.ts';
 
 /** A create-operation body after schema validation: amounts normalized to the scale, phones to E.164. */
 export type CreateOperationInput =
-  | { operationType: 'cash-in'; amount: string; phoneTo?: string | undefined; merchantToShortCode?: string | undefined; memo?: string | null | undefined }
-  | { operationType: 'cash-out-fulfillment'; amount: string; phoneFrom: string; cashOutFulfillmentType: 'cash'; cashOutFulfillmentID: string; memo?: string | null | undefined; authorizationCode?: string | undefined }
+  | {
+      operationType: 'cash-in';
+      amount: string;
+      phoneTo?: string | undefined;
+      merchantToShortCode?: string | undefined;
+      memo?: string | null | undefined;
+    }
+  | {
+      operationType: 'cash-out-fulfillment';
+      amount: string;
+      phoneFrom: string;
+      cashOutFulfillmentType: 'cash';
+      cashOutFulfillmentID: string;
+      memo?: string | null | undefined;
+      authorizationCode?: string | undefined;
+    }
   | { operationType: 'cash-out'; amount: string; distributorToShortCode: string; memo?: string | null | undefined }
   | { operationType: 'pay-merchant'; amount: string; merchantToShortCode: string; memo?: string | null | undefined }
   | { operationType: 'pay-individual'; amount: string; phoneTo: string; memo?: string | null | undefined };
@@ -69,7 +99,12 @@ export interface IdempotencyRequest {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 const walletOfParty = (party: PartyRef | PartyInfo): WalletRef => ({ kind: party.type, id: party.id });
-const counterpartyOf = (party: PartyInfo): Counterparty => ({ kind: party.type, id: party.id, name: party.name, shortCode: party.shortCode });
+const counterpartyOf = (party: PartyInfo): Counterparty => ({
+  kind: party.type,
+  id: party.id,
+  name: party.name,
+  shortCode: party.shortCode,
+});
 
 async function requireIndividual(deps: OperationDeps, field: string, phone: string): Promise<Counterparty> {
   const individual = await deps.lookup.individual(phone);
@@ -77,7 +112,12 @@ async function requireIndividual(deps: OperationDeps, field: string, phone: stri
   return { kind: 'individual', id: individual.phone, name: individual.name };
 }
 
-async function requireShortCode(deps: OperationDeps, field: string, type: 'distributor' | 'merchant', code: string): Promise<PartyInfo> {
+async function requireShortCode(
+  deps: OperationDeps,
+  field: string,
+  type: 'distributor' | 'merchant',
+  code: string,
+): Promise<PartyInfo> {
   const party = await deps.lookup.byShortCode(type, code);
   if (!party) throw invalidInput(field, `${field} ${code} is not the short code of any ${type}`);
   return party;
@@ -100,7 +140,12 @@ async function resolveParties(deps: OperationDeps, party: PartyRef, input: Creat
       return { payer: { kind: 'individual', id: counterparty.id } as WalletRef, payee: own, counterparty };
     }
     case 'cash-out': {
-      const distributor = await requireShortCode(deps, 'distributorToShortCode', 'distributor', input.distributorToShortCode);
+      const distributor = await requireShortCode(
+        deps,
+        'distributorToShortCode',
+        'distributor',
+        input.distributorToShortCode,
+      );
       return { payer: own, payee: walletOfParty(distributor), counterparty: counterpartyOf(distributor) };
     }
     case 'pay-merchant': {
@@ -142,13 +187,15 @@ export async function createOperation(
     if (repeat) return repeat;
   }
 
-  const lookUp = async () => [await resolveParties(deps, key.party, input), await deps.lookup.party(key.party)] as const;
+  const lookUp = async () =>
+    [await resolveParties(deps, key.party, input), await deps.lookup.party(key.party)] as const;
   const [{ payer, payee, counterparty }, own] = await within(lookUp(), deadline, notDoneInTime);
   if (!own) throw new DomainError('NOT_FOUND', 'the API key’s party no longer exists');
   const payerIsOwn = payer.kind === key.party.type && payer.id === key.party.id;
-  const fee = key.party.type === 'merchant' && input.operationType !== 'cash-in' && input.operationType !== 'cash-out-fulfillment'
-    ? feeFor(deps.feeSchedule, input.operationType, input.amount, deps.assetScale)
-    : formatAmount(0, deps.assetScale);
+  const fee =
+    key.party.type === 'merchant' && input.operationType !== 'cash-in' && input.operationType !== 'cash-out-fulfillment'
+      ? feeFor(deps.feeSchedule, input.operationType, input.amount, deps.assetScale)
+      : formatAmount(0, deps.assetScale);
   const volumeDay = key.maxDailyVolume !== null ? volumeDayOf(deps.dayClock?.() ?? now, deps.volumeTimeZone) : null;
   const operation: OperationRequested['data'] = {
     operationID: newOperationID(),
@@ -173,43 +220,73 @@ export async function createOperation(
   const read: Record<string, StreamRead<any>> = { wallet: { stream: streams.wallet(payer), ...walletState } };
   if (volumeDay !== null) read.volume = { stream: streams.keyVolume(key.keyID, volumeDay), ...keyVolumeState };
   // Read just above: the decision takes it as it stands (its append at that revision proves it), no second read.
-  if (idempotencyStream) read.idempotency = { stream: idempotencyStream, ...idempotencyState, ...(idempotencyRead ? { known: idempotencyRead } : {}) };
+  if (idempotencyStream)
+    read.idempotency = {
+      stream: idempotencyStream,
+      ...idempotencyState,
+      ...(idempotencyRead ? { known: idempotencyRead } : {}),
+    };
   // The individual's consent, when the platform requires it: the code is hashed here (the decision stays pure).
   let consent: { phone: string; presentedHash: string | null } | null = null;
   if (deps.cashOutConsent?.policy === 'individual-code' && input.operationType === 'cash-out-fulfillment') {
     const phone = counterparty.id;
-    consent = { phone, presentedHash: input.authorizationCode === undefined ? null : hashCashOutCode(deps.cashOutConsent.secretsKey, phone, input.authorizationCode) };
-    read.consent = { stream: streams.cashOutConsent(phone), evolve: cashOutConsentDecider.evolve, initialState: cashOutConsentDecider.initialState };
+    consent = {
+      phone,
+      presentedHash:
+        input.authorizationCode === undefined
+          ? null
+          : hashCashOutCode(deps.cashOutConsent.secretsKey, phone, input.authorizationCode),
+    };
+    read.consent = {
+      stream: streams.cashOutConsent(phone),
+      evolve: cashOutConsentDecider.evolve,
+      initialState: cashOutConsentDecider.initialState,
+    };
   }
 
   const tracing = deps.tracing ?? noTracing;
-  const attributes = { 'wallet_ops.operation_id': operation.operationID, 'wallet_ops.operation_type': operation.operationType };
+  const attributes = {
+    'wallet_ops.operation_id': operation.operationID,
+    'wallet_ops.operation_type': operation.operationType,
+  };
   // A fresh trace at the API edge: what leaves the platform (the webhook deliveries of this operation) must not
   // carry the caller's trace id to the party's receiver. The caller's trace is linked, never continued.
-  return tracing.span('operation CreateOperation', { kind: 'server', links: [context.traceparent], attributes }, async (span) => {
-    const { result, positions } = await runDecisionCommitted(deps, {
-      ...(deadline === undefined ? {} : { deadline }),
-      read,
-      decide: (states) => decideCreateOperation(
-        {
-          operation,
-          limits: { maxTransactionAmount: key.maxTransactionAmount, maxDailyVolume: key.maxDailyVolume },
-          idempotency: idempotencyStream && idempotency ? { stream: idempotencyStream, requestHash: idempotency.requestHash, response: idempotency.responseFor(operation) } : null,
-          assetScale: deps.assetScale,
-          consent,
-          volumeTimeZone: deps.volumeTimeZone,
-        },
-        states as Parameters<typeof decideCreateOperation>[1],
-      ),
-      context: withTraceparent(context, span.traceparent),
-      ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
-    });
-    // A wrong cash-out code: its count is appended, and the create refused.
-    if (result.kind === 'refused') throw result.error;
-    // Where the operation sits in the log: the create waits (bounded) until this process's lists have reached it.
-    const position = positions.get(streams.operation(operation.operationID));
-    return result.kind === 'created' && position !== undefined ? { ...result, position } : result;
-  });
+  return tracing.span(
+    'operation CreateOperation',
+    { kind: 'server', links: [context.traceparent], attributes },
+    async (span) => {
+      const { result, positions } = await runDecisionCommitted(deps, {
+        ...(deadline === undefined ? {} : { deadline }),
+        read,
+        decide: (states) =>
+          decideCreateOperation(
+            {
+              operation,
+              limits: { maxTransactionAmount: key.maxTransactionAmount, maxDailyVolume: key.maxDailyVolume },
+              idempotency:
+                idempotencyStream && idempotency
+                  ? {
+                      stream: idempotencyStream,
+                      requestHash: idempotency.requestHash,
+                      response: idempotency.responseFor(operation),
+                    }
+                  : null,
+              assetScale: deps.assetScale,
+              consent,
+              volumeTimeZone: deps.volumeTimeZone,
+            },
+            states as Parameters<typeof decideCreateOperation>[1],
+          ),
+        context: withTraceparent(context, span.traceparent),
+        ...(deps.onConflictRetry ? { onConflictRetry: deps.onConflictRetry } : {}),
+      });
+      // A wrong cash-out code: its count is appended, and the create refused.
+      if (result.kind === 'refused') throw result.error;
+      // Where the operation sits in the log: the create waits (bounded) until this process's lists have reached it.
+      const position = positions.get(streams.operation(operation.operationID));
+      return result.kind === 'created' && position !== undefined ? { ...result, position } : result;
+    },
+  );
 }
 
 type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScale' | 'tracing'>;
@@ -222,27 +299,49 @@ type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScal
  * The decision continues the operation's trace: its span is a child of the create's (stored with the
  * operation), linked to the deciding request's own trace; its events carry it, for the executor to continue.
  */
-async function decideWithKey(deps: DecisionDeps, operationID: string, command: OperationDecision, context: CommandContext) {
+async function decideWithKey(
+  deps: DecisionDeps,
+  operationID: string,
+  command: OperationDecision,
+  context: CommandContext,
+) {
   const operationStream = streams.operation(operationID);
   const { state } = await loadState(deps, operationStream, operationState);
   const keyID = state.status === 'none' ? null : state.operation.keyID;
   const read = {
     operation: { stream: operationStream, ...operationState },
-    ...(keyID === null ? {} : { key: { stream: streams.apiKey(keyID), evolve: apiKeyDecider.evolve, initialState: apiKeyDecider.initialState } }),
+    ...(keyID === null
+      ? {}
+      : {
+          key: {
+            stream: streams.apiKey(keyID),
+            evolve: apiKeyDecider.evolve,
+            initialState: apiKeyDecider.initialState,
+          },
+        }),
   };
   const created = state.status === 'none' ? undefined : (state.trace.created ?? undefined);
   const tracing = deps.tracing ?? noTracing;
-  return tracing.span(`operation ${command.type}`, { parent: created ?? context.traceparent, links: created ? [context.traceparent] : [], attributes: { 'wallet_ops.operation_id': operationID } }, (span) =>
-    runDecision(deps, {
-      read: read as { operation: StreamRead<OperationState>; key: StreamRead<ApiKeyState> },
-      decide: ({ operation, key }) => decideOnOperation(command, { operation, key: key ?? apiKeyDecider.initialState() }, deps.assetScale),
-      context: withTraceparent(context, span.traceparent ?? context.traceparent),
-    }),
+  return tracing.span(
+    `operation ${command.type}`,
+    {
+      parent: created ?? context.traceparent,
+      links: created ? [context.traceparent] : [],
+      attributes: { 'wallet_ops.operation_id': operationID },
+    },
+    (span) =>
+      runDecision(deps, {
+        read: read as { operation: StreamRead<OperationState>; key: StreamRead<ApiKeyState> },
+        decide: ({ operation, key }) =>
+          decideOnOperation(command, { operation, key: key ?? apiKeyDecider.initialState() }, deps.assetScale),
+        context: withTraceparent(context, span.traceparent ?? context.traceparent),
+      }),
   );
 }
 
 export const checkOperationID = (operationID: string) => {
-  if (!isOperationID(operationID)) throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
+  if (!isOperationID(operationID))
+    throw new DomainError('NOT_FOUND', `operation ${operationID.slice(0, 40)} does not exist`);
 };
 
 /**
@@ -273,18 +372,35 @@ export async function decideOperation(
  * The key-revocation consumer's command: rejects the operation, releasing what it holds, if it is still
  * pending and its key is revoked (both read in the decision); otherwise changes nothing and says what it is.
  */
-export async function rejectOperationOfRevokedKey(deps: DecisionDeps, operationID: string, context: CommandContext): Promise<{ operationID: string; state: string }> {
+export async function rejectOperationOfRevokedKey(
+  deps: DecisionDeps,
+  operationID: string,
+  context: CommandContext,
+): Promise<{ operationID: string; state: string }> {
   checkOperationID(operationID);
-  return decideWithKey(deps, operationID, { type: 'RejectOperationOfRevokedKey', data: { operationID, now: deps.clock().toISOString() } }, context);
+  return decideWithKey(
+    deps,
+    operationID,
+    { type: 'RejectOperationOfRevokedKey', data: { operationID, now: deps.clock().toISOString() } },
+    context,
+  );
 }
-
 
 /**
  * The key-revocation consumer's sweep: rejects the operation, releasing what it holds, if it is still pending
  * and its key (not revoked) has expired at the decision's time (both read in the decision); otherwise changes
  * nothing. Two sweeps of the same operation reject it once: the second decision finds it rejected.
  */
-export async function rejectOperationOfExpiredKey(deps: DecisionDeps, operationID: string, context: CommandContext): Promise<{ operationID: string; state: string }> {
+export async function rejectOperationOfExpiredKey(
+  deps: DecisionDeps,
+  operationID: string,
+  context: CommandContext,
+): Promise<{ operationID: string; state: string }> {
   checkOperationID(operationID);
-  return decideWithKey(deps, operationID, { type: 'RejectOperationOfExpiredKey', data: { operationID, now: deps.clock().toISOString() } }, context);
+  return decideWithKey(
+    deps,
+    operationID,
+    { type: 'RejectOperationOfExpiredKey', data: { operationID, now: deps.clock().toISOString() } },
+    context,
+  );
 }

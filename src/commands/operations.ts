@@ -43,26 +43,55 @@ export const operationState = {
   initialState: (): OperationState => ({ status: 'none' }),
   evolve(state: OperationState, event: OperationEvent & { metadata?: EventMetadata }): OperationState {
     if (event.type === 'OperationRequested') {
-      return { status: 'pending', operation: event.data, requestedBy: requestingUser(event.metadata), decidedBy: null, sequenceNumber: null, blockchainID: null, lastError: null, claim: null, trace: { created: traceparentOf(event.metadata), approved: null } };
+      return {
+        status: 'pending',
+        operation: event.data,
+        requestedBy: requestingUser(event.metadata),
+        decidedBy: null,
+        sequenceNumber: null,
+        blockchainID: null,
+        lastError: null,
+        claim: null,
+        trace: { created: traceparentOf(event.metadata), approved: null },
+      };
     }
     if (state.status === 'none') return state; // every operation stream starts with OperationRequested
     switch (event.type) {
       case 'OperationApproved':
-        return { ...state, status: 'approved', decidedBy: event.data.approvedBy, trace: { ...state.trace, approved: traceparentOf(event.metadata) } };
+        return {
+          ...state,
+          status: 'approved',
+          decidedBy: event.data.approvedBy,
+          trace: { ...state.trace, approved: traceparentOf(event.metadata) },
+        };
       case 'OperationRejected':
         return { ...state, status: 'rejected', decidedBy: event.data.rejectedBy };
       case 'OperationExecutionStarted':
-        return { ...state, status: 'executing', claim: { executorID: event.data.executorID, attempt: event.data.attempt, leaseUntil: event.data.leaseUntil } };
+        return {
+          ...state,
+          status: 'executing',
+          claim: { executorID: event.data.executorID, attempt: event.data.attempt, leaseUntil: event.data.leaseUntil },
+        };
       case 'OperationSubmitted':
         return { ...state, status: 'submitted', sequenceNumber: event.data.sequenceNumber };
       case 'OperationCompleted':
-        return { ...state, status: 'completed', sequenceNumber: event.data.sequenceNumber, blockchainID: event.data.blockchainID };
+        return {
+          ...state,
+          status: 'completed',
+          sequenceNumber: event.data.sequenceNumber,
+          blockchainID: event.data.blockchainID,
+        };
       case 'OperationFailed':
         return { ...state, status: 'failed', lastError: event.data.lastError };
       case 'OperationSettlementRequested':
         return state; // failed until another operator approves it (src/commands/failed-settlement.ts)
       case 'OperationSettledFromLedger':
-        return { ...state, status: 'completed', sequenceNumber: event.data.sequenceNumber, blockchainID: event.data.blockchainID };
+        return {
+          ...state,
+          status: 'completed',
+          sequenceNumber: event.data.sequenceNumber,
+          blockchainID: event.data.blockchainID,
+        };
       default:
         return assertNever(event);
     }
@@ -76,7 +105,8 @@ function requestingUser(metadata: EventMetadata | undefined): string | null {
 }
 
 /** A traceparent in metadata: checked again, as events may come from an import or an older writer. */
-const traceparentOf = (metadata: EventMetadata | undefined): string | null => validTraceparent(metadata?.traceparent) ?? null;
+const traceparentOf = (metadata: EventMetadata | undefined): string | null =>
+  validTraceparent(metadata?.traceparent) ?? null;
 
 /** Who rejects, and why, the pending operations of a revoked or an expired key. */
 export const KEY_REVOCATION_ACTOR = 'system:key-revocation';
@@ -108,21 +138,39 @@ export interface OperationDecisionStates {
   key: ApiKeyState;
 }
 
-function requireCheckerOf(state: OperationState, command: Extract<OperationDecision, { data: { by: ActingUser } }>, action: string) {
+function requireCheckerOf(
+  state: OperationState,
+  command: Extract<OperationDecision, { data: { by: ActingUser } }>,
+  action: string,
+) {
   const { operationID, by } = command.data;
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `operation ${operationID} does not exist`);
-  if (!samePartyRef(by.party, state.operation.party)) throw new DomainError('OTHER_PARTY', `operation ${operationID} belongs to another party`);
-  if (!by.roles.includes('checker')) throw new DomainError('ROLE_REQUIRED', `${action} an operation needs the checker role`);
-  if (state.status !== 'pending') throw new DomainError('WRONG_STATE', `cannot ${action} operation ${operationID}: it is ${state.status}, not pending`);
+  if (!samePartyRef(by.party, state.operation.party))
+    throw new DomainError('OTHER_PARTY', `operation ${operationID} belongs to another party`);
+  if (!by.roles.includes('checker'))
+    throw new DomainError('ROLE_REQUIRED', `${action} an operation needs the checker role`);
+  if (state.status !== 'pending')
+    throw new DomainError(
+      'WRONG_STATE',
+      `cannot ${action} operation ${operationID}: it is ${state.status}, not pending`,
+    );
   return state.operation;
 }
 
 /** Writes to release what a pending operation holds; releases cannot break an invariant, so no revision is expected. */
-export function releaseWrites(operation: OperationRequested['data'], reason: 'rejected' | 'failed', assetScale: number): StreamWrite[] {
+export function releaseWrites(
+  operation: OperationRequested['data'],
+  reason: 'rejected' | 'failed',
+  assetScale: number,
+): StreamWrite[] {
   const { operationID, payer, keyID, volumeDay } = operation;
   const held = new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale);
   const writes: StreamWrite[] = [
-    { stream: streams.wallet(payer), events: [{ type: 'HoldReleased', data: { wallet: payer, operationID, amount: held, reason } }], expectedRevision: 'any' },
+    {
+      stream: streams.wallet(payer),
+      events: [{ type: 'HoldReleased', data: { wallet: payer, operationID, amount: held, reason } }],
+      expectedRevision: 'any',
+    },
   ];
   if (volumeDay !== null && keyID !== null) {
     writes.push({
@@ -139,7 +187,11 @@ export function releaseWrites(operation: OperationRequested['data'], reason: 're
  * settling `heldAmount` of its hold), the payee credited, the fee to the platform. Written by a completion, and by
  * the settlement of a failure whose money moved (its hold already released: `heldAmount` 0).
  */
-export function movementWrites(operation: OperationRequested['data'], heldAmount: string, assetScale: number): StreamWrite[] {
+export function movementWrites(
+  operation: OperationRequested['data'],
+  heldAmount: string,
+  assetScale: number,
+): StreamWrite[] {
   const { operationID } = operation;
   const credit = (wallet: OperationRequested['data']['payee'], amount: string): StreamWrite => ({
     stream: streams.wallet(wallet),
@@ -150,7 +202,17 @@ export function movementWrites(operation: OperationRequested['data'], heldAmount
   const writes: StreamWrite[] = [
     {
       stream: streams.wallet(operation.payer),
-      events: [{ type: 'WalletDebited', data: { wallet: operation.payer, operationID, amount: debit, heldAmount: new Decimal(heldAmount).toFixed(assetScale) } } satisfies WalletEvent],
+      events: [
+        {
+          type: 'WalletDebited',
+          data: {
+            wallet: operation.payer,
+            operationID,
+            amount: debit,
+            heldAmount: new Decimal(heldAmount).toFixed(assetScale),
+          },
+        } satisfies WalletEvent,
+      ],
       expectedRevision: 'any',
     },
     credit(operation.payee, operation.amount),
@@ -163,7 +225,8 @@ export function movementWrites(operation: OperationRequested['data'], heldAmount
 function keyOf(operation: OperationRequested['data'], key: ApiKeyState): ApiKeyRecord | null {
   if (operation.keyID === null) return null;
   // The handler reads the key's stream with the operation's: anything else is a bug, not a refusal.
-  if (key.status === 'none' || key.keyID !== operation.keyID) throw new Error(`a decision on operation ${operation.operationID} needs the state of API key ${operation.keyID}`);
+  if (key.status === 'none' || key.keyID !== operation.keyID)
+    throw new Error(`a decision on operation ${operation.operationID} needs the state of API key ${operation.keyID}`);
   return key;
 }
 
@@ -178,19 +241,32 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   const key = keyOf(state.operation, states.key);
   // An operation created before generations were recorded (null): every holder the key has had could have made it.
   const act = key
-    ? { maker: state.requestedBy, keepers: keyKeepers(key, now), usedGeneration: state.operation.secretGeneration ?? null }
+    ? {
+        maker: state.requestedBy,
+        keepers: keyKeepers(key, now),
+        usedGeneration: state.operation.secretGeneration ?? null,
+      }
     : { maker: state.requestedBy, keepers: null };
   requireMayVouch(by.userID, act, `approve operation ${operationID}`, key ? `API key ${key.keyID}` : 'it');
   if (key?.status === 'revoked') {
-    throw new DomainError('WRONG_STATE', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`);
+    throw new DomainError(
+      'WRONG_STATE',
+      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`,
+    );
   }
   // Its holder left: nobody may vouch for what that secret made, as for a revoked key's operations.
   if (key && secretEnded(key, state.operation)) {
-    throw new DomainError('WRONG_STATE', `cannot approve operation ${operationID}: ${SECRET_ENDED_REASON}, so the operation is being rejected`);
+    throw new DomainError(
+      'WRONG_STATE',
+      `cannot approve operation ${operationID}: ${SECRET_ENDED_REASON}, so the operation is being rejected`,
+    );
   }
   // An expired key's operations are as dead as a revoked key's: nobody may vouch for its use any longer.
   if (key && effectiveStatus(key, now) === 'expired') {
-    throw new DomainError('KEY_EXPIRED', `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ${key.expiresAt}, so the operation is being rejected`);
+    throw new DomainError(
+      'KEY_EXPIRED',
+      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ${key.expiresAt}, so the operation is being rejected`,
+    );
   }
 }
 
@@ -211,7 +287,15 @@ function rejectForKey(
   if (!reason) return { writes: [], result: { operationID, state: state.status } };
   return {
     writes: [
-      { stream: streams.operation(operationID), events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: KEY_REVOCATION_ACTOR, reason, rejectedAt: now } }] },
+      {
+        stream: streams.operation(operationID),
+        events: [
+          {
+            type: 'OperationRejected',
+            data: { operationID, rejectedBy: KEY_REVOCATION_ACTOR, reason, rejectedAt: now },
+          },
+        ],
+      },
       ...releaseWrites(state.operation, 'rejected', assetScale),
     ],
     result: { operationID, state: 'rejected' },
@@ -232,7 +316,14 @@ export function decideOnOperation(
       requireCheckerOf(state, command, 'approve');
       requireApprovable(states, command.data.by, operationID, now);
       return {
-        writes: [{ stream, events: [{ type: 'OperationApproved', data: { operationID, approvedBy: command.data.by.userID, approvedAt: now } }] }],
+        writes: [
+          {
+            stream,
+            events: [
+              { type: 'OperationApproved', data: { operationID, approvedBy: command.data.by.userID, approvedAt: now } },
+            ],
+          },
+        ],
         result: { operationID, state: 'approved' },
       };
     }
@@ -241,18 +332,38 @@ export function decideOnOperation(
       const operation = requireCheckerOf(state, command, 'reject');
       return {
         writes: [
-          { stream, events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: command.data.by.userID, reason: command.data.reason, rejectedAt: now } }] },
+          {
+            stream,
+            events: [
+              {
+                type: 'OperationRejected',
+                data: { operationID, rejectedBy: command.data.by.userID, reason: command.data.reason, rejectedAt: now },
+              },
+            ],
+          },
           ...releaseWrites(operation, 'rejected', assetScale),
         ],
         result: { operationID, state: 'rejected' },
       };
     }
     case 'RejectOperationOfRevokedKey':
-      return rejectForKey(states, operationID, now, (key, operation) =>
-        key.status === 'revoked' ? KEY_REVOKED_REASON : secretEnded(key, operation) ? SECRET_ENDED_REASON : null, assetScale);
+      return rejectForKey(
+        states,
+        operationID,
+        now,
+        (key, operation) =>
+          key.status === 'revoked' ? KEY_REVOKED_REASON : secretEnded(key, operation) ? SECRET_ENDED_REASON : null,
+        assetScale,
+      );
     case 'RejectOperationOfExpiredKey':
       // A revoked key's operations are the revocation's to reject, with its reason.
-      return rejectForKey(states, operationID, now, (key) => (effectiveStatus(key, now) === 'expired' ? KEY_EXPIRED_REASON : null), assetScale);
+      return rejectForKey(
+        states,
+        operationID,
+        now,
+        (key) => (effectiveStatus(key, now) === 'expired' ? KEY_EXPIRED_REASON : null),
+        assetScale,
+      );
     default:
       return assertNever(command);
   }

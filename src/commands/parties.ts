@@ -11,8 +11,7 @@ export type OnboardParty = {
 };
 
 export type PartyState =
-  | { status: 'none' }
-  | { status: 'onboarded'; partyType: PartyType; partyID: string; name: string; shortCode: string };
+  { status: 'none' } | { status: 'onboarded'; partyType: PartyType; partyID: string; name: string; shortCode: string };
 
 type PartyOnboarded = DistributorOnboarded | MerchantOnboarded;
 
@@ -20,7 +19,8 @@ export const partyDecider: Decider<OnboardParty, PartyState, PartyOnboarded> = {
   initialState: () => ({ status: 'none' }),
   decide(command, state) {
     const { partyType, partyID, name, shortCode, now } = command.data;
-    if (state.status !== 'none') throw new DomainError('ALREADY_EXISTS', `${partyType} ${partyID} is already onboarded`);
+    if (state.status !== 'none')
+      throw new DomainError('ALREADY_EXISTS', `${partyType} ${partyID} is already onboarded`);
     return partyType === 'distributor'
       ? [{ type: 'DistributorOnboarded', data: { distributorID: partyID, name, shortCode, onboardedAt: now } }]
       : [{ type: 'MerchantOnboarded', data: { merchantID: partyID, name, shortCode, onboardedAt: now } }];
@@ -28,9 +28,21 @@ export const partyDecider: Decider<OnboardParty, PartyState, PartyOnboarded> = {
   evolve(_state, event) {
     switch (event.type) {
       case 'DistributorOnboarded':
-        return { status: 'onboarded', partyType: 'distributor', partyID: event.data.distributorID, name: event.data.name, shortCode: event.data.shortCode };
+        return {
+          status: 'onboarded',
+          partyType: 'distributor',
+          partyID: event.data.distributorID,
+          name: event.data.name,
+          shortCode: event.data.shortCode,
+        };
       case 'MerchantOnboarded':
-        return { status: 'onboarded', partyType: 'merchant', partyID: event.data.merchantID, name: event.data.name, shortCode: event.data.shortCode };
+        return {
+          status: 'onboarded',
+          partyType: 'merchant',
+          partyID: event.data.merchantID,
+          name: event.data.name,
+          shortCode: event.data.shortCode,
+        };
     }
   },
 };
@@ -43,7 +55,8 @@ export const individualDecider: Decider<RegisterIndividual, IndividualState, Ind
   initialState: () => ({ status: 'none' }),
   decide(command, state) {
     const { phone, name, now } = command.data;
-    if (state.status !== 'none') throw new DomainError('PHONE_TAKEN', `an individual with phone ${phone} is already registered`, 'phone');
+    if (state.status !== 'none')
+      throw new DomainError('PHONE_TAKEN', `an individual with phone ${phone} is already registered`, 'phone');
     return [{ type: 'IndividualRegistered', data: { phone, name, registeredAt: now } }];
   },
   evolve(_state, event) {

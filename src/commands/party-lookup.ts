@@ -1,5 +1,10 @@
 import type { EventStore } from '../ports/event-store.ts';
-import type { DistributorOnboarded, IndividualRegistered, MerchantOnboarded, ShortCodeClaimed } from '../domain/events.ts';
+import type {
+  DistributorOnboarded,
+  IndividualRegistered,
+  MerchantOnboarded,
+  ShortCodeClaimed,
+} from '../domain/events.ts';
 import type { PartyRef, PartyType } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { LruMap } from '../shared/lru-map.ts';

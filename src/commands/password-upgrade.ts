@@ -21,7 +21,10 @@ export async function upgradePasswordHash(
   const { events } = await runCommand(deps, {
     stream: streams.user(user.userID),
     decider: userDecider,
-    command: { type: 'UpgradePasswordHash', data: { userID: user.userID, verifiedHash: user.passwordHash, passwordHash, now: deps.clock().toISOString() } },
+    command: {
+      type: 'UpgradePasswordHash',
+      data: { userID: user.userID, verifiedHash: user.passwordHash, passwordHash, now: deps.clock().toISOString() },
+    },
     context,
   });
   return events.length > 0;

@@ -1,4 +1,12 @@
-import type { AppendResult, EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent, StreamAppend } from '../ports/event-store.ts';
+import type {
+  AppendResult,
+  EventMetadata,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  RecordedEvent,
+  StreamAppend,
+} from '../ports/event-store.ts';
 import { EventStoreUnavailableError, WrongExpectedVersionError } from '../ports/event-store.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { KeyedMutex } from '../shared/keyed-mutex.ts';
@@ -80,7 +88,10 @@ class PendingAppend {
   add(requests: StreamAppend[]): void {
     for (const request of requests) {
       const joined = this.requests.get(request.stream);
-      this.requests.set(request.stream, joined ? { ...joined, events: [...joined.events, ...request.events] } : request);
+      this.requests.set(
+        request.stream,
+        joined ? { ...joined, events: [...joined.events, ...request.events] } : request,
+      );
     }
   }
 }
@@ -152,7 +163,11 @@ export async function loadState<State, Event>(
   decider: Pick<Decider<unknown, State, Event>, 'evolve' | 'initialState'> & { snapshot?: SnapshotSpec<State> },
 ): Promise<{ state: State; revision: number }> {
   const cached = deps.cache?.get(stream) as { state: State; revision: number } | undefined;
-  const start = cached ?? (decider.snapshot ? await latestSnapshot(deps.store, stream, { snapshot: decider.snapshot }) : null) ?? { state: decider.initialState(), revision: -1 };
+  const start = cached ??
+    (decider.snapshot ? await latestSnapshot(deps.store, stream, { snapshot: decider.snapshot }) : null) ?? {
+      state: decider.initialState(),
+      revision: -1,
+    };
   const { state, revision } = await foldStream(deps.store, stream, decider.evolve, start);
   if (revision !== (cached?.revision ?? -1)) deps.cache?.set(stream, { revision, state });
   return { state, revision };
@@ -215,11 +230,15 @@ export const deadlineOf = (deps: Pick<CommandPipelineDeps, 'deadlineMs'>): numbe
   deps.deadlineMs === undefined ? undefined : performance.now() + deps.deadlineMs;
 
 /** Nothing was appended: the deadline passed before the decision's append was submitted (or after it was refused). */
-export const notDoneInTime = () => new EventStoreUnavailableError('no answer from the event store within the command\'s deadline; nothing was done');
+export const notDoneInTime = () =>
+  new EventStoreUnavailableError("no answer from the event store within the command's deadline; nothing was done");
 
 /** The append was submitted and its commit not answered by the deadline: it may commit still. */
 export const outcomeUnknownInTime = () =>
-  new EventStoreUnavailableError('no answer from the event store within the command\'s deadline; the append may still commit', { outcomeUnknown: true });
+  new EventStoreUnavailableError(
+    "no answer from the event store within the command's deadline; the append may still commit",
+    { outcomeUnknown: true },
+  );
 
 /**
  * Resolves as `work` does, or rejects with `expired()` once `deadline` has passed (no deadline: `work` itself). The
@@ -228,7 +247,9 @@ export const outcomeUnknownInTime = () =>
 export async function within<T>(work: Promise<T>, deadline: number | undefined, expired: () => Error): Promise<T> {
   if (deadline === undefined) return work;
   let timer: NodeJS.Timeout | undefined;
-  const expiry = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(expired()), Math.max(0, deadline - performance.now()))));
+  const expiry = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(expired()), Math.max(0, deadline - performance.now()))),
+  );
   try {
     return await Promise.race([work, expiry]);
   } finally {
@@ -283,7 +304,11 @@ export async function runDecisionCommitted<States extends Record<string, unknown
     const fromCache = new Set<string>();
     const issue = () => decideAndAppend(deps, options, stage, optimistic ? fromCache : undefined);
     try {
-      const issued = await within(deps.serialize ? deps.serialize.mutex.run(readStreams, issue) : issue(), bounded, expired);
+      const issued = await within(
+        deps.serialize ? deps.serialize.mutex.run(readStreams, issue) : issue(),
+        bounded,
+        expired,
+      );
       const positions = await within(issued.committed, bounded, expired);
       return { result: issued.result, positions };
     } catch (error) {
@@ -298,12 +323,21 @@ export async function runDecisionCommitted<States extends Record<string, unknown
       if (final) throw final;
       if (attempt >= (options.maxAttempts ?? Infinity) || performance.now() >= deadline) {
         if (bounded !== undefined && attempt < (options.maxAttempts ?? Infinity)) throw notDoneInTime();
-        throw new DomainError('CONCURRENCY_CONFLICT', `${error.stream} kept changing under concurrent commands; try again`);
+        throw new DomainError(
+          'CONCURRENCY_CONFLICT',
+          `${error.stream} kept changing under concurrent commands; try again`,
+        );
       }
       options.onConflictRetry?.(error);
       // The first retry goes at once (the usual conflict is one commit of a peer); later ones step aside, jittered so
       // that writers released together by a stall fall out of step.
-      if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, Math.min(backoffMs(attempt - 1, CONFLICT_PAUSE), Math.max(0, deadline - performance.now()))));
+      if (attempt > 1)
+        await new Promise((resolve) =>
+          setTimeout(
+            resolve,
+            Math.min(backoffMs(attempt - 1, CONFLICT_PAUSE), Math.max(0, deadline - performance.now())),
+          ),
+        );
     }
   }
 }
@@ -328,9 +362,13 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   const names = Object.keys(options.read) as Array<keyof States>;
   const reads = names.map((name) => options.read[name] as StreamRead<unknown>);
   const inFlight = reads.map((read) => deps.serialize?.inFlight.get(read.stream));
-  const cached = reads.map((read, i) => (fromCache && !inFlight[i] ? read.known ?? deps.cache?.get(read.stream) : undefined));
+  const cached = reads.map((read, i) =>
+    fromCache && !inFlight[i] ? (read.known ?? deps.cache?.get(read.stream)) : undefined,
+  );
   reads.forEach((read, i) => cached[i] && fromCache?.add(read.stream));
-  const loaded = await Promise.all(reads.map((read, i) => inFlight[i] ?? cached[i] ?? loadState(deps, read.stream, read)));
+  const loaded = await Promise.all(
+    reads.map((read, i) => inFlight[i] ?? cached[i] ?? loadState(deps, read.stream, read)),
+  );
   const states = Object.fromEntries(names.map((name, i) => [name, loaded[i]!.state])) as States;
   // Has any stream taken from the cache without a write to prove it moved? Then decide again from fresh reads.
   const moved = async (proven: (stream: string, revision: number) => boolean) => {
@@ -361,7 +399,8 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   });
   if (cached.some(Boolean)) {
     const guarded = new Map(requests.map((request) => [request.stream, request.expectedRevision]));
-    if (await moved((stream, revision) => guarded.get(stream) === (revision < 0 ? 'no_stream' : revision))) return decideAndAppend(deps, options, stage, undefined);
+    if (await moved((stream, revision) => guarded.get(stream) === (revision < 0 ? 'no_stream' : revision)))
+      return decideAndAppend(deps, options, stage, undefined);
   }
   const predecessors = inFlight.flatMap((entry, i) => (entry ? [{ entry, stream: reads[i]!.stream }] : []));
   // A decision that writes nothing but read states not committed yet (a repeat built on its first request's record)
@@ -373,7 +412,10 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   // Joining is sound only where this decision built on the batch's own state (or accepts any revision).
   const builtOn = new Set(predecessors.map(({ stream }) => stream));
   const joinable = (pending: PendingAppend) =>
-    requests.every((request) => !pending.requests.has(request.stream) || builtOn.has(request.stream) || request.expectedRevision === 'any');
+    requests.every(
+      (request) =>
+        !pending.requests.has(request.stream) || builtOn.has(request.stream) || request.expectedRevision === 'any',
+    );
   if (batches.size === 1 && !only!.submitted && joinable(only!)) {
     if (stage.abandoned) throw notDoneInTime();
     stage.submitted = true;
@@ -398,7 +440,10 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
       const index = readIndex.get(write.stream);
       if (index === undefined) continue;
       const { state, revision } = loaded[index]!;
-      const next = { state: write.events.map((event) => ({ ...event, metadata })).reduce(reads[index]!.evolve, state), revision: revision + write.events.length };
+      const next = {
+        state: write.events.map((event) => ({ ...event, metadata })).reduce(reads[index]!.evolve, state),
+        revision: revision + write.events.length,
+      };
       deps.serialize.inFlight.track(write.stream, next, batch, deps.cache);
     }
   }
@@ -433,7 +478,8 @@ export async function runCommand<Command, State, Event extends { type: string; d
       };
     },
     context: options.context,
-    finalConflict: (conflict) => (conflict.stream === stream ? undefined : options.onConflict?.(conflict) ?? conflict),
+    finalConflict: (conflict) =>
+      conflict.stream === stream ? undefined : (options.onConflict?.(conflict) ?? conflict),
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
   });
 }

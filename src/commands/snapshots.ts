@@ -34,7 +34,11 @@ const foldOf = (stream: string) => SNAPSHOTTED.find((fold) => stream.startsWith(
 const LOOK_BACK = 3;
 
 /** The newest snapshot of the stream that this fold can restore, or null. */
-export async function latestSnapshot<State>(store: EventStore, stream: string, fold: Pick<SnapshotFold<State>, 'snapshot'>): Promise<Folded<State> | null> {
+export async function latestSnapshot<State>(
+  store: EventStore,
+  stream: string,
+  fold: Pick<SnapshotFold<State>, 'snapshot'>,
+): Promise<Folded<State> | null> {
   const recent = await store.readStream(streams.snapshot(stream), { direction: 'backwards', maxCount: LOOK_BACK });
   let best: Folded<State> | null = null;
   for (const event of recent) {
@@ -54,12 +58,29 @@ export function snapshotRevision(lastRevision: number, appended: number, every =
 }
 
 /** Writes the snapshot of `stream` at `revision`, folded from the newest snapshot before it; nothing if one is as new. */
-export async function writeSnapshot<State>(store: EventStore, stream: string, fold: SnapshotFold<State>, revision: number): Promise<boolean> {
+export async function writeSnapshot<State>(
+  store: EventStore,
+  stream: string,
+  fold: SnapshotFold<State>,
+  revision: number,
+): Promise<boolean> {
   const base = await latestSnapshot(store, stream, fold);
   if (base && base.revision >= revision) return false;
-  const folded = await foldStream(store, stream, fold.evolve, base ?? { state: fold.initialState(), revision: -1 }, revision);
-  if (folded.revision !== revision) throw new Error(`cannot snapshot ${stream} at revision ${revision}: the stream ends at ${folded.revision}`);
-  const data: StateSnapshotted['data'] = { stream, revision, fold: fold.snapshot.fold, state: { ...(folded.state as Record<string, string>) } };
+  const folded = await foldStream(
+    store,
+    stream,
+    fold.evolve,
+    base ?? { state: fold.initialState(), revision: -1 },
+    revision,
+  );
+  if (folded.revision !== revision)
+    throw new Error(`cannot snapshot ${stream} at revision ${revision}: the stream ends at ${folded.revision}`);
+  const data: StateSnapshotted['data'] = {
+    stream,
+    revision,
+    fold: fold.snapshot.fold,
+    state: { ...(folded.state as Record<string, string>) },
+  };
   const event: NewEvent = { type: 'StateSnapshotted', data, metadata: { actor: SNAPSHOT_ACTOR } };
   await store.append(streams.snapshot(stream), [event], 'any');
   return true;

@@ -54,11 +54,16 @@ export async function foldStream<State>(
  * Every stream whose name starts with `prefix`, each folded from its first event, in the order the streams began
  * (keys and endpoints: a few hundred, for an administrator's page, not a request's hot path).
  */
-export async function foldStreamsUnder<State>(store: EventStore, prefix: string, fold: { initialState(): State; evolve(state: State, event: any): State }): Promise<Map<string, State>> {
+export async function foldStreamsUnder<State>(
+  store: EventStore,
+  prefix: string,
+  fold: { initialState(): State; evolve(state: State, event: any): State },
+): Promise<Map<string, State>> {
   const states = new Map<string, State>();
-  for (let from = 1; ; ) {
+  for (let from = 1; ;) {
     const page = await store.readAll({ fromPosition: from, maxCount: LOAD_PAGE, filter: { streamPrefixes: [prefix] } });
-    for (const event of page) states.set(event.stream, fold.evolve(states.get(event.stream) ?? fold.initialState(), event));
+    for (const event of page)
+      states.set(event.stream, fold.evolve(states.get(event.stream) ?? fold.initialState(), event));
     if (page.length < LOAD_PAGE) break;
     from = page.at(-1)!.position + 1;
   }

@@ -60,7 +60,8 @@ export interface UserRecord {
   mustChangePassword: boolean;
 }
 
-export type UserState = { status: 'none' } | (UserRecord & { status: 'active' }) | (UserRecord & { status: 'disabled' });
+export type UserState =
+  { status: 'none' } | (UserRecord & { status: 'active' }) | (UserRecord & { status: 'disabled' });
 
 type ExistingUser = Exclude<UserState, { status: 'none' }>;
 
@@ -70,7 +71,8 @@ function requireUser(state: UserState, userID: string): ExistingUser {
 }
 
 function requireActive(user: ExistingUser, action: string): void {
-  if (user.status !== 'active') throw new DomainError('WRONG_STATE', `cannot ${action}: user ${user.email} is disabled`);
+  if (user.status !== 'active')
+    throw new DomainError('WRONG_STATE', `cannot ${action}: user ${user.email} is disabled`);
 }
 
 function requireAdmin(by: ActingAdmin, action: string): void {
@@ -78,17 +80,39 @@ function requireAdmin(by: ActingAdmin, action: string): void {
 }
 
 function requirePartyUser(user: ExistingUser): void {
-  if (user.platformAdmin) throw new DomainError('INVALID_INPUT', `${user.email} is a platform administrator, who has no maker or checker role`, 'role');
+  if (user.platformAdmin)
+    throw new DomainError(
+      'INVALID_INPUT',
+      `${user.email} is a platform administrator, who has no maker or checker role`,
+      'role',
+    );
 }
 
 function addUser(command: AddUser, state: UserState): UserEvent[] {
   const { userID, party, email, passwordHash, roles, platformAdmin, mustChangePassword, now } = command.data;
   if (state.status !== 'none') throw new DomainError('ALREADY_EXISTS', `user ${userID} already exists`);
   // A party user acts for one party with at least one role; an administrator acts for the platform only.
-  if (platformAdmin && party !== null) throw new DomainError('INVALID_INPUT', 'a platform administrator belongs to no party', 'party');
-  if (!platformAdmin && party === null) throw new DomainError('INVALID_INPUT', 'a user belongs to a distributor or a merchant', 'party');
-  if (!platformAdmin && roles.length === 0) throw new DomainError('INVALID_INPUT', 'a party user needs the maker role, the checker role or both', 'roles');
-  return [{ type: 'UserAdded', data: { userID, party, email, passwordHash, roles: [...new Set(roles)].sort(), platformAdmin, mustChangePassword, addedAt: now } }];
+  if (platformAdmin && party !== null)
+    throw new DomainError('INVALID_INPUT', 'a platform administrator belongs to no party', 'party');
+  if (!platformAdmin && party === null)
+    throw new DomainError('INVALID_INPUT', 'a user belongs to a distributor or a merchant', 'party');
+  if (!platformAdmin && roles.length === 0)
+    throw new DomainError('INVALID_INPUT', 'a party user needs the maker role, the checker role or both', 'roles');
+  return [
+    {
+      type: 'UserAdded',
+      data: {
+        userID,
+        party,
+        email,
+        passwordHash,
+        roles: [...new Set(roles)].sort(),
+        platformAdmin,
+        mustChangePassword,
+        addedAt: now,
+      },
+    },
+  ];
 }
 
 function decide(command: UserCommand, state: UserState): UserEvent[] {
@@ -98,38 +122,74 @@ function decide(command: UserCommand, state: UserState): UserEvent[] {
   switch (command.type) {
     case 'DisableUser':
       requireAdmin(command.data.by, 'disabling a user');
-      if (command.data.by.userID === userID) throw new DomainError('SAME_USER', 'you cannot disable yourself: another administrator must');
+      if (command.data.by.userID === userID)
+        throw new DomainError('SAME_USER', 'you cannot disable yourself: another administrator must');
       if (user.status === 'disabled') throw new DomainError('WRONG_STATE', `user ${user.email} is already disabled`);
-      return [{ type: 'UserDisabled', data: { userID, disabledBy: command.data.by.userID, reason: command.data.reason, disabledAt: now } }];
+      return [
+        {
+          type: 'UserDisabled',
+          data: { userID, disabledBy: command.data.by.userID, reason: command.data.reason, disabledAt: now },
+        },
+      ];
     case 'EnableUser':
       if (user.status !== 'disabled') throw new DomainError('WRONG_STATE', `user ${user.email} is not disabled`);
-      return [{ type: 'UserEnabled', data: { userID, requestID: command.data.requestID, approvedBy: command.data.approvedBy, enabledAt: now } }];
+      return [
+        {
+          type: 'UserEnabled',
+          data: { userID, requestID: command.data.requestID, approvedBy: command.data.approvedBy, enabledAt: now },
+        },
+      ];
     case 'AddUserRole': {
       const { role, requestID, approvedBy } = command.data;
       requirePartyUser(user);
       requireActive(user, `add the ${role} role`);
-      if (user.roles.includes(role)) throw new DomainError('WRONG_STATE', `user ${user.email} already has the ${role} role`);
+      if (user.roles.includes(role))
+        throw new DomainError('WRONG_STATE', `user ${user.email} already has the ${role} role`);
       return [{ type: 'UserRoleAdded', data: { userID, role, requestID, approvedBy, addedAt: now } }];
     }
     case 'RemoveUserRole': {
       const { role, by } = command.data;
       requireAdmin(by, 'removing a role');
       requirePartyUser(user);
-      if (!user.roles.includes(role)) throw new DomainError('WRONG_STATE', `user ${user.email} does not have the ${role} role`);
-      if (user.roles.length === 1) throw new DomainError('INVALID_INPUT', `the ${role} role is the last role of ${user.email}: disable the user instead`, 'role');
+      if (!user.roles.includes(role))
+        throw new DomainError('WRONG_STATE', `user ${user.email} does not have the ${role} role`);
+      if (user.roles.length === 1)
+        throw new DomainError(
+          'INVALID_INPUT',
+          `the ${role} role is the last role of ${user.email}: disable the user instead`,
+          'role',
+        );
       return [{ type: 'UserRoleRemoved', data: { userID, role, removedBy: by.userID, removedAt: now } }];
     }
     case 'ResetUserPassword':
       requireActive(user, 'reset the password');
-      return [{ type: 'UserPasswordReset', data: { userID, passwordHash: command.data.passwordHash, requestID: command.data.requestID, approvedBy: command.data.approvedBy, resetAt: now } }];
+      return [
+        {
+          type: 'UserPasswordReset',
+          data: {
+            userID,
+            passwordHash: command.data.passwordHash,
+            requestID: command.data.requestID,
+            approvedBy: command.data.approvedBy,
+            resetAt: now,
+          },
+        },
+      ];
     case 'ChangeOwnPassword':
       requireActive(user, 'change the password');
-      return [{ type: 'UserPasswordChanged', data: { userID, passwordHash: command.data.passwordHash, changedAt: now } }];
+      return [
+        { type: 'UserPasswordChanged', data: { userID, passwordHash: command.data.passwordHash, changedAt: now } },
+      ];
     case 'UpgradePasswordHash':
       // Nothing to do if the password changed (or the user was disabled) since the login checked it: a newer
       // password must never be replaced by the hash of the older one.
       if (user.status !== 'active' || user.passwordHash !== command.data.verifiedHash) return [];
-      return [{ type: 'UserPasswordHashUpgraded', data: { userID, passwordHash: command.data.passwordHash, upgradedAt: now } }];
+      return [
+        {
+          type: 'UserPasswordHashUpgraded',
+          data: { userID, passwordHash: command.data.passwordHash, upgradedAt: now },
+        },
+      ];
     default:
       return assertNever(command);
   }
@@ -138,7 +198,16 @@ function decide(command: UserCommand, state: UserState): UserEvent[] {
 function evolve(state: UserState, event: UserEvent): UserState {
   if (event.type === 'UserAdded') {
     const { userID, party, email, passwordHash, roles, platformAdmin } = event.data;
-    return { status: 'active', userID, party, email, passwordHash, roles, platformAdmin, mustChangePassword: event.data.mustChangePassword === true };
+    return {
+      status: 'active',
+      userID,
+      party,
+      email,
+      passwordHash,
+      roles,
+      platformAdmin,
+      mustChangePassword: event.data.mustChangePassword === true,
+    };
   }
   if (state.status === 'none') return state; // a user stream always starts with UserAdded
   switch (event.type) {

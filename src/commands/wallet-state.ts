@@ -21,7 +21,10 @@ export interface WalletState {
 // pending operations thus costs O(1) per event, not a copy of all its holds. The same sums are its snapshot.
 export const walletState = {
   initialState: (): WalletState => ({ balance: '0', held: '0' }),
-  snapshot: { fold: 'wallet/1', restore: (state: unknown) => decimalFields(state, ['balance', 'held'] as const) } satisfies SnapshotSpec<WalletState>,
+  snapshot: {
+    fold: 'wallet/1',
+    restore: (state: unknown) => decimalFields(state, ['balance', 'held'] as const),
+  } satisfies SnapshotSpec<WalletState>,
   evolve(state: WalletState, event: WalletEvent): WalletState {
     switch (event.type) {
       case 'FundsHeld':
@@ -55,7 +58,10 @@ export interface KeyVolumeState {
 // one outcome happen). A day of 20,000 creates on a key thus costs O(1) per create, not a copy of the day.
 export const keyVolumeState = {
   initialState: (): KeyVolumeState => ({ total: '0' }),
-  snapshot: { fold: 'keyVolume/1', restore: (state: unknown) => decimalFields(state, ['total'] as const) } satisfies SnapshotSpec<KeyVolumeState>,
+  snapshot: {
+    fold: 'keyVolume/1',
+    restore: (state: unknown) => decimalFields(state, ['total'] as const),
+  } satisfies SnapshotSpec<KeyVolumeState>,
   evolve(state: KeyVolumeState, event: KeyVolumeEvent): KeyVolumeState {
     switch (event.type) {
       case 'VolumeReserved':
@@ -72,5 +78,8 @@ export type IdempotencyState = { status: 'none' } | ({ status: 'recorded' } & Id
 
 export const idempotencyState = {
   initialState: (): IdempotencyState => ({ status: 'none' }),
-  evolve: (_state: IdempotencyState, event: IdempotentRequestRecorded): IdempotencyState => ({ status: 'recorded', ...event.data }),
+  evolve: (_state: IdempotencyState, event: IdempotentRequestRecorded): IdempotencyState => ({
+    status: 'recorded',
+    ...event.data,
+  }),
 };

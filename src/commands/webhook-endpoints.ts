@@ -1,9 +1,26 @@
-import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookEndpointRequested, WebhookSignatureScheme } from '../domain/events.ts';
+import type {
+  SealedWebhookSecret,
+  WebhookEndpointEvent,
+  WebhookEndpointRequested,
+  WebhookSignatureScheme,
+} from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { requireMayVouch, type SecretKeepers } from '../domain/segregation.ts';
-import { acceptedSecrets, checkRotationDecision, checkRotationRequest, checkRotationWithdrawal, overlapEnd, type PendingRotation } from '../domain/secret-rotation.ts';
-import { CURRENT_SIGNATURE_SCHEME, LEGACY_SIGNATURE_SCHEME, signingAt, type EndpointSigning } from '../domain/webhook-secrets.ts';
+import {
+  acceptedSecrets,
+  checkRotationDecision,
+  checkRotationRequest,
+  checkRotationWithdrawal,
+  overlapEnd,
+  type PendingRotation,
+} from '../domain/secret-rotation.ts';
+import {
+  CURRENT_SIGNATURE_SCHEME,
+  LEGACY_SIGNATURE_SCHEME,
+  signingAt,
+  type EndpointSigning,
+} from '../domain/webhook-secrets.ts';
 import type { ActingUser } from './api-keys.ts';
 import { assertNever, type Decider } from './decider.ts';
 
@@ -28,14 +45,26 @@ export const SYSTEM_DISABLER = 'system';
 
 export type WebhookEndpointCommand =
   | { type: 'RequestWebhookEndpoint'; data: EndpointTerms & { by: ActingUser; now: string } }
-  | { type: 'ApproveWebhookEndpoint'; data: { endpointID: string; by: ActingUser; secret: SealedWebhookSecret; now: string } }
+  | {
+      type: 'ApproveWebhookEndpoint';
+      data: { endpointID: string; by: ActingUser; secret: SealedWebhookSecret; now: string };
+    }
   | { type: 'RejectWebhookEndpoint'; data: { endpointID: string; by: ActingUser; reason: string | null; now: string } }
   | { type: 'DisableWebhookEndpoint'; data: { endpointID: string; by: Disabler; reason: string; now: string } }
   /** The maker who registered it (and holds its secret) was disabled or lost the maker role (user-admin.ts). */
-  | { type: 'RetireWebhookEndpointOfDepartedUser'; data: { endpointID: string; userID: string; reason: string; now: string } }
+  | {
+      type: 'RetireWebhookEndpointOfDepartedUser';
+      data: { endpointID: string; userID: string; reason: string; now: string };
+    }
   | { type: 'RequestWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; reason: string; now: string } }
-  | { type: 'ApproveWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; secret: SealedWebhookSecret; overlapHours: number; now: string } }
-  | { type: 'RejectWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; reason: string | null; now: string } }
+  | {
+      type: 'ApproveWebhookSecretRotation';
+      data: { endpointID: string; by: ActingUser; secret: SealedWebhookSecret; overlapHours: number; now: string };
+    }
+  | {
+      type: 'RejectWebhookSecretRotation';
+      data: { endpointID: string; by: ActingUser; reason: string | null; now: string };
+    }
   | { type: 'WithdrawWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; now: string } };
 
 export type WebhookEndpointStatus = 'pending' | 'active' | 'rejected' | 'disabled';
@@ -71,28 +100,40 @@ function requireEndpoint(state: WebhookEndpointState, endpointID: string): Exist
 
 function requireStatus(endpoint: ExistingEndpoint, expected: WebhookEndpointStatus, action: string): void {
   if (endpoint.status !== expected) {
-    throw new DomainError('WRONG_STATE', `cannot ${action}: webhook endpoint ${endpoint.endpointID} is ${endpoint.status}, not ${expected}`);
+    throw new DomainError(
+      'WRONG_STATE',
+      `cannot ${action}: webhook endpoint ${endpoint.endpointID} is ${endpoint.status}, not ${expected}`,
+    );
   }
 }
 
 function requireSameParty(by: ActingUser, endpoint: ExistingEndpoint): void {
-  if (!samePartyRef(by.party, endpoint.party)) throw new DomainError('OTHER_PARTY', `webhook endpoint ${endpoint.endpointID} belongs to another party`);
+  if (!samePartyRef(by.party, endpoint.party))
+    throw new DomainError('OTHER_PARTY', `webhook endpoint ${endpoint.endpointID} belongs to another party`);
 }
 
 /** The segregation rule of API keys: same party, checker role, never the maker of the request. */
 function requireChecker(by: ActingUser, endpoint: ExistingEndpoint, action: string): void {
   if (!by.roles.includes('checker')) throw new DomainError('ROLE_REQUIRED', `${action} needs the checker role`);
   requireSameParty(by, endpoint);
-  if (by.userID === endpoint.requestedBy) throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
+  if (by.userID === endpoint.requestedBy)
+    throw new DomainError('SAME_USER', `cannot ${action}: the maker of a request cannot also check it`);
 }
 
 /** Whether the previous signing secret still signs at `now` (a rotation's overlap, not ended by a departure). */
 const previousSigns = (endpoint: ExistingEndpoint, now: string): boolean =>
-  acceptedSecrets({ current: endpoint.secret, previous: endpoint.previousSecret, previousValidUntil: endpoint.previousValidUntil }, now).length > 1;
+  acceptedSecrets(
+    { current: endpoint.secret, previous: endpoint.previousSecret, previousValidUntil: endpoint.previousValidUntil },
+    now,
+  ).length > 1;
 
 /** Who has seen the endpoint's signing secrets, and whether the previous one still signs (src/domain/segregation.ts). */
 export function endpointKeepers(endpoint: ExistingEndpoint, now: string): SecretKeepers {
-  return { originalRequester: endpoint.requestedBy, holders: endpoint.secretHolders, previousAccepted: previousSigns(endpoint, now) };
+  return {
+    originalRequester: endpoint.requestedBy,
+    holders: endpoint.secretHolders,
+    previousAccepted: previousSigns(endpoint, now),
+  };
 }
 
 /** Whether the user holds the endpoint's previous signing secret, still in use at `now`. */
@@ -100,12 +141,26 @@ export const holdsPreviousSigningSecret = (endpoint: ExistingEndpoint, userID: s
   endpoint.secretHolders.length > 1 && endpoint.secretHolders.at(-2) === userID && previousSigns(endpoint, now);
 
 /** The endpoint's secrets and their schemes, as the signer takes them (`signingAt` says which sign at a time). */
-export function endpointSigning(endpoint: Pick<ExistingEndpoint, 'secret' | 'signatureScheme' | 'previousSecret' | 'previousSignatureScheme' | 'previousValidUntil'>): EndpointSigning<SealedWebhookSecret> {
-  return { current: endpoint.secret, scheme: endpoint.signatureScheme, previous: endpoint.previousSecret, previousScheme: endpoint.previousSignatureScheme, previousValidUntil: endpoint.previousValidUntil };
+export function endpointSigning(
+  endpoint: Pick<
+    ExistingEndpoint,
+    'secret' | 'signatureScheme' | 'previousSecret' | 'previousSignatureScheme' | 'previousValidUntil'
+  >,
+): EndpointSigning<SealedWebhookSecret> {
+  return {
+    current: endpoint.secret,
+    scheme: endpoint.signatureScheme,
+    previous: endpoint.previousSecret,
+    previousScheme: endpoint.previousSignatureScheme,
+    previousValidUntil: endpoint.previousValidUntil,
+  };
 }
 
 /** The sealed secrets a delivery at `now` is signed with, and how: the current one, and the previous one during an overlap. */
-export function signingSecrets(endpoint: Parameters<typeof endpointSigning>[0], now: string): { scheme: WebhookSignatureScheme; secrets: SealedWebhookSecret[] } {
+export function signingSecrets(
+  endpoint: Parameters<typeof endpointSigning>[0],
+  now: string,
+): { scheme: WebhookSignatureScheme; secrets: SealedWebhookSecret[] } {
   return signingAt(endpointSigning(endpoint), now);
 }
 
@@ -113,51 +168,101 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
   switch (command.type) {
     case 'RequestWebhookEndpoint': {
       const { by, now, ...terms } = command.data;
-      if (state.status !== 'none') throw new DomainError('ALREADY_EXISTS', `webhook endpoint ${terms.endpointID} already exists`);
-      if (!by.roles.includes('maker')) throw new DomainError('ROLE_REQUIRED', 'registering a webhook endpoint needs the maker role');
-      if (!samePartyRef(by.party, terms.party)) throw new DomainError('OTHER_PARTY', 'a webhook endpoint can only be registered for the maker’s own party');
+      if (state.status !== 'none')
+        throw new DomainError('ALREADY_EXISTS', `webhook endpoint ${terms.endpointID} already exists`);
+      if (!by.roles.includes('maker'))
+        throw new DomainError('ROLE_REQUIRED', 'registering a webhook endpoint needs the maker role');
+      if (!samePartyRef(by.party, terms.party))
+        throw new DomainError('OTHER_PARTY', 'a webhook endpoint can only be registered for the maker’s own party');
       return [{ type: 'WebhookEndpointRequested', data: { ...terms, requestedBy: by.userID, requestedAt: now } }];
     }
     case 'ApproveWebhookEndpoint': {
       const { endpointID, by, secret, now } = command.data;
       const endpoint = requireEndpoint(state, endpointID);
       requireChecker(by, endpoint, 'approve the webhook endpoint');
-      requireMayVouch(by.userID, { maker: endpoint.requestedBy, keepers: endpointKeepers(endpoint, now) }, 'approve the webhook endpoint', `webhook endpoint ${endpointID}`);
+      requireMayVouch(
+        by.userID,
+        { maker: endpoint.requestedBy, keepers: endpointKeepers(endpoint, now) },
+        'approve the webhook endpoint',
+        `webhook endpoint ${endpointID}`,
+      );
       requireStatus(endpoint, 'pending', 'approve the webhook endpoint');
-      return [{ type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: by.userID, approvedAt: now, secret, signatureScheme: CURRENT_SIGNATURE_SCHEME } }];
+      return [
+        {
+          type: 'WebhookEndpointApproved',
+          data: {
+            endpointID,
+            approvedBy: by.userID,
+            approvedAt: now,
+            secret,
+            signatureScheme: CURRENT_SIGNATURE_SCHEME,
+          },
+        },
+      ];
     }
     case 'RejectWebhookEndpoint': {
       const { endpointID, by, reason, now } = command.data;
       const endpoint = requireEndpoint(state, endpointID);
       requireChecker(by, endpoint, 'reject the webhook endpoint');
       requireStatus(endpoint, 'pending', 'reject the webhook endpoint');
-      return [{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: by.userID, reason, rejectedAt: now } }];
+      return [
+        { type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: by.userID, reason, rejectedAt: now } },
+      ];
     }
     case 'DisableWebhookEndpoint': {
       const { endpointID, by, reason, now } = command.data;
       const endpoint = requireEndpoint(state, endpointID);
       if (by !== SYSTEM_DISABLER) {
-        if (!by.roles.includes('maker') && !by.roles.includes('checker')) throw new DomainError('ROLE_REQUIRED', 'disabling a webhook endpoint needs the maker or checker role');
+        if (!by.roles.includes('maker') && !by.roles.includes('checker'))
+          throw new DomainError('ROLE_REQUIRED', 'disabling a webhook endpoint needs the maker or checker role');
         requireSameParty(by, endpoint);
       }
       requireStatus(endpoint, 'active', 'disable the webhook endpoint');
-      return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: by === SYSTEM_DISABLER ? SYSTEM_DISABLER : by.userID, reason, disabledAt: now } }];
+      return [
+        {
+          type: 'WebhookEndpointDisabled',
+          data: {
+            endpointID,
+            disabledBy: by === SYSTEM_DISABLER ? SYSTEM_DISABLER : by.userID,
+            reason,
+            disabledAt: now,
+          },
+        },
+      ];
     }
     case 'RetireWebhookEndpointOfDepartedUser': {
       const { endpointID, userID, reason, now } = command.data;
       if (state.status === 'none') return [];
       if (state.secretHolder === userID) {
-        if (state.status === 'pending') return [{ type: 'WebhookEndpointRejected', data: { endpointID, rejectedBy: SYSTEM_DISABLER, reason, rejectedAt: now, departedUserID: userID } }];
-        if (state.status === 'active') return [{ type: 'WebhookEndpointDisabled', data: { endpointID, disabledBy: SYSTEM_DISABLER, reason, disabledAt: now, departedUserID: userID } }];
+        if (state.status === 'pending')
+          return [
+            {
+              type: 'WebhookEndpointRejected',
+              data: { endpointID, rejectedBy: SYSTEM_DISABLER, reason, rejectedAt: now, departedUserID: userID },
+            },
+          ];
+        if (state.status === 'active')
+          return [
+            {
+              type: 'WebhookEndpointDisabled',
+              data: { endpointID, disabledBy: SYSTEM_DISABLER, reason, disabledAt: now, departedUserID: userID },
+            },
+          ];
         return [];
       }
       // As an API key's (api-keys.ts): the previous secret they hold stops signing, their pending rotation is withdrawn.
       const events: WebhookEndpointEvent[] = [];
       if (holdsPreviousSigningSecret(state, userID, now)) {
-        events.push({ type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID, endedAt: now, departedUserID: userID } });
+        events.push({
+          type: 'WebhookEndpointPreviousSecretEnded',
+          data: { endpointID, endedAt: now, departedUserID: userID },
+        });
       }
       if (state.rotation?.requestedBy === userID) {
-        events.push({ type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: SYSTEM_DISABLER, withdrawnAt: now, departedUserID: userID } });
+        events.push({
+          type: 'WebhookSecretRotationWithdrawn',
+          data: { endpointID, withdrawnBy: SYSTEM_DISABLER, withdrawnAt: now, departedUserID: userID },
+        });
       }
       return events;
     }
@@ -167,31 +272,58 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
       requireSameParty(by, endpoint);
       checkRotationRequest(by, endpoint.rotation, `webhook endpoint ${endpointID}`);
       requireStatus(endpoint, 'active', 'request a secret rotation');
-      return [{ type: 'WebhookSecretRotationRequested', data: { endpointID, requestedBy: by.userID, reason, requestedAt: now } }];
+      return [
+        {
+          type: 'WebhookSecretRotationRequested',
+          data: { endpointID, requestedBy: by.userID, reason, requestedAt: now },
+        },
+      ];
     }
     case 'ApproveWebhookSecretRotation': {
       const { endpointID, by, secret, overlapHours, now } = command.data;
       const endpoint = requireEndpoint(state, endpointID);
       requireSameParty(by, endpoint);
       const rotation = checkRotationDecision(by, endpoint.rotation, `webhook endpoint ${endpointID}`, 'approve');
-      requireMayVouch(by.userID, { maker: rotation.requestedBy, keepers: endpointKeepers(endpoint, now) }, 'approve the rotation', `webhook endpoint ${endpointID}`);
+      requireMayVouch(
+        by.userID,
+        { maker: rotation.requestedBy, keepers: endpointKeepers(endpoint, now) },
+        'approve the rotation',
+        `webhook endpoint ${endpointID}`,
+      );
       requireStatus(endpoint, 'active', 'approve the secret rotation'); // disabled meanwhile
       // The new secret is made in today's form, so a rotation is also how a legacy endpoint moves to Standard Webhooks.
-      return [{ type: 'WebhookSecretRotated', data: { endpointID, approvedBy: by.userID, rotatedAt: now, secret, previousValidUntil: overlapEnd(now, overlapHours), secretHolder: rotation.requestedBy, signatureScheme: CURRENT_SIGNATURE_SCHEME } }];
+      return [
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            endpointID,
+            approvedBy: by.userID,
+            rotatedAt: now,
+            secret,
+            previousValidUntil: overlapEnd(now, overlapHours),
+            secretHolder: rotation.requestedBy,
+            signatureScheme: CURRENT_SIGNATURE_SCHEME,
+          },
+        },
+      ];
     }
     case 'RejectWebhookSecretRotation': {
       const { endpointID, by, reason, now } = command.data;
       const endpoint = requireEndpoint(state, endpointID);
       requireSameParty(by, endpoint);
       checkRotationDecision(by, endpoint.rotation, `webhook endpoint ${endpointID}`, 'reject');
-      return [{ type: 'WebhookSecretRotationRejected', data: { endpointID, rejectedBy: by.userID, reason, rejectedAt: now } }];
+      return [
+        { type: 'WebhookSecretRotationRejected', data: { endpointID, rejectedBy: by.userID, reason, rejectedAt: now } },
+      ];
     }
     case 'WithdrawWebhookSecretRotation': {
       const { endpointID, by, now } = command.data;
       const endpoint = requireEndpoint(state, endpointID);
       requireSameParty(by, endpoint);
       checkRotationWithdrawal(by, endpoint.rotation, `webhook endpoint ${endpointID}`);
-      return [{ type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: by.userID, withdrawnAt: now } }];
+      return [
+        { type: 'WebhookSecretRotationWithdrawn', data: { endpointID, withdrawnBy: by.userID, withdrawnAt: now } },
+      ];
     }
     default:
       return assertNever(command);
@@ -201,18 +333,48 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
 function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): WebhookEndpointState {
   if (event.type === 'WebhookEndpointRequested') {
     const { requestedBy, requestedAt, ...terms } = event.data;
-    return { ...terms, status: 'pending', requestedBy, requestedAt, approvedBy: null, secret: null, signatureScheme: CURRENT_SIGNATURE_SCHEME, secretHolder: requestedBy, secretHolders: [], previousSecret: null, previousSignatureScheme: null, previousValidUntil: null, rotation: null, disabledBy: null };
+    return {
+      ...terms,
+      status: 'pending',
+      requestedBy,
+      requestedAt,
+      approvedBy: null,
+      secret: null,
+      signatureScheme: CURRENT_SIGNATURE_SCHEME,
+      secretHolder: requestedBy,
+      secretHolders: [],
+      previousSecret: null,
+      previousSignatureScheme: null,
+      previousValidUntil: null,
+      rotation: null,
+      disabledBy: null,
+    };
   }
   if (state.status === 'none') return state; // a stream always starts with WebhookEndpointRequested
   switch (event.type) {
     case 'WebhookEndpointApproved':
-      return { ...state, status: 'active', approvedBy: event.data.approvedBy, secret: event.data.secret, signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME, secretHolder: state.requestedBy, secretHolders: [state.requestedBy] };
+      return {
+        ...state,
+        status: 'active',
+        approvedBy: event.data.approvedBy,
+        secret: event.data.secret,
+        signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME,
+        secretHolder: state.requestedBy,
+        secretHolders: [state.requestedBy],
+      };
     case 'WebhookEndpointRejected':
       return { ...state, status: 'rejected' };
     case 'WebhookEndpointDisabled':
       return { ...state, status: 'disabled', disabledBy: event.data.disabledBy, rotation: null };
     case 'WebhookSecretRotationRequested':
-      return { ...state, rotation: { requestedBy: event.data.requestedBy, reason: event.data.reason, requestedAt: event.data.requestedAt } };
+      return {
+        ...state,
+        rotation: {
+          requestedBy: event.data.requestedBy,
+          reason: event.data.reason,
+          requestedAt: event.data.requestedAt,
+        },
+      };
     case 'WebhookSecretRotationRejected':
     case 'WebhookSecretRotationWithdrawn':
       return { ...state, rotation: null };

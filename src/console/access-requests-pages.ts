@@ -22,7 +22,9 @@ const badgeClass = { pending: 'pending', approved: 'active', rejected: 'rejected
 
 function decisionControls(view: AccessView, request: AccessRequestRecord): Html {
   const base = `/console/admin/access/${seg(request.requestID)}`;
-  const reject = (label: string) => html`<form method="post" action="${base}/reject" class="inline">${csrfField(view.session)}
+  const reject = (
+    label: string,
+  ) => html`<form method="post" action="${base}/reject" class="inline">${csrfField(view.session)}
     <label class="compact"><span class="visually-hidden">Reason for rejecting ${request.requestID}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
     <button type="submit" class="danger">${label}</button></form>`;
   const note = `note-${request.requestID}`;
@@ -38,26 +40,32 @@ function decisionControls(view: AccessView, request: AccessRequestRecord): Html 
 }
 
 function requestsTable(view: AccessView): Html {
-  if (view.requests.length === 0) return html`<p class="empty">${view.tab === 'pending' ? 'No access request is waiting.' : 'No access request has been decided yet.'}</p>`;
+  if (view.requests.length === 0)
+    return html`<p class="empty">${view.tab === 'pending' ? 'No access request is waiting.' : 'No access request has been decided yet.'}</p>`;
   const pending = view.tab === 'pending';
   return html`<table>
     <caption class="visually-hidden">${pending ? 'Access requests awaiting another administrator' : 'Decided access requests'}</caption>
     <thead><tr><th scope="col">Change</th><th scope="col">Reason</th><th scope="col">Requested by</th>${pending ? html`<th scope="col">Actions</th>` : html`<th scope="col">Decision</th>`}</tr></thead>
-    <tbody>${view.requests.map((request) => html`<tr id="${request.requestID}" data-request-id="${request.requestID}">
+    <tbody>${view.requests.map(
+      (request) => html`<tr id="${request.requestID}" data-request-id="${request.requestID}">
       <th scope="row">${view.describe(request.change)}<br><code class="muted">${request.requestID}</code></th>
       <td>${request.reason ?? html`<span class="muted">—</span>`}</td>
       <td>${view.email(request.requestedBy)}<br>${time(request.requestedAt)}</td>
-      ${pending
-        ? html`<td class="actions">${decisionControls(view, request)}</td>`
-        : html`<td><span class="badge badge-${badgeClass[request.status]}">${STATUS_TEXT[request.status]}</span>
+      ${
+        pending
+          ? html`<td class="actions">${decisionControls(view, request)}</td>`
+          : html`<td><span class="badge badge-${badgeClass[request.status]}">${STATUS_TEXT[request.status]}</span>
             ${request.decidedBy ? html`<br>${request.decidedBy === request.requestedBy && request.status === 'rejected' ? 'withdrawn by' : 'by'} ${view.email(request.decidedBy)}<br>${time(request.decidedAt)}` : ''}
-            ${request.rejectionReason ? html`<br><span class="muted">Reason: ${request.rejectionReason}</span>` : ''}</td>`}
-    </tr>`)}</tbody></table>`;
+            ${request.rejectionReason ? html`<br><span class="muted">Reason: ${request.rejectionReason}</span>` : ''}</td>`
+      }
+    </tr>`,
+    )}</tbody></table>`;
 }
 
 export function accessPage(view: AccessView): Html {
   const tabs = (['pending', 'decided'] as const).map(
-    (tab) => html`<li><a href="/console/admin/access?tab=${tab}"${tab === view.tab ? html` aria-current="page"` : ''}>${tab === 'pending' ? 'Pending' : 'Decided'} <span class="count">${view.counts[tab]}</span></a></li>`,
+    (tab) =>
+      html`<li><a href="/console/admin/access?tab=${tab}"${tab === view.tab ? html` aria-current="page"` : ''}>${tab === 'pending' ? 'Pending' : 'Decided'} <span class="count">${view.counts[tab]}</span></a></li>`,
   );
   return html`<h1>Access requests</h1>
     <p>Every change that grants or widens access (a new user, a new role, enabling a user, a password reset) takes effect

@@ -59,25 +59,46 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
   router.post('/admin/access/:requestID/approve', async (req, res) => {
     requireAdmin(res);
     const request = await pendingRequest(String(req.params.requestID));
-    const { change, temporaryPassword } = await approveAccessRequest(services.backOffice, viewer(res).user, request.requestID, commandContext(res));
+    const { change, temporaryPassword } = await approveAccessRequest(
+      services.backOffice,
+      viewer(res).user,
+      request.requestID,
+      commandContext(res),
+    );
     // A reset password ends whatever sessions were open with the old one.
     if (change.kind === 'reset-password') await services.sessions.endAllFor(change.userID);
     await settle();
     const what = `Request ${request.requestID} approved: ${DONE[change.kind](change.email)}`;
-    services.deps.logger.info({ requestID: request.requestID, userID: change.userID, kind: change.kind }, 'console: access request approved');
-    if (!temporaryPassword) return redirectWith(services, res, '/console/admin/access?tab=decided', { kind: 'ok', text: what });
+    services.deps.logger.info(
+      { requestID: request.requestID, userID: change.userID, kind: change.kind },
+      'console: access request approved',
+    );
+    if (!temporaryPassword)
+      return redirectWith(services, res, '/console/admin/access?tab=decided', { kind: 'ok', text: what });
     // Split knowledge: the page this redirects to shows the approver their half, once; the requester sees the
     // other half on their next page. Neither administrator can log in as the user alone.
     const requester = directory.email(request.requestedBy);
-    await redirectWith(services, res, '/console/admin/access?tab=decided', { kind: 'ok', text: `${what} Its temporary password is in two halves: yours is shown now, the other to ${requester}. Each of you gives your half to ${change.email}.` });
+    await redirectWith(services, res, '/console/admin/access?tab=decided', {
+      kind: 'ok',
+      text: `${what} Its temporary password is in two halves: yours is shown now, the other to ${requester}. Each of you gives your half to ${change.email}.`,
+    });
   });
 
   router.post('/admin/access/:requestID/reject', async (req, res) => {
     requireAdmin(res);
     const request = await pendingRequest(String(req.params.requestID));
-    await rejectAccessRequest(services.backOffice, viewer(res).user, request.requestID, field(req, 'reason'), commandContext(res));
+    await rejectAccessRequest(
+      services.backOffice,
+      viewer(res).user,
+      request.requestID,
+      field(req, 'reason'),
+      commandContext(res),
+    );
     await settle();
     const withdrawn = request.requestedBy === viewer(res).user.userID;
-    await redirectWith(services, res, '/console/admin/access?tab=decided', { kind: 'ok', text: `Request ${request.requestID} ${withdrawn ? 'withdrawn' : 'rejected'}: ${describeChange(directory, request.change)} will not happen.` });
+    await redirectWith(services, res, '/console/admin/access?tab=decided', {
+      kind: 'ok',
+      text: `Request ${request.requestID} ${withdrawn ? 'withdrawn' : 'rejected'}: ${describeChange(directory, request.change)} will not happen.`,
+    });
   });
 }

@@ -20,11 +20,13 @@ const sentence = (message: string) => message.charAt(0).toUpperCase() + message.
 /** The search box's text: absent is no search; a repeated or overlong one is a malformed request. */
 export function searchQuery(value: unknown): string {
   if (value === undefined) return '';
-  if (typeof value !== 'string' || value.length > 200) throw new ConsoleError(400, 'The search is not one text of up to 200 characters.');
+  if (typeof value !== 'string' || value.length > 200)
+    throw new ConsoleError(400, 'The search is not one text of up to 200 characters.');
   return value.trim();
 }
 
-const matches = (query: string, ...texts: string[]) => query === '' || texts.some((text) => text.toLowerCase().includes(query.toLowerCase()));
+const matches = (query: string, ...texts: string[]) =>
+  query === '' || texts.some((text) => text.toLowerCase().includes(query.toLowerCase()));
 
 function parsePartyFilter(value: unknown): PartyRef | undefined {
   const match = typeof value === 'string' ? /^(distributor|merchant):([0-9a-f-]{36})$/.exec(value) : null;
@@ -34,7 +36,8 @@ function parsePartyFilter(value: unknown): PartyRef | undefined {
 /** What a departure ended, in the flash. */
 const endedOne = (c: LiveCredential) =>
   `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`;
-const endedText = (ended: LiveCredential[]) => (ended.length === 0 ? '' : ` Ended with it, every secret they knew: ${ended.map(endedOne).join(', ')}.`);
+const endedText = (ended: LiveCredential[]) =>
+  ended.length === 0 ? '' : ` Ended with it, every secret they knew: ${ended.map(endedOne).join(', ')}.`;
 
 export function userAdminRoutes(router: Router, services: ConsoleServices): void {
   const directory = services.users;
@@ -53,13 +56,22 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     const me = viewer(res);
     const pending = directory.requests('pending').filter((r) => r.change.userID === userID);
     // What a departure would end, listed before the administrator decides (src/commands/departures.ts).
-    const credentials = user.status === 'active' ? await liveCredentialsOf(store, user, services.deps.clock().toISOString()) : [];
+    const credentials =
+      user.status === 'active' ? await liveCredentialsOf(store, user, services.deps.clock().toISOString()) : [];
     await renderPage(services, res, {
       title: user.email,
       section: 'users',
       status: error ? 400 : 200,
       body: userPage(
-        { user: toPublicUser(user), party: user.party ? (directory.party(user.party) ?? null) : null, self: user.userID === me.user.userID, pending, credentials, session: me.session, ...(error ? { error } : {}) },
+        {
+          user: toPublicUser(user),
+          party: user.party ? (directory.party(user.party) ?? null) : null,
+          self: user.userID === me.user.userID,
+          pending,
+          credentials,
+          session: me.session,
+          ...(error ? { error } : {}),
+        },
         (request) => describeChange(directory, request.change),
       ),
     });
@@ -71,7 +83,11 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     await settle();
     const all = directory.partiesWithUsers();
     const parties = all.filter((party) => matches(query, party.name, party.shortCode));
-    await renderPage(services, res, { title: 'Parties', section: 'parties', body: partiesPage({ parties, query, total: all.length }) });
+    await renderPage(services, res, {
+      title: 'Parties',
+      section: 'parties',
+      body: partiesPage({ parties, query, total: all.length }),
+    });
   });
 
   router.get('/admin/users', async (req, res) => {
@@ -80,14 +96,25 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     await settle();
     const only = parsePartyFilter(req.query.party);
     // A party whose name or short code matches shows all its users; otherwise only the users whose email does.
-    const parties = directory.partiesWithUsers(only)
-      .map((party) => (matches(query, party.name, party.shortCode) ? party : { ...party, users: party.users.filter((u) => matches(query, u.email)) }))
+    const parties = directory
+      .partiesWithUsers(only)
+      .map((party) =>
+        matches(query, party.name, party.shortCode)
+          ? party
+          : { ...party, users: party.users.filter((u) => matches(query, u.email)) },
+      )
       .filter((party) => query === '' || party.users.length > 0 || matches(query, party.name, party.shortCode));
     const administrators = only ? null : directory.administrators().filter((u) => matches(query, u.email));
     await renderPage(services, res, {
       title: 'Users',
       section: 'users',
-      body: usersPage({ administrators: query && administrators?.length === 0 ? null : administrators, parties, filtered: Boolean(only), query, onlyParty: only ? (req.query.party as string) : null }),
+      body: usersPage({
+        administrators: query && administrators?.length === 0 ? null : administrators,
+        parties,
+        filtered: Boolean(only),
+        query,
+        onlyParty: only ? (req.query.party as string) : null,
+      }),
     });
   });
 
@@ -101,7 +128,9 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     const user = await subject(String(req.params.userID));
     let ended: LiveCredential[];
     try {
-      ended = (await disableUser(services.backOffice, viewer(res).user, user.userID, field(req, 'reason'), commandContext(res))).ended;
+      ended = (
+        await disableUser(services.backOffice, viewer(res).user, user.userID, field(req, 'reason'), commandContext(res))
+      ).ended;
     } catch (error) {
       if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
       return showUser(res, user.userID, { form: 'disable', message: sentence(error.message) });
@@ -109,29 +138,54 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     // The session check refuses a disabled user on their next request anyway; this also empties the store.
     await services.sessions.endAllFor(user.userID);
     services.deps.logger.info({ userID: user.userID, ended: ended.map((c) => c.id) }, 'console: user disabled');
-    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} is disabled: their sessions have ended and they cannot log in.${endedText(ended)}` });
+    await redirectWith(services, res, `/console/admin/users/${user.userID}`, {
+      kind: 'ok',
+      text: `${user.email} is disabled: their sessions have ended and they cannot log in.${endedText(ended)}`,
+    });
   });
 
   router.post('/admin/users/:userID/roles/remove', async (req, res) => {
     requireAdmin(res);
     const user = await subject(String(req.params.userID));
-    const { role, ended } = await removeUserRole(services.backOffice, viewer(res).user, user.userID, field(req, 'role'), commandContext(res));
-    await redirectWith(services, res, `/console/admin/users/${user.userID}`, { kind: 'ok', text: `${user.email} no longer has the ${role} role.${endedText(ended)}` });
+    const { role, ended } = await removeUserRole(
+      services.backOffice,
+      viewer(res).user,
+      user.userID,
+      field(req, 'role'),
+      commandContext(res),
+    );
+    await redirectWith(services, res, `/console/admin/users/${user.userID}`, {
+      kind: 'ok',
+      text: `${user.email} no longer has the ${role} role.${endedText(ended)}`,
+    });
   });
 
-  const request = (path: string, form: string, change: (userID: string, role: string | undefined) => AccessChangeInput) =>
+  const request = (
+    path: string,
+    form: string,
+    change: (userID: string, role: string | undefined) => AccessChangeInput,
+  ) =>
     router.post(`/admin/users/:userID/${path}`, async (req, res) => {
       requireAdmin(res);
       const user = await subject(String(req.params.userID));
       let requestID: string;
       try {
-        ({ requestID } = await requestAccessChange(services.backOffice, viewer(res).user, change(user.userID, field(req, 'role')), field(req, 'reason'), commandContext(res)));
+        ({ requestID } = await requestAccessChange(
+          services.backOffice,
+          viewer(res).user,
+          change(user.userID, field(req, 'role')),
+          field(req, 'reason'),
+          commandContext(res),
+        ));
       } catch (error) {
         if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
         return showUser(res, user.userID, { form, message: sentence(error.message) });
       }
       await settle();
-      await redirectWith(services, res, '/console/admin/access', { kind: 'ok', text: `Requested (${requestID}): ${describeChange(directory, directory.request(requestID)!.change)}. Another administrator must approve it.` });
+      await redirectWith(services, res, '/console/admin/access', {
+        kind: 'ok',
+        text: `Requested (${requestID}): ${describeChange(directory, directory.request(requestID)!.change)}. Another administrator must approve it.`,
+      });
     });
   request('enable', 'enable', (userID) => ({ kind: 'enable-user', userID }));
   request('roles/add', 'add-role', (userID, role) => ({ kind: 'add-role', userID, role }));

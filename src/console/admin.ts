@@ -26,7 +26,13 @@ interface FormState {
 
 const sentence = (message: string) => message.charAt(0).toUpperCase() + message.slice(1) + '.';
 
-function input(state: FormState | null, form: FormName, name: string, label: string, options: { type?: string; autocomplete?: string; hint?: string } = {}): Html {
+function input(
+  state: FormState | null,
+  form: FormName,
+  name: string,
+  label: string,
+  options: { type?: string; autocomplete?: string; hint?: string } = {},
+): Html {
   const mine = state?.form === form ? state : null;
   const id = `${form}-${name}`;
   const error = mine?.errors[name];
@@ -42,13 +48,17 @@ function input(state: FormState | null, form: FormName, name: string, label: str
 
 function partyTypeSelect(state: FormState | null, form: FormName, withAdmin: boolean): Html {
   const chosen = state?.form === form ? String(state.values.partyType ?? '') : '';
-  const options: Array<[string, string]> = [['distributor', 'Distributor'], ['merchant', 'Merchant'], ...(withAdmin ? [['platform', 'Platform administrator (no party)'] as [string, string]] : [])];
+  const options: Array<[string, string]> = [
+    ['distributor', 'Distributor'],
+    ['merchant', 'Merchant'],
+    ...(withAdmin ? [['platform', 'Platform administrator (no party)'] as [string, string]] : []),
+  ];
   return html`<div class="field"><label for="${form}-partyType">${withAdmin ? 'Belongs to' : 'Type'}</label>
     <select id="${form}-partyType" name="partyType">${options.map(([value, label]) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${label}</option>`)}</select></div>`;
 }
 
 function adminPage(session: SessionDoc, state: FormState | null): Html {
-  const roles = state?.form === 'user' ? (state.values.roles as string[] | undefined) ?? [] : [];
+  const roles = state?.form === 'user' ? ((state.values.roles as string[] | undefined) ?? []) : [];
   const rolesError = state?.form === 'user' ? state.errors.roles : undefined;
   return html`<h1>Administration</h1>
     <p>Set up distributors, merchants and individuals, and request console users. A new user, like every change that
@@ -84,10 +94,20 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
   const { backOffice, lookup } = services;
 
   const show = (res: Response, state: FormState | null, status = 200) =>
-    renderPage(services, res, { title: 'Administration', section: 'admin', status, body: adminPage(viewer(res).session, state) });
+    renderPage(services, res, {
+      title: 'Administration',
+      section: 'admin',
+      status,
+      body: adminPage(viewer(res).session, state),
+    });
 
   /** Runs a form's command; a domain refusal re-renders the form with the message beside its field. */
-  const handle = (path: string, form: FormName, names: string[], run: (req: Request, res: Response) => Promise<string | { text: string; location: string }>) =>
+  const handle = (
+    path: string,
+    form: FormName,
+    names: string[],
+    run: (req: Request, res: Response) => Promise<string | { text: string; location: string }>,
+  ) =>
     router.post(path, async (req, res) => {
       requireAdmin(res);
       try {
@@ -95,10 +115,17 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
         const { text, location } = typeof done === 'string' ? { text: done, location: '/console/admin' } : done;
         await redirectWith(services, res, location, { kind: 'ok', text });
       } catch (error) {
-        if (!(error instanceof DomainError) || ['ROLE_REQUIRED', 'OTHER_PARTY', 'SAME_USER'].includes(error.code)) throw error;
-        const values = Object.fromEntries(names.map((n) => [n, n === 'roles' ? fields(req, n) : (field(req, n) ?? '')]));
+        if (!(error instanceof DomainError) || ['ROLE_REQUIRED', 'OTHER_PARTY', 'SAME_USER'].includes(error.code))
+          throw error;
+        const values = Object.fromEntries(
+          names.map((n) => [n, n === 'roles' ? fields(req, n) : (field(req, n) ?? '')]),
+        );
         const name = error.field && names.includes(error.field) ? error.field : names[names.length - 1]!;
-        await show(res, { form, values, errors: { [name]: sentence(error.message) } }, error.code === 'INVALID_INPUT' ? 400 : 409);
+        await show(
+          res,
+          { form, values, errors: { [name]: sentence(error.message) } },
+          error.code === 'INVALID_INPUT' ? 400 : 409,
+        );
       }
     });
 
@@ -108,14 +135,27 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
   });
 
   handle('/admin/parties', 'party', ['partyType', 'name', 'shortCode'], async (req, res) => {
-    const partyType = field(req, 'partyType') === 'merchant' ? 'merchant' : field(req, 'partyType') === 'distributor' ? 'distributor' : null;
+    const partyType =
+      field(req, 'partyType') === 'merchant'
+        ? 'merchant'
+        : field(req, 'partyType') === 'distributor'
+          ? 'distributor'
+          : null;
     if (!partyType) throw invalidInput('partyType', 'choose distributor or merchant');
-    const { partyID } = await onboardParty(backOffice, { partyType, name: field(req, 'name'), shortCode: field(req, 'shortCode')?.trim() }, commandContext(res));
+    const { partyID } = await onboardParty(
+      backOffice,
+      { partyType, name: field(req, 'name'), shortCode: field(req, 'shortCode')?.trim() },
+      commandContext(res),
+    );
     return `${partyType === 'distributor' ? 'Distributor' : 'Merchant'} “${(field(req, 'name') ?? '').trim()}” onboarded with short code ${field(req, 'shortCode')?.trim()} (id ${partyID}).`;
   });
 
   handle('/admin/individuals', 'individual', ['phone', 'name'], async (req, res) => {
-    const { phone } = await registerIndividual(backOffice, { phone: field(req, 'phone'), name: field(req, 'name') }, commandContext(res));
+    const { phone } = await registerIndividual(
+      backOffice,
+      { phone: field(req, 'phone'), name: field(req, 'name') },
+      commandContext(res),
+    );
     return `Individual ${phone} registered.`;
   });
 
@@ -127,9 +167,19 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
       const found = await lookup.byShortCode(type, code);
       if (!found) throw invalidInput('shortCode', `no ${type} has the short code ${code}`);
       party = { type, id: found.id };
-    } else if (type !== 'platform') throw invalidInput('partyType', 'choose a distributor, a merchant or a platform administrator');
-    const { requestID, change } = await requestAccessChange(backOffice, viewer(res).user, { kind: 'add-user', party, email: field(req, 'email'), roles: fields(req, 'roles') }, field(req, 'reason'), commandContext(res));
+    } else if (type !== 'platform')
+      throw invalidInput('partyType', 'choose a distributor, a merchant or a platform administrator');
+    const { requestID, change } = await requestAccessChange(
+      backOffice,
+      viewer(res).user,
+      { kind: 'add-user', party, email: field(req, 'email'), roles: fields(req, 'roles') },
+      field(req, 'reason'),
+      commandContext(res),
+    );
     const email = change.kind === 'add-user' ? change.email : '';
-    return { text: `User ${email} requested (${requestID}). Another administrator must approve it before it exists.`, location: '/console/admin/access' };
+    return {
+      text: `User ${email} requested (${requestID}). Another administrator must approve it before it exists.`,
+      location: '/console/admin/access',
+    };
   });
 }

@@ -92,7 +92,11 @@ export function viewer(res: Response): Viewer {
 /** The viewer's party; platform administrators have none and get 403 on party pages. */
 export function partyOf(res: Response) {
   const { user } = viewer(res);
-  if (!user.party) throw new ConsoleError(403, 'Platform administrators have no party: API keys and operations belong to party users.');
+  if (!user.party)
+    throw new ConsoleError(
+      403,
+      'Platform administrators have no party: API keys and operations belong to party users.',
+    );
   return user.party;
 }
 
@@ -107,7 +111,10 @@ export function requireAdmin(res: Response): void {
 
 /** The request id as the command's correlation id: events and the request log line share it; and its trace context, if it sent one. */
 export function commandContext(res: Response): CommandContext {
-  return withTraceparent(userContext(viewer(res).user, String(res.getHeader('X-Request-Id') ?? '')), requestTraceparent(res));
+  return withTraceparent(
+    userContext(viewer(res).user, String(res.getHeader('X-Request-Id') ?? '')),
+    requestTraceparent(res),
+  );
 }
 
 export const correlationId = (res: Response): string => String(res.getHeader('X-Request-Id') ?? '');

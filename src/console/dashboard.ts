@@ -28,7 +28,10 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
     }
     const party = user.party;
     const info = await services.lookup.party(party);
-    const doc = await readStore.get<balances.BalanceDoc>(balances.BALANCES_COLLECTION.name, balances.balanceDocId({ kind: party.type, id: party.id }));
+    const doc = await readStore.get<balances.BalanceDoc>(
+      balances.BALANCES_COLLECTION.name,
+      balances.balanceDocId({ kind: party.type, id: party.id }),
+    );
     const balance = balances.toApi(doc, assetScale).balance;
     const pendingOperations = await countPending(services, party);
     const keys = directory.listByParty(party, clock().toISOString());

@@ -31,21 +31,36 @@ export function consoleErrorHandler(services: ConsoleServices): ErrorRequestHand
       // The API's status for the same refusal: one table (src/http/problems.ts), the console only words the page.
       status = statusOfDomainError(error.code);
       message = error.message.charAt(0).toUpperCase() + error.message.slice(1) + '.';
-    } else if (typeof error === 'object' && error !== null && typeof (error as { status?: unknown }).status === 'number' && (error as { status: number }).status < 500) {
+    } else if (
+      typeof error === 'object' &&
+      error !== null &&
+      typeof (error as { status?: unknown }).status === 'number' &&
+      (error as { status: number }).status < 500
+    ) {
       status = (error as { status: number }).status;
       message = status === 413 ? 'The form is larger than the console accepts.' : 'The request could not be read.';
     } else {
       status = 500;
       const requestId = String(res.getHeader('X-Request-Id') ?? '');
-      services.deps.logger.error({ err: error, requestId, method: req.method, path: req.path }, 'console: unexpected error');
+      services.deps.logger.error(
+        { err: error, requestId, method: req.method, path: req.path },
+        'console: unexpected error',
+      );
       message = `Something went wrong on our side. Request id ${requestId}.`;
     }
     const title = custom.title ?? TITLES[status] ?? 'Something went wrong';
     const back = custom.link
       ? html`<p><a class="button" href="${custom.link.href}">${custom.link.text}</a></p>`
-      : res.locals.consoleViewer ? html`<p><a href="/console/">Back to the dashboard</a></p>` : html`<p><a href="/console/login">Log in</a></p>`;
+      : res.locals.consoleViewer
+        ? html`<p><a href="/console/">Back to the dashboard</a></p>`
+        : html`<p><a href="/console/login">Log in</a></p>`;
     try {
-      await renderPage(services, res, { title, section: 'none', status, body: html`<h1>${title}</h1><p class="notice error" role="alert">${message}</p>${back}` });
+      await renderPage(services, res, {
+        title,
+        section: 'none',
+        status,
+        body: html`<h1>${title}</h1><p class="notice error" role="alert">${message}</p>${back}`,
+      });
     } catch (renderError) {
       services.deps.logger.error({ err: renderError }, 'console: error page failed');
       if (!res.headersSent) res.status(500).type('text').send('Internal error');

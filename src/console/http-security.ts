@@ -48,7 +48,12 @@ export const COOKIE_PATH = '/console';
  * Over plain HTTP (local use) it keeps its name and Path=/console.
  */
 const cookieName = (req: Request, name: string) => (req.secure ? `__Host-${name}` : name);
-const cookieOptions = (req: Request) => ({ httpOnly: true, sameSite: 'strict' as const, path: req.secure ? '/' : COOKIE_PATH, secure: req.secure });
+const cookieOptions = (req: Request) => ({
+  httpOnly: true,
+  sameSite: 'strict' as const,
+  path: req.secure ? '/' : COOKIE_PATH,
+  secure: req.secure,
+});
 
 /** HttpOnly, SameSite=Strict; `__Host-`, Secure and Path=/ over HTTPS, Path=/console over HTTP. */
 export function setCookie(req: Request, res: Response, name: string, value: string, maxAgeMs: number): void {

@@ -31,7 +31,10 @@ function firstControl(values: unknown, rule: ControlRule): { name: string; found
 
 function refusal(what: string, { name, found }: { name: string; found: string }): ConsoleError {
   const which = name ? `${what} “${name}”` : `name of a ${what}`;
-  return new ConsoleError(400, `The ${which} holds a control character (${found}), which the console does not accept. Remove it and send again.`);
+  return new ConsoleError(
+    400,
+    `The ${which} holds a control character (${found}), which the console does not accept. Remove it and send again.`,
+  );
 }
 
 export const refuseControlCharacters: RequestHandler = (req, _res, next) => {
@@ -42,7 +45,11 @@ export const refuseControlCharacters: RequestHandler = (req, _res, next) => {
     path = null; // a malformed escape: express refuses the route's parameter with 400 itself
   }
   const inPath = path === null ? null : controlCharacterIn(path);
-  if (inPath) throw new ConsoleError(400, `The address holds a control character (${inPath}), which the console does not accept.`);
+  if (inPath)
+    throw new ConsoleError(
+      400,
+      `The address holds a control character (${inPath}), which the console does not accept.`,
+    );
   const inQuery = firstControl(req.query, 'refused');
   if (inQuery) throw refusal('filter', inQuery);
   const inBody = firstControl(req.body, 'trimmed');

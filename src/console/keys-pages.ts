@@ -37,7 +37,11 @@ export interface KeysView {
 }
 
 const TAB_LABELS: Record<KeyTab, string> = { pending: 'Pending', active: 'Active', inactive: 'Inactive' };
-const TAB_HEADINGS: Record<KeyTab, string> = { pending: 'Requests awaiting a checker', active: 'Active keys', inactive: 'Rejected, withdrawn, revoked and expired keys' };
+const TAB_HEADINGS: Record<KeyTab, string> = {
+  pending: 'Requests awaiting a checker',
+  active: 'Active keys',
+  inactive: 'Rejected, withdrawn, revoked and expired keys',
+};
 const STATE_LABELS: Record<string, string> = {
   pending: 'Awaiting approval',
   active: 'Active',
@@ -58,7 +62,12 @@ const permissions = (key: KeyRow) => html`<ul class="plain">${key.permissions.ma
 
 const badge = (state: string) => html`<span class="badge badge-${state}">${STATE_LABELS[state] ?? state}</span>`;
 
-function postButton(view: KeysView, action: string, label: string, options: { danger?: boolean; reasonLabel?: string } = {}): Html {
+function postButton(
+  view: KeysView,
+  action: string,
+  label: string,
+  options: { danger?: boolean; reasonLabel?: string } = {},
+): Html {
   return html`<form method="post" action="${action}" class="inline">${csrfField(view.session)}
     ${options.reasonLabel ? html`<label class="compact"><span class="visually-hidden">${options.reasonLabel}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>` : ''}
     <button type="submit"${options.danger ? html` class="danger"` : ''}>${label}</button></form>`;
@@ -74,7 +83,10 @@ function rotationActions(view: KeysView, key: KeyRow): Html {
     return html`<button type="button" disabled aria-describedby="${note}">Approve rotation</button> ${withdraw}
       <p class="hint" id="${note}">You made this request: another checker must decide on it.</p>`;
   }
-  const reject = postButton(view, `${base}/reject`, 'Reject rotation', { danger: true, reasonLabel: `Reason for rejecting the rotation of ${key.label}` });
+  const reject = postButton(view, `${base}/reject`, 'Reject rotation', {
+    danger: true,
+    reasonLabel: `Reason for rejecting the rotation of ${key.label}`,
+  });
   if (key.viewerHoldsSecret) return holderNote(key, 'Approve rotation', reject);
   return html`${postButton(view, `${base}/approve`, 'Approve rotation')}
     ${reject}`;
@@ -92,7 +104,10 @@ function pendingActions(view: KeysView, key: KeyRow): Html {
   const revocation = key.state === 'revocation_pending';
   const ownRequest = (revocation ? key.revocationRequestedBy : key.requestedBy) === view.userID;
   // The maker who asked for a key may take the request back while it waits.
-  const withdraw = !revocation && ownRequest ? postButton(view, `/console/keys/${seg(key.keyID)}/withdraw`, 'Withdraw request', { danger: true }) : '';
+  const withdraw =
+    !revocation && ownRequest
+      ? postButton(view, `/console/keys/${seg(key.keyID)}/withdraw`, 'Withdraw request', { danger: true })
+      : '';
   if (!view.checker) return html`${withdraw}<span class="muted">Waiting for a checker</span>`;
   if (ownRequest) {
     const note = `own-${key.keyID}`;
@@ -100,7 +115,9 @@ function pendingActions(view: KeysView, key: KeyRow): Html {
       <p class="hint" id="${note}">You made this request: another checker must decide on it.</p>`;
   }
   const base = `/console/keys/${seg(key.keyID)}`;
-  const keep = postButton(view, `${base}/revocation/reject`, 'Keep the key', { reasonLabel: `Reason for keeping ${key.label}` });
+  const keep = postButton(view, `${base}/revocation/reject`, 'Keep the key', {
+    reasonLabel: `Reason for keeping ${key.label}`,
+  });
   if (revocation && key.viewerHoldsSecret) return holderNote(key, 'Approve revocation', keep);
   return revocation
     ? html`${postButton(view, `${base}/revocation/approve`, 'Approve revocation', { danger: true })}
@@ -120,7 +137,9 @@ function pendingTable(view: KeysView): Html {
       const revocation = !rotation && key.state === 'revocation_pending';
       const request = rotation
         ? html`Secret rotation<br><span class="muted">Reason: ${rotation.reason}</span><br><span class="muted">the previous secret keeps working for a while after the approval</span>`
-        : revocation ? html`Revocation<br><span class="muted">Reason: ${key.revocationReason ?? ''}</span>` : html`New key<br><span class="muted">expires ${key.expiresInDays} days after approval</span>`;
+        : revocation
+          ? html`Revocation<br><span class="muted">Reason: ${key.revocationReason ?? ''}</span>`
+          : html`New key<br><span class="muted">expires ${key.expiresInDays} days after approval</span>`;
       return html`<tr data-key-id="${key.keyID}"${rotation ? html` data-request="rotation"` : ''}>
         <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code></th>
         <td>${request}</td>
@@ -138,7 +157,8 @@ function activeTable(view: KeysView): Html {
   return html`<table>
     <caption class="visually-hidden">Active keys</caption>
     <thead><tr><th scope="col">Label</th><th scope="col">Permissions</th><th scope="col">Limits</th><th scope="col">Used</th><th scope="col">Expires</th><th scope="col">Requested by</th><th scope="col">Actions</th></tr></thead>
-    <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
+    <tbody>${rows.map(
+      (key) => html`<tr data-key-id="${key.keyID}">
       <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code>${key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''}${key.rotation ? html`<br><span class="badge badge-rotation_pending">Rotation requested</span>` : ''}${key.previousSecretValidUntil ? html`<br><span class="muted">previous secret valid until ${time(key.previousSecretValidUntil)}</span>` : ''}</th>
       <td>${permissions(key)}</td>
       <td>${limits(key, view.assetCode)}</td>
@@ -146,7 +166,8 @@ function activeTable(view: KeysView): Html {
       <td>${time(key.expiresAt)}</td>
       <td>${key.requestedByEmail}</td>
       <td class="actions">${view.maker && key.state === 'active' ? html`${key.rotation ? '' : html`<a class="button" href="/console/keys/${seg(key.keyID)}/rotate">Rotate secret</a> `}<a class="button danger" href="/console/keys/${seg(key.keyID)}/revoke">Request revocation</a>` : ''}</td>
-    </tr>`)}</tbody></table>`;
+    </tr>`,
+    )}</tbody></table>`;
 }
 
 function inactiveTable(view: KeysView): Html {
@@ -155,21 +176,25 @@ function inactiveTable(view: KeysView): Html {
   return html`<table>
     <caption class="visually-hidden">Rejected, withdrawn, revoked and expired keys</caption>
     <thead><tr><th scope="col">Label</th><th scope="col">State</th><th scope="col">Permissions</th><th scope="col">Requested</th><th scope="col">Expiry</th><th scope="col">Revocation reason</th></tr></thead>
-    <tbody>${rows.map((key) => html`<tr data-key-id="${key.keyID}">
+    <tbody>${rows.map(
+      (key) => html`<tr data-key-id="${key.keyID}">
       <th scope="row">${key.label}<br><code class="muted">${key.keyID}</code></th>
       <td>${badge(key.state)}</td>
       <td>${permissions(key)}</td>
       <td>${key.requestedByEmail}<br>${time(key.requestedAt)}</td>
       <td>${time(key.expiresAt)}</td>
       <td>${key.revocationReason ?? ''}</td>
-    </tr>`)}</tbody></table>`;
+    </tr>`,
+    )}</tbody></table>`;
 }
 
 export function keysPage(view: KeysView): Html {
   const tabs = (['pending', 'active', 'inactive'] as const).map(
-    (tab) => html`<li><a href="/console/keys?tab=${tab}"${tab === view.tab ? html` aria-current="page"` : ''}>${TAB_LABELS[tab]} <span class="count">${view.rows[tab].length}</span></a></li>`,
+    (tab) =>
+      html`<li><a href="/console/keys?tab=${tab}"${tab === view.tab ? html` aria-current="page"` : ''}>${TAB_LABELS[tab]} <span class="count">${view.rows[tab].length}</span></a></li>`,
   );
-  const table = view.tab === 'pending' ? pendingTable(view) : view.tab === 'active' ? activeTable(view) : inactiveTable(view);
+  const table =
+    view.tab === 'pending' ? pendingTable(view) : view.tab === 'active' ? activeTable(view) : inactiveTable(view);
   return html`<div class="page-head"><h1>API keys</h1>${view.maker ? html`<a class="button" href="/console/keys/new">New API key</a>` : ''}</div>
     <nav class="tabs" aria-label="API key lists"><ul>${tabs}</ul></nav>
     <section aria-labelledby="list-title"><h2 id="list-title">${TAB_HEADINGS[view.tab]}</h2>${table}</section>`;
@@ -184,7 +209,14 @@ export interface KeyFormValues {
   expiresInDays: string;
 }
 
-export const EMPTY_KEY_FORM: KeyFormValues = { label: '', permissions: [], maxTransactionAmount: '', maxDailyVolume: '', allowedIPs: '', expiresInDays: '365' };
+export const EMPTY_KEY_FORM: KeyFormValues = {
+  label: '',
+  permissions: [],
+  maxTransactionAmount: '',
+  maxDailyVolume: '',
+  allowedIPs: '',
+  expiresInDays: '365',
+};
 
 const PERMISSION_CHOICES = [
   ['read-balance', 'Read Balance', 'read the wallet balance'],
@@ -192,7 +224,13 @@ const PERMISSION_CHOICES = [
   ['perform-operations', 'Perform Operations', 'create operations (a checker still approves each one)'],
 ] as const;
 
-function textField(name: keyof KeyFormValues, label: string, values: KeyFormValues, errors: Record<string, string>, extra: { hint?: string; inputmode?: string; type?: string; required?: boolean } = {}): Html {
+function textField(
+  name: keyof KeyFormValues,
+  label: string,
+  values: KeyFormValues,
+  errors: Record<string, string>,
+  extra: { hint?: string; inputmode?: string; type?: string; required?: boolean } = {},
+): Html {
   const error = errors[name];
   const describedBy = [extra.hint ? `${name}-hint` : '', error ? `${name}-error` : ''].filter(Boolean).join(' ');
   return html`<div class="field${error ? ' invalid' : ''}">
@@ -208,17 +246,23 @@ export function newKeyPage(session: SessionDoc, values: KeyFormValues, errors: R
   const permissionError = errors.permissions;
   return html`<h1>New API key</h1>
     <p>A checker of your party approves the request. You will then see the key once, on your next page.</p>
-    ${errorList.length ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${errorList.length === 1 ? 'a problem' : `${errorList.length} problems`}</h2>
-      <ul>${errorList.map(([name, message]) => html`<li><a href="#${name === 'permissions' ? 'perm-read-balance' : name}">${message}</a></li>`)}</ul></div>` : ''}
+    ${
+      errorList.length
+        ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${errorList.length === 1 ? 'a problem' : `${errorList.length} problems`}</h2>
+      <ul>${errorList.map(([name, message]) => html`<li><a href="#${name === 'permissions' ? 'perm-read-balance' : name}">${message}</a></li>`)}</ul></div>`
+        : ''
+    }
     <form method="post" action="/console/keys" class="stack" novalidate>
       ${csrfField(session)}
       ${textField('label', 'Label', values, errors, { hint: 'What the key is for, e.g. "till 3" or "ERP integration".', required: true })}
       <fieldset class="field${permissionError ? ' invalid' : ''}"${permissionError ? html` aria-describedby="permissions-error"` : ''}>
         <legend>Permissions</legend>
         ${permissionError ? html`<p class="field-error" id="permissions-error">${permissionError}</p>` : ''}
-        ${PERMISSION_CHOICES.map(([value, label, help]) => html`<div class="check">
+        ${PERMISSION_CHOICES.map(
+          ([value, label, help]) => html`<div class="check">
           <input type="checkbox" id="perm-${value}" name="permissions" value="${value}"${values.permissions.includes(value) ? html` checked` : ''}>
-          <label for="perm-${value}">${label} <span class="muted">— ${help}</span></label></div>`)}
+          <label for="perm-${value}">${label} <span class="muted">— ${help}</span></label></div>`,
+        )}
       </fieldset>
       ${textField('maxTransactionAmount', 'Max transaction amount (optional)', values, errors, { hint: 'The largest amount of one operation. Empty: no limit.', inputmode: 'decimal' })}
       ${textField('maxDailyVolume', 'Max daily volume (optional)', values, errors, { hint: 'The total of one day’s operations. Empty: no limit.', inputmode: 'decimal' })}

@@ -1,5 +1,13 @@
 import type { Request, Response, Router } from 'express';
-import { approveApiKey, approveApiKeyRotation, decideOnApiKey, decideOnApiKeyRotation, requestApiKey, type KeyDecision, type RotationDecision } from '../commands/back-office.ts';
+import {
+  approveApiKey,
+  approveApiKeyRotation,
+  decideOnApiKey,
+  decideOnApiKeyRotation,
+  requestApiKey,
+  type KeyDecision,
+  type RotationDecision,
+} from '../commands/back-office.ts';
 import { keyKeepers } from '../commands/api-keys.ts';
 import { parseKeyTerms, type KeyTermsInput } from '../domain/api-key-terms.ts';
 import { vouchConflict } from '../domain/segregation.ts';
@@ -7,8 +15,26 @@ import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { keyUsage } from '../http/key-usage.ts';
 import { catchUpApiKeyDirectory, toPublicApiKey, type ApiKeyRecord } from '../projections/api-key-directory.ts';
-import { ConsoleError, correlationId, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
-import { EMPTY_KEY_FORM, keysPage, newKeyPage, revokePage, rotatePage, type KeyFormValues, type KeyRow, type KeyTab } from './keys-pages.ts';
+import {
+  ConsoleError,
+  correlationId,
+  field,
+  fields,
+  partyOf,
+  requireRole,
+  viewer,
+  type ConsoleServices,
+} from './context.ts';
+import {
+  EMPTY_KEY_FORM,
+  keysPage,
+  newKeyPage,
+  revokePage,
+  rotatePage,
+  type KeyFormValues,
+  type KeyRow,
+  type KeyTab,
+} from './keys-pages.ts';
 import { redirectWith, renderPage } from './render.ts';
 import { emailOf } from './users.ts';
 
@@ -39,7 +65,10 @@ const FIELD_NAMES: Record<string, string> = {
 
 /** The domain's message with people's words for the field names, as a sentence. */
 export function humanize(message: string): string {
-  const text = message.replace(/\b(maxTransactionAmount|maxDailyVolume|allowedIPs|expiresInDays|label)\b/g, (name) => FIELD_NAMES[name] ?? name);
+  const text = message.replace(
+    /\b(maxTransactionAmount|maxDailyVolume|allowedIPs|expiresInDays|label)\b/g,
+    (name) => FIELD_NAMES[name] ?? name,
+  );
   return text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.');
 }
 
@@ -52,7 +81,8 @@ export function keyFormErrors(input: KeyTermsInput, assetScale: number): Record<
       parseKeyTerms(candidate, assetScale);
       return errors;
     } catch (error) {
-      if (!(error instanceof DomainError) || !error.field || !(error.field in VALID_PLACEHOLDER) || errors[error.field]) throw error;
+      if (!(error instanceof DomainError) || !error.field || !(error.field in VALID_PLACEHOLDER) || errors[error.field])
+        throw error;
       errors[error.field] = humanize(error.message);
       candidate = { ...candidate, [error.field]: VALID_PLACEHOLDER[error.field as keyof KeyTermsInput] };
     }
@@ -96,21 +126,36 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
         revocationRequestedByEmail: await emailOf(services, revocationRequestedBy),
         usage: live ? await keyUsage(services.deps.readStore, key.keyID) : null,
         rotation: rotation && { ...rotation, requestedByEmail: await emailOf(services, rotation.requestedBy) },
-        previousSecretValidUntil: live && record?.previousValidUntil && now < record.previousValidUntil ? record.previousValidUntil : null,
-        viewerHoldsSecret: record !== undefined && vouchConflict(user.userID, { maker: null, keepers: keyKeepers(record, now) }) !== null,
+        previousSecretValidUntil:
+          live && record?.previousValidUntil && now < record.previousValidUntil ? record.previousValidUntil : null,
+        viewerHoldsSecret:
+          record !== undefined &&
+          vouchConflict(user.userID, { maker: null, keepers: keyKeepers(record, now) }) !== null,
       };
       if (key.state === 'pending' || key.state === 'revocation_pending') rows.pending.push(row);
       if (rotation) rows.pending.push({ ...row, pendingRequest: 'rotation' });
       if (key.state === 'active' || key.state === 'revocation_pending') rows.active.push(row);
       if (INACTIVE.includes(key.state)) rows.inactive.push(row);
     }
-    const view = { tab, rows, userID: user.userID, maker: user.roles.includes('maker'), checker: user.roles.includes('checker'), session, assetCode: services.deps.assetCode ?? 'NGN' };
+    const view = {
+      tab,
+      rows,
+      userID: user.userID,
+      maker: user.roles.includes('maker'),
+      checker: user.roles.includes('checker'),
+      session,
+      assetCode: services.deps.assetCode ?? 'NGN',
+    };
     await renderPage(services, res, { title: 'API keys', section: 'keys', body: keysPage(view) });
   });
 
   router.get('/keys/new', async (_req, res) => {
     requireRole(res, 'maker');
-    await renderPage(services, res, { title: 'New API key', section: 'keys', body: newKeyPage(viewer(res).session, EMPTY_KEY_FORM, {}) });
+    await renderPage(services, res, {
+      title: 'New API key',
+      section: 'keys',
+      body: newKeyPage(viewer(res).session, EMPTY_KEY_FORM, {}),
+    });
   });
 
   router.post('/keys', async (req, res) => {
@@ -126,11 +171,19 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     const input: KeyTermsInput = { ...values };
     const errors = keyFormErrors(input, assetScale);
     if (Object.keys(errors).length > 0) {
-      return renderPage(services, res, { title: 'New API key', section: 'keys', status: 400, body: newKeyPage(viewer(res).session, values, errors) });
+      return renderPage(services, res, {
+        title: 'New API key',
+        section: 'keys',
+        status: 400,
+        body: newKeyPage(viewer(res).session, values, errors),
+      });
     }
     const { keyID } = await requestApiKey(services.backOffice, viewer(res).user, input, correlationId(res));
     await settle();
-    await redirectWith(services, res, '/console/keys?tab=pending', { kind: 'ok', text: `Key “${values.label.trim()}” requested (${keyID}). A checker of your party approves it.` });
+    await redirectWith(services, res, '/console/keys?tab=pending', {
+      kind: 'ok',
+      text: `Key “${values.label.trim()}” requested (${keyID}). A checker of your party approves it.`,
+    });
   });
 
   router.post('/keys/:keyID/approve', async (req, res) => {
@@ -140,10 +193,19 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     await approveApiKey(services.backOffice, viewer(res).user, key.keyID, correlationId(res));
     await settle();
     const maker = await emailOf(services, key.requestedBy);
-    await redirectWith(services, res, '/console/keys?tab=active', { kind: 'ok', text: `Key “${key.label}” approved. ${maker} will see it once, on their next page in the console.` });
+    await redirectWith(services, res, '/console/keys?tab=active', {
+      kind: 'ok',
+      text: `Key “${key.label}” approved. ${maker} will see it once, on their next page in the console.`,
+    });
   });
 
-  const decision = (path: string, role: 'maker' | 'checker', make: (req: Request) => KeyDecision, done: (label: string) => string, tab: KeyTab) =>
+  const decision = (
+    path: string,
+    role: 'maker' | 'checker',
+    make: (req: Request) => KeyDecision,
+    done: (label: string) => string,
+    tab: KeyTab,
+  ) =>
     router.post(`/keys/:keyID/${path}`, async (req, res) => {
       requireRole(res, role);
       const key = await ownKey(res, String(req.params.keyID));
@@ -155,16 +217,45 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     const reason = (field(req, 'reason') ?? '').trim();
     return reason === '' ? null : reason;
   };
-  decision('reject', 'checker', (req) => ({ type: 'RejectApiKey', reason: optionalReason(req) }), (l) => `Key request “${l}” rejected.`, 'inactive');
-  decision('withdraw', 'maker', () => ({ type: 'WithdrawApiKeyRequest' }), (l) => `Key request “${l}” withdrawn.`, 'inactive');
-  decision('revocation/approve', 'checker', () => ({ type: 'ApproveApiKeyRevocation' }), (l) => `Key “${l}” revoked. It no longer works.`, 'inactive');
-  decision('revocation/reject', 'checker', (req) => ({ type: 'RejectApiKeyRevocation', reason: optionalReason(req) }), (l) => `Revocation of “${l}” rejected: the key stays active.`, 'active');
+  decision(
+    'reject',
+    'checker',
+    (req) => ({ type: 'RejectApiKey', reason: optionalReason(req) }),
+    (l) => `Key request “${l}” rejected.`,
+    'inactive',
+  );
+  decision(
+    'withdraw',
+    'maker',
+    () => ({ type: 'WithdrawApiKeyRequest' }),
+    (l) => `Key request “${l}” withdrawn.`,
+    'inactive',
+  );
+  decision(
+    'revocation/approve',
+    'checker',
+    () => ({ type: 'ApproveApiKeyRevocation' }),
+    (l) => `Key “${l}” revoked. It no longer works.`,
+    'inactive',
+  );
+  decision(
+    'revocation/reject',
+    'checker',
+    (req) => ({ type: 'RejectApiKeyRevocation', reason: optionalReason(req) }),
+    (l) => `Revocation of “${l}” rejected: the key stays active.`,
+    'active',
+  );
 
   router.post('/keys/:keyID/rotation/approve', async (req, res) => {
     requireRole(res, 'checker');
     const key = await ownKey(res, String(req.params.keyID));
     // Like an approval: the new secret is held for the maker who asked for the rotation; the checker never sees it.
-    const { heldFor, previousValidUntil } = await approveApiKeyRotation(services.backOffice, viewer(res).user, key.keyID, correlationId(res));
+    const { heldFor, previousValidUntil } = await approveApiKeyRotation(
+      services.backOffice,
+      viewer(res).user,
+      key.keyID,
+      correlationId(res),
+    );
     await settle();
     await redirectWith(services, res, '/console/keys?tab=active', {
       kind: 'ok',
@@ -172,7 +263,12 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     });
   });
 
-  const rotationDecision = (path: string, role: 'maker' | 'checker', make: (req: Request) => RotationDecision, done: (label: string) => string) =>
+  const rotationDecision = (
+    path: string,
+    role: 'maker' | 'checker',
+    make: (req: Request) => RotationDecision,
+    done: (label: string) => string,
+  ) =>
     router.post(`/keys/:keyID/rotation/${path}`, async (req, res) => {
       requireRole(res, role);
       const key = await ownKey(res, String(req.params.keyID));
@@ -180,45 +276,91 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
       await settle();
       await redirectWith(services, res, '/console/keys?tab=active', { kind: 'ok', text: done(key.label) });
     });
-  rotationDecision('reject', 'checker', (req) => ({ type: 'reject', reason: optionalReason(req) }), (l) => `Rotation of “${l}” rejected: the key keeps its secret.`);
-  rotationDecision('withdraw', 'maker', () => ({ type: 'withdraw' }), (l) => `Rotation of “${l}” withdrawn.`);
+  rotationDecision(
+    'reject',
+    'checker',
+    (req) => ({ type: 'reject', reason: optionalReason(req) }),
+    (l) => `Rotation of “${l}” rejected: the key keeps its secret.`,
+  );
+  rotationDecision(
+    'withdraw',
+    'maker',
+    () => ({ type: 'withdraw' }),
+    (l) => `Rotation of “${l}” withdrawn.`,
+  );
 
   router.get('/keys/:keyID/rotate', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
-    await renderPage(services, res, { title: 'Rotate secret', section: 'keys', body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())) });
+    await renderPage(services, res, {
+      title: 'Rotate secret',
+      section: 'keys',
+      body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())),
+    });
   });
 
   router.post('/keys/:keyID/rotate', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
     try {
-      await decideOnApiKeyRotation(services.backOffice, viewer(res).user, key.keyID, { type: 'request', reason: field(req, 'reason') }, correlationId(res));
+      await decideOnApiKeyRotation(
+        services.backOffice,
+        viewer(res).user,
+        key.keyID,
+        { type: 'request', reason: field(req, 'reason') },
+        correlationId(res),
+      );
     } catch (error) {
       if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-      return renderPage(services, res, { title: 'Rotate secret', section: 'keys', status: 400, body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(error.message)) });
+      return renderPage(services, res, {
+        title: 'Rotate secret',
+        section: 'keys',
+        status: 400,
+        body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(error.message)),
+      });
     }
     await settle();
-    await redirectWith(services, res, '/console/keys?tab=pending', { kind: 'ok', text: `Rotation of the secret of “${key.label}” requested. A checker of your party approves it.` });
+    await redirectWith(services, res, '/console/keys?tab=pending', {
+      kind: 'ok',
+      text: `Rotation of the secret of “${key.label}” requested. A checker of your party approves it.`,
+    });
   });
 
   router.get('/keys/:keyID/revoke', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
-    await renderPage(services, res, { title: 'Request revocation', section: 'keys', body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())) });
+    await renderPage(services, res, {
+      title: 'Request revocation',
+      section: 'keys',
+      body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())),
+    });
   });
 
   router.post('/keys/:keyID/revoke', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
     try {
-      await decideOnApiKey(services.backOffice, viewer(res).user, key.keyID, { type: 'RequestApiKeyRevocation', reason: field(req, 'reason') }, correlationId(res));
+      await decideOnApiKey(
+        services.backOffice,
+        viewer(res).user,
+        key.keyID,
+        { type: 'RequestApiKeyRevocation', reason: field(req, 'reason') },
+        correlationId(res),
+      );
     } catch (error) {
       if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
       const message = humanize(error.message);
-      return renderPage(services, res, { title: 'Request revocation', section: 'keys', status: 400, body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), message) });
+      return renderPage(services, res, {
+        title: 'Request revocation',
+        section: 'keys',
+        status: 400,
+        body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), message),
+      });
     }
     await settle();
-    await redirectWith(services, res, '/console/keys?tab=pending', { kind: 'ok', text: `Revocation of “${key.label}” requested. A checker of your party approves it.` });
+    await redirectWith(services, res, '/console/keys?tab=pending', {
+      kind: 'ok',
+      text: `Revocation of “${key.label}” requested. A checker of your party approves it.`,
+    });
   });
 }

@@ -4,7 +4,18 @@ import type { DeliveredSecret } from '../commands/held-credentials.ts';
 import type { SessionDoc } from './sessions.ts';
 import type { Waiting } from './waiting.ts';
 
-export type Section = 'dashboard' | 'operations' | 'keys' | 'webhooks' | 'admin' | 'parties' | 'users' | 'access' | 'password' | 'login' | 'none';
+export type Section =
+  | 'dashboard'
+  | 'operations'
+  | 'keys'
+  | 'webhooks'
+  | 'admin'
+  | 'parties'
+  | 'users'
+  | 'access'
+  | 'password'
+  | 'login'
+  | 'none';
 
 export interface PageOptions {
   title: string;
@@ -19,7 +30,8 @@ export interface PageOptions {
   pollMs?: number;
 }
 
-export const csrfField = (session: SessionDoc): Html => html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
+export const csrfField = (session: SessionDoc): Html =>
+  html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
 
 /** The required "Reason" text area of a rejection or revocation, with its inline error. */
 export const reasonField = (error?: string): Html => html`<div class="field${error ? ' invalid' : ''}">
@@ -45,9 +57,24 @@ function navigation(user: ActiveUser, section: Section, waiting: Waiting): Html 
   const links = user.party
     ? [
         navLink('/console/', 'Dashboard', section === 'dashboard'),
-        navLink('/console/operations', 'Operations', section === 'operations', checker ? ['operations', waiting.operations] : undefined),
-        navLink('/console/keys', 'Settings › API keys', section === 'keys', checker ? ['keys', waiting.keys] : undefined),
-        navLink('/console/webhooks', 'Webhooks', section === 'webhooks', checker ? ['webhooks', waiting.webhooks] : undefined),
+        navLink(
+          '/console/operations',
+          'Operations',
+          section === 'operations',
+          checker ? ['operations', waiting.operations] : undefined,
+        ),
+        navLink(
+          '/console/keys',
+          'Settings › API keys',
+          section === 'keys',
+          checker ? ['keys', waiting.keys] : undefined,
+        ),
+        navLink(
+          '/console/webhooks',
+          'Webhooks',
+          section === 'webhooks',
+          checker ? ['webhooks', waiting.webhooks] : undefined,
+        ),
       ]
     : [
         navLink('/console/', 'Dashboard', section === 'dashboard'),
@@ -75,7 +102,9 @@ function menu(options: NonNullable<PageOptions['viewer']> & { section: Section }
 
 function who(options: NonNullable<PageOptions['viewer']> & { section: Section }): Html {
   const { user, session, partyName } = options;
-  const role = user.platformAdmin ? 'platform administrator' : (['maker', 'checker'] as const).filter((r) => user.roles.includes(r)).join(' and ');
+  const role = user.platformAdmin
+    ? 'platform administrator'
+    : (['maker', 'checker'] as const).filter((r) => user.roles.includes(r)).join(' and ');
   return html`<div class="who">
       <span><span class="email">${user.email}</span> <span class="muted">· ${partyName ? html`${partyName} · ` : ''}${role}</span></span>
       <a href="/console/password"${options.section === 'password' ? html` aria-current="page"` : ''}>Password</a>

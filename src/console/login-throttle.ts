@@ -26,7 +26,10 @@ import type { CollectionDefinition, Counter, ReadStore } from '../ports/read-sto
  * the address or both, so the store holds no list of guessed emails. An address is counted as the API counts
  * it (src/domain/ip-address.ts): IPv6 by its /64.
  */
-export const LOGIN_ATTEMPTS_COLLECTION: CollectionDefinition = { name: 'console_login_attempts', indexes: [['expiresAt']] };
+export const LOGIN_ATTEMPTS_COLLECTION: CollectionDefinition = {
+  name: 'console_login_attempts',
+  indexes: [['expiresAt']],
+};
 
 export interface ThrottleLimits {
   /** Attempts on one email from one address before that pair locks; from every address, where the waits start. */
@@ -37,7 +40,12 @@ export interface ThrottleLimits {
   maxDelayMs: number;
 }
 
-export const DEFAULT_THROTTLE: ThrottleLimits = { perEmail: 5, perAddress: 20, lockoutMs: 15 * 60_000, maxDelayMs: 60_000 };
+export const DEFAULT_THROTTLE: ThrottleLimits = {
+  perEmail: 5,
+  perAddress: 20,
+  lockoutMs: 15 * 60_000,
+  maxDelayMs: 60_000,
+};
 
 /** The first wait past the account-wide threshold; each further attempt on the account doubles it. */
 const FIRST_DELAY_MS = 1000;
@@ -51,7 +59,12 @@ type Subject = 'account' | 'pair' | 'address';
 
 // An address is counted by its bucket (IPv6 by its /64), exactly as the API's failed-authentication limit counts it.
 const counterID = (subject: Subject, email: string, address: string) => {
-  const value = subject === 'account' ? email : subject === 'address' ? addressBucket(address) : `${email}\u0000${addressBucket(address)}`;
+  const value =
+    subject === 'account'
+      ? email
+      : subject === 'address'
+        ? addressBucket(address)
+        : `${email}\u0000${addressBucket(address)}`;
   // 'email:' as before for the account: counters of earlier versions keep counting.
   return `${subject === 'account' ? 'email' : subject}:${createHash('sha256').update(value).digest('hex')}`;
 };
@@ -72,11 +85,20 @@ export class LoginThrottle {
   async admit(email: string, address: string): Promise<Admission> {
     const now = this.clock().getTime();
     const { perEmail, perAddress, lockoutMs } = this.limits;
-    const [fromAddress, pair] = await Promise.all([this.count('address', email, address, 1, now), this.count('pair', email, address, 1, now)]);
+    const [fromAddress, pair] = await Promise.all([
+      this.count('address', email, address, 1, now),
+      this.count('pair', email, address, 1, now),
+    ]);
     if (fromAddress.count === perAddress) await this.lockFrom(fromAddress, now);
-    const locked = [fromAddress.count > perAddress ? fromAddress : null, pair.count > perEmail ? pair : null].filter((counter) => counter !== null);
+    const locked = [fromAddress.count > perAddress ? fromAddress : null, pair.count > perEmail ? pair : null].filter(
+      (counter) => counter !== null,
+    );
     if (locked.length > 0) {
-      return { admitted: false, reason: 'locked', retryAfterSeconds: seconds(Math.max(...locked.map((counter) => counter.expiresAt - now))) };
+      return {
+        admitted: false,
+        reason: 'locked',
+        retryAfterSeconds: seconds(Math.max(...locked.map((counter) => counter.expiresAt - now))),
+      };
     }
 
     // The pair's first attempt, read before a lock could move its expiry: where this address's waits count from.
@@ -88,7 +110,10 @@ export class LoginThrottle {
       // The n-th attempt of this address on this email is checked no sooner than n waits after its first.
       const dueAt = firstAt + pair.count * delayMs;
       if (now < dueAt) {
-        await Promise.all([this.count('pair', email, address, -1, now), this.count('account', email, address, -1, now)]);
+        await Promise.all([
+          this.count('pair', email, address, -1, now),
+          this.count('account', email, address, -1, now),
+        ]);
         return { admitted: false, reason: 'delayed', retryAfterSeconds: seconds(dueAt - now) };
       }
     }
@@ -111,12 +136,23 @@ export class LoginThrottle {
   }
 
   private count(subject: Subject, email: string, address: string, by: number, now: number): Promise<Counter> {
-    return this.store.incrementCounter(LOGIN_ATTEMPTS_COLLECTION.name, counterID(subject, email, address), { by, now, expiresAt: now + this.limits.lockoutMs });
+    return this.store.incrementCounter(LOGIN_ATTEMPTS_COLLECTION.name, counterID(subject, email, address), {
+      by,
+      now,
+      expiresAt: now + this.limits.lockoutMs,
+    });
   }
 
   /** The attempt that used the last one: the counter now lasts a whole lockout from this moment. */
   private async lockFrom(counter: Counter, now: number): Promise<void> {
     counter.expiresAt = now + this.limits.lockoutMs;
-    await this.store.commit([{ op: 'patch', collection: LOGIN_ATTEMPTS_COLLECTION.name, id: counter.id, patch: { expiresAt: counter.expiresAt } }]);
+    await this.store.commit([
+      {
+        op: 'patch',
+        collection: LOGIN_ATTEMPTS_COLLECTION.name,
+        id: counter.id,
+        patch: { expiresAt: counter.expiresAt },
+      },
+    ]);
   }
 }

@@ -4,7 +4,15 @@ import { findUserByEmail, type ActiveUser } from '../commands/back-office.ts';
 import { hashPassword, verifyPassword } from '../domain/passwords.ts';
 import { ConsoleError, field, type ConsoleServices } from './context.ts';
 import { html } from '../http/html.ts';
-import { clearCookie, isSameOrigin, LOGIN_CSRF_COOKIE, readCookie, SESSION_COOKIE, setCookie, tokensEqual } from './http-security.ts';
+import {
+  clearCookie,
+  isSameOrigin,
+  LOGIN_CSRF_COOKIE,
+  readCookie,
+  SESSION_COOKIE,
+  setCookie,
+  tokensEqual,
+} from './http-security.ts';
 import { renderPage } from './render.ts';
 import { loadUser } from './users.ts';
 import { newToken } from './sessions.ts';
@@ -22,7 +30,8 @@ const LOGIN_FORM_MS = 60 * 60_000;
  * that a crafted link cannot send a user elsewhere after they log in (no open redirect). Anything else: the dashboard.
  */
 export function safeReturnPath(value: unknown): string | null {
-  if (typeof value !== 'string' || value.length > 1000 || !value.startsWith('/console') || /[\\\s]/.test(value)) return null;
+  if (typeof value !== 'string' || value.length > 1000 || !value.startsWith('/console') || /[\\\s]/.test(value))
+    return null;
   let url: URL;
   try {
     url = new URL(value, 'http://console.invalid');
@@ -67,7 +76,10 @@ const FIRST_ADMINISTRATOR = html`<div class="notice" role="note" id="first-admin
     <p>then logs in here with it. That administrator onboards the parties and adds their users (docs/console.md).</p>
   </div>`;
 
-function loginForm(token: string, options: { email?: string; error?: string; notice?: string; next?: string | null; firstAdministrator?: boolean } = {}) {
+function loginForm(
+  token: string,
+  options: { email?: string; error?: string; notice?: string; next?: string | null; firstAdministrator?: boolean } = {},
+) {
   const error = options.error;
   return html`<div class="login">
     <h1>Log in to the console</h1>
@@ -90,12 +102,24 @@ function loginForm(token: string, options: { email?: string; error?: string; not
   </div>`;
 }
 
-async function showLogin(services: ConsoleServices, req: Request, res: Response, status: number, options: Parameters<typeof loginForm>[1] = {}) {
+async function showLogin(
+  services: ConsoleServices,
+  req: Request,
+  res: Response,
+  status: number,
+  options: Parameters<typeof loginForm>[1] = {},
+) {
   // Login CSRF: a double-submit token, so no other site can log a browser into an account of its choosing.
   const token = newToken();
   setCookie(req, res, LOGIN_CSRF_COOKIE, token, LOGIN_FORM_MS);
-  const firstAdministrator = (await catchUpUserDirectory(services.deps.store, services.users)).administrators().length === 0;
-  await renderPage(services, res, { title: 'Log in', section: 'login', status, body: loginForm(token, { ...options, firstAdministrator }) });
+  const firstAdministrator =
+    (await catchUpUserDirectory(services.deps.store, services.users)).administrators().length === 0;
+  await renderPage(services, res, {
+    title: 'Log in',
+    section: 'login',
+    status,
+    body: loginForm(token, { ...options, firstAdministrator }),
+  });
 }
 
 export function loginRoutes(router: Router, services: ConsoleServices): void {
@@ -111,18 +135,25 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     const ended = req.query.ended === '1';
     const notice = ended
       ? `Your session has ended. Please log in again${next ? ': you will be back on the page you were on' : ''}.`
-      : req.query.out === '1' ? 'You have logged out.' : undefined;
+      : req.query.out === '1'
+        ? 'You have logged out.'
+        : undefined;
     await showLogin(services, req, res, 200, { ...(notice ? { notice } : {}), next });
   });
 
   router.post('/login', async (req, res) => {
-    if (!isSameOrigin(req)) throw new ConsoleError(403, 'The login form was not sent from this console, so it was refused.');
+    if (!isSameOrigin(req))
+      throw new ConsoleError(403, 'The login form was not sent from this console, so it was refused.');
     const next = safeReturnPath(field(req, 'next'));
     if (!tokensEqual(field(req, '_csrf'), readCookie(req, LOGIN_CSRF_COOKIE) ?? '')) {
       // A login page left open past its token's hour (or from before a restart of the browser): nothing
       // happened, so say so and offer a fresh form rather than a bare refusal. The password is never echoed.
       const email = (field(req, 'email') ?? '').trim().toLowerCase().slice(0, 254);
-      return showLogin(services, req, res, 403, { email, next, notice: 'This login form had expired, so nothing was sent. Please enter your password again.' });
+      return showLogin(services, req, res, 403, {
+        email,
+        next,
+        notice: 'This login form had expired, so nothing was sent. Please enter your password again.',
+      });
     }
     const email = (field(req, 'email') ?? '').trim().toLowerCase().slice(0, 254);
     const password = field(req, 'password') ?? '';
@@ -132,9 +163,10 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
     if (!admission.admitted) {
       res.set('Retry-After', String(admission.retryAfterSeconds));
       deps.logger.warn({ ip: address, reason: admission.reason }, 'console: login throttled');
-      const error = admission.reason === 'locked'
-        ? `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`
-        : `Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`;
+      const error =
+        admission.reason === 'locked'
+          ? `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`
+          : `Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`;
       return showLogin(services, req, res, 429, { email, next, error });
     }
     let user: ActiveUser | null;
@@ -146,10 +178,17 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
       if (!(error instanceof DomainError)) throw error;
       user = null;
     }
-    const valid = password.length > 0 && password.length <= 1024 && (await verifyPassword(password, user?.passwordHash ?? (await dummy())));
+    const valid =
+      password.length > 0 &&
+      password.length <= 1024 &&
+      (await verifyPassword(password, user?.passwordHash ?? (await dummy())));
     if (!user || !valid) {
       deps.logger.warn({ ip: address }, 'console: login failed');
-      return showLogin(services, req, res, 401, { email, next, error: `The email or the password is wrong. ${attemptsLeft(admission, throttle.limits.lockoutMs)}` });
+      return showLogin(services, req, res, 401, {
+        email,
+        next,
+        error: `The email or the password is wrong. ${attemptsLeft(admission, throttle.limits.lockoutMs)}`,
+      });
     }
     await throttle.succeeded(email, address);
     await upgradeHashAfterLogin(services, user, password, res);
@@ -168,14 +207,20 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
 /** What a failed login leaves: said on the page, so that a user who mistyped knows where they stand. */
 function attemptsLeft(admission: { attemptsLeft: number; limitedBy: 'email' | 'address' }, lockoutMs: number): string {
   const lockout = duration(lockoutMs);
-  if (admission.attemptsLeft > 0) return `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ${lockout.adjective} lockout.`;
+  if (admission.attemptsLeft > 0)
+    return `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ${lockout.adjective} lockout.`;
   const which = admission.limitedBy === 'email' ? 'for this email from this address' : 'from this address';
   return `No attempts left: logins ${which} are locked for ${lockout.noun}.`;
 }
 
 /** "15 minutes" and "15-minute"; whole hours as hours, under a minute in seconds. */
 function duration(ms: number): { noun: string; adjective: string } {
-  const [count, unit] = ms >= 3_600_000 && ms % 3_600_000 === 0 ? [ms / 3_600_000, 'hour'] : ms >= 60_000 ? [Math.ceil(ms / 60_000), 'minute'] : [Math.ceil(ms / 1000), 'second'];
+  const [count, unit] =
+    ms >= 3_600_000 && ms % 3_600_000 === 0
+      ? [ms / 3_600_000, 'hour']
+      : ms >= 60_000
+        ? [Math.ceil(ms / 60_000), 'minute']
+        : [Math.ceil(ms / 1000), 'second'];
   return { noun: `${count} ${unit}${count === 1 ? '' : 's'}`, adjective: `${count}-${unit}` };
 }
 
@@ -189,21 +234,30 @@ export function requireSession(services: ConsoleServices): RequestHandler {
       if (token) clearCookie(req, res, SESSION_COOKIE);
       const next = returnPathOf(req);
       if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, loginLink(next, Boolean(token)));
-      throw new ConsoleError(401, 'Your session has ended, so this was not done. Log in again: you will be back on the page you were on, with what you typed there, and can send it again.', {
-        title: 'Please log in again',
-        link: { href: loginLink(next, true), text: 'Log in' },
-      });
+      throw new ConsoleError(
+        401,
+        'Your session has ended, so this was not done. Log in again: you will be back on the page you were on, with what you typed there, and can send it again.',
+        {
+          title: 'Please log in again',
+          link: { href: loginLink(next, true), text: 'Log in' },
+        },
+      );
     }
     res.locals.consoleViewer = { user, session };
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      if (!isSameOrigin(req)) throw new ConsoleError(403, 'This request did not come from a console page, so it was refused.');
+      if (!isSameOrigin(req))
+        throw new ConsoleError(403, 'This request did not come from a console page, so it was refused.');
       if (!tokensEqual(field(req, '_csrf'), session.csrfToken)) {
         // Same origin, but the token of another (ended) session: a page left open across a new login.
         const back = returnPathOf(req);
-        throw new ConsoleError(403, 'This form was opened before your current login, so nothing was done. Open the page again and repeat what you were doing: what you typed in a reason is kept.', {
-          title: 'Please try again',
-          ...(back ? { link: { href: back, text: 'Back to the page' } } : {}),
-        });
+        throw new ConsoleError(
+          403,
+          'This form was opened before your current login, so nothing was done. Open the page again and repeat what you were doing: what you typed in a reason is kept.',
+          {
+            title: 'Please try again',
+            ...(back ? { link: { href: back, text: 'Back to the page' } } : {}),
+          },
+        );
       }
     }
     next();

@@ -23,7 +23,8 @@ export interface OperationView {
   assetCode: string;
 }
 
-const wallet = (w: OperationRequested['data']['payer']): string => (w.kind === 'platform' ? `platform ${w.id}` : `${w.kind} ${w.id}`);
+const wallet = (w: OperationRequested['data']['payer']): string =>
+  w.kind === 'platform' ? `platform ${w.id}` : `${w.kind} ${w.id}`;
 
 function ledger(view: OperationView): Html {
   const op = view.request;
@@ -40,7 +41,8 @@ function ledger(view: OperationView): Html {
           ${op.fee !== '0' && !/^0(\.0+)?$/.test(op.fee) ? html`<tr><td data-label="From">${op.payerName} <span class="muted">(${wallet(op.payer)})</span></td><td data-label="To">platform fees</td><td class="num" data-label="Amount">${money(op.fee, view.assetCode)}</td></tr>` : ''}
         </tbody></table>`;
   }
-  if (view.status === 'rejected' || view.status === 'failed') return html`<p>No ledger transaction: the operation ${view.status === 'rejected' ? 'was rejected' : 'failed'}, and what it held was released.</p>`;
+  if (view.status === 'rejected' || view.status === 'failed')
+    return html`<p>No ledger transaction: the operation ${view.status === 'rejected' ? 'was rejected' : 'failed'}, and what it held was released.</p>`;
   return html`<p>Not on the ledger yet${view.sequenceNumber !== null ? html` (submitted, sequence ${view.sequenceNumber})` : ''}.</p>`;
 }
 
@@ -92,14 +94,20 @@ export function keyPage(view: KeyView): Html {
     </dl>
     <section aria-labelledby="timeline-title"><h2 id="timeline-title">Timeline</h2>${timelineList(view.timeline, 'Events of this key, oldest first')}</section>
     <section aria-labelledby="ops-title"><h2 id="ops-title">Operations it created</h2>
-      ${view.operations.total === 0 ? html`<p class="empty">None yet.</p>` : html`<table class="stack"><caption class="visually-hidden">Newest first</caption>
+      ${
+        view.operations.total === 0
+          ? html`<p class="empty">None yet.</p>`
+          : html`<table class="stack"><caption class="visually-hidden">Newest first</caption>
         <thead><tr><th scope="col">Operation</th><th scope="col">Status</th><th scope="col" class="num">Amount</th><th scope="col">Counterpart</th><th scope="col">Created</th></tr></thead>
-        <tbody>${view.operations.rows.map((doc) => html`<tr data-operation-id="${doc.operationID}">
+        <tbody>${view.operations.rows.map(
+          (doc) => html`<tr data-operation-id="${doc.operationID}">
           <th scope="row"><a href="/console/operations/${seg(doc.operationID)}"><code>${doc.operationID}</code></a><br>${doc.operationType}</th>
           <td data-label="Status"><span class="badge badge-${doc.status}">${STATUS_LABELS[doc.status] ?? doc.status}</span></td>
           <td class="num" data-label="Amount">${money(doc.amount, view.assetCode)}</td>
           <td data-label="Counterpart">${counterpartyOf(doc)}</td>
-          <td data-label="Created">${time(doc.createdAt)}</td></tr>`)}</tbody></table>
-        <p><a href="/console/operations/history?key=${encodeURIComponent(key.keyID)}">All ${view.operations.total.toLocaleString('en-US')} operations of this key</a></p>`}
+          <td data-label="Created">${time(doc.createdAt)}</td></tr>`,
+        )}</tbody></table>
+        <p><a href="/console/operations/history?key=${encodeURIComponent(key.keyID)}">All ${view.operations.total.toLocaleString('en-US')} operations of this key</a></p>`
+      }
     </section>`;
 }

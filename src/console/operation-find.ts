@@ -25,8 +25,23 @@ import { isOperationID } from '../domain/operation-ids.ts';
  * are read from the event history.
  */
 
-
-export const CSV_COLUMNS = ['operationID', 'createdAt', 'updatedAt', 'operationType', 'status', 'amount', 'fee', 'counterpartyKind', 'counterparty', 'counterpartyName', 'memo', 'keyID', 'blockchainID', 'sequenceNumber', 'lastError'] as const;
+export const CSV_COLUMNS = [
+  'operationID',
+  'createdAt',
+  'updatedAt',
+  'operationType',
+  'status',
+  'amount',
+  'fee',
+  'counterpartyKind',
+  'counterparty',
+  'counterpartyName',
+  'memo',
+  'keyID',
+  'blockchainID',
+  'sequenceNumber',
+  'lastError',
+] as const;
 
 /**
  * One CSV cell: a value a spreadsheet would read as a formula (starting with =, +, -, @, a tab or a carriage
@@ -46,7 +61,8 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
   const assetCode = services.deps.assetCode ?? 'NGN';
 
   /** The party's keys for the filter's list (the directory has them in memory). */
-  const partyKeys = (res: Parameters<typeof partyOf>[0]) => directory.listByParty(partyOf(res), clock().toISOString()).map((k) => ({ keyID: k.keyID, label: k.label }));
+  const partyKeys = (res: Parameters<typeof partyOf>[0]) =>
+    directory.listByParty(partyOf(res), clock().toISOString()).map((k) => ({ keyID: k.keyID, label: k.label }));
 
   router.get('/operations/history', async (req, res) => {
     const party = partyOf(res);
@@ -54,7 +70,11 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
     const found = await findOperations(readStore, { ...filter, party: partyKey(party) }, { ...page, limit: PAGE_SIZE });
     const pendingCount = await countPending(services, party);
     const filtered = Object.keys(filter).length > 0;
-    await renderPage(services, res, { title: 'Operation history', section: 'operations', body: operationListPage({ values, page: found, keys: partyKeys(res), pendingCount, filtered, assetCode }) });
+    await renderPage(services, res, {
+      title: 'Operation history',
+      section: 'operations',
+      body: operationListPage({ values, page: found, keys: partyKeys(res), pendingCount, filtered, assetCode }),
+    });
   });
 
   router.get('/operations/export.csv', async (req, res) => {
@@ -76,7 +96,10 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
       }
       res.end(chunk);
     } catch (error) {
-      services.deps.logger.error({ err: error, requestId: String(res.getHeader('X-Request-Id') ?? '') }, 'console: CSV export failed midway');
+      services.deps.logger.error(
+        { err: error, requestId: String(res.getHeader('X-Request-Id') ?? '') },
+        'console: CSV export failed midway',
+      );
       res.destroy(error as Error); // the client sees a broken download, never a truncated file that looks complete
     }
   });
@@ -88,11 +111,25 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
     const events = await store.readStream(streams.operation(operationID));
     const requested = events[0]?.type === 'OperationRequested' ? (events[0].data as OperationRequested['data']) : null;
     const own = requested?.party ? samePartyRef(requested.party, party) : false;
-    const received = !own && requested?.operationType === 'cash-in' && requested.payee.kind === 'merchant' && party.type === 'merchant' && requested.payee.id === party.id;
+    const received =
+      !own &&
+      requested?.operationType === 'cash-in' &&
+      requested.payee.kind === 'merchant' &&
+      party.type === 'merchant' &&
+      requested.payee.id === party.id;
     if (!requested || (!own && !received)) throw new ConsoleError(404, 'There is no such operation in your party.');
     // Status as the contract shows it, from the stream's events.
     let status: ContractStatus = 'pending';
-    const view: Omit<OperationView, 'timeline' | 'status'> = { request: requested, received, sequenceNumber: null, blockchainID: null, walletOperationID: null, lastError: null, keyLabel: null, assetCode };
+    const view: Omit<OperationView, 'timeline' | 'status'> = {
+      request: requested,
+      received,
+      sequenceNumber: null,
+      blockchainID: null,
+      walletOperationID: null,
+      lastError: null,
+      keyLabel: null,
+      assetCode,
+    };
     for (const event of events) {
       if (isOperationEventType(event.type)) status = contractStatus(statusAfter(event.type));
       const data = event.data as Record<string, unknown>;
@@ -104,7 +141,11 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
     view.keyLabel = requested.keyID ? (directory.get(requested.keyID)?.label ?? null) : null;
     // A merchant that received a cash-in sees what happened to it, not who at the distributor did what.
     const entries = received ? [] : await timeline(services, events);
-    await renderPage(services, res, { title: `Operation ${operationID}`, section: 'operations', body: operationPage({ ...view, status, timeline: entries }) });
+    await renderPage(services, res, {
+      title: `Operation ${operationID}`,
+      section: 'operations',
+      body: operationPage({ ...view, status, timeline: entries }),
+    });
   });
 
   router.get('/keys/:keyID', async (req, res) => {

@@ -45,18 +45,33 @@ function row(doc: ConsoleOperationDoc, assetCode: string): Html {
   </tr>`;
 }
 
-export function operationListPage(view: { values: FilterValues; page: OperationPage; keys: Array<{ keyID: string; label: string }>; pendingCount: number; filtered: boolean; assetCode: string }): Html {
+export function operationListPage(view: {
+  values: FilterValues;
+  page: OperationPage;
+  keys: Array<{ keyID: string; label: string }>;
+  pendingCount: number;
+  filtered: boolean;
+  assetCode: string;
+}): Html {
   const { values, page } = view;
   const base = '/console/operations/history';
-  const where = page.total === 0
-    ? html`<p class="empty" role="status">${view.filtered ? 'No operation matches these filters.' : 'No operation yet.'}</p>`
-    : html`<p class="page-position" role="status" data-page-position>${count(page.start)}–${count(page.start + page.rows.length - 1)} of ${count(page.total)}</p>`;
-  const table = page.rows.length === 0 ? '' : html`<table class="history stack">
+  const where =
+    page.total === 0
+      ? html`<p class="empty" role="status">${view.filtered ? 'No operation matches these filters.' : 'No operation yet.'}</p>`
+      : html`<p class="page-position" role="status" data-page-position>${count(page.start)}–${count(page.start + page.rows.length - 1)} of ${count(page.total)}</p>`;
+  const table =
+    page.rows.length === 0
+      ? ''
+      : html`<table class="history stack">
       <caption class="visually-hidden">Operations, ${values.order === 'oldest' ? 'oldest' : 'newest'} first</caption>
       <thead><tr><th scope="col">Operation</th><th scope="col">Status</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Key</th><th scope="col">Blockchain</th></tr></thead>
       <tbody>${page.rows.map((doc) => row(doc, view.assetCode))}</tbody></table>`;
-  const newer = page.previous ? html`<a href="${base}${filterQuery(values, { before: page.previous })}" rel="prev">Previous 50</a>` : '';
-  const older = page.next ? html`<a href="${base}${filterQuery(values, { after: page.next })}" rel="next">Next 50</a>` : '';
+  const newer = page.previous
+    ? html`<a href="${base}${filterQuery(values, { before: page.previous })}" rel="prev">Previous 50</a>`
+    : '';
+  const older = page.next
+    ? html`<a href="${base}${filterQuery(values, { after: page.next })}" rel="next">Next 50</a>`
+    : '';
   const first = page.previous ? html`<a href="${base}${filterQuery(values)}">First page</a>` : '';
   return html`<h1>Operations</h1>${opTabs('history', view.pendingCount)}
     <section aria-labelledby="history-title"><h2 id="history-title">History</h2>

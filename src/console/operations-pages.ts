@@ -39,18 +39,23 @@ export function counterpartText(counterparty: Counterpart): string {
   return `${counterparty.name} (${counterparty.kind} ${counterparty.shortCode ?? counterparty.id})`;
 }
 
-export const opTabs = (current: 'pending' | 'history', pendingCount: number) => html`<nav class="tabs" aria-label="Operation lists"><ul>
+export const opTabs = (
+  current: 'pending' | 'history',
+  pendingCount: number,
+) => html`<nav class="tabs" aria-label="Operation lists"><ul>
     <li><a href="/console/operations"${current === 'pending' ? html` aria-current="page"` : ''}>Pending approval <span class="count">${pendingCount}</span></a></li>
     <li><a href="/console/operations/history"${current === 'history' ? html` aria-current="page"` : ''}>History</a></li>
   </ul></nav>`;
 
 export function pendingPage(session: SessionDoc, items: PendingRow[], checker: boolean, assetCode: string): Html {
-  const table = items.length === 0
-    ? html`<p class="empty">No operation is waiting for approval.</p>`
-    : html`<table class="pending">
+  const table =
+    items.length === 0
+      ? html`<p class="empty">No operation is waiting for approval.</p>`
+      : html`<table class="pending">
       <caption class="visually-hidden">Operations awaiting a checker</caption>
       <thead><tr>${checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}<th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
-      <tbody>${items.map(({ doc: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
+      <tbody>${items.map(
+        ({ doc: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
         ${checker ? html`<td class="select"><input type="checkbox" name="operationID" value="${op.operationID}" form="bulk-form" id="select-${op.operationID}" aria-label="Select operation ${op.operationID}"></td>` : ''}
         <th scope="row">${op.operationType}<br><a href="/console/operations/${seg(op.operationID)}"><code class="muted">${op.operationID}</code></a></th>
         <td class="num">${money(op.amount, assetCode)}</td>
@@ -60,14 +65,21 @@ export function pendingPage(session: SessionDoc, items: PendingRow[], checker: b
         <td>${op.memo ?? ''}</td>
         <td>${keyLabel ?? ''}<br><code class="muted">${op.keyID ?? ''}</code></td>
         <td>${time(op.createdAt)}</td>
-        ${checker ? html`<td class="actions">
-          ${viewerRequestedKey
-            ? html`<button type="button" disabled aria-describedby="own-${op.operationID}">Approve</button>
+        ${
+          checker
+            ? html`<td class="actions">
+          ${
+            viewerRequestedKey
+              ? html`<button type="button" disabled aria-describedby="own-${op.operationID}">Approve</button>
               <p class="hint" id="own-${op.operationID}">You hold, or held, a secret of the key that created it: another checker must approve it.</p>`
-            : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">${csrfField(session)}<button type="submit">Approve</button></form>`}
+              : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">${csrfField(session)}<button type="submit">Approve</button></form>`
+          }
           <a class="button danger" href="/console/operations/${seg(op.operationID)}/reject">Reject…</a>
-        </td>` : ''}
-      </tr>`)}</tbody></table>`;
+        </td>`
+            : ''
+        }
+      </tr>`,
+      )}</tbody></table>`;
   return html`<h1>Operations</h1>${opTabs('pending', items.length)}
     <section aria-labelledby="pending-title"><h2 id="pending-title">Pending approval</h2>
     ${checker ? '' : html`<p class="hint">Only a checker of your party can approve or reject operations.</p>`}
@@ -90,19 +102,29 @@ function bulkForm(session: SessionDoc): Html {
 export const BULK_LIMIT = 40;
 
 /** The second question before approving large amounts: everything the checker needs to see, once more. */
-export function confirmApprovalPage(session: SessionDoc, items: PendingOperation[], threshold: string, bulk: boolean): Html {
+export function confirmApprovalPage(
+  session: SessionDoc,
+  items: PendingOperation[],
+  threshold: string,
+  bulk: boolean,
+): Html {
   const large = items.filter((item) => item.large);
   return html`<h1>Confirm approval</h1>
     <p class="notice warning" role="alert">${large.length === 1 && !bulk ? 'This operation is' : `${large.length} of these operations are`} above ${threshold}: check the amount, fee, payer and counterparty once more.</p>
     <table class="stack"><caption class="visually-hidden">Operations to approve</caption>
       <thead><tr><th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterparty</th><th scope="col">Memo</th></tr></thead>
-      <tbody>${items.map(({ operation: op, large: isLarge }) => html`<tr data-operation-id="${op.operationID}"${isLarge ? html` class="large"` : ''}>
+      <tbody>${items.map(
+        ({
+          operation: op,
+          large: isLarge,
+        }) => html`<tr data-operation-id="${op.operationID}"${isLarge ? html` class="large"` : ''}>
         <th scope="row">${op.operationType}<br><code class="muted">${op.operationID}</code></th>
         <td class="num" data-label="Amount">${isLarge ? html`<strong>${op.amount}</strong>` : op.amount}</td>
         <td class="num" data-label="Fee">${op.fee}</td>
         <td data-label="Payer">${op.payerName}</td>
         <td data-label="Counterparty">${counterpartText(op.counterparty)}</td>
-        <td data-label="Memo">${op.memo ?? ''}</td></tr>`)}</tbody></table>
+        <td data-label="Memo">${op.memo ?? ''}</td></tr>`,
+      )}</tbody></table>
     <form method="post" action="${bulk ? '/console/operations/bulk' : `/console/operations/${seg(items[0]!.operation.operationID)}/approve`}" class="stack">
       ${csrfField(session)}
       <input type="hidden" name="confirm" value="yes">
@@ -127,4 +149,10 @@ export function rejectPage(session: SessionDoc, pending: PendingOperation, asset
     </form>`;
 }
 
-export const STATUS_LABELS: Record<string, string> = { pending: 'Pending', approved: 'Approved, executing', rejected: 'Rejected', completed: 'Completed', failed: 'Failed' };
+export const STATUS_LABELS: Record<string, string> = {
+  pending: 'Pending',
+  approved: 'Approved, executing',
+  rejected: 'Rejected',
+  completed: 'Completed',
+  failed: 'Failed',
+};

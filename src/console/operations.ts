@@ -9,7 +9,16 @@ import { DomainError } from '../domain/errors.ts';
 import { samePartyRef, type PartyRef } from '../domain/parties.ts';
 import { streams } from '../domain/streams.ts';
 import { requiredText } from '../domain/text.ts';
-import { commandContext, ConsoleError, field, fields, partyOf, requireRole, viewer, type ConsoleServices } from './context.ts';
+import {
+  commandContext,
+  ConsoleError,
+  field,
+  fields,
+  partyOf,
+  requireRole,
+  viewer,
+  type ConsoleServices,
+} from './context.ts';
 import { BULK_LIMIT, confirmApprovalPage, pendingPage, rejectPage, type PendingOperation } from './operations-pages.ts';
 import { Decimal } from '../domain/money.ts';
 import { isOperationID } from '../domain/operation-ids.ts';
@@ -43,23 +52,40 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
   const keyOf = (keyID: string | null, viewerID?: string) => {
     const key = keyID ? directory.get(keyID) : undefined;
     const now = services.deps.clock().toISOString();
-    const holds = viewerID !== undefined && key !== undefined && vouchConflict(viewerID, { maker: null, keepers: keyKeepers(key, now) }) !== null;
+    const holds =
+      viewerID !== undefined &&
+      key !== undefined &&
+      vouchConflict(viewerID, { maker: null, keepers: keyKeepers(key, now) }) !== null;
     return { keyLabel: key?.label ?? null, viewerRequestedKey: holds };
   };
-  const withKeyLabel = (operation: PendingOperation['operation']): PendingOperation => ({ operation, ...keyOf(operation.keyID) });
+  const withKeyLabel = (operation: PendingOperation['operation']): PendingOperation => ({
+    operation,
+    ...keyOf(operation.keyID),
+  });
 
   async function ownPendingOperation(res: Response, operationID: string): Promise<PendingOperation> {
     const state = await partyOperation(partyOf(res), operationID);
     if (!state) throw new ConsoleError(404, 'There is no such operation in your party.');
-    if (state.status !== 'pending') throw new ConsoleError(409, `This operation is ${state.status}: only a pending operation can be approved or rejected.`);
+    if (state.status !== 'pending')
+      throw new ConsoleError(
+        409,
+        `This operation is ${state.status}: only a pending operation can be approved or rejected.`,
+      );
     return withKeyLabel(state.operation);
   }
 
   router.get('/operations', async (_req, res) => {
     const { userID } = viewer(res).user;
-    const items = (await pendingOperations(services, partyOf(res), PENDING_LIMIT)).map((doc) => ({ doc, ...keyOf(doc.keyID, userID) }));
+    const items = (await pendingOperations(services, partyOf(res), PENDING_LIMIT)).map((doc) => ({
+      doc,
+      ...keyOf(doc.keyID, userID),
+    }));
     const checker = viewer(res).user.roles.includes('checker');
-    await renderPage(services, res, { title: 'Operations', section: 'operations', body: pendingPage(viewer(res).session, items, checker, assetCode) });
+    await renderPage(services, res, {
+      title: 'Operations',
+      section: 'operations',
+      body: pendingPage(viewer(res).session, items, checker, assetCode),
+    });
   });
 
   const threshold = services.deps.confirmAbove ?? null;
@@ -70,10 +96,23 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     const pending = await ownPendingOperation(res, String(req.params.operationID));
     const { operation } = pending;
     if (large(operation.amount) && field(req, 'confirm') !== 'yes') {
-      return renderPage(services, res, { title: 'Confirm approval', section: 'operations', body: confirmApprovalPage(viewer(res).session, [{ ...pending, large: true }], threshold!, false) });
+      return renderPage(services, res, {
+        title: 'Confirm approval',
+        section: 'operations',
+        body: confirmApprovalPage(viewer(res).session, [{ ...pending, large: true }], threshold!, false),
+      });
     }
-    await decideOperation(services.backOffice, actingUser(viewer(res).user), operation.operationID, { type: 'approve' }, commandContext(res));
-    await redirectWith(services, res, '/console/operations', { kind: 'ok', text: `Operation ${operation.operationID} approved: it is being executed. Its outcome appears in the history.` });
+    await decideOperation(
+      services.backOffice,
+      actingUser(viewer(res).user),
+      operation.operationID,
+      { type: 'approve' },
+      commandContext(res),
+    );
+    await redirectWith(services, res, '/console/operations', {
+      kind: 'ok',
+      text: `Operation ${operation.operationID} approved: it is being executed. Its outcome appears in the history.`,
+    });
   });
 
   /**
@@ -83,9 +122,14 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
   router.post('/operations/bulk', async (req, res) => {
     requireRole(res, 'checker');
     const action = field(req, 'action');
-    if (action !== 'approve' && action !== 'reject') throw new ConsoleError(400, 'Choose Approve selected or Reject selected.');
+    if (action !== 'approve' && action !== 'reject')
+      throw new ConsoleError(400, 'Choose Approve selected or Reject selected.');
     const ids = [...new Set(fields(req, 'operationID'))];
-    if (ids.length === 0) return redirectWith(services, res, '/console/operations', { kind: 'error', text: 'Select at least one operation first.' });
+    if (ids.length === 0)
+      return redirectWith(services, res, '/console/operations', {
+        kind: 'error',
+        text: 'Select at least one operation first.',
+      });
     if (ids.length > BULK_LIMIT) throw new ConsoleError(400, `Select at most ${BULK_LIMIT} operations at a time.`);
     let reason = '';
     if (action === 'reject') {
@@ -93,17 +137,25 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
         reason = requiredText('reason', field(req, 'reason'), 500);
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
-        return redirectWith(services, res, '/console/operations', { kind: 'error', text: 'Give a reason for rejecting the selected operations. Nothing was rejected.' });
+        return redirectWith(services, res, '/console/operations', {
+          kind: 'error',
+          text: 'Give a reason for rejecting the selected operations. Nothing was rejected.',
+        });
       }
     }
     if (action === 'approve' && field(req, 'confirm') !== 'yes') {
       const items: PendingOperation[] = [];
       for (const id of ids) {
         const state = await partyOperation(partyOf(res), id);
-        if (state?.status === 'pending') items.push({ ...withKeyLabel(state.operation), large: large(state.operation.amount) });
+        if (state?.status === 'pending')
+          items.push({ ...withKeyLabel(state.operation), large: large(state.operation.amount) });
       }
       if (items.some((item) => item.large)) {
-        return renderPage(services, res, { title: 'Confirm approval', section: 'operations', body: confirmApprovalPage(viewer(res).session, items, threshold!, true) });
+        return renderPage(services, res, {
+          title: 'Confirm approval',
+          section: 'operations',
+          body: confirmApprovalPage(viewer(res).session, items, threshold!, true),
+        });
       }
     }
     const done: string[] = [];
@@ -111,26 +163,41 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     for (const id of ids) {
       try {
         const { operation } = await ownPendingOperation(res, id);
-        await decideOperation(services.backOffice, actingUser(viewer(res).user), operation.operationID, action === 'approve' ? { type: 'approve' } : { type: 'reject', reason }, commandContext(res));
+        await decideOperation(
+          services.backOffice,
+          actingUser(viewer(res).user),
+          operation.operationID,
+          action === 'approve' ? { type: 'approve' } : { type: 'reject', reason },
+          commandContext(res),
+        );
         done.push(id);
       } catch (error) {
         const known = error instanceof DomainError || error instanceof ConsoleError;
-        if (!known) services.deps.logger.error({ err: error, operationID: id, requestId: String(res.getHeader('X-Request-Id') ?? '') }, 'console: bulk decision failed');
+        if (!known)
+          services.deps.logger.error(
+            { err: error, operationID: id, requestId: String(res.getHeader('X-Request-Id') ?? '') },
+            'console: bulk decision failed',
+          );
         const message = known ? (error as Error).message.replace(/\.$/, '') : 'an unexpected error (see the logs)';
         failed.push(`${id}: ${message}`);
       }
     }
     const verb = action === 'approve' ? 'approved' : 'rejected';
-    const text = failed.length === 0
-      ? `${done.length} operation${done.length === 1 ? '' : 's'} ${verb}.`
-      : `${done.length} of ${ids.length} ${verb}; not ${verb}: ${failed.join('; ')}.`;
+    const text =
+      failed.length === 0
+        ? `${done.length} operation${done.length === 1 ? '' : 's'} ${verb}.`
+        : `${done.length} of ${ids.length} ${verb}; not ${verb}: ${failed.join('; ')}.`;
     await redirectWith(services, res, '/console/operations', { kind: failed.length === 0 ? 'ok' : 'error', text });
   });
 
   router.get('/operations/:operationID/reject', async (req, res) => {
     requireRole(res, 'checker');
     const pending = await ownPendingOperation(res, String(req.params.operationID));
-    await renderPage(services, res, { title: 'Reject operation', section: 'operations', body: rejectPage(viewer(res).session, pending, assetCode) });
+    await renderPage(services, res, {
+      title: 'Reject operation',
+      section: 'operations',
+      body: rejectPage(viewer(res).session, pending, assetCode),
+    });
   });
 
   router.post('/operations/:operationID/reject', async (req, res) => {
@@ -142,9 +209,23 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       const message = error.message.charAt(0).toUpperCase() + error.message.slice(1) + '.';
-      return renderPage(services, res, { title: 'Reject operation', section: 'operations', status: 400, body: rejectPage(viewer(res).session, pending, assetCode, message) });
+      return renderPage(services, res, {
+        title: 'Reject operation',
+        section: 'operations',
+        status: 400,
+        body: rejectPage(viewer(res).session, pending, assetCode, message),
+      });
     }
-    await decideOperation(services.backOffice, actingUser(viewer(res).user), pending.operation.operationID, { type: 'reject', reason }, commandContext(res));
-    await redirectWith(services, res, '/console/operations', { kind: 'ok', text: `Operation ${pending.operation.operationID} rejected; what it held is released.` });
+    await decideOperation(
+      services.backOffice,
+      actingUser(viewer(res).user),
+      pending.operation.operationID,
+      { type: 'reject', reason },
+      commandContext(res),
+    );
+    await redirectWith(services, res, '/console/operations', {
+      kind: 'ok',
+      text: `Operation ${pending.operation.operationID} rejected; what it held is released.`,
+    });
   });
 }

@@ -18,9 +18,10 @@ export function searchForm(action: string, label: string, hint: string, query: s
 }
 
 export function partiesPage(view: PartiesView): Html {
-  const table = view.parties.length === 0
-    ? html`<p class="empty">${view.query ? 'No party matches.' : 'No party yet.'}</p>`
-    : html`<table>
+  const table =
+    view.parties.length === 0
+      ? html`<p class="empty">${view.query ? 'No party matches.' : 'No party yet.'}</p>`
+      : html`<table>
       <caption class="visually-hidden">Parties</caption>
       <thead><tr><th scope="col">Party</th><th scope="col">Type</th><th scope="col">Short code</th><th scope="col">Users</th><th scope="col">Actions</th></tr></thead>
       <tbody>${view.parties.map((party) => {

@@ -8,8 +8,16 @@ import type { ConsoleServices } from './context.ts';
  * Pending approval page lists them, its tab and the waiting counts count them. Its own module so that the
  * counts (waiting.ts, under every page) do not import the pages.
  */
-export function pendingOperations(services: ConsoleServices, party: PartyRef, limit: number): Promise<ConsoleOperationDoc[]> {
-  return pendingOperationsOfParty({ readStore: services.deps.readStore, eventStore: services.deps.store }, partyKey(party), limit);
+export function pendingOperations(
+  services: ConsoleServices,
+  party: PartyRef,
+  limit: number,
+): Promise<ConsoleOperationDoc[]> {
+  return pendingOperationsOfParty(
+    { readStore: services.deps.readStore, eventStore: services.deps.store },
+    partyKey(party),
+    limit,
+  );
 }
 
 export function countPending(services: ConsoleServices, party: PartyRef): Promise<number> {

@@ -40,17 +40,32 @@ const sentence = (message: string) => message.charAt(0).toUpperCase() + message.
 export function passwordRoutes(router: Router, services: ConsoleServices): void {
   router.get(PATH, async (_req, res) => {
     const { user, session } = viewer(res);
-    await renderPage(services, res, { title: 'Password', section: 'password', body: passwordPage(session, user.mustChangePassword) });
+    await renderPage(services, res, {
+      title: 'Password',
+      section: 'password',
+      body: passwordPage(session, user.mustChangePassword),
+    });
   });
 
   router.post(PATH, async (req, res) => {
     const { user, session } = viewer(res);
     const newPassword = field(req, 'newPassword') ?? '';
     const show = (errors: Record<string, string>) =>
-      renderPage(services, res, { title: 'Password', section: 'password', status: 400, body: passwordPage(session, user.mustChangePassword, errors) });
-    if (newPassword !== (field(req, 'confirmPassword') ?? '')) return show({ confirmPassword: 'The two new passwords differ.' });
+      renderPage(services, res, {
+        title: 'Password',
+        section: 'password',
+        status: 400,
+        body: passwordPage(session, user.mustChangePassword, errors),
+      });
+    if (newPassword !== (field(req, 'confirmPassword') ?? ''))
+      return show({ confirmPassword: 'The two new passwords differ.' });
     try {
-      await changeOwnPassword(services.backOffice, user, { currentPassword: field(req, 'currentPassword'), newPassword }, commandContext(res));
+      await changeOwnPassword(
+        services.backOffice,
+        user,
+        { currentPassword: field(req, 'currentPassword'), newPassword },
+        commandContext(res),
+      );
     } catch (error) {
       if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
       return show({ [error.field === 'currentPassword' ? 'currentPassword' : 'newPassword']: sentence(error.message) });

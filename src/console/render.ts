@@ -14,7 +14,10 @@ export async function renderPage(
   const current = res.locals.consoleViewer as Viewer | undefined;
   noStore(res);
   if (!current) {
-    res.status(options.status ?? 200).type('html').send(page({ title: options.title, section: 'none', body: options.body }).value);
+    res
+      .status(options.status ?? 200)
+      .type('html')
+      .send(page({ title: options.title, section: 'none', body: options.body }).value);
     return;
   }
   const { user, session } = current;
@@ -28,12 +31,26 @@ export async function renderPage(
     services.deps.logger.warn({ err: error, userID: user.userID }, 'console: waiting counts not available');
     return NOTHING_WAITING;
   });
-  const body = page({ ...options, viewer: { user, session, partyName, waiting }, flash, secrets, pollMs: services.deps.waitingPollMs ?? 15_000 });
-  res.status(options.status ?? 200).type('html').send(body.value);
+  const body = page({
+    ...options,
+    viewer: { user, session, partyName, waiting },
+    flash,
+    secrets,
+    pollMs: services.deps.waitingPollMs ?? 15_000,
+  });
+  res
+    .status(options.status ?? 200)
+    .type('html')
+    .send(body.value);
 }
 
 /** Post/Redirect/Get: the message is shown once on the page redirected to. */
-export async function redirectWith(services: ConsoleServices, res: Response, location: string, flash: { kind: 'ok' | 'error'; text: string }): Promise<void> {
+export async function redirectWith(
+  services: ConsoleServices,
+  res: Response,
+  location: string,
+  flash: { kind: 'ok' | 'error'; text: string },
+): Promise<void> {
   const current = res.locals.consoleViewer as Viewer | undefined;
   if (current) await services.sessions.setFlash(current.session, flash);
   res.redirect(303, location);

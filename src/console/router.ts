@@ -32,14 +32,32 @@ export type { ConsoleDeps } from './context.ts';
  */
 // A Map, not an object literal: `__proto__`, `constructor` or `toString` must find nothing, not Object's own.
 const ASSETS = new Map<string, { type: string; body: Buffer }>([
-  ['console.css', { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/console.css', import.meta.url)) }],
-  ['console.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/console.js', import.meta.url)) }],
+  [
+    'console.css',
+    { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/console.css', import.meta.url)) },
+  ],
+  [
+    'console.js',
+    { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/console.js', import.meta.url)) },
+  ],
 ]);
 
 export function consoleRouter(deps: ConsoleDeps): Router {
-  const credentials = deps.credentials ?? new HeldCredentials({ store: deps.readStore, key: deps.secretsKey, clock: deps.clock, logger: deps.logger, ...(deps.secretTtlMs === undefined ? {} : { ttlMs: deps.secretTtlMs }) });
+  const credentials =
+    deps.credentials ??
+    new HeldCredentials({
+      store: deps.readStore,
+      key: deps.secretsKey,
+      clock: deps.clock,
+      logger: deps.logger,
+      ...(deps.secretTtlMs === undefined ? {} : { ttlMs: deps.secretTtlMs }),
+    });
   const backOffice = {
-    store: deps.store, cache: deps.cache ?? new StateCache(), clock: deps.clock, assetScale: deps.assetScale, credentials,
+    store: deps.store,
+    cache: deps.cache ?? new StateCache(),
+    clock: deps.clock,
+    assetScale: deps.assetScale,
+    credentials,
     secretRotationOverlapHours: deps.secretRotationOverlapHours ?? DEFAULT_ROTATION_OVERLAP_HOURS,
     ...(deps.apiKeyEnvironment ? { apiKeyEnvironment: deps.apiKeyEnvironment } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
@@ -47,7 +65,11 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   const services: ConsoleServices = {
     deps,
     backOffice,
-    webhooks: { ...backOffice, secretsKey: deps.secretsKey, allowInsecureLocalhost: deps.webhookAllowInsecureLocalhost ?? false },
+    webhooks: {
+      ...backOffice,
+      secretsKey: deps.secretsKey,
+      allowInsecureLocalhost: deps.webhookAllowInsecureLocalhost ?? false,
+    },
     lookup: new PartyLookup(deps.store),
     sessions: new ConsoleSessions(deps.readStore, deps.clock, { ...DEFAULT_SESSION_TIMES, ...deps.sessionTimes }),
     throttle: new LoginThrottle(deps.readStore, deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
@@ -64,7 +86,13 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     res.set('Cache-Control', 'public, max-age=300').type(asset.type).send(asset.body);
   });
   pages.use(async (_req, _res, next) => {
-    await (collections ??= deps.readStore.defineCollections([SESSIONS_COLLECTION, LOGIN_ATTEMPTS_COLLECTION, SECRETS_COLLECTION, CONSOLE_OPERATIONS_COLLECTION, ...WEBHOOK_COLLECTIONS]));
+    await (collections ??= deps.readStore.defineCollections([
+      SESSIONS_COLLECTION,
+      LOGIN_ATTEMPTS_COLLECTION,
+      SECRETS_COLLECTION,
+      CONSOLE_OPERATIONS_COLLECTION,
+      ...WEBHOOK_COLLECTIONS,
+    ]));
     next();
   });
   // Form bodies on the console's own routes only; the API keeps its strict JSON parser.

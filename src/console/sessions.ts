@@ -49,8 +49,17 @@ export class ConsoleSessions {
   async create(userID: string): Promise<{ token: string; session: SessionDoc }> {
     const token = newToken();
     const now = this.clock().toISOString();
-    const session: SessionDoc = { id: hashToken(token), userID, csrfToken: newToken(), createdAt: now, lastSeenAt: now, flash: null };
-    const stale = (await this.store.find<SessionDoc>(SESSIONS_COLLECTION.name, { where: { userID } })).filter((s) => this.expired(s));
+    const session: SessionDoc = {
+      id: hashToken(token),
+      userID,
+      csrfToken: newToken(),
+      createdAt: now,
+      lastSeenAt: now,
+      flash: null,
+    };
+    const stale = (await this.store.find<SessionDoc>(SESSIONS_COLLECTION.name, { where: { userID } })).filter((s) =>
+      this.expired(s),
+    );
     await this.store.commit([
       ...stale.map((s) => ({ op: 'delete' as const, collection: SESSIONS_COLLECTION.name, id: s.id })),
       { op: 'upsert', collection: SESSIONS_COLLECTION.name, doc: session },
@@ -69,7 +78,14 @@ export class ConsoleSessions {
     const now = this.clock();
     if (now.getTime() - Date.parse(session.lastSeenAt) >= TOUCH_EVERY_MS) {
       session.lastSeenAt = now.toISOString();
-      await this.store.commit([{ op: 'patch', collection: SESSIONS_COLLECTION.name, id: session.id, patch: { lastSeenAt: session.lastSeenAt } }]);
+      await this.store.commit([
+        {
+          op: 'patch',
+          collection: SESSIONS_COLLECTION.name,
+          id: session.id,
+          patch: { lastSeenAt: session.lastSeenAt },
+        },
+      ]);
     }
     return session;
   }
@@ -103,13 +119,19 @@ export class ConsoleSessions {
 
   private expired(session: SessionDoc): boolean {
     const now = this.clock().getTime();
-    return now - Date.parse(session.lastSeenAt) > this.times.idleMs || now - Date.parse(session.createdAt) > this.times.absoluteMs;
+    return (
+      now - Date.parse(session.lastSeenAt) > this.times.idleMs ||
+      now - Date.parse(session.createdAt) > this.times.absoluteMs
+    );
   }
 }
 
 /** Ends a user's console sessions at once; also used by the operator CLI, which has no ConsoleSessions. */
 export async function endSessionsOf(store: ReadStore, userID: string, except?: string): Promise<number> {
-  const ended = (await store.find<SessionDoc>(SESSIONS_COLLECTION.name, { where: { userID } })).filter((s) => s.id !== except);
-  if (ended.length > 0) await store.commit(ended.map((s) => ({ op: 'delete' as const, collection: SESSIONS_COLLECTION.name, id: s.id })));
+  const ended = (await store.find<SessionDoc>(SESSIONS_COLLECTION.name, { where: { userID } })).filter(
+    (s) => s.id !== except,
+  );
+  if (ended.length > 0)
+    await store.commit(ended.map((s) => ({ op: 'delete' as const, collection: SESSIONS_COLLECTION.name, id: s.id })));
   return ended.length;
 }

@@ -45,23 +45,54 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 
 /** What each event means in a timeline; the time is the event's own (in its data), else the store's. */
 const DESCRIPTIONS: Record<string, Describe> = {
-  OperationRequested: (d) => ({ what: 'Requested', at: text(d.createdAt), detail: html`${String(d.operationType)} of ${String(d.amount)} (fee ${String(d.fee)})` }),
+  OperationRequested: (d) => ({
+    what: 'Requested',
+    at: text(d.createdAt),
+    detail: html`${String(d.operationType)} of ${String(d.amount)} (fee ${String(d.fee)})`,
+  }),
   OperationApproved: (d) => ({ what: 'Approved', at: text(d.approvedAt) }),
   OperationRejected: (d) => ({ what: 'Rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
-  OperationExecutionStarted: (d) => ({ what: 'Execution started', at: text(d.startedAt), detail: html`attempt ${String(d.attempt)} by executor ${String(d.executorID)}` }),
-  OperationSubmitted: (d) => ({ what: 'Submitted to the ledger', at: text(d.submittedAt), detail: html`sequence ${String(d.sequenceNumber)}` }),
-  OperationCompleted: (d) => ({ what: 'Completed', at: text(d.completedAt), detail: html`blockchain <code class="hash">${String(d.blockchainID)}</code>` }),
+  OperationExecutionStarted: (d) => ({
+    what: 'Execution started',
+    at: text(d.startedAt),
+    detail: html`attempt ${String(d.attempt)} by executor ${String(d.executorID)}`,
+  }),
+  OperationSubmitted: (d) => ({
+    what: 'Submitted to the ledger',
+    at: text(d.submittedAt),
+    detail: html`sequence ${String(d.sequenceNumber)}`,
+  }),
+  OperationCompleted: (d) => ({
+    what: 'Completed',
+    at: text(d.completedAt),
+    detail: html`blockchain <code class="hash">${String(d.blockchainID)}</code>`,
+  }),
   OperationFailed: (d) => ({ what: 'Failed', at: text(d.failedAt), reason: text(d.lastError) }),
   ApiKeyRequested: (d) => ({ what: 'Requested', at: text(d.requestedAt) }),
-  ApiKeyApproved: (d) => ({ what: 'Approved', at: text(d.approvedAt), detail: typeof d.expiresAt === 'string' ? html`expires ${time(d.expiresAt)}` : undefined }),
+  ApiKeyApproved: (d) => ({
+    what: 'Approved',
+    at: text(d.approvedAt),
+    detail: typeof d.expiresAt === 'string' ? html`expires ${time(d.expiresAt)}` : undefined,
+  }),
   ApiKeyRejected: (d) => ({ what: 'Rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
   ApiKeyRevocationRequested: (d) => ({ what: 'Revocation requested', at: text(d.requestedAt), reason: text(d.reason) }),
   ApiKeyRevocationRejected: (d) => ({ what: 'Revocation rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
   ApiKeyRevoked: (d) => ({ what: 'Revoked', at: text(d.revokedAt) }),
-  ApiKeyRotationRequested: (d) => ({ what: 'Secret rotation requested', at: text(d.requestedAt), reason: text(d.reason) }),
+  ApiKeyRotationRequested: (d) => ({
+    what: 'Secret rotation requested',
+    at: text(d.requestedAt),
+    reason: text(d.reason),
+  }),
   ApiKeyRotationRejected: (d) => ({ what: 'Secret rotation rejected', at: text(d.rejectedAt), reason: text(d.reason) }),
   ApiKeyRotationWithdrawn: (d) => ({ what: 'Secret rotation withdrawn', at: text(d.withdrawnAt) }),
-  ApiKeyRotated: (d) => ({ what: 'Secret rotated', at: text(d.rotatedAt), detail: typeof d.previousValidUntil === 'string' ? html`previous secret valid until ${time(d.previousValidUntil)}` : undefined }),
+  ApiKeyRotated: (d) => ({
+    what: 'Secret rotated',
+    at: text(d.rotatedAt),
+    detail:
+      typeof d.previousValidUntil === 'string'
+        ? html`previous secret valid until ${time(d.previousValidUntil)}`
+        : undefined,
+  }),
 };
 
 export async function timeline(services: ConsoleServices, events: RecordedEvent[]): Promise<TimelineEntry[]> {
@@ -71,16 +102,22 @@ export async function timeline(services: ConsoleServices, events: RecordedEvent[
     const data = (event.data ?? {}) as Record<string, unknown>;
     const described = describe ? describe(data) : { what: event.type };
     const { at, ...rest } = described as ReturnType<Describe>;
-    entries.push({ ...rest, at: at ?? event.createdAt, actor: await describeActor(services, event.metadata.actor, event.metadata.operator) });
+    entries.push({
+      ...rest,
+      at: at ?? event.createdAt,
+      actor: await describeActor(services, event.metadata.actor, event.metadata.operator),
+    });
   }
   return entries;
 }
 
 export function timelineList(entries: TimelineEntry[], label: string): Html {
-  return html`<ol class="timeline" aria-label="${label}">${entries.map((entry) => html`<li data-event="${entry.what}">
+  return html`<ol class="timeline" aria-label="${label}">${entries.map(
+    (entry) => html`<li data-event="${entry.what}">
       <p><strong>${entry.what}</strong> ${time(entry.at)}</p>
       <p class="by">by ${entry.actor}</p>
       ${entry.detail ? html`<p class="muted">${entry.detail}</p>` : ''}
       ${entry.reason ? html`<p class="reason">Reason: <q>${entry.reason}</q></p>` : ''}
-    </li>`)}</ol>`;
+    </li>`,
+  )}</ol>`;
 }

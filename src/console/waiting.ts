@@ -25,13 +25,18 @@ export interface Waiting {
 
 export const NOTHING_WAITING: Waiting = { operations: 0, keys: 0, webhooks: 0, access: 0, total: 0 };
 
-const withTotal = (counts: Omit<Waiting, 'total'>): Waiting => ({ ...counts, total: counts.operations + counts.keys + counts.webhooks + counts.access });
+const withTotal = (counts: Omit<Waiting, 'total'>): Waiting => ({
+  ...counts,
+  total: counts.operations + counts.keys + counts.webhooks + counts.access,
+});
 
 export async function waitingFor(services: ConsoleServices, user: ActiveUser): Promise<Waiting> {
   if (user.mustChangePassword) return NOTHING_WAITING;
   if (user.platformAdmin) {
     const directory = await catchUpUserDirectory(services.deps.store, services.users);
-    const access = directory.requests('pending').filter((r) => r.requestedBy !== user.userID && r.change.userID !== user.userID).length;
+    const access = directory
+      .requests('pending')
+      .filter((r) => r.requestedBy !== user.userID && r.change.userID !== user.userID).length;
     return withTotal({ operations: 0, keys: 0, webhooks: 0, access });
   }
   if (!user.party || !user.roles.includes('checker')) return NOTHING_WAITING;
@@ -41,21 +46,33 @@ export async function waitingFor(services: ConsoleServices, user: ActiveUser): P
   // Whether the checker holds a working secret of the key, or requested it: its approvals are another checker's.
   const holds = (keyID: string) => {
     const record = directory.get(keyID);
-    return record !== undefined && vouchConflict(user.userID, { maker: null, keepers: keyKeepers(record, now) }) !== null;
+    return (
+      record !== undefined && vouchConflict(user.userID, { maker: null, keepers: keyKeepers(record, now) }) !== null
+    );
   };
-  const keysToDecide = keys.filter(
-    (k) => (k.state === 'pending' && k.requestedBy !== user.userID)
-      || (k.state === 'revocation_pending' && directory.get(k.keyID)?.revocationRequestedBy !== user.userID && !holds(k.keyID)),
-  ).length + keys.filter((k) => {
-    const rotation = (k.state === 'active' || k.state === 'revocation_pending') ? directory.get(k.keyID)?.rotation : null;
-    return rotation != null && rotation.requestedBy !== user.userID && !holds(k.keyID);
-  }).length;
+  const keysToDecide =
+    keys.filter(
+      (k) =>
+        (k.state === 'pending' && k.requestedBy !== user.userID) ||
+        (k.state === 'revocation_pending' &&
+          directory.get(k.keyID)?.revocationRequestedBy !== user.userID &&
+          !holds(k.keyID)),
+    ).length +
+    keys.filter((k) => {
+      const rotation =
+        k.state === 'active' || k.state === 'revocation_pending' ? directory.get(k.keyID)?.rotation : null;
+      return rotation != null && rotation.requestedBy !== user.userID && !holds(k.keyID);
+    }).length;
   // Operations made with a key this checker holds a secret of are for another checker: a handful of indexed counts.
   const ownKeys = keys.filter((k) => holds(k.keyID)).map((k) => k.keyID);
-  const ownKeysOperations = (await Promise.all(ownKeys.map((keyID) => readStore.count(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID } })))).reduce((a, b) => a + b, 0);
+  const ownKeysOperations = (
+    await Promise.all(ownKeys.map((keyID) => readStore.count(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID } })))
+  ).reduce((a, b) => a + b, 0);
   const operations = Math.max(0, (await countPending(services, user.party)) - ownKeysOperations);
   const webhooks = (await webhookEndpointsOfParty(readStore, user.party)).filter(
-    (e) => (e.status === 'pending' && e.requestedBy !== user.userID) || (e.status === 'active' && e.rotationRequestedBy != null && e.rotationRequestedBy !== user.userID),
+    (e) =>
+      (e.status === 'pending' && e.requestedBy !== user.userID) ||
+      (e.status === 'active' && e.rotationRequestedBy != null && e.rotationRequestedBy !== user.userID),
   ).length;
   return withTotal({ operations, keys: keysToDecide, webhooks, access: 0 });
 }

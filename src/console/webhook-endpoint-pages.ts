@@ -1,7 +1,14 @@
 import { html, seg, time, type Html } from '../http/html.ts';
 import type { AttemptDoc, DeliveryDoc, RouteDoc } from '../webhooks/deliveries.ts';
 import { csrfField } from './layout.ts';
-import { endpointActions, endpointBadge, eventTypeList, lifecycle, type EndpointView, type WebhookViewer } from './webhooks-pages.ts';
+import {
+  endpointActions,
+  endpointBadge,
+  eventTypeList,
+  lifecycle,
+  type EndpointView,
+  type WebhookViewer,
+} from './webhooks-pages.ts';
 
 /** The markup of one webhook endpoint: its terms and lifecycle, its delivery log, and one delivery's attempts. */
 export interface EndpointPageView {
@@ -17,14 +24,21 @@ export interface EndpointPageView {
   sinceError?: string;
 }
 
-const DELIVERY_LABELS: Record<DeliveryDoc['status'], string> = { pending: 'Pending', delivered: 'Delivered', failed: 'Failed' };
-const deliveryBadge = (status: DeliveryDoc['status']) => html`<span class="badge badge-${status}">${DELIVERY_LABELS[status]}</span>`;
+const DELIVERY_LABELS: Record<DeliveryDoc['status'], string> = {
+  pending: 'Pending',
+  delivered: 'Delivered',
+  failed: 'Failed',
+};
+const deliveryBadge = (status: DeliveryDoc['status']) =>
+  html`<span class="badge badge-${status}">${DELIVERY_LABELS[status]}</span>`;
 const isoOf = (ms: number) => new Date(ms).toISOString();
 
 /** Redelivery is for makers of the party, on an active endpoint the delivery consumer knows. */
-export const mayRedeliver = (view: Pick<EndpointPageView, 'viewer' | 'endpoint' | 'route'>) => view.viewer.maker && view.endpoint.status === 'active' && view.route !== null;
+export const mayRedeliver = (view: Pick<EndpointPageView, 'viewer' | 'endpoint' | 'route'>) =>
+  view.viewer.maker && view.endpoint.status === 'active' && view.route !== null;
 
-const deliveryPath = (endpointID: string, eventID: string) => `/console/webhooks/${seg(endpointID)}/deliveries/${seg(eventID)}`;
+const deliveryPath = (endpointID: string, eventID: string) =>
+  `/console/webhooks/${seg(endpointID)}/deliveries/${seg(eventID)}`;
 
 function redeliverButton(viewer: WebhookViewer, delivery: DeliveryDoc, from: 'log' | 'delivery'): Html {
   return html`<form method="post" action="${deliveryPath(delivery.endpointID, delivery.eventID)}/redeliver" class="inline">${csrfField(viewer.session)}
@@ -42,7 +56,8 @@ function deliveryTable(view: EndpointPageView): Html {
   return html`<table class="deliveries stack">
     <caption class="visually-hidden">Deliveries, newest event first</caption>
     <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th><th scope="col">Last response</th><th scope="col">Last error</th><th scope="col">Next attempt</th>${redeliver ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
-    <tbody>${view.deliveries.map((d) => html`<tr data-event-id="${d.eventID}">
+    <tbody>${view.deliveries.map(
+      (d) => html`<tr data-event-id="${d.eventID}">
       <th scope="row"><code>${d.eventType}</code><br><a href="${deliveryPath(d.endpointID, d.eventID)}"><code>${d.eventID}</code></a><br><span class="muted created">${time(d.createdAt)}</span></th>
       <td data-label="Status">${deliveryBadge(d.status)}${d.redeliveredAt ? html`<br><span class="muted">redelivery asked ${time(d.redeliveredAt)}</span>` : ''}</td>
       <td class="num" data-label="Attempts">${d.attempts}</td>
@@ -50,16 +65,24 @@ function deliveryTable(view: EndpointPageView): Html {
       <td data-label="Last error">${d.lastError ? html`<span class="error-text">${d.lastError}</span>` : html`<span class="muted">—</span>`}</td>
       <td data-label="Next attempt">${d.status === 'pending' ? time(isoOf(d.nextAttemptAt)) : html`<span class="muted">—</span>`}</td>
       ${redeliver ? html`<td class="actions">${redeliverButton(view.viewer, d, 'log')}</td>` : ''}
-    </tr>`)}</tbody></table>`;
+    </tr>`,
+    )}</tbody></table>`;
 }
 
 function pager(view: EndpointPageView): Html {
   const { offset, limit } = view.page;
   const base = `/console/webhooks/${seg(view.endpoint.id)}`;
-  const newer = offset > 0 ? html`<a href="${base}?offset=${Math.max(0, offset - limit)}#deliveries-title">Newer</a>` : '';
-  const older = offset + limit < view.total ? html`<a href="${base}?offset=${offset + limit}#deliveries-title">Older</a>` : '';
-  const shown = view.deliveries.length === 0 ? '' : html`<span class="muted">${offset + 1}–${offset + view.deliveries.length} of ${view.total}</span>`;
-  return newer || older || shown ? html`<nav class="pager" aria-label="Delivery pages">${shown} ${newer} ${older}</nav>` : html``;
+  const newer =
+    offset > 0 ? html`<a href="${base}?offset=${Math.max(0, offset - limit)}#deliveries-title">Newer</a>` : '';
+  const older =
+    offset + limit < view.total ? html`<a href="${base}?offset=${offset + limit}#deliveries-title">Older</a>` : '';
+  const shown =
+    view.deliveries.length === 0
+      ? ''
+      : html`<span class="muted">${offset + 1}–${offset + view.deliveries.length} of ${view.total}</span>`;
+  return newer || older || shown
+    ? html`<nav class="pager" aria-label="Delivery pages">${shown} ${newer} ${older}</nav>`
+    : html``;
 }
 
 function redeliverSinceForm(view: EndpointPageView): Html {
@@ -77,11 +100,17 @@ function redeliverSinceForm(view: EndpointPageView): Html {
 
 function deliveryState(view: EndpointPageView): Html {
   const { endpoint, route } = view;
-  if (endpoint.status === 'pending') return html`<p class="hint">Nothing is sent before a checker approves the endpoint.</p>`;
-  if (endpoint.status === 'rejected') return html`<p class="hint">The endpoint was rejected: nothing is sent to it.</p>`;
-  if (endpoint.status === 'disabled') return html`<p class="hint">The endpoint is disabled: nothing more is sent to it, and its deliveries cannot be redelivered.</p>`;
-  if (route === null) return html`<p class="hint">The delivery service has not picked up this endpoint yet; its deliveries appear here once it has.</p>`;
-  return view.viewer.maker ? redeliverSinceForm(view) : html`<p class="hint">A maker of your party can redeliver events.</p>`;
+  if (endpoint.status === 'pending')
+    return html`<p class="hint">Nothing is sent before a checker approves the endpoint.</p>`;
+  if (endpoint.status === 'rejected')
+    return html`<p class="hint">The endpoint was rejected: nothing is sent to it.</p>`;
+  if (endpoint.status === 'disabled')
+    return html`<p class="hint">The endpoint is disabled: nothing more is sent to it, and its deliveries cannot be redelivered.</p>`;
+  if (route === null)
+    return html`<p class="hint">The delivery service has not picked up this endpoint yet; its deliveries appear here once it has.</p>`;
+  return view.viewer.maker
+    ? redeliverSinceForm(view)
+    : html`<p class="hint">A maker of your party can redeliver events.</p>`;
 }
 
 export function endpointPage(view: EndpointPageView): Html {
@@ -115,23 +144,27 @@ export interface DeliveryPageView {
 
 /** What a receiver answered, shortened for the page: the store keeps the first KiB. */
 const SHOWN_BODY = 500;
-const shortBody = (body: string | null) => (body === null || body === '' ? null : body.length > SHOWN_BODY ? `${body.slice(0, SHOWN_BODY)}…` : body);
+const shortBody = (body: string | null) =>
+  body === null || body === '' ? null : body.length > SHOWN_BODY ? `${body.slice(0, SHOWN_BODY)}…` : body;
 
 export function deliveryPage(view: DeliveryPageView): Html {
   const { delivery: d, endpoint } = view;
-  const attempts = view.attempts.length === 0
-    ? html`<p class="empty">Not attempted yet.</p>`
-    : html`<table class="attempts stack">
+  const attempts =
+    view.attempts.length === 0
+      ? html`<p class="empty">Not attempted yet.</p>`
+      : html`<table class="attempts stack">
       <caption class="visually-hidden">Attempts, first first</caption>
       <thead><tr><th scope="col" class="num">Attempt</th><th scope="col">Time</th><th scope="col" class="num">Duration</th><th scope="col">Response</th><th scope="col">Response body</th><th scope="col">Error</th></tr></thead>
-      <tbody>${view.attempts.map((a) => html`<tr data-attempt="${a.attempt}">
+      <tbody>${view.attempts.map(
+        (a) => html`<tr data-attempt="${a.attempt}">
         <th scope="row" class="num"><span class="stack-only">Attempt </span>${a.attempt}</th>
         <td data-label="Time">${time(a.at)}</td>
         <td class="num" data-label="Duration">${a.durationMs} ms</td>
         <td data-label="Response">${a.statusCode === null ? html`<span class="muted">no answer</span>` : html`<span class="badge badge-${a.ok ? 'delivered' : 'failed'}">HTTP ${a.statusCode}</span>`}</td>
         <td data-label="Response body">${shortBody(a.responseBody) === null ? html`<span class="muted">—</span>` : html`<pre class="body">${shortBody(a.responseBody)}</pre>`}</td>
         <td data-label="Error">${a.error ? html`<span class="error-text">${a.error}</span>` : html`<span class="muted">—</span>`}</td>
-      </tr>`)}</tbody></table>`;
+      </tr>`,
+      )}</tbody></table>`;
   return html`<p><a href="/console/webhooks/${seg(endpoint.id)}">← ${endpoint.url}</a></p>
     <h1>Delivery of <code>${d.eventID}</code></h1>
     <dl class="summary">

@@ -21,36 +21,46 @@ export interface WebhookViewer {
   session: SessionDoc;
 }
 
-export const disabledBySystem = (endpoint: WebhookEndpointDoc) => endpoint.status === 'disabled' && endpoint.disabledBy === 'system';
+export const disabledBySystem = (endpoint: WebhookEndpointDoc) =>
+  endpoint.status === 'disabled' && endpoint.disabledBy === 'system';
 
-const STATUS_LABELS: Record<WebhookEndpointDoc['status'], string> = { pending: 'Awaiting approval', active: 'Active', rejected: 'Rejected', disabled: 'Disabled' };
+const STATUS_LABELS: Record<WebhookEndpointDoc['status'], string> = {
+  pending: 'Awaiting approval',
+  active: 'Active',
+  rejected: 'Rejected',
+  disabled: 'Disabled',
+};
 
 export const endpointBadge = (endpoint: WebhookEndpointDoc): Html =>
   disabledBySystem(endpoint)
     ? html`<span class="badge badge-disabled">Disabled automatically</span>`
     : html`<span class="badge badge-${endpoint.status}">${STATUS_LABELS[endpoint.status]}</span>`;
 
-export const eventTypeList = (types: readonly string[]): Html => html`<ul class="plain">${types.map((type) => html`<li><code>${type}</code></li>`)}</ul>`;
+export const eventTypeList = (types: readonly string[]): Html =>
+  html`<ul class="plain">${types.map((type) => html`<li><code>${type}</code></li>`)}</ul>`;
 
 /** Requested, decided, disabled: who, when and why, in words. */
 export function lifecycle(endpoint: EndpointView): Html {
   const requested = html`<li>Requested by ${endpoint.requestedByEmail}, ${time(endpoint.requestedAt)}</li>`;
-  const decided = endpoint.status === 'pending'
-    ? html`<li class="muted">Waiting for a checker</li>`
-    : endpoint.status === 'rejected'
-      ? html`<li>Rejected by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
-      : html`<li>Approved by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}</li>`;
-  const disabled = endpoint.status !== 'disabled'
-    ? ''
-    : disabledBySystem(endpoint)
-      ? html`<li class="error-text" data-disabled-by-system>Disabled automatically after a day of failed deliveries, ${time(endpoint.disabledAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
-      : html`<li>Disabled by ${endpoint.disabledByEmail}, ${time(endpoint.disabledAt)}: <q>${endpoint.reason ?? ''}</q></li>`;
+  const decided =
+    endpoint.status === 'pending'
+      ? html`<li class="muted">Waiting for a checker</li>`
+      : endpoint.status === 'rejected'
+        ? html`<li>Rejected by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
+        : html`<li>Approved by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}</li>`;
+  const disabled =
+    endpoint.status !== 'disabled'
+      ? ''
+      : disabledBySystem(endpoint)
+        ? html`<li class="error-text" data-disabled-by-system>Disabled automatically after a day of failed deliveries, ${time(endpoint.disabledAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
+        : html`<li>Disabled by ${endpoint.disabledByEmail}, ${time(endpoint.disabledAt)}: <q>${endpoint.reason ?? ''}</q></li>`;
   const rotated = endpoint.rotatedAt
     ? html`<li>Signing secret rotated ${time(endpoint.rotatedAt)}; deliveries were signed with the previous secret too until ${time(endpoint.previousSecretValidUntil ?? null)}</li>`
     : '';
-  const rotation = endpoint.status === 'active' && endpoint.rotationRequestedBy
-    ? html`<li>Secret rotation requested by ${endpoint.rotationRequestedByEmail}: <q>${endpoint.rotationReason ?? ''}</q></li>`
-    : '';
+  const rotation =
+    endpoint.status === 'active' && endpoint.rotationRequestedBy
+      ? html`<li>Secret rotation requested by ${endpoint.rotationRequestedByEmail}: <q>${endpoint.rotationReason ?? ''}</q></li>`
+      : '';
   return html`<ul class="plain lifecycle">${requested}${decided}${rotated}${signatures(endpoint)}${rotation}${disabled}</ul>`;
 }
 
@@ -73,9 +83,12 @@ function signatures(endpoint: EndpointView): Html | '' {
 function rotationActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): Html {
   const base = `/console/webhooks/${seg(endpoint.id)}`;
   const requester = endpoint.rotationRequestedBy ?? null;
-  if (requester === null) return viewer.maker ? html`<a class="button" href="${base}/rotate">Rotate secret…</a>` : html``;
+  if (requester === null)
+    return viewer.maker ? html`<a class="button" href="${base}/rotate">Rotate secret…</a>` : html``;
   const own = requester === viewer.userID;
-  const withdraw = own ? html`<form method="post" action="${base}/rotation/withdraw" class="inline">${csrfField(viewer.session)}<button type="submit" class="danger">Withdraw rotation</button></form>` : '';
+  const withdraw = own
+    ? html`<form method="post" action="${base}/rotation/withdraw" class="inline">${csrfField(viewer.session)}<button type="submit" class="danger">Withdraw rotation</button></form>`
+    : '';
   if (!viewer.checker) return html`${withdraw}<span class="muted">Secret rotation waiting for a checker</span>`;
   if (own) {
     const note = `own-rotation-${endpoint.id}`;
@@ -103,28 +116,36 @@ export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpoint
         <label class="compact"><span class="visually-hidden">Reason for rejecting ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
         <button type="submit" class="danger">Reject</button></form>`;
   }
-  if (endpoint.status === 'active' && (viewer.maker || viewer.checker)) return html`${rotationActions(viewer, endpoint)} <a class="button danger" href="${base}/disable">Disable…</a>`;
+  if (endpoint.status === 'active' && (viewer.maker || viewer.checker))
+    return html`${rotationActions(viewer, endpoint)} <a class="button danger" href="${base}/disable">Disable…</a>`;
   return html``;
 }
 
 export function webhooksPage(viewer: WebhookViewer, endpoints: EndpointView[]): Html {
   const failed = endpoints.filter(disabledBySystem);
-  const table = endpoints.length === 0
-    ? html`<p class="empty">Your party has no webhook endpoint yet.${viewer.maker ? ' Register one to be told of approvals, completions, failures, payments and revoked keys as they happen.' : ''}</p>`
-    : html`<table class="webhooks stack">
+  const table =
+    endpoints.length === 0
+      ? html`<p class="empty">Your party has no webhook endpoint yet.${viewer.maker ? ' Register one to be told of approvals, completions, failures, payments and revoked keys as they happen.' : ''}</p>`
+      : html`<table class="webhooks stack">
       <caption class="visually-hidden">Webhook endpoints, newest first</caption>
       <thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">Status</th><th scope="col">History</th><th scope="col">Actions</th></tr></thead>
-      <tbody>${endpoints.map((endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
+      <tbody>${endpoints.map(
+        (endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
         <th scope="row"><a href="/console/webhooks/${seg(endpoint.id)}" class="url">${endpoint.url}</a><br><code class="muted">${endpoint.id}</code></th>
         <td data-label="Events">${eventTypeList(endpoint.eventTypes)}</td>
         <td data-label="Status">${endpointBadge(endpoint)}</td>
         <td data-label="History">${lifecycle(endpoint)}</td>
         <td class="actions">${endpointActions(viewer, endpoint)} <a href="/console/webhooks/${seg(endpoint.id)}">Deliveries</a></td>
-      </tr>`)}</tbody></table>`;
+      </tr>`,
+      )}</tbody></table>`;
   return html`<div class="page-head"><h1>Webhooks</h1>${viewer.maker ? html`<a class="button" href="/console/webhooks/new">Register endpoint</a>` : ''}</div>
     <p class="hint">Endpoints receive your party’s events as signed HTTPS requests. A maker registers one, a checker approves it; the maker then sees its signing secret once.</p>
-    ${failed.length > 0 ? html`<div class="notice error" data-system-disabled><h2>${failed.length === 1 ? 'An endpoint was' : `${failed.length} endpoints were`} disabled automatically</h2>
-      <p>Deliveries to ${failed.map((e, i) => html`${i > 0 ? ', ' : ''}<a href="/console/webhooks/${seg(e.id)}">${e.url}</a>`)} failed for a day, so nothing more is sent there. Register a new endpoint once the receiver works again.</p></div>` : ''}
+    ${
+      failed.length > 0
+        ? html`<div class="notice error" data-system-disabled><h2>${failed.length === 1 ? 'An endpoint was' : `${failed.length} endpoints were`} disabled automatically</h2>
+      <p>Deliveries to ${failed.map((e, i) => html`${i > 0 ? ', ' : ''}<a href="/console/webhooks/${seg(e.id)}">${e.url}</a>`)} failed for a day, so nothing more is sent there. Register a new endpoint once the receiver works again.</p></div>`
+        : ''
+    }
     <section aria-labelledby="endpoints-title"><h2 id="endpoints-title">Endpoints</h2>${table}</section>`;
 }
 
@@ -144,15 +165,24 @@ const EVENT_HELP: Record<WebhookEventType, string> = {
   'api_key.revoked': 'one of your API keys was revoked',
 };
 
-export function newEndpointPage(session: SessionDoc, values: EndpointFormValues, errors: Record<string, string>, allowInsecureLocalhost: boolean): Html {
+export function newEndpointPage(
+  session: SessionDoc,
+  values: EndpointFormValues,
+  errors: Record<string, string>,
+  allowInsecureLocalhost: boolean,
+): Html {
   const errorList = Object.entries(errors);
   const urlError = errors.url;
   const typesError = errors.eventTypes;
   const urlDescribedBy = ['url-hint', urlError ? 'url-error' : ''].filter(Boolean).join(' ');
   return html`<h1>Register a webhook endpoint</h1>
     <p>A checker of your party approves it. You will then see its signing secret once, on your next page.</p>
-    ${errorList.length ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${errorList.length === 1 ? 'a problem' : `${errorList.length} problems`}</h2>
-      <ul>${errorList.map(([name, message]) => html`<li><a href="#${name === 'eventTypes' ? `event-${WEBHOOK_EVENT_TYPES[0]}` : name}">${message}</a></li>`)}</ul></div>` : ''}
+    ${
+      errorList.length
+        ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${errorList.length === 1 ? 'a problem' : `${errorList.length} problems`}</h2>
+      <ul>${errorList.map(([name, message]) => html`<li><a href="#${name === 'eventTypes' ? `event-${WEBHOOK_EVENT_TYPES[0]}` : name}">${message}</a></li>`)}</ul></div>`
+        : ''
+    }
     <form method="post" action="/console/webhooks" class="stack" novalidate>
       ${csrfField(session)}
       <div class="field${urlError ? ' invalid' : ''}">
@@ -164,9 +194,11 @@ export function newEndpointPage(session: SessionDoc, values: EndpointFormValues,
       <fieldset class="field${typesError ? ' invalid' : ''}"${typesError ? html` aria-describedby="eventTypes-error"` : ''}>
         <legend>Events</legend>
         ${typesError ? html`<p class="field-error" id="eventTypes-error">${typesError}</p>` : ''}
-        ${WEBHOOK_EVENT_TYPES.map((type) => html`<div class="check">
+        ${WEBHOOK_EVENT_TYPES.map(
+          (type) => html`<div class="check">
           <input type="checkbox" id="event-${type}" name="eventTypes" value="${type}"${values.eventTypes.includes(type) ? html` checked` : ''}>
-          <label for="event-${type}"><code>${type}</code> <span class="muted">— ${EVENT_HELP[type]}</span></label></div>`)}
+          <label for="event-${type}"><code>${type}</code> <span class="muted">— ${EVENT_HELP[type]}</span></label></div>`,
+        )}
       </fieldset>
       <div class="actions"><button type="submit">Register endpoint</button> <a href="/console/webhooks">Cancel</a></div>
     </form>`;

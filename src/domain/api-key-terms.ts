@@ -36,7 +36,11 @@ const PERMISSION_ALIASES: Record<string, Permission> = {
 function parsePermission(value: string): Permission {
   const trimmed = value.trim();
   const permission = PERMISSION_ALIASES[trimmed.toLowerCase()] ?? PERMISSIONS.find((p) => p === trimmed);
-  if (!permission) throw invalidInput('permissions', `unknown permission "${trimmed.slice(0, 40)}"; use read-balance, read-transactions, perform-operations`);
+  if (!permission)
+    throw invalidInput(
+      'permissions',
+      `unknown permission "${trimmed.slice(0, 40)}"; use read-balance, read-transactions, perform-operations`,
+    );
   return permission;
 }
 
@@ -51,13 +55,22 @@ export function parseKeyTerms(input: KeyTermsInput, scale: number): KeyTerms {
   if (!Array.isArray(rawPermissions) || rawPermissions.some((p) => typeof p !== 'string')) {
     throw invalidInput('permissions', 'permissions must be a list');
   }
-  const permissions = PERMISSIONS.filter((p) => (rawPermissions as string[]).filter((r) => r.trim() !== '').map(parsePermission).includes(p));
+  const permissions = PERMISSIONS.filter((p) =>
+    (rawPermissions as string[])
+      .filter((r) => r.trim() !== '')
+      .map(parsePermission)
+      .includes(p),
+  );
   if (permissions.length === 0) throw invalidInput('permissions', 'a key needs at least one permission');
 
   const maxTransactionAmount = optionalAmount('maxTransactionAmount', input.maxTransactionAmount, scale);
   const maxDailyVolume = optionalAmount('maxDailyVolume', input.maxDailyVolume, scale);
   if (maxTransactionAmount && maxDailyVolume && new Decimal(maxTransactionAmount).gt(maxDailyVolume)) {
-    throw new DomainError('INVALID_INPUT', 'the max transaction amount cannot exceed the max daily volume', 'maxTransactionAmount');
+    throw new DomainError(
+      'INVALID_INPUT',
+      'the max transaction amount cannot exceed the max daily volume',
+      'maxTransactionAmount',
+    );
   }
 
   const ips = input.allowedIPs ?? [];
@@ -68,10 +81,13 @@ export function parseKeyTerms(input: KeyTermsInput, scale: number): KeyTerms {
 
   const rawDays = input.expiresInDays;
   const days =
-    rawDays === undefined || rawDays === '' ? DEFAULT_EXPIRY_DAYS
-    : typeof rawDays === 'number' ? rawDays
-    : typeof rawDays === 'string' && /^\d{1,5}$/.test(rawDays) ? Number(rawDays)
-    : Number.NaN;
+    rawDays === undefined || rawDays === ''
+      ? DEFAULT_EXPIRY_DAYS
+      : typeof rawDays === 'number'
+        ? rawDays
+        : typeof rawDays === 'string' && /^\d{1,5}$/.test(rawDays)
+          ? Number(rawDays)
+          : Number.NaN;
   if (!Number.isInteger(days) || days < 1 || days > MAX_EXPIRY_DAYS) {
     throw invalidInput('expiresInDays', `expiresInDays must be a whole number of days from 1 to ${MAX_EXPIRY_DAYS}`);
   }

@@ -26,12 +26,15 @@ export function newCashOutCode(): string {
 /** A presented code: exactly 8 digits (spaces, which people add when they read it out, are dropped). */
 export function cashOutCode(field: string, value: unknown): string {
   const code = typeof value === 'string' ? value.replaceAll(' ', '') : value;
-  if (typeof code !== 'string' || !CODE_PATTERN.test(code)) throw invalidInput(field, `${field} must be the individual's ${CASH_OUT_CODE_DIGITS}-digit cash-out code`);
+  if (typeof code !== 'string' || !CODE_PATTERN.test(code))
+    throw invalidInput(field, `${field} must be the individual's ${CASH_OUT_CODE_DIGITS}-digit cash-out code`);
   return code;
 }
 
 export function hashCashOutCode(secretsKey: Buffer, phone: string, code: string): string {
-  return createHmac('sha256', secretsKey).update(`wallet-ops cash-out code\u0000${phone}\u0000${code}`, 'utf8').digest('hex');
+  return createHmac('sha256', secretsKey)
+    .update(`wallet-ops cash-out code\u0000${phone}\u0000${code}`, 'utf8')
+    .digest('hex');
 }
 
 /** Constant-time equality of two hashes (hex); anything malformed is never equal. */

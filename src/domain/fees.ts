@@ -17,7 +17,12 @@ export const feeScheduleSchema = z
 
 export type FeeSchedule = z.infer<typeof feeScheduleSchema>;
 
-export function feeFor(schedule: FeeSchedule, operationType: MerchantOperationType, amount: string, scale: number): string {
+export function feeFor(
+  schedule: FeeSchedule,
+  operationType: MerchantOperationType,
+  amount: string,
+  scale: number,
+): string {
   const rule = schedule[operationType];
   if (!rule) return new Decimal(0).toFixed(scale);
   const percentage = new Decimal(amount).times(rule.percent).dividedBy(100).toDecimalPlaces(scale, Decimal.ROUND_CEIL);

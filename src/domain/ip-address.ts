@@ -20,7 +20,9 @@ export function parseIpAddress(text: string): IpAddress | null {
 
 /** IPv4-mapped IPv6 (::ffff:10.1.2.3) as the IPv4 address it carries: one address, one form. */
 export function unmapped(address: IpAddress): IpAddress {
-  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (address as ipaddr.IPv6).toIPv4Address()
+    : address;
 }
 
 /** A client's address (req.ip), strictly read and unmapped; null when it is not an address. */

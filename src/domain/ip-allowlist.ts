@@ -20,7 +20,8 @@ function parseEntry(entry: string): Range {
   const [addressText = '', bitsText, ...rest] = entry.split('/');
   const address = parseAddress(addressText);
   const full = address.kind() === 'ipv4' ? 32 : 128;
-  if (rest.length > 0 || (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText))) throw new Error(`bad prefix: ${entry}`);
+  if (rest.length > 0 || (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText)))
+    throw new Error(`bad prefix: ${entry}`);
   const bits = bitsText === undefined ? full : Number(bitsText);
   if (bits > full) throw new Error(`prefix too long: ${entry}`);
   const canonical = unmapped(address);
@@ -49,7 +50,10 @@ export function parseAllowedIps(field: string, input: string | string[]): string
       // A range is stored by its network address, so that one range has one spelling.
       return range[1] === full ? range[0].toString() : `${networkAddress(range)}/${range[1]}`;
     } catch {
-      throw invalidInput(field, `${field}: "${entry.slice(0, 60)}" is not an IP address or CIDR range (IPv4 as four decimal numbers 0-255 such as 10.0.0.0/8, IPv6 such as 2001:db8::/32)`);
+      throw invalidInput(
+        field,
+        `${field}: "${entry.slice(0, 60)}" is not an IP address or CIDR range (IPv4 as four decimal numbers 0-255 such as 10.0.0.0/8, IPv6 such as 2001:db8::/32)`,
+      );
     }
   });
 }
@@ -67,6 +71,8 @@ export function compileAllowList(entries: string[]): (ip: string) => boolean {
   });
   return (ip) => {
     const address = clientAddress(ip);
-    return address !== null && ranges.some(([range, bits]) => range.kind() === address.kind() && address.match(range, bits));
+    return (
+      address !== null && ranges.some(([range, bits]) => range.kind() === address.kind() && address.match(range, bits))
+    );
   };
 }

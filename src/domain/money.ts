@@ -17,7 +17,11 @@ const MAX_INTEGER_DIGITS = 18;
 export function parsePositiveAmount(field: string, input: unknown, scale = DEFAULT_ASSET_SCALE): string {
   if (typeof input !== 'string') throw invalidInput(field, `${field} must be a decimal string such as "100.00"`);
   const match = /^(\d+)(?:\.(\d+))?$/.exec(input);
-  if (!match) throw invalidInput(field, `${field} must be a decimal string of digits with an optional fraction, such as "100.00"`);
+  if (!match)
+    throw invalidInput(
+      field,
+      `${field} must be a decimal string of digits with an optional fraction, such as "100.00"`,
+    );
   const [, integerPart = '', fraction = ''] = match;
   if (fraction.length > scale) throw invalidInput(field, `${field} has more than ${scale} decimal places`);
   if (integerPart.replace(/^0+/, '').length > MAX_INTEGER_DIGITS) throw invalidInput(field, `${field} is too large`);

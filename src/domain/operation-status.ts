@@ -4,7 +4,15 @@ import type { OperationEvent } from './events.ts';
  * An operation's stage inside the service. `executing` (an executor's claim) and `submitted` (sent to the
  * ledger) are the executor's business: the contract never shows them (see contractStatus).
  */
-export const OPERATION_STATUSES = ['pending', 'approved', 'rejected', 'executing', 'submitted', 'completed', 'failed'] as const;
+export const OPERATION_STATUSES = [
+  'pending',
+  'approved',
+  'rejected',
+  'executing',
+  'submitted',
+  'completed',
+  'failed',
+] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
 /** The statuses the APIs, the lists, the console and their filters show. */

@@ -17,7 +17,8 @@ export const LOWEST_TEST_HASH_COST = 10;
  * dominate its run time. Hashes record their own parameters, so any stored hash still verifies.
  */
 export function setPasswordHashCost(log2N: number): void {
-  if (!Number.isInteger(log2N) || log2N < LOWEST_TEST_HASH_COST || log2N > 20) throw new RangeError(`scrypt cost must be ${LOWEST_TEST_HASH_COST}..20 (log2 N), got ${log2N}`);
+  if (!Number.isInteger(log2N) || log2N < LOWEST_TEST_HASH_COST || log2N > 20)
+    throw new RangeError(`scrypt cost must be ${LOWEST_TEST_HASH_COST}..20 (log2 N), got ${log2N}`);
   PARAMS = { N: 2 ** log2N, r: 8, p: 1 };
 }
 const KEY_LENGTH = 64;

@@ -9,12 +9,15 @@ import { refuseControlCharacters } from './text.ts';
 export function normalizePhone(field: string, input: unknown): string {
   const known = typeof input === 'string' ? recentlyValid.get(input) : undefined;
   if (known !== undefined) return known;
-  if (typeof input !== 'string' || input.length > 40) throw invalidInput(field, `${field} must be a phone number in international format, such as "+2348123456781"`);
+  if (typeof input !== 'string' || input.length > 40)
+    throw invalidInput(field, `${field} must be a phone number in international format, such as "+2348123456781"`);
   // A tab or a line break at the ends is trimmed as whitespace; no other control passes (trim() would drop \v and \f).
   const trimmed = refuseControlCharacters(field, input, 'trimmed').trim();
-  if (!trimmed.startsWith('+')) throw invalidInput(field, `${field} must be in international format, starting with + and the country code`);
+  if (!trimmed.startsWith('+'))
+    throw invalidInput(field, `${field} must be in international format, starting with + and the country code`);
   // Only digits and the usual separators: the library would otherwise pull a number out of longer text.
-  if (!/^\+[0-9][0-9 ()\-.]*$/.test(trimmed)) throw invalidInput(field, `${field} may contain only digits, spaces, dots, dashes and parentheses after the +`);
+  if (!/^\+[0-9][0-9 ()\-.]*$/.test(trimmed))
+    throw invalidInput(field, `${field} may contain only digits, spaces, dots, dashes and parentheses after the +`);
   const parsed = parsePhoneNumberFromString(trimmed);
   if (!parsed || !parsed.isValid()) throw invalidInput(field, `${field} is not a valid phone number`);
   remember(input, parsed.number);

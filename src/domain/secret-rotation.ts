@@ -37,7 +37,12 @@ export interface RotationActor {
 export function acceptedSecrets<Secret>(secrets: RotatingSecrets<Secret>, now: string): Secret[] {
   const accepted: Secret[] = [];
   if (secrets.current !== null) accepted.push(secrets.current);
-  if (secrets.previous !== null && secrets.previousValidUntil !== null && Date.parse(now) < Date.parse(secrets.previousValidUntil)) accepted.push(secrets.previous);
+  if (
+    secrets.previous !== null &&
+    secrets.previousValidUntil !== null &&
+    Date.parse(now) < Date.parse(secrets.previousValidUntil)
+  )
+    accepted.push(secrets.previous);
   return accepted;
 }
 
@@ -51,21 +56,39 @@ export function overlapEnd(approvedAt: string, overlapHours: number): string {
 
 /** A maker asks; refused when a rotation already waits (`what`: "API key key_…", "webhook endpoint whe_…"). */
 export function checkRotationRequest(by: RotationActor, pending: PendingRotation | null, what: string): void {
-  if (!by.roles.includes('maker')) throw new DomainError('ROLE_REQUIRED', 'requesting a secret rotation needs the maker role');
+  if (!by.roles.includes('maker'))
+    throw new DomainError('ROLE_REQUIRED', 'requesting a secret rotation needs the maker role');
   if (pending !== null) throw new DomainError('WRONG_STATE', `a rotation of ${what} is already pending`);
 }
 
 /** A checker decides on the pending rotation: never the maker who asked for it. */
-export function checkRotationDecision(by: RotationActor, pending: PendingRotation | null, what: string, action: 'approve' | 'reject'): PendingRotation {
-  if (!by.roles.includes('checker')) throw new DomainError('ROLE_REQUIRED', `${action === 'approve' ? 'approving' : 'rejecting'} a secret rotation needs the checker role`);
-  if (pending === null) throw new DomainError('WRONG_STATE', `cannot ${action} the rotation: no rotation of ${what} is pending`);
-  if (by.userID === pending.requestedBy) throw new DomainError('SAME_USER', `cannot ${action} the rotation: the maker of a request cannot also check it`);
+export function checkRotationDecision(
+  by: RotationActor,
+  pending: PendingRotation | null,
+  what: string,
+  action: 'approve' | 'reject',
+): PendingRotation {
+  if (!by.roles.includes('checker'))
+    throw new DomainError(
+      'ROLE_REQUIRED',
+      `${action === 'approve' ? 'approving' : 'rejecting'} a secret rotation needs the checker role`,
+    );
+  if (pending === null)
+    throw new DomainError('WRONG_STATE', `cannot ${action} the rotation: no rotation of ${what} is pending`);
+  if (by.userID === pending.requestedBy)
+    throw new DomainError('SAME_USER', `cannot ${action} the rotation: the maker of a request cannot also check it`);
   return pending;
 }
 
 /** Only the maker who asked takes the request back; a checker who disagrees rejects it instead. */
-export function checkRotationWithdrawal(by: RotationActor, pending: PendingRotation | null, what: string): PendingRotation {
-  if (pending === null) throw new DomainError('WRONG_STATE', `cannot withdraw the rotation: no rotation of ${what} is pending`);
-  if (by.userID !== pending.requestedBy) throw new DomainError('SAME_USER', 'only the maker who requested the rotation can withdraw it');
+export function checkRotationWithdrawal(
+  by: RotationActor,
+  pending: PendingRotation | null,
+  what: string,
+): PendingRotation {
+  if (pending === null)
+    throw new DomainError('WRONG_STATE', `cannot withdraw the rotation: no rotation of ${what} is pending`);
+  if (by.userID !== pending.requestedBy)
+    throw new DomainError('SAME_USER', 'only the maker who requested the rotation can withdraw it');
   return pending;
 }

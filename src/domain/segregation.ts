@@ -62,7 +62,7 @@ export function vouchConflict(approver: string, act: VouchedAct): VouchConflict 
 }
 
 const REASONS: Record<VouchConflict, (credential: string) => string> = {
-  'maker': () => 'you requested it: the maker of a request cannot also check it',
+  maker: () => 'you requested it: the maker of a request cannot also check it',
   'original-requester': (credential) => `you requested ${credential}, and saw its first secret`,
   'used-secret': (credential) => `you were handed the secret of ${credential} that created it`,
   'holds-secret': (credential) => `you hold a secret of ${credential} that still works`,
@@ -74,5 +74,9 @@ const REASONS: Record<VouchConflict, (credential: string) => string> = {
  */
 export function requireMayVouch(approver: string, act: VouchedAct, action: string, credential: string): void {
   const conflict = vouchConflict(approver, act);
-  if (conflict !== null) throw new DomainError('SAME_USER', `cannot ${action}: ${REASONS[conflict](credential)}; another checker must approve it`);
+  if (conflict !== null)
+    throw new DomainError(
+      'SAME_USER',
+      `cannot ${action}: ${REASONS[conflict](credential)}; another checker must approve it`,
+    );
 }

@@ -92,7 +92,11 @@ export function requiredText(field: string, input: unknown, maxLength: number): 
   if (value.length > maxLength) throw invalidInput(field, `${field} must be at most ${maxLength} characters`);
   if (FORBIDDEN.test(value)) throw invalidInput(field, `${field} must not contain control characters`);
   const invisible = INVISIBLE.exec(value);
-  if (invisible) throw invalidInput(field, `${field} must not contain invisible or direction-changing characters (${located(value, invisible[0], invisible.index)})`);
+  if (invisible)
+    throw invalidInput(
+      field,
+      `${field} must not contain invisible or direction-changing characters (${located(value, invisible[0], invisible.index)})`,
+    );
   return value;
 }
 

@@ -34,8 +34,13 @@ export function isValidTimeZone(timeZone: string): boolean {
  * with the zone's offset from UTC at `instant` (a zone that changes its offset that day runs 23 or 25 hours).
  */
 export function volumeDayWindow(instant: Date, timeZone: string): string {
-  const name = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' }).formatToParts(instant).find((part) => part.type === 'timeZoneName')?.value ?? 'GMT';
+  const name =
+    new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' })
+      .formatToParts(instant)
+      .find((part) => part.type === 'timeZoneName')?.value ?? 'GMT';
   // Intl writes "GMT+01:00", and "GMT" or "GMT+00:00" for a zero offset.
   const offset = name.replace(/^GMT/, 'UTC').replace(/^UTC\+00:00$/, 'UTC');
-  return offset === 'UTC' && (timeZone === 'UTC' || timeZone === 'Etc/UTC') ? '00:00-24:00 UTC' : `00:00-24:00 ${offset} (${timeZone})`;
+  return offset === 'UTC' && (timeZone === 'UTC' || timeZone === 'Etc/UTC')
+    ? '00:00-24:00 UTC'
+    : `00:00-24:00 ${offset} (${timeZone})`;
 }

@@ -43,7 +43,10 @@ export function parseWebhookUrl(field: string, input: unknown, rules: WebhookUrl
   if (url.protocol === 'http:') {
     // A developer's local receiver: say which switch allows it, rather than only that https is needed.
     if (LOOPBACK_HOSTS.has(url.hostname) && !rules.allowInsecureLocalhost) {
-      throw invalidInput(field, `${field} must use https; http:// to ${url.hostname} is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true (development and tests, never production)`);
+      throw invalidInput(
+        field,
+        `${field} must use https; http:// to ${url.hostname} is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true (development and tests, never production)`,
+      );
     }
     if (!LOOPBACK_HOSTS.has(url.hostname)) throw invalidInput(field, `${field} must use https`);
   } else if (url.protocol !== 'https:') {
@@ -54,11 +57,21 @@ export function parseWebhookUrl(field: string, input: unknown, rules: WebhookUrl
 
 /** One or more distinct event types of the catalog, in the catalog's order. */
 export function parseWebhookEventTypes(field: string, input: unknown): WebhookEventType[] {
-  const values = typeof input === 'string' ? input.split(',').map((value) => value.trim()).filter(Boolean) : input;
-  if (!Array.isArray(values) || values.length === 0) throw invalidInput(field, `${field} must name at least one event type: ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+  const values =
+    typeof input === 'string'
+      ? input
+          .split(',')
+          .map((value) => value.trim())
+          .filter(Boolean)
+      : input;
+  if (!Array.isArray(values) || values.length === 0)
+    throw invalidInput(field, `${field} must name at least one event type: ${WEBHOOK_EVENT_TYPES.join(', ')}`);
   for (const value of values) {
     if (!WEBHOOK_EVENT_TYPES.includes(value as WebhookEventType)) {
-      throw invalidInput(field, `${field}: unknown event type "${String(value).slice(0, 40)}"; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+      throw invalidInput(
+        field,
+        `${field}: unknown event type "${String(value).slice(0, 40)}"; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+      );
     }
   }
   return WEBHOOK_EVENT_TYPES.filter((type) => values.includes(type));

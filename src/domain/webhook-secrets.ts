@@ -34,7 +34,8 @@ export function isWebhookSecret(value: string): boolean {
 }
 
 const keyFingerprint = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 16);
-const additionalData = (sealedWith: string, endpointID: string) => Buffer.from(`wallet-ops webhook secret\n${sealedWith}\n${endpointID}`);
+const additionalData = (sealedWith: string, endpointID: string) =>
+  Buffer.from(`wallet-ops webhook secret\n${sealedWith}\n${endpointID}`);
 
 export function sealWebhookSecret(key: Buffer, endpointID: string, secret: string): SealedWebhookSecret {
   if (key.length !== 32) throw new RangeError('the secrets key must be 32 bytes');
@@ -43,7 +44,12 @@ export function sealWebhookSecret(key: Buffer, endpointID: string, secret: strin
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(additionalData(sealedWith, endpointID));
   const data = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return { sealedWith, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+  return {
+    sealedWith,
+    iv: iv.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+    data: data.toString('base64'),
+  };
 }
 
 /** The secret, or null when it was sealed under another key, for another endpoint, or tampered with. */
@@ -65,7 +71,9 @@ export function openWebhookSecret(key: Buffer, endpointID: string, sealed: Seale
  * with either secret, and accepts any matching `v1`, keeps working while it switches.
  */
 export function signWebhook(secrets: string | readonly string[], unixSeconds: number, body: string): string {
-  const macs = (typeof secrets === 'string' ? [secrets] : secrets).map((secret) => createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${unixSeconds}.${body}`, 'utf8').digest('hex'));
+  const macs = (typeof secrets === 'string' ? [secrets] : secrets).map((secret) =>
+    createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${unixSeconds}.${body}`, 'utf8').digest('hex'),
+  );
   return [`t=${unixSeconds}`, ...macs.map((mac) => `v1=${mac}`)].join(',');
 }
 
@@ -73,7 +81,13 @@ export function signWebhook(secrets: string | readonly string[], unixSeconds: nu
  * What a legacy (`stripe-v1`) receiver does (docs/webhooks.md shows the same in a few lines): true when a `v1`
  * signature matches and the timestamp is within `toleranceSeconds` of `nowSeconds`.
  */
-export function verifyWebhookSignature(secret: string, header: string, body: string, nowSeconds: number, toleranceSeconds = 300): boolean {
+export function verifyWebhookSignature(
+  secret: string,
+  header: string,
+  body: string,
+  nowSeconds: number,
+  toleranceSeconds = 300,
+): boolean {
   const parts = header.split(',').map((part) => part.trim().split('='));
   const t = Number(parts.find(([name]) => name === 't')?.[1]);
   if (!Number.isSafeInteger(t) || Math.abs(nowSeconds - t) > toleranceSeconds) return false;
@@ -87,7 +101,12 @@ export function verifyWebhookSignature(secret: string, header: string, body: str
  * The Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` per
  * secret, keyed with the secret's decoded bytes, current first, space-separated (the spec's rotation form).
  */
-export function signStandardWebhook(secrets: string | readonly string[], messageID: string, unixSeconds: number, body: string): string {
+export function signStandardWebhook(
+  secrets: string | readonly string[],
+  messageID: string,
+  unixSeconds: number,
+  body: string,
+): string {
   return (typeof secrets === 'string' ? [secrets] : secrets)
     .map((secret) => {
       const key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64');
@@ -108,17 +127,30 @@ export interface EndpointSigning<Secret> extends RotatingSecrets<Secret> {
  * only, so a rotation that switched schemes keeps the previous one, signed with both secrets, while the previous
  * secret lives: the receiver still verifies the old way meanwhile, and the new scheme starts when the overlap ends.
  */
-export function signingAt<Secret>(signing: EndpointSigning<Secret>, now: string): { scheme: WebhookSignatureScheme; secrets: Secret[] } {
+export function signingAt<Secret>(
+  signing: EndpointSigning<Secret>,
+  now: string,
+): { scheme: WebhookSignatureScheme; secrets: Secret[] } {
   const secrets = acceptedSecrets(signing, now);
   const switching = secrets.length > 1 && signing.previousScheme !== null && signing.previousScheme !== signing.scheme;
   return { scheme: switching ? signing.previousScheme! : signing.scheme, secrets };
 }
 
 /** The signature headers of one attempt: `messageID` is the event id (the same at every attempt), `unixSeconds` this attempt's time. */
-export function signatureHeaders(scheme: WebhookSignatureScheme, secrets: readonly string[], messageID: string, unixSeconds: number, body: string): Record<string, string> {
+export function signatureHeaders(
+  scheme: WebhookSignatureScheme,
+  secrets: readonly string[],
+  messageID: string,
+  unixSeconds: number,
+  body: string,
+): Record<string, string> {
   switch (scheme) {
     case 'standard-webhooks':
-      return { 'webhook-id': messageID, 'webhook-timestamp': String(unixSeconds), 'webhook-signature': signStandardWebhook(secrets, messageID, unixSeconds, body) };
+      return {
+        'webhook-id': messageID,
+        'webhook-timestamp': String(unixSeconds),
+        'webhook-signature': signStandardWebhook(secrets, messageID, unixSeconds, body),
+      };
     case 'stripe-v1':
       // Byte for byte what these endpoints always received: no webhook-timestamp, the time rides in `t=`.
       return { 'webhook-id': messageID, 'webhook-signature': signWebhook(secrets, unixSeconds, body) };

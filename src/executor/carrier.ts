@@ -99,7 +99,10 @@ export class Carrier {
       entry.errors += 1;
       entry.lastError = describeError(error);
       delayMs = backoffMs(entry.errors, this.options.errorBackoff);
-      this.options.logger.warn({ err: error, operationID, errors: entry.errors, retryInMs: Math.round(delayMs) }, 'operation execution failed; retrying');
+      this.options.logger.warn(
+        { err: error, operationID, errors: entry.errors, retryInMs: Math.round(delayMs) },
+        'operation execution failed; retrying',
+      );
     }
     if (this.stopping.signal.aborted) return;
     entry.timer = setTimeout(() => this.begin(operationID, entry), Math.max(0, delayMs));

@@ -75,9 +75,33 @@ export class Executor {
 
   constructor(options: ExecutorOptions) {
     this.options = options;
-    const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger, observer, tracing } = options;
+    const {
+      eventStore,
+      readStore,
+      ledger,
+      executorID,
+      maxAttempts,
+      leaseMs,
+      assetScale,
+      clock,
+      logger,
+      observer,
+      tracing,
+    } = options;
     const retry = { firstMs: options.retryBaseMs, maxMs: options.retryMaxMs };
-    const passDeps = { pipeline: { store: eventStore }, ledger, settings: { executorID, maxAttempts }, leaseMs, assetScale, retry, clock, watch: new UnchangedWatch(), logger, ...(observer ? { observer } : {}), ...(tracing ? { tracing } : {}) };
+    const passDeps = {
+      pipeline: { store: eventStore },
+      ledger,
+      settings: { executorID, maxAttempts },
+      leaseMs,
+      assetScale,
+      retry,
+      clock,
+      watch: new UnchangedWatch(),
+      logger,
+      ...(observer ? { observer } : {}),
+      ...(tracing ? { tracing } : {}),
+    };
     this.carrier = new Carrier({
       concurrency: options.concurrency,
       pass: (operationID, lastError, signal) => runPass(passDeps, operationID, lastError, signal),
@@ -99,7 +123,11 @@ export class Executor {
       logger,
       ...(options.supervision ? { supervision: options.supervision } : {}),
     });
-    this.sweeps = new FailureStreak(logger, 'executor sweep failed; retrying at the next one', 'executor sweep works again');
+    this.sweeps = new FailureStreak(
+      logger,
+      'executor sweep failed; retrying at the next one',
+      'executor sweep works again',
+    );
   }
 
   get consumer(): SupervisedConsumer {
@@ -134,16 +162,27 @@ export class Executor {
     if (this.sweeping || this.stopped) return 0;
     this.sweeping = true;
     try {
-      const unsettled = await this.options.readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, { sort: [['approvalPosition', 'asc']], limit: 1000 });
+      const unsettled = await this.options.readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, {
+        sort: [['approvalPosition', 'asc']],
+        limit: 1000,
+      });
       // Older than a lease by this process's own monotonic clock, since it first saw the approval unsettled:
       // approvedAt is the approving process's wall clock, which may run a day ahead of ours (or behind).
       const listed = new Set(unsettled.map((doc) => doc.id));
       for (const id of this.sweepWatch.keys()) if (!listed.has(id)) this.sweepWatch.forget(id);
-      const found = unsettled.filter((doc) => this.sweepWatch.unchangedForMs(doc.id, doc.approvalPosition) >= this.options.leaseMs && !this.carrier.has(doc.id));
+      const found = unsettled.filter(
+        (doc) =>
+          this.sweepWatch.unchangedForMs(doc.id, doc.approvalPosition) >= this.options.leaseMs &&
+          !this.carrier.has(doc.id),
+      );
       // Settling is not awaited here: an approval the follower brings as well waits on the same operation. carry
       // never rejects: a pass's failure is retried inside it.
       for (const doc of found) void this.carrier.carry(doc.id);
-      if (found.length > 0) this.options.logger.info({ operations: found.length }, 'sweep: executing approved operations that no executor of this process held');
+      if (found.length > 0)
+        this.options.logger.info(
+          { operations: found.length },
+          'sweep: executing approved operations that no executor of this process held',
+        );
       return found.length;
     } finally {
       this.sweeping = false;

@@ -7,11 +7,21 @@ import { apiKeyDecider, effectiveStatus } from '../commands/api-keys.ts';
 import { rejectOperationOfExpiredKey, rejectOperationOfRevokedKey } from '../commands/operation-handlers.ts';
 import { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON } from '../commands/operations.ts';
 import { loadState, StateCache, type CommandContext } from '../commands/pipeline.ts';
-import { PENDING_OPERATIONS_PROJECTION, pendingOperationsAfter, pendingOperationsOfKey } from '../projections/pending-operations.ts';
+import {
+  PENDING_OPERATIONS_PROJECTION,
+  pendingOperationsAfter,
+  pendingOperationsOfKey,
+} from '../projections/pending-operations.ts';
 import { FailureStreak } from './failure-streak.ts';
 import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import type { Logger } from '../logger.ts';
-import { Follower, sharedCheckpoint, type BatchContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
+import {
+  Follower,
+  sharedCheckpoint,
+  type BatchContext,
+  type SupervisedConsumer,
+  type Supervision,
+} from '../shared/follower.ts';
 
 export { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON };
 
@@ -42,7 +52,9 @@ export function revocationStep(event: { type: string; data: unknown }): Revocati
       return { kind: 'reject-pending-of-key', keyID: (event.data as ApiKeyRevoked['data']).keyID };
     case 'OperationRequested': {
       const { keyID, operationID, secretGeneration } = event.data as OperationRequested['data'];
-      return keyID === null ? { kind: 'ignore' } : { kind: 'check-key', keyID, operationID, ...(secretGeneration === undefined ? {} : { secretGeneration }) };
+      return keyID === null
+        ? { kind: 'ignore' }
+        : { kind: 'check-key', keyID, operationID, ...(secretGeneration === undefined ? {} : { secretGeneration }) };
     }
     default:
       return { kind: 'ignore' };
@@ -105,7 +117,12 @@ export class KeyRevocations {
 
   constructor(options: KeyRevocationOptions) {
     this.options = options;
-    this.deps = { store: options.eventStore, cache: new StateCache(), clock: options.clock, assetScale: options.assetScale };
+    this.deps = {
+      store: options.eventStore,
+      cache: new StateCache(),
+      clock: options.clock,
+      assetScale: options.assetScale,
+    };
     this.follower = new Follower({
       name: 'key-revocations',
       eventStore: options.eventStore,
@@ -116,7 +133,11 @@ export class KeyRevocations {
       logger: options.logger,
       ...(options.supervision ? { supervision: options.supervision } : {}),
     });
-    this.sweeps = new FailureStreak(options.logger, 'expired-key sweep failed; retrying at the next one', 'expired-key sweep works again');
+    this.sweeps = new FailureStreak(
+      options.logger,
+      'expired-key sweep failed; retrying at the next one',
+      'expired-key sweep works again',
+    );
   }
 
   get consumer(): SupervisedConsumer {
@@ -125,7 +146,10 @@ export class KeyRevocations {
 
   start(): void {
     this.follower.start();
-    this.sweepTimer = setInterval(() => void this.sweeps.track(this.sweepExpired()), this.options.expirySweepEveryMs ?? 60_000);
+    this.sweepTimer = setInterval(
+      () => void this.sweeps.track(this.sweepExpired()),
+      this.options.expirySweepEveryMs ?? 60_000,
+    );
   }
 
   async stop(): Promise<void> {
@@ -157,7 +181,9 @@ export class KeyRevocations {
       const checkpoint = await this.options.readStore.getCheckpoint(PENDING_OPERATIONS_PROJECTION);
       if (checkpoint !== null && checkpoint >= position) return;
       if (watch.unchangedForMs(PENDING_OPERATIONS_PROJECTION, checkpoint) > stallMs) {
-        throw new Error(`the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, before the revocation at position ${position}, for ${stallMs} ms: are the projections running?`);
+        throw new Error(
+          `the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, before the revocation at position ${position}, for ${stallMs} ms: are the projections running?`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -168,11 +194,18 @@ export class KeyRevocations {
     const pending = await pendingOperationsOfKey(this.options.readStore, keyID);
     let rejected = 0;
     for (const doc of pending) if (await this.reject(doc.id, event)) rejected += 1;
-    if (rejected > 0) this.options.logger.info({ keyID, operations: rejected }, 'pending operations of a revoked API key, or of its ended secret, rejected');
+    if (rejected > 0)
+      this.options.logger.info(
+        { keyID, operations: rejected },
+        'pending operations of a revoked API key, or of its ended secret, rejected',
+      );
     return rejected > 0;
   }
 
-  private async rejectIfRevoked({ keyID, operationID, secretGeneration }: Extract<RevocationStep, { kind: 'check-key' }>, event: RecordedEvent): Promise<boolean> {
+  private async rejectIfRevoked(
+    { keyID, operationID, secretGeneration }: Extract<RevocationStep, { kind: 'check-key' }>,
+    event: RecordedEvent,
+  ): Promise<boolean> {
     if (this.notRevoked.has(keyID)) return false;
     const { state } = await loadState(this.deps, streams.apiKey(keyID), apiKeyDecider);
     if (state.status === 'none') return false;
@@ -214,14 +247,15 @@ export class KeyRevocations {
     const now = this.options.clock().toISOString();
     const expired = new Map<string, boolean>();
     let rejected = 0;
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await pendingOperationsAfter(this.options.readStore, after, SWEEP_PAGE);
       for (const doc of page) {
         let keyExpired = expired.get(doc.keyID);
         if (keyExpired === undefined) {
           const { state } = await loadState(this.deps, streams.apiKey(doc.keyID), apiKeyDecider);
           // A revoked key's operations are the revocation's to reject.
-          keyExpired = state.status !== 'none' && state.status !== 'revoked' && effectiveStatus(state, now) === 'expired';
+          keyExpired =
+            state.status !== 'none' && state.status !== 'revoked' && effectiveStatus(state, now) === 'expired';
           expired.set(doc.keyID, keyExpired);
         }
         if (keyExpired && (await this.rejectExpired(doc.id))) rejected += 1;
@@ -229,7 +263,11 @@ export class KeyRevocations {
       if (page.length < SWEEP_PAGE) break;
       after = page[page.length - 1]!.requestPosition;
     }
-    if (rejected > 0) this.options.logger.info({ operations: rejected, keys: [...expired].filter(([, yes]) => yes).map(([keyID]) => keyID) }, 'pending operations of expired API keys rejected');
+    if (rejected > 0)
+      this.options.logger.info(
+        { operations: rejected, keys: [...expired].filter(([, yes]) => yes).map(([keyID]) => keyID) },
+        'pending operations of expired API keys rejected',
+      );
     return rejected;
   }
 

@@ -1,7 +1,12 @@
 import type { OperationExecutionStarted, OperationRequested } from '../domain/events.ts';
 import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
-import { LedgerDuplicateError, LedgerRejectedError, LedgerVoidedError, type LedgerTransaction } from '../ports/ledger.ts';
+import {
+  LedgerDuplicateError,
+  LedgerRejectedError,
+  LedgerVoidedError,
+  type LedgerTransaction,
+} from '../ports/ledger.ts';
 import type { OperationState } from '../commands/operations.ts';
 import { movementWrites, releaseWrites } from '../commands/operations.ts';
 import { operationLegs, walletOperationIDOf } from '../commands/failed-settlement.ts';
@@ -57,7 +62,8 @@ export function nextStep(state: OperationState, settings: WorkflowSettings, sigh
       const claim = state.claim!;
       const mine = claim.executorID === settings.executorID;
       // A live holder appends (claims again, records) well within a lease; a claim seen unchanged that long is dead.
-      if (!mine && sighting.unchangedForMs < sighting.leaseMs) return { kind: 'wait', forMs: sighting.leaseMs - sighting.unchangedForMs };
+      if (!mine && sighting.unchangedForMs < sighting.leaseMs)
+        return { kind: 'wait', forMs: sighting.leaseMs - sighting.unchangedForMs };
       const attempt = claim.attempt + 1;
       return attempt > settings.maxAttempts ? { kind: 'give-up', attempt } : { kind: 'recover', attempt };
     }
@@ -67,10 +73,18 @@ export function nextStep(state: OperationState, settings: WorkflowSettings, sigh
 }
 
 /** The step, and the claim it appends (for a claim or a recovery): of two executors that read the same revision, one wins. */
-export function decideClaim(state: OperationState, settings: WorkflowSettings, now: Date, sighting: ClaimSighting): { step: ExecutionStep; events: OperationExecutionStarted[] } {
+export function decideClaim(
+  state: OperationState,
+  settings: WorkflowSettings,
+  now: Date,
+  sighting: ClaimSighting,
+): { step: ExecutionStep; events: OperationExecutionStarted[] } {
   const step = nextStep(state, settings, sighting);
   const leaseMs = sighting.leaseMs;
-  const claims = state.status !== 'none' && (step.kind === 'claim' || step.kind === 'recover') ? [claimEvent(state.operation.operationID, settings.executorID, step.attempt, now, leaseMs)] : [];
+  const claims =
+    state.status !== 'none' && (step.kind === 'claim' || step.kind === 'recover')
+      ? [claimEvent(state.operation.operationID, settings.executorID, step.attempt, now, leaseMs)]
+      : [];
   return { step, events: claims };
 }
 
@@ -146,7 +160,12 @@ export interface OutcomeContext {
 }
 
 /** The answer to the step's question (a submit, a lookup then a submit, or a give-up's void). */
-export function afterAnswer(operation: OperationRequested['data'], step: LedgerStep, answer: LedgerAnswer, context: OutcomeContext): Outcome {
+export function afterAnswer(
+  operation: OperationRequested['data'],
+  step: LedgerStep,
+  answer: LedgerAnswer,
+  context: OutcomeContext,
+): Outcome {
   if (step.kind === 'give-up') {
     // Out of attempts: the operation fails, naming the last cause, once its void committed; its transaction may yet win.
     const lastError = `gave up after ${step.attempt - 1} attempts: ${context.lastError ?? 'the ledger stayed unavailable'}`;
@@ -155,10 +174,24 @@ export function afterAnswer(operation: OperationRequested['data'], step: LedgerS
   const { revision, now, assetScale } = context;
   switch (answer.kind) {
     case 'executed':
-      return { kind: 'record', result: 'completed', writes: completionWrites(operation, answer.tx, revision, now, assetScale) };
+      return {
+        kind: 'record',
+        result: 'completed',
+        writes: completionWrites(operation, answer.tx, revision, now, assetScale),
+      };
     case 'voided':
       // A void committed first (another executor's give-up, or an earlier void of ours that got no answer): the operation fails.
-      return { kind: 'record', result: 'voided', writes: failureWrites(operation, `the ledger voided the operation at ${answer.voidedAt} (an executor gave up on it, or the ledger refused it)`, revision, now, assetScale) };
+      return {
+        kind: 'record',
+        result: 'voided',
+        writes: failureWrites(
+          operation,
+          `the ledger voided the operation at ${answer.voidedAt} (an executor gave up on it, or the ledger refused it)`,
+          revision,
+          now,
+          assetScale,
+        ),
+      };
     case 'rejected':
       // Refused now, but a transfer still in flight elsewhere (a paused executor's) or a later retry might land:
       // void first, so that the failure recorded is final on the ledger too.
@@ -173,13 +206,27 @@ export function afterAnswer(operation: OperationRequested['data'], step: LedgerS
  * first, the operation completes; no answer (or a void refused), nothing is recorded and the void is asked again
  * after a backoff: an operation is never failed on anything but its void.
  */
-export function afterVoid(operation: OperationRequested['data'], step: LedgerStep, failure: Failure, answer: LedgerAnswer, context: OutcomeContext): Exclude<Outcome, { kind: 'void' }> {
+export function afterVoid(
+  operation: OperationRequested['data'],
+  step: LedgerStep,
+  failure: Failure,
+  answer: LedgerAnswer,
+  context: OutcomeContext,
+): Exclude<Outcome, { kind: 'void' }> {
   const { revision, now, assetScale } = context;
   switch (answer.kind) {
     case 'executed':
-      return { kind: 'record', result: 'completed', writes: completionWrites(operation, answer.tx, revision, now, assetScale) };
+      return {
+        kind: 'record',
+        result: 'completed',
+        writes: completionWrites(operation, answer.tx, revision, now, assetScale),
+      };
     case 'voided':
-      return { kind: 'record', result: failure.result, writes: failureWrites(operation, failure.lastError, revision, now, assetScale) };
+      return {
+        kind: 'record',
+        result: failure.result,
+        writes: failureWrites(operation, failure.lastError, revision, now, assetScale),
+      };
     case 'rejected':
       return retryAfter(step, `the ledger refused to void the operation: ${answer.reason}`, context);
     case 'unavailable':
@@ -187,12 +234,28 @@ export function afterVoid(operation: OperationRequested['data'], step: LedgerSte
   }
 }
 
-const retryAfter = (step: LedgerStep, cause: string, context: OutcomeContext): Extract<Outcome, { kind: 'retry' }> => ({ kind: 'retry', delayMs: backoffMs(step.attempt, context.retry, context.random), cause });
+const retryAfter = (step: LedgerStep, cause: string, context: OutcomeContext): Extract<Outcome, { kind: 'retry' }> => ({
+  kind: 'retry',
+  delayMs: backoffMs(step.attempt, context.retry, context.random),
+  cause,
+});
 
-export function claimEvent(operationID: string, executorID: string, attempt: number, now: Date, leaseMs: number): OperationExecutionStarted {
+export function claimEvent(
+  operationID: string,
+  executorID: string,
+  attempt: number,
+  now: Date,
+  leaseMs: number,
+): OperationExecutionStarted {
   return {
     type: 'OperationExecutionStarted',
-    data: { operationID, executorID, attempt, leaseUntil: new Date(now.getTime() + leaseMs).toISOString(), startedAt: now.toISOString() },
+    data: {
+      operationID,
+      executorID,
+      attempt,
+      leaseUntil: new Date(now.getTime() + leaseMs).toISOString(),
+      startedAt: now.toISOString(),
+    },
   };
 }
 
@@ -206,7 +269,13 @@ const holdsFunds = (operation: OperationRequested['data']) => operation.payer.ki
  * What a completion writes, in one atomic append: the submission and the completion on the operation's
  * stream (at the claim's revision), and the money movements on the wallets, which settle the payer's hold.
  */
-export function completionWrites(operation: OperationRequested['data'], tx: LedgerTransaction, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
+export function completionWrites(
+  operation: OperationRequested['data'],
+  tx: LedgerTransaction,
+  claimRevision: number,
+  now: string,
+  assetScale: number,
+): StreamWrite[] {
   const { operationID } = operation;
   const walletOperationID = walletOperationIDOf(tx.blockchainID);
   const held = holdsFunds(operation) ? new Decimal(operation.amount).plus(operation.fee).toFixed(assetScale) : '0';
@@ -215,8 +284,20 @@ export function completionWrites(operation: OperationRequested['data'], tx: Ledg
       stream: streams.operation(operationID),
       expectedRevision: claimRevision,
       events: [
-        { type: 'OperationSubmitted', data: { operationID, sequenceNumber: tx.sequenceNumber, submittedAt: tx.createdAt } },
-        { type: 'OperationCompleted', data: { operationID, blockchainID: tx.blockchainID, walletOperationID, sequenceNumber: tx.sequenceNumber, completedAt: now } },
+        {
+          type: 'OperationSubmitted',
+          data: { operationID, sequenceNumber: tx.sequenceNumber, submittedAt: tx.createdAt },
+        },
+        {
+          type: 'OperationCompleted',
+          data: {
+            operationID,
+            blockchainID: tx.blockchainID,
+            walletOperationID,
+            sequenceNumber: tx.sequenceNumber,
+            completedAt: now,
+          },
+        },
       ],
     },
     ...movementWrites(operation, held, assetScale),
@@ -224,8 +305,16 @@ export function completionWrites(operation: OperationRequested['data'], tx: Ledg
 }
 
 /** What a failure writes, in one atomic append: the failure (at the claim's revision) and the releases of what it held. */
-export function failureWrites(operation: OperationRequested['data'], lastError: string, claimRevision: number, now: string, assetScale: number): StreamWrite[] {
-  const releases = releaseWrites(operation, 'failed', assetScale).filter((write) => holdsFunds(operation) || !write.stream.startsWith('wallet-'));
+export function failureWrites(
+  operation: OperationRequested['data'],
+  lastError: string,
+  claimRevision: number,
+  now: string,
+  assetScale: number,
+): StreamWrite[] {
+  const releases = releaseWrites(operation, 'failed', assetScale).filter(
+    (write) => holdsFunds(operation) || !write.stream.startsWith('wallet-'),
+  );
   return [
     {
       stream: streams.operation(operation.operationID),

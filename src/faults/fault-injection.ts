@@ -9,7 +9,12 @@
  * cannot tell it from a real one. Writes fail on either side of the real call: before it (nothing happened)
  * or after it (it happened, but the caller only sees the error, as after a timeout).
  */
-import { EventStoreUnavailableError, type EventStore, type RecordedEvent, type Subscription } from '../ports/event-store.ts';
+import {
+  EventStoreUnavailableError,
+  type EventStore,
+  type RecordedEvent,
+  type Subscription,
+} from '../ports/event-store.ts';
 import { LedgerUnavailableError, type Ledger } from '../ports/ledger.ts';
 import { ReadStoreUnavailableError, type Document, type FindQuery, type ReadStore } from '../ports/read-store.ts';
 
@@ -59,9 +64,11 @@ class Injector {
     this.counters = counters;
     this.unavailable = unavailable;
     for (const rate of ['errorRate', 'hangRate'] as const) {
-      if (!(plan[rate] >= 0 && plan[rate] <= 1)) throw new RangeError(`fault plan: ${rate} must be within 0..1, got ${plan[rate]}`);
+      if (!(plan[rate] >= 0 && plan[rate] <= 1))
+        throw new RangeError(`fault plan: ${rate} must be within 0..1, got ${plan[rate]}`);
     }
-    if (!(plan.latencyMs >= 0 && plan.hangMs >= 0)) throw new RangeError('fault plan: latencyMs and hangMs must be >= 0');
+    if (!(plan.latencyMs >= 0 && plan.hangMs >= 0))
+      throw new RangeError('fault plan: latencyMs and hangMs must be >= 0');
     this.random = plan.random ?? Math.random;
   }
 
@@ -104,11 +111,16 @@ class Injector {
 // Timers are not unref'd: a CLI awaiting a delayed call must not exit with the call unfinished.
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export function withEventStoreFaults(store: EventStore, plan: FaultPlan, counters: FaultCounters = newFaultCounters()): EventStore {
+export function withEventStoreFaults(
+  store: EventStore,
+  plan: FaultPlan,
+  counters: FaultCounters = newFaultCounters(),
+): EventStore {
   if (!isActive(plan)) return store;
   const faults = new Injector(plan, counters, (message) => new EventStoreUnavailableError(message));
   return {
-    append: (stream, events, expectedRevision) => faults.call('append', () => store.append(stream, events, expectedRevision), 'before-or-after'),
+    append: (stream, events, expectedRevision) =>
+      faults.call('append', () => store.append(stream, events, expectedRevision), 'before-or-after'),
     appendMulti: (requests) => faults.call('appendMulti', () => store.appendMulti(requests), 'before-or-after'),
     readStream: (stream, options) => faults.call('readStream', () => store.readStream(stream, options)),
     readAll: (options) => faults.call('readAll', () => store.readAll(options)),
@@ -177,29 +189,43 @@ class FaultySubscription implements Subscription, AsyncIterableIterator<Recorded
   }
 }
 
-export function withReadStoreFaults(store: ReadStore, plan: FaultPlan, counters: FaultCounters = newFaultCounters()): ReadStore {
+export function withReadStoreFaults(
+  store: ReadStore,
+  plan: FaultPlan,
+  counters: FaultCounters = newFaultCounters(),
+): ReadStore {
   if (!isActive(plan)) return store;
   const faults = new Injector(plan, counters, (message) => new ReadStoreUnavailableError(message));
   return {
     defineCollections: (definitions) => store.defineCollections(definitions),
     get: <T extends Document>(collection: string, id: string) => faults.call('get', () => store.get<T>(collection, id)),
-    find: <T extends Document>(collection: string, query?: FindQuery) => faults.call('find', () => store.find<T>(collection, query)),
-    findText: <T extends Document>(collection: string, query: FindQuery, field: string) => faults.call('findText', () => store.findText<T>(collection, query, field)),
+    find: <T extends Document>(collection: string, query?: FindQuery) =>
+      faults.call('find', () => store.find<T>(collection, query)),
+    findText: <T extends Document>(collection: string, query: FindQuery, field: string) =>
+      faults.call('findText', () => store.findText<T>(collection, query, field)),
     count: (collection, query) => faults.call('count', () => store.count(collection, query)),
     commit: (writes, checkpoint) => faults.call('commit', () => store.commit(writes, checkpoint), 'before-or-after'),
-    getMany: <T extends Document>(collection: string, ids: string[]) => faults.call('getMany', () => store.getMany<T>(collection, ids)),
+    getMany: <T extends Document>(collection: string, ids: string[]) =>
+      faults.call('getMany', () => store.getMany<T>(collection, ids)),
     getCheckpoint: (projection) => faults.call('getCheckpoint', () => store.getCheckpoint(projection)),
     getGeneration: (projection) => faults.call('getGeneration', () => store.getGeneration(projection)),
-    promote: (source, target, checkpoints) => faults.call('promote', () => store.promote(source, target, checkpoints), 'before-or-after'),
+    promote: (source, target, checkpoints) =>
+      faults.call('promote', () => store.promote(source, target, checkpoints), 'before-or-after'),
     dropCollection: (name) => faults.call('dropCollection', () => store.dropCollection(name)),
-    incrementCounter: (collection, id, change) => faults.call('incrementCounter', () => store.incrementCounter(collection, id, change), 'before-or-after'),
-    take: <T extends Document>(collection: string, id: string) => faults.call('take', () => store.take<T>(collection, id), 'before-or-after'),
+    incrementCounter: (collection, id, change) =>
+      faults.call('incrementCounter', () => store.incrementCounter(collection, id, change), 'before-or-after'),
+    take: <T extends Document>(collection: string, id: string) =>
+      faults.call('take', () => store.take<T>(collection, id), 'before-or-after'),
     close: () => store.close(),
   };
 }
 
 /** An "after" failure of submit is a transaction the ledger executed unbeknown to the caller: the executor must find it by operation id. */
-export function withLedgerFaults(ledger: Ledger, plan: FaultPlan, counters: FaultCounters = newFaultCounters()): Ledger {
+export function withLedgerFaults(
+  ledger: Ledger,
+  plan: FaultPlan,
+  counters: FaultCounters = newFaultCounters(),
+): Ledger {
   if (!isActive(plan)) return ledger;
   const faults = new Injector(plan, counters, (message) => new LedgerUnavailableError(message));
   return {

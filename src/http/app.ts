@@ -43,7 +43,11 @@ export function createApp(deps: AppDeps): Express {
   // its read models are close enough to the head of the store; it also reports each consumer's state and lag.
   app.get('/health', (_req, res) => {
     const { alive, ...details } = deps.liveness?.() ?? { alive: true };
-    res.status(alive ? 200 : 503).json({ status: alive ? 'ok' : details.corrupted ? 'corrupted' : 'failing', time: deps.clock().toISOString(), ...details });
+    res.status(alive ? 200 : 503).json({
+      status: alive ? 'ok' : details.corrupted ? 'corrupted' : 'failing',
+      time: deps.clock().toISOString(),
+      ...details,
+    });
   });
   app.get('/ready', async (_req, res) => {
     const readiness = await deps.readiness();
@@ -63,10 +67,18 @@ export function createApp(deps: AppDeps): Express {
   for (const router of deps.routers) app.use(router);
   // The contract answers a wrong endpoint URL with a validation problem.
   app.use('/api', (req) => {
-    throw validationProblem([fieldError('url', `${req.method} ${req.baseUrl}${req.path} is not an endpoint of this API`)], 'No such endpoint.');
+    throw validationProblem(
+      [fieldError('url', `${req.method} ${req.baseUrl}${req.path} is not an endpoint of this API`)],
+      'No such endpoint.',
+    );
   });
   app.use(() => {
-    throw new ProblemError({ type: '/problems/not-found', status: 404, title: 'Not Found', detail: 'Nothing is served at this address.' });
+    throw new ProblemError({
+      type: '/problems/not-found',
+      status: 404,
+      title: 'Not Found',
+      detail: 'Nothing is served at this address.',
+    });
   });
   app.use(problemHandler(deps.logger));
   return app;
@@ -87,7 +99,10 @@ function serveApiDescription(app: Express, openApi: NonNullable<AppDeps['openApi
   });
   app.get('/api/v1/docs', (_req, res) => {
     // No script and nothing fetched from elsewhere: the page needs only its own inline style.
-    res.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    res.set(
+      'Content-Security-Policy',
+      "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
     res.type('html').send(render().html);
   });
 }

@@ -65,7 +65,8 @@ export function authenticate(
     if (key.allowedIPs.length === 0) return key;
     let allowed = allowLists.get(key);
     if (!allowed) allowLists.set(key, (allowed = compileAllowList(key.allowedIPs)));
-    if (!allowed(req.ip ?? '')) throw accessForbidden('Requests from this source address are not allowed for this API key.');
+    if (!allowed(req.ip ?? ''))
+      throw accessForbidden('Requests from this source address are not allowed for this API key.');
     return key;
   };
   return (req: Request, res: Response, next: NextFunction) => {
@@ -82,7 +83,11 @@ export function authenticate(
     if (admitted) {
       if (!admitted.verdict.allowed) {
         res.locals.apiKey = key; // the request log names the key that was held back
-        throw rateLimited(`This API key has made more requests than its limit allows; retry after ${admitted.headers['Retry-After']} s.`, 'per-key', admitted.headers);
+        throw rateLimited(
+          `This API key has made more requests than its limit allows; retry after ${admitted.headers['Retry-After']} s.`,
+          'per-key',
+          admitted.headers,
+        );
       }
       res.set(admitted.headers);
     }
@@ -108,7 +113,11 @@ function countFailure(limits: ApiRateLimits, address: string, refusal: ProblemEr
   const counted = limits.recordFailure(address);
   if (!counted) return refusal;
   if (!counted.verdict.allowed) {
-    return rateLimited(`Too many failed authentications from this address; retry after ${counted.headers['Retry-After']} s.`, 'failed-auth', counted.headers);
+    return rateLimited(
+      `Too many failed authentications from this address; retry after ${counted.headers['Retry-After']} s.`,
+      'failed-auth',
+      counted.headers,
+    );
   }
   return new ProblemError(refusal.problem, { ...refusal.headers, ...counted.headers });
 }
@@ -117,7 +126,8 @@ function countFailure(limits: ApiRateLimits, address: string, refusal: ProblemEr
 export function authorize(permission: Permission, partyType: PartyType, idParam: string): RequestHandler {
   return (req, res, next) => {
     const key = authenticatedKey(res);
-    if (!key.permissions.includes(permission)) throw accessForbidden(`This API key lacks the ${permission} permission.`);
+    if (!key.permissions.includes(permission))
+      throw accessForbidden(`This API key lacks the ${permission} permission.`);
     if (key.party.type !== partyType || key.party.id !== req.params[idParam]) {
       throw accessForbidden(`This API key is not bound to this ${partyType}.`);
     }

@@ -12,13 +12,31 @@ import { fieldError, validationProblem, type Problem } from './problems.ts';
 export function problemOfClientError(code: string | undefined): Problem {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
-      return { type: '/problems/request-header-fields-too-large', status: 431, title: 'Request Header Fields Too Large', detail: 'The request line and headers together are larger than this server accepts (16 KiB).' };
+      return {
+        type: '/problems/request-header-fields-too-large',
+        status: 431,
+        title: 'Request Header Fields Too Large',
+        detail: 'The request line and headers together are larger than this server accepts (16 KiB).',
+      };
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
-      return { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The chunk extensions of the body are larger than this server accepts.' };
+      return {
+        type: '/problems/payload-too-large',
+        status: 413,
+        title: 'Payload Too Large',
+        detail: 'The chunk extensions of the body are larger than this server accepts.',
+      };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { type: '/problems/request-timeout', status: 408, title: 'Request Timeout', detail: 'The request was not received in time.' };
+      return {
+        type: '/problems/request-timeout',
+        status: 408,
+        title: 'Request Timeout',
+        detail: 'The request was not received in time.',
+      };
     default:
-      return validationProblem([fieldError('request', 'the request is not valid HTTP/1.1')], 'The request could not be parsed.').problem;
+      return validationProblem(
+        [fieldError('request', 'the request is not valid HTTP/1.1')],
+        'The request could not be parsed.',
+      ).problem;
   }
 }
 

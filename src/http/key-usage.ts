@@ -58,7 +58,9 @@ export class KeyUsageRecorder {
       this.pending = new Map();
       try {
         const ids = [...batch.keys()].map((keyID) => `${keyID}@${this.processID}`);
-        const existing = new Map((await this.readStore.getMany<UsageDoc>(KEY_USAGE_COLLECTION.name, ids)).map((doc) => [doc.keyID, doc]));
+        const existing = new Map(
+          (await this.readStore.getMany<UsageDoc>(KEY_USAGE_COLLECTION.name, ids)).map((doc) => [doc.keyID, doc]),
+        );
         const writes = [...batch].map(([keyID, used]) => {
           const before = existing.get(keyID);
           const lastUsedAt = new Date(used.lastUsedAt).toISOString();
@@ -93,6 +95,9 @@ export async function keyUsage(readStore: ReadStore, keyID: string): Promise<Key
   const docs = await readStore.find<UsageDoc>(KEY_USAGE_COLLECTION.name, { where: { keyID } });
   return {
     count: docs.reduce((sum, doc) => sum + doc.count, 0),
-    lastUsedAt: docs.reduce<string | null>((last, doc) => (last === null || doc.lastUsedAt > last ? doc.lastUsedAt : last), null),
+    lastUsedAt: docs.reduce<string | null>(
+      (last, doc) => (last === null || doc.lastUsedAt > last ? doc.lastUsedAt : last),
+      null,
+    ),
   };
 }

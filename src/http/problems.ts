@@ -66,16 +66,32 @@ export class ProblemError extends Error {
   }
 }
 
-export const fieldError = (field: string, detail: string): FieldError => ({ type: '/problems/input-validation-problems/invalid-field', field, detail });
+export const fieldError = (field: string, detail: string): FieldError => ({
+  type: '/problems/input-validation-problems/invalid-field',
+  field,
+  detail,
+});
 
-export function validationProblem(errors: FieldError[], detail = 'The request has invalid fields; see errors.'): ProblemError {
-  return new ProblemError({ type: '/problems/input-validation-problems', status: 400, title: 'There are some validation errors', detail, errors });
+export function validationProblem(
+  errors: FieldError[],
+  detail = 'The request has invalid fields; see errors.',
+): ProblemError {
+  return new ProblemError({
+    type: '/problems/input-validation-problems',
+    status: 400,
+    title: 'There are some validation errors',
+    detail,
+    errors,
+  });
 }
 
 export function unauthorized(detail: string, invalidToken: boolean): ProblemError {
   // RFC 6750: a request without credentials gets the bare challenge; a bad token gets error="invalid_token".
   const challenge = invalidToken ? 'Bearer realm="wallet-ops", error="invalid_token"' : 'Bearer realm="wallet-ops"';
-  return new ProblemError({ type: '/problems/unauthorized', status: 401, title: 'Unauthorized', detail }, { 'WWW-Authenticate': challenge });
+  return new ProblemError(
+    { type: '/problems/unauthorized', status: 401, title: 'Unauthorized', detail },
+    { 'WWW-Authenticate': challenge },
+  );
 }
 
 export const accessForbidden = (detail: string) =>
@@ -83,11 +99,22 @@ export const accessForbidden = (detail: string) =>
 
 /** 429: a limit of the request rate was reached; the headers (Retry-After, RateLimit-Policy, RateLimit) say until when. */
 export const rateLimited = (detail: string, policy: string, headers: Record<string, string>) =>
-  new ProblemError({ type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail, 'violated-policies': [policy] }, headers);
+  new ProblemError(
+    { type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail, 'violated-policies': [policy] },
+    headers,
+  );
 
 const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; type: ProblemType; title: string }> = {
-  INVALID_INPUT: { status: 400, type: '/problems/input-validation-problems', title: 'There are some validation errors' },
-  TRANSACTION_LIMIT_EXCEEDED: { status: 403, type: '/problems/transaction-limit-exceeded', title: 'Transaction Limit Exceeded' },
+  INVALID_INPUT: {
+    status: 400,
+    type: '/problems/input-validation-problems',
+    title: 'There are some validation errors',
+  },
+  TRANSACTION_LIMIT_EXCEEDED: {
+    status: 403,
+    type: '/problems/transaction-limit-exceeded',
+    title: 'Transaction Limit Exceeded',
+  },
   DAILY_VOLUME_EXCEEDED: { status: 403, type: '/problems/daily-volume-exceeded', title: 'Daily Volume Limit Exceeded' },
   INSUFFICIENT_BALANCE: { status: 403, type: '/problems/insufficient-balance', title: 'Insufficient Balance' },
   CASH_OUT_NOT_AUTHORIZED: { status: 403, type: '/problems/cash-out-not-authorized', title: 'Cash-Out Not Authorized' },
@@ -126,27 +153,45 @@ function problemOfRequestError(error: { type?: unknown; status?: unknown; status
   return (
     problemOfBodyParserError(error) ??
     (error instanceof URIError
-      ? validationProblem([fieldError('url', 'the path has a malformed percent-encoding')], 'The URL cannot be decoded.').problem
-      : validationProblem([fieldError('body', 'the request could not be read')], 'The request could not be read.').problem)
+      ? validationProblem(
+          [fieldError('url', 'the path has a malformed percent-encoding')],
+          'The URL cannot be decoded.',
+        ).problem
+      : validationProblem([fieldError('body', 'the request could not be read')], 'The request could not be read.')
+          .problem)
   );
 }
 
 function problemOfBodyParserError(error: { type?: unknown }): Problem | null {
   switch (error.type) {
     case 'entity.parse.failed':
-      return validationProblem([fieldError('body', 'the body is not valid JSON')], 'The body is not valid JSON.').problem;
+      return validationProblem([fieldError('body', 'the body is not valid JSON')], 'The body is not valid JSON.')
+        .problem;
     case 'entity.too.large':
-      return { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' };
+      return {
+        type: '/problems/payload-too-large',
+        status: 413,
+        title: 'Payload Too Large',
+        detail: 'The body is larger than this API accepts.',
+      };
     case 'encoding.unsupported':
-      return validationProblem([fieldError('Content-Encoding', 'bodies are accepted uncompressed only')], 'Unsupported content encoding.').problem;
+      return validationProblem(
+        [fieldError('Content-Encoding', 'bodies are accepted uncompressed only')],
+        'Unsupported content encoding.',
+      ).problem;
     case 'charset.unsupported':
-      return validationProblem([fieldError('Content-Type', 'only UTF-8 JSON is accepted')], 'Unsupported body encoding.').problem;
+      return validationProblem(
+        [fieldError('Content-Type', 'only UTF-8 JSON is accepted')],
+        'Unsupported body encoding.',
+      ).problem;
     case 'entity.verify.failed':
-      return validationProblem([fieldError('body', 'the body is not valid UTF-8')], 'The body is not valid UTF-8.').problem;
+      return validationProblem([fieldError('body', 'the body is not valid UTF-8')], 'The body is not valid UTF-8.')
+        .problem;
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':
-      return validationProblem([fieldError('body', 'the body could not be read')], 'The body could not be read.').problem;
+      return validationProblem([fieldError('body', 'the body could not be read')], 'The body could not be read.')
+        .problem;
     default:
       return null;
   }
@@ -160,11 +205,21 @@ export function sendProblem(res: Response, problem: Problem, headers: Record<str
   const requestId = res.getHeader('X-Request-Id');
   const body: Problem = typeof requestId === 'string' ? { ...problem, requestId } : problem;
   // A refusal is about this request only: no cache keeps it.
-  res.status(problem.status).set('Cache-Control', 'no-store').set(headers).type('application/problem+json').send(JSON.stringify(body));
+  res
+    .status(problem.status)
+    .set('Cache-Control', 'no-store')
+    .set(headers)
+    .type('application/problem+json')
+    .send(JSON.stringify(body));
 }
 
 export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unknown): Problem {
-  return { type: '/problems/store-corrupted', status: 503, title: 'Store Corrupted', detail: `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator restores it. Request id ${String(requestId)}.` };
+  return {
+    type: '/problems/store-corrupted',
+    status: 503,
+    title: 'Store Corrupted',
+    detail: `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator restores it. Request id ${String(requestId)}.`,
+  };
 }
 
 /**
@@ -172,10 +227,14 @@ export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unk
  * answered, the request may have taken effect: the problem says so (never "failed"), and a retry with the same
  * Idempotency-Key answers what was recorded, once.
  */
-export function storeUnavailableProblem(error: EventStoreUnavailableError | ReadStoreUnavailableError, requestId: unknown): Problem {
-  const detail = error instanceof EventStoreUnavailableError && error.outcomeUnknown
-    ? `The store did not confirm the write in time: its outcome is unknown (it may have been recorded). Retry with the same Idempotency-Key to learn it; without one, check before creating again. Request id ${String(requestId)}.`
-    : `The service cannot reach its store; retry later. Request id ${String(requestId)}.`;
+export function storeUnavailableProblem(
+  error: EventStoreUnavailableError | ReadStoreUnavailableError,
+  requestId: unknown,
+): Problem {
+  const detail =
+    error instanceof EventStoreUnavailableError && error.outcomeUnknown
+      ? `The store did not confirm the write in time: its outcome is unknown (it may have been recorded). Retry with the same Idempotency-Key to learn it; without one, check before creating again. Request id ${String(requestId)}.`
+      : `The service cannot reach its store; retry later. Request id ${String(requestId)}.`;
   return { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail };
 }
 
@@ -195,6 +254,11 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
       return sendProblem(res, storeUnavailableProblem(error, requestId), { 'Retry-After': '1' });
     }
     logger.error({ err: error, requestId, method: req.method, path: req.path }, 'unexpected error');
-    sendProblem(res, { type: '/problems/internal-error', status: 500, title: 'Internal Server Error', detail: `Something went wrong on our side. Request id ${String(requestId)}.` });
+    sendProblem(res, {
+      type: '/problems/internal-error',
+      status: 500,
+      title: 'Internal Server Error',
+      detail: `Something went wrong on our side. Request id ${String(requestId)}.`,
+    });
   };
 }

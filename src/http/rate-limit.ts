@@ -61,7 +61,11 @@ export class TokenBuckets {
     this.buckets.delete(id); // re-inserted last: the map's order is the eviction order
     this.buckets.set(id, { tokens, atMs: nowMs });
     if (this.buckets.size > this.maxTracked) this.buckets.delete(this.buckets.keys().next().value as string);
-    return { allowed, remaining: Math.floor(tokens), resetSeconds: tokens >= burst ? undefined : this.secondsUntil(Math.floor(tokens) + 1 - tokens) };
+    return {
+      allowed,
+      remaining: Math.floor(tokens),
+      resetSeconds: tokens >= burst ? undefined : this.secondsUntil(Math.floor(tokens) + 1 - tokens),
+    };
   }
 
   /** Whole seconds (at least 1) until `tokens` more have dripped in: headers carry no fractions. */
@@ -97,11 +101,20 @@ export class ApiRateLimits {
 
   constructor(settings: RateLimitSettings, clock: () => Date) {
     this.clock = clock;
-    this.perKey = settings.keyRatePerSecond > 0
-      ? new TokenBuckets({ name: 'per-key', quota: settings.keyRatePerSecond, windowSeconds: 1, burst: settings.keyBurst })
-      : null;
+    this.perKey =
+      settings.keyRatePerSecond > 0
+        ? new TokenBuckets({
+            name: 'per-key',
+            quota: settings.keyRatePerSecond,
+            windowSeconds: 1,
+            burst: settings.keyBurst,
+          })
+        : null;
     const failures = settings.failedAuthenticationsPerMinute;
-    this.failedAuthentications = failures > 0 ? new TokenBuckets({ name: 'failed-auth', quota: failures, windowSeconds: 60, burst: failures }) : null;
+    this.failedAuthentications =
+      failures > 0
+        ? new TokenBuckets({ name: 'failed-auth', quota: failures, windowSeconds: 60, burst: failures })
+        : null;
   }
 
   /** An authenticated request of this key; null when keys are not limited. */

@@ -26,7 +26,17 @@ export function requestContext(logger: Logger): RequestHandler {
       const keyID = (res.locals.apiKey as { keyID?: string } | undefined)?.keyID;
       const path = req.baseUrl + req.path;
       const level = routine(path) && res.statusCode < 400 ? 'debug' : 'info';
-      logger[level]({ requestId, method: req.method, path, status: res.statusCode, durationMs: Math.round(durationMs * 100) / 100, keyID }, 'request');
+      logger[level](
+        {
+          requestId,
+          method: req.method,
+          path,
+          status: res.statusCode,
+          durationMs: Math.round(durationMs * 100) / 100,
+          keyID,
+        },
+        'request',
+      );
     });
     next();
   };

@@ -35,7 +35,10 @@ export function httpMetrics(metrics: WalletOpsMetrics, skipPath?: string): Reque
     const started = process.hrtime.bigint();
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.httpDuration.observe({ method: req.method, route: routeLabel(req), status: String(res.statusCode) }, seconds);
+      metrics.httpDuration.observe(
+        { method: req.method, route: routeLabel(req), status: String(res.statusCode) },
+        seconds,
+      );
     });
     next();
   };

@@ -105,8 +105,9 @@ export class WalletOpsMetrics {
     });
     this.replicaReads = new Counter({
       name: 'wallet_ops_replica_reads_total',
-      help: 'Reads of the read models with a read replica (POSTGRES_READ_URL), by the server that answered: '
-        + 'replica, or primary (the replica behind or failing).',
+      help:
+        'Reads of the read models with a read replica (POSTGRES_READ_URL), by the server that answered: ' +
+        'replica, or primary (the replica behind or failing).',
       labelNames: ['source'],
       registers,
     });
@@ -125,7 +126,7 @@ export class WalletOpsMetrics {
     });
     this.groupCommitBatchSize = new Histogram({
       name: 'wallet_ops_event_store_group_commit_batch_size',
-      help: 'Appends written per transaction (one fsync) by the embedded event store\'s group commit.',
+      help: "Appends written per transaction (one fsync) by the embedded event store's group commit.",
       buckets: BATCH_BUCKETS,
       registers,
     });
@@ -167,7 +168,7 @@ export class WalletOpsMetrics {
     });
     this.webhookDeliveryLag = new Histogram({
       name: 'wallet_ops_webhook_delivery_lag_seconds',
-      help: 'Webhook deliveries that succeeded: time from the event (its commit) to the receiver\'s 2xx, retries included.',
+      help: "Webhook deliveries that succeeded: time from the event (its commit) to the receiver's 2xx, retries included.",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600, 86400],
       registers,
     });
@@ -196,7 +197,7 @@ export class WalletOpsMetrics {
   /** This process's clock minus the store's, in seconds (src/shared/clock-skew.ts); absent on KurrentDB. */
   readonly clockSkew = new Gauge({
     name: 'wallet_ops_clock_skew_seconds',
-    help: 'This process\'s clock minus the store\'s (PostgreSQL, or the kernel\'s file stamps on the embedded store), in seconds, as last measured; positive when this clock runs ahead.',
+    help: "This process's clock minus the store's (PostgreSQL, or the kernel's file stamps on the embedded store), in seconds, as last measured; positive when this clock runs ahead.",
     registers: [this.registry],
   });
 
@@ -230,7 +231,12 @@ export class WalletOpsMetrics {
       for (const { name, counts } of pools) {
         const now = counts();
         const sum = sums.get(name) ?? { total: 0, idle: 0, waiting: 0, max: 0 };
-        sums.set(name, { total: sum.total + now.total, idle: sum.idle + now.idle, waiting: sum.waiting + now.waiting, max: sum.max + now.max });
+        sums.set(name, {
+          total: sum.total + now.total,
+          idle: sum.idle + now.idle,
+          waiting: sum.waiting + now.waiting,
+          max: sum.max + now.max,
+        });
       }
       return sums;
     };
@@ -281,7 +287,7 @@ export class WalletOpsMetrics {
   watchExecutorQueue(depth: () => number): void {
     new Gauge({
       name: 'wallet_ops_executor_queue_depth',
-      help: 'Approved operations this executor holds and has not settled yet (running, or waiting for a retry or another executor\'s lease).',
+      help: "Approved operations this executor holds and has not settled yet (running, or waiting for a retry or another executor's lease).",
       registers: [this.registry],
       collect() {
         this.set(depth());
@@ -304,7 +310,8 @@ export class WalletOpsMetrics {
       async collect() {
         const current = await snapshot.get();
         this.reset();
-        for (const report of current ?? []) if (report.lagEvents !== null) this.set({ consumer: report.name }, report.lagEvents);
+        for (const report of current ?? [])
+          if (report.lagEvents !== null) this.set({ consumer: report.name }, report.lagEvents);
       },
     });
     const lagSeconds = new Gauge({
@@ -315,7 +322,8 @@ export class WalletOpsMetrics {
       async collect() {
         const current = await snapshot.get();
         this.reset();
-        for (const report of current ?? []) if (report.lagSeconds !== null) this.set({ consumer: report.name }, report.lagSeconds);
+        for (const report of current ?? [])
+          if (report.lagSeconds !== null) this.set({ consumer: report.name }, report.lagSeconds);
       },
     });
     const up = new Gauge({
@@ -348,7 +356,8 @@ export class WalletOpsMetrics {
         const current = await snapshot.get();
         this.reset();
         if (!current) return;
-        for (const projection of projections) this.set({ projection }, current.some((r) => r.projection === projection) ? 1 : 0);
+        for (const projection of projections)
+          this.set({ projection }, current.some((r) => r.projection === projection) ? 1 : 0);
       },
     });
     new Gauge({
@@ -359,14 +368,17 @@ export class WalletOpsMetrics {
       async collect() {
         const current = await snapshot.get();
         this.reset();
-        for (const r of current ?? []) this.set({ projection: r.projection }, r.head > 0 ? Math.min(1, r.position / r.head) : 1);
+        for (const r of current ?? [])
+          this.set({ projection: r.projection }, r.head > 0 ? Math.min(1, r.position / r.head) : 1);
       },
     });
   }
 
   /** A scrape-time source shared by the gauges of one family group, bounded and counted when it fails. */
   private bounded<T>(collector: string, load: () => Promise<T>): BoundedSnapshot<T> {
-    const snapshot = new BoundedSnapshot(load, this.collectTimeoutMs, (reason) => this.collectFailures.inc({ collector, reason }));
+    const snapshot = new BoundedSnapshot(load, this.collectTimeoutMs, (reason) =>
+      this.collectFailures.inc({ collector, reason }),
+    );
     this.snapshots.push(snapshot);
     return snapshot;
   }

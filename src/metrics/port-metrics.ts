@@ -1,5 +1,11 @@
 import { WrongExpectedVersionError, type EventStore } from '../ports/event-store.ts';
-import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, LedgerVoidedError, type Ledger } from '../ports/ledger.ts';
+import {
+  LedgerDuplicateError,
+  LedgerRejectedError,
+  LedgerUnavailableError,
+  LedgerVoidedError,
+  type Ledger,
+} from '../ports/ledger.ts';
 import type { WalletOpsMetrics } from './metrics.ts';
 
 /**
@@ -22,7 +28,10 @@ export function withEventStoreMetrics(store: EventStore, metrics: WalletOpsMetri
       metrics.appendDuration.observe({ method, outcome: 'ok' }, seconds(started));
       return result;
     } catch (error) {
-      metrics.appendDuration.observe({ method, outcome: error instanceof WrongExpectedVersionError ? 'conflict' : 'error' }, seconds(started));
+      metrics.appendDuration.observe(
+        { method, outcome: error instanceof WrongExpectedVersionError ? 'conflict' : 'error' },
+        seconds(started),
+      );
       throw error;
     }
   };
@@ -48,7 +57,10 @@ export function ledgerErrorKind(error: unknown): 'rejected' | 'unavailable' | 'd
 
 /** Times every ledger call and counts its errors by kind. */
 export function withLedgerMetrics(ledger: Ledger, metrics: WalletOpsMetrics): Ledger {
-  const timed = async <T>(method: 'submit' | 'void' | 'fateOf' | 'findByOperationID' | 'balance' | 'transactions', run: () => Promise<T>): Promise<T> => {
+  const timed = async <T>(
+    method: 'submit' | 'void' | 'fateOf' | 'findByOperationID' | 'balance' | 'transactions',
+    run: () => Promise<T>,
+  ): Promise<T> => {
     const started = process.hrtime.bigint();
     try {
       const result = await run();

@@ -84,7 +84,11 @@ export interface ReadStore {
    * sends it as it is. A document whose field is missing or not a string (one stored before the model had it)
    * comes back whole in its place, for the caller to serialize.
    */
-  findText<T extends Document = Document>(collection: string, query: FindQuery, field: string): Promise<Array<string | T>>;
+  findText<T extends Document = Document>(
+    collection: string,
+    query: FindQuery,
+    field: string,
+  ): Promise<Array<string | T>>;
   /** Counts what `find` would return without skip and limit. */
   count(collection: string, query?: Pick<FindQuery, 'where' | 'search' | 'range'>): Promise<number>;
   /**

@@ -54,7 +54,8 @@ export interface Tracing {
  */
 export const noTracing: Tracing = {
   enabled: false,
-  span: (_name, options, fn) => fn({ traceparent: validTraceparent(options.parent), setAttribute: () => {}, fail: () => {} }),
+  span: (_name, options, fn) =>
+    fn({ traceparent: validTraceparent(options.parent), setAttribute: () => {}, fail: () => {} }),
   shutdown: async () => {},
 };
 

@@ -103,13 +103,21 @@ export function toPublicApiKey(key: ApiKeyRecord, now: string): PublicApiKey {
 }
 
 /** Reads every API-key event from the store into the directory, page by page, up to the head. */
-export async function catchUpApiKeyDirectory(store: EventStore, directory: ApiKeyDirectory, pageSize = 1000): Promise<void> {
+export async function catchUpApiKeyDirectory(
+  store: EventStore,
+  directory: ApiKeyDirectory,
+  pageSize = 1000,
+): Promise<void> {
   // Read before the pages: every key event at or below it is committed, so the pages find it. The directory
   // then stands at the head, not at its last key event, so that neither its subscription nor its lag on /ready
   // scans the whole history after it again (key events are few; a prefix filter reads every event it passes).
   const head = await store.headPosition();
   for (;;) {
-    const page = await store.readAll({ fromPosition: directory.position + 1, maxCount: pageSize, filter: { streamPrefixes: [streamPrefixes.apiKey] } });
+    const page = await store.readAll({
+      fromPosition: directory.position + 1,
+      maxCount: pageSize,
+      filter: { streamPrefixes: [streamPrefixes.apiKey] },
+    });
     for (const event of page) directory.apply(event);
     if (page.length < pageSize) break;
   }
@@ -122,7 +130,12 @@ export async function catchUpApiKeyDirectory(store: EventStore, directory: ApiKe
  * and then follows a live subscription, both from the directory's own position. After a failed read it
  * resubscribes from that position (applying an event twice changes nothing), so a revocation is never missed.
  */
-export function followApiKeys(store: EventStore, directory: ApiKeyDirectory, logger: ConsumerLogger, supervision?: Supervision): Follower {
+export function followApiKeys(
+  store: EventStore,
+  directory: ApiKeyDirectory,
+  logger: ConsumerLogger,
+  supervision?: Supervision,
+): Follower {
   const follower = new Follower({
     name: 'api-key-directory',
     eventStore: store,

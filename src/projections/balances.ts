@@ -40,7 +40,12 @@ export interface Balance {
 
 export const BALANCES_COLLECTION: CollectionDefinition = { name: 'balances' };
 
-const EVENT_TYPES = ['WalletCredited', 'WalletDebited', 'FundsHeld', 'HoldReleased'] as const satisfies readonly WalletEvent['type'][];
+const EVENT_TYPES = [
+  'WalletCredited',
+  'WalletDebited',
+  'FundsHeld',
+  'HoldReleased',
+] as const satisfies readonly WalletEvent['type'][];
 type BalanceEvent = WalletEvent;
 
 /** The id of a wallet's balance document, e.g. `distributor:<uuid>`, `individual:+234...`, `platform:fees`. */

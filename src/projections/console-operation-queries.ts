@@ -1,7 +1,11 @@
 import type { OperationType } from '../domain/events.ts';
 import type { EventStore } from '../ports/event-store.ts';
 import type { FindQuery, RangeCondition, ReadStore } from '../ports/read-store.ts';
-import { CONSOLE_OPERATIONS_COLLECTION, CONSOLE_OPERATIONS_PROJECTION, type ConsoleOperationDoc } from './console-operations.ts';
+import {
+  CONSOLE_OPERATIONS_COLLECTION,
+  CONSOLE_OPERATIONS_PROJECTION,
+  type ConsoleOperationDoc,
+} from './console-operations.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
 
 /**
@@ -33,7 +37,9 @@ export interface OperationFilter {
  * of operations; any other text is a case-insensitive substring of the memo, the operation id or the
  * counterparty's id, which reads the [party, text] index entry of every operation of the party.
  */
-export function searchCondition(text: string): { field: 'operationID' | 'counterparty'; prefix: string } | { substring: string } {
+export function searchCondition(
+  text: string,
+): { field: 'operationID' | 'counterparty'; prefix: string } | { substring: string } {
   const trimmed = text.trim();
   const id = /^(op_)?([0-9a-f]{1,32})$/i.exec(trimmed);
   if (id?.[1] !== undefined) return { field: 'operationID', prefix: `op_${id[2]!.toLowerCase()}` };
@@ -72,11 +78,15 @@ function sortKeyRange(filter: OperationFilter, cursor?: { gt?: string; lt?: stri
   if (filter.from) range.gte = filter.from;
   if (filter.to) range.lt = filter.to;
   if (cursor?.gt !== undefined) range.gt = cursor.gt;
-  if (cursor?.lt !== undefined) range.lt = range.lt === undefined || cursor.lt < String(range.lt) ? cursor.lt : range.lt;
+  if (cursor?.lt !== undefined)
+    range.lt = range.lt === undefined || cursor.lt < String(range.lt) ? cursor.lt : range.lt;
   return Object.keys(range).length > 0 ? range : undefined;
 }
 
-function query(filter: OperationFilter, cursor?: { gt?: string; lt?: string }): Pick<FindQuery, 'where' | 'range' | 'search'> {
+function query(
+  filter: OperationFilter,
+  cursor?: { gt?: string; lt?: string },
+): Pick<FindQuery, 'where' | 'range' | 'search'> {
   const where: NonNullable<FindQuery['where']> = { party: filter.party };
   if (filter.status) where.status = filter.status;
   if (filter.operationType) where.operationType = filter.operationType;
@@ -92,7 +102,10 @@ function query(filter: OperationFilter, cursor?: { gt?: string; lt?: string }): 
   const sortKey = sortKeyRange(filter, cursor);
   if (sortKey) range.sortKey = sortKey;
   if (filter.minAmountKey || filter.maxAmountKey) {
-    range.amountKey = { ...(filter.minAmountKey ? { gte: filter.minAmountKey } : {}), ...(filter.maxAmountKey ? { lte: filter.maxAmountKey } : {}) };
+    range.amountKey = {
+      ...(filter.minAmountKey ? { gte: filter.minAmountKey } : {}),
+      ...(filter.maxAmountKey ? { lte: filter.maxAmountKey } : {}),
+    };
   }
   return {
     where,
@@ -102,7 +115,11 @@ function query(filter: OperationFilter, cursor?: { gt?: string; lt?: string }): 
 }
 
 /** One page of the party's operations that match, with where it is among them ("51–100 of 1,234"). */
-export async function findOperations(readStore: ReadStore, filter: OperationFilter, page: PageRequest): Promise<OperationPage> {
+export async function findOperations(
+  readStore: ReadStore,
+  filter: OperationFilter,
+  page: PageRequest,
+): Promise<OperationPage> {
   const newest = page.order === 'newest';
   // Rows "after" a cursor come later in the order: lower sortKeys when newest first.
   const later = (key: string) => (newest ? { lt: key } : { gt: key });
@@ -110,14 +127,24 @@ export async function findOperations(readStore: ReadStore, filter: OperationFilt
   const backwards = page.before !== undefined && page.after === undefined;
   const cursor = backwards ? earlier(page.before!) : page.after !== undefined ? later(page.after) : undefined;
   const direction = newest !== backwards ? 'desc' : 'asc';
-  const found = await readStore.find<ConsoleOperationDoc>(COLLECTION, { ...query(filter, cursor), sort: [['sortKey', direction]], limit: page.limit + 1 });
+  const found = await readStore.find<ConsoleOperationDoc>(COLLECTION, {
+    ...query(filter, cursor),
+    sort: [['sortKey', direction]],
+    limit: page.limit + 1,
+  });
   const more = found.length > page.limit;
   const rows = found.slice(0, page.limit);
   if (backwards) rows.reverse();
   // A first page that holds every match needs no count: rare search matches cost one scan, not two.
-  const total = page.after === undefined && !backwards && !more ? rows.length : await readStore.count(COLLECTION, query(filter));
+  const total =
+    page.after === undefined && !backwards && !more ? rows.length : await readStore.count(COLLECTION, query(filter));
   const first = rows[0];
-  const before = first === undefined ? 0 : page.after === undefined && !backwards ? 0 : await readStore.count(COLLECTION, query(filter, earlier(first.sortKey)));
+  const before =
+    first === undefined
+      ? 0
+      : page.after === undefined && !backwards
+        ? 0
+        : await readStore.count(COLLECTION, query(filter, earlier(first.sortKey)));
   const last = rows[rows.length - 1];
   const hasNext = backwards ? last !== undefined && before + rows.length < total : more;
   const hasPrevious = backwards ? more : before > 0;
@@ -134,11 +161,20 @@ export async function findOperations(readStore: ReadStore, filter: OperationFilt
  * Every matching row in the order, a batch at a time, for a streamed export: one keyset query per batch, so
  * memory holds one batch whatever the size of the export.
  */
-export async function* allOperations(readStore: ReadStore, filter: OperationFilter, order: SortOrder, batch = 500): AsyncGenerator<ConsoleOperationDoc> {
+export async function* allOperations(
+  readStore: ReadStore,
+  filter: OperationFilter,
+  order: SortOrder,
+  batch = 500,
+): AsyncGenerator<ConsoleOperationDoc> {
   let after: string | undefined;
   for (;;) {
     const cursor = after === undefined ? undefined : order === 'newest' ? { lt: after } : { gt: after };
-    const rows = await readStore.find<ConsoleOperationDoc>(COLLECTION, { ...query(filter, cursor), sort: [['sortKey', order === 'newest' ? 'desc' : 'asc']], limit: batch });
+    const rows = await readStore.find<ConsoleOperationDoc>(COLLECTION, {
+      ...query(filter, cursor),
+      sort: [['sortKey', order === 'newest' ? 'desc' : 'asc']],
+      limit: batch,
+    });
     yield* rows;
     if (rows.length < batch) return;
     after = rows[rows.length - 1]!.sortKey;
@@ -146,16 +182,24 @@ export async function* allOperations(readStore: ReadStore, filter: OperationFilt
 }
 
 /** The operations one key created, newest first (the key's page). */
-export function operationsOfKey(readStore: ReadStore, party: string, keyID: string, limit: number): Promise<OperationPage> {
+export function operationsOfKey(
+  readStore: ReadStore,
+  party: string,
+  keyID: string,
+  limit: number,
+): Promise<OperationPage> {
   return findOperations(readStore, { party, keyID }, { order: 'newest', limit });
 }
 
 /** One operation as the party sees it, or null (absent, or another party's). */
-export async function operationOfParty(readStore: ReadStore, party: string, operationID: string): Promise<ConsoleOperationDoc | null> {
-  const [own, received] = await readStore.getMany<ConsoleOperationDoc>(COLLECTION, [operationID, `received:${operationID}`]).then((docs) => [
-    docs.find((d) => d.id === operationID),
-    docs.find((d) => d.id === `received:${operationID}`),
-  ]);
+export async function operationOfParty(
+  readStore: ReadStore,
+  party: string,
+  operationID: string,
+): Promise<ConsoleOperationDoc | null> {
+  const [own, received] = await readStore
+    .getMany<ConsoleOperationDoc>(COLLECTION, [operationID, `received:${operationID}`])
+    .then((docs) => [docs.find((d) => d.id === operationID), docs.find((d) => d.id === `received:${operationID}`)]);
   if (own?.party === party) return own;
   if (received?.party === party) return received;
   return null;
@@ -175,9 +219,17 @@ export const PENDING_TAIL_LIMIT = 1000;
  * of rows: no operation's stream is read. Beyond PENDING_TAIL_LIMIT decisions a decided row may still show; the
  * approve and reject routes check the operation's stream, and refuse it (409).
  */
-export async function pendingOperationsOfParty(stores: { readStore: ReadStore; eventStore: EventStore }, party: string, limit: number): Promise<ConsoleOperationDoc[]> {
+export async function pendingOperationsOfParty(
+  stores: { readStore: ReadStore; eventStore: EventStore },
+  party: string,
+  limit: number,
+): Promise<ConsoleOperationDoc[]> {
   const checkpoint = await stores.readStore.getCheckpoint(CONSOLE_OPERATIONS_PROJECTION);
-  const docs = await stores.readStore.find<ConsoleOperationDoc>(COLLECTION, { where: pendingWhere(party), sort: [['sortKey', 'desc']], limit });
+  const docs = await stores.readStore.find<ConsoleOperationDoc>(COLLECTION, {
+    where: pendingWhere(party),
+    sort: [['sortKey', 'desc']],
+    limit,
+  });
   if (docs.length === 0) return docs;
   const decided = await stores.eventStore.readAll({
     fromPosition: (checkpoint ?? 0) + 1,

@@ -76,7 +76,9 @@ const KEY_INTEGER_DIGITS = 20;
 /** A non-negative decimal as a string of fixed width, so that string order is numeric order. */
 export function amountKey(amount: Decimal.Value, scale: number): string {
   const [integer = '0', fraction = ''] = formatAmount(amount, scale).split('.');
-  return scale > 0 ? `${integer.padStart(KEY_INTEGER_DIGITS, '0')}.${fraction}` : integer.padStart(KEY_INTEGER_DIGITS, '0');
+  return scale > 0
+    ? `${integer.padStart(KEY_INTEGER_DIGITS, '0')}.${fraction}`
+    : integer.padStart(KEY_INTEGER_DIGITS, '0');
 }
 
 export const partyKey = (party: { type: string; id: string }): string => `${party.type}:${party.id}`;
@@ -85,17 +87,33 @@ export const partyKey = (party: { type: string; id: string }): string => `${part
 function viewers(data: OperationRequested['data']): Array<{ id: string; party: string; side: 'own' | 'received' }> {
   const found: Array<{ id: string; party: string; side: 'own' | 'received' }> = [];
   if (data.party) found.push({ id: data.operationID, party: partyKey(data.party), side: 'own' });
-  if (data.operationType === 'cash-in' && data.payee.kind === 'merchant') found.push({ id: `received:${data.operationID}`, party: `merchant:${data.payee.id}`, side: 'received' });
+  if (data.operationType === 'cash-in' && data.payee.kind === 'merchant')
+    found.push({ id: `received:${data.operationID}`, party: `merchant:${data.payee.id}`, side: 'received' });
   return found;
 }
 
-function requested(data: OperationRequested['data'], id: string, position: number, scale: number): ConsoleOperationDoc | null {
+function requested(
+  data: OperationRequested['data'],
+  id: string,
+  position: number,
+  scale: number,
+): ConsoleOperationDoc | null {
   const viewer = viewers(data).find((v) => v.id === id);
   if (!viewer) return null;
   const received = viewer.side === 'received';
   const counterparty = received
-    ? { kind: data.payer.kind as 'distributor', id: data.payer.id, name: data.payerName, shortCode: data.payerShortCode }
-    : { kind: data.counterparty.kind, id: data.counterparty.id, name: data.counterparty.name, shortCode: data.counterparty.shortCode ?? null };
+    ? {
+        kind: data.payer.kind as 'distributor',
+        id: data.payer.id,
+        name: data.payerName,
+        shortCode: data.payerShortCode,
+      }
+    : {
+        kind: data.counterparty.kind,
+        id: data.counterparty.id,
+        name: data.counterparty.name,
+        shortCode: data.counterparty.shortCode ?? null,
+      };
   return {
     id,
     party: viewer.party,

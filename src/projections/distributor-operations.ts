@@ -1,7 +1,12 @@
 import type { DistributorOperationType, OperationRequested } from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { Projection } from './projection.ts';
-import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
+import {
+  isOperationEvent,
+  lifecycleChange,
+  OPERATION_EVENT_TYPES,
+  type LaterOperationEvent,
+} from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
 import { withApiText } from './api-text.ts';
 
@@ -47,7 +52,9 @@ export type DistributorOperationDoc = {
 };
 
 /** The contract's Distributor operation object: the document without its internal fields. */
-export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'position' | 'rejectionReason' | 'apiText'> & { rejectionReason: string | null };
+export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'position' | 'rejectionReason' | 'apiText'> & {
+  rejectionReason: string | null;
+};
 
 export const DISTRIBUTOR_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'distributor_operations',
@@ -55,16 +62,18 @@ export const DISTRIBUTOR_OPERATIONS_COLLECTION: CollectionDefinition = {
 };
 
 /** The list's filter: one distributor's operations. */
-export const distributorOperationsWhere = (distributorID: string): NonNullable<FindQuery['where']> => ({ distributorID });
+export const distributorOperationsWhere = (distributorID: string): NonNullable<FindQuery['where']> => ({
+  distributorID,
+});
 /** Newest creation first; the id breaks ties. */
 export const DISTRIBUTOR_OPERATIONS_SORT: NonNullable<FindQuery['sort']> = [
   ['createdAt', 'desc'],
   ['id', 'desc'],
 ];
 
-
 const isDistributorOperation = (data: OperationRequested['data']): boolean =>
-  data.party?.type === 'distributor' && (data.operationType === 'cash-in' || data.operationType === 'cash-out-fulfillment');
+  data.party?.type === 'distributor' &&
+  (data.operationType === 'cash-in' || data.operationType === 'cash-out-fulfillment');
 
 const shortCodeNumber = (code: string | undefined): number | undefined => {
   const value = code === undefined || code.trim() === '' ? NaN : Number(code);
@@ -86,7 +95,11 @@ function requested(data: OperationRequested['data'], id: string, position: numbe
     ...(shortCode !== undefined ? { merchantShortCode: shortCode } : {}),
     ...(data.memo !== null ? { memo: data.memo } : {}),
     ...(data.operationType === 'cash-out-fulfillment'
-      ? { phoneFrom: counterparty.id, cashOutFulfillmentType: data.cashOutFulfillmentType, cashOutFulfillmentID: data.cashOutFulfillmentID }
+      ? {
+          phoneFrom: counterparty.id,
+          cashOutFulfillmentType: data.cashOutFulfillmentType,
+          cashOutFulfillmentID: data.cashOutFulfillmentID,
+        }
       : {}),
     walletOperationID: '',
     sequenceNumber: null,
@@ -104,7 +117,9 @@ function progressed(doc: DistributorOperationDoc, event: LaterOperationEvent): D
   return { ...doc, ...lifecycleChange(event) };
 }
 
-export function distributorOperationsProjection(_options: { assetScale?: number } = {}): Projection<DistributorOperationDoc> {
+export function distributorOperationsProjection(
+  _options: { assetScale?: number } = {},
+): Projection<DistributorOperationDoc> {
   return {
     name: 'distributor-operations',
     collection: DISTRIBUTOR_OPERATIONS_COLLECTION,
@@ -116,7 +131,8 @@ export function distributorOperationsProjection(_options: { assetScale?: number 
     },
     evolve(doc, event, id) {
       if (!isOperationEvent(event)) return doc;
-      if (event.type === 'OperationRequested') return isDistributorOperation(event.data) ? withApiText(requested(event.data, id, event.position), toApi) : doc;
+      if (event.type === 'OperationRequested')
+        return isDistributorOperation(event.data) ? withApiText(requested(event.data, id, event.position), toApi) : doc;
       // A later event of an operation that is not a distributor's: no document, none made.
       return doc ? withApiText({ ...progressed(doc, event), position: event.position }, toApi) : null;
     },
@@ -146,7 +162,10 @@ export function toApi(doc: DistributorOperationDoc): DistributorOperation {
 }
 
 /** The fields among `keys` that the document has: a kind's fields are absent from documents of other kinds. */
-function present<K extends keyof DistributorOperationDoc>(doc: DistributorOperationDoc, ...keys: K[]): Partial<Pick<DistributorOperationDoc, K>> {
+function present<K extends keyof DistributorOperationDoc>(
+  doc: DistributorOperationDoc,
+  ...keys: K[]
+): Partial<Pick<DistributorOperationDoc, K>> {
   const picked: Partial<Pick<DistributorOperationDoc, K>> = {};
   for (const key of keys) if (doc[key] !== undefined) picked[key] = doc[key];
   return picked;

@@ -30,7 +30,14 @@ export function foldInMemory<Doc extends Document & Positioned>(
       const next = projection.evolve(doc, event, id);
       if (next === null && doc === null) continue;
       // evolve returns a new document (never changes its input), so one that already says so is kept as is.
-      docs.set(id, next === null ? null : next.id === id && next.position === event.position ? next : { ...next, id, position: event.position });
+      docs.set(
+        id,
+        next === null
+          ? null
+          : next.id === id && next.position === event.position
+            ? next
+            : { ...next, id, position: event.position },
+      );
       changed.add(id);
     }
   }

@@ -2,7 +2,12 @@ import type { OperationRequested } from '../domain/events.ts';
 import { DEFAULT_ASSET_SCALE, formatAmount } from '../domain/money.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { Projection } from './projection.ts';
-import { isOperationEvent, lifecycleChange, OPERATION_EVENT_TYPES, type LaterOperationEvent } from './operation-lifecycle.ts';
+import {
+  isOperationEvent,
+  lifecycleChange,
+  OPERATION_EVENT_TYPES,
+  type LaterOperationEvent,
+} from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
 import { withApiText } from './api-text.ts';
 
@@ -59,7 +64,10 @@ export type MerchantOperationDoc = {
 };
 
 /** The contract's Merchant operation object: the document without its internal fields. */
-export type MerchantOperation = Omit<MerchantOperationDoc, 'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason' | 'walletOperationID' | 'apiText'> & {
+export type MerchantOperation = Omit<
+  MerchantOperationDoc,
+  'id' | 'visible' | 'listedPosition' | 'position' | 'rejectionReason' | 'walletOperationID' | 'apiText'
+> & {
   walletOperationID: string;
   rejectionReason: string | null;
 };
@@ -70,7 +78,10 @@ export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
 };
 
 /** The list's filter: one merchant's visible operations. */
-export const merchantOperationsWhere = (merchantID: string): NonNullable<FindQuery['where']> => ({ merchantID, visible: true });
+export const merchantOperationsWhere = (merchantID: string): NonNullable<FindQuery['where']> => ({
+  merchantID,
+  visible: true,
+});
 /**
  * Newest creation first, by the log position of the request (the order of `createdAt`, free of clock skew
  * between writers): every item enters the list at its request and always on top, so a client polling the
@@ -86,7 +97,8 @@ type RequestedData = OperationRequested['data'];
 
 const isOwnOperation = (data: RequestedData): boolean =>
   data.party?.type === 'merchant' && ['cash-out', 'pay-merchant', 'pay-individual'].includes(data.operationType);
-const isReceivedCashIn = (data: RequestedData): boolean => data.operationType === 'cash-in' && data.payee.kind === 'merchant';
+const isReceivedCashIn = (data: RequestedData): boolean =>
+  data.operationType === 'cash-in' && data.payee.kind === 'merchant';
 
 function requested(data: RequestedData, id: string, position: number, scale: number): MerchantOperationDoc {
   const { counterparty, operationType } = data;
@@ -134,7 +146,8 @@ export function merchantOperationsProjection(options: { assetScale?: number } = 
     },
     evolve(doc, event, id) {
       if (!isOperationEvent(event)) return doc;
-      if (event.type === 'OperationRequested') return concerns(event.data) ? withApiText(requested(event.data, id, event.position, scale), toApi) : doc;
+      if (event.type === 'OperationRequested')
+        return concerns(event.data) ? withApiText(requested(event.data, id, event.position, scale), toApi) : doc;
       // A later event of an operation that concerns no merchant here: no document, none made.
       return doc ? withApiText({ ...progressed(doc, event), position: event.position }, toApi) : null;
     },
@@ -165,7 +178,10 @@ export function toApi(doc: MerchantOperationDoc): MerchantOperation {
 }
 
 /** The fields among `keys` that the document has: a kind's fields are absent from documents of other kinds. */
-function present<K extends keyof MerchantOperationDoc>(doc: MerchantOperationDoc, ...keys: K[]): Partial<Pick<MerchantOperationDoc, K>> {
+function present<K extends keyof MerchantOperationDoc>(
+  doc: MerchantOperationDoc,
+  ...keys: K[]
+): Partial<Pick<MerchantOperationDoc, K>> {
   const picked: Partial<Pick<MerchantOperationDoc, K>> = {};
   for (const key of keys) if (doc[key] !== undefined) picked[key] = doc[key];
   return picked;

@@ -1,4 +1,10 @@
-import type { OperationCompleted, OperationFailed, OperationRejected, OperationRequested, OperationSettledFromLedger } from '../domain/events.ts';
+import type {
+  OperationCompleted,
+  OperationFailed,
+  OperationRejected,
+  OperationRequested,
+  OperationSettledFromLedger,
+} from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
 import { withApiText } from './api-text.ts';
@@ -48,7 +54,10 @@ export type MerchantPaymentDoc = {
 };
 
 /** The contract's Payment object, with the extension field `completedAt` (a listed payment is completed). */
-export type Payment = Pick<MerchantPaymentDoc, 'operationID' | 'type' | 'amount' | 'from' | 'fromType' | 'fromShortCode' | 'memo' | 'blockchainID' | 'createdAt'> & {
+export type Payment = Pick<
+  MerchantPaymentDoc,
+  'operationID' | 'type' | 'amount' | 'from' | 'fromType' | 'fromShortCode' | 'memo' | 'blockchainID' | 'createdAt'
+> & {
   completedAt: string;
   /** Extension: the operation (`op_...`) the payment came from, as the payer's (or distributor's) operations list names it. */
   sourceOperationID: string;
@@ -61,7 +70,10 @@ export const MERCHANT_PAYMENTS_COLLECTION: CollectionDefinition = {
 };
 
 /** The list's filter: one merchant's completed payments. */
-export const merchantPaymentsWhere = (merchantID: string): NonNullable<FindQuery['where']> => ({ merchantID, visible: true });
+export const merchantPaymentsWhere = (merchantID: string): NonNullable<FindQuery['where']> => ({
+  merchantID,
+  visible: true,
+});
 /**
  * Newest first by the moment a payment entered the list (the log position of its completion, which is also
  * the order of `completedAt`): a payment that completes later always lands on top, never below items a
@@ -85,12 +97,20 @@ export function paymentSearch(text: string): Array<{ text: string; fields: strin
   return clauses;
 }
 
-const EVENT_TYPES = ['OperationRequested', 'OperationRejected', 'OperationCompleted', 'OperationFailed', 'OperationSettledFromLedger'] as const;
+const EVENT_TYPES = [
+  'OperationRequested',
+  'OperationRejected',
+  'OperationCompleted',
+  'OperationFailed',
+  'OperationSettledFromLedger',
+] as const;
 
 /** The payer's name and short code come from the request (`payerName`, `payerShortCode`); the counterparty is the merchant paid. */
 type RequestedData = OperationRequested['data'];
-type Event = ProjectedEvent & (OperationRequested | OperationRejected | OperationCompleted | OperationFailed | OperationSettledFromLedger);
-const isPaymentEvent = (event: ProjectedEvent): event is Event => (EVENT_TYPES as readonly string[]).includes(event.type);
+type Event = ProjectedEvent &
+  (OperationRequested | OperationRejected | OperationCompleted | OperationFailed | OperationSettledFromLedger);
+const isPaymentEvent = (event: ProjectedEvent): event is Event =>
+  (EVENT_TYPES as readonly string[]).includes(event.type);
 
 const isReceivedPayment = (data: RequestedData): boolean =>
   data.payee.kind === 'merchant' && ['pay-merchant', 'individual-payment', 'cash-in'].includes(data.operationType);
@@ -100,15 +120,28 @@ const shortCodeNumber = (code: string | null | undefined): number | undefined =>
   return Number.isSafeInteger(value) ? value : undefined;
 };
 
-function sender(data: RequestedData): Pick<MerchantPaymentDoc, 'type' | 'from' | 'fromType' | 'fromShortCode' | 'searchPhone'> {
+function sender(
+  data: RequestedData,
+): Pick<MerchantPaymentDoc, 'type' | 'from' | 'fromType' | 'fromShortCode' | 'searchPhone'> {
   switch (data.operationType) {
     case 'individual-payment':
-      return { type: 'payment', from: data.payer.id, fromType: 'individual', searchPhone: data.payer.id.replace(/\D/g, '') };
+      return {
+        type: 'payment',
+        from: data.payer.id,
+        fromType: 'individual',
+        searchPhone: data.payer.id.replace(/\D/g, ''),
+      };
     case 'cash-in':
       return { type: 'cash-in', from: data.payerName ?? '', fromType: 'distributor', searchPhone: null };
     default: {
       const shortCode = shortCodeNumber(data.payerShortCode);
-      return { type: 'payment', from: data.payerName ?? '', fromType: 'merchant', ...(shortCode !== undefined ? { fromShortCode: shortCode } : {}), searchPhone: null };
+      return {
+        type: 'payment',
+        from: data.payerName ?? '',
+        fromType: 'merchant',
+        ...(shortCode !== undefined ? { fromShortCode: shortCode } : {}),
+        searchPhone: null,
+      };
     }
   }
 }
@@ -152,14 +185,24 @@ export function merchantPaymentsProjection(_options: { assetScale?: number } = {
 /** The document after one of its events (the same document for an event of no interest). */
 function changed(doc: MerchantPaymentDoc | null, event: ProjectedEvent, id: string): MerchantPaymentDoc | null {
   if (!isPaymentEvent(event)) return doc;
-  if (event.type === 'OperationRequested') return isReceivedPayment(event.data) ? requested(event.data, id, event.position) : doc;
+  if (event.type === 'OperationRequested')
+    return isReceivedPayment(event.data) ? requested(event.data, id, event.position) : doc;
   // A later event of an operation that pays no merchant: no document, none made.
   if (!doc) return null;
   const position = event.position;
   switch (event.type) {
     case 'OperationCompleted': {
       const { walletOperationID, blockchainID, completedAt } = event.data;
-      return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt, listedPosition: position, position };
+      return {
+        ...doc,
+        status: 'completed',
+        visible: true,
+        operationID: walletOperationID,
+        blockchainID,
+        completedAt,
+        listedPosition: position,
+        position,
+      };
     }
     case 'OperationRejected':
       return { ...doc, status: 'rejected', position };
@@ -168,7 +211,16 @@ function changed(doc: MerchantPaymentDoc | null, event: ProjectedEvent, id: stri
     case 'OperationSettledFromLedger': {
       // Failed, but the money had moved: two operators recorded the ledger's transaction. The payment was received.
       const { walletOperationID, blockchainID, settledAt } = event.data;
-      return { ...doc, status: 'completed', visible: true, operationID: walletOperationID, blockchainID, completedAt: settledAt, listedPosition: position, position };
+      return {
+        ...doc,
+        status: 'completed',
+        visible: true,
+        operationID: walletOperationID,
+        blockchainID,
+        completedAt: settledAt,
+        listedPosition: position,
+        position,
+      };
     }
   }
 }

@@ -22,13 +22,17 @@ export type PendingOperationDoc = {
 };
 
 export const PENDING_OPERATIONS_PROJECTION = 'pending-operations';
-export const PENDING_OPERATIONS_COLLECTION: CollectionDefinition = { name: 'pending_operations', indexes: [['keyID', 'requestPosition']] };
+export const PENDING_OPERATIONS_COLLECTION: CollectionDefinition = {
+  name: 'pending_operations',
+  indexes: [['keyID', 'requestPosition']],
+};
 
 const OPERATION_TYPES = ['OperationRequested', 'OperationApproved', 'OperationRejected'] as const;
 const EVENT_TYPES = [...OPERATION_TYPES, 'ApiKeyRevoked', 'ApiKeyPreviousSecretEnded'] as const;
 type PendingEvent = Extract<OperationEvent, { type: (typeof OPERATION_TYPES)[number] }>;
 
-const isOperationEvent = (event: ProjectedEvent): event is ProjectedEvent & PendingEvent => (OPERATION_TYPES as readonly string[]).includes(event.type);
+const isOperationEvent = (event: ProjectedEvent): event is ProjectedEvent & PendingEvent =>
+  (OPERATION_TYPES as readonly string[]).includes(event.type);
 
 export function pendingOperationsProjection(): Projection<PendingOperationDoc> {
   return {
@@ -41,7 +45,15 @@ export function pendingOperationsProjection(): Projection<PendingOperationDoc> {
       switch (event.type) {
         case 'OperationRequested':
           // Operations of other channels have no key (and are approved in the same append).
-          return event.data.keyID === null ? null : { id, keyID: event.data.keyID, createdAt: event.data.createdAt, requestPosition: event.position, position: event.position };
+          return event.data.keyID === null
+            ? null
+            : {
+                id,
+                keyID: event.data.keyID,
+                createdAt: event.data.createdAt,
+                requestPosition: event.position,
+                position: event.position,
+              };
         case 'OperationApproved':
         case 'OperationRejected':
           return null; // decided: off the list
@@ -55,10 +67,21 @@ export function pendingOperationsProjection(): Projection<PendingOperationDoc> {
  * documents that decisions remove between two pages). A key's pending operations are few.
  */
 export function pendingOperationsOfKey(readStore: ReadStore, keyID: string): Promise<PendingOperationDoc[]> {
-  return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID }, sort: [['requestPosition', 'asc']] }); // unique: one request per position
+  return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, {
+    where: { keyID },
+    sort: [['requestPosition', 'asc']],
+  }); // unique: one request per position
 }
 
 /** A page of every pending operation, in request order, after `afterPosition` (keyset paging: decisions may remove documents meanwhile). */
-export function pendingOperationsAfter(readStore: ReadStore, afterPosition: number, limit: number): Promise<PendingOperationDoc[]> {
-  return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, { range: { requestPosition: { gt: afterPosition } }, sort: [['requestPosition', 'asc']], limit });
+export function pendingOperationsAfter(
+  readStore: ReadStore,
+  afterPosition: number,
+  limit: number,
+): Promise<PendingOperationDoc[]> {
+  return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, {
+    range: { requestPosition: { gt: afterPosition } },
+    sort: [['requestPosition', 'asc']],
+    limit,
+  });
 }

@@ -2,7 +2,13 @@ import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { Document, ReadStore, Write } from '../ports/read-store.ts';
 import type { Positioned, Projection, ProjectedEvent } from './projection.ts';
 import { foldInMemory } from './fold.ts';
-import { exclusiveCheckpoint, Follower, type ConsumerLogger, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
+import {
+  exclusiveCheckpoint,
+  Follower,
+  type ConsumerLogger,
+  type SupervisedConsumer,
+  type Supervision,
+} from '../shared/follower.ts';
 
 type Doc = Document & Positioned;
 
@@ -24,7 +30,13 @@ export const newFold = (): DocumentFold => ({ docs: new Map(), dirty: new Set(),
  * collection first (one getMany). A document that has already seen an event's position ignores it, so a
  * replayed event changes nothing. Several events on one document are folded in memory; nothing is written.
  */
-export async function foldEvents(readStore: ReadStore, projection: Projection, events: ProjectedEvent[], collection: string, fold: DocumentFold): Promise<void> {
+export async function foldEvents(
+  readStore: ReadStore,
+  projection: Projection,
+  events: ProjectedEvent[],
+  collection: string,
+  fold: DocumentFold,
+): Promise<void> {
   const { docs, dirty } = fold;
   const missing = new Set<string>();
   for (const event of events) for (const id of projection.documentIds(event)) if (!docs.has(id)) missing.add(id);
@@ -74,7 +86,10 @@ export async function applyBatch(
   return last.position;
 }
 
-export function checkpointOf(target: { checkpoint: string; expected?: number | null; generation?: number }, position: number) {
+export function checkpointOf(
+  target: { checkpoint: string; expected?: number | null; generation?: number },
+  position: number,
+) {
   return {
     projection: target.checkpoint,
     position,
@@ -147,4 +162,9 @@ export class ProjectionRunner {
   }
 }
 
-const projected = (event: RecordedEvent): ProjectedEvent => ({ type: event.type, data: event.data, position: event.position, createdAt: event.createdAt });
+const projected = (event: RecordedEvent): ProjectedEvent => ({
+  type: event.type,
+  data: event.data,
+  position: event.position,
+  createdAt: event.createdAt,
+});

@@ -69,13 +69,20 @@ export async function rebuildProjections(
     const fence = { checkpoint: target.checkpoint, expected: target.position };
     let start = 0;
     for (; writes.length - start > REBUILD_WRITES_PER_COMMIT; start += REBUILD_WRITES_PER_COMMIT) {
-      await deps.readStore.commit(writes.slice(start, start + REBUILD_WRITES_PER_COMMIT), checkpointOf(fence, target.position));
+      await deps.readStore.commit(
+        writes.slice(start, start + REBUILD_WRITES_PER_COMMIT),
+        checkpointOf(fence, target.position),
+      );
     }
     await deps.readStore.commit(writes.slice(start), checkpointOf(fence, target.folded));
     target.position = target.folded;
     // What was just written stays in memory (it is what the next events most likely touch); the rest is read
     // back if needed, so memory holds about one span of documents whatever the size of the history.
-    target.fold = { docs: written, dirty: new Set(), stored: new Set([...written.keys()].filter((id) => written.get(id))) };
+    target.fold = {
+      docs: written,
+      dirty: new Set(),
+      stored: new Set([...written.keys()].filter((id) => written.get(id))),
+    };
   };
   for (const target of targets) {
     // A shadow left by an interrupted rebuild is discarded: a rebuild always starts from position 0.
@@ -85,7 +92,9 @@ export async function rebuildProjections(
   }
 
   const filter = { eventTypes: [...new Set(projections.flatMap((projection) => projection.eventTypes))] };
-  const routes = new Map(filter.eventTypes.map((type) => [type, targets.flatMap((target, i) => (target.types.has(type) ? [i] : []))]));
+  const routes = new Map(
+    filter.eventTypes.map((type) => [type, targets.flatMap((target, i) => (target.types.has(type) ? [i] : []))]),
+  );
   const label = projections.map((projection) => projection.name).join(', ');
   let read = 0;
   let events = 0;
@@ -94,7 +103,12 @@ export async function rebuildProjections(
     const head = await deps.eventStore.headPosition();
     let caughtUp = false;
     while (!caughtUp) {
-      const page = await deps.eventStore.readAll({ fromPosition: read + 1, toPosition: head, maxCount: PAGE_SIZE, filter });
+      const page = await deps.eventStore.readAll({
+        fromPosition: read + 1,
+        toPosition: head,
+        maxCount: PAGE_SIZE,
+        filter,
+      });
       // Each event is handed to the projections of its type in one pass over the page.
       const pages: ProjectedEvent[][] = targets.map(() => []);
       for (const event of page) for (const i of routes.get(event.type) ?? []) pages[i]!.push(event);
@@ -120,7 +134,10 @@ export async function rebuildProjections(
   }
   const seconds = (performance.now() - started) / 1000;
   for (const target of targets) {
-    await deps.readStore.promote(target.shadow.name, target.projection.collection.name, { from: target.checkpoint, to: target.projection.name });
+    await deps.readStore.promote(target.shadow.name, target.projection.collection.name, {
+      from: target.checkpoint,
+      to: target.projection.name,
+    });
   }
   return targets.map((target) => ({
     projection: target.projection.name,
@@ -141,11 +158,18 @@ const shadowCheckpoint = (projection: string) => `${projection}${SHADOW_SUFFIX}`
  * rebuild that was interrupted leaves its shadow checkpoint behind and shows as under way, not moving, until
  * it is run again.
  */
-export async function rebuildsInProgress(deps: { eventStore: EventStore; readStore: ReadStore }, projections: readonly string[]): Promise<Array<{ projection: string; position: number; head: number }>> {
-  const positions = await Promise.all(projections.map((projection) => deps.readStore.getCheckpoint(shadowCheckpoint(projection))));
+export async function rebuildsInProgress(
+  deps: { eventStore: EventStore; readStore: ReadStore },
+  projections: readonly string[],
+): Promise<Array<{ projection: string; position: number; head: number }>> {
+  const positions = await Promise.all(
+    projections.map((projection) => deps.readStore.getCheckpoint(shadowCheckpoint(projection))),
+  );
   if (positions.every((position) => position === null)) return [];
   const head = await deps.eventStore.headPosition();
-  return projections.flatMap((projection, i) => (positions[i] === null || positions[i] === undefined ? [] : [{ projection, position: positions[i]!, head }]));
+  return projections.flatMap((projection, i) =>
+    positions[i] === null || positions[i] === undefined ? [] : [{ projection, position: positions[i]!, head }],
+  );
 }
 
 /** Rebuilds one read model (see rebuildProjections). */
@@ -175,14 +199,26 @@ export interface Checkpointed {
 }
 
 /** Where each projection (or other checkpointed follower) stands against the head of the store. */
-export async function projectionStatus(deps: { eventStore: EventStore; readStore: ReadStore }, projections: Checkpointed[], cap = 1000, now = new Date()): Promise<ProjectionStatus[]> {
+export async function projectionStatus(
+  deps: { eventStore: EventStore; readStore: ReadStore },
+  projections: Checkpointed[],
+  cap = 1000,
+  now = new Date(),
+): Promise<ProjectionStatus[]> {
   const head = await deps.eventStore.headPosition();
   return Promise.all(
     projections.map(async (projection) => {
       const position = await deps.readStore.getCheckpoint(projection.name);
-      const pending = await deps.eventStore.readAll({ fromPosition: (position ?? 0) + 1, toPosition: head, maxCount: cap, filter: { eventTypes: [...projection.eventTypes] } });
+      const pending = await deps.eventStore.readAll({
+        fromPosition: (position ?? 0) + 1,
+        toPosition: head,
+        maxCount: cap,
+        filter: { eventTypes: [...projection.eventTypes] },
+      });
       const oldest = pending[0];
-      const lagSeconds = oldest ? Math.max(0, Math.round((now.getTime() - Date.parse(oldest.createdAt)) / 100) / 10) : 0;
+      const lagSeconds = oldest
+        ? Math.max(0, Math.round((now.getTime() - Date.parse(oldest.createdAt)) / 100) / 10)
+        : 0;
       return { projection: projection.name, position, head, lagEvents: pending.length, lagSeconds };
     }),
   );

@@ -16,12 +16,16 @@ export type UnsettledOperationDoc = {
   position: number;
 };
 
-export const UNSETTLED_OPERATIONS_COLLECTION: CollectionDefinition = { name: 'unsettled_operations', indexes: [['approvalPosition']] };
+export const UNSETTLED_OPERATIONS_COLLECTION: CollectionDefinition = {
+  name: 'unsettled_operations',
+  indexes: [['approvalPosition']],
+};
 
 const EVENT_TYPES = ['OperationApproved', 'OperationCompleted', 'OperationFailed'] as const;
 type UnsettledEvent = Extract<OperationEvent, { type: (typeof EVENT_TYPES)[number] }>;
 
-const isUnsettledEvent = (event: ProjectedEvent): event is ProjectedEvent & UnsettledEvent => (EVENT_TYPES as readonly string[]).includes(event.type);
+const isUnsettledEvent = (event: ProjectedEvent): event is ProjectedEvent & UnsettledEvent =>
+  (EVENT_TYPES as readonly string[]).includes(event.type);
 
 export function unsettledOperationsProjection(): Projection<UnsettledOperationDoc> {
   return {

@@ -1,6 +1,17 @@
-import { accessRequestDecider, type AccessRequestRecord, type AccessRequestState } from '../commands/access-requests.ts';
+import {
+  accessRequestDecider,
+  type AccessRequestRecord,
+  type AccessRequestState,
+} from '../commands/access-requests.ts';
 import { userDecider, type UserState } from '../commands/users.ts';
-import type { AccessChange, AccessRequestEvent, DistributorOnboarded, MerchantOnboarded, UserEvent, UserRole } from '../domain/events.ts';
+import type {
+  AccessChange,
+  AccessRequestEvent,
+  DistributorOnboarded,
+  MerchantOnboarded,
+  UserEvent,
+  UserRole,
+} from '../domain/events.ts';
 import { formatPartyRef, type PartyRef, type PartyType } from '../domain/parties.ts';
 import { streamPrefixes } from '../domain/streams.ts';
 import type { EventStore } from '../ports/event-store.ts';
@@ -35,8 +46,22 @@ export interface PartyWithUsers extends PartySummary {
   users: PublicUser[];
 }
 
-const PREFIXES = [streamPrefixes.user, streamPrefixes.accessRequest, streamPrefixes.distributor, streamPrefixes.merchant];
-const USER_EVENTS = new Set<string>(['UserAdded', 'UserDisabled', 'UserEnabled', 'UserRoleAdded', 'UserRoleRemoved', 'UserPasswordReset', 'UserPasswordChanged', 'UserPasswordHashUpgraded']);
+const PREFIXES = [
+  streamPrefixes.user,
+  streamPrefixes.accessRequest,
+  streamPrefixes.distributor,
+  streamPrefixes.merchant,
+];
+const USER_EVENTS = new Set<string>([
+  'UserAdded',
+  'UserDisabled',
+  'UserEnabled',
+  'UserRoleAdded',
+  'UserRoleRemoved',
+  'UserPasswordReset',
+  'UserPasswordChanged',
+  'UserPasswordHashUpgraded',
+]);
 const REQUEST_EVENTS = new Set<string>(['AccessRequested', 'AccessRequestApproved', 'AccessRequestRejected']);
 
 export const toPublicUser = (user: UserRecordState): PublicUser => ({
@@ -64,17 +89,26 @@ export class UserDirectory {
     this.lastPosition = event.position;
     if (event.type === 'DistributorOnboarded') {
       const { distributorID, name, shortCode } = (event as DistributorOnboarded).data;
-      this.partiesByRef.set(`distributor:${distributorID}`, { type: 'distributor', id: distributorID, name, shortCode });
+      this.partiesByRef.set(`distributor:${distributorID}`, {
+        type: 'distributor',
+        id: distributorID,
+        name,
+        shortCode,
+      });
     } else if (event.type === 'MerchantOnboarded') {
       const { merchantID, name, shortCode } = (event as MerchantOnboarded).data;
       this.partiesByRef.set(`merchant:${merchantID}`, { type: 'merchant', id: merchantID, name, shortCode });
     } else if (USER_EVENTS.has(event.type)) {
       const userEvent = event as unknown as UserEvent;
-      const next = userDecider.evolve(this.usersByID.get(userEvent.data.userID) ?? userDecider.initialState(), userEvent);
+      const next = userDecider.evolve(
+        this.usersByID.get(userEvent.data.userID) ?? userDecider.initialState(),
+        userEvent,
+      );
       if (next.status !== 'none') this.usersByID.set(next.userID, next);
     } else if (REQUEST_EVENTS.has(event.type)) {
       const requestEvent = event as unknown as AccessRequestEvent;
-      const current: AccessRequestState = this.requestsByID.get(requestEvent.data.requestID) ?? accessRequestDecider.initialState();
+      const current: AccessRequestState =
+        this.requestsByID.get(requestEvent.data.requestID) ?? accessRequestDecider.initialState();
       const next = accessRequestDecider.evolve(current, requestEvent);
       if (next.status !== 'none') this.requestsByID.set(next.requestID, next);
     }
@@ -102,7 +136,12 @@ export class UserDirectory {
     const wanted = only ? formatPartyRef(only) : null;
     return [...this.partiesByRef.entries()]
       .filter(([ref]) => wanted === null || ref === wanted)
-      .map(([ref, party]) => ({ ...party, users: this.sorted([...this.usersByID.values()].filter((user) => user.party && formatPartyRef(user.party) === ref)) }))
+      .map(([ref, party]) => ({
+        ...party,
+        users: this.sorted(
+          [...this.usersByID.values()].filter((user) => user.party && formatPartyRef(user.party) === ref),
+        ),
+      }))
       .sort((a, b) => a.type.localeCompare(b.type) || Number(a.shortCode) - Number(b.shortCode));
   }
 
@@ -140,9 +179,17 @@ export class UserDirectory {
 }
 
 /** Reads the newer party, user and access-request events into the directory, page by page, up to the head. */
-export async function catchUpUserDirectory(store: EventStore, directory: UserDirectory, pageSize = 1000): Promise<UserDirectory> {
+export async function catchUpUserDirectory(
+  store: EventStore,
+  directory: UserDirectory,
+  pageSize = 1000,
+): Promise<UserDirectory> {
   for (;;) {
-    const page = await store.readAll({ fromPosition: directory.position + 1, maxCount: pageSize, filter: { streamPrefixes: PREFIXES } });
+    const page = await store.readAll({
+      fromPosition: directory.position + 1,
+      maxCount: pageSize,
+      filter: { streamPrefixes: PREFIXES },
+    });
     for (const event of page) directory.apply(event);
     if (page.length < pageSize) return directory;
   }

@@ -41,7 +41,10 @@ export type WebhookEndpointDoc = {
 };
 
 export const WEBHOOK_ENDPOINTS_PROJECTION = 'webhook-endpoints';
-export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionDefinition = { name: 'webhook_endpoints', indexes: [['partyType', 'partyID', 'requestedAt']] };
+export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionDefinition = {
+  name: 'webhook_endpoints',
+  indexes: [['partyType', 'partyID', 'requestedAt']],
+};
 
 const EVENT_TYPES = [
   'WebhookEndpointRequested',
@@ -54,7 +57,8 @@ const EVENT_TYPES = [
   'WebhookSecretRotated',
   'WebhookEndpointPreviousSecretEnded',
 ] as const;
-const isEndpointEvent = (event: ProjectedEvent): event is ProjectedEvent & WebhookEndpointEvent => (EVENT_TYPES as readonly string[]).includes(event.type);
+const isEndpointEvent = (event: ProjectedEvent): event is ProjectedEvent & WebhookEndpointEvent =>
+  (EVENT_TYPES as readonly string[]).includes(event.type);
 
 export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
   return {
@@ -66,16 +70,49 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
       if (!isEndpointEvent(event)) return doc;
       if (event.type === 'WebhookEndpointRequested') {
         const { party, url, eventTypes, requestedBy, requestedAt } = event.data;
-        return { id, partyType: party.type, partyID: party.id, url, eventTypes, status: 'pending', requestedBy, requestedAt, decidedBy: null, decidedAt: null, reason: null, disabledBy: null, disabledAt: null, position: event.position };
+        return {
+          id,
+          partyType: party.type,
+          partyID: party.id,
+          url,
+          eventTypes,
+          status: 'pending',
+          requestedBy,
+          requestedAt,
+          decidedBy: null,
+          decidedAt: null,
+          reason: null,
+          disabledBy: null,
+          disabledAt: null,
+          position: event.position,
+        };
       }
       if (doc === null) return null; // a stream always starts with the request
       switch (event.type) {
         case 'WebhookEndpointApproved':
-          return { ...doc, status: 'active', decidedBy: event.data.approvedBy, decidedAt: event.data.approvedAt, signatureScheme: event.data.signatureScheme ?? 'stripe-v1' };
+          return {
+            ...doc,
+            status: 'active',
+            decidedBy: event.data.approvedBy,
+            decidedAt: event.data.approvedAt,
+            signatureScheme: event.data.signatureScheme ?? 'stripe-v1',
+          };
         case 'WebhookEndpointRejected':
-          return { ...doc, status: 'rejected', decidedBy: event.data.rejectedBy, decidedAt: event.data.rejectedAt, reason: event.data.reason };
+          return {
+            ...doc,
+            status: 'rejected',
+            decidedBy: event.data.rejectedBy,
+            decidedAt: event.data.rejectedAt,
+            reason: event.data.reason,
+          };
         case 'WebhookEndpointDisabled':
-          return { ...doc, status: 'disabled', disabledBy: event.data.disabledBy, disabledAt: event.data.disabledAt, reason: event.data.reason };
+          return {
+            ...doc,
+            status: 'disabled',
+            disabledBy: event.data.disabledBy,
+            disabledAt: event.data.disabledAt,
+            reason: event.data.reason,
+          };
         case 'WebhookSecretRotationRequested':
           return { ...doc, rotationRequestedBy: event.data.requestedBy, rotationReason: event.data.reason };
         case 'WebhookSecretRotationRejected':
@@ -103,7 +140,10 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
 export function webhookEndpointsOfParty(readStore: ReadStore, party: PartyRef): Promise<WebhookEndpointDoc[]> {
   return readStore.find<WebhookEndpointDoc>(WEBHOOK_ENDPOINTS_COLLECTION.name, {
     where: { partyType: party.type, partyID: party.id },
-    sort: [['requestedAt', 'desc'], ['id', 'asc']],
+    sort: [
+      ['requestedAt', 'desc'],
+      ['id', 'asc'],
+    ],
   });
 }
 
@@ -113,5 +153,7 @@ export function webhookEndpointsOfParty(readStore: ReadStore, party: PartyRef): 
  */
 export function foldWebhookEndpoints(events: Iterable<ProjectedEvent>): WebhookEndpointDoc[] {
   const docs = [...foldInMemory(webhookEndpointsProjection(), events).values()].filter((doc) => doc !== null);
-  return docs.sort((a, b) => (a.requestedAt === b.requestedAt ? (a.id < b.id ? -1 : 1) : a.requestedAt < b.requestedAt ? 1 : -1));
+  return docs.sort((a, b) =>
+    a.requestedAt === b.requestedAt ? (a.id < b.id ? -1 : 1) : a.requestedAt < b.requestedAt ? 1 : -1,
+  );
 }

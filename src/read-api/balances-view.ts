@@ -87,7 +87,7 @@ export class BalancesView {
     if (checkpoint !== null) {
       for (const kind of SERVED_KINDS) {
         // Pages by id, not by offset: a document made meanwhile cannot shift the pages.
-        for (let after: string | undefined; ; ) {
+        for (let after: string | undefined; ;) {
           const page = await readStore.find<BalanceDoc>(this.projection.collection.name, {
             where: { 'wallet.kind': kind },
             ...(after === undefined ? {} : { range: { id: { gt: after } } }),
@@ -107,10 +107,14 @@ export class BalancesView {
 
   /** Applies a batch of events in position order (an event already applied changes nothing). */
   apply(batch: readonly RecordedEvent[]): void {
-    const served = batch.filter((event) => SERVED_KINDS.includes((event.data as { wallet?: { kind?: PartyType } }).wallet?.kind as PartyType));
+    const served = batch.filter((event) =>
+      SERVED_KINDS.includes((event.data as { wallet?: { kind?: PartyType } }).wallet?.kind as PartyType),
+    );
     if (served.length > 0) {
       const docs = new Map<string, BalanceDoc | null>();
-      for (const event of served) for (const id of this.projection.documentIds(event)) if (!docs.has(id)) docs.set(id, this.entries.get(id)?.doc ?? null);
+      for (const event of served)
+        for (const id of this.projection.documentIds(event))
+          if (!docs.has(id)) docs.set(id, this.entries.get(id)?.doc ?? null);
       const changed = new Set<string>();
       foldInMemory(this.projection, served, docs, changed);
       for (const id of changed) {
@@ -131,7 +135,13 @@ export class BalancesView {
  * Keeps the view current: the follower's session first seeds it (once; after a failure it resumes from the
  * view's own position), then follows the balance events after it. Its supervision is on /health like the others'.
  */
-export function followBalances(deps: { eventStore: EventStore; readStore: ReadStore; view: BalancesView; logger: ConsumerLogger; supervision?: Supervision }): Follower {
+export function followBalances(deps: {
+  eventStore: EventStore;
+  readStore: ReadStore;
+  view: BalancesView;
+  logger: ConsumerLogger;
+  supervision?: Supervision;
+}): Follower {
   const { view } = deps;
   const follower = new Follower({
     name: 'balances-view',

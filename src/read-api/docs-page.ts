@@ -6,19 +6,30 @@ import { html, type Html } from '../http/html.ts';
  */
 
 type Obj = Record<string, unknown>;
-const obj = (value: unknown): Obj => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Obj) : {});
+const obj = (value: unknown): Obj =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Obj) : {};
 const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
-const text = (value: unknown): string => (typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value));
-const refName = (value: unknown): string | null => (typeof value === 'string' ? value.split('/').at(-1) ?? null : null);
+const text = (value: unknown): string =>
+  typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value);
+const refName = (value: unknown): string | null =>
+  typeof value === 'string' ? (value.split('/').at(-1) ?? null) : null;
 
 /** Backticks in descriptions become <code>. */
-const prose = (value: unknown) => text(value).split('\n\n').filter(Boolean).map((paragraph) => html`<p>${paragraph.split(/`([^`]*)`/).map((part, i) => (i % 2 ? html`<code>${part}</code>` : part))}</p>`);
+const prose = (value: unknown) =>
+  text(value)
+    .split('\n\n')
+    .filter(Boolean)
+    .map(
+      (paragraph) =>
+        html`<p>${paragraph.split(/`([^`]*)`/).map((part, i) => (i % 2 ? html`<code>${part}</code>` : part))}</p>`,
+    );
 
 function typeOf(schema: Obj): Html {
   const target = refName(schema.$ref);
   if (target) return html`<a href="#schema-${target}">${target}</a>`;
   if (schema.const !== undefined) return html`<code>${JSON.stringify(schema.const)}</code>`;
-  if (Array.isArray(schema.enum)) return html`one of ${schema.enum.map((v, i) => html`${i ? ', ' : ''}<code>${JSON.stringify(v)}</code>`)}`;
+  if (Array.isArray(schema.enum))
+    return html`one of ${schema.enum.map((v, i) => html`${i ? ', ' : ''}<code>${JSON.stringify(v)}</code>`)}`;
   const variants = list(schema.anyOf ?? schema.oneOf);
   if (variants.length) return html`${variants.map((v, i) => html`${i ? ' or ' : ''}${typeOf(obj(v))}`)}`;
   if (schema.type === 'array') return html`array of ${typeOf(obj(schema.items))}`;
@@ -26,7 +37,10 @@ function typeOf(schema: Obj): Html {
 }
 
 function constraints(schema: Obj): string {
-  const variant = list(schema.anyOf).map(obj).find((v) => v.type !== 'null') ?? schema;
+  const variant =
+    list(schema.anyOf)
+      .map(obj)
+      .find((v) => v.type !== 'null') ?? schema;
   const parts = [
     variant.pattern !== undefined ? `pattern ${text(variant.pattern)}` : '',
     variant.maxLength !== undefined ? `at most ${text(variant.maxLength)} characters` : '',
@@ -39,7 +53,12 @@ function fieldsTable(schema: Obj): Html {
   const required = new Set(list(schema.required).map(String));
   const rows = Object.entries(obj(schema.properties)).map(([name, value]) => {
     const property = obj(value);
-    const description = text(property.description ?? list(property.anyOf).map(obj).find((v) => v.description)?.description);
+    const description = text(
+      property.description ??
+        list(property.anyOf)
+          .map(obj)
+          .find((v) => v.description)?.description,
+    );
     return html`<tr><td><code>${name}</code></td><td>${typeOf(property)}</td><td>${required.has(name) ? 'yes' : 'no'}</td><td>${description}${constraints(property) ? html` <span class="muted">(${constraints(property)})</span>` : ''}</td></tr>`;
   });
   return html`<table><tr><th>field</th><th>type</th><th>required</th><th>notes</th></tr>${rows}</table>${schema.additionalProperties === false ? html`<p class="muted">No other fields.</p>` : ''}`;
@@ -59,7 +78,9 @@ function operationSection(path: string, method: string, operation: Obj): Html {
   const responses = Object.entries(obj(operation.responses)).map(([status, response]) => {
     const r = obj(response);
     const [mediaType, media] = Object.entries(obj(r.content))[0] ?? ['', {}];
-    const headers = Object.entries(obj(r.headers)).map(([name, h]) => html`<br><span class="muted">header <code>${name}</code>: ${text(obj(h).description)}</span>`);
+    const headers = Object.entries(obj(r.headers)).map(
+      ([name, h]) => html`<br><span class="muted">header <code>${name}</code>: ${text(obj(h).description)}</span>`,
+    );
     return html`<tr><td><b>${status}</b></td><td>${prose(r.description)}${headers}</td><td>${mediaType ? html`${typeOf(obj(obj(media).schema))} <span class="muted">${mediaType}</span>` : ''}${examplesOf(obj(media))}</td></tr>`;
   });
   return html`<section id="${text(operation.operationId)}">
@@ -75,7 +96,9 @@ ${operation.requestBody ? html`<h3>Request body</h3>${prose(body.description)}<p
 export function renderDocsPage(document: unknown): string {
   const doc = obj(document);
   const info = obj(doc.info);
-  const operations = Object.entries(obj(doc.paths)).flatMap(([path, item]) => Object.entries(obj(item)).map(([method, operation]) => ({ path, method, operation: obj(operation) })));
+  const operations = Object.entries(obj(doc.paths)).flatMap(([path, item]) =>
+    Object.entries(obj(item)).map(([method, operation]) => ({ path, method, operation: obj(operation) })),
+  );
   const schemes = Object.entries(obj(obj(doc.components).securitySchemes));
   const schemas = Object.entries(obj(obj(doc.components).schemas)).map(([name, schema]) => {
     const s = obj(schema);

@@ -13,7 +13,10 @@ export type ServedModel = Checkpointed & {
 };
 
 /** How a read model stands against the history: serveable, never built though it has events to show, or too far behind. */
-export type Freshness = { state: 'current'; lagEvents: number } | { state: 'not-built'; lagEvents: number } | { state: 'lagging'; lagEvents: number };
+export type Freshness =
+  | { state: 'current'; lagEvents: number }
+  | { state: 'not-built'; lagEvents: number }
+  | { state: 'lagging'; lagEvents: number };
 
 export interface ReadFreshnessOptions {
   eventStore: EventStore;
@@ -46,9 +49,14 @@ export class ReadFreshness {
     const verdict = this.measure(projection);
     const entry: { at: number; verdict: Promise<Freshness>; settled?: Freshness } = { at: now, verdict };
     this.verdicts.set(projection.name, entry);
-    verdict.then((settled) => (entry.settled = settled), () => {});
+    verdict.then(
+      (settled) => (entry.settled = settled),
+      () => {},
+    );
     // A failed measure is not reused: the next request tries the store again.
-    verdict.catch(() => this.verdicts.get(projection.name)?.verdict === verdict && this.verdicts.delete(projection.name));
+    verdict.catch(
+      () => this.verdicts.get(projection.name)?.verdict === verdict && this.verdicts.delete(projection.name),
+    );
     return verdict;
   }
 
@@ -67,17 +75,27 @@ export class ReadFreshness {
 
   private async measure(projection: ServedModel): Promise<Freshness> {
     const { maxLagEvents } = this.options;
-    const { position, lagEvents } = projection.position ? await this.ownLag(projection, projection.position()) : (await projectionStatus(this.options, [projection], maxLagEvents + 1))[0]!;
+    const { position, lagEvents } = projection.position
+      ? await this.ownLag(projection, projection.position())
+      : (await projectionStatus(this.options, [projection], maxLagEvents + 1))[0]!;
     if (position === null && lagEvents > 0) return { state: 'not-built', lagEvents };
     if (lagEvents > maxLagEvents) return { state: 'lagging', lagEvents };
     return { state: 'current', lagEvents };
   }
 
   /** The model's events after its own position, up to the head (at most maxLagEvents + 1 of them are read). */
-  private async ownLag(projection: Checkpointed, position: number | null): Promise<{ position: number | null; lagEvents: number }> {
+  private async ownLag(
+    projection: Checkpointed,
+    position: number | null,
+  ): Promise<{ position: number | null; lagEvents: number }> {
     const { eventStore, maxLagEvents } = this.options;
     const head = await eventStore.headPosition();
-    const pending = await eventStore.readAll({ fromPosition: (position ?? 0) + 1, toPosition: head, maxCount: maxLagEvents + 1, filter: { eventTypes: [...projection.eventTypes] } });
+    const pending = await eventStore.readAll({
+      fromPosition: (position ?? 0) + 1,
+      toPosition: head,
+      maxCount: maxLagEvents + 1,
+      filter: { eventTypes: [...projection.eventTypes] },
+    });
     return { position, lagEvents: pending.length };
   }
 }
@@ -89,5 +107,8 @@ function readModelUnavailable(name: string, verdict: Freshness, maxLagEvents: nu
       : `The ${name} read model is more than ${maxLagEvents} events behind the history; retry later.`;
   // A model being built from nothing takes longer than one catching up.
   const retryAfter = verdict.state === 'not-built' ? '5' : '1';
-  return new ProblemError({ type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail }, { 'Retry-After': retryAfter });
+  return new ProblemError(
+    { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail },
+    { 'Retry-After': retryAfter },
+  );
 }

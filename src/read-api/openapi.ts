@@ -2,13 +2,31 @@ import type { z } from 'zod';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import { formatAmount } from '../domain/money.ts';
 import { problemOfClientError } from '../http/client-errors.ts';
-import { accessForbidden, problemOfDomainError, rateLimited, storeCorruptedProblem, storeUnavailableProblem, unauthorized, validationProblem, type Problem } from '../http/problems.ts';
+import {
+  accessForbidden,
+  problemOfDomainError,
+  rateLimited,
+  storeCorruptedProblem,
+  storeUnavailableProblem,
+  unauthorized,
+  validationProblem,
+  type Problem,
+} from '../http/problems.ts';
 import { EventStoreUnavailableError } from '../ports/event-store.ts';
 import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { BODY_LIMIT } from '../write-api/routes.ts';
 import { operationSchemas, parseCreateOperation } from '../write-api/schemas.ts';
 import { componentSchemas, jsonSchema, ref, webhooks, type JsonSchema } from './openapi-schemas.ts';
-import { DEFAULT_LIMIT, listQuery, MAX_LIMIT, MAX_OFFSET, operationsQuery, parseQuery, paymentsQuery, type ResponseSchemas } from './schemas.ts';
+import {
+  DEFAULT_LIMIT,
+  listQuery,
+  MAX_LIMIT,
+  MAX_OFFSET,
+  operationsQuery,
+  parseQuery,
+  paymentsQuery,
+  type ResponseSchemas,
+} from './schemas.ts';
 
 /**
  * The OpenAPI 3.1 description of the seven endpoints and the webhooks, generated from the zod schemas the
@@ -51,8 +69,17 @@ export interface OpenApiOperation {
 
 export interface OpenApiDocument {
   openapi: string;
-  info: { title: string; version: string; description: string; license: { name: string; identifier?: string; url?: string } };
-  servers: Array<{ url: string; description: string; variables?: Record<string, { default: string; description?: string }> }>;
+  info: {
+    title: string;
+    version: string;
+    description: string;
+    license: { name: string; identifier?: string; url?: string };
+  };
+  servers: Array<{
+    url: string;
+    description: string;
+    variables?: Record<string, { default: string; description?: string }>;
+  }>;
   security: Array<Record<string, string[]>>;
   tags: Array<{ name: string; description: string }>;
   paths: Record<string, Partial<Record<'get' | 'post', OpenApiOperation>>>;
@@ -70,42 +97,102 @@ const LATER = '2026-11-21T10:17:42.000Z';
 function requestExamples(amount: string) {
   return {
     distributor: {
-      cashInToIndividual: { summary: 'cash-in to an individual', value: { operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042' } },
-      cashInToMerchant: { summary: 'cash-in to a merchant', value: { operationType: 'cash-in', amount, merchantToShortCode: '4521' } },
+      cashInToIndividual: {
+        summary: 'cash-in to an individual',
+        value: { operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042' },
+      },
+      cashInToMerchant: {
+        summary: 'cash-in to a merchant',
+        value: { operationType: 'cash-in', amount, merchantToShortCode: '4521' },
+      },
       cashOutFulfillment: {
         summary: 'cash-out-fulfillment',
-        value: { operationType: 'cash-out-fulfillment', amount, phoneFrom: PHONE, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'RCPT-0091' },
+        value: {
+          operationType: 'cash-out-fulfillment',
+          amount,
+          phoneFrom: PHONE,
+          cashOutFulfillmentType: 'cash',
+          cashOutFulfillmentID: 'RCPT-0091',
+        },
       },
     },
     merchant: {
-      cashOut: { summary: 'cash-out to a distributor', value: { operationType: 'cash-out', amount, distributorToShortCode: '1001' } },
-      payMerchant: { summary: 'pay a merchant', value: { operationType: 'pay-merchant', amount, merchantToShortCode: '4521', memo: 'supplies' } },
-      payIndividual: { summary: 'pay an individual', value: { operationType: 'pay-individual', amount, phoneTo: PHONE } },
+      cashOut: {
+        summary: 'cash-out to a distributor',
+        value: { operationType: 'cash-out', amount, distributorToShortCode: '1001' },
+      },
+      payMerchant: {
+        summary: 'pay a merchant',
+        value: { operationType: 'pay-merchant', amount, merchantToShortCode: '4521', memo: 'supplies' },
+      },
+      payIndividual: {
+        summary: 'pay an individual',
+        value: { operationType: 'pay-individual', amount, phoneTo: PHONE },
+      },
     },
   } as const;
 }
 
 function responseExamples(amount: string, zero: string, assetScale: number) {
   const distributorOperation: z.input<ResponseSchemas['distributorOperation']['union']> = {
-    operationID: OPERATION_ID, distributorID: DISTRIBUTOR_ID, operationType: 'cash-in', amount, phoneTo: PHONE, memo: 'invoice 1042',
-    walletOperationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', sequenceNumber: 48213, blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
-    lastError: null, rejectionReason: null, status: 'completed', createdAt: AT, updatedAt: LATER,
+    operationID: OPERATION_ID,
+    distributorID: DISTRIBUTOR_ID,
+    operationType: 'cash-in',
+    amount,
+    phoneTo: PHONE,
+    memo: 'invoice 1042',
+    walletOperationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e',
+    sequenceNumber: 48213,
+    blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
+    lastError: null,
+    rejectionReason: null,
+    status: 'completed',
+    createdAt: AT,
+    updatedAt: LATER,
   };
   const merchantOperation: z.input<ResponseSchemas['merchantOperation']['union']> = {
-    operationID: OPERATION_ID, merchantID: MERCHANT_ID, operationType: 'pay-individual', amount, fee: zero, phoneTo: PHONE,
-    blockchainID: '', walletOperationID: '', sequenceNumber: null, lastError: null, rejectionReason: null, status: 'pending', createdAt: AT, updatedAt: AT,
+    operationID: OPERATION_ID,
+    merchantID: MERCHANT_ID,
+    operationType: 'pay-individual',
+    amount,
+    fee: zero,
+    phoneTo: PHONE,
+    blockchainID: '',
+    walletOperationID: '',
+    sequenceNumber: null,
+    lastError: null,
+    rejectionReason: null,
+    status: 'pending',
+    createdAt: AT,
+    updatedAt: AT,
   };
   const payment: z.input<ResponseSchemas['payment']['union']> = {
-    operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e', type: 'payment', amount, from: 'Corner Shop', fromType: 'merchant', fromShortCode: 4521,
-    memo: 'supplies', blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c', createdAt: AT, completedAt: LATER,
+    operationID: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e',
+    type: 'payment',
+    amount,
+    from: 'Corner Shop',
+    fromType: 'merchant',
+    fromShortCode: 4521,
+    memo: 'supplies',
+    blockchainID: '9f3b2c1d0e4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c',
+    createdAt: AT,
+    completedAt: LATER,
     sourceOperationID: OPERATION_ID,
   };
-  const balance: z.input<ResponseSchemas['balance']> = { balance: amount, available: formatAmount(120, assetScale), held: formatAmount(30, assetScale) };
+  const balance: z.input<ResponseSchemas['balance']> = {
+    balance: amount,
+    available: formatAmount(120, assetScale),
+    held: formatAmount(30, assetScale),
+  };
   return { distributorOperation, merchantOperation, payment, balance };
 }
 
 /** The field errors the server gives for a body, by the server's own parser. */
-function bodyProblem(assetScale: number, partyType: 'distributor' | 'merchant', body: Record<string, unknown>): Problem {
+function bodyProblem(
+  assetScale: number,
+  partyType: 'distributor' | 'merchant',
+  body: Record<string, unknown>,
+): Problem {
   const parsed = parseCreateOperation(operationSchemas(assetScale), partyType, body);
   if (parsed.ok) throw new Error('an invalid-body example parsed: the examples are out of date');
   return validationProblem(parsed.errors).problem;
@@ -123,59 +210,144 @@ const EXAMPLE_REQUEST_ID = '7d9f2c4e-1b3a-4f6e-9c8d-2a5b7e0f1c3d';
 const problemContent = (examples: Record<string, Example>): Content => ({
   'application/problem+json': {
     schema: ref('Problem'),
-    examples: Object.fromEntries(Object.entries(examples).map(([name, example]) => [name, { ...example, value: { ...(example.value as object), requestId: EXAMPLE_REQUEST_ID } }])),
+    examples: Object.fromEntries(
+      Object.entries(examples).map(([name, example]) => [
+        name,
+        { ...example, value: { ...(example.value as object), requestId: EXAMPLE_REQUEST_ID } },
+      ]),
+    ),
   },
 });
 
 /** Headers of every response, whoever answers it (the app, or the server for a request it could not parse). */
 const EVERY_RESPONSE: Record<string, Header> = {
-  'X-Request-Id': { description: 'The request\'s id (the client\'s X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support.', required: true, schema: { type: 'string' } },
-  'RateLimit-Policy': { description: 'Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication.', schema: { type: 'string' } },
-  RateLimit: { description: 'What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket).', schema: { type: 'string' } },
+  'X-Request-Id': {
+    description:
+      "The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support.",
+    required: true,
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description:
+      'Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'What is left of it: `"per-key";r=<remaining>;t=<seconds until more>` (t absent on a full bucket).',
+    schema: { type: 'string' },
+  },
 };
-const ETAG: Header = { description: 'A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed.', required: true, schema: { type: 'string' } };
-const NO_STORE: Header = { description: '`no-store`: an answer about a wallet is never cached by intermediaries or browsers.', required: true, schema: { type: 'string', const: 'no-store' } };
-const RETRY_AFTER: Header = { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 0 } };
+const ETAG: Header = {
+  description: 'A weak validator of the body: send it back as If-None-Match to get 304 while nothing changed.',
+  required: true,
+  schema: { type: 'string' },
+};
+const NO_STORE: Header = {
+  description: '`no-store`: an answer about a wallet is never cached by intermediaries or browsers.',
+  required: true,
+  schema: { type: 'string', const: 'no-store' },
+};
+const RETRY_AFTER: Header = {
+  description: 'Seconds to wait before retrying.',
+  required: true,
+  schema: { type: 'integer', minimum: 0 },
+};
 
-function respond(description: string, content: Content | undefined, headers: Record<string, Header> = {}): OpenApiResponse {
+function respond(
+  description: string,
+  content: Content | undefined,
+  headers: Record<string, Header> = {},
+): OpenApiResponse {
   return { description, headers: { ...EVERY_RESPONSE, ...headers }, ...(content ? { content } : {}) };
 }
 
 const UNAUTHORIZED = respond(
   'The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved.',
   problemContent({
-    invalidKey: { summary: 'wrong, revoked or unknown key', value: unauthorized('The API key is not valid, or has been revoked.', true).problem },
+    invalidKey: {
+      summary: 'wrong, revoked or unknown key',
+      value: unauthorized('The API key is not valid, or has been revoked.', true).problem,
+    },
     expired: { summary: 'expired key', value: unauthorized('The API key has expired.', true).problem },
   }),
-  { 'WWW-Authenticate': { description: 'The Bearer challenge (RFC 6750).', required: true, schema: { type: 'string' } } },
+  {
+    'WWW-Authenticate': { description: 'The Bearer challenge (RFC 6750).', required: true, schema: { type: 'string' } },
+  },
 );
 
 const TOO_MANY_REQUESTS = respond(
   'The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done.',
   problemContent({
-    perKey: { summary: 'the key is over its rate', value: rateLimited('This API key has made more requests than its limit allows; retry after 1 s.', 'per-key', {}).problem },
-    failedAuthentication: { summary: 'too many failed authentications from this address', value: rateLimited('Too many failed authentications from this address; retry after 2 s.', 'failed-auth', {}).problem },
+    perKey: {
+      summary: 'the key is over its rate',
+      value: rateLimited('This API key has made more requests than its limit allows; retry after 1 s.', 'per-key', {})
+        .problem,
+    },
+    failedAuthentication: {
+      summary: 'too many failed authentications from this address',
+      value: rateLimited('Too many failed authentications from this address; retry after 2 s.', 'failed-auth', {})
+        .problem,
+    },
   }),
   { 'Retry-After': RETRY_AFTER },
 );
 
-const REQUEST_TIMEOUT = respond('The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS); the connection is closed.', problemContent({ timeout: { value: problemOfClientError('ERR_HTTP_REQUEST_TIMEOUT') } }));
-const HEADERS_TOO_LARGE = respond('The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is closed.', problemContent({ tooLarge: { value: problemOfClientError('HPE_HEADER_OVERFLOW') } }));
-const INTERNAL_ERROR = respond('An unexpected failure on the server\'s side; the detail carries the request id. Whether a create took effect is unknown: retry it with the same Idempotency-Key.', problemContent({
-  internal: { value: { type: '/problems/internal-error', status: 500, title: 'Internal Server Error', detail: 'Something went wrong on our side. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.' } },
-}));
+const REQUEST_TIMEOUT = respond(
+  'The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS); the connection is closed.',
+  problemContent({ timeout: { value: problemOfClientError('ERR_HTTP_REQUEST_TIMEOUT') } }),
+);
+const HEADERS_TOO_LARGE = respond(
+  'The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is closed.',
+  problemContent({ tooLarge: { value: problemOfClientError('HPE_HEADER_OVERFLOW') } }),
+);
+const INTERNAL_ERROR = respond(
+  "An unexpected failure on the server's side; the detail carries the request id. Whether a create took effect is unknown: retry it with the same Idempotency-Key.",
+  problemContent({
+    internal: {
+      value: {
+        type: '/problems/internal-error',
+        status: 500,
+        title: 'Internal Server Error',
+        detail: 'Something went wrong on our side. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.',
+      },
+    },
+  }),
+);
 
 const STORE_UNAVAILABLE: Record<string, Example> = {
-  unreachable: { summary: 'a store cannot be reached', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The service cannot reach its store; retry later. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.' } },
-  corrupted: { summary: 'a store failed its integrity checks', value: storeCorruptedProblem(new StoreCorruptedError('read-models.sqlite', 'database disk image is malformed (SQLITE_CORRUPT)'), '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f') },
+  unreachable: {
+    summary: 'a store cannot be reached',
+    value: {
+      type: '/problems/service-unavailable',
+      status: 503,
+      title: 'Service Unavailable',
+      detail: 'The service cannot reach its store; retry later. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.',
+    },
+  },
+  corrupted: {
+    summary: 'a store failed its integrity checks',
+    value: storeCorruptedProblem(
+      new StoreCorruptedError('read-models.sqlite', 'database disk image is malformed (SQLITE_CORRUPT)'),
+      '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f',
+    ),
+  },
 };
-const RETRY_AFTER_UNLESS_CORRUPTED: Header = { description: 'Seconds to wait before retrying (absent for a corrupted store).', schema: { type: 'integer', minimum: 0 } };
+const RETRY_AFTER_UNLESS_CORRUPTED: Header = {
+  description: 'Seconds to wait before retrying (absent for a corrupted store).',
+  schema: { type: 'integer', minimum: 0 },
+};
 
 const WRITE_UNAVAILABLE = respond(
-  'A store cannot be reached, or did not answer within the create\'s deadline (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key; when the detail says the outcome is unknown, the create may have been recorded, and the retry answers it), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
+  "A store cannot be reached, or did not answer within the create's deadline (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key; when the detail says the outcome is unknown, the create may have been recorded, and the retry answers it), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).",
   problemContent({
     ...STORE_UNAVAILABLE,
-    outcomeUnknown: { summary: 'the write was sent but not confirmed in time', value: storeUnavailableProblem(new EventStoreUnavailableError('no answer in time', { outcomeUnknown: true }), '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f') },
+    outcomeUnknown: {
+      summary: 'the write was sent but not confirmed in time',
+      value: storeUnavailableProblem(
+        new EventStoreUnavailableError('no answer in time', { outcomeUnknown: true }),
+        '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f',
+      ),
+    },
   }),
   { 'Retry-After': RETRY_AFTER_UNLESS_CORRUPTED },
 );
@@ -183,8 +355,25 @@ const WRITE_UNAVAILABLE = respond(
 const READ_UNAVAILABLE = respond(
   'Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
   problemContent({
-    notBuilt: { summary: 'the read model is not built yet', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The balances read model has not been built yet (it has no checkpoint while events exist); retry later.' } },
-    behind: { summary: 'the read model is too far behind', value: { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail: 'The balances read model is more than 1000 events behind the history; retry later.' } },
+    notBuilt: {
+      summary: 'the read model is not built yet',
+      value: {
+        type: '/problems/service-unavailable',
+        status: 503,
+        title: 'Service Unavailable',
+        detail:
+          'The balances read model has not been built yet (it has no checkpoint while events exist); retry later.',
+      },
+    },
+    behind: {
+      summary: 'the read model is too far behind',
+      value: {
+        type: '/problems/service-unavailable',
+        status: 503,
+        title: 'Service Unavailable',
+        detail: 'The balances read model is more than 1000 events behind the history; retry later.',
+      },
+    },
     ...STORE_UNAVAILABLE,
   }),
   { 'Retry-After': RETRY_AFTER_UNLESS_CORRUPTED },
@@ -194,9 +383,18 @@ function forbidden(permission: string, partyType: string, extra: Record<string, 
   return respond(
     `The key lacks ${permission}, is bound to another ${partyType}, or the request comes from an address the key does not allow.${Object.keys(extra).length ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.' : ''}`,
     problemContent({
-      missingPermission: { summary: `key lacks ${permission}`, value: accessForbidden(`This API key lacks the ${permission} permission.`).problem },
-      otherParty: { summary: `path ${partyType}ID is not the key's`, value: accessForbidden(`This API key is not bound to this ${partyType}.`).problem },
-      addressNotAllowed: { summary: 'source IP not allowed', value: accessForbidden('Requests from this source address are not allowed for this API key.').problem },
+      missingPermission: {
+        summary: `key lacks ${permission}`,
+        value: accessForbidden(`This API key lacks the ${permission} permission.`).problem,
+      },
+      otherParty: {
+        summary: `path ${partyType}ID is not the key's`,
+        value: accessForbidden(`This API key is not bound to this ${partyType}.`).problem,
+      },
+      addressNotAllowed: {
+        summary: 'source IP not allowed',
+        value: accessForbidden('Requests from this source address are not allowed for this API key.').problem,
+      },
       ...extra,
     }),
   );
@@ -205,7 +403,7 @@ function forbidden(permission: string, partyType: string, extra: Record<string, 
 const CONTRACT_SUMMARY = [
   'Distributors and merchants read their wallet balance, list their operations and payments, and create operations, with an API key bound to exactly one distributor or one merchant.',
   'Operations created through the API are not executed at once: they are saved as `pending`, a checker approves them in the web interface, and then they are executed on the blockchain (`completed`, or `failed` with `lastError`).',
-  'Amounts are decimal strings at the asset scale; phone numbers are in international format; times are ISO 8601. Every response carries an `X-Request-Id` header (the client\'s, when it sent a sane one).',
+  "Amounts are decimal strings at the asset scale; phone numbers are in international format; times are ISO 8601. Every response carries an `X-Request-Id` header (the client's, when it sent a sane one).",
   'API keys are created, approved and revoked in the web interface (Settings, API Keys), with maker-checker; no endpoint manages them.',
 ].join('\n\n');
 
@@ -227,7 +425,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'wo_live_<keyID>.<secret>',
-        description: 'The API key as shown once after approval, `wo_live_<keyID>.<secret>` (`wo_test_…` from a sandbox: the prefix tells people and secret scanners which deployment issued it; keys issued before it, `<keyID>.<secret>`, keep working), sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
+        description:
+          'The API key as shown once after approval, `wo_live_<keyID>.<secret>` (`wo_test_…` from a sandbox: the prefix tells people and secret scanners which deployment issued it; keys issued before it, `<keyID>.<secret>`, keep working), sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
       },
     },
     schemas: componentSchemas(assetScale),
@@ -249,29 +448,33 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   const queryParameters = (schema: z.ZodType, examples: Record<string, number | string>): OpenApiParameter[] => {
     const json = jsonSchema(schema, 'input');
     const required = new Set((json.required ?? []) as string[]);
-    return Object.entries((json.properties ?? {}) as Record<string, JsonSchema>).map(([name, { description, ...rest }]) => ({
-      name,
-      in: 'query' as const,
-      required: required.has(name),
-      ...(typeof description === 'string' ? { description } : {}),
-      schema: integers[name] ?? rest,
-      ...(examples[name] !== undefined ? { example: examples[name] } : {}),
-    }));
+    return Object.entries((json.properties ?? {}) as Record<string, JsonSchema>).map(
+      ([name, { description, ...rest }]) => ({
+        name,
+        in: 'query' as const,
+        required: required.has(name),
+        ...(typeof description === 'string' ? { description } : {}),
+        schema: integers[name] ?? rest,
+        ...(examples[name] !== undefined ? { example: examples[name] } : {}),
+      }),
+    );
   };
   const idempotencyKey: OpenApiParameter = {
     name: 'Idempotency-Key',
     in: 'header',
     required: false,
-    description: 'Optional, 1 to 255 visible ASCII characters. A repeat with the same key and the same request is answered with the first response and `Idempotent-Replayed: true`, and creates nothing (the key is kept at least 24 hours); the same key with a different request is refused with 422.',
+    description:
+      'Optional, 1 to 255 visible ASCII characters. A repeat with the same key and the same request is answered with the first response and `Idempotent-Replayed: true`, and creates nothing (the key is kept at least 24 hours); the same key with a different request is refused with 422.',
     schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
     example: 'c0a8f3e2-5b1d-4e7a-9f00-1d2e3f4a5b6c',
   };
   const security = [{ apiKey: [] }];
 
   function createOperation(partyType: 'distributor' | 'merchant'): OpenApiOperation {
-    const description = partyType === 'distributor'
-      ? 'A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, with merchantToShortCode) or a cash-out-fulfillment (debit an individual\'s wallet when cash is handed over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid decimal greater than 0 and not above the key\'s max transaction amount; the day\'s operations plus this one do not exceed the key\'s max daily volume; the payer (the distributor for cash-in, the individual for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and merchantToShortCode. Extension of the contract: where the platform runs with CASH_OUT_CONSENT=individual-code, a cash-out-fulfillment must also carry authorizationCode, the individual\'s one-time code (valid 10 minutes, once, up to the amount it was issued for; used even if the operation is later rejected), checked before the other rules; otherwise 403 /problems/cash-out-not-authorized.'
-      : 'A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant (by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
+    const description =
+      partyType === 'distributor'
+        ? "A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, with merchantToShortCode) or a cash-out-fulfillment (debit an individual's wallet when cash is handed over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid decimal greater than 0 and not above the key's max transaction amount; the day's operations plus this one do not exceed the key's max daily volume; the payer (the distributor for cash-in, the individual for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and merchantToShortCode. Extension of the contract: where the platform runs with CASH_OUT_CONSENT=individual-code, a cash-out-fulfillment must also carry authorizationCode, the individual's one-time code (valid 10 minutes, once, up to the amount it was issued for; used even if the operation is later rejected), checked before the other rules; otherwise 403 /problems/cash-out-not-authorized."
+        : 'A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant (by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
     return {
       operationId: `create${partyType === 'distributor' ? 'Distributor' : 'Merchant'}Operation`,
       tags: [partyType === 'distributor' ? 'Distributors' : 'Merchants'],
@@ -293,54 +496,169 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       responses: {
         '200': respond(
           'Created, pending approval; or the first response again for a repeated Idempotency-Key.',
-          { 'application/json': { schema: ref('OperationCreated'), examples: { created: { value: { operationID: OPERATION_ID } } } } },
-          { 'Idempotent-Replayed': { description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', const: 'true' } } },
+          {
+            'application/json': {
+              schema: ref('OperationCreated'),
+              examples: { created: { value: { operationID: OPERATION_ID } } },
+            },
+          },
+          {
+            'Idempotent-Replayed': {
+              description:
+                '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
+              schema: { type: 'string', const: 'true' },
+            },
+          },
         ),
         '400': respond(
           'Validation errors: a field is missing or invalid (amount not a valid decimal, unknown short code, both phoneTo and merchantToShortCode), the body is not a JSON object, the Content-Type is not application/json, the URL is not an endpoint, or the request is not valid HTTP.',
-          problemContent(partyType === 'distributor'
-            ? {
-                invalidAmount: { summary: 'amount not a valid decimal', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount: '12,50', phoneTo: PHONE }) },
-                bothDestinations: { summary: 'both phoneTo and merchantToShortCode', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount, phoneTo: PHONE, merchantToShortCode: '4521' }) },
-                unknownShortCode: { summary: 'unknown merchant short code', value: domainProblem(invalidInput('merchantToShortCode', 'merchantToShortCode 9999 is not the short code of any merchant')) },
-                unknownField: { summary: 'a field the operation type does not have', value: bodyProblem(assetScale, 'distributor', { operationType: 'cash-in', amount, phoneTo: PHONE, memmo: 'x' }) },
-              }
-            : {
-                missingField: { summary: 'a required field missing', value: bodyProblem(assetScale, 'merchant', { operationType: 'pay-merchant', amount }) },
-                wrongType: { summary: 'an operation type of distributors', value: bodyProblem(assetScale, 'merchant', { operationType: 'cash-in', amount, phoneTo: PHONE }) },
-              }),
+          problemContent(
+            partyType === 'distributor'
+              ? {
+                  invalidAmount: {
+                    summary: 'amount not a valid decimal',
+                    value: bodyProblem(assetScale, 'distributor', {
+                      operationType: 'cash-in',
+                      amount: '12,50',
+                      phoneTo: PHONE,
+                    }),
+                  },
+                  bothDestinations: {
+                    summary: 'both phoneTo and merchantToShortCode',
+                    value: bodyProblem(assetScale, 'distributor', {
+                      operationType: 'cash-in',
+                      amount,
+                      phoneTo: PHONE,
+                      merchantToShortCode: '4521',
+                    }),
+                  },
+                  unknownShortCode: {
+                    summary: 'unknown merchant short code',
+                    value: domainProblem(
+                      invalidInput(
+                        'merchantToShortCode',
+                        'merchantToShortCode 9999 is not the short code of any merchant',
+                      ),
+                    ),
+                  },
+                  unknownField: {
+                    summary: 'a field the operation type does not have',
+                    value: bodyProblem(assetScale, 'distributor', {
+                      operationType: 'cash-in',
+                      amount,
+                      phoneTo: PHONE,
+                      memmo: 'x',
+                    }),
+                  },
+                }
+              : {
+                  missingField: {
+                    summary: 'a required field missing',
+                    value: bodyProblem(assetScale, 'merchant', { operationType: 'pay-merchant', amount }),
+                  },
+                  wrongType: {
+                    summary: 'an operation type of distributors',
+                    value: bodyProblem(assetScale, 'merchant', { operationType: 'cash-in', amount, phoneTo: PHONE }),
+                  },
+                },
+          ),
         ),
         '401': UNAUTHORIZED,
         '403': forbidden('Perform Operations', partyType, {
-          transactionLimit: { summary: 'above the key\'s max transaction amount', value: domainProblem(new DomainError('TRANSACTION_LIMIT_EXCEEDED', `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`)) },
-          dailyVolume: { summary: 'above the key\'s max daily volume', value: domainProblem(new DomainError('DAILY_VOLUME_EXCEEDED', `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 (Africa/Lagos))`)) },
-          insufficientBalance: { summary: 'payer balance too low', value: domainProblem(new DomainError('INSUFFICIENT_BALANCE', `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and its fee (${amount})`)) },
-          ...(partyType === 'distributor' ? {
-            cashOutNotAuthorized: {
-              summary: 'CASH_OUT_CONSENT=individual-code: the individual\'s code missing, wrong, expired or used',
-              value: domainProblem(new DomainError('CASH_OUT_NOT_AUTHORIZED', 'authorizationCode is not a live cash-out code of this individual (wrong, expired or already used)')),
-            },
-          } : {}),
+          transactionLimit: {
+            summary: "above the key's max transaction amount",
+            value: domainProblem(
+              new DomainError(
+                'TRANSACTION_LIMIT_EXCEEDED',
+                `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`,
+              ),
+            ),
+          },
+          dailyVolume: {
+            summary: "above the key's max daily volume",
+            value: domainProblem(
+              new DomainError(
+                'DAILY_VOLUME_EXCEEDED',
+                `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 (Africa/Lagos))`,
+              ),
+            ),
+          },
+          insufficientBalance: {
+            summary: 'payer balance too low',
+            value: domainProblem(
+              new DomainError(
+                'INSUFFICIENT_BALANCE',
+                `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and its fee (${amount})`,
+              ),
+            ),
+          },
+          ...(partyType === 'distributor'
+            ? {
+                cashOutNotAuthorized: {
+                  summary: "CASH_OUT_CONSENT=individual-code: the individual's code missing, wrong, expired or used",
+                  value: domainProblem(
+                    new DomainError(
+                      'CASH_OUT_NOT_AUTHORIZED',
+                      'authorizationCode is not a live cash-out code of this individual (wrong, expired or already used)',
+                    ),
+                  ),
+                },
+              }
+            : {}),
         }),
         '404': respond(
           'The party the API key is bound to no longer exists.',
-          problemContent({ partyGone: { value: domainProblem(new DomainError('NOT_FOUND', 'the API key’s party no longer exists')) } }),
+          problemContent({
+            partyGone: { value: domainProblem(new DomainError('NOT_FOUND', 'the API key’s party no longer exists')) },
+          }),
         ),
         '408': REQUEST_TIMEOUT,
         '409': respond(
-          'The payer\'s wallet kept changing under concurrent requests, or a request with the same Idempotency-Key is still running; nothing was created. Retry (with the same Idempotency-Key).',
+          "The payer's wallet kept changing under concurrent requests, or a request with the same Idempotency-Key is still running; nothing was created. Retry (with the same Idempotency-Key).",
           problemContent({
-            concurrentUpdate: { value: domainProblem(new DomainError('CONCURRENCY_CONFLICT', 'wallet-distributor_… kept changing under concurrent commands; try again')) },
-            inFlight: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this Idempotency-Key is still in progress; retry later')) },
+            concurrentUpdate: {
+              value: domainProblem(
+                new DomainError(
+                  'CONCURRENCY_CONFLICT',
+                  'wallet-distributor_… kept changing under concurrent commands; try again',
+                ),
+              ),
+            },
+            inFlight: {
+              value: domainProblem(
+                new DomainError(
+                  'IDEMPOTENCY_KEY_IN_FLIGHT',
+                  'a request with this Idempotency-Key is still in progress; retry later',
+                ),
+              ),
+            },
           }),
         ),
         '413': respond(
           `The body is larger than ${BODY_LIMIT}.`,
-          problemContent({ tooLarge: { value: { type: '/problems/payload-too-large', status: 413, title: 'Payload Too Large', detail: 'The body is larger than this API accepts.' } } }),
+          problemContent({
+            tooLarge: {
+              value: {
+                type: '/problems/payload-too-large',
+                status: 413,
+                title: 'Payload Too Large',
+                detail: 'The body is larger than this API accepts.',
+              },
+            },
+          }),
         ),
         '422': respond(
           'The Idempotency-Key was already used with a different request.',
-          problemContent({ keyReused: { value: domainProblem(new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request')) } }),
+          problemContent({
+            keyReused: {
+              value: domainProblem(
+                new DomainError(
+                  'IDEMPOTENCY_KEY_REUSED',
+                  'this Idempotency-Key was already used with a different request',
+                ),
+              ),
+            },
+          }),
         ),
         '429': TOO_MANY_REQUESTS,
         '431': HEADERS_TOO_LARGE,
@@ -351,14 +669,35 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   }
 
   function read(spec: {
-    operationId: string; partyType: 'distributor' | 'merchant'; summary: string; description: string; permission: string;
-    query?: z.ZodType; queryExamples?: Record<string, number | string>; schema: JsonSchema; example: unknown;
+    operationId: string;
+    partyType: 'distributor' | 'merchant';
+    summary: string;
+    description: string;
+    permission: string;
+    query?: z.ZodType;
+    queryExamples?: Record<string, number | string>;
+    schema: JsonSchema;
+    example: unknown;
     /** A single-item GET (an extension): its id parameter, and the 404 of an id that is not this party's. */
     item?: { what: string; example: string };
   }): OpenApiOperation {
     const badQuery: Record<string, Example> = spec.query
-      ? { tooLarge: { summary: `limit above ${MAX_LIMIT}`, value: queryProblem(spec.query, { limit: String(MAX_LIMIT + 1) }) }, unknownParameter: { summary: 'a parameter the endpoint does not have', value: queryProblem(spec.query, { sort: 'asc' }) } }
-      : { unknownParameter: { summary: 'any query parameter', value: queryProblem(listQuery.pick({}), { limit: '10' }) } };
+      ? {
+          tooLarge: {
+            summary: `limit above ${MAX_LIMIT}`,
+            value: queryProblem(spec.query, { limit: String(MAX_LIMIT + 1) }),
+          },
+          unknownParameter: {
+            summary: 'a parameter the endpoint does not have',
+            value: queryProblem(spec.query, { sort: 'asc' }),
+          },
+        }
+      : {
+          unknownParameter: {
+            summary: 'any query parameter',
+            value: queryProblem(listQuery.pick({}), { limit: '10' }),
+          },
+        };
     return {
       operationId: spec.operationId,
       tags: [spec.partyType === 'distributor' ? 'Distributors' : 'Merchants'],
@@ -368,22 +707,60 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       security,
       parameters: [
         pathParameter(spec.partyType),
-        ...(spec.item ? [{ name: 'operationID', in: 'path' as const, required: true, description: `The ${spec.item.what}'s operationID, as its list shows it.`, schema: { type: 'string' }, example: spec.item.example }] : []),
+        ...(spec.item
+          ? [
+              {
+                name: 'operationID',
+                in: 'path' as const,
+                required: true,
+                description: `The ${spec.item.what}'s operationID, as its list shows it.`,
+                schema: { type: 'string' },
+                example: spec.item.example,
+              },
+            ]
+          : []),
         ...(spec.query ? queryParameters(spec.query, spec.queryExamples ?? {}) : []),
-        { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of an earlier 200: answered 304 without a body while it is still current.', schema: { type: 'string' } },
+        {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description: 'The ETag of an earlier 200: answered 304 without a body while it is still current.',
+          schema: { type: 'string' },
+        },
       ],
       responses: {
-        '200': respond('OK.', { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } }, { ETag: ETAG, 'Cache-Control': NO_STORE }),
-        '304': respond('Not Modified: If-None-Match names the current ETag; no body.', undefined, { ETag: ETAG, 'Cache-Control': NO_STORE }),
-        '400': respond(`${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP.`, problemContent(badQuery)),
+        '200': respond(
+          'OK.',
+          { 'application/json': { schema: spec.schema, examples: { example: { value: spec.example } } } },
+          { ETag: ETAG, 'Cache-Control': NO_STORE },
+        ),
+        '304': respond('Not Modified: If-None-Match names the current ETag; no body.', undefined, {
+          ETag: ETAG,
+          'Cache-Control': NO_STORE,
+        }),
+        '400': respond(
+          `${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP.`,
+          problemContent(badQuery),
+        ),
         '401': UNAUTHORIZED,
         '403': forbidden(spec.permission, spec.partyType),
-        ...(spec.item ? {
-          '404': respond(
-            `No ${spec.item.what} of this ${spec.partyType} has this id: it does not exist, or it is another party's (which is never told apart).`,
-            problemContent({ notFound: { value: { type: '/problems/not-found', status: 404, title: 'Not Found', detail: `There is no ${spec.item.what} ${spec.item.example} here.` } } }),
-          ),
-        } : {}),
+        ...(spec.item
+          ? {
+              '404': respond(
+                `No ${spec.item.what} of this ${spec.partyType} has this id: it does not exist, or it is another party's (which is never told apart).`,
+                problemContent({
+                  notFound: {
+                    value: {
+                      type: '/problems/not-found',
+                      status: 404,
+                      title: 'Not Found',
+                      detail: `There is no ${spec.item.what} ${spec.item.example} here.`,
+                    },
+                  },
+                }),
+              ),
+            }
+          : {}),
         '408': REQUEST_TIMEOUT,
         '429': TOO_MANY_REQUESTS,
         '431': HEADERS_TOO_LARGE,
@@ -395,16 +772,33 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
 
   const paging = `Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to ${DEFAULT_LIMIT} (at most ${MAX_LIMIT}), offset to 0.`;
   const pageExamples = { limit: DEFAULT_LIMIT, offset: 0 };
-  const filterExamples = { ...pageExamples, status: 'pending', createdFrom: '2026-11-01', createdTo: '2026-12-01T00:00:00+01:00' };
-  const filters = 'The contract names no filter; these are extensions: `status` (one status), `createdFrom` (inclusive) and `createdTo` (exclusive) on `createdAt`, as ISO 8601 dates (midnight UTC) or date-times with their offset. Any other parameter is refused with 400.';
+  const filterExamples = {
+    ...pageExamples,
+    status: 'pending',
+    createdFrom: '2026-11-01',
+    createdTo: '2026-12-01T00:00:00+01:00',
+  };
+  const filters =
+    'The contract names no filter; these are extensions: `status` (one status), `createdFrom` (inclusive) and `createdTo` (exclusive) on `createdAt`, as ISO 8601 dates (midnight UTC) or date-times with their offset. Any other parameter is refused with 400.';
   const single = (partyType: 'distributor' | 'merchant', what: 'operation' | 'payment') =>
     `Extension (not in the contract): one ${what} of the ${partyType} by its id, the same object as its list shows, with an ETag. An id that is not this ${partyType}'s is 404, exactly as one that does not exist.`;
   return {
     openapi: '3.1.0',
-    info: { title: 'Wallet Operations Programmatic API', version: '1.0.0', description: CONTRACT_SUMMARY, license: LICENSE },
+    info: {
+      title: 'Wallet Operations Programmatic API',
+      version: '1.0.0',
+      description: CONTRACT_SUMMARY,
+      license: LICENSE,
+    },
     // The variable carries no description of its own (the server's says it): the OpenAPI 3.1 schema that
     // @apidevtools/swagger-parser validates with misspells that property (`descriptions`) and refuses it.
-    servers: [{ url: '{baseUrl}', description: 'The service\'s base address, that of the deployment; every path carries the version (/api/v1).', variables: { baseUrl: { default: 'http://localhost:3000' } } }],
+    servers: [
+      {
+        url: '{baseUrl}',
+        description: "The service's base address, that of the deployment; every path carries the version (/api/v1).",
+        variables: { baseUrl: { default: 'http://localhost:3000' } },
+      },
+    ],
     security,
     tags: [
       { name: 'Distributors', description: 'Endpoints for an API key bound to a distributor.' },
@@ -414,55 +808,105 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       '/api/v1/distributors/{distributorID}/operations': {
         post: createOperation('distributor'),
         get: read({
-          operationId: 'listDistributorOperations', partyType: 'distributor', permission: 'Read Transactions', summary: 'List a distributor\'s operations',
+          operationId: 'listDistributorOperations',
+          partyType: 'distributor',
+          permission: 'Read Transactions',
+          summary: "List a distributor's operations",
           description: `The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do not apply to an operation's kind are omitted. ${filters} ${paging}`,
-          query: operationsQuery, queryExamples: filterExamples, schema: { type: 'array', items: ref('DistributorOperation') }, example: [responses.distributorOperation],
+          query: operationsQuery,
+          queryExamples: filterExamples,
+          schema: { type: 'array', items: ref('DistributorOperation') },
+          example: [responses.distributorOperation],
         }),
       },
       '/api/v1/merchants/{merchantID}/operations': {
         post: createOperation('merchant'),
         get: read({
-          operationId: 'listMerchantOperations', partyType: 'merchant', permission: 'Read Transactions', summary: 'List a merchant\'s operations',
+          operationId: 'listMerchantOperations',
+          partyType: 'merchant',
+          permission: 'Read Transactions',
+          summary: "List a merchant's operations",
           description: `The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed from its request with its status, like the merchant's own operations), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. ${filters} Every operation enters the list at its request and keeps its place (ordered by the order of the requests, which is the order of createdAt), so a new one always appears on the first page, above the ones already seen. ${paging}`,
-          query: operationsQuery, queryExamples: filterExamples, schema: { type: 'array', items: ref('MerchantOperation') }, example: [responses.merchantOperation],
+          query: operationsQuery,
+          queryExamples: filterExamples,
+          schema: { type: 'array', items: ref('MerchantOperation') },
+          example: [responses.merchantOperation],
         }),
       },
       '/api/v1/distributors/{distributorID}/operations/{operationID}': {
         get: read({
-          operationId: 'getDistributorOperation', partyType: 'distributor', permission: 'Read Transactions', summary: 'Read one of a distributor\'s operations',
-          description: single('distributor', 'operation'), item: { what: 'operation', example: OPERATION_ID }, schema: ref('DistributorOperation'), example: responses.distributorOperation,
+          operationId: 'getDistributorOperation',
+          partyType: 'distributor',
+          permission: 'Read Transactions',
+          summary: "Read one of a distributor's operations",
+          description: single('distributor', 'operation'),
+          item: { what: 'operation', example: OPERATION_ID },
+          schema: ref('DistributorOperation'),
+          example: responses.distributorOperation,
         }),
       },
       '/api/v1/merchants/{merchantID}/operations/{operationID}': {
         get: read({
-          operationId: 'getMerchantOperation', partyType: 'merchant', permission: 'Read Transactions', summary: 'Read one of a merchant\'s operations',
-          description: single('merchant', 'operation'), item: { what: 'operation', example: OPERATION_ID }, schema: ref('MerchantOperation'), example: responses.merchantOperation,
+          operationId: 'getMerchantOperation',
+          partyType: 'merchant',
+          permission: 'Read Transactions',
+          summary: "Read one of a merchant's operations",
+          description: single('merchant', 'operation'),
+          item: { what: 'operation', example: OPERATION_ID },
+          schema: ref('MerchantOperation'),
+          example: responses.merchantOperation,
         }),
       },
       '/api/v1/merchants/{merchantID}/payments/{operationID}': {
         get: read({
-          operationId: 'getMerchantPayment', partyType: 'merchant', permission: 'Read Transactions', summary: 'Read one payment a merchant received',
+          operationId: 'getMerchantPayment',
+          partyType: 'merchant',
+          permission: 'Read Transactions',
+          summary: 'Read one payment a merchant received',
           description: `${single('merchant', 'payment')} A payment is named by its own operationID (wo_…), not by the operation it came from.`,
-          item: { what: 'payment', example: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e' }, schema: ref('Payment'), example: responses.payment,
+          item: { what: 'payment', example: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e' },
+          schema: ref('Payment'),
+          example: responses.payment,
         }),
       },
       '/api/v1/merchants/{merchantID}/payments': {
         get: read({
-          operationId: 'listMerchantPayments', partyType: 'merchant', permission: 'Read Transactions', summary: 'List payments a merchant received',
+          operationId: 'listMerchantPayments',
+          partyType: 'merchant',
+          permission: 'Read Transactions',
+          summary: 'List payments a merchant received',
           description: `Completed payments the merchant received, newest first: \`payment\` (from an individual or a merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the payment memo. \`createdAt\` is the request's time, as in the operation lists; the extension field \`completedAt\` is when the payment was received. The list is ordered by when each payment entered it (its completion, the order of completedAt), so a payment that completes later always appears on the first page, above the ones already seen, even if it was requested earlier. Extension (not in the contract): \`createdFrom\` and \`createdTo\` bound the request time (\`createdAt\`). ${paging}`,
-          query: paymentsQuery, queryExamples: { ...pageExamples, search: 'invoice', createdFrom: filterExamples.createdFrom, createdTo: filterExamples.createdTo }, schema: { type: 'array', items: ref('Payment') }, example: [responses.payment],
+          query: paymentsQuery,
+          queryExamples: {
+            ...pageExamples,
+            search: 'invoice',
+            createdFrom: filterExamples.createdFrom,
+            createdTo: filterExamples.createdTo,
+          },
+          schema: { type: 'array', items: ref('Payment') },
+          example: [responses.payment],
         }),
       },
       '/api/v1/distributors/{distributorID}/balance': {
         get: read({
-          operationId: 'getDistributorBalance', partyType: 'distributor', permission: 'Read Balance', summary: 'Read a distributor\'s balance',
-          description: `The balance of the distributor's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the distributor's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`, schema: ref('Balance'), example: responses.balance,
+          operationId: 'getDistributorBalance',
+          partyType: 'distributor',
+          permission: 'Read Balance',
+          summary: "Read a distributor's balance",
+          description: `The balance of the distributor's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the distributor's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`,
+          schema: ref('Balance'),
+          example: responses.balance,
         }),
       },
       '/api/v1/merchants/{merchantID}/balance': {
         get: read({
-          operationId: 'getMerchantBalance', partyType: 'merchant', permission: 'Read Balance', summary: 'Read a merchant\'s balance',
-          description: `The balance of the merchant's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the merchant's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`, schema: ref('Balance'), example: responses.balance,
+          operationId: 'getMerchantBalance',
+          partyType: 'merchant',
+          permission: 'Read Balance',
+          summary: "Read a merchant's balance",
+          description: `The balance of the merchant's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the merchant's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`,
+          schema: ref('Balance'),
+          example: responses.balance,
         }),
       },
     },
@@ -472,4 +916,5 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
 }
 
 /** The document as committed (openapi.json) and printed by `wallet-ops openapi`: two-space indented, one final newline. */
-export const openApiJson = (assetScale: number): string => `${JSON.stringify(buildOpenApiDocument(assetScale), null, 2)}\n`;
+export const openApiJson = (assetScale: number): string =>
+  `${JSON.stringify(buildOpenApiDocument(assetScale), null, 2)}\n`;

@@ -54,7 +54,9 @@ export function withReplicaReads(options: ReplicaReadsOptions): ReadStore & { co
     const deadline = arrived + ((behindUntil.get(model) ?? -Infinity) > arrived ? 0 : options.waitMs);
     try {
       for (;;) {
-        const reached = await shared(replicaCheckpoint, model, () => replica.getCheckpoint(model)).after(performance.now());
+        const reached = await shared(replicaCheckpoint, model, () => replica.getCheckpoint(model)).after(
+          performance.now(),
+        );
         if (target === null || (reached !== null && reached >= target)) {
           behindUntil.delete(model);
           return replica;
@@ -101,12 +103,15 @@ export function withReplicaReads(options: ReplicaReadsOptions): ReadStore & { co
       await primary.defineCollections(list);
       await replica.defineCollections(list);
     },
-    get: <T extends Document = Document>(collection: string, id: string) => read(collection, (store) => store.get<T>(collection, id)),
-    find: <T extends Document = Document>(collection: string, query?: FindQuery) => read(collection, (store) => store.find<T>(collection, query)),
+    get: <T extends Document = Document>(collection: string, id: string) =>
+      read(collection, (store) => store.get<T>(collection, id)),
+    find: <T extends Document = Document>(collection: string, query?: FindQuery) =>
+      read(collection, (store) => store.find<T>(collection, query)),
     findText: <T extends Document = Document>(collection: string, query: FindQuery, field: string) =>
       read(collection, (store) => store.findText<T>(collection, query, field)),
     count: (collection, query) => read(collection, (store) => store.count(collection, query)),
-    getMany: <T extends Document = Document>(collection: string, ids: string[]) => read(collection, (store) => store.getMany<T>(collection, ids)),
+    getMany: <T extends Document = Document>(collection: string, ids: string[]) =>
+      read(collection, (store) => store.getMany<T>(collection, ids)),
     async close() {
       await Promise.all([primary.close(), replica.close()]);
     },

@@ -13,7 +13,11 @@ const MAX_EXPONENT = 52;
  * grow whatever the draws; the other half is random, so that many waiters (consumers, processes, calls) that
  * failed together do not retry in step. `random` returns a number in [0, 1); tests pass a scripted one.
  */
-export function backoffMs(attempt: number, { firstMs, maxMs }: BackoffSchedule, random: () => number = Math.random): number {
+export function backoffMs(
+  attempt: number,
+  { firstMs, maxMs }: BackoffSchedule,
+  random: () => number = Math.random,
+): number {
   // An attempt below 1 (or not a number) counts as the first, so a caller's off-by-one never waits nothing.
   const nth = Math.max(1, Math.floor(attempt)) || 1;
   const ceiling = Math.min(maxMs, firstMs * 2 ** Math.min(nth - 1, MAX_EXPONENT));

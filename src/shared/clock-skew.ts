@@ -43,7 +43,10 @@ export function watchClockSkew(options: ClockSkewOptions): () => void {
       const skewMs = await measureClockSkew(options.storeNow, options.clock);
       options.report?.(skewMs / 1000);
       if (Math.abs(skewMs) > options.warnMs) {
-        options.logger.warn({ skewMs, warnMs: options.warnMs }, `this process's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the store's: check NTP on this host`);
+        options.logger.warn(
+          { skewMs, warnMs: options.warnMs },
+          `this process's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the store's: check NTP on this host`,
+        );
       }
     } catch (error) {
       options.logger.debug({ err: error }, 'clock skew not measured: the store did not answer');

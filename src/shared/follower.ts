@@ -17,14 +17,30 @@
  */
 import type { EventFilter, EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { CheckpointConflictError, type ReadStore, type Write } from '../ports/read-store.ts';
-import { SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from './supervised-consumer.ts';
+import {
+  SupervisedConsumer,
+  type ConsumerLogger,
+  type SessionContext,
+  type SupervisedConsumerOptions,
+} from './supervised-consumer.ts';
 
-export { describeError, SupervisedConsumer, type ConsumerLogger, type ConsumerStatus, type SessionContext } from './supervised-consumer.ts';
+export {
+  describeError,
+  SupervisedConsumer,
+  type ConsumerLogger,
+  type ConsumerStatus,
+  type SessionContext,
+} from './supervised-consumer.ts';
 
 export type Supervision = Pick<SupervisedConsumerOptions, 'baseDelayMs' | 'maxDelayMs' | 'stableAfterMs'>;
 
 /** Supervision alone, for background work that follows something other than the stream (the webhook queues). */
-export function supervise(name: string, logger: ConsumerLogger, session: SupervisedConsumerOptions['session'], supervision?: Supervision): SupervisedConsumer {
+export function supervise(
+  name: string,
+  logger: ConsumerLogger,
+  session: SupervisedConsumerOptions['session'],
+  supervision?: Supervision,
+): SupervisedConsumer {
   return new SupervisedConsumer({ name, logger, ...supervision, session });
 }
 
@@ -45,7 +61,11 @@ export interface CheckpointPolicy {
  * meanwhile, or a second runner of the same model, makes this one resume from the new checkpoint instead of
  * writing stale documents.
  */
-export function exclusiveCheckpoint(readStore: ReadStore, name: string, options: { fencedByGeneration?: boolean } = {}): CheckpointPolicy {
+export function exclusiveCheckpoint(
+  readStore: ReadStore,
+  name: string,
+  options: { fencedByGeneration?: boolean } = {},
+): CheckpointPolicy {
   let expected: number | null = null;
   let generation: number | undefined;
   return {
@@ -56,7 +76,12 @@ export function exclusiveCheckpoint(readStore: ReadStore, name: string, options:
       return expected;
     },
     async commit(position, writes) {
-      await readStore.commit(writes, { projection: name, position, expected, ...(generation === undefined ? {} : { generation }) });
+      await readStore.commit(writes, {
+        projection: name,
+        position,
+        expected,
+        ...(generation === undefined ? {} : { generation }),
+      });
       expected = position;
     },
   };
@@ -208,13 +233,17 @@ export class Follower {
   untilCommitted(position: number, timeoutMs: number): Promise<boolean> {
     if ((this.committed ?? -1) >= position) return Promise.resolve(true);
     // Handled but not committed yet (commitEvery holds back a checkpoint that writes nothing): someone waits, commit now.
-    if ((this.handledPosition ?? -1) >= position && this.consumer.status().state !== 'stopped') void this.commitOrLog().catch(() => {});
+    if ((this.handledPosition ?? -1) >= position && this.consumer.status().state !== 'stopped')
+      void this.commitOrLog().catch(() => {});
     return new Promise<boolean>((resolve) => {
-      const waiter = { position, resolve: (reached: boolean) => {
-        clearTimeout(timer);
-        this.commitWaiters.delete(waiter);
-        resolve(reached);
-      } };
+      const waiter = {
+        position,
+        resolve: (reached: boolean) => {
+          clearTimeout(timer);
+          this.commitWaiters.delete(waiter);
+          resolve(reached);
+        },
+      };
       const timer = setTimeout(() => waiter.resolve(false), timeoutMs);
       timer.unref();
       this.commitWaiters.add(waiter);
@@ -243,7 +272,12 @@ export class Follower {
     this.timer = undefined;
     clearTimeout(this.deferred);
     this.deferred = undefined;
-    await this.commitHandled().catch((error: unknown) => this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not saved at stop; the next start replays from the last one'));
+    await this.commitHandled().catch((error: unknown) =>
+      this.options.logger.warn(
+        { consumer: this.options.name, err: error },
+        'checkpoint not saved at stop; the next start replays from the last one',
+      ),
+    );
   }
 
   private async session(context: SessionContext): Promise<void> {
@@ -259,12 +293,18 @@ export class Follower {
         this.committed = await this.options.checkpoint.load();
         this.committedAt = Date.now();
         // Someone else committed first (a second runner, a promote): read their checkpoint.
-        if (this.committed === null && this.options.checkpointEmptyHistory && !(await this.checkpointEmptyHistory())) continue;
+        if (this.committed === null && this.options.checkpointEmptyHistory && !(await this.checkpointEmptyHistory()))
+          continue;
       }
       this.delivered = resume ?? this.committed;
       resume = null; // a next turn (Resubscribe: the ground moved) reads the checkpoint
       if (this.delivered !== null) context.progress(this.delivered);
-      const subscription = context.own(this.options.eventStore.subscribeToAll({ from: this.delivered ?? 'start', ...(this.options.filter ? { filter: this.options.filter } : {}) }));
+      const subscription = context.own(
+        this.options.eventStore.subscribeToAll({
+          from: this.delivered ?? 'start',
+          ...(this.options.filter ? { filter: this.options.filter } : {}),
+        }),
+      );
       try {
         await this.consume(subscription, context);
         return;
@@ -342,18 +382,26 @@ export class Follower {
   private commitDue(): boolean {
     const every = this.options.commitEvery;
     if (!every || this.commitWaiters.size > 0) return true;
-    return (this.handledPosition ?? 0) - (this.committed ?? 0) >= every.positions || Date.now() - this.committedAt >= every.ms;
+    return (
+      (this.handledPosition ?? 0) - (this.committed ?? 0) >= every.positions ||
+      Date.now() - this.committedAt >= every.ms
+    );
   }
 
   /** Commits; a best-effort checkpoint's failure is logged once per streak instead of thrown (the next commit tries again). */
   private async commitOrLog(writes: Write[] = []): Promise<void> {
     try {
       await this.commitHandled(writes);
-      if (this.commitFailures > 0) this.options.logger.info({ consumer: this.options.name, failures: this.commitFailures }, 'checkpoint committed again');
+      if (this.commitFailures > 0)
+        this.options.logger.info(
+          { consumer: this.options.name, failures: this.commitFailures },
+          'checkpoint committed again',
+        );
       this.commitFailures = 0;
     } catch (error) {
       if (!this.options.checkpointBestEffort) throw error;
-      if (this.commitFailures++ === 0) this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not committed; trying again');
+      if (this.commitFailures++ === 0)
+        this.options.logger.warn({ consumer: this.options.name, err: error }, 'checkpoint not committed; trying again');
       this.commitPeriodically();
     }
   }
@@ -417,8 +465,16 @@ export class Follower {
  * `idleMs`, IDLE is yielded when no event came for that long.
  */
 export function batches(source: AsyncIterable<RecordedEvent>, maxSize: number): AsyncGenerator<RecordedEvent[]>;
-export function batches(source: AsyncIterable<RecordedEvent>, maxSize: number, idleMs?: number): AsyncGenerator<RecordedEvent[] | typeof IDLE>;
-export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: number, idleMs?: number): AsyncGenerator<RecordedEvent[] | typeof IDLE> {
+export function batches(
+  source: AsyncIterable<RecordedEvent>,
+  maxSize: number,
+  idleMs?: number,
+): AsyncGenerator<RecordedEvent[] | typeof IDLE>;
+export async function* batches(
+  source: AsyncIterable<RecordedEvent>,
+  maxSize: number,
+  idleMs?: number,
+): AsyncGenerator<RecordedEvent[] | typeof IDLE> {
   const iterator = source[Symbol.asyncIterator]();
   const nextTick = Symbol('next tick');
   let pending = iterator.next();
@@ -463,7 +519,10 @@ export async function* batches(source: AsyncIterable<RecordedEvent>, maxSize: nu
 async function raceTimer<T>(next: Promise<T>, ms: number): Promise<T | typeof IDLE> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([next, new Promise<typeof IDLE>((resolve) => (timer = setTimeout(() => resolve(IDLE), ms)))]);
+    return await Promise.race([
+      next,
+      new Promise<typeof IDLE>((resolve) => (timer = setTimeout(() => resolve(IDLE), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }

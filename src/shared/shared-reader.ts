@@ -83,7 +83,8 @@ class SharedReader {
   subscribe(options: SubscribeOptions): Subscription {
     if (this.closed) return this.store.subscribeToAll(options); // the store refuses as it does when closed
     const from = options.from === 'start' ? -1 : options.from;
-    if (!Number.isSafeInteger(from) || from < -1) throw new Error(`from must be an integer >= 0, got ${String(options.from)}`);
+    if (!Number.isSafeInteger(from) || from < -1)
+      throw new Error(`from must be an integer >= 0, got ${String(options.from)}`);
     const subscription = new SharedSubscription(this, from, options.filter);
     this.subscribers.add(subscription);
     return subscription;
@@ -114,7 +115,10 @@ class SharedReader {
   /** The subscriber is fed by the shared subscription from now on (false: it is too far behind). */
   private join(subscription: SharedSubscription): boolean {
     if (this.cursor === undefined || subscription.cursor < this.recentFrom) return false;
-    subscription.take(this.recent.filter((event) => event.position > subscription.cursor && matchesFilter(event, subscription.filter)), this.cursor);
+    subscription.take(
+      this.recent.filter((event) => event.position > subscription.cursor && matchesFilter(event, subscription.filter)),
+      this.cursor,
+    );
     this.attached.add(subscription);
     subscription.attached = true;
     if (this.caughtUp) subscription.caughtUp();
@@ -169,7 +173,8 @@ class SharedReader {
     let failure: { error: unknown } | undefined;
     try {
       for (;;) {
-        while (this.attached.size === 0 && generation === this.generation) await new Promise<void>((resolve) => (this.resume = resolve));
+        while (this.attached.size === 0 && generation === this.generation)
+          await new Promise<void>((resolve) => (this.resume = resolve));
         if (generation !== this.generation) return;
         const next = await iterator.next();
         if (generation !== this.generation) return;
@@ -190,7 +195,8 @@ class SharedReader {
     this.cursor = event.position;
     this.caughtUp = false;
     this.recent.push(event);
-    if (this.recent.length > 2 * this.recentMax) this.recentFrom = this.recent.splice(0, this.recent.length - this.recentMax).at(-1)!.position;
+    if (this.recent.length > 2 * this.recentMax)
+      this.recentFrom = this.recent.splice(0, this.recent.length - this.recentMax).at(-1)!.position;
     for (const subscription of this.attached) subscription.offer(event);
   }
 
@@ -238,7 +244,8 @@ class SharedSubscription implements Subscription, AsyncIterableIterator<Recorded
   }
 
   next(): Promise<IteratorResult<RecordedEvent>> {
-    if (this.pulls === 0 && !this.stopped && this.index < this.buffer.length) return Promise.resolve({ done: false, value: this.shift() });
+    if (this.pulls === 0 && !this.stopped && this.index < this.buffer.length)
+      return Promise.resolve({ done: false, value: this.shift() });
     this.pulls += 1;
     const result = this.tail.then(() => this.pull()).finally(() => (this.pulls -= 1));
     this.tail = result.catch(() => undefined);

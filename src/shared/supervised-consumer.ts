@@ -134,7 +134,11 @@ export class SupervisedConsumer {
       // stuck in a call that will fail is not taken for a healthy one).
       const stable = setTimeout(() => this.recovered(), this.options.stableAfterMs ?? 15_000);
       try {
-        await this.options.session({ stopping: () => this.stopped, own: (subscription) => this.own(subscription), progress: (position) => this.progressed(position) });
+        await this.options.session({
+          stopping: () => this.stopped,
+          own: (subscription) => this.own(subscription),
+          progress: (position) => this.progressed(position),
+        });
         if (this.stopped) break;
         throw new Error('the subscription ended by itself');
       } catch (error) {
@@ -231,7 +235,13 @@ export function describeError(error: unknown): string {
   let current: unknown = error;
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
     // A thrown non-Error object is shown by its fields, not as "[object Object]".
-    parts.push(current instanceof Error ? current.message : typeof current === 'string' ? current : inspect(current, { breakLength: Infinity }));
+    parts.push(
+      current instanceof Error
+        ? current.message
+        : typeof current === 'string'
+          ? current
+          : inspect(current, { breakLength: Infinity }),
+    );
     current = current instanceof Error ? current.cause : undefined;
   }
   return parts.join(': ');

@@ -33,8 +33,16 @@ const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 /** Prefixes whose addresses carry an IPv4 address, and where: NAT64's well-known prefix (RFC 6052) in the last 32 bits, 6to4 (RFC 3056) in bits 16-47. */
 const EMBEDDING: Array<{ range: string; prefix: [ipaddr.IPv6, number]; ipv4: (parts: number[]) => number[] }> = [
-  { range: 'rfc6052', prefix: ipaddr.IPv6.parseCIDR('64:ff9b::/96'), ipv4: (parts) => [parts[6]! >> 8, parts[6]! & 0xff, parts[7]! >> 8, parts[7]! & 0xff] },
-  { range: '6to4', prefix: ipaddr.IPv6.parseCIDR('2002::/16'), ipv4: (parts) => [parts[1]! >> 8, parts[1]! & 0xff, parts[2]! >> 8, parts[2]! & 0xff] },
+  {
+    range: 'rfc6052',
+    prefix: ipaddr.IPv6.parseCIDR('64:ff9b::/96'),
+    ipv4: (parts) => [parts[6]! >> 8, parts[6]! & 0xff, parts[7]! >> 8, parts[7]! & 0xff],
+  },
+  {
+    range: '6to4',
+    prefix: ipaddr.IPv6.parseCIDR('2002::/16'),
+    ipv4: (parts) => [parts[1]! >> 8, parts[1]! & 0xff, parts[2]! >> 8, parts[2]! & 0xff],
+  },
 ];
 
 /**
@@ -77,7 +85,9 @@ export function addressRange(address: string): string {
 export function isAllowedAddress(address: string, rules: AddressRules): boolean {
   const range = addressRange(address);
   if (range === 'invalid') return false;
-  return range === 'unicast' || (range === 'loopback' && rules.allowLoopback) || (rules.allowAddress?.(address) ?? false);
+  return (
+    range === 'unicast' || (range === 'loopback' && rules.allowLoopback) || (rules.allowAddress?.(address) ?? false)
+  );
 }
 
 export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
@@ -85,13 +95,21 @@ export type Resolver = (hostname: string) => Promise<Array<{ address: string; fa
 const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
 /** The address to connect to for `hostname` (an IP literal or a name), or RefusedAddressError. */
-export async function resolveAllowedAddress(hostname: string, rules: AddressRules, resolve: Resolver = systemResolver): Promise<{ address: string; family: 4 | 6 }> {
+export async function resolveAllowedAddress(
+  hostname: string,
+  rules: AddressRules,
+  resolve: Resolver = systemResolver,
+): Promise<{ address: string; family: 4 | 6 }> {
   const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
-  const addresses = ipaddr.isValid(bare) ? [{ address: bare, family: bare.includes(':') ? 6 : 4 }] : await resolve(bare);
+  const addresses = ipaddr.isValid(bare)
+    ? [{ address: bare, family: bare.includes(':') ? 6 : 4 }]
+    : await resolve(bare);
   if (addresses.length === 0) throw new RefusedAddressError(`${bare} does not resolve to any address`, true);
   const refused = addresses.filter(({ address }) => !isAllowedAddress(address, rules));
   if (refused.length > 0) {
-    throw new RefusedAddressError(`${bare} resolves to ${refused.map(({ address }) => `${address} (${addressRange(address)})`).join(', ')}: webhooks go only to public addresses`);
+    throw new RefusedAddressError(
+      `${bare} resolves to ${refused.map(({ address }) => `${address} (${addressRange(address)})`).join(', ')}: webhooks go only to public addresses`,
+    );
   }
   const first = addresses[0]!;
   return { address: first.address, family: first.family === 6 ? 6 : 4 };

@@ -15,7 +15,10 @@ import type { CollectionDefinition, ReadStore, Write } from '../ports/read-store
  * endpoint exactly once however often the outbox restarts.
  */
 /** What routing needs of an endpoint (its read-model document, without who decided what). */
-export type RouteDoc = Pick<WebhookEndpointDoc, 'id' | 'partyType' | 'partyID' | 'url' | 'eventTypes' | 'status' | 'rotatedAt'>;
+export type RouteDoc = Pick<
+  WebhookEndpointDoc,
+  'id' | 'partyType' | 'partyID' | 'url' | 'eventTypes' | 'status' | 'rotatedAt'
+>;
 
 export type DeliveryStatus =
   /** Waiting for its (next) attempt. */
@@ -87,8 +90,15 @@ export const WEBHOOK_DELIVERIES_COLLECTION: CollectionDefinition = {
     ['endpointID', 'position'],
   ],
 };
-export const WEBHOOK_ATTEMPTS_COLLECTION: CollectionDefinition = { name: 'webhook_attempts', indexes: [['deliveryID', 'attempt']] };
-export const WEBHOOK_COLLECTIONS = [WEBHOOK_ROUTES_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_ATTEMPTS_COLLECTION];
+export const WEBHOOK_ATTEMPTS_COLLECTION: CollectionDefinition = {
+  name: 'webhook_attempts',
+  indexes: [['deliveryID', 'attempt']],
+};
+export const WEBHOOK_COLLECTIONS = [
+  WEBHOOK_ROUTES_COLLECTION,
+  WEBHOOK_DELIVERIES_COLLECTION,
+  WEBHOOK_ATTEMPTS_COLLECTION,
+];
 
 /** The outbox's checkpoint: every event at or below it has been queued for every endpoint it concerns. */
 export const WEBHOOK_OUTBOX_CHECKPOINT = 'webhook-outbox';
@@ -97,21 +107,28 @@ export const deliveryID = (endpointID: string, eventID: string) => `${endpointID
 
 /** The endpoints that receive deliveries now. */
 export function activeRoutes(readStore: ReadStore): Promise<RouteDoc[]> {
-  return readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, { where: { status: 'active' }, sort: [['id', 'asc']] });
+  return readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {
+    where: { status: 'active' },
+    sort: [['id', 'asc']],
+  });
 }
 
 /** The delivery an endpoint must get next (deliveries go in event order), or null when none waits. */
 export async function nextDelivery(readStore: ReadStore, endpointID: string): Promise<DeliveryDoc | null> {
   const [head] = await readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, {
     where: { endpointID, status: 'pending' },
-    sort: [['position', 'asc'], ['id', 'asc']],
+    sort: [
+      ['position', 'asc'],
+      ['id', 'asc'],
+    ],
     limit: 1,
   });
   return head ?? null;
 }
 
 /** The categories an attempt's error is recorded as (src/webhooks/sender.ts); anything else was recorded before them. */
-const ERROR_CATEGORY = /^(HTTP \d{3}|redirect \(\d{3}\) not followed|timed out|connection failed|TLS handshake failed|host not found|refused: address not allowed|invalid URL|not sent: signing secret unavailable)$/;
+const ERROR_CATEGORY =
+  /^(HTTP \d{3}|redirect \(\d{3}\) not followed|timed out|connection failed|TLS handshake failed|host not found|refused: address not allowed|invalid URL|not sent: signing secret unavailable)$/;
 
 /**
  * An attempt's error as makers may see it: its category. Attempts recorded by earlier versions hold the
@@ -130,10 +147,22 @@ const shownDelivery = (doc: DeliveryDoc): DeliveryDoc => ({ ...doc, lastError: m
 const shownAttempt = (doc: AttemptDoc): AttemptDoc => ({ ...doc, error: makerError(doc.error) });
 
 /** An endpoint's deliveries, newest event first, a page at a time (the delivery log: errors as makers may see them). */
-export async function deliveriesOfEndpoint(readStore: ReadStore, endpointID: string, page: { limit: number; skip?: number }): Promise<{ deliveries: DeliveryDoc[]; total: number }> {
+export async function deliveriesOfEndpoint(
+  readStore: ReadStore,
+  endpointID: string,
+  page: { limit: number; skip?: number },
+): Promise<{ deliveries: DeliveryDoc[]; total: number }> {
   const where = { endpointID };
   const [deliveries, total] = await Promise.all([
-    readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, { where, sort: [['position', 'desc'], ['id', 'desc']], limit: page.limit, skip: page.skip ?? 0 }),
+    readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, {
+      where,
+      sort: [
+        ['position', 'desc'],
+        ['id', 'desc'],
+      ],
+      limit: page.limit,
+      skip: page.skip ?? 0,
+    }),
     readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where }),
   ]);
   return { deliveries: deliveries.map(shownDelivery), total };
@@ -146,7 +175,12 @@ export async function getDelivery(readStore: ReadStore, id: string): Promise<Del
 
 /** Every attempt of one delivery, first first (errors as makers may see them). */
 export async function attemptsOfDelivery(readStore: ReadStore, id: string): Promise<AttemptDoc[]> {
-  return (await readStore.find<AttemptDoc>(WEBHOOK_ATTEMPTS_COLLECTION.name, { where: { deliveryID: id }, sort: [['attempt', 'asc']] })).map(shownAttempt);
+  return (
+    await readStore.find<AttemptDoc>(WEBHOOK_ATTEMPTS_COLLECTION.name, {
+      where: { deliveryID: id },
+      sort: [['attempt', 'asc']],
+    })
+  ).map(shownAttempt);
 }
 
 /** What a maker's redelivery changes: the delivery waits again, due now, as if new (its attempts are kept). */
@@ -155,7 +189,13 @@ function redeliveryPatch(by: string, now: Date): Write & { op: 'patch' } {
     op: 'patch',
     collection: WEBHOOK_DELIVERIES_COLLECTION.name,
     id: '',
-    patch: { status: 'pending', nextAttemptAt: now.getTime(), failingSince: null, redeliveredBy: by, redeliveredAt: now.toISOString() },
+    patch: {
+      status: 'pending',
+      nextAttemptAt: now.getTime(),
+      failingSince: null,
+      redeliveredBy: by,
+      redeliveredAt: now.toISOString(),
+    },
   };
 }
 
@@ -163,11 +203,18 @@ function redeliveryPatch(by: string, now: Date): Write & { op: 'patch' } {
  * Queues one delivery of an endpoint again (same event id, same body). Only for an active endpoint: a disabled
  * one receives nothing. The caller has checked that `by` is a maker of the endpoint's party.
  */
-export async function redeliverEvent(readStore: ReadStore, route: RouteDoc, eventID: string, by: string, now: Date): Promise<DeliveryDoc> {
+export async function redeliverEvent(
+  readStore: ReadStore,
+  route: RouteDoc,
+  eventID: string,
+  by: string,
+  now: Date,
+): Promise<DeliveryDoc> {
   requireActive(route);
   const id = deliveryID(route.id, eventID);
   const delivery = await getDelivery(readStore, id);
-  if (delivery === null) throw new DomainError('NOT_FOUND', `event ${eventID.slice(0, 40)} was never sent to webhook endpoint ${route.id}`);
+  if (delivery === null)
+    throw new DomainError('NOT_FOUND', `event ${eventID.slice(0, 40)} was never sent to webhook endpoint ${route.id}`);
   await readStore.commit([{ ...redeliveryPatch(by, now), id }]);
   return { ...delivery, status: 'pending' };
 }
@@ -175,7 +222,13 @@ export async function redeliverEvent(readStore: ReadStore, route: RouteDoc, even
 const REDELIVERY_PAGE = 500;
 
 /** Queues again every delivery of the endpoint whose event happened at or after `since`; returns how many. */
-export async function redeliverSince(readStore: ReadStore, route: RouteDoc, since: Date, by: string, now: Date): Promise<number> {
+export async function redeliverSince(
+  readStore: ReadStore,
+  route: RouteDoc,
+  since: Date,
+  by: string,
+  now: Date,
+): Promise<number> {
   requireActive(route);
   const from = since.toISOString();
   let queued = 0;
@@ -183,14 +236,19 @@ export async function redeliverSince(readStore: ReadStore, route: RouteDoc, sinc
   for (let skip = 0; ; skip += REDELIVERY_PAGE) {
     const { deliveries } = await deliveriesOfEndpoint(readStore, route.id, { limit: REDELIVERY_PAGE, skip });
     const recent = deliveries.filter((delivery) => delivery.createdAt >= from);
-    if (recent.length > 0) await readStore.commit(recent.map((delivery) => ({ ...redeliveryPatch(by, now), id: delivery.id })));
+    if (recent.length > 0)
+      await readStore.commit(recent.map((delivery) => ({ ...redeliveryPatch(by, now), id: delivery.id })));
     queued += recent.length;
     if (recent.length < deliveries.length || deliveries.length < REDELIVERY_PAGE) return queued;
   }
 }
 
 function requireActive(route: RouteDoc): void {
-  if (route.status !== 'active') throw new DomainError('WRONG_STATE', `cannot redeliver: webhook endpoint ${route.id} is ${route.status}, not active`);
+  if (route.status !== 'active')
+    throw new DomainError(
+      'WRONG_STATE',
+      `cannot redeliver: webhook endpoint ${route.id} is ${route.status}, not active`,
+    );
 }
 
 export function getRoute(readStore: ReadStore, endpointID: string): Promise<RouteDoc | null> {

@@ -34,8 +34,7 @@ export function queueStep(delivery: DeliveryDoc | null, seenForMs: number): Queu
 /** A due delivery, against its endpoint as it is now (not as the last scan saw it). */
 export type EndpointStep =
   /** Disabled or deleted since: its queue stops before the next send; its route and lease are let go. */
-  | { kind: 'drop-endpoint' }
-  | { kind: 'send'; route: RouteDoc };
+  { kind: 'drop-endpoint' } | { kind: 'send'; route: RouteDoc };
 
 export function endpointStep(current: RouteDoc | null): EndpointStep {
   return current?.status === 'active' ? { kind: 'send', route: current } : { kind: 'drop-endpoint' };

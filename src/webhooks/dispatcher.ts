@@ -14,7 +14,16 @@ import type { ReadStore } from '../ports/read-store.ts';
 import { supervise, type SessionContext, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
 import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import type { AddressRules, Resolver } from './address-guard.ts';
-import { activeRoutes, getRoute, nextDelivery, WEBHOOK_ATTEMPTS_COLLECTION, WEBHOOK_DELIVERIES_COLLECTION, type AttemptDoc, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
+import {
+  activeRoutes,
+  getRoute,
+  nextDelivery,
+  WEBHOOK_ATTEMPTS_COLLECTION,
+  WEBHOOK_DELIVERIES_COLLECTION,
+  type AttemptDoc,
+  type DeliveryDoc,
+  type RouteDoc,
+} from './deliveries.ts';
 import { afterAttempt, type RetryPolicy } from './retry-policy.ts';
 import { attemptDelivery, type AttemptResult } from './sender.ts';
 import { EndpointLeases } from './endpoint-lease.ts';
@@ -100,7 +109,12 @@ export class WebhookDispatcher {
     // It follows the delivery queues the outbox fills, not the stream: of the follower it takes the supervision.
     this.leases = new EndpointLeases(options.readStore, options.leaseMs, options.monotonicMs);
     this.backoffs = new UnchangedWatch(() => this.monotonic(), 10_000);
-    this.consumer = supervise('webhook-deliveries', options.logger, (context) => this.session(context), options.supervision);
+    this.consumer = supervise(
+      'webhook-deliveries',
+      options.logger,
+      (context) => this.session(context),
+      options.supervision,
+    );
   }
 
   start(): void {
@@ -233,31 +247,65 @@ export class WebhookDispatcher {
     const startedMs = this.monotonic();
     const signing = await this.signingOf(route, new Date(startedAt).toISOString());
     const attempt = delivery.attempts + 1;
-    const attributes = { 'wallet_ops.endpoint_id': route.id, 'wallet_ops.webhook_event_id': delivery.eventID, 'wallet_ops.webhook_event_type': delivery.eventType, 'wallet_ops.attempt': attempt };
+    const attributes = {
+      'wallet_ops.endpoint_id': route.id,
+      'wallet_ops.webhook_event_id': delivery.eventID,
+      'wallet_ops.webhook_event_type': delivery.eventType,
+      'wallet_ops.attempt': attempt,
+    };
     // A child of the span that appended the event; the receiver gets it as `traceparent` (not signed: a hint, not a claim).
-    const result: AttemptResult = await (this.options.tracing ?? noTracing).span('webhook deliver', { kind: 'producer', parent: delivery.traceparent, attributes }, async (span) => {
-      const sent: AttemptResult = signing === null
-        ? { ok: false, statusCode: null, durationMs: 0, responseBody: null, error: 'not sent: signing secret unavailable', detail: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent' }
-        : await attemptDelivery({
-            url: route.url,
-            body: delivery.body,
-            headers: {
-              'user-agent': 'wallet-ops-webhooks/1',
-              // webhook-id is the event id, the same at every attempt; the timestamp is this attempt's.
-              ...signatureHeaders(signing.scheme, signing.secrets, delivery.eventID, Math.floor(startedAt / 1000), delivery.body),
-              ...(span.traceparent ? { traceparent: span.traceparent } : {}),
-            },
-            timeoutMs: this.options.timeoutMs,
-            rules: this.options.rules,
-            ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
-          });
-      if (sent.statusCode !== null) span.setAttribute('http.response.status_code', sent.statusCode);
-      if (!sent.ok) span.fail(sent.error ?? 'failed');
-      return sent;
-    });
+    const result: AttemptResult = await (this.options.tracing ?? noTracing).span(
+      'webhook deliver',
+      { kind: 'producer', parent: delivery.traceparent, attributes },
+      async (span) => {
+        const sent: AttemptResult =
+          signing === null
+            ? {
+                ok: false,
+                statusCode: null,
+                durationMs: 0,
+                responseBody: null,
+                error: 'not sent: signing secret unavailable',
+                detail: 'the signing secret cannot be opened with this process’s SECRETS_KEY: nothing was sent',
+              }
+            : await attemptDelivery({
+                url: route.url,
+                body: delivery.body,
+                headers: {
+                  'user-agent': 'wallet-ops-webhooks/1',
+                  // webhook-id is the event id, the same at every attempt; the timestamp is this attempt's.
+                  ...signatureHeaders(
+                    signing.scheme,
+                    signing.secrets,
+                    delivery.eventID,
+                    Math.floor(startedAt / 1000),
+                    delivery.body,
+                  ),
+                  ...(span.traceparent ? { traceparent: span.traceparent } : {}),
+                },
+                timeoutMs: this.options.timeoutMs,
+                rules: this.options.rules,
+                ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
+              });
+        if (sent.statusCode !== null) span.setAttribute('http.response.status_code', sent.statusCode);
+        if (!sent.ok) span.fail(sent.error ?? 'failed');
+        return sent;
+      },
+    );
     const outcome = afterAttempt(delivery, result, startedAt, this.options.policy, this.options.random);
     // The delivery log keeps the category that makers may see; the operator's log keeps what happened.
-    if (!result.ok) this.options.logger.warn({ endpointID: route.id, eventID: delivery.eventID, attempt, statusCode: result.statusCode, error: result.error, detail: result.detail }, 'webhook delivery attempt failed');
+    if (!result.ok)
+      this.options.logger.warn(
+        {
+          endpointID: route.id,
+          eventID: delivery.eventID,
+          attempt,
+          statusCode: result.statusCode,
+          error: result.error,
+          detail: result.detail,
+        },
+        'webhook delivery attempt failed',
+      );
     const at = new Date(startedAt).toISOString();
     const record: AttemptDoc = {
       id: `${delivery.id}:${attempt}`,
@@ -273,9 +321,20 @@ export class WebhookDispatcher {
       responseBody: result.responseBody,
       error: result.error,
     };
-    const patch: Partial<DeliveryDoc> = { attempts: attempt, lastAttemptAt: at, lastStatusCode: result.statusCode, lastError: result.error };
-    if (outcome.kind === 'delivered') Object.assign(patch, { status: 'delivered', failingSince: null, deliveredAt: new Date(this.now()).toISOString() });
-    else if (outcome.kind === 'retry') Object.assign(patch, { nextAttemptAt: outcome.nextAttemptAt, failingSince: outcome.failingSince });
+    const patch: Partial<DeliveryDoc> = {
+      attempts: attempt,
+      lastAttemptAt: at,
+      lastStatusCode: result.statusCode,
+      lastError: result.error,
+    };
+    if (outcome.kind === 'delivered')
+      Object.assign(patch, {
+        status: 'delivered',
+        failingSince: null,
+        deliveredAt: new Date(this.now()).toISOString(),
+      });
+    else if (outcome.kind === 'retry')
+      Object.assign(patch, { nextAttemptAt: outcome.nextAttemptAt, failingSince: outcome.failingSince });
     else Object.assign(patch, { status: 'failed', failingSince: outcome.failingSince });
     const recorded = await this.leases.commitUnder(route.id, [
       { op: 'upsert', collection: WEBHOOK_ATTEMPTS_COLLECTION.name, doc: record },
@@ -284,7 +343,10 @@ export class WebhookDispatcher {
     const step = attemptStep(outcome, recorded, startedAt);
     if (step.kind === 'lost') {
       // Paused or slow past the lease: another process holds the queue now and records its own attempts.
-      this.options.logger.warn({ endpointID: route.id, eventID: delivery.eventID, attempt, ok: result.ok }, 'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the receiver twice)');
+      this.options.logger.warn(
+        { endpointID: route.id, eventID: delivery.eventID, attempt, ok: result.ok },
+        'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the receiver twice)',
+      );
       return step;
     }
     this.options.onAttempt?.({ ...delivery, ...patch }, result);
@@ -299,14 +361,31 @@ export class WebhookDispatcher {
   /** A day of failures: the endpoint is disabled by the system, with the reason its users see. */
   private async disable(route: RouteDoc, delivery: DeliveryDoc, lastError: string | null): Promise<void> {
     const hours = Math.round(this.options.policy.giveUpAfterMs / 3_600_000);
-    const reason = `deliveries failed for ${hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`}; last error: ${lastError ?? 'unknown'}`.slice(0, 500);
+    const reason =
+      `deliveries failed for ${hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`}; last error: ${lastError ?? 'unknown'}`.slice(
+        0,
+        500,
+      );
     try {
-      await disableWebhookEndpointBySystem({ store: this.options.eventStore, cache: this.cache, clock: this.options.clock, assetScale: this.options.assetScale }, route.id, reason, {
-        actor: 'system:webhooks',
-        correlationId: randomUUID(),
-        causationId: delivery.eventID,
-      });
-      this.options.logger.warn({ endpointID: route.id, eventID: delivery.eventID }, 'webhook endpoint disabled after a day of failed deliveries');
+      await disableWebhookEndpointBySystem(
+        {
+          store: this.options.eventStore,
+          cache: this.cache,
+          clock: this.options.clock,
+          assetScale: this.options.assetScale,
+        },
+        route.id,
+        reason,
+        {
+          actor: 'system:webhooks',
+          correlationId: randomUUID(),
+          causationId: delivery.eventID,
+        },
+      );
+      this.options.logger.warn(
+        { endpointID: route.id, eventID: delivery.eventID },
+        'webhook endpoint disabled after a day of failed deliveries',
+      );
     } catch (error) {
       // Someone disabled it meanwhile: the outcome we wanted.
       if (!(error instanceof DomainError && error.code === 'WRONG_STATE')) throw error;
@@ -317,7 +396,10 @@ export class WebhookDispatcher {
    * How a delivery at `now` is signed: the scheme and the secrets, current first, the previous one too while a
    * rotation's overlap lasts (null: the current one cannot be opened). Opened from the endpoint's events once per rotation.
    */
-  private async signingOf(route: RouteDoc, now: string): Promise<{ scheme: WebhookSignatureScheme; secrets: string[] } | null> {
+  private async signingOf(
+    route: RouteDoc,
+    now: string,
+  ): Promise<{ scheme: WebhookSignatureScheme; secrets: string[] } | null> {
     const endpointID = route.id;
     const rotatedAt = route.rotatedAt ?? null;
     let cached = this.secrets.get(endpointID);
@@ -325,8 +407,13 @@ export class WebhookDispatcher {
     // (WebhookEndpointPreviousSecretEnded) before the outbox moved the route, and nothing may be signed with it after.
     const overlapping = cached !== undefined && signingAt(cached.signing, now).secrets.length > 1;
     if (cached === undefined || cached.rotatedAt !== rotatedAt || overlapping) {
-      const { state } = await loadState({ store: this.options.eventStore, cache: this.cache }, streams.webhookEndpoint(endpointID), webhookEndpointDecider);
-      const open = (sealed: SealedWebhookSecret | null) => (sealed === null ? null : openWebhookSecret(this.options.secretsKey, endpointID, sealed));
+      const { state } = await loadState(
+        { store: this.options.eventStore, cache: this.cache },
+        streams.webhookEndpoint(endpointID),
+        webhookEndpointDecider,
+      );
+      const open = (sealed: SealedWebhookSecret | null) =>
+        sealed === null ? null : openWebhookSecret(this.options.secretsKey, endpointID, sealed);
       const current = state.status === 'none' ? null : open(state.secret);
       if (state.status === 'none' || current === null) {
         this.options.logger.error({ endpointID }, 'webhook signing secret cannot be opened: was SECRETS_KEY changed?');
@@ -348,7 +435,10 @@ export class WebhookDispatcher {
   /** Resolves true when woken, false when the time ran out. */
   private async waitForWake(ms: number): Promise<boolean> {
     this.wakeSignal = new AbortController();
-    return delay(ms, undefined, { signal: this.wakeSignal.signal }).then(() => false, () => true);
+    return delay(ms, undefined, { signal: this.wakeSignal.signal }).then(
+      () => false,
+      () => true,
+    );
   }
 
   private now(): number {

@@ -92,11 +92,13 @@ export class EndpointLeases {
     const held = this.held.get(endpointID);
     if (held === undefined) return;
     this.held.delete(endpointID);
-    await this.readStore.commit([], { projection: checkpointOf(endpointID), position: held.beat + 1, expected: held.beat }).catch((error: unknown) => {
-      if (error instanceof CheckpointConflictError) return; // taken over meanwhile: nothing of ours to release
-      this.unsure.set(endpointID, [held]); // released or not: at least no one else moved it
-      throw error;
-    });
+    await this.readStore
+      .commit([], { projection: checkpointOf(endpointID), position: held.beat + 1, expected: held.beat })
+      .catch((error: unknown) => {
+        if (error instanceof CheckpointConflictError) return; // taken over meanwhile: nothing of ours to release
+        this.unsure.set(endpointID, [held]); // released or not: at least no one else moved it
+        throw error;
+      });
   }
 
   /** Every lease this process holds, best effort: one left behind (the store is failing) is taken over after a lease. */
@@ -126,7 +128,11 @@ export class EndpointLeases {
   private async move(endpointID: string, expected: number | null, position: number, writes: Write[]): Promise<boolean> {
     const atMs = this.monotonicMs();
     const held = this.held.get(endpointID);
-    const signed: Write = { op: 'upsert', collection: WEBHOOK_LEASES_COLLECTION.name, doc: { id: endpointID, holder: this.holder, beat: position } satisfies HolderDoc };
+    const signed: Write = {
+      op: 'upsert',
+      collection: WEBHOOK_LEASES_COLLECTION.name,
+      doc: { id: endpointID, holder: this.holder, beat: position } satisfies HolderDoc,
+    };
     try {
       await this.readStore.commit([...writes, signed], { projection: checkpointOf(endpointID), position, expected });
     } catch (error) {

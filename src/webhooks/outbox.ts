@@ -4,8 +4,20 @@ import { validTraceparent } from '../ports/tracing.ts';
 import type { ReadStore, Write } from '../ports/read-store.ts';
 import { webhookEndpointsProjection, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
 import { exclusiveCheckpoint, Follower, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
-import { deliveryID, WEBHOOK_DELIVERIES_COLLECTION, WEBHOOK_OUTBOX_CHECKPOINT, WEBHOOK_ROUTES_COLLECTION, type DeliveryDoc, type RouteDoc } from './deliveries.ts';
-import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, type WebhookMessage } from './webhook-events.ts';
+import {
+  deliveryID,
+  WEBHOOK_DELIVERIES_COLLECTION,
+  WEBHOOK_OUTBOX_CHECKPOINT,
+  WEBHOOK_ROUTES_COLLECTION,
+  type DeliveryDoc,
+  type RouteDoc,
+} from './deliveries.ts';
+import {
+  apiKeyWebhookMessages,
+  operationWebhookMessages,
+  TRIGGER_EVENT_TYPES,
+  type WebhookMessage,
+} from './webhook-events.ts';
 
 /**
  * The webhook outbox: a supervised consumer of the event history that queues a delivery for every event an
@@ -18,7 +30,12 @@ import { apiKeyWebhookMessages, operationWebhookMessages, TRIGGER_EVENT_TYPES, t
 // A rotation changes the route's `rotatedAt`, and so does the end of a previous secret at its holder's departure:
 // the dispatchers then open the endpoint's secrets again.
 export const ENDPOINT_EVENT_TYPES = [
-  'WebhookEndpointRequested', 'WebhookEndpointApproved', 'WebhookEndpointRejected', 'WebhookEndpointDisabled', 'WebhookSecretRotated', 'WebhookEndpointPreviousSecretEnded',
+  'WebhookEndpointRequested',
+  'WebhookEndpointApproved',
+  'WebhookEndpointRejected',
+  'WebhookEndpointDisabled',
+  'WebhookSecretRotated',
+  'WebhookEndpointPreviousSecretEnded',
 ] as const;
 export const OUTBOX_EVENT_TYPES = [...ENDPOINT_EVENT_TYPES, ...TRIGGER_EVENT_TYPES];
 
@@ -45,17 +62,32 @@ const endpoints = webhookEndpointsProjection();
  * the route keeps what routing needs. The route's `rotatedAt` says when the secrets last changed, which the end of a
  * previous secret at its holder's departure does too: the dispatchers' cache of opened secrets is keyed on it.
  */
-export function evolveRoute(route: RouteDoc | null, event: { type: string; data: unknown; position?: number }): RouteDoc | null {
+export function evolveRoute(
+  route: RouteDoc | null,
+  event: { type: string; data: unknown; position?: number },
+): RouteDoc | null {
   const endpointID = (event.data as { endpointID: string }).endpointID;
   // The route holds every field the lifecycle reads back (the others it writes are left out again by routeOf).
-  const doc = endpoints.evolve(route as WebhookEndpointDoc | null, { position: 0, ...event } as Parameters<typeof endpoints.evolve>[1], endpointID);
+  const doc = endpoints.evolve(
+    route as WebhookEndpointDoc | null,
+    { position: 0, ...event } as Parameters<typeof endpoints.evolve>[1],
+    endpointID,
+  );
   if (doc === null) return null;
-  if (event.type === 'WebhookEndpointPreviousSecretEnded') return { ...routeOf(doc), rotatedAt: (event.data as { endedAt: string }).endedAt };
+  if (event.type === 'WebhookEndpointPreviousSecretEnded')
+    return { ...routeOf(doc), rotatedAt: (event.data as { endedAt: string }).endedAt };
   return routeOf(doc);
 }
 
-const routeOf = ({ id, partyType, partyID, url, eventTypes, status, rotatedAt }: WebhookEndpointDoc): RouteDoc =>
-  ({ id, partyType, partyID, url, eventTypes, status, ...(rotatedAt === undefined ? {} : { rotatedAt }) });
+const routeOf = ({ id, partyType, partyID, url, eventTypes, status, rotatedAt }: WebhookEndpointDoc): RouteDoc => ({
+  id,
+  partyType,
+  partyID,
+  url,
+  eventTypes,
+  status,
+  ...(rotatedAt === undefined ? {} : { rotatedAt }),
+});
 
 const BATCH_SIZE = 500;
 /** Without deliveries to queue, the checkpoint is still saved after this many store positions, or this long. */
@@ -90,13 +122,18 @@ export class WebhookOutbox {
       logger: options.logger,
       ...(options.supervision ? { supervision: options.supervision } : {}),
       prepare: async () => {
-        this.oldUpTo = (await readStore.getCheckpoint(WEBHOOK_OUTBOX_CHECKPOINT)) === null ? await eventStore.headPosition() : null;
+        this.oldUpTo =
+          (await readStore.getCheckpoint(WEBHOOK_OUTBOX_CHECKPOINT)) === null ? await eventStore.headPosition() : null;
         const routes = await readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {});
         this.routes = new Map(routes.map((route) => [route.id, route]));
       },
       handle: (batch) => this.handle(batch),
       onCommitted: (writes) => {
-        const queued = writes.flatMap((write) => (write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name ? [(write.doc as DeliveryDoc).endpointID] : []));
+        const queued = writes.flatMap((write) =>
+          write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name
+            ? [(write.doc as DeliveryDoc).endpointID]
+            : [],
+        );
         if (queued.length > 0) this.options.onQueued?.([...new Set(queued)]);
       },
     });
@@ -138,13 +175,27 @@ export class WebhookOutbox {
     const active = [...routes.values()].filter((route) => route.status === 'active');
     if (active.length === 0) return []; // nobody listens: no need to read the event's history
     const now = this.options.clock();
-    if (this.oldUpTo !== null && event.position <= this.oldUpTo && now.getTime() - Date.parse(event.createdAt) > this.options.maxEventAgeMs) return [];
+    if (
+      this.oldUpTo !== null &&
+      event.position <= this.oldUpTo &&
+      now.getTime() - Date.parse(event.createdAt) > this.options.maxEventAgeMs
+    )
+      return [];
     const messages = await this.messagesFor(event);
     const writes: Write[] = [];
     for (const message of messages) {
       for (const route of active) {
-        if (route.partyType !== message.party.type || route.partyID !== message.party.id || !route.eventTypes.includes(message.type)) continue;
-        writes.push({ op: 'upsert', collection: WEBHOOK_DELIVERIES_COLLECTION.name, doc: newDelivery(route, message, event.position, now, validTraceparent(event.metadata?.traceparent)) });
+        if (
+          route.partyType !== message.party.type ||
+          route.partyID !== message.party.id ||
+          !route.eventTypes.includes(message.type)
+        )
+          continue;
+        writes.push({
+          op: 'upsert',
+          collection: WEBHOOK_DELIVERIES_COLLECTION.name,
+          doc: newDelivery(route, message, event.position, now, validTraceparent(event.metadata?.traceparent)),
+        });
       }
     }
     return writes;
@@ -158,7 +209,13 @@ export class WebhookOutbox {
   }
 }
 
-export function newDelivery(route: RouteDoc, message: WebhookMessage, position: number, now: Date, traceparent?: string): DeliveryDoc {
+export function newDelivery(
+  route: RouteDoc,
+  message: WebhookMessage,
+  position: number,
+  now: Date,
+  traceparent?: string,
+): DeliveryDoc {
   return {
     ...(traceparent === undefined ? {} : { traceparent }),
     id: deliveryID(route.id, message.eventID),

@@ -17,7 +17,11 @@ export interface RetryPolicy {
   giveUpAfterMs: number;
 }
 
-export const DEFAULT_RETRY_POLICY: RetryPolicy = { baseDelayMs: 5_000, maxDelayMs: 3_600_000, giveUpAfterMs: 86_400_000 };
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  baseDelayMs: 5_000,
+  maxDelayMs: 3_600_000,
+  giveUpAfterMs: 86_400_000,
+};
 
 export type AttemptOutcome =
   | { kind: 'delivered' }
@@ -25,7 +29,13 @@ export type AttemptOutcome =
   | { kind: 'give-up'; failingSince: number };
 
 /** `startedAt`: when the attempt began (epoch ms); `random` in [0, 1). */
-export function afterAttempt(delivery: Pick<DeliveryDoc, 'failingSince'>, result: Pick<AttemptResult, 'ok'>, startedAt: number, policy: RetryPolicy, random: () => number = Math.random): AttemptOutcome {
+export function afterAttempt(
+  delivery: Pick<DeliveryDoc, 'failingSince'>,
+  result: Pick<AttemptResult, 'ok'>,
+  startedAt: number,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): AttemptOutcome {
   if (result.ok) return { kind: 'delivered' };
   const failingSince = delivery.failingSince ?? startedAt;
   const streak = startedAt - failingSince;

@@ -38,14 +38,26 @@ export interface AttemptResult {
 /** The category of an error of the connection or of TLS (node's codes), for makers. */
 function connectionCategory(error: Error & { code?: unknown }): string {
   const code = typeof error.code === 'string' ? error.code : '';
-  return /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/.test(code) || error.message.includes('certificate') ? 'TLS handshake failed' : 'connection failed';
+  return /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/.test(code) ||
+    error.message.includes('certificate')
+    ? 'TLS handshake failed'
+    : 'connection failed';
 }
 
-const failure = (error: string, detail: string = error) => ({ ok: false, statusCode: null, responseBody: null, error, detail });
+const failure = (error: string, detail: string = error) => ({
+  ok: false,
+  statusCode: null,
+  responseBody: null,
+  error,
+  detail,
+});
 
 export const RESPONSE_BODY_LIMIT = 1024;
 
-export async function attemptDelivery(attempt: AttemptRequest, now: () => number = () => performance.now()): Promise<AttemptResult> {
+export async function attemptDelivery(
+  attempt: AttemptRequest,
+  now: () => number = () => performance.now(),
+): Promise<AttemptResult> {
   const started = now();
   const elapsed = () => Math.round(now() - started);
   let url: URL;
@@ -58,9 +70,10 @@ export async function attemptDelivery(attempt: AttemptRequest, now: () => number
   try {
     target = await resolveAllowedAddress(url.hostname, attempt.rules, attempt.resolve);
   } catch (error) {
-    const result = error instanceof RefusedAddressError
-      ? failure(error.noAddress ? 'host not found' : 'refused: address not allowed', error.message)
-      : failure('host not found', `DNS: ${(error as Error).message}`);
+    const result =
+      error instanceof RefusedAddressError
+        ? failure(error.noAddress ? 'host not found' : 'refused: address not allowed', error.message)
+        : failure('host not found', `DNS: ${(error as Error).message}`);
     return { ...result, durationMs: elapsed() };
   }
   return new Promise<AttemptResult>((resolve) => {
@@ -73,35 +86,52 @@ export async function attemptDelivery(attempt: AttemptRequest, now: () => number
     };
     const secure = url.protocol === 'https:';
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    const request = (secure ? httpsRequest : httpRequest)({
-      // Connect to the checked address; the name still goes in Host and, for TLS, in SNI and the certificate check.
-      host: target.address,
-      family: target.family,
-      port: url.port || (secure ? 443 : 80),
-      path: `${url.pathname}${url.search}`,
-      method: 'POST',
-      headers: { ...attempt.headers, host: url.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(attempt.body)) },
-      // SNI may not carry an IP address (RFC 6066); for an IP literal the certificate is checked against the address.
-      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
-      agent: false,
-    }, (response: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      response.on('data', (chunk: Buffer) => {
-        if (kept < RESPONSE_BODY_LIMIT) {
-          chunks.push(chunk.subarray(0, RESPONSE_BODY_LIMIT - kept));
-          kept += Math.min(chunk.length, RESPONSE_BODY_LIMIT - kept);
-        }
-      });
-      const done = () => {
-        const statusCode = response.statusCode ?? null;
-        const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
-        const error = ok ? null : statusCode !== null && statusCode >= 300 && statusCode < 400 ? `redirect (${statusCode}) not followed` : `HTTP ${statusCode}`;
-        finish({ ok, statusCode, responseBody: Buffer.concat(chunks).toString('utf8'), error, detail: error });
-      };
-      response.on('end', done);
-      response.on('error', (error) => finish({ ...failure('connection failed', `response: ${error.message}`), statusCode: response.statusCode ?? null }));
-    });
+    const request = (secure ? httpsRequest : httpRequest)(
+      {
+        // Connect to the checked address; the name still goes in Host and, for TLS, in SNI and the certificate check.
+        host: target.address,
+        family: target.family,
+        port: url.port || (secure ? 443 : 80),
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers: {
+          ...attempt.headers,
+          host: url.host,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(attempt.body)),
+        },
+        // SNI may not carry an IP address (RFC 6066); for an IP literal the certificate is checked against the address.
+        ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
+        agent: false,
+      },
+      (response: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        response.on('data', (chunk: Buffer) => {
+          if (kept < RESPONSE_BODY_LIMIT) {
+            chunks.push(chunk.subarray(0, RESPONSE_BODY_LIMIT - kept));
+            kept += Math.min(chunk.length, RESPONSE_BODY_LIMIT - kept);
+          }
+        });
+        const done = () => {
+          const statusCode = response.statusCode ?? null;
+          const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
+          const error = ok
+            ? null
+            : statusCode !== null && statusCode >= 300 && statusCode < 400
+              ? `redirect (${statusCode}) not followed`
+              : `HTTP ${statusCode}`;
+          finish({ ok, statusCode, responseBody: Buffer.concat(chunks).toString('utf8'), error, detail: error });
+        };
+        response.on('end', done);
+        response.on('error', (error) =>
+          finish({
+            ...failure('connection failed', `response: ${error.message}`),
+            statusCode: response.statusCode ?? null,
+          }),
+        );
+      },
+    );
     const timer = setTimeout(() => {
       finish(failure('timed out', `timed out after ${attempt.timeoutMs} ms`));
       request.destroy();

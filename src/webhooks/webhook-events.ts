@@ -15,7 +15,14 @@ import { foldInMemory } from '../projections/fold.ts';
  */
 
 /** The store events that may become webhook events. */
-export const TRIGGER_EVENT_TYPES = ['OperationApproved', 'OperationRejected', 'OperationCompleted', 'OperationFailed', 'OperationSettledFromLedger', 'ApiKeyRevoked'] as const;
+export const TRIGGER_EVENT_TYPES = [
+  'OperationApproved',
+  'OperationRejected',
+  'OperationCompleted',
+  'OperationFailed',
+  'OperationSettledFromLedger',
+  'ApiKeyRevoked',
+] as const;
 
 const OPERATION_WEBHOOK_TYPES: Record<string, WebhookEventType> = {
   OperationApproved: 'operation.approved',
@@ -43,10 +50,21 @@ export function webhookEventID(storeEventID: string, type: WebhookEventType): st
   return `evt_${createHash('sha256').update(`${storeEventID}\n${type}`).digest('base64url').slice(0, 24)}`;
 }
 
-function message(trigger: RecordedEvent, type: WebhookEventType, party: PartyRef, data: Record<string, unknown>): WebhookMessage {
+function message(
+  trigger: RecordedEvent,
+  type: WebhookEventType,
+  party: PartyRef,
+  data: Record<string, unknown>,
+): WebhookMessage {
   const eventID = webhookEventID(trigger.id, type);
   // The envelope: id to de-duplicate on, type, time, the party it concerns, and the object.
-  const body = JSON.stringify({ id: eventID, type, createdAt: trigger.createdAt, party: { type: party.type, id: party.id }, data });
+  const body = JSON.stringify({
+    id: eventID,
+    type,
+    createdAt: trigger.createdAt,
+    party: { type: party.type, id: party.id },
+    data,
+  });
   return { eventID, type, party, createdAt: trigger.createdAt, body };
 }
 
@@ -55,23 +73,39 @@ function message(trigger: RecordedEvent, type: WebhookEventType, party: PartyRef
  * it: operation.* for the party that created it (operations of other channels have none), and
  * payment.received for a merchant paid by it once it completes.
  */
-export function operationWebhookMessages(trigger: RecordedEvent, history: readonly RecordedEvent[], assetScale: number): WebhookMessage[] {
+export function operationWebhookMessages(
+  trigger: RecordedEvent,
+  history: readonly RecordedEvent[],
+  assetScale: number,
+): WebhookMessage[] {
   const type = OPERATION_WEBHOOK_TYPES[trigger.type];
-  const requested = history.find((event) => event.type === 'OperationRequested') as RecordedEvent<'OperationRequested', OperationRequested['data']> | undefined;
+  const requested = history.find((event) => event.type === 'OperationRequested') as
+    RecordedEvent<'OperationRequested', OperationRequested['data']> | undefined;
   if (type === undefined || requested === undefined) return [];
   const operationID = requested.data.operationID;
   const messages: WebhookMessage[] = [];
   const party = requested.data.party;
   if (party?.type === 'distributor') {
-    const doc = foldInMemory(distributorOperations.distributorOperationsProjection({ assetScale }), history).get(operationID);
+    const doc = foldInMemory(distributorOperations.distributorOperationsProjection({ assetScale }), history).get(
+      operationID,
+    );
     if (doc) messages.push(message(trigger, type, party, { operation: distributorOperations.toApi(doc) }));
   } else if (party?.type === 'merchant') {
     const doc = foldInMemory(merchantOperations.merchantOperationsProjection({ assetScale }), history).get(operationID);
-    if (doc && doc.merchantID === party.id) messages.push(message(trigger, type, party, { operation: merchantOperations.toApi(doc) }));
+    if (doc && doc.merchantID === party.id)
+      messages.push(message(trigger, type, party, { operation: merchantOperations.toApi(doc) }));
   }
   if (COMPLETIONS.has(trigger.type)) {
     const payment = foldInMemory(merchantPayments.merchantPaymentsProjection({ assetScale }), history).get(operationID);
-    if (payment?.visible) messages.push(message(trigger, 'payment.received', { type: 'merchant', id: payment.merchantID }, { payment: merchantPayments.toApi(payment) }));
+    if (payment?.visible)
+      messages.push(
+        message(
+          trigger,
+          'payment.received',
+          { type: 'merchant', id: payment.merchantID },
+          { payment: merchantPayments.toApi(payment) },
+        ),
+      );
   }
   return messages;
 }
@@ -79,9 +113,14 @@ export function operationWebhookMessages(trigger: RecordedEvent, history: readon
 /** api_key.revoked for the key's party, given the key's stream up to the revocation. */
 export function apiKeyWebhookMessages(trigger: RecordedEvent, history: readonly RecordedEvent[]): WebhookMessage[] {
   if (trigger.type !== 'ApiKeyRevoked') return [];
-  const requested = history.find((event) => event.type === 'ApiKeyRequested') as RecordedEvent<'ApiKeyRequested', ApiKeyRequested['data']> | undefined;
+  const requested = history.find((event) => event.type === 'ApiKeyRequested') as
+    RecordedEvent<'ApiKeyRequested', ApiKeyRequested['data']> | undefined;
   if (requested === undefined) return [];
   const { keyID, label, permissions, party } = requested.data;
   const revoked = trigger.data as ApiKeyRevoked['data'];
-  return [message(trigger, 'api_key.revoked', party, { apiKey: { keyID, label, permissions, status: 'revoked', revokedAt: revoked.revokedAt } })];
+  return [
+    message(trigger, 'api_key.revoked', party, {
+      apiKey: { keyID, label, permissions, status: 'revoked', revokedAt: revoked.revokedAt },
+    }),
+  ];
 }

@@ -22,7 +22,11 @@ export interface WriteApiDeps {
    * idempotent repeat), refused (a 4xx: a rule, a bad body, a reused idempotency key; with its problem type)
    * or error (a 5xx, with its problem type).
    */
-  onCreate?: (partyType: 'distributor' | 'merchant', outcome: 'created' | 'replayed' | 'refused' | 'error', problemType: string) => void;
+  onCreate?: (
+    partyType: 'distributor' | 'merchant',
+    outcome: 'created' | 'replayed' | 'refused' | 'error',
+    problemType: string,
+  ) => void;
   operations: OperationDeps;
   directory: ApiKeyDirectory;
   schemas: OperationSchemas;
@@ -40,7 +44,10 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** JSON only: anything else is a validation problem naming the Content-Type, before the body is read. */
 const requireJson: RequestHandler = (req, _res, next) => {
   if (req.is('application/json') !== 'application/json') {
-    throw validationProblem([fieldError('Content-Type', 'the body must be sent as Content-Type: application/json')], 'The request must carry a JSON body.');
+    throw validationProblem(
+      [fieldError('Content-Type', 'the body must be sent as Content-Type: application/json')],
+      'The request must carry a JSON body.',
+    );
   }
   next();
 };
@@ -53,9 +60,14 @@ export function createdResponse(operation: OperationRequested['data']): Recorded
 function idempotencyOf(req: Request) {
   const key = req.get('idempotency-key');
   if (key === undefined) return null;
-  if (!IDEMPOTENCY_KEY.test(key)) throw validationProblem([fieldError('Idempotency-Key', 'the Idempotency-Key header must be 1 to 255 visible ASCII characters')]);
+  if (!IDEMPOTENCY_KEY.test(key))
+    throw validationProblem([
+      fieldError('Idempotency-Key', 'the Idempotency-Key header must be 1 to 255 visible ASCII characters'),
+    ]);
   // Keys sorted at every level, so that the same body hashes the same whatever its key order.
-  const requestHash = createHash('sha256').update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`).digest('hex');
+  const requestHash = createHash('sha256')
+    .update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`)
+    .digest('hex');
   return { key, requestHash, responseFor: createdResponse };
 }
 
@@ -66,7 +78,13 @@ export function writeRoutes(deps: WriteApiDeps): Router {
   // Uncompressed only (no zip bombs), and strictly UTF-8: a bad byte inside a string must not be turned into
   // U+FFFD and stored as if the client had sent it.
   const utf8 = new TextDecoder('utf-8', { fatal: true });
-  const json = express.json({ limit: BODY_LIMIT, strict: true, inflate: false, type: () => true, verify: (_req, _res, buffer) => void utf8.decode(buffer) });
+  const json = express.json({
+    limit: BODY_LIMIT,
+    strict: true,
+    inflate: false,
+    type: () => true,
+    verify: (_req, _res, buffer) => void utf8.decode(buffer),
+  });
   // Requests with the same API key and Idempotency-Key that are running now: a duplicate waits for the first
   // (and then replays its answer: the decision is the command's, src/commands/create-operation.ts repeatOf).
   const inFlight = new KeyedMutex();
@@ -79,28 +97,48 @@ export function writeRoutes(deps: WriteApiDeps): Router {
       if (onCreate) {
         res.once('finish', () => {
           const status = res.statusCode;
-          const outcome = status >= 500 ? 'error' : status >= 400 ? 'refused' : res.getHeader('Idempotent-Replayed') === 'true' ? 'replayed' : 'created';
+          const outcome =
+            status >= 500
+              ? 'error'
+              : status >= 400
+                ? 'refused'
+                : res.getHeader('Idempotent-Replayed') === 'true'
+                  ? 'replayed'
+                  : 'created';
           onCreate(partyType, outcome, status >= 400 ? (problemTypeOf(res) ?? 'unknown') : '');
         });
       }
       next();
     };
-    router.post(path, auth, authorize('Perform Operations', partyType, `${partyType}ID`), countCreate, requireJson, json, async (req: Request, res: Response) => {
-      const key = authenticatedKey(res);
-      const parsed = parseCreateOperation(deps.schemas, partyType, req.body);
-      if (!parsed.ok) throw validationProblem(parsed.errors);
-      const idempotency = idempotencyOf(req);
-      const traceparent = requestTraceparent(res);
-      const context = { actor: `apikey:${key.keyID}`, correlationId: String(res.getHeader('X-Request-Id')), ...(traceparent ? { traceparent } : {}) };
-      const secretGeneration = authenticatedSecretGeneration(res);
-      const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context, secretGeneration);
+    router.post(
+      path,
+      auth,
+      authorize('Perform Operations', partyType, `${partyType}ID`),
+      countCreate,
+      requireJson,
+      json,
+      async (req: Request, res: Response) => {
+        const key = authenticatedKey(res);
+        const parsed = parseCreateOperation(deps.schemas, partyType, req.body);
+        if (!parsed.ok) throw validationProblem(parsed.errors);
+        const idempotency = idempotencyOf(req);
+        const traceparent = requestTraceparent(res);
+        const context = {
+          actor: `apikey:${key.keyID}`,
+          correlationId: String(res.getHeader('X-Request-Id')),
+          ...(traceparent ? { traceparent } : {}),
+        };
+        const secretGeneration = authenticatedSecretGeneration(res);
+        const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context, secretGeneration);
 
-      const outcome = idempotency ? await inFlight.run([`${key.keyID}\u0000${idempotency.key}`], run) : await run();
-      if (outcome.kind === 'created' && outcome.position !== undefined) await deps.readable?.(partyType, outcome.position);
-      if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
-      const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
-      res.status(response.status).json(response.body);
-    });
+        const outcome = idempotency ? await inFlight.run([`${key.keyID}\u0000${idempotency.key}`], run) : await run();
+        if (outcome.kind === 'created' && outcome.position !== undefined)
+          await deps.readable?.(partyType, outcome.position);
+        if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
+        const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
+        res.status(response.status).json(response.body);
+      },
+    );
   }
   return router;
 }

@@ -22,7 +22,9 @@ const context = () => ({ actor: 'operator:test', correlationId: randomUUID() });
 
 /** Every file under a directory, with its path. */
 const filesUnder = (dir: string): string[] =>
-  readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((name) => join(dir, name)).filter((path) => statSync(path).isFile());
+  readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile());
 
 describe('a copy of DATA_DIR alone', { timeout: 120_000 }, () => {
   const dirs: Array<ReturnType<typeof tempDir>> = [];
@@ -46,13 +48,29 @@ describe('a copy of DATA_DIR alone', { timeout: 120_000 }, () => {
     const dist = await sys.party('distributor');
     const maker = await findUserByEmail(sys.backOffice, dist.makerEmail);
     const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-    const { keyID } = await requestApiKey(sys.backOffice, maker, { label: 'sealed', permissions: 'read-balance' }, randomUUID());
+    const { keyID } = await requestApiKey(
+      sys.backOffice,
+      maker,
+      { label: 'sealed', permissions: 'read-balance' },
+      randomUUID(),
+    );
     await approveApiKey(sys.backOffice, checker, keyID, randomUUID());
-    const { endpointID } = await requestWebhookEndpoint(webhookDeps(sys), maker, { url: 'http://127.0.0.1:9/hook', eventTypes: ['operation.completed'] }, randomUUID());
+    const { endpointID } = await requestWebhookEndpoint(
+      webhookDeps(sys),
+      maker,
+      { url: 'http://127.0.0.1:9/hook', eventTypes: ['operation.completed'] },
+      randomUUID(),
+    );
     await approveWebhookEndpoint(webhookDeps(sys), checker, endpointID, randomUUID());
     const adminA = await findUserByEmail(sys.backOffice, await extraUser(sys.backOffice, null, [], 'copy-admin-a'));
     const adminB = await findUserByEmail(sys.backOffice, await extraUser(sys.backOffice, null, [], 'copy-admin-b'));
-    const { requestID } = await requestAccessChange(sys.backOffice, adminA, { kind: 'reset-password', userID: maker.userID }, 'routine', context());
+    const { requestID } = await requestAccessChange(
+      sys.backOffice,
+      adminA,
+      { kind: 'reset-password', userID: maker.userID },
+      'routine',
+      context(),
+    );
     await approveAccessRequest(sys.backOffice, adminB, requestID, context());
     const key = readFileSync(defaultSecretsKeyFile(original.path), 'utf8').trim();
     systems.splice(0);
@@ -72,12 +90,20 @@ describe('a copy of DATA_DIR alone', { timeout: 120_000 }, () => {
 
     const thief = await on(copy.path);
     const sealed = async (on: TestSystem) => {
-      const [approval] = (await on.system.stores.eventStore.readStream(streams.webhookEndpoint(endpointID))).filter((e) => e.type === 'WebhookEndpointApproved');
+      const [approval] = (await on.system.stores.eventStore.readStream(streams.webhookEndpoint(endpointID))).filter(
+        (e) => e.type === 'WebhookEndpointApproved',
+      );
       return (approval!.data as WebhookEndpointApproved['data']).secret;
     };
     // The copy has a key of its own now (the default made one beside it), and it opens nothing sealed before.
     expect(readFileSync(defaultSecretsKeyFile(copy.path), 'utf8').trim()).not.toBe(key);
-    expect(openWebhookSecret(Buffer.from(readFileSync(defaultSecretsKeyFile(copy.path), 'utf8').trim(), 'base64'), endpointID, await sealed(thief))).toBeNull();
+    expect(
+      openWebhookSecret(
+        Buffer.from(readFileSync(defaultSecretsKeyFile(copy.path), 'utf8').trim(), 'base64'),
+        endpointID,
+        await sealed(thief),
+      ),
+    ).toBeNull();
     const collectOn = async (on: TestSystem) => {
       const user = (email: string) => findUserByEmail(on.backOffice, email);
       const makerThere = await user(dist.makerEmail);

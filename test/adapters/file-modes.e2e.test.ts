@@ -33,7 +33,14 @@ describe('owner-only files', () => {
       await stores.readStore.defineCollections([{ name: 'things' }]);
       await stores.readStore.commit([{ op: 'upsert', collection: 'things', doc: { id: 'a' } }]);
       const files = readdirSync(dataDir);
-      for (const name of ['events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm', 'read-models.sqlite', 'read-models.sqlite-wal', 'ledger.sqlite']) {
+      for (const name of [
+        'events.sqlite',
+        'events.sqlite-wal',
+        'events.sqlite-shm',
+        'read-models.sqlite',
+        'read-models.sqlite-wal',
+        'ledger.sqlite',
+      ]) {
         expect(files, name).toContain(name);
       }
       for (const name of files) expect(octal(mode(join(dataDir, name))), name).toBe('0600');
@@ -76,7 +83,12 @@ describe('owner-only files', () => {
     const dataDir = join(root.path, 'theirs');
     mkdirSync(dataDir, { mode: 0o755 });
     chownSync(dataDir, OTHER_UID, OTHER_UID);
-    const refusal = expect.objectContaining({ name: 'DataDirError', message: expect.stringMatching(new RegExp(`DATA_DIR ${dataDir} belongs to uid ${OTHER_UID}, not to uid ${process.getuid?.()}.*chown`)) });
+    const refusal = expect.objectContaining({
+      name: 'DataDirError',
+      message: expect.stringMatching(
+        new RegExp(`DATA_DIR ${dataDir} belongs to uid ${OTHER_UID}, not to uid ${process.getuid?.()}.*chown`),
+      ),
+    });
     await expect(openStores({ dataDir })).rejects.toThrow(refusal);
     await expect(openLedger({ dataDir })).rejects.toThrow(refusal);
     expect(readdirSync(dataDir)).toEqual([]);
@@ -95,7 +107,11 @@ describe('owner-only files', () => {
     const dataDir = join(root.path, 'theirs-started');
     mkdirSync(dataDir, { mode: 0o700 });
     chownSync(dataDir, OTHER_UID, OTHER_UID);
-    const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN], {
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000); // should it start after all (the defect)

@@ -43,9 +43,21 @@ if (url) {
       const store = openKurrentDbEventStore({ connectionString: url });
       try {
         const stream = `auditSeal-${randomUUID().replaceAll('-', '')}`;
-        await store.append(stream, [{ type: 'Probed', data: { n: 1 } }, { type: 'Probed', data: { n: 2 } }], 'no_stream');
+        await store.append(
+          stream,
+          [
+            { type: 'Probed', data: { n: 1 } },
+            { type: 'Probed', data: { n: 2 } },
+          ],
+          'no_stream',
+        );
         const [, second] = await store.readStream(stream);
-        const seal = { lastEventID: second!.id, lastEventStream: stream, lastEventRevision: 1, toPosition: 57 } as HistorySealedData;
+        const seal = {
+          lastEventID: second!.id,
+          lastEventStream: stream,
+          lastEventRevision: 1,
+          toPosition: 57,
+        } as HistorySealedData;
         expect((await findSealedEvent(store, seal))?.id).toBe(second!.id);
         // A seal without a stream, at a number that is not the start of a record: the server refuses the read.
         const legacy = { lastEventID: second!.id, toPosition: second!.position - 8 } as unknown as HistorySealedData;
@@ -55,17 +67,41 @@ if (url) {
       }
     });
 
-    it("given an operation with its hold written in one append, when its history is told, then the hold is found beside it (no read from a position next to an event)", async () => {
+    it('given an operation with its hold written in one append, when its history is told, then the hold is found beside it (no read from a position next to an event)', async () => {
       const store = withHashChain(openKurrentDbEventStore({ connectionString: url }));
       try {
         const operationID = `op_${randomUUID().replaceAll('-', '')}`;
         const payer = { kind: 'distributor', id: `d${randomUUID().slice(0, 8)}` };
-        const data = { operationID, party: null, keyID: null, operationType: 'cash-in', amount: '1.00', fee: '0.00', payer, payee: { kind: 'individual', id: '+2348000000001' }, payerName: 'p', payerShortCode: null,
-          counterparty: { kind: 'individual', id: '+2348000000001', name: 'n' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: new Date().toISOString() };
+        const data = {
+          operationID,
+          party: null,
+          keyID: null,
+          operationType: 'cash-in',
+          amount: '1.00',
+          fee: '0.00',
+          payer,
+          payee: { kind: 'individual', id: '+2348000000001' },
+          payerName: 'p',
+          payerShortCode: null,
+          counterparty: { kind: 'individual', id: '+2348000000001', name: 'n' },
+          memo: null,
+          cashOutFulfillmentType: null,
+          cashOutFulfillmentID: null,
+          volumeDay: null,
+          createdAt: new Date().toISOString(),
+        };
         const metadata = { correlationId: randomUUID(), actor: 'operator:test' };
         await store.appendMulti([
-          { stream: `operation-${operationID}`, events: [{ type: 'OperationRequested', data, metadata }], expectedRevision: 'no_stream' },
-          { stream: `wallet-${payer.kind}_${payer.id}`, events: [{ type: 'FundsHeld', data: { wallet: payer, operationID, amount: '1.00' }, metadata }], expectedRevision: 'any' },
+          {
+            stream: `operation-${operationID}`,
+            events: [{ type: 'OperationRequested', data, metadata }],
+            expectedRevision: 'no_stream',
+          },
+          {
+            stream: `wallet-${payer.kind}_${payer.id}`,
+            events: [{ type: 'FundsHeld', data: { wallet: payer, operationID, amount: '1.00' }, metadata }],
+            expectedRevision: 'any',
+          },
         ]);
         const history = await operationHistory(store, operationID);
         expect(history.events.map((event) => event.type)).toEqual(['OperationRequested', 'FundsHeld']);
@@ -87,8 +123,15 @@ describe('KurrentDB event store, no server at the address', () => {
   it('when appending, reading or asking the head, then each call fails with EventStoreUnavailableError', async () => {
     const store = openKurrentDbEventStore({ connectionString: closed });
     try {
-      await expect(store.append('s', [{ type: 'X', data: {} }], 'any')).rejects.toBeInstanceOf(EventStoreUnavailableError);
-      await expect(store.appendMulti([{ stream: 'a', events: [{ type: 'X', data: {} }], expectedRevision: 'any' }, { stream: 'b', events: [{ type: 'X', data: {} }], expectedRevision: 'any' }])).rejects.toBeInstanceOf(EventStoreUnavailableError);
+      await expect(store.append('s', [{ type: 'X', data: {} }], 'any')).rejects.toBeInstanceOf(
+        EventStoreUnavailableError,
+      );
+      await expect(
+        store.appendMulti([
+          { stream: 'a', events: [{ type: 'X', data: {} }], expectedRevision: 'any' },
+          { stream: 'b', events: [{ type: 'X', data: {} }], expectedRevision: 'any' },
+        ]),
+      ).rejects.toBeInstanceOf(EventStoreUnavailableError);
       await expect(store.readStream('s')).rejects.toBeInstanceOf(EventStoreUnavailableError);
       await expect(store.readAll({ maxCount: 1 })).rejects.toBeInstanceOf(EventStoreUnavailableError);
       await expect(store.headPosition()).rejects.toBeInstanceOf(EventStoreUnavailableError);
@@ -111,7 +154,7 @@ describe('KurrentDB event store, no server at the address', () => {
     }
   });
 
-  it('when an append is invalid, then it is refused before any call: the message is the embedded store\'s', async () => {
+  it("when an append is invalid, then it is refused before any call: the message is the embedded store's", async () => {
     const store = openKurrentDbEventStore({ connectionString: closed });
     try {
       await expect(store.append('s', [], 'any')).rejects.toThrow(/zero events/);

@@ -92,7 +92,7 @@ describe('KurrentDB mapping: positions', () => {
     for (const n of [0, 1, 2, 3]) expect(readAllStart(n)).toEqual({ from: START, minimum: n });
   });
 
-  it('given a subscription from an event\'s position or just after it, when mapped, then the server starts after that event and nothing at or before the number passes', () => {
+  it("given a subscription from an event's position or just after it, when mapped, then the server starts after that event and nothing at or before the number passes", () => {
     expect(subscriptionStart('start')).toEqual({ from: START, minimum: 0 });
     expect(subscriptionStart(0)).toEqual({ from: START, minimum: 1 });
     expect(subscriptionStart(3)).toEqual({ from: START, minimum: 4 });
@@ -181,9 +181,23 @@ describe('KurrentDB mapping: appends', () => {
   const uuid = '3f0e6e55-2f4e-4bb4-9a43-6c1f3a1f0c11';
 
   it('given events, when prepared, then the client gets JSON events with their id, type, data and metadata', () => {
-    const [prepared] = prepareAppends([{ stream: 'wallet-1', expectedRevision: 'no_stream', events: [{ id: uuid, type: 'Opened', data: { a: 1 }, metadata: { actor: 'operator:x', causationId: undefined } }] }]);
+    const [prepared] = prepareAppends([
+      {
+        stream: 'wallet-1',
+        expectedRevision: 'no_stream',
+        events: [
+          { id: uuid, type: 'Opened', data: { a: 1 }, metadata: { actor: 'operator:x', causationId: undefined } },
+        ],
+      },
+    ]);
     expect(prepared!.stream).toBe('wallet-1');
-    expect(prepared!.events[0]).toMatchObject({ id: uuid, type: 'Opened', contentType: 'application/json', data: { a: 1 }, metadata: { actor: 'operator:x' } });
+    expect(prepared!.events[0]).toMatchObject({
+      id: uuid,
+      type: 'Opened',
+      contentType: 'application/json',
+      data: { a: 1 },
+      metadata: { actor: 'operator:x' },
+    });
     expect(prepared!.events[0]!.metadata).not.toHaveProperty('causationId');
   });
 
@@ -193,25 +207,51 @@ describe('KurrentDB mapping: appends', () => {
     expect(prepared!.events[0]!.metadata).toEqual({});
   });
 
-  it('given bad requests, when prepared, then each is refused with the embedded store\'s message before anything is sent', () => {
+  it("given bad requests, when prepared, then each is refused with the embedded store's message before anything is sent", () => {
     expect(() => prepareAppends([])).toThrow(/at least one stream/);
     expect(() => prepareAppends([{ stream: 's', expectedRevision: 'any', events: [] }])).toThrow(/zero events/);
-    expect(() => prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ type: 'X', data: 1 }] }, { stream: 's', expectedRevision: 'any', events: [{ type: 'Y', data: 1 }] }])).toThrow(/more than once/);
-    expect(() => prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ id: 'evt-1', type: 'X', data: 1 }] }])).toThrow(/not a uuid/);
-    expect(() => prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ type: 'X', data: undefined }] }])).toThrow(/not JSON-serializable/);
-    expect(() => prepareAppends([{ stream: '$stats', expectedRevision: 'any', events: [{ type: 'X', data: 1 }] }])).toThrow(/KurrentDB's own/);
-    expect(() => prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ type: '$X', data: 1 }] }])).toThrow(/KurrentDB's own/);
-    expect(() => prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ type: 'X', data: 1, metadata: { $correlationId: 'c' } }] }])).toThrow(/metadata key \$correlationId/);
-    expect(() => prepareAppends([{ stream: 's', expectedRevision: -3, events: [{ type: 'X', data: 1 }] }])).toThrow(/integer >= 0/);
+    expect(() =>
+      prepareAppends([
+        { stream: 's', expectedRevision: 'any', events: [{ type: 'X', data: 1 }] },
+        { stream: 's', expectedRevision: 'any', events: [{ type: 'Y', data: 1 }] },
+      ]),
+    ).toThrow(/more than once/);
+    expect(() =>
+      prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ id: 'evt-1', type: 'X', data: 1 }] }]),
+    ).toThrow(/not a uuid/);
+    expect(() =>
+      prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ type: 'X', data: undefined }] }]),
+    ).toThrow(/not JSON-serializable/);
+    expect(() =>
+      prepareAppends([{ stream: '$stats', expectedRevision: 'any', events: [{ type: 'X', data: 1 }] }]),
+    ).toThrow(/KurrentDB's own/);
+    expect(() => prepareAppends([{ stream: 's', expectedRevision: 'any', events: [{ type: '$X', data: 1 }] }])).toThrow(
+      /KurrentDB's own/,
+    );
+    expect(() =>
+      prepareAppends([
+        { stream: 's', expectedRevision: 'any', events: [{ type: 'X', data: 1, metadata: { $correlationId: 'c' } }] },
+      ]),
+    ).toThrow(/metadata key \$correlationId/);
+    expect(() => prepareAppends([{ stream: 's', expectedRevision: -3, events: [{ type: 'X', data: 1 }] }])).toThrow(
+      /integer >= 0/,
+    );
   });
 
   it('given several streams, when made multi-stream requests, then each keeps its events and its expected state', () => {
     const prepared = prepareAppends([
-      { stream: 'a', expectedRevision: 'no_stream', events: [{ type: 'A', data: {}, metadata: { actor: 'user:1', correlationId: 'c' } }] },
+      {
+        stream: 'a',
+        expectedRevision: 'no_stream',
+        events: [{ type: 'A', data: {}, metadata: { actor: 'user:1', correlationId: 'c' } }],
+      },
       { stream: 'b', expectedRevision: 4, events: [{ type: 'B', data: {} }] },
     ]);
     const requests = toMultiStreamRequests(prepared);
-    expect(requests.map((r) => [r.streamName, r.expectedState, r.events.length])).toEqual([['a', NO_STREAM, 1], ['b', 4n, 1]]);
+    expect(requests.map((r) => [r.streamName, r.expectedState, r.events.length])).toEqual([
+      ['a', NO_STREAM, 1],
+      ['b', 4n, 1],
+    ]);
   });
 
   it('given a non-string metadata value, when made a multi-stream request, then it is refused: that API keeps only strings', () => {
@@ -227,15 +267,36 @@ describe('KurrentDB mapping: recorded events', () => {
   const created = new Date('2025-01-02T03:04:05.678Z');
   const resolved = (event: Record<string, unknown>): ResolvedEvent => ({ event: event as never });
 
-  it('given a client event, when mapped, then every field is the port\'s', () => {
+  it("given a client event, when mapped, then every field is the port's", () => {
     const mapped = toRecordedEvent(
-      resolved({ id: 'i', type: 'Credited', data: { amount: '1.50' }, metadata: { actor: 'a', correlationId: 'c' }, streamId: 'wallet-1', revision: 3n, created, position: at(800), isJson: true }),
+      resolved({
+        id: 'i',
+        type: 'Credited',
+        data: { amount: '1.50' },
+        metadata: { actor: 'a', correlationId: 'c' },
+        streamId: 'wallet-1',
+        revision: 3n,
+        created,
+        position: at(800),
+        isJson: true,
+      }),
     );
-    expect(mapped).toEqual({ id: 'i', type: 'Credited', data: { amount: '1.50' }, metadata: { actor: 'a', correlationId: 'c' }, stream: 'wallet-1', revision: 3, position: 3200, createdAt: '2025-01-02T03:04:05.678Z' });
+    expect(mapped).toEqual({
+      id: 'i',
+      type: 'Credited',
+      data: { amount: '1.50' },
+      metadata: { actor: 'a', correlationId: 'c' },
+      stream: 'wallet-1',
+      revision: 3,
+      position: 3200,
+      createdAt: '2025-01-02T03:04:05.678Z',
+    });
   });
 
   it('given metadata written by a multi-stream append, when mapped, then the keys KurrentDB added are left out', () => {
-    expect(portMetadata({ '$schema.data-format': 'Json', '$schema.name': 'X', $traceId: 't', actor: 'a' })).toEqual({ actor: 'a' });
+    expect(portMetadata({ '$schema.data-format': 'Json', '$schema.name': 'X', $traceId: 't', actor: 'a' })).toEqual({
+      actor: 'a',
+    });
     expect(portMetadata(undefined)).toEqual({});
     expect(portMetadata(new Uint8Array([1]))).toEqual({});
     expect(portMetadata(['x'])).toEqual({});
@@ -247,16 +308,28 @@ describe('KurrentDB mapping: recorded events', () => {
 });
 
 describe('KurrentDB mapping: errors', () => {
-  it('given a wrong expected version, when translated, then it is the port\'s with the expected revision the caller gave and the actual one', () => {
-    const clientError = new ClientWrongExpectedVersionError(undefined, { streamName: 'wallet-1', expected: 2n, current: 5n });
+  it("given a wrong expected version, when translated, then it is the port's with the expected revision the caller gave and the actual one", () => {
+    const clientError = new ClientWrongExpectedVersionError(undefined, {
+      streamName: 'wallet-1',
+      expected: 2n,
+      current: 5n,
+    });
     const error = translateError(clientError, new Map([['wallet-1', 2]]));
     expect(error).toBeInstanceOf(WrongExpectedVersionError);
     expect(error).toMatchObject({ stream: 'wallet-1', expected: 2, actual: 5 });
   });
 
   it('given a wrong expected version on a missing stream, when translated, then the actual revision is no_stream', () => {
-    const clientError = new ClientWrongExpectedVersionError(undefined, { streamName: 's', expected: STREAM_EXISTS, current: NO_STREAM });
-    expect(translateError(clientError, new Map([['s', 'stream_exists' as const]]))).toMatchObject({ stream: 's', expected: 'stream_exists', actual: 'no_stream' });
+    const clientError = new ClientWrongExpectedVersionError(undefined, {
+      streamName: 's',
+      expected: STREAM_EXISTS,
+      current: NO_STREAM,
+    });
+    expect(translateError(clientError, new Map([['s', 'stream_exists' as const]]))).toMatchObject({
+      stream: 's',
+      expected: 'stream_exists',
+      actual: 'no_stream',
+    });
   });
 
   it('given an unreachable server, when translated, then reads (UnavailableError) and appends (a plain error with code 14) are both unavailability', () => {
@@ -276,16 +349,32 @@ describe('KurrentDB mapping: errors', () => {
   // (retry later) to something no retry can fix. The client's own error classes are built as the client builds
   // them (from the bridge's error names, or from a gRPC status through convertToCommandError).
   // A gRPC status as grpc-js hands it to the client (no status details, no metadata entries).
-  const grpc = (code: number, details: string) => Object.assign(new Error(`${code} ${details}`), { code, details, metadata: { get: () => [], getMap: () => ({}) } });
+  const grpc = (code: number, details: string) =>
+    Object.assign(new Error(`${code} ${details}`), { code, details, metadata: { get: () => [], getMap: () => ({}) } });
   const permanent: Array<[string, unknown]> = [
-    ['access denied (a read of $all without the right)', new ClientAccessDeniedError(Object.assign(new Error('Access denied'), { name: 'AccessDeniedError' }) as never)],
+    [
+      'access denied (a read of $all without the right)',
+      new ClientAccessDeniedError(Object.assign(new Error('Access denied'), { name: 'AccessDeniedError' }) as never),
+    ],
     ['permission denied as a bare gRPC status', convertToCommandError(grpc(7, 'PERMISSION_DENIED: Access denied'))],
     ['unauthenticated', convertToCommandError(grpc(16, 'UNAUTHENTICATED: bad credentials'))],
     ['a deleted stream', ClientStreamDeletedError.fromStreamName('wallet-1')],
-    ['a tombstoned stream', new ClientStreamTombstonedError(grpc(9, 'FAILED_PRECONDITION') as never, { stream: 'wallet-1' } as never)],
+    [
+      'a tombstoned stream',
+      new ClientStreamTombstonedError(grpc(9, 'FAILED_PRECONDITION') as never, { stream: 'wallet-1' } as never),
+    ],
     ['an append over the size limit', new ClientMaxAppendSizeExceededError(undefined, 1_048_576)],
-    ['a record over the size limit', new ClientAppendRecordSizeExceededError(grpc(3, 'INVALID_ARGUMENT') as never, { stream: 's', recordId: 'r', size: 2_000_000, maxSize: 1_048_576 } as never)],
-    ['a multi-stream append over the transaction size limit', new ClientTransactionMaxSizeExceededError(grpc(10, 'ABORTED') as never, { maxSize: 1_048_576 } as never)],
+    [
+      'a record over the size limit',
+      new ClientAppendRecordSizeExceededError(
+        grpc(3, 'INVALID_ARGUMENT') as never,
+        { stream: 's', recordId: 'r', size: 2_000_000, maxSize: 1_048_576 } as never,
+      ),
+    ],
+    [
+      'a multi-stream append over the transaction size limit',
+      new ClientTransactionMaxSizeExceededError(grpc(10, 'ABORTED') as never, { maxSize: 1_048_576 } as never),
+    ],
     ['an invalid argument', new ClientInvalidArgumentError('fromRevision value must be a non-negative integer')],
     ['an invalid argument as a bare gRPC status', convertToCommandError(grpc(3, 'INVALID_ARGUMENT: bad position'))],
   ];
@@ -300,7 +389,11 @@ describe('KurrentDB mapping: errors', () => {
 
   it('given a leader change, a deadline or an unknown transport failure, when translated, then each stays unavailability (worth retrying)', () => {
     const transient = [
-      new ClientNotLeaderError(Object.assign(new Error('not leader'), { metadata: { 'leader-endpoint-host': 'node2', 'leader-endpoint-port': '2113' } }) as never),
+      new ClientNotLeaderError(
+        Object.assign(new Error('not leader'), {
+          metadata: { 'leader-endpoint-host': 'node2', 'leader-endpoint-port': '2113' },
+        }) as never,
+      ),
       convertToCommandError(grpc(4, 'DEADLINE_EXCEEDED')),
       convertToCommandError(grpc(13, 'INTERNAL')),
       convertToCommandError(grpc(2, 'UNKNOWN: stream reset')),

@@ -44,7 +44,14 @@ class ScriptedClient {
     this.log = log;
   }
 
-  readAll(options: { direction?: string; fromPosition?: 'start' | 'end' | Position; maxCount?: number | bigint; filter?: { filterOn: string; regex?: string } } = {}) {
+  readAll(
+    options: {
+      direction?: string;
+      fromPosition?: 'start' | 'end' | Position;
+      maxCount?: number | bigint;
+      filter?: { filterOn: string; regex?: string };
+    } = {},
+  ) {
     const call: ReadCall = { kind: 'readAll', options, drained: false };
     this.calls.push(call);
     const backwards = options.direction === 'backwards';
@@ -60,7 +67,9 @@ class ScriptedClient {
     }
     if (backwards) {
       // Backwards from a position: the events before it (KurrentDB's backward read of $all is exclusive).
-      selected = [...this.log].reverse().filter((event) => from === 'end' || from === 'start' || event.log < from.commit);
+      selected = [...this.log]
+        .reverse()
+        .filter((event) => from === 'end' || from === 'start' || event.log < from.commit);
     } else {
       selected = this.log.filter((event) => from === 'start' || from === 'end' || event.log >= from.commit);
     }
@@ -68,13 +77,19 @@ class ScriptedClient {
     return this.reading(call, selected.filter(matches).slice(0, max));
   }
 
-  readStream(stream: string, options: { fromRevision?: bigint | 'start' | 'end'; maxCount?: number | bigint; direction?: string } = {}) {
+  readStream(
+    stream: string,
+    options: { fromRevision?: bigint | 'start' | 'end'; maxCount?: number | bigint; direction?: string } = {},
+  ) {
     const call: ReadCall = { kind: 'readStream', options: { stream, ...options }, drained: false };
     this.calls.push(call);
     let events = this.log.filter((event) => event.streamId === stream);
     if (options.direction === 'backwards') events = events.reverse();
     const from = options.fromRevision;
-    if (typeof from === 'bigint') events = events.filter((event) => (options.direction === 'backwards' ? event.revision <= Number(from) : event.revision >= Number(from)));
+    if (typeof from === 'bigint')
+      events = events.filter((event) =>
+        options.direction === 'backwards' ? event.revision <= Number(from) : event.revision >= Number(from),
+      );
     return this.reading(call, events.slice(0, Number(options.maxCount ?? Number.MAX_SAFE_INTEGER)));
   }
 
@@ -130,7 +145,10 @@ function resolved(event: StoredEvent) {
 }
 
 /** $all: `count` application events in two streams, at sparse log positions, with system events mixed in. */
-function history(count: number, options: { systemEveryN?: number; trailingSystemStreamEvents?: number } = {}): StoredEvent[] {
+function history(
+  count: number,
+  options: { systemEveryN?: number; trailingSystemStreamEvents?: number } = {},
+): StoredEvent[] {
   const log: StoredEvent[] = [];
   const revisions = new Map<string, number>();
   let position = 0n;
@@ -152,7 +170,10 @@ function history(count: number, options: { systemEveryN?: number; trailingSystem
 function scripted(log: StoredEvent[], readPageSize?: number): { store: EventStore; client: ScriptedClient } {
   const client = new ScriptedClient(log);
   vi.spyOn(KurrentDBClient, 'connectionString').mockReturnValue(client as unknown as KurrentDBClient);
-  const store = openKurrentDbEventStore({ connectionString: 'kurrentdb://scripted:2113?tls=false', ...(readPageSize === undefined ? {} : { readPageSize }) });
+  const store = openKurrentDbEventStore({
+    connectionString: 'kurrentdb://scripted:2113?tls=false',
+    ...(readPageSize === undefined ? {} : { readPageSize }),
+  });
   return { store, client };
 }
 
@@ -161,12 +182,18 @@ function expectBoundedAndClosed(client: ScriptedClient, bound: number): void {
   expect(client.calls.length).toBeGreaterThan(0);
   for (const call of client.calls) {
     const max = Number(call.options.maxCount);
-    expect(Number.isFinite(max) && max >= 1 && max <= bound, `${call.kind} ${JSON.stringify(call.options, (_, v) => (typeof v === 'bigint' ? v.toString() : v))}`).toBe(true);
+    expect(
+      Number.isFinite(max) && max >= 1 && max <= bound,
+      `${call.kind} ${JSON.stringify(call.options, (_, v) => (typeof v === 'bigint' ? v.toString() : v))}`,
+    ).toBe(true);
     expect(call.drained, `${call.kind} was left open`).toBe(true);
   }
 }
 
-const positions = (log: StoredEvent[]) => log.filter((event) => !event.streamId.startsWith('$') && !event.type.startsWith('$')).map((event) => Number(event.log) * 4);
+const positions = (log: StoredEvent[]) =>
+  log
+    .filter((event) => !event.streamId.startsWith('$') && !event.type.startsWith('$'))
+    .map((event) => Number(event.log) * 4);
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -204,7 +231,9 @@ describe('KurrentDB adapter reads (client mocked at its boundary)', () => {
     const log = history(25);
     const { store, client } = scripted(log, 3);
     const events = await store.readAll({ filter: { eventTypes: ['WalletCredited'], streamPrefixes: ['wallet-'] } });
-    const expected = log.filter((event) => event.type === 'WalletCredited' && event.streamId.startsWith('wallet-')).map((event) => Number(event.log) * 4);
+    const expected = log
+      .filter((event) => event.type === 'WalletCredited' && event.streamId.startsWith('wallet-'))
+      .map((event) => Number(event.log) * 4);
     expect(events.map((event) => event.position)).toEqual(expected);
     for (const call of client.calls) expect(call.options.filter).toMatchObject({ filterOn: 'eventType' });
     expectBoundedAndClosed(client, 3);

@@ -21,7 +21,11 @@ import {
 import type { CollectionDefinition, Scalar, Write } from '../../src/ports/read-store.ts';
 import { ReadStoreQueryError } from '../../src/ports/read-store.ts';
 
-const WALLETS: CollectionDefinition = { name: 'wallets', indexes: [['ownerType', 'balance', 'id']], searchFields: ['phone', 'memo'] };
+const WALLETS: CollectionDefinition = {
+  name: 'wallets',
+  indexes: [['ownerType', 'balance', 'id']],
+  searchFields: ['phone', 'memo'],
+};
 const definitionOf = (name: string) => {
   if (name === 'wallets' || name === 'entries') return { name };
   throw new ReadStoreQueryError(`unknown collection ${name}`);
@@ -33,8 +37,17 @@ const run = (pattern: string, value: string) => new RegExp(pattern, 'i').test(va
 describe('MongoDB query: where', () => {
   it('given equalities, when built, then each is an $eq on its field, ANDed', () => {
     expect(buildFilter(WALLETS, { where: { status: 'open' } })).toEqual({ status: { $eq: 'open' } });
-    expect(buildFilter(WALLETS, { where: { ownerType: 'agent', 'owner.msisdn': '+254700000001', active: true, balance: 10 } })).toEqual({
-      $and: [{ ownerType: { $eq: 'agent' } }, { 'owner.msisdn': { $eq: '+254700000001' } }, { active: { $eq: true } }, { balance: { $eq: 10 } }],
+    expect(
+      buildFilter(WALLETS, {
+        where: { ownerType: 'agent', 'owner.msisdn': '+254700000001', active: true, balance: 10 },
+      }),
+    ).toEqual({
+      $and: [
+        { ownerType: { $eq: 'agent' } },
+        { 'owner.msisdn': { $eq: '+254700000001' } },
+        { active: { $eq: true } },
+        { balance: { $eq: 10 } },
+      ],
     });
   });
 
@@ -50,7 +63,9 @@ describe('MongoDB query: where', () => {
   it('given an operator object passed as a value, when built, then it is refused instead of read as an operator', () => {
     const injected = { $gt: '' } as unknown as Scalar;
     expect(() => buildFilter(WALLETS, { where: { status: injected } })).toThrow(ReadStoreQueryError);
-    expect(() => buildFilter(WALLETS, { where: { status: ['a'] as unknown as Scalar } })).toThrow(/only strings, numbers, booleans and null/);
+    expect(() => buildFilter(WALLETS, { where: { status: ['a'] as unknown as Scalar } })).toThrow(
+      /only strings, numbers, booleans and null/,
+    );
     expect(() => buildFilter(WALLETS, { where: { balance: Number.NaN } })).toThrow(/finite/);
   });
 
@@ -68,7 +83,9 @@ describe('MongoDB query: where', () => {
 
 describe('MongoDB query: range', () => {
   it('given bounds, when built, then they are $gt/$gte/$lt/$lte on the field, ANDed with where', () => {
-    expect(buildFilter(WALLETS, { where: { status: 'open' }, range: { key: { gte: 'a', lt: 'b' } } })).toEqual({ $and: [{ status: { $eq: 'open' } }, { key: { $gte: 'a', $lt: 'b' } }] });
+    expect(buildFilter(WALLETS, { where: { status: 'open' }, range: { key: { gte: 'a', lt: 'b' } } })).toEqual({
+      $and: [{ status: { $eq: 'open' } }, { key: { $gte: 'a', $lt: 'b' } }],
+    });
     expect(buildFilter(WALLETS, { range: { balance: { gt: 1, lte: 9 } } })).toEqual({ balance: { $gt: 1, $lte: 9 } });
   });
 
@@ -76,7 +93,9 @@ describe('MongoDB query: range', () => {
     expect(() => buildFilter(WALLETS, { range: { balance: { gt: 1, lt: 'x' } } })).toThrow(ReadStoreQueryError);
     expect(() => buildFilter(WALLETS, { range: { balance: {} } })).toThrow(ReadStoreQueryError);
     expect(() => buildFilter(WALLETS, { range: { balance: { $ne: 1 } as never } })).toThrow(ReadStoreQueryError);
-    expect(() => buildFilter(WALLETS, { range: { balance: { gt: { $gt: '' } } as never } })).toThrow(ReadStoreQueryError);
+    expect(() => buildFilter(WALLETS, { range: { balance: { gt: { $gt: '' } } as never } })).toThrow(
+      ReadStoreQueryError,
+    );
     expect(() => buildFilter(WALLETS, { range: { $where: { gt: 1 } } })).toThrow(ReadStoreQueryError);
   });
 });
@@ -89,14 +108,36 @@ describe('MongoDB query: search', () => {
   });
 
   it('given several clauses and a where, when built, then the clauses are ORed and ANDed with the where', () => {
-    const filter = buildFilter(WALLETS, { where: { status: 'open' }, search: [{ text: 'alice', fields: ['memo'] }, { text: '333', fields: ['phone'] }] });
+    const filter = buildFilter(WALLETS, {
+      where: { status: 'open' },
+      search: [
+        { text: 'alice', fields: ['memo'] },
+        { text: '333', fields: ['phone'] },
+      ],
+    });
     expect(filter).toEqual({
-      $and: [{ status: { $eq: 'open' } }, { $or: [{ memo: { $regex: 'alice', $options: 'i' } }, { phone: { $regex: '333', $options: 'i' } }] }],
+      $and: [
+        { status: { $eq: 'open' } },
+        { $or: [{ memo: { $regex: 'alice', $options: 'i' } }, { phone: { $regex: '333', $options: 'i' } }] },
+      ],
     });
   });
 
   it('given every regex metacharacter, when escaped, then the pattern matches the text literally and nothing else', () => {
-    const texts = ['.*+?^${}()|[]\\', '.*', '^+254', '(x+y).*', '[1]', 'C:\\temp', '100%', 'a_b', "O'Brien", 'a-b/c#d', '$where', '{"$gt": ""}'];
+    const texts = [
+      '.*+?^${}()|[]\\',
+      '.*',
+      '^+254',
+      '(x+y).*',
+      '[1]',
+      'C:\\temp',
+      '100%',
+      'a_b',
+      "O'Brien",
+      'a-b/c#d',
+      '$where',
+      '{"$gt": ""}',
+    ];
     for (const text of texts) {
       const pattern = escapeRegex(text);
       expect(run(pattern, `before ${text} after`), text).toBe(true);
@@ -118,17 +159,38 @@ describe('MongoDB query: search', () => {
   });
 
   it('given a field not declared for search, no field, no clause or a non-string text, when built, then it is refused', () => {
-    expect(() => buildFilter(WALLETS, { search: { text: 'x', fields: ['status'] } })).toThrow(/not declared in searchFields/);
+    expect(() => buildFilter(WALLETS, { search: { text: 'x', fields: ['status'] } })).toThrow(
+      /not declared in searchFields/,
+    );
     expect(() => buildFilter(WALLETS, { search: { text: 'x', fields: [] } })).toThrow(/at least one field/);
     expect(() => buildFilter(WALLETS, { search: [] })).toThrow(/at least one clause/);
-    expect(() => buildFilter(WALLETS, { search: { text: { $ne: null } as unknown as string, fields: ['memo'] } })).toThrow(/must be a string/);
+    expect(() =>
+      buildFilter(WALLETS, { search: { text: { $ne: null } as unknown as string, fields: ['memo'] } }),
+    ).toThrow(/must be a string/);
   });
 });
 
 describe('MongoDB query: sort, skip and limit', () => {
   it('given sort keys, when built, then they keep their order as [field, 1 | -1] pairs', () => {
-    const plan = buildFind(WALLETS, { sort: [['ownerType', 'asc'], ['balance', 'desc'], ['id', 'asc']], skip: 10, limit: 5 });
-    expect(plan).toMatchObject({ sort: [['ownerType', 1], ['balance', -1], ['id', 1]], skip: 10, limit: 5, empty: false });
+    const plan = buildFind(WALLETS, {
+      sort: [
+        ['ownerType', 'asc'],
+        ['balance', 'desc'],
+        ['id', 'asc'],
+      ],
+      skip: 10,
+      limit: 5,
+    });
+    expect(plan).toMatchObject({
+      sort: [
+        ['ownerType', 1],
+        ['balance', -1],
+        ['id', 1],
+      ],
+      skip: 10,
+      limit: 5,
+      empty: false,
+    });
   });
 
   it('given limit 0, when built, then the plan is empty: MongoDB would read limit(0) as no limit', () => {
@@ -154,7 +216,11 @@ describe('MongoDB query: definitions and indexes', () => {
   });
 
   it('given a declared index, when its key is built and compared with listed ones, then only the same fields in the same order match', () => {
-    expect(indexKey(['status', 'createdAt', 'id'])).toEqual([['status', 1], ['createdAt', 1], ['id', 1]]);
+    expect(indexKey(['status', 'createdAt', 'id'])).toEqual([
+      ['status', 1],
+      ['createdAt', 1],
+      ['id', 1],
+    ]);
     const declared = [['status', 'createdAt', 'id'], ['payer.msisdn']];
     expect(isDeclaredIndex({ status: 1, createdAt: 1, id: 1 }, declared)).toBe(true);
     expect(isDeclaredIndex({ 'payer.msisdn': 1 }, declared)).toBe(true);
@@ -180,24 +246,46 @@ describe('MongoDB query: writes', () => {
           { updateOne: { filter: { _id: 'w1' }, update: { $set: { balance: 2, memo: null } }, upsert: false } },
         ],
       },
-      { collection: 'entries', operations: [{ replaceOne: { filter: { _id: 'e1' }, replacement: { id: 'e1', _id: 'e1' }, upsert: true } }] },
+      {
+        collection: 'entries',
+        operations: [{ replaceOne: { filter: { _id: 'e1' }, replacement: { id: 'e1', _id: 'e1' }, upsert: true } }],
+      },
       { collection: 'wallets', operations: [{ deleteOne: { filter: { _id: 'w2' } } }] },
     ]);
   });
 
   it('given a bad write anywhere in the batch, when planned, then the whole plan is refused before anything is sent', () => {
     const good: Write = { op: 'upsert', collection: 'wallets', doc: { id: 'w1' } };
-    expect(() => planWrites([good, { op: 'upsert', collection: 'nope', doc: { id: 'x' } }], definitionOf)).toThrow(ReadStoreQueryError);
-    expect(() => planWrites([good, { op: 'upsert', collection: 'wallets', doc: { id: 42 } as never }], definitionOf)).toThrow(/string id/);
-    expect(() => planWrites([good, { op: 'upsert', collection: 'wallets', doc: { id: 'x', _id: 'y' } }], definitionOf)).toThrow(/_id is reserved/);
-    expect(() => planWrites([good, { op: 'patch', collection: 'wallets', id: 'w1', patch: { id: 'other' } }], definitionOf)).toThrow(/cannot change an id/);
-    expect(() => planWrites([good, { op: 'patch', collection: 'wallets', id: 'w1', patch: { $inc: { balance: 1 } } }], definitionOf)).toThrow(/bad field name/);
-    expect(() => planWrites([good, { op: 'patch', collection: 'wallets', id: 'w1', patch: { 'owner.name': 'x' } }], definitionOf)).toThrow(/bad field name/);
-    expect(() => planWrites([good, { op: 'drop', collection: 'wallets' } as never], definitionOf)).toThrow(/unknown write/);
+    expect(() => planWrites([good, { op: 'upsert', collection: 'nope', doc: { id: 'x' } }], definitionOf)).toThrow(
+      ReadStoreQueryError,
+    );
+    expect(() =>
+      planWrites([good, { op: 'upsert', collection: 'wallets', doc: { id: 42 } as never }], definitionOf),
+    ).toThrow(/string id/);
+    expect(() =>
+      planWrites([good, { op: 'upsert', collection: 'wallets', doc: { id: 'x', _id: 'y' } }], definitionOf),
+    ).toThrow(/_id is reserved/);
+    expect(() =>
+      planWrites([good, { op: 'patch', collection: 'wallets', id: 'w1', patch: { id: 'other' } }], definitionOf),
+    ).toThrow(/cannot change an id/);
+    expect(() =>
+      planWrites(
+        [good, { op: 'patch', collection: 'wallets', id: 'w1', patch: { $inc: { balance: 1 } } }],
+        definitionOf,
+      ),
+    ).toThrow(/bad field name/);
+    expect(() =>
+      planWrites([good, { op: 'patch', collection: 'wallets', id: 'w1', patch: { 'owner.name': 'x' } }], definitionOf),
+    ).toThrow(/bad field name/);
+    expect(() => planWrites([good, { op: 'drop', collection: 'wallets' } as never], definitionOf)).toThrow(
+      /unknown write/,
+    );
   });
 
   it('given a patch of only undefined values, when planned, then it is no write at all ($set {} is an error in MongoDB)', () => {
-    expect(planWrites([{ op: 'patch', collection: 'wallets', id: 'w1', patch: { memo: undefined } }], definitionOf)).toEqual([]);
+    expect(
+      planWrites([{ op: 'patch', collection: 'wallets', id: 'w1', patch: { memo: undefined } }], definitionOf),
+    ).toEqual([]);
   });
 
   it('given a document, when stored and read back, then _id is the id and is left out on read', () => {
@@ -209,11 +297,16 @@ describe('MongoDB query: writes', () => {
 describe('MongoDB query: findText', () => {
   it('given a field, when its projection is built, then the server returns the field when it is a string and the whole document otherwise, never _id', () => {
     const isText = { $eq: [{ $type: '$api.text' }, 'string'] };
-    expect(textProjection('api.text')).toEqual({ _id: 0, text: { $cond: [isText, '$api.text', '$$REMOVE'] }, doc: { $cond: [isText, '$$REMOVE', '$$ROOT'] } });
+    expect(textProjection('api.text')).toEqual({
+      _id: 0,
+      text: { $cond: [isText, '$api.text', '$$REMOVE'] },
+      doc: { $cond: [isText, '$$REMOVE', '$$ROOT'] },
+    });
   });
 
   it('given a field named like an operator or a variable, when its projection is built, then it is refused', () => {
-    for (const field of ['$where', '$$ROOT', 'a.$b', '']) expect(() => textProjection(field)).toThrow(ReadStoreQueryError);
+    for (const field of ['$where', '$$ROOT', 'a.$b', ''])
+      expect(() => textProjection(field)).toThrow(ReadStoreQueryError);
   });
 
   it('given rows as the projection returns them, when read, then a text is kept as it is and a document loses its _id', () => {

@@ -9,7 +9,10 @@ import { ReadStoreUnavailableError } from '../../src/ports/read-store.ts';
  */
 describe('MongoDB read store when the server cannot be reached', () => {
   it('when a read or a commit is attempted, then it fails with ReadStoreUnavailableError carrying the driver error', async () => {
-    const store = openMongoReadStore({ url: 'mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200&directConnection=true', database: 'wallet_ops_test' });
+    const store = openMongoReadStore({
+      url: 'mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200&directConnection=true',
+      database: 'wallet_ops_test',
+    });
     try {
       const read = await store.getCheckpoint('balances').catch((error: unknown) => error);
       expect(read).toBeInstanceOf(ReadStoreUnavailableError);

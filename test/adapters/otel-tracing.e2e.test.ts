@@ -17,7 +17,15 @@ type FinishedSpan = Parameters<SpanProcessor['onEnd']>[0];
 /** The spans as they end, in this process (the in-memory exporter of the SDK, reduced to what is checked here). */
 function collector(): { processor: SpanProcessor; spans: FinishedSpan[] } {
   const spans: FinishedSpan[] = [];
-  return { spans, processor: { onStart: () => {}, onEnd: (span) => void spans.push(span), forceFlush: async () => {}, shutdown: async () => {} } };
+  return {
+    spans,
+    processor: {
+      onStart: () => {},
+      onEnd: (span) => void spans.push(span),
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    },
+  };
 }
 
 const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -37,7 +45,11 @@ describe('tracing an operation end to end', () => {
 
   beforeAll(async () => {
     tracing = startOtelTracing({ serviceName: 'wallet-ops-test', spanProcessors: [processor] });
-    sys = await startPartsSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100' }, ALL_PARTS, { tracing });
+    sys = await startPartsSystem(
+      { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100' },
+      ALL_PARTS,
+      { tracing },
+    );
     receiver = await startWebhookReceiver();
     distributor = await payingDistributor(sys, '+2348125900001', '1000');
     await registerEndpoint(sys, distributor, receiver.url, ['operation.completed']);
@@ -49,15 +61,28 @@ describe('tracing an operation end to end', () => {
   });
 
   const create = async (headers: Record<string, string>) => {
-    const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey: distributor.apiKey, body: { operationType: 'cash-in', amount: '1', phoneTo: distributor.phone }, headers });
+    const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
+      apiKey: distributor.apiKey,
+      body: { operationType: 'cash-in', amount: '1', phoneTo: distributor.phone },
+      headers,
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     return r.body.operationID as string;
   };
-  const metadataOf = async (operationID: string) => (await sys.system.stores.eventStore.readStream(streams.operation(operationID))).map((event) => ({ type: event.type, traceparent: event.metadata.traceparent }));
-  const spanOf = (name: string, operationID: string) => spans.find((span) => span.name === name && span.attributes['wallet_ops.operation_id'] === operationID);
-  const idsOf = (span: FinishedSpan | undefined) => ({ trace: span?.spanContext().traceId, span: span?.spanContext().spanId, parent: span?.parentSpanContext?.spanId });
+  const metadataOf = async (operationID: string) =>
+    (await sys.system.stores.eventStore.readStream(streams.operation(operationID))).map((event) => ({
+      type: event.type,
+      traceparent: event.metadata.traceparent,
+    }));
+  const spanOf = (name: string, operationID: string) =>
+    spans.find((span) => span.name === name && span.attributes['wallet_ops.operation_id'] === operationID);
+  const idsOf = (span: FinishedSpan | undefined) => ({
+    trace: span?.spanContext().traceId,
+    span: span?.spanContext().spanId,
+    parent: span?.parentSpanContext?.spanId,
+  });
 
-  it('when a create with a traceparent is approved in the console, executed and its webhook delivered, then the spans form one trace of their own, each the child of the step before, the caller\'s trace only linked and never sent on', async () => {
+  it("when a create with a traceparent is approved in the console, executed and its webhook delivered, then the spans form one trace of their own, each the child of the step before, the caller's trace only linked and never sent on", async () => {
     const operationID = await create({ traceparent: CLIENT_TRACEPARENT });
     const checker = new ConsoleClient(sys.baseUrl);
     await checker.loginOk(distributor.checkerEmail, 'checker password 1');
@@ -73,12 +98,18 @@ describe('tracing an operation end to end', () => {
     const approved = idsOf(spanOf('operation ApproveOperation', operationID));
     const executed = idsOf(spanOf('operation execute', operationID));
     const ledger = idsOf(spanOf('ledger submit', operationID) ?? spanOf('ledger lookup-then-submit', operationID));
-    const delivered = idsOf(spans.find((span) => span.name === 'webhook deliver' && span.attributes['wallet_ops.webhook_event_id'] === webhook.json.id));
+    const delivered = idsOf(
+      spans.find(
+        (span) => span.name === 'webhook deliver' && span.attributes['wallet_ops.webhook_event_id'] === webhook.json.id,
+      ),
+    );
     // The API edge starts a trace of its own: the caller's is a link of the create's span, not its parent.
     expect(created.trace).toMatch(/^[0-9a-f]{32}$/);
     expect(created.trace).not.toBe(CLIENT_TRACE);
     expect(created.parent).toBeUndefined();
-    expect(createdSpan!.links.map((link) => [link.context.traceId, link.context.spanId])).toEqual([[CLIENT_TRACE, '00f067aa0ba902b7']]);
+    expect(createdSpan!.links.map((link) => [link.context.traceId, link.context.spanId])).toEqual([
+      [CLIENT_TRACE, '00f067aa0ba902b7'],
+    ]);
     expect([approved.trace, executed.trace, ledger.trace, delivered.trace]).toEqual(Array(4).fill(created.trace));
     expect(approved.parent).toBe(created.span);
     expect(executed.parent).toBe(approved.span);
@@ -90,9 +121,15 @@ describe('tracing an operation end to end', () => {
 
     // What crossed between the steps is what the events carry: each step's own span, never the caller's trace.
     const stored = await metadataOf(operationID);
-    expect(stored.find((e) => e.type === 'OperationRequested')?.traceparent).toBe(`00-${created.trace}-${created.span}-01`);
-    expect(stored.find((e) => e.type === 'OperationApproved')?.traceparent).toBe(`00-${created.trace}-${approved.span}-01`);
-    expect(stored.find((e) => e.type === 'OperationCompleted')?.traceparent).toBe(`00-${created.trace}-${executed.span}-01`);
+    expect(stored.find((e) => e.type === 'OperationRequested')?.traceparent).toBe(
+      `00-${created.trace}-${created.span}-01`,
+    );
+    expect(stored.find((e) => e.type === 'OperationApproved')?.traceparent).toBe(
+      `00-${created.trace}-${approved.span}-01`,
+    );
+    expect(stored.find((e) => e.type === 'OperationCompleted')?.traceparent).toBe(
+      `00-${created.trace}-${executed.span}-01`,
+    );
     expect(JSON.stringify(stored)).not.toContain(CLIENT_TRACE);
   }, 30_000);
 
@@ -114,8 +151,11 @@ describe('tracing off', () => {
     expect(await openTracing({ enabled: false, serviceName: 'wallet-ops' })).toBe(noTracing);
   });
 
-  it('when a create with a traceparent is approved, executed and its webhook delivered, then neither the events nor the delivery carry the caller\'s trace', async () => {
-    const sys = await startPartsSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100' }, ALL_PARTS);
+  it("when a create with a traceparent is approved, executed and its webhook delivered, then neither the events nor the delivery carry the caller's trace", async () => {
+    const sys = await startPartsSystem(
+      { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100' },
+      ALL_PARTS,
+    );
     const receiver = await startWebhookReceiver();
     try {
       const distributor = await payingDistributor(sys, '+2348125900002', '1000');

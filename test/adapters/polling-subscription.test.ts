@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { FIRST_PAGE_SIZE, MAX_PAGE_SIZE, type Page, PollingSubscription } from '../../src/adapters/sqlite/polling-subscription.ts';
+import {
+  FIRST_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  type Page,
+  PollingSubscription,
+} from '../../src/adapters/sqlite/polling-subscription.ts';
 import type { RecordedEvent } from '../../src/ports/event-store.ts';
 
 /**
@@ -9,7 +14,16 @@ import type { RecordedEvent } from '../../src/ports/event-store.ts';
  */
 const PAGE = 10;
 const HEAD = 1000;
-const event = (position: number): RecordedEvent => ({ id: String(position), type: 'T', data: {}, metadata: {}, stream: 's', revision: position, position, createdAt: '' });
+const event = (position: number): RecordedEvent => ({
+  id: String(position),
+  type: 'T',
+  data: {},
+  metadata: {},
+  stream: 's',
+  revision: position,
+  position,
+  createdAt: '',
+});
 
 function pagedStore() {
   const reads: number[] = [];
@@ -25,7 +39,12 @@ function pagedStore() {
 describe('PollingSubscription', () => {
   it('when the consumer pulls slowly, then the subscription never holds more than one page ahead of it', async () => {
     const store = pagedStore();
-    const subscription = new PollingSubscription({ after: 0, readPage: store.readPage, pollIntervalMs: 1000, onStop: () => {} });
+    const subscription = new PollingSubscription({
+      after: 0,
+      readPage: store.readPage,
+      pollIntervalMs: 1000,
+      onStop: () => {},
+    });
     let consumed = 0;
     for (let i = 0; i < 35; i++) {
       await subscription.next();
@@ -48,14 +67,23 @@ describe('PollingSubscription page sizes', () => {
       limits.push(limit);
       const upTo = Math.min(head, after + limit);
       parsed += upTo - after;
-      return { events: Array.from({ length: upTo - after }, (_, i) => event(after + i + 1)), scannedTo: upTo, caughtUp: upTo >= head };
+      return {
+        events: Array.from({ length: upTo - after }, (_, i) => event(after + i + 1)),
+        scannedTo: upTo,
+        caughtUp: upTo >= head,
+      };
     };
     return { limits, parsed: () => parsed, readPage };
   }
 
   it('given a long history, when a consumer stops after a few events (a fault, then a new subscription), then it read one small page, not a thousand events', async () => {
     const store = limitedStore(5000);
-    const subscription = new PollingSubscription({ after: 0, readPage: store.readPage, pollIntervalMs: 1000, onStop: () => {} });
+    const subscription = new PollingSubscription({
+      after: 0,
+      readPage: store.readPage,
+      pollIntervalMs: 1000,
+      onStop: () => {},
+    });
     for (let i = 0; i < 5; i++) await subscription.next();
     await subscription.stop();
     expect(store.parsed()).toBe(FIRST_PAGE_SIZE);
@@ -63,7 +91,12 @@ describe('PollingSubscription page sizes', () => {
 
   it('given a long history, when a consumer reads it all, then each full page doubles the next up to the maximum, and every event arrives once in order', async () => {
     const store = limitedStore(5000);
-    const subscription = new PollingSubscription({ after: 0, readPage: store.readPage, pollIntervalMs: 1000, onStop: () => {} });
+    const subscription = new PollingSubscription({
+      after: 0,
+      readPage: store.readPage,
+      pollIntervalMs: 1000,
+      onStop: () => {},
+    });
     const positions: number[] = [];
     for (let i = 0; i < 5000; i++) positions.push(((await subscription.next()).value as RecordedEvent).position);
     await subscription.stop();
@@ -100,7 +133,7 @@ describe('PollingSubscription wake-ups', () => {
 });
 
 describe('PollingSubscription wake-ups during a read', () => {
-  it('when an append wakes it and the append\'s notification comes while that read is in flight, then it reads once: no read for the notification, none that finds nothing', async () => {
+  it("when an append wakes it and the append's notification comes while that read is in flight, then it reads once: no read for the notification, none that finds nothing", async () => {
     let head = 1;
     const reads: number[] = [];
     let release: (() => void) | undefined;

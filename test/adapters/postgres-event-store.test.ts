@@ -3,7 +3,10 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgresEventStore, type PostgresEventStoreOptions } from '../../src/adapters/postgres/postgres-event-store.ts';
+import {
+  openPostgresEventStore,
+  type PostgresEventStoreOptions,
+} from '../../src/adapters/postgres/postgres-event-store.ts';
 import { DuplicateEventIdError } from '../../src/adapters/sqlite/sqlite-append.ts';
 import { withHashChain, eventHash } from '../../src/audit/hash-chain.ts';
 import {
@@ -101,7 +104,10 @@ describe('PostgreSQL event store, specifics', () => {
 
   it('when a batch of appends to several streams commits, then it costs one statement: one round trip and one commit', async () => {
     const statements: boolean[] = [];
-    const observer = { opened: () => ({ closed() {} }), statement: (_pool: string, _seconds: number, ok: boolean) => void statements.push(ok) };
+    const observer = {
+      opened: () => ({ closed() {} }),
+      statement: (_pool: string, _seconds: number, ok: boolean) => void statements.push(ok),
+    };
     const store = await open(await freshPostgresDatabase(), { observer });
     await store.append('warm', [event(0)], 'no_stream');
     statements.length = 0;
@@ -110,10 +116,15 @@ describe('PostgreSQL event store, specifics', () => {
       { stream: 'b', events: [event(3)], expectedRevision: 'any' },
     ]);
     expect(statements).toEqual([true]);
-    expect((await store.readAll()).map((e) => [e.stream, e.revision, e.position])).toEqual([['warm', 0, 1], ['a', 0, 2], ['a', 1, 3], ['b', 0, 4]]);
+    expect((await store.readAll()).map((e) => [e.stream, e.revision, e.position])).toEqual([
+      ['warm', 0, 1],
+      ['a', 0, 2],
+      ['a', 1, 3],
+      ['b', 0, 4],
+    ]);
   });
 
-  it('given a subscriber, when an append is delivered to it, then its page reads went through the subscriptions\' own pool and the append alone through the requests\' pool', async () => {
+  it("given a subscriber, when an append is delivered to it, then its page reads went through the subscriptions' own pool and the append alone through the requests' pool", async () => {
     const statements: string[] = [];
     const observer = { opened: () => ({ closed() {} }), statement: (pool: string) => void statements.push(pool) };
     const store = await open(await freshPostgresDatabase(), { observer, applicationName: 'pools apart' });
@@ -156,7 +167,7 @@ describe('PostgreSQL event store, specifics', () => {
       expect(await store.readStream('taken')).toHaveLength(1);
     });
 
-    it('when appends in one batch reuse an event id, or reuse a stored one, then each fails alone with the embedded store\'s error', async () => {
+    it("when appends in one batch reuse an event id, or reuse a stored one, then each fails alone with the embedded store's error", async () => {
       const store = await open(await freshPostgresDatabase());
       const id = '3f0e6e55-2f4e-4bb4-9a43-6c1f3a1f0c11';
       const first = store.append('a', [{ ...event(0), id }], 'any');
@@ -170,7 +181,7 @@ describe('PostgreSQL event store, specifics', () => {
       expect((await store.readAll()).map((e) => e.stream)).toEqual(['a', 'c']);
     });
 
-    it('when two appends sharing a batch build on each other\'s stream, then the second sees the first\'s revision', async () => {
+    it("when two appends sharing a batch build on each other's stream, then the second sees the first's revision", async () => {
       const store = await open(await freshPostgresDatabase());
       const [created, next, stale] = await Promise.allSettled([
         store.append('a', [event(0)], 'no_stream'),
@@ -188,7 +199,10 @@ describe('PostgreSQL event store, specifics', () => {
       const store = await open(await freshPostgresDatabase());
       const good = store.append('fine', [event(0)], 'no_stream');
       const bad = store.append('nul\u0000name', [event(1)], 'no_stream');
-      const error = await bad.then(() => undefined, (e: unknown) => e);
+      const error = await bad.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).not.toBeInstanceOf(EventStoreUnavailableError);
       expect(error).toMatchObject({ code: '22021' }); // invalid byte sequence for encoding "UTF8": 0x00
       await expect(good).resolves.toMatchObject({ nextExpectedRevision: 0 });
@@ -206,7 +220,10 @@ describe('PostgreSQL event store, specifics', () => {
       try {
         await holder.query("BEGIN; SELECT pg_advisory_xact_lock(hashtext('wallet-ops:event-store:positions'))");
         // Its refusal is taken at once: it may come while the kill below is still being confirmed.
-        const waiting = store.append('a', [event(1)], 0).then(() => undefined, (error: unknown) => error);
+        const waiting = store.append('a', [event(1)], 0).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
         const database = new URL(url).pathname.slice(1);
         await waitFor(async () => {
           const { rows } = await admin.query(
@@ -218,7 +235,10 @@ describe('PostgreSQL event store, specifics', () => {
         expect(await waiting).toBeInstanceOf(EventStoreUnavailableError);
         await holder.query('ROLLBACK');
         // Every connection of the store killed, idle ones too: the pool opens new ones.
-        await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'wallet-ops killed%'", [database]);
+        await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'wallet-ops killed%'",
+          [database],
+        );
         await retryUnavailable(() => store.append('a', [event(1)], 0));
         expect((await store.readStream('a')).map((e) => e.revision)).toEqual([0, 1]);
       } finally {
@@ -227,12 +247,17 @@ describe('PostgreSQL event store, specifics', () => {
     });
   });
 
-  it('given no server at the address, when opened, then it is unavailable; given a wrong password, then the server\'s refusal as it is', async () => {
+  it("given no server at the address, when opened, then it is unavailable; given a wrong password, then the server's refusal as it is", async () => {
     const nobody = await freePort();
-    await expect(openPostgresEventStore(options(`postgres://postgres:x@127.0.0.1:${nobody}/none`, { statementTimeoutMs: 2000 }))).rejects.toBeInstanceOf(EventStoreUnavailableError);
+    await expect(
+      openPostgresEventStore(options(`postgres://postgres:x@127.0.0.1:${nobody}/none`, { statementTimeoutMs: 2000 })),
+    ).rejects.toBeInstanceOf(EventStoreUnavailableError);
     const wrong = new URL(await freshPostgresDatabase());
     wrong.password = 'not-the-password';
-    const refused = await openPostgresEventStore(options(wrong.toString())).then(() => undefined, (e: unknown) => e);
+    const refused = await openPostgresEventStore(options(wrong.toString())).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(refused).not.toBeInstanceOf(EventStoreUnavailableError);
     expect(refused).toMatchObject({ code: '28P01' }); // invalid_password
   });
@@ -261,9 +286,14 @@ describe('PostgreSQL event store, specifics', () => {
       const iterator = store.subscribeToAll({ from: 'start' })[Symbol.asyncIterator]();
       const database = new URL(url).pathname.slice(1);
       const listening = async () =>
-        (await admin.query("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'wallet-ops listener (listen)' AND query LIKE 'LISTEN%'", [database])).rows as Array<{ pid: number }>;
+        (
+          await admin.query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'wallet-ops listener (listen)' AND query LIKE 'LISTEN%'",
+            [database],
+          )
+        ).rows as Array<{ pid: number }>;
       await waitFor(async () => (await listening()).length === 1);
-      const [{ pid: killed }] = await listening() as [{ pid: number }];
+      const [{ pid: killed }] = (await listening()) as [{ pid: number }];
       await admin.query('SELECT pg_terminate_backend($1)', [killed]);
       await waitFor(async () => (await listening()).some(({ pid }) => pid !== killed));
       const pending = iterator.next();
@@ -278,12 +308,18 @@ describe('PostgreSQL event store, specifics', () => {
       const store = await open(await freshPostgresDatabase());
       const rare = new Set([0, 999, 1000, 9999, 10_000, 10_001, 19_999, 24_999]);
       for (let start = 0; start < 25_000; start += 1000) {
-        const events = Array.from({ length: 1000 }, (_, i) => ({ type: rare.has(start + i) ? 'Rare' : 'Common', data: { seq: start + i } }));
+        const events = Array.from({ length: 1000 }, (_, i) => ({
+          type: rare.has(start + i) ? 'Rare' : 'Common',
+          data: { seq: start + i },
+        }));
         await store.append(`s-${start % 3}`, events, 'any');
       }
-      const iterator = store.subscribeToAll({ from: 'start', filter: { eventTypes: ['Rare'] } })[Symbol.asyncIterator]();
+      const iterator = store
+        .subscribeToAll({ from: 'start', filter: { eventTypes: ['Rare'] } })
+        [Symbol.asyncIterator]();
       const received: number[] = [];
-      for (let i = 0; i < rare.size; i++) received.push(((await iterator.next()).value as RecordedEvent<string, { seq: number }>).data.seq);
+      for (let i = 0; i < rare.size; i++)
+        received.push(((await iterator.next()).value as RecordedEvent<string, { seq: number }>).data.seq);
       expect(received).toEqual([...rare]);
       await store.append('late', [{ type: 'Rare', data: { seq: 25_000 } }], 'any');
       expect((await iterator.next()).value).toMatchObject({ stream: 'late', data: { seq: 25_000 } });
@@ -321,9 +357,11 @@ describe('PostgreSQL event store, specifics', () => {
       expect(received).toHaveLength(total);
       const next = new Map(writers.map((writer) => [writer, 0]));
       received.forEach((e, i) => {
-        if (i > 0 && e.position <= received[i - 1]!.position) throw new Error(`position ${e.position} after ${received[i - 1]!.position}`);
+        if (i > 0 && e.position <= received[i - 1]!.position)
+          throw new Error(`position ${e.position} after ${received[i - 1]!.position}`);
         const { seq, writer } = e.data as { seq: number; writer: string };
-        if (next.get(writer) !== seq) throw new Error(`${writer}'s event ${seq} arrived when ${next.get(writer)} was due`);
+        if (next.get(writer) !== seq)
+          throw new Error(`${writer}'s event ${seq} arrived when ${next.get(writer)} was due`);
         next.set(writer, seq + 1);
       });
       // What the subscriber got is the whole log, in the same order: nothing committed behind its back was skipped.

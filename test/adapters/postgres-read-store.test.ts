@@ -14,15 +14,29 @@ import type { CollectionDefinition, FindQuery, ReadStore } from '../../src/ports
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../src/ports/read-store.ts';
 import { API_TEXT } from '../../src/projections/api-text.ts';
 import { CONSOLE_OPERATIONS_COLLECTION } from '../../src/projections/console-operations.ts';
-import { DISTRIBUTOR_OPERATIONS_COLLECTION, DISTRIBUTOR_OPERATIONS_SORT, distributorOperationsWhere } from '../../src/projections/distributor-operations.ts';
-import { MERCHANT_PAYMENTS_COLLECTION, MERCHANT_PAYMENTS_SORT, merchantPaymentsWhere, paymentSearch } from '../../src/projections/merchant-payments.ts';
+import {
+  DISTRIBUTOR_OPERATIONS_COLLECTION,
+  DISTRIBUTOR_OPERATIONS_SORT,
+  distributorOperationsWhere,
+} from '../../src/projections/distributor-operations.ts';
+import {
+  MERCHANT_PAYMENTS_COLLECTION,
+  MERCHANT_PAYMENTS_SORT,
+  merchantPaymentsWhere,
+  paymentSearch,
+} from '../../src/projections/merchant-payments.ts';
 import { describeReadStoreContract } from '../contracts/read-store.contract.ts';
 import { freshPostgresDatabase } from '../support/postgres-server.ts';
 
 const COUNTER_CHILD = fileURLToPath(new URL('../support/counter-and-take.child.ts', import.meta.url));
 const APPLICATION = 'wallet-ops-read-store-test';
 
-const options = (url: string): PostgresConnectionOptions => ({ url, poolSize: 4, statementTimeoutMs: 10_000, applicationName: APPLICATION });
+const options = (url: string): PostgresConnectionOptions => ({
+  url,
+  poolSize: 4,
+  statementTimeoutMs: 10_000,
+  applicationName: APPLICATION,
+});
 
 describeReadStoreContract('PostgreSQL', async () => {
   const store = await openPostgresReadStore(options(await freshPostgresDatabase()));
@@ -51,18 +65,30 @@ describe('PostgreSQL read store, server specifics', () => {
   /** Every node of an EXPLAIN (FORMAT JSON) plan, depth first. */
   type PlanNode = { 'Node Type': string; 'Index Name'?: string; Plans?: PlanNode[] };
   const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-  async function planOf(client: pg.Client, def: CollectionDefinition, query: FindQuery, columns?: string): Promise<PlanNode[]> {
+  async function planOf(
+    client: pg.Client,
+    def: CollectionDefinition,
+    query: FindQuery,
+    columns?: string,
+  ): Promise<PlanNode[]> {
     const { sql, params } = compileFind(def, query, null, columns);
-    const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+    const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+      `EXPLAIN (FORMAT JSON) ${sql}`,
+      params,
+    );
     return nodes(rows[0]!['QUERY PLAN'][0]!.Plan);
   }
   /** The plan's nodes as `Node Type[ on index]`, e.g. `Limit`, `Index Scan Backward on rm_x_0123456789ab`. */
-  const summary = (plan: PlanNode[]) => plan.map((node) => `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name']}` : ''}`);
+  const summary = (plan: PlanNode[]) =>
+    plan.map((node) => `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name']}` : ''}`);
   function expectIndexed(plan: PlanNode[], table: string, { inOrder = true } = {}): void {
     const types = plan.map((node) => node['Node Type']);
     expect(types, summary(plan).join(' > ')).not.toContain('Seq Scan');
     if (inOrder) expect(types, summary(plan).join(' > ')).not.toContain('Sort');
-    expect(plan.some((node) => /Index/.test(node['Node Type']) && node['Index Name']?.startsWith(`rm_${table}_`)), summary(plan).join(' > ')).toBe(true);
+    expect(
+      plan.some((node) => /Index/.test(node['Node Type']) && node['Index Name']?.startsWith(`rm_${table}_`)),
+      summary(plan).join(' > '),
+    ).toBe(true);
   }
 
   it('given a few thousand operations of several distributors and merchants, when the read API lists 100 of one, then PostgreSQL reads them in order from the declared index, with no sequential scan and no sort', async () => {
@@ -71,25 +97,53 @@ describe('PostgreSQL read store, server specifics', () => {
     const operations = Array.from({ length: 4_000 }, (_, i) => ({
       op: 'upsert' as const,
       collection: DISTRIBUTOR_OPERATIONS_COLLECTION.name,
-      doc: { id: `op_${String(i).padStart(6, '0')}`, distributorID: `d${i % 8}`, operationType: 'cash-in', amount: '10.00', createdAt: new Date(1_700_000_000_000 + i * 1000).toISOString() },
+      doc: {
+        id: `op_${String(i).padStart(6, '0')}`,
+        distributorID: `d${i % 8}`,
+        operationType: 'cash-in',
+        amount: '10.00',
+        createdAt: new Date(1_700_000_000_000 + i * 1000).toISOString(),
+      },
     }));
     const payments = Array.from({ length: 4_000 }, (_, i) => ({
       op: 'upsert' as const,
       collection: MERCHANT_PAYMENTS_COLLECTION.name,
-      doc: { id: `op_${String(i).padStart(6, '0')}`, merchantID: `m${i % 8}`, visible: i % 10 !== 0, listedPosition: i % 10 === 0 ? null : i, memo: `Payment ${i}`, searchPhone: `2547000${i}` },
+      doc: {
+        id: `op_${String(i).padStart(6, '0')}`,
+        merchantID: `m${i % 8}`,
+        visible: i % 10 !== 0,
+        listedPosition: i % 10 === 0 ? null : i,
+        memo: `Payment ${i}`,
+        searchPhone: `2547000${i}`,
+      },
     }));
     await store.commit([...operations, ...payments]);
     const client = await admin(url);
     await client.query('ANALYZE');
 
-    const distributorList: FindQuery = { where: distributorOperationsWhere('d3'), sort: DISTRIBUTOR_OPERATIONS_SORT, skip: 100, limit: 100 };
-    expectIndexed(await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, distributorList), DISTRIBUTOR_OPERATIONS_COLLECTION.name);
+    const distributorList: FindQuery = {
+      where: distributorOperationsWhere('d3'),
+      sort: DISTRIBUTOR_OPERATIONS_SORT,
+      skip: 100,
+      limit: 100,
+    };
+    expectIndexed(
+      await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, distributorList),
+      DISTRIBUTOR_OPERATIONS_COLLECTION.name,
+    );
     // The lists read their stored texts (findText) by the same plan.
-    expectIndexed(await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, distributorList, textColumns(API_TEXT)), DISTRIBUTOR_OPERATIONS_COLLECTION.name);
+    expectIndexed(
+      await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, distributorList, textColumns(API_TEXT)),
+      DISTRIBUTOR_OPERATIONS_COLLECTION.name,
+    );
     const paymentList: FindQuery = { where: merchantPaymentsWhere('m5'), sort: MERCHANT_PAYMENTS_SORT, limit: 100 };
     expectIndexed(await planOf(client, MERCHANT_PAYMENTS_COLLECTION, paymentList), MERCHANT_PAYMENTS_COLLECTION.name);
     // A search filters the merchant's index range; the planner may then sort the few that match rather than walk the range in order.
-    expectIndexed(await planOf(client, MERCHANT_PAYMENTS_COLLECTION, { ...paymentList, search: paymentSearch('payment 1') }), MERCHANT_PAYMENTS_COLLECTION.name, { inOrder: false });
+    expectIndexed(
+      await planOf(client, MERCHANT_PAYMENTS_COLLECTION, { ...paymentList, search: paymentSearch('payment 1') }),
+      MERCHANT_PAYMENTS_COLLECTION.name,
+      { inOrder: false },
+    );
 
     // And the queries whose plans were checked return the right rows.
     const listed = await store.find(DISTRIBUTOR_OPERATIONS_COLLECTION.name, distributorList);
@@ -110,7 +164,16 @@ describe('PostgreSQL read store, server specifics', () => {
         return {
           op: 'upsert' as const,
           collection: CONSOLE_OPERATIONS_COLLECTION.name,
-          doc: { id, operationID: id, party: `merchant:m${i % 5}`, status: statuses[i % 3]!, operationType: 'pay-merchant', sortKey: `${createdAt}|${id}`, text: `${id} memo ${i}`, createdAt },
+          doc: {
+            id,
+            operationID: id,
+            party: `merchant:m${i % 5}`,
+            status: statuses[i % 3]!,
+            operationType: 'pay-merchant',
+            sortKey: `${createdAt}|${id}`,
+            text: `${id} memo ${i}`,
+            createdAt,
+          },
         };
       }),
     );
@@ -119,32 +182,62 @@ describe('PostgreSQL read store, server specifics', () => {
     const queries: FindQuery[] = [
       { where: { party: 'merchant:m2' }, sort: [['sortKey', 'desc']], limit: 101 },
       { where: { party: 'merchant:m2', status: 'failed' }, sort: [['sortKey', 'desc']], limit: 101 },
-      { where: { party: 'merchant:m2' }, range: { sortKey: { gte: '2023-11-15', lt: '2023-11-16' } }, sort: [['sortKey', 'asc']], limit: 101 },
-      { where: { party: 'merchant:m2' }, range: { sortKey: { lt: '2023-11-17T00:00:00.000Z|op_004000' } }, sort: [['sortKey', 'desc']], limit: 101 },
+      {
+        where: { party: 'merchant:m2' },
+        range: { sortKey: { gte: '2023-11-15', lt: '2023-11-16' } },
+        sort: [['sortKey', 'asc']],
+        limit: 101,
+      },
+      {
+        where: { party: 'merchant:m2' },
+        range: { sortKey: { lt: '2023-11-17T00:00:00.000Z|op_004000' } },
+        sort: [['sortKey', 'desc']],
+        limit: 101,
+      },
     ];
-    for (const query of queries) expectIndexed(await planOf(client, CONSOLE_OPERATIONS_COLLECTION, query), CONSOLE_OPERATIONS_COLLECTION.name);
+    for (const query of queries)
+      expectIndexed(await planOf(client, CONSOLE_OPERATIONS_COLLECTION, query), CONSOLE_OPERATIONS_COLLECTION.name);
   });
 
   it('given a model rebuilt aside without indexes, when promoted, then the target has exactly its declared indexes and lists read them in order', async () => {
     const url = await freshPostgresDatabase();
-    const shadow = { ...DISTRIBUTOR_OPERATIONS_COLLECTION, name: `${DISTRIBUTOR_OPERATIONS_COLLECTION.name}__rebuild`, indexes: [['operationType']] };
+    const shadow = {
+      ...DISTRIBUTOR_OPERATIONS_COLLECTION,
+      name: `${DISTRIBUTOR_OPERATIONS_COLLECTION.name}__rebuild`,
+      indexes: [['operationType']],
+    };
     const store = await open(url, DISTRIBUTOR_OPERATIONS_COLLECTION, shadow);
     await store.commit(
       Array.from({ length: 3_000 }, (_, i) => ({
         op: 'upsert' as const,
         collection: shadow.name,
-        doc: { id: `op_${String(i).padStart(6, '0')}`, distributorID: `d${i % 8}`, createdAt: new Date(1_700_000_000_000 + i * 1000).toISOString() },
+        doc: {
+          id: `op_${String(i).padStart(6, '0')}`,
+          distributorID: `d${i % 8}`,
+          createdAt: new Date(1_700_000_000_000 + i * 1000).toISOString(),
+        },
       })),
       { projection: shadow.name, position: 3_000 },
     );
-    await store.promote(shadow.name, DISTRIBUTOR_OPERATIONS_COLLECTION.name, { from: shadow.name, to: 'distributor-operations' });
+    await store.promote(shadow.name, DISTRIBUTOR_OPERATIONS_COLLECTION.name, {
+      from: shadow.name,
+      to: 'distributor-operations',
+    });
 
     const client = await admin(url);
-    const { rows } = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename LIKE 'rm_distributor_operations%' ORDER BY indexname`);
-    const declared = DISTRIBUTOR_OPERATIONS_COLLECTION.indexes!.map((fields) => indexName('rm_distributor_operations', fields));
+    const { rows } = await client.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE tablename LIKE 'rm_distributor_operations%' ORDER BY indexname`,
+    );
+    const declared = DISTRIBUTOR_OPERATIONS_COLLECTION.indexes!.map((fields) =>
+      indexName('rm_distributor_operations', fields),
+    );
     expect(rows.map((row) => row.indexname)).toEqual([...declared, 'rm_distributor_operations_pkey'].sort());
     expectIndexed(
-      await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, { where: distributorOperationsWhere('d1'), sort: DISTRIBUTOR_OPERATIONS_SORT, limit: 100 }),
+      await planOf(client, DISTRIBUTOR_OPERATIONS_COLLECTION, {
+        where: distributorOperationsWhere('d1'),
+        sort: DISTRIBUTOR_OPERATIONS_SORT,
+        limit: 100,
+      }),
       DISTRIBUTOR_OPERATIONS_COLLECTION.name,
     );
     expect(await store.getCheckpoint('distributor-operations')).toBe(3_000);
@@ -154,13 +247,17 @@ describe('PostgreSQL read store, server specifics', () => {
   it('given two processes on one database, each with its own pool, when both increment one counter and take the same documents at once, then every count is seen once and every document taken once', async () => {
     const url = await freshPostgresDatabase();
     const store = await open(url, { name: 'counters', indexes: [['expiresAt']] }, { name: 'held' });
-    await store.commit(Array.from({ length: 20 }, (_, i) => ({ op: 'upsert' as const, collection: 'held', doc: { id: `doc-${i}` } })));
+    await store.commit(
+      Array.from({ length: 20 }, (_, i) => ({ op: 'upsert' as const, collection: 'held', doc: { id: `doc-${i}` } })),
+    );
     const run = () =>
       new Promise<{ counts: number[]; taken: string[] }>((resolve, reject) => {
         const child = spawn(process.execPath, [COUNTER_CHILD, url, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
         let out = '';
         child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-        child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`))));
+        child.once('exit', (code) =>
+          code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`)),
+        );
       });
     const [a, b] = await Promise.all([run(), run()]);
     expect([...a.counts, ...b.counts].sort((x, y) => x - y)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
@@ -178,19 +275,31 @@ describe('PostgreSQL read store, server specifics', () => {
       const expected = round % 2 === 1 ? 0 : null;
       if (expected === 0) await first.commit([], { projection, position: 0 });
       const results = await Promise.allSettled([
-        first.commit([{ op: 'upsert', collection: 'wallets', doc: { id: `${projection}-a` } }], { projection, position: 1, expected }),
-        second.commit([{ op: 'upsert', collection: 'wallets', doc: { id: `${projection}-b` } }], { projection, position: 2, expected }),
+        first.commit([{ op: 'upsert', collection: 'wallets', doc: { id: `${projection}-a` } }], {
+          projection,
+          position: 1,
+          expected,
+        }),
+        second.commit([{ op: 'upsert', collection: 'wallets', doc: { id: `${projection}-b` } }], {
+          projection,
+          position: 2,
+          expected,
+        }),
       ]);
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       const refused = results.find((r) => r.status === 'rejected');
       expect(refused?.reason).toBeInstanceOf(CheckpointConflictError);
       const winner = results[0]!.status === 'fulfilled' ? 'a' : 'b';
-      expect((await first.find('wallets', { range: { id: { gte: `${projection}-`, lt: `${projection}.` } } })).map((doc) => doc.id)).toEqual([`${projection}-${winner}`]);
+      expect(
+        (await first.find('wallets', { range: { id: { gte: `${projection}-`, lt: `${projection}.` } } })).map(
+          (doc) => doc.id,
+        ),
+      ).toEqual([`${projection}-${winner}`]);
       expect(await first.getCheckpoint(projection)).toBe(winner === 'a' ? 1 : 2);
     }
   });
 
-  it('given a projection\'s page of writes and its fenced checkpoint, when committed, then it goes in one statement (one round trip, one commit); a page writing one row twice takes the transaction', async () => {
+  it("given a projection's page of writes and its fenced checkpoint, when committed, then it goes in one statement (one round trip, one commit); a page writing one row twice takes the transaction", async () => {
     const url = await freshPostgresDatabase();
     const statements: number[] = [];
     const observer = { opened: () => ({ closed() {} }), statement: () => void statements.push(1) };
@@ -232,7 +341,14 @@ describe('PostgreSQL read store, server specifics', () => {
     for (const name of names) await store.commit([], { projection: name, position: 1 });
     statements.length = 0;
     const results = await Promise.allSettled(
-      names.map((name) => store.commit([{ op: 'upsert', collection: name, doc: { id: 'doc', position: 2 } }], { projection: name, position: 2, expected: name === 'c' ? 0 : 1, generation: 0 })),
+      names.map((name) =>
+        store.commit([{ op: 'upsert', collection: name, doc: { id: 'doc', position: 2 } }], {
+          projection: name,
+          position: 2,
+          expected: name === 'c' ? 0 : 1,
+          generation: 0,
+        }),
+      ),
     );
     expect(statements).toHaveLength(1);
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
@@ -247,17 +363,35 @@ describe('PostgreSQL read store, server specifics', () => {
     const url = await freshPostgresDatabase();
     const wallets: CollectionDefinition = { name: 'wallets' };
     const [stale, successor] = [await open(url, wallets), await open(url, wallets)];
-    await successor.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 10, position: 5 } }], { projection: 'balances', position: 5 });
+    await successor.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 10, position: 5 } }], {
+      projection: 'balances',
+      position: 5,
+    });
     // Both read the model at 5 and fold the events 6 and 7 (+1 each); the successor commits first.
-    await successor.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 12, position: 7 } }], { projection: 'balances', position: 7, expected: 5, generation: 0 });
+    await successor.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 12, position: 7 } }], {
+      projection: 'balances',
+      position: 7,
+      expected: 5,
+      generation: 0,
+    });
     // The stale one folded again on what it now reads (12) and would count 6 and 7 a second time.
-    const refused = stale.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 14, position: 7 } }], { projection: 'balances', position: 7, expected: 5, generation: 0 });
+    const refused = stale.commit(
+      [{ op: 'upsert', collection: 'wallets', doc: { id: 'w', balance: 14, position: 7 } }],
+      { projection: 'balances', position: 7, expected: 5, generation: 0 },
+    );
     await expect(refused).rejects.toBeInstanceOf(CheckpointConflictError);
     await expect(refused).rejects.toMatchObject({ expected: 5, actual: 7 });
     expect(await successor.get('wallets', 'w')).toEqual({ id: 'w', balance: 12, position: 7 });
     expect(await successor.getCheckpoint('balances')).toBe(7);
     // A commit fenced by a generation the row does not have moves nothing either, its first one included.
-    await expect(stale.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'x' } }], { projection: 'fresh', position: 1, expected: null, generation: 2 })).rejects.toBeInstanceOf(CheckpointConflictError);
+    await expect(
+      stale.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'x' } }], {
+        projection: 'fresh',
+        position: 1,
+        expected: null,
+        generation: 2,
+      }),
+    ).rejects.toBeInstanceOf(CheckpointConflictError);
     expect(await successor.getCheckpoint('fresh')).toBeNull();
     expect(await successor.get('wallets', 'x')).toBeNull();
   });
@@ -270,14 +404,29 @@ describe('PostgreSQL read store, server specifics', () => {
     // The table held locked, so the read waits on the server until its connection is ended.
     await client.query('BEGIN');
     await client.query('LOCK TABLE rm_wallets IN ACCESS EXCLUSIVE MODE');
-    const read = store.get('wallets', 'w1').then(() => null, (error: unknown) => error);
-    const waiting = async () => (await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [APPLICATION])).rows[0]!.n;
+    const read = store.get('wallets', 'w1').then(
+      () => null,
+      (error: unknown) => error,
+    );
+    const waiting = async () =>
+      (
+        await client.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+          [APPLICATION],
+        )
+      ).rows[0]!.n;
     while ((await waiting()) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    await client.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [APPLICATION]);
+    await client.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
+      APPLICATION,
+    ]);
     expect(await read).toBeInstanceOf(ReadStoreUnavailableError);
     await client.query('ROLLBACK');
     expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1' });
-    await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w2' } }], { projection: 'wallets', position: 1, expected: null });
+    await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w2' } }], {
+      projection: 'wallets',
+      position: 1,
+      expected: null,
+    });
     expect(await store.getCheckpoint('wallets')).toBe(1);
   });
 
@@ -299,11 +448,42 @@ describe('PostgreSQL read store, server specifics', () => {
 
   it('given ASCII and other search texts, then matches agree with JavaScript lowering, also on values with other characters (the Kelvin sign, dotted I) and never on a number', async () => {
     const store = await open(await freshPostgresDatabase(), { name: 'payments', searchFields: ['memo'] });
-    const memos: Record<string, unknown> = { a: 'Rent for ALICE', b: 'Temperature 300 \u212A', c: 'École', d: 'ecole', e: 12345, f: 'İstanbul', g: null, h: 'Ünïcode rent', i: 'ΣΊΣΥΦΟΣ' };
-    await store.commit(Object.entries(memos).map(([id, memo]) => ({ op: 'upsert' as const, collection: 'payments', doc: { id, memo } })));
-    const ids = async (text: string) => (await store.find('payments', { search: { text, fields: ['memo'] } })).map((doc) => doc.id).sort();
-    const expected = (text: string) => Object.entries(memos).filter(([, memo]) => typeof memo === 'string' && memo.toLowerCase().includes(text.toLowerCase())).map(([id]) => id).sort();
-    for (const text of ['rent', 'ALICE', 'k', '300 k', 'ecole', 'cole', 'i', '123', 'istanbul', 'code rent', '', 'σίσυφος', 'ς']) {
+    const memos: Record<string, unknown> = {
+      a: 'Rent for ALICE',
+      b: 'Temperature 300 \u212A',
+      c: 'École',
+      d: 'ecole',
+      e: 12345,
+      f: 'İstanbul',
+      g: null,
+      h: 'Ünïcode rent',
+      i: 'ΣΊΣΥΦΟΣ',
+    };
+    await store.commit(
+      Object.entries(memos).map(([id, memo]) => ({ op: 'upsert' as const, collection: 'payments', doc: { id, memo } })),
+    );
+    const ids = async (text: string) =>
+      (await store.find('payments', { search: { text, fields: ['memo'] } })).map((doc) => doc.id).sort();
+    const expected = (text: string) =>
+      Object.entries(memos)
+        .filter(([, memo]) => typeof memo === 'string' && memo.toLowerCase().includes(text.toLowerCase()))
+        .map(([id]) => id)
+        .sort();
+    for (const text of [
+      'rent',
+      'ALICE',
+      'k',
+      '300 k',
+      'ecole',
+      'cole',
+      'i',
+      '123',
+      'istanbul',
+      'code rent',
+      '',
+      'σίσυφος',
+      'ς',
+    ]) {
       expect(await ids(text), text).toEqual(expected(text));
     }
     expect(await ids('k')).toContain('b');
@@ -311,31 +491,52 @@ describe('PostgreSQL read store, server specifics', () => {
   });
 
   it('given a NUL in a search, an equality or an id (which validation refuses first), then nothing matches and no NUL reaches the server (issue 40)', async () => {
-    const store = await open(await freshPostgresDatabase(), { name: 'payments', searchFields: ['memo'], indexes: [['memo']] });
+    const store = await open(await freshPostgresDatabase(), {
+      name: 'payments',
+      searchFields: ['memo'],
+      indexes: [['memo']],
+    });
     await store.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', memo: 'rent' } }]);
     expect(await store.find('payments', { search: { text: 're\u0000', fields: ['memo'] } })).toEqual([]);
-    expect(await store.find('payments', { search: [{ text: '\u0000', fields: ['memo'] }, { text: 'rent', fields: ['memo'] }] })).toEqual([{ id: 'p1', memo: 'rent' }]);
+    expect(
+      await store.find('payments', {
+        search: [
+          { text: '\u0000', fields: ['memo'] },
+          { text: 'rent', fields: ['memo'] },
+        ],
+      }),
+    ).toEqual([{ id: 'p1', memo: 'rent' }]);
     expect(await store.find('payments', { where: { memo: 'rent\u0000' } })).toEqual([]);
     expect(await store.count('payments', { where: { memo: '\u0000' } })).toBe(0);
     expect(await store.findText('payments', { search: { text: '\u0000', fields: ['memo'] } }, 'memo')).toEqual([]);
     expect(await store.get('payments', 'p1\u0000')).toBeNull();
     expect(await store.getMany('payments', ['p1', '\u0000'])).toEqual([{ id: 'p1', memo: 'rent' }]);
     // A range is never a person's text: a NUL there is a programming error, refused before it is sent.
-    expect(() => compileFind({ name: 'payments' }, { range: { memo: { gte: 'a\u0000' } } })).toThrow(ReadStoreQueryError);
+    expect(() => compileFind({ name: 'payments' }, { range: { memo: { gte: 'a\u0000' } } })).toThrow(
+      ReadStoreQueryError,
+    );
   });
 
   it('given a server that cannot be reached, when the store is opened, then ReadStoreUnavailableError is raised', async () => {
     const unreachable = new URL(await freshPostgresDatabase());
     unreachable.port = '1';
     unreachable.searchParams.delete('host'); // TCP, refused
-    await expect(openPostgresReadStore({ ...options(unreachable.toString()), statementTimeoutMs: 2_000 })).rejects.toBeInstanceOf(ReadStoreUnavailableError);
+    await expect(
+      openPostgresReadStore({ ...options(unreachable.toString()), statementTimeoutMs: 2_000 }),
+    ).rejects.toBeInstanceOf(ReadStoreUnavailableError);
   });
 
   it('given the store spread into a wrapper that replaces one method, as decorators and tests do, when the others are called, then they work', async () => {
     const store = await open(await freshPostgresDatabase(), { name: 'wallets' });
     const reads: string[][] = [];
-    const wrapped: ReadStore = { ...store, getMany: (collection, ids) => (reads.push(ids), store.getMany(collection, ids)) };
-    await wrapped.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1' } }], { projection: 'wallets', position: 1 });
+    const wrapped: ReadStore = {
+      ...store,
+      getMany: (collection, ids) => (reads.push(ids), store.getMany(collection, ids)),
+    };
+    await wrapped.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1' } }], {
+      projection: 'wallets',
+      position: 1,
+    });
     expect(await wrapped.getMany('wallets', ['w1'])).toEqual([{ id: 'w1' }]);
     expect(await wrapped.getCheckpoint('wallets')).toBe(1);
     expect(reads).toEqual([['w1']]);
@@ -343,11 +544,15 @@ describe('PostgreSQL read store, server specifics', () => {
 
   it('given a collection or field name carrying SQL, or a name too long for PostgreSQL, when defined or queried, then it is refused', async () => {
     const store = await open(await freshPostgresDatabase(), { name: 'payments' });
-    await expect(store.defineCollections([{ name: 'x"; DROP TABLE rm_payments; --' }])).rejects.toThrow(/collection name/);
+    await expect(store.defineCollections([{ name: 'x"; DROP TABLE rm_payments; --' }])).rejects.toThrow(
+      /collection name/,
+    );
     await expect(store.defineCollections([{ name: 'checkpoints' }])).rejects.toThrow(/reserved/);
     await expect(store.defineCollections([{ name: 'a'.repeat(47) }])).rejects.toBeInstanceOf(ReadStoreQueryError);
     await expect(store.find('payments', { where: { "status') OR 1=1 --": 'x' } })).rejects.toThrow(/field path/);
-    await expect(store.find('payments', { sort: [["id'); DROP TABLE rm_payments; --", 'asc']] })).rejects.toThrow(/field path/);
+    await expect(store.find('payments', { sort: [["id'); DROP TABLE rm_payments; --", 'asc']] })).rejects.toThrow(
+      /field path/,
+    );
     expect(await store.count('payments')).toBe(0);
   });
 });

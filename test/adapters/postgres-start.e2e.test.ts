@@ -61,12 +61,24 @@ it('given the PostgreSQL server not reachable yet, when wallet-ops starts, then 
   url.searchParams.delete('host'); // through the relay on TCP, not the run's server's Unix socket
   const dir = tempDir('wallet-ops-pg-start-');
   cleanups.push(() => dir.cleanup());
-  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'warn', POSTGRES_URL: url.toString(), SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'), POSTGRES_STATEMENT_TIMEOUT_MS: '2000' });
+  const config = loadConfig({
+    DATA_DIR: dir.path,
+    LOG_LEVEL: 'warn',
+    POSTGRES_URL: url.toString(),
+    SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    POSTGRES_STATEMENT_TIMEOUT_MS: '2000',
+  });
   let logs = '';
-  const logger = createLogger(config.LOG_LEVEL, new Writable({ write: (chunk, _encoding, done) => ((logs += String(chunk)), done()) }));
+  const logger = createLogger(
+    config.LOG_LEVEL,
+    new Writable({ write: (chunk, _encoding, done) => ((logs += String(chunk)), done()) }),
+  );
 
   const starting = buildWalletOps(config, logger, undefined, ['write-api', 'read-api', 'projections']);
-  const outcome = starting.then(() => 'started', (error: unknown) => `failed: ${String(error)}`);
+  const outcome = starting.then(
+    () => 'started',
+    (error: unknown) => `failed: ${String(error)}`,
+  );
   // Not there until wallet-ops has found it missing and said it retries.
   await waitFor(() => /store unavailable at start/.test(logs), 15_000);
   await late.open();
@@ -75,8 +87,15 @@ it('given the PostgreSQL server not reachable yet, when wallet-ops starts, then 
   cleanups.push(() => ops.close());
   expect(await ops.stores.eventStore.headPosition()).toBe(0);
   // One line per warning, the store's message without a stack, saying how long it keeps trying.
-  const warnings = logs.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; attempt: number; error: string; err?: unknown });
-  expect(warnings[0]).toMatchObject({ msg: 'opening the stores: store unavailable at start (attempt 1, retrying for up to 60 s)', attempt: 1, error: expect.stringMatching(/ECONNREFUSED|connect/) });
+  const warnings = logs
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { msg: string; attempt: number; error: string; err?: unknown });
+  expect(warnings[0]).toMatchObject({
+    msg: 'opening the stores: store unavailable at start (attempt 1, retrying for up to 60 s)',
+    attempt: 1,
+    error: expect.stringMatching(/ECONNREFUSED|connect/),
+  });
   for (const warning of warnings) expect(warning.err).toBeUndefined();
   expect(logs).not.toMatch(/\\n\s+at /);
 }, 60_000);
@@ -86,15 +105,26 @@ it('when wallet-ops starts with a wrong PostgreSQL password, then it exits 1 wit
   url.password = 'not-the-password';
   const dir = tempDir('wallet-ops-pg-password-');
   cleanups.push(() => dir.cleanup());
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dir.path, PORT: '0', LOG_LEVEL: 'warn', POSTGRES_URL: url.toString(), SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dir.path,
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    POSTGRES_URL: url.toString(),
+    SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+  };
   delete env.EVENT_STORE;
   delete env.READ_STORE;
 
   const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    execFile(process.execPath, [MAIN], { env, timeout: 30_000 }, (error, _stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }));
+    execFile(process.execPath, [MAIN], { env, timeout: 30_000 }, (error, _stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
+    );
   });
 
   expect(result.code).toBe(1);
-  expect(result.stderr).toMatch(/^cannot start: PostgreSQL refused the login: password authentication failed for user "[^"]+" \(28P01\); check the user and password in POSTGRES_URL\n$/);
+  expect(result.stderr).toMatch(
+    /^cannot start: PostgreSQL refused the login: password authentication failed for user "[^"]+" \(28P01\); check the user and password in POSTGRES_URL\n$/,
+  );
   expect(result.stderr).not.toContain('not-the-password');
 }, 60_000);

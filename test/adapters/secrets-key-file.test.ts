@@ -1,5 +1,14 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -42,15 +51,24 @@ describe('embedded secrets key file', () => {
     const key = embeddedSecretsKey(path, { keyFile: file });
     expect(Buffer.from(readFileSync(file, 'utf8').trim(), 'base64')).toEqual(key);
     expect(existsSync(defaultSecretsKeyFile(path))).toBe(false);
-    expect(() => embeddedSecretsKey(path, { keyFile: join(path, 'sub', 'secrets.key') })).toThrow(/inside DATA_DIR.*SECRETS_KEY_FILE/);
+    expect(() => embeddedSecretsKey(path, { keyFile: join(path, 'sub', 'secrets.key') })).toThrow(
+      /inside DATA_DIR.*SECRETS_KEY_FILE/,
+    );
     expect(() => embeddedSecretsKey(path, { keyFile: join(path, 'secrets.key') })).toThrow(/inside DATA_DIR/);
   });
 
   it('given a key file whose directory cannot be made, when the key is asked for, then the start stops naming SECRETS_KEY_FILE and SECRETS_KEY', () => {
     const root = dir();
     writeFileSync(join(root, 'a-file'), '');
-    expect(() => embeddedSecretsKey(join(root, 'data'), { keyFile: join(root, 'a-file', 'keys', 'secrets.key') })).toThrow(
-      expect.objectContaining({ name: 'DataDirError', message: expect.stringMatching(/cannot make the secrets key directory .*\(ENOTDIR\).*SECRETS_KEY_FILE.*SECRETS_KEY/) }),
+    expect(() =>
+      embeddedSecretsKey(join(root, 'data'), { keyFile: join(root, 'a-file', 'keys', 'secrets.key') }),
+    ).toThrow(
+      expect.objectContaining({
+        name: 'DataDirError',
+        message: expect.stringMatching(
+          /cannot make the secrets key directory .*\(ENOTDIR\).*SECRETS_KEY_FILE.*SECRETS_KEY/,
+        ),
+      }),
     );
   });
 
@@ -75,7 +93,12 @@ describe('embedded secrets key file', () => {
     const current = readFileSync(defaultSecretsKeyFile(path), 'utf8');
     const older = `${Buffer.alloc(32, 9).toString('base64')}\n`;
     writeFileSync(join(path, 'secrets.key'), older, { mode: 0o600 });
-    expect(() => embeddedSecretsKey(path)).toThrow(expect.objectContaining({ name: 'DataDirError', message: expect.stringMatching(/two different secrets keys.*nothing was changed/) }));
+    expect(() => embeddedSecretsKey(path)).toThrow(
+      expect.objectContaining({
+        name: 'DataDirError',
+        message: expect.stringMatching(/two different secrets keys.*nothing was changed/),
+      }),
+    );
     expect(readFileSync(join(path, 'secrets.key'), 'utf8')).toBe(older);
     expect(readFileSync(defaultSecretsKeyFile(path), 'utf8')).toBe(current);
   });
@@ -101,7 +124,12 @@ describe('embedded secrets key file', () => {
     const file = defaultSecretsKeyFile(path);
     chownSync(file, OTHER_UID, OTHER_UID);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(() => embeddedSecretsKey(path)).toThrow(expect.objectContaining({ name: 'DataDirError', message: expect.stringMatching(new RegExp(`secrets\\.key belongs to uid ${OTHER_UID}.*chown`)) }));
+    expect(() => embeddedSecretsKey(path)).toThrow(
+      expect.objectContaining({
+        name: 'DataDirError',
+        message: expect.stringMatching(new RegExp(`secrets\\.key belongs to uid ${OTHER_UID}.*chown`)),
+      }),
+    );
   });
 
   it('given a key file owned by another user and readable by others, when the key is asked for, then it is refused', () => {
@@ -125,7 +153,12 @@ describe('embedded secrets key file', () => {
     const path = join(dir(), 'data');
     mkdirSync(path, { mode: 0o700 });
     chownSync(path, OTHER_UID, OTHER_UID);
-    expect(() => embeddedSecretsKey(path)).toThrow(expect.objectContaining({ name: 'DataDirError', message: expect.stringContaining(`${path} belongs to uid ${OTHER_UID}`) }));
+    expect(() => embeddedSecretsKey(path)).toThrow(
+      expect.objectContaining({
+        name: 'DataDirError',
+        message: expect.stringContaining(`${path} belongs to uid ${OTHER_UID}`),
+      }),
+    );
     expect(readdirSync(path)).toEqual([]);
   });
 
@@ -143,7 +176,9 @@ describe('embedded secrets key file', () => {
         { length: 4 },
         () =>
           new Promise<string>((resolve, reject) => {
-            const child = spawn(process.execPath, ['--input-type=module', '-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+            const child = spawn(process.execPath, ['--input-type=module', '-e', script, path], {
+              stdio: ['ignore', 'pipe', 'inherit'],
+            });
             let out = '';
             child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
             child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));

@@ -25,10 +25,15 @@ describe('server adapter contract suites', () => {
   });
 
   it('when a server URL is missing, then one line names the skipped suites and the variables', () => {
-    expect(skippedLine([{ server: 'KurrentDB', variable: 'KURRENTDB_URL' }, { server: 'MongoDB', variable: 'MONGODB_URL' }])).toBe(
-      'KurrentDB and MongoDB adapter contract suites skipped: KURRENTDB_URL and MONGODB_URL are not set',
+    expect(
+      skippedLine([
+        { server: 'KurrentDB', variable: 'KURRENTDB_URL' },
+        { server: 'MongoDB', variable: 'MONGODB_URL' },
+      ]),
+    ).toBe('KurrentDB and MongoDB adapter contract suites skipped: KURRENTDB_URL and MONGODB_URL are not set');
+    expect(skippedLine([{ server: 'MongoDB', variable: 'MONGODB_URL' }])).toBe(
+      'MongoDB adapter contract suite skipped: MONGODB_URL is not set',
     );
-    expect(skippedLine([{ server: 'MongoDB', variable: 'MONGODB_URL' }])).toBe('MongoDB adapter contract suite skipped: MONGODB_URL is not set');
     expect(skippedLine([])).toBeNull();
   });
 });

@@ -6,7 +6,13 @@
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AppendWriter, DuplicateEventIdError, isAppendRequestError, type PreparedAppend, prepareAppends } from '../../src/adapters/sqlite/sqlite-append.ts';
+import {
+  AppendWriter,
+  DuplicateEventIdError,
+  isAppendRequestError,
+  type PreparedAppend,
+  prepareAppends,
+} from '../../src/adapters/sqlite/sqlite-append.ts';
 import { CommitThread } from '../../src/adapters/sqlite/sqlite-commit-thread.ts';
 import { openSqliteDatabase } from '../../src/adapters/sqlite/sqlite-database.ts';
 import { ensureEventSchema } from '../../src/adapters/sqlite/sqlite-event-schema.ts';
@@ -21,8 +27,11 @@ describe('the event store commit thread', () => {
   let onEventLoop: ReturnType<typeof vi.fn<(requests: PreparedAppend[][]) => Array<Outcome<AppendResult[]>>>>;
 
   const append = (stream: string, expectedRevision: 'no_stream' | number, n = 1) =>
-    prepareAppends([{ stream, expectedRevision, events: Array.from({ length: n }, (_, i) => ({ type: 'Written', data: { i } })) }]);
-  const streamRows = (stream: string) => db.prepare('SELECT revision FROM events WHERE stream = ? ORDER BY revision').pluck().all(stream);
+    prepareAppends([
+      { stream, expectedRevision, events: Array.from({ length: n }, (_, i) => ({ type: 'Written', data: { i } })) },
+    ]);
+  const streamRows = (stream: string) =>
+    db.prepare('SELECT revision FROM events WHERE stream = ? ORDER BY revision').pluck().all(stream);
 
   /** Runs batches until one is committed by the thread (the event loop's transaction was not called for it). */
   let warmed = 0;
@@ -62,7 +71,13 @@ describe('the event store commit thread', () => {
   it('given the thread is up, when a batch mixes good appends, a conflict and a duplicate id, then each gets the outcome the event loop would give, with the same error classes', async () => {
     await untilOnThread();
     const [first] = append('mixed', 'no_stream');
-    const duplicate = prepareAppends([{ stream: 'other', expectedRevision: 'no_stream', events: [{ id: first!.events[0]!.id, type: 'Written', data: {} }] }]);
+    const duplicate = prepareAppends([
+      {
+        stream: 'other',
+        expectedRevision: 'no_stream',
+        events: [{ id: first!.events[0]!.id, type: 'Written', data: {} }],
+      },
+    ]);
     const outcomes = await thread.run([[first!], append('mixed', 'no_stream'), duplicate, append('mixed', 0, 2)]);
 
     expect(outcomes[0]).toMatchObject({ ok: true, result: [{ nextExpectedRevision: 0 }] });

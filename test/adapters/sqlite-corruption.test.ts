@@ -21,7 +21,11 @@ describe('a corrupted embedded event store', () => {
   beforeAll(async () => {
     const stores = await openStores(embedded(source.path));
     for (let i = 0; i < 20; i++) {
-      await stores.eventStore.append(`wallet-test-${i}`, Array.from({ length: 100 }, () => ({ type: 'WalletCredited', data: { amount: '1.00', note: randomUUID() } })), 'any');
+      await stores.eventStore.append(
+        `wallet-test-${i}`,
+        Array.from({ length: 100 }, () => ({ type: 'WalletCredited', data: { amount: '1.00', note: randomUUID() } })),
+        'any',
+      );
     }
     await stores.close(); // the last connection checkpoints the WAL into events.sqlite
   });
@@ -54,7 +58,7 @@ describe('a corrupted embedded event store', () => {
     }
   });
 
-  it('given a copy whose events pages have flipped bytes, when the check of a start runs (quick or full), then it throws StoreCorruptedError naming events.sqlite and SQLite\'s findings; an intact copy passes', () => {
+  it("given a copy whose events pages have flipped bytes, when the check of a start runs (quick or full), then it throws StoreCorruptedError naming events.sqlite and SQLite's findings; an intact copy passes", () => {
     const damaged = damagedCopy((file) => {
       const { pageSize, pages } = tablePages(file, 'events');
       for (const page of pages.slice(2, 6)) flipBytes(file, (page - 1) * pageSize, 16);
@@ -63,7 +67,11 @@ describe('a corrupted embedded event store', () => {
     try {
       for (const mode of ['quick', 'full'] as const) {
         expect(() => checkSqliteIntegrity(join(damaged.path, 'events.sqlite'), mode)).toThrow(StoreCorruptedError);
-        expect(() => checkSqliteIntegrity(join(damaged.path, 'events.sqlite'), mode)).toThrow(new RegExp(`^events\\.sqlite is corrupted: PRAGMA ${mode === 'quick' ? 'quick_check' : 'integrity_check'}: \\S`));
+        expect(() => checkSqliteIntegrity(join(damaged.path, 'events.sqlite'), mode)).toThrow(
+          new RegExp(
+            `^events\\.sqlite is corrupted: PRAGMA ${mode === 'quick' ? 'quick_check' : 'integrity_check'}: \\S`,
+          ),
+        );
         expect(() => checkSqliteIntegrity(join(intact.path, 'events.sqlite'), mode)).not.toThrow();
       }
       expect(() => checkSqliteIntegrity(join(damaged.path, 'events.sqlite'), 'off')).not.toThrow();

@@ -21,19 +21,22 @@ const POLL_MS = 10;
 
 // Commits on the event loop (the default), or moved to the store's commit thread from the second batch on: the same contract.
 for (const commitOn of ['event-loop', 'thread'] as const) {
-  describeEventStoreContract(commitOn === 'event-loop' ? 'embedded SQLite' : 'embedded SQLite, committed on its commit thread', async () => {
-    const dir = tempDir('event-store-');
-    const file = join(dir.path, 'events.sqlite');
-    const store = openSqliteEventStore({ file, pollIntervalMs: POLL_MS, commitOn });
-    return {
-      store,
-      cleanup: async () => {
-        await store.close();
-        dir.cleanup();
-      },
-      openSecondHandle: async () => openSqliteEventStore({ file, pollIntervalMs: POLL_MS, commitOn }),
-    };
-  });
+  describeEventStoreContract(
+    commitOn === 'event-loop' ? 'embedded SQLite' : 'embedded SQLite, committed on its commit thread',
+    async () => {
+      const dir = tempDir('event-store-');
+      const file = join(dir.path, 'events.sqlite');
+      const store = openSqliteEventStore({ file, pollIntervalMs: POLL_MS, commitOn });
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          dir.cleanup();
+        },
+        openSecondHandle: async () => openSqliteEventStore({ file, pollIntervalMs: POLL_MS, commitOn }),
+      };
+    },
+  );
 }
 
 describe('SQLite event store, embedded specifics', () => {
@@ -116,10 +119,14 @@ describe('SQLite event store, embedded specifics', () => {
       await store.append('mine', [event(-1)], 'no_stream');
       const iterator = store.subscribeToAll({ from: 'start' })[Symbol.asyncIterator]();
       expect((await iterator.next()).value).toMatchObject({ stream: 'mine' });
-      const child = spawn(process.execPath, [APPEND_CHILD, file, '300'], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, [APPEND_CHILD, file, '300'], {
+        cwd: PROJECT_ROOT,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       children.push(child);
       const seqs: number[] = [];
-      while (seqs.length < 300) seqs.push(((await iterator.next()).value as RecordedEvent<string, { seq: number }>).data.seq);
+      while (seqs.length < 300)
+        seqs.push(((await iterator.next()).value as RecordedEvent<string, { seq: number }>).data.seq);
       expect(seqs).toEqual(Array.from({ length: 300 }, (_, i) => i));
     }, 30_000);
 
@@ -127,12 +134,18 @@ describe('SQLite event store, embedded specifics', () => {
       const store = open();
       const rare = new Set([0, 999, 1000, 9999, 10_000, 10_001, 19_999, 24_999]);
       for (let start = 0; start < 25_000; start += 1000) {
-        const events = Array.from({ length: 1000 }, (_, i) => ({ type: rare.has(start + i) ? 'Rare' : 'Common', data: { seq: start + i } }));
+        const events = Array.from({ length: 1000 }, (_, i) => ({
+          type: rare.has(start + i) ? 'Rare' : 'Common',
+          data: { seq: start + i },
+        }));
         await store.append(`s-${start % 3}`, events, 'any');
       }
-      const iterator = store.subscribeToAll({ from: 'start', filter: { eventTypes: ['Rare'] } })[Symbol.asyncIterator]();
+      const iterator = store
+        .subscribeToAll({ from: 'start', filter: { eventTypes: ['Rare'] } })
+        [Symbol.asyncIterator]();
       const received: number[] = [];
-      for (let i = 0; i < rare.size; i++) received.push(((await iterator.next()).value as RecordedEvent<string, { seq: number }>).data.seq);
+      for (let i = 0; i < rare.size; i++)
+        received.push(((await iterator.next()).value as RecordedEvent<string, { seq: number }>).data.seq);
       expect(received).toEqual([...rare]);
       await store.append('late', [{ type: 'Rare', data: { seq: 25_000 } }], 'any');
       expect((await iterator.next()).value).toMatchObject({ stream: 'late', data: { seq: 25_000 } });
@@ -141,7 +154,8 @@ describe('SQLite event store, embedded specifics', () => {
 
   describe('group commit', () => {
     /** Frames written to the WAL since the last TRUNCATE checkpoint: every commit writes at least one. */
-    const walFrames = (raw: Database.Database) => (raw.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number }>)[0]!.log;
+    const walFrames = (raw: Database.Database) =>
+      (raw.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number }>)[0]!.log;
 
     it('when 100 appends to distinct streams and one conflicting append are issued together, then they share one transaction and only the conflict fails', async () => {
       const store = open();
@@ -195,7 +209,10 @@ describe('SQLite event store, embedded specifics', () => {
       db.exec('BEGIN IMMEDIATE');
       process.stdout.write('locked\\n');
       setTimeout(() => { db.exec('COMMIT'); db.close(); }, 300);`;
-    const child = spawn(process.execPath, ['-e', holdLock, file], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['-e', holdLock, file], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     children.push(child);
     await once(child.stdout!, 'data');
     const started = Date.now();
@@ -231,8 +248,10 @@ describe('SQLite event store, embedded specifics', () => {
     expect(code, output).toBe(0);
     expect(received).toHaveLength(total);
     received.forEach((e, i) => {
-      if (i > 0 && e.position <= received[i - 1]!.position) throw new Error(`position ${e.position} after ${received[i - 1]!.position}`);
-      if ((e.data as { seq: number }).seq !== i) throw new Error(`event ${i} carries seq ${(e.data as { seq: number }).seq}`);
+      if (i > 0 && e.position <= received[i - 1]!.position)
+        throw new Error(`position ${e.position} after ${received[i - 1]!.position}`);
+      if ((e.data as { seq: number }).seq !== i)
+        throw new Error(`event ${i} carries seq ${(e.data as { seq: number }).seq}`);
     });
     expect(await store.headPosition()).toBe(received[total - 1]!.position);
     expect(received[0]!.metadata).toEqual({ actor: 'system:child' });

@@ -59,22 +59,21 @@ interface Adapter {
 
 const pad = (bytes: number) => 'x'.repeat(bytes);
 const targets: Target[] = [
-  ...(['thread', 'event-loop'] as const).map(
-    (commitOn): Target => ({
-      name: commitOn === 'thread' ? 'event store append, committed on its commit thread' : 'event store append',
-      Unavailable: EventStoreUnavailableError,
-      // The thread has a connection of its own, which a test cannot reach for a per-connection pragma.
-      onThread: commitOn === 'thread',
-      async open(file, busyBudgetMs) {
-        const store = openSqliteEventStore({ file, pollIntervalMs: 10, busyBudgetMs, commitOn });
-        return {
-          write: (n, bytes = 0) => store.append(`s-${n}`, [{ type: 'Written', data: { n, pad: pad(bytes) } }], 'no_stream'),
-          count: async () => (await store.readAll()).length,
-          close: () => store.close(),
-        };
-      },
-    }),
-  ),
+  ...(['thread', 'event-loop'] as const).map((commitOn): Target => ({
+    name: commitOn === 'thread' ? 'event store append, committed on its commit thread' : 'event store append',
+    Unavailable: EventStoreUnavailableError,
+    // The thread has a connection of its own, which a test cannot reach for a per-connection pragma.
+    onThread: commitOn === 'thread',
+    async open(file, busyBudgetMs) {
+      const store = openSqliteEventStore({ file, pollIntervalMs: 10, busyBudgetMs, commitOn });
+      return {
+        write: (n, bytes = 0) =>
+          store.append(`s-${n}`, [{ type: 'Written', data: { n, pad: pad(bytes) } }], 'no_stream'),
+        count: async () => (await store.readAll()).length,
+        close: () => store.close(),
+      };
+    },
+  })),
   {
     name: 'read store commit',
     Unavailable: ReadStoreUnavailableError,
@@ -82,7 +81,11 @@ const targets: Target[] = [
       const store = openSqliteReadStore({ file, busyBudgetMs });
       await store.defineCollections([{ name: 'docs' }]);
       return {
-        write: (n, bytes = 0) => store.commit([{ op: 'upsert', collection: 'docs', doc: { id: `d${n}`, pad: pad(bytes) } }], { projection: 'docs', position: n }),
+        write: (n, bytes = 0) =>
+          store.commit([{ op: 'upsert', collection: 'docs', doc: { id: `d${n}`, pad: pad(bytes) } }], {
+            projection: 'docs',
+            position: n,
+          }),
         count: () => store.count('docs'),
         close: () => store.close(),
       };
@@ -98,7 +101,11 @@ const targets: Target[] = [
         write: (n, bytes = 0) =>
           ledger.submit({
             operationID: `op-${n}`,
-            legs: Array.from({ length: Math.max(1, Math.round(bytes / 100)) }, (_, i) => ({ from: ISSUANCE_ADDRESS, to: `individual:+234800${i}`, amount: '1' })),
+            legs: Array.from({ length: Math.max(1, Math.round(bytes / 100)) }, (_, i) => ({
+              from: ISSUANCE_ADDRESS,
+              to: `individual:+234800${i}`,
+              amount: '1',
+            })),
           }),
         count: async () => (await ledger.transactions()).length,
         close: () => ledger.close(),
@@ -122,7 +129,10 @@ function watchEventLoop(): { worstGapMs: () => number; stop: () => void } {
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What `promise` did, without throwing, and whether it has settled yet. */
-function track<T>(promise: Promise<T>): { settled: () => boolean; result: Promise<{ ok: true; value: T } | { ok: false; error: unknown }> } {
+function track<T>(promise: Promise<T>): {
+  settled: () => boolean;
+  result: Promise<{ ok: true; value: T } | { ok: false; error: unknown }>;
+} {
   let settled = false;
   const result = promise.then(
     (value) => ({ ok: true as const, value }),
@@ -208,7 +218,10 @@ describe('reads while the database answers SQLITE_BUSY', () => {
   beforeEach(() => {
     dir = tempDir('sqlite-faults-');
     const probe = new Database(':memory:');
-    const Statement = Object.getPrototypeOf(probe.prepare('SELECT 1')) as { get: (...args: unknown[]) => unknown; all: (...args: unknown[]) => unknown };
+    const Statement = Object.getPrototypeOf(probe.prepare('SELECT 1')) as {
+      get: (...args: unknown[]) => unknown;
+      all: (...args: unknown[]) => unknown;
+    };
     probe.close();
     for (const method of ['get', 'all'] as const) {
       const original = Statement[method];
@@ -233,7 +246,13 @@ describe('reads while the database answers SQLITE_BUSY', () => {
       await events.append('a', [{ type: 'X', data: {} }], 'no_stream');
       const loop = watchEventLoop();
       busyUntil = performance.now() + 400;
-      const results = await Promise.all([events.readAll(), events.headPosition(), read.get('docs', 'none'), read.getCheckpoint('p'), ledger.balance('individual:+1')]);
+      const results = await Promise.all([
+        events.readAll(),
+        events.headPosition(),
+        read.get('docs', 'none'),
+        read.getCheckpoint('p'),
+        ledger.balance('individual:+1'),
+      ]);
       loop.stop();
       expect(performance.now()).toBeGreaterThanOrEqual(busyUntil);
       expect(results.slice(1)).toEqual([1, null, null, '0']);
@@ -301,34 +320,45 @@ describe('SQLITE_FULL from max_page_count (every environment)', () => {
   afterEach(() => dir.cleanup());
 
   // max_page_count is set on the connection the test can reach; the thread's connection meets a full disk in the tmpfs tests below.
-  it.each(targets.filter((target) => !target.onThread))('given a database that may not grow, when $name needs a page, then it fails unavailable, and once it may grow the next call succeeds', async (target) => {
-    const adapter = await target.open(join(dir.path, 'db.sqlite'));
-    try {
-      await adapter.write(1);
-      limitPages(true);
-      const error = await adapter.write(2, 64 * 1024).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(target.Unavailable);
-      expect(sqliteCode(error)).toBe('SQLITE_FULL');
-      expect(await adapter.count()).toBe(1);
+  it.each(targets.filter((target) => !target.onThread))(
+    'given a database that may not grow, when $name needs a page, then it fails unavailable, and once it may grow the next call succeeds',
+    async (target) => {
+      const adapter = await target.open(join(dir.path, 'db.sqlite'));
+      try {
+        await adapter.write(1);
+        limitPages(true);
+        const error = await adapter.write(2, 64 * 1024).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(target.Unavailable);
+        expect(sqliteCode(error)).toBe('SQLITE_FULL');
+        expect(await adapter.count()).toBe(1);
 
-      limitPages(false);
-      await adapter.write(3, 64 * 1024);
-      expect(await adapter.count()).toBe(2);
-    } finally {
-      await adapter.close();
-    }
-  });
+        limitPages(false);
+        await adapter.write(3, 64 * 1024);
+        expect(await adapter.count()).toBe(2);
+      } finally {
+        await adapter.close();
+      }
+    },
+  );
 
   it('given a full database, when appends share a batch, then all of them fail and the next batch commits', async () => {
     const store = openSqliteEventStore({ file: join(dir.path, 'events.sqlite') });
     try {
       await store.append('a', [{ type: 'X', data: {} }], 'no_stream');
       limitPages(true);
-      const batch = [store.append('b', [{ type: 'X', data: {} }], 'no_stream'), store.append('c', [{ type: 'X', data: pad(64 * 1024) }], 'no_stream')];
+      const batch = [
+        store.append('b', [{ type: 'X', data: {} }], 'no_stream'),
+        store.append('c', [{ type: 'X', data: pad(64 * 1024) }], 'no_stream'),
+      ];
       const outcomes = await Promise.allSettled(batch);
-      expect(outcomes.map((o) => o.status === 'rejected' && o.reason instanceof EventStoreUnavailableError)).toEqual([true, true]);
+      expect(outcomes.map((o) => o.status === 'rejected' && o.reason instanceof EventStoreUnavailableError)).toEqual([
+        true,
+        true,
+      ]);
       limitPages(false);
-      await expect(store.append('b', [{ type: 'X', data: {} }], 'no_stream')).resolves.toMatchObject({ nextExpectedRevision: 0 });
+      await expect(store.append('b', [{ type: 'X', data: {} }], 'no_stream')).resolves.toMatchObject({
+        nextExpectedRevision: 0,
+      });
       expect((await store.readAll()).map((e: RecordedEvent) => e.stream)).toEqual(['a', 'b']);
     } finally {
       await store.close();
@@ -345,13 +375,21 @@ describe('SQLITE_FULL from max_page_count (every environment)', () => {
         { op: 'upsert' as const, collection: 'docs', doc: { id: 'small' } },
         { op: 'upsert' as const, collection: 'docs', doc: { id: 'big', pad: pad(64 * 1024) } },
       ];
-      await expect(store.commit(writes, { projection: 'p', position: 2 })).rejects.toBeInstanceOf(ReadStoreUnavailableError);
+      await expect(store.commit(writes, { projection: 'p', position: 2 })).rejects.toBeInstanceOf(
+        ReadStoreUnavailableError,
+      );
       expect((await store.find('docs')).map((d) => d.id)).toEqual(['kept']);
       expect(await store.getCheckpoint('p')).toBe(1);
 
-      await expect(store.commit([], { projection: 'p', position: 3, expected: 0 })).rejects.toBeInstanceOf(CheckpointConflictError);
-      await expect(store.commit([{ op: 'upsert', collection: 'nope', doc: { id: 'x' } }])).rejects.toBeInstanceOf(ReadStoreQueryError);
-      await expect(store.commit([{ op: 'upsert', collection: 'docs', doc: {} as never }])).rejects.toBeInstanceOf(TypeError);
+      await expect(store.commit([], { projection: 'p', position: 3, expected: 0 })).rejects.toBeInstanceOf(
+        CheckpointConflictError,
+      );
+      await expect(store.commit([{ op: 'upsert', collection: 'nope', doc: { id: 'x' } }])).rejects.toBeInstanceOf(
+        ReadStoreQueryError,
+      );
+      await expect(store.commit([{ op: 'upsert', collection: 'docs', doc: {} as never }])).rejects.toBeInstanceOf(
+        TypeError,
+      );
 
       limitPages(false);
       await store.commit(writes, { projection: 'p', position: 2 });
@@ -365,7 +403,9 @@ describe('SQLITE_FULL from max_page_count (every environment)', () => {
     const ledger = openEmbeddedLedger({ file: join(dir.path, 'ledger.sqlite') });
     try {
       limitPages(true);
-      await expect(ledger.submit({ operationID: 'o', legs: [{ from: 'individual:+1', to: 'individual:+2', amount: '5' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        ledger.submit({ operationID: 'o', legs: [{ from: 'individual:+1', to: 'individual:+2', amount: '5' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
     } finally {
       await ledger.close();
     }
@@ -381,26 +421,29 @@ describe('a full disk (a tiny tmpfs)', () => {
   afterAll(() => tmpfs.unmount());
   const fill = fillDisk;
 
-  it.for(targets)('given the disk is full, when $name writes, then it fails unavailable and the process stays up; once space is freed the next call succeeds', async (target, context) => {
-    context.skip(!tmpfs.mountPoint, tmpfs.skipReason);
-    const dir = mkdtempSync(join(tmpfs.mountPoint!, 'db-'));
-    const adapter = await target.open(join(dir, 'db.sqlite'));
-    try {
-      await adapter.write(1);
-      fill(join(dir, 'filler'));
-      const error = await adapter.write(2, 64 * 1024).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(target.Unavailable);
-      expect(sqliteCode(error)).toMatch(/^SQLITE_(FULL|IOERR)/);
-      expect(await adapter.count()).toBe(1);
+  it.for(targets)(
+    'given the disk is full, when $name writes, then it fails unavailable and the process stays up; once space is freed the next call succeeds',
+    async (target, context) => {
+      context.skip(!tmpfs.mountPoint, tmpfs.skipReason);
+      const dir = mkdtempSync(join(tmpfs.mountPoint!, 'db-'));
+      const adapter = await target.open(join(dir, 'db.sqlite'));
+      try {
+        await adapter.write(1);
+        fill(join(dir, 'filler'));
+        const error = await adapter.write(2, 64 * 1024).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(target.Unavailable);
+        expect(sqliteCode(error)).toMatch(/^SQLITE_(FULL|IOERR)/);
+        expect(await adapter.count()).toBe(1);
 
-      rmSync(join(dir, 'filler'));
-      await adapter.write(3, 64 * 1024);
-      expect(await adapter.count()).toBe(2);
-    } finally {
-      await adapter.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+        rmSync(join(dir, 'filler'));
+        await adapter.write(3, 64 * 1024);
+        expect(await adapter.count()).toBe(2);
+      } finally {
+        await adapter.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe('retryWhileBusy', () => {
@@ -447,9 +490,12 @@ describe('retryWhileBusy', () => {
 
   it('given a signal aborted while waiting, then the wait ends with its reason', async () => {
     const controller = new AbortController();
-    const pending = retryWhileBusy(() => {
-      throw busy();
-    }, { budgetMs: 10_000, signal: controller.signal });
+    const pending = retryWhileBusy(
+      () => {
+        throw busy();
+      },
+      { budgetMs: 10_000, signal: controller.signal },
+    );
     setTimeout(() => controller.abort(new Error('closed')), 30);
     await expect(pending).rejects.toThrow('closed');
   });

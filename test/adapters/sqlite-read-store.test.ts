@@ -53,10 +53,26 @@ describe('SQLite read store, embedded specifics', () => {
 
   it('given ASCII and other search texts, then matches agree with JavaScript lowering, also on values with other characters (the Kelvin sign, dotted I) and never on a number', async () => {
     const store = await open();
-    const memos: Record<string, unknown> = { a: 'Rent for ALICE', b: 'Temperature 300 \u212A', c: 'École', d: 'ecole', e: 12345, f: 'İstanbul', g: null, h: 'Ünïcode rent' };
-    await store.commit(Object.entries(memos).map(([id, memo]) => ({ op: 'upsert' as const, collection: 'payments', doc: { id, memo } })));
-    const ids = async (text: string) => (await store.find('payments', { search: { text, fields: ['memo'] } })).map((doc) => doc.id).sort();
-    const expected = (text: string) => Object.entries(memos).filter(([, memo]) => typeof memo === 'string' && memo.toLowerCase().includes(text.toLowerCase())).map(([id]) => id).sort();
+    const memos: Record<string, unknown> = {
+      a: 'Rent for ALICE',
+      b: 'Temperature 300 \u212A',
+      c: 'École',
+      d: 'ecole',
+      e: 12345,
+      f: 'İstanbul',
+      g: null,
+      h: 'Ünïcode rent',
+    };
+    await store.commit(
+      Object.entries(memos).map(([id, memo]) => ({ op: 'upsert' as const, collection: 'payments', doc: { id, memo } })),
+    );
+    const ids = async (text: string) =>
+      (await store.find('payments', { search: { text, fields: ['memo'] } })).map((doc) => doc.id).sort();
+    const expected = (text: string) =>
+      Object.entries(memos)
+        .filter(([, memo]) => typeof memo === 'string' && memo.toLowerCase().includes(text.toLowerCase()))
+        .map(([id]) => id)
+        .sort();
     for (const text of ['rent', 'ALICE', 'k', '300 k', 'ecole', 'cole', 'i', '123', 'istanbul', 'code rent', '']) {
       expect(await ids(text), text).toEqual(expected(text));
     }
@@ -66,7 +82,10 @@ describe('SQLite read store, embedded specifics', () => {
 
   it('given committed data, when the file is reopened, then documents and checkpoints are still there', async () => {
     const first = await open();
-    await first.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', status: 'settled' } }], { projection: 'payments', position: 9 });
+    await first.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', status: 'settled' } }], {
+      projection: 'payments',
+      position: 9,
+    });
     await first.close();
 
     const second = await open();
@@ -78,13 +97,16 @@ describe('SQLite read store, embedded specifics', () => {
     const writer = await open();
     const reader = await open();
     expect(await reader.count('payments')).toBe(0);
-    await writer.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', status: 'pending', memo: 'Lunch' } }], {
-      projection: 'payments',
-      position: 1,
-    });
-    expect(await reader.find('payments', { where: { status: 'pending' }, search: { text: 'lunch', fields: ['memo'] } })).toEqual([
-      { id: 'p1', status: 'pending', memo: 'Lunch' },
-    ]);
+    await writer.commit(
+      [{ op: 'upsert', collection: 'payments', doc: { id: 'p1', status: 'pending', memo: 'Lunch' } }],
+      {
+        projection: 'payments',
+        position: 1,
+      },
+    );
+    expect(
+      await reader.find('payments', { where: { status: 'pending' }, search: { text: 'lunch', fields: ['memo'] } }),
+    ).toEqual([{ id: 'p1', status: 'pending', memo: 'Lunch' }]);
     expect(await reader.getCheckpoint('payments')).toBe(1);
   });
 
@@ -92,13 +114,17 @@ describe('SQLite read store, embedded specifics', () => {
     const store = openSqliteReadStore({ file });
     opened.push(store);
     await store.defineCollections([{ name: 'counters', indexes: [['expiresAt']] }, { name: 'held' }]);
-    await store.commit(Array.from({ length: 20 }, (_, i) => ({ op: 'upsert' as const, collection: 'held', doc: { id: `doc-${i}` } })));
+    await store.commit(
+      Array.from({ length: 20 }, (_, i) => ({ op: 'upsert' as const, collection: 'held', doc: { id: `doc-${i}` } })),
+    );
     const run = () =>
       new Promise<{ counts: number[]; taken: string[] }>((resolve, reject) => {
         const child = spawn(process.execPath, [COUNTER_CHILD, file, '200'], { stdio: ['ignore', 'pipe', 'inherit'] });
         let out = '';
         child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-        child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`))));
+        child.once('exit', (code) =>
+          code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`)),
+        );
       });
     const [a, b] = await Promise.all([run(), run()]);
     expect([...a.counts, ...b.counts].sort((x, y) => x - y)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
@@ -111,20 +137,42 @@ describe('SQLite read store, embedded specifics', () => {
     const writes = Array.from({ length: 2_000 }, (_, i) => ({
       op: 'upsert' as const,
       collection: 'payments',
-      doc: { id: `p${i}`, status: ['pending', 'settled', 'failed'][i % 3]!, createdAt: 1_700_000_000 + i, payer: { msisdn: `+2547${i}` } },
+      doc: {
+        id: `p${i}`,
+        status: ['pending', 'settled', 'failed'][i % 3]!,
+        createdAt: 1_700_000_000 + i,
+        payer: { msisdn: `+2547${i}` },
+      },
     }));
     await store.commit(writes);
 
     const queries: FindQuery[] = [
-      { where: { status: 'settled' }, sort: [['createdAt', 'desc'], ['id', 'desc']], limit: 50 },
-      { where: { status: 'pending' }, sort: [['createdAt', 'asc'], ['id', 'asc']], skip: 100, limit: 50 },
+      {
+        where: { status: 'settled' },
+        sort: [
+          ['createdAt', 'desc'],
+          ['id', 'desc'],
+        ],
+        limit: 50,
+      },
+      {
+        where: { status: 'pending' },
+        sort: [
+          ['createdAt', 'asc'],
+          ['id', 'asc'],
+        ],
+        skip: 100,
+        limit: 50,
+      },
       { where: { 'payer.msisdn': '+25477' } },
     ];
     const inspector = new Database(file, { readonly: true });
     try {
       for (const query of queries) {
         const { sql, params } = compileFind(PAYMENTS, query);
-        const plan = (inspector.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail);
+        const plan = (inspector.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map(
+          (r) => r.detail,
+        );
         expect(plan.join('\n')).toMatch(/^SEARCH payments USING INDEX "?payments:/);
         expect(plan.join('\n')).not.toMatch(/SCAN|TEMP B-TREE/);
       }
@@ -139,16 +187,29 @@ describe('SQLite read store, embedded specifics', () => {
   describe('promote', () => {
     const SHADOW: CollectionDefinition = { ...PAYMENTS, name: 'payments__rebuild', indexes: [] };
     const indexNames = (inspector: Database.Database, table: string) =>
-      (inspector.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name`).pluck().all(table) as string[]);
+      inspector
+        .prepare(
+          `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name`,
+        )
+        .pluck()
+        .all(table) as string[];
 
     async function promoted(source: CollectionDefinition): Promise<ReadStore> {
       const store = await open();
       await store.defineCollections([source]);
-      await store.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'old', status: 'settled', createdAt: 1 } }], { projection: 'payments', position: 1 });
+      await store.commit(
+        [{ op: 'upsert', collection: 'payments', doc: { id: 'old', status: 'settled', createdAt: 1 } }],
+        { projection: 'payments', position: 1 },
+      );
       const writes = Array.from({ length: 2_000 }, (_, i) => ({
         op: 'upsert' as const,
         collection: source.name,
-        doc: { id: `p${i}`, status: ['pending', 'settled', 'failed'][i % 3]!, createdAt: 1_700_000_000 + i, payer: { msisdn: `+2547${i}` } },
+        doc: {
+          id: `p${i}`,
+          status: ['pending', 'settled', 'failed'][i % 3]!,
+          createdAt: 1_700_000_000 + i,
+          payer: { msisdn: `+2547${i}` },
+        },
       }));
       await store.commit(writes, { projection: source.name, position: 2_000 });
       await store.promote(source.name, 'payments', { from: source.name, to: 'payments' });
@@ -158,7 +219,15 @@ describe('SQLite read store, embedded specifics', () => {
     it('given a source built without indexes, when promoted, then where + sort queries on the target search its declared index without a scan or a temp b-tree', async () => {
       const store = await promoted(SHADOW);
       const queries: FindQuery[] = [
-        { where: { status: 'settled' }, sort: [['createdAt', 'desc'], ['id', 'desc']], skip: 10, limit: 50 },
+        {
+          where: { status: 'settled' },
+          sort: [
+            ['createdAt', 'desc'],
+            ['id', 'desc'],
+          ],
+          skip: 10,
+          limit: 50,
+        },
         { where: { 'payer.msisdn': '+25477' } },
       ];
       const inspector = new Database(file, { readonly: true });
@@ -167,7 +236,9 @@ describe('SQLite read store, embedded specifics', () => {
         expect(indexNames(inspector, SHADOW.name)).toEqual([]);
         for (const query of queries) {
           const { sql, params } = compileFind(PAYMENTS, query);
-          const plan = (inspector.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join('\n');
+          const plan = (inspector.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>)
+            .map((r) => r.detail)
+            .join('\n');
           expect(plan).toMatch(/^SEARCH payments USING INDEX "?payments:/);
           expect(plan).not.toMatch(/SCAN|TEMP B-TREE/);
         }
@@ -178,11 +249,20 @@ describe('SQLite read store, embedded specifics', () => {
     });
 
     it('given a source with indexes of its own, when promoted, then the target keeps only its declared indexes', async () => {
-      await promoted({ ...PAYMENTS, name: 'payments__rebuild', indexes: [['createdAt'], ['status', 'createdAt', 'id']] });
+      await promoted({
+        ...PAYMENTS,
+        name: 'payments__rebuild',
+        indexes: [['createdAt'], ['status', 'createdAt', 'id']],
+      });
       const inspector = new Database(file, { readonly: true });
       try {
         expect(indexNames(inspector, 'payments')).toEqual(['payments:payer.msisdn', 'payments:status,createdAt,id']);
-        expect((inspector.prepare(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'payments__rebuild%'`).pluck().get() as number)).toBe(0);
+        expect(
+          inspector
+            .prepare(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'payments__rebuild%'`)
+            .pluck()
+            .get() as number,
+        ).toBe(0);
       } finally {
         inspector.close();
       }
@@ -191,12 +271,37 @@ describe('SQLite read store, embedded specifics', () => {
     it('given a second handle that has read the target, when another handle promotes a source over it, then the second handle reads the promoted documents', async () => {
       const reader = await open();
       const writer = await open();
-      await writer.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'old', status: 'settled', createdAt: 1 } }]);
-      expect((await reader.find('payments', { where: { status: 'settled' }, sort: [['createdAt', 'desc'], ['id', 'desc']] })).map((d) => d.id)).toEqual(['old']);
+      await writer.commit([
+        { op: 'upsert', collection: 'payments', doc: { id: 'old', status: 'settled', createdAt: 1 } },
+      ]);
+      expect(
+        (
+          await reader.find('payments', {
+            where: { status: 'settled' },
+            sort: [
+              ['createdAt', 'desc'],
+              ['id', 'desc'],
+            ],
+          })
+        ).map((d) => d.id),
+      ).toEqual(['old']);
       await writer.defineCollections([SHADOW]);
-      await writer.commit([{ op: 'upsert', collection: SHADOW.name, doc: { id: 'new', status: 'settled', createdAt: 2 } }], { projection: SHADOW.name, position: 7 });
+      await writer.commit(
+        [{ op: 'upsert', collection: SHADOW.name, doc: { id: 'new', status: 'settled', createdAt: 2 } }],
+        { projection: SHADOW.name, position: 7 },
+      );
       await writer.promote(SHADOW.name, 'payments', { from: SHADOW.name, to: 'payments' });
-      expect((await reader.find('payments', { where: { status: 'settled' }, sort: [['createdAt', 'desc'], ['id', 'desc']] })).map((d) => d.id)).toEqual(['new']);
+      expect(
+        (
+          await reader.find('payments', {
+            where: { status: 'settled' },
+            sort: [
+              ['createdAt', 'desc'],
+              ['id', 'desc'],
+            ],
+          })
+        ).map((d) => d.id),
+      ).toEqual(['new']);
       expect(await reader.get('payments', 'old')).toBeNull();
       expect(await reader.getCheckpoint('payments')).toBe(7);
     });
@@ -204,7 +309,9 @@ describe('SQLite read store, embedded specifics', () => {
 
   it('given batches of every size up to 1,100 ids, when read with getMany, then each finds its documents and a handful of statements serve them all', async () => {
     const store = await open();
-    await store.commit(Array.from({ length: 1100 }, (_, i) => ({ op: 'upsert' as const, collection: 'payments', doc: { id: `p${i}` } })));
+    await store.commit(
+      Array.from({ length: 1100 }, (_, i) => ({ op: 'upsert' as const, collection: 'payments', doc: { id: `p${i}` } })),
+    );
     const prepare = vi.spyOn(Database.prototype, 'prepare');
     try {
       for (let size = 1; size <= 1100; size += 1) {
@@ -243,7 +350,9 @@ describe('SQLite read store, embedded specifics', () => {
     await expect(store.defineCollections([{ name: 'x"; DROP TABLE payments; --' }])).rejects.toThrow(/collection name/);
     await expect(store.defineCollections([{ name: 'checkpoints' }])).rejects.toThrow(/reserved/);
     await expect(store.find('payments', { where: { "status') OR 1=1 --": 'x' } })).rejects.toThrow(/field path/);
-    await expect(store.find('payments', { sort: [["id'); DROP TABLE payments; --", 'asc']] })).rejects.toThrow(/field path/);
+    await expect(store.find('payments', { sort: [["id'); DROP TABLE payments; --", 'asc']] })).rejects.toThrow(
+      /field path/,
+    );
     expect(await store.count('payments')).toBe(0);
   });
 });
@@ -258,7 +367,9 @@ describe('SQLite read store: the file at its path', () => {
       expect(await store.getCheckpoint('p')).toBe(1);
       rmSync(file);
       for (const suffix of ['-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
-      await expect(store.getCheckpoint('p')).rejects.toThrow(/read-models\.sqlite is corrupted: the file was removed while this process had it open/);
+      await expect(store.getCheckpoint('p')).rejects.toThrow(
+        /read-models\.sqlite is corrupted: the file was removed while this process had it open/,
+      );
       const rebuilt = openSqliteReadStore({ file });
       await rebuilt.commit([], { projection: 'p', position: 7 });
       await rebuilt.close();

@@ -24,7 +24,13 @@ afterEach(() => dir.cleanup());
 
 /** What KurrentDB counts of an append, near enough: each event's data and metadata as sent. */
 const appendBytes = (requests: StreamAppend[]) =>
-  requests.flatMap((request) => request.events).reduce((sum, event) => sum + Buffer.byteLength(JSON.stringify(event.data)) + Buffer.byteLength(JSON.stringify(event.metadata ?? {})), 0);
+  requests
+    .flatMap((request) => request.events)
+    .reduce(
+      (sum, event) =>
+        sum + Buffer.byteLength(JSON.stringify(event.data)) + Buffer.byteLength(JSON.stringify(event.metadata ?? {})),
+      0,
+    );
 
 /** The store, recording the size of every appendMulti it is given. */
 function recording(store: EventStore): { store: EventStore; sizes: Array<{ events: number; bytes: number }> } {
@@ -38,7 +44,10 @@ function recording(store: EventStore): { store: EventStore; sizes: Array<{ event
       readStream: (stream, options) => store.readStream(stream, options),
       append: (stream, events, expected) => store.append(stream, events, expected),
       appendMulti: (requests) => {
-        sizes.push({ events: requests.reduce((n, request) => n + request.events.length, 0), bytes: appendBytes(requests) });
+        sizes.push({
+          events: requests.reduce((n, request) => n + request.events.length, 0),
+          bytes: appendBytes(requests),
+        });
         return store.appendMulti(requests);
       },
       subscribeToAll: (options) => store.subscribeToAll(options),
@@ -47,12 +56,16 @@ function recording(store: EventStore): { store: EventStore; sizes: Array<{ event
   };
 }
 
-describe('events import: appends within the store\'s request size', () => {
-  it('given fewer than 1,000 events whose data add up to several MiB, when imported, then every append stays under half of KurrentDB\'s 1 MiB limit and the history arrives whole', async () => {
+describe("events import: appends within the store's request size", () => {
+  it("given fewer than 1,000 events whose data add up to several MiB, when imported, then every append stays under half of KurrentDB's 1 MiB limit and the history arrives whole", async () => {
     const source = withHashChain(openSqliteEventStore({ file: join(dir.path, 'source.sqlite') }));
     const blob = 'x'.repeat(8 * 1024);
     for (let i = 0; i < 10; i++) {
-      await source.append('wallet-a', Array.from({ length: 30 }, (_, j) => ({ type: 'Noted', data: { i, j, blob } })), 'any');
+      await source.append(
+        'wallet-a',
+        Array.from({ length: 30 }, (_, j) => ({ type: 'Noted', data: { i, j, blob } })),
+        'any',
+      );
     }
     await source.close();
     const file = join(dir.path, 'export.jsonl');
@@ -99,7 +112,12 @@ describe('events export and import: complete or refused, resumable', () => {
   const SOURCE_EVENTS = 250;
   async function exported(): Promise<string> {
     const source = withHashChain(openSqliteEventStore({ file: join(dir.path, 'source.sqlite') }));
-    for (let i = 0; i < SOURCE_EVENTS / 5; i++) await source.append(`wallet-${i % 7}`, Array.from({ length: 5 }, (_, j) => ({ type: 'Noted', data: { i, j } })), 'any');
+    for (let i = 0; i < SOURCE_EVENTS / 5; i++)
+      await source.append(
+        `wallet-${i % 7}`,
+        Array.from({ length: 5 }, (_, j) => ({ type: 'Noted', data: { i, j } })),
+        'any',
+      );
     await source.close();
     const raw = openSqliteEventStore({ file: join(dir.path, 'source.sqlite') });
     const file = join(dir.path, 'export.jsonl');
@@ -110,7 +128,14 @@ describe('events export and import: complete or refused, resumable', () => {
   const history = async (file: string) => {
     const store = openSqliteEventStore({ file });
     try {
-      return (await store.readAll()).map((e) => ({ id: e.id, stream: e.stream, revision: e.revision, type: e.type, data: e.data, metadata: e.metadata }));
+      return (await store.readAll()).map((e) => ({
+        id: e.id,
+        stream: e.stream,
+        revision: e.revision,
+        type: e.type,
+        data: e.data,
+        metadata: e.metadata,
+      }));
     } finally {
       await store.close();
     }
@@ -135,7 +160,10 @@ describe('events export and import: complete or refused, resumable', () => {
     const targetFile = join(dir.path, 'target.sqlite');
     const target = openSqliteEventStore({ file: targetFile });
     let appends = 0;
-    const dying: EventStore = { ...recording(target).store, appendMulti: (requests) => (++appends > 2 ? Promise.reject(new Error('killed')) : target.appendMulti(requests)) };
+    const dying: EventStore = {
+      ...recording(target).store,
+      appendMulti: (requests) => (++appends > 2 ? Promise.reject(new Error('killed')) : target.appendMulti(requests)),
+    };
     await expect(importEvents(dying, file)).rejects.toThrow('killed');
     const partial = await target.headPosition();
     expect(partial).toBeGreaterThan(0);
@@ -153,7 +181,9 @@ describe('events export and import: complete or refused, resumable', () => {
     const target = withHashChain(openSqliteEventStore({ file: join(dir.path, 'target.sqlite') }));
     await target.append('other', [{ type: 'Noted', data: {} }], 'any');
     try {
-      await expect(importEvents(unwrapHashChain(target), file)).rejects.toThrow(/not empty and does not hold the start of this export/);
+      await expect(importEvents(unwrapHashChain(target), file)).rejects.toThrow(
+        /not empty and does not hold the start of this export/,
+      );
     } finally {
       await target.close();
     }
@@ -163,13 +193,21 @@ describe('events export and import: complete or refused, resumable', () => {
     const file = await exported();
     const target = openSqliteEventStore({ file: join(dir.path, 'target.sqlite') });
     let appends = 0;
-    const dying: EventStore = { ...recording(target).store, appendMulti: (requests) => (++appends > 1 ? Promise.reject(new Error('killed')) : target.appendMulti(requests)) };
+    const dying: EventStore = {
+      ...recording(target).store,
+      appendMulti: (requests) => (++appends > 1 ? Promise.reject(new Error('killed')) : target.appendMulti(requests)),
+    };
     await expect(importEvents(dying, file, { onProgress: () => {} })).rejects.toThrow('killed');
     try {
       const plain = await verifyHistory({ eventStore: target, ledger: null, assetScale: 2 });
       expect(plain.problems.filter((p) => p.check !== 'outcome')).toEqual([]);
       const end = readEndOfExport(file)!;
-      const report = await verifyHistory({ eventStore: target, ledger: null, assetScale: 2, expected: { ...end, source: file } });
+      const report = await verifyHistory({
+        eventStore: target,
+        ledger: null,
+        assetScale: 2,
+        expected: { ...end, source: file },
+      });
       expect(report.ok).toBe(false);
       expect(report.problems.map((p) => p.check)).toContain('completeness');
       expect(report.problems.find((p) => p.check === 'completeness')!.detail).toMatch(/truncated/);

@@ -9,10 +9,19 @@ import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-sto
 import { canonicalJson } from '../../src/shared/canonical-json.ts';
 import { GENESIS_HASH, eventHash, isHashChained, unwrapHashChain, withHashChain } from '../../src/audit/hash-chain.ts';
 import { ChainChecker, type AuditProblem } from '../../src/audit/verify.ts';
-import { type EventStore, type NewEvent, type RecordedEvent, WrongExpectedVersionError } from '../../src/ports/event-store.ts';
+import {
+  type EventStore,
+  type NewEvent,
+  type RecordedEvent,
+  WrongExpectedVersionError,
+} from '../../src/ports/event-store.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
-const event = (n: number, extra: Record<string, unknown> = {}): NewEvent => ({ type: 'Happened', data: { n, ...extra }, metadata: { actor: 'operator:test', correlationId: `c-${n}` } });
+const event = (n: number, extra: Record<string, unknown> = {}): NewEvent => ({
+  type: 'Happened',
+  data: { n, ...extra },
+  metadata: { actor: 'operator:test', correlationId: `c-${n}` },
+});
 
 /** Every problem a full replay of the store finds with the chains (none when every stream chains). */
 async function chainProblems(store: EventStore): Promise<AuditProblem[]> {
@@ -65,25 +74,63 @@ describe('withHashChain', () => {
   });
 
   it('when a hash is computed, then it covers the id, the stream, the revision, the type, the data and the metadata but no key order', async () => {
-    await store.append('a-1', [{ id: '00000000-0000-4000-8000-000000000001', type: 'T', data: { b: 1, a: { y: [1, 'x'], x: null } }, metadata: { z: 1, actor: 'x' } }], 'no_stream');
+    await store.append(
+      'a-1',
+      [
+        {
+          id: '00000000-0000-4000-8000-000000000001',
+          type: 'T',
+          data: { b: 1, a: { y: [1, 'x'], x: null } },
+          metadata: { z: 1, actor: 'x' },
+        },
+      ],
+      'no_stream',
+    );
     const [stored] = await store.readStream('a-1');
     expect(stored!.id).toBe('00000000-0000-4000-8000-000000000001');
     const reordered = { ...stored!, data: { a: { x: null, y: [1, 'x'] }, b: 1 } };
     expect(eventHash(reordered)).toBe(stored!.metadata.hash);
-    for (const changed of [{ id: '00000000-0000-4000-8000-000000000002' }, { stream: 'a-2' }, { revision: 1 }, { type: 'U' }, { data: { b: 2, a: { y: [1, 'x'], x: null } } }, { metadata: { ...stored!.metadata, z: 2 } }]) {
+    for (const changed of [
+      { id: '00000000-0000-4000-8000-000000000002' },
+      { stream: 'a-2' },
+      { revision: 1 },
+      { type: 'U' },
+      { data: { b: 2, a: { y: [1, 'x'], x: null } } },
+      { metadata: { ...stored!.metadata, z: 2 } },
+    ]) {
       expect(eventHash({ ...stored!, ...changed })).not.toBe(stored!.metadata.hash);
     }
-    expect(canonicalJson({ b: [undefined, 1], a: undefined, c: 'é"\n', d: -0 })).toBe('{"b":[null,1],"c":"é\\"\\n","d":0}');
+    expect(canonicalJson({ b: [undefined, 1], a: undefined, c: 'é"\n', d: -0 })).toBe(
+      '{"b":[null,1],"c":"é\\"\\n","d":0}',
+    );
   });
 
   it('when the store keeps the JSON the chain made to hash an event, then the event reads back as JSON.stringify would have stored it', async () => {
-    const data = { z: 'é😀\n', a: [3, undefined, { y: -0, x: NaN }], skipped: undefined, at: new Date('2026-11-23T07:00:00.000Z'), '10': 1, '9': 2 };
-    const metadata = { correlationId: 'c-1', actor: 'operator:test', causationId: undefined, hash: 'forged', previousHash: 'forged' };
+    const data = {
+      z: 'é😀\n',
+      a: [3, undefined, { y: -0, x: NaN }],
+      skipped: undefined,
+      at: new Date('2026-11-23T07:00:00.000Z'),
+      '10': 1,
+      '9': 2,
+    };
+    const metadata = {
+      correlationId: 'c-1',
+      actor: 'operator:test',
+      causationId: undefined,
+      hash: 'forged',
+      previousHash: 'forged',
+    };
     await store.append('a-1', [{ type: 'T', data, metadata }], 'no_stream');
     await store.append('a-1', [{ type: 'T', data: { b: 1 }, metadata: {} }], 0);
     const stored = await raw.readStream('a-1');
     expect(stored[0]!.data).toEqual(JSON.parse(JSON.stringify(data)));
-    expect(stored[0]!.metadata).toEqual({ correlationId: 'c-1', actor: 'operator:test', previousHash: GENESIS_HASH, hash: stored[0]!.metadata.hash });
+    expect(stored[0]!.metadata).toEqual({
+      correlationId: 'c-1',
+      actor: 'operator:test',
+      previousHash: GENESIS_HASH,
+      hash: stored[0]!.metadata.hash,
+    });
     expect(stored[1]!.metadata).toEqual({ previousHash: stored[0]!.metadata.hash, hash: stored[1]!.metadata.hash });
     expectChained(stored);
     expect(await chainProblems(raw)).toEqual([]);
@@ -96,10 +143,12 @@ describe('withHashChain', () => {
       { stream: 'b-1', events: [event(4)], expectedRevision: 'no_stream' },
       { stream: 'c-1', events: [event(5)], expectedRevision: 'any' },
     ]);
-    await expect(store.appendMulti([
-      { stream: 'a-1', events: [event(6)], expectedRevision: 2 },
-      { stream: 'b-1', events: [event(7)], expectedRevision: 5 },
-    ])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+    await expect(
+      store.appendMulti([
+        { stream: 'a-1', events: [event(6)], expectedRevision: 2 },
+        { stream: 'b-1', events: [event(7)], expectedRevision: 5 },
+      ]),
+    ).rejects.toBeInstanceOf(WrongExpectedVersionError);
     expect(await raw.readStream('a-1')).toHaveLength(3);
     expectChained(await store.readStream('a-1'));
     expectChained(await store.readStream('b-1'));
@@ -109,10 +158,12 @@ describe('withHashChain', () => {
   it('given a failed append, when the stream is appended to again, then it chains on what was stored, not on the failed events', async () => {
     await store.append('a-1', [event(1)], 'no_stream');
     // The cache now holds the head that this failed call would have written: it must be dropped.
-    await expect(store.appendMulti([
-      { stream: 'a-1', events: [event(2)], expectedRevision: 0 },
-      { stream: 'b-1', events: [event(3)], expectedRevision: 0 },
-    ])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+    await expect(
+      store.appendMulti([
+        { stream: 'a-1', events: [event(2)], expectedRevision: 0 },
+        { stream: 'b-1', events: [event(3)], expectedRevision: 0 },
+      ]),
+    ).rejects.toBeInstanceOf(WrongExpectedVersionError);
     await store.append('a-1', [event(4)], 0);
     await store.append('a-1', [event(5)], 'any');
     const a = await store.readStream('a-1');
@@ -124,11 +175,16 @@ describe('withHashChain', () => {
     const results = await Promise.all([
       store.append('a-1', [event(1)], 'no_stream'),
       store.append('a-1', [event(2), event(3)], 0),
-      store.appendMulti([{ stream: 'a-1', events: [event(4)], expectedRevision: 2 }, { stream: 'b-1', events: [event(5)], expectedRevision: 'no_stream' }]),
+      store.appendMulti([
+        { stream: 'a-1', events: [event(4)], expectedRevision: 2 },
+        { stream: 'b-1', events: [event(5)], expectedRevision: 'no_stream' },
+      ]),
       store.append('a-1', [event(6)], 'any'),
       store.append('a-1', [event(7)], 4),
     ]);
-    expect(results.map((r) => ('nextExpectedRevision' in r ? r.nextExpectedRevision : r[0]!.nextExpectedRevision))).toEqual([0, 2, 3, 4, 5]);
+    expect(
+      results.map((r) => ('nextExpectedRevision' in r ? r.nextExpectedRevision : r[0]!.nextExpectedRevision)),
+    ).toEqual([0, 2, 3, 4, 5]);
     const a = await store.readStream('a-1');
     expect(a.map((e) => (e.data as { n: number }).n)).toEqual([1, 2, 3, 4, 6, 7]);
     expectChained(a);
@@ -171,7 +227,11 @@ describe('withHashChain', () => {
   });
 
   it('when stream_exists names a missing stream or a revision is wrong, then the append fails as on the raw store', async () => {
-    await expect(store.append('nope-1', [event(1)], 'stream_exists')).rejects.toMatchObject({ stream: 'nope-1', expected: 'stream_exists', actual: 'no_stream' });
+    await expect(store.append('nope-1', [event(1)], 'stream_exists')).rejects.toMatchObject({
+      stream: 'nope-1',
+      expected: 'stream_exists',
+      actual: 'no_stream',
+    });
     await store.append('a-1', [event(1)], 'no_stream');
     await expect(store.append('a-1', [event(2)], 'no_stream')).rejects.toBeInstanceOf(WrongExpectedVersionError);
     await expect(store.append('a-1', [event(2)], 3)).rejects.toMatchObject({ stream: 'a-1', expected: 3, actual: 0 });

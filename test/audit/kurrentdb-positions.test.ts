@@ -57,13 +57,19 @@ describe('audit commands over KurrentDB-shaped positions', () => {
       const { apiKey } = await distributor.key();
       const phone = await sys.individual('+2348123456077', 'Sparse Sam');
       await waitUntilSettled(sys, await issue(sys, distributor.ref, '500.00'));
-      const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '40.00', phoneTo: phone } });
+      const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
+        apiKey,
+        body: { operationType: 'cash-in', amount: '40.00', phoneTo: phone },
+      });
       expect(created.status).toBe(200);
       cashIn = created.body.operationID as string;
       await approve(sys, distributor, cashIn);
       expect((await waitUntilSettled(sys, cashIn)).status).toBe('completed');
       const head = await sys.system.stores.eventStore.headPosition();
-      await waitFor(async () => ((await lastSeal(sys.system.stores.eventStore))?.data.toPosition ?? 0) >= head - 1, 10_000);
+      await waitFor(
+        async () => ((await lastSeal(sys.system.stores.eventStore))?.data.toPosition ?? 0) >= head - 1,
+        10_000,
+      );
     } finally {
       await sealer.stop();
     }
@@ -81,10 +87,14 @@ describe('audit commands over KurrentDB-shaped positions', () => {
     try {
       const [requested] = await store.readStream(streams.operation(cashIn), { maxCount: 1 });
       expect(requested!.position).toBeGreaterThan(20_000);
-      await expect(store.readAll({ fromPosition: requested!.position - 8, toPosition: requested!.position + 8 })).rejects.toThrow(/InvalidPosition/);
+      await expect(
+        store.readAll({ fromPosition: requested!.position - 8, toPosition: requested!.position + 8 }),
+      ).rejects.toThrow(/InvalidPosition/);
       // The seals carry the embedded store's numbers, which name no event here.
       const seal = await lastSeal(store);
-      await expect(store.readAll({ fromPosition: seal!.data.toPosition, toPosition: seal!.data.toPosition, maxCount: 1 })).rejects.toThrow(/InvalidPosition/);
+      await expect(
+        store.readAll({ fromPosition: seal!.data.toPosition, toPosition: seal!.data.toPosition, maxCount: 1 }),
+      ).rejects.toThrow(/InvalidPosition/);
     } finally {
       await close();
     }
@@ -94,7 +104,16 @@ describe('audit commands over KurrentDB-shaped positions', () => {
     const { store, close } = open();
     try {
       const history = await operationHistory(store, cashIn);
-      expect(embeddedStory).toEqual(['OperationRequested', 'FundsHeld', 'OperationApproved', 'OperationExecutionStarted', 'OperationSubmitted', 'OperationCompleted', 'WalletDebited', 'WalletCredited']);
+      expect(embeddedStory).toEqual([
+        'OperationRequested',
+        'FundsHeld',
+        'OperationApproved',
+        'OperationExecutionStarted',
+        'OperationSubmitted',
+        'OperationCompleted',
+        'WalletDebited',
+        'WalletCredited',
+      ]);
       expect(history.events.map((event) => event.type)).toEqual(embeddedStory);
       expect(history.status).toBe('completed');
       const positions = history.events.map((event) => event.position);
@@ -113,7 +132,9 @@ describe('audit commands over KurrentDB-shaped positions', () => {
       expect(report.ok).toBe(true);
       expect(report.checked.seals).toBeGreaterThan(2);
       expect(report.checked.ledgerTransactions).toBe(2);
-      expect(report.checked.sealedEvents + report.checked.unsealedEvents + report.checked.seals).toBe(report.checked.events);
+      expect(report.checked.sealedEvents + report.checked.unsealedEvents + report.checked.seals).toBe(
+        report.checked.events,
+      );
       expect(report.checked.headPosition).toBeGreaterThan(20_000);
     } finally {
       await close();
@@ -123,7 +144,9 @@ describe('audit commands over KurrentDB-shaped positions', () => {
   it('given the last event of a sealed stream removed below the port, when audit verify runs, then a seal names the change', async () => {
     const { store, dir, close } = open((db) => {
       // The last event of a user's stream: no per-stream chain can see it go, only a seal.
-      const row = db.prepare("SELECT position FROM events WHERE stream LIKE 'user-%' ORDER BY revision DESC, position DESC LIMIT 1").get() as { position: number };
+      const row = db
+        .prepare("SELECT position FROM events WHERE stream LIKE 'user-%' ORDER BY revision DESC, position DESC LIMIT 1")
+        .get() as { position: number };
       db.prepare('DELETE FROM events WHERE position = ?').run(row.position);
     });
     try {
@@ -143,8 +166,20 @@ describe('audit commands over KurrentDB-shaped positions', () => {
       const errors: unknown[] = [];
       const sealer = startSealer({ eventStore: store, every: 1, onError: (error) => errors.push(error) });
       try {
-        await store.append('sparse-probe', [{ type: 'Probed', data: { n: 1 } }, { type: 'Probed', data: { n: 2 } }], 'no_stream');
-        await waitFor(async () => (await lastSeal(store))!.data.lastEventStream === 'sparse-probe' && (await lastSeal(store))!.data.lastEventRevision === 1, 10_000);
+        await store.append(
+          'sparse-probe',
+          [
+            { type: 'Probed', data: { n: 1 } },
+            { type: 'Probed', data: { n: 2 } },
+          ],
+          'no_stream',
+        );
+        await waitFor(
+          async () =>
+            (await lastSeal(store))!.data.lastEventStream === 'sparse-probe' &&
+            (await lastSeal(store))!.data.lastEventRevision === 1,
+          10_000,
+        );
       } finally {
         await sealer.stop();
       }

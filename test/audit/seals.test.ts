@@ -43,7 +43,11 @@ function tampered(change: (db: Database.Database) => void): string {
   return file;
 }
 
-interface Row { position: number; stream: string; revision: number }
+interface Row {
+  position: number;
+  stream: string;
+  revision: number;
+}
 let rows: Row[] = [];
 let sealedTo = 0;
 /** Positions of events covered by seals (seal events themselves excluded). */
@@ -66,7 +70,14 @@ beforeAll(async () => {
   for (let round = 0; round < 8; round++) {
     const a = streams[round % 5]!;
     const b = streams[(round + 2) % 5]!;
-    await store.append(a, [{ type: 'Happened', data: { n: n++ } }, { type: 'Happened', data: { n: n++ } }], 'any');
+    await store.append(
+      a,
+      [
+        { type: 'Happened', data: { n: n++ } },
+        { type: 'Happened', data: { n: n++ } },
+      ],
+      'any',
+    );
     await store.appendMulti([
       { stream: b, events: [{ type: 'Happened', data: { n: n++ } }], expectedRevision: 'any' },
       { stream: `single-${round}`, events: [{ type: 'Once', data: { n: n++ } }], expectedRevision: 'no_stream' },
@@ -74,7 +85,9 @@ beforeAll(async () => {
     if (round % 3 === 0) await sleep(30); // a partial range gets sealed by the idle timer
   }
   // Sealed when a seal covers the last event appended above (the head may already be a seal of the sealer's).
-  const lastAppended = Math.max(...(await raw.readAll()).filter((event) => event.stream !== SEALS_STREAM).map((event) => event.position));
+  const lastAppended = Math.max(
+    ...(await raw.readAll()).filter((event) => event.stream !== SEALS_STREAM).map((event) => event.position),
+  );
   await until(async () => ((await lastSeal(raw))?.data.toPosition ?? 0) >= lastAppended);
   await sealer.stop();
   const all = await raw.readAll();
@@ -121,7 +134,8 @@ describe('the sealer', () => {
     const other = withHashChain(openSqliteEventStore({ file }));
     const sealers = [startSealer({ eventStore: store, every: 3 }), startSealer({ eventStore: other, every: 3 })];
     try {
-      for (let i = 0; i < 30; i++) await (i % 2 ? store : other).append(`s-${i % 4}`, [{ type: 'Happened', data: { i } }], 'any');
+      for (let i = 0; i < 30; i++)
+        await (i % 2 ? store : other).append(`s-${i % 4}`, [{ type: 'Happened', data: { i } }], 'any');
       await until(async () => ((await lastSeal(store))?.revision ?? -1) >= 9);
     } finally {
       await Promise.all(sealers.map((sealer) => sealer.stop()));
@@ -141,7 +155,9 @@ describe('the first broken position, below the port', () => {
   it('when any single sealed event is deleted, then exactly its position is named first', async () => {
     expect(sealed.length).toBeGreaterThan(30);
     for (const row of sealed) {
-      const report = await verifyFile(tampered((db) => db.prepare('DELETE FROM events WHERE position = ?').run(row.position)));
+      const report = await verifyFile(
+        tampered((db) => db.prepare('DELETE FROM events WHERE position = ?').run(row.position)),
+      );
       expect(brokenAt(report), `deleting position ${row.position} (${row.stream}@${row.revision})`).toBe(row.position);
       expect(report.problems).toContainEqual(expect.objectContaining({ check: 'seal', position: row.position }));
     }
@@ -160,27 +176,46 @@ describe('the first broken position, below the port', () => {
     }
     expect(pairs.length).toBeGreaterThan(100);
     for (const [a, b] of pairs) {
-      const report = await verifyFile(tampered((db) => {
-        db.prepare('UPDATE events SET position = -1 WHERE position = ?').run(a.position);
-        db.prepare('UPDATE events SET position = ? WHERE position = ?').run(a.position, b.position);
-        db.prepare('UPDATE events SET position = ? WHERE position = -1').run(b.position);
-      }));
+      const report = await verifyFile(
+        tampered((db) => {
+          db.prepare('UPDATE events SET position = -1 WHERE position = ?').run(a.position);
+          db.prepare('UPDATE events SET position = ? WHERE position = ?').run(a.position, b.position);
+          db.prepare('UPDATE events SET position = ? WHERE position = -1').run(b.position);
+        }),
+      );
       expect(brokenAt(report), `swapping ${a.position} and ${b.position}`).toBe(a.position);
     }
   });
 
   it("when an event's data is altered, then its hash fails there; when its hash is recomputed too, the chain or the seal still names it", async () => {
     for (const row of sealed) {
-      const altered = await verifyFile(tampered((db) => db.prepare("UPDATE events SET data = json_set(data, '$.n', 999) WHERE position = ?").run(row.position)));
+      const altered = await verifyFile(
+        tampered((db) =>
+          db.prepare("UPDATE events SET data = json_set(data, '$.n', 999) WHERE position = ?").run(row.position),
+        ),
+      );
       expect(altered.problems).toEqual([expect.objectContaining({ check: 'hash', position: row.position })]);
 
-      const forged = await verifyFile(tampered((db) => {
-        const event = db.prepare('SELECT * FROM events WHERE position = ?').get(row.position) as { id: string; stream: string; revision: number; type: string; data: string; metadata: string };
-        const data = { ...JSON.parse(event.data), n: 999 };
-        const metadata = JSON.parse(event.metadata);
-        metadata.hash = eventHash({ ...event, data, metadata });
-        db.prepare('UPDATE events SET data = ?, metadata = ? WHERE position = ?').run(JSON.stringify(data), JSON.stringify(metadata), row.position);
-      }));
+      const forged = await verifyFile(
+        tampered((db) => {
+          const event = db.prepare('SELECT * FROM events WHERE position = ?').get(row.position) as {
+            id: string;
+            stream: string;
+            revision: number;
+            type: string;
+            data: string;
+            metadata: string;
+          };
+          const data = { ...JSON.parse(event.data), n: 999 };
+          const metadata = JSON.parse(event.metadata);
+          metadata.hash = eventHash({ ...event, data, metadata });
+          db.prepare('UPDATE events SET data = ?, metadata = ? WHERE position = ?').run(
+            JSON.stringify(data),
+            JSON.stringify(metadata),
+            row.position,
+          );
+        }),
+      );
       expect(forged.problems.some((p: AuditProblem) => p.check === 'hash')).toBe(false);
       expect(brokenAt(forged), `forging position ${row.position}`).toBe(row.position);
     }
@@ -189,11 +224,19 @@ describe('the first broken position, below the port', () => {
   it('when a seal itself is deleted or altered, then the history does not verify', async () => {
     const sealRows = rows.filter((row) => row.stream === SEALS_STREAM && row.revision > 0 && row.position < sealedTo);
     for (const seal of sealRows.slice(0, 3)) {
-      const deleted = await verifyFile(tampered((db) => db.prepare('DELETE FROM events WHERE position = ?').run(seal.position)));
+      const deleted = await verifyFile(
+        tampered((db) => db.prepare('DELETE FROM events WHERE position = ?').run(seal.position)),
+      );
       expect(deleted.ok, `deleting seal at ${seal.position}`).toBe(false);
       expect(deleted.problems.some((p) => p.check === 'seal')).toBe(true);
     }
-    const altered = await verifyFile(tampered((db) => db.prepare("UPDATE events SET data = json_set(data, '$.count', 4) WHERE position = ?").run(sealRows[0]!.position)));
+    const altered = await verifyFile(
+      tampered((db) =>
+        db
+          .prepare("UPDATE events SET data = json_set(data, '$.count', 4) WHERE position = ?")
+          .run(sealRows[0]!.position),
+      ),
+    );
     expect(altered.ok).toBe(false);
   });
 
@@ -217,10 +260,18 @@ describe('the first broken position, below the port', () => {
       const problems: unknown[] = [];
       const seals = events.filter((event) => event.stream === SEALS_STREAM).map(toRecordedSeal);
       let served = false;
-      const checker = new SealChecker('ids', async () => (served ? [] : ((served = true), seals)), (problem) => problems.push(problem));
+      const checker = new SealChecker(
+        'ids',
+        async () => (served ? [] : ((served = true), seals)),
+        (problem) => problems.push(problem),
+      );
       await checker.prepare(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
       // Renumber the positions as another store would: same order, other numbers.
-      for (const event of events) checker.feed({ ...event, position: event.position * 1000 } as RecordedEvent, (event.metadata.hash as string) ?? eventHash(event));
+      for (const event of events)
+        checker.feed(
+          { ...event, position: event.position * 1000 } as RecordedEvent,
+          (event.metadata.hash as string) ?? eventHash(event),
+        );
       await checker.finish();
       expect(problems).toHaveLength(1);
       expect(problems[0]).toMatchObject({ check: 'seal', position: next.position * 1000 });
@@ -238,7 +289,11 @@ describe('the first broken position, below the port', () => {
     await source.close();
     // A store whose positions start at 101: emptied, but its AUTOINCREMENT remembers.
     const filler = openSqliteEventStore({ file: storeFile });
-    await filler.append('filler-1', Array.from({ length: 100 }, () => ({ type: 'Filler', data: {} })), 'no_stream');
+    await filler.append(
+      'filler-1',
+      Array.from({ length: 100 }, () => ({ type: 'Filler', data: {} })),
+      'no_stream',
+    );
     await filler.close();
     const db = new Database(storeFile);
     db.exec('DELETE FROM events; DELETE FROM streams;');

@@ -29,7 +29,10 @@ describe('the operator CLI on PostgreSQL stores', () => {
   let head: number;
 
   /** `audit verify --json` on a data directory (and whatever stores `env` names): the exit code and the report. */
-  async function verify(dataDir: string, env: Record<string, string> = {}): Promise<{ code: number; report: AuditReport }> {
+  async function verify(
+    dataDir: string,
+    env: Record<string, string> = {},
+  ): Promise<{ code: number; report: AuditReport }> {
     const result = await runCli(['audit', 'verify', '--json', '--data-dir', dataDir], env);
     try {
       return { code: result.code, report: JSON.parse(result.stdout) as AuditReport };
@@ -44,7 +47,10 @@ describe('the operator CLI on PostgreSQL stores', () => {
     const merchant = await keyed(sys, 'merchant');
     const phone = await sys.individual(newPhone());
     expect((await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'))).status).toBe('completed');
-    for (const body of [{ operationType: 'cash-in', amount: '300', phoneTo: phone }, { operationType: 'cash-in', amount: '200', merchantToShortCode: merchant.shortCode }]) {
+    for (const body of [
+      { operationType: 'cash-in', amount: '300', phoneTo: phone },
+      { operationType: 'cash-in', amount: '200', merchantToShortCode: merchant.shortCode },
+    ]) {
       const operationID = await create(sys, distributor, body);
       await approve(sys, distributor, operationID);
       expect((await waitUntilSettled(sys, operationID)).status).toBe('completed');
@@ -65,9 +71,16 @@ describe('the operator CLI on PostgreSQL stores', () => {
     expect(report.checked.events).toBe(head);
   });
 
-  it('when exported, imported into a fresh database and rebuilt there, then the copy verifies, its read models are the original\'s rebuilt ones, and its projections are current', async () => {
+  it("when exported, imported into a fresh database and rebuilt there, then the copy verifies, its read models are the original's rebuilt ones, and its projections are current", async () => {
     const file = join(work.path, 'history.jsonl');
-    const exported = await runCliJson<{ events: number; lastPosition: number }>(['events', 'export', '--out', file, '--data-dir', sys.config.DATA_DIR]);
+    const exported = await runCliJson<{ events: number; lastPosition: number }>([
+      'events',
+      'export',
+      '--out',
+      file,
+      '--data-dir',
+      sys.config.DATA_DIR,
+    ]);
     const lines = readFileSync(file, 'utf8').trim().split('\n');
     // One line per event, then the end marker with the count (src/audit/export-import.ts).
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ endOfExport: { events: exported.events } });
@@ -77,7 +90,10 @@ describe('the operator CLI on PostgreSQL stores', () => {
     // Another deployment: a fresh database, a data directory holding only the (embedded) ledger, which an export does not carry.
     const copyDir = join(work.path, 'copy');
     const copy = { ...knownStoreEnv(sys.config.DATA_DIR), POSTGRES_URL: await freshPostgresDatabase() };
-    const imported = await runCliJson<{ events: number }>(['events', 'import', '--in', file, '--data-dir', copyDir], copy);
+    const imported = await runCliJson<{ events: number }>(
+      ['events', 'import', '--in', file, '--data-dir', copyDir],
+      copy,
+    );
     expect(imported.events).toBe(exported.events);
     snapshotDataDir(sys.config.DATA_DIR, copyDir, ['ledger.sqlite']);
     const { code, report } = await verify(copyDir, copy);
@@ -90,13 +106,20 @@ describe('the operator CLI on PostgreSQL stores', () => {
     await runCliJson(['projections', 'rebuild', '--data-dir', sys.config.DATA_DIR], original);
     await runCliJson(['projections', 'rebuild', '--data-dir', copyDir], copy);
     const models = async (env: Record<string, string>) => {
-      const readStore = await openReadStore({ DATA_DIR: copyDir, READ_STORE: 'postgres', POSTGRES_URL: env.POSTGRES_URL!, MONGODB_DATABASE: 'unused' });
+      const readStore = await openReadStore({
+        DATA_DIR: copyDir,
+        READ_STORE: 'postgres',
+        POSTGRES_URL: env.POSTGRES_URL!,
+        MONGODB_DATABASE: 'unused',
+      });
       try {
         await readStore.defineCollections(allProjections(2).map((p) => p.collection));
         const out: Record<string, unknown[]> = {};
         for (const projection of allProjections(2)) {
           const docs = (await readStore.find(projection.collection.name)).sort((x, y) => (x.id < y.id ? -1 : 1));
-          out[projection.name] = docs.map((doc) => (projection.name === 'balances' ? { ...doc, updatedAt: undefined } : doc));
+          out[projection.name] = docs.map((doc) =>
+            projection.name === 'balances' ? { ...doc, updatedAt: undefined } : doc,
+          );
         }
         return out;
       } finally {
@@ -107,10 +130,20 @@ describe('the operator CLI on PostgreSQL stores', () => {
     expect(after.balances!.length).toBeGreaterThanOrEqual(4);
     expect(after).toEqual(before);
 
-    type Status = { checkpoints: Array<{ projection: string; position: number | null; head: number; lagEvents: number }> };
-    const { checkpoints } = await runCliJson<Status>(['projections', 'status', '--server', 'http://127.0.0.1:9', '--data-dir', copyDir], copy);
+    type Status = {
+      checkpoints: Array<{ projection: string; position: number | null; head: number; lagEvents: number }>;
+    };
+    const { checkpoints } = await runCliJson<Status>(
+      ['projections', 'status', '--server', 'http://127.0.0.1:9', '--data-dir', copyDir],
+      copy,
+    );
     const projections = checkpoints.filter((c) => allProjections(2).some((p) => p.name === c.projection));
     expect(projections).toHaveLength(allProjections(2).length);
-    for (const status of projections) expect(status, status.projection).toMatchObject({ position: expect.any(Number), head: exported.lastPosition, lagEvents: 0 });
+    for (const status of projections)
+      expect(status, status.projection).toMatchObject({
+        position: expect.any(Number),
+        head: exported.lastPosition,
+        lagEvents: 0,
+      });
   });
 });

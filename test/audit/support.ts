@@ -8,7 +8,11 @@ import { runCli } from '../support/cli.ts';
  * A consistent copy of a data directory's SQLite files, even while the system that owns them is running:
  * VACUUM INTO takes a snapshot through its own connection (positions, being rowids, are kept).
  */
-export function snapshotDataDir(from: string, to: string, files = ['events.sqlite', 'ledger.sqlite', 'read-models.sqlite']): void {
+export function snapshotDataDir(
+  from: string,
+  to: string,
+  files = ['events.sqlite', 'ledger.sqlite', 'read-models.sqlite'],
+): void {
   mkdirSync(to, { recursive: true });
   for (const file of files) {
     const source = join(from, file);
@@ -28,7 +32,11 @@ export function copyDataDir(from: string, to: string): void {
 }
 
 /** Opens a data directory's event file below the port, runs the change, closes it. */
-export function tamper(dataDir: string, file: 'events.sqlite' | 'ledger.sqlite', change: (db: Database.Database) => void): void {
+export function tamper(
+  dataDir: string,
+  file: 'events.sqlite' | 'ledger.sqlite',
+  change: (db: Database.Database) => void,
+): void {
   const db = new Database(join(dataDir, file));
   try {
     change(db);

@@ -23,14 +23,35 @@ describe('audit verify --max-approved-age', () => {
     try {
       const approvedAt = new Date(Date.now() - 20 * 60_000).toISOString();
       const requested: OperationRequested['data'] = {
-        operationID, party: null, keyID: null, operationType: 'issue', amount: '100.00', fee: '0.00',
-        payer: { kind: 'platform', id: 'issuance' }, payee: { kind: 'distributor', id: 'd1' }, payerName: 'Treasury', payerShortCode: null,
-        counterparty: { kind: 'distributor', id: 'd1', name: 'D1' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: approvedAt,
+        operationID,
+        party: null,
+        keyID: null,
+        operationType: 'issue',
+        amount: '100.00',
+        fee: '0.00',
+        payer: { kind: 'platform', id: 'issuance' },
+        payee: { kind: 'distributor', id: 'd1' },
+        payerName: 'Treasury',
+        payerShortCode: null,
+        counterparty: { kind: 'distributor', id: 'd1', name: 'D1' },
+        memo: null,
+        cashOutFulfillmentType: null,
+        cashOutFulfillmentID: null,
+        volumeDay: null,
+        createdAt: approvedAt,
       };
-      await store.append(`operation-${operationID}`, [
-        { type: 'OperationRequested', data: requested, metadata: { actor: 'operator:treasury' } },
-        { type: 'OperationApproved', data: { operationID, approvedBy: 'operator:treasury', approvedAt }, metadata: { actor: 'operator:treasury' } },
-      ], 'no_stream');
+      await store.append(
+        `operation-${operationID}`,
+        [
+          { type: 'OperationRequested', data: requested, metadata: { actor: 'operator:treasury' } },
+          {
+            type: 'OperationApproved',
+            data: { operationID, approvedBy: 'operator:treasury', approvedAt },
+            metadata: { actor: 'operator:treasury' },
+          },
+        ],
+        'no_stream',
+      );
     } finally {
       await store.close();
     }
@@ -41,11 +62,19 @@ describe('audit verify --max-approved-age', () => {
     const { code, report } = await verifyViaCli(dataDir);
     expect(code).toBe(1);
     expect(report.maxApprovedAgeMs).toBe(15 * 60_000);
-    expect(report.problems).toEqual([expect.objectContaining({ check: 'outcome', operationID, detail: expect.stringMatching(/approved (20|21) minutes ago, no outcome \(it is approved\)/) })]);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        check: 'outcome',
+        operationID,
+        detail: expect.stringMatching(/approved (20|21) minutes ago, no outcome \(it is approved\)/),
+      }),
+    ]);
 
     const human = await runCli(['audit', 'verify', '--data-dir', dataDir]);
     expect(human.code).toBe(1);
-    expect(human.stdout).toContain(`[outcome] position 2 operation-${operationID}: operation ${operationID} approved 2`);
+    expect(human.stdout).toContain(
+      `[outcome] position 2 operation-${operationID}: operation ${operationID} approved 2`,
+    );
     expect(human.stderr).toContain('audit verify found 1 problem');
   });
 

@@ -36,16 +36,57 @@ describe('audit verify: the rules of the history', () => {
     store = withHashChain(openSqliteEventStore({ file: join(dir.path, 'events.sqlite') }));
     ledger = openEmbeddedLedger({ file: join(dir.path, 'ledger.sqlite'), clock: () => now });
     const user = (userID: string, roles: string[], of: typeof party | null = party): NewEvent => ({
-      type: 'UserAdded', data: { userID, party: of, email: `${userID}@x.test`, passwordHash: 'x', roles, platformAdmin: false, addedAt: '2026-01-01T00:00:00Z' }, metadata: { actor: 'operator:test' },
+      type: 'UserAdded',
+      data: {
+        userID,
+        party: of,
+        email: `${userID}@x.test`,
+        passwordHash: 'x',
+        roles,
+        platformAdmin: false,
+        addedAt: '2026-01-01T00:00:00Z',
+      },
+      metadata: { actor: 'operator:test' },
     });
     await store.append(`user-${users.maker}`, [user(users.maker, ['maker'])], 'no_stream');
     await store.append(`user-${users.checker}`, [user(users.checker, ['checker'])], 'no_stream');
-    await store.append(`user-${users.other}`, [user(users.other, ['checker'], { type: 'distributor', id: 'd2' })], 'no_stream');
+    await store.append(
+      `user-${users.other}`,
+      [user(users.other, ['checker'], { type: 'distributor', id: 'd2' })],
+      'no_stream',
+    );
     await store.append(`user-${users.noRole}`, [user(users.noRole, ['maker'])], 'no_stream');
-    await store.append('apikey-k1', [
-      { type: 'ApiKeyRequested', data: { keyID: 'k1', party, label: 'till', permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 30, requestedBy: users.maker, requestedAt: '2026-01-01T00:00:00Z' } },
-      { type: 'ApiKeyApproved', data: { keyID: 'k1', approvedBy: users.checker, approvedAt: '2026-01-01T00:00:00Z', expiresAt: '2099-01-01T00:00:00Z', secretHash: 'x' } },
-    ], 'no_stream');
+    await store.append(
+      'apikey-k1',
+      [
+        {
+          type: 'ApiKeyRequested',
+          data: {
+            keyID: 'k1',
+            party,
+            label: 'till',
+            permissions: ['Perform Operations'],
+            maxTransactionAmount: null,
+            maxDailyVolume: null,
+            allowedIPs: [],
+            expiresInDays: 30,
+            requestedBy: users.maker,
+            requestedAt: '2026-01-01T00:00:00Z',
+          },
+        },
+        {
+          type: 'ApiKeyApproved',
+          data: {
+            keyID: 'k1',
+            approvedBy: users.checker,
+            approvedAt: '2026-01-01T00:00:00Z',
+            expiresAt: '2099-01-01T00:00:00Z',
+            secretHash: 'x',
+          },
+        },
+      ],
+      'no_stream',
+    );
   });
   afterEach(async () => {
     await store.close();
@@ -56,35 +97,78 @@ describe('audit verify: the rules of the history', () => {
   const verify = (options: { maxApprovedAgeMs?: number; claimWatchMs?: number } = {}): Promise<AuditReport> =>
     verifyHistory({ eventStore: store, ledger, ledgerChainID: chainID, assetScale: 2, clock: () => now, ...options });
 
-  function operation(amount: string, payer = { kind: 'platform', id: 'issuance' }, keyID: string | null = null): OperationRequested['data'] {
+  function operation(
+    amount: string,
+    payer = { kind: 'platform', id: 'issuance' },
+    keyID: string | null = null,
+  ): OperationRequested['data'] {
     const issue = keyID === null;
     return {
-      operationID: `op_${randomUUID().replaceAll('-', '')}`, party: issue ? null : party, keyID, operationType: issue ? 'issue' : 'cash-in', amount, fee: '0.00',
-      payer: payer as never, payee: issue ? { kind: 'distributor', id: 'd1' } : { kind: 'individual', id: '+2348000000001' }, payerName: 'p', payerShortCode: null,
-      counterparty: { kind: 'individual', id: '+2348000000001', name: 'n' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: '2026-01-02T00:00:00Z',
+      operationID: `op_${randomUUID().replaceAll('-', '')}`,
+      party: issue ? null : party,
+      keyID,
+      operationType: issue ? 'issue' : 'cash-in',
+      amount,
+      fee: '0.00',
+      payer: payer as never,
+      payee: issue ? { kind: 'distributor', id: 'd1' } : { kind: 'individual', id: '+2348000000001' },
+      payerName: 'p',
+      payerShortCode: null,
+      counterparty: { kind: 'individual', id: '+2348000000001', name: 'n' },
+      memo: null,
+      cashOutFulfillmentType: null,
+      cashOutFulfillmentID: null,
+      volumeDay: null,
+      createdAt: '2026-01-02T00:00:00Z',
     };
   }
 
-  async function request(op: OperationRequested['data'], actor = op.keyID ? `apikey:${op.keyID}` : 'operator:treasury'): Promise<void> {
-    await store.append(`operation-${op.operationID}`, [{ type: 'OperationRequested', data: op, metadata: { actor } }], 'no_stream');
+  async function request(
+    op: OperationRequested['data'],
+    actor = op.keyID ? `apikey:${op.keyID}` : 'operator:treasury',
+  ): Promise<void> {
+    await store.append(
+      `operation-${op.operationID}`,
+      [{ type: 'OperationRequested', data: op, metadata: { actor } }],
+      'no_stream',
+    );
   }
-  async function decide(op: OperationRequested['data'], type: 'OperationApproved' | 'OperationRejected', by: string): Promise<void> {
+  async function decide(
+    op: OperationRequested['data'],
+    type: 'OperationApproved' | 'OperationRejected',
+    by: string,
+  ): Promise<void> {
     const at = now.toISOString();
-    const data = type === 'OperationApproved' ? { operationID: op.operationID, approvedBy: by, approvedAt: at } : { operationID: op.operationID, rejectedBy: by, reason: 'no', rejectedAt: at };
+    const data =
+      type === 'OperationApproved'
+        ? { operationID: op.operationID, approvedBy: by, approvedAt: at }
+        : { operationID: op.operationID, rejectedBy: by, reason: 'no', rejectedAt: at };
     await store.append(`operation-${op.operationID}`, [{ type, data }], 'any');
   }
   /** An executor's claim, now, with a lease of `leaseMs` (10 s, the default EXECUTOR_LEASE_MS). */
   async function claim(op: OperationRequested['data'], leaseMs = 10_000): Promise<void> {
-    const data = { operationID: op.operationID, executorID: 'e', attempt: 1, leaseUntil: new Date(now.getTime() + leaseMs).toISOString(), startedAt: now.toISOString() };
+    const data = {
+      operationID: op.operationID,
+      executorID: 'e',
+      attempt: 1,
+      leaseUntil: new Date(now.getTime() + leaseMs).toISOString(),
+      startedAt: now.toISOString(),
+    };
     await store.append(`operation-${op.operationID}`, [{ type: 'OperationExecutionStarted', data }], 'any');
   }
   /** What the executor does on the ledger before it records the completion. */
   async function executeOnLedger(op: OperationRequested['data']) {
-    return ledger.submit({ operationID: op.operationID, legs: [{ from: `${op.payer.kind}:${op.payer.id}`, to: `${op.payee.kind}:${op.payee.id}`, amount: op.amount }] });
+    return ledger.submit({
+      operationID: op.operationID,
+      legs: [{ from: `${op.payer.kind}:${op.payer.id}`, to: `${op.payee.kind}:${op.payee.id}`, amount: op.amount }],
+    });
   }
   const outcomes = (report: AuditReport) => report.problems.filter((p) => p.check === 'outcome');
   /** The ledger transaction and the completion with its money movements, as the executor writes them. */
-  async function complete(op: OperationRequested['data'], options: { skipLedger?: boolean; credit?: string } = {}): Promise<void> {
+  async function complete(
+    op: OperationRequested['data'],
+    options: { skipLedger?: boolean; credit?: string } = {},
+  ): Promise<void> {
     const from = `${op.payer.kind}:${op.payer.id}`;
     const to = `${op.payee.kind}:${op.payee.id}`;
     const tx = options.skipLedger
@@ -93,13 +177,49 @@ describe('audit verify: the rules of the history', () => {
     const correlation = { actor: 'system:executor:e', correlationId: op.operationID };
     await store.appendMulti([
       {
-        stream: `operation-${op.operationID}`, expectedRevision: 'any', events: [
-          { type: 'OperationSubmitted', data: { operationID: op.operationID, sequenceNumber: tx.sequenceNumber, submittedAt: 'x' }, metadata: correlation },
-          { type: 'OperationCompleted', data: { operationID: op.operationID, blockchainID: tx.blockchainID, walletOperationID: 'wo_x', sequenceNumber: tx.sequenceNumber, completedAt: 'x' }, metadata: correlation },
+        stream: `operation-${op.operationID}`,
+        expectedRevision: 'any',
+        events: [
+          {
+            type: 'OperationSubmitted',
+            data: { operationID: op.operationID, sequenceNumber: tx.sequenceNumber, submittedAt: 'x' },
+            metadata: correlation,
+          },
+          {
+            type: 'OperationCompleted',
+            data: {
+              operationID: op.operationID,
+              blockchainID: tx.blockchainID,
+              walletOperationID: 'wo_x',
+              sequenceNumber: tx.sequenceNumber,
+              completedAt: 'x',
+            },
+            metadata: correlation,
+          },
         ],
       },
-      { stream: `wallet-${op.payer.kind}_${op.payer.id}`, expectedRevision: 'any', events: [{ type: 'WalletDebited', data: { wallet: op.payer, operationID: op.operationID, amount: op.amount, heldAmount: '0.00' }, metadata: correlation }] },
-      { stream: `wallet-${op.payee.kind}_${op.payee.id}`, expectedRevision: 'any', events: [{ type: 'WalletCredited', data: { wallet: op.payee, operationID: op.operationID, amount: options.credit ?? op.amount }, metadata: correlation }] },
+      {
+        stream: `wallet-${op.payer.kind}_${op.payer.id}`,
+        expectedRevision: 'any',
+        events: [
+          {
+            type: 'WalletDebited',
+            data: { wallet: op.payer, operationID: op.operationID, amount: op.amount, heldAmount: '0.00' },
+            metadata: correlation,
+          },
+        ],
+      },
+      {
+        stream: `wallet-${op.payee.kind}_${op.payee.id}`,
+        expectedRevision: 'any',
+        events: [
+          {
+            type: 'WalletCredited',
+            data: { wallet: op.payee, operationID: op.operationID, amount: options.credit ?? op.amount },
+            metadata: correlation,
+          },
+        ],
+      },
     ]);
   }
   async function issueAndCashIn(): Promise<OperationRequested['data']> {
@@ -139,11 +259,56 @@ describe('audit verify: the rules of the history', () => {
   });
 
   it('when the user who requested the operation’s API key approves it, then maker-checker fails: they saw its secret', async () => {
-    await store.append('user-u-both', [{ type: 'UserAdded', data: { userID: 'u-both', party, email: 'both@x.test', passwordHash: 'x', roles: ['maker', 'checker'], platformAdmin: false, addedAt: '2026-01-01T00:00:00Z' }, metadata: { actor: 'operator:test' } }], 'no_stream');
-    await store.append('apikey-k2', [
-      { type: 'ApiKeyRequested', data: { keyID: 'k2', party, label: 'own', permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 30, requestedBy: 'u-both', requestedAt: '2026-01-01T00:00:00Z' } },
-      { type: 'ApiKeyApproved', data: { keyID: 'k2', approvedBy: users.checker, approvedAt: '2026-01-01T00:00:00Z', expiresAt: '2099-01-01T00:00:00Z', secretHash: 'x' } },
-    ], 'no_stream');
+    await store.append(
+      'user-u-both',
+      [
+        {
+          type: 'UserAdded',
+          data: {
+            userID: 'u-both',
+            party,
+            email: 'both@x.test',
+            passwordHash: 'x',
+            roles: ['maker', 'checker'],
+            platformAdmin: false,
+            addedAt: '2026-01-01T00:00:00Z',
+          },
+          metadata: { actor: 'operator:test' },
+        },
+      ],
+      'no_stream',
+    );
+    await store.append(
+      'apikey-k2',
+      [
+        {
+          type: 'ApiKeyRequested',
+          data: {
+            keyID: 'k2',
+            party,
+            label: 'own',
+            permissions: ['Perform Operations'],
+            maxTransactionAmount: null,
+            maxDailyVolume: null,
+            allowedIPs: [],
+            expiresInDays: 30,
+            requestedBy: 'u-both',
+            requestedAt: '2026-01-01T00:00:00Z',
+          },
+        },
+        {
+          type: 'ApiKeyApproved',
+          data: {
+            keyID: 'k2',
+            approvedBy: users.checker,
+            approvedAt: '2026-01-01T00:00:00Z',
+            expiresAt: '2099-01-01T00:00:00Z',
+            secretHash: 'x',
+          },
+        },
+      ],
+      'no_stream',
+    );
     const op = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k2');
     await request(op);
     await decide(op, 'OperationApproved', 'u-both');
@@ -159,21 +324,57 @@ describe('audit verify: the rules of the history', () => {
     await request(ofActiveKey);
     await request(ofRevokedKey);
     await decide(ofActiveKey, 'OperationRejected', 'system:key-revocation');
-    await store.append('apikey-k1', [
-      { type: 'ApiKeyRevocationRequested', data: { keyID: 'k1', requestedBy: users.maker, reason: 'lost', requestedAt: '2026-01-02T00:00:00Z' } },
-      { type: 'ApiKeyRevoked', data: { keyID: 'k1', approvedBy: users.checker, revokedAt: '2026-01-02T00:00:00Z' } },
-    ], 'any');
+    await store.append(
+      'apikey-k1',
+      [
+        {
+          type: 'ApiKeyRevocationRequested',
+          data: { keyID: 'k1', requestedBy: users.maker, reason: 'lost', requestedAt: '2026-01-02T00:00:00Z' },
+        },
+        { type: 'ApiKeyRevoked', data: { keyID: 'k1', approvedBy: users.checker, revokedAt: '2026-01-02T00:00:00Z' } },
+      ],
+      'any',
+    );
     await decide(ofRevokedKey, 'OperationRejected', 'system:key-revocation');
     const report = await verify();
     const details = report.problems.filter((p) => p.check === 'maker-checker').map((p) => p.detail);
-    expect(details).toEqual([`rejection of operation ${ofActiveKey.operationID} by system:key-revocation, but its API key k1 is active, not revoked, and not expired at ${now.toISOString()}`]);
+    expect(details).toEqual([
+      `rejection of operation ${ofActiveKey.operationID} by system:key-revocation, but its API key k1 is active, not revoked, and not expired at ${now.toISOString()}`,
+    ]);
   });
 
   it('when system:key-revocation rejects a pending operation of a key that has expired, then it is fine; before the expiry, then maker-checker fails; a checker approving after it is reported', async () => {
-    await store.append('apikey-k3', [
-      { type: 'ApiKeyRequested', data: { keyID: 'k3', party, label: 'till', permissions: ['Perform Operations'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 1, requestedBy: users.maker, requestedAt: '2026-01-01T00:00:00Z' } },
-      { type: 'ApiKeyApproved', data: { keyID: 'k3', approvedBy: users.checker, approvedAt: '2026-01-01T09:00:00Z', expiresAt: '2026-01-02T09:00:00.000Z', secretHash: 'x' } },
-    ], 'no_stream');
+    await store.append(
+      'apikey-k3',
+      [
+        {
+          type: 'ApiKeyRequested',
+          data: {
+            keyID: 'k3',
+            party,
+            label: 'till',
+            permissions: ['Perform Operations'],
+            maxTransactionAmount: null,
+            maxDailyVolume: null,
+            allowedIPs: [],
+            expiresInDays: 1,
+            requestedBy: users.maker,
+            requestedAt: '2026-01-01T00:00:00Z',
+          },
+        },
+        {
+          type: 'ApiKeyApproved',
+          data: {
+            keyID: 'k3',
+            approvedBy: users.checker,
+            approvedAt: '2026-01-01T09:00:00Z',
+            expiresAt: '2026-01-02T09:00:00.000Z',
+            secretHash: 'x',
+          },
+        },
+      ],
+      'no_stream',
+    );
     const tooEarly = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k3');
     const afterExpiry = operation('2.00', { kind: 'distributor', id: 'd1' }, 'k3');
     const approvedLate = operation('3.00', { kind: 'distributor', id: 'd1' }, 'k3');
@@ -199,7 +400,12 @@ describe('audit verify: the rules of the history', () => {
     await decide(rejected, 'OperationApproved', users.checker);
     const report = await verify();
     const details = report.problems.filter((p) => p.check === 'operation').map((p) => p.detail);
-    expect(details).toEqual(expect.arrayContaining([expect.stringContaining('claimed while pending'), expect.stringContaining('it is rejected, not pending')]));
+    expect(details).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('claimed while pending'),
+        expect.stringContaining('it is rejected, not pending'),
+      ]),
+    );
   });
 
   it('when money moves that no operation moved, or more than it should, then the supply check names it', async () => {
@@ -207,7 +413,16 @@ describe('audit verify: the rules of the history', () => {
     await decide(cashIn, 'OperationApproved', users.checker);
     await claim(cashIn);
     await complete(cashIn, { credit: '41.00' });
-    await store.append('wallet-distributor_d1', [{ type: 'WalletCredited', data: { wallet: { kind: 'distributor', id: 'd1' }, operationID: 'test_x', amount: '5.00' } }], 'any');
+    await store.append(
+      'wallet-distributor_d1',
+      [
+        {
+          type: 'WalletCredited',
+          data: { wallet: { kind: 'distributor', id: 'd1' }, operationID: 'test_x', amount: '5.00' },
+        },
+      ],
+      'any',
+    );
     const report = await verify();
     expect(report.problems.filter((p) => p.check === 'supply').map((p) => p.detail)).toEqual([
       expect.stringContaining('all wallets sum to 1.00 instead of 0'),
@@ -224,16 +439,33 @@ describe('audit verify: the rules of the history', () => {
     await claim(op);
     await complete(op, { skipLedger: true });
     const report = await verify();
-    expect(report.problems).toContainEqual(expect.objectContaining({ check: 'wallet', detail: expect.stringContaining('distributor:d1 goes below zero: -10.00') }));
-    expect(report.problems).toContainEqual(expect.objectContaining({ check: 'ledger', detail: expect.stringContaining('has no ledger transaction') }));
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({
+        check: 'wallet',
+        detail: expect.stringContaining('distributor:d1 goes below zero: -10.00'),
+      }),
+    );
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ check: 'ledger', detail: expect.stringContaining('has no ledger transaction') }),
+    );
   });
 
   describe('operations recorded as failed whose money moved (the reconciliation report)', () => {
     async function fail(op: OperationRequested['data'], lastError: string): Promise<void> {
-      await store.append(`operation-${op.operationID}`, [{ type: 'OperationFailed', data: { operationID: op.operationID, lastError, failedAt: now.toISOString() }, metadata: { actor: 'system:executor:e' } }], 'any');
+      await store.append(
+        `operation-${op.operationID}`,
+        [
+          {
+            type: 'OperationFailed',
+            data: { operationID: op.operationID, lastError, failedAt: now.toISOString() },
+            metadata: { actor: 'system:executor:e' },
+          },
+        ],
+        'any',
+      );
     }
 
-    it('given an operation recorded as failed whose transfer exists on the ledger, when verified, then it is reported by id with its transaction, the client\'s retry and the way to settle it, and the CLI exits 1', async () => {
+    it("given an operation recorded as failed whose transfer exists on the ledger, when verified, then it is reported by id with its transaction, the client's retry and the way to settle it, and the CLI exits 1", async () => {
       const cashIn = await issueAndCashIn();
       await decide(cashIn, 'OperationApproved', users.checker);
       await claim(cashIn);
@@ -250,20 +482,33 @@ describe('audit verify: the rules of the history', () => {
       const report = await verify();
 
       expect(report.ok).toBe(false);
-      expect(report.failedButMoved).toEqual([{
-        operationID: cashIn.operationID,
-        operationType: 'cash-in',
-        payer: 'distributor:d1',
-        payee: 'individual:+2348000000001',
-        amount: '40.00',
-        fee: '0.00',
-        failedAt: now.toISOString(),
-        lastError: 'gave up after 8 attempts: ledger busy',
-        ledgerTransaction: { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt, legs: tx.legs },
-        possibleRetries: [retry.operationID],
-        settle: expect.stringContaining('docs/operations.md'),
-      }]);
-      expect(report.problems).toEqual([expect.objectContaining({ check: 'ledger', operationID: cashIn.operationID, detail: expect.stringContaining('recorded as failed') })]);
+      expect(report.failedButMoved).toEqual([
+        {
+          operationID: cashIn.operationID,
+          operationType: 'cash-in',
+          payer: 'distributor:d1',
+          payee: 'individual:+2348000000001',
+          amount: '40.00',
+          fee: '0.00',
+          failedAt: now.toISOString(),
+          lastError: 'gave up after 8 attempts: ledger busy',
+          ledgerTransaction: {
+            sequenceNumber: tx.sequenceNumber,
+            blockchainID: tx.blockchainID,
+            createdAt: tx.createdAt,
+            legs: tx.legs,
+          },
+          possibleRetries: [retry.operationID],
+          settle: expect.stringContaining('docs/operations.md'),
+        },
+      ]);
+      expect(report.problems).toEqual([
+        expect.objectContaining({
+          check: 'ledger',
+          operationID: cashIn.operationID,
+          detail: expect.stringContaining('recorded as failed'),
+        }),
+      ]);
 
       const cli = await verifyViaCli(dir.path);
       expect(cli.code).toBe(1);
@@ -271,18 +516,86 @@ describe('audit verify: the rules of the history', () => {
     }, 30_000);
 
     /** A settlement as `ledger settle-failed` writes it: the request, then the approval with the wallet movements. */
-    async function settle(op: OperationRequested['data'], tx: { sequenceNumber: number; blockchainID: string; legs: unknown }, requestedBy: string, approvedBy: string): Promise<void> {
+    async function settle(
+      op: OperationRequested['data'],
+      tx: { sequenceNumber: number; blockchainID: string; legs: unknown },
+      requestedBy: string,
+      approvedBy: string,
+    ): Promise<void> {
       for (const userID of new Set([requestedBy, approvedBy])) {
-        await store.append(`user-${userID}`, [{ type: 'UserAdded', data: { userID, party: null, email: `${userID}@x.test`, passwordHash: 'x', roles: [], platformAdmin: true, addedAt: '2026-01-01T00:00:00Z' }, metadata: { actor: 'operator:test' } }], 'any');
+        await store.append(
+          `user-${userID}`,
+          [
+            {
+              type: 'UserAdded',
+              data: {
+                userID,
+                party: null,
+                email: `${userID}@x.test`,
+                passwordHash: 'x',
+                roles: [],
+                platformAdmin: true,
+                addedAt: '2026-01-01T00:00:00Z',
+              },
+              metadata: { actor: 'operator:test' },
+            },
+          ],
+          'any',
+        );
       }
       const at = now.toISOString();
-      const settlement = { operationID: op.operationID, sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, reason: 'audit' };
-      await store.append(`operation-${op.operationID}`, [{ type: 'OperationSettlementRequested', data: { ...settlement, requestedBy, requestedAt: at }, metadata: { actor: `user:${requestedBy}` } }], 'any');
+      const settlement = {
+        operationID: op.operationID,
+        sequenceNumber: tx.sequenceNumber,
+        blockchainID: tx.blockchainID,
+        reason: 'audit',
+      };
+      await store.append(
+        `operation-${op.operationID}`,
+        [
+          {
+            type: 'OperationSettlementRequested',
+            data: { ...settlement, requestedBy, requestedAt: at },
+            metadata: { actor: `user:${requestedBy}` },
+          },
+        ],
+        'any',
+      );
       const actor = { actor: `user:${approvedBy}` };
       await store.appendMulti([
-        { stream: `operation-${op.operationID}`, expectedRevision: 'any', events: [{ type: 'OperationSettledFromLedger', data: { ...settlement, walletOperationID: 'wo_x', legs: tx.legs, requestedBy, approvedBy, settledAt: at }, metadata: actor }] },
-        { stream: `wallet-${op.payer.kind}_${op.payer.id}`, expectedRevision: 'any', events: [{ type: 'WalletDebited', data: { wallet: op.payer, operationID: op.operationID, amount: op.amount, heldAmount: '0.00' }, metadata: actor }] },
-        { stream: `wallet-${op.payee.kind}_${op.payee.id}`, expectedRevision: 'any', events: [{ type: 'WalletCredited', data: { wallet: op.payee, operationID: op.operationID, amount: op.amount }, metadata: actor }] },
+        {
+          stream: `operation-${op.operationID}`,
+          expectedRevision: 'any',
+          events: [
+            {
+              type: 'OperationSettledFromLedger',
+              data: { ...settlement, walletOperationID: 'wo_x', legs: tx.legs, requestedBy, approvedBy, settledAt: at },
+              metadata: actor,
+            },
+          ],
+        },
+        {
+          stream: `wallet-${op.payer.kind}_${op.payer.id}`,
+          expectedRevision: 'any',
+          events: [
+            {
+              type: 'WalletDebited',
+              data: { wallet: op.payer, operationID: op.operationID, amount: op.amount, heldAmount: '0.00' },
+              metadata: actor,
+            },
+          ],
+        },
+        {
+          stream: `wallet-${op.payee.kind}_${op.payee.id}`,
+          expectedRevision: 'any',
+          events: [
+            {
+              type: 'WalletCredited',
+              data: { wallet: op.payee, operationID: op.operationID, amount: op.amount },
+              metadata: actor,
+            },
+          ],
+        },
       ]);
     }
 
@@ -304,7 +617,13 @@ describe('audit verify: the rules of the history', () => {
       await fail(cashIn, 'gave up after 8 attempts: ledger busy');
       await settle(cashIn, await executeOnLedger(cashIn), 'u-admin-a', 'u-admin-a');
       const report = await verify();
-      expect(report.problems).toEqual([expect.objectContaining({ check: 'maker-checker', operationID: cashIn.operationID, detail: expect.stringContaining('who asked for it (maker and checker must differ)') })]);
+      expect(report.problems).toEqual([
+        expect.objectContaining({
+          check: 'maker-checker',
+          operationID: cashIn.operationID,
+          detail: expect.stringContaining('who asked for it (maker and checker must differ)'),
+        }),
+      ]);
     });
 
     it('given operations failed without a ledger transaction, when verified, then none is reported', async () => {
@@ -323,14 +642,17 @@ describe('audit verify: the rules of the history', () => {
     const cashIn = await issueAndCashIn();
     await decide(cashIn, 'OperationApproved', users.checker);
     await claim(cashIn);
-    await ledger.submit({ operationID: cashIn.operationID, legs: [{ from: 'distributor:d1', to: 'individual:+2348000000001', amount: '40.00' }] });
+    await ledger.submit({
+      operationID: cashIn.operationID,
+      legs: [{ from: 'distributor:d1', to: 'individual:+2348000000001', amount: '40.00' }],
+    });
     const report = await verify();
     expect(report.problems).toEqual([]);
     expect(report.inFlight).toEqual([cashIn.operationID]);
   });
 
   describe('operations stuck without an outcome', () => {
-    it('given an operation executed on the ledger whose outcome is missing, when its claim\'s lease has run out, then it is a problem naming the operation, the delay and the transaction', async () => {
+    it("given an operation executed on the ledger whose outcome is missing, when its claim's lease has run out, then it is a problem naming the operation, the delay and the transaction", async () => {
       const cashIn = await issueAndCashIn();
       await decide(cashIn, 'OperationApproved', users.checker);
       await claim(cashIn, 10_000);
@@ -342,20 +664,34 @@ describe('audit verify: the rules of the history', () => {
 
       expect(report.ok).toBe(false);
       expect(report.inFlight).toEqual([]);
-      expect(outcomes(report)).toEqual([expect.objectContaining({ operationID: cashIn.operationID, stream: `operation-${cashIn.operationID}` })]);
+      expect(outcomes(report)).toEqual([
+        expect.objectContaining({ operationID: cashIn.operationID, stream: `operation-${cashIn.operationID}` }),
+      ]);
       const [problem] = outcomes(report);
-      expect(problem!.detail).toContain(`operation ${cashIn.operationID} approved 2 minutes ago, no outcome (it is executing)`);
-      expect(problem!.detail).toContain(`executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ${tx.blockchainID.slice(0, 16)}…)`);
+      expect(problem!.detail).toContain(
+        `operation ${cashIn.operationID} approved 2 minutes ago, no outcome (it is executing)`,
+      );
+      expect(problem!.detail).toContain(
+        `executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ${tx.blockchainID.slice(0, 16)}…)`,
+      );
       expect(problem!.detail).toContain('the lease of its last claim (executor e, attempt 1) ran out 111 seconds ago');
-      expect(report.stuck).toEqual([expect.objectContaining({
-        operationID: cashIn.operationID, status: 'executing', approvedMsAgo: 2 * MINUTE + 1_000,
-        ledgerTransaction: { sequenceNumber: tx.sequenceNumber, blockchainID: tx.blockchainID, createdAt: tx.createdAt },
-        lastClaim: expect.objectContaining({ executorID: 'e', attempt: 1 }),
-      })]);
+      expect(report.stuck).toEqual([
+        expect.objectContaining({
+          operationID: cashIn.operationID,
+          status: 'executing',
+          approvedMsAgo: 2 * MINUTE + 1_000,
+          ledgerTransaction: {
+            sequenceNumber: tx.sequenceNumber,
+            blockchainID: tx.blockchainID,
+            createdAt: tx.createdAt,
+          },
+          lastClaim: expect.objectContaining({ executorID: 'e', attempt: 1 }),
+        }),
+      ]);
       expect(report.problems.filter((p) => p.check !== 'outcome')).toEqual([]);
     });
 
-    it('given an operation executed on the ledger whose outcome is missing, when its claim\'s lease is still live, then it is in flight, not a problem', async () => {
+    it("given an operation executed on the ledger whose outcome is missing, when its claim's lease is still live, then it is in flight, not a problem", async () => {
       const cashIn = await issueAndCashIn();
       await decide(cashIn, 'OperationApproved', users.checker);
       await claim(cashIn, 10_000);
@@ -382,7 +718,12 @@ describe('audit verify: the rules of the history', () => {
       const report = await verify({ claimWatchMs: 50 });
 
       expect(report.inFlight).toEqual([]);
-      expect(outcomes(report)).toEqual([expect.objectContaining({ operationID: cashIn.operationID, detail: expect.stringContaining(`transaction ${tx.sequenceNumber}`) })]);
+      expect(outcomes(report)).toEqual([
+        expect.objectContaining({
+          operationID: cashIn.operationID,
+          detail: expect.stringContaining(`transaction ${tx.sequenceNumber}`),
+        }),
+      ]);
       expect(outcomes(report)[0]!.detail).toMatch(/written by a clock running ahead of this one.*did not move/);
     });
 
@@ -412,7 +753,12 @@ describe('audit verify: the rules of the history', () => {
 
       const report = await verify({ maxApprovedAgeMs: 30_000 });
 
-      expect(outcomes(report)).toEqual([expect.objectContaining({ operationID: cashIn.operationID, detail: expect.stringContaining('no executor ever claimed it') })]);
+      expect(outcomes(report)).toEqual([
+        expect.objectContaining({
+          operationID: cashIn.operationID,
+          detail: expect.stringContaining('no executor ever claimed it'),
+        }),
+      ]);
       expect(report.inFlight).toEqual([]);
     });
 
@@ -426,11 +772,21 @@ describe('audit verify: the rules of the history', () => {
       expect(report.ok).toBe(false);
       expect(report.maxApprovedAgeMs).toBe(15 * MINUTE);
       expect(report.asOf).toBe(now.toISOString());
-      expect(outcomes(report)).toEqual([expect.objectContaining({
-        operationID: cashIn.operationID,
-        detail: `operation ${cashIn.operationID} approved 20 minutes ago, no outcome (it is approved); not on the ledger; no executor ever claimed it`,
-      })]);
-      expect(report.stuck).toEqual([expect.objectContaining({ operationID: cashIn.operationID, status: 'approved', approvedMsAgo: 20 * MINUTE, ledgerTransaction: null, lastClaim: null })]);
+      expect(outcomes(report)).toEqual([
+        expect.objectContaining({
+          operationID: cashIn.operationID,
+          detail: `operation ${cashIn.operationID} approved 20 minutes ago, no outcome (it is approved); not on the ledger; no executor ever claimed it`,
+        }),
+      ]);
+      expect(report.stuck).toEqual([
+        expect.objectContaining({
+          operationID: cashIn.operationID,
+          status: 'approved',
+          approvedMsAgo: 20 * MINUTE,
+          ledgerTransaction: null,
+          lastClaim: null,
+        }),
+      ]);
       // A larger max age lets it wait.
       expect(outcomes(await verify({ maxApprovedAgeMs: 30 * MINUTE }))).toEqual([]);
     });

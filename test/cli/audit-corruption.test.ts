@@ -15,7 +15,11 @@ describe('audit verify on a corrupted events.sqlite', () => {
   beforeAll(async () => {
     const stores = await openStores(embedded(dir.path));
     for (let i = 0; i < 20; i++) {
-      await stores.eventStore.append(`wallet-test-${i}`, Array.from({ length: 100 }, () => ({ type: 'WalletCredited', data: { amount: '1.00', note: randomUUID() } })), 'any');
+      await stores.eventStore.append(
+        `wallet-test-${i}`,
+        Array.from({ length: 100 }, () => ({ type: 'WalletCredited', data: { amount: '1.00', note: randomUUID() } })),
+        'any',
+      );
     }
     await stores.close();
     const file = join(dir.path, 'events.sqlite');
@@ -27,7 +31,9 @@ describe('audit verify on a corrupted events.sqlite', () => {
   it('when it runs, then it exits 1 naming the file, the corruption and where the history becomes unreadable', async () => {
     const result = await runCli(['audit', 'verify', '--ledger', 'skip', '--data-dir', dir.path]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^corrupted: events\.sqlite is corrupted: .*\(SQLITE_CORRUPT[A-Z_]*\); the history is unreadable from position \d+ \(of 2000\)/m);
+    expect(result.stderr).toMatch(
+      /^corrupted: events\.sqlite is corrupted: .*\(SQLITE_CORRUPT[A-Z_]*\); the history is unreadable from position \d+ \(of 2000\)/m,
+    );
     expect(result.stderr).not.toMatch(/could not read the event store/);
   });
 });

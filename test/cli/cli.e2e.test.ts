@@ -14,17 +14,60 @@ describe('wallet-ops CLI', () => {
   let distributorID: string;
 
   beforeAll(async () => {
-    ({ distributorID } = await runCliProcessJson<{ distributorID: string }>(['party', 'add-distributor', '--name', 'Acme Agents', '--short-code', '1001', ...data]));
-    await runCliJson(['user', 'add', '--party', `distributor:${distributorID}`, '--email', 'Maker@Acme.test', '--password', 'correct horse 1', '--roles', 'maker', ...data]);
-    await runCliJson(['user', 'add', '--party', `distributor:${distributorID}`, '--email', 'checker@acme.test', '--password', 'correct horse 2', '--roles', 'checker', ...data]);
+    ({ distributorID } = await runCliProcessJson<{ distributorID: string }>([
+      'party',
+      'add-distributor',
+      '--name',
+      'Acme Agents',
+      '--short-code',
+      '1001',
+      ...data,
+    ]));
+    await runCliJson([
+      'user',
+      'add',
+      '--party',
+      `distributor:${distributorID}`,
+      '--email',
+      'Maker@Acme.test',
+      '--password',
+      'correct horse 1',
+      '--roles',
+      'maker',
+      ...data,
+    ]);
+    await runCliJson([
+      'user',
+      'add',
+      '--party',
+      `distributor:${distributorID}`,
+      '--email',
+      'checker@acme.test',
+      '--password',
+      'correct horse 2',
+      '--roles',
+      'checker',
+      ...data,
+    ]);
   }, 120_000);
   afterAll(() => dir.cleanup());
 
   it('when a key is requested and approved, then the checker is shown no secret, the maker collects it once, and key list never shows it', async () => {
     const { keyID } = await runCliJson<{ keyID: string }>([
-      'key', 'request', '--as', 'maker@acme.test', '--label', 'till 1',
-      '--permissions', 'read-balance,read-transactions,perform-operations',
-      '--max-transaction-amount', '500', '--max-daily-volume', '10000', '--allowed-ips', '10.0.0.0/8, 192.168.1.7',
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'till 1',
+      '--permissions',
+      'read-balance,read-transactions,perform-operations',
+      '--max-transaction-amount',
+      '500',
+      '--max-daily-volume',
+      '10000',
+      '--allowed-ips',
+      '10.0.0.0/8, 192.168.1.7',
       ...data,
     ]);
     expect(keyID).toMatch(/^key_/);
@@ -38,7 +81,14 @@ describe('wallet-ops CLI', () => {
     const byChecker = await runCli(['key', 'secret', keyID, '--as', 'checker@acme.test', '--json', ...data]);
     expect(byChecker.code).toBe(1);
     expect(byChecker.stdout).toBe('');
-    const collected = await runCliJson<{ keyID: string; apiKey: string }>(['key', 'secret', keyID, '--as', 'maker@acme.test', ...data]);
+    const collected = await runCliJson<{ keyID: string; apiKey: string }>([
+      'key',
+      'secret',
+      keyID,
+      '--as',
+      'maker@acme.test',
+      ...data,
+    ]);
     expect(collected.keyID).toBe(keyID);
     expect(collected.apiKey.startsWith(`wo_live_${keyID}.`)).toBe(true);
     const secret = collected.apiKey.slice(keyID.length + 1);
@@ -70,7 +120,17 @@ describe('wallet-ops CLI', () => {
   });
 
   it('when the maker approves their own key, then the CLI refuses with a one-line message and exit 1', async () => {
-    const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', 'maker@acme.test', '--label', 'own', '--permissions', 'read-balance', ...data]);
+    const { keyID } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'own',
+      '--permissions',
+      'read-balance',
+      ...data,
+    ]);
     const result = await runCliProcess(['key', 'approve', keyID, '--as', 'maker@acme.test', '--json', ...data]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/checker role|maker of a request/);
@@ -78,25 +138,71 @@ describe('wallet-ops CLI', () => {
   });
 
   it('when a key is revoked by maker request and checker approval, then it is listed as revoked', async () => {
-    const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', 'maker@acme.test', '--label', 'to revoke', '--permissions', 'read-balance', ...data]);
+    const { keyID } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'to revoke',
+      '--permissions',
+      'read-balance',
+      ...data,
+    ]);
     await runCliJson(['key', 'approve', keyID, '--as', 'checker@acme.test', ...data]);
-    expect(await runCliJson(['key', 'revoke', keyID, '--as', 'maker@acme.test', '--reason', 'device lost', ...data])).toEqual({ keyID, state: 'revocation_pending' });
-    expect(await runCliJson(['key', 'approve-revocation', keyID, '--as', 'checker@acme.test', ...data])).toEqual({ keyID, state: 'revoked' });
-    const keys = await runCliJson<Array<{ keyID: string; state: string }>>(['key', 'list', '--party', `distributor:${distributorID}`, ...data]);
+    expect(
+      await runCliJson(['key', 'revoke', keyID, '--as', 'maker@acme.test', '--reason', 'device lost', ...data]),
+    ).toEqual({ keyID, state: 'revocation_pending' });
+    expect(await runCliJson(['key', 'approve-revocation', keyID, '--as', 'checker@acme.test', ...data])).toEqual({
+      keyID,
+      state: 'revoked',
+    });
+    const keys = await runCliJson<Array<{ keyID: string; state: string }>>([
+      'key',
+      'list',
+      '--party',
+      `distributor:${distributorID}`,
+      ...data,
+    ]);
     expect(keys.find((k) => k.keyID === keyID)?.state).toBe('revoked');
   });
 
   it('when a pending key is rejected, then it is rejected', async () => {
-    const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', 'maker@acme.test', '--label', 'nope', '--permissions', 'read-balance', ...data]);
-    expect(await runCliJson(['key', 'reject', keyID, '--as', 'checker@acme.test', '--reason', 'not needed', ...data])).toEqual({ keyID, state: 'rejected' });
+    const { keyID } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'nope',
+      '--permissions',
+      'read-balance',
+      ...data,
+    ]);
+    expect(
+      await runCliJson(['key', 'reject', keyID, '--as', 'checker@acme.test', '--reason', 'not needed', ...data]),
+    ).toEqual({ keyID, state: 'rejected' });
   });
 
   it('when the maker withdraws their pending key request, then it is withdrawn; a checker cannot, and a withdrawn key cannot be approved', async () => {
-    const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', 'maker@acme.test', '--label', 'changed my mind', '--permissions', 'read-balance', ...data]);
+    const { keyID } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'changed my mind',
+      '--permissions',
+      'read-balance',
+      ...data,
+    ]);
     const byChecker = await runCli(['key', 'withdraw', keyID, '--as', 'checker@acme.test', '--json', ...data]);
     expect(byChecker.code).toBe(1);
     expect(byChecker.stderr).toMatch(/only the maker who requested the key can withdraw/);
-    expect(await runCliJson(['key', 'withdraw', keyID, '--as', 'maker@acme.test', ...data])).toEqual({ keyID, state: 'withdrawn' });
+    expect(await runCliJson(['key', 'withdraw', keyID, '--as', 'maker@acme.test', ...data])).toEqual({
+      keyID,
+      state: 'withdrawn',
+    });
     const approval = await runCli(['key', 'approve', keyID, '--as', 'checker@acme.test', '--json', ...data]);
     expect(approval.code).toBe(1);
     expect(approval.stderr).toMatch(/withdrawn, not pending/);
@@ -104,7 +210,9 @@ describe('wallet-ops CLI', () => {
 
   it('when several processes onboard the same short code at once, then exactly one succeeds', async () => {
     const results = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => runCliProcess(['party', 'add-merchant', '--name', `Shop ${i}`, '--short-code', '7777', '--json', ...data])),
+      Array.from({ length: 4 }, (_, i) =>
+        runCliProcess(['party', 'add-merchant', '--name', `Shop ${i}`, '--short-code', '7777', '--json', ...data]),
+      ),
     );
     expect(results.filter((r) => r.code === 0)).toHaveLength(1);
     const refused = results.filter((r) => r.code !== 0);
@@ -113,24 +221,63 @@ describe('wallet-ops CLI', () => {
   });
 
   it('when an individual is added with a spaced phone, then it is stored in E.164', async () => {
-    expect(await runCliJson(['party', 'add-individual', '--phone', '+234 8123456781', '--name', 'Ada', ...data])).toEqual({ phone: '+2348123456781' });
-    const dup = await runCli(['party', 'add-individual', '--phone', '+2348123456781', '--name', 'Ada again', '--json', ...data]);
+    expect(
+      await runCliJson(['party', 'add-individual', '--phone', '+234 8123456781', '--name', 'Ada', ...data]),
+    ).toEqual({ phone: '+2348123456781' });
+    const dup = await runCli([
+      'party',
+      'add-individual',
+      '--phone',
+      '+2348123456781',
+      '--name',
+      'Ada again',
+      '--json',
+      ...data,
+    ]);
     expect(dup.code).toBe(1);
   });
 
   it('when a user email is reused in another case, then it is refused', async () => {
-    const result = await runCli(['user', 'add', '--party', `distributor:${distributorID}`, '--email', 'MAKER@acme.test', '--password', 'correct horse 3', '--roles', 'maker', '--json', ...data]);
+    const result = await runCli([
+      'user',
+      'add',
+      '--party',
+      `distributor:${distributorID}`,
+      '--email',
+      'MAKER@acme.test',
+      '--password',
+      'correct horse 3',
+      '--roles',
+      'maker',
+      '--json',
+      ...data,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/already exists/);
   });
 
   it('when an argument or an option holds a control character, then the CLI refuses it naming which, before the command runs (issue 40)', async () => {
     const cases: Array<[string[], string]> = [
-      [['party', 'add-individual', '--phone', '+2348123456782', '--name', 'Ada\u0001Obi'], '--name must not contain control characters (U+0001 at character 4)'],
-      [['party', 'add-individual', '--phone', '+2348123456782\u001b', '--name', 'Ada'], '--phone must not contain control characters (U+001B at character 15)'],
-      [['key', 'approve', 'key_AbC123dEf456GhIj\u007f', '--as', 'checker@acme.test'], '<keyID> must not contain control characters (U+007F at character 21)'],
-      [['key', 'request', '--as', 'maker@acme.test\u0085', '--label', 'till', '--permissions', 'read-balance'], '--as must not contain control characters (U+0085 at character 16)'],
-      [['key', 'request', '--as', 'maker@acme.test', '--label', 'till\n2', '--permissions', 'read-balance'], '--label must not contain control characters (U+000A at character 5)'],
+      [
+        ['party', 'add-individual', '--phone', '+2348123456782', '--name', 'Ada\u0001Obi'],
+        '--name must not contain control characters (U+0001 at character 4)',
+      ],
+      [
+        ['party', 'add-individual', '--phone', '+2348123456782\u001b', '--name', 'Ada'],
+        '--phone must not contain control characters (U+001B at character 15)',
+      ],
+      [
+        ['key', 'approve', 'key_AbC123dEf456GhIj\u007f', '--as', 'checker@acme.test'],
+        '<keyID> must not contain control characters (U+007F at character 21)',
+      ],
+      [
+        ['key', 'request', '--as', 'maker@acme.test\u0085', '--label', 'till', '--permissions', 'read-balance'],
+        '--as must not contain control characters (U+0085 at character 16)',
+      ],
+      [
+        ['key', 'request', '--as', 'maker@acme.test', '--label', 'till\n2', '--permissions', 'read-balance'],
+        '--label must not contain control characters (U+000A at character 5)',
+      ],
     ];
     for (const [args, message] of cases) {
       const result = await runCli([...args, '--json', ...data]);
@@ -138,7 +285,9 @@ describe('wallet-ops CLI', () => {
       expect(result.stderr, args.join(' ')).toContain(message);
     }
     // Nothing ran: the phone of the refused runs is still free.
-    expect(await runCliJson(['party', 'add-individual', '--phone', '+2348123456782', '--name', 'Ada Obi', ...data])).toEqual({ phone: '+2348123456782' });
+    expect(
+      await runCliJson(['party', 'add-individual', '--phone', '+2348123456782', '--name', 'Ada Obi', ...data]),
+    ).toEqual({ phone: '+2348123456782' });
   });
 
   it('when the arguments are wrong, then the CLI exits 2 with usage help', async () => {
@@ -177,11 +326,17 @@ describe('wallet-ops CLI: attribution', () => {
     const { apiKey } = await distributor.key();
     await sys.credit(distributor.wallet, '100');
     const phone = await sys.individual('+2348129990001');
-    const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '5', phoneTo: phone } });
+    const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
+      apiKey,
+      body: { operationType: 'cash-in', amount: '5', phoneTo: phone },
+    });
     expect(created.status).toBe(200);
     const operationID = created.body.operationID as string;
 
-    expect(await runCliJson(['operation', 'approve', operationID, '--as', distributor.checkerEmail, ...data])).toEqual({ operationID, state: 'approved' });
+    expect(await runCliJson(['operation', 'approve', operationID, '--as', distributor.checkerEmail, ...data])).toEqual({
+      operationID,
+      state: 'approved',
+    });
 
     const events = await sys.system.stores.eventStore.readStream(streams.operation(operationID));
     const approved = events.find((e) => e.type === 'OperationApproved')!;
@@ -189,7 +344,9 @@ describe('wallet-ops CLI: attribution', () => {
     // Through the API (or the console) there is no operator: nobody stood in for anyone.
     expect(events[0]!.metadata.operator).toBeUndefined();
 
-    const history = await runCliJson<{ events: Array<{ type: string; actor: { actor: string; email?: string }; operator?: string }> }>(['audit', 'operation', operationID, ...data]);
+    const history = await runCliJson<{
+      events: Array<{ type: string; actor: { actor: string; email?: string }; operator?: string }>;
+    }>(['audit', 'operation', operationID, ...data]);
     const entry = history.events.find((e) => e.type === 'OperationApproved')!;
     expect(entry.actor).toMatchObject({ actor: `user:${checkerID}`, email: distributor.checkerEmail });
     expect(entry.operator).toBe(operator);
@@ -197,14 +354,30 @@ describe('wallet-ops CLI: attribution', () => {
 
     const human = await runCli(['audit', 'operation', operationID, ...data]);
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(new RegExp(`OperationApproved\\s+${distributor.checkerEmail.replace(/[.]/g, '\\.')} \\(by ${operator} at the CLI\\)`));
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `OperationApproved\\s+${distributor.checkerEmail.replace(/[.]/g, '\\.')} \\(by ${operator} at the CLI\\)`,
+      ),
+    );
   }, 120_000);
 
-  it('when a key is requested and approved through the CLI, then audit key shows each step\'s user and the operator who acted for them', async () => {
-    const { keyID } = await runCliJson<{ keyID: string }>(['key', 'request', '--as', distributor.makerEmail, '--label', 'attributed', '--permissions', 'read-balance', ...data]);
+  it("when a key is requested and approved through the CLI, then audit key shows each step's user and the operator who acted for them", async () => {
+    const { keyID } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--as',
+      distributor.makerEmail,
+      '--label',
+      'attributed',
+      '--permissions',
+      'read-balance',
+      ...data,
+    ]);
     await runCliJson(['key', 'approve', keyID, '--as', distributor.checkerEmail, ...data]);
 
-    const key = await runCliJson<{ lifecycle: Array<{ type: string; by: string; role: string; operator?: string; actor: { actor: string } }> }>(['audit', 'key', keyID, ...data]);
+    const key = await runCliJson<{
+      lifecycle: Array<{ type: string; by: string; role: string; operator?: string; actor: { actor: string } }>;
+    }>(['audit', 'key', keyID, ...data]);
     expect(key.lifecycle.map((e) => [e.type, e.by, e.role, e.operator])).toEqual([
       ['ApiKeyRequested', distributor.makerEmail, 'maker', operator],
       ['ApiKeyApproved', distributor.checkerEmail, 'checker', operator],
@@ -216,7 +389,19 @@ describe('wallet-ops CLI: attribution', () => {
   }, 120_000);
 
   it('when the operator acts on their own (break-glass user add), then the actor is the operator and so is the operator field', async () => {
-    const { userID } = await runCliJson<{ userID: string }>(['user', 'add', '--party', `distributor:${distributor.ref.id}`, '--email', 'glass@test.example', '--password', 'break glass 123', '--roles', 'maker', ...data]);
+    const { userID } = await runCliJson<{ userID: string }>([
+      'user',
+      'add',
+      '--party',
+      `distributor:${distributor.ref.id}`,
+      '--email',
+      'glass@test.example',
+      '--password',
+      'break glass 123',
+      '--roles',
+      'maker',
+      ...data,
+    ]);
     const [added] = await sys.system.stores.eventStore.readStream(streams.user(userID));
     expect(added!.metadata).toMatchObject({ actor: operator, operator });
   }, 120_000);

@@ -16,11 +16,20 @@ import { tempDir } from '../support/temp-dir.ts';
 const BIN = fileURLToPath(new URL('../../bin/wallet-ops.js', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const REFUSED = /^refused: this event store already holds events the demo did not write \(the first: DistributorOnboarded on distributor-[0-9a-f-]+\)\. .*\n$/;
+const REFUSED =
+  /^refused: this event store already holds events the demo did not write \(the first: DistributorOnboarded on distributor-[0-9a-f-]+\)\. .*\n$/;
 
 /** Runs a process to its end (killed after `limitMs`, then without an exit code). */
-function run(args: string[], env: Record<string, string>, limitMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(
+  args: string[],
+  env: Record<string, string>,
+  limitMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -49,7 +58,16 @@ describe('wallet-ops demo', () => {
   let before: { head: number; marker: number };
 
   beforeAll(async () => {
-    await runCliJson(['party', 'add-distributor', '--name', 'Real Agents Ltd', '--short-code', '1001', '--data-dir', real]);
+    await runCliJson([
+      'party',
+      'add-distributor',
+      '--name',
+      'Real Agents Ltd',
+      '--short-code',
+      '1001',
+      '--data-dir',
+      real,
+    ]);
     before = await storeHead(real);
   }, 60_000);
   afterAll(() => dir.cleanup());
@@ -79,12 +97,20 @@ describe('wallet-ops demo', () => {
     { name: 'npm start -- --demo (src/main.ts)', args: () => [MAIN, '--demo'], env: () => ({ DATA_DIR: real }) },
   ];
 
-  it.each(servers)('when $name starts on a store with a real party, then it exits 1 with one line saying why, writes nothing and never starts', async (entry) => {
-    const exit = await run(entry.args(), { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...knownLedgerEnv(real), ...entry.env() }, 30_000);
+  it.each(servers)(
+    'when $name starts on a store with a real party, then it exits 1 with one line saying why, writes nothing and never starts',
+    async (entry) => {
+      const exit = await run(
+        entry.args(),
+        { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...knownLedgerEnv(real), ...entry.env() },
+        30_000,
+      );
 
-    expect(exit.code, `stdout: ${exit.stdout}\nstderr: ${exit.stderr}`).toBe(1);
-    expect(exit.stderr).toMatch(REFUSED);
-    expect(exit.stdout + exit.stderr).not.toContain('wallet-ops started');
-    expect(await storeHead(real)).toEqual(before);
-  }, 60_000);
+      expect(exit.code, `stdout: ${exit.stdout}\nstderr: ${exit.stderr}`).toBe(1);
+      expect(exit.stderr).toMatch(REFUSED);
+      expect(exit.stdout + exit.stderr).not.toContain('wallet-ops started');
+      expect(await storeHead(real)).toEqual(before);
+    },
+    60_000,
+  );
 });

@@ -5,23 +5,38 @@ import { runCli } from '../../src/cli/program.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /** The CLI in this process with an IO of the test's own (src/cli/io.ts): what it printed, and its exit code. */
-async function inProcess(args: string[], env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
+async function inProcess(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(args, { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text), env });
+  const code = await runCli(args, {
+    stdout: (text) => void (stdout += text),
+    stderr: (text) => void (stderr += text),
+    env,
+  });
   return { code, stdout, stderr };
 }
 
-describe('the operator CLI in another program\'s process', () => {
+describe("the operator CLI in another program's process", () => {
   const dir = tempDir('cli-io-');
   afterAll(() => dir.cleanup());
-  const env = (dataDir: string) => ({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', PASSWORD_HASH_COST: process.env.PASSWORD_HASH_COST, NODE_ENV: process.env.NODE_ENV });
+  const env = (dataDir: string) => ({
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    PASSWORD_HASH_COST: process.env.PASSWORD_HASH_COST,
+    NODE_ENV: process.env.NODE_ENV,
+  });
 
   it('when a command runs with an injected IO, then its configuration is the injected environment and its result goes to the injected stdout', async () => {
     const dataDir = join(dir.path, 'from-env');
     expect(process.env.DATA_DIR).not.toBe(dataDir);
 
-    const result = await inProcess(['party', 'add-individual', '--phone', '+2348123456781', '--name', 'Ada', '--json'], env(dataDir));
+    const result = await inProcess(
+      ['party', 'add-individual', '--phone', '+2348123456781', '--name', 'Ada', '--json'],
+      env(dataDir),
+    );
 
     expect(result).toEqual({ code: 0, stdout: '{"phone":"+2348123456781"}\n', stderr: '' });
     expect(existsSync(join(dataDir, 'events.sqlite'))).toBe(true);
@@ -29,8 +44,14 @@ describe('the operator CLI in another program\'s process', () => {
 
   it('when two commands run at once, then each prints to its own IO', async () => {
     const [first, second] = await Promise.all([
-      inProcess(['party', 'add-distributor', '--name', 'One', '--short-code', '101', '--json'], env(join(dir.path, 'one'))),
-      inProcess(['party', 'add-distributor', '--name', 'Two', '--short-code', '101', '--json'], env(join(dir.path, 'two'))),
+      inProcess(
+        ['party', 'add-distributor', '--name', 'One', '--short-code', '101', '--json'],
+        env(join(dir.path, 'one')),
+      ),
+      inProcess(
+        ['party', 'add-distributor', '--name', 'Two', '--short-code', '101', '--json'],
+        env(join(dir.path, 'two')),
+      ),
     ]);
     const distributorID = { distributorID: expect.any(String) };
     expect([first.code, JSON.parse(first.stdout), first.stderr]).toEqual([0, distributorID, '']);
@@ -40,9 +61,14 @@ describe('the operator CLI in another program\'s process', () => {
 
   it('when a command is refused, then it returns 1 with one line on the injected stderr and nothing on stdout', async () => {
     const dataDir = join(dir.path, 'refused');
-    expect((await inProcess(['party', 'add-merchant', '--name', 'Shop', '--short-code', '7', '--json'], env(dataDir))).code).toBe(0);
+    expect(
+      (await inProcess(['party', 'add-merchant', '--name', 'Shop', '--short-code', '7', '--json'], env(dataDir))).code,
+    ).toBe(0);
 
-    const again = await inProcess(['party', 'add-merchant', '--name', 'Shop again', '--short-code', '7', '--json'], env(dataDir));
+    const again = await inProcess(
+      ['party', 'add-merchant', '--name', 'Shop again', '--short-code', '7', '--json'],
+      env(dataDir),
+    );
 
     expect(again.code).toBe(1);
     expect(again.stdout).toBe('');
@@ -72,7 +98,9 @@ describe('the operator CLI in another program\'s process', () => {
     const result = await inProcess(['serve', '--data-dir', join(dir.path, 'serve')], {});
 
     expect(result.code).toBe(2);
-    expect(result.stderr).toBe("error: serve runs only as its own process (the wallet-ops binary), not in another program's process\n");
+    expect(result.stderr).toBe(
+      "error: serve runs only as its own process (the wallet-ops binary), not in another program's process\n",
+    );
     expect(existsSync(join(dir.path, 'serve'))).toBe(false);
   });
 });

@@ -23,7 +23,12 @@ describe('wallet-ops ledger and audit verify on an EVM chain', () => {
   beforeAll(async () => {
     chain = await startDevChain();
     writeFileSync(keyFile, `${DEV_OPERATOR_KEY}\n`, { mode: 0o600 });
-    env = { EVM_RPC_URL: chain.url, EVM_CHAIN_ID: String(chain.chainId), EVM_OPERATOR_KEY_FILE: keyFile, EVM_POLL_INTERVAL_MS: '20' };
+    env = {
+      EVM_RPC_URL: chain.url,
+      EVM_CHAIN_ID: String(chain.chainId),
+      EVM_OPERATOR_KEY_FILE: keyFile,
+      EVM_POLL_INTERVAL_MS: '20',
+    };
   });
   afterAll(async () => {
     await sys?.close();
@@ -32,13 +37,21 @@ describe('wallet-ops ledger and audit verify on an EVM chain', () => {
   });
 
   it('when ledger deploy runs, then it prints the address of a contract on the chain, and --unless-deployed leaves it be', async () => {
-    const deployed = await runCliJson<{ address: string; transactionHash: string; chainId: number; alreadyDeployed: boolean }>(['ledger', 'deploy'], env);
+    const deployed = await runCliJson<{
+      address: string;
+      transactionHash: string;
+      chainId: number;
+      alreadyDeployed: boolean;
+    }>(['ledger', 'deploy'], env);
     expect(deployed.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
     expect(deployed).toMatchObject({ chainId: chain.chainId, alreadyDeployed: false });
     expect(await chain.request('eth_getCode', [deployed.address, 'latest'])).not.toBe('0x');
     env.EVM_LEDGER_ADDRESS = deployed.address;
 
-    const again = await runCliJson<{ address: string; alreadyDeployed: boolean }>(['ledger', 'deploy', '--unless-deployed'], env);
+    const again = await runCliJson<{ address: string; alreadyDeployed: boolean }>(
+      ['ledger', 'deploy', '--unless-deployed'],
+      env,
+    );
     expect(again).toMatchObject({ address: deployed.address, alreadyDeployed: true });
   });
 
@@ -55,10 +68,19 @@ describe('wallet-ops ledger and audit verify on an EVM chain', () => {
     const ids = [await issue(sys, distributor.ref, '100.00'), await issue(sys, distributor.ref, '25.50')];
     for (const id of ids) expect((await waitUntilSettled(sys, id)).status).toBe('completed');
 
-    const status = await runCliJson<{ ledger: string; sequence: number; supply: string; chainId: number; operator: string }>(['ledger', 'status'], { ...env, LEDGER: 'evm' });
+    const status = await runCliJson<{
+      ledger: string;
+      sequence: number;
+      supply: string;
+      chainId: number;
+      operator: string;
+    }>(['ledger', 'status'], { ...env, LEDGER: 'evm' });
     expect(status).toMatchObject({ ledger: 'evm', sequence: 2, supply: '125.50', chainId: chain.chainId });
 
-    const verified = await runCli(['audit', 'verify', '--data-dir', sys.config.DATA_DIR, '--json'], { ...env, LEDGER: 'evm' });
+    const verified = await runCli(['audit', 'verify', '--data-dir', sys.config.DATA_DIR, '--json'], {
+      ...env,
+      LEDGER: 'evm',
+    });
     expect(verified.code, verified.stderr).toBe(0);
     const report = JSON.parse(verified.stdout) as { ok: boolean; counts?: Record<string, number> };
     expect(report.ok).toBe(true);
@@ -66,13 +88,31 @@ describe('wallet-ops ledger and audit verify on an EVM chain', () => {
 
   it('given a movement on the contract that the history never recorded, then audit verify reports it and fails', async () => {
     // The operator key used behind wallet-ops's back: money moved on the chain with no operation in the history.
-    const rogue = openEvmLedger({ rpcUrl: chain.url, chainId: chain.chainId, operatorKey: DEV_OPERATOR_KEY, contract: env.EVM_LEDGER_ADDRESS as `0x${string}`, scale: 2, pollingIntervalMs: 20 });
-    await rogue.submit({ operationID: 'op_not_in_the_history', legs: [{ from: 'platform:issuance', to: 'distributor:nobody', amount: '1.00' }] });
+    const rogue = openEvmLedger({
+      rpcUrl: chain.url,
+      chainId: chain.chainId,
+      operatorKey: DEV_OPERATOR_KEY,
+      contract: env.EVM_LEDGER_ADDRESS as `0x${string}`,
+      scale: 2,
+      pollingIntervalMs: 20,
+    });
+    await rogue.submit({
+      operationID: 'op_not_in_the_history',
+      legs: [{ from: 'platform:issuance', to: 'distributor:nobody', amount: '1.00' }],
+    });
 
-    const verified = await runCli(['audit', 'verify', '--data-dir', sys.config.DATA_DIR, '--json'], { ...env, LEDGER: 'evm' });
+    const verified = await runCli(['audit', 'verify', '--data-dir', sys.config.DATA_DIR, '--json'], {
+      ...env,
+      LEDGER: 'evm',
+    });
     expect(verified.code).toBe(1);
-    const report = JSON.parse(verified.stdout) as { ok: boolean; problems: Array<{ check: string; operationID?: string; detail: string }> };
+    const report = JSON.parse(verified.stdout) as {
+      ok: boolean;
+      problems: Array<{ check: string; operationID?: string; detail: string }>;
+    };
     expect(report.ok).toBe(false);
-    expect(report.problems).toContainEqual(expect.objectContaining({ check: 'ledger', operationID: 'op_not_in_the_history' }));
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ check: 'ledger', operationID: 'op_not_in_the_history' }),
+    );
   });
 });

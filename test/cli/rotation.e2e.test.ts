@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, runCliJson } from '../support/cli.ts';
 import { registerEndpoint } from '../support/webhooks.ts';
-import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+  type TestParty,
+  type TestSystem,
+} from '../support/system.ts';
 
 /**
  * Secret rotation through the CLI, against a running system on the same data directory: the maker asks, the
@@ -21,18 +28,33 @@ describe('wallet-ops key|webhook rotate / approve-rotation / secret', () => {
   it('when a maker rotates and a checker approves, then the checker sees no secret, the maker collects the new one, and old and new both work during the overlap', async () => {
     const { keyID, apiKey: oldKey } = await party.key();
     const data = ['--data-dir', sys.config.DATA_DIR];
-    const balance = (apiKey: string) => call(sys.baseUrl, 'GET', `/api/v1/distributors/${party.ref.id}/balance`, { apiKey });
+    const balance = (apiKey: string) =>
+      call(sys.baseUrl, 'GET', `/api/v1/distributors/${party.ref.id}/balance`, { apiKey });
 
-    expect(await runCliJson(['key', 'rotate', keyID, '--as', party.makerEmail, '--reason', 'yearly rotation', ...data])).toEqual({ keyID, rotation: 'pending' });
+    expect(
+      await runCliJson(['key', 'rotate', keyID, '--as', party.makerEmail, '--reason', 'yearly rotation', ...data]),
+    ).toEqual({ keyID, rotation: 'pending' });
     const approval = await runCli(['key', 'approve-rotation', keyID, '--as', party.checkerEmail, '--json', ...data]);
     expect(approval.code, approval.stderr).toBe(0);
     expect(approval.stdout).not.toContain(`${keyID}.`);
     const approved = JSON.parse(approval.stdout) as { previousSecretValidUntil: string };
-    expect(approved).toEqual({ keyID, rotation: 'approved', secretHeldFor: party.makerEmail, previousSecretValidUntil: expect.any(String) });
+    expect(approved).toEqual({
+      keyID,
+      rotation: 'approved',
+      secretHeldFor: party.makerEmail,
+      previousSecretValidUntil: expect.any(String),
+    });
     // The default overlap: a day after the approval.
     expect(Date.parse(approved.previousSecretValidUntil) - Date.now()).toBeGreaterThan(23 * 3_600_000);
 
-    const { apiKey: newKey } = await runCliJson<{ keyID: string; apiKey: string }>(['key', 'secret', keyID, '--as', party.makerEmail, ...data]);
+    const { apiKey: newKey } = await runCliJson<{ keyID: string; apiKey: string }>([
+      'key',
+      'secret',
+      keyID,
+      '--as',
+      party.makerEmail,
+      ...data,
+    ]);
     expect(newKey.startsWith(`wo_live_${keyID}.`)).toBe(true);
     expect(newKey).not.toBe(oldKey);
     await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
@@ -40,13 +62,37 @@ describe('wallet-ops key|webhook rotate / approve-rotation / secret', () => {
     expect((await balance(oldKey)).status).toBe(200);
   }, 60_000);
 
-  it('when a webhook endpoint\'s secret is rotated through the CLI, then the new signing secret waits for the maker and differs from the old', async () => {
+  it("when a webhook endpoint's secret is rotated through the CLI, then the new signing secret waits for the maker and differs from the old", async () => {
     const data = ['--data-dir', sys.config.DATA_DIR];
-    const { endpointID, secret: oldSecret } = await registerEndpoint(sys, party, 'http://127.0.0.1:9/hooks', ['api_key.revoked']);
-    expect(await runCliJson(['webhook', 'rotate', endpointID, '--as', party.makerEmail, '--reason', 'secret seen in a log', ...data])).toEqual({ endpointID, rotation: 'pending' });
-    expect(await runCliJson(['webhook', 'approve-rotation', endpointID, '--as', party.checkerEmail, ...data]))
-      .toEqual({ endpointID, rotation: 'approved', secretHeldFor: party.makerEmail, previousSecretValidUntil: expect.any(String) });
-    const { secret } = await runCliJson<{ endpointID: string; secret: string }>(['webhook', 'secret', endpointID, '--as', party.makerEmail, ...data]);
+    const { endpointID, secret: oldSecret } = await registerEndpoint(sys, party, 'http://127.0.0.1:9/hooks', [
+      'api_key.revoked',
+    ]);
+    expect(
+      await runCliJson([
+        'webhook',
+        'rotate',
+        endpointID,
+        '--as',
+        party.makerEmail,
+        '--reason',
+        'secret seen in a log',
+        ...data,
+      ]),
+    ).toEqual({ endpointID, rotation: 'pending' });
+    expect(await runCliJson(['webhook', 'approve-rotation', endpointID, '--as', party.checkerEmail, ...data])).toEqual({
+      endpointID,
+      rotation: 'approved',
+      secretHeldFor: party.makerEmail,
+      previousSecretValidUntil: expect.any(String),
+    });
+    const { secret } = await runCliJson<{ endpointID: string; secret: string }>([
+      'webhook',
+      'secret',
+      endpointID,
+      '--as',
+      party.makerEmail,
+      ...data,
+    ]);
     expect(secret).toMatch(/^whsec_/);
     expect(secret).not.toBe(oldSecret);
   }, 60_000);

@@ -9,7 +9,14 @@ import { streams } from '../../src/domain/streams.ts';
 import { claimEvent, completionWrites, failureWrites, legsOf } from '../../src/executor/workflow.ts';
 import { verifyViaCli } from '../audit/support.ts';
 import { runCli, runCliJson } from '../support/cli.ts';
-import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+  type TestParty,
+  type TestSystem,
+} from '../support/system.ts';
 
 /**
  * An operation recorded as failed whose money moved (a paused executor's transfer landing after another
@@ -30,7 +37,12 @@ describe('wallet-ops ledger settle-failed', () => {
     distributor = await sys.party('distributor');
     ({ apiKey } = await distributor.key());
     const operator = { actor: 'operator:test', correlationId: randomUUID() };
-    for (const email of [alice, bob]) await addUser(sys.backOffice, { party: null, email, password: 'platform password 1', roles: [], platformAdmin: true }, operator);
+    for (const email of [alice, bob])
+      await addUser(
+        sys.backOffice,
+        { party: null, email, password: 'platform password 1', roles: [], platformAdmin: true },
+        operator,
+      );
   });
   afterAll(async () => sys?.close());
 
@@ -41,30 +53,65 @@ describe('wallet-ops ledger settle-failed', () => {
     const operation = stream[0]!.data as OperationRequested['data'];
     const now = new Date().toISOString();
     const executor = { actor: 'system:executor:e-paused', correlationId: operationID };
-    await store.append(streams.operation(operationID), [{ ...claimEvent(operationID, 'e-paused', 1, new Date(), 10_000), metadata: executor }], stream.length - 1);
-    const append = (writes: StreamWrite[]) => store.appendMulti(writes.map((write) => ({ stream: write.stream, expectedRevision: write.expectedRevision ?? 'any', events: write.events.map((event) => ({ ...event, metadata: executor })) })));
+    await store.append(
+      streams.operation(operationID),
+      [{ ...claimEvent(operationID, 'e-paused', 1, new Date(), 10_000), metadata: executor }],
+      stream.length - 1,
+    );
+    const append = (writes: StreamWrite[]) =>
+      store.appendMulti(
+        writes.map((write) => ({
+          stream: write.stream,
+          expectedRevision: write.expectedRevision ?? 'any',
+          events: write.events.map((event) => ({ ...event, metadata: executor })),
+        })),
+      );
     if (outcome === 'completed') {
-      await append(completionWrites(operation, await sys.system.ledger.submit({ operationID, legs: legsOf(operation) }), stream.length, now, sys.config.ASSET_SCALE));
+      await append(
+        completionWrites(
+          operation,
+          await sys.system.ledger.submit({ operationID, legs: legsOf(operation) }),
+          stream.length,
+          now,
+          sys.config.ASSET_SCALE,
+        ),
+      );
       return;
     }
-    await append(failureWrites(operation, 'gave up after 8 attempts: ledger busy', stream.length, now, sys.config.ASSET_SCALE));
+    await append(
+      failureWrites(operation, 'gave up after 8 attempts: ledger busy', stream.length, now, sys.config.ASSET_SCALE),
+    );
     await sys.system.ledger.submit({ operationID, legs: legsOf(operation) });
   }
 
-  it('when a failed operation whose money moved is settled by one administrator asking and another approving, then audit verify passes and the API balance is the ledger\'s', async () => {
+  it("when a failed operation whose money moved is settled by one administrator asking and another approving, then audit verify passes and the API balance is the ledger's", async () => {
     const dataDir = ['--data-dir', sys.config.DATA_DIR];
-    const deps = { store: sys.system.stores.eventStore, lookup: new PartyLookup(sys.system.stores.eventStore), clock: () => new Date(), assetScale: sys.config.ASSET_SCALE };
-    const { operationID: issued } = await issueFloat(deps, { to: distributor.ref, amount: '100.00' }, { actor: 'operator:treasury', correlationId: randomUUID() });
+    const deps = {
+      store: sys.system.stores.eventStore,
+      lookup: new PartyLookup(sys.system.stores.eventStore),
+      clock: () => new Date(),
+      assetScale: sys.config.ASSET_SCALE,
+    };
+    const { operationID: issued } = await issueFloat(
+      deps,
+      { to: distributor.ref, amount: '100.00' },
+      { actor: 'operator:treasury', correlationId: randomUUID() },
+    );
     await execute(issued, 'completed');
     const phone = await sys.individual('+2348000000077');
-    const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '40.00', phoneTo: phone } });
+    const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
+      apiKey,
+      body: { operationType: 'cash-in', amount: '40.00', phoneTo: phone },
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const operationID = created.body.operationID as string;
     const approved = await runCli(['operation', 'approve', operationID, '--as', distributor.checkerEmail, ...dataDir]);
     expect(approved.code, approved.stderr).toBe(0);
     await execute(operationID, 'failed-but-moved');
 
-    const balance = async () => (await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey })).body.balance as string;
+    const balance = async () =>
+      (await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey })).body
+        .balance as string;
     const onLedger = await sys.system.ledger.balance(`distributor:${distributor.ref.id}`);
     expect(onLedger).toMatch(/^60(\.0+)?$/);
     await waitFor(async () => (await balance()) === '100.00');
@@ -73,14 +120,30 @@ describe('wallet-ops ledger settle-failed', () => {
     expect(before.code).toBe(1);
     expect(before.report.failedButMoved.map((entry) => entry.operationID)).toEqual([operationID]);
 
-    const requested = await runCliJson(['ledger', 'settle-failed', 'request', operationID, '--reason', 'audit verify: failedButMoved', '--as', alice, ...dataDir]);
-    expect(requested).toMatchObject({ operationID, status: 'settlement-requested', sequenceNumber: before.report.failedButMoved[0]!.ledgerTransaction.sequenceNumber });
+    const requested = await runCliJson([
+      'ledger',
+      'settle-failed',
+      'request',
+      operationID,
+      '--reason',
+      'audit verify: failedButMoved',
+      '--as',
+      alice,
+      ...dataDir,
+    ]);
+    expect(requested).toMatchObject({
+      operationID,
+      status: 'settlement-requested',
+      sequenceNumber: before.report.failedButMoved[0]!.ledgerTransaction.sequenceNumber,
+    });
 
     const self = await runCli(['ledger', 'settle-failed', 'approve', operationID, '--as', alice, ...dataDir]);
     expect(self.code).toBe(1);
     expect(self.stderr).toMatch(/asked by this same user: another platform administrator approves it/);
 
-    expect(await runCliJson(['ledger', 'settle-failed', 'approve', operationID, '--as', bob, ...dataDir])).toMatchObject({ operationID, status: 'completed' });
+    expect(
+      await runCliJson(['ledger', 'settle-failed', 'approve', operationID, '--as', bob, ...dataDir]),
+    ).toMatchObject({ operationID, status: 'completed' });
 
     await waitFor(async () => (await balance()) === '60.00');
     const listed = await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey });

@@ -26,12 +26,50 @@ describe('wallet-ops user and access', { timeout: 180_000 }, () => {
   }
 
   beforeAll(async () => {
-    ({ distributorID } = await runCliJson<{ distributorID: string }>(['party', 'add-distributor', '--name', 'Acme Agents', '--short-code', '1001', ...data]));
+    ({ distributorID } = await runCliJson<{ distributorID: string }>([
+      'party',
+      'add-distributor',
+      '--name',
+      'Acme Agents',
+      '--short-code',
+      '1001',
+      ...data,
+    ]));
     party = `distributor:${distributorID}`;
     await Promise.all([
-      runCliJson(['user', 'add', '--platform-admin', '--email', 'one@platform.test', '--password', 'admin password 1', ...data]),
-      runCliJson(['user', 'add', '--platform-admin', '--email', 'two@platform.test', '--password', 'admin password 2', ...data]),
-      runCliJson(['user', 'add', '--party', party, '--email', 'maker@acme.test', '--password', 'maker password 1', '--roles', 'maker', ...data]),
+      runCliJson([
+        'user',
+        'add',
+        '--platform-admin',
+        '--email',
+        'one@platform.test',
+        '--password',
+        'admin password 1',
+        ...data,
+      ]),
+      runCliJson([
+        'user',
+        'add',
+        '--platform-admin',
+        '--email',
+        'two@platform.test',
+        '--password',
+        'admin password 2',
+        ...data,
+      ]),
+      runCliJson([
+        'user',
+        'add',
+        '--party',
+        party,
+        '--email',
+        'maker@acme.test',
+        '--password',
+        'maker password 1',
+        '--roles',
+        'maker',
+        ...data,
+      ]),
     ]);
   });
   afterAll(() => dir.cleanup());
@@ -46,78 +84,252 @@ describe('wallet-ops user and access', { timeout: 180_000 }, () => {
   });
 
   it('when one administrator requests a checker, then they cannot approve it; the other can, and each administrator collects one half of the temporary password', async () => {
-    const { requestID } = await runCliJson<{ requestID: string }>(['user', 'request-add', '--party', party, '--email', 'checker@acme.test', '--roles', 'checker', '--reason', 'new supervisor', '--as', 'one@platform.test', ...data]);
+    const { requestID } = await runCliJson<{ requestID: string }>([
+      'user',
+      'request-add',
+      '--party',
+      party,
+      '--email',
+      'checker@acme.test',
+      '--roles',
+      'checker',
+      '--reason',
+      'new supervisor',
+      '--as',
+      'one@platform.test',
+      ...data,
+    ]);
     expect(requestID).toMatch(/^acr_[0-9a-f]{32}$/);
 
     const alone = await runCli(['access', 'approve', requestID, '--as', 'one@platform.test', '--json', ...data]);
     expect(alone.code).toBe(1);
     expect(alone.stderr).toMatch(/SAME_USER.*cannot also approve it/);
-    const before = await runCliJson<{ parties: Array<{ users: Array<{ email: string }> }> }>(['user', 'list', '--party', party, ...data]);
+    const before = await runCliJson<{ parties: Array<{ users: Array<{ email: string }> }> }>([
+      'user',
+      'list',
+      '--party',
+      party,
+      ...data,
+    ]);
     expect(before.parties[0]!.users.map((u) => u.email)).toEqual(['maker@acme.test']);
     // A user who does not exist yet can approve nothing.
-    expect((await runCli(['key', 'request', '--as', 'checker@acme.test', '--label', 'x', '--permissions', 'read-balance', ...data])).code).toBe(1);
+    expect(
+      (
+        await runCli([
+          'key',
+          'request',
+          '--as',
+          'checker@acme.test',
+          '--label',
+          'x',
+          '--permissions',
+          'read-balance',
+          ...data,
+        ])
+      ).code,
+    ).toBe(1);
 
-    const pending = await runCliJson<Array<{ requestID: string; description: string; requestedByEmail: string }>>(['access', 'list', '--status', 'pending', ...data]);
-    expect(pending).toEqual([expect.objectContaining({ requestID, description: 'Add checker@acme.test as checker of Acme Agents (distributor 1001)', requestedByEmail: 'one@platform.test' })]);
+    const pending = await runCliJson<Array<{ requestID: string; description: string; requestedByEmail: string }>>([
+      'access',
+      'list',
+      '--status',
+      'pending',
+      ...data,
+    ]);
+    expect(pending).toEqual([
+      expect.objectContaining({
+        requestID,
+        description: 'Add checker@acme.test as checker of Acme Agents (distributor 1001)',
+        requestedByEmail: 'one@platform.test',
+      }),
+    ]);
 
     const approval = await runCli(['access', 'approve', requestID, '--as', 'two@platform.test', '--json', ...data]);
-    expect(JSON.parse(approval.stdout)).toMatchObject({ status: 'approved', email: 'checker@acme.test', temporaryPasswordHalves: { first: 'one@platform.test', second: 'two@platform.test' } });
+    expect(JSON.parse(approval.stdout)).toMatchObject({
+      status: 'approved',
+      email: 'checker@acme.test',
+      temporaryPasswordHalves: { first: 'one@platform.test', second: 'two@platform.test' },
+    });
     expect(approval.stdout).not.toMatch(HALF);
     // Split knowledge: each administrator collects their own half, once; neither can collect the other's.
-    const second = await runCliJson<{ half: string; value: string; email: string }>(['access', 'password-half', requestID, '--as', 'two@platform.test', ...data]);
-    expect(second).toMatchObject({ half: 'second', email: 'checker@acme.test', value: expect.stringMatching(/^[2-9a-z]{4}-[2-9a-z]{4}$/) });
-    expect((await runCli(['access', 'password-half', requestID, '--as', 'two@platform.test', '--json', ...data])).code).toBe(1);
-    const first = await runCliJson<{ half: string; value: string }>(['access', 'password-half', requestID, '--as', 'one@platform.test', ...data]);
+    const second = await runCliJson<{ half: string; value: string; email: string }>([
+      'access',
+      'password-half',
+      requestID,
+      '--as',
+      'two@platform.test',
+      ...data,
+    ]);
+    expect(second).toMatchObject({
+      half: 'second',
+      email: 'checker@acme.test',
+      value: expect.stringMatching(/^[2-9a-z]{4}-[2-9a-z]{4}$/),
+    });
+    expect(
+      (await runCli(['access', 'password-half', requestID, '--as', 'two@platform.test', '--json', ...data])).code,
+    ).toBe(1);
+    const first = await runCliJson<{ half: string; value: string }>([
+      'access',
+      'password-half',
+      requestID,
+      '--as',
+      'one@platform.test',
+      ...data,
+    ]);
     expect(first).toMatchObject({ half: 'first', value: expect.stringMatching(/^[2-9a-z]{4}-[2-9a-z]{4}$/) });
     expect(first.value).not.toBe(second.value);
     expect(approval.stdout).not.toContain(first.value);
     expect(approval.stdout).not.toContain(second.value);
-    const list = await runCliJson<{ administrators: Array<{ email: string }>; parties: Array<{ users: Array<{ email: string; roles: string[]; mustChangePassword: boolean }> }> }>(['user', 'list', ...data]);
+    const list = await runCliJson<{
+      administrators: Array<{ email: string }>;
+      parties: Array<{ users: Array<{ email: string; roles: string[]; mustChangePassword: boolean }> }>;
+    }>(['user', 'list', ...data]);
     expect(list.administrators.map((u) => u.email)).toEqual(['one@platform.test', 'two@platform.test']);
-    expect(list.parties[0]!.users).toEqual(expect.arrayContaining([expect.objectContaining({ email: 'checker@acme.test', roles: ['checker'], mustChangePassword: true })]));
+    expect(list.parties[0]!.users).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ email: 'checker@acme.test', roles: ['checker'], mustChangePassword: true }),
+      ]),
+    );
     expect(JSON.stringify(list)).not.toMatch(/scrypt|passwordHash/);
 
     // The approval and the new user are one atomic append, by the second administrator, at the CLI.
     const approved = (await events('accessRequest-')).find((e) => e.type === 'AccessRequestApproved')!;
-    const user = (await events('user-')).find((e) => e.type === 'UserAdded' && (e.data as { email: string }).email === 'checker@acme.test')!;
+    const user = (await events('user-')).find(
+      (e) => e.type === 'UserAdded' && (e.data as { email: string }).email === 'checker@acme.test',
+    )!;
     expect(user.metadata.correlationId).toBe(approved.metadata.correlationId);
     expect(user.metadata.actor).toBe(`user:${(approved.data as { approvedBy: string }).approvedBy}`);
     expect(user.data).toMatchObject({ mustChangePassword: true });
   });
 
   it('when an administrator disables a user, then it is at once, the user can no longer act, and enabling them is a request', async () => {
-    expect(await runCliJson(['user', 'disable', 'maker@acme.test', '--reason', 'left the company', '--as', 'one@platform.test', ...data])).toMatchObject({ email: 'maker@acme.test', status: 'disabled' });
-    const refused = await runCli(['key', 'request', '--as', 'maker@acme.test', '--label', 'x', '--permissions', 'read-balance', '--json', ...data]);
+    expect(
+      await runCliJson([
+        'user',
+        'disable',
+        'maker@acme.test',
+        '--reason',
+        'left the company',
+        '--as',
+        'one@platform.test',
+        ...data,
+      ]),
+    ).toMatchObject({ email: 'maker@acme.test', status: 'disabled' });
+    const refused = await runCli([
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'x',
+      '--permissions',
+      'read-balance',
+      '--json',
+      ...data,
+    ]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/disabled/);
 
-    const { requestID } = await runCliJson<{ requestID: string }>(['user', 'enable', 'maker@acme.test', '--as', 'one@platform.test', ...data]);
-    expect(await runCliJson(['access', 'reject', requestID, '--reason', 'not coming back', '--as', 'two@platform.test', ...data])).toMatchObject({ requestID, status: 'rejected' });
-    const rejected = await runCliJson<Array<{ requestID: string; status: string; rejectionReason: string; decidedByEmail: string }>>(['access', 'list', '--status', 'rejected', ...data]);
-    expect(rejected).toEqual([expect.objectContaining({ requestID, rejectionReason: 'not coming back', decidedByEmail: 'two@platform.test' })]);
-    const list = await runCliJson<{ parties: Array<{ users: Array<{ email: string; status: string }> }> }>(['user', 'list', '--party', party, ...data]);
+    const { requestID } = await runCliJson<{ requestID: string }>([
+      'user',
+      'enable',
+      'maker@acme.test',
+      '--as',
+      'one@platform.test',
+      ...data,
+    ]);
+    expect(
+      await runCliJson([
+        'access',
+        'reject',
+        requestID,
+        '--reason',
+        'not coming back',
+        '--as',
+        'two@platform.test',
+        ...data,
+      ]),
+    ).toMatchObject({ requestID, status: 'rejected' });
+    const rejected = await runCliJson<
+      Array<{ requestID: string; status: string; rejectionReason: string; decidedByEmail: string }>
+    >(['access', 'list', '--status', 'rejected', ...data]);
+    expect(rejected).toEqual([
+      expect.objectContaining({ requestID, rejectionReason: 'not coming back', decidedByEmail: 'two@platform.test' }),
+    ]);
+    const list = await runCliJson<{ parties: Array<{ users: Array<{ email: string; status: string }> }> }>([
+      'user',
+      'list',
+      '--party',
+      party,
+      ...data,
+    ]);
     expect(list.parties[0]!.users.find((u) => u.email === 'maker@acme.test')?.status).toBe('disabled');
   });
 
   it('when a role is requested, then it waits for the other administrator; removing one is at once; a reset prints no password to its approver', async () => {
-    const { requestID } = await runCliJson<{ requestID: string }>(['user', 'add-role', 'checker@acme.test', '--role', 'maker', '--as', 'two@platform.test', ...data]);
+    const { requestID } = await runCliJson<{ requestID: string }>([
+      'user',
+      'add-role',
+      'checker@acme.test',
+      '--role',
+      'maker',
+      '--as',
+      'two@platform.test',
+      ...data,
+    ]);
     expect((await runCli(['access', 'approve', requestID, '--as', 'two@platform.test', ...data])).code).toBe(1);
-    expect(await runCliJson(['access', 'approve', requestID, '--as', 'one@platform.test', ...data])).not.toHaveProperty('temporaryPassword');
-    expect(await runCliJson(['user', 'remove-role', 'checker@acme.test', '--role', 'checker', '--as', 'one@platform.test', ...data])).toMatchObject({ role: 'checker' });
-    const last = await runCli(['user', 'remove-role', 'checker@acme.test', '--role', 'maker', '--as', 'one@platform.test', '--json', ...data]);
+    expect(await runCliJson(['access', 'approve', requestID, '--as', 'one@platform.test', ...data])).not.toHaveProperty(
+      'temporaryPassword',
+    );
+    expect(
+      await runCliJson([
+        'user',
+        'remove-role',
+        'checker@acme.test',
+        '--role',
+        'checker',
+        '--as',
+        'one@platform.test',
+        ...data,
+      ]),
+    ).toMatchObject({ role: 'checker' });
+    const last = await runCli([
+      'user',
+      'remove-role',
+      'checker@acme.test',
+      '--role',
+      'maker',
+      '--as',
+      'one@platform.test',
+      '--json',
+      ...data,
+    ]);
     expect(last.code).toBe(1);
     expect(last.stderr).toMatch(/disable the user instead/);
 
-    const reset = await runCliJson<{ requestID: string }>(['user', 'reset-password', 'checker@acme.test', '--as', 'one@platform.test', ...data]);
+    const reset = await runCliJson<{ requestID: string }>([
+      'user',
+      'reset-password',
+      'checker@acme.test',
+      '--as',
+      'one@platform.test',
+      ...data,
+    ]);
     const human = await runCli(['access', 'approve', reset.requestID, '--as', 'two@platform.test', ...data]);
     expect(human.code).toBe(0);
-    expect(human.stdout).toContain(`first half:  wallet-ops access password-half ${reset.requestID} --as one@platform.test`);
-    expect(human.stdout).toContain(`second half: wallet-ops access password-half ${reset.requestID} --as two@platform.test`);
+    expect(human.stdout).toContain(
+      `first half:  wallet-ops access password-half ${reset.requestID} --as one@platform.test`,
+    );
+    expect(human.stdout).toContain(
+      `second half: wallet-ops access password-half ${reset.requestID} --as two@platform.test`,
+    );
     expect(human.stdout).not.toMatch(HALF);
   });
 
   it('when the arguments are wrong, then the CLI exits 2', async () => {
-    expect((await runCli(['user', 'request-add', '--email', 'x@y.test', '--as', 'one@platform.test', ...data])).code).toBe(2);
+    expect(
+      (await runCli(['user', 'request-add', '--email', 'x@y.test', '--as', 'one@platform.test', ...data])).code,
+    ).toBe(2);
     expect((await runCli(['access', 'list', '--status', 'maybe', ...data])).code).toBe(2);
   });
 });

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 
-const packageVersion = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const packageVersion = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 const BIN = fileURLToPath(new URL('../../bin/wallet-ops.js', import.meta.url));
 
 // Reports every module resolved from the tsx package on stderr: a checkout's CLI must start without a loader.

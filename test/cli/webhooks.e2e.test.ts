@@ -9,33 +9,86 @@ describe('wallet-ops webhook', () => {
   let party: string;
 
   beforeAll(async () => {
-    const { merchantID } = await runCliJson<{ merchantID: string }>(['party', 'add-merchant', '--name', 'Hook Shop', '--short-code', '7001', ...data]);
+    const { merchantID } = await runCliJson<{ merchantID: string }>([
+      'party',
+      'add-merchant',
+      '--name',
+      'Hook Shop',
+      '--short-code',
+      '7001',
+      ...data,
+    ]);
     party = `merchant:${merchantID}`;
-    await runCliJson(['user', 'add', '--party', party, '--email', 'maker@hooks.test', '--password', 'correct horse 1', '--roles', 'maker', ...data]);
-    await runCliJson(['user', 'add', '--party', party, '--email', 'checker@hooks.test', '--password', 'correct horse 2', '--roles', 'checker', ...data]);
+    await runCliJson([
+      'user',
+      'add',
+      '--party',
+      party,
+      '--email',
+      'maker@hooks.test',
+      '--password',
+      'correct horse 1',
+      '--roles',
+      'maker',
+      ...data,
+    ]);
+    await runCliJson([
+      'user',
+      'add',
+      '--party',
+      party,
+      '--email',
+      'checker@hooks.test',
+      '--password',
+      'correct horse 2',
+      '--roles',
+      'checker',
+      ...data,
+    ]);
   }, 60_000);
   afterAll(() => dir.cleanup());
 
   const add = (url: string, events = 'operation.completed,payment.received', env?: Record<string, string>) =>
-    runCliJson<{ endpointID: string }>(['webhook', 'add', '--as', 'maker@hooks.test', '--url', url, '--events', events, ...data], env);
+    runCliJson<{ endpointID: string }>(
+      ['webhook', 'add', '--as', 'maker@hooks.test', '--url', url, '--events', events, ...data],
+      env,
+    );
 
   it('when a maker adds and a checker approves, then the checker sees no secret, the maker collects it once, and list shows the endpoint active without it', async () => {
     const { endpointID } = await add('https://shop.example/hooks');
     expect(endpointID).toMatch(/^whe_/);
     const pending = await runCliJson<Array<Record<string, unknown>>>(['webhook', 'list', '--party', party, ...data]);
-    expect(pending.find((e) => e.id === endpointID)).toMatchObject({ status: 'pending', url: 'https://shop.example/hooks', eventTypes: ['operation.completed', 'payment.received'] });
+    expect(pending.find((e) => e.id === endpointID)).toMatchObject({
+      status: 'pending',
+      url: 'https://shop.example/hooks',
+      eventTypes: ['operation.completed', 'payment.received'],
+    });
 
     const approval = await runCli(['webhook', 'approve', endpointID, '--as', 'checker@hooks.test', '--json', ...data]);
     expect(JSON.parse(approval.stdout)).toEqual({ endpointID, status: 'active', secretHeldFor: 'maker@hooks.test' });
     expect(approval.stdout).not.toContain('whsec_');
-    expect((await runCli(['webhook', 'secret', endpointID, '--as', 'checker@hooks.test', '--json', ...data])).code).toBe(1);
-    const { secret, endpointID: collected } = await runCliJson<{ endpointID: string; secret: string }>(['webhook', 'secret', endpointID, '--as', 'maker@hooks.test', ...data]);
+    expect(
+      (await runCli(['webhook', 'secret', endpointID, '--as', 'checker@hooks.test', '--json', ...data])).code,
+    ).toBe(1);
+    const { secret, endpointID: collected } = await runCliJson<{ endpointID: string; secret: string }>([
+      'webhook',
+      'secret',
+      endpointID,
+      '--as',
+      'maker@hooks.test',
+      ...data,
+    ]);
     expect(collected).toBe(endpointID);
     expect(secret).toMatch(/^whsec_/);
-    expect((await runCli(['webhook', 'secret', endpointID, '--as', 'maker@hooks.test', '--json', ...data])).code).toBe(1);
+    expect((await runCli(['webhook', 'secret', endpointID, '--as', 'maker@hooks.test', '--json', ...data])).code).toBe(
+      1,
+    );
     const list = await runCli(['webhook', 'list', '--party', party, '--json', ...data]);
     expect(list.stdout).not.toContain(secret.slice(6));
-    expect((JSON.parse(list.stdout) as Array<Record<string, unknown>>).find((e) => e.id === endpointID)).toMatchObject({ status: 'active', decidedBy: expect.any(String) });
+    expect((JSON.parse(list.stdout) as Array<Record<string, unknown>>).find((e) => e.id === endpointID)).toMatchObject({
+      status: 'active',
+      decidedBy: expect.any(String),
+    });
 
     const again = await runCli(['webhook', 'approve', endpointID, '--as', 'checker@hooks.test', '--json', ...data]);
     expect(again.code).toBe(1);
@@ -51,24 +104,72 @@ describe('wallet-ops webhook', () => {
 
   it('when a checker rejects, or a maker disables an active endpoint, then list says so', async () => {
     const rejected = await add('https://shop.example/rejected');
-    await runCliJson(['webhook', 'reject', rejected.endpointID, '--as', 'checker@hooks.test', '--reason', 'not ours', ...data]);
+    await runCliJson([
+      'webhook',
+      'reject',
+      rejected.endpointID,
+      '--as',
+      'checker@hooks.test',
+      '--reason',
+      'not ours',
+      ...data,
+    ]);
     const active = await add('https://shop.example/disabled');
     await runCliJson(['webhook', 'approve', active.endpointID, '--as', 'checker@hooks.test', ...data]);
-    await runCliJson(['webhook', 'disable', active.endpointID, '--as', 'maker@hooks.test', '--reason', 'moved', ...data]);
+    await runCliJson([
+      'webhook',
+      'disable',
+      active.endpointID,
+      '--as',
+      'maker@hooks.test',
+      '--reason',
+      'moved',
+      ...data,
+    ]);
     const list = await runCliJson<Array<Record<string, unknown>>>(['webhook', 'list', '--party', party, ...data]);
     expect(list.find((e) => e.id === rejected.endpointID)).toMatchObject({ status: 'rejected', reason: 'not ours' });
-    expect(list.find((e) => e.id === active.endpointID)).toMatchObject({ status: 'disabled', reason: 'moved', disabledBy: expect.any(String) });
+    expect(list.find((e) => e.id === active.endpointID)).toMatchObject({
+      status: 'disabled',
+      reason: 'moved',
+      disabledBy: expect.any(String),
+    });
   });
 
   it('when the URL is http://127.0.0.1, then it is refused, naming WEBHOOK_ALLOW_INSECURE_LOCALHOST, unless that is true', async () => {
-    const refused = await runCli(['webhook', 'add', '--as', 'maker@hooks.test', '--url', 'http://127.0.0.1:9/h', '--events', 'operation.failed', '--json', ...data]);
+    const refused = await runCli([
+      'webhook',
+      'add',
+      '--as',
+      'maker@hooks.test',
+      '--url',
+      'http://127.0.0.1:9/h',
+      '--events',
+      'operation.failed',
+      '--json',
+      ...data,
+    ]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/must use https; http:\/\/ to 127\.0\.0\.1 is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true/);
-    await expect(add('http://127.0.0.1:9/h', 'operation.failed', { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true' })).resolves.toMatchObject({ endpointID: expect.stringMatching(/^whe_/) });
+    expect(refused.stderr).toMatch(
+      /must use https; http:\/\/ to 127\.0\.0\.1 is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true/,
+    );
+    await expect(
+      add('http://127.0.0.1:9/h', 'operation.failed', { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true' }),
+    ).resolves.toMatchObject({ endpointID: expect.stringMatching(/^whe_/) });
   });
 
   it('when an event type is unknown, then it is refused naming the known ones', async () => {
-    const result = await runCli(['webhook', 'add', '--as', 'maker@hooks.test', '--url', 'https://shop.example/h', '--events', 'operation.created', '--json', ...data]);
+    const result = await runCli([
+      'webhook',
+      'add',
+      '--as',
+      'maker@hooks.test',
+      '--url',
+      'https://shop.example/h',
+      '--events',
+      'operation.created',
+      '--json',
+      ...data,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/unknown event type/);
   });

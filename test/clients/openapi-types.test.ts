@@ -7,7 +7,8 @@ import { DOCUMENT, generateClientTypes, SCHEMA } from '../../clients/typescript/
 
 const PROGRAM = fileURLToPath(new URL('./fixtures/every-operation.ts', import.meta.url));
 const PROJECT = fileURLToPath(new URL('../..', import.meta.url));
-const REGENERATE = 'clients/typescript/src/schema.ts is not what openapi-typescript makes of openapi.json: run `npm run openapi` and commit it';
+const REGENERATE =
+  'clients/typescript/src/schema.ts is not what openapi-typescript makes of openapi.json: run `npm run openapi` and commit it';
 
 /**
  * Type-checks `root` alone, on the project's compiler options, with the compiler `npm run typecheck` runs (TypeScript 7's
@@ -18,8 +19,23 @@ function typeCheck(root: string): { code: number | null; report: string } {
   // Inside the project, so that `types: ["node"]` and the packages resolve from its node_modules.
   const dir = mkdtempSync(join(PROJECT, '.tmp', 'openapi-types-'));
   try {
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: join(PROJECT, 'tsconfig.json'), include: [], files: [root] }));
-    const tsc = spawnSync(process.execPath, [join(PROJECT, 'node_modules/typescript-native/bin/tsc'), '--noEmit', '--singleThreaded', '--pretty', 'false', '-p', dir], { encoding: 'utf8' });
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ extends: join(PROJECT, 'tsconfig.json'), include: [], files: [root] }),
+    );
+    const tsc = spawnSync(
+      process.execPath,
+      [
+        join(PROJECT, 'node_modules/typescript-native/bin/tsc'),
+        '--noEmit',
+        '--singleThreaded',
+        '--pretty',
+        'false',
+        '-p',
+        dir,
+      ],
+      { encoding: 'utf8' },
+    );
     return { code: tsc.status, report: `${tsc.stdout}${tsc.stderr}${tsc.error?.message ?? ''}` };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -27,7 +43,7 @@ function typeCheck(root: string): { code: number | null; report: string } {
 }
 
 describe('the types generated from the committed openapi.json', () => {
-  it('when generated with openapi-typescript, then they are the client\'s committed schema.ts', async () => {
+  it("when generated with openapi-typescript, then they are the client's committed schema.ts", async () => {
     const generated = await generateClientTypes(JSON.parse(readFileSync(DOCUMENT, 'utf8')));
     expect(generated === readFileSync(SCHEMA, 'utf8'), REGENERATE).toBe(true);
   });

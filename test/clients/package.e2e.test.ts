@@ -74,8 +74,14 @@ describe('the client package', () => {
 
   it('states its name, version, entry points, declarations and the openapi-fetch it is built for', () => {
     const manifest = JSON.parse(readFileSync(join(PACKAGE, 'package.json'), 'utf8'));
-    const built = JSON.parse(readFileSync(join(PROJECT, 'node_modules/openapi-fetch/package.json'), 'utf8')).version as string;
-    expect(manifest).toMatchObject({ name: '@wallet-ops/client', type: 'module', types: './dist/index.d.ts', exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } } });
+    const built = JSON.parse(readFileSync(join(PROJECT, 'node_modules/openapi-fetch/package.json'), 'utf8'))
+      .version as string;
+    expect(manifest).toMatchObject({
+      name: '@wallet-ops/client',
+      type: 'module',
+      types: './dist/index.d.ts',
+      exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+    });
     expect(manifest.version).toMatch(/^\d+\.\d+\.\d+$/);
     // The range admits the version the repository builds and tests it with.
     const [major, minor] = built.split('.');
@@ -83,34 +89,80 @@ describe('the client package', () => {
   });
 
   it('when packed and installed into an empty project with openapi-fetch from the registry, then a typed program type-checks and runs against a live server', async () => {
-    const { stdout: packed } = await run('npm', ['pack', '--json', '--pack-destination', scratch.path], { cwd: PACKAGE, env: { ...process.env, npm_config_loglevel: 'error' } });
+    const { stdout: packed } = await run('npm', ['pack', '--json', '--pack-destination', scratch.path], {
+      cwd: PACKAGE,
+      env: { ...process.env, npm_config_loglevel: 'error' },
+    });
     const [tarball] = JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>;
     const files = tarball!.files.map((f) => f.path).sort();
-    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/client.js', 'package.json', 'README.md']));
+    expect(files).toEqual(
+      expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/client.js', 'package.json', 'README.md']),
+    );
     expect(files.filter((f) => f.startsWith('src/') || f.endsWith('.test.ts'))).toEqual([]);
     // What Node and tsc load imports .js, never .ts (which Node does not strip under node_modules).
     const app = join(scratch.path, 'app');
     await run('mkdir', ['-p', app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'integrator-app', private: true, type: 'module' }));
-    const openapiFetch = JSON.parse(readFileSync(join(PROJECT, 'node_modules/openapi-fetch/package.json'), 'utf8')).version as string;
-    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', join(scratch.path, tarball!.filename), `openapi-fetch@${openapiFetch}`], { cwd: app, timeout: 120_000 });
+    const openapiFetch = JSON.parse(readFileSync(join(PROJECT, 'node_modules/openapi-fetch/package.json'), 'utf8'))
+      .version as string;
+    await run(
+      'npm',
+      [
+        'install',
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        '--ignore-scripts',
+        join(scratch.path, tarball!.filename),
+        `openapi-fetch@${openapiFetch}`,
+      ],
+      { cwd: app, timeout: 120_000 },
+    );
     const installed = join(app, 'node_modules/@wallet-ops/client/dist');
     for (const file of ['index.js', 'client.js', 'index.d.ts', 'client.d.ts']) {
       expect(readFileSync(join(installed, file), 'utf8'), file).not.toMatch(/from\s+['"]\.{1,2}\/[^'"]+\.ts['"]/);
     }
 
     writeFileSync(join(app, 'program.ts'), PROGRAM);
-    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
-      // No @types/node: the package's declarations must stand on the standard library (fetch, Request, Response).
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, verbatimModuleSyntax: true, erasableSyntaxOnly: true, lib: ['ES2023', 'DOM', 'DOM.Iterable'], types: [] },
-      files: ['program.ts'],
-    }));
-    const checked = await run(process.execPath, [TSC, '-p', app, '--singleThreaded', '--pretty', 'false'], { cwd: app }).catch((error: { stdout: string }) => error);
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        // No @types/node: the package's declarations must stand on the standard library (fetch, Request, Response).
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          verbatimModuleSyntax: true,
+          erasableSyntaxOnly: true,
+          lib: ['ES2023', 'DOM', 'DOM.Iterable'],
+          types: [],
+        },
+        files: ['program.ts'],
+      }),
+    );
+    const checked = await run(process.execPath, [TSC, '-p', app, '--singleThreaded', '--pretty', 'false'], {
+      cwd: app,
+    }).catch((error: { stdout: string }) => error);
     expect(checked.stdout).toBe('');
 
     const distributorKey = (await distributor.key()).apiKey;
     const merchantKey = (await merchant.key()).apiKey;
-    const { stdout } = await run(process.execPath, [join(app, 'program.ts'), sys.baseUrl, distributorKey, distributor.ref.id, merchantKey, merchant.ref.id, merchant.shortCode, PHONE], { cwd: app });
+    const { stdout } = await run(
+      process.execPath,
+      [
+        join(app, 'program.ts'),
+        sys.baseUrl,
+        distributorKey,
+        distributor.ref.id,
+        merchantKey,
+        merchant.ref.id,
+        merchant.shortCode,
+        PHONE,
+      ],
+      { cwd: app },
+    );
     const result = JSON.parse(stdout);
     expect(result).toMatchObject({
       one: { operationID: result.ids[0], status: 'pending', memo: 'from the package' },

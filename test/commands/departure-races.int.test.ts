@@ -60,13 +60,31 @@ beforeEach(async () => {
     },
   });
   vault = await testCredentials();
-  deps = { store, clock: () => new Date(), assetScale: 2, credentials: vault.credentials, secretRotationOverlapHours: 24 };
-  const { partyID } = await onboardParty(deps, { partyType: 'distributor', name: 'Race Agents', shortCode: '4711' }, operator());
+  deps = {
+    store,
+    clock: () => new Date(),
+    assetScale: 2,
+    credentials: vault.credentials,
+    secretRotationOverlapHours: 24,
+  };
+  const { partyID } = await onboardParty(
+    deps,
+    { partyType: 'distributor', name: 'Race Agents', shortCode: '4711' },
+    operator(),
+  );
   const party = { type: 'distributor' as const, id: partyID };
-  for (const [email, roles] of [['maker@race.test', ['maker']], ['maker2@race.test', ['maker']], ['checker@race.test', ['checker']]] as const) {
+  for (const [email, roles] of [
+    ['maker@race.test', ['maker']],
+    ['maker2@race.test', ['maker']],
+    ['checker@race.test', ['checker']],
+  ] as const) {
     await addUser(deps, { party, email, password: 'race password 1', roles: [...roles] }, operator());
   }
-  await addUser(deps, { party: null, email: 'admin@race.test', password: 'race password 1', roles: [], platformAdmin: true }, operator());
+  await addUser(
+    deps,
+    { party: null, email: 'admin@race.test', password: 'race password 1', roles: [], platformAdmin: true },
+    operator(),
+  );
   maker = await findUserByEmail(deps, 'maker@race.test');
   otherMaker = await findUserByEmail(deps, 'maker2@race.test');
   checker = await findUserByEmail(deps, 'checker@race.test');
@@ -79,18 +97,33 @@ afterEach(async () => {
   dir.cleanup();
 });
 
-const disabledEvent = (userID: string) => ({ type: 'UserDisabled', data: { userID, disabledBy: admin.userID, reason: 'left', disabledAt: new Date().toISOString() }, metadata: { actor: `user:${admin.userID}` } });
+const disabledEvent = (userID: string) => ({
+  type: 'UserDisabled',
+  data: { userID, disabledBy: admin.userID, reason: 'left', disabledAt: new Date().toISOString() },
+  metadata: { actor: `user:${admin.userID}` },
+});
 const lastEventOf = async (stream: string) => (await inner.readStream(stream)).at(-1);
 
 describe('a departure racing an approval', () => {
   it('given the maker disabled between the approval’s check and its commit, when the approval commits, then the key is revoked at once and no secret is held', async () => {
     const { keyID } = await requestApiKey(deps, maker, { label: 'raced', permissions: 'read-balance' }, 'c');
-    before = { type: 'ApiKeyApproved', run: async () => void (await inner.append(streams.user(maker.userID), [disabledEvent(maker.userID)], 'any')) };
+    before = {
+      type: 'ApiKeyApproved',
+      run: async () => void (await inner.append(streams.user(maker.userID), [disabledEvent(maker.userID)], 'any')),
+    };
 
-    await expect(approveApiKey(deps, checker, keyID, 'c')).rejects.toMatchObject({ code: 'WRONG_STATE', message: expect.stringMatching(/left meanwhile/) });
+    await expect(approveApiKey(deps, checker, keyID, 'c')).rejects.toMatchObject({
+      code: 'WRONG_STATE',
+      message: expect.stringMatching(/left meanwhile/),
+    });
 
-    expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyRevoked', data: { approvedBy: 'system', departedUserID: maker.userID } });
-    await expect(collectCredential(deps, maker, { kind: 'api-key', id: keyID })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({
+      type: 'ApiKeyRevoked',
+      data: { approvedBy: 'system', departedUserID: maker.userID },
+    });
+    await expect(collectCredential(deps, maker, { kind: 'api-key', id: keyID })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
   });
 
   it('given a key approved for the maker between the departure’s listing and its commit, when the departure commits, then it lists again and revokes that key too', async () => {
@@ -99,29 +132,75 @@ describe('a departure racing an approval', () => {
     before = {
       type: 'UserDisabled',
       run: async () => {
-        await inner.append(streams.apiKey(keyID), [
-          { type: 'ApiKeyRequested', data: { keyID, party: maker.party, label: 'late', permissions: ['Read Balance'], maxTransactionAmount: null, maxDailyVolume: null, allowedIPs: [], expiresInDays: 30, requestedBy: maker.userID, requestedAt: at }, metadata: { actor: `user:${maker.userID}` } },
-          { type: 'ApiKeyApproved', data: { keyID, approvedBy: checker.userID, approvedAt: at, expiresAt: '2099-01-01T00:00:00.000Z', secretHash: 'ab'.repeat(32) }, metadata: { actor: `user:${checker.userID}` } },
-        ], 'no_stream');
+        await inner.append(
+          streams.apiKey(keyID),
+          [
+            {
+              type: 'ApiKeyRequested',
+              data: {
+                keyID,
+                party: maker.party,
+                label: 'late',
+                permissions: ['Read Balance'],
+                maxTransactionAmount: null,
+                maxDailyVolume: null,
+                allowedIPs: [],
+                expiresInDays: 30,
+                requestedBy: maker.userID,
+                requestedAt: at,
+              },
+              metadata: { actor: `user:${maker.userID}` },
+            },
+            {
+              type: 'ApiKeyApproved',
+              data: {
+                keyID,
+                approvedBy: checker.userID,
+                approvedAt: at,
+                expiresAt: '2099-01-01T00:00:00.000Z',
+                secretHash: 'ab'.repeat(32),
+              },
+              metadata: { actor: `user:${checker.userID}` },
+            },
+          ],
+          'no_stream',
+        );
       },
     };
 
-    const { ended } = await disableUser(deps, admin, maker.userID, 'left the company', { actor: `user:${admin.userID}`, correlationId: 'c' });
+    const { ended } = await disableUser(deps, admin, maker.userID, 'left the company', {
+      actor: `user:${admin.userID}`,
+      correlationId: 'c',
+    });
 
     expect(ended.map((c) => c.id)).toContain(keyID);
-    expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyRevoked', data: { approvedBy: 'system', departedUserID: maker.userID } });
+    expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({
+      type: 'ApiKeyRevoked',
+      data: { approvedBy: 'system', departedUserID: maker.userID },
+    });
   });
 
   it('given a rotation asked for by a maker who has since left, then the departure withdrew it, and the key keeps its holder', async () => {
     const { keyID } = await requestApiKey(deps, maker, { label: 'rotated', permissions: 'read-balance' }, 'c');
     await approveApiKey(deps, checker, keyID, 'c');
     await decideOnApiKeyRotation(deps, otherMaker, keyID, { type: 'request', reason: 'taking over' }, 'c');
-    const { ended } = await disableUser(deps, admin, otherMaker.userID, 'left', { actor: `user:${admin.userID}`, correlationId: 'c' });
+    const { ended } = await disableUser(deps, admin, otherMaker.userID, 'left', {
+      actor: `user:${admin.userID}`,
+      correlationId: 'c',
+    });
     // The key's secret is the first maker's, not theirs: only their request ends.
-    expect(ended).toEqual([{ kind: 'api-key', id: keyID, label: 'rotated', status: 'active', ends: ['rotation-request'] }]);
+    expect(ended).toEqual([
+      { kind: 'api-key', id: keyID, label: 'rotated', status: 'active', ends: ['rotation-request'] },
+    ]);
 
-    await expect(approveApiKeyRotation(deps, checker, keyID, 'c')).rejects.toMatchObject({ code: 'WRONG_STATE', message: expect.stringMatching(/no rotation .* is pending/) });
-    expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyRotationWithdrawn', data: { withdrawnBy: 'system', departedUserID: otherMaker.userID } });
+    await expect(approveApiKeyRotation(deps, checker, keyID, 'c')).rejects.toMatchObject({
+      code: 'WRONG_STATE',
+      message: expect.stringMatching(/no rotation .* is pending/),
+    });
+    expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({
+      type: 'ApiKeyRotationWithdrawn',
+      data: { withdrawnBy: 'system', departedUserID: otherMaker.userID },
+    });
     expect((await findAnyUserByEmail(deps, 'maker@race.test')).status).toBe('active');
   });
 
@@ -131,7 +210,10 @@ describe('a departure racing an approval', () => {
     await decideOnApiKeyRotation(deps, otherMaker, keyID, { type: 'request', reason: 'taking over' }, 'c');
     await inner.append(streams.user(otherMaker.userID), [disabledEvent(otherMaker.userID)], 'any');
 
-    await expect(approveApiKeyRotation(deps, checker, keyID, 'c')).rejects.toMatchObject({ code: 'WRONG_STATE', message: expect.stringMatching(/disabled/) });
+    await expect(approveApiKeyRotation(deps, checker, keyID, 'c')).rejects.toMatchObject({
+      code: 'WRONG_STATE',
+      message: expect.stringMatching(/disabled/),
+    });
     expect(await lastEventOf(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyRotationRequested' });
   });
 });

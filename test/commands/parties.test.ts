@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { fold } from '../../src/commands/decider.ts';
-import { individualDecider, partyDecider, type OnboardParty, type RegisterIndividual } from '../../src/commands/parties.ts';
+import {
+  individualDecider,
+  partyDecider,
+  type OnboardParty,
+  type RegisterIndividual,
+} from '../../src/commands/parties.ts';
 import type { DistributorOnboarded, IndividualRegistered, MerchantOnboarded } from '../../src/domain/events.ts';
 import { deciderSpec } from '../support/decider-spec.ts';
 
@@ -9,7 +14,14 @@ const LATER = '2025-03-02T09:00:00.000Z';
 
 const onboard = (data: Partial<OnboardParty['data']> = {}): OnboardParty => ({
   type: 'OnboardParty',
-  data: { partyType: 'distributor', partyID: 'dist-1', name: 'Acme Distribution', shortCode: '123456', now: NOW, ...data },
+  data: {
+    partyType: 'distributor',
+    partyID: 'dist-1',
+    name: 'Acme Distribution',
+    shortCode: '123456',
+    now: NOW,
+    ...data,
+  },
 });
 
 const distributorOnboarded: DistributorOnboarded = {
@@ -36,7 +48,9 @@ describe('partyDecider', () => {
   });
 
   it('when a distributor that is already onboarded is onboarded again, then it is refused ALREADY_EXISTS', () => {
-    spec([distributorOnboarded]).when(onboard({ now: LATER })).thenRefused('ALREADY_EXISTS', /distributor dist-1 is already onboarded/);
+    spec([distributorOnboarded])
+      .when(onboard({ now: LATER }))
+      .thenRefused('ALREADY_EXISTS', /distributor dist-1 is already onboarded/);
   });
 
   it('when a merchant that is already onboarded is onboarded again, then it is refused ALREADY_EXISTS', () => {
@@ -46,7 +60,9 @@ describe('partyDecider', () => {
   });
 
   it('when the stream already holds an onboarding with a different name and short code, then it is still refused ALREADY_EXISTS', () => {
-    spec([distributorOnboarded]).when(onboard({ name: 'Renamed', shortCode: '999' })).thenRefused('ALREADY_EXISTS');
+    spec([distributorOnboarded])
+      .when(onboard({ name: 'Renamed', shortCode: '999' }))
+      .thenRefused('ALREADY_EXISTS');
   });
 
   it('when no event has happened, then the state is none', () => {
@@ -99,12 +115,16 @@ describe('individualDecider', () => {
   });
 
   it('when an individual with that phone is already registered, then registering again is refused PHONE_TAKEN', () => {
-    spec([individualRegistered]).when(register({ name: 'Someone Else', now: LATER })).thenRefused('PHONE_TAKEN', /\+2348123456781 is already registered/);
+    spec([individualRegistered])
+      .when(register({ name: 'Someone Else', now: LATER }))
+      .thenRefused('PHONE_TAKEN', /\+2348123456781 is already registered/);
   });
 
   it('when registering twice is refused, then the refusal names the phone field', () => {
     const state = fold(individualDecider, individualDecider.initialState(), [individualRegistered]);
-    expect(() => individualDecider.decide(register(), state)).toThrow(expect.objectContaining({ code: 'PHONE_TAKEN', field: 'phone' }));
+    expect(() => individualDecider.decide(register(), state)).toThrow(
+      expect.objectContaining({ code: 'PHONE_TAKEN', field: 'phone' }),
+    );
   });
 
   it('when no event has happened, then the state is none', () => {

@@ -1,7 +1,13 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
-import { InFlightStates, runDecision, type CommandContext, type CommandPipelineDeps, type StreamRead } from '../../src/commands/pipeline.ts';
+import {
+  InFlightStates,
+  runDecision,
+  type CommandContext,
+  type CommandPipelineDeps,
+  type StreamRead,
+} from '../../src/commands/pipeline.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { EventStoreUnavailableError, type EventStore, type StreamAppend } from '../../src/ports/event-store.ts';
 import { KeyedMutex } from '../../src/shared/keyed-mutex.ts';
@@ -20,7 +26,11 @@ const counter = (stream: string): StreamRead<{ total: number }> => ({
   evolve: (_state, event: Added) => ({ total: event.data.total }),
 });
 const context: CommandContext = { actor: 'user:u-1', correlationId: 'corr-1' };
-const add = (stream: string, total: number, expectedRevision?: number) => ({ stream, events: [{ type: 'Added', data: { total } }], ...(expectedRevision === undefined ? {} : { expectedRevision }) });
+const add = (stream: string, total: number, expectedRevision?: number) => ({
+  stream,
+  events: [{ type: 'Added', data: { total } }],
+  ...(expectedRevision === undefined ? {} : { expectedRevision }),
+});
 
 async function caught(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -74,7 +84,11 @@ describe('a decision with a deadline', () => {
     dir = tempDir('pipeline-deadline-');
     inner = openSqliteEventStore({ file: join(dir.path, 'events.sqlite') });
     held = holdable(inner);
-    deps = { store: held.store, serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() }, deadlineMs: DEADLINE_MS };
+    deps = {
+      store: held.store,
+      serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+      deadlineMs: DEADLINE_MS,
+    };
   });
   afterEach(async () => {
     held.release();
@@ -83,8 +97,13 @@ describe('a decision with a deadline', () => {
   });
 
   const decideAdd = (stream: string, total: number) =>
-    runDecision(deps, { read: { c: counter(stream) }, decide: () => ({ writes: [add(stream, total)], result: total }), context });
-  const totalsOf = async (stream: string) => (await inner.readStream(stream)).map((event) => (event.data as Added['data']).total);
+    runDecision(deps, {
+      read: { c: counter(stream) },
+      decide: () => ({ writes: [add(stream, total)], result: total }),
+      context,
+    });
+  const totalsOf = async (stream: string) =>
+    (await inner.readStream(stream)).map((event) => (event.data as Added['data']).total);
 
   it('when the commit is not answered by the deadline, then it fails as unavailable with the outcome unknown, by the deadline', async () => {
     await decideAdd('counter-a', 1);
@@ -126,11 +145,13 @@ describe('a decision with a deadline', () => {
 
   it('when every attempt conflicts, then conflicts are decided again until the deadline and then answered unavailable, not 409', async () => {
     let decisions = 0;
-    const error = await caught(runDecision(deps, {
-      read: { c: counter('counter-c') },
-      decide: () => (decisions++, { writes: [add('counter-c', 1, 7)], result: null }),
-      context,
-    }));
+    const error = await caught(
+      runDecision(deps, {
+        read: { c: counter('counter-c') },
+        decide: () => (decisions++, { writes: [add('counter-c', 1, 7)], result: null }),
+        context,
+      }),
+    );
     expect(error).toBeInstanceOf(EventStoreUnavailableError);
     expect(error).not.toBeInstanceOf(DomainError);
     // Its outcome is unknown only if the deadline caught the last attempt's append in flight (refused, as all are).
@@ -145,10 +166,20 @@ describe('a decision with a deadline', () => {
     await new Promise((resolve) => setImmediate(resolve));
     held.hold(); // now its append is held
     let originalDone = false;
-    void original.then(() => (originalDone = true), () => {});
-    const repeat = runDecision(deps, { read: { c: counter('counter-d') }, decide: ({ c }) => ({ writes: [], result: c.total }), context });
+    void original.then(
+      () => (originalDone = true),
+      () => {},
+    );
+    const repeat = runDecision(deps, {
+      read: { c: counter('counter-d') },
+      decide: ({ c }) => ({ writes: [], result: c.total }),
+      context,
+    });
     let repeatDone = false;
-    void repeat.then(() => (repeatDone = true), () => {});
+    void repeat.then(
+      () => (repeatDone = true),
+      () => {},
+    );
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(repeatDone).toBe(false); // not answered from a state that may never commit
     held.release();

@@ -109,24 +109,46 @@ describe('the command pipeline', () => {
 
   /** Another writer appends to a stream now: its append is queued before any append the decision makes. */
   const anotherWriterAdds = (stream: string, total: number) => {
-    others.push(store.append(stream, [{ type: 'Added', data: { by: 0, total }, metadata: { actor: 'user:other' } }], 'any'));
+    others.push(
+      store.append(stream, [{ type: 'Added', data: { by: 0, total }, metadata: { actor: 'user:other' } }], 'any'),
+    );
   };
   const seed = async (stream: string, totals: number[]) => {
-    if (totals.length > 0) await store.append(stream, totals.map((total) => ({ type: 'Added', data: { by: 1, total } })), 'any');
+    if (totals.length > 0)
+      await store.append(
+        stream,
+        totals.map((total) => ({ type: 'Added', data: { by: 1, total } })),
+        'any',
+      );
   };
-  const totalsOf = async (stream: string) => (await store.readStream(stream)).map((e) => (e.data as Added['data']).total);
+  const totalsOf = async (stream: string) =>
+    (await store.readStream(stream)).map((e) => (e.data as Added['data']).total);
 
   describe('runDecision', () => {
     it('when a decision writes several streams, then one atomic append carries them all, each at the revision read ("any" for a stream not read)', async () => {
       await seed('counter-a', [1, 2]);
-      const result = await runDecision({ store: rec.store }, {
-        read: { a: readOf('counter-a'), b: readOf('counter-b') },
-        decide: ({ a, b }) => ({ writes: [addTo('counter-a', a, 10), addTo('counter-b', b, 5), addTo('counter-c', counter.initialState(), 7)], result: 'done' }),
-        context,
-      });
+      const result = await runDecision(
+        { store: rec.store },
+        {
+          read: { a: readOf('counter-a'), b: readOf('counter-b') },
+          decide: ({ a, b }) => ({
+            writes: [
+              addTo('counter-a', a, 10),
+              addTo('counter-b', b, 5),
+              addTo('counter-c', counter.initialState(), 7),
+            ],
+            result: 'done',
+          }),
+          context,
+        },
+      );
       expect(result).toBe('done');
       expect(rec.appends).toHaveLength(1);
-      expect(rec.appends[0]!.map((r) => [r.stream, r.expectedRevision])).toEqual([['counter-a', 1], ['counter-b', 'no_stream'], ['counter-c', 'any']]);
+      expect(rec.appends[0]!.map((r) => [r.stream, r.expectedRevision])).toEqual([
+        ['counter-a', 1],
+        ['counter-b', 'no_stream'],
+        ['counter-c', 'any'],
+      ]);
       expect(await totalsOf('counter-a')).toEqual([1, 2, 12]);
       expect(await totalsOf('counter-b')).toEqual([5]);
       expect(await totalsOf('counter-c')).toEqual([7]);
@@ -134,11 +156,20 @@ describe('the command pipeline', () => {
 
     it('when a write names its own expected revision, then that revision is used instead of the one read', async () => {
       await seed('counter-a', [1]);
-      await runDecision({ store: rec.store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => ({ writes: [{ ...addTo('counter-a', a, 1), expectedRevision: 'any' }, { ...addTo('claim-x', counter.initialState(), 1), expectedRevision: 'no_stream' }], result: null }),
-        context,
-      });
+      await runDecision(
+        { store: rec.store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => ({
+            writes: [
+              { ...addTo('counter-a', a, 1), expectedRevision: 'any' },
+              { ...addTo('claim-x', counter.initialState(), 1), expectedRevision: 'no_stream' },
+            ],
+            result: null,
+          }),
+          context,
+        },
+      );
       expect(rec.appends[0]!.map((r) => r.expectedRevision)).toEqual(['any', 'no_stream']);
     });
 
@@ -146,12 +177,24 @@ describe('the command pipeline', () => {
       await seed('counter-a', [1]);
       await seed('claim-x', [1]);
       const taken = new Error('claim taken');
-      const error = await caught(runDecision({ store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => ({ writes: [addTo('counter-a', a, 1), addTo('counter-b', counter.initialState(), 1), { ...addTo('claim-x', counter.initialState(), 1), expectedRevision: 'no_stream' }], result: null }),
-        context,
-        finalConflict: (conflict) => (conflict.stream === 'claim-x' ? taken : undefined),
-      }));
+      const error = await caught(
+        runDecision(
+          { store },
+          {
+            read: { a: readOf('counter-a') },
+            decide: ({ a }) => ({
+              writes: [
+                addTo('counter-a', a, 1),
+                addTo('counter-b', counter.initialState(), 1),
+                { ...addTo('claim-x', counter.initialState(), 1), expectedRevision: 'no_stream' },
+              ],
+              result: null,
+            }),
+            context,
+            finalConflict: (conflict) => (conflict.stream === 'claim-x' ? taken : undefined),
+          },
+        ),
+      );
       expect(error).toBe(taken);
       expect(await totalsOf('counter-a')).toEqual([1]);
       expect(await totalsOf('counter-b')).toEqual([]);
@@ -160,15 +203,18 @@ describe('the command pipeline', () => {
     it('when another writer appends to a read stream between the read and the append, then the decision is taken again from the newer state', async () => {
       await seed('counter-a', [1]);
       const seen: number[] = [];
-      const result = await runDecision({ store: rec.store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => {
-          seen.push(a.total);
-          if (seen.length === 1) anotherWriterAdds('counter-a', 100);
-          return { writes: [addTo('counter-a', a, 1)], result: a.total + 1 };
+      const result = await runDecision(
+        { store: rec.store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => {
+            seen.push(a.total);
+            if (seen.length === 1) anotherWriterAdds('counter-a', 100);
+            return { writes: [addTo('counter-a', a, 1)], result: a.total + 1 };
+          },
+          context,
         },
-        context,
-      });
+      );
       expect(seen).toEqual([1, 100]);
       expect(result).toBe(101);
       expect(await totalsOf('counter-a')).toEqual([1, 100, 101]);
@@ -177,19 +223,22 @@ describe('the command pipeline', () => {
 
     it('when the conflict is on a stream finalConflict does not claim, then it is retried', async () => {
       const calls: string[] = [];
-      await runDecision({ store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => {
-          if (calls.length === 0) anotherWriterAdds('counter-a', 50);
-          calls.push('decide');
-          return { writes: [addTo('counter-a', a, 1)], result: null };
+      await runDecision(
+        { store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => {
+            if (calls.length === 0) anotherWriterAdds('counter-a', 50);
+            calls.push('decide');
+            return { writes: [addTo('counter-a', a, 1)], result: null };
+          },
+          context,
+          finalConflict: (conflict) => {
+            calls.push(`finalConflict ${conflict.stream}`);
+            return conflict.stream === 'claim-x' ? new Error('taken') : undefined;
+          },
         },
-        context,
-        finalConflict: (conflict) => {
-          calls.push(`finalConflict ${conflict.stream}`);
-          return conflict.stream === 'claim-x' ? new Error('taken') : undefined;
-        },
-      });
+      );
       expect(calls).toEqual(['decide', 'finalConflict counter-a', 'decide']);
       expect(await totalsOf('counter-a')).toEqual([50, 51]);
     });
@@ -199,18 +248,26 @@ describe('the command pipeline', () => {
       let decisions = 0;
       let given: unknown;
       const taken = new DomainError('SHORT_CODE_TAKEN', 'short code taken');
-      const error = await caught(runDecision({ store }, {
-        read: {},
-        decide: () => {
-          decisions++;
-          return { writes: [{ stream: 'claim-x', events: [added(1, 1)], expectedRevision: 'no_stream' }], result: null };
-        },
-        context,
-        finalConflict: (conflict) => {
-          given = conflict;
-          return taken;
-        },
-      }));
+      const error = await caught(
+        runDecision(
+          { store },
+          {
+            read: {},
+            decide: () => {
+              decisions++;
+              return {
+                writes: [{ stream: 'claim-x', events: [added(1, 1)], expectedRevision: 'no_stream' }],
+                result: null,
+              };
+            },
+            context,
+            finalConflict: (conflict) => {
+              given = conflict;
+              return taken;
+            },
+          },
+        ),
+      );
       expect(error).toBe(taken);
       expect(decisions).toBe(1);
       expect(given).toBeInstanceOf(WrongExpectedVersionError);
@@ -219,16 +276,21 @@ describe('the command pipeline', () => {
 
     it('when another writer gets there first at every attempt, then after maxAttempts it throws CONCURRENCY_CONFLICT naming the stream', async () => {
       let decisions = 0;
-      const error = await caught(runDecision({ store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => {
-          decisions++;
-          anotherWriterAdds('counter-a', 1000 + decisions);
-          return { writes: [addTo('counter-a', a, 1)], result: null };
-        },
-        context,
-        maxAttempts: 3,
-      }));
+      const error = await caught(
+        runDecision(
+          { store },
+          {
+            read: { a: readOf('counter-a') },
+            decide: ({ a }) => {
+              decisions++;
+              anotherWriterAdds('counter-a', 1000 + decisions);
+              return { writes: [addTo('counter-a', a, 1)], result: null };
+            },
+            context,
+            maxAttempts: 3,
+          },
+        ),
+      );
       expect(error).toBeInstanceOf(DomainError);
       expect((error as DomainError).code).toBe('CONCURRENCY_CONFLICT');
       expect((error as DomainError).message).toMatch(/counter-a/);
@@ -239,15 +301,20 @@ describe('the command pipeline', () => {
     it('when every attempt conflicts and no maxAttempts is given, then it decides again, pausing longer each time, until the deadline', async () => {
       await seed('counter-a', [1]);
       const decidedAt: number[] = [];
-      const error = await caught(runDecision({ store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => {
-          decidedAt.push(performance.now());
-          return { writes: [{ ...addTo('counter-a', a, 1), expectedRevision: 5 }], result: null };
-        },
-        context,
-        conflictDeadlineMs: 300,
-      }));
+      const error = await caught(
+        runDecision(
+          { store },
+          {
+            read: { a: readOf('counter-a') },
+            decide: ({ a }) => {
+              decidedAt.push(performance.now());
+              return { writes: [{ ...addTo('counter-a', a, 1), expectedRevision: 5 }], result: null };
+            },
+            context,
+            conflictDeadlineMs: 300,
+          },
+        ),
+      );
       expect((error as DomainError).code).toBe('CONCURRENCY_CONFLICT');
       // More than the former fixed 8 attempts, and not a busy loop: the pauses add up to the deadline.
       expect(decidedAt.length).toBeGreaterThan(8);
@@ -259,82 +326,117 @@ describe('the command pipeline', () => {
       const unavailable = new EventStoreUnavailableError('disk full');
       const failing: EventStore = { ...rec.store, appendMulti: () => Promise.reject(unavailable) };
       let decisions = 0;
-      const error = await caught(runDecision({ store: failing }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => {
-          decisions++;
-          return { writes: [addTo('counter-a', a, 1)], result: null };
-        },
-        context,
-      }));
+      const error = await caught(
+        runDecision(
+          { store: failing },
+          {
+            read: { a: readOf('counter-a') },
+            decide: ({ a }) => {
+              decisions++;
+              return { writes: [addTo('counter-a', a, 1)], result: null };
+            },
+            context,
+          },
+        ),
+      );
       expect(error).toBe(unavailable);
       expect(decisions).toBe(1);
     });
 
     it('when the decision is refused, then the refusal is thrown and nothing is appended', async () => {
       const refusal = new DomainError('INSUFFICIENT_BALANCE', 'no');
-      const error = await caught(runDecision({ store: rec.store }, {
-        read: { a: readOf('counter-a') },
-        decide: () => {
-          throw refusal;
-        },
-        context,
-      }));
+      const error = await caught(
+        runDecision(
+          { store: rec.store },
+          {
+            read: { a: readOf('counter-a') },
+            decide: () => {
+              throw refusal;
+            },
+            context,
+          },
+        ),
+      );
       expect(error).toBe(refusal);
       expect(rec.appends).toEqual([]);
     });
 
     it('when the decision writes no events, then nothing is appended and its result is returned', async () => {
-      const result = await runDecision({ store: rec.store }, {
-        read: { a: readOf('counter-a') },
-        decide: () => ({ writes: [{ stream: 'counter-a', events: [] }], result: 'replayed' }),
-        context,
-      });
+      const result = await runDecision(
+        { store: rec.store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: () => ({ writes: [{ stream: 'counter-a', events: [] }], result: 'replayed' }),
+          context,
+        },
+      );
       expect(result).toBe('replayed');
       expect(rec.appends).toEqual([]);
       expect(await store.headPosition()).toBe(0);
     });
 
     it('when some writes have no events, then only the others are appended', async () => {
-      await runDecision({ store: rec.store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => ({ writes: [{ stream: 'counter-b', events: [] }, addTo('counter-a', a, 2)], result: null }),
-        context,
-      });
+      await runDecision(
+        { store: rec.store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => ({
+            writes: [{ stream: 'counter-b', events: [] }, addTo('counter-a', a, 2)],
+            result: null,
+          }),
+          context,
+        },
+      );
       expect(rec.appends[0]!.map((r) => r.stream)).toEqual(['counter-a']);
     });
 
     it('when a decision is appended, then every event of every stream carries the context: actor, correlationId, causationId', async () => {
-      await runDecision({ store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => ({ writes: [{ stream: 'counter-a', events: [added(1, a.total + 1), added(1, a.total + 2)] }, addTo('counter-b', counter.initialState(), 1)], result: null }),
-        context,
-      });
+      await runDecision(
+        { store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => ({
+            writes: [
+              { stream: 'counter-a', events: [added(1, a.total + 1), added(1, a.total + 2)] },
+              addTo('counter-b', counter.initialState(), 1),
+            ],
+            result: null,
+          }),
+          context,
+        },
+      );
       const events = [...(await store.readStream('counter-a')), ...(await store.readStream('counter-b'))];
       expect(events).toHaveLength(3);
-      for (const event of events) expect(event.metadata).toEqual({ actor: 'user:u-1', correlationId: 'corr-1', causationId: 'cause-1' });
+      for (const event of events)
+        expect(event.metadata).toEqual({ actor: 'user:u-1', correlationId: 'corr-1', causationId: 'cause-1' });
     });
 
     it('when the context has no causationId, then the events carry the actor and correlationId', async () => {
-      await runDecision({ store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => ({ writes: [addTo('counter-a', a, 1)], result: null }),
-        context: { actor: 'apikey:key_AAAAAAAAAAAAAAAA', correlationId: 'req-9' },
-      });
+      await runDecision(
+        { store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => ({ writes: [addTo('counter-a', a, 1)], result: null }),
+          context: { actor: 'apikey:key_AAAAAAAAAAAAAAAA', correlationId: 'req-9' },
+        },
+      );
       const [event] = await store.readStream('counter-a');
       expect(event!.metadata).toMatchObject({ actor: 'apikey:key_AAAAAAAAAAAAAAAA', correlationId: 'req-9' });
       expect(event!.metadata.causationId).toBeUndefined();
     });
 
     it('when the decision is retried after a conflict, then the events appended carry the context too', async () => {
-      await runDecision({ store }, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => {
-          if (a.count === 0) anotherWriterAdds('counter-a', 7);
-          return { writes: [addTo('counter-a', a, 1)], result: null };
+      await runDecision(
+        { store },
+        {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => {
+            if (a.count === 0) anotherWriterAdds('counter-a', 7);
+            return { writes: [addTo('counter-a', a, 1)], result: null };
+          },
+          context,
         },
-        context,
-      });
+      );
       const events = await store.readStream('counter-a');
       expect(events.map((e) => e.metadata.actor)).toEqual(['user:other', 'user:u-1']);
       expect(events[1]!.metadata).toEqual({ actor: 'user:u-1', correlationId: 'corr-1', causationId: 'cause-1' });
@@ -344,24 +446,35 @@ describe('the command pipeline', () => {
   describe('runCommand', () => {
     it('when a command is decided on an existing stream, then its events are appended at the revision read and the state after them is returned', async () => {
       await seed('counter-a', [1, 2]);
-      const result = await runCommand({ store: rec.store }, { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 5 }, context });
+      const result = await runCommand(
+        { store: rec.store },
+        { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 5 }, context },
+      );
       expect(result).toEqual({ events: [added(5, 7)], state: { total: 7, count: 3 } });
       expect(rec.appends[0]!.map((r) => [r.stream, r.expectedRevision])).toEqual([['counter-a', 1]]);
       expect(await totalsOf('counter-a')).toEqual([1, 2, 7]);
     });
 
     it('when a command is the first on its stream, then the stream must not exist yet', async () => {
-      await runCommand({ store: rec.store }, { stream: 'counter-new', decider: counterDecider, command: { type: 'Add', by: 1 }, context });
+      await runCommand(
+        { store: rec.store },
+        { stream: 'counter-new', decider: counterDecider, command: { type: 'Add', by: 1 }, context },
+      );
       expect(rec.appends[0]![0]!.expectedRevision).toBe('no_stream');
     });
 
     it('when the decider refuses the command, then the refusal is thrown and nothing is appended', async () => {
-      const error = await caught(runCommand({ store: rec.store }, { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 0 }, context }));
+      const error = await caught(
+        runCommand(
+          { store: rec.store },
+          { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 0 }, context },
+        ),
+      );
       expect((error as DomainError).code).toBe('INVALID_INPUT');
       expect(rec.appends).toEqual([]);
     });
 
-    it('when another writer appends to the command\'s stream first, then the command is decided again on the newer state', async () => {
+    it("when another writer appends to the command's stream first, then the command is decided again on the newer state", async () => {
       let decisions = 0;
       const decider: Decider<AddCommand, Counter, Added> = {
         ...counterDecider,
@@ -370,25 +483,36 @@ describe('the command pipeline', () => {
           return counterDecider.decide(command, state);
         },
       };
-      const result = await runCommand({ store }, { stream: 'counter-a', decider, command: { type: 'Add', by: 2 }, context });
+      const result = await runCommand(
+        { store },
+        { stream: 'counter-a', decider, command: { type: 'Add', by: 2 }, context },
+      );
       expect(decisions).toBe(2);
       expect(result.state.total).toBe(42);
       expect(await totalsOf('counter-a')).toEqual([40, 42]);
     });
 
-    it('when a claim appended alongside is already taken, then onConflict\'s error is thrown and the command\'s stream is untouched', async () => {
+    it("when a claim appended alongside is already taken, then onConflict's error is thrown and the command's stream is untouched", async () => {
       await seed('claim-x', [1]);
       const taken = new DomainError('SHORT_CODE_TAKEN', 'taken');
       let decisions = 0;
-      const decider = { ...counterDecider, decide: (command: AddCommand, state: Counter) => (decisions++, counterDecider.decide(command, state)) };
-      const error = await caught(runCommand({ store }, {
-        stream: 'counter-a',
-        decider,
-        command: { type: 'Add', by: 1 },
-        context,
-        alsoAppend: (events) => [{ stream: 'claim-x', events, expectedRevision: 'no_stream' }],
-        onConflict: (conflict) => (conflict.stream === 'claim-x' ? taken : conflict),
-      }));
+      const decider = {
+        ...counterDecider,
+        decide: (command: AddCommand, state: Counter) => (decisions++, counterDecider.decide(command, state)),
+      };
+      const error = await caught(
+        runCommand(
+          { store },
+          {
+            stream: 'counter-a',
+            decider,
+            command: { type: 'Add', by: 1 },
+            context,
+            alsoAppend: (events) => [{ stream: 'claim-x', events, expectedRevision: 'no_stream' }],
+            onConflict: (conflict) => (conflict.stream === 'claim-x' ? taken : conflict),
+          },
+        ),
+      );
       expect(error).toBe(taken);
       expect(decisions).toBe(1);
       expect(await totalsOf('counter-a')).toEqual([]);
@@ -396,25 +520,33 @@ describe('the command pipeline', () => {
 
     it('when a claim is taken and there is no onConflict, then the version conflict itself is thrown', async () => {
       await seed('claim-x', [1]);
-      const error = await caught(runCommand({ store }, {
-        stream: 'counter-a',
-        decider: counterDecider,
-        command: { type: 'Add', by: 1 },
-        context,
-        alsoAppend: (events) => [{ stream: 'claim-x', events, expectedRevision: 'no_stream' }],
-      }));
+      const error = await caught(
+        runCommand(
+          { store },
+          {
+            stream: 'counter-a',
+            decider: counterDecider,
+            command: { type: 'Add', by: 1 },
+            context,
+            alsoAppend: (events) => [{ stream: 'claim-x', events, expectedRevision: 'no_stream' }],
+          },
+        ),
+      );
       expect(error).toBeInstanceOf(WrongExpectedVersionError);
       expect((error as WrongExpectedVersionError).stream).toBe('claim-x');
     });
 
     it('when the claim is free, then the command and the claim are appended together with the context', async () => {
-      await runCommand({ store }, {
-        stream: 'counter-a',
-        decider: counterDecider,
-        command: { type: 'Add', by: 3 },
-        context,
-        alsoAppend: (events) => [{ stream: 'claim-x', events, expectedRevision: 'no_stream' }],
-      });
+      await runCommand(
+        { store },
+        {
+          stream: 'counter-a',
+          decider: counterDecider,
+          command: { type: 'Add', by: 3 },
+          context,
+          alsoAppend: (events) => [{ stream: 'claim-x', events, expectedRevision: 'no_stream' }],
+        },
+      );
       const [own] = await store.readStream('counter-a');
       const [claim] = await store.readStream('claim-x');
       expect(own!.data).toEqual({ by: 3, total: 3 });
@@ -422,7 +554,7 @@ describe('the command pipeline', () => {
       expect(claim!.metadata).toEqual(own!.metadata);
     });
 
-    it('when every attempt conflicts on the command\'s own stream, then after maxAttempts it throws CONCURRENCY_CONFLICT', async () => {
+    it("when every attempt conflicts on the command's own stream, then after maxAttempts it throws CONCURRENCY_CONFLICT", async () => {
       let decisions = 0;
       const decider = {
         ...counterDecider,
@@ -431,7 +563,12 @@ describe('the command pipeline', () => {
           return counterDecider.decide(command, state);
         },
       };
-      const error = await caught(runCommand({ store }, { stream: 'counter-a', decider, command: { type: 'Add', by: 1 }, context, maxAttempts: 2 }));
+      const error = await caught(
+        runCommand(
+          { store },
+          { stream: 'counter-a', decider, command: { type: 'Add', by: 1 }, context, maxAttempts: 2 },
+        ),
+      );
       expect((error as DomainError).code).toBe('CONCURRENCY_CONFLICT');
       expect(decisions).toBe(2);
     });
@@ -479,7 +616,10 @@ describe('the command pipeline', () => {
         // The stale cache is no one's move: not counted as an attempt.
         maxAttempts: 1,
       });
-      expect(seen).toEqual([{ total: 1, count: 1 }, { total: 3, count: 3 }]);
+      expect(seen).toEqual([
+        { total: 1, count: 1 },
+        { total: 3, count: 3 },
+      ]);
       expect(rec.appends.map((append) => append[0]!.expectedRevision)).toEqual([0, 2]);
       expect(await totalsOf('counter-a')).toEqual([1, 2, 3, 4]);
     });
@@ -487,10 +627,24 @@ describe('the command pipeline', () => {
     it('when this process is the only writer of a cached stream, then a decision on it reads nothing before its append', async () => {
       await seed('counter-a', [1]);
       // As the composition root runs them: a committed decision leaves its state in the cache.
-      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache(), serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() } };
-      await runCommand(deps, { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 1 }, context });
+      const deps: CommandPipelineDeps = {
+        store: rec.store,
+        cache: new StateCache(),
+        serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+      };
+      await runCommand(deps, {
+        stream: 'counter-a',
+        decider: counterDecider,
+        command: { type: 'Add', by: 1 },
+        context,
+      });
       const readsBefore = rec.reads.length;
-      await runCommand(deps, { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 1 }, context });
+      await runCommand(deps, {
+        stream: 'counter-a',
+        decider: counterDecider,
+        command: { type: 'Add', by: 1 },
+        context,
+      });
       expect(rec.reads.length).toBe(readsBefore);
       expect(await totalsOf('counter-a')).toEqual([1, 2, 3]);
     });
@@ -511,7 +665,10 @@ describe('the command pipeline', () => {
         context,
       });
       expect(result).toBe(50);
-      expect(seen).toEqual([{ total: 1, count: 1 }, { total: 50, count: 2 }]);
+      expect(seen).toEqual([
+        { total: 1, count: 1 },
+        { total: 50, count: 2 },
+      ]);
     });
 
     it('when a decision refuses on a cached state nobody moved, then the refusal stands after one check of the stream', async () => {
@@ -534,13 +691,28 @@ describe('the command pipeline', () => {
       const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
       const known = await loadState(deps, 'counter-k', readOf('counter-k'));
       const readsBefore = rec.reads.length;
-      const decide = (stream: string) => ({ k }: { k: Counter }) => ({ writes: [addTo(stream, k, 1)], result: k.total });
-      expect(await runDecision(deps, { read: { k: { ...readOf('counter-k'), known } }, decide: decide('counter-k'), context })).toBe(0);
+      const decide =
+        (stream: string) =>
+        ({ k }: { k: Counter }) => ({ writes: [addTo(stream, k, 1)], result: k.total });
+      expect(
+        await runDecision(deps, {
+          read: { k: { ...readOf('counter-k'), known } },
+          decide: decide('counter-k'),
+          context,
+        }),
+      ).toBe(0);
       expect(rec.reads.length).toBe(readsBefore);
 
       const stale = await loadState(deps, 'counter-z', readOf('counter-z'));
       await seed('counter-z', [7]);
-      expect(await runDecision(deps, { read: { k: { ...readOf('counter-z'), known: stale } }, decide: decide('counter-z'), context, maxAttempts: 1 })).toBe(7);
+      expect(
+        await runDecision(deps, {
+          read: { k: { ...readOf('counter-z'), known: stale } },
+          decide: decide('counter-z'),
+          context,
+          maxAttempts: 1,
+        }),
+      ).toBe(7);
       expect(await totalsOf('counter-z')).toEqual([7, 8]);
     });
 
@@ -548,7 +720,12 @@ describe('the command pipeline', () => {
       await seed('counter-a', [0]);
       const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache() };
       for (let i = 1; i <= 4; i++) {
-        await runCommand(deps, { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 1 }, context });
+        await runCommand(deps, {
+          stream: 'counter-a',
+          decider: counterDecider,
+          command: { type: 'Add', by: 1 },
+          context,
+        });
         if (i === 2) await seed('counter-a', [100]);
       }
       expect(await totalsOf('counter-a')).toEqual([0, 1, 2, 100, 101, 102]);
@@ -566,7 +743,11 @@ describe('the command pipeline', () => {
       await loadState(deps, 'counter-b', counter);
       const again = await loadState(deps, 'counter-a', counter);
       expect(again).toEqual({ state: { total: 1, count: 1 }, revision: 0 });
-      expect(rec.reads.map((r) => [r.stream, r.fromRevision])).toEqual([['counter-a', 0], ['counter-b', 0], ['counter-a', 0]]);
+      expect(rec.reads.map((r) => [r.stream, r.fromRevision])).toEqual([
+        ['counter-a', 0],
+        ['counter-b', 0],
+        ['counter-a', 0],
+      ]);
     });
 
     it('given a stream longer than a page, when loaded cold, then it is read in pages of LOAD_PAGE events and the state is the full fold', async () => {
@@ -595,31 +776,48 @@ describe('the command pipeline', () => {
 
   describe('serialized decisions in one process', () => {
     it('when two decisions on the same stream run at once, then the second builds on the first, both commit in one atomic append, and neither is retried', async () => {
-      const deps: CommandPipelineDeps = { store: rec.store, cache: new StateCache(), serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() } };
+      const deps: CommandPipelineDeps = {
+        store: rec.store,
+        cache: new StateCache(),
+        serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+      };
       let decisions = 0;
-      const add = (by: number) => runDecision(deps, {
-        read: { a: readOf('counter-a') },
-        decide: ({ a }) => {
-          decisions++;
-          return { writes: [addTo('counter-a', a, by)], result: a.total + by };
-        },
-        context,
-      });
+      const add = (by: number) =>
+        runDecision(deps, {
+          read: { a: readOf('counter-a') },
+          decide: ({ a }) => {
+            decisions++;
+            return { writes: [addTo('counter-a', a, by)], result: a.total + by };
+          },
+          context,
+        });
       const results = await Promise.all([add(1), add(10)]);
       expect(results).toEqual([1, 11]);
       expect(decisions).toBe(2);
       expect(await totalsOf('counter-a')).toEqual([1, 11]);
       // One append: the second decision's event joined the first's, so it cannot commit without it.
-      expect(rec.appends.map((requests) => [requests[0]!.expectedRevision, requests[0]!.events.length])).toEqual([['no_stream', 2]]);
+      expect(rec.appends.map((requests) => [requests[0]!.expectedRevision, requests[0]!.events.length])).toEqual([
+        ['no_stream', 2],
+      ]);
     });
 
     it('when the first of two serialized decisions fails to commit, then the second is decided again on what really happened', async () => {
       await seed('claim-x', [1]);
-      const deps: CommandPipelineDeps = { store, cache: new StateCache(), serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() } };
+      const deps: CommandPipelineDeps = {
+        store,
+        cache: new StateCache(),
+        serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
+      };
       const seen: number[] = [];
       const first = runDecision(deps, {
         read: { a: readOf('counter-a') },
-        decide: ({ a }) => ({ writes: [addTo('counter-a', a, 1), { ...addTo('claim-x', counter.initialState(), 1), expectedRevision: 'no_stream' }], result: null }),
+        decide: ({ a }) => ({
+          writes: [
+            addTo('counter-a', a, 1),
+            { ...addTo('claim-x', counter.initialState(), 1), expectedRevision: 'no_stream' },
+          ],
+          result: null,
+        }),
         context,
         finalConflict: () => new Error('claim taken'),
       });

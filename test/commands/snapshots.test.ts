@@ -3,7 +3,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { withHashChain } from '../../src/audit/hash-chain.ts';
 import { loadState, runDecision, StateCache } from '../../src/commands/pipeline.ts';
-import { latestSnapshot, snapshotRevision, withSnapshots, writeSnapshot, type SnapshottingEventStore } from '../../src/commands/snapshots.ts';
+import {
+  latestSnapshot,
+  snapshotRevision,
+  withSnapshots,
+  writeSnapshot,
+  type SnapshottingEventStore,
+} from '../../src/commands/snapshots.ts';
 import { foldStream } from '../../src/commands/stream-fold.ts';
 import { keyVolumeState, walletState } from '../../src/commands/wallet-state.ts';
 import type { KeyVolumeEvent, WalletEvent, WalletRef } from '../../src/domain/events.ts';
@@ -30,7 +36,11 @@ function random(seed: number) {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { next, int: (max: number) => Math.floor(next() * max), amount: () => `${1 + Math.floor(next() * 9999)}.${String(Math.floor(next() * 100)).padStart(2, '0')}` };
+  return {
+    next,
+    int: (max: number) => Math.floor(next() * max),
+    amount: () => `${1 + Math.floor(next() * 9999)}.${String(Math.floor(next() * 100)).padStart(2, '0')}`,
+  };
 }
 
 /** A wallet's life: holds, their releases and debits, credits; every hold settled at most once. */
@@ -48,7 +58,10 @@ function walletHistory(rng: ReturnType<typeof random>, count: number): WalletEve
       events.push({ type: 'HoldReleased', data: { wallet: W, ...hold!, reason: 'rejected' } });
     } else if (roll === 2) {
       const [hold] = open.splice(rng.int(open.length), 1);
-      events.push({ type: 'WalletDebited', data: { wallet: W, operationID: hold!.operationID, amount: hold!.amount, heldAmount: hold!.amount } });
+      events.push({
+        type: 'WalletDebited',
+        data: { wallet: W, operationID: hold!.operationID, amount: hold!.amount, heldAmount: hold!.amount },
+      });
     } else {
       events.push({ type: 'WalletCredited', data: { wallet: W, operationID: `in_${i}`, amount: rng.amount() } });
     }
@@ -61,7 +74,8 @@ function volumeHistory(rng: ReturnType<typeof random>, count: number): KeyVolume
   const open: Array<{ operationID: string; amount: string }> = [];
   for (let i = 0; events.length < count; i++) {
     const data = { keyID: 'key_A', day: '2026-03-10' };
-    if (rng.int(3) === 0 && open.length > 0) events.push({ type: 'VolumeReleased', data: { ...data, ...open.splice(rng.int(open.length), 1)[0]! } });
+    if (rng.int(3) === 0 && open.length > 0)
+      events.push({ type: 'VolumeReleased', data: { ...data, ...open.splice(rng.int(open.length), 1)[0]! } });
     else {
       const reservation = { operationID: `op_${i}`, amount: rng.amount() };
       open.push(reservation);
@@ -92,7 +106,11 @@ function counting(store: EventStore) {
 }
 
 /** Appends the events in batches of random sizes (1 to 2 x every), alone or beside the other stream, as creates and the executor do. */
-async function appendInBatches(store: EventStore, rng: ReturnType<typeof random>, histories: Array<{ stream: string; events: NewEvent[] }>) {
+async function appendInBatches(
+  store: EventStore,
+  rng: ReturnType<typeof random>,
+  histories: Array<{ stream: string; events: NewEvent[] }>,
+) {
   const left = histories.map((history) => ({ ...history, next: 0 }));
   while (left.some((history) => history.next < history.events.length)) {
     const requests = left
@@ -140,15 +158,31 @@ describe('snapshots', () => {
       const volume = `${VOLUME}-${seed}`;
       const walletEvents = walletHistory(rng, 20 + rng.int(120));
       const volumeEvents = volumeHistory(rng, 20 + rng.int(120));
-      await appendInBatches(store, rng, [{ stream: wallet, events: walletEvents }, { stream: volume, events: volumeEvents }]);
+      await appendInBatches(store, rng, [
+        { stream: wallet, events: walletEvents },
+        { stream: volume, events: volumeEvents },
+      ]);
       await store.settled();
 
-      for (const [stream, fold, events] of [[wallet, walletState, walletEvents], [volume, keyVolumeState, volumeEvents]] as const) {
-        const whole = (events as Array<WalletEvent | KeyVolumeEvent>).reduce(fold.evolve as (state: unknown, event: unknown) => unknown, fold.initialState());
+      for (const [stream, fold, events] of [
+        [wallet, walletState, walletEvents],
+        [volume, keyVolumeState, volumeEvents],
+      ] as const) {
+        const whole = (events as Array<WalletEvent | KeyVolumeEvent>).reduce(
+          fold.evolve as (state: unknown, event: unknown) => unknown,
+          fold.initialState(),
+        );
         const counted = counting(raw);
-        const loaded = await loadState({ store: counted.store, cache: new StateCache() }, stream, fold as typeof walletState);
+        const loaded = await loadState(
+          { store: counted.store, cache: new StateCache() },
+          stream,
+          fold as typeof walletState,
+        );
         expect(loaded, `seed ${seed}, ${stream}`).toEqual({ state: whole, revision: events.length - 1 });
-        expect(await latestSnapshot(raw, stream, fold as typeof walletState), `seed ${seed}: a snapshot was written`).not.toBeNull();
+        expect(
+          await latestSnapshot(raw, stream, fold as typeof walletState),
+          `seed ${seed}: a snapshot was written`,
+        ).not.toBeNull();
         expect(counted.read.get(stream) ?? 0, `seed ${seed}: events of ${stream} read`).toBeLessThan(EVERY);
       }
     }
@@ -170,7 +204,16 @@ describe('snapshots', () => {
   it('when the newest snapshot is of another fold version, then the load ignores it', async () => {
     const events = walletHistory(random(7), 10);
     await raw.append(WALLET, events, 'any');
-    await raw.append(streams.snapshot(WALLET), [{ type: 'StateSnapshotted', data: { stream: WALLET, revision: 9, fold: 'wallet/0', state: { balance: '5.00', held: '0' } } }], 'any');
+    await raw.append(
+      streams.snapshot(WALLET),
+      [
+        {
+          type: 'StateSnapshotted',
+          data: { stream: WALLET, revision: 9, fold: 'wallet/0', state: { balance: '5.00', held: '0' } },
+        },
+      ],
+      'any',
+    );
     expect(await latestSnapshot(raw, WALLET, walletState)).toBeNull();
     const loaded = await loadState({ store: raw, cache: new StateCache() }, WALLET, walletState);
     expect(loaded.state).toEqual(events.reduce(walletState.evolve, walletState.initialState()));
@@ -186,15 +229,35 @@ describe('snapshots', () => {
 
   it('when a snapshot cannot be written, then the append that crossed is answered all the same and the failure is reported', async () => {
     const failures: string[] = [];
-    const failing = withSnapshots({ ...raw, append: raw.append.bind(raw), appendMulti: raw.appendMulti.bind(raw), readAll: raw.readAll.bind(raw), headPosition: raw.headPosition.bind(raw), subscribeToAll: raw.subscribeToAll.bind(raw), close: async () => undefined, readStream: async () => { throw new Error('store blinked'); } }, { every: EVERY, onError: (error, stream) => failures.push(`${stream}: ${(error as Error).message}`) });
-    const result = await failing.appendMulti([{ stream: WALLET, events: walletHistory(random(5), EVERY), expectedRevision: 'any' }]);
+    const failing = withSnapshots(
+      {
+        ...raw,
+        append: raw.append.bind(raw),
+        appendMulti: raw.appendMulti.bind(raw),
+        readAll: raw.readAll.bind(raw),
+        headPosition: raw.headPosition.bind(raw),
+        subscribeToAll: raw.subscribeToAll.bind(raw),
+        close: async () => undefined,
+        readStream: async () => {
+          throw new Error('store blinked');
+        },
+      },
+      { every: EVERY, onError: (error, stream) => failures.push(`${stream}: ${(error as Error).message}`) },
+    );
+    const result = await failing.appendMulti([
+      { stream: WALLET, events: walletHistory(random(5), EVERY), expectedRevision: 'any' },
+    ]);
     expect(result[0]!.nextExpectedRevision).toBe(EVERY - 1);
     await failing.settled();
     expect(failures).toEqual([`${WALLET}: store blinked`]);
   });
 
   it('when other streams cross a multiple, then no snapshot is written for them', async () => {
-    await store.append('operation-op_1', Array.from({ length: EVERY }, () => ({ type: 'Noted', data: {} })), 'any');
+    await store.append(
+      'operation-op_1',
+      Array.from({ length: EVERY }, () => ({ type: 'Noted', data: {} })),
+      'any',
+    );
     await store.settled();
     expect(await raw.readStream(streams.snapshot('operation-op_1'))).toEqual([]);
   });
@@ -204,7 +267,13 @@ describe('snapshots', () => {
     await store.appendMulti([{ stream: WALLET, events, expectedRevision: 'any' }]);
     await store.settled();
     const calls: Array<[string, ReadStreamOptions | undefined]> = [];
-    const watched = { ...raw, readStream: (stream: string, options?: ReadStreamOptions) => (calls.push([stream, options]), raw.readStream(stream, options)) };
+    const watched = {
+      ...raw,
+      readStream: (stream: string, options?: ReadStreamOptions) => (
+        calls.push([stream, options]),
+        raw.readStream(stream, options)
+      ),
+    };
     await loadState({ store: watched as EventStore, cache: new StateCache() }, WALLET, walletState);
     expect(calls[0]).toEqual([streams.snapshot(WALLET), { direction: 'backwards', maxCount: 3 }]);
     expect(calls[1]).toEqual([WALLET, { fromRevision: 3 * EVERY, maxCount: 1000 }]);
@@ -213,15 +282,24 @@ describe('snapshots', () => {
   it('when a decision reads a wallet and a key volume cold (as a create does), then it decides on the states folded from their snapshots', async () => {
     const walletEvents = walletHistory(random(13), 5 * EVERY + 3);
     const volumeEvents = volumeHistory(random(14), 4 * EVERY + 1);
-    await store.appendMulti([{ stream: WALLET, events: walletEvents, expectedRevision: 'any' }, { stream: VOLUME, events: volumeEvents, expectedRevision: 'any' }]);
+    await store.appendMulti([
+      { stream: WALLET, events: walletEvents, expectedRevision: 'any' },
+      { stream: VOLUME, events: volumeEvents, expectedRevision: 'any' },
+    ]);
     await store.settled();
     const counted = counting(raw);
-    const seen = await runDecision({ store: counted.store, cache: new StateCache() }, {
-      read: { wallet: { stream: WALLET, ...walletState }, volume: { stream: VOLUME, ...keyVolumeState } },
-      decide: (states) => ({ writes: [], result: states }),
-      context: { actor: 'user:u-1', correlationId: 'c-1' },
+    const seen = await runDecision(
+      { store: counted.store, cache: new StateCache() },
+      {
+        read: { wallet: { stream: WALLET, ...walletState }, volume: { stream: VOLUME, ...keyVolumeState } },
+        decide: (states) => ({ writes: [], result: states }),
+        context: { actor: 'user:u-1', correlationId: 'c-1' },
+      },
+    );
+    expect(seen).toEqual({
+      wallet: walletEvents.reduce(walletState.evolve, walletState.initialState()),
+      volume: volumeEvents.reduce(keyVolumeState.evolve, keyVolumeState.initialState()),
     });
-    expect(seen).toEqual({ wallet: walletEvents.reduce(walletState.evolve, walletState.initialState()), volume: volumeEvents.reduce(keyVolumeState.evolve, keyVolumeState.initialState()) });
     expect(counted.read.get(WALLET)).toBe(3);
     expect(counted.read.get(VOLUME)).toBe(1);
   });
@@ -235,8 +313,17 @@ describe('folding a stream up to a revision', () => {
     try {
       const events = walletHistory(random(21), 30);
       await store.append(WALLET, events, 'any');
-      const folded = await foldStream(store, WALLET, walletState.evolve, { state: walletState.initialState(), revision: -1 }, 12);
-      expect(folded).toEqual({ state: events.slice(0, 13).reduce(walletState.evolve, walletState.initialState()), revision: 12 });
+      const folded = await foldStream(
+        store,
+        WALLET,
+        walletState.evolve,
+        { state: walletState.initialState(), revision: -1 },
+        12,
+      );
+      expect(folded).toEqual({
+        state: events.slice(0, 13).reduce(walletState.evolve, walletState.initialState()),
+        revision: 12,
+      });
     } finally {
       await store.close();
       dir.cleanup();

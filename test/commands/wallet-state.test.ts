@@ -16,16 +16,35 @@ const W: WalletRef = { kind: 'merchant', id: 'm-acme' };
 const KEY = 'key_AAAAAAAAAAAAAAAA';
 const DAY = '2026-03-10';
 
-const credited = (amount: string, operationID = 'op_fund'): WalletEvent => ({ type: 'WalletCredited', data: { wallet: W, operationID, amount } });
+const credited = (amount: string, operationID = 'op_fund'): WalletEvent => ({
+  type: 'WalletCredited',
+  data: { wallet: W, operationID, amount },
+});
 /** A completed debit; heldAmount is the hold it settles ("0" without one). */
-const debited = (operationID: string, amount: string, heldAmount = '0'): WalletEvent => ({ type: 'WalletDebited', data: { wallet: W, operationID, amount, heldAmount } });
-const held = (operationID: string, amount: string): WalletEvent => ({ type: 'FundsHeld', data: { wallet: W, operationID, amount } });
-const released = (operationID: string, amount: string, reason: 'rejected' | 'failed' = 'rejected'): WalletEvent => ({ type: 'HoldReleased', data: { wallet: W, operationID, amount, reason } });
-const reserved = (operationID: string, amount: string): KeyVolumeEvent => ({ type: 'VolumeReserved', data: { keyID: KEY, day: DAY, operationID, amount } });
-const volumeReleased = (operationID: string, amount: string): KeyVolumeEvent => ({ type: 'VolumeReleased', data: { keyID: KEY, day: DAY, operationID, amount } });
+const debited = (operationID: string, amount: string, heldAmount = '0'): WalletEvent => ({
+  type: 'WalletDebited',
+  data: { wallet: W, operationID, amount, heldAmount },
+});
+const held = (operationID: string, amount: string): WalletEvent => ({
+  type: 'FundsHeld',
+  data: { wallet: W, operationID, amount },
+});
+const released = (operationID: string, amount: string, reason: 'rejected' | 'failed' = 'rejected'): WalletEvent => ({
+  type: 'HoldReleased',
+  data: { wallet: W, operationID, amount, reason },
+});
+const reserved = (operationID: string, amount: string): KeyVolumeEvent => ({
+  type: 'VolumeReserved',
+  data: { keyID: KEY, day: DAY, operationID, amount },
+});
+const volumeReleased = (operationID: string, amount: string): KeyVolumeEvent => ({
+  type: 'VolumeReleased',
+  data: { keyID: KEY, day: DAY, operationID, amount },
+});
 
 const wallet = (...events: WalletEvent[]): WalletState => events.reduce(walletState.evolve, walletState.initialState());
-const volume = (...events: KeyVolumeEvent[]): KeyVolumeState => events.reduce(keyVolumeState.evolve, keyVolumeState.initialState());
+const volume = (...events: KeyVolumeEvent[]): KeyVolumeState =>
+  events.reduce(keyVolumeState.evolve, keyVolumeState.initialState());
 
 /** Amounts are decimal strings whose formatting the states do not fix: compare them as numbers at 2 places. */
 const at2 = (amount: string | Decimal) => new Decimal(amount).toFixed(2);
@@ -53,12 +72,16 @@ describe('wallet state', () => {
   });
 
   it('when two operations hold funds, then the held amount is their sum', () => {
-    expectWallet(wallet(credited('500.00'), held('op_a', '120.25'), held('op_b', '0.75')), { balance: '500.00', held: '121.00' });
+    expectWallet(wallet(credited('500.00'), held('op_a', '120.25'), held('op_b', '0.75')), {
+      balance: '500.00',
+      held: '121.00',
+    });
   });
 
   it('when a hold is released, then the held amount falls by what it held', () => {
     expectWallet(wallet(credited('500.00'), held('op_a', '120.25'), held('op_b', '0.75'), released('op_a', '120.25')), {
-      balance: '500.00', held: '0.75',
+      balance: '500.00',
+      held: '0.75',
     });
   });
 
@@ -66,26 +89,46 @@ describe('wallet state', () => {
     expectWallet(wallet(held('op_a', '10.00'), released('op_a', '10.00', 'failed')), { balance: '0.00', held: '0.00' });
   });
 
-  it('when a release carries its amount, then the held amount falls by exactly that (each hold is released once: the operation\'s state machine sees to it)', () => {
-    expectWallet(wallet(held('op_a', '10.00'), held('op_b', '5.00'), released('op_a', '10.00')), { balance: '0.00', held: '5.00' });
-  });
-
-  it('when the wallet is credited, then the balance grows and the holds are unchanged', () => {
-    expectWallet(wallet(credited('500.00'), held('op_a', '20.00'), credited('0.01', 'op_in')), { balance: '500.01', held: '20.00' });
-  });
-
-  it('when a debit settles an operation\'s hold, then the balance falls by the debit and the hold is gone', () => {
-    expectWallet(wallet(credited('500.00'), held('op_a', '101.75'), held('op_b', '3.00'), debited('op_a', '101.75', '101.75')), {
-      balance: '398.25', held: '3.00',
+  it("when a release carries its amount, then the held amount falls by exactly that (each hold is released once: the operation's state machine sees to it)", () => {
+    expectWallet(wallet(held('op_a', '10.00'), held('op_b', '5.00'), released('op_a', '10.00')), {
+      balance: '0.00',
+      held: '5.00',
     });
   });
 
+  it('when the wallet is credited, then the balance grows and the holds are unchanged', () => {
+    expectWallet(wallet(credited('500.00'), held('op_a', '20.00'), credited('0.01', 'op_in')), {
+      balance: '500.01',
+      held: '20.00',
+    });
+  });
+
+  it("when a debit settles an operation's hold, then the balance falls by the debit and the hold is gone", () => {
+    expectWallet(
+      wallet(credited('500.00'), held('op_a', '101.75'), held('op_b', '3.00'), debited('op_a', '101.75', '101.75')),
+      {
+        balance: '398.25',
+        held: '3.00',
+      },
+    );
+  });
+
   it('when a debit has no hold (money moved outside the API), then the balance falls and the holds are unchanged', () => {
-    expectWallet(wallet(credited('500.00'), held('op_a', '20.00'), debited('op_external', '100.00')), { balance: '400.00', held: '20.00' });
+    expectWallet(wallet(credited('500.00'), held('op_a', '20.00'), debited('op_external', '100.00')), {
+      balance: '400.00',
+      held: '20.00',
+    });
   });
 
   it('when events are folded, then the state given to evolve is never mutated (cached states are shared)', () => {
-    const events = [credited('100.00'), held('op_a', '10.00'), held('op_b', '5.00'), released('op_a', '10.00'), debited('op_b', '5.00', '5.00'), credited('1.00', 'op_c')];
+    const events = [
+      credited('100.00'),
+      held('op_a', '10.00'),
+      held('op_b', '5.00'),
+      released('op_a', '10.00'),
+      debited('op_b', '5.00', '5.00'),
+      credited('1.00', 'op_c'),
+    ];
     let state = deepFreeze(walletState.initialState());
     for (const event of events) state = deepFreeze(walletState.evolve(state, event));
     expectWallet(state, { balance: '96.00', held: '0.00' });
@@ -94,7 +137,9 @@ describe('wallet state', () => {
 
 describe('available balance', () => {
   it('when funds are held, then the available balance is the balance less what is held', () => {
-    expect(at2(availableBalance(wallet(credited('1000.00'), held('op_a', '250.50'), held('op_b', '49.50'))))).toBe('700.00');
+    expect(at2(availableBalance(wallet(credited('1000.00'), held('op_a', '250.50'), held('op_b', '49.50'))))).toBe(
+      '700.00',
+    );
   });
 
   it('when nothing is held, then the available balance is the balance', () => {
@@ -102,7 +147,13 @@ describe('available balance', () => {
   });
 
   it('when holds are released or settled, then the available balance follows', () => {
-    const state = wallet(credited('1000.00'), held('op_a', '250.00'), held('op_b', '100.00'), released('op_a', '250.00'), debited('op_b', '100.00', '100.00'));
+    const state = wallet(
+      credited('1000.00'),
+      held('op_a', '250.00'),
+      held('op_b', '100.00'),
+      released('op_a', '250.00'),
+      debited('op_b', '100.00', '100.00'),
+    );
     expect(at2(availableBalance(state))).toBe('900.00');
   });
 
@@ -126,11 +177,15 @@ describe('key volume state', () => {
   });
 
   it('when a reservation is released, then the total falls by the amount the release carries', () => {
-    expect(at2(volume(reserved('op_a', '100.00'), reserved('op_b', '0.50'), volumeReleased('op_a', '100.00')).total)).toBe('0.50');
+    expect(
+      at2(volume(reserved('op_a', '100.00'), reserved('op_b', '0.50'), volumeReleased('op_a', '100.00')).total),
+    ).toBe('0.50');
   });
 
   it('when a day has thousands of reservations, then the state is still one running total (a create costs the same whatever the day)', () => {
-    const events = Array.from({ length: 5000 }, (_, i) => (i % 5 === 4 ? volumeReleased(`op_${i - 1}`, '1.00') : reserved(`op_${i}`, '1.00')));
+    const events = Array.from({ length: 5000 }, (_, i) =>
+      i % 5 === 4 ? volumeReleased(`op_${i - 1}`, '1.00') : reserved(`op_${i}`, '1.00'),
+    );
     const state = volume(...events);
     expect(Object.keys(state)).toEqual(['total']);
     expect(at2(state.total)).toBe('3000.00');
@@ -138,7 +193,8 @@ describe('key volume state', () => {
 
   it('when events are folded, then the state given to evolve is never mutated', () => {
     let state = deepFreeze(keyVolumeState.initialState());
-    for (const event of [reserved('op_a', '1.00'), reserved('op_b', '2.00'), volumeReleased('op_a', '1.00')]) state = deepFreeze(keyVolumeState.evolve(state, event));
+    for (const event of [reserved('op_a', '1.00'), reserved('op_b', '2.00'), volumeReleased('op_a', '1.00')])
+      state = deepFreeze(keyVolumeState.evolve(state, event));
     expect(at2(state.total)).toBe('2.00');
   });
 });
@@ -174,22 +230,40 @@ describe('idempotency state', () => {
 
   it('when a request is recorded, then the state is the record', () => {
     expect(idempotencyState.evolve(idempotencyState.initialState(), record('h1', '2026-03-10T09:00:00.000Z'))).toEqual({
-      status: 'recorded', keyID: KEY, requestHash: 'h1', response: { status: 200, body: { operationID: 'op_a' } }, recordedAt: '2026-03-10T09:00:00.000Z',
+      status: 'recorded',
+      keyID: KEY,
+      requestHash: 'h1',
+      response: { status: 200, body: { operationID: 'op_a' } },
+      recordedAt: '2026-03-10T09:00:00.000Z',
     });
   });
 
   it('when a later request is recorded after the window, then the latest record wins', () => {
-    const state = [record('h1', '2026-03-10T09:00:00.000Z'), record('h2', '2026-03-12T09:00:00.000Z')].reduce(idempotencyState.evolve, idempotencyState.initialState());
+    const state = [record('h1', '2026-03-10T09:00:00.000Z'), record('h2', '2026-03-12T09:00:00.000Z')].reduce(
+      idempotencyState.evolve,
+      idempotencyState.initialState(),
+    );
     expect(state).toMatchObject({ status: 'recorded', requestHash: 'h2', recordedAt: '2026-03-12T09:00:00.000Z' });
   });
 });
 
 describe('replay', () => {
   const walletEvents: WalletEvent[] = [
-    credited('1000.00'), held('op_a', '250.50'), held('op_b', '10.00'), credited('0.01', 'op_in'), released('op_a', '250.50'),
-    held('op_c', '99.99'), debited('op_b', '10.00', '10.00'), debited('op_out', '5.00'),
+    credited('1000.00'),
+    held('op_a', '250.50'),
+    held('op_b', '10.00'),
+    credited('0.01', 'op_in'),
+    released('op_a', '250.50'),
+    held('op_c', '99.99'),
+    debited('op_b', '10.00', '10.00'),
+    debited('op_out', '5.00'),
   ];
-  const volumeEvents: KeyVolumeEvent[] = [reserved('op_a', '250.50'), reserved('op_b', '10.00'), volumeReleased('op_a', '250.50'), reserved('op_c', '99.99')];
+  const volumeEvents: KeyVolumeEvent[] = [
+    reserved('op_a', '250.50'),
+    reserved('op_b', '10.00'),
+    volumeReleased('op_a', '250.50'),
+    reserved('op_c', '99.99'),
+  ];
 
   it('when the same wallet events are folded twice from the initial state, then the states are equal', () => {
     const first = walletEvents.reduce(walletState.evolve, walletState.initialState());
@@ -208,7 +282,9 @@ describe('replay', () => {
   it('when the events are folded in two parts (a cached state, then the newer events), then the state is the same as one fold', () => {
     for (let split = 0; split <= walletEvents.length; split++) {
       const cached = walletEvents.slice(0, split).reduce(walletState.evolve, walletState.initialState());
-      expect(walletEvents.slice(split).reduce(walletState.evolve, cached)).toEqual(walletEvents.reduce(walletState.evolve, walletState.initialState()));
+      expect(walletEvents.slice(split).reduce(walletState.evolve, cached)).toEqual(
+        walletEvents.reduce(walletState.evolve, walletState.initialState()),
+      );
     }
   });
 

@@ -22,20 +22,45 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   // Only the violations come back: the passes, the incomplete and the inapplicable rules (each with its help, tags
   // and a node) would be serialized in the page and parsed again here at every run, for nothing this file reads.
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: AxeViolation[] }> } }).axe;
-    const results = await axe.run(document, { resultTypes: ['violations'], runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] } });
-    return results.violations.map(({ id, impact, help, nodes }) => ({ id, impact, help, nodes: nodes.map(({ target, failureSummary }) => ({ target, failureSummary })) }));
+    const axe = (
+      window as unknown as {
+        axe: { run: (context: Document, options: object) => Promise<{ violations: AxeViolation[] }> };
+      }
+    ).axe;
+    const results = await axe.run(document, {
+      resultTypes: ['violations'],
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] },
+    });
+    return results.violations.map(({ id, impact, help, nodes }) => ({
+      id,
+      impact,
+      help,
+      nodes: nodes.map(({ target, failureSummary }) => ({ target, failureSummary })),
+    }));
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
 
 const describeViolations = (violations: AxeViolation[]) =>
-  violations.map((v) => `${v.impact} ${v.id}: ${v.help}\n${v.nodes.slice(0, 5).map((n) => `   ${n.target.join(' ')} ${n.failureSummary?.split('\n').slice(0, 2).join(' ') ?? ''}`).join('\n')}`).join('\n');
+  violations
+    .map(
+      (v) =>
+        `${v.impact} ${v.id}: ${v.help}\n${v.nodes
+          .slice(0, 5)
+          .map((n) => `   ${n.target.join(' ')} ${n.failureSummary?.split('\n').slice(0, 2).join(' ') ?? ''}`)
+          .join('\n')}`,
+    )
+    .join('\n');
 
 /** No serious or critical axe violation, and nothing wider than the viewport. */
 export async function expectAccessible(page: Page, label: string): Promise<void> {
   const violations = await axeViolations(page);
   expect(violations, `${label} (${page.viewportSize()?.width} px): ${describeViolations(violations)}`).toEqual([]);
-  const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
-  expect(widths.scroll, `${label} (${page.viewportSize()?.width} px) scrolls sideways`).toBeLessThanOrEqual(widths.client);
+  const widths = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth,
+    client: document.documentElement.clientWidth,
+  }));
+  expect(widths.scroll, `${label} (${page.viewportSize()?.width} px) scrolls sideways`).toBeLessThanOrEqual(
+    widths.client,
+  );
 }

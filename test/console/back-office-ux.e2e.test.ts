@@ -3,7 +3,17 @@ import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.t
 import { requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { safeReturnPath } from '../../src/console/login.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { CHECKER_PASSWORD, ConsoleClient, createCashIn, extraUser, fund, MAKER_PASSWORD, newPhone, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
+import {
+  CHECKER_PASSWORD,
+  ConsoleClient,
+  createCashIn,
+  extraUser,
+  fund,
+  MAKER_PASSWORD,
+  newPhone,
+  OTHER_PASSWORD,
+  waitForStatus,
+} from './console-client.ts';
 
 /**
  * The console as a back office people work in, over HTTP: a maker withdraws their own key request, the counts
@@ -86,21 +96,38 @@ describe('decisions waiting', () => {
     // The both-roles user's own key request and the operation made with a key they requested are not theirs to decide.
     await requestKey(bothEmail, 'both’s own');
     await requestKey(dist.makerEmail, 'for a checker');
-    await requestWebhookEndpoint({ ...sys.backOffice, secretsKey: Buffer.alloc(32), allowInsecureLocalhost: false }, await findUserByEmail(sys.backOffice, dist.makerEmail), { url: 'https://hooks.example/a', eventTypes: 'operation.completed' }, 'test');
+    await requestWebhookEndpoint(
+      { ...sys.backOffice, secretsKey: Buffer.alloc(32), allowInsecureLocalhost: false },
+      await findUserByEmail(sys.backOffice, dist.makerEmail),
+      { url: 'https://hooks.example/a', eventTypes: 'operation.completed' },
+      'test',
+    );
     const { apiKey } = await dist.key({ label: 'maker’s till' });
     const operationID = await createCashIn(sys, dist.ref.id, apiKey, phone, '12.00', 'count me');
     await waitForStatus(sys, operationID, 'pending');
     await waitFor(async () => (await waiting(checker)).webhooks === before.webhooks! + 1);
 
     const after = await waiting(checker);
-    expect(after).toEqual({ operations: before.operations! + 1, keys: before.keys! + 2, webhooks: before.webhooks! + 1, access: 0, total: before.total! + 4 });
+    expect(after).toEqual({
+      operations: before.operations! + 1,
+      keys: before.keys! + 2,
+      webhooks: before.webhooks! + 1,
+      access: 0,
+      total: before.total! + 4,
+    });
     const bothClient = await as(bothEmail, OTHER_PASSWORD);
     const theirs = await waiting(bothClient);
     expect(theirs.keys).toBe(after.keys! - 1); // not their own request
     expect(both.userID).toMatch(/\S/);
 
     // A maker decides nothing; the page shows the same counts the endpoint gives.
-    expect(await waiting(await as(dist.makerEmail, MAKER_PASSWORD))).toEqual({ operations: 0, keys: 0, webhooks: 0, access: 0, total: 0 });
+    expect(await waiting(await as(dist.makerEmail, MAKER_PASSWORD))).toEqual({
+      operations: 0,
+      keys: 0,
+      webhooks: 0,
+      access: 0,
+      total: 0,
+    });
     const page = await checker.get('/console/');
     expect(page.text).toMatch(new RegExp(`data-waiting="operations"><span data-count>${after.operations}</span>`));
     expect(page.text).toMatch(new RegExp(`data-waiting="total"><span data-count>${after.total}</span>`));
@@ -111,7 +138,14 @@ describe('decisions waiting', () => {
     const second = await as(secondAdminEmail, OTHER_PASSWORD);
     const [a, b] = [await waiting(first), await waiting(second)];
     await first.get('/console/admin');
-    expect((await first.post('/console/admin/users', { partyType: 'platform', email: `new-admin-${Date.now()}@test.example` })).status).toBe(303);
+    expect(
+      (
+        await first.post('/console/admin/users', {
+          partyType: 'platform',
+          email: `new-admin-${Date.now()}@test.example`,
+        })
+      ).status,
+    ).toBe(303);
     expect((await waiting(first)).access).toBe(a.access);
     expect((await waiting(second)).access).toBe(b.access! + 1);
   });
@@ -119,16 +153,24 @@ describe('decisions waiting', () => {
   it('when a distributor’s cash-in to a merchant waits for the distributor’s checker, then the merchant’s checker has nothing to decide: no count, no row', async () => {
     const merchant = await sys.party('merchant');
     const { apiKey } = await dist.key({ label: 'till to a shop' });
-    const response = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${dist.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '3.00', merchantToShortCode: merchant.shortCode, memo: 'stock' } });
+    const response = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${dist.ref.id}/operations`, {
+      apiKey,
+      body: { operationType: 'cash-in', amount: '3.00', merchantToShortCode: merchant.shortCode, memo: 'stock' },
+    });
     expect(response.status).toBe(200);
     const operationID = response.body.operationID as string;
-    await waitFor(async () => (await sys.system.stores.readStore.get('console_operations', `received:${operationID}`))?.status === 'pending');
+    await waitFor(
+      async () =>
+        (await sys.system.stores.readStore.get('console_operations', `received:${operationID}`))?.status === 'pending',
+    );
     const merchantChecker = await as(merchant.checkerEmail, CHECKER_PASSWORD);
     expect((await waiting(merchantChecker)).operations).toBe(0);
     const pending = await merchantChecker.get('/console/operations');
     expect(pending.text).not.toContain(operationID);
     expect(pending.text).toMatch(/Pending approval <span class="count">0<\/span>/);
-    expect((await merchantChecker.get('/console/operations/history')).text).toMatch(/Pending approval <span class="count">0<\/span>/);
+    expect((await merchantChecker.get('/console/operations/history')).text).toMatch(
+      /Pending approval <span class="count">0<\/span>/,
+    );
     const distributorChecker = await as(dist.checkerEmail, CHECKER_PASSWORD);
     expect((await distributorChecker.get('/console/operations')).text).toContain(`data-operation-id="${operationID}"`);
   });
@@ -149,13 +191,28 @@ describe('coming back after a login', () => {
     expect(redirect.location).toBe('/console/login?next=%2Fconsole%2Foperations%2Fhistory%3Foffset%3D50');
     const form = await client.get(redirect.location!);
     expect(form.text).toContain('<input type="hidden" name="next" value="/console/operations/history?offset=50">');
-    const login = await client.post('/console/login', { email: dist.checkerEmail, password: CHECKER_PASSWORD, next: '/console/operations/history?offset=50' });
+    const login = await client.post('/console/login', {
+      email: dist.checkerEmail,
+      password: CHECKER_PASSWORD,
+      next: '/console/operations/history?offset=50',
+    });
     expect(login.status).toBe(303);
     expect(login.location).toBe('/console/operations/history?offset=50');
   });
 
   it('when the place to return to is another site or not a console page, then the login goes to the dashboard instead', async () => {
-    for (const next of ['https://evil.example/console/', '//evil.example/console', '/\\evil.example', '/console/../../etc', 'javascript:alert(1)', '/console/logout', '/console/login?next=/console/', '/api/v1/x', '/consolex', ' /console/keys']) {
+    for (const next of [
+      'https://evil.example/console/',
+      '//evil.example/console',
+      '/\\evil.example',
+      '/console/../../etc',
+      'javascript:alert(1)',
+      '/console/logout',
+      '/console/login?next=/console/',
+      '/api/v1/x',
+      '/consolex',
+      ' /console/keys',
+    ]) {
       expect(safeReturnPath(next), next).toBeNull();
       const client = new ConsoleClient(sys.baseUrl);
       await client.get(`/console/login?next=${encodeURIComponent(next)}`);
@@ -170,11 +227,23 @@ describe('coming back after a login', () => {
   it('when a form is sent after the session ended, then the page says so and links to a login that returns to the form’s page', async () => {
     const client = await as(dist.checkerEmail, CHECKER_PASSWORD);
     const token = client.csrf()!;
-    await sys.system.stores.readStore.commit((await sys.system.stores.readStore.find<{ id: string; userID: string }>('console_sessions')).map((s) => ({ op: 'delete' as const, collection: 'console_sessions', id: s.id })));
-    const page = await client.post('/console/operations/op_00000000000000000000000000000000/reject', { _csrf: token, reason: 'typed before the session ended' }, { referer: `${sys.baseUrl}/console/operations/op_00000000000000000000000000000000/reject` });
+    await sys.system.stores.readStore.commit(
+      (await sys.system.stores.readStore.find<{ id: string; userID: string }>('console_sessions')).map((s) => ({
+        op: 'delete' as const,
+        collection: 'console_sessions',
+        id: s.id,
+      })),
+    );
+    const page = await client.post(
+      '/console/operations/op_00000000000000000000000000000000/reject',
+      { _csrf: token, reason: 'typed before the session ended' },
+      { referer: `${sys.baseUrl}/console/operations/op_00000000000000000000000000000000/reject` },
+    );
     expect(page.status).toBe(401);
     expect(page.text).toContain('<title>Please log in again · wallet-ops console</title>');
-    expect(page.text).toContain('href="/console/login?ended=1&amp;next=%2Fconsole%2Foperations%2Fop_00000000000000000000000000000000%2Freject"');
+    expect(page.text).toContain(
+      'href="/console/login?ended=1&amp;next=%2Fconsole%2Foperations%2Fop_00000000000000000000000000000000%2Freject"',
+    );
     expect(page.text).not.toContain('typed before the session ended');
   });
 
@@ -185,7 +254,11 @@ describe('coming back after a login', () => {
     // Another tab logs in again: the browser's cookie is now a new session's, with a new token.
     const tab = await as(dist.makerEmail, MAKER_PASSWORD);
     client.cookies.set('wo_console', tab.cookies.get('wo_console')!);
-    const page = await client.post('/console/keys', { _csrf: stale, label: 'stale' }, { referer: `${sys.baseUrl}/console/keys/new` });
+    const page = await client.post(
+      '/console/keys',
+      { _csrf: stale, label: 'stale' },
+      { referer: `${sys.baseUrl}/console/keys/new` },
+    );
     expect(page.status).toBe(403);
     expect(page.text).toContain('<h1>Please try again</h1>');
     expect(page.text).not.toContain('Not allowed');
@@ -196,14 +269,22 @@ describe('coming back after a login', () => {
     const client = new ConsoleClient(sys.baseUrl);
     await client.get('/console/login?next=%2Fconsole%2Fkeys');
     client.cookies.delete('wo_console_login');
-    const page = await client.post('/console/login', { email: dist.makerEmail, password: MAKER_PASSWORD, next: '/console/keys' });
+    const page = await client.post('/console/login', {
+      email: dist.makerEmail,
+      password: MAKER_PASSWORD,
+      next: '/console/keys',
+    });
     expect(page.status).toBe(403);
     expect(page.text).toContain('This login form had expired');
     expect(page.text).not.toContain('Not allowed');
     expect(page.text).toContain(`value="${dist.makerEmail}"`);
     expect(page.text).not.toContain(MAKER_PASSWORD);
     expect(client.cookies.has('wo_console')).toBe(false);
-    const retry = await client.post('/console/login', { email: dist.makerEmail, password: MAKER_PASSWORD, next: '/console/keys' });
+    const retry = await client.post('/console/login', {
+      email: dist.makerEmail,
+      password: MAKER_PASSWORD,
+      next: '/console/keys',
+    });
     expect(retry.location).toBe('/console/keys');
   });
 });

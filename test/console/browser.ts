@@ -25,7 +25,17 @@ export const CHROMIUM = existsSync(HEADLESS_SHELL) ? HEADLESS_SHELL : FULL_CHROM
  * a test looks at.
  */
 export const DISABLED_FEATURES = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup', 'WebUIOmniboxFullPopup'];
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', `--disable-features=${DISABLED_FEATURES.join(',')}`];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  `--disable-features=${DISABLED_FEATURES.join(',')}`,
+];
 /** Launches CHROMIUM with playwright's --disable-features and ours merged: Chromium would keep only the last. */
 const LAUNCHER = new URL('chromium.sh', import.meta.url).pathname;
 export const ARTIFACTS = new URL('../../test-artifacts/console/', import.meta.url);
@@ -41,11 +51,21 @@ export const SAVE_ARTIFACTS = UPDATE_DOCS || process.env.CONSOLE_SCREENSHOTS ===
 /** `describe`, or `describe.skip` with the reason in the title when chromium is not installed. */
 export function browserSuite(name: string): { suite: typeof describe | typeof describe.skip; title: string } {
   const available = existsSync(CHROMIUM);
-  return { suite: available ? describe : describe.skip, title: available ? name : `${name} (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium-headless-shell)` };
+  return {
+    suite: available ? describe : describe.skip,
+    title: available
+      ? name
+      : `${name} (SKIPPED: ${CHROMIUM} is missing; install it with apt-get install -y chromium-headless-shell)`,
+  };
 }
 
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: LAUNCHER, args: ARGS, headless: true, env: { ...process.env, CHROMIUM_BINARY: CHROMIUM } });
+  return chromium.launch({
+    executablePath: LAUNCHER,
+    args: ARGS,
+    headless: true,
+    env: { ...process.env, CHROMIUM_BINARY: CHROMIUM },
+  });
 }
 
 /**
@@ -57,8 +77,16 @@ export async function closeContexts(browser: Browser | undefined): Promise<void>
 }
 
 /** A fresh browser context (its own cookies), logged in to the console: on the dashboard. */
-export async function logIn(browser: Browser, baseURL: string, email: string, password: string, context: BrowserContextOptions = {}): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL, ...context })).newPage();
+export async function logIn(
+  browser: Browser,
+  baseURL: string,
+  email: string,
+  password: string,
+  context: BrowserContextOptions = {},
+): Promise<Page> {
+  const page = await (
+    await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL, ...context })
+  ).newPage();
   await page.goto('/console/login');
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);

@@ -33,7 +33,11 @@ export class ConsoleClient {
   }
 
   /** A form POST; `_csrf` is the last page's token unless the form says otherwise (null: none at all). */
-  async post(path: string, form: Record<string, string | string[] | null | undefined> = {}, headers: Record<string, string> = {}): Promise<Page> {
+  async post(
+    path: string,
+    form: Record<string, string | string[] | null | undefined> = {},
+    headers: Record<string, string> = {},
+  ): Promise<Page> {
     const { _csrf, ...rest } = form;
     const body = new URLSearchParams();
     const token = _csrf === undefined ? this.csrf() : _csrf;
@@ -61,11 +65,17 @@ export class ConsoleClient {
   /** Logs in and fails the test unless it worked. */
   async loginOk(email: string, password: string): Promise<void> {
     const page = await this.login(email, password);
-    if (page.status !== 303 || page.location !== '/console/') throw new Error(`login of ${email} failed: ${page.status}\n${page.text}`);
+    if (page.status !== 303 || page.location !== '/console/')
+      throw new Error(`login of ${email} failed: ${page.status}\n${page.text}`);
     await this.get('/console/');
   }
 
-  private async request(method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<Page> {
+  private async request(
+    method: string,
+    path: string,
+    body: string | undefined,
+    headers: Record<string, string>,
+  ): Promise<Page> {
     const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
     const response = await fetch(`${this.baseUrl}${path}`, {
       method,
@@ -78,7 +88,10 @@ export class ConsoleClient {
       const eq = pair.indexOf('=');
       const name = pair.slice(0, eq).trim();
       const value = pair.slice(eq + 1).trim();
-      const expired = attributes.some((a) => /^\s*max-age=0\s*$/i.test(a)) || value === '' || attributes.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a));
+      const expired =
+        attributes.some((a) => /^\s*max-age=0\s*$/i.test(a)) ||
+        value === '' ||
+        attributes.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a));
       if (expired) this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
@@ -95,15 +108,30 @@ export const OTHER_PASSWORD = 'other password 1';
 const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
 
 /** A further console user: both roles (to show self-approval refused), or a platform administrator. */
-export async function extraUser(backOffice: BackOfficeDeps, party: PartyRef | null, roles: UserRole[], prefix: string, exactEmail?: string): Promise<string> {
+export async function extraUser(
+  backOffice: BackOfficeDeps,
+  party: PartyRef | null,
+  roles: UserRole[],
+  prefix: string,
+  exactEmail?: string,
+): Promise<string> {
   const email = exactEmail ?? `${prefix}-${randomUUID().slice(0, 8)}@test.example`;
-  await addUser(backOffice, { party, email, password: OTHER_PASSWORD, roles, platformAdmin: party === null }, operator());
+  await addUser(
+    backOffice,
+    { party, email, password: OTHER_PASSWORD, roles, platformAdmin: party === null },
+    operator(),
+  );
   return email;
 }
 
 /** E-money issued to a distributor's float, executed by the running executor; waits for the balance. */
 export async function fund(sys: TestSystem, distributor: PartyRef, amount: string): Promise<void> {
-  const deps = { store: sys.system.stores.eventStore, lookup: new PartyLookup(sys.system.stores.eventStore), clock: () => new Date(), assetScale: sys.config.ASSET_SCALE };
+  const deps = {
+    store: sys.system.stores.eventStore,
+    lookup: new PartyLookup(sys.system.stores.eventStore),
+    clock: () => new Date(),
+    assetScale: sys.config.ASSET_SCALE,
+  };
   await issueFloat(deps, { to: distributor, amount }, operator());
   await waitFor(async () => {
     const doc = await sys.system.stores.readStore.get('balances', `distributor:${distributor.id}`);
@@ -112,15 +140,33 @@ export async function fund(sys: TestSystem, distributor: PartyRef, amount: strin
 }
 
 /** Creates a cash-in through the API with the key; returns its operationID. */
-export async function createCashIn(sys: TestSystem, distributorID: string, apiKey: string, phoneTo: string, amount: string, memo: string): Promise<string> {
-  const response = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributorID}/operations`, { apiKey, body: { operationType: 'cash-in', amount, phoneTo, memo } });
+export async function createCashIn(
+  sys: TestSystem,
+  distributorID: string,
+  apiKey: string,
+  phoneTo: string,
+  amount: string,
+  memo: string,
+): Promise<string> {
+  const response = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributorID}/operations`, {
+    apiKey,
+    body: { operationType: 'cash-in', amount, phoneTo, memo },
+  });
   if (response.status !== 200) throw new Error(`cash-in refused: ${JSON.stringify(response.body)}`);
   return response.body.operationID as string;
 }
 
 /** Waits until the read model lists the operation with the given status. */
-export async function waitForStatus(sys: TestSystem, operationID: string, status: string, timeoutMs = 10_000): Promise<void> {
-  await waitFor(async () => (await sys.system.stores.readStore.get('distributor_operations', operationID))?.status === status, timeoutMs);
+export async function waitForStatus(
+  sys: TestSystem,
+  operationID: string,
+  status: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  await waitFor(
+    async () => (await sys.system.stores.readStore.get('distributor_operations', operationID))?.status === status,
+    timeoutMs,
+  );
 }
 
 let phoneSeq = 0;

@@ -22,12 +22,20 @@ beforeAll(async () => {
 afterAll(async () => sys?.close());
 
 const host = () => new URL(sys.baseUrl).host;
-const overHttps = () => new ConsoleClient(sys.baseUrl, { origin: `https://${host()}`, headers: { 'x-forwarded-proto': 'https' } });
+const overHttps = () =>
+  new ConsoleClient(sys.baseUrl, { origin: `https://${host()}`, headers: { 'x-forwarded-proto': 'https' } });
 
 describe('console assets', () => {
   it('when an asset path names a property every object has (__proto__, constructor, toString, ...), then the answer is 404, never 5xx', async () => {
     const client = new ConsoleClient(sys.baseUrl);
-    const names = [...Object.getOwnPropertyNames(Object.prototype), 'prototype', '..%2fconsole.css', 'console.css%00', 'CONSOLE.CSS', 'console.css.map'];
+    const names = [
+      ...Object.getOwnPropertyNames(Object.prototype),
+      'prototype',
+      '..%2fconsole.css',
+      'console.css%00',
+      'CONSOLE.CSS',
+      'console.css.map',
+    ];
     for (const name of names) {
       const page = await client.get(`/console/assets/${name}`);
       expect(page.status, `/console/assets/${name}`).toBe(404);
@@ -52,8 +60,12 @@ describe('the console over HTTPS', () => {
     const secure = await overHttps().get('/console/login');
     expect(secure.status).toBe(200);
     expect(secure.headers.get('strict-transport-security')).toBe('max-age=31536000');
-    expect((await overHttps().get('/console/assets/console.css')).headers.get('strict-transport-security')).toBe('max-age=31536000');
-    expect((await new ConsoleClient(sys.baseUrl).get('/console/login')).headers.get('strict-transport-security')).toBeNull();
+    expect((await overHttps().get('/console/assets/console.css')).headers.get('strict-transport-security')).toBe(
+      'max-age=31536000',
+    );
+    expect(
+      (await new ConsoleClient(sys.baseUrl).get('/console/login')).headers.get('strict-transport-security'),
+    ).toBeNull();
   });
 
   it('when a user logs in over HTTPS, then both cookies are __Host- cookies (Secure, Path=/, no Domain), and the session works with them', async () => {
@@ -77,12 +89,16 @@ describe('the console over HTTPS', () => {
     // The same token under the unprefixed name is not a session over HTTPS: a cookie set by a sibling
     // subdomain or over plain HTTP cannot stand in for the __Host- one.
     const token = client.cookies.get('__Host-wo_console')!;
-    const planted = new ConsoleClient(sys.baseUrl, { headers: { 'x-forwarded-proto': 'https', cookie: `wo_console=${token}` } });
+    const planted = new ConsoleClient(sys.baseUrl, {
+      headers: { 'x-forwarded-proto': 'https', cookie: `wo_console=${token}` },
+    });
     expect((await planted.get('/console/')).location).toBe('/console/login');
 
     const logout = await client.post('/console/logout');
     expect(logout.status).toBe(303);
-    expect(logout.headers.getSetCookie().find((c) => c.startsWith('__Host-wo_console='))).toMatch(/Expires=Thu, 01 Jan 1970|Max-Age=0/i);
+    expect(logout.headers.getSetCookie().find((c) => c.startsWith('__Host-wo_console='))).toMatch(
+      /Expires=Thu, 01 Jan 1970|Max-Age=0/i,
+    );
     expect((await client.get('/console/')).location).toMatch(/^\/console\/login/);
   });
 
@@ -109,8 +125,30 @@ describe('password hashes of the old cost', () => {
     const passwordHash = ['scrypt', 16384, 8, 1, salt.toString('base64url'), key.toString('base64url')].join('$');
     const metadata = { actor: 'operator:test', correlationId: randomUUID() };
     await sys.system.stores.eventStore.appendMulti([
-      { stream: streams.user(userID), expectedRevision: 'no_stream', events: [{ type: 'UserAdded', data: { userID, party: party.ref, email, passwordHash, roles: ['maker'], platformAdmin: false, addedAt: new Date().toISOString() }, metadata }] },
-      { stream: streams.userEmail(email), expectedRevision: 'no_stream', events: [{ type: 'EmailClaimed', data: { email, userID }, metadata }] },
+      {
+        stream: streams.user(userID),
+        expectedRevision: 'no_stream',
+        events: [
+          {
+            type: 'UserAdded',
+            data: {
+              userID,
+              party: party.ref,
+              email,
+              passwordHash,
+              roles: ['maker'],
+              platformAdmin: false,
+              addedAt: new Date().toISOString(),
+            },
+            metadata,
+          },
+        ],
+      },
+      {
+        stream: streams.userEmail(email),
+        expectedRevision: 'no_stream',
+        events: [{ type: 'EmailClaimed', data: { email, userID }, metadata }],
+      },
     ]);
     return { userID, email };
   }

@@ -2,8 +2,25 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DISABLED_FEATURES, DOCS, launchChromium, UPDATE_DOCS } from './browser.ts';
-import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
+import {
+  ARTIFACTS,
+  SAVE_ARTIFACTS,
+  browserSuite,
+  closeContexts,
+  DISABLED_FEATURES,
+  DOCS,
+  launchChromium,
+  UPDATE_DOCS,
+} from './browser.ts';
+import {
+  CHECKER_PASSWORD,
+  createCashIn,
+  extraUser,
+  fund,
+  MAKER_PASSWORD,
+  OTHER_PASSWORD,
+  waitForStatus,
+} from './console-client.ts';
 
 /**
  * The console in a real browser: Debian's chromium driven by playwright-core (never a downloaded browser).
@@ -11,7 +28,6 @@ import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_
  * docs/console/ by the same runs when UPDATE_DOCS_SCREENSHOTS=1. `launch` gives every run a fresh temporary --user-data-dir of its own, and
  * each user gets their own browser context (their own cookies).
  */
-
 
 const { suite, title } = browserSuite('console in a browser');
 
@@ -28,7 +44,13 @@ let secret: string;
 
 async function shot(page: Page, name: string, options: { doc?: string; mask?: Locator[] } = {}): Promise<void> {
   if (SAVE_ARTIFACTS) await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
-  if (options.doc && UPDATE_DOCS) await page.screenshot({ path: new URL(`${options.doc}.png`, DOCS).pathname, fullPage: true, mask: options.mask ?? [], maskColor: '#374151' });
+  if (options.doc && UPDATE_DOCS)
+    await page.screenshot({
+      path: new URL(`${options.doc}.png`, DOCS).pathname,
+      fullPage: true,
+      mask: options.mask ?? [],
+      maskColor: '#374151',
+    });
 }
 
 async function loginAs(email: string, password: string, options: { screenshot?: string } = {}): Promise<Page> {
@@ -56,20 +78,25 @@ async function reloadUntil(page: Page, locator: Locator, timeoutMs = 10_000): Pr
 
 /** The command line of this worker's chromium browser process (not its renderers and helpers, which have a --type). */
 function browserProcessArguments(): string[] {
-  const children = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid)).flatMap((pid) => {
-    try {
-      const ppid = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1];
-      return ppid === String(process.pid) ? [readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')] : [];
-    } catch {
-      return []; // gone meanwhile
-    }
-  });
-  const browsers = children.filter((args) => args.includes('--remote-debugging-pipe') && !args.some((a) => a.startsWith('--type=')));
+  const children = readdirSync('/proc')
+    .filter((pid) => /^\d+$/.test(pid))
+    .flatMap((pid) => {
+      try {
+        const ppid = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1];
+        return ppid === String(process.pid) ? [readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')] : [];
+      } catch {
+        return []; // gone meanwhile
+      }
+    });
+  const browsers = children.filter(
+    (args) => args.includes('--remote-debugging-pipe') && !args.some((a) => a.startsWith('--type=')),
+  );
   expect(browsers).toHaveLength(1);
   return browsers[0]!;
 }
 
-const balanceWith = (apiKey: string, distributorID: string) => call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributorID}/balance`, { apiKey });
+const balanceWith = (apiKey: string, distributorID: string) =>
+  call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributorID}/balance`, { apiKey });
 
 suite(title, () => {
   beforeAll(async () => {
@@ -125,7 +152,8 @@ suite(title, () => {
     await shot(lead, 'key-3-new-key-errors', { doc: 'new-key-errors' });
 
     await lead.getByLabel('Label').fill('Till 1');
-    for (const permission of ['Read Balance', 'Read Transactions', 'Perform Operations']) await lead.getByLabel(permission, { exact: false }).check();
+    for (const permission of ['Read Balance', 'Read Transactions', 'Perform Operations'])
+      await lead.getByLabel(permission, { exact: false }).check();
     await lead.getByLabel('Max transaction amount (optional)').fill('500');
     await lead.getByLabel('Max daily volume (optional)').fill('10000');
     await lead.getByLabel('Allowed IPs (optional)').fill('127.0.0.1, 10.0.0.0/8');
@@ -178,7 +206,10 @@ suite(title, () => {
     expect(secret.startsWith(`wo_live_${keyID}.`)).toBe(true);
     await lead.context().grantPermissions(['clipboard-read', 'clipboard-write']);
     await dialog.getByRole('button', { name: 'Copy to clipboard' }).click();
-    await lead.locator('[data-copy-status]').filter({ hasText: /Copied|Selected/ }).waitFor();
+    await lead
+      .locator('[data-copy-status]')
+      .filter({ hasText: /Copied|Selected/ })
+      .waitFor();
     await shot(lead, 'key-8-secret-dialog', { doc: 'secret-dialog', mask: [lead.locator('[data-secret]')] });
     await lead.keyboard.press('Escape');
     await lead.locator('dialog').waitFor({ state: 'detached' });
@@ -224,7 +255,8 @@ suite(title, () => {
     await reloadUntil(checker, checker.locator(`tr[data-operation-id="${rejected}"]`));
     const row = checker.locator(`tr[data-operation-id="${approved}"]`);
     const text = (await row.textContent())!;
-    for (const detail of ['cash-in', '250.00', '0.00', 'Ada Obi (+2348123456781)', 'Invoice 1042', 'ERP integration']) expect(text).toContain(detail);
+    for (const detail of ['cash-in', '250.00', '0.00', 'Ada Obi (+2348123456781)', 'Invoice 1042', 'ERP integration'])
+      expect(text).toContain(detail);
     await shot(checker, 'op-1-pending', { doc: 'operations-pending' });
 
     await row.getByRole('button', { name: 'Approve' }).click();
@@ -239,7 +271,10 @@ suite(title, () => {
     await checker.getByRole('link', { name: 'History' }).click();
     const done = checker.locator(`tr[data-operation-id="${approved}"]`);
     await reloadUntil(checker, done.filter({ hasText: 'Completed' }));
-    const doc = await sys.system.stores.readStore.get<{ id: string; blockchainID: string; sequenceNumber: number }>('distributor_operations', approved);
+    const doc = await sys.system.stores.readStore.get<{ id: string; blockchainID: string; sequenceNumber: number }>(
+      'distributor_operations',
+      approved,
+    );
     expect(doc?.blockchainID).toMatch(/\S/);
     await expect(await done.locator('[data-blockchain-id]').textContent()).toBe(doc!.blockchainID);
     await expect(await done.textContent()).toContain(`sequence ${doc!.sequenceNumber}`);
@@ -252,10 +287,18 @@ suite(title, () => {
     const pending = await createCashIn(sys, dist.ref.id, apiKey, phone, '10.00', 'not for rivals');
     await waitForStatus(sys, pending, 'pending');
     const rival = await loginAs(other.checkerEmail, CHECKER_PASSWORD);
-    for (const path of ['/console/', '/console/keys?tab=pending', '/console/keys?tab=active', '/console/keys?tab=inactive', '/console/operations', '/console/operations/history']) {
+    for (const path of [
+      '/console/',
+      '/console/keys?tab=pending',
+      '/console/keys?tab=active',
+      '/console/keys?tab=inactive',
+      '/console/operations',
+      '/console/operations/history',
+    ]) {
       await rival.goto(path);
       const html = await rival.content();
-      for (const id of [distKey, keyID, pending, dist.ref.id, 'Demo Agents Ltd']) expect(html, `${path} shows ${id}`).not.toContain(id);
+      for (const id of [distKey, keyID, pending, dist.ref.id, 'Demo Agents Ltd'])
+        expect(html, `${path} shows ${id}`).not.toContain(id);
     }
     await shot(rival, 'party-1-rival-history');
     const response = await rival.goto(`/console/operations/${pending}/reject`);
@@ -277,7 +320,9 @@ suite(title, () => {
     await userForm.getByLabel('Party short code').fill('2001');
     await userForm.getByLabel('Email').fill('owner@corner.example');
     await userForm.getByRole('button', { name: 'Request user' }).click();
-    await expect(await admin.locator('#user-roles-error').textContent()).toContain('maker role, the checker role or both');
+    await expect(await admin.locator('#user-roles-error').textContent()).toContain(
+      'maker role, the checker role or both',
+    );
     await shot(admin, 'admin-1-error');
     await userForm.getByLabel(/^Maker/).check();
     await userForm.getByLabel(/^Checker/).check();
@@ -301,14 +346,19 @@ suite(title, () => {
     // Split knowledge: the approver's page shows the second half, the requester's next page the first.
     const secondHalf = await second.locator('[data-password-half="second"]').inputValue();
     expect(secondHalf).toMatch(/^[2-9a-z]{4}-[2-9a-z]{4}$/);
-    await shot(second, 'admin-4-temporary-password', { doc: 'temporary-password', mask: [second.locator('[data-password-half]')] });
+    await shot(second, 'admin-4-temporary-password', {
+      doc: 'temporary-password',
+      mask: [second.locator('[data-password-half]')],
+    });
     await admin.reload();
     const firstHalf = await admin.locator('[data-password-half="first"]').inputValue();
     await admin.getByRole('button', { name: 'I have stored it' }).click();
     const temporary = `${firstHalf}-${secondHalf}`;
 
     // The new user: the temporary password opens only the password page.
-    const owner = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: sys.baseUrl })).newPage();
+    const owner = await (
+      await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: sys.baseUrl })
+    ).newPage();
     await owner.goto('/console/login');
     await owner.getByLabel('Email').fill('owner@corner.example');
     await owner.getByLabel('Password').fill(temporary);
@@ -326,7 +376,10 @@ suite(title, () => {
 
     // Narrowing takes one administrator and is immediate: the owner's open session ends.
     await admin.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users' }).click();
-    await admin.locator('section[data-party]', { hasText: 'Corner Shop' }).getByRole('link', { name: 'owner@corner.example', exact: true }).waitFor();
+    await admin
+      .locator('section[data-party]', { hasText: 'Corner Shop' })
+      .getByRole('link', { name: 'owner@corner.example', exact: true })
+      .waitFor();
     await shot(admin, 'admin-6-users', { doc: 'users' });
     await admin.getByRole('link', { name: 'owner@corner.example', exact: true }).click();
     await admin.getByLabel('Reason', { exact: true }).fill('Sold the shop');

@@ -7,7 +7,17 @@ import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps } from '../../src/wallet-ops.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
-import { CHECKER_PASSWORD, ConsoleClient, createCashIn, extraUser, fund, MAKER_PASSWORD, newPhone, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
+import {
+  CHECKER_PASSWORD,
+  ConsoleClient,
+  createCashIn,
+  extraUser,
+  fund,
+  MAKER_PASSWORD,
+  newPhone,
+  OTHER_PASSWORD,
+  waitForStatus,
+} from './console-client.ts';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -62,7 +72,9 @@ describe('console pages and cookies', () => {
   it('when a page is served, then it carries the content security policy, nosniff, a same-origin referrer policy and no-store', async () => {
     const page = await new ConsoleClient(sys.baseUrl).get('/console/login');
     expect(page.status).toBe(200);
-    expect(page.headers.get('content-security-policy')).toBe("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'");
+    expect(page.headers.get('content-security-policy')).toBe(
+      "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+    );
     expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     expect(page.headers.get('referrer-policy')).toBe('same-origin');
     expect(page.headers.get('cache-control')).toBe('no-store');
@@ -92,7 +104,10 @@ describe('console pages and cookies', () => {
     try {
       const party = await tls.party('merchant');
       const host = new URL(tls.baseUrl).host;
-      const client = new ConsoleClient(tls.baseUrl, { origin: `https://${host}`, headers: { 'x-forwarded-proto': 'https' } });
+      const client = new ConsoleClient(tls.baseUrl, {
+        origin: `https://${host}`,
+        headers: { 'x-forwarded-proto': 'https' },
+      });
       await client.get('/console/login');
       const response = await client.post('/console/login', { email: party.makerEmail, password: MAKER_PASSWORD });
       expect(response.status).toBe(303);
@@ -129,9 +144,23 @@ describe('console pages and cookies', () => {
   it('when a maker sends a key request with bad terms, then the form comes back with a message per field', async () => {
     const client = await maker();
     await client.get('/console/keys/new');
-    const page = await client.post('/console/keys', { label: '', maxTransactionAmount: '12.345', maxDailyVolume: 'lots', allowedIPs: '10.0.0.300', expiresInDays: '0' });
+    const page = await client.post('/console/keys', {
+      label: '',
+      maxTransactionAmount: '12.345',
+      maxDailyVolume: 'lots',
+      allowedIPs: '10.0.0.300',
+      expiresInDays: '0',
+    });
     expect(page.status).toBe(400);
-    for (const id of ['label-error', 'permissions-error', 'maxTransactionAmount-error', 'maxDailyVolume-error', 'allowedIPs-error', 'expiresInDays-error']) expect(page.text).toContain(`id="${id}"`);
+    for (const id of [
+      'label-error',
+      'permissions-error',
+      'maxTransactionAmount-error',
+      'maxDailyVolume-error',
+      'allowedIPs-error',
+      'expiresInDays-error',
+    ])
+      expect(page.text).toContain(`id="${id}"`);
     expect(page.text).toContain('aria-invalid="true"');
   });
 });
@@ -169,33 +198,58 @@ describe('roles are enforced on the server', () => {
   it('when a party user opens the administration, then it is refused with 403; and an administrator has no party pages', async () => {
     const client = await checker();
     expect((await client.get('/console/admin')).status).toBe(403);
-    expect((await client.post('/console/admin/parties', { partyType: 'merchant', name: 'Sneaky', shortCode: '987654321' })).status).toBe(403);
+    expect(
+      (await client.post('/console/admin/parties', { partyType: 'merchant', name: 'Sneaky', shortCode: '987654321' }))
+        .status,
+    ).toBe(403);
     const admin = await as(adminEmail, OTHER_PASSWORD);
-    for (const path of ['/console/keys', '/console/operations', '/console/operations/history']) expect((await admin.get(path)).status).toBe(403);
+    for (const path of ['/console/keys', '/console/operations', '/console/operations/history'])
+      expect((await admin.get(path)).status).toBe(403);
   });
 
   it('when an administrator onboards a merchant and requests its user, and another approves, then that user can log in', async () => {
     const admin = await as(adminEmail, OTHER_PASSWORD);
     await admin.get('/console/admin');
     const code = String(300_000_000 + Math.floor(Math.random() * 1_000_000));
-    expect((await admin.post('/console/admin/parties', { partyType: 'merchant', name: 'Admin Shop', shortCode: code })).status).toBe(303);
-    const taken = await admin.post('/console/admin/parties', { partyType: 'merchant', name: 'Copy Shop', shortCode: code });
+    expect(
+      (await admin.post('/console/admin/parties', { partyType: 'merchant', name: 'Admin Shop', shortCode: code }))
+        .status,
+    ).toBe(303);
+    const taken = await admin.post('/console/admin/parties', {
+      partyType: 'merchant',
+      name: 'Copy Shop',
+      shortCode: code,
+    });
     expect(taken.status).toBe(409);
     expect(taken.text).toContain('id="party-shortCode-error"');
     await admin.get('/console/admin');
     const email = `shop-${code}@test.example`;
-    const requested = await admin.post('/console/admin/users', { partyType: 'merchant', shortCode: code, email, roles: ['maker', 'checker'] });
+    const requested = await admin.post('/console/admin/users', {
+      partyType: 'merchant',
+      shortCode: code,
+      email,
+      roles: ['maker', 'checker'],
+    });
     expect(requested.status).toBe(303);
     const requestID = /acr_[0-9a-f]{32}/.exec((await admin.get(requested.location!)).text)![0];
     // The user exists once a second administrator approves; each administrator's next page shows their half of the temporary password.
     const second = await as(secondAdminEmail, OTHER_PASSWORD);
     const approval = await second.post(`/console/admin/access/${requestID}/approve`);
-    const half = (text: string, which: string) => new RegExp(`value="([^"]+)"[^>]*data-password-half="${which}"`).exec(text)![1]!;
+    const half = (text: string, which: string) =>
+      new RegExp(`value="([^"]+)"[^>]*data-password-half="${which}"`).exec(text)![1]!;
     const temporary = `${half((await admin.get('/console/')).text, 'first')}-${half((await second.get(approval.location!)).text, 'second')}`;
     const shop = new ConsoleClient(sys.baseUrl);
     await shop.login(email, temporary);
     await shop.get('/console/password');
-    expect((await shop.post('/console/password', { currentPassword: temporary, newPassword: 'shop password 1', confirmPassword: 'shop password 1' })).status).toBe(303);
+    expect(
+      (
+        await shop.post('/console/password', {
+          currentPassword: temporary,
+          newPassword: 'shop password 1',
+          confirmPassword: 'shop password 1',
+        })
+      ).status,
+    ).toBe(303);
     expect((await shop.get('/console/')).text).toContain('Admin Shop');
   });
 });
@@ -207,7 +261,16 @@ describe('no user sees or acts on another party’s keys or operations', () => {
     const operationID = await createCashIn(sys, dist.ref.id, apiKey, phone, '2.00', 'dist op');
     await waitForStatus(sys, operationID, 'pending');
     const client = await as(other.checkerEmail, CHECKER_PASSWORD);
-    const pages = await Promise.all(['/console/keys?tab=pending', '/console/keys?tab=active', '/console/keys?tab=inactive', '/console/operations', '/console/operations/history', '/console/'].map((p) => client.get(p)));
+    const pages = await Promise.all(
+      [
+        '/console/keys?tab=pending',
+        '/console/keys?tab=active',
+        '/console/keys?tab=inactive',
+        '/console/operations',
+        '/console/operations/history',
+        '/console/',
+      ].map((p) => client.get(p)),
+    );
     for (const page of pages) {
       expect(page.status).toBe(200);
       for (const id of [keyID, pendingKey, operationID, dist.ref.id]) expect(page.text).not.toContain(id);
@@ -226,7 +289,9 @@ describe('no user sees or acts on another party’s keys or operations', () => {
     expect((await otherMaker.post(`/console/keys/${activeKey}/revoke`, { reason: 'mine now' })).status).toBe(404);
     expect((await otherChecker.post(`/console/operations/${operationID}/approve`)).status).toBe(404);
     expect((await otherChecker.get(`/console/operations/${operationID}/reject`)).status).toBe(404);
-    expect((await otherChecker.post(`/console/operations/${operationID}/reject`, { reason: 'mine now' })).status).toBe(404);
+    expect((await otherChecker.post(`/console/operations/${operationID}/reject`, { reason: 'mine now' })).status).toBe(
+      404,
+    );
     expect(sys.system.directory.get(pendingKey)?.status).toBe('pending');
     expect(sys.system.directory.get(activeKey)?.status).toBe('active');
     await waitForStatus(sys, operationID, 'pending');
@@ -248,9 +313,15 @@ describe('CSRF', () => {
   it('when a form carries the token but comes from another site, then it is refused with 403', async () => {
     const keyID = await requestKey(dist.makerEmail, 'cross-site target');
     const client = await checker();
-    expect((await client.post(`/console/keys/${keyID}/approve`, {}, { origin: 'https://evil.example' })).status).toBe(403);
-    expect((await client.post(`/console/keys/${keyID}/approve`, {}, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
-    expect((await client.post(`/console/keys/${keyID}/approve`, {}, { 'sec-fetch-site': 'same-site' })).status).toBe(403);
+    expect((await client.post(`/console/keys/${keyID}/approve`, {}, { origin: 'https://evil.example' })).status).toBe(
+      403,
+    );
+    expect((await client.post(`/console/keys/${keyID}/approve`, {}, { 'sec-fetch-site': 'cross-site' })).status).toBe(
+      403,
+    );
+    expect((await client.post(`/console/keys/${keyID}/approve`, {}, { 'sec-fetch-site': 'same-site' })).status).toBe(
+      403,
+    );
     expect((await client.post('/console/logout', {}, { origin: 'null' })).status).toBe(403);
     expect(sys.system.directory.get(keyID)?.status).toBe('pending');
     expect((await client.get('/console/')).status).toBe(200); // still logged in
@@ -268,8 +339,18 @@ describe('maker-checker and the one-time secret', () => {
   it('when a user with both roles looks at their own request, then the approve control is disabled; and the server refuses it anyway', async () => {
     const client = await as(bothEmail, OTHER_PASSWORD);
     await client.get('/console/keys/new');
-    expect((await client.post('/console/keys', { label: 'my own', permissions: ['read-balance', 'read-transactions'], expiresInDays: '30' })).status).toBe(303);
-    const keyID = [...sys.system.directory.listByParty(dist.ref, new Date().toISOString())].find((k) => k.label === 'my own')!.keyID;
+    expect(
+      (
+        await client.post('/console/keys', {
+          label: 'my own',
+          permissions: ['read-balance', 'read-transactions'],
+          expiresInDays: '30',
+        })
+      ).status,
+    ).toBe(303);
+    const keyID = [...sys.system.directory.listByParty(dist.ref, new Date().toISOString())].find(
+      (k) => k.label === 'my own',
+    )!.keyID;
     const page = await client.get('/console/keys?tab=pending');
     const row = page.text.slice(page.text.indexOf(`data-key-id="${keyID}"`));
     expect(row.slice(0, row.indexOf('</tr>'))).toMatch(/<button type="button" disabled[^>]*>Approve<\/button>/);
@@ -304,7 +385,9 @@ describe('maker-checker and the one-time secret', () => {
     const secret = new RegExp(`value="(wo_live_${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(first.text)?.[1];
     expect(secret).toBeDefined();
     expect(first.text).toContain('<dialog class="secret" open data-modal');
-    expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey: secret! })).status).toBe(200);
+    expect(
+      (await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey: secret! })).status,
+    ).toBe(200);
     const again = await makerClient.get('/console/keys?tab=active');
     expect(again.text).not.toContain(secret!);
     expect(again.text).not.toContain('<dialog');
@@ -320,7 +403,7 @@ describe('maker-checker and the one-time secret', () => {
     expect((await client.post(`/console/operations/${rejected}/reject`, { reason: '' })).status).toBe(400);
     expect((await client.post(`/console/operations/${rejected}/reject`, { reason: 'wrong amount' })).status).toBe(303);
     expect((await client.post(`/console/operations/${approved}/approve`)).status).toBe(303);
-    expect((await client.get("/console/operations")).text).not.toContain(`data-operation-id="${approved}"`);
+    expect((await client.get('/console/operations')).text).not.toContain(`data-operation-id="${approved}"`);
     expect((await client.post(`/console/operations/${approved}/approve`)).status).toBe(409);
     await waitForStatus(sys, rejected, 'rejected');
     await waitForStatus(sys, approved, 'completed');
@@ -331,8 +414,17 @@ describe('the pending list reads the read model', () => {
   it('when operations wait for a checker, then the page lists each from console_operations and reads none of their streams, however many there are', async () => {
     const { apiKey } = await dist.key({ label: 'pending till' });
     const ids: string[] = [];
-    for (const [amount, memo] of [['6.00', 'first of three'], ['7.00', 'second of three'], ['8.00', 'third of three']] as const) ids.push(await createCashIn(sys, dist.ref.id, apiKey, phone, amount, memo));
-    await waitFor(async () => (await Promise.all(ids.map((id) => sys.system.stores.readStore.get('console_operations', id)))).every((doc) => doc?.status === 'pending'));
+    for (const [amount, memo] of [
+      ['6.00', 'first of three'],
+      ['7.00', 'second of three'],
+      ['8.00', 'third of three'],
+    ] as const)
+      ids.push(await createCashIn(sys, dist.ref.id, apiKey, phone, amount, memo));
+    await waitFor(async () =>
+      (await Promise.all(ids.map((id) => sys.system.stores.readStore.get('console_operations', id)))).every(
+        (doc) => doc?.status === 'pending',
+      ),
+    );
     const client = await checker();
     const reads = vi.spyOn(sys.system.stores.eventStore, 'readStream');
     try {
@@ -383,7 +475,10 @@ describe('login throttling', () => {
   });
 
   it('when an email had 5 failed logins, then the next attempt is refused with 429 and Retry-After, even with the right password, until the window passes', async () => {
-    for (let i = 0; i < 5; i += 1) expect((await new ConsoleClient(throttled.baseUrl).login(party.makerEmail, `wrong password ${i}`)).status).toBe(401);
+    for (let i = 0; i < 5; i += 1)
+      expect((await new ConsoleClient(throttled.baseUrl).login(party.makerEmail, `wrong password ${i}`)).status).toBe(
+        401,
+      );
     const blocked = await new ConsoleClient(throttled.baseUrl).login(party.makerEmail, 'wrong password x');
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -397,7 +492,8 @@ describe('login throttling', () => {
   }, 120_000);
 
   it('when one address had 20 failed logins over many emails, then every login from it is refused with 429', async () => {
-    for (let i = 0; i < 20; i += 1) await new ConsoleClient(throttled.baseUrl).login(`guess-${i}@test.example`, 'wrong password 1');
+    for (let i = 0; i < 20; i += 1)
+      await new ConsoleClient(throttled.baseUrl).login(`guess-${i}@test.example`, 'wrong password 1');
     const page = await new ConsoleClient(throttled.baseUrl).login(party.checkerEmail, CHECKER_PASSWORD);
     expect(page.status).toBe(429);
     expect(page.text).toContain('Too many failed attempts');
@@ -424,9 +520,17 @@ describe('restart and logs', () => {
     };
     try {
       const first = await start();
-      const backOffice = { store: first.system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
+      const backOffice = {
+        store: first.system.stores.eventStore,
+        clock: () => new Date(),
+        assetScale: config.ASSET_SCALE,
+      };
       const { onboardParty } = await import('../../src/commands/back-office.ts');
-      const { partyID } = await onboardParty(backOffice, { partyType: 'merchant', name: 'Restart Shop', shortCode: '77001' }, { actor: 'operator:test', correlationId: 'c' });
+      const { partyID } = await onboardParty(
+        backOffice,
+        { partyType: 'merchant', name: 'Restart Shop', shortCode: '77001' },
+        { actor: 'operator:test', correlationId: 'c' },
+      );
       const email = await extraUser(backOffice, { type: 'merchant', id: partyID }, ['maker'], 'restart');
       const client = new ConsoleClient(first.baseUrl);
       await client.loginOk(email, OTHER_PASSWORD);
@@ -449,7 +553,10 @@ describe('restart and logs', () => {
     const lines: string[] = [];
     const dir = tempDir();
     const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'trace' });
-    const system = await buildWalletOps(config, createLogger('trace', { write: (line: string) => void lines.push(line) }));
+    const system = await buildWalletOps(
+      config,
+      createLogger('trace', { write: (line: string) => void lines.push(line) }),
+    );
     const server = await new Promise<import('node:http').Server>((resolve) => {
       const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
     });
@@ -457,7 +564,11 @@ describe('restart and logs', () => {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const backOffice = { store: system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
       const { onboardParty } = await import('../../src/commands/back-office.ts');
-      const { partyID } = await onboardParty(backOffice, { partyType: 'merchant', name: 'Log Shop', shortCode: '77002' }, { actor: 'operator:test', correlationId: 'c' });
+      const { partyID } = await onboardParty(
+        backOffice,
+        { partyType: 'merchant', name: 'Log Shop', shortCode: '77002' },
+        { actor: 'operator:test', correlationId: 'c' },
+      );
       const party = { type: 'merchant' as const, id: partyID };
       const makerEmail = await extraUser(backOffice, party, ['maker'], 'log-maker');
       const checkerEmail = await extraUser(backOffice, party, ['checker'], 'log-checker');
@@ -476,7 +587,13 @@ describe('restart and logs', () => {
       await new ConsoleClient(baseUrl).login(makerEmail, 'a wrong password');
       const log = lines.join('');
       expect(lines.length).toBeGreaterThan(5);
-      for (const value of [OTHER_PASSWORD, 'a wrong password', secret!.split('.')[1]!, makerClient.cookies.get('wo_console')!, checkerClient.cookies.get('wo_console')!]) {
+      for (const value of [
+        OTHER_PASSWORD,
+        'a wrong password',
+        secret!.split('.')[1]!,
+        makerClient.cookies.get('wo_console')!,
+        checkerClient.cookies.get('wo_console')!,
+      ]) {
         expect(log).not.toContain(value);
       }
     } finally {

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveApiKeyRotation, collectCredential, decideOnApiKey, decideOnApiKeyRotation, findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
+import {
+  approveApiKeyRotation,
+  collectCredential,
+  decideOnApiKey,
+  decideOnApiKeyRotation,
+  findUserByEmail,
+  requestApiKey,
+} from '../../src/commands/back-office.ts';
 import { approveWebhookSecretRotation, decideOnWebhookSecretRotation } from '../../src/commands/webhooks.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { getRoute } from '../../src/webhooks/deliveries.ts';
@@ -26,7 +33,11 @@ let phone: string;
 beforeAll(async () => {
   // Every part: the key-revocation consumer (with the executor) rejects what the leaver's ended secret left pending.
   // Nothing here is approved, so credit()'s funds (no ledger transfer behind them) never reach the executor.
-  sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100', SECRET_ROTATION_OVERLAP_HOURS: '24' });
+  sys = await startTestSystem({
+    WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true',
+    WEBHOOK_POLL_INTERVAL_MS: '100',
+    SECRET_ROTATION_OVERLAP_HOURS: '24',
+  });
   dist = await sys.party('distributor');
   await sys.credit(dist.wallet, '1000.00');
   phone = await sys.individual(newPhone());
@@ -41,7 +52,10 @@ afterAll(async () => {
 /** The standardwebhooks library's verdict on a delivery, with this secret. */
 function verifies(secret: string, delivery: ReceivedWebhook): boolean {
   try {
-    new Webhook(secret).verify(delivery.body, Object.fromEntries(Object.entries(delivery.headers).map(([k, v]) => [k, String(v)])));
+    new Webhook(secret).verify(
+      delivery.body,
+      Object.fromEntries(Object.entries(delivery.headers).map(([k, v]) => [k, String(v)])),
+    );
     return true;
   } catch {
     return false;
@@ -53,7 +67,13 @@ async function nextDelivery(): Promise<ReceivedWebhook> {
   const { keyID } = await dist.key();
   const maker = await findUserByEmail(sys.backOffice, dist.makerEmail);
   const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-  await decideOnApiKey(sys.backOffice, maker, keyID, { type: 'RequestApiKeyRevocation', reason: 'till retired' }, randomUUID());
+  await decideOnApiKey(
+    sys.backOffice,
+    maker,
+    keyID,
+    { type: 'RequestApiKeyRevocation', reason: 'till retired' },
+    randomUUID(),
+  );
   await decideOnApiKey(sys.backOffice, checker, keyID, { type: 'ApproveApiKeyRevocation' }, randomUUID());
   await waitFor(() => receiver.received.some((r) => r.json.data.apiKey?.keyID === keyID), 15_000);
   return receiver.received.find((r) => r.json.data.apiKey?.keyID === keyID)!;
@@ -70,29 +90,67 @@ describe('a maker who leaves after another maker rotated their secrets', { timeo
     const deps = webhookDeps(sys);
 
     // The leaver's key and endpoint.
-    const { keyID } = await requestApiKey(sys.backOffice, leaver, { label: 'leaver till', permissions: 'read-balance,perform-operations' }, 'departure');
+    const { keyID } = await requestApiKey(
+      sys.backOffice,
+      leaver,
+      { label: 'leaver till', permissions: 'read-balance,perform-operations' },
+      'departure',
+    );
     const leaverKey = await approveAndCollectKey(sys.backOffice, checker, leaver, keyID);
-    const { endpointID, secret: leaverSecret } = await registerEndpoint(sys, { ...dist, makerEmail: leaverEmail }, receiver.url, ['api_key.revoked']);
+    const { endpointID, secret: leaverSecret } = await registerEndpoint(
+      sys,
+      { ...dist, makerEmail: leaverEmail },
+      receiver.url,
+      ['api_key.revoked'],
+    );
 
     // The successor rotates both; the checker approves; the successor collects the new secrets.
-    await decideOnApiKeyRotation(sys.backOffice, successor, keyID, { type: 'request', reason: 'handover' }, randomUUID());
+    await decideOnApiKeyRotation(
+      sys.backOffice,
+      successor,
+      keyID,
+      { type: 'request', reason: 'handover' },
+      randomUUID(),
+    );
     await approveApiKeyRotation(sys.backOffice, checker, keyID, randomUUID());
     const { apiKey: successorKey } = await collectCredential(sys.backOffice, successor, { kind: 'api-key', id: keyID });
-    await decideOnWebhookSecretRotation(deps, successor, endpointID, { type: 'request', reason: 'handover' }, randomUUID());
+    await decideOnWebhookSecretRotation(
+      deps,
+      successor,
+      endpointID,
+      { type: 'request', reason: 'handover' },
+      randomUUID(),
+    );
     await approveWebhookSecretRotation({ ...deps, secretRotationOverlapHours: 24 }, checker, endpointID, randomUUID());
-    const { signingSecret: successorSecret } = await collectCredential(deps, successor, { kind: 'webhook-endpoint', id: endpointID });
+    const { signingSecret: successorSecret } = await collectCredential(deps, successor, {
+      kind: 'webhook-endpoint',
+      id: endpointID,
+    });
     receiver.trust(successorSecret);
     await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.rotatedAt != null);
     await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
 
     // The leaver also asked to rotate another maker's key: that request must not outlive them.
     const { keyID: otherKey } = await dist.key({ label: 'another till' });
-    await decideOnApiKeyRotation(sys.backOffice, leaver, otherKey, { type: 'request', reason: 'mine now' }, randomUUID());
+    await decideOnApiKeyRotation(
+      sys.backOffice,
+      leaver,
+      otherKey,
+      { type: 'request', reason: 'mine now' },
+      randomUUID(),
+    );
 
     // Before the departure, the overlap: both secrets work and sign. The leaver makes a cash-in with theirs.
     expect((await balance(leaverKey)).status).toBe(200);
     const leftPending = await createCashIn(sys, dist.ref.id, leaverKey, phone, '25.00', 'made before leaving');
-    const successorPending = await createCashIn(sys, dist.ref.id, successorKey, phone, '26.00', 'made by the successor');
+    const successorPending = await createCashIn(
+      sys,
+      dist.ref.id,
+      successorKey,
+      phone,
+      '26.00',
+      'made by the successor',
+    );
     const before = await nextDelivery();
     expect(verifies(leaverSecret, before)).toBe(true);
     expect(verifies(successorSecret, before)).toBe(true);
@@ -109,9 +167,18 @@ describe('a maker who leaves after another maker rotated their secrets', { timeo
 
     // One atomic append ended all three, as the system naming the leaver.
     const last = async (stream: string) => (await sys.system.stores.eventStore.readStream(stream)).at(-1);
-    expect(await last(streams.apiKey(keyID))).toMatchObject({ type: 'ApiKeyPreviousSecretEnded', data: { departedUserID: leaver.userID } });
-    expect(await last(streams.webhookEndpoint(endpointID))).toMatchObject({ type: 'WebhookEndpointPreviousSecretEnded', data: { departedUserID: leaver.userID } });
-    expect(await last(streams.apiKey(otherKey))).toMatchObject({ type: 'ApiKeyRotationWithdrawn', data: { withdrawnBy: 'system', departedUserID: leaver.userID } });
+    expect(await last(streams.apiKey(keyID))).toMatchObject({
+      type: 'ApiKeyPreviousSecretEnded',
+      data: { departedUserID: leaver.userID },
+    });
+    expect(await last(streams.webhookEndpoint(endpointID))).toMatchObject({
+      type: 'WebhookEndpointPreviousSecretEnded',
+      data: { departedUserID: leaver.userID },
+    });
+    expect(await last(streams.apiKey(otherKey))).toMatchObject({
+      type: 'ApiKeyRotationWithdrawn',
+      data: { withdrawnBy: 'system', departedUserID: leaver.userID },
+    });
 
     await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash === null);
     expect((await balance(leaverKey)).status).toBe(401);
@@ -120,7 +187,9 @@ describe('a maker who leaves after another maker rotated their secrets', { timeo
     // What the leaver's ended secret made waits for no checker: the key-revocation consumer rejects it; the successor's stays.
     const events = (operationID: string) => sys.system.stores.eventStore.readStream(streams.operation(operationID));
     await waitFor(async () => (await events(leftPending)).some((e) => e.type === 'OperationRejected'), 10_000);
-    expect((await events(leftPending)).at(-1)).toMatchObject({ data: { rejectedBy: 'system:key-revocation', reason: expect.stringMatching(/ended with its holder’s departure/) } });
+    expect((await events(leftPending)).at(-1)).toMatchObject({
+      data: { rejectedBy: 'system:key-revocation', reason: expect.stringMatching(/ended with its holder’s departure/) },
+    });
     expect((await events(successorPending)).map((e) => e.type)).toEqual(['OperationRequested']);
 
     const after = await nextDelivery();

@@ -27,12 +27,26 @@ describe('a system without users', () => {
 
     expect(page).toContain('No administrator exists yet.');
     const command = /<code>(npx wallet-ops user add [^<]+)<\/code>/.exec(page)?.[1];
-    expect(command).toBe("npx wallet-ops user add --platform-admin --email you@example.com --password 'a long passphrase'");
+    expect(command).toBe(
+      "npx wallet-ops user add --platform-admin --email you@example.com --password 'a long passphrase'",
+    );
     // The command is the CLI's: each of its options is one `user add` takes.
-    const userAdd = buildCli().commands.find((c) => c.name() === 'user')!.commands.find((c) => c.name() === 'add')!;
+    const userAdd = buildCli()
+      .commands.find((c) => c.name() === 'user')!
+      .commands.find((c) => c.name() === 'add')!;
     for (const option of command!.match(/--[a-z-]+/g)!) expect(userAdd.options.map((o) => o.long)).toContain(option);
 
-    await addUser(sys.backOffice, { party: null, email: 'first.admin@test.example', password: 'first admin password', roles: [], platformAdmin: true }, { actor: 'operator:test', correlationId: randomUUID() });
+    await addUser(
+      sys.backOffice,
+      {
+        party: null,
+        email: 'first.admin@test.example',
+        password: 'first admin password',
+        roles: [],
+        platformAdmin: true,
+      },
+      { actor: 'operator:test', correlationId: randomUUID() },
+    );
     expect(await (await fetch(`${sys.baseUrl}/console/login`)).text()).not.toContain('No administrator exists yet.');
   });
 });

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveApiKey, collectCredential, findAnyUserByEmail, findUserByEmail, requestApiKey } from '../../src/commands/back-office.ts';
+import {
+  approveApiKey,
+  collectCredential,
+  findAnyUserByEmail,
+  findUserByEmail,
+  requestApiKey,
+} from '../../src/commands/back-office.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { approveAndCollectKey } from '../support/credentials.ts';
 import { call, startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
@@ -69,7 +75,10 @@ describe('an administrator who approves password resets', { timeout: 60_000 }, (
     expect(secondHalves.every((half) => /^[2-9a-z]{4}-[2-9a-z]{4}$/.test(half))).toBe(true);
 
     // B has everything an approver is ever shown; no guess built from it opens either account.
-    for (const [email, half] of [[dist.makerEmail, secondHalves[0]!], [dist.checkerEmail, secondHalves[1]!]] as const) {
+    for (const [email, half] of [
+      [dist.makerEmail, secondHalves[0]!],
+      [dist.checkerEmail, secondHalves[1]!],
+    ] as const) {
       for (const attempt of [half, `${half}-${half}`, `2222-2222-${half}`]) {
         expect((await new ConsoleClient(sys.baseUrl).login(email, attempt)).status).toBe(401);
       }
@@ -77,17 +86,23 @@ describe('an administrator who approves password resets', { timeout: 60_000 }, (
     // Nor can B collect A's halves through any path: they are held for A alone.
     const approver = await findUserByEmail(sys.backOffice, adminB);
     for (const requestID of resets) {
-      await expect(collectCredential(sys.backOffice, approver, { kind: 'password-half', id: requestID })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(
+        collectCredential(sys.backOffice, approver, { kind: 'password-half', id: requestID }),
+      ).rejects.toMatchObject({ code: 'NOT_FOUND' });
     }
     // The old passwords stopped working with the reset: B cannot use those either.
     expect((await new ConsoleClient(sys.baseUrl).login(dist.makerEmail, MAKER_PASSWORD)).status).toBe(401);
 
     // Only both administrators together (the four-eyes bound) make the password: A's halves arrive on A's next page.
-    const firstHalves = [...(await a.get('/console/admin/access')).text.matchAll(/value="([^"]+)"[^>]*data-password-half="first"/g)].map((m) => m[1]!);
+    const firstHalves = [
+      ...(await a.get('/console/admin/access')).text.matchAll(/value="([^"]+)"[^>]*data-password-half="first"/g),
+    ].map((m) => m[1]!);
     expect(firstHalves).toHaveLength(2);
     const makerHalf = firstHalves.find((_, i) => i === 0)!;
     const both = [`${makerHalf}-${secondHalves[0]}`, `${firstHalves[1]}-${secondHalves[0]}`];
-    const opened = await Promise.all(both.map(async (password) => (await new ConsoleClient(sys.baseUrl).login(dist.makerEmail, password)).status));
+    const opened = await Promise.all(
+      both.map(async (password) => (await new ConsoleClient(sys.baseUrl).login(dist.makerEmail, password)).status),
+    );
     expect(opened.filter((status) => status === 303)).toHaveLength(1);
   });
 });
@@ -95,7 +110,12 @@ describe('an administrator who approves password resets', { timeout: 60_000 }, (
 describe('a checker who approves a key', { timeout: 60_000 }, () => {
   it('when the checker approves the maker’s key in the console, then the checker is shown no secret, cannot collect it, and cannot create an operation alone', async () => {
     const maker = await findUserByEmail(sys.backOffice, dist.makerEmail);
-    const { keyID } = await requestApiKey(sys.backOffice, maker, { label: 'till of the insider test', permissions: 'perform-operations' }, 'insider');
+    const { keyID } = await requestApiKey(
+      sys.backOffice,
+      maker,
+      { label: 'till of the insider test', permissions: 'perform-operations' },
+      'insider',
+    );
     await waitFor(() => sys.system.directory.get(keyID) !== undefined);
     const checkerEmail = await extraUser(sys.backOffice, dist.ref, ['checker'], 'insider-checker');
     const checker = await as(checkerEmail, OTHER_PASSWORD);
@@ -105,11 +125,21 @@ describe('a checker who approves a key', { timeout: 60_000 }, () => {
     expect((await checker.get(approved.location!)).text).not.toContain(`${keyID}.`);
     expect((await checker.get('/console/keys?tab=active')).text).not.toContain(`${keyID}.`);
     const checkerUser = await findUserByEmail(sys.backOffice, checkerEmail);
-    await expect(collectCredential(sys.backOffice, checkerUser, { kind: 'api-key', id: keyID })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(collectCredential(sys.backOffice, checkerUser, { kind: 'api-key', id: keyID })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
     // Without a key there is no create; and a checker cannot ask for a key of their own.
-    expect((await call(sys.baseUrl, 'POST', createPath(), { body: { operationType: 'cash-in', amount: '5000.00', phoneTo: phone } })).status).toBe(401);
+    expect(
+      (
+        await call(sys.baseUrl, 'POST', createPath(), {
+          body: { operationType: 'cash-in', amount: '5000.00', phoneTo: phone },
+        })
+      ).status,
+    ).toBe(401);
     await checker.get('/console/keys/new');
-    expect((await checker.post('/console/keys', { label: 'mine', permissions: ['perform-operations'] })).status).toBe(403);
+    expect((await checker.post('/console/keys', { label: 'mine', permissions: ['perform-operations'] })).status).toBe(
+      403,
+    );
   });
 });
 
@@ -117,13 +147,25 @@ describe('a maker who leaves', { timeout: 60_000 }, () => {
   it('when an administrator disables the maker, then their key stops working at once, its pending cash-in is rejected, their endpoint is disabled and their pending key request can no longer be approved', async () => {
     const leaverEmail = await extraUser(sys.backOffice, dist.ref, ['maker'], 'insider-leaver');
     const leaver = await findUserByEmail(sys.backOffice, leaverEmail);
-    const { keyID } = await requestApiKey(sys.backOffice, leaver, { label: 'leaver till', permissions: 'perform-operations' }, 'insider');
+    const { keyID } = await requestApiKey(
+      sys.backOffice,
+      leaver,
+      { label: 'leaver till', permissions: 'perform-operations' },
+      'insider',
+    );
     const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
     const apiKey = await approveAndCollectKey(sys.backOffice, checker, leaver, keyID);
     await waitFor(() => sys.system.directory.get(keyID)?.status === 'active');
     const pendingCashIn = await createCashIn(sys, dist.ref.id, apiKey, phone, '40.00', 'before leaving');
-    const { keyID: pendingKey } = await requestApiKey(sys.backOffice, leaver, { label: 'never approved', permissions: 'read-balance' }, 'insider');
-    const endpoint = await registerEndpoint(sys, { ...dist, makerEmail: leaverEmail }, 'http://127.0.0.1:9/hooks', ['operation.completed']);
+    const { keyID: pendingKey } = await requestApiKey(
+      sys.backOffice,
+      leaver,
+      { label: 'never approved', permissions: 'read-balance' },
+      'insider',
+    );
+    const endpoint = await registerEndpoint(sys, { ...dist, makerEmail: leaverEmail }, 'http://127.0.0.1:9/hooks', [
+      'operation.completed',
+    ]);
 
     // The administrator's page lists what the departure ends before they decide.
     const admin = await as(adminA, OTHER_PASSWORD);
@@ -134,26 +176,65 @@ describe('a maker who leaves', { timeout: 60_000 }, () => {
     expect((await admin.get(disabled.location!)).text).toContain(keyID);
 
     await waitFor(() => sys.system.directory.get(keyID)?.status === 'revoked');
-    expect((await call(sys.baseUrl, 'POST', createPath(), { apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone } })).status).toBe(401);
+    expect(
+      (
+        await call(sys.baseUrl, 'POST', createPath(), {
+          apiKey,
+          body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone },
+        })
+      ).status,
+    ).toBe(401);
     const endpointEvents = await sys.system.stores.eventStore.readStream(streams.webhookEndpoint(endpoint.endpointID));
-    expect(endpointEvents.at(-1)).toMatchObject({ type: 'WebhookEndpointDisabled', data: { disabledBy: 'system', departedUserID: leaver.userID } });
+    expect(endpointEvents.at(-1)).toMatchObject({
+      type: 'WebhookEndpointDisabled',
+      data: { disabledBy: 'system', departedUserID: leaver.userID },
+    });
     const pendingEvents = await sys.system.stores.eventStore.readStream(streams.apiKey(pendingKey));
-    expect(pendingEvents.at(-1)).toMatchObject({ type: 'ApiKeyRequestWithdrawn', data: { withdrawnBy: 'system', departedUserID: leaver.userID } });
+    expect(pendingEvents.at(-1)).toMatchObject({
+      type: 'ApiKeyRequestWithdrawn',
+      data: { withdrawnBy: 'system', departedUserID: leaver.userID },
+    });
     // The cash-in the departed maker's key created waits for no one: the key-revocation consumer rejects it.
-    await waitFor(async () => (await sys.system.stores.eventStore.readStream(streams.operation(pendingCashIn))).some((e) => e.type === 'OperationRejected'), 10_000);
+    await waitFor(
+      async () =>
+        (await sys.system.stores.eventStore.readStream(streams.operation(pendingCashIn))).some(
+          (e) => e.type === 'OperationRejected',
+        ),
+      10_000,
+    );
   });
 
   it('given a departure that did not see a key request (another process listed before it was written), when a checker approves the request, then it is refused: the secret would go to someone who left', async () => {
     const leaverEmail = await extraUser(sys.backOffice, dist.ref, ['maker'], 'insider-late');
     const leaver = await findUserByEmail(sys.backOffice, leaverEmail);
-    const { keyID } = await requestApiKey(sys.backOffice, leaver, { label: 'late', permissions: 'read-balance' }, 'insider');
+    const { keyID } = await requestApiKey(
+      sys.backOffice,
+      leaver,
+      { label: 'late', permissions: 'read-balance' },
+      'insider',
+    );
     const admin = await findUserByEmail(sys.backOffice, adminB);
-    await sys.system.stores.eventStore.append(streams.user(leaver.userID), [
-      { type: 'UserDisabled', data: { userID: leaver.userID, disabledBy: admin.userID, reason: 'left', disabledAt: new Date().toISOString() }, metadata: { actor: `user:${admin.userID}` } },
-    ], 'any');
+    await sys.system.stores.eventStore.append(
+      streams.user(leaver.userID),
+      [
+        {
+          type: 'UserDisabled',
+          data: {
+            userID: leaver.userID,
+            disabledBy: admin.userID,
+            reason: 'left',
+            disabledAt: new Date().toISOString(),
+          },
+          metadata: { actor: `user:${admin.userID}` },
+        },
+      ],
+      'any',
+    );
     const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-    await expect(approveApiKey(sys.backOffice, checker, keyID, 'c')).rejects.toMatchObject({ code: 'WRONG_STATE', message: expect.stringMatching(/maker who requested it is disabled/) });
+    await expect(approveApiKey(sys.backOffice, checker, keyID, 'c')).rejects.toMatchObject({
+      code: 'WRONG_STATE',
+      message: expect.stringMatching(/maker who requested it is disabled/),
+    });
     expect(sys.system.directory.get(keyID)?.status).toBe('pending');
   });
 });
-

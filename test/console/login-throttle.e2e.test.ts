@@ -66,7 +66,11 @@ describe('login throttling across parallel requests and processes', () => {
 
   it('given 30 wrong logins for one email sent at once to two servers on the same data, when they are answered and the right password follows, then at most 5 were checked and the right one is refused while locked', async () => {
     const clients = await readyClients(30, [sys.baseUrl, second.baseUrl]);
-    const answers = await Promise.all(clients.map((client, i) => client.post('/console/login', { email: party.makerEmail, password: `wrong password ${i}` })));
+    const answers = await Promise.all(
+      clients.map((client, i) =>
+        client.post('/console/login', { email: party.makerEmail, password: `wrong password ${i}` }),
+      ),
+    );
     const statuses = answers.map((page) => page.status);
     // 401 is answered only after a password check; 429 before any.
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
@@ -109,7 +113,9 @@ describe('what the login page says', () => {
     expect(last.text).toContain('1 attempt left before a 10-minute lockout.');
     const locking = await attempt(sys.baseUrl, party.makerEmail, 'wrong password 5');
     expect(locking.status).toBe(401);
-    expect(locking.text).toContain('No attempts left: logins for this email from this address are locked for 10 minutes.');
+    expect(locking.text).toContain(
+      'No attempts left: logins for this email from this address are locked for 10 minutes.',
+    );
     const locked = await attempt(second.baseUrl, party.makerEmail, MAKER_PASSWORD);
     expect(locked.status).toBe(429);
     expect(locked.text).toContain('Too many failed attempts. Try again in 10 minutes.');
@@ -126,10 +132,16 @@ describe('what the login page says', () => {
 
 describe('limits from the configuration', () => {
   it('given LOGIN_ATTEMPTS_PER_EMAIL=2 and LOGIN_ATTEMPTS_PER_ADDRESS=3, when logins fail, then the email locks after 2 and the address after 3', async () => {
-    const strict = await startTestSystem({ LOGIN_ATTEMPTS_PER_EMAIL: '2', LOGIN_ATTEMPTS_PER_ADDRESS: '3', LOGIN_LOCKOUT_MS: '60000' });
+    const strict = await startTestSystem({
+      LOGIN_ATTEMPTS_PER_EMAIL: '2',
+      LOGIN_ATTEMPTS_PER_ADDRESS: '3',
+      LOGIN_LOCKOUT_MS: '60000',
+    });
     try {
       const party = await strict.party('merchant');
-      expect((await attempt(strict.baseUrl, party.makerEmail, 'wrong 1')).text).toContain('1 attempt left before a 1-minute lockout.');
+      expect((await attempt(strict.baseUrl, party.makerEmail, 'wrong 1')).text).toContain(
+        '1 attempt left before a 1-minute lockout.',
+      );
       expect((await attempt(strict.baseUrl, party.makerEmail, 'wrong 2')).status).toBe(401);
       expect((await attempt(strict.baseUrl, party.makerEmail, MAKER_PASSWORD)).status).toBe(429);
       // The address has had 3 attempts now: every email is refused from it.
@@ -143,12 +155,18 @@ describe('limits from the configuration', () => {
 
 describe('the per-address limit behind a proxy', () => {
   it('given 40 addresses of one IPv6 /64, when each tries a wrong password, then they share one count (as the API counts them) and get 429 once the per-address limit is reached', async () => {
-    const proxied = await startTestSystem({ TRUST_PROXY: '1', LOGIN_ATTEMPTS_PER_ADDRESS: '20', LOGIN_LOCKOUT_MS: '60000' });
+    const proxied = await startTestSystem({
+      TRUST_PROXY: '1',
+      LOGIN_ATTEMPTS_PER_ADDRESS: '20',
+      LOGIN_LOCKOUT_MS: '60000',
+    });
     try {
       const statuses: number[] = [];
       for (let i = 1; i <= 40; i++) {
         // A different email each time, so that only the address can be what locks.
-        const client = new ConsoleClient(proxied.baseUrl, { headers: { 'x-forwarded-for': `2001:db8:7:8::${i.toString(16)}` } });
+        const client = new ConsoleClient(proxied.baseUrl, {
+          headers: { 'x-forwarded-for': `2001:db8:7:8::${i.toString(16)}` },
+        });
         statuses.push((await client.login(`nobody-${i}@test.example`, 'wrong password')).status);
       }
       expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
@@ -170,7 +188,8 @@ describe('guesses from other addresses never lock the owner out', () => {
   const later = () => new Date(frozen + skewMs);
   let proxied: TestSystem;
   let other: { system: WalletOps; server: Server; baseUrl: string };
-  const from = (baseUrl: string, address: string) => new ConsoleClient(baseUrl, { headers: { 'x-forwarded-for': address } });
+  const from = (baseUrl: string, address: string) =>
+    new ConsoleClient(baseUrl, { headers: { 'x-forwarded-for': address } });
   let addressSeq = 1;
   const freshAddress = () => `198.51.${100 + Math.floor(addressSeq / 250)}.${(addressSeq++ % 250) + 1}`;
 
@@ -201,14 +220,19 @@ describe('guesses from other addresses never lock the owner out', () => {
         return client;
       }),
     );
-    const pages = await Promise.all(clients.map((client, i) => client.post('/console/login', { email, password: `wrong password ${i}` })));
+    const pages = await Promise.all(
+      clients.map((client, i) => client.post('/console/login', { email, password: `wrong password ${i}` })),
+    );
     return pages.map((page) => page.status);
   }
 
   it('given six wrong logins from six addresses, when the owner logs in from a seventh, then they are asked to wait a moment (429, Retry-After), never locked, and then logged in', async () => {
     const party = await proxied.party('distributor');
     const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push((await from(proxied.baseUrl, freshAddress()).login(party.makerEmail, `wrong password ${i}`)).status);
+    for (let i = 0; i < 6; i++)
+      statuses.push(
+        (await from(proxied.baseUrl, freshAddress()).login(party.makerEmail, `wrong password ${i}`)).status,
+      );
     // Five checked; the sixth address, past the account's five, is asked to wait first.
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
 
@@ -236,12 +260,15 @@ describe('guesses from other addresses never lock the owner out', () => {
     const waits: number[] = [];
     for (let round = 0; round < 8; round++) {
       const guessers = Array.from({ length: 2 }, () => from(proxied.baseUrl, freshAddress()));
-      const told = await Promise.all(guessers.map((guesser) => guesser.login(party.makerEmail, `wrong again ${round}`)));
+      const told = await Promise.all(
+        guessers.map((guesser) => guesser.login(party.makerEmail, `wrong again ${round}`)),
+      );
       expect(told.map((page) => page.status)).toEqual([429, 429]);
       const wait = Math.max(...told.map((page) => Number(page.headers.get('retry-after'))));
       waits.push(wait);
       skewMs += wait * 1000;
-      for (const guesser of guessers) expect([401, 429]).toContain((await guesser.login(party.makerEmail, `wrong again ${round}`)).status);
+      for (const guesser of guessers)
+        expect([401, 429]).toContain((await guesser.login(party.makerEmail, `wrong again ${round}`)).status);
     }
     expect(waits.at(-1)).toBeGreaterThan(waits[0]!);
     expect(Math.max(...waits)).toBeLessThanOrEqual(60);

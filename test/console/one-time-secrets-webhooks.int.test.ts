@@ -14,8 +14,18 @@ import { tempDir } from '../support/temp-dir.ts';
 const MAKER = '11111111-1111-4111-8111-111111111111';
 const OTHER = '22222222-2222-4222-8222-222222222222';
 const SIGNING_SECRET = `whsec_${randomBytes(32).toString('base64url')}`;
-const webhook = { kind: 'webhook-endpoint' as const, endpointID: 'whe_AAAAAAAAAAAAAAAA', url: 'https://hooks.example.com/in', signingSecret: SIGNING_SECRET };
-const apiKey = { kind: 'api-key' as const, keyID: 'key_abc', label: 'Till 1', apiKey: `key_abc.${randomBytes(32).toString('base64url')}` };
+const webhook = {
+  kind: 'webhook-endpoint' as const,
+  endpointID: 'whe_AAAAAAAAAAAAAAAA',
+  url: 'https://hooks.example.com/in',
+  signingSecret: SIGNING_SECRET,
+};
+const apiKey = {
+  kind: 'api-key' as const,
+  keyID: 'key_abc',
+  label: 'Till 1',
+  apiKey: `key_abc.${randomBytes(32).toString('base64url')}`,
+};
 const KEY = randomBytes(32);
 
 let dir: ReturnType<typeof tempDir>;
@@ -60,7 +70,9 @@ describe('webhook signing secrets in the one-time store', () => {
     await secrets().hold(MAKER, webhook);
     const [doc] = await store.find(SECRETS_COLLECTION.name);
     const { kind: _kind, endpointID, url: _url, ...rest } = doc!;
-    await store.commit([{ op: 'upsert', collection: SECRETS_COLLECTION.name, doc: { ...rest, keyID: endpointID, label: 'forged' } }]);
+    await store.commit([
+      { op: 'upsert', collection: SECRETS_COLLECTION.name, doc: { ...rest, keyID: endpointID, label: 'forged' } },
+    ]);
     expect(await secrets().take(MAKER)).toEqual([]);
     expect(await store.count(SECRETS_COLLECTION.name)).toBe(0);
   });
@@ -68,7 +80,9 @@ describe('webhook signing secrets in the one-time store', () => {
   it('given a signing secret moved to another endpoint, when taken, then it does not open', async () => {
     await secrets().hold(MAKER, webhook);
     const [doc] = await store.find(SECRETS_COLLECTION.name);
-    await store.commit([{ op: 'upsert', collection: SECRETS_COLLECTION.name, doc: { ...doc!, endpointID: 'whe_BBBBBBBBBBBBBBBB' } }]);
+    await store.commit([
+      { op: 'upsert', collection: SECRETS_COLLECTION.name, doc: { ...doc!, endpointID: 'whe_BBBBBBBBBBBBBBBB' } },
+    ]);
     expect(await secrets().take(MAKER)).toEqual([]);
   });
 

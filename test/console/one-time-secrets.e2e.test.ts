@@ -23,22 +23,35 @@ const PARTS: readonly Part[] = ['write-api', 'read-api', 'projections'];
 
 /** A server on the data directory, its every log line (debug and up) kept in `logs`. */
 function startServer(dataDir: string, logs: string[]): Promise<TestSystem> {
-  return startTestSystem({ DATA_DIR: dataDir, LOG_LEVEL: 'debug' }, undefined, PARTS, { logs: { write: (line: string) => void logs.push(line) } });
+  return startTestSystem({ DATA_DIR: dataDir, LOG_LEVEL: 'debug' }, undefined, PARTS, {
+    logs: { write: (line: string) => void logs.push(line) },
+  });
 }
 
 /** This process's view of the data: a party with a maker and a checker, and a key the maker requested. */
-async function seed(dataDir: string): Promise<{ partyID: string; makerEmail: string; checkerEmail: string; keyID: string }> {
+async function seed(
+  dataDir: string,
+): Promise<{ partyID: string; makerEmail: string; checkerEmail: string; keyID: string }> {
   const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
   const ops = await buildWalletOps(config, createLogger('silent'), undefined, []);
   try {
     const backOffice = { store: ops.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
     const shortCode = String(600_000 + Math.floor(Math.random() * 100_000));
-    const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: 'Secret Agents', shortCode }, { actor: 'operator:test', correlationId: randomUUID() });
+    const { partyID } = await onboardParty(
+      backOffice,
+      { partyType: 'distributor', name: 'Secret Agents', shortCode },
+      { actor: 'operator:test', correlationId: randomUUID() },
+    );
     const party = { type: 'distributor' as const, id: partyID };
     const makerEmail = await extraUser(backOffice, party, ['maker'], 'secret-maker');
     const checkerEmail = await extraUser(backOffice, party, ['checker'], 'secret-checker');
     const maker = await findUserByEmail(backOffice, makerEmail);
-    const { keyID } = await requestApiKey(backOffice, maker, { label: 'survives', permissions: 'read-balance' }, 'test');
+    const { keyID } = await requestApiKey(
+      backOffice,
+      maker,
+      { label: 'survives', permissions: 'read-balance' },
+      'test',
+    );
     return { partyID, makerEmail, checkerEmail, keyID };
   } finally {
     await ops.close();
@@ -63,11 +76,16 @@ async function makerOn(baseUrl: string, email: string): Promise<ConsoleClient> {
   return client;
 }
 
-const secretIn = (text: string, keyID: string) => new RegExp(`value="(wo_live_${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(text)?.[1];
+const secretIn = (text: string, keyID: string) =>
+  new RegExp(`value="(wo_live_${keyID}\\.[A-Za-z0-9_-]{43})"`).exec(text)?.[1];
 
 /** Every file of the data directory's read store (the database, its WAL and shared memory). */
 const readStoreBytes = (dataDir: string) =>
-  Buffer.concat(readdirSync(dataDir).filter((name) => name.startsWith('read-models.sqlite')).map((name) => readFileSync(join(dataDir, name))));
+  Buffer.concat(
+    readdirSync(dataDir)
+      .filter((name) => name.startsWith('read-models.sqlite'))
+      .map((name) => readFileSync(join(dataDir, name))),
+  );
 
 describe('one-time secrets across a restart and two processes', () => {
   const cleanups: Array<() => unknown> = [];
@@ -93,13 +111,22 @@ describe('one-time secrets across a restart and two processes', () => {
     const other = await startServer(dir.path, logs);
     cleanups.push(() => other.close());
 
-    const browsers = [await makerOn(restarted.baseUrl, makerEmail), await makerOn(other.baseUrl, makerEmail), await makerOn(restarted.baseUrl, makerEmail), await makerOn(other.baseUrl, makerEmail)];
+    const browsers = [
+      await makerOn(restarted.baseUrl, makerEmail),
+      await makerOn(other.baseUrl, makerEmail),
+      await makerOn(restarted.baseUrl, makerEmail),
+      await makerOn(other.baseUrl, makerEmail),
+    ];
     const pages = await Promise.all(browsers.map((browser) => browser.get('/console/keys?tab=active')));
     expect(pages.map((page) => page.status)).toEqual([200, 200, 200, 200]);
-    const shown = pages.map((page) => secretIn(page.text, keyID)).filter((secret): secret is string => secret !== undefined);
+    const shown = pages
+      .map((page) => secretIn(page.text, keyID))
+      .filter((secret): secret is string => secret !== undefined);
     expect(shown).toHaveLength(1);
     const secret = shown[0]!;
-    expect((await call(other.baseUrl, 'GET', `/api/v1/distributors/${partyID}/balance`, { apiKey: secret })).status).toBe(200);
+    expect(
+      (await call(other.baseUrl, 'GET', `/api/v1/distributors/${partyID}/balance`, { apiKey: secret })).status,
+    ).toBe(200);
 
     const again = await Promise.all(browsers.map((browser) => browser.get('/console/keys?tab=active')));
     for (const page of again) expect(page.text).not.toContain(secret);

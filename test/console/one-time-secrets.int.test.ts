@@ -85,7 +85,10 @@ describe('one-time secrets in the read store', () => {
     const one = secrets(store, KEY);
     await one.hold(MAKER, secret);
     const [doc] = await store.find(SECRETS_COLLECTION.name);
-    await store.commit([{ op: 'delete', collection: SECRETS_COLLECTION.name, id: doc!.id }, { op: 'upsert', collection: SECRETS_COLLECTION.name, doc: { ...doc!, id: `${OTHER}/key_abc`, userID: OTHER } }]);
+    await store.commit([
+      { op: 'delete', collection: SECRETS_COLLECTION.name, id: doc!.id },
+      { op: 'upsert', collection: SECRETS_COLLECTION.name, doc: { ...doc!, id: `${OTHER}/key_abc`, userID: OTHER } },
+    ]);
     expect(await one.take(OTHER)).toEqual([]);
     expect(await store.count(SECRETS_COLLECTION.name)).toBe(0);
   });
@@ -114,6 +117,9 @@ describe('one-time secrets in the read store', () => {
     const one = secrets(await openStore(), KEY);
     await one.hold(MAKER, secret);
     await one.hold(MAKER, { ...secret, keyID: 'key_two', label: 'Till 2' });
-    expect((await one.take(MAKER)).map((s) => (s.kind === 'api-key' ? s.keyID : s.kind)).sort()).toEqual(['key_abc', 'key_two']);
+    expect((await one.take(MAKER)).map((s) => (s.kind === 'api-key' ? s.keyID : s.kind)).sort()).toEqual([
+      'key_abc',
+      'key_two',
+    ]);
   });
 });

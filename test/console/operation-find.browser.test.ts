@@ -2,7 +2,16 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { type Browser, type Page } from 'playwright-core';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import {
+  ARTIFACTS,
+  SAVE_ARTIFACTS,
+  browserSuite,
+  closeContexts,
+  DOCS,
+  launchChromium,
+  logIn,
+  UPDATE_DOCS,
+} from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund } from './console-client.ts';
 
 /**
@@ -31,10 +40,16 @@ async function shot(page: Page, name: string, doc?: string): Promise<void> {
   }
 }
 
-const loginAs = (email: string, password: string): Promise<Page> => logIn(browser, sys.baseUrl, email, password, { acceptDownloads: true });
+const loginAs = (email: string, password: string): Promise<Page> =>
+  logIn(browser, sys.baseUrl, email, password, { acceptDownloads: true });
 
 const listed = (operationID: string, status: string) =>
-  waitFor(async () => (await sys.system.stores.readStore.get<{ id: string; status: string }>('console_operations', operationID))?.status === status, 10_000);
+  waitFor(
+    async () =>
+      (await sys.system.stores.readStore.get<{ id: string; status: string }>('console_operations', operationID))
+        ?.status === status,
+    10_000,
+  );
 
 suite(title, () => {
   beforeAll(async () => {
@@ -58,7 +73,8 @@ suite(title, () => {
   it('when a checker filters, opens a rejected operation, exports the filter and bulk-approves five, then each step shows what happened', async () => {
     const wrong = await createCashIn(sys, dist.ref.id, apiKey, phone, '1250.00', 'Invoice 1043 (typo)');
     const batch: string[] = [];
-    for (let i = 0; i < 5; i += 1) batch.push(await createCashIn(sys, dist.ref.id, apiKey, phone, `${100 + i * 10}.00`, `Invoice ${1050 + i}`));
+    for (let i = 0; i < 5; i += 1)
+      batch.push(await createCashIn(sys, dist.ref.id, apiKey, phone, `${100 + i * 10}.00`, `Invoice ${1050 + i}`));
     for (const id of [wrong, ...batch]) await listed(id, 'pending');
 
     const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD);
@@ -87,8 +103,13 @@ suite(title, () => {
     await shot(checker, 'find-2-filtered');
 
     // Export the filter: the file has the header and the one row.
-    const [download] = await Promise.all([checker.waitForEvent('download'), checker.getByRole('link', { name: /Export CSV/ }).click()]);
-    const csv = readFileSync((await download.path())!, 'utf8').trimEnd().split('\r\n');
+    const [download] = await Promise.all([
+      checker.waitForEvent('download'),
+      checker.getByRole('link', { name: /Export CSV/ }).click(),
+    ]);
+    const csv = readFileSync((await download.path())!, 'utf8')
+      .trimEnd()
+      .split('\r\n');
     expect(csv[0]).toMatch(/^operationID,createdAt/);
     expect(csv).toHaveLength(2);
     expect(csv[1]).toContain(`${wrong},`);

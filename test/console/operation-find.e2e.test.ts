@@ -25,7 +25,12 @@ async function as(email: string, password: string): Promise<ConsoleClient> {
 }
 
 const listed = async (operationID: string, status: string) =>
-  waitFor(async () => (await sys.system.stores.readStore.get<{ id: string; status: string }>('console_operations', operationID))?.status === status, 10_000);
+  waitFor(
+    async () =>
+      (await sys.system.stores.readStore.get<{ id: string; status: string }>('console_operations', operationID))
+        ?.status === status,
+    10_000,
+  );
 
 beforeAll(async () => {
   sys = await startTestSystem({ CONSOLE_CONFIRM_ABOVE: '500' });
@@ -43,7 +48,10 @@ beforeAll(async () => {
   for (const id of Object.values(ops)) await listed(id, 'pending');
   const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
   await checker.get('/console/operations');
-  expect((await checker.post(`/console/operations/${ops.wrong}/reject`, { reason: 'Amount does not match the invoice' })).status).toBe(303);
+  expect(
+    (await checker.post(`/console/operations/${ops.wrong}/reject`, { reason: 'Amount does not match the invoice' }))
+      .status,
+  ).toBe(303);
   await listed(ops.wrong!, 'rejected');
 });
 
@@ -58,20 +66,41 @@ describe('finding operations', () => {
     expect(all.status).toBe(200);
     expect(ids(all.text)).toEqual([ops.wrong, ops.big, ops.formula, ops.school, ops.rent]);
     expect(all.text).toContain('1–5 of 5');
-    expect(ids((await checker.get('/console/operations/history?order=oldest')).text)).toEqual([ops.rent, ops.school, ops.formula, ops.big, ops.wrong]);
+    expect(ids((await checker.get('/console/operations/history?order=oldest')).text)).toEqual([
+      ops.rent,
+      ops.school,
+      ops.formula,
+      ops.big,
+      ops.wrong,
+    ]);
     expect(ids((await checker.get('/console/operations/history?status=rejected')).text)).toEqual([ops.wrong]);
     // 75.50 < 100 < 120.00 < 900.00 as decimals, although "75.50" > "120.00" as strings.
     expect(ids((await checker.get('/console/operations/history?min=100&max=900')).text)).toEqual([ops.big, ops.rent]);
-    expect(ids((await checker.get('/console/operations/history?max=80')).text)).toEqual([ops.wrong, ops.formula, ops.school]);
-    expect(ids((await checker.get(`/console/operations/history?counterparty=${encodeURIComponent(phoneB)}`)).text)).toEqual([ops.big, ops.school]);
+    expect(ids((await checker.get('/console/operations/history?max=80')).text)).toEqual([
+      ops.wrong,
+      ops.formula,
+      ops.school,
+    ]);
+    expect(
+      ids((await checker.get(`/console/operations/history?counterparty=${encodeURIComponent(phoneB)}`)).text),
+    ).toEqual([ops.big, ops.school]);
     expect(ids((await checker.get('/console/operations/history?q=school')).text)).toEqual([ops.school]);
-    expect(ids((await checker.get(`/console/operations/history?q=${ops.rent!.slice(0, 14)}`)).text)).toEqual([ops.rent]);
-    expect(ids((await checker.get(`/console/operations/history?q=${encodeURIComponent(phoneA.slice(0, 12))}&status=pending`)).text)).toEqual([ops.formula, ops.rent]);
+    expect(ids((await checker.get(`/console/operations/history?q=${ops.rent!.slice(0, 14)}`)).text)).toEqual([
+      ops.rent,
+    ]);
+    expect(
+      ids(
+        (await checker.get(`/console/operations/history?q=${encodeURIComponent(phoneA.slice(0, 12))}&status=pending`))
+          .text,
+      ),
+    ).toEqual([ops.formula, ops.rent]);
     expect(ids((await checker.get(`/console/operations/history?key=${keyID}&type=cash-in`)).text)).toHaveLength(5);
     const today = new Date().toISOString().slice(0, 10);
     expect(ids((await checker.get(`/console/operations/history?from=${today}&to=${today}`)).text)).toHaveLength(5);
     expect(ids((await checker.get('/console/operations/history?to=2000-01-01')).text)).toEqual([]);
-    expect((await checker.get('/console/operations/history?q=nothing-like-this')).text).toContain('No operation matches these filters.');
+    expect((await checker.get('/console/operations/history?q=nothing-like-this')).text).toContain(
+      'No operation matches these filters.',
+    );
   });
 
   it('when a filter parameter is malformed, then the page says which one with a 400, never a 500', async () => {
@@ -102,13 +131,19 @@ describe('finding operations', () => {
 
   it('when the filtered list is exported, then the CSV has a header and exactly the matching rows, with formula-like cells defused and commas and quotes quoted', async () => {
     const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
-    const response = await checker.get(`/console/operations/export.csv?counterparty=${encodeURIComponent(phoneA)}&order=oldest`);
+    const response = await checker.get(
+      `/console/operations/export.csv?counterparty=${encodeURIComponent(phoneA)}&order=oldest`,
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/csv/);
-    expect(response.headers.get('content-disposition')).toMatch(/^attachment; filename="operations-\d{4}-\d{2}-\d{2}\.csv"$/);
+    expect(response.headers.get('content-disposition')).toMatch(
+      /^attachment; filename="operations-\d{4}-\d{2}-\d{2}\.csv"$/,
+    );
     expect(response.headers.get('cache-control')).toBe('no-store');
     const lines = response.text.trimEnd().split('\r\n');
-    expect(lines[0]).toBe('operationID,createdAt,updatedAt,operationType,status,amount,fee,counterpartyKind,counterparty,counterpartyName,memo,keyID,blockchainID,sequenceNumber,lastError');
+    expect(lines[0]).toBe(
+      'operationID,createdAt,updatedAt,operationType,status,amount,fee,counterpartyKind,counterparty,counterpartyName,memo,keyID,blockchainID,sequenceNumber,lastError',
+    );
     expect(lines.slice(1).map((line) => line.slice(0, 35))).toEqual([ops.rent, ops.formula, ops.wrong]);
     const formula = lines.find((line) => line.startsWith(ops.formula!))!;
     expect(formula).toContain(`"'=HYPERLINK(""x""), ""quoted"""`);
@@ -120,11 +155,17 @@ describe('finding operations', () => {
     const rival = await as(other.checkerEmail, CHECKER_PASSWORD);
     expect(ids((await rival.get('/console/operations/history')).text)).toEqual([]);
     expect(ids((await rival.get(`/console/operations/history?q=${ops.rent}`)).text)).toEqual([]);
-    expect((await rival.get(`/console/operations/export.csv?key=${keyID}`)).text.trimEnd().split('\r\n')).toHaveLength(1);
+    expect((await rival.get(`/console/operations/export.csv?key=${keyID}`)).text.trimEnd().split('\r\n')).toHaveLength(
+      1,
+    );
     expect((await rival.get(`/console/operations/${ops.rent}`)).status).toBe(404);
     expect((await rival.get(`/console/keys/${keyID}`)).status).toBe(404);
     const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
-    for (const path of ['/console/operations/op_nothex', '/console/operations/op_00000000000000000000000000000000', '/console/keys/key_doesnotexist0000']) {
+    for (const path of [
+      '/console/operations/op_nothex',
+      '/console/operations/op_00000000000000000000000000000000',
+      '/console/keys/key_doesnotexist0000',
+    ]) {
       expect((await checker.get(path)).status, path).toBe(404);
     }
     // A control character in the address is refused before any lookup (issue 40).
@@ -137,11 +178,19 @@ describe('an operation’s and a key’s pages', () => {
     const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
     const page = await checker.get(`/console/operations/${ops.wrong}`);
     expect(page.status).toBe(200);
-    for (const text of ['Rejected', 'cash-in', '33.00', 'Ada Obi', phoneA, 'Typo', 'ERP integration', keyID]) expect(page.text).toContain(text);
+    for (const text of ['Rejected', 'cash-in', '33.00', 'Ada Obi', phoneA, 'Typo', 'ERP integration', keyID])
+      expect(page.text).toContain(text);
     const timeline = page.text.slice(page.text.indexOf('class="timeline"'));
-    expect(timeline).toMatch(/Requested.*API key <a href="\/console\/keys\/[^"]+">ERP integration<\/a>.*requested by maker-/s);
+    expect(timeline).toMatch(
+      /Requested.*API key <a href="\/console\/keys\/[^"]+">ERP integration<\/a>.*requested by maker-/s,
+    );
     expect(timeline).toContain(`requested by ${dist.makerEmail}`);
-    expect(timeline).toMatch(new RegExp(`Rejected.*by <span class="actor-user">${dist.checkerEmail.replace('.', '\\.')}</span>.*Amount does not match the invoice`, 's'));
+    expect(timeline).toMatch(
+      new RegExp(
+        `Rejected.*by <span class="actor-user">${dist.checkerEmail.replace('.', '\\.')}</span>.*Amount does not match the invoice`,
+        's',
+      ),
+    );
     expect(page.text).toContain('No ledger transaction: the operation was rejected');
   });
 
@@ -149,9 +198,14 @@ describe('an operation’s and a key’s pages', () => {
     const maker = await as(dist.makerEmail, MAKER_PASSWORD);
     const page = await maker.get(`/console/keys/${keyID}`);
     expect(page.status).toBe(200);
-    for (const text of ['ERP integration', 'Perform Operations', 'requests', 'All 5 operations of this key']) expect(page.text).toContain(text);
-    expect(page.text).toMatch(new RegExp(`Requested.*by <span class="actor-user">${dist.makerEmail.replace('.', '\\.')}</span>`, 's'));
-    expect(page.text).toMatch(new RegExp(`Approved.*by <span class="actor-user">${dist.checkerEmail.replace('.', '\\.')}</span>`, 's'));
+    for (const text of ['ERP integration', 'Perform Operations', 'requests', 'All 5 operations of this key'])
+      expect(page.text).toContain(text);
+    expect(page.text).toMatch(
+      new RegExp(`Requested.*by <span class="actor-user">${dist.makerEmail.replace('.', '\\.')}</span>`, 's'),
+    );
+    expect(page.text).toMatch(
+      new RegExp(`Approved.*by <span class="actor-user">${dist.checkerEmail.replace('.', '\\.')}</span>`, 's'),
+    );
     expect(ids(page.text)).toEqual([ops.wrong, ops.big, ops.formula, ops.school, ops.rent]);
   });
 });
@@ -162,24 +216,36 @@ describe('safer decisions', () => {
     await checker.get('/console/operations');
     const asked = await checker.post(`/console/operations/${ops.big}/approve`);
     expect(asked.status).toBe(200);
-    for (const text of ['Confirm approval', 'above 500', '900.00', '0.00', dist.name, 'Bola Ade', 'Large transfer']) expect(asked.text).toContain(text);
-    expect((await sys.system.stores.eventStore.readStream(`operation-${ops.big}`)).map((e) => e.type)).toEqual(['OperationRequested']);
+    for (const text of ['Confirm approval', 'above 500', '900.00', '0.00', dist.name, 'Bola Ade', 'Large transfer'])
+      expect(asked.text).toContain(text);
+    expect((await sys.system.stores.eventStore.readStream(`operation-${ops.big}`)).map((e) => e.type)).toEqual([
+      'OperationRequested',
+    ]);
     const confirmed = await checker.post(`/console/operations/${ops.big}/approve`, { confirm: 'yes' });
     expect(confirmed.status).toBe(303);
-    expect((await sys.system.stores.eventStore.readStream(`operation-${ops.big}`)).map((e) => e.type)).toContain('OperationApproved');
+    expect((await sys.system.stores.eventStore.readStream(`operation-${ops.big}`)).map((e) => e.type)).toContain(
+      'OperationApproved',
+    );
   });
 
   it('when a checker bulk-approves several operations and one of them cannot be approved, then the others are approved and the refused one is named', async () => {
     const more = [];
-    for (let i = 0; i < 3; i += 1) more.push(await createCashIn(sys, dist.ref.id, apiKey, phoneB, `${5 + i}.00`, `Bulk ${i}`));
+    for (let i = 0; i < 3; i += 1)
+      more.push(await createCashIn(sys, dist.ref.id, apiKey, phoneB, `${5 + i}.00`, `Bulk ${i}`));
     for (const id of more) await listed(id, 'pending');
     const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
     await checker.get('/console/operations');
-    const response = await checker.post('/console/operations/bulk', { action: 'approve', operationID: [more[0]!, ops.wrong!, more[1]!, more[2]!] });
+    const response = await checker.post('/console/operations/bulk', {
+      action: 'approve',
+      operationID: [more[0]!, ops.wrong!, more[1]!, more[2]!],
+    });
     expect(response.status).toBe(303);
     const flash = (await checker.get('/console/operations')).text;
     expect(flash).toContain(`3 of 4 approved; not approved: ${ops.wrong}: This operation is rejected`);
-    for (const id of more) expect((await sys.system.stores.eventStore.readStream(`operation-${id}`)).map((e) => e.type)).toContain('OperationApproved');
+    for (const id of more)
+      expect((await sys.system.stores.eventStore.readStream(`operation-${id}`)).map((e) => e.type)).toContain(
+        'OperationApproved',
+      );
   });
 
   it('when a bulk rejection has no reason, then nothing is rejected; with one, each selected operation is rejected with it', async () => {
@@ -188,7 +254,9 @@ describe('safer decisions', () => {
     const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
     await checker.get('/console/operations');
     await checker.post('/console/operations/bulk', { action: 'reject', operationID: [a, b], reason: '' });
-    expect((await checker.get('/console/operations')).text).toContain('Give a reason for rejecting the selected operations. Nothing was rejected.');
+    expect((await checker.get('/console/operations')).text).toContain(
+      'Give a reason for rejecting the selected operations. Nothing was rejected.',
+    );
     await checker.post('/console/operations/bulk', { action: 'reject', operationID: [a, b], reason: 'Duplicates' });
     for (const id of [a, b]) {
       const events = await sys.system.stores.eventStore.readStream(`operation-${id}`);
@@ -205,12 +273,29 @@ describe('safer decisions', () => {
     expect(asked.status).toBe(200);
     expect(asked.text).toContain('Approve 2 operations');
     expect(asked.text).toContain('1 of these operations are above 500');
-    expect((await sys.system.stores.eventStore.readStream(`operation-${small}`)).map((e) => e.type)).toEqual(['OperationRequested']);
-    expect((await checker.post('/console/operations/bulk', { action: 'approve', confirm: 'yes', operationID: [small, large] })).status).toBe(303);
-    for (const id of [small, large]) expect((await sys.system.stores.eventStore.readStream(`operation-${id}`)).map((e) => e.type)).toContain('OperationApproved');
+    expect((await sys.system.stores.eventStore.readStream(`operation-${small}`)).map((e) => e.type)).toEqual([
+      'OperationRequested',
+    ]);
+    expect(
+      (
+        await checker.post('/console/operations/bulk', {
+          action: 'approve',
+          confirm: 'yes',
+          operationID: [small, large],
+        })
+      ).status,
+    ).toBe(303);
+    for (const id of [small, large])
+      expect((await sys.system.stores.eventStore.readStream(`operation-${id}`)).map((e) => e.type)).toContain(
+        'OperationApproved',
+      );
     const maker = await as(dist.makerEmail, MAKER_PASSWORD);
     await maker.get('/console/operations');
-    expect((await maker.post('/console/operations/bulk', { action: 'approve', operationID: [small] })).status).toBe(403);
-    expect((await checker.post('/console/operations/bulk', { action: 'explode', operationID: [small] })).status).toBe(400);
+    expect((await maker.post('/console/operations/bulk', { action: 'approve', operationID: [small] })).status).toBe(
+      403,
+    );
+    expect((await checker.post('/console/operations/bulk', { action: 'explode', operationID: [small] })).status).toBe(
+      400,
+    );
   });
 });

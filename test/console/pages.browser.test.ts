@@ -6,8 +6,25 @@ import { requestAccessChange } from '../../src/commands/user-admin.ts';
 import { approveWebhookEndpoint, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { axeViolations, expectAccessible } from './axe.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
-import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
+import {
+  ARTIFACTS,
+  SAVE_ARTIFACTS,
+  browserSuite,
+  closeContexts,
+  DOCS,
+  launchChromium,
+  logIn,
+  UPDATE_DOCS,
+} from './browser.ts';
+import {
+  CHECKER_PASSWORD,
+  createCashIn,
+  extraUser,
+  fund,
+  MAKER_PASSWORD,
+  OTHER_PASSWORD,
+  waitForStatus,
+} from './console-client.ts';
 
 /**
  * Every console page, in every state a user meets, at desktop width and on a 390 px phone, in chromium: axe
@@ -18,7 +35,6 @@ import { CHECKER_PASSWORD, createCashIn, extraUser, fund, MAKER_PASSWORD, OTHER_
  */
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
-
 
 const { suite, title } = browserSuite('every console page, desktop and phone');
 
@@ -31,13 +47,24 @@ let secondAdminEmail: string;
 let endpointID: string;
 let ownKeyID: string;
 
-const loginAs = (email: string, password: string, viewport = DESKTOP, extra: BrowserContextOptions = {}): Promise<Page> => logIn(browser, sys.baseUrl, email, password, { viewport, ...extra });
+const loginAs = (
+  email: string,
+  password: string,
+  viewport = DESKTOP,
+  extra: BrowserContextOptions = {},
+): Promise<Page> => logIn(browser, sys.baseUrl, email, password, { viewport, ...extra });
 
 /** Checks the page at both widths; the phone's picture goes to the docs as `<doc>-390.png`. */
-async function checkBothWidths(page: Page, label: string, doc?: string, options: { desktopDoc?: boolean } = {}): Promise<void> {
+async function checkBothWidths(
+  page: Page,
+  label: string,
+  doc?: string,
+  options: { desktopDoc?: boolean } = {},
+): Promise<void> {
   await page.setViewportSize(DESKTOP);
   await expectAccessible(page, label);
-  if (doc && options.desktopDoc && UPDATE_DOCS) await page.screenshot({ path: new URL(`${doc}.png`, DOCS).pathname, fullPage: true });
+  if (doc && options.desktopDoc && UPDATE_DOCS)
+    await page.screenshot({ path: new URL(`${doc}.png`, DOCS).pathname, fullPage: true });
   await page.setViewportSize(PHONE);
   await expectAccessible(page, label);
   const name = `${doc ?? label.replace(/\W+/g, '-')}-390`;
@@ -46,7 +73,13 @@ async function checkBothWidths(page: Page, label: string, doc?: string, options:
   await page.setViewportSize(DESKTOP);
 }
 
-async function visit(page: Page, path: string, label: string, doc?: string, options: { desktopDoc?: boolean } = {}): Promise<void> {
+async function visit(
+  page: Page,
+  path: string,
+  label: string,
+  doc?: string,
+  options: { desktopDoc?: boolean } = {},
+): Promise<void> {
   const response = await page.goto(path);
   expect(response?.status(), `${label}: ${path}`).toBeLessThan(500);
   await checkBothWidths(page, label, doc, options);
@@ -66,17 +99,42 @@ suite(title, { timeout: 180_000 }, () => {
     await fund(sys, dist.ref, '1250000');
     const maker = await findUserByEmail(sys.backOffice, dist.makerEmail);
     const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-    ({ keyID: ownKeyID } = await requestApiKey(sys.backOffice, maker, { label: 'Till 7', permissions: 'read-balance,perform-operations', maxTransactionAmount: '5000' }, 'seed'));
+    ({ keyID: ownKeyID } = await requestApiKey(
+      sys.backOffice,
+      maker,
+      { label: 'Till 7', permissions: 'read-balance,perform-operations', maxTransactionAmount: '5000' },
+      'seed',
+    ));
     const webhookDeps = { ...sys.backOffice, secretsKey: Buffer.alloc(32, 1), allowInsecureLocalhost: false };
-    ({ endpointID } = await requestWebhookEndpoint(webhookDeps, maker, { url: 'https://erp.demo-agents.example/wallet-ops/events', eventTypes: 'operation.completed,operation.failed' }, 'seed'));
+    ({ endpointID } = await requestWebhookEndpoint(
+      webhookDeps,
+      maker,
+      { url: 'https://erp.demo-agents.example/wallet-ops/events', eventTypes: 'operation.completed,operation.failed' },
+      'seed',
+    ));
     await approveWebhookEndpoint(webhookDeps, checker, endpointID, 'seed');
-    await requestWebhookEndpoint(webhookDeps, maker, { url: 'https://erp.demo-agents.example/second', eventTypes: 'payment.received' }, 'seed');
+    await requestWebhookEndpoint(
+      webhookDeps,
+      maker,
+      { url: 'https://erp.demo-agents.example/second', eventTypes: 'payment.received' },
+      'seed',
+    );
     const { apiKey } = await dist.key({ label: 'ERP integration' });
-    for (const [amount, memo] of [['250.00', 'Invoice 1042'], ['1999.99', 'Invoice 1043'], ['75000.00', 'Branch float']] as const) {
+    for (const [amount, memo] of [
+      ['250.00', 'Invoice 1042'],
+      ['1999.99', 'Invoice 1043'],
+      ['75000.00', 'Branch float'],
+    ] as const) {
       await waitForStatus(sys, await createCashIn(sys, dist.ref.id, apiKey, phone, amount, memo), 'pending');
     }
     const admin = await findUserByEmail(sys.backOffice, adminEmail);
-    await requestAccessChange(sys.backOffice, admin, { kind: 'add-user', party: dist.ref, email: 'cashier@demo-agents.example', roles: ['maker'] }, 'New cashier at branch 3', { actor: `user:${admin.userID}`, correlationId: 'seed' });
+    await requestAccessChange(
+      sys.backOffice,
+      admin,
+      { kind: 'add-user', party: dist.ref, email: 'cashier@demo-agents.example', roles: ['maker'] },
+      'New cashier at branch 3',
+      { actor: `user:${admin.userID}`, correlationId: 'seed' },
+    );
     await waitFor(() => sys.system.directory.get(ownKeyID) !== undefined);
   });
 
@@ -89,9 +147,13 @@ suite(title, { timeout: 180_000 }, () => {
 
   it('when a page has an image without a text alternative, then the accessibility check names the rule and the element', async () => {
     const page = await (await browser.newContext()).newPage();
-    await page.setContent('<!doctype html><html lang="en"><title>t</title><main><img src="data:," id="no-alt"></main></html>');
+    await page.setContent(
+      '<!doctype html><html lang="en"><title>t</title><main><img src="data:," id="no-alt"></main></html>',
+    );
     const violations = await axeViolations(page);
-    expect(violations.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target.join(' '))])).toEqual([['image-alt', 'critical', ['#no-alt']]]);
+    expect(violations.map((v) => [v.id, v.impact, v.nodes.map((n) => n.target.join(' '))])).toEqual([
+      ['image-alt', 'critical', ['#no-alt']],
+    ]);
   });
 
   it('when every page a party user meets is checked at 1280 and 390 px, then axe finds nothing serious and nothing scrolls sideways', async () => {
@@ -113,12 +175,19 @@ suite(title, { timeout: 180_000 }, () => {
     await checker.locator('.field-error').waitFor();
     await checkBothWidths(checker, 'reject an operation, no reason');
     await visit(checker, '/console/operations/history', 'operation history', 'operations-history');
-    await visit(checker, '/console/operations/history?status=pending&min=1000&order=oldest', 'operation history, filtered');
+    await visit(
+      checker,
+      '/console/operations/history?status=pending&min=1000&order=oldest',
+      'operation history, filtered',
+    );
     await visit(checker, `/console/operations/${first}`, 'one operation with its timeline');
     await visit(checker, `/console/keys/${ownKeyID}`, 'one key with its timeline');
     // Approving above CONSOLE_CONFIRM_ABOVE asks once more: the confirmation page (left unanswered)
     await checker.goto('/console/operations');
-    await checker.locator('tr[data-operation-id]', { hasText: '75,000.00' }).getByRole('button', { name: 'Approve' }).click();
+    await checker
+      .locator('tr[data-operation-id]', { hasText: '75,000.00' })
+      .getByRole('button', { name: 'Approve' })
+      .click();
     await checker.getByRole('heading', { name: 'Confirm approval' }).waitFor();
     await checkBothWidths(checker, 'confirm a large approval');
     await visit(checker, '/console/keys?tab=pending', 'keys pending (checker)', 'keys-pending');
@@ -154,7 +223,11 @@ suite(title, { timeout: 180_000 }, () => {
     await visit(admin, '/console/admin/users', 'users', 'users');
     await visit(admin, '/console/admin/users?q=checker', 'users, searched', 'users-search', { desktopDoc: true });
     await admin.goto('/console/admin/users');
-    await admin.locator('section[data-party]', { hasText: 'Demo Agents Ltd' }).getByRole('link', { name: dist.makerEmail }).first().click();
+    await admin
+      .locator('section[data-party]', { hasText: 'Demo Agents Ltd' })
+      .getByRole('link', { name: dist.makerEmail })
+      .first()
+      .click();
     await admin.waitForURL(/\/console\/admin\/users\/[0-9a-f-]{36}$/);
     await checkBothWidths(admin, 'a user', 'user');
     await visit(admin, '/console/admin/access', 'access requests (another administrator’s)', 'access-requests');
@@ -185,7 +258,9 @@ suite(title, { timeout: 180_000 }, () => {
     const count = checker.locator('[data-waiting="operations"] [data-count]');
     const before = Number(await count.textContent());
     let reloaded = false;
-    checker.on('framenavigated', () => { reloaded = true; });
+    checker.on('framenavigated', () => {
+      reloaded = true;
+    });
     const { apiKey } = await dist.key({ label: 'Counter till' });
     await createCashIn(sys, dist.ref.id, apiKey, phone, '10.00', 'arrives while watching');
     await expect.poll(async () => Number(await count.textContent()), { timeout: 15_000 }).toBe(before + 1);
@@ -196,7 +271,9 @@ suite(title, { timeout: 180_000 }, () => {
   it('when the tab is hidden, then the count is not asked for until it is visible again', async () => {
     const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD);
     const asked: string[] = [];
-    checker.on('request', (request) => { if (request.url().endsWith('/console/waiting')) asked.push(request.url()); });
+    checker.on('request', (request) => {
+      if (request.url().endsWith('/console/waiting')) asked.push(request.url());
+    });
     await expect.poll(() => asked.length, { timeout: 5_000 }).toBeGreaterThan(0);
     await checker.evaluate(() => {
       Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
@@ -230,7 +307,9 @@ suite(title, { timeout: 180_000 }, () => {
     const order: string[] = [];
     for (let i = 0; i < 4; i += 1) {
       await checker.keyboard.press('Tab');
-      order.push((await checker.evaluate(() => document.activeElement?.textContent?.trim().replace(/\s+/g, ' '))) ?? '');
+      order.push(
+        (await checker.evaluate(() => document.activeElement?.textContent?.trim().replace(/\s+/g, ' '))) ?? '',
+      );
     }
     expect(order[0]).toBe('Dashboard');
     expect(order[1]).toMatch(/^Operations/);
@@ -256,11 +335,16 @@ suite(title, { timeout: 180_000 }, () => {
     await nav.getByRole('link', { name: 'Operations' }).waitFor({ state: 'visible' });
     await page.goto('/console/operations');
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
-    expect(await page.locator('tr[data-operation-id]').first().getByRole('button', { name: 'Approve' }).isVisible()).toBe(true);
+    expect(
+      await page.locator('tr[data-operation-id]').first().getByRole('button', { name: 'Approve' }).isVisible(),
+    ).toBe(true);
   });
 
   it('when a browser in Lagos shows a time, then it is in its own zone with the UTC time on hover', async () => {
-    const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD, DESKTOP, { timezoneId: 'Africa/Lagos', locale: 'en-GB' });
+    const checker = await loginAs(dist.checkerEmail, CHECKER_PASSWORD, DESKTOP, {
+      timezoneId: 'Africa/Lagos',
+      locale: 'en-GB',
+    });
     await checker.goto('/console/keys?tab=active');
     const time = checker.locator('time[datetime]').first();
     const iso = (await time.getAttribute('datetime'))!;
@@ -280,7 +364,13 @@ suite(title, { timeout: 180_000 }, () => {
     await row.getByRole('link', { name: 'Reject…' }).click();
     await checker.getByLabel('Reason').fill('Float above the branch limit');
     const store = sys.system.stores.readStore;
-    await store.commit((await store.find<{ id: string }>('console_sessions')).map((s) => ({ op: 'delete' as const, collection: 'console_sessions', id: s.id })));
+    await store.commit(
+      (await store.find<{ id: string }>('console_sessions')).map((s) => ({
+        op: 'delete' as const,
+        collection: 'console_sessions',
+        id: s.id,
+      })),
+    );
     await checker.getByRole('button', { name: 'Reject operation' }).click();
     await checker.getByRole('heading', { name: 'Please log in again' }).waitFor();
     await expectAccessible(checker, 'session ended on a form');
@@ -292,6 +382,8 @@ suite(title, { timeout: 180_000 }, () => {
     expect(await checker.getByLabel('Reason').inputValue()).toBe('Float above the branch limit');
     await checker.getByRole('button', { name: 'Reject operation' }).click();
     await checker.locator('.notice.ok', { hasText: 'rejected' }).waitFor();
-    expect(await checker.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('wo-draft:')))).toEqual([]);
+    expect(await checker.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith('wo-draft:')))).toEqual(
+      [],
+    );
   });
 });

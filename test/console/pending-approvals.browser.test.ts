@@ -22,11 +22,14 @@ let dist: TestParty;
 
 /** Whether the element's centre is where a click lands: inside the viewport and not clipped by a scroller. */
 const clickable = (page: Page, selector: string) =>
-  page.locator(selector).first().evaluate((element) => {
-    const box = element.getBoundingClientRect();
-    const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
-    return hit !== null && (hit === element || element.contains(hit));
-  });
+  page
+    .locator(selector)
+    .first()
+    .evaluate((element) => {
+      const box = element.getBoundingClientRect();
+      const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+      return hit !== null && (hit === element || element.contains(hit));
+    });
 
 const FIRST_APPROVE = 'tr[data-operation-id] form[action$="/approve"] button';
 
@@ -34,13 +37,25 @@ suite(title, { timeout: 120_000 }, () => {
   beforeAll(async () => {
     browser = await launchChromium();
     sys = await startTestSystem();
-    dist = await sys.party('distributor', { name: 'Northern Region Agent Distribution Company Limited', shortCode: '1101' });
+    dist = await sys.party('distributor', {
+      name: 'Northern Region Agent Distribution Company Limited',
+      shortCode: '1101',
+    });
     const phone = await sys.individual('+2348123456790', 'Oluwaseun Adebayo-Okonkwo Chukwuemeka');
     await fund(sys, dist.ref, '1000000');
     const { apiKey } = await dist.key({ label: 'ERP integration for the northern branches, production' });
     const ids: string[] = [];
     for (let i = 0; i < PENDING; i++) {
-      ids.push(await createCashIn(sys, dist.ref.id, apiKey, phone, `${1000 + i}.50`, `Invoice 2026-11-${1000 + i} for the monthly float top-up of branch ${i}`));
+      ids.push(
+        await createCashIn(
+          sys,
+          dist.ref.id,
+          apiKey,
+          phone,
+          `${1000 + i}.50`,
+          `Invoice 2026-11-${1000 + i} for the monthly float top-up of branch ${i}`,
+        ),
+      );
     }
     for (const id of ids) await waitForStatus(sys, id, 'pending');
   }, 90_000);
@@ -50,7 +65,10 @@ suite(title, { timeout: 120_000 }, () => {
     await sys?.close();
   });
 
-  for (const [name, viewport] of [['a 1280x900 desktop', DESKTOP], ['a 390 px phone', PHONE]] as const) {
+  for (const [name, viewport] of [
+    ['a 1280x900 desktop', DESKTOP],
+    ['a 390 px phone', PHONE],
+  ] as const) {
     it(`when a checker opens Pending approval on ${name}, then no field has focus, the page is at its top and the first Approve is on screen`, async () => {
       const page = await logIn(browser, sys.baseUrl, dist.checkerEmail, CHECKER_PASSWORD, { viewport });
       await page.goto('/console/operations');

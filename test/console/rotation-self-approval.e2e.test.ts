@@ -3,7 +3,15 @@ import { findUserByEmail, requestApiKey } from '../../src/commands/back-office.t
 import { approveAndCollectKey } from '../support/credentials.ts';
 import { runCli } from '../support/cli.ts';
 import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
-import { CHECKER_PASSWORD, ConsoleClient, createCashIn, extraUser, newPhone, OTHER_PASSWORD, waitForStatus } from './console-client.ts';
+import {
+  CHECKER_PASSWORD,
+  ConsoleClient,
+  createCashIn,
+  extraUser,
+  newPhone,
+  OTHER_PASSWORD,
+  waitForStatus,
+} from './console-client.ts';
 
 /**
  * Issue 40's insider, through the console, the HTTP API and the CLI: a user with the maker and checker roles asks
@@ -34,7 +42,8 @@ async function approveInConsole(client: ConsoleClient, operationID: string) {
   return client.post(`/console/operations/${operationID}/approve`);
 }
 
-const approveInCli = (operationID: string, email: string) => runCli(['operation', 'approve', operationID, '--as', email, '--data-dir', sys.config.DATA_DIR]);
+const approveInCli = (operationID: string, email: string) =>
+  runCli(['operation', 'approve', operationID, '--as', email, '--data-dir', sys.config.DATA_DIR]);
 
 beforeAll(async () => {
   sys = await startTestSystem({ SECRET_ROTATION_OVERLAP_HOURS: '2' }, undefined, WITHOUT_EXECUTOR);
@@ -47,7 +56,12 @@ beforeAll(async () => {
   // The original requester's key, approved by the party's checker; its secret is theirs alone.
   const original = await findUserByEmail(sys.backOffice, originalEmail);
   const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-  ({ keyID } = await requestApiKey(sys.backOffice, original, { label: 'till of another maker', permissions: 'read-balance,perform-operations' }, 'sod'));
+  ({ keyID } = await requestApiKey(
+    sys.backOffice,
+    original,
+    { label: 'till of another maker', permissions: 'read-balance,perform-operations' },
+    'sod',
+  ));
   oldKey = await approveAndCollectKey(sys.backOffice, checker, original, keyID);
   await waitFor(() => sys.system.directory.get(keyID)?.status === 'active');
 
@@ -72,15 +86,20 @@ beforeAll(async () => {
 afterAll(async () => sys?.close());
 
 describe('nobody approves an operation made with a secret they hold', { timeout: 60_000 }, () => {
-  it('when the rotation\'s maker creates a cash-in with the new secret, then they cannot approve it in the console or the CLI; a checker who never held a secret can', async () => {
+  it("when the rotation's maker creates a cash-in with the new secret, then they cannot approve it in the console or the CLI; a checker who never held a secret can", async () => {
     const operationID = await createCashIn(sys, dist.ref.id, newKey, phone, '4999.00', 'moved alone?');
     // The HTTP API recorded which secret made it: the rotation's, generation 2.
-    expect((await sys.system.stores.eventStore.readStream(`operation-${operationID}`))[0]!.data).toMatchObject({ keyID, secretGeneration: 2 });
+    expect((await sys.system.stores.eventStore.readStream(`operation-${operationID}`))[0]!.data).toMatchObject({
+      keyID,
+      secretGeneration: 2,
+    });
     const insider = await as(insiderEmail);
 
     const inConsole = await approveInConsole(insider, operationID);
     expect(inConsole.status).toBe(403);
-    expect(inConsole.text).toContain(`you were handed the secret of API key ${keyID} that created it; another checker must approve it`);
+    expect(inConsole.text).toContain(
+      `you were handed the secret of API key ${keyID} that created it; another checker must approve it`,
+    );
     const inCli = await approveInCli(operationID, insiderEmail);
     expect(inCli.code).not.toBe(0);
     expect(inCli.stderr).toMatch(/refused \(SAME_USER\): cannot approve operation op_\w+: you were handed the secret/);

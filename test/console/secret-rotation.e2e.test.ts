@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+  type TestParty,
+  type TestSystem,
+} from '../support/system.ts';
 import { registerEndpoint } from '../support/webhooks.ts';
 import { CHECKER_PASSWORD, ConsoleClient, extraUser, MAKER_PASSWORD, OTHER_PASSWORD } from './console-client.ts';
 
@@ -29,7 +36,11 @@ function rowOf(page: string, keyID: string, request?: 'rotation'): string {
 }
 
 beforeAll(async () => {
-  sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', SECRET_ROTATION_OVERLAP_HOURS: '2' }, undefined, WITHOUT_EXECUTOR);
+  sys = await startTestSystem(
+    { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', SECRET_ROTATION_OVERLAP_HOURS: '2' },
+    undefined,
+    WITHOUT_EXECUTOR,
+  );
   dist = await sys.party('distributor');
   bothEmail = await extraUser(sys.backOffice, dist.ref, ['maker', 'checker'], 'both');
 });
@@ -70,7 +81,10 @@ describe('API keys: rotate secret', () => {
     expect(newKey).not.toBe(oldKey);
     expect(rowOf(first.text, keyID)).toContain('previous secret valid until');
     await waitFor(() => sys.system.directory.get(keyID)?.previousSecretHash != null);
-    for (const apiKey of [newKey!, oldKey]) expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(200);
+    for (const apiKey of [newKey!, oldKey])
+      expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(
+        200,
+      );
     expect((await makerClient.get('/console/keys?tab=active')).text).not.toContain(newKey!);
     const keyPage = await makerClient.get(`/console/keys/${keyID}`);
     expect(keyPage.text).toContain('data-event="Secret rotation requested"');
@@ -84,7 +98,9 @@ describe('API keys: rotate secret', () => {
     await client.get(`/console/keys/${keyID}/rotate`);
     expect((await client.post(`/console/keys/${keyID}/rotate`, { reason: 'mine' })).status).toBe(303);
     const page = await client.get('/console/keys?tab=pending');
-    expect(rowOf(page.text, keyID, 'rotation')).toMatch(/<button type="button" disabled[^>]*>Approve rotation<\/button>/);
+    expect(rowOf(page.text, keyID, 'rotation')).toMatch(
+      /<button type="button" disabled[^>]*>Approve rotation<\/button>/,
+    );
     const refused = await client.post(`/console/keys/${keyID}/rotation/approve`);
     expect(refused.status).toBe(403);
     expect(refused.text).toContain('the maker of a request cannot also check it');
@@ -100,21 +116,29 @@ describe('API keys: rotate secret', () => {
     await makerClient.post(`/console/keys/${keyID}/rotate`, { reason: 'maybe' });
     const checkerClient = await checker();
     await checkerClient.get('/console/keys?tab=pending');
-    expect((await checkerClient.post(`/console/keys/${keyID}/rotation/reject`, { reason: 'not needed' })).status).toBe(303);
+    expect((await checkerClient.post(`/console/keys/${keyID}/rotation/reject`, { reason: 'not needed' })).status).toBe(
+      303,
+    );
     expect(sys.system.directory.get(keyID)?.rotation).toBeNull();
-    expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(200);
+    expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${dist.ref.id}/balance`, { apiKey })).status).toBe(
+      200,
+    );
   });
 });
 
 describe('webhook endpoint: rotate secret', () => {
   it('when a maker asks with a reason and a checker approves, then only the maker sees the new signing secret, once, and the endpoint shows the rotation', async () => {
-    const { endpointID, secret: oldSecret } = await registerEndpoint(sys, dist, 'http://127.0.0.1:9/hooks', ['api_key.revoked']);
+    const { endpointID, secret: oldSecret } = await registerEndpoint(sys, dist, 'http://127.0.0.1:9/hooks', [
+      'api_key.revoked',
+    ]);
     const makerClient = await maker();
     const page = await makerClient.get(`/console/webhooks/${endpointID}`);
     expect(page.text).toContain(`href="/console/webhooks/${endpointID}/rotate"`);
     expect((await makerClient.get(`/console/webhooks/${endpointID}/rotate`)).status).toBe(200);
     expect((await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: '' })).status).toBe(400);
-    expect((await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: 'secret seen in a log' })).status).toBe(303);
+    expect(
+      (await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: 'secret seen in a log' })).status,
+    ).toBe(303);
     expect((await makerClient.post(`/console/webhooks/${endpointID}/rotation/approve`)).status).toBe(403);
 
     const checkerClient = await checker();
@@ -146,7 +170,9 @@ describe('webhook endpoint: rotate secret', () => {
     await makerClient.post(`/console/webhooks/${endpointID}/rotate`, { reason: 'second try' });
     const checkerClient = await checker();
     await checkerClient.get(`/console/webhooks/${endpointID}`);
-    expect((await checkerClient.post(`/console/webhooks/${endpointID}/rotation/reject`, { reason: 'not needed' })).status).toBe(303);
+    expect(
+      (await checkerClient.post(`/console/webhooks/${endpointID}/rotation/reject`, { reason: 'not needed' })).status,
+    ).toBe(303);
     const page = await checkerClient.get(`/console/webhooks/${endpointID}`);
     expect(page.text).not.toContain('Approve rotation');
     expect(page.text).not.toContain('second try');

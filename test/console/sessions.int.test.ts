@@ -10,7 +10,8 @@ describe('console sessions: peek', () => {
   let dir: ReturnType<typeof tempDir>;
   let store: ReadStore;
   let now = Date.parse('2026-03-01T08:00:00Z');
-  const sessions = () => new ConsoleSessions(store, () => new Date(now), { idleMs: 3_600_000, absoluteMs: 24 * 3_600_000 });
+  const sessions = () =>
+    new ConsoleSessions(store, () => new Date(now), { idleMs: 3_600_000, absoluteMs: 24 * 3_600_000 });
 
   beforeEach(async () => {
     dir = tempDir('sessions-');

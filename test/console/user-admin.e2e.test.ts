@@ -25,7 +25,8 @@ async function as(email: string, password: string): Promise<ConsoleClient> {
 const newEmail = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${seq++}@test.example`;
 const requestIDIn = (text: string) => /acr_[0-9a-f]{32}/.exec(text)?.[0];
 /** One administrator's half of a temporary password, as the dialog of their page shows it. */
-const halfIn = (text: string, half: 'first' | 'second') => new RegExp(`value="([^"]+)"[^>]*data-password-half="${half}"`).exec(text)?.[1];
+const halfIn = (text: string, half: 'first' | 'second') =>
+  new RegExp(`value="([^"]+)"[^>]*data-password-half="${half}"`).exec(text)?.[1];
 const sessionsOf = async (email: string) => {
   const { userID } = await findAnyUserByEmail(sys.backOffice, email);
   return sys.system.stores.readStore.find('console_sessions', { where: { userID } });
@@ -41,16 +42,31 @@ async function file(admin: ConsoleClient, path: string, form: Record<string, str
   return requestID!;
 }
 
-async function requestUser(admin: ConsoleClient, email: string, roles: string[], party: TestParty = dist): Promise<string> {
+async function requestUser(
+  admin: ConsoleClient,
+  email: string,
+  roles: string[],
+  party: TestParty = dist,
+): Promise<string> {
   await admin.get('/console/admin');
-  return file(admin, '/console/admin/users', { partyType: party.ref.type, shortCode: party.shortCode, email, roles, reason: 'new cashier' });
+  return file(admin, '/console/admin/users', {
+    partyType: party.ref.type,
+    shortCode: party.shortCode,
+    email,
+    roles,
+    reason: 'new cashier',
+  });
 }
 
 /**
  * The second administrator approves; if the change makes a temporary password, the approver's next page shows
  * them its second half and the requester's next page the first: returns the two put together, as the user types it.
  */
-async function approve(admin: ConsoleClient, requestID: string, requester: ConsoleClient = admin === A ? B : A): Promise<string | undefined> {
+async function approve(
+  admin: ConsoleClient,
+  requestID: string,
+  requester: ConsoleClient = admin === A ? B : A,
+): Promise<string | undefined> {
   await admin.get('/console/admin/access');
   const page = await admin.post(`/console/admin/access/${requestID}/approve`);
   expect(page.status, page.text).toBe(303);
@@ -62,7 +78,9 @@ async function approve(admin: ConsoleClient, requestID: string, requester: Conso
 }
 
 /** A party user to administer (made through the operator's break-glass path: how they came is not under test here). */
-async function madeUser(roles: Array<'maker' | 'checker'>): Promise<{ email: string; password: string; userID: string }> {
+async function madeUser(
+  roles: Array<'maker' | 'checker'>,
+): Promise<{ email: string; password: string; userID: string }> {
   const email = await extraUser(sys.backOffice, dist.ref, roles, 'user');
   return { email, password: OTHER_PASSWORD, userID: (await findAnyUserByEmail(sys.backOffice, email)).userID };
 }
@@ -86,7 +104,13 @@ describe('one administrator alone', { timeout: 120_000 }, () => {
     const email = newEmail('alone');
     // A password in the form is ignored: the requester never chooses nor learns the new user's password.
     await admin.get('/console/admin');
-    const requestID = await file(admin, '/console/admin/users', { partyType: 'distributor', shortCode: dist.shortCode, email, password: 'chosen password 1', roles: ['checker'] });
+    const requestID = await file(admin, '/console/admin/users', {
+      partyType: 'distributor',
+      shortCode: dist.shortCode,
+      email,
+      password: 'chosen password 1',
+      roles: ['checker'],
+    });
     expect((await new ConsoleClient(sys.baseUrl).login(email, 'chosen password 1')).status).toBe(401);
     await expect(findAnyUserByEmail(sys.backOffice, email)).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
@@ -131,7 +155,8 @@ describe('one administrator alone', { timeout: 120_000 }, () => {
 
   it('when a party user opens the user administration or decides an access request, then it is refused with 403', async () => {
     const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
-    for (const path of ['/console/admin/users', '/console/admin/access']) expect((await checker.get(path)).status).toBe(403);
+    for (const path of ['/console/admin/users', '/console/admin/access'])
+      expect((await checker.get(path)).status).toBe(403);
     const requestID = await requestUser(A, newEmail('x'), ['maker']);
     await checker.get('/console/');
     expect((await checker.post(`/console/admin/access/${requestID}/approve`)).status).toBe(403);
@@ -173,11 +198,47 @@ describe('two administrators', { timeout: 120_000 }, () => {
     expect(form.text).toContain('You logged in with a temporary password');
     expect((await user.post('/console/keys', { label: 'x', permissions: 'read-balance' })).status).toBe(403);
 
-    expect((await user.post('/console/password', { currentPassword: 'wrong password', newPassword: 'my own password 1', confirmPassword: 'my own password 1' })).text).toContain('The current password is wrong');
-    expect((await user.post('/console/password', { currentPassword: temporary, newPassword: temporary, confirmPassword: temporary })).status).toBe(400);
-    expect((await user.post('/console/password', { currentPassword: temporary, newPassword: 'my own password 1', confirmPassword: 'my own password 2' })).text).toContain('The two new passwords differ');
-    expect((await user.post('/console/password', { currentPassword: temporary, newPassword: 'short', confirmPassword: 'short' })).status).toBe(400);
-    const changed = await user.post('/console/password', { currentPassword: temporary, newPassword: 'my own password 1', confirmPassword: 'my own password 1' });
+    expect(
+      (
+        await user.post('/console/password', {
+          currentPassword: 'wrong password',
+          newPassword: 'my own password 1',
+          confirmPassword: 'my own password 1',
+        })
+      ).text,
+    ).toContain('The current password is wrong');
+    expect(
+      (
+        await user.post('/console/password', {
+          currentPassword: temporary,
+          newPassword: temporary,
+          confirmPassword: temporary,
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await user.post('/console/password', {
+          currentPassword: temporary,
+          newPassword: 'my own password 1',
+          confirmPassword: 'my own password 2',
+        })
+      ).text,
+    ).toContain('The two new passwords differ');
+    expect(
+      (
+        await user.post('/console/password', {
+          currentPassword: temporary,
+          newPassword: 'short',
+          confirmPassword: 'short',
+        })
+      ).status,
+    ).toBe(400);
+    const changed = await user.post('/console/password', {
+      currentPassword: temporary,
+      newPassword: 'my own password 1',
+      confirmPassword: 'my own password 1',
+    });
     expect(changed.status).toBe(303);
     expect((await user.get('/console/keys')).status).toBe(200);
     expect((await new ConsoleClient(sys.baseUrl).login(email, temporary)).status).toBe(401);
@@ -194,7 +255,9 @@ describe('two administrators', { timeout: 120_000 }, () => {
     const noReason = await a.post(`/console/admin/users/${user.userID}/disable`, { reason: '' });
     expect(noReason.status).toBe(400);
     expect(noReason.text).toContain('id="disable-reason-error"');
-    expect((await a.post(`/console/admin/users/${user.userID}/disable`, { reason: 'left the company' })).status).toBe(303);
+    expect((await a.post(`/console/admin/users/${user.userID}/disable`, { reason: 'left the company' })).status).toBe(
+      303,
+    );
 
     expect(await sessionsOf(user.email)).toEqual([]);
     const ended = await session.get('/console/keys');
@@ -225,7 +288,10 @@ describe('two administrators', { timeout: 120_000 }, () => {
     const user = await madeUser(['maker']);
     const b = B;
     await b.get(`/console/admin/users/${user.userID}`);
-    const requestID = await file(b, `/console/admin/users/${user.userID}/roles/add`, { role: 'checker', reason: 'covers for the supervisor' });
+    const requestID = await file(b, `/console/admin/users/${user.userID}/roles/add`, {
+      role: 'checker',
+      reason: 'covers for the supervisor',
+    });
     await approve(A, requestID);
     expect((await findAnyUserByEmail(sys.backOffice, user.email)).roles).toEqual(['checker', 'maker']);
 
@@ -260,7 +326,9 @@ describe('two administrators', { timeout: 120_000 }, () => {
     const rejected = await requestUser(a, email, ['checker']);
     const b = B;
     await b.get('/console/admin/access');
-    expect((await b.post(`/console/admin/access/${rejected}/reject`, { reason: 'nobody of that name works there' })).status).toBe(303);
+    expect(
+      (await b.post(`/console/admin/access/${rejected}/reject`, { reason: 'nobody of that name works there' })).status,
+    ).toBe(303);
     const withdrawn = await requestUser(a, newEmail('withdrawn'), ['maker']);
     await a.get('/console/admin/access');
     expect((await a.post(`/console/admin/access/${withdrawn}/reject`, {})).status).toBe(303);
@@ -289,7 +357,12 @@ describe('two administrators', { timeout: 120_000 }, () => {
   it('when an email is taken, then requesting it is refused beside the field', async () => {
     const a = A;
     await a.get('/console/admin');
-    const taken = await a.post('/console/admin/users', { partyType: 'distributor', shortCode: dist.shortCode, email: dist.makerEmail, roles: ['maker'] });
+    const taken = await a.post('/console/admin/users', {
+      partyType: 'distributor',
+      shortCode: dist.shortCode,
+      email: dist.makerEmail,
+      roles: ['maker'],
+    });
     expect(taken.status).toBe(409);
     expect(taken.text).toContain('id="user-email-error"');
   });
@@ -301,7 +374,8 @@ describe('lists and one’s own password', { timeout: 120_000 }, () => {
     const a = A;
     const all = await a.get('/console/admin/users');
     expect(all.status).toBe(200);
-    for (const text of [adminA, adminB, dist.makerEmail, dist.checkerEmail, dist.name, empty.name]) expect(all.text).toContain(text);
+    for (const text of [adminA, adminB, dist.makerEmail, dist.checkerEmail, dist.name, empty.name])
+      expect(all.text).toContain(text);
     const only = await a.get(`/console/admin/users?party=distributor:${dist.ref.id}`);
     expect(only.text).toContain(dist.makerEmail);
     expect(only.text).not.toContain(empty.name);
@@ -313,8 +387,24 @@ describe('lists and one’s own password', { timeout: 120_000 }, () => {
     const other = await as(maker.email, maker.password);
     const me = await as(maker.email, maker.password);
     await me.get('/console/password');
-    expect((await me.post('/console/password', { currentPassword: MAKER_PASSWORD, newPassword: 'next password 1', confirmPassword: 'next password 1' })).status).toBe(400);
-    expect((await me.post('/console/password', { currentPassword: maker.password, newPassword: 'next password 1', confirmPassword: 'next password 1' })).status).toBe(303);
+    expect(
+      (
+        await me.post('/console/password', {
+          currentPassword: MAKER_PASSWORD,
+          newPassword: 'next password 1',
+          confirmPassword: 'next password 1',
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await me.post('/console/password', {
+          currentPassword: maker.password,
+          newPassword: 'next password 1',
+          confirmPassword: 'next password 1',
+        })
+      ).status,
+    ).toBe(303);
     expect((await me.get('/console/')).status).toBe(200);
     expect((await other.get('/console/')).location).toBe('/console/login?ended=1');
     await as(maker.email, 'next password 1');

@@ -24,9 +24,20 @@ export interface SeededEndpoint {
   eventTypes: WebhookEventType[];
 }
 
-export async function seedRoute(readStore: ReadStore, endpoint: SeededEndpoint, status: RouteDoc['status'] = 'active'): Promise<void> {
+export async function seedRoute(
+  readStore: ReadStore,
+  endpoint: SeededEndpoint,
+  status: RouteDoc['status'] = 'active',
+): Promise<void> {
   await readStore.defineCollections(WEBHOOK_COLLECTIONS);
-  const route: RouteDoc = { id: endpoint.id, partyType: endpoint.party.type, partyID: endpoint.party.id, url: endpoint.url, eventTypes: endpoint.eventTypes, status };
+  const route: RouteDoc = {
+    id: endpoint.id,
+    partyType: endpoint.party.type,
+    partyID: endpoint.party.id,
+    url: endpoint.url,
+    eventTypes: endpoint.eventTypes,
+    status,
+  };
   await readStore.commit([{ op: 'upsert', collection: WEBHOOK_ROUTES_COLLECTION.name, doc: route }]);
 }
 
@@ -37,11 +48,21 @@ export interface SeededDelivery {
   createdAt: string;
   status: DeliveryDoc['status'];
   /** What each attempt got: a status code and body, or an error. */
-  attempts?: Array<{ statusCode: number | null; responseBody?: string | null; error?: string | null; durationMs?: number; at: string }>;
+  attempts?: Array<{
+    statusCode: number | null;
+    responseBody?: string | null;
+    error?: string | null;
+    durationMs?: number;
+    at: string;
+  }>;
   nextAttemptAt?: number;
 }
 
-export async function seedDeliveries(readStore: ReadStore, endpoint: SeededEndpoint, deliveries: SeededDelivery[]): Promise<DeliveryDoc[]> {
+export async function seedDeliveries(
+  readStore: ReadStore,
+  endpoint: SeededEndpoint,
+  deliveries: SeededDelivery[],
+): Promise<DeliveryDoc[]> {
   await readStore.defineCollections(WEBHOOK_COLLECTIONS);
   const docs: DeliveryDoc[] = [];
   const attempts: AttemptDoc[] = [];
@@ -76,7 +97,12 @@ export async function seedDeliveries(readStore: ReadStore, endpoint: SeededEndpo
       eventType,
       position: seeded.position,
       createdAt: seeded.createdAt,
-      body: JSON.stringify({ id: seeded.eventID, type: eventType, createdAt: seeded.createdAt, data: { operationID: `op_${String(seeded.position).padStart(32, '0')}` } }),
+      body: JSON.stringify({
+        id: seeded.eventID,
+        type: eventType,
+        createdAt: seeded.createdAt,
+        data: { operationID: `op_${String(seeded.position).padStart(32, '0')}` },
+      }),
       status: seeded.status,
       attempts: tried.length,
       nextAttemptAt: seeded.nextAttemptAt ?? Date.parse(seeded.createdAt),

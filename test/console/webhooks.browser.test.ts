@@ -8,7 +8,16 @@ import { Webhook } from 'standardwebhooks';
 import { getDelivery, deliveryID } from '../../src/webhooks/deliveries.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
-import { ARTIFACTS, SAVE_ARTIFACTS, browserSuite, closeContexts, DOCS, launchChromium, logIn, UPDATE_DOCS } from './browser.ts';
+import {
+  ARTIFACTS,
+  SAVE_ARTIFACTS,
+  browserSuite,
+  closeContexts,
+  DOCS,
+  launchChromium,
+  logIn,
+  UPDATE_DOCS,
+} from './browser.ts';
 import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } from './console-client.ts';
 
 /**
@@ -21,8 +30,13 @@ import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } f
  */
 const PHONE_WIDTH = 390;
 /** Fast retries, so that the receiver's one refusal is retried at once. */
-const ENV = { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_RETRY_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_TIMEOUT_MS: '5000' };
-
+const ENV = {
+  WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true',
+  WEBHOOK_RETRY_BASE_MS: '20',
+  WEBHOOK_RETRY_MAX_MS: '200',
+  WEBHOOK_POLL_INTERVAL_MS: '100',
+  WEBHOOK_TIMEOUT_MS: '5000',
+};
 
 const { suite, title } = browserSuite('webhook pages in a browser');
 
@@ -47,11 +61,16 @@ const loginAs = (email: string, password: string): Promise<Page> => logIn(browse
 
 /** Reloads until the locator is there: the delivery log follows the dispatcher. */
 async function reloadUntil(page: Page, locator: Locator): Promise<void> {
-  await expect.poll(async () => {
-    if ((await locator.count()) > 0) return true;
-    await page.reload();
-    return (await locator.count()) > 0;
-  }, { timeout: 15_000 }).toBe(true);
+  await expect
+    .poll(
+      async () => {
+        if ((await locator.count()) > 0) return true;
+        await page.reload();
+        return (await locator.count()) > 0;
+      },
+      { timeout: 15_000 },
+    )
+    .toBe(true);
 }
 
 suite(title, () => {
@@ -80,12 +99,16 @@ suite(title, () => {
     await maker.getByLabel('URL').fill('http://hooks.example.com/in');
     await maker.getByRole('button', { name: 'Register endpoint' }).click();
     await maker.locator('#form-errors').waitFor();
-    expect(await maker.locator('.field-error').allTextContents()).toEqual(['The URL must use https.', expect.stringContaining('The events must name at least one event type')]);
+    expect(await maker.locator('.field-error').allTextContents()).toEqual([
+      'The URL must use https.',
+      expect.stringContaining('The events must name at least one event type'),
+    ]);
     await shot(maker, 'webhook-1-register-errors');
 
     const url = receiver.url;
     await maker.getByLabel('URL').fill(url);
-    for (const type of ['operation.approved', 'operation.completed', 'operation.failed']) await maker.getByLabel(type).check();
+    for (const type of ['operation.approved', 'operation.completed', 'operation.failed'])
+      await maker.getByLabel(type).check();
     await maker.getByRole('button', { name: 'Register endpoint' }).click();
     await maker.locator('.notice.ok', { hasText: 'Endpoint registered' }).waitFor();
     const endpointID = /\/console\/webhooks\/(whe_[A-Za-z0-9_-]{16})$/.exec(maker.url())![1]!;
@@ -96,7 +119,15 @@ suite(title, () => {
     await checker.goto('/console/webhooks');
     const row = checker.locator(`tr[data-endpoint-id="${endpointID}"]`);
     // The list is a read model: it shows the endpoint once the projection has it.
-    await expect.poll(async () => { await checker.reload(); return row.count(); }, { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(
+        async () => {
+          await checker.reload();
+          return row.count();
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(1);
     await shot(checker, 'webhook-3-checker-pending');
     await row.getByRole('button', { name: 'Approve' }).click();
     await checker.locator('.notice.ok', { hasText: `${dist.makerEmail} will see its signing secret once` }).waitFor();
@@ -121,25 +152,40 @@ suite(title, () => {
     // A real operation: created with an API key, approved by the checker, executed. The receiver refuses the
     // first delivery of its completion once (503), so the log has a retry to show.
     let refused = false;
-    receiver.respond((request) => (request.json.type === 'operation.completed' && !refused ? ((refused = true), 503) : 200));
+    receiver.respond((request) =>
+      request.json.type === 'operation.completed' && !refused ? ((refused = true), 503) : 200,
+    );
     const { apiKey } = await dist.key({ label: 'ERP integration' });
     const phone = await sys.individual('+2348123456790', 'Ada Obi');
     const operationID = await createCashIn(sys, dist.ref.id, apiKey, phone, '250.00', 'Invoice 1042');
     const checkerUser = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-    await decideOperation(sys.backOffice, actingUser(checkerUser), operationID, { type: 'approve' }, userContext(checkerUser, randomUUID()));
+    await decideOperation(
+      sys.backOffice,
+      actingUser(checkerUser),
+      operationID,
+      { type: 'approve' },
+      userContext(checkerUser, randomUUID()),
+    );
     await waitForStatus(sys, operationID, 'completed', 15_000);
     await waitFor(() => receiver.received.filter((r) => r.json.type === 'operation.completed').length >= 2, 15_000);
     const completed = receiver.received.filter((r) => r.json.type === 'operation.completed');
     const eventID = completed[0]!.json.id;
     expect(completed[1]!.json.id).toBe(eventID);
     expect(completed[0]!.json.data.operation?.operationID).toBe(operationID);
-    expect(new Webhook(secret).verify(completed[1]!.body, Object.fromEntries(Object.entries(completed[1]!.headers).map(([k, v]) => [k, String(v)])))).toEqual(completed[1]!.json);
+    expect(
+      new Webhook(secret).verify(
+        completed[1]!.body,
+        Object.fromEntries(Object.entries(completed[1]!.headers).map(([k, v]) => [k, String(v)])),
+      ),
+    ).toEqual(completed[1]!.json);
     const approvedEventID = (await receiver.waitForType('operation.approved')).json.id;
 
     await maker.locator(`tr[data-endpoint-id="${endpointID}"]`).getByRole('link', { name: 'Deliveries' }).click();
     const log = maker.locator('table.deliveries');
     await reloadUntil(maker, log.locator(`tr[data-event-id="${eventID}"]`, { hasText: 'Delivered' }));
-    expect(await log.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')))).toEqual([eventID, approvedEventID]);
+    expect(
+      await log.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id'))),
+    ).toEqual([eventID, approvedEventID]);
     const logRow = log.locator(`tr[data-event-id="${eventID}"]`);
     expect(await logRow.textContent()).toContain('operation.completed');
     expect(await logRow.textContent()).toContain('HTTP 200');

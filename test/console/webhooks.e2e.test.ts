@@ -44,7 +44,11 @@ const checker = () => as(dist.checkerEmail, CHECKER_PASSWORD);
 const SECRET = /whsec_[A-Za-z0-9+/]{43}=/;
 
 /** Registers an endpoint in the console as the maker; returns its id. */
-async function register(client: ConsoleClient, url: string, eventTypes: string[] = ['operation.completed', 'payment.received']): Promise<string> {
+async function register(
+  client: ConsoleClient,
+  url: string,
+  eventTypes: string[] = ['operation.completed', 'payment.received'],
+): Promise<string> {
   await client.get('/console/webhooks/new');
   const page = await client.post('/console/webhooks', { url, eventTypes });
   expect(page.status, page.text).toBe(303);
@@ -60,18 +64,25 @@ async function approve(endpointID: string): Promise<ConsoleClient> {
   return client;
 }
 
-const endpointDoc = (endpointID: string) => sys.system.stores.readStore.get<WebhookEndpointDoc>(WEBHOOK_ENDPOINTS_COLLECTION.name, endpointID);
+const endpointDoc = (endpointID: string) =>
+  sys.system.stores.readStore.get<WebhookEndpointDoc>(WEBHOOK_ENDPOINTS_COLLECTION.name, endpointID);
 
 /** An active endpoint of the party, with the delivery consumer's route for it. */
 async function activeEndpoint(url: string): Promise<SeededEndpoint> {
   const id = await register(await maker(), url);
   await approve(id);
-  const endpoint: SeededEndpoint = { id, party: dist.ref, url, eventTypes: ['operation.completed', 'payment.received'] };
+  const endpoint: SeededEndpoint = {
+    id,
+    party: dist.ref,
+    url,
+    eventTypes: ['operation.completed', 'payment.received'],
+  };
   await seedRoute(sys.system.stores.readStore, endpoint);
   return endpoint;
 }
 
-const delivery = (endpointID: string, eventID: string) => getDelivery(sys.system.stores.readStore, deliveryID(endpointID, eventID)) as Promise<DeliveryDoc>;
+const delivery = (endpointID: string, eventID: string) =>
+  getDelivery(sys.system.stores.readStore, deliveryID(endpointID, eventID)) as Promise<DeliveryDoc>;
 const minutesAgo = (minutes: number) => new Date(clock().getTime() - minutes * 60_000).toISOString();
 
 beforeAll(async () => {
@@ -97,7 +108,10 @@ describe('registering an endpoint', () => {
     expect(page.text).toContain('id="eventTypes-error"');
     expect(page.text).toContain('aria-invalid="true"');
     expect(page.text).toContain('value="http://hooks.example.com/in"'); // kept for the correction
-    const unknown = await client.post('/console/webhooks', { url: 'https://hooks.example.com/in', eventTypes: ['operation.completed', 'wallet.emptied'] });
+    const unknown = await client.post('/console/webhooks', {
+      url: 'https://hooks.example.com/in',
+      eventTypes: ['operation.completed', 'wallet.emptied'],
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.text).toContain('unknown event type &quot;wallet.emptied&quot;');
     expect(unknown.text).not.toContain('id="url-error"');
@@ -105,7 +119,10 @@ describe('registering an endpoint', () => {
 
   it('when a maker registers an endpoint, then its page shows it awaiting a checker, the list shows it, and the maker cannot approve it', async () => {
     const client = await maker();
-    const endpointID = await register(client, 'https://hooks.example.com/wallet-ops?source=console', ['operation.failed', 'operation.completed']);
+    const endpointID = await register(client, 'https://hooks.example.com/wallet-ops?source=console', [
+      'operation.failed',
+      'operation.completed',
+    ]);
     const page = await client.get(`/console/webhooks/${endpointID}`);
     expect(page.status).toBe(200);
     expect(page.text).toContain('Endpoint registered');
@@ -131,7 +148,14 @@ describe('registering an endpoint', () => {
   it('when a checker registers, then it is refused with 403', async () => {
     const client = await checker();
     expect((await client.get('/console/webhooks/new')).status).toBe(403);
-    expect((await client.post('/console/webhooks', { url: 'https://hooks.example.com/x', eventTypes: 'operation.completed' })).status).toBe(403);
+    expect(
+      (
+        await client.post('/console/webhooks', {
+          url: 'https://hooks.example.com/x',
+          eventTypes: 'operation.completed',
+        })
+      ).status,
+    ).toBe(403);
   });
 
   it('when a user with both roles registers an endpoint, then their approve control is disabled and the server refuses it anyway', async () => {
@@ -162,8 +186,16 @@ describe('approval and the signing secret', () => {
     expect(first.text).toContain('<dialog class="secret" open data-modal');
     const shown = new RegExp(`value="(${SECRET.source})"`).exec(first.text)?.[1];
     expect(shown).toBeDefined();
-    const [approval] = (await sys.system.stores.eventStore.readStream(streams.webhookEndpoint(endpointID))).filter((e) => e.type === 'WebhookEndpointApproved');
-    expect(openWebhookSecret(embeddedSecretsKey(sys.config.DATA_DIR), endpointID, (approval!.data as WebhookEndpointApproved['data']).secret)).toBe(shown);
+    const [approval] = (await sys.system.stores.eventStore.readStream(streams.webhookEndpoint(endpointID))).filter(
+      (e) => e.type === 'WebhookEndpointApproved',
+    );
+    expect(
+      openWebhookSecret(
+        embeddedSecretsKey(sys.config.DATA_DIR),
+        endpointID,
+        (approval!.data as WebhookEndpointApproved['data']).secret,
+      ),
+    ).toBe(shown);
 
     const again = await makerClient.get('/console/webhooks');
     expect(again.text).not.toContain(shown!);
@@ -202,7 +234,10 @@ describe('disabling', () => {
 
   it('when the delivery consumer disabled an endpoint after a day of failures, then its page, the list and the dashboard say so', async () => {
     const { id, url } = await activeEndpoint('https://hooks.example.com/always-down');
-    await disableWebhookEndpointBySystem(sys.backOffice, id, 'every delivery failed for 24 hours (last: HTTP 503)', { actor: 'system:webhooks', correlationId: 'test' });
+    await disableWebhookEndpointBySystem(sys.backOffice, id, 'every delivery failed for 24 hours (last: HTTP 503)', {
+      actor: 'system:webhooks',
+      correlationId: 'test',
+    });
     const client = await checker();
     const page = await client.get(`/console/webhooks/${id}`);
     expect(page.text).toContain('Disabled automatically after a day of failed deliveries');
@@ -222,16 +257,24 @@ describe('the delivery log', () => {
   const eventTime = (i: number) => new Date(seededAt - (60 - i) * 60_000).toISOString();
   beforeAll(async () => {
     endpoint = await activeEndpoint('https://hooks.example.com/log');
-    await seedDeliveries(sys.system.stores.readStore, endpoint, Array.from({ length: 30 }, (_, i) => ({
-      eventID: `evt_log${String(i).padStart(3, '0')}`,
-      position: 1000 + i,
-      createdAt: eventTime(i),
-      status: i === 29 ? 'pending' : i === 28 ? 'failed' : 'delivered',
-      nextAttemptAt: clock().getTime() + 60_000,
-      attempts: i === 29
-        ? [{ statusCode: 500, responseBody: `<script>alert(1)</script>${'x'.repeat(900)}`, at: minutesAgo(1) }, { statusCode: null, error: 'connect ECONNREFUSED 203.0.113.9:443', at: minutesAgo(0.5), durationMs: 3 }]
-        : [{ statusCode: i === 28 ? 410 : 200, responseBody: 'ok', at: minutesAgo(59 - i) }],
-    })));
+    await seedDeliveries(
+      sys.system.stores.readStore,
+      endpoint,
+      Array.from({ length: 30 }, (_, i) => ({
+        eventID: `evt_log${String(i).padStart(3, '0')}`,
+        position: 1000 + i,
+        createdAt: eventTime(i),
+        status: i === 29 ? 'pending' : i === 28 ? 'failed' : 'delivered',
+        nextAttemptAt: clock().getTime() + 60_000,
+        attempts:
+          i === 29
+            ? [
+                { statusCode: 500, responseBody: `<script>alert(1)</script>${'x'.repeat(900)}`, at: minutesAgo(1) },
+                { statusCode: null, error: 'connect ECONNREFUSED 203.0.113.9:443', at: minutesAgo(0.5), durationMs: 3 },
+              ]
+            : [{ statusCode: i === 28 ? 410 : 200, responseBody: 'ok', at: minutesAgo(59 - i) }],
+      })),
+    );
   });
 
   it('when a maker opens the endpoint, then the deliveries show newest first, 25 a page, with status, attempts, last response, last error and next attempt', async () => {
@@ -250,12 +293,20 @@ describe('the delivery log', () => {
     expect(row).not.toContain('203.0.113.9');
     expect(row).toContain('no answer');
     expect(row).toMatch(/<td class="num" data-label="Attempts">2<\/td>/);
-    expect(row).toContain(`datetime="${new Date((await delivery(endpoint.id, 'evt_log029')).nextAttemptAt).toISOString()}"`); // the next attempt
+    expect(row).toContain(
+      `datetime="${new Date((await delivery(endpoint.id, 'evt_log029')).nextAttemptAt).toISOString()}"`,
+    ); // the next attempt
     const failed = page.text.slice(page.text.indexOf('data-event-id="evt_log028"'));
     expect(failed.slice(0, failed.indexOf('</tr>'))).toMatch(/Failed[\s\S]*HTTP 410/);
     expect(page.text).toContain('1–25 of 30');
     const older = await client.get(`/console/webhooks/${endpoint.id}?offset=25`);
-    expect([...older.text.matchAll(/<tr data-event-id="([^"]+)"/g)].map((m) => m[1])).toEqual(['evt_log004', 'evt_log003', 'evt_log002', 'evt_log001', 'evt_log000']);
+    expect([...older.text.matchAll(/<tr data-event-id="([^"]+)"/g)].map((m) => m[1])).toEqual([
+      'evt_log004',
+      'evt_log003',
+      'evt_log002',
+      'evt_log001',
+      'evt_log000',
+    ]);
   });
 
   it('when a maker opens a delivery, then every attempt shows with its time, duration, status code, truncated and escaped body, and error', async () => {
@@ -282,7 +333,9 @@ describe('the delivery log', () => {
     expect(after.status).toBe('pending');
     expect(after.redeliveredBy).toMatch(/^[0-9a-f-]{36}$/);
     expect(Math.abs(after.nextAttemptAt - clock().getTime())).toBeLessThan(60_000);
-    expect((await client.get(`/console/webhooks/${endpoint.id}`)).text).toContain('Event evt_log010 queued for redelivery');
+    expect((await client.get(`/console/webhooks/${endpoint.id}`)).text).toContain(
+      'Event evt_log010 queued for redelivery',
+    );
 
     const since = eventTime(26).slice(0, 19); // events 26 to 29 (the field has whole seconds)
     const bulk = await client.post(`/console/webhooks/${endpoint.id}/redeliver`, { since });
@@ -306,16 +359,28 @@ describe('the delivery log', () => {
     const client = await checker();
     expect((await client.get(`/console/webhooks/${endpoint.id}`)).text).not.toContain('/redeliver"');
     expect((await client.post(`/console/webhooks/${endpoint.id}/deliveries/evt_log001/redeliver`)).status).toBe(403);
-    expect((await client.post(`/console/webhooks/${endpoint.id}/redeliver`, { since: minutesAgo(120) })).status).toBe(403);
+    expect((await client.post(`/console/webhooks/${endpoint.id}/redeliver`, { since: minutesAgo(120) })).status).toBe(
+      403,
+    );
     expect((await delivery(endpoint.id, 'evt_log001')).status).toBe('delivered');
   });
 
   it('when the endpoint is disabled, then redelivery is refused with 409 and its controls are gone', async () => {
     const disabled = await activeEndpoint('https://hooks.example.com/disabled-log');
-    await seedDeliveries(sys.system.stores.readStore, disabled, [{ eventID: 'evt_gone', position: 2000, createdAt: minutesAgo(5), status: 'failed', attempts: [{ statusCode: 503, at: minutesAgo(4) }] }]);
+    await seedDeliveries(sys.system.stores.readStore, disabled, [
+      {
+        eventID: 'evt_gone',
+        position: 2000,
+        createdAt: minutesAgo(5),
+        status: 'failed',
+        attempts: [{ statusCode: 503, at: minutesAgo(4) }],
+      },
+    ]);
     const client = await maker();
     await client.get(`/console/webhooks/${disabled.id}/disable`);
-    expect((await client.post(`/console/webhooks/${disabled.id}/disable`, { reason: 'receiver retired' })).status).toBe(303);
+    expect((await client.post(`/console/webhooks/${disabled.id}/disable`, { reason: 'receiver retired' })).status).toBe(
+      303,
+    );
     // The delivery consumer may not have seen the disabling yet: its route still says active.
     const page = await client.get(`/console/webhooks/${disabled.id}`);
     expect(page.text).toContain('data-event-id="evt_gone"');
@@ -323,7 +388,9 @@ describe('the delivery log', () => {
     const one = await client.post(`/console/webhooks/${disabled.id}/deliveries/evt_gone/redeliver`);
     expect(one.status).toBe(409);
     expect(one.text).toContain('This endpoint is disabled');
-    expect((await client.post(`/console/webhooks/${disabled.id}/redeliver`, { since: minutesAgo(60) })).status).toBe(409);
+    expect((await client.post(`/console/webhooks/${disabled.id}/redeliver`, { since: minutesAgo(60) })).status).toBe(
+      409,
+    );
     expect((await delivery(disabled.id, 'evt_gone')).status).toBe('failed');
   });
 
@@ -340,7 +407,15 @@ describe('other parties, administrators and malformed requests', () => {
   let endpoint: SeededEndpoint;
   beforeAll(async () => {
     endpoint = await activeEndpoint('https://hooks.example.com/private');
-    await seedDeliveries(sys.system.stores.readStore, endpoint, [{ eventID: 'evt_private', position: 3000, createdAt: minutesAgo(3), status: 'delivered', attempts: [{ statusCode: 200, at: minutesAgo(2) }] }]);
+    await seedDeliveries(sys.system.stores.readStore, endpoint, [
+      {
+        eventID: 'evt_private',
+        position: 3000,
+        createdAt: minutesAgo(3),
+        status: 'delivered',
+        attempts: [{ statusCode: 200, at: minutesAgo(2) }],
+      },
+    ]);
   });
 
   it('when a user of another party looks or acts, then the endpoint is not found (404), never listed, and nothing changes', async () => {
@@ -354,9 +429,15 @@ describe('other parties, administrators and malformed requests', () => {
     }
     expect((await rivalMaker.get(`/console/webhooks/${endpoint.id}`)).status).toBe(404);
     expect((await rivalMaker.get(`/console/webhooks/${endpoint.id}/deliveries/evt_private`)).status).toBe(404);
-    expect((await rivalMaker.post(`/console/webhooks/${endpoint.id}/deliveries/evt_private/redeliver`)).status).toBe(404);
-    expect((await rivalMaker.post(`/console/webhooks/${endpoint.id}/redeliver`, { since: minutesAgo(60) })).status).toBe(404);
-    expect((await rivalMaker.post(`/console/webhooks/${endpoint.id}/disable`, { reason: 'mine now' })).status).toBe(404);
+    expect((await rivalMaker.post(`/console/webhooks/${endpoint.id}/deliveries/evt_private/redeliver`)).status).toBe(
+      404,
+    );
+    expect(
+      (await rivalMaker.post(`/console/webhooks/${endpoint.id}/redeliver`, { since: minutesAgo(60) })).status,
+    ).toBe(404);
+    expect((await rivalMaker.post(`/console/webhooks/${endpoint.id}/disable`, { reason: 'mine now' })).status).toBe(
+      404,
+    );
     const pending = await register(await maker(), 'https://hooks.example.com/pending-private');
     expect((await rivalChecker.post(`/console/webhooks/${pending}/approve`)).status).toBe(404);
     expect((await rivalChecker.post(`/console/webhooks/${pending}/reject`)).status).toBe(404);
@@ -387,7 +468,12 @@ describe('other parties, administrators and malformed requests', () => {
       expect(page.text).not.toContain('<img src=x');
     }
     await client.get('/console/webhooks');
-    for (const path of [`/console/webhooks/${hostile}/disable`, `/console/webhooks/${hostile}/redeliver`, `/console/webhooks/${endpoint.id}/deliveries/${hostile}/redeliver`, `/console/webhooks/${endpoint.id}/deliveries/evt_unknown/redeliver`]) {
+    for (const path of [
+      `/console/webhooks/${hostile}/disable`,
+      `/console/webhooks/${hostile}/redeliver`,
+      `/console/webhooks/${endpoint.id}/deliveries/${hostile}/redeliver`,
+      `/console/webhooks/${endpoint.id}/deliveries/evt_unknown/redeliver`,
+    ]) {
       const page = await client.post(path, { reason: 'x', since: minutesAgo(1) });
       expect(page.status, path).toBe(404);
     }
@@ -396,19 +482,30 @@ describe('other parties, administrators and malformed requests', () => {
   it('when form bodies are malformed, then the console answers with its own pages: 400, 403 or 413, never a 500', async () => {
     const client = await maker();
     await client.get('/console/webhooks/new');
-    const repeated = await client.post('/console/webhooks', { url: ['https://a.example.com/', 'https://b.example.com/'], eventTypes: 'operation.completed' });
+    const repeated = await client.post('/console/webhooks', {
+      url: ['https://a.example.com/', 'https://b.example.com/'],
+      eventTypes: 'operation.completed',
+    });
     expect(repeated.status).toBe(400);
     expect(repeated.text).toContain('id="url-error"');
-    const huge = await client.post('/console/webhooks', { url: `https://hooks.example.com/${'a'.repeat(20_000)}`, eventTypes: 'operation.completed' });
+    const huge = await client.post('/console/webhooks', {
+      url: `https://hooks.example.com/${'a'.repeat(20_000)}`,
+      eventTypes: 'operation.completed',
+    });
     expect(huge.status).toBe(413);
     expect(huge.text).toContain('Too large');
     await client.get('/console/webhooks/new'); // the 413 page, read before the session, carries no form token
-    const long = await client.post('/console/webhooks', { url: `https://hooks.example.com/${'a'.repeat(3000)}`, eventTypes: 'operation.completed' });
+    const long = await client.post('/console/webhooks', {
+      url: `https://hooks.example.com/${'a'.repeat(3000)}`,
+      eventTypes: 'operation.completed',
+    });
     expect(long.status).toBe(400);
     expect(long.text).toContain('at most 2048 characters');
     const garbled = await client.post('/console/webhooks', {}, { 'content-type': 'application/x-www-form-urlencoded' });
     expect(garbled.status).toBe(400);
-    const noToken = await client.post(`/console/webhooks/${endpoint.id}/deliveries/evt_private/redeliver`, { _csrf: null });
+    const noToken = await client.post(`/console/webhooks/${endpoint.id}/deliveries/evt_private/redeliver`, {
+      _csrf: null,
+    });
     expect(noToken.status).toBe(403);
     expect((await delivery(endpoint.id, 'evt_private')).status).toBe('delivered');
   });
@@ -419,19 +516,31 @@ describe('logs', () => {
     const lines: string[] = [];
     const dir = tempDir();
     const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'trace' });
-    const system = await buildWalletOps(config, createLogger('trace', { write: (line: string) => void lines.push(line) }), undefined, PARTS);
+    const system = await buildWalletOps(
+      config,
+      createLogger('trace', { write: (line: string) => void lines.push(line) }),
+      undefined,
+      PARTS,
+    );
     const server = await new Promise<Server>((resolve) => {
       const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
     });
     try {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const backOffice = { store: system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
-      const { partyID } = await onboardParty(backOffice, { partyType: 'merchant', name: 'Hook Shop', shortCode: '77003' }, { actor: 'operator:test', correlationId: 'c' });
+      const { partyID } = await onboardParty(
+        backOffice,
+        { partyType: 'merchant', name: 'Hook Shop', shortCode: '77003' },
+        { actor: 'operator:test', correlationId: 'c' },
+      );
       const party = { type: 'merchant' as const, id: partyID };
       const makerClient = new ConsoleClient(baseUrl);
       await makerClient.loginOk(await extraUser(backOffice, party, ['maker'], 'log-maker'), OTHER_PASSWORD);
       await makerClient.get('/console/webhooks/new');
-      const registered = await makerClient.post('/console/webhooks', { url: 'https://hooks.example.com/logged', eventTypes: 'operation.completed' });
+      const registered = await makerClient.post('/console/webhooks', {
+        url: 'https://hooks.example.com/logged',
+        eventTypes: 'operation.completed',
+      });
       const endpointID = registered.location!.split('/').at(-1)!;
       const checkerClient = new ConsoleClient(baseUrl);
       await checkerClient.loginOk(await extraUser(backOffice, party, ['checker'], 'log-checker'), OTHER_PASSWORD);

@@ -55,7 +55,11 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
     };
     /** Appends events carrying data {seq} for seq in [from, to). */
     const appendSeq = (stream: string, from: number, to: number, expected: ExpectedRevision = 'any', on = store) =>
-      on.append(stream, range(from, to).map((seq) => event('Seq', { seq })), expected);
+      on.append(
+        stream,
+        range(from, to).map((seq) => event('Seq', { seq })),
+        expected,
+      );
     const readMine = async (options: Parameters<EventStore['readAll']>[0] = {}) =>
       store.readAll({ ...options, filter: { ...options.filter, streamPrefixes: [ns] } });
 
@@ -79,7 +83,12 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
       });
 
       it('given no stream, when appending with stream_exists, then it fails with actual no_stream', async () => {
-        await expectWrongVersion(store.append(s('a'), [event('X')], 'stream_exists'), s('a'), 'stream_exists', 'no_stream');
+        await expectWrongVersion(
+          store.append(s('a'), [event('X')], 'stream_exists'),
+          s('a'),
+          'stream_exists',
+          'no_stream',
+        );
         expect(await store.readStream(s('a'))).toEqual([]);
       });
 
@@ -209,20 +218,32 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
       });
 
       it('when reading backwards, then events come newest first', async () => {
-        expect((await store.readStream(s('acc-1'), { direction: 'backwards' })).map((e) => e.revision)).toEqual([5, 4, 3, 2, 1, 0]);
+        expect((await store.readStream(s('acc-1'), { direction: 'backwards' })).map((e) => e.revision)).toEqual([
+          5, 4, 3, 2, 1, 0,
+        ]);
       });
 
       it('when reading from a revision, then that revision is included, in either direction', async () => {
         expect((await store.readStream(s('acc-1'), { fromRevision: 2 })).map((e) => e.revision)).toEqual([2, 3, 4, 5]);
-        expect((await store.readStream(s('acc-1'), { fromRevision: 2, direction: 'backwards' })).map((e) => e.revision)).toEqual([2, 1, 0]);
+        expect(
+          (await store.readStream(s('acc-1'), { fromRevision: 2, direction: 'backwards' })).map((e) => e.revision),
+        ).toEqual([2, 1, 0]);
         expect(await store.readStream(s('acc-1'), { fromRevision: 6 })).toEqual([]);
       });
 
       it('when reading with maxCount, then at most that many events come back, from the start point', async () => {
         expect((await store.readStream(s('acc-1'), { maxCount: 2 })).map((e) => e.revision)).toEqual([0, 1]);
-        expect((await store.readStream(s('acc-1'), { maxCount: 2, direction: 'backwards' })).map((e) => e.revision)).toEqual([5, 4]);
-        expect((await store.readStream(s('acc-1'), { fromRevision: 3, maxCount: 2, direction: 'backwards' })).map((e) => e.revision)).toEqual([3, 2]);
-        expect((await store.readStream(s('acc-1'), { fromRevision: 4, maxCount: 10 })).map((e) => e.revision)).toEqual([4, 5]);
+        expect(
+          (await store.readStream(s('acc-1'), { maxCount: 2, direction: 'backwards' })).map((e) => e.revision),
+        ).toEqual([5, 4]);
+        expect(
+          (await store.readStream(s('acc-1'), { fromRevision: 3, maxCount: 2, direction: 'backwards' })).map(
+            (e) => e.revision,
+          ),
+        ).toEqual([3, 2]);
+        expect((await store.readStream(s('acc-1'), { fromRevision: 4, maxCount: 10 })).map((e) => e.revision)).toEqual([
+          4, 5,
+        ]);
       });
     });
 
@@ -231,10 +252,15 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
       beforeEach(async () => {
         positions = [];
         const plan: Array<[string, string]> = [
-          ['wallet-1', 'Opened'], ['wallet-2', 'Opened'], ['payment-1', 'Requested'],
-          ['wallet-1', 'Credited'], ['payment-1', 'Settled'], ['wallet-2', 'Debited'],
+          ['wallet-1', 'Opened'],
+          ['wallet-2', 'Opened'],
+          ['payment-1', 'Requested'],
+          ['wallet-1', 'Credited'],
+          ['payment-1', 'Settled'],
+          ['wallet-2', 'Debited'],
         ];
-        for (const [stream, type] of plan) positions.push((await store.append(s(stream), [event(type)], 'any')).position);
+        for (const [stream, type] of plan)
+          positions.push((await store.append(s(stream), [event(type)], 'any')).position);
       });
       const shape = (events: RecordedEvent[]) => events.map((e) => `${e.stream.slice(ns.length)}:${e.type}`);
 
@@ -254,27 +280,39 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
         expect(events).toHaveLength(3);
         expect(events[0]!.position).toBe(positions[2]);
         expectStrictlyIncreasing(events.map((e) => e.position));
-        expect((await readMine({ fromPosition: positions[2], maxCount: 2 })).map((e) => e.position)).toEqual(positions.slice(2, 4));
+        expect((await readMine({ fromPosition: positions[2], maxCount: 2 })).map((e) => e.position)).toEqual(
+          positions.slice(2, 4),
+        );
       });
 
       it('when filtering by event type, then only those types come back', async () => {
         expect(shape(await readMine({ filter: { eventTypes: ['Opened', 'Settled'] } }))).toEqual([
-          'wallet-1:Opened', 'wallet-2:Opened', 'payment-1:Settled',
+          'wallet-1:Opened',
+          'wallet-2:Opened',
+          'payment-1:Settled',
         ]);
       });
 
       it('when filtering by stream prefixes, then only streams starting with one of them come back', async () => {
         const events = await store.readAll({ filter: { streamPrefixes: [s('payment-'), s('wallet-2')] } });
-        expect(shape(events)).toEqual(['wallet-2:Opened', 'payment-1:Requested', 'payment-1:Settled', 'wallet-2:Debited']);
+        expect(shape(events)).toEqual([
+          'wallet-2:Opened',
+          'payment-1:Requested',
+          'payment-1:Settled',
+          'wallet-2:Debited',
+        ]);
       });
 
       it('when filtering by prefix and type together, then both must match', async () => {
-        const events = await store.readAll({ filter: { streamPrefixes: [s('wallet-')], eventTypes: ['Opened', 'Settled'] } });
+        const events = await store.readAll({
+          filter: { streamPrefixes: [s('wallet-')], eventTypes: ['Opened', 'Settled'] },
+        });
         expect(shape(events)).toEqual(['wallet-1:Opened', 'wallet-2:Opened']);
       });
 
       it('when a prefix holds pattern characters or non-ASCII text, then it is matched literally', async () => {
-        for (const name of ['a_b-1', 'axb-1', 'a%c-1', 'abc-1', 'é😀-1', 'é-1']) await store.append(s(name), [event('X')], 'any');
+        for (const name of ['a_b-1', 'axb-1', 'a%c-1', 'abc-1', 'é😀-1', 'é-1'])
+          await store.append(s(name), [event('X')], 'any');
         const streamsFor = async (prefix: string) =>
           (await store.readAll({ filter: { streamPrefixes: [s(prefix)] } })).map((e) => e.stream.slice(ns.length));
         expect(await streamsFor('a_')).toEqual(['a_b-1']);
@@ -287,8 +325,19 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
     describe('event content', () => {
       it('when an event is stored, then its id, type, data and metadata read back unchanged', async () => {
         const id = randomUUID();
-        const data = { amount: '1250.50', currency: 'KES', lines: [1, 2.5, -3], nested: { ok: true, none: null }, text: 'é "q" \\ 😀' };
-        const metadata = { correlationId: randomUUID(), causationId: randomUUID(), actor: 'operator:alice', reason: 'test' };
+        const data = {
+          amount: '1250.50',
+          currency: 'KES',
+          lines: [1, 2.5, -3],
+          nested: { ok: true, none: null },
+          text: 'é "q" \\ 😀',
+        };
+        const metadata = {
+          correlationId: randomUUID(),
+          causationId: randomUUID(),
+          actor: 'operator:alice',
+          reason: 'test',
+        };
         const before = Date.now();
         await store.append(s('a'), [{ id, type: 'Credited', data, metadata }], 'no_stream');
         const [stored] = await store.readStream(s('a'));
@@ -300,7 +349,14 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
       });
 
       it('when an event has no metadata or id, then it reads back with empty metadata and a generated uuid', async () => {
-        await store.append(s('a'), [{ type: 'X', data: 7 }, { type: 'X', data: 'text' }], 'no_stream');
+        await store.append(
+          s('a'),
+          [
+            { type: 'X', data: 7 },
+            { type: 'X', data: 'text' },
+          ],
+          'no_stream',
+        );
         const stored = await store.readStream(s('a'));
         expect(stored.map((e) => e.data)).toEqual([7, 'text']);
         for (const e of stored) {
@@ -314,20 +370,27 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
     describe('concurrent writers', () => {
       it('when two writers append with the same expected revision, then exactly one wins', async () => {
         await appendSeq(s('a'), 0, 1, 'no_stream');
-        const outcomes = await Promise.allSettled([store.append(s('a'), [event('W1')], 0), store.append(s('a'), [event('W2')], 0)]);
+        const outcomes = await Promise.allSettled([
+          store.append(s('a'), [event('W1')], 0),
+          store.append(s('a'), [event('W2')], 0),
+        ]);
         expectOneWinner(outcomes, s('a'), 1);
         expect(await store.readStream(s('a'))).toHaveLength(2);
       });
 
       it('when 20 writers append with the same expected revision, then exactly one wins and the others see its revision', async () => {
         await appendSeq(s('a'), 0, 1, 'no_stream');
-        const outcomes = await Promise.allSettled(range(0, 20).map((i) => store.append(s('a'), [event(`W${i}`), event('More')], 0)));
+        const outcomes = await Promise.allSettled(
+          range(0, 20).map((i) => store.append(s('a'), [event(`W${i}`), event('More')], 0)),
+        );
         expectOneWinner(outcomes, s('a'), 2);
         expect(await store.readStream(s('a'))).toHaveLength(3);
       });
 
       it('when 20 writers race to create the same stream, then exactly one wins', async () => {
-        const outcomes = await Promise.allSettled(range(0, 20).map((i) => store.append(s('a'), [event(`W${i}`)], 'no_stream')));
+        const outcomes = await Promise.allSettled(
+          range(0, 20).map((i) => store.append(s('a'), [event(`W${i}`)], 'no_stream')),
+        );
         expectOneWinner(outcomes, s('a'), 0);
       });
 
@@ -372,14 +435,21 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
       it('given a filter, when subscribing, then only matching stored and live events arrive', async () => {
         await store.append(s('wallet-1'), [event('Opened'), event('Credited')], 'any');
         await store.append(s('payment-1'), [event('Requested')], 'any');
-        const iterator = iterate(store.subscribeToAll({ from: 'start', filter: { streamPrefixes: [s('wallet-')], eventTypes: ['Opened', 'Debited'] } }));
+        const iterator = iterate(
+          store.subscribeToAll({
+            from: 'start',
+            filter: { streamPrefixes: [s('wallet-')], eventTypes: ['Opened', 'Debited'] },
+          }),
+        );
         const stored = await take(iterator, 1);
         await store.append(s('payment-1'), [event('Opened')], 'any');
         await store.append(s('wallet-2'), [event('Credited'), event('Opened')], 'any');
         await store.append(s('wallet-1'), [event('Debited')], 'any');
         const live = await take(iterator, 2);
         expect([...stored, ...live].map((e) => `${e.stream.slice(ns.length)}:${e.type}`)).toEqual([
-          'wallet-1:Opened', 'wallet-2:Opened', 'wallet-1:Debited',
+          'wallet-1:Opened',
+          'wallet-2:Opened',
+          'wallet-1:Debited',
         ]);
       });
 
@@ -401,10 +471,14 @@ export function describeEventStoreContract(adapterName: string, open: () => Prom
         const iterator = iterate(store.subscribeToAll({ from: 'start', filter: mine }));
         // Two writers, each waiting for its own appends: within a writer, commit order is seq order.
         const writer = async (name: string, seqs: number[]) => {
-          for (let i = 0; i < seqs.length; ) {
+          for (let i = 0; i < seqs.length;) {
             const size = [1, 7, 3, 20, 1, 12][i % 6]!;
             const batch = seqs.slice(i, i + size);
-            await store.append(s(`${name}-${i % 4}`), batch.map((seq) => event('Seq', { seq })), 'any');
+            await store.append(
+              s(`${name}-${i % 4}`),
+              batch.map((seq) => event('Seq', { seq })),
+              'any',
+            );
             i += batch.length;
           }
         };
@@ -482,7 +556,8 @@ function range(from: number, to: number): number[] {
 
 function expectStrictlyIncreasing(values: number[]): void {
   values.forEach((value, i) => {
-    if (i > 0 && !(value > values[i - 1]!)) throw new Error(`not strictly increasing at index ${i}: ${values[i - 1]} then ${value}`);
+    if (i > 0 && !(value > values[i - 1]!))
+      throw new Error(`not strictly increasing at index ${i}: ${values[i - 1]} then ${value}`);
   });
 }
 
@@ -504,7 +579,9 @@ async function expectWrongVersion(
 function expectOneWinner(outcomes: Array<PromiseSettledResult<unknown>>, stream: string, winnerRevision: number): void {
   const won = outcomes.filter((o) => o.status === 'fulfilled');
   expect(won).toHaveLength(1);
-  expect((won[0] as PromiseFulfilledResult<{ nextExpectedRevision: number }>).value.nextExpectedRevision).toBe(winnerRevision);
+  expect((won[0] as PromiseFulfilledResult<{ nextExpectedRevision: number }>).value.nextExpectedRevision).toBe(
+    winnerRevision,
+  );
   for (const outcome of outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected')) {
     expect(outcome.reason).toBeInstanceOf(WrongExpectedVersionError);
     expect(outcome.reason).toMatchObject({ stream, actual: winnerRevision });

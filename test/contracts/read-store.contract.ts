@@ -32,7 +32,8 @@ export function describeReadStoreContract(
 
     const upsert = (collection: string, ...docs: Document[]) =>
       store.commit(docs.map((doc): Write => ({ op: 'upsert', collection, doc })));
-    const findIds = async (collection: string, query?: FindQuery) => (await store.find(collection, query)).map((d) => d.id);
+    const findIds = async (collection: string, query?: FindQuery) =>
+      (await store.find(collection, query)).map((d) => d.id);
     const sortedIds = async (collection: string, query?: FindQuery) => (await findIds(collection, query)).sort();
 
     describe('collections', () => {
@@ -40,14 +41,29 @@ export function describeReadStoreContract(
         await upsert('wallets', { id: 'w1', ownerType: 'agent', balance: 5, phone: '+254700000001' });
         await store.defineCollections(COLLECTIONS);
         await store.defineCollections(COLLECTIONS);
-        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', ownerType: 'agent', balance: 5, phone: '+254700000001' });
-        expect(await findIds('wallets', { where: { ownerType: 'agent' }, sort: [['balance', 'asc'], ['id', 'asc']] })).toEqual(['w1']);
+        expect(await store.get('wallets', 'w1')).toEqual({
+          id: 'w1',
+          ownerType: 'agent',
+          balance: 5,
+          phone: '+254700000001',
+        });
+        expect(
+          await findIds('wallets', {
+            where: { ownerType: 'agent' },
+            sort: [
+              ['balance', 'asc'],
+              ['id', 'asc'],
+            ],
+          }),
+        ).toEqual(['w1']);
         expect(await store.count('wallets', { search: { text: '0001', fields: ['phone'] } })).toBe(1);
       });
 
       it('given a collection, when it is redefined with another index and search field, then the new search field is usable', async () => {
         await upsert('entries', { id: 'e1', group: 1, label: 'Opening float' });
-        await store.defineCollections([{ ...ENTRIES, indexes: [...ENTRIES.indexes!, ['label']], searchFields: ['label'] }]);
+        await store.defineCollections([
+          { ...ENTRIES, indexes: [...ENTRIES.indexes!, ['label']], searchFields: ['label'] },
+        ]);
         expect(await findIds('entries', { search: { text: 'FLOAT', fields: ['label'] } })).toEqual(['e1']);
       });
 
@@ -68,7 +84,7 @@ export function describeReadStoreContract(
           count: 0,
           active: true,
           closedAt: null,
-          memo: 'Zoë 😀 \'quoted\' \\ back',
+          memo: "Zoë 😀 'quoted' \\ back",
         };
         await upsert('wallets', doc);
         expect(await store.get('wallets', 'w1')).toEqual(doc);
@@ -86,9 +102,23 @@ export function describeReadStoreContract(
       });
 
       it('given a document, when it is patched, then top-level fields are merged shallowly and null is stored as null', async () => {
-        await upsert('wallets', { id: 'w1', balance: 5, owner: { msisdn: '+1', name: 'A' }, memo: 'x', status: 'open' });
-        await store.commit([{ op: 'patch', collection: 'wallets', id: 'w1', patch: { balance: 7, owner: { msisdn: '+2' }, memo: null } }]);
-        expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 7, owner: { msisdn: '+2' }, memo: null, status: 'open' });
+        await upsert('wallets', {
+          id: 'w1',
+          balance: 5,
+          owner: { msisdn: '+1', name: 'A' },
+          memo: 'x',
+          status: 'open',
+        });
+        await store.commit([
+          { op: 'patch', collection: 'wallets', id: 'w1', patch: { balance: 7, owner: { msisdn: '+2' }, memo: null } },
+        ]);
+        expect(await store.get('wallets', 'w1')).toEqual({
+          id: 'w1',
+          balance: 7,
+          owner: { msisdn: '+2' },
+          memo: null,
+          status: 'open',
+        });
         expect(await findIds('wallets', { where: { memo: null } })).toEqual(['w1']);
       });
 
@@ -126,9 +156,30 @@ export function describeReadStoreContract(
       beforeEach(async () => {
         await upsert(
           'wallets',
-          { id: 'w1', ownerType: 'agent', status: 'open', balance: 10, owner: { msisdn: '+254700000001' }, active: true },
-          { id: 'w2', ownerType: 'merchant', status: 'open', balance: 10, owner: { msisdn: '+254700000002' }, active: 1 },
-          { id: 'w3', ownerType: 'agent', status: 'frozen', balance: 3, owner: { msisdn: '+254700000003' }, active: false },
+          {
+            id: 'w1',
+            ownerType: 'agent',
+            status: 'open',
+            balance: 10,
+            owner: { msisdn: '+254700000001' },
+            active: true,
+          },
+          {
+            id: 'w2',
+            ownerType: 'merchant',
+            status: 'open',
+            balance: 10,
+            owner: { msisdn: '+254700000002' },
+            active: 1,
+          },
+          {
+            id: 'w3',
+            ownerType: 'agent',
+            status: 'frozen',
+            balance: 3,
+            owner: { msisdn: '+254700000003' },
+            active: false,
+          },
           { id: 'w4', ownerType: 'agent', status: null, balance: '10' },
           { id: 'w5', ownerType: 'agent' },
         );
@@ -136,7 +187,9 @@ export function describeReadStoreContract(
 
       it('given a field holding an object, when where names a string equal to its JSON text, then nothing matches', async () => {
         expect(await store.find('wallets', { where: { owner: '{"msisdn":"+254700000001"}' } })).toEqual([]);
-        expect(await store.find('wallets', { where: { balance: '10' } }).then((docs) => docs.map((d) => d.id))).toEqual(['w4']);
+        expect(await store.find('wallets', { where: { balance: '10' } }).then((docs) => docs.map((d) => d.id))).toEqual(
+          ['w4'],
+        );
       });
 
       it('given no query, when finding, then every document is returned', async () => {
@@ -183,14 +236,28 @@ export function describeReadStoreContract(
       });
 
       it('given several sort keys and a unique tie-break, when finding, then each key applies in order and direction', async () => {
-        const sort: FindQuery['sort'] = [['ownerType', 'asc'], ['balance', 'desc'], ['id', 'asc']];
+        const sort: FindQuery['sort'] = [
+          ['ownerType', 'asc'],
+          ['balance', 'desc'],
+          ['id', 'asc'],
+        ];
         expect(await findIds('wallets', { sort })).toEqual(['w2', 'w5', 'w3', 'w6', 'w1', 'w4']);
-        const reversed: FindQuery['sort'] = [['ownerType', 'desc'], ['balance', 'asc'], ['id', 'desc']];
+        const reversed: FindQuery['sort'] = [
+          ['ownerType', 'desc'],
+          ['balance', 'asc'],
+          ['id', 'desc'],
+        ];
         expect(await findIds('wallets', { sort: reversed })).toEqual(['w4', 'w1', 'w6', 'w3', 'w5', 'w2']);
       });
 
       it('given a where and a sort on an index, when finding, then only matching documents come back in order', async () => {
-        const query: FindQuery = { where: { ownerType: 'agent' }, sort: [['balance', 'asc'], ['id', 'desc']] };
+        const query: FindQuery = {
+          where: { ownerType: 'agent' },
+          sort: [
+            ['balance', 'asc'],
+            ['id', 'desc'],
+          ],
+        };
         expect(await findIds('wallets', query)).toEqual(['w6', 'w3', 'w5', 'w2']);
       });
 
@@ -211,8 +278,22 @@ export function describeReadStoreContract(
 
       it('given null and missing values, when sorting, then they come first ascending and last descending', async () => {
         await upsert('entries', { id: 'e1', n: 1 }, { id: 'e2', n: null }, { id: 'e3' }, { id: 'e4', n: -5 });
-        expect(await findIds('entries', { sort: [['n', 'asc'], ['id', 'asc']] })).toEqual(['e2', 'e3', 'e4', 'e1']);
-        expect(await findIds('entries', { sort: [['n', 'desc'], ['id', 'asc']] })).toEqual(['e1', 'e4', 'e2', 'e3']);
+        expect(
+          await findIds('entries', {
+            sort: [
+              ['n', 'asc'],
+              ['id', 'asc'],
+            ],
+          }),
+        ).toEqual(['e2', 'e3', 'e4', 'e1']);
+        expect(
+          await findIds('entries', {
+            sort: [
+              ['n', 'desc'],
+              ['id', 'asc'],
+            ],
+          }),
+        ).toEqual(['e1', 'e4', 'e2', 'e3']);
       });
 
       it('given skip and limit, when finding, then the window of the sorted result is returned', async () => {
@@ -231,14 +312,24 @@ export function describeReadStoreContract(
 
       it('given a 2,500-document collection with many sort ties, when paging by offset with a stable sort, then each id is seen exactly once', async () => {
         const total = 2_500;
-        const docs = Array.from({ length: total }, (_, i) => ({ id: `e${String(i).padStart(5, '0')}`, group: (i * 7919) % 13 }));
+        const docs = Array.from({ length: total }, (_, i) => ({
+          id: `e${String(i).padStart(5, '0')}`,
+          group: (i * 7919) % 13,
+        }));
         await upsert('entries', ...docs);
         expect(await store.count('entries')).toBe(total);
 
         const seen = new Map<string, number>();
         const pageSize = 100;
         for (let skip = 0; ; skip += pageSize) {
-          const page = await findIds('entries', { sort: [['group', 'asc'], ['id', 'asc']], skip, limit: pageSize });
+          const page = await findIds('entries', {
+            sort: [
+              ['group', 'asc'],
+              ['id', 'asc'],
+            ],
+            skip,
+            limit: pageSize,
+          });
           for (const id of page) seen.set(id, (seen.get(id) ?? 0) + 1);
           if (page.length < pageSize) break;
         }
@@ -263,17 +354,35 @@ export function describeReadStoreContract(
       });
 
       it('given documents holding the field as a string, when finding their text, then each text comes back byte for byte in the order, filter and window of find', async () => {
-        const query: FindQuery = { where: { ownerType: 'agent' }, sort: [['balance', 'asc'], ['id', 'asc']] };
+        const query: FindQuery = {
+          where: { ownerType: 'agent' },
+          sort: [
+            ['balance', 'asc'],
+            ['id', 'asc'],
+          ],
+        };
         expect(await store.findText('wallets', query, 'apiText')).toEqual([tricky, '', text({ id: 'w1' })]);
         expect(await store.findText('wallets', { ...query, skip: 1, limit: 1 }, 'apiText')).toEqual(['']);
         expect(await store.findText('wallets', { ...query, limit: 0 }, 'apiText')).toEqual([]);
-        expect(await store.findText('wallets', { search: { text: '0003', fields: ['phone'] } }, 'apiText')).toEqual([text({ id: 'w3' })]);
-        expect(await store.findText('wallets', { range: { balance: { gte: 3 } } }, 'apiText')).toEqual([text({ id: 'w1' })]);
+        expect(await store.findText('wallets', { search: { text: '0003', fields: ['phone'] } }, 'apiText')).toEqual([
+          text({ id: 'w3' }),
+        ]);
+        expect(await store.findText('wallets', { range: { balance: { gte: 3 } } }, 'apiText')).toEqual([
+          text({ id: 'w1' }),
+        ]);
       });
 
       it('given documents without the field or holding another type there, when finding their text, then those come back as whole documents in their place', async () => {
-        await upsert('wallets', { id: 'w5', ownerType: 'agent', balance: 4, memo: 'old' }, { id: 'w6', ownerType: 'agent', balance: 5, apiText: 7 });
-        const query: FindQuery = { where: { ownerType: 'agent' }, range: { balance: { gte: 3 } }, sort: [['balance', 'asc']] };
+        await upsert(
+          'wallets',
+          { id: 'w5', ownerType: 'agent', balance: 4, memo: 'old' },
+          { id: 'w6', ownerType: 'agent', balance: 5, apiText: 7 },
+        );
+        const query: FindQuery = {
+          where: { ownerType: 'agent' },
+          range: { balance: { gte: 3 } },
+          sort: [['balance', 'asc']],
+        };
         expect(await store.findText('wallets', query, 'apiText')).toEqual([
           text({ id: 'w1' }),
           { id: 'w5', ownerType: 'agent', balance: 4, memo: 'old' },
@@ -320,7 +429,7 @@ export function describeReadStoreContract(
         expect(await search('_')).toEqual(['w4']);
       });
 
-      it("given quotes, backslashes and regex syntax, when searching, then they match only themselves", async () => {
+      it('given quotes, backslashes and regex syntax, when searching, then they match only themselves', async () => {
         expect(await search("o'brien")).toEqual(['w6']);
         expect(await search('C:\\temp')).toEqual(['w6']);
         expect(await search('\\')).toEqual(['w6']);
@@ -341,20 +450,33 @@ export function describeReadStoreContract(
       });
 
       it('given a search and a where, when finding, then both must hold', async () => {
-        expect(await sortedIds('wallets', { where: { status: 'open' }, search: { text: 'cashback', fields: ['memo'] } })).toEqual(['w2']);
+        expect(
+          await sortedIds('wallets', { where: { status: 'open' }, search: { text: 'cashback', fields: ['memo'] } }),
+        ).toEqual(['w2']);
       });
 
       it('given a field not declared in searchFields, when searching it, then a ReadStoreQueryError is raised', async () => {
-        await expect(store.find('wallets', { search: { text: 'open', fields: ['status'] } })).rejects.toBeInstanceOf(ReadStoreQueryError);
-        await expect(store.find('wallets', { search: { text: 'x', fields: ['memo', 'nope'] } })).rejects.toBeInstanceOf(ReadStoreQueryError);
-        await expect(store.count('entries', { search: { text: 'x', fields: ['memo'] } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.find('wallets', { search: { text: 'open', fields: ['status'] } })).rejects.toBeInstanceOf(
+          ReadStoreQueryError,
+        );
+        await expect(store.find('wallets', { search: { text: 'x', fields: ['memo', 'nope'] } })).rejects.toBeInstanceOf(
+          ReadStoreQueryError,
+        );
+        await expect(store.count('entries', { search: { text: 'x', fields: ['memo'] } })).rejects.toBeInstanceOf(
+          ReadStoreQueryError,
+        );
       });
 
       it('given where and search, when counting, then the count is what find returns', async () => {
         expect(await store.count('wallets')).toBe(8);
         expect(await store.count('wallets', { where: { status: 'frozen' } })).toBe(2);
         expect(await store.count('wallets', { search: { text: 'CASHBACK', fields: ['memo'] } })).toBe(2);
-        expect(await store.count('wallets', { where: { status: 'open' }, search: { text: '100', fields: ['phone', 'memo'] } })).toBe(1);
+        expect(
+          await store.count('wallets', {
+            where: { status: 'open' },
+            search: { text: '100', fields: ['phone', 'memo'] },
+          }),
+        ).toBe(1);
         expect(await store.count('wallets', { where: { status: 'closed' } })).toBe(0);
       });
     });
@@ -380,24 +502,47 @@ export function describeReadStoreContract(
       });
 
       it('given string bounds, when finding, then strings compare by code point and numbers, null and missing fields never match', async () => {
-        expect(await sortedIds('wallets', { range: { key: { gte: '2025-01-02', lt: '2025-01-03' } } })).toEqual(['r2', 'r3']);
-        expect(await sortedIds('wallets', { range: { key: { lt: '2025-01-02T00:00:00.000Z|c' } } })).toEqual(['r1', 'r2']);
-        expect(await sortedIds('wallets', { range: { key: { gt: '2025-01-02T00:00:00.000Z|b' } } })).toEqual(['r3', 'r4']);
+        expect(await sortedIds('wallets', { range: { key: { gte: '2025-01-02', lt: '2025-01-03' } } })).toEqual([
+          'r2',
+          'r3',
+        ]);
+        expect(await sortedIds('wallets', { range: { key: { lt: '2025-01-02T00:00:00.000Z|c' } } })).toEqual([
+          'r1',
+          'r2',
+        ]);
+        expect(await sortedIds('wallets', { range: { key: { gt: '2025-01-02T00:00:00.000Z|b' } } })).toEqual([
+          'r3',
+          'r4',
+        ]);
       });
 
       it('given a range with where, sort and limit, when finding and counting, then they combine as keyset paging needs', async () => {
-        const page = { where: { ownerType: 'agent' }, range: { key: { lt: '2025-01-03' } }, sort: [['key', 'desc']] as FindQuery['sort'] };
+        const page = {
+          where: { ownerType: 'agent' },
+          range: { key: { lt: '2025-01-03' } },
+          sort: [['key', 'desc']] as FindQuery['sort'],
+        };
         expect(await findIds('wallets', { ...page, limit: 2 })).toEqual(['r3', 'r2']);
-        expect(await findIds('wallets', { ...page, range: { key: { lt: '2025-01-02T00:00:00.000Z|b' } }, limit: 2 })).toEqual(['r1']);
+        expect(
+          await findIds('wallets', { ...page, range: { key: { lt: '2025-01-02T00:00:00.000Z|b' } }, limit: 2 }),
+        ).toEqual(['r1']);
         expect(await store.count('wallets', { where: page.where, range: page.range })).toBe(3);
       });
 
       it('given bounds of mixed types, no bound or an unknown bound, when finding, then a ReadStoreQueryError is raised', async () => {
-        await expect(store.find('wallets', { range: { balance: { gte: 1, lt: 'x' } } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.find('wallets', { range: { balance: { gte: 1, lt: 'x' } } })).rejects.toBeInstanceOf(
+          ReadStoreQueryError,
+        );
         await expect(store.find('wallets', { range: { balance: {} } })).rejects.toBeInstanceOf(ReadStoreQueryError);
-        await expect(store.count('wallets', { range: { balance: { ne: 1 } as never } })).rejects.toBeInstanceOf(ReadStoreQueryError);
-        await expect(store.find('wallets', { range: { balance: { gte: true } as never } })).rejects.toBeInstanceOf(ReadStoreQueryError);
-        await expect(store.find('wallets', { range: { "x') OR 1=1 --": { gte: 1 } } })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.count('wallets', { range: { balance: { ne: 1 } as never } })).rejects.toBeInstanceOf(
+          ReadStoreQueryError,
+        );
+        await expect(store.find('wallets', { range: { balance: { gte: true } as never } })).rejects.toBeInstanceOf(
+          ReadStoreQueryError,
+        );
+        await expect(store.find('wallets', { range: { "x') OR 1=1 --": { gte: 1 } } })).rejects.toBeInstanceOf(
+          ReadStoreQueryError,
+        );
       });
     });
 
@@ -407,7 +552,10 @@ export function describeReadStoreContract(
       });
 
       it('given commits with checkpoints, when reading them, then each projection has its last position', async () => {
-        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1' } }], { projection: 'balances', position: 3 });
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1' } }], {
+          projection: 'balances',
+          position: 3,
+        });
         await store.commit([], { projection: 'balances', position: 42 });
         await store.commit([], { projection: 'statements', position: 7 });
         await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w2' } }]);
@@ -417,7 +565,10 @@ export function describeReadStoreContract(
       });
 
       it('given a batch whose last write has no string id, when committed, then nothing is written and the checkpoint stays', async () => {
-        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1', balance: 1 } }], { projection: 'balances', position: 5 });
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'w1', balance: 1 } }], {
+          projection: 'balances',
+          position: 5,
+        });
         const bad = { id: 42 } as unknown as Document;
         await expect(
           store.commit(
@@ -463,43 +614,85 @@ export function describeReadStoreContract(
       });
 
       it('given clauses with their own texts and fields, when searching, then a document matching any clause is found', async () => {
-        const search = [{ text: 'alice', fields: ['memo'] }, { text: '333', fields: ['phone'] }];
+        const search = [
+          { text: 'alice', fields: ['memo'] },
+          { text: '333', fields: ['phone'] },
+        ];
         expect(await sortedIds('wallets', { search })).toEqual(['w1', 'w2', 'w3']);
         expect(await store.count('wallets', { search })).toBe(3);
       });
 
       it('given clauses, when a text is only in a field of another clause, then that clause does not match it', async () => {
         // 'alice' is in w4's phone and '333' in w4's memo: neither clause searches there.
-        expect(await sortedIds('wallets', { search: [{ text: 'ALICE', fields: ['memo'] }, { text: '333', fields: ['phone'] }] })).not.toContain('w4');
+        expect(
+          await sortedIds('wallets', {
+            search: [
+              { text: 'ALICE', fields: ['memo'] },
+              { text: '333', fields: ['phone'] },
+            ],
+          }),
+        ).not.toContain('w4');
       });
 
       it('given one clause in an array, when searching, then it matches as the clause alone does', async () => {
-        for (const clause of [{ text: 'alice', fields: ['memo'] }, { text: '700', fields: ['phone', 'memo'] }]) {
-          expect(await sortedIds('wallets', { search: [clause] })).toEqual(await sortedIds('wallets', { search: clause }));
+        for (const clause of [
+          { text: 'alice', fields: ['memo'] },
+          { text: '700', fields: ['phone', 'memo'] },
+        ]) {
+          expect(await sortedIds('wallets', { search: [clause] })).toEqual(
+            await sortedIds('wallets', { search: clause }),
+          );
         }
       });
 
       it('given clauses and a where, when finding and counting, then the where holds and any clause may match', async () => {
-        const query = { where: { status: 'open' }, search: [{ text: 'alice', fields: ['memo'] }, { text: '333', fields: ['phone'] }] };
+        const query = {
+          where: { status: 'open' },
+          search: [
+            { text: 'alice', fields: ['memo'] },
+            { text: '333', fields: ['phone'] },
+          ],
+        };
         expect(await sortedIds('wallets', query)).toEqual(['w1', 'w2']);
         expect(await store.count('wallets', query)).toBe(2);
       });
 
       it('given clauses with %, _ and regex syntax, when searching, then each text matches literally', async () => {
         await upsert('wallets', { id: 'w6', memo: '50% off_all (x+y)' });
-        expect(await sortedIds('wallets', { search: [{ text: '%', fields: ['memo'] }, { text: '(x+y)', fields: ['phone'] }] })).toEqual(['w6']);
-        expect(await sortedIds('wallets', { search: [{ text: 'f_a', fields: ['phone'] }, { text: '.*', fields: ['memo'] }] })).toEqual([]);
+        expect(
+          await sortedIds('wallets', {
+            search: [
+              { text: '%', fields: ['memo'] },
+              { text: '(x+y)', fields: ['phone'] },
+            ],
+          }),
+        ).toEqual(['w6']);
+        expect(
+          await sortedIds('wallets', {
+            search: [
+              { text: 'f_a', fields: ['phone'] },
+              { text: '.*', fields: ['memo'] },
+            ],
+          }),
+        ).toEqual([]);
       });
 
       it('given a clause naming a field not declared in searchFields, when searching, then a ReadStoreQueryError is raised', async () => {
-        const search = [{ text: 'alice', fields: ['memo'] }, { text: 'open', fields: ['status'] }];
+        const search = [
+          { text: 'alice', fields: ['memo'] },
+          { text: 'open', fields: ['status'] },
+        ];
         await expect(store.find('wallets', { search })).rejects.toBeInstanceOf(ReadStoreQueryError);
         await expect(store.count('wallets', { search })).rejects.toBeInstanceOf(ReadStoreQueryError);
       });
     });
 
     describe('commit with an expected checkpoint', () => {
-      const w = (id: string, extra: Record<string, unknown> = {}): Write => ({ op: 'upsert', collection: 'wallets', doc: { id, ...extra } });
+      const w = (id: string, extra: Record<string, unknown> = {}): Write => ({
+        op: 'upsert',
+        collection: 'wallets',
+        doc: { id, ...extra },
+      });
 
       it('given a projection with no checkpoint, when a commit expects null, then it commits and sets the checkpoint', async () => {
         await store.commit([w('w1')], { projection: 'balances', position: 4, expected: null });
@@ -526,7 +719,12 @@ export function describeReadStoreContract(
           ];
           const refused = store.commit(writes, { projection: 'balances', position: 10, expected });
           await expect(refused).rejects.toBeInstanceOf(CheckpointConflictError);
-          await expect(refused).rejects.toMatchObject({ code: 'CHECKPOINT_CONFLICT', projection: 'balances', expected, actual: 4 });
+          await expect(refused).rejects.toMatchObject({
+            code: 'CHECKPOINT_CONFLICT',
+            projection: 'balances',
+            expected,
+            actual: 4,
+          });
         }
         expect(await sortedIds('wallets')).toEqual(['w1', 'w2']);
         expect(await store.get('wallets', 'w1')).toEqual({ id: 'w1', balance: 1 });
@@ -535,7 +733,9 @@ export function describeReadStoreContract(
       });
 
       it('given no checkpoint, when a commit expects a position, then CheckpointConflictError reports null and nothing is written', async () => {
-        await expect(store.commit([w('w1')], { projection: 'balances', position: 1, expected: 0 })).rejects.toMatchObject({ expected: 0, actual: null });
+        await expect(
+          store.commit([w('w1')], { projection: 'balances', position: 1, expected: 0 }),
+        ).rejects.toMatchObject({ expected: 0, actual: null });
         expect(await store.get('wallets', 'w1')).toBeNull();
         expect(await store.getCheckpoint('balances')).toBeNull();
       });
@@ -544,7 +744,9 @@ export function describeReadStoreContract(
         await store.commit([], { projection: 'balances', position: 4 });
         await store.commit([], { projection: 'statements', position: 7 });
         await store.commit([], { projection: 'statements', position: 8, expected: 7 });
-        await expect(store.commit([], { projection: 'balances', position: 8, expected: 7 })).rejects.toBeInstanceOf(CheckpointConflictError);
+        await expect(store.commit([], { projection: 'balances', position: 8, expected: 7 })).rejects.toBeInstanceOf(
+          CheckpointConflictError,
+        );
         expect(await store.getCheckpoint('balances')).toBe(4);
         expect(await store.getCheckpoint('statements')).toBe(8);
       });
@@ -554,14 +756,20 @@ export function describeReadStoreContract(
         const results = await Promise.allSettled([
           store.commit([w('a')], { projection: 'p1', position: 2, expected: 1 }),
           store.commit([w('b')], { projection: 'p2', position: 2, expected: 0 }),
-          store.commit([w('c'), { op: 'upsert', collection: 'wallets', doc: { id: 5 } as unknown as Document }], { projection: 'p3', position: 2, expected: 1 }),
+          store.commit([w('c'), { op: 'upsert', collection: 'wallets', doc: { id: 5 } as unknown as Document }], {
+            projection: 'p3',
+            position: 2,
+            expected: 1,
+          }),
           store.commit([w('d')], { projection: 'p4', position: 2, expected: 1 }),
         ]);
         expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
         expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(CheckpointConflictError);
         expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(TypeError);
         expect((await store.find('wallets', { sort: [['id', 'asc']] })).map((doc) => doc.id)).toEqual(['a', 'd']);
-        expect(await Promise.all(['p1', 'p2', 'p3', 'p4'].map((projection) => store.getCheckpoint(projection)))).toEqual([2, 1, 1, 2]);
+        expect(
+          await Promise.all(['p1', 'p2', 'p3', 'p4'].map((projection) => store.getCheckpoint(projection))),
+        ).toEqual([2, 1, 1, 2]);
       });
     });
 
@@ -569,14 +777,20 @@ export function describeReadStoreContract(
       it('given some of the ids exist, when they are fetched, then the existing documents come back once each and missing ids are skipped', async () => {
         await upsert('wallets', { id: 'w1', balance: 1 }, { id: 'w2', balance: 2 }, { id: 'w3', balance: 3 });
         const docs = await store.getMany('wallets', ['w3', 'missing', 'w1']);
-        expect(docs.sort((a, b) => a.id.localeCompare(b.id))).toEqual([{ id: 'w1', balance: 1 }, { id: 'w3', balance: 3 }]);
+        expect(docs.sort((a, b) => a.id.localeCompare(b.id))).toEqual([
+          { id: 'w1', balance: 1 },
+          { id: 'w3', balance: 3 },
+        ]);
         expect(await store.getMany('wallets', [])).toEqual([]);
         expect(await store.getMany('wallets', ['nope'])).toEqual([]);
       });
 
       it('given more than 500 ids, when they are fetched, then every existing document comes back exactly once', async () => {
         await upsert('entries', ...Array.from({ length: 1_200 }, (_, i) => ({ id: `e${i}`, group: i % 7 })));
-        const ids = [...Array.from({ length: 1_150 }, (_, i) => `e${i}`), ...Array.from({ length: 100 }, (_, i) => `missing${i}`)];
+        const ids = [
+          ...Array.from({ length: 1_150 }, (_, i) => `e${i}`),
+          ...Array.from({ length: 100 }, (_, i) => `missing${i}`),
+        ];
         const docs = await store.getMany('entries', ids);
         expect(docs).toHaveLength(1_150);
         expect(new Set(docs.map((d) => d.id))).toEqual(new Set(ids.filter((id) => id.startsWith('e'))));
@@ -593,13 +807,29 @@ export function describeReadStoreContract(
 
       beforeEach(async () => {
         await store.defineCollections([SHADOW]);
-        await upsert('wallets', { id: 'old1', ownerType: 'agent', balance: 1, memo: 'old' }, { id: 'shared', ownerType: 'agent', balance: 1, memo: 'old' });
+        await upsert(
+          'wallets',
+          { id: 'old1', ownerType: 'agent', balance: 1, memo: 'old' },
+          { id: 'shared', ownerType: 'agent', balance: 1, memo: 'old' },
+        );
         await store.commit([], { projection: 'wallets', position: 40 });
         await store.commit(
           [
-            { op: 'upsert', collection: SHADOW.name, doc: { id: 'shared', ownerType: 'agent', balance: 2, memo: 'Rebuilt ONE' } },
-            { op: 'upsert', collection: SHADOW.name, doc: { id: 'new1', ownerType: 'merchant', balance: 5, memo: 'rebuilt two' } },
-            { op: 'upsert', collection: SHADOW.name, doc: { id: 'new2', ownerType: 'agent', balance: 3, phone: '+254 700 000 001' } },
+            {
+              op: 'upsert',
+              collection: SHADOW.name,
+              doc: { id: 'shared', ownerType: 'agent', balance: 2, memo: 'Rebuilt ONE' },
+            },
+            {
+              op: 'upsert',
+              collection: SHADOW.name,
+              doc: { id: 'new1', ownerType: 'merchant', balance: 5, memo: 'rebuilt two' },
+            },
+            {
+              op: 'upsert',
+              collection: SHADOW.name,
+              doc: { id: 'new2', ownerType: 'agent', balance: 3, phone: '+254 700 000 001' },
+            },
           ],
           { projection: 'wallets__rebuild', position: 42 },
         );
@@ -626,10 +856,37 @@ export function describeReadStoreContract(
 
       it('when a source is promoted, then the target answers where, sort, search and writes as its definition declares', async () => {
         await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
-        expect(await findIds('wallets', { where: { ownerType: 'agent' }, sort: [['balance', 'desc'], ['id', 'asc']] })).toEqual(['new2', 'shared']);
-        expect(await sortedIds('wallets', { search: [{ text: 'rebuilt', fields: ['memo'] }, { text: '000 001', fields: ['phone'] }] })).toEqual(['new1', 'new2', 'shared']);
-        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'later', ownerType: 'agent', balance: 9 } }], { projection: 'wallets', position: 43, expected: 42 });
-        expect(await findIds('wallets', { where: { ownerType: 'agent' }, sort: [['balance', 'desc'], ['id', 'asc']], limit: 1 })).toEqual(['later']);
+        expect(
+          await findIds('wallets', {
+            where: { ownerType: 'agent' },
+            sort: [
+              ['balance', 'desc'],
+              ['id', 'asc'],
+            ],
+          }),
+        ).toEqual(['new2', 'shared']);
+        expect(
+          await sortedIds('wallets', {
+            search: [
+              { text: 'rebuilt', fields: ['memo'] },
+              { text: '000 001', fields: ['phone'] },
+            ],
+          }),
+        ).toEqual(['new1', 'new2', 'shared']);
+        await store.commit(
+          [{ op: 'upsert', collection: 'wallets', doc: { id: 'later', ownerType: 'agent', balance: 9 } }],
+          { projection: 'wallets', position: 43, expected: 42 },
+        );
+        expect(
+          await findIds('wallets', {
+            where: { ownerType: 'agent' },
+            sort: [
+              ['balance', 'desc'],
+              ['id', 'asc'],
+            ],
+            limit: 1,
+          }),
+        ).toEqual(['later']);
       });
 
       it('when a source without a checkpoint is promoted, then the target has no checkpoint either', async () => {
@@ -641,23 +898,36 @@ export function describeReadStoreContract(
         expect(await store.count('wallets')).toBe(0);
       });
 
-      it('when a source is promoted, then the target projection\'s generation rises and a commit expecting the old generation is refused', async () => {
+      it("when a source is promoted, then the target projection's generation rises and a commit expecting the old generation is refused", async () => {
         const before = await store.getGeneration('wallets');
         await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
         expect(await store.getGeneration('wallets')).toBe(before + 1);
         const checkpoint = await store.getCheckpoint('wallets');
         await expect(
-          store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'stale', ownerType: 'agent' } }], { projection: 'wallets', position: (checkpoint ?? 0) + 1, expected: checkpoint, generation: before }),
+          store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'stale', ownerType: 'agent' } }], {
+            projection: 'wallets',
+            position: (checkpoint ?? 0) + 1,
+            expected: checkpoint,
+            generation: before,
+          }),
         ).rejects.toBeInstanceOf(CheckpointConflictError);
         expect(await store.get('wallets', 'stale')).toBeNull();
-        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'fresh', ownerType: 'agent' } }], { projection: 'wallets', position: (checkpoint ?? 0) + 1, expected: checkpoint, generation: before + 1 });
+        await store.commit([{ op: 'upsert', collection: 'wallets', doc: { id: 'fresh', ownerType: 'agent' } }], {
+          projection: 'wallets',
+          position: (checkpoint ?? 0) + 1,
+          expected: checkpoint,
+          generation: before + 1,
+        });
         expect(await store.get('wallets', 'fresh')).not.toBeNull();
       });
 
       it('given a promoted collection, when it is rebuilt aside and promoted again, then the second promote replaces the first', async () => {
         await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
         await store.defineCollections([SHADOW]);
-        await store.commit([{ op: 'upsert', collection: SHADOW.name, doc: { id: 'third', ownerType: 'agent' } }], { projection: 'wallets__rebuild', position: 50 });
+        await store.commit([{ op: 'upsert', collection: SHADOW.name, doc: { id: 'third', ownerType: 'agent' } }], {
+          projection: 'wallets__rebuild',
+          position: 50,
+        });
         await store.promote(SHADOW.name, 'wallets', { from: 'wallets__rebuild', to: 'wallets' });
         expect(await findIds('wallets')).toEqual(['third']);
         expect(await store.getCheckpoint('wallets')).toBe(50);
@@ -677,7 +947,8 @@ export function describeReadStoreContract(
     describe('incrementCounter', () => {
       const COUNTERS: CollectionDefinition = { name: 'counters', indexes: [['expiresAt']] };
       const NOW = 1_700_000_000_000;
-      const bump = (id: string, by = 1, now = NOW, expiresAt = now + 60_000) => store.incrementCounter(COUNTERS.name, id, { by, now, expiresAt });
+      const bump = (id: string, by = 1, now = NOW, expiresAt = now + 60_000) =>
+        store.incrementCounter(COUNTERS.name, id, { by, now, expiresAt });
       beforeEach(async () => {
         await store.defineCollections([COUNTERS]);
       });
@@ -689,14 +960,20 @@ export function describeReadStoreContract(
       });
 
       it('given 50 increments of one counter at once, when they are answered, then each saw a different count, 1 to 50', async () => {
-        const counts = (await Promise.all(Array.from({ length: 50 }, () => bump('parallel')))).map((counter) => counter.count);
+        const counts = (await Promise.all(Array.from({ length: 50 }, () => bump('parallel')))).map(
+          (counter) => counter.count,
+        );
         expect(counts.sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
         expect((await store.get(COUNTERS.name, 'parallel'))?.count).toBe(50);
       });
 
       it('given an expired counter, when it is incremented, then it starts afresh with the new expiry', async () => {
         await bump('old', 5, NOW, NOW + 1000);
-        expect(await bump('old', 1, NOW + 1000, NOW + 61_000)).toEqual({ id: 'old', count: 1, expiresAt: NOW + 61_000 });
+        expect(await bump('old', 1, NOW + 1000, NOW + 61_000)).toEqual({
+          id: 'old',
+          count: 1,
+          expiresAt: NOW + 61_000,
+        });
       });
 
       it('given counters, when one is decremented past zero and a missing one is decremented, then both are 0', async () => {
@@ -707,7 +984,9 @@ export function describeReadStoreContract(
 
       it('given a counter, when its expiresAt is patched, then it keeps its count and expires at the new time', async () => {
         await bump('locked', 3, NOW, NOW + 1000);
-        await store.commit([{ op: 'patch', collection: COUNTERS.name, id: 'locked', patch: { expiresAt: NOW + 600_000 } }]);
+        await store.commit([
+          { op: 'patch', collection: COUNTERS.name, id: 'locked', patch: { expiresAt: NOW + 600_000 } },
+        ]);
         expect(await bump('locked', 1, NOW + 5000)).toEqual({ id: 'locked', count: 4, expiresAt: NOW + 600_000 });
       });
 
@@ -722,9 +1001,15 @@ export function describeReadStoreContract(
       });
 
       it('given a change that is not finite numbers or an undeclared collection, when incrementing, then it is refused and nothing is written', async () => {
-        await expect(store.incrementCounter(COUNTERS.name, 'x', { by: Number.NaN, now: NOW, expiresAt: NOW + 1 })).rejects.toBeInstanceOf(TypeError);
-        await expect(store.incrementCounter(COUNTERS.name, 'x', { by: 1, now: NOW, expiresAt: undefined as unknown as number })).rejects.toBeInstanceOf(TypeError);
-        await expect(store.incrementCounter('nope', 'x', { by: 1, now: NOW, expiresAt: NOW + 1 })).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(
+          store.incrementCounter(COUNTERS.name, 'x', { by: Number.NaN, now: NOW, expiresAt: NOW + 1 }),
+        ).rejects.toBeInstanceOf(TypeError);
+        await expect(
+          store.incrementCounter(COUNTERS.name, 'x', { by: 1, now: NOW, expiresAt: undefined as unknown as number }),
+        ).rejects.toBeInstanceOf(TypeError);
+        await expect(
+          store.incrementCounter('nope', 'x', { by: 1, now: NOW, expiresAt: NOW + 1 }),
+        ).rejects.toBeInstanceOf(ReadStoreQueryError);
         expect(await store.get(COUNTERS.name, 'x')).toBeNull();
       });
     });

@@ -22,9 +22,14 @@ describe('the compiled build, laid out as in the image', () => {
   beforeAll(async () => {
     // Not spawnSync: a build of minutes on a busy machine would block the worker, whose calls to vitest then time out.
     build = await new Promise((resolve) => {
-      execFile(process.execPath, [join(ROOT, 'scripts/build.js'), dist], { cwd: ROOT, encoding: 'utf8', timeout: BUILD_TIMEOUT_MS }, (error, stdout, stderr) => {
-        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
-      });
+      execFile(
+        process.execPath,
+        [join(ROOT, 'scripts/build.js'), dist],
+        { cwd: ROOT, encoding: 'utf8', timeout: BUILD_TIMEOUT_MS },
+        (error, stdout, stderr) => {
+          resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+        },
+      );
     });
     cpSync(join(ROOT, 'package.json'), join(image, 'package.json'));
     cpSync(join(ROOT, 'bin'), join(image, 'bin'), { recursive: true });
@@ -34,9 +39,15 @@ describe('the compiled build, laid out as in the image', () => {
   }, BUILD_TIMEOUT_MS);
   afterAll(() => rmSync(image, { recursive: true, force: true }));
 
-  const run = (args: string[]) => spawnSync(process.execPath, args, { cwd: image, encoding: 'utf8', timeout: 60_000, env: { ...process.env, DATA_DIR: join(image, 'data') } });
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, args, {
+      cwd: image,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, DATA_DIR: join(image, 'data') },
+    });
 
-  it('when built, then tsc succeeds and the console\'s assets are beside the compiled console', () => {
+  it("when built, then tsc succeeds and the console's assets are beside the compiled console", () => {
     expect(build.status, `${build.stdout}${build.stderr}`).toBe(0);
     expect(readdirSync(join(dist, 'console/assets')).sort()).toEqual(['console.css', 'console.js']);
     expect(existsSync(join(image, 'src'))).toBe(false);
@@ -45,7 +56,9 @@ describe('the compiled build, laid out as in the image', () => {
   it('then no compiled module imports a .ts file (the relative imports were rewritten to .js)', () => {
     const modules = readdirSync(dist, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js'));
     expect(modules.length).toBeGreaterThan(50);
-    const tsImports = modules.filter((file) => /(?:from\s*|import\s*\(\s*)["'][^"']+\.ts["']/.test(readFileSync(join(dist, file), 'utf8')));
+    const tsImports = modules.filter((file) =>
+      /(?:from\s*|import\s*\(\s*)["'][^"']+\.ts["']/.test(readFileSync(join(dist, file), 'utf8')),
+    );
     expect(tsImports).toEqual([]);
   });
 
@@ -61,7 +74,7 @@ describe('the compiled build, laid out as in the image', () => {
     expect(result.stdout).toContain('Usage: wallet-ops');
   });
 
-  it('when the compiled server starts on port 0, then it answers /health and serves the console\'s assets, and SIGTERM stops it with exit code 0', async () => {
+  it("when the compiled server starts on port 0, then it answers /health and serves the console's assets, and SIGTERM stops it with exit code 0", async () => {
     const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--data-dir', join(image, 'data')], {
       cwd: image,
       env: { ...process.env, PORT: '0', LOG_LEVEL: 'info' },

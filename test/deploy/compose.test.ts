@@ -49,7 +49,9 @@ interface ComposeFile {
 function loadCompose(path: string): ComposeFile {
   // Compose resolves YAML merge keys (`<<: *anchor`); so does the parser with `merge`.
   const compose = parse(readFileSync(`${ROOT}/${path}`, 'utf8'), { merge: true }) as Compose;
-  const walletOpsServices = Object.entries(compose.services).filter(([, service]) => service.build !== undefined || service.image?.startsWith('wallet-ops'));
+  const walletOpsServices = Object.entries(compose.services).filter(
+    ([, service]) => service.build !== undefined || service.image?.startsWith('wallet-ops'),
+  );
   return { path, compose, walletOpsServices };
 }
 
@@ -73,7 +75,11 @@ function compileSchema(formats: Record<string, RegExp>) {
   const withoutIds = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(withoutIds);
     if (node === null || typeof node !== 'object') return node;
-    return Object.fromEntries(Object.entries(node).filter(([key, value]) => !(key === 'id' && typeof value === 'string')).map(([key, value]) => [key, withoutIds(value)]));
+    return Object.fromEntries(
+      Object.entries(node)
+        .filter(([key, value]) => !(key === 'id' && typeof value === 'string'))
+        .map(([key, value]) => [key, withoutIds(value)]),
+    );
   };
   const schema = withoutIds(composeSchema) as { properties: Record<string, unknown> };
   const properties = { ...schema.properties, name: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]*$' } };
@@ -98,7 +104,13 @@ function environmentOf(service: Service, host: Record<string, string> = HOST_ENV
     : Object.entries(environment).map(([key, value]) => [key, value === null ? '' : String(value)]);
   // `${NAME:-default}` takes the default when the host does not set NAME; `${NAME:?message}` must be set.
   return Object.fromEntries(
-    entries.map(([key, value]) => [key, value.replace(/^\$\{(\w+)(?::?([?-])([^}]*))?\}$/, (_, name: string, kind?: string, rest?: string) => host[name] ?? (kind === '-' ? rest! : ''))]),
+    entries.map(([key, value]) => [
+      key,
+      value.replace(
+        /^\$\{(\w+)(?::?([?-])([^}]*))?\}$/,
+        (_, name: string, kind?: string, rest?: string) => host[name] ?? (kind === '-' ? rest! : ''),
+      ),
+    ]),
   );
 }
 
@@ -109,7 +121,11 @@ function cliArguments(command: string[]): string[] {
 }
 
 function runHelp(args: string[]): { status: number | null; output: string } {
-  const result = spawnSync(process.execPath, ['bin/wallet-ops.js', ...args, '--help'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+  const result = spawnSync(process.execPath, ['bin/wallet-ops.js', ...args, '--help'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
@@ -119,7 +135,8 @@ const STORES = ['kurrentdb', 'mongodb', 'postgres'];
 function durationMs(text: string): number {
   const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, ns: 0.000001 };
   let total = 0;
-  for (const [, value, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)/g)) total += Number(value) * units[unit!]!;
+  for (const [, value, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|ms|s|m|h)/g))
+    total += Number(value) * units[unit!]!;
   return total;
 }
 
@@ -134,10 +151,12 @@ function hostIp(port: NonNullable<Service['ports']>[number]): string {
 }
 
 /** The host port of a port mapping. */
-const publishedPort = (port: NonNullable<Service['ports']>[number]) => (typeof port === 'object' ? String(port.published) : String(port).split(':').at(-2) ?? '');
+const publishedPort = (port: NonNullable<Service['ports']>[number]) =>
+  typeof port === 'object' ? String(port.published) : (String(port).split(':').at(-2) ?? '');
 
 /** What a volume entry mounts: a named volume, or a host path (starting with . or /). */
-const volumeSource = (volume: NonNullable<Service['volumes']>[number]) => (typeof volume === 'string' ? volume.split(':')[0]! : (volume.source ?? ''));
+const volumeSource = (volume: NonNullable<Service['volumes']>[number]) =>
+  typeof volume === 'string' ? volume.split(':')[0]! : (volume.source ?? '');
 
 /** A command that seeds the demo: `wallet-ops demo` or `serve --demo`. */
 const seedsDemo = ([, service]: [string, Service]) => {
@@ -168,7 +187,11 @@ describe.each([MAIN, DEMO])('$path', ({ compose, walletOpsServices }) => {
 
   it('then it runs the parts of wallet-ops, KurrentDB and a MongoDB replica set, each with a health check', () => {
     const commands = walletOpsServices.map(([, service]) => (service.command as string[]).slice(2).join(' '));
-    for (const part of ALL_PARTS) expect(commands.some((command) => command.startsWith(`serve ${part}`)), part).toBe(true);
+    for (const part of ALL_PARTS)
+      expect(
+        commands.some((command) => command.startsWith(`serve ${part}`)),
+        part,
+      ).toBe(true);
     expect(compose.services.kurrentdb?.image).toMatch(/^docker\.kurrent\.io\/kurrent-latest\/kurrentdb:/);
     expect(compose.services.mongodb?.command).toEqual(expect.arrayContaining(['--replSet']));
     for (const [name, service] of Object.entries(compose.services)) {
@@ -184,7 +207,8 @@ describe.each([MAIN, DEMO])('$path', ({ compose, walletOpsServices }) => {
       expect(Array.isArray(service.command), `${name}: command as an array`).toBe(true);
       const args = cliArguments(service.command as string[]);
       const positional = args.filter((arg) => !arg.startsWith('-'));
-      if (positional[0] === 'serve') for (const part of positional.slice(1)) expect(ALL_PARTS, `${name}: part ${part}`).toContain(part);
+      if (positional[0] === 'serve')
+        for (const part of positional.slice(1)) expect(ALL_PARTS, `${name}: part ${part}`).toContain(part);
       const key = positional.slice(0, 1).join(' ');
       if (seen.has(key)) continue;
       seen.add(key);
@@ -213,8 +237,11 @@ describe.each([MAIN, DEMO])('$path', ({ compose, walletOpsServices }) => {
         if (source.startsWith('.') || source.startsWith('/')) continue;
         expect(declared, `${name} mounts ${source}`).toContain(source);
       }
-      const dependencies = Array.isArray(service.depends_on) ? service.depends_on : Object.keys(service.depends_on ?? {});
-      for (const dependency of dependencies) expect(Object.keys(compose.services), `${name} depends on ${dependency}`).toContain(dependency);
+      const dependencies = Array.isArray(service.depends_on)
+        ? service.depends_on
+        : Object.keys(service.depends_on ?? {});
+      for (const dependency of dependencies)
+        expect(Object.keys(compose.services), `${name} depends on ${dependency}`).toContain(dependency);
     }
   });
 
@@ -223,7 +250,9 @@ describe.each([MAIN, DEMO])('$path', ({ compose, walletOpsServices }) => {
     for (const [name, service] of servers) {
       const config = loadConfig(environmentOf(service));
       expect(config.METRICS_PORT, name).toBeDefined();
-      const published = (service.ports ?? []).map((port) => (typeof port === 'object' ? String(port.published) : String(port).split(':').at(-1)));
+      const published = (service.ports ?? []).map((port) =>
+        typeof port === 'object' ? String(port.published) : String(port).split(':').at(-1),
+      );
       expect(published, name).not.toContain(String(config.METRICS_PORT));
     }
   });
@@ -233,19 +262,23 @@ describe.each([MAIN, DEMO])('$path', ({ compose, walletOpsServices }) => {
     expect(servers.length).toBe(ALL_PARTS.length);
     for (const [name, service] of servers) {
       expect(service.stop_grace_period, name).toBeDefined();
-      expect(durationMs(service.stop_grace_period!), `${name}: stop_grace_period ${service.stop_grace_period}`).toBeGreaterThan(SHUTDOWN_TIMEOUT_MS);
+      expect(
+        durationMs(service.stop_grace_period!),
+        `${name}: stop_grace_period ${service.stop_grace_period}`,
+      ).toBeGreaterThan(SHUTDOWN_TIMEOUT_MS);
     }
   });
 
   it('when the stores publish ports, then only on 127.0.0.1: MongoDB (no authentication) and KurrentDB (insecure mode) are never reachable from other machines', () => {
     for (const name of STORES) {
-      for (const port of compose.services[name]?.ports ?? []) expect(hostIp(port), `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
+      for (const port of compose.services[name]?.ports ?? [])
+        expect(hostIp(port), `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
     }
   });
 });
 
 describe('docker-compose.yml', () => {
-  it('when the Dockerfile\'s default command is asked for --help, then it is a real CLI command too', () => {
+  it("when the Dockerfile's default command is asked for --help, then it is a real CLI command too", () => {
     const dockerfile = readFileSync(`${ROOT}/Dockerfile`, 'utf8');
     const cmd = /^CMD (\[.*\])\s*$/m.exec(dockerfile);
     expect(cmd, 'an exec-form CMD').not.toBeNull();
@@ -270,18 +303,28 @@ describe('docker-compose.yml', () => {
       expect(Object.keys(compose.volumes ?? {})).toContain('postgres-data');
     });
 
-    it('given EVENT_STORE=postgres and READ_STORE=postgres on the host, then every part runs both stores on the postgres service\'s database', () => {
+    it("given EVENT_STORE=postgres and READ_STORE=postgres on the host, then every part runs both stores on the postgres service's database", () => {
       const postgres = environmentOf(compose.services.postgres!);
       for (const [name, service] of walletOpsServices) {
         const config = loadConfig(environmentOf(service, onPostgres));
         expect(config, name).toMatchObject({ EVENT_STORE: 'postgres', READ_STORE: 'postgres' });
         const url = new URL(config.POSTGRES_URL!);
-        expect([url.hostname, url.port, url.username, url.password, url.pathname], name).toEqual(['postgres', '5432', postgres.POSTGRES_USER, postgres.POSTGRES_PASSWORD, `/${postgres.POSTGRES_DB}`]);
+        expect([url.hostname, url.port, url.username, url.password, url.pathname], name).toEqual([
+          'postgres',
+          '5432',
+          postgres.POSTGRES_USER,
+          postgres.POSTGRES_PASSWORD,
+          `/${postgres.POSTGRES_DB}`,
+        ]);
       }
     });
 
     it('given no store chosen on the host, then the parts stay on KurrentDB and MongoDB, whatever POSTGRES_URL says', () => {
-      for (const [name, service] of walletOpsServices) expect(loadConfig(environmentOf(service)), name).toMatchObject({ EVENT_STORE: 'kurrentdb', READ_STORE: 'mongodb' });
+      for (const [name, service] of walletOpsServices)
+        expect(loadConfig(environmentOf(service)), name).toMatchObject({
+          EVENT_STORE: 'kurrentdb',
+          READ_STORE: 'mongodb',
+        });
     });
   });
 
@@ -292,21 +335,28 @@ describe('docker-compose.yml', () => {
     });
 
     it('when the file is started, with any profile, then nothing seeds the demo (whose admin password is published): the demo is deploy/demo/compose.yml', () => {
-      expect(Object.entries(compose.services).filter(seedsDemo).map(([name]) => name)).toEqual([]);
+      expect(
+        Object.entries(compose.services)
+          .filter(seedsDemo)
+          .map(([name]) => name),
+      ).toEqual([]);
       expect(seedsDemo(['demo', DEMO.compose.services.demo!])).toBe(true); // the check is not vacuous
       // Everything starts with a plain `up`, except the optional monitoring (its own test below) and the
       // opt-in development chain.
-      for (const [name, service] of Object.entries(compose.services).filter(([name]) => !MONITORING.includes(name))) expect([undefined, ['chain'], ['postgres'], ['ha']], name).toContainEqual(service.profiles);
+      for (const [name, service] of Object.entries(compose.services).filter(([name]) => !MONITORING.includes(name)))
+        expect([undefined, ['chain'], ['postgres'], ['ha']], name).toContainEqual(service.profiles);
     });
 
-    it('when the monitoring profile runs, then it has a trace backend pinned by version, and the host\'s OTLP endpoint turns tracing on in every part, each under its own service name', () => {
+    it("when the monitoring profile runs, then it has a trace backend pinned by version, and the host's OTLP endpoint turns tracing on in every part, each under its own service name", () => {
       const jaeger = compose.services.jaeger!;
       expect(jaeger.profiles).toEqual(['monitoring']);
       expect(jaeger.image).toMatch(/^jaegertracing\/jaeger:\d+\.\d+\.\d+$/);
       const names = new Set<string>();
       for (const [name, service] of walletOpsServices.filter(([name]) => name !== 'chain-deploy')) {
         expect(tracingEnabled(loadConfig(environmentOf(service))), `${name}: off by default`).toBe(false);
-        const traced = loadConfig(environmentOf(service, { ...HOST_ENVIRONMENT, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' }));
+        const traced = loadConfig(
+          environmentOf(service, { ...HOST_ENVIRONMENT, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' }),
+        );
         expect(tracingEnabled(traced), name).toBe(true);
         names.add(traced.OTEL_SERVICE_NAME);
       }
@@ -320,7 +370,6 @@ describe('docker-compose.yml', () => {
         for (const port of ports) expect(hostIp(port), `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
       }
     });
-
   });
 });
 
@@ -332,12 +381,15 @@ describe('deploy/demo/compose.yml: the demo, a project of its own', () => {
     expect(compose.name).toBeUndefined();
   });
 
-  it('then every volume it mounts is its own: declared with a wallet-ops-demo- name, none of docker-compose.yml\'s, and no host path', () => {
+  it("then every volume it mounts is its own: declared with a wallet-ops-demo- name, none of docker-compose.yml's, and no host path", () => {
     const mainVolumes = new Set(Object.entries(compose.volumes ?? {}).map(([key, volume]) => volume?.name ?? key));
     const mounted = Object.values(demo.services).flatMap((service) => (service.volumes ?? []).map(volumeSource));
     expect(mounted).toEqual(expect.arrayContaining(['kurrentdb-data', 'mongodb-data', 'wallet-ops-data']));
     for (const source of mounted) {
-      expect(source.startsWith('.') || source.startsWith('/'), `${source}: a host path could be the system's data`).toBe(false);
+      expect(
+        source.startsWith('.') || source.startsWith('/'),
+        `${source}: a host path could be the system's data`,
+      ).toBe(false);
       const name = demo.volumes?.[source]?.name;
       expect(name, `${source} has an explicit name`).toMatch(/^wallet-ops-demo-/);
       expect(mainVolumes.has(name!), `${name} is also docker-compose.yml's`).toBe(false);
@@ -358,8 +410,10 @@ describe('deploy/demo/compose.yml: the demo, a project of its own', () => {
     }
   });
 
-  it('then its ports are on 127.0.0.1 and differ from docker-compose.yml\'s, so the two never answer for each other', () => {
-    const mainPorts = new Set(Object.values(compose.services).flatMap((service) => (service.ports ?? []).map(publishedPort)));
+  it("then its ports are on 127.0.0.1 and differ from docker-compose.yml's, so the two never answer for each other", () => {
+    const mainPorts = new Set(
+      Object.values(compose.services).flatMap((service) => (service.ports ?? []).map(publishedPort)),
+    );
     const demoPorts = Object.values(demo.services).flatMap((service) => service.ports ?? []);
     expect(demoPorts.length).toBeGreaterThan(0);
     for (const port of demoPorts) {
@@ -367,16 +421,20 @@ describe('deploy/demo/compose.yml: the demo, a project of its own', () => {
       expect(mainPorts.has(publishedPort(port)), `${JSON.stringify(port)} is also docker-compose.yml's`).toBe(false);
     }
     const seed = demo.services.demo!.command as string[];
-    expect(seed[seed.indexOf('--api-url') + 1]).toBe(`http://localhost:${publishedPort(demo.services['write-api']!.ports![0]!)}`);
+    expect(seed[seed.indexOf('--api-url') + 1]).toBe(
+      `http://localhost:${publishedPort(demo.services['write-api']!.ports![0]!)}`,
+    );
   });
 
   it('then it runs the same stores and the same configuration as docker-compose.yml (no drift but the ledger, embedded here)', () => {
     // The demo runs the default stores (docker-compose.yml's postgres profile is not part of it).
-    for (const store of STORES.filter((name) => name !== 'postgres')) expect(demo.services[store]?.image, store).toBe(compose.services[store]?.image);
+    for (const store of STORES.filter((name) => name !== 'postgres'))
+      expect(demo.services[store]?.image, store).toBe(compose.services[store]?.image);
     const mainEnvironment = environmentOf(compose.services['write-api']!);
     for (const [name, service] of DEMO.walletOpsServices) {
       const environment = environmentOf(service);
-      for (const [key, value] of Object.entries(environment)) if (key !== 'EXECUTOR_ID') expect(value, `${name}: ${key}`).toBe(mainEnvironment[key]);
+      for (const [key, value] of Object.entries(environment))
+        if (key !== 'EXECUTOR_ID') expect(value, `${name}: ${key}`).toBe(mainEnvironment[key]);
     }
   });
 });

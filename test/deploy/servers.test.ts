@@ -14,7 +14,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (path: string) => readFileSync(`${ROOT}/${path}`, 'utf8');
 
 describe('npm run test:servers', () => {
-  const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, { healthcheck?: unknown; ports?: string[]; profiles?: string[] }> };
+  const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+    services: Record<string, { healthcheck?: unknown; ports?: string[]; profiles?: string[] }>;
+  };
 
   it('is an npm script that runs scripts/test-servers.js', () => {
     expect(JSON.parse(read('package.json')).scripts['test:servers']).toBe('node scripts/test-servers.js');
@@ -34,11 +36,18 @@ describe('npm run test:servers', () => {
   });
 
   it('runs both contract suites and every other file that needs the servers', () => {
-    expect(serverSuites()).toEqual(expect.arrayContaining(['test/adapters/kurrentdb-event-store.test.ts', 'test/adapters/mongodb-read-store.test.ts']));
+    expect(serverSuites()).toEqual(
+      expect.arrayContaining([
+        'test/adapters/kurrentdb-event-store.test.ts',
+        'test/adapters/mongodb-read-store.test.ts',
+      ]),
+    );
   });
 
   it('is what the CI workflow for a runner with Docker runs, after npm ci, on Node 24', () => {
-    const workflow = parse(read('.github/workflows/servers.yml')) as { jobs: Record<string, { steps: Array<{ run?: string; with?: Record<string, unknown> }> }> };
+    const workflow = parse(read('.github/workflows/servers.yml')) as {
+      jobs: Record<string, { steps: Array<{ run?: string; with?: Record<string, unknown> }> }>;
+    };
     const steps = Object.values(workflow.jobs).flatMap((job) => job.steps);
     const runs = steps.map((step) => step.run).filter(Boolean);
     expect(runs.indexOf('npm run test:servers')).toBeGreaterThan(runs.indexOf('npm ci'));

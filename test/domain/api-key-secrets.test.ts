@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { API_KEY_PATTERN, formatApiKey, hashSecret, isKeyID, matchingSecretIndex, newKeyID, newSecret, parseApiKey, secretMatches, secretMatchesAny } from '../../src/domain/api-key-secrets.ts';
+import {
+  API_KEY_PATTERN,
+  formatApiKey,
+  hashSecret,
+  isKeyID,
+  matchingSecretIndex,
+  newKeyID,
+  newSecret,
+  parseApiKey,
+  secretMatches,
+  secretMatchesAny,
+} from '../../src/domain/api-key-secrets.ts';
 
 const KEY_ID = 'key_AbCdEfGh12_-34Xy';
 const SECRET = 'A'.repeat(20) + '-_' + 'z9'.repeat(10) + 'q';
@@ -24,12 +35,16 @@ describe('api key ids and secrets', () => {
     expect(newSecret()).not.toBe(first);
   });
 
-  it.each(['key_short', 'KEY_AbCdEfGh12_-34Xy', 'kex_AbCdEfGh12_-34Xy', 'key_AbCdEfGh12_-34X!', 'key_AbCdEfGh12_-34XyZ', ''])(
-    'when "%s" is checked, then it is not a key id',
-    (value) => {
-      expect(isKeyID(value)).toBe(false);
-    },
-  );
+  it.each([
+    'key_short',
+    'KEY_AbCdEfGh12_-34Xy',
+    'kex_AbCdEfGh12_-34Xy',
+    'key_AbCdEfGh12_-34X!',
+    'key_AbCdEfGh12_-34XyZ',
+    '',
+  ])('when "%s" is checked, then it is not a key id', (value) => {
+    expect(isKeyID(value)).toBe(false);
+  });
 
   it('when a secret is hashed, then it is the hex SHA-256 of the secret', () => {
     expect(hashSecret('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
@@ -109,7 +124,7 @@ describe('secretMatches', () => {
   });
 });
 
-describe('secretMatchesAny (a rotation\'s current and previous hashes)', () => {
+describe("secretMatchesAny (a rotation's current and previous hashes)", () => {
   const OTHER = 'O'.repeat(43);
   it('when the secret is the one of either stored hash, then it matches; of neither, or with none, then it does not', () => {
     expect(secretMatchesAny(SECRET, [hashSecret(OTHER), hashSecret(SECRET)])).toBe(true);

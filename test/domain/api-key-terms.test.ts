@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_EXPIRY_DAYS, MAX_EXPIRY_DAYS, parseKeyTerms, type KeyTermsInput } from '../../src/domain/api-key-terms.ts';
+import {
+  DEFAULT_EXPIRY_DAYS,
+  MAX_EXPIRY_DAYS,
+  parseKeyTerms,
+  type KeyTermsInput,
+} from '../../src/domain/api-key-terms.ts';
 
 const refusedNaming = (field: string) => expect.objectContaining({ name: 'DomainError', code: 'INVALID_INPUT', field });
 
@@ -58,15 +63,24 @@ describe('parseKeyTerms', () => {
     });
 
     it('when permissions repeat and are out of order, then they are deduplicated in the contract order', () => {
-      expect(terms({ permissions: ['perform-operations', 'Read Transactions', 'read-balance', 'Read Balance', 'perform-operations'] }).permissions).toEqual([
-        'Read Balance',
-        'Read Transactions',
-        'Perform Operations',
-      ]);
+      expect(
+        terms({
+          permissions: [
+            'perform-operations',
+            'Read Transactions',
+            'read-balance',
+            'Read Balance',
+            'perform-operations',
+          ],
+        }).permissions,
+      ).toEqual(['Read Balance', 'Read Transactions', 'Perform Operations']);
     });
 
     it('when permissions are a comma-separated string, then it is split, trimmed and empty parts ignored', () => {
-      expect(terms({ permissions: ' read-transactions ,, read-balance, ' }).permissions).toEqual(['Read Balance', 'Read Transactions']);
+      expect(terms({ permissions: ' read-transactions ,, read-balance, ' }).permissions).toEqual([
+        'Read Balance',
+        'Read Transactions',
+      ]);
     });
 
     it.each([
@@ -80,7 +94,9 @@ describe('parseKeyTerms', () => {
     });
 
     it('when a permission is unknown, then the message quotes it and lists the known ones', () => {
-      expect(() => terms({ permissions: ['withdraw'] })).toThrow(/unknown permission "withdraw".*read-balance, read-transactions, perform-operations/);
+      expect(() => terms({ permissions: ['withdraw'] })).toThrow(
+        /unknown permission "withdraw".*read-balance, read-transactions, perform-operations/,
+      );
     });
 
     it.each([
@@ -111,8 +127,14 @@ describe('parseKeyTerms', () => {
     });
 
     it('when limits are given, then they are formatted at the asset scale', () => {
-      expect(terms({ maxTransactionAmount: '5', maxDailyVolume: '10.5' }, 2)).toMatchObject({ maxTransactionAmount: '5.00', maxDailyVolume: '10.50' });
-      expect(terms({ maxTransactionAmount: '5', maxDailyVolume: '10.5' }, 3)).toMatchObject({ maxTransactionAmount: '5.000', maxDailyVolume: '10.500' });
+      expect(terms({ maxTransactionAmount: '5', maxDailyVolume: '10.5' }, 2)).toMatchObject({
+        maxTransactionAmount: '5.00',
+        maxDailyVolume: '10.50',
+      });
+      expect(terms({ maxTransactionAmount: '5', maxDailyVolume: '10.5' }, 3)).toMatchObject({
+        maxTransactionAmount: '5.000',
+        maxDailyVolume: '10.500',
+      });
     });
 
     it('when a limit has more decimals than the asset scale, then it is refused naming that limit', () => {
@@ -139,16 +161,26 @@ describe('parseKeyTerms', () => {
     });
 
     it('when the max transaction amount exceeds the max daily volume, then it is refused naming the max transaction amount', () => {
-      expect(() => terms({ maxTransactionAmount: '100.01', maxDailyVolume: '100' })).toThrow(refusedNaming('maxTransactionAmount'));
+      expect(() => terms({ maxTransactionAmount: '100.01', maxDailyVolume: '100' })).toThrow(
+        refusedNaming('maxTransactionAmount'),
+      );
     });
 
     it('when the comparison is numeric rather than textual, then "9" under "10" is accepted and "10" over "9" refused', () => {
-      expect(terms({ maxTransactionAmount: '9', maxDailyVolume: '10' })).toMatchObject({ maxTransactionAmount: '9.00', maxDailyVolume: '10.00' });
-      expect(() => terms({ maxTransactionAmount: '10', maxDailyVolume: '9' })).toThrow(refusedNaming('maxTransactionAmount'));
+      expect(terms({ maxTransactionAmount: '9', maxDailyVolume: '10' })).toMatchObject({
+        maxTransactionAmount: '9.00',
+        maxDailyVolume: '10.00',
+      });
+      expect(() => terms({ maxTransactionAmount: '10', maxDailyVolume: '9' })).toThrow(
+        refusedNaming('maxTransactionAmount'),
+      );
     });
 
     it('when the max transaction amount equals the max daily volume, then it is accepted', () => {
-      expect(terms({ maxTransactionAmount: '100', maxDailyVolume: '100.00' })).toMatchObject({ maxTransactionAmount: '100.00', maxDailyVolume: '100.00' });
+      expect(terms({ maxTransactionAmount: '100', maxDailyVolume: '100.00' })).toMatchObject({
+        maxTransactionAmount: '100.00',
+        maxDailyVolume: '100.00',
+      });
     });
 
     it('when only one of the limits is given, then it is not compared', () => {
@@ -163,12 +195,18 @@ describe('parseKeyTerms', () => {
     });
 
     it('when allowed IPs are an array, then they are normalized', () => {
-      expect(terms({ allowedIPs: ['::ffff:10.0.0.1', '192.168.0.0/16'] }).allowedIPs).toEqual(['10.0.0.1', '192.168.0.0/16']);
+      expect(terms({ allowedIPs: ['::ffff:10.0.0.1', '192.168.0.0/16'] }).allowedIPs).toEqual([
+        '10.0.0.1',
+        '192.168.0.0/16',
+      ]);
     });
 
-    it.each([undefined, null, '', []])('when allowed IPs are %j, then any address is allowed (empty list)', (allowedIPs) => {
-      expect(terms({ allowedIPs }).allowedIPs).toEqual([]);
-    });
+    it.each([undefined, null, '', []])(
+      'when allowed IPs are %j, then any address is allowed (empty list)',
+      (allowedIPs) => {
+        expect(terms({ allowedIPs }).allowedIPs).toEqual([]);
+      },
+    );
 
     it('when an allowed IP is not an address, then it is refused naming allowedIPs', () => {
       expect(() => terms({ allowedIPs: '10.0.0.1, my-office' })).toThrow(refusedNaming('allowedIPs'));

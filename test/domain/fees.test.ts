@@ -6,7 +6,9 @@ import { feeFor, type FeeSchedule } from '../../src/domain/fees.ts';
  * the asset's unit, so that no positive amount at a positive rate is charged nothing: otherwise splitting a
  * payment into small ones (1.5% of 0.33 is 0.00495) would avoid the fee.
  */
-const schedule = (rule: { flat?: string; percent?: string }): FeeSchedule => ({ 'pay-merchant': { flat: rule.flat ?? '0', percent: rule.percent ?? '0' } });
+const schedule = (rule: { flat?: string; percent?: string }): FeeSchedule => ({
+  'pay-merchant': { flat: rule.flat ?? '0', percent: rule.percent ?? '0' },
+});
 
 describe('feeFor', () => {
   it('when 1.5% is taken of 0.33 (0.00495), then the fee is 0.01, not 0.00', () => {

@@ -6,11 +6,18 @@ const refusedNaming = (field: string) => expect.objectContaining({ name: 'Domain
 
 describe('parseAllowedIps', () => {
   it('when given a comma-separated string, then each entry is trimmed and empty entries are dropped', () => {
-    expect(parseAllowedIps('allowedIPs', ' 10.0.0.1 ,192.168.1.0/24,, ,2001:db8::/32 ')).toEqual(['10.0.0.1', '192.168.1.0/24', '2001:db8::/32']);
+    expect(parseAllowedIps('allowedIPs', ' 10.0.0.1 ,192.168.1.0/24,, ,2001:db8::/32 ')).toEqual([
+      '10.0.0.1',
+      '192.168.1.0/24',
+      '2001:db8::/32',
+    ]);
   });
 
   it('when given an array, then each entry is trimmed and empty entries are dropped', () => {
-    expect(parseAllowedIps('allowedIPs', ['  10.0.0.1', '', '   ', '192.168.1.0/24 '])).toEqual(['10.0.0.1', '192.168.1.0/24']);
+    expect(parseAllowedIps('allowedIPs', ['  10.0.0.1', '', '   ', '192.168.1.0/24 '])).toEqual([
+      '10.0.0.1',
+      '192.168.1.0/24',
+    ]);
   });
 
   it('when given an empty string or an empty array, then the list is empty', () => {
@@ -31,7 +38,10 @@ describe('parseAllowedIps', () => {
   });
 
   it('when an IPv6 address is written in upper case or long form, then it is written in its short lower-case form', () => {
-    expect(parseAllowedIps('allowedIPs', ['2001:DB8::1', '2001:0db8:0000:0000:0000:0000:0000:0001'])).toEqual(['2001:db8::1', '2001:db8::1']);
+    expect(parseAllowedIps('allowedIPs', ['2001:DB8::1', '2001:0db8:0000:0000:0000:0000:0000:0001'])).toEqual([
+      '2001:db8::1',
+      '2001:db8::1',
+    ]);
   });
 
   it('when a CIDR range has host bits set, then it is normalized to its network address', () => {
@@ -69,9 +79,12 @@ describe('parseAllowedIps', () => {
     ['an IPv4-mapped address with an octet with a leading zero', '::ffff:010.0.0.1'],
     ['an IPv4-mapped address with a hexadecimal octet', '::ffff:0x0a.0.0.1'],
     ['an IPv6 address with a zone', 'fe80::1%eth0'],
-  ])('when an entry is %s rather than a dotted quad, then it is refused instead of being silently reinterpreted', (_label, entry) => {
-    expect(() => parseAllowedIps('allowedIPs', entry)).toThrow(refusedNaming('allowedIPs'));
-  });
+  ])(
+    'when an entry is %s rather than a dotted quad, then it is refused instead of being silently reinterpreted',
+    (_label, entry) => {
+      expect(() => parseAllowedIps('allowedIPs', entry)).toThrow(refusedNaming('allowedIPs'));
+    },
+  );
 
   it('when a refused entry is very long, then the message quotes only its first 60 characters', () => {
     const entry = 'x'.repeat(500);
@@ -183,9 +196,12 @@ describe('compileAllowList', () => {
     expect(allows('11.0.0.1')).toBe(false);
   });
 
-  it.each(['not an ip', '', '10.0.0.256', '10.0.0.0/8', 'fe80::zz'])('when the client address "%s" is not a valid address, then it is refused', (ip) => {
-    expect(compileAllowList(['0.0.0.0/0', '::/0'])(ip)).toBe(false);
-  });
+  it.each(['not an ip', '', '10.0.0.256', '10.0.0.0/8', 'fe80::zz'])(
+    'when the client address "%s" is not a valid address, then it is refused',
+    (ip) => {
+      expect(compileAllowList(['0.0.0.0/0', '::/0'])(ip)).toBe(false);
+    },
+  );
 
   it.each([
     ['a two-part shorthand (10.0.0.1 to ipaddr.js)', '10.1'],

@@ -123,7 +123,7 @@ describe('formatAmount', () => {
     expect(formatAmount(new Decimal('10').div(4))).toBe('2.50');
   });
 
-  it('when the amount has more decimals than the scale, then it rounds half to even (banker\'s rounding)', () => {
+  it("when the amount has more decimals than the scale, then it rounds half to even (banker's rounding)", () => {
     expect(formatAmount('1.005')).toBe('1.00');
     expect(formatAmount('1.015')).toBe('1.02');
     expect(formatAmount('2.5', 0)).toBe('2');
@@ -135,9 +135,25 @@ describe('formatAmount', () => {
   });
 
   it('when a string is padded without parsing a Decimal, then the result is exactly what Decimal toFixed gives', () => {
-    const inputs = ['0', '-0', '-0.0', '0.0', '5.', '-5.5', '12.345', '1e21', '007', '.5', '-0.001', '100.10', '123456789012345678.99', '1234567890123456789012345678901234.5'];
+    const inputs = [
+      '0',
+      '-0',
+      '-0.0',
+      '0.0',
+      '5.',
+      '-5.5',
+      '12.345',
+      '1e21',
+      '007',
+      '.5',
+      '-0.001',
+      '100.10',
+      '123456789012345678.99',
+      '1234567890123456789012345678901234.5',
+    ];
     for (const scale of [0, 1, 2, 3, 6]) {
-      for (const input of inputs) expect(formatAmount(input, scale), `${input} at ${scale}`).toBe(new Decimal(input).toFixed(scale));
+      for (const input of inputs)
+        expect(formatAmount(input, scale), `${input} at ${scale}`).toBe(new Decimal(input).toFixed(scale));
     }
   });
 
@@ -149,7 +165,24 @@ describe('formatAmount', () => {
 
 describe('addAmounts', () => {
   it('when amounts are added or subtracted, then the result is exactly what Decimal gives, in its form', () => {
-    const inputs = ['0', '-0', '0.0', '1.10', '5.', '.5', '1e3', '007', '100.50', '-250.75', '0.000001', '-0.000001', '0.0000001', '99999999999999999999', '99999999999999999999.999999', '123456789012345678901.5'];
+    const inputs = [
+      '0',
+      '-0',
+      '0.0',
+      '1.10',
+      '5.',
+      '.5',
+      '1e3',
+      '007',
+      '100.50',
+      '-250.75',
+      '0.000001',
+      '-0.000001',
+      '0.0000001',
+      '99999999999999999999',
+      '99999999999999999999.999999',
+      '123456789012345678901.5',
+    ];
     for (const a of inputs) {
       for (const b of inputs) {
         expect(addAmounts(a, b), `${a} + ${b}`).toBe(new Decimal(a).plus(b).toString());

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CONTRACT_STATUSES, contractStatus, OPERATION_STATUSES, statusAfter, type ContractStatus, type OperationStatus } from '../../src/domain/operation-status.ts';
+import {
+  CONTRACT_STATUSES,
+  contractStatus,
+  OPERATION_STATUSES,
+  statusAfter,
+  type ContractStatus,
+  type OperationStatus,
+} from '../../src/domain/operation-status.ts';
 import type { OperationEvent } from '../../src/domain/events.ts';
 
 /**

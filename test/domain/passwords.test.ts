@@ -1,6 +1,13 @@
 import { randomBytes, scryptSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_HASH_COST, MIN_PASSWORD_LENGTH, hashPassword, needsRehash, setPasswordHashCost, verifyPassword } from '../../src/domain/passwords.ts';
+import {
+  DEFAULT_HASH_COST,
+  MIN_PASSWORD_LENGTH,
+  hashPassword,
+  needsRehash,
+  setPasswordHashCost,
+  verifyPassword,
+} from '../../src/domain/passwords.ts';
 import { TEST_HASH_COST } from '../support/fast-passwords.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -25,7 +32,7 @@ describe('passwords at the production cost', () => {
 });
 
 describe('passwords', () => {
-  it('when a password is hashed at the suite\'s cost, then the stored form names that cost', async () => {
+  it("when a password is hashed at the suite's cost, then the stored form names that cost", async () => {
     const stored = await hashPassword(PASSWORD);
     expect(stored.split('$').slice(0, 4)).toEqual(['scrypt', String(2 ** TEST_HASH_COST), '8', '1']);
   });

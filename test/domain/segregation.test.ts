@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/domain/errors.ts';
-import { acceptedHolders, requireMayVouch, vouchConflict, type SecretKeepers, type VouchedAct } from '../../src/domain/segregation.ts';
+import {
+  acceptedHolders,
+  requireMayVouch,
+  vouchConflict,
+  type SecretKeepers,
+  type VouchedAct,
+} from '../../src/domain/segregation.ts';
 
 /**
  * Who may vouch, as a table: u-req requested the key (generation 1), u-rot1 asked for its first rotation
@@ -9,7 +15,11 @@ import { acceptedHolders, requireMayVouch, vouchConflict, type SecretKeepers, ty
 const holders = ['u-req', 'u-rot1', 'u-rot2'];
 const inOverlap: SecretKeepers = { originalRequester: 'u-req', holders, previousAccepted: true };
 const afterOverlap: SecretKeepers = { ...inOverlap, previousAccepted: false };
-const operation = (keepers: SecretKeepers, usedGeneration: number | null): VouchedAct => ({ maker: null, keepers, usedGeneration });
+const operation = (keepers: SecretKeepers, usedGeneration: number | null): VouchedAct => ({
+  maker: null,
+  keepers,
+  usedGeneration,
+});
 
 describe('who may vouch for an act', () => {
   it.each([
@@ -29,7 +39,11 @@ describe('who may vouch for an act', () => {
     ['u-rot1', { maker: 'u-asker', keepers: inOverlap }, 'holds-secret'],
     ['u-rot1', { maker: 'u-asker', keepers: afterOverlap }, null],
     ['u-req', { maker: 'u-asker', keepers: afterOverlap }, 'original-requester'],
-    ['u-req', { maker: 'u-req', keepers: { originalRequester: 'u-req', holders: [], previousAccepted: false } }, 'maker'],
+    [
+      'u-req',
+      { maker: 'u-req', keepers: { originalRequester: 'u-req', holders: [], previousAccepted: false } },
+      'maker',
+    ],
   ] as const)('when %s approves %j, then the conflict is %s', (approver, act, conflict) => {
     expect(vouchConflict(approver, act)).toBe(conflict);
   });
@@ -50,7 +64,11 @@ describe('who may vouch for an act', () => {
     })();
     expect(refusal).toBeInstanceOf(DomainError);
     expect((refusal as DomainError).code).toBe('SAME_USER');
-    expect((refusal as DomainError).message).toBe('cannot approve operation op_1: you were handed the secret of API key key_1 that created it; another checker must approve it');
-    expect(() => requireMayVouch('u-chk', operation(inOverlap, 3), 'approve operation op_1', 'API key key_1')).not.toThrow();
+    expect((refusal as DomainError).message).toBe(
+      'cannot approve operation op_1: you were handed the secret of API key key_1 that created it; another checker must approve it',
+    );
+    expect(() =>
+      requireMayVouch('u-chk', operation(inOverlap, 3), 'approve operation op_1', 'API key key_1'),
+    ).not.toThrow();
   });
 });

@@ -7,7 +7,8 @@ describe('requiredText', () => {
   it('says "is required" only for an absent value, and "must be a string" for another type (issue 18)', () => {
     expect(() => requiredText('label', undefined, 10)).toThrow('label is required');
     expect(() => requiredText('label', null, 10)).toThrow('label is required');
-    for (const value of [5, true, {}, []]) expect(() => requiredText('label', value, 10)).toThrow('label must be a string');
+    for (const value of [5, true, {}, []])
+      expect(() => requiredText('label', value, 10)).toThrow('label must be a string');
   });
 
   it('when the text has surrounding whitespace, then it is trimmed', () => {
@@ -112,7 +113,9 @@ describe('requiredText: invisible and direction-changing characters', () => {
     ['a Hangul filler U+3164 (shows as nothing)', '\u3164', 'U+3164'],
   ])('when the text contains %s, then it is refused naming the field and the character', (_label, input, codePoint) => {
     expect(() => requiredText('memo', input, 100)).toThrow(refusedNaming('memo'));
-    expect(() => requiredText('memo', input, 100)).toThrow(`memo must not contain invisible or direction-changing characters (${codePoint}`);
+    expect(() => requiredText('memo', input, 100)).toThrow(
+      `memo must not contain invisible or direction-changing characters (${codePoint}`,
+    );
   });
 
   it('when a Persian name holds a zero-width non-joiner (U+200C), then it is accepted unchanged', () => {
@@ -120,7 +123,9 @@ describe('requiredText: invisible and direction-changing characters', () => {
   });
 
   it('when the text holds a zero-width joiner (U+200D) in an emoji sequence or in Devanagari, then it is accepted unchanged', () => {
-    expect(requiredText('name', 'Family shop \u{1F468}\u200D\u{1F469}\u200D\u{1F467}', 100)).toBe('Family shop \u{1F468}\u200D\u{1F469}\u200D\u{1F467}');
+    expect(requiredText('name', 'Family shop \u{1F468}\u200D\u{1F469}\u200D\u{1F467}', 100)).toBe(
+      'Family shop \u{1F468}\u200D\u{1F469}\u200D\u{1F467}',
+    );
     expect(requiredText('name', 'क्\u200Dष', 100)).toBe('क्\u200Dष');
   });
 
@@ -143,32 +148,51 @@ const hex = (codePoint: number) => `U+${codePoint.toString(16).toUpperCase().pad
 const WHITESPACE = new Set([0x09, 0x0a, 0x0d]);
 
 describe('requiredText: control characters (issue 40)', () => {
-  it.each(CONTROLS.map((c) => [hex(c), c]))('when the text holds %s inside, then it is refused naming the field, the character and where', (name, c) => {
-    expect(() => requiredText('memo', `ab${String.fromCodePoint(c as number)}cd`, 100)).toThrow(refusedNaming('memo'));
-    expect(() => requiredText('memo', `ab${String.fromCodePoint(c as number)}cd`, 100)).toThrow(`memo must not contain control characters (${name} at character 3)`);
-  });
+  it.each(CONTROLS.map((c) => [hex(c), c]))(
+    'when the text holds %s inside, then it is refused naming the field, the character and where',
+    (name, c) => {
+      expect(() => requiredText('memo', `ab${String.fromCodePoint(c as number)}cd`, 100)).toThrow(
+        refusedNaming('memo'),
+      );
+      expect(() => requiredText('memo', `ab${String.fromCodePoint(c as number)}cd`, 100)).toThrow(
+        `memo must not contain control characters (${name} at character 3)`,
+      );
+    },
+  );
 
-  it.each(CONTROLS.filter((c) => !WHITESPACE.has(c)).map((c) => [hex(c), c]))('when the text starts or ends with %s (not a tab or a line break), then it is refused, not trimmed', (_name, c) => {
-    const control = String.fromCodePoint(c as number);
-    expect(() => requiredText('reason', `${control}abc`, 100)).toThrow(refusedNaming('reason'));
-    expect(() => requiredText('reason', `abc${control}`, 100)).toThrow(refusedNaming('reason'));
-  });
+  it.each(CONTROLS.filter((c) => !WHITESPACE.has(c)).map((c) => [hex(c), c]))(
+    'when the text starts or ends with %s (not a tab or a line break), then it is refused, not trimmed',
+    (_name, c) => {
+      const control = String.fromCodePoint(c as number);
+      expect(() => requiredText('reason', `${control}abc`, 100)).toThrow(refusedNaming('reason'));
+      expect(() => requiredText('reason', `abc${control}`, 100)).toThrow(refusedNaming('reason'));
+    },
+  );
 
   it('when a pasted text starts or ends with tabs and line breaks, then they are trimmed as whitespace', () => {
     expect(requiredText('reason', '\t Wrong amount\r\n', 100)).toBe('Wrong amount');
   });
 
   it('when the text is only a NUL, then it is refused as a control character, not as empty', () => {
-    expect(() => requiredText('label', '\u0000', 100)).toThrow('label must not contain control characters (U+0000 at character 1)');
+    expect(() => requiredText('label', '\u0000', 100)).toThrow(
+      'label must not contain control characters (U+0000 at character 1)',
+    );
   });
 });
 
 describe('controlCharacterIn and refuseControlCharacters: query values and form fields (issue 40)', () => {
-  it.each(CONTROLS.map((c) => [hex(c), c]))('when a search holds %s, then it is refused naming the field and the character', (name, c) => {
-    expect(controlCharacterIn(`x${String.fromCodePoint(c as number)}`)).toBe(`${name} at character 2`);
-    expect(() => refuseControlCharacters('search', `x${String.fromCodePoint(c as number)}`)).toThrow(refusedNaming('search'));
-    expect(() => refuseControlCharacters('q', `${String.fromCodePoint(c as number)}`)).toThrow(`q must not contain control characters (${name} at character 1)`);
-  });
+  it.each(CONTROLS.map((c) => [hex(c), c]))(
+    'when a search holds %s, then it is refused naming the field and the character',
+    (name, c) => {
+      expect(controlCharacterIn(`x${String.fromCodePoint(c as number)}`)).toBe(`${name} at character 2`);
+      expect(() => refuseControlCharacters('search', `x${String.fromCodePoint(c as number)}`)).toThrow(
+        refusedNaming('search'),
+      );
+      expect(() => refuseControlCharacters('q', `${String.fromCodePoint(c as number)}`)).toThrow(
+        `q must not contain control characters (${name} at character 1)`,
+      );
+    },
+  );
 
   it.each([
     ['a phone fragment', '+234 812'],
@@ -193,7 +217,9 @@ describe('controlCharacterIn and refuseControlCharacters: query values and form 
   });
 
   it('when the control follows an emoji, then its position is counted in characters, not UTF-16 units', () => {
-    expect(() => refuseControlCharacters('name', '\u{1F600}\u{1F600}\u0007')).toThrow('name must not contain control characters (U+0007 at character 3)');
+    expect(() => refuseControlCharacters('name', '\u{1F600}\u{1F600}\u0007')).toThrow(
+      'name must not contain control characters (U+0007 at character 3)',
+    );
   });
 });
 
@@ -225,7 +251,9 @@ describe('requiredText: characters that show as nothing', () => {
     ['a Mongolian free variation selector after a Latin letter', 'a\u180Bb', 'U+180B'],
   ])('when the text contains %s, then it is refused naming the field and the character', (_label, input, codePoint) => {
     expect(() => requiredText('name', input, 100)).toThrow(refusedNaming('name'));
-    expect(() => requiredText('name', input, 100)).toThrow(`name must not contain invisible or direction-changing characters (${codePoint} at character`);
+    expect(() => requiredText('name', input, 100)).toThrow(
+      `name must not contain invisible or direction-changing characters (${codePoint} at character`,
+    );
   });
 
   it.each([

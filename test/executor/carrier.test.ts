@@ -38,15 +38,27 @@ function carrierOf(scripts: Record<string, Step[]>, concurrency = 1) {
       }
     },
   });
-  return { carrier, calls, mostAtOnce: () => mostAtOnce, release: () => hanging.splice(0).forEach((resolve) => resolve()) };
+  return {
+    carrier,
+    calls,
+    mostAtOnce: () => mostAtOnce,
+    release: () => hanging.splice(0).forEach((resolve) => resolve()),
+  };
 }
 
 const settled: PassResult = { kind: 'settled' };
 const within = <T>(promise: Promise<T>, ms = 2_000) =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))]);
-const stillPending = async (promise: Promise<unknown>) => (await Promise.race([promise.then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('pending'), 50))])) === 'pending';
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms)),
+  ]);
+const stillPending = async (promise: Promise<unknown>) =>
+  (await Promise.race([
+    promise.then(() => 'settled'),
+    new Promise((resolve) => setTimeout(() => resolve('pending'), 50)),
+  ])) === 'pending';
 
-describe('the carrier of an executor\'s operations', () => {
+describe("the carrier of an executor's operations", () => {
   const stops: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const stop of stops.splice(0)) await stop();
@@ -65,7 +77,9 @@ describe('the carrier of an executor\'s operations', () => {
   });
 
   it('when the ledger asks for a retry later, then the operation waits its backoff outside the slot, and is passed again with the cause', async () => {
-    const { carrier, calls } = started(carrierOf({ flaky: [{ kind: 'retry', delayMs: 150, cause: 'ledger down' }, settled], other: [settled] }));
+    const { carrier, calls } = started(
+      carrierOf({ flaky: [{ kind: 'retry', delayMs: 150, cause: 'ledger down' }, settled], other: [settled] }),
+    );
     const flaky = carrier.carry('flaky');
     await within(carrier.carry('other'), 100);
     await within(flaky);
@@ -76,7 +90,9 @@ describe('the carrier of an executor\'s operations', () => {
   });
 
   it('when a pass fails unexpectedly, then it is passed again after a backoff, with the cause, until it settles', async () => {
-    const { carrier, calls } = started(carrierOf({ unlucky: [new Error('store down'), new Error('still down'), settled] }));
+    const { carrier, calls } = started(
+      carrierOf({ unlucky: [new Error('store down'), new Error('still down'), settled] }),
+    );
     await within(carrier.carry('unlucky'));
     expect(calls.map((call) => call.lastError)).toEqual([undefined, 'store down', 'still down']);
     expect(carrier.size).toBe(0);
@@ -98,7 +114,9 @@ describe('the carrier of an executor\'s operations', () => {
   });
 
   it('when it stops, then the pass under way ends, no pass begins any more, and what is not settled never settles', async () => {
-    const subject = started(carrierOf({ running: ['hang'], retrying: [{ kind: 'retry', delayMs: 20, cause: 'ledger down' }] }, 2));
+    const subject = started(
+      carrierOf({ running: ['hang'], retrying: [{ kind: 'retry', delayMs: 20, cause: 'ledger down' }] }, 2),
+    );
     const running = subject.carrier.carry('running');
     const retrying = subject.carrier.carry('retrying');
     await new Promise((resolve) => setTimeout(resolve, 30));

@@ -20,13 +20,18 @@ beforeAll(() => {
 afterAll(() => tmpfs.unmount());
 
 describe('disk full while an approval executes', () => {
-  it('when the data directory\'s disk fills up, then the process stays up, creates answer 503 (never 500), and the approval completes once space is back', async (context) => {
+  it("when the data directory's disk fills up, then the process stays up, creates answer 503 (never 500), and the approval completes once space is back", async (context) => {
     context.skip(!tmpfs.mountPoint, tmpfs.skipReason);
     const mountPoint = tmpfs.mountPoint!;
     const dataDir = join(mountPoint, 'data');
     let sys: TestSystem | undefined;
     try {
-      sys = await startTestSystem({ DATA_DIR: dataDir, LEDGER_LATENCY_MS: '500', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '1000' });
+      sys = await startTestSystem({
+        DATA_DIR: dataDir,
+        LEDGER_LATENCY_MS: '500',
+        EXECUTOR_LEASE_MS: '2000',
+        EXECUTOR_SWEEP_INTERVAL_MS: '1000',
+      });
       const distributor = await sys.party('distributor');
       const { apiKey } = await distributor.key();
       const phone = await sys.individual('+2348126100001');
@@ -47,16 +52,23 @@ describe('disk full while an approval executes', () => {
           body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone, memo: `while the disk is full, ${i}` },
         });
         statuses.push(response.status);
-        if (response.status === 503) expect(response.body).toMatchObject({ type: '/problems/service-unavailable', status: 503 });
+        if (response.status === 503)
+          expect(response.body).toMatchObject({ type: '/problems/service-unavailable', status: 503 });
       }
-      expect(statuses.filter((status) => status !== 200 && status !== 503), JSON.stringify(statuses)).toEqual([]);
+      expect(
+        statuses.filter((status) => status !== 200 && status !== 503),
+        JSON.stringify(statuses),
+      ).toEqual([]);
       expect(statuses).toContain(503);
       const health = await call(sys.baseUrl, 'GET', '/health');
       expect([200, 503]).toContain(health.status);
 
       rmSync(filler);
       expect((await waitUntilSettled(subject, operationID, 60_000)).status).toBe('completed');
-      const after = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone } });
+      const after = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
+        apiKey,
+        body: { operationType: 'cash-in', amount: '1.00', phoneTo: phone },
+      });
       expect(after.status).toBe(200);
       await assertLedgerMatchesProjections(subject, { timeoutMs: 60_000 });
     } finally {

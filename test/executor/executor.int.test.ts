@@ -49,17 +49,38 @@ describe('the executor while the read store is down', () => {
   });
 
   it('when approvals arrive one after another during the outage, then each completes, the executor stays running, and its checkpoint passes them once the store answers', async () => {
-    const readStore = withReadStoreFaults(rawReadStore, { errorRate: 0.5, latencyMs: 0, hangRate: 0, hangMs: 0, random: () => (down ? 0 : 1) }, newFaultCounters());
+    const readStore = withReadStoreFaults(
+      rawReadStore,
+      { errorRate: 0.5, latencyMs: 0, hangRate: 0, hangMs: 0, random: () => (down ? 0 : 1) },
+      newFaultCounters(),
+    );
     executor = new Executor({
-      eventStore, readStore, ledger, executorID: 'outage', leaseMs: 5_000, maxAttempts: 5, retryBaseMs: 10, retryMaxMs: 100, concurrency: 4,
-      sweepIntervalMs: 60_000, assetScale: 2, clock: () => new Date(), logger: createLogger('silent'), supervision: { baseDelayMs: 10, maxDelayMs: 100, stableAfterMs: 60_000 },
+      eventStore,
+      readStore,
+      ledger,
+      executorID: 'outage',
+      leaseMs: 5_000,
+      maxAttempts: 5,
+      retryBaseMs: 10,
+      retryMaxMs: 100,
+      concurrency: 4,
+      sweepIntervalMs: 60_000,
+      assetScale: 2,
+      clock: () => new Date(),
+      logger: createLogger('silent'),
+      supervision: { baseDelayMs: 10, maxDelayMs: 100, stableAfterMs: 60_000 },
     });
     executor.start();
     const context = () => ({ actor: 'operator:test', correlationId: randomUUID() });
-    const { partyID } = await onboardParty({ store: eventStore, clock: () => new Date(), assetScale: 2 }, { partyType: 'distributor', name: 'Outage Ltd', shortCode: '771178' }, context());
+    const { partyID } = await onboardParty(
+      { store: eventStore, clock: () => new Date(), assetScale: 2 },
+      { partyType: 'distributor', name: 'Outage Ltd', shortCode: '771178' },
+      context(),
+    );
     const to: PartyRef = { type: 'distributor', id: partyID };
     const channel = { store: eventStore, lookup: new PartyLookup(eventStore), clock: () => new Date(), assetScale: 2 };
-    const status = async (operationID: string) => (await loadState({ store: eventStore }, streams.operation(operationID), operationState)).state.status;
+    const status = async (operationID: string) =>
+      (await loadState({ store: eventStore }, streams.operation(operationID), operationState)).state.status;
     await waitFor(() => executor!.consumer.status().state === 'running', 10_000);
 
     down = true;
@@ -71,7 +92,12 @@ describe('the executor while the read store is down', () => {
     expect(executor.consumer.status()).toMatchObject({ state: 'running', consecutiveFailures: 0 });
 
     down = false;
-    const approval = (await eventStore.readStream(streams.operation(last))).find((event) => event.type === 'OperationApproved')!;
-    await waitFor(async () => ((await rawReadStore.getCheckpoint(EXECUTOR_CHECKPOINT)) ?? 0) >= approval.position, 10_000);
+    const approval = (await eventStore.readStream(streams.operation(last))).find(
+      (event) => event.type === 'OperationApproved',
+    )!;
+    await waitFor(
+      async () => ((await rawReadStore.getCheckpoint(EXECUTOR_CHECKPOINT)) ?? 0) >= approval.position,
+      10_000,
+    );
   });
 });

@@ -7,11 +7,24 @@ import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type WalletOps } from '../../src/wallet-ops.ts';
 import { onboardParty } from '../../src/commands/back-office.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
-import { allEvents, allLedgerTransactions, assertLedgerMatchesProjections, type InvariantSubject } from '../support/invariants.ts';
+import {
+  allEvents,
+  allLedgerTransactions,
+  assertLedgerMatchesProjections,
+  type InvariantSubject,
+} from '../support/invariants.ts';
 import { issue, operationOf } from '../support/executor-system.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
-import { freePort, prepareWriteLock, killAllChildren, killLockers, running, spawnWalletOps, stopProcess } from '../support/processes.ts';
+import {
+  freePort,
+  prepareWriteLock,
+  killAllChildren,
+  killLockers,
+  running,
+  spawnWalletOps,
+  stopProcess,
+} from '../support/processes.ts';
 import { onEvm, testLedgerEnv } from '../support/test-ledger.ts';
 
 /** On the EVM chain every operation is a real signed transaction: fewer of them keep the suite within its time.
@@ -35,7 +48,11 @@ export function executorUnderFaults(): void {
   });
 
   /** This process's view of the data directory: stores and ledger only (the child runs projections and executor). */
-  async function observe(dataDir: string): Promise<{ ops: WalletOps; subject: InvariantSubject & { system: WalletOps }; distributor: (name: string) => Promise<PartyRef> }> {
+  async function observe(dataDir: string): Promise<{
+    ops: WalletOps;
+    subject: InvariantSubject & { system: WalletOps };
+    distributor: (name: string) => Promise<PartyRef>;
+  }> {
     const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(await testLedgerEnv(dataDir)) });
     const ops = await buildWalletOps(config, createLogger('silent'), undefined, []);
     let code = 800_000 + Math.floor(Math.random() * 100_000);
@@ -44,13 +61,20 @@ export function executorUnderFaults(): void {
       subject: { system: ops, config },
       async distributor(name) {
         const backOffice = { store: ops.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
-        const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name, shortCode: String(code++) }, { actor: 'operator:test', correlationId: randomUUID() });
+        const { partyID } = await onboardParty(
+          backOffice,
+          { partyType: 'distributor', name, shortCode: String(code++) },
+          { actor: 'operator:test', correlationId: randomUUID() },
+        );
         return { type: 'distributor', id: partyID };
       },
     };
   }
 
-  const settled = async (ops: WalletOps, ids: string[]) => (await Promise.all(ids.map((id) => operationOf({ system: ops, config: { ASSET_SCALE: 2 } }, id)))).every((s) => s.status === 'completed' || s.status === 'failed');
+  const settled = async (ops: WalletOps, ids: string[]) =>
+    (await Promise.all(ids.map((id) => operationOf({ system: ops, config: { ASSET_SCALE: 2 } }, id)))).every(
+      (s) => s.status === 'completed' || s.status === 'failed',
+    );
 
   /** GET /health, timed. */
   async function probeHealth(baseUrl: string): Promise<{ status: number; ms: number }> {
@@ -74,7 +98,13 @@ export function executorUnderFaults(): void {
       cleanups.push(() => ops.close());
       const port = await freePort();
       // The stores' busy budget at 3 s (10 s by default): what matters is that the lock outlasts it, not by how much.
-      const server = spawnWalletOps(dir.path, [], { PORT: String(port), LEDGER_LATENCY_MS: '2000', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '1000', STORE_BUSY_BUDGET_MS: String(BUSY_BUDGET_MS) });
+      const server = spawnWalletOps(dir.path, [], {
+        PORT: String(port),
+        LEDGER_LATENCY_MS: '2000',
+        EXECUTOR_LEASE_MS: '2000',
+        EXECUTOR_SWEEP_INTERVAL_MS: '1000',
+        STORE_BUSY_BUDGET_MS: String(BUSY_BUDGET_MS),
+      });
       cleanups.push(() => stopProcess(server));
       const baseUrl = `http://127.0.0.1:${port}`;
       await waitFor(async () => (await probeHealth(baseUrl)).status === 200, 60_000);
@@ -88,7 +118,11 @@ export function executorUnderFaults(): void {
       const ids = [await issue(subject, to, '10'), await issue(subject, to, '20'), await issue(subject, to, '30')];
       // Every one claimed: the ledger is working on them (2 s each) when the lock comes, so their outcomes
       // cannot be recorded.
-      await waitFor(async () => (await Promise.all(ids.map((id) => operationOf(subject, id)))).every((s) => s.status === 'executing'), 30_000);
+      await waitFor(
+        async () =>
+          (await Promise.all(ids.map((id) => operationOf(subject, id)))).every((s) => s.status === 'executing'),
+        30_000,
+      );
       await locker.lock();
       const probes: Array<{ status: number; ms: number }> = [];
       // Held for twice the stores' busy budget: appends fail, and are retried by the executor.
@@ -103,14 +137,19 @@ export function executorUnderFaults(): void {
       await waitFor(() => settled(ops, ids), 60_000);
       expect(running(server), server.output()).toBe(true);
       expect(probes.length).toBeGreaterThan(50);
-      expect(probes.filter((p) => p.status !== 200 && p.status !== 503), 'every probe answered').toEqual([]);
+      expect(
+        probes.filter((p) => p.status !== 200 && p.status !== 503),
+        'every probe answered',
+      ).toEqual([]);
       // The lock never stands in /health's way: a probe blocked by it would wait the busy budget (3 s here). So the
       // bounds are far below that and far above what a busy 2-core machine's scheduler adds (a p95 of 111 ms was seen
       // with three test files running beside it): within 250 ms, or 4x the unlocked p95 of the same run; the slowest
       // within half the budget.
       const times = probes.map((p) => p.ms).sort((a, b) => a - b);
       const p95 = times[Math.floor(times.length * 0.95)]!;
-      await context.annotate(`/health during the lock: ${probes.length} probes, p50 ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms; unlocked p95 ${unlockedP95.toFixed(1)} ms`);
+      await context.annotate(
+        `/health during the lock: ${probes.length} probes, p50 ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms; unlocked p95 ${unlockedP95.toFixed(1)} ms`,
+      );
       expect(p95, 'p95 of /health during the lock (ms)').toBeLessThan(Math.max(250, 4 * unlockedP95));
       expect(times.at(-1)!, 'the slowest /health during the lock (ms)').toBeLessThan(BUSY_BUDGET_MS / 2);
 
@@ -128,22 +167,42 @@ export function executorUnderFaults(): void {
       cleanups.push(() => dir.cleanup());
       const { ops, subject, distributor } = await observe(dir.path);
       cleanups.push(() => ops.close());
-      const faults = { FAULT_EVENT_STORE_ERROR_RATE: '0.1', FAULT_READ_STORE_ERROR_RATE: '0.1', FAULT_LEDGER_ERROR_RATE: '0.1' };
+      const faults = {
+        FAULT_EVENT_STORE_ERROR_RATE: '0.1',
+        FAULT_READ_STORE_ERROR_RATE: '0.1',
+        FAULT_LEDGER_ERROR_RATE: '0.1',
+      };
       // Generous attempts: with 10% errors everywhere an operation may need several; none should run out. Waits
       // between them of at most 1 s (5 s by default), and a failed consumer back within 10-200 ms (100 ms to 10 s by
       // default): what is tested is that each settles once, not the schedule.
-      const executor = spawnWalletOps(dir.path, ['projections', 'executor'], { ...faults, EXECUTOR_MAX_ATTEMPTS: '30', EXECUTOR_RETRY_MAX_MS: '1000', EXECUTOR_LEASE_MS: '2000', EXECUTOR_SWEEP_INTERVAL_MS: '2000', CONSUMER_RETRY_BASE_MS: '10', CONSUMER_RETRY_MAX_MS: '200', LOG_LEVEL: 'warn' });
+      const executor = spawnWalletOps(dir.path, ['projections', 'executor'], {
+        ...faults,
+        EXECUTOR_MAX_ATTEMPTS: '30',
+        EXECUTOR_RETRY_MAX_MS: '1000',
+        EXECUTOR_LEASE_MS: '2000',
+        EXECUTOR_SWEEP_INTERVAL_MS: '2000',
+        CONSUMER_RETRY_BASE_MS: '10',
+        CONSUMER_RETRY_MAX_MS: '200',
+        LOG_LEVEL: 'warn',
+      });
       cleanups.push(() => stopProcess(executor));
 
       const distributors = await Promise.all(['Flaky A', 'Flaky B', 'Flaky C', 'Flaky D'].map(distributor));
       const seeded: string[] = [];
       while (seeded.length < N) {
         const batch = Math.min(50, N - seeded.length);
-        seeded.push(...(await Promise.all(Array.from({ length: batch }, (_, i) => issue(subject, distributors[(seeded.length + i) % distributors.length]!, '1.00')))));
+        seeded.push(
+          ...(await Promise.all(
+            Array.from({ length: batch }, (_, i) =>
+              issue(subject, distributors[(seeded.length + i) % distributors.length]!, '1.00'),
+            ),
+          )),
+        );
       }
 
       // Bounded by progress: fails only if nothing settles for 60 s.
-      const outcomes = async () => (await allEvents(ops.stores.eventStore, ['OperationCompleted', 'OperationFailed'])).length;
+      const outcomes = async () =>
+        (await allEvents(ops.stores.eventStore, ['OperationCompleted', 'OperationFailed'])).length;
       let last = -1;
       let lastProgress = Date.now();
       for (let count = await outcomes(); count < N; count = await outcomes()) {

@@ -36,12 +36,17 @@ describe('assertLedgerMatchesProjections', () => {
 
   it('catches money credited in the event store but not on the ledger (what credit() does)', async () => {
     await sys.credit(distributor.wallet, '5.00');
-    await expect(assertLedgerMatchesProjections(sys, { timeoutMs: 300 })).rejects.toThrow(/wallet distributor:.*ledger 100, projected 105/);
+    await expect(assertLedgerMatchesProjections(sys, { timeoutMs: 300 })).rejects.toThrow(
+      /wallet distributor:.*ledger 100, projected 105/,
+    );
   });
 
   it('catches a ledger transaction without a completed operation, unless declared external', async () => {
     const drain = `drain_${randomUUID()}`;
-    await sys.system.ledger.submit({ operationID: drain, legs: [{ from: `distributor:${distributor.ref.id}`, to: 'individual:+2348120000001', amount: '10.00' }] });
+    await sys.system.ledger.submit({
+      operationID: drain,
+      legs: [{ from: `distributor:${distributor.ref.id}`, to: 'individual:+2348120000001', amount: '10.00' }],
+    });
     const problems = await problemsNow();
     expect(problems.some((p) => p.includes(`(${drain}) has no completed operation`))).toBe(true);
     expect(problems.some((p) => p.includes('ledger 90, projected 100'))).toBe(true);
@@ -49,8 +54,14 @@ describe('assertLedgerMatchesProjections', () => {
   });
 
   it('catches an operation completed twice', async () => {
-    const [completed] = (await sys.system.stores.eventStore.readStream(streams.operation(operationID))).filter((e) => e.type === 'OperationCompleted');
-    await sys.system.stores.eventStore.append(streams.operation(operationID), [{ type: 'OperationCompleted', data: completed!.data }], 'any');
+    const [completed] = (await sys.system.stores.eventStore.readStream(streams.operation(operationID))).filter(
+      (e) => e.type === 'OperationCompleted',
+    );
+    await sys.system.stores.eventStore.append(
+      streams.operation(operationID),
+      [{ type: 'OperationCompleted', data: completed!.data }],
+      'any',
+    );
     expect(await problemsNow()).toContain(`operation ${operationID} has 2 OperationCompleted events`);
   });
 

@@ -8,7 +8,11 @@ import { InFlightStates, loadState } from '../../src/commands/pipeline.ts';
 import { keyVolumeState } from '../../src/commands/wallet-state.ts';
 import { loadConfig } from '../../src/config.ts';
 import { streams } from '../../src/domain/streams.ts';
-import { KEY_REVOCATION_ACTOR, KEY_REVOCATION_CHECKPOINT, KEY_REVOKED_REASON } from '../../src/executor/key-revocation.ts';
+import {
+  KEY_REVOCATION_ACTOR,
+  KEY_REVOCATION_CHECKPOINT,
+  KEY_REVOKED_REASON,
+} from '../../src/executor/key-revocation.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { ApiKeyRecord } from '../../src/projections/api-key-directory.ts';
 import { KeyedMutex } from '../../src/shared/keyed-mutex.ts';
@@ -16,7 +20,15 @@ import { buildWalletOps } from '../../src/wallet-ops.ts';
 import { runCliJson } from '../support/cli.ts';
 import { approve, operationOf, waitUntilSettled, walletOf } from '../support/executor-system.ts';
 import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
-import { CHECKER_PASSWORD, ConsoleClient, createCashIn, fund, MAKER_PASSWORD, newPhone, waitForStatus } from '../console/console-client.ts';
+import {
+  CHECKER_PASSWORD,
+  ConsoleClient,
+  createCashIn,
+  fund,
+  MAKER_PASSWORD,
+  newPhone,
+  waitForStatus,
+} from '../console/console-client.ts';
 import { testLedgerEnv } from '../support/test-ledger.ts';
 
 /**
@@ -57,7 +69,9 @@ async function revokeInConsole(keyID: string): Promise<void> {
 
 async function revokeWithCli(keyID: string, dataDir = sys.config.DATA_DIR): Promise<void> {
   await runCliJson(['key', 'revoke', keyID, '--as', dist.makerEmail, '--reason', 'device lost', '--data-dir', dataDir]);
-  expect(await runCliJson(['key', 'approve-revocation', keyID, '--as', dist.checkerEmail, '--data-dir', dataDir])).toMatchObject({ state: 'revoked' });
+  expect(
+    await runCliJson(['key', 'approve-revocation', keyID, '--as', dist.checkerEmail, '--data-dir', dataDir]),
+  ).toMatchObject({ state: 'revoked' });
 }
 
 /** The rejection as the history records it. */
@@ -68,19 +82,31 @@ async function rejectionOf(subject: TestSystem, operationID: string) {
 }
 
 async function waitUntilRejected(subject: TestSystem, operationIDs: string[], timeoutMs = 15_000): Promise<void> {
-  await waitFor(async () => (await Promise.all(operationIDs.map((id) => operationOf(subject, id)))).every((state) => state.status === 'rejected'), timeoutMs);
+  await waitFor(
+    async () =>
+      (await Promise.all(operationIDs.map((id) => operationOf(subject, id)))).every(
+        (state) => state.status === 'rejected',
+      ),
+    timeoutMs,
+  );
 }
 
 async function expectRejectedForRevocation(subject: TestSystem, operationIDs: string[]): Promise<void> {
   for (const operationID of operationIDs) {
     expect(await rejectionOf(subject, operationID)).toEqual({
-      data: { operationID, rejectedBy: KEY_REVOCATION_ACTOR, reason: KEY_REVOKED_REASON, rejectedAt: expect.any(String) },
+      data: {
+        operationID,
+        rejectedBy: KEY_REVOCATION_ACTOR,
+        reason: KEY_REVOKED_REASON,
+        rejectedAt: expect.any(String),
+      },
       actor: KEY_REVOCATION_ACTOR,
     });
   }
 }
 
-const volumeUsed = async (keyID: string, day: string) => (await loadState({ store: sys.system.stores.eventStore }, streams.keyVolume(keyID, day), keyVolumeState)).state.total;
+const volumeUsed = async (keyID: string, day: string) =>
+  (await loadState({ store: sys.system.stores.eventStore }, streams.keyVolume(keyID, day), keyVolumeState)).state.total;
 
 describe('when a key is revoked, its pending operations are rejected and their holds released', () => {
   it('when the revocation is approved in the console, then its pending operations end rejected by system:key-revocation, the payer’s available balance and the key’s volume come back, and an operation approved before is untouched', async () => {
@@ -143,7 +169,13 @@ describe('when a key is revoked, its pending operations are rejected and their h
       serialize: { mutex: new KeyedMutex(), inFlight: new InFlightStates() },
     };
     const create = async (memo: string) => {
-      const outcome = await createOperation(deps, record, { operationType: 'cash-in', amount: '6.00', phoneTo: phone, memo }, null, { actor: `apikey:${keyID}`, correlationId: randomUUID() });
+      const outcome = await createOperation(
+        deps,
+        record,
+        { operationType: 'cash-in', amount: '6.00', phoneTo: phone, memo },
+        null,
+        { actor: `apikey:${keyID}`, correlationId: randomUUID() },
+      );
       if (outcome.kind !== 'created') throw new Error(`the create was not accepted: ${JSON.stringify(outcome)}`);
       return outcome.operation.operationID;
     };
@@ -173,17 +205,35 @@ describe('the consumer keeps its own checkpoint', () => {
       const individual = await quiet.individual(newPhone());
       const maker = await findUserByEmail(quiet.backOffice, party.makerEmail);
       const checker = await findUserByEmail(quiet.backOffice, party.checkerEmail);
-      const { keyID } = await requestApiKey(quiet.backOffice, maker, { label: 'quiet', permissions: 'perform-operations' }, randomUUID());
+      const { keyID } = await requestApiKey(
+        quiet.backOffice,
+        maker,
+        { label: 'quiet', permissions: 'perform-operations' },
+        randomUUID(),
+      );
       const apiKey = await approveAndCollectKey(quiet.backOffice, checker, maker, keyID);
       await waitFor(() => quiet.system.directory.get(keyID)?.status === 'active');
-      const pending = [await createCashIn(quiet, party.ref.id, apiKey, individual, '40.00', 'quiet 1'), await createCashIn(quiet, party.ref.id, apiKey, individual, '50.00', 'quiet 2')];
-      await decideOnApiKey(quiet.backOffice, maker, keyID, { type: 'RequestApiKeyRevocation', reason: 'leaked' }, randomUUID());
+      const pending = [
+        await createCashIn(quiet, party.ref.id, apiKey, individual, '40.00', 'quiet 1'),
+        await createCashIn(quiet, party.ref.id, apiKey, individual, '50.00', 'quiet 2'),
+      ];
+      await decideOnApiKey(
+        quiet.backOffice,
+        maker,
+        keyID,
+        { type: 'RequestApiKeyRevocation', reason: 'leaked' },
+        randomUUID(),
+      );
       await decideOnApiKey(quiet.backOffice, checker, keyID, { type: 'ApproveApiKeyRevocation' }, randomUUID());
       const revokedAt = (await quiet.system.stores.eventStore.readStream(streams.apiKey(keyID))).at(-1)!.position;
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await operationOf(quiet, pending[0]!)).status).toBe('pending'); // nobody follows revocations yet
 
-      const config = loadConfig({ DATA_DIR: quiet.config.DATA_DIR, LOG_LEVEL: 'silent', ...(await testLedgerEnv(quiet.config.DATA_DIR)) });
+      const config = loadConfig({
+        DATA_DIR: quiet.config.DATA_DIR,
+        LOG_LEVEL: 'silent',
+        ...(await testLedgerEnv(quiet.config.DATA_DIR)),
+      });
       const first = await buildWalletOps(config, createLogger('silent'), undefined, ['executor']);
       try {
         await waitUntilRejected(quiet, pending);

@@ -4,7 +4,14 @@ import type { OperationExecutionStarted } from '../../src/domain/events.ts';
 import { walletAddress } from '../../src/ports/ledger.ts';
 import { allEvents, assertLedgerMatchesProjections } from '../support/invariants.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { approve, issue, startPartsSystem, waitUntilSettled, walletOf, type PartsTestSystem } from '../support/executor-system.ts';
+import {
+  approve,
+  issue,
+  startPartsSystem,
+  waitUntilSettled,
+  walletOf,
+  type PartsTestSystem,
+} from '../support/executor-system.ts';
 import { create, FEE_SCHEDULE, funded, keyed, listedSettled, newPhone } from './support.ts';
 
 /**
@@ -23,7 +30,11 @@ describe('executor end to end: failures the ledger port injects', () => {
 
   it('rejection: LEDGER_REJECTION_RATE=1 fails the operation at once and releases the hold', async () => {
     const { distributor, merchant } = await funded(sys, '200');
-    const operationID = await create(sys, merchant, { operationType: 'cash-out', amount: '100', distributorToShortCode: distributor.shortCode });
+    const operationID = await create(sys, merchant, {
+      operationType: 'cash-out',
+      amount: '100',
+      distributorToShortCode: distributor.shortCode,
+    });
     await approve(sys, merchant, operationID);
     expect(await walletOf(sys, merchant.wallet)).toMatchObject({ held: '101', available: '99' });
     const issuance = await issue(sys, distributor.ref, '5');
@@ -34,10 +45,16 @@ describe('executor end to end: failures the ledger port injects', () => {
       expect(state.status).toBe('failed');
       expect(state.status === 'failed' && state.lastError).toBe('transaction rejected by the ledger (injected)');
       const item = await listedSettled(sys, merchant, operationID);
-      expect(item).toMatchObject({ status: 'failed', lastError: 'transaction rejected by the ledger (injected)', blockchainID: '' });
+      expect(item).toMatchObject({
+        status: 'failed',
+        lastError: 'transaction rejected by the ledger (injected)',
+        blockchainID: '',
+      });
       expect(await walletOf(sys, merchant.wallet)).toMatchObject({ balance: '200', held: '0', available: '200' });
       // A rejection is final: one claim, no retry.
-      const claims = (await sys.system.stores.eventStore.readStream(`operation-${operationID}`)).filter((e) => e.type === 'OperationExecutionStarted');
+      const claims = (await sys.system.stores.eventStore.readStream(`operation-${operationID}`)).filter(
+        (e) => e.type === 'OperationExecutionStarted',
+      );
       expect(claims).toHaveLength(1);
       // An issuance refused by the ledger fails too, and releases nothing for the issuing account.
       expect((await waitUntilSettled(sys, issuance)).status).toBe('failed');
@@ -55,11 +72,17 @@ describe('executor end to end: failures the ledger port injects', () => {
     const operationID = await create(sys, merchant, { operationType: 'pay-individual', amount: '10', phoneTo: phone });
     await approve(sys, merchant, operationID);
 
-    const down = await sys.startExecutor({ LEDGER_TRANSIENT_FAILURE_RATE: '1', EXECUTOR_MAX_ATTEMPTS: '2', EXECUTOR_RETRY_BASE_MS: '10' });
+    const down = await sys.startExecutor({
+      LEDGER_TRANSIENT_FAILURE_RATE: '1',
+      EXECUTOR_MAX_ATTEMPTS: '2',
+      EXECUTOR_RETRY_BASE_MS: '10',
+    });
     try {
       const state = await waitUntilSettled(sys, operationID);
       expect(state.status).toBe('failed');
-      expect(state.status === 'failed' && state.lastError).toBe('gave up after 2 attempts: ledger temporarily unavailable (injected)');
+      expect(state.status === 'failed' && state.lastError).toBe(
+        'gave up after 2 attempts: ledger temporarily unavailable (injected)',
+      );
       expect(await walletOf(sys, merchant.wallet)).toMatchObject({ held: '0', available: '100' });
       await assertLedgerMatchesProjections(sys);
     } finally {
@@ -68,12 +91,17 @@ describe('executor end to end: failures the ledger port injects', () => {
   });
 });
 
-
 describe('executor end to end: transient ledger faults', () => {
   let sys: TestSystem;
   beforeAll(async () => {
     // Retries after 10 ms at first, at most 200 ms apart: an unlucky operation's run of failures costs no seconds.
-    sys = await startTestSystem({ FEE_SCHEDULE, LEDGER_TRANSIENT_FAILURE_RATE: '0.5', EXECUTOR_MAX_ATTEMPTS: '50', EXECUTOR_RETRY_BASE_MS: '10', EXECUTOR_RETRY_MAX_MS: '200' });
+    sys = await startTestSystem({
+      FEE_SCHEDULE,
+      LEDGER_TRANSIENT_FAILURE_RATE: '0.5',
+      EXECUTOR_MAX_ATTEMPTS: '50',
+      EXECUTOR_RETRY_BASE_MS: '10',
+      EXECUTOR_RETRY_MAX_MS: '200',
+    });
   });
   afterAll(async () => sys?.close());
 
@@ -85,14 +113,24 @@ describe('executor end to end: transient ledger faults', () => {
 
     const operations: string[] = [];
     // 21 submits at a failure rate of 0.5: the chance that none fails is 1 in 2 million.
-    for (let i = 0; i < 16; i++) operations.push(await create(sys, distributor, { operationType: 'cash-in', amount: '10', phoneTo: phone }));
-    for (let i = 0; i < 4; i++) operations.push(await create(sys, distributor, { operationType: 'cash-in', amount: '25', merchantToShortCode: merchant.shortCode }));
+    for (let i = 0; i < 16; i++)
+      operations.push(await create(sys, distributor, { operationType: 'cash-in', amount: '10', phoneTo: phone }));
+    for (let i = 0; i < 4; i++)
+      operations.push(
+        await create(sys, distributor, {
+          operationType: 'cash-in',
+          amount: '25',
+          merchantToShortCode: merchant.shortCode,
+        }),
+      );
     await Promise.all(operations.map((operationID) => approve(sys, distributor, operationID)));
 
     const states = await Promise.all(operations.map((operationID) => waitUntilSettled(sys, operationID, 55_000)));
     expect(states.map((s) => s.status)).toEqual(operations.map(() => 'completed'));
     for (const operationID of operations) {
-      const completions = (await sys.system.stores.eventStore.readStream(`operation-${operationID}`)).filter((e) => e.type === 'OperationCompleted');
+      const completions = (await sys.system.stores.eventStore.readStream(`operation-${operationID}`)).filter(
+        (e) => e.type === 'OperationCompleted',
+      );
       expect(completions).toHaveLength(1);
     }
     // The faults really happened: some operation needed more than one attempt.

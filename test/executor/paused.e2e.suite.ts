@@ -12,7 +12,14 @@ import { issue, operationOf } from '../support/executor-system.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { runCli } from '../support/cli.ts';
-import { freePort, killAllChildren, running, spawnWalletOps, stopProcess, type WalletOpsProcess } from '../support/processes.ts';
+import {
+  freePort,
+  killAllChildren,
+  running,
+  spawnWalletOps,
+  stopProcess,
+  type WalletOpsProcess,
+} from '../support/processes.ts';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { onEvm, testLedgerEnv } from '../support/test-ledger.ts';
 import { createPublicClient, decodeFunctionData, http } from 'viem';
@@ -46,7 +53,11 @@ export function pausedExecutor(): void {
   }
 
   /** On the chain: the movements (not voids) for these operations mined from a block on, with their receipt's status. */
-  async function movementsMinedFrom(rpcUrl: string, fromBlock: bigint, operationIDs: string[]): Promise<Array<{ operationID: string; status: string }>> {
+  async function movementsMinedFrom(
+    rpcUrl: string,
+    fromBlock: bigint,
+    operationIDs: string[],
+  ): Promise<Array<{ operationID: string; status: string }>> {
     const client = createPublicClient({ transport: http(rpcUrl) });
     const mined: Array<{ operationID: string; status: string }> = [];
     for (let n = fromBlock, last = await client.getBlockNumber(); n <= last; n++) {
@@ -58,7 +69,8 @@ export function pausedExecutor(): void {
           continue;
         }
         const operationID = (call.args as readonly unknown[] | undefined)?.[0];
-        if (call.functionName === 'void' || typeof operationID !== 'string' || !operationIDs.includes(operationID)) continue;
+        if (call.functionName === 'void' || typeof operationID !== 'string' || !operationIDs.includes(operationID))
+          continue;
         mined.push({ operationID, status: (await client.getTransactionReceipt({ hash: tx.hash })).status });
       }
     }
@@ -83,7 +95,7 @@ export function pausedExecutor(): void {
     return ids;
   }
 
-  describe('an executor paused while it holds the ledger, past its lease and another executor\'s attempts', () => {
+  describe("an executor paused while it holds the ledger, past its lease and another executor's attempts", () => {
     const cleanups = cleanupsAfterEach();
 
     it('when it resumes, every operation is completed or failed exactly once, as the ledger decided; audit verify passes', async () => {
@@ -94,13 +106,27 @@ export function pausedExecutor(): void {
       cleanups.push(() => ops.close());
       const subject = { system: ops, config };
       const backOffice = { store: ops.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE };
-      const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: 'Paused Distributor', shortCode: String(800_000 + Math.floor(Math.random() * 100_000)) }, { actor: 'operator:test', correlationId: randomUUID() });
+      const { partyID } = await onboardParty(
+        backOffice,
+        {
+          partyType: 'distributor',
+          name: 'Paused Distributor',
+          shortCode: String(800_000 + Math.floor(Math.random() * 100_000)),
+        },
+        { actor: 'operator:test', correlationId: randomUUID() },
+      );
       const seeded: string[] = [];
-      for (let i = 0; i < OPERATIONS; i++) seeded.push(await issue(subject, { type: 'distributor', id: partyID }, '10'));
+      for (let i = 0; i < OPERATIONS; i++)
+        seeded.push(await issue(subject, { type: 'distributor', id: partyID }, '10'));
 
       // A takes the ledger and stops there.
       const [pausedPort, patientPort] = [await freePort(), await freePort()];
-      const paused = spawnWalletOps(dir.path, ['executor'], { PORT: String(pausedPort), EXECUTOR_ID: 'paused-A', EXECUTOR_LEASE_MS: LEASE_MS, LEDGER_STOP_WHILE_HOLDING: 'true' });
+      const paused = spawnWalletOps(dir.path, ['executor'], {
+        PORT: String(pausedPort),
+        EXECUTOR_ID: 'paused-A',
+        EXECUTOR_LEASE_MS: LEASE_MS,
+        LEDGER_STOP_WHILE_HOLDING: 'true',
+      });
       cleanups.push(() => stop(paused));
       cleanups.push(() => void (running(paused) && paused.child.kill('SIGCONT')));
       await waitFor(async () => processState(paused.child.pid!) === 'T', 30_000);
@@ -131,9 +157,17 @@ export function pausedExecutor(): void {
       expect(processState(paused.child.pid!)).toBe('T');
 
       // A resumes: its transaction commits (or goes to the chain) after B gave up.
-      const resumedAtBlock = onEvm() ? (await createPublicClient({ transport: http(config.EVM_RPC_URL!) }).getBlockNumber()) + 1n : 0n;
+      const resumedAtBlock = onEvm()
+        ? (await createPublicClient({ transport: http(config.EVM_RPC_URL!) }).getBlockNumber()) + 1n
+        : 0n;
       paused.child.kill('SIGCONT');
-      await waitFor(async () => (await Promise.all(seeded.map((id) => operationOf(subject, id)))).every((s) => s.status === 'completed' || s.status === 'failed'), 60_000);
+      await waitFor(
+        async () =>
+          (await Promise.all(seeded.map((id) => operationOf(subject, id)))).every(
+            (s) => s.status === 'completed' || s.status === 'failed',
+          ),
+        60_000,
+      );
       // Anything A or B still had in flight lands (a late transaction, a second outcome): each executor has
       // settled every operation it carried, a pass waiting out a backoff or a lease included.
       await waitFor(async () => (await queueDepth(pausedPort)) === 0 && (await queueDepth(patientPort)) === 0, 30_000);
@@ -151,14 +185,17 @@ export function pausedExecutor(): void {
         outcomes[id] = settled[0]!;
       }
       const txs = await allLedgerTransactions(ops.ledger);
-      expect(txs.map((tx) => tx.operationID).sort()).toEqual(seeded.filter((id) => outcomes[id] === 'OperationCompleted').sort());
+      expect(txs.map((tx) => tx.operationID).sort()).toEqual(
+        seeded.filter((id) => outcomes[id] === 'OperationCompleted').sort(),
+      );
       // On the embedded ledger A's held transaction committed before any void could (the lock): at least that one completed.
       if (!onEvm()) expect(txs.length).toBeGreaterThanOrEqual(1);
       if (onEvm()) {
         // On the chain B's voids were mined while A was stopped: A's transaction, mined after the give-up, reverted.
         const late = await movementsMinedFrom(config.EVM_RPC_URL!, resumedAtBlock, seeded);
         expect(late.length, JSON.stringify(late)).toBeGreaterThanOrEqual(1);
-        for (const { operationID, status } of late) expect(status === 'reverted' || outcomes[operationID] === 'OperationCompleted', operationID).toBe(true);
+        for (const { operationID, status } of late)
+          expect(status === 'reverted' || outcomes[operationID] === 'OperationCompleted', operationID).toBe(true);
       }
       await assertLedgerMatchesProjections(subject, { timeoutMs: 30_000 });
       const verify = await runCli(['audit', 'verify', '--json', '--data-dir', dir.path]);

@@ -3,7 +3,13 @@ import type { OperationExecutionStarted } from '../../src/domain/events.ts';
 import { EXECUTOR_CHECKPOINT } from '../../src/executor/executor.ts';
 import { UNSETTLED_OPERATIONS_COLLECTION } from '../../src/projections/unsettled-operations.ts';
 import { allLedgerTransactions, assertLedgerMatchesProjections } from '../support/invariants.ts';
-import { issue, operationOf, startPartsSystem, waitUntilSettled, type PartsTestSystem } from '../support/executor-system.ts';
+import {
+  issue,
+  operationOf,
+  startPartsSystem,
+  waitUntilSettled,
+  type PartsTestSystem,
+} from '../support/executor-system.ts';
 import { waitFor } from '../support/system.ts';
 
 /**
@@ -28,16 +34,28 @@ describe('executor reconciliation sweep', () => {
 
     // The checkpoint says every approval up to the head is settled: the subscription will never bring this one.
     const head = await sys.system.stores.eventStore.headPosition();
-    await readStore.commit([], { projection: EXECUTOR_CHECKPOINT, position: head, expected: await readStore.getCheckpoint(EXECUTOR_CHECKPOINT) });
+    await readStore.commit([], {
+      projection: EXECUTOR_CHECKPOINT,
+      position: head,
+      expected: await readStore.getCheckpoint(EXECUTOR_CHECKPOINT),
+    });
 
-    const executor = await sys.startExecutor({ EXECUTOR_SWEEP_INTERVAL_MS: '200', EXECUTOR_LEASE_MS: '500', EXECUTOR_ID: 'sweeper' });
+    const executor = await sys.startExecutor({
+      EXECUTOR_SWEEP_INTERVAL_MS: '200',
+      EXECUTOR_LEASE_MS: '500',
+      EXECUTOR_ID: 'sweeper',
+    });
     const state = await waitUntilSettled(subject, operationID, 20_000);
     expect(state.status).toBe('completed');
 
     const events = await sys.system.stores.eventStore.readStream(`operation-${operationID}`);
-    const claims = events.filter((e) => e.type === 'OperationExecutionStarted').map((e) => (e as unknown as OperationExecutionStarted).data.executorID);
+    const claims = events
+      .filter((e) => e.type === 'OperationExecutionStarted')
+      .map((e) => (e as unknown as OperationExecutionStarted).data.executorID);
     expect(claims).toEqual(['sweeper']);
-    expect((await allLedgerTransactions(executor.ops.ledger)).filter((tx) => tx.operationID === operationID)).toHaveLength(1);
+    expect(
+      (await allLedgerTransactions(executor.ops.ledger)).filter((tx) => tx.operationID === operationID),
+    ).toHaveLength(1);
     await waitFor(async () => (await readStore.get(UNSETTLED_OPERATIONS_COLLECTION.name, operationID)) === null);
     expect((await operationOf(subject, operationID)).status).toBe('completed');
     await assertLedgerMatchesProjections(subject);
@@ -53,7 +71,17 @@ describe('executor reconciliation sweep', () => {
     const head = await sys.system.stores.eventStore.headPosition();
     // approvedAt as the fast process wrote it: a day in this executor's future.
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
-    await readStore.commit([{ op: 'patch', collection: UNSETTLED_OPERATIONS_COLLECTION.name, id: operationID, patch: { approvedAt: tomorrow } }], { projection: EXECUTOR_CHECKPOINT, position: head, expected: await readStore.getCheckpoint(EXECUTOR_CHECKPOINT) });
+    await readStore.commit(
+      [
+        {
+          op: 'patch',
+          collection: UNSETTLED_OPERATIONS_COLLECTION.name,
+          id: operationID,
+          patch: { approvedAt: tomorrow },
+        },
+      ],
+      { projection: EXECUTOR_CHECKPOINT, position: head, expected: await readStore.getCheckpoint(EXECUTOR_CHECKPOINT) },
+    );
 
     await sys.startExecutor({ EXECUTOR_SWEEP_INTERVAL_MS: '200', EXECUTOR_LEASE_MS: '500', EXECUTOR_ID: 'sweeper' });
     expect((await waitUntilSettled(subject, operationID, 8_000)).status).toBe('completed');

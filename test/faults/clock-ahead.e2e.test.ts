@@ -4,7 +4,14 @@ import { afterAll, expect, it } from 'vitest';
 import type { OperationExecutionStarted } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { approve, issue, waitUntilSettled } from '../support/executor-system.ts';
-import { freePort, killAllChildren, running, spawnWalletOps, stopProcess, type WalletOpsProcess } from '../support/processes.ts';
+import {
+  freePort,
+  killAllChildren,
+  running,
+  spawnWalletOps,
+  stopProcess,
+  type WalletOpsProcess,
+} from '../support/processes.ts';
 import { startTestSystem, waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { startWebhookReceiver } from '../support/webhook-receiver.ts';
@@ -24,8 +31,12 @@ afterAll(killAllChildren);
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const A_DAY_AHEAD = { LD_PRELOAD: LIBFAKETIME, FAKETIME: '+1d', FAKETIME_DONT_FAKE_MONOTONIC: '1' };
 const ENV = {
-  WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '50', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_LEASE_MS: '4000',
-  EXECUTOR_LEASE_MS: '20000', EXECUTOR_SWEEP_INTERVAL_MS: '600000',
+  WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true',
+  WEBHOOK_POLL_INTERVAL_MS: '50',
+  WEBHOOK_TIMEOUT_MS: '1000',
+  WEBHOOK_LEASE_MS: '4000',
+  EXECUTOR_LEASE_MS: '20000',
+  EXECUTOR_SWEEP_INTERVAL_MS: '600000',
 };
 const OPERATIONS = 30;
 
@@ -57,20 +68,29 @@ it('given an executor, a webhooks process and a write-api process a day ahead be
     spawn(['webhooks'], {});
     spawn(['webhooks'], A_DAY_AHEAD);
     for (const port of ports) {
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 60_000).catch((error: unknown) => {
-        throw new Error(`the write-api on ${port} did not start: ${children.map((child) => child.output()).join('\n---\n')}`, { cause: error });
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200,
+        60_000,
+      ).catch((error: unknown) => {
+        throw new Error(
+          `the write-api on ${port} did not start: ${children.map((child) => child.output()).join('\n---\n')}`,
+          { cause: error },
+        );
       });
     }
     // The float, on the ledger too: issued and carried out by one of the executors.
     expect((await waitUntilSettled(sys, await issue(sys, distributor.ref, '1000'), 60_000)).status).toBe('completed');
     const health = await fetch(`http://127.0.0.1:${ports[1]}/health`);
-    expect(Date.parse(health.headers.get('date')!) - Date.now(), 'the second API runs a day ahead').toBeGreaterThan(23 * 3600_000);
+    expect(Date.parse(health.headers.get('date')!) - Date.now(), 'the second API runs a day ahead').toBeGreaterThan(
+      23 * 3600_000,
+    );
 
-    const post = (port: number, key: string) => fetch(`http://127.0.0.1:${port}/api/v1/distributors/${distributor.ref.id}/operations`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
-      body: JSON.stringify({ operationType: 'cash-in', amount: '1', phoneTo: phone }),
-    });
+    const post = (port: number, key: string) =>
+      fetch(`http://127.0.0.1:${port}/api/v1/distributors/${distributor.ref.id}/operations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ operationType: 'cash-in', amount: '1', phoneTo: phone }),
+      });
     const create = async (port: number, key: string) => {
       const response = await post(port, key);
       const body = (await response.json()) as { operationID?: string };
@@ -96,13 +116,18 @@ it('given an executor, a webhooks process and a write-api process a day ahead be
     expect(children[1]!.output()).toMatch(/clock is \d+ ms ahead of the store's/);
 
     for (const operationID of operations) await approve(sys, distributor, operationID);
-    for (const operationID of operations) expect((await waitUntilSettled(sys, operationID, 60_000)).status).toBe('completed');
+    for (const operationID of operations)
+      expect((await waitUntilSettled(sys, operationID, 60_000)).status).toBe('completed');
 
     // No takeover: with leases of 20 s and a ledger that answers at once, every operation has one claim.
-    const claims = await Promise.all(operations.map(async (operationID) => {
-      const events = await sys.system.stores.eventStore.readStream(streams.operation(operationID));
-      return events.filter((event) => event.type === 'OperationExecutionStarted').map((event) => (event.data as OperationExecutionStarted['data']).executorID);
-    }));
+    const claims = await Promise.all(
+      operations.map(async (operationID) => {
+        const events = await sys.system.stores.eventStore.readStream(streams.operation(operationID));
+        return events
+          .filter((event) => event.type === 'OperationExecutionStarted')
+          .map((event) => (event.data as OperationExecutionStarted['data']).executorID);
+      }),
+    );
     expect(claims.filter((byExecutor) => byExecutor.length !== 1)).toEqual([]);
 
     // Every completion delivered, once.

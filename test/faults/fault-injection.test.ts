@@ -110,12 +110,16 @@ describe('fault injection', () => {
       expect(expected).toBeLessThan(130);
     });
 
-    it('given a rate of 0.1 and a seeded random, when the event store is read 1000 times, then exactly the expected calls fail, with the store\'s transient error', async () => {
+    it("given a rate of 0.1 and a seeded random, when the event store is read 1000 times, then exactly the expected calls fail, with the store's transient error", async () => {
       const store = withEventStoreFaults(events, plan({ errorRate: 0.1, random: seeded(SEED) }), counters);
       const outcomes = await Promise.allSettled(Array.from({ length: CALLS }, () => store.headPosition()));
-      const failed = outcomes.filter((outcome) => outcome.status === 'rejected').map((outcome) => outcome.reason as Error);
+      const failed = outcomes
+        .filter((outcome) => outcome.status === 'rejected')
+        .map((outcome) => outcome.reason as Error);
       expect(failed).toHaveLength(expected);
-      expect(failed.every((error) => error instanceof EventStoreUnavailableError && /\(injected\)$/.test(error.message))).toBe(true);
+      expect(
+        failed.every((error) => error instanceof EventStoreUnavailableError && /\(injected\)$/.test(error.message)),
+      ).toBe(true);
       expect(counters).toEqual({ errors: expected, hangs: 0, delayedCalls: 0 });
     });
 
@@ -123,9 +127,14 @@ describe('fault injection', () => {
       const store = withReadStoreFaults(reads, plan({ errorRate: 0.1, random: seeded(SEED) }), counters);
       const chain = withLedgerFaults(ledger, plan({ errorRate: 0.1, random: seeded(SEED) }), counters);
       const storeOutcomes = await Promise.allSettled(Array.from({ length: CALLS }, () => store.getCheckpoint('p')));
-      const ledgerOutcomes = await Promise.allSettled(Array.from({ length: CALLS }, () => chain.balance('merchant:m-1')));
-      const reasons = (outcomes: PromiseSettledResult<unknown>[]) => outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as Error] : []));
-      expect(reasons(storeOutcomes).filter((error) => error instanceof ReadStoreUnavailableError)).toHaveLength(expected);
+      const ledgerOutcomes = await Promise.allSettled(
+        Array.from({ length: CALLS }, () => chain.balance('merchant:m-1')),
+      );
+      const reasons = (outcomes: PromiseSettledResult<unknown>[]) =>
+        outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as Error] : []));
+      expect(reasons(storeOutcomes).filter((error) => error instanceof ReadStoreUnavailableError)).toHaveLength(
+        expected,
+      );
       expect(reasons(ledgerOutcomes).filter((error) => error instanceof LedgerUnavailableError)).toHaveLength(expected);
       expect(counters.errors).toBe(2 * expected);
     });
@@ -134,7 +143,9 @@ describe('fault injection', () => {
   describe('event store writes: before or after', () => {
     it('given an error before the call, when appending, then it fails and nothing is written', async () => {
       const store = withEventStoreFaults(events, plan({ errorRate: 0.5, random: scripted(FAIL, BEFORE) }), counters);
-      expect(await failure(store.append('thing-1', [event(1)], 'no_stream'))).toBeInstanceOf(EventStoreUnavailableError);
+      expect(await failure(store.append('thing-1', [event(1)], 'no_stream'))).toBeInstanceOf(
+        EventStoreUnavailableError,
+      );
       expect(await events.readStream('thing-1')).toEqual([]);
     });
 
@@ -149,7 +160,12 @@ describe('fault injection', () => {
 
     it('given an error after the call, when appending to several streams, then all of them were written', async () => {
       const store = withEventStoreFaults(events, plan({ errorRate: 0.5, random: scripted(FAIL, AFTER) }));
-      await failure(store.appendMulti([{ stream: 'a-1', events: [event(1)], expectedRevision: 'no_stream' }, { stream: 'b-1', events: [event(2)], expectedRevision: 'no_stream' }]));
+      await failure(
+        store.appendMulti([
+          { stream: 'a-1', events: [event(1)], expectedRevision: 'no_stream' },
+          { stream: 'b-1', events: [event(2)], expectedRevision: 'no_stream' },
+        ]),
+      );
       expect(await events.readStream('a-1')).toHaveLength(1);
       expect(await events.readStream('b-1')).toHaveLength(1);
     });
@@ -231,14 +247,18 @@ describe('fault injection', () => {
 
     it('given an error after the call, when committing, then the caller gets ReadStoreUnavailableError but the write and the checkpoint are in', async () => {
       const store = withReadStoreFaults(reads, plan({ errorRate: 0.5, random: scripted(FAIL, AFTER) }));
-      expect(await failure(store.commit([doc], { projection: 'things', position: 7 }))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(await failure(store.commit([doc], { projection: 'things', position: 7 }))).toBeInstanceOf(
+        ReadStoreUnavailableError,
+      );
       expect(await reads.get('things', 't-1')).toMatchObject({ name: 'one' });
       expect(await reads.getCheckpoint('things')).toBe(7);
     });
 
     it('given an error before the call, when committing, then nothing is written', async () => {
       const store = withReadStoreFaults(reads, plan({ errorRate: 0.5, random: scripted(FAIL, BEFORE) }));
-      expect(await failure(store.commit([doc], { projection: 'things', position: 7 }))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(await failure(store.commit([doc], { projection: 'things', position: 7 }))).toBeInstanceOf(
+        ReadStoreUnavailableError,
+      );
       expect(await reads.get('things', 't-1')).toBeNull();
       expect(await reads.getCheckpoint('things')).toBeNull();
     });
@@ -251,25 +271,39 @@ describe('fault injection', () => {
     it('given an error after the call, when a counter is incremented or a document taken, then the caller gets ReadStoreUnavailableError but the count and the removal happened', async () => {
       const store = withReadStoreFaults(reads, plan({ errorRate: 0.5, random: scripted(FAIL, AFTER, FAIL, AFTER) }));
       await reads.commit([doc]);
-      expect(await failure(store.incrementCounter('things', 'c-1', { by: 1, now: 0, expiresAt: 60_000 }))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(
+        await failure(store.incrementCounter('things', 'c-1', { by: 1, now: 0, expiresAt: 60_000 })),
+      ).toBeInstanceOf(ReadStoreUnavailableError);
       expect(await reads.get('things', 'c-1')).toMatchObject({ count: 1 });
       expect(await failure(store.take('things', 't-1'))).toBeInstanceOf(ReadStoreUnavailableError);
       expect(await reads.get('things', 't-1')).toBeNull();
     });
 
     it('given an error before the call, when a counter is incremented or a document taken, then nothing changed; without a fault they pass through', async () => {
-      const store = withReadStoreFaults(reads, plan({ errorRate: 0.5, random: scripted(FAIL, BEFORE, FAIL, BEFORE, PASS, PASS) }));
+      const store = withReadStoreFaults(
+        reads,
+        plan({ errorRate: 0.5, random: scripted(FAIL, BEFORE, FAIL, BEFORE, PASS, PASS) }),
+      );
       await reads.commit([doc]);
-      expect(await failure(store.incrementCounter('things', 'c-1', { by: 1, now: 0, expiresAt: 60_000 }))).toBeInstanceOf(ReadStoreUnavailableError);
+      expect(
+        await failure(store.incrementCounter('things', 'c-1', { by: 1, now: 0, expiresAt: 60_000 })),
+      ).toBeInstanceOf(ReadStoreUnavailableError);
       expect(await reads.get('things', 'c-1')).toBeNull();
       expect(await failure(store.take('things', 't-1'))).toBeInstanceOf(ReadStoreUnavailableError);
-      expect(await store.incrementCounter('things', 'c-1', { by: 2, now: 0, expiresAt: 60_000 })).toEqual({ id: 'c-1', count: 2, expiresAt: 60_000 });
+      expect(await store.incrementCounter('things', 'c-1', { by: 2, now: 0, expiresAt: 60_000 })).toEqual({
+        id: 'c-1',
+        count: 2,
+        expiresAt: 60_000,
+      });
       expect(await store.take('things', 't-1')).toEqual(doc.doc);
     });
   });
 
   describe('ledger', () => {
-    const transfer = { operationID: 'op_1', legs: [{ from: ISSUANCE_ADDRESS, to: 'distributor:d-1', amount: '10.00' }] };
+    const transfer = {
+      operationID: 'op_1',
+      legs: [{ from: ISSUANCE_ADDRESS, to: 'distributor:d-1', amount: '10.00' }],
+    };
 
     it('given an error after the call, when submitting, then the caller gets LedgerUnavailableError but the transaction was executed and can be found by operation id', async () => {
       const chain = withLedgerFaults(ledger, plan({ errorRate: 0.5, random: scripted(FAIL, AFTER, PASS) }), counters);
@@ -308,7 +342,12 @@ describe('fault injection', () => {
 
     it('given FAULT_ variables, when loaded, then each store gets its own plan', () => {
       const plans = faultPlansFromConfig(
-        loadConfig({ FAULT_EVENT_STORE_ERROR_RATE: '0.05', FAULT_READ_STORE_LATENCY_MS: '20', FAULT_LEDGER_HANG_RATE: '0.01', FAULT_HANG_MS: '500' }),
+        loadConfig({
+          FAULT_EVENT_STORE_ERROR_RATE: '0.05',
+          FAULT_READ_STORE_LATENCY_MS: '20',
+          FAULT_LEDGER_HANG_RATE: '0.01',
+          FAULT_HANG_MS: '500',
+        }),
       );
       expect(plans).toEqual({
         eventStore: { errorRate: 0.05, latencyMs: 0, hangRate: 0, hangMs: 500 },
@@ -334,18 +373,32 @@ describe('fault injection', () => {
     it('given active plans, when the decorators are made, then one warning names the active stores only', () => {
       const warnings: unknown[][] = [];
       const logger = { warn: (...args: unknown[]) => void warnings.push(args) };
-      faultDecorators({ eventStore: plan({ errorRate: 0.1 }), readStore: NO_FAULTS, ledger: plan({ latencyMs: 5 }) }, logger);
+      faultDecorators(
+        { eventStore: plan({ errorRate: 0.1 }), readStore: NO_FAULTS, ledger: plan({ latencyMs: 5 }) },
+        logger,
+      );
       faultDecorators({ eventStore: NO_FAULTS, readStore: NO_FAULTS, ledger: NO_FAULTS }, logger);
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]![0]).toEqual({ faults: { eventStore: plan({ errorRate: 0.1 }), ledger: plan({ latencyMs: 5 }) } });
+      expect(warnings[0]![0]).toEqual({
+        faults: { eventStore: plan({ errorRate: 0.1 }), ledger: plan({ latencyMs: 5 }) },
+      });
       expect(warnings[0]![1]).toMatch(/FAULT INJECTION ACTIVE on eventStore, ledger/);
     });
 
     it('given fault decorators, when openStores opens the event store, then the faults are inside the hash chain: an "after" failure leaves a hashed event', async () => {
       const wiredDir = tempDir('faults-wired-');
-      const stores = await openStores(embedded(wiredDir.path), faultDecorators({ eventStore: plan({ errorRate: 0.5, random: scripted(FAIL, AFTER, PASS) }), readStore: NO_FAULTS, ledger: NO_FAULTS }));
+      const stores = await openStores(
+        embedded(wiredDir.path),
+        faultDecorators({
+          eventStore: plan({ errorRate: 0.5, random: scripted(FAIL, AFTER, PASS) }),
+          readStore: NO_FAULTS,
+          ledger: NO_FAULTS,
+        }),
+      );
       try {
-        expect(await failure(stores.eventStore.append('thing-1', [event(1)], 'no_stream'))).toBeInstanceOf(EventStoreUnavailableError);
+        expect(await failure(stores.eventStore.append('thing-1', [event(1)], 'no_stream'))).toBeInstanceOf(
+          EventStoreUnavailableError,
+        );
         const [stored] = await stores.eventStore.readStream('thing-1');
         expect(stored?.metadata.hash).toMatch(/^[0-9a-f]{64}$/);
       } finally {

@@ -23,7 +23,14 @@ import { streams } from '../../src/domain/streams.ts';
 import { walletAddress } from '../../src/ports/ledger.ts';
 import { keyed, newPhone, type Keyed } from '../executor/support.ts';
 import { allLedgerTransactions, assertLedgerMatchesProjections } from '../support/invariants.ts';
-import { approve, issue, operationOf, startPartsSystem, waitUntilSettled, type PartsTestSystem } from '../support/executor-system.ts';
+import {
+  approve,
+  issue,
+  operationOf,
+  startPartsSystem,
+  waitUntilSettled,
+  type PartsTestSystem,
+} from '../support/executor-system.ts';
 import {
   databaseUrl,
   EMBEDDED_BIN_DIR,
@@ -114,12 +121,17 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
     dirs.forEach((dir) => dir.cleanup());
   });
 
-  const name = 'when the primary is SIGKILLed mid-load and the standby promoted, then the load goes on without a restart and nothing is lost or doubled';
+  const name =
+    'when the primary is SIGKILLed mid-load and the standby promoted, then the load goes on without a restart and nothing is lost or doubled';
   it(name, { timeout: 120_000 }, async () => {
     await first.startExecutor();
     const apis = [first, second];
     const distributors = await Promise.all([keyed(first, 'distributor'), keyed(first, 'distributor')]);
-    await Promise.all(distributors.map(async (d) => expect((await waitUntilSettled(first, await issue(first, d.ref, '1000000'))).status).toBe('completed')));
+    await Promise.all(
+      distributors.map(async (d) =>
+        expect((await waitUntilSettled(first, await issue(first, d.ref, '1000000'))).status).toBe('completed'),
+      ),
+    );
     const phone = await first.individual(newPhone());
     const keyIDs = distributors.map((d) => parseApiKey(d.apiKey)!.keyID);
     await waitFor(() => keyIDs.every((keyID) => second.system.directory.get(keyID)?.status === 'active'), 10_000);
@@ -144,10 +156,14 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
             headers: { 'idempotency-key': key },
           }).catch((error: unknown) => ({ status: 0, body: String(error) }));
           // A 503 by what its problem says: the outcome unknown (a commit sent, not answered) or the store unreachable.
-          const answer = r.status === 503 ? `503 ${/outcome is unknown/.test(r.body?.detail ?? '') ? 'unknown' : 'unreachable'}` : String(r.status);
+          const answer =
+            r.status === 503
+              ? `503 ${/outcome is unknown/.test(r.body?.detail ?? '') ? 'unknown' : 'unreachable'}`
+              : String(r.status);
           statuses.set(answer, (statuses.get(answer) ?? 0) + 1);
           if (r.status === 200) {
-            if (acknowledged.has(key) && acknowledged.get(key) !== r.body.operationID) unexpected.push(`key ${key} answered two operations`);
+            if (acknowledged.has(key) && acknowledged.get(key) !== r.body.operationID)
+              unexpected.push(`key ${key} answered two operations`);
             acknowledged.set(key, r.body.operationID);
             ackTimes.push(Date.now());
             toApprove.push({ operationID: r.body.operationID, distributor });
@@ -199,12 +215,15 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
         await client.end();
       }
     };
-    const health = async (api: Pick<TestSystem, 'baseUrl'>) => (await call(api.baseUrl, 'GET', '/health').catch(() => ({ status: 0 }))).status;
+    const health = async (api: Pick<TestSystem, 'baseUrl'>) =>
+      (await call(api.baseUrl, 'GET', '/health').catch(() => ({ status: 0 }))).status;
     const loadUntil = (count: number) => waitFor(() => acknowledged.size >= count, 60_000);
 
     // Whatever happens, the loops end with the test: the worker runs other files next.
     try {
-      const clients = apis.flatMap((api) => Array.from({ length: CLIENTS_PER_API }, (_, i) => client(api, distributors[i % distributors.length]!)));
+      const clients = apis.flatMap((api) =>
+        Array.from({ length: CLIENTS_PER_API }, (_, i) => client(api, distributors[i % distributors.length]!)),
+      );
       const approvals = checker();
       await loadUntil(STEP);
       expect(await Promise.all(apis.map(health))).toEqual([200, 200]);
@@ -215,12 +234,17 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
       approving = false;
       await waitFor(() => !approvalInFlight, 15_000);
       for (const operationID of approved) await waitUntilSettled(first, operationID, 15_000);
-      const receiverPid = async (client: pg.Client) => Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid);
+      const receiverPid = async (client: pg.Client) =>
+        Number((await client.query<{ pid: number }>('SELECT pid FROM pg_stat_wal_receiver')).rows[0]!.pid);
       const receiver = await onServer(standby, receiverPid);
       process.kill((frozen = receiver), 'SIGSTOP');
       const ackedBeforeFreeze = acknowledged.size;
       const waitingForStandby = () =>
-        onServer(primary, async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).rowCount! > 0);
+        onServer(
+          primary,
+          async (client) =>
+            (await client.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).rowCount! > 0,
+        );
       await waitFor(waitingForStandby, 10_000);
       await sleep(STANDBY_FROZEN_MS);
       await primary.crash();
@@ -237,8 +261,10 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
       await waitFor(async () => (await Promise.all(apis.map(health))).every((status) => status === 200), 30_000);
       const healthyAfterMs = Date.now() - movedAt;
       // Listening again on the new primary (not only polling): the event store's LISTEN connection came back by itself.
-      const backends = (client: pg.Client) => client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity');
-      const listening = async () => (await onServer(standby, backends)).rows.some((row) => row.name.endsWith('(listen)'));
+      const backends = (client: pg.Client) =>
+        client.query<{ name: string }>('SELECT application_name AS name FROM pg_stat_activity');
+      const listening = async () =>
+        (await onServer(standby, backends)).rows.some((row) => row.name.endsWith('(listen)'));
       await waitFor(listening, 10_000);
       const ackedBefore = ackTimes.filter((at) => at < lostAt).length;
       await loadUntil(acknowledged.size + STEP);
@@ -264,7 +290,9 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
       const operationIDs = [...acknowledged.values()];
       expect(new Set(operationIDs).size, 'two keys answered with one operation').toBe(operationIDs.length);
       const ours = new Set(distributors.map((d) => d.ref.id));
-      const requested = (await first.system.stores.eventStore.readAll({ filter: { eventTypes: ['OperationRequested'] } }))
+      const requested = (
+        await first.system.stores.eventStore.readAll({ filter: { eventTypes: ['OperationRequested'] } })
+      )
         .filter((event) => ours.has((event.data as { party: { id: string } | null }).party?.id ?? ''))
         .map((event) => (event.data as { operationID: string }).operationID);
       expect(requested.length, 'operations requested, against creates acknowledged').toBe(operationIDs.length);
@@ -274,20 +302,30 @@ describe('PostgreSQL primary lost under load, its synchronous standby promoted',
         expect(events.filter((event) => event.type === 'OperationRequested').length, operationID).toBe(1);
       }
       // Every approved operation completed, once: one ledger transaction each (and the invariants below).
-      for (const operationID of approved) expect((await waitUntilSettled(first, operationID, 60_000)).status, operationID).toBe('completed');
+      for (const operationID of approved)
+        expect((await waitUntilSettled(first, operationID, 60_000)).status, operationID).toBe('completed');
       const transactions = await allLedgerTransactions(first.system.ledger);
-      for (const operationID of approved) expect(transactions.filter((t) => t.operationID === operationID).length, operationID).toBe(1);
+      for (const operationID of approved)
+        expect(transactions.filter((t) => t.operationID === operationID).length, operationID).toBe(1);
       await assertLedgerMatchesProjections(first, { timeoutMs: 60_000 });
       // The API's balances are the ledger's, on both systems.
       for (const distributor of distributors) {
         const onLedger = new Decimal(await first.system.ledger.balance(walletAddress(distributor.wallet)));
         for (const api of apis) {
-          const r = await call(api.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey: distributor.apiKey });
+          const r = await call(api.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, {
+            apiKey: distributor.apiKey,
+          });
           expect(r.status).toBe(200);
-          expect(new Decimal(r.body.balance).eq(onLedger), `${distributor.ref.id}: ${r.body.balance} on the API, ${onLedger} on the ledger`).toBe(true);
+          expect(
+            new Decimal(r.body.balance).eq(onLedger),
+            `${distributor.ref.id}: ${r.body.balance} on the API, ${onLedger} on the ledger`,
+          ).toBe(true);
         }
       }
-      const verify = await runCli(['audit', 'verify', '--json', '--ledger', 'embedded', '--data-dir', dirs[0]!.path], env);
+      const verify = await runCli(
+        ['audit', 'verify', '--json', '--ledger', 'embedded', '--data-dir', dirs[0]!.path],
+        env,
+      );
       expect(verify.code, verify.stdout + verify.stderr).toBe(0);
       expect(await Promise.all(apis.map(health))).toEqual([200, 200]);
     } finally {

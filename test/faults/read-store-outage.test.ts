@@ -57,7 +57,11 @@ describe('a read store outage in the background paths', () => {
     eventStore = withHashChain(openSqliteEventStore({ file: join(dir.path, 'events.sqlite') }));
     rawReadStore = openSqliteReadStore({ file: join(dir.path, 'read-models.sqlite') });
     // errorRate 0.5 with a "random" that is 0 while down and 1 while up: every call fails, then none does.
-    readStore = withReadStoreFaults(rawReadStore, { errorRate: 0.5, latencyMs: 0, hangRate: 0, hangMs: 0, random: () => (down ? 0 : 1) }, counters);
+    readStore = withReadStoreFaults(
+      rawReadStore,
+      { errorRate: 0.5, latencyMs: 0, hangRate: 0, hangMs: 0, random: () => (down ? 0 : 1) },
+      counters,
+    );
     ledger = openEmbeddedLedger({ file: join(dir.path, 'ledger.sqlite') });
   });
 
@@ -75,26 +79,65 @@ describe('a read store outage in the background paths', () => {
   it('given every background consumer running, when the read store fails every call for a while, then the process survives, and once it answers again every consumer recovers and catches up', async () => {
     const logger = createLogger('silent');
     const projections = allProjections(2);
-    await rawReadStore.defineCollections([...projections.map((projection) => projection.collection), KEY_USAGE_COLLECTION]);
-    const runners = projections.map((projection) => new ProjectionRunner({ eventStore, readStore, projection, logger, supervision: FAST }));
+    await rawReadStore.defineCollections([
+      ...projections.map((projection) => projection.collection),
+      KEY_USAGE_COLLECTION,
+    ]);
+    const runners = projections.map(
+      (projection) => new ProjectionRunner({ eventStore, readStore, projection, logger, supervision: FAST }),
+    );
     const executor = new Executor({
-      eventStore, readStore, ledger, executorID: 'outage', leaseMs: 5_000, maxAttempts: 5, retryBaseMs: 10, retryMaxMs: 100, concurrency: 4,
-      sweepIntervalMs: 50, assetScale: 2, clock: () => new Date(), logger, supervision: FAST,
+      eventStore,
+      readStore,
+      ledger,
+      executorID: 'outage',
+      leaseMs: 5_000,
+      maxAttempts: 5,
+      retryBaseMs: 10,
+      retryMaxMs: 100,
+      concurrency: 4,
+      sweepIntervalMs: 50,
+      assetScale: 2,
+      clock: () => new Date(),
+      logger,
+      supervision: FAST,
     });
-    const revocations = new KeyRevocations({ eventStore, readStore, clock: () => new Date(), assetScale: 2, logger, checkpointEveryMs: 20, supervision: FAST });
+    const revocations = new KeyRevocations({
+      eventStore,
+      readStore,
+      clock: () => new Date(),
+      assetScale: 2,
+      logger,
+      checkpointEveryMs: 20,
+      supervision: FAST,
+    });
     const usage = new KeyUsageRecorder(readStore, logger, 20);
     runners.forEach((runner) => runner.start());
     executor.start();
     revocations.start();
-    stops.push(() => usage.close(), () => revocations.stop(), () => executor.stop(), ...runners.map((runner) => () => runner.stop()));
-    const consumers: SupervisedConsumer[] = [...runners.map((runner) => runner.consumer), executor.consumer, revocations.consumer];
+    stops.push(
+      () => usage.close(),
+      () => revocations.stop(),
+      () => executor.stop(),
+      ...runners.map((runner) => () => runner.stop()),
+    );
+    const consumers: SupervisedConsumer[] = [
+      ...runners.map((runner) => runner.consumer),
+      executor.consumer,
+      revocations.consumer,
+    ];
 
     const context = () => ({ actor: 'operator:test', correlationId: randomUUID() });
     const backOffice = { store: eventStore, clock: () => new Date(), assetScale: 2 };
-    const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: 'Outage Ltd', shortCode: '771177' }, context());
+    const { partyID } = await onboardParty(
+      backOffice,
+      { partyType: 'distributor', name: 'Outage Ltd', shortCode: '771177' },
+      context(),
+    );
     const to: PartyRef = { type: 'distributor', id: partyID };
     const channel = { store: eventStore, lookup: new PartyLookup(eventStore), clock: () => new Date(), assetScale: 2 };
-    const balance = async () => (await rawReadStore.get<BalanceDoc>(BALANCES_COLLECTION.name, `distributor:${partyID}`))?.balance;
+    const balance = async () =>
+      (await rawReadStore.get<BalanceDoc>(BALANCES_COLLECTION.name, `distributor:${partyID}`))?.balance;
 
     await issueFloat(channel, { to, amount: '100.00' }, context());
     await waitFor(async () => (await balance()) === '100.00', 10_000);
@@ -104,17 +147,34 @@ describe('a read store outage in the background paths', () => {
     const during = await issueFloat(channel, { to, amount: '50.00' }, context());
     usage.record('key-outage', new Date());
     const failedBefore = counters.errors;
-    await waitFor(() => runners.some((runner) => runner.consumer.status().consecutiveFailures >= 2) && executor.consumer.status().state !== 'stopped' && counters.errors >= failedBefore + 20, 10_000);
+    await waitFor(
+      () =>
+        runners.some((runner) => runner.consumer.status().consecutiveFailures >= 2) &&
+        executor.consumer.status().state !== 'stopped' &&
+        counters.errors >= failedBefore + 20,
+      10_000,
+    );
     expect(await balance()).toBe('100.00');
     // The executor needs only the event store and the ledger: the operation completes during the outage.
-    const [approval] = (await eventStore.readStream(`operation-${during.operationID}`)).filter((event) => event.type === 'OperationApproved');
-    await waitFor(async () => (await eventStore.readStream(`operation-${during.operationID}`)).some((event) => event.type === 'OperationCompleted'), 10_000);
+    const [approval] = (await eventStore.readStream(`operation-${during.operationID}`)).filter(
+      (event) => event.type === 'OperationApproved',
+    );
+    await waitFor(
+      async () =>
+        (await eventStore.readStream(`operation-${during.operationID}`)).some(
+          (event) => event.type === 'OperationCompleted',
+        ),
+      10_000,
+    );
     expect(escaped).toEqual([]);
 
     // The store is back: everything catches up by itself.
     down = false;
     await waitFor(async () => (await balance()) === '150.00', 10_000);
-    await waitFor(async () => ((await rawReadStore.getCheckpoint(EXECUTOR_CHECKPOINT)) ?? 0) >= approval!.position, 10_000);
+    await waitFor(
+      async () => ((await rawReadStore.getCheckpoint(EXECUTOR_CHECKPOINT)) ?? 0) >= approval!.position,
+      10_000,
+    );
     // The usage recorded during the outage was kept for a later flush, not dropped.
     await waitFor(async () => (await keyUsage(rawReadStore, 'key-outage')).count === 1, 10_000);
     const head = await eventStore.headPosition();
@@ -122,14 +182,18 @@ describe('a read store outage in the background paths', () => {
       for (const projection of projections) {
         const checkpoint = await rawReadStore.getCheckpoint(projection.name);
         // A projection whose events all came before is at its last event; none may be behind what it handles.
-        const [lastHandled] = (await eventStore.readAll({ filter: { eventTypes: [...projection.eventTypes] } })).slice(-1);
+        const [lastHandled] = (await eventStore.readAll({ filter: { eventTypes: [...projection.eventTypes] } })).slice(
+          -1,
+        );
         if (lastHandled && (checkpoint ?? 0) < lastHandled.position) return false;
       }
       return true;
     }, 10_000);
     expect(head).toBeGreaterThan(0);
     expect(consumers.every((consumer) => consumer.status().state !== 'stopped')).toBe(true);
-    expect(runners.map((runner) => runner.consumer.status().totalFailures).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    expect(runners.map((runner) => runner.consumer.status().totalFailures).reduce((a, b) => a + b, 0)).toBeGreaterThan(
+      0,
+    );
     expect(escaped).toEqual([]);
   });
 });

@@ -2,13 +2,26 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addUser, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey } from '../../src/commands/back-office.ts';
+import {
+  addUser,
+  decideOnApiKey,
+  findUserByEmail,
+  onboardParty,
+  requestApiKey,
+} from '../../src/commands/back-office.ts';
 import { approveAndCollectKey } from '../support/credentials.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps } from '../../src/wallet-ops.ts';
 import { runCliJson } from '../support/cli.ts';
-import { call, startTestSystem, waitFor, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  waitFor,
+  type TestParty,
+  type TestSystem,
+  WITHOUT_EXECUTOR,
+} from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /**
@@ -35,7 +48,12 @@ function checkEnvelope(r: Response): Response {
 function expectUnauthorized(r: Response): void {
   expect(r.status, JSON.stringify(r.body)).toBe(401);
   expect(r.headers.get('www-authenticate') ?? '').toMatch(/^Bearer\b/);
-  expect(r.body).toMatchObject({ status: 401, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+  expect(r.body).toMatchObject({
+    status: 401,
+    type: expect.any(String),
+    title: expect.any(String),
+    detail: expect.any(String),
+  });
   expect(r.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json\b/);
 }
 
@@ -65,7 +83,8 @@ async function fixture(sys: TestSystem) {
   return { distributor, merchant, phone, cashIn, payIndividual };
 }
 
-const opsPath = (party: TestParty | { ref: { type: string; id: string } }) => `/api/v1/${party.ref.type}s/${party.ref.id}/operations`;
+const opsPath = (party: TestParty | { ref: { type: string; id: string } }) =>
+  `/api/v1/${party.ref.type}s/${party.ref.id}/operations`;
 
 describe('authentication', () => {
   let sys: TestSystem;
@@ -79,14 +98,19 @@ describe('authentication', () => {
   });
   afterAll(async () => sys.close());
 
-  const post = async (path: string, options: { apiKey?: string; authorization?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
+  const post = async (
+    path: string,
+    options: { apiKey?: string; authorization?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ) => {
     const headers: Record<string, string> = { ...options.headers };
     if (options.authorization !== undefined) headers.authorization = options.authorization;
-    return checkEnvelope(await call(sys.baseUrl, 'POST', path, {
-      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      body: options.body ?? f.cashIn,
-      headers,
-    }));
+    return checkEnvelope(
+      await call(sys.baseUrl, 'POST', path, {
+        ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+        body: options.body ?? f.cashIn,
+        headers,
+      }),
+    );
   };
 
   it('when the key is sent as Bearer, then the request is accepted (the control for every refusal below)', async () => {
@@ -100,7 +124,9 @@ describe('authentication', () => {
     });
 
     it('when the scheme is Basic, then 401', async () => {
-      expectUnauthorized(await post(opsPath(f.distributor), { authorization: `Basic ${Buffer.from('user:pass').toString('base64')}` }));
+      expectUnauthorized(
+        await post(opsPath(f.distributor), { authorization: `Basic ${Buffer.from('user:pass').toString('base64')}` }),
+      );
     });
 
     it('when the key is sent without the Bearer prefix, then 401', async () => {
@@ -120,7 +146,11 @@ describe('authentication', () => {
     });
 
     it('when the key is well formed but unknown, then 401', async () => {
-      expectUnauthorized(await post(opsPath(f.distributor), { apiKey: `key_${randomBytes(12).toString('base64url')}.${forgedSecret()}` }));
+      expectUnauthorized(
+        await post(opsPath(f.distributor), {
+          apiKey: `key_${randomBytes(12).toString('base64url')}.${forgedSecret()}`,
+        }),
+      );
     });
 
     it('when the keyID is right but the secret is wrong, then 401', async () => {
@@ -134,7 +164,12 @@ describe('authentication', () => {
 
     it('when the key is pending (never approved), then 401', async () => {
       const maker = await findUserByEmail(sys.backOffice, f.distributor.makerEmail);
-      const { keyID } = await requestApiKey(sys.backOffice, maker, { label: 'pending', permissions: 'perform-operations' }, randomUUID());
+      const { keyID } = await requestApiKey(
+        sys.backOffice,
+        maker,
+        { label: 'pending', permissions: 'perform-operations' },
+        randomUUID(),
+      );
       await waitFor(() => sys.system.directory.get(keyID)?.status === 'pending');
       expectUnauthorized(await post(opsPath(f.distributor), { apiKey: `${keyID}.${forgedSecret()}` }));
     });
@@ -142,7 +177,12 @@ describe('authentication', () => {
     it('when the key was rejected, then 401', async () => {
       const maker = await findUserByEmail(sys.backOffice, f.distributor.makerEmail);
       const checker = await findUserByEmail(sys.backOffice, f.distributor.checkerEmail);
-      const { keyID } = await requestApiKey(sys.backOffice, maker, { label: 'to reject', permissions: 'perform-operations' }, randomUUID());
+      const { keyID } = await requestApiKey(
+        sys.backOffice,
+        maker,
+        { label: 'to reject', permissions: 'perform-operations' },
+        randomUUID(),
+      );
       await decideOnApiKey(sys.backOffice, checker, keyID, { type: 'RejectApiKey', reason: 'no' }, randomUUID());
       await waitFor(() => sys.system.directory.get(keyID)?.status === 'rejected');
       expectUnauthorized(await post(opsPath(f.distributor), { apiKey: `${keyID}.${forgedSecret()}` }));
@@ -153,7 +193,13 @@ describe('authentication', () => {
       expectCreated(await post(opsPath(f.distributor), { apiKey }));
       const maker = await findUserByEmail(sys.backOffice, f.distributor.makerEmail);
       const checker = await findUserByEmail(sys.backOffice, f.distributor.checkerEmail);
-      await decideOnApiKey(sys.backOffice, maker, keyID, { type: 'RequestApiKeyRevocation', reason: 'laptop lost' }, randomUUID());
+      await decideOnApiKey(
+        sys.backOffice,
+        maker,
+        keyID,
+        { type: 'RequestApiKeyRevocation', reason: 'laptop lost' },
+        randomUUID(),
+      );
       await waitFor(() => sys.system.directory.get(keyID)?.status === 'revocation_pending');
       // still active while the revocation waits for its checker
       expectCreated(await post(opsPath(f.distributor), { apiKey }));
@@ -176,7 +222,12 @@ describe('authentication', () => {
     });
 
     it('when the key is bad and the body is also invalid, then 401 comes first (authentication before validation)', async () => {
-      expectUnauthorized(await post(opsPath(f.distributor), { apiKey: `${distributorKey.keyID}.${forgedSecret()}`, body: { nonsense: true } }));
+      expectUnauthorized(
+        await post(opsPath(f.distributor), {
+          apiKey: `${distributorKey.keyID}.${forgedSecret()}`,
+          body: { nonsense: true },
+        }),
+      );
     });
   });
 
@@ -214,7 +265,12 @@ describe('authentication', () => {
     });
 
     it('when a distributor key is used on the merchant path (even with its own ID), then 403', async () => {
-      expectForbidden(await post(`/api/v1/merchants/${f.distributor.ref.id}/operations`, { apiKey: distributorKey.apiKey, body: f.payIndividual }));
+      expectForbidden(
+        await post(`/api/v1/merchants/${f.distributor.ref.id}/operations`, {
+          apiKey: distributorKey.apiKey,
+          body: f.payIndividual,
+        }),
+      );
       expectForbidden(await post(opsPath(f.merchant), { apiKey: distributorKey.apiKey, body: f.payIndividual }));
     });
 
@@ -270,9 +326,22 @@ describe('authentication', () => {
       const probe = () => post(opsPath(f.distributor), { apiKey, body: {} });
       expect((await probe()).status).toBe(400);
 
-      expect(await runCliJson(['key', 'revoke', keyID, '--as', f.distributor.makerEmail, '--reason', 'device lost', ...data])).toEqual({ keyID, state: 'revocation_pending' });
+      expect(
+        await runCliJson([
+          'key',
+          'revoke',
+          keyID,
+          '--as',
+          f.distributor.makerEmail,
+          '--reason',
+          'device lost',
+          ...data,
+        ]),
+      ).toEqual({ keyID, state: 'revocation_pending' });
       expect((await probe()).status).toBe(400);
-      expect(await runCliJson(['key', 'approve-revocation', keyID, '--as', f.distributor.checkerEmail, ...data])).toEqual({ keyID, state: 'revoked' });
+      expect(
+        await runCliJson(['key', 'approve-revocation', keyID, '--as', f.distributor.checkerEmail, ...data]),
+      ).toEqual({ keyID, state: 'revoked' });
 
       const started = performance.now();
       let last: Response;
@@ -300,7 +369,8 @@ describe('authentication: key expiry, with a fake clock', () => {
   });
   afterAll(async () => sys.close());
 
-  const post = async (apiKey: string) => checkEnvelope(await call(sys.baseUrl, 'POST', opsPath(f.distributor), { apiKey, body: f.cashIn }));
+  const post = async (apiKey: string) =>
+    checkEnvelope(await call(sys.baseUrl, 'POST', opsPath(f.distributor), { apiKey, body: f.cashIn }));
 
   it('when the clock passes expiresInDays after approval, then the key is refused with 401', async () => {
     now = new Date('2030-01-15T10:00:00.000Z');
@@ -370,15 +440,37 @@ describe('authentication: the Authorization header never reaches the logs', () =
     try {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       // this system is not the harness's: its party and key are made with the same back-office commands
-      const backOffice = { store: system.stores.eventStore, clock: () => new Date(), assetScale: config.ASSET_SCALE, credentials: system.credentials };
+      const backOffice = {
+        store: system.stores.eventStore,
+        clock: () => new Date(),
+        assetScale: config.ASSET_SCALE,
+        credentials: system.credentials,
+      };
       const ctx = { actor: 'operator:test', correlationId: randomUUID() };
-      const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: 'Logged', shortCode: '4242' }, ctx);
+      const { partyID } = await onboardParty(
+        backOffice,
+        { partyType: 'distributor', name: 'Logged', shortCode: '4242' },
+        ctx,
+      );
       const party = { type: 'distributor' as const, id: partyID };
-      await addUser(backOffice, { party, email: 'maker@log.test', password: 'maker password 1', roles: ['maker'] }, ctx);
-      await addUser(backOffice, { party, email: 'checker@log.test', password: 'checker password 1', roles: ['checker'] }, ctx);
+      await addUser(
+        backOffice,
+        { party, email: 'maker@log.test', password: 'maker password 1', roles: ['maker'] },
+        ctx,
+      );
+      await addUser(
+        backOffice,
+        { party, email: 'checker@log.test', password: 'checker password 1', roles: ['checker'] },
+        ctx,
+      );
       const maker = await findUserByEmail(backOffice, 'maker@log.test');
       const checker = await findUserByEmail(backOffice, 'checker@log.test');
-      const { keyID } = await requestApiKey(backOffice, maker, { label: 'log', permissions: 'perform-operations' }, randomUUID());
+      const { keyID } = await requestApiKey(
+        backOffice,
+        maker,
+        { label: 'log', permissions: 'perform-operations' },
+        randomUUID(),
+      );
       const apiKey = await approveAndCollectKey(backOffice, checker, maker, keyID);
       await waitFor(() => system.directory.get(keyID)?.status === 'active');
       const secret = apiKey.slice(keyID.length + 1);
@@ -388,7 +480,8 @@ describe('authentication: the Authorization header never reaches the logs', () =
       const statuses = [
         (await call(baseUrl, 'POST', path, { apiKey, body: {} })).status,
         (await call(baseUrl, 'POST', path, { apiKey: wrong, body: {} })).status,
-        (await call(baseUrl, 'POST', path, { apiKey, rawBody: '{', headers: { 'content-type': 'application/json' } })).status,
+        (await call(baseUrl, 'POST', path, { apiKey, rawBody: '{', headers: { 'content-type': 'application/json' } }))
+          .status,
       ];
       expect(statuses).toEqual([400, 401, 400]);
       await waitFor(() => lines.filter((l) => l.includes('"msg":"request"')).length >= 3);
@@ -411,7 +504,15 @@ describe('authentication: the Authorization header never reaches the logs', () =
   it('when something logs a request object with an Authorization header through createLogger, then the header is redacted', () => {
     const lines: string[] = [];
     const logger = createLogger('info', { write: (line: string) => void lines.push(line) });
-    logger.info({ req: { method: 'POST', headers: { authorization: 'Bearer key_abc.s3cr3t-value', 'content-type': 'application/json' } } }, 'incoming');
+    logger.info(
+      {
+        req: {
+          method: 'POST',
+          headers: { authorization: 'Bearer key_abc.s3cr3t-value', 'content-type': 'application/json' },
+        },
+      },
+      'incoming',
+    );
     logger.info({ headers: { authorization: 'Bearer key_def.other-s3cr3t' } }, 'headers alone');
     logger.info({ apiKey: 'key_ghi.third-s3cr3t', user: { secret: 'fourth-s3cr3t' } }, 'fields');
     expect(lines).toHaveLength(3);

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, startTestSystem, type TestParty, type TestSystem, waitFor, WITHOUT_EXECUTOR } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  type TestParty,
+  type TestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+} from '../support/system.ts';
 
 /**
  * What caches may keep of the API: nothing a request with an API key was answered (Cache-Control: no-store, so
@@ -42,12 +49,16 @@ describe('caching of authenticated responses', () => {
       const authorization = `Bearer ${apiKey}`;
       const etag = (await fetch(url, { headers: { authorization } })).headers.get('etag')!;
       // What undici and browsers send on a conditional request, and what express's req.fresh answered 200 to.
-      const again = await fetch(url, { headers: { authorization, 'if-none-match': etag, 'cache-control': 'no-cache' } });
+      const again = await fetch(url, {
+        headers: { authorization, 'if-none-match': etag, 'cache-control': 'no-cache' },
+      });
       expect(again.status, tail).toBe(304);
       expect(await again.text(), tail).toBe('');
       const plain = await fetch(url, { headers: { authorization, 'if-none-match': `"x", ${etag}` } });
       expect(plain.status, tail).toBe(304);
-      const other = await fetch(url, { headers: { authorization, 'if-none-match': 'W/"0-nope"', 'cache-control': 'no-cache' } });
+      const other = await fetch(url, {
+        headers: { authorization, 'if-none-match': 'W/"0-nope"', 'cache-control': 'no-cache' },
+      });
       expect(other.status, tail).toBe(200);
     }
   });
@@ -56,7 +67,8 @@ describe('caching of authenticated responses', () => {
     const before = await call(sys.baseUrl, 'GET', path('balance'), { apiKey });
     expect(before.body.balance).toBe('100.00');
     const etag = before.headers.get('etag')!;
-    const conditional = (tag: string) => call(sys.baseUrl, 'GET', path('balance'), { apiKey, headers: { 'if-none-match': tag } });
+    const conditional = (tag: string) =>
+      call(sys.baseUrl, 'GET', path('balance'), { apiKey, headers: { 'if-none-match': tag } });
     await sys.credit(distributor.wallet, '5.00');
     await waitFor(async () => (await conditional(etag)).status === 200);
     const changed = await conditional(etag);

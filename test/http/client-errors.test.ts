@@ -43,22 +43,33 @@ describe('when a request is refused by the HTTP parser', () => {
   it.each([
     ['a header', `GET /api/v1/merchants/m/balance HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
     ['the URL', `GET /api/v1/merchants/${'m'.repeat(20_000)}/balance HTTP/1.1\r\nHost: x\r\n\r\n`],
-  ])('when %s is larger than the maximum header size, then it gets 431 with a problem body and a request id', async (_what, bytes) => {
-    const port = await startServer();
-    const response = await raw(port, bytes);
-    expect(response.status).toBe(431);
-    expect(response.headers).toMatch(/^Content-Type: application\/problem\+json/im);
-    const requestId = /^X-Request-Id: ([0-9a-f-]{36})$/im.exec(response.headers)?.[1];
-    expect(requestId).toBeDefined();
-    expect(JSON.parse(response.body)).toEqual({
-      type: '/problems/request-header-fields-too-large', status: 431, title: 'Request Header Fields Too Large', detail: expect.stringMatching(/larger than/), requestId,
-    });
-  });
+  ])(
+    'when %s is larger than the maximum header size, then it gets 431 with a problem body and a request id',
+    async (_what, bytes) => {
+      const port = await startServer();
+      const response = await raw(port, bytes);
+      expect(response.status).toBe(431);
+      expect(response.headers).toMatch(/^Content-Type: application\/problem\+json/im);
+      const requestId = /^X-Request-Id: ([0-9a-f-]{36})$/im.exec(response.headers)?.[1];
+      expect(requestId).toBeDefined();
+      expect(JSON.parse(response.body)).toEqual({
+        type: '/problems/request-header-fields-too-large',
+        status: 431,
+        title: 'Request Header Fields Too Large',
+        detail: expect.stringMatching(/larger than/),
+        requestId,
+      });
+    },
+  );
 
   it('when the request is not HTTP, then it gets 400 with a validation problem', async () => {
     const port = await startServer();
     const response = await raw(port, 'HELLO\r\n\r\n');
     expect(response.status).toBe(400);
-    expect(JSON.parse(response.body)).toMatchObject({ type: '/problems/input-validation-problems', status: 400, errors: [{ field: 'request' }] });
+    expect(JSON.parse(response.body)).toMatchObject({
+      type: '/problems/input-validation-problems',
+      status: 400,
+      errors: [{ field: 'request' }],
+    });
   });
 });

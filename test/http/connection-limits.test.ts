@@ -22,7 +22,9 @@ afterEach(async () => {
 
 async function start(env: Record<string, string>) {
   const refused: RefusedConnection[] = [];
-  const { server } = createHttpServer((_req, res) => res.end('ok'), loadConfig(env), { onRefusedConnection: (reason) => refused.push(reason) });
+  const { server } = createHttpServer((_req, res) => res.end('ok'), loadConfig(env), {
+    onRefusedConnection: (reason) => refused.push(reason),
+  });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { port: (server.address() as AddressInfo).port, refused };
@@ -60,7 +62,9 @@ describe('connection caps', () => {
 
   it('given TRUST_PROXY as a hop count, when loaded, then there is no per-address cap unless one is set (every connection may come from the proxy)', () => {
     expect(loadConfig({ TRUST_PROXY: '1' }).HTTP_MAX_CONNECTIONS_PER_ADDRESS).toBe(0);
-    expect(loadConfig({ TRUST_PROXY: '1', HTTP_MAX_CONNECTIONS_PER_ADDRESS: '2000' }).HTTP_MAX_CONNECTIONS_PER_ADDRESS).toBe(2000);
+    expect(
+      loadConfig({ TRUST_PROXY: '1', HTTP_MAX_CONNECTIONS_PER_ADDRESS: '2000' }).HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+    ).toBe(2000);
     expect(loadConfig({ TRUST_PROXY: '10.0.0.5' }).HTTP_MAX_CONNECTIONS_PER_ADDRESS).toBe(256);
     expect(() => loadConfig({ HTTP_MAX_CONNECTIONS_PER_ADDRESS: '-1' })).toThrow(/HTTP_MAX_CONNECTIONS_PER_ADDRESS/);
     expect(() => loadConfig({ HTTP_MAX_CONNECTIONS: 'many' })).toThrow(/HTTP_MAX_CONNECTIONS/);

@@ -37,7 +37,10 @@ const CONSOLE_ROUTES: Record<string, ConsoleRoute | 'static'> = {
   'GET /': { names: ['any'], as: 'party' },
   'GET /keys': { names: ['tab'], as: 'party' },
   'GET /keys/new': { names: ['any'], as: 'party' },
-  'POST /keys': { names: ['label', 'permissions', 'maxTransactionAmount', 'maxDailyVolume', 'allowedIPs', 'expiresInDays'], as: 'party' },
+  'POST /keys': {
+    names: ['label', 'permissions', 'maxTransactionAmount', 'maxDailyVolume', 'allowedIPs', 'expiresInDays'],
+    as: 'party',
+  },
   'POST /keys/:keyID/approve': { names: ['_csrf'], as: 'party' },
   'POST /keys/:keyID/reject': { names: ['reason'], as: 'party' },
   'POST /keys/:keyID/withdraw': { names: ['_csrf'], as: 'party' },
@@ -155,11 +158,27 @@ export function controlCharactersEndToEnd(): void {
   describe('the read API', () => {
     const ITEM_ID = 'op_00000000-0000-4000-8000-000000000000';
     const lists = () => [
-      { path: `/api/v1/distributors/${distributor.ref.id}/operations`, key: distributorKey, params: ['limit', 'offset', 'status', 'createdFrom', 'createdTo'] },
-      { path: `/api/v1/merchants/${merchant.ref.id}/operations`, key: merchantKey, params: ['limit', 'offset', 'status', 'createdFrom', 'createdTo'] },
-      { path: `/api/v1/merchants/${merchant.ref.id}/payments`, key: merchantKey, params: ['search', 'limit', 'offset', 'createdFrom', 'createdTo'] },
+      {
+        path: `/api/v1/distributors/${distributor.ref.id}/operations`,
+        key: distributorKey,
+        params: ['limit', 'offset', 'status', 'createdFrom', 'createdTo'],
+      },
+      {
+        path: `/api/v1/merchants/${merchant.ref.id}/operations`,
+        key: merchantKey,
+        params: ['limit', 'offset', 'status', 'createdFrom', 'createdTo'],
+      },
+      {
+        path: `/api/v1/merchants/${merchant.ref.id}/payments`,
+        key: merchantKey,
+        params: ['search', 'limit', 'offset', 'createdFrom', 'createdTo'],
+      },
       // One item by id (an extension): no parameter at all.
-      { path: `/api/v1/distributors/${distributor.ref.id}/operations/${ITEM_ID}`, key: distributorKey, params: ['limit'] },
+      {
+        path: `/api/v1/distributors/${distributor.ref.id}/operations/${ITEM_ID}`,
+        key: distributorKey,
+        params: ['limit'],
+      },
       { path: `/api/v1/merchants/${merchant.ref.id}/operations/${ITEM_ID}`, key: merchantKey, params: ['limit'] },
       { path: `/api/v1/merchants/${merchant.ref.id}/payments/${ITEM_ID}`, key: merchantKey, params: ['limit'] },
       // No parameter at all: any is refused, a control character with it.
@@ -169,12 +188,20 @@ export function controlCharactersEndToEnd(): void {
 
     it('then the lists are every GET of a party the API serves', () => {
       const served = routesOf(sys.system.app).api.filter((route) => route.startsWith('GET '));
-      const tested = lists().map(({ path }) => `GET ${path.replace(distributor.ref.id, ':distributorID').replace(merchant.ref.id, ':merchantID').replace(ITEM_ID, ':operationID')}`);
+      const tested = lists().map(
+        ({ path }) =>
+          `GET ${path.replace(distributor.ref.id, ':distributorID').replace(merchant.ref.id, ':merchantID').replace(ITEM_ID, ':operationID')}`,
+      );
       expect(new Set(tested)).toEqual(new Set(served));
     });
 
     it('when a search holds a phone or a memo fragment, then it answers 200 (what the refusals below are measured against)', async () => {
-      const response = await call(sys.baseUrl, 'GET', `/api/v1/merchants/${merchant.ref.id}/payments?search=${q('+234 rent')}`, { apiKey: merchantKey });
+      const response = await call(
+        sys.baseUrl,
+        'GET',
+        `/api/v1/merchants/${merchant.ref.id}/payments?search=${q('+234 rent')}`,
+        { apiKey: merchantKey },
+      );
       expect(response.status).toBe(200);
     });
 
@@ -188,7 +215,10 @@ export function controlCharactersEndToEnd(): void {
               expect(response.status, what).toBe(400);
               expect(response.headers.get('content-type'), what).toMatch(/^application\/problem\+json/);
               expect(response.body.type, what).toBe('/problems/input-validation-problems');
-              expect(response.body.errors.map((e: { field: string }) => e.field), what).toEqual([param]);
+              expect(
+                response.body.errors.map((e: { field: string }) => e.field),
+                what,
+              ).toEqual([param]);
             }
           }
         }
@@ -196,14 +226,30 @@ export function controlCharactersEndToEnd(): void {
     });
 
     it('when the search holds a control character, then the problem says which and where', async () => {
-      const response = await call(sys.baseUrl, 'GET', `/api/v1/merchants/${merchant.ref.id}/payments?search=${q('rent\u0000')}`, { apiKey: merchantKey });
-      expect(response.body.errors).toEqual([expect.objectContaining({ field: 'search', detail: 'search must not contain control characters (U+0000 at character 5)' })]);
+      const response = await call(
+        sys.baseUrl,
+        'GET',
+        `/api/v1/merchants/${merchant.ref.id}/payments?search=${q('rent\u0000')}`,
+        { apiKey: merchantKey },
+      );
+      expect(response.body.errors).toEqual([
+        expect.objectContaining({
+          field: 'search',
+          detail: 'search must not contain control characters (U+0000 at character 5)',
+        }),
+      ]);
     });
   });
 
   describe('the write API', () => {
     const cashIn = { operationType: 'cash-in', amount: '10.00', phoneTo: '+2348123456781', memo: 'rent' };
-    const cashOut = { operationType: 'cash-out-fulfillment', amount: '10.00', phoneFrom: '+2348123456781', cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'RCPT-1' };
+    const cashOut = {
+      operationType: 'cash-out-fulfillment',
+      amount: '10.00',
+      phoneFrom: '+2348123456781',
+      cashOutFulfillmentType: 'cash',
+      cashOutFulfillmentID: 'RCPT-1',
+    };
     const bodies: Array<[string, Record<string, string>, string]> = [
       ['distributor', cashIn, 'memo'],
       ['distributor', cashIn, 'phoneTo'],
@@ -213,28 +259,54 @@ export function controlCharactersEndToEnd(): void {
       ['distributor', cashOut, 'cashOutFulfillmentID'],
       ['distributor', cashOut, 'phoneFrom'],
       ['distributor', { ...cashOut, authorizationCode: '12345678' }, 'authorizationCode'],
-      ['merchant', { operationType: 'cash-out', amount: '1.00', distributorToShortCode: '12', memo: 'for goods' }, 'distributorToShortCode'],
-      ['merchant', { operationType: 'pay-merchant', amount: '1.00', merchantToShortCode: '12', memo: 'for goods' }, 'memo'],
-      ['merchant', { operationType: 'pay-individual', amount: '1.00', phoneTo: '+2348123456781', memo: 'for goods' }, 'phoneTo'],
+      [
+        'merchant',
+        { operationType: 'cash-out', amount: '1.00', distributorToShortCode: '12', memo: 'for goods' },
+        'distributorToShortCode',
+      ],
+      [
+        'merchant',
+        { operationType: 'pay-merchant', amount: '1.00', merchantToShortCode: '12', memo: 'for goods' },
+        'memo',
+      ],
+      [
+        'merchant',
+        { operationType: 'pay-individual', amount: '1.00', phoneTo: '+2348123456781', memo: 'for goods' },
+        'phoneTo',
+      ],
     ];
 
-    it('when a create\'s text field holds a control character (inside, or at an end other than a tab or line break), then it answers 400 naming the field', async () => {
+    it("when a create's text field holds a control character (inside, or at an end other than a tab or line break), then it answers 400 naming the field", async () => {
       for (const [partyType, body, field] of bodies) {
-        const [id, key] = partyType === 'distributor' ? [distributor.ref.id, distributorKey] : [merchant.ref.id, merchantKey];
+        const [id, key] =
+          partyType === 'distributor' ? [distributor.ref.id, distributorKey] : [merchant.ref.id, merchantKey];
         const [inside, atEnd] = field === 'memo' ? [CONTROLS, NOT_WHITESPACE] : [SAMPLE, SAMPLE_NOT_WHITESPACE];
-        const values = [...inside.map((c) => `${String(body[field]).slice(0, 1)}${c}${String(body[field]).slice(1)}`), ...atEnd.map((c) => `${body[field]}${c}`)];
+        const values = [
+          ...inside.map((c) => `${String(body[field]).slice(0, 1)}${c}${String(body[field]).slice(1)}`),
+          ...atEnd.map((c) => `${body[field]}${c}`),
+        ];
         for (const value of values) {
-          const response = await call(sys.baseUrl, 'POST', `/api/v1/${partyType}s/${id}/operations`, { apiKey: key, body: { ...body, [field]: value } });
+          const response = await call(sys.baseUrl, 'POST', `/api/v1/${partyType}s/${id}/operations`, {
+            apiKey: key,
+            body: { ...body, [field]: value },
+          });
           const what = `${partyType} ${field}=${JSON.stringify(value)}`;
           expect(response.status, what).toBe(400);
           expect(response.body.type, what).toBe('/problems/input-validation-problems');
-          expect(response.body.errors.map((e: { field: string }) => e.field), what).toContain(field);
+          expect(
+            response.body.errors.map((e: { field: string }) => e.field),
+            what,
+          ).toContain(field);
         }
       }
     });
 
     it('when the Idempotency-Key holds a tab (the one control a header may carry), then it answers 400 naming it', async () => {
-      const response = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey: distributorKey, body: cashIn, headers: { 'idempotency-key': 'abc\tdef' } });
+      const response = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
+        apiKey: distributorKey,
+        body: cashIn,
+        headers: { 'idempotency-key': 'abc\tdef' },
+      });
       expect(response.status).toBe(400);
       expect(response.body.errors).toEqual([expect.objectContaining({ field: 'Idempotency-Key' })]);
     });
@@ -246,10 +318,15 @@ export function controlCharactersEndToEnd(): void {
       expect(page.text, what).toContain('Check the form');
       expect(page.text, what).toMatch(/holds a control character \(U\+[0-9A-F]{4} at character \d+\)/);
     };
-    const clientFor = (as: ConsoleRoute['as']) => (as === 'admin' ? admin : as === 'party' ? party : new ConsoleClient(sys.baseUrl));
-    const tokenFor = (as: ConsoleRoute['as']) => (as === 'admin' ? adminToken : as === 'party' ? partyToken : 'no-session-token');
+    const clientFor = (as: ConsoleRoute['as']) =>
+      as === 'admin' ? admin : as === 'party' ? party : new ConsoleClient(sys.baseUrl);
+    const tokenFor = (as: ConsoleRoute['as']) =>
+      as === 'admin' ? adminToken : as === 'party' ? partyToken : 'no-session-token';
     const pathOf = (route: string, param = (name: string) => ids[name]!) =>
-      `/console${route.slice(route.indexOf(' ') + 1).replace(/:(\w+)/g, (_m, name: string) => q(param(name)))}`.replace(/\/$/, '/');
+      `/console${route.slice(route.indexOf(' ') + 1).replace(/:(\w+)/g, (_m, name: string) => q(param(name)))}`.replace(
+        /\/$/,
+        '/',
+      );
 
     it('then every route the console serves has its row here', () => {
       const served = routesOf(sys.system.app).console;
@@ -271,18 +348,24 @@ export function controlCharactersEndToEnd(): void {
           // Every control through the history's search (the issue's), a sample through each page's first parameter, NUL through every one.
           const sweep = route === 'GET /operations/history' && name === 'q' ? CONTROLS : i === 0 ? SAMPLE : ['\u0000'];
           const values = [...sweep, ...sweep.map((c) => `ab${c}`)];
-          for (const value of values) refused(await client.get(`${pathOf(route)}?${name}=${q(value)}`), `${route}?${name}=${JSON.stringify(value)}`);
+          for (const value of values)
+            refused(
+              await client.get(`${pathOf(route)}?${name}=${q(value)}`),
+              `${route}?${name}=${JSON.stringify(value)}`,
+            );
         }
       }
     });
 
-    it('when a page\'s address holds a control character in its id, then it answers 400 saying so', async () => {
+    it("when a page's address holds a control character in its id, then it answers 400 saying so", async () => {
       for (const [route, spec] of Object.entries(CONSOLE_ROUTES)) {
         if (spec === 'static' || !route.includes(':')) continue;
         const client = clientFor(spec.as);
         for (const control of ['\u0000', '\u0001', '\n', '\u007f', '\u0085']) {
           const path = pathOf(route, (name) => `${ids[name]}${control}`);
-          const page = route.startsWith('GET ') ? await client.get(path) : await client.post(path, { _csrf: tokenFor(spec.as) });
+          const page = route.startsWith('GET ')
+            ? await client.get(path)
+            : await client.post(path, { _csrf: tokenFor(spec.as) });
           refused(page, `${route} ${JSON.stringify(control)}`);
         }
       }
@@ -295,7 +378,12 @@ export function controlCharactersEndToEnd(): void {
         if (spec.as === 'nobody') await client.get('/console/login');
         for (const [i, name] of spec.names.entries()) {
           // Every control through the key request's label, a sample through each form's first field, NUL and a line break through every one.
-          const [inside, atEnd] = route === 'POST /keys' && name === 'label' ? [CONTROLS, NOT_WHITESPACE] : i === 0 ? [SAMPLE, SAMPLE_NOT_WHITESPACE] : [['\u0000', '\n'], ['\u0000']];
+          const [inside, atEnd] =
+            route === 'POST /keys' && name === 'label'
+              ? [CONTROLS, NOT_WHITESPACE]
+              : i === 0
+                ? [SAMPLE, SAMPLE_NOT_WHITESPACE]
+                : [['\u0000', '\n'], ['\u0000']];
           const values = [...inside.map((c) => `ab${c}cd`), ...atEnd.map((c) => `${c}abc`)];
           for (const value of values) {
             const token = spec.as === 'nobody' ? client.csrf()! : tokenFor(spec.as);
@@ -312,8 +400,12 @@ export function controlCharactersEndToEnd(): void {
       expect(page.text).toContain('The field “label” holds a control character (U+0000 at character 4)');
     });
 
-    it('when a form value only ends with a line break (pasted), then the guard lets it through to the field\'s own rule', async () => {
-      const page = await admin.post('/console/admin/individuals', { _csrf: adminToken, phone: '+2348123456799\r\n', name: 'Pasted Name\n' });
+    it("when a form value only ends with a line break (pasted), then the guard lets it through to the field's own rule", async () => {
+      const page = await admin.post('/console/admin/individuals', {
+        _csrf: adminToken,
+        phone: '+2348123456799\r\n',
+        name: 'Pasted Name\n',
+      });
       expect(page.status).toBe(303);
     });
   });

@@ -55,7 +55,10 @@ describe('a corrupted store', () => {
 
     const health = await call(sys!.baseUrl, 'GET', '/health');
     expect(health.status).toBe(503);
-    expect(health.body).toMatchObject({ status: 'corrupted', corrupted: { store: 'read-models.sqlite', reason: expect.stringMatching(/SQLITE_CORRUPT/) } });
+    expect(health.body).toMatchObject({
+      status: 'corrupted',
+      corrupted: { store: 'read-models.sqlite', reason: expect.stringMatching(/SQLITE_CORRUPT/) },
+    });
   });
 
   it('given a store found corrupted, when any API request comes, then it is refused with the same problem rather than served around the damage', async () => {
@@ -71,7 +74,11 @@ describe('a corrupted store', () => {
       const file = join(damaged.path, 'events.sqlite');
       const { pageSize, pages } = tablePages(file, 'events');
       for (const page of pages) flipBytes(file, (page - 1) * pageSize + (page === 1 ? 100 : 0), 8);
-      const config = loadConfig({ DATA_DIR: damaged.path, LOG_LEVEL: 'silent', ...(await testLedgerEnv(damaged.path)) });
+      const config = loadConfig({
+        DATA_DIR: damaged.path,
+        LOG_LEVEL: 'silent',
+        ...(await testLedgerEnv(damaged.path)),
+      });
       await expect(buildWalletOps(config, createLogger('silent'))).rejects.toBeInstanceOf(StoreCorruptedError);
     } finally {
       damaged.cleanup();

@@ -59,7 +59,15 @@ describe('GET /health and GET /ready', () => {
   it('when the consumers have caught up, then GET /ready answers 200 and reports every consumer of the process by name, with its state and lag, as JSON', async () => {
     const names = sys.system.consumers.map(({ consumer }) => consumer.name);
     // Every part runs in this process: the directory, each projection, the read API's balances view, the sealer and the executor (at least).
-    expect(names).toEqual(expect.arrayContaining(['api-key-directory', 'balances-view', ...allProjections(sys.config.ASSET_SCALE).map((p) => `projection:${p.name}`), 'sealer', 'executor']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'api-key-directory',
+        'balances-view',
+        ...allProjections(sys.config.ASSET_SCALE).map((p) => `projection:${p.name}`),
+        'sealer',
+        'executor',
+      ]),
+    );
     // Each consumer is running once it has applied an event or its session has stayed up for a while.
     await waitFor(() => sys.system.consumers.every(({ consumer }) => consumer.status().state === 'running'), 10_000);
     let response = await ready();
@@ -95,13 +103,19 @@ describe('GET /health and GET /ready', () => {
 
     outage = true;
     // Another process requests a key: the directory's subscription delivers it, and its next read fails (injected).
-    const { keyID } = await requestApiKey(otherDeps, maker, { label: 'during the outage', permissions: 'read-balance' }, randomUUID());
+    const { keyID } = await requestApiKey(
+      otherDeps,
+      maker,
+      { label: 'during the outage', permissions: 'read-balance' },
+      randomUUID(),
+    );
     await waitFor(() => directory.status().totalFailures > failuresBefore);
 
     // Within the grace, the process is still alive. (While the outage lasts no streak ends and downForMs only grows:
     // if every consumer is within the grace after the answer, each was when the server measured it.)
     const early = await health();
-    if (Math.max(...sys.system.consumers.map(({ consumer }) => consumer.downForMs())) <= GRACE_MS) expect(early.status).toBe(200);
+    if (Math.max(...sys.system.consumers.map(({ consumer }) => consumer.downForMs())) <= GRACE_MS)
+      expect(early.status).toBe(200);
 
     // Past the grace: 503, naming the consumer, how long it has been down and why. (Other consumers that read the
     // same event, such as the sealer, fail with it and may be named a moment before it.)
@@ -110,12 +124,17 @@ describe('GET /health and GET /ready', () => {
       const response = await health();
       if (response.status === 200) return false;
       expect(response.status).toBe(503);
-      if (response.body.failing.some((f: { consumer: string }) => f.consumer === 'api-key-directory')) failing = response;
+      if (response.body.failing.some((f: { consumer: string }) => f.consumer === 'api-key-directory'))
+        failing = response;
       return failing !== undefined;
     }, 10_000);
     expect(failing!.body).toMatchObject({ status: 'failing', time: expect.any(String) });
     const entry = failing!.body.failing.find((f: { consumer: string }) => f.consumer === 'api-key-directory');
-    expect(entry).toEqual({ consumer: 'api-key-directory', downForMs: expect.any(Number), lastError: expect.stringMatching(/\(injected\)$/) });
+    expect(entry).toEqual({
+      consumer: 'api-key-directory',
+      downForMs: expect.any(Number),
+      lastError: expect.stringMatching(/\(injected\)$/),
+    });
     expect(entry.downForMs).toBeGreaterThan(GRACE_MS);
     for (const f of failing!.body.failing) expect(f.downForMs).toBeGreaterThan(GRACE_MS);
 

@@ -17,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(async () => sys?.close());
 
-const balance = (apiKey: string) => call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey });
+const balance = (apiKey: string) =>
+  call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey });
 
 describe('the API key prefix', () => {
   it('when nothing is configured, then the deployment issues live keys; API_KEY_ENVIRONMENT=test, test keys; anything else is refused', () => {

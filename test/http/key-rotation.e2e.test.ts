@@ -1,8 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveApiKeyRotation, collectCredential, decideOnApiKeyRotation, findUserByEmail } from '../../src/commands/back-office.ts';
+import {
+  approveApiKeyRotation,
+  collectCredential,
+  decideOnApiKeyRotation,
+  findUserByEmail,
+} from '../../src/commands/back-office.ts';
 import { hashSecret, parseApiKey } from '../../src/domain/api-key-secrets.ts';
-import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+  type TestParty,
+  type TestSystem,
+} from '../support/system.ts';
 
 /**
  * Rotating an API key's secret over HTTP, with a clock the test moves: after the checker's approval the new
@@ -20,16 +32,32 @@ describe('API key rotation, with a fake clock', () => {
   });
   afterAll(async () => sys?.close());
 
-  const balance = (apiKey: string) => call(sys.baseUrl, 'GET', `/api/v1/distributors/${party.ref.id}/balance`, { apiKey });
-  const users = async () => ({ maker: await findUserByEmail(sys.backOffice, party.makerEmail), checker: await findUserByEmail(sys.backOffice, party.checkerEmail) });
+  const balance = (apiKey: string) =>
+    call(sys.baseUrl, 'GET', `/api/v1/distributors/${party.ref.id}/balance`, { apiKey });
+  const users = async () => ({
+    maker: await findUserByEmail(sys.backOffice, party.makerEmail),
+    checker: await findUserByEmail(sys.backOffice, party.checkerEmail),
+  });
 
   /** The maker asks, the checker approves: the directory serving the API has the new secret. */
   async function rotate(keyID: string): Promise<void> {
     const { maker, checker } = await users();
-    expect(await decideOnApiKeyRotation(sys.backOffice, maker, keyID, { type: 'request', reason: 'yearly rotation' }, randomUUID())).toEqual({ keyID, rotation: 'pending' });
+    expect(
+      await decideOnApiKeyRotation(
+        sys.backOffice,
+        maker,
+        keyID,
+        { type: 'request', reason: 'yearly rotation' },
+        randomUUID(),
+      ),
+    ).toEqual({ keyID, rotation: 'pending' });
     const before = sys.system.directory.get(keyID)!.secretHash;
     const approved = await approveApiKeyRotation(sys.backOffice, checker, keyID, randomUUID());
-    expect(approved).toEqual({ keyID, heldFor: maker.userID, previousValidUntil: new Date(now.getTime() + 2 * 3_600_000).toISOString() });
+    expect(approved).toEqual({
+      keyID,
+      heldFor: maker.userID,
+      previousValidUntil: new Date(now.getTime() + 2 * 3_600_000).toISOString(),
+    });
     await waitFor(() => sys.system.directory.get(keyID)!.secretHash !== before);
   }
 
@@ -40,7 +68,9 @@ describe('API key rotation, with a fake clock', () => {
 
     await rotate(keyID);
     // The checker never holds the new secret; the maker who asked collects it, once.
-    await expect(collectCredential(sys.backOffice, checker, { kind: 'api-key', id: keyID })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(collectCredential(sys.backOffice, checker, { kind: 'api-key', id: keyID })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
     const { apiKey: newKey } = await collectCredential(sys.backOffice, maker, { kind: 'api-key', id: keyID });
     expect(parseApiKey(newKey)?.keyID).toBe(keyID);
     expect(newKey).not.toBe(oldKey);
@@ -68,6 +98,8 @@ describe('API key rotation, with a fake clock', () => {
     const { apiKey } = await collectCredential(sys.backOffice, maker, { kind: 'api-key', id: keyID });
     expect(hashSecret(parseApiKey(apiKey)!.secret)).toBe(sys.system.directory.get(keyID)!.secretHash);
     expect((await balance(apiKey)).status).toBe(200);
-    await expect(collectCredential(sys.backOffice, maker, { kind: 'api-key', id: keyID })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(collectCredential(sys.backOffice, maker, { kind: 'api-key', id: keyID })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
   });
 });

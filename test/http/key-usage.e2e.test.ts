@@ -15,8 +15,17 @@ describe('API key usage', () => {
     const distributor = await sys.party('distributor');
     const { apiKey, keyID } = await distributor.key();
     const before = Date.now();
-    for (let i = 0; i < 3; i++) expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey })).status).toBe(200);
-    expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey: `${keyID}.${'x'.repeat(43)}` })).status).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey })).status,
+      ).toBe(200);
+    expect(
+      (
+        await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, {
+          apiKey: `${keyID}.${'x'.repeat(43)}`,
+        })
+      ).status,
+    ).toBe(401);
     await waitFor(async () => (await keyUsage(sys.system.stores.readStore, keyID)).count === 3, 5000);
     const usage = await keyUsage(sys.system.stores.readStore, keyID);
     expect(Date.parse(usage.lastUsedAt!)).toBeGreaterThanOrEqual(before - 1000);
@@ -38,7 +47,8 @@ describe('API key usage', () => {
   it('when a checker opens the Active keys tab, then each key shows how often and when it was last used', async () => {
     const distributor = await sys.party('distributor');
     const { apiKey, keyID } = await distributor.key();
-    for (let i = 0; i < 2; i++) await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey });
+    for (let i = 0; i < 2; i++)
+      await call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey });
     await waitFor(async () => (await keyUsage(sys.system.stores.readStore, keyID)).count === 2, 5000);
     const browser = new ConsoleClient(sys.baseUrl);
     await browser.login(distributor.checkerEmail, CHECKER_PASSWORD);

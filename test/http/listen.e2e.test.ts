@@ -24,7 +24,11 @@ interface Exit {
 /** Runs a process to its end, killing it if it is still running after `limitMs` (it then has no exit code). */
 function run(args: string[], env: Record<string, string>, limitMs: number): Promise<Exit> {
   const started = Date.now();
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -61,13 +65,22 @@ describe('listening fails: the process stops with a clear message', () => {
     { name: 'src/main.ts (npm start)', args: () => [MAIN], env: () => ({ DATA_DIR: `${dir.path}/main` }), prefix: '' },
   ];
 
-  it.each(entries)('given the port is taken, when $name starts, then it exits 1 within seconds, saying so on one line, and never says it started', async (entry) => {
-    const exit = await run(entry.args(), { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...(entry.env?.() ?? {}) }, 20_000);
+  it.each(entries)(
+    'given the port is taken, when $name starts, then it exits 1 within seconds, saying so on one line, and never says it started',
+    async (entry) => {
+      const exit = await run(
+        entry.args(),
+        { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...(entry.env?.() ?? {}) },
+        20_000,
+      );
 
-    expect(exit.signal, `still running after 20 s\nstdout: ${exit.stdout}\nstderr: ${exit.stderr}`).toBeNull();
-    expect(exit.code, exit.stderr).toBe(1);
-    expect(exit.ms).toBeLessThan(15_000);
-    expect(exit.stderr).toBe(`${entry.prefix}cannot listen on 127.0.0.1:${port}: address already in use (EADDRINUSE)\n`);
-    expect(exit.stdout + exit.stderr).not.toContain('wallet-ops started');
-  });
+      expect(exit.signal, `still running after 20 s\nstdout: ${exit.stdout}\nstderr: ${exit.stderr}`).toBeNull();
+      expect(exit.code, exit.stderr).toBe(1);
+      expect(exit.ms).toBeLessThan(15_000);
+      expect(exit.stderr).toBe(
+        `${entry.prefix}cannot listen on 127.0.0.1:${port}: address already in use (EADDRINUSE)\n`,
+      );
+      expect(exit.stdout + exit.stderr).not.toContain('wallet-ops started');
+    },
+  );
 });

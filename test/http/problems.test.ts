@@ -20,7 +20,11 @@ let base: string;
 
 beforeAll(async () => {
   const router = Router();
-  router.get('/api/v1/authenticated', authenticate(new ApiKeyDirectory(), () => new Date()), (_req, res) => void res.json({}));
+  router.get(
+    '/api/v1/authenticated',
+    authenticate(new ApiKeyDirectory(), () => new Date()),
+    (_req, res) => void res.json({}),
+  );
   router.get('/api/v1/refused', () => {
     throw new DomainError('DAILY_VOLUME_EXCEEDED', 'over the day');
   });
@@ -33,7 +37,13 @@ beforeAll(async () => {
   router.get('/api/v1/broken', () => {
     throw new Error('a bug');
   });
-  const app = createApp({ logger: createLogger('silent'), clock: () => new Date(), trustProxy: false, routers: [router], readiness: async () => ({ ready: true }) });
+  const app = createApp({
+    logger: createLogger('silent'),
+    clock: () => new Date(),
+    trustProxy: false,
+    routers: [router],
+    readiness: async () => ({ ready: true }),
+  });
   server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

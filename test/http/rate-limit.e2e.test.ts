@@ -14,7 +14,14 @@ type Response = Awaited<ReturnType<typeof call>>;
 function expectRateLimited(r: Response, policy: string, retryAfter: number): void {
   expect(r.status, JSON.stringify(r.body)).toBe(429);
   expect(r.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json\b/);
-  expect(r.body).toEqual({ type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail: expect.any(String), 'violated-policies': [policy], requestId: r.headers.get('x-request-id') });
+  expect(r.body).toEqual({
+    type: '/problems/rate-limited',
+    status: 429,
+    title: 'Too Many Requests',
+    detail: expect.any(String),
+    'violated-policies': [policy],
+    requestId: r.headers.get('x-request-id'),
+  });
   expect(r.headers.get('retry-after')).toBe(String(retryAfter));
   expect(r.headers.get('ratelimit')).toBe(`"${policy}";r=0;t=${retryAfter}`);
 }
@@ -31,8 +38,10 @@ describe('rate limit per API key (5 per second, burst 5)', () => {
   });
   afterAll(async () => sys?.close());
 
-  const balance = (apiKey: string) => call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey });
-  const create = (apiKey: string) => call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: {} });
+  const balance = (apiKey: string) =>
+    call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey });
+  const create = (apiKey: string) =>
+    call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, { apiKey, body: {} });
 
   it('when a key makes its burst of requests, then each is served and says how many remain; the next is 429 with Retry-After and the RateLimit fields', async () => {
     const { apiKey } = await distributor.key();
@@ -99,7 +108,10 @@ describe('failed authentications per client address (3 a minute)', () => {
   const wrongKey = () => `${good.split('.')[0]}.${randomBytes(32).toString('base64url')}`;
   /** From a client behind the one trusted proxy (the test itself, at 127.0.0.1). */
   const balance = (apiKey: string | undefined, client: string) =>
-    call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { ...(apiKey ? { apiKey } : {}), headers: { 'x-forwarded-for': client } });
+    call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, {
+      ...(apiKey ? { apiKey } : {}),
+      headers: { 'x-forwarded-for': client },
+    });
 
   it('when an address fails authentication more often than the limit, then it gets 429 instead of 401 until a failure has aged out; its valid keys still work', async () => {
     const client = '198.51.100.7';
@@ -156,7 +168,11 @@ describe('rate limit configuration', () => {
     try {
       const distributor = await sys.party('distributor');
       const { apiKey } = await distributor.key();
-      const responses = await Promise.all(Array.from({ length: 60 }, () => call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey })));
+      const responses = await Promise.all(
+        Array.from({ length: 60 }, () =>
+          call(sys.baseUrl, 'GET', `/api/v1/distributors/${distributor.ref.id}/balance`, { apiKey }),
+        ),
+      );
       expect(responses.map((r) => r.status)).toEqual(Array(60).fill(200));
       expect(responses[0]!.headers.get('ratelimit')).toBeNull();
     } finally {

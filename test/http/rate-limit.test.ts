@@ -38,12 +38,19 @@ describe('token buckets', () => {
     buckets.take('x', 0);
     const refused = buckets.take('x', 500); // a quarter of a token back: 1.5 s to go
     expect(refused).toEqual({ allowed: false, remaining: 0, resetSeconds: 2 });
-    expect(buckets.headers(refused)).toEqual({ 'RateLimit-Policy': '"failed-auth";q=30;w=60', RateLimit: '"failed-auth";r=0;t=2', 'Retry-After': '2' });
+    expect(buckets.headers(refused)).toEqual({
+      'RateLimit-Policy': '"failed-auth";q=30;w=60',
+      RateLimit: '"failed-auth";r=0;t=2',
+      'Retry-After': '2',
+    });
   });
 
   it('when the bucket is full after a request, then RateLimit has no t: nothing more is coming', () => {
     const buckets = new TokenBuckets({ name: 'p', quota: 1, windowSeconds: 1, burst: 1 });
-    expect(buckets.headers({ allowed: true, remaining: 1, resetSeconds: undefined })).toEqual({ 'RateLimit-Policy': '"p";q=1;w=1', RateLimit: '"p";r=1' });
+    expect(buckets.headers({ allowed: true, remaining: 1, resetSeconds: undefined })).toEqual({
+      'RateLimit-Policy': '"p";q=1;w=1',
+      RateLimit: '"p";r=1',
+    });
   });
 
   it('when more ids than the bound are tracked, then the least recently used is forgotten (it starts full again)', () => {
@@ -59,13 +66,19 @@ describe('token buckets', () => {
 
 describe('the API limits', () => {
   it('when a limit is 0, then it is off', () => {
-    const limits = new ApiRateLimits({ keyRatePerSecond: 0, keyBurst: 1, failedAuthenticationsPerMinute: 0 }, () => new Date(0));
+    const limits = new ApiRateLimits(
+      { keyRatePerSecond: 0, keyBurst: 1, failedAuthenticationsPerMinute: 0 },
+      () => new Date(0),
+    );
     expect(limits.admitKey('key_x')).toBeNull();
     expect(limits.recordFailure('10.0.0.1')).toBeNull();
   });
 
   it('when failures come from one address in two spellings, then they share a bucket', () => {
-    const limits = new ApiRateLimits({ keyRatePerSecond: 1, keyBurst: 1, failedAuthenticationsPerMinute: 2 }, () => new Date(0));
+    const limits = new ApiRateLimits(
+      { keyRatePerSecond: 1, keyBurst: 1, failedAuthenticationsPerMinute: 2 },
+      () => new Date(0),
+    );
     expect(limits.recordFailure('10.0.0.1')?.verdict.allowed).toBe(true);
     expect(limits.recordFailure('::ffff:10.0.0.1')?.verdict.allowed).toBe(true);
     expect(limits.recordFailure('10.0.0.1')?.verdict.allowed).toBe(false);

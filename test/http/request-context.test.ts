@@ -18,10 +18,13 @@ describe('request traceparent', () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const seen = async (headers: Record<string, string>) => ((await (await fetch(baseUrl, { headers })).json()) as { traceparent: string | null }).traceparent;
+  const seen = async (headers: Record<string, string>) =>
+    ((await (await fetch(baseUrl, { headers })).json()) as { traceparent: string | null }).traceparent;
 
   it('when a request sends a well-formed traceparent, then its commands get it as sent', async () => {
-    expect(await seen({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })).toBe('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+    expect(await seen({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })).toBe(
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+    );
   });
 
   it('when a request sends none, or a malformed one, then its commands get none (the request is served as usual)', async () => {

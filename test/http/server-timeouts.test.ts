@@ -67,11 +67,11 @@ function get(port: number, path: string): Promise<{ response: IncomingMessage; b
   });
 }
 
-
-const closed = (socket: Socket) => (socket.closed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve())));
+const closed = (socket: Socket) =>
+  socket.closed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve()));
 
 describe('HTTP server timeouts', () => {
-  it('given the default configuration, when the server is created, then idle keep-alive connections outlive a load balancer\'s 60 s idle timeout, and a client has 10 s to send its headers', () => {
+  it("given the default configuration, when the server is created, then idle keep-alive connections outlive a load balancer's 60 s idle timeout, and a client has 10 s to send its headers", () => {
     const { server } = createHttpServer(() => {}, loadConfig({}));
     expect(server.keepAliveTimeout).toBe(65_000);
     expect(server.headersTimeout).toBe(10_000);
@@ -79,9 +79,15 @@ describe('HTTP server timeouts', () => {
   });
 
   it('given HTTP_KEEP_ALIVE_TIMEOUT_MS, HTTP_HEADERS_TIMEOUT_MS and HTTP_REQUEST_TIMEOUT_MS, when the server is created, then it has those timeouts', () => {
-    const config = loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '620000', HTTP_HEADERS_TIMEOUT_MS: '621000', HTTP_REQUEST_TIMEOUT_MS: '700000' });
+    const config = loadConfig({
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '620000',
+      HTTP_HEADERS_TIMEOUT_MS: '621000',
+      HTTP_REQUEST_TIMEOUT_MS: '700000',
+    });
     const { server } = createHttpServer(() => {}, config);
-    expect([server.keepAliveTimeout, server.headersTimeout, server.requestTimeout]).toEqual([620_000, 621_000, 700_000]);
+    expect([server.keepAliveTimeout, server.headersTimeout, server.requestTimeout]).toEqual([
+      620_000, 621_000, 700_000,
+    ]);
   });
 
   it('given only a longer keep-alive timeout, when loaded, then the headers timeout stays short (it does not time idle keep-alive connections)', () => {
@@ -90,7 +96,9 @@ describe('HTTP server timeouts', () => {
 
   it('given a request timeout shorter than the headers timeout, when loaded, then it is refused naming the variable (Node would refuse the server later, less clearly)', () => {
     expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '130000' })).toThrow(ConfigError);
-    expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '130000' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS \(130000 ms/);
+    expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '130000' })).toThrow(
+      /HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS \(130000 ms/,
+    );
     expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: 'soon' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS/);
   });
 });

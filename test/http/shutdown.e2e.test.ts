@@ -18,7 +18,11 @@ afterAll(killAllChildren);
 function logLine(process: WalletOpsProcess, text: string): Promise<Record<string, unknown>> {
   return within(
     new Promise((resolve) => {
-      const seen = () => process.output().split('\n').find((line) => line.includes(text));
+      const seen = () =>
+        process
+          .output()
+          .split('\n')
+          .find((line) => line.includes(text));
       const check = () => {
         const line = seen();
         if (line === undefined) return;
@@ -32,7 +36,6 @@ function logLine(process: WalletOpsProcess, text: string): Promise<Record<string
     `log line "${text}"`,
   );
 }
-
 
 /** Everything the server sends on the socket until it closes the connection. */
 function received(socket: Socket): { text: () => string; untilClosed: Promise<void> } {
@@ -68,7 +71,11 @@ describe('wallet-ops stopped with SIGTERM', () => {
         `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
     );
     // Node answers 100 Continue when it hands the request to the app.
-    await within(new Promise<void>((resolve) => socket.on('data', () => response.text().includes('100 Continue') && resolve())), 10_000, '100 Continue');
+    await within(
+      new Promise<void>((resolve) => socket.on('data', () => response.text().includes('100 Continue') && resolve())),
+      10_000,
+      '100 Continue',
+    );
 
     server.child.kill('SIGTERM');
     await logLine(server, 'shutting down');
@@ -85,7 +92,11 @@ describe('wallet-ops stopped with SIGTERM', () => {
 
     expect(await within(server.exited, 15_000, 'exit after draining')).toEqual({ code: 0, signal: null });
     // The log is written asynchronously: the stop waits for it, so the last request's line is not lost.
-    const requests = server.output().split('\n').filter((line) => line.includes('"msg":"request"')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const requests = server
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"request"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(requests.at(-1)).toMatchObject({ method: 'POST', path: '/console/login', status: 401 });
   });
 });

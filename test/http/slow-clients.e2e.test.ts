@@ -51,15 +51,24 @@ main();
 `;
 
 /** A request from CLIENT's address; resolves with its status, body and how long it took. */
-function timed(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; body: string; ms: number }> {
+function timed(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; body: string; ms: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method, localAddress: CLIENT, headers, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.once('end', () => resolve({ status: res.statusCode!, body: text, ms: performance.now() - started }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, method, localAddress: CLIENT, headers, agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.once('end', () => resolve({ status: res.statusCode!, body: text, ms: performance.now() - started }));
+      },
+    );
     req.once('error', reject);
     req.end(body);
   });
@@ -91,15 +100,24 @@ describe('slow clients', () => {
     const phone = await sys.individual('+2348123999001');
 
     // Warm: the first create of a process pays for its lazy start (code compiled, lookups filled), not for the attack.
-    const create = () => timed(port, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
-      authorization: `Bearer ${apiKey}`,
-      'content-type': 'application/json',
-      'idempotency-key': randomUUID(),
-    }, JSON.stringify({ operationType: 'cash-in', amount: '10', phoneTo: phone }));
+    const create = () =>
+      timed(
+        port,
+        'POST',
+        `/api/v1/distributors/${distributor.ref.id}/operations`,
+        {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': randomUUID(),
+        },
+        JSON.stringify({ operationType: 'cash-in', amount: '10', phoneTo: phone }),
+      );
     expect((await create()).status).toBe(200);
 
     // The attack, from a process of its own (as an attacker is: its sockets and its work are not the server's).
-    attacker = spawn(process.execPath, ['-e', ATTACKER_SCRIPT, String(port), ATTACKER, String(SLOW_CONNECTIONS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    attacker = spawn(process.execPath, ['-e', ATTACKER_SCRIPT, String(port), ATTACKER, String(SLOW_CONNECTIONS)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const report = await new Promise<string>((resolve, reject) => {
       let out = '';
       attacker!.stdout!.on('data', (chunk: Buffer) => {
@@ -121,7 +139,9 @@ describe('slow clients', () => {
     expect(created.ms, `the create took ${Math.round(created.ms)} ms`).toBeLessThan(1000);
 
     // The process holds at most the per-address cap of the attacker's connections (plus the client's own).
-    const held = await new Promise<number>((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+    const held = await new Promise<number>((resolve, reject) =>
+      server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+    );
     expect(held).toBeLessThanOrEqual(sys.config.HTTP_MAX_CONNECTIONS_PER_ADDRESS + 2);
   }, 60_000);
 });

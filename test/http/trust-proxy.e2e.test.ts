@@ -59,7 +59,9 @@ describe('TRUST_PROXY', () => {
   it('when TRUST_PROXY is true, then the configuration is refused with a message that says why and what to give instead', () => {
     for (const value of ['true', 'TRUE', 'True']) {
       expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(ConfigError);
-      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(/TRUST_PROXY: .*every X-Forwarded-For.*hop count.*addresses/);
+      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(
+        /TRUST_PROXY: .*every X-Forwarded-For.*hop count.*addresses/,
+      );
     }
   });
 
@@ -79,7 +81,9 @@ describe('TRUST_PROXY', () => {
 
   it('when TRUST_PROXY is a hop count above 5 or a range as wide as everything, then it is refused too', () => {
     for (const value of ['6', '99', '0.0.0.0/0,::/0', '::/0', '0.0.0.0/0']) {
-      expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrow(/TRUST_PROXY: .*any client could choose its own address/);
+      expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrow(
+        /TRUST_PROXY: .*any client could choose its own address/,
+      );
     }
   });
 
@@ -90,8 +94,13 @@ describe('TRUST_PROXY', () => {
       try {
         // Killed after 60 s should it start after all (the defect), so no server outlives the test.
         const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-          execFile(process.execPath, [BIN, 'serve', 'read-api', '--data-dir', dir.path], { env: { ...process.env, TRUST_PROXY: value, PORT: '0', LOG_LEVEL: 'silent' }, timeout: 60_000 }, (error, _stdout, stderr) =>
-            resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }));
+          execFile(
+            process.execPath,
+            [BIN, 'serve', 'read-api', '--data-dir', dir.path],
+            { env: { ...process.env, TRUST_PROXY: value, PORT: '0', LOG_LEVEL: 'silent' }, timeout: 60_000 },
+            (error, _stdout, stderr) =>
+              resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
+          );
         });
         expect(result.code).toBe(1);
         expect(result.stderr).toMatch(/TRUST_PROXY/);
@@ -112,16 +121,48 @@ describe('a forged X-Forwarded-For never passes an allow-list, under any accepte
 
   beforeAll(async () => {
     // One history for every configuration: a distributor with a key allowed for 10.0.0.0/8 only.
-    first = await buildWalletOps(loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent' }), createLogger('silent'), undefined, ['read-api']);
-    const backOffice = { store: first.stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: first.credentials };
+    first = await buildWalletOps(
+      loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent' }),
+      createLogger('silent'),
+      undefined,
+      ['read-api'],
+    );
+    const backOffice = {
+      store: first.stores.eventStore,
+      clock: () => new Date(),
+      assetScale: 2,
+      credentials: first.credentials,
+    };
     const ctx = () => ({ actor: 'operator:test', correlationId: randomUUID() });
-    const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: 'Proxied', shortCode: '5150' }, ctx());
+    const { partyID } = await onboardParty(
+      backOffice,
+      { partyType: 'distributor', name: 'Proxied', shortCode: '5150' },
+      ctx(),
+    );
     const party = { type: 'distributor' as const, id: partyID };
-    await addUser(backOffice, { party, email: 'maker@proxy.test', password: 'maker password 1', roles: ['maker'] }, ctx());
-    await addUser(backOffice, { party, email: 'checker@proxy.test', password: 'checker password 1', roles: ['checker'] }, ctx());
+    await addUser(
+      backOffice,
+      { party, email: 'maker@proxy.test', password: 'maker password 1', roles: ['maker'] },
+      ctx(),
+    );
+    await addUser(
+      backOffice,
+      { party, email: 'checker@proxy.test', password: 'checker password 1', roles: ['checker'] },
+      ctx(),
+    );
     const maker = await findUserByEmail(backOffice, 'maker@proxy.test');
-    const { keyID } = await requestApiKey(backOffice, maker, { label: 'ten', permissions: 'read-balance', allowedIPs: '10.0.0.0/8' }, randomUUID());
-    tenKey = await approveAndCollectKey(backOffice, await findUserByEmail(backOffice, 'checker@proxy.test'), maker, keyID);
+    const { keyID } = await requestApiKey(
+      backOffice,
+      maker,
+      { label: 'ten', permissions: 'read-balance', allowedIPs: '10.0.0.0/8' },
+      randomUUID(),
+    );
+    tenKey = await approveAndCollectKey(
+      backOffice,
+      await findUserByEmail(backOffice, 'checker@proxy.test'),
+      maker,
+      keyID,
+    );
     balancePath = `/api/v1/distributors/${partyID}/balance`;
   });
   afterAll(async () => {
@@ -140,7 +181,10 @@ describe('a forged X-Forwarded-For never passes an allow-list, under any accepte
         const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
         await waitFor(() => system.directory.get(parseApiKey(tenKey)!.keyID)?.status === 'active');
         const get = (forwardedFor?: string) =>
-          call(baseUrl, 'GET', balancePath, { apiKey: tenKey, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } });
+          call(baseUrl, 'GET', balancePath, {
+            apiKey: tenKey,
+            headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
+          });
 
         for (const forged of FORGERIES) {
           const header = arriving(forged, hops);
@@ -153,7 +197,8 @@ describe('a forged X-Forwarded-For never passes an allow-list, under any accepte
         if (hops > 0) expect((await get(arriving([], hops, '10.1.2.3'))).status).toBe(200);
         // What a proxy passes on is read strictly: a lenient spelling of an address in 10.0.0.0/8 is no client address.
         if (hops > 0) {
-          for (const lenient of ['10.1', '167837955', '0x0a010203', '010.1.2.3']) expect((await get(arriving([], hops, lenient))).status, lenient).toBe(403);
+          for (const lenient of ['10.1', '167837955', '0x0a010203', '010.1.2.3'])
+            expect((await get(arriving([], hops, lenient))).status, lenient).toBe(403);
         }
       } finally {
         await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -4,7 +4,14 @@ import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-sto
 import { runDecision } from '../../src/commands/pipeline.ts';
 import { withEventStoreMetrics, withLedgerMetrics, WalletOpsMetrics } from '../../src/metrics/index.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
-import { LedgerDuplicateError, LedgerRejectedError, LedgerUnavailableError, LedgerVoidedError, type Ledger, type LedgerTransaction } from '../../src/ports/ledger.ts';
+import {
+  LedgerDuplicateError,
+  LedgerRejectedError,
+  LedgerUnavailableError,
+  LedgerVoidedError,
+  type Ledger,
+  type LedgerTransaction,
+} from '../../src/ports/ledger.ts';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { openPostgresPool } from '../../src/adapters/postgres/postgres-pool.ts';
@@ -44,10 +51,14 @@ describe('scrape-time collections are bounded', () => {
     // What needs no store is still there.
     expect(sampleValue(first, 'wallet_ops_executor_queue_depth')).toBe(4);
     // One failure for the three gauges that shared the read.
-    expect(sampleValue(first, 'wallet_ops_metrics_collect_failures_total', { collector: 'consumers', reason: 'timeout' })).toBe(1);
+    expect(
+      sampleValue(first, 'wallet_ops_metrics_collect_failures_total', { collector: 'consumers', reason: 'timeout' }),
+    ).toBe(1);
 
     const second = await scrape(metrics);
-    expect(sampleValue(second, 'wallet_ops_metrics_collect_failures_total', { collector: 'consumers', reason: 'timeout' })).toBe(2);
+    expect(
+      sampleValue(second, 'wallet_ops_metrics_collect_failures_total', { collector: 'consumers', reason: 'timeout' }),
+    ).toBe(2);
     expect(asked).toBe(1);
   });
 
@@ -57,11 +68,16 @@ describe('scrape-time collections are bounded', () => {
     metrics.watchConsumers(async () => {
       calls += 1;
       if (calls === 1) throw new Error('store down');
-      return [{ name: 'projection:balances', state: 'running', lagEvents: 7, lagSeconds: 1.5 }, { name: 'executor', state: 'retrying', lagEvents: null, lagSeconds: null }];
+      return [
+        { name: 'projection:balances', state: 'running', lagEvents: 7, lagSeconds: 1.5 },
+        { name: 'executor', state: 'retrying', lagEvents: null, lagSeconds: null },
+      ];
     });
     const failed = await scrape(metrics);
     expect(failed.get('wallet_ops_consumer_lag_events')?.samples).toEqual([]);
-    expect(sampleValue(failed, 'wallet_ops_metrics_collect_failures_total', { collector: 'consumers', reason: 'error' })).toBe(1);
+    expect(
+      sampleValue(failed, 'wallet_ops_metrics_collect_failures_total', { collector: 'consumers', reason: 'error' }),
+    ).toBe(1);
 
     const read = await scrape(metrics);
     expect(sampleValue(read, 'wallet_ops_consumer_lag_events', { consumer: 'projection:balances' })).toBe(7);
@@ -84,7 +100,10 @@ describe('port decorators', () => {
   const embeddedStore = (onGroupCommit?: (requests: number) => void) => {
     const dir = tempDir('metrics-');
     dirs.push(dir);
-    const store = openSqliteEventStore({ file: join(dir.path, 'events.sqlite'), ...(onGroupCommit ? { onGroupCommit } : {}) });
+    const store = openSqliteEventStore({
+      file: join(dir.path, 'events.sqlite'),
+      ...(onGroupCommit ? { onGroupCommit } : {}),
+    });
     stores.push(store);
     return store;
   };
@@ -96,9 +115,24 @@ describe('port decorators', () => {
     await expect(store.append('s-1', [{ type: 'T', data: {} }], 'no_stream')).rejects.toThrow(/expected revision/);
     await store.appendMulti([{ stream: 's-2', events: [{ type: 'T', data: {} }], expectedRevision: 'any' }]);
     const families = await scrape(metrics);
-    expect(sampleValue(families, 'wallet_ops_event_store_append_duration_seconds_count', { method: 'append', outcome: 'ok' })).toBe(1);
-    expect(sampleValue(families, 'wallet_ops_event_store_append_duration_seconds_count', { method: 'append', outcome: 'conflict' })).toBe(1);
-    expect(sampleValue(families, 'wallet_ops_event_store_append_duration_seconds_count', { method: 'appendMulti', outcome: 'ok' })).toBe(1);
+    expect(
+      sampleValue(families, 'wallet_ops_event_store_append_duration_seconds_count', {
+        method: 'append',
+        outcome: 'ok',
+      }),
+    ).toBe(1);
+    expect(
+      sampleValue(families, 'wallet_ops_event_store_append_duration_seconds_count', {
+        method: 'append',
+        outcome: 'conflict',
+      }),
+    ).toBe(1);
+    expect(
+      sampleValue(families, 'wallet_ops_event_store_append_duration_seconds_count', {
+        method: 'appendMulti',
+        outcome: 'ok',
+      }),
+    ).toBe(1);
   });
 
   it('given five appends submitted in one turn of the event loop, when committed, then the group commit reports one batch of five', async () => {
@@ -111,8 +145,19 @@ describe('port decorators', () => {
   });
 
   it('given a ledger that fails in each way, when called, then every call is timed and each error counted by its kind', async () => {
-    const tx: LedgerTransaction = { blockchainID: 'b'.repeat(64), sequenceNumber: 1, operationID: 'op_1', legs: [], createdAt: new Date(0).toISOString() };
-    const failures = [new LedgerRejectedError('insufficient funds'), new LedgerUnavailableError('timeout'), new LedgerDuplicateError(tx), new Error('bug')];
+    const tx: LedgerTransaction = {
+      blockchainID: 'b'.repeat(64),
+      sequenceNumber: 1,
+      operationID: 'op_1',
+      legs: [],
+      createdAt: new Date(0).toISOString(),
+    };
+    const failures = [
+      new LedgerRejectedError('insufficient funds'),
+      new LedgerUnavailableError('timeout'),
+      new LedgerDuplicateError(tx),
+      new Error('bug'),
+    ];
     const raw: Ledger = {
       submit: async () => {
         const failure = failures.shift();
@@ -141,31 +186,51 @@ describe('port decorators', () => {
     expect(await ledger.fateOf('op_1')).toEqual({ kind: 'none' });
 
     const families = await scrape(metrics);
-    for (const kind of ['rejected', 'unavailable', 'duplicate', 'other']) expect(sampleValue(families, 'wallet_ops_ledger_errors_total', { method: 'submit', kind }), kind).toBe(1);
-    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'submit', outcome: 'error' })).toBe(5);
-    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'submit', outcome: 'ok' })).toBe(1);
-    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'findByOperationID', outcome: 'ok' })).toBe(1);
+    for (const kind of ['rejected', 'unavailable', 'duplicate', 'other'])
+      expect(sampleValue(families, 'wallet_ops_ledger_errors_total', { method: 'submit', kind }), kind).toBe(1);
+    expect(
+      sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'submit', outcome: 'error' }),
+    ).toBe(5);
+    expect(
+      sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'submit', outcome: 'ok' }),
+    ).toBe(1);
+    expect(
+      sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', {
+        method: 'findByOperationID',
+        outcome: 'ok',
+      }),
+    ).toBe(1);
     expect(sampleValue(families, 'wallet_ops_ledger_errors_total', { method: 'submit', kind: 'voided' })).toBe(1);
-    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'void', outcome: 'ok' })).toBe(1);
-    expect(sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'fateOf', outcome: 'ok' })).toBe(1);
+    expect(
+      sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'void', outcome: 'ok' }),
+    ).toBe(1);
+    expect(
+      sampleValue(families, 'wallet_ops_ledger_request_duration_seconds_count', { method: 'fateOf', outcome: 'ok' }),
+    ).toBe(1);
   });
 
-  it('given another writer changes a stream between a decision\'s read and its append, when decided, then it is decided again and the retry reported once', async () => {
+  it("given another writer changes a stream between a decision's read and its append, when decided, then it is decided again and the retry reported once", async () => {
     const store = embeddedStore();
     const evolve = (n: number) => n + 1;
     let decisions = 0;
     const retries: string[] = [];
-    const result = await runDecision({ store }, {
-      read: { counter: { stream: 'counter-1', evolve, initialState: () => 0 } },
-      decide: ({ counter }) => {
-        decisions += 1;
-        // The first time, another writer gets there between this read and this append.
-        if (decisions === 1) void store.append('counter-1', [{ type: 'Other', data: {} }], 'any');
-        return { writes: [{ stream: 'counter-1', events: [{ type: 'Counted', data: { seen: counter } }] }], result: counter };
+    const result = await runDecision(
+      { store },
+      {
+        read: { counter: { stream: 'counter-1', evolve, initialState: () => 0 } },
+        decide: ({ counter }) => {
+          decisions += 1;
+          // The first time, another writer gets there between this read and this append.
+          if (decisions === 1) void store.append('counter-1', [{ type: 'Other', data: {} }], 'any');
+          return {
+            writes: [{ stream: 'counter-1', events: [{ type: 'Counted', data: { seen: counter } }] }],
+            result: counter,
+          };
+        },
+        context: { actor: 'operator:test', correlationId: 'test' },
+        onConflictRetry: (conflict) => retries.push(conflict.stream),
       },
-      context: { actor: 'operator:test', correlationId: 'test' },
-      onConflictRetry: (conflict) => retries.push(conflict.stream),
-    });
+    );
     expect(decisions).toBe(2);
     expect(retries).toEqual(['counter-1']);
     expect(result).toBe(1);
@@ -173,10 +238,16 @@ describe('port decorators', () => {
 });
 
 describe('PostgreSQL pools', () => {
-  it('given a pool opened with the metrics as its observer, when statements succeed and fail and a connection is held, then the scrape shows each pool\'s busy, idle, waiting and max connections and times every statement by outcome; a closed pool leaves', async () => {
+  it("given a pool opened with the metrics as its observer, when statements succeed and fail and a connection is held, then the scrape shows each pool's busy, idle, waiting and max connections and times every statement by outcome; a closed pool leaves", async () => {
     const metrics = new WalletOpsMetrics();
     expect((await scrape(metrics)).has('wallet_ops_postgres_pool_connections')).toBe(false);
-    const pool = openPostgresPool({ url: await freshPostgresDatabase(), poolSize: 2, statementTimeoutMs: 5_000, applicationName: 'metrics test', observer: metrics.postgres });
+    const pool = openPostgresPool({
+      url: await freshPostgresDatabase(),
+      poolSize: 2,
+      statementTimeoutMs: 5_000,
+      applicationName: 'metrics test',
+      observer: metrics.postgres,
+    });
     let ended = false;
     try {
       await pool.query('SELECT 1');
@@ -192,8 +263,12 @@ describe('PostgreSQL pools', () => {
       expect(sampleValue(families, 'wallet_ops_postgres_pool_waiting', pool_)).toBe(1);
       expect(sampleValue(families, 'wallet_ops_postgres_pool_connections', { ...pool_, state: 'busy' })).toBe(2);
       expect(sampleValue(families, 'wallet_ops_postgres_pool_connections', { ...pool_, state: 'idle' })).toBe(0);
-      expect(sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { ...pool_, outcome: 'ok' })).toBe(3);
-      expect(sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { ...pool_, outcome: 'error' })).toBe(1);
+      expect(
+        sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { ...pool_, outcome: 'ok' }),
+      ).toBe(3);
+      expect(
+        sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { ...pool_, outcome: 'error' }),
+      ).toBe(1);
       held.release();
       second.release();
       (await waiting).release();

@@ -33,7 +33,14 @@ describe('traceparent', () => {
   });
 
   it('when a command context gets a traceparent, then it carries it; given none, then the key is left out', () => {
-    expect(withTraceparent({ actor: 'a', correlationId: 'c' }, VALID)).toEqual({ actor: 'a', correlationId: 'c', traceparent: VALID });
-    expect(Object.keys(withTraceparent({ actor: 'a', correlationId: 'c', traceparent: VALID }, undefined))).toEqual(['actor', 'correlationId']);
+    expect(withTraceparent({ actor: 'a', correlationId: 'c' }, VALID)).toEqual({
+      actor: 'a',
+      correlationId: 'c',
+      traceparent: VALID,
+    });
+    expect(Object.keys(withTraceparent({ actor: 'a', correlationId: 'c', traceparent: VALID }, undefined))).toEqual([
+      'actor',
+      'correlationId',
+    ]);
   });
 });

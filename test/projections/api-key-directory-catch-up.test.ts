@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStores, type Stores } from '../../src/adapters/open-stores.ts';
-import { addUser, approveApiKey, findUserByEmail, onboardParty, requestApiKey, type CredentialDeps } from '../../src/commands/back-office.ts';
+import {
+  addUser,
+  approveApiKey,
+  findUserByEmail,
+  onboardParty,
+  requestApiKey,
+  type CredentialDeps,
+} from '../../src/commands/back-office.ts';
 import { credentialsOn } from '../support/credentials.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../../src/projections/api-key-directory.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -15,7 +22,12 @@ describe('the API-key directory catching up', () => {
   beforeEach(async () => {
     dir = tempDir('key-directory-');
     stores = await openStores({ dataDir: dir.path });
-    backOffice = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
+    backOffice = {
+      store: stores.eventStore,
+      clock: () => new Date(),
+      assetScale: 2,
+      credentials: await credentialsOn(stores.readStore),
+    };
   });
   afterEach(async () => {
     await stores.close();
@@ -23,12 +35,34 @@ describe('the API-key directory catching up', () => {
   });
 
   async function keyOfNewParty(shortCode: string): Promise<string> {
-    const { partyID } = await onboardParty(backOffice, { partyType: 'distributor', name: `Distributor ${shortCode}`, shortCode }, operator());
+    const { partyID } = await onboardParty(
+      backOffice,
+      { partyType: 'distributor', name: `Distributor ${shortCode}`, shortCode },
+      operator(),
+    );
     const party = { type: 'distributor' as const, id: partyID };
-    await addUser(backOffice, { party, email: `maker-${shortCode}@test.example`, password: 'maker password 1', roles: ['maker'] }, operator());
-    await addUser(backOffice, { party, email: `checker-${shortCode}@test.example`, password: 'checker password 1', roles: ['checker'] }, operator());
-    const { keyID } = await requestApiKey(backOffice, await findUserByEmail(backOffice, `maker-${shortCode}@test.example`), { label: 'k', permissions: 'perform-operations' }, randomUUID());
-    await approveApiKey(backOffice, await findUserByEmail(backOffice, `checker-${shortCode}@test.example`), keyID, randomUUID());
+    await addUser(
+      backOffice,
+      { party, email: `maker-${shortCode}@test.example`, password: 'maker password 1', roles: ['maker'] },
+      operator(),
+    );
+    await addUser(
+      backOffice,
+      { party, email: `checker-${shortCode}@test.example`, password: 'checker password 1', roles: ['checker'] },
+      operator(),
+    );
+    const { keyID } = await requestApiKey(
+      backOffice,
+      await findUserByEmail(backOffice, `maker-${shortCode}@test.example`),
+      { label: 'k', permissions: 'perform-operations' },
+      randomUUID(),
+    );
+    await approveApiKey(
+      backOffice,
+      await findUserByEmail(backOffice, `checker-${shortCode}@test.example`),
+      keyID,
+      randomUUID(),
+    );
     return keyID;
   }
 

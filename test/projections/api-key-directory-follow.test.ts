@@ -10,12 +10,34 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { embedded, openStores, type Stores } from '../../src/adapters/open-stores.ts';
-import { addUser, approveApiKey, decideOnApiKey, findUserByEmail, onboardParty, requestApiKey, type BackOfficeDeps, type CredentialDeps } from '../../src/commands/back-office.ts';
+import {
+  addUser,
+  approveApiKey,
+  decideOnApiKey,
+  findUserByEmail,
+  onboardParty,
+  requestApiKey,
+  type BackOfficeDeps,
+  type CredentialDeps,
+} from '../../src/commands/back-office.ts';
 import { credentialsOn } from '../support/credentials.ts';
-import { EventStoreUnavailableError, type EventStore, type RecordedEvent, type SubscribeOptions, type Subscription } from '../../src/ports/event-store.ts';
+import {
+  EventStoreUnavailableError,
+  type EventStore,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from '../../src/ports/event-store.ts';
 import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from '../../src/projections/api-key-directory.ts';
 import type { ConsumerLogger, ConsumerStatus, Follower, SupervisedConsumer } from '../../src/shared/follower.ts';
-import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+  type TestParty,
+  type TestSystem,
+} from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -83,7 +105,8 @@ function withDroppableSubscriptions(inner: EventStore) {
   const subscriptions: Array<SubscribeOptions['from']> = [];
   let readsFail = false;
   const unavailable = (call: string) => new EventStoreUnavailableError(`${call}: connection refused (test)`);
-  const read = <T>(name: string, run: () => Promise<T>): Promise<T> => (readsFail ? Promise.reject(unavailable(name)) : run());
+  const read = <T>(name: string, run: () => Promise<T>): Promise<T> =>
+    readsFail ? Promise.reject(unavailable(name)) : run();
   const store: EventStore = {
     append: (...args) => inner.append(...args),
     appendMulti: (...args) => inner.appendMulti(...args),
@@ -92,7 +115,9 @@ function withDroppableSubscriptions(inner: EventStore) {
     headPosition: () => read('headPosition', () => inner.headPosition()),
     subscribeToAll(options) {
       subscriptions.push(options.from);
-      const subscription: DroppableSubscription = new DroppableSubscription(inner.subscribeToAll(options), () => live.delete(subscription));
+      const subscription: DroppableSubscription = new DroppableSubscription(inner.subscribeToAll(options), () =>
+        live.delete(subscription),
+      );
       live.add(subscription);
       if (readsFail) subscription.drop(unavailable('subscribeToAll'));
       return subscription;
@@ -120,10 +145,17 @@ function withDroppableSubscriptions(inner: EventStore) {
 
 /** A logger that keeps each call with the consumer's status at that moment (the logger is called as the state changes). */
 function recordingLogger(consumer: () => SupervisedConsumer | undefined) {
-  const entries: Array<{ level: 'info' | 'warn'; message: string; object: Record<string, unknown>; status: ConsumerStatus | undefined }> = [];
+  const entries: Array<{
+    level: 'info' | 'warn';
+    message: string;
+    object: Record<string, unknown>;
+    status: ConsumerStatus | undefined;
+  }> = [];
   const logger: ConsumerLogger = {
-    info: (object, message) => entries.push({ level: 'info', message, object: object as Record<string, unknown>, status: consumer()?.status() }),
-    warn: (object, message) => entries.push({ level: 'warn', message, object: object as Record<string, unknown>, status: consumer()?.status() }),
+    info: (object, message) =>
+      entries.push({ level: 'info', message, object: object as Record<string, unknown>, status: consumer()?.status() }),
+    warn: (object, message) =>
+      entries.push({ level: 'warn', message, object: object as Record<string, unknown>, status: consumer()?.status() }),
   };
   return { logger, entries, messages: () => entries.map((entry) => `${entry.level}: ${entry.message}`) };
 }
@@ -132,22 +164,40 @@ function recordingLogger(consumer: () => SupervisedConsumer | undefined) {
 async function partyWithKey(deps: CredentialDeps) {
   const operator = { actor: 'operator:test', correlationId: randomUUID() };
   const shortCode = String(100_000 + Math.floor(Math.random() * 800_000));
-  const { partyID } = await onboardParty(deps, { partyType: 'distributor', name: `distributor ${shortCode}`, shortCode }, operator);
+  const { partyID } = await onboardParty(
+    deps,
+    { partyType: 'distributor', name: `distributor ${shortCode}`, shortCode },
+    operator,
+  );
   const party = { type: 'distributor' as const, id: partyID };
   const makerEmail = `maker-${shortCode}@test.example`;
   const checkerEmail = `checker-${shortCode}@test.example`;
   await addUser(deps, { party, email: makerEmail, password: 'maker password 1', roles: ['maker'] }, operator);
   await addUser(deps, { party, email: checkerEmail, password: 'checker password 1', roles: ['checker'] }, operator);
-  const { keyID } = await requestApiKey(deps, await findUserByEmail(deps, makerEmail), { label: 'till 1', permissions: 'read-balance' }, randomUUID());
+  const { keyID } = await requestApiKey(
+    deps,
+    await findUserByEmail(deps, makerEmail),
+    { label: 'till 1', permissions: 'read-balance' },
+    randomUUID(),
+  );
   await approveApiKey(deps, await findUserByEmail(deps, checkerEmail), keyID, randomUUID());
   return { keyID, makerEmail, checkerEmail };
 }
 
 /** The maker asks for the revocation and the checker approves it: the key is revoked in the store. */
-async function revoke(deps: BackOfficeDeps, key: { keyID: string; makerEmail: string; checkerEmail: string }): Promise<void> {
+async function revoke(
+  deps: BackOfficeDeps,
+  key: { keyID: string; makerEmail: string; checkerEmail: string },
+): Promise<void> {
   const maker = await findUserByEmail(deps, key.makerEmail);
   const checker = await findUserByEmail(deps, key.checkerEmail);
-  await decideOnApiKey(deps, maker, key.keyID, { type: 'RequestApiKeyRevocation', reason: 'device lost' }, randomUUID());
+  await decideOnApiKey(
+    deps,
+    maker,
+    key.keyID,
+    { type: 'RequestApiKeyRevocation', reason: 'device lost' },
+    randomUUID(),
+  );
   await decideOnApiKey(deps, checker, key.keyID, { type: 'ApproveApiKeyRevocation' }, randomUUID());
 }
 
@@ -168,7 +218,12 @@ describe('the API-key directory following the embedded store through failures', 
         return faults.store;
       },
     });
-    deps = { store: stores.eventStore, clock: () => new Date(), assetScale: 2, credentials: await credentialsOn(stores.readStore) };
+    deps = {
+      store: stores.eventStore,
+      clock: () => new Date(),
+      assetScale: 2,
+      credentials: await credentialsOn(stores.readStore),
+    };
   });
   afterEach(async () => {
     await following?.stop();
@@ -199,7 +254,11 @@ describe('the API-key directory following the embedded store through failures', 
     await waitFor(() => log.entries.length >= 1);
     // The failure, logged once with its cause; the status at that moment says the consumer is failing.
     expect(log.messages()).toEqual(['warn: consumer failed; resubscribing from its checkpoint']);
-    expect(log.entries[0]!.object).toMatchObject({ consumer: 'api-key-directory', failures: 1, err: expect.any(EventStoreUnavailableError) });
+    expect(log.entries[0]!.object).toMatchObject({
+      consumer: 'api-key-directory',
+      failures: 1,
+      err: expect.any(EventStoreUnavailableError),
+    });
     expect(log.entries[0]!.status).toMatchObject({
       name: 'api-key-directory',
       state: 'retrying',
@@ -215,9 +274,18 @@ describe('the API-key directory following the embedded store through failures', 
 
     // Recovered, said once; the new subscription started from the directory's own position, not from the head.
     await waitFor(() => following!.consumer.status().state === 'running');
-    expect(log.messages()).toEqual(['warn: consumer failed; resubscribing from its checkpoint', 'info: consumer recovered']);
+    expect(log.messages()).toEqual([
+      'warn: consumer failed; resubscribing from its checkpoint',
+      'info: consumer recovered',
+    ]);
     expect(log.entries[1]!.object).toMatchObject({ consumer: 'api-key-directory', failures: 1 });
-    expect(following!.consumer.status()).toMatchObject({ state: 'running', failingSince: null, consecutiveFailures: 0, totalFailures: 1, lastError: 'subscription dropped (test)' });
+    expect(following!.consumer.status()).toMatchObject({
+      state: 'running',
+      failingSince: null,
+      consecutiveFailures: 0,
+      totalFailures: 1,
+      lastError: 'subscription dropped (test)',
+    });
     expect(following!.consumer.downForMs()).toBe(0);
     expect(faults.subscriptions[1]).toBeGreaterThanOrEqual(positionBefore);
     expect(faults.subscriptions[1]).toBeLessThanOrEqual(directory.position);
@@ -237,7 +305,11 @@ describe('the API-key directory following the embedded store through failures', 
     await waitFor(() => following!.consumer.status().consecutiveFailures >= 3);
     const down = following!.consumer.status();
     // The catch-up's first read, the head, is refused.
-    expect(down).toMatchObject({ state: 'retrying', failingSince: log.entries[0]!.status!.failingSince, lastError: 'headPosition: connection refused (test)' });
+    expect(down).toMatchObject({
+      state: 'retrying',
+      failingSince: log.entries[0]!.status!.failingSince,
+      lastError: 'headPosition: connection refused (test)',
+    });
     expect(directory.get(key.keyID)?.status).toBe('active'); // nothing could be read: it still believes the key active
     expect(log.entries.every((entry) => entry.level === 'warn')).toBe(true);
 
@@ -246,8 +318,14 @@ describe('the API-key directory following the embedded store through failures', 
     await waitFor(() => directory.get(key.keyID)?.status === 'revoked', 2000);
     expect(performance.now() - restoredAt).toBeLessThan(2000);
     await waitFor(() => following!.consumer.status().state === 'running');
-    expect(log.entries.filter((entry) => entry.level === 'info').map((entry) => entry.message)).toEqual(['consumer recovered']);
-    expect(following!.consumer.status()).toMatchObject({ failingSince: null, consecutiveFailures: 0, totalFailures: log.entries.length - 1 });
+    expect(log.entries.filter((entry) => entry.level === 'info').map((entry) => entry.message)).toEqual([
+      'consumer recovered',
+    ]);
+    expect(following!.consumer.status()).toMatchObject({
+      failingSince: null,
+      consecutiveFailures: 0,
+      totalFailures: log.entries.length - 1,
+    });
   });
 });
 
@@ -280,20 +358,30 @@ describe('authentication while the directory of the running server recovers (end
     Math.random = realRandom;
   });
 
-  it('given a key that works, when the directory\'s subscription fails and another process approves the key\'s revocation, then a request with the key gets 401 within 2 s', async () => {
+  it("given a key that works, when the directory's subscription fails and another process approves the key's revocation, then a request with the key gets 401 within 2 s", async () => {
     const balance = `/api/v1/distributors/${party.ref.id}/balance`;
     const { keyID, apiKey } = await party.key({ permissions: 'read-balance' });
     expect((await call(sys.baseUrl, 'GET', balance, { apiKey })).status).toBe(200);
     const directory = sys.system.consumers.find(({ consumer }) => consumer.name === 'api-key-directory')!.consumer;
     const failuresBefore = directory.status().totalFailures;
 
-    const otherDeps: BackOfficeDeps = { store: other.eventStore, clock: () => new Date(), assetScale: sys.config.ASSET_SCALE };
+    const otherDeps: BackOfficeDeps = {
+      store: other.eventStore,
+      clock: () => new Date(),
+      assetScale: sys.config.ASSET_SCALE,
+    };
     const maker = await findUserByEmail(otherDeps, party.makerEmail);
     const checker = await findUserByEmail(otherDeps, party.checkerEmail);
     outage = true;
     // The revocation request reaches the directory's subscription; its next read fails (injected), and so does every
     // read of the sessions after it while the outage lasts.
-    await decideOnApiKey(otherDeps, maker, keyID, { type: 'RequestApiKeyRevocation', reason: 'device lost' }, randomUUID());
+    await decideOnApiKey(
+      otherDeps,
+      maker,
+      keyID,
+      { type: 'RequestApiKeyRevocation', reason: 'device lost' },
+      randomUUID(),
+    );
     await waitFor(() => directory.status().totalFailures > failuresBefore);
     expect(directory.status()).toMatchObject({ state: 'retrying', lastError: expect.stringContaining('(injected)') });
     await decideOnApiKey(otherDeps, checker, keyID, { type: 'ApproveApiKeyRevocation' }, randomUUID());

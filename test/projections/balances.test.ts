@@ -3,7 +3,17 @@ import { availableBalance, walletState } from '../../src/commands/wallet-state.t
 import type { WalletEvent, WalletRef } from '../../src/domain/events.ts';
 import { Decimal } from '../../src/domain/money.ts';
 import { balanceDocId, balancesProjection, toApi, type BalanceDoc } from '../../src/projections/balances.ts';
-import { DISTRIBUTOR, MERCHANT, PHONE, approved, credited, debited, projectionSpec, request, stored } from '../support/projection-spec.ts';
+import {
+  DISTRIBUTOR,
+  MERCHANT,
+  PHONE,
+  approved,
+  credited,
+  debited,
+  projectionSpec,
+  request,
+  stored,
+} from '../support/projection-spec.ts';
 
 const distributor: WalletRef = { kind: 'distributor', id: DISTRIBUTOR.id };
 const merchant: WalletRef = { kind: 'merchant', id: MERCHANT.id };
@@ -12,8 +22,16 @@ const fees: WalletRef = { kind: 'platform', id: 'fees' };
 const issuance: WalletRef = { kind: 'platform', id: 'issuance' };
 
 const spec = projectionSpec(balancesProjection());
-const fundsHeld = (wallet: WalletRef, amount: string, operationID: string): WalletEvent => ({ type: 'FundsHeld', data: { wallet, operationID, amount } });
-const holdReleased = (wallet: WalletRef, amount: string, operationID: string, reason: 'rejected' | 'failed' = 'rejected'): WalletEvent => ({
+const fundsHeld = (wallet: WalletRef, amount: string, operationID: string): WalletEvent => ({
+  type: 'FundsHeld',
+  data: { wallet, operationID, amount },
+});
+const holdReleased = (
+  wallet: WalletRef,
+  amount: string,
+  operationID: string,
+  reason: 'rejected' | 'failed' = 'rejected',
+): WalletEvent => ({
   type: 'HoldReleased',
   data: { wallet, operationID, amount, reason },
 });
@@ -36,7 +54,10 @@ describe('balances projection', () => {
   });
 
   it('when a wallet is first credited, then its balance is the amount at the scale', () => {
-    spec.given().when(credited(distributor, '5000')).then({ [balanceDocId(distributor)]: doc(distributor, '5000.00', 1) });
+    spec
+      .given()
+      .when(credited(distributor, '5000'))
+      .then({ [balanceDocId(distributor)]: doc(distributor, '5000.00', 1) });
   });
 
   it('when a wallet is credited then debited, then the balance is the difference', () => {
@@ -47,11 +68,17 @@ describe('balances projection', () => {
   });
 
   it('when 0.10 and 0.20 are credited, then the balance is exactly 0.30', () => {
-    spec.given(credited(individual, '0.10')).when(credited(individual, '0.20')).then({ [balanceDocId(individual)]: doc(individual, '0.30', 2) });
+    spec
+      .given(credited(individual, '0.10'))
+      .when(credited(individual, '0.20'))
+      .then({ [balanceDocId(individual)]: doc(individual, '0.30', 2) });
   });
 
   it('when a balance comes back to zero, then it reads 0.00 (never -0.00)', () => {
-    spec.given(credited(fees, '0.10')).when(debited(fees, '0.10', 'op_x', '0')).then({ [balanceDocId(fees)]: doc(fees, '0.00', 2) });
+    spec
+      .given(credited(fees, '0.10'))
+      .when(debited(fees, '0.10', 'op_x', '0'))
+      .then({ [balanceDocId(fees)]: doc(fees, '0.00', 2) });
   });
 
   it('when e-money is issued, then the issuance account goes negative and the distributor is credited', () => {
@@ -90,7 +117,13 @@ describe('balances projection', () => {
   });
 
   it('when an event a document has already seen is applied again, then nothing changes', () => {
-    const history = stored([credited(merchant, '10.00'), fundsHeld(merchant, '2.50', 'op_x'), debited(merchant, '2.50'), credited(distributor, '7.00'), credited(merchant, '0.01')]);
+    const history = stored([
+      credited(merchant, '10.00'),
+      fundsHeld(merchant, '2.50', 'op_x'),
+      debited(merchant, '2.50'),
+      credited(distributor, '7.00'),
+      credited(merchant, '0.01'),
+    ]);
     const built = spec.fold(history);
     expect(built[balanceDocId(merchant)]!.balance).toBe('7.51');
     expect(spec.fold(history.flatMap((event) => [event, event]))).toEqual(built);
@@ -99,7 +132,11 @@ describe('balances projection', () => {
 
   it('when the balance is read, then it is the contract object { balance } with the extensions available and held, and zero for an unknown wallet', () => {
     expect(toApi(doc(distributor, '5000.00', 1))).toEqual({ balance: '5000.00', available: '5000.00', held: '0.00' });
-    expect(toApi(doc(distributor, '235.00', 1, '225.00'))).toEqual({ balance: '235.00', available: '10.00', held: '225.00' });
+    expect(toApi(doc(distributor, '235.00', 1, '225.00'))).toEqual({
+      balance: '235.00',
+      available: '10.00',
+      held: '225.00',
+    });
     expect(toApi(null)).toEqual({ balance: '0.00', available: '0.00', held: '0.00' });
     expect(toApi(null, 4)).toEqual({ balance: '0.0000', available: '0.0000', held: '0.0000' });
   });
@@ -120,7 +157,11 @@ describe('balances projection: what pending and approved operations hold', () =>
 
   it('when a hold is released (rejected or failed), then held falls back and the balance does not move', () => {
     spec
-      .given(credited(distributor, '235.00'), fundsHeld(distributor, '225.00', 'op_a'), fundsHeld(distributor, '5.00', 'op_b'))
+      .given(
+        credited(distributor, '235.00'),
+        fundsHeld(distributor, '225.00', 'op_a'),
+        fundsHeld(distributor, '5.00', 'op_b'),
+      )
       .when(holdReleased(distributor, '225.00', 'op_a'), holdReleased(distributor, '5.00', 'op_b', 'failed'))
       .then({ [balanceDocId(distributor)]: doc(distributor, '235.00', 5, '0.00') });
   });
@@ -133,17 +174,39 @@ describe('balances projection: what pending and approved operations hold', () =>
   });
 
   it('when a wallet is first seen through a hold, then its document starts at a zero balance', () => {
-    spec.given().when(fundsHeld(individual, '7.5', 'op_a')).then({ [balanceDocId(individual)]: doc(individual, '0.00', 1, '7.50') });
+    spec
+      .given()
+      .when(fundsHeld(individual, '7.5', 'op_a'))
+      .then({ [balanceDocId(individual)]: doc(individual, '0.00', 1, '7.50') });
   });
 
   it('when the read side folds a wallet history, then balance, held and available are those the write side checks a create against', () => {
     const histories: WalletEvent[][] = [
       [],
       [credited(distributor, '5000')],
-      [credited(distributor, '235.00'), fundsHeld(distributor, '200.00', 'op_a'), fundsHeld(distributor, '25.00', 'op_b')],
-      [credited(distributor, '235.00'), fundsHeld(distributor, '200.00', 'op_a'), holdReleased(distributor, '200.00', 'op_a'), fundsHeld(distributor, '0.01', 'op_b')],
-      [credited(distributor, '1000.00'), fundsHeld(distributor, '101.50', 'op_a'), debited(distributor, '101.50', 'op_a'), fundsHeld(distributor, '899.00', 'op_b')],
-      [credited(distributor, '0.10'), credited(distributor, '0.20'), fundsHeld(distributor, '0.30', 'op_a'), debited(distributor, '0.30', 'op_a')],
+      [
+        credited(distributor, '235.00'),
+        fundsHeld(distributor, '200.00', 'op_a'),
+        fundsHeld(distributor, '25.00', 'op_b'),
+      ],
+      [
+        credited(distributor, '235.00'),
+        fundsHeld(distributor, '200.00', 'op_a'),
+        holdReleased(distributor, '200.00', 'op_a'),
+        fundsHeld(distributor, '0.01', 'op_b'),
+      ],
+      [
+        credited(distributor, '1000.00'),
+        fundsHeld(distributor, '101.50', 'op_a'),
+        debited(distributor, '101.50', 'op_a'),
+        fundsHeld(distributor, '899.00', 'op_b'),
+      ],
+      [
+        credited(distributor, '0.10'),
+        credited(distributor, '0.20'),
+        fundsHeld(distributor, '0.30', 'op_a'),
+        debited(distributor, '0.30', 'op_a'),
+      ],
       [debited(distributor, '50.00', 'op_issue', '0'), fundsHeld(distributor, '1.00', 'op_a')],
     ];
     for (const history of histories) {
@@ -152,7 +215,11 @@ describe('balances projection: what pending and approved operations hold', () =>
       const label = JSON.stringify(history.map((event) => [event.type, event.data.amount]));
       expect(read.balance, label).toBe(new Decimal(written.balance).toFixed(2).replace(/^-0\.00$/, '0.00'));
       expect(read.held, label).toBe(new Decimal(written.held).toFixed(2).replace(/^-0\.00$/, '0.00'));
-      expect(read.available, label).toBe(availableBalance(written).toFixed(2).replace(/^-0\.00$/, '0.00'));
+      expect(read.available, label).toBe(
+        availableBalance(written)
+          .toFixed(2)
+          .replace(/^-0\.00$/, '0.00'),
+      );
     }
   });
 });

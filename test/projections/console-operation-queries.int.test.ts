@@ -4,8 +4,18 @@ import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-sto
 import { streams } from '../../src/domain/streams.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
 import type { ReadStore } from '../../src/ports/read-store.ts';
-import { allOperations, countPendingOfParty, findOperations, pendingOperationsOfParty, searchCondition } from '../../src/projections/console-operation-queries.ts';
-import { amountKey, CONSOLE_OPERATIONS_COLLECTION, consoleOperationsProjection } from '../../src/projections/console-operations.ts';
+import {
+  allOperations,
+  countPendingOfParty,
+  findOperations,
+  pendingOperationsOfParty,
+  searchCondition,
+} from '../../src/projections/console-operation-queries.ts';
+import {
+  amountKey,
+  CONSOLE_OPERATIONS_COLLECTION,
+  consoleOperationsProjection,
+} from '../../src/projections/console-operations.ts';
 import type { Projection } from '../../src/projections/projection.ts';
 import { applyBatch } from '../../src/projections/projection-runner.ts';
 import { approved, at, DISTRIBUTOR, MERCHANT, rejected, request } from '../support/projection-spec.ts';
@@ -19,14 +29,25 @@ const opID = (i: number) => `op_${String(i).padStart(32, '0')}`;
 // 120 operations of the party, two per second with equal times in pairs (the id breaks the tie), plus another party's.
 const doc = (i: number, party = PARTY) => {
   const createdAt = new Date(Date.UTC(2025, 0, 1) + Math.floor(i / 2) * 1000).toISOString();
-  return { id: party === PARTY ? opID(i) : `x${i}`, party, operationID: opID(i), status: i % 3 === 0 ? 'failed' : 'completed', amountKey: amountKey(i, 2), sortKey: `${createdAt}|${opID(i)}`, text: `memo ${i}` };
+  return {
+    id: party === PARTY ? opID(i) : `x${i}`,
+    party,
+    operationID: opID(i),
+    status: i % 3 === 0 ? 'failed' : 'completed',
+    amountKey: amountKey(i, 2),
+    sortKey: `${createdAt}|${opID(i)}`,
+    text: `memo ${i}`,
+  };
 };
 
 beforeEach(async () => {
   dir = tempDir();
   store = openSqliteReadStore({ file: `${dir.path}/read.sqlite` });
   await store.defineCollections([CONSOLE_OPERATIONS_COLLECTION]);
-  const docs = [...Array.from({ length: 120 }, (_, i) => doc(i)), ...Array.from({ length: 30 }, (_, i) => doc(i, 'merchant:m1'))];
+  const docs = [
+    ...Array.from({ length: 120 }, (_, i) => doc(i)),
+    ...Array.from({ length: 30 }, (_, i) => doc(i, 'merchant:m1')),
+  ];
   await store.commit(docs.map((d) => ({ op: 'upsert' as const, collection: 'console_operations', doc: d })));
 });
 afterEach(async () => {
@@ -40,7 +61,11 @@ describe('console operation queries', () => {
     let after: string | undefined;
     const positions: string[] = [];
     for (;;) {
-      const page = await findOperations(store, { party: PARTY }, { order: 'newest', limit: 50, ...(after ? { after } : {}) });
+      const page = await findOperations(
+        store,
+        { party: PARTY },
+        { order: 'newest', limit: 50, ...(after ? { after } : {}) },
+      );
       positions.push(`${page.start}–${page.start + page.rows.length - 1} of ${page.total}`);
       seen.push(...page.rows.map((r) => r.operationID));
       if (!page.next) break;
@@ -53,7 +78,11 @@ describe('console operation queries', () => {
   it('when paging back with Previous from the last page, then the pages before come back the same', async () => {
     const first = await findOperations(store, { party: PARTY }, { order: 'oldest', limit: 50 });
     const second = await findOperations(store, { party: PARTY }, { order: 'oldest', limit: 50, after: first.next! });
-    const back = await findOperations(store, { party: PARTY }, { order: 'oldest', limit: 50, before: second.previous! });
+    const back = await findOperations(
+      store,
+      { party: PARTY },
+      { order: 'oldest', limit: 50, before: second.previous! },
+    );
     expect(back.rows.map((r) => r.operationID)).toEqual(first.rows.map((r) => r.operationID));
     expect(back.start).toBe(1);
     expect(back.previous).toBeUndefined();
@@ -61,13 +90,22 @@ describe('console operation queries', () => {
   });
 
   it('when filtering by status, amount and search, then the total and the export agree with the filter', async () => {
-    const failed = await findOperations(store, { party: PARTY, status: 'failed', minAmountKey: amountKey(30, 2), maxAmountKey: amountKey(60, 2) }, { order: 'newest', limit: 5 });
+    const failed = await findOperations(
+      store,
+      { party: PARTY, status: 'failed', minAmountKey: amountKey(30, 2), maxAmountKey: amountKey(60, 2) },
+      { order: 'newest', limit: 5 },
+    );
     expect(failed.total).toBe(11); // 30, 33, ..., 60
     expect(failed.rows.map((r) => r.operationID)).toEqual([60, 57, 54, 51, 48].map(opID));
     const exported: string[] = [];
-    for await (const row of allOperations(store, { party: PARTY, status: 'failed' }, 'oldest', 7)) exported.push(row.operationID);
+    for await (const row of allOperations(store, { party: PARTY, status: 'failed' }, 'oldest', 7))
+      exported.push(row.operationID);
     expect(exported).toEqual(Array.from({ length: 40 }, (_, i) => opID(i * 3)));
-    expect((await findOperations(store, { party: PARTY, search: 'memo 11' }, { order: 'newest', limit: 50 })).rows.map((r) => r.operationID)).toEqual([119, 118, 117, 116, 115, 114, 113, 112, 111, 110, 11].map(opID));
+    expect(
+      (await findOperations(store, { party: PARTY, search: 'memo 11' }, { order: 'newest', limit: 50 })).rows.map(
+        (r) => r.operationID,
+      ),
+    ).toEqual([119, 118, 117, 116, 115, 114, 113, 112, 111, 110, 11].map(opID));
   });
 
   it('given search texts, when classified, then ids and phones are prefixes and anything else a substring', () => {
@@ -112,13 +150,28 @@ describe('the pending list of a party', () => {
   /** The projection applies everything stored so far, as its runner would, checkpoint included. */
   const project = async () => {
     const checkpoint = (await store.getCheckpoint(projection.name)) ?? 0;
-    const batch = (await events.readAll({ fromPosition: checkpoint + 1 })).map(({ type, data, position, createdAt }) => ({ type, data, position, createdAt }));
-    await applyBatch(store, projection, batch.filter((event) => projection.eventTypes.includes(event.type)), { collection: projection.collection.name, checkpoint: projection.name, expected: checkpoint || null });
+    const batch = (await events.readAll({ fromPosition: checkpoint + 1 })).map(
+      ({ type, data, position, createdAt }) => ({ type, data, position, createdAt }),
+    );
+    await applyBatch(
+      store,
+      projection,
+      batch.filter((event) => projection.eventTypes.includes(event.type)),
+      { collection: projection.collection.name, checkpoint: projection.name, expected: checkpoint || null },
+    );
   };
-  const pendingIDs = async (party: string) => (await pendingOperationsOfParty({ readStore: store, eventStore: counted }, party, 200)).map((doc) => doc.operationID);
+  const pendingIDs = async (party: string) =>
+    (await pendingOperationsOfParty({ readStore: store, eventStore: counted }, party, 200)).map(
+      (doc) => doc.operationID,
+    );
 
   it('when operations were decided after the read model’s checkpoint, then the list leaves them out, newest first, and the count says what the model holds', async () => {
-    await append(request.cashInToIndividual('op_1', { createdAt: at(1) }), request.cashInToIndividual('op_2', { createdAt: at(2) }), request.cashInToIndividual('op_3', { createdAt: at(3) }), request.cashInToIndividual('op_4', { createdAt: at(4) }));
+    await append(
+      request.cashInToIndividual('op_1', { createdAt: at(1) }),
+      request.cashInToIndividual('op_2', { createdAt: at(2) }),
+      request.cashInToIndividual('op_3', { createdAt: at(3) }),
+      request.cashInToIndividual('op_4', { createdAt: at(4) }),
+    );
     await append(approved('op_1'));
     await project();
     expect(await pendingIDs(DIST)).toEqual(['op_4', 'op_3', 'op_2']);

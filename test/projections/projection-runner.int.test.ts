@@ -26,7 +26,12 @@ const COUNTS: Projection<CountDoc> = {
   collection: { name: 'counts', indexes: [['position']] },
   eventTypes: ['WalletCredited'],
   documentIds: (event) => ['all', `wallet:${(event.data as { wallet: WalletRef }).wallet.id}`],
-  evolve: (doc, event, id) => ({ ...doc, id, positions: [...(doc?.positions ?? []), event.position], position: event.position }),
+  evolve: (doc, event, id) => ({
+    ...doc,
+    id,
+    positions: [...(doc?.positions ?? []), event.position],
+    position: event.position,
+  }),
 };
 const BALANCES = balancesProjection({ assetScale: 2 }) as unknown as Projection;
 
@@ -54,24 +59,40 @@ afterEach(async () => {
 });
 
 async function credit(wallet: WalletRef, amount = '1.00'): Promise<void> {
-  await eventStore.append(streams.wallet(wallet), [{ type: 'WalletCredited', data: { wallet, operationID: 'op_t', amount } }], 'any');
+  await eventStore.append(
+    streams.wallet(wallet),
+    [{ type: 'WalletCredited', data: { wallet, operationID: 'op_t', amount } }],
+    'any',
+  );
 }
 async function debit(wallet: WalletRef, amount: string): Promise<void> {
-  await eventStore.append(streams.wallet(wallet), [{ type: 'WalletDebited', data: { wallet, operationID: 'op_t', amount, heldAmount: amount } }], 'any');
+  await eventStore.append(
+    streams.wallet(wallet),
+    [{ type: 'WalletDebited', data: { wallet, operationID: 'op_t', amount, heldAmount: amount } }],
+    'any',
+  );
 }
-const projected = (events: RecordedEvent[]): ProjectedEvent[] => events.map(({ type, data, position, createdAt }) => ({ type, data, position, createdAt }));
+const projected = (events: RecordedEvent[]): ProjectedEvent[] =>
+  events.map(({ type, data, position, createdAt }) => ({ type, data, position, createdAt }));
 const read = async (fromPosition = 1, toPosition?: number) =>
   projected(await eventStore.readAll({ fromPosition, ...(toPosition === undefined ? {} : { toPosition }) }));
 const model = (collection: string) => readStore.find(collection, { sort: [['id', 'asc']] });
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 function start(projection: Projection, store: EventStore = eventStore): ProjectionRunner {
-  const runner = new ProjectionRunner({ eventStore: store, readStore, projection, logger: { info() {}, warn: (details: { err?: unknown }) => runnerErrors.push(details.err) }, supervision: { baseDelayMs: 10 } });
+  const runner = new ProjectionRunner({
+    eventStore: store,
+    readStore,
+    projection,
+    logger: { info() {}, warn: (details: { err?: unknown }) => runnerErrors.push(details.err) },
+    supervision: { baseDelayMs: 10 },
+  });
   runners.push(runner);
   runner.start();
   return runner;
 }
-const caughtUp = async (projection: Projection, position: number) => waitFor(async () => (await readStore.getCheckpoint(projection.name)) === position);
+const caughtUp = async (projection: Projection, position: number) =>
+  waitFor(async () => (await readStore.getCheckpoint(projection.name)) === position);
 
 /** The event store, recording where each subscription started and which positions it delivered. */
 function recording(store: EventStore) {
@@ -117,7 +138,10 @@ describe('applyBatch on the embedded stores', () => {
     const events = await read();
     expect(await applyBatch(readStore, BALANCES, events, target(BALANCES, null))).toBe(4);
     const once = await model('balances');
-    expect(once.map((d) => [d.id, d.balance, d.position])).toEqual([['merchant:a', '7.75', 4], ['merchant:b', '5.00', 2]]);
+    expect(once.map((d) => [d.id, d.balance, d.position])).toEqual([
+      ['merchant:a', '7.75', 4],
+      ['merchant:b', '5.00', 2],
+    ]);
 
     expect(await applyBatch(readStore, BALANCES, events, target(BALANCES, 4))).toBe(4);
     expect(await applyBatch(readStore, BALANCES, events, target(BALANCES))).toBe(4);
@@ -161,7 +185,16 @@ describe('applyBatch on the embedded stores', () => {
     // The rebuild caught up to the same position 5; its documents are marked.
     const shadow = { ...COUNTS.collection, name: 'counts__shadow' };
     await readStore.defineCollections([shadow]);
-    await readStore.commit([{ op: 'upsert', collection: shadow.name, doc: { id: 'all', positions: range(1, 5), origin: 'rebuilt', position: 5 } }], { projection: shadow.name, position: 5 });
+    await readStore.commit(
+      [
+        {
+          op: 'upsert',
+          collection: shadow.name,
+          doc: { id: 'all', positions: range(1, 5), origin: 'rebuilt', position: 5 },
+        },
+      ],
+      { projection: shadow.name, position: 5 },
+    );
     // The swap lands after the runner read the documents it folds event 6 into, before it commits.
     const swappingReadStore: ReadStore = {
       ...readStore,
@@ -174,14 +207,25 @@ describe('applyBatch on the embedded stores', () => {
 
     // As the runner does: the generation read with the checkpoint, before the documents.
     const generation = await readStore.getGeneration('counts');
-    const outcome = await applyBatch(swappingReadStore, COUNTS, await read(6, 6), target(COUNTS, 5, generation)).then(() => 'committed', (error: Error) => error.name);
-    expect(await readStore.get('counts', 'all')).toEqual({ id: 'all', positions: range(1, 5), origin: 'rebuilt', position: 5 });
+    const outcome = await applyBatch(swappingReadStore, COUNTS, await read(6, 6), target(COUNTS, 5, generation)).then(
+      () => 'committed',
+      (error: Error) => error.name,
+    );
+    expect(await readStore.get('counts', 'all')).toEqual({
+      id: 'all',
+      positions: range(1, 5),
+      origin: 'rebuilt',
+      position: 5,
+    });
     expect(outcome).toBe('CheckpointConflictError');
   });
 
   it('given a projection that never committed, when a batch expects a checkpoint, then it is refused and nothing is written', async () => {
     await credit(A);
-    await expect(applyBatch(readStore, COUNTS, await read(), target(COUNTS, 0))).rejects.toMatchObject({ expected: 0, actual: null });
+    await expect(applyBatch(readStore, COUNTS, await read(), target(COUNTS, 0))).rejects.toMatchObject({
+      expected: 0,
+      actual: null,
+    });
     expect(await model('counts')).toEqual([]);
     expect(await readStore.getCheckpoint('counts')).toBeNull();
   });
@@ -236,14 +280,32 @@ describe('ProjectionRunner on the embedded stores', () => {
     // A model built aside up to position 3, marked so that its documents can be told apart.
     const shadow = { ...COUNTS.collection, name: 'counts__shadow' };
     await readStore.defineCollections([shadow]);
-    await readStore.commit([{ op: 'upsert', collection: shadow.name, doc: { id: 'all', positions: [1, 2, 3], origin: 'shadow', position: 3 } }], { projection: shadow.name, position: 3 });
+    await readStore.commit(
+      [
+        {
+          op: 'upsert',
+          collection: shadow.name,
+          doc: { id: 'all', positions: [1, 2, 3], origin: 'shadow', position: 3 },
+        },
+      ],
+      { projection: shadow.name, position: 3 },
+    );
     await readStore.promote(shadow.name, 'counts', { from: shadow.name, to: 'counts' });
     expect(await readStore.getCheckpoint('counts')).toBe(3);
 
     await credit(A);
     await caughtUp(COUNTS, 6);
-    expect(await readStore.get('counts', 'all')).toEqual({ id: 'all', positions: range(1, 6), origin: 'shadow', position: 6 });
-    expect(await readStore.get<CountDoc>('counts', 'wallet:a')).toEqual({ id: 'wallet:a', positions: [4, 5, 6], position: 6 });
+    expect(await readStore.get('counts', 'all')).toEqual({
+      id: 'all',
+      positions: range(1, 6),
+      origin: 'shadow',
+      position: 6,
+    });
+    expect(await readStore.get<CountDoc>('counts', 'wallet:a')).toEqual({
+      id: 'wallet:a',
+      positions: [4, 5, 6],
+      position: 6,
+    });
     expect(subscriptions.map((s) => s.from)).toEqual(['start', 3]);
     expect(subscriptions[1]!.delivered).toEqual([4, 5, 6]);
   });
@@ -270,10 +332,14 @@ describe('ProjectionRunner on the embedded stores', () => {
     const all = await read();
     expect((await readStore.get<CountDoc>('counts', 'all'))?.positions).toEqual(range(1, head));
     for (const wallet of [A, B]) {
-      const positions = all.filter((e) => (e.data as { wallet: WalletRef }).wallet.id === wallet.id).map((e) => e.position);
+      const positions = all
+        .filter((e) => (e.data as { wallet: WalletRef }).wallet.id === wallet.id)
+        .map((e) => e.position);
       expect((await readStore.get<CountDoc>('counts', `wallet:${wallet.id}`))?.positions).toEqual(positions);
     }
-    expect((await readStore.get('balances', 'merchant:b'))?.balance).toBe(`${all.filter((e) => (e.data as { wallet: WalletRef }).wallet.id === 'b').length}.00`);
+    expect((await readStore.get('balances', 'merchant:b'))?.balance).toBe(
+      `${all.filter((e) => (e.data as { wallet: WalletRef }).wallet.id === 'b').length}.00`,
+    );
     expect(await readStore.find('counts__rebuild').catch((error: Error) => error.name)).toBe('ReadStoreQueryError');
   });
 });

@@ -57,7 +57,14 @@ afterEach(async () => {
 describe('rebuild: bounded commits', () => {
   it('given a history touching more documents than one commit may carry, when rebuilt, then every commit stays within the bound, each is fenced by the shadow checkpoint, and the model is whole', async () => {
     const wallets = 2_500;
-    await eventStore.append('credits', Array.from({ length: wallets }, (_, i) => ({ type: 'WalletCredited', data: { wallet: { kind: 'merchant', id: `m${i}` }, amount: '1.00' } })), 'no_stream');
+    await eventStore.append(
+      'credits',
+      Array.from({ length: wallets }, (_, i) => ({
+        type: 'WalletCredited',
+        data: { wallet: { kind: 'merchant', id: `m${i}` }, amount: '1.00' },
+      })),
+      'no_stream',
+    );
 
     const result = await rebuildProjection({ eventStore, readStore }, COUNTS);
 
@@ -71,7 +78,9 @@ describe('rebuild: bounded commits', () => {
     }
     // Only the last chunk of a span moves the checkpoint to what was folded.
     expect(shadowCommits.at(-1)!.checkpoint!.position).toBe(result.position);
-    expect(shadowCommits.slice(0, -1).every((commit) => commit.checkpoint!.position === commit.checkpoint!.expected)).toBe(true);
+    expect(
+      shadowCommits.slice(0, -1).every((commit) => commit.checkpoint!.position === commit.checkpoint!.expected),
+    ).toBe(true);
 
     expect(await readStore.count('counts')).toBe(wallets + 1);
     expect((await readStore.get<CountDoc>('counts', 'all'))?.count).toBe(wallets);

@@ -8,7 +8,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { embedded, openStores, type Stores } from '../../src/adapters/open-stores.ts';
 import type { WalletRef } from '../../src/domain/events.ts';
 import { streams } from '../../src/domain/streams.ts';
-import { BALANCES_COLLECTION, balanceDocId, balancesProjection, type BalanceDoc } from '../../src/projections/balances.ts';
+import {
+  BALANCES_COLLECTION,
+  balanceDocId,
+  balancesProjection,
+  type BalanceDoc,
+} from '../../src/projections/balances.ts';
 import { rebuildProjections } from '../../src/projections/rebuild.ts';
 import { BalancesView, followBalances } from '../../src/read-api/balances-view.ts';
 import { ReadFreshness } from '../../src/read-api/freshness.ts';
@@ -18,7 +23,12 @@ import { tempDir } from '../support/temp-dir.ts';
 import { testStoreEnv } from '../support/test-stores.ts';
 
 const quiet: ConsumerLogger = { info: () => {}, warn: () => {} };
-const body = (view: BalancesView, wallet: WalletRef) => JSON.parse(view.answer(wallet.kind as 'distributor', wallet.id).body.toString()) as { balance: string; available: string; held: string };
+const body = (view: BalancesView, wallet: WalletRef) =>
+  JSON.parse(view.answer(wallet.kind as 'distributor', wallet.id).body.toString()) as {
+    balance: string;
+    available: string;
+    held: string;
+  };
 
 describe('the balances view', () => {
   let dir: ReturnType<typeof tempDir>;
@@ -30,7 +40,11 @@ describe('the balances view', () => {
     dir = tempDir();
     // The embedded stores, or a fresh PostgreSQL database with TEST_STORES=postgres (the seed's paged query).
     const server = await testStoreEnv(dir.path);
-    stores = await openStores(server.POSTGRES_URL ? { ...embedded(dir.path), EVENT_STORE: 'postgres', READ_STORE: 'postgres', POSTGRES_URL: server.POSTGRES_URL } : embedded(dir.path));
+    stores = await openStores(
+      server.POSTGRES_URL
+        ? { ...embedded(dir.path), EVENT_STORE: 'postgres', READ_STORE: 'postgres', POSTGRES_URL: server.POSTGRES_URL }
+        : embedded(dir.path),
+    );
     await stores.readStore.defineCollections([BALANCES_COLLECTION]);
   });
   afterEach(async () => {
@@ -43,10 +57,26 @@ describe('the balances view', () => {
   const move = (wallet: WalletRef, type: 'WalletCredited' | 'WalletDebited', amount: string, count = 1) =>
     stores.eventStore.append(
       streams.wallet(wallet),
-      Array.from({ length: count }, () => ({ type, data: { wallet, operationID: `test_${randomUUID()}`, amount, ...(type === 'WalletDebited' ? { heldAmount: '0' } : {}) }, metadata: { actor: 'operator:test' } })),
+      Array.from({ length: count }, () => ({
+        type,
+        data: {
+          wallet,
+          operationID: `test_${randomUUID()}`,
+          amount,
+          ...(type === 'WalletDebited' ? { heldAmount: '0' } : {}),
+        },
+        metadata: { actor: 'operator:test' },
+      })),
       'any',
     );
-  const follow = (view: BalancesView) => (following = followBalances({ eventStore: stores.eventStore, readStore: stores.readStore, view, logger: quiet, supervision: { baseDelayMs: 20, maxDelayMs: 100 } }));
+  const follow = (view: BalancesView) =>
+    (following = followBalances({
+      eventStore: stores.eventStore,
+      readStore: stores.readStore,
+      view,
+      logger: quiet,
+      supervision: { baseDelayMs: 20, maxDelayMs: 100 },
+    }));
 
   it('when a distributor is credited then debited, then the view answers each new balance within moments, with a new ETag each time', async () => {
     const view = new BalancesView({ assetScale: 2 });
@@ -78,7 +108,9 @@ describe('the balances view', () => {
     await rebuildProjections(stores, [balancesProjection({ assetScale: 2 })]);
     // The stored document says 7.00, the history 2000.00: the view's answer tells which one it was built from.
     const stored = (await stores.readStore.get<BalanceDoc>(BALANCES_COLLECTION.name, balanceDocId(distributor)))!;
-    await stores.readStore.commit([{ op: 'upsert', collection: BALANCES_COLLECTION.name, doc: { ...stored, balance: '7.00' } }]);
+    await stores.readStore.commit([
+      { op: 'upsert', collection: BALANCES_COLLECTION.name, doc: { ...stored, balance: '7.00' } },
+    ]);
     const view = new BalancesView({ assetScale: 2 });
     follow(view);
     await waitFor(() => view.isSeeded);
@@ -89,14 +121,25 @@ describe('the balances view', () => {
   });
 
   it('given a built model of more wallets than a page of the seed, when a view starts, then every distributor and merchant is seeded', async () => {
-    const wallets: WalletRef[] = Array.from({ length: 7 }, (_, i) => ({ kind: i % 2 ? 'merchant' : 'distributor', id: randomUUID() }));
+    const wallets: WalletRef[] = Array.from({ length: 7 }, (_, i) => ({
+      kind: i % 2 ? 'merchant' : 'distributor',
+      id: randomUUID(),
+    }));
     for (const [i, wallet] of wallets.entries()) await move(wallet, 'WalletCredited', String(i + 1));
     await move({ kind: 'individual', id: '+2348000000001' }, 'WalletCredited', '5');
     await rebuildProjections(stores, [balancesProjection({ assetScale: 2 })]);
     const view = new BalancesView({ assetScale: 2, seedPage: 2 });
     await view.seed(stores.readStore);
     expect(view.size).toBe(7);
-    expect(wallets.map((wallet) => body(view, wallet).balance)).toEqual(['1.00', '2.00', '3.00', '4.00', '5.00', '6.00', '7.00']);
+    expect(wallets.map((wallet) => body(view, wallet).balance)).toEqual([
+      '1.00',
+      '2.00',
+      '3.00',
+      '4.00',
+      '5.00',
+      '6.00',
+      '7.00',
+    ]);
   });
 
   it('given a read store whose balances model was never built, when a view starts, then it folds the history itself', async () => {
@@ -114,7 +157,10 @@ describe('the balances view', () => {
       await move(distributor, 'WalletCredited', '1');
       const view = new BalancesView({ assetScale: 2 });
       expect(await freshness().freshness(view)).toEqual({ state: 'not-built', lagEvents: 1 });
-      await expect(freshness().assertServeable(view)).rejects.toMatchObject({ problem: { status: 503 }, headers: { 'Retry-After': '5' } });
+      await expect(freshness().assertServeable(view)).rejects.toMatchObject({
+        problem: { status: 503 },
+        headers: { 'Retry-After': '5' },
+      });
     });
 
     it('given a verdict of the window that says current, then the model is known current without a wait; one that says not built, not', async () => {
@@ -141,7 +187,10 @@ describe('the balances view', () => {
       expect(await freshness().freshness(view)).toEqual({ state: 'current', lagEvents: MAX_LAG });
       await move(distributor, 'WalletCredited', '1');
       expect(await freshness().freshness(view)).toEqual({ state: 'lagging', lagEvents: MAX_LAG + 1 });
-      await expect(freshness().assertServeable(view)).rejects.toMatchObject({ problem: { status: 503 }, headers: { 'Retry-After': '1' } });
+      await expect(freshness().assertServeable(view)).rejects.toMatchObject({
+        problem: { status: 503 },
+        headers: { 'Retry-After': '1' },
+      });
     });
   });
 });

@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { actingUser, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
 import { completeOperation } from '../support/given-events.ts';
-import { call, startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
+import {
+  call,
+  startTestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+  type TestParty,
+  type TestSystem,
+} from '../support/system.ts';
 
 /**
  * The read API's extensions beyond the contract (additive: the contract's five GETs answer as before): one
@@ -61,19 +68,40 @@ function expectInvalid(r: Response, fields: string[]): void {
 
 beforeAll(async () => {
   sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
-  [distributor, otherDistributor, merchant, otherMerchant] = [await keyed('distributor'), await keyed('distributor'), await keyed('merchant'), await keyed('merchant')];
+  [distributor, otherDistributor, merchant, otherMerchant] = [
+    await keyed('distributor'),
+    await keyed('distributor'),
+    await keyed('merchant'),
+    await keyed('merchant'),
+  ];
   phone = await sys.individual('+2348123499001');
   ids.toPhone = await create(distributor, { operationType: 'cash-in', amount: '10.00', phoneTo: phone, memo: 'first' });
-  ids.toMerchant = await create(distributor, { operationType: 'cash-in', amount: '20.00', merchantToShortCode: merchant.shortCode });
+  ids.toMerchant = await create(distributor, {
+    operationType: 'cash-in',
+    amount: '20.00',
+    merchantToShortCode: merchant.shortCode,
+  });
   ids.rejected = await create(distributor, { operationType: 'cash-in', amount: '30.00', phoneTo: phone });
   ids.others = await create(otherDistributor, { operationType: 'cash-in', amount: '40.00', phoneTo: phone });
   const checker = await findUserByEmail(sys.backOffice, distributor.checkerEmail);
   const deps = { store: sys.system.stores.eventStore, clock: () => new Date(), assetScale: sys.config.ASSET_SCALE };
-  await decideOperation(deps, actingUser(checker), ids.rejected, { type: 'reject', reason: 'wrong amount' }, userContext(checker, randomUUID()));
-  ids.payment = await create(otherMerchant, { operationType: 'pay-merchant', amount: '5.00', merchantToShortCode: merchant.shortCode });
+  await decideOperation(
+    deps,
+    actingUser(checker),
+    ids.rejected,
+    { type: 'reject', reason: 'wrong amount' },
+    userContext(checker, randomUUID()),
+  );
+  ids.payment = await create(otherMerchant, {
+    operationType: 'pay-merchant',
+    amount: '5.00',
+    merchantToShortCode: merchant.shortCode,
+  });
   ids.paymentWo = (await completeOperation(sys.system.stores.eventStore, ids.payment)).walletOperationID;
   await until(payments(merchant), merchant.apiKey, (items) => items.length === 1);
-  await until(operations(distributor), distributor.apiKey, (items) => items.some((i) => i.operationID === ids.rejected && i.status === 'rejected'));
+  await until(operations(distributor), distributor.apiKey, (items) =>
+    items.some((i) => i.operationID === ids.rejected && i.status === 'rejected'),
+  );
 });
 afterAll(async () => sys?.close());
 
@@ -86,7 +114,10 @@ describe('GET .../operations/{operationID} and .../payments/{operationID} (exten
       expect(r.body).toEqual(listed.find((item) => item.operationID === id));
       expect(r.headers.get('cache-control')).toBe('no-store');
       const etag = r.headers.get('etag')!;
-      const again = await call(sys.baseUrl, 'GET', `${operations(distributor)}/${id}`, { apiKey: distributor.apiKey, headers: { 'if-none-match': etag } });
+      const again = await call(sys.baseUrl, 'GET', `${operations(distributor)}/${id}`, {
+        apiKey: distributor.apiKey,
+        headers: { 'if-none-match': etag },
+      });
       expect(again.status).toBe(304);
     }
   });
@@ -96,13 +127,21 @@ describe('GET .../operations/{operationID} and .../payments/{operationID} (exten
     const operation = await get(`${operations(merchant)}/${ids.toMerchant}`, merchant.apiKey);
     expect(operation.status).toBe(200);
     expect(operation.body).toEqual(listedOperations.find((item) => item.operationID === ids.toMerchant));
-    expect(operation.body).toMatchObject({ operationType: 'cash-in', merchantID: merchant.ref.id, distributorTo: distributor.ref.id });
+    expect(operation.body).toMatchObject({
+      operationType: 'cash-in',
+      merchantID: merchant.ref.id,
+      distributorTo: distributor.ref.id,
+    });
 
     const [listedPayment] = (await get(payments(merchant), merchant.apiKey)).body as any[];
     const payment = await get(`${payments(merchant)}/${ids.paymentWo}`, merchant.apiKey);
     expect(payment.status).toBe(200);
     expect(payment.body).toEqual(listedPayment);
-    expect(payment.body).toMatchObject({ operationID: ids.paymentWo, sourceOperationID: ids.payment, fromType: 'merchant' });
+    expect(payment.body).toMatchObject({
+      operationID: ids.paymentWo,
+      sourceOperationID: ids.payment,
+      fromType: 'merchant',
+    });
   });
 
   it("when a key asks under its own path for another party's item, then it is 404, the same as an id that does not exist", async () => {
@@ -117,7 +156,7 @@ describe('GET .../operations/{operationID} and .../payments/{operationID} (exten
     expectNotFound(await get(`${operations(otherMerchant)}/${ids.toMerchant}`, otherMerchant.apiKey));
   });
 
-  it("when the path names another party, then it is 403 as for the lists; without Read Transactions, 403; with a query parameter, 400", async () => {
+  it('when the path names another party, then it is 403 as for the lists; without Read Transactions, 403; with a query parameter, 400', async () => {
     const r = await get(`${operations(otherDistributor)}/${ids.others}`, distributor.apiKey);
     expect(r.status).toBe(403);
     expect(r.body.type).toBe('/problems/access-forbidden');
@@ -131,7 +170,8 @@ describe('status, createdFrom and createdTo on the lists (extensions)', () => {
   it('when a list is filtered by status, then only operations in that status come, newest first', async () => {
     const pending = (await get(`${operations(distributor)}?status=pending`, distributor.apiKey)).body as any[];
     expect(pending.map((i) => i.operationID)).toEqual([ids.toMerchant, ids.toPhone]);
-    const rejected = (await get(`${operations(distributor)}?status=rejected&limit=10`, distributor.apiKey)).body as any[];
+    const rejected = (await get(`${operations(distributor)}?status=rejected&limit=10`, distributor.apiKey))
+      .body as any[];
     expect(rejected.map((i) => i.operationID)).toEqual([ids.rejected]);
     expect((await get(`${operations(distributor)}?status=completed`, distributor.apiKey)).body).toEqual([]);
     const merchantPending = (await get(`${operations(merchant)}?status=pending`, merchant.apiKey)).body as any[];
@@ -141,20 +181,36 @@ describe('status, createdFrom and createdTo on the lists (extensions)', () => {
   it('when a list is filtered by creation time, then createdFrom is inclusive and createdTo exclusive, and a date means midnight UTC', async () => {
     const all = (await get(operations(distributor), distributor.apiKey)).body as any[];
     const first = all.find((i) => i.operationID === ids.toPhone);
-    const from = await get(`${operations(distributor)}?createdFrom=${encodeURIComponent(first.createdAt)}`, distributor.apiKey);
+    const from = await get(
+      `${operations(distributor)}?createdFrom=${encodeURIComponent(first.createdAt)}`,
+      distributor.apiKey,
+    );
     expect(from.body).toEqual(all.filter((i) => i.createdAt >= first.createdAt));
-    const to = await get(`${operations(distributor)}?createdTo=${encodeURIComponent(first.createdAt)}`, distributor.apiKey);
+    const to = await get(
+      `${operations(distributor)}?createdTo=${encodeURIComponent(first.createdAt)}`,
+      distributor.apiKey,
+    );
     expect(to.body).toEqual(all.filter((i) => i.createdAt < first.createdAt));
     // The same instant at another offset is the same bound.
     const inLagos = new Date(Date.parse(first.createdAt) + 3600_000).toISOString().replace('Z', '+01:00');
-    expect((await get(`${operations(distributor)}?createdFrom=${encodeURIComponent(inLagos)}`, distributor.apiKey)).body).toEqual(from.body);
+    expect(
+      (await get(`${operations(distributor)}?createdFrom=${encodeURIComponent(inLagos)}`, distributor.apiKey)).body,
+    ).toEqual(from.body);
     const today = first.createdAt.slice(0, 10);
     const tomorrow = new Date(Date.parse(today) + 86_400_000).toISOString().slice(0, 10);
-    expect((await get(`${operations(distributor)}?createdFrom=${today}&createdTo=${tomorrow}&status=pending`, distributor.apiKey)).body)
-      .toEqual(all.filter((i) => i.status === 'pending' && i.createdAt >= today && i.createdAt < tomorrow));
+    expect(
+      (
+        await get(
+          `${operations(distributor)}?createdFrom=${today}&createdTo=${tomorrow}&status=pending`,
+          distributor.apiKey,
+        )
+      ).body,
+    ).toEqual(all.filter((i) => i.status === 'pending' && i.createdAt >= today && i.createdAt < tomorrow));
     expect((await get(`${operations(distributor)}?createdFrom=${tomorrow}`, distributor.apiKey)).body).toEqual([]);
     const paid = (await get(payments(merchant), merchant.apiKey)).body as any[];
-    expect((await get(`${payments(merchant)}?createdFrom=${today}&createdTo=${tomorrow}`, merchant.apiKey)).body).toEqual(paid);
+    expect(
+      (await get(`${payments(merchant)}?createdFrom=${today}&createdTo=${tomorrow}`, merchant.apiKey)).body,
+    ).toEqual(paid);
     expect((await get(`${payments(merchant)}?createdTo=${today}`, merchant.apiKey)).body).toEqual([]);
   });
 

@@ -26,7 +26,8 @@ function holdingTheBalancesSeed() {
   const decorate = (store: ReadStore): ReadStore =>
     new Proxy(store, {
       get(target, property, receiver) {
-        if (property === 'getCheckpoint') return async (name: string) => (name === 'balances' && (await released), target.getCheckpoint(name));
+        if (property === 'getCheckpoint')
+          return async (name: string) => (name === 'balances' && (await released), target.getCheckpoint(name));
         const value = Reflect.get(target, property, receiver) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -42,7 +43,9 @@ describe('read freshness', () => {
   const seed = holdingTheBalancesSeed();
 
   beforeAll(async () => {
-    sys = await startTestSystem({ READ_MAX_LAG_EVENTS: String(MAX_LAG) }, undefined, ['write-api', 'read-api'], { decorateReadStore: seed.decorate });
+    sys = await startTestSystem({ READ_MAX_LAG_EVENTS: String(MAX_LAG) }, undefined, ['write-api', 'read-api'], {
+      decorateReadStore: seed.decorate,
+    });
     party = await sys.party('distributor');
     ({ apiKey } = await party.key());
   });
@@ -52,7 +55,11 @@ describe('read freshness', () => {
   const credits = (count: number) =>
     sys.system.stores.eventStore.append(
       streams.wallet(party.wallet),
-      Array.from({ length: count }, () => ({ type: 'WalletCredited', data: { wallet: party.wallet, operationID: `test_${randomUUID()}`, amount: '1' }, metadata: { actor: 'operator:test' } })),
+      Array.from({ length: count }, () => ({
+        type: 'WalletCredited',
+        data: { wallet: party.wallet, operationID: `test_${randomUUID()}`, amount: '1' },
+        metadata: { actor: 'operator:test' },
+      })),
       'any',
     );
 
@@ -81,7 +88,11 @@ describe('read freshness', () => {
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(response.body).toMatchObject({ type: '/problems/service-unavailable', status: 503, detail: expect.stringContaining('balances read model has not been built') });
+    expect(response.body).toMatchObject({
+      type: '/problems/service-unavailable',
+      status: 503,
+      detail: expect.stringContaining('balances read model has not been built'),
+    });
   });
 
   it('given the view seeded from a store whose model was never built, when a balance is read, then it answers 200 with the balance of the history (the view folds it)', async () => {

@@ -15,9 +15,11 @@ describe('docs/integrating.md', () => {
     expect(read('README.md')).toContain('(docs/integrating.md)');
   });
 
-  it('when the guide states a default or a bound, then it is the code\'s', () => {
+  it("when the guide states a default or a bound, then it is the code's", () => {
     expect(guide).toContain(`\`limit\` (1 to ${MAX_LIMIT}, default ${DEFAULT_LIMIT})`);
-    expect(guide).toContain(`at most \`READ_YOUR_WRITES_TIMEOUT_MS\`, ${defaults.READ_YOUR_WRITES_TIMEOUT_MS / 1000} s by default`);
+    expect(guide).toContain(
+      `at most \`READ_YOUR_WRITES_TIMEOUT_MS\`, ${defaults.READ_YOUR_WRITES_TIMEOUT_MS / 1000} s by default`,
+    );
     expect(guide).toContain(`(default ${defaults.API_KEY_RATE_LIMIT}, bursts of ${defaults.API_KEY_RATE_BURST})`);
     expect(guide).toContain(`\`ASSET_SCALE\` places (${defaults.ASSET_SCALE} by default)`);
     expect(guide).toContain(`(\`CREATE_DEADLINE_MS\`, ${defaults.CREATE_DEADLINE_MS / 1000} s by default`);
@@ -41,7 +43,9 @@ describe('docs/integrating.md', () => {
 
 describe('docs/api-contract.md', () => {
   const contract = read('docs/api-contract.md');
-  const document = JSON.parse(read('openapi.json')) as { paths: Record<string, Record<string, { parameters: Array<{ name: string; in: string }> }>> };
+  const document = JSON.parse(read('openapi.json')) as {
+    paths: Record<string, Record<string, { parameters: Array<{ name: string; in: string }> }>>;
+  };
 
   it('when the README names the API contract, then it is this file in the repository, never a file outside it', () => {
     const readme = read('README.md');
@@ -55,7 +59,8 @@ describe('docs/api-contract.md', () => {
       if (!path.startsWith('/api/v1/') || path.endsWith('openapi.json') || path.endsWith('/docs')) continue;
       for (const [method, operation] of Object.entries(methods)) {
         expect(contract, `${method} ${path}`).toContain(`${method.toUpperCase()} ${path}`);
-        for (const parameter of operation.parameters.filter((p) => p.in === 'query')) expect(contract, `${path} ?${parameter.name}`).toContain(`\`${parameter.name}\``);
+        for (const parameter of operation.parameters.filter((p) => p.in === 'query'))
+          expect(contract, `${path} ?${parameter.name}`).toContain(`\`${parameter.name}\``);
       }
     }
   });

@@ -1,8 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { renderDocsPage } from '../../src/read-api/docs-page.ts';
-import { buildOpenApiDocument, type JsonSchema, type OpenApiDocument, type OpenApiOperation } from '../../src/read-api/openapi.ts';
-import { listQuery, MAX_LIMIT, operationsQuery, parseQuery, paymentsQuery, responseSchemas } from '../../src/read-api/schemas.ts';
+import {
+  buildOpenApiDocument,
+  type JsonSchema,
+  type OpenApiDocument,
+  type OpenApiOperation,
+} from '../../src/read-api/openapi.ts';
+import {
+  listQuery,
+  MAX_LIMIT,
+  operationsQuery,
+  parseQuery,
+  paymentsQuery,
+  responseSchemas,
+} from '../../src/read-api/schemas.ts';
 import { PROBLEM_TYPES } from '../../src/http/problems.ts';
 import { WEBHOOK_EVENT_TYPES } from '../../src/domain/events.ts';
 import { parsePositiveAmount, positiveAmountPattern } from '../../src/domain/money.ts';
@@ -15,16 +27,22 @@ import { fileURLToPath } from 'node:url';
 
 const SCALE = 2;
 const COMMITTED = fileURLToPath(new URL('../../openapi.json', import.meta.url));
-const REGENERATE = 'openapi.json (at the repository root) is not what the server serves: regenerate it with `npm run openapi` and commit it';
+const REGENERATE =
+  'openapi.json (at the repository root) is not what the server serves: regenerate it with `npm run openapi` and commit it';
 const doc: OpenApiDocument = buildOpenApiDocument(SCALE);
 
 const operations = (): Array<{ path: string; method: string; operation: OpenApiOperation }> =>
-  Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, operation: operation! })));
+  Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, operation]) => ({ path, method, operation: operation! })),
+  );
 
 /** Follows a local $ref ("#/components/schemas/X") in the document. */
 function resolve(schema: JsonSchema): JsonSchema {
   if (typeof schema.$ref !== 'string') return schema;
-  const found = schema.$ref.replace(/^#\//, '').split('/').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], doc);
+  const found = schema.$ref
+    .replace(/^#\//, '')
+    .split('/')
+    .reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], doc);
   if (!found) throw new Error(`unresolved ${schema.$ref}`);
   return found as JsonSchema;
 }
@@ -70,16 +88,33 @@ describe('the OpenAPI document', () => {
   });
 
   it('requires the bearer API key on every operation, and every $ref resolves', () => {
-    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'wo_live_<keyID>.<secret>' });
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'wo_live_<keyID>.<secret>',
+    });
     for (const { operation } of operations()) expect(operation.security).toEqual([{ apiKey: [] }]);
     for (const target of allRefs(doc)) expect(() => resolve({ $ref: target }), target).not.toThrow();
   });
 
   it('names every status the server answers: 200, 400, 401, 403, 404, 409, 413, 422 for POST, 200, 304, 400, 401, 403 for GET (and 404 for one item), and 408, 429, 431, 500 and 503 for all; every problem example carries a request id', () => {
     for (const { method, path, operation } of operations()) {
-      const expected = method === 'post'
-        ? ['200', '400', '401', '403', '404', '408', '409', '413', '422', '429', '431', '500', '503']
-        : ['200', '304', '400', '401', '403', ...(path.endsWith('{operationID}') ? ['404'] : []), '408', '429', '431', '500', '503'];
+      const expected =
+        method === 'post'
+          ? ['200', '400', '401', '403', '404', '408', '409', '413', '422', '429', '431', '500', '503']
+          : [
+              '200',
+              '304',
+              '400',
+              '401',
+              '403',
+              ...(path.endsWith('{operationID}') ? ['404'] : []),
+              '408',
+              '429',
+              '431',
+              '500',
+              '503',
+            ];
       expect(Object.keys(operation.responses).sort()).toEqual(expected);
       for (const [status, response] of Object.entries(operation.responses)) {
         expect(response.description, `${operation.operationId} ${status}`).toBeTruthy();
@@ -94,44 +129,78 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('gives the POST 403 an example of each problem type of the contract, and the distributors\' of the cash-out consent extension', () => {
+  it("gives the POST 403 an example of each problem type of the contract, and the distributors' of the cash-out consent extension", () => {
     for (const { path, method, operation } of operations()) {
       if (method !== 'post') continue;
-      const types = Object.values(operation.responses['403']!.content!['application/problem+json']!.examples!).map((e) => (e.value as { type: string }).type);
+      const types = Object.values(operation.responses['403']!.content!['application/problem+json']!.examples!).map(
+        (e) => (e.value as { type: string }).type,
+      );
       const extension = path.startsWith('/api/v1/distributors/') ? ['/problems/cash-out-not-authorized'] : [];
-      expect(new Set(types)).toEqual(new Set(['/problems/access-forbidden', '/problems/transaction-limit-exceeded', '/problems/daily-volume-exceeded', '/problems/insufficient-balance', ...extension]));
+      expect(new Set(types)).toEqual(
+        new Set([
+          '/problems/access-forbidden',
+          '/problems/transaction-limit-exceeded',
+          '/problems/daily-volume-exceeded',
+          '/problems/insufficient-balance',
+          ...extension,
+        ]),
+      );
     }
   });
 
   it('describes authorizationCode on the cash-out-fulfillment body as an optional extension of the contract', () => {
-    const body = resolve(doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema);
-    const cashOut = (body.oneOf as JsonSchema[]).map(resolve).find((v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-out-fulfillment')!;
+    const body = resolve(
+      doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!
+        .schema,
+    );
+    const cashOut = (body.oneOf as JsonSchema[])
+      .map(resolve)
+      .find((v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-out-fulfillment')!;
     const field = (cashOut.properties as Record<string, JsonSchema>).authorizationCode!;
     expect(JSON.stringify(field)).toMatch(/Extension of the contract.*CASH_OUT_CONSENT=individual-code/);
     expect(cashOut.required).not.toContain('authorizationCode');
   });
 
   it('describes the cash-in body from the server schema: its fields, and no other field', () => {
-    const body = resolve(doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.schema);
+    const body = resolve(
+      doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!
+        .schema,
+    );
     const variants = (body.oneOf as JsonSchema[]).map(resolve);
-    const cashIn = variants.find((v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-in')!;
-    expect(Object.keys(cashIn.properties as object).sort()).toEqual(['amount', 'memo', 'merchantToShortCode', 'operationType', 'phoneTo']);
+    const cashIn = variants.find(
+      (v) => (v.properties as Record<string, JsonSchema>).operationType?.const === 'cash-in',
+    )!;
+    expect(Object.keys(cashIn.properties as object).sort()).toEqual([
+      'amount',
+      'memo',
+      'merchantToShortCode',
+      'operationType',
+      'phoneTo',
+    ]);
     expect(cashIn.additionalProperties).toBe(false);
     expect(cashIn.required).toEqual(['operationType', 'amount']);
-    expect(doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.parameters.map((p) => p.name)).toContain('Idempotency-Key');
+    expect(doc.paths['/api/v1/distributors/{distributorID}/operations']!.post!.parameters.map((p) => p.name)).toContain(
+      'Idempotency-Key',
+    );
   });
 
   it('has request examples that the server accepts', () => {
     const schemas = operationSchemas(SCALE);
     for (const partyType of ['distributor', 'merchant'] as const) {
-      const examples = doc.paths[`/api/v1/${partyType}s/{${partyType}ID}/operations`]!.post!.requestBody!.content['application/json']!.examples!;
+      const examples =
+        doc.paths[`/api/v1/${partyType}s/{${partyType}ID}/operations`]!.post!.requestBody!.content['application/json']!
+          .examples!;
       expect(Object.keys(examples).length).toBeGreaterThan(1);
-      for (const [name, example] of Object.entries(examples)) expect(parseCreateOperation(schemas, partyType, example.value), name).toMatchObject({ ok: true });
+      for (const [name, example] of Object.entries(examples))
+        expect(parseCreateOperation(schemas, partyType, example.value), name).toMatchObject({ ok: true });
     }
     for (const { operation } of operations()) {
-      const query = Object.fromEntries(operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, String(p.example)]));
+      const query = Object.fromEntries(
+        operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, String(p.example)]),
+      );
       const schema = operation.operationId === 'listMerchantPayments' ? paymentsQuery : operationsQuery;
-      if (Object.keys(query).length) expect(parseQuery(schema, query), operation.operationId).toMatchObject({ ok: true });
+      if (Object.keys(query).length)
+        expect(parseQuery(schema, query), operation.operationId).toMatchObject({ ok: true });
     }
   });
 
@@ -157,10 +226,13 @@ describe('the OpenAPI document', () => {
 
   it('shows amounts at the configured asset scale in its examples', () => {
     const zeroScale = buildOpenApiDocument(0);
-    const example = zeroScale.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content['application/json']!.examples!.cashInToIndividual!;
+    const example =
+      zeroScale.paths['/api/v1/distributors/{distributorID}/operations']!.post!.requestBody!.content[
+        'application/json'
+      ]!.examples!.cashInToIndividual!;
     expect(parseCreateOperation(operationSchemas(0), 'distributor', example.value)).toMatchObject({ ok: true });
   });
-  it('describes the Balance with the contract\'s balance and the documented extension fields available and held, all required strings', () => {
+  it("describes the Balance with the contract's balance and the documented extension fields available and held, all required strings", () => {
     const balance = resolve(doc.components.schemas.Balance as JsonSchema);
     expect(Object.keys(balance.properties as object).sort()).toEqual(['available', 'balance', 'held']);
     expect([...(balance.required as string[])].sort()).toEqual(['available', 'balance', 'held']);
@@ -171,24 +243,36 @@ describe('the OpenAPI document', () => {
     for (const path of ['/api/v1/distributors/{distributorID}/balance', '/api/v1/merchants/{merchantID}/balance']) {
       const get = doc.paths[path]!.get!;
       expect(get.description).toMatch(/extension fields/);
-      expect(get.responses['200']!.content!['application/json']!.examples!.example!.value).toEqual({ balance: '150.00', available: '120.00', held: '30.00' });
+      expect(get.responses['200']!.content!['application/json']!.examples!.example!.value).toEqual({
+        balance: '150.00',
+        available: '120.00',
+        held: '30.00',
+      });
     }
   });
 
   it('names the available amount in the insufficient-balance example, at the asset scale', () => {
-    const examples = doc.paths['/api/v1/merchants/{merchantID}/operations']!.post!.responses['403']!.content!['application/problem+json']!.examples!;
-    expect((examples.insufficientBalance!.value as { detail: string }).detail).toBe('the payer’s available balance of 120.00 does not cover the amount and its fee (150.00)');
+    const examples =
+      doc.paths['/api/v1/merchants/{merchantID}/operations']!.post!.responses['403']!.content![
+        'application/problem+json'
+      ]!.examples!;
+    expect((examples.insufficientBalance!.value as { detail: string }).detail).toBe(
+      'the payer’s available balance of 120.00 does not cover the amount and its fee (150.00)',
+    );
   });
 
   it('says on every GET that parameters starting with _ (cache busters) are ignored', () => {
     const gets = operations().filter(({ method }) => method === 'get');
     expect(gets).toHaveLength(8);
-    for (const { operation } of gets) expect(operation.responses['400']!.description, operation.operationId).toMatch(/starts with `_`.*ignored/);
+    for (const { operation } of gets)
+      expect(operation.responses['400']!.description, operation.operationId).toMatch(/starts with `_`.*ignored/);
   });
 
   it('types limit and offset as integers with their bounds and defaults', () => {
     for (const { operation } of operations()) {
-      const query = Object.fromEntries(operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.schema]));
+      const query = Object.fromEntries(
+        operation.parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.schema]),
+      );
       if (!query.limit) continue;
       expect(query.limit).toEqual({ type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: 100 });
       expect(query.offset).toMatchObject({ type: 'integer', minimum: 0, default: 0 });
@@ -199,11 +283,17 @@ describe('the OpenAPI document', () => {
     const variants = (name: string) => {
       const union = doc.components.schemas[name]!;
       const property = (union.discriminator as { propertyName: string }).propertyName;
-      return Object.fromEntries((union.oneOf as JsonSchema[]).map(resolve).map((v) => [(v.properties as Record<string, JsonSchema>)[property]!.const as string, v]));
+      return Object.fromEntries(
+        (union.oneOf as JsonSchema[])
+          .map(resolve)
+          .map((v) => [(v.properties as Record<string, JsonSchema>)[property]!.const as string, v]),
+      );
     };
     const distributor = variants('DistributorOperation');
     expect(Object.keys(distributor).sort()).toEqual(['cash-in', 'cash-out-fulfillment']);
-    expect(distributor['cash-out-fulfillment']!.required).toEqual(expect.arrayContaining(['phoneFrom', 'cashOutFulfillmentType', 'cashOutFulfillmentID']));
+    expect(distributor['cash-out-fulfillment']!.required).toEqual(
+      expect.arrayContaining(['phoneFrom', 'cashOutFulfillmentType', 'cashOutFulfillmentID']),
+    );
     expect(Object.keys(distributor['cash-in']!.properties as object)).not.toContain('phoneFrom');
     const merchant = variants('MerchantOperation');
     expect(merchant['cash-out']!.required).toEqual(expect.arrayContaining(['distributorTo', 'distributorName']));
@@ -212,7 +302,10 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(merchant['pay-individual']!.properties as object)).not.toContain('merchantTo');
     const payment = variants('Payment');
     expect(Object.keys(payment).sort()).toEqual(['distributor', 'individual', 'merchant']);
-    expect((payment.distributor!.properties as Record<string, JsonSchema>).type).toEqual({ type: 'string', const: 'cash-in' });
+    expect((payment.distributor!.properties as Record<string, JsonSchema>).type).toEqual({
+      type: 'string',
+      const: 'cash-in',
+    });
     for (const v of Object.values(payment)) expect(v.additionalProperties).toBe(false);
   });
 
@@ -221,18 +314,53 @@ describe('the OpenAPI document', () => {
     const properties = cashIn.properties as Record<string, JsonSchema>;
     expect(properties.amount!.pattern).toBe('^(0|[1-9][0-9]*)\\.[0-9]{2}$');
     expect(properties.createdAt!.format).toBe('date-time');
-    expect(buildOpenApiDocument(0).components.schemas.MerchantPayIndividualOperation!.properties).toMatchObject({ amount: { pattern: '^(0|[1-9][0-9]*)$' } });
+    expect(buildOpenApiDocument(0).components.schemas.MerchantPayIndividualOperation!.properties).toMatchObject({
+      amount: { pattern: '^(0|[1-9][0-9]*)$' },
+    });
   });
 
-  it.each([0, 2, 6])('when the asset scale is %i, then the request amount pattern accepts exactly what the server accepts', (scale) => {
-    const pattern = new RegExp(positiveAmountPattern(scale), 'u');
-    const inputs = ['1', '0', '00', '0.0', '0.01', '.5', '5.', '1.5', '1.50', '1.505', '10.000001', '007', '000.10', '-1', '+1', '1e3', ' 1', '1,5',
-      '123456789012345678', '1234567890123456789', '0001234567890123456789', '000123456789012345678', '1.1234567'];
-    for (const input of inputs) {
-      const accepted = (() => { try { parsePositiveAmount('amount', input, scale); return true; } catch { return false; } })();
-      expect(pattern.test(input), `${input} at scale ${scale}`).toBe(accepted);
-    }
-  });
+  it.each([0, 2, 6])(
+    'when the asset scale is %i, then the request amount pattern accepts exactly what the server accepts',
+    (scale) => {
+      const pattern = new RegExp(positiveAmountPattern(scale), 'u');
+      const inputs = [
+        '1',
+        '0',
+        '00',
+        '0.0',
+        '0.01',
+        '.5',
+        '5.',
+        '1.5',
+        '1.50',
+        '1.505',
+        '10.000001',
+        '007',
+        '000.10',
+        '-1',
+        '+1',
+        '1e3',
+        ' 1',
+        '1,5',
+        '123456789012345678',
+        '1234567890123456789',
+        '0001234567890123456789',
+        '000123456789012345678',
+        '1.1234567',
+      ];
+      for (const input of inputs) {
+        const accepted = (() => {
+          try {
+            parsePositiveAmount('amount', input, scale);
+            return true;
+          } catch {
+            return false;
+          }
+        })();
+        expect(pattern.test(input), `${input} at scale ${scale}`).toBe(accepted);
+      }
+    },
+  );
 
   it('lists every problem type the server answers with as the enum of Problem.type', () => {
     const problem = doc.components.schemas.Problem!;
@@ -249,19 +377,30 @@ describe('the OpenAPI document', () => {
   it('declares X-Request-Id (required), RateLimit and RateLimit-Policy on every response, and Retry-After on 429', () => {
     for (const { operation } of operations()) {
       for (const [status, response] of Object.entries(operation.responses)) {
-        expect(response.headers['X-Request-Id'], `${operation.operationId} ${status}`).toMatchObject({ required: true });
+        expect(response.headers['X-Request-Id'], `${operation.operationId} ${status}`).toMatchObject({
+          required: true,
+        });
         expect(Object.keys(response.headers)).toEqual(expect.arrayContaining(['RateLimit', 'RateLimit-Policy']));
       }
-      expect(operation.responses['429']!.headers['Retry-After']).toMatchObject({ required: true, schema: { type: 'integer' } });
+      expect(operation.responses['429']!.headers['Retry-After']).toMatchObject({
+        required: true,
+        schema: { type: 'integer' },
+      });
     }
   });
 
   it('has a webhooks section with a POST of each event type, its payload schema and the Standard Webhooks headers', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort());
     for (const [type, { post }] of Object.entries(doc.webhooks)) {
-      const body = resolve((post.requestBody as { content: Record<string, { schema: JsonSchema }> }).content['application/json']!.schema);
+      const body = resolve(
+        (post.requestBody as { content: Record<string, { schema: JsonSchema }> }).content['application/json']!.schema,
+      );
       expect((body.properties as Record<string, JsonSchema>).type).toEqual({ type: 'string', const: type });
-      expect((post.parameters as Array<{ name: string }>).map((p) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+      expect((post.parameters as Array<{ name: string }>).map((p) => p.name)).toEqual([
+        'webhook-id',
+        'webhook-timestamp',
+        'webhook-signature',
+      ]);
     }
   });
 
@@ -274,12 +413,29 @@ describe('the OpenAPI document', () => {
   it('describes the extension filters of the operation lists as query parameters: status as the contract statuses, the creation bounds as date-times', () => {
     for (const partyType of ['distributor', 'merchant'] as const) {
       const parameters = doc.paths[`/api/v1/${partyType}s/{${partyType}ID}/operations`]!.get!.parameters;
-      expect(parameters.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(['limit', 'offset', 'status', 'createdFrom', 'createdTo']);
-      expect(parameters.find((p) => p.name === 'status')!.schema).toMatchObject({ enum: ['pending', 'approved', 'rejected', 'completed', 'failed'] });
-      expect(parameters.find((p) => p.name === 'createdFrom')!.schema).toMatchObject({ type: 'string', format: 'date-time' });
+      expect(parameters.filter((p) => p.in === 'query').map((p) => p.name)).toEqual([
+        'limit',
+        'offset',
+        'status',
+        'createdFrom',
+        'createdTo',
+      ]);
+      expect(parameters.find((p) => p.name === 'status')!.schema).toMatchObject({
+        enum: ['pending', 'approved', 'rejected', 'completed', 'failed'],
+      });
+      expect(parameters.find((p) => p.name === 'createdFrom')!.schema).toMatchObject({
+        type: 'string',
+        format: 'date-time',
+      });
     }
     const payments = doc.paths['/api/v1/merchants/{merchantID}/payments']!.get!.parameters;
-    expect(payments.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(['limit', 'offset', 'search', 'createdFrom', 'createdTo']);
+    expect(payments.filter((p) => p.in === 'query').map((p) => p.name)).toEqual([
+      'limit',
+      'offset',
+      'search',
+      'createdFrom',
+      'createdTo',
+    ]);
   });
 });
 
@@ -292,18 +448,31 @@ describe('query parameters', () => {
   ])('when a cache buster %s=%s is sent, then every query schema ignores it', (name, value) => {
     expect(parseQuery(noQuery, { [name]: value })).toEqual({ ok: true, value: {} });
     expect(parseQuery(listQuery, { [name]: value, limit: '5' })).toEqual({ ok: true, value: { limit: 5, offset: 0 } });
-    expect(parseQuery(paymentsQuery, { [name]: [value, value], search: 'x' })).toEqual({ ok: true, value: { limit: 100, offset: 0, search: 'x' } });
+    expect(parseQuery(paymentsQuery, { [name]: [value, value], search: 'x' })).toEqual({
+      ok: true,
+      value: { limit: 100, offset: 0, search: 'x' },
+    });
   });
 
   it('when an unknown parameter does not start with _, then it is still refused, naming it', () => {
-    expect(parseQuery(noQuery, { limit: '1', cb: '1', _: '2' })).toMatchObject({ ok: false, errors: [{ field: 'limit' }, { field: 'cb' }] });
-    expect(parseQuery(listQuery, { limt: '5' })).toMatchObject({ ok: false, errors: [{ field: 'limt', detail: 'limt is not a query parameter of this endpoint' }] });
+    expect(parseQuery(noQuery, { limit: '1', cb: '1', _: '2' })).toMatchObject({
+      ok: false,
+      errors: [{ field: 'limit' }, { field: 'cb' }],
+    });
+    expect(parseQuery(listQuery, { limt: '5' })).toMatchObject({
+      ok: false,
+      errors: [{ field: 'limt', detail: 'limt is not a query parameter of this endpoint' }],
+    });
   });
 });
 
 describe('the docs page', () => {
   it('escapes the text of the document', () => {
-    const page = renderDocsPage({ openapi: '3.1.0', info: { title: '<script>alert(1)</script>', description: 'a & b "c"' }, paths: { '/x/{id}': { get: { operationId: '"><img src=x>', summary: '<b>' } } } });
+    const page = renderDocsPage({
+      openapi: '3.1.0',
+      info: { title: '<script>alert(1)</script>', description: 'a & b "c"' },
+      paths: { '/x/{id}': { get: { operationId: '"><img src=x>', summary: '<b>' } } },
+    });
     expect(page).not.toContain('<script>alert');
     expect(page).not.toContain('<img');
     expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');

@@ -45,10 +45,23 @@ export function rebuildEndToEnd(): void {
 
   /** Every document of every projection's collection, by id. */
   async function documents(): Promise<Record<string, unknown[]>> {
-    const entries = await Promise.all(PROJECTIONS.map(async (p) => [p.collection.name, await sys.system.stores.readStore.find(p.collection.name, { sort: [['id', 'asc']] })] as const));
+    const entries = await Promise.all(
+      PROJECTIONS.map(
+        async (p) =>
+          [
+            p.collection.name,
+            await sys.system.stores.readStore.find(p.collection.name, { sort: [['id', 'asc']] }),
+          ] as const,
+      ),
+    );
     return Object.fromEntries(entries);
   }
-  const checkpoints = async () => Object.fromEntries(await Promise.all(PROJECTIONS.map(async (p) => [p.name, await sys.system.stores.readStore.getCheckpoint(p.name)] as const)));
+  const checkpoints = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        PROJECTIONS.map(async (p) => [p.name, await sys.system.stores.readStore.getCheckpoint(p.name)] as const),
+      ),
+    );
 
   async function caughtUp(): Promise<void> {
     await waitFor(async () => {
@@ -60,27 +73,109 @@ export function rebuildEndToEnd(): void {
   // Seeding ----------------------------------------------------------------------------------------------------
   const base = Date.now() - 86_400_000;
   let seq = 0;
-  function operation(kind: 'cash-in-phone' | 'cash-in-merchant' | 'pay-merchant-out' | 'pay-individual' | 'pay-merchant-in' | 'individual-payment'): RequestedData {
+  function operation(
+    kind:
+      | 'cash-in-phone'
+      | 'cash-in-merchant'
+      | 'pay-merchant-out'
+      | 'pay-individual'
+      | 'pay-merchant-in'
+      | 'individual-payment',
+  ): RequestedData {
     const i = seq++;
     const phone = phones[i % phones.length]!;
     const common = {
-      operationID: newOperationID(), amount: `${10 + (i % 17)}.${String(i % 100).padStart(2, '0')}`, fee: '0.00', memo: i % 4 === 0 ? null : `Invoice ${i} rent`,
-      cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: new Date(base + i * 1000).toISOString(),
+      operationID: newOperationID(),
+      amount: `${10 + (i % 17)}.${String(i % 100).padStart(2, '0')}`,
+      fee: '0.00',
+      memo: i % 4 === 0 ? null : `Invoice ${i} rent`,
+      cashOutFulfillmentType: null,
+      cashOutFulfillmentID: null,
+      volumeDay: null,
+      createdAt: new Date(base + i * 1000).toISOString(),
     };
-    const m = (party: TestParty) => ({ kind: 'merchant' as const, id: party.ref.id, name: party.name, shortCode: party.shortCode });
+    const m = (party: TestParty) => ({
+      kind: 'merchant' as const,
+      id: party.ref.id,
+      name: party.name,
+      shortCode: party.shortCode,
+    });
     switch (kind) {
       case 'cash-in-phone':
-        return { ...common, operationType: 'cash-in', party: distributor.ref, keyID: null, payer: distributor.wallet, payee: { kind: 'individual', id: phone }, payerName: distributor.name, payerShortCode: distributor.shortCode, counterparty: { kind: 'individual', id: phone, name: 'Test Individual' } };
+        return {
+          ...common,
+          operationType: 'cash-in',
+          party: distributor.ref,
+          keyID: null,
+          payer: distributor.wallet,
+          payee: { kind: 'individual', id: phone },
+          payerName: distributor.name,
+          payerShortCode: distributor.shortCode,
+          counterparty: { kind: 'individual', id: phone, name: 'Test Individual' },
+        };
       case 'cash-in-merchant':
-        return { ...common, operationType: 'cash-in', party: distributor.ref, keyID: null, payer: distributor.wallet, payee: merchant.wallet, payerName: distributor.name, payerShortCode: distributor.shortCode, counterparty: m(merchant) };
+        return {
+          ...common,
+          operationType: 'cash-in',
+          party: distributor.ref,
+          keyID: null,
+          payer: distributor.wallet,
+          payee: merchant.wallet,
+          payerName: distributor.name,
+          payerShortCode: distributor.shortCode,
+          counterparty: m(merchant),
+        };
       case 'pay-merchant-out':
-        return { ...common, operationType: 'pay-merchant', fee: '0.50', party: merchant.ref, keyID: null, payer: merchant.wallet, payee: payer.wallet, payerName: merchant.name, payerShortCode: merchant.shortCode, counterparty: m(payer) };
+        return {
+          ...common,
+          operationType: 'pay-merchant',
+          fee: '0.50',
+          party: merchant.ref,
+          keyID: null,
+          payer: merchant.wallet,
+          payee: payer.wallet,
+          payerName: merchant.name,
+          payerShortCode: merchant.shortCode,
+          counterparty: m(payer),
+        };
       case 'pay-individual':
-        return { ...common, operationType: 'pay-individual', fee: '0.25', party: merchant.ref, keyID: null, payer: merchant.wallet, payee: { kind: 'individual', id: phone }, payerName: merchant.name, payerShortCode: merchant.shortCode, counterparty: { kind: 'individual', id: phone, name: 'Test Individual' } };
+        return {
+          ...common,
+          operationType: 'pay-individual',
+          fee: '0.25',
+          party: merchant.ref,
+          keyID: null,
+          payer: merchant.wallet,
+          payee: { kind: 'individual', id: phone },
+          payerName: merchant.name,
+          payerShortCode: merchant.shortCode,
+          counterparty: { kind: 'individual', id: phone, name: 'Test Individual' },
+        };
       case 'pay-merchant-in':
-        return { ...common, operationType: 'pay-merchant', fee: '0.50', party: payer.ref, keyID: null, payer: payer.wallet, payee: merchant.wallet, payerName: payer.name, payerShortCode: payer.shortCode, counterparty: m(merchant) };
+        return {
+          ...common,
+          operationType: 'pay-merchant',
+          fee: '0.50',
+          party: payer.ref,
+          keyID: null,
+          payer: payer.wallet,
+          payee: merchant.wallet,
+          payerName: payer.name,
+          payerShortCode: payer.shortCode,
+          counterparty: m(merchant),
+        };
       case 'individual-payment':
-        return { ...common, operationType: 'individual-payment', party: null, keyID: null, payer: { kind: 'individual', id: phone }, payee: merchant.wallet, payerName: 'Test Individual', payerShortCode: null, counterparty: m(merchant) };
+        return {
+          ...common,
+          operationType: 'individual-payment',
+          party: null,
+          keyID: null,
+          payer: { kind: 'individual', id: phone },
+          payee: merchant.wallet,
+          payerName: 'Test Individual',
+          payerShortCode: null,
+          counterparty: m(merchant),
+        };
     }
   }
 
@@ -88,17 +183,38 @@ export function rebuildEndToEnd(): void {
   async function reject(data: RequestedData): Promise<void> {
     const { operationID } = data;
     await store.appendMulti([
-      { stream: streams.operation(operationID), events: [{ type: 'OperationRejected', data: { operationID, rejectedBy: 'user-checker', reason: 'not ours', rejectedAt: new Date().toISOString() } }], expectedRevision: 0 },
-      ...releaseWrites(data, 'rejected', 2).map((w): StreamAppend => ({ stream: w.stream, events: w.events, expectedRevision: w.expectedRevision ?? 'any' })),
+      {
+        stream: streams.operation(operationID),
+        events: [
+          {
+            type: 'OperationRejected',
+            data: { operationID, rejectedBy: 'user-checker', reason: 'not ours', rejectedAt: new Date().toISOString() },
+          },
+        ],
+        expectedRevision: 0,
+      },
+      ...releaseWrites(data, 'rejected', 2).map((w): StreamAppend => ({
+        stream: w.stream,
+        events: w.events,
+        expectedRevision: w.expectedRevision ?? 'any',
+      })),
     ]);
   }
 
   /** A few hundred operations of every kind, in every state: pending, rejected, completed, failed, and approved (left to the executor). */
   async function seed(): Promise<{ all: RequestedData[]; completed: Set<string> }> {
-    const kinds = [['cash-in-phone', 80], ['cash-in-merchant', 50], ['pay-merchant-out', 40], ['pay-individual', 30], ['pay-merchant-in', 50], ['individual-payment', 50]] as const;
+    const kinds = [
+      ['cash-in-phone', 80],
+      ['cash-in-merchant', 50],
+      ['pay-merchant-out', 40],
+      ['pay-individual', 30],
+      ['pay-merchant-in', 50],
+      ['individual-payment', 50],
+    ] as const;
     const all = kinds.flatMap(([kind, count]) => Array.from({ length: count }, () => operation(kind)));
     // One append per operation, as the write side does; they go in concurrently and are group-committed.
-    for (let i = 0; i < all.length; i += 50) await Promise.all(all.slice(i, i + 50).map((data) => store.appendMulti(requestAppends(data))));
+    for (let i = 0; i < all.length; i += 50)
+      await Promise.all(all.slice(i, i + 50).map((data) => store.appendMulti(requestAppends(data))));
     const approved: string[] = [];
     await Promise.all(
       all.map(async (data, i) => {
@@ -112,7 +228,20 @@ export function rebuildEndToEnd(): void {
             return failOperation(store, data.operationID, `ledger refused #${i}`);
           case 4:
             approved.push(data.operationID);
-            return store.append(streams.operation(data.operationID), [{ type: 'OperationApproved', data: { operationID: data.operationID, approvedBy: 'user-checker', approvedAt: new Date().toISOString() } }], 0);
+            return store.append(
+              streams.operation(data.operationID),
+              [
+                {
+                  type: 'OperationApproved',
+                  data: {
+                    operationID: data.operationID,
+                    approvedBy: 'user-checker',
+                    approvedAt: new Date().toISOString(),
+                  },
+                },
+              ],
+              0,
+            );
           default:
             return undefined; // pending
         }
@@ -120,10 +249,15 @@ export function rebuildEndToEnd(): void {
     );
     // The executor settles the approved ones (the ledger holds no funds for these payers: they fail).
     await waitFor(async () => {
-      const last = await Promise.all(approved.map(async (id) => (await store.readStream(streams.operation(id))).at(-1)?.type));
+      const last = await Promise.all(
+        approved.map(async (id) => (await store.readStream(streams.operation(id))).at(-1)?.type),
+      );
       return last.every((type) => type === 'OperationCompleted' || type === 'OperationFailed');
     }, 15_000);
-    return { all, completed: new Set(all.filter((_, i) => i % 6 === 2 || i % 6 === 5).map((data) => data.operationID)) };
+    return {
+      all,
+      completed: new Set(all.filter((_, i) => i % 6 === 2 || i % 6 === 5).map((data) => data.operationID)),
+    };
   }
 
   beforeAll(async () => {
@@ -144,8 +278,18 @@ export function rebuildEndToEnd(): void {
     seeded = await seed();
     // Every read model has something to rebuild: a webhook endpoint, registered and approved.
     const webhooks = { ...sys.backOffice, secretsKey: Buffer.alloc(32, 7), allowInsecureLocalhost: false };
-    const { endpointID } = await requestWebhookEndpoint(webhooks, await findUserByEmail(sys.backOffice, merchant.makerEmail), { url: 'https://shop.example/hooks', eventTypes: 'payment.received' }, 'seed');
-    await approveWebhookEndpoint(webhooks, await findUserByEmail(sys.backOffice, merchant.checkerEmail), endpointID, 'seed');
+    const { endpointID } = await requestWebhookEndpoint(
+      webhooks,
+      await findUserByEmail(sys.backOffice, merchant.makerEmail),
+      { url: 'https://shop.example/hooks', eventTypes: 'payment.received' },
+      'seed',
+    );
+    await approveWebhookEndpoint(
+      webhooks,
+      await findUserByEmail(sys.backOffice, merchant.checkerEmail),
+      endpointID,
+      'seed',
+    );
     await caughtUp();
 
     const d = `/api/v1/distributors/${distributor.ref.id}`;
@@ -172,15 +316,20 @@ export function rebuildEndToEnd(): void {
 
     it('given the seeded models, then every list holds what was seeded (the snapshot is worth comparing)', async () => {
       const { all, completed } = seeded;
-      const received = all.filter((o) => o.payee.kind === 'merchant' && o.payee.id === merchant.ref.id && o.operationType !== 'pay-individual');
+      const received = all.filter(
+        (o) => o.payee.kind === 'merchant' && o.payee.id === merchant.ref.id && o.operationType !== 'pay-individual',
+      );
       const length = (name: string) => (snapshot.get(name) as unknown[]).length;
       expect(length('distributor operations')).toBe(all.filter((o) => o.party?.id === distributor.ref.id).length);
       expect(length('distributor operations, page 2')).toBe(25);
       expect(length('merchant operations')).toBe(
-        all.filter((o) => o.party?.id === merchant.ref.id).length + received.filter((o) => o.operationType === 'cash-in').length, // received cash-ins listed from their request (issue 18)
+        all.filter((o) => o.party?.id === merchant.ref.id).length +
+          received.filter((o) => o.operationType === 'cash-in').length, // received cash-ins listed from their request (issue 18)
       );
       expect(length('merchant payments')).toBe(received.filter((o) => completed.has(o.operationID)).length);
-      expect(length('merchant payments, search')).toBe(received.filter((o) => completed.has(o.operationID) && o.memo !== null).length);
+      expect(length('merchant payments, search')).toBe(
+        received.filter((o) => completed.has(o.operationID) && o.memo !== null).length,
+      );
       expect(length('merchant payments')).toBeGreaterThan(40);
       expect((snapshot.get('distributor balance') as { balance: string }).balance).not.toBe('1000000.00');
       before = await documents();
@@ -190,18 +339,25 @@ export function rebuildEndToEnd(): void {
 
     it('when an operator rebuilds every projection in another process, then every response during the rebuild is the whole model as before, and so are the documents after', async () => {
       let finished = false;
-      const rebuild = runCliProcess(['projections', 'rebuild', '--json', '--data-dir', sys.config.DATA_DIR]).finally(() => (finished = true));
+      const rebuild = runCliProcess(['projections', 'rebuild', '--json', '--data-dir', sys.config.DATA_DIR]).finally(
+        () => (finished = true),
+      );
       const mismatches: string[] = [];
       let rounds = 0;
       let roundsDuringReplay = 0;
       while (!finished) {
-        const replayingNow = async () => (await Promise.all(PROJECTIONS.map((p) => sys.system.stores.readStore.getCheckpoint(`${p.name}__rebuild`)))).some((c) => c !== null);
+        const replayingNow = async () =>
+          (
+            await Promise.all(PROJECTIONS.map((p) => sys.system.stores.readStore.getCheckpoint(`${p.name}__rebuild`)))
+          ).some((c) => c !== null);
         // Looked at before and after the round's reads: on a busy machine one round may span the whole replay.
         let replaying = await replayingNow();
         for (const [name, r] of await readAll()) {
           if (r.status !== 200) mismatches.push(`${name}: status ${r.status}`);
           else if (!isEqual(r.body, snapshot.get(name))) {
-            mismatches.push(`${name}: ${Array.isArray(r.body) ? `${r.body.length} items` : JSON.stringify(r.body)} instead of ${describeBody(snapshot.get(name))}`);
+            mismatches.push(
+              `${name}: ${Array.isArray(r.body) ? `${r.body.length} items` : JSON.stringify(r.body)} instead of ${describeBody(snapshot.get(name))}`,
+            );
           }
         }
         rounds++;
@@ -210,7 +366,13 @@ export function rebuildEndToEnd(): void {
       }
       const result = await rebuild;
       expect(result.code, result.stderr).toBe(0);
-      const rebuilt = JSON.parse(result.stdout) as Array<{ projection: string; events: number; position: number; seconds: number; eventsPerSecond: number }>;
+      const rebuilt = JSON.parse(result.stdout) as Array<{
+        projection: string;
+        events: number;
+        position: number;
+        seconds: number;
+        eventsPerSecond: number;
+      }>;
       expect(rebuilt.map((r) => r.projection).sort()).toEqual(NAMES);
       for (const r of rebuilt) {
         expect(r.events, r.projection).toBeGreaterThan(0);
@@ -228,13 +390,19 @@ export function rebuildEndToEnd(): void {
         expect(after[name], name).toEqual(before[name]);
       }
       expect(await checkpoints()).toEqual(checkpointsBefore);
-      for (const projection of PROJECTIONS) expect(await sys.system.stores.readStore.getCheckpoint(`${projection.name}__rebuild`)).toBeNull();
+      for (const projection of PROJECTIONS)
+        expect(await sys.system.stores.readStore.getCheckpoint(`${projection.name}__rebuild`)).toBeNull();
     });
 
     it('when operations are created and completed after the swap, then the live runners list them and move the balances', async () => {
       const created = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
         apiKey: distributor.apiKey,
-        body: { operationType: 'cash-in', amount: '123.45', merchantToShortCode: merchant.shortCode, memo: 'after the rebuild' },
+        body: {
+          operationType: 'cash-in',
+          amount: '123.45',
+          merchantToShortCode: merchant.shortCode,
+          memo: 'after the rebuild',
+        },
       });
       expect(created.status, JSON.stringify(created.body)).toBe(200);
       const id = created.body.operationID as string;
@@ -243,27 +411,60 @@ export function rebuildEndToEnd(): void {
       await waitFor(async () => (await get(`${d}/operations?limit=1`, distributor.apiKey)).body[0]?.operationID === id);
 
       const done = await completeOperation(store, id);
-      await waitFor(async () => (await get(`${m}/payments?limit=1`, merchant.apiKey)).body[0]?.operationID === done.walletOperationID);
-      await waitFor(async () => (await get(`${m}/operations?limit=1000`, merchant.apiKey)).body.some((o: { operationID: string; status: string }) => o.operationID === id && o.status === 'completed'));
+      await waitFor(
+        async () =>
+          (await get(`${m}/payments?limit=1`, merchant.apiKey)).body[0]?.operationID === done.walletOperationID,
+      );
+      await waitFor(async () =>
+        (await get(`${m}/operations?limit=1000`, merchant.apiKey)).body.some(
+          (o: { operationID: string; status: string }) => o.operationID === id && o.status === 'completed',
+        ),
+      );
       const balanceBefore = Number((snapshot.get('merchant balance') as { balance: string }).balance);
-      await waitFor(async () => (await get(`${m}/balance`, merchant.apiKey)).body.balance === (balanceBefore + 123.45).toFixed(2));
+      await waitFor(
+        async () => (await get(`${m}/balance`, merchant.apiKey)).body.balance === (balanceBefore + 123.45).toFixed(2),
+      );
     });
 
     it('when the status is asked once caught up, then every projection reports its position and a lag of 0, and the running process its consumers', async () => {
       await caughtUp();
       const head = await store.headPosition();
-      type Status = { checkpoints: Array<{ projection: string; position: number | null; head: number; lagEvents: number; lagSeconds: number }>; server: { url: string; consumers?: Array<{ name: string; state: string }> } };
-      const { checkpoints: rows, server } = await runCliJson<Status>(['projections', 'status', '--server', sys.baseUrl, '--data-dir', sys.config.DATA_DIR]);
+      type Status = {
+        checkpoints: Array<{
+          projection: string;
+          position: number | null;
+          head: number;
+          lagEvents: number;
+          lagSeconds: number;
+        }>;
+        server: { url: string; consumers?: Array<{ name: string; state: string }> };
+      };
+      const { checkpoints: rows, server } = await runCliJson<Status>([
+        'projections',
+        'status',
+        '--server',
+        sys.baseUrl,
+        '--data-dir',
+        sys.config.DATA_DIR,
+      ]);
       const status = rows.filter((s) => s.projection !== 'executor' && s.projection !== 'key-revocations');
       expect(status.map((s) => s.projection).sort()).toEqual(NAMES);
       const current = await checkpoints();
       for (const s of status) {
-        expect(s).toEqual({ projection: s.projection, position: current[s.projection], head, lagEvents: 0, lagSeconds: 0 });
+        expect(s).toEqual({
+          projection: s.projection,
+          position: current[s.projection],
+          head,
+          lagEvents: 0,
+          lagSeconds: 0,
+        });
         expect(s.position).toEqual(expect.any(Number));
       }
       expect(rows.map((s) => s.projection)).toEqual(expect.arrayContaining(['executor', 'key-revocations']));
       const names = server.consumers!.map((c) => c.name);
-      expect(names).toEqual(expect.arrayContaining(['api-key-directory', 'sealer', ...NAMES.map((name) => `projection:${name}`)]));
+      expect(names).toEqual(
+        expect.arrayContaining(['api-key-directory', 'sealer', ...NAMES.map((name) => `projection:${name}`)]),
+      );
       for (const consumer of server.consumers!) expect(consumer.state, consumer.name).toBe('running');
     });
   });

@@ -33,7 +33,10 @@ describe('reads through a replica (withReplicaReads)', () => {
 
   /** A projection's commit: the document and the model's checkpoint, on one store. */
   const project = (store: ReadStore, position: number, value: string) =>
-    store.commit([{ op: 'upsert', collection: MODEL.collection.name, doc: { id: 'a', value } }], { projection: MODEL.name, position });
+    store.commit([{ op: 'upsert', collection: MODEL.collection.name, doc: { id: 'a', value } }], {
+      projection: MODEL.name,
+      position,
+    });
   const reads = (waitMs: number) => withReplicaReads({ primary, replica, models: [MODEL], waitMs });
 
   it('given a replica as far as the primary, when a model is read, then the replica answers', async () => {

@@ -20,9 +20,67 @@ function random(seed: number): () => number {
   };
 }
 
-const SPECIAL_CHARACTERS = ['"', '\\', '\n', '\u0000', '\u001f', '\u007f', 'é', 'ß', '中', '\u2028', '😀', '\ud800', '\udfff', '\ud83d', '/', ' ', 'A', 'z', '0', '~'];
-const KEYS = ['a', 'b', 'id', 'amount', 'Amount', '_x', 'z', '0', '1', '10', '9', '-1', 'é', 'e\u0301', '😀', '', ' ', 'hash', 'previousHash', '"q"', 'toJSON_not'];
-const NUMBERS = [0, -0, 1, -1, 0.1, 1e21, 1e-7, 5e-324, Number.MAX_SAFE_INTEGER, -Number.MAX_VALUE, 1250.5, NaN, Infinity, -Infinity];
+const SPECIAL_CHARACTERS = [
+  '"',
+  '\\',
+  '\n',
+  '\u0000',
+  '\u001f',
+  '\u007f',
+  'é',
+  'ß',
+  '中',
+  '\u2028',
+  '😀',
+  '\ud800',
+  '\udfff',
+  '\ud83d',
+  '/',
+  ' ',
+  'A',
+  'z',
+  '0',
+  '~',
+];
+const KEYS = [
+  'a',
+  'b',
+  'id',
+  'amount',
+  'Amount',
+  '_x',
+  'z',
+  '0',
+  '1',
+  '10',
+  '9',
+  '-1',
+  'é',
+  'e\u0301',
+  '😀',
+  '',
+  ' ',
+  'hash',
+  'previousHash',
+  '"q"',
+  'toJSON_not',
+];
+const NUMBERS = [
+  0,
+  -0,
+  1,
+  -1,
+  0.1,
+  1e21,
+  1e-7,
+  5e-324,
+  Number.MAX_SAFE_INTEGER,
+  -Number.MAX_VALUE,
+  1250.5,
+  NaN,
+  Infinity,
+  -Infinity,
+];
 
 function generator(seed: number) {
   const next = random(seed);
@@ -30,7 +88,8 @@ function generator(seed: number) {
   const string = (): string => {
     const length = Math.floor(next() * 12);
     let out = '';
-    for (let i = 0; i < length; i++) out += next() < 0.5 ? pick(SPECIAL_CHARACTERS) : String.fromCharCode(32 + Math.floor(next() * 95));
+    for (let i = 0; i < length; i++)
+      out += next() < 0.5 ? pick(SPECIAL_CHARACTERS) : String.fromCharCode(32 + Math.floor(next() * 95));
     return out;
   };
   const key = (): string => (next() < 0.7 ? pick(KEYS) : string());
@@ -38,8 +97,16 @@ function generator(seed: number) {
     const roll = next();
     if (depth > 3 || roll < 0.35) {
       return pick<() => unknown>([
-        string, string, () => pick(NUMBERS), () => Math.floor(next() * 2 ** 40) / 100, () => next() < 0.5, () => null,
-        () => undefined, () => () => 1, () => Symbol('s'), () => new Date(Math.floor(next() * 2e12)),
+        string,
+        string,
+        () => pick(NUMBERS),
+        () => Math.floor(next() * 2 ** 40) / 100,
+        () => next() < 0.5,
+        () => null,
+        () => undefined,
+        () => () => 1,
+        () => Symbol('s'),
+        () => new Date(Math.floor(next() * 2e12)),
       ])();
     }
     if (roll < 0.55) return Array.from({ length: Math.floor(next() * 5) }, () => value(depth + 1));
@@ -107,17 +174,39 @@ describe('canonicalJson', () => {
       // What a store reads back writes the same (the hash survives the round trip).
       expect(canonicalJson(JSON.parse(canonical))).toBe(canonical);
     }
-    expect(canonicalJson({ b: [undefined, 1], a: undefined, '10': 1, '9': 2, c: 'é"\n\ud800', d: -0, e: NaN })).toBe('{"10":1,"9":2,"b":[null,1],"c":"é\\"\\n\\ud800","d":0,"e":null}');
+    expect(canonicalJson({ b: [undefined, 1], a: undefined, '10': 1, '9': 2, c: 'é"\n\ud800', d: -0, e: NaN })).toBe(
+      '{"10":1,"9":2,"b":[null,1],"c":"é\\"\\n\\ud800","d":0,"e":null}',
+    );
   });
 
   it('when an event like those stored before is hashed, then its hash is the one pinned with the reference implementation', () => {
     const event = {
-      id: '00000000-0000-4000-8000-000000000001', stream: 'operation-op_1', revision: 3, type: 'OperationRequested',
+      id: '00000000-0000-4000-8000-000000000001',
+      stream: 'operation-op_1',
+      revision: 3,
+      type: 'OperationRequested',
       data: {
-        operationID: 'op_1', amount: '1250.50', payer: { kind: 'distributor', id: 'd-1' }, memo: 'loyer été 🏠 "quoted" \\ \n', n: -0, big: 1e21, small: 5e-324,
-        list: [1, null, { b: 2, a: 1 }], none: null, skipped: undefined, at: new Date('2026-11-23T07:00:00.000Z'), '10': 'ten', '9': 'nine',
+        operationID: 'op_1',
+        amount: '1250.50',
+        payer: { kind: 'distributor', id: 'd-1' },
+        memo: 'loyer été 🏠 "quoted" \\ \n',
+        n: -0,
+        big: 1e21,
+        small: 5e-324,
+        list: [1, null, { b: 2, a: 1 }],
+        none: null,
+        skipped: undefined,
+        at: new Date('2026-11-23T07:00:00.000Z'),
+        '10': 'ten',
+        '9': 'nine',
       },
-      metadata: { correlationId: 'c-1', actor: 'user:u-1', causationId: 'x', previousHash: 'ab'.repeat(32), hash: 'ignored' },
+      metadata: {
+        correlationId: 'c-1',
+        actor: 'user:u-1',
+        causationId: 'x',
+        previousHash: 'ab'.repeat(32),
+        hash: 'ignored',
+      },
     };
     expect(eventHash(event)).toBe('d0e11ecb20ec5c391364dcdeff34328f6c4335db1804cbf7bc0e58c254afc01d');
   });

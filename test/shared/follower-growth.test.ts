@@ -17,7 +17,10 @@ describe('a follower with commitEvery', () => {
   let eventStore: EventStore;
   let follower: Follower | undefined;
   const commits: number[] = [];
-  const recorded: CheckpointPolicy = { load: async () => null, commit: async (position) => void commits.push(position) };
+  const recorded: CheckpointPolicy = {
+    load: async () => null,
+    commit: async (position) => void commits.push(position),
+  };
 
   beforeEach(() => {
     dir = tempDir('follower-');
@@ -103,7 +106,8 @@ describe('a follower with a best-effort checkpoint', () => {
       supervision: { baseDelayMs: 5, maxDelayMs: 10 },
     });
     follower.start();
-    const append = async () => (await eventStore.append('s-1', [{ type: 'Seen', data: {}, metadata: { actor: 'test' } }], 'any')).position;
+    const append = async () =>
+      (await eventStore.append('s-1', [{ type: 'Seen', data: {}, metadata: { actor: 'test' } }], 'any')).position;
     const until = async (condition: () => boolean) => {
       for (const deadline = Date.now() + 5_000; !condition(); await new Promise((resolve) => setTimeout(resolve, 5))) {
         if (Date.now() > deadline) throw new Error('condition not met in time');

@@ -10,7 +10,14 @@ import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-sto
 import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store.ts';
 import type { EventStore, RecordedEvent } from '../../src/ports/event-store.ts';
 import type { ReadStore, Write } from '../../src/ports/read-store.ts';
-import { checkpointIn, exclusiveCheckpoint, Follower, Resubscribe, sharedCheckpoint, type FollowerOptions } from '../../src/shared/follower.ts';
+import {
+  checkpointIn,
+  exclusiveCheckpoint,
+  Follower,
+  Resubscribe,
+  sharedCheckpoint,
+  type FollowerOptions,
+} from '../../src/shared/follower.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
@@ -37,7 +44,8 @@ afterEach(async () => {
 
 async function append(count: number, type = 'Ticked'): Promise<number[]> {
   const positions: number[] = [];
-  for (let i = 0; i < count; i++) positions.push((await eventStore.append('ticks-1', [{ type, data: { i } }], 'any')).position);
+  for (let i = 0; i < count; i++)
+    positions.push((await eventStore.append('ticks-1', [{ type, data: { i } }], 'any')).position);
   return positions;
 }
 
@@ -80,7 +88,10 @@ describe('the follower', () => {
     const follower = follow({
       checkpoint: sharedCheckpoint(readStore, 'shared'),
       settledCommitMs: 10,
-      handle: async (batch, context) => batch.forEach((event) => context.settleLater(event.position, event.position === p2 ? slow.promise : Promise.resolve())),
+      handle: async (batch, context) =>
+        batch.forEach((event) =>
+          context.settleLater(event.position, event.position === p2 ? slow.promise : Promise.resolve()),
+        ),
     });
     await waitFor(() => follower.handledPosition === p1);
     await waitFor(async () => (await readStore.getCheckpoint('shared')) === p1);
@@ -166,20 +177,35 @@ describe('the follower', () => {
         return exclusive.commit(position, writes);
       },
     };
-    const toDocs = async (batch: RecordedEvent[]) => batch.map((event) => ({ op: 'upsert' as const, collection: 'seen', doc: { id: String(event.position) } }));
+    const toDocs = async (batch: RecordedEvent[]) =>
+      batch.map((event) => ({ op: 'upsert' as const, collection: 'seen', doc: { id: String(event.position) } }));
     // A backoff longer than the test: stop() comes while the failed session waits to be retried.
-    const first = new Follower({ name: 'lost', eventStore, logger: SILENT, supervision: { baseDelayMs: 60_000, maxDelayMs: 60_000 }, checkpoint: flaky, batchSize: 1, handle: toDocs });
+    const first = new Follower({
+      name: 'lost',
+      eventStore,
+      logger: SILENT,
+      supervision: { baseDelayMs: 60_000, maxDelayMs: 60_000 },
+      checkpoint: flaky,
+      batchSize: 1,
+      handle: toDocs,
+    });
     first.start();
     await waitFor(async () => (await readStore.getCheckpoint('lost')) === p1);
     failNext = true;
     const [p2] = await append(1);
     await waitFor(() => first.consumer.status().totalFailures === 1);
     await first.stop();
-    expect(await readStore.getCheckpoint('lost'), 'the checkpoint, after a batch whose writes were never committed').toBe(p1);
+    expect(
+      await readStore.getCheckpoint('lost'),
+      'the checkpoint, after a batch whose writes were never committed',
+    ).toBe(p1);
 
     follow({ checkpoint: exclusiveCheckpoint(readStore, 'lost'), handle: toDocs });
     await waitFor(async () => (await readStore.getCheckpoint('lost')) === p2);
-    expect((await readStore.find<{ id: string }>('seen')).map((doc) => Number(doc.id)).sort((a, b) => a - b)).toEqual([p1, p2]);
+    expect((await readStore.find<{ id: string }>('seen')).map((doc) => Number(doc.id)).sort((a, b) => a - b)).toEqual([
+      p1,
+      p2,
+    ]);
   });
 
   it('given at most two events waiting to settle, then the follower reads no more until one settles', async () => {
@@ -206,7 +232,12 @@ describe('the follower', () => {
 
   it('given a handler that writes nothing and commitEvery, then the checkpoint moves only once enough positions passed', async () => {
     const positions = await append(5);
-    follow({ checkpoint: exclusiveCheckpoint(readStore, 'sparse'), batchSize: 1, commitEvery: { positions: 3, ms: 60_000 }, handle: async () => [] });
+    follow({
+      checkpoint: exclusiveCheckpoint(readStore, 'sparse'),
+      batchSize: 1,
+      commitEvery: { positions: 3, ms: 60_000 },
+      handle: async () => [],
+    });
     await waitFor(async () => (await readStore.getCheckpoint('sparse')) === positions[2]);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await readStore.getCheckpoint('sparse')).toBe(positions[2]);
@@ -214,7 +245,11 @@ describe('the follower', () => {
 
   it('given a handler that writes nothing and commitEvery, when no batch comes after the last, then the held-back checkpoint is committed once its time has come', async () => {
     const positions = await append(2);
-    follow({ checkpoint: exclusiveCheckpoint(readStore, 'idle'), commitEvery: { positions: 1000, ms: 150 }, handle: async () => [] });
+    follow({
+      checkpoint: exclusiveCheckpoint(readStore, 'idle'),
+      commitEvery: { positions: 1000, ms: 150 },
+      handle: async () => [],
+    });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await readStore.getCheckpoint('idle')).toBeNull();
     await waitFor(async () => (await readStore.getCheckpoint('idle')) === positions[1], 2000);
@@ -222,7 +257,11 @@ describe('the follower', () => {
 
   it('given a checkpoint held back by commitEvery, when someone waits for it (read-your-writes), then it is committed at once', async () => {
     const positions = await append(2);
-    const follower = follow({ checkpoint: exclusiveCheckpoint(readStore, 'awaited'), commitEvery: { positions: 1000, ms: 60_000 }, handle: async () => [] });
+    const follower = follow({
+      checkpoint: exclusiveCheckpoint(readStore, 'awaited'),
+      commitEvery: { positions: 1000, ms: 60_000 },
+      handle: async () => [],
+    });
     await waitFor(() => follower.handledPosition === positions[1]);
     expect(await readStore.getCheckpoint('awaited')).toBeNull();
     expect(await follower.untilCommitted(positions[1]!, 2000)).toBe(true);

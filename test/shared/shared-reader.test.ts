@@ -7,7 +7,13 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
-import { EventStoreUnavailableError, type EventFilter, type EventStore, type RecordedEvent, type Subscription } from '../../src/ports/event-store.ts';
+import {
+  EventStoreUnavailableError,
+  type EventFilter,
+  type EventStore,
+  type RecordedEvent,
+  type Subscription,
+} from '../../src/ports/event-store.ts';
 import { checkpointIn, Follower } from '../../src/shared/follower.ts';
 import { withSharedReader, type SharedReaderOptions } from '../../src/shared/shared-reader.ts';
 import { waitFor } from '../support/system.ts';
@@ -125,7 +131,11 @@ describe('the shared reader', () => {
       { eventTypes: ['NeverHappened'] },
     ];
     const starts: Array<'start' | number> = ['start', 10, 'start', 25, 30];
-    const subscribers = filters.map((filter, i) => ({ filter, from: starts[i]!, seen: collect(store.subscribeToAll({ from: starts[i]!, ...(filter ? { filter } : {}) })) }));
+    const subscribers = filters.map((filter, i) => ({
+      filter,
+      from: starts[i]!,
+      seen: collect(store.subscribeToAll({ from: starts[i]!, ...(filter ? { filter } : {}) })),
+    }));
     await appendMixed(60);
     for (const { filter, from, seen } of subscribers) {
       const wanted = await expected(filter, from === 'start' ? 0 : from);
@@ -139,8 +149,8 @@ describe('the shared reader', () => {
   it('given subscribers following live, when events are appended, then none of them reads the store itself', async () => {
     await appendMixed(5);
     const store = shared();
-    const seen = [{ eventTypes: ['AHappened'] }, { eventTypes: ['BHappened'] }, { eventTypes: ['NeverHappened'] }].map((filter) =>
-      collect(store.subscribeToAll({ from: 5, filter })),
+    const seen = [{ eventTypes: ['AHappened'] }, { eventTypes: ['BHappened'] }, { eventTypes: ['NeverHappened'] }].map(
+      (filter) => collect(store.subscribeToAll({ from: 5, filter })),
     );
     await waitFor(() => calls.subscribeToAll === 1);
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -8,7 +8,13 @@
  * dependence on how fast the machine runs.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { describeError, SupervisedConsumer, type ConsumerLogger, type SessionContext, type SupervisedConsumerOptions } from '../../src/shared/supervised-consumer.ts';
+import {
+  describeError,
+  SupervisedConsumer,
+  type ConsumerLogger,
+  type SessionContext,
+  type SupervisedConsumerOptions,
+} from '../../src/shared/supervised-consumer.ts';
 
 const T0 = new Date('2030-01-01T00:00:00.000Z');
 
@@ -63,7 +69,10 @@ class TestSession {
 /** The consumer under test, its sessions in the order they started, and every call it made to its logger. */
 function supervised(options: Partial<Omit<SupervisedConsumerOptions, 'session' | 'logger'>> = {}) {
   const sessions: TestSession[] = [];
-  const logs = { info: [] as Array<{ object: Record<string, unknown>; message: string }>, warn: [] as Array<{ object: Record<string, unknown>; message: string }> };
+  const logs = {
+    info: [] as Array<{ object: Record<string, unknown>; message: string }>,
+    warn: [] as Array<{ object: Record<string, unknown>; message: string }>,
+  };
   const logger: ConsumerLogger = {
     info: (object, message) => logs.info.push({ object: object as Record<string, unknown>, message }),
     warn: (object, message) => logs.warn.push({ object: object as Record<string, unknown>, message }),
@@ -167,7 +176,10 @@ describe('SupervisedConsumer: restarting a failing session', () => {
     await settle();
 
     expect(logs.warn).toEqual([
-      { object: { consumer: 'test-consumer', err: error, failures: 1, position: null }, message: 'consumer failed; resubscribing from its checkpoint' },
+      {
+        object: { consumer: 'test-consumer', err: error, failures: 1, position: null },
+        message: 'consumer failed; resubscribing from its checkpoint',
+      },
     ]);
     expect(logs.info).toEqual([]);
     expect(consumer.status()).toMatchObject({
@@ -181,7 +193,10 @@ describe('SupervisedConsumer: restarting a failing session', () => {
     current().fail(new Error('subscription dropped'));
     await settle();
     expect(logs.warn).toHaveLength(2);
-    expect(logs.warn[1]).toMatchObject({ object: { consumer: 'test-consumer', failures: 2 }, message: 'consumer failed; resubscribing from its checkpoint' });
+    expect(logs.warn[1]).toMatchObject({
+      object: { consumer: 'test-consumer', failures: 2 },
+      message: 'consumer failed; resubscribing from its checkpoint',
+    });
     expect(consumer.status().lastError).toBe('subscription dropped');
   });
 
@@ -192,7 +207,12 @@ describe('SupervisedConsumer: restarting a failing session', () => {
     current().end();
     await settle();
 
-    expect(consumer.status()).toMatchObject({ state: 'retrying', consecutiveFailures: 1, totalFailures: 1, lastError: 'the subscription ended by itself' });
+    expect(consumer.status()).toMatchObject({
+      state: 'retrying',
+      consecutiveFailures: 1,
+      totalFailures: 1,
+      lastError: 'the subscription ended by itself',
+    });
     expect(logs.warn.map((entry) => entry.message)).toEqual(['consumer failed; resubscribing from its checkpoint']);
     await advance(50);
     expect(sessions).toHaveLength(2);
@@ -222,14 +242,26 @@ describe('SupervisedConsumer: recovering', () => {
     current().fail();
     await settle();
     await advance(100);
-    expect(consumer.status()).toMatchObject({ state: 'retrying', consecutiveFailures: 2, failingSince: T0.toISOString() });
+    expect(consumer.status()).toMatchObject({
+      state: 'retrying',
+      consecutiveFailures: 2,
+      failingSince: T0.toISOString(),
+    });
 
     // Where the session starts (its checkpoint, read back) proves nothing: that read may be all that works.
     current().progress(6);
     expect(consumer.status()).toMatchObject({ state: 'retrying', position: 6, consecutiveFailures: 2 });
     current().progress(7);
-    expect(consumer.status()).toMatchObject({ state: 'running', position: 7, failingSince: null, consecutiveFailures: 0, totalFailures: 2 });
-    expect(logs.info).toEqual([{ object: { consumer: 'test-consumer', failures: 2, downMs: 150 }, message: 'consumer recovered' }]);
+    expect(consumer.status()).toMatchObject({
+      state: 'running',
+      position: 7,
+      failingSince: null,
+      consecutiveFailures: 0,
+      totalFailures: 2,
+    });
+    expect(logs.info).toEqual([
+      { object: { consumer: 'test-consumer', failures: 2, downMs: 150 }, message: 'consumer recovered' },
+    ]);
 
     // More progress, and the session outliving stableAfterMs, recover nothing more.
     current().progress(8);
@@ -249,11 +281,15 @@ describe('SupervisedConsumer: recovering', () => {
       await settle();
       await advance(500);
     }
-    expect(consumer.status()).toMatchObject({ state: 'retrying', consecutiveFailures: 4, failingSince: T0.toISOString() });
+    expect(consumer.status()).toMatchObject({
+      state: 'retrying',
+      consecutiveFailures: 4,
+      failingSince: T0.toISOString(),
+    });
     expect(logs.info).toEqual([]);
   });
 
-  it('given a consumer retrying, when the new session\'s subscription says it caught up, then it is running at once; a late signal of an ended session changes nothing', async () => {
+  it("given a consumer retrying, when the new session's subscription says it caught up, then it is running at once; a late signal of an ended session changes nothing", async () => {
     const { consumer, logs, current } = supervised({ stableAfterMs: 60_000 });
     consumer.start();
     await settle();
@@ -283,8 +319,15 @@ describe('SupervisedConsumer: recovering', () => {
     expect(consumer.status().state).toBe('retrying');
     expect(logs.info).toEqual([]);
     await advance(1);
-    expect(consumer.status()).toMatchObject({ state: 'running', failingSince: null, consecutiveFailures: 0, totalFailures: 1 });
-    expect(logs.info).toEqual([{ object: { consumer: 'test-consumer', failures: 1, downMs: 1_050 }, message: 'consumer recovered' }]);
+    expect(consumer.status()).toMatchObject({
+      state: 'running',
+      failingSince: null,
+      consecutiveFailures: 0,
+      totalFailures: 1,
+    });
+    expect(logs.info).toEqual([
+      { object: { consumer: 'test-consumer', failures: 1, downMs: 1_050 }, message: 'consumer recovered' },
+    ]);
 
     await advance(10_000);
     expect(logs.info).toHaveLength(1);
@@ -310,7 +353,11 @@ describe('SupervisedConsumer: recovering', () => {
 
   it('when a failing session backs off longer than stableAfterMs, then the wait is not a stable session: the streak, its start and the growing backoff go on', async () => {
     // stableAfterMs (100) is shorter than every backoff here (500 to 4000 ms): only a session that runs that long has recovered.
-    const { consumer, sessions, logs, current } = supervised({ baseDelayMs: 1_000, maxDelayMs: 8_000, stableAfterMs: 100 });
+    const { consumer, sessions, logs, current } = supervised({
+      baseDelayMs: 1_000,
+      maxDelayMs: 8_000,
+      stableAfterMs: 100,
+    });
     consumer.start();
     await settle();
     const expectedDelays = [500, 1_000, 2_000, 4_000];
@@ -318,7 +365,11 @@ describe('SupervisedConsumer: recovering', () => {
       current().fail();
       await settle();
       await advance(delay - 1);
-      expect(consumer.status(), `after failure ${i + 1}`).toMatchObject({ state: 'retrying', failingSince: T0.toISOString(), consecutiveFailures: i + 1 });
+      expect(consumer.status(), `after failure ${i + 1}`).toMatchObject({
+        state: 'retrying',
+        failingSince: T0.toISOString(),
+        consecutiveFailures: i + 1,
+      });
       expect(sessions).toHaveLength(i + 1);
       await advance(1);
       expect(sessions).toHaveLength(i + 2);
@@ -360,7 +411,11 @@ describe('SupervisedConsumer: measuring how long it has been down', () => {
     await advance(1_000);
     current().fail();
     await settle();
-    expect(consumer.status()).toMatchObject({ failingSince: new Date(T0.getTime() + 1_160).toISOString(), consecutiveFailures: 1, totalFailures: 3 });
+    expect(consumer.status()).toMatchObject({
+      failingSince: new Date(T0.getTime() + 1_160).toISOString(),
+      consecutiveFailures: 1,
+      totalFailures: 3,
+    });
     await advance(25);
     expect(consumer.downForMs()).toBe(25);
   });
@@ -414,7 +469,13 @@ describe('SupervisedConsumer: stopping', () => {
     await stopping;
     expect(running.subscription.stopCalls).toBeGreaterThanOrEqual(1);
     expect(running.context.stopping()).toBe(true);
-    expect(consumer.status()).toMatchObject({ state: 'stopped', totalFailures: 0, failingSince: null, lastError: null, position: 5 });
+    expect(consumer.status()).toMatchObject({
+      state: 'stopped',
+      totalFailures: 0,
+      failingSince: null,
+      lastError: null,
+      position: 5,
+    });
     expect(logs.warn).toEqual([]);
     expect(vi.getTimerCount()).toBe(0);
     await advance(60_000);
@@ -457,7 +518,9 @@ describe('SupervisedConsumer: stopping', () => {
 
 describe('describeError', () => {
   it('when an error has causes, then its message is followed by theirs', () => {
-    const error = new Error('could not commit to the event store', { cause: new Error('SQLITE_BUSY: database is locked') });
+    const error = new Error('could not commit to the event store', {
+      cause: new Error('SQLITE_BUSY: database is locked'),
+    });
     expect(describeError(error)).toBe('could not commit to the event store: SQLITE_BUSY: database is locked');
     expect(describeError('a string')).toBe('a string');
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UnchangedWatch } from '../../src/shared/unchanged-watch.ts';
 
-describe('the unchanged watch (this process\'s monotonic clock)', () => {
+describe("the unchanged watch (this process's monotonic clock)", () => {
   const watchAt = (limit?: number) => {
     let now = 1_000;
     return { watch: new UnchangedWatch<number>(() => now, limit), advance: (ms: number) => (now += ms) };

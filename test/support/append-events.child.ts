@@ -13,7 +13,9 @@ const [target, countArg, writer] = process.argv.slice(2);
 if (!target || !countArg) throw new Error('usage: append-events.child.ts <file | postgres-url> <count> [writer]');
 const count = Number(countArg);
 const store: EventStore = /^postgres(ql)?:\/\//.test(target)
-  ? await (await import('../../src/adapters/postgres/postgres-event-store.ts')).openPostgresEventStore({
+  ? await (
+      await import('../../src/adapters/postgres/postgres-event-store.ts')
+    ).openPostgresEventStore({
       url: target,
       poolSize: 4,
       statementTimeoutMs: 30_000,
@@ -26,7 +28,11 @@ const streamPrefix = writer ? `${writer}-` : '';
 let next = 0;
 /** The next `size` events (fewer at the end), their seqs taken in order. */
 const take = (size: number): NewEvent[] =>
-  Array.from({ length: Math.min(size, count - next) }, () => ({ type: 'Seq', data: writer ? { seq: next++, writer } : { seq: next++ }, metadata: { actor: 'system:child' } }));
+  Array.from({ length: Math.min(size, count - next) }, () => ({
+    type: 'Seq',
+    data: writer ? { seq: next++, writer } : { seq: next++ },
+    metadata: { actor: 'system:child' },
+  }));
 
 for (let round = 0; next < count; round++) {
   // Short pauses spread the appends over time, so the subscriber under test reads while this process writes.
@@ -48,7 +54,8 @@ for (let round = 0; next < count; round++) {
     default: {
       // Several appends in flight at once: one group commit; queue order is commit order.
       const inFlight = [];
-      for (let i = 0; i < 4 && next < count; i++) inFlight.push(store.append(`${stream}-${i}`, take(Math.ceil(size / 4)), 'any'));
+      for (let i = 0; i < 4 && next < count; i++)
+        inFlight.push(store.append(`${stream}-${i}`, take(Math.ceil(size / 4)), 'any'));
       await Promise.all(inFlight);
     }
   }

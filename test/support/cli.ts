@@ -18,7 +18,8 @@ export interface CliResult {
  */
 function cliEnv(args: string[], env: Record<string, string>): Record<string, string | undefined> {
   const dataDir = args[args.indexOf('--data-dir') + 1];
-  const ledgerEnv = args.includes('--data-dir') && dataDir ? { ...knownLedgerEnv(dataDir), ...knownStoreEnv(dataDir) } : {};
+  const ledgerEnv =
+    args.includes('--data-dir') && dataDir ? { ...knownLedgerEnv(dataDir), ...knownStoreEnv(dataDir) } : {};
   return { ...process.env, ...ledgerEnv, ...env, LOG_LEVEL: 'silent' };
 }
 
@@ -49,12 +50,18 @@ export function runCliProcess(args: string[], env: Record<string, string> = {}):
 }
 
 /** Runs a `--json` command that must succeed and returns its one JSON value. */
-export async function runCliJson<T = Record<string, unknown>>(args: string[], env?: Record<string, string>): Promise<T> {
+export async function runCliJson<T = Record<string, unknown>>(
+  args: string[],
+  env?: Record<string, string>,
+): Promise<T> {
   return parseJson(args, await runCli([...args, '--json'], env));
 }
 
 /** runCliJson in a process of its own. */
-export async function runCliProcessJson<T = Record<string, unknown>>(args: string[], env?: Record<string, string>): Promise<T> {
+export async function runCliProcessJson<T = Record<string, unknown>>(
+  args: string[],
+  env?: Record<string, string>,
+): Promise<T> {
   return parseJson(args, await runCliProcess([...args, '--json'], env));
 }
 

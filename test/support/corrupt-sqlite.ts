@@ -21,7 +21,10 @@ export function tablePages(file: string, table: string): { pageSize: number; pag
   const db = new Database(file, { readonly: true });
   try {
     const pageSize = db.pragma('page_size', { simple: true }) as number;
-    const pages = (db.prepare("SELECT pageno FROM dbstat WHERE name = ? AND pagetype IN ('leaf', 'internal') ORDER BY pageno").pluck().all(table) as number[]);
+    const pages = db
+      .prepare("SELECT pageno FROM dbstat WHERE name = ? AND pagetype IN ('leaf', 'internal') ORDER BY pageno")
+      .pluck()
+      .all(table) as number[];
     return { pageSize, pages };
   } finally {
     db.close();

@@ -11,15 +11,26 @@ import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store
 const [file, countArg] = process.argv.slice(2);
 if (!file || !countArg) throw new Error('usage: counter-and-take.child.ts <file or postgres:// URL> <increments>');
 const store = /^postgres(ql)?:\/\//.test(file)
-  ? await openPostgresReadStore({ url: file, poolSize: 4, statementTimeoutMs: 10_000, applicationName: 'wallet-ops-test-child' })
+  ? await openPostgresReadStore({
+      url: file,
+      poolSize: 4,
+      statementTimeoutMs: 10_000,
+      applicationName: 'wallet-ops-test-child',
+    })
   : openSqliteReadStore({ file });
 await store.defineCollections([{ name: 'counters', indexes: [['expiresAt']] }, { name: 'held' }]);
 const now = Date.now();
 const counts: number[] = [];
 for (let done = 0; done < Number(countArg); done += 4) {
-  const batch = await Promise.all(Array.from({ length: 4 }, () => store.incrementCounter('counters', 'shared', { by: 1, now, expiresAt: now + 600_000 })));
+  const batch = await Promise.all(
+    Array.from({ length: 4 }, () =>
+      store.incrementCounter('counters', 'shared', { by: 1, now, expiresAt: now + 600_000 }),
+    ),
+  );
   counts.push(...batch.map((counter) => counter.count));
 }
-const taken = (await Promise.all(Array.from({ length: 20 }, (_, i) => store.take('held', `doc-${i}`)))).flatMap((doc) => (doc ? [doc.id] : []));
+const taken = (await Promise.all(Array.from({ length: 20 }, (_, i) => store.take('held', `doc-${i}`)))).flatMap(
+  (doc) => (doc ? [doc.id] : []),
+);
 await store.close();
 process.stdout.write(`${JSON.stringify({ counts, taken })}\n`);

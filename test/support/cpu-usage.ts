@@ -23,6 +23,9 @@ if (LOG) {
   afterAll(() => {
     const end = cpuSeconds();
     const file = expect.getState().testPath ?? 'unknown';
-    appendFileSync(LOG, `${JSON.stringify({ file, project: onPostgres() ? 'on-postgres' : onEvm() ? 'on-evm' : 'embedded', self: +(end.self - start.self).toFixed(2), children: +(end.children - start.children).toFixed(2) })}\n`);
+    appendFileSync(
+      LOG,
+      `${JSON.stringify({ file, project: onPostgres() ? 'on-postgres' : onEvm() ? 'on-evm' : 'embedded', self: +(end.self - start.self).toFixed(2), children: +(end.children - start.children).toFixed(2) })}\n`,
+    );
   });
 }

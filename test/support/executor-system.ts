@@ -4,11 +4,7 @@ import { knownLedgerEnv } from './test-ledger.ts';
 import { knownStoreEnv } from './test-stores.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildWalletOps, type Part, type WalletOps } from '../../src/wallet-ops.ts';
-import {
-  actingUser,
-  findUserByEmail,
-  userContext,
-} from '../../src/commands/back-office.ts';
+import { actingUser, findUserByEmail, userContext } from '../../src/commands/back-office.ts';
 import { issueFloat, type ChannelDeps } from '../../src/commands/channel-operations.ts';
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { operationState, type OperationState } from '../../src/commands/operations.ts';
@@ -19,7 +15,14 @@ import type { WalletRef } from '../../src/domain/events.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { runCliJson } from './cli.ts';
-import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem, type TestSystemOptions } from './system.ts';
+import {
+  startTestSystem,
+  waitFor,
+  WITHOUT_EXECUTOR,
+  type TestParty,
+  type TestSystem,
+  type TestSystemOptions,
+} from './system.ts';
 
 /**
  * Like startTestSystem (system.ts), with the parts chosen: typically everything but the executor, so that
@@ -37,7 +40,11 @@ export interface RunningExecutor {
   stop(): Promise<void>;
 }
 
-export async function startPartsSystem(env: Record<string, string> = {}, parts: readonly Part[] = WITHOUT_EXECUTOR, options: TestSystemOptions = {}): Promise<PartsTestSystem> {
+export async function startPartsSystem(
+  env: Record<string, string> = {},
+  parts: readonly Part[] = WITHOUT_EXECUTOR,
+  options: TestSystemOptions = {},
+): Promise<PartsTestSystem> {
   const sys = await startTestSystem(env, undefined, parts, options);
   const executors = new Set<RunningExecutor>();
   const { credit: _noCredit, close: closeSystem, ...rest } = sys;
@@ -45,7 +52,14 @@ export async function startPartsSystem(env: Record<string, string> = {}, parts: 
     ...rest,
     parts,
     async startExecutor(overrides = {}) {
-      const executorConfig = loadConfig({ LOG_LEVEL: 'silent', ...knownLedgerEnv(sys.config.DATA_DIR), ...knownStoreEnv(sys.config.DATA_DIR), ...env, DATA_DIR: sys.config.DATA_DIR, ...overrides });
+      const executorConfig = loadConfig({
+        LOG_LEVEL: 'silent',
+        ...knownLedgerEnv(sys.config.DATA_DIR),
+        ...knownStoreEnv(sys.config.DATA_DIR),
+        ...env,
+        DATA_DIR: sys.config.DATA_DIR,
+        ...overrides,
+      });
       const ops = await buildWalletOps(executorConfig, createLogger(executorConfig.LOG_LEVEL), undefined, ['executor']);
       let stopped = false;
       const running: RunningExecutor = {
@@ -79,24 +93,49 @@ export const channelDeps = (sys: Subject): ChannelDeps => ({
 
 /** Treasury issuance to a distributor's float: requested and approved at once; an executor carries it out. */
 export async function issue(sys: Subject, to: PartyRef, amount: string): Promise<string> {
-  return (await issueFloat(channelDeps(sys), { to, amount }, { actor: 'operator:test', correlationId: randomUUID() })).operationID;
+  return (await issueFloat(channelDeps(sys), { to, amount }, { actor: 'operator:test', correlationId: randomUUID() }))
+    .operationID;
 }
 
 /** A checker of the party approves, in this process (the back-office function the CLI calls). */
-export async function approve(sys: Pick<TestSystem, 'backOffice'>, party: Pick<TestParty, 'checkerEmail'>, operationID: string): Promise<void> {
+export async function approve(
+  sys: Pick<TestSystem, 'backOffice'>,
+  party: Pick<TestParty, 'checkerEmail'>,
+  operationID: string,
+): Promise<void> {
   const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
-  await decideOperation(sys.backOffice, actingUser(checker), operationID, { type: 'approve' }, userContext(checker, randomUUID()));
+  await decideOperation(
+    sys.backOffice,
+    actingUser(checker),
+    operationID,
+    { type: 'approve' },
+    userContext(checker, randomUUID()),
+  );
 }
 
 /** A checker of the party approves through the operator CLI (run in this process, test/support/cli.ts). */
-export async function approveViaCli(sys: Pick<TestSystem, 'config'>, party: Pick<TestParty, 'checkerEmail'>, operationID: string): Promise<void> {
-  const result = await runCliJson<{ operationID: string; state: string }>(['operation', 'approve', operationID, '--as', party.checkerEmail, '--data-dir', sys.config.DATA_DIR]);
-  if (result.state !== 'approved' || result.operationID !== operationID) throw new Error(`unexpected CLI answer ${JSON.stringify(result)}`);
+export async function approveViaCli(
+  sys: Pick<TestSystem, 'config'>,
+  party: Pick<TestParty, 'checkerEmail'>,
+  operationID: string,
+): Promise<void> {
+  const result = await runCliJson<{ operationID: string; state: string }>([
+    'operation',
+    'approve',
+    operationID,
+    '--as',
+    party.checkerEmail,
+    '--data-dir',
+    sys.config.DATA_DIR,
+  ]);
+  if (result.state !== 'approved' || result.operationID !== operationID)
+    throw new Error(`unexpected CLI answer ${JSON.stringify(result)}`);
 }
 
 /** The operation's state on the write side (its stream folded). */
 export async function operationOf(sys: Subject, operationID: string): Promise<OperationState> {
-  return (await loadState({ store: sys.system.stores.eventStore }, streams.operation(operationID), operationState)).state;
+  return (await loadState({ store: sys.system.stores.eventStore }, streams.operation(operationID), operationState))
+    .state;
 }
 
 /** Waits until the operation is completed or failed on the write side, and returns its state. */
@@ -110,7 +149,10 @@ export async function waitUntilSettled(sys: Subject, operationID: string, timeou
 }
 
 /** The write side's view of a wallet: executed balance, held, and available. */
-export async function walletOf(sys: Subject, wallet: WalletRef): Promise<{ balance: string; held: string; available: string }> {
+export async function walletOf(
+  sys: Subject,
+  wallet: WalletRef,
+): Promise<{ balance: string; held: string; available: string }> {
   const { state } = await loadState({ store: sys.system.stores.eventStore }, streams.wallet(wallet), walletState);
   return { balance: state.balance, held: state.held, available: availableBalance(state).toFixed() };
 }

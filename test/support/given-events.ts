@@ -52,8 +52,13 @@ let sequence = 90_000 + Math.floor(Math.random() * 10_000);
 async function readOperation(store: EventStore, operationID: string) {
   const events = await store.readStream(streams.operation(operationID));
   const first = events[0];
-  if (!first || first.type !== 'OperationRequested') throw new Error(`operation ${operationID} has no OperationRequested`);
-  return { requested: first.data as OperationRequested['data'], types: events.map((e) => e.type), revision: events.length - 1 };
+  if (!first || first.type !== 'OperationRequested')
+    throw new Error(`operation ${operationID} has no OperationRequested`);
+  return {
+    requested: first.data as OperationRequested['data'],
+    types: events.map((e) => e.type),
+    revision: events.length - 1,
+  };
 }
 
 /** Approval (when still pending) and submission, as one append on the operation stream. */
@@ -63,14 +68,23 @@ async function approveAndSubmit(store: EventStore, operationID: string, sequence
     throw new Error(`operation ${operationID} is already ${types.at(-1)}`);
   }
   const events: NewEvent[] = [];
-  if (!types.includes('OperationApproved')) events.push({ type: 'OperationApproved', data: { operationID, approvedBy: 'system:test', approvedAt: now }, metadata: META });
+  if (!types.includes('OperationApproved'))
+    events.push({
+      type: 'OperationApproved',
+      data: { operationID, approvedBy: 'system:test', approvedAt: now },
+      metadata: META,
+    });
   events.push({ type: 'OperationSubmitted', data: { operationID, sequenceNumber, submittedAt: now }, metadata: META });
   const appended = await store.append(streams.operation(operationID), events, revision);
   return { requested, revision: appended.nextExpectedRevision };
 }
 
 /** Completes an operation on the ledger: see the file comment for what is appended. */
-export async function completeOperation(store: EventStore, operationID: string, options: Options & { blockchainID?: string } = {}): Promise<Completion> {
+export async function completeOperation(
+  store: EventStore,
+  operationID: string,
+  options: Options & { blockchainID?: string } = {},
+): Promise<Completion> {
   const now = (options.at ?? new Date()).toISOString();
   const sequenceNumber = options.sequenceNumber ?? sequence++;
   const { requested, revision } = await approveAndSubmit(store, operationID, sequenceNumber, now);
@@ -84,19 +98,46 @@ export async function completeOperation(store: EventStore, operationID: string, 
   const { payer, payee, amount, fee } = requested;
   const debit = new Decimal(amount).plus(fee).toFixed(scaleOf(amount));
   const requests: StreamAppend[] = [
-    { stream: streams.operation(operationID), events: [{ type: 'OperationCompleted', data: { ...completion }, metadata: META }], expectedRevision: revision },
-    { stream: streams.wallet(payer), events: [{ type: 'WalletDebited', data: { wallet: payer, operationID, amount: debit, heldAmount: debit }, metadata: META }], expectedRevision: 'any' },
-    { stream: streams.wallet(payee), events: [{ type: 'WalletCredited', data: { wallet: payee, operationID, amount }, metadata: META }], expectedRevision: 'any' },
+    {
+      stream: streams.operation(operationID),
+      events: [{ type: 'OperationCompleted', data: { ...completion }, metadata: META }],
+      expectedRevision: revision,
+    },
+    {
+      stream: streams.wallet(payer),
+      events: [
+        {
+          type: 'WalletDebited',
+          data: { wallet: payer, operationID, amount: debit, heldAmount: debit },
+          metadata: META,
+        },
+      ],
+      expectedRevision: 'any',
+    },
+    {
+      stream: streams.wallet(payee),
+      events: [{ type: 'WalletCredited', data: { wallet: payee, operationID, amount }, metadata: META }],
+      expectedRevision: 'any',
+    },
   ];
   if (new Decimal(fee).gt(0)) {
-    requests.push({ stream: streams.wallet(FEES), events: [{ type: 'WalletCredited', data: { wallet: FEES, operationID, amount: fee }, metadata: META }], expectedRevision: 'any' });
+    requests.push({
+      stream: streams.wallet(FEES),
+      events: [{ type: 'WalletCredited', data: { wallet: FEES, operationID, amount: fee }, metadata: META }],
+      expectedRevision: 'any',
+    });
   }
   await store.appendMulti(requests);
   return completion;
 }
 
 /** Fails an operation after approval and submission, with the releases of its hold (and the key's volume). */
-export async function failOperation(store: EventStore, operationID: string, lastError: string, options: Options = {}): Promise<{ failedAt: string; sequenceNumber: number }> {
+export async function failOperation(
+  store: EventStore,
+  operationID: string,
+  lastError: string,
+  options: Options = {},
+): Promise<{ failedAt: string; sequenceNumber: number }> {
   const now = (options.at ?? new Date()).toISOString();
   const sequenceNumber = options.sequenceNumber ?? sequence++;
   const { requested, revision } = await approveAndSubmit(store, operationID, sequenceNumber, now);
@@ -107,7 +148,11 @@ export async function failOperation(store: EventStore, operationID: string, last
     expectedRevision: write.expectedRevision ?? 'any',
   }));
   await store.appendMulti([
-    { stream: streams.operation(operationID), events: [{ type: 'OperationFailed', data: { operationID, lastError, failedAt: now }, metadata: META }], expectedRevision: revision },
+    {
+      stream: streams.operation(operationID),
+      events: [{ type: 'OperationFailed', data: { operationID, lastError, failedAt: now }, metadata: META }],
+      expectedRevision: revision,
+    },
     ...releases,
   ]);
   return { failedAt: now, sequenceNumber };
@@ -121,8 +166,16 @@ export async function failOperation(store: EventStore, operationID: string, last
 export function requestAppends(data: OperationRequested['data']): StreamAppend[] {
   const held = new Decimal(data.amount).plus(data.fee).toFixed(scaleOf(data.amount));
   return [
-    { stream: streams.operation(data.operationID), events: [{ type: 'OperationRequested', data, metadata: { actor: 'system:test', correlationId: randomUUID() } }], expectedRevision: 'no_stream' },
-    { stream: streams.wallet(data.payer), events: [{ type: 'FundsHeld', data: { wallet: data.payer, operationID: data.operationID, amount: held } }], expectedRevision: 'any' },
+    {
+      stream: streams.operation(data.operationID),
+      events: [{ type: 'OperationRequested', data, metadata: { actor: 'system:test', correlationId: randomUUID() } }],
+      expectedRevision: 'no_stream',
+    },
+    {
+      stream: streams.wallet(data.payer),
+      events: [{ type: 'FundsHeld', data: { wallet: data.payer, operationID: data.operationID, amount: held } }],
+      expectedRevision: 'any',
+    },
   ];
 }
 
@@ -132,7 +185,14 @@ export async function requestOperation(store: EventStore, data: OperationRequest
 }
 
 /** An individual's payment to a merchant from the wallet app: no party, no key. */
-export function individualPayment(over: { phone: string; merchant: { id: string; name: string; shortCode: string }; amount: string; memo?: string | null; createdAt?: string; individualName?: string }): OperationRequested['data'] {
+export function individualPayment(over: {
+  phone: string;
+  merchant: { id: string; name: string; shortCode: string };
+  amount: string;
+  memo?: string | null;
+  createdAt?: string;
+  individualName?: string;
+}): OperationRequested['data'] {
   return {
     operationID: newOperationID(),
     party: null,
@@ -144,7 +204,12 @@ export function individualPayment(over: { phone: string; merchant: { id: string;
     payee: { kind: 'merchant', id: over.merchant.id },
     payerName: over.individualName ?? 'Test Individual',
     payerShortCode: null,
-    counterparty: { kind: 'merchant', id: over.merchant.id, name: over.merchant.name, shortCode: over.merchant.shortCode },
+    counterparty: {
+      kind: 'merchant',
+      id: over.merchant.id,
+      name: over.merchant.name,
+      shortCode: over.merchant.shortCode,
+    },
     memo: over.memo ?? null,
     cashOutFulfillmentType: null,
     cashOutFulfillmentID: null,

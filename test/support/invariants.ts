@@ -59,7 +59,11 @@ export async function allLedgerTransactions(ledger: Ledger): Promise<LedgerTrans
 export async function allEvents(eventStore: Stores['eventStore'], eventTypes: string[]): Promise<RecordedEvent[]> {
   const all: RecordedEvent[] = [];
   for (;;) {
-    const page = await eventStore.readAll({ fromPosition: (all.at(-1)?.position ?? 0) + 1, maxCount: PAGE, filter: { eventTypes } });
+    const page = await eventStore.readAll({
+      fromPosition: (all.at(-1)?.position ?? 0) + 1,
+      maxCount: PAGE,
+      filter: { eventTypes },
+    });
     all.push(...page);
     if (page.length < PAGE) return all;
   }
@@ -70,11 +74,13 @@ export function chainProblems(transactions: LedgerTransaction[]): string[] {
   const problems: string[] = [];
   let previous = GENESIS;
   transactions.forEach((tx, index) => {
-    if (tx.sequenceNumber !== index + 1) problems.push(`transaction #${index + 1} has sequence number ${tx.sequenceNumber}`);
+    if (tx.sequenceNumber !== index + 1)
+      problems.push(`transaction #${index + 1} has sequence number ${tx.sequenceNumber}`);
     const { blockchainID, ...content } = tx;
     // A chain's transaction hashes (0x…) are the chain's own affair; the embedded ledger's ids chain.
     const expected = blockchainID.startsWith('0x') ? blockchainID : chainID(previous, content);
-    if (expected !== blockchainID) problems.push(`chain broken at sequence ${tx.sequenceNumber}: id ${blockchainID}, recomputed ${expected}`);
+    if (expected !== blockchainID)
+      problems.push(`chain broken at sequence ${tx.sequenceNumber}: id ${blockchainID}, recomputed ${expected}`);
     previous = blockchainID;
   });
   return problems;
@@ -123,13 +129,23 @@ export async function ledgerProblems(subject: InvariantSubject, options: Invaria
   const ledgerBalances = new Map<string, Decimal>();
   for (const wallet of replayed.keys()) ledgerBalances.set(wallet, new Decimal(await ledger.balance(wallet)));
   for (const [wallet, balance] of replayed) {
-    if (!ledgerBalances.get(wallet)!.eq(balance)) problems.push(`ledger balance of ${wallet} is ${ledgerBalances.get(wallet)!.toFixed()}, its transactions sum to ${balance.toFixed()}`);
-    if (wallet !== ISSUANCE_ADDRESS && balance.isNegative()) problems.push(`ledger balance of ${wallet} is negative: ${balance.toFixed()}`);
+    if (!ledgerBalances.get(wallet)!.eq(balance))
+      problems.push(
+        `ledger balance of ${wallet} is ${ledgerBalances.get(wallet)!.toFixed()}, its transactions sum to ${balance.toFixed()}`,
+      );
+    if (wallet !== ISSUANCE_ADDRESS && balance.isNegative())
+      problems.push(`ledger balance of ${wallet} is negative: ${balance.toFixed()}`);
   }
-  const supply = [...ledgerBalances].filter(([wallet]) => wallet !== ISSUANCE_ADDRESS).reduce((sum, [, b]) => sum.plus(b), new Decimal(0));
+  const supply = [...ledgerBalances]
+    .filter(([wallet]) => wallet !== ISSUANCE_ADDRESS)
+    .reduce((sum, [, b]) => sum.plus(b), new Decimal(0));
   const issuance = ledgerBalances.get(ISSUANCE_ADDRESS) ?? new Decimal(0);
-  if (!supply.eq(issuance.negated())) problems.push(`total supply ${supply.toFixed()} is not minus the issuance balance ${issuance.toFixed()}`);
-  if (!supply.eq(issued.minus(redeemed))) problems.push(`total supply ${supply.toFixed()} is not issued ${issued.toFixed()} minus redeemed ${redeemed.toFixed()}`);
+  if (!supply.eq(issuance.negated()))
+    problems.push(`total supply ${supply.toFixed()} is not minus the issuance balance ${issuance.toFixed()}`);
+  if (!supply.eq(issued.minus(redeemed)))
+    problems.push(
+      `total supply ${supply.toFixed()} is not issued ${issued.toFixed()} minus redeemed ${redeemed.toFixed()}`,
+    );
 
   // 3 and 4. Operations against ledger transactions.
   const events = await allEvents(stores.eventStore, ['OperationRequested', 'OperationCompleted', 'OperationFailed']);
@@ -139,14 +155,19 @@ export async function ledgerProblems(subject: InvariantSubject, options: Invaria
   for (const event of events) {
     const data = event.data as { operationID: string };
     if (event.type === 'OperationRequested') requested.set(data.operationID, event.data as OperationRequested['data']);
-    else if (event.type === 'OperationCompleted') completed.set(data.operationID, [...(completed.get(data.operationID) ?? []), event.data as OperationCompleted['data']]);
+    else if (event.type === 'OperationCompleted')
+      completed.set(data.operationID, [
+        ...(completed.get(data.operationID) ?? []),
+        event.data as OperationCompleted['data'],
+      ]);
     else failed.add(data.operationID);
   }
   const byOperation = new Map<string, LedgerTransaction[]>();
   for (const tx of transactions) byOperation.set(tx.operationID, [...(byOperation.get(tx.operationID) ?? []), tx]);
 
   for (const [operationID, completions] of completed) {
-    if (completions.length !== 1) problems.push(`operation ${operationID} has ${completions.length} OperationCompleted events`);
+    if (completions.length !== 1)
+      problems.push(`operation ${operationID} has ${completions.length} OperationCompleted events`);
     if (failed.has(operationID)) problems.push(`operation ${operationID} both completed and failed`);
     const txs = byOperation.get(operationID) ?? [];
     if (txs.length !== 1) {
@@ -160,17 +181,31 @@ export async function ledgerProblems(subject: InvariantSubject, options: Invaria
       continue;
     }
     const expectedLegs = legsOf(operation);
-    const sameLegs = expectedLegs.length === tx.legs.length
-      && expectedLegs.every((leg, i) => leg.from === tx.legs[i]!.from && leg.to === tx.legs[i]!.to && new Decimal(leg.amount).eq(tx.legs[i]!.amount));
-    if (!sameLegs) problems.push(`operation ${operationID}: ledger legs ${JSON.stringify(tx.legs)}, expected ${JSON.stringify(expectedLegs)}`);
+    const sameLegs =
+      expectedLegs.length === tx.legs.length &&
+      expectedLegs.every(
+        (leg, i) =>
+          leg.from === tx.legs[i]!.from && leg.to === tx.legs[i]!.to && new Decimal(leg.amount).eq(tx.legs[i]!.amount),
+      );
+    if (!sameLegs)
+      problems.push(
+        `operation ${operationID}: ledger legs ${JSON.stringify(tx.legs)}, expected ${JSON.stringify(expectedLegs)}`,
+      );
     for (const completion of completions) {
-      if (completion.blockchainID !== tx.blockchainID) problems.push(`operation ${operationID} completed as ${completion.blockchainID}, the ledger has ${tx.blockchainID}`);
-      if (completion.sequenceNumber !== tx.sequenceNumber) problems.push(`operation ${operationID} completed at sequence ${completion.sequenceNumber}, the ledger has ${tx.sequenceNumber}`);
+      if (completion.blockchainID !== tx.blockchainID)
+        problems.push(
+          `operation ${operationID} completed as ${completion.blockchainID}, the ledger has ${tx.blockchainID}`,
+        );
+      if (completion.sequenceNumber !== tx.sequenceNumber)
+        problems.push(
+          `operation ${operationID} completed at sequence ${completion.sequenceNumber}, the ledger has ${tx.sequenceNumber}`,
+        );
     }
   }
   for (const tx of transactions) {
     if (external.has(tx.operationID)) continue;
-    if (!completed.has(tx.operationID)) problems.push(`ledger transaction ${tx.sequenceNumber} (${tx.operationID}) has no completed operation`);
+    if (!completed.has(tx.operationID))
+      problems.push(`ledger transaction ${tx.sequenceNumber} (${tx.operationID}) has no completed operation`);
   }
   for (const operationID of failed) {
     if (byOperation.has(operationID)) problems.push(`failed operation ${operationID} has a ledger transaction`);
@@ -185,15 +220,23 @@ export async function ledgerProblems(subject: InvariantSubject, options: Invaria
     const inProjection = projected.get(wallet) ?? new Decimal(0);
     const expected = inProjection.plus(externalNet.get(wallet) ?? 0);
     if (!onLedger.eq(expected)) {
-      problems.push(`wallet ${wallet}: ledger ${onLedger.toFixed()}, projected ${inProjection.toFixed()}${externalNet.has(wallet) ? ` + external ${externalNet.get(wallet)!.toFixed()}` : ''}`);
+      problems.push(
+        `wallet ${wallet}: ledger ${onLedger.toFixed()}, projected ${inProjection.toFixed()}${externalNet.has(wallet) ? ` + external ${externalNet.get(wallet)!.toFixed()}` : ''}`,
+      );
     }
-    const { state } = await loadState({ store: stores.eventStore }, streams.wallet(walletOfAddress(wallet)), walletState);
-    if (!new Decimal(state.balance).eq(inProjection)) problems.push(`wallet ${wallet}: write-side balance ${state.balance}, projected ${inProjection.toFixed()}`);
+    const { state } = await loadState(
+      { store: stores.eventStore },
+      streams.wallet(walletOfAddress(wallet)),
+      walletState,
+    );
+    if (!new Decimal(state.balance).eq(inProjection))
+      problems.push(`wallet ${wallet}: write-side balance ${state.balance}, projected ${inProjection.toFixed()}`);
   }
   // 3. Holds: what the balance endpoints show as held (and so available) is what the write side checks creates against.
   for (const doc of docs) {
     const { state } = await loadState({ store: stores.eventStore }, streams.wallet(doc.wallet), walletState);
-    if (!new Decimal(state.held).eq(doc.held ?? 0)) problems.push(`wallet ${doc.id}: write-side held ${state.held}, projected ${doc.held}`);
+    if (!new Decimal(state.held).eq(doc.held ?? 0))
+      problems.push(`wallet ${doc.id}: write-side held ${state.held}, projected ${doc.held}`);
   }
   return problems;
 }
@@ -203,14 +246,21 @@ export async function ledgerProblems(subject: InvariantSubject, options: Invaria
  * until it holds or the timeout passes (an execution in flight may be between the ledger and its
  * completion for a moment), and then fails with everything that did not hold.
  */
-export async function assertLedgerMatchesProjections(subject: InvariantSubject, options: InvariantOptions = {}): Promise<void> {
+export async function assertLedgerMatchesProjections(
+  subject: InvariantSubject,
+  options: InvariantOptions = {},
+): Promise<void> {
   const deadline = Date.now() + (options.timeoutMs ?? 15_000);
   for (;;) {
     const caughtUp = await projectionsCaughtUp(subject);
-    const problems = caughtUp ? await ledgerProblems(subject, options) : ['the projections did not catch up with the event store'];
+    const problems = caughtUp
+      ? await ledgerProblems(subject, options)
+      : ['the projections did not catch up with the event store'];
     if (problems.length === 0) return;
     if (Date.now() > deadline) {
-      throw new Error(`ledger and projections disagree:\n  - ${problems.slice(0, 30).join('\n  - ')}${problems.length > 30 ? `\n  … and ${problems.length - 30} more` : ''}`);
+      throw new Error(
+        `ledger and projections disagree:\n  - ${problems.slice(0, 30).join('\n  - ')}${problems.length > 30 ? `\n  … and ${problems.length - 30} more` : ''}`,
+      );
     }
     await sleep(50);
   }

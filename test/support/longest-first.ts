@@ -51,6 +51,9 @@ export class LongestFirst extends BaseSequencer {
       return index < 0 ? LONGEST_FIRST.length : index;
     };
     // Stable: the files not named keep the order vitest gave them.
-    return ordered.map((spec, index) => ({ spec, index })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.index - b.index).map(({ spec }) => spec);
+    return ordered
+      .map((spec, index) => ({ spec, index }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.index - b.index)
+      .map(({ spec }) => spec);
   }
 }

@@ -28,7 +28,14 @@ if (!host[PATCHED]) {
     } catch {
       // not JSON: checked as the text it is
     }
-    const check = async () => (await responseValidatorOf(url.origin).catch(() => undefined))?.check(method, `${url.pathname}${url.search}`, response.status, response.headers, body);
+    const check = async () =>
+      (await responseValidatorOf(url.origin).catch(() => undefined))?.check(
+        method,
+        `${url.pathname}${url.search}`,
+        response.status,
+        response.headers,
+        body,
+      );
     // A port is used again by a later system of the run, perhaps configured otherwise: its own document decides.
     const problem = (await check()) && (forgetResponseValidator(url.origin), await check());
     if (problem) throw new Error(`The response does not match the OpenAPI document: ${problem}`);

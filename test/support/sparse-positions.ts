@@ -1,4 +1,9 @@
-import { EventStoreUnavailableError, type EventStore, type RecordedEvent, type Subscription } from '../../src/ports/event-store.ts';
+import {
+  EventStoreUnavailableError,
+  type EventStore,
+  type RecordedEvent,
+  type Subscription,
+} from '../../src/ports/event-store.ts';
 
 /**
  * An EventStore whose positions look like KurrentDB's, over the embedded store: the embedded store numbers its
@@ -36,14 +41,17 @@ export function withSparsePositions(inner: EventStore): EventStore {
     if (from === at - 1 || from === at || from === at + 1 || from === at + 2) return;
     const previous = toSparse(Math.max(0, p - 1));
     if (p > 0 && (from === previous + 1 || from === previous + 2)) return;
-    throw new EventStoreUnavailableError(`KurrentDB failed: InvalidPosition: log position ${Math.floor(from / 4)} is not the start of a record (test double)`);
+    throw new EventStoreUnavailableError(
+      `KurrentDB failed: InvalidPosition: log position ${Math.floor(from / 4)} is not the start of a record (test double)`,
+    );
   };
   return {
     append: async (stream, events, expected) => {
       const result = await inner.append(stream, events, expected);
       return { ...result, position: toSparse(result.position) };
     },
-    appendMulti: async (requests) => (await inner.appendMulti(requests)).map((result) => ({ ...result, position: toSparse(result.position) })),
+    appendMulti: async (requests) =>
+      (await inner.appendMulti(requests)).map((result) => ({ ...result, position: toSparse(result.position) })),
     readStream: async (stream, options) => (await inner.readStream(stream, options)).map(map),
     readAll: async (options = {}) => {
       const from = options.fromPosition ?? 0;
@@ -67,7 +75,9 @@ export function withSparsePositions(inner: EventStore): EventStore {
       const subscription = inner.subscribeToAll({ ...options, from });
       const mapped: Subscription = {
         stop: () => subscription.stop(),
-        ...(subscription.onCaughtUp ? { onCaughtUp: (listener: () => void) => subscription.onCaughtUp!(listener) } : {}),
+        ...(subscription.onCaughtUp
+          ? { onCaughtUp: (listener: () => void) => subscription.onCaughtUp!(listener) }
+          : {}),
         [Symbol.asyncIterator]() {
           const iterator = subscription[Symbol.asyncIterator]();
           return {

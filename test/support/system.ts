@@ -65,13 +65,26 @@ export const WITHOUT_EXECUTOR: readonly Part[] = ALL_PARTS.filter((part) => part
 /** What startTestSystem passes to buildWalletOps, and where the system's logs go (stdout unless given). */
 export type TestSystemOptions = BuildOptions & { logs?: DestinationStream };
 
-export async function startTestSystem(env: Record<string, string> = {}, clock?: () => Date, parts: readonly Part[] = ALL_PARTS, testOptions: TestSystemOptions = {}): Promise<TestSystem> {
+export async function startTestSystem(
+  env: Record<string, string> = {},
+  clock?: () => Date,
+  parts: readonly Part[] = ALL_PARTS,
+  testOptions: TestSystemOptions = {},
+): Promise<TestSystem> {
   const { logs, ...options } = testOptions;
   const dir = tempDir();
   // Rate limits off unless a test asks for them: most tests send far more than a client would.
   const ledgerEnv = await testLedgerEnv(env.DATA_DIR ?? dir.path);
   const storeEnv = await testStoreEnv(env.DATA_DIR ?? dir.path);
-  const config = loadConfig({ DATA_DIR: dir.path, LOG_LEVEL: 'silent', API_KEY_RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '0', ...ledgerEnv, ...storeEnv, ...env });
+  const config = loadConfig({
+    DATA_DIR: dir.path,
+    LOG_LEVEL: 'silent',
+    API_KEY_RATE_LIMIT: '0',
+    AUTH_FAILURE_LIMIT: '0',
+    ...ledgerEnv,
+    ...storeEnv,
+    ...env,
+  });
   const logger = createLogger(config.LOG_LEVEL, logs);
   const system = await buildWalletOps(config, logger, clock, parts, options);
   const server: Server = await new Promise((resolve) => {
@@ -79,7 +92,14 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
   });
   answerClientErrors(server);
   const { port } = server.address() as AddressInfo;
-  const backOffice: RotationDeps = { store: system.stores.eventStore, clock: clock ?? (() => new Date()), assetScale: config.ASSET_SCALE, credentials: system.credentials, secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS, apiKeyEnvironment: config.API_KEY_ENVIRONMENT };
+  const backOffice: RotationDeps = {
+    store: system.stores.eventStore,
+    clock: clock ?? (() => new Date()),
+    assetScale: config.ASSET_SCALE,
+    credentials: system.credentials,
+    secretRotationOverlapHours: config.SECRET_ROTATION_OVERLAP_HOURS,
+    apiKeyEnvironment: config.API_KEY_ENVIRONMENT,
+  };
   const operator = () => ({ actor: 'operator:test', correlationId: randomUUID() });
 
   return {
@@ -94,8 +114,16 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
       const ref = { type, id: partyID };
       const makerEmail = `maker-${shortCode}@test.example`;
       const checkerEmail = `checker-${shortCode}@test.example`;
-      await addUser(backOffice, { party: ref, email: makerEmail, password: 'maker password 1', roles: ['maker'] }, operator());
-      await addUser(backOffice, { party: ref, email: checkerEmail, password: 'checker password 1', roles: ['checker'] }, operator());
+      await addUser(
+        backOffice,
+        { party: ref, email: makerEmail, password: 'maker password 1', roles: ['maker'] },
+        operator(),
+      );
+      await addUser(
+        backOffice,
+        { party: ref, email: checkerEmail, password: 'checker password 1', roles: ['checker'] },
+        operator(),
+      );
       return {
         ref,
         shortCode,
@@ -105,11 +133,16 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
         wallet: { kind: type, id: partyID },
         async key(terms = {}) {
           const maker = await findUserByEmail(backOffice, makerEmail);
-          const { keyID } = await requestApiKey(backOffice, maker, {
-            label: 'test key',
-            permissions: 'read-balance,read-transactions,perform-operations',
-            ...terms,
-          }, randomUUID());
+          const { keyID } = await requestApiKey(
+            backOffice,
+            maker,
+            {
+              label: 'test key',
+              permissions: 'read-balance,read-transactions,perform-operations',
+              ...terms,
+            },
+            randomUUID(),
+          );
           const checker = await findUserByEmail(backOffice, checkerEmail);
           const apiKey = await approveAndCollectKey(backOffice, checker, maker, keyID);
           await waitFor(() => system.directory.get(keyID)?.status === 'active');
@@ -121,9 +154,17 @@ export async function startTestSystem(env: Record<string, string> = {}, clock?: 
       return (await registerIndividual(backOffice, { phone, name }, operator())).phone;
     },
     async credit(wallet, amount) {
-      await system.stores.eventStore.append(streams.wallet(wallet), [
-        { type: 'WalletCredited', data: { wallet, operationID: `test_${randomUUID()}`, amount }, metadata: { actor: 'operator:test' } },
-      ], 'any');
+      await system.stores.eventStore.append(
+        streams.wallet(wallet),
+        [
+          {
+            type: 'WalletCredited',
+            data: { wallet, operationID: `test_${randomUUID()}`, amount },
+            metadata: { actor: 'operator:test' },
+          },
+        ],
+        'any',
+      );
     },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -180,7 +221,10 @@ export async function call(
  * A data directory seeded for processes the test spawns on it: a distributor with an API key and 1,000,000 in its
  * wallet, and an individual to pay. Made in this process, which then lets go of the files.
  */
-export async function seedPayingDistributor(dataDir: string, phone: string): Promise<{ distributor: TestParty; apiKey: string; phone: string }> {
+export async function seedPayingDistributor(
+  dataDir: string,
+  phone: string,
+): Promise<{ distributor: TestParty; apiKey: string; phone: string }> {
   const setup = await startTestSystem({ DATA_DIR: dataDir }, undefined, ['projections']);
   try {
     const distributor = await setup.party('distributor');

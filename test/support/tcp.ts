@@ -8,6 +8,8 @@ export function tryConnect(port: number): Promise<'accepted' | 'refused'> {
       socket.destroy();
       resolve('accepted');
     });
-    socket.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNREFUSED' ? resolve('refused') : reject(error)));
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'ECONNREFUSED' ? resolve('refused') : reject(error),
+    );
   });
 }

@@ -45,9 +45,15 @@ export function testLedgerEnv(dataDir: string): Promise<Record<string, string>> 
 
 async function deploy(): Promise<Record<string, string>> {
   const rpcUrl = process.env.TEST_EVM_RPC_URL;
-  if (!rpcUrl) throw new Error('the EVM ledger needs TEST_EVM_RPC_URL: the global setup test/support/evm-chain.global.ts sets it');
+  if (!rpcUrl)
+    throw new Error('the EVM ledger needs TEST_EVM_RPC_URL: the global setup test/support/evm-chain.global.ts sets it');
   const operatorKeyPath = operatorKeyFile();
-  const { address } = await deployWalletLedger({ rpcUrl, chainId: DEV_CHAIN_ID, operatorKey: testOperatorKey(), pollingIntervalMs: 20 });
+  const { address } = await deployWalletLedger({
+    rpcUrl,
+    chainId: DEV_CHAIN_ID,
+    operatorKey: testOperatorKey(),
+    pollingIntervalMs: 20,
+  });
   return {
     LEDGER: 'evm',
     EVM_RPC_URL: rpcUrl,

@@ -8,7 +8,13 @@ import { privateKeyToAccount } from 'viem/accounts';
  * file, by its two-executor tests, not across unrelated files).
  */
 const WORKERS = 8;
-const keys = Array.from({ length: WORKERS }, (_, i) => `0x${createHash('sha256').update(`wallet-ops test operator ${i + 1}`).digest('hex')}` as `0x${string}`);
+const keys = Array.from(
+  { length: WORKERS },
+  (_, i) =>
+    `0x${createHash('sha256')
+      .update(`wallet-ops test operator ${i + 1}`)
+      .digest('hex')}` as `0x${string}`,
+);
 
 export const TEST_OPERATOR_ADDRESSES = keys.map((key) => privateKeyToAccount(key).address);
 

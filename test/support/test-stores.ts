@@ -17,12 +17,20 @@ const TEST_SECRETS_KEY = Buffer.alloc(32, 11).toString('base64');
 const databases = new Map<string, Promise<string>>();
 const made = new Map<string, string>();
 // Small pools: many test systems share one server. The benches (bench/support/bench-stores.ts) set the default size.
-const envOf = (url: string) => ({ POSTGRES_URL: url, SECRETS_KEY: TEST_SECRETS_KEY, POSTGRES_POOL_SIZE: process.env.TEST_POSTGRES_POOL_SIZE ?? '4' });
+const envOf = (url: string) => ({
+  POSTGRES_URL: url,
+  SECRETS_KEY: TEST_SECRETS_KEY,
+  POSTGRES_POOL_SIZE: process.env.TEST_POSTGRES_POOL_SIZE ?? '4',
+});
 
 export async function testStoreEnv(dataDir: string): Promise<Record<string, string>> {
   if (!onPostgres()) return {};
   const key = resolve(dataDir);
-  if (!databases.has(key)) databases.set(key, freshPostgresDatabase().then((url) => (made.set(key, url), url)));
+  if (!databases.has(key))
+    databases.set(
+      key,
+      freshPostgresDatabase().then((url) => (made.set(key, url), url)),
+    );
   return envOf(await databases.get(key)!);
 }
 

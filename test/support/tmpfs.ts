@@ -7,13 +7,20 @@ import { join } from 'node:path';
  * A small tmpfs to fill up: a disk-full test. Mounting needs root; where it is impossible, `mountPoint` is
  * undefined and `skipReason` says why (the tests skip with it).
  */
-export function mountTmpfs(prefix: string, size: string): { mountPoint: string | undefined; skipReason: string; unmount(): void } {
+export function mountTmpfs(
+  prefix: string,
+  size: string,
+): { mountPoint: string | undefined; skipReason: string; unmount(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'pipe' });
   } catch (error) {
     rmdirSync(dir);
-    return { mountPoint: undefined, skipReason: `cannot mount a tmpfs here (${String((error as Error).message).split('\n')[0]})`, unmount() {} };
+    return {
+      mountPoint: undefined,
+      skipReason: `cannot mount a tmpfs here (${String((error as Error).message).split('\n')[0]})`,
+      unmount() {},
+    };
   }
   return {
     mountPoint: dir,

@@ -34,7 +34,12 @@ const listening = new Map<string, WebhookReceiver>();
 export const receiverAt = (url: string): WebhookReceiver | undefined => listening.get(url);
 
 /** The library's own verify, with Date.now at the receiver's clock for that synchronous call only. */
-function verifiedWith(secrets: readonly string[], body: string, headers: IncomingHttpHeaders, now: (() => Date) | undefined): string | null {
+function verifiedWith(
+  secrets: readonly string[],
+  body: string,
+  headers: IncomingHttpHeaders,
+  now: (() => Date) | undefined,
+): string | null {
   const flat = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, String(value)]));
   const realNow = Date.now;
   if (now) Date.now = () => now().getTime();
@@ -77,7 +82,11 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-export async function startWebhookReceiver(path = '/hooks', port = 0, options: ReceiverOptions = {}): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(
+  path = '/hooks',
+  port = 0,
+  options: ReceiverOptions = {},
+): Promise<WebhookReceiver> {
   let responder: Responder = () => 200;
   const received: ReceivedWebhook[] = [];
   const trusted: string[] = [];
@@ -91,14 +100,20 @@ export async function startWebhookReceiver(path = '/hooks', port = 0, options: R
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        const request: ReceivedWebhook = { headers: req.headers, body, json: JSON.parse(body), receivedAt: performance.now() };
+        const request: ReceivedWebhook = {
+          headers: req.headers,
+          body,
+          json: JSON.parse(body),
+          receivedAt: performance.now(),
+        };
         if (trusted.length > 0) {
           request.verifiedWith = verifiedWith(trusted, body, req.headers, options.now);
           if (request.verifiedWith === null) unverified.push(request);
         }
         const index = received.push(request) - 1;
         void Promise.resolve(responder(request, index)).then((status) => {
-          if (!res.destroyed) res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : `refused with ${status}`);
+          if (!res.destroyed)
+            res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : `refused with ${status}`);
         });
       });
     });
@@ -118,7 +133,13 @@ export async function startWebhookReceiver(path = '/hooks', port = 0, options: R
   const close = async () => {
     if (listening.get(url) === receiver) listening.delete(url);
     await stop();
-    if (unverified.length > 0) throw new Error(`${unverified.length} webhook deliveries at ${url} failed Standard Webhooks verification with the endpoint's secret: ${unverified.slice(0, 3).map((r) => `${r.json.id} ${JSON.stringify(r.headers['webhook-signature'])}`).join('; ')}`);
+    if (unverified.length > 0)
+      throw new Error(
+        `${unverified.length} webhook deliveries at ${url} failed Standard Webhooks verification with the endpoint's secret: ${unverified
+          .slice(0, 3)
+          .map((r) => `${r.json.id} ${JSON.stringify(r.headers['webhook-signature'])}`)
+          .join('; ')}`,
+      );
   };
 
   const receiver: WebhookReceiver = {

@@ -32,7 +32,12 @@ export const webhookDeps = (sys: Pick<TestSystem, 'backOffice' | 'config'>): Web
  * A maker of the party registers the endpoint, a checker approves it: its id and signing secret. The test
  * receiver at that URL, if any, then verifies every delivery with that secret (the standardwebhooks library).
  */
-export async function registerEndpoint(sys: Pick<TestSystem, 'backOffice' | 'config'>, party: TestParty, url: string, eventTypes: WebhookEventType[]): Promise<{ endpointID: string; secret: string }> {
+export async function registerEndpoint(
+  sys: Pick<TestSystem, 'backOffice' | 'config'>,
+  party: TestParty,
+  url: string,
+  eventTypes: WebhookEventType[],
+): Promise<{ endpointID: string; secret: string }> {
   const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
   const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
   const { endpointID } = await requestWebhookEndpoint(webhookDeps(sys), maker, { url, eventTypes }, randomUUID());
@@ -42,14 +47,30 @@ export async function registerEndpoint(sys: Pick<TestSystem, 'backOffice' | 'con
 }
 
 /** A cash-in of `amount` to the party's phone (or as `body` says), created over HTTP: its operation id. */
-export async function cashIn(sys: Pick<TestSystem, 'baseUrl'>, party: PayingParty, body: Record<string, unknown> = {}): Promise<string> {
-  const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${party.ref.id}/operations`, { apiKey: party.apiKey, body: { operationType: 'cash-in', amount: '1', ...(body.merchantToShortCode === undefined ? { phoneTo: party.phone } : {}), ...body } });
+export async function cashIn(
+  sys: Pick<TestSystem, 'baseUrl'>,
+  party: PayingParty,
+  body: Record<string, unknown> = {},
+): Promise<string> {
+  const r = await call(sys.baseUrl, 'POST', `/api/v1/distributors/${party.ref.id}/operations`, {
+    apiKey: party.apiKey,
+    body: {
+      operationType: 'cash-in',
+      amount: '1',
+      ...(body.merchantToShortCode === undefined ? { phoneTo: party.phone } : {}),
+      ...body,
+    },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.operationID as string;
 }
 
 /** A cash-in created, approved by the party's checker and carried out by the executor: completed. */
-export async function completedCashIn(sys: PartsTestSystem, party: PayingParty, body?: Record<string, unknown>): Promise<string> {
+export async function completedCashIn(
+  sys: PartsTestSystem,
+  party: PayingParty,
+  body?: Record<string, unknown>,
+): Promise<string> {
   const operationID = await cashIn(sys, party, body);
   await approve(sys, party, operationID);
   expect((await waitUntilSettled(sys, operationID)).status).toBe('completed');

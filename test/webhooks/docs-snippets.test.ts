@@ -22,7 +22,11 @@ const dir = tempDir('wallet-ops-snippets-');
 afterAll(() => dir.cleanup());
 
 const secret = newWebhookSecret();
-const body = JSON.stringify({ id: 'evt_abcdefghijklmnopqrstuvwx', type: 'operation.completed', data: { operation: { amount: '300.00', memo: 'naïve café' } } });
+const body = JSON.stringify({
+  id: 'evt_abcdefghijklmnopqrstuvwx',
+  type: 'operation.completed',
+  data: { operation: { amount: '300.00', memo: 'naïve café' } },
+});
 const now = Math.floor(Date.now() / 1000);
 /** [header, body, expected]: ours, a tampered body, another secret, an old timestamp, garbage. */
 const cases: Array<[string, string, boolean]> = [
@@ -54,7 +58,10 @@ describe('docs/webhooks.md Standard Webhooks snippets', () => {
     const dir = mkdtempSync(join(root, 'snippets-'));
     try {
       const file = join(dir, 'verify.ts');
-      writeFileSync(file, `${snippet('typescript')}\nconst cases = JSON.parse(process.argv[2]!);\nconsole.log(JSON.stringify(cases.map(([headers, body]: [Record<string, string>, string]) => { try { verifyWalletOpsWebhook(process.argv[3]!, headers, body); return true; } catch { return false; } })));\n`);
+      writeFileSync(
+        file,
+        `${snippet('typescript')}\nconst cases = JSON.parse(process.argv[2]!);\nconsole.log(JSON.stringify(cases.map(([headers, body]: [Record<string, string>, string]) => { try { verifyWalletOpsWebhook(process.argv[3]!, headers, body); return true; } catch { return false; } })));\n`,
+      );
       const out = execFileSync(process.execPath, [file, JSON.stringify(standardCases), secret], { encoding: 'utf8' });
       expect(JSON.parse(out)).toEqual(standardCases.map(([, , expected]) => expected));
     } finally {
@@ -63,27 +70,42 @@ describe('docs/webhooks.md Standard Webhooks snippets', () => {
   });
 
   const pythonLibrary = spawnSync('python3', ['-c', 'import standardwebhooks']).status === 0;
-  it.skipIf(!pythonLibrary)('the Python snippet (standardwebhooks package) accepts our signatures and refuses the others (skipped without it)', () => {
-    const file = join(dir.path, 'verify_standard.py');
-    writeFileSync(file, `${snippet('python-standard')}\nimport json, sys\ncases = json.loads(sys.argv[1])\ndef ok(headers, body):\n    try:\n        verify_wallet_ops_webhook(sys.argv[2], headers, body.encode("utf-8"))\n        return True\n    except Exception:\n        return False\nprint(json.dumps([ok(headers, body) for headers, body, _ in cases]))\n`);
-    const out = execFileSync('python3', [file, JSON.stringify(standardCases), secret], { encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual(standardCases.map(([, , expected]) => expected));
-  });
+  it.skipIf(!pythonLibrary)(
+    'the Python snippet (standardwebhooks package) accepts our signatures and refuses the others (skipped without it)',
+    () => {
+      const file = join(dir.path, 'verify_standard.py');
+      writeFileSync(
+        file,
+        `${snippet('python-standard')}\nimport json, sys\ncases = json.loads(sys.argv[1])\ndef ok(headers, body):\n    try:\n        verify_wallet_ops_webhook(sys.argv[2], headers, body.encode("utf-8"))\n        return True\n    except Exception:\n        return False\nprint(json.dumps([ok(headers, body) for headers, body, _ in cases]))\n`,
+      );
+      const out = execFileSync('python3', [file, JSON.stringify(standardCases), secret], { encoding: 'utf8' });
+      expect(JSON.parse(out)).toEqual(standardCases.map(([, , expected]) => expected));
+    },
+  );
 });
 
 describe('docs/webhooks.md legacy (stripe-v1) signature snippets', () => {
   it('the Node snippet accepts our signatures and refuses the others', () => {
     const file = join(dir.path, 'verify.mjs');
-    writeFileSync(file, `${snippet('node')}\nconst cases = JSON.parse(process.argv[2]);\nconsole.log(JSON.stringify(cases.map(([header, body]) => verifyWalletOpsWebhook(process.argv[3], header, Buffer.from(body, 'utf8')))));\n`);
+    writeFileSync(
+      file,
+      `${snippet('node')}\nconst cases = JSON.parse(process.argv[2]);\nconsole.log(JSON.stringify(cases.map(([header, body]) => verifyWalletOpsWebhook(process.argv[3], header, Buffer.from(body, 'utf8')))));\n`,
+    );
     const out = execFileSync(process.execPath, [file, JSON.stringify(cases), secret], { encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual(cases.map(([, , expected]) => expected));
   });
 
   const python = spawnSync('python3', ['--version']).status === 0;
-  it.skipIf(!python)('the Python snippet accepts our signatures and refuses the others (skipped without python3)', () => {
-    const file = join(dir.path, 'verify.py');
-    writeFileSync(file, `${snippet('python')}\nimport json, sys\ncases = json.loads(sys.argv[1])\nprint(json.dumps([verify_wallet_ops_webhook(sys.argv[2], header, body.encode("utf-8")) for header, body, _ in cases]))\n`);
-    const out = execFileSync('python3', [file, JSON.stringify(cases), secret], { encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual(cases.map(([, , expected]) => expected));
-  });
+  it.skipIf(!python)(
+    'the Python snippet accepts our signatures and refuses the others (skipped without python3)',
+    () => {
+      const file = join(dir.path, 'verify.py');
+      writeFileSync(
+        file,
+        `${snippet('python')}\nimport json, sys\ncases = json.loads(sys.argv[1])\nprint(json.dumps([verify_wallet_ops_webhook(sys.argv[2], header, body.encode("utf-8")) for header, body, _ in cases]))\n`,
+      );
+      const out = execFileSync('python3', [file, JSON.stringify(cases), secret], { encoding: 'utf8' });
+      expect(JSON.parse(out)).toEqual(cases.map(([, , expected]) => expected));
+    },
+  );
 });

@@ -35,7 +35,13 @@ const entry = (id: string) => [{ op: 'upsert' as const, collection: 'log', doc: 
  */
 const processWithFaults = () => {
   const draws: number[] = [];
-  const faulty = withReadStoreFaults(readStore, { errorRate: 0.5, latencyMs: 0, hangRate: 0, hangMs: 0, random: () => draws.shift() ?? 0.99 });
+  const faulty = withReadStoreFaults(readStore, {
+    errorRate: 0.5,
+    latencyMs: 0,
+    hangRate: 0,
+    hangMs: 0,
+    random: () => draws.shift() ?? 0.99,
+  });
   const clock = { now: 0 };
   const lose = (side: 'before' | 'after') => draws.push(0, side === 'after' ? 0 : 0.99);
   return { leases: new EndpointLeases(faulty, LEASE_MS, () => clock.now), clock, lose };
@@ -59,7 +65,7 @@ describe('the heartbeat lease on a webhook endpoint', () => {
     expect(await b.leases.hold(ENDPOINT, 100)).toBe(false);
   });
 
-  it('when the beat has not moved for a lease of the peer\'s own clock, then the peer takes over, and the old holder\'s write is refused and not written', async () => {
+  it("when the beat has not moved for a lease of the peer's own clock, then the peer takes over, and the old holder's write is refused and not written", async () => {
     const [a, b] = [processAt(), processAt()];
     await a.leases.hold(ENDPOINT, 100);
     expect(await b.leases.hold(ENDPOINT, 100)).toBe(false); // first seen
@@ -74,7 +80,7 @@ describe('the heartbeat lease on a webhook endpoint', () => {
     expect(await a.leases.hold(ENDPOINT, 100)).toBe(false);
   });
 
-  it('when the holder\'s own lease runs short, then it beats before going on, so a peer watching starts counting afresh', async () => {
+  it("when the holder's own lease runs short, then it beats before going on, so a peer watching starts counting afresh", async () => {
     const [a, b] = [processAt(), processAt()];
     await a.leases.hold(ENDPOINT, 100);
     await b.leases.hold(ENDPOINT, 100);
@@ -103,7 +109,7 @@ describe('the heartbeat lease on a webhook endpoint', () => {
     expect(taken.filter(Boolean)).toHaveLength(1);
   });
 
-  it('when the answer to the holder\'s beat was lost after it was written, then the holder finds the lease its own at its next look, without waiting a lease, and a peer does not get it', async () => {
+  it("when the answer to the holder's beat was lost after it was written, then the holder finds the lease its own at its next look, without waiting a lease, and a peer does not get it", async () => {
     const [a, b] = [processWithFaults(), processAt()];
     expect(await a.leases.hold(ENDPOINT, 100)).toBe(true);
     a.lose('after');
@@ -114,7 +120,7 @@ describe('the heartbeat lease on a webhook endpoint', () => {
     expect(await a.leases.commitUnder(ENDPOINT, entry('next'))).toBe(true);
   });
 
-  it('when the holder\'s beat failed before it was written, then the holder keeps the lease at its next look', async () => {
+  it("when the holder's beat failed before it was written, then the holder keeps the lease at its next look", async () => {
     const a = processWithFaults();
     expect(await a.leases.hold(ENDPOINT, 100)).toBe(true);
     a.lose('before');
@@ -124,7 +130,7 @@ describe('the heartbeat lease on a webhook endpoint', () => {
     expect(await a.leases.commitUnder(ENDPOINT, entry('next'))).toBe(true);
   });
 
-  it('when the holder\'s release failed, then the holder finds the lease its own at its next look', async () => {
+  it("when the holder's release failed, then the holder finds the lease its own at its next look", async () => {
     const a = processWithFaults();
     expect(await a.leases.hold(ENDPOINT, 100)).toBe(true);
     a.lose('before');

@@ -23,22 +23,45 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
   const { eventStore, readStore } = sys.system.stores;
   await readStore.defineCollections(WEBHOOK_COLLECTIONS);
   const party = { type: 'distributor' as const, id: randomUUID() };
-  const append = (stream: string, type: string, data: unknown) => eventStore.append(stream, [{ type, data, metadata: { actor: 'operator:test' } }], 'any');
+  const append = (stream: string, type: string, data: unknown) =>
+    eventStore.append(stream, [{ type, data, metadata: { actor: 'operator:test' } }], 'any');
 
   // Given active endpoints of the party, registered and approved (the events the commands append)
   for (let i = 0; i < ENDPOINTS; i++) {
     const endpointID = `whe_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-    await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointRequested', { endpointID, party, url: `https://hooks${i}.example/in`, eventTypes: ['operation.approved'], requestedBy: 'u1', requestedAt: new Date().toISOString() });
-    await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointApproved', { endpointID, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: { sealedWith: 'x', iv: 'x', tag: 'x', data: 'x' } });
+    await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointRequested', {
+      endpointID,
+      party,
+      url: `https://hooks${i}.example/in`,
+      eventTypes: ['operation.approved'],
+      requestedBy: 'u1',
+      requestedAt: new Date().toISOString(),
+    });
+    await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointApproved', {
+      endpointID,
+      approvedBy: 'u2',
+      approvedAt: new Date().toISOString(),
+      secret: { sealedWith: 'x', iv: 'x', tag: 'x', data: 'x' },
+    });
   }
-  const options = { eventStore, readStore, assetScale: 2, maxEventAgeMs: 86_400_000, logger: createLogger('silent'), clock: () => new Date(), supervision: { baseDelayMs: 1, maxDelayMs: 20 } };
+  const options = {
+    eventStore,
+    readStore,
+    assetScale: 2,
+    maxEventAgeMs: 86_400_000,
+    logger: createLogger('silent'),
+    clock: () => new Date(),
+    supervision: { baseDelayMs: 1, maxDelayMs: 20 },
+  };
   // The second outbox is slow to commit (a process on a loaded machine): it keeps trying to queue events the
   // first has already queued, and the marker below has already marked delivered.
   const slowStore: typeof readStore = Object.create(readStore, {
-    commit: { value: async (...args: Parameters<typeof readStore.commit>) => {
-      await new Promise((resolve) => setTimeout(resolve, 15));
-      return readStore.commit(...args);
-    } },
+    commit: {
+      value: async (...args: Parameters<typeof readStore.commit>) => {
+        await new Promise((resolve) => setTimeout(resolve, 15));
+        return readStore.commit(...args);
+      },
+    },
   });
   const first = new WebhookOutbox(options);
   let second = new WebhookOutbox({ ...options, readStore: slowStore });
@@ -50,9 +73,19 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
   let marking = true;
   const marker = (async () => {
     while (marking) {
-      const pending = await readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { status: 'pending' } });
+      const pending = await readStore.find<DeliveryDoc>(WEBHOOK_DELIVERIES_COLLECTION.name, {
+        where: { status: 'pending' },
+      });
       for (const d of pending) seen.set(d.id, (seen.get(d.id) ?? 0) + 1);
-      if (pending.length > 0) await readStore.commit(pending.map((d) => ({ op: 'patch' as const, collection: WEBHOOK_DELIVERIES_COLLECTION.name, id: d.id, patch: { status: 'delivered' } })));
+      if (pending.length > 0)
+        await readStore.commit(
+          pending.map((d) => ({
+            op: 'patch' as const,
+            collection: WEBHOOK_DELIVERIES_COLLECTION.name,
+            id: d.id,
+            patch: { status: 'delivered' },
+          })),
+        );
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
   })();
@@ -61,10 +94,28 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
   for (let i = 0; i < OPERATIONS; i++) {
     const operationID = newOperationID();
     await append(streams.operation(operationID), 'OperationRequested', {
-      operationID, party, keyID: 'key_1', operationType: 'cash-in', amount: '1.00', fee: '0.00', payer: { kind: 'distributor', id: party.id }, payee: { kind: 'individual', id: '+2348120000001' },
-      payerName: 'D', payerShortCode: '1', counterparty: { kind: 'individual', id: '+2348120000001', name: 'I' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: new Date().toISOString(),
+      operationID,
+      party,
+      keyID: 'key_1',
+      operationType: 'cash-in',
+      amount: '1.00',
+      fee: '0.00',
+      payer: { kind: 'distributor', id: party.id },
+      payee: { kind: 'individual', id: '+2348120000001' },
+      payerName: 'D',
+      payerShortCode: '1',
+      counterparty: { kind: 'individual', id: '+2348120000001', name: 'I' },
+      memo: null,
+      cashOutFulfillmentType: null,
+      cashOutFulfillmentID: null,
+      volumeDay: null,
+      createdAt: new Date().toISOString(),
     });
-    await append(streams.operation(operationID), 'OperationApproved', { operationID, approvedBy: 'u2', approvedAt: new Date().toISOString() });
+    await append(streams.operation(operationID), 'OperationApproved', {
+      operationID,
+      approvedBy: 'u2',
+      approvedAt: new Date().toISOString(),
+    });
     if (i === OPERATIONS / 2) {
       await second.stop();
       second = new WebhookOutbox({ ...options, readStore: slowStore });
@@ -74,8 +125,15 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
 
   // Then each approval is queued once per endpoint: no event lost, none twice
   const expected = OPERATIONS * ENDPOINTS;
-  await waitFor(async () => (await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { partyID: party.id } })) >= expected, 20_000);
-  await waitFor(async () => (await readStore.getCheckpoint('webhook-outbox')) === (await eventStore.headPosition()), 20_000);
+  await waitFor(
+    async () =>
+      (await readStore.count(WEBHOOK_DELIVERIES_COLLECTION.name, { where: { partyID: party.id } })) >= expected,
+    20_000,
+  );
+  await waitFor(
+    async () => (await readStore.getCheckpoint('webhook-outbox')) === (await eventStore.headPosition()),
+    20_000,
+  );
   await waitFor(() => seen.size === expected);
   marking = false;
   await marker;
@@ -91,19 +149,57 @@ it('given events older than the retry window when the outbox reaches them (a sto
   const { eventStore, readStore } = sys.system.stores;
   await readStore.defineCollections(WEBHOOK_COLLECTIONS);
   const party = { type: 'distributor' as const, id: randomUUID() };
-  const append = (stream: string, type: string, data: unknown) => eventStore.append(stream, [{ type, data, metadata: { actor: 'operator:test' } }], 'any');
+  const append = (stream: string, type: string, data: unknown) =>
+    eventStore.append(stream, [{ type, data, metadata: { actor: 'operator:test' } }], 'any');
   const endpointID = `whe_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-  await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointRequested', { endpointID, party, url: 'https://hooks.example/in', eventTypes: ['operation.approved'], requestedBy: 'u1', requestedAt: new Date().toISOString() });
-  await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointApproved', { endpointID, approvedBy: 'u2', approvedAt: new Date().toISOString(), secret: { sealedWith: 'x', iv: 'x', tag: 'x', data: 'x' } });
+  await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointRequested', {
+    endpointID,
+    party,
+    url: 'https://hooks.example/in',
+    eventTypes: ['operation.approved'],
+    requestedBy: 'u1',
+    requestedAt: new Date().toISOString(),
+  });
+  await append(streams.webhookEndpoint(endpointID), 'WebhookEndpointApproved', {
+    endpointID,
+    approvedBy: 'u2',
+    approvedAt: new Date().toISOString(),
+    secret: { sealedWith: 'x', iv: 'x', tag: 'x', data: 'x' },
+  });
   const operationID = newOperationID();
   await append(streams.operation(operationID), 'OperationRequested', {
-    operationID, party, keyID: 'key_1', operationType: 'cash-in', amount: '1.00', fee: '0.00', payer: { kind: 'distributor', id: party.id }, payee: { kind: 'individual', id: '+2348120000001' },
-    payerName: 'D', payerShortCode: '1', counterparty: { kind: 'individual', id: '+2348120000001', name: 'I' }, memo: null, cashOutFulfillmentType: null, cashOutFulfillmentID: null, volumeDay: null, createdAt: new Date().toISOString(),
+    operationID,
+    party,
+    keyID: 'key_1',
+    operationType: 'cash-in',
+    amount: '1.00',
+    fee: '0.00',
+    payer: { kind: 'distributor', id: party.id },
+    payee: { kind: 'individual', id: '+2348120000001' },
+    payerName: 'D',
+    payerShortCode: '1',
+    counterparty: { kind: 'individual', id: '+2348120000001', name: 'I' },
+    memo: null,
+    cashOutFulfillmentType: null,
+    cashOutFulfillmentID: null,
+    volumeDay: null,
+    createdAt: new Date().toISOString(),
   });
-  const approved = await append(streams.operation(operationID), 'OperationApproved', { operationID, approvedBy: 'u2', approvedAt: new Date().toISOString() });
+  const approved = await append(streams.operation(operationID), 'OperationApproved', {
+    operationID,
+    approvedBy: 'u2',
+    approvedAt: new Date().toISOString(),
+  });
 
   // The outbox's clock is a day and a minute later: it reaches the approval past the window
-  const outbox = new WebhookOutbox({ eventStore, readStore, assetScale: 2, maxEventAgeMs: 86_400_000, logger: createLogger('silent'), clock: () => new Date(Date.now() + 86_460_000) });
+  const outbox = new WebhookOutbox({
+    eventStore,
+    readStore,
+    assetScale: 2,
+    maxEventAgeMs: 86_400_000,
+    logger: createLogger('silent'),
+    clock: () => new Date(Date.now() + 86_460_000),
+  });
   outbox.start();
   await waitFor(() => (outbox.consumer.status().position ?? 0) >= approved.position);
   await outbox.stop();
@@ -112,16 +208,44 @@ it('given events older than the retry window when the outbox reaches them (a sto
 });
 
 it('given an active route, when its secret is rotated, then the route records when (so dispatchers open the new secrets) and stays active', () => {
-  const route = { id: 'whe_0000000000000001', partyType: 'merchant' as const, partyID: 'm1', url: 'https://shop.example/hooks', eventTypes: ['api_key.revoked' as const], status: 'active' as const };
+  const route = {
+    id: 'whe_0000000000000001',
+    partyType: 'merchant' as const,
+    partyID: 'm1',
+    url: 'https://shop.example/hooks',
+    eventTypes: ['api_key.revoked' as const],
+    status: 'active' as const,
+  };
   const sealed = { sealedWith: '0123456789abcdef', iv: 'aXY=', tag: 'dGFn', data: 'ZGF0YQ==' };
-  const rotated = { type: 'WebhookSecretRotated', data: { endpointID: route.id, approvedBy: 'u2', rotatedAt: '2026-01-01T00:00:00.000Z', secret: sealed, previousValidUntil: '2026-01-02T00:00:00.000Z', secretHolder: 'u1' } };
+  const rotated = {
+    type: 'WebhookSecretRotated',
+    data: {
+      endpointID: route.id,
+      approvedBy: 'u2',
+      rotatedAt: '2026-01-01T00:00:00.000Z',
+      secret: sealed,
+      previousValidUntil: '2026-01-02T00:00:00.000Z',
+      secretHolder: 'u1',
+    },
+  };
   expect(evolveRoute(route, rotated)).toEqual({ ...route, rotatedAt: '2026-01-01T00:00:00.000Z' });
   expect(evolveRoute(null, rotated)).toBeNull();
 });
 
-it('given a rotated route, when its previous secret ends at its holder\'s departure, then the route records when (so dispatchers stop signing with it)', () => {
-  const route = { id: 'whe_0000000000000001', partyType: 'merchant' as const, partyID: 'm1', url: 'https://shop.example/hooks', eventTypes: ['api_key.revoked' as const], status: 'active' as const, rotatedAt: '2026-01-01T00:00:00.000Z' };
-  const ended = { type: 'WebhookEndpointPreviousSecretEnded', data: { endpointID: route.id, endedAt: '2026-01-01T05:00:00.000Z', departedUserID: 'u1' } };
+it("given a rotated route, when its previous secret ends at its holder's departure, then the route records when (so dispatchers stop signing with it)", () => {
+  const route = {
+    id: 'whe_0000000000000001',
+    partyType: 'merchant' as const,
+    partyID: 'm1',
+    url: 'https://shop.example/hooks',
+    eventTypes: ['api_key.revoked' as const],
+    status: 'active' as const,
+    rotatedAt: '2026-01-01T00:00:00.000Z',
+  };
+  const ended = {
+    type: 'WebhookEndpointPreviousSecretEnded',
+    data: { endpointID: route.id, endedAt: '2026-01-01T05:00:00.000Z', departedUserID: 'u1' },
+  };
   expect(evolveRoute(route, ended)).toEqual({ ...route, rotatedAt: '2026-01-01T05:00:00.000Z' });
   expect(evolveRoute(null, ended)).toBeNull();
 });

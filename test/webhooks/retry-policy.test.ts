@@ -12,7 +12,11 @@ describe('webhook retry policy', () => {
   });
 
   it('given a first failure, then it is tried again after the base delay, and the streak starts now', () => {
-    expect(afterAttempt({ failingSince: null }, failed, 10_000, policy, noJitter)).toEqual({ kind: 'retry', nextAttemptAt: 11_000, failingSince: 10_000 });
+    expect(afterAttempt({ failingSince: null }, failed, 10_000, policy, noJitter)).toEqual({
+      kind: 'retry',
+      nextAttemptAt: 11_000,
+      failingSince: 10_000,
+    });
   });
 
   it('given a streak that goes on, then each delay is the streak so far (doubling), capped at the maximum', () => {
@@ -38,7 +42,10 @@ describe('webhook retry policy', () => {
 
   it('given a failure when the streak has lasted the give-up time, then the delivery is given up', () => {
     expect(afterAttempt({ failingSince: 0 }, failed, 599_999, policy, noJitter).kind).toBe('retry');
-    expect(afterAttempt({ failingSince: 0 }, failed, 600_000, policy, noJitter)).toEqual({ kind: 'give-up', failingSince: 0 });
+    expect(afterAttempt({ failingSince: 0 }, failed, 600_000, policy, noJitter)).toEqual({
+      kind: 'give-up',
+      failingSince: 0,
+    });
   });
 
   it('with the defaults, then a day of failures is about 30 attempts, never more than an hour apart', () => {

@@ -2,7 +2,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectCredential, decideOnApiKey, findUserByEmail } from '../../src/commands/back-office.ts';
-import { approveWebhookSecretRotation, decideOnWebhookSecretRotation, requestWebhookEndpoint } from '../../src/commands/webhooks.ts';
+import {
+  approveWebhookSecretRotation,
+  decideOnWebhookSecretRotation,
+  requestWebhookEndpoint,
+} from '../../src/commands/webhooks.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { sealWebhookSecret, verifyWebhookSignature } from '../../src/domain/webhook-secrets.ts';
 import { getRoute } from '../../src/webhooks/deliveries.ts';
@@ -25,7 +29,11 @@ describe('webhook signing-secret rotation, with a fake clock', () => {
   let party: TestParty;
 
   beforeAll(async () => {
-    sys = await startTestSystem({ WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100', SECRET_ROTATION_OVERLAP_HOURS: '1' }, () => now, WITHOUT_EXECUTOR);
+    sys = await startTestSystem(
+      { WEBHOOK_ALLOW_INSECURE_LOCALHOST: 'true', WEBHOOK_POLL_INTERVAL_MS: '100', SECRET_ROTATION_OVERLAP_HOURS: '1' },
+      () => now,
+      WITHOUT_EXECUTOR,
+    );
     party = await sys.party('merchant');
   });
   afterAll(async () => {
@@ -37,7 +45,13 @@ describe('webhook signing-secret rotation, with a fake clock', () => {
     const { keyID } = await party.key();
     const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
     const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
-    await decideOnApiKey(sys.backOffice, maker, keyID, { type: 'RequestApiKeyRevocation', reason: 'till retired' }, randomUUID());
+    await decideOnApiKey(
+      sys.backOffice,
+      maker,
+      keyID,
+      { type: 'RequestApiKeyRevocation', reason: 'till retired' },
+      randomUUID(),
+    );
     await decideOnApiKey(sys.backOffice, checker, keyID, { type: 'ApproveApiKeyRevocation' }, randomUUID());
     await waitFor(() => receiver.received.some((r) => r.json.data.apiKey?.keyID === keyID), 15_000);
     return receiver.received.find((r) => r.json.data.apiKey?.keyID === keyID)!;
@@ -55,23 +69,45 @@ describe('webhook signing-secret rotation, with a fake clock', () => {
       Date.now = realNow;
     }
   }
-  const legacyVerifies = (secret: string, r: ReceivedWebhook) => verifyWebhookSignature(secret, String(r.headers['webhook-signature']), r.body, Math.floor(now.getTime() / 1000));
+  const legacyVerifies = (secret: string, r: ReceivedWebhook) =>
+    verifyWebhookSignature(secret, String(r.headers['webhook-signature']), r.body, Math.floor(now.getTime() / 1000));
 
   /** A maker asks, a checker approves, the maker collects the new secret; the outbox has seen the rotation. */
   async function rotate(endpointID: string): Promise<string> {
     const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
     const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
     const deps = webhookDeps(sys);
-    expect(await decideOnWebhookSecretRotation(deps, maker, endpointID, { type: 'request', reason: 'secret seen in a log' }, randomUUID())).toEqual({ endpointID, rotation: 'pending' });
-    const approved = await approveWebhookSecretRotation({ ...deps, secretRotationOverlapHours: 1 }, checker, endpointID, randomUUID());
-    expect(approved).toEqual({ endpointID, heldFor: maker.userID, previousValidUntil: new Date(now.getTime() + 3_600_000).toISOString() });
-    await expect(collectCredential(deps, checker, { kind: 'webhook-endpoint', id: endpointID })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(
+      await decideOnWebhookSecretRotation(
+        deps,
+        maker,
+        endpointID,
+        { type: 'request', reason: 'secret seen in a log' },
+        randomUUID(),
+      ),
+    ).toEqual({ endpointID, rotation: 'pending' });
+    const approved = await approveWebhookSecretRotation(
+      { ...deps, secretRotationOverlapHours: 1 },
+      checker,
+      endpointID,
+      randomUUID(),
+    );
+    expect(approved).toEqual({
+      endpointID,
+      heldFor: maker.userID,
+      previousValidUntil: new Date(now.getTime() + 3_600_000).toISOString(),
+    });
+    await expect(collectCredential(deps, checker, { kind: 'webhook-endpoint', id: endpointID })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
     const { signingSecret } = await collectCredential(deps, maker, { kind: 'webhook-endpoint', id: endpointID });
-    await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.rotatedAt === now.toISOString());
+    await waitFor(
+      async () => (await getRoute(sys.system.stores.readStore, endpointID))?.rotatedAt === now.toISOString(),
+    );
     return signingSecret;
   }
 
-  it('when a rotation of a Standard Webhooks endpoint is approved, then deliveries carry both secrets\' signatures during the overlap and the new one\'s only after it', async () => {
+  it("when a rotation of a Standard Webhooks endpoint is approved, then deliveries carry both secrets' signatures during the overlap and the new one's only after it", async () => {
     receiver = await startWebhookReceiver('/hooks', 0, { now: () => now });
     try {
       const { endpointID, secret: oldSecret } = await registerEndpoint(sys, party, receiver.url, ['api_key.revoked']);
@@ -106,15 +142,36 @@ describe('webhook signing-secret rotation, with a fake clock', () => {
       const maker = await findUserByEmail(sys.backOffice, party.makerEmail);
       const checker = await findUserByEmail(sys.backOffice, party.checkerEmail);
       const deps = webhookDeps(sys);
-      const { endpointID } = await requestWebhookEndpoint(deps, maker, { url: receiver.url, eventTypes: ['api_key.revoked'] }, randomUUID());
+      const { endpointID } = await requestWebhookEndpoint(
+        deps,
+        maker,
+        { url: receiver.url, eventTypes: ['api_key.revoked'] },
+        randomUUID(),
+      );
       const legacySecret = `whsec_${randomBytes(32).toString('base64url')}`;
-      await sys.system.stores.eventStore.append(streams.webhookEndpoint(endpointID), [
-        { type: 'WebhookEndpointApproved', data: { endpointID, approvedBy: checker.userID, approvedAt: now.toISOString(), secret: sealWebhookSecret(deps.secretsKey, endpointID, legacySecret) } },
-      ], 'stream_exists');
+      await sys.system.stores.eventStore.append(
+        streams.webhookEndpoint(endpointID),
+        [
+          {
+            type: 'WebhookEndpointApproved',
+            data: {
+              endpointID,
+              approvedBy: checker.userID,
+              approvedAt: now.toISOString(),
+              secret: sealWebhookSecret(deps.secretsKey, endpointID, legacySecret),
+            },
+          },
+        ],
+        'stream_exists',
+      );
       await waitFor(async () => (await getRoute(sys.system.stores.readStore, endpointID))?.status === 'active');
 
       const before = await nextDelivery();
-      expect(Object.keys(before.headers).filter((name) => name.startsWith('webhook-')).sort()).toEqual(['webhook-id', 'webhook-signature']);
+      expect(
+        Object.keys(before.headers)
+          .filter((name) => name.startsWith('webhook-'))
+          .sort(),
+      ).toEqual(['webhook-id', 'webhook-signature']);
       expect(String(before.headers['webhook-signature'])).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
       expect(legacyVerifies(legacySecret, before)).toBe(true);
 

@@ -51,7 +51,17 @@ describe('a webhook delivery attempt', () => {
   it('when the receiver answers 2xx, then the attempt succeeds and the receiver can verify the signature', async () => {
     const secret = newWebhookSecret();
     const t = Math.floor(Date.now() / 1000);
-    const result = await attemptDelivery({ url: `${base}/ok`, body, headers: { 'webhook-id': 'evt_1', 'webhook-timestamp': String(t), 'webhook-signature': signWebhook(secret, t, body) }, timeoutMs: 5000, rules: dev });
+    const result = await attemptDelivery({
+      url: `${base}/ok`,
+      body,
+      headers: {
+        'webhook-id': 'evt_1',
+        'webhook-timestamp': String(t),
+        'webhook-signature': signWebhook(secret, t, body),
+      },
+      timeoutMs: 5000,
+      rules: dev,
+    });
     expect(result).toMatchObject({ ok: true, statusCode: 204, error: null });
     const got = lastAt('/ok');
     expect(got.body).toBe(body);
@@ -81,16 +91,39 @@ describe('a webhook delivery attempt', () => {
 
   it('when loopback is not allowed, then nothing is sent to 127.0.0.1', async () => {
     const before = received.length;
-    const result = await attemptDelivery({ url: `${base}/ok`, body, headers: {}, timeoutMs: 5000, rules: { allowLoopback: false } });
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'refused: address not allowed', detail: expect.stringMatching(/loopback/) });
+    const result = await attemptDelivery({
+      url: `${base}/ok`,
+      body,
+      headers: {},
+      timeoutMs: 5000,
+      rules: { allowLoopback: false },
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      statusCode: null,
+      error: 'refused: address not allowed',
+      detail: expect.stringMatching(/loopback/),
+    });
     expect(received.length).toBe(before);
   });
 
   it('when the name resolves to a private address, then the attempt is refused before connecting', async () => {
     const privateResolver: Resolver = async () => [{ address: '10.20.30.40', family: 4 }];
-    const result = await attemptDelivery({ url: `http://hooks.internal.test:${port}/ok`, body, headers: {}, timeoutMs: 5000, rules: dev, resolve: privateResolver });
+    const result = await attemptDelivery({
+      url: `http://hooks.internal.test:${port}/ok`,
+      body,
+      headers: {},
+      timeoutMs: 5000,
+      rules: dev,
+      resolve: privateResolver,
+    });
     // The maker sees the category; how the host resolved is for the operator's log only.
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'refused: address not allowed', detail: expect.stringMatching(/10\.20\.30\.40 \(private\)/) });
+    expect(result).toMatchObject({
+      ok: false,
+      statusCode: null,
+      error: 'refused: address not allowed',
+      detail: expect.stringMatching(/10\.20\.30\.40 \(private\)/),
+    });
   });
 
   it('when nothing listens at the address, then the attempt fails as "connection failed", without the address or the system error', async () => {
@@ -98,16 +131,40 @@ describe('a webhook delivery attempt', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const closedPort = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    const result = await attemptDelivery({ url: `http://receiver.test:${closedPort}/ok`, body, headers: {}, timeoutMs: 5000, rules: dev, resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'connection failed', detail: expect.stringMatching(/ECONNREFUSED 127\.0\.0\.1/) });
+    const result = await attemptDelivery({
+      url: `http://receiver.test:${closedPort}/ok`,
+      body,
+      headers: {},
+      timeoutMs: 5000,
+      rules: dev,
+      resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      statusCode: null,
+      error: 'connection failed',
+      detail: expect.stringMatching(/ECONNREFUSED 127\.0\.0\.1/),
+    });
   });
 
   it('when the name does not resolve, then the attempt fails as "host not found", without the resolver\'s message', async () => {
     const failing: Resolver = async () => {
       throw Object.assign(new Error('getaddrinfo ENOTFOUND hooks.corp.internal'), { code: 'ENOTFOUND' });
     };
-    const result = await attemptDelivery({ url: 'https://hooks.corp.internal/ok', body, headers: {}, timeoutMs: 5000, rules: dev, resolve: failing });
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'host not found', detail: 'DNS: getaddrinfo ENOTFOUND hooks.corp.internal' });
+    const result = await attemptDelivery({
+      url: 'https://hooks.corp.internal/ok',
+      body,
+      headers: {},
+      timeoutMs: 5000,
+      rules: dev,
+      resolve: failing,
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      statusCode: null,
+      error: 'host not found',
+      detail: 'DNS: getaddrinfo ENOTFOUND hooks.corp.internal',
+    });
   });
 
   it('when the receiver answers, then the error is its status, with nothing for the operator beyond it', async () => {
@@ -117,7 +174,14 @@ describe('a webhook delivery attempt', () => {
 
   it('when the name resolves to an allowed address, then the request goes to that address with the name as Host', async () => {
     const resolver: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
-    const result = await attemptDelivery({ url: `http://receiver.test:${port}/ok`, body, headers: {}, timeoutMs: 5000, rules: dev, resolve: resolver });
+    const result = await attemptDelivery({
+      url: `http://receiver.test:${port}/ok`,
+      body,
+      headers: {},
+      timeoutMs: 5000,
+      rules: dev,
+      resolve: resolver,
+    });
     expect(result.ok).toBe(true);
     expect(lastAt('/ok').headers.host).toBe(`receiver.test:${port}`);
   });

@@ -41,7 +41,14 @@ async function fundedIndividual({ sys }: Setup, amount = '10000.00'): Promise<st
 function cashOut({ sys, distributor, apiKey }: Setup, phone: string, amount: string, authorizationCode?: string) {
   return call(sys.baseUrl, 'POST', `/api/v1/distributors/${distributor.ref.id}/operations`, {
     apiKey,
-    body: { operationType: 'cash-out-fulfillment', amount, phoneFrom: phone, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: `RCPT-${randomUUID().slice(0, 8)}`, ...(authorizationCode === undefined ? {} : { authorizationCode }) },
+    body: {
+      operationType: 'cash-out-fulfillment',
+      amount,
+      phoneFrom: phone,
+      cashOutFulfillmentType: 'cash',
+      cashOutFulfillmentID: `RCPT-${randomUUID().slice(0, 8)}`,
+      ...(authorizationCode === undefined ? {} : { authorizationCode }),
+    },
   });
 }
 
@@ -57,10 +64,18 @@ function wrongCodes(code: string, count: number): string[] {
 
 /** A code as the individual's wallet app would hand it out: the operator CLI, on the system's data directory. */
 const codeFromTheApp = (sys: TestSystem, phone: string, amount?: string) =>
-  runCliJson<{ phone: string; code: string; maxAmount: string | null; expiresAt: string }>(['individual', 'cash-out-code', '--phone', phone, ...(amount ? ['--amount', amount] : []), '--data-dir', sys.config.DATA_DIR]);
+  runCliJson<{ phone: string; code: string; maxAmount: string | null; expiresAt: string }>([
+    'individual',
+    'cash-out-code',
+    '--phone',
+    phone,
+    ...(amount ? ['--amount', amount] : []),
+    '--data-dir',
+    sys.config.DATA_DIR,
+  ]);
 
-describe('cash-out-fulfillment and the individual\'s consent', () => {
-  describe('given CASH_OUT_CONSENT=none (the default, the contract\'s rule)', () => {
+describe("cash-out-fulfillment and the individual's consent", () => {
+  describe("given CASH_OUT_CONSENT=none (the default, the contract's rule)", () => {
     let off: Setup;
     beforeAll(async () => {
       off = await setup({});
@@ -87,18 +102,28 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
       const r = await cashOut(on, phone, '4000.00');
       expect(r.status).toBe(403);
       expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-      expect(r.body).toMatchObject({ type: NOT_AUTHORIZED, title: 'Cash-Out Not Authorized', status: 403, detail: expect.stringMatching(/authorizationCode.*is required/) });
-      expect(await on.sys.system.stores.eventStore.readStream(streams.wallet({ kind: 'individual', id: phone }))).toHaveLength(1); // the credit only
+      expect(r.body).toMatchObject({
+        type: NOT_AUTHORIZED,
+        title: 'Cash-Out Not Authorized',
+        status: 403,
+        detail: expect.stringMatching(/authorizationCode.*is required/),
+      });
+      expect(
+        await on.sys.system.stores.eventStore.readStream(streams.wallet({ kind: 'individual', id: phone })),
+      ).toHaveLength(1); // the credit only
     });
 
-    it('when the request carries a wrong code, then it is refused 403; with the individual\'s code it is created; with the same code again it is refused', async () => {
+    it("when the request carries a wrong code, then it is refused 403; with the individual's code it is created; with the same code again it is refused", async () => {
       const phone = await fundedIndividual(on);
       const { code } = await codeFromTheApp(on.sys, phone);
       const wrong = code === '00000000' ? '00000001' : '00000000';
 
       const refused = await cashOut(on, phone, '4000.00', wrong);
       expect(refused.status).toBe(403);
-      expect(refused.body).toMatchObject({ type: NOT_AUTHORIZED, detail: expect.stringMatching(/not a live cash-out code of this individual/) });
+      expect(refused.body).toMatchObject({
+        type: NOT_AUTHORIZED,
+        detail: expect.stringMatching(/not a live cash-out code of this individual/),
+      });
 
       const accepted = await cashOut(on, phone, '4000.00', code);
       expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
@@ -109,14 +134,18 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
 
       // The code is in no event: the store keeps its keyed hash, and which operation used it.
       const consent = await on.sys.system.stores.eventStore.readStream(streams.cashOutConsent(phone));
-      expect(consent.map((event) => event.type)).toEqual(['CashOutCodeIssued', 'WrongCashOutCodePresented', 'CashOutCodeUsed']);
+      expect(consent.map((event) => event.type)).toEqual([
+        'CashOutCodeIssued',
+        'WrongCashOutCodePresented',
+        'CashOutCodeUsed',
+      ]);
       expect(consent[1]!.data).toMatchObject({ wrongCount: 1 });
       expect(consent[2]!.data).toMatchObject({ operationID: accepted.body.operationID });
       const all = await on.sys.system.stores.eventStore.readAll();
       expect(all.filter((event) => JSON.stringify(event).includes(code))).toEqual([]);
     });
 
-    it('when another individual\'s code is presented, then it is refused 403 (a code is bound to its individual)', async () => {
+    it("when another individual's code is presented, then it is refused 403 (a code is bound to its individual)", async () => {
       const phone = await fundedIndividual(on);
       const other = await fundedIndividual(on);
       const { code } = await codeFromTheApp(on.sys, other);
@@ -146,7 +175,13 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
       const issuedLongAgo = new Date(Date.now() - CASH_OUT_CODE_TTL_MS - 1000);
       const { store } = on.sys.backOffice;
       const { code } = await issueCashOutCode(
-        { store, lookup: new PartyLookup(store), clock: () => issuedLongAgo, assetScale: 2, secretsKey: embeddedSecretsKey(on.sys.config.DATA_DIR) },
+        {
+          store,
+          lookup: new PartyLookup(store),
+          clock: () => issuedLongAgo,
+          assetScale: 2,
+          secretsKey: embeddedSecretsKey(on.sys.config.DATA_DIR),
+        },
         { phone },
         { actor: `individual:${phone}`, correlationId: randomUUID() },
       );
@@ -157,7 +192,9 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
       const phone = await fundedIndividual(on);
       const r = await cashOut(on, phone, '10.00', '12ab');
       expect(r.status).toBe(400);
-      expect(r.body.errors).toEqual([expect.objectContaining({ field: 'authorizationCode', detail: expect.stringMatching(/8-digit cash-out code/) })]);
+      expect(r.body.errors).toEqual([
+        expect.objectContaining({ field: 'authorizationCode', detail: expect.stringMatching(/8-digit cash-out code/) }),
+      ]);
     });
 
     it('when a cash-in carries an authorizationCode, then it is refused 400 (the field belongs to cash-out-fulfillment only)', async () => {
@@ -171,7 +208,9 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
     });
 
     it('when the app asks a code for a phone that is not registered, then the CLI refuses it and exits 1', async () => {
-      await expect(codeFromTheApp(on.sys, newPhone())).rejects.toThrow(/exited 1: refused \(NOT_FOUND\): .* is not a registered individual wallet/);
+      await expect(codeFromTheApp(on.sys, newPhone())).rejects.toThrow(
+        /exited 1: refused \(NOT_FOUND\): .* is not a registered individual wallet/,
+      );
     });
 
     it(`when ${MAX_WRONG_CASH_OUT_CODES} wrong codes are presented, then every live code of the individual is void: the right one is refused, and a new code works`, async () => {
@@ -197,7 +236,11 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
     let keys: string[];
     beforeAll(async () => {
       on = await setup({ CASH_OUT_CONSENT: 'individual-code' });
-      other = await startTestSystem({ DATA_DIR: on.sys.config.DATA_DIR, CASH_OUT_CONSENT: 'individual-code' }, undefined, WITHOUT_EXECUTOR);
+      other = await startTestSystem(
+        { DATA_DIR: on.sys.config.DATA_DIR, CASH_OUT_CONSENT: 'individual-code' },
+        undefined,
+        WITHOUT_EXECUTOR,
+      );
       keys = [on.apiKey, (await on.distributor.key()).apiKey, (await on.distributor.key()).apiKey];
     });
     afterAll(async () => {
@@ -211,14 +254,21 @@ describe('cash-out-fulfillment and the individual\'s consent', () => {
       const guesses = [...wrongCodes(code, 24)];
       guesses.splice(Math.floor(Math.random() * guesses.length), 0, code);
       const answers = await Promise.all(
-        guesses.map((guess, i) => cashOut({ ...on, sys: i % 2 === 0 ? on.sys : other, apiKey: keys[i % keys.length]! }, phone, '10.00', guess)),
+        guesses.map((guess, i) =>
+          cashOut({ ...on, sys: i % 2 === 0 ? on.sys : other, apiKey: keys[i % keys.length]! }, phone, '10.00', guess),
+        ),
       );
       const right = answers[guesses.indexOf(code)]!;
       expect(answers.filter((r) => r !== right).map((r) => r.status)).toEqual(Array(24).fill(403));
 
       // The count, as every process sees it: 1, 2, … in order, never past the limit, nothing counted once void.
-      const types = (await on.sys.system.stores.eventStore.readStream(streams.cashOutConsent(phone))).map((event) => ({ type: event.type, data: event.data as { wrongCount?: number } }));
-      const counted = types.filter((event) => event.type === 'WrongCashOutCodePresented').map((event) => event.data.wrongCount);
+      const types = (await on.sys.system.stores.eventStore.readStream(streams.cashOutConsent(phone))).map((event) => ({
+        type: event.type,
+        data: event.data as { wrongCount?: number },
+      }));
+      const counted = types
+        .filter((event) => event.type === 'WrongCashOutCodePresented')
+        .map((event) => event.data.wrongCount);
       expect(counted).toEqual(Array.from({ length: counted.length }, (_, i) => i + 1));
       expect(counted.length).toBeLessThanOrEqual(MAX_WRONG_CASH_OUT_CODES);
       const order = types.map((event) => event.type);

@@ -41,7 +41,9 @@ function escapeString(value: string, escape: (char: string) => string | undefine
 
 const utf16Escape = (char: string, upper: boolean) =>
   [...Array.from({ length: char.length }, (_, i) => char.charCodeAt(i))]
-    .map((unit) => `\\u${upper ? unit.toString(16).toUpperCase().padStart(4, '0') : unit.toString(16).padStart(4, '0')}`)
+    .map(
+      (unit) => `\\u${upper ? unit.toString(16).toUpperCase().padStart(4, '0') : unit.toString(16).padStart(4, '0')}`,
+    )
     .join('');
 
 interface Library {
@@ -54,11 +56,20 @@ const libraries: Library[] = [
   { name: 'Jackson', string: (v) => escapeString(v, () => undefined), separators: [',', ':'] },
   {
     name: 'System.Text.Json',
-    string: (v) => escapeString(v, (c) => (c.codePointAt(0)! > 0x7e || `<>&'+\``.includes(c) ? utf16Escape(c, true) : undefined)),
+    string: (v) =>
+      escapeString(v, (c) => (c.codePointAt(0)! > 0x7e || `<>&'+\``.includes(c) ? utf16Escape(c, true) : undefined)),
     separators: [',', ':'],
   },
-  { name: 'Go encoding/json', string: (v) => escapeString(v, (c) => ('<>&'.includes(c) ? utf16Escape(c, false) : undefined)), separators: [',', ':'] },
-  { name: "Python's json.dumps", string: (v) => escapeString(v, (c) => (c.codePointAt(0)! > 0x7e ? utf16Escape(c, false) : undefined)), separators: [', ', ': '] },
+  {
+    name: 'Go encoding/json',
+    string: (v) => escapeString(v, (c) => ('<>&'.includes(c) ? utf16Escape(c, false) : undefined)),
+    separators: [',', ':'],
+  },
+  {
+    name: "Python's json.dumps",
+    string: (v) => escapeString(v, (c) => (c.codePointAt(0)! > 0x7e ? utf16Escape(c, false) : undefined)),
+    separators: [', ', ': '],
+  },
 ];
 
 function serialize(library: Library, fields: Fields): string {
@@ -91,7 +102,11 @@ describe('client compatibility: default serializations of Jackson, System.Text.J
   afterAll(async () => sys.close());
 
   const post = (party: TestParty & { apiKey: string }, rawBody: string) =>
-    call(sys.baseUrl, 'POST', `/api/v1/${party.ref.type}s/${party.ref.id}/operations`, { apiKey: party.apiKey, rawBody, headers: { 'content-type': 'application/json; charset=utf-8' } });
+    call(sys.baseUrl, 'POST', `/api/v1/${party.ref.type}s/${party.ref.id}/operations`, {
+      apiKey: party.apiKey,
+      rawBody,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
 
   async function requested(operationID: string): Promise<Record<string, any>> {
     const events = await sys.system.stores.eventStore.readStream(streams.operation(operationID));
@@ -101,33 +116,198 @@ describe('client compatibility: default serializations of Jackson, System.Text.J
 
   /** The accepted requests: every unset optional field sent as null, in several key orders. */
   const accepted: Array<[string, 'distributor' | 'merchant', () => Fields, (op: Record<string, any>) => void]> = [
-    ['cash-in to a merchant, phoneTo and memo null', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', null], ['merchantToShortCode', m.shortCode], ['memo', null]],
-      (op) => expect(op).toMatchObject({ operationType: 'cash-in', amount: '1.00', payee: m.wallet })],
-    ['cash-in to a phone, merchantToShortCode null, memo with escapes (alphabetical order)', 'distributor', () => [['amount', '2.50'], ['memo', MEMO], ['merchantToShortCode', null], ['operationType', 'cash-in'], ['phoneTo', phone]],
-      (op) => expect(op).toMatchObject({ operationType: 'cash-in', amount: '2.50', payee: { kind: 'individual', id: phone }, memo: MEMO })],
-    ['cash-out-fulfillment, memo null first', 'distributor', () => [['memo', null], ['operationType', 'cash-out-fulfillment'], ['amount', '1.00'], ['phoneFrom', phone], ['cashOutFulfillmentType', 'cash'], ['cashOutFulfillmentID', 'RCPT-<1>&2']],
-      (op) => expect(op).toMatchObject({ operationType: 'cash-out-fulfillment', amount: '1.00', payer: { kind: 'individual', id: phone } })],
-    ['cash-out, memo null', 'merchant', () => [['operationType', 'cash-out'], ['amount', '1.00'], ['distributorToShortCode', d.shortCode], ['memo', null]],
-      (op) => expect(op).toMatchObject({ operationType: 'cash-out', amount: '1.00', payee: d.wallet })],
-    ['pay-merchant, memo with escapes', 'merchant', () => [['operationType', 'pay-merchant'], ['merchantToShortCode', m2.shortCode], ['amount', '1.00'], ['memo', MEMO]],
-      (op) => expect(op).toMatchObject({ operationType: 'pay-merchant', amount: '1.00', payee: m2.wallet, memo: MEMO })],
+    [
+      'cash-in to a merchant, phoneTo and memo null',
+      'distributor',
+      () => [
+        ['operationType', 'cash-in'],
+        ['amount', '1.00'],
+        ['phoneTo', null],
+        ['merchantToShortCode', m.shortCode],
+        ['memo', null],
+      ],
+      (op) => expect(op).toMatchObject({ operationType: 'cash-in', amount: '1.00', payee: m.wallet }),
+    ],
+    [
+      'cash-in to a phone, merchantToShortCode null, memo with escapes (alphabetical order)',
+      'distributor',
+      () => [
+        ['amount', '2.50'],
+        ['memo', MEMO],
+        ['merchantToShortCode', null],
+        ['operationType', 'cash-in'],
+        ['phoneTo', phone],
+      ],
+      (op) =>
+        expect(op).toMatchObject({
+          operationType: 'cash-in',
+          amount: '2.50',
+          payee: { kind: 'individual', id: phone },
+          memo: MEMO,
+        }),
+    ],
+    [
+      'cash-out-fulfillment, memo null first',
+      'distributor',
+      () => [
+        ['memo', null],
+        ['operationType', 'cash-out-fulfillment'],
+        ['amount', '1.00'],
+        ['phoneFrom', phone],
+        ['cashOutFulfillmentType', 'cash'],
+        ['cashOutFulfillmentID', 'RCPT-<1>&2'],
+      ],
+      (op) =>
+        expect(op).toMatchObject({
+          operationType: 'cash-out-fulfillment',
+          amount: '1.00',
+          payer: { kind: 'individual', id: phone },
+        }),
+    ],
+    [
+      'cash-out, memo null',
+      'merchant',
+      () => [
+        ['operationType', 'cash-out'],
+        ['amount', '1.00'],
+        ['distributorToShortCode', d.shortCode],
+        ['memo', null],
+      ],
+      (op) => expect(op).toMatchObject({ operationType: 'cash-out', amount: '1.00', payee: d.wallet }),
+    ],
+    [
+      'pay-merchant, memo with escapes',
+      'merchant',
+      () => [
+        ['operationType', 'pay-merchant'],
+        ['merchantToShortCode', m2.shortCode],
+        ['amount', '1.00'],
+        ['memo', MEMO],
+      ],
+      (op) => expect(op).toMatchObject({ operationType: 'pay-merchant', amount: '1.00', payee: m2.wallet, memo: MEMO }),
+    ],
     // An extension: a short code as the integer the responses carry (merchantShortCode), as an int field writes it.
-    ['cash-in merchantToShortCode as an integer', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', null], ['merchantToShortCode', new Num(m.shortCode)], ['memo', null]],
-      (op) => expect(op).toMatchObject({ operationType: 'cash-in', amount: '1.00', payee: m.wallet })],
-    ['cash-out distributorToShortCode as an integer', 'merchant', () => [['operationType', 'cash-out'], ['amount', '1.00'], ['distributorToShortCode', new Num(d.shortCode)], ['memo', null]],
-      (op) => expect(op).toMatchObject({ operationType: 'cash-out', amount: '1.00', payee: d.wallet })],
-    ['pay-individual, memo null', 'merchant', () => [['operationType', 'pay-individual'], ['amount', '1.00'], ['phoneTo', phone], ['memo', null]],
-      (op) => expect(op).toMatchObject({ operationType: 'pay-individual', amount: '1.00', payee: { kind: 'individual', id: phone } })],
+    [
+      'cash-in merchantToShortCode as an integer',
+      'distributor',
+      () => [
+        ['operationType', 'cash-in'],
+        ['amount', '1.00'],
+        ['phoneTo', null],
+        ['merchantToShortCode', new Num(m.shortCode)],
+        ['memo', null],
+      ],
+      (op) => expect(op).toMatchObject({ operationType: 'cash-in', amount: '1.00', payee: m.wallet }),
+    ],
+    [
+      'cash-out distributorToShortCode as an integer',
+      'merchant',
+      () => [
+        ['operationType', 'cash-out'],
+        ['amount', '1.00'],
+        ['distributorToShortCode', new Num(d.shortCode)],
+        ['memo', null],
+      ],
+      (op) => expect(op).toMatchObject({ operationType: 'cash-out', amount: '1.00', payee: d.wallet }),
+    ],
+    [
+      'pay-individual, memo null',
+      'merchant',
+      () => [
+        ['operationType', 'pay-individual'],
+        ['amount', '1.00'],
+        ['phoneTo', phone],
+        ['memo', null],
+      ],
+      (op) =>
+        expect(op).toMatchObject({
+          operationType: 'pay-individual',
+          amount: '1.00',
+          payee: { kind: 'individual', id: phone },
+        }),
+    ],
   ];
 
   /** Numbers where the contract wants strings, as typed fields (BigDecimal, decimal, int, float64) write them. */
   const refused: Array<[string, 'distributor' | 'merchant', () => Fields, string, RegExp]> = [
-    ['cash-in amount as a decimal number 10.00', 'distributor', () => [['operationType', 'cash-in'], ['amount', new Num('10.00')], ['phoneTo', phone], ['merchantToShortCode', null], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
-    ['cash-in amount as an integer 10', 'distributor', () => [['operationType', 'cash-in'], ['amount', new Num('10')], ['phoneTo', null], ['merchantToShortCode', m.shortCode], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
-    ['cash-in merchantToShortCode as a fraction', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', null], ['merchantToShortCode', new Num(`${m.shortCode}.5`)], ['memo', null]], 'merchantToShortCode', /^merchantToShortCode must be a string of digits or a whole number/],
-    ['cash-in phoneTo as an integer', 'distributor', () => [['operationType', 'cash-in'], ['amount', '1.00'], ['phoneTo', new Num(phone.slice(1))], ['merchantToShortCode', null], ['memo', null]], 'phoneTo', /^phoneTo must be a string of digits .*not a number$/],
-    ['pay-merchant amount as a number 1.5', 'merchant', () => [['operationType', 'pay-merchant'], ['amount', new Num('1.5')], ['merchantToShortCode', m2.shortCode], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
-    ['cash-out-fulfillment amount as a number, memo null', 'distributor', () => [['operationType', 'cash-out-fulfillment'], ['amount', new Num('3')], ['phoneFrom', phone], ['cashOutFulfillmentType', 'cash'], ['cashOutFulfillmentID', 'R1'], ['memo', null]], 'amount', /^amount must be a string .*not a number$/],
+    [
+      'cash-in amount as a decimal number 10.00',
+      'distributor',
+      () => [
+        ['operationType', 'cash-in'],
+        ['amount', new Num('10.00')],
+        ['phoneTo', phone],
+        ['merchantToShortCode', null],
+        ['memo', null],
+      ],
+      'amount',
+      /^amount must be a string .*not a number$/,
+    ],
+    [
+      'cash-in amount as an integer 10',
+      'distributor',
+      () => [
+        ['operationType', 'cash-in'],
+        ['amount', new Num('10')],
+        ['phoneTo', null],
+        ['merchantToShortCode', m.shortCode],
+        ['memo', null],
+      ],
+      'amount',
+      /^amount must be a string .*not a number$/,
+    ],
+    [
+      'cash-in merchantToShortCode as a fraction',
+      'distributor',
+      () => [
+        ['operationType', 'cash-in'],
+        ['amount', '1.00'],
+        ['phoneTo', null],
+        ['merchantToShortCode', new Num(`${m.shortCode}.5`)],
+        ['memo', null],
+      ],
+      'merchantToShortCode',
+      /^merchantToShortCode must be a string of digits or a whole number/,
+    ],
+    [
+      'cash-in phoneTo as an integer',
+      'distributor',
+      () => [
+        ['operationType', 'cash-in'],
+        ['amount', '1.00'],
+        ['phoneTo', new Num(phone.slice(1))],
+        ['merchantToShortCode', null],
+        ['memo', null],
+      ],
+      'phoneTo',
+      /^phoneTo must be a string of digits .*not a number$/,
+    ],
+    [
+      'pay-merchant amount as a number 1.5',
+      'merchant',
+      () => [
+        ['operationType', 'pay-merchant'],
+        ['amount', new Num('1.5')],
+        ['merchantToShortCode', m2.shortCode],
+        ['memo', null],
+      ],
+      'amount',
+      /^amount must be a string .*not a number$/,
+    ],
+    [
+      'cash-out-fulfillment amount as a number, memo null',
+      'distributor',
+      () => [
+        ['operationType', 'cash-out-fulfillment'],
+        ['amount', new Num('3')],
+        ['phoneFrom', phone],
+        ['cashOutFulfillmentType', 'cash'],
+        ['cashOutFulfillmentID', 'R1'],
+        ['memo', null],
+      ],
+      'amount',
+      /^amount must be a string .*not a number$/,
+    ],
   ];
 
   for (const library of libraries) {
@@ -140,18 +320,27 @@ describe('client compatibility: default serializations of Jackson, System.Text.J
         check(await requested(r.body.operationID));
       });
 
-      it.each(refused)('%s: 400 naming the field with "must be a string"', async (_name, partyType, fields, field, detail) => {
-        const body = serialize(library, fields());
-        const r = await post(partyType === 'distributor' ? d : m, body);
-        expect(r.status, `${body}\n${JSON.stringify(r.body)}`).toBe(400);
-        expect(r.body.type).toBe('/problems/input-validation-problems');
-        expect(r.body.errors).toEqual([{ type: '/problems/input-validation-problems/invalid-field', field, detail: expect.stringMatching(detail) }]);
-      });
+      it.each(refused)(
+        '%s: 400 naming the field with "must be a string"',
+        async (_name, partyType, fields, field, detail) => {
+          const body = serialize(library, fields());
+          const r = await post(partyType === 'distributor' ? d : m, body);
+          expect(r.status, `${body}\n${JSON.stringify(r.body)}`).toBe(400);
+          expect(r.body.type).toBe('/problems/input-validation-problems');
+          expect(r.body.errors).toEqual([
+            { type: '/problems/input-validation-problems/invalid-field', field, detail: expect.stringMatching(detail) },
+          ]);
+        },
+      );
     });
   }
 
   it('the serializers write what the libraries write', () => {
-    const fields: Fields = [['memo', 'é<&+'], ['phoneTo', null], ['amount', new Num('10.00')]];
+    const fields: Fields = [
+      ['memo', 'é<&+'],
+      ['phoneTo', null],
+      ['amount', new Num('10.00')],
+    ];
     expect(libraries.map((library) => serialize(library, fields))).toEqual([
       '{"memo":"é<&+","phoneTo":null,"amount":10.00}',
       '{"memo":"\\u00E9\\u003C\\u0026\\u002B","phoneTo":null,"amount":10.00}',

@@ -44,13 +44,24 @@ describe('concurrent creates', () => {
   afterAll(async () => sys.close());
 
   const pathOf = (party: TestParty) => `/api/v1/${party.ref.type}s/${party.ref.id}/operations`;
-  const cashIn = (amount: string, memo?: string) => ({ operationType: 'cash-in', amount, phoneTo: phone, ...(memo ? { memo } : {}) });
+  const cashIn = (amount: string, memo?: string) => ({
+    operationType: 'cash-in',
+    amount,
+    phoneTo: phone,
+    ...(memo ? { memo } : {}),
+  });
 
   async function post(party: Keyed, body: unknown, headers?: Record<string, string>): Promise<Response> {
-    return checkEnvelope(await call(sys.baseUrl, 'POST', pathOf(party), { apiKey: party.apiKey, body, ...(headers ? { headers } : {}) }));
+    return checkEnvelope(
+      await call(sys.baseUrl, 'POST', pathOf(party), { apiKey: party.apiKey, body, ...(headers ? { headers } : {}) }),
+    );
   }
 
-  async function withKey(type: 'distributor' | 'merchant', balance?: string, terms: Record<string, string> = {}): Promise<Keyed> {
+  async function withKey(
+    type: 'distributor' | 'merchant',
+    balance?: string,
+    terms: Record<string, string> = {},
+  ): Promise<Keyed> {
     const party = await sys.party(type);
     if (balance) await sys.credit(party.wallet, balance);
     const { apiKey, keyID } = await party.key(terms);
@@ -100,7 +111,13 @@ describe('concurrent creates', () => {
       await sys.credit({ kind: 'individual', id: individual }, '500');
       const d1 = await withKey('distributor');
       const d2 = await withKey('distributor');
-      const body = (i: number) => ({ operationType: 'cash-out-fulfillment', amount: '100', phoneFrom: individual, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: `r-${i}` });
+      const body = (i: number) => ({
+        operationType: 'cash-out-fulfillment',
+        amount: '100',
+        phoneFrom: individual,
+        cashOutFulfillmentType: 'cash',
+        cashOutFulfillmentID: `r-${i}`,
+      });
       const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => post(i % 2 ? d1 : d2, body(i))));
       expect(tally(responses)).toEqual({ '200': 5, '403 /problems/insufficient-balance': 25 });
     }, 20_000);
@@ -161,7 +178,9 @@ describe('concurrent creates', () => {
     it('when the same Idempotency-Key is reused with another body concurrently, then one wins and the others get 422', async () => {
       const d = await withKey('distributor', '1000');
       const headers = { 'idempotency-key': 'clash' };
-      const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => post(d, cashIn(String(10 + i)), headers)));
+      const responses = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => post(d, cashIn(String(10 + i)), headers)),
+      );
       expect(tally(responses)).toEqual({ '200': 1, '422 /problems/idempotency-key-reused': 9 });
       expect(await holdsOf(d)).toHaveLength(1);
     });
@@ -202,7 +221,13 @@ describe('concurrent creates', () => {
       const r = await post(d, cashIn('100'), { 'idempotency-key': value });
       expect(r.status).toBe(400);
       expect(r.body.type).toBe('/problems/input-validation-problems');
-      expect(r.body.errors).toEqual([expect.objectContaining({ type: '/problems/input-validation-problems/invalid-field', field: expect.any(String), detail: expect.any(String) })]);
+      expect(r.body.errors).toEqual([
+        expect.objectContaining({
+          type: '/problems/input-validation-problems/invalid-field',
+          field: expect.any(String),
+          detail: expect.any(String),
+        }),
+      ]);
       expect(await holdsOf(d)).toEqual([]);
       expect((await post(d, cashIn('100'))).status).toBe(200);
     });

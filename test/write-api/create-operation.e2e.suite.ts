@@ -30,7 +30,12 @@ export function createOperationEndToEnd(): void {
     if (r.status >= 400) {
       expect(r.headers.get('content-type') ?? '').toMatch(/^application\/problem\+json\b/);
       expect(r.headers.get('x-request-id') ?? '').not.toBe('');
-      expect(r.body).toMatchObject({ status: r.status, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+      expect(r.body).toMatchObject({
+        status: r.status,
+        type: expect.any(String),
+        title: expect.any(String),
+        detail: expect.any(String),
+      });
     }
     return r;
   }
@@ -72,15 +77,35 @@ export function createOperationEndToEnd(): void {
 
     const pathOf = (party: TestParty) => `/api/v1/${party.ref.type}s/${party.ref.id}/operations`;
 
-    async function post(party: Keyed, body: unknown, options: { headers?: Record<string, string>; path?: string } = {}): Promise<Response> {
-      return checkEnvelope(await call(sys.baseUrl, 'POST', options.path ?? pathOf(party), { apiKey: party.apiKey, body, ...(options.headers ? { headers: options.headers } : {}) }));
+    async function post(
+      party: Keyed,
+      body: unknown,
+      options: { headers?: Record<string, string>; path?: string } = {},
+    ): Promise<Response> {
+      return checkEnvelope(
+        await call(sys.baseUrl, 'POST', options.path ?? pathOf(party), {
+          apiKey: party.apiKey,
+          body,
+          ...(options.headers ? { headers: options.headers } : {}),
+        }),
+      );
     }
 
     async function postRaw(party: Keyed, rawBody: string, contentType = 'application/json'): Promise<Response> {
-      return checkEnvelope(await call(sys.baseUrl, 'POST', pathOf(party), { apiKey: party.apiKey, rawBody, headers: { 'content-type': contentType } }));
+      return checkEnvelope(
+        await call(sys.baseUrl, 'POST', pathOf(party), {
+          apiKey: party.apiKey,
+          rawBody,
+          headers: { 'content-type': contentType },
+        }),
+      );
     }
 
-    async function withKey(type: 'distributor' | 'merchant', balance?: string, terms: Record<string, string> = {}): Promise<Keyed> {
+    async function withKey(
+      type: 'distributor' | 'merchant',
+      balance?: string,
+      terms: Record<string, string> = {},
+    ): Promise<Keyed> {
       const party = await sys.party(type);
       if (balance) await sys.credit(party.wallet, balance);
       const { apiKey, keyID } = await party.key(terms);
@@ -113,48 +138,110 @@ export function createOperationEndToEnd(): void {
       });
 
       it('when a distributor cashes in to a registered phone, then it gets 200 with an op_ operationID and the operation is pending for that individual', async () => {
-        const id = expectOperationCreated(await post(distributor, { operationType: 'cash-in', amount: '100', phoneTo: phone, memo: 'till 4' }));
+        const id = expectOperationCreated(
+          await post(distributor, { operationType: 'cash-in', amount: '100', phoneTo: phone, memo: 'till 4' }),
+        );
         const op = await requested(id);
-        expect(op).toMatchObject({ operationType: 'cash-in', amount: '100.00', fee: '0.00', payer: distributor.wallet, payee: { kind: 'individual', id: phone }, memo: 'till 4' });
+        expect(op).toMatchObject({
+          operationType: 'cash-in',
+          amount: '100.00',
+          fee: '0.00',
+          payer: distributor.wallet,
+          payee: { kind: 'individual', id: phone },
+          memo: 'till 4',
+        });
       });
 
       it('when a distributor cashes in to a phone written with spaces, then the phone is accepted and normalized', async () => {
-        const id = expectOperationCreated(await post(distributor, { operationType: 'cash-in', amount: '5.5', phoneTo: spaced(phone) }));
+        const id = expectOperationCreated(
+          await post(distributor, { operationType: 'cash-in', amount: '5.5', phoneTo: spaced(phone) }),
+        );
         expect(await requested(id)).toMatchObject({ amount: '5.50', payee: { kind: 'individual', id: phone } });
       });
 
       it('when a distributor cashes in to a merchant short code, then it gets 200 and the merchant is the payee', async () => {
-        const id = expectOperationCreated(await post(distributor, { operationType: 'cash-in', amount: '100.00', merchantToShortCode: otherMerchant.shortCode }));
-        expect(await requested(id)).toMatchObject({ operationType: 'cash-in', payer: distributor.wallet, payee: otherMerchant.wallet });
+        const id = expectOperationCreated(
+          await post(distributor, {
+            operationType: 'cash-in',
+            amount: '100.00',
+            merchantToShortCode: otherMerchant.shortCode,
+          }),
+        );
+        expect(await requested(id)).toMatchObject({
+          operationType: 'cash-in',
+          payer: distributor.wallet,
+          payee: otherMerchant.wallet,
+        });
       });
 
       it('when a distributor creates a cash-out-fulfillment, then it gets 200 and the individual is the payer', async () => {
-        const id = expectOperationCreated(await post(distributor, {
-          operationType: 'cash-out-fulfillment', amount: '20', phoneFrom: spaced(phone), cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'rcpt-1',
-        }));
+        const id = expectOperationCreated(
+          await post(distributor, {
+            operationType: 'cash-out-fulfillment',
+            amount: '20',
+            phoneFrom: spaced(phone),
+            cashOutFulfillmentType: 'cash',
+            cashOutFulfillmentID: 'rcpt-1',
+          }),
+        );
         expect(await requested(id)).toMatchObject({
-          operationType: 'cash-out-fulfillment', payer: { kind: 'individual', id: phone }, payee: distributor.wallet, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'rcpt-1',
+          operationType: 'cash-out-fulfillment',
+          payer: { kind: 'individual', id: phone },
+          payee: distributor.wallet,
+          cashOutFulfillmentType: 'cash',
+          cashOutFulfillmentID: 'rcpt-1',
         });
       });
 
       it('when a merchant creates a cash-out to a distributor short code, then it gets 200', async () => {
-        const id = expectOperationCreated(await post(merchant, { operationType: 'cash-out', amount: '10', distributorToShortCode: otherDistributor.shortCode }));
-        expect(await requested(id)).toMatchObject({ operationType: 'cash-out', payer: merchant.wallet, payee: otherDistributor.wallet });
+        const id = expectOperationCreated(
+          await post(merchant, {
+            operationType: 'cash-out',
+            amount: '10',
+            distributorToShortCode: otherDistributor.shortCode,
+          }),
+        );
+        expect(await requested(id)).toMatchObject({
+          operationType: 'cash-out',
+          payer: merchant.wallet,
+          payee: otherDistributor.wallet,
+        });
       });
 
       it('when a merchant pays another merchant, then it gets 200', async () => {
-        const id = expectOperationCreated(await post(merchant, { operationType: 'pay-merchant', amount: '10', merchantToShortCode: otherMerchant.shortCode, memo: 'invoice 7' }));
-        expect(await requested(id)).toMatchObject({ operationType: 'pay-merchant', payer: merchant.wallet, payee: otherMerchant.wallet });
+        const id = expectOperationCreated(
+          await post(merchant, {
+            operationType: 'pay-merchant',
+            amount: '10',
+            merchantToShortCode: otherMerchant.shortCode,
+            memo: 'invoice 7',
+          }),
+        );
+        expect(await requested(id)).toMatchObject({
+          operationType: 'pay-merchant',
+          payer: merchant.wallet,
+          payee: otherMerchant.wallet,
+        });
       });
 
       it('when a merchant pays an individual by a phone with spaces, then it gets 200', async () => {
-        const id = expectOperationCreated(await post(merchant, { operationType: 'pay-individual', amount: '10', phoneTo: spaced(phone) }));
-        expect(await requested(id)).toMatchObject({ operationType: 'pay-individual', payer: merchant.wallet, payee: { kind: 'individual', id: phone } });
+        const id = expectOperationCreated(
+          await post(merchant, { operationType: 'pay-individual', amount: '10', phoneTo: spaced(phone) }),
+        );
+        expect(await requested(id)).toMatchObject({
+          operationType: 'pay-individual',
+          payer: merchant.wallet,
+          payee: { kind: 'individual', id: phone },
+        });
       });
 
       it('when two operations are created, then each gets its own operationID', async () => {
-        const a = expectOperationCreated(await post(distributor, { operationType: 'cash-in', amount: '1', phoneTo: phone }));
-        const b = expectOperationCreated(await post(distributor, { operationType: 'cash-in', amount: '1', phoneTo: phone }));
+        const a = expectOperationCreated(
+          await post(distributor, { operationType: 'cash-in', amount: '1', phoneTo: phone }),
+        );
+        const b = expectOperationCreated(
+          await post(distributor, { operationType: 'cash-in', amount: '1', phoneTo: phone }),
+        );
         expect(a).not.toBe(b);
       });
     });
@@ -174,7 +261,12 @@ export function createOperationEndToEnd(): void {
         await sys.credit({ kind: 'individual', id: phone }, '100000');
       });
 
-      const cashIn = (extra: Record<string, unknown>) => ({ operationType: 'cash-in', amount: '10', phoneTo: phone, ...extra });
+      const cashIn = (extra: Record<string, unknown>) => ({
+        operationType: 'cash-in',
+        amount: '10',
+        phoneTo: phone,
+        ...extra,
+      });
 
       it.each([
         ['an exponent', '1e2'],
@@ -216,16 +308,35 @@ export function createOperationEndToEnd(): void {
         expectValidation(await post(distributor, cashIn({ operationType: 7 })), ['operationType']);
       });
 
-      it.each(['cash-out', 'pay-merchant', 'pay-individual'])('when a distributor sends the merchant operationType %s, then 400 names operationType', async (operationType) => {
-        expectValidation(await post(distributor, { operationType, amount: '10', phoneTo: phone, merchantToShortCode: otherMerchant.shortCode }), ['operationType']);
-      });
+      it.each(['cash-out', 'pay-merchant', 'pay-individual'])(
+        'when a distributor sends the merchant operationType %s, then 400 names operationType',
+        async (operationType) => {
+          expectValidation(
+            await post(distributor, {
+              operationType,
+              amount: '10',
+              phoneTo: phone,
+              merchantToShortCode: otherMerchant.shortCode,
+            }),
+            ['operationType'],
+          );
+        },
+      );
 
-      it.each(['cash-in', 'cash-out-fulfillment'])('when a merchant sends the distributor operationType %s, then 400 names operationType', async (operationType) => {
-        expectValidation(await post(merchant, { operationType, amount: '10', phoneTo: phone }), ['operationType']);
-      });
+      it.each(['cash-in', 'cash-out-fulfillment'])(
+        'when a merchant sends the distributor operationType %s, then 400 names operationType',
+        async (operationType) => {
+          expectValidation(await post(merchant, { operationType, amount: '10', phoneTo: phone }), ['operationType']);
+        },
+      );
 
       it('when a cash-out-fulfillment has only its operationType, then 400 lists one item per missing field', async () => {
-        expectValidation(await post(distributor, { operationType: 'cash-out-fulfillment' }), ['amount', 'phoneFrom', 'cashOutFulfillmentType', 'cashOutFulfillmentID']);
+        expectValidation(await post(distributor, { operationType: 'cash-out-fulfillment' }), [
+          'amount',
+          'phoneFrom',
+          'cashOutFulfillmentType',
+          'cashOutFulfillmentID',
+        ]);
       });
 
       it('when a pay-merchant has only its operationType, then 400 lists amount and merchantToShortCode', async () => {
@@ -245,7 +356,9 @@ export function createOperationEndToEnd(): void {
       });
 
       it('when a cash-in gives both phoneTo and merchantToShortCode, then 400 names phoneTo', async () => {
-        expectValidation(await post(distributor, cashIn({ merchantToShortCode: otherMerchant.shortCode })), ['phoneTo']);
+        expectValidation(await post(distributor, cashIn({ merchantToShortCode: otherMerchant.shortCode })), [
+          'phoneTo',
+        ]);
       });
 
       it('when a cash-in gives neither phoneTo nor merchantToShortCode, then 400 names phoneTo', async () => {
@@ -253,7 +366,10 @@ export function createOperationEndToEnd(): void {
       });
 
       it('when a cash-in has a bad amount and both destinations, then 400 lists both amount and phoneTo', async () => {
-        expectValidation(await post(distributor, cashIn({ amount: '1e2', merchantToShortCode: otherMerchant.shortCode })), ['amount', 'phoneTo']);
+        expectValidation(
+          await post(distributor, cashIn({ amount: '1e2', merchantToShortCode: otherMerchant.shortCode })),
+          ['amount', 'phoneTo'],
+        );
       });
 
       it('when a cash-in phoneTo is a valid number of no registered individual, then 400 names phoneTo', async () => {
@@ -270,55 +386,112 @@ export function createOperationEndToEnd(): void {
       });
 
       it('when a cash-out-fulfillment phoneFrom is no registered individual, then 400 names phoneFrom', async () => {
-        expectValidation(await post(distributor, {
-          operationType: 'cash-out-fulfillment', amount: '1', phoneFrom: newPhone(), cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'r-2',
-        }), ['phoneFrom']);
+        expectValidation(
+          await post(distributor, {
+            operationType: 'cash-out-fulfillment',
+            amount: '1',
+            phoneFrom: newPhone(),
+            cashOutFulfillmentType: 'cash',
+            cashOutFulfillmentID: 'r-2',
+          }),
+          ['phoneFrom'],
+        );
       });
 
       it('when a pay-individual phoneTo is no registered individual, then 400 names phoneTo', async () => {
-        expectValidation(await post(merchant, { operationType: 'pay-individual', amount: '1', phoneTo: newPhone() }), ['phoneTo']);
+        expectValidation(await post(merchant, { operationType: 'pay-individual', amount: '1', phoneTo: newPhone() }), [
+          'phoneTo',
+        ]);
       });
 
       it('when a cash-in merchantToShortCode is no merchant, then 400 names merchantToShortCode', async () => {
-        expectValidation(await post(distributor, { operationType: 'cash-in', amount: '1', merchantToShortCode: '987654321' }), ['merchantToShortCode']);
+        expectValidation(
+          await post(distributor, { operationType: 'cash-in', amount: '1', merchantToShortCode: '987654321' }),
+          ['merchantToShortCode'],
+        );
       });
 
       it('when a cash-in merchantToShortCode is a distributor short code, then 400 names merchantToShortCode', async () => {
-        expectValidation(await post(distributor, { operationType: 'cash-in', amount: '1', merchantToShortCode: distributor.shortCode }), ['merchantToShortCode']);
+        expectValidation(
+          await post(distributor, {
+            operationType: 'cash-in',
+            amount: '1',
+            merchantToShortCode: distributor.shortCode,
+          }),
+          ['merchantToShortCode'],
+        );
       });
 
       it('when a pay-merchant merchantToShortCode is no merchant, then 400 names merchantToShortCode', async () => {
-        expectValidation(await post(merchant, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: '987654321' }), ['merchantToShortCode']);
+        expectValidation(
+          await post(merchant, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: '987654321' }),
+          ['merchantToShortCode'],
+        );
       });
 
       it('when a cash-out distributorToShortCode is no distributor, then 400 names distributorToShortCode', async () => {
-        expectValidation(await post(merchant, { operationType: 'cash-out', amount: '1', distributorToShortCode: '987654321' }), ['distributorToShortCode']);
+        expectValidation(
+          await post(merchant, { operationType: 'cash-out', amount: '1', distributorToShortCode: '987654321' }),
+          ['distributorToShortCode'],
+        );
       });
 
       it('when a cash-out distributorToShortCode is a merchant short code, then 400 names distributorToShortCode', async () => {
-        expectValidation(await post(merchant, { operationType: 'cash-out', amount: '1', distributorToShortCode: otherMerchant.shortCode }), ['distributorToShortCode']);
+        expectValidation(
+          await post(merchant, {
+            operationType: 'cash-out',
+            amount: '1',
+            distributorToShortCode: otherMerchant.shortCode,
+          }),
+          ['distributorToShortCode'],
+        );
       });
 
       it('when a short code is not digits, then 400 names it', async () => {
-        expectValidation(await post(merchant, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: 'abc' }), ['merchantToShortCode']);
+        expectValidation(
+          await post(merchant, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: 'abc' }),
+          ['merchantToShortCode'],
+        );
       });
 
       it('when a merchant pays its own short code, then 400 names merchantToShortCode', async () => {
-        expectValidation(await post(merchant, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: merchant.shortCode }), ['merchantToShortCode']);
+        expectValidation(
+          await post(merchant, { operationType: 'pay-merchant', amount: '1', merchantToShortCode: merchant.shortCode }),
+          ['merchantToShortCode'],
+        );
       });
 
-      it.each(['bank', 'Cash', 'mobile-money', ''])('when cashOutFulfillmentType is %j, then 400 names cashOutFulfillmentType', async (cashOutFulfillmentType) => {
-        expectValidation(await post(distributor, {
-          operationType: 'cash-out-fulfillment', amount: '1', phoneFrom: phone, cashOutFulfillmentType, cashOutFulfillmentID: 'r-3',
-        }), ['cashOutFulfillmentType']);
-      });
+      it.each(['bank', 'Cash', 'mobile-money', ''])(
+        'when cashOutFulfillmentType is %j, then 400 names cashOutFulfillmentType',
+        async (cashOutFulfillmentType) => {
+          expectValidation(
+            await post(distributor, {
+              operationType: 'cash-out-fulfillment',
+              amount: '1',
+              phoneFrom: phone,
+              cashOutFulfillmentType,
+              cashOutFulfillmentID: 'r-3',
+            }),
+            ['cashOutFulfillmentType'],
+          );
+        },
+      );
 
       it('when a body carries an unknown field, then 400 refuses it naming that field', async () => {
         expectValidation(await post(distributor, cashIn({ memmo: 'typo' })), ['memmo']);
       });
 
       it('when a body carries two unknown fields, then 400 names each of them', async () => {
-        expectValidation(await post(merchant, { operationType: 'pay-individual', amount: '1', phoneTo: phone, note: 'a', reference: 'b' }), ['note', 'reference']);
+        expectValidation(
+          await post(merchant, {
+            operationType: 'pay-individual',
+            amount: '1',
+            phoneTo: phone,
+            note: 'a',
+            reference: 'b',
+          }),
+          ['note', 'reference'],
+        );
       });
 
       it('when a field of another operation type is sent, then 400 names it as unknown', async () => {
@@ -364,12 +537,18 @@ export function createOperationEndToEnd(): void {
           // bytes, not a string: fetch then sends no Content-Type at all
           body: new TextEncoder().encode(JSON.stringify(cashIn({}))),
         });
-        const r = checkEnvelope({ status: response.status, headers: response.headers, body: JSON.parse(await response.text()) });
+        const r = checkEnvelope({
+          status: response.status,
+          headers: response.headers,
+          body: JSON.parse(await response.text()),
+        });
         expectValidation(r, ['Content-Type']);
       });
 
       it('when the Content-Type is application/json with a charset, then it is accepted', async () => {
-        expectOperationCreated(await postRaw(distributor, JSON.stringify(cashIn({})), 'application/json; charset=utf-8'));
+        expectOperationCreated(
+          await postRaw(distributor, JSON.stringify(cashIn({})), 'application/json; charset=utf-8'),
+        );
       });
 
       it.each([
@@ -393,30 +572,44 @@ export function createOperationEndToEnd(): void {
       });
       const cashIn = (amount: string) => ({ operationType: 'cash-in', amount, phoneTo: phone });
 
-      it('when the amount is above the key\'s max transaction amount, then 403 transaction-limit-exceeded', async () => {
+      it("when the amount is above the key's max transaction amount, then 403 transaction-limit-exceeded", async () => {
         const d = await withKey('distributor', '500.01', { maxTransactionAmount: '500' });
-        expectProblem(await post(d, cashIn('500.01')), 403, '/problems/transaction-limit-exceeded', 'Transaction Limit Exceeded');
+        expectProblem(
+          await post(d, cashIn('500.01')),
+          403,
+          '/problems/transaction-limit-exceeded',
+          'Transaction Limit Exceeded',
+        );
         // the refusal held nothing: the whole balance is still there for operations within the limit
         expectOperationCreated(await post(d, cashIn('500')));
         expectOperationCreated(await post(d, cashIn('0.01')));
       });
 
-      it('when the amount equals the key\'s max transaction amount, then it is allowed', async () => {
+      it("when the amount equals the key's max transaction amount, then it is allowed", async () => {
         const d = await withKey('distributor', '10000', { maxTransactionAmount: '500' });
         expectOperationCreated(await post(d, cashIn('500')));
         expectOperationCreated(await post(d, cashIn('500.00')));
       });
 
-      it('when a merchant operation is above the key\'s max transaction amount, then 403 transaction-limit-exceeded', async () => {
+      it("when a merchant operation is above the key's max transaction amount, then 403 transaction-limit-exceeded", async () => {
         const m = await withKey('merchant', '10000', { maxTransactionAmount: '50' });
-        expectProblem(await post(m, { operationType: 'pay-individual', amount: '50.01', phoneTo: phone }), 403, '/problems/transaction-limit-exceeded');
+        expectProblem(
+          await post(m, { operationType: 'pay-individual', amount: '50.01', phoneTo: phone }),
+          403,
+          '/problems/transaction-limit-exceeded',
+        );
         expectOperationCreated(await post(m, { operationType: 'pay-individual', amount: '50', phoneTo: phone }));
       });
 
-      it('when the day\'s operations plus this one exceed the max daily volume, then 403 daily-volume-exceeded', async () => {
+      it("when the day's operations plus this one exceed the max daily volume, then 403 daily-volume-exceeded", async () => {
         const d = await withKey('distributor', '10000', { maxDailyVolume: '1000' });
         expectOperationCreated(await post(d, cashIn('600')));
-        expectProblem(await post(d, cashIn('400.01')), 403, '/problems/daily-volume-exceeded', 'Daily Volume Limit Exceeded');
+        expectProblem(
+          await post(d, cashIn('400.01')),
+          403,
+          '/problems/daily-volume-exceeded',
+          'Daily Volume Limit Exceeded',
+        );
       });
 
       it('when a limit refuses, then the problem detail prints every amount at the asset scale (4289.50 left, never 4289.5)', async () => {
@@ -424,13 +617,15 @@ export function createOperationEndToEnd(): void {
         expectOperationCreated(await post(d, cashIn('710.5')));
         const volume = await post(d, cashIn('4300'));
         expectProblem(volume, 403, '/problems/daily-volume-exceeded');
-        expect(volume.body.detail).toMatch(/^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for \d{4}-\d{2}-\d{2}; the day runs 00:00-24:00 UTC\)$/);
+        expect(volume.body.detail).toMatch(
+          /^this operation would exceed the key's max daily volume of 5000\.00 \(4289\.50 left for \d{4}-\d{2}-\d{2}; the day runs 00:00-24:00 UTC\)$/,
+        );
         const limit = await post(d, cashIn('4500.5'));
         expectProblem(limit, 403, '/problems/transaction-limit-exceeded');
-        expect(limit.body.detail).toBe('amount 4500.50 exceeds this key\'s max transaction amount of 4500.00');
+        expect(limit.body.detail).toBe("amount 4500.50 exceeds this key's max transaction amount of 4500.00");
       });
 
-      it('when the day\'s operations plus this one exactly reach the max daily volume, then it is allowed, and the next cent is refused', async () => {
+      it("when the day's operations plus this one exactly reach the max daily volume, then it is allowed, and the next cent is refused", async () => {
         const d = await withKey('distributor', '10000', { maxDailyVolume: '1000' });
         expectOperationCreated(await post(d, cashIn('600')));
         expectOperationCreated(await post(d, cashIn('400')));
@@ -478,22 +673,37 @@ export function createOperationEndToEnd(): void {
         otherDistributor = await sys.party('distributor');
       });
 
-      it('when a cash-in is above the distributor\'s balance, then 403 insufficient-balance; the exact balance is allowed', async () => {
+      it("when a cash-in is above the distributor's balance, then 403 insufficient-balance; the exact balance is allowed", async () => {
         const d = await withKey('distributor', '100');
-        expectProblem(await post(d, { operationType: 'cash-in', amount: '100.01', phoneTo: phone }), 403, '/problems/insufficient-balance', 'Insufficient Balance');
+        expectProblem(
+          await post(d, { operationType: 'cash-in', amount: '100.01', phoneTo: phone }),
+          403,
+          '/problems/insufficient-balance',
+          'Insufficient Balance',
+        );
         expectOperationCreated(await post(d, { operationType: 'cash-in', amount: '100', phoneTo: phone }));
       });
 
       it('when a distributor with no funds cashes in, then 403 insufficient-balance', async () => {
         const d = await withKey('distributor');
-        expectProblem(await post(d, { operationType: 'cash-in', amount: '0.01', merchantToShortCode: otherMerchant.shortCode }), 403, '/problems/insufficient-balance');
+        expectProblem(
+          await post(d, { operationType: 'cash-in', amount: '0.01', merchantToShortCode: otherMerchant.shortCode }),
+          403,
+          '/problems/insufficient-balance',
+        );
       });
 
-      it('when a cash-out-fulfillment is above the individual\'s balance, then 403 insufficient-balance, whatever the distributor holds', async () => {
+      it("when a cash-out-fulfillment is above the individual's balance, then 403 insufficient-balance, whatever the distributor holds", async () => {
         const d = await withKey('distributor', '100000');
         const individual = await sys.individual(newPhone());
         await sys.credit({ kind: 'individual', id: individual }, '50');
-        const body = (amount: string) => ({ operationType: 'cash-out-fulfillment', amount, phoneFrom: individual, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: `r-${amount}` });
+        const body = (amount: string) => ({
+          operationType: 'cash-out-fulfillment',
+          amount,
+          phoneFrom: individual,
+          cashOutFulfillmentType: 'cash',
+          cashOutFulfillmentID: `r-${amount}`,
+        });
         expectProblem(await post(d, body('50.01')), 403, '/problems/insufficient-balance');
         expectOperationCreated(await post(d, body('50')));
         expectProblem(await post(d, body('0.01')), 403, '/problems/insufficient-balance');
@@ -503,18 +713,33 @@ export function createOperationEndToEnd(): void {
         const d = await withKey('distributor');
         const individual = await sys.individual(newPhone());
         await sys.credit({ kind: 'individual', id: individual }, '30');
-        expectOperationCreated(await post(d, { operationType: 'cash-out-fulfillment', amount: '30', phoneFrom: individual, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'r-x' }));
+        expectOperationCreated(
+          await post(d, {
+            operationType: 'cash-out-fulfillment',
+            amount: '30',
+            phoneFrom: individual,
+            cashOutFulfillmentType: 'cash',
+            cashOutFulfillmentID: 'r-x',
+          }),
+        );
       });
 
       it.each([
         ['cash-out', () => ({ distributorToShortCode: otherDistributor.shortCode })],
         ['pay-merchant', () => ({ merchantToShortCode: otherMerchant.shortCode })],
         ['pay-individual', () => ({ phoneTo: phone })],
-      ])('when a merchant\'s %s is above its balance, then 403 insufficient-balance; the exact balance is allowed', async (operationType, destination) => {
-        const m = await withKey('merchant', '70');
-        expectProblem(await post(m, { operationType, amount: '70.01', ...destination() }), 403, '/problems/insufficient-balance');
-        expectOperationCreated(await post(m, { operationType, amount: '70', ...destination() }));
-      });
+      ])(
+        "when a merchant's %s is above its balance, then 403 insufficient-balance; the exact balance is allowed",
+        async (operationType, destination) => {
+          const m = await withKey('merchant', '70');
+          expectProblem(
+            await post(m, { operationType, amount: '70.01', ...destination() }),
+            403,
+            '/problems/insufficient-balance',
+          );
+          expectOperationCreated(await post(m, { operationType, amount: '70', ...destination() }));
+        },
+      );
 
       it('when pending operations hold part of the balance, then only the rest is available', async () => {
         const d = await withKey('distributor', '100');
@@ -528,7 +753,11 @@ export function createOperationEndToEnd(): void {
 
       it('when a refused operation was above the balance, then it held nothing', async () => {
         const m = await withKey('merchant', '10');
-        expectProblem(await post(m, { operationType: 'pay-individual', amount: '11', phoneTo: phone }), 403, '/problems/insufficient-balance');
+        expectProblem(
+          await post(m, { operationType: 'pay-individual', amount: '11', phoneTo: phone }),
+          403,
+          '/problems/insufficient-balance',
+        );
         expectOperationCreated(await post(m, { operationType: 'pay-individual', amount: '10', phoneTo: phone }));
       });
     });
@@ -571,7 +800,11 @@ export function createOperationEndToEnd(): void {
         expect((await cli(['operation', 'approve', id, '--as', d.checkerEmail])).code).toBe(1);
         expectOperationCreated(await post(d, { operationType: 'cash-in', amount: '100', phoneTo: phone }));
         // had the second reject released again, this would fit
-        expectProblem(await post(d, { operationType: 'cash-in', amount: '0.01', phoneTo: phone }), 403, '/problems/insufficient-balance');
+        expectProblem(
+          await post(d, { operationType: 'cash-in', amount: '0.01', phoneTo: phone }),
+          403,
+          '/problems/insufficient-balance',
+        );
       });
 
       it('when a checker approves a pending operation with the CLI, then it prints {operationID, state: approved} and the funds stay held', async () => {
@@ -580,7 +813,11 @@ export function createOperationEndToEnd(): void {
         const approved = await cli(['operation', 'approve', id, '--as', d.checkerEmail]);
         expect(approved.code, approved.stderr).toBe(0);
         expect(JSON.parse(approved.stdout)).toEqual({ operationID: id, state: 'approved' });
-        expectProblem(await post(d, { operationType: 'cash-in', amount: '0.01', phoneTo: phone }), 403, '/problems/insufficient-balance');
+        expectProblem(
+          await post(d, { operationType: 'cash-in', amount: '0.01', phoneTo: phone }),
+          403,
+          '/problems/insufficient-balance',
+        );
       });
 
       it('when an operation is approved twice, then the second approval exits 1 with one line on stderr', async () => {
@@ -598,7 +835,11 @@ export function createOperationEndToEnd(): void {
         const id = expectOperationCreated(await post(d, { operationType: 'cash-in', amount: '100', phoneTo: phone }));
         expect((await cli(['operation', 'approve', id, '--as', d.checkerEmail])).code).toBe(0);
         expect((await cli(['operation', 'reject', id, '--as', d.checkerEmail, '--reason', 'too late'])).code).toBe(1);
-        expectProblem(await post(d, { operationType: 'cash-in', amount: '1', phoneTo: phone }), 403, '/problems/insufficient-balance');
+        expectProblem(
+          await post(d, { operationType: 'cash-in', amount: '1', phoneTo: phone }),
+          403,
+          '/problems/insufficient-balance',
+        );
       });
 
       it('when a maker without the checker role approves, then the CLI exits 1 and the operation stays pending', async () => {
@@ -616,7 +857,11 @@ export function createOperationEndToEnd(): void {
         const d = await withKey('distributor', '100');
         const id = expectOperationCreated(await post(d, { operationType: 'cash-in', amount: '100', phoneTo: phone }));
         expect((await cli(['operation', 'reject', id, '--as', d.makerEmail, '--reason', 'x'])).code).toBe(1);
-        expectProblem(await post(d, { operationType: 'cash-in', amount: '1', phoneTo: phone }), 403, '/problems/insufficient-balance');
+        expectProblem(
+          await post(d, { operationType: 'cash-in', amount: '1', phoneTo: phone }),
+          403,
+          '/problems/insufficient-balance',
+        );
       });
 
       it('when a checker of another party approves or rejects, then the CLI exits 1 and the operation stays pending', async () => {
@@ -628,7 +873,11 @@ export function createOperationEndToEnd(): void {
         expect(approve.stderr).toMatch(/another party/);
         expect((await cli(['operation', 'reject', id, '--as', other.checkerEmail, '--reason', 'x'])).code).toBe(1);
         // still held (not released by the foreign reject), still pending (its own checker can decide)
-        expectProblem(await post(d, { operationType: 'cash-in', amount: '1', phoneTo: phone }), 403, '/problems/insufficient-balance');
+        expectProblem(
+          await post(d, { operationType: 'cash-in', amount: '1', phoneTo: phone }),
+          403,
+          '/problems/insufficient-balance',
+        );
         expect((await cli(['operation', 'approve', id, '--as', d.checkerEmail])).code).toBe(0);
       });
 
@@ -648,11 +897,28 @@ export function createOperationEndToEnd(): void {
         const responses: Response[] = [
           await call(sys.baseUrl, 'POST', pathOf(d), { body: {} }),
           await call(sys.baseUrl, 'POST', pathOf(d), { apiKey: 'nonsense', body: {} }),
-          await call(sys.baseUrl, 'POST', `/api/v1/distributors/${randomUUID()}/operations`, { apiKey: d.apiKey, body: {} }),
-          await call(sys.baseUrl, 'POST', pathOf(d), { apiKey: d.apiKey, body: { operationType: 'cash-in', amount: '5.5', phoneTo: phone } }),
-          await call(sys.baseUrl, 'POST', pathOf(d), { apiKey: d.apiKey, body: { operationType: 'cash-in', amount: 'x', phoneTo: phone } }),
-          await call(sys.baseUrl, 'POST', pathOf(d), { apiKey: d.apiKey, rawBody: '{', headers: { 'content-type': 'application/json' } }),
-          await call(sys.baseUrl, 'POST', pathOf(d), { apiKey: d.apiKey, rawBody: 'x'.repeat(64 * 1024), headers: { 'content-type': 'application/json' } }),
+          await call(sys.baseUrl, 'POST', `/api/v1/distributors/${randomUUID()}/operations`, {
+            apiKey: d.apiKey,
+            body: {},
+          }),
+          await call(sys.baseUrl, 'POST', pathOf(d), {
+            apiKey: d.apiKey,
+            body: { operationType: 'cash-in', amount: '5.5', phoneTo: phone },
+          }),
+          await call(sys.baseUrl, 'POST', pathOf(d), {
+            apiKey: d.apiKey,
+            body: { operationType: 'cash-in', amount: 'x', phoneTo: phone },
+          }),
+          await call(sys.baseUrl, 'POST', pathOf(d), {
+            apiKey: d.apiKey,
+            rawBody: '{',
+            headers: { 'content-type': 'application/json' },
+          }),
+          await call(sys.baseUrl, 'POST', pathOf(d), {
+            apiKey: d.apiKey,
+            rawBody: 'x'.repeat(64 * 1024),
+            headers: { 'content-type': 'application/json' },
+          }),
           await call(sys.baseUrl, 'POST', '/api/v1/nothing', { apiKey: d.apiKey, body: {} }),
           await call(sys.baseUrl, 'GET', '/nothing-here'),
         ];
@@ -681,7 +947,11 @@ export function createOperationEndToEnd(): void {
     let phone: string;
 
     beforeAll(async () => {
-      sys = await startTestSystem({ FEE_SCHEDULE: '{"pay-merchant":{"flat":"1.00","percent":"0"}}' }, undefined, WITHOUT_EXECUTOR);
+      sys = await startTestSystem(
+        { FEE_SCHEDULE: '{"pay-merchant":{"flat":"1.00","percent":"0"}}' },
+        undefined,
+        WITHOUT_EXECUTOR,
+      );
       payee = await sys.party('merchant');
       phone = await sys.individual('+2348123999001');
     });
@@ -693,10 +963,16 @@ export function createOperationEndToEnd(): void {
       return { ...m, apiKey: (await m.key()).apiKey };
     }
     const post = async (m: TestParty & { apiKey: string }, body: unknown) =>
-      checkEnvelope(await call(sys.baseUrl, 'POST', `/api/v1/merchants/${m.ref.id}/operations`, { apiKey: m.apiKey, body }));
-    const payMerchant = (amount: string) => ({ operationType: 'pay-merchant', amount, merchantToShortCode: payee.shortCode });
+      checkEnvelope(
+        await call(sys.baseUrl, 'POST', `/api/v1/merchants/${m.ref.id}/operations`, { apiKey: m.apiKey, body }),
+      );
+    const payMerchant = (amount: string) => ({
+      operationType: 'pay-merchant',
+      amount,
+      merchantToShortCode: payee.shortCode,
+    });
 
-    it('when a merchant\'s balance equals the amount but not the amount plus the fee, then 403 insufficient-balance', async () => {
+    it("when a merchant's balance equals the amount but not the amount plus the fee, then 403 insufficient-balance", async () => {
       const m = await fundedMerchant('100');
       expectProblem(await post(m, payMerchant('100')), 403, '/problems/insufficient-balance');
       expectProblem(await post(m, payMerchant('99.01')), 403, '/problems/insufficient-balance');
@@ -708,7 +984,11 @@ export function createOperationEndToEnd(): void {
       const m = await fundedMerchant('50');
       expectOperationCreated(await post(m, payMerchant('20')));
       // 50 - (20 + 1) = 29 left; pay-individual carries no fee in this schedule
-      expectProblem(await post(m, { operationType: 'pay-individual', amount: '29.01', phoneTo: phone }), 403, '/problems/insufficient-balance');
+      expectProblem(
+        await post(m, { operationType: 'pay-individual', amount: '29.01', phoneTo: phone }),
+        403,
+        '/problems/insufficient-balance',
+      );
       expectOperationCreated(await post(m, { operationType: 'pay-individual', amount: '29', phoneTo: phone }));
     });
 

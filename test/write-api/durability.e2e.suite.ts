@@ -25,7 +25,10 @@ export function durabilityEndToEnd(): void {
     const port = await freePort();
     const server = spawnWalletOps(dir.path, ['write-api'], { PORT: String(port), HOST: '127.0.0.1' });
     const url = `http://127.0.0.1:${port}/api/v1/distributors/${distributor.ref.id}/operations`;
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 30_000);
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200,
+      30_000,
+    );
 
     // When creates stream in, and the process is killed the moment the 100th answer arrives
     const answered: string[] = [];
@@ -55,10 +58,17 @@ export function durabilityEndToEnd(): void {
     const after = await startTestSystem({ DATA_DIR: dir.path }, undefined, []);
     try {
       const wallet = await after.system.stores.eventStore.readStream(streams.wallet(distributor.wallet));
-      const held = new Set(wallet.filter((event) => event.type === 'FundsHeld').map((event) => (event.data as { operationID: string }).operationID));
+      const held = new Set(
+        wallet
+          .filter((event) => event.type === 'FundsHeld')
+          .map((event) => (event.data as { operationID: string }).operationID),
+      );
       for (const operationID of answered) {
         const events = await after.system.stores.eventStore.readStream(streams.operation(operationID));
-        expect(events.map((event) => event.type), operationID).toEqual(['OperationRequested']);
+        expect(
+          events.map((event) => event.type),
+          operationID,
+        ).toEqual(['OperationRequested']);
         expect(held.has(operationID), operationID).toBe(true);
       }
       expect(answered.length).toBeGreaterThanOrEqual(100);

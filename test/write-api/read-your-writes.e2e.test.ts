@@ -20,7 +20,8 @@ const holdingListCommits = (store: ReadStore): ReadStore =>
     get(target, property, receiver) {
       if (property === 'commit') {
         return async (...args: Parameters<ReadStore['commit']>) => {
-          if (args[1] && LISTS.has(args[1].projection)) await (gate ?? new Promise((resolve) => setTimeout(resolve, HOLD_MS)));
+          if (args[1] && LISTS.has(args[1].projection))
+            await (gate ?? new Promise((resolve) => setTimeout(resolve, HOLD_MS)));
           return target.commit(...args);
         };
       }
@@ -38,7 +39,9 @@ async function keyed(sys: TestSystem, type: 'distributor' | 'merchant'): Promise
 describe('read-your-writes', () => {
   let sys: TestSystem;
   beforeAll(async () => {
-    sys = await startTestSystem({ READ_YOUR_WRITES_TIMEOUT_MS: '2000' }, undefined, WITHOUT_EXECUTOR, { decorateReadStore: holdingListCommits });
+    sys = await startTestSystem({ READ_YOUR_WRITES_TIMEOUT_MS: '2000' }, undefined, WITHOUT_EXECUTOR, {
+      decorateReadStore: holdingListCommits,
+    });
     await sys.individual(PHONE);
   });
   afterAll(async () => sys?.close());
@@ -68,7 +71,10 @@ describe('read-your-writes', () => {
     try {
       const path = `/api/v1/distributors/${party.ref.id}/operations`;
       const started = performance.now();
-      const created = await call(sys.baseUrl, 'POST', path, { apiKey: party.apiKey, body: { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE } });
+      const created = await call(sys.baseUrl, 'POST', path, {
+        apiKey: party.apiKey,
+        body: { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE },
+      });
       expect(created.status, JSON.stringify(created.body)).toBe(200);
       expect(created.body.operationID).toMatch(/^op_/);
       expect(performance.now() - started).toBeGreaterThanOrEqual(1900);

@@ -1,13 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { actingUser, decideOnApiKey, findUserByEmail, requestApiKey, userContext } from '../../src/commands/back-office.ts';
+import {
+  actingUser,
+  decideOnApiKey,
+  findUserByEmail,
+  requestApiKey,
+  userContext,
+} from '../../src/commands/back-office.ts';
 import { approveAndCollectKey } from '../support/credentials.ts';
 import { decideOperation } from '../../src/commands/operation-handlers.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { runCli } from '../support/cli.ts';
 import { approveViaCli, operationOf } from '../support/executor-system.ts';
 import { startTestSystem, waitFor, WITHOUT_EXECUTOR, type TestParty, type TestSystem } from '../support/system.ts';
-import { ConsoleClient, createCashIn, extraUser, newPhone, OTHER_PASSWORD, waitForStatus } from '../console/console-client.ts';
+import {
+  ConsoleClient,
+  createCashIn,
+  extraUser,
+  newPhone,
+  OTHER_PASSWORD,
+  waitForStatus,
+} from '../console/console-client.ts';
 
 /**
  * Segregation of duties on operations, end to end: the user who requested an API key is the only person who
@@ -31,7 +44,12 @@ beforeAll(async () => {
   phone = await sys.individual(newPhone());
   await sys.credit(dist.wallet, '10000.00');
   const requester = await findUserByEmail(sys.backOffice, bothEmail);
-  ({ keyID } = await requestApiKey(sys.backOffice, requester, { label: 'requested by both', permissions: 'read-balance,read-transactions,perform-operations' }, randomUUID()));
+  ({ keyID } = await requestApiKey(
+    sys.backOffice,
+    requester,
+    { label: 'requested by both', permissions: 'read-balance,read-transactions,perform-operations' },
+    randomUUID(),
+  ));
   const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
   apiKey = await approveAndCollectKey(sys.backOffice, checker, requester, keyID);
   await waitFor(() => sys.system.directory.get(keyID)?.status === 'active');
@@ -68,19 +86,37 @@ describe('the requester of the key that created an operation cannot approve it',
 
   it('when they approve it with the CLI, then it exits 1 with the reason on stderr; another checker of the party then approves it', async () => {
     const operationID = await pendingOp('11.00', 'cli self-approval');
-    const refused = await runCli(['operation', 'approve', operationID, '--as', bothEmail, '--data-dir', sys.config.DATA_DIR, '--json']);
+    const refused = await runCli([
+      'operation',
+      'approve',
+      operationID,
+      '--as',
+      bothEmail,
+      '--data-dir',
+      sys.config.DATA_DIR,
+      '--json',
+    ]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/you were handed the secret of API key key_[A-Za-z0-9_-]+ that created it/);
     expect((await operationOf(sys, operationID)).status).toBe('pending');
 
     await approveViaCli(sys, dist, operationID);
-    expect(await operationOf(sys, operationID)).toMatchObject({ status: 'approved', decidedBy: (await findUserByEmail(sys.backOffice, dist.checkerEmail)).userID });
+    expect(await operationOf(sys, operationID)).toMatchObject({
+      status: 'approved',
+      decidedBy: (await findUserByEmail(sys.backOffice, dist.checkerEmail)).userID,
+    });
   });
 
   it('when they approve it through the back-office function, then it is refused with SAME_USER; and in the console another checker approves it', async () => {
     const operationID = await pendingOp('12.00', 'back-office self-approval');
     const requester = await findUserByEmail(sys.backOffice, bothEmail);
-    const attempt = decideOperation(sys.backOffice, actingUser(requester), operationID, { type: 'approve' }, userContext(requester, randomUUID()));
+    const attempt = decideOperation(
+      sys.backOffice,
+      actingUser(requester),
+      operationID,
+      { type: 'approve' },
+      userContext(requester, randomUUID()),
+    );
     await expect(attempt).rejects.toBeInstanceOf(DomainError);
     await expect(attempt).rejects.toMatchObject({ code: 'SAME_USER' });
 
@@ -94,7 +130,9 @@ describe('the requester of the key that created an operation cannot approve it',
     const operationID = await pendingOp('13.00', 'self-rejection');
     const client = await consoleAs(bothEmail, OTHER_PASSWORD);
     await client.get(`/console/operations/${operationID}/reject`);
-    expect((await client.post(`/console/operations/${operationID}/reject`, { reason: 'not mine to keep' })).status).toBe(303);
+    expect(
+      (await client.post(`/console/operations/${operationID}/reject`, { reason: 'not mine to keep' })).status,
+    ).toBe(303);
     expect((await operationOf(sys, operationID)).status).toBe('rejected');
   });
 
@@ -114,7 +152,13 @@ describe('an operation whose key is revoked cannot be approved', () => {
     const operationID = await pendingOp('15.00', 'made before the revocation', revokedKey);
     const maker = await findUserByEmail(sys.backOffice, dist.makerEmail);
     const checker = await findUserByEmail(sys.backOffice, dist.checkerEmail);
-    await decideOnApiKey(sys.backOffice, maker, revokedID, { type: 'RequestApiKeyRevocation', reason: 'leaked' }, randomUUID());
+    await decideOnApiKey(
+      sys.backOffice,
+      maker,
+      revokedID,
+      { type: 'RequestApiKeyRevocation', reason: 'leaked' },
+      randomUUID(),
+    );
     await decideOnApiKey(sys.backOffice, checker, revokedID, { type: 'ApproveApiKeyRevocation' }, randomUUID());
 
     // No executor part here, so no consumer rejected it: the approval side alone must refuse.
@@ -123,7 +167,16 @@ describe('an operation whose key is revoked cannot be approved', () => {
     const refused = await client.post(`/console/operations/${operationID}/approve`);
     expect(refused.status).toBe(409);
     expect(refused.text).toContain('has been revoked');
-    const cli = await runCli(['operation', 'approve', operationID, '--as', dist.checkerEmail, '--data-dir', sys.config.DATA_DIR, '--json']);
+    const cli = await runCli([
+      'operation',
+      'approve',
+      operationID,
+      '--as',
+      dist.checkerEmail,
+      '--data-dir',
+      sys.config.DATA_DIR,
+      '--json',
+    ]);
     expect(cli.code).toBe(1);
     expect(cli.stderr).toMatch(/has been revoked/);
     expect((await operationOf(sys, operationID)).status).toBe('pending');

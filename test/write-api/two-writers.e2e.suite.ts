@@ -24,9 +24,15 @@ export function twoWritersEndToEnd(): void {
     const { distributor, apiKey, phone } = await seedPayingDistributor(dir.path, '+2348127100002');
 
     const ports = [await freePort(), await freePort()];
-    const servers = ports.map((port) => spawnWalletOps(dir.path, ['write-api'], { PORT: String(port), HOST: '127.0.0.1' }));
+    const servers = ports.map((port) =>
+      spawnWalletOps(dir.path, ['write-api'], { PORT: String(port), HOST: '127.0.0.1' }),
+    );
     try {
-      for (const port of ports) await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 30_000);
+      for (const port of ports)
+        await waitFor(
+          async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200,
+          30_000,
+        );
 
       const outcomes = new Map<string, number>();
       let next = 0;
@@ -47,7 +53,9 @@ export function twoWritersEndToEnd(): void {
       await Promise.all(Array.from({ length: CONNECTIONS }, (_, index) => connection(index)));
 
       const total = [...outcomes.values()].reduce((a, b) => a + b, 0);
-      const conflicts = [...outcomes].filter(([outcome]) => outcome.startsWith('409')).reduce((sum, [, count]) => sum + count, 0);
+      const conflicts = [...outcomes]
+        .filter(([outcome]) => outcome.startsWith('409'))
+        .reduce((sum, [, count]) => sum + count, 0);
       expect(total).toBe(CREATES);
       expect(conflicts, JSON.stringify(Object.fromEntries(outcomes))).toBeLessThanOrEqual(CREATES * 0.01);
       expect(outcomes.get('200'), JSON.stringify(Object.fromEntries(outcomes))).toBe(CREATES - conflicts);

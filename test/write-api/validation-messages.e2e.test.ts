@@ -20,39 +20,103 @@ interface BodyRow {
 }
 
 const PHONE = '+2348123456781';
-const bodies: Record<string, { party: 'distributor' | 'merchant'; base: Record<string, unknown>; required: string[]; optional: string[] }> = {
-  'cash-in': { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00', phoneTo: PHONE }, required: ['amount'], optional: ['memo'] },
+const bodies: Record<
+  string,
+  { party: 'distributor' | 'merchant'; base: Record<string, unknown>; required: string[]; optional: string[] }
+> = {
+  'cash-in': {
+    party: 'distributor',
+    base: { operationType: 'cash-in', amount: '10.00', phoneTo: PHONE },
+    required: ['amount'],
+    optional: ['memo'],
+  },
   'cash-out-fulfillment': {
     party: 'distributor',
-    base: { operationType: 'cash-out-fulfillment', amount: '10.00', phoneFrom: PHONE, cashOutFulfillmentType: 'cash', cashOutFulfillmentID: 'RCPT-1' },
+    base: {
+      operationType: 'cash-out-fulfillment',
+      amount: '10.00',
+      phoneFrom: PHONE,
+      cashOutFulfillmentType: 'cash',
+      cashOutFulfillmentID: 'RCPT-1',
+    },
     required: ['amount', 'phoneFrom', 'cashOutFulfillmentType', 'cashOutFulfillmentID'],
     optional: ['memo'],
   },
-  'cash-out': { party: 'merchant', base: { operationType: 'cash-out', amount: '10.00', distributorToShortCode: '4521' }, required: ['amount', 'distributorToShortCode'], optional: ['memo'] },
-  'pay-merchant': { party: 'merchant', base: { operationType: 'pay-merchant', amount: '10.00', merchantToShortCode: '4521' }, required: ['amount', 'merchantToShortCode'], optional: ['memo'] },
-  'pay-individual': { party: 'merchant', base: { operationType: 'pay-individual', amount: '10.00', phoneTo: PHONE }, required: ['amount', 'phoneTo'], optional: ['memo'] },
+  'cash-out': {
+    party: 'merchant',
+    base: { operationType: 'cash-out', amount: '10.00', distributorToShortCode: '4521' },
+    required: ['amount', 'distributorToShortCode'],
+    optional: ['memo'],
+  },
+  'pay-merchant': {
+    party: 'merchant',
+    base: { operationType: 'pay-merchant', amount: '10.00', merchantToShortCode: '4521' },
+    required: ['amount', 'merchantToShortCode'],
+    optional: ['memo'],
+  },
+  'pay-individual': {
+    party: 'merchant',
+    base: { operationType: 'pay-individual', amount: '10.00', phoneTo: PHONE },
+    required: ['amount', 'phoneTo'],
+    optional: ['memo'],
+  },
 };
 
 /** Per field: the wrong-type message, a badly formatted value and its message, a too-long value and its message. */
-const fieldRules: Record<string, { type: RegExp; aNumber?: RegExp; format?: [unknown, RegExp]; tooLong?: [unknown, RegExp] }> = {
-  amount: { type: /^amount must be a string \(a decimal in quotes/, format: ['1e3', /^amount must be a decimal string of digits/], tooLong: ['1.234', /^amount has more than 2 decimal places$/] },
-  phoneTo: { type: /^phoneTo must be a string of digits in international format/, format: ['08123456781', /^phoneTo must be in international format/] },
-  phoneFrom: { type: /^phoneFrom must be a string of digits in international format/, format: ['abc', /^phoneFrom must be in international format/] },
+const fieldRules: Record<
+  string,
+  { type: RegExp; aNumber?: RegExp; format?: [unknown, RegExp]; tooLong?: [unknown, RegExp] }
+> = {
+  amount: {
+    type: /^amount must be a string \(a decimal in quotes/,
+    format: ['1e3', /^amount must be a decimal string of digits/],
+    tooLong: ['1.234', /^amount has more than 2 decimal places$/],
+  },
+  phoneTo: {
+    type: /^phoneTo must be a string of digits in international format/,
+    format: ['08123456781', /^phoneTo must be in international format/],
+  },
+  phoneFrom: {
+    type: /^phoneFrom must be a string of digits in international format/,
+    format: ['abc', /^phoneFrom must be in international format/],
+  },
   // Short codes also take a whole number (an extension): 4521 is then looked up, and unknown here.
-  merchantToShortCode: { type: /^merchantToShortCode must be a string of digits or a whole number/, aNumber: /^merchantToShortCode 4521 is not the short code of any merchant$/, format: ['ab12', /^merchantToShortCode must be a number of 1 to 9 digits/], tooLong: ['1234567890', /^merchantToShortCode must be a number of 1 to 9 digits/] },
-  distributorToShortCode: { type: /^distributorToShortCode must be a string of digits or a whole number/, aNumber: /^distributorToShortCode 4521 is not the short code of any distributor$/, format: ['0452', /^distributorToShortCode must be a number of 1 to 9 digits/] },
-  cashOutFulfillmentType: { type: /^cashOutFulfillmentType must be "cash"/, format: ['card', /^cashOutFulfillmentType must be "cash"/] },
-  cashOutFulfillmentID: { type: /^cashOutFulfillmentID must be a string, not (a number|a boolean|an object)$/, tooLong: ['x'.repeat(101), /^cashOutFulfillmentID must be at most 100 characters$/] },
+  merchantToShortCode: {
+    type: /^merchantToShortCode must be a string of digits or a whole number/,
+    aNumber: /^merchantToShortCode 4521 is not the short code of any merchant$/,
+    format: ['ab12', /^merchantToShortCode must be a number of 1 to 9 digits/],
+    tooLong: ['1234567890', /^merchantToShortCode must be a number of 1 to 9 digits/],
+  },
+  distributorToShortCode: {
+    type: /^distributorToShortCode must be a string of digits or a whole number/,
+    aNumber: /^distributorToShortCode 4521 is not the short code of any distributor$/,
+    format: ['0452', /^distributorToShortCode must be a number of 1 to 9 digits/],
+  },
+  cashOutFulfillmentType: {
+    type: /^cashOutFulfillmentType must be "cash"/,
+    format: ['card', /^cashOutFulfillmentType must be "cash"/],
+  },
+  cashOutFulfillmentID: {
+    type: /^cashOutFulfillmentID must be a string, not (a number|a boolean|an object)$/,
+    tooLong: ['x'.repeat(101), /^cashOutFulfillmentID must be at most 100 characters$/],
+  },
   memo: {
     type: /^memo must be a string, not (a number|a boolean|an object)$/,
     // A right-to-left override would make the memo read "invoice exe.pdf" where it holds "invoice \u202Efdp.exe".
-    format: ['invoice \u202Efdp.exe', /^memo must not contain invisible or direction-changing characters \(U\+202E at character 9\)$/],
+    format: [
+      'invoice \u202Efdp.exe',
+      /^memo must not contain invisible or direction-changing characters \(U\+202E at character 9\)$/,
+    ],
     tooLong: ['x'.repeat(257), /^memo must be at most 256 characters$/],
   },
 };
 
 /** A value in a test name, with invisible characters escaped (a right-to-left override would turn the name around). */
-const shown = (value: unknown) => JSON.stringify(value).replace(/\p{Cf}/gu, (c) => `\\u${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`);
+const shown = (value: unknown) =>
+  JSON.stringify(value).replace(
+    /\p{Cf}/gu,
+    (c) => `\\u${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`,
+  );
 
 function bodyRows(): Array<[string, BodyRow]> {
   const rows: Array<[string, BodyRow]> = [];
@@ -63,7 +127,16 @@ function bodyRows(): Array<[string, BodyRow]> {
       const rules = fieldRules[field]!;
       const isRequired = required.includes(field);
       add('missing', field, MISSING, isRequired ? new RegExp(`^${field} is required$`) : 'accepted');
-      add('null', field, null, isRequired ? (field === 'cashOutFulfillmentType' ? rules.type : new RegExp(`^${field} must be .*, not null$`)) : 'accepted');
+      add(
+        'null',
+        field,
+        null,
+        isRequired
+          ? field === 'cashOutFulfillmentType'
+            ? rules.type
+            : new RegExp(`^${field} must be .*, not null$`)
+          : 'accepted',
+      );
       add('a number', field, 4521, rules.aNumber ?? rules.type);
       add('a boolean', field, true, rules.type);
       add('an object', field, { value: '1' }, rules.type);
@@ -71,18 +144,95 @@ function bodyRows(): Array<[string, BodyRow]> {
       if (rules.tooLong) add('too long', field, rules.tooLong[0], rules.tooLong[1]);
     }
     add('unknown field', 'memmo', 'x', /^memmo is not a field of this operation type$/);
-    add('operationType not allowed for the party', 'operationType', party === 'distributor' ? 'pay-merchant' : 'cash-in', /^operationType must be one of /);
+    add(
+      'operationType not allowed for the party',
+      'operationType',
+      party === 'distributor' ? 'pay-merchant' : 'cash-in',
+      /^operationType must be one of /,
+    );
     add('operationType a number', 'operationType', 1, /^operationType must be a string, one of .*, not a number$/);
     add('operationType null', 'operationType', null, /^operationType must be a string, one of .*, not null$/);
   }
-  rows.push(['cash-in phoneTo: null with merchantToShortCode', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00', merchantToShortCode: '4521' }, field: 'phoneTo', value: null, expect: 'accepted' }]);
-  rows.push(['cash-in merchantToShortCode: null with phoneTo', { party: 'distributor', base: bodies['cash-in']!.base, field: 'merchantToShortCode', value: null, expect: 'accepted' }]);
-  rows.push(['cash-in merchantToShortCode: a number', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 4521, expect: fieldRules.merchantToShortCode!.aNumber! }]);
-  rows.push(['cash-in merchantToShortCode: a fraction', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 45.21, expect: fieldRules.merchantToShortCode!.type }]);
-  rows.push(['cash-in merchantToShortCode: a number of 10 digits', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 1234567890, expect: fieldRules.merchantToShortCode!.tooLong![1] }]);
-  rows.push(['cash-in merchantToShortCode: badly formatted', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'merchantToShortCode', value: 'ab', expect: fieldRules.merchantToShortCode!.format![1] }]);
-  rows.push(['cash-in phoneTo and merchantToShortCode both null', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00', merchantToShortCode: null }, field: 'phoneTo', value: null, expect: /^one of phoneTo or merchantToShortCode is required$/ }]);
-  rows.push(['cash-in phoneTo a number (present, wrong type)', { party: 'distributor', base: { operationType: 'cash-in', amount: '10.00' }, field: 'phoneTo', value: 2348123456781, expect: fieldRules.phoneTo!.type }]);
+  rows.push([
+    'cash-in phoneTo: null with merchantToShortCode',
+    {
+      party: 'distributor',
+      base: { operationType: 'cash-in', amount: '10.00', merchantToShortCode: '4521' },
+      field: 'phoneTo',
+      value: null,
+      expect: 'accepted',
+    },
+  ]);
+  rows.push([
+    'cash-in merchantToShortCode: null with phoneTo',
+    {
+      party: 'distributor',
+      base: bodies['cash-in']!.base,
+      field: 'merchantToShortCode',
+      value: null,
+      expect: 'accepted',
+    },
+  ]);
+  rows.push([
+    'cash-in merchantToShortCode: a number',
+    {
+      party: 'distributor',
+      base: { operationType: 'cash-in', amount: '10.00' },
+      field: 'merchantToShortCode',
+      value: 4521,
+      expect: fieldRules.merchantToShortCode!.aNumber!,
+    },
+  ]);
+  rows.push([
+    'cash-in merchantToShortCode: a fraction',
+    {
+      party: 'distributor',
+      base: { operationType: 'cash-in', amount: '10.00' },
+      field: 'merchantToShortCode',
+      value: 45.21,
+      expect: fieldRules.merchantToShortCode!.type,
+    },
+  ]);
+  rows.push([
+    'cash-in merchantToShortCode: a number of 10 digits',
+    {
+      party: 'distributor',
+      base: { operationType: 'cash-in', amount: '10.00' },
+      field: 'merchantToShortCode',
+      value: 1234567890,
+      expect: fieldRules.merchantToShortCode!.tooLong![1],
+    },
+  ]);
+  rows.push([
+    'cash-in merchantToShortCode: badly formatted',
+    {
+      party: 'distributor',
+      base: { operationType: 'cash-in', amount: '10.00' },
+      field: 'merchantToShortCode',
+      value: 'ab',
+      expect: fieldRules.merchantToShortCode!.format![1],
+    },
+  ]);
+  rows.push([
+    'cash-in phoneTo and merchantToShortCode both null',
+    {
+      party: 'distributor',
+      base: { operationType: 'cash-in', amount: '10.00', merchantToShortCode: null },
+      field: 'phoneTo',
+      value: null,
+      expect: /^one of phoneTo or merchantToShortCode is required$/,
+    },
+  ]);
+  rows.push([
+    'cash-in phoneTo a number (present, wrong type)',
+    {
+      party: 'distributor',
+      base: { operationType: 'cash-in', amount: '10.00' },
+      field: 'phoneTo',
+      value: 2348123456781,
+      expect: fieldRules.phoneTo!.type,
+    },
+  ]);
   return rows;
 }
 
@@ -112,7 +262,10 @@ describe('validation messages name the real problem', () => {
     if (row.expect === 'accepted') {
       expect(item, JSON.stringify(r.body)).toBeUndefined();
       // The body passes validation: what follows is the lookup of a phone or short code that is not registered here.
-      for (const other of items) expect(other.detail, JSON.stringify(r.body)).toMatch(/ is not a registered individual wallet$| is not the short code of any (merchant|distributor)$/);
+      for (const other of items)
+        expect(other.detail, JSON.stringify(r.body)).toMatch(
+          / is not a registered individual wallet$| is not the short code of any (merchant|distributor)$/,
+        );
     } else {
       expect(r.status, JSON.stringify(r.body)).toBe(400);
       expect(item?.detail, JSON.stringify(r.body)).toMatch(row.expect);
@@ -122,7 +275,11 @@ describe('validation messages name the real problem', () => {
   });
 
   const queries: Array<[string, string, string, RegExp]> = [];
-  for (const [endpoint, extra] of [['distributor operations', false], ['merchant operations', false], ['merchant payments', true]] as const) {
+  for (const [endpoint, extra] of [
+    ['distributor operations', false],
+    ['merchant operations', false],
+    ['merchant payments', true],
+  ] as const) {
     queries.push(
       [endpoint, 'limit=abc', 'limit', /^limit must be a whole number$/],
       [endpoint, 'limit=', 'limit', /^limit must be a whole number$/],
@@ -134,7 +291,11 @@ describe('validation messages name the real problem', () => {
       [endpoint, 'offset=1&offset=2', 'offset', /^offset must appear at most once$/],
       [endpoint, 'limt=5', 'limt', /^limt is not a query parameter of this endpoint$/],
     );
-    if (extra) queries.push([endpoint, `search=${'x'.repeat(101)}`, 'search', /^search must be at most 100 characters$/], [endpoint, 'search=a&search=b', 'search', /^search must appear at most once$/]);
+    if (extra)
+      queries.push(
+        [endpoint, `search=${'x'.repeat(101)}`, 'search', /^search must be at most 100 characters$/],
+        [endpoint, 'search=a&search=b', 'search', /^search must appear at most once$/],
+      );
     else queries.push([endpoint, 'search=a', 'search', /^search is not a query parameter of this endpoint$/]);
   }
 

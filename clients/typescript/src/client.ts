@@ -83,31 +83,54 @@ export function createWalletClient(options: WalletClientOptions) {
         allOperations: (options: PageOptions & OperationFilters = {}) => iterate(operations, options),
         /** One operation by its operationID; another distributor's, or none, is a WalletApiError with status 404. */
         operation: (operationID: string) =>
-          unwrap(api.GET('/api/v1/distributors/{distributorID}/operations/{operationID}', { params: { path: { ...path, operationID } } })),
+          unwrap(
+            api.GET('/api/v1/distributors/{distributorID}/operations/{operationID}', {
+              params: { path: { ...path, operationID } },
+            }),
+          ),
         /** Creates a pending operation; returns its operationID. */
         createOperation: (body: DistributorOperationRequest, request: { idempotencyKey?: string } = {}) =>
-          unwrap(api.POST('/api/v1/distributors/{distributorID}/operations', { params: { path, header: idempotency(request.idempotencyKey) }, body: body as never })),
+          unwrap(
+            api.POST('/api/v1/distributors/{distributorID}/operations', {
+              params: { path, header: idempotency(request.idempotencyKey) },
+              body: body as never,
+            }),
+          ),
       };
     },
     merchant(merchantID: string) {
       const path = { merchantID };
       const operations = (query: Partial<Page> & OperationFilters = {}) =>
         unwrap(api.GET('/api/v1/merchants/{merchantID}/operations', { params: { path, query } }));
-      const payments = (query: Partial<Page> & PaymentFilters = {}) => unwrap(api.GET('/api/v1/merchants/{merchantID}/payments', { params: { path, query } }));
+      const payments = (query: Partial<Page> & PaymentFilters = {}) =>
+        unwrap(api.GET('/api/v1/merchants/{merchantID}/payments', { params: { path, query } }));
       return {
         balance: () => unwrap(api.GET('/api/v1/merchants/{merchantID}/balance', { params: { path } })),
         operations,
         allOperations: (options: PageOptions & OperationFilters = {}) => iterate(operations, options),
         operation: (operationID: string) =>
-          unwrap(api.GET('/api/v1/merchants/{merchantID}/operations/{operationID}', { params: { path: { ...path, operationID } } })),
+          unwrap(
+            api.GET('/api/v1/merchants/{merchantID}/operations/{operationID}', {
+              params: { path: { ...path, operationID } },
+            }),
+          ),
         /** One page of the payments received, newest first; `search` matches the sender's phone and the memo. */
         payments,
         allPayments: (options: PageOptions & PaymentFilters = {}) => iterate(payments, options),
         /** One payment by its own operationID (wo_…). */
         payment: (operationID: string) =>
-          unwrap(api.GET('/api/v1/merchants/{merchantID}/payments/{operationID}', { params: { path: { ...path, operationID } } })),
+          unwrap(
+            api.GET('/api/v1/merchants/{merchantID}/payments/{operationID}', {
+              params: { path: { ...path, operationID } },
+            }),
+          ),
         createOperation: (body: MerchantOperationRequest, request: { idempotencyKey?: string } = {}) =>
-          unwrap(api.POST('/api/v1/merchants/{merchantID}/operations', { params: { path, header: idempotency(request.idempotencyKey) }, body })),
+          unwrap(
+            api.POST('/api/v1/merchants/{merchantID}/operations', {
+              params: { path, header: idempotency(request.idempotencyKey) },
+              body,
+            }),
+          ),
       };
     },
   };

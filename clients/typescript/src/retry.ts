@@ -29,7 +29,10 @@ function retryable(request: Request, response: Response): boolean {
   return response.status === 503 && (request.method === 'GET' || request.headers.has('idempotency-key'));
 }
 
-export function retryingFetch(fetchImpl: (request: Request) => Promise<Response>, options: RetryOptions = {}): (request: Request) => Promise<Response> {
+export function retryingFetch(
+  fetchImpl: (request: Request) => Promise<Response>,
+  options: RetryOptions = {},
+): (request: Request) => Promise<Response> {
   const { attempts = 3, maxDelaySeconds = 30, sleep = wait } = options;
   return async (request) => {
     for (let attempt = 1; ; attempt++) {

@@ -13,9 +13,13 @@ export class WebhookVerificationError extends Error {
 type HeaderBag = Headers | Record<string, string | string[] | undefined>;
 
 function header(headers: HeaderBag, name: string): string {
-  const value = headers instanceof Headers ? headers.get(name) : Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
+  const value =
+    headers instanceof Headers
+      ? headers.get(name)
+      : Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
   const single = Array.isArray(value) ? value[0] : value;
-  if (single === undefined || single === null || single === '') throw new WebhookVerificationError(`the ${name} header is missing`);
+  if (single === undefined || single === null || single === '')
+    throw new WebhookVerificationError(`the ${name} header is missing`);
   return single;
 }
 
@@ -27,13 +31,20 @@ function header(headers: HeaderBag, name: string): string {
  * a match with any is enough. A timestamp more than `toleranceSeconds` (default 300) from now is refused, so a
  * captured delivery cannot be replayed later. De-duplicate on the event's `id`: a delivery may come twice.
  */
-export function verifyWebhook(secret: string, headers: HeaderBag, body: string | Uint8Array, options: { now?: Date; toleranceSeconds?: number } = {}): WebhookEvent {
+export function verifyWebhook(
+  secret: string,
+  headers: HeaderBag,
+  body: string | Uint8Array,
+  options: { now?: Date; toleranceSeconds?: number } = {},
+): WebhookEvent {
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
-  if (!/^\d{1,12}$/.test(timestamp)) throw new WebhookVerificationError('the webhook-timestamp header is not unix seconds');
+  if (!/^\d{1,12}$/.test(timestamp))
+    throw new WebhookVerificationError('the webhook-timestamp header is not unix seconds');
   const nowSeconds = Math.floor((options.now ?? new Date()).getTime() / 1000);
-  if (Math.abs(nowSeconds - Number(timestamp)) > (options.toleranceSeconds ?? 300)) throw new WebhookVerificationError('the webhook-timestamp is too far from now');
+  if (Math.abs(nowSeconds - Number(timestamp)) > (options.toleranceSeconds ?? 300))
+    throw new WebhookVerificationError('the webhook-timestamp is too far from now');
 
   const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
   const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();

@@ -98,14 +98,22 @@ export function readOperatorKey(file: string): Hex {
   try {
     text = readFileSync(file, 'utf8').trim();
   } catch (error) {
-    throw new Error(`cannot read the operator key file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
+    throw new Error(`cannot read the operator key file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, {
+      cause: error,
+    });
   }
-  if (!OPERATOR_KEY.test(text)) throw new Error(`the operator key file ${file} must hold one private key: 0x and 64 hex digits`);
+  if (!OPERATOR_KEY.test(text))
+    throw new Error(`the operator key file ${file} must hold one private key: 0x and 64 hex digits`);
   return text as Hex;
 }
 
 export function evmChain(chainId: number, rpcUrl: string): Chain {
-  return defineChain({ id: chainId, name: `chain ${chainId}`, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  return defineChain({
+    id: chainId,
+    name: `chain ${chainId}`,
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
 }
 
 interface Clients {
@@ -115,7 +123,9 @@ interface Clients {
   walletClient: WalletClient<Transport, Chain, PrivateKeyAccount>;
 }
 
-function clients(options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'requestTimeoutMs' | 'pollingIntervalMs'>): Clients {
+function clients(
+  options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'requestTimeoutMs' | 'pollingIntervalMs'>,
+): Clients {
   const chain = evmChain(options.chainId, options.rpcUrl);
   // The executor retries with its own backoff; the transport retrying too would only hide outages.
   const transport = http(options.rpcUrl, { timeout: options.requestTimeoutMs ?? 10_000, retryCount: 0 });
@@ -130,13 +140,31 @@ function clients(options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operato
 }
 
 /** Deploys a WalletLedger whose operator is the given key's account; resolves to its address once mined. */
-export async function deployWalletLedger(options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'requestTimeoutMs' | 'pollingIntervalMs' | 'confirmations'>): Promise<{ address: Address; transactionHash: Hex; blockNumber: string; gasUsed: string }> {
+export async function deployWalletLedger(
+  options: Pick<
+    EvmLedgerOptions,
+    'rpcUrl' | 'chainId' | 'operatorKey' | 'requestTimeoutMs' | 'pollingIntervalMs' | 'confirmations'
+  >,
+): Promise<{ address: Address; transactionHash: Hex; blockNumber: string; gasUsed: string }> {
   const { publicClient, walletClient, account } = clients(options);
   await checkChainId(publicClient, options.chainId);
-  const hash = await walletClient.deployContract({ abi: walletLedgerAbi, bytecode: walletLedgerBytecode, args: [account.address] });
-  const receipt = await publicClient.waitForTransactionReceipt({ hash, confirmations: options.confirmations ?? 1, timeout: 120_000 });
+  const hash = await walletClient.deployContract({
+    abi: walletLedgerAbi,
+    bytecode: walletLedgerBytecode,
+    args: [account.address],
+  });
+  const receipt = await publicClient.waitForTransactionReceipt({
+    hash,
+    confirmations: options.confirmations ?? 1,
+    timeout: 120_000,
+  });
   if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error(`the deployment ${hash} reverted`);
-  return { address: receipt.contractAddress, transactionHash: hash, blockNumber: receipt.blockNumber.toString(), gasUsed: receipt.gasUsed.toString() };
+  return {
+    address: receipt.contractAddress,
+    transactionHash: hash,
+    blockNumber: receipt.blockNumber.toString(),
+    gasUsed: receipt.gasUsed.toString(),
+  };
 }
 
 /**
@@ -144,26 +172,40 @@ export async function deployWalletLedger(options: Pick<EvmLedgerOptions, 'rpcUrl
  * code there, another operator's ledger, or a read that fails is an error, never "absent": `deploy
  * --unless-deployed` must not deploy a second ledger beside the one the configuration names.
  */
-export async function findWalletLedger(options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'contract'>): Promise<boolean> {
+export async function findWalletLedger(
+  options: Pick<EvmLedgerOptions, 'rpcUrl' | 'chainId' | 'operatorKey' | 'contract'>,
+): Promise<boolean> {
   const { publicClient, account } = clients(options);
   await checkChainId(publicClient, options.chainId);
   const code = await publicClient.getCode({ address: options.contract });
   if (!code || code === '0x') return false;
   let operator: Address;
   try {
-    operator = await publicClient.readContract({ address: options.contract, abi: walletLedgerAbi, functionName: 'operator' });
+    operator = await publicClient.readContract({
+      address: options.contract,
+      abi: walletLedgerAbi,
+      functionName: 'operator',
+    });
   } catch (error) {
-    throw new Error(`${options.contract} holds a contract that does not answer as a WalletLedger: ${error instanceof BaseError ? error.shortMessage : String(error)}`, { cause: error });
+    throw new Error(
+      `${options.contract} holds a contract that does not answer as a WalletLedger: ${error instanceof BaseError ? error.shortMessage : String(error)}`,
+      { cause: error },
+    );
   }
   if (operator.toLowerCase() !== account.address.toLowerCase()) {
-    throw new Error(`the WalletLedger at ${options.contract} obeys ${operator}, not this operator key's account ${account.address}`);
+    throw new Error(
+      `the WalletLedger at ${options.contract} obeys ${operator}, not this operator key's account ${account.address}`,
+    );
   }
   return true;
 }
 
 async function checkChainId(publicClient: PublicClient, expected: number): Promise<void> {
   const actual = await publicClient.getChainId();
-  if (actual !== expected) throw new Error(`the node at EVM_RPC_URL is chain ${actual}, not EVM_CHAIN_ID ${expected}: refusing to sign for the wrong chain`);
+  if (actual !== expected)
+    throw new Error(
+      `the node at EVM_RPC_URL is chain ${actual}, not EVM_CHAIN_ID ${expected}: refusing to sign for the wrong chain`,
+    );
 }
 
 type Call =
@@ -177,15 +219,21 @@ function revertReason(error: unknown): string | null {
   if (!(error instanceof BaseError)) return null;
   const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError);
   if (reverted instanceof ContractFunctionRevertedError) return reverted.reason ?? reverted.shortMessage;
-  const text = error.walk((e) => e instanceof Error && /execution reverted/i.test((e as BaseError).details ?? e.message));
-  return text ? ((text as BaseError).details ?? (text as Error).message).replace(/^.*execution reverted:?\s*/i, '') || 'execution reverted' : null;
+  const text = error.walk(
+    (e) => e instanceof Error && /execution reverted/i.test((e as BaseError).details ?? e.message),
+  );
+  return text
+    ? ((text as BaseError).details ?? (text as Error).message).replace(/^.*execution reverted:?\s*/i, '') ||
+        'execution reverted'
+    : null;
 }
 
 const DUPLICATE_REASON = 'operation already executed';
 const VOIDED_REASON = 'operation voided';
 
 function unavailable(what: string, error: unknown): LedgerUnavailableError {
-  const detail = error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : String(error);
+  const detail =
+    error instanceof BaseError ? error.shortMessage : error instanceof Error ? error.message : String(error);
   return new LedgerUnavailableError(`chain ${what}: ${detail.split('\n')[0]}`, { cause: error });
 }
 
@@ -195,7 +243,9 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
   const receiptTimeoutMs = options.receiptTimeoutMs ?? 60_000;
   const unit = new Decimal(10).pow(options.scale);
   const address = options.contract;
-  const nonces = new OperatorNonces({ pendingNonce: () => publicClient.getTransactionCount({ address: account.address, blockTag: 'pending' }) });
+  const nonces = new OperatorNonces({
+    pendingNonce: () => publicClient.getTransactionCount({ address: account.address, blockTag: 'pending' }),
+  });
   let chainChecked: Promise<void> | null = null;
   let deployedIn: Promise<bigint> | undefined;
 
@@ -203,34 +253,58 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
   function ready(): Promise<void> {
     chainChecked ??= checkChainId(publicClient, options.chainId).catch((error: unknown) => {
       chainChecked = null;
-      throw error instanceof Error && /refusing to sign/.test(error.message) ? new LedgerUnavailableError(error.message) : unavailable('unreachable', error);
+      throw error instanceof Error && /refusing to sign/.test(error.message)
+        ? new LedgerUnavailableError(error.message)
+        : unavailable('unreachable', error);
     });
     return chainChecked;
   }
 
   const toUnits = (amount: string): bigint => {
     const units = new Decimal(amount).times(unit);
-    if (!units.isInteger() || units.lte(0)) throw new LedgerRejectedError(`amount ${amount} is not a positive amount at scale ${options.scale}`);
+    if (!units.isInteger() || units.lte(0))
+      throw new LedgerRejectedError(`amount ${amount} is not a positive amount at scale ${options.scale}`);
     return BigInt(units.toFixed(0));
   };
   const fromUnits = (units: bigint): string => new Decimal(units.toString()).div(unit).toFixed(options.scale);
 
   function callFor(operationID: string, legs: LedgerLeg[]): Call {
     const [main, fee, ...more] = legs;
-    if (!main || more.length > 0 || (fee && fee.from !== main.from)) throw new LedgerRejectedError(`the ledger contract takes one movement and an optional fee from the same payer, not ${JSON.stringify(legs)}`);
-    if (main.from === ISSUANCE_ADDRESS && !fee) return { functionName: 'issue', args: [operationID, main.to, toUnits(main.amount)] };
-    if (main.to === ISSUANCE_ADDRESS && !fee) return { functionName: 'redeem', args: [operationID, main.from, toUnits(main.amount)] };
-    if (main.from === ISSUANCE_ADDRESS || main.to === ISSUANCE_ADDRESS) throw new LedgerRejectedError('issuing and redeeming carry no fee on the ledger contract');
-    return { functionName: 'transfer', args: [operationID, main.from, main.to, toUnits(main.amount), fee?.to ?? '', fee ? toUnits(fee.amount) : 0n] };
+    if (!main || more.length > 0 || (fee && fee.from !== main.from))
+      throw new LedgerRejectedError(
+        `the ledger contract takes one movement and an optional fee from the same payer, not ${JSON.stringify(legs)}`,
+      );
+    if (main.from === ISSUANCE_ADDRESS && !fee)
+      return { functionName: 'issue', args: [operationID, main.to, toUnits(main.amount)] };
+    if (main.to === ISSUANCE_ADDRESS && !fee)
+      return { functionName: 'redeem', args: [operationID, main.from, toUnits(main.amount)] };
+    if (main.from === ISSUANCE_ADDRESS || main.to === ISSUANCE_ADDRESS)
+      throw new LedgerRejectedError('issuing and redeeming carry no fee on the ledger contract');
+    return {
+      functionName: 'transfer',
+      args: [operationID, main.from, main.to, toUnits(main.amount), fee?.to ?? '', fee ? toUnits(fee.amount) : 0n],
+    };
   }
 
   async function findByOperationID(operationID: string): Promise<LedgerTransaction | null> {
     await ready();
     try {
-      const [sequence, blockNumber] = await publicClient.readContract({ address, abi: walletLedgerAbi, functionName: 'executed', args: [operationID] });
+      const [sequence, blockNumber] = await publicClient.readContract({
+        address,
+        abi: walletLedgerAbi,
+        functionName: 'executed',
+        args: [operationID],
+      });
       if (sequence === 0n) return null;
-      const [found] = await transactionsFrom({ fromBlock: blockNumber, toBlock: blockNumber, operationKey: keccak256(toBytes(operationID)) });
-      if (!found) throw new LedgerUnavailableError(`the contract says ${operationID} executed as ${sequence} in block ${blockNumber}, the node has no event for it`);
+      const [found] = await transactionsFrom({
+        fromBlock: blockNumber,
+        toBlock: blockNumber,
+        operationKey: keccak256(toBytes(operationID)),
+      });
+      if (!found)
+        throw new LedgerUnavailableError(
+          `the contract says ${operationID} executed as ${sequence} in block ${blockNumber}, the node has no event for it`,
+        );
       return found;
     } catch (error) {
       if (error instanceof LedgerUnavailableError) throw error;
@@ -242,11 +316,19 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
   async function voidedIn(operationID: string): Promise<bigint> {
     await ready();
     try {
-      return await publicClient.readContract({ address, abi: walletLedgerAbi, functionName: 'voided', args: [operationID] });
+      return await publicClient.readContract({
+        address,
+        abi: walletLedgerAbi,
+        functionName: 'voided',
+        args: [operationID],
+      });
     } catch (error) {
       // A contract without voided() reverts with no reason: it was deployed before voids existed.
       if (revertReason(error) !== null) {
-        throw new LedgerUnavailableError(`the WalletLedger at ${address} predates void(): operations cannot be voided on it; move to a new contract (docs/operations.md, "Moving to a WalletLedger with void")`, { cause: error });
+        throw new LedgerUnavailableError(
+          `the WalletLedger at ${address} predates void(): operations cannot be voided on it; move to a new contract (docs/operations.md, "Moving to a WalletLedger with void")`,
+          { cause: error },
+        );
       }
       throw unavailable('read failed', error);
     }
@@ -271,17 +353,26 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
   /** The fate once the contract said the operation is executed or voided; unavailable if the node lags behind it. */
   async function settledFate(operationID: string): Promise<LedgerVoidOutcome> {
     const fate = await fateOf(operationID);
-    if (fate.kind === 'none') throw new LedgerUnavailableError(`the contract settled ${operationID}, but the node does not show it yet`);
+    if (fate.kind === 'none')
+      throw new LedgerUnavailableError(`the contract settled ${operationID}, but the node does not show it yet`);
     return fate;
   }
 
   /** Movement events grouped into transactions, in sequence order. */
-  async function transactionsFrom(filter: { fromBlock: bigint; toBlock: bigint | 'latest'; operationKey?: Hex; sequences?: bigint[] }): Promise<LedgerTransaction[]> {
+  async function transactionsFrom(filter: {
+    fromBlock: bigint;
+    toBlock: bigint | 'latest';
+    operationKey?: Hex;
+    sequences?: bigint[];
+  }): Promise<LedgerTransaction[]> {
     const logs = await publicClient.getContractEvents({
       address,
       abi: walletLedgerAbi,
       eventName: 'Movement',
-      args: { ...(filter.operationKey ? { operationKey: filter.operationKey } : {}), ...(filter.sequences ? { sequence: filter.sequences } : {}) },
+      args: {
+        ...(filter.operationKey ? { operationKey: filter.operationKey } : {}),
+        ...(filter.sequences ? { sequence: filter.sequences } : {}),
+      },
       fromBlock: filter.fromBlock,
       toBlock: filter.toBlock,
       strict: true,
@@ -291,14 +382,27 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
 
   /** Transactions from Movement logs (one per leg), their createdAt the time of their block. */
   async function fromMovements(logs: readonly Log[]): Promise<LedgerTransaction[]> {
-    const movements = parseEventLogs({ abi: walletLedgerAbi, eventName: 'Movement', logs: logs as Log[], strict: true }).filter((log) => log.address.toLowerCase() === address.toLowerCase());
+    const movements = parseEventLogs({
+      abi: walletLedgerAbi,
+      eventName: 'Movement',
+      logs: logs as Log[],
+      strict: true,
+    }).filter((log) => log.address.toLowerCase() === address.toLowerCase());
     const bySequence = new Map<bigint, LedgerTransaction & { block: bigint }>();
     for (const log of movements) {
       const { sequence, operationId, from, to, amount } = log.args;
       const leg = { from, to, amount: fromUnits(amount) };
       const known = bySequence.get(sequence);
       if (known) known.legs.push(leg);
-      else bySequence.set(sequence, { blockchainID: log.transactionHash!, sequenceNumber: Number(sequence), operationID: operationId, legs: [leg], createdAt: '', block: log.blockNumber! });
+      else
+        bySequence.set(sequence, {
+          blockchainID: log.transactionHash!,
+          sequenceNumber: Number(sequence),
+          operationID: operationId,
+          legs: [leg],
+          createdAt: '',
+          block: log.blockNumber!,
+        });
     }
     const timestamps = new Map<bigint, string>();
     for (const block of new Set([...bySequence.values()].map((tx) => tx.block))) {
@@ -325,7 +429,16 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
   async function send(call: Call, gas: bigint, nonce: number): Promise<Hex> {
     const data = encodeFunctionData({ abi: walletLedgerAbi, ...call } as Parameters<typeof encodeFunctionData>[0]);
     const { maxFeePerGas, maxPriorityFeePerGas } = await fees();
-    const serializedTransaction = await account.signTransaction({ type: 'eip1559', chainId: options.chainId, to: address, data, gas, nonce, maxFeePerGas, maxPriorityFeePerGas });
+    const serializedTransaction = await account.signTransaction({
+      type: 'eip1559',
+      chainId: options.chainId,
+      to: address,
+      data,
+      gas,
+      nonce,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+    });
     if (call.functionName !== 'void') options.whileHolding?.();
     return publicClient.sendRawTransaction({ serializedTransaction });
   }
@@ -340,14 +453,22 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
     if (reason.includes(VOIDED_REASON)) {
       const block = await voidedIn(operationID);
       if (block !== 0n) throw new LedgerVoidedError(operationID, await blockTime(block));
-      throw new LedgerUnavailableError(`the contract says ${operationID} was voided, but the node does not show it yet`);
+      throw new LedgerUnavailableError(
+        `the contract says ${operationID} was voided, but the node does not show it yet`,
+      );
     }
     throw new LedgerRejectedError(reason);
   }
 
   async function estimate(call: Call): Promise<bigint> {
     // prepare: false: the estimate needs no nonce, block or fee, which viem would otherwise fetch first.
-    return publicClient.estimateContractGas({ address, abi: walletLedgerAbi, account, prepare: false, ...call } as Parameters<typeof publicClient.estimateContractGas>[0]);
+    return publicClient.estimateContractGas({
+      address,
+      abi: walletLedgerAbi,
+      account,
+      prepare: false,
+      ...call,
+    } as Parameters<typeof publicClient.estimateContractGas>[0]);
   }
 
   /** The call's gas; a revert becomes the port's outcome (duplicate or rejection), anything else is transient. */
@@ -386,12 +507,15 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
         const existing = await findByOperationID(operationID);
         if (existing) throw new LedgerDuplicateError(existing);
         await estimateOrRefuse(operationID, call);
-        throw new LedgerUnavailableError(`transaction ${hash} reverted in block ${receipt.blockNumber} and would not revert now: retrying`);
+        throw new LedgerUnavailableError(
+          `transaction ${hash} reverted in block ${receipt.blockNumber} and would not revert now: retrying`,
+        );
       }
       const [mined] = await fromMovements(receipt.logs).catch((error: unknown) => {
         throw unavailable('read failed', error);
       });
-      if (!mined || mined.operationID !== operationID) throw new LedgerUnavailableError(`transaction ${hash} was mined without a movement for ${operationID}`);
+      if (!mined || mined.operationID !== operationID)
+        throw new LedgerUnavailableError(`transaction ${hash} was mined without a movement for ${operationID}`);
       return mined;
     },
     async void(operationID) {
@@ -428,7 +552,9 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       if (receipt.status === 'reverted') {
         const fate = await fateOf(operationID);
         if (fate.kind === 'executed') return fate;
-        throw new LedgerUnavailableError(`void transaction ${hash} reverted in block ${receipt.blockNumber} and the operation is not executed: retrying`);
+        throw new LedgerUnavailableError(
+          `void transaction ${hash} reverted in block ${receipt.blockNumber} and the operation is not executed: retrying`,
+        );
       }
       return settledFate(operationID);
     },
@@ -438,11 +564,17 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       await ready();
       try {
         if (wallet === ISSUANCE_ADDRESS) {
-          const supply = await publicClient.readContract({ address, abi: walletLedgerAbi, functionName: 'totalSupply' });
+          const supply = await publicClient.readContract({
+            address,
+            abi: walletLedgerAbi,
+            functionName: 'totalSupply',
+          });
           // The issuing account is below zero by what is in circulation, as on the embedded ledger.
           return supply === 0n ? fromUnits(0n) : `-${fromUnits(supply)}`;
         }
-        return fromUnits(await publicClient.readContract({ address, abi: walletLedgerAbi, functionName: 'balanceOf', args: [wallet] }));
+        return fromUnits(
+          await publicClient.readContract({ address, abi: walletLedgerAbi, functionName: 'balanceOf', args: [wallet] }),
+        );
       } catch (error) {
         throw unavailable('read failed', error);
       }

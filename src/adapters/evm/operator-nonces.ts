@@ -14,7 +14,9 @@ export interface NonceSource {
 /** A node's answer that means "that nonce is not yours to use": resync and send again. */
 export function isNonceConflict(error: unknown): boolean {
   const text = errorText(error).toLowerCase();
-  return /nonce too low|nonce too high|already known|replacement transaction underpriced|invalid nonce|nonce has already been used|known transaction|lower than the current nonce|higher than the next one expected/.test(text);
+  return /nonce too low|nonce too high|already known|replacement transaction underpriced|invalid nonce|nonce has already been used|known transaction|lower than the current nonce|higher than the next one expected/.test(
+    text,
+  );
 }
 
 function errorText(error: unknown): string {

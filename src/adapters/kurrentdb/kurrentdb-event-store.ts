@@ -36,7 +36,19 @@
  * - subscribeToAll: a catch-up subscription on the server (catch-up then live, in order, gap-free); the port's
  *   filter is sent as the server filter KurrentDB supports and applied again here.
  */
-import { BACKWARDS, END, FORWARDS, KurrentDBClient, START, excludeSystemEvents, type AllStreamResolvedEvent, type AllStreamSubscription, type Position, type ReadPosition, type ResolvedEvent } from '@kurrent/kurrentdb-client';
+import {
+  BACKWARDS,
+  END,
+  FORWARDS,
+  KurrentDBClient,
+  START,
+  excludeSystemEvents,
+  type AllStreamResolvedEvent,
+  type AllStreamSubscription,
+  type Position,
+  type ReadPosition,
+  type ResolvedEvent,
+} from '@kurrent/kurrentdb-client';
 import {
   type AppendResult,
   type EventFilter,
@@ -97,9 +109,11 @@ const HEAD_PAGE_SIZE = 16;
 /** Opens the adapter; the client connects on first use, so an unreachable server shows on the first call. */
 export function openKurrentDbEventStore(options: KurrentDbEventStoreOptions): EventStore {
   const pageSize = options.readPageSize ?? DEFAULT_READ_PAGE_SIZE;
-  if (!Number.isSafeInteger(pageSize) || pageSize < 2) throw new Error(`readPageSize must be an integer >= 2, got ${String(pageSize)}`);
+  if (!Number.isSafeInteger(pageSize) || pageSize < 2)
+    throw new Error(`readPageSize must be an integer >= 2, got ${String(pageSize)}`);
   const readDeadlineMs = options.readDeadlineMs ?? DEFAULT_READ_DEADLINE_MS;
-  if (!Number.isSafeInteger(readDeadlineMs) || readDeadlineMs < 1) throw new Error(`readDeadlineMs must be an integer >= 1, got ${String(readDeadlineMs)}`);
+  if (!Number.isSafeInteger(readDeadlineMs) || readDeadlineMs < 1)
+    throw new Error(`readDeadlineMs must be an integer >= 1, got ${String(readDeadlineMs)}`);
   return new KurrentDbEventStore(KurrentDBClient.connectionString(options.connectionString), pageSize, readDeadlineMs);
 }
 
@@ -137,12 +151,17 @@ class KurrentDbEventStore implements EventStore {
         const byStream = new Map(result.responses.map((response) => [response.streamName, response.revision]));
         revisions = prepared.map(({ stream }) => {
           const revision = byStream.get(stream);
-          if (revision === undefined) throw new EventStoreUnavailableError(`KurrentDB's answer to a multi-stream append did not name stream ${stream}`);
+          if (revision === undefined)
+            throw new EventStoreUnavailableError(
+              `KurrentDB's answer to a multi-stream append did not name stream ${stream}`,
+            );
           return { stream, revision: toSafeNumber(revision, 'revision') };
         });
       } else {
         const [one] = prepared;
-        const result = await this.client.appendToStream(one!.stream, one!.events, { streamState: toStreamState(one!.expectedRevision) });
+        const result = await this.client.appendToStream(one!.stream, one!.events, {
+          streamState: toStreamState(one!.expectedRevision),
+        });
         commit = result.position?.commit;
         revisions = [{ stream: one!.stream, revision: toSafeNumber(result.nextExpectedRevision, 'revision') }];
       }
@@ -169,11 +188,14 @@ class KurrentDbEventStore implements EventStore {
     let read: ResolvedEvent[];
     try {
       // Unbounded when the caller gives no maxCount, but read to its end either way: nothing is left open.
-      read = await this.read(`a read of stream ${stream}`, this.client.readStream(stream, {
-        direction: backwards ? BACKWARDS : FORWARDS,
-        fromRevision: options.fromRevision === undefined ? (backwards ? END : START) : BigInt(options.fromRevision),
-        ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
-      }));
+      read = await this.read(
+        `a read of stream ${stream}`,
+        this.client.readStream(stream, {
+          direction: backwards ? BACKWARDS : FORWARDS,
+          fromRevision: options.fromRevision === undefined ? (backwards ? END : START) : BigInt(options.fromRevision),
+          ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
+        }),
+      );
     } catch (error) {
       if (isStreamNotFound(error)) return [];
       throw translateError(error);
@@ -204,7 +226,10 @@ class KurrentDbEventStore implements EventStore {
         // Events are dropped here (system events, the other half of the filter, the one repeated or before the
         // start), so a page cannot be sized to the answer exactly: one more than still wanted, at most a page.
         const pageSize = Math.min(this.pageSize, maxCount - events.length + 1);
-        const page = await this.read('a read of $all', this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: pageSize, filter }));
+        const page = await this.read(
+          'a read of $all',
+          this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: pageSize, filter }),
+        );
         let last: Position | undefined;
         for (const resolved of page) {
           const position = resolved.event?.position;
@@ -240,7 +265,15 @@ class KurrentDbEventStore implements EventStore {
       for (;;) {
         // The server leaves out system event types; an event of a system stream with an ordinary type is left out
         // here, and when a whole page is such events the read goes on backwards from the oldest of them.
-        const page = await this.read('a read of the head of $all', this.client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, filter: excludeSystemEvents() }));
+        const page = await this.read(
+          'a read of the head of $all',
+          this.client.readAll({
+            direction: BACKWARDS,
+            fromPosition: from,
+            maxCount: pageSize,
+            filter: excludeSystemEvents(),
+          }),
+        );
         let last: Position | undefined;
         for (const resolved of page) {
           const position = resolved.event?.position;
@@ -298,7 +331,11 @@ class KurrentDbEventStore implements EventStore {
       if (attempt > 0) await sleep(READ_BACK_PAUSES_MS[attempt - 1]!);
       if (this.closing || Date.now() >= until) return null;
       try {
-        const reading = this.client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true });
+        const reading = this.client.readStream(stream, {
+          fromRevision: BigInt(revision),
+          maxCount: 1,
+          requiresLeader: true,
+        });
         const [resolved] = await this.read(`a read-back of stream ${stream}`, reading, until - Date.now());
         if (resolved?.event) return toPortPosition(resolved.event.position);
       } catch {
@@ -311,7 +348,10 @@ class KurrentDbEventStore implements EventStore {
   /** The position of the event just before a log position (any event, system ones too), or the start. */
   private async positionBefore(log: bigint): Promise<ReadPosition> {
     try {
-      const [resolved] = await this.read('a read of $all', this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 }));
+      const [resolved] = await this.read(
+        'a read of $all',
+        this.client.readAll({ direction: BACKWARDS, fromPosition: { commit: log, prepare: log }, maxCount: 1 }),
+      );
       if (resolved?.event?.position) return resolved.event.position;
     } catch (error) {
       throw translateError(error);
@@ -348,7 +388,10 @@ async function drain<T>(reading: AsyncIterable<T>): Promise<T[]> {
 function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new EventStoreUnavailableError(`KurrentDB did not answer ${what} within ${ms} ms`)), ms);
+    timer = setTimeout(
+      () => reject(new EventStoreUnavailableError(`KurrentDB did not answer ${what} within ${ms} ms`)),
+      ms,
+    );
     timer.unref();
   });
   work.catch(noop);
@@ -465,10 +508,14 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
     while (!this.stopped) {
       const pending = iterator ? iterator.next() : new Promise<never>(noop);
       pending.catch(noop); // settled after a stop or a captured error: nobody is waiting for it any more
-      const next = await Promise.race([pending.then((result) => ({ kind: 'next' as const, result })), this.ending]).catch((error: unknown) => ({ kind: 'failed' as const, error }));
+      const next = await Promise.race([
+        pending.then((result) => ({ kind: 'next' as const, result })),
+        this.ending,
+      ]).catch((error: unknown) => ({ kind: 'failed' as const, error }));
       if (next.kind === 'stopped') return DONE;
       if (next.kind === 'failed') return this.fail(next.error);
-      if (next.result.done) return this.fail(new EventStoreUnavailableError('the KurrentDB subscription ended unexpectedly'));
+      if (next.result.done)
+        return this.fail(new EventStoreUnavailableError('the KurrentDB subscription ended unexpectedly'));
       let event: RecordedEvent | null;
       try {
         event = mapAllEvent(next.result.value);
@@ -476,7 +523,8 @@ class KurrentSubscription implements Subscription, AsyncIterableIterator<Recorde
         return this.fail(error);
       }
       // Positions only grow; the guard drops a repeat should the server ever send one.
-      if (!event || event.position <= this.lastPosition || !keep(event, this.options.filter, this.options.minimum)) continue;
+      if (!event || event.position <= this.lastPosition || !keep(event, this.options.filter, this.options.minimum))
+        continue;
       this.lastPosition = event.position;
       return { done: false, value: event };
     }
@@ -499,5 +547,6 @@ async function cancel(source: AllStreamSubscription): Promise<void> {
 }
 
 function checkNonNegativeInteger(name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
 }

@@ -88,7 +88,10 @@ const MAX_LOG_POSITION = BigInt(Math.floor(Number.MAX_SAFE_INTEGER / POSITION_SC
 
 /** The port's number for a KurrentDB position: four times the (unique) log position. */
 export function toPortPosition(position: Position | undefined): number {
-  if (!position) throw new EventStoreUnavailableError('KurrentDB returned an event without a position (KurrentDB 22.6 or newer is required)');
+  if (!position)
+    throw new EventStoreUnavailableError(
+      'KurrentDB returned an event without a position (KurrentDB 22.6 or newer is required)',
+    );
   const { commit, prepare } = position;
   if (commit !== prepare) {
     throw new EventStoreUnavailableError(
@@ -96,7 +99,8 @@ export function toPortPosition(position: Position | undefined): number {
         'its events share one commit position, which the port cannot number uniquely',
     );
   }
-  if (commit < 0n || commit > MAX_LOG_POSITION) throw new EventStoreUnavailableError(`log position ${commit} is out of the range the port can number`);
+  if (commit < 0n || commit > MAX_LOG_POSITION)
+    throw new EventStoreUnavailableError(`log position ${commit} is out of the range the port can number`);
   return Number(commit) * POSITION_SCALE;
 }
 
@@ -182,7 +186,8 @@ export function fromActualState(actual: unknown): number | 'no_stream' {
 
 export function toSafeNumber(value: bigint | number, what: string): number {
   const number = Number(value);
-  if (!Number.isSafeInteger(number)) throw new EventStoreUnavailableError(`${what} ${String(value)} is beyond what the port can number`);
+  if (!Number.isSafeInteger(number))
+    throw new EventStoreUnavailableError(`${what} ${String(value)} is beyond what the port can number`);
   return number;
 }
 
@@ -199,7 +204,9 @@ export function matchesNothing(filter: EventFilter | undefined): boolean {
  * means "this character literally".
  */
 export function escapeRegex(text: string): string {
-  return text.replace(/[\\^$.|?*+()[\]{}#\-\s]/g, (char) => (char === '\n' ? '\\n' : char === '\r' ? '\\r' : char === '\t' ? '\\t' : `\\${char}`));
+  return text.replace(/[\\^$.|?*+()[\]{}#\-\s]/g, (char) =>
+    char === '\n' ? '\\n' : char === '\r' ? '\\r' : char === '\t' ? '\\t' : `\\${char}`,
+  );
 }
 
 /**
@@ -220,7 +227,11 @@ export function toServerFilter(filter: EventFilter | undefined): Filter {
 }
 
 /** Whether an event read from the server belongs in the port's answer: not a system event, matching the filter. */
-export function keep(event: Pick<RecordedEvent, 'stream' | 'type' | 'position'>, filter: EventFilter | undefined, minimum: number): boolean {
+export function keep(
+  event: Pick<RecordedEvent, 'stream' | 'type' | 'position'>,
+  filter: EventFilter | undefined,
+  minimum: number,
+): boolean {
   return event.position >= minimum && !isSystemEvent(event.stream, event.type) && matchesFilter(event, filter);
 }
 
@@ -243,7 +254,8 @@ export function prepareAppends(requests: StreamAppend[]): PreparedAppend[] {
   const seen = new Set<string>();
   return requests.map(({ stream, events, expectedRevision }) => {
     if (typeof stream !== 'string' || stream === '') throw new Error('a stream name must be a non-empty string');
-    if (stream.startsWith(SYSTEM_PREFIX)) throw new Error(`stream ${stream}: names starting with ${SYSTEM_PREFIX} are KurrentDB's own`);
+    if (stream.startsWith(SYSTEM_PREFIX))
+      throw new Error(`stream ${stream}: names starting with ${SYSTEM_PREFIX} are KurrentDB's own`);
     if (seen.has(stream)) throw new Error(`stream ${stream} appears more than once in one appendMulti call`);
     seen.add(stream);
     toStreamState(expectedRevision);
@@ -254,10 +266,12 @@ export function prepareAppends(requests: StreamAppend[]): PreparedAppend[] {
 
 function toEventData(stream: string, event: NewEvent): EventData {
   if (typeof event.type !== 'string' || event.type === '') throw new Error(`an event for ${stream} has no type`);
-  if (event.type.startsWith(SYSTEM_PREFIX)) throw new Error(`event type ${event.type}: types starting with ${SYSTEM_PREFIX} are KurrentDB's own`);
+  if (event.type.startsWith(SYSTEM_PREFIX))
+    throw new Error(`event type ${event.type}: types starting with ${SYSTEM_PREFIX} are KurrentDB's own`);
   if (event.id !== undefined && !UUID.test(event.id)) throw new Error(`event id ${event.id} is not a uuid`);
   // What JSON.stringify cannot write would not read back the same (the embedded store refuses it too).
-  if (JSON.stringify(event.data) === undefined) throw new Error(`the data of a ${event.type} event is not JSON-serializable`);
+  if (JSON.stringify(event.data) === undefined)
+    throw new Error(`the data of a ${event.type} event is not JSON-serializable`);
   const metadata = plainMetadata(event.type, event.metadata);
   return jsonEvent({
     type: event.type,
@@ -270,11 +284,15 @@ function toEventData(stream: string, event: NewEvent): EventData {
 /** Metadata as JSON would store it: undefined values dropped; `$` keys refused (reserved, and dropped on read). */
 function plainMetadata(type: string, metadata: EventMetadata | undefined): Record<string, unknown> {
   if (metadata === undefined) return {};
-  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new Error(`the metadata of a ${type} event must be an object`);
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+    throw new Error(`the metadata of a ${type} event must be an object`);
   const serialized = JSON.stringify(metadata);
   const plain = JSON.parse(serialized) as Record<string, unknown>;
   for (const key of Object.keys(plain)) {
-    if (key.startsWith(SYSTEM_PREFIX)) throw new Error(`metadata key ${key} of a ${type} event: keys starting with ${SYSTEM_PREFIX} are KurrentDB's own`);
+    if (key.startsWith(SYSTEM_PREFIX))
+      throw new Error(
+        `metadata key ${key} of a ${type} event: keys starting with ${SYSTEM_PREFIX} are KurrentDB's own`,
+      );
   }
   return plain;
 }
@@ -319,7 +337,8 @@ export function toRecordedEvent(resolved: ResolvedEvent): RecordedEvent | null {
 
 /** The stored metadata object without the keys KurrentDB adds (`$schema.*`, `$traceId`, ...); {} when absent. */
 export function portMetadata(metadata: unknown): EventMetadata {
-  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata) || metadata instanceof Uint8Array) return {};
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata) || metadata instanceof Uint8Array)
+    return {};
   return Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith(SYSTEM_PREFIX)));
 }
 
@@ -381,7 +400,12 @@ function isRefusal(error: unknown): boolean {
  * `isStreamNotFound`, answered as "no events" by the caller.)
  */
 export function translateError(error: unknown, expected?: ReadonlyMap<string, ExpectedRevision>): Error {
-  if (error instanceof WrongExpectedVersionError || error instanceof EventStoreUnavailableError || error instanceof KurrentDbRefusedError) return error;
+  if (
+    error instanceof WrongExpectedVersionError ||
+    error instanceof EventStoreUnavailableError ||
+    error instanceof KurrentDbRefusedError
+  )
+    return error;
   if (error instanceof ClientWrongExpectedVersionError) {
     const stream = error.streamName ?? (expected?.size === 1 ? [...expected.keys()][0]! : 'unknown stream');
     const expectedRevision = expected?.get(stream) ?? fromClientState(error.expectedState);
@@ -395,7 +419,8 @@ export function translateError(error: unknown, expected?: ReadonlyMap<string, Ex
   }
   const reason = error instanceof Error ? error.message : String(error);
   if (isRefusal(error)) return new KurrentDbRefusedError(`KurrentDB refused the request: ${reason}`, { cause: error });
-  if (isTransportUnavailable(error)) return new EventStoreUnavailableError(`KurrentDB is unreachable: ${reason}`, { cause: error });
+  if (isTransportUnavailable(error))
+    return new EventStoreUnavailableError(`KurrentDB is unreachable: ${reason}`, { cause: error });
   return new EventStoreUnavailableError(`KurrentDB failed: ${reason}`, { cause: error });
 }
 
@@ -410,5 +435,6 @@ function fromClientState(state: unknown): ExpectedRevision {
 }
 
 function checkNonNegativeInteger(name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
 }

@@ -99,9 +99,15 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
   const byOperation = db.prepare<[string], Row>('SELECT * FROM transactions WHERE operation_id = ?');
   const last = db.prepare<[], Row>('SELECT * FROM transactions ORDER BY sequence DESC LIMIT 1');
   const balanceOf = db.prepare<[string], { balance: string }>('SELECT balance FROM balances WHERE wallet = ?');
-  const setBalance = db.prepare('INSERT INTO balances (wallet, balance) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET balance = excluded.balance');
-  const insert = db.prepare('INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)');
-  const page = db.prepare<[number, number], Row>('SELECT * FROM transactions WHERE sequence >= ? ORDER BY sequence LIMIT ?');
+  const setBalance = db.prepare(
+    'INSERT INTO balances (wallet, balance) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET balance = excluded.balance',
+  );
+  const insert = db.prepare(
+    'INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const page = db.prepare<[number, number], Row>(
+    'SELECT * FROM transactions WHERE sequence >= ? ORDER BY sequence LIMIT ?',
+  );
   const voidOf = db.prepare<[string], { voided_at: string }>('SELECT voided_at FROM voids WHERE operation_id = ?');
   const insertVoid = db.prepare('INSERT INTO voids (operation_id, voided_at) VALUES (?, ?)');
 
@@ -118,12 +124,20 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
       balances.set(leg.to, current(leg.to).plus(leg.amount));
     }
     for (const [wallet, balance] of balances) {
-      if (balance.isNegative() && wallet !== ISSUANCE_ADDRESS) throw new LedgerRejectedError(`insufficient funds in ${wallet}`);
+      if (balance.isNegative() && wallet !== ISSUANCE_ADDRESS)
+        throw new LedgerRejectedError(`insufficient funds in ${wallet}`);
     }
     const previous = last.get();
     const tx = { sequenceNumber: (previous?.sequence ?? 0) + 1, operationID, legs, createdAt: clock().toISOString() };
     const blockchainID = chainID(previous?.blockchain_id ?? GENESIS, tx);
-    insert.run(tx.sequenceNumber, blockchainID, previous?.blockchain_id ?? GENESIS, operationID, JSON.stringify(legs), tx.createdAt);
+    insert.run(
+      tx.sequenceNumber,
+      blockchainID,
+      previous?.blockchain_id ?? GENESIS,
+      operationID,
+      JSON.stringify(legs),
+      tx.createdAt,
+    );
     for (const [wallet, balance] of balances) setBalance.run(wallet, balance.toFixed());
     options.whileHolding?.();
     return { blockchainID, ...tx };
@@ -138,9 +152,17 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
     insertVoid.run(operationID, voidedAt);
     return { kind: 'voided', operationID, voidedAt };
   };
-  const apply = (request: Request): LedgerTransaction | LedgerVoidOutcome => (request.kind === 'void' ? voidOne(request.operationID) : execute(request));
+  const apply = (request: Request): LedgerTransaction | LedgerVoidOutcome =>
+    request.kind === 'void' ? voidOne(request.operationID) : execute(request);
   // Refusals and duplicates concern their request alone; anything else (a full disk, an I/O error) fails the batch.
-  const batch = new SavepointBatch(db, apply, (error) => error instanceof LedgerDuplicateError || error instanceof LedgerRejectedError || error instanceof LedgerVoidedError);
+  const batch = new SavepointBatch(
+    db,
+    apply,
+    (error) =>
+      error instanceof LedgerDuplicateError ||
+      error instanceof LedgerRejectedError ||
+      error instanceof LedgerVoidedError,
+  );
   const committer = new GroupCommitter({
     transaction: (requests: Request[]) => batch.run(requests),
     onCommit: () => {},
@@ -157,7 +179,10 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
       return await retryWhileBusy(fn, { budgetMs: busyBudgetMs, signal: closed.signal });
     } catch (error) {
       const fault = sqliteFault(error);
-      if (fault) throw new LedgerUnavailableError(fault === 'busy' ? 'ledger busy' : `ledger unavailable (${fault})`, { cause: error });
+      if (fault)
+        throw new LedgerUnavailableError(fault === 'busy' ? 'ledger busy' : `ledger unavailable (${fault})`, {
+          cause: error,
+        });
       throw error;
     }
   }
@@ -165,7 +190,8 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
   return {
     async submit({ operationID, legs }) {
       for (const leg of legs) {
-        if (!new Decimal(leg.amount).gt(0) || leg.from === leg.to) throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
+        if (!new Decimal(leg.amount).gt(0) || leg.from === leg.to)
+          throw new LedgerRejectedError(`invalid leg ${leg.from} -> ${leg.to} ${leg.amount}`);
       }
       return committer.submit({ kind: 'submit', operationID, legs }) as Promise<LedgerTransaction>;
     },

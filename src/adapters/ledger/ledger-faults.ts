@@ -36,14 +36,20 @@ export function stopOnceWhileHolding(faults: LedgerFaults | undefined): (() => v
 export const anyLedgerFaults = (faults: LedgerFaults) =>
   Boolean(faults.latencyMs || faults.transientFailureRate || faults.rejectionRate || faults.crashAfterAccept);
 
-export function withSimulatedLedgerFaults(ledger: Ledger, faults: LedgerFaults, random: () => number = Math.random): Ledger {
+export function withSimulatedLedgerFaults(
+  ledger: Ledger,
+  faults: LedgerFaults,
+  random: () => number = Math.random,
+): Ledger {
   if (!anyLedgerFaults(faults)) return ledger;
   return {
     ...ledger,
     async submit(transfer) {
       if (faults.latencyMs) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
-      if (faults.transientFailureRate && random() < faults.transientFailureRate) throw new LedgerUnavailableError('ledger temporarily unavailable (injected)');
-      if (faults.rejectionRate && random() < faults.rejectionRate) throw new LedgerRejectedError('transaction rejected by the ledger (injected)');
+      if (faults.transientFailureRate && random() < faults.transientFailureRate)
+        throw new LedgerUnavailableError('ledger temporarily unavailable (injected)');
+      if (faults.rejectionRate && random() < faults.rejectionRate)
+        throw new LedgerRejectedError('transaction rejected by the ledger (injected)');
       const tx = await ledger.submit(transfer);
       // The worst moment to die: the ledger has the transaction, the event store does not know yet.
       if (faults.crashAfterAccept) process.kill(process.pid, 'SIGKILL');

@@ -22,7 +22,16 @@
  * - limit 0 returns nothing (MongoDB's limit(0) would mean "no limit": the adapter does not ask).
  */
 import type { AnyBulkWriteOperation, Document as MongoDocument, Filter } from 'mongodb';
-import type { CollectionDefinition, CounterChange, Document, FindQuery, RangeCondition, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
+import type {
+  CollectionDefinition,
+  CounterChange,
+  Document,
+  FindQuery,
+  RangeCondition,
+  Scalar,
+  SearchClause,
+  Write,
+} from '../../ports/read-store.ts';
 import { ReadStoreQueryError } from '../../ports/read-store.ts';
 
 export const COLLECTION_NAME = /^[a-z][a-z0-9_]*$/;
@@ -34,12 +43,14 @@ export const CHECKPOINTS = 'checkpoints';
 export type StoredDocument = { _id: string } & Record<string, unknown>;
 
 export function checkField(field: string): string {
-  if (typeof field !== 'string' || !FIELD_PATH.test(field)) throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
+  if (typeof field !== 'string' || !FIELD_PATH.test(field))
+    throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
   return field;
 }
 
 export function checkCollectionName(name: string): string {
-  if (typeof name !== 'string' || !COLLECTION_NAME.test(name)) throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)}`);
+  if (typeof name !== 'string' || !COLLECTION_NAME.test(name))
+    throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)}`);
   return name;
 }
 
@@ -61,7 +72,10 @@ export function indexKey(fields: string[]): Array<[string, 1]> {
 /** Whether an existing index (its `key` document as listIndexes returns it) is one of these declared ones. */
 export function isDeclaredIndex(key: Record<string, unknown>, declared: string[][]): boolean {
   const fields = Object.entries(key);
-  return declared.some((wanted) => wanted.length === fields.length && wanted.every((field, i) => fields[i]![0] === field && fields[i]![1] === 1));
+  return declared.some(
+    (wanted) =>
+      wanted.length === fields.length && wanted.every((field, i) => fields[i]![0] === field && fields[i]![1] === 1),
+  );
 }
 
 /**
@@ -74,12 +88,18 @@ export function escapeRegex(text: string): string {
 }
 
 /** The filter for `where` and `search` (ANDed): `{}` when there is neither. */
-export function buildFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Filter<StoredDocument> {
+export function buildFilter(
+  def: CollectionDefinition,
+  query: Pick<FindQuery, 'where' | 'search' | 'range'> = {},
+): Filter<StoredDocument> {
   const parts: Array<Filter<StoredDocument>> = [];
   const where = query.where ?? {};
-  if (where === null || typeof where !== 'object' || Array.isArray(where)) throw new ReadStoreQueryError('where must be an object of field: value');
-  for (const [field, value] of Object.entries(where)) parts.push({ [checkField(field)]: { $eq: checkScalar(field, value) } });
-  for (const [field, condition] of Object.entries(query.range ?? {})) parts.push({ [checkField(field)]: rangeOperators(field, condition) });
+  if (where === null || typeof where !== 'object' || Array.isArray(where))
+    throw new ReadStoreQueryError('where must be an object of field: value');
+  for (const [field, value] of Object.entries(where))
+    parts.push({ [checkField(field)]: { $eq: checkScalar(field, value) } });
+  for (const [field, condition] of Object.entries(query.range ?? {}))
+    parts.push({ [checkField(field)]: rangeOperators(field, condition) });
   if (query.search !== undefined) {
     const clauses = Array.isArray(query.search) ? query.search : [query.search];
     if (clauses.length === 0) throw new ReadStoreQueryError('search needs at least one clause');
@@ -94,15 +114,19 @@ export function buildFilter(def: CollectionDefinition, query: Pick<FindQuery, 'w
  * number, null or a missing field, and a number range never a string: the embedded adapter's semantics.
  */
 export function rangeOperators(field: string, condition: RangeCondition): Record<string, string | number> {
-  if (condition === null || typeof condition !== 'object') throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
+  if (condition === null || typeof condition !== 'object')
+    throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
   const bounds = Object.entries(condition).filter(([, value]) => value !== undefined);
   if (bounds.length === 0) throw new ReadStoreQueryError(`range ${field}: at least one bound is needed`);
   const types = new Set(bounds.map(([, value]) => typeof value));
-  if (types.size !== 1 || !(types.has('string') || types.has('number'))) throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
+  if (types.size !== 1 || !(types.has('string') || types.has('number')))
+    throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
   const operators: Record<string, string | number> = {};
   for (const [name, value] of bounds) {
-    if (!['gt', 'gte', 'lt', 'lte'].includes(name)) throw new ReadStoreQueryError(`range ${field}: unknown bound ${JSON.stringify(name)}`);
-    if (typeof value === 'number' && !Number.isFinite(value)) throw new ReadStoreQueryError(`range ${field}: not a finite number`);
+    if (!['gt', 'gte', 'lt', 'lte'].includes(name))
+      throw new ReadStoreQueryError(`range ${field}: unknown bound ${JSON.stringify(name)}`);
+    if (typeof value === 'number' && !Number.isFinite(value))
+      throw new ReadStoreQueryError(`range ${field}: not a finite number`);
     operators[`$${name}`] = value as string | number;
   }
   return operators;
@@ -118,10 +142,13 @@ function checkScalar(field: string, value: Scalar): Scalar {
 }
 
 function searchConditions(def: CollectionDefinition, clause: SearchClause): Array<Filter<StoredDocument>> {
-  if (clause === null || typeof clause !== 'object' || typeof clause.text !== 'string') throw new ReadStoreQueryError('search text must be a string');
-  if (!Array.isArray(clause.fields) || clause.fields.length === 0) throw new ReadStoreQueryError('search needs at least one field');
+  if (clause === null || typeof clause !== 'object' || typeof clause.text !== 'string')
+    throw new ReadStoreQueryError('search text must be a string');
+  if (!Array.isArray(clause.fields) || clause.fields.length === 0)
+    throw new ReadStoreQueryError('search needs at least one field');
   for (const field of clause.fields) {
-    if (!def.searchFields?.includes(field)) throw new ReadStoreQueryError(`${def.name}.${String(field)} is not declared in searchFields`);
+    if (!def.searchFields?.includes(field))
+      throw new ReadStoreQueryError(`${def.name}.${String(field)} is not declared in searchFields`);
     checkField(field);
   }
   const pattern = escapeRegex(clause.text);
@@ -141,7 +168,8 @@ export interface FindPlan {
 export function buildFind(def: CollectionDefinition, query: FindQuery = {}): FindPlan {
   const filter = buildFilter(def, query);
   const sort = (query.sort ?? []).map(([field, direction]): [string, 1 | -1] => {
-    if (direction !== 'asc' && direction !== 'desc') throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
+    if (direction !== 'asc' && direction !== 'desc')
+      throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
     return [checkField(field), direction === 'asc' ? 1 : -1];
   });
   const skip = query.skip === undefined ? 0 : nonNegativeInteger('skip', query.skip);
@@ -150,7 +178,8 @@ export function buildFind(def: CollectionDefinition, query: FindQuery = {}): Fin
 }
 
 function nonNegativeInteger(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new ReadStoreQueryError(`${name} must be a non-negative integer`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new ReadStoreQueryError(`${name} must be a non-negative integer`);
   return value;
 }
 
@@ -182,17 +211,22 @@ export function planWrites(writes: Write[], definitionOf: (collection: string) =
 function toOperation(write: Write, collection: string): AnyBulkWriteOperation<StoredDocument> | null {
   switch (write.op) {
     case 'upsert': {
-      if (typeof write.doc?.id !== 'string') throw new TypeError(`upsert into ${collection}: the document needs a string id`);
-      if ('_id' in write.doc) throw new TypeError(`upsert into ${collection}: _id is reserved (the id is stored as _id)`);
+      if (typeof write.doc?.id !== 'string')
+        throw new TypeError(`upsert into ${collection}: the document needs a string id`);
+      if ('_id' in write.doc)
+        throw new TypeError(`upsert into ${collection}: _id is reserved (the id is stored as _id)`);
       return { replaceOne: { filter: { _id: write.doc.id }, replacement: toStored(write.doc), upsert: true } };
     }
     case 'patch': {
       if (typeof write.id !== 'string') throw new TypeError(`patch of ${collection}: the id must be a string`);
-      if (write.patch === null || typeof write.patch !== 'object' || Array.isArray(write.patch)) throw new TypeError(`patch of ${collection}: the patch must be an object`);
-      if ('id' in write.patch && write.patch.id !== write.id) throw new TypeError(`patch of ${collection}: cannot change an id`);
+      if (write.patch === null || typeof write.patch !== 'object' || Array.isArray(write.patch))
+        throw new TypeError(`patch of ${collection}: the patch must be an object`);
+      if ('id' in write.patch && write.patch.id !== write.id)
+        throw new TypeError(`patch of ${collection}: cannot change an id`);
       const set: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(write.patch)) {
-        if (key === '_id' || key.startsWith('$') || key.includes('.')) throw new TypeError(`patch of ${collection}: bad field name ${JSON.stringify(key)}`);
+        if (key === '_id' || key.startsWith('$') || key.includes('.'))
+          throw new TypeError(`patch of ${collection}: bad field name ${JSON.stringify(key)}`);
         if (value !== undefined) set[key] = value; // as JSON would: an undefined value is no value
       }
       if (Object.keys(set).length === 0) return null;

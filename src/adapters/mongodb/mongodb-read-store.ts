@@ -32,7 +32,16 @@ import {
   type MongoClientOptions,
   type TransactionOptions,
 } from 'mongodb';
-import type { Checkpoint, CollectionDefinition, Counter, CounterChange, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
+import type {
+  Checkpoint,
+  CollectionDefinition,
+  Counter,
+  CounterChange,
+  Document,
+  FindQuery,
+  ReadStore,
+  Write,
+} from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import {
   CHECKPOINTS,
@@ -102,7 +111,12 @@ export const MONGO_BOUNDS = {
 } as const;
 
 const MAJORITY = { w: 'majority', wtimeoutMS: MONGO_BOUNDS.wtimeoutMS } as const;
-const TRANSACTION: TransactionOptions = { readConcern: { level: 'snapshot' }, writeConcern: MAJORITY, readPreference: 'primary', maxCommitTimeMS: MONGO_BOUNDS.maxCommitTimeMS };
+const TRANSACTION: TransactionOptions = {
+  readConcern: { level: 'snapshot' },
+  writeConcern: MAJORITY,
+  readPreference: 'primary',
+  maxCommitTimeMS: MONGO_BOUNDS.maxCommitTimeMS,
+};
 const GET_MANY_CHUNK = 1000;
 /** A server-side time limit on every read and find-and-modify outside a transaction. */
 const BOUNDED = { maxTimeMS: MONGO_BOUNDS.readMaxTimeMS };
@@ -159,7 +173,13 @@ const UNAVAILABLE_CODES = new Set([
   13436, // NotPrimaryOrSecondary
 ]);
 /** Labels that mean "try again": the driver's and the server's. */
-const UNAVAILABLE_LABELS = ['TransientTransactionError', 'RetryableWriteError', 'UnknownTransactionCommitResult', 'ResetPool', 'PoolRequestedRetry'];
+const UNAVAILABLE_LABELS = [
+  'TransientTransactionError',
+  'RetryableWriteError',
+  'UnknownTransactionCommitResult',
+  'ResetPool',
+  'PoolRequestedRetry',
+];
 /** What servers before 4.2 said instead of a code. */
 const LEGACY_FAILOVER_MESSAGE = /not master|node is recovering|not primary/i;
 
@@ -178,7 +198,8 @@ export function isMongoUnavailable(error: unknown): boolean {
   }
   if (!(error instanceof MongoError)) return false;
   if (UNAVAILABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
-  const code = error instanceof MongoWriteConcernError ? (error.result.writeConcernError?.code ?? error.code) : error.code;
+  const code =
+    error instanceof MongoWriteConcernError ? (error.result.writeConcernError?.code ?? error.code) : error.code;
   if (typeof code === 'number') return UNAVAILABLE_CODES.has(code);
   return error instanceof MongoServerError && LEGACY_FAILOVER_MESSAGE.test(error.message);
 }
@@ -189,14 +210,19 @@ export function isMongoUnavailable(error: unknown): boolean {
  */
 function withUnavailableErrors(store: ReadStore): ReadStore {
   const translate = (error: unknown): never => {
-    if (isMongoUnavailable(error)) throw new ReadStoreUnavailableError(`MongoDB is unavailable: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    if (isMongoUnavailable(error))
+      throw new ReadStoreUnavailableError(
+        `MongoDB is unavailable: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     throw error;
   };
   return new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (typeof value !== 'function' || property === 'close') return value;
-      return (...args: unknown[]) => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch(translate);
+      return (...args: unknown[]) =>
+        (value as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch(translate);
     },
   });
 }
@@ -239,7 +265,11 @@ class MongoReadStore implements ReadStore {
     return (await this.cursor(collection, plan, WITHOUT_ID.projection).toArray()).map((doc) => fromStored<T>(doc));
   }
 
-  async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string): Promise<Array<string | T>> {
+  async findText<T extends Document = Document>(
+    collection: string,
+    query: FindQuery,
+    field: string,
+  ): Promise<Array<string | T>> {
     const plan = buildFind(this.definition(collection), query);
     const projection = textProjection(field);
     if (plan.empty) return [];
@@ -259,14 +289,27 @@ class MongoReadStore implements ReadStore {
       if (checkpoint) {
         const current = await this.checkpoints.findOne({ _id: checkpoint.projection }, { session });
         if (checkpoint.generation !== undefined && (current?.generation ?? 0) !== checkpoint.generation) {
-          throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, current?.generation ?? 0, 'generation');
+          throw new CheckpointConflictError(
+            checkpoint.projection,
+            checkpoint.generation,
+            current?.generation ?? 0,
+            'generation',
+          );
         }
         if (checkpoint.expected !== undefined && (current?.position ?? null) !== checkpoint.expected) {
           throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, current?.position ?? null);
         }
       }
-      for (const group of groups) await this.db.collection<StoredDocument>(group.collection).bulkWrite(group.operations, { session, ordered: true });
-      if (checkpoint) await this.checkpoints.updateOne({ _id: checkpoint.projection }, { $set: { position: checkpoint.position } }, { session, upsert: true });
+      for (const group of groups)
+        await this.db
+          .collection<StoredDocument>(group.collection)
+          .bulkWrite(group.operations, { session, ordered: true });
+      if (checkpoint)
+        await this.checkpoints.updateOne(
+          { _id: checkpoint.projection },
+          { $set: { position: checkpoint.position } },
+          { session, upsert: true },
+        );
     });
   }
 
@@ -275,7 +318,8 @@ class MongoReadStore implements ReadStore {
     const found: T[] = [];
     for (let i = 0; i < ids.length; i += GET_MANY_CHUNK) {
       const chunk = ids.slice(i, i + GET_MANY_CHUNK);
-      for (const doc of await target.find({ _id: { $in: chunk } }, WITHOUT_ID).toArray()) found.push(fromStored<T>(doc));
+      for (const doc of await target.find({ _id: { $in: chunk } }, WITHOUT_ID).toArray())
+        found.push(fromStored<T>(doc));
     }
     return found;
   }
@@ -315,7 +359,8 @@ class MongoReadStore implements ReadStore {
     const sourceCollection = this.db.collection(sourceDef.name);
     for (const fields of declared) await sourceCollection.createIndex(indexKey(fields));
     for (const index of await sourceCollection.listIndexes().toArray()) {
-      if (index.name !== '_id_' && !isDeclaredIndex(index.key as Record<string, unknown>, declared)) await sourceCollection.dropIndex(index.name as string);
+      if (index.name !== '_id_' && !isDeclaredIndex(index.key as Record<string, unknown>, declared))
+        await sourceCollection.dropIndex(index.name as string);
     }
     // When both names are one projection, its checkpoint is the one to keep: read it before the fence.
     const sameProjection = checkpoints.from === checkpoints.to;
@@ -323,15 +368,20 @@ class MongoReadStore implements ReadStore {
     await this.checkpoints.updateOne({ _id: checkpoints.to }, { $unset: { position: '' } });
     await this.db.renameCollection(sourceDef.name, targetDef.name, { dropTarget: true });
     await this.transaction(async (session) => {
-      const from = sameProjection ? kept : ((await this.checkpoints.findOne({ _id: checkpoints.from }, { session }))?.position ?? null);
-      const window = sameProjection ? null : ((await this.checkpoints.findOne({ _id: checkpoints.to }, { session }))?.position ?? null);
+      const from = sameProjection
+        ? kept
+        : ((await this.checkpoints.findOne({ _id: checkpoints.from }, { session }))?.position ?? null);
+      const window = sameProjection
+        ? null
+        : ((await this.checkpoints.findOne({ _id: checkpoints.to }, { session }))?.position ?? null);
       const position = promotedCheckpoint(from, window);
       await this.checkpoints.updateOne(
         { _id: checkpoints.to },
         { ...(position === null ? { $unset: { position: '' } } : { $set: { position } }), $inc: { generation: 1 } },
         { session, upsert: true },
       );
-      if (!sameProjection) await this.checkpoints.updateOne({ _id: checkpoints.from }, { $unset: { position: '' } }, { session });
+      if (!sameProjection)
+        await this.checkpoints.updateOne({ _id: checkpoints.from }, { $unset: { position: '' } }, { session });
     });
     this.definitions.delete(sourceDef.name);
   }
@@ -362,7 +412,11 @@ class MongoReadStore implements ReadStore {
     }
     for (let attempt = 0; ; attempt++) {
       try {
-        const counter = await target.findOneAndUpdate({ _id: id }, update, { upsert: true, returnDocument: 'after', ...WITHOUT_ID });
+        const counter = await target.findOneAndUpdate({ _id: id }, update, {
+          upsert: true,
+          returnDocument: 'after',
+          ...WITHOUT_ID,
+        });
         if (!counter) throw new Error(`incrementCounter ${collection}/${id}: the upsert returned no document`);
         return fromStored<Counter>(counter);
       } catch (error) {
@@ -418,8 +472,15 @@ class MongoReadStore implements ReadStore {
     try {
       await session.withTransaction(() => work(session), TRANSACTION);
     } catch (error) {
-      if (error instanceof MongoServerError && error.code === ILLEGAL_OPERATION && /replica set|Transaction numbers/i.test(error.message)) {
-        throw new Error('the MongoDB read store needs transactions, so a replica set (a one-member one will do; see docker-compose.yml)', { cause: error });
+      if (
+        error instanceof MongoServerError &&
+        error.code === ILLEGAL_OPERATION &&
+        /replica set|Transaction numbers/i.test(error.message)
+      ) {
+        throw new Error(
+          'the MongoDB read store needs transactions, so a replica set (a one-member one will do; see docker-compose.yml)',
+          { cause: error },
+        );
       }
       throw error;
     } finally {
@@ -433,4 +494,3 @@ function checkCheckpoint(checkpoint: Checkpoint): void {
     throw new TypeError('a checkpoint needs a projection name and a finite position');
   }
 }
-

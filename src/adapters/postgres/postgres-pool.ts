@@ -57,7 +57,12 @@ export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
   if (observer) {
     const name = options.applicationName;
     pool.on('connect', (client) => timeStatements(client, (seconds, ok) => observer.statement(name, seconds, ok)));
-    const watch = observer.opened(name, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.poolSize }));
+    const watch = observer.opened(name, () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+      max: options.poolSize,
+    }));
     const end = pool.end.bind(pool);
     pool.end = (() => (watch.closed(), end())) as typeof pool.end;
   }
@@ -72,7 +77,8 @@ export function openPostgresPool(options: PostgresConnectionOptions): pg.Pool {
  */
 export function prepared(text: string, values: unknown[]): pg.QueryConfig {
   let name = STATEMENT_NAMES.get(text);
-  if (name === undefined) STATEMENT_NAMES.set(text, (name = `wallet_ops_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
+  if (name === undefined)
+    STATEMENT_NAMES.set(text, (name = `wallet_ops_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
   return { name, text, values };
 }
 const STATEMENT_NAMES = new Map<string, string>();
@@ -96,7 +102,11 @@ function timeStatements(client: pg.PoolClient, done: (seconds: number, ok: boole
       return query(...args);
     }
     const result = query(...args);
-    if (result instanceof Promise) result.then(() => finish(true), () => finish(false));
+    if (result instanceof Promise)
+      result.then(
+        () => finish(true),
+        () => finish(false),
+      );
     return result;
   }) as typeof client.query;
 }
@@ -109,9 +119,22 @@ function timeStatements(client: pg.PoolClient, done: (seconds: number, ok: boole
  * answers a write (our statements never misuse transactions, so the class says nothing about the request).
  */
 const TRANSIENT_CLASSES = ['08', '25', '53', '57', '58', '40'];
-const TRANSIENT_CODES = new Set(['55P03' /* lock_not_available */, '55006' /* object_in_use */, 'XX000' /* internal_error, seen in failovers */]);
+const TRANSIENT_CODES = new Set([
+  '55P03' /* lock_not_available */,
+  '55006' /* object_in_use */,
+  'XX000' /* internal_error, seen in failovers */,
+]);
 /** Node-level errors of a connection that broke or never opened. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 export function isTransientPostgresError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -124,7 +147,9 @@ export function isTransientPostgresError(error: unknown): boolean {
     if (/^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_CLASSES.includes(code.slice(0, 2));
   }
   // pg's own messages for a connection lost or never acquired (no SQLSTATE).
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error/i.test(error.message);
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error/i.test(
+    error.message,
+  );
 }
 
 /** The URL without its password, for logs and errors. */
@@ -151,7 +176,12 @@ export interface Migration {
  * every call, after the migrations and under the same lock (two concurrent replacements of one function fail with
  * "tuple concurrently updated"): a function's body is code of this release, not history.
  */
-export async function migrate(pool: pg.Pool, schemaName: string, migrations: Migration[], routines?: string): Promise<void> {
+export async function migrate(
+  pool: pg.Pool,
+  schemaName: string,
+  migrations: Migration[],
+  routines?: string,
+): Promise<void> {
   const client = await pool.connect();
   try {
     // Under a lock too: two concurrent CREATE TABLE IF NOT EXISTS may both miss the table, and the second then fails
@@ -159,7 +189,9 @@ export async function migrate(pool: pg.Pool, schemaName: string, migrations: Mig
     await client.query('BEGIN');
     try {
       await client.query("SELECT pg_advisory_xact_lock(hashtext('wallet-ops-migrations'))");
-      await client.query('CREATE TABLE IF NOT EXISTS wallet_ops_migrations (store TEXT NOT NULL, version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (store, version))');
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS wallet_ops_migrations (store TEXT NOT NULL, version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (store, version))',
+      );
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
@@ -169,10 +201,16 @@ export async function migrate(pool: pg.Pool, schemaName: string, migrations: Mig
       await client.query('BEGIN');
       try {
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`wallet-ops-migrations:${schemaName}`]);
-        const applied = await client.query('SELECT 1 FROM wallet_ops_migrations WHERE store = $1 AND version = $2', [schemaName, migration.version]);
+        const applied = await client.query('SELECT 1 FROM wallet_ops_migrations WHERE store = $1 AND version = $2', [
+          schemaName,
+          migration.version,
+        ]);
         if (applied.rowCount === 0) {
           await client.query(migration.sql);
-          await client.query('INSERT INTO wallet_ops_migrations (store, version) VALUES ($1, $2)', [schemaName, migration.version]);
+          await client.query('INSERT INTO wallet_ops_migrations (store, version) VALUES ($1, $2)', [
+            schemaName,
+            migration.version,
+          ]);
         }
         await client.query('COMMIT');
       } catch (error) {

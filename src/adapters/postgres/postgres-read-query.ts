@@ -83,7 +83,9 @@ export function indexSql(table: string, fields: string[]): string {
 
 export function checkCollectionName(name: string): string {
   if (typeof name !== 'string' || !COLLECTION_NAME.test(name) || name.length > MAX_COLLECTION_NAME) {
-    throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)} (lower-case letters, digits and _, at most ${MAX_COLLECTION_NAME})`);
+    throw new ReadStoreQueryError(
+      `bad collection name ${JSON.stringify(name)} (lower-case letters, digits and _, at most ${MAX_COLLECTION_NAME})`,
+    );
   }
   return name;
 }
@@ -100,7 +102,8 @@ export function validateDefinition(def: CollectionDefinition): void {
 
 /** The JSONB value at a dot path: `doc->'a'->'b'`. The path is spliced into SQL (indexes hold no parameters): the pattern admits no quote. */
 function valueExpr(field: string): string {
-  if (typeof field !== 'string' || !FIELD_PATH.test(field)) throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
+  if (typeof field !== 'string' || !FIELD_PATH.test(field))
+    throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
   return `doc${field
     .split('.')
     .map((segment) => `->'${segment}'`)
@@ -132,17 +135,27 @@ class Params {
 }
 
 /** The SQL `find` runs; exported so that tests can check its query plan. */
-export function compileFind(def: CollectionDefinition, query: FindQuery, searchCollation: string | null = null, columns = 'doc'): Compiled {
+export function compileFind(
+  def: CollectionDefinition,
+  query: FindQuery,
+  searchCollation: string | null = null,
+  columns = 'doc',
+): Compiled {
   const params = new Params();
   const where = filterSql(def, query, params, searchCollation);
   const order = (query.sort ?? []).map(([field, direction]) => {
-    if (direction !== 'asc' && direction !== 'desc') throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
+    if (direction !== 'asc' && direction !== 'desc')
+      throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
     return `${fieldExpr(field)} ${direction.toUpperCase()}`;
   });
   const orderBy = order.length ? ` ORDER BY ${order.join(', ')}` : '';
   const limit = query.limit === undefined ? '' : ` LIMIT ${params.add(nonNegativeInteger('limit', query.limit))}`;
-  const skip = query.skip === undefined || query.skip === 0 ? '' : ` OFFSET ${params.add(nonNegativeInteger('skip', query.skip))}`;
-  return { sql: `SELECT ${columns} FROM ${quote(tableName(def.name))}${where}${orderBy}${limit}${skip}`, params: params.values };
+  const skip =
+    query.skip === undefined || query.skip === 0 ? '' : ` OFFSET ${params.add(nonNegativeInteger('skip', query.skip))}`;
+  return {
+    sql: `SELECT ${columns} FROM ${quote(tableName(def.name))}${where}${orderBy}${limit}${skip}`,
+    params: params.values,
+  };
 }
 
 /**
@@ -155,7 +168,11 @@ export function textColumns(field: string): string {
   return `CASE WHEN ${isText} THEN ${value} #>> '{}' END AS text, CASE WHEN ${isText} THEN NULL ELSE doc END AS doc`;
 }
 
-export function compileCount(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search' | 'range'>, searchCollation: string | null = null): Compiled {
+export function compileCount(
+  def: CollectionDefinition,
+  query: Pick<FindQuery, 'where' | 'search' | 'range'>,
+  searchCollation: string | null = null,
+): Compiled {
   const params = new Params();
   const where = filterSql(def, query, params, searchCollation);
   return { sql: `SELECT count(*) AS n FROM ${quote(tableName(def.name))}${where}`, params: params.values };
@@ -164,17 +181,28 @@ export function compileCount(def: CollectionDefinition, query: Pick<FindQuery, '
 /** `DELETE` of a counter collection's counters expired at `now`: a number range on the indexed `expiresAt`. */
 export function compileSweep(collection: string, now: number): Compiled {
   const params = new Params();
-  return { sql: `DELETE FROM ${quote(tableName(collection))} WHERE ${between('expiresAt', { lte: now }, params)}`, params: params.values };
+  return {
+    sql: `DELETE FROM ${quote(tableName(collection))} WHERE ${between('expiresAt', { lte: now }, params)}`,
+    params: params.values,
+  };
 }
 
 /** The WHERE clause (with its leading space) for `where`, `range` and `search`, or an empty string. */
-function filterSql(def: CollectionDefinition, query: Pick<FindQuery, 'where' | 'search' | 'range'>, params: Params, searchCollation: string | null): string {
+function filterSql(
+  def: CollectionDefinition,
+  query: Pick<FindQuery, 'where' | 'search' | 'range'>,
+  params: Params,
+  searchCollation: string | null,
+): string {
   const where = query.where ?? {};
-  if (where === null || typeof where !== 'object' || Array.isArray(where)) throw new ReadStoreQueryError('where must be an object of field: value');
+  if (where === null || typeof where !== 'object' || Array.isArray(where))
+    throw new ReadStoreQueryError('where must be an object of field: value');
   const parts = Object.entries(where).map(([field, value]) => equals(field, value, params));
   for (const [field, condition] of Object.entries(query.range ?? {})) parts.push(between(field, condition, params));
   if (query.search !== undefined) {
-    const clauses = (Array.isArray(query.search) ? query.search : [query.search]).map((clause) => contains(def, clause, params, searchCollation));
+    const clauses = (Array.isArray(query.search) ? query.search : [query.search]).map((clause) =>
+      contains(def, clause, params, searchCollation),
+    );
     if (clauses.length === 0) throw new ReadStoreQueryError('search needs at least one clause');
     parts.push(`(${clauses.join(' OR ')})`);
   }
@@ -183,7 +211,8 @@ function filterSql(def: CollectionDefinition, query: Pick<FindQuery, 'where' | '
 
 function equals(field: string, value: Scalar, params: Params): string {
   const expr = fieldExpr(field);
-  if (typeof value === 'number' && !Number.isFinite(value)) throw new ReadStoreQueryError(`where ${field}: not a finite number`);
+  if (typeof value === 'number' && !Number.isFinite(value))
+    throw new ReadStoreQueryError(`where ${field}: not a finite number`);
   if (value !== null && !['string', 'number', 'boolean'].includes(typeof value)) {
     throw new ReadStoreQueryError(`where ${field}: only strings, numbers, booleans and null are allowed`);
   }
@@ -197,16 +226,19 @@ const TYPE_BRACKET = { number: { from: '1', to: '2' }, string: { from: '2', to: 
 
 function between(field: string, condition: RangeCondition, params: Params): string {
   const expr = fieldExpr(field);
-  if (condition === null || typeof condition !== 'object') throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
+  if (condition === null || typeof condition !== 'object')
+    throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
   const bounds = Object.entries(condition).filter(([, value]) => value !== undefined);
   if (bounds.length === 0) throw new ReadStoreQueryError(`range ${field}: at least one bound is needed`);
   const types = new Set(bounds.map(([, value]) => typeof value));
-  if (types.size !== 1 || !(types.has('string') || types.has('number'))) throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
+  if (types.size !== 1 || !(types.has('string') || types.has('number')))
+    throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
   const parts: string[] = [];
   for (const [name, value] of bounds) {
     const operator = RANGE_OPERATORS[name as keyof typeof RANGE_OPERATORS];
     if (!operator) throw new ReadStoreQueryError(`range ${field}: unknown bound ${JSON.stringify(name)}`);
-    if (typeof value === 'number' && !Number.isFinite(value)) throw new ReadStoreQueryError(`range ${field}: not a finite number`);
+    if (typeof value === 'number' && !Number.isFinite(value))
+      throw new ReadStoreQueryError(`range ${field}: not a finite number`);
     parts.push(`${expr} ${operator} ${params.key(value as string | number)}`);
   }
   const bracket = TYPE_BRACKET[types.has('string') ? 'string' : 'number'];
@@ -216,11 +248,19 @@ function between(field: string, condition: RangeCondition, params: Params): stri
   return parts.join(' AND ');
 }
 
-function contains(def: CollectionDefinition, clause: SearchClause, params: Params, searchCollation: string | null): string {
-  if (clause === null || typeof clause !== 'object' || typeof clause.text !== 'string') throw new ReadStoreQueryError('search text must be a string');
-  if (!Array.isArray(clause.fields) || clause.fields.length === 0) throw new ReadStoreQueryError('search needs at least one field');
+function contains(
+  def: CollectionDefinition,
+  clause: SearchClause,
+  params: Params,
+  searchCollation: string | null,
+): string {
+  if (clause === null || typeof clause !== 'object' || typeof clause.text !== 'string')
+    throw new ReadStoreQueryError('search text must be a string');
+  if (!Array.isArray(clause.fields) || clause.fields.length === 0)
+    throw new ReadStoreQueryError('search needs at least one field');
   for (const field of clause.fields) {
-    if (!def.searchFields?.includes(field)) throw new ReadStoreQueryError(`${def.name}.${String(field)} is not declared in searchFields`);
+    if (!def.searchFields?.includes(field))
+      throw new ReadStoreQueryError(`${def.name}.${String(field)} is not declared in searchFields`);
   }
   if (holdsNul(clause.text)) return 'FALSE';
   const pattern = params.add(`%${escapeLike(clause.text.toLowerCase())}%`);
@@ -238,7 +278,8 @@ export function escapeLike(text: string): string {
 }
 
 function nonNegativeInteger(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new ReadStoreQueryError(`${name} must be a non-negative integer`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new ReadStoreQueryError(`${name} must be a non-negative integer`);
   return value;
 }
 

@@ -18,9 +18,24 @@
  *   ReadStoreUnavailableError; the caller's errors keep their type.
  */
 import type pg from 'pg';
-import type { Checkpoint, CollectionDefinition, Counter, CounterChange, Document, FindQuery, ReadStore, Write } from '../../ports/read-store.ts';
+import type {
+  Checkpoint,
+  CollectionDefinition,
+  Counter,
+  CounterChange,
+  Document,
+  FindQuery,
+  ReadStore,
+  Write,
+} from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
-import { isTransientPostgresError, migrate, openPostgresPool, prepared, type PostgresConnectionOptions } from './postgres-pool.ts';
+import {
+  isTransientPostgresError,
+  migrate,
+  openPostgresPool,
+  prepared,
+  type PostgresConnectionOptions,
+} from './postgres-pool.ts';
 import {
   CHECKPOINTS_TABLE,
   READ_STORE_MIGRATIONS,
@@ -56,15 +71,21 @@ type Client = pg.PoolClient;
  * `readOnly`: a hot standby's copy of the read models (POSTGRES_READ_URL), which cannot be written: nothing is
  * migrated and defineCollections only learns the definitions (the primary creates the tables, which replicate).
  */
-export async function openPostgresReadStore(options: PostgresConnectionOptions & { readOnly?: boolean }): Promise<ReadStore> {
+export async function openPostgresReadStore(
+  options: PostgresConnectionOptions & { readOnly?: boolean },
+): Promise<ReadStore> {
   const pool = openPostgresPool(options);
   try {
     if (!options.readOnly) await migrate(pool, 'read-store', READ_STORE_MIGRATIONS);
     const searchCollation = await chooseSearchCollation(pool);
-    return withOwnMethods(new PostgresReadStore(pool, options.statementTimeoutMs, searchCollation, options.readOnly ?? false));
+    return withOwnMethods(
+      new PostgresReadStore(pool, options.statementTimeoutMs, searchCollation, options.readOnly ?? false),
+    );
   } catch (error) {
     await pool.end().catch(() => {});
-    throw isTransientPostgresError(error) ? new ReadStoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error }) : error;
+    throw isTransientPostgresError(error)
+      ? new ReadStoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error })
+      : error;
   }
 }
 
@@ -88,7 +109,12 @@ const METHODS: Record<keyof ReadStore, true> = {
 
 /** A plain object of bound methods, as the embedded adapter returns: a caller may spread it to wrap one method. */
 function withOwnMethods(store: PostgresReadStore): ReadStore {
-  return Object.fromEntries(Object.keys(METHODS).map((name) => [name, (store[name as keyof ReadStore] as (...args: unknown[]) => unknown).bind(store)])) as unknown as ReadStore;
+  return Object.fromEntries(
+    Object.keys(METHODS).map((name) => [
+      name,
+      (store[name as keyof ReadStore] as (...args: unknown[]) => unknown).bind(store),
+    ]),
+  ) as unknown as ReadStore;
 }
 
 /** The best Unicode-aware collation this server has for the database's encoding; null: the database's own. */
@@ -115,7 +141,12 @@ class PostgresReadStore implements ReadStore {
   /** Grouped getMany statements under way: a commit waits for those in flight when it comes (commitInOneStatement). */
   private readonly readsInFlight = new Set<Promise<unknown>>();
   /** getMany reads asked in this turn of the event loop (readTogether). */
-  private readonly pendingReads: Array<{ table: string; ids: string[]; resolve(docs: Document[]): void; reject(error: unknown): void }> = [];
+  private readonly pendingReads: Array<{
+    table: string;
+    ids: string[];
+    resolve(docs: Document[]): void;
+    reject(error: unknown): void;
+  }> = [];
   private flushingCommits = false;
   private closed = false;
 
@@ -128,16 +159,24 @@ class PostgresReadStore implements ReadStore {
 
   async defineCollections(list: CollectionDefinition[]): Promise<void> {
     list.forEach(validateDefinition);
-    if (!this.readOnly) await this.transaction(async (client) => {
-      await this.ddl(client);
-      for (const def of list) await client.query(`CREATE TABLE IF NOT EXISTS ${quote(tableName(def.name))} (id TEXT PRIMARY KEY, doc JSONB NOT NULL)`);
-      // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the index exists.
-      const existing = await this.indexesOf(client, list.map((def) => tableName(def.name)));
-      for (const def of list) {
-        const table = tableName(def.name);
-        for (const fields of def.indexes ?? []) if (!existing.has(indexName(table, fields))) await buildIndex(client, indexSql(table, fields));
-      }
-    });
+    if (!this.readOnly)
+      await this.transaction(async (client) => {
+        await this.ddl(client);
+        for (const def of list)
+          await client.query(
+            `CREATE TABLE IF NOT EXISTS ${quote(tableName(def.name))} (id TEXT PRIMARY KEY, doc JSONB NOT NULL)`,
+          );
+        // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the index exists.
+        const existing = await this.indexesOf(
+          client,
+          list.map((def) => tableName(def.name)),
+        );
+        for (const def of list) {
+          const table = tableName(def.name);
+          for (const fields of def.indexes ?? [])
+            if (!existing.has(indexName(table, fields))) await buildIndex(client, indexSql(table, fields));
+        }
+      });
     for (const def of list) this.definitions.set(def.name, { ...def, searchFields: [...(def.searchFields ?? [])] });
   }
 
@@ -153,9 +192,15 @@ class PostgresReadStore implements ReadStore {
     return (await this.query<{ doc: T }>(sql, params)).rows.map((row) => row.doc);
   }
 
-  async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string): Promise<Array<string | T>> {
+  async findText<T extends Document = Document>(
+    collection: string,
+    query: FindQuery,
+    field: string,
+  ): Promise<Array<string | T>> {
     const { sql, params } = compileFind(this.definition(collection), query, this.searchCollation, textColumns(field));
-    return (await this.query<{ text: string | null; doc: T | null }>(sql, params)).rows.map((row) => row.doc ?? row.text!);
+    return (await this.query<{ text: string | null; doc: T | null }>(sql, params)).rows.map(
+      (row) => row.doc ?? row.text!,
+    );
   }
 
   async count(collection: string, query: Pick<FindQuery, 'where' | 'search' | 'range'> = {}): Promise<number> {
@@ -168,17 +213,19 @@ class PostgresReadStore implements ReadStore {
     const steps = this.plan(writes);
     if (checkpoint) checkCheckpoint(checkpoint);
     if (steps.length === 0 && !checkpoint) return;
-    if (checkpoint && steps.length <= ONE_STATEMENT_STEPS && touchesEachRowOnce(steps)) return this.commitInOneStatement(steps, checkpoint);
+    if (checkpoint && steps.length <= ONE_STATEMENT_STEPS && touchesEachRowOnce(steps))
+      return this.commitInOneStatement(steps, checkpoint);
     await this.transaction(async (client) => {
-      if (checkpoint && (checkpoint.expected !== undefined || checkpoint.generation !== undefined)) await this.fence(client, checkpoint);
+      if (checkpoint && (checkpoint.expected !== undefined || checkpoint.generation !== undefined))
+        await this.fence(client, checkpoint);
       for (const step of steps) await client.query(step.sql, step.params);
       if (checkpoint) {
         // The checkpoint's statements (and the fence's) are the same at every commit: prepared once per connection.
         await client.query(
-          prepared(`INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position`, [
-            checkpoint.projection,
-            checkpoint.position,
-          ]),
+          prepared(
+            `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position`,
+            [checkpoint.projection, checkpoint.position],
+          ),
         );
       }
     });
@@ -228,7 +275,10 @@ class PostgresReadStore implements ReadStore {
       for (const commit of this.pendingCommits) {
         // One commit per projection per statement, no row written twice, a bounded statement: the rest wait for the next.
         const keys = rowKeys(commit.steps);
-        const fits = !projections.has(commit.checkpoint.projection) && !keys.some((key) => rows.has(key)) && group.length < GROUP_MAX;
+        const fits =
+          !projections.has(commit.checkpoint.projection) &&
+          !keys.some((key) => rows.has(key)) &&
+          group.length < GROUP_MAX;
         if (!fits) {
           rest.push(commit);
           continue;
@@ -281,10 +331,14 @@ class PostgresReadStore implements ReadStore {
       steps.forEach((step, i) => {
         const offset = params.length;
         params.push(...step.params);
-        const sql = step.gated.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`).replaceAll(GATE, `EXISTS (SELECT FROM m${m})`);
+        const sql = step.gated
+          .replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)
+          .replaceAll(GATE, `EXISTS (SELECT FROM m${m})`);
         ctes.push(`m${m}_w${i} AS (${sql})`);
       });
-      results.push(`(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`);
+      results.push(
+        `(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`,
+      );
     });
     // Every commit here carries its checkpoint: the statement's transaction does not wait for its WAL flush
     // (synchronous_commit off for it alone). A crash that takes it takes the checkpoint with the writes, and the
@@ -308,10 +362,18 @@ class PostgresReadStore implements ReadStore {
       if (Number(row[`moved${m}`]) > 0) return resolve();
       const generation = Number(row[`generation${m}`] ?? 0);
       if (checkpoint.generation !== undefined && generation !== checkpoint.generation) {
-        return reject(new CheckpointConflictError(checkpoint.projection, checkpoint.generation, generation, 'generation'));
+        return reject(
+          new CheckpointConflictError(checkpoint.projection, checkpoint.generation, generation, 'generation'),
+        );
       }
       // What this statement's snapshot saw; under a concurrent commit the row it lost to may be newer.
-      reject(new CheckpointConflictError(checkpoint.projection, checkpoint.expected ?? null, toPosition(row[`position${m}`] as string | null)));
+      reject(
+        new CheckpointConflictError(
+          checkpoint.projection,
+          checkpoint.expected ?? null,
+          toPosition(row[`position${m}`] as string | null),
+        ),
+      );
     });
   }
 
@@ -334,7 +396,9 @@ class PostgresReadStore implements ReadStore {
     if (storable.length <= BATCH) return this.readTogether(table, storable) as Promise<T[]>;
     const found: T[] = [];
     for (let i = 0; i < storable.length; i += BATCH) {
-      const { rows } = await this.query<{ doc: T }>(`SELECT doc FROM ${table} WHERE id = ANY($1::text[])`, [storable.slice(i, i + BATCH)]);
+      const { rows } = await this.query<{ doc: T }>(`SELECT doc FROM ${table} WHERE id = ANY($1::text[])`, [
+        storable.slice(i, i + BATCH),
+      ]);
       found.push(...rows.map((row) => row.doc));
     }
     return found;
@@ -353,12 +417,16 @@ class PostgresReadStore implements ReadStore {
 
   private async flushReads(): Promise<void> {
     const reads = this.pendingReads.splice(0);
-    const sql = reads.map(({ table }, i) => `SELECT ${i} AS q, doc FROM ${table} WHERE id = ANY($${i + 1}::text[])`).join(' UNION ALL ');
+    const sql = reads
+      .map(({ table }, i) => `SELECT ${i} AS q, doc FROM ${table} WHERE id = ANY($${i + 1}::text[])`)
+      .join(' UNION ALL ');
     const params = reads.map(({ ids }) => ids);
     let read: Promise<pg.QueryResult<{ q: number; doc: Document }>> | undefined;
     try {
       this.checkOpen();
-      read = this.pool.query<{ q: number; doc: Document }>(reads.length === 1 ? prepared(sql, params) : { text: sql, values: params });
+      read = this.pool.query<{ q: number; doc: Document }>(
+        reads.length === 1 ? prepared(sql, params) : { text: sql, values: params },
+      );
       this.readsInFlight.add(read);
       const { rows } = await read;
       const found = reads.map((): Document[] => []);
@@ -373,12 +441,18 @@ class PostgresReadStore implements ReadStore {
   }
 
   async getCheckpoint(projection: string): Promise<number | null> {
-    const { rows } = await this.query<{ position: string | null }>(`SELECT position FROM ${CHECKPOINTS_TABLE} WHERE projection = $1`, [projection]);
+    const { rows } = await this.query<{ position: string | null }>(
+      `SELECT position FROM ${CHECKPOINTS_TABLE} WHERE projection = $1`,
+      [projection],
+    );
     return toPosition(rows[0]?.position);
   }
 
   async getGeneration(projection: string): Promise<number> {
-    const { rows } = await this.query<{ generation: number }>(`SELECT generation FROM ${CHECKPOINTS_TABLE} WHERE projection = $1`, [projection]);
+    const { rows } = await this.query<{ generation: number }>(
+      `SELECT generation FROM ${CHECKPOINTS_TABLE} WHERE projection = $1`,
+      [projection],
+    );
     return rows[0]?.generation ?? 0;
   }
 
@@ -400,7 +474,8 @@ class PostgresReadStore implements ReadStore {
       await this.ddl(client);
       for (const { fields } of declared) await buildIndex(client, indexSql(sourceTable, fields));
       for (const name of await this.indexesOf(client, [sourceTable])) {
-        if (name !== `${sourceTable}_pkey` && !declared.some((index) => index.name === name)) await client.query(`DROP INDEX ${quote(name)}`);
+        if (name !== `${sourceTable}_pkey` && !declared.some((index) => index.name === name))
+          await client.query(`DROP INDEX ${quote(name)}`);
       }
       await buildIndex(client, `ANALYZE ${quote(sourceTable)}`);
     });
@@ -410,9 +485,15 @@ class PostgresReadStore implements ReadStore {
       await client.query(`ALTER TABLE ${quote(sourceTable)} RENAME TO ${quote(targetTable)}`);
       // Index names follow the table's, so that the source name can be defined again.
       for (const name of await this.indexesOf(client, [targetTable])) {
-        if (name.startsWith(`${sourceTable}_`)) await client.query(`ALTER INDEX ${quote(name)} RENAME TO ${quote(`${targetTable}_${name.slice(sourceTable.length + 1)}`)}`);
+        if (name.startsWith(`${sourceTable}_`))
+          await client.query(
+            `ALTER INDEX ${quote(name)} RENAME TO ${quote(`${targetTable}_${name.slice(sourceTable.length + 1)}`)}`,
+          );
       }
-      const { rows } = await client.query<{ position: string | null }>(`SELECT position FROM ${CHECKPOINTS_TABLE} WHERE projection = $1`, [checkpoints.from]);
+      const { rows } = await client.query<{ position: string | null }>(
+        `SELECT position FROM ${CHECKPOINTS_TABLE} WHERE projection = $1`,
+        [checkpoints.from],
+      );
       const position = toPosition(rows[0]?.position);
       await client.query(`UPDATE ${CHECKPOINTS_TABLE} SET position = NULL WHERE projection = $1`, [checkpoints.from]);
       await client.query(
@@ -486,16 +567,23 @@ class PostgresReadStore implements ReadStore {
   /** The checkpoint fence: the projection's row locked, then its generation and position compared. */
   private async fence(client: Client, checkpoint: Checkpoint): Promise<void> {
     // A row to lock even before the first commit: two first commits expecting null then queue on it.
-    await client.query(prepared(`INSERT INTO ${CHECKPOINTS_TABLE} (projection) VALUES ($1) ON CONFLICT (projection) DO NOTHING`, [checkpoint.projection]));
+    await client.query(
+      prepared(`INSERT INTO ${CHECKPOINTS_TABLE} (projection) VALUES ($1) ON CONFLICT (projection) DO NOTHING`, [
+        checkpoint.projection,
+      ]),
+    );
     const { rows } = await client.query<{ position: string | null; generation: number }>(
-      prepared(`SELECT position, generation FROM ${CHECKPOINTS_TABLE} WHERE projection = $1 FOR UPDATE`, [checkpoint.projection]),
+      prepared(`SELECT position, generation FROM ${CHECKPOINTS_TABLE} WHERE projection = $1 FOR UPDATE`, [
+        checkpoint.projection,
+      ]),
     );
     const generation = rows[0]?.generation ?? 0;
     if (checkpoint.generation !== undefined && generation !== checkpoint.generation) {
       throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, generation, 'generation');
     }
     const position = toPosition(rows[0]?.position);
-    if (checkpoint.expected !== undefined && position !== checkpoint.expected) throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, position);
+    if (checkpoint.expected !== undefined && position !== checkpoint.expected)
+      throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, position);
   }
 
   /** The writes as statements, in order: consecutive upserts (or deletes) into one collection batched. */
@@ -515,7 +603,13 @@ class PostgresReadStore implements ReadStore {
           `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`;
         steps.push(
           run.op === 'upsert'
-            ? { sql: upsert(''), gated: upsert(` WHERE ${GATE}`), params: [`[${chunk.map(([, doc]) => doc).join(',')}]`], table, ids }
+            ? {
+                sql: upsert(''),
+                gated: upsert(` WHERE ${GATE}`),
+                params: [`[${chunk.map(([, doc]) => doc).join(',')}]`],
+                table,
+                ids,
+              }
             : {
                 sql: `DELETE FROM ${table} WHERE id = ANY($1::text[])`,
                 gated: `DELETE FROM ${table} WHERE id = ANY($1::text[]) AND ${GATE}`,
@@ -538,7 +632,8 @@ class PostgresReadStore implements ReadStore {
       const table = this.table(write?.collection);
       switch (write.op) {
         case 'upsert': {
-          if (typeof write.doc?.id !== 'string') throw new TypeError(`upsert into ${table}: the document needs a string id`);
+          if (typeof write.doc?.id !== 'string')
+            throw new TypeError(`upsert into ${table}: the document needs a string id`);
           const items = runOf('upsert', table);
           items.delete(write.doc.id); // a later upsert of the id takes the later place
           items.set(write.doc.id, JSON.stringify(write.doc));
@@ -551,13 +646,21 @@ class PostgresReadStore implements ReadStore {
         }
         case 'patch': {
           if (typeof write.id !== 'string') throw new TypeError(`patch of ${table}: the id must be a string`);
-          if (write.patch === null || typeof write.patch !== 'object' || Array.isArray(write.patch)) throw new TypeError(`patch of ${table}: the patch must be an object`);
-          if ('id' in write.patch && write.patch.id !== write.id) throw new TypeError(`patch of ${table}: cannot change an id`);
+          if (write.patch === null || typeof write.patch !== 'object' || Array.isArray(write.patch))
+            throw new TypeError(`patch of ${table}: the patch must be an object`);
+          if ('id' in write.patch && write.patch.id !== write.id)
+            throw new TypeError(`patch of ${table}: cannot change an id`);
           flush();
           // A shallow merge, null stored as null; a field set to undefined is removed, as the embedded adapter's JSON does.
           const removed = Object.keys(write.patch).filter((key) => write.patch[key] === undefined);
           const update = `UPDATE ${table} SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1`;
-          steps.push({ sql: update, gated: `${update} AND ${GATE}`, params: [write.id, removed, JSON.stringify(write.patch)], table, ids: [write.id] });
+          steps.push({
+            sql: update,
+            gated: `${update} AND ${GATE}`,
+            params: [write.id, removed, JSON.stringify(write.patch)],
+            table,
+            ids: [write.id],
+          });
           break;
         }
         default:
@@ -575,7 +678,10 @@ class PostgresReadStore implements ReadStore {
   }
 
   private async indexesOf(client: Client, tables: string[]): Promise<Set<string>> {
-    const { rows } = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ANY($1::text[])`, [tables]);
+    const { rows } = await client.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ANY($1::text[])`,
+      [tables],
+    );
     return new Set(rows.map((row) => row.indexname));
   }
 
@@ -620,7 +726,8 @@ class PostgresReadStore implements ReadStore {
 
   private translate(error: unknown): unknown {
     if (this.closed) return new ReadStoreUnavailableError('the read store is closed', { cause: error });
-    if (isTransientPostgresError(error)) return new ReadStoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error });
+    if (isTransientPostgresError(error))
+      return new ReadStoreUnavailableError(`PostgreSQL is unavailable: ${(error as Error).message}`, { cause: error });
     return error;
   }
 

@@ -174,7 +174,10 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     return new Promise((resolve) => {
       this.wakeWaiter = resolve;
       const { pollIntervalMs } = this.options;
-      this.timer = setTimeout(() => this.wake(), typeof pollIntervalMs === 'function' ? pollIntervalMs() : pollIntervalMs);
+      this.timer = setTimeout(
+        () => this.wake(),
+        typeof pollIntervalMs === 'function' ? pollIntervalMs() : pollIntervalMs,
+      );
     });
   }
 }

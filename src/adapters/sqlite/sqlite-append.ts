@@ -54,7 +54,8 @@ function prepareEvent(stream: string, event: StreamAppend['events'][number]): Pr
   if (event.id !== undefined && !UUID.test(event.id)) throw new Error(`event id ${event.id} is not a uuid`);
   // Serialized already by the hash chain (its canonical JSON): not a second time.
   const serialized = event[SERIALIZED_JSON];
-  if (serialized) return { id: event.id ?? randomUUID(), type: event.type, data: serialized.data, metadata: serialized.metadata };
+  if (serialized)
+    return { id: event.id ?? randomUUID(), type: event.type, data: serialized.data, metadata: serialized.metadata };
   const data = JSON.stringify(event.data);
   // JSON.stringify returns undefined for undefined, functions and symbols: they would not read back the same.
   if (data === undefined) throw new Error(`the data of a ${event.type} event is not JSON-serializable`);
@@ -64,7 +65,9 @@ function prepareEvent(stream: string, event: StreamAppend['events'][number]): Pr
 function checkExpectedRevision(expected: ExpectedRevision): void {
   if (expected === 'no_stream' || expected === 'stream_exists' || expected === 'any') return;
   if (!Number.isSafeInteger(expected) || expected < 0) {
-    throw new Error(`expected revision must be 'no_stream', 'stream_exists', 'any' or a revision >= 0, got ${String(expected)}`);
+    throw new Error(
+      `expected revision must be 'no_stream', 'stream_exists', 'any' or a revision >= 0, got ${String(expected)}`,
+    );
   }
 }
 
@@ -115,11 +118,23 @@ export class AppendWriter {
 
   private insert(stream: string, revision: number, event: PreparedEvent, createdAt: string): number {
     try {
-      const { lastInsertRowid } = this.insertEvent.run(event.id, stream, revision, event.type, event.data, event.metadata, createdAt);
+      const { lastInsertRowid } = this.insertEvent.run(
+        event.id,
+        stream,
+        revision,
+        event.type,
+        event.data,
+        event.metadata,
+        createdAt,
+      );
       return Number(lastInsertRowid);
     } catch (error) {
       // Which UNIQUE failed is looked up only on failure, so the common path stays one statement per event.
-      if (error instanceof Database.SqliteError && error.code === 'SQLITE_CONSTRAINT_UNIQUE' && this.eventIdExists.get(event.id)) {
+      if (
+        error instanceof Database.SqliteError &&
+        error.code === 'SQLITE_CONSTRAINT_UNIQUE' &&
+        this.eventIdExists.get(event.id)
+      ) {
         throw new DuplicateEventIdError(event.id);
       }
       throw error;

@@ -23,7 +23,8 @@ export type CommitReply =
   | { id: number; error: SerializedError };
 
 export function serializeCommitError(error: unknown): SerializedError {
-  if (error instanceof WrongExpectedVersionError) return { kind: 'wrong-expected-version', stream: error.stream, expected: error.expected, actual: error.actual };
+  if (error instanceof WrongExpectedVersionError)
+    return { kind: 'wrong-expected-version', stream: error.stream, expected: error.expected, actual: error.actual };
   if (error instanceof DuplicateEventIdError) return { kind: 'duplicate-event-id', eventId: error.eventId };
   if (error instanceof Database.SqliteError) return { kind: 'sqlite', message: error.message, code: error.code };
   return { kind: 'other', message: error instanceof Error ? error.message : String(error) };

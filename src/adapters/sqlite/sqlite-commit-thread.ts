@@ -53,10 +53,13 @@ export class CommitThread {
   }
 
   /** One batch in one transaction, on the thread once it is up: a BatchTransaction for the GroupCommitter. */
-  readonly run = (requests: PreparedAppend[][]): Array<Outcome<AppendResult[]>> | Promise<Array<Outcome<AppendResult[]>>> => {
+  readonly run = (
+    requests: PreparedAppend[][],
+  ): Array<Outcome<AppendResult[]>> | Promise<Array<Outcome<AppendResult[]>>> => {
     const worker = this.worker;
     if (!worker || !this.ready) {
-      if (!worker && !this.closed && this.batches++ >= 1 && performance.now() >= this.notBefore) this.worker = this.start();
+      if (!worker && !this.closed && this.batches++ >= 1 && performance.now() >= this.notBefore)
+        this.worker = this.start();
       return this.onEventLoop(requests);
     }
     const id = this.nextId++;
@@ -94,7 +97,11 @@ export class CommitThread {
     if (this.waiting.size === 0) worker.unref();
     if (!waiting) return;
     if ('error' in reply) return waiting.reject(deserializeCommitError(reply.error));
-    waiting.resolve(reply.outcomes.map((outcome) => (outcome.ok ? outcome : { ok: false, error: deserializeCommitError(outcome.error) })));
+    waiting.resolve(
+      reply.outcomes.map((outcome) =>
+        outcome.ok ? outcome : { ok: false, error: deserializeCommitError(outcome.error) },
+      ),
+    );
   }
 
   private stopped(worker: Worker, cause: unknown): void {
@@ -103,7 +110,9 @@ export class CommitThread {
     this.ready = false;
     this.notBefore = performance.now() + RESTART_DELAY_MS;
     // The group commit reports it as the port's unavailable error, with this as its cause.
-    const failure = new Error('the event store commit thread stopped: whether the batch was committed is not known', { cause });
+    const failure = new Error('the event store commit thread stopped: whether the batch was committed is not known', {
+      cause,
+    });
     for (const waiting of this.waiting.values()) waiting.reject(failure);
     this.waiting.clear();
   }

@@ -20,7 +20,9 @@ parentPort!.postMessage('ready');
 parentPort!.on('message', ({ id, requests }: CommitRequest) => {
   let reply: CommitReply;
   try {
-    const outcomes = batch.run(requests).map((outcome) => (outcome.ok ? outcome : { ok: false as const, error: serializeCommitError(outcome.error) }));
+    const outcomes = batch
+      .run(requests)
+      .map((outcome) => (outcome.ok ? outcome : { ok: false as const, error: serializeCommitError(outcome.error) }));
     reply = { id, outcomes };
   } catch (error) {
     reply = { id, error: serializeCommitError(error) };

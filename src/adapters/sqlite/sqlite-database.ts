@@ -70,7 +70,8 @@ export function checkSqliteIntegrity(file: string, mode: 'quick' | 'full' | 'off
   } finally {
     db?.close();
   }
-  if (findings.length !== 1 || findings[0] !== 'ok') throw new StoreCorruptedError(basename(file), `PRAGMA ${pragma}: ${findings.join('; ')}`);
+  if (findings.length !== 1 || findings[0] !== 'ok')
+    throw new StoreCorruptedError(basename(file), `PRAGMA ${pragma}: ${findings.join('; ')}`);
 }
 
 /**
@@ -95,7 +96,8 @@ function ownerOnly(file: string): void {
     try {
       chmodSync(path, 0o600);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EPERM' && (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'EPERM' && (error as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw error;
     }
   }
 }

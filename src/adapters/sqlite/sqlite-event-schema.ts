@@ -72,7 +72,9 @@ export function filterSql(filter: EventFilter | undefined): { sql: string; param
   const params: string[] = [];
   const prefixes = filter?.streamPrefixes;
   if (prefixes) {
-    clauses.push(prefixes.length === 0 ? '0' : `(${prefixes.map(() => 'substr(stream, 1, length(?)) = ?').join(' OR ')})`);
+    clauses.push(
+      prefixes.length === 0 ? '0' : `(${prefixes.map(() => 'substr(stream, 1, length(?)) = ?').join(' OR ')})`,
+    );
     for (const prefix of prefixes) params.push(prefix, prefix);
   }
   const types = filter?.eventTypes;
@@ -86,4 +88,3 @@ export function filterSql(filter: EventFilter | undefined): { sql: string; param
   }
   return { sql: clauses.map((clause) => ` AND ${clause}`).join(''), params };
 }
-

@@ -18,13 +18,7 @@ import { BUSY_BUDGET_MS, retryWhileBusy, sqliteCorruption } from './sqlite-retry
 import { StoreCorruptedError } from '../../ports/store-corrupted.ts';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import {
-  EVENT_COLUMNS,
-  type EventRow,
-  ensureEventSchema,
-  filterSql,
-  toRecordedEvent,
-} from './sqlite-event-schema.ts';
+import { EVENT_COLUMNS, type EventRow, ensureEventSchema, filterSql, toRecordedEvent } from './sqlite-event-schema.ts';
 import { CommitThread } from './sqlite-commit-thread.ts';
 import { GroupCommitter, SavepointBatch } from './sqlite-group-commit.ts';
 import { StatementCache } from './sqlite-statements.ts';
@@ -110,7 +104,9 @@ class SqliteEventStore implements EventStore {
       }
     };
     committedElsewhere();
-    this.watcher = new DirectoryWatcher(options.file, committedElsewhere, () => this.subscriptions.forEach((subscription) => subscription.wake()));
+    this.watcher = new DirectoryWatcher(options.file, committedElsewhere, () =>
+      this.subscriptions.forEach((subscription) => subscription.wake()),
+    );
     this.statements = new StatementCache(db);
     this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
     const writer = new AppendWriter(db);
@@ -173,7 +169,8 @@ class SqliteEventStore implements EventStore {
     const pageSql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position LIMIT ?`;
     const subscription = new PollingSubscription({
       after,
-      readPage: (cursor, signal, limit) => this.read(() => this.readPage(pageSql, filter.params, cursor, limit), signal),
+      readPage: (cursor, signal, limit) =>
+        this.read(() => this.readPage(pageSql, filter.params, cursor, limit), signal),
       pollIntervalMs: () => this.pollIntervalMs(),
       onStop: () => {
         this.subscriptions.delete(subscription);
@@ -187,7 +184,9 @@ class SqliteEventStore implements EventStore {
 
   /** The caller's, or by whether the directory is watched. */
   private pollIntervalMs(): number {
-    return this.chosenPollIntervalMs ?? (this.watcher.watching() ? WATCHED_POLL_INTERVAL_MS : UNWATCHED_POLL_INTERVAL_MS);
+    return (
+      this.chosenPollIntervalMs ?? (this.watcher.watching() ? WATCHED_POLL_INTERVAL_MS : UNWATCHED_POLL_INTERVAL_MS)
+    );
   }
 
   /** Stops subscriptions, lets queued appends commit, then closes the file. Idempotent. */
@@ -256,7 +255,8 @@ function limitOf(maxCount: number | undefined): number {
 }
 
 function checkNonNegativeInteger(name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`${name} must be an integer >= 0, got ${String(value)}`);
 }
 
 /**

@@ -32,7 +32,9 @@ const EVENT_STORE_UNAVAILABLE: Record<UnavailableReason, string> = {
 const eventStoreUnavailable = (why: UnavailableReason, cause?: unknown): Error =>
   new EventStoreUnavailableError(EVENT_STORE_UNAVAILABLE[why], cause === undefined ? undefined : { cause });
 
-export type BatchTransaction<Request, Result> = (requests: Request[]) => Array<Outcome<Result>> | Promise<Array<Outcome<Result>>>;
+export type BatchTransaction<Request, Result> = (
+  requests: Request[],
+) => Array<Outcome<Result>> | Promise<Array<Outcome<Result>>>;
 
 export type Outcome<Result> = { ok: true; result: Result } | { ok: false; error: unknown };
 

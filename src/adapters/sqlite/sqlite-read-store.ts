@@ -19,7 +19,19 @@
  * `defineCollections` at start (it is idempotent) before querying.
  */
 import type Database from 'better-sqlite3';
-import type { CollectionDefinition, Checkpoint, Counter, CounterChange, Document, FindQuery, RangeCondition, ReadStore, Scalar, SearchClause, Write } from '../../ports/read-store.ts';
+import type {
+  CollectionDefinition,
+  Checkpoint,
+  Counter,
+  CounterChange,
+  Document,
+  FindQuery,
+  RangeCondition,
+  ReadStore,
+  Scalar,
+  SearchClause,
+  Write,
+} from '../../ports/read-store.ts';
 import { CheckpointConflictError, ReadStoreQueryError, ReadStoreUnavailableError } from '../../ports/read-store.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
 import { BUSY_BUDGET_MS, retryWhileBusy, sqliteCorruption, sqliteFault } from './sqlite-retry.ts';
@@ -57,7 +69,9 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     options.file,
     (setup) => {
       setup.exec(`CREATE TABLE IF NOT EXISTS ${CHECKPOINTS} (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)`);
-      setup.exec(`CREATE TABLE IF NOT EXISTS ${GENERATIONS} (projection TEXT PRIMARY KEY, generation INTEGER NOT NULL)`);
+      setup.exec(
+        `CREATE TABLE IF NOT EXISTS ${GENERATIONS} (projection TEXT PRIMARY KEY, generation INTEGER NOT NULL)`,
+      );
     },
     busyBudgetMs,
   );
@@ -126,7 +140,9 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     let prepared = upserts.get(collection);
     if (!prepared) {
       const table = quote(definition(collection).name);
-      prepared = statement(`INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`);
+      prepared = statement(
+        `INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+      );
       upserts.set(collection, prepared);
     }
     return prepared;
@@ -140,14 +156,16 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
 
   function applyWrite(write: Write): void {
     if (write.op === 'upsert') {
-      if (typeof write.doc?.id !== 'string') throw new TypeError(`upsert into ${quote(definition(write.collection).name)}: the document needs a string id`);
+      if (typeof write.doc?.id !== 'string')
+        throw new TypeError(`upsert into ${quote(definition(write.collection).name)}: the document needs a string id`);
       upsertStatement(write.collection).run(write.doc.id, JSON.stringify(write.doc));
       return;
     }
     const table = quote(definition(write.collection).name);
     switch (write.op) {
       case 'patch': {
-        if ('id' in write.patch && write.patch.id !== write.id) throw new TypeError(`patch of ${table}: cannot change an id`);
+        if ('id' in write.patch && write.patch.id !== write.id)
+          throw new TypeError(`patch of ${table}: cannot change an id`);
         // Merged in JS rather than with json_patch, whose RFC 7386 semantics would delete fields set to null.
         const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(write.id) as { doc: string } | undefined;
         if (!row) return;
@@ -173,11 +191,13 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       }
       if (checkpoint.generation !== undefined) {
         const actual = generationOf(checkpoint.projection);
-        if (actual !== checkpoint.generation) throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, actual, 'generation');
+        if (actual !== checkpoint.generation)
+          throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, actual, 'generation');
       }
       if (checkpoint.expected !== undefined) {
         const actual = checkpointOf(checkpoint.projection);
-        if (actual !== checkpoint.expected) throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, actual);
+        if (actual !== checkpoint.expected)
+          throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, actual);
       }
       statement(
         `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`,
@@ -190,8 +210,14 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
    * moment; the commits asked in one turn of the event loop go in one transaction (one fsync), each in a savepoint
    * of its own, so that one refused (a checkpoint conflict, a bad write) leaves the others committed.
    */
-  const pendingCommits: Array<{ writes: Write[]; checkpoint: Checkpoint | undefined; resolve(): void; reject(error: unknown): void }> = [];
-  const callersFault = (error: unknown) => error instanceof CheckpointConflictError || error instanceof TypeError || error instanceof ReadStoreQueryError;
+  const pendingCommits: Array<{
+    writes: Write[];
+    checkpoint: Checkpoint | undefined;
+    resolve(): void;
+    reject(error: unknown): void;
+  }> = [];
+  const callersFault = (error: unknown) =>
+    error instanceof CheckpointConflictError || error instanceof TypeError || error instanceof ReadStoreQueryError;
   const commitGroup = db.transaction((group: typeof pendingCommits) =>
     group.map(({ writes, checkpoint }) => {
       try {
@@ -210,12 +236,16 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
    * a console secret, a counter) is fsync'd, and with it every commit before it in the WAL. This keeps the
    * projections' commits, which a create's read-your-writes waits for, off the disk's latency.
    */
-  const syncModes = { FULL: db.prepare('PRAGMA synchronous = FULL'), NORMAL: db.prepare('PRAGMA synchronous = NORMAL') };
+  const syncModes = {
+    FULL: db.prepare('PRAGMA synchronous = FULL'),
+    NORMAL: db.prepare('PRAGMA synchronous = NORMAL'),
+  };
   let synchronous: keyof typeof syncModes = 'FULL';
   const setSync = (mode: keyof typeof syncModes) => {
     if (mode !== synchronous) syncModes[(synchronous = mode)].run();
   };
-  const syncFor = (group: typeof pendingCommits) => setSync(group.every((commit) => commit.checkpoint !== undefined) ? 'NORMAL' : 'FULL');
+  const syncFor = (group: typeof pendingCommits) =>
+    setSync(group.every((commit) => commit.checkpoint !== undefined) ? 'NORMAL' : 'FULL');
   const restoreFull = () => setSync('FULL');
   async function flushCommits(): Promise<void> {
     const group = pendingCommits.splice(0);
@@ -232,7 +262,8 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     } catch (error) {
       if (group.length > 1 && !(error instanceof ReadStoreUnavailableError || error instanceof StoreCorruptedError)) {
         // Which commit the database refused is not known: each alone, so only that one fails.
-        for (const commit of group) await run(() => commitAll.immediate(commit.writes, commit.checkpoint)).then(commit.resolve, commit.reject);
+        for (const commit of group)
+          await run(() => commitAll.immediate(commit.writes, commit.checkpoint)).then(commit.resolve, commit.reject);
         return;
       }
       group.forEach((commit) => commit.reject(error));
@@ -245,11 +276,18 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     const table = quote(definition(collection).name);
     const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(id) as { doc: string } | undefined;
     const current = row ? (JSON.parse(row.doc) as Partial<Counter>) : null;
-    const live = current !== null && typeof current.count === 'number' && typeof current.expiresAt === 'number' && current.expiresAt > change.now;
+    const live =
+      current !== null &&
+      typeof current.count === 'number' &&
+      typeof current.expiresAt === 'number' &&
+      current.expiresAt > change.now;
     const counter: Counter = live
       ? { ...(current as Counter), count: Math.max(0, current.count! + change.by) }
       : { id, count: Math.max(0, change.by), expiresAt: change.expiresAt };
-    statement(`INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`).run(id, JSON.stringify(counter));
+    statement(`INSERT INTO ${table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`).run(
+      id,
+      JSON.stringify(counter),
+    );
     if (change.now - (lastSweep.get(collection) ?? -Infinity) >= COUNTER_SWEEP_EVERY_MS) {
       statement(`DELETE FROM ${table} WHERE ${fieldExpr('expiresAt')} <= ?`).run(change.now);
       lastSweep.set(collection, change.now);
@@ -288,25 +326,31 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
 
   // The source's own indexes go with the rename under the source's names; they are dropped and the target's
   // declared indexes built inside the same transaction, so readers switch to a complete, indexed table.
-  const promoteAll = db.transaction((source: CollectionDefinition, target: CollectionDefinition, checkpoints: { from: string; to: string }) => {
-    const sourceIndexes = db
-      .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
-      .pluck()
-      .all(source.name) as string[];
-    db.exec(`DROP TABLE IF EXISTS ${quote(target.name)}`);
-    db.exec(`ALTER TABLE ${quote(source.name)} RENAME TO ${quote(target.name)}`);
-    for (const index of sourceIndexes) db.exec(`DROP INDEX ${quote(index)}`);
-    createIndexes(target);
-    const position = checkpointOf(checkpoints.from);
-    statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.from);
-    if (position === null) statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.to);
-    else {
-      statement(`INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`).run(checkpoints.to, position);
-    }
-    statement(`INSERT INTO ${GENERATIONS} (projection, generation) VALUES (?, 1) ON CONFLICT (projection) DO UPDATE SET generation = generation + 1`).run(checkpoints.to);
-    statements.clear(); // statements on the replaced table are stale
-    upserts.clear();
-  });
+  const promoteAll = db.transaction(
+    (source: CollectionDefinition, target: CollectionDefinition, checkpoints: { from: string; to: string }) => {
+      const sourceIndexes = db
+        .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
+        .pluck()
+        .all(source.name) as string[];
+      db.exec(`DROP TABLE IF EXISTS ${quote(target.name)}`);
+      db.exec(`ALTER TABLE ${quote(source.name)} RENAME TO ${quote(target.name)}`);
+      for (const index of sourceIndexes) db.exec(`DROP INDEX ${quote(index)}`);
+      createIndexes(target);
+      const position = checkpointOf(checkpoints.from);
+      statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.from);
+      if (position === null) statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.to);
+      else {
+        statement(
+          `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`,
+        ).run(checkpoints.to, position);
+      }
+      statement(
+        `INSERT INTO ${GENERATIONS} (projection, generation) VALUES (?, 1) ON CONFLICT (projection) DO UPDATE SET generation = generation + 1`,
+      ).run(checkpoints.to);
+      statements.clear(); // statements on the replaced table are stale
+      upserts.clear();
+    },
+  );
 
   return {
     async defineCollections(list) {
@@ -316,7 +360,8 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     },
     async get<T extends Document = Document>(collection: string, id: string) {
       const table = quote(definition(collection).name);
-      const row = (await run(() => statement(`SELECT doc FROM ${table} WHERE id = ?`).get(id))) as { doc: string } | undefined;
+      const row = (await run(() => statement(`SELECT doc FROM ${table} WHERE id = ?`).get(id))) as
+        { doc: string } | undefined;
       return row ? (JSON.parse(row.doc) as T) : null;
     },
     async find<T extends Document = Document>(collection: string, query: FindQuery = {}) {
@@ -326,13 +371,18 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     },
     async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string) {
       const { sql, params } = compileFind(definition(collection), query, textColumns(field));
-      const rows = (await run(() => statement(sql).all(...params))) as Array<{ text: string | null; doc: string | null }>;
+      const rows = (await run(() => statement(sql).all(...params))) as Array<{
+        text: string | null;
+        doc: string | null;
+      }>;
       return rows.map((row) => (row.doc === null ? row.text! : (JSON.parse(row.doc) as T)));
     },
     async count(collection, query = {}) {
       const def = definition(collection);
       const filter = compileFilter(def, query);
-      const row = await run(() => statement(`SELECT count(*) AS n FROM ${quote(def.name)}${filter.sql}`).get(...filter.params));
+      const row = await run(() =>
+        statement(`SELECT count(*) AS n FROM ${quote(def.name)}${filter.sql}`).get(...filter.params),
+      );
       return (row as { n: number }).n;
     },
     commit(writes, checkpoint) {
@@ -351,8 +401,13 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
         for (let i = 0; i < ids.length; i += GET_MANY_CHUNK) {
           const chunk = ids.slice(i, i + GET_MANY_CHUNK);
           const length = inListLength(chunk.length);
-          const params = length === chunk.length ? chunk : [...chunk, ...new Array<string>(length - chunk.length).fill(chunk[0]!)];
-          found.push(...(statement(`SELECT doc FROM ${table} WHERE id IN (${params.map(() => '?').join(',')})`).all(...params) as Array<{ doc: string }>));
+          const params =
+            length === chunk.length ? chunk : [...chunk, ...new Array<string>(length - chunk.length).fill(chunk[0]!)];
+          found.push(
+            ...(statement(`SELECT doc FROM ${table} WHERE id IN (${params.map(() => '?').join(',')})`).all(
+              ...params,
+            ) as Array<{ doc: string }>),
+          );
         }
         return found;
       });
@@ -398,7 +453,8 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
 export function compileFind(def: CollectionDefinition, query: FindQuery, columns = 'doc'): Compiled {
   const filter = compileFilter(def, query);
   const order = (query.sort ?? []).map(([field, direction]) => {
-    if (direction !== 'asc' && direction !== 'desc') throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
+    if (direction !== 'asc' && direction !== 'desc')
+      throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
     return `${fieldExpr(field)} ${direction.toUpperCase()}`;
   });
   // LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
@@ -416,7 +472,9 @@ function compileFilter(def: CollectionDefinition, query: Pick<FindQuery, 'where'
   const parts = Object.entries(query.where ?? {}).map(([field, value]) => equals(field, value));
   for (const [field, condition] of Object.entries(query.range ?? {})) parts.push(between(field, condition));
   if (query.search) {
-    const clauses = (Array.isArray(query.search) ? query.search : [query.search]).map((clause) => contains(def, clause));
+    const clauses = (Array.isArray(query.search) ? query.search : [query.search]).map((clause) =>
+      contains(def, clause),
+    );
     if (clauses.length === 0) throw new ReadStoreQueryError('search needs at least one clause');
     parts.push({ sql: `(${clauses.map((c) => c.sql).join(' OR ')})`, params: clauses.flatMap((c) => c.params) });
   }
@@ -435,7 +493,9 @@ function equals(field: string, value: Scalar): Compiled {
       // json_extract gives JSON strings as TEXT and numbers as INTEGER/REAL, which never equal a TEXT
       // parameter; only an object or array (given as its JSON text) could. The type check, which parses each
       // candidate document again, is therefore kept for values that look like JSON objects or arrays only.
-      return /^[[{]/.test(value) ? { sql: `${expr} = ? AND ${type} = 'text'`, params: [value] } : { sql: `${expr} = ?`, params: [value] };
+      return /^[[{]/.test(value)
+        ? { sql: `${expr} = ? AND ${type} = 'text'`, params: [value] }
+        : { sql: `${expr} = ?`, params: [value] };
     case 'number':
       if (!Number.isFinite(value)) throw new ReadStoreQueryError(`where ${field}: not a finite number`);
       return { sql: `${expr} = ? AND ${type} IN ('integer', 'real')`, params: [value] };
@@ -456,17 +516,20 @@ const RANGE_OPERATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
  */
 export function between(field: string, condition: RangeCondition): Compiled {
   const expr = fieldExpr(field);
-  if (condition === null || typeof condition !== 'object') throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
+  if (condition === null || typeof condition !== 'object')
+    throw new ReadStoreQueryError(`range ${field}: bounds must be an object`);
   const bounds = Object.entries(condition).filter(([, value]) => value !== undefined);
   if (bounds.length === 0) throw new ReadStoreQueryError(`range ${field}: at least one bound is needed`);
   const types = new Set(bounds.map(([, value]) => typeof value));
-  if (types.size !== 1 || !(types.has('string') || types.has('number'))) throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
+  if (types.size !== 1 || !(types.has('string') || types.has('number')))
+    throw new ReadStoreQueryError(`range ${field}: bounds must all be strings or all be numbers`);
   const parts: string[] = [];
   const params: unknown[] = [];
   for (const [name, value] of bounds) {
     const operator = RANGE_OPERATORS[name as keyof typeof RANGE_OPERATORS];
     if (!operator) throw new ReadStoreQueryError(`range ${field}: unknown bound ${JSON.stringify(name)}`);
-    if (typeof value === 'number' && !Number.isFinite(value)) throw new ReadStoreQueryError(`range ${field}: not a finite number`);
+    if (typeof value === 'number' && !Number.isFinite(value))
+      throw new ReadStoreQueryError(`range ${field}: not a finite number`);
     parts.push(`${expr} ${operator} ?`);
     params.push(value);
   }
@@ -494,7 +557,8 @@ function contains(def: CollectionDefinition, search: SearchClause): Compiled {
 /** The one expression for a field, used alike by indexes and queries so the planner can match them. */
 function fieldExpr(field: string): string {
   // The path is spliced into the SQL (an index cannot hold a bound parameter): the pattern admits no quote.
-  if (typeof field !== 'string' || !FIELD_PATH.test(field)) throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
+  if (typeof field !== 'string' || !FIELD_PATH.test(field))
+    throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
   return `json_extract(doc, '$.${field}')`;
 }
 
@@ -512,7 +576,8 @@ function validateDefinition(def: CollectionDefinition): void {
   if (typeof def.name !== 'string' || !COLLECTION_NAME.test(def.name)) {
     throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(def.name)}`);
   }
-  if (def.name === CHECKPOINTS || def.name === GENERATIONS || def.name.startsWith('sqlite_')) throw new ReadStoreQueryError(`reserved collection name ${def.name}`);
+  if (def.name === CHECKPOINTS || def.name === GENERATIONS || def.name.startsWith('sqlite_'))
+    throw new ReadStoreQueryError(`reserved collection name ${def.name}`);
   for (const fields of def.indexes ?? []) {
     if (fields.length === 0) throw new ReadStoreQueryError(`${def.name}: an index needs at least one field`);
     fields.forEach(fieldExpr);
@@ -528,7 +593,8 @@ function checkCounterChange(id: string, change: CounterChange): void {
 }
 
 function nonNegativeInteger(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new ReadStoreQueryError(`${name} must be a non-negative integer`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new ReadStoreQueryError(`${name} must be a non-negative integer`);
   return value;
 }
 

@@ -70,7 +70,9 @@ export async function retryWhileBusy<T>(fn: () => T, { budgetMs, signal }: Retry
       const remaining = deadline - performance.now();
       if (!isSqliteBusy(error) || remaining <= 0) throw error;
       // The last wait is cut to the deadline, so the final attempt happens right at the end of the budget.
-      await sleep(Math.min(busyBackoffMs(attempt), remaining), undefined, { signal }).catch(() => signal?.throwIfAborted());
+      await sleep(Math.min(busyBackoffMs(attempt), remaining), undefined, { signal }).catch(() =>
+        signal?.throwIfAborted(),
+      );
     }
   }
 }

@@ -22,7 +22,8 @@ export class StatementCache {
       this.statements.delete(sql); // re-inserted last: the map's order is the eviction order
     } else {
       statement = this.db.prepare(sql);
-      if (this.statements.size >= this.maxStatements) this.statements.delete(this.statements.keys().next().value as string);
+      if (this.statements.size >= this.maxStatements)
+        this.statements.delete(this.statements.keys().next().value as string);
     }
     this.statements.set(sql, statement);
     return statement;

@@ -15,7 +15,9 @@ function foldMenu() {
   const menu = document.querySelector('details[data-menu]');
   if (!menu) return;
   const narrow = window.matchMedia(NARROW);
-  const sync = () => { menu.open = !narrow.matches; };
+  const sync = () => {
+    menu.open = !narrow.matches;
+  };
   sync();
   narrow.addEventListener('change', sync);
   // Escape closes the open menu on a phone and gives focus back to its button.
@@ -29,7 +31,14 @@ function foldMenu() {
 
 /** <time datetime> in the viewer's own zone; the UTC text the server wrote stays as the tooltip. */
 function localTimes() {
-  const format = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+  const format = new Intl.DateTimeFormat(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'short',
+  });
   for (const element of document.querySelectorAll('time[datetime]')) {
     const when = new Date(element.getAttribute('datetime'));
     if (Number.isNaN(when.getTime()) || element.dataset.local) continue;
@@ -46,7 +55,8 @@ function labelCells() {
     if (headers.length === 0) continue;
     for (const row of table.querySelectorAll('tbody tr')) {
       [...row.children].forEach((cell, index) => {
-        if (index > 0 && !cell.hasAttribute('data-label') && headers[index]) cell.setAttribute('data-label', headers[index]);
+        if (index > 0 && !cell.hasAttribute('data-label') && headers[index])
+          cell.setAttribute('data-label', headers[index]);
       });
     }
   }
@@ -91,8 +101,14 @@ function pollWaiting() {
   };
   async function ask() {
     try {
-      const response = await fetch('/console/waiting', { credentials: 'same-origin', headers: { accept: 'application/json' } });
-      if (response.status === 401) { stopped = true; return; }
+      const response = await fetch('/console/waiting', {
+        credentials: 'same-origin',
+        headers: { accept: 'application/json' },
+      });
+      if (response.status === 401) {
+        stopped = true;
+        return;
+      }
       if (response.ok) show(await response.json());
     } catch {
       // Offline for a moment: try again at the next tick.
@@ -111,17 +127,25 @@ function pollWaiting() {
  * again: a session that ended meanwhile costs nothing typed. Reasons only: never a password or a secret.
  */
 function keepDrafts() {
-  const fields = document.querySelectorAll('main form[method="post"] textarea[name="reason"], main form[method="post"] input[name="reason"]');
+  const fields = document.querySelectorAll(
+    'main form[method="post"] textarea[name="reason"], main form[method="post"] input[name="reason"]',
+  );
   for (const field of fields) {
     const key = `wo-draft:${field.form.getAttribute('action')}:${field.id || field.name}`;
     let saved;
-    try { saved = sessionStorage.getItem(key); } catch { return; }
+    try {
+      saved = sessionStorage.getItem(key);
+    } catch {
+      return;
+    }
     if (saved && !field.value) field.value = saved;
     field.addEventListener('input', () => {
       try {
         if (field.value) sessionStorage.setItem(key, field.value);
         else sessionStorage.removeItem(key);
-      } catch { /* storage full or off: the draft is simply not kept */ }
+      } catch {
+        /* storage full or off: the draft is simply not kept */
+      }
     });
   }
   // A success message means the last form went through: its drafts are done with.
@@ -130,12 +154,21 @@ function keepDrafts() {
       const pending = sessionStorage.getItem('wo-draft-sent');
       if (pending) sessionStorage.removeItem(pending);
       sessionStorage.removeItem('wo-draft-sent');
-    } catch { /* nothing kept */ }
+    } catch {
+      /* nothing kept */
+    }
   }
   document.addEventListener('submit', (event) => {
     const reason = event.target.querySelector && event.target.querySelector('[name="reason"]');
     if (!reason) return;
-    try { sessionStorage.setItem('wo-draft-sent', `wo-draft:${event.target.getAttribute('action')}:${reason.id || reason.name}`); } catch { /* nothing kept */ }
+    try {
+      sessionStorage.setItem(
+        'wo-draft-sent',
+        `wo-draft:${event.target.getAttribute('action')}:${reason.id || reason.name}`,
+      );
+    } catch {
+      /* nothing kept */
+    }
   });
 }
 
@@ -145,10 +178,15 @@ function keepDrafts() {
  * scrolled to its bottom, beside "Reject selected".
  */
 function focusFirstField() {
-  if (document.querySelector('dialog[open]') || (document.activeElement && document.activeElement !== document.body)) return;
+  if (document.querySelector('dialog[open]') || (document.activeElement && document.activeElement !== document.body))
+    return;
   const invalid = document.querySelector('main [aria-invalid="true"]');
   const forms = document.querySelectorAll('main form.stack:not(.bulk)');
-  const first = invalid || (forms.length === 1 ? forms[0].querySelector('input:not([type="hidden"]):not([disabled]), select, textarea') : null);
+  const first =
+    invalid ||
+    (forms.length === 1
+      ? forms[0].querySelector('input:not([type="hidden"]):not([disabled]), select, textarea')
+      : null);
   if (first) first.focus();
 }
 
@@ -175,7 +213,9 @@ function enableCopyButtons() {
     if (field) field.addEventListener('focus', () => field.select());
     button.addEventListener('click', async () => {
       const status = button.parentElement && button.parentElement.querySelector('[data-copy-status]');
-      const say = (text) => { if (status) status.textContent = text; };
+      const say = (text) => {
+        if (status) status.textContent = text;
+      };
       if (!field) return;
       try {
         await navigator.clipboard.writeText(field.value);

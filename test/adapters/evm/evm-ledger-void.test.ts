@@ -4,8 +4,16 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { DEV_OPERATOR_ADDRESS, DEV_OPERATOR_KEY, startDevChain, type DevChain } from '../../../contracts/dev-chain.ts';
 import { deployWalletLedger, evmChain, openEvmLedger, type EvmLedger } from '../../../src/adapters/evm/evm-ledger.ts';
 import { walletLedgerAbi } from '../../../src/adapters/evm/wallet-ledger-artifact.ts';
-import { LedgerDuplicateError, LedgerUnavailableError, LedgerVoidedError, type LedgerTransaction } from '../../../src/ports/ledger.ts';
-import { walletLedgerAbi as v1Abi, walletLedgerBytecode as v1Bytecode } from '../../support/wallet-ledger-v1-artifact.ts';
+import {
+  LedgerDuplicateError,
+  LedgerUnavailableError,
+  LedgerVoidedError,
+  type LedgerTransaction,
+} from '../../../src/ports/ledger.ts';
+import {
+  walletLedgerAbi as v1Abi,
+  walletLedgerBytecode as v1Bytecode,
+} from '../../support/wallet-ledger-v1-artifact.ts';
 
 /**
  * The WalletLedger contract as the arbiter of an operation's fate, on a real EVM (Hardhat's EDR, in process):
@@ -17,15 +25,27 @@ let ledger: EvmLedger;
 let other: EvmLedger;
 let old: EvmLedger;
 const key = DEV_OPERATOR_KEY as Hex;
-const options = () => ({ rpcUrl: chain.url, chainId: chain.chainId, operatorKey: key, contract, scale: 2, pollingIntervalMs: 20 });
+const options = () => ({
+  rpcUrl: chain.url,
+  chainId: chain.chainId,
+  operatorKey: key,
+  contract,
+  scale: 2,
+  pollingIntervalMs: 20,
+});
 let nextID = 0;
 const opID = () => `op_void_${++nextID}`;
-const issue = (on: EvmLedger, operationID: string, to = 'distributor:v', amount = '1.00') => on.submit({ operationID, legs: [{ from: 'platform:issuance', to, amount }] });
+const issue = (on: EvmLedger, operationID: string, to = 'distributor:v', amount = '1.00') =>
+  on.submit({ operationID, legs: [{ from: 'platform:issuance', to, amount }] });
 
 /** Waits until the node holds `count` more transactions of the operator than it has mined, or `done()`. */
 async function pendingTransactions(count: number, done: () => boolean = () => false): Promise<void> {
   for (let i = 0; i < 500 && !done(); i++) {
-    const [mined, pending] = await Promise.all(['latest', 'pending'].map((tag) => chain.request('eth_getTransactionCount', [DEV_OPERATOR_ADDRESS, tag]) as Promise<string>));
+    const [mined, pending] = await Promise.all(
+      ['latest', 'pending'].map(
+        (tag) => chain.request('eth_getTransactionCount', [DEV_OPERATOR_ADDRESS, tag]) as Promise<string>,
+      ),
+    );
     if (Number(pending) - Number(mined!) >= count) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -89,12 +109,17 @@ describe('the EVM ledger: void', () => {
 
   it('given two ledgers racing a movement and a void on 10 operations, then exactly one of each pair wins and the fate agrees', async () => {
     const ids = Array.from({ length: 10 }, opID);
-    const results = await Promise.all(ids.map(async (operationID, i) => {
-      const [mover, voider] = i % 2 ? [ledger, other] : [other, ledger];
-      const moved = issue(mover, operationID, 'distributor:race').then((tx) => ({ ok: true as const, tx }), (error: unknown) => ({ ok: false as const, error }));
-      const voided = voider.void(operationID);
-      return { operationID, moved: await moved, voided: await voided };
-    }));
+    const results = await Promise.all(
+      ids.map(async (operationID, i) => {
+        const [mover, voider] = i % 2 ? [ledger, other] : [other, ledger];
+        const moved = issue(mover, operationID, 'distributor:race').then(
+          (tx) => ({ ok: true as const, tx }),
+          (error: unknown) => ({ ok: false as const, error }),
+        );
+        const voided = voider.void(operationID);
+        return { operationID, moved: await moved, voided: await voided };
+      }),
+    );
     let executed = 0;
     for (const { operationID, moved, voided } of results) {
       if (moved.ok) {
@@ -117,12 +142,16 @@ describe('the EVM ledger: void', () => {
       let settled = false;
       // A node that estimates on the pending block refuses the void at once (unavailable: the movement is not
       // mined yet); one that estimates on the latest sends it, to revert behind the movement in the same block.
-      const voided = other.void(operationID).catch((e: unknown) => e).finally(() => (settled = true));
+      const voided = other
+        .void(operationID)
+        .catch((e: unknown) => e)
+        .finally(() => (settled = true));
       await pendingTransactions(2, () => settled);
       await chain.request('evm_mine', []);
       return { tx: await moved, first: await voided };
     });
-    if (first instanceof LedgerUnavailableError) expect(await other.void(operationID)).toEqual({ kind: 'executed', tx });
+    if (first instanceof LedgerUnavailableError)
+      expect(await other.void(operationID)).toEqual({ kind: 'executed', tx });
     else expect(first).toEqual({ kind: 'executed', tx });
     expect(await ledger.fateOf(operationID)).toEqual({ kind: 'executed', tx });
   });
@@ -133,8 +162,21 @@ describe('the EVM ledger: void', () => {
     const { late, voided } = await manualMining(async () => {
       // The paused executor's transaction, signed for the nonce after the next: it waits in the pool.
       const nonce = Number(await chain.request('eth_getTransactionCount', [DEV_OPERATOR_ADDRESS, 'pending']));
-      const data = encodeFunctionData({ abi: walletLedgerAbi, functionName: 'issue', args: [operationID, 'distributor:late', 100n] });
-      const signed = await account.signTransaction({ type: 'eip1559', chainId: chain.chainId, to: contract, data, gas: 300_000n, nonce: nonce + 1, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n });
+      const data = encodeFunctionData({
+        abi: walletLedgerAbi,
+        functionName: 'issue',
+        args: [operationID, 'distributor:late', 100n],
+      });
+      const signed = await account.signTransaction({
+        type: 'eip1559',
+        chainId: chain.chainId,
+        to: contract,
+        data,
+        gas: 300_000n,
+        nonce: nonce + 1,
+        maxFeePerGas: 10_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000_000n,
+      });
       const late = (await chain.request('eth_sendRawTransaction', [signed])) as Hex;
       // Another executor gives up and voids, with the nonce before it: the void is mined first, then the movement.
       const voiding = other.void(operationID);
@@ -168,17 +210,25 @@ describe('a WalletLedger deployed before void() (an existing deployment)', () =>
 describe('moving to a new WalletLedger: balances carried over', () => {
   it('given a fresh contract, when balances are carried over, then they count in balances and supply; once an operation executed, carrying over reverts', async () => {
     const account = privateKeyToAccount(key);
-    const wallet = createWalletClient({ chain: evmChain(chain.chainId, chain.url), transport: http(chain.url), account });
+    const wallet = createWalletClient({
+      chain: evmChain(chain.chainId, chain.url),
+      transport: http(chain.url),
+      account,
+    });
     const { address } = await deployWalletLedger(options());
     const fresh = openEvmLedger({ ...options(), contract: address });
-    const carry = (to: string, amount: bigint) => wallet.writeContract({ address, abi: walletLedgerAbi, functionName: 'carryOver', args: [to, amount] });
+    const carry = (to: string, amount: bigint) =>
+      wallet.writeContract({ address, abi: walletLedgerAbi, functionName: 'carryOver', args: [to, amount] });
 
     await carry('distributor:carried', 12_345n);
     expect(await fresh.balance('distributor:carried')).toBe('123.45');
     expect((await fresh.status()).supply).toBe('123.45');
     expect((await fresh.status()).sequence).toBe(0);
 
-    await fresh.submit({ operationID: opID(), legs: [{ from: 'distributor:carried', to: 'merchant:carried', amount: '100.00' }] });
+    await fresh.submit({
+      operationID: opID(),
+      legs: [{ from: 'distributor:carried', to: 'merchant:carried', amount: '100.00' }],
+    });
     await expect(carry('distributor:late', 1n)).rejects.toThrow('operations executed already');
     expect(await fresh.balance('distributor:carried')).toBe('23.45');
   });

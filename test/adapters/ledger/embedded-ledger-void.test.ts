@@ -39,7 +39,8 @@ describe('embedded ledger: void', () => {
     open.push(ledger);
     return ledger;
   }
-  const issue = (ledger: Ledger, operationID = opID(), amount = '10.00') => ledger.submit({ operationID, legs: [{ from: ISSUANCE_ADDRESS, to: D, amount }] });
+  const issue = (ledger: Ledger, operationID = opID(), amount = '10.00') =>
+    ledger.submit({ operationID, legs: [{ from: ISSUANCE_ADDRESS, to: D, amount }] });
 
   beforeEach(() => {
     dir = tempDir('ledger-void-');
@@ -91,7 +92,9 @@ describe('embedded ledger: void', () => {
   it('given a transfer refused for funds, then its id can still be voided', async () => {
     const ledger = ledgerOn();
     const operationID = opID();
-    await expect(ledger.submit({ operationID, legs: [{ from: D, to: M, amount: '1.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+    await expect(ledger.submit({ operationID, legs: [{ from: D, to: M, amount: '1.00' }] })).rejects.toBeInstanceOf(
+      LedgerRejectedError,
+    );
     expect(await ledger.void(operationID)).toMatchObject({ kind: 'voided' });
   });
 
@@ -114,11 +117,16 @@ describe('embedded ledger: void', () => {
     const a = ledgerOn();
     const b = ledgerOn();
     const ids = Array.from({ length: 40 }, opID);
-    const results = await Promise.all(ids.map(async (operationID, i) => {
-      const submit = issue(i % 2 ? a : b, operationID, '1.00').then((tx) => ({ ok: true as const, tx }), (error: unknown) => ({ ok: false as const, error }));
-      const voided = (i % 2 ? b : a).void(operationID);
-      return { operationID, submitted: await submit, voided: await voided };
-    }));
+    const results = await Promise.all(
+      ids.map(async (operationID, i) => {
+        const submit = issue(i % 2 ? a : b, operationID, '1.00').then(
+          (tx) => ({ ok: true as const, tx }),
+          (error: unknown) => ({ ok: false as const, error }),
+        );
+        const voided = (i % 2 ? b : a).void(operationID);
+        return { operationID, submitted: await submit, voided: await voided };
+      }),
+    );
 
     let executed = 0;
     for (const { operationID, submitted, voided } of results) {
@@ -148,7 +156,11 @@ describe('embedded ledger: void', () => {
     const paused = new Database(file);
     try {
       paused.exec('BEGIN IMMEDIATE');
-      paused.prepare("INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (1, 'x', ?, ?, '[]', ?)").run('0'.repeat(64), operationID, AT);
+      paused
+        .prepare(
+          "INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (1, 'x', ?, ?, '[]', ?)",
+        )
+        .run('0'.repeat(64), operationID, AT);
 
       // A reader cannot see it (the old executor's mistake was to fail the operation on this read)...
       expect(await ledger.fateOf(operationID)).toEqual({ kind: 'none' });
@@ -163,8 +175,11 @@ describe('embedded ledger: void', () => {
     expect(await ledger.void(operationID)).toMatchObject({ kind: 'executed', tx: { operationID, sequenceNumber: 1 } });
   });
 
-  it('given LEDGER_BUSY_BUDGET_MS, when the ledger of a configuration waits on a paused process\'s write lock, then its void gives up after that budget, not the default 10 s', async () => {
-    const ledger = await openLedger({ dataDir: dir.path, selection: loadConfig({ DATA_DIR: dir.path, LEDGER_BUSY_BUDGET_MS: '100' }) });
+  it("given LEDGER_BUSY_BUDGET_MS, when the ledger of a configuration waits on a paused process's write lock, then its void gives up after that budget, not the default 10 s", async () => {
+    const ledger = await openLedger({
+      dataDir: dir.path,
+      selection: loadConfig({ DATA_DIR: dir.path, LEDGER_BUSY_BUDGET_MS: '100' }),
+    });
     open.push(ledger);
     const paused = new Database(file);
     try {
@@ -184,10 +199,18 @@ describe('embedded ledger: void', () => {
     await ledger.void(operationID);
     const old = new Database(file);
     try {
-      expect(() => old.prepare("INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (1, 'x', ?, ?, '[]', ?)").run('0'.repeat(64), operationID, AT)).toThrow(/voided/);
+      expect(() =>
+        old
+          .prepare(
+            "INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (1, 'x', ?, ?, '[]', ?)",
+          )
+          .run('0'.repeat(64), operationID, AT),
+      ).toThrow(/voided/);
       // And the other way round: no void beside a transaction.
       const tx = await issue(ledger);
-      expect(() => old.prepare('INSERT INTO voids (operation_id, voided_at) VALUES (?, ?)').run(tx.operationID, AT)).toThrow(/executed/);
+      expect(() =>
+        old.prepare('INSERT INTO voids (operation_id, voided_at) VALUES (?, ?)').run(tx.operationID, AT),
+      ).toThrow(/executed/);
     } finally {
       old.close();
     }

@@ -61,11 +61,20 @@ describe('embedded ledger', () => {
       const ledger = ledgerOn();
       await issue(ledger, D, '100.00');
       const operationID = opID();
-      const legs: LedgerLeg[] = [{ from: D, to: M, amount: '60.00' }, { from: D, to: FEES, amount: '1.50' }];
+      const legs: LedgerLeg[] = [
+        { from: D, to: M, amount: '60.00' },
+        { from: D, to: FEES, amount: '1.50' },
+      ];
 
       const tx = await ledger.submit({ operationID, legs });
 
-      expect(tx).toEqual({ blockchainID: expect.stringMatching(/^[0-9a-f]{64}$/), sequenceNumber: 2, operationID, legs, createdAt: '2026-01-02T03:04:05.000Z' });
+      expect(tx).toEqual({
+        blockchainID: expect.stringMatching(/^[0-9a-f]{64}$/),
+        sequenceNumber: 2,
+        operationID,
+        legs,
+        createdAt: '2026-01-02T03:04:05.000Z',
+      });
       expect((await balanceOf(ledger, D)).toFixed(2)).toBe('38.50');
       expect((await balanceOf(ledger, M)).toFixed(2)).toBe('60.00');
       expect((await balanceOf(ledger, FEES)).toFixed(2)).toBe('1.50');
@@ -75,7 +84,13 @@ describe('embedded ledger', () => {
       const ledger = ledgerOn();
       await issue(ledger, D, '100.00');
       // The first leg alone would fit; together they do not: all or nothing.
-      const refused = ledger.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '60.00' }, { from: D, to: P, amount: '40.01' }] });
+      const refused = ledger.submit({
+        operationID: opID(),
+        legs: [
+          { from: D, to: M, amount: '60.00' },
+          { from: D, to: P, amount: '40.01' },
+        ],
+      });
 
       await expect(refused).rejects.toBeInstanceOf(LedgerRejectedError);
       await expect(refused).rejects.toMatchObject({ code: 'LEDGER_REJECTED', message: expect.stringContaining(D) });
@@ -87,14 +102,22 @@ describe('embedded ledger', () => {
 
     it('refuses a transfer out of a wallet that never received anything', async () => {
       const ledger = ledgerOn();
-      await expect(ledger.submit({ operationID: opID(), legs: [{ from: M, to: P, amount: '0.01' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        ledger.submit({ operationID: opID(), legs: [{ from: M, to: P, amount: '0.01' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
       expect(await allLedgerTransactions(ledger)).toEqual([]);
     });
 
     it('lets a payer spend exactly its whole balance', async () => {
       const ledger = ledgerOn();
       await issue(ledger, D, '100.00');
-      await ledger.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '99.00' }, { from: D, to: FEES, amount: '1.00' }] });
+      await ledger.submit({
+        operationID: opID(),
+        legs: [
+          { from: D, to: M, amount: '99.00' },
+          { from: D, to: FEES, amount: '1.00' },
+        ],
+      });
       expect((await balanceOf(ledger, D)).isZero()).toBe(true);
     });
 
@@ -112,8 +135,12 @@ describe('embedded ledger', () => {
     it('refuses a leg to the same wallet and a negative amount, writing nothing', async () => {
       const ledger = ledgerOn();
       await issue(ledger, D, '100.00');
-      await expect(ledger.submit({ operationID: opID(), legs: [{ from: D, to: D, amount: '1.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
-      await expect(ledger.submit({ operationID: opID(), legs: [{ from: M, to: D, amount: '-5.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        ledger.submit({ operationID: opID(), legs: [{ from: D, to: D, amount: '1.00' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        ledger.submit({ operationID: opID(), legs: [{ from: M, to: D, amount: '-5.00' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
       expect(await allLedgerTransactions(ledger)).toHaveLength(1);
       expect((await balanceOf(ledger, D)).toFixed(2)).toBe('100.00');
     });
@@ -122,7 +149,9 @@ describe('embedded ledger', () => {
     it('refuses a leg of zero amount (the port requires amount > 0)', async () => {
       const ledger = ledgerOn();
       await issue(ledger, D, '100.00');
-      await expect(ledger.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '0.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        ledger.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '0.00' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
       expect(await allLedgerTransactions(ledger)).toHaveLength(1);
     });
   });
@@ -153,7 +182,9 @@ describe('embedded ledger', () => {
       await issue(ledger, D, '100.00');
       const operationID = opID();
       const first = await ledger.submit({ operationID, legs: [{ from: D, to: M, amount: '100.00' }] });
-      const again = await ledger.submit({ operationID, legs: [{ from: D, to: M, amount: '100.00' }] }).catch((e: unknown) => e);
+      const again = await ledger
+        .submit({ operationID, legs: [{ from: D, to: M, amount: '100.00' }] })
+        .catch((e: unknown) => e);
       expect(again).toBeInstanceOf(LedgerDuplicateError);
       expect((again as LedgerDuplicateError).existing).toEqual(first);
     });
@@ -169,7 +200,9 @@ describe('embedded ledger', () => {
     it('a refused transaction leaves its operation id free', async () => {
       const ledger = ledgerOn();
       const operationID = opID();
-      await expect(ledger.submit({ operationID, legs: [{ from: D, to: M, amount: '10.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(ledger.submit({ operationID, legs: [{ from: D, to: M, amount: '10.00' }] })).rejects.toBeInstanceOf(
+        LedgerRejectedError,
+      );
       expect(await ledger.findByOperationID(operationID)).toBeNull();
       await issue(ledger, D, '10.00');
       const tx = await ledger.submit({ operationID, legs: [{ from: D, to: M, amount: '10.00' }] });
@@ -186,7 +219,8 @@ describe('embedded ledger', () => {
     it('keeps decimals exact across many small movements', async () => {
       const ledger = ledgerOn();
       for (let i = 0; i < 10; i++) await issue(ledger, D, '0.10');
-      for (let i = 0; i < 3; i++) await ledger.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '0.33' }] });
+      for (let i = 0; i < 3; i++)
+        await ledger.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '0.33' }] });
       expect((await balanceOf(ledger, D)).toFixed(2)).toBe('0.01');
       expect((await balanceOf(ledger, M)).toFixed(2)).toBe('0.99');
       expect((await balanceOf(ledger, ISSUANCE_ADDRESS)).toFixed(2)).toBe('-1.00');
@@ -211,10 +245,14 @@ describe('embedded ledger', () => {
       const ledger = ledgerOn();
       const duplicated = opID();
       await issue(ledger, D, '5.00', duplicated);
-      await expect(ledger.submit({ operationID: opID(), legs: [{ from: M, to: P, amount: '1.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        ledger.submit({ operationID: opID(), legs: [{ from: M, to: P, amount: '1.00' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
       await expect(issue(ledger, D, '5.00', duplicated)).rejects.toBeInstanceOf(LedgerDuplicateError);
       await issue(ledger, M, '5.00');
-      await expect(ledger.submit({ operationID: opID(), legs: [{ from: P, to: M, amount: '1.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        ledger.submit({ operationID: opID(), legs: [{ from: P, to: M, amount: '1.00' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
       await ledger.submit({ operationID: opID(), legs: [{ from: M, to: P, amount: '1.00' }] });
 
       expect((await allLedgerTransactions(ledger)).map((tx) => tx.sequenceNumber)).toEqual([1, 2, 3]);
@@ -240,7 +278,9 @@ describe('embedded ledger', () => {
       expect(duplicate.existing).toEqual((outcomes[0] as PromiseFulfilledResult<LedgerTransaction>).value);
       const all = await allLedgerTransactions(ledger);
       expect(all.map((tx) => tx.sequenceNumber)).toEqual([1, 2, 3, 4]);
-      expect(all.slice(1)).toEqual([0, 3, 4].map((i) => (outcomes[i] as PromiseFulfilledResult<LedgerTransaction>).value));
+      expect(all.slice(1)).toEqual(
+        [0, 3, 4].map((i) => (outcomes[i] as PromiseFulfilledResult<LedgerTransaction>).value),
+      );
       expect(chainProblems(all)).toEqual([]);
       expect((await balanceOf(ledger, D)).toFixed(2)).toBe('0.00');
       expect((await balanceOf(ledger, M)).toFixed(2)).toBe('7.00');
@@ -256,8 +296,14 @@ describe('embedded ledger', () => {
       const locker = new Database(file);
       locker.exec('BEGIN IMMEDIATE');
       try {
-        const outcomes = await Promise.allSettled([issue(short, M, '1.00'), short.submit({ operationID: opID(), legs: [{ from: D, to: P, amount: '1.00' }] })]);
-        expect(outcomes.map((o) => (o.status === 'rejected' ? o.reason : o.value))).toEqual([expect.any(LedgerUnavailableError), expect.any(LedgerUnavailableError)]);
+        const outcomes = await Promise.allSettled([
+          issue(short, M, '1.00'),
+          short.submit({ operationID: opID(), legs: [{ from: D, to: P, amount: '1.00' }] }),
+        ]);
+        expect(outcomes.map((o) => (o.status === 'rejected' ? o.reason : o.value))).toEqual([
+          expect.any(LedgerUnavailableError),
+          expect.any(LedgerUnavailableError),
+        ]);
       } finally {
         locker.exec('ROLLBACK');
         locker.close();
@@ -283,7 +329,13 @@ describe('embedded ledger', () => {
       let tick = 0;
       const ledger = ledgerOn({ clock: () => new Date(Date.UTC(2026, 0, 1, 0, 0, tick++)) });
       await issue(ledger, D, '100.00');
-      await ledger.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '40.00' }, { from: D, to: FEES, amount: '0.40' }] });
+      await ledger.submit({
+        operationID: opID(),
+        legs: [
+          { from: D, to: M, amount: '40.00' },
+          { from: D, to: FEES, amount: '0.40' },
+        ],
+      });
       await ledger.submit({ operationID: opID(), legs: [{ from: M, to: P, amount: '10.00' }] });
 
       const all = await allLedgerTransactions(ledger);
@@ -300,15 +352,24 @@ describe('embedded ledger', () => {
     });
 
     it('chainID depends on the previous id and on every part of the content', () => {
-      const content = { sequenceNumber: 1, operationID: 'op_1', legs: [{ from: ISSUANCE_ADDRESS, to: D, amount: '1.00' }], createdAt: '2026-01-01T00:00:00.000Z' };
+      const content = {
+        sequenceNumber: 1,
+        operationID: 'op_1',
+        legs: [{ from: ISSUANCE_ADDRESS, to: D, amount: '1.00' }],
+        createdAt: '2026-01-01T00:00:00.000Z',
+      };
       const base = chainID(GENESIS, content);
       expect(base).toMatch(/^[0-9a-f]{64}$/);
       expect(chainID(GENESIS, { ...content })).toBe(base);
       expect(chainID('1'.repeat(64), content)).not.toBe(base);
       expect(chainID(GENESIS, { ...content, sequenceNumber: 2 })).not.toBe(base);
       expect(chainID(GENESIS, { ...content, operationID: 'op_2' })).not.toBe(base);
-      expect(chainID(GENESIS, { ...content, legs: [{ from: ISSUANCE_ADDRESS, to: D, amount: '1.01' }] })).not.toBe(base);
-      expect(chainID(GENESIS, { ...content, legs: [{ from: ISSUANCE_ADDRESS, to: M, amount: '1.00' }] })).not.toBe(base);
+      expect(chainID(GENESIS, { ...content, legs: [{ from: ISSUANCE_ADDRESS, to: D, amount: '1.01' }] })).not.toBe(
+        base,
+      );
+      expect(chainID(GENESIS, { ...content, legs: [{ from: ISSUANCE_ADDRESS, to: M, amount: '1.00' }] })).not.toBe(
+        base,
+      );
       expect(chainID(GENESIS, { ...content, createdAt: '2026-01-01T00:00:00.001Z' })).not.toBe(base);
     });
 
@@ -319,7 +380,9 @@ describe('embedded ledger', () => {
 
       const raw = new Database(file);
       try {
-        raw.prepare('UPDATE transactions SET legs = ? WHERE sequence = 3').run(JSON.stringify([{ from: ISSUANCE_ADDRESS, to: M, amount: '10.00' }]));
+        raw
+          .prepare('UPDATE transactions SET legs = ? WHERE sequence = 3')
+          .run(JSON.stringify([{ from: ISSUANCE_ADDRESS, to: M, amount: '10.00' }]));
       } finally {
         raw.close();
       }
@@ -358,8 +421,12 @@ describe('embedded ledger', () => {
       expect(await again.findByOperationID(paid.operationID)).toEqual(paid);
       expect((await balanceOf(again, D)).toFixed(2)).toBe('70.00');
       expect((await balanceOf(again, M)).toFixed(2)).toBe('30.00');
-      await expect(again.submit({ operationID: paid.operationID, legs: [{ from: D, to: M, amount: '30.00' }] })).rejects.toBeInstanceOf(LedgerDuplicateError);
-      await expect(again.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '70.01' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        again.submit({ operationID: paid.operationID, legs: [{ from: D, to: M, amount: '30.00' }] }),
+      ).rejects.toBeInstanceOf(LedgerDuplicateError);
+      await expect(
+        again.submit({ operationID: opID(), legs: [{ from: D, to: M, amount: '70.01' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
 
       const next = await again.submit({ operationID: opID(), legs: [{ from: M, to: P, amount: '5.00' }] });
       expect(next.sequenceNumber).toBe(3);
@@ -397,7 +464,9 @@ describe('embedded ledger', () => {
       const refusing = ledgerOn({ faults: { rejectionRate: 1 }, random: () => 0.999 });
       const operationID = opID();
 
-      await expect(refusing.submit({ operationID, legs: [{ from: D, to: M, amount: '10.00' }] })).rejects.toBeInstanceOf(LedgerRejectedError);
+      await expect(
+        refusing.submit({ operationID, legs: [{ from: D, to: M, amount: '10.00' }] }),
+      ).rejects.toBeInstanceOf(LedgerRejectedError);
       // Even the issuing account's transactions are refused.
       await expect(issue(refusing, D, '1.00')).rejects.toBeInstanceOf(LedgerRejectedError);
       expect(await refusing.findByOperationID(operationID)).toBeNull();
@@ -416,7 +485,11 @@ describe('embedded ledger', () => {
     });
 
     it('no faults configured: random is never drawn', async () => {
-      const ledger = ledgerOn({ random: () => { throw new Error('random drawn without faults'); } });
+      const ledger = ledgerOn({
+        random: () => {
+          throw new Error('random drawn without faults');
+        },
+      });
       await issue(ledger, D, '1.00');
     });
 
