@@ -237,26 +237,6 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
       throw new ListenError(metricsHost, config.METRICS_PORT, error as NodeJS.ErrnoException);
     }
   }
-  // The ports it got, which PORT=0 (or METRICS_PORT=0) leaves to the system.
-  const { port } = http.server.address() as AddressInfo;
-  const metricsAddress = metricsServer?.address();
-  const metricsPort = metricsAddress && typeof metricsAddress === 'object' ? metricsAddress.port : undefined;
-  logger.info(
-    {
-      port,
-      host: config.HOST,
-      dataDir: config.DATA_DIR,
-      parts,
-      stores: storesInUse(config),
-      urls: startUrls(config, parts, port, metricsPort),
-      ...(metricsAddress && typeof metricsAddress === 'object'
-        ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address }
-        : {}),
-    },
-    'wallet-ops started',
-  );
-  if (demo) process.stdout.write(demoInstructions(demo, baseUrl(config.HOST, port), config.DATA_DIR));
-
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -282,6 +262,27 @@ export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?
         },
       );
   };
+  // Before the start line: whoever waits for it may signal at once, and a signal without a handler kills outright.
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
+
+  // The ports it got, which PORT=0 (or METRICS_PORT=0) leaves to the system.
+  const { port } = http.server.address() as AddressInfo;
+  const metricsAddress = metricsServer?.address();
+  const metricsPort = metricsAddress && typeof metricsAddress === 'object' ? metricsAddress.port : undefined;
+  logger.info(
+    {
+      port,
+      host: config.HOST,
+      dataDir: config.DATA_DIR,
+      parts,
+      stores: storesInUse(config),
+      urls: startUrls(config, parts, port, metricsPort),
+      ...(metricsAddress && typeof metricsAddress === 'object'
+        ? { metricsPort: metricsAddress.port, metricsHost: metricsAddress.address }
+        : {}),
+    },
+    'wallet-ops started',
+  );
+  if (demo) process.stdout.write(demoInstructions(demo, baseUrl(config.HOST, port), config.DATA_DIR));
 }
