@@ -186,14 +186,12 @@ describe('PostgreSQL restarted under load', () => {
       expect(await health()).toBe(200);
       // What the dashboard's PostgreSQL row shows of it: the statements the outage failed, and the pools back in use.
       const families = parsePrometheusText(await (await fetch(`${sys.baseUrl}/metrics`)).text());
-      // The event store's statements failed on its own pool or its subscriptions' (whichever ran during the outage).
+      // Statements the outage failed, on whichever pools ran some during it (which ones is a matter of timing: a
+      // create's first attempt may need no read, a projection commits only when events flow).
       const failed = (pool: string) =>
         sampleValue(families, 'wallet_ops_postgres_statement_duration_seconds_count', { pool, outcome: 'error' }) ?? 0;
-      expect(
-        failed('wallet-ops events') + failed('wallet-ops events (subscriptions)'),
-        'wallet-ops events',
-      ).toBeGreaterThan(0);
-      expect(failed('wallet-ops read models'), 'wallet-ops read models').toBeGreaterThan(0);
+      const pools = ['wallet-ops events', 'wallet-ops events (subscriptions)', 'wallet-ops read models'];
+      expect(pools.reduce((sum, pool) => sum + failed(pool), 0)).toBeGreaterThan(0);
       for (const pool of ['wallet-ops events', 'wallet-ops read models']) {
         expect(sampleValue(families, 'wallet_ops_postgres_pool_max_connections', { pool })).toBe(6);
       }
