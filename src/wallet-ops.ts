@@ -21,7 +21,9 @@ import { openTracing } from './adapters/tracing.ts';
 import type { Tracing } from './ports/tracing.ts';
 import { createApp } from './http/app.ts';
 import type { Logger } from './logger.ts';
-import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from './projections/api-key-directory.ts';
+import { API_KEY_FILTER, ApiKeyDirectory, followApiKeys } from './projections/api-key-directory.ts';
+import { directoryReads, untilHead } from './projections/directory-reads.ts';
+import { followUsers, USER_DIRECTORY_FILTER, UserDirectory } from './projections/user-directory.ts';
 import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { withSharedReader } from './shared/shared-reader.ts';
 import { operationSchemas } from './write-api/schemas.ts';
@@ -40,7 +42,6 @@ import { consumerReports, CorruptionWatch, liveness, WriteWatch, type WatchedCon
 import { describeError } from './shared/supervised-consumer.ts';
 import { CorrectedClock, fileTime, measureClockSkew, watchClockSkew } from './shared/clock-skew.ts';
 import { backoffMs } from './shared/backoff.ts';
-import { streamPrefixes } from './domain/streams.ts';
 import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
 import { WEBHOOK_COLLECTIONS, type DeliveryDoc } from './webhooks/deliveries.ts';
 import type { AttemptResult } from './webhooks/sender.ts';
@@ -181,12 +182,26 @@ export async function buildWalletOps(
   // How soon every consumer of the history resubscribes after a failure (src/shared/supervised-consumer.ts).
   const supervision = { baseDelayMs: config.CONSUMER_RETRY_BASE_MS, maxDelayMs: config.CONSUMER_RETRY_MAX_MS };
   const directory = new ApiKeyDirectory();
-  // A store that blinks while the process starts is waited for, as the consumers would: not a crash loop.
-  await untilAvailable(() => catchUpApiKeyDirectory(stores.eventStore, directory), 'reading the API keys', logger);
   const following = followApiKeys(stores.eventStore, directory, logger, supervision);
-  const watched: WatchedConsumer[] = [
-    { consumer: following.consumer, filter: { streamPrefixes: [streamPrefixes.apiKey] } },
-  ];
+  // No request is authenticated before the directory has read every key. A store that blinks while the process
+  // starts is waited for, as the consumers would: not a crash loop.
+  const keysRead = await untilAvailable(
+    () => untilHead(following, stores.eventStore, API_KEY_FILTER, START_PATIENCE_MS),
+    'reading the API keys',
+    logger,
+  ).catch(async (error: unknown) => {
+    await following.stop();
+    throw error;
+  });
+  if (!keysRead) {
+    await following.stop();
+    throw new EventStoreUnavailableError(`the API keys could not be read within ${START_PATIENCE_MS / 1000} s`);
+  }
+  const watched: WatchedConsumer[] = [{ consumer: following.consumer, filter: API_KEY_FILTER }];
+  // The console's directory of parties, users and access requests, where the console runs (with the write API).
+  const users = parts.includes('write-api') ? new UserDirectory() : undefined;
+  const followingUsers = users ? followUsers(stores.eventStore, users, logger, supervision) : undefined;
+  if (followingUsers) watched.push({ consumer: followingUsers.consumer, filter: USER_DIRECTORY_FILTER });
 
   const cache = new StateCache();
   // Seals webhook secrets and one-time API-key secrets, and keys the hashes of cash-out codes.
@@ -496,12 +511,15 @@ export async function buildWalletOps(
           ]
         : []),
       // The back-office web console (/console) runs commands like the write API does: it goes with that part.
-      ...(parts.includes('write-api')
+      ...(users && followingUsers
         ? [
             consoleRouter({
               store: stores.eventStore,
               readStore: servedReads ?? stores.readStore,
               directory,
+              keyReads: directoryReads(following, stores.eventStore, API_KEY_FILTER, DIRECTORY_WAIT_MS),
+              users,
+              userReads: directoryReads(followingUsers, stores.eventStore, USER_DIRECTORY_FILTER, DIRECTORY_WAIT_MS),
               clock,
               assetScale: config.ASSET_SCALE,
               logger,
@@ -543,6 +561,7 @@ export async function buildWalletOps(
       await webhooks?.outbox.stop();
       await webhooks?.dispatcher.stop();
       await following.stop();
+      await followingUsers?.stop();
       await balancesFollower?.stop();
       await skew?.stop();
       await stores.close();
@@ -553,6 +572,12 @@ export async function buildWalletOps(
     },
   };
 }
+
+/**
+ * How long a console page waits for a directory in memory to hold a write (its own, or another process's a
+ * moment ago) before it answers 503: the directories' followers are a polling interval behind at most.
+ */
+const DIRECTORY_WAIT_MS = 5_000;
 
 /** How long a start waits for its stores before giving up (and letting the orchestrator restart it). */
 const START_PATIENCE_MS = 60_000;

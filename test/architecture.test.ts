@@ -340,9 +340,10 @@ describe('layer rules', () => {
 });
 
 /**
- * One follower of the event stream (src/shared/follower.ts): the eight pieces of background work import it and
+ * One follower of the event stream (src/shared/follower.ts): the nine pieces of background work import it and
  * no other file subscribes to the store or builds a supervisor of its own, so a fix to how the stream is
- * followed (a checkpoint, a retry, a health signal) lands once.
+ * followed (a checkpoint, a retry, a health signal) lands once. The directories in memory are read through their
+ * followers too (src/projections/directory-reads.ts): nothing reads the store into them on the side.
  */
 describe('one follower', () => {
   const files = filesUnder(SRC);
@@ -354,11 +355,12 @@ describe('one follower', () => {
     'executor/key-revocation.ts',
     'executor/executor.ts',
     'projections/api-key-directory.ts',
+    'projections/user-directory.ts',
     'audit/sealer.ts',
     'read-api/balances-view.ts',
   ];
 
-  it('when the eight consumers are read, then each imports the follower', () => {
+  it('when the nine consumers are read, then each imports the follower', () => {
     const notFollowing = CONSUMERS.filter(
       (file) => !importsOf(join(SRC, file)).some(({ target }) => target === FOLLOWER),
     );
@@ -386,6 +388,13 @@ describe('one follower', () => {
           /\.subscribeToAll\(|new SupervisedConsumer\(/.test(readFileSync(join(SRC, file), 'utf8')),
       );
     expect(subscribing).toEqual([]);
+  });
+
+  it('when src/ is scanned, then no directory is caught up on the side of its follower (no catchUp*Directory)', () => {
+    const catchingUp = files
+      .map((file) => relative(SRC, file))
+      .filter((file) => /\bcatchUp\w*Directory\b/.test(readFileSync(join(SRC, file), 'utf8')));
+    expect(catchingUp).toEqual([]);
   });
 
   it('when src/ is scanned for a fold of projection events outside the one fold, then none is found', () => {

@@ -27,6 +27,7 @@ import { decideOperation } from '../commands/operation-handlers.ts';
 import { refuseControlCharacters, requiredText } from '../domain/text.ts';
 import {
   common,
+  followerLogger,
   operatorContext,
   parsePartyRef,
   progressBar,
@@ -34,6 +35,7 @@ import {
   withBackOffice,
   withCliTracing,
   withCredentials,
+  withoutPosition,
   withStores,
   type CommonOptions,
 } from './support.ts';
@@ -59,7 +61,8 @@ export const SERVE_PARTS = [
   'executor',
   'webhooks',
 ] as const satisfies readonly Part[];
-import { ApiKeyDirectory, catchUpApiKeyDirectory } from '../projections/api-key-directory.ts';
+import { API_KEY_FILTER, ApiKeyDirectory, followApiKeys } from '../projections/api-key-directory.ts';
+import { followToHead } from '../projections/directory-reads.ts';
 import { cliIO, isProcessIO, PROCESS_IO, withCliIO, type CliIO } from './io.ts';
 
 /** The package's version: package.json sits two levels up from both src/cli and the image's dist/cli. */
@@ -141,19 +144,15 @@ export function buildCli(): Command {
           opts,
           async (deps) => {
             const maker = await findUserByEmail(deps, opts.as);
-            return requestApiKey(
-              deps,
-              maker,
-              {
-                label: opts.label,
-                permissions: opts.permissions,
-                maxTransactionAmount: opts.maxTransactionAmount,
-                maxDailyVolume: opts.maxDailyVolume,
-                allowedIPs: opts.allowedIps,
-                expiresInDays: opts.expiresInDays,
-              },
-              randomUUID(),
-            );
+            const terms = {
+              label: opts.label,
+              permissions: opts.permissions,
+              maxTransactionAmount: opts.maxTransactionAmount,
+              maxDailyVolume: opts.maxDailyVolume,
+              allowedIPs: opts.allowedIps,
+              expiresInDays: opts.expiresInDays,
+            };
+            return withoutPosition(await requestApiKey(deps, maker, terms, randomUUID()));
           },
           (r) => `key requested: ${r.keyID} (pending approval by a checker)`,
         ),
@@ -243,7 +242,15 @@ export function buildCli(): Command {
       withBackOffice(
         opts,
         async (deps) =>
-          decideOnApiKey(deps, await findUserByEmail(deps, opts.as), keyID, toDecision(opts.reason), randomUUID()),
+          withoutPosition(
+            await decideOnApiKey(
+              deps,
+              await findUserByEmail(deps, opts.as),
+              keyID,
+              toDecision(opts.reason),
+              randomUUID(),
+            ),
+          ),
         (r) => `key ${r.keyID}: ${r.state}`,
       ),
     );
@@ -266,7 +273,7 @@ export function buildCli(): Command {
           const partyRef = parsePartyRef(opts.party);
           await requireParty(deps, partyRef);
           const directory = new ApiKeyDirectory();
-          await catchUpApiKeyDirectory(deps.store, directory);
+          await followToHead(followApiKeys(deps.store, directory, followerLogger), deps.store, API_KEY_FILTER);
           return directory.listByParty(partyRef, deps.clock().toISOString());
         },
         (keys) =>

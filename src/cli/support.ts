@@ -69,6 +69,18 @@ export async function withStores<T>(
   }
 }
 
+/** The logger of a follower a command runs (to read a directory): a failed read it retries, on stderr. */
+export const followerLogger = {
+  info: () => {},
+  warn: (_details: object, message: string) => cliIO().stderr(`warning: ${message}\n`),
+};
+
+/** A command's result as the CLI prints it: without the log position a reader of its own write waits for. */
+export function withoutPosition<T extends { position: number }>(result: T): Omit<T, 'position'> {
+  const { position: _position, ...rest } = result;
+  return rest;
+}
+
 /** A command's result on stdout: with --json exactly one JSON value, else the human line(s). */
 export function printResult<T>(options: CommonOptions, result: T, human: (result: T) => string): void {
   cliIO().stdout(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);

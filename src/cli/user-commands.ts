@@ -20,14 +20,18 @@ import {
 } from '../commands/user-admin.ts';
 import type { AccessRequestRecord } from '../commands/access-requests.ts';
 import { endSessionsOf, SESSIONS_COLLECTION } from '../console/sessions.ts';
-import { catchUpUserDirectory, UserDirectory, type PublicUser } from '../projections/user-directory.ts';
+import { followToHead } from '../projections/directory-reads.ts';
+import { followUsers, USER_DIRECTORY_FILTER, UserDirectory, type PublicUser } from '../projections/user-directory.ts';
+import type { EventStore } from '../ports/event-store.ts';
 import {
   common,
+  followerLogger,
   operatorContext,
   parsePartyRef,
   UsageError,
   withBackOffice,
   withCredentials,
+  withoutPosition,
   type CommonOptions,
 } from './support.ts';
 
@@ -57,6 +61,13 @@ function asUser<T>(
     },
     human,
   );
+}
+
+/** The directory as the store holds it now, read by its follower run to the head once. */
+async function usersNow(store: EventStore): Promise<UserDirectory> {
+  const directory = new UserDirectory();
+  await followToHead(followUsers(store, directory, followerLogger), store, USER_DIRECTORY_FILTER);
+  return directory;
 }
 
 const userLine = (user: PublicUser) =>
@@ -132,7 +143,7 @@ export function registerUserCommands(program: Command): void {
         opts,
         async (deps) => {
           const only = opts.party ? parsePartyRef(opts.party) : undefined;
-          const directory = await catchUpUserDirectory(deps.store, new UserDirectory());
+          const directory = await usersNow(deps.store);
           const parties = directory.partiesWithUsers(only);
           if (only && parties.length === 0) throw new UsageError(`no party ${opts.party}`);
           return only ? { parties } : { administrators: directory.administrators(), parties };
@@ -168,13 +179,15 @@ export function registerUserCommands(program: Command): void {
       const party = opts.party ? parsePartyRef(opts.party) : null;
       await asUser(
         opts,
-        (deps, admin) =>
-          requestAccessChange(
-            deps,
-            admin,
-            { kind: 'add-user', party, email: opts.email, roles: opts.roles },
-            opts.reason,
-            userContext(admin, randomUUID()),
+        async (deps, admin) =>
+          withoutPosition(
+            await requestAccessChange(
+              deps,
+              admin,
+              { kind: 'add-user', party, email: opts.email, roles: opts.roles },
+              opts.reason,
+              userContext(admin, randomUUID()),
+            ),
           ),
         (r) =>
           `access request ${r.requestID}: pending (another administrator approves it with: access approve ${r.requestID} --as EMAIL)`,
@@ -197,12 +210,14 @@ export function registerUserCommands(program: Command): void {
         opts,
         async (deps, admin) => {
           const subject = await findAnyUserByEmail(deps, email);
-          return requestAccessChange(
-            deps,
-            admin,
-            change(subject.userID, opts),
-            opts.reason,
-            userContext(admin, randomUUID()),
+          return withoutPosition(
+            await requestAccessChange(
+              deps,
+              admin,
+              change(subject.userID, opts),
+              opts.reason,
+              userContext(admin, randomUUID()),
+            ),
           );
         },
         (r) =>
@@ -272,7 +287,7 @@ export function registerUserCommands(program: Command): void {
       await withBackOffice(
         opts,
         async (deps) => {
-          const directory = await catchUpUserDirectory(deps.store, new UserDirectory());
+          const directory = await usersNow(deps.store);
           return directory
             .requests(opts.status as AccessRequestRecord['status'] | undefined)
             .map((r) => requestJson(directory, r));
@@ -349,7 +364,9 @@ export function registerUserCommands(program: Command): void {
       asUser(
         opts,
         async (deps, admin) => ({
-          ...(await rejectAccessRequest(deps, admin, requestID, opts.reason, userContext(admin, randomUUID()))),
+          ...withoutPosition(
+            await rejectAccessRequest(deps, admin, requestID, opts.reason, userContext(admin, randomUUID())),
+          ),
           status: 'rejected',
         }),
         (r) => `access request ${r.requestID}: rejected`,

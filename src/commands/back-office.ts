@@ -20,7 +20,14 @@ import {
 import { apiKeyDecider, effectiveStatus, type ActingUser, type ApiKeyCommand, type ApiKeyState } from './api-keys.ts';
 import { individualDecider, partyDecider, type PartyState } from './parties.ts';
 import { userDecider, type UserState } from './users.ts';
-import { loadState, runCommand, runDecision, type CommandContext, type StateCache } from './pipeline.ts';
+import {
+  lastPosition,
+  loadState,
+  runCommand,
+  runDecisionCommitted,
+  type CommandContext,
+  type StateCache,
+} from './pipeline.ts';
 import type { Decider } from './decider.ts';
 import type { ApiKeyEvent } from '../domain/events.ts';
 import type { DeliveredSecret, HeldCredentials, Subject } from './held-credentials.ts';
@@ -219,17 +226,17 @@ export async function requestApiKey(
   user: ActiveUser,
   input: KeyTermsInput,
   correlationId: string,
-): Promise<{ keyID: string }> {
+): Promise<{ keyID: string; position: number }> {
   if (!user.party) throw new DomainError('OTHER_PARTY', 'a platform administrator has no party to request a key for');
   const terms = parseKeyTerms(input, deps.assetScale);
   const keyID = newKeyID();
-  await runApiKeyCommand(
+  const { position } = await runApiKeyCommand(
     deps,
     keyID,
     { type: 'RequestApiKey', data: { ...terms, keyID, party: user.party, by: actingUser(user), now: now(deps) } },
     userContext(user, correlationId),
   );
-  return { keyID };
+  return { keyID, position };
 }
 
 /**
@@ -243,10 +250,10 @@ export async function approveApiKey(
   user: ActiveUser,
   keyID: string,
   correlationId: string,
-): Promise<{ keyID: string; heldFor: string }> {
+): Promise<{ keyID: string; heldFor: string; position: number }> {
   if (!isKeyID(keyID)) throw new DomainError('NOT_FOUND', `API key ${keyID.slice(0, 40)} does not exist`);
   const secret = newSecret();
-  const heldFor = await approveForItsMaker<ApiKeyCommand, ApiKeyState, ApiKeyEvent>(deps, {
+  const { heldFor, position } = await approveForItsMaker<ApiKeyCommand, ApiKeyState, ApiKeyEvent>(deps, {
     subject: { kind: 'api-key', id: keyID, what: `API key ${keyID}` },
     stream: streams.apiKey(keyID),
     decider: apiKeyDecider,
@@ -262,14 +269,15 @@ export async function approveApiKey(
     }),
     context: userContext(user, correlationId),
   });
-  return { keyID, heldFor };
+  return { keyID, heldFor, position };
 }
 
 /**
  * A checker's approval of what a maker requested (an API key, a webhook endpoint), with the new secret held for
  * that maker alone: refused if the maker has left; decided on the subject's stream with the requester's state
  * read beside it; and, since the pipeline guards only what it writes, the holder checked again after the commit
- * (departures.ts: a departure that raced the approval ends it, and no secret is held). Returns for whom it waits.
+ * (departures.ts: a departure that raced the approval ends it, and no secret is held). Returns for whom it waits,
+ * and where the approval landed in the log.
  */
 export async function approveForItsMaker<
   Command,
@@ -285,13 +293,13 @@ export async function approveForItsMaker<
     credential: (asked: Exclude<State, { status: 'none' }>) => DeliveredSecret;
     context: CommandContext;
   },
-): Promise<string> {
+): Promise<{ heldFor: string; position: number }> {
   const { subject, stream, decider, command, context } = options;
   const { state: asked } = await loadState(deps, stream, decider);
   if (asked.status === 'none') throw new DomainError('NOT_FOUND', `${subject.what} does not exist`);
   const existing = asked as Exclude<State, { status: 'none' }>;
   const requestedBy = (existing as unknown as { requestedBy: string }).requestedBy;
-  await runDecision<{ subject: State; requester: UserState }, void>(deps, {
+  const { positions } = await runDecisionCommitted<{ subject: State; requester: UserState }, void>(deps, {
     read: { subject: { stream, ...decider }, requester: { stream: streams.user(requestedBy), ...userDecider } },
     decide: ({ subject: state, requester }) => {
       const events = decider.decide(command, state);
@@ -302,7 +310,7 @@ export async function approveForItsMaker<
   });
   if (await endIfHolderLeft(deps, subject, requestedBy, context)) throw holderLeftError(subject.what);
   await deps.credentials.hold(requestedBy, options.credential(existing));
-  return requestedBy;
+  return { heldFor: requestedBy, position: lastPosition(positions) };
 }
 
 /** A rotation asked for by a maker who has since left is not approved: its new secret would go to them. */
@@ -338,7 +346,7 @@ export async function approveApiKeyRotation(
   user: ActiveUser,
   keyID: string,
   correlationId: string,
-): Promise<{ keyID: string; heldFor: string; previousValidUntil: string }> {
+): Promise<{ keyID: string; heldFor: string; previousValidUntil: string; position: number }> {
   const secret = newSecret();
   await requireRotationRequesterStillMaker(
     deps,
@@ -356,7 +364,7 @@ export async function approveApiKeyRotation(
       now: now(deps),
     },
   };
-  const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
+  const { state, position } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
   if (state.status === 'none') throw new DomainError('NOT_FOUND', `API key ${keyID} does not exist`);
   if (await endIfHolderLeft(deps, { kind: 'api-key', id: keyID }, state.secretHolder, userContext(user, correlationId)))
     throw holderLeftError(`the rotation of API key ${keyID}`);
@@ -366,7 +374,7 @@ export async function approveApiKeyRotation(
     label: state.label,
     apiKey: formatApiKey(keyID, secret, deps.apiKeyEnvironment),
   });
-  return { keyID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil! };
+  return { keyID, heldFor: state.secretHolder, previousValidUntil: state.previousValidUntil!, position };
 }
 
 /** The one collection of a credential held for `user`: the second attempt, or anyone else's, finds nothing. */
@@ -399,7 +407,7 @@ export async function decideOnApiKey(
   keyID: string,
   decision: KeyDecision,
   correlationId: string,
-): Promise<{ keyID: string; state: string }> {
+): Promise<{ keyID: string; state: string; position: number }> {
   const base = { keyID, by: actingUser(user), now: now(deps) };
   const command: ApiKeyCommand =
     decision.type === 'RequestApiKeyRevocation'
@@ -410,8 +418,8 @@ export async function decideOnApiKey(
             type: decision.type,
             data: { ...base, reason: decision.reason === null ? null : requiredText('reason', decision.reason, 500) },
           };
-  const { state } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
-  return { keyID, state: state.status === 'none' ? 'none' : effectiveStatus(state, base.now) };
+  const { state, position } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
+  return { keyID, state: state.status === 'none' ? 'none' : effectiveStatus(state, base.now), position };
 }
 
 /** A step of a secret rotation other than its approval (which makes a secret: approveApiKeyRotation / approveWebhookSecretRotation). */
@@ -441,7 +449,7 @@ export async function decideOnApiKeyRotation(
   keyID: string,
   decision: RotationDecision,
   correlationId: string,
-): Promise<{ keyID: string } & RotationOutcome> {
+): Promise<{ keyID: string; position: number } & RotationOutcome> {
   const base = { keyID, by: actingUser(user), now: now(deps) };
   const reason = rotationReason(decision);
   const command: ApiKeyCommand =
@@ -450,8 +458,8 @@ export async function decideOnApiKeyRotation(
       : decision.type === 'reject'
         ? { type: 'RejectApiKeyRotation', data: { ...base, reason } }
         : { type: 'WithdrawApiKeyRotation', data: base };
-  await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
-  return { keyID, rotation: ROTATION_OUTCOME[decision.type] };
+  const { position } = await runApiKeyCommand(deps, keyID, command, userContext(user, correlationId));
+  return { keyID, rotation: ROTATION_OUTCOME[decision.type], position };
 }
 
 function runApiKeyCommand(deps: BackOfficeDeps, keyID: string, command: ApiKeyCommand, context: CommandContext) {

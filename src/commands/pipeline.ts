@@ -151,6 +151,8 @@ export interface CommandResult<State, Event> {
   events: Event[];
   /** The state after the events. */
   state: State;
+  /** Where the last event written landed in the log (0: nothing written): what a reader of its own write waits for. */
+  position: number;
 }
 
 /**
@@ -468,7 +470,10 @@ export async function runCommand<Command, State, Event extends { type: string; d
   options: RunCommandOptions<Command, State, Event>,
 ): Promise<CommandResult<State, Event>> {
   const { stream, decider, command } = options;
-  return runDecision<{ own: State }, CommandResult<State, Event>>(deps, {
+  const { result, positions } = await runDecisionCommitted<
+    { own: State },
+    Omit<CommandResult<State, Event>, 'position'>
+  >(deps, {
     read: { own: { stream, evolve: decider.evolve, initialState: decider.initialState } },
     decide: ({ own }) => {
       const events = decider.decide(command, own);
@@ -482,6 +487,10 @@ export async function runCommand<Command, State, Event extends { type: string; d
       conflict.stream === stream ? undefined : (options.onConflict?.(conflict) ?? conflict),
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
   });
+  return { ...result, position: lastPosition(positions) };
 }
+
+/** The position of the last event a decision wrote, over all its streams (0: it wrote nothing). */
+export const lastPosition = (positions: Map<string, number>): number => Math.max(0, ...positions.values());
 
 export type { RecordedEvent };

@@ -21,7 +21,14 @@ import {
   type CredentialDeps,
   type ExistingUser,
 } from './back-office.ts';
-import { loadState, runCommand, runDecision, type CommandContext } from './pipeline.ts';
+import {
+  lastPosition,
+  loadState,
+  runCommand,
+  runDecision,
+  runDecisionCommitted,
+  type CommandContext,
+} from './pipeline.ts';
 import { userDecider, type ActingAdmin, type UserCommand, type UserState } from './users.ts';
 import { departureOf, liveCredentialsOf, type LiveCredential } from './departures.ts';
 
@@ -89,12 +96,15 @@ export async function requestAccessChange(
   input: AccessChangeInput,
   reason: unknown,
   context: CommandContext,
-): Promise<{ requestID: string; change: AccessChange }> {
+): Promise<{ requestID: string; change: AccessChange; position: number }> {
   const change = await toChange(deps, input);
   const requestID = newRequestID();
   const at = now(deps);
   const data = { requestID, change, reason: optionalReason(reason), by: actingAdmin(admin), now: at };
-  await runDecision<{ request: AccessRequestState; subject: UserState; email: boolean }, void>(deps, {
+  const { positions } = await runDecisionCommitted<
+    { request: AccessRequestState; subject: UserState; email: boolean },
+    void
+  >(deps, {
     read: {
       request: { stream: streams.accessRequest(requestID), ...accessRequestDecider },
       subject: { stream: streams.user(change.userID), ...userDecider },
@@ -117,7 +127,7 @@ export async function requestAccessChange(
     },
     context,
   });
-  return { requestID, change };
+  return { requestID, change, position: lastPosition(positions) };
 }
 
 async function loadRequest(
@@ -147,12 +157,17 @@ export async function approveAccessRequest(
   requestID: string;
   change: AccessChange;
   temporaryPassword: { firstHalfFor: string; secondHalfFor: string } | null;
+  /** Where the approval landed in the log. */
+  position: number;
 }> {
   const { change, requestedBy } = await loadRequest(deps, requestID);
   const temporary = needsTemporaryPassword(change) ? newTemporaryPassword() : null;
   const passwordHash = temporary ? await hashPassword(temporary.password) : '';
   const userStream = streams.user(change.userID);
-  await runDecision<{ request: AccessRequestState; subject: UserState; requester: UserState }, void>(deps, {
+  const { positions } = await runDecisionCommitted<
+    { request: AccessRequestState; subject: UserState; requester: UserState },
+    void
+  >(deps, {
     read: {
       request: { stream: streams.accessRequest(requestID), ...accessRequestDecider },
       subject: { stream: userStream, ...userDecider },
@@ -194,11 +209,17 @@ export async function approveAccessRequest(
         ? new DomainError('EMAIL_TAKEN', `a user with email ${change.email} already exists`, 'email')
         : undefined,
   });
-  if (!temporary) return { requestID, change, temporaryPassword: null };
+  const position = lastPosition(positions);
+  if (!temporary) return { requestID, change, temporaryPassword: null, position };
   const forUser = { kind: 'password-half' as const, requestID, email: change.email };
   await deps.credentials.hold(requestedBy, { ...forUser, half: 'first', value: temporary.first });
   await deps.credentials.hold(admin.userID, { ...forUser, half: 'second', value: temporary.second });
-  return { requestID, change, temporaryPassword: { firstHalfFor: requestedBy, secondHalfFor: admin.userID } };
+  return {
+    requestID,
+    change,
+    temporaryPassword: { firstHalfFor: requestedBy, secondHalfFor: admin.userID },
+    position,
+  };
 }
 
 /** Any administrator rejects a pending request; its own requester thereby withdraws it. */
@@ -208,9 +229,9 @@ export async function rejectAccessRequest(
   requestID: string,
   reason: unknown,
   context: CommandContext,
-): Promise<{ requestID: string; change: AccessChange }> {
+): Promise<{ requestID: string; change: AccessChange; position: number }> {
   const { change } = await loadRequest(deps, requestID);
-  await runCommand(deps, {
+  const { position } = await runCommand(deps, {
     stream: streams.accessRequest(requestID),
     decider: accessRequestDecider,
     command: {
@@ -219,7 +240,7 @@ export async function rejectAccessRequest(
     },
     context,
   });
-  return { requestID, change };
+  return { requestID, change, position };
 }
 
 /**

@@ -77,17 +77,20 @@ export async function approveWebhookEndpoint(
   const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
   if (!isEndpointID(endpointID))
     throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID.slice(0, 40)} does not exist`);
-  const heldFor = await approveForItsMaker<WebhookEndpointCommand, WebhookEndpointState, WebhookEndpointEvent>(deps, {
-    subject: { kind: 'webhook-endpoint', id: endpointID, what: `webhook endpoint ${endpointID}` },
-    stream: streams.webhookEndpoint(endpointID),
-    decider: webhookEndpointDecider,
-    command: {
-      type: 'ApproveWebhookEndpoint',
-      data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) },
+  const { heldFor } = await approveForItsMaker<WebhookEndpointCommand, WebhookEndpointState, WebhookEndpointEvent>(
+    deps,
+    {
+      subject: { kind: 'webhook-endpoint', id: endpointID, what: `webhook endpoint ${endpointID}` },
+      stream: streams.webhookEndpoint(endpointID),
+      decider: webhookEndpointDecider,
+      command: {
+        type: 'ApproveWebhookEndpoint',
+        data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) },
+      },
+      credential: (endpoint) => ({ kind: 'webhook-endpoint', endpointID, url: endpoint.url, signingSecret: secret }),
+      context: userContext(user, correlationId),
     },
-    credential: (endpoint) => ({ kind: 'webhook-endpoint', endpointID, url: endpoint.url, signingSecret: secret }),
-    context: userContext(user, correlationId),
-  });
+  );
   return { endpointID, heldFor };
 }
 

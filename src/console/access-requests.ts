@@ -2,8 +2,8 @@ import type { Router } from 'express';
 import type { AccessRequestRecord } from '../commands/access-requests.ts';
 import { approveAccessRequest, isRequestID, rejectAccessRequest } from '../commands/user-admin.ts';
 import type { AccessChange } from '../domain/events.ts';
-import { catchUpUserDirectory, type UserDirectory } from '../projections/user-directory.ts';
-import { commandContext, ConsoleError, field, requireAdmin, viewer, type ConsoleServices } from './context.ts';
+import type { UserDirectory } from '../projections/user-directory.ts';
+import { commandContext, ConsoleError, field, requireAdmin, settled, viewer, type ConsoleServices } from './context.ts';
 import { accessPage, type AccessTab } from './access-requests-pages.ts';
 import { redirectWith, renderPage } from './render.ts';
 
@@ -24,11 +24,12 @@ const DONE: Record<AccessChange['kind'], (email: string) => string> = {
 };
 
 export function accessRoutes(router: Router, services: ConsoleServices, directory: UserDirectory): void {
-  const { store } = services.deps;
-  const settle = () => catchUpUserDirectory(store, directory);
+  const { userReads } = services.deps;
+  // A request another administrator filed a moment ago (here, with the CLI, on another instance) is listed too.
+  const current = () => settled(userReads.current());
 
   async function pendingRequest(requestID: string): Promise<AccessRequestRecord> {
-    await settle();
+    await current();
     const request = isRequestID(requestID) ? directory.request(requestID) : undefined;
     if (!request) throw new ConsoleError(404, 'There is no such access request.');
     return request;
@@ -36,7 +37,7 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
 
   router.get('/admin/access', async (req, res) => {
     requireAdmin(res);
-    await settle();
+    await current();
     const tab = TABS.find((t) => t === req.query.tab) ?? 'pending';
     const pending = directory.requests('pending');
     const decided = directory.requests().filter((r) => r.status !== 'pending');
@@ -59,7 +60,7 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
   router.post('/admin/access/:requestID/approve', async (req, res) => {
     requireAdmin(res);
     const request = await pendingRequest(String(req.params.requestID));
-    const { change, temporaryPassword } = await approveAccessRequest(
+    const { change, temporaryPassword, position } = await approveAccessRequest(
       services.backOffice,
       viewer(res).user,
       request.requestID,
@@ -67,7 +68,7 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
     );
     // A reset password ends whatever sessions were open with the old one.
     if (change.kind === 'reset-password') await services.sessions.endAllFor(change.userID);
-    await settle();
+    await settled(userReads.written(position));
     const what = `Request ${request.requestID} approved: ${DONE[change.kind](change.email)}`;
     services.deps.logger.info(
       { requestID: request.requestID, userID: change.userID, kind: change.kind },
@@ -87,14 +88,14 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
   router.post('/admin/access/:requestID/reject', async (req, res) => {
     requireAdmin(res);
     const request = await pendingRequest(String(req.params.requestID));
-    await rejectAccessRequest(
+    const { position } = await rejectAccessRequest(
       services.backOffice,
       viewer(res).user,
       request.requestID,
       field(req, 'reason'),
       commandContext(res),
     );
-    await settle();
+    await settled(userReads.written(position));
     const withdrawn = request.requestedBy === viewer(res).user.userID;
     await redirectWith(services, res, '/console/admin/access?tab=decided', {
       kind: 'ok',

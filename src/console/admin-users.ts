@@ -2,12 +2,13 @@ import type { Response, Router } from 'express';
 import { disableUser, removeUserRole, requestAccessChange, type AccessChangeInput } from '../commands/user-admin.ts';
 import { liveCredentialsOf, type LiveCredential } from '../commands/departures.ts';
 import { DomainError } from '../domain/errors.ts';
+import type { AccessChange } from '../domain/events.ts';
 import type { PartyRef } from '../domain/parties.ts';
-import { catchUpUserDirectory, toPublicUser } from '../projections/user-directory.ts';
+import { toPublicUser } from '../projections/user-directory.ts';
 import { accessRoutes, describeChange } from './access-requests.ts';
 import { userPage, usersPage } from './admin-users-pages.ts';
 import { partiesPage } from './parties-pages.ts';
-import { commandContext, ConsoleError, field, requireAdmin, viewer, type ConsoleServices } from './context.ts';
+import { commandContext, ConsoleError, field, requireAdmin, settled, viewer, type ConsoleServices } from './context.ts';
 import { redirectWith, renderPage } from './render.ts';
 
 /**
@@ -41,11 +42,12 @@ const endedText = (ended: LiveCredential[]) =>
 
 export function userAdminRoutes(router: Router, services: ConsoleServices): void {
   const directory = services.users;
-  const { store } = services.deps;
-  const settle = () => catchUpUserDirectory(store, directory);
+  const { store, userReads } = services.deps;
+  // What another administrator, the CLI or another instance wrote a moment ago is on the page too.
+  const current = () => settled(userReads.current());
 
   async function subject(userID: string) {
-    await settle();
+    await current();
     const user = directory.user(userID);
     if (!user) throw new ConsoleError(404, 'There is no such user.');
     return user;
@@ -80,7 +82,7 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
   router.get('/admin/parties', async (req, res) => {
     requireAdmin(res);
     const query = searchQuery(req.query.q);
-    await settle();
+    await current();
     const all = directory.partiesWithUsers();
     const parties = all.filter((party) => matches(query, party.name, party.shortCode));
     await renderPage(services, res, {
@@ -93,7 +95,7 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
   router.get('/admin/users', async (req, res) => {
     requireAdmin(res);
     const query = searchQuery(req.query.q);
-    await settle();
+    await current();
     const only = parsePartyFilter(req.query.party);
     // A party whose name or short code matches shows all its users; otherwise only the users whose email does.
     const parties = directory
@@ -168,23 +170,23 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     router.post(`/admin/users/:userID/${path}`, async (req, res) => {
       requireAdmin(res);
       const user = await subject(String(req.params.userID));
-      let requestID: string;
+      let filed: { requestID: string; change: AccessChange; position: number };
       try {
-        ({ requestID } = await requestAccessChange(
+        filed = await requestAccessChange(
           services.backOffice,
           viewer(res).user,
           change(user.userID, field(req, 'role')),
           field(req, 'reason'),
           commandContext(res),
-        ));
+        );
       } catch (error) {
         if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
         return showUser(res, user.userID, { form, message: sentence(error.message) });
       }
-      await settle();
+      await settled(userReads.written(filed.position));
       await redirectWith(services, res, '/console/admin/access', {
         kind: 'ok',
-        text: `Requested (${requestID}): ${describeChange(directory, directory.request(requestID)!.change)}. Another administrator must approve it.`,
+        text: `Requested (${filed.requestID}): ${describeChange(directory, filed.change)}. Another administrator must approve it.`,
       });
     });
   request('enable', 'enable', (userID) => ({ kind: 'enable-user', userID }));

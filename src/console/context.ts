@@ -13,6 +13,7 @@ import type { ReadStore } from '../ports/read-store.ts';
 import { withTraceparent, type Tracing } from '../ports/tracing.ts';
 import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
+import type { DirectoryReads } from '../projections/directory-reads.ts';
 import type { UserDirectory } from '../projections/user-directory.ts';
 import type { LoginThrottle, ThrottleLimits } from './login-throttle.ts';
 import type { HeldCredentials } from '../commands/held-credentials.ts';
@@ -23,6 +24,12 @@ export interface ConsoleDeps {
   store: EventStore;
   readStore: ReadStore;
   directory: ApiKeyDirectory;
+  /** The waits on the follower that keeps `directory` current (src/projections/directory-reads.ts). */
+  keyReads: DirectoryReads;
+  /** Parties, users and access requests, kept current by a follower of the process (followUsers). */
+  users: UserDirectory;
+  /** The waits on that follower. */
+  userReads: DirectoryReads;
   clock: () => Date;
   assetScale: number;
   logger: Logger;
@@ -61,8 +68,19 @@ export interface ConsoleServices {
   secrets: HeldCredentials;
   /** The back-office deps, plus what the webhook-endpoint commands need. */
   webhooks: WebhookCommandDeps & Pick<RotationDeps, 'secretRotationOverlapHours'>;
-  /** Parties, users and access requests, caught up before each use: Users, Parties, Access requests and the badge. */
+  /** Parties, users and access requests: Users, Parties, Access requests and the badge. */
   users: UserDirectory;
+}
+
+/**
+ * Waits until a directory holds what the page must show (`reads.current()` or `reads.written(position)`): a
+ * follower that has not got there within its bound is a store that does not answer, and the page says so.
+ */
+export async function settled(wait: Promise<boolean>): Promise<void> {
+  if (!(await wait))
+    throw new ConsoleError(503, 'The console is still reading the latest changes. Try again in a moment.', {
+      title: 'Not ready yet',
+    });
 }
 
 /** The logged-in user of a request, set by the session middleware. */

@@ -14,7 +14,7 @@ import { vouchConflict } from '../domain/segregation.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { keyUsage } from '../http/key-usage.ts';
-import { catchUpApiKeyDirectory, toPublicApiKey, type ApiKeyRecord } from '../projections/api-key-directory.ts';
+import { toPublicApiKey, type ApiKeyRecord } from '../projections/api-key-directory.ts';
 import {
   ConsoleError,
   correlationId,
@@ -22,6 +22,7 @@ import {
   fields,
   partyOf,
   requireRole,
+  settled,
   viewer,
   type ConsoleServices,
 } from './context.ts';
@@ -91,14 +92,14 @@ export function keyFormErrors(input: KeyTermsInput, assetScale: number): Record<
 }
 
 export function keyRoutes(router: Router, services: ConsoleServices): void {
-  const { directory, clock, store, assetScale } = services.deps;
+  const { directory, keyReads, clock, assetScale } = services.deps;
 
   /** The key, if it is the viewer's party's; anything else is "not found", so other parties' ids reveal nothing. */
   async function ownKey(res: Response, keyID: string): Promise<ApiKeyRecord> {
     const party = partyOf(res);
     let key = directory.get(keyID);
     if (!key) {
-      await catchUpApiKeyDirectory(store, directory); // created a moment ago by another process
+      await settled(keyReads.current()); // created a moment ago by another process
       key = directory.get(keyID);
     }
     if (!key || !samePartyRef(key.party, party)) throw new ConsoleError(404, 'There is no such API key in your party.');
@@ -106,7 +107,7 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
   }
 
   /** Read-your-writes: the directory follows the store asynchronously; the next page must show the change. */
-  const settle = () => catchUpApiKeyDirectory(store, directory);
+  const settle = (written: { position: number }) => settled(keyReads.written(written.position));
 
   router.get('/keys', async (req, res) => {
     const party = partyOf(res);
@@ -178,11 +179,11 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
         body: newKeyPage(viewer(res).session, values, errors),
       });
     }
-    const { keyID } = await requestApiKey(services.backOffice, viewer(res).user, input, correlationId(res));
-    await settle();
+    const requested = await requestApiKey(services.backOffice, viewer(res).user, input, correlationId(res));
+    await settle(requested);
     await redirectWith(services, res, '/console/keys?tab=pending', {
       kind: 'ok',
-      text: `Key “${values.label.trim()}” requested (${keyID}). A checker of your party approves it.`,
+      text: `Key “${values.label.trim()}” requested (${requested.keyID}). A checker of your party approves it.`,
     });
   });
 
@@ -190,8 +191,7 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     requireRole(res, 'checker');
     const key = await ownKey(res, String(req.params.keyID));
     // The secret is held for the maker, once; the checker who approved never sees it.
-    await approveApiKey(services.backOffice, viewer(res).user, key.keyID, correlationId(res));
-    await settle();
+    await settle(await approveApiKey(services.backOffice, viewer(res).user, key.keyID, correlationId(res)));
     const maker = await emailOf(services, key.requestedBy);
     await redirectWith(services, res, '/console/keys?tab=active', {
       kind: 'ok',
@@ -209,8 +209,9 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     router.post(`/keys/:keyID/${path}`, async (req, res) => {
       requireRole(res, role);
       const key = await ownKey(res, String(req.params.keyID));
-      await decideOnApiKey(services.backOffice, viewer(res).user, key.keyID, make(req), correlationId(res));
-      await settle();
+      await settle(
+        await decideOnApiKey(services.backOffice, viewer(res).user, key.keyID, make(req), correlationId(res)),
+      );
       await redirectWith(services, res, `/console/keys?tab=${tab}`, { kind: 'ok', text: done(key.label) });
     });
   const optionalReason = (req: Request) => {
@@ -250,13 +251,13 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     requireRole(res, 'checker');
     const key = await ownKey(res, String(req.params.keyID));
     // Like an approval: the new secret is held for the maker who asked for the rotation; the checker never sees it.
-    const { heldFor, previousValidUntil } = await approveApiKeyRotation(
+    const { heldFor, previousValidUntil, position } = await approveApiKeyRotation(
       services.backOffice,
       viewer(res).user,
       key.keyID,
       correlationId(res),
     );
-    await settle();
+    await settle({ position });
     await redirectWith(services, res, '/console/keys?tab=active', {
       kind: 'ok',
       text: `Secret of “${key.label}” rotated. ${await emailOf(services, heldFor)} will see the new key once, on their next page in the console; the previous secret works until ${previousValidUntil}.`,
@@ -272,8 +273,14 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     router.post(`/keys/:keyID/rotation/${path}`, async (req, res) => {
       requireRole(res, role);
       const key = await ownKey(res, String(req.params.keyID));
-      await decideOnApiKeyRotation(services.backOffice, viewer(res).user, key.keyID, make(req), correlationId(res));
-      await settle();
+      const decided = await decideOnApiKeyRotation(
+        services.backOffice,
+        viewer(res).user,
+        key.keyID,
+        make(req),
+        correlationId(res),
+      );
+      await settle(decided);
       await redirectWith(services, res, '/console/keys?tab=active', { kind: 'ok', text: done(key.label) });
     });
   rotationDecision(
@@ -302,8 +309,9 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
   router.post('/keys/:keyID/rotate', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
+    let requested: { position: number };
     try {
-      await decideOnApiKeyRotation(
+      requested = await decideOnApiKeyRotation(
         services.backOffice,
         viewer(res).user,
         key.keyID,
@@ -319,7 +327,7 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
         body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(error.message)),
       });
     }
-    await settle();
+    await settle(requested);
     await redirectWith(services, res, '/console/keys?tab=pending', {
       kind: 'ok',
       text: `Rotation of the secret of “${key.label}” requested. A checker of your party approves it.`,
@@ -339,8 +347,9 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
   router.post('/keys/:keyID/revoke', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
+    let requested: { position: number };
     try {
-      await decideOnApiKey(
+      requested = await decideOnApiKey(
         services.backOffice,
         viewer(res).user,
         key.keyID,
@@ -357,7 +366,7 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
         body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), message),
       });
     }
-    await settle();
+    await settle(requested);
     await redirectWith(services, res, '/console/keys?tab=pending', {
       kind: 'ok',
       text: `Revocation of “${key.label}” requested. A checker of your party approves it.`,

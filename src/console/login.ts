@@ -2,7 +2,7 @@ import { DomainError } from '../domain/errors.ts';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { findUserByEmail, type ActiveUser } from '../commands/back-office.ts';
 import { hashPassword, verifyPassword } from '../domain/passwords.ts';
-import { ConsoleError, field, type ConsoleServices } from './context.ts';
+import { ConsoleError, field, settled, type ConsoleServices } from './context.ts';
 import { html } from '../http/html.ts';
 import {
   clearCookie,
@@ -17,7 +17,6 @@ import { renderPage } from './render.ts';
 import { loadUser } from './users.ts';
 import { newToken } from './sessions.ts';
 import { upgradeHashAfterLogin } from './hash-upgrade.ts';
-import { catchUpUserDirectory } from '../projections/user-directory.ts';
 
 /**
  * Login and logout, and the middleware that admits every other console request: a live session, and for a
@@ -112,8 +111,9 @@ async function showLogin(
   // Login CSRF: a double-submit token, so no other site can log a browser into an account of its choosing.
   const token = newToken();
   setCookie(req, res, LOGIN_CSRF_COOKIE, token, LOGIN_FORM_MS);
-  const firstAdministrator =
-    (await catchUpUserDirectory(services.deps.store, services.users)).administrators().length === 0;
+  // An administrator the CLI added a moment ago counts.
+  await settled(services.deps.userReads.current());
+  const firstAdministrator = services.users.administrators().length === 0;
   await renderPage(services, res, {
     title: 'Log in',
     section: 'login',

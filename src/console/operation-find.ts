@@ -5,10 +5,10 @@ import { streams } from '../domain/streams.ts';
 import type { OperationRequested } from '../domain/events.ts';
 import { contractStatus, isOperationEventType, statusAfter, type ContractStatus } from '../domain/operation-status.ts';
 import { keyUsage } from '../http/key-usage.ts';
-import { catchUpApiKeyDirectory, toPublicApiKey } from '../projections/api-key-directory.ts';
+import { toPublicApiKey } from '../projections/api-key-directory.ts';
 import { allOperations, findOperations, operationsOfKey } from '../projections/console-operation-queries.ts';
 import { partyKey, type ConsoleOperationDoc } from '../projections/console-operations.ts';
-import { ConsoleError, partyOf, type ConsoleServices } from './context.ts';
+import { ConsoleError, partyOf, settled, type ConsoleServices } from './context.ts';
 import { noStore } from './http-security.ts';
 import { keyPage, operationPage, type OperationView } from './operation-detail-pages.ts';
 import { PAGE_SIZE, parseFilters } from './operation-filters.ts';
@@ -153,7 +153,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
     const keyID = String(req.params.keyID);
     let key = directory.get(keyID);
     if (!key) {
-      await catchUpApiKeyDirectory(store, directory);
+      await settled(services.deps.keyReads.current()); // created a moment ago by another process
       key = directory.get(keyID);
     }
     if (!key || !samePartyRef(key.party, party)) throw new ConsoleError(404, 'There is no such API key in your party.');

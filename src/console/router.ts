@@ -3,7 +3,6 @@ import express, { Router } from 'express';
 import { PartyLookup } from '../commands/party-lookup.ts';
 import { DEFAULT_ROTATION_OVERLAP_HOURS } from '../domain/secret-rotation.ts';
 import { StateCache } from '../commands/pipeline.ts';
-import { UserDirectory } from '../projections/user-directory.ts';
 import { adminRoutes } from './admin.ts';
 import { userAdminRoutes } from './admin-users.ts';
 import { webhookRoutes } from './webhooks.ts';
@@ -73,7 +72,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
     lookup: new PartyLookup(deps.store),
     sessions: new ConsoleSessions(deps.readStore, deps.clock, { ...DEFAULT_SESSION_TIMES, ...deps.sessionTimes }),
     throttle: new LoginThrottle(deps.readStore, deps.clock, { ...DEFAULT_THROTTLE, ...deps.throttle }),
-    users: new UserDirectory(),
+    users: deps.users,
     secrets: credentials,
   };
   let collections: Promise<void> | undefined;

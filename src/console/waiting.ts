@@ -4,8 +4,7 @@ import type { ActiveUser } from '../commands/back-office.ts';
 import { vouchConflict } from '../domain/segregation.ts';
 import { PENDING_OPERATIONS_COLLECTION } from '../projections/pending-operations.ts';
 import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
-import { catchUpUserDirectory } from '../projections/user-directory.ts';
-import type { ConsoleServices } from './context.ts';
+import { settled, type ConsoleServices } from './context.ts';
 import { noStore, readCookie, SESSION_COOKIE } from './http-security.ts';
 import { countPending } from './party-operations.ts';
 import { loadUser } from './users.ts';
@@ -33,8 +32,9 @@ const withTotal = (counts: Omit<Waiting, 'total'>): Waiting => ({
 export async function waitingFor(services: ConsoleServices, user: ActiveUser): Promise<Waiting> {
   if (user.mustChangePassword) return NOTHING_WAITING;
   if (user.platformAdmin) {
-    const directory = await catchUpUserDirectory(services.deps.store, services.users);
-    const access = directory
+    // Another administrator's request of a moment ago counts (a failure here only leaves the counts out).
+    await settled(services.deps.userReads.current());
+    const access = services.users
       .requests('pending')
       .filter((r) => r.requestedBy !== user.userID && r.change.userID !== user.userID).length;
     return withTotal({ operations: 0, keys: 0, webhooks: 0, access });

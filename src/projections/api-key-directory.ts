@@ -1,8 +1,7 @@
 import { apiKeyDecider, effectiveStatus, type ApiKeyRecord } from '../commands/api-keys.ts';
 import type { ApiKeyEvent } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef } from '../domain/parties.ts';
-import { streamPrefixes } from '../domain/streams.ts';
-import type { EventStore } from '../ports/event-store.ts';
+import type { EventFilter, EventStore } from '../ports/event-store.ts';
 import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
 
 // The type lives with the state it narrows, so that commands need no projection for it.
@@ -22,6 +21,9 @@ export const API_KEY_EVENT_TYPES: ReadonlyArray<ApiKeyEvent['type']> = [
   'ApiKeyRotated',
   'ApiKeyPreviousSecretEnded',
 ];
+
+/** What the directory follows: by type, which the stores index (a stream prefix is a scan of every later event). */
+export const API_KEY_FILTER: EventFilter = { eventTypes: [...API_KEY_EVENT_TYPES] };
 
 /**
  * Every API key by id, in memory: the O(1) lookup that authentication needs on each request, and the
@@ -45,11 +47,6 @@ export class ApiKeyDirectory {
     const current = this.keys.get(keyEvent.data.keyID) ?? apiKeyDecider.initialState();
     const next = apiKeyDecider.evolve(current, keyEvent);
     if (next.status !== 'none') this.keys.set(next.keyID, next);
-  }
-
-  /** Every event up to `position` has been read and each key event among them applied: later reads start after it. */
-  passed(position: number): void {
-    if (position > this.lastPosition) this.lastPosition = position;
   }
 
   get(keyID: string): ApiKeyRecord | undefined {
@@ -102,33 +99,12 @@ export function toPublicApiKey(key: ApiKeyRecord, now: string): PublicApiKey {
   };
 }
 
-/** Reads every API-key event from the store into the directory, page by page, up to the head. */
-export async function catchUpApiKeyDirectory(
-  store: EventStore,
-  directory: ApiKeyDirectory,
-  pageSize = 1000,
-): Promise<void> {
-  // Read before the pages: every key event at or below it is committed, so the pages find it. The directory
-  // then stands at the head, not at its last key event, so that neither its subscription nor its lag on /ready
-  // scans the whole history after it again (key events are few; a prefix filter reads every event it passes).
-  const head = await store.headPosition();
-  for (;;) {
-    const page = await store.readAll({
-      fromPosition: directory.position + 1,
-      maxCount: pageSize,
-      filter: { streamPrefixes: [streamPrefixes.apiKey] },
-    });
-    for (const event of page) directory.apply(event);
-    if (page.length < pageSize) break;
-  }
-  directory.passed(head);
-}
-
 /**
  * Keeps the directory current, so that a key approved or revoked by another process (the CLI, the console)
- * takes effect within the store's polling interval: a supervised consumer that catches up by reading pages
- * and then follows a live subscription, both from the directory's own position. After a failed read it
- * resubscribes from that position (applying an event twice changes nothing), so a revocation is never missed.
+ * takes effect within the store's polling interval: a supervised consumer whose subscription reads the history
+ * from the directory's own position and then follows it live. After a failed read it resubscribes from that
+ * position (applying an event twice changes nothing), so a revocation is never missed. A reader that must see a
+ * write waits on it (src/projections/directory-reads.ts).
  */
 export function followApiKeys(
   store: EventStore,
@@ -139,10 +115,9 @@ export function followApiKeys(
   const follower = new Follower({
     name: 'api-key-directory',
     eventStore: store,
-    filter: { streamPrefixes: [streamPrefixes.apiKey] },
-    // The directory is the checkpoint: each session first catches up by pages, then follows from where it is.
+    filter: API_KEY_FILTER,
+    // The directory is the checkpoint: each session follows from where it is.
     checkpoint: checkpointIn(() => directory.position),
-    prepare: () => catchUpApiKeyDirectory(store, directory),
     handle: async (batch) => batch.forEach((event) => directory.apply(event)),
     logger,
     ...(supervision ? { supervision } : {}),

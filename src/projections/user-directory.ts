@@ -13,14 +13,14 @@ import type {
   UserRole,
 } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef, type PartyType } from '../domain/parties.ts';
-import { streamPrefixes } from '../domain/streams.ts';
-import type { EventStore } from '../ports/event-store.ts';
+import type { EventFilter, EventStore } from '../ports/event-store.ts';
+import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
 
 /**
  * Parties, console users and access requests, in memory: what administrators list (the console's Users and
  * Access requests pages, `wallet-ops user list`, `access list`). Folded with the deciders' own evolve, so
- * that a listing and a decision never disagree on a state. Caught up from its position before each listing
- * (only the newer events are read), which also makes it current across processes. Never holds a password
+ * that a listing and a decision never disagree on a state. Kept current by its follower (`followUsers`), which
+ * a listing waits on to show another process's write. Never holds a password
  * hash outside `user()`, and `toPublicUser` is the only shape a user leaves in.
  */
 export type UserRecordState = Exclude<UserState, { status: 'none' }>;
@@ -46,12 +46,6 @@ export interface PartyWithUsers extends PartySummary {
   users: PublicUser[];
 }
 
-const PREFIXES = [
-  streamPrefixes.user,
-  streamPrefixes.accessRequest,
-  streamPrefixes.distributor,
-  streamPrefixes.merchant,
-];
 const USER_EVENTS = new Set<string>([
   'UserAdded',
   'UserDisabled',
@@ -63,6 +57,11 @@ const USER_EVENTS = new Set<string>([
   'UserPasswordHashUpgraded',
 ]);
 const REQUEST_EVENTS = new Set<string>(['AccessRequested', 'AccessRequestApproved', 'AccessRequestRejected']);
+
+/** What the directory follows: by type, which the stores index (a stream prefix is a scan of every later event). */
+export const USER_DIRECTORY_FILTER: EventFilter = {
+  eventTypes: ['DistributorOnboarded', 'MerchantOnboarded', ...USER_EVENTS, ...REQUEST_EVENTS],
+};
 
 export const toPublicUser = (user: UserRecordState): PublicUser => ({
   userID: user.userID,
@@ -178,19 +177,27 @@ export class UserDirectory {
   }
 }
 
-/** Reads the newer party, user and access-request events into the directory, page by page, up to the head. */
-export async function catchUpUserDirectory(
+/**
+ * Keeps the directory current in the process that lists it (the console's): a supervised consumer whose
+ * subscription reads the history from the directory's own position and then follows it live, as the API-key
+ * directory's does. A page that must see a write waits on it (src/projections/directory-reads.ts).
+ */
+export function followUsers(
   store: EventStore,
   directory: UserDirectory,
-  pageSize = 1000,
-): Promise<UserDirectory> {
-  for (;;) {
-    const page = await store.readAll({
-      fromPosition: directory.position + 1,
-      maxCount: pageSize,
-      filter: { streamPrefixes: PREFIXES },
-    });
-    for (const event of page) directory.apply(event);
-    if (page.length < pageSize) return directory;
-  }
+  logger: ConsumerLogger,
+  supervision?: Supervision,
+): Follower {
+  const follower = new Follower({
+    name: 'user-directory',
+    eventStore: store,
+    filter: USER_DIRECTORY_FILTER,
+    // The directory is the checkpoint: each session follows from where it is.
+    checkpoint: checkpointIn(() => directory.position),
+    handle: async (batch) => batch.forEach((event) => directory.apply(event)),
+    logger,
+    ...(supervision ? { supervision } : {}),
+  });
+  follower.start();
+  return follower;
 }

@@ -28,7 +28,8 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../../src/ports/event-store.ts';
-import { ApiKeyDirectory, catchUpApiKeyDirectory, followApiKeys } from '../../src/projections/api-key-directory.ts';
+import { API_KEY_FILTER, ApiKeyDirectory, followApiKeys } from '../../src/projections/api-key-directory.ts';
+import { untilHead } from '../../src/projections/directory-reads.ts';
 import type { ConsumerLogger, ConsumerStatus, Follower, SupervisedConsumer } from '../../src/shared/follower.ts';
 import {
   call,
@@ -233,11 +234,11 @@ describe('the API-key directory following the embedded store through failures', 
     dir.cleanup();
   });
 
-  /** A directory caught up with the store and following it, as buildWalletOps makes it. */
+  /** A directory following the store, read up to its head, as buildWalletOps makes it. */
   async function follow(logger: ConsumerLogger): Promise<ApiKeyDirectory> {
     const directory = new ApiKeyDirectory();
-    await catchUpApiKeyDirectory(stores.eventStore, directory);
     following = followApiKeys(stores.eventStore, directory, logger, { baseDelayMs: 50, maxDelayMs: 400 });
+    expect(await untilHead(following, stores.eventStore, API_KEY_FILTER, 5000)).toBe(true);
     await waitFor(() => faults.live() === 1);
     return directory;
   }
@@ -248,7 +249,7 @@ describe('the API-key directory following the embedded store through failures', 
     const directory = await follow(log.logger);
     expect(directory.get(key.keyID)?.status).toBe('active');
     const positionBefore = directory.position;
-    expect(faults.subscriptions).toEqual([positionBefore]);
+    expect(faults.subscriptions).toEqual([0]); // the first session reads the history from the start
 
     faults.dropSubscriptions();
     await waitFor(() => log.entries.length >= 1);
@@ -304,11 +305,11 @@ describe('the API-key directory following the embedded store through failures', 
     // Sessions keep failing (catch-up reads refused), each failure counted in one streak.
     await waitFor(() => following!.consumer.status().consecutiveFailures >= 3);
     const down = following!.consumer.status();
-    // The catch-up's first read, the head, is refused.
+    // Each new session's subscription is refused.
     expect(down).toMatchObject({
       state: 'retrying',
       failingSince: log.entries[0]!.status!.failingSince,
-      lastError: 'headPosition: connection refused (test)',
+      lastError: 'subscribeToAll: connection refused (test)',
     });
     expect(directory.get(key.keyID)?.status).toBe('active'); // nothing could be read: it still believes the key active
     expect(log.entries.every((entry) => entry.level === 'warn')).toBe(true);

@@ -1,0 +1,71 @@
+import { EventStoreUnavailableError, type EventFilter, type EventStore } from '../ports/event-store.ts';
+import type { Follower } from '../shared/follower.ts';
+
+/**
+ * How a reader of a directory in memory (the API keys, the users) waits for it: on the follower that keeps it,
+ * never by reading the store into it itself. Both waits are bounded and say whether the follower got there.
+ */
+export interface DirectoryReads {
+  /** Until the directory holds this process's write, by the log position its command returned. */
+  written(position: number): Promise<boolean>;
+  /** Until it holds what any process had written by now (the store's head as read at the call). */
+  current(): Promise<boolean>;
+}
+
+/** The two waits on `follower`, which follows `filter` of `store`. */
+export function directoryReads(
+  follower: Follower,
+  store: EventStore,
+  filter: EventFilter,
+  timeoutMs: number,
+): DirectoryReads {
+  return {
+    written: (position) => follower.untilCommitted(position, timeoutMs),
+    current: () => untilHead(follower, store, filter, timeoutMs),
+  };
+}
+
+/**
+ * Resolves true once the follower has handled every event of its filter up to the store's head as it is now,
+ * false after `timeoutMs`. Its checkpoint stands at the last event it followed, not at the head: so the store
+ * is asked for the first followed event beyond the checkpoint (by type, an index read), and the wait is for the
+ * checkpoint to reach that one, again until none is left below the head.
+ */
+export async function untilHead(
+  follower: Follower,
+  store: EventStore,
+  filter: EventFilter,
+  timeoutMs: number,
+): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  const head = await store.headPosition();
+  for (;;) {
+    const [next] = await store.readAll({
+      fromPosition: (follower.position ?? 0) + 1,
+      toPosition: head,
+      maxCount: 1,
+      filter,
+    });
+    if (!next) return true;
+    const left = deadline - performance.now();
+    if (left <= 0 || !(await follower.untilCommitted(next.position, left))) return false;
+  }
+}
+
+/** How long a one-shot reader (a CLI command) waits for its follower. */
+const ONE_SHOT_MS = 60_000;
+
+/**
+ * For a one-shot reader (a CLI command): the follower, started, runs until the directory holds the store's head
+ * as it is now, and is then stopped. A store that cannot be read fails the command.
+ */
+export async function followToHead(follower: Follower, store: EventStore, filter: EventFilter): Promise<void> {
+  try {
+    if (!(await untilHead(follower, store, filter, ONE_SHOT_MS)))
+      throw new EventStoreUnavailableError(
+        `${follower.name}: the history could not be read up to its head within ${ONE_SHOT_MS / 1000} s`,
+      );
+  } finally {
+    await follower.stop();
+  }
+}
