@@ -20,17 +20,12 @@ export function directoryReads(
   timeoutMs: number,
 ): DirectoryReads {
   return {
-    written: (position) => follower.untilCommitted(position, timeoutMs),
+    written: (position) => untilPassed(follower, store, filter, position, timeoutMs),
     current: () => untilHead(follower, store, filter, timeoutMs),
   };
 }
 
-/**
- * Resolves true once the follower has handled every event of its filter up to the store's head as it is now,
- * false after `timeoutMs`. Its checkpoint stands at the last event it followed, not at the head: so the store
- * is asked for the first followed event beyond the checkpoint (by type, an index read), and the wait is for the
- * checkpoint to reach that one, again until none is left below the head.
- */
+/** Resolves true once the follower has handled every event of its filter up to the store's head as it is now. */
 export async function untilHead(
   follower: Follower,
   store: EventStore,
@@ -38,14 +33,28 @@ export async function untilHead(
   timeoutMs: number,
 ): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
-  const head = await store.headPosition();
+  return untilPassed(follower, store, filter, await store.headPosition(), deadline - performance.now());
+}
+
+/**
+ * Resolves true once the follower has handled every event of its filter at or below `position`, false after
+ * `timeoutMs`: its checkpoint reaching them (untilCommitted). The checkpoint stands at the last event it followed,
+ * and the position may be another's (a write's last event of a stream it does not follow, the head): so the
+ * store is asked for the first followed event beyond the checkpoint (by type, an index read), and the wait is for
+ * the checkpoint to reach that one, again until none is left at or below the position.
+ */
+export async function untilPassed(
+  follower: Follower,
+  store: EventStore,
+  filter: EventFilter,
+  position: number,
+  timeoutMs: number,
+): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const [next] = await store.readAll({
-      fromPosition: (follower.position ?? 0) + 1,
-      toPosition: head,
-      maxCount: 1,
-      filter,
-    });
+    const from = (follower.position ?? 0) + 1;
+    if (from > position) return true;
+    const [next] = await store.readAll({ fromPosition: from, toPosition: position, maxCount: 1, filter });
     if (!next) return true;
     const left = deadline - performance.now();
     if (left <= 0 || !(await follower.untilCommitted(next.position, left))) return false;

@@ -9,6 +9,7 @@ import {
   requestApiKey,
   type CredentialDeps,
 } from '../../src/commands/back-office.ts';
+import { approveAccessRequest, requestAccessChange } from '../../src/commands/user-admin.ts';
 import { API_KEY_FILTER, ApiKeyDirectory, followApiKeys } from '../../src/projections/api-key-directory.ts';
 import { directoryReads, followToHead } from '../../src/projections/directory-reads.ts';
 import { followUsers, USER_DIRECTORY_FILTER, UserDirectory } from '../../src/projections/user-directory.ts';
@@ -128,6 +129,42 @@ describe('reading a directory through its follower', () => {
 
     expect(performance.now() - started).toBeLessThan(2000);
     expect(directory.get(keyID)).toBeUndefined();
+  });
+
+  it('given the user directory following the store, when this process approves a new user (its last event a claim of the email, which the directory does not follow), then written(its position) resolves true with the user listed', async () => {
+    const directory = new UserDirectory();
+    const follower = followUsers(stores.eventStore, directory, quiet);
+    followers.push(follower);
+    const reads = directoryReads(follower, stores.eventStore, USER_DIRECTORY_FILTER, 2000);
+    for (const name of ['a', 'b'])
+      await addUser(
+        backOffice,
+        {
+          party: null,
+          email: `admin-${name}@test.example`,
+          password: 'admin password 1',
+          roles: [],
+          platformAdmin: true,
+        },
+        operator(),
+      );
+    const a = await findUserByEmail(backOffice, 'admin-a@test.example');
+    const b = await findUserByEmail(backOffice, 'admin-b@test.example');
+    const { requestID } = await requestAccessChange(
+      backOffice,
+      a,
+      { kind: 'add-user', party: null, email: 'admin-c@test.example', roles: [] },
+      'a third',
+      operator(),
+    );
+
+    const { position } = await approveAccessRequest(backOffice, b, requestID, operator());
+
+    const [claim] = await stores.eventStore.readAll({ fromPosition: position, toPosition: position });
+    expect(claim?.type).toBe('EmailClaimed');
+    expect(await reads.written(position)).toBe(true);
+    expect(directory.administrators().map((user) => user.email)).toContain('admin-c@test.example');
+    expect(directory.request(requestID)?.status).toBe('approved');
   });
 
   it('given the user directory following the store, when another process adds an administrator, then current() resolves true with them listed', async () => {
