@@ -111,6 +111,7 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     expect(await decideOnApiKey(deps, maker, keyID, { type: 'WithdrawApiKeyRequest' }, 'c')).toEqual({
       keyID,
       state: 'withdrawn',
+      position: await store.headPosition(),
     });
     expect(await problems()).toEqual([]);
     const history = await keyHistory(store, keyID);

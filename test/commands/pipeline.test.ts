@@ -450,7 +450,9 @@ describe('the command pipeline', () => {
         { store: rec.store },
         { stream: 'counter-a', decider: counterDecider, command: { type: 'Add', by: 5 }, context },
       );
-      expect(result).toEqual({ events: [added(5, 7)], state: { total: 7, count: 3 } });
+      // The position is where the event landed: what a reader of this write waits for.
+      const [appended] = await store.readStream('counter-a', { direction: 'backwards', maxCount: 1 });
+      expect(result).toEqual({ events: [added(5, 7)], state: { total: 7, count: 3 }, position: appended!.position });
       expect(rec.appends[0]!.map((r) => [r.stream, r.expectedRevision])).toEqual([['counter-a', 1]]);
       expect(await totalsOf('counter-a')).toEqual([1, 2, 7]);
     });

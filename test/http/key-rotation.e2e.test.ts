@@ -50,13 +50,14 @@ describe('API key rotation, with a fake clock', () => {
         { type: 'request', reason: 'yearly rotation' },
         randomUUID(),
       ),
-    ).toEqual({ keyID, rotation: 'pending' });
+    ).toEqual({ keyID, rotation: 'pending', position: expect.any(Number) });
     const before = sys.system.directory.get(keyID)!.secretHash;
     const approved = await approveApiKeyRotation(sys.backOffice, checker, keyID, randomUUID());
     expect(approved).toEqual({
       keyID,
       heldFor: maker.userID,
       previousValidUntil: new Date(now.getTime() + 2 * 3_600_000).toISOString(),
+      position: expect.any(Number),
     });
     await waitFor(() => sys.system.directory.get(keyID)!.secretHash !== before);
   }
