@@ -304,7 +304,9 @@ export class WalletOpsMetrics {
     const registers = [this.registry];
     const lagEvents = new Gauge({
       name: 'wallet_ops_consumer_lag_events',
-      help: 'Events a consumer (projection:<name>, executor, key-revocations, api-key-directory, sealer) has still to apply, counted up to 1000.',
+      help:
+        'Events a consumer (projection:<name>, executor, key-revocations, api-key-directory, user-directory, ' +
+        'sealer) has still to apply, counted up to 1000.',
       labelNames: ['consumer'],
       registers,
       async collect() {
