@@ -27,9 +27,9 @@ export const API_KEY_FILTER: EventFilter = { eventTypes: [...API_KEY_EVENT_TYPES
 
 /**
  * Every API key by id, in memory: the O(1) lookup that authentication needs on each request, and the
- * listing that makers and operators see. Fed in order from the event store (readAll, or a live
- * subscription so that a revocation approved elsewhere takes effect at once). Applying an event the
- * directory has already seen (by position) changes nothing.
+ * listing that makers and operators see. Fed in order by its follower (`followApiKeys`), live, so that a
+ * revocation approved elsewhere takes effect at once. Applying an event the directory has already seen (by
+ * position) changes nothing.
  */
 export class ApiKeyDirectory {
   private readonly keys = new Map<string, ApiKeyRecord>();

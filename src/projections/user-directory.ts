@@ -20,8 +20,8 @@ import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '.
  * Parties, console users and access requests, in memory: what administrators list (the console's Users and
  * Access requests pages, `wallet-ops user list`, `access list`). Folded with the deciders' own evolve, so
  * that a listing and a decision never disagree on a state. Kept current by its follower (`followUsers`), which
- * a listing waits on to show another process's write. Never holds a password
- * hash outside `user()`, and `toPublicUser` is the only shape a user leaves in.
+ * a listing waits on to show another process's write. Never holds a password hash outside `user()`, and
+ * `toPublicUser` is the only shape a user leaves in.
  */
 export type UserRecordState = Exclude<UserState, { status: 'none' }>;
 
