@@ -77,21 +77,18 @@ export async function approveWebhookEndpoint(
   const sealed = sealWebhookSecret(deps.secretsKey, endpointID, secret);
   if (!isEndpointID(endpointID))
     throw new DomainError('NOT_FOUND', `webhook endpoint ${endpointID.slice(0, 40)} does not exist`);
-  const { heldFor } = await approveForItsMaker<WebhookEndpointCommand, WebhookEndpointState, WebhookEndpointEvent>(
-    deps,
-    {
-      subject: { kind: 'webhook-endpoint', id: endpointID, what: `webhook endpoint ${endpointID}` },
-      stream: streams.webhookEndpoint(endpointID),
-      decider: webhookEndpointDecider,
-      command: {
-        type: 'ApproveWebhookEndpoint',
-        data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) },
-      },
-      credential: (endpoint) => ({ kind: 'webhook-endpoint', endpointID, url: endpoint.url, signingSecret: secret }),
-      context: userContext(user, correlationId),
+  const held = await approveForItsMaker<WebhookEndpointCommand, WebhookEndpointState, WebhookEndpointEvent>(deps, {
+    subject: { kind: 'webhook-endpoint', id: endpointID, what: `webhook endpoint ${endpointID}` },
+    stream: streams.webhookEndpoint(endpointID),
+    decider: webhookEndpointDecider,
+    command: {
+      type: 'ApproveWebhookEndpoint',
+      data: { endpointID, by: actingUser(user), secret: sealed, now: now(deps) },
     },
-  );
-  return { endpointID, heldFor };
+    credential: (endpoint) => ({ kind: 'webhook-endpoint', endpointID, url: endpoint.url, signingSecret: secret }),
+    context: userContext(user, correlationId),
+  });
+  return { endpointID, heldFor: held.heldFor };
 }
 
 export async function rejectWebhookEndpoint(
