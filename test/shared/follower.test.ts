@@ -11,10 +11,12 @@ import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store
 import type { EventStore, RecordedEvent } from '../../src/ports/event-store.ts';
 import type { ReadStore, Write } from '../../src/ports/read-store.ts';
 import {
+  batched,
   checkpointIn,
+  conflict,
   exclusiveCheckpoint,
+  failOnCommit,
   Follower,
-  Resubscribe,
   sharedCheckpoint,
   type FollowerOptions,
 } from '../../src/shared/follower.ts';
@@ -87,7 +89,7 @@ describe('the follower', () => {
     const slow = deferred();
     const follower = follow({
       checkpoint: sharedCheckpoint(readStore, 'shared'),
-      settledCommitMs: 10,
+      settling: { ...failOnCommit, retryCommitMs: 10 },
       handle: async (batch, context) =>
         batch.forEach((event) =>
           context.settleLater(event.position, event.position === p2 ? slow.promise : Promise.resolve()),
@@ -130,7 +132,7 @@ describe('the follower', () => {
     await waitFor(async () => (await readStore.getCheckpoint('x')) === p3);
   });
 
-  it('given a handler that asks to resubscribe, then the session starts again from the checkpoint and no failure is counted', async () => {
+  it('given a handler that answers a conflict, then the session starts again from the checkpoint and no failure is counted', async () => {
     await append(2);
     let position: number | null = null;
     let resubscribed = 0;
@@ -139,7 +141,7 @@ describe('the follower', () => {
       handle: async (batch) => {
         if (resubscribed === 0) {
           resubscribed += 1;
-          throw new Resubscribe('the ground moved');
+          return conflict('the ground moved');
         }
         position = batch.at(-1)!.position;
       },
@@ -171,7 +173,7 @@ describe('the follower', () => {
     let failNext = false;
     // The first batch commits; the second's commit is lost (nothing written), as with a dropped connection.
     const flaky = {
-      load: () => exclusive.load(),
+      load: (stream: Parameters<typeof exclusive.load>[0]) => exclusive.load(stream),
       async commit(position: number, writes: Write[]) {
         if (failNext && writes.length > 0) throw new Error('connection lost (before the commit)');
         return exclusive.commit(position, writes);
@@ -215,7 +217,7 @@ describe('the follower', () => {
     follow({
       checkpoint: sharedCheckpoint(readStore, 'bounded'),
       batchSize: 1,
-      maxUnsettled: 2,
+      settling: { ...failOnCommit, maxUnsettled: 2 },
       handle: async (batch, context) => {
         for (const event of batch) {
           delivered.push(event.position);
@@ -230,12 +232,11 @@ describe('the follower', () => {
     await waitFor(() => delivered.length === 3);
   });
 
-  it('given a handler that writes nothing and commitEvery, then the checkpoint moves only once enough positions passed', async () => {
+  it('given a handler that writes nothing and a batched checkpoint, then the checkpoint moves only once enough positions passed', async () => {
     const positions = await append(5);
     follow({
-      checkpoint: exclusiveCheckpoint(readStore, 'sparse'),
+      checkpoint: batched(exclusiveCheckpoint(readStore, 'sparse'), { positions: 3, ms: 60_000 }),
       batchSize: 1,
-      commitEvery: { positions: 3, ms: 60_000 },
       handle: async () => [],
     });
     await waitFor(async () => (await readStore.getCheckpoint('sparse')) === positions[2]);
@@ -243,11 +244,10 @@ describe('the follower', () => {
     expect(await readStore.getCheckpoint('sparse')).toBe(positions[2]);
   });
 
-  it('given a handler that writes nothing and commitEvery, when no batch comes after the last, then the held-back checkpoint is committed once its time has come', async () => {
+  it('given a handler that writes nothing and a batched checkpoint, when no batch comes after the last, then the held-back checkpoint is committed once its time has come', async () => {
     const positions = await append(2);
     follow({
-      checkpoint: exclusiveCheckpoint(readStore, 'idle'),
-      commitEvery: { positions: 1000, ms: 150 },
+      checkpoint: batched(exclusiveCheckpoint(readStore, 'idle'), { positions: 1000, ms: 150 }),
       handle: async () => [],
     });
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -255,11 +255,10 @@ describe('the follower', () => {
     await waitFor(async () => (await readStore.getCheckpoint('idle')) === positions[1], 2000);
   });
 
-  it('given a checkpoint held back by commitEvery, when someone waits for it (read-your-writes), then it is committed at once', async () => {
+  it('given a checkpoint held back by a batched policy, when someone waits for it (read-your-writes), then it is committed at once', async () => {
     const positions = await append(2);
     const follower = follow({
-      checkpoint: exclusiveCheckpoint(readStore, 'awaited'),
-      commitEvery: { positions: 1000, ms: 60_000 },
+      checkpoint: batched(exclusiveCheckpoint(readStore, 'awaited'), { positions: 1000, ms: 60_000 }),
       handle: async () => [],
     });
     await waitFor(() => follower.handledPosition === positions[1]);
