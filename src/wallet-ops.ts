@@ -9,7 +9,7 @@ import type { Ledger } from './ports/ledger.ts';
 import { EventStoreUnavailableError } from './ports/event-store.ts';
 import { ReadStoreUnavailableError, type ReadStore } from './ports/read-store.ts';
 import { createExecutor, type Executor } from './executor/executor.ts';
-import { KEY_REVOCATION_EVENT_TYPES, createKeyRevocations } from './executor/key-revocation.ts';
+import { createKeyRevocations } from './executor/key-revocation.ts';
 import { startSealer } from './audit/sealer.ts';
 import { KEY_USAGE_COLLECTION, KeyUsageRecorder } from './http/key-usage.ts';
 import { ApiRateLimits } from './http/rate-limit.ts';
@@ -46,7 +46,7 @@ import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
 import { WEBHOOK_COLLECTIONS, type DeliveryDoc } from './webhooks/deliveries.ts';
 import type { AttemptResult } from './webhooks/sender.ts';
 import { WEBHOOK_LEASES_COLLECTION, WebhookDispatcher } from './webhooks/dispatcher.ts';
-import { createWebhookOutbox, OUTBOX_EVENT_TYPES } from './webhooks/outbox.ts';
+import { createWebhookOutbox } from './webhooks/outbox.ts';
 import { compileAllowList } from './domain/ip-allowlist.ts';
 import type { Resolver } from './webhooks/address-guard.ts';
 import {
@@ -248,12 +248,7 @@ export async function buildWalletOps(
   );
   if (parts.includes('projections')) {
     runners.forEach((runner) => runner.start());
-    watched.push(
-      ...runners.map((runner, i) => ({
-        consumer: runner.consumer,
-        filter: { eventTypes: [...projections[i]!.eventTypes] },
-      })),
-    );
+    watched.push(...runners);
   }
   // Where the projections run, so do their rebuilds' metrics: read from the read store, whichever process rebuilds.
   if (metrics && parts.includes('projections')) {
@@ -295,7 +290,7 @@ export async function buildWalletOps(
   if (parts.includes('executor')) {
     metrics?.watchExecutorQueue(() => executor.assigned());
     executor.start();
-    watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
+    watched.push(executor);
   }
   // Rejects the pending operations of revoked and expired keys (src/executor/key-revocation.ts); runs with the executor.
   const keyRevocations = createKeyRevocations({
@@ -309,7 +304,7 @@ export async function buildWalletOps(
   });
   if (parts.includes('executor')) {
     keyRevocations.start();
-    watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });
+    watched.push(keyRevocations);
   }
 
   // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends them.
@@ -377,11 +372,7 @@ export async function buildWalletOps(
     });
     outbox.start();
     dispatcher.start();
-    const outboxFilter = { eventTypes: [...OUTBOX_EVENT_TYPES] };
-    watched.push(
-      { consumer: outbox.consumer, filter: outboxFilter },
-      { consumer: dispatcher.consumer, filter: outboxFilter, lagOf: outbox.consumer },
-    );
+    watched.push(outbox, { consumer: dispatcher.consumer, filter: outbox.filter, lagOf: outbox.consumer });
     webhooks = { outbox, dispatcher };
   }
 
@@ -415,8 +406,7 @@ export async function buildWalletOps(
         supervision,
       })
     : undefined;
-  if (balancesView && balancesFollower)
-    watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
+  if (balancesFollower) watched.push(balancesFollower);
 
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
   metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));

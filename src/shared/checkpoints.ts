@@ -13,16 +13,10 @@ export type CommitResult = { kind: 'committed' } | Conflict;
 const COMMITTED: CommitResult = { kind: 'committed' };
 export const conflict = (reason: string): Conflict => ({ kind: 'conflict', reason });
 
-/** What a checkpoint policy may read when a session starts: the stream its follower follows. */
-export interface FollowedStream {
-  eventStore: EventStore;
-  filter?: EventFilter;
-}
-
 /** Every event at or below a follower's checkpoint has been handled. */
 export interface CheckpointPolicy {
-  /** Read at the start of every session: where to resume (null: from the first event). */
-  load(stream: FollowedStream): Promise<number | null>;
+  /** Read at the start of every session, given the stream followed: where to resume (null: from the first event). */
+  load(stream: { eventStore: EventStore; filter?: EventFilter }): Promise<number | null>;
   /** Makes `position` durable, with the handler's writes when the checkpoint lives beside them. */
   commit(position: number, writes: Write[]): Promise<CommitResult>;
   /** Batched: a batch that writes nothing commits only once this many positions or ms passed since the last commit. */
@@ -120,26 +114,18 @@ export function checkpointIn(load: () => Promise<number | null> | number | null)
  * last commit (a replay after a restart is then harmless and short).
  */
 export const batched = (policy: CheckpointPolicy, every: { positions: number; ms: number }): CheckpointPolicy => ({
-  load: (stream) => policy.load(stream),
-  commit: (position, writes) => policy.commit(position, writes),
+  ...policy,
   every,
 });
 
-/** Where a batch stands when its checkpoint may be committed. */
-export interface BatchCommit {
-  /** Writes to commit with the checkpoint. */
-  writes: number;
-  /** The handler asked for it (it acted: a restart should not act again). */
-  asked: boolean;
-  /** Someone waits for the checkpoint to reach a position (read-your-writes). */
-  waited: boolean;
-  /** Positions handled beyond the committed checkpoint, and ms since the last commit. */
-  positionsSince: number;
-  msSince: number;
-}
-
-/** Whether a batch's checkpoint is committed now, or held back until its time comes (a batched policy). */
-export function commitsNow(every: CheckpointPolicy['every'], batch: BatchCommit): boolean {
-  if (batch.writes > 0 || batch.asked || batch.waited || !every) return true;
+/**
+ * Whether a batch's checkpoint is committed now, or held back until its time comes (a batched policy): `asked`
+ * when it carries writes, its handler acted (a restart should not act again) or a caller waits for it.
+ */
+export function commitsNow(
+  every: CheckpointPolicy['every'],
+  batch: { asked: boolean; positionsSince: number; msSince: number },
+): boolean {
+  if (batch.asked || !every) return true;
   return batch.positionsSince >= every.positions || batch.msSince >= every.ms;
 }

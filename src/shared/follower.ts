@@ -145,6 +145,11 @@ export class Follower {
     return this.options.name;
   }
 
+  /** The events it follows (all when undefined): /ready counts its lag in them. */
+  get filter(): EventFilter | undefined {
+    return this.options.filter;
+  }
+
   /** The checkpoint as this process knows it: every event at or below it is handled. */
   get position(): number | null {
     return this.committed;
@@ -217,8 +222,7 @@ export class Follower {
       }
       await this.options.prepare?.();
       if (resume.from === 'checkpoint') {
-        const { eventStore, filter } = this.options;
-        this.committed = await this.options.checkpoint.load({ eventStore, ...(filter ? { filter } : {}) });
+        this.committed = await this.options.checkpoint.load(this.options);
         this.committedAt = Date.now();
       }
       this.delivered = resume.from === 'handled' ? resume.position : this.committed;
@@ -263,9 +267,7 @@ export class Follower {
       const before = this.delivered;
       this.delivered = batch.at(-1)!.position;
       const due = commitsNow(this.options.checkpoint.every, {
-        writes: writes.length,
-        asked,
-        waited: this.commitWaiters.size > 0,
+        asked: writes.length > 0 || asked || this.commitWaiters.size > 0,
         positionsSince: (this.handledPosition ?? 0) - (this.committed ?? 0),
         msSince: Date.now() - this.committedAt,
       });

@@ -34,8 +34,8 @@ export type Trouble = Conflict | { kind: 'commit-failed'; error: unknown; writes
 export type Settlement =
   /** A new session at once, from the stored checkpoint, and no failure counted: someone else moved the ground. */
   | { kind: 'resubscribe'; reason: string }
-  /** Handling goes on; the commit is tried again every `everyMs` (logged once per streak). */
-  | { kind: 'retry-commit'; everyMs: number }
+  /** Handling goes on; the commit is tried again every `retryCommitMs` (logged once per streak). */
+  | { kind: 'retry-commit' }
   /** The session fails with this error (the supervisor backs off and starts a new one). */
   | { kind: 'fail'; error: unknown };
 
@@ -46,7 +46,7 @@ export function settle(policy: SettlingPolicy, trouble: Trouble): Settlement {
     case 'commit-failed':
       // Writes that were not committed must be made again: only the session's end (and a replay) does that.
       return policy.commitFailure === 'retry' && trouble.writes === 0
-        ? { kind: 'retry-commit', everyMs: policy.retryCommitMs }
+        ? { kind: 'retry-commit' }
         : { kind: 'fail', error: trouble.error };
   }
 }

@@ -109,6 +109,16 @@ describe('the follower', () => {
     expect(await readStore.getCheckpoint('shared')).toBe(positions[2]! + 100);
   });
 
+  it('given an exclusive checkpoint moved by someone else, when its policy commits, then it answers a conflict as data and writes nothing', async () => {
+    const policy = exclusiveCheckpoint(readStore, 'moved');
+    expect(await policy.load({ eventStore })).toBeNull();
+    await readStore.commit([], { projection: 'moved', position: 5, expected: null });
+    const writes: Write[] = [{ op: 'upsert', collection: 'seen', doc: { id: 'stale' } }];
+    expect(await policy.commit(3, writes)).toMatchObject({ kind: 'conflict' });
+    expect(await readStore.get('seen', 'stale')).toBeNull();
+    expect(await readStore.getCheckpoint('moved')).toBe(5);
+  });
+
   it('given an exclusive checkpoint moved by someone else, when the follower commits, then nothing of its batch is written and it resumes from their checkpoint', async () => {
     const [p1, p2, p3] = await append(3);
     const gate = deferred();
