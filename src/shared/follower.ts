@@ -246,7 +246,7 @@ export class Follower {
 
   /** Hands the handler each batch and commits it; returns when the subscription ends, or a conflict. */
   private async consume(subscription: AsyncIterable<RecordedEvent>, context: SessionContext): Promise<Conflict | void> {
-    let asked = false; // cleared before each batch
+    let asked: boolean; // cleared before each batch
     const batchContext: BatchContext = {
       stopping: context.stopping,
       settleLater: (position, settled) => this.settleLater(position, settled),
