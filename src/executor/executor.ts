@@ -110,7 +110,8 @@ export function createExecutor(options: ExecutorOptions): Executor {
     eventStore,
     filter: { eventTypes: ['OperationApproved'] },
     checkpoint: sharedCheckpoint(readStore, EXECUTOR_CHECKPOINT),
-    // Executing needs the event store and the ledger only: a read store that is down holds back the checkpoint, not the work.
+    // Executing needs the event store and the ledger only: a read store that is down holds back the checkpoint, not
+    // the work.
     settling: retryCommits({ maxUnsettled: MAX_CARRIED }),
     handle: async (batch, context) => {
       for (const event of batch) context.settleLater(event.position, carrier.carry(operationOf(event)));

@@ -31,7 +31,10 @@ const MAX_NOT_REVOKED = 100_000;
 /** Pending operations read per page by the expiry sweep. */
 const SWEEP_PAGE = 500;
 
-/** The consumer's checkpoint in the read store, shared by every process that runs it: every event at or below it has been handled. */
+/**
+ * The consumer's checkpoint in the read store, shared by every process that runs it: every event at or below it
+ * has been handled.
+ */
 export const KEY_REVOCATION_CHECKPOINT = 'key-revocations';
 export const KEY_REVOCATION_EVENT_TYPES = ['ApiKeyRevoked', 'ApiKeyPreviousSecretEnded', 'OperationRequested'] as const;
 
@@ -42,7 +45,10 @@ export type RevocationStep =
    * it created (the decision rejects, of those, what the revocation or the ended secret applies to).
    */
   | { kind: 'reject-pending-of-key'; keyID: string }
-  /** An operation was created with a key: reject it if that key, or the secret it used, is already revoked (a process that had not heard yet). */
+  /**
+   * An operation was created with a key: reject it if that key, or the secret it used, is already revoked (a
+   * process that had not heard yet).
+   */
   | { kind: 'check-key'; keyID: string; operationID: string; secretGeneration?: number }
   | { kind: 'ignore' };
 
@@ -69,11 +75,14 @@ export interface KeyRevocationOptions {
   clock: () => Date;
   assetScale: number;
   logger: Logger;
-  /** A revocation waits for the pending-operations read model to reach it; the session fails once it has not moved for this long. Default 30 s. */
+  /**
+   * A revocation waits for the pending-operations read model to reach it; the session fails once it has not moved
+   * for this long. Default 30 s.
+   */
   readModelStallMs?: number;
-  /** While only operations are requested, the checkpoint is saved at most this often (a replay is harmless). Default 1 s. */
+  /** While only operations are requested, the checkpoint is saved at most this often (replays are harmless). 1 s. */
   checkpointEveryMs?: number;
-  /** How often the sweep looks for pending operations of keys that have expired (KEY_EXPIRY_SWEEP_INTERVAL_MS). Default 60 s. */
+  /** How often the sweep looks for pending operations of expired keys (KEY_EXPIRY_SWEEP_INTERVAL_MS). Default 60 s. */
   expirySweepEveryMs?: number;
   supervision?: Supervision;
 }
@@ -140,7 +149,10 @@ export function createKeyRevocations(options: KeyRevocationOptions): KeyRevocati
     }
   }
 
-  /** Waits until the pending-operations read model has applied everything up to the revocation; throws when stopping (the batch stays unhandled). */
+  /**
+   * Waits until the pending-operations read model has applied everything up to the revocation; throws when
+   * stopping (the batch stays unhandled).
+   */
   async function untilReadModelReaches(position: number, context: BatchContext): Promise<void> {
     const stallMs = options.readModelStallMs ?? 30_000;
     const watch = new UnchangedWatch<number | null>();
@@ -150,7 +162,8 @@ export function createKeyRevocations(options: KeyRevocationOptions): KeyRevocati
       if (checkpoint !== null && checkpoint >= position) return;
       if (watch.unchangedForMs(PENDING_OPERATIONS_PROJECTION, checkpoint) > stallMs) {
         throw new Error(
-          `the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, before the revocation at position ${position}, for ${stallMs} ms: are the projections running?`,
+          `the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, ` +
+            `before the revocation at position ${position}, for ${stallMs} ms: are the projections running?`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -192,7 +205,10 @@ export function createKeyRevocations(options: KeyRevocationOptions): KeyRevocati
     return rejected;
   }
 
-  /** The decision reads the operation and its key again on the write side: it rejects only what is still pending (true: it is rejected now). */
+  /**
+   * The decision reads the operation and its key again on the write side: it rejects only what is still pending
+   * (true: it is rejected now).
+   */
   async function reject(operationID: string, cause: RecordedEvent): Promise<boolean> {
     const context: CommandContext = { actor: KEY_REVOCATION_ACTOR, correlationId: randomUUID(), causationId: cause.id };
     const result = await rejectOperationOfRevokedKey(deps, operationID, context);

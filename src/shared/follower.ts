@@ -57,11 +57,11 @@ export interface BatchContext {
   stopping(): boolean;
   /** The event at `position` is handled only once `settled` resolves: the checkpoint does not pass it before. */
   settleLater(position: number, settled: Promise<unknown>): void;
-  /** The batch's checkpoint is committed whatever a batched policy says (the handler acted: a restart should not act again). */
+  /** The batch's checkpoint is committed whatever a batched policy says (it acted: a restart should not act again). */
   commitNow(): void;
 }
 
-/** A batch handled: the writes to commit with its checkpoint, or a conflict (the ground moved: resume from the checkpoint). */
+/** A batch handled: the writes to commit with its checkpoint, or a conflict (the ground moved under it). */
 export type Handled = Write[] | void | Conflict;
 
 /** Work beside a follower: started after it, stopped before it in order (a periodic sweep, the executor's carrier). */
@@ -93,7 +93,7 @@ export interface FollowerOptions {
   supervision?: Supervision;
 }
 
-/** A task run every `everyMs` from start to stop, its failures logged once per streak; stop awaits the run under way. */
+/** A task run every `everyMs` from start to stop (failures logged once per streak); stop awaits the run under way. */
 export function periodic(everyMs: number, run: () => Promise<unknown>, streak: FailureStreak): Companion {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
@@ -213,7 +213,8 @@ export class Follower {
   }
 
   private async session(context: SessionContext): Promise<void> {
-    // After a failed session, a follower whose commits are retried resumes from what it handled (a failed event included).
+    // After a failed session, a follower whose commits are retried resumes from what it handled (a failed event
+    // included).
     let resume = resumeFrom(this.settling, { failedBefore: this.sessions++ > 0, handled: this.handledPosition });
     while (!context.stopping()) {
       if (this.settleFailure) {
@@ -285,7 +286,7 @@ export class Follower {
     }
   }
 
-  /** A checkpoint held back by a batched policy is committed once its time has come, even if no batch comes to do it. */
+  /** A checkpoint a batched policy held back is committed once its time has come, even if no batch comes to do it. */
   private commitLater(): void {
     const every = this.options.checkpoint.every;
     if (!every || this.deferred) return;
