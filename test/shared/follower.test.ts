@@ -160,6 +160,28 @@ describe('the follower', () => {
     expect(follower.consumer.status()).toMatchObject({ totalFailures: 0 });
   });
 
+  it('given work beside a follower, when it starts and stops, then that work starts with it and stops, in order, before its last commit', async () => {
+    const [p1] = await append(1);
+    const steps: string[] = [];
+    const shared = sharedCheckpoint(readStore, 'beside');
+    const follower = follow({
+      checkpoint: batched(
+        { ...shared, commit: (position, writes) => (steps.push('commit'), shared.commit(position, writes)) },
+        { positions: 1000, ms: 60_000 },
+      ),
+      handle: async () => {},
+      beside: [
+        { start: () => steps.push('start a'), stop: async () => void steps.push('stop a') },
+        { stop: async () => void steps.push('stop b') },
+      ],
+    });
+    await waitFor(() => follower.handledPosition === p1);
+    expect(steps).toEqual(['start a']);
+    await follower.stop();
+    expect(steps).toEqual(['start a', 'stop a', 'stop b', 'commit']);
+    expect(await readStore.getCheckpoint('beside')).toBe(p1);
+  });
+
   it('given a handler that fails, then the failure is counted and the events are delivered again from the checkpoint', async () => {
     const [p1] = await append(1);
     const deliveries: number[] = [];
