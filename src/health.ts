@@ -7,8 +7,8 @@ import type { ConsumerStatus, SupervisedConsumer } from './shared/follower.ts';
 
 /** A supervised consumer of this process, with the events it follows (to measure how far behind it is). */
 export interface WatchedConsumer {
-  consumer: SupervisedConsumer;
-  filter?: EventFilter;
+  readonly consumer: SupervisedConsumer;
+  readonly filter?: EventFilter | undefined;
   /**
    * For a consumer that does not read the event log itself but works on what another one queued (the webhook
    * dispatcher sends what the outbox queued): its lag is that consumer's.

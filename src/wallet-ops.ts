@@ -8,8 +8,8 @@ import { HeldCredentials, SECRETS_COLLECTION } from './commands/held-credentials
 import type { Ledger } from './ports/ledger.ts';
 import { EventStoreUnavailableError } from './ports/event-store.ts';
 import { ReadStoreUnavailableError, type ReadStore } from './ports/read-store.ts';
-import { Executor } from './executor/executor.ts';
-import { KEY_REVOCATION_EVENT_TYPES, KeyRevocations } from './executor/key-revocation.ts';
+import { createExecutor, type Executor } from './executor/executor.ts';
+import { createKeyRevocations } from './executor/key-revocation.ts';
 import { startSealer } from './audit/sealer.ts';
 import { KEY_USAGE_COLLECTION, KeyUsageRecorder } from './http/key-usage.ts';
 import { ApiRateLimits } from './http/rate-limit.ts';
@@ -26,6 +26,7 @@ import { directoryReads, untilHead } from './projections/directory-reads.ts';
 import { followUsers, USER_DIRECTORY_FILTER, UserDirectory } from './projections/user-directory.ts';
 import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { withSharedReader } from './shared/shared-reader.ts';
+import type { Follower } from './shared/follower.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
@@ -35,7 +36,7 @@ import { withReplicaReads, type ReplicaReadCounts } from './read-api/replica-rea
 import { buildOpenApiDocument } from './read-api/openapi.ts';
 import { renderDocsPage } from './read-api/docs-page.ts';
 import { allProjections } from './projections/index.ts';
-import { ProjectionRunner } from './projections/projection-runner.ts';
+import { createProjectionRunner } from './projections/projection-runner.ts';
 import { projectionStatus, rebuildsInProgress } from './projections/rebuild.ts';
 import { consoleRouter } from './console/router.ts';
 import { consumerReports, CorruptionWatch, liveness, WriteWatch, type WatchedConsumer } from './health.ts';
@@ -46,7 +47,7 @@ import { faultDecorators, faultPlansFromConfig } from './faults/index.ts';
 import { WEBHOOK_COLLECTIONS, type DeliveryDoc } from './webhooks/deliveries.ts';
 import type { AttemptResult } from './webhooks/sender.ts';
 import { WEBHOOK_LEASES_COLLECTION, WebhookDispatcher } from './webhooks/dispatcher.ts';
-import { OUTBOX_EVENT_TYPES, WebhookOutbox } from './webhooks/outbox.ts';
+import { createWebhookOutbox } from './webhooks/outbox.ts';
 import { compileAllowList } from './domain/ip-allowlist.ts';
 import type { Resolver } from './webhooks/address-guard.ts';
 import {
@@ -251,24 +252,18 @@ export async function buildWalletOps(
     },
     clock,
   );
-  const runners = projections.map(
-    (projection) =>
-      new ProjectionRunner({
-        eventStore: stores.eventStore,
-        readStore: stores.readStore,
-        projection,
-        logger,
-        supervision,
-      }),
+  const runners = projections.map((projection) =>
+    createProjectionRunner({
+      eventStore: stores.eventStore,
+      readStore: stores.readStore,
+      projection,
+      logger,
+      supervision,
+    }),
   );
   if (parts.includes('projections')) {
     runners.forEach((runner) => runner.start());
-    watched.push(
-      ...runners.map((runner, i) => ({
-        consumer: runner.consumer,
-        filter: { eventTypes: [...projections[i]!.eventTypes] },
-      })),
-    );
+    watched.push(...runners);
   }
   // Where the projections run, so do their rebuilds' metrics: read from the read store, whichever process rebuilds.
   if (metrics && parts.includes('projections')) {
@@ -281,7 +276,7 @@ export async function buildWalletOps(
     : undefined;
   if (sealer) watched.push({ consumer: sealer.consumer });
 
-  const executor = new Executor({
+  const executor = createExecutor({
     eventStore: stores.eventStore,
     readStore: stores.readStore,
     ledger,
@@ -308,12 +303,12 @@ export async function buildWalletOps(
       : {}),
   });
   if (parts.includes('executor')) {
-    metrics?.watchExecutorQueue(() => executor.assigned);
+    metrics?.watchExecutorQueue(() => executor.assigned());
     executor.start();
-    watched.push({ consumer: executor.consumer, filter: { eventTypes: ['OperationApproved'] } });
+    watched.push(executor);
   }
   // Rejects the pending operations of revoked and expired keys (src/executor/key-revocation.ts); runs with the executor.
-  const keyRevocations = new KeyRevocations({
+  const keyRevocations = createKeyRevocations({
     eventStore: stores.eventStore,
     readStore: stores.readStore,
     clock,
@@ -324,7 +319,7 @@ export async function buildWalletOps(
   });
   if (parts.includes('executor')) {
     keyRevocations.start();
-    watched.push({ consumer: keyRevocations.consumer, filter: { eventTypes: [...KEY_REVOCATION_EVENT_TYPES] } });
+    watched.push(keyRevocations);
   }
 
   // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends them.
@@ -334,7 +329,7 @@ export async function buildWalletOps(
     logger,
   );
   const credentials = new HeldCredentials({ store: stores.readStore, key: secretsKey, clock, logger });
-  let webhooks: { outbox: WebhookOutbox; dispatcher: WebhookDispatcher } | undefined;
+  let webhooks: { outbox: Follower; dispatcher: WebhookDispatcher } | undefined;
   if (parts.includes('webhooks')) {
     await untilAvailable(
       () => stores.readStore.defineCollections([...WEBHOOK_COLLECTIONS, WEBHOOK_LEASES_COLLECTION]),
@@ -380,7 +375,7 @@ export async function buildWalletOps(
           }
         : {}),
     });
-    const outbox = new WebhookOutbox({
+    const outbox = createWebhookOutbox({
       eventStore: stores.eventStore,
       readStore: stores.readStore,
       assetScale: config.ASSET_SCALE,
@@ -392,11 +387,7 @@ export async function buildWalletOps(
     });
     outbox.start();
     dispatcher.start();
-    const outboxFilter = { eventTypes: [...OUTBOX_EVENT_TYPES] };
-    watched.push(
-      { consumer: outbox.consumer, filter: outboxFilter },
-      { consumer: dispatcher.consumer, filter: outboxFilter, lagOf: outbox.consumer },
-    );
+    watched.push(outbox, { consumer: dispatcher.consumer, filter: outbox.filter, lagOf: outbox.consumer });
     webhooks = { outbox, dispatcher };
   }
 
@@ -430,8 +421,7 @@ export async function buildWalletOps(
         supervision,
       })
     : undefined;
-  if (balancesView && balancesFollower)
-    watched.push({ consumer: balancesFollower.consumer, filter: { eventTypes: [...balancesView.eventTypes] } });
+  if (balancesFollower) watched.push(balancesFollower);
 
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
   metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { type EventStore, type RecordedEvent, WrongExpectedVersionError } from '../ports/event-store.ts';
 import {
   checkpointIn,
+  conflict,
   Follower,
-  Resubscribe,
+  type Conflict,
   type ConsumerLogger,
-  type SupervisedConsumer,
   type Supervision,
 } from '../shared/follower.ts';
 import {
@@ -39,21 +39,85 @@ export interface SealerOptions {
   onError?: (error: unknown) => void;
   logger?: ConsumerLogger;
   supervision?: Supervision;
-  /** Called after each seal this sealer appended. */
-  onSeal?: (seal: HistorySealedData) => void;
 }
 
-export interface RunningSealer {
-  readonly consumer: SupervisedConsumer;
-  stop(): Promise<void>;
-}
+export type RunningSealer = Pick<Follower, 'consumer' | 'stop'>;
 
 const SILENT: ConsumerLogger = { info() {}, warn() {} };
+const LOST = conflict('another sealer sealed first');
 
+/**
+ * A follower of the whole history whose checkpoint is the last seal: every session starts from it (found again
+ * by its stream and revision) and accumulates; a conflict on the seals stream, or another sealer's seal seen in
+ * the history, means another sealer sealed first, and the follower resumes from that seal.
+ */
 export function startSealer(options: SealerOptions): RunningSealer {
-  const sealer = new Sealer(options);
-  sealer.start();
-  return sealer;
+  const every = options.every ?? 1000;
+  if (!Number.isSafeInteger(every) || every < 1) throw new Error('a seal covers at least one event');
+  const store = options.eventStore;
+  let revision = -1;
+  let range = new SealAccumulator(GENESIS_DIGEST, null);
+  let after: number | null = null;
+
+  async function resume(): Promise<void> {
+    const last = await lastSeal(store);
+    after = last ? await resumePosition(store, last.data) : null;
+    revision = last?.revision ?? -1;
+    range = new SealAccumulator(last?.data.digest ?? GENESIS_DIGEST, after);
+  }
+
+  async function seal(): Promise<Conflict | void> {
+    const data = range.seal();
+    const metadata = { actor: options.actor ?? 'system:sealer', correlationId: randomUUID() };
+    try {
+      await store.append(
+        SEALS_STREAM,
+        [{ type: SEAL_EVENT_TYPE, data, metadata }],
+        revision < 0 ? 'no_stream' : revision,
+      );
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) return LOST;
+      throw error;
+    }
+    revision += 1;
+    range = new SealAccumulator(data.digest, range.lastSeen);
+  }
+
+  const reported =
+    <A extends unknown[], T>(work: (...args: A) => Promise<T>) =>
+    async (...args: A): Promise<T> => {
+      try {
+        return await work(...args);
+      } catch (error) {
+        options.onError?.(error);
+        throw error;
+      }
+    };
+  const follower = new Follower({
+    name: 'sealer',
+    eventStore: store,
+    checkpoint: checkpointIn(() => after),
+    logger: options.logger ?? SILENT,
+    ...(options.supervision ? { supervision: options.supervision } : {}),
+    ...(options.idleMs === undefined
+      ? {}
+      : { idle: { afterMs: options.idleMs, run: reported(async () => (range.count > 0 ? seal() : undefined)) } }),
+    prepare: reported(resume),
+    handle: reported(async (batch: RecordedEvent[]) => {
+      for (const event of batch) {
+        if (isSealEvent(event)) {
+          if (event.revision > revision) return LOST;
+          range.seePosition(event.position);
+        } else {
+          range.add(event);
+          const lost = range.count >= every ? await seal() : undefined;
+          if (lost) return lost;
+        }
+      }
+    }),
+  });
+  follower.start();
+  return follower;
 }
 
 /** The last seal, or null when nothing was sealed yet. */
@@ -77,105 +141,3 @@ export const toRecordedSeal = (event: RecordedEvent): RecordedSeal => ({
   revision: event.revision,
   position: event.position,
 });
-
-/**
- * A follower of the whole history whose checkpoint is the last seal: every session starts from it (found again
- * by its stream and revision) and accumulates; a conflict on the seals stream, or another sealer's seal seen in
- * the history, means another sealer sealed first, and the follower resumes from that seal.
- */
-class Sealer implements RunningSealer {
-  private readonly options: SealerOptions;
-  private readonly follower: Follower;
-  private readonly every: number;
-  private revision = -1;
-  private range = new SealAccumulator(GENESIS_DIGEST, null);
-  private after: number | null = null;
-
-  constructor(options: SealerOptions) {
-    this.options = options;
-    this.every = options.every ?? 1000;
-    if (!Number.isSafeInteger(this.every) || this.every < 1) throw new Error('a seal covers at least one event');
-    const reported =
-      <T>(work: () => Promise<T>) =>
-      async () => {
-        try {
-          return await work();
-        } catch (error) {
-          if (!(error instanceof Resubscribe)) this.options.onError?.(error);
-          throw error;
-        }
-      };
-    this.follower = new Follower({
-      name: 'sealer',
-      eventStore: options.eventStore,
-      checkpoint: checkpointIn(() => this.after),
-      logger: options.logger ?? SILENT,
-      ...(options.supervision ? { supervision: options.supervision } : {}),
-      ...(options.idleMs === undefined
-        ? {}
-        : {
-            idle: {
-              afterMs: options.idleMs,
-              run: reported(async () => (this.range.count > 0 ? this.seal() : undefined)),
-            },
-          }),
-      prepare: reported(() => this.resume()),
-      handle: (batch) => reported(() => this.handle(batch))(),
-    });
-  }
-
-  get consumer(): SupervisedConsumer {
-    return this.follower.consumer;
-  }
-
-  start(): void {
-    this.follower.start();
-  }
-
-  stop(): Promise<void> {
-    return this.follower.stop();
-  }
-
-  private async resume(): Promise<void> {
-    const store = this.options.eventStore;
-    const last = await lastSeal(store);
-    this.after = last ? await resumePosition(store, last.data) : null;
-    this.revision = last?.revision ?? -1;
-    this.range = new SealAccumulator(last?.data.digest ?? GENESIS_DIGEST, this.after);
-  }
-
-  private async handle(batch: RecordedEvent[]): Promise<void> {
-    for (const event of batch) {
-      if (isSealEvent(event)) {
-        if (event.revision > this.revision) throw new Resubscribe('another sealer sealed first');
-        this.range.seePosition(event.position);
-      } else {
-        this.range.add(event);
-        if (this.range.count >= this.every) await this.seal();
-      }
-    }
-  }
-
-  private async seal(): Promise<void> {
-    const data = this.range.seal();
-    try {
-      await this.options.eventStore.append(
-        SEALS_STREAM,
-        [
-          {
-            type: SEAL_EVENT_TYPE,
-            data,
-            metadata: { actor: this.options.actor ?? 'system:sealer', correlationId: randomUUID() },
-          },
-        ],
-        this.revision < 0 ? 'no_stream' : this.revision,
-      );
-    } catch (error) {
-      if (error instanceof WrongExpectedVersionError) throw new Resubscribe('another sealer sealed first');
-      throw error;
-    }
-    this.revision += 1;
-    this.range = new SealAccumulator(data.digest, this.range.lastSeen);
-    this.options.onSeal?.(data);
-  }
-}

@@ -4,11 +4,17 @@ import type { Tracing } from '../ports/tracing.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import type { OperationApproved } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
-import { Follower, sharedCheckpoint, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
+import {
+  FailureStreak,
+  Follower,
+  periodic,
+  retryCommits,
+  sharedCheckpoint,
+  type Supervision,
+} from '../shared/follower.ts';
 import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
 import { Carrier } from './carrier.ts';
 import { UnchangedWatch } from '../shared/unchanged-watch.ts';
-import { FailureStreak } from './failure-streak.ts';
 import { runPass, type ExecutorObserver } from './pass.ts';
 
 export type { ExecutorObserver } from './pass.ts';
@@ -50,6 +56,13 @@ export const EXECUTOR_CHECKPOINT = 'executor';
  */
 const MAX_CARRIED = 10_000;
 
+/** The executor's runner (createExecutor), with what its metrics and tests ask of it. */
+export type Executor = Follower & {
+  /** Operations this executor carries and that are not settled yet. */
+  assigned(): number;
+  sweep(): Promise<number>;
+};
+
 /**
  * The executor's runner: a follower of approvals from the shared checkpoint that hands each operation to the
  * carrier, which runs the workflow (workflow.ts decides, pass.ts does the I/O) until it is settled. Each
@@ -60,134 +73,108 @@ const MAX_CARRIED = 10_000;
  * an attempt, so that an operation that keeps failing ends as OperationFailed naming the cause after
  * maxAttempts, releasing its hold. A periodic sweep over the unsettled-operations read model carries out
  * approvals the subscription never brought (a lost checkpoint, a dead executor whose lease ran out, an
- * approval appended while every executor was down).
+ * approval appended while every executor was down). At stop, the passes under way end first; then the follower
+ * commits what is settled (what is not stays for the next start).
  */
-export class Executor {
-  private readonly options: ExecutorOptions;
-  private readonly follower: Follower;
-  private readonly carrier: Carrier;
-  private readonly sweeps: FailureStreak;
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private sweeping = false;
-  private stopped = false;
-  /** How long this process has seen each unsettled approval, on its monotonic clock (approvedAt is another host's). */
-  private readonly sweepWatch = new UnchangedWatch();
-
-  constructor(options: ExecutorOptions) {
-    this.options = options;
-    const {
-      eventStore,
-      readStore,
-      ledger,
-      executorID,
-      maxAttempts,
-      leaseMs,
-      assetScale,
-      clock,
-      logger,
-      observer,
-      tracing,
-    } = options;
-    const retry = { firstMs: options.retryBaseMs, maxMs: options.retryMaxMs };
-    const passDeps = {
-      pipeline: { store: eventStore },
-      ledger,
-      settings: { executorID, maxAttempts },
-      leaseMs,
-      assetScale,
-      retry,
-      clock,
-      watch: new UnchangedWatch(),
-      logger,
-      ...(observer ? { observer } : {}),
-      ...(tracing ? { tracing } : {}),
-    };
-    this.carrier = new Carrier({
-      concurrency: options.concurrency,
-      pass: (operationID, lastError, signal) => runPass(passDeps, operationID, lastError, signal),
-      errorBackoff: retry,
-      clock,
-      logger,
-    });
-    this.follower = new Follower({
-      name: 'executor',
-      eventStore,
-      filter: { eventTypes: ['OperationApproved'] },
-      checkpoint: sharedCheckpoint(readStore, EXECUTOR_CHECKPOINT),
-      maxUnsettled: MAX_CARRIED,
-      // Executing needs the event store and the ledger only: a read store that is down holds back the checkpoint, not the work.
-      checkpointBestEffort: true,
-      handle: async (batch, context) => {
-        for (const event of batch) context.settleLater(event.position, this.carrier.carry(operationOf(event)));
+export function createExecutor(options: ExecutorOptions): Executor {
+  const { eventStore, readStore, ledger, executorID, maxAttempts, leaseMs, assetScale, clock, logger } = options;
+  const retry = { firstMs: options.retryBaseMs, maxMs: options.retryMaxMs };
+  const passDeps = {
+    pipeline: { store: eventStore },
+    ledger,
+    settings: { executorID, maxAttempts },
+    leaseMs,
+    assetScale,
+    retry,
+    clock,
+    watch: new UnchangedWatch(),
+    logger,
+    ...(options.observer ? { observer: options.observer } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
+  };
+  const carrier = new Carrier({
+    concurrency: options.concurrency,
+    pass: (operationID, lastError, signal) => runPass(passDeps, operationID, lastError, signal),
+    errorBackoff: retry,
+    clock,
+    logger,
+  });
+  let stopped = false;
+  const sweep = sweeper({ readStore, carrier, leaseMs, logger, stopped: () => stopped });
+  const streak = new FailureStreak(logger, {
+    failed: 'executor sweep failed; retrying at the next one',
+    recovered: 'executor sweep works again',
+  });
+  const follower = new Follower({
+    name: 'executor',
+    eventStore,
+    filter: { eventTypes: ['OperationApproved'] },
+    checkpoint: sharedCheckpoint(readStore, EXECUTOR_CHECKPOINT),
+    // Executing needs the event store and the ledger only: a read store that is down holds back the checkpoint, not
+    // the work.
+    settling: retryCommits({ maxUnsettled: MAX_CARRIED }),
+    handle: async (batch, context) => {
+      for (const event of batch) context.settleLater(event.position, carrier.carry(operationOf(event)));
+    },
+    beside: [
+      periodic(options.sweepIntervalMs, sweep, streak),
+      {
+        stop: () => {
+          stopped = true;
+          return carrier.stop();
+        },
       },
-      logger,
-      ...(options.supervision ? { supervision: options.supervision } : {}),
-    });
-    this.sweeps = new FailureStreak(
-      logger,
-      'executor sweep failed; retrying at the next one',
-      'executor sweep works again',
-    );
-  }
+    ],
+    logger,
+    ...(options.supervision ? { supervision: options.supervision } : {}),
+  });
+  return Object.assign(follower, { assigned: () => carrier.size, sweep });
+}
 
-  get consumer(): SupervisedConsumer {
-    return this.follower.consumer;
-  }
-
-  /** Operations this executor carries and that are not settled yet. */
-  get assigned(): number {
-    return this.carrier.size;
-  }
-
-  start(): void {
-    this.follower.start();
-    // The sweep never lets a rejection escape: a failure is logged once per streak, and the next tick tries again.
-    this.sweepTimer = setInterval(() => void this.sweeps.track(this.sweep()), this.options.sweepIntervalMs);
-  }
-
-  /** Passes under way end first; then the follower commits what is settled (what is not stays for the next start). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.sweepTimer);
-    await this.carrier.stop();
-    await this.follower.stop();
-  }
-
-  /**
-   * The reconciliation sweep: approved operations without an outcome, from the read model, that this executor
-   * does not carry and whose approval is older than a lease, are carried like any approval (a pass reads the
-   * operation's stream, so one settled meanwhile, or claimed by a live executor, is handled as usual).
-   */
-  async sweep(): Promise<number> {
-    if (this.sweeping || this.stopped) return 0;
-    this.sweeping = true;
+/**
+ * The reconciliation sweep: approved operations without an outcome, from the read model, that this executor
+ * does not carry and whose approval is older than a lease, are carried like any approval (a pass reads the
+ * operation's stream, so one settled meanwhile, or claimed by a live executor, is handled as usual).
+ */
+function sweeper(deps: {
+  readStore: ReadStore;
+  carrier: Carrier;
+  leaseMs: number;
+  logger: Logger;
+  stopped: () => boolean;
+}): () => Promise<number> {
+  const { readStore, carrier, leaseMs, logger } = deps;
+  /** How long this process has seen each unsettled approval, on its monotonic clock (approvedAt is another host's). */
+  const watch = new UnchangedWatch();
+  let sweeping = false;
+  return async () => {
+    if (sweeping || deps.stopped()) return 0;
+    sweeping = true;
     try {
-      const unsettled = await this.options.readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, {
+      const unsettled = await readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, {
         sort: [['approvalPosition', 'asc']],
         limit: 1000,
       });
       // Older than a lease by this process's own monotonic clock, since it first saw the approval unsettled:
       // approvedAt is the approving process's wall clock, which may run a day ahead of ours (or behind).
       const listed = new Set(unsettled.map((doc) => doc.id));
-      for (const id of this.sweepWatch.keys()) if (!listed.has(id)) this.sweepWatch.forget(id);
+      for (const id of watch.keys()) if (!listed.has(id)) watch.forget(id);
       const found = unsettled.filter(
-        (doc) =>
-          this.sweepWatch.unchangedForMs(doc.id, doc.approvalPosition) >= this.options.leaseMs &&
-          !this.carrier.has(doc.id),
+        (doc) => watch.unchangedForMs(doc.id, doc.approvalPosition) >= leaseMs && !carrier.has(doc.id),
       );
       // Settling is not awaited here: an approval the follower brings as well waits on the same operation. carry
       // never rejects: a pass's failure is retried inside it.
-      for (const doc of found) void this.carrier.carry(doc.id);
+      for (const doc of found) void carrier.carry(doc.id);
       if (found.length > 0)
-        this.options.logger.info(
+        logger.info(
           { operations: found.length },
           'sweep: executing approved operations that no executor of this process held',
         );
       return found.length;
     } finally {
-      this.sweeping = false;
+      sweeping = false;
     }
-  }
+  };
 }
 
 const operationOf = (event: RecordedEvent) => (event as unknown as OperationApproved).data.operationID;

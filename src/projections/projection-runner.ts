@@ -2,13 +2,7 @@ import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { Document, ReadStore, Write } from '../ports/read-store.ts';
 import type { Positioned, Projection, ProjectedEvent } from './projection.ts';
 import { foldInMemory } from './fold.ts';
-import {
-  exclusiveCheckpoint,
-  Follower,
-  type ConsumerLogger,
-  type SupervisedConsumer,
-  type Supervision,
-} from '../shared/follower.ts';
+import { exclusiveCheckpoint, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
 
 type Doc = Document & Positioned;
 
@@ -115,51 +109,23 @@ export interface RunnerOptions {
  * checkpoint is exclusive and fenced by the projection's generation, so when a rebuild swaps in a new model (and
  * its checkpoint) the runner notices at its next commit and resumes from there.
  */
-export class ProjectionRunner {
-  private readonly options: RunnerOptions;
-  private readonly follower: Follower;
-
-  constructor(options: RunnerOptions) {
-    this.options = options;
-    const { eventStore, readStore, projection } = options;
-    this.follower = new Follower({
-      name: `projection:${projection.name}`,
-      eventStore,
-      filter: { eventTypes: [...projection.eventTypes] },
-      checkpoint: exclusiveCheckpoint(readStore, projection.name, { fencedByGeneration: true }),
-      // Read freshness tells a model never built (no checkpoint) from one with nothing to show yet.
-      checkpointEmptyHistory: true,
-      batchSize: options.batchSize ?? 1000,
-      logger: options.logger,
-      ...(options.supervision ? { supervision: options.supervision } : {}),
-      handle: async (batch) => {
-        const fold = newFold();
-        await foldEvents(readStore, projection, batch.map(projected), projection.collection.name, fold);
-        return takeWrites(fold, projection.collection.name);
-      },
-    });
-  }
-
-  get consumer(): SupervisedConsumer {
-    return this.follower.consumer;
-  }
-
-  get position(): number | null {
-    return this.follower.position;
-  }
-
-  /** True once this runner has committed its documents up to `position`; false after `timeoutMs`. */
-  untilCommitted(position: number, timeoutMs: number): Promise<boolean> {
-    return this.follower.untilCommitted(position, timeoutMs);
-  }
-
-  start(): void {
-    this.follower.start();
-  }
-
-  stop(): Promise<void> {
-    return this.follower.stop();
-  }
+export function createProjectionRunner(options: RunnerOptions): Follower {
+  const { eventStore, readStore, projection } = options;
+  return new Follower({
+    name: `projection:${projection.name}`,
+    eventStore,
+    filter: { eventTypes: [...projection.eventTypes] },
+    // Read freshness tells a model never built (no checkpoint) from one with nothing to show yet.
+    checkpoint: exclusiveCheckpoint(readStore, projection.name, { fencedByGeneration: true, builtWhenEmpty: true }),
+    batchSize: options.batchSize ?? 1000,
+    logger: options.logger,
+    ...(options.supervision ? { supervision: options.supervision } : {}),
+    handle: async (batch) => {
+      const fold = newFold();
+      await foldEvents(readStore, projection, batch.map(projected), projection.collection.name, fold);
+      return takeWrites(fold, projection.collection.name);
+    },
+  });
 }
 
 const projected = (event: RecordedEvent): ProjectedEvent => ({

@@ -3,7 +3,7 @@ import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { validTraceparent } from '../ports/tracing.ts';
 import type { ReadStore, Write } from '../ports/read-store.ts';
 import { webhookEndpointsProjection, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
-import { exclusiveCheckpoint, Follower, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
+import { batched, exclusiveCheckpoint, Follower, type Supervision } from '../shared/follower.ts';
 import {
   deliveryID,
   WEBHOOK_DELIVERIES_COLLECTION,
@@ -94,77 +94,19 @@ const BATCH_SIZE = 500;
 const IDLE_CHECKPOINT_EVENTS = 10_000;
 const IDLE_CHECKPOINT_MS = 5_000;
 
-export class WebhookOutbox {
-  private readonly options: WebhookOutboxOptions;
-  private readonly follower: Follower;
+export function createWebhookOutbox(options: WebhookOutboxOptions): Follower {
+  const { eventStore, readStore } = options;
   /** The routes at the checkpoint, loaded at each session's start and kept with every commit. */
-  private routes = new Map<string, RouteDoc>();
+  let routes = new Map<string, RouteDoc>();
   /**
    * When the session began with no checkpoint (a read store restored empty), the head at that moment: old events
    * up to it are left out. No other event's age is judged: its createdAt comes from the clock of the process that
    * wrote it, and a process whose clock runs ahead would drop every other process's events as a day old.
    */
-  private oldUpTo: number | null = null;
-
-  constructor(options: WebhookOutboxOptions) {
-    this.options = options;
-    const { eventStore, readStore } = options;
-    this.follower = new Follower({
-      name: 'webhook-outbox',
-      eventStore,
-      filter: { eventTypes: [...OUTBOX_EVENT_TYPES] },
-      checkpoint: exclusiveCheckpoint(readStore, WEBHOOK_OUTBOX_CHECKPOINT),
-      batchSize: BATCH_SIZE,
-      // A batch that queues nothing and changes no route needs no commit: replayed after a restart it queues
-      // nothing again (routes only change through commits). The checkpoint still moves now and then, so that
-      // a restart does not read a long stretch of events nobody listens to again.
-      commitEvery: { positions: IDLE_CHECKPOINT_EVENTS, ms: IDLE_CHECKPOINT_MS },
-      logger: options.logger,
-      ...(options.supervision ? { supervision: options.supervision } : {}),
-      prepare: async () => {
-        this.oldUpTo =
-          (await readStore.getCheckpoint(WEBHOOK_OUTBOX_CHECKPOINT)) === null ? await eventStore.headPosition() : null;
-        const routes = await readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {});
-        this.routes = new Map(routes.map((route) => [route.id, route]));
-      },
-      handle: (batch) => this.handle(batch),
-      onCommitted: (writes) => {
-        const queued = writes.flatMap((write) =>
-          write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name
-            ? [(write.doc as DeliveryDoc).endpointID]
-            : [],
-        );
-        if (queued.length > 0) this.options.onQueued?.([...new Set(queued)]);
-      },
-    });
-  }
-
-  get consumer(): SupervisedConsumer {
-    return this.follower.consumer;
-  }
-
-  start(): void {
-    this.follower.start();
-  }
-
-  stop(): Promise<void> {
-    return this.follower.stop();
-  }
-
-  /**
-   * The batch's writes. The routes are changed on a copy, kept once the follower committed them: a failed
-   * commit ends the session, and the next one reloads the routes with the checkpoint.
-   */
-  private async handle(batch: RecordedEvent[]): Promise<Write[]> {
-    const routes = new Map(this.routes);
-    const writes: Write[] = [];
-    for (const event of batch) writes.push(...(await this.writesFor(event, routes)));
-    this.routes = routes;
-    return writes;
-  }
+  let oldUpTo: number | null = null;
 
   /** The writes an event makes, given the routes as of the events before it (updated in place by route changes). */
-  private async writesFor(event: RecordedEvent, routes: Map<string, RouteDoc>): Promise<Write[]> {
+  async function writesFor(event: RecordedEvent, routes: Map<string, RouteDoc>): Promise<Write[]> {
     if ((ENDPOINT_EVENT_TYPES as readonly string[]).includes(event.type)) {
       const endpointID = (event.data as { endpointID: string }).endpointID;
       const route = evolveRoute(routes.get(endpointID) ?? null, event);
@@ -174,16 +116,15 @@ export class WebhookOutbox {
     }
     const active = [...routes.values()].filter((route) => route.status === 'active');
     if (active.length === 0) return []; // nobody listens: no need to read the event's history
-    const now = this.options.clock();
+    const now = options.clock();
     if (
-      this.oldUpTo !== null &&
-      event.position <= this.oldUpTo &&
-      now.getTime() - Date.parse(event.createdAt) > this.options.maxEventAgeMs
+      oldUpTo !== null &&
+      event.position <= oldUpTo &&
+      now.getTime() - Date.parse(event.createdAt) > options.maxEventAgeMs
     )
       return [];
-    const messages = await this.messagesFor(event);
     const writes: Write[] = [];
-    for (const message of messages) {
+    for (const message of await messagesFor(event)) {
       for (const route of active) {
         if (
           route.partyType !== message.party.type ||
@@ -202,11 +143,50 @@ export class WebhookOutbox {
   }
 
   /** The event's webhook messages, from its stream up to it (an operation's or an API key's: a few events). */
-  private async messagesFor(event: RecordedEvent): Promise<WebhookMessage[]> {
-    const history = await this.options.eventStore.readStream(event.stream, { maxCount: event.revision + 1 });
+  async function messagesFor(event: RecordedEvent): Promise<WebhookMessage[]> {
+    const history = await eventStore.readStream(event.stream, { maxCount: event.revision + 1 });
     if (event.type === 'ApiKeyRevoked') return apiKeyWebhookMessages(event, history);
-    return operationWebhookMessages(event, history, this.options.assetScale);
+    return operationWebhookMessages(event, history, options.assetScale);
   }
+
+  return new Follower({
+    name: 'webhook-outbox',
+    eventStore,
+    filter: { eventTypes: [...OUTBOX_EVENT_TYPES] },
+    // A batch that queues nothing and changes no route needs no commit: replayed after a restart it queues
+    // nothing again (routes only change through commits). The checkpoint still moves now and then, so that
+    // a restart does not read a long stretch of events nobody listens to again.
+    checkpoint: batched(exclusiveCheckpoint(readStore, WEBHOOK_OUTBOX_CHECKPOINT), {
+      positions: IDLE_CHECKPOINT_EVENTS,
+      ms: IDLE_CHECKPOINT_MS,
+    }),
+    batchSize: BATCH_SIZE,
+    logger: options.logger,
+    ...(options.supervision ? { supervision: options.supervision } : {}),
+    prepare: async () => {
+      oldUpTo =
+        (await readStore.getCheckpoint(WEBHOOK_OUTBOX_CHECKPOINT)) === null ? await eventStore.headPosition() : null;
+      const stored = await readStore.find<RouteDoc>(WEBHOOK_ROUTES_COLLECTION.name, {});
+      routes = new Map(stored.map((route) => [route.id, route]));
+    },
+    // The routes are changed on a copy, kept once the follower committed them: a failed commit ends the session,
+    // and the next one reloads the routes with the checkpoint.
+    handle: async (batch) => {
+      const changed = new Map(routes);
+      const writes: Write[] = [];
+      for (const event of batch) writes.push(...(await writesFor(event, changed)));
+      routes = changed;
+      return writes;
+    },
+    onCommitted: (writes) => {
+      const queued = writes.flatMap((write) =>
+        write.op === 'upsert' && write.collection === WEBHOOK_DELIVERIES_COLLECTION.name
+          ? [(write.doc as DeliveryDoc).endpointID]
+          : [],
+      );
+      if (queued.length > 0) options.onQueued?.([...new Set(queued)]);
+    },
+  });
 }
 
 export function newDelivery(

@@ -11,7 +11,7 @@ import { PartyLookup } from '../../src/commands/party-lookup.ts';
 import { loadState } from '../../src/commands/pipeline.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
 import { streams } from '../../src/domain/streams.ts';
-import { EXECUTOR_CHECKPOINT, Executor } from '../../src/executor/executor.ts';
+import { createExecutor, EXECUTOR_CHECKPOINT, type Executor } from '../../src/executor/executor.ts';
 import { newFaultCounters, withReadStoreFaults } from '../../src/faults/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
@@ -54,7 +54,7 @@ describe('the executor while the read store is down', () => {
       { errorRate: 0.5, latencyMs: 0, hangRate: 0, hangMs: 0, random: () => (down ? 0 : 1) },
       newFaultCounters(),
     );
-    executor = new Executor({
+    executor = createExecutor({
       eventStore,
       readStore,
       ledger,

@@ -8,7 +8,7 @@ import {
   KEY_EXPIRED_REASON,
   KEY_REVOCATION_ACTOR,
   KEY_REVOCATION_CHECKPOINT,
-  KeyRevocations,
+  createKeyRevocations,
   revocationStep,
 } from '../../src/executor/key-revocation.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -16,7 +16,7 @@ import type { EventStore } from '../../src/ports/event-store.ts';
 import type { ReadStore } from '../../src/ports/read-store.ts';
 import { pendingOperationsProjection } from '../../src/projections/pending-operations.ts';
 import type { Projection } from '../../src/projections/projection.ts';
-import { ProjectionRunner } from '../../src/projections/projection-runner.ts';
+import { createProjectionRunner } from '../../src/projections/projection-runner.ts';
 import { newOperationID, requestOperation } from '../support/given-events.ts';
 import { request } from '../support/projection-spec.ts';
 import { waitFor } from '../support/system.ts';
@@ -88,7 +88,7 @@ describe('the key-revocation consumer and the read model it reads', () => {
   });
 
   it('when the pending-operations read model does not reach a revocation, then the consumer reports it failing and retries; when the model runs, then it recovers past the revocation', async () => {
-    const consumer = new KeyRevocations({
+    const consumer = createKeyRevocations({
       eventStore,
       readStore,
       clock: () => new Date(),
@@ -113,7 +113,7 @@ describe('the key-revocation consumer and the read model it reads', () => {
     expect(consumer.consumer.downForMs()).toBeGreaterThanOrEqual(0);
     expect(await readStore.getCheckpoint(KEY_REVOCATION_CHECKPOINT)).toBeNull();
 
-    const runner = new ProjectionRunner({ eventStore, readStore, projection, logger });
+    const runner = createProjectionRunner({ eventStore, readStore, projection, logger });
     runner.start();
     stoppers.push(() => runner.stop());
     await waitFor(
@@ -140,7 +140,7 @@ describe("the key-revocation consumer's sweep of expired keys", () => {
     eventStore = openSqliteEventStore({ file: join(dir.path, 'events.sqlite') });
     readStore = openSqliteReadStore({ file: join(dir.path, 'read-models.sqlite') });
     await readStore.defineCollections([projection.collection]);
-    const runner = new ProjectionRunner({ eventStore, readStore, projection, logger });
+    const runner = createProjectionRunner({ eventStore, readStore, projection, logger });
     runner.start();
     stoppers.push(() => runner.stop());
     now = new Date('2026-05-31T23:59:59.000Z');
@@ -153,7 +153,7 @@ describe("the key-revocation consumer's sweep of expired keys", () => {
   });
 
   const sweeper = (options: { expirySweepEveryMs?: number } = {}) => {
-    const consumer = new KeyRevocations({ eventStore, readStore, clock, assetScale: 2, logger, ...options });
+    const consumer = createKeyRevocations({ eventStore, readStore, clock, assetScale: 2, logger, ...options });
     stoppers.push(() => consumer.stop());
     return consumer;
   };

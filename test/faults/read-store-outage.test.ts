@@ -17,14 +17,14 @@ import { withHashChain } from '../../src/audit/hash-chain.ts';
 import { onboardParty } from '../../src/commands/back-office.ts';
 import { issueFloat } from '../../src/commands/channel-operations.ts';
 import { PartyLookup } from '../../src/commands/party-lookup.ts';
-import { EXECUTOR_CHECKPOINT, Executor } from '../../src/executor/executor.ts';
-import { KeyRevocations } from '../../src/executor/key-revocation.ts';
+import { createExecutor, EXECUTOR_CHECKPOINT } from '../../src/executor/executor.ts';
+import { createKeyRevocations } from '../../src/executor/key-revocation.ts';
 import { newFaultCounters, withReadStoreFaults } from '../../src/faults/index.ts';
 import { KEY_USAGE_COLLECTION, KeyUsageRecorder, keyUsage } from '../../src/http/key-usage.ts';
 import { createLogger } from '../../src/logger.ts';
 import { BALANCES_COLLECTION, type BalanceDoc } from '../../src/projections/balances.ts';
 import { allProjections } from '../../src/projections/index.ts';
-import { ProjectionRunner } from '../../src/projections/projection-runner.ts';
+import { createProjectionRunner } from '../../src/projections/projection-runner.ts';
 import type { PartyRef } from '../../src/domain/parties.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
 import type { Ledger } from '../../src/ports/ledger.ts';
@@ -83,10 +83,10 @@ describe('a read store outage in the background paths', () => {
       ...projections.map((projection) => projection.collection),
       KEY_USAGE_COLLECTION,
     ]);
-    const runners = projections.map(
-      (projection) => new ProjectionRunner({ eventStore, readStore, projection, logger, supervision: FAST }),
+    const runners = projections.map((projection) =>
+      createProjectionRunner({ eventStore, readStore, projection, logger, supervision: FAST }),
     );
-    const executor = new Executor({
+    const executor = createExecutor({
       eventStore,
       readStore,
       ledger,
@@ -102,7 +102,7 @@ describe('a read store outage in the background paths', () => {
       logger,
       supervision: FAST,
     });
-    const revocations = new KeyRevocations({
+    const revocations = createKeyRevocations({
       eventStore,
       readStore,
       clock: () => new Date(),

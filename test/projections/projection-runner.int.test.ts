@@ -8,13 +8,14 @@ import type { EventStore, RecordedEvent, Subscription } from '../../src/ports/ev
 import { CheckpointConflictError, type Document, type ReadStore } from '../../src/ports/read-store.ts';
 import { balancesProjection } from '../../src/projections/balances.ts';
 import type { Positioned, ProjectedEvent, Projection } from '../../src/projections/projection.ts';
-import { applyBatch, ProjectionRunner } from '../../src/projections/projection-runner.ts';
+import { applyBatch, createProjectionRunner } from '../../src/projections/projection-runner.ts';
+import type { Follower } from '../../src/shared/follower.ts';
 import { rebuildProjection } from '../../src/projections/rebuild.ts';
 import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /**
- * applyBatch and ProjectionRunner on the real embedded stores: replays change nothing, the model and its
+ * applyBatch and createProjectionRunner on the real embedded stores: replays change nothing, the model and its
  * checkpoint move together or not at all, and a runner resumes from whatever checkpoint it finds, its own
  * after a restart or one a promote put there.
  */
@@ -41,7 +42,7 @@ const B: WalletRef = { kind: 'merchant', id: 'b' };
 let dir: ReturnType<typeof tempDir>;
 let eventStore: EventStore;
 let readStore: ReadStore;
-const runners: ProjectionRunner[] = [];
+const runners: Follower[] = [];
 const runnerErrors: unknown[] = [];
 
 beforeEach(async () => {
@@ -79,8 +80,8 @@ const read = async (fromPosition = 1, toPosition?: number) =>
 const model = (collection: string) => readStore.find(collection, { sort: [['id', 'asc']] });
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-function start(projection: Projection, store: EventStore = eventStore): ProjectionRunner {
-  const runner = new ProjectionRunner({
+function start(projection: Projection, store: EventStore = eventStore): Follower {
+  const runner = createProjectionRunner({
     eventStore: store,
     readStore,
     projection,
@@ -231,7 +232,7 @@ describe('applyBatch on the embedded stores', () => {
   });
 });
 
-describe('ProjectionRunner on the embedded stores', () => {
+describe('createProjectionRunner on the embedded stores', () => {
   it('given none of its events in the store yet, when a runner starts, then its checkpoint is the head (built, with nothing to show: not "never built") and it applies the first event from there', async () => {
     const { store, subscriptions } = recording(eventStore);
     await debit(A, '0'); // an event of another type: the head moves, the model has nothing to show

@@ -3,23 +3,26 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteEventStore } from '../../src/adapters/sqlite/sqlite-event-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { EventStore } from '../../src/ports/event-store.ts';
-import { Follower, type CheckpointPolicy } from '../../src/shared/follower.ts';
+import { batched, Follower, retryCommits, type CheckpointPolicy } from '../../src/shared/follower.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /**
  * What the follower grew for key revocations and the executor: a follower that commits its checkpoint only now
- * and then (commitEvery) still commits at once the batch whose handler acted and asks for it (commitNow); and
+ * and then (a batched policy) still commits at once the batch whose handler acted and asks for it (commitNow); and
  * a follower whose work does not need the checkpoint's store goes on while that store is down
- * (checkpointBestEffort), and resumes from what it handled after a failed session.
+ * (retryCommits), and resumes from what it handled after a failed session.
  */
-describe('a follower with commitEvery', () => {
+describe('a follower with a batched checkpoint', () => {
   let dir: ReturnType<typeof tempDir>;
   let eventStore: EventStore;
   let follower: Follower | undefined;
   const commits: number[] = [];
   const recorded: CheckpointPolicy = {
     load: async () => null,
-    commit: async (position) => void commits.push(position),
+    commit: async (position) => {
+      commits.push(position);
+      return { kind: 'committed' };
+    },
   };
 
   beforeEach(() => {
@@ -29,8 +32,7 @@ describe('a follower with commitEvery', () => {
     follower = new Follower({
       name: 'test',
       eventStore,
-      checkpoint: recorded,
-      commitEvery: { positions: 1_000_000, ms: 3_600_000 },
+      checkpoint: batched(recorded, { positions: 1_000_000, ms: 3_600_000 }),
       handle: async (batch, context) => {
         if (batch.some((event) => event.type === 'Acted')) context.commitNow();
       },
@@ -86,6 +88,7 @@ describe('a follower with a best-effort checkpoint', () => {
       commit: async (position) => {
         if (storeDown) throw new Error('read store down');
         commits.push(position);
+        return { kind: 'committed' };
       },
     };
     const handled: number[] = [];
@@ -94,7 +97,7 @@ describe('a follower with a best-effort checkpoint', () => {
       name: 'test',
       eventStore,
       checkpoint: flaky,
-      checkpointBestEffort: true,
+      settling: retryCommits(),
       handle: async (batch) => {
         if (failNext) {
           failNext = false;

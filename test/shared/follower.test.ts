@@ -11,10 +11,12 @@ import { openSqliteReadStore } from '../../src/adapters/sqlite/sqlite-read-store
 import type { EventStore, RecordedEvent } from '../../src/ports/event-store.ts';
 import type { ReadStore, Write } from '../../src/ports/read-store.ts';
 import {
+  batched,
   checkpointIn,
+  conflict,
   exclusiveCheckpoint,
+  failOnCommit,
   Follower,
-  Resubscribe,
   sharedCheckpoint,
   type FollowerOptions,
 } from '../../src/shared/follower.ts';
@@ -87,7 +89,7 @@ describe('the follower', () => {
     const slow = deferred();
     const follower = follow({
       checkpoint: sharedCheckpoint(readStore, 'shared'),
-      settledCommitMs: 10,
+      settling: { ...failOnCommit, retryCommitMs: 10 },
       handle: async (batch, context) =>
         batch.forEach((event) =>
           context.settleLater(event.position, event.position === p2 ? slow.promise : Promise.resolve()),
@@ -105,6 +107,16 @@ describe('the follower', () => {
     const policy = sharedCheckpoint(readStore, 'shared');
     await policy.commit(positions[1]!, []);
     expect(await readStore.getCheckpoint('shared')).toBe(positions[2]! + 100);
+  });
+
+  it('given an exclusive checkpoint moved by someone else, when its policy commits, then it answers a conflict as data and writes nothing', async () => {
+    const policy = exclusiveCheckpoint(readStore, 'moved');
+    expect(await policy.load({ eventStore })).toBeNull();
+    await readStore.commit([], { projection: 'moved', position: 5, expected: null });
+    const writes: Write[] = [{ op: 'upsert', collection: 'seen', doc: { id: 'stale' } }];
+    expect(await policy.commit(3, writes)).toMatchObject({ kind: 'conflict' });
+    expect(await readStore.get('seen', 'stale')).toBeNull();
+    expect(await readStore.getCheckpoint('moved')).toBe(5);
   });
 
   it('given an exclusive checkpoint moved by someone else, when the follower commits, then nothing of its batch is written and it resumes from their checkpoint', async () => {
@@ -130,7 +142,7 @@ describe('the follower', () => {
     await waitFor(async () => (await readStore.getCheckpoint('x')) === p3);
   });
 
-  it('given a handler that asks to resubscribe, then the session starts again from the checkpoint and no failure is counted', async () => {
+  it('given a handler that answers a conflict, then the session starts again from the checkpoint and no failure is counted', async () => {
     await append(2);
     let position: number | null = null;
     let resubscribed = 0;
@@ -139,13 +151,35 @@ describe('the follower', () => {
       handle: async (batch) => {
         if (resubscribed === 0) {
           resubscribed += 1;
-          throw new Resubscribe('the ground moved');
+          return conflict('the ground moved');
         }
         position = batch.at(-1)!.position;
       },
     });
     await waitFor(() => position !== null);
     expect(follower.consumer.status()).toMatchObject({ totalFailures: 0 });
+  });
+
+  it('given work beside a follower, when it starts and stops, then that work starts with it and stops, in order, before its last commit', async () => {
+    const [p1] = await append(1);
+    const steps: string[] = [];
+    const shared = sharedCheckpoint(readStore, 'beside');
+    const follower = follow({
+      checkpoint: batched(
+        { ...shared, commit: (position, writes) => (steps.push('commit'), shared.commit(position, writes)) },
+        { positions: 1000, ms: 60_000 },
+      ),
+      handle: async () => {},
+      beside: [
+        { start: () => steps.push('start a'), stop: async () => void steps.push('stop a') },
+        { stop: async () => void steps.push('stop b') },
+      ],
+    });
+    await waitFor(() => follower.handledPosition === p1);
+    expect(steps).toEqual(['start a']);
+    await follower.stop();
+    expect(steps).toEqual(['start a', 'stop a', 'stop b', 'commit']);
+    expect(await readStore.getCheckpoint('beside')).toBe(p1);
   });
 
   it('given a handler that fails, then the failure is counted and the events are delivered again from the checkpoint', async () => {
@@ -171,7 +205,7 @@ describe('the follower', () => {
     let failNext = false;
     // The first batch commits; the second's commit is lost (nothing written), as with a dropped connection.
     const flaky = {
-      load: () => exclusive.load(),
+      load: (stream: Parameters<typeof exclusive.load>[0]) => exclusive.load(stream),
       async commit(position: number, writes: Write[]) {
         if (failNext && writes.length > 0) throw new Error('connection lost (before the commit)');
         return exclusive.commit(position, writes);
@@ -215,7 +249,7 @@ describe('the follower', () => {
     follow({
       checkpoint: sharedCheckpoint(readStore, 'bounded'),
       batchSize: 1,
-      maxUnsettled: 2,
+      settling: { ...failOnCommit, maxUnsettled: 2 },
       handle: async (batch, context) => {
         for (const event of batch) {
           delivered.push(event.position);
@@ -230,12 +264,11 @@ describe('the follower', () => {
     await waitFor(() => delivered.length === 3);
   });
 
-  it('given a handler that writes nothing and commitEvery, then the checkpoint moves only once enough positions passed', async () => {
+  it('given a handler that writes nothing and a batched checkpoint, then the checkpoint moves only once enough positions passed', async () => {
     const positions = await append(5);
     follow({
-      checkpoint: exclusiveCheckpoint(readStore, 'sparse'),
+      checkpoint: batched(exclusiveCheckpoint(readStore, 'sparse'), { positions: 3, ms: 60_000 }),
       batchSize: 1,
-      commitEvery: { positions: 3, ms: 60_000 },
       handle: async () => [],
     });
     await waitFor(async () => (await readStore.getCheckpoint('sparse')) === positions[2]);
@@ -243,11 +276,10 @@ describe('the follower', () => {
     expect(await readStore.getCheckpoint('sparse')).toBe(positions[2]);
   });
 
-  it('given a handler that writes nothing and commitEvery, when no batch comes after the last, then the held-back checkpoint is committed once its time has come', async () => {
+  it('given a handler that writes nothing and a batched checkpoint, when no batch comes after the last, then the held-back checkpoint is committed once its time has come', async () => {
     const positions = await append(2);
     follow({
-      checkpoint: exclusiveCheckpoint(readStore, 'idle'),
-      commitEvery: { positions: 1000, ms: 150 },
+      checkpoint: batched(exclusiveCheckpoint(readStore, 'idle'), { positions: 1000, ms: 150 }),
       handle: async () => [],
     });
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -255,11 +287,10 @@ describe('the follower', () => {
     await waitFor(async () => (await readStore.getCheckpoint('idle')) === positions[1], 2000);
   });
 
-  it('given a checkpoint held back by commitEvery, when someone waits for it (read-your-writes), then it is committed at once', async () => {
+  it('given a checkpoint held back by a batched policy, when someone waits for it (read-your-writes), then it is committed at once', async () => {
     const positions = await append(2);
     const follower = follow({
-      checkpoint: exclusiveCheckpoint(readStore, 'awaited'),
-      commitEvery: { positions: 1000, ms: 60_000 },
+      checkpoint: batched(exclusiveCheckpoint(readStore, 'awaited'), { positions: 1000, ms: 60_000 }),
       handle: async () => [],
     });
     await waitFor(() => follower.handledPosition === positions[1]);

@@ -3,7 +3,7 @@ import { afterEach, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { WEBHOOK_COLLECTIONS, WEBHOOK_DELIVERIES_COLLECTION, type DeliveryDoc } from '../../src/webhooks/deliveries.ts';
-import { evolveRoute, WebhookOutbox } from '../../src/webhooks/outbox.ts';
+import { createWebhookOutbox, evolveRoute } from '../../src/webhooks/outbox.ts';
 import { startTestSystem, waitFor, type TestSystem } from '../support/system.ts';
 import { newOperationID } from '../support/given-events.ts';
 
@@ -63,8 +63,8 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
       },
     },
   });
-  const first = new WebhookOutbox(options);
-  let second = new WebhookOutbox({ ...options, readStore: slowStore });
+  const first = createWebhookOutbox(options);
+  let second = createWebhookOutbox({ ...options, readStore: slowStore });
   first.start();
   second.start();
   // A stand-in for the dispatcher marks every queued delivery delivered at once and counts how often it saw each:
@@ -118,7 +118,7 @@ it('given two outboxes racing, one restarted midway, then every event is queued 
     });
     if (i === OPERATIONS / 2) {
       await second.stop();
-      second = new WebhookOutbox({ ...options, readStore: slowStore });
+      second = createWebhookOutbox({ ...options, readStore: slowStore });
       second.start();
     }
   }
@@ -192,7 +192,7 @@ it('given events older than the retry window when the outbox reaches them (a sto
   });
 
   // The outbox's clock is a day and a minute later: it reaches the approval past the window
-  const outbox = new WebhookOutbox({
+  const outbox = createWebhookOutbox({
     eventStore,
     readStore,
     assetScale: 2,
