@@ -116,11 +116,9 @@ export interface RunnerOptions {
  * its checkpoint) the runner notices at its next commit and resumes from there.
  */
 export class ProjectionRunner {
-  private readonly options: RunnerOptions;
   private readonly follower: Follower;
 
   constructor(options: RunnerOptions) {
-    this.options = options;
     const { eventStore, readStore, projection } = options;
     this.follower = new Follower({
       name: `projection:${projection.name}`,
@@ -142,10 +140,6 @@ export class ProjectionRunner {
 
   get consumer(): SupervisedConsumer {
     return this.follower.consumer;
-  }
-
-  get position(): number | null {
-    return this.follower.position;
   }
 
   /** True once this runner has committed its documents up to `position`; false after `timeoutMs`. */

@@ -216,10 +216,6 @@ export class Follower {
     this.consumer = supervise(options.name, options.logger, (context) => this.session(context), options.supervision);
   }
 
-  get name(): string {
-    return this.options.name;
-  }
-
   /** The checkpoint as this process knows it: every event at or below it is handled. */
   get position(): number | null {
     return this.committed;
