@@ -24,7 +24,8 @@ function ramTempDir(): string | undefined {
 const RAM_TEMP_DIR = ramTempDir();
 
 /**
- * Test files are named by their kind, and the kind picks the pool:
+ * Test files are named by their kind, and the kind picks the pool (test/test-kinds.int.test.ts checks each file's
+ * imports against the rule):
  * - `*.test.ts`, pure: in memory only, no file, socket, server or process (deciders, evolvers, projections, workflows,
  *   parsers, in-memory fakes of the ports). Worker threads.
  * - `*.int.test.ts`, integration: real I/O inside the test's own process: a store (SQLite files, the run's
