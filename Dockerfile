@@ -12,7 +12,7 @@
 # other scripts are the `node` devDependency's (a Node 24 for machines whose system Node is older; this image
 # has its own), esbuild's and protobufjs's, which nothing here needs (package.json's allowScripts says the same
 # for npm >= 11.19; the flag also holds on the npm this base image bundles, whatever its version).
-# test/deploy/dockerfile.test.ts checks this file: Node 24, multi-stage, --omit=dev, compiled entry point,
+# test/deploy/dockerfile.int.test.ts checks this file: Node 24, multi-stage, --omit=dev, compiled entry point,
 # non-root user, health check.
 
 FROM node:24-slim AS build

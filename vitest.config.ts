@@ -24,43 +24,34 @@ function ramTempDir(): string | undefined {
 const RAM_TEMP_DIR = ramTempDir();
 
 /**
+ * Test files are named by their kind, and the kind picks the pool (test/test-kinds.int.test.ts checks each file's
+ * imports against the rule):
+ * - `*.test.ts`, pure: in memory only, no file, socket, server or process (deciders, evolvers, projections, workflows,
+ *   parsers, in-memory fakes of the ports). Worker threads.
+ * - `*.int.test.ts`, integration: real I/O inside the test's own process: a store (SQLite files, the run's
+ *   PostgreSQL, the EVM chain, a MongoDB or KurrentDB client), the file system (the repository's own files too), an
+ *   HTTP server or socket in process, the CLI run in process on a data directory. Forks.
+ * - `*.e2e.test.ts`, end to end: a system of the service (test/support/system.ts, executor-system.ts, buildWalletOps,
+ *   in process or spawned), any child process (the bin, a second writer, a lock holder, tsc, a server of its own),
+ *   or a browser (`*.browser.e2e.test.ts`). Forks.
+ * The integration and end-to-end files are one project: vitest awaits one project's files before it starts another's
+ * in the same pool, which would leave a worker idle behind each project's longest file.
+ *
  * One worker process runs many test files, one after the other (isolate: false, for the threads and the forks pools
  * alike): a fresh process per file costs more than half a second of CPU (node, vitest and every imported package
  * started again), more than most files' tests, and about 250 s of the suite's CPU in all. A file leaves nothing
  * behind that the next one could trip on: systems are closed, children killed (afterAll), environment given per
- * system, never set globally. The pure suites (deciders, evolvers, projections, the follower and its ports, in
- * memory) run on threads, cheaper still; everything that starts systems, servers or children on forks.
+ * system, never set globally.
  */
-const PURE = [
-  'test/domain/**/*.test.ts',
-  'test/commands/**/*.test.ts',
-  'test/projections/**/!(api-key-directory-follow).test.ts',
-  'test/shared/**/*.test.ts',
-  'test/ports/**/*.test.ts',
-  'test/architecture.test.ts',
-  'test/config.test.ts',
-  'test/audit/hash-chain.test.ts',
-  'test/executor/workflow.test.ts',
-  'test/executor/carrier.test.ts',
-  'test/executor/claim-watch.test.ts',
-  'test/webhooks/address-guard.test.ts',
-  'test/webhooks/deliveries.test.ts',
-  'test/webhooks/retry-policy.test.ts',
-  'test/webhooks/webhook-events.test.ts',
-  'test/http/rate-limit.test.ts',
-  'test/faults/fault-injection.test.ts',
-  'test/support/openapi-validator.test.ts',
-  'test/read-api/integrating-doc.test.ts',
-  'test/adapters/kurrentdb-mapping.test.ts',
-  'test/adapters/mongodb-query.test.ts',
-  'test/bench/soak-health.test.ts',
-];
+const PURE = 'test/**/*.test.ts';
+const INTEGRATION = 'test/**/*.int.test.ts';
+const END_TO_END = 'test/**/*.e2e.test.ts';
 /**
  * Suites that replace a module of src/ with vi.mock: a module another file of the same worker imported already
  * would not be replaced, so these get modules of their own (vmForks: a fresh module graph per file in a reused
  * process).
  */
-const OWN_MODULES = ['test/adapters/sqlite-faults.test.ts'];
+const OWN_MODULES = ['test/adapters/sqlite-faults.e2e.test.ts'];
 
 export default defineConfig({
   test: {
@@ -69,7 +60,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // Isolation is the pool's, set here: vitest ignores a project's own (see the comment above PURE).
-    // Two processes for the files that start systems, servers and children (forks), two threads for the pure suites,
+    // Two processes for the integration and end-to-end files (forks), two threads for the pure ones,
     // on two cores. Measured on 2 cores: 2 forks 363-384 s; 3 forks 343-389 s for about 75 s more CPU (the machine is
     // busy throughout with two); 4 cost more still. Again once idle systems stopped polling (2026-11-26): 2 forks 328 s
     // and 515 s of CPU; 3 forks 310 and 343 s for 546 and 581 s of CPU: no gain beyond the runs' spread. Again later that day:
@@ -118,12 +109,20 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'wallet-ops',
-          include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...PURE, ...OWN_MODULES],
+          include: [INTEGRATION, END_TO_END],
+          exclude: [...configDefaults.exclude, PACKAGING_TESTS, ...OWN_MODULES],
           globalSetup: ['test/support/postgres.global.ts', 'test/support/evm-chain.global.ts'],
         },
       },
-      { extends: true, test: { name: 'pure', include: PURE, pool: 'threads' } },
+      {
+        extends: true,
+        test: {
+          name: 'pure',
+          include: [PURE],
+          exclude: [...configDefaults.exclude, PACKAGING_TESTS, INTEGRATION, END_TO_END],
+          pool: 'threads',
+        },
+      },
       { extends: true, test: { name: 'own-modules', include: OWN_MODULES, pool: 'vmForks' } },
     ],
   },

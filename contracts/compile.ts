@@ -2,7 +2,7 @@
  * Compiles contracts/WalletLedger.sol with the solc npm package (pinned in package.json, so the bytecode is
  * reproducible) into src/adapters/evm/wallet-ledger-artifact.ts, the ABI and bytecode the EVM adapter deploys
  * and calls. `npm run contracts:compile` writes it; `--check` exits 1 when the committed artifact differs
- * from a fresh compilation (test/adapters/evm/contract-artifact.test.ts runs the same comparison).
+ * from a fresh compilation (test/adapters/evm/contract-artifact.int.test.ts runs the same comparison).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

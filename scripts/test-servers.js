@@ -18,10 +18,13 @@ export const SERVER_URLS = {
   // The replica set's one member is named mongodb:27017, which only the compose network resolves.
   MONGODB_URL: 'mongodb://localhost:27017/?directConnection=true',
 };
-/** The files that run more when a server URL is set: every KurrentDB and MongoDB adapter test, and the line that says so. */
+/**
+ * The files that run more when a server URL is set: every KurrentDB and MongoDB adapter integration test (the pure
+ * mapping and query tests need no server), and the line that says so.
+ */
 export const serverSuites = () =>
   readdirSync(join(root, 'test/adapters'))
-    .filter((name) => /^(kurrentdb|mongodb)-.*\.test\.ts$/.test(name) || name === 'server-contracts.test.ts')
+    .filter((name) => /^(kurrentdb|mongodb)-.*\.int\.test\.ts$/.test(name) || name === 'server-contracts.test.ts')
     .map((name) => `test/adapters/${name}`)
     .sort();
 

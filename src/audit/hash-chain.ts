@@ -104,8 +104,6 @@ export function storedHash(event: RecordedEvent): string {
   return typeof hash === 'string' ? hash : eventHash(event);
 }
 
-export const hasHash = (event: RecordedEvent): boolean => typeof event.metadata?.hash === 'string';
-
 export interface HashChainOptions {
   /** Streams whose last (revision, hash) is remembered. Default 10,000; in-flight entries are never evicted. */
   maxCachedStreams?: number;

@@ -198,8 +198,6 @@ export class SealChecker {
   checked = 0;
   sealedEvents = 0;
   unsealedEvents = 0;
-  /** The last position covered by a seal that matched. */
-  verifiedTo: number | null = null;
 
   constructor(
     mode: 'positions' | 'ids',
@@ -322,8 +320,6 @@ export class SealChecker {
         position,
         detail: `${where} does not match the history, first sealed position ${data.fromPosition}: ${located}; ${count} events found for ${data.count} sealed, digest ${digest.slice(0, 16)}… for ${data.digest.slice(0, 16)}…`,
       });
-    } else {
-      this.verifiedTo = data.toPosition;
     }
     this.sealedEvents += count;
     this.previousDigest = data.digest;

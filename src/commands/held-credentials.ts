@@ -91,9 +91,6 @@ export interface TemporaryPasswordHalf {
 
 export type DeliveredSecret = ApiKeySecret | WebhookSigningSecret | TemporaryPasswordHalf;
 
-export const isWebhookSigningSecret = (secret: DeliveredSecret): secret is WebhookSigningSecret =>
-  secret.kind === 'webhook-endpoint';
-
 export type Subject = { kind: DeliveredSecret['kind']; id: string };
 
 /** What a secret is for, as its additional data names it. */

@@ -42,9 +42,6 @@ export function html(strings: TemplateStringsArray, ...values: Renderable[]): Ht
   return new Html(out);
 }
 
-/** An attribute present or absent: `<input ${attr('disabled', isDisabled)}>`. */
-export const attr = (name: string, on: boolean): Html => new Html(on ? ` ${name}` : '');
-
 /** `2025-01-31 14:05 UTC` in a <time> element: the same for every viewer, and exact in its datetime. */
 export function time(iso: string | null | undefined): Html {
   if (!iso) return html`<span class="muted">—</span>`;

@@ -46,9 +46,6 @@ export interface PoolCounts {
   max: number;
 }
 
-/** What a create-operation request came to (src/write-api/routes.ts). */
-export type CreateOutcome = 'created' | 'replayed' | 'refused' | 'error';
-
 let processRegistry: Registry | undefined;
 
 /** The one registry of process metrics (prom-client's collectDefaultMetrics), created on first use. */

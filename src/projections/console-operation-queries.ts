@@ -191,20 +191,6 @@ export function operationsOfKey(
   return findOperations(readStore, { party, keyID }, { order: 'newest', limit });
 }
 
-/** One operation as the party sees it, or null (absent, or another party's). */
-export async function operationOfParty(
-  readStore: ReadStore,
-  party: string,
-  operationID: string,
-): Promise<ConsoleOperationDoc | null> {
-  const [own, received] = await readStore
-    .getMany<ConsoleOperationDoc>(COLLECTION, [operationID, `received:${operationID}`])
-    .then((docs) => [docs.find((d) => d.id === operationID), docs.find((d) => d.id === `received:${operationID}`)]);
-  if (own?.party === party) return own;
-  if (received?.party === party) return received;
-  return null;
-}
-
 /** The party's own operations waiting for its checker (a cash-in a merchant received is the distributor's to decide). */
 const pendingWhere = (party: string): NonNullable<FindQuery['where']> => ({ party, status: 'pending', side: 'own' });
 

@@ -82,11 +82,6 @@ export class EndpointLeases {
     return this.move(endpointID, held.beat, held.beat + 2, writes);
   }
 
-  /** Whether this process believes it holds the endpoint's lease (it may have lost it: commitUnder tells). */
-  holds(endpointID: string): boolean {
-    return this.held.has(endpointID);
-  }
-
   /** Releases the lease (an even beat): the next process takes it at once rather than after a lease. */
   async release(endpointID: string): Promise<void> {
     const held = this.held.get(endpointID);

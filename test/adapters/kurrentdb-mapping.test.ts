@@ -1,6 +1,6 @@
 /**
  * The KurrentDB adapter's pure mapping, without a server: what goes to the client and how its answers and
- * errors come back as the port's. (The adapter against a real server is test/adapters/kurrentdb-event-store.test.ts.)
+ * errors come back as the port's. (The adapter against a real server is test/adapters/kurrentdb-event-store.int.test.ts.)
  */
 import {
   ANY,

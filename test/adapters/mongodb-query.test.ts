@@ -1,6 +1,6 @@
 /**
  * The MongoDB read store's query building, without a server: filters, sorts, paging, escaping, write plans.
- * (The adapter against a real server is test/adapters/mongodb-read-store.test.ts.)
+ * (The adapter against a real server is test/adapters/mongodb-read-store.int.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
 import {

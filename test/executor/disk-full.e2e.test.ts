@@ -11,7 +11,7 @@ import { fillDisk, mountTmpfs } from '../support/tmpfs.ts';
  * small tmpfs. The process must stay up (an unhandled rejection would fail this test file), answer 503 to
  * what needs to write, and complete the approval once space is back. Mounting needs root: where it is
  * impossible, the test is skipped with the reason (SQLITE_FULL itself is covered for every adapter by
- * test/adapters/sqlite-faults.test.ts through max_page_count).
+ * test/adapters/sqlite-faults.e2e.test.ts through max_page_count).
  */
 let tmpfs: ReturnType<typeof mountTmpfs> = { mountPoint: undefined, skipReason: '', unmount() {} };
 beforeAll(() => {

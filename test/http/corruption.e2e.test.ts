@@ -3,7 +3,7 @@
  * request's, or a consumer's such as the balances view's seed) meets the damage, requests answer 503 /problems/store-corrupted, and from then on /health fails with "corrupted"
  * (an orchestrator restarts the process, which then refuses to start on a damaged event store) and every API
  * request answers the same problem. The damage: bit flips in the balances pages of a closed read-models.sqlite
- * (its events.sqlite twin is in test/adapters/sqlite-corruption.test.ts and test/cli/audit-corruption.test.ts).
+ * (its events.sqlite twin is in test/adapters/sqlite-corruption.e2e.test.ts and test/cli/audit-corruption.int.test.ts).
  */
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -7,7 +7,7 @@ import pg from 'pg';
  * processes may run at the same moment.
  */
 export interface PostgresConnectionOptions {
-  /** postgres://user:password@host:port/database?sslmode=verify-full … (never logged: see redactUrl). */
+  /** postgres://user:password@host:port/database?sslmode=verify-full … (never logged: it may hold the password). */
   url: string;
   /** Most connections this pool opens. */
   poolSize: number;
@@ -150,17 +150,6 @@ export function isTransientPostgresError(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection timeout|Client has encountered a connection error/i.test(
     error.message,
   );
-}
-
-/** The URL without its password, for logs and errors. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(an unparsable PostgreSQL URL)';
-  }
 }
 
 export interface Migration {

@@ -1,7 +1,7 @@
 /**
  * How the KurrentDB adapter reads, with the client MOCKED AT ITS BOUNDARY: `KurrentDBClient.connectionString`
  * returns a scripted client whose readAll/readStream answer from an in-memory $all. This is not a test of
- * KurrentDB (the contract suite, test/adapters/kurrentdb-event-store.test.ts, is, where KURRENTDB_URL is set);
+ * KurrentDB (the contract suite, test/adapters/kurrentdb-event-store.int.test.ts, is, where KURRENTDB_URL is set);
  * it proves what only the calls can show: every read the adapter makes carries a maxCount, and every read is
  * read to its end, never abandoned.
  *

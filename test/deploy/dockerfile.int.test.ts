@@ -2,7 +2,7 @@
  * The Dockerfile without a Docker engine: what the image must be (Node 24, built in stages, production
  * dependencies only, compiled JavaScript as its entry point, an unprivileged user, a health check), read from
  * the file's instructions. Each rule is also shown to refuse a Dockerfile that breaks it, so none is vacuous.
- * That the compiled entry point runs is test/deploy/build.test.ts's part.
+ * That the compiled entry point runs is test/deploy/build.e2e.test.ts's part.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -282,7 +282,7 @@ describe('docker-compose.yml', () => {
     const dockerfile = readFileSync(`${ROOT}/Dockerfile`, 'utf8');
     const cmd = /^CMD (\[.*\])\s*$/m.exec(dockerfile);
     expect(cmd, 'an exec-form CMD').not.toBeNull();
-    // The image runs the compiled CLI (dist/cli/main.js, which test/deploy/build.test.ts runs); it takes the same
+    // The image runs the compiled CLI (dist/cli/main.js, which test/deploy/build.e2e.test.ts runs); it takes the same
     // arguments as bin/wallet-ops.js, which runs the sources here.
     const command = JSON.parse(cmd![1]!) as string[];
     expect(command.slice(0, 2)).toEqual(['node', 'dist/cli/main.js']);

@@ -38,8 +38,8 @@ describe('npm run test:servers', () => {
   it('runs both contract suites and every other file that needs the servers', () => {
     expect(serverSuites()).toEqual(
       expect.arrayContaining([
-        'test/adapters/kurrentdb-event-store.test.ts',
-        'test/adapters/mongodb-read-store.test.ts',
+        'test/adapters/kurrentdb-event-store.int.test.ts',
+        'test/adapters/mongodb-read-store.int.test.ts',
       ]),
     );
   });

@@ -22,7 +22,7 @@ import { CHECKER_PASSWORD, createCashIn, fund, MAKER_PASSWORD, waitForStatus } f
 
 /**
  * The webhook pages in a real browser (Debian's chromium through playwright-core, as in
- * console.browser.test.ts): a maker registers an endpoint, a checker approves it, the maker reads the signing
+ * console.browser.e2e.test.ts): a maker registers an endpoint, a checker approves it, the maker reads the signing
  * secret once, opens the endpoint's delivery log and redelivers an event. The whole system runs, its delivery
  * consumer included, and the endpoint is a real HTTP server in this process (http://127.0.0.1, allowed by
  * WEBHOOK_ALLOW_INSECURE_LOCALHOST): the events come from a real operation, approved and executed. Screenshots go to test-artifacts/console/, and with

@@ -1,7 +1,7 @@
 /**
  * The ReadStore contract suite, unchanged, against a real MongoDB replica set (the adapter commits in
  * transactions). It runs when MONGODB_URL is set, e.g.
- *   MONGODB_URL='mongodb://localhost:27017/?replicaSet=rs0&directConnection=true' npx vitest run test/adapters/mongodb-read-store.test.ts
+ *   MONGODB_URL='mongodb://localhost:27017/?replicaSet=rs0&directConnection=true' npx vitest run test/adapters/mongodb-read-store.int.test.ts
  * and is reported as skipped otherwise (test/adapters/server-contracts.test.ts prints why). No fake of the
  * server stands in for it. Each test gets a database of its own, dropped afterwards.
  */

@@ -5,7 +5,7 @@
  * builds from a server's reply during an election or a shutdown (`new MongoServerError(reply)`, as the driver
  * does), without the retry labels the driver adds only when it may retry the operation itself. This proves the
  * adapter's handling, not MongoDB's behaviour (no server runs here; the contract suite,
- * mongodb-read-store.test.ts, runs on a real replica set with MONGODB_URL).
+ * mongodb-read-store.int.test.ts, runs on a real replica set with MONGODB_URL).
  */
 import {
   ClientSession,

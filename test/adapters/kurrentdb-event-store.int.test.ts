@@ -1,7 +1,7 @@
 /**
  * The EventStore contract suite, unchanged, against a real KurrentDB (25.1 or newer: appendMulti needs its
  * multi-stream append). It runs when KURRENTDB_URL is set, e.g.
- *   KURRENTDB_URL='kurrentdb://localhost:2113?tls=false' npx vitest run test/adapters/kurrentdb-event-store.test.ts
+ *   KURRENTDB_URL='kurrentdb://localhost:2113?tls=false' npx vitest run test/adapters/kurrentdb-event-store.int.test.ts
  * and is reported as skipped otherwise (test/adapters/server-contracts.test.ts prints why). No fake of the
  * server stands in for it. Every test writes under its own random stream prefix, so a shared server is fine.
  */

@@ -7,7 +7,7 @@
  * never answers). This proves the adapter's handling, not KurrentDB's behaviour: where the server puts the
  * position of an append (the log position of the append's last event, its `CommitPosition`) is read from
  * KurrentDB's source and documented in kurrentdb-event-store.ts; the contract suite on a real server
- * (kurrentdb-event-store.test.ts, with KURRENTDB_URL) checks it.
+ * (kurrentdb-event-store.int.test.ts, with KURRENTDB_URL) checks it.
  */
 import { KurrentDBClient, UnavailableError as ClientUnavailableError } from '@kurrent/kurrentdb-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
