@@ -282,9 +282,11 @@ export async function createOperation(
       });
       // A wrong cash-out code: its count is appended, and the create refused.
       if (result.kind === 'refused') throw result.error;
-      // Where the operation sits in the log: the create waits (bounded) until this process's lists have reached it.
+      // Where the operation and its hold sit in the log: this process's reads of them wait (bounded) for their models.
       const position = positions.get(streams.operation(operation.operationID));
-      return result.kind === 'created' && position !== undefined ? { ...result, position } : result;
+      const holdPosition = positions.get(streams.wallet(payer));
+      if (result.kind !== 'created' || position === undefined) return result;
+      return { ...result, position, ...(holdPosition === undefined ? {} : { holdPosition }) };
     },
   );
 }

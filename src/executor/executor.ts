@@ -5,7 +5,7 @@ import type { ReadStore } from '../ports/read-store.ts';
 import type { OperationApproved } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
 import { Follower, sharedCheckpoint, type SupervisedConsumer, type Supervision } from '../shared/follower.ts';
-import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
+import { oldestUnsettledOperations } from '../projections/unsettled-operations-queries.ts';
 import { Carrier } from './carrier.ts';
 import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import { FailureStreak } from './failure-streak.ts';
@@ -162,10 +162,7 @@ export class Executor {
     if (this.sweeping || this.stopped) return 0;
     this.sweeping = true;
     try {
-      const unsettled = await this.options.readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, {
-        sort: [['approvalPosition', 'asc']],
-        limit: 1000,
-      });
+      const unsettled = await oldestUnsettledOperations(this.options.readStore, 1000);
       // Older than a lease by this process's own monotonic clock, since it first saw the approval unsettled:
       // approvedAt is the approving process's wall clock, which may run a day ahead of ours (or behind).
       const listed = new Set(unsettled.map((doc) => doc.id));

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
-import type { RecordedResponse } from '../commands/create-operation.ts';
+import type { CreateOperationOutcome, RecordedResponse } from '../commands/create-operation.ts';
 import { createOperation, type OperationDeps } from '../commands/operation-handlers.ts';
 import type { OperationRequested } from '../domain/events.ts';
 import { authenticate, authenticatedKey, authenticatedSecretGeneration, authorize } from '../http/authenticate.ts';
@@ -9,6 +9,12 @@ import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
+import type { ReadYourWrites } from '../projections/read-your-writes.ts';
+import { formatPartyRef, type PartyType } from '../domain/parties.ts';
+import { BALANCES_PROJECTION } from '../projections/balances.ts';
+import { CONSOLE_OPERATIONS_PROJECTION } from '../projections/console-operations.ts';
+import { DISTRIBUTOR_OPERATIONS_PROJECTION } from '../projections/distributor-operations.ts';
+import { MERCHANT_OPERATIONS_PROJECTION } from '../projections/merchant-operations.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
@@ -32,10 +38,10 @@ export interface WriteApiDeps {
   schemas: OperationSchemas;
   clock: () => Date;
   /**
-   * Read-your-writes: resolves once the operation at this log position is readable from the party's operation
-   * list in this process (or the wait's bound has passed: the create is committed and answered all the same).
+   * Read-your-writes (src/projections/read-your-writes.ts): told where each create landed, so that this process's next
+   * reads of the party's operations and of the payer's balance wait for it. The create itself is answered at once.
    */
-  readable?: (partyType: 'distributor' | 'merchant', position: number) => Promise<unknown>;
+  readYourWrites?: ReadYourWrites;
 }
 
 export const BODY_LIMIT = '16kb';
@@ -69,6 +75,21 @@ function idempotencyOf(req: Request) {
     .update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`)
     .digest('hex');
   return { key, requestHash, responseFor: createdResponse };
+}
+
+/** The models a create shows its party (its operation lists) and its payer (the balance's hold), at their positions. */
+const OPERATION_MODELS: Record<PartyType, readonly string[]> = {
+  distributor: [DISTRIBUTOR_OPERATIONS_PROJECTION, CONSOLE_OPERATIONS_PROJECTION],
+  merchant: [MERCHANT_OPERATIONS_PROJECTION, CONSOLE_OPERATIONS_PROJECTION],
+};
+function wrote(reads: ReadYourWrites | undefined, created: Extract<CreateOperationOutcome, { kind: 'created' }>): void {
+  if (!reads) return;
+  const { operation, position, holdPosition } = created;
+  if (position !== undefined && operation.party)
+    reads.wrote(OPERATION_MODELS[operation.party.type], formatPartyRef(operation.party), position);
+  const { payer } = operation;
+  if (holdPosition !== undefined && (payer.kind === 'distributor' || payer.kind === 'merchant'))
+    reads.wrote([BALANCES_PROJECTION], formatPartyRef({ type: payer.kind, id: payer.id }), holdPosition);
 }
 
 /** POST /api/v1/distributors/{distributorID}/operations and POST /api/v1/merchants/{merchantID}/operations. */
@@ -132,8 +153,7 @@ export function writeRoutes(deps: WriteApiDeps): Router {
         const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context, secretGeneration);
 
         const outcome = idempotency ? await inFlight.run([`${key.keyID}\u0000${idempotency.key}`], run) : await run();
-        if (outcome.kind === 'created' && outcome.position !== undefined)
-          await deps.readable?.(partyType, outcome.position);
+        if (outcome.kind === 'created') wrote(deps.readYourWrites, outcome);
         if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
         const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
         res.status(response.status).json(response.body);
