@@ -14,7 +14,10 @@ export function pendingOperationsOfKey(readStore: ReadStore, keyID: string): Pro
   }); // unique: one request per position
 }
 
-/** A page of every pending operation, in request order, after `afterPosition` (keyset paging: decisions may remove documents meanwhile). */
+/**
+ * A page of every pending operation, in request order, after `afterPosition` (keyset paging: decisions may remove
+ * documents meanwhile).
+ */
 export function pendingOperationsAfter(
   readStore: ReadStore,
   afterPosition: number,
