@@ -1,4 +1,10 @@
+import type { WalletRef } from '../domain/events.ts';
+import { formatPartyRef, type PartyRef, type PartyType } from '../domain/parties.ts';
 import { LruMap } from '../shared/lru-map.ts';
+import { BALANCES_PROJECTION } from './balances.ts';
+import { CONSOLE_OPERATIONS_PROJECTION } from './console-operations.ts';
+import { DISTRIBUTOR_OPERATIONS_PROJECTION } from './distributor-operations.ts';
+import { MERCHANT_OPERATIONS_PROJECTION } from './merchant-operations.ts';
 
 /** A follower this process runs that builds a read model: what a read of the model waits on. */
 export interface CommittedPositions {
@@ -57,4 +63,26 @@ export class ReadYourWrites {
     if (position === undefined) return;
     await this.followers.get(model)!.untilCommitted(position, this.timeoutMs);
   }
+}
+
+/** The models an operation's events show the party that created it: its operation lists, the console's. */
+const OPERATION_MODELS: Record<PartyType, readonly string[]> = {
+  distributor: [DISTRIBUTOR_OPERATIONS_PROJECTION, CONSOLE_OPERATIONS_PROJECTION],
+  merchant: [MERCHANT_OPERATIONS_PROJECTION, CONSOLE_OPERATIONS_PROJECTION],
+};
+
+/**
+ * This process wrote an operation's events (a create, a checker's decision): at `position` the operation's own
+ * (its creating party's lists), at `walletPosition` the payer's hold or its release (the payer's balance).
+ */
+export function wroteOperation(
+  reads: ReadYourWrites | undefined,
+  operation: { party: PartyRef | null; payer: WalletRef },
+  at: { position?: number | undefined; walletPosition?: number | undefined },
+): void {
+  if (!reads) return;
+  const { party, payer } = operation;
+  if (at.position !== undefined && party) reads.wrote(OPERATION_MODELS[party.type], formatPartyRef(party), at.position);
+  if (at.walletPosition !== undefined && (payer.kind === 'distributor' || payer.kind === 'merchant'))
+    reads.wrote([BALANCES_PROJECTION], formatPartyRef({ type: payer.kind, id: payer.id }), at.walletPosition);
 }

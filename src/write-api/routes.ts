@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
-import type { CreateOperationOutcome, RecordedResponse } from '../commands/create-operation.ts';
+import type { RecordedResponse } from '../commands/create-operation.ts';
 import { createOperation, type OperationDeps } from '../commands/operation-handlers.ts';
 import type { OperationRequested } from '../domain/events.ts';
 import { authenticate, authenticatedKey, authenticatedSecretGeneration, authorize } from '../http/authenticate.ts';
@@ -9,12 +9,7 @@ import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
-import type { ReadYourWrites } from '../projections/read-your-writes.ts';
-import { formatPartyRef, type PartyType } from '../domain/parties.ts';
-import { BALANCES_PROJECTION } from '../projections/balances.ts';
-import { CONSOLE_OPERATIONS_PROJECTION } from '../projections/console-operations.ts';
-import { DISTRIBUTOR_OPERATIONS_PROJECTION } from '../projections/distributor-operations.ts';
-import { MERCHANT_OPERATIONS_PROJECTION } from '../projections/merchant-operations.ts';
+import { wroteOperation, type ReadYourWrites } from '../projections/read-your-writes.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
@@ -75,21 +70,6 @@ function idempotencyOf(req: Request) {
     .update(`${req.method} ${req.path}\n${canonicalJson(req.body)}`)
     .digest('hex');
   return { key, requestHash, responseFor: createdResponse };
-}
-
-/** The models a create shows its party (its operation lists) and its payer (the balance's hold), at their positions. */
-const OPERATION_MODELS: Record<PartyType, readonly string[]> = {
-  distributor: [DISTRIBUTOR_OPERATIONS_PROJECTION, CONSOLE_OPERATIONS_PROJECTION],
-  merchant: [MERCHANT_OPERATIONS_PROJECTION, CONSOLE_OPERATIONS_PROJECTION],
-};
-function wrote(reads: ReadYourWrites | undefined, created: Extract<CreateOperationOutcome, { kind: 'created' }>): void {
-  if (!reads) return;
-  const { operation, position, holdPosition } = created;
-  if (position !== undefined && operation.party)
-    reads.wrote(OPERATION_MODELS[operation.party.type], formatPartyRef(operation.party), position);
-  const { payer } = operation;
-  if (holdPosition !== undefined && (payer.kind === 'distributor' || payer.kind === 'merchant'))
-    reads.wrote([BALANCES_PROJECTION], formatPartyRef({ type: payer.kind, id: payer.id }), holdPosition);
 }
 
 /** POST /api/v1/distributors/{distributorID}/operations and POST /api/v1/merchants/{merchantID}/operations. */
@@ -153,7 +133,11 @@ export function writeRoutes(deps: WriteApiDeps): Router {
         const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context, secretGeneration);
 
         const outcome = idempotency ? await inFlight.run([`${key.keyID}\u0000${idempotency.key}`], run) : await run();
-        if (outcome.kind === 'created') wrote(deps.readYourWrites, outcome);
+        if (outcome.kind === 'created')
+          wroteOperation(deps.readYourWrites, outcome.operation, {
+            position: outcome.position,
+            walletPosition: outcome.holdPosition,
+          });
         if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
         const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
         res.status(response.status).json(response.body);

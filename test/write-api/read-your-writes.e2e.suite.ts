@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReadStore } from '../../src/ports/read-store.ts';
 import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
+import { CHECKER_PASSWORD, ConsoleClient } from '../console/console-client.ts';
 
 /**
  * Read-your-writes (src/projections/read-your-writes.ts): a create is answered as soon as its append is committed,
@@ -13,9 +14,9 @@ const PHONE = '+2348123456780';
 const TIMES = 20;
 const HOLD_MS = 40;
 const BOUND_MS = 2000;
-const LISTS = new Set(['distributor-operations', 'merchant-operations']);
+const LISTS = new Set(['distributor-operations', 'merchant-operations', 'console-operations']);
 
-/** The read store, with each commit of the two operation lists' checkpoints held back HOLD_MS, or until the gate opens. */
+/** The read store, with each commit of the operation lists' checkpoints held back HOLD_MS, or until the gate opens. */
 let gate: Promise<void> | undefined;
 const holdingListCommits = (store: ReadStore): ReadStore =>
   new Proxy(store, {
@@ -84,6 +85,30 @@ export function readYourWritesEndToEnd(): void {
         if (one.status !== 200) wrong.push(`${i}: GET by id ${one.status}`);
         // Each create holds 1.00 of the 1000.00 credited: what is available drops by one each time.
         if (balance.body.held !== `${i}.00`) wrong.push(`${i}: held ${balance.body.held}`);
+      }
+      expect(wrong).toEqual([]);
+    });
+
+    it(`when a checker approves in the console, then the party's history there shows it approved at once, and its list in the API, ${TIMES / 4} times in ${TIMES / 4}`, async () => {
+      const party = await keyed(sys, 'distributor');
+      const path = `/api/v1/distributors/${party.ref.id}/operations`;
+      const checker = new ConsoleClient(sys.baseUrl);
+      await checker.loginOk(party.checkerEmail, CHECKER_PASSWORD);
+      const wrong: string[] = [];
+      for (let i = 0; i < TIMES / 4; i++) {
+        const created = await call(sys.baseUrl, 'POST', path, {
+          apiKey: party.apiKey,
+          body: { operationType: 'cash-in', amount: '1.00', phoneTo: PHONE },
+        });
+        const { operationID } = created.body as { operationID: string };
+        await checker.get('/console/operations');
+        const approved = await checker.post(`/console/operations/${operationID}/approve`);
+        expect(approved.status, approved.text).toBe(303);
+        const history = await checker.get('/console/operations/history?status=approved');
+        if (!history.text.includes(`data-operation-id="${operationID}"`))
+          wrong.push(`${i}: not in the console's approved history`);
+        const listed = await call(sys.baseUrl, 'GET', `${path}/${operationID}`, { apiKey: party.apiKey });
+        if (listed.body.status !== 'approved') wrong.push(`${i}: ${listed.body.status} in the API`);
       }
       expect(wrong).toEqual([]);
     });
