@@ -422,7 +422,9 @@ const schema = z.object({
     .max(60_000)
     .default(2000)
     .describe(
-      "Read-your-writes: a create is answered once its operation is in the creating party's operation list of this process (when the process runs the projections), or after this many ms at most (still 200: the create is committed). 0: answer at once.",
+      'Read-your-writes: a read of a read model (a list, an item, a balance) waits until the model holds the latest ' +
+        'write this process made for the party (where the process runs the projections), this many ms at most; ' +
+        'the create itself is answered at its commit. 0: never wait.',
     ),
   READ_MAX_LAG_EVENTS: z.coerce
     .number()

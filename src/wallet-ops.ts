@@ -25,6 +25,7 @@ import { API_KEY_FILTER, ApiKeyDirectory, followApiKeys } from './projections/ap
 import { directoryReads, untilHead } from './projections/directory-reads.ts';
 import { followUsers, USER_DIRECTORY_FILTER, UserDirectory } from './projections/user-directory.ts';
 import { KeyedMutex } from './shared/keyed-mutex.ts';
+import { allCommitted, ReadYourWrites, type CommittedPositions } from './projections/read-your-writes.ts';
 import { withSharedReader } from './shared/shared-reader.ts';
 import type { Follower } from './shared/follower.ts';
 import { operationSchemas } from './write-api/schemas.ts';
@@ -423,6 +424,18 @@ export async function buildWalletOps(
     : undefined;
   if (balancesFollower) watched.push(balancesFollower);
 
+  // Read-your-writes: a read of a model waits for this process's own latest write of the party to be in it, on the
+  // followers that build the model here (src/projections/read-your-writes.ts). The balances have two: the read store's
+  // model (the console's dashboard, a replica) and the view in memory (the read API); a read waits for both.
+  const builders = new Map<string, CommittedPositions[]>();
+  if (parts.includes('projections')) runners.forEach((runner, i) => builders.set(projections[i]!.name, [runner]));
+  if (balancesView && balancesFollower)
+    builders.set(balancesView.name, [...(builders.get(balancesView.name) ?? []), balancesFollower]);
+  const readYourWrites = new ReadYourWrites({
+    followers: new Map([...builders].map(([model, followers]) => [model, allCommitted(followers)])),
+    timeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
+  });
+
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
   metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));
   const onThisPort = config.METRICS_PORT === undefined;
@@ -474,15 +487,7 @@ export async function buildWalletOps(
                       metrics.creates.inc({ party_type: partyType, outcome, problem_type: problemType }),
                   }
                 : {}),
-              // Read-your-writes where this process builds the read models (a write-only process answers at once).
-              ...(parts.includes('projections') && config.READ_YOUR_WRITES_TIMEOUT_MS > 0
-                ? {
-                    readable: (partyType: 'distributor' | 'merchant', position: number) =>
-                      runners[
-                        projections.findIndex((projection) => projection.name === `${partyType}-operations`)
-                      ]!.untilCommitted(position, config.READ_YOUR_WRITES_TIMEOUT_MS),
-                  }
-                : {}),
+              readYourWrites,
             }),
           ]
         : []),
@@ -497,6 +502,7 @@ export async function buildWalletOps(
               onAuthenticated,
               limits,
               freshness: new ReadFreshness({ ...stores, maxLagEvents: config.READ_MAX_LAG_EVENTS }),
+              readYourWrites,
             }),
           ]
         : []),
@@ -528,6 +534,7 @@ export async function buildWalletOps(
               confirmAbove: config.CONSOLE_CONFIRM_ABOVE ?? null,
               assetCode: config.ASSET_CODE,
               waitingPollMs: config.CONSOLE_WAITING_POLL_MS,
+              readYourWrites,
               tracing,
             }),
           ]

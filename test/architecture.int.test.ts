@@ -2,6 +2,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { allProjections } from '../src/projections/index.ts';
 
 /**
  * The layer rules of docs/architecture.md, checked on the import statements of src/: a folder may import
@@ -404,6 +405,100 @@ describe('one follower', () => {
         (file) => file !== 'projections/fold.ts' && /\.evolve\(\s*doc\b/.test(readFileSync(join(SRC, file), 'utf8')),
       );
     expect(folding).toEqual([]);
+  });
+});
+
+/**
+ * One door for reads (docs/architecture.md): a projection's collection is read only by the named queries beside it
+ * (`src/projections/<model>-queries.ts`, Emmett's `getShortInfoById` shape), and by what builds and stores it (the
+ * runner, the rebuild, the adapters). A route, a page, a command line or a worker calls a query: it never names a
+ * read model's collection, filter, sort or shape itself. A read is found by its first argument: a collection
+ * constant of a projection, a projection's `.collection.name`, the collection's name as a string, or a name the
+ * file gave one of those. Pass-through decorators of the port (the replica reads, the faults) name no collection.
+ */
+const READ_CALL = /\.(?:get|find|findText|count|getMany)\s*(?:<[^>()]*>)?\(\s*([^,)]+)/g;
+/** A read on something named a store (`readStore.find(`, `this.options.readStore.get<…>(`), whatever it reads. */
+const STORE_READ = /\b\w*[sS]tore\s*\.\s*(?:get|find|findText|count|getMany)\s*(?:<[^>()]*>)?\(/;
+
+/**
+ * The reads of a projection's collection in a file: each read call whose first argument names one, and, in a file
+ * that names one anywhere, any read on a store (a helper handed the collection reads it under another name).
+ */
+function projectionReads(text: string, collections: { constants: string[]; names: string[] }): string[] {
+  const naming = (argument: string, aliases: string[]) =>
+    collections.constants.some((constant) => new RegExp(`\\b${constant}\\b`).test(argument)) ||
+    /\.collection\.name\b/.test(argument) ||
+    collections.names.some((name) => argument.includes(`'${name}'`)) ||
+    aliases.includes(argument.trim());
+  const aliases: string[] = [];
+  for (const [, alias, value] of text.matchAll(/\b(?:const|let)\s+(\w+)\s*(?::[^=]+)?=\s*([^;\n]+)/g))
+    if (naming(value!, [])) aliases.push(alias!);
+  const direct = [...text.matchAll(READ_CALL)].filter(([, argument]) => naming(argument!, aliases)).map(([c]) => c);
+  if (direct.length > 0 || !naming(text, [])) return direct;
+  return text
+    .split('\n')
+    .filter((line) => STORE_READ.test(line))
+    .map((line) => line.trim());
+}
+
+describe('one door for reads', () => {
+  const files = filesUnder(SRC);
+  const projectionFiles = files.filter(
+    (file) => relative(SRC, file).startsWith('projections/') && !file.endsWith('-queries.ts'),
+  );
+  const collections = {
+    constants: [
+      ...new Set(
+        projectionFiles.flatMap((file) =>
+          [...readFileSync(file, 'utf8').matchAll(/export const (\w+_COLLECTION)\b/g)].map(([, name]) => name!),
+        ),
+      ),
+    ],
+    names: [
+      ...new Set(
+        projectionFiles.flatMap((file) =>
+          [...readFileSync(file, 'utf8').matchAll(/_COLLECTION: CollectionDefinition = \{\s*name: '([^']+)'/g)].map(
+            ([, name]) => name!,
+          ),
+        ),
+      ),
+    ],
+  };
+  const door = (file: string) =>
+    /^projections\/[\w-]+-queries\.ts$/.test(file) ||
+    ['projections/projection-runner.ts', 'projections/rebuild.ts'].includes(file) ||
+    file.startsWith('adapters/') ||
+    // A decorator of the port under the queries: it sends a read of a model's collection to the standby or the primary.
+    file === 'read-api/replica-reads.ts';
+
+  it("when src/ is scanned, then only the projections' query files (and the runner, the rebuild, the adapters) read a projection's collection", () => {
+    // The collections the scan knows: every read model's, so a new one is covered without touching this test.
+    const models = allProjections(2).map((projection) => projection.collection.name);
+    expect([...collections.names].sort()).toEqual([...models].sort());
+    const outside = files
+      .map((file) => relative(SRC, file))
+      .filter((file) => !door(file))
+      .flatMap((file) =>
+        projectionReads(readFileSync(join(SRC, file), 'utf8'), collections).map((call) => `${file}: ${call}`),
+      );
+    expect(outside).toEqual([]);
+  });
+
+  it('when the door check is given reads of a collection outside a query, then it finds each (and not a pass-through)', () => {
+    const text = [
+      'const doc = await readStore.get<BalanceDoc>(balances.BALANCES_COLLECTION.name, id);',
+      'const page = await readStore.find(this.projection.collection.name, { limit: 10 });',
+      "const n = await readStore.count('console_operations', { where });",
+      'const COLLECTION = PENDING_OPERATIONS_COLLECTION.name;',
+      'const docs = await store.getMany(COLLECTION, ids);',
+      'get: (collection, id) => read(collection, (store) => store.get(collection, id)),',
+      'const sessions = await store.find(SESSIONS_COLLECTION.name, { where: { userID } });',
+    ].join('\n');
+    const found = projectionReads(text, {
+      constants: ['BALANCES_COLLECTION', 'PENDING_OPERATIONS_COLLECTION'],
+      names: ['console_operations'],
+    });
+    expect(found).toHaveLength(4);
   });
 });
 

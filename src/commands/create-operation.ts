@@ -55,6 +55,7 @@ export type CreateOperationOutcome =
       kind: 'created';
       operation: OperationRequested['data'];
       /** The log position of its OperationRequested, once appended. */ position?: number;
+      /** The log position of the payer's FundsHeld, once appended. */ holdPosition?: number;
     }
   | { kind: 'replayed'; response: RecordedResponse }
   | { kind: 'refused'; error: DomainError };

@@ -24,7 +24,6 @@ import {
   deadlineOf,
   loadState,
   notDoneInTime,
-  runDecision,
   runDecisionCommitted,
   within,
   type CommandContext,
@@ -282,9 +281,11 @@ export async function createOperation(
       });
       // A wrong cash-out code: its count is appended, and the create refused.
       if (result.kind === 'refused') throw result.error;
-      // Where the operation sits in the log: the create waits (bounded) until this process's lists have reached it.
+      // Where the operation and its hold sit in the log: this process's reads of them wait (bounded) for their models.
       const position = positions.get(streams.operation(operation.operationID));
-      return result.kind === 'created' && position !== undefined ? { ...result, position } : result;
+      const holdPosition = positions.get(streams.wallet(payer));
+      if (result.kind !== 'created' || position === undefined) return result;
+      return { ...result, position, ...(holdPosition === undefined ? {} : { holdPosition }) };
     },
   );
 }
@@ -299,11 +300,18 @@ type DecisionDeps = Pick<OperationDeps, 'store' | 'cache' | 'clock' | 'assetScal
  * The decision continues the operation's trace: its span is a child of the create's (stored with the
  * operation), linked to the deciding request's own trace; its events carry it, for the executor to continue.
  */
+/** Where a decision's events landed in the log: the operation's own, and the payer's release (a rejection's). */
+export interface DecisionLanded {
+  position?: number | undefined;
+  walletPosition?: number | undefined;
+}
+
 async function decideWithKey(
   deps: DecisionDeps,
   operationID: string,
   command: OperationDecision,
   context: CommandContext,
+  landed?: (at: DecisionLanded) => void,
 ) {
   const operationStream = streams.operation(operationID);
   const { state } = await loadState(deps, operationStream, operationState);
@@ -329,13 +337,20 @@ async function decideWithKey(
       links: created ? [context.traceparent] : [],
       attributes: { 'wallet_ops.operation_id': operationID },
     },
-    (span) =>
-      runDecision(deps, {
+    async (span) => {
+      const { result, positions } = await runDecisionCommitted(deps, {
         read: read as { operation: StreamRead<OperationState>; key: StreamRead<ApiKeyState> },
         decide: ({ operation, key }) =>
           decideOnOperation(command, { operation, key: key ?? apiKeyDecider.initialState() }, deps.assetScale),
         context: withTraceparent(context, span.traceparent ?? context.traceparent),
-      }),
+      });
+      if (landed && state.status !== 'none')
+        landed({
+          position: positions.get(operationStream),
+          walletPosition: positions.get(streams.wallet(state.operation.payer)),
+        });
+      return result;
+    },
   );
 }
 
@@ -355,6 +370,8 @@ export async function decideOperation(
   operationID: string,
   decision: { type: 'approve' } | { type: 'reject'; reason: string },
   context: CommandContext,
+  /** Told where the decision landed in the log, once committed (the console's read-your-writes). */
+  landed?: (at: DecisionLanded) => void,
 ): Promise<{ operationID: string; state: string }> {
   checkOperationID(operationID);
   const now = deps.clock().toISOString();
@@ -365,6 +382,7 @@ export async function decideOperation(
       ? { type: 'ApproveOperation', data: { operationID, by: user, now } }
       : { type: 'RejectOperation', data: { operationID, by: user, reason: decision.reason, now } },
     context,
+    landed,
   );
 }
 

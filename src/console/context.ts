@@ -14,6 +14,8 @@ import { withTraceparent, type Tracing } from '../ports/tracing.ts';
 import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import type { DirectoryReads } from '../projections/directory-reads.ts';
+import type { ReadYourWrites } from '../projections/read-your-writes.ts';
+import { formatPartyRef, type PartyRef } from '../domain/parties.ts';
 import type { UserDirectory } from '../projections/user-directory.ts';
 import type { LoginThrottle, ThrottleLimits } from './login-throttle.ts';
 import type { HeldCredentials } from '../commands/held-credentials.ts';
@@ -56,6 +58,8 @@ export interface ConsoleDeps {
   waitingPollMs?: number;
   /** The process's tracing (an approval continues its operation's trace); none: off. */
   tracing?: Tracing;
+  /** A page reading a read model waits (bounded) for this process's own latest write of the party to be in it. */
+  readYourWrites?: ReadYourWrites;
 }
 
 /** The console's parts, built once per router. */
@@ -133,6 +137,12 @@ export function commandContext(res: Response): CommandContext {
     userContext(viewer(res).user, String(res.getHeader('X-Request-Id') ?? '')),
     requestTraceparent(res),
   );
+}
+
+/** Waits until the read models a page reads hold this process's own latest writes of the party (read-your-writes). */
+export async function untilReadable(services: ConsoleServices, party: PartyRef, ...models: string[]): Promise<void> {
+  const reads = services.deps.readYourWrites;
+  if (reads) await Promise.all(models.map((model) => reads.untilReadable(model, formatPartyRef(party))));
 }
 
 export const correlationId = (res: Response): string => String(res.getHeader('X-Request-Id') ?? '');

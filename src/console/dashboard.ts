@@ -1,7 +1,8 @@
 import type { Router } from 'express';
-import * as balances from '../projections/balances.ts';
-import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
-import { viewer, type ConsoleServices } from './context.ts';
+import { getBalance } from '../projections/balances-queries.ts';
+import { webhookEndpointsOfParty } from '../projections/webhook-endpoints-queries.ts';
+import { BALANCES_PROJECTION } from '../projections/balances.ts';
+import { untilReadable, viewer, type ConsoleServices } from './context.ts';
 import { html } from '../http/html.ts';
 import { money } from './format.ts';
 import { countPending } from './party-operations.ts';
@@ -28,11 +29,8 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
     }
     const party = user.party;
     const info = await services.lookup.party(party);
-    const doc = await readStore.get<balances.BalanceDoc>(
-      balances.BALANCES_COLLECTION.name,
-      balances.balanceDocId({ kind: party.type, id: party.id }),
-    );
-    const balance = balances.toApi(doc, assetScale).balance;
+    await untilReadable(services, party, BALANCES_PROJECTION);
+    const { balance } = await getBalance(readStore, { kind: party.type, id: party.id }, assetScale);
     const pendingOperations = await countPending(services, party);
     const keys = directory.listByParty(party, clock().toISOString());
     const pendingKeys = keys.filter((k) => k.state === 'pending' || k.state === 'revocation_pending').length;

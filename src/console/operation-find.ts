@@ -7,8 +7,12 @@ import { contractStatus, isOperationEventType, statusAfter, type ContractStatus 
 import { keyUsage } from '../http/key-usage.ts';
 import { toPublicApiKey } from '../projections/api-key-directory.ts';
 import { allOperations, findOperations, operationsOfKey } from '../projections/console-operation-queries.ts';
-import { partyKey, type ConsoleOperationDoc } from '../projections/console-operations.ts';
-import { ConsoleError, partyOf, settled, type ConsoleServices } from './context.ts';
+import {
+  CONSOLE_OPERATIONS_PROJECTION,
+  partyKey,
+  type ConsoleOperationDoc,
+} from '../projections/console-operations.ts';
+import { ConsoleError, partyOf, settled, untilReadable, type ConsoleServices } from './context.ts';
 import { noStore } from './http-security.ts';
 import { keyPage, operationPage, type OperationView } from './operation-detail-pages.ts';
 import { PAGE_SIZE, parseFilters } from './operation-filters.ts';
@@ -67,6 +71,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
   router.get('/operations/history', async (req, res) => {
     const party = partyOf(res);
     const { values, filter, page } = parseFilters(req, assetScale);
+    await untilReadable(services, party, CONSOLE_OPERATIONS_PROJECTION);
     const found = await findOperations(readStore, { ...filter, party: partyKey(party) }, { ...page, limit: PAGE_SIZE });
     const pendingCount = await countPending(services, party);
     const filtered = Object.keys(filter).length > 0;
@@ -80,6 +85,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
   router.get('/operations/export.csv', async (req, res) => {
     const party = partyOf(res);
     const { filter, values } = parseFilters(req, assetScale);
+    await untilReadable(services, party, CONSOLE_OPERATIONS_PROJECTION);
     noStore(res);
     res.status(200).type('text/csv; charset=utf-8');
     res.set('Content-Disposition', `attachment; filename="operations-${clock().toISOString().slice(0, 10)}.csv"`);
@@ -157,6 +163,7 @@ export function operationFindRoutes(router: Router, services: ConsoleServices): 
       key = directory.get(keyID);
     }
     if (!key || !samePartyRef(key.party, party)) throw new ConsoleError(404, 'There is no such API key in your party.');
+    await untilReadable(services, party, CONSOLE_OPERATIONS_PROJECTION);
     const [events, usage, operations] = await Promise.all([
       store.readStream(streams.apiKey(keyID)),
       keyUsage(readStore, keyID),

@@ -1,6 +1,7 @@
 import type { Response, Router } from 'express';
 import { actingUser } from '../commands/back-office.ts';
-import { decideOperation } from '../commands/operation-handlers.ts';
+import { decideOperation, type DecisionLanded } from '../commands/operation-handlers.ts';
+import { wroteOperation } from '../projections/read-your-writes.ts';
 import { keyKeepers } from '../commands/api-keys.ts';
 import { operationState } from '../commands/operations.ts';
 import { vouchConflict } from '../domain/segregation.ts';
@@ -58,6 +59,9 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
       vouchConflict(viewerID, { maker: null, keepers: keyKeepers(key, now) }) !== null;
     return { keyLabel: key?.label ?? null, viewerRequestedKey: holds };
   };
+  /** A decision of this process is in its party's next pages here (read-your-writes), whatever the model's lag. */
+  const landedFor = (operation: PendingOperation['operation']) => (at: DecisionLanded) =>
+    wroteOperation(services.deps.readYourWrites, operation, at);
   const withKeyLabel = (operation: PendingOperation['operation']): PendingOperation => ({
     operation,
     ...keyOf(operation.keyID),
@@ -108,6 +112,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
       operation.operationID,
       { type: 'approve' },
       commandContext(res),
+      landedFor(operation),
     );
     await redirectWith(services, res, '/console/operations', {
       kind: 'ok',
@@ -169,6 +174,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
           operation.operationID,
           action === 'approve' ? { type: 'approve' } : { type: 'reject', reason },
           commandContext(res),
+          landedFor(operation),
         );
         done.push(id);
       } catch (error) {
@@ -222,6 +228,7 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
       pending.operation.operationID,
       { type: 'reject', reason },
       commandContext(res),
+      landedFor(pending.operation),
     );
     await redirectWith(services, res, '/console/operations', {
       kind: 'ok',

@@ -2,8 +2,8 @@ import type { Router } from 'express';
 import { keyKeepers } from '../commands/api-keys.ts';
 import type { ActiveUser } from '../commands/back-office.ts';
 import { vouchConflict } from '../domain/segregation.ts';
-import { PENDING_OPERATIONS_COLLECTION } from '../projections/pending-operations.ts';
-import { webhookEndpointsOfParty } from '../projections/webhook-endpoints.ts';
+import { countPendingOfKey } from '../projections/pending-operations-queries.ts';
+import { webhookEndpointsOfParty } from '../projections/webhook-endpoints-queries.ts';
 import { settled, type ConsoleServices } from './context.ts';
 import { noStore, readCookie, SESSION_COOKIE } from './http-security.ts';
 import { countPending } from './party-operations.ts';
@@ -65,9 +65,10 @@ export async function waitingFor(services: ConsoleServices, user: ActiveUser): P
     }).length;
   // Operations made with a key this checker holds a secret of are for another checker: a handful of indexed counts.
   const ownKeys = keys.filter((k) => holds(k.keyID)).map((k) => k.keyID);
-  const ownKeysOperations = (
-    await Promise.all(ownKeys.map((keyID) => readStore.count(PENDING_OPERATIONS_COLLECTION.name, { where: { keyID } })))
-  ).reduce((a, b) => a + b, 0);
+  const ownKeysOperations = (await Promise.all(ownKeys.map((keyID) => countPendingOfKey(readStore, keyID)))).reduce(
+    (a, b) => a + b,
+    0,
+  );
   const operations = Math.max(0, (await countPending(services, user.party)) - ownKeysOperations);
   const webhooks = (await webhookEndpointsOfParty(readStore, user.party)).filter(
     (e) =>

@@ -11,11 +11,8 @@ import type { RotationDecision } from '../commands/back-office.ts';
 import { DomainError } from '../domain/errors.ts';
 import { streams } from '../domain/streams.ts';
 import { isEndpointID, parseWebhookEventTypes, parseWebhookUrl } from '../domain/webhook-endpoints.ts';
-import {
-  foldWebhookEndpoints,
-  webhookEndpointsOfParty,
-  type WebhookEndpointDoc,
-} from '../projections/webhook-endpoints.ts';
+import { foldWebhookEndpoints, type WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
+import { webhookEndpointsOfParty } from '../projections/webhook-endpoints-queries.ts';
 import {
   attemptsOfDelivery,
   deliveriesOfEndpoint,

@@ -12,7 +12,7 @@ import {
   sharedCheckpoint,
   type Supervision,
 } from '../shared/follower.ts';
-import { UNSETTLED_OPERATIONS_COLLECTION, type UnsettledOperationDoc } from '../projections/unsettled-operations.ts';
+import { oldestUnsettledOperations } from '../projections/unsettled-operations-queries.ts';
 import { Carrier } from './carrier.ts';
 import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import { runPass, type ExecutorObserver } from './pass.ts';
@@ -151,10 +151,7 @@ function sweeper(deps: {
     if (sweeping || deps.stopped()) return 0;
     sweeping = true;
     try {
-      const unsettled = await readStore.find<UnsettledOperationDoc>(UNSETTLED_OPERATIONS_COLLECTION.name, {
-        sort: [['approvalPosition', 'asc']],
-        limit: 1000,
-      });
+      const unsettled = await oldestUnsettledOperations(readStore, 1000);
       // Older than a lease by this process's own monotonic clock, since it first saw the approval unsettled:
       // approvedAt is the approving process's wall clock, which may run a day ahead of ours (or behind).
       const listed = new Set(unsettled.map((doc) => doc.id));

@@ -7,11 +7,8 @@ import { apiKeyDecider, effectiveStatus } from '../commands/api-keys.ts';
 import { rejectOperationOfExpiredKey, rejectOperationOfRevokedKey } from '../commands/operation-handlers.ts';
 import { KEY_EXPIRED_REASON, KEY_REVOCATION_ACTOR, KEY_REVOKED_REASON } from '../commands/operations.ts';
 import { loadState, StateCache, type CommandContext } from '../commands/pipeline.ts';
-import {
-  PENDING_OPERATIONS_PROJECTION,
-  pendingOperationsAfter,
-  pendingOperationsOfKey,
-} from '../projections/pending-operations.ts';
+import { PENDING_OPERATIONS_PROJECTION } from '../projections/pending-operations.ts';
+import { pendingOperationsAfter, pendingOperationsOfKey } from '../projections/pending-operations-queries.ts';
 import { UnchangedWatch } from '../shared/unchanged-watch.ts';
 import type { Logger } from '../logger.ts';
 import {

@@ -38,6 +38,7 @@ export interface Balance {
   held: string;
 }
 
+export const BALANCES_PROJECTION = 'balances';
 export const BALANCES_COLLECTION: CollectionDefinition = { name: 'balances' };
 
 const EVENT_TYPES = [
@@ -57,7 +58,7 @@ const isBalanceEvent = (event: ProjectedEvent): event is ProjectedEvent & Balanc
 export function balancesProjection(options: { assetScale?: number } = {}): Projection<BalanceDoc> {
   const scale = options.assetScale ?? DEFAULT_ASSET_SCALE;
   return {
-    name: 'balances',
+    name: BALANCES_PROJECTION,
     collection: BALANCES_COLLECTION,
     eventTypes: EVENT_TYPES,
     documentIds: (event) => (isBalanceEvent(event) ? [balanceDocId(event.data.wallet)] : []),

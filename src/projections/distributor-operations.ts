@@ -56,6 +56,7 @@ export type DistributorOperation = Omit<DistributorOperationDoc, 'id' | 'positio
   rejectionReason: string | null;
 };
 
+export const DISTRIBUTOR_OPERATIONS_PROJECTION = 'distributor-operations';
 export const DISTRIBUTOR_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'distributor_operations',
   indexes: [['distributorID', 'createdAt', 'id']],
@@ -121,7 +122,7 @@ export function distributorOperationsProjection(
   _options: { assetScale?: number } = {},
 ): Projection<DistributorOperationDoc> {
   return {
-    name: 'distributor-operations',
+    name: DISTRIBUTOR_OPERATIONS_PROJECTION,
     collection: DISTRIBUTOR_OPERATIONS_COLLECTION,
     eventTypes: OPERATION_EVENT_TYPES,
     documentIds(event) {

@@ -72,6 +72,7 @@ export type MerchantOperation = Omit<
   rejectionReason: string | null;
 };
 
+export const MERCHANT_OPERATIONS_PROJECTION = 'merchant-operations';
 export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'merchant_operations',
   indexes: [['merchantID', 'visible', 'listedPosition', 'id']],
@@ -136,7 +137,7 @@ export function merchantOperationsProjection(options: { assetScale?: number } = 
   const scale = options.assetScale ?? DEFAULT_ASSET_SCALE;
   const concerns = (data: RequestedData) => isOwnOperation(data) || isReceivedCashIn(data);
   return {
-    name: 'merchant-operations',
+    name: MERCHANT_OPERATIONS_PROJECTION,
     collection: MERCHANT_OPERATIONS_COLLECTION,
     eventTypes: OPERATION_EVENT_TYPES,
     documentIds(event) {

@@ -1,5 +1,5 @@
 import type { OperationEvent } from '../domain/events.ts';
-import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
+import type { CollectionDefinition } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
 
 /**
@@ -60,28 +60,4 @@ export function pendingOperationsProjection(): Projection<PendingOperationDoc> {
       }
     },
   };
-}
-
-/**
- * Every pending operation of a key, oldest first, in one query: one consistent answer (paging would skip
- * documents that decisions remove between two pages). A key's pending operations are few.
- */
-export function pendingOperationsOfKey(readStore: ReadStore, keyID: string): Promise<PendingOperationDoc[]> {
-  return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, {
-    where: { keyID },
-    sort: [['requestPosition', 'asc']],
-  }); // unique: one request per position
-}
-
-/** A page of every pending operation, in request order, after `afterPosition` (keyset paging: decisions may remove documents meanwhile). */
-export function pendingOperationsAfter(
-  readStore: ReadStore,
-  afterPosition: number,
-  limit: number,
-): Promise<PendingOperationDoc[]> {
-  return readStore.find<PendingOperationDoc>(PENDING_OPERATIONS_COLLECTION.name, {
-    range: { requestPosition: { gt: afterPosition } },
-    sort: [['requestPosition', 'asc']],
-    limit,
-  });
 }

@@ -1,6 +1,6 @@
 import type { WebhookEndpointEvent, WebhookEventType, WebhookSignatureScheme } from '../domain/events.ts';
 import type { PartyRef } from '../domain/parties.ts';
-import type { CollectionDefinition, ReadStore } from '../ports/read-store.ts';
+import type { CollectionDefinition } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
 import { foldInMemory } from './fold.ts';
 
@@ -134,17 +134,6 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
       }
     },
   };
-}
-
-/** A party's endpoints, newest registration first (a party has few). */
-export function webhookEndpointsOfParty(readStore: ReadStore, party: PartyRef): Promise<WebhookEndpointDoc[]> {
-  return readStore.find<WebhookEndpointDoc>(WEBHOOK_ENDPOINTS_COLLECTION.name, {
-    where: { partyType: party.type, partyID: party.id },
-    sort: [
-      ['requestedAt', 'desc'],
-      ['id', 'asc'],
-    ],
-  });
 }
 
 /**

@@ -2,6 +2,7 @@ import type { PartyType } from '../domain/parties.ts';
 import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
 import type { ReadStore } from '../ports/read-store.ts';
 import { balanceDocId, balancesProjection, toApi, type BalanceDoc } from '../projections/balances.ts';
+import { balancesOfKind } from '../projections/balances-queries.ts';
 import { foldInMemory } from '../projections/fold.ts';
 import type { Projection } from '../projections/projection.ts';
 import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
@@ -84,22 +85,9 @@ export class BalancesView {
     if (this.seeded) return;
     const checkpoint = await readStore.getCheckpoint(this.name);
     const docs: BalanceDoc[] = [];
-    if (checkpoint !== null) {
-      for (const kind of SERVED_KINDS) {
-        // Pages by id, not by offset: a document made meanwhile cannot shift the pages.
-        for (let after: string | undefined; ;) {
-          const page = await readStore.find<BalanceDoc>(this.projection.collection.name, {
-            where: { 'wallet.kind': kind },
-            ...(after === undefined ? {} : { range: { id: { gt: after } } }),
-            sort: [['id', 'asc']],
-            limit: this.seedPage,
-          });
-          docs.push(...page);
-          if (page.length < this.seedPage) break;
-          after = page.at(-1)!.id;
-        }
-      }
-    }
+    if (checkpoint !== null)
+      for (const kind of SERVED_KINDS)
+        for await (const doc of balancesOfKind(readStore, kind, this.seedPage)) docs.push(doc);
     for (const doc of docs) this.entries.set(doc.id, this.entry(doc));
     this.lastPosition = checkpoint;
     this.seeded = true;

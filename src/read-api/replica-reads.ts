@@ -32,10 +32,11 @@ export interface ReplicaReadCounts {
  * projection's collection goes to the replica once the replica's checkpoint of that projection is at least the
  * primary's, as the primary stood when the read arrived: the checkpoint rows replicate with the documents in the
  * same transactions, so the replica then holds everything the primary's model held, and a read never answers
- * older than one the primary would have given (a create is answered once its operation is in the primary's model,
- * READ_YOUR_WRITES_TIMEOUT_MS: the next list shows it, from either server). A replica that does not get there
- * within `waitMs`, or fails, is passed over: the primary answers. Everything else (writes, the other
- * collections, checkpoints) is the primary's. The replica is never written to and no consumer follows it.
+ * older than one the primary would have given (a read after a create of the same process waits first for the
+ * create in the primary's model, src/projections/read-your-writes.ts: the next list shows it, from either server).
+ * A replica that does not get there within `waitMs`, or fails, is passed over: the primary answers. Everything
+ * else (writes, the other collections, checkpoints) is the primary's. The replica is never written to and no
+ * consumer follows it. It sits under the queries (src/projections/*-queries.ts): they read through it.
  */
 export function withReplicaReads(options: ReplicaReadsOptions): ReadStore & { counts: ReplicaReadCounts } {
   const { primary, replica } = options;

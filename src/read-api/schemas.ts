@@ -96,20 +96,6 @@ export const operationsQuery = z
   })
   .refine(orderedRange, RANGE_ORDER);
 
-/** The find's extra conditions for a list's filters: equality on status, a range on createdAt. */
-export function listFilters(query: {
-  status?: string | undefined;
-  createdFrom?: string | undefined;
-  createdTo?: string | undefined;
-}) {
-  const where: Record<string, string> = query.status !== undefined ? { status: query.status } : {};
-  const bounds = {
-    ...(query.createdFrom !== undefined ? { gte: query.createdFrom } : {}),
-    ...(query.createdTo !== undefined ? { lt: query.createdTo } : {}),
-  };
-  return { where, range: Object.keys(bounds).length > 0 ? { createdAt: bounds } : undefined };
-}
-
 const paymentsShape = {
   limit,
   offset,

@@ -9,6 +9,7 @@ import { requestTraceparent } from '../http/request-context.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
 import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
+import { wroteOperation, type ReadYourWrites } from '../projections/read-your-writes.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
@@ -32,10 +33,10 @@ export interface WriteApiDeps {
   schemas: OperationSchemas;
   clock: () => Date;
   /**
-   * Read-your-writes: resolves once the operation at this log position is readable from the party's operation
-   * list in this process (or the wait's bound has passed: the create is committed and answered all the same).
+   * Read-your-writes (src/projections/read-your-writes.ts): told where each create landed, so that this process's next
+   * reads of the party's operations and of the payer's balance wait for it. The create itself is answered at once.
    */
-  readable?: (partyType: 'distributor' | 'merchant', position: number) => Promise<unknown>;
+  readYourWrites?: ReadYourWrites;
 }
 
 export const BODY_LIMIT = '16kb';
@@ -132,8 +133,11 @@ export function writeRoutes(deps: WriteApiDeps): Router {
         const run = () => createOperation(deps.operations, key, parsed.input, idempotency, context, secretGeneration);
 
         const outcome = idempotency ? await inFlight.run([`${key.keyID}\u0000${idempotency.key}`], run) : await run();
-        if (outcome.kind === 'created' && outcome.position !== undefined)
-          await deps.readable?.(partyType, outcome.position);
+        if (outcome.kind === 'created')
+          wroteOperation(deps.readYourWrites, outcome.operation, {
+            position: outcome.position,
+            walletPosition: outcome.holdPosition,
+          });
         if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
         const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
         res.status(response.status).json(response.body);

@@ -30,6 +30,7 @@ const LONGEST_FIRST = [
   'test/webhooks/dispatcher.e2e.test.ts',
   'test/webhooks/delivery.on-postgres.e2e.test.ts',
   'test/write-api/read-your-writes.e2e.test.ts',
+  'test/write-api/read-your-writes.on-postgres.e2e.test.ts',
   'test/write-api/create-operation.on-postgres.e2e.test.ts',
   'test/adapters/postgres-restore-drill.e2e.test.ts',
   'test/executor/paused.e2e.test.ts',
