@@ -319,7 +319,7 @@ describe('layer rules', () => {
     expect(broken).toEqual([]);
   });
 
-  it('when the projections reach into src/commands, then only for the evolve of a state they share (the API-key and user directories, the wallet balances and holds)', () => {
+  it('when the projections reach into src/commands, then only for the evolve of a state they share (the API-key and user directories, the wallet balances and holds, the webhook endpoints)', () => {
     const reaching = files
       .filter((file) => folder(file) === 'projections')
       .filter((file) => importsOf(file).some(({ target }) => layerOf(target) === 'commands'))
@@ -328,6 +328,7 @@ describe('layer rules', () => {
       'projections/api-key-directory.ts',
       'projections/balances.ts',
       'projections/user-directory.ts',
+      'projections/webhook-endpoints.ts',
     ]);
   });
 

@@ -1,9 +1,4 @@
-import type {
-  SealedWebhookSecret,
-  WebhookEndpointEvent,
-  WebhookEndpointRequested,
-  WebhookSignatureScheme,
-} from '../domain/events.ts';
+import type { SealedWebhookSecret, WebhookEndpointEvent, WebhookSignatureScheme } from '../domain/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import { samePartyRef } from '../domain/parties.ts';
 import { requireMayVouch, type SecretKeepers } from '../domain/segregation.ts';
@@ -13,16 +8,20 @@ import {
   checkRotationRequest,
   checkRotationWithdrawal,
   overlapEnd,
-  type PendingRotation,
 } from '../domain/secret-rotation.ts';
-import {
-  CURRENT_SIGNATURE_SCHEME,
-  LEGACY_SIGNATURE_SCHEME,
-  signingAt,
-  type EndpointSigning,
-} from '../domain/webhook-secrets.ts';
+import { CURRENT_SIGNATURE_SCHEME, signingAt, type EndpointSigning } from '../domain/webhook-secrets.ts';
 import type { ActingUser } from './api-keys.ts';
 import { assertNever, type Decider } from './decider.ts';
+import {
+  evolveEndpoint,
+  type EndpointLifecycle,
+  type EndpointTerms,
+  type WebhookEndpointStatus,
+} from './webhook-endpoint-lifecycle.ts';
+
+/** Who disables: a user, or the delivery consumer giving up on an endpoint. */
+export type Disabler = ActingUser | 'system';
+export const SYSTEM_DISABLER = 'system';
 
 /**
  * A webhook endpoint's lifecycle, with maker-checker like an API key's:
@@ -37,12 +36,6 @@ import { assertNever, type Decider } from './decider.ts';
  * today's (Standard Webhooks); an endpoint approved before schemes were recorded signs the legacy way until a
  * rotation switches it.
  */
-type EndpointTerms = Omit<WebhookEndpointRequested['data'], 'requestedBy' | 'requestedAt'>;
-
-/** Who disables: a user, or the delivery consumer giving up on an endpoint. */
-export type Disabler = ActingUser | 'system';
-export const SYSTEM_DISABLER = 'system';
-
 export type WebhookEndpointCommand =
   | { type: 'RequestWebhookEndpoint'; data: EndpointTerms & { by: ActingUser; now: string } }
   | {
@@ -67,29 +60,7 @@ export type WebhookEndpointCommand =
     }
   | { type: 'WithdrawWebhookSecretRotation'; data: { endpointID: string; by: ActingUser; now: string } };
 
-export type WebhookEndpointStatus = 'pending' | 'active' | 'rejected' | 'disabled';
-
-export type WebhookEndpointState =
-  | { status: 'none' }
-  | (EndpointTerms & {
-      status: WebhookEndpointStatus;
-      requestedBy: string;
-      requestedAt: string;
-      approvedBy: string | null;
-      secret: SealedWebhookSecret | null;
-      /** Who holds the signing secret: the maker who registered the endpoint, then the maker of its last rotation. */
-      secretHolder: string;
-      /** Who was handed each signing secret, by generation: [g - 1] holds generation g (empty until approved). */
-      secretHolders: string[];
-      /** The current secret's signature scheme. */
-      signatureScheme: WebhookSignatureScheme;
-      /** The secret a rotation replaced: deliveries are signed with it too until `previousValidUntil`. */
-      previousSecret: SealedWebhookSecret | null;
-      previousSignatureScheme: WebhookSignatureScheme | null;
-      previousValidUntil: string | null;
-      rotation: PendingRotation | null;
-      disabledBy: string | null;
-    });
+export type WebhookEndpointState = { status: 'none' } | EndpointLifecycle;
 
 type ExistingEndpoint = Exclude<WebhookEndpointState, { status: 'none' }>;
 
@@ -149,7 +120,8 @@ export function endpointSigning(
 ): EndpointSigning<SealedWebhookSecret> {
   return {
     current: endpoint.secret,
-    scheme: endpoint.signatureScheme,
+    // Null only before the approval, when nothing is signed.
+    scheme: endpoint.signatureScheme ?? CURRENT_SIGNATURE_SCHEME,
     previous: endpoint.previousSecret,
     previousScheme: endpoint.previousSignatureScheme,
     previousValidUntil: endpoint.previousValidUntil,
@@ -330,72 +302,9 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
   }
 }
 
-function evolve(state: WebhookEndpointState, event: WebhookEndpointEvent): WebhookEndpointState {
-  if (event.type === 'WebhookEndpointRequested') {
-    const { requestedBy, requestedAt, ...terms } = event.data;
-    return {
-      ...terms,
-      status: 'pending',
-      requestedBy,
-      requestedAt,
-      approvedBy: null,
-      secret: null,
-      signatureScheme: CURRENT_SIGNATURE_SCHEME,
-      secretHolder: requestedBy,
-      secretHolders: [],
-      previousSecret: null,
-      previousSignatureScheme: null,
-      previousValidUntil: null,
-      rotation: null,
-      disabledBy: null,
-    };
-  }
-  if (state.status === 'none') return state; // a stream always starts with WebhookEndpointRequested
-  switch (event.type) {
-    case 'WebhookEndpointApproved':
-      return {
-        ...state,
-        status: 'active',
-        approvedBy: event.data.approvedBy,
-        secret: event.data.secret,
-        signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME,
-        secretHolder: state.requestedBy,
-        secretHolders: [state.requestedBy],
-      };
-    case 'WebhookEndpointRejected':
-      return { ...state, status: 'rejected' };
-    case 'WebhookEndpointDisabled':
-      return { ...state, status: 'disabled', disabledBy: event.data.disabledBy, rotation: null };
-    case 'WebhookSecretRotationRequested':
-      return {
-        ...state,
-        rotation: {
-          requestedBy: event.data.requestedBy,
-          reason: event.data.reason,
-          requestedAt: event.data.requestedAt,
-        },
-      };
-    case 'WebhookSecretRotationRejected':
-    case 'WebhookSecretRotationWithdrawn':
-      return { ...state, rotation: null };
-    case 'WebhookSecretRotated':
-      return {
-        ...state,
-        rotation: null,
-        secret: event.data.secret,
-        signatureScheme: event.data.signatureScheme ?? LEGACY_SIGNATURE_SCHEME,
-        secretHolder: event.data.secretHolder,
-        secretHolders: [...state.secretHolders, event.data.secretHolder],
-        previousSecret: state.secret,
-        previousSignatureScheme: state.signatureScheme,
-        previousValidUntil: event.data.previousValidUntil,
-      };
-    case 'WebhookEndpointPreviousSecretEnded':
-      return { ...state, previousSecret: null, previousSignatureScheme: null, previousValidUntil: null };
-    default:
-      return assertNever(event);
-  }
-}
+/** The one lifecycle fold (webhook-endpoint-lifecycle.ts); before the registration the state stays none. */
+const evolve = (state: WebhookEndpointState, event: WebhookEndpointEvent): WebhookEndpointState =>
+  evolveEndpoint(state.status === 'none' ? null : state, event) ?? state;
 
 export const webhookEndpointDecider: Decider<WebhookEndpointCommand, WebhookEndpointState, WebhookEndpointEvent> = {
   initialState: () => ({ status: 'none' }),

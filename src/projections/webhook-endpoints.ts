@@ -3,6 +3,7 @@ import type { PartyRef } from '../domain/parties.ts';
 import type { CollectionDefinition } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
 import { foldInMemory } from './fold.ts';
+import { evolveEndpoint, withoutKeys, type EndpointLifecycle } from '../commands/webhook-endpoint-lifecycle.ts';
 
 /**
  * Webhook endpoints, one document each, as `webhook list` (and later the console) shows them. The signing
@@ -27,7 +28,7 @@ export type WebhookEndpointDoc = {
   /** A user id, or `system` after a day of failed deliveries. */
   disabledBy: string | null;
   disabledAt: string | null;
-  /** A secret rotation waiting for a checker (absent: none ever asked for). */
+  /** A secret rotation waiting for a checker (absent, or null in a document stored before: none waits). */
   rotationRequestedBy?: string | null;
   rotationReason?: string | null;
   /** The last rotation, and until when deliveries are signed with the previous secret too. */
@@ -66,73 +67,69 @@ export function webhookEndpointsProjection(): Projection<WebhookEndpointDoc> {
     collection: WEBHOOK_ENDPOINTS_COLLECTION,
     eventTypes: EVENT_TYPES,
     documentIds: (event) => (isEndpointEvent(event) ? [event.data.endpointID] : []),
-    evolve(doc, event, id) {
+    evolve(doc, event) {
       if (!isEndpointEvent(event)) return doc;
-      if (event.type === 'WebhookEndpointRequested') {
-        const { party, url, eventTypes, requestedBy, requestedAt } = event.data;
-        return {
-          id,
-          partyType: party.type,
-          partyID: party.id,
-          url,
-          eventTypes,
-          status: 'pending',
-          requestedBy,
-          requestedAt,
-          decidedBy: null,
-          decidedAt: null,
-          reason: null,
-          disabledBy: null,
-          disabledAt: null,
-          position: event.position,
-        };
-      }
-      if (doc === null) return null; // a stream always starts with the request
-      switch (event.type) {
-        case 'WebhookEndpointApproved':
-          return {
-            ...doc,
-            status: 'active',
-            decidedBy: event.data.approvedBy,
-            decidedAt: event.data.approvedAt,
-            signatureScheme: event.data.signatureScheme ?? 'stripe-v1',
-          };
-        case 'WebhookEndpointRejected':
-          return {
-            ...doc,
-            status: 'rejected',
-            decidedBy: event.data.rejectedBy,
-            decidedAt: event.data.rejectedAt,
-            reason: event.data.reason,
-          };
-        case 'WebhookEndpointDisabled':
-          return {
-            ...doc,
-            status: 'disabled',
-            disabledBy: event.data.disabledBy,
-            disabledAt: event.data.disabledAt,
-            reason: event.data.reason,
-          };
-        case 'WebhookSecretRotationRequested':
-          return { ...doc, rotationRequestedBy: event.data.requestedBy, rotationReason: event.data.reason };
-        case 'WebhookSecretRotationRejected':
-        case 'WebhookSecretRotationWithdrawn':
-          return { ...doc, rotationRequestedBy: null, rotationReason: null };
-        case 'WebhookSecretRotated':
-          return {
-            ...doc,
-            rotationRequestedBy: null,
-            rotationReason: null,
-            rotatedAt: event.data.rotatedAt,
-            previousSecretValidUntil: event.data.previousValidUntil,
-            signatureScheme: event.data.signatureScheme ?? 'stripe-v1',
-            previousSignatureScheme: doc.signatureScheme ?? 'stripe-v1',
-          };
-        case 'WebhookEndpointPreviousSecretEnded':
-          // Its holder left: the previous secret stopped signing then, before its overlap's end.
-          return { ...doc, previousSecretValidUntil: event.data.endedAt };
-      }
+      const next = evolveEndpoint(doc === null ? null : lifecycleOf(doc), event);
+      return next === null ? null : docOf(next, event.position);
     },
+  };
+}
+
+/** The document of a lifecycle: the endpoint as it stands, without the write side's keys. */
+function docOf(endpoint: EndpointLifecycle, position: number): WebhookEndpointDoc {
+  const { rotation, rotatedAt, signatureScheme, previousSignatureScheme, previousValidUntil } = endpoint;
+  return {
+    id: endpoint.endpointID,
+    partyType: endpoint.party.type,
+    partyID: endpoint.party.id,
+    url: endpoint.url,
+    eventTypes: endpoint.eventTypes,
+    status: endpoint.status,
+    requestedBy: endpoint.requestedBy,
+    requestedAt: endpoint.requestedAt,
+    decidedBy: endpoint.decidedBy,
+    decidedAt: endpoint.decidedAt,
+    reason: endpoint.reason,
+    disabledBy: endpoint.disabledBy,
+    disabledAt: endpoint.disabledAt,
+    ...(rotation === null ? {} : { rotationRequestedBy: rotation.requestedBy, rotationReason: rotation.reason }),
+    ...(rotatedAt === null ? {} : { rotatedAt }),
+    ...(previousValidUntil === null ? {} : { previousSecretValidUntil: previousValidUntil }),
+    ...(signatureScheme === null ? {} : { signatureScheme }),
+    ...(previousSignatureScheme === null ? {} : { previousSignatureScheme }),
+    position,
+  };
+}
+
+/** The lifecycle a document stands for, folded on with no keys (a read model never holds a secret). */
+function lifecycleOf(doc: WebhookEndpointDoc): EndpointLifecycle {
+  return {
+    endpointID: doc.id,
+    party: { type: doc.partyType, id: doc.partyID },
+    url: doc.url,
+    eventTypes: doc.eventTypes,
+    status: doc.status,
+    requestedBy: doc.requestedBy,
+    requestedAt: doc.requestedAt,
+    decidedBy: doc.decidedBy,
+    decidedAt: doc.decidedAt,
+    reason: doc.reason,
+    disabledBy: doc.disabledBy,
+    disabledAt: doc.disabledAt,
+    rotation:
+      doc.rotationRequestedBy == null
+        ? null
+        : {
+            requestedBy: doc.rotationRequestedBy,
+            reason: doc.rotationReason ?? '',
+            // Not kept in the document, and no field of it is made from it.
+            requestedAt: doc.requestedAt,
+          },
+    rotatedAt: doc.rotatedAt ?? null,
+    signatureScheme: doc.signatureScheme ?? null,
+    previousSignatureScheme: doc.previousSignatureScheme ?? null,
+    previousValidUntil: doc.previousSecretValidUntil ?? null,
+    ...withoutKeys(doc.requestedBy),
   };
 }
 

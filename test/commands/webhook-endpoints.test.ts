@@ -183,22 +183,27 @@ describe('webhook endpoint lifecycle', () => {
         status: 'pending',
         requestedBy: maker.userID,
         requestedAt: T0,
-        approvedBy: null,
-        secret: null,
-        signatureScheme: 'standard-webhooks',
-        secretHolder: maker.userID,
-        secretHolders: [],
-        previousSecret: null,
+        decidedBy: null,
+        decidedAt: null,
+        reason: null,
+        disabledBy: null,
+        disabledAt: null,
+        rotation: null,
+        rotatedAt: null,
+        signatureScheme: null,
         previousSignatureScheme: null,
         previousValidUntil: null,
-        rotation: null,
-        disabledBy: null,
+        secret: null,
+        previousSecret: null,
+        secretHolder: maker.userID,
+        secretHolders: [],
       }));
 
     it('given an approval, then the state is active with the approver and the sealed secret', () =>
       expect(state([requested, approved])).toMatchObject({
         status: 'active',
-        approvedBy: checker.userID,
+        decidedBy: checker.userID,
+        decidedAt: T1,
         secret: sealed,
       }));
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { webhookEndpointDecider } from '../../src/commands/webhook-endpoints.ts';
 import type { WebhookEndpointEvent } from '../../src/domain/events.ts';
 import {
   WEBHOOK_ENDPOINTS_PROJECTION,
@@ -167,6 +168,52 @@ describe('webhook-endpoints projection', () => {
         .then({ [ID]: { ...active(3), rotationRequestedBy: 'u-maker', rotationReason: 'leaked' } });
     });
 
+    it('when the endpoint is disabled while a rotation waits, then no rotation waits (it can no longer be decided)', () => {
+      spec
+        .given(requested, approved, asked)
+        .when(disabled)
+        .then({
+          [ID]: {
+            ...active(4),
+            status: 'disabled',
+            disabledBy: 'system',
+            disabledAt: T1,
+            reason: 'deliveries failed for a day',
+          },
+        });
+    });
+
+    it('given any history, then the document is the decider’s state without its keys (one lifecycle fold)', () => {
+      const ended: WebhookEndpointEvent = {
+        type: 'WebhookEndpointPreviousSecretEnded',
+        data: { endpointID: ID, endedAt: '2026-01-03T05:00:00.000Z', departedUserID: 'u-old' },
+      };
+      const history = [requested, approved, asked, rotated, ended, asked, disabled];
+      for (let n = 1; n <= history.length; n++) {
+        const events = history.slice(0, n);
+        const doc = spec.fold(stored(events))[ID]!;
+        const state = events.reduce(webhookEndpointDecider.evolve, webhookEndpointDecider.initialState());
+        if (state.status === 'none') throw new Error('no endpoint');
+        expect({
+          status: doc.status,
+          decidedBy: doc.decidedBy,
+          disabledBy: doc.disabledBy,
+          rotationRequestedBy: doc.rotationRequestedBy ?? null,
+          rotatedAt: doc.rotatedAt ?? null,
+          previousValidUntil: doc.previousSecretValidUntil ?? null,
+          signatureScheme: doc.signatureScheme ?? null,
+        }).toEqual({
+          status: state.status,
+          decidedBy: state.decidedBy,
+          disabledBy: state.disabledBy,
+          rotationRequestedBy: state.rotation?.requestedBy ?? null,
+          rotatedAt: state.rotatedAt,
+          previousValidUntil: state.previousValidUntil,
+          signatureScheme: state.signatureScheme,
+        });
+      }
+    });
+
     it('when it is rejected or withdrawn, then no rotation waits', () => {
       spec
         .given(requested, approved, asked)
@@ -174,14 +221,14 @@ describe('webhook-endpoints projection', () => {
           type: 'WebhookSecretRotationRejected',
           data: { endpointID: ID, rejectedBy: 'u-checker', reason: null, rejectedAt: T2 },
         })
-        .then({ [ID]: { ...active(4), rotationRequestedBy: null, rotationReason: null } });
+        .then({ [ID]: active(4) });
       spec
         .given(requested, approved, asked)
         .when({
           type: 'WebhookSecretRotationWithdrawn',
           data: { endpointID: ID, withdrawnBy: 'u-maker', withdrawnAt: T2 },
         })
-        .then({ [ID]: { ...active(4), rotationRequestedBy: null, rotationReason: null } });
+        .then({ [ID]: active(4) });
     });
 
     it('when it is approved, then the document says when and until when the previous secret signs, and never holds the secret', () => {
@@ -189,8 +236,6 @@ describe('webhook-endpoints projection', () => {
       expect(docs).toEqual({
         [ID]: {
           ...active(4),
-          rotationRequestedBy: null,
-          rotationReason: null,
           rotatedAt: T2,
           previousSecretValidUntil: '2026-01-04T00:00:00.000Z',
           signatureScheme: 'standard-webhooks',
@@ -211,8 +256,6 @@ describe('webhook-endpoints projection', () => {
         .then({
           [ID]: {
             ...active(5),
-            rotationRequestedBy: null,
-            rotationReason: null,
             rotatedAt: T2,
             previousSecretValidUntil: '2026-01-03T05:00:00.000Z',
             signatureScheme: 'standard-webhooks',
