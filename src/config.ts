@@ -768,7 +768,8 @@ const schema = z.object({
     .describe(
       'How long a process holds an endpoint’s delivery queue; the queue of a process that died waits this long. At least 4x WEBHOOK_TIMEOUT_MS.',
     ),
-  // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak runs only.
+  // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak
+  // runs only.
   FAULT_EVENT_STORE_ERROR_RATE: faultRate(
     'Fault injection: share of event store calls that fail transiently (appends half before, half after writing; subscriptions break).',
   ),
@@ -955,7 +956,8 @@ const configSchema = schema
     // Never undefined here: superRefine refused the configurations where no store is chosen.
     EVENT_STORE: chosenStore(config.EVENT_STORE, EVENT_SERVERS, config)!,
     READ_STORE: chosenStore(config.READ_STORE, READ_SERVERS, config)!,
-    // Behind proxies counted by hops, any peer may be the proxy, which carries every client: no per-address cap unless asked.
+    // Behind proxies counted by hops, any peer may be the proxy, which carries every client: no per-address cap unless
+    // asked.
     // One call on the event store may take its whole bound and still answer: the margin is for the rest of the create.
     CREATE_DEADLINE_MS:
       config.CREATE_DEADLINE_MS ??

@@ -58,7 +58,9 @@ async function ensure<T>(action: () => Promise<T>): Promise<T | null> {
   }
 }
 
-/** The demo's maker asks, its checker approves, and the maker collects the secret: the same one-time path as anyone's. */
+/**
+ * The demo's maker asks, its checker approves, and the maker collects the secret: the same one-time path as anyone's.
+ */
 async function freshKey(
   deps: CredentialDeps,
   makerEmail: string,

@@ -24,7 +24,10 @@ export interface EndOfExport {
   lastHash: string | null;
   /** Its position in the exported store. */
   lastPosition: number | null;
-  /** The whole history up to the head at the time (no --from-position, --to-position before the head or --stream-prefix). */
+  /**
+   * The whole history up to the head at the time (no --from-position, --to-position before the head or
+   * --stream-prefix).
+   */
   whole: boolean;
 }
 
@@ -53,7 +56,8 @@ export async function exportEvents(
   const to = Math.min(options.toPosition ?? head, head);
   const pageSize = options.pageSize ?? 5000;
   const filter = options.streamPrefix !== undefined ? { streamPrefixes: [options.streamPrefix] } : undefined;
-  // The history is the owner's alone: created 0600, and a file it replaces is narrowed to 0600 before a byte is written.
+  // The history is the owner's alone: created 0600, and a file it replaces is narrowed to 0600 before a byte is
+  // written.
   const fd = openSync(file, 'w', 0o600);
   fchmodSync(fd, 0o600);
   const result: ExportResult = { events: 0, file, firstPosition: null, lastPosition: null };

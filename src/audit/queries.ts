@@ -134,7 +134,9 @@ export interface HistoryEntry {
   type: string;
   /** Whose authority the event was taken under. */
   actor: ActorInfo;
-  /** The operator (`operator:<os user>`) who ran the CLI command behind the event; absent for the console and the API. */
+  /**
+   * The operator (`operator:<os user>`) who ran the CLI command behind the event; absent for the console and the API.
+   */
   operator?: string;
   change: string;
 }
@@ -251,7 +253,9 @@ function companionStreams(data: OperationRequested['data']): string[] {
   return [...new Set(names)];
 }
 
-/** An append writes a few events to a stream at most; the window read on each side of an event in a companion stream. */
+/**
+ * An append writes a few events to a stream at most; the window read on each side of an event in a companion stream.
+ */
 const BESIDE = 3;
 
 /**

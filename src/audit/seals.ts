@@ -16,8 +16,9 @@ import { GENESIS_HASH, storedHash } from './hash-chain.ts';
  * but the same order, ids and hashes, and its seals still verify. Order is what the digest pins down.
  * To say WHERE a range was changed, a seal also carries the first 4 hex digits of every covered event's
  * hash (`fingerprints`, 4 characters per event: about 4 KB per 1000 events), the id, stream and revision
- * of its last event (where a sealer resumes, in this store or in one the history was imported into), and whether the positions of its range were contiguous when sealed (true on the embedded store, whose
- * positions never skip, so that a missing position can be named exactly).
+ * of its last event (where a sealer resumes, in this store or in one the history was imported into), and whether the
+ * positions of its range were contiguous when sealed (true on the embedded store, whose positions never skip, so that a
+ * missing position can be named exactly).
  */
 export const SEALS_STREAM = 'audit-seals';
 export const SEAL_EVENT_TYPE = 'HistorySealed';
@@ -109,7 +110,10 @@ export class SealAccumulator {
     this.lastPosition = position;
   }
 
-  /** The last position seen in this range's span: where the next range's span starts (seal events seen after toPosition included). */
+  /**
+   * The last position seen in this range's span: where the next range's span starts (seal events seen after toPosition
+   * included).
+   */
   get lastSeen(): number | null {
     return this.lastPosition;
   }

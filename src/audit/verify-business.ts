@@ -50,7 +50,10 @@ interface KeyInfo {
   /** Who was handed each secret, by generation, and until when the previous one works (null: it does not). */
   holders: string[];
   previousValidUntil: string | null;
-  /** The generations whose secret ended with its holder's departure (their pending operations are the system's to reject). */
+  /**
+   * The generations whose secret ended with its holder's departure (their pending operations are the system's to
+   * reject).
+   */
   endedGenerations: number[];
   expiresAt: string | null;
 }
@@ -596,7 +599,8 @@ export class BusinessChecker {
               operationID,
             );
           } else if (event.type === 'OperationApproved' && key && op.secretGeneration !== null) {
-            // The rule of src/domain/segregation.ts, for operations that recorded their secret (older ones: the line above).
+            // The rule of src/domain/segregation.ts, for operations that recorded their secret (older ones: the line
+            // above).
             const at = String(data.approvedAt);
             const previousAccepted =
               key.previousValidUntil !== null && Date.parse(at) < Date.parse(key.previousValidUntil);
@@ -676,7 +680,8 @@ export class BusinessChecker {
         op.settlementRequestedBy = String(data.requestedBy);
         break;
       case 'OperationSettledFromLedger': {
-        // A correction: completes a failed operation whose money moved, as the ledger has it (the ledger check matches its legs).
+        // A correction: completes a failed operation whose money moved, as the ledger has it (the ledger check matches
+        // its legs).
         if (op.status !== 'failed') this.refuse(event, operationID, `settled while ${op.status}, not failed`);
         const by = String(data.approvedBy);
         if (op.settlementRequestedBy === undefined || op.settlementRequestedBy !== data.requestedBy) {

@@ -84,7 +84,8 @@ export function registerAuditCommands(program: Command): void {
             maxApprovedAgeMs,
             clock: () => new Date(),
             ...(expected ? { expected } : {}),
-            // The embedded ledger's ids chain its transactions; a chain's transaction hashes are the chain's own affair.
+            // The embedded ledger's ids chain its transactions; a chain's transaction hashes are the chain's own
+            // affair.
             ...(ledger
               ? {
                   ledgerChainID: opts.ledger === 'embedded' || config.LEDGER === 'embedded' ? chainID : undefined,

@@ -51,7 +51,10 @@ import { DemoStoreRefusedError } from '../demo-store.ts';
 import { registerLedgerCommands } from './ledger-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 
-/** The parts `serve` runs, for its help: src/wallet-ops.ts's ALL_PARTS, which the CLI loads only to serve (test/cli/serve-help.test.ts). */
+/**
+ * The parts `serve` runs, for its help: src/wallet-ops.ts's ALL_PARTS, which the CLI loads only to serve
+ * (test/cli/serve-help.test.ts).
+ */
 export const SERVE_PARTS = [
   'write-api',
   'read-api',

@@ -43,7 +43,10 @@ type AsOptions = CommonOptions & { as: string; reason?: string };
 const asAdmin = (command: Command) =>
   common(command).requiredOption('--as <email>', 'the platform administrator acting');
 
-/** Runs an action as a user, with the event store, the credential vault and the read store (whose console sessions a narrowing ends). */
+/**
+ * Runs an action as a user, with the event store, the credential vault and the read store (whose console sessions a
+ * narrowing ends).
+ */
 function asUser<T>(
   opts: AsOptions,
   action: (deps: CredentialDeps, admin: ActiveUser, sessions: { end(userID: string): Promise<number> }) => Promise<T>,

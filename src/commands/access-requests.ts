@@ -20,7 +20,9 @@ export type AccessRequestCommand =
       type: 'RequestAccess';
       data: { requestID: string; change: AccessChange; reason: string | null; by: ActingAdmin; now: string };
     }
-  /** `requesterActive`: whether the requesting administrator is still an active administrator, as the handler read it. */
+  /**
+   * `requesterActive`: whether the requesting administrator is still an active administrator, as the handler read it.
+   */
   | {
       type: 'ApproveAccessRequest';
       data: { requestID: string; by: ActingAdmin; requesterActive: boolean; now: string };

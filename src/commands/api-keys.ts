@@ -66,7 +66,9 @@ export type ApiKeyState =
       secretHolder: string;
       /** Who was handed each secret, by generation: [g - 1] holds generation g (empty until approved). */
       secretHolders: string[];
-      /** The generations whose secret ended with its holder's departure: what they created may no longer be approved. */
+      /**
+       * The generations whose secret ended with its holder's departure: what they created may no longer be approved.
+       */
       endedSecretGenerations: number[];
       /** The secret a rotation replaced, accepted until `previousValidUntil`. */
       previousSecretHash: string | null;

@@ -48,7 +48,10 @@ export interface CredentialDeps extends BackOfficeDeps {
   apiKeyEnvironment?: ApiKeyEnvironment;
 }
 
-/** The commands that approve a secret rotation: SECRET_ROTATION_OVERLAP_HOURS, how long the previous secret keeps working. */
+/**
+ * The commands that approve a secret rotation: SECRET_ROTATION_OVERLAP_HOURS, how long the previous secret keeps
+ * working.
+ */
 export interface RotationDeps extends CredentialDeps {
   secretRotationOverlapHours: number;
 }
@@ -318,7 +321,10 @@ export async function requireRotationRequesterStillMaker<S extends { status: str
   requireStillMaker((await loadState(deps, streams.user(requestedBy), userDecider)).state, action);
 }
 
-/** A request whose maker has since been disabled or lost the maker role is not approved: the secret would go to someone who left. */
+/**
+ * A request whose maker has since been disabled or lost the maker role is not approved: the secret would go to someone
+ * who left.
+ */
 export function requireStillMaker(requester: UserState, action: string): void {
   if (requester.status !== 'active' || !requester.roles.includes('maker')) {
     throw new DomainError(
@@ -414,7 +420,10 @@ export async function decideOnApiKey(
   return { keyID, state: state.status === 'none' ? 'none' : effectiveStatus(state, base.now) };
 }
 
-/** A step of a secret rotation other than its approval (which makes a secret: approveApiKeyRotation / approveWebhookSecretRotation). */
+/**
+ * A step of a secret rotation other than its approval (which makes a secret: approveApiKeyRotation /
+ * approveWebhookSecretRotation).
+ */
 export type RotationDecision =
   { type: 'request'; reason: unknown } | { type: 'reject'; reason: unknown } | { type: 'withdraw' };
 export type RotationOutcome = { rotation: 'pending' | 'rejected' | 'withdrawn' };

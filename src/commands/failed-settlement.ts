@@ -47,7 +47,10 @@ export type SettlementCommand =
 
 type SettlementEvent = OperationSettlementRequested | OperationSettledFromLedger;
 
-/** The ledger-side wallet operation of a transaction (a chain's hash comes as 0x…, the embedded ledger's id as bare hex). */
+/**
+ * The ledger-side wallet operation of a transaction (a chain's hash comes as 0x…, the embedded ledger's id as bare
+ * hex).
+ */
 export const walletOperationIDOf = (blockchainID: string) => `wo_${blockchainID.replace(/^0x/, '').slice(0, 32)}`;
 
 /** The legs the operation asked for: payer to payee, and the fee to the platform's fee wallet. */
@@ -187,7 +190,10 @@ export interface SettlementDeps {
   assetScale: number;
 }
 
-/** Asks (RequestFailedSettlement) or approves (ApproveFailedSettlement): the ledger's fate is read first, then decided on. */
+/**
+ * Asks (RequestFailedSettlement) or approves (ApproveFailedSettlement): the ledger's fate is read first, then decided
+ * on.
+ */
 export async function settleFailed(
   deps: SettlementDeps,
   command: { type: SettlementCommand['type']; operationID: string; by: SettlingUser; reason?: string },

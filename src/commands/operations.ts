@@ -27,7 +27,9 @@ export type OperationState =
   | {
       status: OperationStatus;
       operation: OperationRequested['data'];
-      /** The user who requested it through a channel without a key (`user:<id>` actor); null for key-created operations. */
+      /**
+       * The user who requested it through a channel without a key (`user:<id>` actor); null for key-created operations.
+       */
       requestedBy: string | null;
       decidedBy: string | null;
       sequenceNumber: number | null;
@@ -126,7 +128,10 @@ export type OperationDecision =
    * that created it ended with its holder's departure; else does nothing.
    */
   | { type: 'RejectOperationOfRevokedKey'; data: { operationID: string; now: string } }
-  /** The key-revocation consumer's sweep: rejects the operation if it is pending and its key (not revoked) expired by `now`, else does nothing. */
+  /**
+   * The key-revocation consumer's sweep: rejects the operation if it is pending and its key (not revoked) expired by
+   * `now`, else does nothing.
+   */
   | { type: 'RejectOperationOfExpiredKey'; data: { operationID: string; now: string } };
 
 /**
@@ -270,7 +275,10 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   }
 }
 
-/** The consumer's rejection: what it was, pure; nothing to write unless the operation is pending and `applies` to its key. */
+/**
+ * The consumer's rejection: what it was, pure; nothing to write unless the operation is pending and `applies` to its
+ * key.
+ */
 function rejectForKey(
   states: OperationDecisionStates,
   operationID: string,

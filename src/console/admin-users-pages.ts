@@ -75,7 +75,10 @@ export interface UserView {
   self: boolean;
   pending: AccessRequestRecord[];
   session: SessionDoc;
-  /** The keys and webhook endpoints whose secret this user holds (current or previous), or asked to rotate: a departure ends that. */
+  /**
+   * The keys and webhook endpoints whose secret this user holds (current or previous), or asked to rotate: a departure
+   * ends that.
+   */
   credentials: LiveCredential[];
   /** A refusal of a form on this page, shown beside it. */
   error?: { form: string; message: string };

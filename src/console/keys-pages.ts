@@ -19,7 +19,10 @@ export interface KeyRow extends PublicApiKey {
   rotation: { requestedBy: string; requestedByEmail: string; reason: string; requestedAt: string } | null;
   /** While a rotation's overlap lasts: until when the previous secret works. */
   previousSecretValidUntil: string | null;
-  /** The viewer holds a working secret of the key, or requested it: they may not approve its rotation or revocation (src/domain/segregation.ts). */
+  /**
+   * The viewer holds a working secret of the key, or requested it: they may not approve its rotation or revocation
+   * (src/domain/segregation.ts).
+   */
   viewerHoldsSecret?: boolean;
   /** In the pending list, the row stands for the key's rotation request rather than for the key. */
   pendingRequest?: 'rotation';

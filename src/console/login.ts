@@ -224,7 +224,9 @@ function duration(ms: number): { noun: string; adjective: string } {
   return { noun: `${count} ${unit}${count === 1 ? '' : 's'}`, adjective: `${count}-${unit}` };
 }
 
-/** Admits a request with a live session; refuses a state-changing one without the same origin and the session's token. */
+/**
+ * Admits a request with a live session; refuses a state-changing one without the same origin and the session's token.
+ */
 export function requireSession(services: ConsoleServices): RequestHandler {
   return async (req, res, next) => {
     const token = readCookie(req, SESSION_COOKIE);

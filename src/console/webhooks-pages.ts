@@ -4,7 +4,10 @@ import type { WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
-/** The markup of Webhooks: the party's endpoints, the registration form, the disable form, and what they share with an endpoint's page. */
+/**
+ * The markup of Webhooks: the party's endpoints, the registration form, the disable form, and what they share with an
+ * endpoint's page.
+ */
 export interface EndpointView extends WebhookEndpointDoc {
   requestedByEmail: string;
   decidedByEmail: string;
@@ -101,7 +104,10 @@ function rotationActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): H
       <button type="submit" class="danger">Reject rotation</button></form>`;
 }
 
-/** Approve and Reject for a checker on a pending endpoint (never on their own request); on an active one, its rotation and Disable. */
+/**
+ * Approve and Reject for a checker on a pending endpoint (never on their own request); on an active one, its rotation
+ * and Disable.
+ */
 export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): Html {
   const base = `/console/webhooks/${seg(endpoint.id)}`;
   if (endpoint.status === 'pending') {

@@ -82,7 +82,9 @@ function endpointFormErrors(values: EndpointFormValues, allowInsecureLocalhost: 
   return errors;
 }
 
-/** `2025-01-31T14:05` (a datetime-local field, read as UTC), with seconds or a Z if given; null when it is not a time. */
+/**
+ * `2025-01-31T14:05` (a datetime-local field, read as UTC), with seconds or a Z if given; null when it is not a time.
+ */
 export function parseSince(text: string): Date | null {
   const match = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(:\d{2}(\.\d{1,3})?)?Z?$/.exec(text.trim());
   if (!match) return null;

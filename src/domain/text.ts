@@ -82,7 +82,10 @@ export const withoutControlCharacters = (field: string) => (value: string, ctx: 
   if (found) ctx.addIssue({ code: 'custom', message: `${field} must not contain control characters (${found})` });
 };
 
-/** A required one-line text: trimmed, NFC-normalized, 1..maxLength characters, none of them a control, invisible or direction-changing one. */
+/**
+ * A required one-line text: trimmed, NFC-normalized, 1..maxLength characters, none of them a control, invisible or
+ * direction-changing one.
+ */
 export function requiredText(field: string, input: unknown, maxLength: number): string {
   if (input === undefined || input === null) throw invalidInput(field, `${field} is required`);
   if (typeof input !== 'string') throw invalidInput(field, `${field} must be a string`);

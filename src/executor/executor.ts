@@ -115,7 +115,8 @@ export class Executor {
       filter: { eventTypes: ['OperationApproved'] },
       checkpoint: sharedCheckpoint(readStore, EXECUTOR_CHECKPOINT),
       maxUnsettled: MAX_CARRIED,
-      // Executing needs the event store and the ledger only: a read store that is down holds back the checkpoint, not the work.
+      // Executing needs the event store and the ledger only: a read store that is down holds back the checkpoint, not
+      // the work.
       checkpointBestEffort: true,
       handle: async (batch, context) => {
         for (const event of batch) context.settleLater(event.position, this.carrier.carry(operationOf(event)));

@@ -30,7 +30,10 @@ const MAX_NOT_REVOKED = 100_000;
 /** Pending operations read per page by the expiry sweep. */
 const SWEEP_PAGE = 500;
 
-/** The consumer's checkpoint in the read store, shared by every process that runs it: every event at or below it has been handled. */
+/**
+ * The consumer's checkpoint in the read store, shared by every process that runs it: every event at or below it has
+ * been handled.
+ */
 export const KEY_REVOCATION_CHECKPOINT = 'key-revocations';
 export const KEY_REVOCATION_EVENT_TYPES = ['ApiKeyRevoked', 'ApiKeyPreviousSecretEnded', 'OperationRequested'] as const;
 
@@ -41,7 +44,10 @@ export type RevocationStep =
    * it created (the decision rejects, of those, what the revocation or the ended secret applies to).
    */
   | { kind: 'reject-pending-of-key'; keyID: string }
-  /** An operation was created with a key: reject it if that key, or the secret it used, is already revoked (a process that had not heard yet). */
+  /**
+   * An operation was created with a key: reject it if that key, or the secret it used, is already revoked (a process
+   * that had not heard yet).
+   */
   | { kind: 'check-key'; keyID: string; operationID: string; secretGeneration?: number }
   | { kind: 'ignore' };
 
@@ -68,11 +74,20 @@ export interface KeyRevocationOptions {
   clock: () => Date;
   assetScale: number;
   logger: Logger;
-  /** A revocation waits for the pending-operations read model to reach it; the session fails once it has not moved for this long. Default 30 s. */
+  /**
+   * A revocation waits for the pending-operations read model to reach it; the session fails once it has not moved for
+   * this long. Default 30 s.
+   */
   readModelStallMs?: number;
-  /** While only operations are requested, the checkpoint is saved at most this often (a replay is harmless). Default 1 s. */
+  /**
+   * While only operations are requested, the checkpoint is saved at most this often (a replay is harmless). Default
+   * 1 s.
+   */
   checkpointEveryMs?: number;
-  /** How often the sweep looks for pending operations of keys that have expired (KEY_EXPIRY_SWEEP_INTERVAL_MS). Default 60 s. */
+  /**
+   * How often the sweep looks for pending operations of keys that have expired (KEY_EXPIRY_SWEEP_INTERVAL_MS). Default
+   * 60 s.
+   */
   expirySweepEveryMs?: number;
   supervision?: Supervision;
 }
@@ -172,7 +187,10 @@ export class KeyRevocations {
     }
   }
 
-  /** Waits until the pending-operations read model has applied everything up to the revocation; throws when stopping (the batch stays unhandled). */
+  /**
+   * Waits until the pending-operations read model has applied everything up to the revocation; throws when stopping
+   * (the batch stays unhandled).
+   */
   private async untilReadModelReaches(position: number, context: BatchContext): Promise<void> {
     const stallMs = this.options.readModelStallMs ?? 30_000;
     const watch = new UnchangedWatch<number | null>();
@@ -224,7 +242,10 @@ export class KeyRevocations {
     return rejected;
   }
 
-  /** The decision reads the operation and its key again on the write side: it rejects only what is still pending (true: it is rejected now). */
+  /**
+   * The decision reads the operation and its key again on the write side: it rejects only what is still pending (true:
+   * it is rejected now).
+   */
   private async reject(operationID: string, cause: RecordedEvent): Promise<boolean> {
     const context: CommandContext = { actor: KEY_REVOCATION_ACTOR, correlationId: randomUUID(), causationId: cause.id };
     const result = await rejectOperationOfRevokedKey(this.deps, operationID, context);

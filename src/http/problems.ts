@@ -51,7 +51,10 @@ export interface Problem {
   errors?: FieldError[];
   /** On a 429: the names of the limits that were exceeded (the extension member of the ratelimit-headers draft). */
   'violated-policies'?: string[];
-  /** The request's X-Request-Id, on every problem sent (an extension member): a body logged alone still names its request. */
+  /**
+   * The request's X-Request-Id, on every problem sent (an extension member): a body logged alone still names its
+   * request.
+   */
   requestId?: string;
 }
 
@@ -97,7 +100,9 @@ export function unauthorized(detail: string, invalidToken: boolean): ProblemErro
 export const accessForbidden = (detail: string) =>
   new ProblemError({ type: '/problems/access-forbidden', status: 403, title: 'Access Forbidden', detail });
 
-/** 429: a limit of the request rate was reached; the headers (Retry-After, RateLimit-Policy, RateLimit) say until when. */
+/**
+ * 429: a limit of the request rate was reached; the headers (Retry-After, RateLimit-Policy, RateLimit) say until when.
+ */
 export const rateLimited = (detail: string, policy: string, headers: Record<string, string>) =>
   new ProblemError(
     { type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail, 'violated-policies': [policy] },

@@ -205,7 +205,9 @@ export async function operationOfParty(
   return null;
 }
 
-/** The party's own operations waiting for its checker (a cash-in a merchant received is the distributor's to decide). */
+/**
+ * The party's own operations waiting for its checker (a cash-in a merchant received is the distributor's to decide).
+ */
 const pendingWhere = (party: string): NonNullable<FindQuery['where']> => ({ party, status: 'pending', side: 'own' });
 
 /** Most decisions read past the read model's checkpoint: beyond that the model is far behind (a stopped runner). */

@@ -915,6 +915,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   };
 }
 
-/** The document as committed (openapi.json) and printed by `wallet-ops openapi`: two-space indented, one final newline. */
+/**
+ * The document as committed (openapi.json) and printed by `wallet-ops openapi`: two-space indented, one final newline.
+ */
 export const openApiJson = (assetScale: number): string =>
   `${JSON.stringify(buildOpenApiDocument(assetScale), null, 2)}\n`;

@@ -39,7 +39,10 @@ const offset = wholeNumber('offset', 0, MAX_OFFSET, 0, 'Items to skip; default 0
 export const listQuery = z.strictObject({ limit, offset });
 
 // Extensions (not in the contract, which names no filter): additive, and every other unknown parameter is still 400.
-/** Dates only (midnight UTC) or date-times with their offset: a time without one would mean a different instant per client. */
+/**
+ * Dates only (midnight UTC) or date-times with their offset: a time without one would mean a different instant per
+ * client.
+ */
 const INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/i;
 /** Date.parse rolls 2026-02-30 over to March: each part is checked against the calendar instead. */
 function isCalendarInstant(value: string): boolean {

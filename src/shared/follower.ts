@@ -130,7 +130,10 @@ export interface BatchContext {
   stopping(): boolean;
   /** The event at `position` is handled only once `settled` resolves: the checkpoint does not pass it before. */
   settleLater(position: number, settled: Promise<unknown>): void;
-  /** The batch's checkpoint is committed whatever `commitEvery` says (the handler acted: a restart should not act again). */
+  /**
+   * The batch's checkpoint is committed whatever `commitEvery` says (the handler acted: a restart should not act
+   * again).
+   */
   commitNow(): void;
 }
 
@@ -165,13 +168,16 @@ export interface FollowerOptions {
   commitEvery?: { positions: number; ms: number };
   /** At most this many events waiting to settle (settleLater): the follower reads no more until one does. */
   maxUnsettled?: number;
-  /** While events wait to settle (or a best-effort commit failed), the checkpoint is committed this often. Default 200 ms. */
+  /**
+   * While events wait to settle (or a best-effort commit failed), the checkpoint is committed this often. Default
+   * 200 ms.
+   */
   settledCommitMs?: number;
   /**
    * For a handler whose work does not depend on the checkpoint's store (the executor needs the event store and
    * the ledger only), with a checkpoint that commits no writes: a checkpoint that cannot be committed does not
-   * end the session (it is tried again every settledCommitMs; the failure is logged once per streak), and a resubscription
-   * resumes from what this process has handled instead of reading the checkpoint again.
+   * end the session (it is tried again every settledCommitMs; the failure is logged once per streak), and a
+   * resubscription resumes from what this process has handled instead of reading the checkpoint again.
    */
   checkpointBestEffort?: boolean;
   /**
@@ -232,7 +238,8 @@ export class Follower {
    */
   untilCommitted(position: number, timeoutMs: number): Promise<boolean> {
     if ((this.committed ?? -1) >= position) return Promise.resolve(true);
-    // Handled but not committed yet (commitEvery holds back a checkpoint that writes nothing): someone waits, commit now.
+    // Handled but not committed yet (commitEvery holds back a checkpoint that writes nothing): someone waits, commit
+    // now.
     if ((this.handledPosition ?? -1) >= position && this.consumer.status().state !== 'stopped')
       void this.commitOrLog().catch(() => {});
     return new Promise<boolean>((resolve) => {
@@ -281,7 +288,8 @@ export class Follower {
   }
 
   private async session(context: SessionContext): Promise<void> {
-    // After a failed session, a best-effort checkpoint's follower resumes from what is handled here (a failed event included).
+    // After a failed session, a best-effort checkpoint's follower resumes from what is handled here (a failed event
+    // included).
     let resume = this.options.checkpointBestEffort && this.sessions++ > 0 ? this.handledPosition : null;
     while (!context.stopping()) {
       if (this.settleFailure) {
@@ -317,7 +325,10 @@ export class Follower {
     }
   }
 
-  /** Commits the head as the checkpoint when no followed event is at or below it; false when another writer moved it first. */
+  /**
+   * Commits the head as the checkpoint when no followed event is at or below it; false when another writer moved it
+   * first.
+   */
   private async checkpointEmptyHistory(): Promise<boolean> {
     const { eventStore, filter } = this.options;
     const head = await eventStore.headPosition();
@@ -388,7 +399,10 @@ export class Follower {
     );
   }
 
-  /** Commits; a best-effort checkpoint's failure is logged once per streak instead of thrown (the next commit tries again). */
+  /**
+   * Commits; a best-effort checkpoint's failure is logged once per streak instead of thrown (the next commit tries
+   * again).
+   */
   private async commitOrLog(writes: Write[] = []): Promise<void> {
     try {
       await this.commitHandled(writes);

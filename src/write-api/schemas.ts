@@ -54,7 +54,10 @@ function jsonType(value: unknown): string {
   return typeof value;
 }
 
-/** An optional field: absent, or `null` (what Jackson, System.Text.Json and Go send for an unset field), both mean absent. */
+/**
+ * An optional field: absent, or `null` (what Jackson, System.Text.Json and Go send for an unset field), both mean
+ * absent.
+ */
 const absentOrNull = <S extends z.ZodType>(schema: S) => schema.nullish().transform((value) => value ?? undefined);
 
 const MEMO_MAX = 256;
@@ -147,7 +150,8 @@ function buildSchemas(assetScale: number) {
       (v) => requiredText('cashOutFulfillmentID', v, 100),
     ),
     memo,
-    // An extension of the contract: required, and used once, where the platform runs with CASH_OUT_CONSENT=individual-code.
+    // An extension of the contract: required, and used once, where the platform runs with
+    // CASH_OUT_CONSENT=individual-code.
     authorizationCode: absentOrNull(
       rule(
         'authorizationCode',

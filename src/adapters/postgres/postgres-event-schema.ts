@@ -44,7 +44,8 @@ export const EVENT_STORE_MIGRATIONS: Migration[] = [
  * order, as if each ran after the previous (against the revisions and ids read once under the lock, moved in memory
  * by the calls before it; a call that fails writes nothing and the others go on), writes the batch's events and
  * stream revisions with one INSERT each (not a lookup and two INSERTs per stream: a batch of 64 creates would run
- * some 500 statements inside the lock), notifies at commit, and returns one row per stream written, or one row for a call that failed.
+ * some 500 statements inside the lock), notifies at commit, and returns one row per stream written, or one row for a
+ * call that failed.
  *
  * Arguments, one entry per stream of the batch in call order: the call's index, the stream, its expected revision
  * ('no_stream', 'stream_exists', 'any' or a number) and its event count; then the events' columns, flattened in

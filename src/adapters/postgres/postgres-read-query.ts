@@ -100,7 +100,10 @@ export function validateDefinition(def: CollectionDefinition): void {
   (def.searchFields ?? []).forEach(fieldExpr);
 }
 
-/** The JSONB value at a dot path: `doc->'a'->'b'`. The path is spliced into SQL (indexes hold no parameters): the pattern admits no quote. */
+/**
+ * The JSONB value at a dot path: `doc->'a'->'b'`. The path is spliced into SQL (indexes hold no parameters): the
+ * pattern admits no quote.
+ */
 function valueExpr(field: string): string {
   if (typeof field !== 'string' || !FIELD_PATH.test(field))
     throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);

@@ -166,7 +166,8 @@ class PostgresReadStore implements ReadStore {
           await client.query(
             `CREATE TABLE IF NOT EXISTS ${quote(tableName(def.name))} (id TEXT PRIMARY KEY, doc JSONB NOT NULL)`,
           );
-        // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the index exists.
+        // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the
+        // index exists.
         const existing = await this.indexesOf(
           client,
           list.map((def) => tableName(def.name)),
@@ -273,7 +274,8 @@ class PostgresReadStore implements ReadStore {
       const projections = new Set<string>();
       const rows = new Set<string>();
       for (const commit of this.pendingCommits) {
-        // One commit per projection per statement, no row written twice, a bounded statement: the rest wait for the next.
+        // One commit per projection per statement, no row written twice, a bounded statement: the rest wait for the
+        // next.
         const keys = rowKeys(commit.steps);
         const fits =
           !projections.has(commit.checkpoint.projection) &&
@@ -651,7 +653,8 @@ class PostgresReadStore implements ReadStore {
           if ('id' in write.patch && write.patch.id !== write.id)
             throw new TypeError(`patch of ${table}: cannot change an id`);
           flush();
-          // A shallow merge, null stored as null; a field set to undefined is removed, as the embedded adapter's JSON does.
+          // A shallow merge, null stored as null; a field set to undefined is removed, as the embedded adapter's JSON
+          // does.
           const removed = Object.keys(write.patch).filter((key) => write.patch[key] === undefined);
           const update = `UPDATE ${table} SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1`;
           steps.push({
@@ -736,7 +739,10 @@ class PostgresReadStore implements ReadStore {
   }
 }
 
-/** Index builds and ANALYZE, under the DDL timeout set for the transaction: the client's per-query bound must not cut them short. */
+/**
+ * Index builds and ANALYZE, under the DDL timeout set for the transaction: the client's per-query bound must not cut
+ * them short.
+ */
 function buildIndex(client: Client, sql: string): Promise<unknown> {
   return client.query({ text: sql, query_timeout: INDEX_BUILD_TIMEOUT_MS + 1_000 } as pg.QueryConfig);
 }

@@ -270,7 +270,9 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     }
   }
 
-  /** Read, add, write in one IMMEDIATE transaction: the write lock is held from the read on, so no increment is lost. */
+  /**
+   * Read, add, write in one IMMEDIATE transaction: the write lock is held from the read on, so no increment is lost.
+   */
   const lastSweep = new Map<string, number>();
   const incrementOne = db.transaction((collection: string, id: string, change: CounterChange): Counter => {
     const table = quote(definition(collection).name);
