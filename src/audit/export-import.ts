@@ -267,7 +267,9 @@ export async function checkExportFile(file: string, maxProblems = 20): Promise<I
   ) {
     log.add({
       check: 'completeness',
-      detail: `the end marker says ${end.events} events ending with ${end.lastID ?? '-'}, the file holds ${events} ending with ${last?.id ?? '-'}: the export is incomplete or altered`,
+      detail:
+        `the end marker says ${end.events} events ending with ${end.lastID ?? '-'}, the file holds ${events} ` +
+        `ending with ${last?.id ?? '-'}: the export is incomplete or altered`,
     });
   }
   return { events, streams: chains.streams, seals: seals.length, problems, problemCount, end };
@@ -329,7 +331,9 @@ export async function importEvents(
   if (check.problemCount > 0) {
     const first = check.problems[0]!;
     throw new ImportRefusedError(
-      `the file does not verify (${check.problemCount} problem${check.problemCount === 1 ? '' : 's'}); first: ${first.check} at position ${first.position ?? '-'}${first.stream ? ` (${first.stream})` : ''}: ${first.detail}`,
+      `the file does not verify (${check.problemCount} problem${check.problemCount === 1 ? '' : 's'}); first: ` +
+        `${first.check} at position ${first.position ?? '-'}${first.stream ? ` (${first.stream})` : ''}: ` +
+        `${first.detail}`,
       check.problems,
     );
   }
@@ -387,7 +391,8 @@ async function importedPrefix(store: EventStore, file: string): Promise<number> 
   if (head === 0) return 0;
   const refuse = (why: string) =>
     new ImportRefusedError(
-      `the target event store is not empty and does not hold the start of this export (${why}): an import only goes into an empty store, or resumes an import of the same file`,
+      `the target event store is not empty and does not hold the start of this export (${why}): an import only ` +
+        'goes into an empty store, or resumes an import of the same file',
     );
   let from = 0;
   let page: RecordedEvent[] = [];

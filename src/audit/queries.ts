@@ -161,7 +161,10 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
   const d = event.data as Record<string, any>;
   switch (event.type) {
     case 'OperationRequested':
-      return `${d.operationType} of ${d.amount} (fee ${d.fee}) from ${wallet(d.payer)} to ${wallet(d.payee)} requested${d.keyID ? ` with API key ${d.keyID}${typeof d.secretGeneration === 'number' ? ` (secret ${d.secretGeneration})` : ''}` : ''}${d.memo ? `, memo "${d.memo}"` : ''}`;
+      return (
+        `${d.operationType} of ${d.amount} (fee ${d.fee}) from ${wallet(d.payer)} to ${wallet(d.payee)} ` +
+        `requested${d.keyID ? ` with API key ${d.keyID}${typeof d.secretGeneration === 'number' ? ` (secret ${d.secretGeneration})` : ''}` : ''}${d.memo ? `, memo "${d.memo}"` : ''}`
+      );
     case 'OperationApproved':
       return `approved by ${await directory.who(d.approvedBy)}`;
     case 'OperationRejected':
@@ -171,7 +174,10 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
     case 'OperationSubmitted':
       return `accepted by the ledger as transaction ${d.sequenceNumber}`;
     case 'OperationCompleted':
-      return `completed: ledger transaction ${d.sequenceNumber}, blockchainID ${d.blockchainID}, wallet operation ${d.walletOperationID}`;
+      return (
+        `completed: ledger transaction ${d.sequenceNumber}, blockchainID ${d.blockchainID}, wallet operation ` +
+        `${d.walletOperationID}`
+      );
     case 'OperationFailed':
       return `failed: ${d.lastError}`;
     case 'FundsHeld':
@@ -189,7 +195,12 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
     case 'IdempotentRequestRecorded':
       return `first response recorded for its Idempotency-Key (status ${d.response?.status})`;
     case 'ApiKeyRequested':
-      return `key "${d.label}" requested by ${await directory.who(d.requestedBy)} for ${d.party?.type}:${d.party?.id}: ${(d.permissions ?? []).join(', ')}, max ${d.maxTransactionAmount ?? '-'} per operation, ${d.maxDailyVolume ?? '-'} per day, expires ${d.expiresInDays} days after approval`;
+      return (
+        `key "${d.label}" requested by ${await directory.who(d.requestedBy)} for ` +
+        `${d.party?.type}:${d.party?.id}: ${(d.permissions ?? []).join(', ')}, max ` +
+        `${d.maxTransactionAmount ?? '-'} per operation, ${d.maxDailyVolume ?? '-'} per day, expires ` +
+        `${d.expiresInDays} days after approval`
+      );
     case 'ApiKeyApproved':
       return `approved by ${await directory.who(d.approvedBy)}, expires ${d.expiresAt}`;
     case 'ApiKeyRejected':
@@ -213,7 +224,10 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
       return `secret rotation withdrawn by ${await directory.who(d.withdrawnBy)}`;
     case 'ApiKeyRotated':
     case 'WebhookSecretRotated':
-      return `secret rotated, approved by ${await directory.who(d.approvedBy)}; the new secret is held for ${await directory.who(d.secretHolder)}, the previous one works until ${d.previousValidUntil}`;
+      return (
+        `secret rotated, approved by ${await directory.who(d.approvedBy)}; the new secret is held for ` +
+        `${await directory.who(d.secretHolder)}, the previous one works until ${d.previousValidUntil}`
+      );
     case 'ApiKeyPreviousSecretEnded':
     case 'WebhookEndpointPreviousSecretEnded':
       return `previous secret ended at the departure of ${await directory.who(d.departedUserID)}, who held it`;

@@ -301,19 +301,25 @@ export class SealChecker {
     const gap = this.gaps.get(seal);
     this.gaps.delete(seal);
     this.checked += 1;
-    const where = `seal #${this.checked} (revision ${seal.revision} of ${SEALS_STREAM}, sealed positions ${data.fromPosition} to ${data.toPosition}, ${data.count} events)`;
+    const where =
+      `seal #${this.checked} (revision ${seal.revision} of ${SEALS_STREAM}, sealed positions ` +
+      `${data.fromPosition} to ${data.toPosition}, ${data.count} events)`;
     if (data.previousDigest !== this.previousDigest) {
       this.report({
         check: 'seal',
         position: data.fromPosition,
-        detail: `${where} does not follow the previous seal: its previousDigest is ${data.previousDigest.slice(0, 16)}…, the previous seal's digest ${this.previousDigest.slice(0, 16)}… (a seal was removed or altered)`,
+        detail:
+          `${where} does not follow the previous seal: its previousDigest is ` +
+          `${data.previousDigest.slice(0, 16)}…, the previous seal's digest ${this.previousDigest.slice(0, 16)}… ` +
+          '(a seal was removed or altered)',
       });
     }
     if (digest !== data.digest || count !== data.count) {
       const located =
         gap?.text ??
         (range.firstDiff !== null
-          ? `the event at position ${range.firstDiff} is not the one sealed there (altered, moved or inserted, or one before it removed)`
+          ? `the event at position ${range.firstDiff} is not the one sealed there (altered, moved or inserted, ` +
+            'or one before it removed)'
           : count < data.count
             ? `the last ${data.count - count} sealed event(s) missing`
             : 'the covered events differ');
@@ -324,7 +330,9 @@ export class SealChecker {
       this.report({
         check: 'seal',
         position,
-        detail: `${where} does not match the history, first sealed position ${data.fromPosition}: ${located}; ${count} events found for ${data.count} sealed, digest ${digest.slice(0, 16)}… for ${data.digest.slice(0, 16)}…`,
+        detail:
+          `${where} does not match the history, first sealed position ${data.fromPosition}: ${located}; ${count} ` +
+          `events found for ${data.count} sealed, digest ${digest.slice(0, 16)}… for ${data.digest.slice(0, 16)}…`,
       });
     } else {
       this.verifiedTo = data.toPosition;

@@ -153,7 +153,8 @@ export class BusinessChecker {
       this.problem(
         'maker-checker',
         event,
-        `${describe()} by the system, but ${String(departed)} is not its maker who left (disabled or no longer a maker)`,
+        `${describe()} by the system, but ${String(departed)} is not its maker who left (disabled or no longer a ` +
+          'maker)',
       );
     }
   }
@@ -219,7 +220,8 @@ export class BusinessChecker {
           this.problem(
             'maker-checker',
             event,
-            `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`,
+            `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ` +
+              `${party ?? 'the platform'}`,
           );
       }
       this.keys.set(data.keyID, {
@@ -451,7 +453,8 @@ export class BusinessChecker {
         this.problem(
           'maker-checker',
           event,
-          `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it (${requester})`,
+          `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it ` +
+            `(${requester})`,
         );
       target.holder = data.secretHolder as string;
       target.holders.push(target.holder);
@@ -565,7 +568,8 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ${op.requester}`,
+              `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ` +
+                `${op.requester}`,
               operationID,
             );
         } else if (event.type === 'OperationRejected' && by === KEY_REVOCATION_ACTOR) {
@@ -577,7 +581,8 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`,
+              `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ` +
+                `${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`,
               operationID,
             );
         } else {
@@ -595,7 +600,8 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that created it`,
+              `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that ` +
+                'created it',
               operationID,
             );
           } else if (event.type === 'OperationApproved' && key && op.secretGeneration !== null) {
@@ -627,7 +633,8 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `approval of operation ${operationID} at ${String(data.approvedAt)}, after its API key ${op.keyID} expired (${key!.expiresAt})`,
+              `approval of operation ${operationID} at ${String(data.approvedAt)}, after its API key ${op.keyID} ` +
+                `expired (${key!.expiresAt})`,
               operationID,
             );
           }
@@ -688,7 +695,8 @@ export class BusinessChecker {
           this.problem(
             'maker-checker',
             event,
-            `settlement of operation ${operationID} approved by ${by} without a matching request (asked by ${op.settlementRequestedBy ?? 'nobody'})`,
+            `settlement of operation ${operationID} approved by ${by} without a matching request (asked by ` +
+              `${op.settlementRequestedBy ?? 'nobody'})`,
             operationID,
           );
         }
@@ -696,7 +704,8 @@ export class BusinessChecker {
           this.problem(
             'maker-checker',
             event,
-            `settlement of operation ${operationID} approved by ${by}, who asked for it (maker and checker must differ)`,
+            `settlement of operation ${operationID} approved by ${by}, who asked for it (maker and checker must ` +
+              'differ)',
             operationID,
           );
         this.platformAdministrator(event, by, () => `settlement approval of operation ${operationID}`, operationID);
@@ -783,7 +792,8 @@ export class BusinessChecker {
     if (this.total !== this.expectedTotal) {
       report(
         'supply',
-        `after the money movements of ${group.operationID}, all wallets sum to ${money(this.total)} instead of 0: supply ${money(this.supply)} != issued ${money(this.issued)} - redeemed ${money(this.redeemed)}`,
+        `after the money movements of ${group.operationID}, all wallets sum to ${money(this.total)} instead of ` +
+          `0: supply ${money(this.supply)} != issued ${money(this.issued)} - redeemed ${money(this.redeemed)}`,
       );
       this.expectedTotal = this.total; // report each change once, not every step after it
     }
@@ -791,7 +801,8 @@ export class BusinessChecker {
     if (!op || op.status !== 'completed' || op.moved) {
       report(
         'supply',
-        `money moved for operation ${group.operationID}, which ${!op ? 'does not exist' : op.moved ? 'had already moved its money' : `is ${op.status}, not completed`}`,
+        `money moved for operation ${group.operationID}, which ` +
+          `${!op ? 'does not exist' : op.moved ? 'had already moved its money' : `is ${op.status}, not completed`}`,
       );
       if (op) op.moved = true;
       return;
@@ -812,7 +823,8 @@ export class BusinessChecker {
         [...map].map(([address, delta]) => `${address} ${delta > 0n ? '+' : ''}${money(delta)}`).join(', ');
       report(
         'supply',
-        `the money movements of ${group.operationID} (${show(group.deltas)}) are not what it requested (${show(expected)})`,
+        `the money movements of ${group.operationID} (${show(group.deltas)}) are not what it requested ` +
+          `(${show(expected)})`,
       );
     }
   }

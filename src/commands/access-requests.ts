@@ -87,7 +87,8 @@ function decide(command: AccessRequestCommand, state: AccessRequestState): Acces
       if (!command.data.requesterActive)
         throw new DomainError(
           'WRONG_STATE',
-          'the administrator who requested this change is no longer active: reject it, and request it again if it is still needed',
+          'the administrator who requested this change is no longer active: reject it, and request it again if ' +
+            'it is still needed',
         );
       return [{ type: 'AccessRequestApproved', data: { requestID, approvedBy: by.userID, approvedAt: now } }];
     }

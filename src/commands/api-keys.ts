@@ -278,7 +278,8 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
       if (key.status !== 'revocation_pending')
         throw new DomainError(
           'WRONG_STATE',
-          `cannot approve the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`,
+          `cannot approve the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not ` +
+            'revocation_pending',
         );
       return [{ type: 'ApiKeyRevoked', data: { keyID: key.keyID, approvedBy: data.by.userID, revokedAt: data.now } }];
     }
@@ -288,7 +289,8 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
       if (key.status !== 'revocation_pending')
         throw new DomainError(
           'WRONG_STATE',
-          `cannot reject the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`,
+          `cannot reject the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not ` +
+            'revocation_pending',
         );
       return [
         {

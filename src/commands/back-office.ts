@@ -329,7 +329,8 @@ export function requireStillMaker(requester: UserState, action: string): void {
   if (requester.status !== 'active' || !requester.roles.includes('maker')) {
     throw new DomainError(
       'WRONG_STATE',
-      `cannot ${action}: the maker who requested it is ${requester.status === 'active' ? 'no longer a maker' : 'disabled'}`,
+      `cannot ${action}: the maker who requested it is ` +
+        `${requester.status === 'active' ? 'no longer a maker' : 'disabled'}`,
     );
   }
 }
@@ -385,7 +386,8 @@ export async function collectCredential<K extends Subject['kind']>(
   if (!secret || secret.kind !== subject.kind) {
     throw new DomainError(
       'NOT_FOUND',
-      `no ${subject.kind} secret of ${subject.id.slice(0, 60)} waits for ${user.email}: it is collected once, by its owner, within 24 hours of the approval`,
+      `no ${subject.kind} secret of ${subject.id.slice(0, 60)} waits for ${user.email}: it is collected once, by ` +
+        'its owner, within 24 hours of the approval',
     );
   }
   return secret as Extract<DeliveredSecret, { kind: K }>;

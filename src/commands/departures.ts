@@ -129,7 +129,9 @@ export async function endIfHolderLeft(
   const { state: holder } = await loadState(deps, streams.user(holderID), userDecider);
   if (holder.status === 'active' && holder.roles.includes('maker')) return false;
   const now = deps.clock().toISOString();
-  const reason = `${holder.status === 'none' ? holderID : holder.email}, for whom its secret was made, left before the approval committed`;
+  const reason =
+    `${holder.status === 'none' ? holderID : holder.email}, for whom its secret was made, left before the ` +
+    'approval committed';
   if (credential.kind === 'api-key') {
     await runCommand(deps, {
       stream: streams.apiKey(credential.id),
@@ -155,5 +157,6 @@ export async function endIfHolderLeft(
 export const holderLeftError = (what: string) =>
   new DomainError(
     'WRONG_STATE',
-    `${what} was approved, but the maker it was for has left meanwhile: it was ended at once, and no secret was handed out`,
+    `${what} was approved, but the maker it was for has left meanwhile: it was ended at once, and no secret was ` +
+      'handed out',
   );

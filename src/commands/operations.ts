@@ -256,7 +256,8 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   if (key?.status === 'revoked') {
     throw new DomainError(
       'WRONG_STATE',
-      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`,
+      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so ` +
+        'the operation is being rejected',
     );
   }
   // Its holder left: nobody may vouch for what that secret made, as for a revoked key's operations.
@@ -270,7 +271,8 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   if (key && effectiveStatus(key, now) === 'expired') {
     throw new DomainError(
       'KEY_EXPIRED',
-      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ${key.expiresAt}, so the operation is being rejected`,
+      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ` +
+        `${key.expiresAt}, so the operation is being rejected`,
     );
   }
 }

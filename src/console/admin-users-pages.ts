@@ -87,7 +87,8 @@ export interface UserView {
 const ENDS: Record<LiveCredential['ends'][number], string> = {
   credential: 'stops working: only they hold its secret',
   'previous-secret':
-    'its previous secret, which they still hold during a rotation’s overlap, stops working; the current one, another maker’s, keeps working',
+    'its previous secret, which they still hold during a rotation’s overlap, stops working; the current one, ' +
+    'another maker’s, keeps working',
   'rotation-request': 'the rotation they asked for is withdrawn',
 };
 
@@ -142,7 +143,8 @@ function actions(view: UserView): Html[] {
         'disable',
         'Disable',
         'disable',
-        'At once: their console sessions end and they cannot log in, and the API keys and webhook endpoints whose secret only they hold stop working. Enabling them again needs another administrator’s approval.',
+        'At once: their console sessions end and they cannot log in, and the API keys and webhook endpoints ' +
+          'whose secret only they hold stop working. Enabling them again needs another administrator’s approval.',
         html`${departureList(view)}<button type="submit" class="danger">Disable user</button>`,
         { reason: 'required' },
       ),
@@ -170,7 +172,8 @@ function actions(view: UserView): Html[] {
             `Remove the ${role} role`,
             'roles/remove',
             role === 'maker'
-              ? 'At once, with the API keys and webhook endpoints whose secret only they hold. A user keeps at least one role: to remove the last one, disable the user.'
+              ? 'At once, with the API keys and webhook endpoints whose secret only they hold. A user keeps at ' +
+                  'least one role: to remove the last one, disable the user.'
               : 'At once. A user keeps at least one role: to remove the last one, disable the user.',
             html`${role === 'maker' ? departureList(view) : ''}<button type="submit" class="danger">Remove ${role} role</button>`,
             { role },
@@ -198,7 +201,9 @@ function actions(view: UserView): Html[] {
         'reset',
         'Reset the password',
         'reset-password',
-        'Requests a reset. On approval the temporary password is made in two halves: you see the first, the approving administrator the second, and each of you gives yours to the user, who must change it at their next login. Their sessions end.',
+        'Requests a reset. On approval the temporary password is made in two halves: you see the first, the ' +
+          'approving administrator the second, and each of you gives yours to the user, who must change it at ' +
+          'their next login. Their sessions end.',
         html`<button type="submit">Request password reset</button>`,
         { reason: 'optional' },
       ),

@@ -35,7 +35,8 @@ function parsePartyFilter(value: unknown): PartyRef | undefined {
 
 /** What a departure ended, in the flash. */
 const endedOne = (c: LiveCredential) =>
-  `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`;
+  `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} ` +
+  `(${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`;
 const endedText = (ended: LiveCredential[]) =>
   ended.length === 0 ? '' : ` Ended with it, every secret they knew: ${ended.map(endedOne).join(', ')}.`;
 
@@ -184,7 +185,9 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
       await settle();
       await redirectWith(services, res, '/console/admin/access', {
         kind: 'ok',
-        text: `Requested (${requestID}): ${describeChange(directory, directory.request(requestID)!.change)}. Another administrator must approve it.`,
+        text:
+          `Requested (${requestID}): ${describeChange(directory, directory.request(requestID)!.change)}. Another ` +
+          'administrator must approve it.',
       });
     });
   request('enable', 'enable', (userID) => ({ kind: 'enable-user', userID }));

@@ -147,7 +147,10 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
       { partyType, name: field(req, 'name'), shortCode: field(req, 'shortCode')?.trim() },
       commandContext(res),
     );
-    return `${partyType === 'distributor' ? 'Distributor' : 'Merchant'} “${(field(req, 'name') ?? '').trim()}” onboarded with short code ${field(req, 'shortCode')?.trim()} (id ${partyID}).`;
+    return (
+      `${partyType === 'distributor' ? 'Distributor' : 'Merchant'} “${(field(req, 'name') ?? '').trim()}” ` +
+      `onboarded with short code ${field(req, 'shortCode')?.trim()} (id ${partyID}).`
+    );
   });
 
   handle('/admin/individuals', 'individual', ['phone', 'name'], async (req, res) => {

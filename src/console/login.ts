@@ -166,7 +166,8 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
       const error =
         admission.reason === 'locked'
           ? `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`
-          : `Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`;
+          : 'Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ' +
+            `${duration(admission.retryAfterSeconds * 1000).noun}.`;
       return showLogin(services, req, res, 429, { email, next, error });
     }
     let user: ActiveUser | null;
@@ -208,7 +209,10 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
 function attemptsLeft(admission: { attemptsLeft: number; limitedBy: 'email' | 'address' }, lockoutMs: number): string {
   const lockout = duration(lockoutMs);
   if (admission.attemptsLeft > 0)
-    return `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ${lockout.adjective} lockout.`;
+    return (
+      `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ` +
+      `${lockout.adjective} lockout.`
+    );
   const which = admission.limitedBy === 'email' ? 'for this email from this address' : 'from this address';
   return `No attempts left: logins ${which} are locked for ${lockout.noun}.`;
 }
@@ -238,7 +242,8 @@ export function requireSession(services: ConsoleServices): RequestHandler {
       if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, loginLink(next, Boolean(token)));
       throw new ConsoleError(
         401,
-        'Your session has ended, so this was not done. Log in again: you will be back on the page you were on, with what you typed there, and can send it again.',
+        'Your session has ended, so this was not done. Log in again: you will be back on the page you were on, ' +
+          'with what you typed there, and can send it again.',
         {
           title: 'Please log in again',
           link: { href: loginLink(next, true), text: 'Log in' },
@@ -254,7 +259,8 @@ export function requireSession(services: ConsoleServices): RequestHandler {
         const back = returnPathOf(req);
         throw new ConsoleError(
           403,
-          'This form was opened before your current login, so nothing was done. Open the page again and repeat what you were doing: what you typed in a reason is kept.',
+          'This form was opened before your current login, so nothing was done. Open the page again and repeat ' +
+            'what you were doing: what you typed in a reason is kept.',
           {
             title: 'Please try again',
             ...(back ? { link: { href: back, text: 'Back to the page' } } : {}),

@@ -215,7 +215,9 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     const { endpointID } = await requestWebhookEndpoint(deps, viewer(res).user, values, correlationId(res));
     await redirectWith(services, res, endpointPath(endpointID), {
       kind: 'ok',
-      text: `Endpoint registered (${endpointID}). A checker of your party approves it; you will then see its signing secret once.`,
+      text:
+        `Endpoint registered (${endpointID}). A checker of your party approves it; you will then see its signing ` +
+        'secret once.',
     });
   });
 
@@ -231,7 +233,9 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     const maker = await emailOf(services, endpoint.requestedBy);
     await redirectWith(services, res, endpointPath(endpoint.id), {
       kind: 'ok',
-      text: `Endpoint ${endpoint.url} approved. ${maker} will see its signing secret once, on their next page in the console.`,
+      text:
+        `Endpoint ${endpoint.url} approved. ${maker} will see its signing secret once, on their next page in the ` +
+        'console.',
     });
   });
 
@@ -294,7 +298,10 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     );
     await redirectWith(services, res, endpointPath(endpoint.id), {
       kind: 'ok',
-      text: `Signing secret of ${endpoint.url} rotated. ${await emailOf(services, heldFor)} will see the new secret once, on their next page in the console; deliveries are signed with the previous secret too until ${previousValidUntil}.`,
+      text:
+        `Signing secret of ${endpoint.url} rotated. ${await emailOf(services, heldFor)} will see the new secret ` +
+        'once, on their next page in the console; deliveries are signed with the previous secret too until ' +
+        `${previousValidUntil}.`,
     });
   });
 

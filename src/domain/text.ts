@@ -98,7 +98,8 @@ export function requiredText(field: string, input: unknown, maxLength: number): 
   if (invisible)
     throw invalidInput(
       field,
-      `${field} must not contain invisible or direction-changing characters (${located(value, invisible[0], invisible.index)})`,
+      `${field} must not contain invisible or direction-changing characters ` +
+        `(${located(value, invisible[0], invisible.index)})`,
     );
   return value;
 }

@@ -200,7 +200,8 @@ export class KeyRevocations {
       if (checkpoint !== null && checkpoint >= position) return;
       if (watch.unchangedForMs(PENDING_OPERATIONS_PROJECTION, checkpoint) > stallMs) {
         throw new Error(
-          `the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, before the revocation at position ${position}, for ${stallMs} ms: are the projections running?`,
+          `the ${PENDING_OPERATIONS_PROJECTION} read model has stayed at ${String(checkpoint)}, before the ` +
+            `revocation at position ${position}, for ${stallMs} ms: are the projections running?`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -223,7 +223,9 @@ export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unk
     type: '/problems/store-corrupted',
     status: 503,
     title: 'Store Corrupted',
-    detail: `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator restores it. Request id ${String(requestId)}.`,
+    detail:
+      `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator ` +
+      `restores it. Request id ${String(requestId)}.`,
   };
 }
 
@@ -238,7 +240,9 @@ export function storeUnavailableProblem(
 ): Problem {
   const detail =
     error instanceof EventStoreUnavailableError && error.outcomeUnknown
-      ? `The store did not confirm the write in time: its outcome is unknown (it may have been recorded). Retry with the same Idempotency-Key to learn it; without one, check before creating again. Request id ${String(requestId)}.`
+      ? 'The store did not confirm the write in time: its outcome is unknown (it may have been recorded). Retry ' +
+        'with the same Idempotency-Key to learn it; without one, check before creating again. Request id ' +
+        `${String(requestId)}.`
       : `The service cannot reach its store; retry later. Request id ${String(requestId)}.`;
   return { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail };
 }

@@ -48,7 +48,8 @@ export function watchClockSkew(options: ClockSkewOptions): () => void {
       if (Math.abs(skewMs) > options.warnMs) {
         options.logger.warn(
           { skewMs, warnMs: options.warnMs },
-          `this process's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the store's: check NTP on this host`,
+          `this process's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the store's: ` +
+            'check NTP on this host',
         );
       }
     } catch (error) {

@@ -111,7 +111,8 @@ export async function resolveAllowedAddress(
   const refused = addresses.filter(({ address }) => !isAllowedAddress(address, rules));
   if (refused.length > 0) {
     throw new RefusedAddressError(
-      `${bare} resolves to ${refused.map(({ address }) => `${address} (${addressRange(address)})`).join(', ')}: webhooks go only to public addresses`,
+      `${bare} resolves to ${refused.map(({ address }) => `${address} (${addressRange(address)})`).join(', ')}: ` +
+        'webhooks go only to public addresses',
     );
   }
   const first = addresses[0]!;

@@ -351,7 +351,8 @@ export class WebhookDispatcher {
       // Paused or slow past the lease: another process holds the queue now and records its own attempts.
       this.options.logger.warn(
         { endpointID: route.id, eventID: delivery.eventID, attempt, ok: result.ok },
-        'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the receiver twice)',
+        'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the ' +
+          'receiver twice)',
       );
       return step;
     }

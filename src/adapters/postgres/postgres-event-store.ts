@@ -159,7 +159,9 @@ class PostgresEventStore implements EventStore {
     checkNonNegativeInteger('toPosition', to);
     const limit = limitOf(options.maxCount);
     const filter = filterSql(options.filter, 4);
-    const sql = `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position >= $1 AND position <= $2${filter.sql} ORDER BY position LIMIT $3`;
+    const sql =
+      `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position >= $1 AND position <= $2${filter.sql} ORDER BY ` +
+      'position LIMIT $3';
     return this.readEvents(sql, [from, to, limit, ...filter.params]);
   }
 
@@ -265,7 +267,8 @@ class PostgresEventStore implements EventStore {
     try {
       const { rows } = await client.query<AppendRow>(
         prepared(
-          `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9)`,
+          `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], ` +
+            '$6::text[], $7::text[], $8::text[], $9)',
           [
             parts.map((part) => part.call),
             parts.map((part) => part.request.stream),

@@ -78,7 +78,10 @@ export function indexName(table: string, fields: string[]): string {
 }
 
 export function indexSql(table: string, fields: string[]): string {
-  return `CREATE INDEX IF NOT EXISTS ${quote(indexName(table, fields))} ON ${quote(table)} (${fields.map((field) => `(${fieldExpr(field)})`).join(', ')})`;
+  return (
+    `CREATE INDEX IF NOT EXISTS ${quote(indexName(table, fields))} ON ${quote(table)} ` +
+    `(${fields.map((field) => `(${fieldExpr(field)})`).join(', ')})`
+  );
 }
 
 export function checkCollectionName(name: string): string {

@@ -120,7 +120,8 @@ function withOwnMethods(store: PostgresReadStore): ReadStore {
 /** The best Unicode-aware collation this server has for the database's encoding; null: the database's own. */
 async function chooseSearchCollation(pool: pg.Pool): Promise<string | null> {
   const { rows } = await pool.query<{ collname: string }>(
-    `SELECT collname FROM pg_collation WHERE collname = ANY($1) AND collencoding IN (-1, (SELECT encoding FROM pg_database WHERE datname = current_database()))`,
+    'SELECT collname FROM pg_collation WHERE collname = ANY($1) AND collencoding IN (-1, (SELECT encoding FROM ' +
+      'pg_database WHERE datname = current_database()))',
     [SEARCH_COLLATIONS],
   );
   const found = new Set(rows.map((row) => row.collname));
@@ -224,7 +225,8 @@ class PostgresReadStore implements ReadStore {
         // The checkpoint's statements (and the fence's) are the same at every commit: prepared once per connection.
         await client.query(
           prepared(
-            `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position`,
+            `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO ` +
+              'UPDATE SET position = EXCLUDED.position',
             [checkpoint.projection, checkpoint.position],
           ),
         );
@@ -339,13 +341,16 @@ class PostgresReadStore implements ReadStore {
         ctes.push(`m${m}_w${i} AS (${sql})`);
       });
       results.push(
-        `(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`,
+        `(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS ` +
+          `generation${m}`,
       );
     });
     // Every commit here carries its checkpoint: the statement's transaction does not wait for its WAL flush
     // (synchronous_commit off for it alone). A crash that takes it takes the checkpoint with the writes, and the
     // followers replay from the one left; any synchronous commit after it flushes it too. Visible at once either way.
-    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT set_config('synchronous_commit', 'off', true)) AS one${joins.join('')}`;
+    const sql =
+      `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT set_config('synchronous_commit', 'off', ` +
+      `true)) AS one${joins.join('')}`;
     let row: Record<string, unknown>;
     try {
       if (group.length > 1 && this.preparedGroups.size < PREPARED_GROUP_TEXTS) this.preparedGroups.add(sql);
@@ -602,7 +607,8 @@ class PostgresReadStore implements ReadStore {
         const ids = chunk.map(([id]) => id);
         // One id per statement at most once (ON CONFLICT cannot touch a row twice): the map kept the last.
         const upsert = (gate: string) =>
-          `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`;
+          `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON ` +
+          'CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc';
         steps.push(
           run.op === 'upsert'
             ? {
