@@ -55,7 +55,9 @@ export const READ_STORE_MIGRATIONS = [
         SELECT CASE jsonb_typeof(value)
           WHEN 'string' THEN '2' || (value #>> '{}')
           WHEN 'number' THEN '1' || CASE
-            WHEN value::float8 >= 0 THEN translate(left(encode(float8send(value::float8), 'hex'), 1), '01234567', '89abcdef') || substr(encode(float8send(value::float8), 'hex'), 2)
+            WHEN value::float8 >= 0
+            THEN translate(left(encode(float8send(value::float8), 'hex'), 1), '01234567', '89abcdef')
+              || substr(encode(float8send(value::float8), 'hex'), 2)
             ELSE translate(encode(float8send(value::float8), 'hex'), '0123456789abcdef', 'fedcba9876543210')
           END
           WHEN 'boolean' THEN '3' || (value #>> '{}')

@@ -505,7 +505,8 @@ class PostgresReadStore implements ReadStore {
       await client.query(`UPDATE ${CHECKPOINTS_TABLE} SET position = NULL WHERE projection = $1`, [checkpoints.from]);
       await client.query(
         `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position, generation) VALUES ($1, $2, 1)
-         ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position, generation = ${CHECKPOINTS_TABLE}.generation + 1`,
+         ON CONFLICT (projection) DO UPDATE
+         SET position = EXCLUDED.position, generation = ${CHECKPOINTS_TABLE}.generation + 1`,
         [checkpoints.to, position],
       );
     });
@@ -537,10 +538,12 @@ class PostgresReadStore implements ReadStore {
       await this.query(sweep.sql, sweep.params);
     }
     const { rows } = await this.query<{ doc: Counter }>(
-      `INSERT INTO ${table} AS c (id, doc) VALUES ($1, jsonb_build_object('id', $1::text, 'count', GREATEST(0, $2::float8), 'expiresAt', $4::float8))
+      `INSERT INTO ${table} AS c (id, doc)
+       VALUES ($1, jsonb_build_object('id', $1::text, 'count', GREATEST(0, $2::float8), 'expiresAt', $4::float8))
        ON CONFLICT (id) DO UPDATE SET doc = CASE
          WHEN jsonb_typeof(c.doc->'count') = 'number' AND jsonb_typeof(c.doc->'expiresAt') = 'number' THEN CASE
-           WHEN (c.doc->'expiresAt')::float8 > $3::float8 THEN c.doc || jsonb_build_object('count', GREATEST(0, (c.doc->'count')::float8 + $2::float8))
+           WHEN (c.doc->'expiresAt')::float8 > $3::float8
+           THEN c.doc || jsonb_build_object('count', GREATEST(0, (c.doc->'count')::float8 + $2::float8))
            ELSE EXCLUDED.doc END
          ELSE EXCLUDED.doc END
        RETURNING doc`,
