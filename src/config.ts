@@ -1094,7 +1094,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const problems = result.error.issues.map(
     (issue) =>
-      `${issue.path.join('.')}: ${issue.message} (got ${String(issue.path[0]) === 'SECRETS_KEY' ? (env.SECRETS_KEY ? 'a value not shown' : 'none') : redact(JSON.stringify(env[String(issue.path[0])]))})`,
+      `${issue.path.join('.')}: ${issue.message} (got ${
+        String(issue.path[0]) === 'SECRETS_KEY'
+          ? env.SECRETS_KEY
+            ? 'a value not shown'
+            : 'none'
+          : redact(JSON.stringify(env[String(issue.path[0])]))
+      })`,
   );
   throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
 }

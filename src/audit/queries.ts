@@ -163,7 +163,13 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
     case 'OperationRequested':
       return (
         `${d.operationType} of ${d.amount} (fee ${d.fee}) from ${wallet(d.payer)} to ${wallet(d.payee)} ` +
-        `requested${d.keyID ? ` with API key ${d.keyID}${typeof d.secretGeneration === 'number' ? ` (secret ${d.secretGeneration})` : ''}` : ''}${d.memo ? `, memo "${d.memo}"` : ''}`
+        `requested${
+          d.keyID
+            ? ` with API key ${d.keyID}${
+                typeof d.secretGeneration === 'number' ? ` (secret ${d.secretGeneration})` : ''
+              }`
+            : ''
+        }${d.memo ? `, memo "${d.memo}"` : ''}`
       );
     case 'OperationApproved':
       return `approved by ${await directory.who(d.approvedBy)}`;

@@ -328,7 +328,9 @@ export function reportStuckOperations(
     if (tx) {
       const txAt = parseTime(tx.createdAt);
       const txAgo = txAt === null ? null : now - txAt;
-      executedText = `executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ${tx.blockchainID.slice(0, 16)}…)${txAgo === null ? '' : ` ${formatAge(txAgo)} ago`}`;
+      executedText =
+        `executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ` +
+        `${tx.blockchainID.slice(0, 16)}…)${txAgo === null ? '' : ` ${formatAge(txAgo)} ago`}`;
       const staleClaim = options.staleClaims?.get(operationID);
       if (claim && staleClaim !== undefined) {
         problem = true;
@@ -358,7 +360,11 @@ export function reportStuckOperations(
       reasons.push(
         claim
           ? `not on the ledger; its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ` +
-              `${claim.leaseUntil !== null && now >= claim.leaseUntil ? `ran out ${formatAge(now - claim.leaseUntil)} ago` : `holds until ${claim.leaseText}`}`
+              `${
+                claim.leaseUntil !== null && now >= claim.leaseUntil
+                  ? `ran out ${formatAge(now - claim.leaseUntil)} ago`
+                  : `holds until ${claim.leaseText}`
+              }`
           : 'not on the ledger; no executor ever claimed it',
       );
     }
@@ -367,7 +373,9 @@ export function reportStuckOperations(
       return;
     }
     const ago = approvedAgo === null ? 'approved (time unknown)' : `approved ${formatAge(approvedAgo)} ago`;
-    const detail = `operation ${operationID} ${ago}, no outcome (it is ${op.status})${executedText ? `, yet ${executedText}` : ''}${reasons.length > 0 ? `; ${reasons.join('; ')}` : ''}`;
+    const detail = `operation ${operationID} ${ago}, no outcome (it is ${op.status})${
+      executedText ? `, yet ${executedText}` : ''
+    }${reasons.length > 0 ? `; ${reasons.join('; ')}` : ''}`;
     problems.add({
       check: 'outcome',
       operationID,

@@ -122,7 +122,11 @@ export function registerAuditCommands(program: Command): void {
       }
       if (report && !report.ok) {
         throw new Error(
-          `audit verify found ${report.problemCount} problem${report.problemCount === 1 ? '' : 's'}${report.firstBrokenPosition !== null ? `; the history is first broken at position ${report.firstBrokenPosition}` : ''}`,
+          `audit verify found ${report.problemCount} problem${report.problemCount === 1 ? '' : 's'}${
+            report.firstBrokenPosition !== null
+              ? `; the history is first broken at position ${report.firstBrokenPosition}`
+              : ''
+          }`,
         );
       }
     });
@@ -382,12 +386,16 @@ function humanReport(report: AuditReport | undefined): string {
     );
   if (!report.ok) {
     lines.push(
-      `${report.problemCount} problem(s)${report.firstBrokenPosition !== null ? `; history first broken at position ${report.firstBrokenPosition}` : ''}:`,
+      `${report.problemCount} problem(s)${
+        report.firstBrokenPosition !== null ? `; history first broken at position ${report.firstBrokenPosition}` : ''
+      }:`,
     );
     for (const p of report.problems)
       lines.push(
         '  ' +
-          `[${p.check}]${p.position !== undefined ? ` position ${p.position}` : ''}${p.stream ? ` ${p.stream}` : ''}: ` +
+          `[${p.check}]${
+            p.position !== undefined ? ` position ${p.position}` : ''
+          }${p.stream ? ` ${p.stream}` : ''}: ` +
           `${p.detail}`,
       );
   }

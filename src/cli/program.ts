@@ -324,7 +324,14 @@ export function buildCli(): Command {
                 `lag ${r.lagEvents}${r.lagEvents >= 1000 ? '+' : ''} events, ${r.lagSeconds} s`,
             ),
             server.consumers
-              ? `consumers of ${server.url}:\n${server.consumers.map((c) => `  ${c.name.padEnd(34)} ${c.state.padEnd(9)}${c.failingSince ? ` failing since ${c.failingSince}: ${c.lastError ?? ''}` : ''}`).join('\n')}`
+              ? `consumers of ${server.url}:\n${server.consumers
+                  .map(
+                    (c) =>
+                      `  ${c.name.padEnd(34)} ${c.state.padEnd(9)}${
+                        c.failingSince ? ` failing since ${c.failingSince}: ${c.lastError ?? ''}` : ''
+                      }`,
+                  )
+                  .join('\n')}`
               : `no live consumer states: ${server.url} did not answer (${server.error})`,
           ].join('\n'),
       ),

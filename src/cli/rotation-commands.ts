@@ -87,7 +87,12 @@ export function registerRotationCommands(parent: Command, subject: RotationSubje
           return { [subject.idField]: value, rotation };
         },
         (r) =>
-          `${subject.noun} ${value}: rotation ${r.rotation}${r.rotation === 'pending' ? ` (a checker of the party approves it with: wallet-ops ${subject.command} approve-rotation ${value} --as EMAIL)` : ''}`,
+          `${subject.noun} ${value}: rotation ${r.rotation}${
+            r.rotation === 'pending'
+              ? ` (a checker of the party approves it with: wallet-ops ${subject.command} approve-rotation ` +
+                `${value} --as EMAIL)`
+              : ''
+          }`,
       ),
     );
   }

@@ -253,7 +253,14 @@ export function registerUserCommands(program: Command): void {
         },
         (r) =>
           `user ${r.email}: disabled (${r.sessionsEnded} console session(s) ` +
-          `ended)${r.ended.map((c) => `\n  ended with them: ${c.kind} ${c.id} (${c.label})${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ')}`}`).join('')}`,
+          `ended)${r.ended
+            .map(
+              (c) =>
+                `\n  ended with them: ${c.kind} ${c.id} (${c.label})${
+                  c.ends.includes('credential') ? '' : `: ${c.ends.join(', ')}`
+                }`,
+            )
+            .join('')}`,
       ),
     );
   asAdmin(user.command('remove-role'))

@@ -258,7 +258,9 @@ function deliveryLines(d: Omit<DeliveryDoc, 'body'>, attempts: AttemptDoc[] | un
       : d.status;
   const head =
     `${d.eventID}  ${d.eventType.padEnd(19)} ${d.createdAt}  ${state}  attempts ` +
-    `${d.attempts}${d.lastStatusCode === null ? '' : `  last HTTP ${d.lastStatusCode}`}${d.lastError && d.status !== 'delivered' ? `  ${d.lastError}` : ''}`;
+    `${d.attempts}${
+      d.lastStatusCode === null ? '' : `  last HTTP ${d.lastStatusCode}`
+    }${d.lastError && d.status !== 'delivered' ? `  ${d.lastError}` : ''}`;
   return [
     head,
     ...(attempts ?? []).map(

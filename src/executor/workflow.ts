@@ -178,7 +178,9 @@ export function afterAnswer(
   if (step.kind === 'give-up') {
     // Out of attempts: the operation fails, naming the last cause, once its void committed; its transaction may yet
     // win.
-    const lastError = `gave up after ${step.attempt - 1} attempts: ${context.lastError ?? 'the ledger stayed unavailable'}`;
+    const lastError = `gave up after ${step.attempt - 1} attempts: ${
+      context.lastError ?? 'the ledger stayed unavailable'
+    }`;
     return afterVoid(operation, step, { lastError, result: 'gave_up' }, answer, context);
   }
   const { revision, now, assetScale } = context;

@@ -397,7 +397,11 @@ function forbidden(permission: string, partyType: string, extra: Record<string, 
   return respond(
     `The key lacks ${permission}, is bound to another ${partyType}, or the request comes from an address the key ` +
       'does not ' +
-      `allow.${Object.keys(extra).length ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.' : ''}`,
+      `allow.${
+        Object.keys(extra).length
+          ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.'
+          : ''
+      }`,
     problemContent({
       missingPermission: {
         summary: `key lacks ${permission}`,
@@ -527,7 +531,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
       parameters: [pathParameter(partyType), idempotencyKey],
       requestBody: {
         required: true,
-        description: `JSON (\`Content-Type: application/json\`, UTF-8, at most ${BODY_LIMIT}). Unknown fields are refused.`,
+        description:
+          `JSON (\`Content-Type: application/json\`, UTF-8, at most ${BODY_LIMIT}). ` + 'Unknown fields are refused.',
         content: {
           'application/json': {
             schema: ref(partyType === 'distributor' ? 'DistributorOperationRequest' : 'MerchantOperationRequest'),
@@ -788,7 +793,11 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           'Cache-Control': NO_STORE,
         }),
         '400': respond(
-          `${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} ` +
+          `${
+            spec.query
+              ? 'A query parameter is invalid, repeated or unknown.'
+              : 'The endpoint takes no query parameters.'
+          } ` +
             `Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. ` +
             'Also: the URL is not an endpoint, or the request is not valid HTTP.',
           problemContent(badQuery),

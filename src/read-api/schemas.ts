@@ -95,7 +95,8 @@ export const operationsQuery = z
       })
       .optional()
       .meta({
-        description: `Extension (not in the contract): only operations in this status (${CONTRACT_STATUSES.join(', ')}).`,
+        description:
+          'Extension (not in the contract): only operations in this status ' + `(${CONTRACT_STATUSES.join(', ')}).`,
       }),
     ...createdRange,
   })

@@ -368,11 +368,9 @@ export class WebhookDispatcher {
   /** A day of failures: the endpoint is disabled by the system, with the reason its users see. */
   private async disable(route: RouteDoc, delivery: DeliveryDoc, lastError: string | null): Promise<void> {
     const hours = Math.round(this.options.policy.giveUpAfterMs / 3_600_000);
-    const reason =
-      `deliveries failed for ${hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`}; last error: ${lastError ?? 'unknown'}`.slice(
-        0,
-        500,
-      );
+    const reason = `deliveries failed for ${
+      hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`
+    }; last error: ${lastError ?? 'unknown'}`.slice(0, 500);
     try {
       await disableWebhookEndpointBySystem(
         {
