@@ -13,7 +13,9 @@ const ROLE_TEXT: Record<UserRole, string> = { maker: 'maker', checker: 'checker'
 export const partyTitle = (party: PartySummary) => `${party.name} (${party.type} ${party.shortCode})`;
 
 export function statusBadges(user: PublicUser): Html {
-  return html`<span class="badge badge-${user.status === 'active' ? 'active' : 'revoked'}">${user.status === 'active' ? 'Active' : 'Disabled'}</span>${user.mustChangePassword ? html` <span class="badge badge-pending">Temporary password</span>` : ''}`;
+  return html`<span class="badge badge-${user.status === 'active' ? 'active' : 'revoked'}">${
+    user.status === 'active' ? 'Active' : 'Disabled'
+  }</span>${user.mustChangePassword ? html` <span class="badge badge-pending">Temporary password</span>` : ''}`;
 }
 
 const rolesText = (user: PublicUser) =>
@@ -30,14 +32,18 @@ function lifecycleLinks(user: PublicUser): Html {
           ...(user.platformAdmin ? [] : [['actions', 'Roles…'] as [string, string]]),
         ]
       : [['enable-title', 'Request enabling…']];
-  return html`<ul class="plain links">${links.map(([anchor, text]) => html`<li><a href="${base}#${anchor}">${text}<span class="visually-hidden"> ${user.email}</span></a></li>`)}</ul>`;
+  return html`<ul class="plain links">${links.map(
+    ([anchor, text]) =>
+      html`<li><a href="${base}#${anchor}">${text}<span class="visually-hidden"> ${user.email}</span></a></li>`,
+  )}</ul>`;
 }
 
 function usersTable(caption: string, users: PublicUser[]): Html {
   if (users.length === 0) return html`<p class="empty">No user yet.</p>`;
   return html`<table>
     <caption class="visually-hidden">${caption}</caption>
-    <thead><tr><th scope="col">User</th><th scope="col">Roles</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
+    <thead><tr><th scope="col">User</th><th scope="col">Roles</th><th scope="col">Status</th>
+    <th scope="col">Actions</th></tr></thead>
     <tbody>${users.map(
       (user) => html`<tr data-user-id="${user.userID}">
       <th scope="row"><a href="/console/admin/users/${seg(user.userID)}">${user.email}</a></th>
@@ -55,16 +61,40 @@ export function usersPage(view: {
   query: string;
   onlyParty: string | null;
 }): Html {
-  return html`<div class="page-head"><h1>Users</h1><a class="button" href="/console/admin#user-title">Request a user</a></div>
-    <p>Disabling a user or removing one of their roles takes effect at once. Adding a user or a role, enabling a user and
+  return html`<div class="page-head"><h1>Users</h1><a class="button" href="/console/admin#user-title">Request a user</a>
+    </div>
+    <p>Disabling a user or removing one of their roles takes effect at once. Adding a user or a role, enabling a user
+    and
       resetting a password are requests that another administrator approves. Open a user for what you may do.</p>
-    ${view.onlyParty ? '' : searchForm('/console/admin/users', 'Find a user', 'Part of an email, a party’s name or its short code.', view.query)}
+    ${
+      view.onlyParty
+        ? ''
+        : searchForm(
+            '/console/admin/users',
+            'Find a user',
+            'Part of an email, a party’s name or its short code.',
+            view.query,
+          )
+    }
     ${view.filtered ? html`<p><a href="/console/admin/users">All parties</a></p>` : ''}
-    ${view.administrators ? html`<section aria-labelledby="admins-title"><h2 id="admins-title">Platform administrators</h2>${usersTable('Platform administrators', view.administrators)}</section>` : ''}
-    ${view.parties.length === 0 ? html`<p class="empty">${view.query ? 'No party or user matches.' : 'No party.'}</p>` : ''}
+    ${
+      view.administrators
+        ? html`<section aria-labelledby="admins-title">
+          <h2 id="admins-title">Platform administrators</h2>${usersTable(
+            'Platform administrators',
+            view.administrators,
+          )}</section>`
+        : ''
+    }
+    ${
+      view.parties.length === 0
+        ? html`<p class="empty">${view.query ? 'No party or user matches.' : 'No party.'}</p>`
+        : ''
+    }
     ${view.parties.map(
       (party) => html`<section aria-labelledby="party-${party.type}-${party.id}" data-party="${party.type}:${party.id}">
-      <h2 id="party-${party.type}-${party.id}">${partyTitle(party)} <a class="small" href="/console/admin/users?party=${party.type}:${seg(party.id)}">only this party</a></h2>
+      <h2 id="party-${party.type}-${party.id}">${partyTitle(party)} <a class="small"
+        href="/console/admin/users?party=${party.type}:${seg(party.id)}">only this party</a></h2>
       ${usersTable(`Users of ${party.name}`, party.users)}</section>`,
     )}`;
 }
@@ -98,10 +128,13 @@ function departureList(view: UserView): Html {
   return html`<div class="notice warning" data-departure><p>Every secret ${view.user.email} knows ends at once:</p>
     <ul>${view.credentials.map(
       (c) => html`<li data-credential="${c.id}" data-ends="${c.ends.join(' ')}">
-      ${c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'} <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status}):
+      ${
+        c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'
+      } <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status}):
       ${c.ends.map((end) => ENDS[end]).join('; ')}</li>`,
     )}</ul>
-    <p>To keep an integration running, another maker of the party rotates its secret first (a checker approves): the new secret is theirs.</p></div>`;
+    <p>To keep an integration running, another maker of the party rotates its secret first (a checker approves):
+    the new secret is theirs.</p></div>`;
 }
 
 function reasonInput(view: UserView, form: string, label: string, required: boolean): Html {
@@ -109,7 +142,9 @@ function reasonInput(view: UserView, form: string, label: string, required: bool
   const error = view.error?.form === form ? view.error.message : undefined;
   return html`<div class="field${error ? ' invalid' : ''}"><label for="${id}">${label}</label>
     ${error ? html`<p class="field-error" id="${id}-error">${error}</p>` : ''}
-    <input id="${id}" name="reason" maxlength="500"${required ? html` required` : ''}${error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}></div>`;
+    <input id="${id}" name="reason" maxlength="500"${required ? html` required` : ''}${
+      error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''
+    }></div>`;
 }
 
 function actionCard(
@@ -123,9 +158,19 @@ function actionCard(
 ): Html {
   return html`<section class="card" aria-labelledby="${form}-title"><h2 id="${form}-title">${title}</h2>
     <p class="hint">${text}</p>
-    <form method="post" action="/console/admin/users/${seg(view.user.userID)}/${action}" class="stack">${csrfField(view.session)}
+    <form method="post" action="/console/admin/users/${seg(view.user.userID)}/${action}"
+      class="stack">${csrfField(view.session)}
       ${options.role ? html`<input type="hidden" name="role" value="${options.role}">` : ''}
-      ${options.reason ? reasonInput(view, form, options.reason === 'required' ? 'Reason' : 'Reason (optional)', options.reason === 'required') : ''}
+      ${
+        options.reason
+          ? reasonInput(
+              view,
+              form,
+              options.reason === 'required' ? 'Reason' : 'Reason (optional)',
+              options.reason === 'required',
+            )
+          : ''
+      }
       ${button}</form></section>`;
 }
 
@@ -133,7 +178,8 @@ function actions(view: UserView): Html[] {
   const { user } = view;
   if (view.self)
     return [
-      html`<p class="hint">This is you: change your own password on the <a href="/console/password">Password</a> page. Another administrator manages your access.</p>`,
+      html`<p class="hint">This is you: change your own password on the <a href="/console/password">Password</a> page.
+        Another administrator manages your access.</p>`,
     ];
   const cards: Html[] = [];
   if (user.status === 'active') {
@@ -175,7 +221,8 @@ function actions(view: UserView): Html[] {
               ? 'At once, with the API keys and webhook endpoints whose secret only they hold. A user keeps at ' +
                   'least one role: to remove the last one, disable the user.'
               : 'At once. A user keeps at least one role: to remove the last one, disable the user.',
-            html`${role === 'maker' ? departureList(view) : ''}<button type="submit" class="danger">Remove ${role} role</button>`,
+            html`${role === 'maker' ? departureList(view) : ''}<button type="submit"
+                class="danger">Remove ${role} role</button>`,
             { role },
           ),
         );
@@ -217,7 +264,8 @@ export function userPage(view: UserView, describe: (request: AccessRequestRecord
   return html`<h1>${user.email}</h1>
     ${view.error ? html`<p class="notice error" role="alert">${view.error.message}</p>` : ''}
     <dl class="summary">
-      <dt>Belongs to</dt><dd>${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
+      <dt>Belongs to</dt>
+      <dd>${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
       <dt>Roles</dt><dd>${rolesText(user)}</dd>
       <dt>Status</dt><dd>${statusBadges(user)}</dd>
       <dt>User id</dt><dd><code>${user.userID}</code></dd>
@@ -225,7 +273,11 @@ export function userPage(view: UserView, describe: (request: AccessRequestRecord
     ${
       view.pending.length
         ? html`<section aria-labelledby="pending-title"><h2 id="pending-title">Waiting for approval</h2>
-      <ul>${view.pending.map((request) => html`<li>${describe(request)} <a href="/console/admin/access#${request.requestID}">${request.requestID}</a></li>`)}</ul></section>`
+      <ul>${view.pending.map(
+        (request) =>
+          html`<li>${describe(request)} <a href="/console/admin/access#${request.requestID}">${request.requestID}</a>
+            </li>`,
+      )}</ul></section>`
         : ''
     }
     <div class="cards align-start" id="actions">${actions(view)}</div>

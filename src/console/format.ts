@@ -17,5 +17,6 @@ export function groupDigits(amount: string): string {
  */
 export function money(amount: string | null | undefined, code: string): Html {
   if (amount === null || amount === undefined || amount === '') return html`<span class="muted">—</span>`;
-  return html`<span class="amount" data-amount="${amount}">${groupDigits(amount)} <span class="currency">${code}</span></span>`;
+  return html`<span class="amount"
+    data-amount="${amount}">${groupDigits(amount)} <span class="currency">${code}</span></span>`;
 }

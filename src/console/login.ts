@@ -70,7 +70,9 @@ export const loginLink = (next: string | null, ended: boolean): string => {
  * who holds the stores, adds the first administrator with the CLI; that administrator then onboards the rest.
  */
 const FIRST_ADMINISTRATOR = html`<div class="notice" role="note" id="first-admin">
-    <p><strong>No administrator exists yet.</strong> An operator with access to this system's stores creates the first one with the CLI,
+    <p>
+    <strong>No administrator exists yet.</strong> An operator with access to this system's stores creates the first one
+    with the CLI,
     with the same <code>DATA_DIR</code> (or <code>POSTGRES_URL</code> and <code>SECRETS_KEY</code>) as the server:</p>
     <pre><code>npx wallet-ops user add --platform-admin --email you@example.com --password 'a long passphrase'</code></pre>
     <p>then logs in here with it. That administrator onboards the parties and adds their users (docs/console.md).</p>
@@ -91,11 +93,15 @@ function loginForm(
       ${options.next ? html`<input type="hidden" name="next" value="${options.next}">` : ''}
       <div class="field">
         <label for="email">Email</label>
-        <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${options.email ?? ''}"${error ? html` aria-describedby="login-error"` : ''}${options.email ? '' : html` autofocus`}>
+        <input id="email" name="email" type="email" autocomplete="username" required maxlength="254"
+          value="${options.email ?? ''}"${
+            error ? html` aria-describedby="login-error"` : ''
+          }${options.email ? '' : html` autofocus`}>
       </div>
       <div class="field">
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${options.email ? html` autofocus` : ''}>
+        <input id="password" name="password" type="password" autocomplete="current-password" required
+          maxlength="1024"${options.email ? html` autofocus` : ''}>
       </div>
       <button type="submit">Log in</button>
     </form>
