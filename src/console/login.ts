@@ -65,6 +65,12 @@ export const loginLink = (next: string | null, ended: boolean): string => {
   return `/console/login${text ? `?${text}` : ''}`;
 };
 
+/** Shown in a <pre>, where a line break would show: two pieces, rendered as one line. */
+const FIRST_ADMINISTRATOR_COMMAND = [
+  html`npx wallet-ops user add --platform-admin --email you@example.com `,
+  html`--password 'a long passphrase'`,
+];
+
 /**
  * On a system without any administrator yet (a fresh install), how to begin: nobody can log in until an operator,
  * who holds the stores, adds the first administrator with the CLI; that administrator then onboards the rest.
@@ -74,7 +80,7 @@ const FIRST_ADMINISTRATOR = html`<div class="notice" role="note" id="first-admin
     <strong>No administrator exists yet.</strong> An operator with access to this system's stores creates the first one
     with the CLI,
     with the same <code>DATA_DIR</code> (or <code>POSTGRES_URL</code> and <code>SECRETS_KEY</code>) as the server:</p>
-    <pre><code>npx wallet-ops user add --platform-admin --email you@example.com --password 'a long passphrase'</code></pre>
+    <pre><code>${FIRST_ADMINISTRATOR_COMMAND}</code></pre>
     <p>then logs in here with it. That administrator onboards the parties and adds their users (docs/console.md).</p>
   </div>`;
 

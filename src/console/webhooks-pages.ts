@@ -78,6 +78,9 @@ export function lifecycle(endpoint: EndpointView): Html {
     ${requested}${decided}${rotated}${signatures(endpoint)}${rotation}${disabled}</ul>`;
 }
 
+/** The headers of a Standard Webhooks signature, as the endpoint page names them. */
+const STANDARD_HEADERS = html`<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>`;
+
 /** How deliveries are signed (docs/webhooks.md): Standard Webhooks, the legacy header, or the switch between them. */
 function signatures(endpoint: EndpointView): Html | '' {
   if (endpoint.status !== 'active' || endpoint.signatureScheme === undefined) return '';
@@ -86,14 +89,13 @@ function signatures(endpoint: EndpointView): Html | '' {
       (<code>Webhook-Signature: t=…,v1=…</code>); rotating the secret moves them to Standard Webhooks</li>`;
   }
   if (endpoint.previousSignatureScheme === 'stripe-v1') {
-    return html`<li
-      data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (<code>webhook-id</code>,
-      <code>webhook-timestamp</code>, <code>webhook-signature</code>)
-      from ${time(endpoint.previousSecretValidUntil ?? null)}; until then the legacy way, with both secrets</li>`;
+    const from = time(endpoint.previousSecretValidUntil ?? null);
+    return html`<li data-signature-scheme="standard-webhooks">
+      Deliveries are signed with Standard Webhooks (${STANDARD_HEADERS}) from ${from};
+      until then the legacy way, with both secrets</li>`;
   }
   return html`<li
-    data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (<code>webhook-id</code>,
-    <code>webhook-timestamp</code>, <code>webhook-signature</code>)</li>`;
+    data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (${STANDARD_HEADERS})</li>`;
 }
 
 /**
