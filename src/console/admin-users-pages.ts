@@ -32,10 +32,11 @@ function lifecycleLinks(user: PublicUser): Html {
           ...(user.platformAdmin ? [] : [['actions', 'Roles…'] as [string, string]]),
         ]
       : [['enable-title', 'Request enabling…']];
-  return html`<ul class="plain links">${links.map(
-    ([anchor, text]) =>
-      html`<li><a href="${base}#${anchor}">${text}<span class="visually-hidden"> ${user.email}</span></a></li>`,
-  )}</ul>`;
+  return html`<ul class="plain links">
+    ${links.map(
+      ([anchor, text]) =>
+        html`<li><a href="${base}#${anchor}">${text}<span class="visually-hidden"> ${user.email}</span></a></li>`,
+    )}</ul>`;
 }
 
 function usersTable(caption: string, users: PublicUser[]): Html {
@@ -79,11 +80,8 @@ export function usersPage(view: {
     ${view.filtered ? html`<p><a href="/console/admin/users">All parties</a></p>` : ''}
     ${
       view.administrators
-        ? html`<section aria-labelledby="admins-title">
-          <h2 id="admins-title">Platform administrators</h2>${usersTable(
-            'Platform administrators',
-            view.administrators,
-          )}</section>`
+        ? html`<section aria-labelledby="admins-title"><h2 id="admins-title">Platform administrators</h2>
+          ${usersTable('Platform administrators', view.administrators)}</section>`
         : ''
     }
     ${
@@ -158,8 +156,8 @@ function actionCard(
 ): Html {
   return html`<section class="card" aria-labelledby="${form}-title"><h2 id="${form}-title">${title}</h2>
     <p class="hint">${text}</p>
-    <form method="post" action="/console/admin/users/${seg(view.user.userID)}/${action}"
-      class="stack">${csrfField(view.session)}
+    <form method="post" action="/console/admin/users/${seg(view.user.userID)}/${action}" class="stack">
+    ${csrfField(view.session)}
       ${options.role ? html`<input type="hidden" name="role" value="${options.role}">` : ''}
       ${
         options.reason
@@ -264,8 +262,8 @@ export function userPage(view: UserView, describe: (request: AccessRequestRecord
   return html`<h1>${user.email}</h1>
     ${view.error ? html`<p class="notice error" role="alert">${view.error.message}</p>` : ''}
     <dl class="summary">
-      <dt>Belongs to</dt>
-      <dd>${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
+      <dt>Belongs to</dt><dd>
+      ${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
       <dt>Roles</dt><dd>${rolesText(user)}</dd>
       <dt>Status</dt><dd>${statusBadges(user)}</dd>
       <dt>User id</dt><dd><code>${user.userID}</code></dd>

@@ -57,7 +57,8 @@ function partyTypeSelect(state: FormState | null, form: FormName, withAdmin: boo
     ...(withAdmin ? [['platform', 'Platform administrator (no party)'] as [string, string]] : []),
   ];
   return html`<div class="field"><label for="${form}-partyType">${withAdmin ? 'Belongs to' : 'Type'}</label>
-    <select id="${form}-partyType" name="partyType">${options.map(
+    <select id="${form}-partyType" name="partyType">
+    ${options.map(
       ([value, label]) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${label}</option>`,
     )}</select></div>`;
 }

@@ -56,8 +56,8 @@ const STATE_LABELS: Record<string, string> = {
 };
 
 const limits = (key: KeyRow, assetCode: string) => html`<dl class="limits">
-    <dt>Max per operation</dt>
-    <dd>${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, assetCode)}</dd>
+    <dt>Max per operation</dt><dd>
+    ${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, assetCode)}</dd>
     <dt>Max per day</dt><dd>${key.maxDailyVolume === null ? 'no limit' : money(key.maxDailyVolume, assetCode)}</dd>
     <dt>Allowed IPs</dt><dd>${key.allowedIPs.length ? key.allowedIPs.join(', ') : 'any'}</dd>
   </dl>`;
@@ -183,8 +183,16 @@ function activeTable(view: KeysView): Html {
       (key) => html`<tr data-key-id="${key.keyID}">
       <th scope="row">${key.label}<br>
         <code class="muted">${key.keyID}</code>${
-          key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''
-        }${key.rotation ? html`<br><span class="badge badge-rotation_pending">Rotation requested</span>` : ''}${
+          key.state === 'revocation_pending'
+            ? html`<br>
+        ${badge(key.state)}`
+            : ''
+        }${
+          key.rotation
+            ? html`<br>
+        <span class="badge badge-rotation_pending">Rotation requested</span>`
+            : ''
+        }${
           key.previousSecretValidUntil
             ? html`<br><span class="muted">previous secret valid until ${time(key.previousSecretValidUntil)}</span>`
             : ''
@@ -240,8 +248,8 @@ export function keysPage(view: KeysView): Html {
   );
   const table =
     view.tab === 'pending' ? pendingTable(view) : view.tab === 'active' ? activeTable(view) : inactiveTable(view);
-  return html`<div class="page-head">
-    <h1>API keys</h1>${view.maker ? html`<a class="button" href="/console/keys/new">New API key</a>` : ''}</div>
+  return html`<div class="page-head"><h1>API keys</h1>
+    ${view.maker ? html`<a class="button" href="/console/keys/new">New API key</a>` : ''}</div>
     <nav class="tabs" aria-label="API key lists"><ul>${tabs}</ul></nav>
     <section aria-labelledby="list-title"><h2 id="list-title">${TAB_HEADINGS[view.tab]}</h2>${table}</section>`;
 }

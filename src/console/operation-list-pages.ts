@@ -22,16 +22,14 @@ function filterForm(values: FilterValues, keys: Array<{ keyID: string; label: st
       aria-label="Filter operations">
     <div class="field"><label for="f-q">Search</label><input id="f-q" name="q" type="search" value="${values.q}"
       maxlength="100" placeholder="operation id, phone or memo"></div>
-    <div class="field"><label for="f-status">Status</label><select id="f-status"
-      name="status">${option('', 'Any', values.status)}${STATUSES.map((s) =>
-        option(s, STATUS_LABELS[s] ?? s, values.status),
-      )}</select></div>
-    <div class="field"><label for="f-type">Type</label><select id="f-type"
-      name="type">${option('', 'Any', values.type)}${TYPES.map((t) => option(t, t, values.type))}</select></div>
-    <div class="field"><label for="f-key">API key</label><select id="f-key"
-      name="key">${option('', 'Any', values.key)}${keys.map((k) =>
-        option(k.keyID, `${k.label} (${k.keyID})`, values.key),
-      )}</select></div>
+    <div class="field"><label for="f-status">Status</label><select id="f-status" name="status">
+    ${option('', 'Any', values.status)}${STATUSES.map((s) => option(s, STATUS_LABELS[s] ?? s, values.status))}</select>
+    </div>
+    <div class="field"><label for="f-type">Type</label><select id="f-type" name="type">
+    ${option('', 'Any', values.type)}${TYPES.map((t) => option(t, t, values.type))}</select></div>
+    <div class="field"><label for="f-key">API key</label><select id="f-key" name="key">
+    ${option('', 'Any', values.key)}${keys.map((k) => option(k.keyID, `${k.label} (${k.keyID})`, values.key))}</select>
+    </div>
     <div class="field"><label for="f-counterparty">Counterparty</label><input id="f-counterparty" name="counterparty"
       value="${values.counterparty}" maxlength="40" placeholder="+234… or short code"></div>
     <div class="field"><label for="f-from">From (UTC day)</label><input id="f-from" name="from" type="date"
@@ -42,12 +40,8 @@ function filterForm(values: FilterValues, keys: Array<{ keyID: string; label: st
       value="${values.min}" maxlength="30"></div>
     <div class="field"><label for="f-max">Amount to</label><input id="f-max" name="max" inputmode="decimal"
       value="${values.max}" maxlength="30"></div>
-    <div class="field"><label for="f-order">Order</label><select id="f-order"
-      name="order">${option(
-        'newest',
-        'Newest first',
-        values.order,
-      )}${option('oldest', 'Oldest first', values.order)}</select></div>
+    <div class="field"><label for="f-order">Order</label><select id="f-order" name="order">
+    ${option('newest', 'Newest first', values.order)}${option('oldest', 'Oldest first', values.order)}</select></div>
     <div class="actions"><button type="submit">Filter</button> <a href="/console/operations/history">Clear</a></div>
   </form>`;
 }
@@ -66,16 +60,17 @@ function row(doc: ConsoleOperationDoc, assetCode: string): Html {
     }${doc.updatedAt !== doc.createdAt ? html`<br><span class="muted">${time(doc.updatedAt)}</span>` : ''}</td>
     <td class="num" data-label="Amount">${money(doc.amount, assetCode)}</td>
     <td class="num" data-label="Fee">${money(doc.fee, assetCode)}</td>
-    <td data-label="Counterpart">${
-      doc.side === 'received' ? html`<span class="muted">from</span> ` : ''
-    }${counterpartyOf(doc)}</td>
+    <td data-label="Counterpart">
+    ${doc.side === 'received' ? html`<span class="muted">from</span> ` : ''}${counterpartyOf(doc)}</td>
     <td data-label="Memo">${doc.memo ?? ''}</td>
-    <td data-label="Key">${
+    <td data-label="Key">
+    ${
       doc.keyID
         ? html`<a href="/console/keys/${seg(doc.keyID)}"><code>${doc.keyID}</code></a>`
         : html`<span class="muted">—</span>`
     }</td>
-    <td data-label="Blockchain">${
+    <td data-label="Blockchain">
+    ${
       doc.blockchainID
         ? html`<code class="hash" title="${doc.blockchainID}" data-blockchain-id>${doc.blockchainID}</code><br>
           <span class="muted">sequence ${doc.sequenceNumber ?? '—'}</span>`
@@ -98,12 +93,10 @@ export function operationListPage(view: {
   const base = '/console/operations/history';
   const where =
     page.total === 0
-      ? html`<p class="empty" role="status">${
-          view.filtered ? 'No operation matches these filters.' : 'No operation yet.'
-        }</p>`
-      : html`<p class="page-position" role="status" data-page-position>${count(page.start)}–${count(
-          page.start + page.rows.length - 1,
-        )} of ${count(page.total)}</p>`;
+      ? html`<p class="empty" role="status">
+        ${view.filtered ? 'No operation matches these filters.' : 'No operation yet.'}</p>`
+      : html`<p class="page-position" role="status" data-page-position>
+        ${count(page.start)}–${count(page.start + page.rows.length - 1)} of ${count(page.total)}</p>`;
   const table =
     page.rows.length === 0
       ? ''
@@ -123,7 +116,8 @@ export function operationListPage(view: {
   return html`<h1>Operations</h1>${opTabs('history', view.pendingCount)}
     <section aria-labelledby="history-title"><h2 id="history-title">History</h2>
     ${filterForm(values, view.keys)}
-    <div class="list-head">${where}${
+    <div class="list-head">
+    ${where}${
       page.total > 0
         ? html`<a class="button secondary" href="/console/operations/export.csv${filterQuery(values)}"
             download>Export CSV (${count(page.total)} rows)</a>`

@@ -56,13 +56,11 @@ export function pendingPage(session: SessionDoc, items: PendingRow[], checker: b
       ? html`<p class="empty">No operation is waiting for approval.</p>`
       : html`<table class="pending">
       <caption class="visually-hidden">Operations awaiting a checker</caption>
-      <thead>
-      <tr>${
-        checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''
-      }<th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th>
-        <th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th>
-        <th scope="col">Created by key</th>
-        <th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+      <thead><tr>${checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}
+      <th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th>
+      <th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th>
+      <th scope="col">Created by key</th><th scope="col">Created</th>
+      ${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
       <tbody>${items.map(
         ({ doc: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
         ${
@@ -88,8 +86,8 @@ export function pendingPage(session: SessionDoc, items: PendingRow[], checker: b
               ? html`<button type="button" disabled aria-describedby="own-${op.operationID}">Approve</button>
               <p class="hint" id="own-${op.operationID}">You hold, or held, a secret of the key that created it: another
               checker must approve it.</p>`
-              : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve"
-                  class="inline">${csrfField(session)}<button type="submit">Approve</button></form>`
+              : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">
+                ${csrfField(session)}<button type="submit">Approve</button></form>`
           }
           <a class="button danger" href="/console/operations/${seg(op.operationID)}/reject">Reject…</a>
         </td>`
@@ -132,7 +130,8 @@ export function confirmApprovalPage(
 ): Html {
   const large = items.filter((item) => item.large);
   return html`<h1>Confirm approval</h1>
-    <p class="notice warning" role="alert">${
+    <p class="notice warning" role="alert">
+    ${
       large.length === 1 && !bulk ? 'This operation is' : `${large.length} of these operations are`
     } above ${threshold}: check the amount, fee, payer and counterparty once more.</p>
     <table class="stack"><caption class="visually-hidden">Operations to approve</caption>

@@ -62,8 +62,8 @@ function deliveryTable(view: EndpointPageView): Html {
   return html`<table class="deliveries stack">
     <caption class="visually-hidden">Deliveries, newest event first</caption>
     <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th>
-    <th scope="col">Last response</th><th scope="col">Last error</th>
-    <th scope="col">Next attempt</th>${redeliver ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+    <th scope="col">Last response</th><th scope="col">Last error</th><th scope="col">Next attempt</th>
+    ${redeliver ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
     <tbody>${view.deliveries.map(
       (d) => html`<tr data-event-id="${d.eventID}">
       <th scope="row"><code>${d.eventType}</code><br><a href="${deliveryPath(
@@ -204,8 +204,8 @@ export function deliveryPage(view: DeliveryPageView): Html {
       <dt>Event</dt><dd><code>${d.eventType}</code>, ${time(d.createdAt)}</dd>
       <dt>Endpoint</dt><dd><code class="url">${endpoint.url}</code> ${endpointBadge(endpoint)}</dd>
       <dt>Status</dt><dd>${deliveryBadge(d.status)}${d.deliveredAt ? html` ${time(d.deliveredAt)}` : ''}</dd>
-      <dt>Attempts</dt>
-      <dd>${d.attempts}${d.status === 'pending' ? html`; next ${time(isoOf(d.nextAttemptAt))}` : ''}</dd>
+      <dt>Attempts</dt><dd>
+      ${d.attempts}${d.status === 'pending' ? html`; next ${time(isoOf(d.nextAttemptAt))}` : ''}</dd>
       ${
         d.redeliveredAt
           ? html`<dt>Redelivery</dt><dd>asked by ${view.redeliveredByEmail}, ${time(d.redeliveredAt)}</dd>`

@@ -109,9 +109,8 @@ function rotationActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): H
     return viewer.maker ? html`<a class="button" href="${base}/rotate">Rotate secret…</a>` : html``;
   const own = requester === viewer.userID;
   const withdraw = own
-    ? html`<form method="post" action="${base}/rotation/withdraw" class="inline">${csrfField(
-        viewer.session,
-      )}<button type="submit" class="danger">Withdraw rotation</button></form>`
+    ? html`<form method="post" action="${base}/rotation/withdraw" class="inline">
+      ${csrfField(viewer.session)}<button type="submit" class="danger">Withdraw rotation</button></form>`
     : '';
   if (!viewer.checker) return html`${withdraw}<span class="muted">Secret rotation waiting for a checker</span>`;
   if (own) {
@@ -119,9 +118,8 @@ function rotationActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): H
     return html`<button type="button" disabled aria-describedby="${note}">Approve rotation</button> ${withdraw}
       <p class="hint" id="${note}">You asked for this rotation: another checker must decide on it.</p>`;
   }
-  return html`<form method="post" action="${base}/rotation/approve" class="inline">${csrfField(
-    viewer.session,
-  )}<button type="submit">Approve rotation</button></form>
+  return html`<form method="post" action="${base}/rotation/approve" class="inline">
+    ${csrfField(viewer.session)}<button type="submit">Approve rotation</button></form>
     <form method="post" action="${base}/rotation/reject" class="inline">${csrfField(viewer.session)}
       <label class="compact"><span class="visually-hidden">Reason for rejecting the rotation
       of ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
@@ -141,9 +139,8 @@ export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpoint
       return html`<button type="button" disabled aria-describedby="${note}">Approve</button>
         <p class="hint" id="${note}">You registered this endpoint: another checker must decide on it.</p>`;
     }
-    return html`<form method="post" action="${base}/approve" class="inline">${csrfField(
-      viewer.session,
-    )}<button type="submit">Approve</button></form>
+    return html`<form method="post" action="${base}/approve" class="inline">
+      ${csrfField(viewer.session)}<button type="submit">Approve</button></form>
       <form method="post" action="${base}/reject" class="inline">${csrfField(viewer.session)}
         <label class="compact"><span class="visually-hidden">Reason for rejecting ${endpoint.url}</span><input
           name="reason" maxlength="500" placeholder="Reason (optional)"></label>
@@ -180,10 +177,8 @@ export function webhooksPage(viewer: WebhookViewer, endpoints: EndpointView[]): 
         )} <a href="/console/webhooks/${seg(endpoint.id)}">Deliveries</a></td>
       </tr>`,
       )}</tbody></table>`;
-  return html`<div class="page-head">
-    <h1>Webhooks</h1>${
-      viewer.maker ? html`<a class="button" href="/console/webhooks/new">Register endpoint</a>` : ''
-    }</div>
+  return html`<div class="page-head"><h1>Webhooks</h1>
+    ${viewer.maker ? html`<a class="button" href="/console/webhooks/new">Register endpoint</a>` : ''}</div>
     <p class="hint">Endpoints receive your party’s events as signed HTTPS requests. A maker registers one, a checker
     approves it; the maker then sees its signing secret once.</p>
     ${
