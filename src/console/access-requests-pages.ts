@@ -44,12 +44,14 @@ function decisionControls(view: AccessView, request: AccessRequestRecord): Html 
 
 function requestsTable(view: AccessView): Html {
   if (view.requests.length === 0)
-    return html`<p class="empty">
-      ${view.tab === 'pending' ? 'No access request is waiting.' : 'No access request has been decided yet.'}</p>`;
+    return html`<p class="empty">${
+      view.tab === 'pending' ? 'No access request is waiting.' : 'No access request has been decided yet.'
+    }</p>`;
   const pending = view.tab === 'pending';
   return html`<table>
-    <caption class="visually-hidden">
-    ${pending ? 'Access requests awaiting another administrator' : 'Decided access requests'}</caption>
+    <caption class="visually-hidden">${
+      pending ? 'Access requests awaiting another administrator' : 'Decided access requests'
+    }</caption>
     <thead><tr><th scope="col">Change</th><th scope="col">Reason</th><th scope="col">Requested by</th>
     ${pending ? html`<th scope="col">Actions</th>` : html`<th scope="col">Decision</th>`}</tr></thead>
     <tbody>${view.requests.map(
@@ -63,8 +65,7 @@ function requestsTable(view: AccessView): Html {
           : html`<td><span class="badge badge-${badgeClass[request.status]}">${STATUS_TEXT[request.status]}</span>
             ${
               request.decidedBy
-                ? html`<br>
-                  ${
+                ? html`<br>${
                     request.decidedBy === request.requestedBy && request.status === 'rejected' ? 'withdrawn by' : 'by'
                   } ${view.email(request.decidedBy)}<br>${time(request.decidedAt)}`
                 : ''
@@ -91,8 +92,8 @@ export function accessPage(view: AccessView): Html {
       only when an administrator other than the one who asked approves it. Nobody decides on a change to their own
       access.</p>
     <nav class="tabs" aria-label="Access request lists"><ul>${tabs}</ul></nav>
-    <section aria-labelledby="list-title"><h2 id="list-title">
-    ${view.tab === 'pending' ? 'Awaiting another administrator' : 'Approved and rejected'}</h2>
+    <section aria-labelledby="list-title">
+    <h2 id="list-title">${view.tab === 'pending' ? 'Awaiting another administrator' : 'Approved and rejected'}</h2>
     ${requestsTable(view)}</section>`;
 }
 

@@ -262,8 +262,8 @@ export function userPage(view: UserView, describe: (request: AccessRequestRecord
   return html`<h1>${user.email}</h1>
     ${view.error ? html`<p class="notice error" role="alert">${view.error.message}</p>` : ''}
     <dl class="summary">
-      <dt>Belongs to</dt><dd>
-      ${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
+      <dt>Belongs to</dt>
+      <dd>${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
       <dt>Roles</dt><dd>${rolesText(user)}</dd>
       <dt>Status</dt><dd>${statusBadges(user)}</dd>
       <dt>User id</dt><dd><code>${user.userID}</code></dd>

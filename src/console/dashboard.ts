@@ -48,8 +48,7 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
       title: 'Dashboard',
       section: 'dashboard',
       body: html`<h1>${info?.name ?? 'Your party'}</h1>
-        <p class="muted">
-        ${
+        <p class="muted">${
           party.type === 'distributor' ? 'Distributor' : 'Merchant'
         } · short code ${info?.shortCode ?? ''} · id <code>${party.id}</code></p>
         <div class="cards">
@@ -57,8 +56,8 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
             <p class="big" data-balance>${money(balance, services.deps.assetCode ?? 'NGN')}</p>
             <p class="hint">Executed operations only; pending ones are not counted yet.</p></section>
           <section class="card" aria-labelledby="ops-title"><h2 id="ops-title">Operations</h2>
-            <p class="big">${pendingOperations}</p><p>
-            ${
+            <p class="big">${pendingOperations}</p>
+            <p>${
               checker ? 'waiting for your approval' : 'waiting for a checker'
             } · <a href="/console/operations">${checker ? 'Review' : 'View'}</a></p></section>
           <section class="card" aria-labelledby="keys-title"><h2 id="keys-title">API keys</h2>
@@ -71,8 +70,8 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
             <p>active · ${pendingEndpoints} awaiting approval · <a href="/console/webhooks">Manage</a></p>
             ${
               failedEndpoints > 0
-                ? html`<p class="error-text" data-system-disabled>
-                  ${failedEndpoints} disabled automatically after a day of failed deliveries</p>`
+                ? html`<p class="error-text"
+                    data-system-disabled>${failedEndpoints} disabled automatically after a day of failed deliveries</p>`
                 : ''
             }</section>
         </div>`,

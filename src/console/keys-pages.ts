@@ -56,8 +56,8 @@ const STATE_LABELS: Record<string, string> = {
 };
 
 const limits = (key: KeyRow, assetCode: string) => html`<dl class="limits">
-    <dt>Max per operation</dt><dd>
-    ${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, assetCode)}</dd>
+    <dt>Max per operation</dt>
+    <dd>${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, assetCode)}</dd>
     <dt>Max per day</dt><dd>${key.maxDailyVolume === null ? 'no limit' : money(key.maxDailyVolume, assetCode)}</dd>
     <dt>Allowed IPs</dt><dd>${key.allowedIPs.length ? key.allowedIPs.join(', ') : 'any'}</dd>
   </dl>`;
@@ -183,16 +183,8 @@ function activeTable(view: KeysView): Html {
       (key) => html`<tr data-key-id="${key.keyID}">
       <th scope="row">${key.label}<br>
         <code class="muted">${key.keyID}</code>${
-          key.state === 'revocation_pending'
-            ? html`<br>
-        ${badge(key.state)}`
-            : ''
-        }${
-          key.rotation
-            ? html`<br>
-        <span class="badge badge-rotation_pending">Rotation requested</span>`
-            : ''
-        }${
+          key.state === 'revocation_pending' ? html`<br>${badge(key.state)}` : ''
+        }${key.rotation ? html`<br><span class="badge badge-rotation_pending">Rotation requested</span>` : ''}${
           key.previousSecretValidUntil
             ? html`<br><span class="muted">previous secret valid until ${time(key.previousSecretValidUntil)}</span>`
             : ''

@@ -38,13 +38,13 @@ function ledger(view: OperationView): Html {
         <thead><tr><th scope="col">From</th><th scope="col">To</th><th scope="col" class="num">Amount</th></tr></thead>
         <tbody>
           <tr><td data-label="From">${op.payerName} <span class="muted">(${wallet(op.payer)})</span></td>
-          <td data-label="To">${wallet(op.payee)}</td><td class="num" data-label="Amount">
-          ${money(op.amount, view.assetCode)}</td></tr>
+          <td data-label="To">${wallet(op.payee)}</td>
+          <td class="num" data-label="Amount">${money(op.amount, view.assetCode)}</td></tr>
           ${
             op.fee !== '0' && !/^0(\.0+)?$/.test(op.fee)
               ? html`<tr><td data-label="From">${op.payerName} <span class="muted">(${wallet(op.payer)})</span></td>
-                <td data-label="To">platform fees</td><td class="num" data-label="Amount">
-                ${money(op.fee, view.assetCode)}</td></tr>`
+                <td data-label="To">platform fees</td>
+                <td class="num" data-label="Amount">${money(op.fee, view.assetCode)}</td></tr>`
               : ''
           }
         </tbody></table>`;
@@ -71,8 +71,8 @@ export function operationPage(view: OperationView): Html {
       <dt>Amount</dt><dd>${money(op.amount, view.assetCode)}</dd>
       <dt>Fee</dt><dd>${view.received ? '0 (paid by the sender)' : money(op.fee, view.assetCode)}</dd>
       <dt>Payer</dt><dd>${op.payerName}${op.payerShortCode ? ` (${op.payer.kind} ${op.payerShortCode})` : ''}</dd>
-      <dt>Counterparty</dt><dd>
-      ${
+      <dt>Counterparty</dt>
+      <dd>${
         view.received
           ? `${op.payerName} (${op.payer.kind} ${op.payerShortCode ?? op.payer.id})`
           : counterpartText(op.counterparty)
@@ -84,8 +84,8 @@ export function operationPage(view: OperationView): Html {
           : ''
       }
       <dt>Created</dt><dd>${time(op.createdAt)}</dd>
-      <dt>API key</dt><dd>
-      ${
+      <dt>API key</dt>
+      <dd>${
         op.keyID && !view.received
           ? html`<a href="/console/keys/${seg(op.keyID)}">${
               view.keyLabel ?? op.keyID
@@ -119,16 +119,16 @@ export function keyPage(view: KeyView): Html {
         key.revocationReason ? html` <span class="muted">${key.revocationReason}</span>` : ''
       }</dd>
       <dt>Permissions</dt><dd>${key.permissions.join(', ')}</dd>
-      <dt>Max transaction amount</dt><dd>
-      ${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, view.assetCode)}</dd>
-      <dt>Max daily volume</dt><dd>
-      ${key.maxDailyVolume === null ? 'no limit' : money(key.maxDailyVolume, view.assetCode)}</dd>
+      <dt>Max transaction amount</dt>
+      <dd>${key.maxTransactionAmount === null ? 'no limit' : money(key.maxTransactionAmount, view.assetCode)}</dd>
+      <dt>Max daily volume</dt>
+      <dd>${key.maxDailyVolume === null ? 'no limit' : money(key.maxDailyVolume, view.assetCode)}</dd>
       <dt>Allowed IPs</dt><dd>${key.allowedIPs.length ? key.allowedIPs.join(', ') : 'any'}</dd>
       <dt>Expires</dt><dd>${key.expiresAt ? time(key.expiresAt) : html`${key.expiresInDays} days after approval`}</dd>
       <dt>Requested by</dt><dd>${view.requestedBy}, ${time(key.requestedAt)}</dd>
       <dt>Approved by</dt><dd>${view.approvedBy ?? '—'}</dd>
-      <dt>Usage</dt><dd>
-      ${view.usage.count.toLocaleString('en-US')} requests${
+      <dt>Usage</dt>
+      <dd>${view.usage.count.toLocaleString('en-US')} requests${
         view.usage.lastUsedAt ? html`, last ${time(view.usage.lastUsedAt)}` : ''
       }</dd>
     </dl>
@@ -143,8 +143,8 @@ export function keyPage(view: KeyView): Html {
         <th scope="col">Counterpart</th><th scope="col">Created</th></tr></thead>
         <tbody>${view.operations.rows.map(
           (doc) => html`<tr data-operation-id="${doc.operationID}">
-          <th scope="row"><a href="/console/operations/${seg(doc.operationID)}"><code>${doc.operationID}</code></a><br>
-          ${doc.operationType}</th>
+          <th scope="row"><a href="/console/operations/${seg(doc.operationID)}"><code>${doc.operationID}</code></a>
+          <br>${doc.operationType}</th>
           <td data-label="Status"><span class="badge badge-${doc.status}">${
             STATUS_LABELS[doc.status] ?? doc.status
           }</span></td>

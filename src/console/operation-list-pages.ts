@@ -60,17 +60,16 @@ function row(doc: ConsoleOperationDoc, assetCode: string): Html {
     }${doc.updatedAt !== doc.createdAt ? html`<br><span class="muted">${time(doc.updatedAt)}</span>` : ''}</td>
     <td class="num" data-label="Amount">${money(doc.amount, assetCode)}</td>
     <td class="num" data-label="Fee">${money(doc.fee, assetCode)}</td>
-    <td data-label="Counterpart">
-    ${doc.side === 'received' ? html`<span class="muted">from</span> ` : ''}${counterpartyOf(doc)}</td>
+    <td data-label="Counterpart">${
+      doc.side === 'received' ? html`<span class="muted">from</span> ` : ''
+    }${counterpartyOf(doc)}</td>
     <td data-label="Memo">${doc.memo ?? ''}</td>
-    <td data-label="Key">
-    ${
+    <td data-label="Key">${
       doc.keyID
         ? html`<a href="/console/keys/${seg(doc.keyID)}"><code>${doc.keyID}</code></a>`
         : html`<span class="muted">—</span>`
     }</td>
-    <td data-label="Blockchain">
-    ${
+    <td data-label="Blockchain">${
       doc.blockchainID
         ? html`<code class="hash" title="${doc.blockchainID}" data-blockchain-id>${doc.blockchainID}</code><br>
           <span class="muted">sequence ${doc.sequenceNumber ?? '—'}</span>`
@@ -93,10 +92,12 @@ export function operationListPage(view: {
   const base = '/console/operations/history';
   const where =
     page.total === 0
-      ? html`<p class="empty" role="status">
-        ${view.filtered ? 'No operation matches these filters.' : 'No operation yet.'}</p>`
-      : html`<p class="page-position" role="status" data-page-position>
-        ${count(page.start)}–${count(page.start + page.rows.length - 1)} of ${count(page.total)}</p>`;
+      ? html`<p class="empty" role="status">${
+          view.filtered ? 'No operation matches these filters.' : 'No operation yet.'
+        }</p>`
+      : html`<p class="page-position" role="status" data-page-position>${count(page.start)}–${count(
+          page.start + page.rows.length - 1,
+        )} of ${count(page.total)}</p>`;
   const table =
     page.rows.length === 0
       ? ''

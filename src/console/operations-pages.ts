@@ -130,8 +130,7 @@ export function confirmApprovalPage(
 ): Html {
   const large = items.filter((item) => item.large);
   return html`<h1>Confirm approval</h1>
-    <p class="notice warning" role="alert">
-    ${
+    <p class="notice warning" role="alert">${
       large.length === 1 && !bulk ? 'This operation is' : `${large.length} of these operations are`
     } above ${threshold}: check the amount, fee, payer and counterparty once more.</p>
     <table class="stack"><caption class="visually-hidden">Operations to approve</caption>

@@ -43,8 +43,8 @@ export function partiesPage(view: PartiesView): Html {
   return html`<div class="page-head"><h1>Parties</h1>
     <a class="button" href="/console/admin#party-title">Onboard a party</a></div>
     ${searchForm('/console/admin/parties', 'Find a party', 'Part of a name or a short code.', view.query)}
-    <section aria-labelledby="parties-title"><h2 id="parties-title">
-    ${
+    <section aria-labelledby="parties-title">
+    <h2 id="parties-title">${
       view.query
         ? `${view.parties.length} of ${view.total} parties`
         : `${view.total} ${view.total === 1 ? 'party' : 'parties'}`

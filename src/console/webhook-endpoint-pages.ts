@@ -204,8 +204,8 @@ export function deliveryPage(view: DeliveryPageView): Html {
       <dt>Event</dt><dd><code>${d.eventType}</code>, ${time(d.createdAt)}</dd>
       <dt>Endpoint</dt><dd><code class="url">${endpoint.url}</code> ${endpointBadge(endpoint)}</dd>
       <dt>Status</dt><dd>${deliveryBadge(d.status)}${d.deliveredAt ? html` ${time(d.deliveredAt)}` : ''}</dd>
-      <dt>Attempts</dt><dd>
-      ${d.attempts}${d.status === 'pending' ? html`; next ${time(isoOf(d.nextAttemptAt))}` : ''}</dd>
+      <dt>Attempts</dt>
+      <dd>${d.attempts}${d.status === 'pending' ? html`; next ${time(isoOf(d.nextAttemptAt))}` : ''}</dd>
       ${
         d.redeliveredAt
           ? html`<dt>Redelivery</dt><dd>asked by ${view.redeliveredByEmail}, ${time(d.redeliveredAt)}</dd>`

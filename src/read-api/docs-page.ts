@@ -59,10 +59,11 @@ function fieldsTable(schema: Obj): Html {
           .map(obj)
           .find((v) => v.description)?.description,
     );
-    return html`<tr><td><code>${name}</code></td><td>${typeOf(property)}</td><td>
-      ${required.has(name) ? 'yes' : 'no'}</td><td>
-      ${description}${constraints(property) ? html` <span class="muted">(${constraints(property)})</span>` : ''}</td>
-      </tr>`;
+    return html`<tr><td><code>${name}</code></td><td>${typeOf(property)}</td>
+      <td>${required.has(name) ? 'yes' : 'no'}</td>
+      <td>${description}${
+        constraints(property) ? html` <span class="muted">(${constraints(property)})</span>` : ''
+      }</td></tr>`;
   });
   return html`<table><tr><th>field</th><th>type</th><th>required</th><th>notes</th></tr>${rows}</table>
     ${schema.additionalProperties === false ? html`<p class="muted">No other fields.</p>` : ''}`;
@@ -86,8 +87,8 @@ function operationSection(path: string, method: string, operation: Obj): Html {
     const headers = Object.entries(obj(r.headers)).map(
       ([name, h]) => html`<br><span class="muted">header <code>${name}</code>: ${text(obj(h).description)}</span>`,
     );
-    return html`<tr><td><b>${status}</b></td><td>${prose(r.description)}${headers}</td><td>
-      ${
+    return html`<tr><td><b>${status}</b></td><td>${prose(r.description)}${headers}</td>
+      <td>${
         mediaType ? html`${typeOf(obj(obj(media).schema))} <span class="muted">${mediaType}</span>` : ''
       }${examplesOf(obj(media))}</td></tr>`;
   });
@@ -98,9 +99,9 @@ ${
   parameters.length
     ? html`<h3>Parameters</h3><table><tr><th>name</th><th>in</th><th>required</th><th>type</th><th>notes</th></tr>
       ${parameters.map(
-        (p) => html`<tr><td><code>${text(p.name)}</code></td><td>${text(p.in)}</td><td>
-      ${p.required ? 'yes' : 'no'}</td><td>${typeOf(obj(p.schema))}</td><td>
-      ${text(p.description)}${
+        (p) => html`<tr><td><code>${text(p.name)}</code></td><td>${text(p.in)}</td>
+      <td>${p.required ? 'yes' : 'no'}</td><td>${typeOf(obj(p.schema))}</td>
+      <td>${text(p.description)}${
         constraints(obj(p.schema)) ? html` <span class="muted">(${constraints(obj(p.schema))})</span>` : ''
       }</td></tr>`,
       )}</table>`
