@@ -32,7 +32,8 @@ const schema = z.object({
     .min(1)
     .default('./data')
     .describe(
-      'Directory of the embedded stores (event store, read models), owner-only: created or narrowed to 0700; one owned by another user is refused.',
+      'Directory of the embedded stores (event store, read models), owner-only: created or narrowed to 0700; one ' +
+        'owned by another user is refused.',
     ),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000).describe('HTTP port of the API.'),
   HOST: z.string().min(1).default('127.0.0.1').describe('Address the HTTP server binds to (0.0.0.0 in containers).'),
@@ -43,7 +44,9 @@ const schema = z.object({
     .max(3_600_000)
     .default(65_000)
     .describe(
-      'How long an idle keep-alive connection stays open. Longer than the idle timeout of the load balancer in front (60 s on most), so that the balancer, never wallet-ops, closes an idle connection: otherwise it may send a request on a connection wallet-ops is closing (a 502 for the client).',
+      'How long an idle keep-alive connection stays open. Longer than the idle timeout of the load balancer in ' +
+        'front (60 s on most), so that the balancer, never wallet-ops, closes an idle connection: otherwise it may ' +
+        'send a request on a connection wallet-ops is closing (a 502 for the client).',
     ),
   HTTP_HEADERS_TIMEOUT_MS: z.coerce
     .number()
@@ -52,7 +55,9 @@ const schema = z.object({
     .max(3_600_000)
     .default(10_000)
     .describe(
-      "How long a client may take to send a request's headers, counted from the request's first byte (from the connection for its first request): a slower one gets 408 and is disconnected. An idle keep-alive connection waiting for its next request is not timed by it (HTTP_KEEP_ALIVE_TIMEOUT_MS is).",
+      "How long a client may take to send a request's headers, counted from the request's first byte (from the " +
+        'connection for its first request): a slower one gets 408 and is disconnected. An idle keep-alive ' +
+        'connection waiting for its next request is not timed by it (HTTP_KEEP_ALIVE_TIMEOUT_MS is).',
     ),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce
     .number()
@@ -61,7 +66,8 @@ const schema = z.object({
     .max(3_600_000)
     .default(120_000)
     .describe(
-      'How long a client may take to send a whole request (headers and body); a slower one gets 408. At least HTTP_HEADERS_TIMEOUT_MS.',
+      'How long a client may take to send a whole request (headers and body); a slower one gets 408. At least ' +
+        'HTTP_HEADERS_TIMEOUT_MS.',
     ),
   HTTP_MAX_CONNECTIONS: z.coerce
     .number()
@@ -70,12 +76,15 @@ const schema = z.object({
     .max(1_000_000)
     .default(10_000)
     .describe(
-      "Open connections one process accepts in all; a connection above it is closed at once. 0: no cap. Keep it below the process's open-file limit (`ulimit -n`) less what the stores use.",
+      'Open connections one process accepts in all; a connection above it is closed at once. 0: no cap. Keep it ' +
+        "below the process's open-file limit (`ulimit -n`) less what the stores use.",
     ),
   HTTP_MAX_CONNECTIONS_PER_ADDRESS: z
     .preprocess(unsetWhenEmpty, z.coerce.number().int().min(0).max(1_000_000).optional())
     .describe(
-      'Open connections accepted from one peer address (IPv6: its /64); one above it is closed at once. 0: no cap. Default 256, but 0 when TRUST_PROXY is a hop count (every connection may come from the proxy); addresses TRUST_PROXY lists are never capped by it.',
+      'Open connections accepted from one peer address (IPv6: its /64); one above it is closed at once. 0: no ' +
+        'cap. Default 256, but 0 when TRUST_PROXY is a hop count (every connection may come from the proxy); ' +
+        'addresses TRUST_PROXY lists are never capped by it.',
     ),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -103,8 +112,9 @@ const schema = z.object({
         ctx.addIssue({
           code: 'custom',
           message:
-            'true would trust every X-Forwarded-For hop, so any client could choose its own address and pass API-key allow-lists and ' +
-            'the per-address limits; give the number of proxies in front of wallet-ops (a hop count such as 1) or their addresses/CIDR ranges',
+            'true would trust every X-Forwarded-For hop, so any client could choose its own address and pass ' +
+            'API-key allow-lists and the per-address limits; give the number of proxies in front of wallet-ops ' +
+            '(a hop count such as 1) or their addresses/CIDR ranges',
         });
         return z.NEVER;
       }
@@ -114,8 +124,9 @@ const schema = z.object({
         ctx.addIssue({
           code: 'custom',
           message:
-            `a hop count above ${MAX_PROXY_HOPS} is refused: no deployment has that many proxies in front, and with more hops trusted than there are ` +
-            'proxies any client could choose its own address; give the number of proxies in front of wallet-ops (1 behind one load balancer)',
+            `a hop count above ${MAX_PROXY_HOPS} is refused: no deployment has that many proxies in front, and ` +
+            'with more hops trusted than there are proxies any client could choose its own address; give the ' +
+            'number of proxies in front of wallet-ops (1 behind one load balancer)',
         });
         return z.NEVER;
       }
@@ -126,7 +137,8 @@ const schema = z.object({
         ctx.addIssue({
           code: 'custom',
           message:
-            "use false, a hop count (the number of proxies in front of wallet-ops), or a comma-separated list of the proxies' addresses or CIDR ranges",
+            'use false, a hop count (the number of proxies in front of wallet-ops), or a comma-separated list of ' +
+            "the proxies' addresses or CIDR ranges",
         });
         return z.NEVER;
       }
@@ -135,14 +147,18 @@ const schema = z.object({
       if (wide) {
         ctx.addIssue({
           code: 'custom',
-          message: `"${wide}" is wider than /8 (IPv4) or /32 (IPv6): it would trust nearly every address, so any client could choose its own address; list the proxies' own addresses or narrow ranges`,
+          message:
+            `"${wide}" is wider than /8 (IPv4) or /32 (IPv6): it would trust nearly every address, so any client ` +
+            `could choose its own address; list the proxies' own addresses or narrow ranges`,
         });
         return z.NEVER;
       }
       return ranges;
     })
     .describe(
-      "Whom to believe in X-Forwarded-For: false (default: nobody), a hop count (the number of proxies in front, at most 5), or the proxies' addresses/CIDRs (none wider than /8 for IPv4 or /32 for IPv6). true is refused.",
+      'Whom to believe in X-Forwarded-For: false (default: nobody), a hop count (the number of proxies in front, ' +
+        "at most 5), or the proxies' addresses/CIDRs (none wider than /8 for IPv4 or /32 for IPv6). true is " +
+        'refused.',
     ),
   API_KEY_RATE_LIMIT: z.coerce
     .number()
@@ -151,7 +167,8 @@ const schema = z.object({
     .max(100_000)
     .default(20)
     .describe(
-      'Requests per second one API key may make, sustained, in each API process (token bucket, in memory); 0 turns the limit off.',
+      'Requests per second one API key may make, sustained, in each API process (token bucket, in memory); 0 ' +
+        'turns the limit off.',
     ),
   API_KEY_RATE_BURST: z.coerce
     .number()
@@ -167,7 +184,8 @@ const schema = z.object({
     .max(100_000)
     .default(30)
     .describe(
-      'Failed authentications per client address (IPv6: per /64) per minute, in each API process, before further failures are answered 429; 0 turns the limit off.',
+      'Failed authentications per client address (IPv6: per /64) per minute, in each API process, before further ' +
+        'failures are answered 429; 0 turns the limit off.',
     ),
   VOLUME_TIME_ZONE: z
     .string()
@@ -190,19 +208,24 @@ const schema = z.object({
       }
     })
     .describe(
-      'Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; the percentage is rounded up to the asset\'s unit; default none.',
+      'Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; the percentage ' +
+        "is rounded up to the asset's unit; default none.",
     ),
   CASH_OUT_CONSENT: z
     .enum(['none', 'individual-code'])
     .default('none')
     .describe(
-      "Whether a distributor's cash-out-fulfillment needs the individual's consent: none (the contract: any registered individual's wallet may be debited) or individual-code (the request must carry authorizationCode, a one-time code the individual got for 10 minutes, hashed under SECRETS_KEY; `wallet-ops individual cash-out-code` stands in for the wallet app).",
+      "Whether a distributor's cash-out-fulfillment needs the individual's consent: none (the contract: any " +
+        "registered individual's wallet may be debited) or individual-code (the request must carry " +
+        'authorizationCode, a one-time code the individual got for 10 minutes, hashed under SECRETS_KEY; ' +
+        '`wallet-ops individual cash-out-code` stands in for the wallet app).',
     ),
   LEDGER: z
     .enum(['embedded', 'evm'])
     .default('embedded')
     .describe(
-      'Ledger the executor settles on: embedded (a hash-chained SQLite log under DATA_DIR) or evm (a WalletLedger contract on an EVM chain, EVM_*).',
+      'Ledger the executor settles on: embedded (a hash-chained SQLite log under DATA_DIR) or evm (a ' +
+        'WalletLedger contract on an EVM chain, EVM_*).',
     ),
   EVM_RPC_URL: z
     .preprocess(
@@ -224,12 +247,14 @@ const schema = z.object({
         .optional(),
     )
     .describe(
-      'Chain id the node must report before wallet-ops signs anything for it (LEDGER=evm); 31337 for the development chain.',
+      'Chain id the node must report before wallet-ops signs anything for it (LEDGER=evm); 31337 for the ' +
+        'development chain.',
     ),
   EVM_OPERATOR_KEY_FILE: z
     .preprocess(unsetWhenEmpty, z.string().min(1).optional())
     .describe(
-      "File holding the operator account's private key (0x + 64 hex), the only account the contract obeys (LEDGER=evm). Never logged, never in an event.",
+      "File holding the operator account's private key (0x + 64 hex), the only account the contract obeys " +
+        '(LEDGER=evm). Never logged, never in an event.',
     ),
   EVM_LEDGER_ADDRESS: z
     .preprocess(
@@ -254,7 +279,8 @@ const schema = z.object({
     .max(3_600_000)
     .default(60_000)
     .describe(
-      'How long one submit waits for its receipt and confirmations before the attempt counts as transient and is retried (LEDGER=evm).',
+      'How long one submit waits for its receipt and confirmations before the attempt counts as transient and is ' +
+        'retried (LEDGER=evm).',
     ),
   EVM_POLL_INTERVAL_MS: z.coerce
     .number()
@@ -267,7 +293,9 @@ const schema = z.object({
     .enum(['quick', 'full', 'off'])
     .default('quick')
     .describe(
-      "Embedded event store: SQLite's check of events.sqlite at each start of the server, which refuses a damaged file: quick (PRAGMA quick_check, about 3 s a GB), full (integrity_check, indexes too, about 7 times as long) or off.",
+      "Embedded event store: SQLite's check of events.sqlite at each start of the server, which refuses a " +
+        'damaged file: quick (PRAGMA quick_check, about 3 s a GB), full (integrity_check, indexes too, about 7 ' +
+        'times as long) or off.',
     ),
   STORE_BUSY_BUDGET_MS: z.coerce
     .number()
@@ -276,7 +304,9 @@ const schema = z.object({
     .max(600_000)
     .default(10_000)
     .describe(
-      'How long one call on an embedded store (events, read models) waits for another process’s write lock (a backup, an operator’s transaction) before it fails as unavailable and is retried by its caller (EVENT_STORE=embedded, READ_STORE=embedded).',
+      'How long one call on an embedded store (events, read models) waits for another process’s write lock (a ' +
+        'backup, an operator’s transaction) before it fails as unavailable and is retried by its caller ' +
+        '(EVENT_STORE=embedded, READ_STORE=embedded).',
     ),
   LEDGER_BUSY_BUDGET_MS: z.coerce
     .number()
@@ -285,7 +315,8 @@ const schema = z.object({
     .max(600_000)
     .default(10_000)
     .describe(
-      'How long one call on the embedded ledger waits for another process’s write lock (an executor holding it) before it counts as unavailable and is retried later (LEDGER=embedded).',
+      'How long one call on the embedded ledger waits for another process’s write lock (an executor holding it) ' +
+        'before it counts as unavailable and is retried later (LEDGER=embedded).',
     ),
   LEDGER_LATENCY_MS: z.coerce
     .number()
@@ -302,7 +333,8 @@ const schema = z.object({
     .max(1)
     .default(0)
     .describe(
-      'Ledger fault injection (any ledger): share of submits that fail transiently before reaching the ledger (retried).',
+      'Ledger fault injection (any ledger): share of submits that fail transiently before reaching the ledger ' +
+        '(retried).',
     ),
   LEDGER_REJECTION_RATE: z.coerce
     .number()
@@ -310,28 +342,33 @@ const schema = z.object({
     .max(1)
     .default(0)
     .describe(
-      'Ledger fault injection (any ledger): share of submits refused for good before reaching the ledger (the operation fails).',
+      'Ledger fault injection (any ledger): share of submits refused for good before reaching the ledger (the ' +
+        'operation fails).',
     ),
   LEDGER_CRASH_AFTER_ACCEPT: z
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true')
     .describe(
-      'Ledger fault injection (any ledger): kill the process right after the ledger accepts a transaction (crash tests).',
+      'Ledger fault injection (any ledger): kill the process right after the ledger accepts a transaction (crash ' +
+        'tests).',
     ),
   LEDGER_STOP_WHILE_HOLDING: z
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true')
     .describe(
-      'Ledger fault injection (any ledger): the process stops itself (SIGSTOP) the first time a transfer holds the ledger (the embedded ledger’s write lock held, a chain’s transaction signed and unsent), until a SIGCONT (paused-executor tests).',
+      'Ledger fault injection (any ledger): the process stops itself (SIGSTOP) the first time a transfer holds ' +
+        'the ledger (the embedded ledger’s write lock held, a chain’s transaction signed and unsent), until a ' +
+        'SIGCONT (paused-executor tests).',
     ),
   EXECUTOR_ID: z
     .string()
     .regex(/^[A-Za-z0-9._:-]{1,64}$/)
     .optional()
     .describe(
-      'Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. Default: random per process.',
+      'Names this executor in its claims; a restarted executor with the same id recovers its own claims at once. ' +
+        'Default: random per process.',
     ),
   CLOCK_SKEW_WARN_MS: z.coerce
     .number()
@@ -340,7 +377,8 @@ const schema = z.object({
     .max(3_600_000)
     .default(5_000)
     .describe(
-      "A warning (and the wallet_ops_clock_skew_seconds gauge) when this process's clock differs from the store's (PostgreSQL's) by more than this, checked at start and every 5 minutes.",
+      "A warning (and the wallet_ops_clock_skew_seconds gauge) when this process's clock differs from the " +
+        "store's (PostgreSQL's) by more than this, checked at start and every 5 minutes.",
     ),
   CONSUMER_RETRY_BASE_MS: z.coerce
     .number()
@@ -349,7 +387,8 @@ const schema = z.object({
     .max(60_000)
     .default(100)
     .describe(
-      'First wait before a failed consumer of the history (projections, executor, webhooks, key followers) resubscribes from its checkpoint; the wait doubles (with jitter) while failures go on.',
+      'First wait before a failed consumer of the history (projections, executor, webhooks, key followers) ' +
+        'resubscribes from its checkpoint; the wait doubles (with jitter) while failures go on.',
     ),
   CONSUMER_RETRY_MAX_MS: z.coerce
     .number()
@@ -379,7 +418,8 @@ const schema = z.object({
     .max(60_000)
     .default(100)
     .describe(
-      'First wait before an operation’s failed attempt is tried again; the wait doubles (with jitter) as failures go on.',
+      'First wait before an operation’s failed attempt is tried again; the wait doubles (with jitter) as ' +
+        'failures go on.',
     ),
   EXECUTOR_RETRY_MAX_MS: z.coerce
     .number()
@@ -395,7 +435,8 @@ const schema = z.object({
     .max(256)
     .default(16)
     .describe(
-      'Operations one executor works on at once (waiting out another executor’s claim or a retry’s backoff does not count).',
+      'Operations one executor works on at once (waiting out another executor’s claim or a retry’s backoff does ' +
+        'not count).',
     ),
   EXECUTOR_SWEEP_INTERVAL_MS: z.coerce
     .number()
@@ -404,7 +445,8 @@ const schema = z.object({
     .max(3_600_000)
     .default(30_000)
     .describe(
-      'How often the executor’s reconciliation sweep looks for approved operations that no executor holds and carries them out.',
+      'How often the executor’s reconciliation sweep looks for approved operations that no executor holds and ' +
+        'carries them out.',
     ),
   KEY_EXPIRY_SWEEP_INTERVAL_MS: z.coerce
     .number()
@@ -413,7 +455,8 @@ const schema = z.object({
     .max(3_600_000)
     .default(60_000)
     .describe(
-      'How often the key-revocation consumer (with the executor) rejects the pending operations of API keys that have expired, releasing their holds.',
+      'How often the key-revocation consumer (with the executor) rejects the pending operations of API keys that ' +
+        'have expired, releasing their holds.',
     ),
   READ_YOUR_WRITES_TIMEOUT_MS: z.coerce
     .number()
@@ -433,7 +476,8 @@ const schema = z.object({
     .max(1_000_000)
     .default(1000)
     .describe(
-      'A read model with more of its events than this still to apply is not served: the read API answers 503 with Retry-After (as does a model with no checkpoint while events exist), and /ready fails.',
+      'A read model with more of its events than this still to apply is not served: the read API answers 503 ' +
+        'with Retry-After (as does a model with no checkpoint while events exist), and /ready fails.',
     ),
   CONSUMER_UNHEALTHY_AFTER_MS: z.coerce
     .number()
@@ -441,7 +485,8 @@ const schema = z.object({
     .min(1000)
     .default(60_000)
     .describe(
-      'How long a background consumer (projection, executor, API-key directory, sealer) may be unable to run before /health fails so that an orchestrator restarts the process.',
+      'How long a background consumer (projection, executor, API-key directory, sealer) may be unable to run ' +
+        'before /health fails so that an orchestrator restarts the process.',
     ),
   // Metrics (src/metrics, docs/operations.md "Metrics"): Prometheus text format at GET /metrics, without an API key.
   METRICS_ENABLED: z
@@ -449,12 +494,14 @@ const schema = z.object({
     .default('true')
     .transform((v) => v === 'true')
     .describe(
-      'Serve Prometheus metrics at GET /metrics (no API key: never expose it publicly). false: no /metrics and no metrics kept.',
+      'Serve Prometheus metrics at GET /metrics (no API key: never expose it publicly). false: no /metrics and ' +
+        'no metrics kept.',
     ),
   METRICS_PORT: z
     .preprocess(unsetWhenEmpty, z.coerce.number().int().min(0).max(65535).optional())
     .describe(
-      'Serve /metrics on this port instead of the API port (then the API port has no /metrics). Default: unset, on the API port.',
+      'Serve /metrics on this port instead of the API port (then the API port has no /metrics). Default: unset, ' +
+        'on the API port.',
     ),
   METRICS_HOST: z
     .preprocess(unsetWhenEmpty, z.string().min(1).optional())
@@ -480,7 +527,8 @@ const schema = z.object({
         .optional(),
     )
     .describe(
-      'Where spans go: otlp (OTEL_EXPORTER_OTLP_*), zipkin, console; none: tracing off. Setting it (other than none) turns tracing on.',
+      'Where spans go: otlp (OTEL_EXPORTER_OTLP_*), zipkin, console; none: tracing off. Setting it (other than ' +
+        'none) turns tracing on.',
     ),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .preprocess(unsetWhenEmpty, z.url({ protocol: /^https?$/ }).optional())
@@ -494,13 +542,16 @@ const schema = z.object({
   EVENT_STORE: z
     .preprocess(unsetWhenEmpty, z.enum(['embedded', 'kurrentdb', 'postgres']).optional())
     .describe(
-      'Event store: embedded (SQLite under DATA_DIR), kurrentdb (KURRENTDB_URL) or postgres (POSTGRES_URL). Default: the store whose URL is set (both set: refused, choose one), else embedded.',
+      'Event store: embedded (SQLite under DATA_DIR), kurrentdb (KURRENTDB_URL) or postgres (POSTGRES_URL). ' +
+        'Default: the store whose URL is set (both set: refused, choose one), else embedded.',
     ),
   EVENT_STORE_COMMITS: z
     .enum(['thread', 'event-loop'])
     .default('event-loop')
     .describe(
-      'Embedded event store: where appends are committed (statements and fsync): on the event loop (event-loop), or on a thread of their own taking over from the second batch (thread), which pays where a core is free (not on a 2-core machine shared with its load; see docs/benchmarks.md).',
+      'Embedded event store: where appends are committed (statements and fsync): on the event loop (event-loop), ' +
+        'or on a thread of their own taking over from the second batch (thread), which pays where a core is free ' +
+        '(not on a 2-core machine shared with its load; see docs/benchmarks.md).',
     ),
   KURRENTDB_URL: z
     .preprocess(
@@ -514,12 +565,14 @@ const schema = z.object({
         .optional(),
     )
     .describe(
-      'KurrentDB connection string, e.g. kurrentdb://kurrentdb:2113?tls=false; selects the KurrentDB event store unless EVENT_STORE says otherwise.',
+      'KurrentDB connection string, e.g. kurrentdb://kurrentdb:2113?tls=false; selects the KurrentDB event store ' +
+        'unless EVENT_STORE says otherwise.',
     ),
   READ_STORE: z
     .preprocess(unsetWhenEmpty, z.enum(['embedded', 'mongodb', 'postgres']).optional())
     .describe(
-      'Read-model store: embedded (SQLite under DATA_DIR), mongodb (MONGODB_URL) or postgres (POSTGRES_URL). Default: the store whose URL is set (both set: refused, choose one), else embedded.',
+      'Read-model store: embedded (SQLite under DATA_DIR), mongodb (MONGODB_URL) or postgres (POSTGRES_URL). ' +
+        'Default: the store whose URL is set (both set: refused, choose one), else embedded.',
     ),
   MONGODB_URL: z
     .preprocess(
@@ -533,7 +586,8 @@ const schema = z.object({
         .optional(),
     )
     .describe(
-      'MongoDB connection string (a replica set: the read store commits in transactions); selects the MongoDB read store unless READ_STORE says otherwise.',
+      'MongoDB connection string (a replica set: the read store commits in transactions); selects the MongoDB ' +
+        'read store unless READ_STORE says otherwise.',
     ),
   MONGODB_DATABASE: z
     .string()
@@ -547,12 +601,14 @@ const schema = z.object({
         .string()
         .regex(
           /^postgres(ql)?:\/\/\S+$/,
-          'a PostgreSQL connection string such as postgres://wallet_ops:PASSWORD@db:5432/wallet_ops?sslmode=verify-full',
+          'a PostgreSQL connection string such as ' +
+            'postgres://wallet_ops:PASSWORD@db:5432/wallet_ops?sslmode=verify-full',
         )
         .optional(),
     )
     .describe(
-      'PostgreSQL connection string (libpq URL; TLS with sslmode=verify-full); selects PostgreSQL for both stores unless EVENT_STORE / READ_STORE say otherwise. Its password is never logged.',
+      'PostgreSQL connection string (libpq URL; TLS with sslmode=verify-full); selects PostgreSQL for both ' +
+        'stores unless EVENT_STORE / READ_STORE say otherwise. Its password is never logged.',
     ),
   POSTGRES_READ_URL: z
     .preprocess(
@@ -566,7 +622,10 @@ const schema = z.object({
         .optional(),
     )
     .describe(
-      'Read replicas (READ_STORE=postgres): hot standbys of POSTGRES_URL, comma-separated (each process takes one). The read API and the console read the projections\' models there once the standby has replayed as far as the primary\'s model (waiting up to READ_YOUR_WRITES_TIMEOUT_MS), else from the primary; nothing is written there and no consumer follows it (docs/operations.md, "Read replicas").',
+      'Read replicas (READ_STORE=postgres): hot standbys of POSTGRES_URL, comma-separated (each process takes ' +
+        "one). The read API and the console read the projections' models there once the standby has replayed as " +
+        "far as the primary's model (waiting up to READ_YOUR_WRITES_TIMEOUT_MS), else from the primary; nothing " +
+        'is written there and no consumer follows it (docs/operations.md, "Read replicas").',
     ),
   POSTGRES_POOL_SIZE: z.coerce
     .number()
@@ -575,7 +634,8 @@ const schema = z.object({
     .max(1000)
     .default(10)
     .describe(
-      'PostgreSQL: most connections each store of a process opens (plus, while the event store has subscribers, 2 for their page reads, a pool apart, and one LISTEN connection).',
+      'PostgreSQL: most connections each store of a process opens (plus, while the event store has subscribers, ' +
+        '2 for their page reads, a pool apart, and one LISTEN connection).',
     ),
   POSTGRES_STATEMENT_TIMEOUT_MS: z.coerce
     .number()
@@ -584,12 +644,16 @@ const schema = z.object({
     .max(600_000)
     .default(10_000)
     .describe(
-      'PostgreSQL: the server cancels a statement running longer, and a call waits this long for a connection; either is reported as the store unavailable (retried).',
+      'PostgreSQL: the server cancels a statement running longer, and a call waits this long for a connection; ' +
+        'either is reported as the store unavailable (retried).',
     ),
   CREATE_DEADLINE_MS: z
     .preprocess(unsetWhenEmpty, z.coerce.number().int().min(100).max(600_000).optional())
     .describe(
-      "A create is answered within this many ms, whatever it waits on (the store, a lock, group commit, conflicts with other writers): past it, 503 with Retry-After (saying when the outcome is unknown). Default: the event store's bound on one call (POSTGRES_STATEMENT_TIMEOUT_MS, STORE_BUSY_BUDGET_MS embedded, 10 s KurrentDB) plus 5 s: 15 s.",
+      'A create is answered within this many ms, whatever it waits on (the store, a lock, group commit, ' +
+        'conflicts with other writers): past it, 503 with Retry-After (saying when the outcome is unknown). ' +
+        "Default: the event store's bound on one call (POSTGRES_STATEMENT_TIMEOUT_MS, STORE_BUSY_BUDGET_MS " +
+        'embedded, 10 s KurrentDB) plus 5 s: 15 s.',
     ),
   LOGIN_ATTEMPTS_PER_EMAIL: z.coerce
     .number()
@@ -598,7 +662,9 @@ const schema = z.object({
     .max(1000)
     .default(5)
     .describe(
-      'Console logins tried for one email from one client address, counted before the password is checked, before that email is locked from that address for LOGIN_LOCKOUT_MS; counted from every address, the attempts past it are slowed (LOGIN_DELAY_MAX_MS), never locked.',
+      'Console logins tried for one email from one client address, counted before the password is checked, ' +
+        'before that email is locked from that address for LOGIN_LOCKOUT_MS; counted from every address, the ' +
+        'attempts past it are slowed (LOGIN_DELAY_MAX_MS), never locked.',
     ),
   LOGIN_DELAY_MAX_MS: z.coerce
     .number()
@@ -607,7 +673,9 @@ const schema = z.object({
     .max(3_600_000)
     .default(60_000)
     .describe(
-      'The longest wait between two console logins on one email from one address once the email has had more than LOGIN_ATTEMPTS_PER_EMAIL attempts from all addresses (1 s, doubling with each attempt): what an owner waits at most, from an address of their own, while others guess.',
+      'The longest wait between two console logins on one email from one address once the email has had more ' +
+        'than LOGIN_ATTEMPTS_PER_EMAIL attempts from all addresses (1 s, doubling with each attempt): what an ' +
+        'owner waits at most, from an address of their own, while others guess.',
     ),
   LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce
     .number()
@@ -616,7 +684,8 @@ const schema = z.object({
     .max(100_000)
     .default(20)
     .describe(
-      'Failed console logins from one client address (IPv6: per /64) before every login from it is locked for LOGIN_LOCKOUT_MS.',
+      'Failed console logins from one client address (IPv6: per /64) before every login from it is locked for ' +
+        'LOGIN_LOCKOUT_MS.',
     ),
   CONSOLE_WAITING_POLL_MS: z.coerce
     .number()
@@ -625,7 +694,8 @@ const schema = z.object({
     .max(600_000)
     .default(15_000)
     .describe(
-      'How often an open, visible console page asks for the counts of decisions waiting for its user (the navigation badges).',
+      'How often an open, visible console page asks for the counts of decisions waiting for its user (the ' +
+        'navigation badges).',
     ),
   LOGIN_LOCKOUT_MS: z.coerce
     .number()
@@ -634,7 +704,8 @@ const schema = z.object({
     .max(7 * 24 * 3_600_000)
     .default(15 * 60_000)
     .describe(
-      'How long console login attempts are counted, and how long a lockout lasts from the attempt that reached a limit.',
+      'How long console login attempts are counted, and how long a lockout lasts from the attempt that reached a ' +
+        'limit.',
     ),
   SECRETS_KEY: z
     .preprocess(
@@ -658,12 +729,16 @@ const schema = z.object({
         .optional(),
     )
     .describe(
-      'Key (32 bytes, base64 or hex) that seals secrets at rest (API-key secrets waiting for their maker, temporary password halves, webhook signing secrets) and keys the cash-out code hashes. Required with server stores; embedded default: the key file SECRETS_KEY_FILE.',
+      'Key (32 bytes, base64 or hex) that seals secrets at rest (API-key secrets waiting for their maker, ' +
+        'temporary password halves, webhook signing secrets) and keys the cash-out code hashes. Required with ' +
+        'server stores; embedded default: the key file SECRETS_KEY_FILE.',
     ),
   SECRETS_KEY_FILE: z
     .preprocess(unsetWhenEmpty, z.string().min(1).optional())
     .describe(
-      'Embedded stores without SECRETS_KEY: the key file, generated once (0600, in an owner-only directory), never inside DATA_DIR, so that a copy of DATA_DIR opens nothing. Default: <DATA_DIR>.secrets/secrets.key beside DATA_DIR; a key left at DATA_DIR/secrets.key by an older version is moved there at start.',
+      'Embedded stores without SECRETS_KEY: the key file, generated once (0600, in an owner-only directory), ' +
+        'never inside DATA_DIR, so that a copy of DATA_DIR opens nothing. Default: <DATA_DIR>.secrets/secrets.key ' +
+        'beside DATA_DIR; a key left at DATA_DIR/secrets.key by an older version is moved there at start.',
     ),
   CONSOLE_CONFIRM_ABOVE: z
     .string()
@@ -671,14 +746,16 @@ const schema = z.object({
     .default('10000')
     .transform((value) => (value === 'never' ? null : value))
     .describe(
-      'In the console, approving an operation whose amount is above this asks the checker to confirm once more (also in a bulk approval). `never`: no second question.',
+      'In the console, approving an operation whose amount is above this asks the checker to confirm once more ' +
+        '(also in a bulk approval). `never`: no second question.',
     ),
   WEBHOOK_ALLOW_INSECURE_LOCALHOST: z
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true')
     .describe(
-      'Development and tests only: webhook endpoints may be http://127.0.0.1, http://localhost or http://[::1]. Never in production: endpoints must be https.',
+      'Development and tests only: webhook endpoints may be http://127.0.0.1, http://localhost or http://[::1]. ' +
+        'Never in production: endpoints must be https.',
     ),
   WEBHOOK_ALLOWED_PRIVATE_RANGES: z
     .preprocess(unsetWhenEmpty, z.string().optional())
@@ -698,13 +775,16 @@ const schema = z.object({
       }
     })
     .describe(
-      'Comma-separated addresses or CIDR ranges that webhook deliveries may reach although they are not public (e.g. a partner over a VPN). Default: none; deliveries go to public addresses only.',
+      'Comma-separated addresses or CIDR ranges that webhook deliveries may reach although they are not public ' +
+        '(e.g. a partner over a VPN). Default: none; deliveries go to public addresses only.',
     ),
   API_KEY_ENVIRONMENT: z
     .enum(['live', 'test'])
     .default('live')
     .describe(
-      'Which deployment this is, for the prefix of the API keys it issues: `wo_live_…` or `wo_test_…` (a sandbox), so that people and secret scanners tell them apart. Keys issued before the prefix keep working; the demo seeds test keys, and `--demo` defaults this to test.',
+      'Which deployment this is, for the prefix of the API keys it issues: `wo_live_…` or `wo_test_…` (a ' +
+        'sandbox), so that people and secret scanners tell them apart. Keys issued before the prefix keep working; ' +
+        'the demo seeds test keys, and `--demo` defaults this to test.',
     ),
   SECRET_ROTATION_OVERLAP_HOURS: z.coerce
     .number()
@@ -712,7 +792,9 @@ const schema = z.object({
     .max(MAX_ROTATION_OVERLAP_HOURS)
     .default(DEFAULT_ROTATION_OVERLAP_HOURS)
     .describe(
-      'After a checker approves an API key’s or webhook endpoint’s secret rotation, the previous secret keeps working (is accepted, deliveries are signed with both) for this many hours, 0 to 168, so clients switch without an outage.',
+      'After a checker approves an API key’s or webhook endpoint’s secret rotation, the previous secret keeps ' +
+        'working (is accepted, deliveries are signed with both) for this many hours, 0 to 168, so clients switch ' +
+        'without an outage.',
     ),
   WEBHOOK_TIMEOUT_MS: z.coerce
     .number()
@@ -741,7 +823,8 @@ const schema = z.object({
     .min(1)
     .default(86_400_000)
     .describe(
-      'A webhook delivery still failing this long after its first failure is given up and its endpoint disabled (default a day).',
+      'A webhook delivery still failing this long after its first failure is given up and its endpoint disabled ' +
+        '(default a day).',
     ),
   WEBHOOK_CONCURRENCY: z.coerce
     .number()
@@ -768,11 +851,14 @@ const schema = z.object({
     .max(3_600_000)
     .default(60_000)
     .describe(
-      'How long a process holds an endpoint’s delivery queue; the queue of a process that died waits this long. At least 4x WEBHOOK_TIMEOUT_MS.',
+      'How long a process holds an endpoint’s delivery queue; the queue of a process that died waits this long. ' +
+        'At least 4x WEBHOOK_TIMEOUT_MS.',
     ),
-  // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak runs only.
+  // Fault injection (src/faults): every store, embedded or server, can be made slow, hanging or failing. Tests and soak
+  // runs only.
   FAULT_EVENT_STORE_ERROR_RATE: faultRate(
-    'Fault injection: share of event store calls that fail transiently (appends half before, half after writing; subscriptions break).',
+    'Fault injection: share of event store calls that fail transiently (appends half before, half after writing; ' +
+      'subscriptions break).',
   ),
   FAULT_EVENT_STORE_LATENCY_MS: faultLatency(
     'Fault injection: random delay in [0, N] ms before each event store call (a tenth of it per subscription event).',
@@ -781,14 +867,16 @@ const schema = z.object({
     'Fault injection: share of event store calls that hang FAULT_HANG_MS, then fail.',
   ),
   FAULT_READ_STORE_ERROR_RATE: faultRate(
-    'Fault injection: share of read store calls that fail transiently (commits and promotes half before, half after writing).',
+    'Fault injection: share of read store calls that fail transiently (commits and promotes half before, half ' +
+      'after writing).',
   ),
   FAULT_READ_STORE_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each read store call.'),
   FAULT_READ_STORE_HANG_RATE: faultRate(
     'Fault injection: share of read store calls that hang FAULT_HANG_MS, then fail.',
   ),
   FAULT_LEDGER_ERROR_RATE: faultRate(
-    'Fault injection: share of ledger calls that fail transiently (submits half before, half after the ledger executed them).',
+    'Fault injection: share of ledger calls that fail transiently (submits half before, half after the ledger ' +
+      'executed them).',
   ),
   FAULT_LEDGER_LATENCY_MS: faultLatency('Fault injection: random delay in [0, N] ms before each ledger call.'),
   FAULT_LEDGER_HANG_RATE: faultRate('Fault injection: share of ledger calls that hang FAULT_HANG_MS, then fail.'),
@@ -799,13 +887,15 @@ const schema = z.object({
     .max(20)
     .optional()
     .describe(
-      `log2 of scrypt’s N for new password hashes; default 17 (N = 2^17, 128 MiB, OWASP’s cost), at least ${LOWEST_PRODUCTION_HASH_COST}. Lower only for test runs (NODE_ENV=test).`,
+      'log2 of scrypt’s N for new password hashes; default 17 (N = 2^17, 128 MiB, OWASP’s cost), at least ' +
+        `${LOWEST_PRODUCTION_HASH_COST}. Lower only for test runs (NODE_ENV=test).`,
     ),
   NODE_ENV: z
     .string()
     .optional()
     .describe(
-      `\`test\` (set by the test runner): PASSWORD_HASH_COST may go below ${LOWEST_PRODUCTION_HASH_COST}. The image sets \`production\`.`,
+      `\`test\` (set by the test runner): PASSWORD_HASH_COST may go below ${LOWEST_PRODUCTION_HASH_COST}. The ` +
+        `image sets \`production\`.`,
     ),
   FAULT_HANG_MS: z.coerce
     .number()
@@ -900,7 +990,9 @@ const configSchema = schema
       ctx.addIssue({
         code: 'custom',
         path: ['WEBHOOK_LEASE_MS'],
-        message: `must be at least 4x WEBHOOK_TIMEOUT_MS (${4 * config.WEBHOOK_TIMEOUT_MS} ms): a queue's lease must outlast the attempts made under it`,
+        message:
+          `must be at least 4x WEBHOOK_TIMEOUT_MS (${4 * config.WEBHOOK_TIMEOUT_MS} ms): a queue's lease must ` +
+          'outlast the attempts made under it',
       });
     }
     if (config.EXECUTOR_RETRY_MAX_MS < config.EXECUTOR_RETRY_BASE_MS) {
@@ -948,7 +1040,8 @@ const configSchema = schema
         code: 'custom',
         path: ['SECRETS_KEY'],
         message:
-          'required when a store is a server (KurrentDB, MongoDB or PostgreSQL): the same 32 random bytes for every process, e.g. from `openssl rand -base64 32`',
+          'required when a store is a server (KurrentDB, MongoDB or PostgreSQL): the same 32 random bytes for ' +
+          'every process, e.g. from `openssl rand -base64 32`',
       });
     }
   })
@@ -957,7 +1050,8 @@ const configSchema = schema
     // Never undefined here: superRefine refused the configurations where no store is chosen.
     EVENT_STORE: chosenStore(config.EVENT_STORE, EVENT_SERVERS, config)!,
     READ_STORE: chosenStore(config.READ_STORE, READ_SERVERS, config)!,
-    // Behind proxies counted by hops, any peer may be the proxy, which carries every client: no per-address cap unless asked.
+    // Behind proxies counted by hops, any peer may be the proxy, which carries every client: no per-address cap unless
+    // asked.
     // One call on the event store may take its whole bound and still answer: the margin is for the rest of the create.
     CREATE_DEADLINE_MS:
       config.CREATE_DEADLINE_MS ??
@@ -1000,7 +1094,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const problems = result.error.issues.map(
     (issue) =>
-      `${issue.path.join('.')}: ${issue.message} (got ${String(issue.path[0]) === 'SECRETS_KEY' ? (env.SECRETS_KEY ? 'a value not shown' : 'none') : redact(JSON.stringify(env[String(issue.path[0])]))})`,
+      `${issue.path.join('.')}: ${issue.message} (got ${
+        String(issue.path[0]) === 'SECRETS_KEY'
+          ? env.SECRETS_KEY
+            ? 'a value not shown'
+            : 'none'
+          : redact(JSON.stringify(env[String(issue.path[0])]))
+      })`,
   );
   throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
 }

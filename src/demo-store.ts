@@ -15,9 +15,10 @@ import { streams } from './domain/streams.ts';
 export class DemoStoreRefusedError extends Error {
   constructor(first: Pick<RecordedEvent, 'type' | 'stream'>) {
     super(
-      `this event store already holds events the demo did not write (the first: ${first.type} on ${first.stream}). ` +
-        'The demo publishes its password and prints working keys, so it seeds only an empty store or one it marked itself: ' +
-        'use an empty data directory (--data-dir, DATA_DIR) or a separate KurrentDB, e.g. deploy/demo/compose.yml.',
+      `this event store already holds events the demo did not write (the first: ${first.type} on ` +
+        `${first.stream}). The demo publishes its password and prints working keys, so it seeds only an empty ` +
+        'store or one it marked itself: use an empty data directory (--data-dir, DATA_DIR) or a separate ' +
+        'KurrentDB, e.g. deploy/demo/compose.yml.',
     );
     this.name = 'DemoStoreRefusedError';
   }

@@ -58,7 +58,9 @@ async function ensure<T>(action: () => Promise<T>): Promise<T | null> {
   }
 }
 
-/** The demo's maker asks, its checker approves, and the maker collects the secret: the same one-time path as anyone's. */
+/**
+ * The demo's maker asks, its checker approves, and the maker collects the secret: the same one-time path as anyone's.
+ */
 async function freshKey(
   deps: CredentialDeps,
   makerEmail: string,
@@ -141,18 +143,24 @@ export function demoInstructions(seed: DemoSeed, baseUrl: string, dataDir: strin
     '',
     'Try, in this order (a shell keeps each operationID for the lines after it):',
     `  curl -s ${d}/balance -H "Authorization: Bearer $DKEY"`,
-    `  OP1=$(curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"250.00","phoneTo":"${seed.phones[0]}","memo":"demo"}' ${id}); echo $OP1`,
-    `  OP2=$(curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d '{"operationType":"cash-in","amount":"300.00","merchantToShortCode":"2001"}' ${id}); echo $OP2`,
+    `  OP1=$(curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d ` +
+      `'{"operationType":"cash-in","amount":"250.00","phoneTo":"${seed.phones[0]}","memo":"demo"}' ${id}); echo ` +
+      '$OP1',
+    `  OP2=$(curl -s -X POST ${d}/operations -H "Authorization: Bearer $DKEY" ${json} -d ` +
+      `'{"operationType":"cash-in","amount":"300.00","merchantToShortCode":"2001"}' ${id}); echo $OP2`,
     `  curl -s ${d}/operations -H "Authorization: Bearer $DKEY"    # both pending: a checker decides`,
     `  npx wallet-ops operation approve $OP1 --as checker@agents.demo ${dataDirArg}`,
     `  npx wallet-ops operation approve $OP2 --as checker@agents.demo ${dataDirArg}`,
     `  curl -s ${d}/operations -H "Authorization: Bearer $DKEY"    # a moment later: completed`,
     `  curl -s ${m}/operations -H "Authorization: Bearer $MKEY"    # the merchant received 300.00`,
-    `  curl -s -X POST ${m}/operations -H "Authorization: Bearer $MKEY" ${json} -d '{"operationType":"pay-merchant","amount":"20.00","merchantToShortCode":"2002"}'`,
-    `  npx wallet-ops individual pay --from ${seed.phones[0]} --to-merchant 2001 --amount 15 --memo "coffee" ${dataDirArg}    # from the 250.00 of OP1`,
+    `  curl -s -X POST ${m}/operations -H "Authorization: Bearer $MKEY" ${json} -d ` +
+      `'{"operationType":"pay-merchant","amount":"20.00","merchantToShortCode":"2002"}'`,
+    `  npx wallet-ops individual pay --from ${seed.phones[0]} --to-merchant 2001 --amount 15 --memo "coffee" ` +
+      `${dataDirArg}    # from the 250.00 of OP1`,
     `  curl -s "${m}/payments?search=8123" -H "Authorization: Bearer $MKEY"`,
     `  curl -s ${baseUrl}/api/v1/docs    # the API reference`,
-    `  ${baseUrl}/console    # the web console: maker@agents.demo, checker@agents.demo, admin@platform.demo, password '${DEMO_PASSWORD}'`,
+    `  ${baseUrl}/console    # the web console: maker@agents.demo, checker@agents.demo, admin@platform.demo, ` +
+      `password '${DEMO_PASSWORD}'`,
     '',
   ].join('\n');
 }

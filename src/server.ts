@@ -34,7 +34,10 @@ const LISTEN_ERRORS: Record<string, string> = {
   EAI_AGAIN: 'host name lookup failed',
 };
 
-/** The HTTP timeouts and connection caps of a production server, from the configuration (src/config.ts says why each value). */
+/**
+ * The HTTP timeouts and connection caps of a production server, from the configuration (src/config.ts says why each
+ * value).
+ */
 export type HttpTimeouts = Pick<
   Config,
   | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'

@@ -24,7 +24,10 @@ export function startFailure(error: unknown): string {
   if (typeof code !== 'string') return error.stack ?? error.message;
   // A damaged store does not heal by waiting (src/ports/store-corrupted.ts): it is restored.
   if (code === 'STORE_CORRUPTED')
-    return `refusing to start: ${oneLine(error.message)}. Restore it from a backup (docs/operations.md, "Backup and restore")`;
+    return (
+      `refusing to start: ${oneLine(error.message)}. Restore it from a backup (docs/operations.md, "Backup and ` +
+      'restore")'
+    );
   const what = /^28/.test(code) ? 'PostgreSQL refused the login: ' : '';
   const hint = HINTS[code];
   return `cannot start: ${what}${oneLine(error.message)} (${code})${hint ? `; ${hint}` : ''}`;

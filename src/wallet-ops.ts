@@ -91,7 +91,10 @@ export const ALL_PARTS: readonly Part[] = ['write-api', 'read-api', 'projections
 export interface BuildOptions {
   /** The webhook dispatcher's DNS (tests only: a name that resolves to a private address). */
   webhookResolver?: Resolver;
-  /** Tracing given by the caller (tests: an SDK with an in-memory span processor), which then shuts it down itself. Default: from OTEL_*. */
+  /**
+   * Tracing given by the caller (tests: an SDK with an in-memory span processor), which then shuts it down itself.
+   * Default: from OTEL_*.
+   */
   tracing?: Tracing;
   /** Tests only: wraps the read store every part of the process uses (to hold a projection's commits back). */
   decorateReadStore?: (store: ReadStore) => ReadStore;
@@ -137,7 +140,8 @@ export async function buildWalletOps(
     logger,
   );
   // Every writer of this process (creates, checkers, the executor, the consumers) keeps the long wallet and key-volume
-  // streams snapshotted, outside the hash chain so that snapshots are chained like any event (src/commands/snapshots.ts).
+  // streams snapshotted, outside the hash chain so that snapshots are chained like any event
+  // (src/commands/snapshots.ts).
   // Every call on the stores reports a corruption it meets to the watch, whoever made it (a request, a consumer).
   // Whether this process's writes go through, whoever makes them (/ready and /health: src/health.ts).
   const writes = new WriteWatch();
@@ -308,7 +312,8 @@ export async function buildWalletOps(
     executor.start();
     watched.push(executor);
   }
-  // Rejects the pending operations of revoked and expired keys (src/executor/key-revocation.ts); runs with the executor.
+  // Rejects the pending operations of revoked and expired keys (src/executor/key-revocation.ts); runs with the
+  // executor.
   const keyRevocations = createKeyRevocations({
     eventStore: stores.eventStore,
     readStore: stores.readStore,
@@ -323,7 +328,8 @@ export async function buildWalletOps(
     watched.push(keyRevocations);
   }
 
-  // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends them.
+  // Webhooks (src/webhooks, docs/webhooks.md): the outbox queues deliveries from the history, the dispatcher sends
+  // them.
   await untilAvailable(
     () => stores.readStore.defineCollections([SECRETS_COLLECTION]),
     'defining the credential vault',
@@ -525,7 +531,8 @@ export async function buildWalletOps(
                 lockoutMs: config.LOGIN_LOCKOUT_MS,
                 maxDelayMs: config.LOGIN_DELAY_MAX_MS,
               },
-              // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key file of their own beside DATA_DIR.
+              // Server stores need SECRETS_KEY (src/config.ts); the embedded ones keep a key file of their own beside
+              // DATA_DIR.
               secretsKey,
               credentials,
               webhookAllowInsecureLocalhost: config.WEBHOOK_ALLOW_INSECURE_LOCALHOST,

@@ -19,8 +19,9 @@ export function assertOwnedByUs(path: string, stat: Stats, what: string): void {
   // No uids on Windows: there the directory's ACL is the operator's to set.
   if (uid === undefined || stat.uid === uid) return;
   throw new DataDirError(
-    `${what} ${path} belongs to uid ${stat.uid}, not to uid ${uid} that wallet-ops runs as, so whoever owns it could read or replace what wallet-ops keeps there; ` +
-      `chown -R ${uid} ${path} (or run wallet-ops as its owner), or choose another DATA_DIR`,
+    `${what} ${path} belongs to uid ${stat.uid}, not to uid ${uid} that wallet-ops runs as, so whoever owns it ` +
+      `could read or replace what wallet-ops keeps there; chown -R ${uid} ${path} (or run wallet-ops as its ` +
+      'owner), or choose another DATA_DIR',
   );
 }
 
@@ -37,7 +38,8 @@ export function ownerOnlyDataDir(dir: string, name = 'DATA_DIR'): void {
   assertOwnedByUs(dir, stat, name);
   if ((stat.mode & 0o1000) !== 0)
     throw new DataDirError(
-      `${name} ${dir} is a shared directory (sticky bit, like /tmp): give wallet-ops a directory of its own, such as ${dir.replace(/\/+$/, '')}/wallet-ops`,
+      `${name} ${dir} is a shared directory (sticky bit, like /tmp): give wallet-ops a directory of its own, ` +
+        `such as ${dir.replace(/\/+$/, '')}/wallet-ops`,
     );
   if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }

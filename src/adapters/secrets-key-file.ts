@@ -39,8 +39,8 @@ export function embeddedSecretsKey(dataDir: string, options: EmbeddedKeyOptions 
   const inside = relative(resolve(dataDir), file);
   if (!inside.startsWith('..') && !isAbsolute(inside)) {
     throw new DataDirError(
-      `the secrets key file ${file} is inside DATA_DIR ${dataDir}: a copy of DATA_DIR would open every sealed secret; ` +
-        `set SECRETS_KEY_FILE outside it (default ${defaultSecretsKeyFile(dataDir)})`,
+      `the secrets key file ${file} is inside DATA_DIR ${dataDir}: a copy of DATA_DIR would open every sealed ` +
+        `secret; set SECRETS_KEY_FILE outside it (default ${defaultSecretsKeyFile(dataDir)})`,
     );
   }
   try {
@@ -49,8 +49,8 @@ export function embeddedSecretsKey(dataDir: string, options: EmbeddedKeyOptions 
     const code = errorCode(error);
     if (!['EACCES', 'EPERM', 'EROFS', 'ENOTDIR'].includes(code ?? '')) throw error;
     throw new DataDirError(
-      `cannot make the secrets key directory ${dirname(file)} (${code}): set SECRETS_KEY_FILE to a path outside DATA_DIR ` +
-        'that wallet-ops may write, or set SECRETS_KEY',
+      `cannot make the secrets key directory ${dirname(file)} (${code}): set SECRETS_KEY_FILE to a path outside ` +
+        'DATA_DIR that wallet-ops may write, or set SECRETS_KEY',
     );
   }
   moveOut(join(dataDir, SECRETS_KEY_FILE), file, options.onMoved);
@@ -97,8 +97,9 @@ function moveOut(old: string, file: string, onMoved: EmbeddedKeyOptions['onMoved
     else if (code !== 'EEXIST') throw error;
     if (!read(file).equals(key)) {
       throw new DataDirError(
-        `two different secrets keys: ${old} (the old place, inside DATA_DIR) and ${file}. Keep the one your sealed secrets were sealed with ` +
-          `(the old one, unless ${file} was restored on purpose), move the other away, and start again: nothing was changed`,
+        `two different secrets keys: ${old} (the old place, inside DATA_DIR) and ${file}. Keep the one your ` +
+          `sealed secrets were sealed with (the old one, unless ${file} was restored on purpose), move the other ` +
+          'away, and start again: nothing was changed',
       );
     }
   }
@@ -142,7 +143,8 @@ function read(file: string): Buffer {
   assertOwnedByUs(file, stat, 'the secrets key file');
   if ((stat.mode & 0o077) !== 0) {
     throw new DataDirError(
-      `${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}); it must be owner-only: chmod 600 ${file}`,
+      `${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}); it must be owner-only: ` +
+        `chmod 600 ${file}`,
     );
   }
   const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');

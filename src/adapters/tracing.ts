@@ -1,6 +1,8 @@
 import { noTracing, type Tracing } from '../ports/tracing.ts';
 
-/** What decides whether tracing runs, and how it names this process (src/config.ts: tracingEnabled, OTEL_SERVICE_NAME). */
+/**
+ * What decides whether tracing runs, and how it names this process (src/config.ts: tracingEnabled, OTEL_SERVICE_NAME).
+ */
 export interface TracingSelection {
   enabled: boolean;
   serviceName: string;

@@ -24,7 +24,10 @@ export interface EndOfExport {
   lastHash: string | null;
   /** Its position in the exported store. */
   lastPosition: number | null;
-  /** The whole history up to the head at the time (no --from-position, --to-position before the head or --stream-prefix). */
+  /**
+   * The whole history up to the head at the time (no --from-position, --to-position before the head or
+   * --stream-prefix).
+   */
   whole: boolean;
 }
 
@@ -53,7 +56,8 @@ export async function exportEvents(
   const to = Math.min(options.toPosition ?? head, head);
   const pageSize = options.pageSize ?? 5000;
   const filter = options.streamPrefix !== undefined ? { streamPrefixes: [options.streamPrefix] } : undefined;
-  // The history is the owner's alone: created 0600, and a file it replaces is narrowed to 0600 before a byte is written.
+  // The history is the owner's alone: created 0600, and a file it replaces is narrowed to 0600 before a byte is
+  // written.
   const fd = openSync(file, 'w', 0o600);
   fchmodSync(fd, 0o600);
   const result: ExportResult = { events: 0, file, firstPosition: null, lastPosition: null };
@@ -263,7 +267,9 @@ export async function checkExportFile(file: string, maxProblems = 20): Promise<I
   ) {
     log.add({
       check: 'completeness',
-      detail: `the end marker says ${end.events} events ending with ${end.lastID ?? '-'}, the file holds ${events} ending with ${last?.id ?? '-'}: the export is incomplete or altered`,
+      detail:
+        `the end marker says ${end.events} events ending with ${end.lastID ?? '-'}, the file holds ${events} ` +
+        `ending with ${last?.id ?? '-'}: the export is incomplete or altered`,
     });
   }
   return { events, streams: chains.streams, seals: seals.length, problems, problemCount, end };
@@ -325,7 +331,9 @@ export async function importEvents(
   if (check.problemCount > 0) {
     const first = check.problems[0]!;
     throw new ImportRefusedError(
-      `the file does not verify (${check.problemCount} problem${check.problemCount === 1 ? '' : 's'}); first: ${first.check} at position ${first.position ?? '-'}${first.stream ? ` (${first.stream})` : ''}: ${first.detail}`,
+      `the file does not verify (${check.problemCount} problem${check.problemCount === 1 ? '' : 's'}); first: ` +
+        `${first.check} at position ${first.position ?? '-'}${first.stream ? ` (${first.stream})` : ''}: ` +
+        `${first.detail}`,
       check.problems,
     );
   }
@@ -383,7 +391,8 @@ async function importedPrefix(store: EventStore, file: string): Promise<number> 
   if (head === 0) return 0;
   const refuse = (why: string) =>
     new ImportRefusedError(
-      `the target event store is not empty and does not hold the start of this export (${why}): an import only goes into an empty store, or resumes an import of the same file`,
+      `the target event store is not empty and does not hold the start of this export (${why}): an import only ` +
+        'goes into an empty store, or resumes an import of the same file',
     );
   let from = 0;
   let page: RecordedEvent[] = [];

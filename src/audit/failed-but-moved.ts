@@ -46,7 +46,8 @@ export async function describeFailedButMoved(
     }
     const retried =
       possibleRetries.length > 0
-        ? `; the client may have paid again as ${possibleRetries.join(', ')} (refund that payment once the movement is recorded)`
+        ? `; the client may have paid again as ${possibleRetries.join(', ')} (refund that payment once the ` +
+          'movement is recorded)'
         : '';
     described.push({
       operationID,
@@ -65,8 +66,9 @@ export async function describeFailedButMoved(
       },
       possibleRetries,
       settle:
-        `the ledger moved ${op.amount} (fee ${op.fee}) from ${op.payer} to ${op.payee} as transaction ${tx.sequenceNumber}; ` +
-        `tell the parties it was paid and record the movement in the history${retried}: see ${SETTLE_PROCEDURE}`,
+        `the ledger moved ${op.amount} (fee ${op.fee}) from ${op.payer} to ${op.payee} as transaction ` +
+        `${tx.sequenceNumber}; tell the parties it was paid and record the movement in the history${retried}: ` +
+        `see ${SETTLE_PROCEDURE}`,
     });
   }
   return described;

@@ -113,7 +113,9 @@ export interface HashChainOptions {
 
 const INNER = Symbol.for('wallet-ops.audit.hashChain.inner');
 
-/** Wraps an event store so that every append is hash-chained per stream. Idempotent: a wrapped store is returned as is. */
+/**
+ * Wraps an event store so that every append is hash-chained per stream. Idempotent: a wrapped store is returned as is.
+ */
 export function withHashChain(store: EventStore, options: HashChainOptions = {}): EventStore {
   if (isHashChained(store)) return store;
   return new HashChainedStore(store, options);

@@ -134,7 +134,9 @@ export interface HistoryEntry {
   type: string;
   /** Whose authority the event was taken under. */
   actor: ActorInfo;
-  /** The operator (`operator:<os user>`) who ran the CLI command behind the event; absent for the console and the API. */
+  /**
+   * The operator (`operator:<os user>`) who ran the CLI command behind the event; absent for the console and the API.
+   */
   operator?: string;
   change: string;
 }
@@ -159,7 +161,16 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
   const d = event.data as Record<string, any>;
   switch (event.type) {
     case 'OperationRequested':
-      return `${d.operationType} of ${d.amount} (fee ${d.fee}) from ${wallet(d.payer)} to ${wallet(d.payee)} requested${d.keyID ? ` with API key ${d.keyID}${typeof d.secretGeneration === 'number' ? ` (secret ${d.secretGeneration})` : ''}` : ''}${d.memo ? `, memo "${d.memo}"` : ''}`;
+      return (
+        `${d.operationType} of ${d.amount} (fee ${d.fee}) from ${wallet(d.payer)} to ${wallet(d.payee)} ` +
+        `requested${
+          d.keyID
+            ? ` with API key ${d.keyID}${
+                typeof d.secretGeneration === 'number' ? ` (secret ${d.secretGeneration})` : ''
+              }`
+            : ''
+        }${d.memo ? `, memo "${d.memo}"` : ''}`
+      );
     case 'OperationApproved':
       return `approved by ${await directory.who(d.approvedBy)}`;
     case 'OperationRejected':
@@ -169,7 +180,10 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
     case 'OperationSubmitted':
       return `accepted by the ledger as transaction ${d.sequenceNumber}`;
     case 'OperationCompleted':
-      return `completed: ledger transaction ${d.sequenceNumber}, blockchainID ${d.blockchainID}, wallet operation ${d.walletOperationID}`;
+      return (
+        `completed: ledger transaction ${d.sequenceNumber}, blockchainID ${d.blockchainID}, wallet operation ` +
+        `${d.walletOperationID}`
+      );
     case 'OperationFailed':
       return `failed: ${d.lastError}`;
     case 'FundsHeld':
@@ -187,7 +201,12 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
     case 'IdempotentRequestRecorded':
       return `first response recorded for its Idempotency-Key (status ${d.response?.status})`;
     case 'ApiKeyRequested':
-      return `key "${d.label}" requested by ${await directory.who(d.requestedBy)} for ${d.party?.type}:${d.party?.id}: ${(d.permissions ?? []).join(', ')}, max ${d.maxTransactionAmount ?? '-'} per operation, ${d.maxDailyVolume ?? '-'} per day, expires ${d.expiresInDays} days after approval`;
+      return (
+        `key "${d.label}" requested by ${await directory.who(d.requestedBy)} for ` +
+        `${d.party?.type}:${d.party?.id}: ${(d.permissions ?? []).join(', ')}, max ` +
+        `${d.maxTransactionAmount ?? '-'} per operation, ${d.maxDailyVolume ?? '-'} per day, expires ` +
+        `${d.expiresInDays} days after approval`
+      );
     case 'ApiKeyApproved':
       return `approved by ${await directory.who(d.approvedBy)}, expires ${d.expiresAt}`;
     case 'ApiKeyRejected':
@@ -211,7 +230,10 @@ async function describe(event: RecordedEvent, directory: Directory): Promise<str
       return `secret rotation withdrawn by ${await directory.who(d.withdrawnBy)}`;
     case 'ApiKeyRotated':
     case 'WebhookSecretRotated':
-      return `secret rotated, approved by ${await directory.who(d.approvedBy)}; the new secret is held for ${await directory.who(d.secretHolder)}, the previous one works until ${d.previousValidUntil}`;
+      return (
+        `secret rotated, approved by ${await directory.who(d.approvedBy)}; the new secret is held for ` +
+        `${await directory.who(d.secretHolder)}, the previous one works until ${d.previousValidUntil}`
+      );
     case 'ApiKeyPreviousSecretEnded':
     case 'WebhookEndpointPreviousSecretEnded':
       return `previous secret ended at the departure of ${await directory.who(d.departedUserID)}, who held it`;
@@ -251,7 +273,9 @@ function companionStreams(data: OperationRequested['data']): string[] {
   return [...new Set(names)];
 }
 
-/** An append writes a few events to a stream at most; the window read on each side of an event in a companion stream. */
+/**
+ * An append writes a few events to a stream at most; the window read on each side of an event in a companion stream.
+ */
 const BESIDE = 3;
 
 /**

@@ -16,8 +16,9 @@ import { GENESIS_HASH, storedHash } from './hash-chain.ts';
  * but the same order, ids and hashes, and its seals still verify. Order is what the digest pins down.
  * To say WHERE a range was changed, a seal also carries the first 4 hex digits of every covered event's
  * hash (`fingerprints`, 4 characters per event: about 4 KB per 1000 events), the id, stream and revision
- * of its last event (where a sealer resumes, in this store or in one the history was imported into), and whether the positions of its range were contiguous when sealed (true on the embedded store, whose
- * positions never skip, so that a missing position can be named exactly).
+ * of its last event (where a sealer resumes, in this store or in one the history was imported into), and whether the
+ * positions of its range were contiguous when sealed (true on the embedded store, whose positions never skip, so that a
+ * missing position can be named exactly).
  */
 export const SEALS_STREAM = 'audit-seals';
 export const SEAL_EVENT_TYPE = 'HistorySealed';
@@ -109,7 +110,10 @@ export class SealAccumulator {
     this.lastPosition = position;
   }
 
-  /** The last position seen in this range's span: where the next range's span starts (seal events seen after toPosition included). */
+  /**
+   * The last position seen in this range's span: where the next range's span starts (seal events seen after toPosition
+   * included).
+   */
   get lastSeen(): number | null {
     return this.lastPosition;
   }
@@ -295,19 +299,25 @@ export class SealChecker {
     const gap = this.gaps.get(seal);
     this.gaps.delete(seal);
     this.checked += 1;
-    const where = `seal #${this.checked} (revision ${seal.revision} of ${SEALS_STREAM}, sealed positions ${data.fromPosition} to ${data.toPosition}, ${data.count} events)`;
+    const where =
+      `seal #${this.checked} (revision ${seal.revision} of ${SEALS_STREAM}, sealed positions ` +
+      `${data.fromPosition} to ${data.toPosition}, ${data.count} events)`;
     if (data.previousDigest !== this.previousDigest) {
       this.report({
         check: 'seal',
         position: data.fromPosition,
-        detail: `${where} does not follow the previous seal: its previousDigest is ${data.previousDigest.slice(0, 16)}…, the previous seal's digest ${this.previousDigest.slice(0, 16)}… (a seal was removed or altered)`,
+        detail:
+          `${where} does not follow the previous seal: its previousDigest is ` +
+          `${data.previousDigest.slice(0, 16)}…, the previous seal's digest ${this.previousDigest.slice(0, 16)}… ` +
+          '(a seal was removed or altered)',
       });
     }
     if (digest !== data.digest || count !== data.count) {
       const located =
         gap?.text ??
         (range.firstDiff !== null
-          ? `the event at position ${range.firstDiff} is not the one sealed there (altered, moved or inserted, or one before it removed)`
+          ? `the event at position ${range.firstDiff} is not the one sealed there (altered, moved or inserted, ` +
+            'or one before it removed)'
           : count < data.count
             ? `the last ${data.count - count} sealed event(s) missing`
             : 'the covered events differ');
@@ -318,7 +328,9 @@ export class SealChecker {
       this.report({
         check: 'seal',
         position,
-        detail: `${where} does not match the history, first sealed position ${data.fromPosition}: ${located}; ${count} events found for ${data.count} sealed, digest ${digest.slice(0, 16)}… for ${data.digest.slice(0, 16)}…`,
+        detail:
+          `${where} does not match the history, first sealed position ${data.fromPosition}: ${located}; ${count} ` +
+          `events found for ${data.count} sealed, digest ${digest.slice(0, 16)}… for ${data.digest.slice(0, 16)}…`,
       });
     }
     this.sealedEvents += count;

@@ -126,7 +126,8 @@ export class AccessChecker {
       ) {
         this.problem(
           event,
-          `${event.type} of user ${data.userID} without an approved access request for it (${data.requestID ?? 'none named'})`,
+          `${event.type} of user ${data.userID} without an approved access request for it ` +
+            `(${data.requestID ?? 'none named'})`,
         );
       }
     }

@@ -50,7 +50,10 @@ interface KeyInfo {
   /** Who was handed each secret, by generation, and until when the previous one works (null: it does not). */
   holders: string[];
   previousValidUntil: string | null;
-  /** The generations whose secret ended with its holder's departure (their pending operations are the system's to reject). */
+  /**
+   * The generations whose secret ended with its holder's departure (their pending operations are the system's to
+   * reject).
+   */
   endedGenerations: number[];
   expiresAt: string | null;
 }
@@ -150,7 +153,8 @@ export class BusinessChecker {
       this.problem(
         'maker-checker',
         event,
-        `${describe()} by the system, but ${String(departed)} is not its maker who left (disabled or no longer a maker)`,
+        `${describe()} by the system, but ${String(departed)} is not its maker who left (disabled or no longer a ` +
+          'maker)',
       );
     }
   }
@@ -216,7 +220,8 @@ export class BusinessChecker {
           this.problem(
             'maker-checker',
             event,
-            `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ${party ?? 'the platform'}`,
+            `${what} by user ${String(data.requestedBy)} of ${maker.party ?? 'the platform'}, not of ` +
+              `${party ?? 'the platform'}`,
           );
       }
       this.keys.set(data.keyID, {
@@ -448,7 +453,8 @@ export class BusinessChecker {
         this.problem(
           'maker-checker',
           event,
-          `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it (${requester})`,
+          `${what}: new secret held for ${String(data.secretHolder)}, not for the maker who requested it ` +
+            `(${requester})`,
         );
       target.holder = data.secretHolder as string;
       target.holders.push(target.holder);
@@ -562,7 +568,8 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ${op.requester}`,
+              `${event.type} of ${operationID} (a channel operation, no checker) by ${by}, not by its requester ` +
+                `${op.requester}`,
               operationID,
             );
         } else if (event.type === 'OperationRejected' && by === KEY_REVOCATION_ACTOR) {
@@ -574,7 +581,8 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`,
+              `rejection of operation ${operationID} by ${by}, but its API key ${op.keyID ?? '(none)'} is ` +
+                `${key?.status ?? 'unknown'}, not revoked, and not expired at ${at}`,
               operationID,
             );
         } else {
@@ -592,11 +600,13 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that created it`,
+              `approval of operation ${operationID} by user ${by}, who requested the API key ${op.keyID} that ` +
+                'created it',
               operationID,
             );
           } else if (event.type === 'OperationApproved' && key && op.secretGeneration !== null) {
-            // The rule of src/domain/segregation.ts, for operations that recorded their secret (older ones: the line above).
+            // The rule of src/domain/segregation.ts, for operations that recorded their secret (older ones: the line
+            // above).
             const at = String(data.approvedAt);
             const previousAccepted =
               key.previousValidUntil !== null && Date.parse(at) < Date.parse(key.previousValidUntil);
@@ -623,7 +633,8 @@ export class BusinessChecker {
             this.problem(
               'maker-checker',
               event,
-              `approval of operation ${operationID} at ${String(data.approvedAt)}, after its API key ${op.keyID} expired (${key!.expiresAt})`,
+              `approval of operation ${operationID} at ${String(data.approvedAt)}, after its API key ${op.keyID} ` +
+                `expired (${key!.expiresAt})`,
               operationID,
             );
           }
@@ -676,14 +687,16 @@ export class BusinessChecker {
         op.settlementRequestedBy = String(data.requestedBy);
         break;
       case 'OperationSettledFromLedger': {
-        // A correction: completes a failed operation whose money moved, as the ledger has it (the ledger check matches its legs).
+        // A correction: completes a failed operation whose money moved, as the ledger has it (the ledger check matches
+        // its legs).
         if (op.status !== 'failed') this.refuse(event, operationID, `settled while ${op.status}, not failed`);
         const by = String(data.approvedBy);
         if (op.settlementRequestedBy === undefined || op.settlementRequestedBy !== data.requestedBy) {
           this.problem(
             'maker-checker',
             event,
-            `settlement of operation ${operationID} approved by ${by} without a matching request (asked by ${op.settlementRequestedBy ?? 'nobody'})`,
+            `settlement of operation ${operationID} approved by ${by} without a matching request (asked by ` +
+              `${op.settlementRequestedBy ?? 'nobody'})`,
             operationID,
           );
         }
@@ -691,7 +704,8 @@ export class BusinessChecker {
           this.problem(
             'maker-checker',
             event,
-            `settlement of operation ${operationID} approved by ${by}, who asked for it (maker and checker must differ)`,
+            `settlement of operation ${operationID} approved by ${by}, who asked for it (maker and checker must ` +
+              'differ)',
             operationID,
           );
         this.platformAdministrator(event, by, () => `settlement approval of operation ${operationID}`, operationID);
@@ -778,7 +792,8 @@ export class BusinessChecker {
     if (this.total !== this.expectedTotal) {
       report(
         'supply',
-        `after the money movements of ${group.operationID}, all wallets sum to ${money(this.total)} instead of 0: supply ${money(this.supply)} != issued ${money(this.issued)} - redeemed ${money(this.redeemed)}`,
+        `after the money movements of ${group.operationID}, all wallets sum to ${money(this.total)} instead of ` +
+          `0: supply ${money(this.supply)} != issued ${money(this.issued)} - redeemed ${money(this.redeemed)}`,
       );
       this.expectedTotal = this.total; // report each change once, not every step after it
     }
@@ -786,7 +801,8 @@ export class BusinessChecker {
     if (!op || op.status !== 'completed' || op.moved) {
       report(
         'supply',
-        `money moved for operation ${group.operationID}, which ${!op ? 'does not exist' : op.moved ? 'had already moved its money' : `is ${op.status}, not completed`}`,
+        `money moved for operation ${group.operationID}, which ` +
+          `${!op ? 'does not exist' : op.moved ? 'had already moved its money' : `is ${op.status}, not completed`}`,
       );
       if (op) op.moved = true;
       return;
@@ -807,7 +823,8 @@ export class BusinessChecker {
         [...map].map(([address, delta]) => `${address} ${delta > 0n ? '+' : ''}${money(delta)}`).join(', ');
       report(
         'supply',
-        `the money movements of ${group.operationID} (${show(group.deltas)}) are not what it requested (${show(expected)})`,
+        `the money movements of ${group.operationID} (${show(group.deltas)}) are not what it requested ` +
+          `(${show(expected)})`,
       );
     }
   }

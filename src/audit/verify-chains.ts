@@ -67,7 +67,9 @@ export class ChainChecker {
           check: 'chain',
           position,
           stream,
-          detail: `revision ${revision}: previousHash ${String(previous).slice(0, 16)}… is not the hash of the event before it (${expected.slice(0, 16)}…): that event was altered or replaced`,
+          detail:
+            `revision ${revision}: previousHash ${String(previous).slice(0, 16)}… is not the hash of the event ` +
+            `before it (${expected.slice(0, 16)}…): that event was altered or replaced`,
         });
       }
     } else {

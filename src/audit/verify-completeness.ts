@@ -48,16 +48,19 @@ export class CompletenessChecker {
     if (expected.lastID === null) return;
     if (!this.found) {
       add(
-        `the history is truncated: it holds ${this.seen} events, ${expected.events} expected ending with ${expected.lastID}, which is missing`,
+        `the history is truncated: it holds ${this.seen} events, ${expected.events} expected ending with ` +
+          `${expected.lastID}, which is missing`,
       );
     } else if (this.found.index !== expected.events) {
       add(
-        `${expected.lastID} is event ${this.found.index} of the history, ${expected.events} expected: events are missing or were added before it`,
+        `${expected.lastID} is event ${this.found.index} of the history, ${expected.events} expected: events are ` +
+          'missing or were added before it',
         this.found.position,
       );
     } else if (this.found.hash !== expected.lastHash) {
       add(
-        `${expected.lastID} carries hash ${this.found.hash.slice(0, 12)}..., ${expected.lastHash?.slice(0, 12) ?? '-'}... expected`,
+        `${expected.lastID} carries hash ${this.found.hash.slice(0, 12)}..., ` +
+          `${expected.lastHash?.slice(0, 12) ?? '-'}... expected`,
         this.found.position,
       );
     }

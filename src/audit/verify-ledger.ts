@@ -61,7 +61,9 @@ export async function reconcileLedger(
         problems.add({
           check: 'ledger-chain',
           operationID: tx.operationID,
-          detail: `ledger chain broken at sequence ${tx.sequenceNumber}: id ${blockchainID.slice(0, 16)}…, recomputed ${recomputed.slice(0, 16)}…`,
+          detail:
+            `ledger chain broken at sequence ${tx.sequenceNumber}: id ${blockchainID.slice(0, 16)}…, recomputed ` +
+            `${recomputed.slice(0, 16)}…`,
         });
       }
       previous = blockchainID;
@@ -72,7 +74,9 @@ export async function reconcileLedger(
           problems.add({
             check: 'ledger',
             operationID: tx.operationID,
-            detail: `${what} is a second ledger transaction for the operation (the first is ${history.executed.get(tx.operationID)!.sequenceNumber})`,
+            detail:
+              `${what} is a second ledger transaction for the operation (the first is ` +
+              `${history.executed.get(tx.operationID)!.sequenceNumber})`,
           });
         } else {
           history.executed.set(tx.operationID, tx);
@@ -92,7 +96,9 @@ export async function reconcileLedger(
         problems.add({
           check: 'ledger',
           operationID: tx.operationID,
-          detail: `${what} moved money for an operation recorded as failed: see the report's failedButMoved for how to settle it`,
+          detail:
+            `${what} moved money for an operation recorded as failed: see the report's failedButMoved for how to ` +
+            'settle it',
         });
         continue;
       }
@@ -100,7 +106,9 @@ export async function reconcileLedger(
         problems.add({
           check: 'ledger',
           operationID: tx.operationID,
-          detail: `${what} has no completed operation${op ? ` (the operation is ${op.status})` : ' (no such operation in the history)'}`,
+          detail:
+            `${what} has no completed ` +
+            `operation${op ? ` (the operation is ${op.status})` : ' (no such operation in the history)'}`,
         });
         continue;
       }
@@ -129,7 +137,9 @@ export async function reconcileLedger(
           check: 'ledger',
           operationID: tx.operationID,
           position: op.completedPosition,
-          detail: `operation completed as ${String(op.blockchainID).slice(0, 16)}… at sequence ${op.sequenceNumber}, the ledger has ${tx.blockchainID.slice(0, 16)}… at ${tx.sequenceNumber}`,
+          detail:
+            `operation completed as ${String(op.blockchainID).slice(0, 16)}… at sequence ${op.sequenceNumber}, ` +
+            `the ledger has ${tx.blockchainID.slice(0, 16)}… at ${tx.sequenceNumber}`,
         });
       }
     }
@@ -262,7 +272,9 @@ export async function watchClaimsFromTheFuture(
     if ((await store.readStream(streams.operation(operationID))).length !== seen.revision) continue;
     stale.set(
       operationID,
-      `its last claim was written by a clock running ahead of this one (started ${formatAge(seen.claimedAheadMs)} in this clock's future), so its lease was watched instead: the operation did not move for ${formatAge(waitMs)}`,
+      'its last claim was written by a clock running ahead of this one (started ' +
+        `${formatAge(seen.claimedAheadMs)} in this clock's future), so its lease was watched instead: the ` +
+        `operation did not move for ${formatAge(waitMs)}`,
     );
   }
   return stale;
@@ -316,7 +328,9 @@ export function reportStuckOperations(
     if (tx) {
       const txAt = parseTime(tx.createdAt);
       const txAgo = txAt === null ? null : now - txAt;
-      executedText = `executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ${tx.blockchainID.slice(0, 16)}…)${txAgo === null ? '' : ` ${formatAge(txAgo)} ago`}`;
+      executedText =
+        `executed on the ledger as transaction ${tx.sequenceNumber} (blockchainID ` +
+        `${tx.blockchainID.slice(0, 16)}…)${txAgo === null ? '' : ` ${formatAge(txAgo)} ago`}`;
       const staleClaim = options.staleClaims?.get(operationID);
       if (claim && staleClaim !== undefined) {
         problem = true;
@@ -325,7 +339,8 @@ export function reportStuckOperations(
         if (now >= claim.leaseUntil) {
           problem = true;
           reasons.push(
-            `the lease of its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ran out ${formatAge(now - claim.leaseUntil)} ago`,
+            `the lease of its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ran out ` +
+              `${formatAge(now - claim.leaseUntil)} ago`,
           );
         } else if (problem) {
           reasons.push(
@@ -336,14 +351,20 @@ export function reportStuckOperations(
         if (txAgo !== null && txAgo > maxAge) problem = true;
         reasons.push(
           claim
-            ? `its last claim (executor ${claim.executorID}) has an unreadable lease ${JSON.stringify(claim.leaseText.slice(0, 40))}`
+            ? `its last claim (executor ${claim.executorID}) has an unreadable lease ` +
+                `${JSON.stringify(claim.leaseText.slice(0, 40))}`
             : 'no executor ever claimed it',
         );
       }
     } else if (problem) {
       reasons.push(
         claim
-          ? `not on the ledger; its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ${claim.leaseUntil !== null && now >= claim.leaseUntil ? `ran out ${formatAge(now - claim.leaseUntil)} ago` : `holds until ${claim.leaseText}`}`
+          ? `not on the ledger; its last claim (executor ${claim.executorID}, attempt ${claim.attempt}) ` +
+              `${
+                claim.leaseUntil !== null && now >= claim.leaseUntil
+                  ? `ran out ${formatAge(now - claim.leaseUntil)} ago`
+                  : `holds until ${claim.leaseText}`
+              }`
           : 'not on the ledger; no executor ever claimed it',
       );
     }
@@ -352,7 +373,9 @@ export function reportStuckOperations(
       return;
     }
     const ago = approvedAgo === null ? 'approved (time unknown)' : `approved ${formatAge(approvedAgo)} ago`;
-    const detail = `operation ${operationID} ${ago}, no outcome (it is ${op.status})${executedText ? `, yet ${executedText}` : ''}${reasons.length > 0 ? `; ${reasons.join('; ')}` : ''}`;
+    const detail = `operation ${operationID} ${ago}, no outcome (it is ${op.status})${
+      executedText ? `, yet ${executedText}` : ''
+    }${reasons.length > 0 ? `; ${reasons.join('; ')}` : ''}`;
     problems.add({
       check: 'outcome',
       operationID,

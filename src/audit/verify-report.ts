@@ -120,8 +120,9 @@ export interface AuditReport {
 }
 
 export const SUPPLY_DEFINITION =
-  'write side: the sum of every wallet balance (WalletCredited - WalletDebited), platform:issuance included, is 0 after every completion; ' +
-  'supply = sum of every wallet but platform:issuance = issued (debits of platform:issuance) - redeemed (credits to it)';
+  'write side: the sum of every wallet balance (WalletCredited - WalletDebited), platform:issuance included, is ' +
+  '0 after every completion; supply = sum of every wallet but platform:issuance = issued (debits of ' +
+  'platform:issuance) - redeemed (credits to it)';
 
 export class ProblemLog {
   private readonly max: number;

@@ -171,7 +171,8 @@ export class SnapshotChecker {
         });
       if (claim.fold !== Object.keys(FOLDS).find((name) => FOLDS[name] === folding.fold)) {
         problem(
-          `the snapshot of ${claim.stream} at revision ${claim.revision} is of fold ${claim.fold}, another than the stream's other snapshots`,
+          `the snapshot of ${claim.stream} at revision ${claim.revision} is of fold ${claim.fold}, another than ` +
+            `the stream's other snapshots`,
         );
         continue;
       }
@@ -186,7 +187,8 @@ export class SnapshotChecker {
           .join(', ');
         const folds = wrong.map((field) => `${field} ${fromUnits(folding.sums[field]!, this.scale)}`).join(', ');
         problem(
-          `the snapshot of ${claim.stream} at revision ${claim.revision} disagrees with the history: it says ${says}, the events fold to ${folds}`,
+          `the snapshot of ${claim.stream} at revision ${claim.revision} disagrees with the history: it says ` +
+            `${says}, the events fold to ${folds}`,
         );
       }
     }
@@ -199,7 +201,9 @@ export class SnapshotChecker {
         check: 'snapshot',
         position: claim.position,
         stream: `${SNAPSHOT_PREFIX}${claim.stream}`,
-        detail: `the snapshot of ${claim.stream} at revision ${claim.revision} summarizes a revision the stream never reached`,
+        detail:
+          `the snapshot of ${claim.stream} at revision ${claim.revision} summarizes a revision the stream never ` +
+          'reached',
       });
     }
   }

@@ -46,29 +46,31 @@ export function registerAuditCommands(program: Command): void {
 
   common(audit.command('verify'))
     .description(
-      'replay the whole history and check the hash chains, the seals, every operation and key lifecycle (maker-checker), ' +
-        'wallets never negative, total supply = issued - redeemed, the reconciliation with the ledger, and operations stuck without an outcome ' +
-        "(approved longer than --max-approved-age ago, or executed on the ledger after their executor's lease ran out); exit 1 on any problem",
+      'replay the whole history and check the hash chains, the seals, every operation and key lifecycle ' +
+        '(maker-checker), wallets never negative, total supply = issued - redeemed, the reconciliation with the ' +
+        'ledger, and operations stuck without an outcome (approved longer than --max-approved-age ago, or executed ' +
+        `on the ledger after their executor's lease ran out); exit 1 on any problem`,
     )
     .option(
       '--max-approved-age <duration>',
-      'an approved operation with no outcome (completed or failed) for longer is a problem, and so is a ledger transaction this old whose operation ' +
-        'no executor claimed: e.g. 900s, 15m, 2h, 1d, or milliseconds',
+      'an approved operation with no outcome (completed or failed) for longer is a problem, and so is a ledger ' +
+        'transaction this old whose operation no executor claimed: e.g. 900s, 15m, 2h, 1d, or milliseconds',
       '15m',
     )
     .addOption(
       new Option(
         '--ledger <ledger>',
-        'the ledger to reconcile the history with: configured (what the configuration opens), embedded (the embedded ledger of --data-dir), ' +
-          'or skip (no reconciliation, reported as not done: for a history imported without its ledger, which an export does not carry)',
+        'the ledger to reconcile the history with: configured (what the configuration opens), embedded (the ' +
+          'embedded ledger of --data-dir), or skip (no reconciliation, reported as not done: for a history ' +
+          'imported without its ledger, which an export does not carry)',
       )
         .choices(LEDGER_CHOICES)
         .default('configured'),
     )
     .option(
       '--expect <export-file>',
-      'the history must hold this export whole (its end marker: count, last event and hash); without it, the import record ' +
-        'events import left in --data-dir, when there is one, is checked',
+      'the history must hold this export whole (its end marker: count, last event and hash); without it, the ' +
+        'import record events import left in --data-dir, when there is one, is checked',
     )
     .action(async (opts: CommonOptions & { maxApprovedAge: string; ledger: LedgerChoice; expect?: string }) => {
       const maxApprovedAgeMs = parseDuration('--max-approved-age', opts.maxApprovedAge);
@@ -84,7 +86,8 @@ export function registerAuditCommands(program: Command): void {
             maxApprovedAgeMs,
             clock: () => new Date(),
             ...(expected ? { expected } : {}),
-            // The embedded ledger's ids chain its transactions; a chain's transaction hashes are the chain's own affair.
+            // The embedded ledger's ids chain its transactions; a chain's transaction hashes are the chain's own
+            // affair.
             ...(ledger
               ? {
                   ledgerChainID: opts.ledger === 'embedded' || config.LEDGER === 'embedded' ? chainID : undefined,
@@ -119,7 +122,11 @@ export function registerAuditCommands(program: Command): void {
       }
       if (report && !report.ok) {
         throw new Error(
-          `audit verify found ${report.problemCount} problem${report.problemCount === 1 ? '' : 's'}${report.firstBrokenPosition !== null ? `; the history is first broken at position ${report.firstBrokenPosition}` : ''}`,
+          `audit verify found ${report.problemCount} problem${report.problemCount === 1 ? '' : 's'}${
+            report.firstBrokenPosition !== null
+              ? `; the history is first broken at position ${report.firstBrokenPosition}`
+              : ''
+          }`,
         );
       }
     });
@@ -144,7 +151,8 @@ export function registerAuditCommands(program: Command): void {
 
   common(audit.command('operation'))
     .description(
-      "an operation's whole history: each event with its time, actor (API key and label, console user) and what changed",
+      "an operation's whole history: each event with its time, actor (API key and label, console user) and what " +
+        'changed',
     )
     .argument('<operationID>')
     .action(async (operationID: string, opts: CommonOptions) =>
@@ -153,10 +161,12 @@ export function registerAuditCommands(program: Command): void {
         ({ store }) => operationHistory(store, operationID),
         (h) =>
           [
-            `${h.operationID}: ${h.operationType} of ${h.amount} (fee ${h.fee}) from ${h.payer} to ${h.payee}, ${h.status}`,
+            `${h.operationID}: ${h.operationType} of ${h.amount} (fee ${h.fee}) from ${h.payer} to ${h.payee}, ` +
+              `${h.status}`,
             ...h.events.map(
               (e) =>
-                `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${actorText(e.actor)}${operatorText(e.actor.actor, e.operator)}  ${e.change}`,
+                `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ` +
+                `${actorText(e.actor)}${operatorText(e.actor.actor, e.operator)}  ${e.change}`,
             ),
           ].join('\n'),
       ),
@@ -171,10 +181,12 @@ export function registerAuditCommands(program: Command): void {
         ({ store }) => keyHistory(store, keyID),
         (k) =>
           [
-            `${k.keyID} "${k.label}" of ${k.party}: ${k.status}; makers ${k.makers.join(', ')}; checkers ${k.checkers.join(', ') || '-'}`,
+            `${k.keyID} "${k.label}" of ${k.party}: ${k.status}; makers ${k.makers.join(', ')}; checkers ` +
+              `${k.checkers.join(', ') || '-'}`,
             ...k.lifecycle.map(
               (e) =>
-                `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ${e.by}${operatorText(e.actor.actor, e.operator)}  ${e.change}`,
+                `  ${e.time}  #${e.position}  ${e.type.padEnd(26)} ` +
+                `${e.by}${operatorText(e.actor.actor, e.operator)}  ${e.change}`,
             ),
             `  ${k.operations.length} operation(s) created:`,
             ...k.operations.map(
@@ -189,7 +201,8 @@ export function registerAuditCommands(program: Command): void {
     program.command('events').description('the event history');
   common(events.command('export'))
     .description(
-      'write events in global order to a JSON Lines file (one event per line: id, stream, revision, type, data, metadata, position, createdAt)',
+      'write events in global order to a JSON Lines file (one event per line: id, stream, revision, type, data, ' +
+        'metadata, position, createdAt)',
     )
     .requiredOption('--out <file>', 'the file to write (replaced)')
     .option('--from-position <position>', 'first position (inclusive)')
@@ -220,13 +233,16 @@ export function registerAuditCommands(program: Command): void {
             }
           },
           (r) =>
-            `exported ${r.events} events (positions ${r.firstPosition ?? '-'} to ${r.lastPosition ?? '-'}) to ${r.file}`,
+            `exported ${r.events} events (positions ${r.firstPosition ?? '-'} to ${r.lastPosition ?? '-'}) to ` +
+            `${r.file}`,
         );
       },
     );
   common(events.command('import'))
     .description(
-      'load an export into an EMPTY event store, keeping ids, revisions and hashes; refuses a file whose chains or seals do not verify or that lacks its end marker (truncated), before writing anything; run again after an interruption, it resumes',
+      'load an export into an EMPTY event store, keeping ids, revisions and hashes; refuses a file whose chains ' +
+        'or seals do not verify or that lacks its end marker (truncated), before writing anything; run again after ' +
+        'an interruption, it resumes',
     )
     .requiredOption('--in <file>', 'a file written by events export (the whole history)')
     .action(async (opts: CommonOptions & { in: string }) => {
@@ -260,7 +276,9 @@ export function registerAuditCommands(program: Command): void {
           }
         },
         (r) =>
-          `imported ${r.events} events in ${r.streams} streams (${r.seals} seals)${r.skipped > 0 ? `, resuming after the ${r.skipped} an earlier run had imported` : ''}; ${IMPORT_LEDGER_NOTE}; now rebuild the read models: wallet-ops projections rebuild`,
+          `imported ${r.events} events in ${r.streams} streams (${r.seals} ` +
+          `seals)${r.skipped > 0 ? `, resuming after the ${r.skipped} an earlier run had imported` : ''}; ` +
+          `${IMPORT_LEDGER_NOTE}; now rebuild the read models: wallet-ops projections rebuild`,
       );
     });
 }
@@ -272,7 +290,8 @@ function expectedHistory(exportFile: string | undefined, dataDir: string): Expec
     const end = readEndOfExport(exportFile);
     if (!end)
       throw new UsageError(
-        `--expect: ${exportFile} has no end marker: it is not a complete export (cut short, or written before end markers); export again`,
+        `--expect: ${exportFile} has no end marker: it is not a complete export (cut short, or written before ` +
+          'end markers); export again',
       );
     return expectedFromExport(end, exportFile);
   }
@@ -334,16 +353,21 @@ function humanReport(report: AuditReport | undefined): string {
   if (!report) return '';
   const c = report.checked;
   const lines = [
-    `${report.ok ? 'OK' : 'PROBLEMS FOUND'}: ${c.events} events in ${c.streams} streams (${c.seals} seals over ${c.sealedEvents} events, ${c.unsealedEvents} after the last seal), ` +
-      `${c.operations} operations, ${c.wallets} wallets, ${report.ledger.reconciled ? `${c.ledgerTransactions} ledger transactions` : 'no ledger'}, in ${report.seconds} s (${report.eventsPerSecond} events/s)`,
+    `${report.ok ? 'OK' : 'PROBLEMS FOUND'}: ${c.events} events in ${c.streams} streams (${c.seals} seals over ` +
+      `${c.sealedEvents} events, ${c.unsealedEvents} after the last seal), ${c.operations} operations, ` +
+      `${c.wallets} wallets, ` +
+      `${report.ledger.reconciled ? `${c.ledgerTransactions} ledger transactions` : 'no ledger'}, in ` +
+      `${report.seconds} s (${report.eventsPerSecond} events/s)`,
     `supply ${report.supply.supply} = issued ${report.supply.issued} - redeemed ${report.supply.redeemed}`,
     report.ledger.reconciled
       ? `ledger reconciliation: done (${report.ledger.ledger} ledger)`
-      : `ledger reconciliation: NOT DONE (${report.ledger.reason}): no completed operation was matched with a ledger transaction, and the ledger's chain was not checked`,
+      : `ledger reconciliation: NOT DONE (${report.ledger.reason}): no completed operation was matched with a ` +
+        `ledger transaction, and the ledger's chain was not checked`,
   ];
   const stuck = report.stuck.length;
   lines.push(
-    `operations stuck without an outcome as of ${report.asOf} (approved over ${formatAge(report.maxApprovedAgeMs)} ago, or on the ledger past their claim's lease): ` +
+    `operations stuck without an outcome as of ${report.asOf} (approved over ` +
+      `${formatAge(report.maxApprovedAgeMs)} ago, or on the ledger past their claim's lease): ` +
       `${stuck === 0 ? 'none' : `${stuck} (see the [outcome] problems)`}`,
   );
   const moved = report.failedButMoved;
@@ -352,19 +376,27 @@ function humanReport(report: AuditReport | undefined): string {
   );
   for (const entry of moved)
     lines.push(
-      `  ${entry.operationID} (${entry.operationType}, failed ${entry.failedAt ?? 'at an unknown time'}): ${entry.settle}`,
+      `  ${entry.operationID} (${entry.operationType}, failed ${entry.failedAt ?? 'at an unknown time'}): ` +
+        `${entry.settle}`,
     );
   if (report.inFlight.length > 0)
     lines.push(
-      `${report.inFlight.length} execution(s) in flight (on the ledger, not yet completed in the history read): ${report.inFlight.slice(0, 5).join(', ')}`,
+      `${report.inFlight.length} execution(s) in flight (on the ledger, not yet completed in the history read): ` +
+        `${report.inFlight.slice(0, 5).join(', ')}`,
     );
   if (!report.ok) {
     lines.push(
-      `${report.problemCount} problem(s)${report.firstBrokenPosition !== null ? `; history first broken at position ${report.firstBrokenPosition}` : ''}:`,
+      `${report.problemCount} problem(s)${
+        report.firstBrokenPosition !== null ? `; history first broken at position ${report.firstBrokenPosition}` : ''
+      }:`,
     );
     for (const p of report.problems)
       lines.push(
-        `  [${p.check}]${p.position !== undefined ? ` position ${p.position}` : ''}${p.stream ? ` ${p.stream}` : ''}: ${p.detail}`,
+        '  ' +
+          `[${p.check}]${
+            p.position !== undefined ? ` position ${p.position}` : ''
+          }${p.stream ? ` ${p.stream}` : ''}: ` +
+          `${p.detail}`,
       );
   }
   return lines.join('\n');

@@ -12,7 +12,8 @@ import { cliIO } from './io.ts';
 export function registerDemoCommands(program: Command): void {
   common(program.command('demo'))
     .description(
-      'seed demo parties, users (published password) and fresh API keys into an empty or demo store (refused on any other), print curl lines, and exit',
+      'seed demo parties, users (published password) and fresh API keys into an empty or demo store (refused on ' +
+        'any other), print curl lines, and exit',
     )
     .option('--api-url <url>', 'where the API answers, for the printed commands', 'http://127.0.0.1:3000')
     .action(async (opts: CommonOptions & { apiUrl: string }) => {

@@ -30,8 +30,9 @@ export class CopyGapError extends Error {
   readonly event: Pick<RecordedEvent, 'revision' | 'position'>;
   constructor(stream: string, targetRevision: TargetRevision, event: Pick<RecordedEvent, 'revision' | 'position'>) {
     super(
-      `stream ${stream} is at revision ${String(targetRevision)} in the target, but the next event to copy (position ${event.position}) ` +
-        `has revision ${event.revision}: the events in between are missing there (start from an earlier --from-position, or the target holds another history)`,
+      `stream ${stream} is at revision ${String(targetRevision)} in the target, but the next event to copy ` +
+        `(position ${event.position}) has revision ${event.revision}: the events in between are missing there ` +
+        '(start from an earlier --from-position, or the target holds another history)',
     );
     this.stream = stream;
     this.targetRevision = targetRevision;
@@ -146,8 +147,9 @@ export function registerEventCommands(program: Command): void {
     .description('the event history: export, import, and copy it from the embedded store into KurrentDB');
   common(events.command('copy'))
     .description(
-      "copy the embedded store's history (--data-dir) into the KurrentDB of KURRENTDB_URL, keeping event ids, types, data, metadata and " +
-        'stream revisions (not the commit times); resumable: run it again and events already there are skipped. Rebuild the read models afterwards.',
+      `copy the embedded store's history (--data-dir) into the KurrentDB of KURRENTDB_URL, keeping event ids, ` +
+        'types, data, metadata and stream revisions (not the commit times); resumable: run it again and events ' +
+        'already there are skipped. Rebuild the read models afterwards.',
     )
     .requiredOption('--to <store>', 'the target store: kurrentdb')
     .option('--from-position <position>', 'start at this position of the embedded history', '0')
@@ -177,8 +179,9 @@ export function registerEventCommands(program: Command): void {
       cliIO().stdout(
         opts.json
           ? `${JSON.stringify(result)}\n`
-          : `copied ${result.copied} events, skipped ${result.skipped} already there, ${result.streams} streams; last source position ${result.lastPosition ?? '-'}\n` +
-              'now rebuild the read models from the new store: EVENT_STORE=kurrentdb wallet-ops projections rebuild\n',
+          : `copied ${result.copied} events, skipped ${result.skipped} already there, ${result.streams} streams; ` +
+              `last source position ${result.lastPosition ?? '-'}\nnow rebuild the read models from the new store: ` +
+              `EVENT_STORE=kurrentdb wallet-ops projections rebuild\n`,
       );
     });
 }

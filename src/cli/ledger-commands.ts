@@ -38,7 +38,8 @@ export function registerLedgerCommands(program: Command): void {
 
   common(ledger.command('deploy'))
     .description(
-      'deploy the WalletLedger contract with the operator account as its only writer (EVM_RPC_URL, EVM_CHAIN_ID, EVM_OPERATOR_KEY_FILE); prints its address for EVM_LEDGER_ADDRESS',
+      'deploy the WalletLedger contract with the operator account as its only writer (EVM_RPC_URL, EVM_CHAIN_ID, ' +
+        'EVM_OPERATOR_KEY_FILE); prints its address for EVM_LEDGER_ADDRESS',
     )
     .option(
       '--unless-deployed',
@@ -64,13 +65,15 @@ export function registerLedgerCommands(program: Command): void {
         opts,
         { chainId: config.EVM_CHAIN_ID, ...deployed, alreadyDeployed: false },
         (r) =>
-          `WalletLedger deployed at ${r.address} (transaction ${r.transactionHash}, block ${r.blockNumber}); set EVM_LEDGER_ADDRESS=${r.address}`,
+          `WalletLedger deployed at ${r.address} (transaction ${r.transactionHash}, block ${r.blockNumber}); set ` +
+          `EVM_LEDGER_ADDRESS=${r.address}`,
       );
     });
 
   common(ledger.command('status'))
     .description(
-      'the configured ledger: on a chain its id, block height, the operator’s balance for gas and the contract’s supply; embedded, its transactions and supply',
+      'the configured ledger: on a chain its id, block height, the operator’s balance for gas and the contract’s ' +
+        'supply; embedded, its transactions and supply',
     )
     .action(async (opts: CommonOptions) => {
       const config = loadConfig(cliIO().env);
@@ -136,7 +139,8 @@ function registerSettleFailed(ledger: Command): void {
   const settle = ledger
     .command('settle-failed')
     .description(
-      "complete an operation recorded as failed whose money moved on the ledger (audit verify's failedButMoved): one platform administrator asks, another approves",
+      "complete an operation recorded as failed whose money moved on the ledger (audit verify's failedButMoved): " +
+        'one platform administrator asks, another approves',
     );
   type SettleOptions = CommonOptions & { as: string; reason?: string };
   const run = (
@@ -183,7 +187,9 @@ function registerSettleFailed(ledger: Command): void {
         operationID,
         opts,
         (r) =>
-          `settlement of ${r.operationID} from ledger transaction ${r.sequenceNumber} requested; another platform administrator approves it with: wallet-ops ledger settle-failed approve ${r.operationID} --as EMAIL`,
+          `settlement of ${r.operationID} from ledger transaction ${r.sequenceNumber} requested; another ` +
+          `platform administrator approves it with: wallet-ops ledger settle-failed approve ${r.operationID} ` +
+          '--as EMAIL',
       ),
     );
 

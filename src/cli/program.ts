@@ -53,7 +53,10 @@ import { DemoStoreRefusedError } from '../demo-store.ts';
 import { registerLedgerCommands } from './ledger-commands.ts';
 import type { Part } from '../wallet-ops.ts';
 
-/** The parts `serve` runs, for its help: src/wallet-ops.ts's ALL_PARTS, which the CLI loads only to serve (test/cli/serve-help.test.ts). */
+/**
+ * The parts `serve` runs, for its help: src/wallet-ops.ts's ALL_PARTS, which the CLI loads only to serve
+ * (test/cli/serve-help.test.ts).
+ */
 export const SERVE_PARTS = [
   'write-api',
   'read-api',
@@ -74,7 +77,8 @@ export function packageVersion(): string {
 export function buildCli(): Command {
   const program = new Command('wallet-ops')
     .description(
-      'Operator CLI of wallet-ops, straight on the stores: parties, users, API keys, operations, money, read models, servers.',
+      'Operator CLI of wallet-ops, straight on the stores: parties, users, API keys, operations, money, read ' +
+        'models, servers.',
     )
     .version(packageVersion(), '-V, --version', 'print the version of wallet-ops')
     .showHelpAfterError()
@@ -159,7 +163,8 @@ export function buildCli(): Command {
     );
   common(key.command('approve'))
     .description(
-      'a checker approves a pending key; its secret waits for the maker who requested it (`key secret`), and is never shown to the checker',
+      'a checker approves a pending key; its secret waits for the maker who requested it (`key secret`), and is ' +
+        'never shown to the checker',
     )
     .argument('<keyID>')
     .requiredOption('--as <email>', 'the checker')
@@ -171,7 +176,8 @@ export function buildCli(): Command {
           return { keyID, state: 'active', secretHeldFor: (await loadUserState(deps, heldFor)).email };
         },
         (r) =>
-          `key approved: ${r.keyID}\nits secret waits for ${r.secretHeldFor}, who collects it once with: wallet-ops key secret ${r.keyID} --as ${r.secretHeldFor}`,
+          `key approved: ${r.keyID}\nits secret waits for ${r.secretHeldFor}, who collects it once with: ` +
+          `wallet-ops key secret ${r.keyID} --as ${r.secretHeldFor}`,
       ),
     );
   common(key.command('secret'))
@@ -280,7 +286,8 @@ export function buildCli(): Command {
           keys
             .map(
               (k) =>
-                `${k.keyID}  ${k.state.padEnd(18)} ${k.label}  [${k.permissions.join(', ')}]  expires ${k.expiresAt ?? '-'}`,
+                `${k.keyID}  ${k.state.padEnd(18)} ${k.label}  [${k.permissions.join(', ')}]  expires ` +
+                `${k.expiresAt ?? '-'}`,
             )
             .join('\n') || '(no keys)',
       ),
@@ -292,11 +299,13 @@ export function buildCli(): Command {
     .description('read models: status and rebuild from the event history');
   common(projections.command('status'))
     .description(
-      "each projection's, the executor's and the key-revocation consumer's checkpoint and lag behind the head of the event store; with a running server, each consumer's live state",
+      "each projection's, the executor's and the key-revocation consumer's checkpoint and lag behind the head of " +
+        "the event store; with a running server, each consumer's live state",
     )
     .option(
       '--server <url>',
-      'a running wallet-ops process whose /ready reports its consumers (default: http://HOST:PORT of the configuration)',
+      'a running wallet-ops process whose /ready reports its consumers (default: http://HOST:PORT of the ' +
+        'configuration)',
     )
     .action(async (opts: CommonOptions & { server?: string }) =>
       withStores(
@@ -318,10 +327,18 @@ export function buildCli(): Command {
           [
             ...checkpoints.map(
               (r) =>
-                `${r.projection.padEnd(24)} position ${String(r.position ?? '-').padStart(10)}  head ${r.head}  lag ${r.lagEvents}${r.lagEvents >= 1000 ? '+' : ''} events, ${r.lagSeconds} s`,
+                `${r.projection.padEnd(24)} position ${String(r.position ?? '-').padStart(10)}  head ${r.head}  ` +
+                `lag ${r.lagEvents}${r.lagEvents >= 1000 ? '+' : ''} events, ${r.lagSeconds} s`,
             ),
             server.consumers
-              ? `consumers of ${server.url}:\n${server.consumers.map((c) => `  ${c.name.padEnd(34)} ${c.state.padEnd(9)}${c.failingSince ? ` failing since ${c.failingSince}: ${c.lastError ?? ''}` : ''}`).join('\n')}`
+              ? `consumers of ${server.url}:\n${server.consumers
+                  .map(
+                    (c) =>
+                      `  ${c.name.padEnd(34)} ${c.state.padEnd(9)}${
+                        c.failingSince ? ` failing since ${c.failingSince}: ${c.lastError ?? ''}` : ''
+                      }`,
+                  )
+                  .join('\n')}`
               : `no live consumer states: ${server.url} did not answer (${server.error})`,
           ].join('\n'),
       ),
@@ -360,7 +377,8 @@ export function buildCli(): Command {
           rows
             .map(
               (r) =>
-                `${r.projection}: ${r.events} events in ${r.seconds} s (${r.eventsPerSecond} events/s), now at position ${r.position}`,
+                `${r.projection}: ${r.events} events in ${r.seconds} s (${r.eventsPerSecond} events/s), now at ` +
+                `position ${r.position}`,
             )
             .join('\n'),
       ),
@@ -426,7 +444,8 @@ export function buildCli(): Command {
   program
     .command('openapi')
     .description(
-      'print the OpenAPI document the server serves at /api/v1/openapi.json, for this configuration (ASSET_SCALE); `npm run openapi` writes it to openapi.json',
+      'print the OpenAPI document the server serves at /api/v1/openapi.json, for this configuration ' +
+        '(ASSET_SCALE); `npm run openapi` writes it to openapi.json',
     )
     .action(async () => {
       const [{ loadConfig }, { openApiJson }] = await Promise.all([
@@ -487,7 +506,8 @@ async function run(argv: string[]): Promise<number> {
     }
     if (error instanceof StoreCorruptedError) {
       stderr(
-        `corrupted: ${error.message}. Stop every process using it and restore it from a backup (docs/operations.md, "Backup and restore")\n`,
+        `corrupted: ${error.message}. Stop every process using it and restore it from a backup ` +
+          `(docs/operations.md, "Backup and restore")\n`,
       );
       return 1;
     }

@@ -87,13 +87,20 @@ export function registerRotationCommands(parent: Command, subject: RotationSubje
           return { [subject.idField]: value, rotation };
         },
         (r) =>
-          `${subject.noun} ${value}: rotation ${r.rotation}${r.rotation === 'pending' ? ` (a checker of the party approves it with: wallet-ops ${subject.command} approve-rotation ${value} --as EMAIL)` : ''}`,
+          `${subject.noun} ${value}: rotation ${r.rotation}${
+            r.rotation === 'pending'
+              ? ` (a checker of the party approves it with: wallet-ops ${subject.command} approve-rotation ` +
+                `${value} --as EMAIL)`
+              : ''
+          }`,
       ),
     );
   }
   common(parent.command('approve-rotation'))
     .description(
-      `a checker approves a pending rotation: a new secret, which waits for the maker who asked (\`${subject.command} secret\`); the previous one works until the overlap (SECRET_ROTATION_OVERLAP_HOURS) ends`,
+      'a checker approves a pending rotation: a new secret, which waits for the maker who asked ' +
+        `(\`${subject.command} secret\`); the previous one works until the overlap (SECRET_ROTATION_OVERLAP_HOURS) ` +
+        'ends',
     )
     .argument(id)
     .requiredOption('--as <email>', 'the checker')
@@ -117,8 +124,10 @@ export function registerRotationCommands(parent: Command, subject: RotationSubje
         },
         (r) =>
           [
-            `${subject.noun} ${value}: secret rotated; the previous secret keeps working until ${r.previousSecretValidUntil}`,
-            `the new secret waits for ${r.secretHeldFor}, who collects it once with: wallet-ops ${subject.command} secret ${value} --as ${r.secretHeldFor}`,
+            `${subject.noun} ${value}: secret rotated; the previous secret keeps working until ` +
+              `${r.previousSecretValidUntil}`,
+            `the new secret waits for ${r.secretHeldFor}, who collects it once with: wallet-ops ` +
+              `${subject.command} secret ${value} --as ${r.secretHeldFor}`,
           ].join('\n'),
       ),
     );

@@ -86,7 +86,10 @@ export function printResult<T>(options: CommonOptions, result: T, human: (result
   cliIO().stdout(options.json ? `${JSON.stringify(result)}\n` : `${human(result)}\n`);
 }
 
-/** SECRETS_KEY, else the embedded key file beside the data directory (moved out of it, with a line on stderr, if an older version left it there). */
+/**
+ * SECRETS_KEY, else the embedded key file beside the data directory (moved out of it, with a line on stderr, if an
+ * older version left it there).
+ */
 export function secretsKeyOf(options: CommonOptions, config: Config): Buffer {
   return (
     config.SECRETS_KEY ??

@@ -47,7 +47,10 @@ type AsOptions = CommonOptions & { as: string; reason?: string };
 const asAdmin = (command: Command) =>
   common(command).requiredOption('--as <email>', 'the platform administrator acting');
 
-/** Runs an action as a user, with the event store, the credential vault and the read store (whose console sessions a narrowing ends). */
+/**
+ * Runs an action as a user, with the event store, the credential vault and the read store (whose console sessions a
+ * narrowing ends).
+ */
 function asUser<T>(
   opts: AsOptions,
   action: (deps: CredentialDeps, admin: ActiveUser, sessions: { end(userID: string): Promise<number> }) => Promise<T>,
@@ -71,7 +74,8 @@ async function usersNow(store: EventStore): Promise<UserDirectory> {
 }
 
 const userLine = (user: PublicUser) =>
-  `  ${user.email.padEnd(32)} ${(user.platformAdmin ? 'administrator' : user.roles.join(',')).padEnd(15)} ${user.status}${user.mustChangePassword ? ' (temporary password)' : ''}`;
+  `  ${user.email.padEnd(32)} ${(user.platformAdmin ? 'administrator' : user.roles.join(',')).padEnd(15)} ` +
+  `${user.status}${user.mustChangePassword ? ' (temporary password)' : ''}`;
 
 function requestJson(directory: UserDirectory, request: AccessRequestRecord) {
   return {
@@ -96,7 +100,8 @@ export function registerUserCommands(program: Command): void {
     .description('console users: add (break-glass), list, disable, enable, roles, password resets');
   common(user.command('add'))
     .description(
-      'break-glass: add a console user to a party, or a platform administrator, at once (recorded as an operator action)',
+      'break-glass: add a console user to a party, or a platform administrator, at once (recorded as an operator ' +
+        'action)',
     )
     .option('--party <party>', 'distributor:ID or merchant:ID')
     .option('--platform-admin', 'a platform administrator, who belongs to no party')
@@ -166,7 +171,8 @@ export function registerUserCommands(program: Command): void {
 
   asAdmin(user.command('request-add'))
     .description(
-      'request a new console user; another administrator approves it (`access approve`), which makes a one-time temporary password',
+      'request a new console user; another administrator approves it (`access approve`), which makes a one-time ' +
+        'temporary password',
     )
     .option('--party <party>', 'distributor:ID or merchant:ID')
     .option('--platform-admin', 'a platform administrator, who belongs to no party')
@@ -190,7 +196,8 @@ export function registerUserCommands(program: Command): void {
             ),
           ),
         (r) =>
-          `access request ${r.requestID}: pending (another administrator approves it with: access approve ${r.requestID} --as EMAIL)`,
+          `access request ${r.requestID}: pending (another administrator approves it with: access approve ` +
+          `${r.requestID} --as EMAIL)`,
       );
     });
 
@@ -221,7 +228,8 @@ export function registerUserCommands(program: Command): void {
           );
         },
         (r) =>
-          `access request ${r.requestID}: pending (another administrator approves it with: access approve ${r.requestID} --as EMAIL)`,
+          `access request ${r.requestID}: pending (another administrator approves it with: access approve ` +
+          `${r.requestID} --as EMAIL)`,
       ),
     );
   };
@@ -238,13 +246,15 @@ export function registerUserCommands(program: Command): void {
   );
   requestFor(
     'reset-password',
-    'request a password reset; the approval makes a one-time temporary password in two halves, one for each administrator (`access password-half`)',
+    'request a password reset; the approval makes a one-time temporary password in two halves, one for each ' +
+      'administrator (`access password-half`)',
     (userID) => ({ kind: 'reset-password', userID }),
   );
 
   asAdmin(user.command('disable'))
     .description(
-      'disable a user at once: they cannot log in, their console sessions end, and the API keys and webhook endpoints whose secret only they hold stop working',
+      'disable a user at once: they cannot log in, their console sessions end, and the API keys and webhook ' +
+        'endpoints whose secret only they hold stop working',
     )
     .argument('<email>', 'the user')
     .requiredOption('--reason <text>', 'why')
@@ -257,7 +267,15 @@ export function registerUserCommands(program: Command): void {
           return { ...result, status: 'disabled', sessionsEnded: await sessions.end(subject.userID) };
         },
         (r) =>
-          `user ${r.email}: disabled (${r.sessionsEnded} console session(s) ended)${r.ended.map((c) => `\n  ended with them: ${c.kind} ${c.id} (${c.label})${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ')}`}`).join('')}`,
+          `user ${r.email}: disabled (${r.sessionsEnded} console session(s) ` +
+          `ended)${r.ended
+            .map(
+              (c) =>
+                `\n  ended with them: ${c.kind} ${c.id} (${c.label})${
+                  c.ends.includes('credential') ? '' : `: ${c.ends.join(', ')}`
+                }`,
+            )
+            .join('')}`,
       ),
     );
   asAdmin(user.command('remove-role'))
@@ -296,14 +314,17 @@ export function registerUserCommands(program: Command): void {
           rows
             .map(
               (r) =>
-                `${r.requestID}  ${r.status.padEnd(8)} ${r.description}  (by ${r.requestedByEmail}${r.decidedByEmail ? `; ${r.status} by ${r.decidedByEmail}` : ''})`,
+                `${r.requestID}  ${r.status.padEnd(8)} ${r.description}  (by ` +
+                `${r.requestedByEmail}${r.decidedByEmail ? `; ${r.status} by ${r.decidedByEmail}` : ''})`,
             )
             .join('\n') || '(no access requests)',
       );
     });
   asAdmin(access.command('approve'))
     .description(
-      'another administrator approves an access request; adding a user or resetting a password makes a temporary password in two halves, the first for the requesting administrator, the second for the approving one (`access password-half`)',
+      'another administrator approves an access request; adding a user or resetting a password makes a temporary ' +
+        'password in two halves, the first for the requesting administrator, the second for the approving one ' +
+        '(`access password-half`)',
     )
     .argument('<requestID>')
     .action(async (requestID: string, opts: AsOptions) =>
@@ -332,9 +353,12 @@ export function registerUserCommands(program: Command): void {
             `access request ${r.requestID}: approved (${r.email})`,
             ...(r.temporaryPasswordHalves
               ? [
-                  `a temporary password in two halves waits for its two administrators, who each collect theirs once and give it to ${r.email}:`,
-                  `  first half:  wallet-ops access password-half ${r.requestID} --as ${r.temporaryPasswordHalves.first}`,
-                  `  second half: wallet-ops access password-half ${r.requestID} --as ${r.temporaryPasswordHalves.second}`,
+                  'a temporary password in two halves waits for its two administrators, who each collect theirs ' +
+                    `once and give it to ${r.email}:`,
+                  `  first half:  wallet-ops access password-half ${r.requestID} --as ` +
+                    `${r.temporaryPasswordHalves.first}`,
+                  `  second half: wallet-ops access password-half ${r.requestID} --as ` +
+                    `${r.temporaryPasswordHalves.second}`,
                 ]
               : []),
           ].join('\n'),
@@ -342,7 +366,8 @@ export function registerUserCommands(program: Command): void {
     );
   asAdmin(access.command('password-half'))
     .description(
-      'an administrator of an approved access request collects their half of its temporary password, once (within 24 hours of the approval)',
+      'an administrator of an approved access request collects their half of its temporary password, once ' +
+        '(within 24 hours of the approval)',
     )
     .argument('<requestID>')
     .action(async (requestID: string, opts: AsOptions) =>
@@ -353,7 +378,8 @@ export function registerUserCommands(program: Command): void {
           return { requestID, email, half, value };
         },
         (r) =>
-          `${r.half} half of the temporary password for ${r.email} (shown once; give it to them yourself; they type the first half, a hyphen, then the second): ${r.value}`,
+          `${r.half} half of the temporary password for ${r.email} (shown once; give it to them yourself; they ` +
+          `type the first half, a hyphen, then the second): ${r.value}`,
       ),
     );
   asAdmin(access.command('reject'))

@@ -56,7 +56,8 @@ function withWebhooks<T>(
 }
 
 const endpointLine = (e: WebhookEndpointDoc) =>
-  `${e.id}  ${e.status.padEnd(8)} ${e.url}  [${e.eventTypes.join(', ')}]${e.status === 'disabled' ? `  disabled by ${e.disabledBy}: ${e.reason}` : ''}`;
+  `${e.id}  ${e.status.padEnd(8)} ${e.url}  ` +
+  `[${e.eventTypes.join(', ')}]${e.status === 'disabled' ? `  disabled by ${e.disabledBy}: ${e.reason}` : ''}`;
 
 export function registerWebhookCommands(program: Command): void {
   const webhook = program.command('webhook').description('webhook endpoints of a party (maker-checker)');
@@ -80,7 +81,8 @@ export function registerWebhookCommands(program: Command): void {
     );
   common(webhook.command('approve'))
     .description(
-      'a checker approves a pending endpoint; its signing secret waits for the maker who registered it (`webhook secret`)',
+      'a checker approves a pending endpoint; its signing secret waits for the maker who registered it (`webhook ' +
+        'secret`)',
     )
     .argument('<endpointID>')
     .requiredOption('--as <email>', 'the checker')
@@ -97,12 +99,14 @@ export function registerWebhookCommands(program: Command): void {
           return { endpointID, status: 'active', secretHeldFor: (await loadUserState(deps, heldFor)).email };
         },
         (r) =>
-          `webhook endpoint approved: ${r.endpointID}\nits signing secret waits for ${r.secretHeldFor}, who collects it once with: wallet-ops webhook secret ${r.endpointID} --as ${r.secretHeldFor}`,
+          `webhook endpoint approved: ${r.endpointID}\nits signing secret waits for ${r.secretHeldFor}, who ` +
+          `collects it once with: wallet-ops webhook secret ${r.endpointID} --as ${r.secretHeldFor}`,
       ),
     );
   common(webhook.command('secret'))
     .description(
-      'the maker who registered an approved endpoint collects its signing secret, once (within 24 hours of the approval)',
+      'the maker who registered an approved endpoint collects its signing secret, once (within 24 hours of the ' +
+        'approval)',
     )
     .argument('<endpointID>')
     .requiredOption('--as <email>', 'the maker who registered the endpoint')
@@ -252,12 +256,17 @@ function deliveryLines(d: Omit<DeliveryDoc, 'body'>, attempts: AttemptDoc[] | un
     d.status === 'pending' && d.attempts > 0
       ? `pending, next attempt ${new Date(d.nextAttemptAt).toISOString()}`
       : d.status;
-  const head = `${d.eventID}  ${d.eventType.padEnd(19)} ${d.createdAt}  ${state}  attempts ${d.attempts}${d.lastStatusCode === null ? '' : `  last HTTP ${d.lastStatusCode}`}${d.lastError && d.status !== 'delivered' ? `  ${d.lastError}` : ''}`;
+  const head =
+    `${d.eventID}  ${d.eventType.padEnd(19)} ${d.createdAt}  ${state}  attempts ` +
+    `${d.attempts}${
+      d.lastStatusCode === null ? '' : `  last HTTP ${d.lastStatusCode}`
+    }${d.lastError && d.status !== 'delivered' ? `  ${d.lastError}` : ''}`;
   return [
     head,
     ...(attempts ?? []).map(
       (a) =>
-        `    #${a.attempt} ${a.at} ${a.ok ? 'ok' : 'failed'} ${a.statusCode ?? '-'} ${a.durationMs} ms${a.error ? ` ${a.error}` : ''}`,
+        `    #${a.attempt} ${a.at} ${a.ok ? 'ok' : 'failed'} ${a.statusCode ?? '-'} ${a.durationMs} ` +
+        `ms${a.error ? ` ${a.error}` : ''}`,
     ),
   ].join('\n');
 }

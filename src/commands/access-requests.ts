@@ -20,7 +20,9 @@ export type AccessRequestCommand =
       type: 'RequestAccess';
       data: { requestID: string; change: AccessChange; reason: string | null; by: ActingAdmin; now: string };
     }
-  /** `requesterActive`: whether the requesting administrator is still an active administrator, as the handler read it. */
+  /**
+   * `requesterActive`: whether the requesting administrator is still an active administrator, as the handler read it.
+   */
   | {
       type: 'ApproveAccessRequest';
       data: { requestID: string; by: ActingAdmin; requesterActive: boolean; now: string };
@@ -85,7 +87,8 @@ function decide(command: AccessRequestCommand, state: AccessRequestState): Acces
       if (!command.data.requesterActive)
         throw new DomainError(
           'WRONG_STATE',
-          'the administrator who requested this change is no longer active: reject it, and request it again if it is still needed',
+          'the administrator who requested this change is no longer active: reject it, and request it again if ' +
+            'it is still needed',
         );
       return [{ type: 'AccessRequestApproved', data: { requestID, approvedBy: by.userID, approvedAt: now } }];
     }

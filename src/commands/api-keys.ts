@@ -66,7 +66,9 @@ export type ApiKeyState =
       secretHolder: string;
       /** Who was handed each secret, by generation: [g - 1] holds generation g (empty until approved). */
       secretHolders: string[];
-      /** The generations whose secret ended with its holder's departure: what they created may no longer be approved. */
+      /**
+       * The generations whose secret ended with its holder's departure: what they created may no longer be approved.
+       */
       endedSecretGenerations: number[];
       /** The secret a rotation replaced, accepted until `previousValidUntil`. */
       previousSecretHash: string | null;
@@ -276,7 +278,8 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
       if (key.status !== 'revocation_pending')
         throw new DomainError(
           'WRONG_STATE',
-          `cannot approve the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`,
+          `cannot approve the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not ` +
+            'revocation_pending',
         );
       return [{ type: 'ApiKeyRevoked', data: { keyID: key.keyID, approvedBy: data.by.userID, revokedAt: data.now } }];
     }
@@ -286,7 +289,8 @@ function decide(command: ApiKeyCommand, state: ApiKeyState): ApiKeyEvent[] {
       if (key.status !== 'revocation_pending')
         throw new DomainError(
           'WRONG_STATE',
-          `cannot reject the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not revocation_pending`,
+          `cannot reject the revocation: API key ${key.keyID} is ${effectiveStatus(key, data.now)}, not ` +
+            'revocation_pending',
         );
       return [
         {

@@ -55,7 +55,10 @@ export interface CredentialDeps extends BackOfficeDeps {
   apiKeyEnvironment?: ApiKeyEnvironment;
 }
 
-/** The commands that approve a secret rotation: SECRET_ROTATION_OVERLAP_HOURS, how long the previous secret keeps working. */
+/**
+ * The commands that approve a secret rotation: SECRET_ROTATION_OVERLAP_HOURS, how long the previous secret keeps
+ * working.
+ */
 export interface RotationDeps extends CredentialDeps {
   secretRotationOverlapHours: number;
 }
@@ -326,12 +329,16 @@ export async function requireRotationRequesterStillMaker<S extends { status: str
   requireStillMaker((await loadState(deps, streams.user(requestedBy), userDecider)).state, action);
 }
 
-/** A request whose maker has since been disabled or lost the maker role is not approved: the secret would go to someone who left. */
+/**
+ * A request whose maker has since been disabled or lost the maker role is not approved: the secret would go to someone
+ * who left.
+ */
 export function requireStillMaker(requester: UserState, action: string): void {
   if (requester.status !== 'active' || !requester.roles.includes('maker')) {
     throw new DomainError(
       'WRONG_STATE',
-      `cannot ${action}: the maker who requested it is ${requester.status === 'active' ? 'no longer a maker' : 'disabled'}`,
+      `cannot ${action}: the maker who requested it is ` +
+        `${requester.status === 'active' ? 'no longer a maker' : 'disabled'}`,
     );
   }
 }
@@ -387,7 +394,8 @@ export async function collectCredential<K extends Subject['kind']>(
   if (!secret || secret.kind !== subject.kind) {
     throw new DomainError(
       'NOT_FOUND',
-      `no ${subject.kind} secret of ${subject.id.slice(0, 60)} waits for ${user.email}: it is collected once, by its owner, within 24 hours of the approval`,
+      `no ${subject.kind} secret of ${subject.id.slice(0, 60)} waits for ${user.email}: it is collected once, by ` +
+        'its owner, within 24 hours of the approval',
     );
   }
   return secret as Extract<DeliveredSecret, { kind: K }>;
@@ -422,7 +430,10 @@ export async function decideOnApiKey(
   return { keyID, state: state.status === 'none' ? 'none' : effectiveStatus(state, base.now), position };
 }
 
-/** A step of a secret rotation other than its approval (which makes a secret: approveApiKeyRotation / approveWebhookSecretRotation). */
+/**
+ * A step of a secret rotation other than its approval (which makes a secret: approveApiKeyRotation /
+ * approveWebhookSecretRotation).
+ */
 export type RotationDecision =
   { type: 'request'; reason: unknown } | { type: 'reject'; reason: unknown } | { type: 'withdraw' };
 export type RotationOutcome = { rotation: 'pending' | 'rejected' | 'withdrawn' };

@@ -66,7 +66,8 @@ function decideIssue(
   if (live(state, data.now).length >= MAX_LIVE_CASH_OUT_CODES) {
     throw new DomainError(
       'WRONG_STATE',
-      `${data.phone} has ${MAX_LIVE_CASH_OUT_CODES} live cash-out codes already; use one or let one expire (${CASH_OUT_CODE_TTL_MS / 60_000} minutes)`,
+      `${data.phone} has ${MAX_LIVE_CASH_OUT_CODES} live cash-out codes already; use one or let one expire ` +
+        `(${CASH_OUT_CODE_TTL_MS / 60_000} minutes)`,
     );
   }
   const expiresAt = new Date(Date.parse(data.now) + CASH_OUT_CODE_TTL_MS).toISOString();
@@ -102,7 +103,8 @@ function decideUse(
   if (data.presentedHash === null) {
     throw new DomainError(
       'CASH_OUT_NOT_AUTHORIZED',
-      "this platform requires the individual's consent to a cash-out: authorizationCode, the one-time code the individual gets in their wallet app, is required",
+      "this platform requires the individual's consent to a cash-out: authorizationCode, the one-time code the " +
+        'individual gets in their wallet app, is required',
     );
   }
   const codes = live(state, data.now);
@@ -142,7 +144,8 @@ export function consentRefusal(events: readonly CashOutConsentEvent[]): DomainEr
   if (!events.some((event) => event.type === 'WrongCashOutCodePresented')) return null;
   const voided = events.some((event) => event.type === 'CashOutCodesVoided');
   const detail = voided
-    ? `${WRONG_CODE}; after ${MAX_WRONG_CASH_OUT_CODES} wrong codes every live code of this individual is void: they ask for a new one`
+    ? `${WRONG_CODE}; after ${MAX_WRONG_CASH_OUT_CODES} wrong codes every live code of this individual is void: ` +
+      'they ask for a new one'
     : WRONG_CODE;
   return new DomainError('CASH_OUT_NOT_AUTHORIZED', detail);
 }

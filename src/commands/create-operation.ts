@@ -142,7 +142,9 @@ export function decideCreateOperation(
     const left = Decimal.max(0, new Decimal(limits.maxDailyVolume).minus(states.volume.total));
     throw new DomainError(
       'DAILY_VOLUME_EXCEEDED',
-      `this operation would exceed the key's max daily volume of ${scaled(limits.maxDailyVolume)} (${scaled(left)} left for ${operation.volumeDay}; the day runs ${volumeDayWindow(new Date(operation.createdAt), command.volumeTimeZone ?? 'UTC')})`,
+      `this operation would exceed the key's max daily volume of ${scaled(limits.maxDailyVolume)} ` +
+        `(${scaled(left)} left for ${operation.volumeDay}; the day runs ` +
+        `${volumeDayWindow(new Date(operation.createdAt), command.volumeTimeZone ?? 'UTC')})`,
     );
   }
   const debit = amount.plus(operation.fee);

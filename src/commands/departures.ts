@@ -17,10 +17,11 @@ import { holdsPreviousSigningSecret, webhookEndpointDecider, type WebhookEndpoin
 
 /**
  * What a user leaves behind: the API keys and webhook endpoints whose secret only they hold (they requested
- * them, or a rotation they asked for, so the approval handed the secret to them alone: `secretHolder`). When an administrator disables the user, or removes
- * their maker role, these end in the same atomic append as the change itself: active keys are revoked (their
- * pending operations are then rejected by the key-revocation consumer), pending requests are withdrawn,
- * active endpoints disabled and pending ones rejected, each recorded as `system` with `departedUserID`.
+ * them, or a rotation they asked for, so the approval handed the secret to them alone: `secretHolder`). When an
+ * administrator disables the user, or removes their maker role, these end in the same atomic append as the change
+ * itself: active keys are revoked (their pending operations are then rejected by the key-revocation consumer), pending
+ * requests are withdrawn, active endpoints disabled and pending ones rejected, each recorded as `system` with
+ * `departedUserID`.
  * Nobody else ever held those secrets, so keeping them working would leave money movable by someone who left.
  * An integration that must keep running is rotated to another maker first (the rotation makes them the holder).
  * A secret they held before such a rotation, still accepted during its overlap, ends too (the current one, the
@@ -79,7 +80,9 @@ export async function liveCredentialsOf(
   return [...keys, ...endpoints];
 }
 
-/** The streams a departure reads, keyed for runDecision, and the writes that end each credential as its state now needs. */
+/**
+ * The streams a departure reads, keyed for runDecision, and the writes that end each credential as its state now needs.
+ */
 export function departureOf(userID: string, credentials: LiveCredential[], now: string, reason: string) {
   const read: Record<string, StreamRead<ApiKeyState> | StreamRead<WebhookEndpointState>> = {};
   for (const credential of credentials) {
@@ -126,7 +129,9 @@ export async function endIfHolderLeft(
   const { state: holder } = await loadState(deps, streams.user(holderID), userDecider);
   if (holder.status === 'active' && holder.roles.includes('maker')) return false;
   const now = deps.clock().toISOString();
-  const reason = `${holder.status === 'none' ? holderID : holder.email}, for whom its secret was made, left before the approval committed`;
+  const reason =
+    `${holder.status === 'none' ? holderID : holder.email}, for whom its secret was made, left before the ` +
+    'approval committed';
   if (credential.kind === 'api-key') {
     await runCommand(deps, {
       stream: streams.apiKey(credential.id),
@@ -152,5 +157,6 @@ export async function endIfHolderLeft(
 export const holderLeftError = (what: string) =>
   new DomainError(
     'WRONG_STATE',
-    `${what} was approved, but the maker it was for has left meanwhile: it was ended at once, and no secret was handed out`,
+    `${what} was approved, but the maker it was for has left meanwhile: it was ended at once, and no secret was ` +
+      'handed out',
   );

@@ -47,7 +47,10 @@ export type SettlementCommand =
 
 type SettlementEvent = OperationSettlementRequested | OperationSettledFromLedger;
 
-/** The ledger-side wallet operation of a transaction (a chain's hash comes as 0x…, the embedded ledger's id as bare hex). */
+/**
+ * The ledger-side wallet operation of a transaction (a chain's hash comes as 0x…, the embedded ledger's id as bare
+ * hex).
+ */
 export const walletOperationIDOf = (blockchainID: string) => `wo_${blockchainID.replace(/^0x/, '').slice(0, 32)}`;
 
 /** The legs the operation asked for: payer to payee, and the fee to the platform's fee wallet. */
@@ -83,12 +86,14 @@ function requireExecuted(operation: OperationRequested['data'], fate: LedgerFate
   if (fate.kind !== 'executed')
     throw new DomainError(
       'WRONG_STATE',
-      `the ledger has no transaction for operation ${operationID} (${fate.kind === 'voided' ? `voided at ${fate.voidedAt}` : 'none'}): no money moved, the failure stands`,
+      `the ledger has no transaction for operation ${operationID} ` +
+        `(${fate.kind === 'voided' ? `voided at ${fate.voidedAt}` : 'none'}): no money moved, the failure stands`,
     );
   if (!sameLegs(fate.tx.legs, operationLegs(operation))) {
     throw new DomainError(
       'WRONG_STATE',
-      `ledger transaction ${fate.tx.sequenceNumber} moves ${JSON.stringify(fate.tx.legs)}, not what operation ${operationID} asked for: settle it by hand`,
+      `ledger transaction ${fate.tx.sequenceNumber} moves ${JSON.stringify(fate.tx.legs)}, not what operation ` +
+        `${operationID} asked for: settle it by hand`,
     );
   }
   return fate.tx;
@@ -111,7 +116,8 @@ export const settlementDecider: Decider<SettlementCommand, SettlementState, Oper
         if (failed.requested)
           throw new DomainError(
             'WRONG_STATE',
-            `a settlement of operation ${operationID} is already waiting for approval (asked by ${failed.requested.requestedBy})`,
+            `a settlement of operation ${operationID} is already waiting for approval (asked by ` +
+              `${failed.requested.requestedBy})`,
           );
         const reason = requiredText('reason', command.data.reason, 500);
         const tx = requireExecuted(failed.operation, fate);
@@ -139,13 +145,15 @@ export const settlementDecider: Decider<SettlementCommand, SettlementState, Oper
         if (requested.requestedBy === by.userID)
           throw new DomainError(
             'SAME_USER',
-            `the settlement of operation ${operationID} was asked by this same user: another platform administrator approves it`,
+            `the settlement of operation ${operationID} was asked by this same user: another platform ` +
+              'administrator approves it',
           );
         const tx = requireExecuted(failed.operation, fate);
         if (tx.sequenceNumber !== requested.sequenceNumber || tx.blockchainID !== requested.blockchainID) {
           throw new DomainError(
             'WRONG_STATE',
-            `the ledger's transaction for operation ${operationID} (${tx.sequenceNumber}) is not the one the settlement asked about (${requested.sequenceNumber})`,
+            `the ledger's transaction for operation ${operationID} (${tx.sequenceNumber}) is not the one the ` +
+              `settlement asked about (${requested.sequenceNumber})`,
           );
         }
         return [
@@ -187,7 +195,10 @@ export interface SettlementDeps {
   assetScale: number;
 }
 
-/** Asks (RequestFailedSettlement) or approves (ApproveFailedSettlement): the ledger's fate is read first, then decided on. */
+/**
+ * Asks (RequestFailedSettlement) or approves (ApproveFailedSettlement): the ledger's fate is read first, then decided
+ * on.
+ */
 export async function settleFailed(
   deps: SettlementDeps,
   command: { type: SettlementCommand['type']; operationID: string; by: SettlingUser; reason?: string },

@@ -73,7 +73,10 @@ export interface OperationDeps {
   dayClock?: () => Date;
   /** Creates for one payer (and one key's volume) are decided one at a time in this process, committed together. */
   serialize: { mutex: KeyedMutex; inFlight: InFlightStates };
-  /** A create is answered within this many ms (CREATE_DEADLINE_MS), else 503 (src/commands/pipeline.ts). Unset: unbounded. */
+  /**
+   * A create is answered within this many ms (CREATE_DEADLINE_MS), else 503 (src/commands/pipeline.ts). Unset:
+   * unbounded.
+   */
   deadlineMs?: number;
   /** Told each time a create is decided again after a conflict with another writer (metrics). */
   onConflictRetry?: () => void;
@@ -175,7 +178,8 @@ export async function createOperation(
   const now = deps.clock();
   const createdAt = now.toISOString();
   const idempotencyStream = idempotency ? streams.idempotency(key.keyID, sha256(idempotency.key)) : null;
-  // One deadline for the whole create: the look-ups before the decision (a locked table holds them too) and the decision.
+  // One deadline for the whole create: the look-ups before the decision (a locked table holds them too) and the
+  // decision.
   const deadline = deadlineOf(deps);
 
   // A repeat is answered before anything is looked up again: its answer must not depend on what changed since.

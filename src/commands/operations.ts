@@ -27,7 +27,9 @@ export type OperationState =
   | {
       status: OperationStatus;
       operation: OperationRequested['data'];
-      /** The user who requested it through a channel without a key (`user:<id>` actor); null for key-created operations. */
+      /**
+       * The user who requested it through a channel without a key (`user:<id>` actor); null for key-created operations.
+       */
       requestedBy: string | null;
       decidedBy: string | null;
       sequenceNumber: number | null;
@@ -126,7 +128,10 @@ export type OperationDecision =
    * that created it ended with its holder's departure; else does nothing.
    */
   | { type: 'RejectOperationOfRevokedKey'; data: { operationID: string; now: string } }
-  /** The key-revocation consumer's sweep: rejects the operation if it is pending and its key (not revoked) expired by `now`, else does nothing. */
+  /**
+   * The key-revocation consumer's sweep: rejects the operation if it is pending and its key (not revoked) expired by
+   * `now`, else does nothing.
+   */
   | { type: 'RejectOperationOfExpiredKey'; data: { operationID: string; now: string } };
 
 /**
@@ -251,7 +256,8 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   if (key?.status === 'revoked') {
     throw new DomainError(
       'WRONG_STATE',
-      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so the operation is being rejected`,
+      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it has been revoked, so ` +
+        'the operation is being rejected',
     );
   }
   // Its holder left: nobody may vouch for what that secret made, as for a revoked key's operations.
@@ -265,12 +271,16 @@ function requireApprovable(states: OperationDecisionStates, by: ActingUser, oper
   if (key && effectiveStatus(key, now) === 'expired') {
     throw new DomainError(
       'KEY_EXPIRED',
-      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ${key.expiresAt}, so the operation is being rejected`,
+      `cannot approve operation ${operationID}: the API key ${key.keyID} that created it expired at ` +
+        `${key.expiresAt}, so the operation is being rejected`,
     );
   }
 }
 
-/** The consumer's rejection: what it was, pure; nothing to write unless the operation is pending and `applies` to its key. */
+/**
+ * The consumer's rejection: what it was, pure; nothing to write unless the operation is pending and `applies` to its
+ * key.
+ */
 function rejectForKey(
   states: OperationDecisionStates,
   operationID: string,

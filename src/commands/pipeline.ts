@@ -20,7 +20,10 @@ export interface CommandContext {
   actor: string;
   correlationId: string;
   causationId?: string;
-  /** The W3C trace context of the step (src/ports/tracing.ts): only a checked value, carried into every event's metadata. */
+  /**
+   * The W3C trace context of the step (src/ports/tracing.ts): only a checked value, carried into every event's
+   * metadata.
+   */
   traceparent?: string;
 }
 
@@ -209,7 +212,10 @@ export interface RunDecisionOptions<States extends Record<string, unknown>, Resu
   context: CommandContext;
   /** A conflict that deciding again cannot mend (a claim already taken): the error to throw, or undefined to retry. */
   finalConflict?: (conflict: WrongExpectedVersionError) => Error | undefined;
-  /** At most this many attempts (the executor's outcome takes one: a conflict there is someone else's move). Default: until the deadline. */
+  /**
+   * At most this many attempts (the executor's outcome takes one: a conflict there is someone else's move). Default:
+   * until the deadline.
+   */
   maxAttempts?: number;
   /** Conflicts are decided again until this long (ms, on this process's monotonic clock) has passed. Default 10 s. */
   conflictDeadlineMs?: number;
@@ -222,9 +228,14 @@ export interface RunDecisionOptions<States extends Record<string, unknown>, Resu
   onConflictRetry?: (conflict: WrongExpectedVersionError) => void;
 }
 
-/** How long conflicts are decided again by default: far beyond what ordinary contention needs, below a client's timeout. */
+/**
+ * How long conflicts are decided again by default: far beyond what ordinary contention needs, below a client's timeout.
+ */
 export const CONFLICT_DEADLINE_MS = 10_000;
-/** The pause before deciding again after a conflict: from 1 ms, doubling to 100 ms, half of it random (src/shared/backoff.ts). */
+/**
+ * The pause before deciding again after a conflict: from 1 ms, doubling to 100 ms, half of it random
+ * (src/shared/backoff.ts).
+ */
 const CONFLICT_PAUSE = { firstMs: 1, maxMs: 100 };
 
 /** The deadline (performance.now() ms) of a command that starts now, or undefined without deps.deadlineMs. */
@@ -347,12 +358,13 @@ export async function runDecisionCommitted<States extends Record<string, unknown
 /**
  * One attempt: read (or build on in-flight states), decide, and start the append without waiting for it.
  *
- * `fromCache` (the first attempt; told which streams it took): a stream whose state is cached is not read first: the decision takes the cached state, and the
- * append's expected revision (the cached one) is what proves it current, as it proves any read state current at
- * commit; a stream that moved meanwhile (another process wrote it) fails the append and the decision is taken
- * again from fresh reads. One round trip less per command where this process is the stream's only writer. A
- * cached stream the decision does not write at its read revision (a refusal, a stream only looked at) proves
- * nothing at commit: it is read before the outcome counts, and a moved one means deciding again from fresh reads.
+ * `fromCache` (the first attempt; told which streams it took): a stream whose state is cached is not read first: the
+ * decision takes the cached state, and the append's expected revision (the cached one) is what proves it current, as it
+ * proves any read state current at commit; a stream that moved meanwhile (another process wrote it) fails the append
+ * and the decision is taken again from fresh reads. One round trip less per command where this process is the stream's
+ * only writer. A cached stream the decision does not write at its read revision (a refusal, a stream only looked at)
+ * proves nothing at commit: it is read before the outcome counts, and a moved one means deciding again from fresh
+ * reads.
  */
 async function decideAndAppend<States extends Record<string, unknown>, Result>(
   deps: CommandPipelineDeps,

@@ -57,7 +57,9 @@ export function snapshotRevision(lastRevision: number, appended: number, every =
   return target >= lastRevision - appended + 1 && target >= 0 ? target : null;
 }
 
-/** Writes the snapshot of `stream` at `revision`, folded from the newest snapshot before it; nothing if one is as new. */
+/**
+ * Writes the snapshot of `stream` at `revision`, folded from the newest snapshot before it; nothing if one is as new.
+ */
 export async function writeSnapshot<State>(
   store: EventStore,
   stream: string,

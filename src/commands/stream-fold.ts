@@ -41,7 +41,8 @@ export async function foldStream<State>(
     const maxCount = Math.min(LOAD_PAGE, upTo - revision);
     const page = await store.readStream(stream, { fromRevision: revision + 1, maxCount });
     for (const recorded of page) {
-      // Metadata too: a state may need to know who caused an event (an operation's requester, for segregation of duties).
+      // Metadata too: a state may need to know who caused an event (an operation's requester, for segregation of
+      // duties).
       state = evolve(state, { type: recorded.type, data: recorded.data, metadata: recorded.metadata });
       revision = recorded.revision;
     }

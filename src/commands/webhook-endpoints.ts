@@ -98,7 +98,9 @@ const previousSigns = (endpoint: ExistingEndpoint, now: string): boolean =>
     now,
   ).length > 1;
 
-/** Who has seen the endpoint's signing secrets, and whether the previous one still signs (src/domain/segregation.ts). */
+/**
+ * Who has seen the endpoint's signing secrets, and whether the previous one still signs (src/domain/segregation.ts).
+ */
 export function endpointKeepers(endpoint: ExistingEndpoint, now: string): SecretKeepers {
   return {
     originalRequester: endpoint.requestedBy,
@@ -128,7 +130,10 @@ export function endpointSigning(
   };
 }
 
-/** The sealed secrets a delivery at `now` is signed with, and how: the current one, and the previous one during an overlap. */
+/**
+ * The sealed secrets a delivery at `now` is signed with, and how: the current one, and the previous one during an
+ * overlap.
+ */
 export function signingSecrets(
   endpoint: Parameters<typeof endpointSigning>[0],
   now: string,
@@ -222,7 +227,8 @@ function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): W
           ];
         return [];
       }
-      // As an API key's (api-keys.ts): the previous secret they hold stops signing, their pending rotation is withdrawn.
+      // As an API key's (api-keys.ts): the previous secret they hold stops signing, their pending rotation is
+      // withdrawn.
       const events: WebhookEndpointEvent[] = [];
       if (holdsPreviousSigningSecret(state, userID, now)) {
         events.push({

@@ -81,7 +81,9 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
     const requester = directory.email(request.requestedBy);
     await redirectWith(services, res, '/console/admin/access?tab=decided', {
       kind: 'ok',
-      text: `${what} Its temporary password is in two halves: yours is shown now, the other to ${requester}. Each of you gives your half to ${change.email}.`,
+      text:
+        `${what} Its temporary password is in two halves: yours is shown now, the other to ${requester}. Each of ` +
+        `you gives your half to ${change.email}.`,
     });
   });
 
@@ -99,7 +101,9 @@ export function accessRoutes(router: Router, services: ConsoleServices, director
     const withdrawn = request.requestedBy === viewer(res).user.userID;
     await redirectWith(services, res, '/console/admin/access?tab=decided', {
       kind: 'ok',
-      text: `Request ${request.requestID} ${withdrawn ? 'withdrawn' : 'rejected'}: ${describeChange(directory, request.change)} will not happen.`,
+      text:
+        `Request ${request.requestID} ${withdrawn ? 'withdrawn' : 'rejected'}: ` +
+        `${describeChange(directory, request.change)} will not happen.`,
     });
   });
 }

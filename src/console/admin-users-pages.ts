@@ -13,7 +13,9 @@ const ROLE_TEXT: Record<UserRole, string> = { maker: 'maker', checker: 'checker'
 export const partyTitle = (party: PartySummary) => `${party.name} (${party.type} ${party.shortCode})`;
 
 export function statusBadges(user: PublicUser): Html {
-  return html`<span class="badge badge-${user.status === 'active' ? 'active' : 'revoked'}">${user.status === 'active' ? 'Active' : 'Disabled'}</span>${user.mustChangePassword ? html` <span class="badge badge-pending">Temporary password</span>` : ''}`;
+  return html`<span class="badge badge-${user.status === 'active' ? 'active' : 'revoked'}">${
+    user.status === 'active' ? 'Active' : 'Disabled'
+  }</span>${user.mustChangePassword ? html` <span class="badge badge-pending">Temporary password</span>` : ''}`;
 }
 
 const rolesText = (user: PublicUser) =>
@@ -30,14 +32,19 @@ function lifecycleLinks(user: PublicUser): Html {
           ...(user.platformAdmin ? [] : [['actions', 'Roles…'] as [string, string]]),
         ]
       : [['enable-title', 'Request enabling…']];
-  return html`<ul class="plain links">${links.map(([anchor, text]) => html`<li><a href="${base}#${anchor}">${text}<span class="visually-hidden"> ${user.email}</span></a></li>`)}</ul>`;
+  return html`<ul class="plain links">
+    ${links.map(
+      ([anchor, text]) =>
+        html`<li><a href="${base}#${anchor}">${text}<span class="visually-hidden"> ${user.email}</span></a></li>`,
+    )}</ul>`;
 }
 
 function usersTable(caption: string, users: PublicUser[]): Html {
   if (users.length === 0) return html`<p class="empty">No user yet.</p>`;
   return html`<table>
     <caption class="visually-hidden">${caption}</caption>
-    <thead><tr><th scope="col">User</th><th scope="col">Roles</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
+    <thead><tr><th scope="col">User</th><th scope="col">Roles</th><th scope="col">Status</th>
+    <th scope="col">Actions</th></tr></thead>
     <tbody>${users.map(
       (user) => html`<tr data-user-id="${user.userID}">
       <th scope="row"><a href="/console/admin/users/${seg(user.userID)}">${user.email}</a></th>
@@ -55,16 +62,37 @@ export function usersPage(view: {
   query: string;
   onlyParty: string | null;
 }): Html {
-  return html`<div class="page-head"><h1>Users</h1><a class="button" href="/console/admin#user-title">Request a user</a></div>
-    <p>Disabling a user or removing one of their roles takes effect at once. Adding a user or a role, enabling a user and
+  return html`<div class="page-head"><h1>Users</h1><a class="button" href="/console/admin#user-title">Request a user</a>
+    </div>
+    <p>Disabling a user or removing one of their roles takes effect at once. Adding a user or a role, enabling a user
+    and
       resetting a password are requests that another administrator approves. Open a user for what you may do.</p>
-    ${view.onlyParty ? '' : searchForm('/console/admin/users', 'Find a user', 'Part of an email, a party’s name or its short code.', view.query)}
+    ${
+      view.onlyParty
+        ? ''
+        : searchForm(
+            '/console/admin/users',
+            'Find a user',
+            'Part of an email, a party’s name or its short code.',
+            view.query,
+          )
+    }
     ${view.filtered ? html`<p><a href="/console/admin/users">All parties</a></p>` : ''}
-    ${view.administrators ? html`<section aria-labelledby="admins-title"><h2 id="admins-title">Platform administrators</h2>${usersTable('Platform administrators', view.administrators)}</section>` : ''}
-    ${view.parties.length === 0 ? html`<p class="empty">${view.query ? 'No party or user matches.' : 'No party.'}</p>` : ''}
+    ${
+      view.administrators
+        ? html`<section aria-labelledby="admins-title"><h2 id="admins-title">Platform administrators</h2>
+          ${usersTable('Platform administrators', view.administrators)}</section>`
+        : ''
+    }
+    ${
+      view.parties.length === 0
+        ? html`<p class="empty">${view.query ? 'No party or user matches.' : 'No party.'}</p>`
+        : ''
+    }
     ${view.parties.map(
       (party) => html`<section aria-labelledby="party-${party.type}-${party.id}" data-party="${party.type}:${party.id}">
-      <h2 id="party-${party.type}-${party.id}">${partyTitle(party)} <a class="small" href="/console/admin/users?party=${party.type}:${seg(party.id)}">only this party</a></h2>
+      <h2 id="party-${party.type}-${party.id}">${partyTitle(party)} <a class="small"
+        href="/console/admin/users?party=${party.type}:${seg(party.id)}">only this party</a></h2>
       ${usersTable(`Users of ${party.name}`, party.users)}</section>`,
     )}`;
 }
@@ -75,7 +103,10 @@ export interface UserView {
   self: boolean;
   pending: AccessRequestRecord[];
   session: SessionDoc;
-  /** The keys and webhook endpoints whose secret this user holds (current or previous), or asked to rotate: a departure ends that. */
+  /**
+   * The keys and webhook endpoints whose secret this user holds (current or previous), or asked to rotate: a departure
+   * ends that.
+   */
   credentials: LiveCredential[];
   /** A refusal of a form on this page, shown beside it. */
   error?: { form: string; message: string };
@@ -84,7 +115,8 @@ export interface UserView {
 const ENDS: Record<LiveCredential['ends'][number], string> = {
   credential: 'stops working: only they hold its secret',
   'previous-secret':
-    'its previous secret, which they still hold during a rotation’s overlap, stops working; the current one, another maker’s, keeps working',
+    'its previous secret, which they still hold during a rotation’s overlap, stops working; the current one, ' +
+    'another maker’s, keeps working',
   'rotation-request': 'the rotation they asked for is withdrawn',
 };
 
@@ -94,10 +126,13 @@ function departureList(view: UserView): Html {
   return html`<div class="notice warning" data-departure><p>Every secret ${view.user.email} knows ends at once:</p>
     <ul>${view.credentials.map(
       (c) => html`<li data-credential="${c.id}" data-ends="${c.ends.join(' ')}">
-      ${c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'} <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status}):
+      ${
+        c.kind === 'api-key' ? 'API key' : 'Webhook endpoint'
+      } <strong>${c.label}</strong> (<code>${c.id}</code>, ${c.status}):
       ${c.ends.map((end) => ENDS[end]).join('; ')}</li>`,
     )}</ul>
-    <p>To keep an integration running, another maker of the party rotates its secret first (a checker approves): the new secret is theirs.</p></div>`;
+    <p>To keep an integration running, another maker of the party rotates its secret first (a checker approves):
+    the new secret is theirs.</p></div>`;
 }
 
 function reasonInput(view: UserView, form: string, label: string, required: boolean): Html {
@@ -105,7 +140,9 @@ function reasonInput(view: UserView, form: string, label: string, required: bool
   const error = view.error?.form === form ? view.error.message : undefined;
   return html`<div class="field${error ? ' invalid' : ''}"><label for="${id}">${label}</label>
     ${error ? html`<p class="field-error" id="${id}-error">${error}</p>` : ''}
-    <input id="${id}" name="reason" maxlength="500"${required ? html` required` : ''}${error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}></div>`;
+    <input id="${id}" name="reason" maxlength="500"${required ? html` required` : ''}${
+      error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''
+    }></div>`;
 }
 
 function actionCard(
@@ -119,9 +156,19 @@ function actionCard(
 ): Html {
   return html`<section class="card" aria-labelledby="${form}-title"><h2 id="${form}-title">${title}</h2>
     <p class="hint">${text}</p>
-    <form method="post" action="/console/admin/users/${seg(view.user.userID)}/${action}" class="stack">${csrfField(view.session)}
+    <form method="post" action="/console/admin/users/${seg(view.user.userID)}/${action}" class="stack">
+    ${csrfField(view.session)}
       ${options.role ? html`<input type="hidden" name="role" value="${options.role}">` : ''}
-      ${options.reason ? reasonInput(view, form, options.reason === 'required' ? 'Reason' : 'Reason (optional)', options.reason === 'required') : ''}
+      ${
+        options.reason
+          ? reasonInput(
+              view,
+              form,
+              options.reason === 'required' ? 'Reason' : 'Reason (optional)',
+              options.reason === 'required',
+            )
+          : ''
+      }
       ${button}</form></section>`;
 }
 
@@ -129,7 +176,8 @@ function actions(view: UserView): Html[] {
   const { user } = view;
   if (view.self)
     return [
-      html`<p class="hint">This is you: change your own password on the <a href="/console/password">Password</a> page. Another administrator manages your access.</p>`,
+      html`<p class="hint">This is you: change your own password on the <a href="/console/password">Password</a> page.
+        Another administrator manages your access.</p>`,
     ];
   const cards: Html[] = [];
   if (user.status === 'active') {
@@ -139,7 +187,8 @@ function actions(view: UserView): Html[] {
         'disable',
         'Disable',
         'disable',
-        'At once: their console sessions end and they cannot log in, and the API keys and webhook endpoints whose secret only they hold stop working. Enabling them again needs another administrator’s approval.',
+        'At once: their console sessions end and they cannot log in, and the API keys and webhook endpoints ' +
+          'whose secret only they hold stop working. Enabling them again needs another administrator’s approval.',
         html`${departureList(view)}<button type="submit" class="danger">Disable user</button>`,
         { reason: 'required' },
       ),
@@ -167,9 +216,11 @@ function actions(view: UserView): Html[] {
             `Remove the ${role} role`,
             'roles/remove',
             role === 'maker'
-              ? 'At once, with the API keys and webhook endpoints whose secret only they hold. A user keeps at least one role: to remove the last one, disable the user.'
+              ? 'At once, with the API keys and webhook endpoints whose secret only they hold. A user keeps at ' +
+                  'least one role: to remove the last one, disable the user.'
               : 'At once. A user keeps at least one role: to remove the last one, disable the user.',
-            html`${role === 'maker' ? departureList(view) : ''}<button type="submit" class="danger">Remove ${role} role</button>`,
+            html`${role === 'maker' ? departureList(view) : ''}<button type="submit"
+                class="danger">Remove ${role} role</button>`,
             { role },
           ),
         );
@@ -195,7 +246,9 @@ function actions(view: UserView): Html[] {
         'reset',
         'Reset the password',
         'reset-password',
-        'Requests a reset. On approval the temporary password is made in two halves: you see the first, the approving administrator the second, and each of you gives yours to the user, who must change it at their next login. Their sessions end.',
+        'Requests a reset. On approval the temporary password is made in two halves: you see the first, the ' +
+          'approving administrator the second, and each of you gives yours to the user, who must change it at ' +
+          'their next login. Their sessions end.',
         html`<button type="submit">Request password reset</button>`,
         { reason: 'optional' },
       ),
@@ -209,7 +262,8 @@ export function userPage(view: UserView, describe: (request: AccessRequestRecord
   return html`<h1>${user.email}</h1>
     ${view.error ? html`<p class="notice error" role="alert">${view.error.message}</p>` : ''}
     <dl class="summary">
-      <dt>Belongs to</dt><dd>${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
+      <dt>Belongs to</dt>
+      <dd>${view.party ? partyTitle(view.party) : user.platformAdmin ? 'the platform (administrator)' : user.party}</dd>
       <dt>Roles</dt><dd>${rolesText(user)}</dd>
       <dt>Status</dt><dd>${statusBadges(user)}</dd>
       <dt>User id</dt><dd><code>${user.userID}</code></dd>
@@ -217,7 +271,11 @@ export function userPage(view: UserView, describe: (request: AccessRequestRecord
     ${
       view.pending.length
         ? html`<section aria-labelledby="pending-title"><h2 id="pending-title">Waiting for approval</h2>
-      <ul>${view.pending.map((request) => html`<li>${describe(request)} <a href="/console/admin/access#${request.requestID}">${request.requestID}</a></li>`)}</ul></section>`
+      <ul>${view.pending.map(
+        (request) =>
+          html`<li>${describe(request)} <a href="/console/admin/access#${request.requestID}">${request.requestID}</a>
+            </li>`,
+      )}</ul></section>`
         : ''
     }
     <div class="cards align-start" id="actions">${actions(view)}</div>

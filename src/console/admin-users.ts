@@ -36,7 +36,8 @@ function parsePartyFilter(value: unknown): PartyRef | undefined {
 
 /** What a departure ended, in the flash. */
 const endedOne = (c: LiveCredential) =>
-  `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} (${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`;
+  `${c.kind === 'api-key' ? 'API key' : 'webhook endpoint'} ${c.label} ` +
+  `(${c.id}${c.ends.includes('credential') ? '' : `: ${c.ends.join(', ').replaceAll('-', ' ')}`})`;
 const endedText = (ended: LiveCredential[]) =>
   ended.length === 0 ? '' : ` Ended with it, every secret they knew: ${ended.map(endedOne).join(', ')}.`;
 
@@ -186,7 +187,9 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
       await settled(userReads.written(filed.position));
       await redirectWith(services, res, '/console/admin/access', {
         kind: 'ok',
-        text: `Requested (${filed.requestID}): ${describeChange(directory, filed.change)}. Another administrator must approve it.`,
+        text:
+          `Requested (${filed.requestID}): ${describeChange(directory, filed.change)}. Another administrator ` +
+          'must approve it.',
       });
     });
   request('enable', 'enable', (userID) => ({ kind: 'enable-user', userID }));

@@ -42,7 +42,10 @@ function input(
     <label for="${id}">${label}</label>
     ${options.hint ? html`<p class="hint" id="${id}-hint">${options.hint}</p>` : ''}
     ${error ? html`<p class="field-error" id="${id}-error">${error}</p>` : ''}
-    <input id="${id}" name="${name}" type="${options.type ?? 'text'}" value="${value}" autocomplete="${options.autocomplete ?? 'off'}"${describedBy ? html` aria-describedby="${describedBy}"` : ''}${error ? html` aria-invalid="true"` : ''}>
+    <input id="${id}" name="${name}" type="${options.type ?? 'text'}" value="${value}"
+      autocomplete="${options.autocomplete ?? 'off'}"${
+        describedBy ? html` aria-describedby="${describedBy}"` : ''
+      }${error ? html` aria-invalid="true"` : ''}>
   </div>`;
 }
 
@@ -54,7 +57,10 @@ function partyTypeSelect(state: FormState | null, form: FormName, withAdmin: boo
     ...(withAdmin ? [['platform', 'Platform administrator (no party)'] as [string, string]] : []),
   ];
   return html`<div class="field"><label for="${form}-partyType">${withAdmin ? 'Belongs to' : 'Type'}</label>
-    <select id="${form}-partyType" name="partyType">${options.map(([value, label]) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${label}</option>`)}</select></div>`;
+    <select id="${form}-partyType" name="partyType">
+    ${options.map(
+      ([value, label]) => html`<option value="${value}"${value === chosen ? html` selected` : ''}>${label}</option>`,
+    )}</select></div>`;
 }
 
 function adminPage(session: SessionDoc, state: FormState | null): Html {
@@ -68,24 +74,42 @@ function adminPage(session: SessionDoc, state: FormState | null): Html {
       <form method="post" action="/console/admin/parties" class="stack">${csrfField(session)}
         ${partyTypeSelect(state, 'party', false)}
         ${input(state, 'party', 'name', 'Name')}
-        ${input(state, 'party', 'shortCode', 'Short code', { hint: '1 to 9 digits, not starting with 0; unique per type.' })}
+        ${input(state, 'party', 'shortCode', 'Short code', {
+          hint: '1 to 9 digits, not starting with 0; unique per type.',
+        })}
         <button type="submit">Onboard</button></form></section>
     <section class="card" aria-labelledby="individual-title"><h2 id="individual-title">Register an individual</h2>
       <form method="post" action="/console/admin/individuals" class="stack">${csrfField(session)}
-        ${input(state, 'individual', 'phone', 'Phone', { type: 'tel', hint: 'International format, e.g. +234 812 345 6781.' })}
+        ${input(state, 'individual', 'phone', 'Phone', {
+          type: 'tel',
+          hint: 'International format, e.g. +234 812 345 6781.',
+        })}
         ${input(state, 'individual', 'name', 'Name')}
         <button type="submit">Register</button></form></section>
     <section class="card" aria-labelledby="user-title"><h2 id="user-title">Request a console user</h2>
-      <p class="hint">Another administrator approves the request; the approval shows them a one-time temporary password to hand to the user, who chooses their own at the first login.</p>
+      <p class="hint">Another administrator approves the request; the approval shows them a one-time temporary password
+      to hand to the user, who chooses their own at the first login.</p>
       <form method="post" action="/console/admin/users" class="stack">${csrfField(session)}
         ${partyTypeSelect(state, 'user', true)}
-        ${input(state, 'user', 'shortCode', 'Party short code', { hint: 'The distributor’s or merchant’s short code; empty for an administrator.' })}
+        ${input(state, 'user', 'shortCode', 'Party short code', {
+          hint: 'The distributor’s or merchant’s short code; empty for an administrator.',
+        })}
         ${input(state, 'user', 'email', 'Email', { type: 'email' })}
         <fieldset class="field${rolesError ? ' invalid' : ''}"><legend>Roles</legend>
           ${rolesError ? html`<p class="field-error" id="user-roles-error">${rolesError}</p>` : ''}
-          ${(['maker', 'checker'] as const).map((role) => html`<div class="check"><input type="checkbox" id="user-role-${role}" name="roles" value="${role}"${roles.includes(role) ? html` checked` : ''}><label for="user-role-${role}">${role === 'maker' ? 'Maker — requests keys and revocations' : 'Checker — approves keys and operations'}</label></div>`)}
+          ${(['maker', 'checker'] as const).map(
+            (role) =>
+              html`<div class="check"><input type="checkbox" id="user-role-${role}" name="roles"
+                  value="${role}"${roles.includes(role) ? html` checked` : ''}><label for="user-role-${role}">${
+                    role === 'maker'
+                      ? 'Maker — requests keys and revocations'
+                      : 'Checker — approves keys and operations'
+                  }</label></div>`,
+          )}
         </fieldset>
-        ${input(state, 'user', 'reason', 'Reason (optional)', { hint: 'For the approving administrator, e.g. “new cashier at branch 3”.' })}
+        ${input(state, 'user', 'reason', 'Reason (optional)', {
+          hint: 'For the approving administrator, e.g. “new cashier at branch 3”.',
+        })}
         <button type="submit">Request user</button></form></section>
     </div>`;
 }
@@ -147,7 +171,10 @@ export function adminRoutes(router: Router, services: ConsoleServices): void {
       { partyType, name: field(req, 'name'), shortCode: field(req, 'shortCode')?.trim() },
       commandContext(res),
     );
-    return `${partyType === 'distributor' ? 'Distributor' : 'Merchant'} “${(field(req, 'name') ?? '').trim()}” onboarded with short code ${field(req, 'shortCode')?.trim()} (id ${partyID}).`;
+    return (
+      `${partyType === 'distributor' ? 'Distributor' : 'Merchant'} “${(field(req, 'name') ?? '').trim()}” ` +
+      `onboarded with short code ${field(req, 'shortCode')?.trim()} (id ${partyID}).`
+    );
   });
 
   handle('/admin/individuals', 'individual', ['phone', 'name'], async (req, res) => {

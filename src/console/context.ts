@@ -40,7 +40,10 @@ export interface ConsoleDeps {
   throttle?: Partial<ThrottleLimits>;
   /** The 32-byte key that encrypts approved keys' secrets while they wait for their maker in the read store. */
   secretsKey: Buffer;
-  /** The credential vault shared with the rest of the process (default: one of the console's own on readStore and secretsKey). */
+  /**
+   * The credential vault shared with the rest of the process (default: one of the console's own on readStore and
+   * secretsKey).
+   */
   credentials?: HeldCredentials;
   /** How long an approved key's secret waits for its maker (default 24 h). */
   secretTtlMs?: number;
@@ -50,7 +53,9 @@ export interface ConsoleDeps {
   secretRotationOverlapHours?: number;
   /** WEBHOOK_ALLOW_INSECURE_LOCALHOST: a webhook endpoint may be http:// to the loopback host (default false). */
   webhookAllowInsecureLocalhost?: boolean;
-  /** CONSOLE_CONFIRM_ABOVE: approving an operation of a larger amount asks once more (a decimal string; absent: never). */
+  /**
+   * CONSOLE_CONFIRM_ABOVE: approving an operation of a larger amount asks once more (a decimal string; absent: never).
+   */
   confirmAbove?: string | null;
   /** ASSET_CODE: the currency named beside every amount (default NGN). */
   assetCode?: string;
@@ -131,7 +136,10 @@ export function requireAdmin(res: Response): void {
   if (!viewer(res).user.platformAdmin) throw new ConsoleError(403, 'This needs a platform administrator.');
 }
 
-/** The request id as the command's correlation id: events and the request log line share it; and its trace context, if it sent one. */
+/**
+ * The request id as the command's correlation id: events and the request log line share it; and its trace context, if
+ * it sent one.
+ */
 export function commandContext(res: Response): CommandContext {
   return withTraceparent(
     userContext(viewer(res).user, String(res.getHeader('X-Request-Id') ?? '')),

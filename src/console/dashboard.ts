@@ -20,9 +20,11 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
         section: 'dashboard',
         body: html`<h1>Platform administration</h1>
           <p>You are a platform administrator: you belong to no party, so you see no keys, balances or operations.</p>
-          <p>You onboard parties and manage console users. Every change that grants or widens someone’s access takes effect
+          <p>You onboard parties and manage console users. Every change that grants or widens someone’s access takes
+          effect
             only when another administrator approves it.</p>
-          <p><a class="button" href="/console/admin">Onboard parties and request users</a> <a class="button secondary" href="/console/admin/users">Users</a>
+          <p><a class="button" href="/console/admin">Onboard parties and request users</a> <a class="button secondary"
+            href="/console/admin/users">Users</a>
             <a class="button secondary" href="/console/admin/access">Access requests</a></p>`,
       });
       return;
@@ -44,17 +46,32 @@ export function dashboardRoute(router: Router, services: ConsoleServices): void 
       title: 'Dashboard',
       section: 'dashboard',
       body: html`<h1>${info?.name ?? 'Your party'}</h1>
-        <p class="muted">${party.type === 'distributor' ? 'Distributor' : 'Merchant'} · short code ${info?.shortCode ?? ''} · id <code>${party.id}</code></p>
+        <p class="muted">${
+          party.type === 'distributor' ? 'Distributor' : 'Merchant'
+        } · short code ${info?.shortCode ?? ''} · id <code>${party.id}</code></p>
         <div class="cards">
           <section class="card" aria-labelledby="balance-title"><h2 id="balance-title">Balance</h2>
-            <p class="big" data-balance>${money(balance, services.deps.assetCode ?? 'NGN')}</p><p class="hint">Executed operations only; pending ones are not counted yet.</p></section>
+            <p class="big" data-balance>${money(balance, services.deps.assetCode ?? 'NGN')}</p>
+            <p class="hint">Executed operations only; pending ones are not counted yet.</p></section>
           <section class="card" aria-labelledby="ops-title"><h2 id="ops-title">Operations</h2>
-            <p class="big">${pendingOperations}</p><p>${checker ? 'waiting for your approval' : 'waiting for a checker'} · <a href="/console/operations">${checker ? 'Review' : 'View'}</a></p></section>
+            <p class="big">${pendingOperations}</p>
+            <p>${
+              checker ? 'waiting for your approval' : 'waiting for a checker'
+            } · <a href="/console/operations">${checker ? 'Review' : 'View'}</a></p></section>
           <section class="card" aria-labelledby="keys-title"><h2 id="keys-title">API keys</h2>
-            <p class="big">${activeKeys}</p><p>active · ${pendingKeys} request${pendingKeys === 1 ? '' : 's'} pending · <a href="/console/keys">Manage</a></p></section>
+            <p class="big">${activeKeys}</p>
+            <p>active · ${pendingKeys} request${
+              pendingKeys === 1 ? '' : 's'
+            } pending · <a href="/console/keys">Manage</a></p></section>
           <section class="card" aria-labelledby="webhooks-title"><h2 id="webhooks-title">Webhook endpoints</h2>
-            <p class="big">${activeEndpoints}</p><p>active · ${pendingEndpoints} awaiting approval · <a href="/console/webhooks">Manage</a></p>
-            ${failedEndpoints > 0 ? html`<p class="error-text" data-system-disabled>${failedEndpoints} disabled automatically after a day of failed deliveries</p>` : ''}</section>
+            <p class="big">${activeEndpoints}</p>
+            <p>active · ${pendingEndpoints} awaiting approval · <a href="/console/webhooks">Manage</a></p>
+            ${
+              failedEndpoints > 0
+                ? html`<p class="error-text"
+                    data-system-disabled>${failedEndpoints} disabled automatically after a day of failed deliveries</p>`
+                : ''
+            }</section>
         </div>`,
     });
   });

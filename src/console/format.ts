@@ -11,8 +11,12 @@ export function groupDigits(amount: string): string {
   return `${sign}${whole!.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}${fraction}`;
 }
 
-/** `<span class="amount">25,000.00 NGN</span>`, with the plain amount in data-amount for scripts and tests (CSS keeps it on one line in tables). */
+/**
+ * `<span class="amount">25,000.00 NGN</span>`, with the plain amount in data-amount for scripts and tests (CSS keeps it
+ * on one line in tables).
+ */
 export function money(amount: string | null | undefined, code: string): Html {
   if (amount === null || amount === undefined || amount === '') return html`<span class="muted">—</span>`;
-  return html`<span class="amount" data-amount="${amount}">${groupDigits(amount)} <span class="currency">${code}</span></span>`;
+  return html`<span class="amount"
+    data-amount="${amount}">${groupDigits(amount)} <span class="currency">${code}</span></span>`;
 }

@@ -16,7 +16,10 @@ export const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
 ].join('; ');
 
-/** One year. Sent only over HTTPS (a browser ignores it over HTTP); includeSubDomains is the operator's call, at the proxy. */
+/**
+ * One year. Sent only over HTTPS (a browser ignores it over HTTP); includeSubDomains is the operator's call, at the
+ * proxy.
+ */
 export const STRICT_TRANSPORT_SECURITY = 'max-age=31536000';
 
 export const securityHeaders: RequestHandler = (req, res, next) => {

@@ -260,7 +260,9 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     await settle({ position });
     await redirectWith(services, res, '/console/keys?tab=active', {
       kind: 'ok',
-      text: `Secret of “${key.label}” rotated. ${await emailOf(services, heldFor)} will see the new key once, on their next page in the console; the previous secret works until ${previousValidUntil}.`,
+      text:
+        `Secret of “${key.label}” rotated. ${await emailOf(services, heldFor)} will see the new key once, on ` +
+        `their next page in the console; the previous secret works until ${previousValidUntil}.`,
     });
   });
 

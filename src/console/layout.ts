@@ -37,7 +37,9 @@ export const csrfField = (session: SessionDoc): Html =>
 export const reasonField = (error?: string): Html => html`<div class="field${error ? ' invalid' : ''}">
         <label for="reason">Reason</label>
         ${error ? html`<p class="field-error" id="reason-error">${error}</p>` : ''}
-        <textarea id="reason" name="reason" rows="3" maxlength="500" required${error ? html` aria-invalid="true" aria-describedby="reason-error"` : ''}></textarea>
+        <textarea id="reason" name="reason" rows="3" maxlength="500" required${
+          error ? html` aria-invalid="true" aria-describedby="reason-error"` : ''
+        }></textarea>
       </div>`;
 
 /**
@@ -45,11 +47,15 @@ export const reasonField = (error?: string): Html => html`<div class="field${err
  * so that the page says the same with or without the script.
  */
 function waitingBadge(kind: keyof Waiting, count: number): Html {
-  return html` <span class="waiting" data-waiting="${kind}"${count === 0 ? html` hidden` : ''}><span data-count>${String(count)}</span><span class="visually-hidden"> waiting for you</span></span>`;
+  return html` <span class="waiting" data-waiting="${kind}"${
+    count === 0 ? html` hidden` : ''
+  }><span data-count>${String(count)}</span><span class="visually-hidden"> waiting for you</span></span>`;
 }
 
 function navLink(href: string, label: string, current: boolean, waiting?: [keyof Waiting, number]): Html {
-  return html`<li><a href="${href}"${current ? html` aria-current="page"` : ''}>${label}${waiting ? waitingBadge(...waiting) : ''}</a></li>`;
+  return html`<li>
+    <a href="${href}"${current ? html` aria-current="page"` : ''}>${label}${waiting ? waitingBadge(...waiting) : ''}</a>
+    </li>`;
 }
 
 function navigation(user: ActiveUser, section: Section, waiting: Waiting): Html {
@@ -106,9 +112,12 @@ function who(options: NonNullable<PageOptions['viewer']> & { section: Section })
     ? 'platform administrator'
     : (['maker', 'checker'] as const).filter((r) => user.roles.includes(r)).join(' and ');
   return html`<div class="who">
-      <span><span class="email">${user.email}</span> <span class="muted">· ${partyName ? html`${partyName} · ` : ''}${role}</span></span>
+      <span><span class="email">${user.email}</span> <span class="muted">· ${
+        partyName ? html`${partyName} · ` : ''
+      }${role}</span></span>
       <a href="/console/password"${options.section === 'password' ? html` aria-current="page"` : ''}>Password</a>
-      <form method="post" action="/console/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>
+      <form method="post" action="/console/logout">${csrfField(session)}<button type="submit"
+        class="link">Log out</button></form>
     </div>`;
 }
 
@@ -127,17 +136,23 @@ function secretText(secret: DeliveredSecret, id: string): { intro: Html; label: 
       return {
         intro: html`<h2 id="${id}-title">Webhook endpoint signing secret</h2>
           <p class="secret-for"><code>${secret.url}</code></p>
-          <p id="${id}-help">Deliveries to this endpoint are signed with this secret: your receiver checks each signature with it.
-            This is the only time it is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`,
+          <p id="${id}-help">Deliveries to this endpoint are signed with this secret: your receiver checks each
+          signature with it.
+            This is the only time it is shown. Copy it now and keep it somewhere safe: nobody can show it again, not
+            even an administrator.</p>`,
         label: 'Signing secret',
         value: secret.signingSecret,
       };
     case 'password-half':
       return {
         intro: html`<h2 id="${id}-title">Your half of the temporary password for ${secret.email}</h2>
-          <p id="${id}-help">Access request ${secret.requestID} made a temporary password in two halves, so that no administrator alone can log in as ${secret.email}.
-            This is the <strong>${secret.half}</strong> half; the other administrator of the request has the ${secret.half === 'first' ? 'second' : 'first'}.
-            Give yours to ${secret.email} yourself, by a channel other than the one that tells them their login email: they type the first half, a hyphen, then the second,
+          <p id="${id}-help">Access request ${secret.requestID} made a temporary password in two halves, so that no
+          administrator alone can log in as ${secret.email}.
+            This is the <strong>${secret.half}</strong> half; the other administrator of the request has the ${
+              secret.half === 'first' ? 'second' : 'first'
+            }.
+            Give yours to ${secret.email} yourself, by a channel other than the one that tells them their login email:
+            they type the first half, a hyphen, then the second,
             and must choose their own password at that login. This is the only time it is shown.</p>`,
         label: `Temporary password, ${secret.half} half`,
         value: secret.value,
@@ -145,7 +160,8 @@ function secretText(secret: DeliveredSecret, id: string): { intro: Html; label: 
     default:
       return {
         intro: html`<h2 id="${id}-title">API key “${secret.label}” is ready</h2>
-          <p id="${id}-help">This is the only time the key is shown. Copy it now and keep it somewhere safe: nobody can show it again, not even an administrator.</p>`,
+          <p id="${id}-help">This is the only time the key is shown. Copy it now and keep it somewhere safe: nobody can
+          show it again, not even an administrator.</p>`,
         label: 'API key',
         value: secret.apiKey,
       };
@@ -158,7 +174,8 @@ function secretDialog(secret: DeliveredSecret, index: number): Html {
   return html`<dialog class="secret" open data-modal aria-labelledby="${id}-title" aria-describedby="${id}-help">
       ${intro}
       <label for="${id}">${label}</label>
-      <input id="${id}" class="secret-value" type="text" readonly value="${value}" autocomplete="off" spellcheck="false" data-secret${secret.kind === 'password-half' ? html` data-password-half="${secret.half}"` : ''}>
+      <input id="${id}" class="secret-value" type="text" readonly value="${value}" autocomplete="off" spellcheck="false"
+        data-secret${secret.kind === 'password-half' ? html` data-password-half="${secret.half}"` : ''}>
       <div class="actions">
         <button type="button" data-copy="${id}" hidden>Copy to clipboard</button>
         <form method="dialog"><button type="submit" class="secondary">I have stored it</button></form>

@@ -50,7 +50,10 @@ export const DEFAULT_THROTTLE: ThrottleLimits = {
 /** The first wait past the account-wide threshold; each further attempt on the account doubles it. */
 const FIRST_DELAY_MS = 1000;
 
-/** What the throttle says of one attempt: refused unchecked (locked, or too early), or checked with so many attempts left after it. */
+/**
+ * What the throttle says of one attempt: refused unchecked (locked, or too early), or checked with so many attempts
+ * left after it.
+ */
 export type Admission =
   | { admitted: false; retryAfterSeconds: number; reason: 'locked' | 'delayed' }
   | { admitted: true; attemptsLeft: number; limitedBy: 'email' | 'address' };

@@ -64,14 +64,22 @@ export const loginLink = (next: string | null, ended: boolean): string => {
   return `/console/login${text ? `?${text}` : ''}`;
 };
 
+/** Shown in a <pre>, where a line break would show: two pieces, rendered as one line. */
+const FIRST_ADMINISTRATOR_COMMAND = [
+  html`npx wallet-ops user add --platform-admin --email you@example.com `,
+  html`--password 'a long passphrase'`,
+];
+
 /**
  * On a system without any administrator yet (a fresh install), how to begin: nobody can log in until an operator,
  * who holds the stores, adds the first administrator with the CLI; that administrator then onboards the rest.
  */
 const FIRST_ADMINISTRATOR = html`<div class="notice" role="note" id="first-admin">
-    <p><strong>No administrator exists yet.</strong> An operator with access to this system's stores creates the first one with the CLI,
+    <p>
+    <strong>No administrator exists yet.</strong> An operator with access to this system's stores creates the first one
+    with the CLI,
     with the same <code>DATA_DIR</code> (or <code>POSTGRES_URL</code> and <code>SECRETS_KEY</code>) as the server:</p>
-    <pre><code>npx wallet-ops user add --platform-admin --email you@example.com --password 'a long passphrase'</code></pre>
+    <pre><code>${FIRST_ADMINISTRATOR_COMMAND}</code></pre>
     <p>then logs in here with it. That administrator onboards the parties and adds their users (docs/console.md).</p>
   </div>`;
 
@@ -90,11 +98,15 @@ function loginForm(
       ${options.next ? html`<input type="hidden" name="next" value="${options.next}">` : ''}
       <div class="field">
         <label for="email">Email</label>
-        <input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${options.email ?? ''}"${error ? html` aria-describedby="login-error"` : ''}${options.email ? '' : html` autofocus`}>
+        <input id="email" name="email" type="email" autocomplete="username" required maxlength="254"
+          value="${options.email ?? ''}"${
+            error ? html` aria-describedby="login-error"` : ''
+          }${options.email ? '' : html` autofocus`}>
       </div>
       <div class="field">
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${options.email ? html` autofocus` : ''}>
+        <input id="password" name="password" type="password" autocomplete="current-password" required
+          maxlength="1024"${options.email ? html` autofocus` : ''}>
       </div>
       <button type="submit">Log in</button>
     </form>
@@ -166,7 +178,8 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
       const error =
         admission.reason === 'locked'
           ? `Too many failed attempts. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`
-          : `Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ${duration(admission.retryAfterSeconds * 1000).noun}.`;
+          : 'Logins for this email are slowed down after many failed attempts from elsewhere. Try again in ' +
+            `${duration(admission.retryAfterSeconds * 1000).noun}.`;
       return showLogin(services, req, res, 429, { email, next, error });
     }
     let user: ActiveUser | null;
@@ -208,7 +221,10 @@ export function loginRoutes(router: Router, services: ConsoleServices): void {
 function attemptsLeft(admission: { attemptsLeft: number; limitedBy: 'email' | 'address' }, lockoutMs: number): string {
   const lockout = duration(lockoutMs);
   if (admission.attemptsLeft > 0)
-    return `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ${lockout.adjective} lockout.`;
+    return (
+      `${admission.attemptsLeft} attempt${admission.attemptsLeft === 1 ? '' : 's'} left before a ` +
+      `${lockout.adjective} lockout.`
+    );
   const which = admission.limitedBy === 'email' ? 'for this email from this address' : 'from this address';
   return `No attempts left: logins ${which} are locked for ${lockout.noun}.`;
 }
@@ -224,7 +240,9 @@ function duration(ms: number): { noun: string; adjective: string } {
   return { noun: `${count} ${unit}${count === 1 ? '' : 's'}`, adjective: `${count}-${unit}` };
 }
 
-/** Admits a request with a live session; refuses a state-changing one without the same origin and the session's token. */
+/**
+ * Admits a request with a live session; refuses a state-changing one without the same origin and the session's token.
+ */
 export function requireSession(services: ConsoleServices): RequestHandler {
   return async (req, res, next) => {
     const token = readCookie(req, SESSION_COOKIE);
@@ -236,7 +254,8 @@ export function requireSession(services: ConsoleServices): RequestHandler {
       if (req.method === 'GET' || req.method === 'HEAD') return res.redirect(303, loginLink(next, Boolean(token)));
       throw new ConsoleError(
         401,
-        'Your session has ended, so this was not done. Log in again: you will be back on the page you were on, with what you typed there, and can send it again.',
+        'Your session has ended, so this was not done. Log in again: you will be back on the page you were on, ' +
+          'with what you typed there, and can send it again.',
         {
           title: 'Please log in again',
           link: { href: loginLink(next, true), text: 'Log in' },
@@ -252,7 +271,8 @@ export function requireSession(services: ConsoleServices): RequestHandler {
         const back = returnPathOf(req);
         throw new ConsoleError(
           403,
-          'This form was opened before your current login, so nothing was done. Open the page again and repeat what you were doing: what you typed in a reason is kept.',
+          'This form was opened before your current login, so nothing was done. Open the page again and repeat ' +
+            'what you were doing: what you typed in a reason is kept.',
           {
             title: 'Please try again',
             ...(back ? { link: { href: back, text: 'Back to the page' } } : {}),

@@ -43,7 +43,10 @@ export const opTabs = (
   current: 'pending' | 'history',
   pendingCount: number,
 ) => html`<nav class="tabs" aria-label="Operation lists"><ul>
-    <li><a href="/console/operations"${current === 'pending' ? html` aria-current="page"` : ''}>Pending approval <span class="count">${pendingCount}</span></a></li>
+    <li>
+    <a href="/console/operations"${
+      current === 'pending' ? html` aria-current="page"` : ''
+    }>Pending approval <span class="count">${pendingCount}</span></a></li>
     <li><a href="/console/operations/history"${current === 'history' ? html` aria-current="page"` : ''}>History</a></li>
   </ul></nav>`;
 
@@ -53,11 +56,21 @@ export function pendingPage(session: SessionDoc, items: PendingRow[], checker: b
       ? html`<p class="empty">No operation is waiting for approval.</p>`
       : html`<table class="pending">
       <caption class="visually-hidden">Operations awaiting a checker</caption>
-      <thead><tr>${checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}<th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th><th scope="col">Created by key</th><th scope="col">Created</th>${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+      <thead><tr>${checker ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}
+      <th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th>
+      <th scope="col">Payer</th><th scope="col">Counterpart</th><th scope="col">Memo</th>
+      <th scope="col">Created by key</th><th scope="col">Created</th>
+      ${checker ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
       <tbody>${items.map(
         ({ doc: op, keyLabel, viewerRequestedKey }) => html`<tr data-operation-id="${op.operationID}">
-        ${checker ? html`<td class="select"><input type="checkbox" name="operationID" value="${op.operationID}" form="bulk-form" id="select-${op.operationID}" aria-label="Select operation ${op.operationID}"></td>` : ''}
-        <th scope="row">${op.operationType}<br><a href="/console/operations/${seg(op.operationID)}"><code class="muted">${op.operationID}</code></a></th>
+        ${
+          checker
+            ? html`<td class="select"><input type="checkbox" name="operationID" value="${op.operationID}"
+                form="bulk-form" id="select-${op.operationID}" aria-label="Select operation ${op.operationID}"></td>`
+            : ''
+        }
+        <th scope="row">${op.operationType}<br>
+        <a href="/console/operations/${seg(op.operationID)}"><code class="muted">${op.operationID}</code></a></th>
         <td class="num">${money(op.amount, assetCode)}</td>
         <td class="num">${money(op.fee, assetCode)}</td>
         <td>${op.payerName}</td>
@@ -71,8 +84,10 @@ export function pendingPage(session: SessionDoc, items: PendingRow[], checker: b
           ${
             viewerRequestedKey
               ? html`<button type="button" disabled aria-describedby="own-${op.operationID}">Approve</button>
-              <p class="hint" id="own-${op.operationID}">You hold, or held, a secret of the key that created it: another checker must approve it.</p>`
-              : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">${csrfField(session)}<button type="submit">Approve</button></form>`
+              <p class="hint" id="own-${op.operationID}">You hold, or held, a secret of the key that created it: another
+              checker must approve it.</p>`
+              : html`<form method="post" action="/console/operations/${seg(op.operationID)}/approve" class="inline">
+                ${csrfField(session)}<button type="submit">Approve</button></form>`
           }
           <a class="button danger" href="/console/operations/${seg(op.operationID)}/reject">Reject…</a>
         </td>`
@@ -89,13 +104,18 @@ export function pendingPage(session: SessionDoc, items: PendingRow[], checker: b
 
 /** Bulk decisions on the rows ticked above (their checkboxes belong to this form by its id). */
 function bulkForm(session: SessionDoc): Html {
-  return html`<form method="post" action="/console/operations/bulk" id="bulk-form" class="bulk stack" aria-labelledby="bulk-title">
+  return html`<form method="post" action="/console/operations/bulk" id="bulk-form" class="bulk stack"
+      aria-labelledby="bulk-title">
       <h3 id="bulk-title">Selected operations</h3>
       ${csrfField(session)}
-      <p class="hint">Each selected operation is decided on its own: one that cannot be approved or rejected is reported and the others go ahead. At most ${BULK_LIMIT} at a time.</p>
+      <p class="hint">Each selected operation is decided on its own: one that cannot be approved or rejected is reported
+      and the others go ahead. At most ${BULK_LIMIT} at a time.</p>
       <div class="actions"><button type="submit" name="action" value="approve">Approve selected</button></div>
-      <div class="field"><label for="bulk-reason">Reason for rejecting the selected operations</label><input id="bulk-reason" name="reason" maxlength="500"></div>
-      <div class="actions"><button type="submit" name="action" value="reject" class="danger">Reject selected</button></div>
+      <div class="field">
+      <label for="bulk-reason">Reason for rejecting the selected operations</label><input id="bulk-reason" name="reason"
+        maxlength="500"></div>
+      <div class="actions"><button type="submit" name="action" value="reject" class="danger">Reject selected</button>
+      </div>
     </form>`;
 }
 
@@ -110,9 +130,13 @@ export function confirmApprovalPage(
 ): Html {
   const large = items.filter((item) => item.large);
   return html`<h1>Confirm approval</h1>
-    <p class="notice warning" role="alert">${large.length === 1 && !bulk ? 'This operation is' : `${large.length} of these operations are`} above ${threshold}: check the amount, fee, payer and counterparty once more.</p>
+    <p class="notice warning" role="alert">${
+      large.length === 1 && !bulk ? 'This operation is' : `${large.length} of these operations are`
+    } above ${threshold}: check the amount, fee, payer and counterparty once more.</p>
     <table class="stack"><caption class="visually-hidden">Operations to approve</caption>
-      <thead><tr><th scope="col">Operation</th><th scope="col" class="num">Amount</th><th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterparty</th><th scope="col">Memo</th></tr></thead>
+      <thead><tr><th scope="col">Operation</th><th scope="col" class="num">Amount</th>
+      <th scope="col" class="num">Fee</th><th scope="col">Payer</th><th scope="col">Counterparty</th>
+      <th scope="col">Memo</th></tr></thead>
       <tbody>${items.map(
         ({
           operation: op,
@@ -125,11 +149,22 @@ export function confirmApprovalPage(
         <td data-label="Counterparty">${counterpartText(op.counterparty)}</td>
         <td data-label="Memo">${op.memo ?? ''}</td></tr>`,
       )}</tbody></table>
-    <form method="post" action="${bulk ? '/console/operations/bulk' : `/console/operations/${seg(items[0]!.operation.operationID)}/approve`}" class="stack">
+    <form method="post" action="${
+      bulk ? '/console/operations/bulk' : `/console/operations/${seg(items[0]!.operation.operationID)}/approve`
+    }" class="stack">
       ${csrfField(session)}
       <input type="hidden" name="confirm" value="yes">
-      ${bulk ? html`<input type="hidden" name="action" value="approve">${items.map(({ operation: op }) => html`<input type="hidden" name="operationID" value="${op.operationID}">`)}` : ''}
-      <div class="actions"><button type="submit">${bulk ? `Approve ${items.length} operations` : 'Approve operation'}</button> <a href="/console/operations">Cancel</a></div>
+      ${
+        bulk
+          ? html`<input type="hidden" name="action" value="approve">${items.map(
+              ({ operation: op }) => html`<input type="hidden" name="operationID" value="${op.operationID}">`,
+            )}`
+          : ''
+      }
+      <div class="actions">
+      <button type="submit">${
+        bulk ? `Approve ${items.length} operations` : 'Approve operation'
+      }</button> <a href="/console/operations">Cancel</a></div>
     </form>`;
 }
 
@@ -145,7 +180,8 @@ export function rejectPage(session: SessionDoc, pending: PendingOperation, asset
     <form method="post" action="/console/operations/${seg(op.operationID)}/reject" class="stack">
       ${csrfField(session)}
       ${reasonField(error)}
-      <div class="actions"><button type="submit" class="danger">Reject operation</button> <a href="/console/operations">Cancel</a></div>
+      <div class="actions">
+      <button type="submit" class="danger">Reject operation</button> <a href="/console/operations">Cancel</a></div>
     </form>`;
 }
 

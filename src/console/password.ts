@@ -22,16 +22,25 @@ function passwordPage(session: SessionDoc, forced: boolean, errors: Record<strin
       <label for="${name}">${label}</label>
       ${hint ? html`<p class="hint" id="${name}-hint">${hint}</p>` : ''}
       ${error ? html`<p class="field-error" id="${name}-error">${error}</p>` : ''}
-      <input id="${name}" name="${name}" type="password" autocomplete="${autocomplete}" required maxlength="1024"${describedBy ? html` aria-describedby="${describedBy}"` : ''}${error ? html` aria-invalid="true"` : ''}>
+      <input id="${name}" name="${name}" type="password" autocomplete="${autocomplete}" required
+        maxlength="1024"${
+          describedBy ? html` aria-describedby="${describedBy}"` : ''
+        }${error ? html` aria-invalid="true"` : ''}>
     </div>`;
   };
   return html`<h1>${forced ? 'Choose your password' : 'Change your password'}</h1>
-    ${forced ? html`<p class="notice error" role="alert">You logged in with a temporary password. Choose your own password to continue: the temporary one stops working.</p>` : ''}
+    ${
+      forced
+        ? html`<p class="notice error" role="alert">You logged in with a temporary password. Choose your own password to
+          continue: the temporary one stops working.</p>`
+        : ''
+    }
     <form method="post" action="/console/password" class="stack">${csrfField(session)}
       ${input('currentPassword', forced ? 'Temporary password' : 'Current password', 'current-password')}
       ${input('newPassword', 'New password', 'new-password', `At least ${MIN_PASSWORD_LENGTH} characters.`)}
       ${input('confirmPassword', 'New password, again', 'new-password')}
-      <div class="actions"><button type="submit">Change password</button>${forced ? '' : html` <a href="/console/">Cancel</a>`}</div>
+      <div class="actions">
+      <button type="submit">Change password</button>${forced ? '' : html` <a href="/console/">Cancel</a>`}</div>
     </form>`;
 }
 

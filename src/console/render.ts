@@ -5,7 +5,9 @@ import { noStore } from './http-security.ts';
 import { page, type Section } from './layout.ts';
 import { NOTHING_WAITING, waitingFor } from './waiting.ts';
 
-/** Sends a full page for the logged-in viewer: their party, a pending flash message, and any secret waiting for them. */
+/**
+ * Sends a full page for the logged-in viewer: their party, a pending flash message, and any secret waiting for them.
+ */
 export async function renderPage(
   services: ConsoleServices,
   res: Response,

@@ -28,7 +28,9 @@ export async function describeActor(services: ConsoleServices, actor: unknown, o
     case 'apikey': {
       const key = services.deps.directory.get(id);
       const maker = key ? await emailOf(services, key.requestedBy) : null;
-      return html`API key <a href="/console/keys/${seg(id)}">${key?.label ?? id}</a> <code class="muted">${id}</code>${maker ? html` <span class="muted">(requested by ${maker})</span>` : ''}`;
+      return html`API key <a href="/console/keys/${seg(id)}">${key?.label ?? id}</a> <code class="muted">${id}</code>${
+        maker ? html` <span class="muted">(requested by ${maker})</span>` : ''
+      }`;
     }
     case 'operator':
       return html`operator ${id} <span class="muted">(CLI)</span>`;

@@ -4,7 +4,10 @@ import type { WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
 import { csrfField, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
-/** The markup of Webhooks: the party's endpoints, the registration form, the disable form, and what they share with an endpoint's page. */
+/**
+ * The markup of Webhooks: the party's endpoints, the registration form, the disable form, and what they share with an
+ * endpoint's page.
+ */
 export interface EndpointView extends WebhookEndpointDoc {
   requestedByEmail: string;
   decidedByEmail: string;
@@ -46,34 +49,53 @@ export function lifecycle(endpoint: EndpointView): Html {
     endpoint.status === 'pending'
       ? html`<li class="muted">Waiting for a checker</li>`
       : endpoint.status === 'rejected'
-        ? html`<li>Rejected by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
+        ? html`<li>Rejected by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}${
+            endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''
+          }</li>`
         : html`<li>Approved by ${endpoint.decidedByEmail}, ${time(endpoint.decidedAt)}</li>`;
   const disabled =
     endpoint.status !== 'disabled'
       ? ''
       : disabledBySystem(endpoint)
-        ? html`<li class="error-text" data-disabled-by-system>Disabled automatically after a day of failed deliveries, ${time(endpoint.disabledAt)}${endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''}</li>`
-        : html`<li>Disabled by ${endpoint.disabledByEmail}, ${time(endpoint.disabledAt)}: <q>${endpoint.reason ?? ''}</q></li>`;
+        ? html`<li class="error-text" data-disabled-by-system>
+          Disabled automatically after a day of failed deliveries, ${time(endpoint.disabledAt)}${
+            endpoint.reason ? html`: <q>${endpoint.reason}</q>` : ''
+          }</li>`
+        : html`<li>Disabled by ${endpoint.disabledByEmail}, ${time(
+            endpoint.disabledAt,
+          )}: <q>${endpoint.reason ?? ''}</q></li>`;
   const rotated = endpoint.rotatedAt
-    ? html`<li>Signing secret rotated ${time(endpoint.rotatedAt)}; deliveries were signed with the previous secret too until ${time(endpoint.previousSecretValidUntil ?? null)}</li>`
+    ? html`<li>Signing secret rotated ${time(endpoint.rotatedAt)}; deliveries were signed with the previous secret too
+      until ${time(endpoint.previousSecretValidUntil ?? null)}</li>`
     : '';
   const rotation =
     endpoint.status === 'active' && endpoint.rotationRequestedBy
-      ? html`<li>Secret rotation requested by ${endpoint.rotationRequestedByEmail}: <q>${endpoint.rotationReason ?? ''}</q></li>`
+      ? html`<li>Secret rotation requested by ${
+          endpoint.rotationRequestedByEmail
+        }: <q>${endpoint.rotationReason ?? ''}</q></li>`
       : '';
-  return html`<ul class="plain lifecycle">${requested}${decided}${rotated}${signatures(endpoint)}${rotation}${disabled}</ul>`;
+  return html`<ul class="plain lifecycle">
+    ${requested}${decided}${rotated}${signatures(endpoint)}${rotation}${disabled}</ul>`;
 }
+
+/** The headers of a Standard Webhooks signature, as the endpoint page names them. */
+const STANDARD_HEADERS = html`<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>`;
 
 /** How deliveries are signed (docs/webhooks.md): Standard Webhooks, the legacy header, or the switch between them. */
 function signatures(endpoint: EndpointView): Html | '' {
   if (endpoint.status !== 'active' || endpoint.signatureScheme === undefined) return '';
   if (endpoint.signatureScheme === 'stripe-v1') {
-    return html`<li data-signature-scheme="stripe-v1">Deliveries are signed the legacy way (<code>Webhook-Signature: t=…,v1=…</code>); rotating the secret moves them to Standard Webhooks</li>`;
+    return html`<li data-signature-scheme="stripe-v1">Deliveries are signed the legacy way
+      (<code>Webhook-Signature: t=…,v1=…</code>); rotating the secret moves them to Standard Webhooks</li>`;
   }
   if (endpoint.previousSignatureScheme === 'stripe-v1') {
-    return html`<li data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>) from ${time(endpoint.previousSecretValidUntil ?? null)}; until then the legacy way, with both secrets</li>`;
+    const from = time(endpoint.previousSecretValidUntil ?? null);
+    return html`<li data-signature-scheme="standard-webhooks">
+      Deliveries are signed with Standard Webhooks (${STANDARD_HEADERS}) from ${from};
+      until then the legacy way, with both secrets</li>`;
   }
-  return html`<li data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (<code>webhook-id</code>, <code>webhook-timestamp</code>, <code>webhook-signature</code>)</li>`;
+  return html`<li
+    data-signature-scheme="standard-webhooks">Deliveries are signed with Standard Webhooks (${STANDARD_HEADERS})</li>`;
 }
 
 /**
@@ -87,7 +109,8 @@ function rotationActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): H
     return viewer.maker ? html`<a class="button" href="${base}/rotate">Rotate secret…</a>` : html``;
   const own = requester === viewer.userID;
   const withdraw = own
-    ? html`<form method="post" action="${base}/rotation/withdraw" class="inline">${csrfField(viewer.session)}<button type="submit" class="danger">Withdraw rotation</button></form>`
+    ? html`<form method="post" action="${base}/rotation/withdraw" class="inline">
+      ${csrfField(viewer.session)}<button type="submit" class="danger">Withdraw rotation</button></form>`
     : '';
   if (!viewer.checker) return html`${withdraw}<span class="muted">Secret rotation waiting for a checker</span>`;
   if (own) {
@@ -95,13 +118,18 @@ function rotationActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): H
     return html`<button type="button" disabled aria-describedby="${note}">Approve rotation</button> ${withdraw}
       <p class="hint" id="${note}">You asked for this rotation: another checker must decide on it.</p>`;
   }
-  return html`<form method="post" action="${base}/rotation/approve" class="inline">${csrfField(viewer.session)}<button type="submit">Approve rotation</button></form>
+  return html`<form method="post" action="${base}/rotation/approve" class="inline">
+    ${csrfField(viewer.session)}<button type="submit">Approve rotation</button></form>
     <form method="post" action="${base}/rotation/reject" class="inline">${csrfField(viewer.session)}
-      <label class="compact"><span class="visually-hidden">Reason for rejecting the rotation of ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
+      <label class="compact"><span class="visually-hidden">Reason for rejecting the rotation
+      of ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
       <button type="submit" class="danger">Reject rotation</button></form>`;
 }
 
-/** Approve and Reject for a checker on a pending endpoint (never on their own request); on an active one, its rotation and Disable. */
+/**
+ * Approve and Reject for a checker on a pending endpoint (never on their own request); on an active one, its rotation
+ * and Disable.
+ */
 export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpointDoc): Html {
   const base = `/console/webhooks/${seg(endpoint.id)}`;
   if (endpoint.status === 'pending') {
@@ -111,9 +139,11 @@ export function endpointActions(viewer: WebhookViewer, endpoint: WebhookEndpoint
       return html`<button type="button" disabled aria-describedby="${note}">Approve</button>
         <p class="hint" id="${note}">You registered this endpoint: another checker must decide on it.</p>`;
     }
-    return html`<form method="post" action="${base}/approve" class="inline">${csrfField(viewer.session)}<button type="submit">Approve</button></form>
+    return html`<form method="post" action="${base}/approve" class="inline">
+      ${csrfField(viewer.session)}<button type="submit">Approve</button></form>
       <form method="post" action="${base}/reject" class="inline">${csrfField(viewer.session)}
-        <label class="compact"><span class="visually-hidden">Reason for rejecting ${endpoint.url}</span><input name="reason" maxlength="500" placeholder="Reason (optional)"></label>
+        <label class="compact"><span class="visually-hidden">Reason for rejecting ${endpoint.url}</span><input
+          name="reason" maxlength="500" placeholder="Reason (optional)"></label>
         <button type="submit" class="danger">Reject</button></form>`;
   }
   if (endpoint.status === 'active' && (viewer.maker || viewer.checker))
@@ -125,25 +155,41 @@ export function webhooksPage(viewer: WebhookViewer, endpoints: EndpointView[]): 
   const failed = endpoints.filter(disabledBySystem);
   const table =
     endpoints.length === 0
-      ? html`<p class="empty">Your party has no webhook endpoint yet.${viewer.maker ? ' Register one to be told of approvals, completions, failures, payments and revoked keys as they happen.' : ''}</p>`
+      ? html`<p class="empty">Your party has no webhook endpoint yet.${
+          viewer.maker
+            ? ' Register one to be told of approvals, completions, failures, payments and revoked keys as they happen.'
+            : ''
+        }</p>`
       : html`<table class="webhooks stack">
       <caption class="visually-hidden">Webhook endpoints, newest first</caption>
-      <thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">Status</th><th scope="col">History</th><th scope="col">Actions</th></tr></thead>
+      <thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">Status</th>
+      <th scope="col">History</th><th scope="col">Actions</th></tr></thead>
       <tbody>${endpoints.map(
         (endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
-        <th scope="row"><a href="/console/webhooks/${seg(endpoint.id)}" class="url">${endpoint.url}</a><br><code class="muted">${endpoint.id}</code></th>
+        <th scope="row"><a href="/console/webhooks/${seg(endpoint.id)}" class="url">${endpoint.url}</a><br>
+        <code class="muted">${endpoint.id}</code></th>
         <td data-label="Events">${eventTypeList(endpoint.eventTypes)}</td>
         <td data-label="Status">${endpointBadge(endpoint)}</td>
         <td data-label="History">${lifecycle(endpoint)}</td>
-        <td class="actions">${endpointActions(viewer, endpoint)} <a href="/console/webhooks/${seg(endpoint.id)}">Deliveries</a></td>
+        <td class="actions">${endpointActions(
+          viewer,
+          endpoint,
+        )} <a href="/console/webhooks/${seg(endpoint.id)}">Deliveries</a></td>
       </tr>`,
       )}</tbody></table>`;
-  return html`<div class="page-head"><h1>Webhooks</h1>${viewer.maker ? html`<a class="button" href="/console/webhooks/new">Register endpoint</a>` : ''}</div>
-    <p class="hint">Endpoints receive your party’s events as signed HTTPS requests. A maker registers one, a checker approves it; the maker then sees its signing secret once.</p>
+  return html`<div class="page-head"><h1>Webhooks</h1>
+    ${viewer.maker ? html`<a class="button" href="/console/webhooks/new">Register endpoint</a>` : ''}</div>
+    <p class="hint">Endpoints receive your party’s events as signed HTTPS requests. A maker registers one, a checker
+    approves it; the maker then sees its signing secret once.</p>
     ${
       failed.length > 0
-        ? html`<div class="notice error" data-system-disabled><h2>${failed.length === 1 ? 'An endpoint was' : `${failed.length} endpoints were`} disabled automatically</h2>
-      <p>Deliveries to ${failed.map((e, i) => html`${i > 0 ? ', ' : ''}<a href="/console/webhooks/${seg(e.id)}">${e.url}</a>`)} failed for a day, so nothing more is sent there. Register a new endpoint once the receiver works again.</p></div>`
+        ? html`<div class="notice error" data-system-disabled><h2>${
+            failed.length === 1 ? 'An endpoint was' : `${failed.length} endpoints were`
+          } disabled automatically</h2>
+      <p>Deliveries to ${failed.map(
+        (e, i) => html`${i > 0 ? ', ' : ''}<a href="/console/webhooks/${seg(e.id)}">${e.url}</a>`,
+      )} failed for a day, so nothing more is sent there. Register a new endpoint once the receiver works again.</p>
+      </div>`
         : ''
     }
     <section aria-labelledby="endpoints-title"><h2 id="endpoints-title">Endpoints</h2>${table}</section>`;
@@ -179,25 +225,43 @@ export function newEndpointPage(
     <p>A checker of your party approves it. You will then see its signing secret once, on your next page.</p>
     ${
       errorList.length
-        ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${errorList.length === 1 ? 'a problem' : `${errorList.length} problems`}</h2>
-      <ul>${errorList.map(([name, message]) => html`<li><a href="#${name === 'eventTypes' ? `event-${WEBHOOK_EVENT_TYPES[0]}` : name}">${message}</a></li>`)}</ul></div>`
+        ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${
+            errorList.length === 1 ? 'a problem' : `${errorList.length} problems`
+          }</h2>
+      <ul>${errorList.map(
+        ([name, message]) =>
+          html`<li><a href="#${name === 'eventTypes' ? `event-${WEBHOOK_EVENT_TYPES[0]}` : name}">${message}</a></li>`,
+      )}</ul></div>`
         : ''
     }
     <form method="post" action="/console/webhooks" class="stack" novalidate>
       ${csrfField(session)}
       <div class="field${urlError ? ' invalid' : ''}">
         <label for="url">URL</label>
-        <p class="hint" id="url-hint">Where deliveries go: an https address such as https://erp.example.com/wallet-ops/events.${allowInsecureLocalhost ? ' This server also accepts http://127.0.0.1, http://localhost and http://[::1] (development only).' : ''}</p>
+        <p class="hint" id="url-hint">Where deliveries go: an https address such as
+        https://erp.example.com/wallet-ops/events.${
+          allowInsecureLocalhost
+            ? ' This server also accepts http://127.0.0.1, http://localhost and http://[::1] (development only).'
+            : ''
+        }</p>
         ${urlError ? html`<p class="field-error" id="url-error">${urlError}</p>` : ''}
-        <input id="url" name="url" type="url" inputmode="url" value="${values.url}" required maxlength="2048" autocomplete="off" spellcheck="false" aria-describedby="${urlDescribedBy}"${urlError ? html` aria-invalid="true"` : ''}>
+        <input id="url" name="url" type="url" inputmode="url" value="${values.url}" required maxlength="2048"
+          autocomplete="off" spellcheck="false" aria-describedby="${urlDescribedBy}"${
+            urlError ? html` aria-invalid="true"` : ''
+          }>
       </div>
-      <fieldset class="field${typesError ? ' invalid' : ''}"${typesError ? html` aria-describedby="eventTypes-error"` : ''}>
+      <fieldset class="field${typesError ? ' invalid' : ''}"${
+        typesError ? html` aria-describedby="eventTypes-error"` : ''
+      }>
         <legend>Events</legend>
         ${typesError ? html`<p class="field-error" id="eventTypes-error">${typesError}</p>` : ''}
         ${WEBHOOK_EVENT_TYPES.map(
           (type) => html`<div class="check">
-          <input type="checkbox" id="event-${type}" name="eventTypes" value="${type}"${values.eventTypes.includes(type) ? html` checked` : ''}>
-          <label for="event-${type}"><code>${type}</code> <span class="muted">— ${EVENT_HELP[type]}</span></label></div>`,
+          <input type="checkbox" id="event-${type}" name="eventTypes" value="${type}"${
+            values.eventTypes.includes(type) ? html` checked` : ''
+          }>
+          <label for="event-${type}"><code>${type}</code> <span class="muted">— ${EVENT_HELP[type]}</span></label>
+          </div>`,
         )}
       </fieldset>
       <div class="actions"><button type="submit">Register endpoint</button> <a href="/console/webhooks">Cancel</a></div>
@@ -206,21 +270,27 @@ export function newEndpointPage(
 
 export function rotateEndpointPage(session: SessionDoc, endpoint: WebhookEndpointDoc, error?: string): Html {
   return html`<h1>Rotate the signing secret</h1>
-    <p>A checker of your party approves the rotation; you then see the new signing secret once, on your next page. Deliveries to <code>${endpoint.url}</code>
-      are then signed with both the new and the current secret for a while (two <code>v1=</code> signatures), so that your receiver can switch; after that only with the new one.</p>
+    <p>A checker of your party approves the rotation; you then see the new signing secret once, on your next page.
+    Deliveries to <code>${endpoint.url}</code>
+      are then signed with both the new and the current secret for a while (two <code>v1=</code> signatures), so that
+      your receiver can switch; after that only with the new one.</p>
     <form method="post" action="/console/webhooks/${seg(endpoint.id)}/rotate" class="stack">
       ${csrfField(session)}
       ${reasonField(error)}
-      <div class="actions"><button type="submit">Request rotation</button> <a href="/console/webhooks/${seg(endpoint.id)}">Cancel</a></div>
+      <div class="actions">
+      <button type="submit">Request rotation</button> <a href="/console/webhooks/${seg(endpoint.id)}">Cancel</a></div>
     </form>`;
 }
 
 export function disablePage(session: SessionDoc, endpoint: WebhookEndpointDoc, error?: string): Html {
   return html`<h1>Disable a webhook endpoint</h1>
-    <p>Nothing more is sent to <code>${endpoint.url}</code>, at once. Disabling is final: to receive events again, register a new endpoint.</p>
+    <p>Nothing more is sent to <code>${endpoint.url}</code>, at once. Disabling is final: to receive events again,
+    register a new endpoint.</p>
     <form method="post" action="/console/webhooks/${seg(endpoint.id)}/disable" class="stack">
       ${csrfField(session)}
       ${reasonField(error)}
-      <div class="actions"><button type="submit" class="danger">Disable endpoint</button> <a href="/console/webhooks/${seg(endpoint.id)}">Cancel</a></div>
+      <div class="actions">
+      <button type="submit" class="danger">Disable endpoint</button>
+      <a href="/console/webhooks/${seg(endpoint.id)}">Cancel</a></div>
     </form>`;
 }

@@ -79,7 +79,9 @@ function endpointFormErrors(values: EndpointFormValues, allowInsecureLocalhost: 
   return errors;
 }
 
-/** `2025-01-31T14:05` (a datetime-local field, read as UTC), with seconds or a Z if given; null when it is not a time. */
+/**
+ * `2025-01-31T14:05` (a datetime-local field, read as UTC), with seconds or a Z if given; null when it is not a time.
+ */
 export function parseSince(text: string): Date | null {
   const match = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(:\d{2}(\.\d{1,3})?)?Z?$/.exec(text.trim());
   if (!match) return null;
@@ -210,7 +212,9 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     const { endpointID } = await requestWebhookEndpoint(deps, viewer(res).user, values, correlationId(res));
     await redirectWith(services, res, endpointPath(endpointID), {
       kind: 'ok',
-      text: `Endpoint registered (${endpointID}). A checker of your party approves it; you will then see its signing secret once.`,
+      text:
+        `Endpoint registered (${endpointID}). A checker of your party approves it; you will then see its signing ` +
+        'secret once.',
     });
   });
 
@@ -226,7 +230,9 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     const maker = await emailOf(services, endpoint.requestedBy);
     await redirectWith(services, res, endpointPath(endpoint.id), {
       kind: 'ok',
-      text: `Endpoint ${endpoint.url} approved. ${maker} will see its signing secret once, on their next page in the console.`,
+      text:
+        `Endpoint ${endpoint.url} approved. ${maker} will see its signing secret once, on their next page in the ` +
+        'console.',
     });
   });
 
@@ -289,7 +295,10 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     );
     await redirectWith(services, res, endpointPath(endpoint.id), {
       kind: 'ok',
-      text: `Signing secret of ${endpoint.url} rotated. ${await emailOf(services, heldFor)} will see the new secret once, on their next page in the console; deliveries are signed with the previous secret too until ${previousValidUntil}.`,
+      text:
+        `Signing secret of ${endpoint.url} rotated. ${await emailOf(services, heldFor)} will see the new secret ` +
+        'once, on their next page in the console; deliveries are signed with the previous secret too until ' +
+        `${previousValidUntil}.`,
     });
   });
 

@@ -1,10 +1,10 @@
 import { hash, randomBytes } from 'node:crypto';
 
 /**
- * An API key as a client sends it: `wo_<live|test>_<keyID>.<secret>` (or, issued before the prefix, `<keyID>.<secret>`). The keyID is public and finds the key in O(1); the
- * secret is 256 random bits, shown once and stored only as its SHA-256. A slow hash (scrypt) protects
- * guessable passwords; a 256-bit random secret cannot be guessed, so a fast hash keeps every request cheap
- * without weakening anything.
+ * An API key as a client sends it: `wo_<live|test>_<keyID>.<secret>` (or, issued before the prefix,
+ * `<keyID>.<secret>`). The keyID is public and finds the key in O(1); the secret is 256 random bits, shown once and
+ * stored only as its SHA-256. A slow hash (scrypt) protects guessable passwords; a 256-bit random secret cannot be
+ * guessed, so a fast hash keeps every request cheap without weakening anything.
  */
 const KEY_ID_PATTERN = /^key_[A-Za-z0-9_-]{16}$/;
 
@@ -44,7 +44,9 @@ export function formatApiKey(keyID: string, secret: string, environment: ApiKeyE
   return `${apiKeyPrefix(environment)}${keyID}.${secret}`;
 }
 
-/** Splits a presented key, with or without its prefix; null when it cannot be one of ours (no lookup is made for those). */
+/**
+ * Splits a presented key, with or without its prefix; null when it cannot be one of ours (no lookup is made for those).
+ */
 export function parseApiKey(presented: string): { keyID: string; secret: string } | null {
   // Both prefixes are 8 characters; no pattern is run on the way of every request.
   const bare = presented.startsWith('wo_live_') || presented.startsWith('wo_test_') ? presented.slice(8) : presented;

@@ -154,7 +154,10 @@ export type ApiKeyRejected = Event<
   { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }
 >;
 /** The maker takes back their own request while it is still pending: final, like a rejection. */
-/** `withdrawnBy: 'system'` with `departedUserID`: its maker was disabled or lost the maker role before a checker decided. */
+/**
+ * `withdrawnBy: 'system'` with `departedUserID`: its maker was disabled or lost the maker role before a checker
+ * decided.
+ */
 export type ApiKeyRequestWithdrawn = Event<
   'ApiKeyRequestWithdrawn',
   { keyID: string; withdrawnBy: string; withdrawnAt: string; departedUserID?: string }
@@ -167,7 +170,10 @@ export type ApiKeyRevocationRejected = Event<
   'ApiKeyRevocationRejected',
   { keyID: string; rejectedBy: string; reason: string | null; rejectedAt: string }
 >;
-/** `approvedBy: 'system'` with `departedUserID`: revoked at once because the user holding its secret was disabled or lost the maker role. */
+/**
+ * `approvedBy: 'system'` with `departedUserID`: revoked at once because the user holding its secret was disabled or
+ * lost the maker role.
+ */
 export type ApiKeyRevoked = Event<
   'ApiKeyRevoked',
   { keyID: string; approvedBy: string; revokedAt: string; departedUserID?: string }
@@ -571,7 +577,10 @@ export type CashOutCodeIssued = Event<
   'CashOutCodeIssued',
   { phone: string; codeID: string; codeHash: string; maxAmount: string | null; issuedAt: string; expiresAt: string }
 >;
-/** Appended atomically with the cash-out-fulfillment's OperationRequested: the code is spent, whatever becomes of the operation. */
+/**
+ * Appended atomically with the cash-out-fulfillment's OperationRequested: the code is spent, whatever becomes of the
+ * operation.
+ */
 export type CashOutCodeUsed = Event<
   'CashOutCodeUsed',
   { phone: string; codeID: string; operationID: string; usedAt: string }

@@ -52,7 +52,8 @@ export function parseAllowedIps(field: string, input: string | string[]): string
     } catch {
       throw invalidInput(
         field,
-        `${field}: "${entry.slice(0, 60)}" is not an IP address or CIDR range (IPv4 as four decimal numbers 0-255 such as 10.0.0.0/8, IPv6 such as 2001:db8::/32)`,
+        `${field}: "${entry.slice(0, 60)}" is not an IP address or CIDR range (IPv4 as four decimal numbers ` +
+          '0-255 such as 10.0.0.0/8, IPv6 such as 2001:db8::/32)',
       );
     }
   });

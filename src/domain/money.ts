@@ -59,7 +59,9 @@ export function formatAmount(amount: Decimal.Value, scale = DEFAULT_ASSET_SCALE)
   return new Decimal(amount).toFixed(scale);
 }
 
-/** A plain decimal with at most 20 integer digits and 6 decimals: its sums are exact in a BigInt of its smallest units. */
+/**
+ * A plain decimal with at most 20 integer digits and 6 decimals: its sums are exact in a BigInt of its smallest units.
+ */
 const SMALL_PLAIN = /^(-?)(0|[1-9]\d{0,19})(?:\.(\d{1,6}))?$/;
 
 /**

@@ -32,7 +32,8 @@ const FORBIDDEN = /[\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800
 const INVISIBLE = new RegExp(
   // eslint-disable-next-line no-misleading-character-class -- each joiner and selector is listed alone, on purpose
   [
-    '(?![\\u200c\\u200d\\u0600-\\u0605\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u{110bd}\\u{110cd}\\u180b-\\u180d\\u180f\\ufe0e\\ufe0f])[\\p{Cf}\\p{DI}]',
+    '(?![\\u200c\\u200d\\u0600-\\u0605\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u{110bd}\\u{110cd}' +
+      '\\u180b-\\u180d\\u180f\\ufe0e\\ufe0f])[\\p{Cf}\\p{DI}]',
     '\\u2800',
     '(?<![\\u1820-\\u1878\\u1880-\\u18aa])[\\u180b-\\u180d\\u180f]',
     '(?<!\\p{Extended_Pictographic})(?<![0-9#*])[\\ufe0e\\ufe0f]',
@@ -82,7 +83,10 @@ export const withoutControlCharacters = (field: string) => (value: string, ctx: 
   if (found) ctx.addIssue({ code: 'custom', message: `${field} must not contain control characters (${found})` });
 };
 
-/** A required one-line text: trimmed, NFC-normalized, 1..maxLength characters, none of them a control, invisible or direction-changing one. */
+/**
+ * A required one-line text: trimmed, NFC-normalized, 1..maxLength characters, none of them a control, invisible or
+ * direction-changing one.
+ */
 export function requiredText(field: string, input: unknown, maxLength: number): string {
   if (input === undefined || input === null) throw invalidInput(field, `${field} is required`);
   if (typeof input !== 'string') throw invalidInput(field, `${field} must be a string`);
@@ -95,7 +99,8 @@ export function requiredText(field: string, input: unknown, maxLength: number): 
   if (invisible)
     throw invalidInput(
       field,
-      `${field} must not contain invisible or direction-changing characters (${located(value, invisible[0], invisible.index)})`,
+      `${field} must not contain invisible or direction-changing characters ` +
+        `(${located(value, invisible[0], invisible.index)})`,
     );
   return value;
 }

@@ -45,7 +45,8 @@ export function parseWebhookUrl(field: string, input: unknown, rules: WebhookUrl
     if (LOOPBACK_HOSTS.has(url.hostname) && !rules.allowInsecureLocalhost) {
       throw invalidInput(
         field,
-        `${field} must use https; http:// to ${url.hostname} is accepted only where the operator sets WEBHOOK_ALLOW_INSECURE_LOCALHOST=true (development and tests, never production)`,
+        `${field} must use https; http:// to ${url.hostname} is accepted only where the operator sets ` +
+          'WEBHOOK_ALLOW_INSECURE_LOCALHOST=true (development and tests, never production)',
       );
     }
     if (!LOOPBACK_HOSTS.has(url.hostname)) throw invalidInput(field, `${field} must use https`);

@@ -67,8 +67,8 @@ export function openWebhookSecret(key: Buffer, endpointID: string, sealed: Seale
 
 /**
  * The legacy (`stripe-v1`) `Webhook-Signature` header value for a body sent at `unixSeconds`: one `v1` per
- * secret, the current one first. During a rotation's overlap there are two (`t=…,v1=<new>,v1=<old>`), so a receiver that verifies
- * with either secret, and accepts any matching `v1`, keeps working while it switches.
+ * secret, the current one first. During a rotation's overlap there are two (`t=…,v1=<new>,v1=<old>`), so a receiver
+ * that verifies with either secret, and accepts any matching `v1`, keeps working while it switches.
  */
 export function signWebhook(secrets: string | readonly string[], unixSeconds: number, body: string): string {
   const macs = (typeof secrets === 'string' ? [secrets] : secrets).map((secret) =>
@@ -136,7 +136,10 @@ export function signingAt<Secret>(
   return { scheme: switching ? signing.previousScheme! : signing.scheme, secrets };
 }
 
-/** The signature headers of one attempt: `messageID` is the event id (the same at every attempt), `unixSeconds` this attempt's time. */
+/**
+ * The signature headers of one attempt: `messageID` is the event id (the same at every attempt), `unixSeconds` this
+ * attempt's time.
+ */
 export function signatureHeaders(
   scheme: WebhookSignatureScheme,
   secrets: readonly string[],

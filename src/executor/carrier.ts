@@ -91,7 +91,8 @@ export class Carrier {
         this.carried.delete(operationID);
         return entry.settle();
       }
-      // Another executor's claim: look again just after it would have run out unseen. The ledger gave no answer: its backoff.
+      // Another executor's claim: look again just after it would have run out unseen. The ledger gave no answer: its
+      // backoff.
       if (result.kind === 'wait') delayMs = result.delayMs + 10;
       else [delayMs, entry.lastError] = [result.delayMs, result.cause];
     } catch (error) {

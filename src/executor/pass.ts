@@ -85,7 +85,8 @@ export async function runPass(
     if (step.kind === 'ignore' || state.status === 'none') return settledFor(deps, operationID);
     if (step.kind === 'wait') return { kind: 'wait', delayMs: step.forMs };
     if (step.kind !== 'give-up') deps.observer?.claimed(step.attempt);
-    // The ledger's answer and the outcome, in a span that continues the approval's trace; the outcome's events carry it.
+    // The ledger's answer and the outcome, in a span that continues the approval's trace; the outcome's events carry
+    // it.
     const tracing = deps.tracing ?? noTracing;
     const parent = state.trace.approved ?? state.trace.created ?? undefined;
     const attributes = {

@@ -32,7 +32,10 @@ export type ExecutionStep =
   | { kind: 'ignore' }
   /** Approved and unclaimed: claim it, then submit. */
   | { kind: 'claim'; attempt: number }
-  /** Claimed before, by us (a restart or a retry) or by an executor whose lease ran out: claim again, ask the ledger first. */
+  /**
+   * Claimed before, by us (a restart or a retry) or by an executor whose lease ran out: claim again, ask the ledger
+   * first.
+   */
   | { kind: 'recover'; attempt: number }
   /** Another executor holds a claim this process has not yet seen unchanged for a lease: look again after forMs. */
   | { kind: 'wait'; forMs: number }
@@ -72,7 +75,10 @@ export function nextStep(state: OperationState, settings: WorkflowSettings, sigh
   }
 }
 
-/** The step, and the claim it appends (for a claim or a recovery): of two executors that read the same revision, one wins. */
+/**
+ * The step, and the claim it appends (for a claim or a recovery): of two executors that read the same revision, one
+ * wins.
+ */
 export function decideClaim(
   state: OperationState,
   settings: WorkflowSettings,
@@ -120,7 +126,10 @@ export type LedgerAnswer =
   /** It did not answer: worth another attempt. */
   | { kind: 'unavailable'; cause: string };
 
-/** The answer a ledger's error stands for: a duplicate carries the transaction, a void and a rejection are final, anything else transient. */
+/**
+ * The answer a ledger's error stands for: a duplicate carries the transaction, a void and a rejection are final,
+ * anything else transient.
+ */
 export function answerOfError(error: unknown): LedgerAnswer {
   if (error instanceof LedgerDuplicateError) return { kind: 'executed', tx: error.existing };
   if (error instanceof LedgerVoidedError) return { kind: 'voided', voidedAt: error.voidedAt };
@@ -167,8 +176,11 @@ export function afterAnswer(
   context: OutcomeContext,
 ): Outcome {
   if (step.kind === 'give-up') {
-    // Out of attempts: the operation fails, naming the last cause, once its void committed; its transaction may yet win.
-    const lastError = `gave up after ${step.attempt - 1} attempts: ${context.lastError ?? 'the ledger stayed unavailable'}`;
+    // Out of attempts: the operation fails, naming the last cause, once its void committed; its transaction may yet
+    // win.
+    const lastError = `gave up after ${step.attempt - 1} attempts: ${
+      context.lastError ?? 'the ledger stayed unavailable'
+    }`;
     return afterVoid(operation, step, { lastError, result: 'gave_up' }, answer, context);
   }
   const { revision, now, assetScale } = context;
@@ -180,7 +192,8 @@ export function afterAnswer(
         writes: completionWrites(operation, answer.tx, revision, now, assetScale),
       };
     case 'voided':
-      // A void committed first (another executor's give-up, or an earlier void of ours that got no answer): the operation fails.
+      // A void committed first (another executor's give-up, or an earlier void of ours that got no answer): the
+      // operation fails.
       return {
         kind: 'record',
         result: 'voided',
@@ -304,7 +317,9 @@ export function completionWrites(
   ];
 }
 
-/** What a failure writes, in one atomic append: the failure (at the claim's revision) and the releases of what it held. */
+/**
+ * What a failure writes, in one atomic append: the failure (at the claim's revision) and the releases of what it held.
+ */
 export function failureWrites(
   operation: OperationRequested['data'],
   lastError: string,

@@ -75,7 +75,8 @@ export function faultDecorators(
   if (Object.keys(active).length > 0)
     logger?.warn(
       { faults: active },
-      `FAULT INJECTION ACTIVE on ${Object.keys(active).join(', ')}: calls will be slowed and failed on purpose (never in production)`,
+      `FAULT INJECTION ACTIVE on ${Object.keys(active).join(', ')}: calls will be slowed and failed on purpose ` +
+        '(never in production)',
     );
   return {
     eventStore: (store) => withEventStoreFaults(store, plans.eventStore, counters),

@@ -220,7 +220,10 @@ export function withReadStoreFaults(
   };
 }
 
-/** An "after" failure of submit is a transaction the ledger executed unbeknown to the caller: the executor must find it by operation id. */
+/**
+ * An "after" failure of submit is a transaction the ledger executed unbeknown to the caller: the executor must find it
+ * by operation id.
+ */
 export function withLedgerFaults(
   ledger: Ledger,
   plan: FaultPlan,

@@ -84,7 +84,8 @@ export function authenticate(
       if (!admitted.verdict.allowed) {
         res.locals.apiKey = key; // the request log names the key that was held back
         throw rateLimited(
-          `This API key has made more requests than its limit allows; retry after ${admitted.headers['Retry-After']} s.`,
+          'This API key has made more requests than its limit allows; retry after ' +
+            `${admitted.headers['Retry-After']} s.`,
           'per-key',
           admitted.headers,
         );

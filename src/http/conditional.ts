@@ -15,7 +15,9 @@ export function sendJsonTextWithETag(res: Response, text: string): void {
   sendPreparedJson(res, preparedJsonText(text));
 }
 
-/** A JSON answer serialized and tagged once, to be sent any number of times (the balances view keeps one per wallet). */
+/**
+ * A JSON answer serialized and tagged once, to be sent any number of times (the balances view keeps one per wallet).
+ */
 export interface PreparedJson {
   /**
    * Kept as text: Node sends a short string with its headers in one write, where a Buffer takes a second one
@@ -38,7 +40,10 @@ function preparedJsonText(body: string): PreparedJson {
   return { body, length: String(bytes), etag: `W/"${bytes.toString(16)}-${digest}"` };
 }
 
-/** The header set directly, with its charset: express's res.type and res.set would look the type up again on each answer. */
+/**
+ * The header set directly, with its charset: express's res.type and res.set would look the type up again on each
+ * answer.
+ */
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**

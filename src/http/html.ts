@@ -26,7 +26,10 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"'`]/g, (c) => ESCAPES[c]!);
 }
 
-/** What a template may interpolate: text (escaped), Html (kept), lists of either; null, undefined and false render nothing. */
+/**
+ * What a template may interpolate: text (escaped), Html (kept), lists of either; null, undefined and false render
+ * nothing.
+ */
 export type Renderable = Html | string | number | boolean | null | undefined | readonly Renderable[];
 
 function render(value: Renderable): string {

@@ -51,7 +51,10 @@ export interface Problem {
   errors?: FieldError[];
   /** On a 429: the names of the limits that were exceeded (the extension member of the ratelimit-headers draft). */
   'violated-policies'?: string[];
-  /** The request's X-Request-Id, on every problem sent (an extension member): a body logged alone still names its request. */
+  /**
+   * The request's X-Request-Id, on every problem sent (an extension member): a body logged alone still names its
+   * request.
+   */
   requestId?: string;
 }
 
@@ -97,7 +100,9 @@ export function unauthorized(detail: string, invalidToken: boolean): ProblemErro
 export const accessForbidden = (detail: string) =>
   new ProblemError({ type: '/problems/access-forbidden', status: 403, title: 'Access Forbidden', detail });
 
-/** 429: a limit of the request rate was reached; the headers (Retry-After, RateLimit-Policy, RateLimit) say until when. */
+/**
+ * 429: a limit of the request rate was reached; the headers (Retry-After, RateLimit-Policy, RateLimit) say until when.
+ */
 export const rateLimited = (detail: string, policy: string, headers: Record<string, string>) =>
   new ProblemError(
     { type: '/problems/rate-limited', status: 429, title: 'Too Many Requests', detail, 'violated-policies': [policy] },
@@ -218,7 +223,9 @@ export function storeCorruptedProblem(error: StoreCorruptedError, requestId: unk
     type: '/problems/store-corrupted',
     status: 503,
     title: 'Store Corrupted',
-    detail: `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator restores it. Request id ${String(requestId)}.`,
+    detail:
+      `The service's ${error.store} failed its integrity checks; nothing is served from it until an operator ` +
+      `restores it. Request id ${String(requestId)}.`,
   };
 }
 
@@ -233,7 +240,9 @@ export function storeUnavailableProblem(
 ): Problem {
   const detail =
     error instanceof EventStoreUnavailableError && error.outcomeUnknown
-      ? `The store did not confirm the write in time: its outcome is unknown (it may have been recorded). Retry with the same Idempotency-Key to learn it; without one, check before creating again. Request id ${String(requestId)}.`
+      ? 'The store did not confirm the write in time: its outcome is unknown (it may have been recorded). Retry ' +
+        'with the same Idempotency-Key to learn it; without one, check before creating again. Request id ' +
+        `${String(requestId)}.`
       : `The service cannot reach its store; retry later. Request id ${String(requestId)}.`;
   return { type: '/problems/service-unavailable', status: 503, title: 'Service Unavailable', detail };
 }

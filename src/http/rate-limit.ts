@@ -10,9 +10,10 @@ import { addressBucket } from '../domain/ip-address.ts';
  * Per process: each API process keeps its own buckets and forgets them at a restart, so a key spread over N
  * processes by a load balancer gets up to N times the rate (docs/operations.md, "Rate limits").
  *
- * The answers follow draft-ietf-httpapi-ratelimit-headers (-10, September 2025): `RateLimit-Policy: "<name>";q=<quota>;w=<window>`
- * and `RateLimit: "<name>";r=<remaining>;t=<seconds until another request is allowed>` (t left out on a full
- * bucket: nothing is coming back), plus `Retry-After` on a refusal, equal to t.
+ * The answers follow draft-ietf-httpapi-ratelimit-headers (-10, September 2025):
+ * `RateLimit-Policy: "<name>";q=<quota>;w=<window>` and
+ * `RateLimit: "<name>";r=<remaining>;t=<seconds until another request is allowed>` (t left out on a full bucket:
+ * nothing is coming back), plus `Retry-After` on a refusal, equal to t.
  */
 export interface BucketPolicy {
   /** The policy's name in the headers (a Structured Fields string). */

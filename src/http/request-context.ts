@@ -7,11 +7,12 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
  * Every response carries an X-Request-Id (the client's, when it is a sane token, else a new uuid), and every
- * request is logged once when it ends (routine ones at debug): method, path without the query, status, duration, key id. Never a
- * header value or a body: the Authorization header holds a secret.
+ * request is logged once when it ends (routine ones at debug): method, path without the query, status, duration, key
+ * id. Never a header value or a body: the Authorization header holds a secret.
  *
  * A `traceparent` header (W3C Trace Context) that is well formed is kept for the commands the request runs
- * (`requestTraceparent`); one that is not is dropped silently, as the W3C recommends: the request goes on in a new trace.
+ * (`requestTraceparent`); one that is not is dropped silently, as the W3C recommends: the request goes on in a new
+ * trace.
  */
 export function requestContext(logger: Logger): RequestHandler {
   return (req, res, next) => {

@@ -84,20 +84,26 @@ export class WalletOpsMetrics {
     const registers = [this.registry];
     this.httpDuration = new Histogram({
       name: 'wallet_ops_http_request_duration_seconds',
-      help: 'HTTP requests answered, by method, route pattern (never the raw URL) and status: time from arrival to the last byte written. Scrapes of /metrics are not counted.',
+      help:
+        'HTTP requests answered, by method, route pattern (never the raw URL) and status: time from arrival to ' +
+        'the last byte written. Scrapes of /metrics are not counted.',
       labelNames: ['method', 'route', 'status'],
       buckets: LATENCY_BUCKETS,
       registers,
     });
     this.creates = new Counter({
       name: 'wallet_ops_creates_total',
-      help: 'Create-operation requests of authenticated, authorized API keys, by party type and outcome (created, replayed, refused, error) and, unless created, the problem type answered.',
+      help:
+        'Create-operation requests of authenticated, authorized API keys, by party type and outcome (created, ' +
+        'replayed, refused, error) and, unless created, the problem type answered.',
       labelNames: ['party_type', 'outcome', 'problem_type'],
       registers,
     });
     this.createConflictRetries = new Counter({
       name: 'wallet_ops_create_conflict_retries_total',
-      help: 'Create-operation decisions taken again because another writer changed a stream they read (optimistic concurrency).',
+      help:
+        'Create-operation decisions taken again because another writer changed a stream they read (optimistic ' +
+        'concurrency).',
       registers,
     });
     this.replicaReads = new Counter({
@@ -110,13 +116,17 @@ export class WalletOpsMetrics {
     });
     this.httpConnectionsRefused = new Counter({
       name: 'wallet_ops_http_connections_refused_total',
-      help: 'Connections closed as soon as they were accepted, by the cap they were over: total (HTTP_MAX_CONNECTIONS) or per-address (HTTP_MAX_CONNECTIONS_PER_ADDRESS).',
+      help:
+        'Connections closed as soon as they were accepted, by the cap they were over: total ' +
+        '(HTTP_MAX_CONNECTIONS) or per-address (HTTP_MAX_CONNECTIONS_PER_ADDRESS).',
       labelNames: ['reason'],
       registers,
     });
     this.appendDuration = new Histogram({
       name: 'wallet_ops_event_store_append_duration_seconds',
-      help: 'Event store appends, by method (append, appendMulti) and outcome (ok, conflict, error): time until durable, at the EventStore port.',
+      help:
+        'Event store appends, by method (append, appendMulti) and outcome (ok, conflict, error): time until ' +
+        'durable, at the EventStore port.',
       labelNames: ['method', 'outcome'],
       buckets: LATENCY_BUCKETS,
       registers,
@@ -136,13 +146,17 @@ export class WalletOpsMetrics {
     });
     this.ledgerErrors = new Counter({
       name: 'wallet_ops_ledger_errors_total',
-      help: 'Ledger calls that failed, by method and kind: rejected (final), unavailable (retried), duplicate (already executed: recovered), voided (the operation was voided: it never executes), other.',
+      help:
+        'Ledger calls that failed, by method and kind: rejected (final), unavailable (retried), duplicate ' +
+        '(already executed: recovered), voided (the operation was voided: it never executes), other.',
       labelNames: ['method', 'kind'],
       registers,
     });
     this.executorClaims = new Counter({
       name: 'wallet_ops_executor_claims_total',
-      help: 'Operations claimed by this executor, by attempt: first, or retry (after a transient failure, a restart or an expired lease).',
+      help:
+        'Operations claimed by this executor, by attempt: first, or retry (after a transient failure, a restart ' +
+        'or an expired lease).',
       labelNames: ['attempt'],
       registers,
     });
@@ -153,26 +167,35 @@ export class WalletOpsMetrics {
     });
     this.executorFailures = new Counter({
       name: 'wallet_ops_executor_failures_total',
-      help: 'Operations this executor recorded as failed, each once its void committed on the ledger, by reason: rejected (by the ledger), gave_up (out of attempts) or voided (a submit met the void of another executor).',
+      help:
+        'Operations this executor recorded as failed, each once its void committed on the ledger, by reason: ' +
+        'rejected (by the ledger), gave_up (out of attempts) or voided (a submit met the void of another ' +
+        'executor).',
       labelNames: ['reason'],
       registers,
     });
     this.webhookAttempts = new Counter({
       name: 'wallet_ops_webhook_attempts_total',
-      help: 'Webhook delivery attempts this process made, by outcome: delivered (2xx), retry (failed, tried again later), gave_up (failed for the whole retry window: the endpoint is disabled).',
+      help:
+        'Webhook delivery attempts this process made, by outcome: delivered (2xx), retry (failed, tried again ' +
+        'later), gave_up (failed for the whole retry window: the endpoint is disabled).',
       labelNames: ['outcome'],
       registers,
     });
     this.webhookDeliveryLag = new Histogram({
       name: 'wallet_ops_webhook_delivery_lag_seconds',
-      help: "Webhook deliveries that succeeded: time from the event (its commit) to the receiver's 2xx, retries included.",
+      help:
+        "Webhook deliveries that succeeded: time from the event (its commit) to the receiver's 2xx, retries " +
+        'included.',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600, 86400],
       registers,
     });
     const snapshots = this.snapshots;
     this.collectFailures = new Counter({
       name: 'wallet_ops_metrics_collect_failures_total',
-      help: 'Scrape-time collections that timed out or failed (their families are left out of that scrape), by collector and reason.',
+      help:
+        'Scrape-time collections that timed out or failed (their families are left out of that scrape), by ' +
+        'collector and reason.',
       labelNames: ['collector', 'reason'],
       registers,
       // Rendered after this scrape's collections have ended (joining them: one read each per scrape), so that a
@@ -194,7 +217,9 @@ export class WalletOpsMetrics {
   /** This process's clock minus the store's, in seconds (src/shared/clock-skew.ts); absent on KurrentDB. */
   readonly clockSkew = new Gauge({
     name: 'wallet_ops_clock_skew_seconds',
-    help: "This process's clock minus the store's (PostgreSQL, or the kernel's file stamps on the embedded store), in seconds, as last measured; positive when this clock runs ahead.",
+    help:
+      "This process's clock minus the store's (PostgreSQL, or the kernel's file stamps on the embedded store), " +
+      'in seconds, as last measured; positive when this clock runs ahead.',
     registers: [this.registry],
   });
 
@@ -239,7 +264,9 @@ export class WalletOpsMetrics {
     };
     new Gauge({
       name: 'wallet_ops_postgres_pool_connections',
-      help: 'Connections a PostgreSQL pool of this process holds open, by pool (its application_name in pg_stat_activity) and state: busy (checked out: a statement or transaction running) or idle.',
+      help:
+        'Connections a PostgreSQL pool of this process holds open, by pool (its application_name in ' +
+        'pg_stat_activity) and state: busy (checked out: a statement or transaction running) or idle.',
       labelNames: ['pool', 'state'],
       registers,
       collect() {
@@ -252,7 +279,9 @@ export class WalletOpsMetrics {
     });
     new Gauge({
       name: 'wallet_ops_postgres_pool_max_connections',
-      help: 'The most connections a PostgreSQL pool opens (POSTGRES_POOL_SIZE): busy connections at this value mean a saturated pool.',
+      help:
+        'The most connections a PostgreSQL pool opens (POSTGRES_POOL_SIZE): busy connections at this value mean ' +
+        'a saturated pool.',
       labelNames: ['pool'],
       registers,
       collect() {
@@ -262,7 +291,9 @@ export class WalletOpsMetrics {
     });
     new Gauge({
       name: 'wallet_ops_postgres_pool_waiting',
-      help: 'Calls waiting for a connection of a PostgreSQL pool (all its connections busy); they fail after POSTGRES_STATEMENT_TIMEOUT_MS.',
+      help:
+        'Calls waiting for a connection of a PostgreSQL pool (all its connections busy); they fail after ' +
+        'POSTGRES_STATEMENT_TIMEOUT_MS.',
       labelNames: ['pool'],
       registers,
       collect() {
@@ -272,7 +303,9 @@ export class WalletOpsMetrics {
     });
     this.postgresFamilies = new Histogram({
       name: 'wallet_ops_postgres_statement_duration_seconds',
-      help: 'PostgreSQL statements (each statement of a transaction too), by pool and outcome (ok, or error: refused, timed out or connection lost): round trip from this process.',
+      help:
+        'PostgreSQL statements (each statement of a transaction too), by pool and outcome (ok, or error: ' +
+        'refused, timed out or connection lost): round trip from this process.',
       labelNames: ['pool', 'outcome'],
       buckets: LATENCY_BUCKETS,
       registers,
@@ -284,7 +317,9 @@ export class WalletOpsMetrics {
   watchExecutorQueue(depth: () => number): void {
     new Gauge({
       name: 'wallet_ops_executor_queue_depth',
-      help: "Approved operations this executor holds and has not settled yet (running, or waiting for a retry or another executor's lease).",
+      help:
+        'Approved operations this executor holds and has not settled yet (running, or waiting for a retry or ' +
+        "another executor's lease).",
       registers: [this.registry],
       collect() {
         this.set(depth());
@@ -348,7 +383,9 @@ export class WalletOpsMetrics {
     const registers = [this.registry];
     new Gauge({
       name: 'wallet_ops_rebuild_in_progress',
-      help: '1 while a rebuild of the projection has started and not been promoted (a 1 that stays: an interrupted rebuild; run it again).',
+      help:
+        '1 while a rebuild of the projection has started and not been promoted (a 1 that stays: an interrupted ' +
+        'rebuild; run it again).',
       labelNames: ['projection'],
       registers,
       async collect() {

@@ -169,7 +169,10 @@ export class ReadStoreQueryError extends Error {
   }
 }
 
-/** The read store could not be reached or failed for a reason unrelated to the request (busy, disk full, I/O, network): worth retrying. */
+/**
+ * The read store could not be reached or failed for a reason unrelated to the request (busy, disk full, I/O, network):
+ * worth retrying.
+ */
 export class ReadStoreUnavailableError extends Error {
   readonly code = 'READ_STORE_UNAVAILABLE';
   constructor(message: string, options?: { cause?: unknown }) {

@@ -191,7 +191,9 @@ export function operationsOfKey(
   return findOperations(readStore, { party, keyID }, { order: 'newest', limit });
 }
 
-/** The party's own operations waiting for its checker (a cash-in a merchant received is the distributor's to decide). */
+/**
+ * The party's own operations waiting for its checker (a cash-in a merchant received is the distributor's to decide).
+ */
 const pendingWhere = (party: string): NonNullable<FindQuery['where']> => ({ party, status: 'pending', side: 'own' });
 
 /** Most decisions read past the read model's checkpoint: beyond that the model is far behind (a stopped runner). */

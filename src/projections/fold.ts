@@ -4,9 +4,9 @@ import type { Positioned, ProjectedEvent, Projection } from './projection.ts';
 /**
  * Folds events (in position order) into a projection's documents in memory, exactly as its runner stores
  * them: events of other types are ignored; a document given at a position ignores the events up to it, and
- * an event it holds already, so a replay changes nothing; each document evolve returns carries its id and the event's position; null is
- * no document. `docs` is folded in place (the runner passes what it read from the collection; an id absent
- * from it is a document not made yet), and the ids that changed are added to `changed`.
+ * an event it holds already, so a replay changes nothing; each document evolve returns carries its id and the event's
+ * position; null is no document. `docs` is folded in place (the runner passes what it read from the collection; an id
+ * absent from it is a document not made yet), and the ids that changed are added to `changed`.
  *
  * The one fold of the service: the runner and the rebuild, the webhook messages (an operation as the API shows
  * it at that event) and the operator's view of webhook endpoints without a server all use it, so they agree.

@@ -48,7 +48,10 @@ export type MerchantOperationDoc = {
   walletOperationID?: string;
   sequenceNumber: number | null;
   lastError: string | null;
-  /** Set once rejected: the reason given (a checker's, or that of the key's revocation). Absent from documents stored before it existed. */
+  /**
+   * Set once rejected: the reason given (a checker's, or that of the key's revocation). Absent from documents stored
+   * before it existed.
+   */
   rejectionReason?: string;
   status: ContractStatus;
   createdAt: string;

@@ -59,7 +59,10 @@ export type Payment = Pick<
   'operationID' | 'type' | 'amount' | 'from' | 'fromType' | 'fromShortCode' | 'memo' | 'blockchainID' | 'createdAt'
 > & {
   completedAt: string;
-  /** Extension: the operation (`op_...`) the payment came from, as the payer's (or distributor's) operations list names it. */
+  /**
+   * Extension: the operation (`op_...`) the payment came from, as the payer's (or distributor's) operations list names
+   * it.
+   */
   sourceOperationID: string;
 };
 
@@ -105,7 +108,10 @@ const EVENT_TYPES = [
   'OperationSettledFromLedger',
 ] as const;
 
-/** The payer's name and short code come from the request (`payerName`, `payerShortCode`); the counterparty is the merchant paid. */
+/**
+ * The payer's name and short code come from the request (`payerName`, `payerShortCode`); the counterparty is the
+ * merchant paid.
+ */
 type RequestedData = OperationRequested['data'];
 type Event = ProjectedEvent &
   (OperationRequested | OperationRejected | OperationCompleted | OperationFailed | OperationSettledFromLedger);

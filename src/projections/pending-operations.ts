@@ -8,8 +8,9 @@ import type { ProjectedEvent, Projection } from './projection.ts';
  * operations without replaying the history, and, on its periodic sweep, those of keys that have expired.
  *
  * `ApiKeyRevoked` (and `ApiKeyPreviousSecretEnded`, a departure's revocation of one secret) are among its event
- * types although they change no document: the projection's checkpoint then passes every revocation, so a reader that sees the checkpoint at or past a revocation knows that every
- * operation requested before it is here (unless already decided).
+ * types although they change no document: the projection's checkpoint then passes every revocation, so a reader that
+ * sees the checkpoint at or past a revocation knows that every operation requested before it is here (unless already
+ * decided).
  */
 export type PendingOperationDoc = {
   /** The operation id. */

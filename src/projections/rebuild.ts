@@ -192,7 +192,10 @@ export interface ProjectionStatus {
   lagSeconds: number;
 }
 
-/** A checkpointed follower of the history: a projection, or the executor (whose checkpoint passes only settled approvals). */
+/**
+ * A checkpointed follower of the history: a projection, or the executor (whose checkpoint passes only settled
+ * approvals).
+ */
 export interface Checkpointed {
   name: string;
   eventTypes: readonly string[];

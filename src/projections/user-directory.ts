@@ -150,7 +150,10 @@ export class UserDirectory {
       case 'add-user': {
         if (change.platformAdmin) return `Add platform administrator ${change.email}`;
         const party = change.party ? this.party(change.party) : undefined;
-        return `Add ${change.email} as ${change.roles.join(' and ')} of ${party ? `${party.name} (${party.type} ${party.shortCode})` : 'a party'}`;
+        return (
+          `Add ${change.email} as ${change.roles.join(' and ')} of ` +
+          `${party ? `${party.name} (${party.type} ${party.shortCode})` : 'a party'}`
+        );
       }
       case 'add-role':
         return `Give ${change.email} the ${change.role} role`;

@@ -34,9 +34,15 @@ export type WebhookEndpointDoc = {
   /** The last rotation, and until when deliveries are signed with the previous secret too. */
   rotatedAt?: string | null;
   previousSecretValidUntil?: string | null;
-  /** How deliveries are signed with the current secret (absent until approved); an approval that names none: `stripe-v1`. */
+  /**
+   * How deliveries are signed with the current secret (absent until approved); an approval that names none:
+   * `stripe-v1`.
+   */
   signatureScheme?: WebhookSignatureScheme;
-  /** The previous secret's scheme, after a rotation: when it differs, deliveries keep it until `previousSecretValidUntil`. */
+  /**
+   * The previous secret's scheme, after a rotation: when it differs, deliveries keep it until
+   * `previousSecretValidUntil`.
+   */
   previousSignatureScheme?: WebhookSignatureScheme;
   position: number;
 };

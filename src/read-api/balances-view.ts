@@ -56,7 +56,10 @@ export class BalancesView {
     this.empty = preparedJson(toApi(null, this.assetScale));
   }
 
-  /** Every balance event at or below it is applied; null: not seeded yet (0: seeded, no event applied yet). For read freshness. */
+  /**
+   * Every balance event at or below it is applied; null: not seeded yet (0: seeded, no event applied yet). For read
+   * freshness.
+   */
   position(): number | null {
     return this.seeded ? (this.lastPosition ?? 0) : null;
   }
@@ -80,7 +83,9 @@ export class BalancesView {
     return this.entries.get(balanceDocId({ kind, id }))?.answer ?? this.empty;
   }
 
-  /** Reads the read store's model once: its checkpoint, then its documents of served wallets. Later calls do nothing. */
+  /**
+   * Reads the read store's model once: its checkpoint, then its documents of served wallets. Later calls do nothing.
+   */
   async seed(readStore: ReadStore): Promise<void> {
     if (this.seeded) return;
     const checkpoint = await readStore.getCheckpoint(this.name);

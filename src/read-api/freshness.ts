@@ -12,7 +12,9 @@ export type ServedModel = Checkpointed & {
   position?: () => number | null;
 };
 
-/** How a read model stands against the history: serveable, never built though it has events to show, or too far behind. */
+/**
+ * How a read model stands against the history: serveable, never built though it has events to show, or too far behind.
+ */
 export type Freshness =
   | { state: 'current'; lagEvents: number }
   | { state: 'not-built'; lagEvents: number }
@@ -60,7 +62,9 @@ export class ReadFreshness {
     return verdict;
   }
 
-  /** True when a verdict of the current window is in and says current: the request goes on without waiting on anything. */
+  /**
+   * True when a verdict of the current window is in and says current: the request goes on without waiting on anything.
+   */
   knownCurrent(projection: ServedModel): boolean {
     const cached = this.verdicts.get(projection.name);
     return cached?.settled?.state === 'current' && performance.now() - cached.at < (this.options.reuseForMs ?? 1000);

@@ -145,7 +145,8 @@ export function componentSchemas(assetScale: number): Record<string, JsonSchema>
     Payment: discriminated(
       'fromType',
       PAYMENT_VARIANTS,
-      'A payment the merchant received, by who sent it: `type` is `payment` from an individual or a merchant, `cash-in` from a distributor.',
+      'A payment the merchant received, by who sent it: `type` is `payment` from an individual or a merchant, ' +
+        '`cash-in` from a distributor.',
     ),
     ...variantSchemas(PAYMENT_VARIANTS, responses.payment.variants, 'output'),
     Balance: jsonSchema(responses.balance, 'output'),
@@ -181,7 +182,8 @@ const WEBHOOK_DATA: Record<
   },
   'payment.received': {
     summary:
-      "Money reached the merchant's wallet: another merchant's payment, an individual's payment, or a distributor's cash-in.",
+      "Money reached the merchant's wallet: another merchant's payment, an individual's payment, or a " +
+      "distributor's cash-in.",
     data: { payment: ref('Payment') },
     party: 'merchant',
   },
@@ -275,7 +277,9 @@ const WEBHOOK_HEADERS = [
   {
     name: 'webhook-signature',
     description:
-      'Space-separated `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">`, keyed with the base64-decoded part of the secret after `whsec_` (Standard Webhooks); one per live secret during a rotation. Accept a match with any.',
+      'Space-separated `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">`, keyed with ' +
+      'the base64-decoded part of the secret after `whsec_` (Standard Webhooks); one per live secret during a ' +
+      'rotation. Accept a match with any.',
     schema: { type: 'string' },
   },
 ];
@@ -290,7 +294,9 @@ export function webhooks(): Record<string, { post: JsonSchema }> {
           operationId: `webhook${webhookSchemaName(type).replace(/Event$/, '')}`,
           summary: WEBHOOK_DATA[type].summary,
           description:
-            "Sent to each approved endpoint of the party that subscribed to this event type, retried for a day until it answers 2xx. The body is the same at every attempt; only the signature's timestamp changes. See docs/webhooks.md.",
+            'Sent to each approved endpoint of the party that subscribed to this event type, retried for a day ' +
+            "until it answers 2xx. The body is the same at every attempt; only the signature's timestamp " +
+            'changes. See docs/webhooks.md.',
           parameters: WEBHOOK_HEADERS.map((header) => ({ ...header, in: 'header', required: true })),
           requestBody: { required: true, content: { 'application/json': { schema: ref(webhookSchemaName(type)) } } },
           responses: {

@@ -223,13 +223,16 @@ const problemContent = (examples: Record<string, Example>): Content => ({
 const EVERY_RESPONSE: Record<string, Header> = {
   'X-Request-Id': {
     description:
-      "The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): quote it to support.",
+      "The request's id (the client's X-Request-Id when it is 1 to 64 of `A-Za-z0-9._:-`, else a new UUID): " +
+      'quote it to support.',
     required: true,
     schema: { type: 'string' },
   },
   'RateLimit-Policy': {
     description:
-      'Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, and on refusals of authentication.',
+      'Where rate limits are on (draft-ietf-httpapi-ratelimit-headers), the limit: `"per-key";q=<requests>;w=1` ' +
+      'per API key, or `"failed-auth";q=<failures>;w=60` per client address. On every authenticated response, ' +
+      'and on refusals of authentication.',
     schema: { type: 'string' },
   },
   RateLimit: {
@@ -262,7 +265,8 @@ function respond(
 }
 
 const UNAUTHORIZED = respond(
-  'The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired or not yet approved.',
+  'The Authorization header is missing or not `Bearer <API key>`, or the key is unknown, wrong, revoked, expired ' +
+    'or not yet approved.',
   problemContent({
     invalidKey: {
       summary: 'wrong, revoked or unknown key',
@@ -276,7 +280,8 @@ const UNAUTHORIZED = respond(
 );
 
 const TOO_MANY_REQUESTS = respond(
-  'The API key made more requests than its rate allows (per second, with a burst), or this address failed authentication too often. Wait Retry-After seconds; nothing was done.',
+  'The API key made more requests than its rate allows (per second, with a burst), or this address failed ' +
+    'authentication too often. Wait Retry-After seconds; nothing was done.',
   problemContent({
     perKey: {
       summary: 'the key is over its rate',
@@ -293,15 +298,18 @@ const TOO_MANY_REQUESTS = respond(
 );
 
 const REQUEST_TIMEOUT = respond(
-  'The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS); the connection is closed.',
+  'The client did not send its whole request within HTTP_REQUEST_TIMEOUT_MS (its headers within ' +
+    'HTTP_HEADERS_TIMEOUT_MS); the connection is closed.',
   problemContent({ timeout: { value: problemOfClientError('ERR_HTTP_REQUEST_TIMEOUT') } }),
 );
 const HEADERS_TOO_LARGE = respond(
-  'The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is closed.',
+  'The request line and headers together are larger than 16 KiB (a URL or a header too long); the connection is ' +
+    'closed.',
   problemContent({ tooLarge: { value: problemOfClientError('HPE_HEADER_OVERFLOW') } }),
 );
 const INTERNAL_ERROR = respond(
-  "An unexpected failure on the server's side; the detail carries the request id. Whether a create took effect is unknown: retry it with the same Idempotency-Key.",
+  "An unexpected failure on the server's side; the detail carries the request id. Whether a create took effect " +
+    'is unknown: retry it with the same Idempotency-Key.',
   problemContent({
     internal: {
       value: {
@@ -338,7 +346,10 @@ const RETRY_AFTER_UNLESS_CORRUPTED: Header = {
 };
 
 const WRITE_UNAVAILABLE = respond(
-  "A store cannot be reached, or did not answer within the create's deadline (`/problems/service-unavailable`, with Retry-After: retry then, with the same Idempotency-Key; when the detail says the outcome is unknown, the create may have been recorded, and the retry answers it), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).",
+  "A store cannot be reached, or did not answer within the create's deadline (`/problems/service-unavailable`, " +
+    'with Retry-After: retry then, with the same Idempotency-Key; when the detail says the outcome is unknown, the ' +
+    'create may have been recorded, and the retry answers it), or a store failed its integrity checks ' +
+    '(`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
   problemContent({
     ...STORE_UNAVAILABLE,
     outcomeUnknown: {
@@ -353,7 +364,10 @@ const WRITE_UNAVAILABLE = respond(
 );
 
 const READ_UNAVAILABLE = respond(
-  'Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history (`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
+  'Nothing is served rather than figures that may be wrong: the read model is not built yet (no checkpoint while ' +
+    'events exist) or is more than READ_MAX_LAG_EVENTS (1,000) events behind the history ' +
+    '(`/problems/service-unavailable`, with Retry-After: retry then), a store cannot be reached (the same), or a ' +
+    'store failed its integrity checks (`/problems/store-corrupted`, no Retry-After: an operator must restore it).',
   problemContent({
     notBuilt: {
       summary: 'the read model is not built yet',
@@ -381,7 +395,13 @@ const READ_UNAVAILABLE = respond(
 
 function forbidden(permission: string, partyType: string, extra: Record<string, Example> = {}): OpenApiResponse {
   return respond(
-    `The key lacks ${permission}, is bound to another ${partyType}, or the request comes from an address the key does not allow.${Object.keys(extra).length ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.' : ''}`,
+    `The key lacks ${permission}, is bound to another ${partyType}, or the request comes from an address the key ` +
+      'does not ' +
+      `allow.${
+        Object.keys(extra).length
+          ? ' Also: the transaction limit, the daily volume limit, or the payer balance refuses the operation.'
+          : ''
+      }`,
     problemContent({
       missingPermission: {
         summary: `key lacks ${permission}`,
@@ -401,10 +421,15 @@ function forbidden(permission: string, partyType: string, extra: Record<string, 
 }
 
 const CONTRACT_SUMMARY = [
-  'Distributors and merchants read their wallet balance, list their operations and payments, and create operations, with an API key bound to exactly one distributor or one merchant.',
-  'Operations created through the API are not executed at once: they are saved as `pending`, a checker approves them in the web interface, and then they are executed on the blockchain (`completed`, or `failed` with `lastError`).',
-  "Amounts are decimal strings at the asset scale; phone numbers are in international format; times are ISO 8601. Every response carries an `X-Request-Id` header (the client's, when it sent a sane one).",
-  'API keys are created, approved and revoked in the web interface (Settings, API Keys), with maker-checker; no endpoint manages them.',
+  'Distributors and merchants read their wallet balance, list their operations and payments, and create ' +
+    'operations, with an API key bound to exactly one distributor or one merchant.',
+  'Operations created through the API are not executed at once: they are saved as `pending`, a checker approves ' +
+    'them in the web interface, and then they are executed on the blockchain (`completed`, or `failed` with ' +
+    '`lastError`).',
+  'Amounts are decimal strings at the asset scale; phone numbers are in international format; times are ISO ' +
+    "8601. Every response carries an `X-Request-Id` header (the client's, when it sent a sane one).",
+  'API keys are created, approved and revoked in the web interface (Settings, API Keys), with maker-checker; no ' +
+    'endpoint manages them.',
 ].join('\n\n');
 
 /**
@@ -426,7 +451,12 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         scheme: 'bearer',
         bearerFormat: 'wo_live_<keyID>.<secret>',
         description:
-          'The API key as shown once after approval, `wo_live_<keyID>.<secret>` (`wo_test_…` from a sandbox: the prefix tells people and secret scanners which deployment issued it; keys issued before it, `<keyID>.<secret>`, keep working), sent as `Authorization: Bearer <API key>`. A key is bound to one distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform Operations); it may also limit the amount per operation, the daily volume and the source addresses, and it expires (default 365 days).',
+          'The API key as shown once after approval, `wo_live_<keyID>.<secret>` (`wo_test_…` from a sandbox: the ' +
+          'prefix tells people and secret scanners which deployment issued it; keys issued before it, ' +
+          '`<keyID>.<secret>`, keep working), sent as `Authorization: Bearer <API key>`. A key is bound to one ' +
+          'distributor or one merchant and carries permissions (Read Balance, Read Transactions, Perform ' +
+          'Operations); it may also limit the amount per operation, the daily volume and the source addresses, ' +
+          'and it expires (default 365 days).',
       },
     },
     schemas: componentSchemas(assetScale),
@@ -464,7 +494,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
     in: 'header',
     required: false,
     description:
-      'Optional, 1 to 255 visible ASCII characters. A repeat with the same key and the same request is answered with the first response and `Idempotent-Replayed: true`, and creates nothing (the key is kept at least 24 hours); the same key with a different request is refused with 422.',
+      'Optional, 1 to 255 visible ASCII characters. A repeat with the same key and the same request is answered ' +
+      'with the first response and `Idempotent-Replayed: true`, and creates nothing (the key is kept at least 24 ' +
+      'hours); the same key with a different request is refused with 422.',
     schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
     example: 'c0a8f3e2-5b1d-4e7a-9f00-1d2e3f4a5b6c',
   };
@@ -473,19 +505,34 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   function createOperation(partyType: 'distributor' | 'merchant'): OpenApiOperation {
     const description =
       partyType === 'distributor'
-        ? "A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, with merchantToShortCode) or a cash-out-fulfillment (debit an individual's wallet when cash is handed over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid decimal greater than 0 and not above the key's max transaction amount; the day's operations plus this one do not exceed the key's max daily volume; the payer (the distributor for cash-in, the individual for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and merchantToShortCode. Extension of the contract: where the platform runs with CASH_OUT_CONSENT=individual-code, a cash-out-fulfillment must also carry authorizationCode, the individual's one-time code (valid 10 minutes, once, up to the amount it was issued for; used even if the operation is later rejected), checked before the other rules; otherwise 403 /problems/cash-out-not-authorized."
-        : 'A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant (by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
+        ? 'A distributor creates a cash-in (credit an individual wallet, with phoneTo, or a merchant wallet, ' +
+          "with merchantToShortCode) or a cash-out-fulfillment (debit an individual's wallet when cash is handed " +
+          'over). Rules: the key has Perform Operations and is bound to the path distributor; amount is a valid ' +
+          "decimal greater than 0 and not above the key's max transaction amount; the day's operations plus this " +
+          "one do not exceed the key's max daily volume; the payer (the distributor for cash-in, the individual " +
+          'for cash-out-fulfillment) has a sufficient balance; a cash-in names exactly one of phoneTo and ' +
+          'merchantToShortCode. Extension of the contract: where the platform runs with ' +
+          'CASH_OUT_CONSENT=individual-code, a cash-out-fulfillment must also carry authorizationCode, the ' +
+          "individual's one-time code (valid 10 minutes, once, up to the amount it was issued for; used even if " +
+          'the operation is later rejected), checked before the other rules; otherwise 403 ' +
+          '/problems/cash-out-not-authorized.'
+        : 'A merchant creates a cash-out (withdraw to a distributor, by distributorToShortCode), a pay-merchant ' +
+          '(by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the ' +
+          'daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
     return {
       operationId: `create${partyType === 'distributor' ? 'Distributor' : 'Merchant'}Operation`,
       tags: [partyType === 'distributor' ? 'Distributors' : 'Merchants'],
       summary: `Create a ${partyType} operation`,
-      description: `${description} The operation is saved as pending; a checker approves it in the web interface before it is executed.`,
+      description:
+        `${description} The operation is saved as pending; a checker approves it in the web interface before it ` +
+        'is executed.',
       'x-permission': 'Perform Operations',
       security,
       parameters: [pathParameter(partyType), idempotencyKey],
       requestBody: {
         required: true,
-        description: `JSON (\`Content-Type: application/json\`, UTF-8, at most ${BODY_LIMIT}). Unknown fields are refused.`,
+        description:
+          `JSON (\`Content-Type: application/json\`, UTF-8, at most ${BODY_LIMIT}). ` + 'Unknown fields are refused.',
         content: {
           'application/json': {
             schema: ref(partyType === 'distributor' ? 'DistributorOperationRequest' : 'MerchantOperationRequest'),
@@ -511,7 +558,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           },
         ),
         '400': respond(
-          'Validation errors: a field is missing or invalid (amount not a valid decimal, unknown short code, both phoneTo and merchantToShortCode), the body is not a JSON object, the Content-Type is not application/json, the URL is not an endpoint, or the request is not valid HTTP.',
+          'Validation errors: a field is missing or invalid (amount not a valid decimal, unknown short code, ' +
+            'both phoneTo and merchantToShortCode), the body is not a JSON object, the Content-Type is not ' +
+            'application/json, the URL is not an endpoint, or the request is not valid HTTP.',
           problemContent(
             partyType === 'distributor'
               ? {
@@ -579,7 +628,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
             value: domainProblem(
               new DomainError(
                 'DAILY_VOLUME_EXCEEDED',
-                `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} (${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 (Africa/Lagos))`,
+                `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} ` +
+                  `(${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 ` +
+                  '(Africa/Lagos))',
               ),
             ),
           },
@@ -588,7 +639,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
             value: domainProblem(
               new DomainError(
                 'INSUFFICIENT_BALANCE',
-                `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and its fee (${amount})`,
+                `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and ` +
+                  `its fee (${amount})`,
               ),
             ),
           },
@@ -599,7 +651,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
                   value: domainProblem(
                     new DomainError(
                       'CASH_OUT_NOT_AUTHORIZED',
-                      'authorizationCode is not a live cash-out code of this individual (wrong, expired or already used)',
+                      'authorizationCode is not a live cash-out code of this individual (wrong, expired or ' +
+                        'already used)',
                     ),
                   ),
                 },
@@ -614,7 +667,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         ),
         '408': REQUEST_TIMEOUT,
         '409': respond(
-          "The payer's wallet kept changing under concurrent requests, or a request with the same Idempotency-Key is still running; nothing was created. Retry (with the same Idempotency-Key).",
+          "The payer's wallet kept changing under concurrent requests, or a request with the same " +
+            'Idempotency-Key is still running; nothing was created. Retry (with the same Idempotency-Key).',
           problemContent({
             concurrentUpdate: {
               value: domainProblem(
@@ -739,7 +793,13 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           'Cache-Control': NO_STORE,
         }),
         '400': respond(
-          `${spec.query ? 'A query parameter is invalid, repeated or unknown.' : 'The endpoint takes no query parameters.'} Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. Also: the URL is not an endpoint, or the request is not valid HTTP.`,
+          `${
+            spec.query
+              ? 'A query parameter is invalid, repeated or unknown.'
+              : 'The endpoint takes no query parameters.'
+          } ` +
+            `Parameters whose name starts with \`_\` (cache busters such as \`_=1732312345678\`) are ignored. ` +
+            'Also: the URL is not an endpoint, or the request is not valid HTTP.',
           problemContent(badQuery),
         ),
         '401': UNAUTHORIZED,
@@ -747,7 +807,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         ...(spec.item
           ? {
               '404': respond(
-                `No ${spec.item.what} of this ${spec.partyType} has this id: it does not exist, or it is another party's (which is never told apart).`,
+                `No ${spec.item.what} of this ${spec.partyType} has this id: it does not exist, or it is another ` +
+                  `party's (which is never told apart).`,
                 problemContent({
                   notFound: {
                     value: {
@@ -770,7 +831,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
     };
   }
 
-  const paging = `Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. limit defaults to ${DEFAULT_LIMIT} (at most ${MAX_LIMIT}), offset to 0.`;
+  const paging =
+    'Pages by offset: add limit to offset for the next page; a page with fewer items than limit is the last. ' +
+    `limit defaults to ${DEFAULT_LIMIT} (at most ${MAX_LIMIT}), offset to 0.`;
   const pageExamples = { limit: DEFAULT_LIMIT, offset: 0 };
   const filterExamples = {
     ...pageExamples,
@@ -779,9 +842,12 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
     createdTo: '2026-12-01T00:00:00+01:00',
   };
   const filters =
-    'The contract names no filter; these are extensions: `status` (one status), `createdFrom` (inclusive) and `createdTo` (exclusive) on `createdAt`, as ISO 8601 dates (midnight UTC) or date-times with their offset. Any other parameter is refused with 400.';
+    'The contract names no filter; these are extensions: `status` (one status), `createdFrom` (inclusive) and ' +
+    '`createdTo` (exclusive) on `createdAt`, as ISO 8601 dates (midnight UTC) or date-times with their offset. ' +
+    'Any other parameter is refused with 400.';
   const single = (partyType: 'distributor' | 'merchant', what: 'operation' | 'payment') =>
-    `Extension (not in the contract): one ${what} of the ${partyType} by its id, the same object as its list shows, with an ETag. An id that is not this ${partyType}'s is 404, exactly as one that does not exist.`;
+    `Extension (not in the contract): one ${what} of the ${partyType} by its id, the same object as its list ` +
+    `shows, with an ETag. An id that is not this ${partyType}'s is 404, exactly as one that does not exist.`;
   return {
     openapi: '3.1.0',
     info: {
@@ -812,7 +878,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           partyType: 'distributor',
           permission: 'Read Transactions',
           summary: "List a distributor's operations",
-          description: `The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do not apply to an operation's kind are omitted. ${filters} ${paging}`,
+          description:
+            `The distributor's operations (cash-in, cash-out-fulfillment), newest creation first. Fields that do ` +
+            `not apply to an operation's kind are omitted. ${filters} ${paging}`,
           query: operationsQuery,
           queryExamples: filterExamples,
           schema: { type: 'array', items: ref('DistributorOperation') },
@@ -826,7 +894,13 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           partyType: 'merchant',
           permission: 'Read Transactions',
           summary: "List a merchant's operations",
-          description: `The merchant's operations, newest creation first: cash-in (funds received from a distributor, listed from its request with its status, like the merchant's own operations), cash-out (funds withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to an individual wallet). Fields that do not apply are omitted. ${filters} Every operation enters the list at its request and keeps its place (ordered by the order of the requests, which is the order of createdAt), so a new one always appears on the first page, above the ones already seen. ${paging}`,
+          description:
+            `The merchant's operations, newest creation first: cash-in (funds received from a distributor, ` +
+            `listed from its request with its status, like the merchant's own operations), cash-out (funds ` +
+            'withdrawn to a distributor), pay-merchant (payment to another merchant), pay-individual (payment to ' +
+            `an individual wallet). Fields that do not apply are omitted. ${filters} Every operation enters the ` +
+            'list at its request and keeps its place (ordered by the order of the requests, which is the order ' +
+            `of createdAt), so a new one always appears on the first page, above the ones already seen. ${paging}`,
           query: operationsQuery,
           queryExamples: filterExamples,
           schema: { type: 'array', items: ref('MerchantOperation') },
@@ -863,7 +937,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           partyType: 'merchant',
           permission: 'Read Transactions',
           summary: 'Read one payment a merchant received',
-          description: `${single('merchant', 'payment')} A payment is named by its own operationID (wo_…), not by the operation it came from.`,
+          description:
+            `${single('merchant', 'payment')} A payment is named by its own operationID (wo_…), not by the ` +
+            'operation it came from.',
           item: { what: 'payment', example: 'wo_81d2c4e6f0a24b9c8d7e6f5a4b3c2d1e' },
           schema: ref('Payment'),
           example: responses.payment,
@@ -875,7 +951,14 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           partyType: 'merchant',
           permission: 'Read Transactions',
           summary: 'List payments a merchant received',
-          description: `Completed payments the merchant received, newest first: \`payment\` (from an individual or a merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the payment memo. \`createdAt\` is the request's time, as in the operation lists; the extension field \`completedAt\` is when the payment was received. The list is ordered by when each payment entered it (its completion, the order of completedAt), so a payment that completes later always appears on the first page, above the ones already seen, even if it was requested earlier. Extension (not in the contract): \`createdFrom\` and \`createdTo\` bound the request time (\`createdAt\`). ${paging}`,
+          description:
+            `Completed payments the merchant received, newest first: \`payment\` (from an individual or a ` +
+            `merchant) or \`cash-in\` (from a distributor). \`search\` matches the sender phone number and the ` +
+            `payment memo. \`createdAt\` is the request's time, as in the operation lists; the extension field ` +
+            `\`completedAt\` is when the payment was received. The list is ordered by when each payment entered ` +
+            'it (its completion, the order of completedAt), so a payment that completes later always appears on ' +
+            'the first page, above the ones already seen, even if it was requested earlier. Extension (not in ' +
+            `the contract): \`createdFrom\` and \`createdTo\` bound the request time (\`createdAt\`). ${paging}`,
           query: paymentsQuery,
           queryExamples: {
             ...pageExamples,
@@ -893,7 +976,13 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           partyType: 'distributor',
           permission: 'Read Balance',
           summary: "Read a distributor's balance",
-          description: `The balance of the distributor's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the distributor's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`,
+          description:
+            `The balance of the distributor's wallet. \`balance\` is the contract's field: the executed balance, ` +
+            `as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the ` +
+            `contract; a client may ignore them): \`held\` is what the distributor's pending and approved ` +
+            `operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create ` +
+            'can spend now; an insufficient-balance refusal names it. The figures follow the events within ' +
+            'moments (read model).',
           schema: ref('Balance'),
           example: responses.balance,
         }),
@@ -904,7 +993,13 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           partyType: 'merchant',
           permission: 'Read Balance',
           summary: "Read a merchant's balance",
-          description: `The balance of the merchant's wallet. \`balance\` is the contract's field: the executed balance, as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a client may ignore them): \`held\` is what the merchant's pending and approved operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create can spend now; an insufficient-balance refusal names it. The figures follow the events within moments (read model).`,
+          description:
+            `The balance of the merchant's wallet. \`balance\` is the contract's field: the executed balance, as ` +
+            `a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the ` +
+            `contract; a client may ignore them): \`held\` is what the merchant's pending and approved ` +
+            `operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create ` +
+            'can spend now; an insufficient-balance refusal names it. The figures follow the events within ' +
+            'moments (read model).',
           schema: ref('Balance'),
           example: responses.balance,
         }),
@@ -915,6 +1010,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   };
 }
 
-/** The document as committed (openapi.json) and printed by `wallet-ops openapi`: two-space indented, one final newline. */
+/**
+ * The document as committed (openapi.json) and printed by `wallet-ops openapi`: two-space indented, one final newline.
+ */
 export const openApiJson = (assetScale: number): string =>
   `${JSON.stringify(buildOpenApiDocument(assetScale), null, 2)}\n`;

@@ -30,12 +30,17 @@ export interface ReadApiDeps {
   /** The process's rate limits (per key, and failed authentications per address); none when absent. */
   limits?: ApiRateLimits;
   readStore: ReadStore;
-  /** The balances read model in this process's memory (balances-view.ts): what GET .../balance answers from; absent: the read store's. */
+  /**
+   * The balances read model in this process's memory (balances-view.ts): what GET .../balance answers from; absent: the
+   * read store's.
+   */
   balances?: BalancesView;
   directory: ApiKeyDirectory;
   clock: () => Date;
   assetScale: number;
-  /** Refuses reads of a read model that is not built or too far behind (503); absent: every model is served as it is. */
+  /**
+   * Refuses reads of a read model that is not built or too far behind (503); absent: every model is served as it is.
+   */
   freshness?: ReadFreshness;
   /** A read waits (bounded) for this process's own latest write of the party to be in the model; absent: no wait. */
   readYourWrites?: ReadYourWrites;
@@ -55,9 +60,9 @@ function query<T>(schema: z.ZodType<T>, req: Request): T {
 }
 
 /**
- * The five GET endpoints of the contract, and the three single-item GETs that extend it. They read documents the projections built; they never fold events. Lists are
- * newest creation first with the id as tie-break, so paging by offset neither repeats nor skips an item
- * while nothing new arrives.
+ * The five GET endpoints of the contract, and the three single-item GETs that extend it. They read documents the
+ * projections built; they never fold events. Lists are newest creation first with the id as tie-break, so paging by
+ * offset neither repeats nor skips an item while nothing new arrives.
  */
 export function readRoutes(deps: ReadApiDeps): Router {
   const router = Router();

@@ -39,7 +39,10 @@ const offset = wholeNumber('offset', 0, MAX_OFFSET, 0, 'Items to skip; default 0
 export const listQuery = z.strictObject({ limit, offset });
 
 // Extensions (not in the contract, which names no filter): additive, and every other unknown parameter is still 400.
-/** Dates only (midnight UTC) or date-times with their offset: a time without one would mean a different instant per client. */
+/**
+ * Dates only (midnight UTC) or date-times with their offset: a time without one would mean a different instant per
+ * client.
+ */
 const INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/i;
 /** Date.parse rolls 2026-02-30 over to March: each part is checked against the calendar instead. */
 function isCalendarInstant(value: string): boolean {
@@ -65,11 +68,13 @@ const instant = (field: string, description: string) =>
 const createdRange = {
   createdFrom: instant(
     'createdFrom',
-    'Extension (not in the contract): only items created at or after this instant (inclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.',
+    'Extension (not in the contract): only items created at or after this instant (inclusive). An ISO 8601 date ' +
+      '(midnight UTC) or date-time with its offset.',
   ),
   createdTo: instant(
     'createdTo',
-    'Extension (not in the contract): only items created before this instant (exclusive). An ISO 8601 date (midnight UTC) or date-time with its offset.',
+    'Extension (not in the contract): only items created before this instant (exclusive). An ISO 8601 date ' +
+      '(midnight UTC) or date-time with its offset.',
   ),
 };
 const orderedRange = (range: { createdFrom?: string | undefined; createdTo?: string | undefined }) =>
@@ -90,7 +95,8 @@ export const operationsQuery = z
       })
       .optional()
       .meta({
-        description: `Extension (not in the contract): only operations in this status (${CONTRACT_STATUSES.join(', ')}).`,
+        description:
+          'Extension (not in the contract): only operations in this status ' + `(${CONTRACT_STATUSES.join(', ')}).`,
       }),
     ...createdRange,
   })
@@ -170,15 +176,18 @@ export function responseSchemas(assetScale: number) {
 
   const balance = z.strictObject({
     balance: signedAmount(
-      "The contract's field: the current (executed) balance, credits minus debits that happened on the ledger; a decimal string at the asset scale.",
+      "The contract's field: the current (executed) balance, credits minus debits that happened on the ledger; a " +
+        'decimal string at the asset scale.',
       150,
     ),
     available: signedAmount(
-      'Extension (not in the contract): what a create can spend now, `balance` minus `held`. A create whose amount plus fee is above it is refused with 403 insufficient-balance, whose detail names this amount.',
+      'Extension (not in the contract): what a create can spend now, `balance` minus `held`. A create whose ' +
+        'amount plus fee is above it is refused with 403 insufficient-balance, whose detail names this amount.',
       120,
     ),
     held: signedAmount(
-      'Extension (not in the contract): what pending and approved operations hold (amount plus fee each) until they complete, are rejected or fail.',
+      'Extension (not in the contract): what pending and approved operations hold (amount plus fee each) until ' +
+        'they complete, are rejected or fail.',
       30,
     ),
   });
@@ -187,10 +196,14 @@ export function responseSchemas(assetScale: number) {
     blockchainID: z.string().meta({ description: 'Empty until completed.' }),
     sequenceNumber: z.number().int().nullable(),
     lastError: z.string().nullable(),
-    rejectionReason: z.string().nullable().meta({
-      description:
-        "Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API key's revocation); null unless `status` is `rejected`.",
-    }),
+    rejectionReason: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'Extension (not in the contract): the reason the operation was rejected (by a checker, or with its API ' +
+          "key's revocation); null unless `status` is `rejected`.",
+      }),
     status,
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -246,7 +259,8 @@ export function responseSchemas(assetScale: number) {
     memo,
     walletOperationID: z.string().meta({
       description:
-        "Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a pay-merchant it is the `operationID` of the payment in the payee's payments list.",
+        'Extension (not in the contract): wo_…, the wallet operation it became; empty until completed. For a ' +
+        "pay-merchant it is the `operationID` of the payment in the payee's payments list.",
     }),
     ...lifecycle,
   };
@@ -291,17 +305,20 @@ export function responseSchemas(assetScale: number) {
     blockchainID: z.string(),
     createdAt: timestamp.meta({
       description:
-        "When the payment was requested (the operation's creation): the same instant as the operation's createdAt in every other list.",
+        "When the payment was requested (the operation's creation): the same instant as the operation's " +
+        'createdAt in every other list.',
       format: 'date-time',
     }),
     completedAt: timestamp.meta({
       description:
-        'Extension field (not in the contract): when the payment completed, i.e. when it was received and entered this list. The list is ordered by it, newest first.',
+        'Extension field (not in the contract): when the payment completed, i.e. when it was received and ' +
+        'entered this list. The list is ordered by it, newest first.',
       format: 'date-time',
     }),
     sourceOperationID: z.string().meta({
       description:
-        "Extension (not in the contract): the operation (op_…) this payment came from, as the payer's or the distributor's operations list names it (its walletOperationID there is this payment's operationID).",
+        "Extension (not in the contract): the operation (op_…) this payment came from, as the payer's or the " +
+        "distributor's operations list names it (its walletOperationID there is this payment's operationID).",
     }),
   };
   const payment = {

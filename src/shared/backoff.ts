@@ -1,4 +1,7 @@
-/** When retry number `attempt` comes: the ceiling of attempt 1 is `firstMs`, each later attempt doubles it up to `maxMs`. */
+/**
+ * When retry number `attempt` comes: the ceiling of attempt 1 is `firstMs`, each later attempt doubles it up to
+ * `maxMs`.
+ */
 export interface BackoffSchedule {
   firstMs: number;
   maxMs: number;

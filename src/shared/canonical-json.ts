@@ -23,14 +23,19 @@ export function canonicalJsonWithout(record: Record<string, unknown>, omitted: s
 /** Nothing JSON.stringify would escape: no quote, backslash, control character or (lone) surrogate. */
 const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
 
-/** A key list as Object.keys gave it, its sorted order (indexes into it) and the sorted keys quoted with their colon. */
+/**
+ * A key list as Object.keys gave it, its sorted order (indexes into it) and the sorted keys quoted with their colon.
+ */
 interface Layout {
   keys: string[];
   order: number[];
   prefixes: string[];
 }
 
-/** Layouts by their first key; a few lists per first key, and a bounded number of first keys (past them: sorted each time). */
+/**
+ * Layouts by their first key; a few lists per first key, and a bounded number of first keys (past them: sorted each
+ * time).
+ */
 const layouts = new Map<string, Layout[]>();
 const MAX_FIRST_KEYS = 2000;
 const MAX_LAYOUTS_PER_KEY = 8;

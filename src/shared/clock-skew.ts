@@ -36,7 +36,10 @@ export async function measureClockSkew(storeNow: () => Promise<Date>, clock: () 
   return Math.round((before + after) / 2 - store);
 }
 
-/** Measures at once and then every intervalMs; a store that does not answer is skipped (its health says so). Returns the stop. */
+/**
+ * Measures at once and then every intervalMs; a store that does not answer is skipped (its health says so). Returns the
+ * stop.
+ */
 export function watchClockSkew(options: ClockSkewOptions): () => void {
   const check = async () => {
     try {
@@ -45,7 +48,8 @@ export function watchClockSkew(options: ClockSkewOptions): () => void {
       if (Math.abs(skewMs) > options.warnMs) {
         options.logger.warn(
           { skewMs, warnMs: options.warnMs },
-          `this process's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the store's: check NTP on this host`,
+          `this process's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? 'ahead of' : 'behind'} the store's: ` +
+            'check NTP on this host',
         );
       }
     } catch (error) {

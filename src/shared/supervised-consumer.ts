@@ -151,7 +151,8 @@ export class SupervisedConsumer {
         await Promise.allSettled([...this.owned].map((subscription) => subscription.stop()));
         this.owned.clear();
       }
-      // Only a failed session gets here. The wait comes after the finally: during it the failed session's stable timer must not run (it would declare a recovery) and its subscriptions must not stay open.
+      // Only a failed session gets here. The wait comes after the finally: during it the failed session's stable timer
+      // must not run (it would declare a recovery) and its subscriptions must not stay open.
       if (!this.stopped) await this.sleep(this.delayMs());
     }
     this.state = 'stopped';

@@ -31,7 +31,10 @@ export class RefusedAddressError extends Error {
 
 const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
-/** Prefixes whose addresses carry an IPv4 address, and where: NAT64's well-known prefix (RFC 6052) in the last 32 bits, 6to4 (RFC 3056) in bits 16-47. */
+/**
+ * Prefixes whose addresses carry an IPv4 address, and where: NAT64's well-known prefix (RFC 6052) in the last 32 bits,
+ * 6to4 (RFC 3056) in bits 16-47.
+ */
 const EMBEDDING: Array<{ range: string; prefix: [ipaddr.IPv6, number]; ipv4: (parts: number[]) => number[] }> = [
   {
     range: 'rfc6052',
@@ -108,7 +111,8 @@ export async function resolveAllowedAddress(
   const refused = addresses.filter(({ address }) => !isAllowedAddress(address, rules));
   if (refused.length > 0) {
     throw new RefusedAddressError(
-      `${bare} resolves to ${refused.map(({ address }) => `${address} (${addressRange(address)})`).join(', ')}: webhooks go only to public addresses`,
+      `${bare} resolves to ${refused.map(({ address }) => `${address} (${addressRange(address)})`).join(', ')}: ` +
+        'webhooks go only to public addresses',
     );
   }
   const first = addresses[0]!;

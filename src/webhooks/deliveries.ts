@@ -48,7 +48,10 @@ export type DeliveryDoc = {
   attempts: number;
   /** Epoch ms: not attempted before this (retries back off). */
   nextAttemptAt: number;
-  /** Epoch ms of the first failed attempt of the current streak; null when the last attempt succeeded or none failed yet. */
+  /**
+   * Epoch ms of the first failed attempt of the current streak; null when the last attempt succeeded or none failed
+   * yet.
+   */
   failingSince: number | null;
   lastAttemptAt: string | null;
   lastStatusCode: number | null;
@@ -126,7 +129,9 @@ export async function nextDelivery(readStore: ReadStore, endpointID: string): Pr
   return head ?? null;
 }
 
-/** The categories an attempt's error is recorded as (src/webhooks/sender.ts); anything else was recorded before them. */
+/**
+ * The categories an attempt's error is recorded as (src/webhooks/sender.ts); anything else was recorded before them.
+ */
 const ERROR_CATEGORY =
   /^(HTTP \d{3}|redirect \(\d{3}\) not followed|timed out|connection failed|TLS handshake failed|host not found|refused: address not allowed|invalid URL|not sent: signing secret unavailable)$/;
 

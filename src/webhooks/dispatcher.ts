@@ -213,13 +213,16 @@ export class WebhookDispatcher {
       })
       .finally(() => {
         this.working.delete(route.id);
-        // A slot is free for those left out, new deliveries came for this endpoint meanwhile, or a failure must be thrown.
+        // A slot is free for those left out, new deliveries came for this endpoint meanwhile, or a failure must be
+        // thrown.
         if (this.starved || this.dirty.has(route.id) || this.failure !== undefined) this.wake([]);
       });
     this.working.set(route.id, work);
   }
 
-  /** Sends the endpoint's due deliveries in order, each under this process's lease on the endpoint, until none is due. */
+  /**
+   * Sends the endpoint's due deliveries in order, each under this process's lease on the endpoint, until none is due.
+   */
   private async serve(route: RouteDoc, context: SessionContext): Promise<void> {
     const { readStore } = this.options;
     let delivery = await nextDelivery(readStore, route.id);
@@ -235,9 +238,11 @@ export class WebhookDispatcher {
         return;
       }
       // One attempt, and margin for a slow commit: a lease running shorter than that is renewed by a beat first.
-      if (!(await this.leases.hold(route.id, 2 * this.options.timeoutMs))) return; // another process sends this endpoint's queue
+      // another process sends this endpoint's queue
+      if (!(await this.leases.hold(route.id, 2 * this.options.timeoutMs))) return;
       const step = await this.attempt(endpoint.route, delivery);
-      if (step.kind !== 'next') return; // a failure waits for its retry; a give-up disabled the endpoint; a lost lease stops
+      // a failure waits for its retry; a give-up disabled the endpoint; a lost lease stops
+      if (step.kind !== 'next') return;
       delivery = await nextDelivery(readStore, route.id);
     }
   }
@@ -253,7 +258,8 @@ export class WebhookDispatcher {
       'wallet_ops.webhook_event_type': delivery.eventType,
       'wallet_ops.attempt': attempt,
     };
-    // A child of the span that appended the event; the receiver gets it as `traceparent` (not signed: a hint, not a claim).
+    // A child of the span that appended the event; the receiver gets it as `traceparent` (not signed: a hint, not a
+    // claim).
     const result: AttemptResult = await (this.options.tracing ?? noTracing).span(
       'webhook deliver',
       { kind: 'producer', parent: delivery.traceparent, attributes },
@@ -345,7 +351,8 @@ export class WebhookDispatcher {
       // Paused or slow past the lease: another process holds the queue now and records its own attempts.
       this.options.logger.warn(
         { endpointID: route.id, eventID: delivery.eventID, attempt, ok: result.ok },
-        'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the receiver twice)',
+        'webhook endpoint lease lost during an attempt; its result is not recorded (the event may reach the ' +
+          'receiver twice)',
       );
       return step;
     }
@@ -361,11 +368,9 @@ export class WebhookDispatcher {
   /** A day of failures: the endpoint is disabled by the system, with the reason its users see. */
   private async disable(route: RouteDoc, delivery: DeliveryDoc, lastError: string | null): Promise<void> {
     const hours = Math.round(this.options.policy.giveUpAfterMs / 3_600_000);
-    const reason =
-      `deliveries failed for ${hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`}; last error: ${lastError ?? 'unknown'}`.slice(
-        0,
-        500,
-      );
+    const reason = `deliveries failed for ${
+      hours >= 1 ? `${hours} h` : `${this.options.policy.giveUpAfterMs} ms`
+    }; last error: ${lastError ?? 'unknown'}`.slice(0, 500);
     try {
       await disableWebhookEndpointBySystem(
         {
@@ -394,7 +399,8 @@ export class WebhookDispatcher {
 
   /**
    * How a delivery at `now` is signed: the scheme and the secrets, current first, the previous one too while a
-   * rotation's overlap lasts (null: the current one cannot be opened). Opened from the endpoint's events once per rotation.
+   * rotation's overlap lasts (null: the current one cannot be opened). Opened from the endpoint's events once per
+   * rotation.
    */
   private async signingOf(
     route: RouteDoc,

@@ -96,7 +96,9 @@ export class EndpointLeases {
       });
   }
 
-  /** Every lease this process holds, best effort: one left behind (the store is failing) is taken over after a lease. */
+  /**
+   * Every lease this process holds, best effort: one left behind (the store is failing) is taken over after a lease.
+   */
   async releaseAll(): Promise<void> {
     await Promise.allSettled([...this.held.keys()].map((endpointID) => this.release(endpointID)));
   }

@@ -53,7 +53,10 @@ const requireJson: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** The answer to a created operation: the contract's 200 with its operationID. A repeat with its Idempotency-Key gets it again. */
+/**
+ * The answer to a created operation: the contract's 200 with its operationID. A repeat with its Idempotency-Key gets it
+ * again.
+ */
 export function createdResponse(operation: OperationRequested['data']): RecordedResponse {
   return { status: 200, body: { operationID: operation.operationID } };
 }
@@ -92,7 +95,8 @@ export function writeRoutes(deps: WriteApiDeps): Router {
 
   for (const partyType of ['distributor', 'merchant'] as const) {
     const path = `/api/v1/${partyType}s/:${partyType}ID/operations`;
-    // Counted when the response is finished, whichever middleware answered it (the body parser, the handler, the problem handler).
+    // Counted when the response is finished, whichever middleware answered it (the body parser, the handler, the
+    // problem handler).
     const countCreate: RequestHandler = (_req, res, next) => {
       const onCreate = deps.onCreate;
       if (onCreate) {

@@ -54,7 +54,10 @@ function jsonType(value: unknown): string {
   return typeof value;
 }
 
-/** An optional field: absent, or `null` (what Jackson, System.Text.Json and Go send for an unset field), both mean absent. */
+/**
+ * An optional field: absent, or `null` (what Jackson, System.Text.Json and Go send for an unset field), both mean
+ * absent.
+ */
 const absentOrNull = <S extends z.ZodType>(schema: S) => schema.nullish().transform((value) => value ?? undefined);
 
 const MEMO_MAX = 256;
@@ -103,7 +106,8 @@ function buildSchemas(assetScale: number) {
           .int({ error: `${field} must be a string of digits or a whole number (e.g. "4521" or 4521)` })
           .meta({
             description:
-              'Extension (not in the contract): the same short code as a whole number, as responses carry merchantShortCode.',
+              'Extension (not in the contract): the same short code as a whole number, as responses carry ' +
+              'merchantShortCode.',
             example: 4521,
           })
           .transform(byDomainRule(field, (v: number) => shortCode(field, String(v)))),
@@ -147,15 +151,17 @@ function buildSchemas(assetScale: number) {
       (v) => requiredText('cashOutFulfillmentID', v, 100),
     ),
     memo,
-    // An extension of the contract: required, and used once, where the platform runs with CASH_OUT_CONSENT=individual-code.
+    // An extension of the contract: required, and used once, where the platform runs with
+    // CASH_OUT_CONSENT=individual-code.
     authorizationCode: absentOrNull(
       rule(
         'authorizationCode',
         {
           description:
-            "Extension of the contract: the individual's one-time cash-out code (8 digits, from their wallet app; valid 10 minutes, once, " +
-            'up to the amount it was issued for). Required where the platform runs with CASH_OUT_CONSENT=individual-code (otherwise ignored); ' +
-            'a missing, wrong, expired or used code is refused 403 /problems/cash-out-not-authorized. null is absent.',
+            `Extension of the contract: the individual's one-time cash-out code (8 digits, from their wallet ` +
+            'app; valid 10 minutes, once, up to the amount it was issued for). Required where the platform runs ' +
+            'with CASH_OUT_CONSENT=individual-code (otherwise ignored); a missing, wrong, expired or used code ' +
+            'is refused 403 /problems/cash-out-not-authorized. null is absent.',
           example: '48213907',
           pattern: '^ *(?:[0-9] *){8}$',
         },

@@ -188,7 +188,8 @@ export async function findWalletLedger(
     });
   } catch (error) {
     throw new Error(
-      `${options.contract} holds a contract that does not answer as a WalletLedger: ${error instanceof BaseError ? error.shortMessage : String(error)}`,
+      `${options.contract} holds a contract that does not answer as a WalletLedger: ` +
+        `${error instanceof BaseError ? error.shortMessage : String(error)}`,
       { cause: error },
     );
   }
@@ -303,7 +304,8 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       });
       if (!found)
         throw new LedgerUnavailableError(
-          `the contract says ${operationID} executed as ${sequence} in block ${blockNumber}, the node has no event for it`,
+          `the contract says ${operationID} executed as ${sequence} in block ${blockNumber}, the node has no ` +
+            'event for it',
         );
       return found;
     } catch (error) {
@@ -326,7 +328,8 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
       // A contract without voided() reverts with no reason: it was deployed before voids existed.
       if (revertReason(error) !== null) {
         throw new LedgerUnavailableError(
-          `the WalletLedger at ${address} predates void(): operations cannot be voided on it; move to a new contract (docs/operations.md, "Moving to a WalletLedger with void")`,
+          `the WalletLedger at ${address} predates void(): operations cannot be voided on it; move to a new ` +
+            'contract (docs/operations.md, "Moving to a WalletLedger with void")',
           { cause: error },
         );
       }
@@ -553,7 +556,8 @@ export function openEvmLedger(options: EvmLedgerOptions): EvmLedger {
         const fate = await fateOf(operationID);
         if (fate.kind === 'executed') return fate;
         throw new LedgerUnavailableError(
-          `void transaction ${hash} reverted in block ${receipt.blockNumber} and the operation is not executed: retrying`,
+          `void transaction ${hash} reverted in block ${receipt.blockNumber} and the operation is not executed: ` +
+            'retrying',
         );
       }
       return settledFate(operationID);

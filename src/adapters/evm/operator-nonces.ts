@@ -28,7 +28,10 @@ function errorText(error: unknown): string {
   return parts.join(' ');
 }
 
-/** The pause after a nonce conflict: 5 ms at first, at most 100 ms (the longest of the former linear schedule at 20 conflicts). */
+/**
+ * The pause after a nonce conflict: 5 ms at first, at most 100 ms (the longest of the former linear schedule at
+ * 20 conflicts).
+ */
 const CONFLICT_PAUSE = { firstMs: 5, maxMs: 100 };
 
 export class OperatorNonces {

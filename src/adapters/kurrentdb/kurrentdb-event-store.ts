@@ -219,7 +219,10 @@ class KurrentDbEventStore implements EventStore {
     const lastLog = toLogPosition(to);
     const events: RecordedEvent[] = [];
     let from: ReadPosition = start.from;
-    /** The log position of the last event of the previous page: the next page starts with it again (reads are inclusive). */
+    /**
+     * The log position of the last event of the previous page: the next page starts with it again (reads are
+     * inclusive).
+     */
     let seen: bigint | null = null;
     try {
       for (;;) {

@@ -95,8 +95,8 @@ export function toPortPosition(position: Position | undefined): number {
   const { commit, prepare } = position;
   if (commit !== prepare) {
     throw new EventStoreUnavailableError(
-      `the event at commit position ${commit} / prepare position ${prepare} was written by a legacy explicit transaction; ` +
-        'its events share one commit position, which the port cannot number uniquely',
+      `the event at commit position ${commit} / prepare position ${prepare} was written by a legacy explicit ` +
+        'transaction; its events share one commit position, which the port cannot number uniquely',
     );
   }
   if (commit < 0n || commit > MAX_LOG_POSITION)
@@ -308,7 +308,8 @@ export function toMultiStreamRequests(prepared: PreparedAppend[]): AppendStreamR
       for (const [key, value] of Object.entries((event.metadata ?? {}) as Record<string, unknown>)) {
         if (typeof value !== 'string') {
           throw new Error(
-            `metadata ${key} of a ${event.type} event for ${stream} is not a string: KurrentDB's multi-stream append keeps only string metadata values`,
+            `metadata ${key} of a ${event.type} event for ${stream} is not a string: KurrentDB's multi-stream ` +
+              'append keeps only string metadata values',
           );
         }
       }
@@ -413,7 +414,8 @@ export function translateError(error: unknown, expected?: ReadonlyMap<string, Ex
   }
   if (error instanceof ClientUnsupportedError) {
     return new KurrentDbRefusedError(
-      `this KurrentDB server does not support ${error.feature} (KurrentDB ${error.minimumVersion} or newer is required)`,
+      `this KurrentDB server does not support ${error.feature} (KurrentDB ${error.minimumVersion} or newer is ` +
+        'required)',
       { cause: error },
     );
   }

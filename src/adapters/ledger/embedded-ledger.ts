@@ -87,7 +87,10 @@ export interface EmbeddedLedgerOptions {
   clock?: () => Date;
   /** How long a call may wait for another process's lock before LedgerUnavailableError. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
-  /** Called inside the write transaction after each transfer is written, before COMMIT (fault injection: LEDGER_STOP_WHILE_HOLDING). */
+  /**
+   * Called inside the write transaction after each transfer is written, before COMMIT (fault injection:
+   * LEDGER_STOP_WHILE_HOLDING).
+   */
   whileHolding?: () => void;
 }
 
@@ -100,10 +103,12 @@ export function openEmbeddedLedger(options: EmbeddedLedgerOptions): Ledger {
   const last = db.prepare<[], Row>('SELECT * FROM transactions ORDER BY sequence DESC LIMIT 1');
   const balanceOf = db.prepare<[string], { balance: string }>('SELECT balance FROM balances WHERE wallet = ?');
   const setBalance = db.prepare(
-    'INSERT INTO balances (wallet, balance) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET balance = excluded.balance',
+    'INSERT INTO balances (wallet, balance) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET balance = ' +
+      'excluded.balance',
   );
   const insert = db.prepare(
-    'INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO transactions (sequence, blockchain_id, previous_id, operation_id, legs, created_at) VALUES (?, ' +
+      '?, ?, ?, ?, ?)',
   );
   const page = db.prepare<[number, number], Row>(
     'SELECT * FROM transactions WHERE sequence >= ? ORDER BY sequence LIMIT ?',

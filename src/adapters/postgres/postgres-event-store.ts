@@ -107,7 +107,9 @@ class PostgresEventStore implements EventStore {
   private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<PollingSubscription>();
   private closing: Promise<void> | undefined;
-  /** The highest position this process committed: its subscriptions are woken with it, and its NOTIFY then wakes none. */
+  /**
+   * The highest position this process committed: its subscriptions are woken with it, and its NOTIFY then wakes none.
+   */
   private committedHead = 0;
 
   constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
@@ -132,7 +134,8 @@ class PostgresEventStore implements EventStore {
   }
 
   async appendMulti(requests: StreamAppend[]): Promise<AppendResult[]> {
-    // Validation and JSON serialization (or the hash chain's, see SERIALIZED_JSON) happen here, outside the transaction.
+    // Validation and JSON serialization (or the hash chain's, see SERIALIZED_JSON) happen here, outside the
+    // transaction.
     return this.committer.submit(prepareAppends(requests));
   }
 
@@ -156,7 +159,9 @@ class PostgresEventStore implements EventStore {
     checkNonNegativeInteger('toPosition', to);
     const limit = limitOf(options.maxCount);
     const filter = filterSql(options.filter, 4);
-    const sql = `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position >= $1 AND position <= $2${filter.sql} ORDER BY position LIMIT $3`;
+    const sql =
+      `SELECT ${EVENT_COLUMNS} FROM es_events WHERE position >= $1 AND position <= $2${filter.sql} ORDER BY ` +
+      'position LIMIT $3';
     return this.readEvents(sql, [from, to, limit, ...filter.params]);
   }
 
@@ -262,7 +267,8 @@ class PostgresEventStore implements EventStore {
     try {
       const { rows } = await client.query<AppendRow>(
         prepared(
-          `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9)`,
+          `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], ` +
+            '$6::text[], $7::text[], $8::text[], $9)',
           [
             parts.map((part) => part.call),
             parts.map((part) => part.request.stream),
@@ -361,7 +367,9 @@ function connectionLost(error: unknown): boolean {
   return code.startsWith('08') || /^57P0[123]$/.test(code);
 }
 
-/** Failures of the append statement: whether it committed is not known (the connection or the server went mid-commit). */
+/**
+ * Failures of the append statement: whether it committed is not known (the connection or the server went mid-commit).
+ */
 const COMMIT_UNANSWERED = new WeakSet<object>();
 function unanswered(error: unknown): unknown {
   if (typeof error === 'object' && error !== null) COMMIT_UNANSWERED.add(error);

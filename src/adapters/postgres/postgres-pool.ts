@@ -179,7 +179,8 @@ export async function migrate(
     try {
       await client.query("SELECT pg_advisory_xact_lock(hashtext('wallet-ops-migrations'))");
       await client.query(
-        'CREATE TABLE IF NOT EXISTS wallet_ops_migrations (store TEXT NOT NULL, version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (store, version))',
+        'CREATE TABLE IF NOT EXISTS wallet_ops_migrations (store TEXT NOT NULL, version INTEGER NOT NULL, ' +
+          'applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (store, version))',
       );
       await client.query('COMMIT');
     } catch (error) {

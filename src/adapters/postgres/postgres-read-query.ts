@@ -55,7 +55,9 @@ export const READ_STORE_MIGRATIONS = [
         SELECT CASE jsonb_typeof(value)
           WHEN 'string' THEN '2' || (value #>> '{}')
           WHEN 'number' THEN '1' || CASE
-            WHEN value::float8 >= 0 THEN translate(left(encode(float8send(value::float8), 'hex'), 1), '01234567', '89abcdef') || substr(encode(float8send(value::float8), 'hex'), 2)
+            WHEN value::float8 >= 0
+            THEN translate(left(encode(float8send(value::float8), 'hex'), 1), '01234567', '89abcdef')
+              || substr(encode(float8send(value::float8), 'hex'), 2)
             ELSE translate(encode(float8send(value::float8), 'hex'), '0123456789abcdef', 'fedcba9876543210')
           END
           WHEN 'boolean' THEN '3' || (value #>> '{}')
@@ -78,7 +80,10 @@ export function indexName(table: string, fields: string[]): string {
 }
 
 export function indexSql(table: string, fields: string[]): string {
-  return `CREATE INDEX IF NOT EXISTS ${quote(indexName(table, fields))} ON ${quote(table)} (${fields.map((field) => `(${fieldExpr(field)})`).join(', ')})`;
+  return (
+    `CREATE INDEX IF NOT EXISTS ${quote(indexName(table, fields))} ON ${quote(table)} ` +
+    `(${fields.map((field) => `(${fieldExpr(field)})`).join(', ')})`
+  );
 }
 
 export function checkCollectionName(name: string): string {
@@ -100,7 +105,10 @@ export function validateDefinition(def: CollectionDefinition): void {
   (def.searchFields ?? []).forEach(fieldExpr);
 }
 
-/** The JSONB value at a dot path: `doc->'a'->'b'`. The path is spliced into SQL (indexes hold no parameters): the pattern admits no quote. */
+/**
+ * The JSONB value at a dot path: `doc->'a'->'b'`. The path is spliced into SQL (indexes hold no parameters): the
+ * pattern admits no quote.
+ */
 function valueExpr(field: string): string {
   if (typeof field !== 'string' || !FIELD_PATH.test(field))
     throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);

@@ -120,7 +120,8 @@ function withOwnMethods(store: PostgresReadStore): ReadStore {
 /** The best Unicode-aware collation this server has for the database's encoding; null: the database's own. */
 async function chooseSearchCollation(pool: pg.Pool): Promise<string | null> {
   const { rows } = await pool.query<{ collname: string }>(
-    `SELECT collname FROM pg_collation WHERE collname = ANY($1) AND collencoding IN (-1, (SELECT encoding FROM pg_database WHERE datname = current_database()))`,
+    'SELECT collname FROM pg_collation WHERE collname = ANY($1) AND collencoding IN (-1, (SELECT encoding FROM ' +
+      'pg_database WHERE datname = current_database()))',
     [SEARCH_COLLATIONS],
   );
   const found = new Set(rows.map((row) => row.collname));
@@ -166,7 +167,8 @@ class PostgresReadStore implements ReadStore {
           await client.query(
             `CREATE TABLE IF NOT EXISTS ${quote(tableName(def.name))} (id TEXT PRIMARY KEY, doc JSONB NOT NULL)`,
           );
-        // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the index exists.
+        // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the
+        // index exists.
         const existing = await this.indexesOf(
           client,
           list.map((def) => tableName(def.name)),
@@ -223,7 +225,8 @@ class PostgresReadStore implements ReadStore {
         // The checkpoint's statements (and the fence's) are the same at every commit: prepared once per connection.
         await client.query(
           prepared(
-            `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position`,
+            `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position) VALUES ($1, $2) ON CONFLICT (projection) DO ` +
+              'UPDATE SET position = EXCLUDED.position',
             [checkpoint.projection, checkpoint.position],
           ),
         );
@@ -273,7 +276,8 @@ class PostgresReadStore implements ReadStore {
       const projections = new Set<string>();
       const rows = new Set<string>();
       for (const commit of this.pendingCommits) {
-        // One commit per projection per statement, no row written twice, a bounded statement: the rest wait for the next.
+        // One commit per projection per statement, no row written twice, a bounded statement: the rest wait for the
+        // next.
         const keys = rowKeys(commit.steps);
         const fits =
           !projections.has(commit.checkpoint.projection) &&
@@ -337,13 +341,16 @@ class PostgresReadStore implements ReadStore {
         ctes.push(`m${m}_w${i} AS (${sql})`);
       });
       results.push(
-        `(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS generation${m}`,
+        `(SELECT count(*) FROM m${m})::int AS moved${m}, c${m}.position AS position${m}, c${m}.generation AS ` +
+          `generation${m}`,
       );
     });
     // Every commit here carries its checkpoint: the statement's transaction does not wait for its WAL flush
     // (synchronous_commit off for it alone). A crash that takes it takes the checkpoint with the writes, and the
     // followers replay from the one left; any synchronous commit after it flushes it too. Visible at once either way.
-    const sql = `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT set_config('synchronous_commit', 'off', true)) AS one${joins.join('')}`;
+    const sql =
+      `WITH ${ctes.join(', ')} SELECT ${results.join(', ')} FROM (SELECT set_config('synchronous_commit', 'off', ` +
+      `true)) AS one${joins.join('')}`;
     let row: Record<string, unknown>;
     try {
       if (group.length > 1 && this.preparedGroups.size < PREPARED_GROUP_TEXTS) this.preparedGroups.add(sql);
@@ -498,7 +505,8 @@ class PostgresReadStore implements ReadStore {
       await client.query(`UPDATE ${CHECKPOINTS_TABLE} SET position = NULL WHERE projection = $1`, [checkpoints.from]);
       await client.query(
         `INSERT INTO ${CHECKPOINTS_TABLE} (projection, position, generation) VALUES ($1, $2, 1)
-         ON CONFLICT (projection) DO UPDATE SET position = EXCLUDED.position, generation = ${CHECKPOINTS_TABLE}.generation + 1`,
+         ON CONFLICT (projection) DO UPDATE
+         SET position = EXCLUDED.position, generation = ${CHECKPOINTS_TABLE}.generation + 1`,
         [checkpoints.to, position],
       );
     });
@@ -530,10 +538,12 @@ class PostgresReadStore implements ReadStore {
       await this.query(sweep.sql, sweep.params);
     }
     const { rows } = await this.query<{ doc: Counter }>(
-      `INSERT INTO ${table} AS c (id, doc) VALUES ($1, jsonb_build_object('id', $1::text, 'count', GREATEST(0, $2::float8), 'expiresAt', $4::float8))
+      `INSERT INTO ${table} AS c (id, doc)
+       VALUES ($1, jsonb_build_object('id', $1::text, 'count', GREATEST(0, $2::float8), 'expiresAt', $4::float8))
        ON CONFLICT (id) DO UPDATE SET doc = CASE
          WHEN jsonb_typeof(c.doc->'count') = 'number' AND jsonb_typeof(c.doc->'expiresAt') = 'number' THEN CASE
-           WHEN (c.doc->'expiresAt')::float8 > $3::float8 THEN c.doc || jsonb_build_object('count', GREATEST(0, (c.doc->'count')::float8 + $2::float8))
+           WHEN (c.doc->'expiresAt')::float8 > $3::float8
+           THEN c.doc || jsonb_build_object('count', GREATEST(0, (c.doc->'count')::float8 + $2::float8))
            ELSE EXCLUDED.doc END
          ELSE EXCLUDED.doc END
        RETURNING doc`,
@@ -600,7 +610,8 @@ class PostgresReadStore implements ReadStore {
         const ids = chunk.map(([id]) => id);
         // One id per statement at most once (ON CONFLICT cannot touch a row twice): the map kept the last.
         const upsert = (gate: string) =>
-          `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`;
+          `INSERT INTO ${table} (id, doc) SELECT d->>'id', d FROM jsonb_array_elements($1::jsonb) AS d${gate} ON ` +
+          'CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc';
         steps.push(
           run.op === 'upsert'
             ? {
@@ -651,7 +662,8 @@ class PostgresReadStore implements ReadStore {
           if ('id' in write.patch && write.patch.id !== write.id)
             throw new TypeError(`patch of ${table}: cannot change an id`);
           flush();
-          // A shallow merge, null stored as null; a field set to undefined is removed, as the embedded adapter's JSON does.
+          // A shallow merge, null stored as null; a field set to undefined is removed, as the embedded adapter's JSON
+          // does.
           const removed = Object.keys(write.patch).filter((key) => write.patch[key] === undefined);
           const update = `UPDATE ${table} SET doc = (doc - $2::text[]) || $3::jsonb WHERE id = $1`;
           steps.push({
@@ -736,7 +748,10 @@ class PostgresReadStore implements ReadStore {
   }
 }
 
-/** Index builds and ANALYZE, under the DDL timeout set for the transaction: the client's per-query bound must not cut them short. */
+/**
+ * Index builds and ANALYZE, under the DDL timeout set for the transaction: the client's per-query bound must not cut
+ * them short.
+ */
 function buildIndex(client: Client, sql: string): Promise<unknown> {
   return client.query({ text: sql, query_timeout: INDEX_BUILD_TIMEOUT_MS + 1_000 } as pg.QueryConfig);
 }

@@ -91,7 +91,8 @@ export class AppendWriter {
       'INSERT INTO events (id, stream, revision, type, data, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
     this.saveRevision = db.prepare<[string, number]>(
-      'INSERT INTO streams (stream, revision) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision',
+      'INSERT INTO streams (stream, revision) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET revision = ' +
+        'excluded.revision',
     );
   }
 

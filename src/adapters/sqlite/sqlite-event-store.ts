@@ -152,7 +152,9 @@ class SqliteEventStore implements EventStore {
     checkNonNegativeInteger('fromPosition', from);
     checkNonNegativeInteger('toPosition', to);
     const filter = filterSql(options.filter);
-    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ?${filter.sql} ORDER BY position LIMIT ?`;
+    const sql =
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ?${filter.sql} ORDER BY position ` +
+      'LIMIT ?';
     return this.query(sql, [from, to, ...filter.params, limitOf(options.maxCount)]);
   }
 
@@ -166,7 +168,9 @@ class SqliteEventStore implements EventStore {
     const after = options.from === 'start' ? 0 : options.from;
     checkNonNegativeInteger('from', after);
     const filter = filterSql(options.filter);
-    const pageSql = `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position LIMIT ?`;
+    const pageSql =
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position ` +
+      'LIMIT ?';
     const subscription = new PollingSubscription({
       after,
       readPage: (cursor, signal, limit) =>

@@ -17,7 +17,10 @@ export interface GroupCommitOptions<Request, Result> {
   busyBudgetMs?: number;
   /** Told the number of requests of every transaction that committed (the group-commit batch size metric). */
   onBatch?: (requests: number) => void;
-  /** The port's unavailable error for a closed committer, a failed batch, a lock held past the budget. Default: the event store's. */
+  /**
+   * The port's unavailable error for a closed committer, a failed batch, a lock held past the budget. Default: the
+   * event store's.
+   */
   unavailable?: (why: UnavailableReason, cause?: unknown) => Error;
 }
 
@@ -73,7 +76,8 @@ export class GroupCommitter<Request, Result> {
   private readonly options: GroupCommitOptions<Request, Result>;
   private readonly unavailable: (why: UnavailableReason, cause?: unknown) => Error;
 
-  // No parameter properties in this module: the commit thread loads it with Node's type stripping (erasable syntax only).
+  // No parameter properties in this module: the commit thread loads it with Node's type stripping (erasable syntax
+  // only).
   constructor(options: GroupCommitOptions<Request, Result>) {
     this.options = options;
     this.unavailable = options.unavailable ?? eventStoreUnavailable;

@@ -104,7 +104,8 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     fileCheckedAt = -Infinity; // and every later call
     throw new StoreCorruptedError(
       basename(options.file),
-      `the file was ${current ? 'replaced' : 'removed'} while this process had it open (it would serve and write a file no one else reads): restart the process to use the file at ${options.file}`,
+      `the file was ${current ? 'replaced' : 'removed'} while this process had it open (it would serve and write ` +
+        `a file no one else reads): restart the process to use the file at ${options.file}`,
     );
   }
 
@@ -200,7 +201,8 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
           throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, actual);
       }
       statement(
-        `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`,
+        `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET ` +
+          'position = excluded.position',
       ).run(checkpoint.projection, checkpoint.position);
     }
   });
@@ -270,7 +272,9 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     }
   }
 
-  /** Read, add, write in one IMMEDIATE transaction: the write lock is held from the read on, so no increment is lost. */
+  /**
+   * Read, add, write in one IMMEDIATE transaction: the write lock is held from the read on, so no increment is lost.
+   */
   const lastSweep = new Map<string, number>();
   const incrementOne = db.transaction((collection: string, id: string, change: CounterChange): Counter => {
     const table = quote(definition(collection).name);
@@ -341,11 +345,13 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       if (position === null) statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.to);
       else {
         statement(
-          `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position`,
+          `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE ` +
+            'SET position = excluded.position',
         ).run(checkpoints.to, position);
       }
       statement(
-        `INSERT INTO ${GENERATIONS} (projection, generation) VALUES (?, 1) ON CONFLICT (projection) DO UPDATE SET generation = generation + 1`,
+        `INSERT INTO ${GENERATIONS} (projection, generation) VALUES (?, 1) ON CONFLICT (projection) DO UPDATE ` +
+          'SET generation = generation + 1',
       ).run(checkpoints.to);
       statements.clear(); // statements on the replaced table are stale
       upserts.clear();
