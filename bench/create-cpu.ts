@@ -8,6 +8,7 @@
  * time by function, and total time of wallet-ops' own functions) and the profiles kept in DIR.
  */
 import '../test/support/fast-passwords.ts';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -22,6 +23,8 @@ const N = Number(args.get('n') ?? 2000);
 const CONNS = Number(args.get('conns') ?? 1);
 const layout = (args.get('layout') ?? 'all') as Layout;
 const profDir = args.get('prof') ? resolve(args.get('prof')!) : undefined;
+/** `perf=FILE`: `perf record` of the processes (CPU time only, with JIT symbols) while the creates run. */
+const perfFile = args.get('perf') ? resolve(args.get('perf')!) : undefined;
 for (const [key, value] of args) if (/^[A-Z_]+$/.test(key)) process.env[key] = value;
 
 const server = args.get('store') === 'postgres' ? await startPostgresServer({ durable: true }) : undefined;
@@ -29,6 +32,8 @@ if (server)
   Object.assign(process.env, { TEST_POSTGRES_URL: server.url, TEST_STORES: 'postgres', TEST_POSTGRES_POOL_SIZE: '10' });
 const dir = tempDir();
 const requests = await seedSystem(dir.path, 10, 10, async () => {});
+if (perfFile)
+  process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --perf-basic-prof --interpreted-frames-native-stack`;
 if (profDir) {
   mkdirSync(profDir, { recursive: true });
   process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${profDir} --cpu-prof-interval=250`;
@@ -96,7 +101,15 @@ try {
   const idlePerMs = (cpuMs() - idleAt) / 1000;
   const before = await counters();
   const [cpuAt, wallAt, fromUs] = [cpuMs(), performance.now(), nowUs()];
+  const perf = perfFile
+    ? spawn('perf', ['record', '-F', '1999', '-g', '-o', perfFile, '-p', running.pids.join(',')], { stdio: 'inherit' })
+    : undefined;
+  if (perf) await sleep(300);
   await creates(N);
+  if (perf) {
+    perf.kill('SIGINT');
+    await new Promise((r) => perf.once('exit', r));
+  }
   const [loadWall, toUs] = [performance.now() - wallAt, nowUs()];
   await settled();
   const wall = performance.now() - wallAt;

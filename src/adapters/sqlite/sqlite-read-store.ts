@@ -474,13 +474,15 @@ export function compileFind(def: CollectionDefinition, query: FindQuery, columns
       throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
     return `${fieldExpr(field)} ${direction.toUpperCase()}`;
   });
-  // LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
+  // LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it. The limit is written into the SQL, and a skip
+  // of 0 left out, not bound: SQLite plans with their values, so a statement with `LIMIT ? OFFSET ?` is compiled
+  // again at every run. Another skip stays bound, so that paging through a collection makes no statement per page.
   const limit = query.limit === undefined ? -1 : nonNegativeInteger('limit', query.limit);
   const skip = query.skip === undefined ? 0 : nonNegativeInteger('skip', query.skip);
   const orderBy = order.length ? ` ORDER BY ${order.join(', ')}` : '';
   return {
-    sql: `SELECT ${columns} FROM ${quote(def.name)}${filter.sql}${orderBy} LIMIT ? OFFSET ?`,
-    params: [...filter.params, limit, skip],
+    sql: `SELECT ${columns} FROM ${quote(def.name)}${filter.sql}${orderBy} LIMIT ${limit}${skip === 0 ? '' : ' OFFSET ?'}`,
+    params: skip === 0 ? filter.params : [...filter.params, skip],
   };
 }
 
