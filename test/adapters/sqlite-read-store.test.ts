@@ -347,7 +347,10 @@ describe('SQLite read store, embedded specifics', () => {
       await write();
       const at = seen.findIndex((source, i) => i >= from && source.startsWith(sql));
       expect(at).toBeGreaterThanOrEqual(0);
-      return seen.slice(0, at).findLast((source) => source.startsWith('PRAGMA synchronous'));
+      return seen
+        .slice(0, at)
+        .filter((source) => source.startsWith('PRAGMA synchronous'))
+        .at(-1);
     };
     const checkpointed = () =>
       store.commit([{ op: 'upsert', collection: 'payments', doc: { id: `p${position}` } }], {
