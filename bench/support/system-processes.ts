@@ -103,12 +103,13 @@ export interface RunningLayout {
 }
 
 /** Starts the layout's processes on the seeded data directory; resolves once the API answers /health. */
-export async function startLayout(layout: Layout, dataDir: string): Promise<RunningLayout> {
+export async function startLayout(layout: Layout | string[][], dataDir: string): Promise<RunningLayout> {
+  const argvs = typeof layout === 'string' ? LAYOUTS[layout] : layout;
   const port = await freePort();
   const storeEnv = knownStoreEnv(dataDir);
   const children: ChildProcess[] = [];
   const outputs: string[] = [];
-  for (const [i, argv] of LAYOUTS[layout].entries()) {
+  for (const [i, argv] of argvs.entries()) {
     const child = spawn(process.execPath, argv, {
       cwd: ROOT,
       env: {
@@ -148,7 +149,7 @@ export async function startLayout(layout: Layout, dataDir: string): Promise<Runn
   try {
     await waitFor(async () => {
       const dead = children.find((child) => child.exitCode !== null);
-      if (dead) throw new Error(`a ${layout} process exited: ${outputs.join('\n---\n')}`);
+      if (dead) throw new Error(`a ${String(layout)} process exited: ${outputs.join('\n---\n')}`);
       return (await fetch(`${url}/health`).catch(() => null))?.status === 200;
     }, 60_000);
   } catch (error) {

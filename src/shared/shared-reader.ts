@@ -2,8 +2,11 @@
  * One reader of the log per process and store. Every follower of a process subscribes to the same store with
  * its own filter and checkpoint; alone, each one read the head and a page at every append, most of them to find
  * nothing for their filter (11 subscriptions, two wake-ups each per append on PostgreSQL). Behind this decorator
- * one subscription reads each page once, unfiltered, and hands every subscriber the events its filter matches,
- * in memory; a subscriber whose filter matches nothing in a page moves its cursor without a read.
+ * one subscription reads each page once and hands every subscriber the events its filter matches, in memory; a
+ * subscriber whose filter matches nothing in a page moves its cursor without a read. That subscription reads what
+ * any subscriber may want: when every filter names event types (or every one stream prefixes), those of them all,
+ * else everything (a process that serves the write API alone follows the API keys' streams, not every create); a
+ * subscriber that wants more than it reads restarts it, and every subscriber joins the new one as after a failure.
  *
  * Each subscriber keeps the port's guarantees (in order, no gap, no duplicate) and its own backpressure:
  * - it joins the shared reader only at the reader's position: one behind it (a checkpoint from before a
@@ -60,6 +63,8 @@ class SharedReader {
   /** Subscribers fed by the shared subscription. */
   private readonly attached = new Set<SharedSubscription>();
   private inner: Subscription | undefined;
+  /** What the shared subscription reads (undefined: everything). */
+  private innerFilter: EventFilter | undefined;
   /** Raised at each start and stop of the shared subscription: a pump of an older one does nothing more. */
   private generation = 0;
   private starting: Promise<void> | undefined;
@@ -87,6 +92,7 @@ class SharedReader {
       throw new Error(`from must be an integer >= 0, got ${String(options.from)}`);
     const subscription = new SharedSubscription(this, from, options.filter);
     this.subscribers.add(subscription);
+    if (this.inner && !covers(this.innerFilter, options.filter)) this.restart();
     return subscription;
   }
 
@@ -152,8 +158,10 @@ class SharedReader {
       const head = await this.store.headPosition();
       if (this.subscribers.size === 0 || this.closed) return;
       const generation = ++this.generation;
-      const inner = this.store.subscribeToAll({ from: head });
+      const filter = unionOf([...this.subscribers].map((subscription) => subscription.filter));
+      const inner = this.store.subscribeToAll({ from: head, ...(filter ? { filter } : {}) });
       this.inner = inner;
+      this.innerFilter = filter;
       this.cursor = head;
       this.recentFrom = head;
       this.recent = [];
@@ -198,6 +206,13 @@ class SharedReader {
     if (this.recent.length > 2 * this.recentMax)
       this.recentFrom = this.recent.splice(0, this.recent.length - this.recentMax).at(-1)!.position;
     for (const subscription of this.attached) subscription.offer(event);
+  }
+
+  /** The shared subscription stopped for one that reads more: its subscribers read up to it themselves, and join it. */
+  private restart(): void {
+    const fed = [...this.attached];
+    this.stopInner();
+    for (const subscription of fed) subscription.wake();
   }
 
   private stopInner(): void {
@@ -338,9 +353,32 @@ class SharedSubscription implements Subscription, AsyncIterableIterator<Recorded
     return event;
   }
 
-  private wake(): void {
+  wake(): void {
     const waiter = this.waiter;
     this.waiter = undefined;
     waiter?.();
   }
+}
+
+/** One filter that keeps every event any of `filters` keeps (undefined: none does short of everything). */
+function unionOf(filters: Array<EventFilter | undefined>): EventFilter | undefined {
+  if (filters.some((filter) => filter === undefined)) return undefined;
+  const all = filters as EventFilter[];
+  if (all.every((filter) => filter.eventTypes))
+    return { eventTypes: [...new Set(all.flatMap((filter) => filter.eventTypes!))] };
+  if (all.every((filter) => filter.streamPrefixes))
+    return { streamPrefixes: [...new Set(all.flatMap((filter) => filter.streamPrefixes!))] };
+  return undefined;
+}
+
+/** Whether every event `filter` keeps is one `inner` keeps. */
+function covers(inner: EventFilter | undefined, filter: EventFilter | undefined): boolean {
+  if (inner === undefined) return true;
+  if (filter === undefined) return false;
+  const types = inner.eventTypes;
+  if (types && !filter.eventTypes?.every((type) => types.includes(type))) return false;
+  const prefixes = inner.streamPrefixes;
+  if (prefixes && !filter.streamPrefixes?.every((prefix) => prefixes.some((wider) => prefix.startsWith(wider))))
+    return false;
+  return true;
 }

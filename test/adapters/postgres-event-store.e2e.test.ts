@@ -124,6 +124,21 @@ describe('PostgreSQL event store, specifics', () => {
     ]);
   });
 
+  it('when streams, types and data hold what an array literal quotes (quotes, backslashes, braces, commas, NULL, spaces), then they read back as given', async () => {
+    const store = await open(await freshPostgresDatabase());
+    const awkward = ['q"uo\\te', '{a,b}', 'NULL', ' padded ', 'é😀\\"', ''];
+    await store.appendMulti(
+      awkward.map((text, i) => ({
+        stream: `s${i}${text}`,
+        events: [{ type: `T${text}`, data: { text, [text]: i }, metadata: { note: text } }],
+        expectedRevision: 'no_stream' as const,
+      })),
+    );
+    expect((await store.readAll()).map((e) => [e.stream, e.type, e.data, e.metadata])).toEqual(
+      awkward.map((text, i) => [`s${i}${text}`, `T${text}`, { text, [text]: i }, { note: text }]),
+    );
+  });
+
   it("given a subscriber, when an append is delivered to it, then its page reads went through the subscriptions' own pool and the append alone through the requests' pool", async () => {
     const statements: string[] = [];
     const observer = { opened: () => ({ closed() {} }), statement: (pool: string) => void statements.push(pool) };

@@ -327,6 +327,59 @@ describe('SQLite read store, embedded specifics', () => {
     }
   });
 
+  it("given the projections' commits (synchronous NORMAL: no fsync of their own), when a commit without checkpoint, a counter or a take follows one, then it writes with synchronous FULL", async () => {
+    const store = await open();
+    await store.defineCollections([{ name: 'counters' }]);
+    const probe = new Database(':memory:');
+    const statement = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<'run' | 'get', () => unknown>;
+    const seen: string[] = [];
+    const spies = (['run', 'get'] as const).map((method) => {
+      const original = statement[method];
+      return vi.spyOn(statement, method).mockImplementation(function (this: { source: string }, ...args: []) {
+        seen.push(this.source);
+        return original.apply(this, args);
+      });
+    });
+    let position = 0;
+    /** The synchronous mode set last before the first statement starting with `sql` that `write` runs. */
+    const modeAt = async (sql: string, write: () => Promise<unknown>) => {
+      const from = seen.length;
+      await write();
+      const at = seen.findIndex((source, i) => i >= from && source.startsWith(sql));
+      expect(at).toBeGreaterThanOrEqual(0);
+      return seen
+        .slice(0, at)
+        .filter((source) => source.startsWith('PRAGMA synchronous'))
+        .at(-1);
+    };
+    const checkpointed = () =>
+      store.commit([{ op: 'upsert', collection: 'payments', doc: { id: `p${position}` } }], {
+        projection: 'p',
+        position: ++position,
+      });
+    try {
+      expect(await modeAt('INSERT INTO "payments"', checkpointed)).toBe('PRAGMA synchronous = NORMAL');
+      expect(
+        await modeAt('INSERT INTO "payments"', () =>
+          store.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'plain' } }]),
+        ),
+      ).toBe('PRAGMA synchronous = FULL');
+      await checkpointed();
+      expect(
+        await modeAt('INSERT INTO "counters"', () =>
+          store.incrementCounter('counters', 'c', { by: 1, now: 0, expiresAt: 1000 }),
+        ),
+      ).toBe('PRAGMA synchronous = FULL');
+      await checkpointed();
+      expect(await modeAt('DELETE FROM "payments"', () => store.take('payments', 'p1'))).toBe(
+        'PRAGMA synchronous = FULL',
+      );
+    } finally {
+      spies.forEach((spy) => spy.mockRestore());
+      probe.close();
+    }
+  });
+
   it('given more SQL shapes than the statement cache holds, then it keeps a bounded number, dropping the least recently used', () => {
     const db = new Database(':memory:');
     try {

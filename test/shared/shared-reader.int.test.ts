@@ -25,14 +25,14 @@ const FAST = { baseDelayMs: 10, maxDelayMs: 50 };
 let dir: ReturnType<typeof tempDir>;
 let inner: EventStore;
 /** What the shared reader asks of the store underneath. */
-let calls: { subscribeToAll: number; readAll: number; failNext: boolean };
+let calls: { subscribeToAll: number; readAll: number; failNext: boolean; filters: Array<EventFilter | undefined> };
 let opened: Subscription[];
 const closers: Array<() => Promise<void>> = [];
 
 beforeEach(() => {
   dir = tempDir('shared-reader-');
   inner = openSqliteEventStore({ file: join(dir.path, 'events.sqlite') });
-  calls = { subscribeToAll: 0, readAll: 0, failNext: false };
+  calls = { subscribeToAll: 0, readAll: 0, failNext: false, filters: [] };
   opened = [];
 });
 afterEach(async () => {
@@ -51,6 +51,7 @@ function counted(): EventStore {
     },
     subscribeToAll: (options) => {
       calls.subscribeToAll += 1;
+      calls.filters.push(options.filter);
       const subscription = inner.subscribeToAll(options);
       opened.push(subscription);
       const iterator = subscription[Symbol.asyncIterator]();
@@ -218,6 +219,40 @@ describe('the shared reader', () => {
     }
     expect(calls.subscribeToAll).toBeGreaterThan(1); // the failed subscription was replaced
     expect(followers.every((follower) => follower.consumer.status().state === 'running')).toBe(true);
+  });
+
+  it('given subscribers that all filter by event type, when events come, then the shared subscription reads only their types; when a subscriber of another type comes, then it reads that type too and nobody misses an event', async () => {
+    await appendMixed(6);
+    const store = shared();
+    const a = collect(store.subscribeToAll({ from: 0, filter: { eventTypes: ['AHappened'] } }));
+    const b = collect(store.subscribeToAll({ from: 0, filter: { eventTypes: ['BHappened'] } }));
+    await appendMixed(30);
+    await waitFor(() => a.events.length === 12 && b.events.length === 12);
+    expect(calls.filters).toEqual([{ eventTypes: ['AHappened', 'BHappened'] }]);
+    const c = collect(store.subscribeToAll({ from: 0, filter: { eventTypes: ['CHappened'] } }));
+    await appendMixed(30);
+    for (const [seen, type] of [
+      [a, 'AHappened'],
+      [b, 'BHappened'],
+      [c, 'CHappened'],
+    ] as const) {
+      const wanted = await expected({ eventTypes: [type] }, 0);
+      await waitFor(() => seen.events.length >= wanted.length);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // nothing more arrives: no duplicate
+      expect(positionsOf(seen.events)).toEqual(wanted);
+    }
+    expect(calls.filters).toEqual([
+      { eventTypes: ['AHappened', 'BHappened'] },
+      { eventTypes: ['AHappened', 'BHappened', 'CHappened'] },
+    ]);
+    // Stream prefixes likewise; a subscriber of every event makes it read everything.
+    const prefixed = shared();
+    const x = collect(prefixed.subscribeToAll({ from: 0, filter: { streamPrefixes: ['a-'] } }));
+    await waitFor(() => x.events.length === 22);
+    const everything = collect(prefixed.subscribeToAll({ from: 0 }));
+    await appendMixed(3);
+    await waitFor(() => everything.events.length === 69 && x.events.length === 23);
+    expect(calls.filters.slice(2)).toEqual([{ streamPrefixes: ['a-'] }, undefined]);
   });
 
   it('given every subscriber stopped, then the shared subscription stops too, and a new subscriber starts it again at the head', async () => {

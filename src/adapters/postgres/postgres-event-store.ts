@@ -270,14 +270,14 @@ class PostgresEventStore implements EventStore {
           `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], ` +
             '$6::text[], $7::text[], $8::text[], $9)',
           [
-            parts.map((part) => part.call),
-            parts.map((part) => part.request.stream),
-            parts.map((part) => String(part.request.expectedRevision)),
-            parts.map((part) => part.request.events.length),
-            events.map((event) => event.id),
-            events.map((event) => event.type),
-            events.map((event) => event.data),
-            events.map((event) => event.metadata),
+            `{${parts.map((part) => part.call).join(',')}}`,
+            textArray(parts.map((part) => part.request.stream)),
+            textArray(parts.map((part) => String(part.request.expectedRevision))),
+            `{${parts.map((part) => part.request.events.length).join(',')}}`,
+            textArray(events.map((event) => event.id)),
+            textArray(events.map((event) => event.type)),
+            textArray(events.map((event) => event.data)),
+            textArray(events.map((event) => event.metadata)),
             NOTIFY_CHANNEL,
           ],
         ),
@@ -319,6 +319,21 @@ class PostgresEventStore implements EventStore {
     if (this.closing) throw new EventStoreUnavailableError('the event store is closed');
   }
 }
+
+/**
+ * An array of text as PostgreSQL's literal, for a `::text[]` parameter: what node-postgres sends for a JS array, made
+ * in one pass (its two replaces over every element, the events' JSON included, were a few percent of a create).
+ */
+function textArray(values: string[]): string {
+  let literal = '{';
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    literal += `${i === 0 ? '' : ','}"${NEEDS_ESCAPE.test(value) ? value.replace(ESCAPED, '\\$&') : value}"`;
+  }
+  return `${literal}}`;
+}
+const NEEDS_ESCAPE = /["\\]/;
+const ESCAPED = /["\\]/g;
 
 /** A row of the append function: a stream written (ok) or the failure of the call it belongs to. */
 interface AppendRow {

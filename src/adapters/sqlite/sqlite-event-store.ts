@@ -140,9 +140,9 @@ class SqliteEventStore implements EventStore {
     const from = options.fromRevision ?? (backwards ? Number.MAX_SAFE_INTEGER : 0);
     checkNonNegativeInteger('fromRevision', from);
     const sql = backwards
-      ? `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`
-      : `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`;
-    return this.query(sql, [stream, from, limitOf(options.maxCount)]);
+      ? `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC`
+      : `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC`;
+    return this.query(`${sql} ${limitOf(options.maxCount)}`, [stream, from]);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
@@ -153,9 +153,8 @@ class SqliteEventStore implements EventStore {
     checkNonNegativeInteger('toPosition', to);
     const filter = filterSql(options.filter);
     const sql =
-      `SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ?${filter.sql} ORDER BY position ` +
-      'LIMIT ?';
-    return this.query(sql, [from, to, ...filter.params, limitOf(options.maxCount)]);
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ?${filter.sql} ` + 'ORDER BY position';
+    return this.query(`${sql} ${limitOf(options.maxCount)}`, [from, to, ...filter.params]);
   }
 
   async headPosition(): Promise<number> {
@@ -169,8 +168,7 @@ class SqliteEventStore implements EventStore {
     checkNonNegativeInteger('from', after);
     const filter = filterSql(options.filter);
     const pageSql =
-      `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ORDER BY position ` +
-      'LIMIT ?';
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ?${filter.sql} ` + 'ORDER BY position';
     const subscription = new PollingSubscription({
       after,
       readPage: (cursor, signal, limit) =>
@@ -219,7 +217,7 @@ class SqliteEventStore implements EventStore {
     const head = this.headStatement.get()!;
     if (head <= cursor) return { events: [], scannedTo: cursor, caughtUp: true };
     const upTo = Math.min(head, cursor + SUBSCRIPTION_SCAN_WINDOW);
-    const rows = this.statements.get(sql).all(cursor, upTo, ...filterParams, limit) as EventRow[];
+    const rows = this.statements.get(`${sql} ${limitOf(limit)}`).all(cursor, upTo, ...filterParams) as EventRow[];
     const full = rows.length === limit;
     // A full page may stop short of upTo; otherwise everything up to upTo was examined, matched or not.
     const scannedTo = full ? rows[rows.length - 1]!.position : upTo;
@@ -252,10 +250,15 @@ class SqliteEventStore implements EventStore {
   }
 }
 
-function limitOf(maxCount: number | undefined): number {
-  if (maxCount === undefined) return NO_LIMIT;
+/**
+ * The LIMIT clause, its count written into the SQL: SQLite plans with a bound LIMIT's value, so a statement with
+ * `LIMIT ?` is compiled again at every run (it cost more than the read itself). The counts a process uses are few
+ * (page sizes, a snapshot's one), each a statement of the cache.
+ */
+function limitOf(maxCount: number | undefined): string {
+  if (maxCount === undefined) return `LIMIT ${NO_LIMIT}`;
   checkNonNegativeInteger('maxCount', maxCount);
-  return maxCount;
+  return `LIMIT ${maxCount}`;
 }
 
 function checkNonNegativeInteger(name: string, value: number): void {

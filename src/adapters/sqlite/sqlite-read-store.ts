@@ -45,6 +45,10 @@ const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 const CHECKPOINTS = 'checkpoints';
 const GENERATIONS = 'checkpoint_generations';
 const CONTAINS_CI = 'wallet_ops_contains_ci';
+/**
+ * A checkpoint's generation fence: the generation a rebuild's promote raised (0: never promoted) is the expected one.
+ */
+const GENERATION_IS = `coalesce((SELECT generation FROM ${GENERATIONS} WHERE projection = ?), 0) = ?`;
 /** Most ids in one `getMany` statement (a power of two: see inListLength). */
 const GET_MANY_CHUNK = 512;
 /** How often one handle deletes a counter collection's expired counters (during an increment). */
@@ -186,26 +190,35 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   // run) instead of failing when a deferred read transaction tries to upgrade.
   const commitAll = db.transaction((writes: Write[], checkpoint?: Checkpoint) => {
     for (const write of writes) applyWrite(write);
-    if (checkpoint) {
-      if (typeof checkpoint.projection !== 'string' || !Number.isFinite(checkpoint.position)) {
-        throw new TypeError('a checkpoint needs a projection name and a finite position');
-      }
-      if (checkpoint.generation !== undefined) {
-        const actual = generationOf(checkpoint.projection);
-        if (actual !== checkpoint.generation)
-          throw new CheckpointConflictError(checkpoint.projection, checkpoint.generation, actual, 'generation');
-      }
-      if (checkpoint.expected !== undefined) {
-        const actual = checkpointOf(checkpoint.projection);
-        if (actual !== checkpoint.expected)
-          throw new CheckpointConflictError(checkpoint.projection, checkpoint.expected, actual);
-      }
-      statement(
-        `INSERT INTO ${CHECKPOINTS} (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET ` +
-          'position = excluded.position',
-      ).run(checkpoint.projection, checkpoint.position);
-    }
+    if (checkpoint) moveCheckpoint(checkpoint);
   });
+
+  /**
+   * The checkpoint moved, fenced by the expected checkpoint and generation, in one statement (a projection's page
+   * commits several at once: three statements each cost more than its writes). No row changed: the fence held,
+   * and the two reads below say which way, generation first.
+   */
+  function moveCheckpoint(checkpoint: Checkpoint): void {
+    const { projection, position, expected, generation } = checkpoint;
+    if (typeof projection !== 'string' || !Number.isFinite(position))
+      throw new TypeError('a checkpoint needs a projection name and a finite position');
+    const generationFence = generation === undefined ? 'true' : GENERATION_IS;
+    const fence = generation === undefined ? [] : [projection, generation];
+    const moved =
+      typeof expected === 'number'
+        ? statement(
+            `UPDATE ${CHECKPOINTS} SET position = ? WHERE projection = ? AND position = ? AND ${generationFence}`,
+          ).run(position, projection, expected, ...fence)
+        : statement(
+            `INSERT INTO ${CHECKPOINTS} (projection, position) SELECT ?, ? WHERE ${generationFence} ON CONFLICT ` +
+              `(projection) DO ${expected === null ? 'NOTHING' : 'UPDATE SET position = excluded.position'}`,
+          ).run(projection, position, ...fence);
+    if (moved.changes === 1) return;
+    const actualGeneration = generationOf(projection);
+    if (generation !== undefined && actualGeneration !== generation)
+      throw new CheckpointConflictError(projection, generation, actualGeneration, 'generation');
+    throw new CheckpointConflictError(projection, expected ?? null, checkpointOf(projection));
+  }
 
   /**
    * Group commit: the followers of a process get each page at the same moment and commit it at about the same
@@ -237,6 +250,9 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
    * replay from the checkpoint left (nothing lost, nothing applied twice). Any other commit (a webhook attempt,
    * a console secret, a counter) is fsync'd, and with it every commit before it in the WAL. This keeps the
    * projections' commits, which a create's read-your-writes waits for, off the disk's latency.
+   * The mode is set before each transaction that writes (and left as it is after it: a page of the projections
+   * would otherwise cost two statements more), so every write that is not a group of checkpointed commits goes
+   * through `durably`.
    */
   const syncModes = {
     FULL: db.prepare('PRAGMA synchronous = FULL'),
@@ -246,26 +262,28 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   const setSync = (mode: keyof typeof syncModes) => {
     if (mode !== synchronous) syncModes[(synchronous = mode)].run();
   };
-  const syncFor = (group: typeof pendingCommits) =>
-    setSync(group.every((commit) => commit.checkpoint !== undefined) ? 'NORMAL' : 'FULL');
-  const restoreFull = () => setSync('FULL');
+  const syncFor = (commits: Array<{ checkpoint: Checkpoint | undefined }>) =>
+    setSync(commits.every((commit) => commit.checkpoint !== undefined) ? 'NORMAL' : 'FULL');
+  const durably = <T>(transaction: () => T): T => {
+    setSync('FULL');
+    return transaction();
+  };
   async function flushCommits(): Promise<void> {
     const group = pendingCommits.splice(0);
     try {
       const outcomes = await run(() => {
         syncFor(group);
-        try {
-          return commitGroup.immediate(group);
-        } finally {
-          restoreFull();
-        }
+        return commitGroup.immediate(group);
       });
       group.forEach((commit, i) => (outcomes[i] ? commit.reject(outcomes[i].error) : commit.resolve()));
     } catch (error) {
       if (group.length > 1 && !(error instanceof ReadStoreUnavailableError || error instanceof StoreCorruptedError)) {
         // Which commit the database refused is not known: each alone, so only that one fails.
         for (const commit of group)
-          await run(() => commitAll.immediate(commit.writes, commit.checkpoint)).then(commit.resolve, commit.reject);
+          await run(() => {
+            syncFor([commit]);
+            return commitAll.immediate(commit.writes, commit.checkpoint);
+          }).then(commit.resolve, commit.reject);
         return;
       }
       group.forEach((commit) => commit.reject(error));
@@ -361,7 +379,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   return {
     async defineCollections(list) {
       list.forEach(validateDefinition);
-      await run(() => defineAll.immediate(list));
+      await run(() => durably(() => defineAll.immediate(list)));
       for (const def of list) definitions.set(def.name, { ...def, searchFields: [...(def.searchFields ?? [])] });
     },
     async get<T extends Document = Document>(collection: string, id: string) {
@@ -428,22 +446,22 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     async promote(source, target, checkpoints) {
       const from = definition(source);
       const to = definition(target);
-      await run(() => promoteAll.immediate(from, to, checkpoints));
+      await run(() => durably(() => promoteAll.immediate(from, to, checkpoints)));
       definitions.delete(source);
     },
     async dropCollection(name) {
       if (!COLLECTION_NAME.test(name)) throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)}`);
-      await run(() => db.exec(`DROP TABLE IF EXISTS ${quote(name)}`));
+      await run(() => durably(() => db.exec(`DROP TABLE IF EXISTS ${quote(name)}`)));
       statements.clear();
       upserts.clear();
       definitions.delete(name);
     },
     async incrementCounter(collection, id, change) {
       checkCounterChange(id, change);
-      return run(() => incrementOne.immediate(collection, id, change));
+      return run(() => durably(() => incrementOne.immediate(collection, id, change)));
     },
     async take<T extends Document = Document>(collection: string, id: string) {
-      const doc = await run(() => takeOne.immediate(collection, id));
+      const doc = await run(() => durably(() => takeOne.immediate(collection, id)));
       return doc === undefined ? null : (JSON.parse(doc) as T);
     },
     async close() {
@@ -463,13 +481,17 @@ export function compileFind(def: CollectionDefinition, query: FindQuery, columns
       throw new ReadStoreQueryError(`bad sort direction ${JSON.stringify(direction)}`);
     return `${fieldExpr(field)} ${direction.toUpperCase()}`;
   });
-  // LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
+  // LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it. The limit is written into the SQL, and a skip
+  // of 0 left out, not bound: SQLite plans with their values, so a statement with `LIMIT ? OFFSET ?` is compiled
+  // again at every run. Another skip stays bound, so that paging through a collection makes no statement per page.
   const limit = query.limit === undefined ? -1 : nonNegativeInteger('limit', query.limit);
   const skip = query.skip === undefined ? 0 : nonNegativeInteger('skip', query.skip);
   const orderBy = order.length ? ` ORDER BY ${order.join(', ')}` : '';
   return {
-    sql: `SELECT ${columns} FROM ${quote(def.name)}${filter.sql}${orderBy} LIMIT ? OFFSET ?`,
-    params: [...filter.params, limit, skip],
+    sql:
+      `SELECT ${columns} FROM ${quote(def.name)}${filter.sql}${orderBy} LIMIT ` +
+      `${limit}${skip === 0 ? '' : ' OFFSET ?'}`,
+    params: skip === 0 ? filter.params : [...filter.params, skip],
   };
 }
 
