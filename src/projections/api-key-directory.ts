@@ -2,7 +2,8 @@ import { apiKeyDecider, effectiveStatus, type ApiKeyRecord } from '../commands/a
 import type { ApiKeyEvent } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef } from '../domain/parties.ts';
 import type { EventFilter, EventStore } from '../ports/event-store.ts';
-import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
+import type { ConsumerLogger, Follower, Supervision } from '../shared/follower.ts';
+import { followDirectory } from './directory-reads.ts';
 
 // The type lives with the state it narrows, so that commands need no projection for it.
 export type { ApiKeyRecord };
@@ -112,16 +113,5 @@ export function followApiKeys(
   logger: ConsumerLogger,
   supervision?: Supervision,
 ): Follower {
-  const follower = new Follower({
-    name: 'api-key-directory',
-    eventStore: store,
-    filter: API_KEY_FILTER,
-    // The directory is the checkpoint: each session follows from where it is.
-    checkpoint: checkpointIn(() => directory.position),
-    handle: async (batch) => batch.forEach((event) => directory.apply(event)),
-    logger,
-    ...(supervision ? { supervision } : {}),
-  });
-  follower.start();
-  return follower;
+  return followDirectory('api-key-directory', store, API_KEY_FILTER, directory, logger, supervision);
 }

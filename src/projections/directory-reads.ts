@@ -1,5 +1,10 @@
-import { EventStoreUnavailableError, type EventFilter, type EventStore } from '../ports/event-store.ts';
-import type { Follower } from '../shared/follower.ts';
+import {
+  EventStoreUnavailableError,
+  type EventFilter,
+  type EventStore,
+  type RecordedEvent,
+} from '../ports/event-store.ts';
+import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
 
 /**
  * How a reader of a directory in memory (the API keys, the users) waits for it: on the follower that keeps it,
@@ -10,6 +15,38 @@ export interface DirectoryReads {
   written(position: number): Promise<boolean>;
   /** Until it holds what any process had written by now (the store's head as read at the call). */
   current(): Promise<boolean>;
+}
+
+/** A directory in memory: it applies the events of its filter and knows the position it has applied up to. */
+export interface InMemoryDirectory {
+  readonly position: number;
+  apply(event: RecordedEvent): void;
+}
+
+/**
+ * Starts the follower that keeps `directory`: its subscription reads the history from the directory's own position
+ * (the directory is the checkpoint) and then follows it live; after a failed read it resubscribes from there
+ * (applying an event twice changes nothing), so nothing is missed.
+ */
+export function followDirectory(
+  name: string,
+  store: EventStore,
+  filter: EventFilter,
+  directory: InMemoryDirectory,
+  logger: ConsumerLogger,
+  supervision?: Supervision,
+): Follower {
+  const follower = new Follower({
+    name,
+    eventStore: store,
+    filter,
+    checkpoint: checkpointIn(() => directory.position),
+    handle: async (batch) => batch.forEach((event) => directory.apply(event)),
+    logger,
+    ...(supervision ? { supervision } : {}),
+  });
+  follower.start();
+  return follower;
 }
 
 /** The two waits on `follower`, which follows `filter` of `store`. */

@@ -14,7 +14,8 @@ import type {
 } from '../domain/events.ts';
 import { formatPartyRef, type PartyRef, type PartyType } from '../domain/parties.ts';
 import type { EventFilter, EventStore } from '../ports/event-store.ts';
-import { checkpointIn, Follower, type ConsumerLogger, type Supervision } from '../shared/follower.ts';
+import type { ConsumerLogger, Follower, Supervision } from '../shared/follower.ts';
+import { followDirectory } from './directory-reads.ts';
 
 /**
  * Parties, console users and access requests, in memory: what administrators list (the console's Users and
@@ -191,16 +192,5 @@ export function followUsers(
   logger: ConsumerLogger,
   supervision?: Supervision,
 ): Follower {
-  const follower = new Follower({
-    name: 'user-directory',
-    eventStore: store,
-    filter: USER_DIRECTORY_FILTER,
-    // The directory is the checkpoint: each session follows from where it is.
-    checkpoint: checkpointIn(() => directory.position),
-    handle: async (batch) => batch.forEach((event) => directory.apply(event)),
-    logger,
-    ...(supervision ? { supervision } : {}),
-  });
-  follower.start();
-  return follower;
+  return followDirectory('user-directory', store, USER_DIRECTORY_FILTER, directory, logger, supervision);
 }
