@@ -22,10 +22,12 @@ export function requestContext(logger: Logger): RequestHandler {
     if (traceparent !== undefined) res.locals.traceparent = traceparent;
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      const keyID = (res.locals.apiKey as { keyID?: string } | undefined)?.keyID;
       const path = req.baseUrl + req.path;
       const level = routine(path) && res.statusCode < 400 ? 'debug' : 'info';
+      // At the usual LOG_LEVEL (info), an API request is logged and a probe is not: nothing is built for the latter.
+      if (!logger.isLevelEnabled(level)) return;
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const keyID = (res.locals.apiKey as { keyID?: string } | undefined)?.keyID;
       logger[level](
         {
           requestId,
