@@ -42,7 +42,7 @@ const ownCpu = () => {
 
 /** µs of the server's CPU per request over N requests, each of RUNS runs, after a warm-up. */
 async function timed(url: string, requests: LoadSpec['requests'], cpuMs: () => number): Promise<number[]> {
-  await runLoad({ url, connections: CONNECTIONS, durationSeconds: 60, amount: Math.min(N, 5000), requests });
+  await runLoad({ url, connections: CONNECTIONS, durationSeconds: 60, amount: N, requests });
   const runs: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const before = cpuMs();
@@ -57,7 +57,7 @@ async function timed(url: string, requests: LoadSpec['requests'], cpuMs: () => n
 const show = (name: string, runs: number[]) => {
   const sorted = [...runs].sort((a, b) => a - b);
   console.log(
-    `${name}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs CPU per request (runs ${runs.map((r) => r.toFixed(1)).join(', ')})`,
+    `${name}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)}, least ${sorted[0]!.toFixed(1)} µs CPU per request (runs ${runs.map((r) => r.toFixed(1)).join(', ')})`,
   );
 };
 
