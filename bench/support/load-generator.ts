@@ -9,6 +9,8 @@ export interface LoadSpec {
   url: string;
   connections: number;
   durationSeconds: number;
+  /** Stop after this many requests instead (the duration is then a bound): a fixed amount of work to time the server's CPU over. */
+  amount?: number;
   /** Requests cycled in order across all connections. */
   requests: Array<{ method: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string }>;
 }
@@ -30,6 +32,7 @@ const result = await autocannon({
   url: spec.url,
   connections: spec.connections,
   duration: spec.durationSeconds,
+  ...(spec.amount === undefined ? {} : { amount: spec.amount }),
   requests: [
     {
       setupRequest: (request) => {

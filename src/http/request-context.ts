@@ -15,30 +15,36 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
  * trace.
  */
 export function requestContext(logger: Logger): RequestHandler {
+  // One listener shared by every response rather than a closure per request: what it logs rides on the response.
+  function finished(this: Response): void {
+    const { req, locals } = this;
+    const path = req.baseUrl + req.path;
+    const level = routine(path) && this.statusCode < 400 ? 'debug' : 'info';
+    // At the usual LOG_LEVEL (info), an API request is logged and a probe is not: nothing is built for the latter.
+    if (!logger.isLevelEnabled(level)) return;
+    const durationMs = performance.now() - (locals.requestStartedMs as number);
+    const keyID = (locals.apiKey as { keyID?: string } | undefined)?.keyID;
+    logger[level](
+      {
+        requestId: locals.requestId as string,
+        method: req.method,
+        path,
+        status: this.statusCode,
+        durationMs: Math.round(durationMs * 100) / 100,
+        keyID,
+      },
+      'request',
+    );
+  }
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
     const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', requestId);
     const traceparent = validTraceparent(req.get('traceparent'));
     if (traceparent !== undefined) res.locals.traceparent = traceparent;
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      const keyID = (res.locals.apiKey as { keyID?: string } | undefined)?.keyID;
-      const path = req.baseUrl + req.path;
-      const level = routine(path) && res.statusCode < 400 ? 'debug' : 'info';
-      logger[level](
-        {
-          requestId,
-          method: req.method,
-          path,
-          status: res.statusCode,
-          durationMs: Math.round(durationMs * 100) / 100,
-          keyID,
-        },
-        'request',
-      );
-    });
+    res.locals.requestId = requestId;
+    res.locals.requestStartedMs = performance.now();
+    res.on('finish', finished); // a response finishes once
     next();
   };
 }

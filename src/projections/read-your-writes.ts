@@ -56,12 +56,18 @@ export class ReadYourWrites {
     }
   }
 
-  /** Resolves once `model` has committed this process's latest write for `party`, or once the bound has passed. */
-  async untilReadable(model: string, party: string): Promise<void> {
-    const key = `${model}\u0000${party}`;
-    const position = this.latest.get(key);
-    if (position === undefined) return;
-    await this.followers.get(model)!.untilCommitted(position, this.timeoutMs);
+  /**
+   * Resolves once `model` has committed this process's latest write for `party`, or once the bound has passed;
+   * undefined when there is nothing to wait for, so that a read of a party this process has not written (most of
+   * them) goes on in the same tick, with no promise made.
+   */
+  untilReadable(model: string, party: string): Promise<void> | undefined {
+    const position = this.latest.get(`${model}\u0000${party}`);
+    if (position === undefined) return undefined;
+    return this.followers
+      .get(model)!
+      .untilCommitted(position, this.timeoutMs)
+      .then(() => undefined);
   }
 }
 

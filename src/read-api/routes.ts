@@ -70,12 +70,19 @@ export function readRoutes(deps: ReadApiDeps): Router {
   const { readStore } = deps;
   // After authentication and authorization: a client without access learns nothing about the read models. The
   // party's own latest write of this process first (read-your-writes), then whether the model may answer at all.
+  // The usual case, nothing to wait for and a verdict of the window in hand, goes on in the same tick.
+  const { freshness, readYourWrites } = deps;
+  const known = (projection: ServedModel) => !freshness || freshness.knownCurrent(projection);
   const current =
-    (projection: ServedModel, partyType: PartyType) => async (req: Request, _res: Response, next: NextFunction) => {
+    (projection: ServedModel, partyType: PartyType) => (req: Request, _res: Response, next: NextFunction) => {
       const party = formatPartyRef({ type: partyType, id: String(req.params[`${partyType}ID`]) });
-      await deps.readYourWrites?.untilReadable(projection.name, party);
-      if (deps.freshness && !deps.freshness.knownCurrent(projection)) await deps.freshness.assertServeable(projection);
-      next();
+      const written = readYourWrites?.untilReadable(projection.name, party);
+      if (!written && known(projection)) return next();
+      return (async () => {
+        await written;
+        if (freshness && !known(projection)) await freshness.assertServeable(projection);
+        next();
+      })();
     };
   const models = {
     distributorOperations: distributorOperationsProjection({ assetScale: deps.assetScale }),
@@ -95,12 +102,15 @@ export function readRoutes(deps: ReadApiDeps): Router {
       auth,
       authorize('Read Balance', partyType, id),
       current(balanceModel, partyType),
-      async (req: Request, res: Response) => {
+      (req: Request, res: Response) => {
         // Without a query string there is nothing to check: neither express's parse nor the schema's is paid.
         if (req.url.includes('?')) query(NO_QUERY, req);
         const wallet = String(req.params[id]);
+        // From memory the answer is sent in the same tick: no promise for express to watch.
         if (view) return sendPreparedJson(res, view.answer(partyType, wallet));
-        sendJsonWithETag(res, await getBalance(readStore, { kind: partyType, id: wallet }, deps.assetScale));
+        return getBalance(readStore, { kind: partyType, id: wallet }, deps.assetScale).then((balance) =>
+          sendJsonWithETag(res, balance),
+        );
       },
     );
   }

@@ -49,6 +49,9 @@ const CONTAINS_CI = 'wallet_ops_contains_ci';
  * A checkpoint's generation fence: the generation a rebuild's promote raised (0: never promoted) is the expected one.
  */
 const GENERATION_IS = `coalesce((SELECT generation FROM ${GENERATIONS} WHERE projection = ?), 0) = ?`;
+
+/** `"`: how a JSON string's text starts. */
+const QUOTE = 0x22;
 /** Most ids in one `getMany` statement (a power of two: see inListLength). */
 const GET_MANY_CHUNK = 512;
 /** How often one handle deletes a counter collection's expired counters (during an increment). */
@@ -394,6 +397,13 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       return rows.map((row) => JSON.parse(row.doc) as T);
     },
     async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string) {
+      // The field as JSON (`->`): SQLite copies a string out still escaped, and V8 unescapes it faster than SQLite's
+      // json_extract does (a list of 100 reads in about two thirds of the time). A page holding a row whose field
+      // is not a string is read again in one statement, the text or the whole document per row.
+      const fast = compileFind(definition(collection), query, `doc -> '$.${fieldPath(field)}' AS json`);
+      const values = (await run(() => statement(fast.sql).all(...fast.params))) as Array<{ json: string | null }>;
+      if (values.every((row) => row.json?.charCodeAt(0) === QUOTE))
+        return values.map((row) => JSON.parse(row.json!) as string);
       const { sql, params } = compileFind(definition(collection), query, textColumns(field));
       const rows = (await run(() => statement(sql).all(...params))) as Array<{
         text: string | null;
@@ -584,10 +594,14 @@ function contains(def: CollectionDefinition, search: SearchClause): Compiled {
 
 /** The one expression for a field, used alike by indexes and queries so the planner can match them. */
 function fieldExpr(field: string): string {
-  // The path is spliced into the SQL (an index cannot hold a bound parameter): the pattern admits no quote.
+  return `json_extract(doc, '$.${fieldPath(field)}')`;
+}
+
+/** A field path checked for splicing into the SQL (an index cannot hold a bound parameter): the pattern admits no quote. */
+function fieldPath(field: string): string {
   if (typeof field !== 'string' || !FIELD_PATH.test(field))
     throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
-  return `json_extract(doc, '$.${field}')`;
+  return field;
 }
 
 /**
