@@ -597,7 +597,9 @@ function fieldExpr(field: string): string {
   return `json_extract(doc, '$.${fieldPath(field)}')`;
 }
 
-/** A field path checked for splicing into the SQL (an index cannot hold a bound parameter): the pattern admits no quote. */
+/**
+ * A field path checked for splicing into the SQL (an index cannot hold a bound parameter): the pattern admits no quote.
+ */
 function fieldPath(field: string): string {
   if (typeof field !== 'string' || !FIELD_PATH.test(field))
     throw new ReadStoreQueryError(`bad field path ${JSON.stringify(field)}`);
