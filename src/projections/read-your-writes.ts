@@ -8,6 +8,8 @@ import { MERCHANT_OPERATIONS_PROJECTION } from './merchant-operations.ts';
 
 /** A follower this process runs that builds a read model: what a read of the model waits on. */
 export interface CommittedPositions {
+  /** The committed position as this process knows it (null: nothing committed yet). */
+  readonly position: number | null;
   /** True once every event of the model at or below `position` is handled and committed; false after the bound. */
   untilCommitted(position: number, timeoutMs: number): Promise<boolean>;
 }
@@ -16,6 +18,10 @@ export interface CommittedPositions {
 export function allCommitted(followers: readonly CommittedPositions[]): CommittedPositions {
   if (followers.length === 1) return followers[0]!;
   return {
+    get position() {
+      const positions = followers.map((f) => f.position);
+      return positions.includes(null) ? null : Math.min(...(positions as number[]));
+    },
     untilCommitted: async (position, timeoutMs) =>
       (await Promise.all(followers.map((f) => f.untilCommitted(position, timeoutMs)))).every(Boolean),
   };
@@ -59,15 +65,19 @@ export class ReadYourWrites {
   /**
    * Resolves once `model` has committed this process's latest write for `party`, or once the bound has passed;
    * undefined when there is nothing to wait for, so that a read of a party this process has not written (most of
-   * them) goes on in the same tick, with no promise made.
+   * them), or whose latest write is already committed, goes on in the same tick, with no promise made.
    */
   untilReadable(model: string, party: string): Promise<void> | undefined {
-    const position = this.latest.get(`${model}\u0000${party}`);
+    const key = `${model}\u0000${party}`;
+    const position = this.latest.get(key);
     if (position === undefined) return undefined;
-    return this.followers
-      .get(model)!
-      .untilCommitted(position, this.timeoutMs)
-      .then(() => undefined);
+    const follower = this.followers.get(model)!;
+    // Committed already: forgotten, so the party's next reads make no promise either.
+    if ((follower.position ?? -1) >= position) {
+      this.latest.delete(key);
+      return undefined;
+    }
+    return follower.untilCommitted(position, this.timeoutMs).then(() => undefined);
   }
 }
 

@@ -25,6 +25,10 @@ export class LruMap<K, V> {
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as K);
   }
 
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+
   get size(): number {
     return this.entries.size;
   }

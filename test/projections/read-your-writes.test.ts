@@ -7,6 +7,9 @@ function follower(): CommittedPositions & { asked: number[]; commit(position: nu
   const waiting: Array<{ position: number; resolve: (reached: boolean) => void }> = [];
   return {
     asked: [],
+    get position() {
+      return committed;
+    },
     untilCommitted(position) {
       this.asked.push(position);
       if (committed >= position) return Promise.resolve(true);
@@ -42,6 +45,19 @@ describe('read-your-writes', () => {
     expect(await settled(read)).toBe(false);
     lists.commit(7);
     expect(await settled(read)).toBe(true);
+  });
+
+  it('when the write is committed, then the read and the next ones go on in the same tick, asking nobody', () => {
+    const lists = follower();
+    const reads = new ReadYourWrites({ followers: new Map([['lists', lists]]), timeoutMs: 1000 });
+    reads.wrote(['lists'], 'distributor:d1', 7);
+    lists.commit(7);
+    expect(reads.untilReadable('lists', 'distributor:d1')).toBeUndefined();
+    expect(reads.untilReadable('lists', 'distributor:d1')).toBeUndefined();
+    expect(lists.asked).toEqual([]);
+    reads.wrote(['lists'], 'distributor:d1', 9);
+    void reads.untilReadable('lists', 'distributor:d1');
+    expect(lists.asked).toEqual([9]);
   });
 
   it('when another party reads, or the party wrote nothing, then the read does not wait', () => {
