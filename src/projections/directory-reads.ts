@@ -56,9 +56,20 @@ export function directoryReads(
   filter: EventFilter,
   timeoutMs: number,
 ): DirectoryReads {
+  // Where the follower stood when a wait last ran out, and when. While it has not moved since, for one bound more, a
+  // wait only looks whether anything is left to apply: a page that waits twice (its body and its badge), or every
+  // request while the follower is stalled, does not sit out the whole bound again.
+  let ranOut: { position: number | null; at: number } | undefined;
+  const bounded = async (wait: (ms: number) => Promise<boolean>): Promise<boolean> => {
+    const stalled =
+      ranOut !== undefined && follower.position === ranOut.position && performance.now() - ranOut.at < timeoutMs;
+    const passed = await wait(stalled ? 0 : timeoutMs);
+    ranOut = passed ? undefined : { position: follower.position, at: performance.now() };
+    return passed;
+  };
   return {
-    written: (position) => untilPassed(follower, store, filter, position, timeoutMs),
-    current: () => untilHead(follower, store, filter, timeoutMs),
+    written: (position) => bounded((ms) => untilPassed(follower, store, filter, position, ms)),
+    current: () => bounded((ms) => untilHead(follower, store, filter, ms)),
   };
 }
 

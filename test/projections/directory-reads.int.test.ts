@@ -11,10 +11,12 @@ import {
 } from '../../src/commands/back-office.ts';
 import { approveAccessRequest, requestAccessChange } from '../../src/commands/user-admin.ts';
 import { API_KEY_FILTER, ApiKeyDirectory, followApiKeys } from '../../src/projections/api-key-directory.ts';
-import { directoryReads, followToHead } from '../../src/projections/directory-reads.ts';
+import { directoryReads, followDirectory, followToHead } from '../../src/projections/directory-reads.ts';
+import type { RecordedEvent } from '../../src/ports/event-store.ts';
 import { followUsers, USER_DIRECTORY_FILTER, UserDirectory } from '../../src/projections/user-directory.ts';
 import type { Follower } from '../../src/shared/follower.ts';
 import { credentialsOn } from '../support/credentials.ts';
+import { waitFor } from '../support/system.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 /**
@@ -129,6 +131,46 @@ describe('reading a directory through its follower', () => {
 
     expect(performance.now() - started).toBeLessThan(2000);
     expect(directory.get(keyID)).toBeUndefined();
+  });
+
+  it('given a stalled follower whose wait ran out, when it is waited on again, then the wait fails at once until the follower moves, and then waits as before', async () => {
+    // A directory that fails to apply while `failing`: its follower retries, stalled at the event it cannot apply.
+    const directory = new ApiKeyDirectory();
+    let failing = false;
+    const faulty = {
+      get position() {
+        return directory.position;
+      },
+      apply(event: RecordedEvent) {
+        if (failing) throw new Error('injected: the directory cannot apply');
+        directory.apply(event);
+      },
+    };
+    const follower = followDirectory('keys', stores.eventStore, API_KEY_FILTER, faulty, quiet, {
+      baseDelayMs: 20,
+      maxDelayMs: 100,
+    });
+    followers.push(follower);
+    const reads = directoryReads(follower, stores.eventStore, API_KEY_FILTER, 1000);
+    expect(await reads.current()).toBe(true);
+    failing = true;
+    const first = await partyWithKeyRequest(otherOffice, '8501');
+    expect(await reads.current()).toBe(false);
+
+    const started = performance.now();
+    expect(await reads.current()).toBe(false);
+    expect(await reads.written(first.position)).toBe(false);
+    // Not a bound each (2 s for the two): a look at what is left, one index read each.
+    expect(performance.now() - started).toBeLessThan(1000);
+
+    // When it applies again and has moved, the waits are bounded waits again and see the keys.
+    failing = false;
+    await waitFor(() => directory.get(first.keyID) !== undefined);
+    expect(await reads.written(first.position)).toBe(true);
+    expect(directory.get(first.keyID)?.status).toBe('pending');
+    const second = await partyWithKeyRequest(otherOffice, '8502');
+    expect(await reads.current()).toBe(true);
+    expect(directory.get(second.keyID)?.status).toBe('pending');
   });
 
   it('given the user directory following the store, when this process approves a new user (its last event a claim of the email, which the directory does not follow), then written(its position) resolves true with the user listed', async () => {
