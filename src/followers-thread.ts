@@ -7,7 +7,7 @@ import type { Logger } from './logger.ts';
 import type { MetricFamilies } from './metrics/index.ts';
 import type { EventFilter } from './ports/event-store.ts';
 import type { CommittedPositions } from './projections/read-your-writes.ts';
-import { backoffMs } from './shared/backoff.ts';
+import { backoffMs, type BackoffSchedule } from './shared/backoff.ts';
 import { describeError, type ConsumerStatus } from './shared/supervised-consumer.ts';
 import { buildWalletOps, type BuildOptions, type Part, type WalletOps } from './wallet-ops.ts';
 
@@ -91,7 +91,17 @@ export async function buildWithFollowersThread(
   options: BuildOptions & { hooks?: URL } = {},
 ): Promise<WalletOps> {
   const { hooks, ...buildOptions } = options;
-  const thread = new FollowersThread({ env, parts: split.thread, logger, ...(hooks ? { hooks: hooks.href } : {}) });
+  const thread = new FollowersThread({
+    env,
+    parts: split.thread,
+    logger,
+    // The consumers' backoff, from 1 s at least: a thread's start costs a few hundred ms of CPU.
+    backoff: {
+      firstMs: Math.max(1_000, config.CONSUMER_RETRY_BASE_MS),
+      maxMs: Math.max(1_000, config.CONSUMER_RETRY_MAX_MS),
+    },
+    ...(hooks ? { hooks: hooks.href } : {}),
+  });
   const [built, started] = await Promise.allSettled([
     buildWalletOps(config, logger, () => new Date(), split.main, { ...buildOptions, followers: thread }),
     thread.start(),
@@ -114,8 +124,6 @@ export async function buildWithFollowersThread(
 /** The worker's module beside this one: .ts in a checkout, .js in the compiled image. */
 const WORKER = new URL(`./followers-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
-/** Waits before a new thread after one died: 1 s at first, doubling to 30 s while they keep dying. */
-const RESTART_BACKOFF = { firstMs: 1_000, maxMs: 30_000 };
 /** A thread that ran this long before it died starts the backoff afresh. */
 const STABLE_AFTER_MS = 60_000;
 
@@ -124,8 +132,17 @@ const STABLE_AFTER_MS = 60_000;
  * dies. The consumers of a new thread resume from their checkpoints, as after a process restart: what a dead one
  * handled but had not committed is handled again, and the models ignore what they have seen.
  */
+interface ThreadOptions {
+  env: Record<string, string | undefined>;
+  parts: Part[];
+  logger: Logger;
+  /** The waits before a new thread while they keep dying. */
+  backoff: BackoffSchedule;
+  hooks?: string;
+}
+
 export class FollowersThread implements FollowersElsewhere {
-  private readonly options: { env: Record<string, string | undefined>; parts: Part[]; logger: Logger; hooks?: string };
+  private readonly options: ThreadOptions;
   private worker: Worker | undefined;
   private generation = 0;
   private upSince = 0;
@@ -140,7 +157,7 @@ export class FollowersThread implements FollowersElsewhere {
   private nextMetricsId = 0;
   private stopped: Promise<void> | undefined;
 
-  constructor(options: { env: Record<string, string | undefined>; parts: Part[]; logger: Logger; hooks?: string }) {
+  constructor(options: ThreadOptions) {
     this.options = options;
   }
 
@@ -282,7 +299,7 @@ export class FollowersThread implements FollowersElsewhere {
     this.failures = now - this.upSince >= STABLE_AFTER_MS ? 1 : this.failures + 1;
     this.state = 'restarting';
     this.lastExit = { reason, at: now };
-    const delayMs = Math.round(backoffMs(this.failures, RESTART_BACKOFF));
+    const delayMs = Math.round(backoffMs(this.failures, this.options.backoff));
     // Not silent: /health shows it (the thread's consumers fail with this reason), and a new thread is started.
     this.options.logger.error(
       { generation: this.generation, restartInMs: delayMs, reason },
