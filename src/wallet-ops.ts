@@ -28,7 +28,7 @@ import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { allCommitted, ReadYourWrites, type CommittedPositions } from './projections/read-your-writes.ts';
 import { withSharedReader } from './shared/shared-reader.ts';
 import type { Follower } from './shared/follower.ts';
-import type { FollowersElsewhere } from './followers-thread.ts';
+import type { FollowersElsewhere } from './followers-elsewhere.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
@@ -100,7 +100,7 @@ export interface BuildOptions {
   /** Tests only: wraps the read store every part of the process uses (to hold a projection's commits back). */
   decorateReadStore?: (store: ReadStore) => ReadStore;
   /**
-   * The projections, executor and webhooks run on a followers thread of this process (src/followers-thread.ts):
+   * The projections, executor and webhooks run on a followers thread of this process (src/followers-elsewhere.ts):
    * read-your-writes waits on the positions it reports, and /health, /ready and /metrics show its consumers.
    */
   followers?: FollowersElsewhere;

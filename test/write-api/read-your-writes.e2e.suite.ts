@@ -8,8 +8,9 @@ import { decorateReadStore, listGate } from '../support/hold-list-commits.ts';
  * and a read of the same process right after it (the party's list, the operation by its id, the payer's balance)
  * waits, within READ_YOUR_WRITES_TIMEOUT_MS, until the model holds it, so it always shows it. The operation lists'
  * projections commit HOLD_MS late here, as a loaded store does, so that a read that did not wait would miss the
- * operation every time (test/support/hold-list-commits.ts). `followersThread`: the system laid out as `npm start`
- * runs it, the projections on a thread of their own whose positions the API's thread waits on.
+ * operation every time (test/support/hold-list-commits.ts). Twice: every part on one event loop, and laid out as
+ * `npm start` runs it, the projections on a thread of their own whose positions the API's thread waits on
+ * (src/followers-thread.ts).
  */
 const PHONE = '+2348123456780';
 const TIMES = 20;
@@ -22,15 +23,19 @@ async function keyed(sys: TestSystem, type: 'distributor' | 'merchant'): Promise
   return { ...party, apiKey: (await party.key()).apiKey };
 }
 
-export function readYourWritesEndToEnd(options: { followersThread?: boolean } = {}): void {
-  describe(options.followersThread ? 'read-your-writes, the followers on a thread' : 'read-your-writes', () => {
+export function readYourWritesEndToEnd(): void {
+  for (const followersThread of [false, true]) readYourWrites(followersThread);
+}
+
+function readYourWrites(followersThread: boolean): void {
+  describe(followersThread ? 'read-your-writes, the followers on a thread' : 'read-your-writes', () => {
     let sys: TestSystem;
     beforeAll(async () => {
       sys = await startTestSystem(
         { READ_YOUR_WRITES_TIMEOUT_MS: String(BOUND_MS) },
         undefined,
         WITHOUT_EXECUTOR,
-        options.followersThread ? { followersThread: { hooks: HOOKS } } : { decorateReadStore },
+        followersThread ? { followersThread: { hooks: HOOKS } } : { decorateReadStore },
       );
       await sys.individual(PHONE);
     });
