@@ -8,6 +8,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStores } from '../src/adapters/open-stores.ts';
 import { loadConfig } from '../src/config.ts';
+import { followersThreadSplit } from '../src/followers-thread.ts';
 import { BALANCES_COLLECTION, type BalanceDoc } from '../src/projections/balances.ts';
 import { killAllChildren, spawnWalletOps, stopProcess, within, type WalletOpsProcess } from './support/processes.ts';
 import { call, seedPayingDistributor, waitFor } from './support/system.ts';
@@ -49,6 +50,22 @@ async function listAll(base: string, path: string, apiKey: string): Promise<stri
 }
 
 describe('the followers on a thread of the serving process', () => {
+  it('when a process serves an API and follows the history, then the followers go to the thread, unless FOLLOWERS_THREAD is false; a process of one kind keeps every part', () => {
+    const on = { FOLLOWERS_THREAD: true };
+    expect(followersThreadSplit(on, ['write-api', 'read-api', 'projections', 'executor', 'webhooks'])).toEqual({
+      main: ['write-api', 'read-api'],
+      thread: ['projections', 'executor', 'webhooks'],
+    });
+    expect(followersThreadSplit(on, ['read-api', 'projections'])).toEqual({
+      main: ['read-api'],
+      thread: ['projections'],
+    });
+    expect(followersThreadSplit({ FOLLOWERS_THREAD: false }, ['write-api', 'projections'])).toBeUndefined();
+    expect(followersThreadSplit(on, ['write-api', 'read-api'])).toBeUndefined();
+    expect(followersThreadSplit(on, ['projections', 'executor', 'webhooks'])).toBeUndefined();
+    expect(loadConfig({}).FOLLOWERS_THREAD).toBe(true);
+  });
+
   it("when a distributor creates operations and lists them at once, then each is listed, and /ready and /metrics show the thread's consumers", async () => {
     const dir = tempDir('followers-thread-');
     try {
