@@ -488,6 +488,15 @@ const schema = z.object({
       'How long a background consumer (projection, executor, API-key directory, sealer) may be unable to run ' +
         'before /health fails so that an orchestrator restarts the process.',
     ),
+  FOLLOWERS_THREAD: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true')
+    .describe(
+      'A process that serves an API and follows the history too (`npm start`) runs the projections, the sealer, ' +
+        'the executor, key revocations and the webhooks on a worker thread of its own (src/followers-thread.ts), ' +
+        'so that they do not share the event loop with the requests. false: every part on the one event loop.',
+    ),
   // Metrics (src/metrics, docs/operations.md "Metrics"): Prometheus text format at GET /metrics, without an API key.
   METRICS_ENABLED: z
     .enum(['true', 'false'])
@@ -896,6 +905,16 @@ const schema = z.object({
     .describe(
       `\`test\` (set by the test runner): PASSWORD_HASH_COST may go below ${LOWEST_PRODUCTION_HASH_COST}. The ` +
         `image sets \`production\`.`,
+    ),
+  FAULT_FOLLOWERS_THREAD_CRASH_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(600_000)
+    .default(0)
+    .describe(
+      'Fault injection: the first followers thread (FOLLOWERS_THREAD) throws an uncaught error this many ms after ' +
+        'it is up, and is restarted. 0: never.',
     ),
   FAULT_HANG_MS: z.coerce
     .number()

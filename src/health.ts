@@ -5,15 +5,18 @@ import { StoreCorruptedError } from './ports/store-corrupted.ts';
 import { describeError } from './shared/supervised-consumer.ts';
 import type { ConsumerStatus, SupervisedConsumer } from './shared/follower.ts';
 
+/** What health and readiness read of a consumer: one of this thread's, or one a followers thread reports on. */
+export type ConsumerView = Pick<SupervisedConsumer, 'name' | 'status' | 'downForMs'>;
+
 /** A supervised consumer of this process, with the events it follows (to measure how far behind it is). */
-export interface WatchedConsumer {
-  readonly consumer: SupervisedConsumer;
+export interface WatchedConsumer<C extends ConsumerView = SupervisedConsumer> {
+  readonly consumer: C;
   readonly filter?: EventFilter | undefined;
   /**
    * For a consumer that does not read the event log itself but works on what another one queued (the webhook
    * dispatcher sends what the outbox queued): its lag is that consumer's.
    */
-  lagOf?: SupervisedConsumer;
+  lagOf?: ConsumerView;
 }
 
 export interface ConsumerReport extends ConsumerStatus {
@@ -28,7 +31,7 @@ export interface ConsumerReport extends ConsumerStatus {
  * grace. It reads no store, so it answers at once even while a store is locked or down.
  */
 export function liveness(
-  watched: WatchedConsumer[],
+  watched: ReadonlyArray<WatchedConsumer<ConsumerView>>,
   graceMs: number,
   corruption?: CorruptionWatch,
   writes?: WriteWatch,
@@ -260,7 +263,7 @@ function bindAll(iterator: AsyncIterator<unknown>): Partial<AsyncIterator<unknow
 /** Each consumer's state and lag, for /ready and `projections status`. */
 export async function consumerReports(
   eventStore: EventStore,
-  watched: WatchedConsumer[],
+  watched: ReadonlyArray<WatchedConsumer<ConsumerView>>,
   now: Date,
   cap = 1000,
 ): Promise<ConsumerReport[]> {

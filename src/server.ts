@@ -6,6 +6,7 @@ import { asyncStdout, createLogger, flushLogs } from './logger.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { limitConnections, trustedProxies, type RefusedConnection } from './http/connection-limits.ts';
 import { ALL_PARTS, buildWalletOps, type Part } from './wallet-ops.ts';
+import { buildWithFollowersThread, followersThreadSplit } from './followers-thread.ts';
 
 /**
  * How long a stopping process may take to finish its requests and close its stores before it exits anyway.
@@ -184,9 +185,14 @@ function listen(server: Server, port: number, host: string): Promise<Server> {
  */
 export async function serve(parts: readonly Part[] = ALL_PARTS, options: { demo?: boolean } = {}): Promise<void> {
   // A demo is a sandbox: the keys its console issues are test keys too, unless API_KEY_ENVIRONMENT says otherwise.
-  const config = loadConfig(options.demo ? { API_KEY_ENVIRONMENT: 'test', ...process.env } : process.env);
+  const env = options.demo ? { API_KEY_ENVIRONMENT: 'test', ...process.env } : { ...process.env };
+  const config = loadConfig(env);
   const logger = createLogger(config.LOG_LEVEL, asyncStdout());
-  const system = await buildWalletOps(config, logger, () => new Date(), parts);
+  // With an API and followers both, the followers run on a thread of their own (FOLLOWERS_THREAD).
+  const split = followersThreadSplit(config, parts);
+  const system = split
+    ? await buildWithFollowersThread(env, config, logger, split)
+    : await buildWalletOps(config, logger, () => new Date(), parts);
   // The demo is seeded before the port opens: a store that is not the demo's (src/demo-store.ts) starts nothing.
   let demo: DemoSeed | undefined;
   if (options.demo) {

@@ -28,6 +28,7 @@ import { KeyedMutex } from './shared/keyed-mutex.ts';
 import { allCommitted, ReadYourWrites, type CommittedPositions } from './projections/read-your-writes.ts';
 import { withSharedReader } from './shared/shared-reader.ts';
 import type { Follower } from './shared/follower.ts';
+import type { FollowersElsewhere } from './followers-elsewhere.ts';
 import { operationSchemas } from './write-api/schemas.ts';
 import { writeRoutes } from './write-api/routes.ts';
 import { readRoutes } from './read-api/routes.ts';
@@ -98,6 +99,11 @@ export interface BuildOptions {
   tracing?: Tracing;
   /** Tests only: wraps the read store every part of the process uses (to hold a projection's commits back). */
   decorateReadStore?: (store: ReadStore) => ReadStore;
+  /**
+   * The projections, executor and webhooks run on a followers thread of this process (src/followers-elsewhere.ts):
+   * read-your-writes waits on the positions it reports, and /health, /ready and /metrics show its consumers.
+   */
+  followers?: FollowersElsewhere;
 }
 
 export async function buildWalletOps(
@@ -435,6 +441,8 @@ export async function buildWalletOps(
   // model (the console's dashboard, a replica) and the view in memory (the read API); a read waits for both.
   const builders = new Map<string, CommittedPositions[]>();
   if (parts.includes('projections')) runners.forEach((runner, i) => builders.set(projections[i]!.name, [runner]));
+  else if (options.followers)
+    for (const { name } of projections) builders.set(name, [options.followers.committed(name)]);
   if (balancesView && balancesFollower)
     builders.set(balancesView.name, [...(builders.get(balancesView.name) ?? []), balancesFollower]);
   const readYourWrites = new ReadYourWrites({
@@ -442,8 +450,19 @@ export async function buildWalletOps(
     timeoutMs: config.READ_YOUR_WRITES_TIMEOUT_MS,
   });
 
+  // This thread's consumers, and those of the followers thread as it last reported them.
+  const followers = options.followers;
+  // Both threads follow the API keys: the thread's directory is not reported twice.
+  const everyConsumer = () =>
+    followers
+      ? [
+          ...watched,
+          ...followers.watched().filter(({ consumer }) => !watched.some((w) => w.consumer.name === consumer.name)),
+        ]
+      : watched;
+  if (followers) metrics?.scrapeAlso('followers-thread', () => followers.metricFamilies());
   // Every consumer's lag, as /ready computes it, at scrape time (bounded: a hung store cannot hang the scrape).
-  metrics?.watchConsumers(() => consumerReports(stores.eventStore, watched, clock()));
+  metrics?.watchConsumers(() => consumerReports(stores.eventStore, everyConsumer(), clock()));
   const onThisPort = config.METRICS_PORT === undefined;
 
   // Built at its first request, not at every start: a process that serves no API (the executor, the webhooks) never
@@ -462,10 +481,13 @@ export async function buildWalletOps(
           },
         }
       : {}),
-    liveness: () => liveness(watched, config.CONSUMER_UNHEALTHY_AFTER_MS, corruption, writes),
+    liveness: () => ({
+      ...liveness(everyConsumer(), config.CONSUMER_UNHEALTHY_AFTER_MS, corruption, writes),
+      ...(followers ? { followersThread: followers.report() } : {}),
+    }),
     corrupted: () => corruption.error,
     readiness: async () => {
-      const consumers = await consumerReports(stores.eventStore, watched, clock());
+      const consumers = await consumerReports(stores.eventStore, everyConsumer(), clock());
       // Writes refused (a read-only database, a held lock): not ready, whatever the reads say.
       const writesFailing = writes.report();
       try {

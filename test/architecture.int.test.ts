@@ -148,10 +148,32 @@ const allowed: Record<string, { src: string[]; packages: string[] }> = {
       'config',
       'logger',
       'shared',
+      'followers-elsewhere',
     ],
     packages: ['express'],
   },
-  server: { src: ['config', 'demo', 'http', 'logger', 'wallet-ops'], packages: [] },
+  server: { src: ['config', 'demo', 'http', 'logger', 'wallet-ops', 'followers-thread'], packages: [] },
+  // The followers on a worker thread of the serving process: what the main thread reads of them (elsewhere), the
+  // main thread's side (thread) and the thread's start (worker), which builds them with wallet-ops.
+  'followers-elsewhere': { src: ['health', 'metrics', 'projections'], packages: [] },
+  'followers-thread': {
+    src: [
+      'config',
+      'health',
+      'logger',
+      'metrics',
+      'ports',
+      'projections',
+      'shared',
+      'wallet-ops',
+      'followers-elsewhere',
+    ],
+    packages: [],
+  },
+  'followers-worker': {
+    src: ['config', 'logger', 'ports', 'projections', 'wallet-ops', 'followers-thread'],
+    packages: [],
+  },
   main: { src: ['adapters', 'config', 'demo-store', 'server', 'start-failure'], packages: [] },
   // One line for a start that failed (main.ts prints it).
   'start-failure': { src: [], packages: [] },
@@ -250,6 +272,7 @@ describe('layer rules', () => {
       'main.ts': 'npm start (package.json), the image',
       'cli/main.ts': 'bin/wallet-ops.js',
       'adapters/sqlite/sqlite-commit-worker.ts': 'a worker thread, loaded by its URL in sqlite-commit-thread.ts',
+      'followers-worker.ts': 'a worker thread, loaded by its URL in followers-thread.ts',
     };
     const imported = new Set(files.flatMap((file) => importsOf(file).map(({ target }) => target)));
     const orphans = files.map((file) => relative(SRC, file)).filter((file) => !imported.has(file) && !(file in starts));

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { BoundedSnapshot } from './bounded-snapshot.ts';
 
 /**
@@ -22,6 +22,9 @@ const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000];
 
 /** Default bound of a scrape-time collection: well inside Prometheus's default scrape timeout of 10 s. */
 export const DEFAULT_COLLECT_TIMEOUT_MS = 2000;
+
+/** A registry's families as data (`getMetricsAsJSON`), which can cross to another thread. */
+export type MetricFamilies = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
 /** A consumer's state and lag as `consumerReports` (src/health.ts) gives it; structural, so no import of health. */
 export interface ConsumerLag {
@@ -206,10 +209,34 @@ export class WalletOpsMetrics {
     });
   }
 
-  /** The scrape: this system's families, then the process's. */
+  /** The scrape: this system's families (with those of its other threads), then the process's. */
   async scrape(): Promise<string> {
-    const [own, process] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
+    const [own, process] = await Promise.all([
+      this.elsewhere.length === 0 ? this.registry.metrics() : this.merged(),
+      processMetrics().metrics(),
+    ]);
     return `${own}\n${process}`;
+  }
+
+  /** Families of another thread of this process (a followers thread), bounded like any scrape-time read. */
+  private readonly elsewhere: Array<BoundedSnapshot<MetricFamilies>> = [];
+
+  /**
+   * Adds another thread's families to each scrape (src/followers-thread.ts): a family both threads keep is one
+   * family, its samples summed by labels (prom-client's AggregatorRegistry), so that a counter or a pool's
+   * connections count the whole process.
+   */
+  scrapeAlso(collector: string, families: () => Promise<MetricFamilies>): void {
+    this.elsewhere.push(this.bounded(collector, families));
+  }
+
+  private async merged(): Promise<string> {
+    const [own, ...others] = await Promise.all([
+      this.registry.getMetricsAsJSON(),
+      ...this.elsewhere.map((snapshot) => snapshot.get()),
+    ]);
+    const families = [own, ...others.filter((other) => other !== undefined)];
+    return AggregatorRegistry.aggregate(families).metrics();
   }
 
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;

@@ -34,6 +34,40 @@ describe('metrics registry', () => {
   });
 });
 
+describe("another thread's families (the followers thread)", () => {
+  it("given a family both threads keep, when scraped, then it is one family with the samples summed by labels, and the other thread's own families are there", async () => {
+    const main = new WalletOpsMetrics({ collectTimeoutMs: 200 });
+    const followers = new WalletOpsMetrics();
+    main.ledgerErrors.inc({ method: 'submit', kind: 'transient' }, 1);
+    followers.ledgerErrors.inc({ method: 'submit', kind: 'transient' }, 2);
+    followers.ledgerErrors.inc({ method: 'lookup', kind: 'transient' }, 5);
+    followers.watchExecutorQueue(() => 3);
+    main.scrapeAlso('followers-thread', () => followers.registry.getMetricsAsJSON());
+
+    const text = await main.scrape();
+    const families = parsePrometheusText(text);
+    expect(text.match(/^# TYPE wallet_ops_ledger_errors_total counter$/gm)).toHaveLength(1);
+    expect(sampleValue(families, 'wallet_ops_ledger_errors_total', { method: 'submit', kind: 'transient' })).toBe(3);
+    expect(sampleValue(families, 'wallet_ops_ledger_errors_total', { method: 'lookup', kind: 'transient' })).toBe(5);
+    expect(sampleValue(families, 'wallet_ops_executor_queue_depth')).toBe(3);
+    expect(sampleValue(families, 'process_cpu_user_seconds_total')).toBeGreaterThanOrEqual(0);
+  });
+
+  it("given a thread that does not answer, when scraped, then the scrape answers after the bound with this thread's families and counts a timeout", async () => {
+    const main = new WalletOpsMetrics({ collectTimeoutMs: 50 });
+    main.createConflictRetries.inc(2);
+    main.scrapeAlso('followers-thread', () => new Promise(() => {}));
+    const families = await scrape(main);
+    expect(sampleValue(families, 'wallet_ops_create_conflict_retries_total')).toBe(2);
+    expect(
+      sampleValue(families, 'wallet_ops_metrics_collect_failures_total', {
+        collector: 'followers-thread',
+        reason: 'timeout',
+      }),
+    ).toBe(1);
+  });
+});
+
 describe('scrape-time collections are bounded', () => {
   it('given a consumer report that never comes, when scraped twice, then each scrape answers after the bound without the lag families, counts one timeout, and the store is asked once', async () => {
     const metrics = new WalletOpsMetrics({ collectTimeoutMs: 50 });

@@ -22,6 +22,7 @@ import type { PartyRef } from '../../src/domain/parties.ts';
 import { streams } from '../../src/domain/streams.ts';
 import { tempDir } from './temp-dir.ts';
 import { answerClientErrors } from '../../src/http/client-errors.ts';
+import { buildWithFollowersThread, followersThreadSplit } from '../../src/followers-thread.ts';
 
 /**
  * The whole system in this process on a temporary data directory, listening on a free port: what the
@@ -62,8 +63,13 @@ let shortCodeSeed = 100_000 + Math.floor(Math.random() * 100_000);
  */
 export const WITHOUT_EXECUTOR: readonly Part[] = ALL_PARTS.filter((part) => part !== 'executor');
 
-/** What startTestSystem passes to buildWalletOps, and where the system's logs go (stdout unless given). */
-export type TestSystemOptions = BuildOptions & { logs?: DestinationStream };
+/**
+ * What startTestSystem passes to buildWalletOps, and where the system's logs go (stdout unless given). With
+ * `followersThread`, the system is laid out as `npm start` runs it: the projections, executor and webhooks on a
+ * worker thread (src/followers-thread.ts), whose read store `hooks`' `decorateReadStore` wraps (a module the thread
+ * loads: `decorateReadStore` does not cross to it).
+ */
+export type TestSystemOptions = BuildOptions & { logs?: DestinationStream; followersThread?: { hooks?: URL } };
 
 export async function startTestSystem(
   env: Record<string, string> = {},
@@ -71,12 +77,12 @@ export async function startTestSystem(
   parts: readonly Part[] = ALL_PARTS,
   testOptions: TestSystemOptions = {},
 ): Promise<TestSystem> {
-  const { logs, ...options } = testOptions;
+  const { logs, followersThread, ...options } = testOptions;
   const dir = tempDir();
   // Rate limits off unless a test asks for them: most tests send far more than a client would.
   const ledgerEnv = await testLedgerEnv(env.DATA_DIR ?? dir.path);
   const storeEnv = await testStoreEnv(env.DATA_DIR ?? dir.path);
-  const config = loadConfig({
+  const systemEnv = {
     DATA_DIR: dir.path,
     LOG_LEVEL: 'silent',
     API_KEY_RATE_LIMIT: '0',
@@ -84,9 +90,18 @@ export async function startTestSystem(
     ...ledgerEnv,
     ...storeEnv,
     ...env,
-  });
+  };
+  const config = loadConfig(systemEnv);
   const logger = createLogger(config.LOG_LEVEL, logs);
-  const system = await buildWalletOps(config, logger, clock, parts, options);
+  const split = followersThread && followersThreadSplit({ FOLLOWERS_THREAD: true }, parts);
+  if (split && (clock || options.decorateReadStore))
+    throw new Error('a clock or a read store decorator does not cross to the followers thread: use hooks');
+  const system = split
+    ? await buildWithFollowersThread(systemEnv, config, logger, split, {
+        ...options,
+        ...(followersThread.hooks ? { hooks: followersThread.hooks } : {}),
+      })
+    : await buildWalletOps(config, logger, clock, parts, options);
   const server: Server = await new Promise((resolve) => {
     const s = system.app.listen(0, '127.0.0.1', () => resolve(s));
   });

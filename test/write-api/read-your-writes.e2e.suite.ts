@@ -1,37 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReadStore } from '../../src/ports/read-store.ts';
 import { call, startTestSystem, type TestParty, type TestSystem, WITHOUT_EXECUTOR } from '../support/system.ts';
 import { CHECKER_PASSWORD, ConsoleClient } from '../console/console-client.ts';
+import { decorateReadStore, listGate } from '../support/hold-list-commits.ts';
 
 /**
  * Read-your-writes (src/projections/read-your-writes.ts): a create is answered as soon as its append is committed,
  * and a read of the same process right after it (the party's list, the operation by its id, the payer's balance)
  * waits, within READ_YOUR_WRITES_TIMEOUT_MS, until the model holds it, so it always shows it. The operation lists'
  * projections commit HOLD_MS late here, as a loaded store does, so that a read that did not wait would miss the
- * operation every time.
+ * operation every time (test/support/hold-list-commits.ts). Twice: every part on one event loop, and laid out as
+ * `npm start` runs it, the projections on a thread of their own whose positions the API's thread waits on
+ * (src/followers-thread.ts).
  */
 const PHONE = '+2348123456780';
 const TIMES = 20;
-const HOLD_MS = 40;
 const BOUND_MS = 2000;
-const LISTS = new Set(['distributor-operations', 'merchant-operations', 'console-operations']);
-
-/** The read store, with each commit of the operation lists' checkpoints held back HOLD_MS, or until the gate opens. */
-let gate: Promise<void> | undefined;
-const holdingListCommits = (store: ReadStore): ReadStore =>
-  new Proxy(store, {
-    get(target, property, receiver) {
-      if (property === 'commit') {
-        return async (...args: Parameters<ReadStore['commit']>) => {
-          if (args[1] && LISTS.has(args[1].projection))
-            await (gate ?? new Promise((resolve) => setTimeout(resolve, HOLD_MS)));
-          return target.commit(...args);
-        };
-      }
-      const value = Reflect.get(target, property, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+const HOOKS = new URL('../support/hold-list-commits.ts', import.meta.url);
 
 async function keyed(sys: TestSystem, type: 'distributor' | 'merchant'): Promise<TestParty & { apiKey: string }> {
   const party = await sys.party(type);
@@ -40,12 +24,19 @@ async function keyed(sys: TestSystem, type: 'distributor' | 'merchant'): Promise
 }
 
 export function readYourWritesEndToEnd(): void {
-  describe('read-your-writes', () => {
+  for (const followersThread of [false, true]) readYourWrites(followersThread);
+}
+
+function readYourWrites(followersThread: boolean): void {
+  describe(followersThread ? 'read-your-writes, the followers on a thread' : 'read-your-writes', () => {
     let sys: TestSystem;
     beforeAll(async () => {
-      sys = await startTestSystem({ READ_YOUR_WRITES_TIMEOUT_MS: String(BOUND_MS) }, undefined, WITHOUT_EXECUTOR, {
-        decorateReadStore: holdingListCommits,
-      });
+      sys = await startTestSystem(
+        { READ_YOUR_WRITES_TIMEOUT_MS: String(BOUND_MS) },
+        undefined,
+        WITHOUT_EXECUTOR,
+        followersThread ? { followersThread: { hooks: HOOKS } } : { decorateReadStore },
+      );
       await sys.individual(PHONE);
     });
     afterAll(async () => sys?.close());
@@ -115,8 +106,7 @@ export function readYourWritesEndToEnd(): void {
 
     it('when the list cannot catch up, then the create is answered at once, and a list right after it answers after about the bound with what the model holds', async () => {
       const party = await keyed(sys, 'distributor');
-      let open = () => {};
-      gate = new Promise((resolve) => (open = resolve)); // the lists' next commits wait until the test is done
+      await listGate('close'); // the lists' next commits wait until the test is done
       try {
         const path = `/api/v1/distributors/${party.ref.id}/operations`;
         const started = performance.now();
@@ -135,8 +125,7 @@ export function readYourWritesEndToEnd(): void {
           created.body.operationID,
         );
       } finally {
-        gate = undefined;
-        open();
+        await listGate('open');
       }
     });
   });

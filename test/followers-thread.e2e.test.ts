@@ -1,0 +1,3 @@
+import { followersThreadEndToEnd } from './followers-thread.e2e.suite.ts';
+
+followersThreadEndToEnd();
