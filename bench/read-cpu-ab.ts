@@ -107,7 +107,8 @@ try {
   const spent = new Map<string, number[]>(servers.map((s) => [s.name, []]));
   for (const server of servers) await drive(server.url, requests[CASE], N); // warm-up
   for (let round = 0; round < ROUNDS; round++)
-    for (const server of servers) {
+    // Every other round in the reverse order: whoever runs right after another server's round is not always the same.
+    for (const server of round % 2 ? [...servers].reverse() : servers) {
       const before = cpuMs();
       const ok = await drive(server.url, requests[CASE], N);
       spent.get(server.name)!.push(((cpuMs() - before) * 1000) / N);
