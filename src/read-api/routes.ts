@@ -1,8 +1,9 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import type { ReadStore } from '../ports/read-store.ts';
 import { formatPartyRef, type PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
+import { inSequence } from '../http/in-sequence.ts';
 import { ProblemError, validationProblem } from '../http/problems.ts';
 import { sendJsonTextWithETag, sendJsonWithETag, sendPreparedJson } from '../http/conditional.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
@@ -73,9 +74,10 @@ export function readRoutes(deps: ReadApiDeps): Router {
   // The usual case, nothing to wait for and a verdict of the window in hand, goes on in the same tick.
   const { freshness, readYourWrites } = deps;
   const known = (projection: ServedModel) => !freshness || freshness.knownCurrent(projection);
-  const current =
-    (projection: ServedModel, partyType: PartyType) => (req: Request, _res: Response, next: NextFunction) => {
-      const party = formatPartyRef({ type: partyType, id: String(req.params[`${partyType}ID`]) });
+  const current = (projection: ServedModel, partyType: PartyType) => {
+    const param = `${partyType}ID`;
+    return (req: Request, _res: Response, next: NextFunction) => {
+      const party = formatPartyRef({ type: partyType, id: String(req.params[param]) });
       const written = readYourWrites?.untilReadable(projection.name, party);
       if (!written && known(projection)) return next();
       return (async () => {
@@ -84,6 +86,9 @@ export function readRoutes(deps: ReadApiDeps): Router {
         next();
       })();
     };
+  };
+  // Each route's handlers as one: express's route passes each of its layers at a cost (src/http/in-sequence.ts).
+  const get = (path: string, ...handlers: RequestHandler[]) => router.get(path, inSequence(handlers));
   const models = {
     distributorOperations: distributorOperationsProjection({ assetScale: deps.assetScale }),
     merchantOperations: merchantOperationsProjection({ assetScale: deps.assetScale }),
@@ -97,7 +102,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     // From memory: the answer and its ETag were made when the wallet's balance last changed. Else the same answer
     // from the read store's document (a read replica's: src/read-api/replica-reads.ts).
     const path = `/api/v1/${partyType}s/:${id}/balance`;
-    router.get(
+    get(
       path,
       auth,
       authorize('Read Balance', partyType, id),
@@ -121,7 +126,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     sendJsonTextWithETag(res, text);
   };
 
-  router.get(
+  get(
     '/api/v1/distributors/:distributorID/operations',
     auth,
     authorize('Read Transactions', 'distributor', 'distributorID'),
@@ -133,7 +138,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/operations',
     auth,
     authorize('Read Transactions', 'merchant', 'merchantID'),
@@ -145,7 +150,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/payments',
     auth,
     authorize('Read Transactions', 'merchant', 'merchantID'),
@@ -165,7 +170,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     return String(req.params.operationID);
   };
 
-  router.get(
+  get(
     '/api/v1/distributors/:distributorID/operations/:operationID',
     auth,
     readTransactions('distributor'),
@@ -177,7 +182,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/operations/:operationID',
     auth,
     readTransactions('merchant'),
@@ -189,7 +194,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/payments/:operationID',
     auth,
     readTransactions('merchant'),
