@@ -56,14 +56,13 @@ export function createApp(deps: AppDeps): Express {
   });
   if (deps.metrics?.endpoint) probes.get(deps.metrics.endpoint.path, deps.metrics.endpoint.handler);
   if (deps.openApi) serveApiDescription(probes, deps.openApi);
-  const probePath = pathsOf(probes);
 
   // Everything before the error handlers is one layer of express's router, not one per concern: each layer costs a
   // request a match, a params pass and closures, and a balance answered from memory costs little more than that.
   const steps: express.RequestHandler[] = [];
   if (deps.metrics) steps.push(deps.metrics.observe);
   steps.push(requestContext(deps.logger));
-  steps.push((req, res, next) => (probePath.test(req.path) ? probes(req, res, next) : next()));
+  steps.push(enteredOnItsPaths(probes));
   // A corrupted store is not served around: a request that would not touch the damage may still read what it did.
   if (deps.corrupted) {
     const corrupted = deps.corrupted;
@@ -95,12 +94,15 @@ export function createApp(deps: AppDeps): Express {
 }
 
 /**
- * A request is handed to the router only when its path is one the router's routes match, as express matches them
- * (any case, one trailing slash): the probes' routes are not tried one by one on the way of every API request.
+ * A router entered only by a request whose path is one of its routes', as express matches them (any case, one
+ * trailing slash): the probes' routes are not tried one by one on the way of every API request.
  */
-function pathsOf(router: express.Router): RegExp {
+function enteredOnItsPaths(router: express.Router): express.RequestHandler {
   const paths = router.stack.map((layer) => String(layer.route?.path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^(?:${paths.join('|')})/?$`, 'i');
+  const path = new RegExp(`^(?:${paths.join('|')})/?$`, 'i');
+  const entered: express.RequestHandler = (req, res, next) => (path.test(req.path) ? router(req, res, next) : next());
+  // The router's layers, for what reads the app's routes (see inSequence).
+  return Object.assign(entered, { stack: router.stack });
 }
 
 /**
@@ -110,11 +112,13 @@ function pathsOf(router: express.Router): RegExp {
  */
 function enteredByItsMethods(router: express.Router): express.RequestHandler {
   let methods: Set<string> | null | undefined; // null: not routes alone, every request enters
-  return (req, res, next) => {
+  const entered: express.RequestHandler = (req, res, next) => {
     if (methods === undefined) methods = methodsOf(router);
     if (methods === null || methods.has(req.method)) return router(req, res, next);
     next();
   };
+  // The router's layers, for what reads the app's routes (see inSequence).
+  return Object.assign(entered, { stack: router.stack });
 }
 
 function methodsOf(router: express.Router): Set<string> | null {

@@ -7,7 +7,7 @@ import type { RequestHandler } from 'express';
  * layers before its route cost about as much as the answer (docs/benchmarks.md, "The HTTP path's CPU").
  */
 export function inSequence(handlers: readonly RequestHandler[]): RequestHandler {
-  return (req, res, next) => {
+  const sequence: RequestHandler = (req, res, next) => {
     let at = 0;
     const step = (error?: unknown): void => {
       // As express's router: a falsy argument is no error.
@@ -23,6 +23,8 @@ export function inSequence(handlers: readonly RequestHandler[]): RequestHandler 
     };
     step();
   };
+  // As a router shows its layers: what reads an app's routes from `app.router.stack` still finds them in here.
+  return Object.assign(sequence, { stack: handlers.map((handle) => ({ handle })) });
 }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
