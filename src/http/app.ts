@@ -95,10 +95,14 @@ export function createApp(deps: AppDeps): Express {
 
 /**
  * A router entered only by a request whose path is one of its routes', as express matches them (any case, one
- * trailing slash): the probes' routes are not tried one by one on the way of every API request.
+ * trailing slash): the probes' routes are not tried one by one on the way of every API request. Fixed paths only.
  */
 function enteredOnItsPaths(router: express.Router): express.RequestHandler {
-  const paths = router.stack.map((layer) => String(layer.route?.path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const paths = router.stack.map((layer) => {
+    const path = layer.route?.path;
+    if (typeof path !== 'string' || /[:*{}(]/.test(path)) throw new Error(`not a route of a fixed path: ${path}`);
+    return path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  });
   const path = new RegExp(`^(?:${paths.join('|')})/?$`, 'i');
   const entered: express.RequestHandler = (req, res, next) => (path.test(req.path) ? router(req, res, next) : next());
   // The router's layers, for what reads the app's routes (see inSequence).
@@ -111,7 +115,8 @@ function enteredOnItsPaths(router: express.Router): express.RequestHandler {
  * as much as its own answer from memory, and a GET would otherwise pass through the write API's router.
  */
 function enteredByItsMethods(router: express.Router): express.RequestHandler {
-  let methods: Set<string> | null | undefined; // null: not routes alone, every request enters
+  // Read at the first request (the routers come built); null: not routes alone, every request enters.
+  let methods: Set<string> | null | undefined;
   const entered: express.RequestHandler = (req, res, next) => {
     if (methods === undefined) methods = methodsOf(router);
     if (methods === null || methods.has(req.method)) return router(req, res, next);
