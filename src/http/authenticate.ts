@@ -90,7 +90,8 @@ export function authenticate(
           admitted.headers,
         );
       }
-      res.set(admitted.headers);
+      // Set as they are: express's res.set would look at each name for a content type.
+      for (const [name, value] of Object.entries(admitted.headers)) res.setHeader(name, value);
     }
     res.locals.apiKey = key;
     onAuthenticated?.(key.keyID, now);

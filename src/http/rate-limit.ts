@@ -44,11 +44,14 @@ export class TokenBuckets {
   private readonly maxTracked: number;
   private readonly buckets = new Map<string, Bucket>();
   private readonly perMs: number;
+  /** The RateLimit-Policy field, the same on every answer: written once. */
+  private readonly policyField: string;
 
   constructor(policy: BucketPolicy, maxTracked = 100_000) {
     this.policy = policy;
     this.maxTracked = maxTracked;
     this.perMs = policy.quota / policy.windowSeconds / 1000;
+    this.policyField = `"${policy.name}";q=${policy.quota};w=${policy.windowSeconds}`;
   }
 
   /** Takes one token from `id`'s bucket if it has one. */
@@ -76,11 +79,10 @@ export class TokenBuckets {
 
   /** The RateLimit-Policy and RateLimit fields (and Retry-After on a refusal) for a verdict of this policy. */
   headers(verdict: Verdict): Record<string, string> {
-    const { name, quota, windowSeconds } = this.policy;
     const reset = verdict.resetSeconds === undefined ? '' : `;t=${verdict.resetSeconds}`;
     return {
-      'RateLimit-Policy': `"${name}";q=${quota};w=${windowSeconds}`,
-      RateLimit: `"${name}";r=${verdict.remaining}${reset}`,
+      'RateLimit-Policy': this.policyField,
+      RateLimit: `"${this.policy.name}";r=${verdict.remaining}${reset}`,
       ...(verdict.allowed ? {} : { 'Retry-After': String(verdict.resetSeconds ?? 1) }),
     };
   }

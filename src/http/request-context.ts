@@ -37,14 +37,18 @@ export function requestContext(logger: Logger): RequestHandler {
     );
   }
   return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    const requestId = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    // The headers as Node parsed them: express's req.get would lower-case the name and look it up again.
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', requestId);
-    const traceparent = validTraceparent(req.get('traceparent'));
+    const traceparent = validTraceparent(req.headers.traceparent);
     if (traceparent !== undefined) res.locals.traceparent = traceparent;
-    res.locals.requestId = requestId;
-    res.locals.requestStartedMs = performance.now();
-    res.on('finish', finished); // a response finishes once
+    // Nothing is logged below info (routine requests at debug): at LOG_LEVEL=warn a request registers no listener.
+    if (logger.isLevelEnabled('info')) {
+      res.locals.requestId = requestId;
+      res.locals.requestStartedMs = performance.now();
+      res.on('finish', finished); // a response finishes once
+    }
     next();
   };
 }

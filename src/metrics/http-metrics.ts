@@ -1,4 +1,5 @@
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import type { Histogram } from 'prom-client';
 import type { WalletOpsMetrics } from './metrics.ts';
 
 /** Where the scrape is served, on the API port or on METRICS_PORT: Prometheus's default metrics_path. */
@@ -30,13 +31,12 @@ export function routeLabel(req: Request): string {
  * mounted router (the console) still has that router's mount path as its base URL.
  */
 export function httpMetrics(metrics: WalletOpsMetrics, skipPath?: string): RequestHandler {
-  const { httpDuration } = metrics;
+  const durations = new RequestDurations(metrics.httpDuration);
   // One listener shared by every response rather than a closure per request (about 1 µs a request): the start
   // rides on the response.
   function finished(this: Response): void {
     const seconds = (performance.now() - (this.locals.metricsStartedMs as number)) / 1000;
-    const labels = { method: this.req.method, route: routeLabel(this.req), status: String(this.statusCode) };
-    httpDuration.observe(labels, seconds);
+    durations.observe(routeLabel(this.req), this.req.method, this.statusCode, seconds);
   }
   return (req, res, next) => {
     if (skipPath !== undefined && req.path === skipPath) return next();
@@ -66,4 +66,71 @@ export function metricsApp(metrics: WalletOpsMetrics): Express {
     res.status(404).type('text/plain').send('Not found: metrics are at /metrics\n');
   });
   return app;
+}
+
+/** prom-client's record of one label set of a histogram (prom-client 15, lib/histogram.js createBaseValues). */
+interface HistogramRecord {
+  labels: Record<string, string | number>;
+  bucketValues: Record<string, number>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * The HTTP histogram's observations added to prom-client's record of their label set, found by route, method and
+ * status in maps. prom-client's observe builds a labels object, checks it, and builds and hashes a key string at each
+ * request: about 0.7 µs, a sixth of what a balance answered from memory costs above bare express. What the scrape
+ * shows is prom-client's own exposition of the same records (test/metrics/http-metrics.int.test.ts compares it with
+ * prom-client's observe).
+ */
+export class RequestDurations {
+  private readonly histogram: Histogram<'method' | 'route' | 'status'>;
+  private readonly bounds: readonly number[];
+  /** The bucket keys of prom-client's records: its upper bounds as property names. */
+  private readonly boundKeys: readonly string[];
+  private records = new Map<string, Map<string, Map<number, HistogramRecord>>>();
+  /** prom-client's map of records that `records` holds records of: a reset of the histogram replaces it. */
+  private recordsOf: unknown;
+
+  constructor(histogram: Histogram<'method' | 'route' | 'status'>) {
+    this.histogram = histogram;
+    this.bounds = this.internals().upperBounds;
+    this.boundKeys = this.bounds.map(String);
+  }
+
+  observe(route: string, method: string, status: number, seconds: number): void {
+    const internals = this.internals();
+    if (internals.hashMap !== this.recordsOf) {
+      this.records = new Map();
+      this.recordsOf = internals.hashMap;
+    }
+    let byMethod = this.records.get(route);
+    if (!byMethod) this.records.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let record = byStatus.get(status);
+    if (!record) byStatus.set(status, (record = this.recordFor({ method, route, status: String(status) })));
+    record.sum += seconds;
+    record.count += 1;
+    // As prom-client counts it: in the first bucket whose bound holds it (none past the last: +Inf is the count).
+    for (let i = 0; i < this.bounds.length; i++)
+      if (seconds <= this.bounds[i]!) {
+        record.bucketValues[this.boundKeys[i]!]! += 1;
+        return;
+      }
+  }
+
+  /** prom-client's record of a label set, made by its public `zero` (only the first time: zero resets it). */
+  private recordFor(labels: { method: string; route: string; status: string }): HistogramRecord {
+    this.histogram.zero(labels);
+    const record = Object.values(this.internals().hashMap).find(
+      (r) => r.labels.method === labels.method && r.labels.route === labels.route && r.labels.status === labels.status,
+    );
+    if (!record) throw new Error('prom-client keeps its histogram records otherwise than RequestDurations expects');
+    return record;
+  }
+
+  private internals() {
+    return this.histogram as unknown as { hashMap: Record<string, HistogramRecord>; upperBounds: number[] };
+  }
 }

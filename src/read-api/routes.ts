@@ -1,8 +1,9 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import type { ReadStore } from '../ports/read-store.ts';
 import { formatPartyRef, type PartyType } from '../domain/parties.ts';
 import { authenticate, authorize } from '../http/authenticate.ts';
+import { inSequence } from '../http/in-sequence.ts';
 import { ProblemError, validationProblem } from '../http/problems.ts';
 import { sendJsonTextWithETag, sendJsonWithETag, sendPreparedJson } from '../http/conditional.ts';
 import type { ApiRateLimits } from '../http/rate-limit.ts';
@@ -16,6 +17,7 @@ import { getMerchantOperation, listMerchantOperations } from '../projections/mer
 import { merchantPaymentsProjection } from '../projections/merchant-payments.ts';
 import { getMerchantPayment, listMerchantPayments } from '../projections/merchant-payments-queries.ts';
 import type { ReadYourWrites } from '../projections/read-your-writes.ts';
+import { LruMap } from '../shared/lru-map.ts';
 import { listQuery, operationsQuery, parseQuery, paymentsQuery } from './schemas.ts';
 import type { ReadFreshness, ServedModel } from './freshness.ts';
 import type { BalancesView } from './balances-view.ts';
@@ -53,10 +55,24 @@ const notFound = (what: string) =>
     detail: `There is no ${what} here.`,
   });
 
+/**
+ * The last query strings each schema accepted, parsed: clients page with a few (`limit=100&offset=200`), and the
+ * schema's parse cost a list about 3% of its CPU. Values are shared: callers copy what they take out of them.
+ */
+const PARSED_QUERIES = 1000;
+const parsedQueries = new WeakMap<z.ZodType, LruMap<string, unknown>>();
+
 function query<T>(schema: z.ZodType<T>, req: Request): T {
-  const parsed = parseQuery(schema, req.query);
-  if (!parsed.ok) throw validationProblem(parsed.errors);
-  return parsed.value;
+  const at = req.url.indexOf('?');
+  const raw = at < 0 ? '' : req.url.slice(at + 1);
+  let parsed = parsedQueries.get(schema);
+  if (!parsed) parsedQueries.set(schema, (parsed = new LruMap(PARSED_QUERIES)));
+  const known = parsed.get(raw) as T | undefined;
+  if (known !== undefined) return known;
+  const result = parseQuery(schema, req.query);
+  if (!result.ok) throw validationProblem(result.errors);
+  parsed.set(raw, Object.freeze(result.value));
+  return result.value;
 }
 
 /**
@@ -73,9 +89,10 @@ export function readRoutes(deps: ReadApiDeps): Router {
   // The usual case, nothing to wait for and a verdict of the window in hand, goes on in the same tick.
   const { freshness, readYourWrites } = deps;
   const known = (projection: ServedModel) => !freshness || freshness.knownCurrent(projection);
-  const current =
-    (projection: ServedModel, partyType: PartyType) => (req: Request, _res: Response, next: NextFunction) => {
-      const party = formatPartyRef({ type: partyType, id: String(req.params[`${partyType}ID`]) });
+  const current = (projection: ServedModel, partyType: PartyType) => {
+    const param = `${partyType}ID`;
+    return (req: Request, _res: Response, next: NextFunction) => {
+      const party = formatPartyRef({ type: partyType, id: String(req.params[param]) });
       const written = readYourWrites?.untilReadable(projection.name, party);
       if (!written && known(projection)) return next();
       return (async () => {
@@ -84,6 +101,9 @@ export function readRoutes(deps: ReadApiDeps): Router {
         next();
       })();
     };
+  };
+  // Each route's handlers as one: express's route passes each of its layers at a cost (src/http/in-sequence.ts).
+  const get = (path: string, ...handlers: RequestHandler[]) => router.get(path, inSequence(handlers));
   const models = {
     distributorOperations: distributorOperationsProjection({ assetScale: deps.assetScale }),
     merchantOperations: merchantOperationsProjection({ assetScale: deps.assetScale }),
@@ -97,7 +117,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     // From memory: the answer and its ETag were made when the wallet's balance last changed. Else the same answer
     // from the read store's document (a read replica's: src/read-api/replica-reads.ts).
     const path = `/api/v1/${partyType}s/:${id}/balance`;
-    router.get(
+    get(
       path,
       auth,
       authorize('Read Balance', partyType, id),
@@ -121,7 +141,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     sendJsonTextWithETag(res, text);
   };
 
-  router.get(
+  get(
     '/api/v1/distributors/:distributorID/operations',
     auth,
     authorize('Read Transactions', 'distributor', 'distributorID'),
@@ -133,7 +153,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/operations',
     auth,
     authorize('Read Transactions', 'merchant', 'merchantID'),
@@ -145,7 +165,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/payments',
     auth,
     authorize('Read Transactions', 'merchant', 'merchantID'),
@@ -165,7 +185,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     return String(req.params.operationID);
   };
 
-  router.get(
+  get(
     '/api/v1/distributors/:distributorID/operations/:operationID',
     auth,
     readTransactions('distributor'),
@@ -177,7 +197,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/operations/:operationID',
     auth,
     readTransactions('merchant'),
@@ -189,7 +209,7 @@ export function readRoutes(deps: ReadApiDeps): Router {
     },
   );
 
-  router.get(
+  get(
     '/api/v1/merchants/:merchantID/payments/:operationID',
     auth,
     readTransactions('merchant'),

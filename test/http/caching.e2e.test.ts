@@ -85,6 +85,9 @@ describe('caching of authenticated responses', () => {
       const authorization = `Bearer ${apiKey}`;
       const get = await fetch(url, { headers: { authorization } });
       const body = await get.text();
+      // The 200 says its length too (Node measures the body it is given whole), not a chunked transfer.
+      expect(get.headers.get('content-length'), tail).toBe(String(Buffer.byteLength(body)));
+      expect(get.headers.get('transfer-encoding'), tail).toBeNull();
       const head = await fetch(url, { method: 'HEAD', headers: { authorization } });
       expect(head.status, tail).toBe(200);
       expect(head.headers.get('content-length'), tail).toBe(String(Buffer.byteLength(body)));
