@@ -162,39 +162,63 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     return found;
   }
 
-  function applyWrite(write: Write): void {
+  /**
+   * A write checked and its document serialized, before any SQL of its commit runs: what is left can fail only
+   * in SQLite. A caller's fault (a bad write, an unknown collection) is thrown here.
+   */
+  function prepareWrite(write: Write): () => void {
     if (write.op === 'upsert') {
       if (typeof write.doc?.id !== 'string')
         throw new TypeError(`upsert into ${quote(definition(write.collection).name)}: the document needs a string id`);
-      upsertStatement(write.collection).run(write.doc.id, JSON.stringify(write.doc));
-      return;
+      const upsert = upsertStatement(write.collection);
+      const [id, doc] = [write.doc.id, JSON.stringify(write.doc)];
+      return () => upsert.run(id, doc);
     }
     const table = quote(definition(write.collection).name);
     switch (write.op) {
       case 'patch': {
         if ('id' in write.patch && write.patch.id !== write.id)
           throw new TypeError(`patch of ${table}: cannot change an id`);
-        // Merged in JS rather than with json_patch, whose RFC 7386 semantics would delete fields set to null.
-        const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(write.id) as { doc: string } | undefined;
-        if (!row) return;
-        const merged = { ...(JSON.parse(row.doc) as Document), ...write.patch };
-        statement(`UPDATE ${table} SET doc = ? WHERE id = ?`).run(JSON.stringify(merged), write.id);
-        return;
+        JSON.stringify(write.patch); // what cannot be serialized throws now; the stored document always can
+        return () => {
+          // Merged in JS rather than with json_patch, whose RFC 7386 semantics would delete fields set to null.
+          const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(write.id) as { doc: string } | undefined;
+          if (!row) return;
+          const merged = { ...(JSON.parse(row.doc) as Document), ...write.patch };
+          statement(`UPDATE ${table} SET doc = ? WHERE id = ?`).run(JSON.stringify(merged), write.id);
+        };
       }
       case 'delete':
-        statement(`DELETE FROM ${table} WHERE id = ?`).run(write.id);
-        return;
+        return () => statement(`DELETE FROM ${table} WHERE id = ?`).run(write.id);
       default:
         throw new TypeError(`unknown write ${JSON.stringify((write as { op?: unknown }).op)}`);
     }
   }
 
+  /** A commit with its writes prepared: the checkpoint is moved first, so a refused fence has written nothing. */
+  interface PreparedCommit {
+    writes: Array<() => void>;
+    checkpoint: Checkpoint | undefined;
+  }
+  function prepareCommit(writes: Write[], checkpoint: Checkpoint | undefined): PreparedCommit {
+    if (checkpoint) checkCheckpoint(checkpoint);
+    return { writes: writes.map(prepareWrite), checkpoint };
+  }
+  function applyCommit(commit: PreparedCommit): void {
+    if (commit.checkpoint) moveCheckpoint(commit.checkpoint);
+    for (const write of commit.writes) write();
+  }
+
   // IMMEDIATE takes the write lock up front, so a concurrent writer shows up as SQLITE_BUSY at BEGIN (retried by
   // run) instead of failing when a deferred read transaction tries to upgrade.
-  const commitAll = db.transaction((writes: Write[], checkpoint?: Checkpoint) => {
-    for (const write of writes) applyWrite(write);
-    if (checkpoint) moveCheckpoint(checkpoint);
-  });
+  const commitAll = db.transaction((writes: Write[], checkpoint?: Checkpoint) =>
+    applyCommit(prepareCommit(writes, checkpoint)),
+  );
+
+  function checkCheckpoint({ projection, position }: Checkpoint): void {
+    if (typeof projection !== 'string' || !Number.isFinite(position))
+      throw new TypeError('a checkpoint needs a projection name and a finite position');
+  }
 
   /**
    * The checkpoint moved, fenced by the expected checkpoint and generation, in one statement (a projection's page
@@ -203,8 +227,6 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
    */
   function moveCheckpoint(checkpoint: Checkpoint): void {
     const { projection, position, expected, generation } = checkpoint;
-    if (typeof projection !== 'string' || !Number.isFinite(position))
-      throw new TypeError('a checkpoint needs a projection name and a finite position');
     const generationFence = generation === undefined ? 'true' : GENERATION_IS;
     const fence = generation === undefined ? [] : [projection, generation];
     const moved =
@@ -225,8 +247,10 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
 
   /**
    * Group commit: the followers of a process get each page at the same moment and commit it at about the same
-   * moment; the commits asked in one turn of the event loop go in one transaction (one fsync), each in a savepoint
-   * of its own, so that one refused (a checkpoint conflict, a bad write) leaves the others committed.
+   * moment; the commits asked in one turn of the event loop go in one transaction (one fsync). One refused (a
+   * checkpoint conflict, a bad write) leaves the others committed without a savepoint each (SQLite would copy every
+   * page a savepoint touches into its journal): a bad write is found before any SQL runs, and a checkpoint's fence
+   * before its writes. Any other error fails the transaction, and each commit is then tried alone.
    */
   const pendingCommits: Array<{
     writes: Write[];
@@ -236,17 +260,29 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   }> = [];
   const callersFault = (error: unknown) =>
     error instanceof CheckpointConflictError || error instanceof TypeError || error instanceof ReadStoreQueryError;
-  const commitGroup = db.transaction((group: typeof pendingCommits) =>
-    group.map(({ writes, checkpoint }) => {
+  const refused = (error: unknown) => {
+    if (callersFault(error)) return { error };
+    throw error;
+  };
+  const commitGroup = db.transaction((group: typeof pendingCommits) => {
+    const prepared = group.map(({ writes, checkpoint }) => {
       try {
-        commitAll(writes, checkpoint); // nested: a savepoint
-        return undefined;
+        return prepareCommit(writes, checkpoint);
       } catch (error) {
-        if (callersFault(error)) return { error };
-        throw error;
+        return refused(error);
       }
-    }),
-  );
+    });
+    return prepared.map((commit) => {
+      if ('error' in commit) return commit;
+      try {
+        if (commit.checkpoint) moveCheckpoint(commit.checkpoint);
+      } catch (error) {
+        return refused(error); // the fence held: nothing of this commit was written
+      }
+      for (const write of commit.writes) write();
+      return undefined;
+    });
+  });
   /**
    * A group of followers' commits, each with its checkpoint, needs no fsync of its own: the checkpoint commits
    * atomically with its writes, so a power loss that takes the tail of the WAL takes both, and the followers
