@@ -54,6 +54,17 @@ const GENERATION_IS = `coalesce((SELECT generation FROM ${GENERATIONS} WHERE pro
 const QUOTE = 0x22;
 /** Most ids in one `getMany` statement (a power of two: see inListLength). */
 const GET_MANY_CHUNK = 512;
+/**
+ * WAL pages between automatic checkpoints (SQLite's default is 1,000, about 4 MB). A page of the projections writes
+ * every b-tree page it touches whole into the WAL, about 27 for one create, and mostly the same pages again for the
+ * next (the checkpoints row, a party's index leaves): a checkpoint copies each distinct page once however often it
+ * was written, so a longer WAL copies fewer of them per create (about 40% less checkpoint work, one fsync pair per
+ * ~150 creates rather than ~37). A commit is durable once its WAL frames are, not once they are checkpointed: FULL
+ * commits fsync at the commit, as before; the projections' NORMAL ones at the next FULL commit or checkpoint, so a
+ * power loss between them may take a longer tail of those, which the followers replay from their checkpoints. The
+ * WAL file stays at about 16 MB.
+ */
+const WAL_AUTOCHECKPOINT_PAGES = 4000;
 /** How often one handle deletes a counter collection's expired counters (during an increment). */
 const COUNTER_SWEEP_EVERY_MS = 60_000;
 
@@ -82,6 +93,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     },
     busyBudgetMs,
   );
+  db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
   db.function(CONTAINS_CI, { deterministic: true }, (value: unknown, needle: unknown) =>
     typeof value === 'string' && typeof needle === 'string' && value.toLowerCase().includes(needle) ? 1 : 0,
   );
