@@ -184,6 +184,30 @@ describe('SQLite read store, embedded specifics', () => {
     expect(latest.map((d) => d.id).slice(0, 3)).toEqual(['p1999', 'p1996', 'p1993']);
   });
 
+  it('given a file whose model declared an index it no longer declares, when a process starts with the new definitions, then that index is dropped, the others stay, and queries answer as before', async () => {
+    const older = openSqliteReadStore({ file });
+    await older.defineCollections([{ ...PAYMENTS, indexes: [...PAYMENTS.indexes!, ['memo']] }]);
+    await older.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', status: 'settled', memo: 'rent' } }]);
+    await older.close();
+    const inspector = new Database(file);
+    try {
+      inspector.exec(`CREATE INDEX operators_own ON payments (id)`);
+      const store = await open();
+      expect(
+        inspector
+          .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'payments' AND sql IS NOT NULL`)
+          .pluck()
+          .all()
+          .sort(),
+      ).toEqual(['operators_own', 'payments:payer.msisdn', 'payments:status,createdAt,id']);
+      expect(await store.find('payments', { search: { text: 'RENT', fields: ['memo'] } })).toEqual([
+        { id: 'p1', status: 'settled', memo: 'rent' },
+      ]);
+    } finally {
+      inspector.close();
+    }
+  });
+
   describe('promote', () => {
     const SHADOW: CollectionDefinition = { ...PAYMENTS, name: 'payments__rebuild', indexes: [] };
     const indexNames = (inspector: Database.Database, table: string) =>

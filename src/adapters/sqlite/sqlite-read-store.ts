@@ -383,11 +383,26 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     return row ? (row as { generation: number }).generation : 0;
   }
 
+  /**
+   * The declared indexes: one of ours a model no longer declares (its queries changed) would cost every write of the
+   * collection a b-tree more, so a start with the new definitions drops it.
+   */
   function createIndexes(def: CollectionDefinition): void {
+    const declared = new Set<string>();
     for (const fields of def.indexes ?? []) {
-      const index = quote(`${def.name}:${fields.join(',')}`);
-      db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quote(def.name)} (${fields.map(fieldExpr).join(', ')})`);
+      const index = `${def.name}:${fields.join(',')}`;
+      declared.add(index);
+      db.exec(`CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${quote(def.name)} (${fields.map(fieldExpr).join(', ')})`);
     }
+    for (const index of indexesOf(def.name))
+      if (index.startsWith(`${def.name}:`) && !declared.has(index)) db.exec(`DROP INDEX ${quote(index)}`);
+  }
+
+  /** A table's own indexes (not the primary key's). */
+  function indexesOf(table: string): string[] {
+    return statement(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
+      .pluck()
+      .all(table) as string[];
   }
 
   const defineAll = db.transaction((list: CollectionDefinition[]) => {
@@ -401,10 +416,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   // declared indexes built inside the same transaction, so readers switch to a complete, indexed table.
   const promoteAll = db.transaction(
     (source: CollectionDefinition, target: CollectionDefinition, checkpoints: { from: string; to: string }) => {
-      const sourceIndexes = db
-        .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
-        .pluck()
-        .all(source.name) as string[];
+      const sourceIndexes = indexesOf(source.name);
       db.exec(`DROP TABLE IF EXISTS ${quote(target.name)}`);
       db.exec(`ALTER TABLE ${quote(source.name)} RENAME TO ${quote(target.name)}`);
       for (const index of sourceIndexes) db.exec(`DROP INDEX ${quote(index)}`);
