@@ -208,6 +208,31 @@ describe('SQLite read store, embedded specifics', () => {
     }
   });
 
+  it('given a list model whose table was made before its text column existed, when its lists are read, then they answer from the documents, and from the column once the model is rebuilt', async () => {
+    const LISTED: CollectionDefinition = { name: 'listed', indexes: [['n']], textField: 'apiText' };
+    const before = new Database(file);
+    before.exec(`CREATE TABLE listed (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+    before.prepare('INSERT INTO listed VALUES (?, ?)').run('a', JSON.stringify({ id: 'a', n: 1, apiText: '{"a":1}' }));
+    const columns = () =>
+      before.prepare(`SELECT name FROM pragma_table_xinfo('listed') ORDER BY cid`).pluck().all() as string[];
+    try {
+      const store = await open();
+      await store.defineCollections([LISTED]);
+      expect(columns()).toEqual(['id', 'doc']);
+      expect(await store.findText('listed', { sort: [['n', 'asc']] }, 'apiText')).toEqual(['{"a":1}']);
+
+      const shadow = { ...LISTED, name: 'listed__rebuild', indexes: [] };
+      await store.defineCollections([shadow]);
+      await store.commit([{ op: 'upsert', collection: shadow.name, doc: { id: 'a', n: 1, apiText: '{"a":2}' } }]);
+      await store.promote(shadow.name, 'listed', { from: shadow.name, to: 'listed' });
+      expect(columns()).toEqual(['id', 'doc', 'text_apiText']);
+      expect(await store.findText('listed', { sort: [['n', 'asc']] }, 'apiText')).toEqual(['{"a":2}']);
+      expect(before.prepare('SELECT text_apiText FROM listed').pluck().all()).toEqual(['{"a":2}']);
+    } finally {
+      before.close();
+    }
+  });
+
   describe('promote', () => {
     const SHADOW: CollectionDefinition = { ...PAYMENTS, name: 'payments__rebuild', indexes: [] };
     const indexNames = (inspector: Database.Database, table: string) =>
