@@ -228,6 +228,13 @@ describe('SQLite read store, embedded specifics', () => {
       expect(columns()).toEqual(['id', 'doc', 'text_apiText']);
       expect(await store.findText('listed', { sort: [['n', 'asc']] }, 'apiText')).toEqual(['{"a":2}']);
       expect(before.prepare('SELECT text_apiText FROM listed').pluck().all()).toEqual(['{"a":2}']);
+
+      // Made anew without the column (a rebuild by an older version in another process): read from the documents.
+      before.exec(`DROP TABLE listed; CREATE TABLE listed (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+      before
+        .prepare('INSERT INTO listed VALUES (?, ?)')
+        .run('a', JSON.stringify({ id: 'a', n: 1, apiText: '{"a":3}' }));
+      expect(await store.findText('listed', { sort: [['n', 'asc']] }, 'apiText')).toEqual(['{"a":3}']);
     } finally {
       before.close();
     }

@@ -478,14 +478,13 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       if (column !== undefined) {
         // The stored copy (a generated column): no document parsed. A row whose field is not a string has none.
         const stored = compileFind(def, query, `${quote(column)} AS text`);
-        const texts = await run(() => statement(stored.sql).all(...stored.params)).catch((error: unknown) => {
+        const texts = (await run(() => statement(stored.sql).all(...stored.params)).catch((error: unknown) => {
           // The table was made anew without it (a rebuild by an older version): read the documents from now on.
           if (!/no such column/.test(String((error as Error)?.message))) throw error;
           textColumnOf.delete(def.name);
           return undefined;
-        });
-        if (texts?.every((row) => (row as { text: string | null }).text !== null))
-          return texts.map((row) => (row as { text: string }).text);
+        })) as Array<{ text: string | null }> | undefined;
+        if (texts?.every((row) => row.text !== null)) return texts.map((row) => row.text!);
       }
       // The field as JSON (`->`): SQLite copies a string out still escaped, and V8 unescapes it faster than SQLite's
       // json_extract does (a list of 100 reads in about two thirds of the time). A page holding a row whose field
