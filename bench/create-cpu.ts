@@ -9,7 +9,7 @@
  */
 import '../test/support/fast-passwords.ts';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { tempDir } from '../test/support/temp-dir.ts';
@@ -25,6 +25,8 @@ const layout = (args.get('layout') ?? 'all') as Layout;
 const profDir = args.get('prof') ? resolve(args.get('prof')!) : undefined;
 /** `perf=FILE`: `perf record` of the processes (CPU time only, with JIT symbols) while the creates run. */
 const perfFile = args.get('perf') ? resolve(args.get('perf')!) : undefined;
+/** `frames=1`: the read store's WAL frames per create, by table and index (see walFrames). */
+const countFrames = args.get('frames') === '1';
 for (const [key, value] of args) if (/^[A-Z_]+$/.test(key)) process.env[key] = value;
 
 const server = args.get('store') === 'postgres' ? await startPostgresServer({ durable: true }) : undefined;
@@ -102,6 +104,7 @@ try {
   await sleep(1000);
   const [idlePerMs, idleMainPerMs] = [(cpuMs() - idleAt) / 1000, (cpuMs('main') - idleMainAt) / 1000];
   const before = await counters();
+  const frames = countFrames && !server ? walFrames(join(dir.path, 'read-models.sqlite')) : undefined;
   const [cpuAt, mainAt, wallAt, fromUs] = [cpuMs(), cpuMs('main'), performance.now(), nowUs()];
   const perf = perfFile
     ? spawn('perf', ['record', '-F', '1999', '-g', '-o', perfFile, '-p', running.pids.join(',')], { stdio: 'inherit' })
@@ -118,6 +121,7 @@ try {
   const cpu = cpuMs() - cpuAt - idlePerMs * wall;
   const mainCpu = cpuMs('main') - mainAt - idleMainPerMs * wall;
   const after = await counters();
+  frames?.report(N);
   console.log(
     `${parts ?? layout} ${args.get('store') ?? 'sqlite'} ${N} creates at ${CONNS}: ${((N / loadWall) * 1000).toFixed(0)}/s; ` +
       `server CPU ${(cpu / N).toFixed(3)} ms per create (idle ${(idlePerMs * 1000).toFixed(1)} ms/s subtracted), ` +
@@ -137,6 +141,56 @@ try {
   await running.stop();
   await server?.stop();
   dir.cleanup();
+}
+
+/**
+ * The WAL frames the processes write into a SQLite file from now on, and the b-tree (table or index) each frame's
+ * page belongs to. A read transaction held open here keeps the WAL from being restarted by a checkpoint, so every
+ * frame written after it stays in the file, after the frame count the shared-memory index holds now.
+ */
+function walFrames(file: string): { report(count: number): void } {
+  // A reader of a fully checkpointed WAL reads the database file alone and does not hold the WAL: one frame first.
+  const writer = new Database(file);
+  writer.pragma('wal_autocheckpoint = 0');
+  writer.prepare("INSERT OR REPLACE INTO checkpoints (projection, position) VALUES ('bench-frames', 0)").run();
+  writer.close();
+  const pin = new Database(file, { readonly: true });
+  pin.prepare('BEGIN').run();
+  pin.prepare('SELECT count(*) FROM sqlite_schema').get();
+  // Kept open until the pin ends: closing any descriptor of the file would drop this process's POSIX locks on it.
+  const shm = openSync(`${file}-shm`, 'r');
+  const header = Buffer.alloc(20);
+  const maxFrame = () => (readSync(shm, header, 0, 20, 0), header.readUInt32LE(16));
+  const from = maxFrame();
+  return {
+    report(count) {
+      const to = maxFrame();
+      pin.prepare('COMMIT').run();
+      closeSync(shm);
+      const wal = readFileSync(`${file}-wal`);
+      const pageSize = wal.readUInt32BE(8);
+      const owners = new Map(
+        (pin.prepare('SELECT pageno, name FROM dbstat').all() as Array<{ pageno: number; name: string }>).map((r) => [
+          r.pageno,
+          r.name,
+        ]),
+      );
+      pin.close();
+      const byOwner = new Map<string, number>();
+      let commits = 0;
+      for (let frame = from; frame < to; frame++) {
+        const at = 32 + frame * (24 + pageSize);
+        const owner = owners.get(wal.readUInt32BE(at)) ?? '(free or new)';
+        byOwner.set(owner, (byOwner.get(owner) ?? 0) + 1);
+        if (wal.readUInt32BE(at + 4) !== 0) commits++;
+      }
+      console.log(
+        `read store: ${((to - from) / count).toFixed(2)} WAL frames, ${(commits / count).toFixed(2)} commits per create`,
+      );
+      for (const [owner, n] of [...byOwner].sort((a, b) => b[1] - a[1]))
+        console.log(`  ${(n / count).toFixed(2).padStart(6)}  ${owner}`);
+    },
+  };
 }
 
 interface Node {

@@ -12,6 +12,11 @@ export interface CollectionDefinition {
   indexes?: string[][];
   /** Fields that `search` may match. */
   searchFields?: string[];
+  /**
+   * A top-level string field that lists read whole (`findText`): the embedded store keeps a copy in a column of its
+   * own, so that a page of them is read without parsing the documents. Other stores need nothing for it.
+   */
+  textField?: string;
 }
 
 export type Scalar = string | number | boolean | null;

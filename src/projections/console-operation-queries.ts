@@ -94,8 +94,11 @@ function query(
   if (filter.counterparty) where.counterparty = filter.counterparty;
   const range: NonNullable<FindQuery['range']> = {};
   const search = filter.search ? searchCondition(filter.search) : undefined;
-  // '~' sorts after every character of an id or a phone: [prefix, prefix~) is every value that starts with it.
-  if (search && 'prefix' in search) range[search.field] = { gte: search.prefix, lt: `${search.prefix}~` };
+  // '~' sorts after every character of an id or a phone: [prefix, prefix~) is every value that starts with it. An
+  // operation id is where `text` starts (followed by a newline, which sorts first), so the [party, text] index
+  // answers an id's prefix as well as the substring search, and the model keeps one index fewer to write.
+  if (search && 'prefix' in search)
+    range[search.field === 'operationID' ? 'text' : search.field] = { gte: search.prefix, lt: `${search.prefix}~` };
   // Always true (text is a string), but it lets the planner read the [party, text] index, whose entries hold the
   // text itself: the search runs over the index instead of every document, then sorts what matched.
   if (search && 'substring' in search) range.text = { gte: '' };

@@ -49,7 +49,10 @@ export type ConsoleOperationDoc = {
   updatedAt: string;
   /** `<createdAt>|<operationID>`: unique, sorts by creation time; the keyset of every page. */
   sortKey: string;
-  /** What the search box matches, lower case: the operation id, the counterparty's phone or id, the memo. */
+  /**
+   * What the search box matches, lower case: the operation id, the counterparty's phone or id, the memo, one a line.
+   * It starts with the operation id (lower case already), so that an id's prefix is a range on `text` too.
+   */
   text: string;
   position: number;
 };
@@ -64,7 +67,7 @@ export const CONSOLE_OPERATIONS_COLLECTION: CollectionDefinition = {
     ['party', 'keyID', 'sortKey'],
     ['party', 'counterparty', 'sortKey'],
     ['party', 'amountKey'],
-    ['party', 'operationID'],
+    // Substring search reads these entries; an operation id's prefix is a range of them (`text` starts with the id).
     ['party', 'text'],
   ],
   searchFields: ['text'],

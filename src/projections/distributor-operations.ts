@@ -8,7 +8,7 @@ import {
   type LaterOperationEvent,
 } from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
-import { withApiText } from './api-text.ts';
+import { API_TEXT, withApiText } from './api-text.ts';
 
 /**
  * The operations a distributor created with its keys (cash-in, cash-out-fulfillment), for
@@ -63,6 +63,7 @@ export const DISTRIBUTOR_OPERATIONS_PROJECTION = 'distributor-operations';
 export const DISTRIBUTOR_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'distributor_operations',
   indexes: [['distributorID', 'createdAt', 'id']],
+  textField: API_TEXT,
 };
 
 /** The list's filter: one distributor's operations. */

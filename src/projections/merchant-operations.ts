@@ -9,7 +9,7 @@ import {
   type LaterOperationEvent,
 } from './operation-lifecycle.ts';
 import type { ContractStatus } from '../domain/operation-status.ts';
-import { withApiText } from './api-text.ts';
+import { API_TEXT, withApiText } from './api-text.ts';
 
 /**
  * A merchant's operations for GET /api/v1/merchants/{merchantID}/operations, newest creation first: the ones
@@ -79,6 +79,7 @@ export const MERCHANT_OPERATIONS_PROJECTION = 'merchant-operations';
 export const MERCHANT_OPERATIONS_COLLECTION: CollectionDefinition = {
   name: 'merchant_operations',
   indexes: [['merchantID', 'visible', 'listedPosition', 'id']],
+  textField: API_TEXT,
 };
 
 /** The list's filter: one merchant's visible operations. */

@@ -7,7 +7,7 @@ import type {
 } from '../domain/events.ts';
 import type { CollectionDefinition, FindQuery } from '../ports/read-store.ts';
 import type { ProjectedEvent, Projection } from './projection.ts';
-import { withApiText } from './api-text.ts';
+import { API_TEXT, withApiText } from './api-text.ts';
 
 /**
  * Payments a merchant received, for GET /api/v1/merchants/{merchantID}/payments, newest first: another
@@ -69,6 +69,7 @@ export type Payment = Pick<
 export const MERCHANT_PAYMENTS_COLLECTION: CollectionDefinition = {
   name: 'merchant_payments',
   indexes: [['merchantID', 'visible', 'listedPosition', 'id']],
+  textField: API_TEXT,
   searchFields: ['searchPhone', 'memo'],
 };
 

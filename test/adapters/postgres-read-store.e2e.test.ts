@@ -244,6 +244,27 @@ describe('PostgreSQL read store, server specifics', () => {
     expect(await store.getGeneration('distributor-operations')).toBe(1);
   });
 
+  it('given a database whose model declared an index it no longer declares, when a process starts with the new definitions, then that index is dropped, and the declared ones and one an operator made stay', async () => {
+    const url = await freshPostgresDatabase();
+    const older = await openPostgresReadStore(options(url));
+    const extra = ['party', 'operationID'];
+    await older.defineCollections([
+      { ...CONSOLE_OPERATIONS_COLLECTION, indexes: [...CONSOLE_OPERATIONS_COLLECTION.indexes!, extra] },
+    ]);
+    await older.close();
+    const client = await admin(url);
+    await client.query(`CREATE INDEX operators_own ON rm_console_operations (id)`);
+    await open(url, CONSOLE_OPERATIONS_COLLECTION);
+    const { rows } = await client.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE tablename = 'rm_console_operations' ORDER BY indexname`,
+    );
+    const declared = CONSOLE_OPERATIONS_COLLECTION.indexes!.map((fields) => indexName('rm_console_operations', fields));
+    expect(rows.map((row) => row.indexname)).toEqual(
+      [...declared, 'operators_own', 'rm_console_operations_pkey'].sort(),
+    );
+    expect(rows.map((row) => row.indexname)).not.toContain(indexName('rm_console_operations', extra));
+  });
+
   it('given two processes on one database, each with its own pool, when both increment one counter and take the same documents at once, then every count is seen once and every document taken once', async () => {
     const url = await freshPostgresDatabase();
     const store = await open(url, { name: 'counters', indexes: [['expiresAt']] }, { name: 'held' });

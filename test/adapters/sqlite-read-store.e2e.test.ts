@@ -184,6 +184,62 @@ describe('SQLite read store, embedded specifics', () => {
     expect(latest.map((d) => d.id).slice(0, 3)).toEqual(['p1999', 'p1996', 'p1993']);
   });
 
+  it('given a file whose model declared an index it no longer declares, when a process starts with the new definitions, then that index is dropped, the others stay, and queries answer as before', async () => {
+    const older = openSqliteReadStore({ file });
+    await older.defineCollections([{ ...PAYMENTS, indexes: [...PAYMENTS.indexes!, ['memo']] }]);
+    await older.commit([{ op: 'upsert', collection: 'payments', doc: { id: 'p1', status: 'settled', memo: 'rent' } }]);
+    await older.close();
+    const inspector = new Database(file);
+    try {
+      inspector.exec(`CREATE INDEX operators_own ON payments (id)`);
+      const store = await open();
+      expect(
+        inspector
+          .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'payments' AND sql IS NOT NULL`)
+          .pluck()
+          .all()
+          .sort(),
+      ).toEqual(['operators_own', 'payments:payer.msisdn', 'payments:status,createdAt,id']);
+      expect(await store.find('payments', { search: { text: 'RENT', fields: ['memo'] } })).toEqual([
+        { id: 'p1', status: 'settled', memo: 'rent' },
+      ]);
+    } finally {
+      inspector.close();
+    }
+  });
+
+  it('given a list model whose table was made before its text column existed, when its lists are read, then they answer from the documents, and from the column once the model is rebuilt', async () => {
+    const LISTED: CollectionDefinition = { name: 'listed', indexes: [['n']], textField: 'apiText' };
+    const before = new Database(file);
+    before.exec(`CREATE TABLE listed (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+    before.prepare('INSERT INTO listed VALUES (?, ?)').run('a', JSON.stringify({ id: 'a', n: 1, apiText: '{"a":1}' }));
+    const columns = () =>
+      before.prepare(`SELECT name FROM pragma_table_xinfo('listed') ORDER BY cid`).pluck().all() as string[];
+    try {
+      const store = await open();
+      await store.defineCollections([LISTED]);
+      expect(columns()).toEqual(['id', 'doc']);
+      expect(await store.findText('listed', { sort: [['n', 'asc']] }, 'apiText')).toEqual(['{"a":1}']);
+
+      const shadow = { ...LISTED, name: 'listed__rebuild', indexes: [] };
+      await store.defineCollections([shadow]);
+      await store.commit([{ op: 'upsert', collection: shadow.name, doc: { id: 'a', n: 1, apiText: '{"a":2}' } }]);
+      await store.promote(shadow.name, 'listed', { from: shadow.name, to: 'listed' });
+      expect(columns()).toEqual(['id', 'doc', 'text_apiText']);
+      expect(await store.findText('listed', { sort: [['n', 'asc']] }, 'apiText')).toEqual(['{"a":2}']);
+      expect(before.prepare('SELECT text_apiText FROM listed').pluck().all()).toEqual(['{"a":2}']);
+
+      // Made anew without the column (a rebuild by an older version in another process): read from the documents.
+      before.exec(`DROP TABLE listed; CREATE TABLE listed (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+      before
+        .prepare('INSERT INTO listed VALUES (?, ?)')
+        .run('a', JSON.stringify({ id: 'a', n: 1, apiText: '{"a":3}' }));
+      expect(await store.findText('listed', { sort: [['n', 'asc']] }, 'apiText')).toEqual(['{"a":3}']);
+    } finally {
+      before.close();
+    }
+  });
+
   describe('promote', () => {
     const SHADOW: CollectionDefinition = { ...PAYMENTS, name: 'payments__rebuild', indexes: [] };
     const indexNames = (inspector: Database.Database, table: string) =>

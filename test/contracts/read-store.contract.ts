@@ -12,7 +12,9 @@ const WALLETS: CollectionDefinition = {
   searchFields: ['phone', 'memo'],
 };
 const ENTRIES: CollectionDefinition = { name: 'entries', indexes: [['group', 'id']] };
-const COLLECTIONS = [WALLETS, ENTRIES];
+/** The wallets again, with their `apiText` declared as the text field lists read (findText). */
+const LISTED: CollectionDefinition = { ...WALLETS, name: 'listed_wallets', textField: 'apiText' };
+const COLLECTIONS = [WALLETS, ENTRIES, LISTED];
 
 export function describeReadStoreContract(
   adapterName: string,
@@ -338,14 +340,14 @@ export function describeReadStoreContract(
       });
     });
 
-    describe('findText', () => {
+    describe.each(['wallets', LISTED.name])('findText on %s', (collection) => {
       // A field holding text made for the reader (here JSON, as the list read models keep their API objects).
       const text = (value: unknown) => JSON.stringify(value);
       const tricky = text({ memo: 'Zoë 😀 "quoted" \\ back\nline', n: -1.5, none: null });
 
       beforeEach(async () => {
         await upsert(
-          'wallets',
+          collection,
           { id: 'w1', ownerType: 'agent', balance: 3, phone: '+254700000001', apiText: text({ id: 'w1' }) },
           { id: 'w2', ownerType: 'agent', balance: 1, phone: '+254700000002', apiText: tricky },
           { id: 'w3', ownerType: 'merchant', balance: 2, phone: '+254700000003', apiText: text({ id: 'w3' }) },
@@ -361,20 +363,20 @@ export function describeReadStoreContract(
             ['id', 'asc'],
           ],
         };
-        expect(await store.findText('wallets', query, 'apiText')).toEqual([tricky, '', text({ id: 'w1' })]);
-        expect(await store.findText('wallets', { ...query, skip: 1, limit: 1 }, 'apiText')).toEqual(['']);
-        expect(await store.findText('wallets', { ...query, limit: 0 }, 'apiText')).toEqual([]);
-        expect(await store.findText('wallets', { search: { text: '0003', fields: ['phone'] } }, 'apiText')).toEqual([
+        expect(await store.findText(collection, query, 'apiText')).toEqual([tricky, '', text({ id: 'w1' })]);
+        expect(await store.findText(collection, { ...query, skip: 1, limit: 1 }, 'apiText')).toEqual(['']);
+        expect(await store.findText(collection, { ...query, limit: 0 }, 'apiText')).toEqual([]);
+        expect(await store.findText(collection, { search: { text: '0003', fields: ['phone'] } }, 'apiText')).toEqual([
           text({ id: 'w3' }),
         ]);
-        expect(await store.findText('wallets', { range: { balance: { gte: 3 } } }, 'apiText')).toEqual([
+        expect(await store.findText(collection, { range: { balance: { gte: 3 } } }, 'apiText')).toEqual([
           text({ id: 'w1' }),
         ]);
       });
 
       it('given documents without the field or holding another type there, when finding their text, then those come back as whole documents in their place', async () => {
         await upsert(
-          'wallets',
+          collection,
           { id: 'w5', ownerType: 'agent', balance: 4, memo: 'old' },
           { id: 'w6', ownerType: 'agent', balance: 5, apiText: 7 },
         );
@@ -383,7 +385,7 @@ export function describeReadStoreContract(
           range: { balance: { gte: 3 } },
           sort: [['balance', 'asc']],
         };
-        expect(await store.findText('wallets', query, 'apiText')).toEqual([
+        expect(await store.findText(collection, query, 'apiText')).toEqual([
           text({ id: 'w1' }),
           { id: 'w5', ownerType: 'agent', balance: 4, memo: 'old' },
           { id: 'w6', ownerType: 'agent', balance: 5, apiText: 7 },
@@ -391,8 +393,18 @@ export function describeReadStoreContract(
       });
 
       it('given a bad field path or an undeclared collection, when finding text, then a ReadStoreQueryError is raised', async () => {
-        await expect(store.findText('wallets', {}, "apiText') --")).rejects.toBeInstanceOf(ReadStoreQueryError);
+        await expect(store.findText(collection, {}, "apiText') --")).rejects.toBeInstanceOf(ReadStoreQueryError);
         await expect(store.findText('nope', {}, 'apiText')).rejects.toBeInstanceOf(ReadStoreQueryError);
+      });
+
+      it('given a document whose field is patched, or upserted again without it, when finding its text, then what it holds now comes back', async () => {
+        await store.commit([{ op: 'patch', collection, id: 'w1', patch: { apiText: text({ id: 'w1', v: 2 }) } }]);
+        await upsert(collection, { id: 'w3', ownerType: 'merchant', balance: 2 });
+        expect(await store.findText(collection, { sort: [['id', 'asc']], limit: 3 }, 'apiText')).toEqual([
+          text({ id: 'w1', v: 2 }),
+          tricky,
+          { id: 'w3', ownerType: 'merchant', balance: 2 },
+        ]);
       });
     });
 

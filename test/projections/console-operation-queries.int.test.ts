@@ -36,7 +36,8 @@ const doc = (i: number, party = PARTY) => {
     status: i % 3 === 0 ? 'failed' : 'completed',
     amountKey: amountKey(i, 2),
     sortKey: `${createdAt}|${opID(i)}`,
-    text: `memo ${i}`,
+    // As the projection writes it: the operation id first, then the counterparty and the memo.
+    text: `${opID(i)}\n+234800000${i}\nmemo ${i}`,
   };
 };
 
@@ -106,6 +107,25 @@ describe('console operation queries', () => {
         (r) => r.operationID,
       ),
     ).toEqual([119, 118, 117, 116, 115, 114, 113, 112, 111, 110, 11].map(opID));
+  });
+
+  it('when searching an operation id or its prefix, then the operations whose id starts with it are found, not one whose memo names it', async () => {
+    const id = opID(7);
+    await store.commit([
+      {
+        op: 'upsert',
+        collection: 'console_operations',
+        doc: { ...doc(200), text: `${opID(200)}\n+2348000000200\npays back ${id}` },
+      },
+    ]);
+    const search = async (text: string) =>
+      (await findOperations(store, { party: PARTY, search: text }, { order: 'newest', limit: 50 })).rows.map(
+        (r) => r.operationID,
+      );
+    expect(await search(id)).toEqual([id]);
+    expect(await search(id.toUpperCase())).toEqual([id]);
+    expect(await search(id.slice(0, -1))).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0].map(opID));
+    expect(await search(`pays back ${id}`)).toEqual([opID(200)]);
   });
 
   it('given search texts, when classified, then ids and phones are prefixes and anything else a substring', () => {

@@ -368,6 +368,7 @@ describe('distributor operations projection', () => {
     expect(DISTRIBUTOR_OPERATIONS_COLLECTION).toEqual({
       name: 'distributor_operations',
       indexes: [['distributorID', 'createdAt', 'id']],
+      textField: 'apiText',
     });
     expect(distributorOperationsWhere(DISTRIBUTOR.id)).toEqual({ distributorID: DISTRIBUTOR.id });
     expect(DISTRIBUTOR_OPERATIONS_SORT).toEqual([

@@ -359,6 +359,7 @@ describe('merchant operations projection', () => {
     expect(MERCHANT_OPERATIONS_COLLECTION).toEqual({
       name: 'merchant_operations',
       indexes: [['merchantID', 'visible', 'listedPosition', 'id']],
+      textField: 'apiText',
     });
     expect(merchantOperationsWhere(MERCHANT.id)).toEqual({ merchantID: MERCHANT.id, visible: true });
     expect(MERCHANT_OPERATIONS_SORT).toEqual([

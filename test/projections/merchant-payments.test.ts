@@ -297,6 +297,7 @@ describe('merchant payments projection', () => {
       name: 'merchant_payments',
       indexes: [['merchantID', 'visible', 'listedPosition', 'id']],
       searchFields: ['searchPhone', 'memo'],
+      textField: 'apiText',
     });
     expect(merchantPaymentsWhere(MERCHANT.id)).toEqual({ merchantID: MERCHANT.id, visible: true });
     expect(MERCHANT_PAYMENTS_SORT).toEqual([

@@ -79,6 +79,11 @@ export function indexName(table: string, fields: string[]): string {
   return `${table}_${createHash('sha256').update(fields.join(',')).digest('hex').slice(0, 12)}`;
 }
 
+/** Whether an index of the table has the name indexName gives a declared index (not the primary key's, nor another). */
+export function isDeclaredIndexName(table: string, name: string): boolean {
+  return name.length === table.length + 13 && name.startsWith(`${table}_`) && /^[0-9a-f]{12}$/.test(name.slice(-12));
+}
+
 export function indexSql(table: string, fields: string[]): string {
   return (
     `CREATE INDEX IF NOT EXISTS ${quote(indexName(table, fields))} ON ${quote(table)} ` +

@@ -46,6 +46,7 @@ import {
   holdsNul,
   indexName,
   indexSql,
+  isDeclaredIndexName,
   quote,
   tableName,
   textColumns,
@@ -168,15 +169,20 @@ class PostgresReadStore implements ReadStore {
             `CREATE TABLE IF NOT EXISTS ${quote(tableName(def.name))} (id TEXT PRIMARY KEY, doc JSONB NOT NULL)`,
           );
         // Only missing indexes are built: CREATE INDEX IF NOT EXISTS would lock the table against writes even when the
-        // index exists.
+        // index exists. One of ours that is no longer declared (a model's queries changed) is dropped: every write
+        // of the collection would go on paying for it.
         const existing = await this.indexesOf(
           client,
           list.map((def) => tableName(def.name)),
         );
         for (const def of list) {
           const table = tableName(def.name);
-          for (const fields of def.indexes ?? [])
-            if (!existing.has(indexName(table, fields))) await buildIndex(client, indexSql(table, fields));
+          const declared = (def.indexes ?? []).map((fields) => ({ fields, name: indexName(table, fields) }));
+          for (const { fields, name } of declared)
+            if (!existing.has(name)) await buildIndex(client, indexSql(table, fields));
+          for (const name of existing)
+            if (isDeclaredIndexName(table, name) && !declared.some((index) => index.name === name))
+              await client.query(`DROP INDEX ${quote(name)}`);
         }
       });
     for (const def of list) this.definitions.set(def.name, { ...def, searchFields: [...(def.searchFields ?? [])] });

@@ -54,6 +54,17 @@ const GENERATION_IS = `coalesce((SELECT generation FROM ${GENERATIONS} WHERE pro
 const QUOTE = 0x22;
 /** Most ids in one `getMany` statement (a power of two: see inListLength). */
 const GET_MANY_CHUNK = 512;
+/**
+ * WAL pages between automatic checkpoints (SQLite's default is 1,000, about 4 MB). A page of the projections writes
+ * every b-tree page it touches whole into the WAL, about 27 for one create, and mostly the same pages again for the
+ * next (the checkpoints row, a party's index leaves): a checkpoint copies each distinct page once however often it
+ * was written, so a longer WAL copies fewer of them per create (about 40% less checkpoint work, one fsync pair per
+ * ~150 creates rather than ~37). A commit is durable once its WAL frames are, not once they are checkpointed: FULL
+ * commits fsync at the commit, as before; the projections' NORMAL ones at the next FULL commit or checkpoint, so a
+ * power loss between them may take a longer tail of those, which the followers replay from their checkpoints. The
+ * WAL file stays at about 16 MB.
+ */
+const WAL_AUTOCHECKPOINT_PAGES = 4000;
 /** How often one handle deletes a counter collection's expired counters (during an increment). */
 const COUNTER_SWEEP_EVERY_MS = 60_000;
 
@@ -82,6 +93,7 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     },
     busyBudgetMs,
   );
+  db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
   db.function(CONTAINS_CI, { deterministic: true }, (value: unknown, needle: unknown) =>
     typeof value === 'string' && typeof needle === 'string' && value.toLowerCase().includes(needle) ? 1 : 0,
   );
@@ -162,39 +174,63 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     return found;
   }
 
-  function applyWrite(write: Write): void {
+  /**
+   * A write checked and its document serialized, before any SQL of its commit runs: what is left can fail only
+   * in SQLite. A caller's fault (a bad write, an unknown collection) is thrown here.
+   */
+  function prepareWrite(write: Write): () => void {
     if (write.op === 'upsert') {
       if (typeof write.doc?.id !== 'string')
         throw new TypeError(`upsert into ${quote(definition(write.collection).name)}: the document needs a string id`);
-      upsertStatement(write.collection).run(write.doc.id, JSON.stringify(write.doc));
-      return;
+      const upsert = upsertStatement(write.collection);
+      const [id, doc] = [write.doc.id, JSON.stringify(write.doc)];
+      return () => upsert.run(id, doc);
     }
     const table = quote(definition(write.collection).name);
     switch (write.op) {
       case 'patch': {
         if ('id' in write.patch && write.patch.id !== write.id)
           throw new TypeError(`patch of ${table}: cannot change an id`);
-        // Merged in JS rather than with json_patch, whose RFC 7386 semantics would delete fields set to null.
-        const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(write.id) as { doc: string } | undefined;
-        if (!row) return;
-        const merged = { ...(JSON.parse(row.doc) as Document), ...write.patch };
-        statement(`UPDATE ${table} SET doc = ? WHERE id = ?`).run(JSON.stringify(merged), write.id);
-        return;
+        JSON.stringify(write.patch); // what cannot be serialized throws now; the stored document always can
+        return () => {
+          // Merged in JS rather than with json_patch, whose RFC 7386 semantics would delete fields set to null.
+          const row = statement(`SELECT doc FROM ${table} WHERE id = ?`).get(write.id) as { doc: string } | undefined;
+          if (!row) return;
+          const merged = { ...(JSON.parse(row.doc) as Document), ...write.patch };
+          statement(`UPDATE ${table} SET doc = ? WHERE id = ?`).run(JSON.stringify(merged), write.id);
+        };
       }
       case 'delete':
-        statement(`DELETE FROM ${table} WHERE id = ?`).run(write.id);
-        return;
+        return () => statement(`DELETE FROM ${table} WHERE id = ?`).run(write.id);
       default:
         throw new TypeError(`unknown write ${JSON.stringify((write as { op?: unknown }).op)}`);
     }
   }
 
+  /** A commit with its writes prepared: the checkpoint is moved first, so a refused fence has written nothing. */
+  interface PreparedCommit {
+    writes: Array<() => void>;
+    checkpoint: Checkpoint | undefined;
+  }
+  function prepareCommit(writes: Write[], checkpoint: Checkpoint | undefined): PreparedCommit {
+    if (checkpoint) checkCheckpoint(checkpoint);
+    return { writes: writes.map(prepareWrite), checkpoint };
+  }
+  function applyCommit(commit: PreparedCommit): void {
+    if (commit.checkpoint) moveCheckpoint(commit.checkpoint);
+    for (const write of commit.writes) write();
+  }
+
   // IMMEDIATE takes the write lock up front, so a concurrent writer shows up as SQLITE_BUSY at BEGIN (retried by
   // run) instead of failing when a deferred read transaction tries to upgrade.
-  const commitAll = db.transaction((writes: Write[], checkpoint?: Checkpoint) => {
-    for (const write of writes) applyWrite(write);
-    if (checkpoint) moveCheckpoint(checkpoint);
-  });
+  const commitAll = db.transaction((writes: Write[], checkpoint?: Checkpoint) =>
+    applyCommit(prepareCommit(writes, checkpoint)),
+  );
+
+  function checkCheckpoint({ projection, position }: Checkpoint): void {
+    if (typeof projection !== 'string' || !Number.isFinite(position))
+      throw new TypeError('a checkpoint needs a projection name and a finite position');
+  }
 
   /**
    * The checkpoint moved, fenced by the expected checkpoint and generation, in one statement (a projection's page
@@ -203,8 +239,6 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
    */
   function moveCheckpoint(checkpoint: Checkpoint): void {
     const { projection, position, expected, generation } = checkpoint;
-    if (typeof projection !== 'string' || !Number.isFinite(position))
-      throw new TypeError('a checkpoint needs a projection name and a finite position');
     const generationFence = generation === undefined ? 'true' : GENERATION_IS;
     const fence = generation === undefined ? [] : [projection, generation];
     const moved =
@@ -225,8 +259,10 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
 
   /**
    * Group commit: the followers of a process get each page at the same moment and commit it at about the same
-   * moment; the commits asked in one turn of the event loop go in one transaction (one fsync), each in a savepoint
-   * of its own, so that one refused (a checkpoint conflict, a bad write) leaves the others committed.
+   * moment; the commits asked in one turn of the event loop go in one transaction (one fsync). One refused (a
+   * checkpoint conflict, a bad write) leaves the others committed without a savepoint each (SQLite would copy every
+   * page a savepoint touches into its journal): a bad write is found before any SQL runs, and a checkpoint's fence
+   * before its writes. Any other error fails the transaction, and each commit is then tried alone.
    */
   const pendingCommits: Array<{
     writes: Write[];
@@ -236,17 +272,29 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
   }> = [];
   const callersFault = (error: unknown) =>
     error instanceof CheckpointConflictError || error instanceof TypeError || error instanceof ReadStoreQueryError;
-  const commitGroup = db.transaction((group: typeof pendingCommits) =>
-    group.map(({ writes, checkpoint }) => {
+  const refused = (error: unknown) => {
+    if (callersFault(error)) return { error };
+    throw error;
+  };
+  const commitGroup = db.transaction((group: typeof pendingCommits) => {
+    const prepared = group.map(({ writes, checkpoint }) => {
       try {
-        commitAll(writes, checkpoint); // nested: a savepoint
-        return undefined;
+        return prepareCommit(writes, checkpoint);
       } catch (error) {
-        if (callersFault(error)) return { error };
-        throw error;
+        return refused(error);
       }
-    }),
-  );
+    });
+    return prepared.map((commit) => {
+      if ('error' in commit) return commit;
+      try {
+        if (commit.checkpoint) moveCheckpoint(commit.checkpoint);
+      } catch (error) {
+        return refused(error); // the fence held: nothing of this commit was written
+      }
+      for (const write of commit.writes) write();
+      return undefined;
+    });
+  });
   /**
    * A group of followers' commits, each with its checkpoint, needs no fsync of its own: the checkpoint commits
    * atomically with its writes, so a power loss that takes the tail of the WAL takes both, and the followers
@@ -335,32 +383,60 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
     return row ? (row as { generation: number }).generation : 0;
   }
 
+  /**
+   * The declared indexes: one of ours a model no longer declares (its queries changed) would cost every write of the
+   * collection a b-tree more, so a start with the new definitions drops it.
+   */
   function createIndexes(def: CollectionDefinition): void {
+    const declared = new Set<string>();
     for (const fields of def.indexes ?? []) {
-      const index = quote(`${def.name}:${fields.join(',')}`);
-      db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quote(def.name)} (${fields.map(fieldExpr).join(', ')})`);
+      const index = `${def.name}:${fields.join(',')}`;
+      declared.add(index);
+      db.exec(`CREATE INDEX IF NOT EXISTS ${quote(index)} ON ${quote(def.name)} (${fields.map(fieldExpr).join(', ')})`);
     }
+    for (const index of indexesOf(def.name))
+      if (index.startsWith(`${def.name}:`) && !declared.has(index)) db.exec(`DROP INDEX ${quote(index)}`);
   }
 
+  /** A table's own indexes (not the primary key's). */
+  function indexesOf(table: string): string[] {
+    return statement(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
+      .pluck()
+      .all(table) as string[];
+  }
+
+  /**
+   * Each table's stored copy of its `textField`, by table: known at define (and at a promote); a table made before
+   * the column existed has none, and its lists read the field out of the documents until a rebuild makes it anew.
+   */
+  const textColumnOf = new Map<string, string>();
   const defineAll = db.transaction((list: CollectionDefinition[]) => {
     for (const def of list) {
-      db.exec(`CREATE TABLE IF NOT EXISTS ${quote(def.name)} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+      const text = def.textField === undefined ? '' : `, ${textColumnDefinition(def.textField)}`;
+      db.exec(`CREATE TABLE IF NOT EXISTS ${quote(def.name)} (id TEXT PRIMARY KEY, doc TEXT NOT NULL${text})`);
       createIndexes(def);
+      knowTextColumn(def);
     }
   });
+  function knowTextColumn(def: CollectionDefinition): void {
+    const column = def.textField === undefined ? undefined : textColumn(def.textField);
+    const has =
+      column !== undefined &&
+      statement('SELECT count(*) FROM pragma_table_xinfo(?) WHERE name = ?').pluck().get(def.name, column) === 1;
+    if (has) textColumnOf.set(def.name, column);
+    else textColumnOf.delete(def.name);
+  }
 
   // The source's own indexes go with the rename under the source's names; they are dropped and the target's
   // declared indexes built inside the same transaction, so readers switch to a complete, indexed table.
   const promoteAll = db.transaction(
     (source: CollectionDefinition, target: CollectionDefinition, checkpoints: { from: string; to: string }) => {
-      const sourceIndexes = db
-        .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
-        .pluck()
-        .all(source.name) as string[];
+      const sourceIndexes = indexesOf(source.name);
       db.exec(`DROP TABLE IF EXISTS ${quote(target.name)}`);
       db.exec(`ALTER TABLE ${quote(source.name)} RENAME TO ${quote(target.name)}`);
       for (const index of sourceIndexes) db.exec(`DROP INDEX ${quote(index)}`);
       createIndexes(target);
+      knowTextColumn(target);
       const position = checkpointOf(checkpoints.from);
       statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.from);
       if (position === null) statement(`DELETE FROM ${CHECKPOINTS} WHERE projection = ?`).run(checkpoints.to);
@@ -397,6 +473,19 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       return rows.map((row) => JSON.parse(row.doc) as T);
     },
     async findText<T extends Document = Document>(collection: string, query: FindQuery, field: string) {
+      const def = definition(collection);
+      const column = def.textField === field ? textColumnOf.get(def.name) : undefined;
+      if (column !== undefined) {
+        // The stored copy (a generated column): no document parsed. A row whose field is not a string has none.
+        const stored = compileFind(def, query, `${quote(column)} AS text`);
+        const texts = (await run(() => statement(stored.sql).all(...stored.params)).catch((error: unknown) => {
+          // The table was made anew without it (a rebuild by an older version): read the documents from now on.
+          if (!/no such column/.test(String((error as Error)?.message))) throw error;
+          textColumnOf.delete(def.name);
+          return undefined;
+        })) as Array<{ text: string | null }> | undefined;
+        if (texts?.every((row) => row.text !== null)) return texts.map((row) => row.text!);
+      }
       // The field as JSON (`->`): SQLite copies a string out still escaped, and V8 unescapes it faster than SQLite's
       // json_extract does (a list of 100 reads in about two thirds of the time). A page holding a row whose field
       // is not a string is read again in one statement, the text or the whole document per row.
@@ -458,10 +547,12 @@ export function openSqliteReadStore(options: SqliteReadStoreOptions): ReadStore 
       const to = definition(target);
       await run(() => durably(() => promoteAll.immediate(from, to, checkpoints)));
       definitions.delete(source);
+      textColumnOf.delete(source);
     },
     async dropCollection(name) {
       if (!COLLECTION_NAME.test(name)) throw new ReadStoreQueryError(`bad collection name ${JSON.stringify(name)}`);
       await run(() => durably(() => db.exec(`DROP TABLE IF EXISTS ${quote(name)}`)));
+      textColumnOf.delete(name);
       statements.clear();
       upserts.clear();
       definitions.delete(name);
@@ -606,6 +697,21 @@ function fieldPath(field: string): string {
   return field;
 }
 
+/** The column holding a copy of a collection's `textField`. */
+function textColumn(field: string): string {
+  return `text_${field}`;
+}
+
+/**
+ * A generated column, computed by SQLite at every write of the row (whichever process, and version, writes it): the
+ * field when it is a string, else null.
+ */
+function textColumnDefinition(field: string): string {
+  const path = `'$.${fieldPath(field)}'`;
+  const value = `CASE WHEN json_type(doc, ${path}) = 'text' THEN doc ->> ${path} END`;
+  return `${quote(textColumn(field))} TEXT GENERATED ALWAYS AS (${value}) STORED`;
+}
+
 /**
  * findText's columns: SQLite's JSON functions read the field in C (the value unescaped, as stored), and the
  * document's text is copied out only for a row whose field is not a string, which JavaScript then parses.
@@ -627,6 +733,8 @@ function validateDefinition(def: CollectionDefinition): void {
     fields.forEach(fieldExpr);
   }
   (def.searchFields ?? []).forEach(fieldExpr);
+  if (def.textField !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(def.textField))
+    throw new ReadStoreQueryError(`${def.name}: the text field must be a top-level field name`);
 }
 
 function checkCounterChange(id: string, change: CounterChange): void {
