@@ -3,7 +3,9 @@ import {
   type AppendResult,
   type EventStore,
   EventStoreUnavailableError,
+  type EventFilter,
   type ExpectedRevision,
+  matchesFilter,
   type NewEvent,
   type ReadAllOptions,
   type ReadStreamOptions,
@@ -105,25 +107,32 @@ class PostgresEventStore implements EventStore {
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
   private readonly notifications: EventNotifications;
   private readonly pollIntervalMs: number;
-  private readonly subscriptions = new Set<PollingSubscription>();
+  /** Each subscription of this process, with its filter. */
+  private readonly subscriptions = new Map<PollingSubscription, EventFilter | undefined>();
   private closing: Promise<void> | undefined;
   /**
    * The highest position this process committed: its subscriptions are woken with it, and its NOTIFY then wakes none.
    */
   private committedHead = 0;
+  /** An append statement is running: a notification meanwhile may be its own, so it waits for the answer. */
+  private appending = false;
+  /** The notification that came while appending (head undefined: look, whatever the head). */
+  private heldNotice: { head: number | undefined } | undefined;
 
   constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
     this.pages = pages;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.notifications = new EventNotifications(options, (head) =>
-      this.subscriptions.forEach((subscription) => subscription.wake(head)),
-    );
+    this.notifications = new EventNotifications(options, (head) => {
+      if (!this.appending) return this.wakeAll(head);
+      const held = this.heldNotice;
+      this.heldNotice = { head: held && (held.head === undefined || head === undefined) ? undefined : head };
+    });
     const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
       transaction: (batch) => this.commitBatch(batch),
       // Local subscribers read right after our own commits, without waiting for the notification's round trip.
-      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake(this.committedHead)),
+      onCommit: () => this.wakeAll(this.committedHead),
       ...(onGroupCommit ? { onBatch: onGroupCommit } : {}),
     });
   }
@@ -195,7 +204,7 @@ class PostgresEventStore implements EventStore {
         if (this.subscriptions.size === 0) this.notifications.idle();
       },
     });
-    this.subscriptions.add(subscription);
+    this.subscriptions.set(subscription, options.filter);
     this.notifications.needed();
     return subscription;
   }
@@ -203,12 +212,45 @@ class PostgresEventStore implements EventStore {
   /** Stops subscriptions, lets queued appends commit, then closes the connections. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+      await Promise.all([...this.subscriptions.keys()].map((subscription) => subscription.stop()));
       await this.committer.close();
       await this.notifications.close();
       await Promise.all([this.pool.end().catch(() => {}), this.pages.end().catch(() => {})]);
     })();
     return this.closing;
+  }
+
+  private wakeAll(head: number | undefined): void {
+    for (const subscription of this.subscriptions.keys()) subscription.wake(head);
+  }
+
+  /**
+   * A subscription whose filter matches none of the events this process has just written at (after, to], and which had
+   * read up to them, moves past them without a read: the write API alone follows the API keys' streams, which no
+   * create writes (one page read per create at 1 connection). Their positions are contiguous: taken under the lock.
+   */
+  private passOver(parts: Array<{ request: PreparedAppend }>, rows: AppendRow[]): void {
+    let to = 0;
+    let count = 0;
+    for (const row of rows)
+      if (row.o_outcome === 'ok') {
+        to = Math.max(to, Number(row.o_position));
+        count += parts[row.o_part]!.request.events.length;
+      }
+    this.committedHead = Math.max(this.committedHead, to);
+    if (count === 0) return;
+    for (const [subscription, filter] of this.subscriptions) {
+      const wanted =
+        filter === undefined ||
+        rows.some(
+          (row) =>
+            row.o_outcome === 'ok' &&
+            parts[row.o_part]!.request.events.some((event) =>
+              matchesFilter({ stream: parts[row.o_part]!.request.stream, type: event.type }, filter),
+            ),
+        );
+      if (!wanted) subscription.passOver(to - count, to);
+    }
   }
 
   private async readPage(sql: string, filterParams: unknown[], cursor: number, limit: number): Promise<Page> {
@@ -264,6 +306,7 @@ class PostgresEventStore implements EventStore {
     const events = parts.flatMap(({ request }) => request.events);
     const client = await this.pool.connect();
     let broken: unknown;
+    this.appending = true;
     try {
       const { rows } = await client.query<AppendRow>(
         prepared(
@@ -283,8 +326,7 @@ class PostgresEventStore implements EventStore {
         ),
       );
       // The highest position written: this process's subscriptions are woken with it, and its own NOTIFY wakes none.
-      for (const row of rows)
-        if (row.o_outcome === 'ok') this.committedHead = Math.max(this.committedHead, Number(row.o_position));
+      this.passOver(parts, rows);
       return outcomes(batch.length, parts, rows);
     } catch (error) {
       // A connection that failed mid-statement is not given back to the pool: it is closed.
@@ -293,6 +335,10 @@ class PostgresEventStore implements EventStore {
       throw isTransientPostgresError(error) && connectionLost(error) ? unanswered(error) : error;
     } finally {
       client.release(broken instanceof Error ? broken : undefined);
+      this.appending = false;
+      const held = this.heldNotice;
+      this.heldNotice = undefined;
+      if (held) this.wakeAll(held.head);
     }
   }
 
