@@ -94,7 +94,7 @@ describe('PostgreSQL event store, specifics', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      await client.query('DROP FUNCTION es_append_v1');
+      await client.query('DROP FUNCTION es_append_v2');
     } finally {
       await client.end();
     }

@@ -15,7 +15,12 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from '../../ports/event-store.ts';
-import { DuplicateEventIdError, type PreparedAppend, prepareAppends } from '../sqlite/sqlite-append.ts';
+import {
+  DuplicateEventIdError,
+  type PreparedAppend,
+  type PreparedEvent,
+  prepareAppends,
+} from '../sqlite/sqlite-append.ts';
 import { GroupCommitter, type Outcome } from '../sqlite/sqlite-group-commit.ts';
 import { type Page, PollingSubscription } from '../sqlite/polling-subscription.ts';
 import {
@@ -71,7 +76,7 @@ const SUBSCRIPTION_SCAN_WINDOW = 10_000;
  *
  * Group commit: the appends a process submits while a transaction is running are queued and written by the next
  * one (GroupCommitter, shared with the embedded store), so one lock, one round trip and one commit serve all of
- * them. The round trip is one call of the append function (es_append_v1, postgres-event-schema.ts): under the
+ * them. The round trip is one call of the append function (es_append_v2, postgres-event-schema.ts): under the
  * lock it decides each append in queue order against the state its predecessors left, so a failing append (wrong
  * expected revision, duplicate event id) writes nothing and the others commit without savepoints. Should the
  * server refuse the batch's writes for a permanent reason (a stream name with a NUL character), the batch is run
@@ -311,7 +316,7 @@ class PostgresEventStore implements EventStore {
       const { rows } = await client.query<AppendRow>(
         prepared(
           `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], ` +
-            '$6::text[], $7::text[], $8::text[], $9)',
+            '$6::text[], $7::bytea, $8::int[], $9::int[], $10::int[], $11)',
           [
             `{${parts.map((part) => part.call).join(',')}}`,
             textArray(parts.map((part) => part.request.stream)),
@@ -319,8 +324,7 @@ class PostgresEventStore implements EventStore {
             `{${parts.map((part) => part.request.events.length).join(',')}}`,
             textArray(events.map((event) => event.id)),
             textArray(events.map((event) => event.type)),
-            textArray(events.map((event) => event.data)),
-            textArray(events.map((event) => event.metadata)),
+            ...jsonBytes(events),
             NOTIFY_CHANNEL,
           ],
         ),
@@ -380,6 +384,33 @@ function textArray(values: string[]): string {
 }
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
+
+/**
+ * The events' data and metadata for the append function: their UTF-8 in one buffer (node-postgres sends a Buffer as a
+ * binary parameter, which the server takes as it is), each event's data then its metadata, and each one's byte offset
+ * and lengths as `::int[]` literals. Nothing to escape, on either side.
+ */
+function jsonBytes(events: PreparedEvent[]): [Buffer, string, string, string] {
+  let chars = 0;
+  for (const event of events) chars += event.data.length + event.metadata.length;
+  // At most 3 bytes of UTF-8 per UTF-16 code unit (a surrogate pair: 4 bytes for 2).
+  const buffer = Buffer.allocUnsafe(chars * 3);
+  let offsets = '{';
+  let dataBytes = '{';
+  let metadataBytes = '{';
+  let at = 0;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
+    const data = buffer.write(event.data, at);
+    const metadata = buffer.write(event.metadata, at + data);
+    const comma = i === 0 ? '' : ',';
+    offsets += `${comma}${at}`;
+    dataBytes += `${comma}${data}`;
+    metadataBytes += `${comma}${metadata}`;
+    at += data + metadata;
+  }
+  return [buffer.subarray(0, at), `${offsets}}`, `${dataBytes}}`, `${metadataBytes}}`];
+}
 
 /** A row of the append function: a stream written (ok) or the failure of the call it belongs to. */
 interface AppendRow {
