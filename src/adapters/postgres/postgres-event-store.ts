@@ -60,6 +60,11 @@ export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
 const DEFAULT_SUBSCRIPTION_POOL_SIZE = 2;
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
+/**
+ * The longest a notification that came during an append statement waits for its answer (it is usually that append's
+ * own, which then wakes nobody): an append that hangs does not hold other processes' notifications back.
+ */
+const HOLD_NOTICE_MS = 20;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
 const SUBSCRIPTION_SCAN_WINDOW = 10_000;
 
@@ -123,6 +128,8 @@ class PostgresEventStore implements EventStore {
   private appending = false;
   /** The notification that came while appending (head undefined: look, whatever the head). */
   private heldNotice: { head: number | undefined } | undefined;
+  /** Lets a held notification go after HOLD_NOTICE_MS however long the append takes (a slow or partitioned server). */
+  private holdTimer: NodeJS.Timeout | undefined;
 
   constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
@@ -132,6 +139,7 @@ class PostgresEventStore implements EventStore {
       if (!this.appending) return this.wakeAll(head);
       const held = this.heldNotice;
       this.heldNotice = { head: held && (held.head === undefined || head === undefined) ? undefined : head };
+      this.holdTimer ??= setTimeout(() => this.releaseNotice(), HOLD_NOTICE_MS);
     });
     const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
@@ -223,6 +231,14 @@ class PostgresEventStore implements EventStore {
       await Promise.all([this.pool.end().catch(() => {}), this.pages.end().catch(() => {})]);
     })();
     return this.closing;
+  }
+
+  private releaseNotice(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    const held = this.heldNotice;
+    this.heldNotice = undefined;
+    if (held) this.wakeAll(held.head);
   }
 
   private wakeAll(head: number | undefined): void {
@@ -340,9 +356,7 @@ class PostgresEventStore implements EventStore {
     } finally {
       client.release(broken instanceof Error ? broken : undefined);
       this.appending = false;
-      const held = this.heldNotice;
-      this.heldNotice = undefined;
-      if (held) this.wakeAll(held.head);
+      this.releaseNotice();
     }
   }
 
