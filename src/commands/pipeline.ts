@@ -316,14 +316,13 @@ export async function runDecisionCommitted<States extends Record<string, unknown
     const expired = () => (stage.submitted ? outcomeUnknownInTime() : ((stage.abandoned = true), notDoneInTime()));
     const fromCache = new Set<string>();
     const issue = () => decideAndAppend(deps, options, stage, optimistic ? fromCache : undefined);
+    // One deadline over both waits (one timer per attempt): `expired` tells them apart by the stage.
+    const decided = async () => {
+      const issued = await (deps.serialize ? deps.serialize.mutex.run(readStreams, issue) : issue());
+      return { result: issued.result, positions: await issued.committed };
+    };
     try {
-      const issued = await within(
-        deps.serialize ? deps.serialize.mutex.run(readStreams, issue) : issue(),
-        bounded,
-        expired,
-      );
-      const positions = await within(issued.committed, bounded, expired);
-      return { result: issued.result, positions };
+      return await within(decided(), bounded, expired);
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) throw error;
       optimistic = false;

@@ -166,3 +166,64 @@ describe('PollingSubscription wake-ups during a read', () => {
     await subscription.stop();
   });
 });
+
+describe('PollingSubscription passing over its own commits', () => {
+  /** A store whose head moves as the test says, and whose reads are counted. */
+  function movingStore(head: number) {
+    const state = { head, reads: [] as number[], hold: undefined as Promise<void> | undefined };
+    const readPage = async (after: number): Promise<Page> => {
+      state.reads.push(after);
+      await state.hold;
+      const events = Array.from({ length: state.head - after }, (_, i) => event(after + i + 1));
+      return { events, scannedTo: state.head, caughtUp: true };
+    };
+    return { state, readPage };
+  }
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+
+  it('given a subscriber that has read up to a commit of this process it wants nothing of, when it passes over it, then it reads nothing, and reads on from past it', async () => {
+    const { state, readPage } = movingStore(2);
+    const subscription = new PollingSubscription({ after: 0, readPage, pollIntervalMs: 60_000, onStop: () => {} });
+    for (let i = 0; i < 2; i++) await subscription.next();
+    const waiting = subscription.next();
+    await settle();
+    state.head = 5;
+    expect(subscription.passOver(2, 5)).toBe(true);
+    subscription.wake(5); // the commit's own notification
+    await settle();
+    expect(state.reads).toEqual([0]);
+    state.head = 6;
+    subscription.wake(6);
+    expect((await waiting).value?.position).toBe(6);
+    expect(state.reads).toEqual([0, 5]);
+    await subscription.stop();
+  });
+
+  it('given a subscriber behind the commit (another process committed before it), when asked to pass over it, then it refuses and reads what it has not seen', async () => {
+    const { state, readPage } = movingStore(2);
+    const subscription = new PollingSubscription({ after: 0, readPage, pollIntervalMs: 60_000, onStop: () => {} });
+    for (let i = 0; i < 2; i++) await subscription.next();
+    const waiting = subscription.next();
+    await settle();
+    state.head = 5; // position 3 is another process's
+    expect(subscription.passOver(3, 5)).toBe(false);
+    subscription.wake(5);
+    expect((await waiting).value?.position).toBe(3);
+    expect(state.reads).toEqual([0, 2]);
+    await subscription.stop();
+  });
+
+  it('given a read in flight, when asked to pass over a commit, then it refuses: the read sets where it is', async () => {
+    const { state, readPage } = movingStore(1);
+    let release: () => void = () => {};
+    const subscription = new PollingSubscription({ after: 0, readPage, pollIntervalMs: 60_000, onStop: () => {} });
+    state.hold = new Promise<void>((resolve) => (release = resolve));
+    const first = subscription.next();
+    await settle();
+    expect(state.reads).toEqual([0]);
+    expect(subscription.passOver(0, 1)).toBe(false);
+    release();
+    expect((await first).value?.position).toBe(1);
+    await subscription.stop();
+  });
+});

@@ -94,7 +94,7 @@ describe('PostgreSQL event store, specifics', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      await client.query('DROP FUNCTION es_append_v1');
+      await client.query('DROP FUNCTION es_append_v2');
     } finally {
       await client.end();
     }
@@ -278,6 +278,42 @@ describe('PostgreSQL event store, specifics', () => {
   });
 
   describe('subscriptions', () => {
+    it("given a caught-up subscriber that follows other streams, when this process appends to streams it does not follow, then it reads no page for them; another process's event it follows still arrives", async () => {
+      const statements: string[] = [];
+      const observer = { opened: () => ({ closed() {} }), statement: (pool: string) => void statements.push(pool) };
+      const url = await freshPostgresDatabase();
+      const store = await open(url, { observer, applicationName: 'own', pollIntervalMs: 60_000 });
+      const other = await open(url);
+      // Never pulled, so never reads: it keeps the LISTEN connection, which wakes every subscriber when it opens.
+      store.subscribeToAll({ from: 'start', filter: { streamPrefixes: ['never-'] } });
+      const database = new URL(url).pathname.slice(1);
+      await waitFor(
+        async () =>
+          (
+            await admin.query(
+              "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'own (listen)' " +
+                "AND query LIKE 'LISTEN%' AND state = 'idle'",
+              [database],
+            )
+          ).rowCount === 1,
+      );
+      const subscription = store.subscribeToAll({ from: 'start', filter: { streamPrefixes: ['wanted-'] } });
+      const caughtUp = new Promise<void>((resolve) => subscription.onCaughtUp!(resolve));
+      const iterator = subscription[Symbol.asyncIterator]();
+      const pending = iterator.next();
+      await caughtUp;
+      statements.length = 0;
+      for (let i = 0; i < 10; i++) await store.append(`other-${i}`, [event(i)], 'no_stream');
+      await other.append('wanted-a', [event(10)], 'no_stream');
+      expect((await pending).value).toMatchObject({ stream: 'wanted-a', position: 11 });
+      await store.append('other-x', [event(11)], 'no_stream');
+      await store.append('wanted-b', [event(12)], 'no_stream');
+      expect((await iterator.next()).value).toMatchObject({ stream: 'wanted-b', position: 13 });
+      // One read for each event it wanted; none for the eleven appends it did not.
+      expect(statements.filter((pool) => pool === 'own (subscriptions)')).toHaveLength(2);
+      await subscription.stop();
+    });
+
     it('given a poll interval of a minute, when another handle appends, then a caught-up subscriber is woken by the notification', async () => {
       const url = await freshPostgresDatabase();
       const store = await open(url, { pollIntervalMs: 60_000 });

@@ -3,7 +3,9 @@ import {
   type AppendResult,
   type EventStore,
   EventStoreUnavailableError,
+  type EventFilter,
   type ExpectedRevision,
+  matchesFilter,
   type NewEvent,
   type ReadAllOptions,
   type ReadStreamOptions,
@@ -13,7 +15,12 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from '../../ports/event-store.ts';
-import { DuplicateEventIdError, type PreparedAppend, prepareAppends } from '../sqlite/sqlite-append.ts';
+import {
+  DuplicateEventIdError,
+  type PreparedAppend,
+  type PreparedEvent,
+  prepareAppends,
+} from '../sqlite/sqlite-append.ts';
 import { GroupCommitter, type Outcome } from '../sqlite/sqlite-group-commit.ts';
 import { type Page, PollingSubscription } from '../sqlite/polling-subscription.ts';
 import {
@@ -53,6 +60,11 @@ export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
 const DEFAULT_SUBSCRIPTION_POOL_SIZE = 2;
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
+/**
+ * The longest a notification that came during an append statement waits for its answer (it is usually that append's
+ * own, which then wakes nobody): an append that hangs does not hold other processes' notifications back.
+ */
+const HOLD_NOTICE_MS = 20;
 /** Positions a filtered subscription examines per read, so a rare filter does not scan the whole store at once. */
 const SUBSCRIPTION_SCAN_WINDOW = 10_000;
 
@@ -69,7 +81,7 @@ const SUBSCRIPTION_SCAN_WINDOW = 10_000;
  *
  * Group commit: the appends a process submits while a transaction is running are queued and written by the next
  * one (GroupCommitter, shared with the embedded store), so one lock, one round trip and one commit serve all of
- * them. The round trip is one call of the append function (es_append_v1, postgres-event-schema.ts): under the
+ * them. The round trip is one call of the append function (es_append_v2, postgres-event-schema.ts): under the
  * lock it decides each append in queue order against the state its predecessors left, so a failing append (wrong
  * expected revision, duplicate event id) writes nothing and the others commit without savepoints. Should the
  * server refuse the batch's writes for a permanent reason (a stream name with a NUL character), the batch is run
@@ -105,25 +117,35 @@ class PostgresEventStore implements EventStore {
   private readonly committer: GroupCommitter<PreparedAppend[], AppendResult[]>;
   private readonly notifications: EventNotifications;
   private readonly pollIntervalMs: number;
-  private readonly subscriptions = new Set<PollingSubscription>();
+  /** Each subscription of this process, with its filter. */
+  private readonly subscriptions = new Map<PollingSubscription, EventFilter | undefined>();
   private closing: Promise<void> | undefined;
   /**
    * The highest position this process committed: its subscriptions are woken with it, and its NOTIFY then wakes none.
    */
   private committedHead = 0;
+  /** An append statement is running: a notification meanwhile may be its own, so it waits for the answer. */
+  private appending = false;
+  /** The notification that came while appending (head undefined: look, whatever the head). */
+  private heldNotice: { head: number | undefined } | undefined;
+  /** Lets a held notification go after HOLD_NOTICE_MS however long the append takes (a slow or partitioned server). */
+  private holdTimer: NodeJS.Timeout | undefined;
 
   constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
     this.pages = pages;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.notifications = new EventNotifications(options, (head) =>
-      this.subscriptions.forEach((subscription) => subscription.wake(head)),
-    );
+    this.notifications = new EventNotifications(options, (head) => {
+      if (!this.appending) return this.wakeAll(head);
+      const held = this.heldNotice;
+      this.heldNotice = { head: held && (held.head === undefined || head === undefined) ? undefined : head };
+      this.holdTimer ??= setTimeout(() => this.releaseNotice(), HOLD_NOTICE_MS);
+    });
     const { onGroupCommit } = options;
     this.committer = new GroupCommitter({
       transaction: (batch) => this.commitBatch(batch),
       // Local subscribers read right after our own commits, without waiting for the notification's round trip.
-      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake(this.committedHead)),
+      onCommit: () => this.wakeAll(this.committedHead),
       ...(onGroupCommit ? { onBatch: onGroupCommit } : {}),
     });
   }
@@ -195,7 +217,7 @@ class PostgresEventStore implements EventStore {
         if (this.subscriptions.size === 0) this.notifications.idle();
       },
     });
-    this.subscriptions.add(subscription);
+    this.subscriptions.set(subscription, options.filter);
     this.notifications.needed();
     return subscription;
   }
@@ -203,12 +225,53 @@ class PostgresEventStore implements EventStore {
   /** Stops subscriptions, lets queued appends commit, then closes the connections. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+      await Promise.all([...this.subscriptions.keys()].map((subscription) => subscription.stop()));
       await this.committer.close();
       await this.notifications.close();
       await Promise.all([this.pool.end().catch(() => {}), this.pages.end().catch(() => {})]);
     })();
     return this.closing;
+  }
+
+  private releaseNotice(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    const held = this.heldNotice;
+    this.heldNotice = undefined;
+    if (held) this.wakeAll(held.head);
+  }
+
+  private wakeAll(head: number | undefined): void {
+    for (const subscription of this.subscriptions.keys()) subscription.wake(head);
+  }
+
+  /**
+   * A subscription whose filter matches none of the events this process has just written at (after, to], and which had
+   * read up to them, moves past them without a read: the write API alone follows the API keys' streams, which no
+   * create writes (one page read per create at 1 connection). Their positions are contiguous: taken under the lock.
+   */
+  private passOver(parts: Array<{ request: PreparedAppend }>, rows: AppendRow[]): void {
+    let to = 0;
+    let count = 0;
+    for (const row of rows)
+      if (row.o_outcome === 'ok') {
+        to = Math.max(to, Number(row.o_position));
+        count += parts[row.o_part]!.request.events.length;
+      }
+    this.committedHead = Math.max(this.committedHead, to);
+    if (count === 0) return;
+    for (const [subscription, filter] of this.subscriptions) {
+      const wanted =
+        filter === undefined ||
+        rows.some(
+          (row) =>
+            row.o_outcome === 'ok' &&
+            parts[row.o_part]!.request.events.some((event) =>
+              matchesFilter({ stream: parts[row.o_part]!.request.stream, type: event.type }, filter),
+            ),
+        );
+      if (!wanted) subscription.passOver(to - count, to);
+    }
   }
 
   private async readPage(sql: string, filterParams: unknown[], cursor: number, limit: number): Promise<Page> {
@@ -264,11 +327,12 @@ class PostgresEventStore implements EventStore {
     const events = parts.flatMap(({ request }) => request.events);
     const client = await this.pool.connect();
     let broken: unknown;
+    this.appending = true;
     try {
       const { rows } = await client.query<AppendRow>(
         prepared(
           `SELECT * FROM ${APPEND_FUNCTION}($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], ` +
-            '$6::text[], $7::text[], $8::text[], $9)',
+            '$6::text[], $7::bytea, $8::int[], $9::int[], $10::int[], $11)',
           [
             `{${parts.map((part) => part.call).join(',')}}`,
             textArray(parts.map((part) => part.request.stream)),
@@ -276,15 +340,13 @@ class PostgresEventStore implements EventStore {
             `{${parts.map((part) => part.request.events.length).join(',')}}`,
             textArray(events.map((event) => event.id)),
             textArray(events.map((event) => event.type)),
-            textArray(events.map((event) => event.data)),
-            textArray(events.map((event) => event.metadata)),
+            ...jsonBytes(events),
             NOTIFY_CHANNEL,
           ],
         ),
       );
       // The highest position written: this process's subscriptions are woken with it, and its own NOTIFY wakes none.
-      for (const row of rows)
-        if (row.o_outcome === 'ok') this.committedHead = Math.max(this.committedHead, Number(row.o_position));
+      this.passOver(parts, rows);
       return outcomes(batch.length, parts, rows);
     } catch (error) {
       // A connection that failed mid-statement is not given back to the pool: it is closed.
@@ -293,6 +355,8 @@ class PostgresEventStore implements EventStore {
       throw isTransientPostgresError(error) && connectionLost(error) ? unanswered(error) : error;
     } finally {
       client.release(broken instanceof Error ? broken : undefined);
+      this.appending = false;
+      this.releaseNotice();
     }
   }
 
@@ -334,6 +398,33 @@ function textArray(values: string[]): string {
 }
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
+
+/**
+ * The events' data and metadata for the append function: their UTF-8 in one buffer (node-postgres sends a Buffer as a
+ * binary parameter, which the server takes as it is), each event's data then its metadata, and each one's byte offset
+ * and lengths as `::int[]` literals. Nothing to escape, on either side.
+ */
+function jsonBytes(events: PreparedEvent[]): [Buffer, string, string, string] {
+  let chars = 0;
+  for (const event of events) chars += event.data.length + event.metadata.length;
+  // At most 3 bytes of UTF-8 per UTF-16 code unit (a surrogate pair: 4 bytes for 2).
+  const buffer = Buffer.allocUnsafe(chars * 3);
+  let offsets = '{';
+  let dataBytes = '{';
+  let metadataBytes = '{';
+  let at = 0;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
+    const data = buffer.write(event.data, at);
+    const metadata = buffer.write(event.metadata, at + data);
+    const comma = i === 0 ? '' : ',';
+    offsets += `${comma}${at}`;
+    dataBytes += `${comma}${data}`;
+    metadataBytes += `${comma}${metadata}`;
+    at += data + metadata;
+  }
+  return [buffer.subarray(0, at), `${offsets}}`, `${dataBytes}}`, `${metadataBytes}}`];
+}
 
 /** A row of the append function: a stream written (ok) or the failure of the call it belongs to. */
 interface AppendRow {

@@ -71,6 +71,8 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   private toldHead = -1;
   /** While a read is in flight: the head it is sure to see (toldHead when it began); -1 otherwise. */
   private readCovers = -1;
+  /** A page read is in flight: its answer sets the cursor, so nothing else may move it meanwhile. */
+  private reading = false;
 
   constructor(options: PollingSubscriptionOptions) {
     this.options = options;
@@ -131,6 +133,17 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
     this.caughtUpListeners.push(listener);
   }
 
+  /**
+   * This process has just committed positions (after, to], all of them, none of which this subscription wants (its
+   * filter matches none of the events): one that has read up to `after` and is not reading moves past them without a
+   * read. False when it cannot (it is behind, or a read is in flight): the caller wakes it instead.
+   */
+  passOver(after: number, to: number): boolean {
+    if (this.stopped || this.reading || this.cursor < after) return false;
+    this.cursor = Math.max(this.cursor, to);
+    return true;
+  }
+
   private async pull(): Promise<IteratorResult<RecordedEvent>> {
     while (!this.stopped) {
       if (this.index < this.buffer.length) return { done: false, value: this.buffer[this.index++]! };
@@ -157,6 +170,7 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
   /** The next page, or undefined when the subscription was stopped meanwhile (its events are not wanted). */
   private async readPage(): Promise<Page | undefined> {
     this.readCovers = this.toldHead;
+    this.reading = true;
     try {
       const page = await this.options.readPage(this.cursor, this.stopping.signal, this.pageSize);
       return this.stopped ? undefined : page;
@@ -167,6 +181,7 @@ export class PollingSubscription implements AsyncIterableIterator<RecordedEvent>
       throw error;
     } finally {
       this.readCovers = -1;
+      this.reading = false;
     }
   }
 
