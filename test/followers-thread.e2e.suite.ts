@@ -94,8 +94,13 @@ export function followersThreadEndToEnd(): void {
         for (const name of ['executor', 'key-revocations', 'webhook-outbox', 'webhook-deliveries'])
           expect(names).toContain(name);
         expect(new Set(names).size).toBe(names.length);
-        const metrics = await (await fetch(`${base}/metrics`)).text();
-        expect(metrics).toContain('wallet_ops_consumer_up{consumer="executor"} 1');
+        // The thread's consumers as it last reported them (every 250 ms): on a loaded machine a scrape can come before
+        // its first report after start, so the scrape is asked again until the thread's executor shows up and running.
+        let metrics = '';
+        await waitFor(async () => {
+          metrics = await (await fetch(`${base}/metrics`)).text();
+          return metrics.includes('wallet_ops_consumer_up{consumer="executor"} 1');
+        }, 30_000);
         expect(metrics).toContain('wallet_ops_rebuild_in_progress{projection="balances"} 0');
         expect(metrics.match(/^# TYPE wallet_ops_consumer_up gauge$/gm)).toHaveLength(1);
 
