@@ -25,6 +25,8 @@ import {
   settled,
   viewer,
   type ConsoleServices,
+  formRefusal,
+  sentence,
 } from './context.ts';
 import {
   EMPTY_KEY_FORM,
@@ -70,7 +72,7 @@ export function humanize(message: string): string {
     /\b(maxTransactionAmount|maxDailyVolume|allowedIPs|expiresInDays|label)\b/g,
     (name) => FIELD_NAMES[name] ?? name,
   );
-  return text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.');
+  return sentence(text);
 }
 
 /** Every field's problem at once, found by the domain's own parseKeyTerms: no rule is repeated here. */
@@ -311,24 +313,22 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
   router.post('/keys/:keyID/rotate', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
-    let requested: { position: number };
-    try {
-      requested = await decideOnApiKeyRotation(
+    const { refused, value: requested } = await formRefusal(() =>
+      decideOnApiKeyRotation(
         services.backOffice,
         viewer(res).user,
         key.keyID,
         { type: 'request', reason: field(req, 'reason') },
         correlationId(res),
-      );
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+      ),
+    );
+    if (refused)
       return renderPage(services, res, {
         title: 'Rotate secret',
         section: 'keys',
         status: 400,
-        body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(error.message)),
+        body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(refused.message)),
       });
-    }
     await settle(requested);
     await redirectWith(services, res, '/console/keys?tab=pending', {
       kind: 'ok',
@@ -349,25 +349,22 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
   router.post('/keys/:keyID/revoke', async (req, res) => {
     requireRole(res, 'maker');
     const key = await ownKey(res, String(req.params.keyID));
-    let requested: { position: number };
-    try {
-      requested = await decideOnApiKey(
+    const { refused, value: requested } = await formRefusal(() =>
+      decideOnApiKey(
         services.backOffice,
         viewer(res).user,
         key.keyID,
         { type: 'RequestApiKeyRevocation', reason: field(req, 'reason') },
         correlationId(res),
-      );
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-      const message = humanize(error.message);
+      ),
+    );
+    if (refused)
       return renderPage(services, res, {
         title: 'Request revocation',
         section: 'keys',
         status: 400,
-        body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), message),
+        body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(refused.message)),
       });
-    }
     await settle(requested);
     await redirectWith(services, res, '/console/keys?tab=pending', {
       kind: 'ok',

@@ -32,6 +32,8 @@ import {
   requireRole,
   viewer,
   type ConsoleServices,
+  formRefusal,
+  sentence,
 } from './context.ts';
 import { deliveryPage, endpointPage } from './webhook-endpoint-pages.ts';
 import {
@@ -57,8 +59,6 @@ const LOG_PAGE = 25;
 /** Webhook event ids as the outbox makes them; anything else names no delivery. */
 const EVENT_ID = /^evt_[A-Za-z0-9_-]{1,64}$/;
 
-const sentence = (message: string) =>
-  message.charAt(0).toUpperCase() + message.slice(1) + (message.endsWith('.') ? '' : '.');
 const FIELD_WORDS: Record<string, string> = { url: 'the URL', eventTypes: 'the events' };
 const humanize = (message: string) =>
   sentence(message.replace(/^(url|eventTypes)\b/, (name) => FIELD_WORDS[name] ?? name));
@@ -260,23 +260,22 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
   router.post('/webhooks/:endpointID/rotate', async (req, res) => {
     requireRole(res, 'maker');
     const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    try {
-      await decideOnWebhookSecretRotation(
+    const { refused } = await formRefusal(() =>
+      decideOnWebhookSecretRotation(
         deps,
         viewer(res).user,
         endpoint.id,
         { type: 'request', reason: field(req, 'reason') },
         correlationId(res),
-      );
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+      ),
+    );
+    if (refused)
       return renderPage(services, res, {
         title: 'Rotate a signing secret',
         section: 'webhooks',
         status: 400,
-        body: rotateEndpointPage(viewer(res).session, endpoint, sentence(error.message)),
+        body: rotateEndpointPage(viewer(res).session, endpoint, sentence(refused.message)),
       });
-    }
     await redirectWith(services, res, endpointPath(endpoint.id), {
       kind: 'ok',
       text: `Rotation of the signing secret of ${endpoint.url} requested. A checker of your party approves it.`,
@@ -340,17 +339,16 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
 
   router.post('/webhooks/:endpointID/disable', async (req, res) => {
     const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    try {
-      await disableWebhookEndpoint(deps, viewer(res).user, endpoint.id, field(req, 'reason'), correlationId(res));
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+    const { refused } = await formRefusal(() =>
+      disableWebhookEndpoint(deps, viewer(res).user, endpoint.id, field(req, 'reason'), correlationId(res)),
+    );
+    if (refused)
       return renderPage(services, res, {
         title: 'Disable a webhook endpoint',
         section: 'webhooks',
         status: 400,
-        body: disablePage(viewer(res).session, endpoint, sentence(error.message)),
+        body: disablePage(viewer(res).session, endpoint, sentence(refused.message)),
       });
-    }
     await redirectWith(services, res, endpointPath(endpoint.id), {
       kind: 'ok',
       text: `Endpoint ${endpoint.url} disabled: nothing more is sent to it.`,
