@@ -1,5 +1,4 @@
 import type { EventStore } from '../ports/event-store.ts';
-import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
 import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker, findSealedEvent } from './seals.ts';
@@ -15,7 +14,7 @@ import {
 import { describeFailedButMoved } from './failed-but-moved.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
-import { SnapshotChecker } from './verify-snapshots.ts';
+import { readHistoryPage, SnapshotChecker } from './verify-snapshots.ts';
 import {
   DEFAULT_MAX_APPROVED_AGE_MS,
   formatAge,
@@ -128,18 +127,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   let events = 0;
   let from = 0;
   while (from <= head) {
-    const page = await store
-      .readAll({ fromPosition: from, toPosition: head, maxCount: pageSize })
-      .catch((error: unknown) => {
-        // Where the damage starts is what an operator restoring the store needs first.
-        if (error instanceof StoreCorruptedError)
-          throw new StoreCorruptedError(
-            error.store,
-            `${error.reason}; the history is unreadable from position ${from} (of ${head})`,
-            { cause: error },
-          );
-        throw error;
-      });
+    const page = await readHistoryPage(store, from, head, pageSize);
     if (page.length === 0) break;
     await seals.prepare(page.length, page[page.length - 1]!.position);
     for (const event of page) {
