@@ -74,7 +74,7 @@ export default defineConfig({
     // The longest files first (test/support/longest-first.ts): a project's last file does not run alone for long.
     sequence: { sequencer: LongestFirst },
     minWorkers: 2,
-    // `npm run test:coverage`: v8 line coverage of src/ (issue 25 compares it with the start commit's).
+    // `npm run coverage`: v8 line coverage of src/, not part of `npm test` (slower); docs/quality.md has the figures.
     coverage: {
       provider: 'v8',
       include: ['src/**'],
