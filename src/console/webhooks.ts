@@ -46,7 +46,7 @@ import {
   type EndpointView,
   type WebhookViewer,
 } from './webhooks-pages.ts';
-import { redirectWith, renderPage } from './render.ts';
+import { reasonFormRoutes, redirectWith, renderPage } from './render.ts';
 import { emailOf } from './users.ts';
 
 /**
@@ -247,39 +247,23 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     });
   });
 
-  router.get('/webhooks/:endpointID/rotate', async (req, res) => {
-    requireRole(res, 'maker');
-    const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    await renderPage(services, res, {
-      title: 'Rotate a signing secret',
-      section: 'webhooks',
-      body: rotateEndpointPage(viewer(res).session, endpoint),
-    });
-  });
-
-  router.post('/webhooks/:endpointID/rotate', async (req, res) => {
-    requireRole(res, 'maker');
-    const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    const { refused } = await formRefusal(() =>
-      decideOnWebhookSecretRotation(
-        deps,
-        viewer(res).user,
-        endpoint.id,
-        { type: 'request', reason: field(req, 'reason') },
-        correlationId(res),
-      ),
-    );
-    if (refused)
-      return renderPage(services, res, {
-        title: 'Rotate a signing secret',
-        section: 'webhooks',
-        status: 400,
-        body: rotateEndpointPage(viewer(res).session, endpoint, sentence(refused.message)),
-      });
-    await redirectWith(services, res, endpointPath(endpoint.id), {
-      kind: 'ok',
-      text: `Rotation of the signing secret of ${endpoint.url} requested. A checker of your party approves it.`,
-    });
+  reasonFormRoutes(router, services, {
+    path: '/webhooks/:endpointID/rotate',
+    title: 'Rotate a signing secret',
+    section: 'webhooks',
+    load: (req, res) => {
+      requireRole(res, 'maker');
+      return ownEndpoint(res, String(req.params.endpointID));
+    },
+    page: rotateEndpointPage,
+    submit: async (req, res, endpoint) => {
+      const request = { type: 'request', reason: field(req, 'reason') } as const;
+      await decideOnWebhookSecretRotation(deps, viewer(res).user, endpoint.id, request, correlationId(res));
+      return {
+        location: endpointPath(endpoint.id),
+        text: `Rotation of the signing secret of ${endpoint.url} requested. A checker of your party approves it.`,
+      };
+    },
   });
 
   router.post('/webhooks/:endpointID/rotation/approve', async (req, res) => {
