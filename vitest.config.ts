@@ -80,6 +80,8 @@ export default defineConfig({
       include: ['src/**'],
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: '.tmp/coverage',
+      // A run of the whole suite is long: a failed test (the exit code still says so) does not cost its figures.
+      reportOnFailure: true,
     },
     setupFiles: [
       'test/support/file-choices.ts',
