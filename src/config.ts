@@ -23,6 +23,9 @@ function whole(min: number, max?: number) {
   return max === undefined ? bounded : bounded.max(max);
 }
 const int = (min: number, max: number | undefined, fallback: number) => whole(min, max).default(fallback);
+/** One of `values`, with its default. */
+const choice = <const T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) =>
+  z.enum(values).default(fallback);
 /** A `true` or `false` switch. */
 const flag = (fallback: 'true' | 'false') =>
   z
@@ -79,10 +82,7 @@ const schema = z.object({
       'cap. Default 256, but 0 when TRUST_PROXY is a hop count (every connection may come from the proxy); ' +
       'addresses TRUST_PROXY lists are never capped by it.',
   ),
-  LOG_LEVEL: z
-    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-    .default('info')
-    .describe('pino log level.'),
+  LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info').describe('pino log level.'),
   ASSET_SCALE: int(0, 8, 2).describe('Decimal places of the currency; amounts with more are refused.'),
   ASSET_CODE: z
     .string()
@@ -170,22 +170,16 @@ const schema = z.object({
       'Fees of merchant operations per type: JSON {"<type>": {"flat": "0.00", "percent": "0"}}; the percentage ' +
         "is rounded up to the asset's unit; default none.",
     ),
-  CASH_OUT_CONSENT: z
-    .enum(['none', 'individual-code'])
-    .default('none')
-    .describe(
-      "Whether a distributor's cash-out-fulfillment needs the individual's consent: none (the contract: any " +
-        "registered individual's wallet may be debited) or individual-code (the request must carry " +
-        'authorizationCode, a one-time code the individual got for 10 minutes, hashed under SECRETS_KEY; ' +
-        '`wallet-ops individual cash-out-code` stands in for the wallet app).',
-    ),
-  LEDGER: z
-    .enum(['embedded', 'evm'])
-    .default('embedded')
-    .describe(
-      'Ledger the executor settles on: embedded (a hash-chained SQLite log under DATA_DIR) or evm (a ' +
-        'WalletLedger contract on an EVM chain, EVM_*).',
-    ),
+  CASH_OUT_CONSENT: choice(['none', 'individual-code'], 'none').describe(
+    "Whether a distributor's cash-out-fulfillment needs the individual's consent: none (the contract: any " +
+      "registered individual's wallet may be debited) or individual-code (the request must carry " +
+      'authorizationCode, a one-time code the individual got for 10 minutes, hashed under SECRETS_KEY; ' +
+      '`wallet-ops individual cash-out-code` stands in for the wallet app).',
+  ),
+  LEDGER: choice(['embedded', 'evm'], 'embedded').describe(
+    'Ledger the executor settles on: embedded (a hash-chained SQLite log under DATA_DIR) or evm (a ' +
+      'WalletLedger contract on an EVM chain, EVM_*).',
+  ),
   EVM_RPC_URL: unset(
     z.string().regex(/^https?:\/\/\S+$/, 'an http(s) JSON-RPC URL such as http://127.0.0.1:8545'),
   ).describe('JSON-RPC endpoint of the EVM node (LEDGER=evm).'),
@@ -208,14 +202,11 @@ const schema = z.object({
       'retried (LEDGER=evm).',
   ),
   EVM_POLL_INTERVAL_MS: int(10, 60_000, 250).describe('How often receipts and new blocks are polled (LEDGER=evm).'),
-  EVENT_STORE_INTEGRITY_CHECK: z
-    .enum(['quick', 'full', 'off'])
-    .default('quick')
-    .describe(
-      "Embedded event store: SQLite's check of events.sqlite at each start of the server, which refuses a " +
-        'damaged file: quick (PRAGMA quick_check, about 3 s a GB), full (integrity_check, indexes too, about 7 ' +
-        'times as long) or off.',
-    ),
+  EVENT_STORE_INTEGRITY_CHECK: choice(['quick', 'full', 'off'], 'quick').describe(
+    "Embedded event store: SQLite's check of events.sqlite at each start of the server, which refuses a " +
+      'damaged file: quick (PRAGMA quick_check, about 3 s a GB), full (integrity_check, indexes too, about 7 ' +
+      'times as long) or off.',
+  ),
   STORE_BUSY_BUDGET_MS: int(10, 600_000, 10_000).describe(
     'How long one call on an embedded store (events, read models) waits for another process’s write lock (a ' +
       'backup, an operator’s transaction) before it fails as unavailable and is retried by its caller ' +
@@ -343,14 +334,11 @@ const schema = z.object({
     'Event store: embedded (SQLite under DATA_DIR), kurrentdb (KURRENTDB_URL) or postgres (POSTGRES_URL). ' +
       'Default: the store whose URL is set (both set: refused, choose one), else embedded.',
   ),
-  EVENT_STORE_COMMITS: z
-    .enum(['thread', 'event-loop'])
-    .default('event-loop')
-    .describe(
-      'Embedded event store: where appends are committed (statements and fsync): on the event loop (event-loop), ' +
-        'or on a thread of their own taking over from the second batch (thread), which pays where a core is free ' +
-        '(not on a 2-core machine shared with its load; see docs/benchmarks.md).',
-    ),
+  EVENT_STORE_COMMITS: choice(['thread', 'event-loop'], 'event-loop').describe(
+    'Embedded event store: where appends are committed (statements and fsync): on the event loop (event-loop), ' +
+      'or on a thread of their own taking over from the second batch (thread), which pays where a core is free ' +
+      '(not on a 2-core machine shared with its load; see docs/benchmarks.md).',
+  ),
   KURRENTDB_URL: unset(
     z
       .string()
@@ -497,14 +485,11 @@ const schema = z.object({
       'Comma-separated addresses or CIDR ranges that webhook deliveries may reach although they are not public ' +
         '(e.g. a partner over a VPN). Default: none; deliveries go to public addresses only.',
     ),
-  API_KEY_ENVIRONMENT: z
-    .enum(['live', 'test'])
-    .default('live')
-    .describe(
-      'Which deployment this is, for the prefix of the API keys it issues: `wo_live_…` or `wo_test_…` (a ' +
-        'sandbox), so that people and secret scanners tell them apart. Keys issued before the prefix keep working; ' +
-        'the demo seeds test keys, and `--demo` defaults this to test.',
-    ),
+  API_KEY_ENVIRONMENT: choice(['live', 'test'], 'live').describe(
+    'Which deployment this is, for the prefix of the API keys it issues: `wo_live_…` or `wo_test_…` (a ' +
+      'sandbox), so that people and secret scanners tell them apart. Keys issued before the prefix keep working; ' +
+      'the demo seeds test keys, and `--demo` defaults this to test.',
+  ),
   SECRET_ROTATION_OVERLAP_HOURS: z.coerce
     .number()
     .min(0)
