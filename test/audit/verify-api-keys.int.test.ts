@@ -82,6 +82,12 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     },
     metadata: meta,
   });
+  /** Approved by checker `c`, expiring a month after `at`. */
+  const keyApproved = (keyID: string): NewEvent => ({
+    type: 'ApiKeyApproved',
+    data: { keyID, approvedBy: 'c', approvedAt: at, expiresAt: '2026-02-01T00:00:00Z', secretHash: 'ab'.repeat(32) },
+    metadata: meta,
+  });
   const withdrawn = (keyID: string, withdrawnBy: string): NewEvent => ({
     type: 'ApiKeyRequestWithdrawn',
     data: { keyID, withdrawnBy, withdrawnAt: at },
@@ -160,7 +166,7 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     await store.append('user-c', [user('c', ['checker'])], 'no_stream');
     await store.append(
       'user-o',
-      [{ ...elsewhere, data: { ...elsewhere.data, party: { type: 'merchant', id: 'm2' } } }],
+      [{ ...elsewhere, data: { ...(elsewhere.data as object), party: { type: 'merchant', id: 'm2' } } }],
       'no_stream',
     );
     await store.append('apikey-key_S', [requested('key_S', 'nobody')], 'no_stream');
@@ -171,17 +177,7 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
       'apikey-key_R',
       [
         requested('key_R', 'm'),
-        {
-          type: 'ApiKeyApproved',
-          data: {
-            keyID: 'key_R',
-            approvedBy: 'c',
-            approvedAt: at,
-            expiresAt: '2026-02-01T00:00:00Z',
-            secretHash: 'ab'.repeat(32),
-          },
-          metadata: meta,
-        },
+        keyApproved('key_R'),
         {
           type: 'ApiKeyRevocationRequested',
           data: { keyID: 'key_R', requestedBy: 'c', reason: 'lost', requestedAt: at },
@@ -398,17 +394,7 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
   it('when a rotation is approved by its requester, held for someone else, or decided with none pending, then verify names it', async () => {
     await store.append('user-m', [user('m', ['maker', 'checker'])], 'no_stream');
     await store.append('user-c', [user('c', ['checker'])], 'no_stream');
-    const approved: NewEvent = {
-      type: 'ApiKeyApproved',
-      data: {
-        keyID: 'key_R',
-        approvedBy: 'c',
-        approvedAt: at,
-        expiresAt: '2026-02-01T00:00:00Z',
-        secretHash: 'ab'.repeat(32),
-      },
-      metadata: meta,
-    };
+    const approved = keyApproved('key_R');
     const rotationRequested: NewEvent = {
       type: 'ApiKeyRotationRequested',
       data: { keyID: 'key_R', requestedBy: 'm', reason: 'yearly', requestedAt: at },
