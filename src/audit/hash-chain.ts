@@ -19,39 +19,15 @@ import {
 import { canonicalJson, canonicalJsonWithout } from '../shared/canonical-json.ts';
 
 /**
- * Tamper evidence computed by wallet-ops itself, so that it is the same on every event store adapter.
+ * Tamper evidence computed by wallet-ops itself, the same on every event store adapter: each event's `hash` covers
+ * its whole content but what the store assigns at commit, and `previousHash` chains it to the previous event of its
+ * stream. Chains are per stream because the port's only compare-and-set is a stream's expected revision; the seals
+ * (sealer.ts) cover what they cannot see. docs/architecture.md, "Audit", has the why and the cache of last hashes.
  *
- * Every appended event gets two metadata fields:
- *   - `hash`: SHA-256 (hex) of the canonical JSON (canonical.ts) of {id, stream, revision, type, data,
- *     metadata without `hash`}: the event's whole content except what the store assigns at commit
- *     (position, createdAt). The id is included so that an export/import, which keeps ids, keeps hashes.
- *   - `previousHash`: the hash of the previous event OF ITS STREAM (64 zeros for revision 0). It is part of
- *     the hashed metadata, so each event commits to its predecessor.
- *
- * Why per stream and not one chain over the whole history ($all): a global chain needs, at every append,
- * the hash of the event that will end up just before it in $all, i.e. an atomic compare-and-set on the
- * head of $all. The port offers compare-and-set only per stream (the expected revision); positions are
- * assigned by the store at commit, across processes (the CLI beside the server, several executors, and
- * KurrentDB clients anywhere). A global chain would need a global lock (a single writer) or a store-side
- * feature we do not have. Per-stream chains only need what every append already has: the expected
- * revision of the stream it writes. What per-stream chains cannot see (a stream's last event or a whole
- * stream removed, events reordered across streams) is covered by the seals (sealer.ts), which digest
- * $all in order after the fact and are themselves appended with compare-and-set on their own stream.
- *
- * Knowing the previous hash: a small cache {stream -> (revision, hash)} is filled when an append is
- * submitted, so back-to-back appends on one stream chain without reading, and dropped for a stream when
- * an append on it fails. On a miss the event at the expected revision is read (one indexed read).
- * `any` and `stream_exists` are turned into the exact revision of the stream's last event (cache or read),
- * and retried a few times on a conflict (`any` allows it: the caller did not care where the events land).
- *
- * Appends chained on an append that is still in flight (the command pipeline's speculative decisions):
- * such an append is submitted once the one it builds on has committed. Submitting it at once would share
- * a group commit, but is unsafe: should the first fail because another process wrote the same number of
- * events to the stream meanwhile, the second's expected revision would match that other process's events
- * and it would commit with a `previousHash` naming an event that was never stored, a chain that breaks
- * for good on an honest history. When the first fails, the second fails with WrongExpectedVersionError
- * (its premise did not happen; the pipeline decides again), which also keeps the pipeline from committing
- * a decision taken on a state that never was.
+ * An append built on one still in flight (the pipeline's speculative decisions) is submitted only once that one
+ * committed: should the first fail because another process wrote as many events meanwhile, the second would commit
+ * a `previousHash` naming an event never stored. It fails with WrongExpectedVersionError instead, and is decided
+ * again.
  */
 export const GENESIS_HASH = '0'.repeat(64);
 

@@ -74,23 +74,21 @@ class Directory {
   }
 
   email(userID: string): Promise<string | null> {
-    let found = this.users.get(userID);
-    if (!found) {
-      found = this.first(streams.user(userID)).then((event) =>
-        event?.type === 'UserAdded' ? (event.data as { email: string }).email : null,
-      );
-      this.users.set(userID, found);
-    }
-    return found;
+    return this.once(this.users, streams.user(userID), 'UserAdded', 'email');
   }
 
   label(keyID: string): Promise<string | null> {
-    let found = this.keys.get(keyID);
+    return this.once(this.keys, streams.apiKey(keyID), 'ApiKeyRequested', 'label');
+  }
+
+  /** A field of a stream's first event when it is of `type`, looked up once per stream. */
+  private once(cache: Map<string, Promise<string | null>>, stream: string, type: string, field: string) {
+    let found = cache.get(stream);
     if (!found) {
-      found = this.first(streams.apiKey(keyID)).then((event) =>
-        event?.type === 'ApiKeyRequested' ? (event.data as { label: string }).label : null,
+      found = this.first(stream).then((event) =>
+        event?.type === type ? ((event.data as Record<string, string>)[field] ?? null) : null,
       );
-      this.keys.set(keyID, found);
+      cache.set(stream, found);
     }
     return found;
   }

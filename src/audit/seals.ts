@@ -3,22 +3,13 @@ import { EventStoreUnavailableError, type EventStore, type RecordedEvent } from 
 import { GENESIS_HASH, storedHash } from './hash-chain.ts';
 
 /**
- * Seals: global evidence against what per-stream chains cannot see (a stream's last event removed, a whole
- * stream removed, events reordered across streams). A seal digests a range of $all in order; the sealer
- * (sealer.ts) appends one every N events to the stream `audit-seals`, each at its expected revision, so
- * that of several sealers exactly one wins each seal.
- *
- * A seal covers the events after the previous seal's range up to and including `toPosition`, the
- * `HistorySealed` events themselves excluded. Its digest chains the previous seal's digest and every
- * covered event's hash, in order:
+ * Seals: evidence of what per-stream chains cannot see (a stream's last event or a whole stream removed, reordering
+ * across streams). The sealer appends one every N events to `audit-seals` at its expected revision (one sealer wins
+ * each). A seal covers $all after the previous seal's range up to `toPosition`, seals excluded:
  *     digest = SHA-256(previousDigest "\n" hash_1 "\n" hash_2 ... "\n" hash_count)
- * Positions are not in the digest: an export imported into another store (KurrentDB) gets other positions
- * but the same order, ids and hashes, and its seals still verify. Order is what the digest pins down.
- * To say WHERE a range was changed, a seal also carries the first 4 hex digits of every covered event's
- * hash (`fingerprints`, 4 characters per event: about 4 KB per 1000 events), the id, stream and revision
- * of its last event (where a sealer resumes, in this store or in one the history was imported into), and whether the
- * positions of its range were contiguous when sealed (true on the embedded store, whose positions never skip, so that a
- * missing position can be named exactly).
+ * Positions are not in it, so an import into another store, with other positions, still verifies. To say where a
+ * range changed, a seal carries 4 hex digits of each covered event's hash (`fingerprints`), its last event's id,
+ * stream and revision (where a sealer resumes, in any store) and whether its positions were contiguous.
  */
 export const SEALS_STREAM = 'audit-seals';
 export const SEAL_EVENT_TYPE = 'HistorySealed';

@@ -141,7 +141,6 @@ export class BusinessChecker {
     });
   }
 
-  /** A user's decision as a checker: an existing user with the checker role, of the party, not the requester. */
   /**
    * A key or endpoint ended by `system` for a departure: right only if the user it names requested it and had
    * just been disabled or lost the maker role (the same append, written before it).
@@ -159,6 +158,7 @@ export class BusinessChecker {
     }
   }
 
+  /** A user's decision as a checker: an existing user with the checker role, of the party, not the requester. */
   private checker(
     event: RecordedEvent,
     userID: string,

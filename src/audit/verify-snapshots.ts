@@ -1,5 +1,5 @@
 import { StoreCorruptedError } from '../ports/store-corrupted.ts';
-import type { EventStore, RecordedEvent } from '../ports/event-store.ts';
+import type { EventFilter, EventStore, RecordedEvent } from '../ports/event-store.ts';
 import { fromUnits, toUnits } from './amounts.ts';
 import type { ProblemLog } from './verify-report.ts';
 
@@ -70,6 +70,28 @@ interface Folding {
   claims: Map<number, Claim[]>;
 }
 
+/**
+ * A page of the history up to `head`, as the verifier reads it: a corrupted store is reported with the position the
+ * unreadable part starts at, what an operator restoring the store needs first.
+ */
+export function readHistoryPage(
+  store: EventStore,
+  from: number,
+  head: number,
+  maxCount: number,
+  filter?: EventFilter,
+): Promise<RecordedEvent[]> {
+  return store.readAll({ fromPosition: from, toPosition: head, maxCount, filter }).catch((error: unknown) => {
+    if (error instanceof StoreCorruptedError)
+      throw new StoreCorruptedError(
+        error.store,
+        `${error.reason}; the history is unreadable from position ${from} (of ${head})`,
+        { cause: error },
+      );
+    throw error;
+  });
+}
+
 export class SnapshotChecker {
   private readonly problems: ProblemLog;
   private readonly scale: number;
@@ -88,23 +110,7 @@ export class SnapshotChecker {
   /** Reads the snapshots up to `head` before the pass, and drops (as problems) those that cannot be checked. */
   async prepare(store: EventStore, head: number, pageSize = 1000): Promise<void> {
     for (let from = 0; from <= head;) {
-      const page = await store
-        .readAll({
-          fromPosition: from,
-          toPosition: head,
-          maxCount: pageSize,
-          filter: { streamPrefixes: [SNAPSHOT_PREFIX] },
-        })
-        .catch((error: unknown) => {
-          // As the main pass says it: where the damage starts is what an operator restoring the store needs first.
-          if (error instanceof StoreCorruptedError)
-            throw new StoreCorruptedError(
-              error.store,
-              `${error.reason}; the history is unreadable from position ${from} (of ${head})`,
-              { cause: error },
-            );
-          throw error;
-        });
+      const page = await readHistoryPage(store, from, head, pageSize, { streamPrefixes: [SNAPSHOT_PREFIX] });
       if (page.length === 0) break;
       for (const event of page) this.claim(event);
       from = page[page.length - 1]!.position + 1;

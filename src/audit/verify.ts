@@ -1,5 +1,4 @@
 import type { EventStore } from '../ports/event-store.ts';
-import { StoreCorruptedError } from '../ports/store-corrupted.ts';
 import { type Ledger } from '../ports/ledger.ts';
 import { fromUnits } from './amounts.ts';
 import { type HistorySealedData, type RecordedSeal, SEALS_STREAM, SealChecker, findSealedEvent } from './seals.ts';
@@ -15,7 +14,7 @@ import {
 import { describeFailedButMoved } from './failed-but-moved.ts';
 import { ChainChecker } from './verify-chains.ts';
 import { BusinessChecker } from './verify-business.ts';
-import { SnapshotChecker } from './verify-snapshots.ts';
+import { readHistoryPage, SnapshotChecker } from './verify-snapshots.ts';
 import {
   DEFAULT_MAX_APPROVED_AGE_MS,
   formatAge,
@@ -32,41 +31,9 @@ export type { AuditCheck, AuditProblem, AuditReport, FailedButMoved, LedgerChain
 export { ChainChecker, DEFAULT_MAX_APPROVED_AGE_MS, formatAge };
 
 /**
- * `audit verify`: one pass over the whole history in position order (readAll pages), then one pass over
- * the ledger. Memory holds what is per stream (its last revision and hash, an operation's compact state),
- * per wallet (its balance), per user and per key; the events themselves only a page at a time.
- *
- * Checks, each problem named by `check`:
- *  - hash: an event's content no longer matches the hash it carries (altered).
- *  - chain: per stream, revisions follow 0, 1, 2... in $all order and each previousHash is the hash of the
- *    event before it (removed, reordered or inserted events; a hash removed).
- *  - seal: each seal's digest recomputed from the events it covers (seals.ts), and the seals' own chain.
- *  - operation: the state machine (requested -> approved -> claimed -> submitted -> completed, or rejected /
- *    failed; no approval without request, no completion without approval and claim, no double completion,
- *    nothing after a rejection or a failure), and the key that created an operation was active then.
- *  - maker-checker: approvals and rejections of keys and operations by a user other than the requester,
- *    with the checker role (roles from UserAdded, UserRoleAdded and UserRoleRemoved), not disabled, and of
- *    the same party; key requests by makers; channel operations (issue, individual-payment) approved by their
- *    own requesting actor. Access requests (verify-access.ts): requested by a platform administrator,
- *    approved by another who is not the subject; every widening of a user under an approved request for it.
- *  - snapshot: each StateSnapshotted (a wallet's or a key's day's sums at a revision, which decisions fold from
- *    after a restart) equals the sums folded from the history up to that revision (verify-snapshots.ts).
- *  - wallet: no wallet but platform:issuance ever below zero (WalletCredited/WalletDebited folded).
- *  - supply: the write side's money moves only with a completed operation, in its completion's append, as
- *    it requested (payer -amount-fee, payee +amount, platform:fees +fee), and after each such append the
- *    sum of every wallet's balance, platform:issuance included, is 0: total supply (every wallet but the
- *    issuing account) = issued (debits of platform:issuance) - redeemed (credits to it), at every step.
- *  - ledger: every completed operation has exactly one ledger transaction with its operation id, legs
- *    (payer->payee amount, payer->platform:fees fee when > 0), blockchainID and sequence number, and no
- *    ledger transaction lacks a completed operation. One whose operation is recorded as failed is also listed
- *    in `failedButMoved`, the reconciliation report, with the way to settle it (failed-but-moved.ts).
- *  - ledger-chain: sequence numbers 1, 2, 3... and each blockchainID = chainID(previous id, content), with
- *    the ledger's own chainID given by the caller (the embedded ledger's for `audit verify`).
- *  - outcome: an operation approved and without an outcome (OperationCompleted / OperationFailed) is stuck
- *    once approved longer than `maxApprovedAgeMs` ago, or, when the ledger has its transaction (money
- *    moved), once the lease of its last executor claim (OperationExecutionStarted's leaseUntil) has run out,
- *    or with no claim once the transaction is older than `maxApprovedAgeMs`; before that it is an execution
- *    in flight (`inFlight`), not a problem. Ages are measured at `clock()`.
+ * `audit verify`: one pass over the whole history in position order (readAll pages), then one over the ledger.
+ * Memory holds what is per stream, wallet, user and key; the events only a page at a time. Each problem names its
+ * `check`; docs/architecture.md, "Audit", lists what each check proves.
  */
 export interface VerifyOptions {
   eventStore: EventStore;
@@ -160,18 +127,7 @@ export async function verifyHistory(options: VerifyOptions): Promise<AuditReport
   let events = 0;
   let from = 0;
   while (from <= head) {
-    const page = await store
-      .readAll({ fromPosition: from, toPosition: head, maxCount: pageSize })
-      .catch((error: unknown) => {
-        // Where the damage starts is what an operator restoring the store needs first.
-        if (error instanceof StoreCorruptedError)
-          throw new StoreCorruptedError(
-            error.store,
-            `${error.reason}; the history is unreadable from position ${from} (of ${head})`,
-            { cause: error },
-          );
-        throw error;
-      });
+    const page = await readHistoryPage(store, from, head, pageSize);
     if (page.length === 0) break;
     await seals.prepare(page.length, page[page.length - 1]!.position);
     for (const event of page) {

@@ -552,29 +552,19 @@ function commanderOutput(io: CliIO) {
   };
 }
 
+type LiveConsumer = {
+  name: string;
+  state: string;
+  failingSince: string | null;
+  lastError: string | null;
+  lagEvents: number | null;
+};
+
 /** The consumers' live states, from a running process's /ready (they live in that process's memory). */
-async function liveConsumers(url: string): Promise<{
-  url: string;
-  consumers?: Array<{
-    name: string;
-    state: string;
-    failingSince: string | null;
-    lastError: string | null;
-    lagEvents: number | null;
-  }>;
-  error?: string;
-}> {
+async function liveConsumers(url: string): Promise<{ url: string; consumers?: LiveConsumer[]; error?: string }> {
   try {
     const response = await fetch(new URL('/ready', url), { signal: AbortSignal.timeout(2000) });
-    const body = (await response.json()) as {
-      consumers?: Array<{
-        name: string;
-        state: string;
-        failingSince: string | null;
-        lastError: string | null;
-        lagEvents: number | null;
-      }>;
-    };
+    const body = (await response.json()) as { consumers?: LiveConsumer[] };
     return { url, consumers: body.consumers ?? [] };
   } catch (error) {
     return { url, error: error instanceof Error ? error.message : String(error) };

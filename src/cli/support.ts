@@ -15,11 +15,7 @@ import type { Ledger } from '../ports/ledger.ts';
 import { attributeToOperator } from './operator-attribution.ts';
 import { cliIO, stderrIsTerminal } from './io.ts';
 
-/**
- * `wallet-ops`: the operator CLI, for people with direct access to the store. Every command takes
- * `--data-dir` and `--json`; with `--json` it prints exactly one JSON value on stdout. A refusal exits 1
- * with one line on stderr; a usage error exits 2.
- */
+/** The options every command takes (`common()`); program.ts says what they do. */
 export interface CommonOptions {
   dataDir?: string;
   json?: boolean;

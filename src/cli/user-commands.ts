@@ -66,6 +66,13 @@ function asUser<T>(
   );
 }
 
+/** Files an access request for another administrator to approve. */
+const requestAccess = async (deps: CredentialDeps, admin: ActiveUser, change: AccessChangeInput, reason?: string) =>
+  withoutPosition(await requestAccessChange(deps, admin, change, reason, userContext(admin, randomUUID())));
+const pending = (r: { requestID: string }) =>
+  `access request ${r.requestID}: pending (another administrator approves it with: access approve ` +
+  `${r.requestID} --as EMAIL)`;
+
 /** The directory as the store holds it now, read by its follower run to the head once. */
 async function usersNow(store: EventStore): Promise<UserDirectory> {
   const directory = new UserDirectory();
@@ -185,19 +192,9 @@ export function registerUserCommands(program: Command): void {
       const party = opts.party ? parsePartyRef(opts.party) : null;
       await asUser(
         opts,
-        async (deps, admin) =>
-          withoutPosition(
-            await requestAccessChange(
-              deps,
-              admin,
-              { kind: 'add-user', party, email: opts.email, roles: opts.roles },
-              opts.reason,
-              userContext(admin, randomUUID()),
-            ),
-          ),
-        (r) =>
-          `access request ${r.requestID}: pending (another administrator approves it with: access approve ` +
-          `${r.requestID} --as EMAIL)`,
+        (deps, admin) =>
+          requestAccess(deps, admin, { kind: 'add-user', party, email: opts.email, roles: opts.roles }, opts.reason),
+        pending,
       );
     });
 
@@ -215,21 +212,9 @@ export function registerUserCommands(program: Command): void {
     command.action(async (email: string, opts: AsOptions & { role?: string }) =>
       asUser(
         opts,
-        async (deps, admin) => {
-          const subject = await findAnyUserByEmail(deps, email);
-          return withoutPosition(
-            await requestAccessChange(
-              deps,
-              admin,
-              change(subject.userID, opts),
-              opts.reason,
-              userContext(admin, randomUUID()),
-            ),
-          );
-        },
-        (r) =>
-          `access request ${r.requestID}: pending (another administrator approves it with: access approve ` +
-          `${r.requestID} --as EMAIL)`,
+        async (deps, admin) =>
+          requestAccess(deps, admin, change((await findAnyUserByEmail(deps, email)).userID, opts), opts.reason),
+        pending,
       ),
     );
   };

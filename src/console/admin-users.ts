@@ -1,14 +1,22 @@
 import type { Response, Router } from 'express';
 import { disableUser, removeUserRole, requestAccessChange, type AccessChangeInput } from '../commands/user-admin.ts';
 import { liveCredentialsOf, type LiveCredential } from '../commands/departures.ts';
-import { DomainError } from '../domain/errors.ts';
-import type { AccessChange } from '../domain/events.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import { toPublicUser } from '../projections/user-directory.ts';
 import { accessRoutes, describeChange } from './access-requests.ts';
 import { userPage, usersPage } from './admin-users-pages.ts';
 import { partiesPage } from './parties-pages.ts';
-import { commandContext, ConsoleError, field, requireAdmin, settled, viewer, type ConsoleServices } from './context.ts';
+import {
+  commandContext,
+  ConsoleError,
+  field,
+  requireAdmin,
+  settled,
+  viewer,
+  type ConsoleServices,
+  formRefusal,
+  sentence,
+} from './context.ts';
 import { redirectWith, renderPage } from './render.ts';
 
 /**
@@ -16,7 +24,6 @@ import { redirectWith, renderPage } from './render.ts';
  * remove a role) happens here at once; widening (enable, add a role, reset a password) is filed as an
  * access request for another administrator. One directory serves this page and the access requests.
  */
-const sentence = (message: string) => message.charAt(0).toUpperCase() + message.slice(1) + '.';
 
 /** The search box's text: absent is no search; a repeated or overlong one is a malformed request. */
 export function searchQuery(value: unknown): string {
@@ -129,15 +136,11 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
   router.post('/admin/users/:userID/disable', async (req, res) => {
     requireAdmin(res);
     const user = await subject(String(req.params.userID));
-    let ended: LiveCredential[];
-    try {
-      ended = (
-        await disableUser(services.backOffice, viewer(res).user, user.userID, field(req, 'reason'), commandContext(res))
-      ).ended;
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-      return showUser(res, user.userID, { form: 'disable', message: sentence(error.message) });
-    }
+    const { refused, value } = await formRefusal(() =>
+      disableUser(services.backOffice, viewer(res).user, user.userID, field(req, 'reason'), commandContext(res)),
+    );
+    if (refused) return showUser(res, user.userID, { form: 'disable', message: sentence(refused.message) });
+    const { ended } = value;
     // The session check refuses a disabled user on their next request anyway; this also empties the store.
     await services.sessions.endAllFor(user.userID);
     services.deps.logger.info({ userID: user.userID, ended: ended.map((c) => c.id) }, 'console: user disabled');
@@ -171,19 +174,16 @@ export function userAdminRoutes(router: Router, services: ConsoleServices): void
     router.post(`/admin/users/:userID/${path}`, async (req, res) => {
       requireAdmin(res);
       const user = await subject(String(req.params.userID));
-      let filed: { requestID: string; change: AccessChange; position: number };
-      try {
-        filed = await requestAccessChange(
+      const { refused, value: filed } = await formRefusal(() =>
+        requestAccessChange(
           services.backOffice,
           viewer(res).user,
           change(user.userID, field(req, 'role')),
           field(req, 'reason'),
           commandContext(res),
-        );
-      } catch (error) {
-        if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-        return showUser(res, user.userID, { form, message: sentence(error.message) });
-      }
+        ),
+      );
+      if (refused) return showUser(res, user.userID, { form, message: sentence(refused.message) });
       await settled(userReads.written(filed.position));
       await redirectWith(services, res, '/console/admin/access', {
         kind: 'ok',

@@ -4,7 +4,7 @@ import { requestAccessChange } from '../commands/user-admin.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import type { PartyRef } from '../domain/parties.ts';
 import { shortCode as parseShortCode } from '../domain/text.ts';
-import { commandContext, field, fields, requireAdmin, viewer, type ConsoleServices } from './context.ts';
+import { commandContext, field, fields, requireAdmin, viewer, type ConsoleServices, sentence } from './context.ts';
 import { html, type Html } from '../http/html.ts';
 import { csrfField } from './layout.ts';
 import { redirectWith, renderPage } from './render.ts';
@@ -23,8 +23,6 @@ interface FormState {
   values: Record<string, string | string[]>;
   errors: Record<string, string>;
 }
-
-const sentence = (message: string) => message.charAt(0).toUpperCase() + message.slice(1) + '.';
 
 function input(
   state: FormState | null,

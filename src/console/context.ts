@@ -6,6 +6,7 @@ import type { PartyLookup } from '../commands/party-lookup.ts';
 import type { StateCache } from '../commands/pipeline.ts';
 import type { WebhookCommandDeps } from '../commands/webhooks.ts';
 import type { CommandContext } from '../commands/pipeline.ts';
+import { DomainError } from '../domain/errors.ts';
 import type { UserRole } from '../domain/events.ts';
 import type { Logger } from '../logger.ts';
 import type { EventStore } from '../ports/event-store.ts';
@@ -154,6 +155,25 @@ export async function untilReadable(services: ConsoleServices, party: PartyRef, 
 }
 
 export const correlationId = (res: Response): string => String(res.getHeader('X-Request-Id') ?? '');
+
+/** A domain message as a sentence on a page: capitalised, with its full stop. */
+export const sentence = (message: string): string =>
+  message.charAt(0).toUpperCase() + message.slice(1) + (message.endsWith('.') ? '' : '.');
+
+/**
+ * Runs a command whose INVALID_INPUT refusal goes back to its form: it comes back as the error, for the form to show
+ * again; any other error is thrown, to the error page.
+ */
+export async function formRefusal<T>(
+  command: () => Promise<T>,
+): Promise<{ refused: DomainError; value?: never } | { refused?: never; value: T }> {
+  try {
+    return { value: await command() };
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+    return { refused: error };
+  }
+}
 
 /** One text field of a urlencoded body; a repeated field is refused rather than guessed at. */
 export function field(req: Request, name: string): string | undefined {

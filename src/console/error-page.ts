@@ -2,7 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import { DomainError } from '../domain/errors.ts';
 import { html } from '../http/html.ts';
 import { statusOfDomainError } from '../http/problems.ts';
-import { ConsoleError, type ConsoleServices } from './context.ts';
+import { ConsoleError, type ConsoleServices, sentence } from './context.ts';
 import { renderPage } from './render.ts';
 
 const TITLES: Record<number, string> = {
@@ -30,7 +30,7 @@ export function consoleErrorHandler(services: ConsoleServices): ErrorRequestHand
     } else if (error instanceof DomainError) {
       // The API's status for the same refusal: one table (src/http/problems.ts), the console only words the page.
       status = statusOfDomainError(error.code);
-      message = error.message.charAt(0).toUpperCase() + error.message.slice(1) + '.';
+      message = sentence(error.message);
     } else if (
       typeof error === 'object' &&
       error !== null &&

@@ -2,7 +2,7 @@ import type { KeyUsage } from '../http/key-usage.ts';
 import type { PublicApiKey } from '../projections/api-key-directory.ts';
 import { money } from './format.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
-import { csrfField, reasonField } from './layout.ts';
+import { csrfField, errorSummary, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
 /** The markup of Settings › API keys: tabs, the three lists, the request form and the revocation form. */
@@ -292,21 +292,10 @@ function textField(
 }
 
 export function newKeyPage(session: SessionDoc, values: KeyFormValues, errors: Record<string, string>): Html {
-  const errorList = Object.entries(errors);
   const permissionError = errors.permissions;
   return html`<h1>New API key</h1>
     <p>A checker of your party approves the request. You will then see the key once, on your next page.</p>
-    ${
-      errorList.length
-        ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${
-            errorList.length === 1 ? 'a problem' : `${errorList.length} problems`
-          }</h2>
-      <ul>${errorList.map(
-        ([name, message]) =>
-          html`<li><a href="#${name === 'permissions' ? 'perm-read-balance' : name}">${message}</a></li>`,
-      )}</ul></div>`
-        : ''
-    }
+    ${errorSummary(errors, (name) => (name === 'permissions' ? 'perm-read-balance' : name))}
     <form method="post" action="/console/keys" class="stack" novalidate>
       ${csrfField(session)}
       ${textField('label', 'Label', values, errors, {

@@ -25,6 +25,7 @@ import {
   settled,
   viewer,
   type ConsoleServices,
+  sentence,
 } from './context.ts';
 import {
   EMPTY_KEY_FORM,
@@ -36,7 +37,7 @@ import {
   type KeyRow,
   type KeyTab,
 } from './keys-pages.ts';
-import { redirectWith, renderPage } from './render.ts';
+import { reasonFormRoutes, redirectWith, renderPage } from './render.ts';
 import { emailOf } from './users.ts';
 
 /**
@@ -70,7 +71,7 @@ export function humanize(message: string): string {
     /\b(maxTransactionAmount|maxDailyVolume|allowedIPs|expiresInDays|label)\b/g,
     (name) => FIELD_NAMES[name] ?? name,
   );
-  return text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.');
+  return sentence(text);
 }
 
 /** Every field's problem at once, found by the domain's own parseKeyTerms: no rule is repeated here. */
@@ -298,80 +299,43 @@ export function keyRoutes(router: Router, services: ConsoleServices): void {
     (l) => `Rotation of “${l}” withdrawn.`,
   );
 
-  router.get('/keys/:keyID/rotate', async (req, res) => {
+  const makersKey = (req: Request, res: Response) => {
     requireRole(res, 'maker');
-    const key = await ownKey(res, String(req.params.keyID));
-    await renderPage(services, res, {
-      title: 'Rotate secret',
-      section: 'keys',
-      body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())),
-    });
-  });
-
-  router.post('/keys/:keyID/rotate', async (req, res) => {
-    requireRole(res, 'maker');
-    const key = await ownKey(res, String(req.params.keyID));
-    let requested: { position: number };
-    try {
-      requested = await decideOnApiKeyRotation(
-        services.backOffice,
-        viewer(res).user,
-        key.keyID,
-        { type: 'request', reason: field(req, 'reason') },
-        correlationId(res),
+    return ownKey(res, String(req.params.keyID));
+  };
+  const publicKey = (key: ApiKeyRecord) => toPublicApiKey(key, clock().toISOString());
+  reasonFormRoutes(router, services, {
+    path: '/keys/:keyID/rotate',
+    title: 'Rotate secret',
+    section: 'keys',
+    load: makersKey,
+    page: (session, key, error) => rotatePage(session, publicKey(key), error),
+    words: humanize,
+    submit: async (req, res, key) => {
+      const request = { type: 'request', reason: field(req, 'reason') } as const;
+      await settle(
+        await decideOnApiKeyRotation(services.backOffice, viewer(res).user, key.keyID, request, correlationId(res)),
       );
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-      return renderPage(services, res, {
-        title: 'Rotate secret',
-        section: 'keys',
-        status: 400,
-        body: rotatePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), humanize(error.message)),
-      });
-    }
-    await settle(requested);
-    await redirectWith(services, res, '/console/keys?tab=pending', {
-      kind: 'ok',
-      text: `Rotation of the secret of “${key.label}” requested. A checker of your party approves it.`,
-    });
+      return {
+        location: '/console/keys?tab=pending',
+        text: `Rotation of the secret of “${key.label}” requested. A checker of your party approves it.`,
+      };
+    },
   });
-
-  router.get('/keys/:keyID/revoke', async (req, res) => {
-    requireRole(res, 'maker');
-    const key = await ownKey(res, String(req.params.keyID));
-    await renderPage(services, res, {
-      title: 'Request revocation',
-      section: 'keys',
-      body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString())),
-    });
-  });
-
-  router.post('/keys/:keyID/revoke', async (req, res) => {
-    requireRole(res, 'maker');
-    const key = await ownKey(res, String(req.params.keyID));
-    let requested: { position: number };
-    try {
-      requested = await decideOnApiKey(
-        services.backOffice,
-        viewer(res).user,
-        key.keyID,
-        { type: 'RequestApiKeyRevocation', reason: field(req, 'reason') },
-        correlationId(res),
-      );
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-      const message = humanize(error.message);
-      return renderPage(services, res, {
-        title: 'Request revocation',
-        section: 'keys',
-        status: 400,
-        body: revokePage(viewer(res).session, toPublicApiKey(key, clock().toISOString()), message),
-      });
-    }
-    await settle(requested);
-    await redirectWith(services, res, '/console/keys?tab=pending', {
-      kind: 'ok',
-      text: `Revocation of “${key.label}” requested. A checker of your party approves it.`,
-    });
+  reasonFormRoutes(router, services, {
+    path: '/keys/:keyID/revoke',
+    title: 'Request revocation',
+    section: 'keys',
+    load: makersKey,
+    page: (session, key, error) => revokePage(session, publicKey(key), error),
+    words: humanize,
+    submit: async (req, res, key) => {
+      const request = { type: 'RequestApiKeyRevocation', reason: field(req, 'reason') } as const;
+      await settle(await decideOnApiKey(services.backOffice, viewer(res).user, key.keyID, request, correlationId(res)));
+      return {
+        location: '/console/keys?tab=pending',
+        text: `Revocation of “${key.label}” requested. A checker of your party approves it.`,
+      };
+    },
   });
 }

@@ -33,6 +33,16 @@ export interface PageOptions {
 export const csrfField = (session: SessionDoc): Html =>
   html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
 
+/** A form's problems above it, each a link to its field (`anchor` names the field's element). */
+export function errorSummary(errors: Record<string, string>, anchor: (name: string) => string): Html {
+  const list = Object.entries(errors);
+  if (!list.length) return html``;
+  return html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${
+    list.length === 1 ? 'a problem' : `${list.length} problems`
+  }</h2>
+      <ul>${list.map(([name, message]) => html`<li><a href="#${anchor(name)}">${message}</a></li>`)}</ul></div>`;
+}
+
 /** The required "Reason" text area of a rejection or revocation, with its inline error. */
 export const reasonField = (error?: string): Html => html`<div class="field${error ? ' invalid' : ''}">
         <label for="reason">Reason</label>

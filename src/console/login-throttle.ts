@@ -3,28 +3,12 @@ import { addressBucket } from '../domain/ip-address.ts';
 import type { CollectionDefinition, Counter, ReadStore } from '../ports/read-store.ts';
 
 /**
- * Login throttling against password guessing, without a lock anyone else can put on an account. Every attempt
- * is counted before its password is checked, with the read store's atomic `incrementCounter`, so that of any
- * number of attempts sent at once, to one process or to several on the same store, no more are checked than
- * the limits allow; the others are refused (429 with Retry-After) whatever their password, so that a guesser
- * learns nothing from the answers. Three counts:
- *
- * - per address (`perAddress`): the attempt that reaches it locks every login from that address;
- * - per account and address (`perEmail`): the attempt that reaches it locks that email from that address only;
- * - per account, from every address: past `perEmail` it never locks, it slows. Each further attempt on the
- *   account raises a wait (1 s, doubling, at most `maxDelayMs`) that every address must keep between its own
- *   attempts on that email, counted from its first one; an address's first attempt waits it too. An attempt
- *   that comes too early is refused with Retry-After and gives its counts back (waiting costs nothing), so the
- *   owner, from any address of theirs that guessers did not use, has their password checked at most
- *   `maxDelayMs` after their first try, however many guesses others send.
- *
- * Counts live `lockoutMs` from their first attempt; the attempt that reaches a lock starts the lockout, which
- * lasts `lockoutMs` from then. A successful login clears its account-and-address count and gives the address
- * its attempt back (an office behind one address is charged for failures, not for its logins), and clears the
- * account's count too: the owner is in, and guessers start their waits again from the threshold (as the lock
- * of one email did before). Counters are keyed by the SHA-256 of the email,
- * the address or both, so the store holds no list of guessed emails. An address is counted as the API counts
- * it (src/domain/ip-address.ts): IPv6 by its /64.
+ * Login throttling against password guessing, without a lock anyone else can put on an account (docs/console.md,
+ * "Login throttling"). Every attempt is counted before its password is checked, with the read store's atomic
+ * `incrementCounter`, so no more are checked than the limits allow, across processes: per address (locks it), per
+ * account and address (locks that pair), per account from every address (never locks: slows, so the owner gets in
+ * within `maxDelayMs`). A success clears its pair's and its account's counts and gives the address its attempt back.
+ * Keys are SHA-256 of the email and the address (IPv6 by its /64), so the store holds no list of guessed emails.
  */
 export const LOGIN_ATTEMPTS_COLLECTION: CollectionDefinition = {
   name: 'console_login_attempts',

@@ -19,6 +19,7 @@ import {
   requireRole,
   viewer,
   type ConsoleServices,
+  sentence,
 } from './context.ts';
 import { BULK_LIMIT, confirmApprovalPage, pendingPage, rejectPage, type PendingOperation } from './operations-pages.ts';
 import { Decimal } from '../domain/money.ts';
@@ -214,12 +215,11 @@ export function operationRoutes(router: Router, services: ConsoleServices): void
       reason = requiredText('reason', field(req, 'reason'), 500);
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
-      const message = error.message.charAt(0).toUpperCase() + error.message.slice(1) + '.';
       return renderPage(services, res, {
         title: 'Reject operation',
         section: 'operations',
         status: 400,
-        body: rejectPage(viewer(res).session, pending, assetCode, message),
+        body: rejectPage(viewer(res).session, pending, assetCode, sentence(error.message)),
       });
     }
     await decideOperation(

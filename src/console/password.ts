@@ -1,9 +1,8 @@
 import type { RequestHandler, Router } from 'express';
 import { changeOwnPassword } from '../commands/user-admin.ts';
-import { DomainError } from '../domain/errors.ts';
 import { MIN_PASSWORD_LENGTH } from '../domain/passwords.ts';
 import { html, type Html } from '../http/html.ts';
-import { commandContext, ConsoleError, field, viewer, type ConsoleServices } from './context.ts';
+import { commandContext, ConsoleError, field, viewer, type ConsoleServices, formRefusal, sentence } from './context.ts';
 import { csrfField } from './layout.ts';
 import { redirectWith, renderPage } from './render.ts';
 import type { SessionDoc } from './sessions.ts';
@@ -44,8 +43,6 @@ function passwordPage(session: SessionDoc, forced: boolean, errors: Record<strin
     </form>`;
 }
 
-const sentence = (message: string) => message.charAt(0).toUpperCase() + message.slice(1) + '.';
-
 export function passwordRoutes(router: Router, services: ConsoleServices): void {
   router.get(PATH, async (_req, res) => {
     const { user, session } = viewer(res);
@@ -68,17 +65,18 @@ export function passwordRoutes(router: Router, services: ConsoleServices): void 
       });
     if (newPassword !== (field(req, 'confirmPassword') ?? ''))
       return show({ confirmPassword: 'The two new passwords differ.' });
-    try {
-      await changeOwnPassword(
+    const { refused } = await formRefusal(() =>
+      changeOwnPassword(
         services.backOffice,
         user,
         { currentPassword: field(req, 'currentPassword'), newPassword },
         commandContext(res),
-      );
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-      return show({ [error.field === 'currentPassword' ? 'currentPassword' : 'newPassword']: sentence(error.message) });
-    }
+      ),
+    );
+    if (refused)
+      return show({
+        [refused.field === 'currentPassword' ? 'currentPassword' : 'newPassword']: sentence(refused.message),
+      });
     // Whoever else was logged in as this user (with the old password) is logged out.
     await services.sessions.endAllFor(user.userID, session.id);
     services.deps.logger.info({ userID: user.userID }, 'console: password changed');

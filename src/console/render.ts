@@ -1,6 +1,7 @@
-import type { Response } from 'express';
-import type { ConsoleServices, Viewer } from './context.ts';
-import type { Renderable } from '../http/html.ts';
+import type { Request, Response, Router } from 'express';
+import { formRefusal, sentence, viewer, type ConsoleServices, type Viewer } from './context.ts';
+import type { Html, Renderable } from '../http/html.ts';
+import type { SessionDoc } from './sessions.ts';
 import { noStore } from './http-security.ts';
 import { page, type Section } from './layout.ts';
 import { NOTHING_WAITING, waitingFor } from './waiting.ts';
@@ -56,4 +57,38 @@ export async function redirectWith(
   const current = res.locals.consoleViewer as Viewer | undefined;
   if (current) await services.sessions.setFlash(current.session, flash);
   res.redirect(303, location);
+}
+
+/**
+ * A form that asks for a reason (a rotation, a revocation): GET shows it, POST runs its command and redirects with
+ * the command's message; a refusal of the input shows the form again (400) with the refusal's words.
+ */
+export function reasonFormRoutes<Subject>(
+  router: Router,
+  services: ConsoleServices,
+  form: {
+    path: string;
+    title: string;
+    section: Section;
+    /** Refuses a viewer who may not (their role), and loads what the form is about. */
+    load: (req: Request, res: Response) => Promise<Subject>;
+    page: (session: SessionDoc, subject: Subject, error?: string) => Html;
+    words?: (message: string) => string;
+    submit: (req: Request, res: Response, subject: Subject) => Promise<{ location: string; text: string }>;
+  },
+): void {
+  const show = (res: Response, subject: Subject, error?: string) =>
+    renderPage(services, res, {
+      title: form.title,
+      section: form.section,
+      status: error === undefined ? 200 : 400,
+      body: form.page(viewer(res).session, subject, error),
+    });
+  router.get(form.path, async (req, res) => show(res, await form.load(req, res)));
+  router.post(form.path, async (req, res) => {
+    const subject = await form.load(req, res);
+    const { refused, value } = await formRefusal(() => form.submit(req, res, subject));
+    if (refused) return show(res, subject, (form.words ?? sentence)(refused.message));
+    await redirectWith(services, res, value.location, { kind: 'ok', text: value.text });
+  });
 }

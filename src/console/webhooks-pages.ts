@@ -1,7 +1,7 @@
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../domain/events.ts';
 import { html, seg, time, type Html } from '../http/html.ts';
 import type { WebhookEndpointDoc } from '../projections/webhook-endpoints.ts';
-import { csrfField, reasonField } from './layout.ts';
+import { csrfField, errorSummary, reasonField } from './layout.ts';
 import type { SessionDoc } from './sessions.ts';
 
 /**
@@ -217,23 +217,12 @@ export function newEndpointPage(
   errors: Record<string, string>,
   allowInsecureLocalhost: boolean,
 ): Html {
-  const errorList = Object.entries(errors);
   const urlError = errors.url;
   const typesError = errors.eventTypes;
   const urlDescribedBy = ['url-hint', urlError ? 'url-error' : ''].filter(Boolean).join(' ');
   return html`<h1>Register a webhook endpoint</h1>
     <p>A checker of your party approves it. You will then see its signing secret once, on your next page.</p>
-    ${
-      errorList.length
-        ? html`<div class="notice error" role="alert" id="form-errors"><h2>The request has ${
-            errorList.length === 1 ? 'a problem' : `${errorList.length} problems`
-          }</h2>
-      <ul>${errorList.map(
-        ([name, message]) =>
-          html`<li><a href="#${name === 'eventTypes' ? `event-${WEBHOOK_EVENT_TYPES[0]}` : name}">${message}</a></li>`,
-      )}</ul></div>`
-        : ''
-    }
+    ${errorSummary(errors, (name) => (name === 'eventTypes' ? `event-${WEBHOOK_EVENT_TYPES[0]}` : name))}
     <form method="post" action="/console/webhooks" class="stack" novalidate>
       ${csrfField(session)}
       <div class="field${urlError ? ' invalid' : ''}">

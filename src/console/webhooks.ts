@@ -32,6 +32,8 @@ import {
   requireRole,
   viewer,
   type ConsoleServices,
+  formRefusal,
+  sentence,
 } from './context.ts';
 import { deliveryPage, endpointPage } from './webhook-endpoint-pages.ts';
 import {
@@ -44,7 +46,7 @@ import {
   type EndpointView,
   type WebhookViewer,
 } from './webhooks-pages.ts';
-import { redirectWith, renderPage } from './render.ts';
+import { reasonFormRoutes, redirectWith, renderPage } from './render.ts';
 import { emailOf } from './users.ts';
 
 /**
@@ -57,8 +59,6 @@ const LOG_PAGE = 25;
 /** Webhook event ids as the outbox makes them; anything else names no delivery. */
 const EVENT_ID = /^evt_[A-Za-z0-9_-]{1,64}$/;
 
-const sentence = (message: string) =>
-  message.charAt(0).toUpperCase() + message.slice(1) + (message.endsWith('.') ? '' : '.');
 const FIELD_WORDS: Record<string, string> = { url: 'the URL', eventTypes: 'the events' };
 const humanize = (message: string) =>
   sentence(message.replace(/^(url|eventTypes)\b/, (name) => FIELD_WORDS[name] ?? name));
@@ -247,40 +247,23 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
     });
   });
 
-  router.get('/webhooks/:endpointID/rotate', async (req, res) => {
-    requireRole(res, 'maker');
-    const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    await renderPage(services, res, {
-      title: 'Rotate a signing secret',
-      section: 'webhooks',
-      body: rotateEndpointPage(viewer(res).session, endpoint),
-    });
-  });
-
-  router.post('/webhooks/:endpointID/rotate', async (req, res) => {
-    requireRole(res, 'maker');
-    const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    try {
-      await decideOnWebhookSecretRotation(
-        deps,
-        viewer(res).user,
-        endpoint.id,
-        { type: 'request', reason: field(req, 'reason') },
-        correlationId(res),
-      );
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
-      return renderPage(services, res, {
-        title: 'Rotate a signing secret',
-        section: 'webhooks',
-        status: 400,
-        body: rotateEndpointPage(viewer(res).session, endpoint, sentence(error.message)),
-      });
-    }
-    await redirectWith(services, res, endpointPath(endpoint.id), {
-      kind: 'ok',
-      text: `Rotation of the signing secret of ${endpoint.url} requested. A checker of your party approves it.`,
-    });
+  reasonFormRoutes(router, services, {
+    path: '/webhooks/:endpointID/rotate',
+    title: 'Rotate a signing secret',
+    section: 'webhooks',
+    load: (req, res) => {
+      requireRole(res, 'maker');
+      return ownEndpoint(res, String(req.params.endpointID));
+    },
+    page: rotateEndpointPage,
+    submit: async (req, res, endpoint) => {
+      const request = { type: 'request', reason: field(req, 'reason') } as const;
+      await decideOnWebhookSecretRotation(deps, viewer(res).user, endpoint.id, request, correlationId(res));
+      return {
+        location: endpointPath(endpoint.id),
+        text: `Rotation of the signing secret of ${endpoint.url} requested. A checker of your party approves it.`,
+      };
+    },
   });
 
   router.post('/webhooks/:endpointID/rotation/approve', async (req, res) => {
@@ -340,17 +323,16 @@ export function webhookRoutes(router: Router, services: ConsoleServices): void {
 
   router.post('/webhooks/:endpointID/disable', async (req, res) => {
     const endpoint = await ownEndpoint(res, String(req.params.endpointID));
-    try {
-      await disableWebhookEndpoint(deps, viewer(res).user, endpoint.id, field(req, 'reason'), correlationId(res));
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'INVALID_INPUT') throw error;
+    const { refused } = await formRefusal(() =>
+      disableWebhookEndpoint(deps, viewer(res).user, endpoint.id, field(req, 'reason'), correlationId(res)),
+    );
+    if (refused)
       return renderPage(services, res, {
         title: 'Disable a webhook endpoint',
         section: 'webhooks',
         status: 400,
-        body: disablePage(viewer(res).session, endpoint, sentence(error.message)),
+        body: disablePage(viewer(res).session, endpoint, sentence(refused.message)),
       });
-    }
     await redirectWith(services, res, endpointPath(endpoint.id), {
       kind: 'ok',
       text: `Endpoint ${endpoint.url} disabled: nothing more is sent to it.`,

@@ -160,26 +160,14 @@ const WEBHOOK_DATA: Record<
   WebhookEventType,
   { summary: string; data: JsonSchema; party: 'distributor or merchant' | 'merchant' }
 > = {
-  'operation.approved': {
-    summary: "A checker approved an operation the party's key created.",
-    data: { operation: anyOperation() },
-    party: 'distributor or merchant',
-  },
-  'operation.rejected': {
-    summary: "An operation the party's key created was rejected (by a checker, or because its key was revoked).",
-    data: { operation: anyOperation() },
-    party: 'distributor or merchant',
-  },
-  'operation.completed': {
-    summary: "An operation the party's key created executed on the ledger.",
-    data: { operation: anyOperation() },
-    party: 'distributor or merchant',
-  },
-  'operation.failed': {
-    summary: "An operation the party's key created failed: the ledger refused it, or it kept failing.",
-    data: { operation: anyOperation() },
-    party: 'distributor or merchant',
-  },
+  'operation.approved': operationEvent("A checker approved an operation the party's key created."),
+  'operation.rejected': operationEvent(
+    "An operation the party's key created was rejected (by a checker, or because its key was revoked).",
+  ),
+  'operation.completed': operationEvent("An operation the party's key created executed on the ledger."),
+  'operation.failed': operationEvent(
+    "An operation the party's key created failed: the ledger refused it, or it kept failing.",
+  ),
   'payment.received': {
     summary:
       "Money reached the merchant's wallet: another merchant's payment, an individual's payment, or a " +
@@ -193,6 +181,10 @@ const WEBHOOK_DATA: Record<
     party: 'distributor or merchant',
   },
 };
+
+function operationEvent(summary: string) {
+  return { summary, data: { operation: anyOperation() }, party: 'distributor or merchant' as const };
+}
 
 function anyOperation(): JsonSchema {
   return {

@@ -204,7 +204,17 @@ function queryProblem(schema: z.ZodType, query: Record<string, string>): Problem
   return validationProblem(parsed.errors).problem;
 }
 
-const domainProblem = (error: DomainError) => problemOfDomainError(error);
+const refused = (...error: ConstructorParameters<typeof DomainError>) =>
+  problemOfDomainError(new DomainError(...error));
+/** A problem as the server words it, for the examples no server function makes. */
+const problem = (type: string, status: number, title: string, detail: string) => ({
+  type: `/problems/${type}`,
+  status,
+  title,
+  detail,
+});
+/** The request id of the 5xx examples, whose detail quotes it. */
+const FAILED_REQUEST_ID = '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f';
 /** Every problem carries its request's id (src/http/problems.ts): the examples too. */
 const EXAMPLE_REQUEST_ID = '7d9f2c4e-1b3a-4f6e-9c8d-2a5b7e0f1c3d';
 const problemContent = (examples: Record<string, Example>): Content => ({
@@ -312,31 +322,27 @@ const INTERNAL_ERROR = respond(
     'is unknown: retry it with the same Idempotency-Key.',
   problemContent({
     internal: {
-      value: {
-        type: '/problems/internal-error',
-        status: 500,
-        title: 'Internal Server Error',
-        detail: 'Something went wrong on our side. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.',
-      },
+      value: problem(
+        'internal-error',
+        500,
+        'Internal Server Error',
+        `Something went wrong on our side. Request id ${FAILED_REQUEST_ID}.`,
+      ),
     },
   }),
 );
 
+const unavailable = (detail: string) => problem('service-unavailable', 503, 'Service Unavailable', detail);
 const STORE_UNAVAILABLE: Record<string, Example> = {
   unreachable: {
     summary: 'a store cannot be reached',
-    value: {
-      type: '/problems/service-unavailable',
-      status: 503,
-      title: 'Service Unavailable',
-      detail: 'The service cannot reach its store; retry later. Request id 5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f.',
-    },
+    value: unavailable(`The service cannot reach its store; retry later. Request id ${FAILED_REQUEST_ID}.`),
   },
   corrupted: {
     summary: 'a store failed its integrity checks',
     value: storeCorruptedProblem(
       new StoreCorruptedError('read-models.sqlite', 'database disk image is malformed (SQLITE_CORRUPT)'),
-      '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f',
+      FAILED_REQUEST_ID,
     ),
   },
 };
@@ -356,7 +362,7 @@ const WRITE_UNAVAILABLE = respond(
       summary: 'the write was sent but not confirmed in time',
       value: storeUnavailableProblem(
         new EventStoreUnavailableError('no answer in time', { outcomeUnknown: true }),
-        '5f0c6a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f',
+        FAILED_REQUEST_ID,
       ),
     },
   }),
@@ -371,22 +377,13 @@ const READ_UNAVAILABLE = respond(
   problemContent({
     notBuilt: {
       summary: 'the read model is not built yet',
-      value: {
-        type: '/problems/service-unavailable',
-        status: 503,
-        title: 'Service Unavailable',
-        detail:
-          'The balances read model has not been built yet (it has no checkpoint while events exist); retry later.',
-      },
+      value: unavailable(
+        'The balances read model has not been built yet (it has no checkpoint while events exist); retry later.',
+      ),
     },
     behind: {
       summary: 'the read model is too far behind',
-      value: {
-        type: '/problems/service-unavailable',
-        status: 503,
-        title: 'Service Unavailable',
-        detail: 'The balances read model is more than 1000 events behind the history; retry later.',
-      },
+      value: unavailable('The balances read model is more than 1000 events behind the history; retry later.'),
     },
     ...STORE_UNAVAILABLE,
   }),
@@ -437,6 +434,8 @@ const CONTRACT_SUMMARY = [
  * wants a licence to carry a url or an SPDX identifier: `LicenseRef-` is SPDX's form for a licence of one's own.
  */
 const LICENSE = { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' };
+
+const titled = (partyType: 'distributor' | 'merchant') => (partyType === 'distributor' ? 'Distributor' : 'Merchant');
 
 export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   const amount = formatAmount(150, assetScale);
@@ -520,8 +519,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           '(by merchantToShortCode) or a pay-individual (by phoneTo). The same rules on the key, the amount, the ' +
           'daily volume and the balance apply; merchant operations may carry a fee, debited with the amount.';
     return {
-      operationId: `create${partyType === 'distributor' ? 'Distributor' : 'Merchant'}Operation`,
-      tags: [partyType === 'distributor' ? 'Distributors' : 'Merchants'],
+      operationId: `create${titled(partyType)}Operation`,
+      tags: [`${titled(partyType)}s`],
       summary: `Create a ${partyType} operation`,
       description:
         `${description} The operation is saved as pending; a checker approves it in the web interface before it ` +
@@ -583,7 +582,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
                   },
                   unknownShortCode: {
                     summary: 'unknown merchant short code',
-                    value: domainProblem(
+                    value: problemOfDomainError(
                       invalidInput(
                         'merchantToShortCode',
                         'merchantToShortCode 9999 is not the short code of any merchant',
@@ -616,44 +615,36 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '403': forbidden('Perform Operations', partyType, {
           transactionLimit: {
             summary: "above the key's max transaction amount",
-            value: domainProblem(
-              new DomainError(
-                'TRANSACTION_LIMIT_EXCEEDED',
-                `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`,
-              ),
+            value: refused(
+              'TRANSACTION_LIMIT_EXCEEDED',
+              `amount ${amount} exceeds this key's max transaction amount of ${formatAmount(100, assetScale)}`,
             ),
           },
           dailyVolume: {
             summary: "above the key's max daily volume",
-            value: domainProblem(
-              new DomainError(
-                'DAILY_VOLUME_EXCEEDED',
-                `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} ` +
-                  `(${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 ` +
-                  '(Africa/Lagos))',
-              ),
+            value: refused(
+              'DAILY_VOLUME_EXCEEDED',
+              `this operation would exceed the key's max daily volume of ${formatAmount(1000, assetScale)} ` +
+                `(${formatAmount(90, assetScale)} left for 2026-11-21; the day runs 00:00-24:00 UTC+01:00 ` +
+                '(Africa/Lagos))',
             ),
           },
           insufficientBalance: {
             summary: 'payer balance too low',
-            value: domainProblem(
-              new DomainError(
-                'INSUFFICIENT_BALANCE',
-                `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and ` +
-                  `its fee (${amount})`,
-              ),
+            value: refused(
+              'INSUFFICIENT_BALANCE',
+              `the payer’s available balance of ${formatAmount(120, assetScale)} does not cover the amount and ` +
+                `its fee (${amount})`,
             ),
           },
           ...(partyType === 'distributor'
             ? {
                 cashOutNotAuthorized: {
                   summary: "CASH_OUT_CONSENT=individual-code: the individual's code missing, wrong, expired or used",
-                  value: domainProblem(
-                    new DomainError(
-                      'CASH_OUT_NOT_AUTHORIZED',
-                      'authorizationCode is not a live cash-out code of this individual (wrong, expired or ' +
-                        'already used)',
-                    ),
+                  value: refused(
+                    'CASH_OUT_NOT_AUTHORIZED',
+                    'authorizationCode is not a live cash-out code of this individual (wrong, expired or ' +
+                      'already used)',
                   ),
                 },
               }
@@ -662,7 +653,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         '404': respond(
           'The party the API key is bound to no longer exists.',
           problemContent({
-            partyGone: { value: domainProblem(new DomainError('NOT_FOUND', 'the API key’s party no longer exists')) },
+            partyGone: { value: refused('NOT_FOUND', 'the API key’s party no longer exists') },
           }),
         ),
         '408': REQUEST_TIMEOUT,
@@ -671,19 +662,15 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
             'Idempotency-Key is still running; nothing was created. Retry (with the same Idempotency-Key).',
           problemContent({
             concurrentUpdate: {
-              value: domainProblem(
-                new DomainError(
-                  'CONCURRENCY_CONFLICT',
-                  'wallet-distributor_… kept changing under concurrent commands; try again',
-                ),
+              value: refused(
+                'CONCURRENCY_CONFLICT',
+                'wallet-distributor_… kept changing under concurrent commands; try again',
               ),
             },
             inFlight: {
-              value: domainProblem(
-                new DomainError(
-                  'IDEMPOTENCY_KEY_IN_FLIGHT',
-                  'a request with this Idempotency-Key is still in progress; retry later',
-                ),
+              value: refused(
+                'IDEMPOTENCY_KEY_IN_FLIGHT',
+                'a request with this Idempotency-Key is still in progress; retry later',
               ),
             },
           }),
@@ -692,12 +679,12 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           `The body is larger than ${BODY_LIMIT}.`,
           problemContent({
             tooLarge: {
-              value: {
-                type: '/problems/payload-too-large',
-                status: 413,
-                title: 'Payload Too Large',
-                detail: 'The body is larger than this API accepts.',
-              },
+              value: problem(
+                'payload-too-large',
+                413,
+                'Payload Too Large',
+                'The body is larger than this API accepts.',
+              ),
             },
           }),
         ),
@@ -705,11 +692,9 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           'The Idempotency-Key was already used with a different request.',
           problemContent({
             keyReused: {
-              value: domainProblem(
-                new DomainError(
-                  'IDEMPOTENCY_KEY_REUSED',
-                  'this Idempotency-Key was already used with a different request',
-                ),
+              value: refused(
+                'IDEMPOTENCY_KEY_REUSED',
+                'this Idempotency-Key was already used with a different request',
               ),
             },
           }),
@@ -754,7 +739,7 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
         };
     return {
       operationId: spec.operationId,
-      tags: [spec.partyType === 'distributor' ? 'Distributors' : 'Merchants'],
+      tags: [`${titled(spec.partyType)}s`],
       summary: spec.summary,
       description: spec.description,
       'x-permission': spec.permission,
@@ -811,12 +796,12 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
                   `party's (which is never told apart).`,
                 problemContent({
                   notFound: {
-                    value: {
-                      type: '/problems/not-found',
-                      status: 404,
-                      title: 'Not Found',
-                      detail: `There is no ${spec.item.what} ${spec.item.example} here.`,
-                    },
+                    value: problem(
+                      'not-found',
+                      404,
+                      'Not Found',
+                      `There is no ${spec.item.what} ${spec.item.example} here.`,
+                    ),
                   },
                 }),
               ),
@@ -848,6 +833,32 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
   const single = (partyType: 'distributor' | 'merchant', what: 'operation' | 'payment') =>
     `Extension (not in the contract): one ${what} of the ${partyType} by its id, the same object as its list ` +
     `shows, with an ETag. An id that is not this ${partyType}'s is 404, exactly as one that does not exist.`;
+  const getOperation = (partyType: 'distributor' | 'merchant') =>
+    read({
+      operationId: `get${titled(partyType)}Operation`,
+      partyType,
+      permission: 'Read Transactions',
+      summary: `Read one of a ${partyType}'s operations`,
+      description: single(partyType, 'operation'),
+      item: { what: 'operation', example: OPERATION_ID },
+      schema: ref(`${titled(partyType)}Operation`),
+      example: responses[`${partyType}Operation`],
+    });
+  const getBalance = (partyType: 'distributor' | 'merchant') =>
+    read({
+      operationId: `get${titled(partyType)}Balance`,
+      partyType,
+      permission: 'Read Balance',
+      summary: `Read a ${partyType}'s balance`,
+      description:
+        `The balance of the ${partyType}'s wallet. \`balance\` is the contract's field: the executed balance, as a ` +
+        `decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the contract; a ` +
+        `client may ignore them): \`held\` is what the ${partyType}'s pending and approved operations hold (amount ` +
+        'plus fee each), and `available` = `balance` − `held` is what a create can spend now; an ' +
+        'insufficient-balance refusal names it. The figures follow the events within moments (read model).',
+      schema: ref('Balance'),
+      example: responses.balance,
+    });
   return {
     openapi: '3.1.0',
     info: {
@@ -907,30 +918,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           example: [responses.merchantOperation],
         }),
       },
-      '/api/v1/distributors/{distributorID}/operations/{operationID}': {
-        get: read({
-          operationId: 'getDistributorOperation',
-          partyType: 'distributor',
-          permission: 'Read Transactions',
-          summary: "Read one of a distributor's operations",
-          description: single('distributor', 'operation'),
-          item: { what: 'operation', example: OPERATION_ID },
-          schema: ref('DistributorOperation'),
-          example: responses.distributorOperation,
-        }),
-      },
-      '/api/v1/merchants/{merchantID}/operations/{operationID}': {
-        get: read({
-          operationId: 'getMerchantOperation',
-          partyType: 'merchant',
-          permission: 'Read Transactions',
-          summary: "Read one of a merchant's operations",
-          description: single('merchant', 'operation'),
-          item: { what: 'operation', example: OPERATION_ID },
-          schema: ref('MerchantOperation'),
-          example: responses.merchantOperation,
-        }),
-      },
+      '/api/v1/distributors/{distributorID}/operations/{operationID}': { get: getOperation('distributor') },
+      '/api/v1/merchants/{merchantID}/operations/{operationID}': { get: getOperation('merchant') },
       '/api/v1/merchants/{merchantID}/payments/{operationID}': {
         get: read({
           operationId: 'getMerchantPayment',
@@ -970,40 +959,8 @@ export function buildOpenApiDocument(assetScale: number): OpenApiDocument {
           example: [responses.payment],
         }),
       },
-      '/api/v1/distributors/{distributorID}/balance': {
-        get: read({
-          operationId: 'getDistributorBalance',
-          partyType: 'distributor',
-          permission: 'Read Balance',
-          summary: "Read a distributor's balance",
-          description:
-            `The balance of the distributor's wallet. \`balance\` is the contract's field: the executed balance, ` +
-            `as a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the ` +
-            `contract; a client may ignore them): \`held\` is what the distributor's pending and approved ` +
-            `operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create ` +
-            'can spend now; an insufficient-balance refusal names it. The figures follow the events within ' +
-            'moments (read model).',
-          schema: ref('Balance'),
-          example: responses.balance,
-        }),
-      },
-      '/api/v1/merchants/{merchantID}/balance': {
-        get: read({
-          operationId: 'getMerchantBalance',
-          partyType: 'merchant',
-          permission: 'Read Balance',
-          summary: "Read a merchant's balance",
-          description:
-            `The balance of the merchant's wallet. \`balance\` is the contract's field: the executed balance, as ` +
-            `a decimal string at the asset scale. \`available\` and \`held\` are extension fields (not in the ` +
-            `contract; a client may ignore them): \`held\` is what the merchant's pending and approved ` +
-            `operations hold (amount plus fee each), and \`available\` = \`balance\` − \`held\` is what a create ` +
-            'can spend now; an insufficient-balance refusal names it. The figures follow the events within ' +
-            'moments (read model).',
-          schema: ref('Balance'),
-          example: responses.balance,
-        }),
-      },
+      '/api/v1/distributors/{distributorID}/balance': { get: getBalance('distributor') },
+      '/api/v1/merchants/{merchantID}/balance': { get: getBalance('merchant') },
     },
     webhooks: webhooks(),
     components,

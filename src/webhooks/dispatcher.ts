@@ -30,20 +30,12 @@ import { EndpointLeases } from './endpoint-lease.ts';
 import { attemptStep, endpointStep, loopStep, queueStep, type AttemptStep } from './delivery-workflow.ts';
 
 /**
- * Sends the queued deliveries: a supervised consumer whose session loops over the active endpoints and runs,
- * for each endpoint with a delivery due, one worker that sends that endpoint's deliveries one at a time in event
- * order. Endpoints are independent: a slow or failing receiver holds up only its own queue (and one of the
- * `concurrency` worker slots while an attempt lasts, never longer than the timeout).
+ * Sends the queued deliveries: a supervised consumer whose session runs, for each endpoint with a delivery due, one
+ * worker that sends its deliveries one at a time in event order; a slow receiver holds up only its own queue.
  *
- * At least once: an attempt is recorded (the attempt and the delivery's new state, in one commit) after the
- * receiver answered; a process killed between the two sends the same event (same id, same body) again. A
- * store error while recording fails the session, and the supervisor starts a new one after a backoff.
- *
- * Across processes, an endpoint's worker holds a heartbeat lease (endpoint-lease.ts) so that two processes do
- * not send one endpoint's deliveries at once; a process that stopped beating loses it after `leaseMs` of the
- * other processes' own monotonic clocks, whatever the wall clocks say. An attempt is recorded only under the
- * lease (a fenced commit): a sender that was paused past its lease drops its result rather than overwrite the
- * newer holder's (the receiver may then have the event twice, which at-least-once allows; the log never lies).
+ * At least once: an attempt and the delivery's new state are recorded in one commit after the receiver answered (a
+ * process killed between sends the same event again); a store error fails the session, retried after a backoff.
+ * Across processes a worker holds its endpoint's heartbeat lease (endpoint-lease.ts), and records only under it.
  */
 export { WEBHOOK_LEASES_COLLECTION } from './endpoint-lease.ts';
 

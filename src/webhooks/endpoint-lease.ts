@@ -15,21 +15,14 @@ type HolderDoc = {
 };
 
 /**
- * Which process sends an endpoint's deliveries, decided without comparing two hosts' clocks: a heartbeat lease.
- * The lease is a beat counter in the read store (a checkpoint named `webhook-lease:<endpoint>`): odd while held,
- * even once released. Every move of it is a compare-and-set (a commit fenced by the checkpoint: atomic on every
- * adapter): the holder moves it at each recorded attempt and, when idle, before an attempt whose lease may run
- * short; a peer takes a held lease over only once it has seen the beat unchanged for `leaseMs` of ITS OWN
- * monotonic clock, by a compare-and-set on the beat it saw. Whatever either wall clock says, a live holder keeps
- * its lease, and a dead one's is taken over a lease after it stopped beating. A holder that was paused past its
- * lease finds the beat moved at its next write: what it was about to record is dropped (the fence), never
- * written over the newer holder's.
+ * Which process sends an endpoint's deliveries, decided without comparing two hosts' clocks (docs/webhooks.md): a
+ * heartbeat lease, a beat counter in the read store (checkpoint `webhook-lease:<endpoint>`), odd while held. Every
+ * move is a compare-and-set: the holder beats at each recorded attempt (and, idle, before an attempt whose lease may
+ * run short); a peer takes over only once it has seen the beat unchanged for `leaseMs` of its own monotonic clock. A
+ * holder paused past its lease finds the beat moved at its next write and drops what it was about to record.
  *
- * Each move also records who made it (the holder's random id and the beat, in `webhook_leases`, same commit). A
- * holder whose write failed without an answer (written or not, it cannot tell) finds at its next look the beat at
- * one it wrote or tried to write and itself named with that very beat: the lease is still its own, so it goes on
- * rather than wait a lease for itself. A beat number alone would not do: a peer taking the lease over writes the
- * same number as the holder's next beat.
+ * Each move also records its holder's random id with the beat (same commit): a holder whose write went unanswered
+ * recognises the beat as its own at its next look, which the number alone cannot tell from a peer's takeover.
  */
 export class EndpointLeases {
   private readonly readStore: ReadStore;

@@ -82,6 +82,12 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     },
     metadata: meta,
   });
+  /** Approved by checker `c`, expiring a month after `at`. */
+  const keyApproved = (keyID: string): NewEvent => ({
+    type: 'ApiKeyApproved',
+    data: { keyID, approvedBy: 'c', approvedAt: at, expiresAt: '2026-02-01T00:00:00Z', secretHash: 'ab'.repeat(32) },
+    metadata: meta,
+  });
   const withdrawn = (keyID: string, withdrawnBy: string): NewEvent => ({
     type: 'ApiKeyRequestWithdrawn',
     data: { keyID, withdrawnBy, withdrawnAt: at },
@@ -152,6 +158,41 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
     expect(
       details.some((d) => d.includes('ApiKeyRequestWithdrawn of API key key_B while it is active, not pending')),
     ).toBe(true);
+  });
+
+  it('when a key is requested by a stranger, a non-maker, a maker of another party or twice, or its revocation by a checker, then verify names each', async () => {
+    const elsewhere = user('o', ['maker']);
+    await store.append('user-m', [user('m', ['maker'])], 'no_stream');
+    await store.append('user-c', [user('c', ['checker'])], 'no_stream');
+    await store.append(
+      'user-o',
+      [{ ...elsewhere, data: { ...(elsewhere.data as object), party: { type: 'merchant', id: 'm2' } } }],
+      'no_stream',
+    );
+    await store.append('apikey-key_S', [requested('key_S', 'nobody')], 'no_stream');
+    await store.append('apikey-key_C', [requested('key_C', 'c')], 'no_stream');
+    await store.append('apikey-key_O', [requested('key_O', 'o')], 'no_stream');
+    await store.append('apikey-key_T', [requested('key_T', 'm'), requested('key_T', 'm')], 'no_stream');
+    await store.append(
+      'apikey-key_R',
+      [
+        requested('key_R', 'm'),
+        keyApproved('key_R'),
+        {
+          type: 'ApiKeyRevocationRequested',
+          data: { keyID: 'key_R', requestedBy: 'c', reason: 'lost', requestedAt: at },
+          metadata: meta,
+        },
+      ],
+      'no_stream',
+    );
+    expect(await problems()).toEqual([
+      'key requested of key_S by nobody, who is not a user at that point',
+      'key requested of key_C by user c, who does not have the maker role',
+      'key requested of key_O by user o of merchant:m2, not of merchant:m1',
+      'API key key_T requested twice',
+      'key revocationrequested of key_R by c, not a maker of merchant:m1',
+    ]);
   });
 
   it('when a key and a webhook endpoint are rotated with the commands, then nothing is wrong and the key history shows the rotation', async () => {
@@ -353,17 +394,7 @@ describe('audit verify: withdrawn API-key requests', { timeout: 60_000 }, () => 
   it('when a rotation is approved by its requester, held for someone else, or decided with none pending, then verify names it', async () => {
     await store.append('user-m', [user('m', ['maker', 'checker'])], 'no_stream');
     await store.append('user-c', [user('c', ['checker'])], 'no_stream');
-    const approved: NewEvent = {
-      type: 'ApiKeyApproved',
-      data: {
-        keyID: 'key_R',
-        approvedBy: 'c',
-        approvedAt: at,
-        expiresAt: '2026-02-01T00:00:00Z',
-        secretHash: 'ab'.repeat(32),
-      },
-      metadata: meta,
-    };
+    const approved = keyApproved('key_R');
     const rotationRequested: NewEvent = {
       type: 'ApiKeyRotationRequested',
       data: { keyID: 'key_R', requestedBy: 'm', reason: 'yearly', requestedAt: at },

@@ -408,6 +408,32 @@ describe('audit verify: the rules of the history', () => {
     );
   });
 
+  it('when an operation is requested twice, with a key that never existed or a key of another party, or approved without a request, then the operation check names each', async () => {
+    const twice = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k1');
+    await request(twice);
+    await store.append(
+      `operation-${twice.operationID}`,
+      [{ type: 'OperationRequested', data: twice, metadata: { actor: 'apikey:k1' } }],
+      'any',
+    );
+    const unknownKey = operation('1.00', { kind: 'distributor', id: 'd1' }, 'k9');
+    await request(unknownKey);
+    const elsewhere = {
+      ...operation('1.00', { kind: 'distributor', id: 'd2' }, 'k1'),
+      party: { type: 'distributor' as const, id: 'd2' },
+    };
+    await request(elsewhere);
+    const never = operation('1.00');
+    await decide(never, 'OperationApproved', users.checker);
+    const report = await verify();
+    expect(report.problems.filter((p) => p.check === 'operation').map((p) => p.detail)).toEqual([
+      `operation ${twice.operationID} requested twice`,
+      `operation ${unknownKey.operationID} created with API key k9, which does not exist`,
+      `operation ${elsewhere.operationID} of distributor:d2 created with a key of distributor:d1`,
+      `OperationApproved of operation ${never.operationID}, which was never requested`,
+    ]);
+  });
+
   it('when money moves that no operation moved, or more than it should, then the supply check names it', async () => {
     const cashIn = await issueAndCashIn();
     await decide(cashIn, 'OperationApproved', users.checker);
@@ -429,6 +455,23 @@ describe('audit verify: the rules of the history', () => {
       expect.stringContaining('are not what it requested'),
       expect.stringContaining('all wallets sum to 6.00 instead of 0'),
       expect.stringContaining('money moved for operation test_x, which does not exist'),
+    ]);
+  });
+
+  it('when a movement carries an amount that is not a decimal, then the wallet check names it', async () => {
+    await store.append(
+      'wallet-distributor_d1',
+      [
+        {
+          type: 'WalletCredited',
+          data: { wallet: { kind: 'distributor', id: 'd1' }, operationID: 'test_y', amount: '1,50' },
+        },
+      ],
+      'any',
+    );
+    const report = await verify();
+    expect(report.problems.filter((p) => p.check === 'wallet').map((p) => p.detail)).toEqual([
+      'WalletCredited of distributor:d1: amount "1,50" is not a decimal',
     ]);
   });
 

@@ -326,6 +326,30 @@ describe('wallet-ops user and access', { timeout: 180_000 }, () => {
     expect(human.stdout).not.toMatch(HALF);
   });
 
+  it('when the users and the access requests are listed without --json, then each is a line a person reads', async () => {
+    const acme = [
+      `distributor 1001 Acme Agents (${distributorID})`,
+      '  checker@acme.test                maker           active (temporary password)',
+      '  maker@acme.test                  maker           disabled',
+    ];
+    const users = await runCli(['user', 'list', ...data]);
+    expect(users.stdout.trimEnd().split('\n')).toEqual([
+      'platform administrators',
+      '  one@platform.test                administrator   active',
+      '  two@platform.test                administrator   active',
+      ...acme,
+    ]);
+    expect((await runCli(['user', 'list', '--party', party, ...data])).stdout.trimEnd().split('\n')).toEqual(acme);
+    const requests = (await runCli(['access', 'list', ...data])).stdout.trimEnd().split('\n');
+    expect(requests.map((line) => line.replace(/^acr_[0-9a-f]+ {2}/, ''))).toEqual([
+      'approved Reset the password of checker@acme.test  (by one@platform.test; approved by two@platform.test)',
+      'approved Give checker@acme.test the maker role  (by two@platform.test; approved by one@platform.test)',
+      'rejected Enable maker@acme.test  (by one@platform.test; rejected by two@platform.test)',
+      'approved Add checker@acme.test as checker of Acme Agents (distributor 1001)  (by one@platform.test; approved ' +
+        'by two@platform.test)',
+    ]);
+  });
+
   it('when the arguments are wrong, then the CLI exits 2', async () => {
     expect(
       (await runCli(['user', 'request-add', '--email', 'x@y.test', '--as', 'one@platform.test', ...data])).code,

@@ -135,6 +135,13 @@ describe('wallet-ops webhook', () => {
     });
   });
 
+  it('when an endpoint has sent nothing yet, then its delivery log says none; a limit out of range is a usage error', async () => {
+    const { endpointID } = await add('https://shop.example/quiet');
+    const log = await runCli(['webhook', 'deliveries', endpointID, ...data]);
+    expect({ code: log.code, stdout: log.stdout }).toEqual({ code: 0, stdout: `0 deliveries to ${endpointID}\n` });
+    expect((await runCli(['webhook', 'deliveries', endpointID, '--limit', '0', ...data])).code).toBe(2);
+  });
+
   it('when the URL is http://127.0.0.1, then it is refused, naming WEBHOOK_ALLOW_INSECURE_LOCALHOST, unless that is true', async () => {
     const refused = await runCli([
       'webhook',
