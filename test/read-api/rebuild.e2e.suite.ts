@@ -338,6 +338,9 @@ export function rebuildEndToEnd(): void {
     });
 
     it('when an operator rebuilds every projection in another process, then every response during the rebuild is the whole model as before, and so are the documents after', async () => {
+      const { readStore } = sys.system.stores;
+      const generations = () => Promise.all(PROJECTIONS.map((p) => readStore.getGeneration(p.name)));
+      const generationsBefore = await generations();
       let finished = false;
       const rebuild = runCliProcess(['projections', 'rebuild', '--json', '--data-dir', sys.config.DATA_DIR]).finally(
         () => (finished = true),
@@ -346,12 +349,15 @@ export function rebuildEndToEnd(): void {
       let rounds = 0;
       let roundsDuringReplay = 0;
       while (!finished) {
-        const replayingNow = async () =>
-          (
-            await Promise.all(PROJECTIONS.map((p) => sys.system.stores.readStore.getCheckpoint(`${p.name}__rebuild`)))
-          ).some((c) => c !== null);
-        // Looked at before and after the round's reads: on a busy machine one round may span the whole replay.
-        let replaying = await replayingNow();
+        // How far the rebuild is: promoted (a projection's generation raised) or replaying (its shadow's checkpoint).
+        const promoted = async () => (await generations()).map((g, i) => g > generationsBefore[i]!);
+        const replaying = async () =>
+          (await Promise.all(PROJECTIONS.map((p) => readStore.getCheckpoint(`${p.name}__rebuild`)))).some(
+            (c) => c !== null,
+          );
+        // The round overlapped the rebuild when it began before every projection was promoted and, when it ended,
+        // some replay had begun: on a busy machine one round may span a whole replay, seen by neither look.
+        const unfinishedAtStart = (await promoted()).some((p) => !p);
         for (const [name, r] of await readAll()) {
           if (r.status !== 200) mismatches.push(`${name}: status ${r.status}`);
           else if (!isEqual(r.body, snapshot.get(name))) {
@@ -361,8 +367,8 @@ export function rebuildEndToEnd(): void {
           }
         }
         rounds++;
-        replaying ||= await replayingNow();
-        if (replaying) roundsDuringReplay++;
+        const begunAtEnd = (await promoted()).some(Boolean) || (await replaying());
+        if (unfinishedAtStart && begunAtEnd) roundsDuringReplay++;
       }
       const result = await rebuild;
       expect(result.code, result.stderr).toBe(0);
