@@ -32,10 +32,11 @@ describe('the Bearer header', () => {
     const pieces = ['Bearer', 'bearer', 'BEARER', ' ', '  ', '\t', '\u00a0', '\ufeff', 'a', 'x.y', '\u0085', 'é'];
     let seed = 41;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pick = (from: string[]) => from[Math.floor(random() * from.length)] ?? '';
     for (let n = 0; n < 5000; n++) {
-      let header = random() < 0.8 ? ['Bearer', 'bearer', 'BeArEr'][Math.floor(random() * 3)] : '';
+      let header = random() < 0.8 ? pick(['Bearer', 'bearer', 'BeArEr']) : '';
       const parts = Math.floor(random() * 5);
-      for (let p = 0; p < parts; p++) header += pieces[Math.floor(random() * pieces.length)];
+      for (let p = 0; p < parts; p++) header += pick(pieces);
       expect(bearerToken(header), JSON.stringify(header)).toBe(BEARER.exec(header)?.[1]);
     }
   });
