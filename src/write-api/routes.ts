@@ -99,23 +99,24 @@ export function writeRoutes(deps: WriteApiDeps): Router {
   for (const partyType of ['distributor', 'merchant'] as const) {
     const path = `/api/v1/${partyType}s/:${partyType}ID/operations`;
     // Counted when the response is finished, whichever middleware answered it (the body parser, the handler, the
-    // problem handler).
-    const countCreate: RequestHandler = (_req, res, next) => {
-      const onCreate = deps.onCreate;
-      if (onCreate) {
-        res.once('finish', () => {
-          const status = res.statusCode;
+    // problem handler): one listener per route, not a closure per request (`finish` is emitted once: `on`).
+    const onCreate = deps.onCreate;
+    const finished = onCreate
+      ? function (this: Response) {
+          const status = this.statusCode;
           const outcome =
             status >= 500
               ? 'error'
               : status >= 400
                 ? 'refused'
-                : res.getHeader('Idempotent-Replayed') === 'true'
+                : this.getHeader('Idempotent-Replayed') === 'true'
                   ? 'replayed'
                   : 'created';
-          onCreate(partyType, outcome, status >= 400 ? (problemTypeOf(res) ?? 'unknown') : '');
-        });
-      }
+          onCreate(partyType, outcome, status >= 400 ? (problemTypeOf(this) ?? 'unknown') : '');
+        }
+      : undefined;
+    const countCreate: RequestHandler = (_req, res, next) => {
+      if (finished) res.on('finish', finished);
       next();
     };
     router.post(
