@@ -18,43 +18,7 @@ import type { ApiRateLimits } from './rate-limit.ts';
  * allowed address is never refused for its address's failures: a 256-bit secret cannot be guessed, and a
  * client must not be locked out by a neighbour behind the same NAT.
  */
-/**
- * The token of `Bearer <token>` (the scheme in any case, one or more spaces, no whitespace in the token, trailing
- * spaces allowed), as /^Bearer +([^\s]+) *$/i took it: by hand, for the regex was the largest self time of this
- * module on every request's path.
- */
-export function bearerToken(header: string): string | undefined {
-  const length = header.length;
-  for (let i = 0; i < 6; i++) if ((header.charCodeAt(i) | 0x20) !== SCHEME.charCodeAt(i)) return undefined;
-  let start = 6;
-  while (start < length && header.charCodeAt(start) === SPACE) start++;
-  if (start === 6) return undefined;
-  let end = start;
-  while (end < length && !isWhitespace(header.charCodeAt(end))) end++;
-  if (end === start) return undefined;
-  for (let i = end; i < length; i++) if (header.charCodeAt(i) !== SPACE) return undefined;
-  return header.slice(start, end);
-}
-
-const SCHEME = 'bearer';
-const SPACE = 0x20;
-
-/** What \s matches in a JavaScript regular expression. */
-function isWhitespace(code: number): boolean {
-  if (code <= SPACE) return code === SPACE || (code >= 0x09 && code <= 0x0d);
-  if (code < 0xa0) return false;
-  return (
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000 ||
-    code === 0xfeff
-  );
-}
+const BEARER = /^Bearer +([^\s]+) *$/i;
 
 export function authenticatedKey(res: Response): ApiKeyRecord {
   const key = res.locals.apiKey as ApiKeyRecord | undefined;
@@ -83,7 +47,7 @@ export function authenticate(
   const check = (req: Request, res: Response, now: string): ApiKeyRecord => {
     const header = req.headers.authorization;
     if (!header) throw unauthorized('An Authorization header with a Bearer API key is required.', false);
-    const token = bearerToken(header);
+    const token = BEARER.exec(header)?.[1];
     if (!token) throw unauthorized('The Authorization header must be "Bearer <API key>".', true);
     const presented = parseApiKey(token);
     const key = presented ? directory.get(presented.keyID) : undefined;
