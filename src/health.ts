@@ -133,21 +133,18 @@ export class WriteWatch {
   ): T {
     const writes = new Set<string | symbol>(methods.writes);
     const reads = new Set<string | symbol>(methods.reads ?? []);
+    const succeeded = () => this.succeeded(name);
+    const failed = (error: unknown) => this.failed(name, error);
     return new Proxy(store, {
-      get: (object, property) => {
-        const value: unknown = Reflect.get(object, property, object);
-        if (typeof value !== 'function' || !(writes.has(property) || reads.has(property))) return value;
-        const write = writes.has(property);
+      get: wrapOnce((object, value, property) => {
+        if (!(writes.has(property) || reads.has(property))) return value;
+        const onSuccess = writes.has(property) ? succeeded : noop;
         return (...args: unknown[]) => {
-          const result = (value as (...a: unknown[]) => unknown).apply(object, args);
-          if (result instanceof Promise)
-            result.then(
-              () => write && this.succeeded(name),
-              (error: unknown) => this.failed(name, error),
-            );
+          const result = value.apply(object, args);
+          if (result instanceof Promise) result.then(onSuccess, failed);
           return result;
         };
-      },
+      }),
     });
   }
 }
@@ -212,19 +209,38 @@ function observeFailures<T extends object>(target: T, seen: (error: unknown) => 
     return result;
   };
   return new Proxy(target, {
-    get(object, property) {
-      const value: unknown = Reflect.get(object, property, object);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        try {
-          return observe((value as (...a: unknown[]) => unknown).apply(object, args));
-        } catch (error) {
-          seen(error);
-          throw error;
-        }
-      };
-    },
+    get: wrapOnce((object, value) => (...args: unknown[]) => {
+      try {
+        return observe(value.apply(object, args));
+      } catch (error) {
+        seen(error);
+        throw error;
+      }
+    }),
   });
+}
+
+const noop = () => {};
+
+type Method = (...args: unknown[]) => unknown;
+
+/**
+ * A proxy's `get` that wraps each method once, not once per read of it (a closure per call on every request's path):
+ * the wrapper is kept per property, and made again only if the property now holds another function.
+ */
+function wrapOnce<T extends object>(
+  wrap: (object: T, method: Method, property: string | symbol) => unknown,
+): (object: T, property: string | symbol) => unknown {
+  const wrapped = new Map<string | symbol, { method: Method; wrapper: unknown }>();
+  return (object, property) => {
+    const value: unknown = Reflect.get(object, property, object);
+    if (typeof value !== 'function') return value;
+    const known = wrapped.get(property);
+    if (known?.method === value) return known.wrapper;
+    const wrapper = wrap(object, value as Method, property);
+    wrapped.set(property, { method: value as Method, wrapper });
+    return wrapper;
+  };
 }
 
 function observeIterable<I extends AsyncIterable<unknown> & object>(iterable: I, seen: (error: unknown) => void): I {

@@ -11,6 +11,7 @@ import type { ApiKeyDirectory } from '../projections/api-key-directory.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
 import { wroteOperation, type ReadYourWrites } from '../projections/read-your-writes.ts';
 import { KeyedMutex } from '../shared/keyed-mutex.ts';
+import { jsonBody } from './json-body.ts';
 import { parseCreateOperation, type OperationSchemas } from './schemas.ts';
 
 export interface WriteApiDeps {
@@ -40,6 +41,7 @@ export interface WriteApiDeps {
 }
 
 export const BODY_LIMIT = '16kb';
+const BODY_LIMIT_BYTES = 16 * 1024;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** JSON only: anything else is a validation problem naming the Content-Type, before the body is read. */
@@ -89,6 +91,7 @@ export function writeRoutes(deps: WriteApiDeps): Router {
     type: () => true,
     verify: (_req, _res, buffer) => void utf8.decode(buffer),
   });
+  const body = jsonBody(BODY_LIMIT_BYTES, [requireJson, json]);
   // Requests with the same API key and Idempotency-Key that are running now: a duplicate waits for the first
   // (and then replays its answer: the decision is the command's, src/commands/create-operation.ts repeatOf).
   const inFlight = new KeyedMutex();
@@ -96,23 +99,24 @@ export function writeRoutes(deps: WriteApiDeps): Router {
   for (const partyType of ['distributor', 'merchant'] as const) {
     const path = `/api/v1/${partyType}s/:${partyType}ID/operations`;
     // Counted when the response is finished, whichever middleware answered it (the body parser, the handler, the
-    // problem handler).
-    const countCreate: RequestHandler = (_req, res, next) => {
-      const onCreate = deps.onCreate;
-      if (onCreate) {
-        res.once('finish', () => {
-          const status = res.statusCode;
+    // problem handler): one listener per route, not a closure per request (`finish` is emitted once: `on`).
+    const onCreate = deps.onCreate;
+    const finished = onCreate
+      ? function (this: Response) {
+          const status = this.statusCode;
           const outcome =
             status >= 500
               ? 'error'
               : status >= 400
                 ? 'refused'
-                : res.getHeader('Idempotent-Replayed') === 'true'
+                : this.getHeader('Idempotent-Replayed') === 'true'
                   ? 'replayed'
                   : 'created';
-          onCreate(partyType, outcome, status >= 400 ? (problemTypeOf(res) ?? 'unknown') : '');
-        });
-      }
+          onCreate(partyType, outcome, status >= 400 ? (problemTypeOf(this) ?? 'unknown') : '');
+        }
+      : undefined;
+    const countCreate: RequestHandler = (_req, res, next) => {
+      if (finished) res.on('finish', finished);
       next();
     };
     router.post(
@@ -120,8 +124,7 @@ export function writeRoutes(deps: WriteApiDeps): Router {
       auth,
       authorize('Perform Operations', partyType, `${partyType}ID`),
       countCreate,
-      requireJson,
-      json,
+      body,
       async (req: Request, res: Response) => {
         const key = authenticatedKey(res);
         const parsed = parseCreateOperation(deps.schemas, partyType, req.body);
