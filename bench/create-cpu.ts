@@ -9,12 +9,13 @@
  */
 import '../test/support/fast-passwords.ts';
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { seedSystem, startLayout, type Layout } from './support/system-processes.ts';
+import { pinWalFrames } from './support/wal-frames.ts';
 
 const args = new Map(
   process.argv.slice(2).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]),
@@ -157,49 +158,19 @@ try {
   dir.cleanup();
 }
 
-/**
- * The WAL frames the processes write into a SQLite file from now on, and the b-tree (table or index) each frame's
- * page belongs to. A read transaction held open here keeps the WAL from being restarted by a checkpoint, so every
- * frame written after it stays in the file, after the frame count the shared-memory index holds now.
- */
+/** The read store's WAL frames per create from now on, by table and index (bench/support/wal-frames.ts). */
 function walFrames(file: string): { report(count: number): void } {
   // A reader of a fully checkpointed WAL reads the database file alone and does not hold the WAL: one frame first.
   const writer = new Database(file);
   writer.pragma('wal_autocheckpoint = 0');
   writer.prepare("INSERT OR REPLACE INTO checkpoints (projection, position) VALUES ('bench-frames', 0)").run();
   writer.close();
-  const pin = new Database(file, { readonly: true });
-  pin.prepare('BEGIN').run();
-  pin.prepare('SELECT count(*) FROM sqlite_schema').get();
-  // Kept open until the pin ends: closing any descriptor of the file would drop this process's POSIX locks on it.
-  const shm = openSync(`${file}-shm`, 'r');
-  const header = Buffer.alloc(20);
-  const maxFrame = () => (readSync(shm, header, 0, 20, 0), header.readUInt32LE(16));
-  const from = maxFrame();
+  const counted = pinWalFrames(file);
   return {
     report(count) {
-      const to = maxFrame();
-      pin.prepare('COMMIT').run();
-      closeSync(shm);
-      const wal = readFileSync(`${file}-wal`);
-      const pageSize = wal.readUInt32BE(8);
-      const owners = new Map(
-        (pin.prepare('SELECT pageno, name FROM dbstat').all() as Array<{ pageno: number; name: string }>).map((r) => [
-          r.pageno,
-          r.name,
-        ]),
-      );
-      pin.close();
-      const byOwner = new Map<string, number>();
-      let commits = 0;
-      for (let frame = from; frame < to; frame++) {
-        const at = 32 + frame * (24 + pageSize);
-        const owner = owners.get(wal.readUInt32BE(at)) ?? '(free or new)';
-        byOwner.set(owner, (byOwner.get(owner) ?? 0) + 1);
-        if (wal.readUInt32BE(at + 4) !== 0) commits++;
-      }
+      const { frames, commits, byOwner } = counted();
       console.log(
-        `read store: ${((to - from) / count).toFixed(2)} WAL frames, ${(commits / count).toFixed(2)} commits per create`,
+        `read store: ${(frames / count).toFixed(2)} WAL frames, ${(commits / count).toFixed(2)} commits per create`,
       );
       for (const [owner, n] of [...byOwner].sort((a, b) => b[1] - a[1]))
         console.log(`  ${(n / count).toFixed(2).padStart(6)}  ${owner}`);

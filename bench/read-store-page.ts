@@ -8,15 +8,14 @@
  * file, by table and index, and its commits. `trees`: the read store and projections of each source tree, run in
  * turn (runs of each, interleaved), for an A/B on a shared machine.
  */
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
 import type { StreamAppend } from '../src/ports/event-store.ts';
 import type { ReadStore } from '../src/ports/read-store.ts';
 import type { Projection, ProjectedEvent } from '../src/projections/projection.ts';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { operationEvents } from './support/read-system.ts';
+import { pinWalFrames } from './support/wal-frames.ts';
 
 const args = new Map(
   process.argv.slice(2).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]),
@@ -103,40 +102,6 @@ async function commitPage(tree: Tree, store: ReadStore, projections: Projection[
 }
 const checkpoints = new Map<string, number>();
 
-/** The frames written from now on into a WAL, by the b-tree each frame's page belongs to (see bench/create-cpu.ts). */
-function walFrames(file: string): () => { frames: number; commits: number; byOwner: Map<string, number> } {
-  const pin = new Database(file, { readonly: true });
-  pin.prepare('BEGIN').run();
-  pin.prepare('SELECT count(*) FROM sqlite_schema').get();
-  const shm = openSync(`${file}-shm`, 'r');
-  const header = Buffer.alloc(20);
-  const maxFrame = () => (readSync(shm, header, 0, 20, 0), header.readUInt32LE(16));
-  const from = maxFrame();
-  return () => {
-    const to = maxFrame();
-    pin.prepare('COMMIT').run();
-    closeSync(shm);
-    const wal = readFileSync(`${file}-wal`);
-    const pageSize = wal.readUInt32BE(8);
-    const owners = new Map(
-      (pin.prepare('SELECT pageno, name FROM dbstat').all() as Array<{ pageno: number; name: string }>).map((r) => [
-        r.pageno,
-        r.name,
-      ]),
-    );
-    pin.close();
-    const byOwner = new Map<string, number>();
-    let commits = 0;
-    for (let frame = from; frame < to; frame++) {
-      const at = 32 + frame * (24 + pageSize);
-      const owner = owners.get(wal.readUInt32BE(at)) ?? '(free or new)';
-      byOwner.set(owner, (byOwner.get(owner) ?? 0) + 1);
-      if (wal.readUInt32BE(at + 4) !== 0) commits++;
-    }
-    return { frames: to - from, commits, byOwner };
-  };
-}
-
 async function measure(tree: Tree, frames: boolean): Promise<number> {
   if (args.get('dir')) process.env.TMPDIR = args.get('dir');
   const dir = tempDir('read-store-page-');
@@ -155,7 +120,7 @@ async function measure(tree: Tree, frames: boolean): Promise<number> {
     );
     // A write of its own first: a reader of a fully checkpointed WAL would not hold it (see create-cpu.ts).
     await store.commit([], { projection: 'bench', position: 1 });
-    const count = frames ? walFrames(file) : undefined;
+    const count = frames ? pinWalFrames(file) : undefined;
     const started = process.cpuUsage();
     for (const page of pages) await commitPage(tree, store, projections, page);
     const used = process.cpuUsage(started);
