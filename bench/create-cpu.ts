@@ -15,6 +15,7 @@ import Database from 'better-sqlite3';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { seedSystem, startLayout, type Layout } from './support/system-processes.ts';
+import { processCpuMs } from './support/process-cpu.ts';
 import { pinWalFrames } from './support/wal-frames.ts';
 
 const args = new Map(
@@ -45,23 +46,7 @@ if (profDir) {
 const parts = args.get('parts');
 const running = await startLayout(parts ? [['bin/wallet-ops.js', 'serve', ...parts.split(',')]] : layout, dir.path);
 delete process.env.NODE_OPTIONS;
-/**
- * CPU ms of the processes: the time on CPU that /proc/<pid>/task/<tid>/schedstat counts in ns (the ticks of
- * /proc/<pid>/stat are 10 ms: the idle rate subtracted below moved by 0.1 ms per create at 1 connection), every
- * thread, or only each process's main thread (the event loop that serves HTTP: its task id is the pid).
- */
-const cpuMs = (thread: 'all' | 'main' = 'all') =>
-  running.pids.reduce((sum, pid) => {
-    let ns = 0;
-    for (const tid of thread === 'main' ? [String(pid)] : readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // the thread ended meanwhile (its time is lost: a worker thread of V8 or libuv, rarely)
-      }
-    }
-    return sum + ns / 1e6;
-  }, 0);
+const cpuMs = (thread: 'all' | 'main' = 'all') => processCpuMs(running.pids, thread);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 /** Events in the log, and the event store's group commits (its batch size histogram's count). */

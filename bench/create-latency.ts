@@ -7,9 +7,9 @@
  */
 import '../test/support/fast-passwords.ts';
 import { performance } from 'node:perf_hooks';
-import { readFileSync } from 'node:fs';
 import { tempDir } from '../test/support/temp-dir.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
+import { processCpuMs } from './support/process-cpu.ts';
 import { seedSystem, startLayout, type Layout } from './support/system-processes.ts';
 
 const args = new Map(
@@ -25,12 +25,8 @@ if (server)
 const dir = tempDir();
 const requests = await seedSystem(dir.path, 2, 10, async () => {});
 const running = await startLayout(layout, dir.path);
-/** CPU ms (user + system) of the layout's processes so far. */
-const cpuMs = () =>
-  running.pids.reduce((sum, pid) => {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return sum + ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  }, 0);
+/** CPU ms of the layout's processes so far, every thread. */
+const cpuMs = () => processCpuMs(running.pids);
 try {
   const times: number[] = [];
   let cpuAt = 0;
