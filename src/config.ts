@@ -575,6 +575,10 @@ const schema = z.object({
     'Fault injection: the first followers thread (FOLLOWERS_THREAD) throws an uncaught error this many ms after ' +
       'it is up, and is restarted. 0: never.',
   ),
+  FAULT_FOLLOWERS_THREAD_BLOCK_AFTER_MS: int(0, 600_000, 0).describe(
+    'Fault injection: the first followers thread (FOLLOWERS_THREAD) blocks its event loop for FAULT_HANG_MS this ' +
+      'many ms after it is up. 0: never.',
+  ),
   FAULT_HANG_MS: int(1, 600_000, 30_000).describe('Fault injection: how long a hung call waits before it fails.'),
 });
 

@@ -104,6 +104,9 @@ export async function buildWithFollowersThread(
 /** The worker's module beside this one: .ts in a checkout, .js in the compiled image. */
 const WORKER = new URL(`./followers-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
+/** A running thread that sends nothing for this long (20 status periods) is reported down: blocked, not dead. */
+const SILENT_AFTER_MS = 5_000;
+
 /** A thread that ran this long before it died starts the backoff afresh. */
 const STABLE_AFTER_MS = 60_000;
 
@@ -126,6 +129,8 @@ export class FollowersThread implements FollowersElsewhere {
   private worker: Worker | undefined;
   private generation = 0;
   private upSince = 0;
+  /** When the running thread last sent anything (its status comes every 250 ms). */
+  private heardAt = 0;
   private failures = 0;
   private state: FollowersThreadReport['state'] = 'starting';
   private lastExit: { reason: string; at: number } | null = null;
@@ -178,11 +183,20 @@ export class FollowersThread implements FollowersElsewhere {
     };
   }
 
-  /** While no thread is up after one died: since when, and why. */
+  /**
+   * While no thread is up after one died, or while the running one has been silent past SILENT_AFTER_MS (its event
+   * loop blocked: it reports every STATUS_EVERY_MS otherwise): since when, and why.
+   */
   down(): { since: number; reason: string } | undefined {
-    return this.state === 'restarting' && this.lastExit
-      ? { since: this.lastExit.at, reason: this.lastExit.reason }
-      : undefined;
+    if (this.state === 'restarting' && this.lastExit) return { since: this.lastExit.at, reason: this.lastExit.reason };
+    const silentMs = Date.now() - this.heardAt;
+    if (this.state === 'running' && silentMs > SILENT_AFTER_MS)
+      return {
+        since: this.heardAt,
+        reason:
+          `the followers thread has not reported for ${Math.round(silentMs / 1000)} s ` + '(its event loop is blocked)',
+      };
+    return undefined;
   }
 
   /** Stops the thread's followers (they commit what they handled and close their stores), then the thread. */
@@ -221,6 +235,7 @@ export class FollowersThread implements FollowersElsewhere {
     let failure: unknown;
     worker.on('message', (message: FromFollowers) => {
       if (this.worker !== worker) return;
+      this.heardAt = Date.now();
       if (message.type === 'ready') {
         this.ready(message);
         first?.resolve();

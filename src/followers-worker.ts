@@ -125,3 +125,12 @@ if (crashAfterMs > 0 && data.generation === 1) {
     throw new Error(`fault injected: the followers thread crashes ${crashAfterMs} ms after it is up`);
   }, crashAfterMs);
 }
+
+const blockAfterMs = config.FAULT_FOLLOWERS_THREAD_BLOCK_AFTER_MS;
+if (blockAfterMs > 0 && data.generation === 1) {
+  logger.warn({ blockAfterMs }, 'FAULT INJECTION ACTIVE: this followers thread will block its event loop');
+  setTimeout(() => {
+    // Busy, as a runaway computation would be: no timer, message or I/O of this thread runs meanwhile.
+    for (const until = Date.now() + config.FAULT_HANG_MS; Date.now() < until;);
+  }, blockAfterMs);
+}

@@ -110,6 +110,39 @@ export function followersThreadEndToEnd(): void {
       }
     }, 120_000);
 
+    it('when the followers thread blocks its event loop, then /health fails saying it is silent, and is ok again once it reports', async () => {
+      const dir = tempDir('followers-thread-');
+      try {
+        await seedPayingDistributor(dir.path, PHONE);
+        const server = spawnWalletOps(dir.path, [], {
+          LOG_LEVEL: 'info',
+          // The thread blocks for 12 s, 1 s after it is up: silent past 5 s, unhealthy 1 s later.
+          FAULT_FOLLOWERS_THREAD_BLOCK_AFTER_MS: '1000',
+          FAULT_HANG_MS: '12000',
+          CONSUMER_UNHEALTHY_AFTER_MS: '1000',
+        });
+        const base = `http://127.0.0.1:${await started(server)}`;
+        let failing: { failing: Array<{ consumer: string; lastError: string }> } | undefined;
+        await waitFor(async () => {
+          const health = await call(base, 'GET', '/health');
+          if (health.status === 503) failing = health.body;
+          return failing !== undefined;
+        }, 30_000);
+        expect(failing?.failing).toContainEqual(
+          expect.objectContaining({ consumer: 'executor', lastError: expect.stringContaining('has not reported') }),
+        );
+        // Unblocked, it reports again: healthy, and the same thread (nothing restarted).
+        await waitFor(async () => (await call(base, 'GET', '/health')).status === 200, 30_000);
+        expect((await call(base, 'GET', '/health')).body.followersThread).toMatchObject({
+          state: 'running',
+          restarts: 0,
+        });
+        expect((await stopProcess(server)).code).toBe(0);
+      } finally {
+        dir.cleanup();
+      }
+    }, 120_000);
+
     it('when the followers thread dies, then /health fails with its reason, a new thread takes over, the operations created meanwhile are projected exactly once, and SIGTERM still exits 0', async () => {
       const dir = tempDir('followers-thread-');
       try {
