@@ -196,6 +196,25 @@ describe('SQLite event store, embedded specifics', () => {
       expect((await store.readAll()).map((e) => e.stream)).toEqual(['a', 'c']);
     });
 
+    it('when an append alone in its batch reuses an id in its second stream, then nothing of it is written and the next append commits', async () => {
+      const store = open();
+      const id = '5b8c1f0e-7a43-4c2d-9e1a-2d4b6f8a0c13';
+      await store.append('a', [{ ...event(0), id }], 'no_stream');
+      const lone = store.appendMulti([
+        { stream: 'b', events: [event(1)], expectedRevision: 'no_stream' },
+        { stream: 'c', events: [{ ...event(2), id }], expectedRevision: 'no_stream' },
+      ]);
+      await expect(lone).rejects.toBeInstanceOf(DuplicateEventIdError);
+      await expect(store.append('b', [event(3)], 'no_stream')).resolves.toMatchObject({
+        nextExpectedRevision: 0,
+        position: 2,
+      });
+      expect((await store.readAll()).map((e) => [e.stream, e.data])).toEqual([
+        ['a', { seq: 0 }],
+        ['b', { seq: 3 }],
+      ]);
+    });
+
     it('when an event id is not a uuid, then the append is rejected', async () => {
       await expect(open().append('a', [{ ...event(0), id: 'evt-1' }], 'any')).rejects.toThrow(/not a uuid/);
     });

@@ -160,8 +160,8 @@ export class GroupCommitter<Request, Result> {
 
 /**
  * One batch in one transaction on a connection: each request in its own SAVEPOINT, so that a request that fails
- * (wrong expected revision, duplicate id) is rolled back alone while the others commit. Synchronous: it runs
- * where the connection lives, on the event loop or on the commit thread (sqlite-commit-thread.ts).
+ * (wrong expected revision, duplicate id) is rolled back alone while the others commit; a batch of one without.
+ * Synchronous: it runs where the connection lives, on the event loop or on the commit thread (sqlite-commit-thread.ts).
  */
 export class SavepointBatch<Request, Result> {
   private readonly db: Database.Database;
@@ -192,6 +192,7 @@ export class SavepointBatch<Request, Result> {
     if (this.db.inTransaction) this.rollback(); // left open by an earlier ROLLBACK that failed
     this.statements.begin.run();
     try {
+      if (requests.length === 1) return [this.applyAlone(requests[0]!)];
       const outcomes = requests.map((request) => this.applyInSavepoint(request));
       this.statements.commit.run();
       return outcomes;
@@ -212,6 +213,23 @@ export class SavepointBatch<Request, Result> {
     } catch {
       // Left as it is: the next batch tries the ROLLBACK again before its BEGIN.
     }
+  }
+
+  /**
+   * A batch of one (every batch at 1 connection) needs no savepoint: the transaction is the request's, rolled back
+   * whole when it fails. A savepoint makes SQLite copy every page the request touches into its statement journal.
+   */
+  private applyAlone(request: Request): Outcome<Result> {
+    let result: Result;
+    try {
+      result = this.apply(request);
+    } catch (error) {
+      if (!this.isRequestError(error) || !this.db.inTransaction) throw error;
+      this.statements.rollback.run();
+      return { ok: false, error };
+    }
+    this.statements.commit.run();
+    return { ok: true, result };
   }
 
   private applyInSavepoint(request: Request): Outcome<Result> {
