@@ -112,6 +112,25 @@ describe('SQLite event store, embedded specifics', () => {
       expect(Date.now() - started).toBeLessThan(200);
     });
 
+    it('given a subscriber to streams this store does not write, when this store appends elsewhere, then it still gets what another connection committed just before, and its own later match', async () => {
+      const store = openSqliteEventStore({ file, pollIntervalMs: 60_000 });
+      opened.push(store);
+      const other = open();
+      await store.append('x-0', [event(0)], 'no_stream');
+      const iterator = store
+        .subscribeToAll({ from: 'start', filter: { streamPrefixes: ['k-'] } })
+        [Symbol.asyncIterator]();
+      const first = iterator.next();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // Position 2 is the other connection's: this store's commit at 3 must not move the subscriber past it.
+      await other.append('k-1', [event(1)], 'no_stream');
+      await store.append('x-1', [event(2)], 'no_stream');
+      expect((await first).value).toMatchObject({ stream: 'k-1', position: 2 });
+      for (let i = 0; i < 5; i++) await store.append(`x-${i + 2}`, [event(i + 3)], 'no_stream');
+      await store.append('k-2', [event(8)], 'no_stream');
+      expect((await iterator.next()).value).toMatchObject({ stream: 'k-2', position: 9 });
+    });
+
     it('given a poll interval of a minute, when another process appends, then a caught-up subscriber gets the events without waiting for its poll', async () => {
       // Only the watch on the data directory can deliver them: the test's own timeout is half the poll interval.
       const store = openSqliteEventStore({ file, pollIntervalMs: 60_000 });

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import {
   type AppendResult,
+  type EventFilter,
   type EventStore,
   EventStoreUnavailableError,
   type ExpectedRevision,
@@ -11,6 +12,7 @@ import {
   type StreamAppend,
   type SubscribeOptions,
   type Subscription,
+  matchesFilter,
 } from '../../ports/event-store.ts';
 import { AppendWriter, type PreparedAppend, isAppendRequestError, prepareAppends } from './sqlite-append.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
@@ -20,7 +22,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { EVENT_COLUMNS, type EventRow, ensureEventSchema, filterSql, toRecordedEvent } from './sqlite-event-schema.ts';
 import { CommitThread } from './sqlite-commit-thread.ts';
-import { GroupCommitter, SavepointBatch } from './sqlite-group-commit.ts';
+import { GroupCommitter, type Outcome, SavepointBatch } from './sqlite-group-commit.ts';
 import { StatementCache } from './sqlite-statements.ts';
 import { type Page, PollingSubscription } from './polling-subscription.ts';
 
@@ -78,7 +80,8 @@ class SqliteEventStore implements EventStore {
   /** The caller's poll interval; without one, it depends on whether the directory is watched. */
   private readonly chosenPollIntervalMs: number | undefined;
   private readonly watcher: DirectoryWatcher;
-  private readonly subscriptions = new Set<PollingSubscription>();
+  /** Each subscription with its filter (undefined: every event). */
+  private readonly subscriptions = new Map<PollingSubscription, EventFilter | undefined>();
   private closing: Promise<void> | undefined;
   /** Aborted by close(): reads waiting out a lock stop waiting. (Subscriptions' reads use their own, see stop().) */
   private readonly closed = new AbortController();
@@ -105,7 +108,7 @@ class SqliteEventStore implements EventStore {
     };
     committedElsewhere();
     this.watcher = new DirectoryWatcher(options.file, committedElsewhere, () =>
-      this.subscriptions.forEach((subscription) => subscription.wake()),
+      this.subscriptions.forEach((_filter, subscription) => subscription.wake()),
     );
     this.statements = new StatementCache(db);
     this.headStatement = db.prepare<[], number>('SELECT coalesce(max(position), 0) FROM events').pluck();
@@ -117,7 +120,7 @@ class SqliteEventStore implements EventStore {
     this.committer = new GroupCommitter({
       transaction: this.thread?.run ?? onEventLoop,
       // In-process notifier: local subscribers read right after our own commits instead of at their next poll.
-      onCommit: () => this.subscriptions.forEach((subscription) => subscription.wake()),
+      onCommit: (requests, outcomes) => this.committed(requests, outcomes),
       busyBudgetMs,
       ...(onGroupCommit ? { onBatch: onGroupCommit } : {}),
     });
@@ -179,7 +182,7 @@ class SqliteEventStore implements EventStore {
         if (this.subscriptions.size === 0) this.watcher.stop();
       },
     });
-    this.subscriptions.add(subscription);
+    this.subscriptions.set(subscription, options.filter);
     this.watcher.start();
     return subscription;
   }
@@ -195,13 +198,41 @@ class SqliteEventStore implements EventStore {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed.abort(new EventStoreUnavailableError('the event store is closed'));
-      await Promise.all([...this.subscriptions].map((subscription) => subscription.stop()));
+      await Promise.all([...this.subscriptions.keys()].map((subscription) => subscription.stop()));
       this.watcher.stop();
       await this.committer.close();
       await this.thread?.close();
       this.db.close();
     })();
     return this.closing;
+  }
+
+  /**
+   * After this process's commit, each subscription reads it, but one whose filter matches none of its events, and which
+   * had read up to them, moves past them without a read: the write API alone follows the API keys' streams, which no
+   * create writes (a page read per create at 1 connection). A batch's committed positions are contiguous: one writer
+   * at a time, and a request rolled back gives its positions back (AUTOINCREMENT's counter rolls back with it).
+   */
+  private committed(requests: PreparedAppend[][], outcomes: Array<Outcome<AppendResult[]>>): void {
+    const written: PreparedAppend[] = [];
+    let to = 0;
+    let count = 0;
+    outcomes.forEach((outcome, i) => {
+      if (!outcome.ok) return;
+      for (const result of outcome.result) to = Math.max(to, result.position);
+      for (const append of requests[i]!) {
+        written.push(append);
+        count += append.events.length;
+      }
+    });
+    for (const [subscription, filter] of this.subscriptions) {
+      const wanted =
+        filter === undefined ||
+        written.some((append) =>
+          append.events.some((event) => matchesFilter({ stream: append.stream, type: event.type }, filter)),
+        );
+      if (wanted || !subscription.passOver(to - count, to)) subscription.wake();
+    }
   }
 
   /**

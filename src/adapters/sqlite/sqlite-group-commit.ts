@@ -11,8 +11,8 @@ export interface GroupCommitOptions<Request, Result> {
    * a throw or rejection, with nothing written, when the batch as a whole failed.
    */
   transaction: BatchTransaction<Request, Result>;
-  /** Called after every COMMIT that wrote something, e.g. to wake local subscribers. */
-  onCommit: () => void;
+  /** Called after every COMMIT that wrote something, e.g. to wake local subscribers; told the batch and outcomes. */
+  onCommit: (requests: Request[], outcomes: Array<Outcome<Result>>) => void;
   /** How long a request may wait for another connection's write lock before it fails. Default BUSY_BUDGET_MS. */
   busyBudgetMs?: number;
   /** Told the number of requests of every transaction that committed (the group-commit batch size metric). */
@@ -128,7 +128,11 @@ export class GroupCommitter<Request, Result> {
     }
     this.committing = false;
     batch.forEach((pending, i) => settle(pending, outcomes[i]!));
-    if (outcomes.some((outcome) => outcome.ok)) this.options.onCommit();
+    if (outcomes.some((outcome) => outcome.ok))
+      this.options.onCommit(
+        batch.map((pending) => pending.request),
+        outcomes,
+      );
     if (committed) observeBatch(this.options.onBatch, batch.length);
     this.next();
   }
