@@ -305,16 +305,20 @@ function checkNonNegativeInteger(name: string, value: number): void {
 const RECHECK_AFTER_MS = [5, 15, 40, 100];
 
 /**
- * Watches the directory of the store's file (inotify on Linux) while there are subscribers: a write by any process
- * to the file or its WAL makes it ask `committedElsewhere` (cheap: PRAGMA data_version on the store's connection,
- * which this connection's own commits leave unchanged), at once and a few times more while the answer is no, and
- * call `onChange` when it is yes. So this process's own commits, which wake its subscribers themselves, cost no
- * extra reads (commits on the commit thread come from its own connection, so they wake once more: a read that finds
- * nothing new). The directory, not the file: SQLite deletes and recreates the WAL, and a file watch would end with
- * it. Where watching fails (no inotify instances left, a file system without notifications), subscribers poll often.
+ * Watches the store's WAL (inotify on Linux) while there are subscribers: a write by any process to it makes it ask
+ * `committedElsewhere` (cheap: PRAGMA data_version on the store's connection, which this connection's own commits
+ * leave unchanged), at once and a few times more while the answer is no, and call `onChange` when it is yes. So this
+ * process's own commits, which wake its subscribers themselves, cost no extra reads (commits on the commit thread
+ * come from its own connection, so they wake once more: a read that finds nothing new). Every commit goes through
+ * the WAL, which SQLite keeps while this store's connection is open; were it deleted or replaced, the watch moves to
+ * the directory, which outlives it. The WAL alone first: a directory watch is told of every write to every file of
+ * the data directory (the read store's WAL frames, ~50 writes a create), each an event for the kernel to queue and
+ * for each watching thread to read and drop. Where watching fails (no inotify instances left, a file system without
+ * notifications), subscribers poll often.
  */
 class DirectoryWatcher {
   private readonly directory: string;
+  private readonly wal: string;
   private readonly names: Set<string>;
   private readonly committedElsewhere: () => boolean;
   private readonly onChange: () => void;
@@ -324,6 +328,7 @@ class DirectoryWatcher {
 
   constructor(file: string, committedElsewhere: () => boolean, onChange: () => void) {
     this.directory = dirname(file);
+    this.wal = `${file}-wal`;
     this.names = new Set([basename(file), `${basename(file)}-wal`]);
     this.committedElsewhere = committedElsewhere;
     this.onChange = onChange;
@@ -337,6 +342,19 @@ class DirectoryWatcher {
     if (this.watcher) return;
     try {
       // Not persistent: a watch alone never keeps the process alive.
+      this.watcher = watch(this.wal, { persistent: false }, (event) => {
+        if (event === 'rename') this.watchDirectory();
+        this.schedule();
+      });
+      this.watcher.on('error', () => this.watchDirectory());
+    } catch {
+      this.watchDirectory();
+    }
+  }
+
+  private watchDirectory(): void {
+    this.watcher?.close();
+    try {
       this.watcher = watch(this.directory, { persistent: false }, (_event, name) => {
         if (name === null || this.names.has(name)) this.schedule();
       });
