@@ -131,7 +131,7 @@ class PostgresEventStore implements EventStore {
   private heldNotice: { head: number | undefined } | undefined;
   /** Lets a held notification go after HOLD_NOTICE_MS however long the append takes (a slow or partitioned server). */
   private holdTimer: NodeJS.Timeout | undefined;
-  /** This process's last own commit, (after, to] with what it wrote: the page at the head until a later commit is known. */
+  /** This process's last own commit, (after, to] and what it wrote: the head's page until a later commit is known. */
   private ownPage:
     { after: number; to: number; parts: Array<{ request: PreparedAppend }>; rows: AppendRow[] } | undefined;
 
