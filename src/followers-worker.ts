@@ -24,9 +24,8 @@ const config = loadConfig(data.env);
 const logger = createLogger(config.LOG_LEVEL, asyncStdout()).child({ thread: 'followers' });
 const hooks = data.hooks ? ((await import(data.hooks)) as { decorateReadStore?: (store: ReadStore) => ReadStore }) : {};
 
-// A projection's committed position, sent when the main thread asked for it (a read waiting on it, 'commit-by') and
-// with every status. Not at each commit: at 1 connection that was a message, and a wake-up of the main thread, per
-// create that nobody read. The positions that move in one turn of the event loop go in one message.
+// Each projection's committed position, sent as its commit ends: a read on the main thread waits for it. The
+// commits that end in one turn of the event loop go in one message.
 const models = new Set(allProjections(config.ASSET_SCALE).map((projection) => projection.name));
 const moved = new Map<string, number>();
 const committed = (model: string, position: number) => {
@@ -37,14 +36,23 @@ const sendMoved = () => {
   post({ type: 'committed', positions: [...moved] });
   moved.clear();
 };
+const reportingCommits = (store: ReadStore): ReadStore =>
+  new Proxy(store, {
+    get(target, property) {
+      if (property === 'commit')
+        return async (...args: Parameters<ReadStore['commit']>) => {
+          await target.commit(...args);
+          const checkpoint = args[1];
+          if (checkpoint && models.has(checkpoint.projection)) committed(checkpoint.projection, checkpoint.position);
+        };
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 
-const system = await buildWalletOps(
-  config,
-  logger,
-  () => new Date(),
-  data.parts,
-  hooks.decorateReadStore ? { decorateReadStore: hooks.decorateReadStore } : {},
-);
+const system = await buildWalletOps(config, logger, () => new Date(), data.parts, {
+  decorateReadStore: (store) => reportingCommits(hooks.decorateReadStore?.(store) ?? store),
+});
 
 // The main thread computes every consumer's lag and the clock skew itself: the thread's would be counted twice.
 for (const family of [
