@@ -304,7 +304,7 @@ class PostgresEventStore implements EventStore {
     const own = this.ownPage;
     if (!own || this.closing || cursor < own.after || cursor >= own.to) return undefined;
     const events = ownEvents(own.parts, own.rows, cursor, filter);
-    if (events.length < limit || limit <= 0) return { events, scannedTo: own.to, caughtUp: true };
+    if (events.length < limit) return { events, scannedTo: own.to, caughtUp: true };
     const page = events.slice(0, limit);
     return { events: page, scannedTo: page[page.length - 1]!.position, caughtUp: false };
   }
