@@ -94,7 +94,7 @@ describe('PostgreSQL event store, specifics', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      await client.query('DROP FUNCTION es_append_v2');
+      await client.query('DROP FUNCTION es_append_v3');
     } finally {
       await client.end();
     }
@@ -309,8 +309,40 @@ describe('PostgreSQL event store, specifics', () => {
       await store.append('other-x', [event(11)], 'no_stream');
       await store.append('wanted-b', [event(12)], 'no_stream');
       expect((await iterator.next()).value).toMatchObject({ stream: 'wanted-b', position: 13 });
-      // One read for each event it wanted; none for the eleven appends it did not.
-      expect(statements.filter((pool) => pool === 'own (subscriptions)')).toHaveLength(2);
+      // One read, for the other process's event; none for this process's own appends, wanted (from memory) or not.
+      expect(statements.filter((pool) => pool === 'own (subscriptions)')).toHaveLength(1);
+      await subscription.stop();
+    });
+
+    it('given a caught-up subscriber, when this process appends events it follows, then it gets them as a read returns them, without reading a page; a later commit of another process is read from the server', async () => {
+      const statements: string[] = [];
+      const observer = { opened: () => ({ closed() {} }), statement: (pool: string) => void statements.push(pool) };
+      const url = await freshPostgresDatabase();
+      const store = await open(url, { observer, applicationName: 'own', pollIntervalMs: 60_000 });
+      const other = await open(url);
+      await store.append('before', [event(0)], 'no_stream');
+      const subscription = store.subscribeToAll({ from: 'start', filter: { streamPrefixes: ['w-'] } });
+      const caughtUp = new Promise<void>((resolve) => subscription.onCaughtUp!(resolve));
+      const iterator = subscription[Symbol.asyncIterator]();
+      const pending = iterator.next();
+      await caughtUp;
+      statements.length = 0;
+      await store.appendMulti([
+        { stream: 'w-a', events: [event(1), event(2)], expectedRevision: 'no_stream' },
+        { stream: 'skipped', events: [event(3)], expectedRevision: 'no_stream' },
+        { stream: 'w-b', events: [event(4)], expectedRevision: 'no_stream' },
+      ]);
+      const received = [(await pending).value, (await iterator.next()).value, (await iterator.next()).value];
+      expect(statements.filter((pool) => pool === 'own (subscriptions)')).toHaveLength(0);
+      expect(received).toEqual(await store.readAll({ fromPosition: 2, filter: { streamPrefixes: ['w-'] } }));
+      expect(received.map((e: RecordedEvent) => [e.stream, e.revision, e.position])).toEqual([
+        ['w-a', 0, 2],
+        ['w-a', 1, 3],
+        ['w-b', 0, 5],
+      ]);
+      await other.append('w-c', [event(5)], 'no_stream');
+      expect((await iterator.next()).value).toMatchObject({ stream: 'w-c', position: 6 });
+      expect(statements.filter((pool) => pool === 'own (subscriptions)')).toHaveLength(1);
       await subscription.stop();
     });
 

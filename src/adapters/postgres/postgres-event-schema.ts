@@ -55,9 +55,10 @@ export const EVENT_STORE_MIGRATIONS: Migration[] = [
  * event into an array literal cost ~20 µs of the process's CPU per create, and the server's parsing of it ~7).
  * Versioned by name, so that a process of the previous release keeps calling its own during a rolling upgrade (v1
  * stays in a database it was created in); created (or replaced) at every open, under the migrations' lock
- * (postgres-pool.ts, migrate).
+ * (postgres-pool.ts, migrate). v3 returns the events' created_at too, so that this process hands its own events to
+ * its subscriptions without reading them back (postgres-event-store.ts, handOver).
  */
-export const APPEND_FUNCTION = 'es_append_v2';
+export const APPEND_FUNCTION = 'es_append_v3';
 /** The transaction-scoped advisory lock under which positions are assigned (any constant unique to this use). */
 export const POSITION_LOCK = "hashtext('wallet-ops:event-store:positions')";
 export const EVENT_STORE_ROUTINES = `
@@ -65,7 +66,10 @@ export const EVENT_STORE_ROUTINES = `
     p_call int[], p_stream text[], p_expected text[], p_count int[],
     p_id text[], p_type text[], p_json bytea, p_offset int[], p_data_bytes int[], p_metadata_bytes int[],
     p_channel text
-  ) RETURNS TABLE (o_part int, o_outcome text, o_actual bigint, o_event_id text, o_revision bigint, o_position bigint)
+  ) RETURNS TABLE (
+    o_part int, o_outcome text, o_actual bigint, o_event_id text, o_revision bigint, o_position bigint,
+    o_created_at timestamptz
+  )
   LANGUAGE plpgsql AS $fn$
   DECLARE
     v_parts int := coalesce(array_length(p_stream, 1), 0);
@@ -93,6 +97,8 @@ export const EVENT_STORE_ROUTINES = `
   BEGIN
     -- Transaction-scoped: released at the commit that follows this statement, so positions commit in order.
     PERFORM pg_advisory_xact_lock(${POSITION_LOCK});
+    -- What every event written gets as created_at; an OUT column, so every row returned carries it.
+    o_created_at := statement_timestamp();
     SELECT coalesce(max(e.position), 0) INTO v_head FROM es_events e;
     SELECT coalesce(jsonb_object_agg(s.stream, s.revision), '{}') INTO v_revs
       FROM es_streams s WHERE s.stream = ANY (p_stream);
@@ -115,14 +121,14 @@ export const EVENT_STORE_ROUTINES = `
     THEN
       RETURN QUERY
         SELECT (x.n - 1)::int, 'ok'::text, NULL::bigint, NULL::text, coalesce(x.cur, -1) + x.count,
-          v_head + sum(x.count) OVER (ORDER BY x.n)
+          v_head + sum(x.count) OVER (ORDER BY x.n), o_created_at
         FROM unnest(v_revisions, p_count) WITH ORDINALITY AS x(cur, count, n) ORDER BY x.n;
       INSERT INTO es_events (position, id, stream, revision, type, data, metadata, created_at)
       SELECT v_head + e.ev, p_id[e.ev], p_stream[g.part],
         coalesce(v_revisions[g.part], -1) + 1 + e.ev - v_offset[g.part], p_type[e.ev],
         convert_from(substring(p_json FROM p_offset[e.ev] + 1 FOR p_data_bytes[e.ev]), 'UTF8'),
         convert_from(substring(p_json FROM p_offset[e.ev] + p_data_bytes[e.ev] + 1 FOR p_metadata_bytes[e.ev]), 'UTF8'),
-        statement_timestamp()
+        o_created_at
       FROM generate_series(1, v_parts) AS g(part),
         generate_series(v_offset[g.part], v_offset[g.part] + p_count[g.part] - 1) AS e(ev);
       INSERT INTO es_streams (stream, revision)
@@ -191,7 +197,7 @@ export const EVENT_STORE_ROUTINES = `
         convert_from(substring(p_json FROM p_offset[u.idx] + 1 FOR p_data_bytes[u.idx]), 'UTF8'),
         convert_from(
           substring(p_json FROM p_offset[u.idx] + p_data_bytes[u.idx] + 1 FOR p_metadata_bytes[u.idx]), 'UTF8'),
-        statement_timestamp()
+        o_created_at
       FROM unnest(w_pos, w_idx, w_part, w_rev) AS u(pos, idx, part, rev);
       INSERT INTO es_streams (stream, revision)
       SELECT w.stream, (v_revs ->> w.stream)::bigint FROM (SELECT DISTINCT unnest(w_streams) AS stream) AS w

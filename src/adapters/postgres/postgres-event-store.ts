@@ -4,6 +4,7 @@ import {
   type EventStore,
   EventStoreUnavailableError,
   type EventFilter,
+  type EventMetadata,
   type ExpectedRevision,
   matchesFilter,
   type NewEvent,
@@ -81,7 +82,7 @@ const SUBSCRIPTION_SCAN_WINDOW = 10_000;
  *
  * Group commit: the appends a process submits while a transaction is running are queued and written by the next
  * one (GroupCommitter, shared with the embedded store), so one lock, one round trip and one commit serve all of
- * them. The round trip is one call of the append function (es_append_v2, postgres-event-schema.ts): under the
+ * them. The round trip is one call of the append function (es_append_v3, postgres-event-schema.ts): under the
  * lock it decides each append in queue order against the state its predecessors left, so a failing append (wrong
  * expected revision, duplicate event id) writes nothing and the others commit without savepoints. Should the
  * server refuse the batch's writes for a permanent reason (a stream name with a NUL character), the batch is run
@@ -130,13 +131,19 @@ class PostgresEventStore implements EventStore {
   private heldNotice: { head: number | undefined } | undefined;
   /** Lets a held notification go after HOLD_NOTICE_MS however long the append takes (a slow or partitioned server). */
   private holdTimer: NodeJS.Timeout | undefined;
+  /** This process's last own commit, (after, to] and what it wrote: the head's page until a later commit is known. */
+  private ownPage:
+    { after: number; to: number; parts: Array<{ request: PreparedAppend }>; rows: AppendRow[] } | undefined;
 
   constructor(pool: pg.Pool, pages: pg.Pool, options: PostgresEventStoreOptions) {
     this.pool = pool;
     this.pages = pages;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.notifications = new EventNotifications(options, (head) => {
-      if (!this.appending) return this.wakeAll(head);
+      if (!this.appending) {
+        this.noticed(head);
+        return this.wakeAll(head);
+      }
       const held = this.heldNotice;
       this.heldNotice = { head: held && (held.head === undefined || head === undefined) ? undefined : head };
       this.holdTimer ??= setTimeout(() => this.releaseNotice(), HOLD_NOTICE_MS);
@@ -210,7 +217,8 @@ class PostgresEventStore implements EventStore {
       ) AS e ON true`;
     const subscription = new PollingSubscription({
       after,
-      readPage: (cursor, _signal, limit) => this.readPage(pageSql, filter.params, cursor, limit),
+      readPage: async (cursor, _signal, limit) =>
+        this.pageFromMemory(cursor, limit, options.filter) ?? this.readPage(pageSql, filter.params, cursor, limit),
       pollIntervalMs: this.pollIntervalMs,
       onStop: () => {
         this.subscriptions.delete(subscription);
@@ -238,7 +246,9 @@ class PostgresEventStore implements EventStore {
     this.holdTimer = undefined;
     const held = this.heldNotice;
     this.heldNotice = undefined;
-    if (held) this.wakeAll(held.head);
+    if (!held) return;
+    this.noticed(held.head);
+    this.wakeAll(held.head);
   }
 
   private wakeAll(head: number | undefined): void {
@@ -247,8 +257,9 @@ class PostgresEventStore implements EventStore {
 
   /**
    * A subscription whose filter matches none of the events this process has just written at (after, to], and which had
-   * read up to them, moves past them without a read: the write API alone follows the API keys' streams, which no
-   * create writes (one page read per create at 1 connection). Their positions are contiguous: taken under the lock.
+   * read up to them, moves past them without a read: the write API alone follows the API keys' streams, which no create
+   * writes (one page read per create at 1 connection). Their positions are contiguous: taken under the lock. The batch
+   * is kept as the page (after, to]: a subscription that wants some of it reads it from memory (readPage).
    */
   private passOver(parts: Array<{ request: PreparedAppend }>, rows: AppendRow[]): void {
     let to = 0;
@@ -260,6 +271,7 @@ class PostgresEventStore implements EventStore {
       }
     this.committedHead = Math.max(this.committedHead, to);
     if (count === 0) return;
+    this.ownPage = { after: to - count, to, parts, rows };
     for (const [subscription, filter] of this.subscriptions) {
       const wanted =
         filter === undefined ||
@@ -272,6 +284,29 @@ class PostgresEventStore implements EventStore {
         );
       if (!wanted) subscription.passOver(to - count, to);
     }
+  }
+
+  /**
+   * A notification of a commit past this process's last own one (or of one not known): its page is no longer the
+   * head's, so the next read goes to the server.
+   */
+  private noticed(head: number | undefined): void {
+    if (this.ownPage && (head === undefined || head > this.ownPage.to)) this.ownPage = undefined;
+  }
+
+  /**
+   * The page after `cursor` from this process's last own commit, when that commit reaches past the cursor from at or
+   * after where the page begins and no other commit past it is known: what the server would answer (those events,
+   * committed, and the head at their last), without the round trip. A commit of another process not yet notified is
+   * seen at its notification, which wakes the subscription, as after a read that ran just before it.
+   */
+  private pageFromMemory(cursor: number, limit: number, filter: EventFilter | undefined): Page | undefined {
+    const own = this.ownPage;
+    if (!own || this.closing || cursor < own.after || cursor >= own.to) return undefined;
+    const events = ownEvents(own.parts, own.rows, cursor, filter);
+    if (events.length < limit) return { events, scannedTo: own.to, caughtUp: true };
+    const page = events.slice(0, limit);
+    return { events: page, scannedTo: page[page.length - 1]!.position, caughtUp: false };
   }
 
   private async readPage(sql: string, filterParams: unknown[], cursor: number, limit: number): Promise<Page> {
@@ -434,6 +469,42 @@ interface AppendRow {
   o_event_id: string | null;
   o_revision: string | null;
   o_position: string | null;
+  o_created_at: Date;
+}
+
+/**
+ * The events a batch wrote after `after` that `filter` matches, in position order, as a read of them would return
+ * them: each ok row gives its stream's last revision and position, and its events come right before them.
+ */
+function ownEvents(
+  parts: Array<{ request: PreparedAppend }>,
+  rows: AppendRow[],
+  after: number,
+  filter: EventFilter | undefined,
+): RecordedEvent[] {
+  const events: RecordedEvent[] = [];
+  for (const row of rows) {
+    if (row.o_outcome !== 'ok') continue;
+    const { stream, events: written } = parts[row.o_part]!.request;
+    const position = Number(row.o_position) - written.length + 1;
+    const revision = Number(row.o_revision) - written.length + 1;
+    const createdAt = row.o_created_at.toISOString();
+    for (let k = 0; k < written.length; k++) {
+      const event = written[k]!;
+      if (position + k <= after || !matchesFilter({ stream, type: event.type }, filter)) continue;
+      events.push({
+        id: event.id,
+        type: event.type,
+        data: JSON.parse(event.data) as unknown,
+        metadata: JSON.parse(event.metadata) as EventMetadata,
+        stream,
+        revision: revision + k,
+        position: position + k,
+        createdAt,
+      });
+    }
+  }
+  return events;
 }
 
 /** Each call's outcome from the function's rows: its streams' results in request order, or its failure. */
