@@ -6,14 +6,11 @@ import type {
 } from '../domain/events.ts';
 import { volumeDayWindow } from '../domain/volume-day.ts';
 import { DomainError } from '../domain/errors.ts';
-import { addAmounts, Decimal, formatAmount } from '../domain/money.ts';
+import { Decimal } from '../domain/money.ts';
 import { streams } from '../domain/streams.ts';
 import { cashOutConsentDecider, consentRefusal, type CashOutConsentState } from './cash-out-consent.ts';
 import type { Decision, StreamWrite } from './pipeline.ts';
-import { type IdempotencyState, type KeyVolumeState, type WalletState } from './wallet-state.ts';
-
-/** Whether decimal string a is less than b (their exact difference's sign). */
-const below = (a: string, b: string): boolean => addAmounts(a, b, -1).startsWith('-');
+import { availableBalance, type IdempotencyState, type KeyVolumeState, type WalletState } from './wallet-state.ts';
 
 /** How long an idempotency key holds its first response at least (it holds it for as long as its record is kept). */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -134,20 +131,14 @@ export function decideCreateOperation(
 
   // Amounts in a refusal's detail are printed at the asset scale, as every amount the API shows.
   const scaled = (value: Decimal.Value) => new Decimal(value).toFixed(command.assetScale);
-  // The sums and comparisons on the decimal strings themselves (addAmounts, exact): no Decimal parsed per create but
-  // to word a refusal.
-  const { amount } = operation;
-  if (limits.maxTransactionAmount !== null && below(limits.maxTransactionAmount, amount)) {
+  const amount = new Decimal(operation.amount);
+  if (limits.maxTransactionAmount !== null && amount.gt(limits.maxTransactionAmount)) {
     throw new DomainError(
       'TRANSACTION_LIMIT_EXCEEDED',
       `amount ${scaled(amount)} exceeds this key's max transaction amount of ${scaled(limits.maxTransactionAmount)}`,
     );
   }
-  if (
-    limits.maxDailyVolume !== null &&
-    states.volume &&
-    below(limits.maxDailyVolume, addAmounts(amount, states.volume.total))
-  ) {
+  if (limits.maxDailyVolume !== null && states.volume && amount.plus(states.volume.total).gt(limits.maxDailyVolume)) {
     const left = Decimal.max(0, new Decimal(limits.maxDailyVolume).minus(states.volume.total));
     throw new DomainError(
       'DAILY_VOLUME_EXCEEDED',
@@ -156,9 +147,9 @@ export function decideCreateOperation(
         `${volumeDayWindow(new Date(operation.createdAt), command.volumeTimeZone ?? 'UTC')})`,
     );
   }
-  const debit = addAmounts(amount, operation.fee);
-  const available = addAmounts(states.wallet.balance, states.wallet.held, -1);
-  if (below(available, debit)) {
+  const debit = amount.plus(operation.fee);
+  const available = availableBalance(states.wallet);
+  if (available.lt(debit)) {
     // Names the available amount (the balance endpoints' `available`), which is what a client can compare.
     throw new DomainError(
       'INSUFFICIENT_BALANCE',
@@ -169,7 +160,7 @@ export function decideCreateOperation(
   const { operationID } = operation;
   const held: WalletEvent = {
     type: 'FundsHeld',
-    data: { wallet: operation.payer, operationID, amount: formatAmount(debit, command.assetScale) },
+    data: { wallet: operation.payer, operationID, amount: debit.toFixed(command.assetScale) },
   };
   const writes: StreamWrite[] = [
     {
