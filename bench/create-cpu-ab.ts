@@ -119,7 +119,8 @@ try {
   for (const tree of trees)
     console.log(
       `${tree.name}: server CPU ${median(tree.cpu).toFixed(3)} / ${lowerHalf(tree.cpu).toFixed(3)} ms per create, ` +
-        `main threads ${median(tree.main).toFixed(3)} / ${lowerHalf(tree.main).toFixed(3)} (median / lower half's mean)`,
+        `main threads ${median(tree.main).toFixed(3)} / ${lowerHalf(tree.main).toFixed(3)} ` +
+        "(median / lower half's mean)",
     );
 } finally {
   for (const tree of trees) await tree.stop();
