@@ -257,17 +257,23 @@ export const outcomeUnknownInTime = () =>
  * Resolves as `work` does, or rejects with `expired()` once `deadline` has passed (no deadline: `work` itself). The
  * work goes on: a caller that must not let it have effects any more checks a flag that `expired` sets.
  */
-export async function within<T>(work: Promise<T>, deadline: number | undefined, expired: () => Error): Promise<T> {
+export function within<T>(work: Promise<T>, deadline: number | undefined, expired: () => Error): Promise<T> {
   if (deadline === undefined) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const expiry = new Promise<never>(
-    (_, reject) => (timer = setTimeout(() => reject(expired()), Math.max(0, deadline - performance.now()))),
-  );
-  try {
-    return await Promise.race([work, expiry]);
-  } finally {
-    clearTimeout(timer);
-  }
+  // One promise settled by whichever comes first (Promise.race over an expiry promise, awaited in an async function,
+  // made three more and their reactions on every create's path).
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(expired()), Math.max(0, deadline - performance.now()));
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** One attempt's stage, read by the deadline: abandoned before its append is submitted, it never submits it. */
@@ -379,10 +385,14 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
     fromCache && !inFlight[i] ? (read.known ?? deps.cache?.get(read.stream)) : undefined,
   );
   reads.forEach((read, i) => cached[i] && fromCache?.add(read.stream));
-  const loaded = await Promise.all(
-    reads.map((read, i) => inFlight[i] ?? cached[i] ?? loadState(deps, read.stream, read)),
-  );
-  const states = Object.fromEntries(names.map((name, i) => [name, loaded[i]!.state])) as States;
+  const known = reads.map((_, i) => inFlight[i] ?? cached[i]);
+  // Every state at hand (in flight or cached: a create's usual case) is decided on in this turn, without a promise per
+  // stream and a turn of the microtask queue; a stream to read makes all of them wait for it.
+  const loaded = known.every(Boolean)
+    ? (known as Array<{ state: unknown; revision: number }>)
+    : await Promise.all(reads.map((read, i) => known[i] ?? loadState(deps, read.stream, read)));
+  const states = {} as Record<keyof States, unknown>;
+  for (let i = 0; i < names.length; i++) states[names[i]!] = loaded[i]!.state;
   // Has any stream taken from the cache without a write to prove it moved? Then decide again from fresh reads.
   const moved = async (proven: (stream: string, revision: number) => boolean) => {
     const unproven = reads.flatMap((read, i) => (cached[i] && !proven(read.stream, cached[i].revision) ? [i] : []));
@@ -391,7 +401,7 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
   };
   let decision: Decision<Result>;
   try {
-    decision = options.decide(states);
+    decision = options.decide(states as States);
   } catch (error) {
     if (cached.some(Boolean) && (await moved(() => false))) return decideAndAppend(deps, options, stage, undefined);
     throw error;
@@ -452,11 +462,11 @@ async function decideAndAppend<States extends Record<string, unknown>, Result>(
     for (const write of appends) {
       const index = readIndex.get(write.stream);
       if (index === undefined) continue;
-      const { state, revision } = loaded[index]!;
-      const next = {
-        state: write.events.map((event) => ({ ...event, metadata })).reduce(reads[index]!.evolve, state),
-        revision: revision + write.events.length,
-      };
+      const { evolve } = reads[index]!;
+      // Folded as the events will be read back: type, data and metadata.
+      let state = loaded[index]!.state;
+      for (const event of write.events) state = evolve(state, { type: event.type, data: event.data, metadata });
+      const next = { state, revision: loaded[index]!.revision + write.events.length };
       deps.serialize.inFlight.track(write.stream, next, batch, deps.cache);
     }
   }

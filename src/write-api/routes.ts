@@ -63,6 +63,24 @@ export function createdResponse(operation: OperationRequested['data']): Recorded
   return { status: 200, body: { operationID: operation.operationID } };
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * What `res.status(...).json(...)` sends for a 200, without express's work per answer (the app's JSON settings
+ * looked up, the content type parsed again to set its charset, the body measured): Node measures a body sent whole
+ * by `end` and sets Content-Length itself. The app sets no JSON replacer, spaces or escape. Any other status (none
+ * is recorded today) goes through express, which strips the body of a 204 or 304.
+ */
+function sendJson(res: Response, response: RecordedResponse): void {
+  if (response.status !== 200) {
+    res.status(response.status).json(response.body);
+    return;
+  }
+  res.statusCode = 200;
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.end(JSON.stringify(response.body), 'utf8');
+}
+
 function idempotencyOf(req: Request) {
   const key = req.get('idempotency-key');
   if (key === undefined) return null;
@@ -147,7 +165,7 @@ export function writeRoutes(deps: WriteApiDeps): Router {
           });
         if (outcome.kind === 'replayed') res.setHeader('Idempotent-Replayed', 'true');
         const response = outcome.kind === 'created' ? createdResponse(outcome.operation) : outcome.response;
-        res.status(response.status).json(response.body);
+        sendJson(res, response);
       },
     );
   }

@@ -136,6 +136,18 @@ describe('withHashChain', () => {
     expect(await chainProblems(raw)).toEqual([]);
   });
 
+  it("when an event's metadata already carries a hash and a previousHash, then the chain's replace them and the caller's metadata is left as given", async () => {
+    const given = { actor: 'operator:test', correlationId: 'c-1', hash: 'forged', previousHash: 'forged' };
+    const plain = { actor: 'operator:test', correlationId: 'c-2' };
+    await store.append('m-1', [{ type: 'Happened', data: { n: 1 }, metadata: given }], 'no_stream');
+    await store.append('m-1', [{ type: 'Happened', data: { n: 2 }, metadata: plain }], 0);
+    const stored = await store.readStream('m-1');
+    expectChained(stored);
+    expect(stored.map((recorded) => recorded.metadata.correlationId)).toEqual(['c-1', 'c-2']);
+    expect(given).toEqual({ actor: 'operator:test', correlationId: 'c-1', hash: 'forged', previousHash: 'forged' });
+    expect(plain).toEqual({ actor: 'operator:test', correlationId: 'c-2' });
+  });
+
   it('when appendMulti writes several streams, then every stream chains and the call stays atomic', async () => {
     await store.append('a-1', [event(1)], 'no_stream');
     await store.appendMulti([

@@ -43,6 +43,10 @@ export function createOperationEndToEnd(): void {
   function expectOperationCreated(r: Response): string {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toEqual({ operationID: expect.stringMatching(/^op_[0-9a-f]+$/) });
+    // The answer is written without express's res.json: the same headers, Content-Length measured by Node.
+    expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(r.headers.get('content-length')).toBe(String(Buffer.byteLength(JSON.stringify(r.body))));
+    expect(r.headers.get('x-request-id') ?? '').not.toBe('');
     return r.body.operationID as string;
   }
 
