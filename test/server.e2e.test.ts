@@ -1,8 +1,9 @@
 /**
  * `serve` (src/server.ts) driven in this process, where coverage sees it: the starts that fail before anything is
  * served. Each closes what it opened (the SQLite files' write-ahead logs are folded back and removed only when the
- * last connection closes) and says why. The started process itself (its signals, its shutdown) is tested in child
- * processes: test/http/listen.e2e.test.ts, shutdown.e2e.test.ts, metrics.e2e.test.ts.
+ * last connection closes) and says why; and a start that serves until SIGTERM, its exit recorded instead of made. The
+ * process as an operator runs it (its log, a request in flight at the signal) is tested in child processes:
+ * test/http/listen.e2e.test.ts, shutdown.e2e.test.ts, metrics.e2e.test.ts.
  */
 import { readdirSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
@@ -28,7 +29,10 @@ afterAll(async () => {
   await new Promise((resolve) => occupier.close(resolve));
   dir.cleanup();
 });
-afterEach(() => vi.unstubAllEnvs());
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
 
 /** serve() reads process.env, as `npm start` does: only the embedded stores, in a data directory of the test's. */
 function environment(dataDir: string, env: Record<string, string>): void {
@@ -92,6 +96,40 @@ describe('serve, when the start fails', () => {
       /^this event store already holds events the demo did not write \(the first: PartyOnboarded on party-7\)/,
     );
     expect(openLogs(dataDir)).toEqual([]);
+  });
+});
+
+describe('serve, once it listens', () => {
+  it('given free ports, when it starts and then gets SIGTERM, then it serves the API and /metrics until the signal, and then closes its ports and stores and exits 0', async () => {
+    const dataDir = join(dir.path, 'serving');
+    const [api, metrics] = [await freePort(), await freePort()];
+    environment(dataDir, { PORT: String(api), METRICS_PORT: String(metrics) });
+    const before = new Set(process.listeners('SIGTERM'));
+    const beforeInterrupt = new Set(process.listeners('SIGINT'));
+    // The shutdown ends the process: here the test's, so its exit is only recorded.
+    const exited = new Promise<unknown>((resolve) =>
+      vi.spyOn(process, 'exit').mockImplementation((code) => (resolve(code), undefined as never)),
+    );
+
+    await serve(['write-api', 'read-api']);
+    const health = await fetch(`http://127.0.0.1:${api}/health`);
+    const scrape = await fetch(`http://127.0.0.1:${metrics}/metrics`);
+    const sigterm = process.listeners('SIGTERM').filter((listener) => !before.has(listener));
+    const sigint = process.listeners('SIGINT').filter((listener) => !beforeInterrupt.has(listener));
+    for (const listener of sigint) process.off('SIGINT', listener);
+
+    expect(health.status).toBe(200);
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toContain('# TYPE');
+    expect(sigterm).toHaveLength(1);
+    expect(sigint).toHaveLength(1);
+
+    (sigterm[0] as (signal: string) => void)('SIGTERM');
+
+    expect(await exited).toBe(0);
+    expect(openLogs(dataDir)).toEqual([]);
+    expect(await freePort(api)).toBe(api);
+    expect(await freePort(metrics)).toBe(metrics);
   });
 });
 
