@@ -167,6 +167,33 @@ describe('wallet-ops CLI', () => {
     expect(keys.find((k) => k.keyID === keyID)?.state).toBe('revoked');
   });
 
+  it('when a checker rejects a revocation, then the key stays active, and key list shows a person its line', async () => {
+    const { keyID } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'till 2',
+      '--permissions',
+      'read-balance,read-transactions',
+      ...data,
+    ]);
+    await runCliJson(['key', 'approve', keyID, '--as', 'checker@acme.test', ...data]);
+    await runCliJson(['key', 'revoke', keyID, '--as', 'maker@acme.test', '--reason', 'till stolen?', ...data]);
+
+    expect(
+      await runCliJson(['key', 'reject-revocation', keyID, '--as', 'checker@acme.test', '--reason', 'found', ...data]),
+    ).toEqual({ keyID, state: 'active' });
+    const list = await runCli(['key', 'list', '--party', `distributor:${distributorID}`, ...data]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout.split('\n')).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^${keyID} {2}active {13}till 2 {2}\\[Read Balance, Read Transactions\\] {2}expires \\S+$`),
+      ),
+    );
+  });
+
   it('when a pending key is rejected, then it is rejected', async () => {
     const { keyID } = await runCliJson<{ keyID: string }>([
       'key',
