@@ -100,7 +100,7 @@ describe('serve, when the start fails', () => {
 });
 
 describe('serve, once it listens', () => {
-  it('given free ports, when it starts and then gets SIGTERM, then it serves the API and /metrics until the signal, and then closes its ports and stores and exits 0', async () => {
+  it('given free ports, when it starts as npm start does and then gets SIGTERM, then it serves the API and /metrics with the followers on their thread until the signal, and then closes its ports and stores and exits 0', async () => {
     const dataDir = join(dir.path, 'serving');
     const [api, metrics] = [await freePort(), await freePort()];
     environment(dataDir, { PORT: String(api), METRICS_PORT: String(metrics) });
@@ -111,7 +111,7 @@ describe('serve, once it listens', () => {
       vi.spyOn(process, 'exit').mockImplementation((code) => (resolve(code), undefined as never)),
     );
 
-    await serve(['write-api', 'read-api']);
+    await serve();
     const health = await fetch(`http://127.0.0.1:${api}/health`);
     const scrape = await fetch(`http://127.0.0.1:${metrics}/metrics`);
     const sigterm = process.listeners('SIGTERM').filter((listener) => !before.has(listener));
@@ -119,6 +119,7 @@ describe('serve, once it listens', () => {
     for (const listener of sigint) process.off('SIGINT', listener);
 
     expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok', followersThread: { state: 'running', restarts: 0 } });
     expect(scrape.status).toBe(200);
     expect(await scrape.text()).toContain('# TYPE');
     expect(sigterm).toHaveLength(1);
