@@ -450,7 +450,8 @@ describe('wallet-ops projections status, as a person reads it', () => {
     const [checkpoints, consumers] = result.stdout.split(`consumers of ${sys.baseUrl}:\n`);
     const rows = checkpoints!.trimEnd().split('\n');
     expect(rows.length).toBeGreaterThanOrEqual(5);
-    for (const row of rows) expect(row).toMatch(/^\S+ +position +(\d+|-) {2}head \d+ {2}lag \d+\+? events, \d+(\.\d+)? s$/);
+    for (const row of rows)
+      expect(row).toMatch(/^\S+ +position +(\d+|-) {2}head \d+ {2}lag \d+\+? events, \d+(\.\d+)? s$/);
     expect(rows.map((row) => row.split(' ')[0])).toContain('balances');
     const states = consumers!.trimEnd().split('\n');
     // The states live in the server's memory: read from its /ready.
