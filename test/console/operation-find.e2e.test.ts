@@ -249,8 +249,7 @@ describe('an operation’s and a key’s pages', () => {
     ]);
   });
 
-  it('when a key request was rejected, then its timeline shows the rejection with the checker and the reason', async () => {
-    const data = ['--data-dir', sys.config.DATA_DIR];
+  it('when a checker rejects a key request in the console, then it is said so, and its timeline shows the rejection with the checker and the reason', async () => {
     const { keyID: refused } = await runCliJson<{ keyID: string }>([
       'key',
       'request',
@@ -260,12 +259,20 @@ describe('an operation’s and a key’s pages', () => {
       'read-balance',
       '--as',
       dist.makerEmail,
-      ...data,
+      '--data-dir',
+      sys.config.DATA_DIR,
     ]);
-    await runCliJson(['key', 'reject', refused, '--reason', 'no spare keys', '--as', dist.checkerEmail, ...data]);
+    const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
+    await checker.get('/console/keys?tab=pending');
 
-    const page = await (await as(dist.checkerEmail, CHECKER_PASSWORD)).get(`/console/keys/${refused}`);
+    const rejected = await checker.post(`/console/keys/${refused}/reject`, { reason: 'no spare keys' });
 
+    expect(rejected.status).toBe(303);
+    expect(rejected.headers.get('location')).toBe('/console/keys?tab=inactive');
+    expect((await checker.get('/console/keys?tab=inactive')).text).toContain(
+      '<p class="notice ok" role="status" data-flash="ok">Key request “Spare” rejected.</p>',
+    );
+    const page = await checker.get(`/console/keys/${refused}`);
     expect(page.status).toBe(200);
     expect(page.text).toMatch(
       new RegExp(
