@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { loadConfig } from '../src/config.ts';
 import { DemoStoreRefusedError } from '../src/demo-store.ts';
 import { createLogger } from '../src/logger.ts';
-import { ListenError, serve, storesInUse } from '../src/server.ts';
+import { ListenError, serve, SHUTDOWN_TIMEOUT_MS, storesInUse } from '../src/server.ts';
 import { buildWalletOps } from '../src/wallet-ops.ts';
 import { tempDir } from './support/temp-dir.ts';
 
@@ -125,9 +125,19 @@ describe('serve, once it listens', () => {
     expect(sigterm).toHaveLength(1);
     expect(sigint).toHaveLength(1);
 
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    // Called, not emitted: the signal would reach this test's process. Its handler is then taken off, as a signal's
+    // `once` would: the worker must still stop when the test runner signals it.
     (sigterm[0] as (signal: string) => void)('SIGTERM');
+    process.off('SIGTERM', sigterm[0]!);
 
     expect(await exited).toBe(0);
+    // A shutdown that hangs is ended after SHUTDOWN_TIMEOUT_MS: that watchdog would end this test's process, later.
+    const watchdogs = timers.mock.calls.flatMap(([, ms], i) =>
+      ms === SHUTDOWN_TIMEOUT_MS ? [timers.mock.results[i]!.value as NodeJS.Timeout] : [],
+    );
+    watchdogs.forEach((watchdog) => clearTimeout(watchdog));
+    expect(watchdogs).toHaveLength(1);
     expect(openLogs(dataDir)).toEqual([]);
     expect(await freePort(api)).toBe(api);
     expect(await freePort(metrics)).toBe(metrics);
