@@ -167,6 +167,33 @@ describe('wallet-ops CLI', () => {
     expect(keys.find((k) => k.keyID === keyID)?.state).toBe('revoked');
   });
 
+  it('when a checker rejects a revocation, then the key stays active, and key list shows a person its line', async () => {
+    const { keyID } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--as',
+      'maker@acme.test',
+      '--label',
+      'till 2',
+      '--permissions',
+      'read-balance,read-transactions',
+      ...data,
+    ]);
+    await runCliJson(['key', 'approve', keyID, '--as', 'checker@acme.test', ...data]);
+    await runCliJson(['key', 'revoke', keyID, '--as', 'maker@acme.test', '--reason', 'till stolen?', ...data]);
+
+    expect(
+      await runCliJson(['key', 'reject-revocation', keyID, '--as', 'checker@acme.test', '--reason', 'found', ...data]),
+    ).toEqual({ keyID, state: 'active' });
+    const list = await runCli(['key', 'list', '--party', `distributor:${distributorID}`, ...data]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout.split('\n')).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^${keyID} {2}active {13}till 2 {2}\\[Read Balance, Read Transactions\\] {2}expires \\S+$`),
+      ),
+    );
+  });
+
   it('when a pending key is rejected, then it is rejected', async () => {
     const { keyID } = await runCliJson<{ keyID: string }>([
       'key',
@@ -405,4 +432,45 @@ describe('wallet-ops CLI: attribution', () => {
     const [added] = await sys.system.stores.eventStore.readStream(streams.user(userID));
     expect(added!.metadata).toMatchObject({ actor: operator, operator });
   }, 120_000);
+});
+
+describe('wallet-ops projections status, as a person reads it', () => {
+  let sys: TestSystem;
+
+  beforeAll(async () => {
+    sys = await startTestSystem({}, undefined, WITHOUT_EXECUTOR);
+    await sys.party('distributor');
+  }, 120_000);
+  afterAll(async () => sys?.close());
+
+  it("when asked beside a running server, then it prints each projection's position, head and lag, and the server's consumers with their states", async () => {
+    const result = await runCli(['projections', 'status', '--server', sys.baseUrl, '--data-dir', sys.config.DATA_DIR]);
+
+    expect(result.code, result.stderr).toBe(0);
+    const [checkpoints, consumers] = result.stdout.split(`consumers of ${sys.baseUrl}:\n`);
+    const rows = checkpoints!.trimEnd().split('\n');
+    expect(rows.length).toBeGreaterThanOrEqual(5);
+    for (const row of rows)
+      expect(row).toMatch(/^\S+ +position +(\d+|-) {2}head \d+ {2}lag \d+\+? events, \d+(\.\d+)? s$/);
+    expect(rows.map((row) => row.split(' ')[0])).toContain('balances');
+    const states = consumers!.trimEnd().split('\n');
+    // The states live in the server's memory: read from its /ready.
+    expect(states).toContainEqual(expect.stringMatching(/^ {2}projection:balances +running *$/));
+    for (const state of states) expect(state).toMatch(/^ {2}\S+ +\S+/);
+  });
+
+  it('when the server does not answer, then it still prints the checkpoints, and says the server did not answer', async () => {
+    const result = await runCli([
+      'projections',
+      'status',
+      '--server',
+      'http://127.0.0.1:9',
+      '--data-dir',
+      sys.config.DATA_DIR,
+    ]);
+
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^balances +position /m);
+    expect(result.stdout).toMatch(/^no live consumer states: http:\/\/127\.0\.0\.1:9 did not answer \(.+\)\n$/m);
+  });
 });

@@ -76,6 +76,14 @@ describe('wallet-ops ledger and audit verify on an EVM chain', () => {
       operator: string;
     }>(['ledger', 'status'], { ...env, LEDGER: 'evm' });
     expect(status).toMatchObject({ ledger: 'evm', sequence: 2, supply: '125.50', chainId: chain.chainId });
+    // As a person reads it: the chain, the contract's count and supply, the operator's gas.
+    const read = await runCli(['ledger', 'status'], { ...env, LEDGER: 'evm' });
+    expect(read.stdout.split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^chain ${chain.chainId} at block \\d+$`)),
+      `contract ${env.EVM_LEDGER_ADDRESS}: 2 operations executed, supply 125.50`,
+      expect.stringMatching(new RegExp(`^operator ${status.operator}: \\d+(\\.\\d+)? for gas$`)),
+      '',
+    ]);
 
     const verified = await runCli(['audit', 'verify', '--data-dir', sys.config.DATA_DIR, '--json'], {
       ...env,

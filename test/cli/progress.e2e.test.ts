@@ -1,13 +1,14 @@
 /**
- * Long CLI work says how far it is wherever it runs. Off a terminal (kubectl exec without -t, CI, nohup) plain
- * lines on stderr, at most every PROGRESS_INTERVAL_MS (0 here: a line at each step of these small runs); on a
- * terminal a bar that ends at 100%. stdout stays the one JSON value.
+ * Long CLI work says how far it is wherever it runs. Off a terminal (kubectl exec without -t, CI, nohup, a caller
+ * that runs the CLI in its own process with its own stderr, as these tests do) plain lines on stderr, at most every
+ * PROGRESS_INTERVAL_MS (0 here: a line at each step of these small runs); on a terminal a bar that ends at 100%.
+ * stdout stays the one JSON value.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCliJson, runCliProcess } from '../support/cli.ts';
+import { runCli, runCliJson, runCliProcess } from '../support/cli.ts';
 import { knownLedgerEnv } from '../support/test-ledger.ts';
 import { knownStoreEnv } from '../support/test-stores.ts';
 import { tempDir } from '../support/temp-dir.ts';
@@ -28,7 +29,7 @@ describe('progress of long CLI work', () => {
   afterAll(() => dir.cleanup());
 
   it('when projections rebuild runs off a terminal, then it prints plain progress lines on stderr that end at 100%, and one JSON value on stdout', async () => {
-    const result = await runCliProcess(['projections', 'rebuild', '--data-dir', dataDir, '--json'], everyStep);
+    const result = await runCli(['projections', 'rebuild', '--data-dir', dataDir, '--json'], everyStep);
 
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual(
@@ -42,12 +43,9 @@ describe('progress of long CLI work', () => {
 
   it('when audit verify and events export and import run off a terminal, then each prints its progress lines', async () => {
     const file = join(dir.path, 'export.jsonl');
-    const verify = await runCliProcess(['audit', 'verify', '--data-dir', dataDir, '--json'], everyStep);
-    const exported = await runCliProcess(
-      ['events', 'export', '--out', file, '--data-dir', dataDir, '--json'],
-      everyStep,
-    );
-    const imported = await runCliProcess(
+    const verify = await runCli(['audit', 'verify', '--data-dir', dataDir, '--json'], everyStep);
+    const exported = await runCli(['events', 'export', '--out', file, '--data-dir', dataDir, '--json'], everyStep);
+    const imported = await runCli(
       ['events', 'import', '--in', file, '--data-dir', join(dir.path, 'imported'), '--json'],
       everyStep,
     );

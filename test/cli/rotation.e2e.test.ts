@@ -62,6 +62,36 @@ describe('wallet-ops key|webhook rotate / approve-rotation / secret', () => {
     expect((await balance(oldKey)).status).toBe(200);
   }, 60_000);
 
+  it('when a checker rejects a rotation and its maker withdraws the next, then each is said to a person in a line, and the key keeps its secret', async () => {
+    const { keyID, apiKey } = await party.key();
+    const data = ['--data-dir', sys.config.DATA_DIR];
+    const rotate = () => runCli(['key', 'rotate', keyID, '--as', party.makerEmail, '--reason', 'leaked?', ...data]);
+    const pending =
+      `key ${keyID}: rotation pending (a checker of the party approves it with: wallet-ops key approve-rotation ` +
+      `${keyID} --as EMAIL)\n`;
+
+    const asked = await rotate();
+    const rejected = await runCli(['key', 'reject-rotation', keyID, '--as', party.checkerEmail, ...data]);
+    const askedAgain = await rotate();
+    const byTheChecker = await runCli(['key', 'withdraw-rotation', keyID, '--as', party.checkerEmail, ...data]);
+    const withdrawn = await runCli(['key', 'withdraw-rotation', keyID, '--as', party.makerEmail, ...data]);
+
+    expect([asked, rejected, askedAgain, withdrawn].map(({ code, stdout }) => ({ code, stdout }))).toEqual([
+      { code: 0, stdout: pending },
+      { code: 0, stdout: `key ${keyID}: rotation rejected\n` },
+      { code: 0, stdout: pending },
+      { code: 0, stdout: `key ${keyID}: rotation withdrawn\n` },
+    ]);
+    // Only the maker who asked takes a rotation back.
+    expect(byTheChecker.code).toBe(1);
+    expect(byTheChecker.stderr).toMatch(/only the maker who requested the rotation can withdraw it/);
+    // Nothing to approve now: the key's only secret is the one it had.
+    expect((await runCli(['key', 'approve-rotation', keyID, '--as', party.checkerEmail, ...data])).code).toBe(1);
+    expect((await call(sys.baseUrl, 'GET', `/api/v1/distributors/${party.ref.id}/balance`, { apiKey })).status).toBe(
+      200,
+    );
+  }, 60_000);
+
   it("when a webhook endpoint's secret is rotated through the CLI, then the new signing secret waits for the maker and differs from the old", async () => {
     const data = ['--data-dir', sys.config.DATA_DIR];
     const { endpointID, secret: oldSecret } = await registerEndpoint(sys, party, 'http://127.0.0.1:9/hooks', [

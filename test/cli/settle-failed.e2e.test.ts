@@ -152,5 +152,16 @@ describe('wallet-ops ledger settle-failed', () => {
     expect(after.report.problems).toEqual([]);
     expect(after.code).toBe(0);
     expect(after.report.failedButMoved).toEqual([]);
+    // The embedded ledger's own count: the issuance and the cash-in, which moved money but made none.
+    expect(await runCli(['ledger', 'status', ...dataDir])).toEqual({
+      code: 0,
+      stdout: 'embedded ledger: 2 operations executed, supply 100.00\n',
+      stderr: '',
+    });
+    expect(await runCliJson(['ledger', 'status', ...dataDir])).toEqual({
+      ledger: 'embedded',
+      sequence: 2,
+      supply: '100.00',
+    });
   }, 60_000);
 });

@@ -135,6 +135,49 @@ describe('wallet-ops webhook', () => {
     });
   });
 
+  it('when a person approves and lists without --json, then approve says who collects the secret, and list shows a line per endpoint with its status, URL, events and why it was disabled', async () => {
+    const { endpointID } = await add('https://shop.example/for-people', 'operation.completed');
+    const approval = await runCli(['webhook', 'approve', endpointID, '--as', 'checker@hooks.test', ...data]);
+    await runCliJson(['webhook', 'disable', endpointID, '--as', 'checker@hooks.test', '--reason', 'paused', ...data]);
+    const pending = await add('https://shop.example/later', 'payment.received');
+
+    const list = await runCli(['webhook', 'list', '--party', party, ...data]);
+
+    expect(approval).toEqual({
+      code: 0,
+      stdout:
+        `webhook endpoint approved: ${endpointID}\nits signing secret waits for maker@hooks.test, who collects it ` +
+        `once with: wallet-ops webhook secret ${endpointID} --as maker@hooks.test\n`,
+      stderr: '',
+    });
+    const lines = list.stdout.split('\n');
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^${endpointID} {2}disabled https://shop\\.example/for-people {2}\\[operation\\.completed\\] {2}disabled ` +
+            'by [0-9a-f-]{36}: paused$',
+        ),
+      ),
+    );
+    expect(lines).toContain(`${pending.endpointID}  pending  https://shop.example/later  [payment.received]`);
+  });
+
+  it('when a party has no endpoint, then a person reading the list is told so', async () => {
+    const { merchantID } = await runCliJson<{ merchantID: string }>([
+      'party',
+      'add-merchant',
+      '--name',
+      'Quiet Shop',
+      '--short-code',
+      '7002',
+      ...data,
+    ]);
+
+    const list = await runCli(['webhook', 'list', '--party', `merchant:${merchantID}`, ...data]);
+
+    expect(list).toEqual({ code: 0, stdout: '(no webhook endpoints)\n', stderr: '' });
+  });
+
   it('when an endpoint has sent nothing yet, then its delivery log says none; a limit out of range is a usage error', async () => {
     const { endpointID } = await add('https://shop.example/quiet');
     const log = await runCli(['webhook', 'deliveries', endpointID, ...data]);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, runCliJson } from '../support/cli.ts';
 import { startTestSystem, waitFor, type TestParty, type TestSystem } from '../support/system.ts';
 import { CHECKER_PASSWORD, ConsoleClient, createCashIn, fund, MAKER_PASSWORD, newPhone } from './console-client.ts';
 
@@ -207,6 +208,79 @@ describe('an operation’s and a key’s pages', () => {
       new RegExp(`Approved.*by <span class="actor-user">${dist.checkerEmail.replace('.', '\\.')}</span>`, 's'),
     );
     expect(ids(page.text)).toEqual([ops.wrong, ops.big, ops.formula, ops.school, ops.rent]);
+  });
+
+  it('when a key has been through a rejected and a withdrawn rotation, a rejected revocation and a revocation, then its timeline names each step in order, with who and why', async () => {
+    const { keyID: retired } = await dist.key({ label: 'Old till' });
+    const data = ['--data-dir', sys.config.DATA_DIR];
+    const maker = ['--as', dist.makerEmail, ...data];
+    const checker = ['--as', dist.checkerEmail, ...data];
+    for (const step of [
+      ['rotate', retired, '--reason', 'yearly rotation', ...maker],
+      ['reject-rotation', retired, '--reason', 'not this week', ...checker],
+      ['rotate', retired, '--reason', 'yearly rotation', ...maker],
+      ['withdraw-rotation', retired, ...maker],
+      ['revoke', retired, '--reason', 'till stolen', ...maker],
+      ['reject-revocation', retired, '--reason', 'found behind the counter', ...checker],
+      ['revoke', retired, '--reason', 'till retired', ...maker],
+      ['approve-revocation', retired, ...checker],
+    ])
+      expect((await runCli(['key', ...step])).stderr).toBe('');
+
+    const page = await (await as(dist.makerEmail, MAKER_PASSWORD)).get(`/console/keys/${retired}`);
+
+    expect(page.status).toBe(200);
+    const steps = [...page.text.matchAll(/<li data-event="([^"]+)">(.*?)<\/li>/gs)].map(([, what, body]) => ({
+      what,
+      by: /actor-user">([^<]+)</.exec(body!)?.[1],
+      reason: /Reason: <q>([^<]*)<\/q>/.exec(body!)?.[1],
+    }));
+    expect(steps).toEqual([
+      { what: 'Requested', by: dist.makerEmail, reason: undefined },
+      { what: 'Approved', by: dist.checkerEmail, reason: undefined },
+      { what: 'Secret rotation requested', by: dist.makerEmail, reason: 'yearly rotation' },
+      { what: 'Secret rotation rejected', by: dist.checkerEmail, reason: 'not this week' },
+      { what: 'Secret rotation requested', by: dist.makerEmail, reason: 'yearly rotation' },
+      { what: 'Secret rotation withdrawn', by: dist.makerEmail, reason: undefined },
+      { what: 'Revocation requested', by: dist.makerEmail, reason: 'till stolen' },
+      { what: 'Revocation rejected', by: dist.checkerEmail, reason: 'found behind the counter' },
+      { what: 'Revocation requested', by: dist.makerEmail, reason: 'till retired' },
+      { what: 'Revoked', by: dist.checkerEmail, reason: undefined },
+    ]);
+  });
+
+  it('when a checker rejects a key request in the console, then it is said so, and its timeline shows the rejection with the checker and the reason', async () => {
+    const { keyID: refused } = await runCliJson<{ keyID: string }>([
+      'key',
+      'request',
+      '--label',
+      'Spare',
+      '--permissions',
+      'read-balance',
+      '--as',
+      dist.makerEmail,
+      '--data-dir',
+      sys.config.DATA_DIR,
+    ]);
+    const checker = await as(dist.checkerEmail, CHECKER_PASSWORD);
+    await checker.get('/console/keys?tab=pending');
+
+    const rejected = await checker.post(`/console/keys/${refused}/reject`, { reason: 'no spare keys' });
+
+    expect(rejected.status).toBe(303);
+    expect(rejected.headers.get('location')).toBe('/console/keys?tab=inactive');
+    expect((await checker.get('/console/keys?tab=inactive')).text).toContain(
+      '<p class="notice ok" role="status" data-flash="ok">Key request “Spare” rejected.</p>',
+    );
+    const page = await checker.get(`/console/keys/${refused}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toMatch(
+      new RegExp(
+        `<li data-event="Rejected">.*by <span class="actor-user">${dist.checkerEmail.replace('.', '\\.')}</span>` +
+          '.*Reason: <q>no spare keys</q>',
+        's',
+      ),
+    );
   });
 });
 
