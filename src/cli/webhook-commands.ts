@@ -55,9 +55,22 @@ function withWebhooks<T>(
   );
 }
 
-const endpointLine = (e: WebhookEndpointDoc) =>
-  `${e.id}  ${e.status.padEnd(8)} ${e.url}  ` +
-  `[${e.eventTypes.join(', ')}]${e.status === 'disabled' ? `  disabled by ${e.disabledBy}: ${e.reason}` : ''}`;
+type ListedEndpoint = Omit<WebhookEndpointDoc, 'position'> & { disabledByEmail?: string };
+
+const endpointLine = (e: ListedEndpoint) =>
+  `${e.id}  ${e.status.padEnd(8)} ${e.url}  [${e.eventTypes.join(', ')}]` +
+  (e.status === 'disabled' ? `  disabled by ${e.disabledByEmail ?? e.disabledBy}: ${e.reason}` : '');
+
+/** A person reads who disabled an endpoint by email; `system` (a day of failures) stays as it is. */
+async function withDisablerEmail(
+  deps: Parameters<typeof loadUserState>[0],
+  endpoint: ListedEndpoint,
+): Promise<ListedEndpoint> {
+  const by = endpoint.disabledBy;
+  if (endpoint.status !== 'disabled' || !by || by === 'system') return endpoint;
+  const user = await loadUserState(deps, by).catch(() => undefined);
+  return user ? { ...endpoint, disabledByEmail: user.email } : endpoint;
+}
 
 export function registerWebhookCommands(program: Command): void {
   const webhook = program.command('webhook').description('webhook endpoints of a party (maker-checker)');
@@ -189,11 +202,12 @@ export function registerWebhookCommands(program: Command): void {
             if (page.length < PAGE) break;
             from = page.at(-1)!.position + 1;
           }
-          return foldWebhookEndpoints(events)
+          const endpoints = foldWebhookEndpoints(events)
             .filter((e) => e.partyType === party.type && e.partyID === party.id)
             .map(({ position: _position, ...e }) => e);
+          return Promise.all(endpoints.map((e) => withDisablerEmail(deps, e)));
         },
-        (endpoints) => endpoints.map((e) => endpointLine({ ...e, position: 0 })).join('\n') || '(no webhook endpoints)',
+        (endpoints) => endpoints.map(endpointLine).join('\n') || '(no webhook endpoints)',
       ),
     );
   common(webhook.command('deliveries'))

@@ -131,7 +131,8 @@ describe('wallet-ops webhook', () => {
     expect(list.find((e) => e.id === active.endpointID)).toMatchObject({
       status: 'disabled',
       reason: 'moved',
-      disabledBy: expect.any(String),
+      disabledBy: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      disabledByEmail: 'maker@hooks.test',
     });
   });
 
@@ -155,7 +156,7 @@ describe('wallet-ops webhook', () => {
       expect.stringMatching(
         new RegExp(
           `^${endpointID} {2}disabled https://shop\\.example/for-people {2}\\[operation\\.completed\\] {2}disabled ` +
-            'by [0-9a-f-]{36}: paused$',
+            'by checker@hooks\\.test: paused$',
         ),
       ),
     );

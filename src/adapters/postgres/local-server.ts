@@ -59,14 +59,7 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
     if (fresh) await server.initialise();
     await server.start();
   } catch (error) {
-    // Its messages arrive in pieces, each marked [STDERR]: the last error lines, joined, say why.
-    const said = logs
-      .join('')
-      .replaceAll('[STDERR] ', '')
-      .replaceAll('[STDERR]', '')
-      .split('\n')
-      .filter((line) => /FATAL|ERROR|error/i.test(line));
-    const detail = said.slice(-2).join('; ').trim() || (error instanceof Error ? error.message : '');
+    const detail = whyNotStarted(logs, error);
     const hint =
       asRoot && /Permission denied/.test(detail)
         ? ` (as root the server runs as the postgres user, which must be able to reach ${cluster}: chmod o+x ` +
@@ -82,6 +75,23 @@ export async function startLocalPostgres(dir: string, port: number): Promise<Loc
     throw error;
   }
   return { url, secretsKey, cluster, secrets, fresh, stop: () => server.stop() };
+}
+
+/**
+ * Why the server did not start, in one line, from what it printed: its messages arrive in pieces, each marked
+ * [STDERR]. The last two error lines say why; a server that names no error (`could not access the server
+ * configuration file ...`) is quoted by its last two lines; one that printed nothing, by the package's own error.
+ */
+export function whyNotStarted(logs: string[], error: unknown): string {
+  const lines = logs
+    .join('')
+    .replaceAll('[STDERR] ', '')
+    .replaceAll('[STDERR]', '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  const errors = lines.filter((line) => /FATAL|ERROR|error/i.test(line));
+  return (errors.length > 0 ? errors : lines).slice(-2).join('; ') || (error instanceof Error ? error.message : '');
 }
 
 /**
