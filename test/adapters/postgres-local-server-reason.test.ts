@@ -1,5 +1,6 @@
 /**
- * Why the local PostgreSQL did not start, in one line, from what the server printed (src/adapters/postgres/local-server.ts).
+ * Why the local PostgreSQL did not start, in one line, from what the server printed
+ * (src/adapters/postgres/local-server.ts).
  * The server's own refusals are driven for real in postgres-local-server.e2e.test.ts; these are the shapes of its
  * output that a real cluster on this machine cannot be made to print as root.
  */
@@ -23,7 +24,8 @@ describe('why the local PostgreSQL did not start', () => {
     ];
 
     expect(whyNotStarted(logs, new Error('Postgres init script exited with code 2'))).toBe(
-      'postgres: could not access the server configuration file "/data/cluster/postgresql.conf": No such file or directory',
+      'postgres: could not access the server configuration file "/data/cluster/postgresql.conf": ' +
+        'No such file or directory',
     );
   });
 
