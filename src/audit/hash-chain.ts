@@ -141,17 +141,6 @@ function plainData(data: unknown): boolean {
 }
 const isLoose = (base: Base): boolean => base.loose;
 
-/**
- * A copy of an event's metadata without `hash` and `previousHash`, which the chain sets. A spread where it has neither
- * (the usual case: V8 clones such an object in one step, a rest pattern copies key by key in the runtime).
- */
-function ownMetadata(given: EventMetadata | undefined): EventMetadata {
-  if (given === undefined) return {};
-  if (!Object.hasOwn(given, 'hash') && !Object.hasOwn(given, 'previousHash')) return { ...given };
-  const { hash: _ignored, previousHash: _replaced, ...rest } = given;
-  return rest;
-}
-
 function wellFormed(requests: StreamAppend[]): boolean {
   if (requests.length === 0) return false;
   if (requests.length > 16)
@@ -287,7 +276,7 @@ class HashChainedStore implements EventStore {
         const event = request.events[j]!;
         revision += 1;
         const id = event.id ?? randomUUID();
-        const metadata = ownMetadata(event.metadata);
+        const { hash: _ignored, previousHash: _replaced, ...metadata } = event.metadata ?? {};
         metadata.previousHash = previousHash;
         const data = canonicalJson(event.data);
         const hashed = canonicalJson(metadata); // has no `hash` yet; never "{}": it has previousHash
